@@ -1,0 +1,1 @@
+CORE_SRCS += common/strerror.c

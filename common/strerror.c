@@ -1,0 +1,23 @@
+/* mrc_strerror: errno text, sharpened for the meanings mrc gives them. */
+#include <errno.h>
+#include <string.h>
+
+#include "mrc/error.h"
+
+const char *mrc_strerror(int err)
+{
+	if (err > 0)
+		err = -err;
+	switch (err) {
+	case 0: return "success";
+	case -EACCES: return "remote access violation (key, bounds or rights)";
+	case -ETIMEDOUT: return "retries exhausted: peer unreachable on every path";
+	case -ECANCELED: return "work request flushed: queue pair in error state";
+	case -EMSGSIZE: return "message larger than the posted receive buffer or limit";
+	case -EBADMSG: return "malformed packet";
+	case -ENOSPC: return "queue full";
+	case -ENOTCONN: return "queue pair not connected";
+	case -EPROTO: return "protocol violation by the peer";
+	default: return strerror(-err);
+	}
+}

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs the Debian packages the build, tests, demo and benchmarks need,
+# but only those that are missing (a dpkg query per package is ~10 ms, so
+# this runs on every `make` without slowing it down).
+set -eu
+PKGS="gcc make pkg-config clang libclang-rt-14-dev llvm
+libcmocka-dev libjansson-dev libnl-3-dev libnl-route-3-dev libev-dev
+iproute2 nftables ethtool procps"
+missing=""
+for p in $PKGS; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$st" in
+	*"install ok installed"*) ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "mrc: missing Debian packages:$missing" >&2
+	echo "mrc: run as root (or: sudo apt-get install$missing)" >&2
+	exit 1
+fi
+echo "mrc: installing missing Debian packages:$missing"
+export DEBIAN_FRONTEND=noninteractive
+# shellcheck disable=SC2086
+if ! apt-get install -y --no-install-recommends $missing; then
+	apt-get update
+	apt-get install -y --no-install-recommends $missing
+fi

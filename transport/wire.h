@@ -1,0 +1,161 @@
+/* MRC wire format, version 1.  docs/wire.md is the normative description.
+ *
+ * All multi-byte fields are big-endian.  Every packet starts with
+ * (version u8, opcode u8, flags u16) and ends its fixed header with hcrc, a
+ * CRC-32C over the header bytes before it (with the TRIMMED flag bit taken
+ * as 0, so a switch that trims a packet only sets one bit and cuts the
+ * tail).  Data packets with payload carry a 4-byte trailer, pcrc, a CRC-32C
+ * over the payload.  UDP's checksum is zero in SRv6 uSID mode (the
+ * destination address changes hop by hop), so these two CRCs are the only
+ * integrity check, the way RoCE relies on its ICRC.
+ *
+ * Data header (52 bytes):
+ *   0 ver  1 op  2 flags  4 dqpn  8 psn  12 ev u16  14 plen u16  16 msn
+ *   20 rkey (SEND: ssn)  24 off u64  32 ts u64  40 mlen  44 imm  48 hcrc
+ * ACK header (68 bytes):
+ *   0 ver  1 op  2 flags  4 dqpn  8 cum_psn  12 ev u16  14 nack u8
+ *   15 rsvd u8  16 trig_psn  20 sack_base  24 ts_echo u64  32 sack[32]
+ *   64 hcrc
+ * PROBE / PROBE_REPLY header (36 bytes):
+ *   0 ver  1 op  2 flags  4 rsvd u32  8 seq  12 ev u16  14 rsvd u16
+ *   16 ts u64  24 ts_echo u64  32 hcrc
+ */
+#ifndef MRC_TRANSPORT_WIRE_H
+#define MRC_TRANSPORT_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MRC_WIRE_VERSION 1
+
+#define MRC_DATA_HDR_LEN  52
+#define MRC_ACK_HDR_LEN   68
+#define MRC_PROBE_HDR_LEN 36
+#define MRC_TRAILER_LEN   4
+#define MRC_HDR_MAX       68
+/* Largest payload one packet may carry (jumbo frames minus headers). */
+#define MRC_MAX_PAYLOAD   9000
+#define MRC_SACK_BITS     256
+
+enum mrc_op {
+	MRC_OP_WRITE = 1,
+	MRC_OP_WRITE_IMM = 2,
+	MRC_OP_SEND = 3,
+	MRC_OP_SEND_IMM = 4,
+	MRC_OP_ATOMIC_ADD = 5,   /* payload: the 8-byte big-endian addend */
+	MRC_OP_ACK = 16,         /* also carries NACKs (nack != 0) */
+	MRC_OP_PROBE = 32,
+	MRC_OP_PROBE_REPLY = 33,
+};
+
+/* Data packet flags. */
+#define MRC_F_FIRST   0x0001u  /* first packet of its message */
+#define MRC_F_LAST    0x0002u  /* last packet of its message */
+#define MRC_F_RETX    0x0004u  /* a retransmission (diagnostics only) */
+#define MRC_F_TRIMMED 0x0008u  /* payload cut by a switch; set by the switch */
+#define MRC_F_DATA_MASK 0x000fu
+/* ACK flags. */
+#define MRC_AF_ECN    0x0001u  /* the triggering packet arrived ECN-CE */
+#define MRC_AF_MASK   0x0001u
+
+enum mrc_nack {
+	MRC_NACK_NONE = 0,
+	MRC_NACK_TRIMMED = 1,    /* congestion: resend at once, path not blamed */
+	MRC_NACK_OOW = 2,        /* PSN outside the receive window */
+	MRC_NACK_ACCESS = 3,     /* key, bounds, rights or length violation */
+	MRC_NACK_RNR = 4,        /* receiver not ready: no RECV posted / CQ full */
+	MRC_NACK_MAX = MRC_NACK_RNR,
+};
+
+/* Why the decoder refused a packet; each has a counter in the engine. */
+enum mrc_wire_drop {
+	MRC_DROP_NONE = 0,
+	MRC_DROP_TRUNCATED,      /* shorter than its fixed header */
+	MRC_DROP_VERSION,        /* unknown version */
+	MRC_DROP_OPCODE,         /* unknown opcode */
+	MRC_DROP_HCRC,           /* header CRC mismatch */
+	MRC_DROP_PCRC,           /* payload CRC mismatch */
+	MRC_DROP_LENGTH,         /* datagram length disagrees with plen */
+	MRC_DROP_FIELD,          /* a field out of range or inconsistent */
+	MRC_DROP__COUNT,
+};
+
+struct mrc_data_hdr {
+	uint8_t op;
+	uint16_t flags;
+	uint32_t dqpn;
+	uint32_t psn;
+	uint16_t ev;
+	uint16_t plen;
+	uint32_t msn;
+	uint32_t rkey;           /* SEND/SEND_IMM: send sequence number */
+	uint64_t off;            /* WRITE/ATOMIC: offset in the rkey region;
+	                            SEND: offset within the message */
+	uint64_t ts;
+	uint32_t mlen;           /* whole message length */
+	uint32_t imm;
+};
+
+struct mrc_ack_hdr {
+	uint16_t flags;
+	uint8_t nack;            /* enum mrc_nack */
+	uint32_t dqpn;
+	uint32_t cum_psn;        /* every PSN before it was received */
+	uint32_t trig_psn;       /* PSN of the packet that caused this ACK */
+	uint32_t sack_base;      /* bit i of sack: PSN sack_base+i received */
+	uint16_t ev;             /* EV of the triggering packet, echoed */
+	uint64_t ts_echo;        /* its ts, echoed */
+	uint8_t sack[MRC_SACK_BITS / 8]; /* bit i is sack[i/8] & (1 << (i%8)) */
+};
+
+struct mrc_probe_hdr {
+	uint8_t op;              /* MRC_OP_PROBE or MRC_OP_PROBE_REPLY */
+	uint16_t ev;
+	uint32_t seq;
+	uint64_t ts;
+	uint64_t ts_echo;        /* PROBE_REPLY: the PROBE's ts */
+};
+
+/* A decoded packet.  payload points into the buffer given to decode. */
+struct mrc_pkt_view {
+	uint8_t op;
+	uint8_t trimmed;         /* data packet whose payload a switch cut */
+	union {
+		struct mrc_data_hdr data;
+		struct mrc_ack_hdr ack;
+		struct mrc_probe_hdr probe;
+	} u;
+	const uint8_t *payload;  /* NULL when trimmed or plen == 0 */
+};
+
+static inline int mrc_op_is_data(uint8_t op)
+{
+	return op >= MRC_OP_WRITE && op <= MRC_OP_ATOMIC_ADD;
+}
+
+/* Encoders write the fixed header including hcrc into buf (which must hold
+ * the header length) and return that length. */
+size_t mrc_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h);
+size_t mrc_wire_put_ack(uint8_t *buf, const struct mrc_ack_hdr *h);
+size_t mrc_wire_put_probe(uint8_t *buf, const struct mrc_probe_hdr *h);
+/* The 4-byte trailer of a data packet whose payload is p[0..n). */
+void mrc_wire_put_trailer(uint8_t out[MRC_TRAILER_LEN], const void *p, size_t n);
+
+/* Validates every length, field and CRC of the datagram buf[0..len).
+ * Returns 0 and fills *v, or -EBADMSG with *why set; never reads outside
+ * buf[0..len). */
+int mrc_wire_decode(const void *buf, size_t len, struct mrc_pkt_view *v,
+		    enum mrc_wire_drop *why);
+
+/* Sets the TRIMMED flag and returns the trimmed length, as a switch does
+ * (used by tests and the simulator; the real fabric does it in tc BPF). */
+size_t mrc_wire_trim(uint8_t *buf, size_t len);
+
+const char *mrc_wire_drop_name(enum mrc_wire_drop why);
+const char *mrc_op_name(uint8_t op);
+
+/* PSN serial-number arithmetic (RFC 1982 style, 32-bit). */
+static inline int mrc_psn_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }
+static inline int mrc_psn_le(uint32_t a, uint32_t b) { return (int32_t)(a - b) <= 0; }
+
+#endif
