@@ -9,7 +9,7 @@
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make clean
 #
-# Each layer lists its sources in its own module.mk (CORE_SRCS, PROGS, ...),
+# Each layer lists its sources in its own *.mk files (CORE_SRCS, PROGS, ...),
 # so layers can grow without touching this file.
 
 PREFIX  ?= /usr/local
@@ -40,7 +40,7 @@ TEST_SUPPORT_SRCS :=
 PROGS :=
 BENCHES :=
 ROOT_TESTS :=
-include $(sort $(wildcard */module.mk))
+include $(sort $(wildcard */*.mk))
 
 TESTS      := $(patsubst tests/%.c,%,$(sort $(wildcard tests/test_*.c)))
 FUZZERS    := $(patsubst fuzz/%.c,%,$(sort $(wildcard fuzz/fuzz_*.c)))
