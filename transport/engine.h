@@ -1,0 +1,253 @@
+/* The MRC protocol engine: sans-IO.
+ *
+ * The caller feeds it packets (mrc_engine_rx), time (every call takes `now`
+ * in nanoseconds from any monotonic origin) and posted work (mrc_qp_post_*);
+ * it returns packets to send, each with the EV (path) to send it on
+ * (mrc_engine_tx), completions (mrc_engine_poll_cq), events
+ * (mrc_engine_poll_event) and its next timer deadline
+ * (mrc_engine_next_deadline; call mrc_engine_tick then).  It performs no
+ * syscalls, reads no clock and allocates nothing after mrc_engine_create and
+ * mrc_qp_create, so the daemon, the simulator and the tests run it
+ * unchanged.  It is not thread-safe: one thread drives one engine.
+ *
+ * Peers are other engines (hosts).  Each peer has an EV table: EV e names
+ * one path to that peer (the caller maps it to a route, e.g. an SRv6 uSID
+ * address) and belongs to one plane.  Path health (EV state, RTT) lives in
+ * the peer, so every QP to that peer shares it: what one QP learns protects
+ * the others at once.  The reverse path of EV e must be EV e of the peer's
+ * table for us (ACKs and probe replies are echoed on the EV they answer).
+ */
+#ifndef MRC_TRANSPORT_ENGINE_H
+#define MRC_TRANSPORT_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/wire.h"
+
+struct mrc_engine;
+
+#define MRC_MAX_PLANES 16
+#define MRC_MAX_EVS    4096
+/* The in-flight window of a QP is bounded by the SACK bitmap, so every
+ * packet in flight is always covered by the ACK's selective bitmap. */
+#define MRC_MAX_WINDOW MRC_SACK_BITS
+#define MRC_MAX_MSG    (1ull << 30)   /* 1 GiB */
+
+/* Remote/local access rights of a memory region. */
+#define MRC_ACCESS_LOCAL_READ   0x1u
+#define MRC_ACCESS_REMOTE_WRITE 0x2u
+#define MRC_ACCESS_REMOTE_ATOMIC 0x4u
+#define MRC_ACCESS_LOCAL_WRITE  0x8u   /* RECV buffers */
+
+struct mrc_cc_ops;
+
+struct mrc_engine_cfg {
+	uint32_t mtu;              /* payload bytes per packet (default 4096) */
+	uint32_t max_qps;          /* default 1024 */
+	uint32_t max_peers;        /* default 256 */
+	uint32_t max_mrs;          /* default 4096 */
+	uint32_t window;           /* packets in flight per QP, power of 2,
+	                              <= MRC_MAX_WINDOW (default 256) */
+	uint32_t sq_depth;         /* work requests per QP, power of 2 (256) */
+	uint32_t rq_depth;         /* posted receives per QP, power of 2 (256) */
+	uint32_t ctrl_queue;       /* queued ACK/probe packets (4096) */
+	uint32_t event_queue;      /* queued events (1024) */
+	uint32_t ev_floor;         /* fewest EVs per peer kept usable (4) */
+	uint32_t max_retries;      /* per packet before the QP fails (24) */
+	uint64_t rto_min_ns;       /* default 1 ms */
+	uint64_t rto_max_ns;       /* default 200 ms */
+	uint64_t rto_init_ns;      /* before any RTT sample (default 10 ms) */
+	uint64_t reorder_slack_ns; /* extra wait before a late packet is lost
+	                              (default 50 us; also >= minRTT/4) */
+	uint64_t probe_interval_ns;/* ASSUMED_BAD EVs are probed this often
+	                              (default 2 ms) */
+	uint32_t probe_ok_needed;  /* probe replies in a row to return GOOD (2) */
+	uint64_t rnr_delay_ns;     /* retry delay after an RNR NACK (100 us) */
+	const struct mrc_cc_ops *cc; /* congestion control (default NSCC) */
+};
+
+/* Fills every field with its default. */
+void mrc_engine_cfg_default(struct mrc_engine_cfg *cfg);
+
+/* Validates cfg (precise -EINVAL reasons in *why when non-NULL) and
+ * allocates everything up front. */
+int mrc_engine_create(const struct mrc_engine_cfg *cfg, struct mrc_engine **out,
+		      const char **why);
+void mrc_engine_destroy(struct mrc_engine *e);
+
+/* ---- memory registration ------------------------------------------- */
+/* pd is a protection domain (a client): a remote peer may touch only the
+ * regions of the pd that owns the target QP.  key is engine-chosen. */
+int mrc_mr_reg(struct mrc_engine *e, uint32_t pd, void *base, uint64_t len,
+	       uint32_t access, uint32_t *key);
+/* -EBUSY while work requests still reference the region. */
+int mrc_mr_dereg(struct mrc_engine *e, uint32_t key);
+
+/* ---- peers and paths ------------------------------------------------ */
+enum mrc_ev_state { MRC_EV_GOOD = 0, MRC_EV_ASSUMED_BAD = 1, MRC_EV_DENIED = 2 };
+
+/* Adds a peer with nev paths; plane_of[e] is EV e's plane (< 16). */
+int mrc_peer_add(struct mrc_engine *e, uint32_t nev, const uint8_t *plane_of,
+		 uint32_t *peer);
+int mrc_peer_remove(struct mrc_engine *e, uint32_t peer);
+/* Admin / link state: a DENIED EV is never used or probed.  Allowing it
+ * makes it ASSUMED_BAD: it returns to GOOD after successful probes. */
+int mrc_ev_set_denied(struct mrc_engine *e, uint32_t peer, uint32_t ev, int deny);
+int mrc_plane_set_denied(struct mrc_engine *e, uint32_t peer, uint32_t plane, int deny);
+/* Sends one probe on EV ev now; the result arrives as an event. */
+int mrc_ev_probe(struct mrc_engine *e, uint64_t now, uint32_t peer, uint32_t ev);
+
+struct mrc_ev_info {
+	uint8_t state;             /* enum mrc_ev_state */
+	uint8_t plane;
+	uint8_t last_reason;       /* enum mrc_ev_reason of the last change */
+	uint64_t srtt_ns, rttvar_ns;
+	uint64_t last_change_ns;
+	uint64_t tx_pkts, lost, trims, ecn, probes_sent, probes_ok;
+};
+int mrc_ev_info(const struct mrc_engine *e, uint32_t peer, uint32_t ev,
+		struct mrc_ev_info *info);
+
+/* ---- queue pairs ---------------------------------------------------- */
+enum mrc_qp_state { MRC_QPS_RESET = 0, MRC_QPS_RTS = 1, MRC_QPS_ERROR = 2 };
+#define MRC_QP_PIN_EV 0x1u         /* single-path (ECMP-like) mode */
+
+struct mrc_qp_attr {
+	uint32_t pd;
+	uint32_t flags;            /* MRC_QP_PIN_EV */
+	uint32_t pin_ev;           /* preferred EV in single-path mode */
+};
+int mrc_qp_create(struct mrc_engine *e, const struct mrc_qp_attr *attr, uint32_t *qpn);
+/* Frees the QP; outstanding work is dropped without completions. */
+int mrc_qp_destroy(struct mrc_engine *e, uint32_t qpn);
+/* Connects to remote QP rqpn on peer.  sq_psn: first PSN we send;
+ * rq_psn: first PSN we expect (the peer's sq_psn). */
+int mrc_qp_connect(struct mrc_engine *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
+		   uint32_t sq_psn, uint32_t rq_psn);
+
+enum mrc_wr_op {
+	MRC_WR_WRITE = MRC_OP_WRITE,
+	MRC_WR_WRITE_IMM = MRC_OP_WRITE_IMM,
+	MRC_WR_SEND = MRC_OP_SEND,
+	MRC_WR_SEND_IMM = MRC_OP_SEND_IMM,
+	MRC_WR_ATOMIC_ADD = MRC_OP_ATOMIC_ADD,
+};
+
+struct mrc_wr {
+	uint64_t wr_id;
+	uint8_t op;                /* enum mrc_wr_op */
+	uint32_t lkey;             /* local source (not for ATOMIC_ADD) */
+	uint64_t loff;
+	uint64_t len;              /* <= MRC_MAX_MSG */
+	uint32_t rkey;             /* WRITE*, ATOMIC_ADD */
+	uint64_t roff;
+	uint32_t imm;              /* *_IMM */
+	uint64_t add;              /* ATOMIC_ADD: remote u64 += add */
+};
+/* -ENOSPC when the send queue is full, -EINVAL/-EACCES for a bad local
+ * key or range (checked at post time), -ENOTCONN before connect. */
+int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct mrc_wr *wr);
+int mrc_qp_post_recv(struct mrc_engine *e, uint32_t qpn, uint64_t wr_id,
+		     uint32_t lkey, uint64_t off, uint64_t len);
+
+enum mrc_wc_op {
+	MRC_WC_WRITE = 1, MRC_WC_WRITE_IMM, MRC_WC_SEND, MRC_WC_SEND_IMM,
+	MRC_WC_ATOMIC_ADD,
+	MRC_WC_RECV,               /* a SEND / SEND_IMM landed in a RECV */
+	MRC_WC_RECV_WRITE_IMM,     /* a WRITE_IMM was placed (no RECV used) */
+};
+struct mrc_wc {
+	uint64_t wr_id;            /* RECV_WRITE_IMM: 0 */
+	uint32_t qpn;
+	uint8_t op;                /* enum mrc_wc_op */
+	uint8_t has_imm;
+	int32_t status;            /* 0 or negative errno, see mrc_strerror */
+	uint64_t byte_len;
+	uint32_t imm;
+};
+/* Completions of each QP come in posting order (for receive completions:
+ * in the order the remote posted them).  Returns how many were written. */
+int mrc_engine_poll_cq(struct mrc_engine *e, struct mrc_wc *wc, int max);
+
+struct mrc_qp_info {
+	uint8_t state;
+	int32_t error;             /* why it entered ERROR (negative errno) */
+	uint32_t peer, rqpn;
+	uint32_t inflight, cwnd_bytes;
+	uint64_t srtt_ns, rto_ns;
+	uint64_t tx_pkts, retx, rto_fires, trims_rx, nacks_rx, bytes_acked;
+	uint64_t rx_pkts, rx_dups, bytes_placed;
+};
+int mrc_qp_info(const struct mrc_engine *e, uint32_t qpn, struct mrc_qp_info *info);
+
+/* ---- packets in and out -------------------------------------------- */
+/* A packet to send: hdr[0..hdr_len), then payload[0..plen) (straight from
+ * registered memory: scatter-gather it, do not copy it), then, when plen > 0,
+ * trailer[0..4).  The payload pointer is valid until the next engine call. */
+struct mrc_tx_pkt {
+	uint32_t peer;
+	uint16_t ev;
+	uint16_t hdr_len;
+	uint32_t plen;
+	const uint8_t *payload;
+	uint8_t trailer[MRC_TRAILER_LEN];
+	uint8_t hdr[MRC_HDR_MAX];
+};
+/* Fills up to max packets: control packets first, then retransmissions and
+ * new data of every QP, round robin, as window and congestion allow. */
+int mrc_engine_tx(struct mrc_engine *e, uint64_t now, struct mrc_tx_pkt *pkts, int max);
+
+#define MRC_RX_ECN 0x1u   /* the IP header arrived marked ECN-CE */
+/* One datagram from peer.  Malformed packets are dropped and counted by
+ * reason; returns 0 or the negative errno of the drop (for tracing only). */
+int mrc_engine_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+		  const void *pkt, size_t len, uint32_t rx_flags);
+
+/* When mrc_engine_tick must next run (UINT64_MAX: no timer armed). */
+uint64_t mrc_engine_next_deadline(const struct mrc_engine *e);
+void mrc_engine_tick(struct mrc_engine *e, uint64_t now);
+/* Nonzero when mrc_engine_tx would produce a packet now. */
+int mrc_engine_tx_pending(const struct mrc_engine *e);
+
+/* ---- events --------------------------------------------------------- */
+enum mrc_event_type {
+	MRC_EVT_EV_STATE = 1,      /* an EV changed state */
+	MRC_EVT_PROBE_RESULT,      /* a probe came back (rtt_ns) or timed out */
+	MRC_EVT_QP_ERROR,          /* a QP entered ERROR (err) */
+	MRC_EVT_FLOOR,             /* an EV was kept usable to respect ev_floor */
+};
+enum mrc_ev_reason {
+	MRC_RSN_NONE = 0, MRC_RSN_LOSS, MRC_RSN_RTO, MRC_RSN_PROBE_OK,
+	MRC_RSN_PROBE_LOST, MRC_RSN_DENY, MRC_RSN_ALLOW,
+};
+struct mrc_event {
+	uint8_t type;
+	uint8_t old_state, new_state, reason;
+	uint32_t peer, ev, qpn;
+	int32_t err;
+	uint64_t time_ns;
+	uint64_t rtt_ns;           /* PROBE_RESULT; UINT64_MAX when lost */
+};
+/* Returns 1 and fills *ev, or 0 when none is queued. */
+int mrc_engine_poll_event(struct mrc_engine *e, struct mrc_event *ev);
+
+const char *mrc_ev_state_name(uint8_t s);
+const char *mrc_ev_reason_name(uint8_t r);
+
+/* ---- counters ------------------------------------------------------- */
+struct mrc_engine_stats {
+	uint64_t rx_pkts, tx_pkts, tx_data, tx_retx, tx_acks, tx_probes;
+	uint64_t rx_drop[MRC_DROP__COUNT];   /* by decoder reason */
+	uint64_t rx_unknown_qp, rx_bad_peer, rx_qp_error, rx_dup, rx_oow;
+	uint64_t rx_trimmed, rx_ecn, nack_tx[MRC_NACK_MAX + 1], nack_rx[MRC_NACK_MAX + 1];
+	uint64_t access_errors, rto_fires, loss_detected, ctrl_overflow;
+	uint64_t events_dropped, ev_changes, bytes_placed, msgs_completed;
+};
+void mrc_engine_stats(const struct mrc_engine *e, struct mrc_engine_stats *st);
+
+/* Bytes of engine memory per QP (fixed at create) and per in-flight packet,
+ * for capacity planning (documented in docs/design.md). */
+size_t mrc_engine_qp_bytes(const struct mrc_engine *e);
+
+#endif
