@@ -1,0 +1,506 @@
+/* In-memory multipath network for engine tests; see chan.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/support/chan.h"
+
+#define CHAN_SMALL_CAP 128      /* control packets and atomics */
+#define CHAN_TX_BATCH  64
+#define CHAN_RX_BATCH  64       /* deliveries between two tx drains */
+
+struct chan_pkt {
+	struct chan_pkt *next;  /* free list */
+	uint64_t t, seq;
+	uint32_t src, dst;
+	uint32_t len, plen, rx_flags;
+	uint16_t ev;
+	uint8_t big;
+	uint8_t buf[];
+};
+
+void chan_cfg_default(struct chan_cfg *cfg, uint64_t seed)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->nodes = 2;
+	cfg->nev = 8;
+	cfg->planes = 2;
+	cfg->seed = seed;
+	mrc_engine_cfg_default(&cfg->ecfg);
+	cfg->delay_min = 5000;
+	cfg->delay_max = 20000;
+	cfg->keep_logs = 1;
+}
+
+/* ---- packet pool and heap ------------------------------------------- */
+
+static struct chan_pkt *pkt_get(struct chan *ch, size_t len)
+{
+	int big = len > CHAN_SMALL_CAP;
+	struct chan_pkt **fl = big ? &ch->free_big : &ch->free_small;
+	struct chan_pkt *p = *fl;
+
+	if (len > ch->big_cap) {
+		fprintf(stderr, "chan: engine handed over a %zu-byte packet, above "
+			"header + mtu + trailer (%zu)\n", len, ch->big_cap);
+		abort();
+	}
+	if (p) {
+		*fl = p->next;
+	} else {
+		p = malloc(sizeof(*p) + (big ? ch->big_cap : CHAN_SMALL_CAP));
+		if (!p)
+			abort();
+	}
+	p->big = (uint8_t)big;
+	return p;
+}
+
+static void pkt_put(struct chan *ch, struct chan_pkt *p)
+{
+	struct chan_pkt **fl = p->big ? &ch->free_big : &ch->free_small;
+	p->next = *fl;
+	*fl = p;
+}
+
+static int pkt_before(const struct chan_pkt *a, const struct chan_pkt *b)
+{
+	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static void heap_push(struct chan *ch, struct chan_pkt *p)
+{
+	if (ch->nheap == ch->heap_cap) {
+		ch->heap_cap = ch->heap_cap ? ch->heap_cap * 2 : 1024;
+		ch->heap = realloc(ch->heap, ch->heap_cap * sizeof(*ch->heap));
+		if (!ch->heap)
+			abort();
+	}
+	p->seq = ch->seq++;
+	size_t i = ch->nheap++;
+	while (i > 0) {
+		size_t up = (i - 1) / 2;
+		if (!pkt_before(p, ch->heap[up]))
+			break;
+		ch->heap[i] = ch->heap[up];
+		i = up;
+	}
+	ch->heap[i] = p;
+}
+
+static struct chan_pkt *heap_pop(struct chan *ch)
+{
+	struct chan_pkt *top = ch->heap[0], *last = ch->heap[--ch->nheap];
+	size_t i = 0, n = ch->nheap;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && pkt_before(ch->heap[c + 1], ch->heap[c]))
+			c++;
+		if (!pkt_before(ch->heap[c], last))
+			break;
+		ch->heap[i] = ch->heap[c];
+		i = c;
+	}
+	if (n)
+		ch->heap[i] = last;
+	return top;
+}
+
+/* ---- setup ------------------------------------------------------------ */
+
+int chan_create(const struct chan_cfg *cfg, struct chan **out, const char **why)
+{
+	const char *dummy;
+	struct chan *ch;
+	int rc;
+
+	if (!why)
+		why = &dummy;
+	*why = NULL;
+	if (cfg->nodes < 2 || cfg->nodes > CHAN_MAX_NODES || cfg->nev == 0 ||
+	    cfg->nev > MRC_MAX_EVS || cfg->planes == 0 || cfg->planes > MRC_MAX_PLANES ||
+	    cfg->delay_min > cfg->delay_max) {
+		*why = "chan: bad channel config";
+		return -EINVAL;
+	}
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return -ENOMEM;
+	ch->cfg = *cfg;
+	ch->now = CHAN_T0;
+	chan_rng_seed(&ch->rng, cfg->seed);
+	uint32_t mtu = cfg->ecfg.mtu > 64 ? cfg->ecfg.mtu : 64;
+	ch->big_cap = MRC_HDR_MAX + mtu + MRC_TRAILER_LEN;
+
+	size_t npaths = (size_t)cfg->nodes * cfg->nodes * cfg->nev;
+	ch->paths = calloc(npaths, sizeof(*ch->paths));
+	ch->plane_of = calloc(cfg->nev, 1);
+	ch->ev_tx_bytes = calloc(cfg->nev, sizeof(uint64_t));
+	ch->ev_rx_bytes = calloc(cfg->nev, sizeof(uint64_t));
+	if (!ch->paths || !ch->plane_of || !ch->ev_tx_bytes || !ch->ev_rx_bytes) {
+		chan_destroy(ch);
+		return -ENOMEM;
+	}
+	for (uint32_t ev = 0; ev < cfg->nev; ev++)
+		ch->plane_of[ev] = (uint8_t)(ev % cfg->planes);
+	for (size_t i = 0; i < npaths; i++)
+		ch->paths[i].cfg = cfg->path;
+	/* Symmetric per-EV delays: the ACK of EV e comes back on EV e. */
+	if (cfg->delay_max > 0) {
+		for (uint32_t a = 0; a < cfg->nodes; a++)
+			for (uint32_t b = a + 1; b < cfg->nodes; b++)
+				for (uint32_t ev = 0; ev < cfg->nev; ev++) {
+					uint64_t d = chan_rng_range(&ch->rng, cfg->delay_min,
+								    cfg->delay_max);
+					chan_path(ch, a, b, ev)->cfg.delay_ns = d;
+					chan_path(ch, b, a, ev)->cfg.delay_ns = d;
+				}
+	}
+	for (uint32_t i = 0; i < cfg->nodes; i++) {
+		rc = mrc_engine_create(&cfg->ecfg, &ch->node[i].e, why);
+		if (rc < 0) {
+			chan_destroy(ch);
+			return rc;
+		}
+	}
+	for (uint32_t i = 0; i < cfg->nodes; i++)
+		for (uint32_t j = 0; j < cfg->nodes; j++) {
+			ch->node[i].peer[j] = UINT32_MAX;
+			if (i == j)
+				continue;
+			rc = mrc_peer_add(ch->node[i].e, cfg->nev, ch->plane_of,
+					  &ch->node[i].peer[j]);
+			if (rc < 0) {
+				*why = "chan: mrc_peer_add failed";
+				chan_destroy(ch);
+				return rc;
+			}
+		}
+	*out = ch;
+	return 0;
+}
+
+static void free_list(struct chan_pkt *p)
+{
+	while (p) {
+		struct chan_pkt *n = p->next;
+		free(p);
+		p = n;
+	}
+}
+
+void chan_destroy(struct chan *ch)
+{
+	if (!ch)
+		return;
+	for (uint32_t i = 0; i < CHAN_MAX_NODES; i++) {
+		if (ch->node[i].e)
+			mrc_engine_destroy(ch->node[i].e);
+		free(ch->node[i].wc);
+		free(ch->node[i].evt);
+	}
+	for (size_t i = 0; i < ch->nheap; i++)
+		free(ch->heap[i]);
+	free(ch->heap);
+	free_list(ch->free_small);
+	free_list(ch->free_big);
+	free(ch->paths);
+	free(ch->plane_of);
+	free(ch->ev_tx_bytes);
+	free(ch->ev_rx_bytes);
+	free(ch);
+}
+
+void chan_set_all(struct chan *ch, const struct chan_path_cfg *cfg, int keep_delay)
+{
+	size_t npaths = (size_t)ch->cfg.nodes * ch->cfg.nodes * ch->cfg.nev;
+	for (size_t i = 0; i < npaths; i++) {
+		uint64_t d = ch->paths[i].cfg.delay_ns;
+		ch->paths[i].cfg = *cfg;
+		if (keep_delay)
+			ch->paths[i].cfg.delay_ns = d;
+	}
+}
+
+void chan_blackhole_ev(struct chan *ch, uint32_t a, uint32_t b, uint32_t ev,
+		       uint64_t from, uint64_t until)
+{
+	struct chan_path *p = chan_path(ch, a, b, ev), *q = chan_path(ch, b, a, ev);
+	p->cfg.bh_from = q->cfg.bh_from = from;
+	p->cfg.bh_until = q->cfg.bh_until = until;
+}
+
+void chan_blackhole_plane(struct chan *ch, uint32_t plane, uint64_t from, uint64_t until)
+{
+	for (uint32_t a = 0; a < ch->cfg.nodes; a++)
+		for (uint32_t b = a + 1; b < ch->cfg.nodes; b++)
+			for (uint32_t ev = 0; ev < ch->cfg.nev; ev++)
+				if (ch->plane_of[ev] == plane)
+					chan_blackhole_ev(ch, a, b, ev, from, until);
+}
+
+void chan_blackhole_all(struct chan *ch, uint64_t from, uint64_t until)
+{
+	for (uint32_t p = 0; p < ch->cfg.planes; p++)
+		chan_blackhole_plane(ch, p, from, until);
+}
+
+uint64_t chan_max_rtt(const struct chan *ch)
+{
+	uint64_t m = 0;
+	size_t npaths = (size_t)ch->cfg.nodes * ch->cfg.nodes * ch->cfg.nev;
+	for (size_t i = 0; i < npaths; i++) {
+		uint64_t d = ch->paths[i].cfg.delay_ns + ch->paths[i].cfg.jitter_ns;
+		if (d > m)
+			m = d;
+	}
+	return 2 * m;
+}
+
+int chan_qp_pair(struct chan *ch, uint32_t a, uint32_t b, const struct mrc_qp_attr *aa,
+		 const struct mrc_qp_attr *ab, uint32_t *qa, uint32_t *qb)
+{
+	uint32_t psn[2];
+	int rc;
+
+	for (int i = 0; i < 2; i++)
+		psn[i] = chan_rng_chance(&ch->rng, 0.5)
+			 ? (uint32_t)(UINT32_MAX - chan_rng_below(&ch->rng, 2000))
+			 : (uint32_t)chan_rng_next(&ch->rng);
+	rc = mrc_qp_create(ch->node[a].e, aa, qa);
+	if (rc < 0)
+		return rc;
+	rc = mrc_qp_create(ch->node[b].e, ab, qb);
+	if (rc < 0)
+		return rc;
+	rc = mrc_qp_connect(ch->node[a].e, *qa, ch->node[a].peer[b], *qb, psn[0], psn[1]);
+	if (rc < 0)
+		return rc;
+	return mrc_qp_connect(ch->node[b].e, *qb, ch->node[b].peer[a], *qa, psn[1], psn[0]);
+}
+
+/* ---- the network ------------------------------------------------------ */
+
+static uint32_t node_of_peer(const struct chan *ch, uint32_t src, uint32_t peer)
+{
+	for (uint32_t j = 0; j < ch->cfg.nodes; j++)
+		if (j != src && ch->node[src].peer[j] == peer)
+			return j;
+	return UINT32_MAX;
+}
+
+static void flip_bit(struct chan *ch, struct chan_pkt *p)
+{
+	uint64_t bit = chan_rng_below(&ch->rng, (uint64_t)p->len * 8);
+	p->buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+	ch->st.corrupted++;
+}
+
+static void hand_over(struct chan *ch, uint32_t src, const struct mrc_tx_pkt *tp)
+{
+	uint32_t dst = node_of_peer(ch, src, tp->peer);
+	size_t len = (size_t)tp->hdr_len + tp->plen + (tp->plen ? MRC_TRAILER_LEN : 0);
+
+	if (dst == UINT32_MAX || tp->ev >= ch->cfg.nev || tp->hdr_len > MRC_HDR_MAX) {
+		fprintf(stderr, "chan: node %u sent to unknown peer %u / ev %u / hdr_len %u\n",
+			src, tp->peer, tp->ev, tp->hdr_len);
+		abort();
+	}
+	struct chan_pkt *p = pkt_get(ch, len);
+	memcpy(p->buf, tp->hdr, tp->hdr_len);
+	if (tp->plen) {
+		memcpy(p->buf + tp->hdr_len, tp->payload, tp->plen);
+		memcpy(p->buf + tp->hdr_len + tp->plen, tp->trailer, MRC_TRAILER_LEN);
+	}
+	p->src = src;
+	p->dst = dst;
+	p->ev = tp->ev;
+	p->len = (uint32_t)len;
+	p->rx_flags = 0;
+	int data = mrc_op_is_data(tp->hdr[1]);
+	p->plen = data ? tp->plen : 0;
+
+	struct chan_path *path = chan_path(ch, src, dst, tp->ev);
+	struct chan_path_cfg *c = &path->cfg;
+	uint8_t plane = ch->plane_of[tp->ev];
+	ch->st.handed++;
+	path->tx_pkts++;
+	path->tx_bytes += p->plen;
+	ch->ev_tx_bytes[tp->ev] += p->plen;
+	ch->plane_tx_bytes[plane] += p->plen;
+	ch->plane_tx_pkts[plane]++;
+	if (ch->on_tx)
+		ch->on_tx(ch, src, dst, tp->ev, p->buf, len, ch->hook_arg);
+
+	if (ch->now >= c->bh_from && ch->now < c->bh_until) {
+		ch->st.blackholed++;
+		pkt_put(ch, p);
+		return;
+	}
+	if (chan_rng_chance(&ch->rng, c->loss)) {
+		ch->st.lost++;
+		pkt_put(ch, p);
+		return;
+	}
+	uint64_t depart = ch->now;
+	if (c->rate > 0) {
+		uint64_t queued = path->busy_until > ch->now
+			? (uint64_t)((double)(path->busy_until - ch->now) * c->rate) : 0;
+		if (queued > ch->st.max_queued)
+			ch->st.max_queued = queued;
+		if (c->q_drop && queued + len > c->q_drop) {
+			ch->st.q_dropped++;
+			pkt_put(ch, p);
+			return;
+		}
+		if (c->q_trim && queued > c->q_trim && p->plen) {
+			p->len = (uint32_t)mrc_wire_trim(p->buf, p->len);
+			p->plen = 0;
+			ch->st.trimmed++;
+		}
+		if (c->q_ecn && queued > c->q_ecn) {
+			p->rx_flags |= MRC_RX_ECN;
+			ch->st.ecn_marked++;
+		}
+		uint64_t start = path->busy_until > ch->now ? path->busy_until : ch->now;
+		path->busy_until = start + (uint64_t)((double)p->len / c->rate + 0.999);
+		depart = path->busy_until;
+	}
+	if (p->plen && chan_rng_chance(&ch->rng, c->trim)) {
+		p->len = (uint32_t)mrc_wire_trim(p->buf, p->len);
+		p->plen = 0;
+		ch->st.trimmed++;
+	}
+	if (chan_rng_chance(&ch->rng, c->corrupt))
+		flip_bit(ch, p);
+	if (chan_rng_chance(&ch->rng, c->ecn) && !(p->rx_flags & MRC_RX_ECN)) {
+		p->rx_flags |= MRC_RX_ECN;
+		ch->st.ecn_marked++;
+	}
+	p->t = depart + c->delay_ns + chan_rng_below(&ch->rng, c->jitter_ns);
+	if (chan_rng_chance(&ch->rng, c->dup)) {
+		struct chan_pkt *d = pkt_get(ch, p->len);
+		memcpy(d, p, sizeof(*p) + p->len);
+		d->big = p->len > CHAN_SMALL_CAP;
+		d->t = depart + c->delay_ns + chan_rng_below(&ch->rng, c->jitter_ns + 1000);
+		ch->st.dups++;
+		heap_push(ch, d);
+	}
+	heap_push(ch, p);
+}
+
+static void deliver(struct chan *ch, struct chan_pkt *p)
+{
+	struct chan_node *n = &ch->node[p->dst];
+	struct chan_path *path = chan_path(ch, p->src, p->dst, p->ev);
+
+	ch->st.delivered++;
+	path->rx_pkts++;
+	path->rx_bytes += p->plen;
+	ch->ev_rx_bytes[p->ev] += p->plen;
+	ch->plane_rx_bytes[ch->plane_of[p->ev]] += p->plen;
+	if (mrc_engine_rx(n->e, ch->now, n->peer[p->src], p->buf, p->len, p->rx_flags) < 0)
+		n->rx_err++;
+	pkt_put(ch, p);
+}
+
+static void log_push(void **arr, size_t *n, size_t *cap, const void *x, size_t sz)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 256;
+		*arr = realloc(*arr, *cap * sz);
+		if (!*arr)
+			abort();
+	}
+	memcpy((char *)*arr + *n * sz, x, sz);
+	(*n)++;
+}
+
+void chan_pump(struct chan *ch)
+{
+	struct mrc_tx_pkt pk[CHAN_TX_BATCH];
+	struct mrc_wc wc[32];
+	struct mrc_event ev;
+
+	for (uint32_t i = 0; i < ch->cfg.nodes; i++) {
+		struct chan_node *n = &ch->node[i];
+		int k, rounds = 0;
+
+		while ((k = mrc_engine_tx(n->e, ch->now, pk, CHAN_TX_BATCH)) > 0) {
+			for (int j = 0; j < k; j++)
+				hand_over(ch, i, &pk[j]);
+			if (++rounds > 1000000) {
+				fprintf(stderr, "chan: node %u never stops transmitting\n", i);
+				abort();
+			}
+		}
+		while ((k = mrc_engine_poll_cq(n->e, wc, 32)) > 0)
+			for (int j = 0; j < k; j++) {
+				n->wc_total++;
+				if (ch->cfg.keep_logs)
+					log_push((void **)&n->wc, &n->nwc, &n->wc_cap, &wc[j],
+						 sizeof(wc[j]));
+				if (ch->on_wc)
+					ch->on_wc(ch, i, &wc[j], ch->hook_arg);
+			}
+		while (mrc_engine_poll_event(n->e, &ev) > 0) {
+			n->evt_total++;
+			if (ch->cfg.keep_logs)
+				log_push((void **)&n->evt, &n->nevt, &n->evt_cap, &ev, sizeof(ev));
+			if (ch->on_evt)
+				ch->on_evt(ch, i, &ev, ch->hook_arg);
+		}
+	}
+}
+
+int chan_run(struct chan *ch, chan_pred_fn done, void *arg, uint64_t max_ns,
+	     uint64_t max_steps)
+{
+	uint64_t t_end = ch->now + max_ns, steps = 0;
+	const char *why;
+	int rc;
+
+	for (;;) {
+		chan_pump(ch);
+		if (done && done(ch, arg))
+			return 0;
+		if (steps++ >= max_steps) {
+			rc = -E2BIG;
+			why = "step bound reached";
+			break;
+		}
+		uint64_t t = ch->nheap ? ch->heap[0]->t : UINT64_MAX;
+		for (uint32_t i = 0; i < ch->cfg.nodes; i++) {
+			uint64_t d = mrc_engine_next_deadline(ch->node[i].e);
+			if (d < t)
+				t = d;
+		}
+		if (t == UINT64_MAX || t > t_end) {
+			if (!done) {
+				ch->now = t_end;
+				return 0;
+			}
+			rc = t == UINT64_MAX ? -EDEADLK : -ETIMEDOUT;
+			why = t == UINT64_MAX ? "nothing pending, predicate still false"
+					      : "virtual-time bound reached";
+			break;
+		}
+		if (t > ch->now)
+			ch->now = t;
+		ch->steps++;
+		for (int k = 0; k < CHAN_RX_BATCH && ch->nheap && ch->heap[0]->t <= ch->now; k++)
+			deliver(ch, heap_pop(ch));
+		for (uint32_t i = 0; i < ch->cfg.nodes; i++)
+			if (mrc_engine_next_deadline(ch->node[i].e) <= ch->now)
+				mrc_engine_tick(ch->node[i].e, ch->now);
+	}
+	fprintf(stderr, "chan_run: %s (seed %" PRIu64 ", %" PRIu64 " steps)\n", why,
+		ch->cfg.seed, steps);
+	chan_dump(ch, stderr);
+	return rc;
+}
+

@@ -1,0 +1,9 @@
+# Test support library (build/libmrctest.a): the in-memory multipath
+# channel and guarded buffers.  Guarded so that being reached both from
+# tests/tests.mk and from a deeper Makefile glob adds the sources once.
+ifndef MRC_TSUP_MK
+MRC_TSUP_MK := 1
+TEST_SUPPORT_SRCS += tests/support/chan.c
+TEST_SUPPORT_SRCS += tests/support/chan_diag.c
+TEST_SUPPORT_SRCS += tests/support/gbuf.c
+endif

@@ -1,0 +1,2 @@
+# The root Makefile includes only */*.mk; this pulls in tests/support/.
+include tests/support/support.mk
