@@ -93,8 +93,10 @@ int mrc_peer_add(struct mrc_engine *e, uint32_t nev, const uint8_t *plane_of,
 int mrc_peer_remove(struct mrc_engine *e, uint32_t peer);
 /* Admin / link state: a DENIED EV is never used or probed.  Allowing it
  * makes it ASSUMED_BAD: it returns to GOOD after successful probes. */
-int mrc_ev_set_denied(struct mrc_engine *e, uint32_t peer, uint32_t ev, int deny);
-int mrc_plane_set_denied(struct mrc_engine *e, uint32_t peer, uint32_t plane, int deny);
+int mrc_ev_set_denied(struct mrc_engine *e, uint64_t now, uint32_t peer,
+		      uint32_t ev, int deny);
+int mrc_plane_set_denied(struct mrc_engine *e, uint64_t now, uint32_t peer,
+			 uint32_t plane, int deny);
 /* Sends one probe on EV ev now; the result arrives as an event. */
 int mrc_ev_probe(struct mrc_engine *e, uint64_t now, uint32_t peer, uint32_t ev);
 

@@ -1,0 +1,113 @@
+/* Congestion control: a window driven by queueing delay and ECN, in the
+ * spirit of UET's NSCC (four quadrants of delay x ECN), plus the fixed
+ * window used by tests and the simulator's ideal runs. */
+#include <string.h>
+
+#include "transport/cc.h"
+
+struct nscc {
+	struct mrc_cc_params p;
+	uint64_t cwnd;             /* bytes */
+	uint64_t last_dec;         /* time of the last decrease */
+};
+
+_Static_assert(sizeof(struct nscc) <= MRC_CC_STATE_MAX, "cc state too big");
+
+static void clamp(struct nscc *s)
+{
+	if (s->cwnd < s->p.min_cwnd)
+		s->cwnd = s->p.min_cwnd;
+	if (s->cwnd > s->p.max_cwnd)
+		s->cwnd = s->p.max_cwnd;
+}
+
+static void nscc_init(void *st, const struct mrc_cc_params *p)
+{
+	struct nscc *s = st;
+	memset(s, 0, sizeof(*s));
+	s->p = *p;
+	/* Start at the full window: a datacenter path's BDP is small and
+	 * spraying spreads the burst over every path. */
+	s->cwnd = p->max_cwnd;
+}
+
+/* Decrease at most once per base RTT so one burst of marks counts once. */
+static int may_decrease(struct nscc *s, uint64_t now, uint64_t base)
+{
+	if (s->last_dec && now - s->last_dec < (base ? base : 1))
+		return 0;
+	s->last_dec = now;
+	return 1;
+}
+
+static void nscc_on_ack(void *st, const struct mrc_cc_sample *x)
+{
+	struct nscc *s = st;
+	uint64_t base = x->base_rtt_ns;
+	if (!x->rtt_ns || !base) {
+		s->cwnd += x->acked_bytes ? (uint64_t)s->p.mtu * x->acked_bytes / s->cwnd : 0;
+		clamp(s);
+		return;
+	}
+	/* Target: base RTT plus a little queue (half a base RTT, >= 5 us). */
+	uint64_t target = base + (base / 2 > 5000 ? base / 2 : 5000);
+	uint64_t rtt = x->rtt_ns;
+	if (x->ecn && rtt > target) {
+		/* Our own queue: shrink in proportion to the excess delay. */
+		if (may_decrease(s, x->now, base)) {
+			uint64_t excess = rtt - target;
+			uint64_t cut = s->cwnd * (excess > rtt / 2 ? rtt / 2 : excess) / rtt;
+			s->cwnd -= cut;
+		}
+	} else if (!x->ecn && rtt < target) {
+		/* Room: grow in proportion to how far below target we are. */
+		s->cwnd += (uint64_t)x->acked_bytes * (target - rtt) / target +
+			   (uint64_t)s->p.mtu * x->acked_bytes / s->cwnd;
+	} else if (!x->ecn && rtt > 4 * target) {
+		/* No ECN on this fabric yet a large queue: back off gently. */
+		if (may_decrease(s, x->now, base))
+			s->cwnd -= s->cwnd / 8;
+	} else if (!x->ecn) {
+		s->cwnd += (uint64_t)s->p.mtu * x->acked_bytes / s->cwnd;
+	}
+	/* ECN with a short queue: someone else's queue; hold. */
+	clamp(s);
+}
+
+static void nscc_on_trim(void *st, uint64_t now)
+{
+	struct nscc *s = st;
+	if (may_decrease(s, now, 0))
+		s->cwnd -= s->cwnd / 8;
+	clamp(s);
+}
+
+static void nscc_on_loss(void *st, uint64_t now)
+{
+	/* Loss here mostly means a failed path, which the path logic handles;
+	 * treat it as a mild congestion signal only. */
+	nscc_on_trim(st, now);
+}
+
+static uint32_t nscc_cwnd(const void *st)
+{
+	return (uint32_t)((const struct nscc *)st)->cwnd;
+}
+
+const struct mrc_cc_ops mrc_cc_nscc = {
+	.name = "nscc", .init = nscc_init, .on_ack = nscc_on_ack,
+	.on_trim = nscc_on_trim, .on_loss = nscc_on_loss, .cwnd = nscc_cwnd,
+};
+
+static void fixed_init(void *st, const struct mrc_cc_params *p)
+{
+	*(uint32_t *)st = p->max_cwnd;
+}
+static void fixed_ack(void *st, const struct mrc_cc_sample *x) { (void)st; (void)x; }
+static void fixed_sig(void *st, uint64_t now) { (void)st; (void)now; }
+static uint32_t fixed_cwnd(const void *st) { return *(const uint32_t *)st; }
+
+const struct mrc_cc_ops mrc_cc_fixed = {
+	.name = "fixed", .init = fixed_init, .on_ack = fixed_ack,
+	.on_trim = fixed_sig, .on_loss = fixed_sig, .cwnd = fixed_cwnd,
+};

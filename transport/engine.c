@@ -1,0 +1,397 @@
+/* Engine lifecycle, memory registration, queues of control packets,
+ * completions and events, and the tx/rx/timer entry points. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/engine_int.h"
+
+void mrc_engine_cfg_default(struct mrc_engine_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->mtu = 4096;
+	c->max_qps = 1024;
+	c->max_peers = 256;
+	c->max_mrs = 4096;
+	c->window = 256;
+	c->sq_depth = 256;
+	c->rq_depth = 256;
+	c->ctrl_queue = 4096;
+	c->event_queue = 1024;
+	c->ev_floor = 4;
+	c->max_retries = 24;
+	c->rto_min_ns = 1000000;
+	c->rto_max_ns = 200000000;
+	c->rto_init_ns = 10000000;
+	c->reorder_slack_ns = 50000;
+	c->probe_interval_ns = 2000000;
+	c->probe_ok_needed = 2;
+	c->rnr_delay_ns = 100000;
+	c->cc = &mrc_cc_nscc;
+}
+
+static int pow2(uint32_t v) { return v && !(v & (v - 1)); }
+
+static int cfg_check(const struct mrc_engine_cfg *c, const char **why)
+{
+#define BAD(msg) do { if (why) *why = msg; return -EINVAL; } while (0)
+	if (c->mtu < 64 || c->mtu > MRC_MAX_PAYLOAD)
+		BAD("mtu must be 64..9000 payload bytes");
+	if (c->max_qps < 1 || c->max_qps > 65535)
+		BAD("max_qps must be 1..65535");
+	if (c->max_peers < 1 || c->max_peers > 65535)
+		BAD("max_peers must be 1..65535");
+	if (c->max_mrs < 1 || c->max_mrs > 65535)
+		BAD("max_mrs must be 1..65535");
+	if (!pow2(c->window) || c->window < 4 || c->window > MRC_MAX_WINDOW)
+		BAD("window must be a power of two, 4..256 packets");
+	if (!pow2(c->sq_depth) || c->sq_depth > 65536)
+		BAD("sq_depth must be a power of two <= 65536");
+	if (!pow2(c->rq_depth) || c->rq_depth > 65536)
+		BAD("rq_depth must be a power of two <= 65536");
+	if (!pow2(c->ctrl_queue) || c->ctrl_queue < 16)
+		BAD("ctrl_queue must be a power of two >= 16");
+	if (!pow2(c->event_queue) || c->event_queue < 16)
+		BAD("event_queue must be a power of two >= 16");
+	if (c->max_retries < 1 || c->max_retries > 255)
+		BAD("max_retries must be 1..255");
+	if (!c->rto_min_ns || c->rto_min_ns > c->rto_max_ns ||
+	    c->rto_init_ns < c->rto_min_ns || c->rto_init_ns > c->rto_max_ns)
+		BAD("need 0 < rto_min_ns <= rto_init_ns <= rto_max_ns");
+	if (!c->probe_interval_ns || !c->probe_ok_needed)
+		BAD("probe_interval_ns and probe_ok_needed must be > 0");
+	if (!c->cc || !c->cc->init || !c->cc->on_ack || !c->cc->cwnd ||
+	    !c->cc->on_trim || !c->cc->on_loss)
+		BAD("cc must be a complete ops table");
+	return 0;
+#undef BAD
+}
+
+int mrc_engine_create(const struct mrc_engine_cfg *cfg, struct mrc_engine **out,
+		      const char **why)
+{
+	struct mrc_engine_cfg def;
+	if (!cfg) {
+		mrc_engine_cfg_default(&def);
+		cfg = &def;
+	}
+	int rc = cfg_check(cfg, why);
+	if (rc)
+		return rc;
+	struct mrc_engine *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->cfg = *cfg;
+	e->cc = cfg->cc;
+	e->wmask = cfg->window - 1;
+	e->sqmask = cfg->sq_depth - 1;
+	e->rqmask = cfg->rq_depth - 1;
+	e->max_cwnd = cfg->window * cfg->mtu;
+	e->ctrl_mask = cfg->ctrl_queue - 1;
+	e->evq_mask = cfg->event_queue - 1;
+	e->mrs = calloc(cfg->max_mrs, sizeof(*e->mrs));
+	e->peers = calloc(cfg->max_peers, sizeof(*e->peers));
+	e->qps = calloc(cfg->max_qps, sizeof(*e->qps));
+	e->ctrl = calloc(cfg->ctrl_queue, sizeof(*e->ctrl));
+	e->evq = calloc(cfg->event_queue, sizeof(*e->evq));
+	if (!e->mrs || !e->peers || !e->qps || !e->ctrl || !e->evq) {
+		mrc_engine_destroy(e);
+		return -ENOMEM;
+	}
+	*out = e;
+	return 0;
+}
+
+void mrc_engine_destroy(struct mrc_engine *e)
+{
+	if (!e)
+		return;
+	for (uint32_t i = 0; i < e->qp_hwm; i++)
+		if (e->qps[i].used)
+			mrc_qp_destroy(e, e->qps[i].qpn);
+	for (uint32_t i = 0; i < e->cfg.max_peers; i++)
+		if (e->peers[i].used)
+			mrc_peer_remove(e, i);
+	free(e->mrs);
+	free(e->peers);
+	free(e->qps);
+	free(e->ctrl);
+	free(e->evq);
+	free(e);
+}
+
+/* ---- memory registration ------------------------------------------- */
+
+/* Keys carry a generation in the high bits so a stale key of a freed and
+ * reused slot never matches. */
+int mrc_mr_reg(struct mrc_engine *e, uint32_t pd, void *base, uint64_t len,
+	       uint32_t access, uint32_t *key)
+{
+	if (!base || !len || !key || (access & ~0xfu) ||
+	    (uintptr_t)base + len < (uintptr_t)base)
+		return -EINVAL;
+	for (uint32_t i = 0; i < e->cfg.max_mrs; i++) {
+		struct mrc__mr *m = &e->mrs[i];
+		if (m->valid)
+			continue;
+		e->mr_gen = (e->mr_gen + 1) & 0xffff;
+		if (!e->mr_gen)
+			e->mr_gen = 1;
+		*m = (struct mrc__mr){ .base = base, .len = len, .pd = pd,
+			.access = access, .valid = 1,
+			.key = (e->mr_gen << 16) | i };
+		*key = m->key;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+struct mrc__mr *mrc__mr_get(struct mrc_engine *e, uint32_t key)
+{
+	uint32_t i = key & 0xffff;
+	if (i >= e->cfg.max_mrs)
+		return NULL;
+	struct mrc__mr *m = &e->mrs[i];
+	return m->valid && m->key == key ? m : NULL;
+}
+
+int mrc_mr_dereg(struct mrc_engine *e, uint32_t key)
+{
+	struct mrc__mr *m = mrc__mr_get(e, key);
+	if (!m)
+		return -ENOENT;
+	if (m->refs)
+		return -EBUSY;
+	m->valid = 0;
+	return 0;
+}
+
+/* ---- queues --------------------------------------------------------- */
+
+void mrc__event(struct mrc_engine *e, const struct mrc_event *ev)
+{
+	if (e->evq_tail - e->evq_head > e->evq_mask) {
+		e->st.events_dropped++;
+		return;
+	}
+	e->evq[e->evq_tail++ & e->evq_mask] = *ev;
+}
+
+int mrc_engine_poll_event(struct mrc_engine *e, struct mrc_event *ev)
+{
+	if (e->evq_head == e->evq_tail)
+		return 0;
+	*ev = e->evq[e->evq_head++ & e->evq_mask];
+	return 1;
+}
+
+/* A free control packet, or NULL when the queue is full: ACKs are
+ * cumulative and probes are retried, so dropping one is safe. */
+struct mrc_tx_pkt *mrc__ctrl_slot(struct mrc_engine *e)
+{
+	if (e->ctrl_tail - e->ctrl_head > e->ctrl_mask) {
+		e->st.ctrl_overflow++;
+		return NULL;
+	}
+	return &e->ctrl[e->ctrl_tail++ & e->ctrl_mask];
+}
+
+void mrc__qp_ready(struct mrc_engine *e, struct mrc__qp *qp)
+{
+	if (qp->in_ready)
+		return;
+	qp->in_ready = 1;
+	qp->ready_next = NULL;
+	if (e->ready_tail)
+		e->ready_tail->ready_next = qp;
+	else
+		e->ready_head = qp;
+	e->ready_tail = qp;
+}
+
+void mrc__qp_activate(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
+{
+	if (qp->in_active || !mrc__qp_can_send(e, qp, now))
+		return;
+	qp->in_active = 1;
+	qp->active_next = NULL;
+	if (e->active_tail)
+		e->active_tail->active_next = qp;
+	else
+		e->active_head = qp;
+	e->active_tail = qp;
+}
+
+static struct mrc__qp *active_pop(struct mrc_engine *e)
+{
+	struct mrc__qp *qp = e->active_head;
+	if (!qp)
+		return NULL;
+	e->active_head = qp->active_next;
+	if (!e->active_head)
+		e->active_tail = NULL;
+	qp->in_active = 0;
+	return qp;
+}
+
+struct mrc__qp *mrc__qp_get(struct mrc_engine *e, uint32_t qpn)
+{
+	uint32_t i = qpn & 0xffff;
+	if (i >= e->qp_hwm)
+		return NULL;
+	struct mrc__qp *qp = &e->qps[i];
+	return qp->used && qp->qpn == qpn ? qp : NULL;
+}
+
+/* ---- tx / rx / timers ----------------------------------------------- */
+
+int mrc_engine_tx(struct mrc_engine *e, uint64_t now, struct mrc_tx_pkt *pkts, int max)
+{
+	int n = 0;
+	while (n < max && e->ctrl_head != e->ctrl_tail)
+		pkts[n++] = e->ctrl[e->ctrl_head++ & e->ctrl_mask];
+	/* Data: one packet per QP in turn, so QPs share the datapath fairly. */
+	while (n < max) {
+		struct mrc__qp *qp = active_pop(e);
+		if (!qp)
+			break;
+		if (mrc__qp_tx_one(e, qp, now, &pkts[n])) {
+			n++;
+			mrc__qp_activate(e, qp, now);
+		}
+	}
+	e->st.tx_pkts += n;
+	return n;
+}
+
+int mrc_engine_tx_pending(const struct mrc_engine *e)
+{
+	return e->ctrl_head != e->ctrl_tail || e->active_head != NULL;
+}
+
+int mrc_engine_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+		  const void *pkt, size_t len, uint32_t rx_flags)
+{
+	struct mrc_pkt_view v;
+	enum mrc_wire_drop why;
+	e->st.rx_pkts++;
+	if (mrc_wire_decode(pkt, len, &v, &why)) {
+		e->st.rx_drop[why < MRC_DROP__COUNT ? why : 0]++;
+		return -EBADMSG;
+	}
+	if (peer >= e->cfg.max_peers || !e->peers[peer].used) {
+		e->st.rx_bad_peer++;
+		return -ENOENT;
+	}
+	if (mrc_op_is_data(v.op))
+		mrc__data_rx(e, now, peer, &v, rx_flags);
+	else if (v.op == MRC_OP_ACK)
+		mrc__ack_rx(e, now, peer, &v.u.ack);
+	else
+		mrc__probe_rx(e, now, peer, &v.u.probe);
+	return 0;
+}
+
+uint64_t mrc_engine_next_deadline(const struct mrc_engine *e)
+{
+	uint64_t d = UINT64_MAX;
+	for (uint32_t i = 0; i < e->cfg.max_peers; i++) {
+		const struct mrc__peer *p = &e->peers[i];
+		if (p->used && p->nbad && p->next_probe_due < d)
+			d = p->next_probe_due;
+	}
+	for (uint32_t i = 0; i < e->qp_hwm; i++) {
+		const struct mrc__qp *qp = &e->qps[i];
+		if (qp->used && qp->state == MRC_QPS_RTS) {
+			uint64_t q = mrc__qp_deadline(qp);
+			if (q < d)
+				d = q;
+		}
+	}
+	return d;
+}
+
+void mrc_engine_tick(struct mrc_engine *e, uint64_t now)
+{
+	mrc__probe_tick(e, now);
+	for (uint32_t i = 0; i < e->qp_hwm; i++) {
+		struct mrc__qp *qp = &e->qps[i];
+		if (qp->used && qp->state == MRC_QPS_RTS)
+			mrc__qp_timers(e, qp, now);
+	}
+}
+
+/* ---- completions ------------------------------------------------------ */
+
+static void wqe_release(struct mrc_engine *e, struct mrc__wqe *w)
+{
+	if (w->op == MRC_OP_ATOMIC_ADD)
+		return;
+	struct mrc__mr *m = mrc__mr_get(e, w->lkey);
+	if (m && m->refs)
+		m->refs--;
+}
+
+static int reap_qp(struct mrc_engine *e, struct mrc__qp *qp, struct mrc_wc *wc, int max)
+{
+	int n = 0;
+	while (n < max && qp->sq_head != qp->sq_done) {
+		struct mrc__wqe *w = &qp->sq[qp->sq_head++ & e->sqmask];
+		static const uint8_t map[] = { 0, MRC_WC_WRITE, MRC_WC_WRITE_IMM,
+			MRC_WC_SEND, MRC_WC_SEND_IMM, MRC_WC_ATOMIC_ADD };
+		wc[n++] = (struct mrc_wc){ .wr_id = w->wr_id, .qpn = qp->qpn,
+			.op = map[w->op], .status = w->status, .byte_len = w->len };
+		wqe_release(e, w);
+	}
+	while (n < max && qp->rcq_head != qp->rcq_tail) {
+		struct mrc__rcqe *c = &qp->rcq[qp->rcq_head++ & e->wmask];
+		wc[n++] = (struct mrc_wc){ .wr_id = c->wr_id, .qpn = qp->qpn,
+			.op = c->op, .has_imm = c->has_imm, .status = c->status,
+			.byte_len = c->byte_len, .imm = c->imm };
+	}
+	return n;
+}
+
+int mrc_engine_poll_cq(struct mrc_engine *e, struct mrc_wc *wc, int max)
+{
+	int n = 0;
+	while (n < max && e->ready_head) {
+		struct mrc__qp *qp = e->ready_head;
+		n += reap_qp(e, qp, wc + n, max - n);
+		if (qp->sq_head != qp->sq_done || qp->rcq_head != qp->rcq_tail)
+			break;  /* max reached; stays first in line */
+		e->ready_head = qp->ready_next;
+		if (!e->ready_head)
+			e->ready_tail = NULL;
+		qp->in_ready = 0;
+	}
+	return n;
+}
+
+void mrc_engine_stats(const struct mrc_engine *e, struct mrc_engine_stats *st)
+{
+	*st = e->st;
+}
+
+size_t mrc_engine_qp_bytes(const struct mrc_engine *e)
+{
+	const struct mrc_engine_cfg *c = &e->cfg;
+	return sizeof(struct mrc__qp) +
+	       c->window * (sizeof(struct mrc__slot) + sizeof(struct mrc__rslot) +
+			    sizeof(struct mrc__rcqe)) +
+	       c->sq_depth * sizeof(struct mrc__wqe) +
+	       c->rq_depth * sizeof(struct mrc__rwqe);
+}
+
+const char *mrc_ev_state_name(uint8_t s)
+{
+	static const char *n[] = { "GOOD", "ASSUMED_BAD", "DENIED" };
+	return s < 3 ? n[s] : "?";
+}
+
+const char *mrc_ev_reason_name(uint8_t r)
+{
+	static const char *n[] = { "none", "loss", "rto", "probe_ok",
+		"probe_lost", "deny", "allow" };
+	return r < sizeof(n) / sizeof(n[0]) ? n[r] : "?";
+}

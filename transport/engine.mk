@@ -1,0 +1,2 @@
+CORE_SRCS += transport/engine.c transport/path.c transport/qp.c \
+             transport/sender.c transport/receiver.c transport/cc_nscc.c

@@ -1,0 +1,200 @@
+/* Engine internals shared by the transport/ files.  Not installed. */
+#ifndef MRC_TRANSPORT_ENGINE_INT_H
+#define MRC_TRANSPORT_ENGINE_INT_H
+
+#include <stdint.h>
+
+#include "transport/cc.h"
+#include "transport/engine.h"
+
+#define MRC__NIL 0xffffu          /* end of an intrusive slot list */
+#define MRC__RING_BITS 256        /* bit rings indexed by psn & 255 */
+
+struct mrc__mr {
+	uint8_t *base;
+	uint64_t len;
+	uint32_t pd, access, key, refs;
+	uint8_t valid;
+};
+
+/* One path to a peer, shared by all QPs to that peer. */
+struct mrc__path {
+	uint8_t state, plane, reason, ok_streak;
+	uint8_t user_probe;         /* report the next probe reply as an event */
+	uint16_t penalty;           /* spray skip credits: ECN, trims, delay */
+	uint32_t probe_seq;         /* outstanding probe (0: none) */
+	uint64_t probe_ts, next_probe;
+	uint64_t srtt, rttvar, last_change;
+	uint64_t tx_pkts, lost, trims, ecn, probes_sent, probes_ok;
+};
+
+struct mrc__peer {
+	uint8_t used;
+	uint32_t nev, ngood, nbad;
+	uint32_t probe_seq;
+	uint64_t min_rtt;
+	uint64_t next_probe_due;    /* earliest next_probe of a bad EV */
+	struct mrc__path *paths;
+	/* Spraying: round robin over planes, then over each plane's EVs. */
+	uint16_t *plane_evs[MRC_MAX_PLANES];
+	uint16_t plane_nev[MRC_MAX_PLANES], plane_cur[MRC_MAX_PLANES];
+	uint32_t plane_rr;
+};
+
+enum { MRC__WQE_POSTED = 0, MRC__WQE_DONE = 1 };
+
+struct mrc__wqe {
+	uint64_t wr_id, loff, len, roff;
+	const uint8_t *lbase;       /* resolved local source, or the addend */
+	uint8_t add_be[8];          /* ATOMIC_ADD payload, big-endian */
+	uint32_t lkey, rkey, imm, msn, ssn;
+	uint32_t first_psn, npkts;
+	uint8_t op, state, started;
+	int32_t status;
+};
+
+enum { MRC__S_FREE = 0, MRC__S_INFLIGHT, MRC__S_LOST, MRC__S_ACKED };
+
+/* Sender state of one PSN of the window. */
+struct mrc__slot {
+	uint64_t sent_ts;
+	uint32_t wqe;               /* sq index (unmasked) */
+	uint16_t ev;
+	uint16_t prev, next;        /* send-order list of in-flight packets */
+	uint8_t state, tries;
+	uint16_t plen;
+};
+
+/* Receiver record of a PSN whose message has an effect (IMM completion,
+ * RECV completion, atomic) that must wait for every earlier PSN. */
+struct mrc__rslot {
+	uint8_t op, has;
+	uint32_t imm, mlen, rkey;
+	uint64_t off, add;
+};
+
+struct mrc__rwqe {
+	uint64_t wr_id, len;
+	uint8_t *base;
+	uint32_t lkey;
+};
+
+struct mrc__rcqe {
+	uint64_t wr_id, byte_len;
+	uint32_t imm;
+	int32_t status;
+	uint8_t op, has_imm;
+};
+
+struct mrc__qp {
+	uint8_t used, state, in_active, in_ready;
+	int32_t err;
+	uint32_t qpn, pd, flags, pin_ev, pin_cur;
+	uint32_t peer, rqpn;
+	struct mrc__qp *active_next, *ready_next;
+
+	/* send queue: head (reap) <= done (acked) <= seg (sending) <= tail */
+	struct mrc__wqe *sq;
+	uint32_t sq_head, sq_done, sq_seg, sq_tail;
+	uint32_t next_msn, next_ssn;
+	uint32_t snd_una, snd_nxt;
+	struct mrc__slot *slots;
+	uint64_t sacked[MRC__RING_BITS / 64];
+	uint16_t lst_head, lst_tail;
+	uint64_t lostmap[MRC__RING_BITS / 64];  /* PSNs waiting for resend */
+	uint32_t inflight_pkts;
+	uint64_t inflight_bytes;
+	uint64_t srtt, rttvar, rto;
+	uint32_t backoff;
+	uint64_t rto_deadline, rack_deadline, rack_ts, rnr_until;
+	uint64_t cc[MRC_CC_STATE_MAX / 8];
+
+	/* receive side */
+	uint32_t rcv_nxt;
+	uint64_t rbits[MRC__RING_BITS / 64];
+	struct mrc__rslot *rslots;
+	struct mrc__rwqe *rq;
+	uint32_t rq_head, rq_tail, ssn_base;
+	struct mrc__rcqe *rcq;
+	uint32_t rcq_head, rcq_tail;
+
+	uint64_t tx_pkts, retx, rto_fires, trims_rx, nacks_rx, bytes_acked;
+	uint64_t rx_pkts, rx_dups, bytes_placed;
+};
+
+struct mrc_engine {
+	struct mrc_engine_cfg cfg;
+	const struct mrc_cc_ops *cc;
+	uint32_t wmask, sqmask, rqmask;
+	uint32_t max_cwnd;
+
+	struct mrc__mr *mrs;
+	uint32_t mr_gen;
+	struct mrc__peer *peers;
+	struct mrc__qp *qps;
+	uint32_t qp_hwm;            /* qps[0..qp_hwm) may be in use */
+	uint32_t qp_gen;
+
+	struct mrc_tx_pkt *ctrl;    /* queued ACK / NACK / probe packets */
+	uint32_t ctrl_head, ctrl_tail, ctrl_mask;
+	struct mrc_event *evq;
+	uint32_t evq_head, evq_tail, evq_mask;
+
+	struct mrc__qp *active_head, *active_tail;   /* may send data */
+	struct mrc__qp *ready_head, *ready_tail;     /* have completions */
+
+	struct mrc_engine_stats st;
+};
+
+/* engine.c */
+void mrc__event(struct mrc_engine *e, const struct mrc_event *ev);
+struct mrc_tx_pkt *mrc__ctrl_slot(struct mrc_engine *e);
+struct mrc__mr *mrc__mr_get(struct mrc_engine *e, uint32_t key);
+void mrc__qp_ready(struct mrc_engine *e, struct mrc__qp *qp);
+void mrc__qp_activate(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now);
+struct mrc__qp *mrc__qp_get(struct mrc_engine *e, uint32_t qpn);
+
+/* path.c */
+int mrc__path_pick(struct mrc_engine *e, struct mrc__peer *p, struct mrc__qp *qp);
+void mrc__path_set_state(struct mrc_engine *e, uint32_t peer, uint32_t ev,
+			 uint8_t st, uint8_t reason, uint64_t now);
+void mrc__path_blame(struct mrc_engine *e, uint32_t peer, uint32_t ev,
+		     uint8_t reason, uint64_t now);
+void mrc__path_rtt(struct mrc_engine *e, struct mrc__peer *p, uint32_t ev,
+		   uint64_t rtt);
+void mrc__probe_tick(struct mrc_engine *e, uint64_t now);
+void mrc__probe_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+		   const struct mrc_probe_hdr *h);
+
+/* sender.c */
+int mrc__qp_can_send(const struct mrc_engine *e, const struct mrc__qp *qp, uint64_t now);
+int mrc__qp_tx_one(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now,
+		   struct mrc_tx_pkt *pkt);
+void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+		 const struct mrc_ack_hdr *h);
+void mrc__qp_timers(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now);
+uint64_t mrc__qp_deadline(const struct mrc__qp *qp);
+
+/* receiver.c */
+void mrc__data_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+		  const struct mrc_pkt_view *v, uint32_t rx_flags);
+
+/* qp.c */
+void mrc__qp_fail(struct mrc_engine *e, struct mrc__qp *qp, int err,
+		  uint32_t bad_psn, uint64_t now);
+void mrc__sq_advance(struct mrc_engine *e, struct mrc__qp *qp);
+
+static inline int mrc__bit_test(const uint64_t *r, uint32_t psn)
+{
+	return (r[(psn & 255) >> 6] >> (psn & 63)) & 1;
+}
+static inline void mrc__bit_set(uint64_t *r, uint32_t psn)
+{
+	r[(psn & 255) >> 6] |= 1ull << (psn & 63);
+}
+static inline void mrc__bit_clear(uint64_t *r, uint32_t psn)
+{
+	r[(psn & 255) >> 6] &= ~(1ull << (psn & 63));
+}
+
+#endif

@@ -1,0 +1,338 @@
+/* Peers and their paths (EVs): state machine GOOD / ASSUMED_BAD / DENIED,
+ * spraying, RTT per path, and probes that bring bad paths back. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/engine_int.h"
+
+int mrc_peer_add(struct mrc_engine *e, uint32_t nev, const uint8_t *plane_of,
+		 uint32_t *peer)
+{
+	if (!nev || nev > MRC_MAX_EVS || !plane_of || !peer)
+		return -EINVAL;
+	for (uint32_t i = 0; i < nev; i++)
+		if (plane_of[i] >= MRC_MAX_PLANES)
+			return -EINVAL;
+	uint32_t idx;
+	for (idx = 0; idx < e->cfg.max_peers && e->peers[idx].used; idx++)
+		;
+	if (idx == e->cfg.max_peers)
+		return -ENOSPC;
+	struct mrc__peer *p = &e->peers[idx];
+	memset(p, 0, sizeof(*p));
+	p->paths = calloc(nev, sizeof(*p->paths));
+	uint16_t cnt[MRC_MAX_PLANES] = { 0 };
+	for (uint32_t i = 0; i < nev; i++)
+		cnt[plane_of[i]]++;
+	int fail = !p->paths;
+	for (int pl = 0; pl < MRC_MAX_PLANES && !fail; pl++)
+		if (cnt[pl] && !(p->plane_evs[pl] = calloc(cnt[pl], sizeof(uint16_t))))
+			fail = 1;
+	if (fail) {
+		p->used = 1;
+		mrc_peer_remove(e, idx);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < nev; i++) {
+		p->paths[i].plane = plane_of[i];
+		p->plane_evs[plane_of[i]][p->plane_nev[plane_of[i]]++] = (uint16_t)i;
+	}
+	p->nev = p->ngood = nev;
+	p->used = 1;
+	*peer = idx;
+	return 0;
+}
+
+int mrc_peer_remove(struct mrc_engine *e, uint32_t peer)
+{
+	if (peer >= e->cfg.max_peers || !e->peers[peer].used)
+		return -ENOENT;
+	for (uint32_t i = 0; i < e->qp_hwm; i++)
+		if (e->qps[i].used && e->qps[i].state != MRC_QPS_RESET &&
+		    e->qps[i].peer == peer)
+			return -EBUSY;
+	struct mrc__peer *p = &e->peers[peer];
+	free(p->paths);
+	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
+		free(p->plane_evs[pl]);
+	memset(p, 0, sizeof(*p));
+	return 0;
+}
+
+static struct mrc__peer *peer_get(struct mrc_engine *e, uint32_t peer)
+{
+	return peer < e->cfg.max_peers && e->peers[peer].used ? &e->peers[peer] : NULL;
+}
+
+void mrc__path_set_state(struct mrc_engine *e, uint32_t peer, uint32_t ev,
+			 uint8_t st, uint8_t reason, uint64_t now)
+{
+	struct mrc__peer *p = &e->peers[peer];
+	struct mrc__path *pa = &p->paths[ev];
+	uint8_t old = pa->state;
+	if (old == st)
+		return;
+	p->ngood += (st == MRC_EV_GOOD) - (old == MRC_EV_GOOD);
+	p->nbad += (st == MRC_EV_ASSUMED_BAD) - (old == MRC_EV_ASSUMED_BAD);
+	pa->state = st;
+	pa->reason = reason;
+	pa->last_change = now;
+	pa->ok_streak = 0;
+	pa->probe_seq = 0;
+	if (st == MRC_EV_ASSUMED_BAD) {
+		/* First probe soon, but not at once: a path that just lost a
+		 * packet rarely heals within microseconds. */
+		pa->next_probe = now + e->cfg.probe_interval_ns / 4;
+		if (p->nbad == 1 || pa->next_probe < p->next_probe_due)
+			p->next_probe_due = pa->next_probe;
+	}
+	e->st.ev_changes++;
+	mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_EV_STATE,
+		.old_state = old, .new_state = st, .reason = reason,
+		.peer = peer, .ev = ev, .time_ns = now });
+}
+
+/* Loss attributed to a path: retire it at once, unless that would leave
+ * fewer usable paths than the floor. */
+void mrc__path_blame(struct mrc_engine *e, uint32_t peer, uint32_t ev,
+		     uint8_t reason, uint64_t now)
+{
+	struct mrc__peer *p = &e->peers[peer];
+	struct mrc__path *pa = &p->paths[ev];
+	pa->lost++;
+	e->st.loss_detected++;
+	if (pa->state != MRC_EV_GOOD)
+		return;
+	if (p->ngood <= e->cfg.ev_floor) {
+		mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_FLOOR,
+			.old_state = MRC_EV_GOOD, .new_state = MRC_EV_GOOD,
+			.reason = reason, .peer = peer, .ev = ev, .time_ns = now });
+		return;
+	}
+	mrc__path_set_state(e, peer, ev, MRC_EV_ASSUMED_BAD, reason, now);
+}
+
+void mrc__path_rtt(struct mrc_engine *e, struct mrc__peer *p, uint32_t ev,
+		   uint64_t rtt)
+{
+	struct mrc__path *pa = &p->paths[ev];
+	if (!pa->srtt) {
+		pa->srtt = rtt;
+		pa->rttvar = rtt / 2;
+	} else {
+		uint64_t d = rtt > pa->srtt ? rtt - pa->srtt : pa->srtt - rtt;
+		pa->rttvar = (3 * pa->rttvar + d) / 4;
+		pa->srtt = (7 * pa->srtt + rtt) / 8;
+	}
+	if (!p->min_rtt || rtt < p->min_rtt)
+		p->min_rtt = rtt;
+	/* Paths much slower than the best one get fewer packets. */
+	if (rtt > 2 * p->min_rtt && pa->penalty < 8)
+		pa->penalty++;
+	(void)e;
+}
+
+static int usable(const struct mrc__path *pa) { return pa->state == MRC_EV_GOOD; }
+
+/* Picks the EV for the next packet.  Spraying: planes in turn, then the
+ * plane's GOOD EVs in turn; a path with penalty credits is skipped once per
+ * credit, which weights it down by its ECN/trim/delay history.  Returns -1
+ * when no EV may be used (every path DENIED). */
+int mrc__path_pick(struct mrc_engine *e, struct mrc__peer *p, struct mrc__qp *qp)
+{
+	if (qp && (qp->flags & MRC_QP_PIN_EV)) {
+		/* Single-path mode: stay on one EV; rehash only when it is
+		 * unusable, like ECMP after the fabric reconverges. */
+		for (uint32_t i = 0; i < p->nev; i++) {
+			uint32_t ev = (qp->pin_ev + qp->pin_cur + i) % p->nev;
+			if (usable(&p->paths[ev])) {
+				qp->pin_cur = (qp->pin_cur + i) % p->nev;
+				return (int)ev;
+			}
+		}
+	} else if (p->ngood) {
+		for (int tries = 0; tries < MRC_MAX_PLANES; tries++) {
+			uint32_t pl = p->plane_rr++ % MRC_MAX_PLANES;
+			uint32_t n = p->plane_nev[pl];
+			int fallback = -1;
+			for (uint32_t k = 0; k < n; k++) {
+				uint16_t ev = p->plane_evs[pl][p->plane_cur[pl]++ % n];
+				struct mrc__path *pa = &p->paths[ev];
+				if (!usable(pa))
+					continue;
+				if (pa->penalty) {
+					pa->penalty--;
+					if (fallback < 0)
+						fallback = ev;
+					continue;
+				}
+				return ev;
+			}
+			if (fallback >= 0)
+				return fallback;
+		}
+	}
+	/* No GOOD path: keep trying the ASSUMED_BAD ones rather than stall. */
+	for (uint32_t i = 0; i < p->nev; i++) {
+		uint32_t ev = (p->plane_rr++ + i) % p->nev;
+		if (p->paths[ev].state == MRC_EV_ASSUMED_BAD)
+			return (int)ev;
+	}
+	(void)e;
+	return -1;
+}
+
+int mrc_ev_set_denied(struct mrc_engine *e, uint64_t now, uint32_t peer,
+		      uint32_t ev, int deny)
+{
+	struct mrc__peer *p = peer_get(e, peer);
+	if (!p || ev >= p->nev)
+		return -EINVAL;
+	uint8_t cur = p->paths[ev].state;
+	if (deny && cur != MRC_EV_DENIED)
+		mrc__path_set_state(e, peer, ev, MRC_EV_DENIED, MRC_RSN_DENY, now);
+	else if (!deny && cur == MRC_EV_DENIED)
+		mrc__path_set_state(e, peer, ev, MRC_EV_ASSUMED_BAD, MRC_RSN_ALLOW, now);
+	return 0;
+}
+
+int mrc_plane_set_denied(struct mrc_engine *e, uint64_t now, uint32_t peer,
+			 uint32_t plane, int deny)
+{
+	struct mrc__peer *p = peer_get(e, peer);
+	if (!p || plane >= MRC_MAX_PLANES)
+		return -EINVAL;
+	for (uint32_t k = 0; k < p->plane_nev[plane]; k++)
+		mrc_ev_set_denied(e, now, peer, p->plane_evs[plane][k], deny);
+	return 0;
+}
+
+int mrc_ev_info(const struct mrc_engine *e, uint32_t peer, uint32_t ev,
+		struct mrc_ev_info *info)
+{
+	if (peer >= e->cfg.max_peers || !e->peers[peer].used || ev >= e->peers[peer].nev)
+		return -EINVAL;
+	const struct mrc__path *pa = &e->peers[peer].paths[ev];
+	*info = (struct mrc_ev_info){ .state = pa->state, .plane = pa->plane,
+		.last_reason = pa->reason, .srtt_ns = pa->srtt, .rttvar_ns = pa->rttvar,
+		.last_change_ns = pa->last_change, .tx_pkts = pa->tx_pkts,
+		.lost = pa->lost, .trims = pa->trims, .ecn = pa->ecn,
+		.probes_sent = pa->probes_sent, .probes_ok = pa->probes_ok };
+	return 0;
+}
+
+/* ---- probes --------------------------------------------------------- */
+
+static void probe_send(struct mrc_engine *e, uint32_t peer, uint32_t ev, uint64_t now)
+{
+	struct mrc__peer *p = &e->peers[peer];
+	struct mrc__path *pa = &p->paths[ev];
+	struct mrc_tx_pkt *t = mrc__ctrl_slot(e);
+	if (!t)
+		return;
+	if (!++p->probe_seq)
+		p->probe_seq = 1;
+	pa->probe_seq = p->probe_seq;
+	pa->probe_ts = now;
+	pa->probes_sent++;
+	e->st.tx_probes++;
+	t->peer = peer;
+	t->ev = (uint16_t)ev;
+	t->plen = 0;
+	t->payload = NULL;
+	t->hdr_len = (uint16_t)mrc_wire_put_probe(t->hdr, &(struct mrc_probe_hdr){
+		.op = MRC_OP_PROBE, .ev = (uint16_t)ev, .seq = p->probe_seq, .ts = now });
+}
+
+int mrc_ev_probe(struct mrc_engine *e, uint64_t now, uint32_t peer, uint32_t ev)
+{
+	struct mrc__peer *p = peer_get(e, peer);
+	if (!p || ev >= p->nev)
+		return -EINVAL;
+	if (p->paths[ev].state == MRC_EV_DENIED)
+		return -ENETDOWN;
+	p->paths[ev].user_probe = 1;
+	probe_send(e, peer, ev, now);
+	return 0;
+}
+
+/* A probe unanswered for this long is lost. */
+static uint64_t probe_timeout(const struct mrc_engine *e, const struct mrc__peer *p)
+{
+	uint64_t t = 4 * p->min_rtt;
+	return t > e->cfg.probe_interval_ns ? t : e->cfg.probe_interval_ns;
+}
+
+void mrc__probe_tick(struct mrc_engine *e, uint64_t now)
+{
+	for (uint32_t i = 0; i < e->cfg.max_peers; i++) {
+		struct mrc__peer *p = &e->peers[i];
+		if (!p->used || !p->nbad || now < p->next_probe_due)
+			continue;
+		uint64_t due = UINT64_MAX;
+		for (uint32_t ev = 0; ev < p->nev; ev++) {
+			struct mrc__path *pa = &p->paths[ev];
+			if (pa->state != MRC_EV_ASSUMED_BAD)
+				continue;
+			if (pa->next_probe <= now) {
+				if (pa->probe_seq && now - pa->probe_ts >= probe_timeout(e, p))
+					pa->ok_streak = 0;   /* the last probe was lost */
+				probe_send(e, i, ev, now);
+				pa->next_probe = now + e->cfg.probe_interval_ns;
+			}
+			if (pa->next_probe < due)
+				due = pa->next_probe;
+		}
+		p->next_probe_due = due;
+	}
+}
+
+void mrc__probe_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+		   const struct mrc_probe_hdr *h)
+{
+	struct mrc__peer *p = &e->peers[peer];
+	if (h->ev >= p->nev) {
+		e->st.rx_drop[MRC_DROP_FIELD]++;
+		return;
+	}
+	struct mrc__path *pa = &p->paths[h->ev];
+	if (h->op == MRC_OP_PROBE) {
+		/* Answer on the same EV: the reply proves the reverse path. */
+		if (pa->state == MRC_EV_DENIED)
+			return;
+		struct mrc_tx_pkt *t = mrc__ctrl_slot(e);
+		if (!t)
+			return;
+		t->peer = peer;
+		t->ev = h->ev;
+		t->plen = 0;
+		t->payload = NULL;
+		t->hdr_len = (uint16_t)mrc_wire_put_probe(t->hdr, &(struct mrc_probe_hdr){
+			.op = MRC_OP_PROBE_REPLY, .ev = h->ev, .seq = h->seq,
+			.ts = now, .ts_echo = h->ts });
+		return;
+	}
+	if (!pa->probe_seq || h->seq != pa->probe_seq || h->ts_echo > now)
+		return;   /* stale or unsolicited */
+	uint64_t rtt = now - h->ts_echo;
+	pa->probe_seq = 0;
+	pa->probes_ok++;
+	mrc__path_rtt(e, p, h->ev, rtt);
+	if (pa->user_probe) {
+		pa->user_probe = 0;
+		mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_PROBE_RESULT,
+			.peer = peer, .ev = h->ev, .rtt_ns = rtt, .time_ns = now,
+			.old_state = pa->state, .new_state = pa->state });
+	}
+	if (pa->state != MRC_EV_ASSUMED_BAD)
+		return;
+	if (++pa->ok_streak >= e->cfg.probe_ok_needed) {
+		pa->penalty = 0;
+		mrc__path_set_state(e, peer, h->ev, MRC_EV_GOOD, MRC_RSN_PROBE_OK, now);
+	} else {
+		/* Confirm quickly: the next probe goes out on the next tick. */
+		pa->next_probe = now;
+		p->next_probe_due = now;
+	}
+}

@@ -1,0 +1,271 @@
+/* Queue pairs: creation, connection, posting work, completion bookkeeping
+ * and the error state. */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/engine_int.h"
+
+static void qp_free_arrays(struct mrc__qp *qp)
+{
+	free(qp->sq);
+	free(qp->slots);
+	free(qp->rslots);
+	free(qp->rq);
+	free(qp->rcq);
+}
+
+int mrc_qp_create(struct mrc_engine *e, const struct mrc_qp_attr *attr, uint32_t *qpn)
+{
+	if (!attr || !qpn || (attr->flags & ~MRC_QP_PIN_EV))
+		return -EINVAL;
+	uint32_t i;
+	for (i = 0; i < e->cfg.max_qps && e->qps[i].used; i++)
+		;
+	if (i == e->cfg.max_qps)
+		return -ENOSPC;
+	struct mrc__qp *qp = &e->qps[i];
+	memset(qp, 0, sizeof(*qp));
+	uint32_t w = e->cfg.window;
+	qp->sq = calloc(e->cfg.sq_depth, sizeof(*qp->sq));
+	qp->slots = calloc(w, sizeof(*qp->slots));
+	qp->rslots = calloc(w, sizeof(*qp->rslots));
+	qp->rq = calloc(e->cfg.rq_depth, sizeof(*qp->rq));
+	qp->rcq = calloc(w, sizeof(*qp->rcq));
+	if (!qp->sq || !qp->slots || !qp->rslots || !qp->rq || !qp->rcq) {
+		qp_free_arrays(qp);
+		return -ENOMEM;
+	}
+	/* The QPN carries a generation so packets for a destroyed QP never
+	 * reach a new one that reuses its slot. */
+	e->qp_gen = (e->qp_gen + 1) & 0x7fff;
+	if (!e->qp_gen)
+		e->qp_gen = 1;
+	qp->qpn = (e->qp_gen << 16) | i;
+	qp->used = 1;
+	qp->state = MRC_QPS_RESET;
+	qp->pd = attr->pd;
+	qp->flags = attr->flags;
+	qp->pin_ev = attr->pin_ev;
+	qp->lst_head = qp->lst_tail = MRC__NIL;
+	qp->rto = e->cfg.rto_init_ns;
+	e->cc->init(qp->cc, &(struct mrc_cc_params){ .mtu = e->cfg.mtu,
+		.min_cwnd = e->cfg.mtu, .max_cwnd = e->max_cwnd });
+	if (i >= e->qp_hwm)
+		e->qp_hwm = i + 1;
+	*qpn = qp->qpn;
+	return 0;
+}
+
+static void unlink_list(struct mrc__qp **head, struct mrc__qp **tail,
+			struct mrc__qp *qp, size_t next_off)
+{
+	struct mrc__qp *prev = NULL;
+	for (struct mrc__qp *c = *head; c; prev = c,
+	     c = *(struct mrc__qp **)((char *)c + next_off)) {
+		if (c != qp)
+			continue;
+		struct mrc__qp *nx = *(struct mrc__qp **)((char *)c + next_off);
+		if (prev)
+			*(struct mrc__qp **)((char *)prev + next_off) = nx;
+		else
+			*head = nx;
+		if (*tail == qp)
+			*tail = prev;
+		return;
+	}
+}
+
+int mrc_qp_destroy(struct mrc_engine *e, uint32_t qpn)
+{
+	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	if (!qp)
+		return -ENOENT;
+	/* Release the memory references of unreaped work. */
+	for (uint32_t s = qp->sq_head; s != qp->sq_tail; s++) {
+		struct mrc__wqe *w = &qp->sq[s & e->sqmask];
+		struct mrc__mr *m = w->op == MRC_OP_ATOMIC_ADD ? NULL : mrc__mr_get(e, w->lkey);
+		if (m && m->refs)
+			m->refs--;
+	}
+	for (uint32_t s = qp->rq_head; s != qp->rq_tail; s++) {
+		struct mrc__mr *m = mrc__mr_get(e, qp->rq[s & e->rqmask].lkey);
+		if (m && m->refs)
+			m->refs--;
+	}
+	if (qp->in_active)
+		unlink_list(&e->active_head, &e->active_tail, qp,
+			    offsetof(struct mrc__qp, active_next));
+	if (qp->in_ready)
+		unlink_list(&e->ready_head, &e->ready_tail, qp,
+			    offsetof(struct mrc__qp, ready_next));
+	qp_free_arrays(qp);
+	memset(qp, 0, sizeof(*qp));
+	return 0;
+}
+
+int mrc_qp_connect(struct mrc_engine *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
+		   uint32_t sq_psn, uint32_t rq_psn)
+{
+	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	if (!qp)
+		return -ENOENT;
+	if (qp->state != MRC_QPS_RESET)
+		return -EISCONN;
+	if (peer >= e->cfg.max_peers || !e->peers[peer].used)
+		return -EINVAL;
+	qp->peer = peer;
+	qp->rqpn = rqpn;
+	qp->snd_una = qp->snd_nxt = sq_psn;
+	qp->rcv_nxt = rq_psn;
+	qp->state = MRC_QPS_RTS;
+	return 0;
+}
+
+static int64_t wqe_npkts(const struct mrc_engine *e, uint64_t len)
+{
+	return len ? (int64_t)((len + e->cfg.mtu - 1) / e->cfg.mtu) : 1;
+}
+
+int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct mrc_wr *wr)
+{
+	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	if (!qp || !wr)
+		return -EINVAL;
+	if (qp->state == MRC_QPS_RESET)
+		return -ENOTCONN;
+	if (qp->state == MRC_QPS_ERROR)
+		return qp->err ? qp->err : -EIO;
+	if (wr->op < MRC_WR_WRITE || wr->op > MRC_WR_ATOMIC_ADD)
+		return -EINVAL;
+	if (qp->sq_tail - qp->sq_head > e->sqmask)
+		return -ENOSPC;
+	struct mrc__wqe w = { .wr_id = wr->wr_id, .op = wr->op, .len = wr->len,
+		.loff = wr->loff, .lkey = wr->lkey, .rkey = wr->rkey,
+		.roff = wr->roff, .imm = wr->imm };
+	if (wr->op != MRC_WR_WRITE_IMM && wr->op != MRC_WR_SEND_IMM)
+		w.imm = 0;
+	struct mrc__mr *m = NULL;
+	if (wr->op == MRC_WR_ATOMIC_ADD) {
+		if (wr->roff % 8)
+			return -EINVAL;
+		uint64_t be = htobe64(wr->add);
+		memcpy(w.add_be, &be, 8);
+		w.len = 8;
+	} else {
+		if (wr->len > MRC_MAX_MSG)
+			return -EMSGSIZE;
+		m = mrc__mr_get(e, wr->lkey);
+		if (!m || m->pd != qp->pd)
+			return -EACCES;
+		if (!(m->access & MRC_ACCESS_LOCAL_READ) || wr->loff > m->len ||
+		    wr->len > m->len - wr->loff)
+			return -EACCES;
+		if ((wr->op == MRC_WR_WRITE || wr->op == MRC_WR_WRITE_IMM) &&
+		    wr->roff + wr->len < wr->roff)
+			return -EINVAL;
+		w.lbase = m->base + wr->loff;
+	}
+	if (wr->op == MRC_WR_SEND || wr->op == MRC_WR_SEND_IMM)
+		w.ssn = qp->next_ssn++;
+	w.msn = qp->next_msn++;
+	w.npkts = (uint32_t)wqe_npkts(e, w.len);
+	if (m)
+		m->refs++;
+	qp->sq[qp->sq_tail++ & e->sqmask] = w;
+	mrc__qp_activate(e, qp, now);
+	return 0;
+}
+
+int mrc_qp_post_recv(struct mrc_engine *e, uint32_t qpn, uint64_t wr_id,
+		     uint32_t lkey, uint64_t off, uint64_t len)
+{
+	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	if (!qp)
+		return -EINVAL;
+	if (qp->state == MRC_QPS_ERROR)
+		return qp->err ? qp->err : -EIO;
+	if (qp->rq_tail - qp->rq_head > e->rqmask)
+		return -ENOSPC;
+	struct mrc__mr *m = mrc__mr_get(e, lkey);
+	if (!m || m->pd != qp->pd || !(m->access & MRC_ACCESS_LOCAL_WRITE) ||
+	    off > m->len || len > m->len - off)
+		return -EACCES;
+	m->refs++;
+	qp->rq[qp->rq_tail++ & e->rqmask] = (struct mrc__rwqe){ .wr_id = wr_id,
+		.len = len, .base = m->base + off, .lkey = lkey };
+	return 0;
+}
+
+/* Completes, in order, every WQE whose last packet is acknowledged. */
+void mrc__sq_advance(struct mrc_engine *e, struct mrc__qp *qp)
+{
+	int any = 0;
+	while (qp->sq_done != qp->sq_seg) {
+		struct mrc__wqe *w = &qp->sq[qp->sq_done & e->sqmask];
+		if (!mrc_psn_le(w->first_psn + w->npkts, qp->snd_una))
+			break;
+		w->state = MRC__WQE_DONE;
+		w->status = 0;
+		qp->sq_done++;
+		e->st.msgs_completed++;
+		any = 1;
+	}
+	if (any)
+		mrc__qp_ready(e, qp);
+}
+
+/* Moves the QP to ERROR: the WQE holding bad_psn (when known) completes
+ * with err, every other unfinished WQE and posted RECV is flushed with
+ * -ECANCELED.  Nothing is sent any more. */
+void mrc__qp_fail(struct mrc_engine *e, struct mrc__qp *qp, int err,
+		  uint32_t bad_psn, uint64_t now)
+{
+	if (qp->state == MRC_QPS_ERROR)
+		return;
+	qp->state = MRC_QPS_ERROR;
+	qp->err = err;
+	for (uint32_t s = qp->sq_done; s != qp->sq_tail; s++) {
+		struct mrc__wqe *w = &qp->sq[s & e->sqmask];
+		int hit = w->started && mrc_psn_le(w->first_psn, bad_psn) &&
+			  mrc_psn_lt(bad_psn, w->first_psn + w->npkts);
+		w->status = hit ? err : -ECANCELED;
+		w->state = MRC__WQE_DONE;
+	}
+	qp->sq_done = qp->sq_seg = qp->sq_tail;
+	for (uint32_t s = qp->rq_head; s != qp->rq_tail; s++) {
+		struct mrc__rwqe *r = &qp->rq[s & e->rqmask];
+		if (qp->rcq_tail - qp->rcq_head <= e->wmask)
+			qp->rcq[qp->rcq_tail++ & e->wmask] = (struct mrc__rcqe){
+				.wr_id = r->wr_id, .op = MRC_WC_RECV,
+				.status = s == qp->rq_head && err == -EMSGSIZE ? err : -ECANCELED };
+		struct mrc__mr *m = mrc__mr_get(e, r->lkey);
+		if (m && m->refs)
+			m->refs--;
+	}
+	qp->rq_head = qp->rq_tail;
+	qp->inflight_pkts = 0;
+	qp->inflight_bytes = 0;
+	qp->lst_head = qp->lst_tail = MRC__NIL;
+	memset(qp->lostmap, 0, sizeof(qp->lostmap));
+	qp->rto_deadline = qp->rack_deadline = qp->rnr_until = 0;
+	mrc__qp_ready(e, qp);
+	mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_QP_ERROR,
+		.qpn = qp->qpn, .peer = qp->peer, .err = err, .time_ns = now });
+}
+
+int mrc_qp_info(const struct mrc_engine *e, uint32_t qpn, struct mrc_qp_info *info)
+{
+	const struct mrc__qp *qp = mrc__qp_get((struct mrc_engine *)e, qpn);
+	if (!qp)
+		return -ENOENT;
+	*info = (struct mrc_qp_info){ .state = qp->state, .error = qp->err,
+		.peer = qp->peer, .rqpn = qp->rqpn, .inflight = qp->inflight_pkts,
+		.cwnd_bytes = e->cc->cwnd(qp->cc), .srtt_ns = qp->srtt, .rto_ns = qp->rto,
+		.tx_pkts = qp->tx_pkts, .retx = qp->retx, .rto_fires = qp->rto_fires,
+		.trims_rx = qp->trims_rx, .nacks_rx = qp->nacks_rx,
+		.bytes_acked = qp->bytes_acked, .rx_pkts = qp->rx_pkts,
+		.rx_dups = qp->rx_dups, .bytes_placed = qp->bytes_placed };
+	return 0;
+}

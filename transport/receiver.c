@@ -1,0 +1,209 @@
+/* Receiver side of a QP: validation and placement on arrival in any order,
+ * duplicate suppression, in-order effects (IMM, SEND, atomic) once every
+ * earlier PSN is placed, and ACK/SACK/NACK generation. */
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include "transport/engine_int.h"
+
+/* ACKs go back on the EV of the packet they answer (same plane and spine
+ * in reverse), unless our side of that path is administratively down. */
+static void send_ack(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
+		     const struct mrc_data_hdr *d, uint8_t nack, uint32_t rx_flags)
+{
+	struct mrc__peer *p = &e->peers[peer];
+	int ev = d->ev < p->nev ? d->ev : -1;
+	if (ev < 0 || p->paths[ev].state == MRC_EV_DENIED)
+		ev = mrc__path_pick(e, p, NULL);
+	if (ev < 0)
+		return;
+	struct mrc_tx_pkt *t = mrc__ctrl_slot(e);
+	if (!t)
+		return;
+	struct mrc_ack_hdr h = { .flags = (rx_flags & MRC_RX_ECN) ? MRC_AF_ECN : 0,
+		.nack = nack, .dqpn = qp ? qp->rqpn : 0,
+		.cum_psn = qp ? qp->rcv_nxt : 0, .trig_psn = d->psn,
+		.sack_base = qp ? qp->rcv_nxt : 0, .ev = d->ev, .ts_echo = d->ts };
+	if (qp) {
+		/* The receive ring is indexed by psn & 255; the SACK bitmap
+		 * starts at rcv_nxt. */
+		for (uint32_t i = 0; i < MRC_SACK_BITS; i++)
+			if (mrc__bit_test(qp->rbits, qp->rcv_nxt + i))
+				h.sack[i / 8] |= (uint8_t)(1u << (i % 8));
+	}
+	t->peer = peer;
+	t->ev = (uint16_t)ev;
+	t->plen = 0;
+	t->payload = NULL;
+	t->hdr_len = (uint16_t)mrc_wire_put_ack(t->hdr, &h);
+	e->st.tx_acks++;
+	if (nack)
+		e->st.nack_tx[nack]++;
+}
+
+static int is_send(uint8_t op) { return op == MRC_OP_SEND || op == MRC_OP_SEND_IMM; }
+
+/* Checks a remote access and returns where it lands, or NULL. */
+static uint8_t *remote_target(struct mrc_engine *e, struct mrc__qp *qp, uint32_t rkey,
+			      uint64_t off, uint64_t len, uint32_t right)
+{
+	struct mrc__mr *m = mrc__mr_get(e, rkey);
+	if (!m || m->pd != qp->pd || !(m->access & right) || off > m->len ||
+	    len > m->len - off)
+		return NULL;
+	return m->base + off;
+}
+
+static void fail_access(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
+			const struct mrc_data_hdr *d, int err, uint32_t rx_flags, uint64_t now)
+{
+	e->st.access_errors++;
+	send_ack(e, qp, peer, d, MRC_NACK_ACCESS, rx_flags);
+	mrc__qp_fail(e, qp, err, d->psn, now);
+}
+
+/* Runs the effect of a message whose every PSN up to its last one is now
+ * placed: this is what orders IMM, SEND and atomics after earlier WRITEs. */
+static void effect(struct mrc_engine *e, struct mrc__qp *qp, struct mrc__rslot *r,
+		   uint64_t now)
+{
+	struct mrc__rcqe c = { 0 };
+	switch (r->op) {
+	case MRC_OP_WRITE_IMM:
+		c = (struct mrc__rcqe){ .op = MRC_WC_RECV_WRITE_IMM, .has_imm = 1,
+			.imm = r->imm, .byte_len = r->mlen };
+		break;
+	case MRC_OP_SEND:
+	case MRC_OP_SEND_IMM: {
+		struct mrc__rwqe *rw = &qp->rq[qp->rq_head & e->rqmask];
+		c = (struct mrc__rcqe){ .op = MRC_WC_RECV, .wr_id = rw->wr_id,
+			.has_imm = r->op == MRC_OP_SEND_IMM, .imm = r->imm,
+			.byte_len = r->mlen };
+		struct mrc__mr *m = mrc__mr_get(e, rw->lkey);
+		if (m && m->refs)
+			m->refs--;
+		qp->rq_head++;
+		qp->ssn_base++;
+		break;
+	}
+	case MRC_OP_ATOMIC_ADD: {
+		/* Re-checked: the region may have been deregistered since the
+		 * packet arrived. */
+		uint8_t *t = remote_target(e, qp, r->rkey, r->off, 8, MRC_ACCESS_REMOTE_ATOMIC);
+		if (!t || ((uintptr_t)t & 7)) {
+			e->st.access_errors++;
+			mrc__qp_fail(e, qp, -EACCES, 0, now);
+			return;
+		}
+		__atomic_fetch_add((uint64_t *)(void *)t, r->add, __ATOMIC_RELEASE);
+		r->has = 0;
+		return;
+	}
+	}
+	r->has = 0;
+	qp->rcq[qp->rcq_tail++ & e->wmask] = c;
+	mrc__qp_ready(e, qp);
+}
+
+void mrc__data_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+		  const struct mrc_pkt_view *v, uint32_t rx_flags)
+{
+	const struct mrc_data_hdr *d = &v->u.data;
+	struct mrc__qp *qp = mrc__qp_get(e, d->dqpn);
+	if (!qp || qp->state == MRC_QPS_RESET) {
+		e->st.rx_unknown_qp++;
+		return;
+	}
+	if (qp->peer != peer) {
+		e->st.rx_bad_peer++;
+		return;
+	}
+	if (rx_flags & MRC_RX_ECN)
+		e->st.rx_ecn++;
+	if (qp->state == MRC_QPS_ERROR) {
+		/* Repeat the NACK so the sender learns even if one was lost. */
+		e->st.rx_qp_error++;
+		send_ack(e, qp, peer, d, MRC_NACK_ACCESS, rx_flags);
+		return;
+	}
+	qp->rx_pkts++;
+	uint32_t dist = d->psn - qp->rcv_nxt;
+	if ((int32_t)dist < 0 || (dist < e->cfg.window && mrc__bit_test(qp->rbits, d->psn))) {
+		qp->rx_dups++;
+		e->st.rx_dup++;
+		send_ack(e, qp, peer, d, MRC_NACK_NONE, rx_flags);
+		return;
+	}
+	if (dist >= e->cfg.window) {
+		e->st.rx_oow++;
+		send_ack(e, qp, peer, d, MRC_NACK_OOW, rx_flags);
+		return;
+	}
+	/* Each PSN yields at most one receive completion, so completions not
+	 * yet polled shrink the window instead of overflowing. */
+	if (dist >= e->cfg.window - (qp->rcq_tail - qp->rcq_head)) {
+		send_ack(e, qp, peer, d, MRC_NACK_RNR, rx_flags);
+		return;
+	}
+	if (v->trimmed) {
+		e->st.rx_trimmed++;
+		send_ack(e, qp, peer, d, MRC_NACK_TRIMMED, rx_flags);
+		return;
+	}
+	uint8_t *dst = NULL;
+	struct mrc__rslot *r = &qp->rslots[d->psn & e->wmask];
+	if (is_send(d->op)) {
+		uint32_t k = d->rkey - qp->ssn_base;
+		if ((int32_t)k < 0) {   /* a SEND already completed: protocol bug */
+			e->st.rx_drop[MRC_DROP_FIELD]++;
+			return;
+		}
+		if (k >= qp->rq_tail - qp->rq_head) {
+			send_ack(e, qp, peer, d, MRC_NACK_RNR, rx_flags);
+			return;
+		}
+		struct mrc__rwqe *rw = &qp->rq[(qp->rq_head + k) & e->rqmask];
+		if (d->mlen > rw->len) {
+			fail_access(e, qp, peer, d, -EMSGSIZE, rx_flags, now);
+			return;
+		}
+		dst = rw->base + d->off;
+	} else if (d->op == MRC_OP_ATOMIC_ADD) {
+		if (!remote_target(e, qp, d->rkey, d->off, 8, MRC_ACCESS_REMOTE_ATOMIC)) {
+			fail_access(e, qp, peer, d, -EACCES, rx_flags, now);
+			return;
+		}
+		uint64_t be;
+		memcpy(&be, v->payload, 8);
+		*r = (struct mrc__rslot){ .op = d->op, .has = 1, .rkey = d->rkey,
+			.off = d->off, .add = be64toh(be) };
+	} else {
+		dst = remote_target(e, qp, d->rkey, d->off, d->plen, MRC_ACCESS_REMOTE_WRITE);
+		if (!dst) {
+			fail_access(e, qp, peer, d, -EACCES, rx_flags, now);
+			return;
+		}
+	}
+	if (dst && d->plen) {
+		memcpy(dst, v->payload, d->plen);
+		qp->bytes_placed += d->plen;
+		e->st.bytes_placed += d->plen;
+	}
+	if ((d->flags & MRC_F_LAST) && d->op != MRC_OP_WRITE && d->op != MRC_OP_ATOMIC_ADD)
+		*r = (struct mrc__rslot){ .op = d->op, .has = 1, .imm = d->imm,
+			.mlen = d->mlen };
+	else if (d->op != MRC_OP_ATOMIC_ADD)
+		r->has = 0;
+	mrc__bit_set(qp->rbits, d->psn);
+	while (mrc__bit_test(qp->rbits, qp->rcv_nxt)) {
+		struct mrc__rslot *c = &qp->rslots[qp->rcv_nxt & e->wmask];
+		mrc__bit_clear(qp->rbits, qp->rcv_nxt);
+		qp->rcv_nxt++;
+		if (c->has)
+			effect(e, qp, c, now);
+		if (qp->state != MRC_QPS_RTS)
+			return;
+	}
+	send_ack(e, qp, peer, d, MRC_NACK_NONE, rx_flags);
+}

@@ -1,0 +1,442 @@
+/* Sender side of a QP: segmentation, spraying, ACK/SACK processing, loss
+ * detection that tolerates spraying reorder, retransmission and RTO. */
+#include <errno.h>
+#include <string.h>
+
+#include "transport/engine_int.h"
+
+#define RETX_LIMIT_ERR (-ETIMEDOUT)
+
+static struct mrc__slot *slot_of(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn)
+{
+	return &qp->slots[psn & e->wmask];
+}
+
+/* ---- send-order list of in-flight packets (oldest first) ------------ */
+
+static void lst_append(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn)
+{
+	uint16_t i = (uint16_t)(psn & e->wmask);
+	struct mrc__slot *s = &qp->slots[i];
+	s->next = MRC__NIL;
+	s->prev = qp->lst_tail;
+	if (qp->lst_tail != MRC__NIL)
+		qp->slots[qp->lst_tail].next = i;
+	else
+		qp->lst_head = i;
+	qp->lst_tail = i;
+}
+
+static void lst_remove(struct mrc__qp *qp, uint16_t i)
+{
+	struct mrc__slot *s = &qp->slots[i];
+	if (s->prev != MRC__NIL)
+		qp->slots[s->prev].next = s->next;
+	else
+		qp->lst_head = s->next;
+	if (s->next != MRC__NIL)
+		qp->slots[s->next].prev = s->prev;
+	else
+		qp->lst_tail = s->prev;
+	s->prev = s->next = MRC__NIL;
+}
+
+/* PSN of the slot at index i: the unique PSN in [snd_una, snd_nxt). */
+static uint32_t slot_psn(const struct mrc_engine *e, const struct mrc__qp *qp, uint16_t i)
+{
+	return qp->snd_una + ((i - qp->snd_una) & e->wmask);
+}
+
+/* ---- transmit -------------------------------------------------------- */
+
+static int cwnd_allows(const struct mrc_engine *e, const struct mrc__qp *qp, uint32_t plen)
+{
+	return qp->inflight_pkts == 0 ||
+	       qp->inflight_bytes + plen <= e->cc->cwnd(qp->cc);
+}
+
+int mrc__qp_can_send(const struct mrc_engine *e, const struct mrc__qp *qp, uint64_t now)
+{
+	if (qp->state != MRC_QPS_RTS || qp->rnr_until > now)
+		return 0;
+	if (!cwnd_allows(e, qp, e->cfg.mtu))
+		return 0;
+	if (qp->lostmap[0] | qp->lostmap[1] | qp->lostmap[2] | qp->lostmap[3])
+		return 1;
+	return qp->sq_seg != qp->sq_tail && qp->snd_nxt - qp->snd_una < e->cfg.window;
+}
+
+static void build(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn, int ev,
+		  int retx, uint64_t now, struct mrc_tx_pkt *pkt)
+{
+	struct mrc__slot *s = slot_of(e, qp, psn);
+	struct mrc__wqe *w = &qp->sq[s->wqe & e->sqmask];
+	uint32_t idx = psn - w->first_psn;
+	uint64_t off = (uint64_t)idx * e->cfg.mtu;
+	uint32_t plen = (uint32_t)(w->len - off < e->cfg.mtu ? w->len - off : e->cfg.mtu);
+	uint16_t flags = (idx == 0 ? MRC_F_FIRST : 0) |
+			 (idx + 1 == w->npkts ? MRC_F_LAST : 0) | (retx ? MRC_F_RETX : 0);
+	int is_send = w->op == MRC_OP_SEND || w->op == MRC_OP_SEND_IMM;
+	struct mrc_data_hdr h = { .op = w->op, .flags = flags, .dqpn = qp->rqpn,
+		.psn = psn, .ev = (uint16_t)ev, .plen = (uint16_t)plen, .msn = w->msn,
+		.rkey = is_send ? w->ssn : w->rkey,
+		.off = is_send ? off : w->roff + off, .ts = now,
+		.mlen = (uint32_t)w->len, .imm = w->imm };
+	pkt->peer = qp->peer;
+	pkt->ev = (uint16_t)ev;
+	pkt->hdr_len = (uint16_t)mrc_wire_put_data(pkt->hdr, &h);
+	pkt->plen = plen;
+	pkt->payload = w->op == MRC_OP_ATOMIC_ADD ? w->add_be : w->lbase + off;
+	if (plen)
+		mrc_wire_put_trailer(pkt->trailer, pkt->payload, plen);
+	s->ev = (uint16_t)ev;
+	s->sent_ts = now;
+	s->plen = (uint16_t)plen;
+	s->state = MRC__S_INFLIGHT;
+	lst_append(e, qp, psn);
+	qp->inflight_pkts++;
+	qp->inflight_bytes += plen;
+	qp->tx_pkts++;
+	e->peers[qp->peer].paths[ev].tx_pkts++;
+	e->st.tx_data++;
+	if (!qp->rto_deadline)
+		qp->rto_deadline = now + (qp->rto << qp->backoff);
+}
+
+/* The oldest PSN waiting for retransmission. */
+static int next_lost(const struct mrc__qp *qp, uint32_t *psn)
+{
+	uint32_t best = 256;
+	for (int k = 0; k < 4; k++) {
+		uint64_t m = qp->lostmap[k];
+		while (m) {
+			uint32_t pos = (uint32_t)(k * 64 + __builtin_ctzll(m));
+			m &= m - 1;
+			uint32_t d = (pos - qp->snd_una) & 255;
+			if (d < best)
+				best = d;
+		}
+	}
+	if (best == 256)
+		return 0;
+	*psn = qp->snd_una + best;
+	return 1;
+}
+
+int mrc__qp_tx_one(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now,
+		   struct mrc_tx_pkt *pkt)
+{
+	if (!mrc__qp_can_send(e, qp, now))
+		return 0;
+	struct mrc__peer *p = &e->peers[qp->peer];
+	uint32_t psn;
+	if (next_lost(qp, &psn)) {
+		struct mrc__slot *s = slot_of(e, qp, psn);
+		if (s->tries >= e->cfg.max_retries) {
+			mrc__qp_fail(e, qp, RETX_LIMIT_ERR, psn, now);
+			return 0;
+		}
+		int ev = mrc__path_pick(e, p, qp);
+		if (ev < 0)
+			return 0;
+		mrc__bit_clear(qp->lostmap, psn);
+		s->tries++;
+		qp->retx++;
+		e->st.tx_retx++;
+		build(e, qp, psn, ev, 1, now, pkt);
+		return 1;
+	}
+	if (qp->sq_seg == qp->sq_tail || qp->snd_nxt - qp->snd_una >= e->cfg.window)
+		return 0;
+	int ev = mrc__path_pick(e, p, qp);
+	if (ev < 0)
+		return 0;
+	struct mrc__wqe *w = &qp->sq[qp->sq_seg & e->sqmask];
+	if (!w->started) {
+		w->started = 1;
+		w->first_psn = qp->snd_nxt;
+	}
+	psn = qp->snd_nxt++;
+	struct mrc__slot *s = slot_of(e, qp, psn);
+	s->wqe = qp->sq_seg;
+	s->tries = 0;
+	if (psn - w->first_psn + 1 == w->npkts)
+		qp->sq_seg++;
+	build(e, qp, psn, ev, 0, now, pkt);
+	return 1;
+}
+
+/* ---- loss ------------------------------------------------------------ */
+
+static void mark_lost(struct mrc_engine *e, struct mrc__qp *qp, uint16_t i,
+		      uint8_t reason, int blame, uint64_t now)
+{
+	struct mrc__slot *s = &qp->slots[i];
+	lst_remove(qp, i);
+	s->state = MRC__S_LOST;
+	qp->inflight_pkts--;
+	qp->inflight_bytes -= s->plen;
+	mrc__bit_set(qp->lostmap, slot_psn(e, qp, i));
+	if (blame)
+		mrc__path_blame(e, qp->peer, s->ev, reason, now);
+}
+
+/* How long past its send time a packet on this EV may still be acked. */
+static uint64_t late_after(const struct mrc_engine *e, const struct mrc__qp *qp,
+			   const struct mrc__peer *p, uint16_t ev)
+{
+	const struct mrc__path *pa = &p->paths[ev];
+	uint64_t srtt = pa->srtt ? pa->srtt : qp->srtt;
+	uint64_t var = pa->srtt ? pa->rttvar : qp->rttvar;
+	uint64_t slack = e->cfg.reorder_slack_ns;
+	if (p->min_rtt / 4 > slack)
+		slack = p->min_rtt / 4;
+	return srtt + (4 * var > slack ? 4 * var : slack);
+}
+
+/* RACK-style, per path: a packet is lost once a packet sent after it has
+ * been acknowledged and it is overdue for its own path's RTT.  A global
+ * duplicate count would misfire, since spraying reorders by design. */
+static void detect_losses(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
+{
+	const struct mrc__peer *p = &e->peers[qp->peer];
+	uint64_t next = 0;
+	uint16_t i = qp->lst_head;
+	while (i != MRC__NIL) {
+		struct mrc__slot *s = &qp->slots[i];
+		uint16_t nx = s->next;
+		if (s->sent_ts >= qp->rack_ts)
+			break;
+		uint64_t due = s->sent_ts + late_after(e, qp, p, s->ev);
+		if (now >= due)
+			mark_lost(e, qp, i, MRC_RSN_LOSS, 1, now);
+		else if (!next || due < next)
+			next = due;
+		i = nx;
+	}
+	qp->rack_deadline = next;
+}
+
+static void rto_rearm(struct mrc__qp *qp, uint64_t now)
+{
+	if (qp->lst_head == MRC__NIL) {
+		qp->rto_deadline = 0;
+		return;
+	}
+	uint64_t t = qp->slots[qp->lst_head].sent_ts + (qp->rto << qp->backoff);
+	qp->rto_deadline = t > now ? t : now + 1;
+}
+
+/* ---- acknowledgements ------------------------------------------------ */
+
+static void ack_one(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn)
+{
+	struct mrc__slot *s = slot_of(e, qp, psn);
+	if (s->state == MRC__S_INFLIGHT) {
+		lst_remove(qp, (uint16_t)(psn & e->wmask));
+		qp->inflight_pkts--;
+		qp->inflight_bytes -= s->plen;
+		if (s->sent_ts > qp->rack_ts)
+			qp->rack_ts = s->sent_ts;
+	}
+	if (s->state == MRC__S_INFLIGHT || s->state == MRC__S_LOST)
+		qp->bytes_acked += s->plen;
+	s->state = MRC__S_ACKED;
+	mrc__bit_set(qp->sacked, psn);
+	mrc__bit_clear(qp->lostmap, psn);
+}
+
+/* Rotates a 256-bit bitmap whose bit i stands for base+i so that it is
+ * indexed like the rings (by psn & 255). */
+static void sack_to_ring(const uint8_t *sack, uint32_t base, uint64_t out[4])
+{
+	uint64_t in[4];
+	for (int k = 0; k < 4; k++) {
+		uint64_t w = 0;
+		for (int b = 7; b >= 0; b--)
+			w = (w << 8) | sack[k * 8 + b];
+		in[k] = w;
+	}
+	uint32_t r = base & 255, q = r / 64, sh = r % 64;
+	for (int k = 0; k < 4; k++)
+		out[k] = 0;
+	for (int k = 0; k < 4; k++) {
+		out[(k + q) % 4] |= in[k] << sh;
+		if (sh)
+			out[(k + q + 1) % 4] |= in[k] >> (64 - sh);
+	}
+}
+
+static void rtt_sample(struct mrc_engine *e, struct mrc__qp *qp, uint64_t rtt)
+{
+	if (!qp->srtt) {
+		qp->srtt = rtt;
+		qp->rttvar = rtt / 2;
+	} else {
+		uint64_t d = rtt > qp->srtt ? rtt - qp->srtt : qp->srtt - rtt;
+		qp->rttvar = (3 * qp->rttvar + d) / 4;
+		qp->srtt = (7 * qp->srtt + rtt) / 8;
+	}
+	uint64_t rto = qp->srtt + 4 * qp->rttvar;
+	if (rto < e->cfg.rto_min_ns)
+		rto = e->cfg.rto_min_ns;
+	if (rto > e->cfg.rto_max_ns)
+		rto = e->cfg.rto_max_ns;
+	qp->rto = rto;
+}
+
+static void nack_rx(struct mrc_engine *e, struct mrc__qp *qp, const struct mrc_ack_hdr *h,
+		    uint64_t now)
+{
+	e->st.nack_rx[h->nack]++;
+	qp->nacks_rx++;
+	uint32_t psn = h->trig_psn;
+	int in_win = mrc_psn_le(qp->snd_una, psn) && mrc_psn_lt(psn, qp->snd_nxt);
+	struct mrc__slot *s = in_win ? slot_of(e, qp, psn) : NULL;
+	switch (h->nack) {
+	case MRC_NACK_ACCESS:
+		mrc__qp_fail(e, qp, -EACCES, psn, now);
+		return;
+	case MRC_NACK_TRIMMED:
+		/* Congestion, not failure: resend at once, weight the path
+		 * down, never retire it. */
+		qp->trims_rx++;
+		if (h->ev < e->peers[qp->peer].nev) {
+			struct mrc__path *pa = &e->peers[qp->peer].paths[h->ev];
+			pa->trims++;
+			if (pa->penalty < 8)
+				pa->penalty += 2;
+		}
+		e->cc->on_trim(qp->cc, now);
+		if (s && s->state == MRC__S_INFLIGHT)
+			mark_lost(e, qp, (uint16_t)(psn & e->wmask), MRC_RSN_NONE, 0, now);
+		return;
+	case MRC_NACK_RNR:
+		qp->rnr_until = now + e->cfg.rnr_delay_ns;
+		if (s && s->state == MRC__S_INFLIGHT)
+			mark_lost(e, qp, (uint16_t)(psn & e->wmask), MRC_RSN_NONE, 0, now);
+		return;
+	default:
+		return;   /* OOW: counted; the RTO repairs whatever caused it */
+	}
+}
+
+void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+		 const struct mrc_ack_hdr *h)
+{
+	struct mrc__qp *qp = mrc__qp_get(e, h->dqpn);
+	if (!qp || qp->state == MRC_QPS_RESET) {
+		e->st.rx_unknown_qp++;
+		return;
+	}
+	if (qp->peer != peer) {
+		e->st.rx_bad_peer++;
+		return;
+	}
+	if (qp->state != MRC_QPS_RTS)
+		return;
+	struct mrc__peer *p = &e->peers[peer];
+	/* An ACK may never acknowledge what was not sent. */
+	if (mrc_psn_lt(qp->snd_nxt, h->cum_psn) || mrc_psn_lt(h->cum_psn, qp->snd_una - e->cfg.window)) {
+		e->st.rx_drop[MRC_DROP_FIELD]++;
+		return;
+	}
+	uint64_t rtt = h->ts_echo && h->ts_echo <= now ? now - h->ts_echo : 0;
+	if (rtt && h->ev < p->nev) {
+		mrc__path_rtt(e, p, h->ev, rtt);
+		rtt_sample(e, qp, rtt);
+	}
+	if ((h->flags & MRC_AF_ECN) && h->ev < p->nev) {
+		p->paths[h->ev].ecn++;
+		if (p->paths[h->ev].penalty < 8)
+			p->paths[h->ev].penalty++;
+	}
+	if (h->nack)
+		nack_rx(e, qp, h, now);
+	if (qp->state != MRC_QPS_RTS)
+		return;
+
+	uint64_t before = qp->bytes_acked;
+	/* Cumulative part. */
+	while (mrc_psn_lt(qp->snd_una, h->cum_psn)) {
+		uint32_t psn = qp->snd_una;
+		ack_one(e, qp, psn);
+		mrc__bit_clear(qp->sacked, psn);
+		slot_of(e, qp, psn)->state = MRC__S_FREE;
+		qp->snd_una++;
+	}
+	/* Selective part: only bits we have not seen yet. */
+	uint64_t ring[4];
+	sack_to_ring(h->sack, h->sack_base, ring);
+	uint32_t span = qp->snd_nxt - qp->snd_una;
+	for (int k = 0; k < 4 && span; k++) {
+		uint64_t fresh = ring[k] & ~qp->sacked[k];
+		while (fresh) {
+			uint32_t pos = (uint32_t)(k * 64 + __builtin_ctzll(fresh));
+			fresh &= fresh - 1;
+			uint32_t d = (pos - qp->snd_una) & 255;
+			uint32_t psn = qp->snd_una + d;
+			uint32_t rel = psn - h->sack_base;
+			if (d < span && rel < MRC_SACK_BITS)
+				ack_one(e, qp, psn);
+		}
+	}
+	uint32_t acked = (uint32_t)(qp->bytes_acked - before);
+	if (acked || rtt) {
+		e->cc->on_ack(qp->cc, &(struct mrc_cc_sample){ .now = now,
+			.rtt_ns = rtt, .base_rtt_ns = p->min_rtt,
+			.acked_bytes = acked, .ecn = !!(h->flags & MRC_AF_ECN) });
+	}
+	if (acked)
+		qp->backoff = 0;
+	mrc__sq_advance(e, qp);
+	uint64_t lost_before = e->st.loss_detected;
+	detect_losses(e, qp, now);
+	if (e->st.loss_detected != lost_before)
+		e->cc->on_loss(qp->cc, now);
+	rto_rearm(qp, now);
+	mrc__qp_activate(e, qp, now);
+}
+
+/* ---- timers ----------------------------------------------------------- */
+
+static void rto_fire(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
+{
+	uint64_t rto = qp->rto << qp->backoff;
+	qp->rto_fires++;
+	e->st.rto_fires++;
+	uint16_t i = qp->lst_head;
+	while (i != MRC__NIL && now - qp->slots[i].sent_ts >= rto) {
+		uint16_t nx = qp->slots[i].next;
+		mark_lost(e, qp, i, MRC_RSN_RTO, 1, now);
+		i = nx;
+	}
+	if ((qp->rto << (qp->backoff + 1)) <= e->cfg.rto_max_ns)
+		qp->backoff++;
+	e->cc->on_loss(qp->cc, now);
+}
+
+void mrc__qp_timers(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
+{
+	if (qp->rnr_until && now >= qp->rnr_until)
+		qp->rnr_until = 0;
+	if (qp->rack_deadline && now >= qp->rack_deadline)
+		detect_losses(e, qp, now);
+	if (qp->rto_deadline && now >= qp->rto_deadline) {
+		rto_fire(e, qp, now);
+		rto_rearm(qp, now);
+	}
+	mrc__qp_activate(e, qp, now);
+}
+
+uint64_t mrc__qp_deadline(const struct mrc__qp *qp)
+{
+	uint64_t d = UINT64_MAX;
+	if (qp->rnr_until && qp->rnr_until < d)
+		d = qp->rnr_until;
+	if (qp->rack_deadline && qp->rack_deadline < d)
+		d = qp->rack_deadline;
+	if (qp->rto_deadline && qp->rto_deadline < d)
+		d = qp->rto_deadline;
+	return d;
+}
