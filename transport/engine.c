@@ -109,7 +109,7 @@ void mrc_engine_destroy(struct mrc_engine *e)
 	for (uint32_t i = 0; i < e->qp_hwm; i++)
 		if (e->qps[i].used)
 			mrc_qp_destroy(e, e->qps[i].qpn);
-	for (uint32_t i = 0; i < e->cfg.max_peers; i++)
+	for (uint32_t i = 0; i < e->peer_hwm; i++)
 		if (e->peers[i].used)
 			mrc_peer_remove(e, i);
 	free(e->mrs);
@@ -295,7 +295,7 @@ int mrc_engine_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 uint64_t mrc_engine_next_deadline(const struct mrc_engine *e)
 {
 	uint64_t d = UINT64_MAX;
-	for (uint32_t i = 0; i < e->cfg.max_peers; i++) {
+	for (uint32_t i = 0; i < e->peer_hwm; i++) {
 		const struct mrc__peer *p = &e->peers[i];
 		if (p->used && p->nbad && p->next_probe_due < d)
 			d = p->next_probe_due;

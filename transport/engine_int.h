@@ -131,6 +131,7 @@ struct mrc_engine {
 	struct mrc__mr *mrs;
 	uint32_t mr_gen;
 	struct mrc__peer *peers;
+	uint32_t peer_hwm;          /* peers[0..peer_hwm) may be in use */
 	struct mrc__qp *qps;
 	uint32_t qp_hwm;            /* qps[0..qp_hwm) may be in use */
 	uint32_t qp_gen;

@@ -40,6 +40,8 @@ int mrc_peer_add(struct mrc_engine *e, uint32_t nev, const uint8_t *plane_of,
 	}
 	p->nev = p->ngood = nev;
 	p->used = 1;
+	if (idx >= e->peer_hwm)
+		e->peer_hwm = idx + 1;
 	*peer = idx;
 	return 0;
 }
@@ -266,7 +268,7 @@ static uint64_t probe_timeout(const struct mrc_engine *e, const struct mrc__peer
 
 void mrc__probe_tick(struct mrc_engine *e, uint64_t now)
 {
-	for (uint32_t i = 0; i < e->cfg.max_peers; i++) {
+	for (uint32_t i = 0; i < e->peer_hwm; i++) {
 		struct mrc__peer *p = &e->peers[i];
 		if (!p->used || !p->nbad || now < p->next_probe_due)
 			continue;

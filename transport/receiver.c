@@ -7,6 +7,20 @@
 
 #include "transport/engine_int.h"
 
+/* The receive ring is indexed by psn & 255; the SACK bitmap starts at
+ * base: rotate the ring right by base & 255, then lay it out bytewise. */
+static void ring_to_sack(const uint64_t ring[4], uint32_t base, uint8_t *sack)
+{
+	uint32_t r = base & 255, q = r / 64, sh = r % 64;
+	for (int k = 0; k < 4; k++) {
+		uint64_t w = ring[(k + q) % 4] >> sh;
+		if (sh)
+			w |= ring[(k + q + 1) % 4] << (64 - sh);
+		for (int b = 0; b < 8; b++)
+			sack[k * 8 + b] = (uint8_t)(w >> (8 * b));
+	}
+}
+
 /* ACKs go back on the EV of the packet they answer (same plane and spine
  * in reverse), unless our side of that path is administratively down. */
 static void send_ack(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
@@ -25,13 +39,8 @@ static void send_ack(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
 		.nack = nack, .dqpn = qp ? qp->rqpn : 0,
 		.cum_psn = qp ? qp->rcv_nxt : 0, .trig_psn = d->psn,
 		.sack_base = qp ? qp->rcv_nxt : 0, .ev = d->ev, .ts_echo = d->ts };
-	if (qp) {
-		/* The receive ring is indexed by psn & 255; the SACK bitmap
-		 * starts at rcv_nxt. */
-		for (uint32_t i = 0; i < MRC_SACK_BITS; i++)
-			if (mrc__bit_test(qp->rbits, qp->rcv_nxt + i))
-				h.sack[i / 8] |= (uint8_t)(1u << (i % 8));
-	}
+	if (qp)
+		ring_to_sack(qp->rbits, qp->rcv_nxt, h.sack);
 	t->peer = peer;
 	t->ev = (uint16_t)ev;
 	t->plen = 0;
