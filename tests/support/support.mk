@@ -6,4 +6,5 @@ MRC_TSUP_MK := 1
 TEST_SUPPORT_SRCS += tests/support/chan.c
 TEST_SUPPORT_SRCS += tests/support/chan_diag.c
 TEST_SUPPORT_SRCS += tests/support/gbuf.c
+TEST_SUPPORT_SRCS += tests/support/etest.c
 endif
