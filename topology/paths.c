@@ -1,0 +1,152 @@
+/* Paths between two hosts and their EV numbers (see topo.h for the rule).
+ * A path is computed from its EV on demand: nothing per pair is stored, so
+ * a fabric of any size costs no memory here. */
+#include <errno.h>
+#include <stdbool.h>
+
+#include "topology/topo.h"
+
+uint32_t mrc_topo_ev_count(const struct mrc_topo *t)
+{
+	return t->n_spine_evs + t->planes;
+}
+
+int mrc_topo_ev_of(const struct mrc_topo *t, uint32_t plane, uint32_t spine)
+{
+	if (plane >= t->planes)
+		return -EINVAL;
+	if (spine == MRC_PATH_SPINE_DIRECT)
+		return (int)(t->n_spine_evs + plane);
+	if (spine >= t->n_spines[plane])
+		return -EINVAL;
+	return (int)(t->spine_ev_base[plane] + spine);
+}
+
+int mrc_topo_ev_decode(const struct mrc_topo *t, uint32_t ev, uint32_t *plane,
+		       uint32_t *spine)
+{
+	if (ev >= mrc_topo_ev_count(t))
+		return -EINVAL;
+	if (ev >= t->n_spine_evs) {
+		*plane = ev - t->n_spine_evs;
+		*spine = MRC_PATH_SPINE_DIRECT;
+		return 0;
+	}
+	/* Planes are few (<= 16): a linear scan beats a search. */
+	uint32_t p = 0;
+	while (p + 1 < t->planes && ev >= t->spine_ev_base[p + 1])
+		p++;
+	*plane = p;
+	*spine = ev - t->spine_ev_base[p];
+	return 0;
+}
+
+int mrc_topo_path(const struct mrc_topo *t, uint32_t src, uint32_t dst,
+		  uint32_t ev, struct mrc_path *p)
+{
+	uint32_t plane, spine;
+	if (src >= t->n_hosts || dst >= t->n_hosts || src == dst ||
+	    mrc_topo_ev_decode(t, ev, &plane, &spine))
+		return -EINVAL;
+	uint32_t ha = t->host_link[(size_t)src * t->planes + plane];
+	uint32_t hb = t->host_link[(size_t)dst * t->planes + plane];
+	uint32_t la = t->links[ha].upper, lb = t->links[hb].upper;
+	*p = (struct mrc_path){ .ev = (uint16_t)ev, .plane = (uint8_t)plane, .spine = spine };
+	if (spine == MRC_PATH_SPINE_DIRECT) {
+		if (la != lb)
+			return -ENOENT;
+		p->n_switches = 1;
+		p->switches[0] = la;
+		p->n_links = 2;
+		p->links[0] = ha;
+		p->links[1] = hb;
+	} else {
+		uint32_t S = t->n_spines[plane];
+		uint32_t up = t->leaf_spine[plane][(size_t)t->nodes[la].index * S + spine];
+		uint32_t down = t->leaf_spine[plane][(size_t)t->nodes[lb].index * S + spine];
+		if (up == MRC_TOPO_NONE || down == MRC_TOPO_NONE)
+			return -ENOENT;
+		p->n_switches = 3;
+		p->switches[0] = la;
+		p->switches[1] = t->spines[plane][spine];
+		p->switches[2] = lb;
+		p->n_links = 4;
+		p->links[0] = ha;
+		p->links[1] = up;
+		p->links[2] = down;
+		p->links[3] = hb;
+	}
+	for (unsigned i = 0; i < p->n_switches; i++)
+		p->usids[i] = t->nodes[p->switches[i]].usid;
+	p->usids[p->n_switches] = t->nodes[t->hosts[dst]].usid;
+	p->n_usids = (uint8_t)(p->n_switches + 1);
+	return 0;
+}
+
+/* Calls keep(path) for every path of the pair and stores the EVs (or paths)
+ * it accepts; *n counts all accepted, storage stops at max. */
+enum what { ALL, LINK, NODE };
+
+static bool crosses(const struct mrc_topo *t, uint32_t src, uint32_t dst,
+		    const struct mrc_path *p, enum what w, uint32_t id)
+{
+	if (w == ALL)
+		return true;
+	if (w == LINK) {
+		for (unsigned i = 0; i < p->n_links; i++)
+			if (p->links[i] == id)
+				return true;
+		return false;
+	}
+	if (id == t->hosts[src] || id == t->hosts[dst])
+		return true;
+	for (unsigned i = 0; i < p->n_switches; i++)
+		if (p->switches[i] == id)
+			return true;
+	return false;
+}
+
+static int collect(const struct mrc_topo *t, uint32_t src, uint32_t dst,
+		   enum what w, uint32_t id, struct mrc_path *paths,
+		   uint16_t *evs, size_t max, size_t *n)
+{
+	*n = 0;
+	if (src >= t->n_hosts || dst >= t->n_hosts || src == dst)
+		return -EINVAL;
+	if ((w == LINK && id >= t->n_links) || (w == NODE && id >= t->n_nodes))
+		return -EINVAL;
+	uint32_t count = mrc_topo_ev_count(t);
+	for (uint32_t ev = 0; ev < count; ev++) {
+		struct mrc_path p;
+		if (mrc_topo_path(t, src, dst, ev, &p) || !crosses(t, src, dst, &p, w, id))
+			continue;
+		if (*n < max) {
+			if (paths)
+				paths[*n] = p;
+			if (evs)
+				evs[*n] = (uint16_t)ev;
+		}
+		(*n)++;
+	}
+	return *n > max ? -ENOSPC : 0;
+}
+
+int mrc_topo_paths(const struct mrc_topo *t, uint32_t src, uint32_t dst,
+		   struct mrc_path *out, size_t max, size_t *n)
+{
+	return collect(t, src, dst, ALL, 0, out, NULL, max, n);
+}
+
+int mrc_topo_evs_crossing_link(const struct mrc_topo *t, uint32_t src,
+			       uint32_t dst, uint32_t link, uint16_t *evs,
+			       size_t max, size_t *n)
+{
+	return collect(t, src, dst, LINK, link, NULL, evs, max, n);
+}
+
+int mrc_topo_evs_crossing_node(const struct mrc_topo *t, uint32_t src,
+			       uint32_t dst, uint32_t node, uint16_t *evs,
+			       size_t max, size_t *n)
+{
+	return collect(t, src, dst, NODE, node, NULL, evs, max, n);
+}
