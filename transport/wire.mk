@@ -1,0 +1,1 @@
+CORE_SRCS += transport/crc32c.c transport/wire.c
