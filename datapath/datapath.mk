@@ -1,0 +1,1 @@
+CORE_SRCS += datapath/udp.c
