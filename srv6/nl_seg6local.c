@@ -7,7 +7,8 @@
  *   RTA_ENCAP_TYPE = LWTUNNEL_ENCAP_SEG6_LOCAL
  *   RTA_ENCAP (nested)
  *     SEG6_LOCAL_ACTION   u32  SEG6_LOCAL_ACTION_END
- *     SEG6_LOCAL_COUNTERS nested, empty (a request to count)
+ *     SEG6_LOCAL_COUNTERS nested: PACKETS, BYTES, ERRORS u64, all 0 (the
+ *                         kernel refuses the request unless all three are there)
  *     SEG6_LOCAL_FLAVORS  nested
  *       SEG6_LOCAL_FLV_OPERATION      u32 bitmap, BIT(SEG6_LOCAL_FLV_OP_NEXT_CSID)
  *       SEG6_LOCAL_FLV_LCBLOCK_BITS   u8  locator block length
@@ -40,7 +41,7 @@ static int check(const struct mrc_nl_seg6local *s)
 int mrc_nl_build_seg6local(struct nl_msg **out, int nlmsg_type,
 			   unsigned nlm_flags, const struct mrc_nl_seg6local *s)
 {
-	struct nlattr *enc, *flv;
+	struct nlattr *enc, *flv, *cnt;
 	struct nl_msg *msg;
 
 	if (!out || nlmsg_type != RTM_NEWROUTE || check(s))
@@ -55,9 +56,14 @@ int mrc_nl_build_seg6local(struct nl_msg **out, int nlmsg_type,
 	enc = mrc__nla_nest(msg, RTA_ENCAP);
 	if (!enc || nla_put_u32(msg, SEG6_LOCAL_ACTION, s->action) < 0)
 		goto nomem;
-	/* libnl's nla_nest_end() drops an empty nest, so put it directly. */
-	if (s->counters && nla_put(msg, SEG6_LOCAL_COUNTERS | NLA_F_NESTED, 0, NULL) < 0)
-		goto nomem;
+	if (s->counters) {
+		cnt = mrc__nla_nest(msg, SEG6_LOCAL_COUNTERS);
+		if (!cnt || nla_put_u64(msg, SEG6_LOCAL_CNT_PACKETS, 0) < 0 ||
+		    nla_put_u64(msg, SEG6_LOCAL_CNT_BYTES, 0) < 0 ||
+		    nla_put_u64(msg, SEG6_LOCAL_CNT_ERRORS, 0) < 0)
+			goto nomem;
+		nla_nest_end(msg, cnt);
+	}
 	if (s->next_csid) {
 		flv = mrc__nla_nest(msg, SEG6_LOCAL_FLAVORS);
 		if (!flv ||
@@ -173,10 +179,7 @@ int mrc_nl_parse_seg6local(const struct nlmsghdr *nh,
 	out->route.action = nla_get_u32(enc[SEG6_LOCAL_ACTION]);
 	if (enc[SEG6_LOCAL_COUNTERS]) {
 		out->route.counters = true;
-		/* A request (as built here) is an empty nest; the kernel's
-		 * answer carries the three values. */
-		if (nla_len(enc[SEG6_LOCAL_COUNTERS]) > 0 &&
-		    (rc = parse_counters(enc[SEG6_LOCAL_COUNTERS], out)))
+		if ((rc = parse_counters(enc[SEG6_LOCAL_COUNTERS], out)))
 			return rc;
 	}
 	if (enc[SEG6_LOCAL_FLAVORS] && (rc = parse_flavors(enc[SEG6_LOCAL_FLAVORS], &out->route)))

@@ -91,8 +91,15 @@ static void test_seg6local_attrs(void **st)
 		assert_int_equal(nla_parse_nested(enc, SEG6_LOCAL_MAX, tb[RTA_ENCAP], NULL), 0);
 		assert_int_equal(nla_get_u32(enc[SEG6_LOCAL_ACTION]), SEG6_LOCAL_ACTION_END);
 		if (s.counters) {
+			struct nlattr *cnt[SEG6_LOCAL_CNT_MAX + 1];
+
+			/* The kernel wants all three counters (as zeros) in a request. */
 			assert_nested(enc[SEG6_LOCAL_COUNTERS]);
-			assert_int_equal(nla_len(enc[SEG6_LOCAL_COUNTERS]), 0);
+			assert_int_equal(nla_parse_nested(cnt, SEG6_LOCAL_CNT_MAX, enc[SEG6_LOCAL_COUNTERS], NULL), 0);
+			for (int c = SEG6_LOCAL_CNT_PACKETS; c <= SEG6_LOCAL_CNT_ERRORS; c++) {
+				assert_int_equal(nla_len(cnt[c]), 8);
+				assert_int_equal(nla_get_u64(cnt[c]), 0);
+			}
 		} else {
 			assert_null(enc[SEG6_LOCAL_COUNTERS]);
 		}
@@ -115,7 +122,8 @@ static void test_seg6local_attrs(void **st)
 			want.table = table;
 			assert_int_equal(mrc_nl_parse_seg6local(nh, &info), 0);
 			assert_memory_equal(&info.route, &want, sizeof(want));
-			assert_false(info.has_counters);
+			assert_int_equal(info.has_counters, s.counters);
+			assert_int_equal(info.cnt.packets + info.cnt.bytes + info.cnt.errors, 0);
 		}
 		nlmsg_free(msg);
 	}
