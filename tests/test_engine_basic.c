@@ -460,6 +460,52 @@ static void test_access_no_write_right(void **s) { access_case(AV_NO_WRITE_RIGHT
 static void test_access_other_pd(void **s) { access_case(AV_OTHER_PD); }
 static void test_access_atomic_no_right(void **s) { access_case(AV_ATOMIC_NO_RIGHT); }
 
+/* Holds the first NACK(ACCESS) from node 1 for 1 ms, so data sent after
+ * the receiver failed reaches it, and its NACKs overtake the first one. */
+static void on_tx_hold_access_nack(struct chan *ch, uint32_t src, uint32_t dst, uint16_t ev,
+				   const uint8_t *pkt, size_t len, void *arg)
+{
+	int *held = arg;
+	if (src == 1 && pkt[1] == MRC_OP_ACK && len >= MRC_ACK_HDR_LEN &&
+	    pkt[14] == MRC_NACK_ACCESS && !*held) {
+		*held = 1;
+		ch->hold_ns = 1 * MS;
+	}
+}
+
+/* The error must be charged to the WR that caused it, whatever order the
+ * NACKs come back in: a receiver in ERROR answers later packets with
+ * NACK(ACCESS) too, and those must not be taken for the original. */
+static void test_access_nack_reordered(void **s)
+{
+	struct chan_cfg cc;
+	struct etest t;
+	int held = 0;
+	const int n = 40;
+
+	cfg_two(&cc, 8, 2);
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	t.ch->on_tx = on_tx_hold_access_nack;
+	t.ch->hook_arg = &held;
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 100, t.lkey, 0, 100, t.rkey + 1000003,
+			    0, 0, 0), 0);
+	for (int i = 1; i < n; i++)
+		CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 100 + i, t.lkey, 0, 64 << 10,
+				    t.rkey, 0, 0, 0), 0);
+	CHECK_EQ(etest_run2(t.ch, n, 0, 1 * SEC), 0);
+	CHECK_EQ(held, 1);
+	for (int i = 0; i < n; i++)
+		if (WC(&t, 0, i)->status == -EACCES && i != 0)
+			fprintf(stderr, "access error charged to wr %d instead of wr 100\n", 100 + i);
+	for (int i = 0; i < n; i++) {
+		CHECK_EQ(WC(&t, 0, i)->wr_id, 100 + i);
+		if (WC(&t, 0, i)->status != (i == 0 ? -EACCES : -ECANCELED))
+			fail_msg("wr %d completed with %d, expected %d (seed %" PRIu64 ")", 100 + i,
+				 WC(&t, 0, i)->status, i == 0 ? -EACCES : -ECANCELED, g_seed);
+	}
+	etest_fini(&t);
+}
+
 /* ---- ordering ---------------------------------------------------------- */
 
 static void test_completion_order(void **s)
@@ -697,6 +743,7 @@ int main(void)
 		cmocka_unit_test(test_access_no_write_right),
 		cmocka_unit_test(test_access_other_pd),
 		cmocka_unit_test(test_access_atomic_no_right),
+		cmocka_unit_test(test_access_nack_reordered),
 		cmocka_unit_test(test_completion_order),
 		cmocka_unit_test(test_ev_deny_allow),
 		cmocka_unit_test(test_plane_deny),

@@ -17,6 +17,7 @@ struct chan_pkt {
 	uint32_t len, plen, rx_flags;
 	uint16_t ev;
 	uint8_t big;
+	uint8_t corrupt;        /* a bit flip every check must catch */
 	uint8_t buf[];
 };
 
@@ -296,7 +297,12 @@ static uint32_t node_of_peer(const struct chan *ch, uint32_t src, uint32_t peer)
 static void flip_bit(struct chan *ch, struct chan_pkt *p)
 {
 	uint64_t bit = chan_rng_below(&ch->rng, (uint64_t)p->len * 8);
+	/* The header CRC deliberately excludes a data packet's TRIMMED bit
+	 * (switches set it); a flip there is a legal-looking trim, not
+	 * corruption the CRCs must catch. */
+	int trim_bit = bit == 3 * 8 + 3 && mrc_op_is_data(p->buf[1]);
 	p->buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+	p->corrupt = !trim_bit;
 	ch->st.corrupted++;
 }
 
@@ -321,6 +327,7 @@ static void hand_over(struct chan *ch, uint32_t src, const struct mrc_tx_pkt *tp
 	p->ev = tp->ev;
 	p->len = (uint32_t)len;
 	p->rx_flags = 0;
+	p->corrupt = 0;
 	int data = mrc_op_is_data(tp->hdr[1]);
 	p->plen = data ? tp->plen : 0;
 
@@ -333,8 +340,10 @@ static void hand_over(struct chan *ch, uint32_t src, const struct mrc_tx_pkt *tp
 	ch->ev_tx_bytes[tp->ev] += p->plen;
 	ch->plane_tx_bytes[plane] += p->plen;
 	ch->plane_tx_pkts[plane]++;
+	ch->hold_ns = 0;
 	if (ch->on_tx)
 		ch->on_tx(ch, src, dst, tp->ev, p->buf, len, ch->hook_arg);
+	uint64_t hold = ch->hold_ns;
 
 	if (ch->now >= c->bh_from && ch->now < c->bh_until) {
 		ch->st.blackholed++;
@@ -381,7 +390,7 @@ static void hand_over(struct chan *ch, uint32_t src, const struct mrc_tx_pkt *tp
 		p->rx_flags |= MRC_RX_ECN;
 		ch->st.ecn_marked++;
 	}
-	p->t = depart + c->delay_ns + chan_rng_below(&ch->rng, c->jitter_ns);
+	p->t = depart + hold + c->delay_ns + chan_rng_below(&ch->rng, c->jitter_ns);
 	if (chan_rng_chance(&ch->rng, c->dup)) {
 		struct chan_pkt *d = pkt_get(ch, p->len);
 		memcpy(d, p, sizeof(*p) + p->len);
@@ -405,6 +414,8 @@ static void deliver(struct chan *ch, struct chan_pkt *p)
 	ch->plane_rx_bytes[ch->plane_of[p->ev]] += p->plen;
 	if (mrc_engine_rx(n->e, ch->now, n->peer[p->src], p->buf, p->len, p->rx_flags) < 0)
 		n->rx_err++;
+	else if (p->corrupt)
+		ch->st.corrupt_accepted++;
 	pkt_put(ch, p);
 }
 

@@ -70,6 +70,7 @@ struct chan_node {
 struct chan_stats {
 	uint64_t handed, delivered, lost, blackholed, q_dropped, dups, trimmed,
 		 corrupted, ecn_marked, max_queued;
+	uint64_t corrupt_accepted;  /* corrupted packets the engine took (must be 0) */
 };
 
 struct chan;
@@ -95,6 +96,10 @@ struct chan {
 	uint64_t plane_tx_pkts[MRC_MAX_PLANES];
 	struct chan_stats st;
 	uint64_t steps;
+
+	/* An on_tx hook may set this to hold the packet in hand this much
+	 * longer (to force one precise reordering); reset after each packet. */
+	uint64_t hold_ns;
 
 	chan_wc_fn on_wc;
 	chan_evt_fn on_evt;
