@@ -20,7 +20,7 @@ OPT     ?= -O2
 FUZZ_SECONDS ?= 15
 CC      := gcc
 
-PKG_LIBS := jansson libnl-3.0 libnl-route-3.0
+PKG_LIBS := jansson libnl-3.0 libnl-route-3.0 inih libsystemd
 # Recursively expanded on purpose: pkg-config may only exist after `deps`.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKG_LIBS) 2>/dev/null)
 PKG_LDLIBS = $(shell pkg-config --libs $(PKG_LIBS) 2>/dev/null)

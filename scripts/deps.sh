@@ -3,7 +3,7 @@
 # but only those that are missing (a dpkg query per package is ~10 ms, so
 # this runs on every `make` without slowing it down).
 set -eu
-PKGS="gcc make pkg-config clang libclang-rt-14-dev llvm
+PKGS="gcc make pkg-config clang libclang-rt-14-dev llvm libinih-dev libsystemd-dev
 libcmocka-dev libjansson-dev libnl-3-dev libnl-route-3-dev libev-dev
 iproute2 nftables ethtool procps libbpf-dev jq"
 missing=""
