@@ -1,0 +1,3 @@
+# Benchmarks (make bench): each links libmrctest.a and libmrccore.a.
+BENCHES += bench_engine
+bench_engine_SRCS := bench/bench_engine.c
