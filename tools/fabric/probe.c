@@ -1,0 +1,264 @@
+/* `probe`: sends UDP datagrams from one host to another over chosen paths
+ * (the uSID destination address of each EV) and counts what arrives, and
+ * how much of it a trimmer cut.  Datagrams look like MRC WRITE packets
+ * (version 1, opcode 1, 52-byte header; --raw: opcode 127, which the
+ * trimmer ignores) and carry a per-run nonce, a sequence number and the EV,
+ * so each arrival is credited to its path.  UDP checksums are zero, as the
+ * transport sends them (the destination changes hop by hop).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "topology/addr.h"
+#include "tools/fabric/fabric.h"
+
+#ifndef UDP_NO_CHECK6_TX
+#define UDP_NO_CHECK6_TX 101
+#define UDP_NO_CHECK6_RX 102
+#endif
+#define HDR 52                 /* MRC data header (transport/wire.h) */
+#define TRIMMED_BIT 0x0008u
+#define MAX_EVS 4096
+
+struct ev_stat {
+	uint32_t ev;
+	struct mrc_path p;
+	char addr[INET6_ADDRSTRLEN];
+	uint32_t sent, send_errors, received, trimmed;
+};
+
+static long long ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int sock_in(const struct fab *f, uint32_t host, int opt, int *fd)
+{
+	char ns[FAB_NS_MAX];
+	int saved, one = 1, big = 8 << 20;
+	fab_ns_name(f, f->t->hosts[host], ns);
+	int rc = fab_ns_enter(ns, &saved);
+	if (rc) {
+		fab_err("entering %s: %s (is fabric '%s' up?)", ns, strerror(-rc), f->prefix);
+		return rc;
+	}
+	*fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	rc = *fd < 0 ? -errno : 0;
+	fab_ns_leave(saved);
+	if (rc)
+		return rc;
+	setsockopt(*fd, IPPROTO_UDP, opt, &one, sizeof(one));
+	setsockopt(*fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	return 0;
+}
+
+/* Credits one arrival to its EV. */
+static void account(struct ev_stat *st, size_t n, const uint8_t *b, ssize_t len,
+		    uint32_t nonce, size_t size)
+{
+	if (len < 16 || b[0] != 1)
+		return;
+	uint32_t got_nonce = (uint32_t)b[4] << 24 | (uint32_t)b[5] << 16 | (uint32_t)b[6] << 8 | b[7];
+	uint32_t ev = (uint32_t)b[12] << 8 | b[13];
+	uint16_t flags = (uint16_t)(b[2] << 8 | b[3]);
+	if (got_nonce != nonce)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (st[i].ev == ev) {
+			st[i].received++;
+			if ((flags & TRIMMED_BIT) && len == HDR)
+				st[i].trimmed++;
+			else if ((size_t)len != HDR + size)
+				st[i].received--;  /* mangled: not an arrival */
+			return;
+		}
+}
+
+static void drain(int rx, struct ev_stat *st, size_t n, uint32_t nonce, size_t size, uint8_t *buf)
+{
+	ssize_t r;
+	while ((r = recv(rx, buf, HDR + size + 64, MSG_DONTWAIT)) >= 0)
+		account(st, n, buf, r, nonce, size);
+}
+
+static int select_evs(const struct fab *f, uint32_t a, uint32_t b, long plane, long spine,
+		      bool direct, long ev, struct ev_stat *st, size_t *n)
+{
+	*n = 0;
+	if (plane >= 0 || spine >= 0 || direct) {
+		if (plane < 0 || (spine < 0) == !direct) {
+			fab_err("give --plane P with exactly one of --spine S or --direct");
+			return -EINVAL;
+		}
+		ev = mrc_topo_ev_of(f->t, (uint32_t)plane, direct ? MRC_PATH_SPINE_DIRECT : (uint32_t)spine);
+		if (ev < 0) {
+			fab_err("no such plane/spine");
+			return -EINVAL;
+		}
+	}
+	for (uint32_t e = 0; e < mrc_topo_ev_count(f->t) && *n < MAX_EVS; e++) {
+		if (ev >= 0 && e != (uint32_t)ev)
+			continue;
+		struct ev_stat *s = &st[*n];
+		memset(s, 0, sizeof(*s));
+		if (mrc_topo_path(f->t, a, b, e, &s->p))
+			continue;
+		if (fab_path_addr(f, &s->p, s->addr, sizeof(s->addr)))
+			return -EINVAL;
+		s->ev = e;
+		(*n)++;
+	}
+	if (!*n) {
+		fab_err("no such path between these hosts");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static void report(const struct fab *f, const struct ev_stat *st, size_t n)
+{
+	json_t *out = json_array();
+	for (size_t i = 0; i < n; i++) {
+		const struct ev_stat *s = &st[i];
+		json_t *sw = json_array();
+		for (unsigned k = 0; k < s->p.n_switches; k++)
+			json_array_append_new(sw, json_string(f->t->nodes[s->p.switches[k]].name));
+		json_array_append_new(out, json_pack("{s:i, s:i, s:o, s:s, s:o, s:i, s:i, s:i, s:i}",
+			"ev", s->ev, "plane", s->p.plane,
+			"spine", s->p.spine == MRC_PATH_SPINE_DIRECT ? json_null() : json_integer(s->p.spine),
+			"addr", s->addr, "switches", sw, "sent", s->sent, "send_errors", s->send_errors,
+			"received", s->received, "trimmed", s->trimmed));
+		if (!f->json)
+			printf("ev %-3u %-40s sent %-5u errors %-5u received %-5u trimmed %u\n", s->ev,
+			       s->addr, s->sent, s->send_errors, s->received, s->trimmed);
+	}
+	if (f->json) {
+		char *txt = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		if (txt)
+			puts(txt);
+		free(txt);
+	}
+	json_decref(out);
+}
+
+int fab_probe(const struct fab *f, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "plane", required_argument, NULL, 'P' }, { "spine", required_argument, NULL, 'S' },
+		{ "direct", no_argument, NULL, 'D' }, { "ev", required_argument, NULL, 'E' },
+		{ "count", required_argument, NULL, 'c' }, { "size", required_argument, NULL, 's' },
+		{ "wait", required_argument, NULL, 'w' }, { "port", required_argument, NULL, 'p' },
+		{ "raw", no_argument, NULL, 'R' }, { NULL, 0, NULL, 0 } };
+	long plane = -1, spine = -1, ev = -1, count = 10, size = 200, wait_ms = 500, port = MRC_UDP_PORT;
+	bool direct = false, raw = false;
+	int c;
+	optind = 0;  /* 0: glibc re-initialises (main used getopt already) */
+	while ((c = getopt_long(argc, argv, "c:s:w:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'P': plane = strtol(optarg, NULL, 10); break;
+		case 'S': spine = strtol(optarg, NULL, 10); break;
+		case 'D': direct = true; break;
+		case 'E': ev = strtol(optarg, NULL, 10); break;
+		case 'c': count = strtol(optarg, NULL, 10); break;
+		case 's': size = strtol(optarg, NULL, 10); break;
+		case 'w': wait_ms = strtol(optarg, NULL, 10); break;
+		case 'p': port = strtol(optarg, NULL, 10); break;
+		case 'R': raw = true; break;
+		default: return -EINVAL;
+		}
+	}
+	if (argc - optind != 2 || count < 1 || count > 100000 || size < 1 || size > 8000 ||
+	    wait_ms < 0 || wait_ms > 60000 || port < 1 || port > 65535) {
+		fab_err("usage: probe SRC DST [--plane P (--spine S | --direct) | --ev E] [-c 1..100000] "
+			"[-s 1..8000 payload bytes] [-w 0..60000 ms] [--port P] [--raw]");
+		return -EINVAL;
+	}
+	uint32_t a, b;
+	if (mrc_topo_host_find(f->t, argv[optind], &a) || mrc_topo_host_find(f->t, argv[optind + 1], &b) ||
+	    a == b) {
+		fab_err("'%s' and '%s' must be two different hosts", argv[optind], argv[optind + 1]);
+		return -EINVAL;
+	}
+	struct ev_stat *st = calloc(MAX_EVS, sizeof(*st));
+	uint8_t *buf = calloc(1, HDR + (size_t)size + 64);
+	int rx = -1, tx = -1, rc = -ENOMEM;
+	if (!st || !buf)
+		goto out;
+	size_t n;
+	if ((rc = select_evs(f, a, b, plane, spine, direct, ev, st, &n)) ||
+	    (rc = sock_in(f, b, UDP_NO_CHECK6_RX, &rx)) || (rc = sock_in(f, a, UDP_NO_CHECK6_TX, &tx)))
+		goto out;
+	struct sockaddr_in6 me = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
+	if (bind(rx, (struct sockaddr *)&me, sizeof(me))) {
+		rc = -errno;
+		fab_err("binding UDP port %ld in the destination: %s", port, strerror(errno));
+		goto out;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint32_t nonce = (uint32_t)ts.tv_nsec ^ (uint32_t)getpid() << 16;
+	uint32_t expected = 0;
+	uint8_t *pkt = calloc(1, HDR + (size_t)size);
+	if (!pkt) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
+		inet_pton(AF_INET6, st[i].addr, &to.sin6_addr);
+		for (long k = 0; k < count; k++) {
+			memset(pkt, 0, HDR);
+			pkt[0] = 1;
+			pkt[1] = raw ? 127 : 1;
+			pkt[4] = (uint8_t)(nonce >> 24); pkt[5] = (uint8_t)(nonce >> 16);
+			pkt[6] = (uint8_t)(nonce >> 8); pkt[7] = (uint8_t)nonce;
+			pkt[8] = (uint8_t)(k >> 24); pkt[9] = (uint8_t)(k >> 16);
+			pkt[10] = (uint8_t)(k >> 8); pkt[11] = (uint8_t)k;
+			pkt[12] = (uint8_t)(st[i].ev >> 8); pkt[13] = (uint8_t)st[i].ev;
+			pkt[14] = (uint8_t)(size >> 8); pkt[15] = (uint8_t)size;
+			memset(pkt + HDR, 0xa5, (size_t)size);
+			if (sendto(tx, pkt, HDR + (size_t)size, 0, (struct sockaddr *)&to, sizeof(to)) < 0) {
+				st[i].send_errors++;
+			} else {
+				st[i].sent++;
+				expected++;
+			}
+			drain(rx, st, n, nonce, (size_t)size, buf);
+		}
+	}
+	free(pkt);
+	/* Wait until everything sent has arrived, or wait_ms of silence. */
+	long long deadline = ms_now() + wait_ms;
+	for (;;) {
+		uint32_t got = 0;
+		for (size_t i = 0; i < n; i++)
+			got += st[i].received;
+		long long left = deadline - ms_now();
+		if (got >= expected || left <= 0)
+			break;
+		struct pollfd p = { .fd = rx, .events = POLLIN };
+		if (poll(&p, 1, (int)left) > 0)
+			drain(rx, st, n, nonce, (size_t)size, buf);
+	}
+	report(f, st, n);
+	rc = 0;
+out:
+	if (rx >= 0)
+		close(rx);
+	if (tx >= 0)
+		close(tx);
+	free(st);
+	free(buf);
+	return rc;
+}
