@@ -1,7 +1,8 @@
 /* Property checks of the engine over many seeds per scenario: a random mix
  * of WRITE, WRITE_IMM, SEND/SEND_IMM and ATOMIC_ADD on 1..3 QPs, under
  * loss, reordering, duplication, trimming, corruption, a plane blackhole,
- * a total outage that heals, and access violations.  Each seed checks:
+ * a total outage that heals, access violations, and rate-limited paths
+ * whose queues mark ECN, trim and drop.  Each seed checks:
  * every byte placed where intended and nowhere else (reference model and
  * guard bytes), no PSN placed twice (bytes_placed == unique bytes), every
  * completion exactly once and in posting order, IMM/SEND/atomic effects
@@ -31,11 +32,11 @@
 
 enum scen {
 	SC_CLEAN, SC_LOSS1, SC_LOSS10, SC_REORDER, SC_DUP, SC_TRIM, SC_CORRUPT,
-	SC_BH_PLANE, SC_ALL_DEAD_HEAL, SC_ACCESS, SC__N
+	SC_BH_PLANE, SC_ALL_DEAD_HEAL, SC_ACCESS, SC_CONGEST, SC__N
 };
 static const char *scen_name[SC__N] = {
 	"clean", "loss1", "loss10", "reorder", "dup", "trim", "corrupt",
-	"blackhole_plane", "all_dead_heal", "access",
+	"blackhole_plane", "all_dead_heal", "access", "congest",
 };
 
 struct pop {
@@ -403,6 +404,16 @@ static void setup_chan(struct world *w, struct chan_cfg *cc, uint32_t *mtu, uint
 		*budget = chan_rng_range(r, 1536 << 10, 2 << 20);
 		break;
 	case SC_ALL_DEAD_HEAL: break;
+	case SC_CONGEST:
+		/* Slow paths with finite queues: ECN marks, switch trims and
+		 * tail drops all come from queueing, as in a real fabric. */
+		cc->nev = 4;
+		cc->planes = 2;
+		cc->path.rate = 0.1;             /* 800 Mbit/s per path */
+		cc->path.q_ecn = 8 << 10;
+		cc->path.q_trim = 32 << 10;
+		cc->path.q_drop = 64 << 10;
+		break;
 	default: break;
 	}
 	cc->ecfg.mtu = *mtu;
@@ -718,6 +729,7 @@ static void test_corrupt(void **s) { run_scenario(SC_CORRUPT); }
 static void test_blackhole_plane(void **s) { run_scenario(SC_BH_PLANE); }
 static void test_all_dead_heal(void **s) { run_scenario(SC_ALL_DEAD_HEAL); }
 static void test_access(void **s) { run_scenario(SC_ACCESS); }
+static void test_congest(void **s) { run_scenario(SC_CONGEST); }
 
 int main(void)
 {
@@ -732,6 +744,7 @@ int main(void)
 		cmocka_unit_test(test_blackhole_plane),
 		cmocka_unit_test(test_all_dead_heal),
 		cmocka_unit_test(test_access),
+		cmocka_unit_test(test_congest),
 	};
 	printf("test_engine_props: %" PRIu64 " seeds per scenario (MRC_PROP_SEEDS)\n",
 	       env_u64("MRC_PROP_SEEDS", 200));
