@@ -112,9 +112,16 @@ static int per_ns(const struct fab *f, const struct end *ends, size_t n,
 			 * into "address unreachable" errors. */
 			sb_printf(&b, "add rule netdev " FAB_NFT_TABLE " %s_%s icmpv6 type "
 				  "{ nd-neighbor-solicit, nd-neighbor-advert } accept\n", kind, dev);
-			if (!strcmp(kind, "drop"))
+			/* numgen's value must stay below its modulus: 100 % is a
+			 * plain drop, 0 % no rule at all. */
+			if (!strcmp(kind, "drop") && permyriad >= 10000)
+				sb_printf(&b, "add rule netdev " FAB_NFT_TABLE " %s_%s counter drop\n",
+					  kind, dev);
+			else if (!strcmp(kind, "drop") && permyriad)
 				sb_printf(&b, "add rule netdev " FAB_NFT_TABLE " %s_%s numgen random mod 10000 < %u counter drop\n",
 					  kind, dev, permyriad);
+			else if (!strcmp(kind, "drop"))
+				;
 			else
 				sb_printf(&b, "add rule netdev " FAB_NFT_TABLE " %s_%s counter drop\n",
 					  kind, dev);
