@@ -6,7 +6,8 @@
  * every datagram (what a NIC's DMA would do), the receiver's checks and
  * placement copy, ACK generation and processing.  Prints a markdown table
  * of medians (min..max) over MRC_BENCH_RUNS runs (default 5) of
- * MRC_BENCH_MB MiB each (default 512). */
+ * MRC_BENCH_MB MiB each (default 512); MRC_BENCH_QPS=<n> runs only the
+ * rows with n QPs. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,8 +183,12 @@ int main(void)
 	size_t qp_bytes = 0;
 	static const uint32_t nqs[] = { 1, 64 };
 	static const double losses[] = { 0.0, 0.01 };
+	/* MRC_BENCH_QPS=<n>: only the rows with n QPs (for profiling). */
+	uint32_t only = (e = getenv("MRC_BENCH_QPS")) ? (uint32_t)atoi(e) : 0;
 	for (int qi = 0; qi < 2; qi++)
 		for (int li = 0; li < 2; li++) {
+			if (only && nqs[qi] != only)
+				continue;
 			double pps[99], gbps[99], all[99], retx[99];
 			struct result r;
 			for (int k = 0; k < runs; k++) {

@@ -12,7 +12,7 @@
 
 struct chan_pkt {
 	struct chan_pkt *next;  /* free list */
-	uint64_t t, seq;
+	uint64_t t;             /* delivery time */
 	uint32_t src, dst;
 	uint32_t len, plen, rx_flags;
 	uint16_t ev;
@@ -65,7 +65,14 @@ static void pkt_put(struct chan *ch, struct chan_pkt *p)
 	*fl = p;
 }
 
-static int pkt_before(const struct chan_pkt *a, const struct chan_pkt *b)
+/* Heap entries carry their keys, so sifting never touches packet memory
+ * (with thousands of packets in flight that was a cache miss per compare). */
+struct chan_hent {
+	uint64_t t, seq;
+	struct chan_pkt *p;
+};
+
+static int hent_before(const struct chan_hent *a, const struct chan_hent *b)
 {
 	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
@@ -78,30 +85,31 @@ static void heap_push(struct chan *ch, struct chan_pkt *p)
 		if (!ch->heap)
 			abort();
 	}
-	p->seq = ch->seq++;
+	struct chan_hent x = { .t = p->t, .seq = ch->seq++, .p = p };
 	size_t i = ch->nheap++;
 	while (i > 0) {
 		size_t up = (i - 1) / 2;
-		if (!pkt_before(p, ch->heap[up]))
+		if (!hent_before(&x, &ch->heap[up]))
 			break;
 		ch->heap[i] = ch->heap[up];
 		i = up;
 	}
-	ch->heap[i] = p;
+	ch->heap[i] = x;
 }
 
 static struct chan_pkt *heap_pop(struct chan *ch)
 {
-	struct chan_pkt *top = ch->heap[0], *last = ch->heap[--ch->nheap];
+	struct chan_pkt *top = ch->heap[0].p;
+	struct chan_hent last = ch->heap[--ch->nheap];
 	size_t i = 0, n = ch->nheap;
 
 	for (;;) {
 		size_t c = 2 * i + 1;
 		if (c >= n)
 			break;
-		if (c + 1 < n && pkt_before(ch->heap[c + 1], ch->heap[c]))
+		if (c + 1 < n && hent_before(&ch->heap[c + 1], &ch->heap[c]))
 			c++;
-		if (!pkt_before(ch->heap[c], last))
+		if (!hent_before(&ch->heap[c], &last))
 			break;
 		ch->heap[i] = ch->heap[c];
 		i = c;
@@ -205,7 +213,7 @@ void chan_destroy(struct chan *ch)
 		free(ch->node[i].evt);
 	}
 	for (size_t i = 0; i < ch->nheap; i++)
-		free(ch->heap[i]);
+		free(ch->heap[i].p);
 	free(ch->heap);
 	free_list(ch->free_small);
 	free_list(ch->free_big);
@@ -484,7 +492,7 @@ int chan_run(struct chan *ch, chan_pred_fn done, void *arg, uint64_t max_ns,
 			why = "step bound reached";
 			break;
 		}
-		uint64_t t = ch->nheap ? ch->heap[0]->t : UINT64_MAX;
+		uint64_t t = ch->nheap ? ch->heap[0].t : UINT64_MAX;
 		for (uint32_t i = 0; i < ch->cfg.nodes; i++) {
 			uint64_t d = mrc_engine_next_deadline(ch->node[i].e);
 			if (d < t)
@@ -503,7 +511,7 @@ int chan_run(struct chan *ch, chan_pred_fn done, void *arg, uint64_t max_ns,
 		if (t > ch->now)
 			ch->now = t;
 		ch->steps++;
-		for (int k = 0; k < CHAN_RX_BATCH && ch->nheap && ch->heap[0]->t <= ch->now; k++)
+		for (int k = 0; k < CHAN_RX_BATCH && ch->nheap && ch->heap[0].t <= ch->now; k++)
 			deliver(ch, heap_pop(ch));
 		for (uint32_t i = 0; i < ch->cfg.nodes; i++)
 			if (mrc_engine_next_deadline(ch->node[i].e) <= ch->now)

@@ -82,6 +82,7 @@ typedef void (*chan_tx_fn)(struct chan *ch, uint32_t src, uint32_t dst, uint16_t
 			   const uint8_t *pkt, size_t len, void *arg);
 
 struct chan_pkt;
+struct chan_hent;
 
 struct chan {
 	struct chan_cfg cfg;
@@ -107,7 +108,7 @@ struct chan {
 	void *hook_arg;
 
 	/* delivery heap and packet pools */
-	struct chan_pkt **heap;
+	struct chan_hent *heap;
 	size_t nheap, heap_cap;
 	uint64_t seq;
 	struct chan_pkt *free_small, *free_big;
