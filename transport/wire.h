@@ -46,6 +46,10 @@ enum mrc_op {
 	MRC_OP_ACK = 16,         /* also carries NACKs (nack != 0) */
 	MRC_OP_PROBE = 32,
 	MRC_OP_PROBE_REPLY = 33,
+	/* Daemon-to-daemon control datagrams (connection setup, plane state).
+	 * The daemon takes them before the engine; the engine drops them as
+	 * an unknown opcode.  Format: daemon/ctrl.h, docs/wire.md. */
+	MRC_OP_CTRL = 48,
 };
 
 /* Data packet flags. */

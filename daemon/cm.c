@@ -1,0 +1,372 @@
+/* Connection manager: listen/accept/connect between daemons over the
+ * fabric with MRC_OP_CTRL datagrams (REQ, REP, REJ), retried on a timer and
+ * sent over a different plane and spine on every try, so a dead path
+ * cannot block connection setup.  Also the plane-state beacon that tells
+ * peers which of our planes are down. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "daemon/core.h"
+#include "daemon/ctrl.h"
+
+#define MAX_LISTEN 256
+#define MAX_OUT 1024
+#define MAX_IN 1024
+#define RETRY_NS 50000000ull        /* 50 ms between tries */
+#define TRIES 40                    /* 2 s in all, then -ETIMEDOUT */
+#define KEEP_NS 10000000000ull      /* answered requests remembered 10 s */
+#define BEACON_S 1.0
+
+struct listener { uint32_t sid; mrcd_cm_req_fn fn; void *ctx; uint8_t used; };
+struct outreq {
+	uint8_t used;
+	uint64_t id, next;
+	uint32_t host, sid, tries;
+	struct mrcd_qp_addr local;
+	mrcd_cm_done_fn done;
+	void *ctx;
+};
+enum { IN_PENDING = 1, IN_ACCEPTED, IN_REJECTED };
+struct inreq {
+	uint8_t state;
+	uint16_t gen;
+	uint64_t rid, expire;      /* requester's id */
+	uint32_t host, sid;
+	struct mrcd_qp_addr remote, local;
+	int err;
+};
+
+struct mrcd_cm {
+	struct listener ls[MAX_LISTEN];
+	struct outreq out[MAX_OUT];
+	struct inreq in[MAX_IN];
+	uint16_t gen;
+	ev_timer tick;
+	uint32_t beacon_rr;
+};
+
+static void send_msg(struct mrcd *d, uint32_t host, uint32_t attempt, struct mrcd_ctrl *m)
+{
+	m->src_host = d->self;
+	uint8_t buf[MRCD_CTRL_LEN];
+	mrcd_ctrl_encode(buf, m);
+	/* Rotate planes first (skipping our dead ones), then spines. */
+	for (uint32_t k = 0; k < d->nplanes; k++) {
+		uint32_t pl = (attempt + k) % d->nplanes;
+		if (d->local_down & (1u << pl))
+			continue;
+		uint32_t spine = d->topo ? attempt / d->nplanes : 0;
+		if (!mrcd_send_ctrl(d, host, pl, spine, buf, sizeof(buf)))
+			return;
+	}
+}
+
+static void arm(struct mrcd *d)
+{
+	if (!ev_is_active(&d->cm->tick))
+		ev_timer_start(d->loop, &d->cm->tick);
+}
+
+int mrcd_cm_listen(struct mrcd *d, uint32_t sid, mrcd_cm_req_fn fn, void *ctx)
+{
+	struct listener *free_l = NULL;
+	for (int i = 0; i < MAX_LISTEN; i++) {
+		if (d->cm->ls[i].used && d->cm->ls[i].sid == sid)
+			return -EADDRINUSE;
+		if (!d->cm->ls[i].used && !free_l)
+			free_l = &d->cm->ls[i];
+	}
+	if (!free_l)
+		return -ENOSPC;
+	*free_l = (struct listener){ .sid = sid, .fn = fn, .ctx = ctx, .used = 1 };
+	return 0;
+}
+
+void mrcd_cm_unlisten(struct mrcd *d, uint32_t sid)
+{
+	for (int i = 0; i < MAX_LISTEN; i++)
+		if (d->cm->ls[i].used && d->cm->ls[i].sid == sid)
+			d->cm->ls[i].used = 0;
+}
+
+int mrcd_cm_connect(struct mrcd *d, uint32_t host, uint32_t sid,
+		    const struct mrcd_qp_addr *local, mrcd_cm_done_fn done, void *ctx)
+{
+	if (host >= d->nhosts || !done)
+		return -EINVAL;
+	for (int i = 0; i < MAX_OUT; i++) {
+		struct outreq *o = &d->cm->out[i];
+		if (o->used)
+			continue;
+		uint64_t id;
+		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+			return -EIO;
+		*o = (struct outreq){ .used = 1, .id = id, .host = host, .sid = sid,
+			.local = *local, .done = done, .ctx = ctx,
+			.next = mrcd_now() + RETRY_NS };
+		struct mrcd_ctrl m = { .type = MRCD_CTRL_REQ, .id = id, .sid = sid,
+			.qpn = local->qpn, .psn = local->psn, .arg = local->priv };
+		send_msg(d, host, 0, &m);
+		arm(d);
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+void mrcd_cm_cancel(struct mrcd *d, void *ctx)
+{
+	for (int i = 0; i < MAX_OUT; i++)
+		if (d->cm->out[i].used && d->cm->out[i].ctx == ctx)
+			d->cm->out[i].used = 0;
+	for (int i = 0; i < MAX_LISTEN; i++)
+		if (d->cm->ls[i].used && d->cm->ls[i].ctx == ctx)
+			d->cm->ls[i].used = 0;
+}
+
+static struct inreq *in_get(struct mrcd *d, uint64_t id)
+{
+	uint32_t i = (uint32_t)(id & 0xffff);
+	if (i >= MAX_IN)
+		return NULL;
+	struct inreq *r = &d->cm->in[i];
+	return r->state && r->gen == (uint16_t)(id >> 16) ? r : NULL;
+}
+
+int mrcd_cm_accept(struct mrcd *d, uint64_t id, const struct mrcd_qp_addr *local)
+{
+	struct inreq *r = in_get(d, id);
+	if (!r || r->state != IN_PENDING)
+		return -ENOENT;
+	uint32_t peer;
+	int rc = mrcd_peer_of_host(d, r->host, &peer);
+	if (!rc)
+		rc = mrc_qp_connect(d->eng, local->qpn, peer, r->remote.qpn, local->psn,
+				    r->remote.psn);
+	if (rc)
+		return rc;
+	r->state = IN_ACCEPTED;
+	r->local = *local;
+	r->expire = mrcd_now() + KEEP_NS;
+	struct mrcd_ctrl m = { .type = MRCD_CTRL_REP, .id = r->rid, .sid = r->sid,
+		.qpn = local->qpn, .psn = local->psn, .arg = local->priv };
+	send_msg(d, r->host, 0, &m);
+	arm(d);
+	return 0;
+}
+
+int mrcd_cm_reject(struct mrcd *d, uint64_t id, int err)
+{
+	struct inreq *r = in_get(d, id);
+	if (!r || r->state != IN_PENDING)
+		return -ENOENT;
+	r->state = IN_REJECTED;
+	r->err = err < 0 ? err : -ECONNREFUSED;
+	r->expire = mrcd_now() + KEEP_NS;
+	struct mrcd_ctrl m = { .type = MRCD_CTRL_REJ, .id = r->rid, .sid = r->sid, .err = r->err };
+	send_msg(d, r->host, 0, &m);
+	return 0;
+}
+
+int mrcd_qp_connect_oob(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
+			const struct mrcd_qp_addr *remote)
+{
+	uint32_t peer;
+	int rc = mrcd_peer_of_host(d, remote->host, &peer);
+	if (rc)
+		return rc;
+	return mrc_qp_connect(d->eng, qpn, peer, remote->qpn, local_psn, remote->psn);
+}
+
+static void rx_req(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
+{
+	struct inreq *slot = NULL;
+	for (int i = 0; i < MAX_IN; i++) {
+		struct inreq *r = &d->cm->in[i];
+		if (r->state && r->host == host && r->rid == m->id) {
+			/* A repeat: our answer was lost. */
+			struct mrcd_ctrl a = { .id = r->rid, .sid = r->sid };
+			if (r->state == IN_ACCEPTED) {
+				a.type = MRCD_CTRL_REP;
+				a.qpn = r->local.qpn;
+				a.psn = r->local.psn;
+				a.arg = r->local.priv;
+			} else if (r->state == IN_REJECTED) {
+				a.type = MRCD_CTRL_REJ;
+				a.err = r->err;
+			} else {
+				return;
+			}
+			send_msg(d, host, (uint32_t)random(), &a);
+			return;
+		}
+		if (!r->state && !slot)
+			slot = r;
+	}
+	struct listener *l = NULL;
+	for (int i = 0; i < MAX_LISTEN; i++)
+		if (d->cm->ls[i].used && d->cm->ls[i].sid == m->sid)
+			l = &d->cm->ls[i];
+	if (!l || !slot) {
+		struct mrcd_ctrl a = { .type = MRCD_CTRL_REJ, .id = m->id, .sid = m->sid,
+			.err = l ? -EBUSY : -ECONNREFUSED };
+		send_msg(d, host, 0, &a);
+		return;
+	}
+	uint16_t gen = ++d->cm->gen;
+	*slot = (struct inreq){ .state = IN_PENDING, .gen = gen, .rid = m->id,
+		.host = host, .sid = m->sid, .expire = mrcd_now() + KEEP_NS,
+		.remote = { .host = host, .qpn = m->qpn, .psn = m->psn, .priv = m->arg } };
+	struct mrcd_cm_req req = { .id = ((uint64_t)gen << 16) | (uint64_t)(slot - d->cm->in),
+		.sid = m->sid, .remote = slot->remote };
+	arm(d);
+	l->fn(l->ctx, &req);
+}
+
+static void rx_answer(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
+{
+	for (int i = 0; i < MAX_OUT; i++) {
+		struct outreq *o = &d->cm->out[i];
+		if (!o->used || o->id != m->id || o->host != host)
+			continue;
+		o->used = 0;
+		struct mrcd_qp_addr remote = { .host = host, .qpn = m->qpn, .psn = m->psn,
+			.priv = m->arg };
+		int err = m->type == MRCD_CTRL_REJ ? (m->err ? m->err : -ECONNREFUSED) : 0;
+		if (!err)
+			err = mrcd_qp_connect_oob(d, o->local.qpn, o->local.psn, &remote);
+		o->done(o->ctx, err, &remote);
+		return;
+	}
+}
+
+static void rx_planes(struct mrcd *d, uint32_t host, uint32_t down)
+{
+	uint32_t peer = d->peer_of_host[host];
+	if (peer == UINT32_MAX)
+		return;
+	struct mrcd_peer *p = &d->peers[peer];
+	uint32_t changed = (p->remote_down ^ down) & ((1u << d->nplanes) - 1);
+	if (!changed)
+		return;
+	p->remote_down = down;
+	uint64_t now = mrcd_now();
+	for (uint32_t pl = 0; pl < d->nplanes; pl++)
+		if (changed & (1u << pl)) {
+			mrcd_log(MRCD_LOG_NOTICE, "host %u reports plane %u %s", host, pl,
+				 (down & (1u << pl)) ? "down" : "up");
+			mrc_plane_set_denied(d->eng, now, peer, pl,
+					     ((down | d->local_down) >> pl) & 1);
+		}
+}
+
+void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len)
+{
+	struct mrcd_ctrl m;
+	d->st.ctrl_rx++;
+	if (mrcd_ctrl_decode(buf, len, &m) || m.src_host != host) {
+		d->st.ctrl_bad++;
+		return;
+	}
+	switch (m.type) {
+	case MRCD_CTRL_REQ:
+		rx_req(d, host, &m);
+		break;
+	case MRCD_CTRL_REP:
+	case MRCD_CTRL_REJ:
+		rx_answer(d, host, &m);
+		break;
+	case MRCD_CTRL_PLANES:
+		rx_planes(d, host, m.arg);
+		break;
+	}
+}
+
+static void beacon_to_all(struct mrcd *d, uint32_t attempt)
+{
+	struct mrcd_ctrl m = { .type = MRCD_CTRL_PLANES, .arg = d->local_down };
+	for (uint32_t p = 0; p < d->max_peers; p++)
+		if (d->peers[p].used && d->peers[p].host != d->self)
+			send_msg(d, d->peers[p].host, attempt, &m);
+}
+
+void mrcd_plane_state_changed(struct mrcd *d)
+{
+	/* Tell every peer now, on every live plane. */
+	for (uint32_t k = 0; k < d->nplanes; k++)
+		beacon_to_all(d, k);
+}
+
+static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct mrcd *d = w->data;
+	(void)loop;
+	(void)revents;
+	uint64_t now = mrcd_now();
+	int busy = 0;
+	for (int i = 0; i < MAX_OUT; i++) {
+		struct outreq *o = &d->cm->out[i];
+		if (!o->used)
+			continue;
+		busy = 1;
+		if (now < o->next)
+			continue;
+		if (++o->tries >= TRIES) {
+			o->used = 0;
+			o->done(o->ctx, -ETIMEDOUT, NULL);
+			continue;
+		}
+		o->next = now + RETRY_NS;
+		struct mrcd_ctrl m = { .type = MRCD_CTRL_REQ, .id = o->id, .sid = o->sid,
+			.qpn = o->local.qpn, .psn = o->local.psn, .arg = o->local.priv };
+		send_msg(d, o->host, o->tries, &m);
+	}
+	for (int i = 0; i < MAX_IN; i++) {
+		struct inreq *r = &d->cm->in[i];
+		if (r->state && now >= r->expire) {
+			if (r->state == IN_PENDING)
+				mrcd_log(MRCD_LOG_WARNING, "connection request from host %u to service %u never answered",
+					 r->host, r->sid);
+			r->state = 0;
+		}
+		busy |= r->state != 0;
+	}
+	if (!busy)
+		ev_timer_stop(d->loop, &d->cm->tick);
+	mrcd_flush(d);
+}
+
+static void on_beacon(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct mrcd *d = w->data;
+	(void)loop;
+	(void)revents;
+	beacon_to_all(d, d->cm->beacon_rr++);
+}
+
+int mrcd_cm_init(struct mrcd *d)
+{
+	d->cm = calloc(1, sizeof(*d->cm));
+	if (!d->cm)
+		return -ENOMEM;
+	ev_timer_init(&d->cm->tick, on_tick, 0.02, 0.02);
+	d->cm->tick.data = d;
+	if (d->topo) {
+		ev_timer_init(&d->beacon, on_beacon, BEACON_S, BEACON_S);
+		d->beacon.data = d;
+		ev_timer_start(d->loop, &d->beacon);
+	}
+	return 0;
+}
+
+void mrcd_cm_fini(struct mrcd *d)
+{
+	if (!d->cm)
+		return;
+	ev_timer_stop(d->loop, &d->cm->tick);
+	if (d->topo)
+		ev_timer_stop(d->loop, &d->beacon);
+	free(d->cm);
+	d->cm = NULL;
+}

@@ -1,0 +1,233 @@
+/* mrcd configuration: key table, INI file via inih, validation. */
+#include <errno.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/config.h"
+
+enum kind { K_STR, K_U32, K_OCT, K_LEVEL };
+
+struct key {
+	const char *name;
+	enum kind kind;
+	size_t off, size;
+	uint32_t min, max;
+	const char *help;
+};
+
+#define S(f, h) { #f, K_STR, offsetof(struct mrcd_cfg, f), sizeof(((struct mrcd_cfg *)0)->f), 0, 0, h }
+#define U(f, lo, hi, h) { #f, K_U32, offsetof(struct mrcd_cfg, f), 4, lo, hi, h }
+
+static const struct key keys[] = {
+	S(topology, "topology file (JSON); empty: single-host loopback fabric"),
+	S(host, "this node's host in the topology (name or index)"),
+	S(socket, "client/control Unix socket"),
+	{ "socket_mode", K_OCT, offsetof(struct mrcd_cfg, socket_mode), 4, 0, 0777,
+	  "permissions of the socket (octal)" },
+	S(socket_group, "group admitted to the socket (read-only verbs); empty: root only"),
+	S(admin_group, "group admitted to admin verbs; empty: root only"),
+	U(port, 1, 65535, "UDP port of the transport"),
+	S(plane_ifs, "plane NICs, comma-separated, plane 0 first; empty: from the topology"),
+	{ "log_level", K_LEVEL, offsetof(struct mrcd_cfg, log_level), 4, 3, 7,
+	  "err, warning, notice, info or debug" },
+	U(mtu, 256, 8896, "payload bytes per packet"),
+	U(window, 4, 256, "packets in flight per QP (power of two)"),
+	U(ev_floor, 0, 4096, "fewest paths per peer kept in use"),
+	U(probe_interval_us, 100, 10000000, "probe interval of a bad path"),
+	U(rto_min_us, 100, 10000000, "smallest retransmission timeout"),
+	U(rto_max_us, 1000, 60000000, "largest retransmission timeout"),
+	S(cc, "congestion control: nscc or fixed"),
+	U(max_clients, 1, 4096, "client connections"),
+	U(client_max_qps, 1, 65535, "QPs per client"),
+	U(client_max_mem_mb, 1, 1048576, "registered memory per client (MiB)"),
+	U(ring_entries, 16, 65536, "descriptors per ring (power of two)"),
+	S(metrics_listen, "Prometheus HTTP listener, e.g. [::1]:9464; empty: off"),
+};
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+void mrcd_cfg_default(struct mrcd_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->socket, sizeof(c->socket), "/run/mrcd/mrcd.sock");
+	c->socket_mode = 0660;
+	c->port = 4791;
+	c->log_level = 6;
+	c->mtu = 4096;
+	c->window = 256;
+	c->ev_floor = 4;
+	c->probe_interval_us = 2000;
+	c->rto_min_us = 1000;
+	c->rto_max_us = 200000;
+	snprintf(c->cc, sizeof(c->cc), "nscc");
+	c->max_clients = 64;
+	c->client_max_qps = 256;
+	c->client_max_mem_mb = 4096;
+	c->ring_entries = 1024;
+}
+
+static const char *levels[] = { "", "", "", "err", "warning", "notice", "info", "debug" };
+
+int mrcd_cfg_set(struct mrcd_cfg *c, const char *key, const char *val,
+		 char *err, size_t errlen)
+{
+	const struct key *k = NULL;
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcmp(keys[i].name, key))
+			k = &keys[i];
+	if (!k) {
+		snprintf(err, errlen, "unknown key '%s'", key);
+		return -ENOENT;
+	}
+	void *dst = (char *)c + k->off;
+	switch (k->kind) {
+	case K_STR:
+		if (strlen(val) >= k->size) {
+			snprintf(err, errlen, "key '%s': value is %zu characters, at most %zu",
+				 key, strlen(val), k->size - 1);
+			return -EINVAL;
+		}
+		memcpy(dst, val, strlen(val) + 1);
+		return 0;
+	case K_LEVEL:
+		for (uint32_t l = 3; l <= 7; l++)
+			if (!strcmp(val, levels[l])) {
+				*(uint32_t *)dst = l;
+				return 0;
+			}
+		snprintf(err, errlen, "key '%s': '%s' is not one of err, warning, notice, info, debug",
+			 key, val);
+		return -EINVAL;
+	case K_U32:
+	case K_OCT: {
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(val, &end, k->kind == K_OCT ? 8 : 10);
+		if (!*val || *end || errno || val[0] == '-') {
+			snprintf(err, errlen, "key '%s': '%s' is not a%s number", key, val,
+				 k->kind == K_OCT ? "n octal" : "");
+			return -EINVAL;
+		}
+		if (v < k->min || v > k->max) {
+			snprintf(err, errlen, "key '%s': %lu is out of range %u..%u", key, v,
+				 k->min, k->max);
+			return -EINVAL;
+		}
+		*(uint32_t *)dst = (uint32_t)v;
+		return 0;
+	}
+	}
+	return -EINVAL;
+}
+
+struct load_ctx {
+	struct mrcd_cfg *c;
+	char *err;
+	size_t errlen;
+	int rc;
+};
+
+static int on_kv(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_ctx *x = user;
+	if (x->rc)
+		return 0;
+	if (strcmp(section, "mrcd")) {
+		snprintf(x->err, x->errlen, "unknown section [%s] (only [mrcd])", section);
+		x->rc = -EINVAL;
+		return 0;
+	}
+	int rc = mrcd_cfg_set(x->c, name, value, x->err, x->errlen);
+	if (rc) {
+		x->rc = rc == -ENOENT ? -EINVAL : rc;
+		return 0;
+	}
+	return 1;
+}
+
+int mrcd_cfg_load(struct mrcd_cfg *c, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		int rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	/* Parse into a copy: nothing is applied unless the whole file is good. */
+	struct mrcd_cfg tmp = *c;
+	char why[256] = "";
+	struct load_ctx x = { &tmp, why, sizeof(why), 0 };
+	int line = ini_parse_file(f, on_kv, &x);
+	fclose(f);
+	if (line) {
+		if (line < 0)
+			snprintf(err, errlen, "%s: cannot read", path);
+		else if (x.rc)
+			snprintf(err, errlen, "%s:%d: %s", path, line, why);
+		else
+			snprintf(err, errlen, "%s:%d: syntax error (expected key = value or [section])",
+				 path, line);
+		return -EINVAL;
+	}
+	*c = tmp;
+	return 0;
+}
+
+int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen)
+{
+	if (c->window & (c->window - 1)) {
+		snprintf(err, errlen, "key 'window': %u is not a power of two", c->window);
+		return -EINVAL;
+	}
+	if (c->ring_entries & (c->ring_entries - 1)) {
+		snprintf(err, errlen, "key 'ring_entries': %u is not a power of two", c->ring_entries);
+		return -EINVAL;
+	}
+	if (c->rto_min_us > c->rto_max_us) {
+		snprintf(err, errlen, "rto_min_us (%u) is larger than rto_max_us (%u)",
+			 c->rto_min_us, c->rto_max_us);
+		return -EINVAL;
+	}
+	if (strcmp(c->cc, "nscc") && strcmp(c->cc, "fixed")) {
+		snprintf(err, errlen, "key 'cc': '%s' is not nscc or fixed", c->cc);
+		return -EINVAL;
+	}
+	if (c->topology[0] && !c->host[0]) {
+		snprintf(err, errlen, "key 'host' is required with a topology (which host is this node?)");
+		return -EINVAL;
+	}
+	if (c->socket[0] != '/') {
+		snprintf(err, errlen, "key 'socket': '%s' is not an absolute path", c->socket);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void mrcd_cfg_usage(FILE *out)
+{
+	struct mrcd_cfg d;
+	mrcd_cfg_default(&d);
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct key *k = &keys[i];
+		const void *v = (const char *)&d + k->off;
+		char def[80];
+		if (k->kind == K_STR)
+			snprintf(def, sizeof(def), "%s", *(const char *)v ? (const char *)v : "\"\"");
+		else if (k->kind == K_OCT)
+			snprintf(def, sizeof(def), "%04o", *(const uint32_t *)v);
+		else if (k->kind == K_LEVEL)
+			snprintf(def, sizeof(def), "%s", levels[*(const uint32_t *)v]);
+		else
+			snprintf(def, sizeof(def), "%u", *(const uint32_t *)v);
+		fprintf(out, "  --%-20s %s (default %s)\n", k->name, k->help, def);
+	}
+}
+
+const char *const *mrcd_cfg_keys(void)
+{
+	static const char *names[NKEYS + 1];
+	for (size_t i = 0; i < NKEYS; i++)
+		names[i] = keys[i].name;
+	return names;
+}

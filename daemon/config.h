@@ -1,0 +1,46 @@
+/* mrcd configuration: /etc/mrcd/mrcd.conf (INI, parsed with inih) and the
+ * command line, which takes every key of the file as --key=value.  See
+ * man/mrcd.conf.5 and docs/operator.md. */
+#ifndef MRC_DAEMON_CONFIG_H
+#define MRC_DAEMON_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define MRCD_CONF_DEFAULT "/etc/mrcd/mrcd.conf"
+#define MRCD_PATH_MAX 256
+
+struct mrcd_cfg {
+	char topology[MRCD_PATH_MAX];   /* "" : built-in single-host loopback */
+	char host[64];                  /* name or index of this node */
+	char socket[MRCD_PATH_MAX];
+	uint32_t socket_mode;
+	char socket_group[64];          /* "" : root only */
+	char admin_group[64];           /* "" : admin verbs for root only */
+	uint32_t port;
+	char plane_ifs[MRCD_PATH_MAX];  /* "a,b,..." ; "" : from the topology */
+	uint32_t log_level;             /* syslog levels 3..7 */
+	uint32_t mtu, window, ev_floor;
+	uint32_t probe_interval_us, rto_min_us, rto_max_us;
+	char cc[16];                    /* nscc | fixed */
+	uint32_t max_clients, client_max_qps, client_max_mem_mb, ring_entries;
+	char metrics_listen[64];        /* "" : off; "[::1]:9464" */
+};
+
+void mrcd_cfg_default(struct mrcd_cfg *c);
+/* Sets one key from text; on error fills err with which key, which value
+ * and why, and returns -EINVAL (-ENOENT for an unknown key). */
+int mrcd_cfg_set(struct mrcd_cfg *c, const char *key, const char *val,
+		 char *err, size_t errlen);
+/* Parses a file on top of c.  A missing file is -ENOENT (callers decide
+ * whether that is fine); errors name FILE:LINE. */
+int mrcd_cfg_load(struct mrcd_cfg *c, const char *path, char *err, size_t errlen);
+/* Checks cross-key rules after everything is set. */
+int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen);
+/* One line per key (name, default, help) for --help and the man page. */
+void mrcd_cfg_usage(FILE *out);
+/* Key names, NULL-terminated, for getopt_long tables. */
+const char *const *mrcd_cfg_keys(void);
+
+#endif

@@ -1,0 +1,2 @@
+CORE_SRCS += daemon/config.c
+CORE_SRCS += daemon/ctrl.c

@@ -1,0 +1,131 @@
+/* mrcd core: the loop, logging, QP completion owners, busy polling with
+ * doorbells, and the accessors of mrcd.h. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/core.h"
+
+int mrcd_log_level = MRCD_LOG_INFO;
+
+uint64_t mrcd_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Under systemd, stderr goes to the journal and a "<N>" prefix sets the
+ * priority (SyslogLevelPrefix=yes is the default), so no journal library
+ * is needed.  On a terminal the level is written as a word. */
+void mrcd_log(int level, const char *fmt, ...)
+{
+	if (level > mrcd_log_level)
+		return;
+	static int journal = -1;
+	if (journal < 0)
+		journal = getenv("JOURNAL_STREAM") != NULL;
+	static const char *names[] = { "", "", "", "error", "warning", "notice", "info", "debug" };
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (journal)
+		fprintf(stderr, "<%d>%s\n", level, msg);
+	else
+		fprintf(stderr, "mrcd: %s: %s\n", names[level & 7], msg);
+}
+
+struct ev_loop *mrcd_loop(struct mrcd *d) { return d->loop; }
+struct mrc_engine *mrcd_engine(struct mrcd *d) { return d->eng; }
+uint32_t mrcd_self_host(const struct mrcd *d) { return d->self; }
+uint32_t mrcd_n_hosts(const struct mrcd *d) { return d->nhosts; }
+
+int mrcd_qp_bind(struct mrcd *d, uint32_t qpn, mrcd_wc_fn fn, void *ctx)
+{
+	struct mrcd_qpb *b = &d->qpb[qpn & 0xffff];
+	if (b->fn && b->qpn != qpn)
+		return -EBUSY;
+	*b = (struct mrcd_qpb){ .qpn = qpn, .fn = fn, .ctx = ctx };
+	return 0;
+}
+
+void mrcd_qp_unbind(struct mrcd *d, uint32_t qpn)
+{
+	struct mrcd_qpb *b = &d->qpb[qpn & 0xffff];
+	if (b->qpn == qpn)
+		memset(b, 0, sizeof(*b));
+}
+
+/* ---- busy polling ------------------------------------------------------- */
+
+int mrcd_poller_add(struct mrcd *d, const struct mrcd_poller *p)
+{
+	if (d->npollers == MRCD_MAX_POLLERS)
+		return -ENOSPC;
+	d->pollers[d->npollers++] = *p;
+	mrcd_kick(d);
+	return 0;
+}
+
+void mrcd_poller_del(struct mrcd *d, void *ctx)
+{
+	for (uint32_t i = 0; i < d->npollers;)
+		if (d->pollers[i].ctx == ctx)
+			d->pollers[i] = d->pollers[--d->npollers];
+		else
+			i++;
+}
+
+void mrcd_kick(struct mrcd *d)
+{
+	if (!ev_is_active(&d->idle))
+		ev_idle_start(d->loop, &d->idle);
+}
+
+/* Runs while there is work: polls every ring, sends what the engine has.
+ * When a full round finds nothing, the pollers arm their doorbells and
+ * the loop sleeps until a doorbell, a datagram or a timer wakes it. */
+static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	struct mrcd *d = w->data;
+	(void)revents;
+	int work = 0;
+	for (uint32_t i = 0; i < d->npollers; i++)
+		work += d->pollers[i].poll(d->pollers[i].ctx) > 0;
+	mrcd_flush(d);
+	if (work)
+		return;
+	for (uint32_t i = 0; i < d->npollers; i++)
+		work += d->pollers[i].arm(d->pollers[i].ctx) > 0;
+	if (!work)
+		ev_idle_stop(loop, w);
+}
+
+int mrcd_core_init(struct mrcd *d, char *err, size_t errlen)
+{
+	d->loop = ev_default_loop(EVFLAG_AUTO);
+	if (!d->loop) {
+		snprintf(err, errlen, "libev: no usable event backend");
+		return -ENOSYS;
+	}
+	d->started_ns = mrcd_now();
+	ev_idle_init(&d->idle, on_idle);
+	d->idle.data = d;
+	int rc = mrcd_node_init(d, err, errlen);
+	if (!rc && (rc = mrcd_cm_init(d)))
+		snprintf(err, errlen, "connection manager: %s", strerror(-rc));
+	if (!rc && (rc = mrcd_linkmon_start(d)))
+		snprintf(err, errlen, "link monitor: %s", strerror(-rc));
+	return rc;
+}
+
+void mrcd_core_fini(struct mrcd *d)
+{
+	mrcd_cm_fini(d);
+	mrcd_node_fini(d);
+}

@@ -1,0 +1,95 @@
+/* The daemon core's own state (not for the client modules: they use
+ * mrcd.h).  One instance per process, driven by one libev loop. */
+#ifndef MRC_DAEMON_CORE_H
+#define MRC_DAEMON_CORE_H
+
+#include <netinet/in.h>
+
+#include "daemon/config.h"
+#include "daemon/mrcd.h"
+#include "datapath/udp.h"
+#include "srv6/usid.h"
+#include "topology/topo.h"
+
+#define MRCD_MAX_POLLERS 256
+
+struct mrcd_peer {
+	uint8_t used;
+	uint32_t host;
+	uint32_t nev;
+	struct in6_addr *dst;          /* [ev] uSID destination address */
+	uint8_t *plane;                /* [ev] */
+	uint32_t remote_down;          /* planes the peer reports down */
+};
+
+struct mrcd_qpb {                      /* completion owner of a QP */
+	uint32_t qpn;
+	mrcd_wc_fn fn;
+	void *ctx;
+};
+
+struct mrcd_stats {
+	uint64_t rx_unknown_src, rx_short, tx_unmapped, wc_unbound, ctrl_rx, ctrl_tx;
+	uint64_t ctrl_bad;
+};
+
+struct mrcd_cm;
+struct mrc_linkmon;
+
+struct mrcd {
+	struct mrcd_cfg cfg;
+	struct ev_loop *loop;
+	struct mrc_engine *eng;
+	struct mrc_dp *dp;
+	struct mrc_topo *topo;             /* NULL in loopback mode */
+	struct mrc_usid_block blk;
+	uint32_t self, nhosts, nplanes;
+	struct in6_addr self_addr;
+	char plane_if[MRC_DP_MAX_PLANES][16];
+	int plane_ifindex[MRC_DP_MAX_PLANES];
+	uint32_t local_down;               /* planes whose NIC is down here */
+
+	struct mrcd_peer *peers;           /* by engine peer id */
+	uint32_t max_peers;
+	uint32_t *peer_of_host;            /* [host] or UINT32_MAX */
+	uint32_t *host_of_usid;            /* [usid] or UINT32_MAX */
+	struct mrcd_qpb *qpb;              /* [qpn & 0xffff] */
+
+	struct mrcd_poller pollers[MRCD_MAX_POLLERS];
+	uint32_t npollers;
+	int busy;
+
+	ev_io rx_w[MRC_DP_MAX_PLANES];
+	ev_io lm_w;
+	ev_timer timer, beacon;
+	ev_idle idle;
+	ev_signal sig_term, sig_int, sig_hup;
+	struct mrc_linkmon *lm;
+	struct mrcd_cm *cm;
+	uint64_t started_ns;
+	int stopping;
+	struct mrcd_stats st;
+};
+
+/* core.c */
+extern int mrcd_log_level;
+int mrcd_core_init(struct mrcd *d, char *err, size_t errlen);
+void mrcd_core_fini(struct mrcd *d);
+
+/* node.c: engine <-> datapath */
+int mrcd_node_init(struct mrcd *d, char *err, size_t errlen);
+void mrcd_node_fini(struct mrcd *d);
+void mrcd_flush(struct mrcd *d);
+int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine,
+		   const void *buf, size_t len);
+
+/* cm.c */
+int mrcd_cm_init(struct mrcd *d);
+void mrcd_cm_fini(struct mrcd *d);
+void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len);
+void mrcd_plane_state_changed(struct mrcd *d);
+
+/* linkmon glue (node.c) */
+int mrcd_linkmon_start(struct mrcd *d);
+
+#endif

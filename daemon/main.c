@@ -1,0 +1,234 @@
+/* mrcd: the per-host MRC daemon.  Options, configuration, signals,
+ * systemd notification, and the loop. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+
+#include "daemon/core.h"
+
+/* The client side (control socket, rings, libmrc's peer): daemon/clients.c.
+ * Weak until that module lands, so the core can run without it. */
+int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err,
+		       size_t errlen) __attribute__((weak));
+void mrcd_clients_stop(struct mrcd *d) __attribute__((weak));
+
+#define MRC_VERSION "0.1.0"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: mrcd [-c FILE] [--check] [--KEY=VALUE ...]\n"
+		"  -c, --config FILE    configuration file (default " MRCD_CONF_DEFAULT
+		"; a missing default file means built-in defaults)\n"
+		"      --check          validate configuration and topology, print a summary, exit\n"
+		"  -V, --version        print the version\n"
+		"  -h, --help           this help\n"
+		"Every configuration key is also an option (the command line wins):\n");
+	mrcd_cfg_usage(out);
+}
+
+static struct option *make_opts(void)
+{
+	const char *const *k = mrcd_cfg_keys();
+	size_t n = 0;
+	while (k[n])
+		n++;
+	struct option *o = calloc(n + 5, sizeof(*o));
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		o[i] = (struct option){ k[i], required_argument, NULL, 1000 + (int)i };
+	o[n] = (struct option){ "config", required_argument, NULL, 'c' };
+	o[n + 1] = (struct option){ "check", no_argument, NULL, 'C' };
+	o[n + 2] = (struct option){ "version", no_argument, NULL, 'V' };
+	o[n + 3] = (struct option){ "help", no_argument, NULL, 'h' };
+	return o;
+}
+
+struct args {
+	const char *conf;
+	int check;
+	int nset;
+	const char *keys[64], *vals[64];
+};
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	struct option *o = make_opts();
+	if (!o)
+		return -ENOMEM;
+	const char *const *k = mrcd_cfg_keys();
+	int c, rc = 0;
+	while (!rc && (c = getopt_long(argc, argv, "c:Vh", o, NULL)) != -1) {
+		if (c == 'c')
+			a->conf = optarg;
+		else if (c == 'C')
+			a->check = 1;
+		else if (c == 'V') {
+			printf("mrcd " MRC_VERSION "\n");
+			exit(0);
+		} else if (c == 'h') {
+			usage(stdout);
+			exit(0);
+		} else if (c >= 1000 && a->nset < 64) {
+			a->keys[a->nset] = k[c - 1000];
+			a->vals[a->nset++] = optarg;
+		} else {
+			rc = -EINVAL;
+		}
+	}
+	if (!rc && optind < argc) {
+		fprintf(stderr, "mrcd: unexpected argument '%s'\n", argv[optind]);
+		rc = -EINVAL;
+	}
+	free(o);
+	return rc;
+}
+
+static int load_config(struct mrcd_cfg *cfg, const struct args *a)
+{
+	char err[512];
+	mrcd_cfg_default(cfg);
+	const char *path = a->conf ? a->conf : MRCD_CONF_DEFAULT;
+	int rc = mrcd_cfg_load(cfg, path, err, sizeof(err));
+	if (rc && !(rc == -ENOENT && !a->conf)) {
+		fprintf(stderr, "mrcd: %s\n", err);
+		return rc;
+	}
+	for (int i = 0; i < a->nset; i++)
+		if (mrcd_cfg_set(cfg, a->keys[i], a->vals[i], err, sizeof(err))) {
+			fprintf(stderr, "mrcd: --%s: %s\n", a->keys[i], err);
+			return -EINVAL;
+		}
+	if (mrcd_cfg_check(cfg, err, sizeof(err))) {
+		fprintf(stderr, "mrcd: %s\n", err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static struct args g_args;
+
+static void on_stop(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct mrcd *d = w->data;
+	(void)revents;
+	mrcd_log(MRCD_LOG_NOTICE, "signal %d: shutting down", w->signum);
+	sd_notify(0, "STOPPING=1");
+	d->stopping = 1;
+	ev_break(loop, EVBREAK_ALL);
+}
+
+/* SIGHUP: re-read the configuration.  Keys that only tune behaviour take
+ * effect now; the topology, host, socket and port need a restart (saying
+ * so beats silently dropping every QP). */
+static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct mrcd *d = w->data;
+	(void)loop;
+	(void)revents;
+	char mono[64];
+	snprintf(mono, sizeof(mono), "RELOADING=1\nMONOTONIC_USEC=%llu",
+		 (unsigned long long)(mrcd_now() / 1000));
+	sd_notify(0, mono);
+	struct mrcd_cfg n;
+	if (load_config(&n, &g_args)) {
+		mrcd_log(MRCD_LOG_ERR, "reload failed: keeping the running configuration");
+	} else {
+		if (strcmp(n.topology, d->cfg.topology) || strcmp(n.host, d->cfg.host) ||
+		    strcmp(n.socket, d->cfg.socket) || n.port != d->cfg.port)
+			mrcd_log(MRCD_LOG_WARNING, "reload: topology/host/socket/port changes need a restart");
+		mrcd_log_level = (int)n.log_level;
+		d->cfg.log_level = n.log_level;
+		mrcd_log(MRCD_LOG_NOTICE, "configuration reloaded");
+	}
+	sd_notify(0, "READY=1");
+}
+
+static void on_watchdog(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	sd_notify(0, "WATCHDOG=1");
+}
+
+int main(int argc, char **argv)
+{
+	static struct mrcd d;
+	if (parse_args(argc, argv, &g_args)) {
+		usage(stderr);
+		return 2;
+	}
+	if (load_config(&d.cfg, &g_args))
+		return 1;
+	mrcd_log_level = (int)d.cfg.log_level;
+	signal(SIGPIPE, SIG_IGN);
+	char err[512] = "";
+	if (g_args.check) {
+		/* Everything but opening sockets: config and topology. */
+		if (d.cfg.topology[0]) {
+			struct mrc_topo *t;
+			if (mrc_topo_load(d.cfg.topology, &t, err, sizeof(err))) {
+				fprintf(stderr, "mrcd: %s\n", err);
+				return 1;
+			}
+			uint32_t h;
+			char *end;
+			unsigned long v = strtoul(d.cfg.host, &end, 10);
+			if (mrc_topo_host_find(t, d.cfg.host, &h) &&
+			    (!*d.cfg.host || *end || v >= t->n_hosts)) {
+				fprintf(stderr, "mrcd: host '%s' is not in %s\n", d.cfg.host,
+					d.cfg.topology);
+				mrc_topo_free(t);
+				return 1;
+			}
+			printf("mrcd: configuration ok: topology %s (%u planes, %u hosts), host %s\n",
+			       d.cfg.topology, t->planes, t->n_hosts, d.cfg.host);
+			mrc_topo_free(t);
+		} else {
+			printf("mrcd: configuration ok: single-host loopback fabric\n");
+		}
+		return 0;
+	}
+	if (mrcd_core_init(&d, err, sizeof(err))) {
+		mrcd_log(MRCD_LOG_ERR, "%s", err);
+		mrcd_core_fini(&d);
+		return 1;
+	}
+	if (mrcd_clients_start && mrcd_clients_start(&d, &d.cfg, err, sizeof(err))) {
+		mrcd_log(MRCD_LOG_ERR, "%s", err);
+		mrcd_core_fini(&d);
+		return 1;
+	}
+	ev_signal_init(&d.sig_term, on_stop, SIGTERM);
+	ev_signal_init(&d.sig_int, on_stop, SIGINT);
+	ev_signal_init(&d.sig_hup, on_hup, SIGHUP);
+	d.sig_term.data = d.sig_int.data = d.sig_hup.data = &d;
+	ev_signal_start(d.loop, &d.sig_term);
+	ev_signal_start(d.loop, &d.sig_int);
+	ev_signal_start(d.loop, &d.sig_hup);
+	uint64_t wd_usec = 0;
+	ev_timer wd;
+	if (sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec) {
+		ev_timer_init(&wd, on_watchdog, wd_usec / 2e6, wd_usec / 2e6);
+		ev_timer_start(d.loop, &wd);
+	}
+	mrcd_log(MRCD_LOG_NOTICE, "mrcd " MRC_VERSION " ready: host %u of %u, %u plane%s, socket %s",
+		 d.self, d.nhosts, d.nplanes, d.nplanes > 1 ? "s" : "", d.cfg.socket);
+	char status[512];
+	snprintf(status, sizeof(status), "READY=1\nSTATUS=host %u, %u planes, %s",
+		 d.self, d.nplanes, d.topo ? d.cfg.topology : "loopback");
+	sd_notify(0, status);
+	ev_run(d.loop, 0);
+	if (mrcd_clients_stop)
+		mrcd_clients_stop(&d);
+	mrcd_flush(&d);
+	mrcd_core_fini(&d);
+	mrcd_log(MRCD_LOG_NOTICE, "stopped");
+	return 0;
+}

@@ -1,0 +1,99 @@
+/* mrcd internals shared between the daemon's modules.
+ *
+ * core.c (the lead) owns the libev loop, the engine, the datapath, the
+ * topology, peers and the daemon-to-daemon connection manager; the client
+ * side (clients.c, rings, control socket) is built on the calls below.
+ * Everything runs on the loop's single thread.
+ */
+#ifndef MRC_DAEMON_MRCD_H
+#define MRC_DAEMON_MRCD_H
+
+#include <ev.h>
+#include <stdint.h>
+
+#include "transport/engine.h"
+
+struct mrcd;
+
+/* Monotonic time in ns, the engine's clock. */
+uint64_t mrcd_now(void);
+
+struct ev_loop *mrcd_loop(struct mrcd *d);
+struct mrc_engine *mrcd_engine(struct mrcd *d);
+/* This node's host index in the topology. */
+uint32_t mrcd_self_host(const struct mrcd *d);
+uint32_t mrcd_n_hosts(const struct mrcd *d);
+/* Engine peer id of a topology host (the peer is created on first use). */
+int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *peer);
+
+/* After posting work to the engine from outside a packet callback: makes
+ * the loop send what the engine now has. */
+void mrcd_kick(struct mrcd *d);
+
+/* Completions of a QP go to its owner.  The core polls the engine CQ and
+ * calls on_wc for every completion of a bound QP (unbound ones are
+ * dropped and counted). */
+typedef void (*mrcd_wc_fn)(void *ctx, const struct mrc_wc *wc);
+int mrcd_qp_bind(struct mrcd *d, uint32_t qpn, mrcd_wc_fn fn, void *ctx);
+void mrcd_qp_unbind(struct mrcd *d, uint32_t qpn);
+
+/* Busy polling: each registered poller runs once per loop turn while any
+ * of them reports work (returns > 0); when all are idle they are asked to
+ * arm their doorbells (arm(ctx) returns 0 when armed, > 0 if work arrived
+ * meanwhile) and the loop sleeps until an fd or timer fires.  The eventfd
+ * of a doorbell is watched by its owner with an ev_io that calls
+ * mrcd_kick. */
+struct mrcd_poller {
+	int (*poll)(void *ctx);
+	int (*arm)(void *ctx);
+	void *ctx;
+};
+int mrcd_poller_add(struct mrcd *d, const struct mrcd_poller *p);
+void mrcd_poller_del(struct mrcd *d, void *ctx);
+
+/* ---- connection manager (daemon to daemon over the fabric) ---------- */
+/* A QP's connection parameters: what the RDMA-style out-of-band blob
+ * carries, and what listen/accept exchanges. */
+struct mrcd_qp_addr {
+	uint32_t host;     /* topology host index */
+	uint32_t qpn;
+	uint32_t psn;      /* first PSN the QP sends */
+	uint32_t priv;     /* application data carried by connection setup
+	                      (like RDMA CM private data), e.g. an rkey */
+};
+
+/* A listener on service id sid: on_req is called for each incoming
+ * request; it answers with mrcd_cm_accept or mrcd_cm_reject (now or
+ * later, same loop turn not required). */
+struct mrcd_cm_req {
+	uint64_t id;       /* pass to accept/reject */
+	uint32_t sid;
+	struct mrcd_qp_addr remote;
+};
+typedef void (*mrcd_cm_req_fn)(void *ctx, const struct mrcd_cm_req *req);
+int mrcd_cm_listen(struct mrcd *d, uint32_t sid, mrcd_cm_req_fn fn, void *ctx);
+void mrcd_cm_unlisten(struct mrcd *d, uint32_t sid);
+/* Accepting connects the local QP (local->qpn) to the requester. */
+int mrcd_cm_accept(struct mrcd *d, uint64_t id, const struct mrcd_qp_addr *local);
+int mrcd_cm_reject(struct mrcd *d, uint64_t id, int err);
+
+/* Asks host:sid to connect to local QP `local`; done(ctx, err, remote) is
+ * called once: err 0 with the remote QP already connected locally, or a
+ * negative errno (-ECONNREFUSED, -ETIMEDOUT, ...). */
+typedef void (*mrcd_cm_done_fn)(void *ctx, int err, const struct mrcd_qp_addr *remote);
+int mrcd_cm_connect(struct mrcd *d, uint32_t host, uint32_t sid,
+		    const struct mrcd_qp_addr *local, mrcd_cm_done_fn done, void *ctx);
+/* Cancels a pending connect of this ctx (the client went away). */
+void mrcd_cm_cancel(struct mrcd *d, void *ctx);
+
+/* Out-of-band path: connect a local QP to a remote QP described by the
+ * application (e.g. exchanged over MPI). */
+int mrcd_qp_connect_oob(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
+			const struct mrcd_qp_addr *remote);
+
+/* ---- logging ---------------------------------------------------------- */
+enum { MRCD_LOG_ERR = 3, MRCD_LOG_WARNING = 4, MRCD_LOG_NOTICE = 5,
+       MRCD_LOG_INFO = 6, MRCD_LOG_DEBUG = 7 };
+void mrcd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

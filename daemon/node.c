@@ -1,0 +1,430 @@
+/* The daemon's data plane glue: peers and their EV -> uSID address tables,
+ * datagrams from the datapath into the engine (or the connection manager),
+ * the engine's packets out through the datapath, completions to their
+ * owners, engine events to the log, and the plane link monitor. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/core.h"
+#include "srv6/linkmon.h"
+#include "transport/cc.h"
+#include "transport/wire.h"
+
+#define NO_ID UINT32_MAX
+
+/* ---- peers ---------------------------------------------------------- */
+
+static int peer_table(struct mrcd *d, uint32_t host, struct mrcd_peer *p)
+{
+	if (!d->topo) {
+		/* Loopback: the only host is this one, one path through lo. */
+		p->nev = 1;
+		p->dst = calloc(1, sizeof(*p->dst));
+		p->plane = calloc(1, 1);
+		if (!p->dst || !p->plane)
+			return -ENOMEM;
+		p->dst[0] = in6addr_loopback;
+		return 0;
+	}
+	p->nev = mrc_topo_ev_count(d->topo);
+	p->dst = calloc(p->nev, sizeof(*p->dst));
+	p->plane = calloc(p->nev, 1);
+	if (!p->dst || !p->plane)
+		return -ENOMEM;
+	for (uint32_t ev = 0; ev < p->nev; ev++) {
+		uint32_t pl = 0, sp = 0;
+		mrc_topo_ev_decode(d->topo, ev, &pl, &sp);
+		p->plane[ev] = (uint8_t)pl;
+		struct mrc_path path;
+		if (host == d->self || mrc_topo_path(d->topo, d->self, host, ev, &path))
+			continue;   /* no such path: stays :: and is denied below */
+		struct mrc_srv6_err e;
+		if (mrc_usid_encode(&d->blk, path.usids, path.n_usids, &p->dst[ev], &e))
+			memset(&p->dst[ev], 0, sizeof(p->dst[ev]));
+	}
+	return 0;
+}
+
+int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
+{
+	if (host >= d->nhosts)
+		return -EINVAL;
+	if (d->peer_of_host[host] != NO_ID) {
+		*out = d->peer_of_host[host];
+		return 0;
+	}
+	struct mrcd_peer p = { .used = 1, .host = host };
+	int rc = peer_table(d, host, &p);
+	uint32_t id = 0;
+	if (!rc)
+		rc = mrc_peer_add(d->eng, p.nev, p.plane, &id);
+	if (!rc && id >= d->max_peers)
+		rc = -ENOSPC;
+	if (rc) {
+		free(p.dst);
+		free(p.plane);
+		return rc;
+	}
+	uint64_t now = mrcd_now();
+	static const struct in6_addr none;
+	for (uint32_t ev = 0; ev < p.nev; ev++)
+		if (d->topo && (!memcmp(&p.dst[ev], &none, sizeof(none)) ||
+				(d->local_down & (1u << p.plane[ev]))))
+			mrc_ev_set_denied(d->eng, now, id, ev, 1);
+	d->peers[id] = p;
+	d->peer_of_host[host] = id;
+	*out = id;
+	mrcd_log(MRCD_LOG_INFO, "peer host %u added: %u paths", host, p.nev);
+	return 0;
+}
+
+/* ---- receive ----------------------------------------------------------- */
+
+static uint32_t host_of_src(struct mrcd *d, const struct in6_addr *src)
+{
+	if (!d->topo)
+		return 0;
+	uint16_t usid;
+	if (mrc_usid_active(&d->blk, src, &usid))
+		return NO_ID;
+	return d->host_of_usid[usid];
+}
+
+static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct mrcd *d = w->data;
+	uint32_t plane = (uint32_t)(w - d->rx_w);
+	struct mrc_dp_in in[MRC_DP_BATCH];
+	(void)loop;
+	(void)revents;
+	/* A bounded number of batches per wakeup keeps other planes and
+	 * timers served under load. */
+	for (int round = 0; round < 8; round++) {
+		int n = mrc_dp_recv(d->dp, plane, in, MRC_DP_BATCH);
+		if (n <= 0)
+			break;
+		uint64_t now = mrcd_now();
+		for (int i = 0; i < n; i++) {
+			uint32_t host = host_of_src(d, &in[i].src);
+			if (host == NO_ID) {
+				d->st.rx_unknown_src++;
+				continue;
+			}
+			if (in[i].len < 2) {
+				d->st.rx_short++;
+				continue;
+			}
+			if (in[i].buf[1] == MRC_OP_CTRL) {
+				mrcd_cm_rx(d, host, in[i].buf, in[i].len);
+				continue;
+			}
+			uint32_t peer;
+			if (mrcd_peer_of_host(d, host, &peer)) {
+				d->st.rx_unknown_src++;
+				continue;
+			}
+			mrc_engine_rx(d->eng, now, peer, in[i].buf, in[i].len,
+				      in[i].ecn_ce ? MRC_RX_ECN : 0);
+		}
+		if (n < MRC_DP_BATCH)
+			break;
+	}
+	mrcd_flush(d);
+}
+
+/* ---- transmit, completions, events ------------------------------------- */
+
+static void log_event(struct mrcd *d, const struct mrc_event *ev)
+{
+	uint32_t host = ev->peer < d->max_peers ? d->peers[ev->peer].host : NO_ID;
+	switch (ev->type) {
+	case MRC_EVT_EV_STATE:
+		mrcd_log(ev->new_state == MRC_EV_GOOD ? MRCD_LOG_INFO : MRCD_LOG_NOTICE,
+			 "path host %u ev %u: %s -> %s (%s)", host, ev->ev,
+			 mrc_ev_state_name(ev->old_state), mrc_ev_state_name(ev->new_state),
+			 mrc_ev_reason_name(ev->reason));
+		break;
+	case MRC_EVT_QP_ERROR:
+		mrcd_log(MRCD_LOG_WARNING, "qp %#x (peer host %u) failed: %s", ev->qpn, host,
+			 strerror(-ev->err));
+		break;
+	case MRC_EVT_FLOOR:
+		mrcd_log(MRCD_LOG_DEBUG, "path host %u ev %u kept in use (ev_floor)", host, ev->ev);
+		break;
+	default:
+		break;
+	}
+}
+
+void mrcd_flush(struct mrcd *d)
+{
+	struct mrc_tx_pkt pk[MRC_DP_BATCH];
+	struct mrc_dp_out out[MRC_DP_BATCH];
+	for (int guard = 0; guard < 1024; guard++) {
+		uint64_t now = mrcd_now();
+		int n = mrc_engine_tx(d->eng, now, pk, MRC_DP_BATCH), m = 0;
+		for (int i = 0; i < n; i++) {
+			struct mrcd_peer *p = &d->peers[pk[i].peer];
+			if (pk[i].peer >= d->max_peers || !p->used || pk[i].ev >= p->nev) {
+				d->st.tx_unmapped++;
+				continue;
+			}
+			struct mrc_dp_out *o = &out[m++];
+			o->plane = d->topo ? p->plane[pk[i].ev] : 0;
+			o->dport = 0;
+			o->dst = p->dst[pk[i].ev];
+			o->iov[0] = (struct iovec){ pk[i].hdr, pk[i].hdr_len };
+			o->iovcnt = 1;
+			if (pk[i].plen) {
+				o->iov[1] = (struct iovec){ (void *)pk[i].payload, pk[i].plen };
+				o->iov[2] = (struct iovec){ pk[i].trailer, MRC_TRAILER_LEN };
+				o->iovcnt = 3;
+			}
+		}
+		if (m)
+			mrc_dp_send(d->dp, out, (uint32_t)m);
+		if (n < MRC_DP_BATCH)
+			break;
+	}
+	struct mrc_wc wc[64];
+	int n;
+	while ((n = mrc_engine_poll_cq(d->eng, wc, 64)) > 0)
+		for (int i = 0; i < n; i++) {
+			struct mrcd_qpb *b = &d->qpb[wc[i].qpn & 0xffff];
+			if (b->fn && b->qpn == wc[i].qpn)
+				b->fn(b->ctx, &wc[i]);
+			else
+				d->st.wc_unbound++;
+		}
+	struct mrc_event ev;
+	while (mrc_engine_poll_event(d->eng, &ev))
+		log_event(d, &ev);
+	uint64_t dl = mrc_engine_next_deadline(d->eng);
+	ev_timer_stop(d->loop, &d->timer);
+	if (dl != UINT64_MAX) {
+		uint64_t now = mrcd_now();
+		double s = dl > now ? (double)(dl - now) / 1e9 : 0.0;
+		ev_timer_set(&d->timer, s, 0.0);
+		ev_timer_start(d->loop, &d->timer);
+	}
+}
+
+int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine,
+		   const void *buf, size_t len)
+{
+	struct mrc_dp_out o = { .plane = 0, .iovcnt = 1,
+		.iov = { { (void *)buf, len } } };
+	if (!d->topo) {
+		o.dst = in6addr_loopback;
+	} else {
+		struct mrc_path path;
+		int ev = mrc_topo_ev_of(d->topo, plane, spine % d->topo->n_spines[plane]);
+		if (ev < 0 || host == d->self ||
+		    mrc_topo_path(d->topo, d->self, host, (uint32_t)ev, &path))
+			return -ENETUNREACH;
+		struct mrc_srv6_err e;
+		if (mrc_usid_encode(&d->blk, path.usids, path.n_usids, &o.dst, &e))
+			return -EINVAL;
+		o.plane = plane;
+	}
+	d->st.ctrl_tx++;
+	return mrc_dp_send(d->dp, &o, 1) == 1 ? 0 : -EIO;
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct mrcd *d = w->data;
+	(void)loop;
+	(void)revents;
+	mrc_engine_tick(d->eng, mrcd_now());
+	mrcd_flush(d);
+}
+
+/* ---- plane link monitor ------------------------------------------------ */
+
+static void on_link(const struct mrc_link_event *le, void *arg)
+{
+	struct mrcd *d = arg;
+	for (uint32_t pl = 0; pl < d->nplanes; pl++) {
+		if (strcmp(le->name, d->plane_if[pl]))
+			continue;
+		int down = le->deleted || !mrc_link_event_usable(le);
+		uint32_t bit = 1u << pl;
+		if (!!(d->local_down & bit) == down)
+			return;
+		d->local_down ^= bit;
+		mrcd_log(down ? MRCD_LOG_WARNING : MRCD_LOG_NOTICE, "plane %u NIC %s %s", pl,
+			 le->name, down ? "down: its paths are denied" : "up: probing its paths");
+		uint64_t now = mrcd_now();
+		for (uint32_t p = 0; p < d->max_peers; p++)
+			if (d->peers[p].used)
+				mrc_plane_set_denied(d->eng, now, p, pl,
+						     down || (d->peers[p].remote_down & bit));
+		mrcd_plane_state_changed(d);
+		mrcd_flush(d);
+		return;
+	}
+}
+
+static void on_lm(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	struct mrcd *d = w->data;
+	mrc_linkmon_dispatch(d->lm);
+}
+
+int mrcd_linkmon_start(struct mrcd *d)
+{
+	if (!d->topo)
+		return 0;
+	int rc = mrc_linkmon_open(&d->lm, true, on_link, d);
+	if (rc)
+		return rc;
+	ev_io_init(&d->lm_w, on_lm, mrc_linkmon_fd(d->lm), EV_READ);
+	d->lm_w.data = d;
+	ev_io_start(d->loop, &d->lm_w);
+	mrc_linkmon_dispatch(d->lm);
+	return 0;
+}
+
+/* ---- setup ------------------------------------------------------------- */
+
+static int plane_ifs(struct mrcd *d, char *err, size_t errlen)
+{
+	if (d->cfg.plane_ifs[0]) {
+		char tmp[MRCD_PATH_MAX], *save = NULL;
+		snprintf(tmp, sizeof(tmp), "%s", d->cfg.plane_ifs);
+		uint32_t n = 0;
+		for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			if (n == d->nplanes || strlen(t) >= 16) {
+				snprintf(err, errlen, "plane_ifs: '%s' names more than %u planes or a name over 15 characters",
+					 d->cfg.plane_ifs, d->nplanes);
+				return -EINVAL;
+			}
+			snprintf(d->plane_if[n++], 16, "%s", t);
+		}
+		if (n != d->nplanes) {
+			snprintf(err, errlen, "plane_ifs: %u names for %u planes", n, d->nplanes);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	/* The fabric tool names a host's plane NIC after the leaf it meets. */
+	for (uint32_t pl = 0; pl < d->nplanes; pl++)
+		snprintf(d->plane_if[pl], 16, "%s",
+			 d->topo->nodes[mrc_topo_host_leaf(d->topo, d->self, pl)].name);
+	return 0;
+}
+
+static int resolve_self(struct mrcd *d, char *err, size_t errlen)
+{
+	const char *h = d->cfg.host;
+	if (!mrc_topo_host_find(d->topo, h, &d->self))
+		return 0;
+	char *end;
+	unsigned long v = strtoul(h, &end, 10);
+	if (*h && !*end && v < d->topo->n_hosts) {
+		d->self = (uint32_t)v;
+		return 0;
+	}
+	snprintf(err, errlen, "host '%s' is neither a host name nor an index below %u of the topology",
+		 h, d->topo->n_hosts);
+	return -EINVAL;
+}
+
+int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
+{
+	int rc;
+	mrc_usid_block_default(&d->blk);
+	if (d->cfg.topology[0]) {
+		if ((rc = mrc_topo_load(d->cfg.topology, &d->topo, err, errlen)))
+			return rc;
+		d->blk.prefix = d->topo->block;
+		d->blk.bits = d->topo->block_bits;
+		if ((rc = resolve_self(d, err, errlen)))
+			return rc;
+		d->nhosts = d->topo->n_hosts;
+		d->nplanes = d->topo->planes;
+		if ((rc = plane_ifs(d, err, errlen)))
+			return rc;
+		struct mrc_srv6_err e;
+		uint16_t u = d->topo->nodes[d->topo->hosts[d->self]].usid;
+		if (mrc_usid_encode(&d->blk, &u, 1, &d->self_addr, &e)) {
+			snprintf(err, errlen, "host uSID %#x does not encode", u);
+			return -EINVAL;
+		}
+	} else {
+		d->nhosts = d->nplanes = 1;
+		d->self_addr = in6addr_loopback;
+	}
+	d->peer_of_host = malloc(sizeof(uint32_t) * d->nhosts);
+	d->host_of_usid = malloc(sizeof(uint32_t) * 65536);
+	d->qpb = calloc(65536, sizeof(*d->qpb));
+	d->max_peers = d->nhosts < 65535 ? d->nhosts + 1 : 65535;
+	d->peers = calloc(d->max_peers, sizeof(*d->peers));
+	if (!d->peer_of_host || !d->host_of_usid || !d->qpb || !d->peers)
+		return -ENOMEM;
+	memset(d->peer_of_host, 0xff, sizeof(uint32_t) * d->nhosts);
+	memset(d->host_of_usid, 0xff, sizeof(uint32_t) * 65536);
+	for (uint32_t h = 0; d->topo && h < d->nhosts; h++)
+		d->host_of_usid[d->topo->nodes[d->topo->hosts[h]].usid] = h;
+
+	struct mrc_engine_cfg ec;
+	mrc_engine_cfg_default(&ec);
+	ec.mtu = d->cfg.mtu;
+	ec.window = d->cfg.window;
+	ec.ev_floor = d->cfg.ev_floor;
+	ec.max_peers = d->max_peers;
+	ec.max_qps = 65535;
+	ec.probe_interval_ns = (uint64_t)d->cfg.probe_interval_us * 1000;
+	ec.rto_min_ns = (uint64_t)d->cfg.rto_min_us * 1000;
+	ec.rto_max_ns = (uint64_t)d->cfg.rto_max_us * 1000;
+	if (ec.rto_init_ns < ec.rto_min_ns)
+		ec.rto_init_ns = ec.rto_min_ns;
+	if (ec.rto_init_ns > ec.rto_max_ns)
+		ec.rto_init_ns = ec.rto_max_ns;
+	ec.cc = strcmp(d->cfg.cc, "fixed") ? &mrc_cc_nscc : &mrc_cc_fixed;
+	const char *why = NULL;
+	if ((rc = mrc_engine_create(&ec, &d->eng, &why))) {
+		snprintf(err, errlen, "engine: %s", why ? why : strerror(-rc));
+		return rc;
+	}
+	struct mrc_dp_plane pl[MRC_DP_MAX_PLANES];
+	memset(pl, 0, sizeof(pl));
+	for (uint32_t i = 0; i < d->nplanes; i++) {
+		snprintf(pl[i].ifname, sizeof(pl[i].ifname), "%s", d->topo ? d->plane_if[i] : "");
+		pl[i].local = d->self_addr;
+	}
+	if ((rc = mrc_dp_open(&d->dp, pl, d->nplanes, (uint16_t)d->cfg.port, err, errlen)))
+		return rc;
+	for (uint32_t i = 0; i < d->nplanes; i++) {
+		ev_io_init(&d->rx_w[i], on_rx, mrc_dp_fd(d->dp, i), EV_READ);
+		d->rx_w[i].data = d;
+		ev_io_start(d->loop, &d->rx_w[i]);
+	}
+	ev_init(&d->timer, on_timer);
+	d->timer.data = d;
+	return 0;
+}
+
+void mrcd_node_fini(struct mrcd *d)
+{
+	if (d->lm)
+		mrc_linkmon_close(d->lm);
+	mrc_dp_close(d->dp);
+	for (uint32_t p = 0; p < d->max_peers && d->peers; p++) {
+		free(d->peers[p].dst);
+		free(d->peers[p].plane);
+	}
+	mrc_engine_destroy(d->eng);
+	mrc_topo_free(d->topo);
+	free(d->peers);
+	free(d->peer_of_host);
+	free(d->host_of_usid);
+	free(d->qpb);
+}
