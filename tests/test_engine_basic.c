@@ -715,6 +715,14 @@ static void test_retry_exhaustion(void **s)
 	etest_fini(&t);
 }
 
+static int teardown(void **state)
+{
+	etest_cleanup_all();
+	return 0;
+}
+
+#define T(f) cmocka_unit_test_teardown(f, teardown)
+
 int main(void)
 {
 	const char *s = getenv("MRC_TEST_SEED");
@@ -722,34 +730,34 @@ int main(void)
 		g_seed = strtoull(s, NULL, 0);
 	printf("test_engine_basic: seed %" PRIu64 " (MRC_TEST_SEED=<n> to replay)\n", g_seed);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cfg_validation),
-		cmocka_unit_test(test_mr_reg_dereg),
-		cmocka_unit_test(test_post_errors),
-		cmocka_unit_test(test_write_0),
-		cmocka_unit_test(test_write_1),
-		cmocka_unit_test(test_write_mtu_minus_1),
-		cmocka_unit_test(test_write_mtu),
-		cmocka_unit_test(test_write_mtu_plus_1),
-		cmocka_unit_test(test_write_multi_mib),
-		cmocka_unit_test(test_write_1gib),
-		cmocka_unit_test(test_write_imm),
-		cmocka_unit_test(test_send_recv),
-		cmocka_unit_test(test_send_imm),
-		cmocka_unit_test(test_send_rnr),
-		cmocka_unit_test(test_send_too_big),
-		cmocka_unit_test(test_atomic_add),
-		cmocka_unit_test(test_access_bad_key),
-		cmocka_unit_test(test_access_oob),
-		cmocka_unit_test(test_access_no_write_right),
-		cmocka_unit_test(test_access_other_pd),
-		cmocka_unit_test(test_access_atomic_no_right),
-		cmocka_unit_test(test_access_nack_reordered),
-		cmocka_unit_test(test_completion_order),
-		cmocka_unit_test(test_ev_deny_allow),
-		cmocka_unit_test(test_plane_deny),
-		cmocka_unit_test(test_pinned_single_ev),
-		cmocka_unit_test(test_shared_path_health),
-		cmocka_unit_test(test_retry_exhaustion),
+		T(test_cfg_validation),
+		T(test_mr_reg_dereg),
+		T(test_post_errors),
+		T(test_write_0),
+		T(test_write_1),
+		T(test_write_mtu_minus_1),
+		T(test_write_mtu),
+		T(test_write_mtu_plus_1),
+		T(test_write_multi_mib),
+		T(test_write_1gib),
+		T(test_write_imm),
+		T(test_send_recv),
+		T(test_send_imm),
+		T(test_send_rnr),
+		T(test_send_too_big),
+		T(test_atomic_add),
+		T(test_access_bad_key),
+		T(test_access_oob),
+		T(test_access_no_write_right),
+		T(test_access_other_pd),
+		T(test_access_atomic_no_right),
+		T(test_access_nack_reordered),
+		T(test_completion_order),
+		T(test_ev_deny_allow),
+		T(test_plane_deny),
+		T(test_pinned_single_ev),
+		T(test_shared_path_health),
+		T(test_retry_exhaustion),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

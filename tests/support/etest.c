@@ -5,6 +5,27 @@
 
 #include "tests/support/etest.h"
 
+/* Fixtures still alive, so a test that fails mid-way (cmocka longjmps
+ * out) is cleaned up by its teardown and ASan reports only real leaks. */
+#define ETEST_LIVE 8
+static struct etest *g_live[ETEST_LIVE];
+
+static void live_set(struct etest *t, int on)
+{
+	for (int i = 0; i < ETEST_LIVE; i++)
+		if (on ? !g_live[i] : g_live[i] == t) {
+			g_live[i] = on ? t : NULL;
+			return;
+		}
+}
+
+void etest_cleanup_all(void)
+{
+	for (int i = 0; i < ETEST_LIVE; i++)
+		if (g_live[i])
+			etest_fini(g_live[i]);
+}
+
 int etest_init(struct etest *t, const struct chan_cfg *cfg, size_t src_len,
 	       size_t dst_len, int sparse)
 {
@@ -13,6 +34,7 @@ int etest_init(struct etest *t, const struct chan_cfg *cfg, size_t src_len,
 	int rc;
 
 	memset(t, 0, sizeof(*t));
+	live_set(t, 1);
 	rc = chan_create(cfg, &t->ch, &why);
 	if (rc < 0) {
 		fprintf(stderr, "etest: chan_create: %d %s\n", rc, why ? why : "");
@@ -39,6 +61,7 @@ int etest_init(struct etest *t, const struct chan_cfg *cfg, size_t src_len,
 
 void etest_fini(struct etest *t)
 {
+	live_set(t, 0);
 	chan_destroy(t->ch);
 	chan_gbuf_free(&t->src);
 	chan_gbuf_free(&t->dst);

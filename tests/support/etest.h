@@ -28,6 +28,8 @@ struct etest {
 int etest_init(struct etest *t, const struct chan_cfg *cfg, size_t src_len,
 	       size_t dst_len, int sparse);
 void etest_fini(struct etest *t);
+/* Finishes every fixture not yet finished (a cmocka teardown). */
+void etest_cleanup_all(void);
 
 /* Runs until node n has seen at least want[n] completions in total (since
  * chan creation), for every node n < nodes. */
