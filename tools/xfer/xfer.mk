@@ -1,0 +1,2 @@
+PROGS += mrc-xfer
+mrc-xfer_SRCS = tools/xfer/xfer.c daemon/core.c daemon/node.c daemon/cm.c
