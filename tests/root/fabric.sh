@@ -170,8 +170,9 @@ check "drop 50%: other paths lossless" \
 $T "$F" restore >/dev/null
 
 # Trimming: MRC data packets crossing the link arrive as 52-byte headers
-# with TRIMMED set, in both directions; others whole; non-MRC packets are
-# never trimmed.
+# with TRIMMED set that the transport's decoder (mrc_wire_decode, used by
+# probe) accepts as trimmed, in both directions; others whole; non-MRC
+# packets are never trimmed.
 $T "$F" trim "$L1" 100 >/dev/null || bad "trim failed"
 expect_paths "trim $L1" h0 h7 "$TMP/paths.json" links "$L1" trimmed $N 0
 expect_paths "trim $L1 (reverse)" h7 h0 "$TMP/paths.json" links "$L1" trimmed $N 0

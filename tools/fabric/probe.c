@@ -1,10 +1,12 @@
 /* `probe`: sends UDP datagrams from one host to another over chosen paths
  * (the uSID destination address of each EV) and counts what arrives, and
- * how much of it a trimmer cut.  Datagrams look like MRC WRITE packets
- * (version 1, opcode 1, 52-byte header; --raw: opcode 127, which the
- * trimmer ignores) and carry a per-run nonce, a sequence number and the EV,
- * so each arrival is credited to its path.  UDP checksums are zero, as the
- * transport sends them (the destination changes hop by hop).
+ * how much of it a trimmer cut.  Datagrams are real MRC WRITE packets
+ * (transport/wire.h encoder, CRCs included) with a per-run nonce as dqpn,
+ * a sequence number as psn and the EV in ev, and arrivals are checked by
+ * the transport's own decoder: a trimmed packet counts only if the decoder
+ * accepts it as trimmed.  --raw sends the same bytes with opcode 127, which
+ * the trimmer must ignore.  UDP checksums are zero, as the transport sends
+ * them (the destination changes hop by hop).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,14 +21,14 @@
 #include <unistd.h>
 
 #include "topology/addr.h"
+#include "transport/wire.h"
 #include "tools/fabric/fabric.h"
 
 #ifndef UDP_NO_CHECK6_TX
 #define UDP_NO_CHECK6_TX 101
 #define UDP_NO_CHECK6_RX 102
 #endif
-#define HDR 52                 /* MRC data header (transport/wire.h) */
-#define TRIMMED_BIT 0x0008u
+#define HDR MRC_DATA_HDR_LEN
 #define MAX_EVS 4096
 
 struct ev_stat {
@@ -63,33 +65,33 @@ static int sock_in(const struct fab *f, uint32_t host, int opt, int *fd)
 	return 0;
 }
 
-/* Credits one arrival to its EV. */
-static void account(struct ev_stat *st, size_t n, const uint8_t *b, ssize_t len,
-		    uint32_t nonce, size_t size)
+/* Credits one arrival to its EV, if it decodes as one of ours. */
+static void account(struct ev_stat *st, size_t n, uint8_t *b, ssize_t len,
+		    uint32_t nonce, size_t size, bool raw)
 {
-	if (len < 16 || b[0] != 1)
+	struct mrc_pkt_view v;
+	enum mrc_wire_drop why;
+	if (len < HDR)
 		return;
-	uint32_t got_nonce = (uint32_t)b[4] << 24 | (uint32_t)b[5] << 16 | (uint32_t)b[6] << 8 | b[7];
-	uint32_t ev = (uint32_t)b[12] << 8 | b[13];
-	uint16_t flags = (uint16_t)(b[2] << 8 | b[3]);
-	if (got_nonce != nonce)
+	if (raw)
+		b[1] = MRC_OP_WRITE;  /* undo the disguise, then decode as usual */
+	if (mrc_wire_decode(b, (size_t)len, &v, &why) || v.op != MRC_OP_WRITE ||
+	    v.u.data.dqpn != nonce || v.u.data.plen != size)
 		return;
 	for (size_t i = 0; i < n; i++)
-		if (st[i].ev == ev) {
+		if (st[i].ev == v.u.data.ev) {
 			st[i].received++;
-			if ((flags & TRIMMED_BIT) && len == HDR)
-				st[i].trimmed++;
-			else if ((size_t)len != HDR + size)
-				st[i].received--;  /* mangled: not an arrival */
+			st[i].trimmed += v.trimmed;
 			return;
 		}
 }
 
-static void drain(int rx, struct ev_stat *st, size_t n, uint32_t nonce, size_t size, uint8_t *buf)
+static void drain(int rx, struct ev_stat *st, size_t n, uint32_t nonce, size_t size,
+		  uint8_t *buf, bool raw)
 {
 	ssize_t r;
 	while ((r = recv(rx, buf, HDR + size + 64, MSG_DONTWAIT)) >= 0)
-		account(st, n, buf, r, nonce, size);
+		account(st, n, buf, r, nonce, size, raw);
 }
 
 static int select_evs(const struct fab *f, uint32_t a, uint32_t b, long plane, long spine,
@@ -209,7 +211,7 @@ int fab_probe(const struct fab *f, int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint32_t nonce = (uint32_t)ts.tv_nsec ^ (uint32_t)getpid() << 16;
 	uint32_t expected = 0;
-	uint8_t *pkt = calloc(1, HDR + (size_t)size);
+	uint8_t *pkt = calloc(1, HDR + (size_t)size + MRC_TRAILER_LEN);
 	if (!pkt) {
 		rc = -ENOMEM;
 		goto out;
@@ -218,23 +220,23 @@ int fab_probe(const struct fab *f, int argc, char **argv)
 		struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
 		inet_pton(AF_INET6, st[i].addr, &to.sin6_addr);
 		for (long k = 0; k < count; k++) {
-			memset(pkt, 0, HDR);
-			pkt[0] = 1;
-			pkt[1] = raw ? 127 : 1;
-			pkt[4] = (uint8_t)(nonce >> 24); pkt[5] = (uint8_t)(nonce >> 16);
-			pkt[6] = (uint8_t)(nonce >> 8); pkt[7] = (uint8_t)nonce;
-			pkt[8] = (uint8_t)(k >> 24); pkt[9] = (uint8_t)(k >> 16);
-			pkt[10] = (uint8_t)(k >> 8); pkt[11] = (uint8_t)k;
-			pkt[12] = (uint8_t)(st[i].ev >> 8); pkt[13] = (uint8_t)st[i].ev;
-			pkt[14] = (uint8_t)(size >> 8); pkt[15] = (uint8_t)size;
+			struct mrc_data_hdr h = { .op = MRC_OP_WRITE,
+				.flags = MRC_F_FIRST | MRC_F_LAST, .dqpn = nonce,
+				.psn = (uint32_t)k, .ev = (uint16_t)st[i].ev,
+				.plen = (uint16_t)size, .msn = (uint32_t)k, .rkey = 1,
+				.mlen = (uint32_t)size };
+			mrc_wire_put_data(pkt, &h);
 			memset(pkt + HDR, 0xa5, (size_t)size);
-			if (sendto(tx, pkt, HDR + (size_t)size, 0, (struct sockaddr *)&to, sizeof(to)) < 0) {
+			mrc_wire_put_trailer(pkt + HDR + size, pkt + HDR, (size_t)size);
+			if (raw)
+				pkt[1] = 127;
+			if (sendto(tx, pkt, HDR + (size_t)size + MRC_TRAILER_LEN, 0, (struct sockaddr *)&to, sizeof(to)) < 0) {
 				st[i].send_errors++;
 			} else {
 				st[i].sent++;
 				expected++;
 			}
-			drain(rx, st, n, nonce, (size_t)size, buf);
+			drain(rx, st, n, nonce, (size_t)size, buf, raw);
 		}
 	}
 	free(pkt);
@@ -249,7 +251,7 @@ int fab_probe(const struct fab *f, int argc, char **argv)
 			break;
 		struct pollfd p = { .fd = rx, .events = POLLIN };
 		if (poll(&p, 1, (int)left) > 0)
-			drain(rx, st, n, nonce, (size_t)size, buf);
+			drain(rx, st, n, nonce, (size_t)size, buf, raw);
 	}
 	report(f, st, n);
 	rc = 0;
