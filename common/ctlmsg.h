@@ -1,0 +1,193 @@
+/* mrcd control protocol, version 1: messages on the daemon's Unix socket
+ * (SOCK_SEQPACKET, so one recvmsg is one whole message).
+ *
+ * Every message is a 16-byte header then a type-specific body of exactly
+ * the size the type defines (replies that fail carry a status and a short
+ * reason text instead).  Host byte order: the socket never leaves the host.
+ * Reserved and padding fields must be zero; a message that breaks any rule
+ * is refused as a whole (-EBADMSG, or -EPROTONOSUPPORT for another
+ * version).  File descriptors travel as SCM_RIGHTS on the same message.
+ *
+ * Requests and replies share the header; a reply has the request's type
+ * with MRC_CTL_REPLY set and the request's req_id.  Replies come in request
+ * order, except that ACCEPT and CONNECT answer when the connection is made
+ * (other requests may be answered meanwhile).
+ *
+ * Type space:  0x0001-0x00ff client operations (libmrc)
+ *              0x0100-0x01ff operator verbs (mrcctl: status, paths,
+ *                            events, admin), defined by ctl/
+ *              0x0200-0x7fff unassigned; 0x8000 is the reply bit.
+ */
+#ifndef MRC_COMMON_CTLMSG_H
+#define MRC_COMMON_CTLMSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MRC_CTL_MAGIC    0x4343524du   /* "MRCC" little-endian */
+#define MRC_CTL_VERSION  1u
+#define MRC_CTL_MSG_MAX  512u          /* no message is longer */
+#define MRC_CTL_MAX_FDS  3u            /* per message */
+#define MRC_CTL_REASON_MAX 200u        /* error text bytes */
+#define MRC_CTL_DEFAULT_SOCK "/run/mrcd/mrcd.sock"
+
+enum mrc_ctl_type {
+	MRC_CTL_HELLO = 0x0001,
+	MRC_CTL_REG_MR = 0x0002,       /* fd: the region's memfd */
+	MRC_CTL_DEREG_MR = 0x0003,
+	MRC_CTL_CREATE_QP = 0x0004,    /* reply fds: rings memfd, sq doorbell,
+	                                  cq doorbell */
+	MRC_CTL_DESTROY_QP = 0x0005,
+	MRC_CTL_QP_INFO = 0x0006,
+	MRC_CTL_CONNECT_OOB = 0x0007,
+	MRC_CTL_LISTEN = 0x0008,
+	MRC_CTL_UNLISTEN = 0x0009,
+	MRC_CTL_ACCEPT = 0x000a,
+	MRC_CTL_CONNECT = 0x000b,
+	MRC_CTL_CLIENT_LAST = 0x000b,
+	MRC_CTL_OPER_FIRST = 0x0100,   /* reserved for mrcctl */
+	MRC_CTL_OPER_LAST = 0x01ff,
+	MRC_CTL_REPLY = 0x8000,
+};
+
+struct mrc_ctl_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t len;              /* body bytes after this header */
+	uint32_t req_id;
+};
+
+/* A QP's connection parameters (the out-of-band blob). */
+struct mrc_ctl_addr {
+	uint32_t host;
+	uint32_t qpn;
+	uint32_t psn;
+	uint32_t priv;             /* application data (e.g. an rkey) */
+};
+
+/* ---- request bodies ---- */
+struct mrc_ctl_hello {
+	uint16_t ver_min, ver_max; /* versions the client speaks */
+	uint32_t rsvd;
+	char name[32];             /* NUL-terminated, for logs */
+};
+struct mrc_ctl_reg_mr {
+	uint64_t fd_off;           /* offset of the region in the memfd */
+	uint64_t len;
+	uint32_t access;           /* MRC_MR_* of mrc.h */
+	uint32_t rsvd;
+};
+struct mrc_ctl_key {           /* DEREG_MR */
+	uint32_t key;
+	uint32_t rsvd;
+};
+struct mrc_ctl_create_qp {
+	uint32_t sq_entries;       /* power of two */
+	uint32_t cq_entries;       /* power of two */
+	uint32_t flags;            /* MRC_CTL_QP_* */
+	uint32_t pin_ev;
+};
+#define MRC_CTL_QP_PIN_EV 0x1u /* single-path mode on pin_ev */
+#define MRC_CTL_QP_POLLED 0x2u /* SQ always polled (GPU producer) */
+#define MRC_CTL_QP_FLAGS  0x3u
+struct mrc_ctl_qpn {           /* DESTROY_QP, QP_INFO */
+	uint32_t qpn;
+	uint32_t rsvd;
+};
+struct mrc_ctl_connect_oob {
+	uint32_t qpn;
+	uint32_t rsvd;
+	struct mrc_ctl_addr remote;
+};
+struct mrc_ctl_listen {        /* LISTEN, UNLISTEN (backlog 0) */
+	uint32_t sid;
+	uint32_t backlog;
+};
+struct mrc_ctl_accept {
+	uint32_t sid;
+	uint32_t qpn;              /* local QP to connect */
+	uint32_t timeout_ms;       /* 0: wait forever */
+	uint32_t priv;             /* sent to the requester */
+};
+struct mrc_ctl_connect {
+	uint32_t host;
+	uint32_t sid;
+	uint32_t qpn;
+	uint32_t priv;             /* sent to the acceptor */
+};
+
+/* ---- reply bodies (after struct mrc_ctl_status with status 0) ---- */
+struct mrc_ctl_status {
+	int32_t status;            /* 0 or negative errno */
+	uint32_t rsvd;
+	/* status < 0: up to MRC_CTL_REASON_MAX bytes of text follow (no NUL) */
+};
+struct mrc_ctl_hello_rep {
+	uint16_t version;          /* chosen */
+	uint16_t rsvd;
+	uint32_t client_id;
+	uint32_t host, n_hosts;
+	uint32_t max_qps, max_mrs;
+	uint32_t max_ring_entries;
+	uint32_t rsvd2;
+	uint64_t max_mem;          /* bytes of registered memory */
+};
+struct mrc_ctl_reg_mr_rep {
+	uint32_t key;              /* lkey and rkey */
+	uint32_t rsvd;
+};
+struct mrc_ctl_create_qp_rep {
+	uint32_t qpn;
+	uint32_t rsvd;
+	uint64_t map_len;          /* bytes to mmap from the rings memfd */
+	uint64_t sq_off, cq_off;   /* ring headers in that mapping */
+};
+struct mrc_ctl_qp_info_rep {
+	struct mrc_ctl_addr local;
+	uint32_t state;            /* enum mrc_qp_state */
+	int32_t error;
+};
+struct mrc_ctl_addr_rep {      /* ACCEPT, CONNECT: the remote QP */
+	struct mrc_ctl_addr remote;
+};
+
+/* A decoded message: header, body bytes (pointing into the caller's
+ * buffer) and, for an error reply, its reason text. */
+struct mrc_ctl_msg {
+	struct mrc_ctl_hdr hdr;
+	const void *body;          /* request body, or reply body after status */
+	uint32_t body_len;
+	int32_t status;            /* replies */
+	const char *reason;        /* status < 0: reason text (not terminated) */
+	uint32_t reason_len;
+};
+
+/* Body size of a request type (0 for unknown or operator types: those are
+ * checked by ctl/); reply body size after the status (0 when none). */
+size_t mrc__ctl_req_size(uint16_t type);
+size_t mrc__ctl_rep_size(uint16_t type);
+/* How many fds a request / a successful reply of this type carries. */
+unsigned mrc__ctl_req_fds(uint16_t type);
+unsigned mrc__ctl_rep_fds(uint16_t type);
+
+/* Encodes a request into buf (cap >= MRC_CTL_MSG_MAX is always enough);
+ * body must be exactly mrc__ctl_req_size(type) bytes.  Returns the
+ * message length or a negative errno. */
+int mrc__ctl_enc_req(void *buf, size_t cap, uint16_t type, uint32_t req_id,
+		     const void *body, size_t len);
+/* A reply: status 0 with body (mrc__ctl_rep_size bytes), or status < 0
+ * with an optional reason (truncated to MRC_CTL_REASON_MAX). */
+int mrc__ctl_enc_rep(void *buf, size_t cap, uint16_t type, uint32_t req_id,
+		     int32_t status, const void *body, size_t len, const char *reason);
+
+/* Strict decoding of one whole message.  -EBADMSG for anything malformed
+ * (why: a static string), -EPROTONOSUPPORT for a version other than 1,
+ * -EOPNOTSUPP for an unknown client type (operator types decode with
+ * their body unchecked).  On success m->body points into buf. */
+int mrc__ctl_dec_req(const void *buf, size_t len, struct mrc_ctl_msg *m, const char **why);
+int mrc__ctl_dec_rep(const void *buf, size_t len, struct mrc_ctl_msg *m, const char **why);
+
+const char *mrc__ctl_type_name(uint16_t type);
+
+#endif

@@ -1,0 +1,175 @@
+/* libmrc: the client library of mrc (multipath reliable connections).
+ *
+ * An application opens a context (a connection to the local mrcd over its
+ * Unix socket), registers memory, creates queue pairs, connects them to
+ * QPs on other hosts (out of band, or by host and service id), posts
+ * one-sided WRITEs, WRITE_WITH_IMMs, SENDs, RECVs and remote atomic adds,
+ * and reads completions.  Work goes through shared-memory rings
+ * (mrc/ring.h), never through the socket: posting is a few stores, and a
+ * system call only when the daemon is idle.
+ *
+ * Errors: every function returns 0 (or a count) or a negative errno;
+ * mrc_strerror (mrc/error.h) describes it.  Refusals by the daemon also
+ * leave a reason in mrc_last_error(ctx).
+ *
+ * Thread safety:
+ *  - Control calls on one context (reg/dereg, create/destroy/connect QPs,
+ *    listen/accept/connect) are serialized by the context's lock and may be
+ *    called from any thread.  mrc_accept and mrc_connect hold the control
+ *    channel until the connection is made: use a second context to do
+ *    other control work meanwhile.
+ *  - Posting to a QP is serialized by the QP's send lock; polling and
+ *    waiting on its completions by the QP's completion lock.  One thread
+ *    posting and another polling the same QP run without contention.
+ *  - Different QPs are independent.  Destroying a QP or closing the
+ *    context while another thread uses it is undefined.
+ *  - libmrc creates no threads and installs no signal handlers; it uses
+ *    MSG_NOSIGNAL, so a dead daemon gives -EPIPE/-ECONNRESET, not SIGPIPE.
+ */
+#ifndef MRC_MRC_H
+#define MRC_MRC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mrc/error.h"
+#include "mrc/ring.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MRC_API_VERSION 1
+#define MRC_SOCK_ENV "MRC_SOCKET"            /* overrides the default path */
+
+struct mrc_ctx;
+struct mrc_mr;
+struct mrc_qp;
+
+/* ---- context ---------------------------------------------------------- */
+/* Connects to mrcd at path (NULL: $MRC_SOCKET, else /run/mrcd/mrcd.sock)
+ * and says hello.  -ENOENT/-ECONNREFUSED: no daemon; -EACCES: not allowed
+ * (uid 0 or the daemon's group); -EPROTONOSUPPORT: version mismatch. */
+int mrc_open(const char *path, struct mrc_ctx **out);
+/* Destroys every QP and region of the context and disconnects (the daemon
+ * also frees them if the process dies). */
+void mrc_close(struct mrc_ctx *ctx);
+
+struct mrc_ctx_info {
+	uint32_t host;             /* this node's host index in the fabric */
+	uint32_t n_hosts;
+	uint32_t client_id;
+	uint32_t max_qps, max_mrs, max_ring_entries;
+	uint64_t max_mem;          /* bytes of registered memory allowed */
+};
+int mrc_ctx_info(const struct mrc_ctx *ctx, struct mrc_ctx_info *info);
+/* The daemon's reason text of the last refused control call ("" if none). */
+const char *mrc_last_error(const struct mrc_ctx *ctx);
+
+/* ---- memory ----------------------------------------------------------- */
+/* Access rights (same bit values as the engine's). */
+#define MRC_MR_LOCAL_READ    0x1u  /* source of WRITE / SEND */
+#define MRC_MR_REMOTE_WRITE  0x2u  /* target of remote WRITEs */
+#define MRC_MR_REMOTE_ATOMIC 0x4u  /* target of remote atomic adds */
+#define MRC_MR_LOCAL_WRITE   0x8u  /* RECV buffers */
+#define MRC_MR_ALL           0xfu
+
+/* Allocates len bytes of shared memory (a sealed memfd, zero-filled,
+ * mapped here and in the daemon) and registers it. */
+int mrc_alloc_mr(struct mrc_ctx *ctx, uint64_t len, uint32_t access, struct mrc_mr **out);
+/* Registers [off, off+len) of memfd fd (the caller keeps fd; it must carry
+ * F_SEAL_SHRINK so that the daemon can never fault on it).  The library
+ * maps it too: mrc_mr_addr gives the address. */
+int mrc_reg_mr(struct mrc_ctx *ctx, int fd, uint64_t off, uint64_t len, uint32_t access,
+	       struct mrc_mr **out);
+/* -EBUSY while posted work still references it. */
+int mrc_dereg_mr(struct mrc_mr *mr);
+void *mrc_mr_addr(const struct mrc_mr *mr);
+uint64_t mrc_mr_len(const struct mrc_mr *mr);
+/* The region's key: lkey in local posts, rkey for remote peers. */
+uint32_t mrc_mr_key(const struct mrc_mr *mr);
+
+/* ---- queue pairs ------------------------------------------------------ */
+struct mrc_qp_cfg {
+	uint32_t sq_entries;       /* power of two (default 256) */
+	uint32_t cq_entries;       /* power of two (default 2 * sq_entries) */
+	uint32_t flags;            /* MRC_QP_* */
+	uint32_t pin_ev;           /* MRC_QP_PIN: the one path to use */
+};
+#define MRC_QP_PIN    0x1u   /* single-path (ECMP-like) mode, for comparisons */
+#define MRC_QP_POLLED 0x2u   /* the daemon polls the SQ always (GPU producers) */
+
+/* cfg NULL: defaults. */
+int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg, struct mrc_qp **out);
+int mrc_destroy_qp(struct mrc_qp *qp);
+
+/* What a peer needs to connect to a QP: exchange it out of band (MPI, a
+ * file, a socket) as 16 plain bytes.  priv is the application's own word
+ * (e.g. the rkey of the region the peer may write); mrc_qp_info_get leaves
+ * it 0 and the connection manager carries it both ways. */
+struct mrc_qp_addr {
+	uint32_t host, qpn, psn, priv;
+};
+int mrc_qp_info_get(struct mrc_qp *qp, struct mrc_qp_addr *local);
+uint32_t mrc_qp_num(const struct mrc_qp *qp);
+int mrc_connect_oob(struct mrc_qp *qp, const struct mrc_qp_addr *remote);
+
+/* Connection manager: a listener on service id sid (per daemon) queues up
+ * to backlog incoming requests; mrc_accept connects qp to the next one
+ * (timeout_ms 0: no limit; -ETIMEDOUT) and returns the remote's address.
+ * mrc_connect asks host:sid to accept, and connects qp to it (-ECONNREFUSED
+ * when nobody listens or the backlog is full, -ETIMEDOUT when the host does
+ * not answer).  priv travels to the other side (remote->priv there). */
+int mrc_listen(struct mrc_ctx *ctx, uint32_t sid, uint32_t backlog);
+int mrc_unlisten(struct mrc_ctx *ctx, uint32_t sid);
+int mrc_accept(struct mrc_qp *qp, uint32_t sid, uint32_t priv, int timeout_ms,
+	       struct mrc_qp_addr *remote);
+int mrc_connect(struct mrc_qp *qp, uint32_t host, uint32_t sid, uint32_t priv,
+		struct mrc_qp_addr *remote);
+
+/* ---- work ------------------------------------------------------------- */
+/* Post calls return 0 or -ENOSPC when the submission ring is full (poll
+ * completions and retry), -EPIPE when the daemon is gone.  Bad keys,
+ * ranges and rights are reported by an error completion, in order. */
+int mrc_post_write(struct mrc_qp *qp, uint64_t wr_id, uint32_t lkey, uint64_t loff,
+		   uint64_t len, uint32_t rkey, uint64_t roff);
+int mrc_post_write_imm(struct mrc_qp *qp, uint64_t wr_id, uint32_t lkey, uint64_t loff,
+		       uint64_t len, uint32_t rkey, uint64_t roff, uint32_t imm);
+int mrc_post_send(struct mrc_qp *qp, uint64_t wr_id, uint32_t lkey, uint64_t loff,
+		  uint64_t len);
+int mrc_post_send_imm(struct mrc_qp *qp, uint64_t wr_id, uint32_t lkey, uint64_t loff,
+		      uint64_t len, uint32_t imm);
+int mrc_post_recv(struct mrc_qp *qp, uint64_t wr_id, uint32_t lkey, uint64_t loff,
+		  uint64_t len);
+/* Remote u64 at (rkey, roff) += add (roff 8-byte aligned). */
+int mrc_post_atomic_add(struct mrc_qp *qp, uint64_t wr_id, uint32_t rkey, uint64_t roff,
+			uint64_t add);
+/* Raw descriptor (seq is filled in); for callers building their own. */
+int mrc_post_sqe(struct mrc_qp *qp, const struct mrc_sqe *sqe);
+
+struct mrc_completion {
+	uint64_t wr_id;            /* RECV_WRITE_IMM: 0 */
+	int32_t status;            /* 0 or negative errno */
+	uint32_t byte_len;
+	uint32_t imm;              /* valid when flags & MRC_CQE_F_IMM */
+	uint32_t qpn;
+	uint8_t op;                /* enum mrc_cqe_op (mrc/ring.h) */
+	uint8_t flags;
+};
+/* Up to max completions, without blocking.  Returns how many, or -EPIPE
+ * once the daemon is gone and nothing is left, -EOVERFLOW if completions
+ * were lost because the ring was not drained. */
+int mrc_poll_cq(struct mrc_qp *qp, struct mrc_completion *c, int max);
+/* Blocks until a completion is ready (0), timeout_ms passes (-ETIMEDOUT;
+ * < 0: no limit), or the daemon dies (-ECONNRESET). */
+int mrc_wait(struct mrc_qp *qp, int timeout_ms);
+/* The completion doorbell (an eventfd) for the caller's own poll/epoll:
+ * call mrc_wait(qp, 0) or mrc_poll_cq when it is readable. */
+int mrc_qp_fd(const struct mrc_qp *qp);
+
+const char *mrc_cqe_op_name(uint8_t op);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

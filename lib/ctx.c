@@ -1,0 +1,248 @@
+/* libmrc: the context and its control channel to mrcd. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "lib/internal.h"
+
+static void close_fds(int *fds, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+static int send_msg(int sock, const void *buf, size_t len, int fd)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	union { char b[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } cb;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (fd >= 0) {
+		memset(&cb, 0, sizeof(cb));
+		mh.msg_control = cb.b;
+		mh.msg_controllen = sizeof(cb.b);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	for (;;) {
+		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+		if (n >= 0)
+			return n == (ssize_t)len ? 0 : -EIO;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+/* Receives one message and up to MRC_CTL_MAX_FDS fds (*nfd of them). */
+static ssize_t recv_msg(int sock, void *buf, size_t cap, int *fds, unsigned *nfd)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	union { char b[CMSG_SPACE(MRC_CTL_MAX_FDS * sizeof(int))]; struct cmsghdr align; } cb;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
+	ssize_t n;
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	*nfd = 0;
+	if (n < 0)
+		return -errno;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (unsigned i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*nfd < MRC_CTL_MAX_FDS)
+				fds[(*nfd)++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (n == 0)
+		return -ECONNRESET;
+	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		return -EBADMSG;
+	return n;
+}
+
+int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, int fd_in,
+	      void *rep, size_t rep_len, int *fds_out, unsigned nfds)
+{
+	uint8_t buf[MRC_CTL_MSG_MAX];
+	int r;
+	pthread_mutex_lock(&ctx->lock);
+	ctx->last_error[0] = 0;
+	if (ctx->dead) {
+		r = -EPIPE;
+		goto out;
+	}
+	uint32_t id = ++ctx->next_req;
+	r = mrc__ctl_enc_req(buf, sizeof(buf), type, id, body, len);
+	if (r < 0)
+		goto out;
+	r = send_msg(ctx->sock, buf, (size_t)r, fd_in);
+	if (r < 0)
+		goto dead;
+	for (;;) {
+		int fds[MRC_CTL_MAX_FDS];
+		unsigned nfd;
+		ssize_t n = recv_msg(ctx->sock, buf, sizeof(buf), fds, &nfd);
+		if (n < 0) {
+			close_fds(fds, nfd);
+			r = (int)n;
+			goto dead;
+		}
+		struct mrc_ctl_msg m;
+		const char *why;
+		r = mrc__ctl_dec_rep(buf, (size_t)n, &m, &why);
+		if (r == 0 && m.hdr.req_id != id)
+			r = 1;     /* a stale reply: skip it */
+		if (r == 0 && (m.hdr.type & ~MRC_CTL_REPLY) != type)
+			r = -EBADMSG, why = "reply of another type";
+		if (r) {
+			close_fds(fds, nfd);
+			if (r == 1)
+				continue;
+			snprintf(ctx->last_error, sizeof(ctx->last_error), "bad reply: %s", why);
+			goto dead;
+		}
+		if (m.status < 0) {
+			close_fds(fds, nfd);
+			snprintf(ctx->last_error, sizeof(ctx->last_error), "%.*s",
+				 (int)m.reason_len, m.reason ? m.reason : "");
+			r = m.status;
+			goto out;
+		}
+		if (m.body_len != rep_len || nfd != nfds) {
+			close_fds(fds, nfd);
+			snprintf(ctx->last_error, sizeof(ctx->last_error),
+				 "reply with unexpected size or fds");
+			r = -EBADMSG;
+			goto dead;
+		}
+		if (rep_len)
+			memcpy(rep, m.body, rep_len);
+		for (unsigned i = 0; i < nfd; i++)
+			fds_out[i] = fds[i];
+		r = 0;
+		goto out;
+	}
+dead:
+	/* The channel is out of step or gone: no later call can trust it. */
+	ctx->dead = 1;
+	if (r == -ECONNRESET || r == -EPIPE) {
+		if (!ctx->last_error[0])
+			snprintf(ctx->last_error, sizeof(ctx->last_error), "daemon closed the connection");
+	}
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return r;
+}
+
+MRC__API int mrc_open(const char *path, struct mrc_ctx **out)
+{
+	*out = NULL;
+	if (!path)
+		path = getenv(MRC_SOCK_ENV);
+	if (!path || !*path)
+		path = MRC_CTL_DEFAULT_SOCK;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	struct mrc_ctx *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	pthread_mutex_init(&ctx->lock, NULL);
+	ctx->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (ctx->sock < 0) {
+		int r = -errno;
+		free(ctx);
+		return r;
+	}
+	if (connect(ctx->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = -errno;
+		close(ctx->sock);
+		free(ctx);
+		return r;
+	}
+	struct mrc_ctl_hello h = { .ver_min = MRC_CTL_VERSION, .ver_max = MRC_CTL_VERSION };
+	snprintf(h.name, sizeof(h.name), "%.*s", (int)sizeof(h.name) - 1,
+		 program_invocation_short_name);
+	struct mrc_ctl_hello_rep rep;
+	int r = mrc__call(ctx, MRC_CTL_HELLO, &h, sizeof(h), -1, &rep, sizeof(rep), NULL, 0);
+	if (r == 0 && rep.version != MRC_CTL_VERSION)
+		r = -EPROTONOSUPPORT;
+	if (r) {
+		close(ctx->sock);
+		pthread_mutex_destroy(&ctx->lock);
+		free(ctx);
+		return r;
+	}
+	ctx->info = (struct mrc_ctx_info){
+		.host = rep.host, .n_hosts = rep.n_hosts, .client_id = rep.client_id,
+		.max_qps = rep.max_qps, .max_mrs = rep.max_mrs,
+		.max_ring_entries = rep.max_ring_entries, .max_mem = rep.max_mem,
+	};
+	*out = ctx;
+	return 0;
+}
+
+MRC__API void mrc_close(struct mrc_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	/* QPs before regions: the daemon refuses to drop a region that queued
+	 * work still references. */
+	while (ctx->qps)
+		mrc_destroy_qp(ctx->qps);
+	while (ctx->mrs)
+		if (mrc_dereg_mr(ctx->mrs) == -EBUSY)
+			mrc__free_mr(ctx->mrs);
+	close(ctx->sock);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+}
+
+MRC__API int mrc_ctx_info(const struct mrc_ctx *ctx, struct mrc_ctx_info *info)
+{
+	*info = ctx->info;
+	return 0;
+}
+
+MRC__API const char *mrc_last_error(const struct mrc_ctx *ctx)
+{
+	return ctx->last_error;
+}
+
+void mrc__unlink_mr(struct mrc_mr *mr)
+{
+	pthread_mutex_lock(&mr->ctx->lock);
+	for (struct mrc_mr **p = &mr->ctx->mrs; *p; p = &(*p)->next)
+		if (*p == mr) {
+			*p = mr->next;
+			break;
+		}
+	pthread_mutex_unlock(&mr->ctx->lock);
+}
+
+void mrc__unlink_qp(struct mrc_qp *qp)
+{
+	pthread_mutex_lock(&qp->ctx->lock);
+	for (struct mrc_qp **p = &qp->ctx->qps; *p; p = &(*p)->next)
+		if (*p == qp) {
+			*p = qp->next;
+			break;
+		}
+	pthread_mutex_unlock(&qp->ctx->lock);
+}

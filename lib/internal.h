@@ -1,0 +1,63 @@
+/* libmrc internals shared by its modules. */
+#ifndef MRC_LIB_INTERNAL_H
+#define MRC_LIB_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "common/ctlmsg.h"
+#include "mrc/mrc.h"
+
+#define MRC__API __attribute__((visibility("default")))
+
+struct mrc_ctx {
+	int sock;
+	pthread_mutex_t lock;      /* the control channel */
+	uint32_t next_req;
+	int dead;                  /* the daemon hung up */
+	struct mrc_ctx_info info;
+	char last_error[MRC_CTL_REASON_MAX + 1];
+	struct mrc_mr *mrs;        /* lists, for mrc_close */
+	struct mrc_qp *qps;
+};
+
+struct mrc_mr {
+	struct mrc_ctx *ctx;
+	struct mrc_mr *next;
+	void *map;                 /* page-aligned mapping */
+	uint64_t map_len;
+	void *addr;
+	uint64_t len;
+	uint32_t key;
+	int own_fd;                /* mrc_alloc_mr's memfd, else -1 */
+};
+
+struct mrc_ring {
+	struct mrc_ring_hdr *hdr;
+	void *desc;
+	uint32_t mask;
+	uint64_t idx;              /* producer: head; consumer: tail */
+	uint64_t limit;            /* producer: cached tail + entries */
+};
+
+struct mrc_qp {
+	struct mrc_ctx *ctx;
+	struct mrc_qp *next;
+	uint32_t qpn;
+	void *map;
+	uint64_t map_len;
+	int sq_efd, cq_efd;
+	pthread_mutex_t sq_lock, cq_lock;
+	struct mrc_ring sq, cq;
+};
+
+/* One control round trip.  fd_in: -1 or an fd to pass.  The reply body
+ * (status 0) is copied to rep (rep_len bytes exactly); received fds go to
+ * fds_out (nfds expected, all or none).  Returns the status. */
+int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, int fd_in,
+	      void *rep, size_t rep_len, int *fds_out, unsigned nfds);
+void mrc__unlink_mr(struct mrc_mr *mr);
+void mrc__free_mr(struct mrc_mr *mr);  /* local side only */
+void mrc__unlink_qp(struct mrc_qp *qp);
+
+#endif

@@ -1,0 +1,191 @@
+/* libmrc: the data path: producing submission descriptors, consuming
+ * completions, and the doorbells (mrc/ring.h). */
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/internal.h"
+
+static void ring_doorbell(int efd)
+{
+	uint64_t one = 1;
+	/* EAGAIN means the counter is already non-zero: the daemon wakes. */
+	while (write(efd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+}
+
+MRC__API int mrc_post_sqe(struct mrc_qp *qp, const struct mrc_sqe *sqe)
+{
+	struct mrc_ring *r = &qp->sq;
+	pthread_mutex_lock(&qp->sq_lock);
+	if (r->idx >= r->limit) {
+		/* The daemon may have consumed more since we last looked. */
+		uint64_t tail = mrc_ring_tail_load(r->hdr);
+		if (tail > r->idx)   /* a daemon never does this; do not trust it */
+			tail = r->idx;
+		r->limit = tail + r->mask + 1;
+		if (r->idx >= r->limit) {
+			pthread_mutex_unlock(&qp->sq_lock);
+			return qp->ctx->dead ? -EPIPE : -ENOSPC;
+		}
+	}
+	struct mrc_sqe *s = (struct mrc_sqe *)r->desc + (r->idx & r->mask);
+	/* Everything but seq, then seq with release: the daemon reads the slot
+	 * only after it sees seq == idx + 1. */
+	memcpy((char *)s + sizeof(s->seq), (const char *)sqe + sizeof(sqe->seq),
+	       sizeof(*s) - sizeof(s->seq));
+	mrc_ring_seq_publish(&s->seq, r->idx);
+	r->idx++;
+	r->hdr->head = r->idx;
+	int wake = mrc_ring_need_wake(r->hdr);
+	pthread_mutex_unlock(&qp->sq_lock);
+	if (wake)
+		ring_doorbell(qp->sq_efd);
+	return 0;
+}
+
+static int post(struct mrc_qp *qp, uint8_t op, uint64_t wr_id, uint32_t lkey, uint64_t loff,
+		uint64_t len, uint32_t rkey, uint64_t roff, uint32_t imm, uint64_t add)
+{
+	struct mrc_sqe s = { .op = op, .wr_id = wr_id, .lkey = lkey, .loff = loff, .len = len,
+			     .rkey = rkey, .roff = roff, .imm = imm, .add = add };
+	return mrc_post_sqe(qp, &s);
+}
+
+MRC__API int mrc_post_write(struct mrc_qp *qp, uint64_t wr_id, uint32_t lkey, uint64_t loff,
+			    uint64_t len, uint32_t rkey, uint64_t roff)
+{
+	return post(qp, MRC_SQE_WRITE, wr_id, lkey, loff, len, rkey, roff, 0, 0);
+}
+
+MRC__API int mrc_post_write_imm(struct mrc_qp *qp, uint64_t wr_id, uint32_t lkey,
+				uint64_t loff, uint64_t len, uint32_t rkey, uint64_t roff,
+				uint32_t imm)
+{
+	return post(qp, MRC_SQE_WRITE_IMM, wr_id, lkey, loff, len, rkey, roff, imm, 0);
+}
+
+MRC__API int mrc_post_send(struct mrc_qp *qp, uint64_t wr_id, uint32_t lkey, uint64_t loff,
+			   uint64_t len)
+{
+	return post(qp, MRC_SQE_SEND, wr_id, lkey, loff, len, 0, 0, 0, 0);
+}
+
+MRC__API int mrc_post_send_imm(struct mrc_qp *qp, uint64_t wr_id, uint32_t lkey,
+			       uint64_t loff, uint64_t len, uint32_t imm)
+{
+	return post(qp, MRC_SQE_SEND_IMM, wr_id, lkey, loff, len, 0, 0, imm, 0);
+}
+
+MRC__API int mrc_post_recv(struct mrc_qp *qp, uint64_t wr_id, uint32_t lkey, uint64_t loff,
+			   uint64_t len)
+{
+	return post(qp, MRC_SQE_RECV, wr_id, lkey, loff, len, 0, 0, 0, 0);
+}
+
+MRC__API int mrc_post_atomic_add(struct mrc_qp *qp, uint64_t wr_id, uint32_t rkey,
+				 uint64_t roff, uint64_t add)
+{
+	return post(qp, MRC_SQE_ATOMIC_ADD, wr_id, 0, 0, 0, rkey, roff, 0, add);
+}
+
+/* ---- completions ---------------------------------------------------- */
+
+static int cq_ready(struct mrc_ring *r)
+{
+	const struct mrc_cqe *c = (const struct mrc_cqe *)r->desc + (r->idx & r->mask);
+	return mrc_ring_seq_load(&c->seq) == (uint32_t)(r->idx + 1);
+}
+
+MRC__API int mrc_poll_cq(struct mrc_qp *qp, struct mrc_completion *out, int max)
+{
+	struct mrc_ring *r = &qp->cq;
+	int n = 0;
+	pthread_mutex_lock(&qp->cq_lock);
+	while (n < max && cq_ready(r)) {
+		const struct mrc_cqe *c = (const struct mrc_cqe *)r->desc + (r->idx & r->mask);
+		out[n++] = (struct mrc_completion){
+			.wr_id = c->wr_id, .status = c->status, .byte_len = c->byte_len,
+			.imm = c->imm, .qpn = c->qpn, .op = c->op, .flags = c->flags,
+		};
+		r->idx++;
+	}
+	if (n)
+		mrc_ring_tail_store(r->hdr, r->idx);
+	int lost = n == 0 && (__atomic_load_n(&r->hdr->status, __ATOMIC_ACQUIRE) & MRC_RING_S_OVERFLOW);
+	pthread_mutex_unlock(&qp->cq_lock);
+	if (n)
+		return n;
+	if (lost)
+		return -EOVERFLOW;
+	return qp->ctx->dead ? -EPIPE : 0;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+MRC__API int mrc_wait(struct mrc_qp *qp, int timeout_ms)
+{
+	struct mrc_ring *r = &qp->cq;
+	int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : INT64_MAX;
+	for (;;) {
+		pthread_mutex_lock(&qp->cq_lock);
+		const struct mrc_cqe *c = (const struct mrc_cqe *)r->desc + (r->idx & r->mask);
+		int ready = mrc_ring_prepare_sleep(r->hdr, &c->seq, r->idx);
+		pthread_mutex_unlock(&qp->cq_lock);
+		if (ready)
+			return 0;
+		if (qp->ctx->dead)
+			return -ECONNRESET;
+		int64_t left = deadline == INT64_MAX ? -1 : deadline - now_ms();
+		if (left < 0 && deadline != INT64_MAX)
+			left = 0;
+		/* The control socket hangs up when the daemon dies: never hang
+		 * on a doorbell nobody will ring. */
+		struct pollfd p[2] = {
+			{ .fd = qp->cq_efd, .events = POLLIN },
+			{ .fd = qp->ctx->sock, .events = POLLRDHUP },
+		};
+		int n = poll(p, 2, left > INT32_MAX ? INT32_MAX : (int)left);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0 && (p[0].revents & POLLIN)) {
+			uint64_t v;
+			if (read(qp->cq_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				return -errno;
+		}
+		if (n > 0 && (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR))) {
+			qp->ctx->dead = 1;
+			mrc_ring_wake_done(r->hdr);
+			pthread_mutex_lock(&qp->cq_lock);
+			int ok = cq_ready(r);
+			pthread_mutex_unlock(&qp->cq_lock);
+			return ok ? 0 : -ECONNRESET;
+		}
+		if (n == 0 && deadline != INT64_MAX && now_ms() >= deadline) {
+			mrc_ring_wake_done(r->hdr);
+			pthread_mutex_lock(&qp->cq_lock);
+			int ok = cq_ready(r);
+			pthread_mutex_unlock(&qp->cq_lock);
+			return ok ? 0 : -ETIMEDOUT;
+		}
+	}
+}
+
+MRC__API const char *mrc_cqe_op_name(uint8_t op)
+{
+	static const char *const names[] = {
+		[MRC_CQE_WRITE] = "WRITE", [MRC_CQE_WRITE_IMM] = "WRITE_IMM",
+		[MRC_CQE_SEND] = "SEND", [MRC_CQE_SEND_IMM] = "SEND_IMM",
+		[MRC_CQE_ATOMIC_ADD] = "ATOMIC_ADD", [MRC_CQE_RECV] = "RECV",
+		[MRC_CQE_RECV_WRITE_IMM] = "RECV_WRITE_IMM",
+	};
+	return op < sizeof(names) / sizeof(names[0]) && names[op] ? names[op] : "?";
+}

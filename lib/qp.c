@@ -1,0 +1,179 @@
+/* libmrc: queue pairs: creation (mapping the daemon's rings), addresses,
+ * connection. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "lib/internal.h"
+
+/* The daemon wrote the headers; still check them, so a mismatched daemon
+ * gives a clean error instead of stray stores. */
+static int ring_attach(struct mrc_ring *r, struct mrc_qp *qp, uint64_t off, uint32_t kind,
+		       uint32_t desc_size)
+{
+	if (off > qp->map_len || qp->map_len - off < sizeof(struct mrc_ring_hdr) || (off & 63))
+		return -EBADMSG;
+	struct mrc_ring_hdr *h = (struct mrc_ring_hdr *)((char *)qp->map + off);
+	if (h->magic != MRC_RING_MAGIC || h->version != MRC_RING_VERSION)
+		return -EPROTONOSUPPORT;
+	uint32_t n = h->entries;
+	if (h->kind != kind || h->desc_size != desc_size || n < MRC_RING_MIN_ENTRIES ||
+	    n > MRC_RING_MAX_ENTRIES || (n & (n - 1)) || h->qpn != qp->qpn)
+		return -EBADMSG;
+	if (h->desc_off < sizeof(*h) || h->desc_off > qp->map_len - off ||
+	    (qp->map_len - off - h->desc_off) / desc_size < n)
+		return -EBADMSG;
+	r->hdr = h;
+	r->desc = (char *)h + h->desc_off;
+	r->mask = n - 1;
+	r->idx = kind == MRC_RING_SQ ? h->head : mrc_ring_tail_load(h);
+	r->limit = kind == MRC_RING_SQ ? mrc_ring_tail_load(h) + n : 0;
+	return 0;
+}
+
+MRC__API int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg,
+			   struct mrc_qp **out)
+{
+	*out = NULL;
+	struct mrc_ctl_create_qp q = { .sq_entries = 256, .cq_entries = 0 };
+	if (cfg) {
+		if (cfg->flags & ~(MRC_QP_PIN | MRC_QP_POLLED))
+			return -EINVAL;
+		if (cfg->sq_entries)
+			q.sq_entries = cfg->sq_entries;
+		q.cq_entries = cfg->cq_entries;
+		q.flags = (cfg->flags & MRC_QP_PIN ? MRC_CTL_QP_PIN_EV : 0) |
+			  (cfg->flags & MRC_QP_POLLED ? MRC_CTL_QP_POLLED : 0);
+		q.pin_ev = cfg->flags & MRC_QP_PIN ? cfg->pin_ev : 0;
+	}
+	if (!q.cq_entries)
+		q.cq_entries = q.sq_entries * 2;
+	struct mrc_ctl_create_qp_rep rep;
+	int fds[3] = { -1, -1, -1 };
+	int r = mrc__call(ctx, MRC_CTL_CREATE_QP, &q, sizeof(q), -1, &rep, sizeof(rep), fds, 3);
+	if (r)
+		return r;
+	struct mrc_qp *qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	qp->ctx = ctx;
+	qp->qpn = rep.qpn;
+	qp->map_len = rep.map_len;
+	qp->map = mmap(NULL, rep.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (qp->map == MAP_FAILED) {
+		r = -errno;
+		goto fail;
+	}
+	r = ring_attach(&qp->sq, qp, rep.sq_off, MRC_RING_SQ, sizeof(struct mrc_sqe));
+	if (!r)
+		r = ring_attach(&qp->cq, qp, rep.cq_off, MRC_RING_CQ, sizeof(struct mrc_cqe));
+	if (r) {
+		munmap(qp->map, qp->map_len);
+		goto fail;
+	}
+	close(fds[0]);
+	qp->sq_efd = fds[1];
+	qp->cq_efd = fds[2];
+	pthread_mutex_init(&qp->sq_lock, NULL);
+	pthread_mutex_init(&qp->cq_lock, NULL);
+	pthread_mutex_lock(&ctx->lock);
+	qp->next = ctx->qps;
+	ctx->qps = qp;
+	pthread_mutex_unlock(&ctx->lock);
+	*out = qp;
+	return 0;
+fail:
+	free(qp);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	struct mrc_ctl_qpn d = { .qpn = rep.qpn };
+	mrc__call(ctx, MRC_CTL_DESTROY_QP, &d, sizeof(d), -1, NULL, 0, NULL, 0);
+	return r;
+}
+
+MRC__API int mrc_destroy_qp(struct mrc_qp *qp)
+{
+	if (!qp)
+		return 0;
+	struct mrc_ctl_qpn d = { .qpn = qp->qpn };
+	int r = mrc__call(qp->ctx, MRC_CTL_DESTROY_QP, &d, sizeof(d), -1, NULL, 0, NULL, 0);
+	mrc__unlink_qp(qp);
+	munmap(qp->map, qp->map_len);
+	close(qp->sq_efd);
+	close(qp->cq_efd);
+	pthread_mutex_destroy(&qp->sq_lock);
+	pthread_mutex_destroy(&qp->cq_lock);
+	free(qp);
+	return r == -EPIPE || r == -ECONNRESET ? 0 : r;
+}
+
+MRC__API uint32_t mrc_qp_num(const struct mrc_qp *qp) { return qp->qpn; }
+MRC__API int mrc_qp_fd(const struct mrc_qp *qp) { return qp->cq_efd; }
+
+MRC__API int mrc_qp_info_get(struct mrc_qp *qp, struct mrc_qp_addr *local)
+{
+	struct mrc_ctl_qpn q = { .qpn = qp->qpn };
+	struct mrc_ctl_qp_info_rep rep;
+	int r = mrc__call(qp->ctx, MRC_CTL_QP_INFO, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
+	if (r)
+		return r;
+	*local = (struct mrc_qp_addr){ .host = rep.local.host, .qpn = rep.local.qpn,
+				       .psn = rep.local.psn };
+	return 0;
+}
+
+MRC__API int mrc_connect_oob(struct mrc_qp *qp, const struct mrc_qp_addr *remote)
+{
+	struct mrc_ctl_connect_oob q = {
+		.qpn = qp->qpn,
+		.remote = { .host = remote->host, .qpn = remote->qpn, .psn = remote->psn,
+			    .priv = remote->priv },
+	};
+	return mrc__call(qp->ctx, MRC_CTL_CONNECT_OOB, &q, sizeof(q), -1, NULL, 0, NULL, 0);
+}
+
+MRC__API int mrc_listen(struct mrc_ctx *ctx, uint32_t sid, uint32_t backlog)
+{
+	struct mrc_ctl_listen q = { .sid = sid, .backlog = backlog };
+	return mrc__call(ctx, MRC_CTL_LISTEN, &q, sizeof(q), -1, NULL, 0, NULL, 0);
+}
+
+MRC__API int mrc_unlisten(struct mrc_ctx *ctx, uint32_t sid)
+{
+	struct mrc_ctl_listen q = { .sid = sid };
+	return mrc__call(ctx, MRC_CTL_UNLISTEN, &q, sizeof(q), -1, NULL, 0, NULL, 0);
+}
+
+static void set_addr(struct mrc_qp_addr *a, const struct mrc_ctl_addr_rep *rep)
+{
+	if (a)
+		*a = (struct mrc_qp_addr){ .host = rep->remote.host, .qpn = rep->remote.qpn,
+					   .psn = rep->remote.psn, .priv = rep->remote.priv };
+}
+
+MRC__API int mrc_accept(struct mrc_qp *qp, uint32_t sid, uint32_t priv, int timeout_ms,
+			struct mrc_qp_addr *remote)
+{
+	struct mrc_ctl_accept q = { .sid = sid, .qpn = qp->qpn, .priv = priv,
+				    .timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0 };
+	struct mrc_ctl_addr_rep rep;
+	int r = mrc__call(qp->ctx, MRC_CTL_ACCEPT, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
+	if (!r)
+		set_addr(remote, &rep);
+	return r;
+}
+
+MRC__API int mrc_connect(struct mrc_qp *qp, uint32_t host, uint32_t sid, uint32_t priv,
+			 struct mrc_qp_addr *remote)
+{
+	struct mrc_ctl_connect q = { .host = host, .sid = sid, .qpn = qp->qpn, .priv = priv };
+	struct mrc_ctl_addr_rep rep;
+	int r = mrc__call(qp->ctx, MRC_CTL_CONNECT, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
+	if (!r)
+		set_addr(remote, &rep);
+	return r;
+}
