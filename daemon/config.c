@@ -56,7 +56,7 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->log_level = 6;
 	c->mtu = 4096;
 	c->window = 256;
-	c->ev_floor = 4;
+	c->ev_floor = 1;
 	c->probe_interval_us = 2000;
 	c->rto_min_us = 1000;
 	c->rto_max_us = 200000;

@@ -18,7 +18,7 @@ void mrc_engine_cfg_default(struct mrc_engine_cfg *c)
 	c->rq_depth = 256;
 	c->ctrl_queue = 4096;
 	c->event_queue = 1024;
-	c->ev_floor = 4;
+	c->ev_floor = 1;
 	c->max_retries = 24;
 	c->rto_min_ns = 1000000;
 	c->rto_max_ns = 200000000;

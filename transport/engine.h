@@ -53,7 +53,8 @@ struct mrc_engine_cfg {
 	uint32_t rq_depth;         /* posted receives per QP, power of 2 (256) */
 	uint32_t ctrl_queue;       /* queued ACK/probe packets (4096) */
 	uint32_t event_queue;      /* queued events (1024) */
-	uint32_t ev_floor;         /* fewest EVs per peer kept usable (4) */
+	uint32_t ev_floor;         /* fewest GOOD EVs per peer: a loss does not
+	                              retire a path below it (1) */
 	uint32_t max_retries;      /* per packet before the QP fails (24) */
 	uint64_t rto_min_ns;       /* default 1 ms */
 	uint64_t rto_max_ns;       /* default 200 ms */

@@ -89,6 +89,7 @@ struct mrc__rcqe {
 struct mrc__qp {
 	uint8_t used, state, in_active, in_ready;
 	int32_t err;
+	uint32_t err_psn;           /* the PSN that failed the QP */
 	uint32_t qpn, pd, flags, pin_ev, pin_cur;
 	uint32_t peer, rqpn;
 	struct mrc__qp *active_next, *ready_next;

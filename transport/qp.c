@@ -226,6 +226,7 @@ void mrc__qp_fail(struct mrc_engine *e, struct mrc__qp *qp, int err,
 		return;
 	qp->state = MRC_QPS_ERROR;
 	qp->err = err;
+	qp->err_psn = bad_psn;
 	for (uint32_t s = qp->sq_done; s != qp->sq_tail; s++) {
 		struct mrc__wqe *w = &qp->sq[s & e->sqmask];
 		int hit = w->started && mrc_psn_le(w->first_psn, bad_psn) &&

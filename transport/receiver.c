@@ -75,7 +75,7 @@ static void fail_access(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
 /* Runs the effect of a message whose every PSN up to its last one is now
  * placed: this is what orders IMM, SEND and atomics after earlier WRITEs. */
 static void effect(struct mrc_engine *e, struct mrc__qp *qp, struct mrc__rslot *r,
-		   uint64_t now)
+		   uint32_t psn, uint64_t now)
 {
 	struct mrc__rcqe c = { 0 };
 	switch (r->op) {
@@ -102,7 +102,7 @@ static void effect(struct mrc_engine *e, struct mrc__qp *qp, struct mrc__rslot *
 		uint8_t *t = remote_target(e, qp, r->rkey, r->off, 8, MRC_ACCESS_REMOTE_ATOMIC);
 		if (!t || ((uintptr_t)t & 7)) {
 			e->st.access_errors++;
-			mrc__qp_fail(e, qp, -EACCES, 0, now);
+			mrc__qp_fail(e, qp, -EACCES, psn, now);
 			return;
 		}
 		__atomic_fetch_add((uint64_t *)(void *)t, r->add, __ATOMIC_RELEASE);
@@ -131,9 +131,13 @@ void mrc__data_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 	if (rx_flags & MRC_RX_ECN)
 		e->st.rx_ecn++;
 	if (qp->state == MRC_QPS_ERROR) {
-		/* Repeat the NACK so the sender learns even if one was lost. */
+		/* Repeat the NACK so the sender learns even if one was lost,
+		 * naming the PSN that failed (not this one), so the sender
+		 * charges the right work request whatever order NACKs take. */
 		e->st.rx_qp_error++;
-		send_ack(e, qp, peer, d, MRC_NACK_ACCESS, rx_flags);
+		struct mrc_data_hdr first = *d;
+		first.psn = qp->err_psn;
+		send_ack(e, qp, peer, &first, MRC_NACK_ACCESS, rx_flags);
 		return;
 	}
 	qp->rx_pkts++;
@@ -210,7 +214,7 @@ void mrc__data_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		mrc__bit_clear(qp->rbits, qp->rcv_nxt);
 		qp->rcv_nxt++;
 		if (c->has)
-			effect(e, qp, c, now);
+			effect(e, qp, c, qp->rcv_nxt - 1, now);
 		if (qp->state != MRC_QPS_RTS)
 			return;
 	}
