@@ -26,7 +26,7 @@ struct xfer {
 	uint32_t key, qpn, outstanding;
 	struct mrcd_qp_addr remote;
 	uint64_t t0, t_last, max_gap, *stamps;
-	uint32_t nstamps, report_ms;
+	uint32_t nstamps, report_ms, progress, next_pct;
 	int rc, finished;
 	ev_timer linger;
 	uint64_t seed;
@@ -38,6 +38,7 @@ static void usage(void)
 		"usage: mrc-xfer --topology FILE --host H --listen [--sid S] --bytes N\n"
 		"       mrc-xfer --topology FILE --host H --connect PEER [--sid S] --bytes N\n"
 		"  [--chunk BYTES] [--seed N] [--port P] [--mtu M] [--report-ms MS] [--cc nscc|fixed]\n"
+		"  [--progress]  print {\"progress\":N} every 10%% of the transfer\n"
 		"Without --topology both sides run on the loopback single-host fabric.\n");
 }
 
@@ -57,17 +58,27 @@ static void plane_report(struct xfer *x)
 	uint32_t peer;
 	if (mrcd_peer_of_host(&x->d, x->peer_host, &peer))
 		return;
-	uint64_t per[MRC_MAX_PLANES] = { 0 }, lost = 0, bad = 0;
+	uint64_t per[MRC_MAX_PLANES] = { 0 }, lost = 0, bad = 0, denied = 0, trims = 0;
 	struct mrc_ev_info in;
 	for (uint32_t ev = 0; !mrc_ev_info(x->d.eng, peer, ev, &in); ev++) {
 		per[in.plane] += in.tx_pkts;
 		lost += in.lost;
 		bad += in.state == MRC_EV_ASSUMED_BAD;
+		denied += in.state == MRC_EV_DENIED;
+		trims += in.trims;
 	}
 	printf("{\"role\":\"%s\",\"planes_tx_pkts\":[", x->server ? "server" : "client");
 	for (uint32_t p = 0; p < x->d.nplanes; p++)
 		printf("%s%" PRIu64, p ? "," : "", per[p]);
-	printf("],\"paths_lost_pkts\":%" PRIu64 ",\"paths_assumed_bad\":%" PRIu64 "}\n", lost, bad);
+	struct mrc_qp_info qi = { 0 };
+	if (x->qpn)
+		mrc_qp_info(x->d.eng, x->qpn, &qi);
+	printf("],\"ev_state\":[");
+	for (uint32_t ev = 0; !mrc_ev_info(x->d.eng, peer, ev, &in); ev++)
+		printf("%s\"%s\"", ev ? "," : "", mrc_ev_state_name(in.state));
+	printf("],\"paths_lost_pkts\":%" PRIu64 ",\"paths_assumed_bad\":%" PRIu64
+	       ",\"paths_denied\":%" PRIu64 ",\"trims\":%" PRIu64 ",\"retx\":%" PRIu64 "}\n",
+	       lost, bad, denied, trims, qi.retx);
 }
 
 static void finish(struct xfer *x, int rc)
@@ -131,6 +142,12 @@ static void on_wc(void *ctx, const struct mrc_wc *wc)
 	}
 	x->outstanding--;
 	x->done_bytes += wc->byte_len;
+	/* Progress marks let a test inject a fault truly mid-transfer. */
+	while (x->progress && x->next_pct < 100 && x->done_bytes * 100 >= x->bytes * x->next_pct) {
+		printf("{\"progress\":%u}\n", x->next_pct);
+		fflush(stdout);
+		x->next_pct += 10;
+	}
 	if (x->t_last && now - x->t_last > x->max_gap)
 		x->max_gap = now - x->t_last;
 	x->t_last = now;
@@ -225,7 +242,7 @@ int main(int argc, char **argv)
 		{ "connect", 1, 0, 'c' }, { "sid", 1, 0, 's' }, { "bytes", 1, 0, 'b' },
 		{ "chunk", 1, 0, 'k' }, { "seed", 1, 0, 'S' }, { "port", 1, 0, 'p' },
 		{ "mtu", 1, 0, 'm' }, { "report-ms", 1, 0, 'r' }, { "cc", 1, 0, 'C' },
-		{ "verbose", 0, 0, 'v' }, { 0, 0, 0, 0 } };
+		{ "verbose", 0, 0, 'v' }, { "progress", 0, 0, 'P' }, { 0, 0, 0, 0 } };
 	char err[512];
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", o, NULL)) != -1) {
@@ -244,6 +261,7 @@ int main(int argc, char **argv)
 		case 'S': x.seed = num(optarg); break;
 		case 'r': x.report_ms = (uint32_t)num(optarg); break;
 		case 'v': mrcd_log_level = MRCD_LOG_DEBUG; break;
+		case 'P': x.progress = 1; x.next_pct = 10; break;
 		default: usage(); return 2;
 		}
 		if (key && mrcd_cfg_set(c, key, optarg, err, sizeof(err))) {
