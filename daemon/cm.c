@@ -254,8 +254,8 @@ static void rx_planes(struct mrcd *d, uint32_t host, uint32_t down)
 	uint64_t now = mrcd_now();
 	for (uint32_t pl = 0; pl < d->nplanes; pl++)
 		if (changed & (1u << pl)) {
-			mrcd_log(MRCD_LOG_NOTICE, "host %u reports plane %u %s", host, pl,
-				 (down & (1u << pl)) ? "down" : "up");
+			mrcd_note(d, "peer", "host %u reports plane %u %s", host, pl,
+				  (down & (1u << pl)) ? "down" : "up");
 			mrc_plane_set_denied(d->eng, now, peer, pl,
 					     ((down | d->local_down) >> pl) & 1);
 		}

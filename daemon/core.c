@@ -40,6 +40,19 @@ void mrcd_log(int level, const char *fmt, ...)
 		fprintf(stderr, "mrcd: %s: %s\n", names[level & 7], msg);
 }
 
+/* Logged, and handed to the operator module's event stream. */
+void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	mrcd_log(MRCD_LOG_NOTICE, "%s", msg);
+	if (mrcd_oper_note)
+		mrcd_oper_note(d, kind, msg);
+}
+
 struct ev_loop *mrcd_loop(struct mrcd *d) { return d->loop; }
 struct mrc_engine *mrcd_engine(struct mrcd *d) { return d->eng; }
 uint32_t mrcd_self_host(const struct mrcd *d) { return d->self; }

@@ -89,6 +89,17 @@ void mrcd_cm_fini(struct mrcd *d);
 void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len);
 void mrcd_plane_state_changed(struct mrcd *d);
 
+/* The operator module (daemon/oper*.c: mrcctl verbs, event stream,
+ * metrics).  Weak, so the core runs without it; the core calls these. */
+int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen) __attribute__((weak));
+void mrcd_oper_stop(struct mrcd *d) __attribute__((weak));
+/* Every engine event (EV state changes, probe results, QP errors). */
+void mrcd_oper_event(struct mrcd *d, const struct mrc_event *ev) __attribute__((weak));
+/* Other notable happenings: kind is "plane", "peer", "client", "admin". */
+void mrcd_oper_note(struct mrcd *d, const char *kind, const char *text) __attribute__((weak));
+void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* linkmon glue (node.c) */
 int mrcd_linkmon_start(struct mrcd *d);
 

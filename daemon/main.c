@@ -205,6 +205,13 @@ int main(int argc, char **argv)
 		mrcd_core_fini(&d);
 		return 1;
 	}
+	if (mrcd_oper_start && mrcd_oper_start(&d, err, sizeof(err))) {
+		mrcd_log(MRCD_LOG_ERR, "%s", err);
+		if (mrcd_clients_stop)
+			mrcd_clients_stop(&d);
+		mrcd_core_fini(&d);
+		return 1;
+	}
 	ev_signal_init(&d.sig_term, on_stop, SIGTERM);
 	ev_signal_init(&d.sig_int, on_stop, SIGINT);
 	ev_signal_init(&d.sig_hup, on_hup, SIGHUP);
@@ -225,6 +232,8 @@ int main(int argc, char **argv)
 		 d.self, d.nplanes, d.topo ? d.cfg.topology : "loopback");
 	sd_notify(0, status);
 	ev_run(d.loop, 0);
+	if (mrcd_oper_stop)
+		mrcd_oper_stop(&d);
 	if (mrcd_clients_stop)
 		mrcd_clients_stop(&d);
 	mrcd_flush(&d);

@@ -140,6 +140,8 @@ static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
 
 static void log_event(struct mrcd *d, const struct mrc_event *ev)
 {
+	if (mrcd_oper_event)
+		mrcd_oper_event(d, ev);
 	uint32_t host = ev->peer < d->max_peers ? d->peers[ev->peer].host : NO_ID;
 	switch (ev->type) {
 	case MRC_EVT_EV_STATE:
@@ -257,8 +259,8 @@ static void on_link(const struct mrc_link_event *le, void *arg)
 		if (!!(d->local_down & bit) == down)
 			return;
 		d->local_down ^= bit;
-		mrcd_log(down ? MRCD_LOG_WARNING : MRCD_LOG_NOTICE, "plane %u NIC %s %s", pl,
-			 le->name, down ? "down: its paths are denied" : "up: probing its paths");
+		mrcd_note(d, "plane", "plane %u NIC %s %s", pl, le->name,
+			  down ? "down: its paths are denied" : "up: probing its paths");
 		uint64_t now = mrcd_now();
 		for (uint32_t p = 0; p < d->max_peers; p++)
 			if (d->peers[p].used)
