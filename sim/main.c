@@ -1,0 +1,155 @@
+/* mrcsim: command line front end of the simulator (sim/sim.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/sim.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: mrcsim [--scenario FILE.json] [--KEY VALUE ...] [-j] [--json-out FILE]\n"
+"              [--plot DIR] [--timing] [--quiet]\n"
+"Runs the real MRC engine on every host of a simulated fabric.\n"
+"  -j            JSON report on stdout (instead of the summary table)\n"
+"  --json-out F  also write the JSON report to F\n"
+"  --plot DIR    gnuplot PNGs (goodput, EV states, FCT CDF) and data into DIR\n"
+"  --timing      add wall time, events/s and memory to the report\n"
+"  --quiet       no progress line on stderr (default: on when stderr is a tty)\n"
+"Example:\n"
+"  mrcsim --topo fattree:k=12,rate=100G --workload permutation:size=2M --mode spray\n\n%s",
+		mrc_sim_cfg_help());
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 4096, n = 0;
+	char *b = malloc(cap);
+	while (b) {
+		size_t r = fread(b + n, 1, cap - n, f);
+		n += r;
+		if (n < cap)
+			break;
+		char *nb = realloc(b, cap * 2);
+		if (!nb) {
+			free(b);
+			b = NULL;
+			break;
+		}
+		b = nb;
+		cap *= 2;
+	}
+	fclose(f);
+	*len = n;
+	return b;
+}
+
+int main(int argc, char **argv)
+{
+	struct mrc_sim_cfg cfg;
+	mrc_sim_cfg_default(&cfg);
+	cfg.progress = isatty(2);
+	char err[MRC_SIM_ERRLEN];
+	int json = 0, timing = 0, user_wl = 0;
+	const char *json_out = NULL, *plot = NULL;
+	struct mrc_sim_cfg base = cfg;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(a, "-j") || !strcmp(a, "--json")) {
+			json = 1;
+			continue;
+		}
+		if (!strcmp(a, "--timing")) {
+			timing = 1;
+			continue;
+		}
+		if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+			cfg.progress = 0;
+			continue;
+		}
+		if (strncmp(a, "--", 2) || i + 1 >= argc) {
+			fprintf(stderr, "mrcsim: %s: expected --KEY VALUE (see --help)\n", a);
+			return 2;
+		}
+		const char *v = argv[++i];
+		if (!strcmp(a, "--json-out")) {
+			json_out = v;
+			continue;
+		}
+		if (!strcmp(a, "--plot")) {
+			plot = v;
+			continue;
+		}
+		if (!strcmp(a, "--scenario")) {
+			size_t len;
+			char *text = slurp(v, &len);
+			if (!text) {
+				fprintf(stderr, "mrcsim: --scenario %s: %s\n", v, strerror(errno));
+				return 2;
+			}
+			int rc = mrc_sim_cfg_load_json(&cfg, text, len, err, sizeof(err));
+			free(text);
+			if (rc) {
+				fprintf(stderr, "mrcsim: %s: %s\n", v, err);
+				return 2;
+			}
+			continue;
+		}
+		if (mrc_sim_cfg_set(&cfg, a + 2, v, err, sizeof(err))) {
+			fprintf(stderr, "mrcsim: %s\n", err);
+			return 2;
+		}
+	}
+	user_wl = cfg.n_wl != base.n_wl;
+	if (!user_wl)
+		mrc_sim_cfg_set(&cfg, "workload", "permutation", err, sizeof(err));
+	struct mrc_sim *s;
+	if (mrc_sim_create(&cfg, &s, err, sizeof(err))) {
+		fprintf(stderr, "mrcsim: %s\n", err);
+		return 2;
+	}
+	if (mrc_sim_run(s, err, sizeof(err))) {
+		fprintf(stderr, "mrcsim: %s\n", err);
+		mrc_sim_destroy(s);
+		return 1;
+	}
+	int rc = 0;
+	char *j = NULL;
+	if ((json || json_out) && mrc_sim_report_json(s, timing, &j)) {
+		fprintf(stderr, "mrcsim: out of memory for the report\n");
+		rc = 1;
+	}
+	if (json && j)
+		fputs(j, stdout);
+	else
+		mrc_sim_report_text(s, timing, stdout);
+	if (json_out && j) {
+		FILE *f = fopen(json_out, "w");
+		if (!f || fputs(j, f) < 0 || fclose(f)) {
+			fprintf(stderr, "mrcsim: --json-out %s: %s\n", json_out, strerror(errno));
+			rc = 1;
+		}
+	}
+	free(j);
+	if (plot && mrc_sim_plot(s, plot, err, sizeof(err))) {
+		fprintf(stderr, "mrcsim: %s\n", err);
+		rc = 1;
+	}
+	struct mrc_sim_summary sum;
+	mrc_sim_summary(s, &sum);
+	if (sum.verified < 0) {
+		fprintf(stderr, "mrcsim: received data differs from what was sent\n");
+		rc = 1;
+	}
+	mrc_sim_destroy(s);
+	return rc;
+}

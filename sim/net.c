@@ -1,0 +1,204 @@
+/* The fabric's data plane: a pool of packets, output-queued ports with a
+ * priority queue (control packets and trimmed headers, as NDP and UET
+ * switches do) and a data queue with a finite buffer, ECN marking and
+ * trimming at configurable thresholds, serialisation at the link rate,
+ * propagation delay, and faults applied where a packet crosses a link. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim_int.h"
+
+#define POOL_CHUNK 4096
+
+int sim_pool_init(struct sim_pool *p)
+{
+	memset(p, 0, sizeof(*p));
+	return 0;
+}
+
+void sim_pool_free(struct sim_pool *p)
+{
+	for (uint32_t i = 0; i < p->n_chunks; i++)
+		free(p->chunks[i]);
+	free(p->chunks);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Grows by whole chunks, which are never freed before the end: after the
+ * first round trips every packet comes from the free list. */
+static int pool_grow(struct sim_pool *p)
+{
+	if (p->n_chunks == p->cap_chunks) {
+		uint32_t nc = p->cap_chunks ? 2 * p->cap_chunks : 16;
+		struct sim_pkt **c = realloc(p->chunks, nc * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		p->chunks = c;
+		p->cap_chunks = nc;
+	}
+	struct sim_pkt *c = malloc(POOL_CHUNK * sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	p->chunks[p->n_chunks++] = c;
+	for (int i = POOL_CHUNK - 1; i >= 0; i--) {
+		c[i].next = p->free;
+		p->free = &c[i];
+	}
+	return 0;
+}
+
+struct sim_pkt *sim_pkt_alloc(struct mrc_sim *s)
+{
+	struct sim_pool *p = &s->pool;
+	if (!p->free && pool_grow(p))
+		return NULL;
+	struct sim_pkt *k = p->free;
+	p->free = k->next;
+	k->next = NULL;
+	if (++p->live > p->peak)
+		p->peak = p->live;
+	p->total++;
+	return k;
+}
+
+int sim_schedule(struct mrc_sim *s, uint64_t t, uint8_t type, uint64_t arg)
+{
+	return sim_evq_push(&s->q, t, type, arg);
+}
+
+static void drop(struct mrc_sim *s, struct sim_port *p, struct sim_pkt *k,
+		 uint64_t *why)
+{
+	(*why)++;
+	p->drops++;
+	sim_pkt_free(s, k);
+}
+
+/* Starts serialising the next packet, priority queue first. */
+static void port_start(struct mrc_sim *s, uint32_t port)
+{
+	struct sim_port *p = &s->ports[port];
+	int c = p->qh[0] ? 0 : 1;
+	struct sim_pkt *k = p->qh[c];
+	if (!k)
+		return;
+	p->qh[c] = k->next;
+	if (!p->qh[c])
+		p->qt[c] = NULL;
+	k->next = NULL;
+	p->qbytes[c] -= k->wire;
+	p->cur = k;
+	if (p->from_host != SIM_NONE && (k->flags & PF_DATA))
+		s->hosts[p->from_host].queued--;
+	sim_schedule(s, s->now + sim_ser_ps(s, k->wire), SE_TXDONE, port);
+}
+
+void sim_port_enqueue(struct mrc_sim *s, uint32_t port, struct sim_pkt *k)
+{
+	struct sim_port *p = &s->ports[port];
+	if (p->state == PS_DOWN) {
+		drop(s, p, k, &s->drop_down);
+		return;
+	}
+	int c = (k->flags & PF_PRIO) ? 0 : 1;
+	if (p->sw) {
+		if (c == 1) {
+			uint64_t q = p->qbytes[1];
+			if (s->cfg.trim && q + k->wire > s->cfg.trim && k->plen) {
+				/* Cut the payload the way the fabric's trimmer
+				 * does, on the packet's own header bytes. */
+				size_t len = mrc_wire_trim(k->hdr, (size_t)k->hdr_len +
+							   k->plen + MRC_TRAILER_LEN);
+				k->wire -= k->plen + MRC_TRAILER_LEN;
+				k->hdr_len = (uint16_t)len;
+				k->plen = 0;
+				k->payload = NULL;
+				k->flags |= PF_PRIO;
+				c = 0;
+				p->trims++;
+				s->trims++;
+			} else if (q + k->wire > s->cfg.buffer) {
+				drop(s, p, k, &s->drop_full);
+				return;
+			} else if (s->cfg.ecn && q >= s->cfg.ecn) {
+				k->flags |= PF_ECN;
+				p->marks++;
+				s->marks++;
+			}
+		}
+		if (c == 0 && p->qbytes[0] + k->wire > s->cfg.prio_buffer) {
+			drop(s, p, k, &s->drop_prio);
+			return;
+		}
+	}
+	k->next = NULL;
+	if (p->qt[c])
+		p->qt[c]->next = k;
+	else
+		p->qh[c] = k;
+	p->qt[c] = k;
+	p->qbytes[c] += k->wire;
+	if (c == 1 && p->qbytes[1] > p->qmax)
+		p->qmax = p->qbytes[1];
+	if (!p->cur)
+		port_start(s, port);
+}
+
+void sim_port_txdone(struct mrc_sim *s, uint32_t port)
+{
+	struct sim_port *p = &s->ports[port];
+	struct sim_pkt *k = p->cur;
+	p->cur = NULL;
+	if (k) {
+		p->tx_bytes += k->wire;
+		p->tx_pkts++;
+		if (p->state == PS_DOWN)   /* went down mid-frame */
+			drop(s, p, k, &s->drop_down);
+		else
+			sim_schedule(s, s->now + s->prop_ps, SE_ARRIVE, (uint64_t)(uintptr_t)k);
+	}
+	port_start(s, port);
+	if (p->from_host != SIM_NONE)
+		sim_host_nic_free(s, p->from_host);
+}
+
+void sim_arrive(struct mrc_sim *s, struct sim_pkt *k)
+{
+	struct sim_port *p = &s->ports[k->route[k->hop]];
+	if (p->state != PS_OK) {
+		if (p->state == PS_DOWN) {
+			drop(s, p, k, &s->drop_down);
+			return;
+		}
+		if (p->state == PS_BLACKHOLE) {
+			drop(s, p, k, &s->drop_blackhole);
+			return;
+		}
+		if (sim_rng_next(&s->rng) < p->loss_thr) {
+			drop(s, p, k, &s->drop_loss);
+			return;
+		}
+	}
+	if (++k->hop == k->nhops)
+		sim_host_rx(s, k);
+	else
+		sim_port_enqueue(s, k->route[k->hop], k);
+}
+
+void sim_port_flush(struct mrc_sim *s, uint32_t port)
+{
+	struct sim_port *p = &s->ports[port];
+	for (int c = 0; c < 2; c++) {
+		struct sim_pkt *k = p->qh[c];
+		while (k) {
+			struct sim_pkt *nx = k->next;
+			if (p->from_host != SIM_NONE && (k->flags & PF_DATA))
+				s->hosts[p->from_host].queued--;
+			drop(s, p, k, &s->drop_down);
+			k = nx;
+		}
+		p->qh[c] = p->qt[c] = NULL;
+		p->qbytes[c] = 0;
+	}
+}

@@ -1,0 +1,432 @@
+/* The simulator core: setup from a scenario, the event loop, goodput and
+ * EV-event recording, the end-of-run checks, and the result accessors. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "sim/sim_int.h"
+#include "transport/cc.h"
+
+#define EVC_MAX (1u << 20)   /* EV changes kept in detail (all counted) */
+
+static int serr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int serr(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static uint32_t pow2_at_least(uint64_t v)
+{
+	uint32_t p = 1;
+	while (p < v && p < (1u << 30))
+		p <<= 1;
+	return p;
+}
+
+static void engine_cfg(struct mrc_sim *s)
+{
+	const struct mrc_sim_cfg *c = &s->cfg;
+	struct mrc_engine_cfg *e = &s->ecfg;
+	mrc_engine_cfg_default(e);
+	e->mtu = c->mtu;
+	e->cc = c->cc_fixed ? &mrc_cc_fixed : &mrc_cc_nscc;
+	if (c->rto_min_ns) {
+		e->rto_min_ns = c->rto_min_ns;
+		if (e->rto_init_ns < e->rto_min_ns)
+			e->rto_init_ns = e->rto_min_ns;
+		if (e->rto_max_ns < e->rto_init_ns)
+			e->rto_max_ns = e->rto_init_ns;
+	}
+	if (c->probe_interval_ns)
+		e->probe_interval_ns = c->probe_interval_ns;
+	if (c->reorder_slack_ns)
+		e->reorder_slack_ns = c->reorder_slack_ns;
+	if (c->ev_floor)
+		e->ev_floor = c->ev_floor;
+	/* Small queues: thousands of engines share this process.  Control
+	 * packets and events are drained after every engine call. */
+	e->ctrl_queue = 256;
+	e->event_queue = 256;
+	e->rq_depth = 4;
+	if (c->window) {
+		e->window = c->window;
+	} else {
+		/* Twice the bandwidth-delay product of the longest path. */
+		uint64_t data = MRC_DATA_HDR_LEN + c->mtu + MRC_TRAILER_LEN + c->frame_overhead;
+		uint64_t ack = MRC_ACK_HDR_LEN + c->frame_overhead;
+		uint64_t rtt = s->fab.max_hops * (sim_ser_ps(s, (uint32_t)data) +
+						  sim_ser_ps(s, (uint32_t)ack) + 2 * s->prop_ps);
+		uint64_t bdp = s->host_cap_mbit * rtt / 8000000;
+		uint32_t w = pow2_at_least(2 * bdp / c->mtu + 1);
+		e->window = w < 8 ? 8 : w > MRC_MAX_WINDOW ? MRC_MAX_WINDOW : w;
+	}
+	/* Ring steps queue on one QP; everything else posts one WR per QP. */
+	uint32_t per_qp = 1;
+	for (uint32_t w = 0; w < c->n_wl; w++)
+		if (c->wl[w].kind == MRC_SIM_WL_RING) {
+			uint32_t g = c->wl[w].group ? c->wl[w].group : s->fab.n_hosts;
+			if (2 * g > per_qp)
+				per_qp = 2 * g;
+		}
+	e->sq_depth = pow2_at_least(per_qp + 1);
+	if (e->sq_depth < 4)
+		e->sq_depth = 4;
+}
+
+static int ports_init(struct mrc_sim *s, char *err, size_t errlen)
+{
+	const struct sim_fabric *f = &s->fab;
+	s->n_ports = f->n_links * 2;
+	s->ports = calloc(s->n_ports, sizeof(*s->ports));
+	if (!s->ports)
+		return serr(err, errlen, "fabric: out of memory for %u ports", s->n_ports);
+	for (uint32_t p = 0; p < s->n_ports; p++) {
+		struct sim_port *x = &s->ports[p];
+		uint32_t from = sim_port_from(f, p), to = sim_port_to(f, p);
+		x->from_host = f->nodes[from].tier == 0 ? f->nodes[from].index : SIM_NONE;
+		x->to_host = f->nodes[to].tier == 0 ? f->nodes[to].index : SIM_NONE;
+		x->sw = f->nodes[from].tier != 0;
+	}
+	return 0;
+}
+
+int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
+		   size_t errlen)
+{
+	if (c->trim && c->trim > c->buffer)
+		return serr(err, errlen, "trim=%llu: must not exceed buffer=%llu (a packet "
+			    "is trimmed instead of dropped, so trimming starts first)",
+			    (unsigned long long)c->trim, (unsigned long long)c->buffer);
+	if (!c->n_wl)
+		return serr(err, errlen, "workload: none given");
+	struct mrc_sim *s = calloc(1, sizeof(*s));
+	if (!s)
+		return serr(err, errlen, "out of memory"), -ENOMEM;
+	s->cfg = *c;
+	int rc = sim_fabric_build(&s->fab, &c->topo, err, errlen);
+	if (rc)
+		goto fail;
+	s->ser_num = 8000000;
+	s->prop_ps = c->topo.delay_ns * SIM_PS_PER_NS;
+	s->host_cap_mbit = s->fab.rate_mbit * s->fab.planes;
+	s->nic_limit = s->fab.planes * (c->nic_queue ? c->nic_queue : 1);
+	s->bin_ps = (c->bin_ns ? c->bin_ns : 10000) * SIM_PS_PER_NS;
+	s->first_start_ps = UINT64_MAX;
+	sim_rng_seed(&s->rng, c->seed);
+	engine_cfg(s);
+	sim_fabric_describe(&s->fab, s->desc, sizeof(s->desc));
+	if ((rc = ports_init(s, err, errlen)) ||
+	    (rc = sim_workload_build(s, err, errlen)) ||
+	    (rc = sim_faults_check(s, err, errlen)) ||
+	    (rc = sim_hosts_create(s, err, errlen)))
+		goto fail;
+	s->rx_buf = malloc(MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN);
+	if (!s->rx_buf || sim_evq_init(&s->q, 4 * (uint64_t)s->n_ports + 1024) ||
+	    sim_pool_init(&s->pool)) {
+		rc = serr(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (uint32_t f = 0; f < s->n_flows; f++)
+		if (!s->flows[f].triggered)
+			sim_schedule(s, s->flows[f].start_ps, SE_START, f);
+	for (uint32_t i = 0; i < c->n_faults; i++)
+		sim_schedule(s, s->frec[i].t_ps, SE_FAULT, i);
+	s->progress_every = 1u << 20;
+	*out = s;
+	return 0;
+fail:
+	mrc_sim_destroy(s);
+	return rc ? rc : -EINVAL;
+}
+
+void mrc_sim_destroy(struct mrc_sim *s)
+{
+	if (!s)
+		return;
+	sim_hosts_free(s);
+	if (s->flows)
+		for (uint32_t i = 0; i < s->n_flows; i++)
+			free(s->flows[i].rbuf);
+	free(s->flows);
+	free(s->conns);
+	free(s->ports);
+	sim_fabric_free(&s->fab);
+	sim_evq_free(&s->q);
+	sim_pool_free(&s->pool);
+	free(s->src_buf);
+	free(s->sink_buf);
+	free(s->rx_buf);
+	free(s->evc);
+	free(s->gp_all);
+	free(s->gp_aff);
+	free(s);
+}
+
+void sim_goodput_add(struct mrc_sim *s, uint32_t flow, uint64_t bytes)
+{
+	uint64_t b = s->now / s->bin_ps;
+	if (b >= s->cap_bins) {
+		uint64_t nc = s->cap_bins ? s->cap_bins : 1024;
+		while (nc <= b)
+			nc *= 2;
+		uint64_t *a = realloc(s->gp_all, nc * sizeof(*a));
+		uint64_t *f = a ? realloc(s->gp_aff, nc * sizeof(*f)) : NULL;
+		if (a)
+			s->gp_all = a;
+		if (!a || !f) {
+			s->oom = 1;
+			return;
+		}
+		s->gp_aff = f;
+		memset(a + s->cap_bins, 0, (nc - s->cap_bins) * sizeof(*a));
+		memset(f + s->cap_bins, 0, (nc - s->cap_bins) * sizeof(*f));
+		s->cap_bins = (uint32_t)nc;
+	}
+	if (b + 1 > s->n_bins)
+		s->n_bins = (uint32_t)b + 1;
+	s->gp_all[b] += bytes;
+	if (s->flows[flow].affected)
+		s->gp_aff[b] += bytes;
+	s->flows[flow].placed += bytes;
+	s->bytes_placed += bytes;
+}
+
+void sim_record_event(struct mrc_sim *s, uint32_t h, const struct mrc_event *ev)
+{
+	if (ev->type == MRC_EVT_FLOOR) {
+		s->floor_events++;
+		return;
+	}
+	if (ev->type == MRC_EVT_QP_ERROR) {
+		s->qp_errors++;
+		return;
+	}
+	if (ev->type != MRC_EVT_EV_STATE)
+		return;
+	s->evc_total++;
+	if (s->n_evc == EVC_MAX)
+		return;
+	if (s->n_evc == s->cap_evc) {
+		uint32_t nc = s->cap_evc ? 2 * s->cap_evc : 256;
+		struct mrc_sim_ev_change *a = realloc(s->evc, nc * sizeof(*a));
+		if (!a) {
+			s->oom = 1;
+			return;
+		}
+		s->evc = a;
+		s->cap_evc = nc;
+	}
+	const struct sim_host *x = &s->hosts[h];
+	s->evc[s->n_evc++] = (struct mrc_sim_ev_change){ .t_ns = ev->time_ns,
+		.host = h, .peer_host = ev->peer < x->npeers ? x->peer_host[ev->peer] : SIM_NONE,
+		.ev = (uint16_t)ev->ev, .old_state = ev->old_state,
+		.new_state = ev->new_state, .reason = ev->reason };
+}
+
+static void verify(struct mrc_sim *s)
+{
+	if (!s->verified)
+		return;
+	for (uint32_t i = 0; i < s->n_flows; i++) {
+		const struct sim_flow *fl = &s->flows[i];
+		if (fl->rbuf && (fl->status || fl->parts_done != fl->nconn ||
+				 memcmp(fl->rbuf, s->src_buf + fl->loff, fl->size))) {
+			s->verified = -1;
+			return;
+		}
+	}
+}
+
+static double wall(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void progress(const struct mrc_sim *s, int last)
+{
+	fprintf(stderr, "\rmrcsim: t=%.3f ms  events %llu  flows %u/%u done%s",
+		(double)s->now / 1e9, (unsigned long long)s->events,
+		s->flows_done + s->flows_failed, s->n_flows, last ? "\n" : "  ");
+}
+
+int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
+{
+	if (s->ran)
+		return serr(err, errlen, "run: already ran");
+	s->ran = 1;
+	double t0 = wall();
+	uint64_t until = s->cfg.until_ns ? s->cfg.until_ns * SIM_PS_PER_NS : UINT64_MAX;
+	uint64_t hold = s->cfg.hold_ns * SIM_PS_PER_NS;
+	struct sim_event ev;
+	int done = 0;
+	while (!s->oom && sim_evq_pop(&s->q, &ev)) {
+		int all = s->flows_done + s->flows_failed == s->n_flows;
+		if (ev.t > until || (all && ev.t > hold)) {
+			done = 1;
+			break;
+		}
+		s->now = ev.t;
+		s->events++;
+		switch (sim_event_type(&ev)) {
+		case SE_ARRIVE:
+			sim_arrive(s, (struct sim_pkt *)(uintptr_t)ev.arg);
+			break;
+		case SE_TXDONE:
+			sim_port_txdone(s, (uint32_t)ev.arg);
+			break;
+		case SE_TIMER:
+			sim_host_timer(s, (uint32_t)ev.arg, ev.t);
+			break;
+		case SE_START:
+			sim_flow_start(s, (uint32_t)ev.arg);
+			break;
+		case SE_FAULT:
+			sim_fault_apply(s, (uint32_t)ev.arg);
+			break;
+		}
+		if (s->cfg.progress && !(s->events & (s->progress_every - 1)))
+			progress(s, 0);
+	}
+	if (!done && s->flows_done + s->flows_failed < s->n_flows)
+		s->stalled = 1;
+	if (s->cfg.progress)
+		progress(s, 1);
+	verify(s);
+	sim_faults_analyse(s);
+	s->wall_s = wall() - t0;
+	struct rusage ru;
+	if (!getrusage(RUSAGE_SELF, &ru))
+		s->maxrss_kb = ru.ru_maxrss;
+	if (s->oom)
+		return serr(err, errlen, "run: out of memory"), -ENOMEM;
+	return 0;
+}
+
+/* ---- accessors --------------------------------------------------------- */
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+double sim_pct(const double *sorted, uint32_t n, double p)
+{
+	if (!n)
+		return 0;
+	/* Nearest rank: the smallest value with at least p% at or below. */
+	uint64_t r = (uint64_t)(p / 100.0 * n + 0.999999999);
+	if (r < 1)
+		r = 1;
+	if (r > n)
+		r = n;
+	return sorted[r - 1];
+}
+
+void mrc_sim_summary(const struct mrc_sim *s, struct mrc_sim_summary *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->flows = s->n_flows;
+	o->flows_done = s->flows_done;
+	o->flows_failed = s->flows_failed;
+	o->end_ns = s->now / SIM_PS_PER_NS;
+	o->events = s->events;
+	o->drops = s->drop_full + s->drop_prio + s->drop_down + s->drop_blackhole +
+		   s->drop_loss + s->drop_noroute;
+	o->trims = s->trims;
+	o->ecn_marks = s->marks;
+	o->ev_changes = (uint32_t)s->evc_total;
+	o->verified = s->verified;
+	o->bytes_placed = s->bytes_placed;
+	double *sl = malloc((s->n_flows + 1) * sizeof(*sl));
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < s->n_flows; i++) {
+		const struct sim_flow *fl = &s->flows[i];
+		o->bytes += fl->size;
+		if (sl && fl->parts_done == fl->nconn && !fl->status)
+			sl[n++] = (double)(fl->end_ps - fl->start_ps) / (double)fl->ideal_ps;
+	}
+	if (sl) {
+		qsort(sl, n, sizeof(*sl), dbl_cmp);
+		o->slow_p50 = sim_pct(sl, n, 50);
+		o->slow_p99 = sim_pct(sl, n, 99);
+		o->slow_max = n ? sl[n - 1] : 0;
+		free(sl);
+	}
+	for (uint32_t h = 0; h < s->fab.n_hosts; h++) {
+		if (!s->hosts[h].eng)
+			continue;
+		struct mrc_engine_stats st;
+		mrc_engine_stats(s->hosts[h].eng, &st);
+		o->retx += st.tx_retx;
+	}
+}
+
+uint32_t mrc_sim_flow_count(const struct mrc_sim *s) { return s->n_flows; }
+
+int mrc_sim_flow(const struct mrc_sim *s, uint32_t i, struct mrc_sim_flow_info *f)
+{
+	if (i >= s->n_flows)
+		return -EINVAL;
+	const struct sim_flow *fl = &s->flows[i];
+	int done = fl->parts_done == fl->nconn;
+	*f = (struct mrc_sim_flow_info){ .src = fl->src, .dst = fl->dst, .size = fl->size,
+		.start_ns = fl->start_ps == UINT64_MAX ? 0 : fl->start_ps / SIM_PS_PER_NS,
+		.end_ns = done ? fl->end_ps / SIM_PS_PER_NS : 0,
+		.ideal_ns = fl->ideal_ps / SIM_PS_PER_NS,
+		.status = done ? fl->status : -EINPROGRESS };
+	return 0;
+}
+
+uint32_t mrc_sim_ev_change_count(const struct mrc_sim *s) { return s->n_evc; }
+const struct mrc_sim_ev_change *mrc_sim_ev_changes(const struct mrc_sim *s) { return s->evc; }
+
+struct mrc_engine *mrc_sim_engine(const struct mrc_sim *s, uint32_t host)
+{
+	return host < s->fab.n_hosts ? s->hosts[host].eng : NULL;
+}
+
+int mrc_sim_peer(const struct mrc_sim *s, uint32_t host, uint32_t remote, uint32_t *peer)
+{
+	return sim_host_peer(s, host, remote, peer);
+}
+
+uint32_t mrc_sim_ev_count(const struct mrc_sim *s) { return s->fab.nev; }
+
+int mrc_sim_evs_crossing(const struct mrc_sim *s, uint32_t src, uint32_t dst,
+			 const char *node, uint16_t *evs, size_t max, size_t *n)
+{
+	uint32_t id, route[SIM_MAX_HOPS];
+	*n = 0;
+	if (sim_fabric_node(&s->fab, node, &id))
+		return -ENOENT;
+	for (uint32_t ev = 0; ev < s->fab.nev; ev++) {
+		int k = sim_fabric_route(&s->fab, src, dst, ev, route), hit = 0;
+		for (int i = 0; i < k && !hit; i++)
+			hit = sim_port_to(&s->fab, route[i]) == id;
+		if (!hit)
+			continue;
+		if (*n < max)
+			evs[*n] = (uint16_t)ev;
+		(*n)++;
+	}
+	return *n > max ? -ENOSPC : 0;
+}
+
+uint64_t mrc_sim_base_rtt(const struct mrc_sim *s, uint32_t src, uint32_t dst)
+{
+	return sim_pair_rtt_ps(s, src, dst) / SIM_PS_PER_NS;
+}

@@ -1,0 +1,176 @@
+/* mrcsim: a discrete-event simulator of a datacenter fabric that runs the
+ * real MRC engine (transport/) on every host.  docs/sim.md describes the
+ * model, the scenario format and the outputs.
+ *
+ * Typical use: fill a scenario (mrc_sim_cfg_default, then
+ * mrc_sim_cfg_set for each "key value" of the command line or
+ * mrc_sim_cfg_load_json), mrc_sim_create, mrc_sim_run, then read the
+ * report (mrc_sim_report_json / _text) or the accessors.  The same scenario
+ * and seed always give the same report, bit for bit.
+ */
+#ifndef MRC_SIM_SIM_H
+#define MRC_SIM_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define MRC_SIM_MAX_WORKLOADS 16
+#define MRC_SIM_MAX_FAULTS 64
+#define MRC_SIM_NAME_MAX 40
+#define MRC_SIM_ERRLEN 256
+
+enum mrc_sim_topo_kind { MRC_SIM_CLOS = 0, MRC_SIM_FATTREE = 1 };
+
+struct mrc_sim_topo {
+	uint8_t kind;              /* enum mrc_sim_topo_kind */
+	uint32_t planes;           /* 1..16 */
+	/* clos (2-tier, from topology/'s generator) */
+	uint32_t leaves, spines, hosts_per_leaf;
+	/* fattree (3-tier, k-ary: k^3/4 hosts per plane) */
+	uint32_t k;
+	uint64_t rate_mbit;        /* every link, each direction */
+	uint64_t delay_ns;         /* propagation delay of every link */
+};
+
+enum mrc_sim_wl_kind {
+	MRC_SIM_WL_PERMUTATION = 0,
+	MRC_SIM_WL_ALLTOALL,       /* MoE-style: all pairs within groups */
+	MRC_SIM_WL_RING,           /* ring all-reduce within groups */
+	MRC_SIM_WL_INCAST,         /* many senders, one receiver */
+	MRC_SIM_WL_FLOW,           /* one flow src -> dst */
+};
+
+struct mrc_sim_workload {
+	uint8_t kind;              /* enum mrc_sim_wl_kind */
+	uint64_t size;             /* bytes per flow (ring: per host buffer) */
+	uint64_t start_ns;
+	uint64_t jitter_ns;        /* starts uniform in [start, start+jitter) */
+	uint32_t group;            /* alltoall/ring group size (0: all hosts) */
+	uint32_t senders;          /* incast */
+	uint32_t src, dst;         /* flow; incast receiver (dst) */
+	uint32_t qps;              /* QPs per flow (the flow is split) */
+};
+
+enum mrc_sim_fault_kind {
+	MRC_SIM_F_DOWN = 0,        /* link or switch down (loud) */
+	MRC_SIM_F_BLACKHOLE,       /* silently drop everything */
+	MRC_SIM_F_LOSS,            /* drop each packet with probability loss */
+	MRC_SIM_F_RECOVER,         /* back to healthy */
+};
+
+struct mrc_sim_fault {
+	uint64_t at_ns;
+	uint8_t kind;              /* enum mrc_sim_fault_kind */
+	double loss;
+	char target[MRC_SIM_NAME_MAX]; /* "p0s1", "p0l0-p0s1", "p0l0>p0s1" */
+};
+
+enum mrc_sim_mode { MRC_SIM_SPRAY = 0, MRC_SIM_ECMP = 1 };
+
+struct mrc_sim_cfg {
+	struct mrc_sim_topo topo;
+	struct mrc_sim_workload wl[MRC_SIM_MAX_WORKLOADS];
+	uint32_t n_wl;
+	struct mrc_sim_fault faults[MRC_SIM_MAX_FAULTS];
+	uint32_t n_faults;
+	uint8_t mode;              /* enum mrc_sim_mode */
+	uint32_t paths;            /* spray over this many EVs per pair (0: all) */
+	/* switch output ports */
+	uint64_t buffer;           /* data queue bytes per port */
+	uint64_t ecn;              /* mark ECN-CE above this queue (0: off) */
+	uint64_t trim;             /* trim above this queue (0: off, drop) */
+	uint64_t prio_buffer;      /* control / trimmed-header queue bytes */
+	uint32_t frame_overhead;   /* bytes per packet below MRC: IPv6, UDP,
+	                              Ethernet, preamble and gap */
+	uint32_t nic_queue;        /* data packets queued per NIC (pacing) */
+	/* engine */
+	uint32_t mtu, window;      /* window 0: auto (2 BDP, power of 2) */
+	uint8_t cc_fixed;          /* 1: mrc_cc_fixed, 0: NSCC */
+	uint64_t rto_min_ns, probe_interval_ns, reorder_slack_ns;
+	uint32_t ev_floor;
+	/* run */
+	uint64_t seed;
+	uint64_t until_ns;         /* hard stop (virtual time) */
+	uint64_t hold_ns;          /* keep running at least until then */
+	uint64_t bin_ns;           /* goodput time-series bin */
+	uint64_t verify_limit;     /* per-flow receive buffers (and a byte
+	                              comparison) when all flows fit in this */
+	uint8_t progress;          /* progress line on stderr */
+};
+
+struct mrc_sim;
+
+/* Defaults: a small 2-plane clos, permutation of 1 MiB, spray, NSCC. */
+void mrc_sim_cfg_default(struct mrc_sim_cfg *c);
+/* One scenario setting, as on the command line: key is the option name
+ * without dashes ("topo", "workload", "fault", "seed", "buffer", ...).
+ * Returns 0, or -EINVAL with err naming the field, the value and why. */
+int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
+		    char *err, size_t errlen);
+/* A JSON scenario: an object whose keys are the same settings; "workload"
+ * and "fault" may be arrays; values are strings or numbers, or objects
+ * {"type": ..., key: value} for topo / workload entries. */
+int mrc_sim_cfg_load_json(struct mrc_sim_cfg *c, const char *text, size_t len,
+			  char *err, size_t errlen);
+/* Keys mrc_sim_cfg_set knows, for --help. */
+const char *mrc_sim_cfg_help(void);
+
+int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
+		   size_t errlen);
+/* Runs to completion (every flow done), until_ns, or a stall.  0, or a
+ * negative errno for an internal failure (err says what). */
+int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen);
+void mrc_sim_destroy(struct mrc_sim *s);
+
+/* JSON report (malloc'd, NUL-terminated).  timing: add wall time, events
+ * per second and memory (the only non-deterministic fields). */
+int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out);
+void mrc_sim_report_text(const struct mrc_sim *s, int timing, FILE *f);
+/* PNG plots (gnuplot) and their data files into dir. */
+int mrc_sim_plot(const struct mrc_sim *s, const char *dir, char *err, size_t errlen);
+
+/* ---- results, for tests and tools ------------------------------------ */
+struct mrc_sim_summary {
+	uint32_t flows, flows_done, flows_failed;
+	uint64_t bytes, bytes_placed;  /* posted, placed by receivers */
+	uint64_t end_ns;               /* virtual time at the end */
+	double slow_p50, slow_p99, slow_max;  /* FCT / ideal */
+	uint64_t events;
+	uint64_t drops, trims, ecn_marks, retx;
+	uint32_t ev_changes;
+	int verified;                  /* 1: bytes compared equal, 0: not
+	                                  compared, -1: mismatch */
+};
+void mrc_sim_summary(const struct mrc_sim *s, struct mrc_sim_summary *out);
+
+struct mrc_sim_flow_info {
+	uint32_t src, dst;
+	uint64_t size, start_ns, end_ns, ideal_ns;
+	int32_t status;
+};
+uint32_t mrc_sim_flow_count(const struct mrc_sim *s);
+int mrc_sim_flow(const struct mrc_sim *s, uint32_t i, struct mrc_sim_flow_info *f);
+
+struct mrc_sim_ev_change {
+	uint64_t t_ns;
+	uint32_t host, peer_host;      /* engine of host, its peer */
+	uint16_t ev;
+	uint8_t old_state, new_state, reason;
+};
+uint32_t mrc_sim_ev_change_count(const struct mrc_sim *s);
+const struct mrc_sim_ev_change *mrc_sim_ev_changes(const struct mrc_sim *s);
+
+/* The engine of a host and its peer index for another host (tests). */
+struct mrc_engine *mrc_sim_engine(const struct mrc_sim *s, uint32_t host);
+int mrc_sim_peer(const struct mrc_sim *s, uint32_t host, uint32_t remote,
+		 uint32_t *peer);
+/* EV count of the fabric and the EVs of a host pair that cross a node
+ * (by name); *n of them stored (at most max). */
+uint32_t mrc_sim_ev_count(const struct mrc_sim *s);
+int mrc_sim_evs_crossing(const struct mrc_sim *s, uint32_t src, uint32_t dst,
+			 const char *node, uint16_t *evs, size_t max, size_t *n);
+/* Base RTT (ns) of the pair's longest path: data packet out, ACK back. */
+uint64_t mrc_sim_base_rtt(const struct mrc_sim *s, uint32_t src, uint32_t dst);
+
+#endif
