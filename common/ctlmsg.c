@@ -101,7 +101,10 @@ int mrc__ctl_enc_rep(void *buf, size_t cap, uint16_t type, uint32_t req_id,
 		     int32_t status, const void *body, size_t len, const char *reason)
 {
 	const struct ctl_type *t = find(type);
-	if (!t && !is_oper(type))
+	/* An error may answer any request, even one of an unknown type. */
+	if (!t && !is_oper(type) && status == 0)
+		return -EINVAL;
+	if (type & MRC_CTL_REPLY)
 		return -EINVAL;
 	if (status > 0 || (status == 0 && t && len != t->rep) || (status < 0 && len))
 		return -EINVAL;
@@ -255,10 +258,6 @@ int mrc__ctl_dec_rep(const void *buf, size_t len, struct mrc_ctl_msg *m, const c
 		BAD("a request where a reply was expected");
 	type &= (uint16_t)~MRC_CTL_REPLY;
 	const struct ctl_type *t = find(type);
-	if (!t && !is_oper(type)) {
-		*why = "unknown reply type";
-		return -EOPNOTSUPP;
-	}
 	struct mrc_ctl_status st;
 	if (m->body_len < sizeof(st))
 		BAD("reply without status");
@@ -280,6 +279,10 @@ int mrc__ctl_dec_rep(const void *buf, size_t len, struct mrc_ctl_msg *m, const c
 		m->body = NULL;
 		m->body_len = 0;
 		return 0;
+	}
+	if (!t && !is_oper(type)) {
+		*why = "unknown reply type";
+		return -EOPNOTSUPP;
 	}
 	if (t && m->body_len != t->rep)
 		BAD("body size does not match the reply type");

@@ -177,11 +177,13 @@ unsigned mrc__ctl_rep_fds(uint16_t type);
 int mrc__ctl_enc_req(void *buf, size_t cap, uint16_t type, uint32_t req_id,
 		     const void *body, size_t len);
 /* A reply: status 0 with body (mrc__ctl_rep_size bytes), or status < 0
- * with an optional reason (truncated to MRC_CTL_REASON_MAX). */
+ * with an optional reason (truncated to MRC_CTL_REASON_MAX); an error
+ * reply may answer a request of any type, even an unknown one. */
 int mrc__ctl_enc_rep(void *buf, size_t cap, uint16_t type, uint32_t req_id,
 		     int32_t status, const void *body, size_t len, const char *reason);
 
-/* Strict decoding of one whole message.  -EBADMSG for anything malformed
+/* Strict decoding of one whole message (error replies of any type
+ * decode, with their reason).  -EBADMSG for anything malformed
  * (why: a static string), -EPROTONOSUPPORT for a version other than 1,
  * -EOPNOTSUPP for an unknown client type (operator types decode with
  * their body unchecked).  On success m->body points into buf. */

@@ -1,0 +1,827 @@
+/* mrcd: clients of the control socket: requests, limits, the connection
+ * manager on their behalf, and cleanup when they go away (clients.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/clients.h"
+#include "daemon/ctlsock.h"
+#include "mrc/mrc.h"
+
+#define MAX_OPS_PER_CLIENT 16
+#define MAX_LSN_PER_CLIENT 16
+#define MAX_BACKLOG 128
+#define DEFAULT_BACKLOG 16
+#define MSGS_PER_WAKE 32
+#define POLL_BUDGET 64
+#define RETRY_S 0.001
+#define FIRST_CLIENT_ID 1000u  /* engine pd numbers of clients */
+
+enum { OP_ACCEPT = 1, OP_CONNECT };
+struct mrcd_cm_op {
+	struct mrcd_client *c;
+	struct mrcd_cm_op *next;
+	int kind;
+	uint32_t req_id, sid, priv;
+	struct mrcd_cqp *qp;
+	ev_timer timer;
+};
+
+struct mrcd_lsn {
+	struct mrcd_client *c;
+	struct mrcd_lsn *next;
+	uint32_t sid, backlog, head, n;
+	struct mrcd_cm_req *q;
+};
+
+static struct {
+	struct mrcd *d;
+	struct mrcd_ctlsock *sock;
+	struct mrcd_client *list;
+	uint32_t n, next_id;
+	uint32_t max_clients, max_qps, max_ring;
+	uint64_t max_mem;
+} S;
+
+static void client_free(struct mrcd_client *c);
+
+/* ---- replies ---------------------------------------------------------- */
+
+int mrcd_client_reply(struct mrcd_client *c, uint16_t type, uint32_t req_id, int status,
+		      const void *body, size_t len, const char *reason, const int *fds,
+		      unsigned nfd)
+{
+	uint8_t buf[MRC_CTL_MSG_MAX];
+	if (c->refuse == 1)
+		return -EPIPE;     /* already dropped */
+	int n = mrc__ctl_enc_rep(buf, sizeof(buf), type, req_id, status,
+				 status ? NULL : body, status ? 0 : len, reason);
+	if (n < 0) {
+		mrcd_log(MRCD_LOG_ERR, "client %u: cannot encode %s reply: %s", c->id,
+			 mrc__ctl_type_name(type), strerror(-n));
+		return n;
+	}
+	int r = mrcd_ctl_send(c->fd, buf, (size_t)n, fds, status ? 0 : nfd);
+	if (r) {
+		mrcd_log(MRCD_LOG_NOTICE, "client %u (%s, pid %d): reply failed (%s): dropping it",
+			 c->id, c->name, (int)c->pid, strerror(-r));
+		c->refuse = 1;     /* freed at the end of the current event */
+		return -EPIPE;
+	}
+	return 0;
+}
+
+static int fail(struct mrcd_client *c, const struct mrc_ctl_msg *m, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail(struct mrcd_client *c, const struct mrc_ctl_msg *m, int err, const char *fmt, ...)
+{
+	char why[MRC_CTL_REASON_MAX + 1];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	mrcd_log(MRCD_LOG_INFO, "client %u (%s): %s refused: %s (%s)", c->id, c->name,
+		 mrc__ctl_type_name(m->hdr.type), why, strerror(-err));
+	mrcd_client_reply(c, m->hdr.type, m->hdr.req_id, err, NULL, 0, why, NULL, 0);
+	return err;
+}
+
+static int ok(struct mrcd_client *c, const struct mrc_ctl_msg *m, const void *body, size_t len)
+{
+	return mrcd_client_reply(c, m->hdr.type, m->hdr.req_id, 0, body, len, NULL, NULL, 0);
+}
+
+/* ---- lookups ---------------------------------------------------------- */
+
+const struct mrc__mr_view *mrcd_client_mr(void *client, uint32_t key)
+{
+	struct mrcd_client *c = client;
+	if (!key)
+		return NULL;
+	if (c->mrs[c->last_mr].key == key)
+		return &c->mrs[c->last_mr].view;
+	for (uint32_t i = 0; i < MRCD_CLIENT_MAX_MRS; i++)
+		if (c->mrs[i].key == key) {
+			c->last_mr = i;
+			return &c->mrs[i].view;
+		}
+	return NULL;
+}
+
+static struct mrcd_cmr *find_mr(struct mrcd_client *c, uint32_t key)
+{
+	const struct mrc__mr_view *v = mrcd_client_mr(c, key);
+	return v ? &c->mrs[c->last_mr] : NULL;
+}
+
+static struct mrcd_cqp *find_qp(struct mrcd_client *c, uint32_t qpn)
+{
+	for (struct mrcd_cqp *q = c->qps; q; q = q->next)
+		if (q->qpn == qpn)
+			return q;
+	return NULL;
+}
+
+static struct mrcd_lsn *find_lsn(struct mrcd_client *c, uint32_t sid)
+{
+	for (struct mrcd_lsn *l = c->lsns; l; l = l->next)
+		if (l->sid == sid)
+			return l;
+	return NULL;
+}
+
+/* ---- polling ---------------------------------------------------------- */
+
+static int client_poll(void *ctx)
+{
+	struct mrcd_client *c = ctx;
+	int n = 0;
+	for (struct mrcd_cqp *q = c->qps; q; q = q->next)
+		n += mrcd_cqp_poll(q, POLL_BUDGET);
+	return n;
+}
+
+static int client_arm(void *ctx)
+{
+	struct mrcd_client *c = ctx;
+	int work = 0;
+	for (struct mrcd_cqp *q = c->qps; q; q = q->next)
+		work += mrcd_cqp_arm(q);
+	return work;
+}
+
+static void on_retry(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct mrcd_client *c = w->data;
+	(void)revents;
+	uint32_t left = 0;
+	for (struct mrcd_cqp *q = c->qps; q; q = q->next)
+		left += mrcd_cqp_flush(q);
+	if (!left)
+		ev_timer_stop(loop, w);
+	mrcd_kick(c->d);
+}
+
+/* ---- memory ----------------------------------------------------------- */
+
+static uint32_t engine_access(uint32_t a)
+{
+	return (a & MRC_MR_LOCAL_READ ? MRC_ACCESS_LOCAL_READ : 0) |
+	       (a & MRC_MR_REMOTE_WRITE ? MRC_ACCESS_REMOTE_WRITE : 0) |
+	       (a & MRC_MR_REMOTE_ATOMIC ? MRC_ACCESS_REMOTE_ATOMIC : 0) |
+	       (a & MRC_MR_LOCAL_WRITE ? MRC_ACCESS_LOCAL_WRITE : 0);
+}
+
+static int do_reg_mr(struct mrcd_client *c, const struct mrc_ctl_msg *m, int fd)
+{
+	struct mrc_ctl_reg_mr q;
+	memcpy(&q, m->body, sizeof(q));
+	if (c->nmr == MRCD_CLIENT_MAX_MRS)
+		return fail(c, m, -EDQUOT, "region limit reached (%u per client)", MRCD_CLIENT_MAX_MRS);
+	if (q.len > c->max_mem - c->mem)
+		return fail(c, m, -EDQUOT, "memory limit: %llu of %llu MiB registered, %llu more asked "
+			    "(config client_max_mem_mb)", (unsigned long long)(c->mem >> 20),
+			    (unsigned long long)(c->max_mem >> 20), (unsigned long long)q.len);
+	/* A shrinkable file could be truncated under our mapping, and the
+	 * next access would kill the daemon with SIGBUS. */
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return fail(c, m, -EINVAL, "the region must be a memfd sealed with F_SEAL_SHRINK");
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return fail(c, m, -EINVAL, "not a memory file");
+	if ((uint64_t)st.st_size < q.fd_off + q.len)
+		return fail(c, m, -ERANGE, "offset + length beyond the file's %lld bytes",
+			    (long long)st.st_size);
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t a = q.fd_off & ~(pg - 1);
+	size_t map_len = (size_t)(q.len + (q.fd_off - a));
+	void *map = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)a);
+	if (map == MAP_FAILED)
+		return fail(c, m, -errno, "mmap of the region failed");
+	uint32_t key;
+	int r = mrc_mr_reg(mrcd_engine(c->d), c->id, (char *)map + (q.fd_off - a), q.len,
+			   engine_access(q.access), &key);
+	if (r) {
+		munmap(map, map_len);
+		return fail(c, m, r, "the engine refused the region (daemon-wide limit?)");
+	}
+	uint32_t i = 0;
+	while (c->mrs[i].key)
+		i++;
+	c->mrs[i] = (struct mrcd_cmr){ .view = { .len = q.len, .access = q.access }, .key = key,
+				       .map = map, .map_len = map_len };
+	c->nmr++;
+	c->mem += q.len;
+	struct mrc_ctl_reg_mr_rep rep = { .key = key };
+	return ok(c, m, &rep, sizeof(rep));
+}
+
+static int mr_drop(struct mrcd_client *c, struct mrcd_cmr *mr)
+{
+	int r = mrc_mr_dereg(mrcd_engine(c->d), mr->key);
+	if (r)
+		return r;
+	munmap(mr->map, mr->map_len);
+	c->mem -= mr->view.len;
+	c->nmr--;
+	memset(mr, 0, sizeof(*mr));
+	return 0;
+}
+
+static int do_dereg_mr(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+{
+	struct mrc_ctl_key q;
+	memcpy(&q, m->body, sizeof(q));
+	struct mrcd_cmr *mr = find_mr(c, q.key);
+	if (!mr)
+		return fail(c, m, -ENOKEY, "no region with key %u", q.key);
+	int r = mr_drop(c, mr);
+	if (r)
+		return fail(c, m, r, "region %u is still used by queued work", q.key);
+	return ok(c, m, NULL, 0);
+}
+
+/* ---- QPs -------------------------------------------------------------- */
+
+static void op_finish(struct mrcd_cm_op *op, int err, const struct mrcd_qp_addr *remote,
+		      const char *why);
+
+static int do_create_qp(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+{
+	struct mrc_ctl_create_qp q;
+	memcpy(&q, m->body, sizeof(q));
+	if (c->nqp >= c->max_qps)
+		return fail(c, m, -EDQUOT, "QP limit reached (%u per client; config client_max_qps)",
+			    c->max_qps);
+	struct mrcd_cqp *qp;
+	struct mrc_ctl_create_qp_rep rep;
+	int memfd;
+	const char *why = "";
+	int r = mrcd_cqp_create(c, &q, &qp, &memfd, &rep, &why);
+	if (r)
+		return fail(c, m, r, "%s (sq %u, cq %u, limit %u)", why, q.sq_entries,
+			    q.cq_entries, c->max_ring);
+	if (!c->polling) {
+		struct mrcd_poller p = { .poll = client_poll, .arm = client_arm, .ctx = c };
+		r = mrcd_poller_add(c->d, &p);
+		if (r) {
+			close(memfd);
+			mrcd_cqp_destroy(qp);
+			return fail(c, m, r, "the daemon cannot poll more clients");
+		}
+		c->polling = 1;
+	}
+	qp->next = c->qps;
+	c->qps = qp;
+	c->nqp++;
+	int fds[3] = { memfd, qp->sq_efd, qp->cq_efd };
+	r = mrcd_client_reply(c, m->hdr.type, m->hdr.req_id, 0, &rep, sizeof(rep), NULL, fds, 3);
+	close(memfd);
+	return r;
+}
+
+static void qp_drop(struct mrcd_client *c, struct mrcd_cqp *qp)
+{
+	for (struct mrcd_cm_op *op = c->ops, *nx; op; op = nx) {
+		nx = op->next;
+		if (op->qp == qp)
+			op_finish(op, -ECANCELED, NULL, "the QP was destroyed");
+	}
+	for (struct mrcd_cqp **p = &c->qps; *p; p = &(*p)->next)
+		if (*p == qp) {
+			*p = qp->next;
+			break;
+		}
+	c->nqp--;
+	mrcd_cqp_destroy(qp);
+}
+
+static int do_destroy_qp(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+{
+	struct mrc_ctl_qpn q;
+	memcpy(&q, m->body, sizeof(q));
+	struct mrcd_cqp *qp = find_qp(c, q.qpn);
+	if (!qp)
+		return fail(c, m, -ENOENT, "no QP %u of this client", q.qpn);
+	qp_drop(c, qp);
+	return ok(c, m, NULL, 0);
+}
+
+static struct mrcd_qp_addr local_addr(struct mrcd_client *c, struct mrcd_cqp *qp, uint32_t priv)
+{
+	return (struct mrcd_qp_addr){ .host = mrcd_self_host(c->d), .qpn = qp->qpn,
+				      .psn = qp->psn, .priv = priv };
+}
+
+static int do_qp_info(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+{
+	struct mrc_ctl_qpn q;
+	memcpy(&q, m->body, sizeof(q));
+	struct mrcd_cqp *qp = find_qp(c, q.qpn);
+	if (!qp)
+		return fail(c, m, -ENOENT, "no QP %u of this client", q.qpn);
+	struct mrc_qp_info info;
+	int r = mrc_qp_info(mrcd_engine(c->d), qp->qpn, &info);
+	if (r)
+		return fail(c, m, r, "engine QP info");
+	struct mrc_ctl_qp_info_rep rep = {
+		.local = { .host = mrcd_self_host(c->d), .qpn = qp->qpn, .psn = qp->psn },
+		.state = info.state, .error = info.error,
+	};
+	return ok(c, m, &rep, sizeof(rep));
+}
+
+static int do_connect_oob(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+{
+	struct mrc_ctl_connect_oob q;
+	memcpy(&q, m->body, sizeof(q));
+	struct mrcd_cqp *qp = find_qp(c, q.qpn);
+	if (!qp)
+		return fail(c, m, -ENOENT, "no QP %u of this client", q.qpn);
+	if (q.remote.host >= mrcd_n_hosts(c->d))
+		return fail(c, m, -EHOSTUNREACH, "host %u is not in the fabric (%u hosts)",
+			    q.remote.host, mrcd_n_hosts(c->d));
+	struct mrcd_qp_addr remote = { .host = q.remote.host, .qpn = q.remote.qpn,
+				       .psn = q.remote.psn, .priv = q.remote.priv };
+	int r = mrcd_qp_connect_oob(c->d, qp->qpn, qp->psn, &remote);
+	if (r)
+		return fail(c, m, r, "connect QP %u to host %u QP %u", qp->qpn, remote.host,
+			    remote.qpn);
+	mrcd_kick(c->d);
+	return ok(c, m, NULL, 0);
+}
+
+/* ---- connection manager ----------------------------------------------- */
+
+static void op_unlink(struct mrcd_cm_op *op)
+{
+	struct mrcd_client *c = op->c;
+	for (struct mrcd_cm_op **p = &c->ops; *p; p = &(*p)->next)
+		if (*p == op) {
+			*p = op->next;
+			break;
+		}
+	ev_timer_stop(mrcd_loop(c->d), &op->timer);
+	if (op->kind == OP_CONNECT)
+		mrcd_cm_cancel(c->d, op);
+}
+
+static void op_finish(struct mrcd_cm_op *op, int err, const struct mrcd_qp_addr *remote,
+		      const char *why)
+{
+	struct mrcd_client *c = op->c;
+	uint16_t type = op->kind == OP_ACCEPT ? MRC_CTL_ACCEPT : MRC_CTL_CONNECT;
+	op_unlink(op);
+	if (err) {
+		mrcd_log(MRCD_LOG_INFO, "client %u: %s on sid %u failed: %s", c->id,
+			 mrc__ctl_type_name(type), op->sid, why ? why : strerror(-err));
+		mrcd_client_reply(c, type, op->req_id, err, NULL, 0, why ? why : strerror(-err),
+				  NULL, 0);
+	} else {
+		struct mrc_ctl_addr_rep rep = { .remote = { .host = remote->host, .qpn = remote->qpn,
+			.psn = remote->psn, .priv = remote->priv } };
+		mrcd_client_reply(c, type, op->req_id, 0, &rep, sizeof(rep), NULL, NULL, 0);
+		mrcd_kick(c->d);
+	}
+	free(op);
+}
+
+static void client_settle(struct mrcd_client *c)
+{
+	if (c->refuse == 1)
+		client_free(c);
+}
+
+/* Accepts req on op's QP; on failure the request is refused so its
+ * sender learns at once. */
+static int accept_req(struct mrcd_cm_op *op, const struct mrcd_cm_req *req)
+{
+	struct mrcd_qp_addr local = local_addr(op->c, op->qp, op->priv);
+	int r = mrcd_cm_accept(op->c->d, req->id, &local);
+	if (r) {
+		mrcd_cm_reject(op->c->d, req->id, -ECONNREFUSED);
+		return r;
+	}
+	op_finish(op, 0, &req->remote, NULL);
+	return 0;
+}
+
+static void on_cm_req(void *ctx, const struct mrcd_cm_req *req)
+{
+	struct mrcd_lsn *l = ctx;
+	struct mrcd_client *c = l->c;
+	for (struct mrcd_cm_op *op = c->ops; op; op = op->next)
+		if (op->kind == OP_ACCEPT && op->sid == l->sid) {
+			int r = accept_req(op, req);
+			if (r)
+				op_finish(op, r, NULL, "accepting on this QP failed (already connected?)");
+			client_settle(c);
+			return;
+		}
+	if (l->n == l->backlog) {
+		mrcd_cm_reject(c->d, req->id, -ECONNREFUSED);
+		return;
+	}
+	l->q[(l->head + l->n++) % l->backlog] = *req;
+}
+
+static void on_accept_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct mrcd_cm_op *op = w->data;
+	struct mrcd_client *c = op->c;
+	(void)loop;
+	(void)revents;
+	op_finish(op, -ETIMEDOUT, NULL, "no connection request before the timeout");
+	client_settle(c);
+}
+
+static void on_connect_done(void *ctx, int err, const struct mrcd_qp_addr *remote)
+{
+	struct mrcd_cm_op *op = ctx;
+	struct mrcd_client *c = op->c;
+	/* The CM forgets the request once done is called: unlink without
+	 * cancelling. */
+	for (struct mrcd_cm_op **p = &c->ops; *p; p = &(*p)->next)
+		if (*p == op) {
+			*p = op->next;
+			break;
+		}
+	if (err) {
+		const char *why = err == -ECONNREFUSED ? "refused: nobody listens on that service id "
+							"or its backlog is full"
+				: err == -ETIMEDOUT ? "the host did not answer" : strerror(-err);
+		mrcd_log(MRCD_LOG_INFO, "client %u: connect to sid %u failed: %s", c->id, op->sid, why);
+		mrcd_client_reply(c, MRC_CTL_CONNECT, op->req_id, err, NULL, 0, why, NULL, 0);
+	} else {
+		struct mrc_ctl_addr_rep rep = { .remote = { .host = remote->host, .qpn = remote->qpn,
+			.psn = remote->psn, .priv = remote->priv } };
+		mrcd_client_reply(c, MRC_CTL_CONNECT, op->req_id, 0, &rep, sizeof(rep), NULL, NULL, 0);
+		mrcd_kick(c->d);
+	}
+	free(op);
+	client_settle(c);
+}
+
+static struct mrcd_cm_op *op_new(struct mrcd_client *c, const struct mrc_ctl_msg *m, int kind,
+				 struct mrcd_cqp *qp, uint32_t sid, uint32_t priv)
+{
+	uint32_t n = 0;
+	for (struct mrcd_cm_op *op = c->ops; op; op = op->next)
+		n++;
+	if (n >= MAX_OPS_PER_CLIENT) {
+		fail(c, m, -EDQUOT, "too many pending accept/connect requests (%u)", n);
+		return NULL;
+	}
+	struct mrcd_cm_op *op = calloc(1, sizeof(*op));
+	if (!op) {
+		fail(c, m, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	*op = (struct mrcd_cm_op){ .c = c, .kind = kind, .req_id = m->hdr.req_id, .sid = sid,
+				   .priv = priv, .qp = qp, .next = c->ops };
+	ev_init(&op->timer, on_accept_timeout);
+	op->timer.data = op;
+	c->ops = op;
+	return op;
+}
+
+static int do_listen(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+{
+	struct mrc_ctl_listen q;
+	memcpy(&q, m->body, sizeof(q));
+	uint32_t n = 0;
+	for (struct mrcd_lsn *l = c->lsns; l; l = l->next)
+		n++;
+	if (n >= MAX_LSN_PER_CLIENT)
+		return fail(c, m, -EDQUOT, "listener limit reached (%u per client)", MAX_LSN_PER_CLIENT);
+	uint32_t backlog = q.backlog ? q.backlog : DEFAULT_BACKLOG;
+	if (backlog > MAX_BACKLOG)
+		backlog = MAX_BACKLOG;
+	struct mrcd_lsn *l = calloc(1, sizeof(*l));
+	if (l)
+		l->q = calloc(backlog, sizeof(*l->q));
+	if (!l || !l->q) {
+		if (l)
+			free(l);
+		return fail(c, m, -ENOMEM, "out of memory");
+	}
+	l->c = c;
+	l->sid = q.sid;
+	l->backlog = backlog;
+	int r = mrcd_cm_listen(c->d, q.sid, on_cm_req, l);
+	if (r) {
+		free(l->q);
+		free(l);
+		return fail(c, m, r, r == -EADDRINUSE ? "service id %u already has a listener"
+						      : "cannot listen on service id %u", q.sid);
+	}
+	l->next = c->lsns;
+	c->lsns = l;
+	return ok(c, m, NULL, 0);
+}
+
+static void lsn_drop(struct mrcd_client *c, struct mrcd_lsn *l)
+{
+	mrcd_cm_unlisten(c->d, l->sid);
+	for (; l->n; l->n--, l->head++)
+		mrcd_cm_reject(c->d, l->q[l->head % l->backlog].id, -ECONNREFUSED);
+	for (struct mrcd_lsn **p = &c->lsns; *p; p = &(*p)->next)
+		if (*p == l) {
+			*p = l->next;
+			break;
+		}
+	for (struct mrcd_cm_op *op = c->ops, *nx; op; op = nx) {
+		nx = op->next;
+		if (op->kind == OP_ACCEPT && op->sid == l->sid)
+			op_finish(op, -ECANCELED, NULL, "the listener was closed");
+	}
+	free(l->q);
+	free(l);
+}
+
+static int do_unlisten(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+{
+	struct mrc_ctl_listen q;
+	memcpy(&q, m->body, sizeof(q));
+	struct mrcd_lsn *l = find_lsn(c, q.sid);
+	if (!l)
+		return fail(c, m, -ENOENT, "not listening on service id %u", q.sid);
+	lsn_drop(c, l);
+	return ok(c, m, NULL, 0);
+}
+
+static int do_accept(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+{
+	struct mrc_ctl_accept q;
+	memcpy(&q, m->body, sizeof(q));
+	struct mrcd_cqp *qp = find_qp(c, q.qpn);
+	if (!qp)
+		return fail(c, m, -ENOENT, "no QP %u of this client", q.qpn);
+	struct mrcd_lsn *l = find_lsn(c, q.sid);
+	if (!l)
+		return fail(c, m, -ENOENT, "not listening on service id %u (listen first)", q.sid);
+	struct mrcd_cm_op *op = op_new(c, m, OP_ACCEPT, qp, q.sid, q.priv);
+	if (!op)
+		return -ENOMEM;
+	/* Queued requests first; one the requester gave up on fails to accept
+	 * and the next is tried. */
+	while (l->n) {
+		struct mrcd_cm_req req = l->q[l->head % l->backlog];
+		l->head++;
+		l->n--;
+		if (accept_req(op, &req) == 0)
+			return 0;
+	}
+	if (q.timeout_ms) {
+		ev_timer_set(&op->timer, q.timeout_ms / 1000.0, 0);
+		ev_timer_start(mrcd_loop(c->d), &op->timer);
+	}
+	return 0;
+}
+
+static int do_connect(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+{
+	struct mrc_ctl_connect q;
+	memcpy(&q, m->body, sizeof(q));
+	struct mrcd_cqp *qp = find_qp(c, q.qpn);
+	if (!qp)
+		return fail(c, m, -ENOENT, "no QP %u of this client", q.qpn);
+	if (q.host >= mrcd_n_hosts(c->d))
+		return fail(c, m, -EHOSTUNREACH, "host %u is not in the fabric (%u hosts)", q.host,
+			    mrcd_n_hosts(c->d));
+	struct mrcd_cm_op *op = op_new(c, m, OP_CONNECT, qp, q.sid, q.priv);
+	if (!op)
+		return -ENOMEM;
+	struct mrcd_qp_addr local = local_addr(c, qp, q.priv);
+	int r = mrcd_cm_connect(c->d, q.host, q.sid, &local, on_connect_done, op);
+	if (r) {
+		c->ops = op->next;
+		free(op);
+		return fail(c, m, r, "cannot start a connection to host %u", q.host);
+	}
+	return 0;
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+static int do_hello(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+{
+	struct mrc_ctl_hello q;
+	memcpy(&q, m->body, sizeof(q));
+	if (q.ver_min > MRC_CTL_VERSION || q.ver_max < MRC_CTL_VERSION)
+		return fail(c, m, -EPROTONOSUPPORT, "client speaks versions %u..%u, daemon %u",
+			    q.ver_min, q.ver_max, MRC_CTL_VERSION);
+	snprintf(c->name, sizeof(c->name), "%s", q.name);
+	c->hello = 1;
+	struct mrc_ctl_hello_rep rep = {
+		.version = MRC_CTL_VERSION, .client_id = c->id,
+		.host = mrcd_self_host(c->d), .n_hosts = mrcd_n_hosts(c->d),
+		.max_qps = c->max_qps, .max_mrs = MRCD_CLIENT_MAX_MRS,
+		.max_ring_entries = c->max_ring, .max_mem = c->max_mem,
+	};
+	mrcd_log(MRCD_LOG_INFO, "client %u: %s (pid %d, uid %u)", c->id, c->name, (int)c->pid,
+		 (unsigned)c->uid);
+	return ok(c, m, &rep, sizeof(rep));
+}
+
+static void dispatch(struct mrcd_client *c, const struct mrc_ctl_msg *m, int *fds, unsigned nfd)
+{
+	uint16_t type = m->hdr.type;
+	if (c->refuse < 0) {
+		fail(c, m, c->refuse, "%s", c->refuse_why);
+		c->refuse = 1;
+		return;
+	}
+	if (nfd != mrc__ctl_req_fds(type)) {
+		fail(c, m, -EBADMSG, "%s carries %u file descriptors, expected %u",
+		     mrc__ctl_type_name(type), nfd, mrc__ctl_req_fds(type));
+		return;
+	}
+	if (!c->hello && type != MRC_CTL_HELLO) {
+		fail(c, m, -EPROTO, "hello first");
+		return;
+	}
+	if (type >= MRC_CTL_OPER_FIRST && type <= MRC_CTL_OPER_LAST) {
+		if (mrcd_oper_request && mrcd_oper_request(c->d, c->fd, c->uid, m) == 0)
+			return;
+		fail(c, m, -EOPNOTSUPP, "operator verbs are not served by this daemon");
+		return;
+	}
+	switch (type) {
+	case MRC_CTL_HELLO: do_hello(c, m); break;
+	case MRC_CTL_REG_MR: do_reg_mr(c, m, fds[0]); break;
+	case MRC_CTL_DEREG_MR: do_dereg_mr(c, m); break;
+	case MRC_CTL_CREATE_QP: do_create_qp(c, m); break;
+	case MRC_CTL_DESTROY_QP: do_destroy_qp(c, m); break;
+	case MRC_CTL_QP_INFO: do_qp_info(c, m); break;
+	case MRC_CTL_CONNECT_OOB: do_connect_oob(c, m); break;
+	case MRC_CTL_LISTEN: do_listen(c, m); break;
+	case MRC_CTL_UNLISTEN: do_unlisten(c, m); break;
+	case MRC_CTL_ACCEPT: do_accept(c, m); break;
+	case MRC_CTL_CONNECT: do_connect(c, m); break;
+	default: fail(c, m, -EOPNOTSUPP, "unknown request type 0x%04x", type); break;
+	}
+}
+
+/* A message that does not decode: answer with what can be read of its
+ * header.  A client whose framing cannot be trusted is dropped. */
+static void malformed(struct mrcd_client *c, const void *buf, size_t n, int err, const char *why)
+{
+	struct mrc_ctl_hdr h = { 0 };
+	memcpy(&h, buf, n < sizeof(h) ? n : sizeof(h));
+	uint16_t type = h.type & (uint16_t)~MRC_CTL_REPLY;
+	mrcd_log(MRCD_LOG_INFO, "client %u (%s): malformed message (type 0x%04x): %s", c->id,
+		 c->name, h.type, why);
+	uint8_t out[MRC_CTL_MSG_MAX];
+	int len = mrc__ctl_enc_rep(out, sizeof(out), type, h.req_id, err, NULL, 0, why);
+	if (len > 0 && mrcd_ctl_send(c->fd, out, (size_t)len, NULL, 0))
+		c->refuse = 1;
+	if (n < sizeof(h) || h.magic != MRC_CTL_MAGIC)
+		c->refuse = 1;
+}
+
+static void on_client(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct mrcd_client *c = w->data;
+	(void)loop;
+	(void)revents;
+	for (int i = 0; i < MSGS_PER_WAKE && c->refuse != 1; i++) {
+		uint8_t buf[MRC_CTL_MSG_MAX];
+		int fds[MRC_CTL_MAX_FDS];
+		unsigned nfd;
+		ssize_t n = mrcd_ctl_recv(c->fd, buf, sizeof(buf), fds, &nfd);
+		if (n == -EAGAIN)
+			break;
+		if (n == 0 || (n < 0 && n != -EBADMSG)) {
+			for (unsigned k = 0; k < nfd; k++)
+				close(fds[k]);
+			mrcd_log(MRCD_LOG_INFO, "client %u (%s): disconnected", c->id, c->name);
+			c->refuse = 1;
+			break;
+		}
+		struct mrc_ctl_msg m;
+		const char *why = "truncated message or fd list";
+		int r = n < 0 ? -EBADMSG : mrc__ctl_dec_req(buf, (size_t)n, &m, &why);
+		if (r)
+			malformed(c, buf, n < 0 ? 0 : (size_t)n, r, why);
+		else
+			dispatch(c, &m, fds, nfd);
+		for (unsigned k = 0; k < nfd; k++)
+			close(fds[k]);
+	}
+	client_settle(c);
+}
+
+static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
+{
+	(void)ctx;
+	struct mrcd_client *c = calloc(1, sizeof(*c));
+	if (c)
+		c->mrs = calloc(MRCD_CLIENT_MAX_MRS, sizeof(*c->mrs));
+	if (!c || !c->mrs) {
+		free(c);
+		close(fd);
+		return;
+	}
+	c->d = S.d;
+	c->fd = fd;
+	c->id = S.next_id++;
+	c->uid = uid;
+	c->pid = pid;
+	c->max_qps = S.max_qps;
+	c->max_ring = S.max_ring;
+	c->max_mem = S.max_mem;
+	snprintf(c->name, sizeof(c->name), "pid %d", (int)pid);
+	if (!allowed) {
+		c->refuse = -EACCES;
+		c->refuse_why = "not allowed: the control socket admits root, the daemon's user "
+				"and the configured socket_group";
+		mrcd_log(MRCD_LOG_NOTICE, "client uid %u pid %d refused: not root nor in the group",
+			 (unsigned)uid, (int)pid);
+	} else if (S.n >= S.max_clients) {
+		c->refuse = -EUSERS;
+		c->refuse_why = "too many clients (config max_clients)";
+		mrcd_log(MRCD_LOG_WARNING, "client pid %d refused: %u clients already", (int)pid, S.n);
+	}
+	ev_io_init(&c->io, on_client, fd, EV_READ);
+	c->io.data = c;
+	ev_io_start(mrcd_loop(S.d), &c->io);
+	ev_init(&c->retry, on_retry);
+	ev_timer_set(&c->retry, RETRY_S, RETRY_S);
+	c->retry.data = c;
+	c->next = S.list;
+	S.list = c;
+	S.n++;
+}
+
+/* Everything the client had, in dependency order: pending connection
+ * work, listeners, QPs (the engine drops their work), then regions (no
+ * work references them any more). */
+static void client_free(struct mrcd_client *c)
+{
+	struct mrcd *d = c->d;
+	ev_io_stop(mrcd_loop(d), &c->io);
+	ev_timer_stop(mrcd_loop(d), &c->retry);
+	c->refuse = 1;
+	while (c->ops) {
+		struct mrcd_cm_op *op = c->ops;
+		op_unlink(op);
+		free(op);
+	}
+	while (c->lsns)
+		lsn_drop(c, c->lsns);
+	while (c->qps)
+		qp_drop(c, c->qps);
+	if (c->polling)
+		mrcd_poller_del(d, c);
+	uint64_t leaked = 0;
+	for (uint32_t i = 0; i < MRCD_CLIENT_MAX_MRS; i++)
+		if (c->mrs[i].key && mr_drop(c, &c->mrs[i])) {
+			/* Should not happen once the QPs are gone; keep the
+			 * mapping rather than let the engine touch freed memory. */
+			leaked++;
+		}
+	if (leaked)
+		mrcd_log(MRCD_LOG_ERR, "client %u: %llu regions still busy after its QPs were destroyed",
+			 c->id, (unsigned long long)leaked);
+	close(c->fd);
+	for (struct mrcd_client **p = &S.list; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	S.n--;
+	mrcd_log(MRCD_LOG_DEBUG, "client %u freed", c->id);
+	free(c->mrs);
+	free(c);
+	mrcd_kick(d);
+}
+
+int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, size_t errlen)
+{
+	memset(&S, 0, sizeof(S));
+	S.d = d;
+	S.next_id = FIRST_CLIENT_ID;
+	S.max_clients = cfg->max_clients;
+	S.max_qps = cfg->client_max_qps;
+	S.max_ring = cfg->ring_entries;
+	S.max_mem = (uint64_t)cfg->client_max_mem_mb << 20;
+	return mrcd_ctlsock_open(d, cfg->socket, cfg->socket_mode, cfg->socket_group, on_conn,
+				 NULL, &S.sock, err, errlen);
+}
+
+void mrcd_clients_stop(struct mrcd *d)
+{
+	(void)d;
+	while (S.list)
+		client_free(S.list);
+	mrcd_ctlsock_close(S.sock);
+	S.sock = NULL;
+}

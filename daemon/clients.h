@@ -1,0 +1,124 @@
+/* mrcd's client side: the control socket, per-client state and limits,
+ * and the shared-memory rings of client QPs (docs/client.md).
+ *
+ * The core calls mrcd_clients_start once the loop, engine and connection
+ * manager are up, and mrcd_clients_stop before tearing them down.
+ * Everything runs on the loop's thread. */
+#ifndef MRC_DAEMON_CLIENTS_H
+#define MRC_DAEMON_CLIENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/ctlmsg.h"
+#include "common/ringcheck.h"
+#include "daemon/config.h"
+#include "daemon/mrcd.h"
+
+/* Opens cfg->socket (mode cfg->socket_mode, group cfg->socket_group) and
+ * serves clients with the limits max_clients, client_max_qps,
+ * client_max_mem_mb and ring_entries.  On error fills err. */
+int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, size_t errlen);
+/* Disconnects every client (freeing its QPs and memory) and removes the
+ * socket. */
+void mrcd_clients_stop(struct mrcd *d);
+
+/* Operator verbs (types MRC_CTL_OPER_FIRST..LAST, mrcctl) arriving on the
+ * client socket are handed to this hook when the operator module defines
+ * it; it replies on fd itself and returns 0, or returns non-zero to let
+ * the caller refuse the request.  uid is the peer's, for admin checks. */
+int mrcd_oper_request(struct mrcd *d, int fd, uid_t uid, const struct mrc_ctl_msg *m)
+	__attribute__((weak));
+
+/* ---- internal: shared by clients.c and rings.c ------------------------ */
+
+#define MRCD_CLIENT_MAX_MRS 1024u
+
+struct mrcd_cmr {
+	struct mrc__mr_view view;  /* len, access (what ringcheck needs) */
+	uint32_t key;
+	void *map;
+	size_t map_len;
+};
+
+struct mrcd_cqp;
+
+struct mrcd_client {
+	struct mrcd *d;
+	struct mrcd_client *next;
+	uint32_t id;               /* also the engine protection domain */
+	int fd;
+	ev_io io;
+	ev_timer retry;            /* completions waiting for CQ space */
+	uid_t uid;
+	pid_t pid;
+	char name[32];
+	int hello;                 /* HELLO done */
+	int refuse;                /* <0: answer every request with it, then close */
+	const char *refuse_why;
+	/* limits */
+	uint32_t max_qps, max_ring;
+	uint64_t max_mem;
+	/* resources */
+	struct mrcd_cmr *mrs;      /* MRCD_CLIENT_MAX_MRS slots, key 0 = free */
+	uint32_t nmr, last_mr;
+	uint64_t mem;
+	struct mrcd_cqp *qps;
+	uint32_t nqp;
+	struct mrcd_cm_op *ops;    /* pending ACCEPT / CONNECT */
+	struct mrcd_lsn *lsns;     /* listeners */
+	int polling;               /* poller registered */
+};
+
+/* Returns the client's region with this key (ringcheck's lookup). */
+const struct mrc__mr_view *mrcd_client_mr(void *client, uint32_t key);
+/* Sends a reply; a client that does not read its replies is dropped
+ * (returns -EPIPE then, and the client is freed: do not touch it). */
+int mrcd_client_reply(struct mrcd_client *c, uint16_t type, uint32_t req_id, int status,
+		      const void *body, size_t len, const char *reason, const int *fds,
+		      unsigned nfd);
+
+/* ---- rings.c: a client QP, its rings and its completions ---- */
+struct mrcd_cqp {
+	struct mrcd_client *c;
+	struct mrcd_cqp *next;
+	uint32_t qpn, psn;
+	uint32_t flags;            /* MRC_CTL_QP_* */
+	void *map;
+	size_t map_len;
+	int sq_efd, cq_efd;
+	ev_io sq_io;
+	struct mrc_ring_hdr *sqh, *cqh;
+	struct mrc_sqe *sq;
+	struct mrc_cqe *cq;
+	uint32_t sq_mask, cq_mask;
+	uint64_t sq_tail, cq_head;
+	int blocked;               /* the engine's queue was full */
+	int broken;                /* CQ overflowed: SQ no longer consumed */
+	/* Completions in posting order: one FIFO for sends, one for receives.
+	 * An entry is either a marker for work in the engine or an error
+	 * completion of a refused descriptor, written once every earlier
+	 * work request of the queue has completed. */
+	struct mrcd_pend *sf, *rf;
+	uint32_t sf_head, sf_n, rf_head, rf_n;
+	/* completions the CQ had no room for */
+	struct mrc_cqe *bl;
+	uint32_t bl_head, bl_n;
+	uint64_t refused, overflowed;
+};
+
+/* Creates the engine QP and its rings in a sealed memfd (*memfd, to pass
+ * to the client, with q->sq_efd and q->cq_efd). */
+int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_ctl_create_qp *req,
+		    struct mrcd_cqp **out, int *memfd, struct mrc_ctl_create_qp_rep *rep,
+		    const char **why);
+void mrcd_cqp_destroy(struct mrcd_cqp *q);
+/* Consumes up to budget descriptors; returns how many. */
+int mrcd_cqp_poll(struct mrcd_cqp *q, int budget);
+/* Arms the SQ doorbell: 0 armed, 1 work is ready (keep polling). */
+int mrcd_cqp_arm(struct mrcd_cqp *q);
+/* Moves backlogged completions into the CQ; returns how many remain. */
+uint32_t mrcd_cqp_flush(struct mrcd_cqp *q);
+
+#endif

@@ -1,0 +1,238 @@
+/* mrcd control socket (ctlsock.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/ctlmsg.h"
+#include "daemon/ctlsock.h"
+
+#define MAX_GROUPS 256
+
+struct mrcd_ctlsock {
+	struct mrcd *d;
+	int fd;
+	ev_io io;
+	char path[108];
+	int has_gid;
+	gid_t gid;
+	mrcd_ctl_conn_fn fn;
+	void *ctx;
+};
+
+/* Root, our own user (a daemon run by hand for tests), or a member of
+ * the configured group by primary or supplementary group. */
+static int peer_allowed(struct mrcd_ctlsock *s, int fd, struct ucred *cr)
+{
+	socklen_t l = sizeof(*cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &l) < 0)
+		return 0;
+	if (cr->uid == 0 || cr->uid == geteuid())
+		return 1;
+	if (!s->has_gid)
+		return 0;
+	if (cr->gid == s->gid)
+		return 1;
+	gid_t g[MAX_GROUPS];
+	l = sizeof(g);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &l) < 0)
+		return 0;
+	for (size_t i = 0; i < l / sizeof(gid_t); i++)
+		if (g[i] == s->gid)
+			return 1;
+	return 0;
+}
+
+static void on_listen(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct mrcd_ctlsock *s = w->data;
+	(void)loop;
+	(void)revents;
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				mrcd_log(MRCD_LOG_WARNING, "control socket accept: %s", strerror(errno));
+			return;
+		}
+		struct ucred cr = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+		int ok = peer_allowed(s, fd, &cr);
+		s->fn(s->ctx, fd, ok, cr.uid, cr.pid);
+	}
+}
+
+static int resolve_group(const char *name, gid_t *gid)
+{
+	char *end;
+	unsigned long v = strtoul(name, &end, 10);
+	if (*name && !*end) {
+		*gid = (gid_t)v;
+		return 0;
+	}
+	struct group *g = getgrnam(name);
+	if (!g)
+		return -ENOENT;
+	*gid = g->gr_gid;
+	return 0;
+}
+
+/* A socket file with nobody behind it is left over from a crash. */
+static int stale(const struct sockaddr_un *sa)
+{
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	int r = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 && errno == ECONNREFUSED;
+	close(fd);
+	return r;
+}
+
+int mrcd_ctlsock_open(struct mrcd *d, const char *path, unsigned mode, const char *group,
+		      mrcd_ctl_conn_fn fn, void *ctx, struct mrcd_ctlsock **out,
+		      char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "control socket path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+	struct mrcd_ctlsock *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->d = d;
+	s->fn = fn;
+	s->ctx = ctx;
+	strcpy(s->path, path);
+	int rc = 0;
+	if (group && *group) {
+		if (resolve_group(group, &s->gid)) {
+			snprintf(err, errlen, "socket_group '%s': no such group", group);
+			free(s);
+			return -ENOENT;
+		}
+		s->has_gid = 1;
+	}
+	s->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "control socket: %s", strerror(errno));
+		free(s);
+		return rc;
+	}
+	/* Create the directory (/run/mrcd) if needed; its parent must exist. */
+	char dir[sizeof(sa.sun_path)];
+	strcpy(dir, path);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			mrcd_log(MRCD_LOG_WARNING, "mkdir %s: %s", dir, strerror(errno));
+	}
+	int b = bind(s->fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (b < 0 && errno == EADDRINUSE && stale(&sa)) {
+		unlink(path);
+		b = bind(s->fd, (struct sockaddr *)&sa, sizeof(sa));
+	}
+	if (b < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "control socket %s: %s%s", path, strerror(errno),
+			 errno == EADDRINUSE ? " (another mrcd is running on it)" : "");
+		goto fail;
+	}
+	if (chmod(path, mode) < 0 || (s->has_gid && chown(path, (uid_t)-1, s->gid) < 0)) {
+		rc = -errno;
+		snprintf(err, errlen, "control socket %s: chmod/chown: %s", path, strerror(errno));
+		unlink(path);
+		goto fail;
+	}
+	if (listen(s->fd, 64) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "control socket %s: listen: %s", path, strerror(errno));
+		unlink(path);
+		goto fail;
+	}
+	ev_io_init(&s->io, on_listen, s->fd, EV_READ);
+	s->io.data = s;
+	ev_io_start(mrcd_loop(d), &s->io);
+	*out = s;
+	return 0;
+fail:
+	close(s->fd);
+	free(s);
+	return rc;
+}
+
+void mrcd_ctlsock_close(struct mrcd_ctlsock *s)
+{
+	if (!s)
+		return;
+	ev_io_stop(mrcd_loop(s->d), &s->io);
+	close(s->fd);
+	unlink(s->path);
+	free(s);
+}
+
+ssize_t mrcd_ctl_recv(int fd, void *buf, size_t cap, int *fds, unsigned *nfd)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	union { char b[CMSG_SPACE(MRC_CTL_MAX_FDS * sizeof(int))]; struct cmsghdr align; } cb;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
+	*nfd = 0;
+	ssize_t n;
+	do
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	/* Take every fd that arrived, whatever else is wrong, so none leaks. */
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*nfd < MRC_CTL_MAX_FDS)
+				fds[(*nfd)++] = f;
+			else
+				close(f);
+		}
+	}
+	if (n > 0 && (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		return -EBADMSG;
+	return n;
+}
+
+int mrcd_ctl_send(int fd, const void *buf, size_t len, const int *fds, unsigned nfd)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	union { char b[CMSG_SPACE(MRC_CTL_MAX_FDS * sizeof(int))]; struct cmsghdr align; } cb;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfd) {
+		if (nfd > MRC_CTL_MAX_FDS)
+			return -EINVAL;
+		memset(&cb, 0, sizeof(cb));
+		mh.msg_control = cb.b;
+		mh.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
+	}
+	ssize_t n;
+	do
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)len ? 0 : -EIO;
+}

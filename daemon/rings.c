@@ -1,0 +1,392 @@
+/* mrcd: client QPs and their shared-memory rings (mrc/ring.h).
+ *
+ * Everything in ring memory is the client's to scribble on: each
+ * descriptor is copied once into private memory and validated there,
+ * indices and sizes come from this side's copies, and a refused
+ * descriptor becomes an error completion in posting order. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "daemon/clients.h"
+
+struct mrcd_pend {
+	uint8_t local;             /* 1: cqe is a refusal; 0: engine work */
+	struct mrc_cqe cqe;
+};
+
+static uint64_t page_up(uint64_t n)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	return (n + pg - 1) & ~(pg - 1);
+}
+
+static void ring_init(struct mrc_ring_hdr *h, uint32_t kind, uint32_t n, uint32_t dsz,
+		      uint32_t flags, uint32_t qpn)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = MRC_RING_MAGIC;
+	h->version = MRC_RING_VERSION;
+	h->kind = kind;
+	h->entries = n;
+	h->desc_size = dsz;
+	h->flags = flags;
+	h->qpn = qpn;
+	h->desc_off = sizeof(*h);
+}
+
+static void doorbell(int efd)
+{
+	uint64_t one = 1;
+	if (write(efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		mrcd_log(MRCD_LOG_DEBUG, "cq doorbell: %s", strerror(errno));
+}
+
+/* ---- completions ------------------------------------------------------ */
+
+/* Writes one completion into the CQ; -ENOSPC when the client has not
+ * freed a slot.  A tail beyond our head is garbage: treated as full. */
+static int cq_put(struct mrcd_cqp *q, const struct mrc_cqe *c)
+{
+	uint64_t tail = mrc_ring_tail_load(q->cqh);
+	if (tail > q->cq_head || q->cq_head - tail > q->cq_mask)
+		return -ENOSPC;
+	struct mrc_cqe *s = &q->cq[q->cq_head & q->cq_mask];
+	memcpy((char *)s + sizeof(s->seq), (const char *)c + sizeof(c->seq),
+	       sizeof(*s) - sizeof(s->seq));
+	mrc_ring_seq_publish(&s->seq, q->cq_head);
+	q->cq_head++;
+	q->cqh->head = q->cq_head;
+	return 0;
+}
+
+static void emit(struct mrcd_cqp *q, const struct mrc_cqe *c)
+{
+	if (q->bl_n == 0 && cq_put(q, c) == 0) {
+		if (mrc_ring_need_wake(q->cqh))
+			doorbell(q->cq_efd);
+		return;
+	}
+	uint32_t cap = q->cq_mask + 1;
+	if (q->bl_n == cap) {
+		/* The client neither polls nor stops the peer: mark the loss in
+		 * the ring and stop consuming its SQ (docs/client.md). */
+		q->overflowed++;
+		if (!q->broken) {
+			mrcd_log(MRCD_LOG_WARNING, "client %u qp %u: completion ring overflow",
+				 q->c->id, q->qpn);
+			__atomic_or_fetch(&q->cqh->status, MRC_RING_S_OVERFLOW, __ATOMIC_RELEASE);
+			q->broken = 1;
+			if (mrc_ring_need_wake(q->cqh))
+				doorbell(q->cq_efd);
+		}
+		return;
+	}
+	q->bl[(q->bl_head + q->bl_n++) & q->cq_mask] = *c;
+	if (!ev_is_active(&q->c->retry))
+		ev_timer_start(mrcd_loop(q->c->d), &q->c->retry);
+}
+
+uint32_t mrcd_cqp_flush(struct mrcd_cqp *q)
+{
+	int put = 0;
+	while (q->bl_n && cq_put(q, &q->bl[q->bl_head & q->cq_mask]) == 0) {
+		q->bl_head++;
+		q->bl_n--;
+		put++;
+	}
+	if (put && mrc_ring_need_wake(q->cqh))
+		doorbell(q->cq_efd);
+	return q->bl_n;
+}
+
+/* FIFO of one queue (sends or receives) in posting order. */
+static void fifo_push(struct mrcd_cqp *q, struct mrcd_pend *f, uint32_t head, uint32_t *n,
+		      const struct mrcd_pend *p)
+{
+	f[(head + (*n)++) & q->cq_mask] = *p;
+}
+
+/* An engine completion arrived for the queue: the head marker is its
+ * work request; then every refusal queued behind it is due. */
+static void fifo_complete(struct mrcd_cqp *q, struct mrcd_pend *f, uint32_t *head, uint32_t *n,
+			  const struct mrc_cqe *c)
+{
+	if (*n && !f[*head & q->cq_mask].local) {
+		(*head)++;
+		(*n)--;
+	}
+	emit(q, c);
+	while (*n && f[*head & q->cq_mask].local) {
+		emit(q, &f[*head & q->cq_mask].cqe);
+		(*head)++;
+		(*n)--;
+	}
+}
+
+static void refuse(struct mrcd_cqp *q, const struct mrc_sqe *s, int err)
+{
+	struct mrcd_pend p = { .local = 1, .cqe = {
+		.status = err, .wr_id = s->wr_id, .qpn = q->qpn, .op = mrc__sqe_cqe_op(s->op) } };
+	q->refused++;
+	if (s->op == MRC_SQE_RECV) {
+		if (q->rf_n == 0)
+			emit(q, &p.cqe);
+		else
+			fifo_push(q, q->rf, q->rf_head, &q->rf_n, &p);
+	} else {
+		if (q->sf_n == 0)
+			emit(q, &p.cqe);
+		else
+			fifo_push(q, q->sf, q->sf_head, &q->sf_n, &p);
+	}
+}
+
+static uint8_t cqe_op(uint8_t wc_op)
+{
+	switch (wc_op) {
+	case MRC_WC_WRITE: return MRC_CQE_WRITE;
+	case MRC_WC_WRITE_IMM: return MRC_CQE_WRITE_IMM;
+	case MRC_WC_SEND: return MRC_CQE_SEND;
+	case MRC_WC_SEND_IMM: return MRC_CQE_SEND_IMM;
+	case MRC_WC_ATOMIC_ADD: return MRC_CQE_ATOMIC_ADD;
+	case MRC_WC_RECV: return MRC_CQE_RECV;
+	case MRC_WC_RECV_WRITE_IMM: return MRC_CQE_RECV_WRITE_IMM;
+	}
+	return 0;
+}
+
+static void on_wc(void *ctx, const struct mrc_wc *wc)
+{
+	struct mrcd_cqp *q = ctx;
+	struct mrc_cqe c = {
+		.status = wc->status, .wr_id = wc->wr_id, .byte_len = (uint32_t)wc->byte_len,
+		.imm = wc->imm, .qpn = q->qpn, .op = cqe_op(wc->op),
+		.flags = wc->has_imm ? MRC_CQE_F_IMM : 0,
+	};
+	switch (wc->op) {
+	case MRC_WC_RECV_WRITE_IMM:
+		emit(q, &c);
+		break;
+	case MRC_WC_RECV:
+		fifo_complete(q, q->rf, &q->rf_head, &q->rf_n, &c);
+		break;
+	default:
+		fifo_complete(q, q->sf, &q->sf_head, &q->sf_n, &c);
+		break;
+	}
+	/* Room in the engine or the CQ budget again: poll the SQ. */
+	q->blocked = 0;
+	mrcd_kick(q->c->d);
+}
+
+/* ---- submissions ------------------------------------------------------ */
+
+static const uint8_t wr_op[] = {
+	[MRC_SQE_WRITE] = MRC_WR_WRITE, [MRC_SQE_WRITE_IMM] = MRC_WR_WRITE_IMM,
+	[MRC_SQE_SEND] = MRC_WR_SEND, [MRC_SQE_SEND_IMM] = MRC_WR_SEND_IMM,
+	[MRC_SQE_ATOMIC_ADD] = MRC_WR_ATOMIC_ADD,
+};
+
+/* 0: consumed (posted or refused); -ENOSPC: the engine is full, retry. */
+static int submit(struct mrcd_cqp *q, const struct mrc_sqe *s)
+{
+	struct mrc_engine *e = mrcd_engine(q->c->d);
+	int r = mrc__sqe_check(s, mrcd_client_mr, q->c, NULL);
+	if (r) {
+		refuse(q, s, r);
+		return 0;
+	}
+	struct mrcd_pend mark = { .local = 0 };
+	if (s->op == MRC_SQE_RECV) {
+		r = mrc_qp_post_recv(e, q->qpn, s->wr_id, s->lkey, s->loff, s->len);
+		if (r == 0)
+			fifo_push(q, q->rf, q->rf_head, &q->rf_n, &mark);
+	} else {
+		struct mrc_wr wr = {
+			.wr_id = s->wr_id, .op = wr_op[s->op], .lkey = s->lkey, .loff = s->loff,
+			.len = s->len, .rkey = s->rkey, .roff = s->roff, .imm = s->imm, .add = s->add,
+		};
+		r = mrc_qp_post(e, mrcd_now(), q->qpn, &wr);
+		if (r == 0)
+			fifo_push(q, q->sf, q->sf_head, &q->sf_n, &mark);
+	}
+	if (r == -ENOSPC)
+		return r;
+	if (r)
+		refuse(q, s, r);
+	return 0;
+}
+
+static uint32_t outstanding(const struct mrcd_cqp *q)
+{
+	return q->sf_n + q->rf_n + q->bl_n;
+}
+
+int mrcd_cqp_poll(struct mrcd_cqp *q, int budget)
+{
+	int n = 0;
+	uint32_t cq_cap = q->cq_mask + 1;
+	while (n < budget && !q->blocked && !q->broken && outstanding(q) < cq_cap) {
+		struct mrc_sqe *slot = &q->sq[q->sq_tail & q->sq_mask];
+		if (mrc_ring_seq_load(&slot->seq) != (uint32_t)(q->sq_tail + 1))
+			break;
+		struct mrc_sqe s;
+		memcpy(&s, slot, sizeof(s));   /* after the acquire: one private copy */
+		if (submit(q, &s) == -ENOSPC) {
+			q->blocked = 1;
+			break;
+		}
+		q->sq_tail++;
+		n++;
+	}
+	if (n)
+		mrc_ring_tail_store(q->sqh, q->sq_tail);
+	return n;
+}
+
+int mrcd_cqp_arm(struct mrcd_cqp *q)
+{
+	if (q->blocked || q->broken || outstanding(q) >= q->cq_mask + 1)
+		return 0;          /* a completion (on_wc) or the retry timer resumes */
+	const uint32_t *seq = &q->sq[q->sq_tail & q->sq_mask].seq;
+	if (q->flags & MRC_CTL_QP_POLLED)
+		return mrc_ring_seq_load(seq) == (uint32_t)(q->sq_tail + 1);
+	return mrc_ring_prepare_sleep(q->sqh, seq, q->sq_tail);
+}
+
+static void on_sq_doorbell(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct mrcd_cqp *q = w->data;
+	uint64_t v;
+	(void)loop;
+	(void)revents;
+	if (read(q->sq_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		mrcd_log(MRCD_LOG_DEBUG, "sq doorbell: %s", strerror(errno));
+	mrc_ring_wake_done(q->sqh);
+	mrcd_kick(q->c->d);
+}
+
+/* ---- create / destroy -------------------------------------------------- */
+
+static int pow2_ok(uint32_t n, uint32_t max)
+{
+	return n >= MRC_RING_MIN_ENTRIES && n <= max && !(n & (n - 1));
+}
+
+int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_ctl_create_qp *req,
+		    struct mrcd_cqp **out, int *memfd, struct mrc_ctl_create_qp_rep *rep,
+		    const char **why)
+{
+	struct mrcd *d = c->d;
+	uint32_t max = c->max_ring < MRC_RING_MAX_ENTRIES ? c->max_ring : MRC_RING_MAX_ENTRIES;
+	if (req->sq_entries > max || req->cq_entries > max) {
+		*why = "ring entries above the limit (config ring_entries)";
+		return -EDQUOT;
+	}
+	if (!pow2_ok(req->sq_entries, max) || !pow2_ok(req->cq_entries, max)) {
+		*why = "ring entries must be a power of two, at least 8";
+		return -EINVAL;
+	}
+	struct mrcd_cqp *q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->c = c;
+	q->flags = req->flags;
+	q->sq_efd = q->cq_efd = *memfd = -1;
+	q->map = MAP_FAILED;
+	uint32_t ncq = req->cq_entries;
+	q->sf = calloc(ncq, sizeof(*q->sf));
+	q->rf = calloc(ncq, sizeof(*q->rf));
+	q->bl = calloc(ncq, sizeof(*q->bl));
+	int r = -ENOMEM;
+	if (!q->sf || !q->rf || !q->bl)
+		goto fail;
+	struct mrc_qp_attr attr = { .pd = c->id };
+	if (req->flags & MRC_CTL_QP_PIN_EV) {
+		attr.flags = MRC_QP_PIN_EV;
+		attr.pin_ev = req->pin_ev;
+	}
+	r = mrc_qp_create(mrcd_engine(d), &attr, &q->qpn);
+	if (r) {
+		*why = "the engine refused the QP (daemon-wide QP limit?)";
+		free(q->sf), free(q->rf), free(q->bl), free(q);
+		return r;
+	}
+	if (getrandom(&q->psn, sizeof(q->psn), 0) != sizeof(q->psn))
+		q->psn = (uint32_t)mrcd_now();
+	uint64_t sq_bytes = mrc_ring_bytes(req->sq_entries, sizeof(struct mrc_sqe));
+	uint64_t cq_bytes = mrc_ring_bytes(ncq, sizeof(struct mrc_cqe));
+	q->map_len = page_up(sq_bytes + cq_bytes);
+	*memfd = memfd_create("mrcd-rings", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (*memfd < 0 || ftruncate(*memfd, (off_t)q->map_len) < 0 ||
+	    fcntl(*memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		r = -errno;
+		*why = "ring memory";
+		goto fail;
+	}
+	q->map = mmap(NULL, q->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, *memfd, 0);
+	q->sq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	q->cq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (q->map == MAP_FAILED || q->sq_efd < 0 || q->cq_efd < 0) {
+		r = -errno;
+		*why = "ring memory or doorbells";
+		goto fail;
+	}
+	uint32_t rflags = req->flags & MRC_CTL_QP_POLLED ? MRC_RING_F_POLLED : 0;
+	q->sqh = q->map;
+	q->cqh = (struct mrc_ring_hdr *)((char *)q->map + sq_bytes);
+	ring_init(q->sqh, MRC_RING_SQ, req->sq_entries, sizeof(struct mrc_sqe), rflags, q->qpn);
+	ring_init(q->cqh, MRC_RING_CQ, ncq, sizeof(struct mrc_cqe), 0, q->qpn);
+	q->sq = (struct mrc_sqe *)(q->sqh + 1);
+	q->cq = (struct mrc_cqe *)(q->cqh + 1);
+	q->sq_mask = req->sq_entries - 1;
+	q->cq_mask = ncq - 1;
+	r = mrcd_qp_bind(d, q->qpn, on_wc, q);
+	if (r) {
+		*why = "QP number already bound";
+		goto fail;
+	}
+	ev_io_init(&q->sq_io, on_sq_doorbell, q->sq_efd, EV_READ);
+	q->sq_io.data = q;
+	ev_io_start(mrcd_loop(d), &q->sq_io);
+	*rep = (struct mrc_ctl_create_qp_rep){ .qpn = q->qpn, .map_len = q->map_len,
+		.sq_off = 0, .cq_off = sq_bytes };
+	*out = q;
+	return 0;
+fail:
+	mrc_qp_destroy(mrcd_engine(d), q->qpn);
+	if (q->map != MAP_FAILED)
+		munmap(q->map, q->map_len);
+	if (*memfd >= 0)
+		close(*memfd);
+	*memfd = -1;
+	if (q->sq_efd >= 0)
+		close(q->sq_efd);
+	if (q->cq_efd >= 0)
+		close(q->cq_efd);
+	free(q->sf), free(q->rf), free(q->bl), free(q);
+	return r;
+}
+
+void mrcd_cqp_destroy(struct mrcd_cqp *q)
+{
+	struct mrcd *d = q->c->d;
+	mrcd_qp_unbind(d, q->qpn);
+	/* Outstanding work is dropped without completions: the client is
+	 * going away or asked for it. */
+	int r = mrc_qp_destroy(mrcd_engine(d), q->qpn);
+	if (r)
+		mrcd_log(MRCD_LOG_WARNING, "client %u: destroy qp %u: %s", q->c->id, q->qpn,
+			 strerror(-r));
+	ev_io_stop(mrcd_loop(d), &q->sq_io);
+	close(q->sq_efd);
+	close(q->cq_efd);
+	munmap(q->map, q->map_len);
+	free(q->sf), free(q->rf), free(q->bl), free(q);
+}
