@@ -42,3 +42,7 @@ install-lib: $(LIB_TARGETS)
 	install -m 644 $(B)/lib/mrc.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	install -m 644 include/mrc/mrc.h include/mrc/ring.h include/mrc/error.h \
 		$(DESTDIR)$(PREFIX)/include/mrc/
+
+# Tests that use libmrc find its objects in the test support library
+# (tests that do not call it pull nothing from there).
+TEST_SUPPORT_SRCS += $(filter lib/%,$(LIBMRC_SRCS))
