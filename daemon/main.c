@@ -8,13 +8,8 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
+#include "daemon/clients.h"
 #include "daemon/core.h"
-
-/* The client side (control socket, rings, libmrc's peer): daemon/clients.c.
- * Weak until that module lands, so the core can run without it. */
-int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err,
-		       size_t errlen) __attribute__((weak));
-void mrcd_clients_stop(struct mrcd *d) __attribute__((weak));
 
 #define MRC_VERSION "0.1.0"
 
@@ -200,15 +195,14 @@ int main(int argc, char **argv)
 		mrcd_core_fini(&d);
 		return 1;
 	}
-	if (mrcd_clients_start && mrcd_clients_start(&d, &d.cfg, err, sizeof(err))) {
+	if (mrcd_clients_start(&d, &d.cfg, err, sizeof(err))) {
 		mrcd_log(MRCD_LOG_ERR, "%s", err);
 		mrcd_core_fini(&d);
 		return 1;
 	}
 	if (mrcd_oper_start && mrcd_oper_start(&d, err, sizeof(err))) {
 		mrcd_log(MRCD_LOG_ERR, "%s", err);
-		if (mrcd_clients_stop)
-			mrcd_clients_stop(&d);
+		mrcd_clients_stop(&d);
 		mrcd_core_fini(&d);
 		return 1;
 	}
@@ -234,8 +228,7 @@ int main(int argc, char **argv)
 	ev_run(d.loop, 0);
 	if (mrcd_oper_stop)
 		mrcd_oper_stop(&d);
-	if (mrcd_clients_stop)
-		mrcd_clients_stop(&d);
+	mrcd_clients_stop(&d);
 	mrcd_flush(&d);
 	mrcd_core_fini(&d);
 	mrcd_log(MRCD_LOG_NOTICE, "stopped");
