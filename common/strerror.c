@@ -18,6 +18,10 @@ const char *mrc_strerror(int err)
 	case -ENOSPC: return "queue full";
 	case -ENOTCONN: return "queue pair not connected";
 	case -EPROTO: return "protocol violation by the peer";
+	case -ENOKEY: return "memory key is not one of this client's regions";
+	case -ERANGE: return "offset and length outside the registered region";
+	case -EDQUOT: return "per-client limit reached (QPs, memory, regions or ring size)";
+	case -EOPNOTSUPP: return "unknown opcode or request type";
 	default: return strerror(-err);
 	}
 }
