@@ -69,6 +69,10 @@ static int resolve(const struct mrc_sim *s, const char *t, uint8_t *kind,
 	return 0;
 }
 
+static uint32_t target_ports(const struct mrc_sim *s, const struct sim_fault_rec *r,
+			     uint32_t *out, uint32_t max);
+static uint32_t mark_affected(struct mrc_sim *s, const uint32_t *ports, uint32_t np);
+
 int sim_faults_check(struct mrc_sim *s, char *err, size_t errlen)
 {
 	for (uint32_t i = 0; i < s->cfg.n_faults; i++) {
@@ -79,6 +83,27 @@ int sim_faults_check(struct mrc_sim *s, char *err, size_t errlen)
 			return rc;
 		r->t_ps = s->cfg.faults[i].at_ns * SIM_PS_PER_NS;
 		r->recover_ps = -1;
+	}
+	return 0;
+}
+
+/* Marks the flows whose paths (either direction) cross a fault's target
+ * before the run, so their goodput is tracked before the fault too. */
+int sim_faults_mark(struct mrc_sim *s)
+{
+	for (uint32_t i = 0; i < s->cfg.n_faults; i++) {
+		struct sim_fault_rec *r = &s->frec[i];
+		if (s->cfg.faults[i].kind == MRC_SIM_F_RECOVER)
+			continue;
+		uint32_t cap = 2;
+		if (r->tgt_kind == T_NODE)
+			cap = 2 * (s->fab.adj_off[r->tgt + 1] - s->fab.adj_off[r->tgt]);
+		uint32_t *ports = malloc(cap * sizeof(*ports));
+		if (!ports)
+			return -ENOMEM;
+		uint32_t np = target_ports(s, r, ports, cap);
+		r->affected = mark_affected(s, ports, np);
+		free(ports);
 	}
 	return 0;
 }
@@ -153,8 +178,6 @@ void sim_fault_apply(struct mrc_sim *s, uint32_t i)
 		cap = 2;
 	}
 	uint32_t np = target_ports(s, r, ports, cap);
-	if (fc->kind != MRC_SIM_F_RECOVER)
-		r->affected = mark_affected(s, ports, np);
 	for (uint32_t k = 0; k < np; k++) {
 		struct sim_port *p = &s->ports[ports[k]];
 		uint8_t was = p->state;

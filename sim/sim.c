@@ -129,6 +129,7 @@ int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
 	if ((rc = ports_init(s, err, errlen)) ||
 	    (rc = sim_workload_build(s, err, errlen)) ||
 	    (rc = sim_faults_check(s, err, errlen)) ||
+	    (rc = sim_faults_mark(s)) ||
 	    (rc = sim_hosts_create(s, err, errlen)))
 		goto fail;
 	s->rx_buf = malloc(MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN);

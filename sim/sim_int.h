@@ -250,6 +250,8 @@ int sim_host_peer(const struct mrc_sim *s, uint32_t h, uint32_t remote, uint32_t
 
 /* workload.c */
 int sim_workload_build(struct mrc_sim *s, char *err, size_t errlen);
+int sim_parse_size(const char *v, uint64_t *out);
+int sim_parse_time(const char *v, uint64_t *out);
 void sim_flow_start(struct mrc_sim *s, uint32_t f);
 void sim_flow_part_done(struct mrc_sim *s, uint32_t flow, int32_t status);
 void sim_flow_part_recv(struct mrc_sim *s, uint32_t flow);
@@ -259,6 +261,7 @@ const char *sim_wl_name(uint8_t kind);
 
 /* fault.c */
 int sim_faults_check(struct mrc_sim *s, char *err, size_t errlen);
+int sim_faults_mark(struct mrc_sim *s);
 void sim_fault_apply(struct mrc_sim *s, uint32_t i);
 void sim_faults_analyse(struct mrc_sim *s);
 const char *sim_fault_kind_name(uint8_t k);
