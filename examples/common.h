@@ -1,0 +1,94 @@
+/* Helpers shared by the example programs (header-only, libmrc only). */
+#ifndef MRC_EXAMPLES_COMMON_H
+#define MRC_EXAMPLES_COMMON_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mrc/mrc.h>
+
+static inline double ex_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static inline void ex_die(const char *what, int err, struct mrc_ctx *ctx)
+{
+	const char *why = ctx ? mrc_last_error(ctx) : "";
+	fprintf(stderr, "%s: %s%s%s\n", what, mrc_strerror(err), *why ? ": " : "", why);
+	exit(1);
+}
+#define EX_CHECK(call, ctx) do { int r_ = (call); if (r_ < 0) ex_die(#call, r_, ctx); } while (0)
+
+/* A seeded pattern: splitmix64 per 8-byte word. */
+static inline void ex_fill(void *buf, uint64_t len, uint64_t seed)
+{
+	uint8_t *b = buf;
+	uint64_t x = seed;
+	for (uint64_t i = 0; i < len; i += 8) {
+		uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+		z ^= z >> 31;
+		memcpy(b + i, &z, len - i < 8 ? len - i : 8);
+	}
+}
+
+/* FNV-1a over 64-bit words (and the tail bytes): a content hash that is
+ * fast enough for gigabytes. */
+static inline uint64_t ex_hash(const void *buf, uint64_t len)
+{
+	const uint8_t *b = buf;
+	uint64_t h = 0xcbf29ce484222325ull, w;
+	uint64_t i = 0;
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, b + i, 8);
+		h = (h ^ w) * 0x100000001b3ull;
+	}
+	for (; i < len; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* Waits for one completion of qp (timeout_ms in all); exits on error. */
+static inline struct mrc_completion ex_get(struct mrc_qp *qp, struct mrc_ctx *ctx, int timeout_ms)
+{
+	struct mrc_completion c;
+	double end = ex_now() + timeout_ms / 1000.0;
+	for (;;) {
+		int n = mrc_poll_cq(qp, &c, 1);
+		if (n < 0)
+			ex_die("mrc_poll_cq", n, ctx);
+		if (n == 1) {
+			if (c.status)
+				ex_die(mrc_cqe_op_name(c.op), c.status, NULL);
+			return c;
+		}
+		int left = (int)((end - ex_now()) * 1000);
+		if (left <= 0)
+			ex_die("waiting for a completion", -ETIMEDOUT, NULL);
+		int r = mrc_wait(qp, left);
+		if (r && r != -ETIMEDOUT)
+			ex_die("mrc_wait", r, ctx);
+	}
+}
+
+static inline uint64_t ex_size(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	switch (*end) {
+	case 'k': case 'K': v *= 1024; break;
+	case 'm': case 'M': v *= 1 << 20; break;
+	case 'g': case 'G': v *= 1 << 30; break;
+	}
+	return (uint64_t)v;
+}
+
+#endif
