@@ -1,0 +1,390 @@
+/* mrcctl: inspect and steer mrcd (man/mrcctl.8, docs/ctl.md).
+ *
+ * iproute2-style verbs; human tables by default, -j compact JSON, -p
+ * pretty JSON.  Exit codes are a contract for scripts (see usage()). */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ctl/ctljson.h"
+#include "ctl/prom.h"
+#include "ctl/render.h"
+
+enum {
+	EX_OK = 0, EX_DAEMON = 1, EX_USAGE_ = 2, EX_CONNECT = 3, EX_PERM = 4, EX_NOTFOUND = 5,
+	EX_PROTO = 6, EX_TIMEOUT = 7,
+};
+
+static const char usage_text[] =
+	"usage: mrcctl [-j | -p] [-s SOCKET] [-t SECONDS] VERB [ARGS]\n"
+	"\n"
+	"verbs (read-only):\n"
+	"  status                          version, uptime, host, planes, QPs, totals\n"
+	"  planes                          per plane: NIC, link, admin state, rates, loss, EV states\n"
+	"  peers                           hosts this node has paths to\n"
+	"  paths PEER                      every EV to PEER: plane, spine, uSID address, state, RTT, loss\n"
+	"  qps [QPN]                       queue pairs (QPN decimal or 0x hex)\n"
+	"  stats [--prom]                  every counter (--prom: Prometheus text)\n"
+	"  events [-f] [-n N]              recent events (-f: keep following; -n: last N)\n"
+	"  probe PEER [--plane P] [--spine S] [--timeout MS]\n"
+	"                                  probe paths to PEER, print RTT or loss per path\n"
+	"  topology                        the fabric as mrcd sees it\n"
+	"  version                         mrcctl's and mrcd's versions\n"
+	"  help                            this text\n"
+	"verbs (admin: root or mrcd's admin_group):\n"
+	"  plane disable|enable P          deny/allow every path of plane P, for every peer\n"
+	"  path deny|allow PEER EV         deny/allow one path\n"
+	"\n"
+	"options:\n"
+	"  -j, --json           compact JSON (one object; the contract in docs/ctl.md)\n"
+	"  -p, --pretty         indented JSON\n"
+	"  -s, --socket PATH    operator socket (default $MRCCTL_SOCKET or " MRC_OPER_DEFAULT_SOCK ")\n"
+	"  -t, --timeout SECS   reply timeout (default 10)\n"
+	"\n"
+	"exit status: 0 ok, 1 mrcd reported an error, 2 usage error, 3 cannot connect to\n"
+	"mrcd, 4 permission denied, 5 no such peer/QP/plane/path, 6 protocol error,\n"
+	"7 no reply in time.\n";
+
+static int json_mode;   /* 0 human, 1 compact, 2 pretty */
+
+static int usage_err(const char *fmt, const char *a)
+{
+	fprintf(stderr, "mrcctl: ");
+	fprintf(stderr, fmt, a);
+	fprintf(stderr, "\n(mrcctl help for usage)\n");
+	return EX_USAGE_;
+}
+
+static int parse_num(const char *s, long long max, long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 0);
+	if (!*s || *end || errno || v < 0 || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int exit_for(int err)
+{
+	switch (-err) {
+	case EACCES: case EPERM: return EX_PERM;
+	case ENOENT: return EX_NOTFOUND;
+	case EBADMSG: case EPROTONOSUPPORT: case EMSGSIZE: return EX_PROTO;
+	case ETIMEDOUT: return EX_TIMEOUT;
+	default: return EX_DAEMON;
+	}
+}
+
+static void print_json(const json_t *j)
+{
+	char *s = json_dumps(j, json_mode == 2 ? JSON_INDENT(2) : JSON_COMPACT);
+	if (s)
+		printf("%s\n", s);
+	free(s);
+}
+
+static int report(int err, const char *msg)
+{
+	fprintf(stderr, "mrcctl: %s\n", msg);
+	if (json_mode) {
+		json_t *e = json_pack("{s:{s:i, s:s, s:s}}", "error", "errno", -err, "code",
+				      mrc_oper_errno_name(err), "message", msg);
+		print_json(e);
+		json_decref(e);
+	}
+	return exit_for(err);
+}
+
+static int connect_sock(const char *path, int *fd_out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char m[512];
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(m, sizeof(m), "socket path '%s' is too long", path);
+		report(-EINVAL, m);
+		return EX_USAGE_;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		if (e == EACCES || e == EPERM) {
+			snprintf(m, sizeof(m),
+				 "permission denied on %s: mrcctl needs root or membership of mrcd's socket_group",
+				 path);
+			report(-EACCES, m);
+			return EX_PERM;
+		}
+		snprintf(m, sizeof(m), "cannot connect to mrcd at %s: %s%s", path, strerror(e),
+			 e == ENOENT || e == ECONNREFUSED ? " (is mrcd running? -s picks another socket)" : "");
+		fprintf(stderr, "mrcctl: %s\n", m);
+		if (json_mode) {
+			json_t *j = json_pack("{s:{s:i, s:s, s:s}}", "error", "errno", e, "code",
+					      mrc_oper_errno_name(e), "message", m);
+			print_json(j);
+			json_decref(j);
+		}
+		return EX_CONNECT;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+/* One whole record, however large (peek at its size first).  0 at EOF,
+ * -ETIMEDOUT, or the length; *out is malloc'd. */
+static ssize_t recv_record(int fd, int timeout_ms, char **out)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int r = poll(&p, 1, timeout_ms);
+	if (r == 0)
+		return -ETIMEDOUT;
+	if (r < 0)
+		return -errno;
+	ssize_t n = recv(fd, NULL, 0, MSG_PEEK | MSG_TRUNC);
+	if (n <= 0)
+		return n < 0 ? -errno : 0;
+	char *b = malloc((size_t)n + 1);
+	if (!b)
+		return -ENOMEM;
+	ssize_t m = recv(fd, b, (size_t)n, 0);
+	if (m != n) {
+		free(b);
+		return m < 0 ? -errno : -EBADMSG;
+	}
+	b[n] = 0;
+	*out = b;
+	return n;
+}
+
+static volatile sig_atomic_t stop;
+static void on_sig(int s) { (void)s; stop = 1; }
+
+static int follow(int fd)
+{
+	signal(SIGINT, on_sig);
+	signal(SIGTERM, on_sig);
+	signal(SIGPIPE, SIG_IGN);
+	while (!stop) {
+		char *b = NULL;
+		ssize_t n = recv_record(fd, 500, &b);
+		if (n == -ETIMEDOUT || n == -EINTR)
+			continue;
+		if (n <= 0) {
+			if (stop)
+				break;
+			fprintf(stderr, "mrcctl: mrcd closed the event stream\n");
+			return EX_DAEMON;
+		}
+		json_t *j = json_loadb(b, (size_t)n, 0, NULL);
+		free(b);
+		json_t *ev = json_object_get(j, "event");
+		if (!ev) {
+			json_decref(j);
+			fprintf(stderr, "mrcctl: bad event record from mrcd\n");
+			return EX_PROTO;
+		}
+		json_t *dr = json_object_get(j, "dropped");
+		if (dr)
+			fprintf(stderr, "mrcctl: %lld events dropped (reading too slowly)\n",
+				(long long)json_integer_value(dr));
+		if (json_mode)
+			print_json(ev);
+		else
+			mrc_oper_render_event(stdout, ev);
+		fflush(stdout);
+		json_decref(j);
+	}
+	return EX_OK;
+}
+
+/* Parses VERB ARGS into a request.  Returns 0 or an exit code. */
+static int parse_verb(int argc, char **argv, struct mrc_oper_req *r, int *prom)
+{
+	const char *v = argv[0];
+	long long x;
+	int i = 1;
+	if (!strcmp(v, "plane") || !strcmp(v, "path")) {
+		if (argc < 2)
+			return usage_err("'%s' needs an action", v);
+		char name[32];
+		snprintf(name, sizeof(name), "%s-%s", v, argv[1]);
+		r->verb = mrc_oper_verb_find(name);
+		if (r->verb != (v[1] == 'l' ? MRC_OPER_PLANE_DISABLE : MRC_OPER_PATH_DENY) &&
+		    r->verb != (v[1] == 'l' ? MRC_OPER_PLANE_ENABLE : MRC_OPER_PATH_ALLOW))
+			return usage_err("unknown action '%s' (plane disable|enable P, path deny|allow PEER EV)",
+					 argv[1]);
+		i = 2;
+	} else {
+		r->verb = mrc_oper_verb_find(v);
+		if (r->verb == MRC_OPER_NONE || mrc_oper_verb_is_admin(r->verb))
+			return usage_err("unknown verb '%s'", v);
+	}
+	switch (r->verb) {
+	case MRC_OPER_PATHS:
+	case MRC_OPER_PROBE:
+	case MRC_OPER_PATH_DENY:
+	case MRC_OPER_PATH_ALLOW:
+		if (i >= argc)
+			return usage_err("'%s' needs a PEER (host name or index)", v);
+		if (strlen(argv[i]) >= sizeof(r->peer))
+			return usage_err("peer name '%s' is too long", argv[i]);
+		snprintf(r->peer, sizeof(r->peer), "%s", argv[i++]);
+		break;
+	default:
+		break;
+	}
+	if (r->verb == MRC_OPER_PATH_DENY || r->verb == MRC_OPER_PATH_ALLOW ||
+	    r->verb == MRC_OPER_PLANE_DISABLE || r->verb == MRC_OPER_PLANE_ENABLE) {
+		int plane = r->verb == MRC_OPER_PLANE_DISABLE || r->verb == MRC_OPER_PLANE_ENABLE;
+		if (i >= argc)
+			return usage_err("missing %s", plane ? "plane number" : "EV number");
+		if (parse_num(argv[i], plane ? 15 : 4095, &x))
+			return usage_err(plane ? "bad plane '%s' (0..15)" : "bad EV '%s' (0..4095)", argv[i]);
+		if (plane)
+			r->plane = (int32_t)x;
+		else
+			r->ev = (int32_t)x;
+		i++;
+	}
+	if (r->verb == MRC_OPER_QPS && i < argc) {
+		if (parse_num(argv[i], 0xffffffffll, &x))
+			return usage_err("bad QP number '%s'", argv[i]);
+		r->qp = x;
+		i++;
+	}
+	for (; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (r->verb == MRC_OPER_STATS && !strcmp(a, "--prom")) {
+			*prom = 1;
+		} else if (r->verb == MRC_OPER_EVENTS && (!strcmp(a, "-f") || !strcmp(a, "--follow"))) {
+			r->follow = 1;
+		} else if (r->verb == MRC_OPER_EVENTS && (!strcmp(a, "-n") || !strcmp(a, "--last")) && val) {
+			if (parse_num(val, 100000, &x))
+				return usage_err("bad count '%s'", val);
+			r->last = (int32_t)x;
+			i++;
+		} else if (r->verb == MRC_OPER_PROBE && !strcmp(a, "--plane") && val) {
+			if (parse_num(val, 15, &x))
+				return usage_err("bad plane '%s' (0..15)", val);
+			r->plane = (int32_t)x;
+			i++;
+		} else if (r->verb == MRC_OPER_PROBE && !strcmp(a, "--spine") && val) {
+			if (parse_num(val, 255, &x))
+				return usage_err("bad spine '%s' (0..255)", val);
+			r->spine = (int32_t)x;
+			i++;
+		} else if (r->verb == MRC_OPER_PROBE && !strcmp(a, "--timeout") && val) {
+			if (parse_num(val, 60000, &x))
+				return usage_err("bad timeout '%s' (ms, 0..60000)", val);
+			r->timeout_ms = (int32_t)x;
+			i++;
+		} else {
+			return usage_err("unexpected argument '%s'", a);
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' }, { "pretty", no_argument, NULL, 'p' },
+		{ "socket", required_argument, NULL, 's' }, { "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 } };
+	const char *sock = getenv("MRCCTL_SOCKET");
+	if (!sock || !*sock)
+		sock = MRC_OPER_DEFAULT_SOCK;
+	long long tmo = 10;
+	int c;
+	while ((c = getopt_long(argc, argv, "+jps:t:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json_mode = json_mode ? json_mode : 1; break;
+		case 'p': json_mode = 2; break;
+		case 's': sock = optarg; break;
+		case 't':
+			if (parse_num(optarg, 3600, &tmo) || !tmo)
+				return usage_err("bad timeout '%s' (seconds, 1..3600)", optarg);
+			break;
+		case 'h': fputs(usage_text, stdout); return EX_OK;
+		default: fputs(usage_text, stderr); return EX_USAGE_;
+		}
+	}
+	if (optind >= argc) {
+		fputs(usage_text, stderr);
+		return EX_USAGE_;
+	}
+	if (!strcmp(argv[optind], "help")) {
+		fputs(usage_text, stdout);
+		return EX_OK;
+	}
+	struct mrc_oper_req r;
+	mrc_oper_req_init(&r);
+	int prom = 0;
+	int rc = parse_verb(argc - optind, argv + optind, &r, &prom);
+	if (rc)
+		return rc;
+	r.id = (uint32_t)getpid();
+	int fd;
+	if ((rc = connect_sock(sock, &fd)))
+		return rc;
+	char *req = mrc_oper_req_encode(&r);
+	if (!req)
+		return report(-ENOMEM, "out of memory");
+	/* A refusing daemon may already have answered and closed: read its
+	 * reason even when the send fails. */
+	signal(SIGPIPE, SIG_IGN);
+	ssize_t sent = send(fd, req, strlen(req), MSG_NOSIGNAL);
+	int serr = errno;
+	free(req);
+	int wait_ms = (int)tmo * 1000 + (r.verb == MRC_OPER_PROBE && r.timeout_ms > 0 ? r.timeout_ms : 0);
+	char *buf = NULL;
+	ssize_t n = recv_record(fd, wait_ms, &buf);
+	if (n == -ETIMEDOUT) {
+		close(fd);
+		return report(-ETIMEDOUT, "no reply from mrcd in time (-t sets the timeout)");
+	}
+	if (n <= 0) {
+		char m[200];
+		snprintf(m, sizeof(m), "mrcd closed the connection without a reply%s%s",
+			 sent < 0 ? ": " : "", sent < 0 ? strerror(serr) : "");
+		close(fd);
+		return report(-EBADMSG, m);
+	}
+	json_t *res = NULL;
+	char msg[1024];
+	rc = mrc_oper_reply_parse(buf, (size_t)n, NULL, &res, msg, sizeof(msg));
+	free(buf);
+	if (rc) {
+		close(fd);
+		return report(rc, msg);
+	}
+	if (prom) {
+		char *t = mrc_oper_prom(res);
+		if (t)
+			fputs(t, stdout);
+		free(t);
+	} else if (json_mode) {
+		print_json(res);
+	} else if (mrc_oper_render(stdout, r.verb, res)) {
+		json_decref(res);
+		close(fd);
+		return report(-EBADMSG, "reply lacks the fields this mrcctl renders (try -j)");
+	}
+	json_decref(res);
+	fflush(stdout);
+	if (r.follow)
+		rc = follow(fd);
+	close(fd);
+	return rc;
+}

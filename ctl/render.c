@@ -1,0 +1,376 @@
+/* Human tables for mrcctl, in the style of iproute2/ss: one header line,
+ * columns padded to the widest cell, numbers as they come. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl/render.h"
+
+#define MAXCOL 16
+
+struct table {
+	int ncol, nrow, cap;
+	const char *head[MAXCOL];
+	char **cell;          /* nrow * ncol */
+};
+
+static void t_init(struct table *t, const char *const *head)
+{
+	memset(t, 0, sizeof(*t));
+	while (head[t->ncol] && t->ncol < MAXCOL) {
+		t->head[t->ncol] = head[t->ncol];
+		t->ncol++;
+	}
+}
+
+static char **t_row(struct table *t)
+{
+	if (t->nrow == t->cap) {
+		int cap = t->cap ? t->cap * 2 : 16;
+		char **c = realloc(t->cell, sizeof(char *) * (size_t)cap * (size_t)t->ncol);
+		if (!c)
+			return NULL;
+		t->cell = c;
+		t->cap = cap;
+	}
+	char **r = &t->cell[t->nrow++ * t->ncol];
+	memset(r, 0, sizeof(char *) * (size_t)t->ncol);
+	return r;
+}
+
+static void t_print(FILE *f, struct table *t)
+{
+	int w[MAXCOL];
+	for (int c = 0; c < t->ncol; c++) {
+		w[c] = (int)strlen(t->head[c]);
+		for (int r = 0; r < t->nrow; r++) {
+			const char *s = t->cell[r * t->ncol + c];
+			if (s && (int)strlen(s) > w[c])
+				w[c] = (int)strlen(s);
+		}
+	}
+	for (int r = -1; r < t->nrow; r++)
+		for (int c = 0; c < t->ncol; c++) {
+			const char *s = r < 0 ? t->head[c] : t->cell[r * t->ncol + c];
+			if (c + 1 < t->ncol)
+				fprintf(f, "%-*s  ", w[c], s ? s : "-");
+			else
+				fprintf(f, "%s\n", s ? s : "-");
+		}
+	for (int i = 0; i < t->nrow * t->ncol; i++)
+		free(t->cell[i]);
+	free(t->cell);
+}
+
+/* A cell from a JSON value: strings as they are, integers, reals with
+ * one decimal, booleans yes/no. */
+static char *cell(const json_t *v)
+{
+	char b[64];
+	if (json_is_string(v))
+		return strdup(json_string_value(v));
+	if (json_is_integer(v))
+		snprintf(b, sizeof(b), "%lld", (long long)json_integer_value(v));
+	else if (json_is_real(v))
+		snprintf(b, sizeof(b), "%.1f", json_real_value(v));
+	else if (json_is_boolean(v))
+		snprintf(b, sizeof(b), "%s", json_is_true(v) ? "yes" : "no");
+	else
+		return strdup("-");
+	return strdup(b);
+}
+
+static char *cellf(const char *fmt, double x)
+{
+	char b[64];
+	snprintf(b, sizeof(b), fmt, x);
+	return strdup(b);
+}
+
+static const json_t *get(const json_t *o, const char *k) { return json_object_get(o, k); }
+static long long gi(const json_t *o, const char *k) { return (long long)json_integer_value(get(o, k)); }
+static const char *gs(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(get(o, k));
+	return s ? s : "-";
+}
+
+/* Rows of an array: each column a key of the element (NULL key: skip). */
+static int simple(FILE *f, const json_t *arr, const char *const *head, const char *const *keys,
+		  int (*keep)(const json_t *))
+{
+	if (!json_is_array(arr))
+		return -EINVAL;
+	struct table t;
+	t_init(&t, head);
+	size_t i;
+	json_t *e;
+	json_array_foreach(arr, i, e) {
+		if (keep && !keep(e))
+			continue;
+		char **r = t_row(&t);
+		if (!r)
+			break;
+		for (int c = 0; c < t.ncol; c++) {
+			const char *k = keys[c];
+			r[c] = cell(get(e, k));
+		}
+	}
+	t_print(f, &t);
+	return 0;
+}
+
+static int r_planes(FILE *f, const json_t *res)
+{
+	const json_t *a = get(res, "planes");
+	if (!json_is_array(a))
+		return -EINVAL;
+	static const char *h[] = { "PLANE", "NIC", "LINK", "ADMIN", "TX_PPS", "TX_PKTS", "LOST",
+				   "LOSS%", "TRIMS", "ECN", "GOOD", "BAD", "DENIED", NULL };
+	struct table t;
+	t_init(&t, h);
+	size_t i;
+	json_t *e;
+	json_array_foreach(a, i, e) {
+		char **r = t_row(&t);
+		if (!r)
+			break;
+		const json_t *evs = get(e, "evs");
+		r[0] = cell(get(e, "plane"));
+		r[1] = cell(get(e, "nic"));
+		r[2] = cell(get(e, "link"));
+		r[3] = cell(get(e, "admin"));
+		r[4] = cell(get(e, "tx_pps"));
+		r[5] = cell(get(e, "tx_pkts"));
+		r[6] = cell(get(e, "lost"));
+		r[7] = cellf("%.2f", json_number_value(get(e, "loss_ratio")) * 100);
+		r[8] = cell(get(e, "trims"));
+		r[9] = cell(get(e, "ecn"));
+		r[10] = cell(get(evs, "GOOD"));
+		r[11] = cell(get(evs, "ASSUMED_BAD"));
+		r[12] = cell(get(evs, "DENIED"));
+	}
+	t_print(f, &t);
+	return 0;
+}
+
+static int r_peers(FILE *f, const json_t *res)
+{
+	const json_t *a = get(res, "peers");
+	if (!json_is_array(a))
+		return -EINVAL;
+	static const char *h[] = { "PEER", "HOST", "ADDRESS", "PATHS", "GOOD", "BAD", "DENIED",
+				   "QPS", "TX_PKTS", "LOST", "SRTT_MIN_US", NULL };
+	struct table t;
+	t_init(&t, h);
+	size_t i;
+	json_t *e;
+	json_array_foreach(a, i, e) {
+		char **r = t_row(&t);
+		if (!r)
+			break;
+		const json_t *evs = get(e, "evs");
+		r[0] = cell(get(e, "peer"));
+		r[1] = cell(get(e, "host"));
+		r[2] = cell(get(e, "address"));
+		r[3] = cell(get(e, "paths"));
+		r[4] = cell(get(evs, "GOOD"));
+		r[5] = cell(get(evs, "ASSUMED_BAD"));
+		r[6] = cell(get(evs, "DENIED"));
+		r[7] = cell(get(e, "qps"));
+		r[8] = cell(get(e, "tx_pkts"));
+		r[9] = cell(get(e, "lost"));
+		r[10] = cell(get(e, "srtt_us_min"));
+	}
+	t_print(f, &t);
+	return 0;
+}
+
+static int exists(const json_t *e) { return json_is_true(json_object_get(e, "exists")); }
+
+static int r_paths(FILE *f, const json_t *res)
+{
+	const json_t *a = get(res, "paths");
+	if (!json_is_array(a))
+		return -EINVAL;
+	fprintf(f, "paths to %s (host %lld)\n", gs(res, "peer"), gi(res, "host"));
+	static const char *h[] = { "EV", "PLANE", "SPINE", "ADDRESS", "STATE", "REASON", "SINCE",
+				   "SRTT_US", "TX_PKTS", "LOST", "TRIMS", "ECN", "PROBES", NULL };
+	struct table t;
+	t_init(&t, h);
+	size_t i;
+	json_t *e;
+	int absent = 0;
+	json_array_foreach(a, i, e) {
+		if (!exists(e)) {
+			absent++;
+			continue;
+		}
+		char **r = t_row(&t);
+		if (!r)
+			break;
+		long long sp = gi(e, "spine");
+		r[0] = cell(get(e, "ev"));
+		r[1] = cell(get(e, "plane"));
+		r[2] = sp < 0 ? strdup("direct") : cell(get(e, "spine"));
+		r[3] = cell(get(e, "address"));
+		r[4] = cell(get(e, "state"));
+		if (json_is_true(get(e, "admin_denied")))
+			free(r[4]), r[4] = strdup("DENIED(admin)");
+		r[5] = cell(get(e, "reason"));
+		r[6] = cellf("%.1fs ago", json_number_value(get(e, "last_change_age_s")));
+		r[7] = cell(get(e, "srtt_us"));
+		r[8] = cell(get(e, "tx_pkts"));
+		r[9] = cell(get(e, "lost"));
+		r[10] = cell(get(e, "trims"));
+		r[11] = cell(get(e, "ecn"));
+		char b[48];
+		snprintf(b, sizeof(b), "%lld/%lld", gi(e, "probes_ok"), gi(e, "probes_sent"));
+		r[12] = strdup(b);
+	}
+	t_print(f, &t);
+	if (absent)
+		fprintf(f, "(%d EVs have no path between these hosts)\n", absent);
+	return 0;
+}
+
+static int r_probe(FILE *f, const json_t *res)
+{
+	const json_t *a = get(res, "results");
+	if (!json_is_array(a))
+		return -EINVAL;
+	static const char *h[] = { "EV", "PLANE", "SPINE", "ADDRESS", "RESULT", "RTT_US", NULL };
+	static const char *k[] = { "ev", "plane", "spine", "address", "result", "rtt_us", NULL };
+	fprintf(f, "probe %s (host %lld): %lld sent, %lld answered, %lld lost\n", gs(res, "peer"),
+		gi(res, "host"), gi(res, "sent"), gi(res, "answered"), gi(res, "lost"));
+	return simple(f, a, h, k, NULL);
+}
+
+static int r_qps(FILE *f, const json_t *res)
+{
+	static const char *h[] = { "QPN", "STATE", "PEER", "RQPN", "INFLIGHT", "CWND", "SRTT_US",
+				   "RETX", "RTO_FIRES", "TX_PKTS", "RX_PKTS", "BYTES_ACKED", NULL };
+	static const char *k[] = { "qpn_hex", "state", "peer", "rqpn", "inflight", "cwnd_bytes",
+				   "srtt_us", "retx", "rto_fires", "tx_pkts", "rx_pkts", "bytes_acked", NULL };
+	return simple(f, get(res, "qps"), h, k, NULL);
+}
+
+static void kv(FILE *f, const char *indent, const json_t *o)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)o, k, v) {
+		if (json_is_object(v)) {
+			fprintf(f, "%s%s:\n", indent, k);
+			char in2[32];
+			snprintf(in2, sizeof(in2), "%s  ", indent);
+			kv(f, in2, v);
+		} else if (json_is_array(v)) {
+			char *s = json_dumps(v, JSON_COMPACT);
+			fprintf(f, "%s%-22s %s\n", indent, k, s ? s : "");
+			free(s);
+		} else {
+			char *s = cell(v);
+			fprintf(f, "%s%-22s %s\n", indent, k, s ? s : "");
+			free(s);
+		}
+	}
+}
+
+static int r_status(FILE *f, const json_t *res)
+{
+	if (!json_is_object(res))
+		return -EINVAL;
+	const json_t *h = get(res, "host"), *ev = get(res, "ev_states"), *tot = get(res, "totals");
+	fprintf(f, "mrcd %s on %s: host %s (index %lld, %s), %s mode\n", gs(res, "version"),
+		gs(res, "hostname"), gs(h, "name"), gi(h, "index"), gs(h, "address"), gs(res, "mode"));
+	fprintf(f, "  up %.0f s since %s\n", json_number_value(get(res, "uptime_s")), gs(res, "started"));
+	fprintf(f, "  planes %lld (%lld up", gi(res, "planes"), gi(res, "planes_up"));
+	if (json_array_size(get(res, "planes_admin_disabled"))) {
+		char *s = json_dumps(get(res, "planes_admin_disabled"), JSON_COMPACT);
+		fprintf(f, ", admin-disabled %s", s ? s : "");
+		free(s);
+	}
+	fprintf(f, "), peers %lld, qps %lld\n", gi(res, "peers"), gi(res, "qps"));
+	fprintf(f, "  paths: %lld GOOD, %lld ASSUMED_BAD, %lld DENIED\n", gi(ev, "GOOD"),
+		gi(ev, "ASSUMED_BAD"), gi(ev, "DENIED"));
+	fprintf(f, "  totals:\n");
+	kv(f, "    ", tot);
+	return 0;
+}
+
+static int r_topology(FILE *f, const json_t *res)
+{
+	if (!json_is_object(res))
+		return -EINVAL;
+	fprintf(f, "%s fabric", gs(res, "mode"));
+	if (json_is_string(get(res, "file")))
+		fprintf(f, " %s, block %s", gs(res, "file"), gs(res, "block"));
+	fprintf(f, ": %lld planes, %lld EVs, self %s\n", gi(res, "planes"), gi(res, "evs"), gs(res, "self"));
+	size_t i;
+	json_t *p;
+	json_array_foreach(get(res, "plane_list"), i, p) {
+		char *l = json_dumps(get(p, "leaves"), JSON_COMPACT), *s = json_dumps(get(p, "spines"), JSON_COMPACT);
+		fprintf(f, "  plane %lld nic %s: leaves %s spines %s\n", gi(p, "plane"), gs(p, "nic"),
+			l ? l : "", s ? s : "");
+		free(l);
+		free(s);
+	}
+	static const char *h[] = { "HOST", "INDEX", "USID", "ADDRESS", NULL };
+	static const char *k[] = { "name", "index", "usid", "address", NULL };
+	return simple(f, get(res, "hosts"), h, k, NULL);
+}
+
+void mrc_oper_render_event(FILE *out, const json_t *ev)
+{
+	fprintf(out, "%s  %-6s %s\n", gs(ev, "time"), gs(ev, "kind"), gs(ev, "text"));
+}
+
+int mrc_oper_render(FILE *f, enum mrc_oper_verb v, const json_t *res)
+{
+	switch (v) {
+	case MRC_OPER_STATUS: return r_status(f, res);
+	case MRC_OPER_PLANES: return r_planes(f, res);
+	case MRC_OPER_PEERS: return r_peers(f, res);
+	case MRC_OPER_PATHS: return r_paths(f, res);
+	case MRC_OPER_QPS: return r_qps(f, res);
+	case MRC_OPER_PROBE: return r_probe(f, res);
+	case MRC_OPER_TOPOLOGY: return r_topology(f, res);
+	case MRC_OPER_EVENTS: {
+		const json_t *a = get(res, "events");
+		if (!json_is_array(a))
+			return -EINVAL;
+		size_t i;
+		json_t *e;
+		json_array_foreach(a, i, e)
+			mrc_oper_render_event(f, e);
+		return 0;
+	}
+	case MRC_OPER_VERSION_VERB:
+		if (!json_is_string(get(res, "version")))
+			return -EINVAL;
+		fprintf(f, "mrcd %s (operator protocol %lld)\n", gs(res, "version"), gi(res, "protocol"));
+		return 0;
+	case MRC_OPER_PLANE_DISABLE:
+	case MRC_OPER_PLANE_ENABLE:
+		if (!json_is_integer(get(res, "plane")))
+			return -EINVAL;
+		fprintf(f, "plane %lld %s%s: %lld paths of %lld peers\n", gi(res, "plane"),
+			gs(res, "admin"), json_is_true(get(res, "changed")) ? "" : " (unchanged)",
+			gi(res, "evs"), gi(res, "peers"));
+		return 0;
+	case MRC_OPER_PATH_DENY:
+	case MRC_OPER_PATH_ALLOW:
+		if (!json_is_integer(get(res, "ev")))
+			return -EINVAL;
+		fprintf(f, "path %s ev %lld %s%s: now %s\n", gs(res, "peer"), gi(res, "ev"),
+			gs(res, "admin"), json_is_true(get(res, "changed")) ? "" : " (unchanged)",
+			gs(res, "state"));
+		return 0;
+	default:
+		if (!json_is_object(res))
+			return -EINVAL;
+		kv(f, "", res);
+		return 0;
+	}
+}

@@ -1,0 +1,560 @@
+/* mrcd's operator socket: mrcctl connects here (docs/ctl.md).  Accepts
+ * connections, checks the peer's credentials (SO_PEERCRED: root, the
+ * daemon's own user, socket_group for read-only verbs, admin_group for
+ * admin verbs), reads one JSON request per record, answers one JSON reply
+ * per record, streams events to followers and runs probes. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon/oper.h"
+
+static struct oper *g_oper;
+
+struct oper *mrcd_oper_get(void) { return g_oper; }
+
+/* ---- connections ------------------------------------------------------- */
+
+static void probe_clear(struct oper_conn *c)
+{
+	ev_timer_stop(c->o->d->loop, &c->probe_tm);
+	free(c->probe_ev);
+	free(c->probe_rtt);
+	free(c->probe_st);
+	c->probe_ev = NULL;
+	c->probe_rtt = NULL;
+	c->probe_st = NULL;
+	c->nprobe = c->probe_left = 0;
+}
+
+static void conn_close(struct oper_conn *c)
+{
+	struct oper *o = c->o;
+	probe_clear(c);
+	ev_io_stop(o->d->loop, &c->io);
+	close(c->fd);
+	for (int i = 0; i < OPER_MAX_CONNS; i++)
+		if (o->conns[i] == c)
+			o->conns[i] = NULL;
+	free(c);
+}
+
+/* Replies are bounded and the client waits for them, so a full socket
+ * buffer gets one short wait before the connection is given up. */
+int mrcd_oper_send(struct oper_conn *c, const char *text)
+{
+	if (!text)
+		return -ENOMEM;
+	size_t len = strlen(text);
+	if (len > MRC_OPER_MSG_MAX)
+		return -EMSGSIZE;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (send(c->fd, text, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len)
+			return 0;
+		if (errno != EAGAIN && errno != ENOBUFS)
+			return -errno;
+		struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+		poll(&p, 1, 1000);
+	}
+	return -EAGAIN;
+}
+
+static void reply(struct oper_conn *c, uint32_t id, int err, const char *msg, json_t *res)
+{
+	char *t = err ? mrc_oper_reply_err(id, err, msg) : mrc_oper_reply_ok(id, res);
+	json_decref(res);
+	int rc = mrcd_oper_send(c, t);
+	if (rc == -EMSGSIZE) {
+		char m[160];
+		snprintf(m, sizeof(m), "reply of %zu bytes exceeds the socket's message limit", strlen(t));
+		free(t);
+		t = mrc_oper_reply_err(id, EMSGSIZE, m);
+		rc = mrcd_oper_send(c, t);
+	}
+	free(t);
+	if (rc) {
+		mrcd_log(MRCD_LOG_INFO, "mrcctl connection (pid %d): reply not sent: %s", (int)c->pid,
+			 strerror(-rc));
+		conn_close(c);
+	}
+}
+
+static void group_name(gid_t g, int has, char *buf, size_t len)
+{
+	struct group *gr = has ? getgrgid(g) : NULL;
+	snprintf(buf, len, "%s", gr ? gr->gr_name : "(none configured)");
+}
+
+static int in_group(uid_t uid, gid_t pgid, gid_t g)
+{
+	if (pgid == g)
+		return 1;
+	struct passwd *pw = getpwuid(uid);
+	if (!pw)
+		return 0;
+	gid_t gs[256];
+	int n = 256;
+	if (getgrouplist(pw->pw_name, pw->pw_gid, gs, &n) < 0)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (gs[i] == g)
+			return 1;
+	return 0;
+}
+
+static void probe_done(struct oper_conn *c);
+
+static void on_probe_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	probe_done(w->data);
+}
+
+static int probe_start(struct oper_conn *c, const struct mrc_oper_req *r, char *err, size_t errlen)
+{
+	struct oper *o = c->o;
+	struct mrcd *d = o->d;
+	uint32_t host, peer;
+	if (mrcd_oper_find_host(d, r->peer, &host)) {
+		snprintf(err, errlen, "no host '%s' in the topology", r->peer);
+		return -ENOENT;
+	}
+	if (d->topo && host == d->self) {
+		snprintf(err, errlen, "host '%s' is this node", r->peer);
+		return -EINVAL;
+	}
+	int rc = mrcd_peer_of_host(d, host, &peer);
+	if (rc) {
+		snprintf(err, errlen, "cannot create peer for host '%s': %s", r->peer, strerror(-rc));
+		return rc;
+	}
+	mrcd_oper_admin_scan(o);
+	const struct mrcd_peer *p = &d->peers[peer];
+	static const struct in6_addr none;
+	c->probe_ev = calloc(p->nev, sizeof(*c->probe_ev));
+	c->probe_rtt = calloc(p->nev, sizeof(*c->probe_rtt));
+	c->probe_st = calloc(p->nev, 1);
+	if (!c->probe_ev || !c->probe_rtt || !c->probe_st) {
+		probe_clear(c);
+		return -ENOMEM;
+	}
+	uint64_t now = mrcd_now();
+	for (uint32_t ev = 0; ev < p->nev; ev++) {
+		int pl, sp;
+		mrcd_oper_ev_where(d, ev, &pl, &sp);
+		if ((r->plane >= 0 && pl != r->plane) || (r->spine >= 0 && sp != r->spine))
+			continue;
+		if (d->topo && !memcmp(&p->dst[ev], &none, sizeof(none)))
+			continue;   /* no such path for this pair */
+		uint32_t k = c->nprobe++;
+		c->probe_ev[k] = (uint16_t)ev;
+		c->probe_rtt[k] = UINT64_MAX;
+		rc = mrc_ev_probe(d->eng, now, peer, ev);
+		c->probe_st[k] = (int8_t)(rc ? rc : 0);
+		if (!rc)
+			c->probe_left++;
+	}
+	if (!c->nprobe) {
+		probe_clear(c);
+		snprintf(err, errlen, "host '%s' has no path in the selected plane/spine", r->peer);
+		return -ENOENT;
+	}
+	c->probe_id = r->id;
+	c->probe_peer = peer;
+	c->probe_host = host;
+	double tmo = (r->timeout_ms >= 0 ? r->timeout_ms : 1000) / 1000.0;
+	ev_timer_init(&c->probe_tm, on_probe_timeout, tmo, 0);
+	c->probe_tm.data = c;
+	if (c->probe_left) {
+		ev_io_stop(d->loop, &c->io);   /* one request at a time */
+		ev_timer_start(d->loop, &c->probe_tm);
+		mrcd_flush(d);
+	} else {
+		probe_done(c);
+	}
+	return 0;
+}
+
+static void probe_done(struct oper_conn *c)
+{
+	struct oper *o = c->o;
+	struct mrcd *d = o->d;
+	json_t *res = json_array();
+	uint32_t ok = 0, lost = 0, nsent = 0;
+	char name[64], addr[64];
+	for (uint32_t k = 0; k < c->nprobe; k++) {
+		uint32_t ev = c->probe_ev[k];
+		int pl, sp;
+		mrcd_oper_ev_where(d, ev, &pl, &sp);
+		inet_ntop(AF_INET6, &d->peers[c->probe_peer].dst[ev], addr, sizeof(addr));
+		json_t *e = json_pack("{s:i, s:i, s:i, s:s}", "ev", (int)ev, "plane", pl, "spine", sp,
+				      "address", addr);
+		if (c->probe_st[k] < 0) {
+			json_object_set_new(e, "result", json_string(c->probe_st[k] == -ENETDOWN ?
+								    "denied" : "error"));
+			json_object_set_new(e, "error", json_string(strerror(-c->probe_st[k])));
+		} else if (c->probe_rtt[k] != UINT64_MAX) {
+			json_object_set_new(e, "result", json_string("ok"));
+			json_object_set_new(e, "rtt_us", json_real((double)c->probe_rtt[k] / 1e3));
+			ok++;
+			nsent++;
+		} else {
+			json_object_set_new(e, "result", json_string("lost"));
+			lost++;
+			nsent++;
+		}
+		json_array_append_new(res, e);
+	}
+	json_t *out = json_pack("{s:s, s:i, s:i, s:i, s:i, s:o}",
+				"peer", mrcd_oper_host_name(d, c->probe_host, name, sizeof(name)),
+				"host", (int)c->probe_host, "sent", (int)nsent, "answered", (int)ok,
+				"lost", (int)lost, "results", res);
+	uint32_t id = c->probe_id;
+	probe_clear(c);
+	ev_io_start(d->loop, &c->io);
+	reply(c, id, 0, NULL, out);
+}
+
+void mrcd_oper_probe_result(struct oper *o, uint32_t peer, uint32_t ev, uint64_t rtt)
+{
+	for (int i = 0; i < OPER_MAX_CONNS; i++) {
+		struct oper_conn *c = o->conns[i];
+		if (!c || !c->probe_left || c->probe_peer != peer)
+			continue;
+		for (uint32_t k = 0; k < c->nprobe; k++)
+			if (c->probe_ev[k] == ev && !c->probe_st[k] && c->probe_rtt[k] == UINT64_MAX) {
+				c->probe_rtt[k] = rtt;
+				if (!--c->probe_left)
+					probe_done(c);
+				break;
+			}
+	}
+}
+
+void mrcd_oper_send_event(struct oper *o, const struct oper_event *e)
+{
+	for (int i = 0; i < OPER_MAX_CONNS; i++) {
+		struct oper_conn *c = o->conns[i];
+		if (!c || !c->follow)
+			continue;
+		json_t *ej = mrcd_oper_event_json(o, e);
+		json_t *m = json_pack("{s:i, s:o}", "v", MRC_OPER_VERSION, "event", ej);
+		if (c->dropped)
+			json_object_set_new(m, "dropped", json_integer((json_int_t)c->dropped));
+		char *t = json_dumps(m, JSON_COMPACT);
+		json_decref(m);
+		/* A follower that does not keep up loses events, never the
+		 * daemon its loop: counted and reported with the next one. */
+		ssize_t n = t ? send(c->fd, t, strlen(t), MSG_DONTWAIT | MSG_NOSIGNAL) : -1;
+		if (n >= 0)
+			c->dropped = 0;
+		else if (errno == EAGAIN || errno == ENOBUFS)
+			c->dropped++;
+		free(t);
+		if (n < 0 && errno != EAGAIN && errno != ENOBUFS)
+			conn_close(c);
+	}
+}
+
+static void dispatch(struct oper_conn *c, const char *buf, size_t len)
+{
+	struct oper *o = c->o;
+	struct mrc_oper_req r;
+	char err[256] = "";
+	o->requests_total++;
+	int rc = mrc_oper_req_parse(buf, len, &r, err, sizeof(err));
+	if (rc) {
+		reply(c, r.id, rc, err, NULL);
+		return;
+	}
+	if (c->follow) {
+		reply(c, r.id, EALREADY, "this connection follows events; open another", NULL);
+		return;
+	}
+	if (mrc_oper_verb_is_admin(r.verb) && !c->admin) {
+		char g[64];
+		group_name(o->admin_group, o->has_admin_group, g, sizeof(g));
+		snprintf(err, sizeof(err),
+			 "permission denied: '%s' is an admin verb; it needs root or membership of admin_group %s (you are uid %u)",
+			 mrc_oper_verb_name(r.verb), g, (unsigned)c->uid);
+		mrcd_log(MRCD_LOG_NOTICE, "mrcctl: refused %s to uid %u (pid %d)",
+			 mrc_oper_verb_name(r.verb), (unsigned)c->uid, (int)c->pid);
+		reply(c, r.id, EPERM, err, NULL);
+		return;
+	}
+	json_t *res = NULL;
+	switch (r.verb) {
+	case MRC_OPER_STATUS: res = mrcd_oper_status(o); break;
+	case MRC_OPER_PLANES: res = mrcd_oper_planes(o); break;
+	case MRC_OPER_PEERS: res = mrcd_oper_peers(o); break;
+	case MRC_OPER_PATHS: rc = mrcd_oper_paths(o, r.peer, &res, err, sizeof(err)); break;
+	case MRC_OPER_QPS: rc = mrcd_oper_qps(o, r.qp, &res, err, sizeof(err)); break;
+	case MRC_OPER_STATS: res = mrcd_oper_stats(o); break;
+	case MRC_OPER_TOPOLOGY: res = mrcd_oper_topology(o); break;
+	case MRC_OPER_VERSION_VERB: res = mrcd_oper_version(o); break;
+	case MRC_OPER_EVENTS:
+		res = json_pack("{s:o, s:I}", "events", mrcd_oper_events_recent(o, r.last),
+				"total", (json_int_t)o->seq);
+		c->follow = r.follow;
+		break;
+	case MRC_OPER_PROBE:
+		rc = probe_start(c, &r, err, sizeof(err));
+		if (!rc)
+			return;   /* answered when the probes are */
+		break;
+	case MRC_OPER_PLANE_DISABLE:
+	case MRC_OPER_PLANE_ENABLE:
+		rc = mrcd_oper_plane_admin(o, c, r.plane, r.verb == MRC_OPER_PLANE_DISABLE, &res,
+					   err, sizeof(err));
+		break;
+	case MRC_OPER_PATH_DENY:
+	case MRC_OPER_PATH_ALLOW:
+		rc = mrcd_oper_path_admin(o, c, r.peer, r.ev, r.verb == MRC_OPER_PATH_DENY, &res,
+					  err, sizeof(err));
+		break;
+	default:
+		rc = -ENOSYS;
+		snprintf(err, sizeof(err), "verb not implemented");
+	}
+	if (!rc && !res) {
+		rc = -ENOMEM;
+		snprintf(err, sizeof(err), "out of memory");
+	}
+	reply(c, r.id, rc, err, rc ? (json_decref(res), NULL) : res);
+}
+
+static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct oper_conn *c = w->data;
+	(void)loop;
+	(void)revents;
+	char buf[MRC_OPER_REQ_MAX + 1];
+	ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_TRUNC | MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		conn_close(c);
+		return;
+	}
+	if ((size_t)n > MRC_OPER_REQ_MAX) {
+		char m[96];
+		snprintf(m, sizeof(m), "request is %zd bytes, at most %u", n, MRC_OPER_REQ_MAX);
+		reply(c, 0, E2BIG, m, NULL);
+		return;
+	}
+	dispatch(c, buf, (size_t)n);
+}
+
+static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct oper *o = w->data;
+	(void)revents;
+	int fd = accept4(o->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl)) {
+		close(fd);
+		return;
+	}
+	o->conns_total++;
+	int admin = cr.uid == 0 || cr.uid == geteuid() ||
+		    (o->has_admin_group && in_group(cr.uid, cr.gid, o->admin_group));
+	int allowed = admin || (o->has_group && in_group(cr.uid, cr.gid, o->group));
+	int slot = -1;
+	for (int i = 0; i < OPER_MAX_CONNS && slot < 0; i++)
+		if (!o->conns[i])
+			slot = i;
+	if (!allowed || slot < 0) {
+		/* One clear reply, then close: the socket file's mode usually
+		 * refuses such callers at connect(), this is the second line. */
+		char m[200], g[64];
+		group_name(o->group, o->has_group, g, sizeof(g));
+		if (!allowed)
+			snprintf(m, sizeof(m), "permission denied: uid %u is neither root nor in socket_group %s",
+				 (unsigned)cr.uid, g);
+		else
+			snprintf(m, sizeof(m), "too many mrcctl connections (%d)", OPER_MAX_CONNS);
+		char *t = mrc_oper_reply_err(0, allowed ? EBUSY : EACCES, m);
+		if (t)
+			send(fd, t, strlen(t), MSG_DONTWAIT | MSG_NOSIGNAL);
+		free(t);
+		o->refused_total++;
+		mrcd_log(MRCD_LOG_NOTICE, "mrcctl: refused uid %u pid %d: %s", (unsigned)cr.uid,
+			 (int)cr.pid, m);
+		close(fd);
+		return;
+	}
+	/* Replies (a big topology, every path) are one record each. */
+	int sz = (int)MRC_OPER_MSG_MAX + 65536;
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	struct oper_conn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
+	}
+	*c = (struct oper_conn){ .o = o, .fd = fd, .uid = cr.uid, .gid = cr.gid, .pid = cr.pid,
+				 .admin = admin };
+	ev_io_init(&c->io, on_conn, fd, EV_READ);
+	c->io.data = c;
+	ev_init(&c->probe_tm, on_probe_timeout);
+	ev_io_start(loop, &c->io);
+	o->conns[slot] = c;
+}
+
+/* ---- the listening socket ------------------------------------------- */
+
+static int resolve_group(const char *name, gid_t *g, int *has, char *err, size_t errlen)
+{
+	*has = 0;
+	if (!name[0])
+		return 0;
+	struct group *gr = getgrnam(name);
+	if (!gr) {
+		snprintf(err, errlen, "group '%s' does not exist (socket_group/admin_group)", name);
+		return -ENOENT;
+	}
+	*g = gr->gr_gid;
+	*has = 1;
+	return 0;
+}
+
+/* The operator socket sits next to the client socket (same runtime
+ * directory, same permissions), named mrcctl.sock. */
+static int sock_path(const struct mrcd_cfg *cfg, char *out, size_t len)
+{
+	const char *slash = strrchr(cfg->socket, '/');
+	size_t dl = slash ? (size_t)(slash - cfg->socket) : 0;
+	int n = snprintf(out, len, "%.*s/%s", (int)dl, cfg->socket, MRC_OPER_SOCK_NAME);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int listen_sock(struct oper *o, char *err, size_t errlen)
+{
+	struct mrcd_cfg *cfg = &o->d->cfg;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (sock_path(cfg, o->path, sizeof(o->path)) || strlen(o->path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "operator socket path next to '%s' is too long", cfg->socket);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, o->path, strlen(o->path) + 1);
+	/* A live daemon on the path is an error; a stale file is replaced. */
+	int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (probe >= 0) {
+		int live = !connect(probe, (struct sockaddr *)&sa, sizeof(sa));
+		close(probe);
+		if (live) {
+			snprintf(err, errlen, "%s: another mrcd is serving it", o->path);
+			return -EADDRINUSE;
+		}
+	}
+	unlink(o->path);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "operator socket: %s", strerror(errno));
+		return -errno;
+	}
+	mode_t old = umask(0177);   /* never world-accessible, not even briefly */
+	int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc || listen(fd, 16)) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", o->path, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	if ((o->has_group && chown(o->path, (uid_t)-1, o->group)) ||
+	    chmod(o->path, cfg->socket_mode & 0770)) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: cannot set group/mode: %s", o->path, strerror(-rc));
+		close(fd);
+		unlink(o->path);
+		return rc;
+	}
+	o->lfd = fd;
+	return 0;
+}
+
+static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct oper *o = w->data;
+	(void)loop;
+	(void)revents;
+	uint64_t now = mrcd_now();
+	mrcd_oper_admin_scan(o);
+	if (now - o->sample_ns >= 1000000000ull)
+		mrcd_oper_sample(o);
+	mrcd_oper_ratelog_flush(o);
+}
+
+int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen)
+{
+	struct oper *o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->d = d;
+	o->lfd = o->mfd = -1;
+	int rc = resolve_group(d->cfg.socket_group, &o->group, &o->has_group, err, errlen);
+	if (!rc)
+		rc = resolve_group(d->cfg.admin_group, &o->admin_group, &o->has_admin_group, err, errlen);
+	if (!rc)
+		rc = mrcd_oper_events_init(o);
+	if (!rc && !(o->peer_seen = calloc(d->max_peers, 1)))
+		rc = -ENOMEM;
+	if (!rc)
+		rc = listen_sock(o, err, errlen);
+	if (!rc)
+		rc = mrcd_oper_http_start(o, err, errlen);
+	if (rc) {
+		if (o->lfd >= 0) {
+			close(o->lfd);
+			unlink(o->path);
+		}
+		mrcd_oper_events_fini(o);
+		free(o->peer_seen);
+		free(o);
+		return rc;
+	}
+	ev_io_init(&o->lio, on_accept, o->lfd, EV_READ);
+	o->lio.data = o;
+	ev_io_start(d->loop, &o->lio);
+	ev_timer_init(&o->tick, on_tick, 0.2, 0.2);
+	o->tick.data = o;
+	ev_timer_start(d->loop, &o->tick);
+	mrcd_oper_sample(o);
+	g_oper = o;
+	mrcd_log(MRCD_LOG_INFO, "operator socket %s", o->path);
+	return 0;
+}
+
+void mrcd_oper_stop(struct mrcd *d)
+{
+	struct oper *o = g_oper;
+	if (!o || o->d != d)
+		return;
+	for (int i = 0; i < OPER_MAX_CONNS; i++)
+		if (o->conns[i])
+			conn_close(o->conns[i]);
+	mrcd_oper_http_stop(o);
+	ev_io_stop(d->loop, &o->lio);
+	ev_timer_stop(d->loop, &o->tick);
+	close(o->lfd);
+	unlink(o->path);
+	mrcd_oper_ratelog_flush(o);
+	mrcd_oper_events_fini(o);
+	free(o->peer_seen);
+	free(o);
+	g_oper = NULL;
+}

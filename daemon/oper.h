@@ -1,0 +1,131 @@
+/* The operator module's shared state (daemon/oper*.c): the mrcctl socket
+ * and its connections, the event ring and followers, admin state, rate
+ * limited logging, pending probes, per-plane rate samples, metrics HTTP. */
+#ifndef MRC_DAEMON_OPER_H
+#define MRC_DAEMON_OPER_H
+
+#include <jansson.h>
+#include <sys/types.h>
+
+#include "ctl/ctljson.h"
+#include "daemon/core.h"
+
+#define OPER_RING 4096            /* recent events kept for `events` */
+#define OPER_MAX_CONNS 64
+#define OPER_MAX_PROBES 4096      /* EVs one probe request may cover */
+#define OPER_MAX_PATH_DENY 1024
+
+struct oper_event {
+	uint64_t seq, mono_ns, real_ns;
+	char kind[8];                 /* path probe qp floor plane peer client admin */
+	uint8_t typed;                /* fields below are meaningful */
+	uint8_t old_state, new_state, reason;
+	uint32_t host, ev, qpn;
+	int32_t err;
+	uint64_t rtt_ns;
+	char text[200];
+};
+
+struct oper_conn {
+	struct oper *o;
+	int fd;
+	ev_io io;
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	int admin;                    /* may run admin verbs */
+	int follow;                   /* streaming events */
+	uint64_t dropped;             /* events a slow follower missed */
+	/* a probe in progress (the connection is not read meanwhile) */
+	uint32_t probe_id, probe_peer, probe_host, nprobe, probe_left;
+	uint16_t *probe_ev;
+	uint64_t *probe_rtt;          /* UINT64_MAX: no answer yet */
+	int8_t *probe_st;             /* 0 sent, 1 answered, -errno not sent */
+	ev_timer probe_tm;
+};
+
+struct oper_bucket {              /* token bucket for state-change logs */
+	double tokens, rate, burst;
+	uint64_t last_ns, suppressed, suppressed_total;
+};
+
+struct oper {
+	struct mrcd *d;
+	int lfd;
+	ev_io lio;
+	char path[MRCD_PATH_MAX];
+	gid_t group, admin_group;
+	int has_group, has_admin_group;
+	struct oper_conn *conns[OPER_MAX_CONNS];
+	/* events */
+	struct oper_event *ring;
+	uint64_t seq;                 /* events ever recorded */
+	int64_t real_off_ns;          /* realtime - monotonic */
+	struct oper_bucket bucket;
+	/* admin */
+	uint32_t admin_planes;        /* planes disabled by `plane disable` */
+	struct { uint32_t host, ev; } path_deny[OPER_MAX_PATH_DENY];
+	uint32_t npath_deny;
+	uint8_t *peer_seen;           /* [peer]: admin state applied */
+	/* samples for rates */
+	ev_timer tick;
+	uint64_t sample_ns;
+	uint64_t plane_tx[MRC_MAX_PLANES], plane_tx_rate[MRC_MAX_PLANES];
+	uint64_t plane_lost[MRC_MAX_PLANES], plane_lost_rate[MRC_MAX_PLANES];
+	uint64_t dp_tx, dp_rx, dp_tx_rate, dp_rx_rate, dp_txb, dp_rxb, dp_txb_rate, dp_rxb_rate;
+	uint64_t conns_total, refused_total, requests_total;
+	/* metrics */
+	int mfd;
+	ev_io mio;
+};
+
+struct oper *mrcd_oper_get(void);
+
+/* oper_events.c */
+int mrcd_oper_events_init(struct oper *o);
+void mrcd_oper_events_fini(struct oper *o);
+json_t *mrcd_oper_event_json(struct oper *o, const struct oper_event *e);
+json_t *mrcd_oper_events_recent(struct oper *o, int last);
+void mrcd_oper_record(struct oper *o, const struct oper_event *e);
+/* Logs through the token bucket; returns 1 when logged. */
+int mrcd_oper_ratelog(struct oper *o, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void mrcd_oper_ratelog_flush(struct oper *o);
+/* Appends an admin note and logs it (never rate limited). */
+void mrcd_oper_admin_note(struct oper *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* oper.c */
+void mrcd_oper_send_event(struct oper *o, const struct oper_event *e);
+void mrcd_oper_probe_result(struct oper *o, uint32_t peer, uint32_t ev, uint64_t rtt);
+int mrcd_oper_send(struct oper_conn *c, const char *text);
+
+/* oper_data.c: the views, shared by verbs and metrics */
+const char *mrcd_oper_host_name(struct mrcd *d, uint32_t host, char *buf, size_t len);
+int mrcd_oper_find_host(struct mrcd *d, const char *name, uint32_t *host);
+void mrcd_oper_ev_where(struct mrcd *d, uint32_t ev, int *plane, int *spine);
+json_t *mrcd_oper_status(struct oper *o);
+json_t *mrcd_oper_planes(struct oper *o);
+json_t *mrcd_oper_peers(struct oper *o);
+int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, size_t errlen);
+int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t errlen);
+json_t *mrcd_oper_stats(struct oper *o);
+json_t *mrcd_oper_topology(struct oper *o);
+json_t *mrcd_oper_version(struct oper *o);
+void mrcd_oper_sample(struct oper *o);
+
+/* oper_admin.c */
+int mrcd_oper_plane_admin(struct oper *o, struct oper_conn *c, int plane, int disable,
+			  json_t **out, char *err, size_t errlen);
+int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, int ev,
+			 int deny, json_t **out, char *err, size_t errlen);
+/* Whether admin state (or a missing path) wants this EV denied. */
+int mrcd_oper_wants_denied(struct oper *o, uint32_t peer, uint32_t ev);
+/* Applies admin state to peers created since the last call. */
+void mrcd_oper_admin_scan(struct oper *o);
+
+/* oper_http.c */
+int mrcd_oper_http_start(struct oper *o, char *err, size_t errlen);
+void mrcd_oper_http_stop(struct oper *o);
+
+#endif

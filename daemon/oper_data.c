@@ -1,0 +1,514 @@
+/* The operator views of the daemon's state as JSON (docs/ctl.md is the
+ * contract): status, planes, peers, paths, qps, stats, topology, version.
+ * Per-plane numbers are sums over every peer's EVs of that plane; rates
+ * come from 1 s samples of those sums and of the datapath counters. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/oper.h"
+#include "transport/wire.h"
+
+#ifndef MRC_VERSION
+#define MRC_VERSION "0.1.0"   /* main.c's; see daemon/REQUESTS.md */
+#endif
+
+static const struct in6_addr no_addr;
+
+const char *mrcd_oper_host_name(struct mrcd *d, uint32_t host, char *buf, size_t len)
+{
+	if (host == UINT32_MAX || host >= d->nhosts)
+		snprintf(buf, len, "?");
+	else if (d->topo)
+		snprintf(buf, len, "%s", d->topo->nodes[d->topo->hosts[host]].name);
+	else
+		snprintf(buf, len, "self");
+	return buf;
+}
+
+int mrcd_oper_find_host(struct mrcd *d, const char *name, uint32_t *host)
+{
+	if (!d->topo) {
+		if (!strcmp(name, "self") || !strcmp(name, "0")) {
+			*host = 0;
+			return 0;
+		}
+		return -ENOENT;
+	}
+	if (!mrc_topo_host_find(d->topo, name, host))
+		return 0;
+	char *end;
+	unsigned long v = strtoul(name, &end, 10);
+	if (*name && !*end && v < d->topo->n_hosts) {
+		*host = (uint32_t)v;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+void mrcd_oper_ev_where(struct mrcd *d, uint32_t ev, int *plane, int *spine)
+{
+	uint32_t pl = 0, sp = 0;
+	*plane = 0;
+	*spine = -1;
+	if (!d->topo || mrc_topo_ev_decode(d->topo, ev, &pl, &sp))
+		return;
+	*plane = (int)pl;
+	*spine = sp == MRC_PATH_SPINE_DIRECT ? -1 : (int)sp;
+}
+
+static int path_exists(struct mrcd *d, const struct mrcd_peer *p, uint32_t ev)
+{
+	return !d->topo || memcmp(&p->dst[ev], &no_addr, sizeof(no_addr));
+}
+
+static void host_addr(struct mrcd *d, uint32_t host, char *buf, size_t len)
+{
+	struct in6_addr a = in6addr_loopback;
+	if (d->topo) {
+		uint16_t u = d->topo->nodes[d->topo->hosts[host]].usid;
+		struct mrc_srv6_err e;
+		if (mrc_usid_encode(&d->blk, &u, 1, &a, &e))
+			a = no_addr;
+	}
+	inet_ntop(AF_INET6, &a, buf, (socklen_t)len);
+}
+
+static void iso(struct oper *o, uint64_t mono, char *buf, size_t len)
+{
+	uint64_t r = (uint64_t)((int64_t)mono + o->real_off_ns);
+	time_t s = (time_t)(r / 1000000000ull);
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	char b[32];
+	strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03uZ", b, (unsigned)(r % 1000000000ull / 1000000));
+}
+
+/* ---- sums ---------------------------------------------------------------- */
+
+struct sums {
+	uint64_t tx, lost, trims, ecn, probes, probes_ok;
+	uint32_t st[3];
+};
+
+static void add(struct sums *s, const struct mrc_ev_info *i)
+{
+	s->tx += i->tx_pkts;
+	s->lost += i->lost;
+	s->trims += i->trims;
+	s->ecn += i->ecn;
+	s->probes += i->probes_sent;
+	s->probes_ok += i->probes_ok;
+	if (i->state < 3)
+		s->st[i->state]++;
+}
+
+static void plane_sums(struct mrcd *d, struct sums *pl)
+{
+	memset(pl, 0, sizeof(*pl) * MRC_MAX_PLANES);
+	for (uint32_t p = 0; p < d->max_peers; p++) {
+		const struct mrcd_peer *pe = &d->peers[p];
+		if (!pe->used)
+			continue;
+		for (uint32_t ev = 0; ev < pe->nev; ev++) {
+			struct mrc_ev_info i;
+			if (path_exists(d, pe, ev) && !mrc_ev_info(d->eng, p, ev, &i) &&
+			    i.plane < MRC_MAX_PLANES)
+				add(&pl[i.plane], &i);
+		}
+	}
+}
+
+static json_t *states(const uint32_t st[3])
+{
+	return json_pack("{s:i, s:i, s:i}", "GOOD", (int)st[0], "ASSUMED_BAD", (int)st[1],
+			 "DENIED", (int)st[2]);
+}
+
+static uint32_t count_qps(struct mrcd *d, uint32_t peer)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < 65536; i++) {
+		struct mrc_qp_info qi;
+		if (d->qpb[i].fn && (peer == UINT32_MAX ||
+				     (!mrc_qp_info(d->eng, d->qpb[i].qpn, &qi) && qi.state != MRC_QPS_RESET &&
+				      qi.peer == peer)))
+			n++;
+	}
+	return n;
+}
+
+void mrcd_oper_sample(struct oper *o)
+{
+	struct mrcd *d = o->d;
+	uint64_t now = mrcd_now();
+	double dt = o->sample_ns ? (double)(now - o->sample_ns) / 1e9 : 0;
+	struct sums pl[MRC_MAX_PLANES];
+	plane_sums(d, pl);
+	for (int i = 0; i < MRC_MAX_PLANES; i++) {
+		o->plane_tx_rate[i] = dt > 0 ? (uint64_t)((double)(pl[i].tx - o->plane_tx[i]) / dt) : 0;
+		o->plane_lost_rate[i] = dt > 0 ? (uint64_t)((double)(pl[i].lost - o->plane_lost[i]) / dt) : 0;
+		o->plane_tx[i] = pl[i].tx;
+		o->plane_lost[i] = pl[i].lost;
+	}
+	struct mrc_dp_stats ds;
+	mrc_dp_get_stats(d->dp, &ds);
+	if (dt > 0) {
+		o->dp_tx_rate = (uint64_t)((double)(ds.tx_pkts - o->dp_tx) / dt);
+		o->dp_rx_rate = (uint64_t)((double)(ds.rx_pkts - o->dp_rx) / dt);
+		o->dp_txb_rate = (uint64_t)((double)(ds.tx_bytes - o->dp_txb) / dt);
+		o->dp_rxb_rate = (uint64_t)((double)(ds.rx_bytes - o->dp_rxb) / dt);
+	}
+	o->dp_tx = ds.tx_pkts;
+	o->dp_rx = ds.rx_pkts;
+	o->dp_txb = ds.tx_bytes;
+	o->dp_rxb = ds.rx_bytes;
+	o->sample_ns = now;
+}
+
+/* ---- verbs --------------------------------------------------------------- */
+
+json_t *mrcd_oper_version(struct oper *o)
+{
+	(void)o;
+	return json_pack("{s:s, s:i}", "version", MRC_VERSION, "protocol", MRC_OPER_VERSION);
+}
+
+json_t *mrcd_oper_planes(struct oper *o)
+{
+	struct mrcd *d = o->d;
+	struct sums pl[MRC_MAX_PLANES];
+	plane_sums(d, pl);
+	json_t *a = json_array();
+	for (uint32_t i = 0; i < d->nplanes; i++) {
+		uint32_t rdown = 0;
+		for (uint32_t p = 0; p < d->max_peers; p++)
+			rdown += d->peers[p].used && (d->peers[p].remote_down >> i & 1);
+		const char *nic = d->topo ? d->plane_if[i] : "lo";
+		json_t *e = json_pack("{s:i, s:s, s:i, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:o}",
+			"plane", (int)i, "nic", nic, "ifindex", (int)if_nametoindex(nic),
+			"link", (d->local_down >> i & 1) ? "down" : "up",
+			"admin", (o->admin_planes >> i & 1) ? "disabled" : "enabled",
+			"peers_reporting_down", (int)rdown,
+			"tx_pkts", (json_int_t)pl[i].tx, "tx_pps", (json_int_t)o->plane_tx_rate[i],
+			"lost", (json_int_t)pl[i].lost, "lost_pps", (json_int_t)o->plane_lost_rate[i],
+			"loss_ratio", pl[i].tx ? (double)pl[i].lost / (double)pl[i].tx : 0.0,
+			"trims", (json_int_t)pl[i].trims, "ecn", (json_int_t)pl[i].ecn,
+			"probes_sent", (json_int_t)pl[i].probes, "probes_ok", (json_int_t)pl[i].probes_ok,
+			"evs", states(pl[i].st));
+		json_array_append_new(a, e);
+	}
+	return json_pack("{s:o}", "planes", a);
+}
+
+static json_t *peer_json(struct oper *o, uint32_t p)
+{
+	struct mrcd *d = o->d;
+	const struct mrcd_peer *pe = &d->peers[p];
+	struct sums s = { 0 };
+	uint64_t rtt_min = 0, rtt_sum = 0;
+	uint32_t nrtt = 0, nexist = 0;
+	for (uint32_t ev = 0; ev < pe->nev; ev++) {
+		struct mrc_ev_info i;
+		if (!path_exists(d, pe, ev) || mrc_ev_info(d->eng, p, ev, &i))
+			continue;
+		nexist++;
+		add(&s, &i);
+		if (i.srtt_ns) {
+			rtt_sum += i.srtt_ns;
+			nrtt++;
+			if (!rtt_min || i.srtt_ns < rtt_min)
+				rtt_min = i.srtt_ns;
+		}
+	}
+	char name[64], addr[64];
+	host_addr(d, pe->host, addr, sizeof(addr));
+	json_t *rd = json_array();
+	for (uint32_t i = 0; i < d->nplanes; i++)
+		if (pe->remote_down >> i & 1)
+			json_array_append_new(rd, json_integer(i));
+	return json_pack("{s:s, s:i, s:i, s:s, s:i, s:o, s:i, s:o, s:I, s:I, s:I, s:I, s:f, s:f}",
+		"peer", mrcd_oper_host_name(d, pe->host, name, sizeof(name)), "host", (int)pe->host,
+		"id", (int)p, "address", addr, "paths", (int)nexist, "evs", states(s.st),
+		"qps", (int)count_qps(d, p), "remote_planes_down", rd,
+		"tx_pkts", (json_int_t)s.tx, "lost", (json_int_t)s.lost,
+		"trims", (json_int_t)s.trims, "ecn", (json_int_t)s.ecn,
+		"srtt_us_min", (double)rtt_min / 1e3,
+		"srtt_us_avg", nrtt ? (double)rtt_sum / nrtt / 1e3 : 0.0);
+}
+
+json_t *mrcd_oper_peers(struct oper *o)
+{
+	json_t *a = json_array();
+	for (uint32_t p = 0; p < o->d->max_peers; p++)
+		if (o->d->peers[p].used)
+			json_array_append_new(a, peer_json(o, p));
+	return json_pack("{s:o}", "peers", a);
+}
+
+int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, size_t errlen)
+{
+	struct mrcd *d = o->d;
+	uint32_t host;
+	if (mrcd_oper_find_host(d, peer, &host)) {
+		snprintf(err, errlen, "no host '%s' in the topology", peer);
+		return -ENOENT;
+	}
+	uint32_t p = d->peer_of_host[host];
+	if (p == UINT32_MAX) {
+		snprintf(err, errlen, "host '%s' is not a peer yet (no traffic; `mrcctl probe %s` makes it one)",
+			 peer, peer);
+		return -ENOENT;
+	}
+	const struct mrcd_peer *pe = &d->peers[p];
+	json_t *a = json_array();
+	uint64_t now = mrcd_now();
+	for (uint32_t ev = 0; ev < pe->nev; ev++) {
+		struct mrc_ev_info i;
+		if (mrc_ev_info(d->eng, p, ev, &i))
+			continue;
+		int pl, sp;
+		mrcd_oper_ev_where(d, ev, &pl, &sp);
+		int exists = path_exists(d, pe, ev);
+		char addr[64], t[48];
+		inet_ntop(AF_INET6, &pe->dst[ev], addr, sizeof(addr));
+		iso(o, i.last_change_ns ? i.last_change_ns : d->started_ns, t, sizeof(t));
+		json_t *e = json_pack("{s:i, s:i, s:i, s:b, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
+			"ev", (int)ev, "plane", pl, "spine", sp, "exists", exists,
+			"address", exists ? addr : "", "state", mrc_ev_state_name(i.state),
+			"reason", mrc_ev_reason_name(i.last_reason), "last_change", t,
+			"last_change_age_s", i.last_change_ns && now > i.last_change_ns ?
+				(double)(now - i.last_change_ns) / 1e9 : (double)(now - d->started_ns) / 1e9,
+			"srtt_us", (double)i.srtt_ns / 1e3, "rttvar_us", (double)i.rttvar_ns / 1e3,
+			"tx_pkts", (json_int_t)i.tx_pkts, "lost", (json_int_t)i.lost,
+			"trims", (json_int_t)i.trims, "ecn", (json_int_t)i.ecn,
+			"probes_sent", (json_int_t)i.probes_sent, "probes_ok", (json_int_t)i.probes_ok,
+			"admin_denied", exists && mrcd_oper_wants_denied(o, p, ev));
+		json_array_append_new(a, e);
+	}
+	char name[64];
+	*out = json_pack("{s:s, s:i, s:o}", "peer", mrcd_oper_host_name(d, host, name, sizeof(name)),
+			 "host", (int)host, "paths", a);
+	return 0;
+}
+
+static const char *qp_state(uint8_t s)
+{
+	return s == MRC_QPS_RTS ? "RTS" : s == MRC_QPS_ERROR ? "ERROR" : "RESET";
+}
+
+static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrc_qp_info *q)
+{
+	char name[64] = "", hex[16];
+	uint32_t host = q->state != MRC_QPS_RESET && q->peer < d->max_peers && d->peers[q->peer].used ?
+			d->peers[q->peer].host : UINT32_MAX;
+	mrcd_oper_host_name(d, host, name, sizeof(name));
+	snprintf(hex, sizeof(hex), "%#x", qpn);
+	json_t *j = json_pack("{s:I, s:s, s:s, s:s, s:i, s:I, s:i, s:i, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"qpn", (json_int_t)qpn, "qpn_hex", hex, "state", qp_state(q->state), "peer", name,
+		"host", host == UINT32_MAX ? -1 : (int)host, "rqpn", (json_int_t)q->rqpn,
+		"inflight", (int)q->inflight, "cwnd_bytes", (int)q->cwnd_bytes,
+		"srtt_us", (double)q->srtt_ns / 1e3, "rto_us", (double)q->rto_ns / 1e3,
+		"tx_pkts", (json_int_t)q->tx_pkts, "retx", (json_int_t)q->retx,
+		"rto_fires", (json_int_t)q->rto_fires, "trims_rx", (json_int_t)q->trims_rx,
+		"nacks_rx", (json_int_t)q->nacks_rx, "bytes_acked", (json_int_t)q->bytes_acked,
+		"rx_pkts", (json_int_t)q->rx_pkts, "rx_dups", (json_int_t)q->rx_dups,
+		"bytes_placed", (json_int_t)q->bytes_placed);
+	if (q->state == MRC_QPS_ERROR)
+		json_object_set_new(j, "error", json_string(strerror(-q->error)));
+	return j;
+}
+
+int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t errlen)
+{
+	struct mrcd *d = o->d;
+	struct mrc_qp_info q;
+	json_t *a = json_array();
+	if (qp >= 0) {
+		if (mrc_qp_info(d->eng, (uint32_t)qp, &q)) {
+			json_decref(a);
+			snprintf(err, errlen, "no QP %lld (%#llx)", (long long)qp, (unsigned long long)qp);
+			return -ENOENT;
+		}
+		json_array_append_new(a, qp_json(d, (uint32_t)qp, &q));
+	} else {
+		/* The engine has no QP iterator; every QP mrcd serves is bound
+		 * to a completion owner, so the binding table lists them. */
+		for (uint32_t i = 0; i < 65536; i++)
+			if (d->qpb[i].fn && !mrc_qp_info(d->eng, d->qpb[i].qpn, &q))
+				json_array_append_new(a, qp_json(d, d->qpb[i].qpn, &q));
+	}
+	*out = json_pack("{s:o}", "qps", a);
+	return 0;
+}
+
+json_t *mrcd_oper_status(struct oper *o)
+{
+	struct mrcd *d = o->d;
+	struct mrc_engine_stats es;
+	mrc_engine_stats(d->eng, &es);
+	struct sums pl[MRC_MAX_PLANES], all = { 0 };
+	plane_sums(d, pl);
+	uint32_t up = 0, npeers = 0;
+	json_t *dis = json_array();
+	for (uint32_t i = 0; i < d->nplanes; i++) {
+		up += !(d->local_down >> i & 1);
+		if (o->admin_planes >> i & 1)
+			json_array_append_new(dis, json_integer(i));
+		for (int s = 0; s < 3; s++)
+			all.st[s] += pl[i].st[s];
+	}
+	for (uint32_t p = 0; p < d->max_peers; p++)
+		npeers += d->peers[p].used;
+	char name[64], addr[64], t[48], hn[256] = "";
+	gethostname(hn, sizeof(hn) - 1);
+	host_addr(d, d->self, addr, sizeof(addr));
+	iso(o, d->started_ns, t, sizeof(t));
+	json_t *totals = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"tx_pkts", (json_int_t)es.tx_pkts, "rx_pkts", (json_int_t)es.rx_pkts,
+		"tx_data", (json_int_t)es.tx_data, "retransmits", (json_int_t)es.tx_retx,
+		"trims", (json_int_t)es.rx_trimmed, "ecn", (json_int_t)es.rx_ecn,
+		"loss_detected", (json_int_t)es.loss_detected, "ev_changes", (json_int_t)es.ev_changes,
+		"bytes_placed", (json_int_t)es.bytes_placed, "msgs_completed", (json_int_t)es.msgs_completed);
+	return json_pack("{s:s, s:i, s:s, s:{s:s, s:i, s:s}, s:s, s:s, s:f, s:s, s:i, s:i, s:o, s:i, s:i, s:o, s:o, s:s, s:s}",
+		"version", MRC_VERSION, "protocol", MRC_OPER_VERSION, "hostname", hn,
+		"host", "name", mrcd_oper_host_name(d, d->self, name, sizeof(name)),
+		"index", (int)d->self, "address", addr,
+		"mode", d->topo ? "srv6" : "loopback", "topology", d->cfg.topology,
+		"uptime_s", (double)(mrcd_now() - d->started_ns) / 1e9, "started", t,
+		"planes", (int)d->nplanes, "planes_up", (int)up, "planes_admin_disabled", dis,
+		"peers", (int)npeers, "qps", (int)count_qps(d, UINT32_MAX),
+		"ev_states", states(all.st), "totals", totals,
+		"socket", o->path, "metrics_listen", d->cfg.metrics_listen);
+}
+
+/* Snapshot histogram of every path's smoothed RTT (le bounds in us). */
+static json_t *rtt_hist(struct mrcd *d)
+{
+	static const double le[] = { 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 50000, 100000 };
+	enum { N = sizeof(le) / sizeof(le[0]) };
+	uint64_t cnt[N + 1] = { 0 }, n = 0;
+	double sum = 0;
+	for (uint32_t p = 0; p < d->max_peers; p++) {
+		const struct mrcd_peer *pe = &d->peers[p];
+		for (uint32_t ev = 0; pe->used && ev < pe->nev; ev++) {
+			struct mrc_ev_info i;
+			if (!path_exists(d, pe, ev) || mrc_ev_info(d->eng, p, ev, &i) || !i.srtt_ns)
+				continue;
+			double us = (double)i.srtt_ns / 1e3;
+			int b = 0;
+			while (b < N && us > le[b])
+				b++;
+			cnt[b]++;
+			n++;
+			sum += us;
+		}
+	}
+	json_t *bl = json_array(), *bc = json_array();
+	uint64_t cum = 0;
+	for (int b = 0; b < N; b++) {
+		cum += cnt[b];
+		json_array_append_new(bl, json_real(le[b]));
+		json_array_append_new(bc, json_integer((json_int_t)cum));
+	}
+	return json_pack("{s:o, s:o, s:I, s:f}", "le_us", bl, "cumulative", bc, "count",
+			 (json_int_t)n, "sum_us", sum);
+}
+
+json_t *mrcd_oper_stats(struct oper *o)
+{
+	struct mrcd *d = o->d;
+	struct mrc_engine_stats s;
+	mrc_engine_stats(d->eng, &s);
+	json_t *drop = json_object(), *ntx = json_object(), *nrx = json_object();
+	for (int i = 1; i < MRC_DROP__COUNT; i++)
+		json_object_set_new(drop, mrc_wire_drop_name((enum mrc_wire_drop)i),
+				    json_integer((json_int_t)s.rx_drop[i]));
+	static const char *nn[] = { "none", "trimmed", "oow", "access", "rnr" };
+	for (int i = 1; i <= MRC_NACK_MAX; i++) {
+		json_object_set_new(ntx, nn[i], json_integer((json_int_t)s.nack_tx[i]));
+		json_object_set_new(nrx, nn[i], json_integer((json_int_t)s.nack_rx[i]));
+	}
+	json_t *eng = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"rx_pkts", (json_int_t)s.rx_pkts, "tx_pkts", (json_int_t)s.tx_pkts,
+		"tx_data", (json_int_t)s.tx_data, "tx_retx", (json_int_t)s.tx_retx,
+		"tx_acks", (json_int_t)s.tx_acks, "tx_probes", (json_int_t)s.tx_probes,
+		"rx_drop", drop, "rx_unknown_qp", (json_int_t)s.rx_unknown_qp,
+		"rx_bad_peer", (json_int_t)s.rx_bad_peer, "rx_qp_error", (json_int_t)s.rx_qp_error,
+		"rx_dup", (json_int_t)s.rx_dup, "rx_oow", (json_int_t)s.rx_oow,
+		"rx_trimmed", (json_int_t)s.rx_trimmed, "rx_ecn", (json_int_t)s.rx_ecn,
+		"nack_tx", ntx, "nack_rx", nrx, "access_errors", (json_int_t)s.access_errors,
+		"rto_fires", (json_int_t)s.rto_fires, "loss_detected", (json_int_t)s.loss_detected,
+		"ctrl_overflow", (json_int_t)s.ctrl_overflow, "events_dropped", (json_int_t)s.events_dropped,
+		"ev_changes", (json_int_t)s.ev_changes, "bytes_placed", (json_int_t)s.bytes_placed,
+		"msgs_completed", (json_int_t)s.msgs_completed);
+	struct mrc_dp_stats ds;
+	mrc_dp_get_stats(d->dp, &ds);
+	json_t *dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"tx_pkts", (json_int_t)ds.tx_pkts, "tx_bytes", (json_int_t)ds.tx_bytes,
+		"tx_errs", (json_int_t)ds.tx_errs, "tx_eagain", (json_int_t)ds.tx_eagain,
+		"rx_pkts", (json_int_t)ds.rx_pkts, "rx_bytes", (json_int_t)ds.rx_bytes,
+		"rx_truncated", (json_int_t)ds.rx_truncated,
+		"tx_pps", (json_int_t)o->dp_tx_rate, "rx_pps", (json_int_t)o->dp_rx_rate,
+		"tx_bytes_per_s", (json_int_t)o->dp_txb_rate, "rx_bytes_per_s", (json_int_t)o->dp_rxb_rate);
+	json_t *dm = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
+		"rx_unknown_src", (json_int_t)d->st.rx_unknown_src, "rx_short", (json_int_t)d->st.rx_short,
+		"tx_unmapped", (json_int_t)d->st.tx_unmapped, "wc_unbound", (json_int_t)d->st.wc_unbound,
+		"ctrl_rx", (json_int_t)d->st.ctrl_rx, "ctrl_tx", (json_int_t)d->st.ctrl_tx,
+		"ctrl_bad", (json_int_t)d->st.ctrl_bad,
+		"uptime_s", (double)(mrcd_now() - d->started_ns) / 1e9);
+	json_t *op = json_pack("{s:I, s:I, s:I, s:I, s:I}",
+		"connections", (json_int_t)o->conns_total, "refused", (json_int_t)o->refused_total,
+		"requests", (json_int_t)o->requests_total, "events", (json_int_t)o->seq,
+		"log_suppressed", (json_int_t)o->bucket.suppressed_total);
+	json_t *pl = mrcd_oper_planes(o), *pe = mrcd_oper_peers(o);
+	json_t *r = json_pack("{s:o, s:o, s:o, s:o, s:O, s:O, s:o}", "engine", eng, "datapath", dp,
+			      "daemon", dm, "oper", op, "planes", json_object_get(pl, "planes"),
+			      "peers", json_object_get(pe, "peers"), "path_srtt_histogram", rtt_hist(d));
+	json_decref(pl);
+	json_decref(pe);
+	return r;
+}
+
+json_t *mrcd_oper_topology(struct oper *o)
+{
+	struct mrcd *d = o->d;
+	char name[64], addr[64];
+	if (!d->topo)
+		return json_pack("{s:s, s:i, s:s, s:i, s:[{s:s, s:i, s:s}]}", "mode", "loopback",
+				 "planes", 1, "self", "self", "evs", 1, "hosts", "name", "self",
+				 "index", 0, "address", "::1");
+	struct mrc_topo *t = d->topo;
+	char blk[64];
+	inet_ntop(AF_INET6, &t->block, blk, sizeof(blk));
+	json_t *hosts = json_array(), *planes = json_array();
+	for (uint32_t h = 0; h < t->n_hosts; h++) {
+		host_addr(d, h, addr, sizeof(addr));
+		char us[8];
+		snprintf(us, sizeof(us), "%#06x", t->nodes[t->hosts[h]].usid);
+		json_array_append_new(hosts, json_pack("{s:s, s:i, s:s, s:s}", "name",
+			t->nodes[t->hosts[h]].name, "index", (int)h, "usid", us, "address", addr));
+	}
+	for (uint32_t p = 0; p < t->planes; p++) {
+		json_t *lv = json_array(), *sp = json_array();
+		for (uint32_t i = 0; i < t->n_leaves[p]; i++)
+			json_array_append_new(lv, json_string(t->nodes[t->leaves[p][i]].name));
+		for (uint32_t i = 0; i < t->n_spines[p]; i++)
+			json_array_append_new(sp, json_string(t->nodes[t->spines[p][i]].name));
+		json_array_append_new(planes, json_pack("{s:i, s:s, s:o, s:o}", "plane", (int)p,
+			"nic", d->plane_if[p], "leaves", lv, "spines", sp));
+	}
+	char bs[80];
+	snprintf(bs, sizeof(bs), "%s/%u", blk, t->block_bits);
+	return json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:o, s:o}", "mode", "srv6",
+		"file", d->cfg.topology, "block", bs, "planes", (int)t->planes,
+		"self", mrcd_oper_host_name(d, d->self, name, sizeof(name)),
+		"evs", (int)mrc_topo_ev_count(t), "links", (int)t->n_links,
+		"plane_list", planes, "hosts", hosts);
+}

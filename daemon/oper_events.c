@@ -1,0 +1,225 @@
+/* The event stream: every engine event and core note lands in a bounded
+ * ring (for `mrcctl events`) with monotonic and wall-clock time, goes to
+ * followers (`events -f`), and path/plane changes are logged through a
+ * token bucket so a flapping link cannot flood the journal. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon/oper.h"
+
+#define LOG_RATE 5.0      /* state-change lines per second, sustained */
+#define LOG_BURST 50.0
+#define FLOOR_EVERY_NS 1000000000ull   /* ev_floor notes: at most 1/s */
+
+int mrcd_oper_events_init(struct oper *o)
+{
+	o->ring = calloc(OPER_RING, sizeof(*o->ring));
+	if (!o->ring)
+		return -ENOMEM;
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	uint64_t mono = mrcd_now();
+	o->real_off_ns = (int64_t)((uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec) -
+			 (int64_t)mono;
+	o->bucket = (struct oper_bucket){ .tokens = LOG_BURST, .rate = LOG_RATE,
+					  .burst = LOG_BURST, .last_ns = mono };
+	return 0;
+}
+
+void mrcd_oper_events_fini(struct oper *o)
+{
+	free(o->ring);
+	o->ring = NULL;
+}
+
+static void iso_time(uint64_t real_ns, char *buf, size_t len)
+{
+	time_t s = (time_t)(real_ns / 1000000000ull);
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	char b[32];
+	strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%06uZ", b, (unsigned)(real_ns % 1000000000ull / 1000));
+}
+
+json_t *mrcd_oper_event_json(struct oper *o, const struct oper_event *e)
+{
+	char t[48], name[64];
+	iso_time(e->real_ns, t, sizeof(t));
+	json_t *j = json_pack("{s:I, s:s, s:I, s:s, s:s}", "seq", (json_int_t)e->seq, "time", t,
+			      "mono_ns", (json_int_t)e->mono_ns, "kind", e->kind, "text", e->text);
+	if (!j || !e->typed)
+		return j;
+	json_object_set_new(j, "peer", json_string(mrcd_oper_host_name(o->d, e->host, name, sizeof(name))));
+	json_object_set_new(j, "host", json_integer(e->host));
+	if (!strcmp(e->kind, "qp")) {
+		json_object_set_new(j, "qpn", json_integer(e->qpn));
+		json_object_set_new(j, "error", json_string(strerror(-e->err)));
+		return j;
+	}
+	int pl, sp;
+	mrcd_oper_ev_where(o->d, e->ev, &pl, &sp);
+	json_object_set_new(j, "ev", json_integer(e->ev));
+	json_object_set_new(j, "plane", json_integer(pl));
+	json_object_set_new(j, "spine", json_integer(sp));
+	if (!strcmp(e->kind, "probe")) {
+		if (e->rtt_ns != UINT64_MAX)
+			json_object_set_new(j, "rtt_us", json_real((double)e->rtt_ns / 1e3));
+		return j;
+	}
+	json_object_set_new(j, "old", json_string(mrc_ev_state_name(e->old_state)));
+	json_object_set_new(j, "new", json_string(mrc_ev_state_name(e->new_state)));
+	json_object_set_new(j, "reason", json_string(mrc_ev_reason_name(e->reason)));
+	return j;
+}
+
+json_t *mrcd_oper_events_recent(struct oper *o, int last)
+{
+	json_t *a = json_array();
+	uint64_t n = o->seq < OPER_RING ? o->seq : OPER_RING;
+	if (last >= 0 && (uint64_t)last < n)
+		n = (uint64_t)last;
+	for (uint64_t s = o->seq - n; s < o->seq; s++)
+		json_array_append_new(a, mrcd_oper_event_json(o, &o->ring[s % OPER_RING]));
+	return a;
+}
+
+void mrcd_oper_record(struct oper *o, const struct oper_event *e)
+{
+	struct oper_event *r = &o->ring[o->seq % OPER_RING];
+	*r = *e;
+	r->seq = o->seq++;
+	if (!r->mono_ns)
+		r->mono_ns = mrcd_now();
+	r->real_ns = (uint64_t)((int64_t)r->mono_ns + o->real_off_ns);
+	mrcd_oper_send_event(o, r);
+}
+
+static int bucket_take(struct oper_bucket *b, uint64_t now)
+{
+	b->tokens += (double)(now - b->last_ns) / 1e9 * b->rate;
+	if (b->tokens > b->burst)
+		b->tokens = b->burst;
+	b->last_ns = now;
+	if (b->tokens < 1.0)
+		return 0;
+	b->tokens -= 1.0;
+	return 1;
+}
+
+int mrcd_oper_ratelog(struct oper *o, int level, const char *fmt, ...)
+{
+	if (level > mrcd_log_level)
+		return 0;
+	if (!bucket_take(&o->bucket, mrcd_now())) {
+		o->bucket.suppressed++;
+		o->bucket.suppressed_total++;
+		return 0;
+	}
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	mrcd_log(level, "%s", msg);
+	return 1;
+}
+
+void mrcd_oper_ratelog_flush(struct oper *o)
+{
+	if (!o->bucket.suppressed || !bucket_take(&o->bucket, mrcd_now()))
+		return;
+	mrcd_log(MRCD_LOG_NOTICE,
+		 "%llu path/plane state messages suppressed (rate limit %.0f/s, burst %.0f); `mrcctl events` has every one",
+		 (unsigned long long)o->bucket.suppressed, o->bucket.rate, o->bucket.burst);
+	o->bucket.suppressed = 0;
+}
+
+void mrcd_oper_admin_note(struct oper *o, const char *fmt, ...)
+{
+	struct oper_event e = { .kind = "admin" };
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e.text, sizeof(e.text), fmt, ap);
+	va_end(ap);
+	mrcd_log(MRCD_LOG_NOTICE, "%s", e.text);
+	mrcd_oper_record(o, &e);
+}
+
+void mrcd_oper_event(struct mrcd *d, const struct mrc_event *ev)
+{
+	struct oper *o = mrcd_oper_get();
+	if (!o || o->d != d)
+		return;
+	uint32_t host = ev->peer < d->max_peers && d->peers[ev->peer].used ?
+			d->peers[ev->peer].host : UINT32_MAX;
+	struct oper_event e = { .typed = 1, .old_state = ev->old_state, .new_state = ev->new_state,
+		.reason = ev->reason, .host = host, .ev = ev->ev, .qpn = ev->qpn, .err = ev->err,
+		.rtt_ns = ev->rtt_ns, .mono_ns = ev->time_ns };
+	char name[64];
+	mrcd_oper_host_name(d, host, name, sizeof(name));
+	int pl, sp;
+	mrcd_oper_ev_where(d, ev->ev, &pl, &sp);
+	char where[32];
+	if (sp < 0)
+		snprintf(where, sizeof(where), "plane %d direct", pl);
+	else
+		snprintf(where, sizeof(where), "plane %d spine %d", pl, sp);
+	static uint64_t last_floor;
+	switch (ev->type) {
+	case MRC_EVT_EV_STATE:
+		snprintf(e.kind, sizeof(e.kind), "path");
+		snprintf(e.text, sizeof(e.text), "path %s ev %u (%s): %s -> %s (%s)",
+			 name, ev->ev, where, mrc_ev_state_name(ev->old_state),
+			 mrc_ev_state_name(ev->new_state), mrc_ev_reason_name(ev->reason));
+		mrcd_oper_ratelog(o, ev->new_state == MRC_EV_GOOD ? MRCD_LOG_INFO : MRCD_LOG_NOTICE,
+				  "%s", e.text);
+		/* Admin state outlives link changes: the core re-allows a
+		 * plane's EVs when its NIC comes back; deny them again. */
+		if (ev->new_state != MRC_EV_DENIED && mrcd_oper_wants_denied(o, ev->peer, ev->ev))
+			mrc_ev_set_denied(d->eng, mrcd_now(), ev->peer, ev->ev, 1);
+		break;
+	case MRC_EVT_PROBE_RESULT:
+		snprintf(e.kind, sizeof(e.kind), "probe");
+		if (ev->rtt_ns == UINT64_MAX)
+			snprintf(e.text, sizeof(e.text), "probe %s ev %u: lost", name, ev->ev);
+		else
+			snprintf(e.text, sizeof(e.text), "probe %s ev %u (%s): rtt %.1f us",
+				 name, ev->ev, where, (double)ev->rtt_ns / 1e3);
+		mrcd_oper_record(o, &e);
+		mrcd_oper_probe_result(o, ev->peer, ev->ev, ev->rtt_ns);
+		return;
+	case MRC_EVT_QP_ERROR:
+		snprintf(e.kind, sizeof(e.kind), "qp");
+		snprintf(e.text, sizeof(e.text), "qp %#x (peer %s) failed: %s", ev->qpn, name,
+			 strerror(-ev->err));
+		break;
+	case MRC_EVT_FLOOR:
+		/* Every loss on the last usable path says this: keep one a second. */
+		if (ev->time_ns - last_floor < FLOOR_EVERY_NS && last_floor)
+			return;
+		last_floor = ev->time_ns;
+		snprintf(e.kind, sizeof(e.kind), "floor");
+		snprintf(e.text, sizeof(e.text), "path %s ev %u (%s) kept in use: ev_floor reached (%s)",
+			 name, ev->ev, where, mrc_ev_reason_name(ev->reason));
+		break;
+	default:
+		return;
+	}
+	mrcd_oper_record(o, &e);
+}
+
+void mrcd_oper_note(struct mrcd *d, const char *kind, const char *text)
+{
+	struct oper *o = mrcd_oper_get();
+	if (!o || o->d != d)
+		return;
+	struct oper_event e = { 0 };
+	snprintf(e.kind, sizeof(e.kind), "%s", kind);
+	snprintf(e.text, sizeof(e.text), "%s", text);
+	mrcd_oper_record(o, &e);
+}

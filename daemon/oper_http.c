@@ -1,0 +1,217 @@
+/* Optional Prometheus endpoint (metrics_listen, off by default): a tiny
+ * HTTP/1.0 responder on the loop, GET /metrics only, one request per
+ * connection, bounded request size and time. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ctl/prom.h"
+#include "daemon/oper.h"
+
+#define HTTP_REQ_MAX 4096
+#define HTTP_TIMEOUT_S 5.0
+
+struct http_conn {
+	struct oper *o;
+	int fd;
+	ev_io io;
+	ev_timer tm;
+	size_t len;
+	char buf[HTTP_REQ_MAX + 1];
+};
+
+static void http_close(struct http_conn *h)
+{
+	ev_io_stop(h->o->d->loop, &h->io);
+	ev_timer_stop(h->o->d->loop, &h->tm);
+	close(h->fd);
+	free(h);
+}
+
+/* Bounded blocking write: the response is small and the scraper waits. */
+static void write_all(int fd, const char *p, size_t n)
+{
+	uint64_t deadline = mrcd_now() + 2000000000ull;
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno != EAGAIN && errno != EINTR)
+			return;
+		uint64_t now = mrcd_now();
+		if (now >= deadline)
+			return;
+		struct pollfd pf = { .fd = fd, .events = POLLOUT };
+		poll(&pf, 1, (int)((deadline - now) / 1000000) + 1);
+	}
+}
+
+static void respond(struct http_conn *h, int code, const char *reason, const char *ctype,
+		    const char *body)
+{
+	char hdr[256];
+	int n = snprintf(hdr, sizeof(hdr),
+			 "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+			 code, reason, ctype, strlen(body));
+	write_all(h->fd, hdr, (size_t)n);
+	write_all(h->fd, body, strlen(body));
+}
+
+static void handle(struct http_conn *h)
+{
+	char method[8] = "", path[128] = "";
+	if (sscanf(h->buf, "%7s %127s", method, path) != 2) {
+		respond(h, 400, "Bad Request", "text/plain", "bad request\n");
+	} else if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		respond(h, 405, "Method Not Allowed", "text/plain", "only GET\n");
+	} else if (strcmp(path, "/metrics")) {
+		respond(h, 404, "Not Found", "text/plain", "mrcd: metrics are at /metrics\n");
+	} else {
+		json_t *st = mrcd_oper_stats(h->o);
+		char *t = mrc_oper_prom(st);
+		json_decref(st);
+		if (t)
+			respond(h, 200, "OK", "text/plain; version=0.0.4", t);
+		else
+			respond(h, 500, "Internal Server Error", "text/plain", "out of memory\n");
+		free(t);
+	}
+	http_close(h);
+}
+
+static void on_read(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct http_conn *h = w->data;
+	(void)loop;
+	(void)revents;
+	ssize_t n = recv(h->fd, h->buf + h->len, HTTP_REQ_MAX - h->len, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		http_close(h);
+		return;
+	}
+	h->len += (size_t)n;
+	h->buf[h->len] = 0;
+	if (strstr(h->buf, "\r\n\r\n") || strstr(h->buf, "\n\n"))
+		handle(h);
+	else if (h->len == HTTP_REQ_MAX)
+		respond(h, 413, "Request Too Large", "text/plain", "request too large\n"), http_close(h);
+}
+
+static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	http_close(w->data);
+}
+
+static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct oper *o = w->data;
+	(void)revents;
+	int fd = accept4(o->mfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct http_conn *h = calloc(1, sizeof(*h));
+	if (!h) {
+		close(fd);
+		return;
+	}
+	h->o = o;
+	h->fd = fd;
+	ev_io_init(&h->io, on_read, fd, EV_READ);
+	h->io.data = h;
+	ev_timer_init(&h->tm, on_timeout, HTTP_TIMEOUT_S, 0);
+	h->tm.data = h;
+	ev_io_start(loop, &h->io);
+	ev_timer_start(loop, &h->tm);
+}
+
+/* "[v6addr]:port" or "v4addr:port". */
+static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	char host[64];
+	const char *colon;
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+		if (!end || end[1] != ':' || (size_t)(end - s - 1) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s + 1, (size_t)(end - s - 1));
+		host[end - s - 1] = 0;
+		colon = end + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s, (size_t)(colon - s));
+		host[colon - s] = 0;
+	}
+	char *end;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || port == 0 || port > 65535)
+		return -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+		*sl = sizeof(*a6);
+		return 0;
+	}
+	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
+		*sl = sizeof(*a4);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int mrcd_oper_http_start(struct oper *o, char *err, size_t errlen)
+{
+	const char *s = o->d->cfg.metrics_listen;
+	if (!s[0])
+		return 0;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	if (parse_listen(s, &ss, &sl)) {
+		snprintf(err, errlen, "metrics_listen: '%s' is not [IPv6]:PORT or IPv4:PORT", s);
+		return -EINVAL;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 16)) {
+		int rc = -errno;
+		snprintf(err, errlen, "metrics_listen %s: %s", s, strerror(-rc));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	o->mfd = fd;
+	ev_io_init(&o->mio, on_accept, fd, EV_READ);
+	o->mio.data = o;
+	ev_io_start(o->d->loop, &o->mio);
+	mrcd_log(MRCD_LOG_INFO, "metrics on http://%s/metrics", s);
+	return 0;
+}
+
+void mrcd_oper_http_stop(struct oper *o)
+{
+	if (o->mfd < 0)
+		return;
+	ev_io_stop(o->d->loop, &o->mio);
+	close(o->mfd);
+	o->mfd = -1;
+}
