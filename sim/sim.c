@@ -256,6 +256,15 @@ static double wall(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static double cpu(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
 static void progress(const struct mrc_sim *s, int last)
 {
 	fprintf(stderr, "\rmrcsim: t=%.3f ms  events %llu  flows %u/%u done%s",
@@ -268,7 +277,7 @@ int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
 	if (s->ran)
 		return serr(err, errlen, "run: already ran");
 	s->ran = 1;
-	double t0 = wall();
+	double t0 = wall(), c0 = cpu();
 	uint64_t until = s->cfg.until_ns ? s->cfg.until_ns * SIM_PS_PER_NS : UINT64_MAX;
 	uint64_t hold = s->cfg.hold_ns * SIM_PS_PER_NS;
 	struct sim_event ev;
@@ -308,6 +317,7 @@ int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
 	verify(s);
 	sim_faults_analyse(s);
 	s->wall_s = wall() - t0;
+	s->cpu_s = cpu() - c0;
 	struct rusage ru;
 	if (!getrusage(RUSAGE_SELF, &ru))
 		s->maxrss_kb = ru.ru_maxrss;

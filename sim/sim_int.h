@@ -212,7 +212,7 @@ struct mrc_sim {
 	uint32_t progress_every;
 	char desc[256];
 	/* timing (only reported with --timing) */
-	double wall_s;
+	double wall_s, cpu_s;
 	long maxrss_kb;
 };
 
