@@ -649,9 +649,7 @@ static void dispatch(struct mrcd_client *c, const struct mrc_ctl_msg *m, int *fd
 		return;
 	}
 	if (type >= MRC_CTL_OPER_FIRST && type <= MRC_CTL_OPER_LAST) {
-		if (mrcd_oper_request && mrcd_oper_request(c->d, c->fd, c->uid, m) == 0)
-			return;
-		fail(c, m, -EOPNOTSUPP, "operator verbs are not served by this daemon");
+		fail(c, m, -EOPNOTSUPP, "operator verbs are served on mrcctl.sock, not here");
 		return;
 	}
 	switch (type) {

@@ -24,13 +24,6 @@ int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
  * socket. */
 void mrcd_clients_stop(struct mrcd *d);
 
-/* Operator verbs (types MRC_CTL_OPER_FIRST..LAST, mrcctl) arriving on the
- * client socket are handed to this hook when the operator module defines
- * it; it replies on fd itself and returns 0, or returns non-zero to let
- * the caller refuse the request.  uid is the peer's, for admin checks. */
-int mrcd_oper_request(struct mrcd *d, int fd, uid_t uid, const struct mrc_ctl_msg *m)
-	__attribute__((weak));
-
 /* ---- internal: shared by clients.c and rings.c ------------------------ */
 
 #define MRCD_CLIENT_MAX_MRS 1024u

@@ -139,7 +139,7 @@ int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, 
 	}
 dead:
 	/* The channel is out of step or gone: no later call can trust it. */
-	ctx->dead = 1;
+	__atomic_store_n(&ctx->dead, 1, __ATOMIC_RELAXED);
 	if (r == -ECONNRESET || r == -EPIPE) {
 		if (!ctx->last_error[0])
 			snprintf(ctx->last_error, sizeof(ctx->last_error), "daemon closed the connection");

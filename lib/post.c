@@ -29,7 +29,7 @@ MRC__API int mrc_post_sqe(struct mrc_qp *qp, const struct mrc_sqe *sqe)
 		r->limit = tail + r->mask + 1;
 		if (r->idx >= r->limit) {
 			pthread_mutex_unlock(&qp->sq_lock);
-			return qp->ctx->dead ? -EPIPE : -ENOSPC;
+			return __atomic_load_n(&qp->ctx->dead, __ATOMIC_RELAXED) ? -EPIPE : -ENOSPC;
 		}
 	}
 	struct mrc_sqe *s = (struct mrc_sqe *)r->desc + (r->idx & r->mask);
@@ -121,7 +121,7 @@ MRC__API int mrc_poll_cq(struct mrc_qp *qp, struct mrc_completion *out, int max)
 		return n;
 	if (lost)
 		return -EOVERFLOW;
-	return qp->ctx->dead ? -EPIPE : 0;
+	return __atomic_load_n(&qp->ctx->dead, __ATOMIC_RELAXED) ? -EPIPE : 0;
 }
 
 static int64_t now_ms(void)
@@ -142,7 +142,7 @@ MRC__API int mrc_wait(struct mrc_qp *qp, int timeout_ms)
 		pthread_mutex_unlock(&qp->cq_lock);
 		if (ready)
 			return 0;
-		if (qp->ctx->dead)
+		if (__atomic_load_n(&qp->ctx->dead, __ATOMIC_RELAXED))
 			return -ECONNRESET;
 		int64_t left = deadline == INT64_MAX ? -1 : deadline - now_ms();
 		if (left < 0 && deadline != INT64_MAX)
@@ -162,7 +162,7 @@ MRC__API int mrc_wait(struct mrc_qp *qp, int timeout_ms)
 				return -errno;
 		}
 		if (n > 0 && (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR))) {
-			qp->ctx->dead = 1;
+			__atomic_store_n(&qp->ctx->dead, 1, __ATOMIC_RELAXED);
 			mrc_ring_wake_done(r->hdr);
 			pthread_mutex_lock(&qp->cq_lock);
 			int ok = cq_ready(r);
@@ -177,6 +177,21 @@ MRC__API int mrc_wait(struct mrc_qp *qp, int timeout_ms)
 			return ok ? 0 : -ETIMEDOUT;
 		}
 	}
+}
+
+MRC__API int mrc_arm_cq(struct mrc_qp *qp)
+{
+	struct mrc_ring *r = &qp->cq;
+	uint64_t v;
+	if (read(qp->cq_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	pthread_mutex_lock(&qp->cq_lock);
+	const struct mrc_cqe *c = (const struct mrc_cqe *)r->desc + (r->idx & r->mask);
+	int ready = mrc_ring_prepare_sleep(r->hdr, &c->seq, r->idx);
+	pthread_mutex_unlock(&qp->cq_lock);
+	if (ready)
+		return 1;
+	return __atomic_load_n(&qp->ctx->dead, __ATOMIC_RELAXED) ? -ECONNRESET : 0;
 }
 
 MRC__API const char *mrc_cqe_op_name(uint8_t op)

@@ -163,9 +163,13 @@ int mrc_poll_cq(struct mrc_qp *qp, struct mrc_completion *c, int max);
 /* Blocks until a completion is ready (0), timeout_ms passes (-ETIMEDOUT;
  * < 0: no limit), or the daemon dies (-ECONNRESET). */
 int mrc_wait(struct mrc_qp *qp, int timeout_ms);
-/* The completion doorbell (an eventfd) for the caller's own poll/epoll:
- * call mrc_wait(qp, 0) or mrc_poll_cq when it is readable. */
+/* For the caller's own poll/epoll loop: mrc_qp_fd is the completion
+ * doorbell (an eventfd).  The daemon rings it only while the CQ is armed:
+ * mrc_arm_cq drains the fd and arms; it returns 1 when completions are
+ * already waiting (poll them instead of sleeping), 0 when armed.  When the
+ * fd is readable, mrc_poll_cq until it returns 0, then arm again. */
 int mrc_qp_fd(const struct mrc_qp *qp);
+int mrc_arm_cq(struct mrc_qp *qp);
 
 const char *mrc_cqe_op_name(uint8_t op);
 
