@@ -5,3 +5,5 @@
 CORE_SRCS += ctl/ctljson.c ctl/prom.c ctl/render.c
 PROGS += mrcctl
 mrcctl_SRCS = ctl/mrcctl.c
+# mrcctl against two live mrcd on the emulated fabric (needs root).
+ROOT_TESTS += tests/root/ctl.sh
