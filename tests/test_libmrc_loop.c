@@ -25,7 +25,9 @@
 #include "mrc/mrc.h"
 #include "tests/support/prng.h"
 
-#define MRCD_BIN "build/bin/mrcd"
+/* The mrcd of the same build directory as this test (B/tests/x ->
+ * B/bin/mrcd), so a sanitizer build tests a sanitizer daemon. */
+static char MRCD_BIN[4096] = "build/bin/mrcd";
 #define WAIT_MS 10000
 
 struct daemon {
@@ -114,8 +116,25 @@ static void daemon_stop(struct daemon *d)
 	rmdir(d->dir);
 }
 
+static void find_mrcd(void)
+{
+	char exe[4000];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = 0;
+	for (int i = 0; i < 2; i++) {
+		char *sl = strrchr(exe, '/');
+		if (!sl)
+			return;
+		*sl = 0;
+	}
+	snprintf(MRCD_BIN, sizeof(MRCD_BIN), "%s/bin/mrcd", exe);
+}
+
 static int setup(void **state)
 {
+	find_mrcd();
 	if (access(MRCD_BIN, X_OK)) {
 		print_message("%s not built: skipping\n", MRCD_BIN);
 		*state = NULL;
