@@ -68,6 +68,8 @@ struct mrcd {
 	struct mrcd_cm *cm;
 	uint64_t started_ns;
 	int stopping;
+	uint64_t drain_deadline;
+	ev_timer drain;
 	struct mrcd_stats st;
 };
 

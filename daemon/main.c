@@ -108,14 +108,45 @@ static int load_config(struct mrcd_cfg *cfg, const struct args *a)
 
 static struct args g_args;
 
+#define DRAIN_NS 5000000000ull   /* in-flight work gets 5 s to complete */
+
+/* Shutdown drains: work already posted may complete for DRAIN_NS; what is
+ * still unfinished then completes with -ESHUTDOWN, so no client waits on a
+ * completion that will never come.  A second signal stops at once. */
+static void on_drain(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct mrcd *d = w->data;
+	(void)revents;
+	uint64_t now = mrcd_now();
+	uint32_t busy = mrc_engine_busy_qps(d->eng);
+	if (busy && now < d->drain_deadline)
+		return;
+	if (busy)
+		mrcd_log(MRCD_LOG_WARNING, "shutdown: %u QPs still busy after %llu s: their work fails with ESHUTDOWN",
+			 mrc_engine_abort_all(d->eng, now, -ESHUTDOWN),
+			 (unsigned long long)(DRAIN_NS / 1000000000ull));
+	mrcd_flush(d);
+	ev_timer_stop(loop, w);
+	ev_break(loop, EVBREAK_ALL);
+}
+
 static void on_stop(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	struct mrcd *d = w->data;
 	(void)revents;
-	mrcd_log(MRCD_LOG_NOTICE, "signal %d: shutting down", w->signum);
-	sd_notify(0, "STOPPING=1");
+	if (d->stopping) {
+		mrcd_log(MRCD_LOG_NOTICE, "signal %d again: stopping now", w->signum);
+		ev_break(loop, EVBREAK_ALL);
+		return;
+	}
 	d->stopping = 1;
-	ev_break(loop, EVBREAK_ALL);
+	uint32_t busy = mrc_engine_busy_qps(d->eng);
+	mrcd_log(MRCD_LOG_NOTICE, "signal %d: shutting down (%u busy QPs draining)", w->signum, busy);
+	sd_notify(0, "STOPPING=1");
+	d->drain_deadline = mrcd_now() + DRAIN_NS;
+	ev_timer_init(&d->drain, on_drain, 0.0, 0.01);
+	d->drain.data = d;
+	ev_timer_start(loop, &d->drain);
 }
 
 /* SIGHUP: re-read the configuration.  Keys that only tune behaviour take

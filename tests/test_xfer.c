@@ -1,6 +1,7 @@
 /* End-to-end smoke of the engine: two engines joined by a minimal lossy,
  * reordering in-memory link with per-EV delays.  (The full seeded channel
  * and property checks live in tests/support/chan.c, test_engine_*.c.) */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -141,6 +142,42 @@ static void run_xfer(int loss_pct, int blackhole)
 	nnet = 0;
 }
 
+/* Shutdown path: unfinished work completes with the caller's error, in
+ * posting order, and the QP no longer counts as busy. */
+static void abort_unfinished(void **st)
+{
+	(void)st;
+	struct mrc_engine *e;
+	assert_int_equal(mrc_engine_create(NULL, &e, NULL), 0);
+	uint8_t plane0 = 0;
+	uint32_t peer, qpn, key;
+	static uint8_t buf[3 * 4096];
+	assert_int_equal(mrc_peer_add(e, 1, &plane0, &peer), 0);
+	assert_int_equal(mrc_qp_create(e, &(struct mrc_qp_attr){ .pd = 1 }, &qpn), 0);
+	assert_int_equal(mrc_mr_reg(e, 1, buf, sizeof(buf), MRC_ACCESS_LOCAL_READ, &key), 0);
+	assert_int_equal(mrc_qp_connect(e, qpn, peer, 5, 0, 0), 0);
+	assert_int_equal(mrc_engine_busy_qps(e), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(mrc_qp_post(e, 1, qpn, &(struct mrc_wr){ .wr_id = 10 + i,
+			.op = MRC_WR_WRITE, .lkey = key, .loff = 4096u * i, .len = 4096,
+			.rkey = 1 }), 0);
+	struct mrc_tx_pkt pk[4];
+	assert_int_equal(mrc_engine_tx(e, 2, pk, 4), 3);   /* sent, never acked */
+	assert_int_equal(mrc_engine_busy_qps(e), 1);
+	assert_int_equal(mrc_engine_abort_all(e, 3, -ESHUTDOWN), 1);
+	assert_int_equal(mrc_engine_busy_qps(e), 0);
+	struct mrc_wc wc[8];
+	assert_int_equal(mrc_engine_poll_cq(e, wc, 8), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(wc[i].wr_id, 10 + i);
+		assert_int_equal(wc[i].status, -ESHUTDOWN);
+	}
+	/* The memory is free again once the completions are reaped. */
+	assert_int_equal(mrc_mr_dereg(e, key), 0);
+	assert_int_equal(mrc_qp_abort(e, 4, qpn, 0), -EINVAL);
+	mrc_engine_destroy(e);
+}
+
 static void clean(void **st) { (void)st; run_xfer(0, 0); }
 static void lossy(void **st) { (void)st; run_xfer(5, 0); }
 static void plane_dead(void **st) { (void)st; run_xfer(0, 1); }
@@ -150,6 +187,7 @@ int main(void)
 	net = calloc(NPKT, sizeof(*net));
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(clean), cmocka_unit_test(lossy), cmocka_unit_test(plane_dead),
+		cmocka_unit_test(abort_unfinished),
 	};
 	int rc = cmocka_run_group_tests(t, NULL, NULL);
 	free(net);

@@ -173,6 +173,15 @@ struct mrc_wc {
  * in the order the remote posted them).  Returns how many were written. */
 int mrc_engine_poll_cq(struct mrc_engine *e, struct mrc_wc *wc, int max);
 
+/* Moves the QP to ERROR now: every work request not yet complete completes
+ * with err (e.g. -ESHUTDOWN), posted RECVs with -ECANCELED. */
+int mrc_qp_abort(struct mrc_engine *e, uint64_t now, uint32_t qpn, int err);
+/* How many QPs still have work requests that have not completed (a
+ * draining shutdown waits for 0). */
+uint32_t mrc_engine_busy_qps(const struct mrc_engine *e);
+/* mrc_qp_abort on every QP that still has work; returns how many. */
+uint32_t mrc_engine_abort_all(struct mrc_engine *e, uint64_t now, int err);
+
 struct mrc_qp_info {
 	uint8_t state;
 	int32_t error;             /* why it entered ERROR (negative errno) */

@@ -270,3 +270,40 @@ int mrc_qp_info(const struct mrc_engine *e, uint32_t qpn, struct mrc_qp_info *in
 		.rx_dups = qp->rx_dups, .bytes_placed = qp->bytes_placed };
 	return 0;
 }
+
+int mrc_qp_abort(struct mrc_engine *e, uint64_t now, uint32_t qpn, int err)
+{
+	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	if (!qp || err >= 0)
+		return -EINVAL;
+	if (qp->state == MRC_QPS_ERROR)
+		return 0;
+	uint32_t first = qp->sq_done;
+	mrc__qp_fail(e, qp, err, qp->snd_nxt, now);
+	for (uint32_t s = first; s != qp->sq_tail; s++)
+		qp->sq[s & e->sqmask].status = err;
+	return 0;
+}
+
+uint32_t mrc_engine_busy_qps(const struct mrc_engine *e)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < e->qp_hwm; i++) {
+		const struct mrc__qp *qp = &e->qps[i];
+		n += qp->used && qp->state == MRC_QPS_RTS && qp->sq_done != qp->sq_tail;
+	}
+	return n;
+}
+
+uint32_t mrc_engine_abort_all(struct mrc_engine *e, uint64_t now, int err)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < e->qp_hwm; i++) {
+		struct mrc__qp *qp = &e->qps[i];
+		if (qp->used && qp->state == MRC_QPS_RTS && qp->sq_done != qp->sq_tail) {
+			mrc_qp_abort(e, now, qp->qpn, err);
+			n++;
+		}
+	}
+	return n;
+}
