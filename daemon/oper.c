@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "daemon/oper.h"
@@ -487,6 +488,30 @@ static int listen_sock(struct oper *o, char *err, size_t errlen)
 	return 0;
 }
 
+/* systemd's STATUS= line follows the daemon's health, so `systemctl
+ * status mrcd` shows bad paths without mrcctl. */
+static void notify_status(struct oper *o)
+{
+	json_t *s = mrcd_oper_status(o);
+	const json_t *ev = json_object_get(s, "ev_states");
+	char line[256];
+	snprintf(line, sizeof(line),
+		 "STATUS=%lld/%lld planes up, %lld peers, %lld QPs; paths %lld GOOD, %lld ASSUMED_BAD, %lld DENIED",
+		 (long long)json_integer_value(json_object_get(s, "planes_up")),
+		 (long long)json_integer_value(json_object_get(s, "planes")),
+		 (long long)json_integer_value(json_object_get(s, "peers")),
+		 (long long)json_integer_value(json_object_get(s, "qps")),
+		 (long long)json_integer_value(json_object_get(ev, "GOOD")),
+		 (long long)json_integer_value(json_object_get(ev, "ASSUMED_BAD")),
+		 (long long)json_integer_value(json_object_get(ev, "DENIED")));
+	json_decref(s);
+	static char last[256];
+	if (strcmp(line, last)) {
+		sd_notify(0, line);
+		memcpy(last, line, sizeof(last));
+	}
+}
+
 static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct oper *o = w->data;
@@ -494,8 +519,10 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	uint64_t now = mrcd_now();
 	mrcd_oper_admin_scan(o);
-	if (now - o->sample_ns >= 1000000000ull)
+	if (now - o->sample_ns >= 1000000000ull) {
 		mrcd_oper_sample(o);
+		notify_status(o);
+	}
 	mrcd_oper_ratelog_flush(o);
 }
 
