@@ -1,0 +1,41 @@
+#!/bin/sh
+# scripts/install.sh into a temporary DESTDIR: every kind of file lands
+# where the unit, pkg-config and man expect it, and `systemd-analyze
+# verify` accepts the installed unit (its binary paths pointed into the
+# DESTDIR, man pages found there).  Listed in ROOT_TESTS because `make
+# check` runs it after `all`; it needs no root itself.
+set -u
+B=${1:-build}
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT INT TERM
+PREFIX=/usr/local
+fails=0
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+./scripts/install.sh "$D" "$PREFIX" "$B" >/dev/null || { echo "FAIL install.sh exited $?"; exit 1; }
+P=$D$PREFIX
+for f in bin/mrcd bin/mrcctl lib/systemd/system/mrcd.service lib/sysusers.d/mrcd.conf \
+	lib/tmpfiles.d/mrcd.conf share/man/man8/mrcd.8 share/man/man8/mrcctl.8 \
+	share/man/man5/mrcd.conf.5 share/mrc/topologies/fabric-2p-8h.json share/doc/mrc/ctl.md; do
+	[ -e "$P/$f" ] || bad "missing $PREFIX/$f"
+done
+[ -f "$D/etc/mrcd/mrcd.conf.example" ] || bad "missing /etc/mrcd/mrcd.conf.example"
+if [ -e "$B/lib/libmrc.so" ]; then
+	for f in lib/libmrc.so lib/libmrc.a lib/pkgconfig/mrc.pc include/mrc/mrc.h; do
+		[ -e "$P/$f" ] || bad "missing $PREFIX/$f"
+	done
+fi
+[ -x "$P/bin/mrcd" ] && "$P/bin/mrcd" -c "$D/etc/mrcd/mrcd.conf.example" --check >/dev/null ||
+	bad "installed mrcd rejects the installed example configuration"
+grep -qx "ExecStart=$PREFIX/bin/mrcd" "$P/lib/systemd/system/mrcd.service" || bad "ExecStart does not point at $PREFIX/bin/mrcd"
+if command -v systemd-analyze >/dev/null; then
+	sed "s|$PREFIX/bin|$P/bin|g" "$P/lib/systemd/system/mrcd.service" >"$D/mrcd.service"
+	if out=$(MANPATH="$P/share/man" systemd-analyze verify "$D/mrcd.service" 2>&1); then
+		echo "ok   systemd-analyze verify mrcd.service (Documentation= man pages found)"
+	else
+		bad "systemd-analyze verify: $out"
+	fi
+else
+	bad "systemd-analyze missing (scripts/deps.sh installs package systemd)"
+fi
+[ $fails = 0 ] || { echo "install: $fails check(s) failed"; exit 1; }
+echo "install: all checks passed ($(find "$D" -type f | wc -l) files)"
