@@ -26,9 +26,11 @@ static void nscc_init(void *st, const struct mrc_cc_params *p)
 	struct nscc *s = st;
 	memset(s, 0, sizeof(*s));
 	s->p = *p;
-	/* Start at the full window: a datacenter path's BDP is small and
-	 * spraying spreads the burst over every path. */
-	s->cwnd = p->max_cwnd;
+	/* Start at a quarter of the window (64 packets by default, above a
+	 * datacenter path's BDP) rather than all of it: many QPs starting
+	 * at once to one host would otherwise overrun its receive queue
+	 * before any signal comes back.  Growth below target is fast. */
+	s->cwnd = p->max_cwnd / 4;
 }
 
 /* Decrease at most once per base RTT so one burst of marks counts once. */

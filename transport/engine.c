@@ -392,6 +392,6 @@ const char *mrc_ev_state_name(uint8_t s)
 const char *mrc_ev_reason_name(uint8_t r)
 {
 	static const char *n[] = { "none", "loss", "rto", "probe_ok",
-		"probe_lost", "deny", "allow" };
+		"probe_lost", "deny", "allow", "spurious" };
 	return r < sizeof(n) / sizeof(n[0]) ? n[r] : "?";
 }

@@ -189,6 +189,8 @@ struct mrc_qp_info {
 	uint32_t inflight, cwnd_bytes;
 	uint64_t srtt_ns, rto_ns;
 	uint64_t tx_pkts, retx, rto_fires, trims_rx, nacks_rx, bytes_acked;
+	uint64_t spurious;         /* losses declared that were reordering */
+	uint64_t reorder_extra_ns; /* reorder tolerance learned from them */
 	uint64_t rx_pkts, rx_dups, bytes_placed;
 };
 int mrc_qp_info(const struct mrc_engine *e, uint32_t qpn, struct mrc_qp_info *info);
@@ -232,6 +234,7 @@ enum mrc_event_type {
 enum mrc_ev_reason {
 	MRC_RSN_NONE = 0, MRC_RSN_LOSS, MRC_RSN_RTO, MRC_RSN_PROBE_OK,
 	MRC_RSN_PROBE_LOST, MRC_RSN_DENY, MRC_RSN_ALLOW,
+	MRC_RSN_SPURIOUS,          /* the loss that retired it was not one */
 };
 struct mrc_event {
 	uint8_t type;

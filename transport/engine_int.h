@@ -63,6 +63,8 @@ struct mrc__slot {
 	uint16_t prev, next;        /* send-order list of in-flight packets */
 	uint8_t state, tries;
 	uint16_t plen;
+	uint16_t lost_ev;           /* EV blamed when it was declared lost */
+	uint32_t xseq;              /* transmission order (ties in sent_ts) */
 };
 
 /* Receiver record of a PSN whose message has an effect (IMM completion,
@@ -107,7 +109,11 @@ struct mrc__qp {
 	uint64_t inflight_bytes;
 	uint64_t srtt, rttvar, rto;
 	uint32_t backoff;
-	uint64_t rto_deadline, rack_deadline, rack_ts, rnr_until;
+	uint64_t rto_deadline, rack_deadline, rnr_until;
+	uint32_t xmit_seq;          /* transmissions so far */
+	uint32_t rack_seq;          /* newest transmission acknowledged, + 1 */
+	uint64_t reo_extra;         /* learned extra reorder tolerance */
+	uint32_t clean_acks;        /* ACKs since the last spurious loss */
 	uint64_t cc[MRC_CC_STATE_MAX / 8];
 
 	/* receive side */
@@ -120,6 +126,7 @@ struct mrc__qp {
 	uint32_t rcq_head, rcq_tail;
 
 	uint64_t tx_pkts, retx, rto_fires, trims_rx, nacks_rx, bytes_acked;
+	uint64_t spurious;
 	uint64_t rx_pkts, rx_dups, bytes_placed;
 };
 

@@ -266,7 +266,8 @@ int mrc_qp_info(const struct mrc_engine *e, uint32_t qpn, struct mrc_qp_info *in
 		.cwnd_bytes = e->cc->cwnd(qp->cc), .srtt_ns = qp->srtt, .rto_ns = qp->rto,
 		.tx_pkts = qp->tx_pkts, .retx = qp->retx, .rto_fires = qp->rto_fires,
 		.trims_rx = qp->trims_rx, .nacks_rx = qp->nacks_rx,
-		.bytes_acked = qp->bytes_acked, .rx_pkts = qp->rx_pkts,
+		.bytes_acked = qp->bytes_acked, .spurious = qp->spurious,
+		.reorder_extra_ns = qp->reo_extra, .rx_pkts = qp->rx_pkts,
 		.rx_dups = qp->rx_dups, .bytes_placed = qp->bytes_placed };
 	return 0;
 }

@@ -91,6 +91,7 @@ static void build(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn, int ev
 		mrc_wire_put_trailer(pkt->trailer, pkt->payload, plen);
 	s->ev = (uint16_t)ev;
 	s->sent_ts = now;
+	s->xseq = qp->xmit_seq++;
 	s->plen = (uint16_t)plen;
 	s->state = MRC__S_INFLIGHT;
 	lst_append(e, qp, psn);
@@ -174,6 +175,7 @@ static void mark_lost(struct mrc_engine *e, struct mrc__qp *qp, uint16_t i,
 	struct mrc__slot *s = &qp->slots[i];
 	lst_remove(qp, i);
 	s->state = MRC__S_LOST;
+	s->lost_ev = blame ? s->ev : UINT16_MAX;
 	qp->inflight_pkts--;
 	qp->inflight_bytes -= s->plen;
 	mrc__bit_set(qp->lostmap, slot_psn(e, qp, i));
@@ -191,6 +193,7 @@ static uint64_t late_after(const struct mrc_engine *e, const struct mrc__qp *qp,
 	uint64_t slack = e->cfg.reorder_slack_ns;
 	if (p->min_rtt / 4 > slack)
 		slack = p->min_rtt / 4;
+	slack += qp->reo_extra;
 	return srtt + (4 * var > slack ? 4 * var : slack);
 }
 
@@ -205,7 +208,8 @@ static void detect_losses(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now
 	while (i != MRC__NIL) {
 		struct mrc__slot *s = &qp->slots[i];
 		uint16_t nx = s->next;
-		if (s->sent_ts >= qp->rack_ts)
+		/* Transmission order, not time: a batch shares one timestamp. */
+		if ((int32_t)(s->xseq - qp->rack_seq) >= 0)
 			break;
 		uint64_t due = s->sent_ts + late_after(e, qp, p, s->ev);
 		if (now >= due)
@@ -236,8 +240,8 @@ static void ack_one(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn)
 		lst_remove(qp, (uint16_t)(psn & e->wmask));
 		qp->inflight_pkts--;
 		qp->inflight_bytes -= s->plen;
-		if (s->sent_ts > qp->rack_ts)
-			qp->rack_ts = s->sent_ts;
+		if ((int32_t)(s->xseq + 1 - qp->rack_seq) > 0)
+			qp->rack_seq = s->xseq + 1;
 	}
 	if (s->state == MRC__S_INFLIGHT || s->state == MRC__S_LOST)
 		qp->bytes_acked += s->plen;
@@ -283,6 +287,45 @@ static void rtt_sample(struct mrc_engine *e, struct mrc__qp *qp, uint64_t rtt)
 	if (rto > e->cfg.rto_max_ns)
 		rto = e->cfg.rto_max_ns;
 	qp->rto = rto;
+}
+
+/* An ACK triggered by an earlier transmission of a packet we already
+ * declared lost: the "loss" was reordering.  Like RACK's DSACK rule, widen
+ * the reorder window, and give back the path it wrongly retired. */
+static void spurious_check(struct mrc_engine *e, struct mrc__qp *qp,
+			   const struct mrc_ack_hdr *h, uint64_t now)
+{
+	uint32_t psn = h->trig_psn;
+	if (h->nack || !mrc_psn_le(qp->snd_una, psn) || !mrc_psn_lt(psn, qp->snd_nxt)) {
+		if (++qp->clean_acks >= 1024 && qp->reo_extra) {
+			qp->reo_extra /= 2;   /* decay once things are calm */
+			qp->clean_acks = 0;
+		}
+		return;
+	}
+	struct mrc__slot *s = slot_of(e, qp, psn);
+	if (!s->tries || !h->ts_echo || h->ts_echo >= s->sent_ts ||
+	    (s->state != MRC__S_INFLIGHT && s->state != MRC__S_LOST)) {
+		if (++qp->clean_acks >= 1024 && qp->reo_extra) {
+			qp->reo_extra /= 2;
+			qp->clean_acks = 0;
+		}
+		return;
+	}
+	qp->spurious++;
+	qp->clean_acks = 0;
+	uint64_t step = qp->srtt / 4 > e->cfg.reorder_slack_ns ? qp->srtt / 4 : e->cfg.reorder_slack_ns;
+	qp->reo_extra += step;
+	if (qp->reo_extra > 2 * qp->srtt)
+		qp->reo_extra = 2 * qp->srtt;
+	struct mrc__peer *p = &e->peers[qp->peer];
+	if (s->lost_ev < p->nev) {
+		struct mrc__path *pa = &p->paths[s->lost_ev];
+		if (pa->state == MRC_EV_ASSUMED_BAD && pa->reason == MRC_RSN_LOSS)
+			mrc__path_set_state(e, qp->peer, s->lost_ev, MRC_EV_GOOD,
+					    MRC_RSN_SPURIOUS, now);
+		s->lost_ev = UINT16_MAX;
+	}
 }
 
 static void nack_rx(struct mrc_engine *e, struct mrc__qp *qp, const struct mrc_ack_hdr *h,
@@ -355,6 +398,7 @@ void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		nack_rx(e, qp, h, now);
 	if (qp->state != MRC_QPS_RTS)
 		return;
+	spurious_check(e, qp, h, now);
 
 	uint64_t before = qp->bytes_acked;
 	/* Cumulative part. */
