@@ -1,14 +1,27 @@
 #!/bin/sh
 # Runs each benchmark binary given (from build dir $1), tees its output to
-# bench/results/<name>.md and prints progress.  Usage: run-bench.sh B NAME...
+# bench/results/<name>.md and prints progress, then the fabric benchmarks
+# (bench/fabric/run.sh: mrc vs TCP, MPTCP, single-path and raw UDP on an
+# emulated fabric; needs root, skipped without it).
+# Usage: run-bench.sh B NAME...
+#   MRC_BENCH_FABRIC=0 skips the fabric benchmarks; MRC_BENCH_FABRIC="bulk
+#   latency" runs only those scenarios.
 set -e
 b="$1"
 shift
 mkdir -p bench/results
 n=0
 for name in "$@"; do
+	case $name in
+	pingpong) continue ;;   # helper of bench/fabric/latency.sh, not a benchmark
+	esac
 	n=$((n + 1))
-	echo "=== [$n/$#] $name"
+	echo "=== [$n] $name"
 	"$b/bench/$name" | tee "bench/results/$name.md"
 done
-echo "=== $# benchmark(s) done; results in bench/results/"
+echo "=== $n engine benchmark(s) done; results in bench/results/"
+case ${MRC_BENCH_FABRIC:-1} in
+0) ;;
+1) ./bench/fabric/run.sh "$b" ;;
+*) ./bench/fabric/run.sh "$b" $MRC_BENCH_FABRIC ;;
+esac

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Driver of the fabric benchmarks (make bench): runs each scenario script
+# (each builds its own rate-limited fabric, runs every contender and tears
+# the fabric down), then writes bench/results/fabric.md and the PNG plots.
+# Usage: bench/fabric/run.sh [BUILD_DIR] [SCENARIO...]
+#   MRC_BENCH_REPS (default 5; failover: MRC_BENCH_FAILOVER_REPS, default 3)
+set -eu
+B=${1:-build}
+[ $# -gt 0 ] && shift
+SCENS=${*:-"bulk failover collisions latency manyqps"}
+export B
+if [ "$(id -u)" != 0 ]; then
+	echo "bench/fabric: needs root (network namespaces); fabric benchmarks skipped" >&2
+	exit 0
+fi
+t0=$(date +%s)
+n=0; total=$(echo $SCENS | wc -w)
+for s in $SCENS; do
+	n=$((n + 1))
+	echo "=== fabric [$n/$total] $s ($(($(date +%s) - t0)) s elapsed)"
+	if [ "$s" = failover ]; then
+		MRC_BENCH_REPS=${MRC_BENCH_FAILOVER_REPS:-3} sh "bench/fabric/$s.sh"
+	else
+		MRC_BENCH_REPS=${MRC_BENCH_REPS:-5} sh "bench/fabric/$s.sh"
+	fi
+done
+python3 bench/fabric/report.py bench/results
+echo "=== fabric benchmarks done in $(($(date +%s) - t0)) s: bench/results/fabric.md"
