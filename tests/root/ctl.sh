@@ -133,6 +133,22 @@ ctl h0 -j path deny h7 "$E0" | jq -e '.state == "DENIED"' >/dev/null &&
 	ctl h0 -j path allow h7 "$E0" | jq -e '.admin == "allowed"' >/dev/null &&
 	until_t 10 all_good && ok "path deny/allow h7 ev $E0" || bad "path deny/allow"
 
+# ---- a flapping path cannot flood the log ---------------------------------------
+n0=$(ctl h0 -j events | jq '.total')
+sup0=$(ctl h0 -j stats | jq '.oper.log_suppressed')
+for i in $(seq 40); do ctl h0 path deny h7 "$E0" >/dev/null; ctl h0 path allow h7 "$E0" >/dev/null; done
+n1=$(ctl h0 -j events | jq '.total')
+sup=$(($(ctl h0 -j stats | jq '.oper.log_suppressed') - sup0))
+npath=$(ctl h0 -j events -n $((n1 - n0)) | jq '[.events[] | select(.kind == "path")] | length')
+logged=$(grep -c "path h7 ev $E0 " "$tmp/h0.log")
+flushed() { grep -q "state messages suppressed" "$tmp/h0.log"; }
+if [ "$sup" -gt 0 ] && [ "$sup" -le "$npath" ] && until_t 5 flushed; then
+	ok "flapping ev $E0: $npath path events recorded, $sup of their log lines suppressed, the count logged"
+else
+	bad "rate limit: $npath path events, suppressed $sup, $logged lines logged"
+fi
+until_t 10 all_good || bad "ev $E0 did not return to GOOD after flapping"
+
 # ---- an unprivileged user -----------------------------------------------------
 out=$(setpriv --reuid="$U" --regid=nogroup --clear-groups $B/bin/mrcctl -s "$tmp/h0/mrcctl.sock" status 2>&1); rc=$?
 [ $rc = 4 ] && echo "$out" | grep -q "permission denied" && ok "no group: refused (exit 4: $out)" || bad "no group: rc $rc: $out"
