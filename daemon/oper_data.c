@@ -430,10 +430,14 @@ json_t *mrcd_oper_stats(struct oper *o)
 	for (int i = 1; i < MRC_DROP__COUNT; i++)
 		json_object_set_new(drop, mrc_wire_drop_name((enum mrc_wire_drop)i),
 				    json_integer((json_int_t)s.rx_drop[i]));
-	static const char *nn[] = { "none", "trimmed", "oow", "access", "rnr" };
+	/* Codes the transport adds later still show, by number. */
+	static const char *nn[] = { "none", "trimmed", "oow", "access", "rnr", "noqp" };
 	for (int i = 1; i <= MRC_NACK_MAX; i++) {
-		json_object_set_new(ntx, nn[i], json_integer((json_int_t)s.nack_tx[i]));
-		json_object_set_new(nrx, nn[i], json_integer((json_int_t)s.nack_rx[i]));
+		char num[16];
+		snprintf(num, sizeof(num), "nack%d", i);
+		const char *k = i < (int)(sizeof(nn) / sizeof(nn[0])) ? nn[i] : num;
+		json_object_set_new(ntx, k, json_integer((json_int_t)s.nack_tx[i]));
+		json_object_set_new(nrx, k, json_integer((json_int_t)s.nack_rx[i]));
 	}
 	json_t *eng = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"rx_pkts", (json_int_t)s.rx_pkts, "tx_pkts", (json_int_t)s.tx_pkts,
