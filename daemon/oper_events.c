@@ -131,8 +131,13 @@ int mrcd_oper_ratelog(struct oper *o, int level, const char *fmt, ...)
 
 void mrcd_oper_ratelog_flush(struct oper *o)
 {
-	if (!o->bucket.suppressed || !bucket_take(&o->bucket, mrcd_now()))
+	/* The summary takes no token (a sustained flood would starve it) but
+	 * comes at most once a second. */
+	static uint64_t last;
+	uint64_t now = mrcd_now();
+	if (!o->bucket.suppressed || (last && now - last < 1000000000ull))
 		return;
+	last = now;
 	mrcd_log(MRCD_LOG_NOTICE,
 		 "%llu path/plane state messages suppressed (rate limit %.0f/s, burst %.0f); `mrcctl events` has every one",
 		 (unsigned long long)o->bucket.suppressed, o->bucket.rate, o->bucket.burst);
