@@ -254,6 +254,48 @@ static void spurious_loss_undone(void **st)
 	mrc_engine_destroy(b);
 }
 
+/* The remote QP is destroyed (its client died): the sender's QP fails at
+ * once with -ECONNRESET instead of retrying to exhaustion. */
+static void remote_qp_gone(void **st)
+{
+	(void)st;
+	struct mrc_engine *a, *b;
+	assert_int_equal(mrc_engine_create(NULL, &a, NULL), 0);
+	assert_int_equal(mrc_engine_create(NULL, &b, NULL), 0);
+	uint8_t plane0 = 0;
+	uint32_t pa, pb, qa, qb, qb2, ka;
+	static uint8_t src[4096];
+	assert_int_equal(mrc_peer_add(a, 1, &plane0, &pa), 0);
+	assert_int_equal(mrc_peer_add(b, 1, &plane0, &pb), 0);
+	assert_int_equal(mrc_qp_create(a, &(struct mrc_qp_attr){ .pd = 1 }, &qa), 0);
+	assert_int_equal(mrc_qp_create(b, &(struct mrc_qp_attr){ .pd = 1 }, &qb), 0);
+	assert_int_equal(mrc_mr_reg(a, 1, src, sizeof(src), MRC_ACCESS_LOCAL_READ, &ka), 0);
+	assert_int_equal(mrc_qp_connect(a, qa, pa, qb, 0, 0), 0);
+	assert_int_equal(mrc_qp_connect(b, qb, pb, qa, 0, 0), 0);
+	assert_int_equal(mrc_qp_destroy(b, qb), 0);
+	/* A new QP in the freed slot must not receive the old one's data. */
+	assert_int_equal(mrc_qp_create(b, &(struct mrc_qp_attr){ .pd = 1 }, &qb2), 0);
+	assert_int_not_equal(qb2, qb);
+	assert_int_equal(mrc_qp_post(a, 10, qa, &(struct mrc_wr){ .wr_id = 3,
+		.op = MRC_WR_WRITE, .lkey = ka, .len = 4096, .rkey = 1 }), 0);
+	struct mrc_tx_pkt p[2], n[2];
+	static uint8_t buf[9000];
+	assert_int_equal(mrc_engine_tx(a, 10, p, 2), 1);
+	size_t len = flatten(&p[0], buf);
+	mrc_engine_rx(b, 20, pb, buf, len, 0);
+	assert_int_equal(mrc_engine_tx(b, 20, n, 2), 1);
+	mrc_engine_rx(a, 30, pa, n[0].hdr, n[0].hdr_len, 0);
+	struct mrc_wc wc;
+	assert_int_equal(mrc_engine_poll_cq(a, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(wc.status, -ECONNRESET);
+	struct mrc_engine_stats sb;
+	mrc_engine_stats(b, &sb);
+	assert_int_equal(sb.bytes_placed, 0);
+	mrc_engine_destroy(a);
+	mrc_engine_destroy(b);
+}
+
 static void clean(void **st) { (void)st; run_xfer(0, 0); }
 static void lossy(void **st) { (void)st; run_xfer(5, 0); }
 static void plane_dead(void **st) { (void)st; run_xfer(0, 1); }
@@ -264,6 +306,7 @@ int main(void)
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(clean), cmocka_unit_test(lossy), cmocka_unit_test(plane_dead),
 		cmocka_unit_test(abort_unfinished), cmocka_unit_test(spurious_loss_undone),
+		cmocka_unit_test(remote_qp_gone),
 	};
 	int rc = cmocka_run_group_tests(t, NULL, NULL);
 	free(net);

@@ -23,7 +23,7 @@ void mrc_engine_cfg_default(struct mrc_engine_cfg *c)
 	c->rto_min_ns = 1000000;
 	c->rto_max_ns = 200000000;
 	c->rto_init_ns = 10000000;
-	c->reorder_slack_ns = 50000;
+	c->reorder_slack_ns = 10000;
 	c->probe_interval_ns = 2000000;
 	c->probe_ok_needed = 2;
 	c->rnr_delay_ns = 100000;

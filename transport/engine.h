@@ -60,7 +60,8 @@ struct mrc_engine_cfg {
 	uint64_t rto_max_ns;       /* default 200 ms */
 	uint64_t rto_init_ns;      /* before any RTT sample (default 10 ms) */
 	uint64_t reorder_slack_ns; /* extra wait before a late packet is lost
-	                              (default 50 us; also >= minRTT/4) */
+	                              (default 10 us; also >= minRTT/4; grows
+	                              per QP when losses prove spurious) */
 	uint64_t probe_interval_ns;/* ASSUMED_BAD EVs are probed this often
 	                              (default 2 ms) */
 	uint32_t probe_ok_needed;  /* probe replies in a row to return GOOD (2) */

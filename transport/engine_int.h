@@ -164,7 +164,8 @@ void mrc__qp_activate(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now);
 struct mrc__qp *mrc__qp_get(struct mrc_engine *e, uint32_t qpn);
 
 /* path.c */
-int mrc__path_pick(struct mrc_engine *e, struct mrc__peer *p, struct mrc__qp *qp);
+int mrc__path_pick(struct mrc_engine *e, struct mrc__peer *p, struct mrc__qp *qp,
+		   int avoid_plane);
 void mrc__path_set_state(struct mrc_engine *e, uint32_t peer, uint32_t ev,
 			 uint8_t st, uint8_t reason, uint64_t now);
 void mrc__path_blame(struct mrc_engine *e, uint32_t peer, uint32_t ev,

@@ -141,7 +141,8 @@ static int usable(const struct mrc__path *pa) { return pa->state == MRC_EV_GOOD;
  * plane's GOOD EVs in turn; a path with penalty credits is skipped once per
  * credit, which weights it down by its ECN/trim/delay history.  Returns -1
  * when no EV may be used (every path DENIED). */
-int mrc__path_pick(struct mrc_engine *e, struct mrc__peer *p, struct mrc__qp *qp)
+int mrc__path_pick(struct mrc_engine *e, struct mrc__peer *p, struct mrc__qp *qp,
+		   int avoid_plane)
 {
 	if (qp && (qp->flags & MRC_QP_PIN_EV)) {
 		/* Single-path mode: stay on one EV; rehash only when it is
@@ -154,9 +155,13 @@ int mrc__path_pick(struct mrc_engine *e, struct mrc__peer *p, struct mrc__qp *qp
 			}
 		}
 	} else if (p->ngood) {
-		for (int tries = 0; tries < MRC_MAX_PLANES; tries++) {
+		for (int tries = 0; tries < 2 * MRC_MAX_PLANES; tries++) {
 			uint32_t pl = p->plane_rr++ % MRC_MAX_PLANES;
 			uint32_t n = p->plane_nev[pl];
+			/* The first round skips the plane to avoid; the second
+			 * takes any plane rather than not sending. */
+			if ((int)pl == avoid_plane && tries < MRC_MAX_PLANES)
+				continue;
 			int fallback = -1;
 			for (uint32_t k = 0; k < n; k++) {
 				uint16_t ev = p->plane_evs[pl][p->plane_cur[pl]++ % n];

@@ -29,7 +29,7 @@ static void send_ack(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
 	struct mrc__peer *p = &e->peers[peer];
 	int ev = d->ev < p->nev ? d->ev : -1;
 	if (ev < 0 || p->paths[ev].state == MRC_EV_DENIED)
-		ev = mrc__path_pick(e, p, NULL);
+		ev = mrc__path_pick(e, p, NULL, -1);
 	if (ev < 0)
 		return;
 	struct mrc_tx_pkt *t = mrc__ctrl_slot(e);
@@ -49,6 +49,25 @@ static void send_ack(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
 	e->st.tx_acks++;
 	if (nack)
 		e->st.nack_tx[nack]++;
+}
+
+static void send_noqp(struct mrc_engine *e, uint32_t peer, const struct mrc_data_hdr *d)
+{
+	struct mrc__peer *p = &e->peers[peer];
+	int ev = d->ev < p->nev && p->paths[d->ev].state != MRC_EV_DENIED ? d->ev :
+		mrc__path_pick(e, p, NULL, -1);
+	struct mrc_tx_pkt *t = ev < 0 ? NULL : mrc__ctrl_slot(e);
+	if (!t)
+		return;
+	struct mrc_ack_hdr h = { .nack = MRC_NACK_NOQP, .dqpn = d->dqpn,
+		.trig_psn = d->psn, .ev = d->ev, .ts_echo = d->ts };
+	t->peer = peer;
+	t->ev = (uint16_t)ev;
+	t->plen = 0;
+	t->payload = NULL;
+	t->hdr_len = (uint16_t)mrc_wire_put_ack(t->hdr, &h);
+	e->st.tx_acks++;
+	e->st.nack_tx[MRC_NACK_NOQP]++;
 }
 
 static int is_send(uint8_t op) { return op == MRC_OP_SEND || op == MRC_OP_SEND_IMM; }
@@ -120,7 +139,15 @@ void mrc__data_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 {
 	const struct mrc_data_hdr *d = &v->u.data;
 	struct mrc__qp *qp = mrc__qp_get(e, d->dqpn);
-	if (!qp || qp->state == MRC_QPS_RESET) {
+	if (!qp) {
+		/* Gone (its owner died): tell the sender at once rather than
+		 * let it retry to exhaustion.  A QP still in RESET is not
+		 * answered: it is about to be connected. */
+		e->st.rx_unknown_qp++;
+		send_noqp(e, peer, d);
+		return;
+	}
+	if (qp->state == MRC_QPS_RESET) {
 		e->st.rx_unknown_qp++;
 		return;
 	}

@@ -137,7 +137,10 @@ int mrc__qp_tx_one(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now,
 			mrc__qp_fail(e, qp, RETX_LIMIT_ERR, psn, now);
 			return 0;
 		}
-		int ev = mrc__path_pick(e, p, qp);
+		/* Resend on another plane than the one that lost it: a loss
+		 * may be the first sign of a whole plane failing. */
+		int avoid = s->lost_ev < p->nev ? p->paths[s->lost_ev].plane : -1;
+		int ev = mrc__path_pick(e, p, qp, avoid);
 		if (ev < 0)
 			return 0;
 		mrc__bit_clear(qp->lostmap, psn);
@@ -149,7 +152,7 @@ int mrc__qp_tx_one(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now,
 	}
 	if (qp->sq_seg == qp->sq_tail || qp->snd_nxt - qp->snd_una >= e->cfg.window)
 		return 0;
-	int ev = mrc__path_pick(e, p, qp);
+	int ev = mrc__path_pick(e, p, qp, -1);
 	if (ev < 0)
 		return 0;
 	struct mrc__wqe *w = &qp->sq[qp->sq_seg & e->sqmask];
@@ -364,9 +367,29 @@ static void nack_rx(struct mrc_engine *e, struct mrc__qp *qp, const struct mrc_a
 	}
 }
 
+/* The peer says the QP we send to is gone: fail ours, which is the one
+ * connected to that QP of that peer (a rare event; a scan is fine). */
+static void noqp_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+		    const struct mrc_ack_hdr *h)
+{
+	e->st.nack_rx[MRC_NACK_NOQP]++;
+	for (uint32_t i = 0; i < e->qp_hwm; i++) {
+		struct mrc__qp *qp = &e->qps[i];
+		if (qp->used && qp->state == MRC_QPS_RTS && qp->peer == peer &&
+		    qp->rqpn == h->dqpn) {
+			qp->nacks_rx++;
+			mrc__qp_fail(e, qp, -ECONNRESET, h->trig_psn, now);
+		}
+	}
+}
+
 void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		 const struct mrc_ack_hdr *h)
 {
+	if (h->nack == MRC_NACK_NOQP) {
+		noqp_rx(e, now, peer, h);
+		return;
+	}
 	struct mrc__qp *qp = mrc__qp_get(e, h->dqpn);
 	if (!qp || qp->state == MRC_QPS_RESET) {
 		e->st.rx_unknown_qp++;
@@ -446,13 +469,17 @@ void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 
 static void rto_fire(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
 {
-	uint64_t rto = qp->rto << qp->backoff;
 	qp->rto_fires++;
 	e->st.rto_fires++;
+	/* Everything outstanding for a whole (un-backed-off) RTO is lost, not
+	 * only the oldest packet: a QP whose only path died gets no ACK to
+	 * trigger RACK, and resending one packet per RTO with backoff would
+	 * take ages.  Packets sent more recently get their own chance. */
 	uint16_t i = qp->lst_head;
-	while (i != MRC__NIL && now - qp->slots[i].sent_ts >= rto) {
+	while (i != MRC__NIL) {
 		uint16_t nx = qp->slots[i].next;
-		mark_lost(e, qp, i, MRC_RSN_RTO, 1, now);
+		if (now - qp->slots[i].sent_ts >= qp->rto)
+			mark_lost(e, qp, i, MRC_RSN_RTO, 1, now);
 		i = nx;
 	}
 	if ((qp->rto << (qp->backoff + 1)) <= e->cfg.rto_max_ns)

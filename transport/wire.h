@@ -68,7 +68,9 @@ enum mrc_nack {
 	MRC_NACK_OOW = 2,        /* PSN outside the receive window */
 	MRC_NACK_ACCESS = 3,     /* key, bounds, rights or length violation */
 	MRC_NACK_RNR = 4,        /* receiver not ready: no RECV posted / CQ full */
-	MRC_NACK_MAX = MRC_NACK_RNR,
+	MRC_NACK_NOQP = 5,       /* no such QP (destroyed): dqpn names the QP the
+	                            data was sent to, not the ACK's receiver */
+	MRC_NACK_MAX = MRC_NACK_NOQP,
 };
 
 /* Why the decoder refused a packet; each has a counter in the engine. */
