@@ -125,8 +125,7 @@ demo: deps all
 	./scripts/demo.sh $(B)
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
-	$(if $(PROG_BINS),install -m 755 $(PROG_BINS) $(DESTDIR)$(PREFIX)/bin/)
+	./scripts/install.sh "$(DESTDIR)" "$(PREFIX)" "$(B)"
 
 clean:
 	rm -rf build

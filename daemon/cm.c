@@ -256,8 +256,7 @@ static void rx_planes(struct mrcd *d, uint32_t host, uint32_t down)
 		if (changed & (1u << pl)) {
 			mrcd_note(d, "peer", "host %u reports plane %u %s", host, pl,
 				  (down & (1u << pl)) ? "down" : "up");
-			mrc_plane_set_denied(d->eng, now, peer, pl,
-					     ((down | d->local_down) >> pl) & 1);
+			mrcd_plane_apply(d, peer, pl, now);
 		}
 }
 

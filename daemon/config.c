@@ -24,6 +24,7 @@ static const struct key keys[] = {
 	S(topology, "topology file (JSON); empty: single-host loopback fabric"),
 	S(host, "this node's host in the topology (name or index)"),
 	S(socket, "client/control Unix socket"),
+	S(ctl_socket, "operator (mrcctl) socket; empty: mrcctl.sock beside socket"),
 	{ "socket_mode", K_OCT, offsetof(struct mrcd_cfg, socket_mode), 4, 0, 0777,
 	  "permissions of the socket (octal)" },
 	S(socket_group, "group admitted to the socket (read-only verbs); empty: root only"),
@@ -195,6 +196,10 @@ int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen)
 	}
 	if (c->topology[0] && !c->host[0]) {
 		snprintf(err, errlen, "key 'host' is required with a topology (which host is this node?)");
+		return -EINVAL;
+	}
+	if (c->ctl_socket[0] && c->ctl_socket[0] != '/') {
+		snprintf(err, errlen, "key 'ctl_socket': '%s' is not an absolute path", c->ctl_socket);
 		return -EINVAL;
 	}
 	if (c->socket[0] != '/') {

@@ -15,6 +15,7 @@ struct mrcd_cfg {
 	char topology[MRCD_PATH_MAX];   /* "" : built-in single-host loopback */
 	char host[64];                  /* name or index of this node */
 	char socket[MRCD_PATH_MAX];
+	char ctl_socket[MRCD_PATH_MAX]; /* "" : mrcctl.sock beside socket */
 	uint32_t socket_mode;
 	char socket_group[64];          /* "" : root only */
 	char admin_group[64];           /* "" : admin verbs for root only */

@@ -48,9 +48,11 @@ void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	mrcd_log(MRCD_LOG_NOTICE, "%s", msg);
+	/* The operator module logs notes itself, rate-limited. */
 	if (mrcd_oper_note)
 		mrcd_oper_note(d, kind, msg);
+	else
+		mrcd_log(MRCD_LOG_NOTICE, "%s", msg);
 }
 
 struct ev_loop *mrcd_loop(struct mrcd *d) { return d->loop; }

@@ -85,6 +85,8 @@ void mrcd_flush(struct mrcd *d);
 int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine,
 		   const void *buf, size_t len);
 
+void mrcd_plane_apply(struct mrcd *d, uint32_t peer, uint32_t plane, uint64_t now);
+
 /* cm.c */
 int mrcd_cm_init(struct mrcd *d);
 void mrcd_cm_fini(struct mrcd *d);
@@ -99,6 +101,8 @@ void mrcd_oper_stop(struct mrcd *d) __attribute__((weak));
 void mrcd_oper_event(struct mrcd *d, const struct mrc_event *ev) __attribute__((weak));
 /* Other notable happenings: kind is "plane", "peer", "client", "admin". */
 void mrcd_oper_note(struct mrcd *d, const char *kind, const char *text) __attribute__((weak));
+/* A peer was created (so admin state can be applied to it at once). */
+void mrcd_oper_peer_added(struct mrcd *d, uint32_t peer) __attribute__((weak));
 void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

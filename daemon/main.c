@@ -10,8 +10,8 @@
 
 #include "daemon/clients.h"
 #include "daemon/core.h"
+#include "mrc/version.h"
 
-#define MRC_VERSION "0.1.0"
 
 static void usage(FILE *out)
 {
@@ -108,6 +108,15 @@ static int load_config(struct mrcd_cfg *cfg, const struct args *a)
 
 static struct args g_args;
 
+/* Logged, and told to systemd so `systemctl status` shows why. */
+static void startup_failed(int rc, const char *err)
+{
+	mrcd_log(MRCD_LOG_ERR, "%s", err);
+	char msg[700];
+	snprintf(msg, sizeof(msg), "STATUS=failed: %.600s\nERRNO=%d", err, rc < 0 ? -rc : rc);
+	sd_notify(0, msg);
+}
+
 #define DRAIN_NS 5000000000ull   /* in-flight work gets 5 s to complete */
 
 /* Shutdown drains: work already posted may complete for DRAIN_NS; what is
@@ -164,6 +173,7 @@ static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
 	struct mrcd_cfg n;
 	if (load_config(&n, &g_args)) {
 		mrcd_log(MRCD_LOG_ERR, "reload failed: keeping the running configuration");
+		sd_notify(0, "STATUS=reload failed: configuration refused, the running one is kept");
 	} else {
 		if (strcmp(n.topology, d->cfg.topology) || strcmp(n.host, d->cfg.host) ||
 		    strcmp(n.socket, d->cfg.socket) || n.port != d->cfg.port)
@@ -221,18 +231,19 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
-	if (mrcd_core_init(&d, err, sizeof(err))) {
-		mrcd_log(MRCD_LOG_ERR, "%s", err);
+	int rc;
+	if ((rc = mrcd_core_init(&d, err, sizeof(err)))) {
+		startup_failed(rc, err);
 		mrcd_core_fini(&d);
 		return 1;
 	}
-	if (mrcd_clients_start(&d, &d.cfg, err, sizeof(err))) {
-		mrcd_log(MRCD_LOG_ERR, "%s", err);
+	if ((rc = mrcd_clients_start(&d, &d.cfg, err, sizeof(err)))) {
+		startup_failed(rc, err);
 		mrcd_core_fini(&d);
 		return 1;
 	}
-	if (mrcd_oper_start && mrcd_oper_start(&d, err, sizeof(err))) {
-		mrcd_log(MRCD_LOG_ERR, "%s", err);
+	if (mrcd_oper_start && (rc = mrcd_oper_start(&d, err, sizeof(err)))) {
+		startup_failed(rc, err);
 		mrcd_clients_stop(&d);
 		mrcd_core_fini(&d);
 		return 1;

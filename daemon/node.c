@@ -79,7 +79,24 @@ int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
 	d->peer_of_host[host] = id;
 	*out = id;
 	mrcd_log(MRCD_LOG_INFO, "peer host %u added: %u paths", host, p.nev);
+	if (mrcd_oper_peer_added)
+		mrcd_oper_peer_added(d, id);
 	return 0;
+}
+
+/* Applies the plane's state for one peer: denied while our NIC or the
+ * peer's is down; paths the pair does not have stay denied for good. */
+void mrcd_plane_apply(struct mrcd *d, uint32_t peer, uint32_t plane, uint64_t now)
+{
+	static const struct in6_addr none;
+	struct mrcd_peer *p = &d->peers[peer];
+	int down = ((d->local_down | p->remote_down) >> plane) & 1;
+	for (uint32_t ev = 0; ev < p->nev; ev++) {
+		if (p->plane[ev] != plane)
+			continue;
+		int missing = d->topo && !memcmp(&p->dst[ev], &none, sizeof(none));
+		mrc_ev_set_denied(d->eng, now, peer, ev, down || missing);
+	}
 }
 
 /* ---- receive ----------------------------------------------------------- */
@@ -144,8 +161,13 @@ static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
 
 static void log_event(struct mrcd *d, const struct mrc_event *ev)
 {
-	if (mrcd_oper_event)
+	/* With the operator module linked, it logs path changes through its
+	 * rate limiter (a flapping link must not flood the journal). */
+	if (mrcd_oper_event) {
 		mrcd_oper_event(d, ev);
+		if (ev->type == MRC_EVT_EV_STATE || ev->type == MRC_EVT_FLOOR)
+			return;
+	}
 	uint32_t host = ev->peer < d->max_peers ? d->peers[ev->peer].host : NO_ID;
 	switch (ev->type) {
 	case MRC_EVT_EV_STATE:
@@ -268,8 +290,7 @@ static void on_link(const struct mrc_link_event *le, void *arg)
 		uint64_t now = mrcd_now();
 		for (uint32_t p = 0; p < d->max_peers; p++)
 			if (d->peers[p].used)
-				mrc_plane_set_denied(d->eng, now, p, pl,
-						     down || (d->peers[p].remote_down & bit));
+				mrcd_plane_apply(d, p, pl, now);
 		mrcd_plane_state_changed(d);
 		mrcd_flush(d);
 		return;

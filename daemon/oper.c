@@ -432,10 +432,15 @@ static int resolve_group(const char *name, gid_t *g, int *has, char *err, size_t
 	return 0;
 }
 
-/* The operator socket sits next to the client socket (same runtime
- * directory, same permissions), named mrcctl.sock. */
+/* The operator socket is ctl_socket when set, else it sits next to the
+ * client socket (same runtime directory, same permissions), named
+ * mrcctl.sock. */
 static int sock_path(const struct mrcd_cfg *cfg, char *out, size_t len)
 {
+	if (cfg->ctl_socket[0]) {
+		int n = snprintf(out, len, "%s", cfg->ctl_socket);
+		return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	}
 	const char *slash = strrchr(cfg->socket, '/');
 	size_t dl = slash ? (size_t)(slash - cfg->socket) : 0;
 	int n = snprintf(out, len, "%.*s/%s", (int)dl, cfg->socket, MRC_OPER_SOCK_NAME);

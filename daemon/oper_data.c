@@ -14,9 +14,7 @@
 #include "daemon/oper.h"
 #include "transport/wire.h"
 
-#ifndef MRC_VERSION
-#define MRC_VERSION "0.1.0"   /* main.c's; see daemon/REQUESTS.md */
-#endif
+#include "mrc/version.h"
 
 static const struct in6_addr no_addr;
 
