@@ -103,6 +103,8 @@ void mrcd_oper_event(struct mrcd *d, const struct mrc_event *ev) __attribute__((
 void mrcd_oper_note(struct mrcd *d, const char *kind, const char *text) __attribute__((weak));
 /* A peer was created (so admin state can be applied to it at once). */
 void mrcd_oper_peer_added(struct mrcd *d, uint32_t peer) __attribute__((weak));
+/* Nonzero when an operator keeps this path denied (plane disable, path deny). */
+int mrcd_oper_admin_denied(struct mrcd *d, uint32_t peer, uint32_t ev) __attribute__((weak));
 void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

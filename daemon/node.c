@@ -95,7 +95,8 @@ void mrcd_plane_apply(struct mrcd *d, uint32_t peer, uint32_t plane, uint64_t no
 		if (p->plane[ev] != plane)
 			continue;
 		int missing = d->topo && !memcmp(&p->dst[ev], &none, sizeof(none));
-		mrc_ev_set_denied(d->eng, now, peer, ev, down || missing);
+		int admin = mrcd_oper_admin_denied && mrcd_oper_admin_denied(d, peer, ev);
+		mrc_ev_set_denied(d->eng, now, peer, ev, down || missing || admin);
 	}
 }
 

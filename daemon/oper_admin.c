@@ -159,3 +159,21 @@ int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, 
 			 "state", mrc_ev_state_name(i.state));
 	return 0;
 }
+
+/* Core hooks (daemon/core.h): a new peer gets the admin state at once, and
+ * the core asks before it re-allows a path after a link change. */
+void mrcd_oper_peer_added(struct mrcd *d, uint32_t peer)
+{
+	(void)d;
+	(void)peer;
+	struct oper *o = mrcd_oper_get();
+	if (o)
+		mrcd_oper_admin_scan(o);
+}
+
+int mrcd_oper_admin_denied(struct mrcd *d, uint32_t peer, uint32_t ev)
+{
+	(void)d;
+	struct oper *o = mrcd_oper_get();
+	return o ? mrcd_oper_wants_denied(o, peer, ev) : 0;
+}
