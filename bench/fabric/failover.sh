@@ -36,6 +36,9 @@ one() {
 	if [ "$c" = mrc ]; then
 		bg ip netns exec $P-h7 timeout $((CAP_S + 10)) $X --host h7 --listen --bytes "$BYTES" --sid $r >"$o.srv" 2>&1
 		sp=$BGPID
+		# let the server finish starting, or the connect waits for a CM
+		# retry (~0.3 s) and the faults land early in mrc's time line
+		sleep 0.5
 		[ $mode = faults ] && { bg faults; fp=$BGPID; }
 		ip netns exec $P-h0 timeout -s INT $CAP_S $X --host h0 --connect h7 --bytes "$BYTES" --sid $r --report-ms 100 >"$o" 2>"$o.err" || true
 		reap $sp 5 || true
