@@ -7,6 +7,7 @@ usage: report.py RESULTS_DIR"""
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -334,6 +335,7 @@ def main():
         f(out)
     with open(os.path.join(RES, "fabric.md"), "w") as f:
         f.write("\n".join(out) + "\n")
+    shutil.rmtree(TMPD, ignore_errors=True)
     print("report: %s" % os.path.join(RES, "fabric.md"))
 
 
