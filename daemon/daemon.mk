@@ -3,3 +3,4 @@
 MRCD_SRCS ?=
 PROGS += mrcd
 mrcd_SRCS = daemon/main.c daemon/core.c daemon/node.c daemon/cm.c $(MRCD_SRCS)
+ROOT_TESTS += tests/root/mrcd.sh

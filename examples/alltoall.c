@@ -24,6 +24,35 @@ static uint64_t seed_of(uint32_t host, unsigned round)
 	return ((uint64_t)host << 32) ^ round ^ 0xa11a11ull;
 }
 
+enum { DATA = 0, DONE = 0x80000000u };
+struct counts {
+	uint32_t data[2], done[2];   /* immediates received, by round parity */
+	uint32_t writes;             /* our WRITE_WITH_IMMs completed */
+};
+
+/* Polls every QP once and counts what completed. */
+static void poll_all(struct mrc_ctx *ctx, struct mrc_qp **qp, uint32_t n, uint32_t me,
+		     struct counts *st, double end)
+{
+	int any = 0;
+	for (uint32_t j = 0; j < n; j++) {
+		struct mrc_completion c;
+		if (j == me || mrc_poll_cq(qp[j], &c, 1) != 1)
+			continue;
+		any = 1;
+		if (c.status)
+			ex_die(mrc_cqe_op_name(c.op), c.status, ctx);
+		if (c.op == MRC_CQE_RECV_WRITE_IMM && (c.imm & DONE))
+			st->done[c.imm & 1]++;
+		else if (c.op == MRC_CQE_RECV_WRITE_IMM)
+			st->data[c.imm & 1]++;
+		else if (c.op == MRC_CQE_WRITE_IMM)
+			st->writes++;
+	}
+	if (!any && ex_now() > end)
+		ex_die("all-to-all round", -ETIMEDOUT, ctx);
+}
+
 int main(int argc, char **argv)
 {
 	int o;
@@ -79,31 +108,23 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	int bad = 0;
 	double t0 = ex_now();
+	/* Immediates: DATA | round marks a slot written; DONE | round says the
+	 * sender has checked its slots of that round.  A host starts round r+1
+	 * only after every peer said DONE for round r, so nobody overwrites a
+	 * slot its owner is still checking.  Counts are kept per round parity
+	 * because a fast peer's next-round data may arrive before our own
+	 * DONE wait ends. */
+	struct counts st = { { 0, 0 }, { 0, 0 }, 0 };
 	for (unsigned round = 0; round < rounds; round++) {
 		ex_fill(mrc_mr_addr(src), size, seed_of(me, round));
 		for (uint32_t j = 0; j < n; j++)
 			if (j != me)
 				EX_CHECK(mrc_post_write_imm(qp[j], j, mrc_mr_key(src), 0, size, rkey[j],
-							    (uint64_t)me * size, round), ctx);
-		uint32_t imms = 0, writes = 0;
+							    (uint64_t)me * size, DATA | round), ctx);
 		double end = ex_now() + 600;
-		while (imms < n - 1 || writes < n - 1) {
-			int any = 0;
-			for (uint32_t j = 0; j < n; j++) {
-				struct mrc_completion c;
-				if (j == me || mrc_poll_cq(qp[j], &c, 1) != 1)
-					continue;
-				any = 1;
-				if (c.status)
-					ex_die(mrc_cqe_op_name(c.op), c.status, NULL);
-				if (c.op == MRC_CQE_RECV_WRITE_IMM && c.imm == round)
-					imms++;
-				else if (c.op == MRC_CQE_WRITE_IMM)
-					writes++;
-			}
-			if (!any && ex_now() > end)
-				ex_die("all-to-all round", -ETIMEDOUT, NULL);
-		}
+		while (st.data[round & 1] < n - 1 || st.writes < (2 * round + 1) * (n - 1))
+			poll_all(ctx, qp, n, me, &st, end);
+		st.data[round & 1] -= n - 1;
 		/* Check every slot against the pattern its sender used. */
 		for (uint32_t j = 0; j < n; j++) {
 			if (j == me)
@@ -115,6 +136,14 @@ int main(int argc, char **argv)
 				bad = 1;
 			}
 		}
+		/* Barrier: tell every peer we are done with this round. */
+		for (uint32_t j = 0; j < n; j++)
+			if (j != me)
+				EX_CHECK(mrc_post_write_imm(qp[j], (uint64_t)n + j, mrc_mr_key(src), 0, 0,
+							    rkey[j], 0, DONE | round), ctx);
+		while (st.done[round & 1] < n - 1 || st.writes < 2 * (round + 1) * (n - 1))
+			poll_all(ctx, qp, n, me, &st, end);
+		st.done[round & 1] -= n - 1;
 	}
 	double dt = ex_now() - t0;
 	printf("mrc_alltoall: host %u: %u round(s), sent and received %llu bytes per peer per round, "

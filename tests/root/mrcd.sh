@@ -1,0 +1,143 @@
+#!/bin/bash
+# Integration (root): mrcd on every host of a 2-plane SRv6 fabric in
+# network namespaces, applications on libmrc (examples/).
+#   - 1 GiB WRITE h0 -> h7 verified by hash (mrc_bulk) under: no fault, 1%
+#     silent loss on a spine link, a spine silently blackholed mid-transfer,
+#     a plane NIC down mid-transfer, trimming on a spine link
+#   - an 8-host all-to-all (mrc_alltoall) with a spine failed during it
+#   - the receiving client killed mid-transfer: the sender gets a clean
+#     error promptly and h7's daemon frees the QP
+#   - the receiving daemon killed mid-transfer: both clients get an error
+#     promptly; after a restart a new transfer succeeds
+# Faults are injected once the receiver's daemon has placed 20% of the
+# bytes (polled through mrcctl), so they land mid-transfer.  Bounded in
+# time; cleans up on every exit.
+set -u
+B=${1:-build}
+P=mrcD
+T=examples/topologies/fabric-2p-8h.json
+F="$B/bin/mrc-fabric -p $P"
+SIZE=${MRC_MRCD_BYTES:-1G}
+tmp=$(mktemp -d)
+declare -A dpid
+fails=0
+cleanup() {
+	for p in "${dpid[@]}"; do kill "$p" 2>/dev/null; done
+	pkill -f "mrc_bulk -S $tmp" 2>/dev/null
+	pkill -f "mrc_alltoall -S $tmp" 2>/dev/null
+	$F down >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+# until_t SECONDS CMD...: polls CMD every 50 ms; fails after SECONDS.
+until_t() {
+	local end=$(($(date +%s%N) + $1 * 1000000000)); shift
+	while ! "$@"; do
+		[ "$(date +%s%N)" -lt $end ] || return 1
+		sleep 0.05
+	done
+}
+sock() { echo "$tmp/$1/mrcd.sock"; }
+ctl() { local h=$1; shift; $B/bin/mrcctl -s "$tmp/$h/mrcctl.sock" "$@"; }
+start_mrcd() {
+	local h=$1
+	mkdir -p "$tmp/$h"
+	ip netns exec $P-$h $B/bin/mrcd --topology $T --host $h --socket "$(sock $h)" \
+		--log_level warning 2>>"$tmp/$h.log" &
+	dpid[$h]=$!
+	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
+}
+placed() { ctl h7 -j status 2>/dev/null | jq -r '.totals.bytes_placed // 0'; }
+# past PCT BASE TOTAL: h7 placed at least PCT% of TOTAL bytes since BASE.
+past() { [ $(( $(placed) - $2 )) -ge $(( $3 / 100 * $1 )) ]; }
+bytes_of() { numfmt --from=iec "$1"; }
+
+$F down >/dev/null 2>&1
+$F up "$T" >/dev/null || { echo "mrc-fabric up failed"; exit 1; }
+for h in h0 h1 h2 h3 h4 h5 h6 h7; do start_mrcd $h; done
+
+# bulk NAME FAULT: one verified transfer h0 -> h7 with FAULT at 20%.
+sid=7100
+bulk() {
+	local name=$1 fault=$2 total base t0 rc_r rc_s
+	sid=$((sid + 1))
+	total=$(bytes_of "$SIZE"); base=$(placed)
+	$B/bin/mrc_bulk -S "$(sock h7)" -s "$SIZE" -i $sid recv >"$tmp/r" 2>&1 &
+	local r=$!
+	until_t 10 ctl h7 -j status >/dev/null || true
+	t0=$(date +%s%N)
+	timeout 300 $B/bin/mrc_bulk -S "$(sock h0)" -s "$SIZE" -i $sid send 7 >"$tmp/s" 2>&1 &
+	local s=$!
+	if [ -n "$fault" ]; then
+		if until_t 120 past 20 "$base" "$total"; then $F $fault >/dev/null; else bad "$name: never reached 20%"; fi
+	fi
+	wait $s; rc_s=$?
+	timeout 30 tail --pid=$r -f /dev/null; wait $r; rc_r=$?
+	local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	if [ $rc_s = 0 ] && [ $rc_r = 0 ]; then
+		ok "$name: $SIZE verified in $ms ms ($(tail -n1 "$tmp/r"))"
+	else
+		bad "$name: sender exit $rc_s, receiver exit $rc_r"; tail -n3 "$tmp/s" "$tmp/r"
+	fi
+	$F restore >/dev/null
+}
+bulk "no fault" ""
+bulk "1% silent loss on spine link p0s0-p0l3" "drop p0s0-p0l3 1"
+bulk "spine p0s1 blackholed mid-transfer" "fail p0s1 --silent"
+bulk "plane-1 NIC of h0 down mid-transfer" "fail h0-p1l0"
+bulk "trimming 5% on spine link p1s0-p1l3" "trim p1s0-p1l3 5"
+
+# All-to-all among the 8 hosts with spine p1s0 failed (loud) during it
+# (h7 placing 10% of its share proves the exchange is under way).
+a2a=()
+for h in h0 h1 h2 h3 h4 h5 h6 h7; do
+	timeout 300 $B/bin/mrc_alltoall -S "$(sock $h)" -s 8M -r 3 >"$tmp/a2a-$h" 2>&1 &
+	a2a+=($!)
+done
+base=$(placed)
+if until_t 60 past 10 "$base" $((7 * 3 * 8 * 1048576)); then $F fail p1s0 >/dev/null; else bad "all-to-all never progressed"; fi
+a2a_fail=0
+for j in "${a2a[@]}"; do wait "$j" || a2a_fail=$((a2a_fail + 1)); done
+[ $a2a_fail = 0 ] && ok "8-host all-to-all (3 rounds x 8 MiB per pair) with spine p1s0 failed: every slot verified ($(grep -ho "[0-9.]* s," "$tmp"/a2a-h0))" \
+	|| { bad "all-to-all: $a2a_fail host(s) failed"; tail -n2 "$tmp"/a2a-h*; }
+$F restore >/dev/null
+
+# The receiving client dies mid-transfer: the sender learns at once.
+sid=$((sid + 1)); total=$(bytes_of 512M); base=$(placed)
+$B/bin/mrc_bulk -S "$(sock h7)" -s 512M -i $sid recv >"$tmp/r" 2>&1 &
+r=$!
+timeout 60 $B/bin/mrc_bulk -S "$(sock h0)" -s 512M -i $sid send 7 >"$tmp/s" 2>&1 &
+s=$!
+until_t 60 past 20 "$base" "$total" || bad "kill test never reached 20%"
+kill -9 $r; t0=$(date +%s%N)
+wait $s; rc=$?; ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+if [ $rc != 0 ] && [ $ms -lt 5000 ]; then
+	ok "receiver killed: sender failed cleanly after $ms ms ($(tail -n1 "$tmp/s"))"
+else
+	bad "receiver killed: sender exit $rc after $ms ms: $(tail -n1 "$tmp/s")"
+fi
+noqps() { [ "$(ctl h7 -j status | jq -r .qps)" = 0 ]; }
+until_t 5 noqps && ok "h7's daemon freed the dead client's QP" || bad "h7 still has $(ctl h7 -j status | jq -r .qps) QPs"
+
+# The receiving daemon dies mid-transfer, then comes back.
+sid=$((sid + 1)); base=$(placed)
+$B/bin/mrc_bulk -S "$(sock h7)" -s 512M -i $sid recv >"$tmp/r" 2>&1 &
+r=$!
+timeout 60 $B/bin/mrc_bulk -S "$(sock h0)" -s 512M -i $sid send 7 >"$tmp/s" 2>&1 &
+s=$!
+until_t 60 past 20 "$base" "$total" || bad "restart test never reached 20%"
+kill -9 "${dpid[h7]}"; t0=$(date +%s%N)
+wait $r; rc_r=$?; ms_r=$(( ($(date +%s%N) - t0) / 1000000 ))
+wait $s; rc_s=$?; ms_s=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ $rc_r != 0 ] && [ $ms_r -lt 2000 ] && ok "daemon killed: its client got an error after $ms_r ms" \
+	|| bad "daemon killed: client exit $rc_r after $ms_r ms"
+[ $rc_s != 0 ] && [ $ms_s -lt 15000 ] && ok "daemon killed: the remote sender failed after $ms_s ms ($(tail -n1 "$tmp/s"))" \
+	|| bad "daemon killed: sender exit $rc_s after $ms_s ms"
+rm -f "$tmp/h7/mrcctl.sock"
+start_mrcd h7
+bulk "after the daemon restart" ""
+
+[ $fails = 0 ] || { echo "mrcd: $fails check(s) failed"; exit 1; }
+echo "mrcd: all checks passed"
