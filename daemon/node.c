@@ -191,11 +191,28 @@ static void log_event(struct mrcd *d, const struct mrc_event *ev)
 
 void mrcd_flush(struct mrcd *d)
 {
+	/* Completions first: their owners often post the next work at once
+	 * (a reply, the next chunk), which then leaves in the same batch as
+	 * the ACKs instead of in a second system call. */
+	struct mrc_wc wc[64];
+	int n;
+	while ((n = mrc_engine_poll_cq(d->eng, wc, 64)) > 0)
+		for (int i = 0; i < n; i++) {
+			struct mrcd_qpb *b = &d->qpb[wc[i].qpn & 0xffff];
+			if (b->fn && b->qpn == wc[i].qpn)
+				b->fn(b->ctx, &wc[i]);
+			else
+				d->st.wc_unbound++;
+		}
+	struct mrc_event ev;
+	while (mrc_engine_poll_event(d->eng, &ev))
+		log_event(d, &ev);
 	struct mrc_tx_pkt pk[MRC_DP_BATCH];
 	struct mrc_dp_out out[MRC_DP_BATCH];
 	for (int guard = 0; guard < 1024; guard++) {
 		uint64_t now = mrcd_now();
-		int n = mrc_engine_tx(d->eng, now, pk, MRC_DP_BATCH), m = 0;
+		int m = 0;
+		n = mrc_engine_tx(d->eng, now, pk, MRC_DP_BATCH);
 		for (int i = 0; i < n; i++) {
 			struct mrcd_peer *p = &d->peers[pk[i].peer];
 			if (pk[i].peer >= d->max_peers || !p->used || pk[i].ev >= p->nev) {
@@ -219,19 +236,6 @@ void mrcd_flush(struct mrcd *d)
 		if (n < MRC_DP_BATCH)
 			break;
 	}
-	struct mrc_wc wc[64];
-	int n;
-	while ((n = mrc_engine_poll_cq(d->eng, wc, 64)) > 0)
-		for (int i = 0; i < n; i++) {
-			struct mrcd_qpb *b = &d->qpb[wc[i].qpn & 0xffff];
-			if (b->fn && b->qpn == wc[i].qpn)
-				b->fn(b->ctx, &wc[i]);
-			else
-				d->st.wc_unbound++;
-		}
-	struct mrc_event ev;
-	while (mrc_engine_poll_event(d->eng, &ev))
-		log_event(d, &ev);
 	uint64_t dl = mrc_engine_next_deadline(d->eng);
 	ev_timer_stop(d->loop, &d->timer);
 	if (dl != UINT64_MAX) {
