@@ -5,3 +5,9 @@ bench_engine_SRCS := bench/bench_engine.c
 # benchmark itself: scripts/run-bench.sh does not run it on its own.
 BENCHES += pingpong
 pingpong_SRCS := bench/pingpong.c
+# The daemon benchmarks (bench/results/daemon.md): the submission ring alone
+# and through a real mrcd on loopback, and mrcd's memory per idle QP.  Both
+# start their own mrcd (build/bin/mrcd) on loopback; libmrc comes from
+# libmrctest.a (lib/lib.mk puts its objects there).
+BENCHES += bench_ring
+bench_ring_SRCS := bench/bench_ring.c
