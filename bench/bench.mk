@@ -11,3 +11,5 @@ pingpong_SRCS := bench/pingpong.c
 # libmrctest.a (lib/lib.mk puts its objects there).
 BENCHES += bench_ring
 bench_ring_SRCS := bench/bench_ring.c
+BENCHES += bench_qpmem
+bench_qpmem_SRCS := bench/bench_qpmem.c
