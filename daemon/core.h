@@ -87,6 +87,9 @@ int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine
 
 void mrcd_plane_apply(struct mrcd *d, uint32_t peer, uint32_t plane, uint64_t now);
 
+/* reload.c: SIGHUP with a new topology of the same shape */
+int mrcd_topology_reload(struct mrcd *d, const char *path, char *err, size_t errlen);
+
 /* cm.c */
 int mrcd_cm_init(struct mrcd *d);
 void mrcd_cm_fini(struct mrcd *d);

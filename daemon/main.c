@@ -158,9 +158,11 @@ static void on_stop(struct ev_loop *loop, ev_signal *w, int revents)
 	ev_timer_start(loop, &d->drain);
 }
 
-/* SIGHUP: re-read the configuration.  Keys that only tune behaviour take
- * effect now; the topology, host, socket and port need a restart (saying
- * so beats silently dropping every QP). */
+/* SIGHUP: re-read the configuration and the topology.  A topology of the
+ * same shape (planes, hosts, paths) is applied without dropping a QP: only
+ * the routes behind the EVs change.  Keys that only tune behaviour take
+ * effect now; host, socket and port need a restart (saying so beats
+ * silently dropping every QP). */
 static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	struct mrcd *d = w->data;
@@ -171,13 +173,22 @@ static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
 		 (unsigned long long)(mrcd_now() / 1000));
 	sd_notify(0, mono);
 	struct mrcd_cfg n;
+	char err[512];
 	if (load_config(&n, &g_args)) {
 		mrcd_log(MRCD_LOG_ERR, "reload failed: keeping the running configuration");
 		sd_notify(0, "STATUS=reload failed: configuration refused, the running one is kept");
 	} else {
-		if (strcmp(n.topology, d->cfg.topology) || strcmp(n.host, d->cfg.host) ||
-		    strcmp(n.socket, d->cfg.socket) || n.port != d->cfg.port)
-			mrcd_log(MRCD_LOG_WARNING, "reload: topology/host/socket/port changes need a restart");
+		if (strcmp(n.host, d->cfg.host) || strcmp(n.socket, d->cfg.socket) ||
+		    n.port != d->cfg.port || !n.topology[0] != !d->cfg.topology[0])
+			mrcd_log(MRCD_LOG_WARNING, "reload: host/socket/port changes need a restart");
+		else if (n.topology[0] && mrcd_topology_reload(d, n.topology, err, sizeof(err))) {
+			mrcd_log(MRCD_LOG_ERR, "reload: topology kept: %s", err);
+			char st[600];
+			snprintf(st, sizeof(st), "STATUS=reload: topology kept: %.500s", err);
+			sd_notify(0, st);
+		} else if (n.topology[0]) {
+			snprintf(d->cfg.topology, sizeof(d->cfg.topology), "%s", n.topology);
+		}
 		mrcd_log_level = (int)n.log_level;
 		d->cfg.log_level = n.log_level;
 		mrcd_log(MRCD_LOG_NOTICE, "configuration reloaded");

@@ -320,6 +320,11 @@ static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrc_qp_info *q
 		"bytes_placed", (json_int_t)q->bytes_placed);
 	if (q->state == MRC_QPS_ERROR)
 		json_object_set_new(j, "error", json_string(strerror(-q->error)));
+	/* Per-plane use: which planes the QP's packets went over. */
+	json_t *pl = json_array();
+	for (uint32_t i = 0; i < d->nplanes && i < MRC_MAX_PLANES; i++)
+		json_array_append_new(pl, json_integer((json_int_t)q->plane_tx[i]));
+	json_object_set_new(j, "plane_tx_pkts", pl);
 	return j;
 }
 

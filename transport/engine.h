@@ -191,6 +191,8 @@ struct mrc_qp_info {
 	uint64_t srtt_ns, rto_ns;
 	uint64_t tx_pkts, retx, rto_fires, trims_rx, nacks_rx, bytes_acked;
 	uint64_t spurious;         /* losses declared that were reordering */
+	uint64_t plane_tx[MRC_MAX_PLANES]; /* data packets sent per plane: how
+	                              the QP's traffic spreads over the fabric */
 	uint64_t reorder_extra_ns; /* reorder tolerance learned from them */
 	uint64_t rx_pkts, rx_dups, bytes_placed;
 };

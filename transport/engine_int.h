@@ -127,6 +127,7 @@ struct mrc__qp {
 
 	uint64_t tx_pkts, retx, rto_fires, trims_rx, nacks_rx, bytes_acked;
 	uint64_t spurious;
+	uint64_t plane_tx[MRC_MAX_PLANES];
 	uint64_t rx_pkts, rx_dups, bytes_placed;
 };
 

@@ -99,6 +99,7 @@ static void build(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn, int ev
 	qp->inflight_bytes += plen;
 	qp->tx_pkts++;
 	e->peers[qp->peer].paths[ev].tx_pkts++;
+	qp->plane_tx[e->peers[qp->peer].paths[ev].plane]++;
 	e->st.tx_data++;
 	if (!qp->rto_deadline)
 		qp->rto_deadline = now + (qp->rto << qp->backoff);

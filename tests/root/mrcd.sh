@@ -9,6 +9,9 @@
 #     error promptly and h7's daemon frees the QP
 #   - the receiving daemon killed mid-transfer: both clients get an error
 #     promptly; after a restart a new transfer succeeds
+#   - SIGHUP mid-transfer with a topology of the same shape (one spine link
+#     removed): applied without dropping the QP, the link's path becomes
+#     DENIED; with a topology of another shape: refused, nothing dropped
 # Faults are injected once the receiver's daemon has placed 20% of the
 # bytes (polled through mrcctl), so they land mid-transfer.  Bounded in
 # time; cleans up on every exit.
@@ -44,8 +47,8 @@ ctl() { local h=$1; shift; $B/bin/mrcctl -s "$tmp/$h/mrcctl.sock" "$@"; }
 start_mrcd() {
 	local h=$1
 	mkdir -p "$tmp/$h"
-	ip netns exec $P-$h $B/bin/mrcd --topology $T --host $h --socket "$(sock $h)" \
-		--log_level warning 2>>"$tmp/$h.log" &
+	ip netns exec $P-$h $B/bin/mrcd --topology "$tmp/topo.json" --host $h --socket "$(sock $h)" \
+		--log_level notice 2>>"$tmp/$h.log" &
 	dpid[$h]=$!
 	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
 }
@@ -56,6 +59,8 @@ bytes_of() { numfmt --from=iec "$1"; }
 
 $F down >/dev/null 2>&1
 $F up "$T" >/dev/null || { echo "mrc-fabric up failed"; exit 1; }
+# The daemons read the fabric's explicit form, so a test can edit it.
+jq '.topology' /run/mrc-fabric/$P/state.json >"$tmp/topo.json"
 for h in h0 h1 h2 h3 h4 h5 h6 h7; do start_mrcd $h; done
 
 # bulk NAME FAULT: one verified transfer h0 -> h7 with FAULT at 20%.
@@ -138,6 +143,35 @@ wait $s; rc_s=$?; ms_s=$(( ($(date +%s%N) - t0) / 1000000 ))
 rm -f "$tmp/h7/mrcctl.sock"
 start_mrcd h7
 bulk "after the daemon restart" ""
+
+# SIGHUP with a new topology while a transfer runs.
+reload_during() {
+	local name=$1 file=$2 total base r s
+	sid=$((sid + 1)); total=$(bytes_of 256M); base=$(placed)
+	$B/bin/mrc_bulk -S "$(sock h7)" -s 256M -i $sid recv >"$tmp/r" 2>&1 &
+	r=$!
+	timeout 120 $B/bin/mrc_bulk -S "$(sock h0)" -s 256M -i $sid send 7 >"$tmp/s" 2>&1 &
+	s=$!
+	until_t 60 past 20 "$base" "$total" || bad "$name: never reached 20%"
+	cp "$file" "$tmp/topo.json"
+	kill -HUP "${dpid[h0]}"
+	wait $s; local rc_s=$?
+	wait $r; local rc_r=$?
+	[ $rc_s = 0 ] && [ $rc_r = 0 ] && ok "$name: the transfer kept its QP and verified" \
+		|| bad "$name: sender exit $rc_s receiver exit $rc_r"
+}
+cp "$tmp/topo.json" "$tmp/orig.json"
+jq '.links |= map(select((.a == "p0s1" and .b == "p0l3") or (.a == "p0l3" and .b == "p0s1") | not))' \
+	"$tmp/orig.json" >"$tmp/cut.json"
+reload_during "SIGHUP, spine link p0s1-p0l3 removed from the topology" "$tmp/cut.json"
+st=$(ctl h0 -j paths h7 | jq -r '.paths[] | select(.plane == 0 and .spine == 1) | .state')
+[ "$st" = DENIED ] && ok "after the reload the path through the removed link is DENIED" \
+	|| bad "after the reload: path plane 0 spine 1 is '$st'; log: $(tail -n2 "$tmp/h0.log")"
+# A valid topology with twice the hosts (and more spines): another shape.
+cp examples/topologies/fabric-2p-16h.json "$tmp/shape.json"
+reload_during "SIGHUP, topology of another shape" "$tmp/shape.json"
+grep -q "topology kept" "$tmp/h0.log" && ok "the other shape was refused: $(grep -o 'topology kept.*' "$tmp/h0.log" | tail -n1)" \
+	|| bad "no refusal logged for the other shape"
 
 [ $fails = 0 ] || { echo "mrcd: $fails check(s) failed"; exit 1; }
 echo "mrcd: all checks passed"
