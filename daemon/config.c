@@ -147,6 +147,28 @@ static int on_kv(void *user, const char *section, const char *name, const char *
 	return 1;
 }
 
+int mrcd_cfg_parse(struct mrcd_cfg *c, const char *text, const char *name,
+		   char *err, size_t errlen)
+{
+	/* Parse into a copy: nothing is applied unless the whole text is good. */
+	struct mrcd_cfg tmp = *c;
+	char why[256] = "";
+	struct load_ctx x = { &tmp, why, sizeof(why), 0 };
+	int line = ini_parse_string(text, on_kv, &x);
+	if (line) {
+		if (line < 0)
+			snprintf(err, errlen, "%s: cannot parse (out of memory)", name);
+		else if (x.rc)
+			snprintf(err, errlen, "%s:%d: %s", name, line, why);
+		else
+			snprintf(err, errlen, "%s:%d: syntax error (expected key = value or [section])",
+				 name, line);
+		return -EINVAL;
+	}
+	*c = tmp;
+	return 0;
+}
+
 int mrcd_cfg_load(struct mrcd_cfg *c, const char *path, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
@@ -155,24 +177,31 @@ int mrcd_cfg_load(struct mrcd_cfg *c, const char *path, char *err, size_t errlen
 		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
-	/* Parse into a copy: nothing is applied unless the whole file is good. */
-	struct mrcd_cfg tmp = *c;
-	char why[256] = "";
-	struct load_ctx x = { &tmp, why, sizeof(why), 0 };
-	int line = ini_parse_file(f, on_kv, &x);
+	/* A configuration file is small; one read keeps a single parser path
+	 * for files and for the fuzz target. */
+	char *text = malloc(MRCD_CONF_MAX + 1);
+	size_t n = text ? fread(text, 1, MRCD_CONF_MAX + 1, f) : 0;
+	int bad = ferror(f);
 	fclose(f);
-	if (line) {
-		if (line < 0)
-			snprintf(err, errlen, "%s: cannot read", path);
-		else if (x.rc)
-			snprintf(err, errlen, "%s:%d: %s", path, line, why);
-		else
-			snprintf(err, errlen, "%s:%d: syntax error (expected key = value or [section])",
-				 path, line);
+	if (!text || bad) {
+		free(text);
+		snprintf(err, errlen, "%s: cannot read", path);
+		return text ? -EIO : -ENOMEM;
+	}
+	if (n > MRCD_CONF_MAX) {
+		free(text);
+		snprintf(err, errlen, "%s: larger than %d bytes", path, MRCD_CONF_MAX);
+		return -EFBIG;
+	}
+	if (memchr(text, 0, n)) {
+		free(text);
+		snprintf(err, errlen, "%s: contains a NUL byte (not a text file)", path);
 		return -EINVAL;
 	}
-	*c = tmp;
-	return 0;
+	text[n] = 0;
+	int rc = mrcd_cfg_parse(c, text, path, err, errlen);
+	free(text);
+	return rc;
 }
 
 int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen)

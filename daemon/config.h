@@ -10,6 +10,7 @@
 
 #define MRCD_CONF_DEFAULT "/etc/mrcd/mrcd.conf"
 #define MRCD_PATH_MAX 256
+#define MRCD_CONF_MAX (1 << 20)   /* bytes in a configuration file */
 
 struct mrcd_cfg {
 	char topology[MRCD_PATH_MAX];   /* "" : built-in single-host loopback */
@@ -34,6 +35,9 @@ void mrcd_cfg_default(struct mrcd_cfg *c);
  * and why, and returns -EINVAL (-ENOENT for an unknown key). */
 int mrcd_cfg_set(struct mrcd_cfg *c, const char *key, const char *val,
 		 char *err, size_t errlen);
+/* Parses INI text on top of c; name prefixes error messages ("FILE:LINE"). */
+int mrcd_cfg_parse(struct mrcd_cfg *c, const char *text, const char *name,
+		   char *err, size_t errlen);
 /* Parses a file on top of c.  A missing file is -ENOENT (callers decide
  * whether that is fine); errors name FILE:LINE. */
 int mrcd_cfg_load(struct mrcd_cfg *c, const char *path, char *err, size_t errlen);

@@ -1,0 +1,141 @@
+/* mrcd configuration: defaults, every key settable, precise errors that
+ * name file, line, key and value, and all-or-nothing application. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "daemon/config.h"
+
+static void defaults_are_valid(void **st)
+{
+	(void)st;
+	struct mrcd_cfg c;
+	char err[256];
+	mrcd_cfg_default(&c);
+	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), 0);
+	assert_string_equal(c.socket, "/run/mrcd/mrcd.sock");
+	assert_int_equal(c.port, 4791);
+	assert_int_equal(c.ev_floor, 1);
+	/* Every listed key can be set from text (the CLI relies on it). */
+	for (const char *const *k = mrcd_cfg_keys(); *k; k++) {
+		struct mrcd_cfg t = c;
+		const char *v = !strcmp(*k, "log_level") ? "debug" :
+				!strcmp(*k, "cc") ? "fixed" :
+				!strcmp(*k, "socket") || !strcmp(*k, "ctl_socket") ? "/tmp/x.sock" :
+				!strcmp(*k, "window") || !strcmp(*k, "ring_entries") ? "64" :
+				!strcmp(*k, "socket_mode") ? "0600" :
+				!strcmp(*k, "rto_max_us") ? "500000" : "1000";
+		if (!strcmp(*k, "mtu"))
+			v = "4096";
+		int rc = mrcd_cfg_set(&t, *k, v, err, sizeof(err));
+		if (rc)
+			fail_msg("key %s = %s: %s", *k, v, err);
+	}
+}
+
+static void parse_file_text(void **st)
+{
+	(void)st;
+	struct mrcd_cfg c;
+	char err[256];
+	mrcd_cfg_default(&c);
+	const char *text = "; comment\n[mrcd]\nport = 5000\nlog_level = debug\n"
+			   "topology = /etc/mrcd/t.json\nhost = h3\nsocket_mode = 0640\n";
+	assert_int_equal(mrcd_cfg_parse(&c, text, "t.conf", err, sizeof(err)), 0);
+	assert_int_equal(c.port, 5000);
+	assert_int_equal(c.log_level, 7);
+	assert_string_equal(c.topology, "/etc/mrcd/t.json");
+	assert_string_equal(c.host, "h3");
+	assert_int_equal(c.socket_mode, 0640);
+	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), 0);
+}
+
+struct bad { const char *text, *want; };
+
+static void errors_are_precise_and_atomic(void **st)
+{
+	(void)st;
+	static const struct bad cases[] = {
+		{ "[mrcd]\nport = 0\n", "t.conf:2: key 'port': 0 is out of range 1..65535" },
+		{ "[mrcd]\nport = 12x\n", "key 'port': '12x' is not a number" },
+		{ "[mrcd]\nport = -1\n", "key 'port': '-1' is not a number" },
+		{ "[mrcd]\nbogus = 1\n", "t.conf:2: unknown key 'bogus'" },
+		{ "[other]\nport = 1\n", "unknown section [other]" },
+		{ "[mrcd]\nlog_level = loud\n", "'loud' is not one of err, warning" },
+		{ "[mrcd]\nsocket_mode = 0999\n", "'0999' is not an octal number" },
+		{ "[mrcd]\nport = 5000\nthis is not ini\n", "t.conf:3: syntax error" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mrcd_cfg c, before;
+		char err[256] = "";
+		mrcd_cfg_default(&c);
+		before = c;
+		assert_int_equal(mrcd_cfg_parse(&c, cases[i].text, "t.conf", err, sizeof(err)),
+				 -EINVAL);
+		if (!strstr(err, cases[i].want))
+			fail_msg("case %zu: got '%s', want '%s'", i, err, cases[i].want);
+		/* Nothing of a bad file is applied (port = 5000 above too). */
+		assert_memory_equal(&c, &before, sizeof(c));
+	}
+}
+
+static void cross_key_checks(void **st)
+{
+	(void)st;
+	struct mrcd_cfg c;
+	char err[256];
+	mrcd_cfg_default(&c);
+	c.window = 100;
+	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "'window': 100 is not a power of two"));
+	mrcd_cfg_default(&c);
+	snprintf(c.topology, sizeof(c.topology), "/x.json");
+	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "'host' is required"));
+	mrcd_cfg_default(&c);
+	c.rto_min_us = 9000;
+	c.rto_max_us = 5000;
+	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "rto_min_us (9000) is larger than rto_max_us (5000)"));
+	mrcd_cfg_default(&c);
+	snprintf(c.socket, sizeof(c.socket), "relative.sock");
+	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not an absolute path"));
+}
+
+static void load_from_file(void **st)
+{
+	(void)st;
+	char path[] = "/tmp/mrc-test-conf-XXXXXX", err[256];
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	const char *t = "[mrcd]\nwindow = 128\n";
+	assert_int_equal(write(fd, t, strlen(t)), (ssize_t)strlen(t));
+	close(fd);
+	struct mrcd_cfg c;
+	mrcd_cfg_default(&c);
+	assert_int_equal(mrcd_cfg_load(&c, path, err, sizeof(err)), 0);
+	assert_int_equal(c.window, 128);
+	unlink(path);
+	assert_int_equal(mrcd_cfg_load(&c, path, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, path));
+}
+
+int main(void)
+{
+	const struct CMUnitTest t[] = {
+		cmocka_unit_test(defaults_are_valid),
+		cmocka_unit_test(parse_file_text),
+		cmocka_unit_test(errors_are_precise_and_atomic),
+		cmocka_unit_test(cross_key_checks),
+		cmocka_unit_test(load_from_file),
+	};
+	return cmocka_run_group_tests(t, NULL, NULL);
+}
