@@ -27,15 +27,15 @@ struct bench {
 	uint32_t qa[MAXQ], nq;
 	uint32_t lkey, rkey;
 	uint64_t posted, target_msgs, done_msgs, err;
-	struct chan_rng r;
+	struct mrc_rng r;
 };
 
 static void post_one(struct bench *b, uint32_t qi)
 {
 	struct mrc_wr wr = { .wr_id = qi, .op = MRC_WR_WRITE, .lkey = b->lkey,
-			     .loff = chan_rng_below(&b->r, (BUF - MSG) / 4096) * 4096,
+			     .loff = mrc_rng_below(&b->r, (BUF - MSG) / 4096) * 4096,
 			     .len = MSG, .rkey = b->rkey,
-			     .roff = chan_rng_below(&b->r, (BUF - MSG) / 4096) * 4096 };
+			     .roff = mrc_rng_below(&b->r, (BUF - MSG) / 4096) * 4096 };
 	if (mrc_qp_post(b->ch->node[0].e, b->ch->now, b->qa[qi], &wr) == 0)
 		b->posted++;
 	else
@@ -96,7 +96,7 @@ static int run_once(uint32_t nq, double loss, uint64_t mib, uint64_t seed, uint3
 		fprintf(stderr, "chan_create: %d %s\n", rc, why ? why : "");
 		return rc;
 	}
-	chan_rng_seed(&b.r, seed);
+	mrc_rng_seed(&b.r, seed);
 	if (chan_gbuf_alloc(&src, BUF, 64, seed, 1, 0) || chan_gbuf_alloc(&dst, BUF, 64, seed + 1, 0, 0))
 		return -1;
 	mrc_mr_reg(b.ch->node[0].e, 1, src.p, BUF, MRC_ACCESS_LOCAL_READ, &b.lkey);

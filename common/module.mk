@@ -1,1 +1,1 @@
-CORE_SRCS += common/strerror.c
+CORE_SRCS += common/strerror.c common/errf.c

@@ -9,20 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errf.h"
 #include "sim/sim_int.h"
-
-static int ferr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int ferr(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 static int alloc_graph(struct sim_fabric *f)
 {
@@ -45,7 +33,7 @@ static int build_clos(struct sim_fabric *f, const struct mrc_sim_topo *t,
 	char terr[MRC_TOPO_ERRLEN];
 	int rc = mrc_topo_generate(&g, &f->topo, terr, sizeof(terr));
 	if (rc)
-		return ferr(err, errlen, "topo: %s", terr);
+		return mrc__errf(err, errlen, "topo: %s", terr);
 	struct mrc_topo *tp = f->topo;
 	f->planes = tp->planes;
 	f->n_hosts = tp->n_hosts;
@@ -54,10 +42,10 @@ static int build_clos(struct sim_fabric *f, const struct mrc_sim_topo *t,
 	f->nev = mrc_topo_ev_count(tp);
 	f->max_hops = 4;
 	if (f->nev > MRC_MAX_EVS)
-		return ferr(err, errlen, "topo: %u EVs per host pair, the engine takes at most %u",
+		return mrc__errf(err, errlen, "topo: %u EVs per host pair, the engine takes at most %u",
 			    f->nev, MRC_MAX_EVS);
 	if (alloc_graph(f))
-		return ferr(err, errlen, "topo: out of memory");
+		return mrc__errf(err, errlen, "topo: out of memory");
 	for (uint32_t i = 0; i < tp->n_nodes; i++) {
 		const struct mrc_node *n = &tp->nodes[i];
 		snprintf(f->nodes[i].name, sizeof(f->nodes[i].name), "%s", n->name);
@@ -93,9 +81,9 @@ static int build_fattree(struct sim_fabric *f, const struct mrc_sim_topo *t,
 {
 	uint32_t k = t->k, half = k / 2;
 	if (k < 2 || k > 64 || k % 2)
-		return ferr(err, errlen, "topo: fattree k=%u: must be even, 2..64", k);
+		return mrc__errf(err, errlen, "topo: fattree k=%u: must be even, 2..64", k);
 	if (t->planes < 1 || t->planes > MRC_MAX_PLANES)
-		return ferr(err, errlen, "topo: planes=%u: must be 1..%u", t->planes,
+		return mrc__errf(err, errlen, "topo: planes=%u: must be 1..%u", t->planes,
 			    MRC_MAX_PLANES);
 	f->k = k;
 	f->half = half;
@@ -107,10 +95,10 @@ static int build_fattree(struct sim_fabric *f, const struct mrc_sim_topo *t,
 	f->nev = f->planes * half * half;
 	f->max_hops = 6;
 	if (f->nev > MRC_MAX_EVS)
-		return ferr(err, errlen, "topo: %u EVs per host pair, the engine takes at most %u",
+		return mrc__errf(err, errlen, "topo: %u EVs per host pair, the engine takes at most %u",
 			    f->nev, MRC_MAX_EVS);
 	if (alloc_graph(f))
-		return ferr(err, errlen, "topo: out of memory");
+		return mrc__errf(err, errlen, "topo: out of memory");
 	for (uint32_t h = 0; h < f->n_hosts; h++) {
 		snprintf(f->nodes[h].name, sizeof(f->nodes[h].name), "h%u", (uint16_t)h);
 		f->nodes[h].index = h;
@@ -177,7 +165,7 @@ int sim_fabric_build(struct sim_fabric *f, const struct mrc_sim_topo *t,
 	f->adj_off = calloc((size_t)f->n_nodes + 1, sizeof(*f->adj_off));
 	f->adj = malloc((size_t)f->n_links * 2 * sizeof(*f->adj));
 	if (!f->by_name || !f->adj_off || !f->adj)
-		return ferr(err, errlen, "topo: out of memory");
+		return mrc__errf(err, errlen, "topo: out of memory");
 	for (uint32_t i = 0; i < f->n_nodes; i++)
 		f->by_name[i] = i;
 	qsort_r(f->by_name, f->n_nodes, sizeof(uint32_t), name_cmp, f);
@@ -189,7 +177,7 @@ int sim_fabric_build(struct sim_fabric *f, const struct mrc_sim_topo *t,
 		f->adj_off[i + 1] += f->adj_off[i];
 	uint32_t *fill = calloc(f->n_nodes, sizeof(*fill));
 	if (!fill)
-		return ferr(err, errlen, "topo: out of memory");
+		return mrc__errf(err, errlen, "topo: out of memory");
 	for (uint32_t l = 0; l < f->n_links; l++) {
 		f->adj[f->adj_off[f->lower[l]] + fill[f->lower[l]]++] = l;
 		f->adj[f->adj_off[f->upper[l]] + fill[f->upper[l]]++] = l;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errf.h"
 #include "sim/sim_int.h"
 
 enum { T_NODE = 0, T_LINK = 1, T_PORT = 2 };
@@ -17,19 +18,6 @@ const char *sim_fault_kind_name(uint8_t k)
 {
 	static const char *n[] = { "down", "blackhole", "loss", "recover" };
 	return k < 4 ? n[k] : "?";
-}
-
-static int fault_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fault_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
 }
 
 /* Resolves "NODE", "A-B" (both directions) or "A>B" (one direction). */
@@ -47,11 +35,11 @@ static int resolve(const struct mrc_sim *s, const char *t, uint8_t *kind,
 		*b++ = 0;
 	uint32_t na, nb, link;
 	if (sim_fabric_node(&s->fab, a, &na))
-		return fault_err(err, errlen, "fault[%u]: target '%s': no node named '%s'",
+		return mrc__errf(err, errlen, "fault[%u]: target '%s': no node named '%s'",
 				 i, t, a);
 	if (k == T_NODE) {
 		if (s->fab.nodes[na].tier == 0)
-			return fault_err(err, errlen,
+			return mrc__errf(err, errlen,
 					 "fault[%u]: target '%s': a host; name one of its links (%s-<leaf>)",
 					 i, t, a);
 		*kind = k;
@@ -59,10 +47,10 @@ static int resolve(const struct mrc_sim *s, const char *t, uint8_t *kind,
 		return 0;
 	}
 	if (sim_fabric_node(&s->fab, b, &nb))
-		return fault_err(err, errlen, "fault[%u]: target '%s': no node named '%s'",
+		return mrc__errf(err, errlen, "fault[%u]: target '%s': no node named '%s'",
 				 i, t, b);
 	if (sim_fabric_link(&s->fab, na, nb, &link))
-		return fault_err(err, errlen, "fault[%u]: target '%s': %s and %s are not linked",
+		return mrc__errf(err, errlen, "fault[%u]: target '%s': %s and %s are not linked",
 				 i, t, a, b);
 	*kind = k;
 	*id = k == T_LINK ? link : link * 2 + (s->fab.lower[link] == na ? 0 : 1);

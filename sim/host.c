@@ -12,20 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errf.h"
 #include "sim/sim_int.h"
-
-static int herr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int herr(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 static inline uint64_t now_ns(const struct mrc_sim *s) { return s->now / SIM_PS_PER_NS; }
 
@@ -56,10 +44,10 @@ static uint32_t pair_allowed(const struct mrc_sim *s, uint32_t a, uint32_t b,
 	}
 	if (!s->cfg.paths || s->cfg.paths >= n)
 		return n;
-	struct sim_rng r;
-	sim_rng_seed(&r, sim_hash3(s->cfg.seed, a < b ? a : b, a < b ? b : a));
+	struct mrc_rng r;
+	mrc_rng_seed(&r, sim_hash3(s->cfg.seed, a < b ? a : b, a < b ? b : a));
 	for (uint32_t i = 0; i < s->cfg.paths; i++) {
-		uint32_t j = i + sim_rng_below(&r, n - i);
+		uint32_t j = i + mrc_rng_below(&r, n - i);
 		uint16_t t = scratch[i];
 		scratch[i] = scratch[j];
 		scratch[j] = t;
@@ -123,7 +111,7 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 	uint16_t *scratch = malloc(f->nev * sizeof(*scratch));
 	uint8_t *plane_of = f->plane_of_ev;
 	if (!s->hosts || !pr || !off || !nqp || !nmr || !ok || !scratch) {
-		rc = herr(err, errlen, "hosts: out of memory");
+		rc = mrc__errf(err, errlen, "hosts: out of memory");
 		goto out;
 	}
 	/* Peers of each host: the distinct remote ends of its QPs, sorted. */
@@ -162,21 +150,21 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 		const char *why = NULL;
 		rc = mrc_engine_create(&ec, &x->eng, &why);
 		if (rc) {
-			rc = herr(err, errlen, "engine: %s", why ? why : "create failed");
+			rc = mrc__errf(err, errlen, "engine: %s", why ? why : "create failed");
 			goto out;
 		}
 		x->peer_host = malloc(x->npeers * sizeof(uint32_t));
 		x->peer_rx = malloc(x->npeers * sizeof(uint32_t));
 		x->qp_conn = malloc(x->nqps * sizeof(uint32_t));
 		if (!x->peer_host || !x->peer_rx || !x->qp_conn) {
-			rc = herr(err, errlen, "hosts: out of memory");
+			rc = mrc__errf(err, errlen, "hosts: out of memory");
 			goto out;
 		}
 		if (mrc_mr_reg(x->eng, 1, s->src_buf, s->src_len, MRC_ACCESS_LOCAL_READ,
 			       &x->src_key) ||
 		    mrc_mr_reg(x->eng, 1, s->sink_buf, s->sink_len,
 			       MRC_ACCESS_REMOTE_WRITE, &x->sink_key)) {
-			rc = herr(err, errlen, "engine: memory registration failed");
+			rc = mrc__errf(err, errlen, "engine: memory registration failed");
 			goto out;
 		}
 		for (uint32_t i = 0; i < x->npeers; i++) {
@@ -184,7 +172,7 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 			x->peer_host[i] = r;
 			rc = mrc_peer_add(x->eng, f->nev, plane_of, &peer);
 			if (rc || peer != i) {
-				rc = herr(err, errlen, "engine: peer_add for h%u -> h%u: %d", h, r, rc);
+				rc = mrc__errf(err, errlen, "engine: peer_add for h%u -> h%u: %d", h, r, rc);
 				goto out;
 			}
 			pair_allowed(s, h, r, ok, scratch);
@@ -212,7 +200,7 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 		}
 		if (mrc_mr_reg(s->hosts[fl->dst].eng, 1, fl->rbuf, fl->size,
 			       MRC_ACCESS_REMOTE_WRITE, &fl->rkey)) {
-			rc = herr(err, errlen, "engine: memory registration failed");
+			rc = mrc__errf(err, errlen, "engine: memory registration failed");
 			goto out;
 		}
 	}
@@ -234,7 +222,7 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 		    mrc_qp_create(b->eng, &attr, &cn->dqpn) ||
 		    mrc_qp_connect(a->eng, cn->sqpn, pa, cn->dqpn, psn_a, psn_b) ||
 		    mrc_qp_connect(b->eng, cn->dqpn, pb, cn->sqpn, psn_b, psn_a)) {
-			rc = herr(err, errlen, "engine: QP setup failed for flow %u", cn->flow);
+			rc = mrc__errf(err, errlen, "engine: QP setup failed for flow %u", cn->flow);
 			goto out;
 		}
 		a->qp_conn[cn->sqpn & 0xffff] = c;

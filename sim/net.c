@@ -175,7 +175,7 @@ void sim_arrive(struct mrc_sim *s, struct sim_pkt *k)
 			drop(s, p, k, &s->drop_blackhole);
 			return;
 		}
-		if (sim_rng_next(&s->rng) < p->loss_thr) {
+		if (mrc_rng_next(&s->rng) < p->loss_thr) {
 			drop(s, p, k, &s->drop_loss);
 			return;
 		}

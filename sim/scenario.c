@@ -8,20 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/errf.h"
 #include "sim/sim_int.h"
-
-static int perr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int perr(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 void mrc_sim_cfg_default(struct mrc_sim_cfg *c)
 {
@@ -172,7 +160,7 @@ static int parse_kvs(char *s, void *obj, const char *ctx, kv_fn fn, char *err,
 	for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 		if (!eq)
-			return perr(err, errlen, "%s: '%s': expected key=value", ctx, tok);
+			return mrc__errf(err, errlen, "%s: '%s': expected key=value", ctx, tok);
 		*eq = 0;
 		int rc = fn(obj, ctx, tok, eq + 1, err, errlen);
 		if (rc)
@@ -181,7 +169,7 @@ static int parse_kvs(char *s, void *obj, const char *ctx, kv_fn fn, char *err,
 	return 0;
 }
 
-#define BADV(what) perr(err, errlen, "%s: %s='%s': %s", ctx, k, v, what)
+#define BADV(what) mrc__errf(err, errlen, "%s: %s='%s': %s", ctx, k, v, what)
 
 static int topo_kv(void *obj, const char *ctx, const char *k, const char *v,
 		   char *err, size_t errlen)
@@ -208,7 +196,7 @@ static int topo_kv(void *obj, const char *ctx, const char *k, const char *v,
 	if (!strcmp(k, "delay"))
 		return sim_parse_time(v, &t->delay_ns) || t->delay_ns > 1000000000 ?
 		       BADV("not a time up to 1s (e.g. 500ns, 2us)") : 0;
-	return perr(err, errlen, "%s: unknown key '%s' (planes, leaves, spines, hosts, k, rate, delay)",
+	return mrc__errf(err, errlen, "%s: unknown key '%s' (planes, leaves, spines, hosts, k, rate, delay)",
 		    ctx, k);
 }
 
@@ -235,7 +223,7 @@ static int wl_kv(void *obj, const char *ctx, const char *k, const char *v,
 		return parse_host(v, &w->src) ? BADV("not a host (h0, h1, ...)") : 0;
 	if (!strcmp(k, "dst"))
 		return parse_host(v, &w->dst) ? BADV("not a host (h0, h1, ...)") : 0;
-	return perr(err, errlen, "%s: unknown key '%s' (size, start, jitter, group, senders, qps, src, dst)",
+	return mrc__errf(err, errlen, "%s: unknown key '%s' (size, start, jitter, group, senders, qps, src, dst)",
 		    ctx, k);
 }
 
@@ -243,7 +231,7 @@ static int set_topo(struct mrc_sim_cfg *c, const char *val, char *err, size_t er
 {
 	char buf[512];
 	if (strlen(val) >= sizeof(buf))
-		return perr(err, errlen, "topo: value too long");
+		return mrc__errf(err, errlen, "topo: value too long");
 	snprintf(buf, sizeof(buf), "%s", val);
 	char *colon = strchr(buf, ':');
 	if (colon)
@@ -255,14 +243,14 @@ static int set_topo(struct mrc_sim_cfg *c, const char *val, char *err, size_t er
 		t.kind = MRC_SIM_FATTREE;
 		t.planes = 1;
 	} else
-		return perr(err, errlen, "topo: '%s': unknown kind (clos, fattree)", buf);
+		return mrc__errf(err, errlen, "topo: '%s': unknown kind (clos, fattree)", buf);
 	int rc = colon ? parse_kvs(colon + 1, &t, "topo", topo_kv, err, errlen) : 0;
 	if (rc)
 		return rc;
 	uint64_t hosts = t.kind == MRC_SIM_CLOS ? (uint64_t)t.leaves * t.hosts_per_leaf :
 			 (uint64_t)t.k * t.k * t.k / 4;
 	if (hosts > MRC_TOPO_MAX_HOSTS)
-		return perr(err, errlen, "topo: %llu hosts: at most %u",
+		return mrc__errf(err, errlen, "topo: %llu hosts: at most %u",
 			    (unsigned long long)hosts, MRC_TOPO_MAX_HOSTS);
 	c->topo = t;
 	return 0;
@@ -271,10 +259,10 @@ static int set_topo(struct mrc_sim_cfg *c, const char *val, char *err, size_t er
 static int set_workload(struct mrc_sim_cfg *c, const char *val, char *err, size_t errlen)
 {
 	if (c->n_wl == MRC_SIM_MAX_WORKLOADS)
-		return perr(err, errlen, "workload: at most %d entries", MRC_SIM_MAX_WORKLOADS);
+		return mrc__errf(err, errlen, "workload: at most %d entries", MRC_SIM_MAX_WORKLOADS);
 	char buf[512], ctx[48];
 	if (strlen(val) >= sizeof(buf))
-		return perr(err, errlen, "workload[%u]: value too long", c->n_wl);
+		return mrc__errf(err, errlen, "workload[%u]: value too long", c->n_wl);
 	snprintf(buf, sizeof(buf), "%s", val);
 	char *colon = strchr(buf, ':');
 	if (colon)
@@ -285,7 +273,7 @@ static int set_workload(struct mrc_sim_cfg *c, const char *val, char *err, size_
 	for (k = 0; k < 5 && strcmp(buf, kinds[k]); k++)
 		;
 	if (k == 5)
-		return perr(err, errlen,
+		return mrc__errf(err, errlen,
 			    "workload[%u]: '%s': unknown kind (permutation, alltoall, ring, incast, flow)",
 			    c->n_wl, buf);
 	w.kind = (uint8_t)k;
@@ -296,9 +284,9 @@ static int set_workload(struct mrc_sim_cfg *c, const char *val, char *err, size_
 	if (rc)
 		return rc;
 	if (!w.size && k != MRC_SIM_WL_FLOW)
-		return perr(err, errlen, "%s: size=0: flows need at least 1 byte", ctx);
+		return mrc__errf(err, errlen, "%s: size=0: flows need at least 1 byte", ctx);
 	if (k == MRC_SIM_WL_RING && w.qps != 1)
-		return perr(err, errlen, "%s: qps=%u: ring steps use one QP per edge", ctx, w.qps);
+		return mrc__errf(err, errlen, "%s: qps=%u: ring steps use one QP per edge", ctx, w.qps);
 	c->wl[c->n_wl++] = w;
 	return 0;
 }
@@ -307,19 +295,19 @@ static int set_fault(struct mrc_sim_cfg *c, const char *val, char *err, size_t e
 {
 	uint32_t i = c->n_faults;
 	if (i == MRC_SIM_MAX_FAULTS)
-		return perr(err, errlen, "fault: at most %d entries", MRC_SIM_MAX_FAULTS);
+		return mrc__errf(err, errlen, "fault: at most %d entries", MRC_SIM_MAX_FAULTS);
 	char buf[256];
 	if (strlen(val) >= sizeof(buf))
-		return perr(err, errlen, "fault[%u]: value too long", i);
+		return mrc__errf(err, errlen, "fault[%u]: value too long", i);
 	snprintf(buf, sizeof(buf), "%s", val);
 	char *k = strchr(buf, ':'), *t = k ? strchr(k + 1, ':') : NULL;
 	if (!k || !t)
-		return perr(err, errlen, "fault[%u]: '%s': expected TIME:KIND:TARGET", i, val);
+		return mrc__errf(err, errlen, "fault[%u]: '%s': expected TIME:KIND:TARGET", i, val);
 	*k++ = 0;
 	*t++ = 0;
 	struct mrc_sim_fault f = { 0 };
 	if (sim_parse_time(buf, &f.at_ns))
-		return perr(err, errlen, "fault[%u]: time '%s': not a time (e.g. 100us)", i, buf);
+		return mrc__errf(err, errlen, "fault[%u]: time '%s': not a time (e.g. 100us)", i, buf);
 	if (!strcmp(k, "down"))
 		f.kind = MRC_SIM_F_DOWN;
 	else if (!strcmp(k, "blackhole"))
@@ -331,13 +319,13 @@ static int set_fault(struct mrc_sim_cfg *c, const char *val, char *err, size_t e
 		f.kind = MRC_SIM_F_LOSS;
 		f.loss = strtod(k + 5, &e);
 		if (e == k + 5 || *e || !(f.loss > 0 && f.loss <= 1))
-			return perr(err, errlen, "fault[%u]: loss '%s': need a probability in (0, 1]",
+			return mrc__errf(err, errlen, "fault[%u]: loss '%s': need a probability in (0, 1]",
 				    i, k + 5);
 	} else
-		return perr(err, errlen, "fault[%u]: kind '%s': unknown (down, blackhole, loss=P, recover)",
+		return mrc__errf(err, errlen, "fault[%u]: kind '%s': unknown (down, blackhole, loss=P, recover)",
 			    i, k);
 	if (!*t || strlen(t) >= sizeof(f.target))
-		return perr(err, errlen, "fault[%u]: target '%s': empty or too long", i, t);
+		return mrc__errf(err, errlen, "fault[%u]: target '%s': empty or too long", i, t);
 	snprintf(f.target, sizeof(f.target), "%s", t);
 	c->faults[c->n_faults++] = f;
 	return 0;
@@ -371,7 +359,7 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 	uint64_t x;
 	int b;
 	if (!val)
-		return perr(err, errlen, "%s: missing value", key);
+		return mrc__errf(err, errlen, "%s: missing value", key);
 	if (!strcmp(k, "topo"))
 		return set_topo(c, v, err, errlen);
 	if (!strcmp(k, "workload"))
@@ -451,7 +439,7 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 		return 0;
 	}
 	(void)x;
-	return perr(err, errlen, "unknown setting '%s' (see --help)", key);
+	return mrc__errf(err, errlen, "unknown setting '%s' (see --help)", key);
 }
 
 /* ---- JSON --------------------------------------------------------------- */
@@ -480,7 +468,7 @@ static int json_entry(const char *key, json_t *v, char *out, size_t len,
 {
 	if (!json_is_object(v))
 		return json_scalar(v, out, len) ?
-		       perr(err, errlen, "%s: value must be a string, number, boolean or object", key) : 0;
+		       mrc__errf(err, errlen, "%s: value must be a string, number, boolean or object", key) : 0;
 	char val[128];
 	if (!strcmp(key, "fault")) {
 		char at[64] = "", kind[64] = "", tgt[MRC_SIM_NAME_MAX] = "", loss[64] = "";
@@ -494,7 +482,7 @@ static int json_entry(const char *key, json_t *v, char *out, size_t len,
 		if ((x = json_object_get(v, "loss")))
 			json_scalar(x, loss, sizeof(loss));
 		if (!*at || !*kind || !*tgt)
-			return perr(err, errlen, "fault: an object needs \"at\", \"kind\" and \"target\"");
+			return mrc__errf(err, errlen, "fault: an object needs \"at\", \"kind\" and \"target\"");
 		if (*loss)
 			snprintf(out, len, "%s:%s=%s:%s", at, kind, loss, tgt);
 		else
@@ -503,7 +491,7 @@ static int json_entry(const char *key, json_t *v, char *out, size_t len,
 	}
 	json_t *type = json_object_get(v, "type");
 	if (!type || !json_is_string(type))
-		return perr(err, errlen, "%s: an object needs a string \"type\"", key);
+		return mrc__errf(err, errlen, "%s: an object needs a string \"type\"", key);
 	size_t n = (size_t)snprintf(out, len, "%s", json_string_value(type));
 	const char *k;
 	json_t *x;
@@ -512,13 +500,13 @@ static int json_entry(const char *key, json_t *v, char *out, size_t len,
 		if (!strcmp(k, "type"))
 			continue;
 		if (json_scalar(x, val, sizeof(val)))
-			return perr(err, errlen, "%s.%s: must be a string or number", key, k);
+			return mrc__errf(err, errlen, "%s.%s: must be a string or number", key, k);
 		n += (size_t)snprintf(out + n, n < len ? len - n : 0, "%s%s=%s",
 				      first ? ":" : ",", k, val);
 		first = 0;
 	}
 	if (n >= len)
-		return perr(err, errlen, "%s: entry too long", key);
+		return mrc__errf(err, errlen, "%s: entry too long", key);
 	return 0;
 }
 
@@ -528,11 +516,11 @@ int mrc_sim_cfg_load_json(struct mrc_sim_cfg *c, const char *text, size_t len,
 	json_error_t je;
 	json_t *root = json_loadb(text, len, 0, &je);
 	if (!root)
-		return perr(err, errlen, "scenario: line %d column %d: %s", je.line,
+		return mrc__errf(err, errlen, "scenario: line %d column %d: %s", je.line,
 			    je.column, je.text);
 	int rc = 0;
 	if (!json_is_object(root)) {
-		rc = perr(err, errlen, "scenario: the top level must be an object");
+		rc = mrc__errf(err, errlen, "scenario: the top level must be an object");
 		goto out;
 	}
 	/* Keys in file order would depend on jansson's hashing of the
@@ -543,7 +531,7 @@ int mrc_sim_cfg_load_json(struct mrc_sim_cfg *c, const char *text, size_t len,
 	json_t *v;
 	json_object_foreach(root, k, v) {
 		if (nk == 64) {
-			rc = perr(err, errlen, "scenario: too many keys");
+			rc = mrc__errf(err, errlen, "scenario: too many keys");
 			goto out;
 		}
 		keys[nk++] = k;

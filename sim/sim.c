@@ -8,23 +8,11 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "common/errf.h"
 #include "sim/sim_int.h"
 #include "transport/cc.h"
 
 #define EVC_MAX (1u << 20)   /* EV changes kept in detail (all counted) */
-
-static int serr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int serr(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 static uint32_t pow2_at_least(uint64_t v)
 {
@@ -90,7 +78,7 @@ static int ports_init(struct mrc_sim *s, char *err, size_t errlen)
 	s->n_ports = f->n_links * 2;
 	s->ports = calloc(s->n_ports, sizeof(*s->ports));
 	if (!s->ports)
-		return serr(err, errlen, "fabric: out of memory for %u ports", s->n_ports);
+		return mrc__errf(err, errlen, "fabric: out of memory for %u ports", s->n_ports);
 	for (uint32_t p = 0; p < s->n_ports; p++) {
 		struct sim_port *x = &s->ports[p];
 		uint32_t from = sim_port_from(f, p), to = sim_port_to(f, p);
@@ -105,14 +93,14 @@ int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
 		   size_t errlen)
 {
 	if (c->trim && c->trim > c->buffer)
-		return serr(err, errlen, "trim=%llu: must not exceed buffer=%llu (a packet "
+		return mrc__errf(err, errlen, "trim=%llu: must not exceed buffer=%llu (a packet "
 			    "is trimmed instead of dropped, so trimming starts first)",
 			    (unsigned long long)c->trim, (unsigned long long)c->buffer);
 	if (!c->n_wl)
-		return serr(err, errlen, "workload: none given");
+		return mrc__errf(err, errlen, "workload: none given");
 	struct mrc_sim *s = calloc(1, sizeof(*s));
 	if (!s)
-		return serr(err, errlen, "out of memory"), -ENOMEM;
+		return mrc__errf(err, errlen, "out of memory"), -ENOMEM;
 	s->cfg = *c;
 	int rc = sim_fabric_build(&s->fab, &c->topo, err, errlen);
 	if (rc)
@@ -123,7 +111,7 @@ int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
 	s->nic_limit = s->fab.planes * (c->nic_queue ? c->nic_queue : 1);
 	s->bin_ps = (c->bin_ns ? c->bin_ns : 10000) * SIM_PS_PER_NS;
 	s->first_start_ps = UINT64_MAX;
-	sim_rng_seed(&s->rng, c->seed);
+	mrc_rng_seed(&s->rng, c->seed);
 	engine_cfg(s);
 	sim_fabric_describe(&s->fab, s->desc, sizeof(s->desc));
 	if ((rc = ports_init(s, err, errlen)) ||
@@ -135,7 +123,7 @@ int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
 	s->rx_buf = malloc(MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN);
 	if (!s->rx_buf || sim_evq_init(&s->q, 4 * (uint64_t)s->n_ports + 1024) ||
 	    sim_pool_init(&s->pool)) {
-		rc = serr(err, errlen, "out of memory");
+		rc = mrc__errf(err, errlen, "out of memory");
 		goto fail;
 	}
 	for (uint32_t f = 0; f < s->n_flows; f++)
@@ -275,7 +263,7 @@ static void progress(const struct mrc_sim *s, int last)
 int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
 {
 	if (s->ran)
-		return serr(err, errlen, "run: already ran");
+		return mrc__errf(err, errlen, "run: already ran");
 	s->ran = 1;
 	double t0 = wall(), c0 = cpu();
 	uint64_t until = s->cfg.until_ns ? s->cfg.until_ns * SIM_PS_PER_NS : UINT64_MAX;
@@ -322,7 +310,7 @@ int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
 	if (!getrusage(RUSAGE_SELF, &ru))
 		s->maxrss_kb = ru.ru_maxrss;
 	if (s->oom)
-		return serr(err, errlen, "run: out of memory"), -ENOMEM;
+		return mrc__errf(err, errlen, "run: out of memory"), -ENOMEM;
 	return 0;
 }
 

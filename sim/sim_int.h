@@ -182,7 +182,7 @@ struct mrc_sim {
 	struct sim_job jobs[MRC_SIM_MAX_WORKLOADS];
 	struct sim_evq q;
 	struct sim_pool pool;
-	struct sim_rng rng;
+	struct mrc_rng rng;
 	uint64_t now;              /* ps */
 	uint64_t ser_num;          /* 8e6: ser_ps = bytes * 8e6 / rate_mbit */
 	uint64_t prop_ps;

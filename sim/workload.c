@@ -12,20 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errf.h"
 #include "sim/sim_int.h"
-
-static int werr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int werr(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 const char *sim_wl_name(uint8_t kind)
 {
@@ -121,10 +109,10 @@ static int add_flow(struct builder *b, uint32_t src, uint32_t dst, uint64_t size
 	return 0;
 }
 
-static void shuffle(struct sim_rng *r, uint32_t *a, uint32_t n)
+static void shuffle(struct mrc_rng *r, uint32_t *a, uint32_t n)
 {
 	for (uint32_t i = n; i > 1; i--) {
-		uint32_t j = sim_rng_below(r, i);
+		uint32_t j = mrc_rng_below(r, i);
 		uint32_t t = a[i - 1];
 		a[i - 1] = a[j];
 		a[j] = t;
@@ -142,7 +130,7 @@ static int gen(struct builder *b, uint32_t w, uint32_t *perm, char *err, size_t 
 	switch (wl->kind) {
 	case MRC_SIM_WL_PERMUTATION:
 		if (H < 2)
-			return werr(err, errlen, "workload[%u]: permutation needs 2 hosts", w);
+			return mrc__errf(err, errlen, "workload[%u]: permutation needs 2 hosts", w);
 		shuffle(&s->rng, perm, H);
 		/* Fix the fixed points: swapping with the next entry can
 		 * never create a new one. */
@@ -158,7 +146,7 @@ static int gen(struct builder *b, uint32_t w, uint32_t *perm, char *err, size_t 
 	case MRC_SIM_WL_ALLTOALL: {
 		uint32_t G = wl->group ? wl->group : H;
 		if (G < 2 || G > H)
-			return werr(err, errlen, "workload[%u]: alltoall group=%u: must be 2..%u hosts",
+			return mrc__errf(err, errlen, "workload[%u]: alltoall group=%u: must be 2..%u hosts",
 				    w, G, H);
 		shuffle(&s->rng, perm, H);
 		for (uint32_t g0 = 0; g0 + G <= H && !rc; g0 += G)
@@ -172,11 +160,11 @@ static int gen(struct builder *b, uint32_t w, uint32_t *perm, char *err, size_t 
 	case MRC_SIM_WL_RING: {
 		uint32_t G = wl->group ? wl->group : H;
 		if (G < 2 || G > H)
-			return werr(err, errlen, "workload[%u]: ring group=%u: must be 2..%u hosts",
+			return mrc__errf(err, errlen, "workload[%u]: ring group=%u: must be 2..%u hosts",
 				    w, G, H);
 		uint64_t chunk = wl->size / G;
 		if (!chunk)
-			return werr(err, errlen, "workload[%u]: ring size=%llu is smaller than the group (%u)",
+			return mrc__errf(err, errlen, "workload[%u]: ring size=%llu is smaller than the group (%u)",
 				    w, (unsigned long long)wl->size, G);
 		shuffle(&s->rng, perm, H);
 		uint32_t steps = 2 * (G - 1);
@@ -203,10 +191,10 @@ static int gen(struct builder *b, uint32_t w, uint32_t *perm, char *err, size_t 
 	case MRC_SIM_WL_INCAST: {
 		uint32_t dst = wl->dst;
 		if (dst >= H)
-			return werr(err, errlen, "workload[%u]: incast dst=h%u: the fabric has %u hosts",
+			return mrc__errf(err, errlen, "workload[%u]: incast dst=h%u: the fabric has %u hosts",
 				    w, dst, H);
 		if (wl->senders < 1 || wl->senders > H - 1)
-			return werr(err, errlen, "workload[%u]: incast senders=%u: must be 1..%u",
+			return mrc__errf(err, errlen, "workload[%u]: incast senders=%u: must be 1..%u",
 				    w, wl->senders, H - 1);
 		perm[dst] = perm[H - 1];
 		shuffle(&s->rng, perm, H - 1);
@@ -216,15 +204,15 @@ static int gen(struct builder *b, uint32_t w, uint32_t *perm, char *err, size_t 
 	}
 	case MRC_SIM_WL_FLOW:
 		if (wl->src >= H || wl->dst >= H || wl->src == wl->dst)
-			return werr(err, errlen, "workload[%u]: flow h%u -> h%u: need two different hosts below h%u",
+			return mrc__errf(err, errlen, "workload[%u]: flow h%u -> h%u: need two different hosts below h%u",
 				    w, wl->src, wl->dst, H);
 		rc = add_flow(b, wl->src, wl->dst, wl->size, w, q, SIM_NONE);
 		break;
 	default:
-		return werr(err, errlen, "workload[%u]: unknown kind %u", w, wl->kind);
+		return mrc__errf(err, errlen, "workload[%u]: unknown kind %u", w, wl->kind);
 	}
 	if (rc == -ENOMEM)
-		return werr(err, errlen, "workload[%u]: out of memory", w), -ENOMEM;
+		return mrc__errf(err, errlen, "workload[%u]: out of memory", w), -ENOMEM;
 	return rc;
 }
 
@@ -234,7 +222,7 @@ int sim_workload_build(struct mrc_sim *s, char *err, size_t errlen)
 	uint32_t H = s->fab.n_hosts;
 	uint32_t *perm = malloc(H * sizeof(*perm));
 	if (!perm)
-		return werr(err, errlen, "workload: out of memory"), -ENOMEM;
+		return mrc__errf(err, errlen, "workload: out of memory"), -ENOMEM;
 	int rc = 0;
 	for (uint32_t w = 0; w < s->cfg.n_wl && !rc; w++) {
 		uint32_t f0 = s->n_flows;
@@ -250,7 +238,7 @@ int sim_workload_build(struct mrc_sim *s, char *err, size_t errlen)
 			struct sim_flow *fl = &s->flows[i];
 			if (!fl->triggered) {
 				uint64_t jit = wl->jitter_ns ?
-					(sim_rng_next(&s->rng) % wl->jitter_ns) : 0;
+					(mrc_rng_next(&s->rng) % wl->jitter_ns) : 0;
 				fl->start_ps = (wl->start_ns + jit) * SIM_PS_PER_NS;
 				if (fl->start_ps < j->start_ps)
 					j->start_ps = fl->start_ps;
@@ -306,7 +294,7 @@ int sim_workload_build(struct mrc_sim *s, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	if (!s->n_flows)
-		return werr(err, errlen, "workload: the scenario makes no flows");
+		return mrc__errf(err, errlen, "workload: the scenario makes no flows");
 	/* The ring flows of one edge share a QP pair: attribute it to the
 	 * first. */
 	uint64_t max_len = 0, total = 0;
@@ -323,11 +311,11 @@ int sim_workload_build(struct mrc_sim *s, char *err, size_t errlen)
 	s->src_buf = malloc(s->src_len);
 	s->sink_buf = calloc(1, s->sink_len);
 	if (!s->src_buf || !s->sink_buf)
-		return werr(err, errlen, "workload: out of memory for %llu-byte buffers",
+		return mrc__errf(err, errlen, "workload: out of memory for %llu-byte buffers",
 			    (unsigned long long)s->src_len), -ENOMEM;
 	uint64_t x = s->cfg.seed ^ 0x5eed;
 	for (uint64_t i = 0; i < s->src_len; i += 8) {
-		uint64_t v = sim_splitmix64(&x);
+		uint64_t v = mrc_splitmix64(&x);
 		memcpy(s->src_buf + i, &v, s->src_len - i < 8 ? s->src_len - i : 8);
 	}
 	/* Verify mode: every flow lands in its own buffer, compared at the
@@ -339,7 +327,7 @@ int sim_workload_build(struct mrc_sim *s, char *err, size_t errlen)
 				continue;
 			fl->rbuf = calloc(1, fl->size);
 			if (!fl->rbuf)
-				return werr(err, errlen, "workload: out of memory"), -ENOMEM;
+				return mrc__errf(err, errlen, "workload: out of memory"), -ENOMEM;
 		}
 		s->verified = 1;
 	}

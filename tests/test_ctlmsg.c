@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "common/ctlmsg.h"
-#include "tests/support/prng.h"
+#include "common/prng.h"
 
 static uint64_t seed;
 
@@ -230,17 +230,17 @@ static void test_rep_rules(void **state)
 static void test_mutations(void **state)
 {
 	(void)state;
-	struct chan_rng r;
-	chan_rng_seed(&r, seed);
+	struct mrc_rng r;
+	mrc_rng_seed(&r, seed);
 	unsigned accepted = 0;
 	for (int it = 0; it < 200000; it++) {
-		uint16_t type = req_types[chan_rng_next(&r) % NTYPES];
+		uint16_t type = req_types[mrc_rng_next(&r) % NTYPES];
 		uint8_t body[256], buf[MRC_CTL_MSG_MAX + 8], out[MRC_CTL_MSG_MAX];
 		size_t n = valid_body(type, body);
 		int len = mrc__ctl_enc_req(buf, sizeof(buf), type, (uint32_t)it, body, n);
-		int flips = 1 + (int)(chan_rng_next(&r) % 3);
+		int flips = 1 + (int)(mrc_rng_next(&r) % 3);
 		for (int f = 0; f < flips; f++)
-			buf[chan_rng_next(&r) % (uint64_t)len] ^= (uint8_t)(1u << (chan_rng_next(&r) % 8));
+			buf[mrc_rng_next(&r) % (uint64_t)len] ^= (uint8_t)(1u << (mrc_rng_next(&r) % 8));
 		struct mrc_ctl_msg m;
 		if (mrc__ctl_dec_req(buf, (size_t)len, &m, NULL))
 			continue;

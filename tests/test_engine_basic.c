@@ -186,11 +186,11 @@ static void write_once(uint64_t len, uint64_t loff, uint64_t roff, int sparse)
 	CHECK_EQ(etest_init(&t, &cc, loff + len + (sparse ? 0 : 64), roff + len + tail, sparse), 0);
 	if (sparse) {
 		/* Sparse source: a seeded set of 8-byte stamps over zero pages. */
-		struct chan_rng r;
-		chan_rng_seed(&r, g_seed);
+		struct mrc_rng r;
+		mrc_rng_seed(&r, g_seed);
 		for (int i = 0; i < 4096; i++) {
-			uint64_t off = chan_rng_below(&r, len - 8);
-			uint64_t v = chan_rng_next(&r);
+			uint64_t off = mrc_rng_below(&r, len - 8);
+			uint64_t v = mrc_rng_next(&r);
 			memcpy(t.src.p + loff + off, &v, 8);
 		}
 	}
@@ -349,16 +349,16 @@ static void test_atomic_add(void **s)
 {
 	struct chan_cfg cc;
 	struct etest t;
-	struct chan_rng r;
+	struct mrc_rng r;
 	uint64_t v0, sum = 0, v;
 
 	cfg_two(&cc, 8, 2);
 	CHECK_EQ(etest_init(&t, &cc, 4096, 4096, 0), 0);
-	chan_rng_seed(&r, g_seed);
-	v0 = chan_rng_next(&r);
+	mrc_rng_seed(&r, g_seed);
+	v0 = mrc_rng_next(&r);
 	memcpy(t.dst.p + 64, &v0, 8);
 	for (int i = 0; i < 16; i++) {
-		uint64_t a = chan_rng_next(&r);  /* wraps: the add is mod 2^64 */
+		uint64_t a = mrc_rng_next(&r);  /* wraps: the add is mod 2^64 */
 		sum += a;
 		CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_ATOMIC_ADD, i, 0, 0, 8, t.rkey, 64, 0, a), 0);
 	}
@@ -512,21 +512,21 @@ static void test_completion_order(void **s)
 {
 	struct chan_cfg cc;
 	struct etest t;
-	struct chan_rng r;
+	struct mrc_rng r;
 	const int n = 24;
 
 	cfg_two(&cc, 16, 4);
 	cc.path.jitter_ns = 30 * US;        /* heavy reordering */
 	CHECK_EQ(etest_init(&t, &cc, 2 << 20, 2 << 20, 0), 0);
-	chan_rng_seed(&r, g_seed);
+	mrc_rng_seed(&r, g_seed);
 	for (int i = 0; i < n; i++) {
 		/* big ones first, so later small ones could finish first */
-		uint64_t len = i % 3 == 0 ? chan_rng_range(&r, 100000, 400000)
-					  : chan_rng_range(&r, 1, 5000);
+		uint64_t len = i % 3 == 0 ? mrc_rng_range(&r, 100000, 400000)
+					  : mrc_rng_range(&r, 1, 5000);
 		int imm = i % 2;
 		CHECK_EQ(etest_post(t.ch, 0, t.qa, imm ? MRC_WR_WRITE_IMM : MRC_WR_WRITE, 1000 + i,
-				    t.lkey, chan_rng_below(&r, 1 << 20), len, t.rkey,
-				    chan_rng_below(&r, 1 << 20), (uint32_t)i, 0), 0);
+				    t.lkey, mrc_rng_below(&r, 1 << 20), len, t.rkey,
+				    mrc_rng_below(&r, 1 << 20), (uint32_t)i, 0), 0);
 	}
 	CHECK_EQ(etest_run2(t.ch, n, n / 2, 10 * SEC), 0);
 	for (int i = 0; i < n; i++) {

@@ -66,7 +66,7 @@ struct pqp {
 struct world {
 	enum scen sc;
 	uint64_t seed;
-	struct chan_rng r;
+	struct mrc_rng r;
 	struct etest t;
 	struct pqp q[MAXQ];
 	uint32_t nq;
@@ -105,25 +105,25 @@ static uint64_t env_u64(const char *name, uint64_t def)
 
 /* ---- workload generation ---------------------------------------------- */
 
-static uint64_t pick_len(struct chan_rng *r, uint32_t mtu)
+static uint64_t pick_len(struct mrc_rng *r, uint32_t mtu)
 {
-	uint64_t k = chan_rng_below(r, 100);
+	uint64_t k = mrc_rng_below(r, 100);
 	if (k < 4)
 		return 0;
 	if (k < 40)
-		return chan_rng_range(r, 1, 300);
+		return mrc_rng_range(r, 1, 300);
 	if (k < 55)  /* around packet boundaries */
-		return mtu * chan_rng_range(r, 1, 3) + chan_rng_range(r, 0, 2) - 1;
+		return mtu * mrc_rng_range(r, 1, 3) + mrc_rng_range(r, 0, 2) - 1;
 	if (k < 80)
-		return chan_rng_range(r, 301, 3 * mtu);
-	return chan_rng_range(r, 3 * mtu, 48 << 10);
+		return mrc_rng_range(r, 301, 3 * mtu);
+	return mrc_rng_range(r, 3 * mtu, 48 << 10);
 }
 
 /* Bump allocator of disjoint dst ranges, so the reference model holds
  * whatever order packets land in. */
-static uint64_t bump(struct chan_rng *r, uint64_t *cur, uint64_t len)
+static uint64_t bump(struct mrc_rng *r, uint64_t *cur, uint64_t len)
 {
-	uint64_t off = *cur + chan_rng_below(r, 64);
+	uint64_t off = *cur + mrc_rng_below(r, 64);
 	*cur = off + len;
 	return off;
 }
@@ -131,7 +131,7 @@ static uint64_t bump(struct chan_rng *r, uint64_t *cur, uint64_t len)
 static void gen(struct world *w, uint64_t budget, uint32_t mtu, uint64_t src_len,
 		uint64_t *dst_len)
 {
-	struct chan_rng *r = &w->r;
+	struct mrc_rng *r = &w->r;
 	uint64_t cur = 0, spent = 0;
 
 	for (uint32_t i = 0; i < w->nq; i++) {
@@ -140,16 +140,16 @@ static void gen(struct world *w, uint64_t budget, uint32_t mtu, uint64_t src_len
 		w->q[i].bad_at = -1;
 	}
 	while (spent < budget) {
-		struct pqp *q = &w->q[chan_rng_below(r, w->nq)];
+		struct pqp *q = &w->q[mrc_rng_below(r, w->nq)];
 		if (q->nop == MAXOPS)
 			break;
 		struct pop *o = &q->op[q->nop];
-		uint64_t k = chan_rng_below(r, 100);
+		uint64_t k = mrc_rng_below(r, 100);
 		memset(o, 0, sizeof(*o));
 		o->op = k < 45 ? MRC_WR_WRITE : k < 65 ? MRC_WR_WRITE_IMM : k < 75 ? MRC_WR_SEND
 		      : k < 82 ? MRC_WR_SEND_IMM : MRC_WR_ATOMIC_ADD;
 		if (o->op == MRC_WR_ATOMIC_ADD) {
-			o->cnt = (uint8_t)chan_rng_below(r, NCNT);
+			o->cnt = (uint8_t)mrc_rng_below(r, NCNT);
 			if (q->nbits[o->cnt] == MAXBITS)
 				continue;
 			o->bit = (uint8_t)q->nbits[o->cnt]++;
@@ -159,12 +159,12 @@ static void gen(struct world *w, uint64_t budget, uint32_t mtu, uint64_t src_len
 			o->len = pick_len(r, mtu);
 			if (o->op == MRC_WR_SEND || o->op == MRC_WR_SEND_IMM)
 				o->len = o->len > (16 << 10) ? (16 << 10) : o->len;
-			o->loff = chan_rng_below(r, src_len - o->len + 1);
+			o->loff = mrc_rng_below(r, src_len - o->len + 1);
 			o->rlen = o->len;
 			if (o->op == MRC_WR_SEND || o->op == MRC_WR_SEND_IMM)
-				o->rlen += chan_rng_below(r, 3) ? 0 : chan_rng_below(r, 5000);
+				o->rlen += mrc_rng_below(r, 3) ? 0 : mrc_rng_below(r, 5000);
 			o->roff = bump(r, &cur, o->rlen);
-			o->imm = (uint32_t)chan_rng_next(r);
+			o->imm = (uint32_t)mrc_rng_next(r);
 			spent += o->len;
 		}
 		if (o->op != MRC_WR_WRITE && o->op != MRC_WR_ATOMIC_ADD)
@@ -378,16 +378,16 @@ static int pred_done(struct chan *ch, void *arg)
 
 static void setup_chan(struct world *w, struct chan_cfg *cc, uint32_t *mtu, uint64_t *budget)
 {
-	struct chan_rng *r = &w->r;
+	struct mrc_rng *r = &w->r;
 	static const uint32_t nevs[] = { 4, 8, 16, 64 };
 	chan_cfg_default(cc, w->seed);
 	cc->keep_logs = 0;
-	cc->nev = nevs[chan_rng_below(r, 4)];
-	cc->planes = (uint32_t)(1u << chan_rng_below(r, 3));
+	cc->nev = nevs[mrc_rng_below(r, 4)];
+	cc->planes = (uint32_t)(1u << mrc_rng_below(r, 3));
 	if (cc->planes > cc->nev)
 		cc->planes = cc->nev;
-	*mtu = chan_rng_below(r, 4) ? 4096 : 1024;
-	*budget = chan_rng_range(r, 192 << 10, 640 << 10);
+	*mtu = mrc_rng_below(r, 4) ? 4096 : 1024;
+	*budget = mrc_rng_range(r, 192 << 10, 640 << 10);
 	if (*mtu == 1024)
 		*budget /= 2;
 	switch (w->sc) {
@@ -401,7 +401,7 @@ static void setup_chan(struct world *w, struct chan_cfg *cc, uint32_t *mtu, uint
 		cc->nev = 256;
 		cc->planes = 8;
 		*mtu = 4096;
-		*budget = chan_rng_range(r, 1536 << 10, 2 << 20);
+		*budget = mrc_rng_range(r, 1536 << 10, 2 << 20);
 		break;
 	case SC_ALL_DEAD_HEAL: break;
 	case SC_CONGEST:
@@ -552,9 +552,9 @@ static int run_seed(enum scen sc, uint64_t seed, char *msg, size_t msz)
 
 	w->sc = sc;
 	w->seed = seed;
-	chan_rng_seed(&w->r, seed ^ 0x70726f7073ull);
+	mrc_rng_seed(&w->r, seed ^ 0x70726f7073ull);
 	setup_chan(w, &cc, &mtu, &budget);
-	w->nq = 1 + (uint32_t)chan_rng_below(&w->r, MAXQ);
+	w->nq = 1 + (uint32_t)mrc_rng_below(&w->r, MAXQ);
 	gen(w, budget, mtu, src_len, &dst_len);
 	if (etest_init(&w->t, &cc, src_len, dst_len, 0) < 0) {
 		failf(w, "setup failed");
@@ -573,8 +573,8 @@ static int run_seed(enum scen sc, uint64_t seed, char *msg, size_t msz)
 		}
 	if (sc == SC_BH_PLANE || sc == SC_ALL_DEAD_HEAL) {
 		w->trigger_bytes = w->total_bytes / 4 + 1;
-		w->bh_plane = sc == SC_BH_PLANE ? (uint32_t)chan_rng_below(&w->r, cc.planes) : UINT32_MAX;
-		w->bh_len = chan_rng_range(&w->r, 3 * MS, 40 * MS);
+		w->bh_plane = sc == SC_BH_PLANE ? (uint32_t)mrc_rng_below(&w->r, cc.planes) : UINT32_MAX;
+		w->bh_len = mrc_rng_range(&w->r, 3 * MS, 40 * MS);
 		w->first_tx = calloc(cc.nev, 8);
 		w->det_t = calloc(cc.nev, 8);
 		w->after_det = calloc(cc.nev, 8);
@@ -583,15 +583,15 @@ static int run_seed(enum scen sc, uint64_t seed, char *msg, size_t msz)
 	if (sc == SC_ACCESS) {
 		/* One WRITE of one QP goes wrong: unknown key, other pd, or past
 		 * the end of the region. */
-		struct pqp *q = &w->q[chan_rng_below(&w->r, w->nq)];
+		struct pqp *q = &w->q[mrc_rng_below(&w->r, w->nq)];
 		for (uint32_t tries = 0; tries < 32 && q->bad_at < 0; tries++) {
-			uint32_t j = (uint32_t)chan_rng_below(&w->r, q->nop);
+			uint32_t j = (uint32_t)mrc_rng_below(&w->r, q->nop);
 			if (is_write(q->op[j].op) && q->op[j].len > 0)
 				q->bad_at = (int)j;
 		}
 		if (q->bad_at >= 0) {
 			struct pop *o = &q->op[q->bad_at];
-			uint64_t kind = chan_rng_below(&w->r, 3);
+			uint64_t kind = mrc_rng_below(&w->r, 3);
 			o->bad = 1;
 			if (kind == 0) {
 				w->bad_key = w->t.rkey + 1000003;

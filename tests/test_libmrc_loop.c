@@ -23,7 +23,7 @@
 
 #include "common/ctlmsg.h"
 #include "mrc/mrc.h"
-#include "tests/support/prng.h"
+#include "common/prng.h"
 
 /* The mrcd of the same build directory as this test (B/tests/x ->
  * B/bin/mrcd), so a sanitizer build tests a sanitizer daemon. */
@@ -206,11 +206,11 @@ static void pair_connect_oob(struct pair *p)
 
 static void fill(void *buf, size_t len, uint64_t s)
 {
-	struct chan_rng r;
-	chan_rng_seed(&r, s);
+	struct mrc_rng r;
+	mrc_rng_seed(&r, s);
 	uint8_t *b = buf;
 	for (size_t i = 0; i < len; i++)
-		b[i] = (uint8_t)chan_rng_next(&r);
+		b[i] = (uint8_t)mrc_rng_next(&r);
 }
 
 static void test_hello(void **state)

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "mrc/ring.h"
-#include "tests/support/prng.h"
+#include "common/prng.h"
 
 #define WAKE_TIMEOUT_MS 10000
 

@@ -15,7 +15,7 @@
 
 #include "common/ringcheck.h"
 #include "mrc/mrc.h"
-#include "tests/support/prng.h"
+#include "common/prng.h"
 
 static uint64_t seed;
 
@@ -115,20 +115,20 @@ static void test_cqe_op(void **state)
 static void test_random_model(void **state)
 {
 	(void)state;
-	struct chan_rng r;
-	chan_rng_seed(&r, seed);
+	struct mrc_rng r;
+	mrc_rng_seed(&r, seed);
 	unsigned ok = 0;
 	for (int i = 0; i < 500000; i++) {
 		struct mrc_sqe s;
 		memset(&s, 0, sizeof(s));
-		s.op = (uint8_t)(chan_rng_next(&r) % 8);
-		s.lkey = 9 + (uint32_t)(chan_rng_next(&r) % 5);
-		uint64_t big = chan_rng_next(&r);
-		s.loff = (chan_rng_next(&r) & 1) ? big : chan_rng_next(&r) % 10000;
-		s.len = (chan_rng_next(&r) & 1) ? chan_rng_next(&r) : chan_rng_next(&r) % 10000;
-		if (chan_rng_next(&r) % 4 == 0)
-			s.imm = (uint32_t)chan_rng_next(&r);
-		if (s.op == MRC_SQE_ATOMIC_ADD && (chan_rng_next(&r) & 1))
+		s.op = (uint8_t)(mrc_rng_next(&r) % 8);
+		s.lkey = 9 + (uint32_t)(mrc_rng_next(&r) % 5);
+		uint64_t big = mrc_rng_next(&r);
+		s.loff = (mrc_rng_next(&r) & 1) ? big : mrc_rng_next(&r) % 10000;
+		s.len = (mrc_rng_next(&r) & 1) ? mrc_rng_next(&r) : mrc_rng_next(&r) % 10000;
+		if (mrc_rng_next(&r) % 4 == 0)
+			s.imm = (uint32_t)mrc_rng_next(&r);
+		if (s.op == MRC_SQE_ATOMIC_ADD && (mrc_rng_next(&r) & 1))
 			s.lkey = 0, s.loff = 0, s.len = 0;
 		if (check(&s))
 			continue;

@@ -172,10 +172,10 @@ static void routes_follow_topology(void **st)
 	for (int t = 0; t < 2; t++) {
 		struct mrc_sim *s = build(topos[t], NULL);
 		const struct sim_fabric *f = &s->fab;
-		struct sim_rng r;
-		sim_rng_seed(&r, seed);
+		struct mrc_rng r;
+		mrc_rng_seed(&r, seed);
 		for (int i = 0; i < 400; i++) {
-			uint32_t a = sim_rng_below(&r, f->n_hosts), b = sim_rng_below(&r, f->n_hosts);
+			uint32_t a = mrc_rng_below(&r, f->n_hosts), b = mrc_rng_below(&r, f->n_hosts);
 			if (a == b)
 				continue;
 			uint32_t core_seen[64] = { 0 };

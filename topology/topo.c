@@ -9,17 +9,6 @@
 
 #include "topology/topo_int.h"
 
-int mrc__topo_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
 const char *mrc__topo_name_invalid(const char *name)
 {
 	size_t n = strlen(name);

@@ -19,8 +19,8 @@ int mrc__topo_finish_nodes(struct mrc_topo *t, char *err, size_t errlen);
 int mrc__topo_finish_links(struct mrc_topo *t, char *err, size_t errlen);
 
 /* Writes a formatted message into err (if any) and returns -EINVAL. */
-int mrc__topo_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+#include "common/errf.h"
+#define mrc__topo_err mrc__errf
 
 /* 0 if name is 1..MRC_TOPO_NAME_MAX characters of [A-Za-z0-9_.], else a
  * static reason. */

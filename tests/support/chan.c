@@ -141,7 +141,7 @@ int chan_create(const struct chan_cfg *cfg, struct chan **out, const char **why)
 		return -ENOMEM;
 	ch->cfg = *cfg;
 	ch->now = CHAN_T0;
-	chan_rng_seed(&ch->rng, cfg->seed);
+	mrc_rng_seed(&ch->rng, cfg->seed);
 	uint32_t mtu = cfg->ecfg.mtu > 64 ? cfg->ecfg.mtu : 64;
 	ch->big_cap = MRC_HDR_MAX + mtu + MRC_TRAILER_LEN;
 
@@ -163,7 +163,7 @@ int chan_create(const struct chan_cfg *cfg, struct chan **out, const char **why)
 		for (uint32_t a = 0; a < cfg->nodes; a++)
 			for (uint32_t b = a + 1; b < cfg->nodes; b++)
 				for (uint32_t ev = 0; ev < cfg->nev; ev++) {
-					uint64_t d = chan_rng_range(&ch->rng, cfg->delay_min,
+					uint64_t d = mrc_rng_range(&ch->rng, cfg->delay_min,
 								    cfg->delay_max);
 					chan_path(ch, a, b, ev)->cfg.delay_ns = d;
 					chan_path(ch, b, a, ev)->cfg.delay_ns = d;
@@ -277,9 +277,9 @@ int chan_qp_pair(struct chan *ch, uint32_t a, uint32_t b, const struct mrc_qp_at
 	int rc;
 
 	for (int i = 0; i < 2; i++)
-		psn[i] = chan_rng_chance(&ch->rng, 0.5)
-			 ? (uint32_t)(UINT32_MAX - chan_rng_below(&ch->rng, 2000))
-			 : (uint32_t)chan_rng_next(&ch->rng);
+		psn[i] = mrc_rng_chance(&ch->rng, 0.5)
+			 ? (uint32_t)(UINT32_MAX - mrc_rng_below(&ch->rng, 2000))
+			 : (uint32_t)mrc_rng_next(&ch->rng);
 	rc = mrc_qp_create(ch->node[a].e, aa, qa);
 	if (rc < 0)
 		return rc;
@@ -304,7 +304,7 @@ static uint32_t node_of_peer(const struct chan *ch, uint32_t src, uint32_t peer)
 
 static void flip_bit(struct chan *ch, struct chan_pkt *p)
 {
-	uint64_t bit = chan_rng_below(&ch->rng, (uint64_t)p->len * 8);
+	uint64_t bit = mrc_rng_below(&ch->rng, (uint64_t)p->len * 8);
 	/* The header CRC deliberately excludes a data packet's TRIMMED bit
 	 * (switches set it); a flip there is a legal-looking trim, not
 	 * corruption the CRCs must catch. */
@@ -358,7 +358,7 @@ static void hand_over(struct chan *ch, uint32_t src, const struct mrc_tx_pkt *tp
 		pkt_put(ch, p);
 		return;
 	}
-	if (chan_rng_chance(&ch->rng, c->loss)) {
+	if (mrc_rng_chance(&ch->rng, c->loss)) {
 		ch->st.lost++;
 		pkt_put(ch, p);
 		return;
@@ -387,23 +387,23 @@ static void hand_over(struct chan *ch, uint32_t src, const struct mrc_tx_pkt *tp
 		path->busy_until = start + (uint64_t)((double)p->len / c->rate + 0.999);
 		depart = path->busy_until;
 	}
-	if (p->plen && chan_rng_chance(&ch->rng, c->trim)) {
+	if (p->plen && mrc_rng_chance(&ch->rng, c->trim)) {
 		p->len = (uint32_t)mrc_wire_trim(p->buf, p->len);
 		p->plen = 0;
 		ch->st.trimmed++;
 	}
-	if (chan_rng_chance(&ch->rng, c->corrupt))
+	if (mrc_rng_chance(&ch->rng, c->corrupt))
 		flip_bit(ch, p);
-	if (chan_rng_chance(&ch->rng, c->ecn) && !(p->rx_flags & MRC_RX_ECN)) {
+	if (mrc_rng_chance(&ch->rng, c->ecn) && !(p->rx_flags & MRC_RX_ECN)) {
 		p->rx_flags |= MRC_RX_ECN;
 		ch->st.ecn_marked++;
 	}
-	p->t = depart + hold + c->delay_ns + chan_rng_below(&ch->rng, c->jitter_ns);
-	if (chan_rng_chance(&ch->rng, c->dup)) {
+	p->t = depart + hold + c->delay_ns + mrc_rng_below(&ch->rng, c->jitter_ns);
+	if (mrc_rng_chance(&ch->rng, c->dup)) {
 		struct chan_pkt *d = pkt_get(ch, p->len);
 		memcpy(d, p, sizeof(*p) + p->len);
 		d->big = p->len > CHAN_SMALL_CAP;
-		d->t = depart + c->delay_ns + chan_rng_below(&ch->rng, c->jitter_ns + 1000);
+		d->t = depart + c->delay_ns + mrc_rng_below(&ch->rng, c->jitter_ns + 1000);
 		ch->st.dups++;
 		heap_push(ch, d);
 	}

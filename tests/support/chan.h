@@ -21,7 +21,7 @@
 #include <stdio.h>
 
 #include "transport/engine.h"
-#include "tests/support/prng.h"
+#include "common/prng.h"
 
 #define CHAN_MAX_NODES 8
 #define CHAN_T0 ((uint64_t)1000000000)   /* virtual time starts at 1 s, not 0 */
@@ -87,7 +87,7 @@ struct chan_hent;
 struct chan {
 	struct chan_cfg cfg;
 	uint64_t now;
-	struct chan_rng rng;
+	struct mrc_rng rng;
 	struct chan_node node[CHAN_MAX_NODES];
 	struct chan_path *paths;           /* [src][dst][ev] */
 	uint8_t *plane_of;                 /* [ev] */
