@@ -25,6 +25,7 @@ struct mrc__path {
 	uint32_t probe_seq;         /* outstanding probe (0: none) */
 	uint64_t probe_ts, next_probe;
 	uint64_t srtt, rttvar, last_change;
+	uint64_t last_ack;          /* when an ACK last came back on this EV */
 	uint64_t tx_pkts, lost, trims, ecn, probes_sent, probes_ok;
 };
 

@@ -179,6 +179,12 @@ static void mark_lost(struct mrc_engine *e, struct mrc__qp *qp, uint16_t i,
 	struct mrc__slot *s = &qp->slots[i];
 	lst_remove(qp, i);
 	s->state = MRC__S_LOST;
+	/* A timeout blames a path only if nothing came back on it since the
+	 * packet left: a queue that merely grew past the RTO (a burst, a busy
+	 * receiver) keeps ACKing, a dead path does not. */
+	if (blame && reason == MRC_RSN_RTO &&
+	    e->peers[qp->peer].paths[s->ev].last_ack > s->sent_ts)
+		blame = 0;
 	s->lost_ev = blame ? s->ev : UINT16_MAX;
 	qp->inflight_pkts--;
 	qp->inflight_bytes -= s->plen;
@@ -409,6 +415,8 @@ void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		return;
 	}
 	uint64_t rtt = h->ts_echo && h->ts_echo <= now ? now - h->ts_echo : 0;
+	if (h->ev < p->nev)
+		p->paths[h->ev].last_ack = now;
 	if (rtt && h->ev < p->nev) {
 		mrc__path_rtt(e, p, h->ev, rtt);
 		rtt_sample(e, qp, rtt);
