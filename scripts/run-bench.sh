@@ -25,3 +25,6 @@ case ${MRC_BENCH_FABRIC:-1} in
 1) ./bench/fabric/run.sh "$b" ;;
 *) ./bench/fabric/run.sh "$b" $MRC_BENCH_FABRIC ;;
 esac
+# bench/results/daemon.md: bench_ring, bench_qpmem and (when it ran) the
+# daemon fabric scenario together
+[ ! -f bench/results/bench_ring.md ] || bash bench/fabric/daemon_md.sh bench/results

@@ -3,11 +3,13 @@
 # (each builds its own rate-limited fabric, runs every contender and tears
 # the fabric down), then writes bench/results/fabric.md and the PNG plots.
 # Usage: bench/fabric/run.sh [BUILD_DIR] [SCENARIO...]
+#   SCENARIO "daemon" (bench/fabric/daemon.sh): mrcd + libmrc vs raw UDP on
+#   an unlimited fabric; it writes bench/results/daemon.md, not fabric.md
 #   MRC_BENCH_REPS (default 5; failover: MRC_BENCH_FAILOVER_REPS, default 3)
 set -eu
 B=${1:-build}
 [ $# -gt 0 ] && shift
-SCENS=${*:-"bulk failover collisions latency manyqps"}
+SCENS=${*:-"bulk failover collisions latency manyqps daemon"}
 export B
 if [ "$(id -u)" != 0 ]; then
 	echo "bench/fabric: needs root (network namespaces); fabric benchmarks skipped" >&2
@@ -18,7 +20,11 @@ n=0; total=$(echo $SCENS | wc -w)
 for s in $SCENS; do
 	n=$((n + 1))
 	echo "=== fabric [$n/$total] $s ($(($(date +%s) - t0)) s elapsed)"
-	if [ "$s" = failover ]; then
+	if [ "$s" = daemon ]; then
+		# mrcd + libmrc on an unlimited fabric (bash; bench/results/daemon.md)
+		MRC_BENCH_REPS=${MRC_BENCH_REPS:-5} bash bench/fabric/daemon.sh "$B"
+		bash bench/fabric/daemon_md.sh bench/results
+	elif [ "$s" = failover ]; then
 		MRC_BENCH_REPS=${MRC_BENCH_FAILOVER_REPS:-3} sh "bench/fabric/$s.sh"
 	else
 		MRC_BENCH_REPS=${MRC_BENCH_REPS:-5} sh "bench/fabric/$s.sh"

@@ -1,0 +1,105 @@
+#!/bin/bash
+# Writes bench/results/daemon.md: the fabric part from
+# bench/results/raw/daemon.jsonl (bench/fabric/daemon.sh) as tables of
+# medians [min, max], followed by bench/results/bench_ring.md and
+# bench/results/bench_qpmem.md as the benchmarks printed them.  Parts that
+# are missing are named, not invented.  Usage: daemon_md.sh [RESULTS_DIR]
+set -eu
+RES=${1:-bench/results}
+exec python3 - "$RES" <<'EOF'
+import json, os, statistics, sys
+res = sys.argv[1]
+raw = os.path.join(res, "raw", "daemon.jsonl")
+out = []
+w = out.append
+
+def s(v, fmt="%.1f"):
+    v = [x for x in v if x is not None]
+    if not v:
+        return "n/a"
+    return (fmt % statistics.median(v)) + " [" + (fmt % min(v)) + ", " + (fmt % max(v)) + "]"
+
+def med(v):
+    v = [x for x in v if x is not None]
+    return statistics.median(v) if v else None
+
+w("# mrcd and libmrc benchmarks (issue 4)\n")
+w("Produced by `make bench` (`scripts/run-bench.sh`): the fabric part by "
+  "`bench/fabric/daemon.sh` (root), the ring and memory parts by `bench/bench_ring` "
+  "and `bench/bench_qpmem`; this file by `bench/fabric/daemon_md.sh`.  Medians "
+  "[min, max] over the runs.\n")
+rows = []
+if os.path.exists(raw):
+    rows = [json.loads(l) for l in open(raw) if l.strip()]
+meta = next((r for r in rows if r.get("kind") == "meta"), None)
+gp = [r for r in rows if r.get("kind") == "goodput"]
+lat = [r for r in rows if r.get("kind") == "latency"]
+w("## Over the emulated fabric, no rate limits\n")
+if not meta:
+    w("Not run (needs root; `bench/fabric/daemon.sh`).\n")
+else:
+    w("Machine: %s, %d CPUs (shared by every namespace: hosts, switches, daemons), "
+      "kernel %s; %s; load average at start %s.  Topology "
+      "`examples/topologies/fabric-2p-8h.json` (2 planes x 4 leaves x 2 spines, 8 hosts, "
+      "unlimited veth links), mrcd on h0 and h7 with default configuration.\n"
+      % (meta["cpu"], meta["ncpu"], meta["kernel"], meta["date"], meta["load"]))
+    if gp:
+        w("### Goodput, one QP, h0 -> h7 (%s per run, %d runs)\n" % (meta["bytes"], len(gp)))
+        w("mrc: `mrc_bulk` (64 x 1 MiB WRITEs in flight on one QP, verified by hash) through "
+          "both daemons, sprayed over both planes.  Raw UDP: `iperf3 -u -b 0 -l 4096` "
+          "from h0 to h7's plane-0 address over the kernel's ECMP routes (4096-byte "
+          "datagrams like mrc's packets), 4 s; goodput = what h7 received.  The ratio is "
+          "taken within each run, then the median.\n")
+        w("| | goodput Mbit/s | machine busy | of it softirq | CPU |")
+        w("|---|--:|--:|--:|---|")
+        w("| mrc (mrcd + libmrc) | %s | %s | %s | mrcd h0 %s s, mrcd h7 %s s per run of %s s |" % (
+            s([r["mrc_mbit"] for r in gp]), s([r["mrc_busy"] for r in gp], "%.2f"),
+            s([r["mrc_softirq"] for r in gp], "%.2f"),
+            s([r["mrcd_h0_cpu_s"] for r in gp], "%.2f"), s([r["mrcd_h7_cpu_s"] for r in gp], "%.2f"),
+            s([r["mrc_secs"] for r in gp], "%.2f")))
+        w("| raw UDP (iperf3) | %s (sent %s, lost %s %%) | %s | %s | iperf3 sender %s %%, receiver %s %% of a core |" % (
+            s([r["udp"].get("got") for r in gp]), s([r["udp"].get("sent") for r in gp], "%.0f"),
+            s([r["udp"].get("lost") for r in gp], "%.0f"),
+            s([r["udp_busy"] for r in gp], "%.2f"), s([r["udp_softirq"] for r in gp], "%.2f"),
+            s([r["udp"].get("cpu_snd") for r in gp], "%.0f"), s([r["udp"].get("cpu_rcv") for r in gp], "%.0f")))
+        w("| **mrc / UDP** | **%s** | | | |\n" % s([r["ratio"] for r in gp], "%.2f"))
+        if any("acks" in r for r in gp):
+            w("Per run (mrcctl stats): h0 sent %s data packets, h7 sent %s ACKs (%s ACKs per data "
+              "packet); %s retransmissions, %s RTO expiries; the daemons' CPU time was %s system "
+              "time.\n" % (s([r.get("data_pkts") for r in gp], "%.0f"), s([r.get("acks") for r in gp], "%.0f"),
+                          s([r["acks"] / r["data_pkts"] for r in gp if r.get("data_pkts")], "%.2f"),
+                          s([r.get("retx") for r in gp], "%.0f"), s([r.get("rto") for r in gp], "%.0f"),
+                          s([r.get("mrcd_sys_share") for r in gp], "%.2f")))
+        bad = [r["rep"] for r in gp if r.get("verified") != 1]
+        if bad:
+            w("Runs whose transfer was not verified: %s.\n" % bad)
+    if lat:
+        w("### Round trip, 64-byte ping-pong h0 <-> h7 (%d round trips per run, %d runs)\n"
+          % (meta["pings"], len(lat)))
+        w("mrc: `mrc_pingpong` (WRITE_WITH_IMM each way through both daemons; the clients "
+          "busy-poll their CQ, the daemons sleep on their doorbells and sockets when idle).  "
+          "UDP: `bench/pingpong -u` between the same namespaces (blocking sockets) to the "
+          "plane-0 ECMP address.\n")
+        w("| | min us | p50 us | p99 us |")
+        w("|---|--:|--:|--:|")
+        for k, name in (("mrc", "mrc WRITE_WITH_IMM, clients busy-poll"),
+                        ("mrc_wait", "mrc WRITE_WITH_IMM, clients sleep (`-w`)"), ("udp", "UDP")):
+            if not any(k in r for r in lat):
+                continue
+            w("| %s | %s | %s | %s |" % (name, s([r[k].get("min") for r in lat if k in r]),
+                                       s([r[k].get("p50") for r in lat if k in r]), s([r[k].get("p99") for r in lat if k in r])))
+        rp50 = [r["mrc"]["p50"] / r["udp"]["p50"] for r in lat if r["mrc"].get("p50") and r["udp"].get("p50")]
+        rp99 = [r["mrc"]["p99"] / r["udp"]["p99"] for r in lat if r["mrc"].get("p99") and r["udp"].get("p99")]
+        w("| **mrc (busy-poll) / UDP** | | **%s** | **%s** |" % (s(rp50, "%.2f"), s(rp99, "%.2f")))
+        wp50 = [r["mrc_wait"]["p50"] / r["udp"]["p50"] for r in lat if r.get("mrc_wait", {}).get("p50") and r["udp"].get("p50")]
+        wp99 = [r["mrc_wait"]["p99"] / r["udp"]["p99"] for r in lat if r.get("mrc_wait", {}).get("p99") and r["udp"].get("p99")]
+        w("| **mrc (`-w`) / UDP** | | **%s** | **%s** |\n" % (s(wp50, "%.2f"), s(wp99, "%.2f")))
+for name in ("bench_ring", "bench_qpmem"):
+    p = os.path.join(res, name + ".md")
+    if os.path.exists(p):
+        w(open(p).read().replace("## ", "## ", 1))
+    else:
+        w("## %s\n\nNot run (`make bench` runs `build/bench/%s`).\n" % (name, name))
+open(os.path.join(res, "daemon.md"), "w").write("\n".join(out) + "\n")
+print("daemon.md written: %s" % os.path.join(res, "daemon.md"))
+EOF
