@@ -100,6 +100,9 @@ for name in ("bench_ring", "bench_qpmem"):
         w(open(p).read().replace("## ", "## ", 1))
     else:
         w("## %s\n\nNot run (`make bench` runs `build/bench/%s`).\n" % (name, name))
+notes = os.path.join(res, "daemon-notes.md")   # hand-written analysis, dated
+if os.path.exists(notes):
+    w(open(notes).read())
 open(os.path.join(res, "daemon.md"), "w").write("\n".join(out) + "\n")
 print("daemon.md written: %s" % os.path.join(res, "daemon.md"))
 EOF
