@@ -58,6 +58,7 @@ struct mrcd {
 	struct mrcd_poller pollers[MRCD_MAX_POLLERS];
 	uint32_t npollers;
 	int busy;
+	uint64_t last_work_ns;             /* the pollers last found work */
 
 	ev_io rx_w[MRC_DP_MAX_PLANES];
 	ev_io lm_w;

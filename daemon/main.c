@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
 #include "daemon/clients.h"
@@ -215,6 +216,13 @@ int main(int argc, char **argv)
 		return 1;
 	mrcd_log_level = (int)d.cfg.log_level;
 	signal(SIGPIPE, SIG_IGN);
+	/* Each QP holds eventfds (doorbells): raise the soft fd limit to the
+	 * hard one so thousands of QPs fit (systemd sets LimitNOFILE). */
+	struct rlimit rl;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	char err[512] = "";
 	if (g_args.check) {
 		/* Everything but opening sockets: config and topology. */

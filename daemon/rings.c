@@ -255,8 +255,10 @@ int mrcd_cqp_arm(struct mrcd_cqp *q)
 	if (q->blocked || q->broken || outstanding(q) >= q->cq_mask + 1)
 		return 0;          /* a completion (on_wc) or the retry timer resumes */
 	const uint32_t *seq = &q->sq[q->sq_tail & q->sq_mask].seq;
+	/* A polled queue (a GPU producer cannot write an eventfd) keeps the
+	 * loop polling: reporting work here stops the daemon from sleeping. */
 	if (q->flags & MRC_CTL_QP_POLLED)
-		return mrc_ring_seq_load(seq) == (uint32_t)(q->sq_tail + 1);
+		return 1;
 	return mrc_ring_prepare_sleep(q->sqh, seq, q->sq_tail);
 }
 
