@@ -296,6 +296,47 @@ static void remote_qp_gone(void **st)
 	mrc_engine_destroy(b);
 }
 
+/* ACK coalescing: a burst of data packets is acknowledged by one ACK per
+ * ack_every packets, plus one for the rest when the caller next sends;
+ * the last ACK covers everything (cumulative). */
+static void acks_coalesced(void **st)
+{
+	(void)st;
+	struct mrc_engine *a, *b;
+	assert_int_equal(mrc_engine_create(NULL, &a, NULL), 0);
+	assert_int_equal(mrc_engine_create(NULL, &b, NULL), 0);
+	uint8_t plane0 = 0;
+	uint32_t pa, pb, qa, qb, ka, kb;
+	static uint8_t src[10 * 4096], dst[10 * 4096];
+	memset(src, 7, sizeof(src));
+	assert_int_equal(mrc_peer_add(a, 1, &plane0, &pa), 0);
+	assert_int_equal(mrc_peer_add(b, 1, &plane0, &pb), 0);
+	assert_int_equal(mrc_qp_create(a, &(struct mrc_qp_attr){ .pd = 1 }, &qa), 0);
+	assert_int_equal(mrc_qp_create(b, &(struct mrc_qp_attr){ .pd = 1 }, &qb), 0);
+	assert_int_equal(mrc_mr_reg(a, 1, src, sizeof(src), MRC_ACCESS_LOCAL_READ, &ka), 0);
+	assert_int_equal(mrc_mr_reg(b, 1, dst, sizeof(dst), MRC_ACCESS_REMOTE_WRITE, &kb), 0);
+	assert_int_equal(mrc_qp_connect(a, qa, pa, qb, 0, 0), 0);
+	assert_int_equal(mrc_qp_connect(b, qb, pb, qa, 0, 0), 0);
+	assert_int_equal(mrc_qp_post(a, 10, qa, &(struct mrc_wr){ .wr_id = 1,
+		.op = MRC_WR_WRITE, .lkey = ka, .len = sizeof(src), .rkey = kb }), 0);
+	struct mrc_tx_pkt p[16], acks[16];
+	static uint8_t buf[9000];
+	assert_int_equal(mrc_engine_tx(a, 10, p, 16), 10);
+	for (int i = 0; i < 10; i++)
+		mrc_engine_rx(b, 20, pb, buf, flatten(&p[i], buf), 0);
+	/* 10 packets: ACKs after the 4th and 8th, one more for the last 2. */
+	int n = mrc_engine_tx(b, 20, acks, 16);
+	assert_int_equal(n, 3);
+	assert_false(mrc_engine_tx_pending(b));
+	mrc_engine_rx(a, 30, pa, acks[n - 1].hdr, acks[n - 1].hdr_len, 0);
+	struct mrc_wc wc;
+	assert_int_equal(mrc_engine_poll_cq(a, &wc, 1), 1);   /* the last ACK covers all */
+	assert_int_equal(wc.status, 0);
+	assert_memory_equal(src, dst, sizeof(src));
+	mrc_engine_destroy(a);
+	mrc_engine_destroy(b);
+}
+
 static void clean(void **st) { (void)st; run_xfer(0, 0); }
 static void lossy(void **st) { (void)st; run_xfer(5, 0); }
 static void plane_dead(void **st) { (void)st; run_xfer(0, 1); }
@@ -306,7 +347,7 @@ int main(void)
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(clean), cmocka_unit_test(lossy), cmocka_unit_test(plane_dead),
 		cmocka_unit_test(abort_unfinished), cmocka_unit_test(spurious_loss_undone),
-		cmocka_unit_test(remote_qp_gone),
+		cmocka_unit_test(remote_qp_gone), cmocka_unit_test(acks_coalesced),
 	};
 	int rc = cmocka_run_group_tests(t, NULL, NULL);
 	free(net);

@@ -27,6 +27,7 @@ void mrc_engine_cfg_default(struct mrc_engine_cfg *c)
 	c->probe_interval_ns = 2000000;
 	c->probe_ok_needed = 2;
 	c->rnr_delay_ns = 100000;
+	c->ack_every = 4;
 	c->cc = &mrc_cc_nscc;
 }
 
@@ -58,6 +59,8 @@ static int cfg_check(const struct mrc_engine_cfg *c, const char **why)
 	if (!c->rto_min_ns || c->rto_min_ns > c->rto_max_ns ||
 	    c->rto_init_ns < c->rto_min_ns || c->rto_init_ns > c->rto_max_ns)
 		BAD("need 0 < rto_min_ns <= rto_init_ns <= rto_max_ns");
+	if (c->ack_every < 1 || c->ack_every > 64)
+		BAD("ack_every must be 1..64 packets");
 	if (!c->probe_interval_ns || !c->probe_ok_needed)
 		BAD("probe_interval_ns and probe_ok_needed must be > 0");
 	if (!c->cc || !c->cc->init || !c->cc->on_ack || !c->cc->cwnd ||
@@ -248,6 +251,7 @@ struct mrc__qp *mrc__qp_get(struct mrc_engine *e, uint32_t qpn)
 int mrc_engine_tx(struct mrc_engine *e, uint64_t now, struct mrc_tx_pkt *pkts, int max)
 {
 	int n = 0;
+	mrc__acks_flush(e);
 	while (n < max && e->ctrl_head != e->ctrl_tail)
 		pkts[n++] = e->ctrl[e->ctrl_head++ & e->ctrl_mask];
 	/* Data: one packet per QP in turn, so QPs share the datapath fairly. */
@@ -266,7 +270,7 @@ int mrc_engine_tx(struct mrc_engine *e, uint64_t now, struct mrc_tx_pkt *pkts, i
 
 int mrc_engine_tx_pending(const struct mrc_engine *e)
 {
-	return e->ctrl_head != e->ctrl_tail || e->active_head != NULL;
+	return e->ctrl_head != e->ctrl_tail || e->active_head != NULL || e->ack_head != NULL;
 }
 
 int mrc_engine_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,

@@ -66,6 +66,9 @@ struct mrc_engine_cfg {
 	                              (default 2 ms) */
 	uint32_t probe_ok_needed;  /* probe replies in a row to return GOOD (2) */
 	uint64_t rnr_delay_ns;     /* retry delay after an RNR NACK (100 us) */
+	uint32_t ack_every;        /* one ACK per this many data packets at most;
+	                              pending ACKs also leave at the next
+	                              mrc_engine_tx (4) */
 	const struct mrc_cc_ops *cc; /* congestion control (default NSCC) */
 };
 

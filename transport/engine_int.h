@@ -90,12 +90,12 @@ struct mrc__rcqe {
 };
 
 struct mrc__qp {
-	uint8_t used, state, in_active, in_ready;
+	uint8_t used, state, in_active, in_ready, in_ack;
 	int32_t err;
 	uint32_t err_psn;           /* the PSN that failed the QP */
 	uint32_t qpn, pd, flags, pin_ev, pin_cur;
 	uint32_t peer, rqpn;
-	struct mrc__qp *active_next, *ready_next;
+	struct mrc__qp *active_next, *ready_next, *ack_next;
 
 	/* send queue: head (reap) <= done (acked) <= seg (sending) <= tail */
 	struct mrc__wqe *sq;
@@ -119,6 +119,10 @@ struct mrc__qp {
 
 	/* receive side */
 	uint32_t rcv_nxt;
+	uint32_t ack_pending;        /* packets received since the last ACK */
+	uint32_t ack_flags;          /* rx flags OR'ed over them (ECN) */
+	uint32_t ack_peer;
+	struct mrc_data_hdr ack_trig; /* the newest of them, echoed */
 	uint64_t rbits[MRC__RING_BITS / 64];
 	struct mrc__rslot *rslots;
 	struct mrc__rwqe *rq;
@@ -153,6 +157,7 @@ struct mrc_engine {
 
 	struct mrc__qp *active_head, *active_tail;   /* may send data */
 	struct mrc__qp *ready_head, *ready_tail;     /* have completions */
+	struct mrc__qp *ack_head;                    /* owe a coalesced ACK */
 
 	struct mrc_engine_stats st;
 };
@@ -188,6 +193,7 @@ void mrc__qp_timers(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now);
 uint64_t mrc__qp_deadline(const struct mrc__qp *qp);
 
 /* receiver.c */
+void mrc__acks_flush(struct mrc_engine *e);
 void mrc__data_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		  const struct mrc_pkt_view *v, uint32_t rx_flags);
 

@@ -100,6 +100,10 @@ int mrc_qp_destroy(struct mrc_engine *e, uint32_t qpn)
 	if (qp->in_ready)
 		unlink_list(&e->ready_head, &e->ready_tail, qp,
 			    offsetof(struct mrc__qp, ready_next));
+	if (qp->in_ack) {
+		struct mrc__qp *no_tail = NULL;   /* the ACK list keeps no tail */
+		unlink_list(&e->ack_head, &no_tail, qp, offsetof(struct mrc__qp, ack_next));
+	}
 	qp_free_arrays(qp);
 	memset(qp, 0, sizeof(*qp));
 	return 0;

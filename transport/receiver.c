@@ -134,6 +134,9 @@ static void effect(struct mrc_engine *e, struct mrc__qp *qp, struct mrc__rslot *
 	mrc__qp_ready(e, qp);
 }
 
+static void ack_later(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
+		      const struct mrc_data_hdr *d, uint32_t rx_flags);
+
 void mrc__data_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		  const struct mrc_pkt_view *v, uint32_t rx_flags)
 {
@@ -245,5 +248,41 @@ void mrc__data_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		if (qp->state != MRC_QPS_RTS)
 			return;
 	}
-	send_ack(e, qp, peer, d, MRC_NACK_NONE, rx_flags);
+	ack_later(e, qp, peer, d, rx_flags);
+}
+
+/* ACK coalescing: one ACK (cumulative + SACK, echoing the newest packet)
+ * covers up to ack_every packets, or whatever arrived before the caller
+ * next asks for packets to send (the end of its receive batch), so ACKs
+ * are never held past the current turn of the caller's loop. */
+static void ack_later(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
+		      const struct mrc_data_hdr *d, uint32_t rx_flags)
+{
+	qp->ack_trig = *d;
+	qp->ack_flags |= rx_flags;
+	qp->ack_peer = peer;
+	if (++qp->ack_pending >= e->cfg.ack_every) {
+		send_ack(e, qp, peer, d, MRC_NACK_NONE, qp->ack_flags);
+		qp->ack_pending = 0;
+		qp->ack_flags = 0;
+		return;
+	}
+	if (!qp->in_ack) {
+		qp->in_ack = 1;
+		qp->ack_next = e->ack_head;
+		e->ack_head = qp;
+	}
+}
+
+void mrc__acks_flush(struct mrc_engine *e)
+{
+	while (e->ack_head) {
+		struct mrc__qp *qp = e->ack_head;
+		e->ack_head = qp->ack_next;
+		qp->in_ack = 0;
+		if (qp->ack_pending && qp->state == MRC_QPS_RTS)
+			send_ack(e, qp, qp->ack_peer, &qp->ack_trig, MRC_NACK_NONE, qp->ack_flags);
+		qp->ack_pending = 0;
+		qp->ack_flags = 0;
+	}
 }

@@ -243,7 +243,7 @@ static void rto_rearm(struct mrc__qp *qp, uint64_t now)
 
 /* ---- acknowledgements ------------------------------------------------ */
 
-static void ack_one(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn)
+static void ack_one(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn, uint64_t now)
 {
 	struct mrc__slot *s = slot_of(e, qp, psn);
 	if (s->state == MRC__S_INFLIGHT) {
@@ -252,6 +252,14 @@ static void ack_one(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn)
 		qp->inflight_bytes -= s->plen;
 		if ((int32_t)(s->xseq + 1 - qp->rack_seq) > 0)
 			qp->rack_seq = s->xseq + 1;
+		/* Every acknowledged packet proves its path, and (sent once, so
+		 * unambiguous) measures it: ACKs are coalesced and come back on
+		 * the EV of the newest packet only, so the echo alone would
+		 * leave most paths unmeasured. */
+		struct mrc__peer *p = &e->peers[qp->peer];
+		p->paths[s->ev].last_ack = now;
+		if (!s->tries && now > s->sent_ts)
+			mrc__path_rtt(e, p, s->ev, now - s->sent_ts);
 	}
 	if (s->state == MRC__S_INFLIGHT || s->state == MRC__S_LOST)
 		qp->bytes_acked += s->plen;
@@ -415,12 +423,8 @@ void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		return;
 	}
 	uint64_t rtt = h->ts_echo && h->ts_echo <= now ? now - h->ts_echo : 0;
-	if (h->ev < p->nev)
-		p->paths[h->ev].last_ack = now;
-	if (rtt && h->ev < p->nev) {
-		mrc__path_rtt(e, p, h->ev, rtt);
+	if (rtt)
 		rtt_sample(e, qp, rtt);
-	}
 	if ((h->flags & MRC_AF_ECN) && h->ev < p->nev) {
 		p->paths[h->ev].ecn++;
 		if (p->paths[h->ev].penalty < 8)
@@ -436,7 +440,7 @@ void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 	/* Cumulative part. */
 	while (mrc_psn_lt(qp->snd_una, h->cum_psn)) {
 		uint32_t psn = qp->snd_una;
-		ack_one(e, qp, psn);
+		ack_one(e, qp, psn, now);
 		mrc__bit_clear(qp->sacked, psn);
 		slot_of(e, qp, psn)->state = MRC__S_FREE;
 		qp->snd_una++;
@@ -454,7 +458,7 @@ void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 			uint32_t psn = qp->snd_una + d;
 			uint32_t rel = psn - h->sack_base;
 			if (d < span && rel < MRC_SACK_BITS)
-				ack_one(e, qp, psn);
+				ack_one(e, qp, psn, now);
 		}
 	}
 	uint32_t acked = (uint32_t)(qp->bytes_acked - before);
