@@ -44,6 +44,7 @@ static const struct key keys[] = {
 	U(client_max_qps, 1, 65535, "QPs per client"),
 	U(client_max_mem_mb, 1, 1048576, "registered memory per client (MiB)"),
 	U(ring_entries, 16, 65536, "descriptors per ring (power of two)"),
+	U(busy_poll_us, 0, 1000000, "keep polling rings this long after the last work (dedicated cores only)"),
 	S(metrics_listen, "Prometheus HTTP listener, e.g. [::1]:9464; empty: off"),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

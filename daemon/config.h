@@ -27,6 +27,7 @@ struct mrcd_cfg {
 	uint32_t probe_interval_us, rto_min_us, rto_max_us;
 	char cc[16];                    /* nscc | fixed */
 	uint32_t max_clients, client_max_qps, client_max_mem_mb, ring_entries;
+	uint32_t busy_poll_us;          /* keep polling after the last work */
 	char metrics_listen[64];        /* "" : off; "[::1]:9464" */
 };
 

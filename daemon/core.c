@@ -105,8 +105,6 @@ void mrcd_kick(struct mrcd *d)
 /* Runs while there is work: polls every ring, sends what the engine has.
  * When a full round finds nothing, the pollers arm their doorbells and
  * the loop sleeps until a doorbell, a datagram or a timer wakes it. */
-#define SPIN_NS 50000   /* keep polling this long after the last work */
-
 static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
 {
 	struct mrcd *d = w->data;
@@ -115,14 +113,17 @@ static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
 	for (uint32_t i = 0; i < d->npollers; i++)
 		work += d->pollers[i].poll(d->pollers[i].ctx) > 0;
 	mrcd_flush(d);
-	/* Back-to-back posts would otherwise each pay a doorbell wake-up
-	 * (~10 us): stay busy a little while after the last work. */
+	/* With busy_poll_us, stay busy that long after the last work, so
+	 * back-to-back posts do not each pay a doorbell wake-up (~10 us).
+	 * Worth it only on cores the daemon has to itself: on shared cores a
+	 * spinning daemon waits for the scheduler instead (ms), so the
+	 * default is 0, sleep at once. */
 	uint64_t now = mrcd_now();
 	if (work) {
 		d->last_work_ns = now;
 		return;
 	}
-	if (now - d->last_work_ns < SPIN_NS)
+	if (now - d->last_work_ns < (uint64_t)d->cfg.busy_poll_us * 1000)
 		return;
 	for (uint32_t i = 0; i < d->npollers; i++)
 		work += d->pollers[i].arm(d->pollers[i].ctx) > 0;

@@ -357,6 +357,10 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_ctl_create_qp *req,
 	ev_io_init(&q->sq_io, on_sq_doorbell, q->sq_efd, EV_READ);
 	q->sq_io.data = q;
 	ev_io_start(mrcd_loop(d), &q->sq_io);
+	/* A polled queue has no doorbell: start polling now, the loop may be
+	 * asleep (arm keeps it polling from then on). */
+	if (q->flags & MRC_CTL_QP_POLLED)
+		mrcd_kick(d);
 	*rep = (struct mrc_ctl_create_qp_rep){ .qpn = q->qpn, .map_len = q->map_len,
 		.sq_off = 0, .cq_off = sq_bytes };
 	*out = q;
