@@ -26,11 +26,11 @@ static void nscc_init(void *st, const struct mrc_cc_params *p)
 	struct nscc *s = st;
 	memset(s, 0, sizeof(*s));
 	s->p = *p;
-	/* Start at a quarter of the window (64 packets by default, above a
+	/* Start at half the window (128 packets by default, above a
 	 * datacenter path's BDP) rather than all of it: many QPs starting
 	 * at once to one host would otherwise overrun its receive queue
 	 * before any signal comes back.  Growth below target is fast. */
-	s->cwnd = p->max_cwnd / 4;
+	s->cwnd = p->max_cwnd / 2;
 }
 
 /* Decrease at most once per base RTT so one burst of marks counts once. */

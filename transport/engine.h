@@ -196,7 +196,8 @@ struct mrc_qp_info {
 	uint64_t spurious;         /* losses declared that were reordering */
 	uint64_t plane_tx[MRC_MAX_PLANES]; /* data packets sent per plane: how
 	                              the QP's traffic spreads over the fabric */
-	uint64_t reorder_extra_ns; /* reorder tolerance learned from them */
+	uint64_t reorder_extra_ns; /* reorder tolerance learned from them (per
+	                              peer: shared by its QPs) */
 	uint64_t rx_pkts, rx_dups, bytes_placed;
 };
 int mrc_qp_info(const struct mrc_engine *e, uint32_t qpn, struct mrc_qp_info *info);

@@ -35,6 +35,10 @@ struct mrc__peer {
 	uint32_t probe_seq;
 	uint64_t min_rtt;
 	uint64_t next_probe_due;    /* earliest next_probe of a bad EV */
+	/* Reordering is a property of the paths, so what one QP learns from
+	 * spurious losses serves every QP to the peer. */
+	uint64_t reo_extra;         /* learned extra reorder tolerance */
+	uint32_t clean_acks;        /* ACKs since the last spurious loss */
 	struct mrc__path *paths;
 	/* Spraying: round robin over planes, then over each plane's EVs. */
 	uint16_t *plane_evs[MRC_MAX_PLANES];
@@ -113,8 +117,6 @@ struct mrc__qp {
 	uint64_t rto_deadline, rack_deadline, rnr_until;
 	uint32_t xmit_seq;          /* transmissions so far */
 	uint32_t rack_seq;          /* newest transmission acknowledged, + 1 */
-	uint64_t reo_extra;         /* learned extra reorder tolerance */
-	uint32_t clean_acks;        /* ACKs since the last spurious loss */
 	uint64_t cc[MRC_CC_STATE_MAX / 8];
 
 	/* receive side */

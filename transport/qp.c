@@ -271,7 +271,7 @@ int mrc_qp_info(const struct mrc_engine *e, uint32_t qpn, struct mrc_qp_info *in
 		.tx_pkts = qp->tx_pkts, .retx = qp->retx, .rto_fires = qp->rto_fires,
 		.trims_rx = qp->trims_rx, .nacks_rx = qp->nacks_rx,
 		.bytes_acked = qp->bytes_acked, .spurious = qp->spurious,
-		.reorder_extra_ns = qp->reo_extra, .rx_pkts = qp->rx_pkts,
+		.reorder_extra_ns = e->peers[qp->peer].reo_extra, .rx_pkts = qp->rx_pkts,
 		.rx_dups = qp->rx_dups, .bytes_placed = qp->bytes_placed };
 	memcpy(info->plane_tx, qp->plane_tx, sizeof(info->plane_tx));
 	return 0;

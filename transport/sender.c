@@ -203,7 +203,7 @@ static uint64_t late_after(const struct mrc_engine *e, const struct mrc__qp *qp,
 	uint64_t slack = e->cfg.reorder_slack_ns;
 	if (p->min_rtt / 4 > slack)
 		slack = p->min_rtt / 4;
-	slack += qp->reo_extra;
+	slack += p->reo_extra;
 	return srtt + (4 * var > slack ? 4 * var : slack);
 }
 
@@ -314,29 +314,29 @@ static void spurious_check(struct mrc_engine *e, struct mrc__qp *qp,
 			   const struct mrc_ack_hdr *h, uint64_t now)
 {
 	uint32_t psn = h->trig_psn;
+	struct mrc__peer *p = &e->peers[qp->peer];
 	if (h->nack || !mrc_psn_le(qp->snd_una, psn) || !mrc_psn_lt(psn, qp->snd_nxt)) {
-		if (++qp->clean_acks >= 1024 && qp->reo_extra) {
-			qp->reo_extra /= 2;   /* decay once things are calm */
-			qp->clean_acks = 0;
+		if (++p->clean_acks >= 1024 && p->reo_extra) {
+			p->reo_extra /= 2;   /* decay once things are calm */
+			p->clean_acks = 0;
 		}
 		return;
 	}
 	struct mrc__slot *s = slot_of(e, qp, psn);
 	if (!s->tries || !h->ts_echo || h->ts_echo >= s->sent_ts ||
 	    (s->state != MRC__S_INFLIGHT && s->state != MRC__S_LOST)) {
-		if (++qp->clean_acks >= 1024 && qp->reo_extra) {
-			qp->reo_extra /= 2;
-			qp->clean_acks = 0;
+		if (++p->clean_acks >= 1024 && p->reo_extra) {
+			p->reo_extra /= 2;
+			p->clean_acks = 0;
 		}
 		return;
 	}
 	qp->spurious++;
-	qp->clean_acks = 0;
+	p->clean_acks = 0;
 	uint64_t step = qp->srtt / 4 > e->cfg.reorder_slack_ns ? qp->srtt / 4 : e->cfg.reorder_slack_ns;
-	qp->reo_extra += step;
-	if (qp->reo_extra > 2 * qp->srtt)
-		qp->reo_extra = 2 * qp->srtt;
-	struct mrc__peer *p = &e->peers[qp->peer];
+	p->reo_extra += step;
+	if (p->reo_extra > 2 * qp->srtt)
+		p->reo_extra = 2 * qp->srtt;
 	if (s->lost_ev < p->nev) {
 		struct mrc__path *pa = &p->paths[s->lost_ev];
 		if (pa->state == MRC_EV_ASSUMED_BAD && pa->reason == MRC_RSN_LOSS)
