@@ -191,6 +191,35 @@ static size_t flatten(const struct mrc_tx_pkt *p, uint8_t *out)
 	return n;
 }
 
+/* Two engines, one connected QP pair a -> b, a source region on a and a
+ * destination region on b (dst may be NULL), nev EVs on planes[]. */
+struct pair {
+	struct mrc_engine *a, *b;
+	uint32_t pa, pb, qa, qb, ka, kb;
+};
+
+static void pair_up(struct pair *x, uint32_t nev, const uint8_t *planes, void *src,
+		    size_t slen, void *dst, size_t dlen)
+{
+	assert_int_equal(mrc_engine_create(NULL, &x->a, NULL), 0);
+	assert_int_equal(mrc_engine_create(NULL, &x->b, NULL), 0);
+	assert_int_equal(mrc_peer_add(x->a, nev, planes, &x->pa), 0);
+	assert_int_equal(mrc_peer_add(x->b, nev, planes, &x->pb), 0);
+	assert_int_equal(mrc_qp_create(x->a, &(struct mrc_qp_attr){ .pd = 1 }, &x->qa), 0);
+	assert_int_equal(mrc_qp_create(x->b, &(struct mrc_qp_attr){ .pd = 1 }, &x->qb), 0);
+	assert_int_equal(mrc_mr_reg(x->a, 1, src, slen, MRC_ACCESS_LOCAL_READ, &x->ka), 0);
+	if (dst)
+		assert_int_equal(mrc_mr_reg(x->b, 1, dst, dlen, MRC_ACCESS_REMOTE_WRITE, &x->kb), 0);
+	assert_int_equal(mrc_qp_connect(x->a, x->qa, x->pa, x->qb, 0, 0), 0);
+	assert_int_equal(mrc_qp_connect(x->b, x->qb, x->pb, x->qa, 0, 0), 0);
+}
+
+static void pair_down(struct pair *x)
+{
+	mrc_engine_destroy(x->a);
+	mrc_engine_destroy(x->b);
+}
+
 /* A packet merely overtaken (not lost) is declared lost, its path retired
  * and the packet resent; when the ACK of the original copy arrives, the
  * engine must see the loss was spurious: give the path back, and widen its
@@ -198,23 +227,13 @@ static size_t flatten(const struct mrc_tx_pkt *p, uint8_t *out)
 static void spurious_loss_undone(void **st)
 {
 	(void)st;
-	struct mrc_engine *a, *b;
-	struct mrc_engine_cfg cfg;
-	mrc_engine_cfg_default(&cfg);
-	assert_int_equal(mrc_engine_create(&cfg, &a, NULL), 0);
-	assert_int_equal(mrc_engine_create(&cfg, &b, NULL), 0);
 	uint8_t planes[2] = { 0, 1 };
-	uint32_t pa, pb, qa, qb, ka, kb;
 	static uint8_t src[8192], dst[8192];
 	memset(src, 0x5a, sizeof(src));
-	assert_int_equal(mrc_peer_add(a, 2, planes, &pa), 0);
-	assert_int_equal(mrc_peer_add(b, 2, planes, &pb), 0);
-	assert_int_equal(mrc_qp_create(a, &(struct mrc_qp_attr){ .pd = 1 }, &qa), 0);
-	assert_int_equal(mrc_qp_create(b, &(struct mrc_qp_attr){ .pd = 1 }, &qb), 0);
-	assert_int_equal(mrc_mr_reg(a, 1, src, sizeof(src), MRC_ACCESS_LOCAL_READ, &ka), 0);
-	assert_int_equal(mrc_mr_reg(b, 1, dst, sizeof(dst), MRC_ACCESS_REMOTE_WRITE, &kb), 0);
-	assert_int_equal(mrc_qp_connect(a, qa, pa, qb, 0, 0), 0);
-	assert_int_equal(mrc_qp_connect(b, qb, pb, qa, 0, 0), 0);
+	struct pair x;
+	pair_up(&x, 2, planes, src, sizeof(src), dst, sizeof(dst));
+	struct mrc_engine *a = x.a, *b = x.b;
+	uint32_t pa = x.pa, pb = x.pb, qa = x.qa, ka = x.ka, kb = x.kb;
 	assert_int_equal(mrc_qp_post(a, 1000, qa, &(struct mrc_wr){ .wr_id = 1,
 		.op = MRC_WR_WRITE, .lkey = ka, .len = 8192, .rkey = kb }), 0);
 	struct mrc_tx_pkt p[4], ack[4];
@@ -250,8 +269,7 @@ static void spurious_loss_undone(void **st)
 	assert_int_equal(mrc_engine_poll_cq(a, &wc, 1), 1);
 	assert_int_equal(wc.status, 0);
 	assert_memory_equal(src, dst, sizeof(src));
-	mrc_engine_destroy(a);
-	mrc_engine_destroy(b);
+	pair_down(&x);
 }
 
 /* The remote QP is destroyed (its client died): the sender's QP fails at
@@ -259,19 +277,12 @@ static void spurious_loss_undone(void **st)
 static void remote_qp_gone(void **st)
 {
 	(void)st;
-	struct mrc_engine *a, *b;
-	assert_int_equal(mrc_engine_create(NULL, &a, NULL), 0);
-	assert_int_equal(mrc_engine_create(NULL, &b, NULL), 0);
 	uint8_t plane0 = 0;
-	uint32_t pa, pb, qa, qb, qb2, ka;
 	static uint8_t src[4096];
-	assert_int_equal(mrc_peer_add(a, 1, &plane0, &pa), 0);
-	assert_int_equal(mrc_peer_add(b, 1, &plane0, &pb), 0);
-	assert_int_equal(mrc_qp_create(a, &(struct mrc_qp_attr){ .pd = 1 }, &qa), 0);
-	assert_int_equal(mrc_qp_create(b, &(struct mrc_qp_attr){ .pd = 1 }, &qb), 0);
-	assert_int_equal(mrc_mr_reg(a, 1, src, sizeof(src), MRC_ACCESS_LOCAL_READ, &ka), 0);
-	assert_int_equal(mrc_qp_connect(a, qa, pa, qb, 0, 0), 0);
-	assert_int_equal(mrc_qp_connect(b, qb, pb, qa, 0, 0), 0);
+	struct pair x;
+	pair_up(&x, 1, &plane0, src, sizeof(src), NULL, 0);
+	struct mrc_engine *a = x.a, *b = x.b;
+	uint32_t pa = x.pa, pb = x.pb, qa = x.qa, qb = x.qb, qb2, ka = x.ka;
 	assert_int_equal(mrc_qp_destroy(b, qb), 0);
 	/* A new QP in the freed slot must not receive the old one's data. */
 	assert_int_equal(mrc_qp_create(b, &(struct mrc_qp_attr){ .pd = 1 }, &qb2), 0);
@@ -292,8 +303,7 @@ static void remote_qp_gone(void **st)
 	struct mrc_engine_stats sb;
 	mrc_engine_stats(b, &sb);
 	assert_int_equal(sb.bytes_placed, 0);
-	mrc_engine_destroy(a);
-	mrc_engine_destroy(b);
+	pair_down(&x);
 }
 
 /* ACK coalescing: a burst of data packets is acknowledged by one ACK per
@@ -302,21 +312,13 @@ static void remote_qp_gone(void **st)
 static void acks_coalesced(void **st)
 {
 	(void)st;
-	struct mrc_engine *a, *b;
-	assert_int_equal(mrc_engine_create(NULL, &a, NULL), 0);
-	assert_int_equal(mrc_engine_create(NULL, &b, NULL), 0);
 	uint8_t plane0 = 0;
-	uint32_t pa, pb, qa, qb, ka, kb;
 	static uint8_t src[10 * 4096], dst[10 * 4096];
 	memset(src, 7, sizeof(src));
-	assert_int_equal(mrc_peer_add(a, 1, &plane0, &pa), 0);
-	assert_int_equal(mrc_peer_add(b, 1, &plane0, &pb), 0);
-	assert_int_equal(mrc_qp_create(a, &(struct mrc_qp_attr){ .pd = 1 }, &qa), 0);
-	assert_int_equal(mrc_qp_create(b, &(struct mrc_qp_attr){ .pd = 1 }, &qb), 0);
-	assert_int_equal(mrc_mr_reg(a, 1, src, sizeof(src), MRC_ACCESS_LOCAL_READ, &ka), 0);
-	assert_int_equal(mrc_mr_reg(b, 1, dst, sizeof(dst), MRC_ACCESS_REMOTE_WRITE, &kb), 0);
-	assert_int_equal(mrc_qp_connect(a, qa, pa, qb, 0, 0), 0);
-	assert_int_equal(mrc_qp_connect(b, qb, pb, qa, 0, 0), 0);
+	struct pair x;
+	pair_up(&x, 1, &plane0, src, sizeof(src), dst, sizeof(dst));
+	struct mrc_engine *a = x.a, *b = x.b;
+	uint32_t pa = x.pa, pb = x.pb, qa = x.qa, ka = x.ka, kb = x.kb;
 	assert_int_equal(mrc_qp_post(a, 10, qa, &(struct mrc_wr){ .wr_id = 1,
 		.op = MRC_WR_WRITE, .lkey = ka, .len = sizeof(src), .rkey = kb }), 0);
 	struct mrc_tx_pkt p[16], acks[16];
@@ -333,8 +335,7 @@ static void acks_coalesced(void **st)
 	assert_int_equal(mrc_engine_poll_cq(a, &wc, 1), 1);   /* the last ACK covers all */
 	assert_int_equal(wc.status, 0);
 	assert_memory_equal(src, dst, sizeof(src));
-	mrc_engine_destroy(a);
-	mrc_engine_destroy(b);
+	pair_down(&x);
 }
 
 static void clean(void **st) { (void)st; run_xfer(0, 0); }

@@ -204,6 +204,19 @@ void mrc__qp_fail(struct mrc_engine *e, struct mrc__qp *qp, int err,
 		  uint32_t bad_psn, uint64_t now);
 void mrc__sq_advance(struct mrc_engine *e, struct mrc__qp *qp);
 
+/* Smoothed RTT and its variation (RFC 6298 gains), for paths and QPs. */
+static inline void mrc__rtt_update(uint64_t *srtt, uint64_t *rttvar, uint64_t rtt)
+{
+	if (!*srtt) {
+		*srtt = rtt;
+		*rttvar = rtt / 2;
+		return;
+	}
+	uint64_t d = rtt > *srtt ? rtt - *srtt : *srtt - rtt;
+	*rttvar = (3 * *rttvar + d) / 4;
+	*srtt = (7 * *srtt + rtt) / 8;
+}
+
 static inline int mrc__bit_test(const uint64_t *r, uint32_t psn)
 {
 	return (r[(psn & 255) >> 6] >> (psn & 63)) & 1;

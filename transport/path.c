@@ -119,14 +119,7 @@ void mrc__path_rtt(struct mrc_engine *e, struct mrc__peer *p, uint32_t ev,
 		   uint64_t rtt)
 {
 	struct mrc__path *pa = &p->paths[ev];
-	if (!pa->srtt) {
-		pa->srtt = rtt;
-		pa->rttvar = rtt / 2;
-	} else {
-		uint64_t d = rtt > pa->srtt ? rtt - pa->srtt : pa->srtt - rtt;
-		pa->rttvar = (3 * pa->rttvar + d) / 4;
-		pa->srtt = (7 * pa->srtt + rtt) / 8;
-	}
+	mrc__rtt_update(&pa->srtt, &pa->rttvar, rtt);
 	if (!p->min_rtt || rtt < p->min_rtt)
 		p->min_rtt = rtt;
 	/* Paths much slower than the best one get fewer packets. */

@@ -21,6 +21,20 @@ static void ring_to_sack(const uint64_t ring[4], uint32_t base, uint8_t *sack)
 	}
 }
 
+/* Fills a queued control packet with an ACK/NACK and counts it. */
+static void put_ack(struct mrc_engine *e, struct mrc_tx_pkt *t, uint32_t peer, int ev,
+		    const struct mrc_ack_hdr *h)
+{
+	t->peer = peer;
+	t->ev = (uint16_t)ev;
+	t->plen = 0;
+	t->payload = NULL;
+	t->hdr_len = (uint16_t)mrc_wire_put_ack(t->hdr, h);
+	e->st.tx_acks++;
+	if (h->nack)
+		e->st.nack_tx[h->nack]++;
+}
+
 /* ACKs go back on the EV of the packet they answer (same plane and spine
  * in reverse), unless our side of that path is administratively down. */
 static void send_ack(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
@@ -41,14 +55,7 @@ static void send_ack(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
 		.sack_base = qp ? qp->rcv_nxt : 0, .ev = d->ev, .ts_echo = d->ts };
 	if (qp)
 		ring_to_sack(qp->rbits, qp->rcv_nxt, h.sack);
-	t->peer = peer;
-	t->ev = (uint16_t)ev;
-	t->plen = 0;
-	t->payload = NULL;
-	t->hdr_len = (uint16_t)mrc_wire_put_ack(t->hdr, &h);
-	e->st.tx_acks++;
-	if (nack)
-		e->st.nack_tx[nack]++;
+	put_ack(e, t, peer, ev, &h);
 }
 
 static void send_noqp(struct mrc_engine *e, uint32_t peer, const struct mrc_data_hdr *d)
@@ -61,13 +68,7 @@ static void send_noqp(struct mrc_engine *e, uint32_t peer, const struct mrc_data
 		return;
 	struct mrc_ack_hdr h = { .nack = MRC_NACK_NOQP, .dqpn = d->dqpn,
 		.trig_psn = d->psn, .ev = d->ev, .ts_echo = d->ts };
-	t->peer = peer;
-	t->ev = (uint16_t)ev;
-	t->plen = 0;
-	t->payload = NULL;
-	t->hdr_len = (uint16_t)mrc_wire_put_ack(t->hdr, &h);
-	e->st.tx_acks++;
-	e->st.nack_tx[MRC_NACK_NOQP]++;
+	put_ack(e, t, peer, ev, &h);
 }
 
 static int is_send(uint8_t op) { return op == MRC_OP_SEND || op == MRC_OP_SEND_IMM; }

@@ -291,14 +291,7 @@ static void sack_to_ring(const uint8_t *sack, uint32_t base, uint64_t out[4])
 
 static void rtt_sample(struct mrc_engine *e, struct mrc__qp *qp, uint64_t rtt)
 {
-	if (!qp->srtt) {
-		qp->srtt = rtt;
-		qp->rttvar = rtt / 2;
-	} else {
-		uint64_t d = rtt > qp->srtt ? rtt - qp->srtt : qp->srtt - rtt;
-		qp->rttvar = (3 * qp->rttvar + d) / 4;
-		qp->srtt = (7 * qp->srtt + rtt) / 8;
-	}
+	mrc__rtt_update(&qp->srtt, &qp->rttvar, rtt);
 	uint64_t rto = qp->srtt + 4 * qp->rttvar;
 	if (rto < e->cfg.rto_min_ns)
 		rto = e->cfg.rto_min_ns;
