@@ -5,7 +5,7 @@
  * QPs (each slice's last chunk as WRITE_WITH_IMM); both print a CRC-32C of
  * the buffer so a script can prove every byte arrived, plus goodput, the
  * longest stall and the packets sent per plane.  --pingpong measures the
- * round trip of small WRITE_WITH_IMMs instead.  Used by `make demo`, the
+ * round trip of small WRITE_WITH_IMMs instead.  Used by the
  * fabric integration tests and the benchmarks. */
 #include <errno.h>
 #include <getopt.h>
