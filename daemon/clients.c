@@ -741,12 +741,16 @@ static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 		c->refuse = -EACCES;
 		c->refuse_why = "not allowed: the control socket admits root, the daemon's user "
 				"and the configured socket_group";
-		mrcd_log(MRCD_LOG_NOTICE, "client uid %u pid %d refused: not root nor in the group",
-			 (unsigned)uid, (int)pid);
+		mrcd_note(S.d, "client", "client uid %u pid %d refused: not root nor in the group",
+			  (unsigned)uid, (int)pid);
 	} else if (S.n >= S.max_clients) {
 		c->refuse = -EUSERS;
 		c->refuse_why = "too many clients (config max_clients)";
-		mrcd_log(MRCD_LOG_WARNING, "client pid %d refused: %u clients already", (int)pid, S.n);
+		mrcd_note(S.d, "client", "client pid %d refused: %u clients already (max_clients)",
+			  (int)pid, S.n);
+	} else {
+		mrcd_note(S.d, "client", "client %u connected (uid %u pid %d)", c->id,
+			  (unsigned)uid, (int)pid);
 	}
 	ev_io_init(&c->io, on_client, fd, EV_READ);
 	c->io.data = c;
@@ -767,6 +771,13 @@ static void client_free(struct mrcd_client *c)
 	struct mrcd *d = c->d;
 	ev_io_stop(mrcd_loop(d), &c->io);
 	ev_timer_stop(mrcd_loop(d), &c->retry);
+	if (!c->refuse) {
+		unsigned nqp = 0;
+		for (struct mrcd_cqp *q = c->qps; q; q = q->next)
+			nqp++;
+		mrcd_note(d, "client", "client %u (pid %d) disconnected: %u QP%s freed", c->id,
+			  (int)c->pid, nqp, nqp == 1 ? "" : "s");
+	}
 	c->refuse = 1;
 	while (c->ops) {
 		struct mrcd_cm_op *op = c->ops;

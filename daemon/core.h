@@ -109,8 +109,6 @@ void mrcd_oper_note(struct mrcd *d, const char *kind, const char *text) __attrib
 void mrcd_oper_peer_added(struct mrcd *d, uint32_t peer) __attribute__((weak));
 /* Nonzero when an operator keeps this path denied (plane disable, path deny). */
 int mrcd_oper_admin_denied(struct mrcd *d, uint32_t peer, uint32_t ev) __attribute__((weak));
-void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* linkmon glue (node.c) */
 int mrcd_linkmon_start(struct mrcd *d);

@@ -92,6 +92,10 @@ int mrcd_qp_connect_oob(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
 			const struct mrcd_qp_addr *remote);
 
 /* ---- logging ---------------------------------------------------------- */
+/* A notable happening (kind: "plane", "peer", "client", "admin"): logged,
+ * and recorded in the operator event stream (mrcctl events). */
+void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 enum { MRCD_LOG_ERR = 3, MRCD_LOG_WARNING = 4, MRCD_LOG_NOTICE = 5,
        MRCD_LOG_INFO = 6, MRCD_LOG_DEBUG = 7 };
 void mrcd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

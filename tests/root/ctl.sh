@@ -77,6 +77,9 @@ paths() { ctl h0 -j paths h7 2>/dev/null; }
 all_used() { paths | jq -e '[(.paths // [])[] | select(.exists)] | length > 0 and all(.state == "GOOD" and .tx_pkts > 0)' >/dev/null; }
 until_t 15 all_used || die "traffic never used every path h0 -> h7: $(paths | jq -c '[.paths[]|select(.exists)|{ev,state,tx_pkts}]'); client: $(tail -3 "$tmp/pp-c")"
 ok "traffic h0 -> h7 on every path: $(paths | jq -c '[.paths[]|select(.exists)|{ev,tx_pkts}]')"
+ctl h0 -j events | jq -e '[.events[] | select(.kind == "client" and (.text | test("connected")))] | length >= 1' >/dev/null \
+	&& ok "events: the client's connection is recorded ($(ctl h0 -j events | jq -r '[.events[] | select(.kind == "client")][0].text'))" \
+	|| bad "events: no client connect event"
 BADEVS=$(paths | jq -c '[.paths[] | select(.exists and .plane == 0 and .spine == 1) | .ev]')
 
 # ---- silent spine blackhole ------------------------------------------------
