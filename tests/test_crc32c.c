@@ -13,18 +13,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/support/seeded.h"
 #include "transport/crc32c.h"
 
-static uint64_t g_seed;
-static uint64_t g_rng;
-
-static uint64_t rnd(void)
-{
-	uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static void fill(uint8_t *p, size_t n)
 {
@@ -32,19 +23,6 @@ static void fill(uint8_t *p, size_t n)
 		p[i] = (uint8_t)rnd();
 }
 
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		print_error("seed=%llu (MRC_TEST_SEED to replay): ", \
-			    (unsigned long long)g_seed); \
-		fail_msg(__VA_ARGS__); \
-	} } while (0)
-
-static int reseed(void **state)
-{
-	(void)state;
-	g_rng = g_seed;
-	return 0;
-}
 
 /* Check value of the catalogue and RFC 3720 (iSCSI) appendix B.4. */
 static void test_vectors(void **state)
@@ -197,10 +175,7 @@ static void test_single_bit_errors(void **state)
 
 int main(void)
 {
-	const char *e = getenv("MRC_TEST_SEED");
-	g_seed = e ? strtoull(e, NULL, 0)
-		   : (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
-	printf("test_crc32c: seed=%llu\n", (unsigned long long)g_seed);
+	seed_init("test_crc32c");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_vectors, reseed),
 		cmocka_unit_test_setup(test_sw_vs_bitwise, reseed),

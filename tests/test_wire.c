@@ -16,37 +16,15 @@
 #include <ctype.h>
 #include <cmocka.h>
 
+#include "tests/support/seeded.h"
 #include "transport/crc32c.h"
 #include "transport/wire.h"
 
 #define PKT_MAX (MRC_DATA_HDR_LEN + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN)
 
-static uint64_t g_seed;
-static uint64_t g_rng;
-
-static uint64_t rnd(void)
-{
-	uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static uint64_t below(uint64_t n) { return n ? rnd() % n : 0; }
 
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		print_error("seed=%llu (MRC_TEST_SEED to replay): ", \
-			    (unsigned long long)g_seed); \
-		fail_msg(__VA_ARGS__); \
-	} } while (0)
-
-static int reseed(void **state)
-{
-	(void)state;
-	g_rng = g_seed;
-	return 0;
-}
 
 static const uint8_t data_ops[] = {
 	MRC_OP_WRITE, MRC_OP_WRITE_IMM, MRC_OP_SEND, MRC_OP_SEND_IMM,
@@ -783,10 +761,7 @@ static void test_names(void **state)
 
 int main(void)
 {
-	const char *e = getenv("MRC_TEST_SEED");
-	g_seed = e ? strtoull(e, NULL, 0)
-		   : (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
-	printf("test_wire: seed=%llu\n", (unsigned long long)g_seed);
+	seed_init("test_wire");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_layout, reseed),
 		cmocka_unit_test_setup(test_roundtrip_data, reseed),
