@@ -1,0 +1,88 @@
+/* The client side's internals shared by clients.c (clients, requests,
+ * memory, QPs) and client_cm.c (listen/accept/connect on their behalf). */
+#ifndef MRC_DAEMON_CLIENTS_INT_H
+#define MRC_DAEMON_CLIENTS_INT_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/clients.h"
+
+#define MAX_OPS_PER_CLIENT 16
+#define MAX_LSN_PER_CLIENT 16
+#define MAX_BACKLOG 128
+#define DEFAULT_BACKLOG 16
+
+enum { OP_ACCEPT = 1, OP_CONNECT };
+struct mrcd_cm_op {
+	struct mrcd_client *c;
+	struct mrcd_cm_op *next;
+	int kind;
+	uint32_t req_id, sid, priv;
+	struct mrcd_cqp *qp;
+	ev_timer timer;
+};
+
+struct mrcd_lsn {
+	struct mrcd_client *c;
+	struct mrcd_lsn *next;
+	uint32_t sid, backlog, head, n;
+	struct mrcd_cm_req *q;
+};
+
+static inline int fail(struct mrcd_client *c, const struct mrc_ctl_msg *m, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static inline int fail(struct mrcd_client *c, const struct mrc_ctl_msg *m, int err, const char *fmt, ...)
+{
+	char why[MRC_CTL_REASON_MAX + 1];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	mrcd_log(MRCD_LOG_INFO, "client %u (%s): %s refused: %s (%s)", c->id, c->name,
+		 mrc__ctl_type_name(m->hdr.type), why, strerror(-err));
+	mrcd_client_reply(c, m->hdr.type, m->hdr.req_id, err, NULL, 0, why, NULL, 0);
+	return err;
+}
+
+static inline int ok(struct mrcd_client *c, const struct mrc_ctl_msg *m, const void *body, size_t len)
+{
+	return mrcd_client_reply(c, m->hdr.type, m->hdr.req_id, 0, body, len, NULL, NULL, 0);
+}
+
+static inline struct mrcd_cqp *find_qp(struct mrcd_client *c, uint32_t qpn)
+{
+	for (struct mrcd_cqp *q = c->qps; q; q = q->next)
+		if (q->qpn == qpn)
+			return q;
+	return NULL;
+}
+
+static inline struct mrcd_lsn *find_lsn(struct mrcd_client *c, uint32_t sid)
+{
+	for (struct mrcd_lsn *l = c->lsns; l; l = l->next)
+		if (l->sid == sid)
+			return l;
+	return NULL;
+}
+
+static inline struct mrcd_qp_addr local_addr(struct mrcd_client *c, struct mrcd_cqp *qp, uint32_t priv)
+{
+	return (struct mrcd_qp_addr){ .host = mrcd_self_host(c->d), .qpn = qp->qpn,
+				      .psn = qp->psn, .priv = priv };
+}
+
+void mrcd__client_settle(struct mrcd_client *c);
+
+/* client_cm.c */
+void mrcd__op_unlink(struct mrcd_cm_op *op);
+void mrcd__op_finish(struct mrcd_cm_op *op, int err, const struct mrcd_qp_addr *remote,
+		     const char *why);
+void mrcd__lsn_drop(struct mrcd_client *c, struct mrcd_lsn *l);
+int mrcd__do_listen(struct mrcd_client *c, const struct mrc_ctl_msg *m);
+int mrcd__do_unlisten(struct mrcd_client *c, const struct mrc_ctl_msg *m);
+int mrcd__do_accept(struct mrcd_client *c, const struct mrc_ctl_msg *m);
+int mrcd__do_connect(struct mrcd_client *c, const struct mrc_ctl_msg *m);
+
+#endif
