@@ -3,7 +3,10 @@
 #   make            build everything (release build in build/)
 #   make check      unit + property tests, sanitizer (ASan+UBSan) build of
 #                   the same tests, bounded fuzzing of every parser, and the
-#                   root-only integration tests on an emulated fabric
+#                   root-only integration tests on an emulated fabric; ends
+#                   with "N passed, N failed, N skipped" (suites)
+#   make check-fresh  the README's two commands, first try, in a freshly
+#                   debootstrapped Debian 12 chroot (root; scripts/check-fresh.sh)
 #   make bench      benchmarks (bench/), figures into bench/results/
 #   make demo       the main job on built-in defaults
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -11,6 +14,23 @@
 #
 # Each layer lists its sources in its own *.mk files (CORE_SRCS, PROGS, ...),
 # so layers can grow without touching this file.
+
+# Two passes.  The first installs missing Debian packages (scripts/deps.sh)
+# and re-runs make with the same goals; only the second reads pkg-config,
+# so no link line is ever expanded before the libraries it names exist.
+ifeq ($(MRC_DEPS_DONE),)
+GOALS := $(or $(MAKECMDGOALS),all)
+ifeq ($(filter-out clean,$(GOALS)),)
+clean:
+	rm -rf build
+else
+.PHONY: $(GOALS) mrc-deps-then-make
+$(GOALS): mrc-deps-then-make ; @:
+mrc-deps-then-make:
+	@./scripts/deps.sh
+	@$(MAKE) --no-print-directory MRC_DEPS_DONE=1 $(GOALS)
+endif
+else
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -21,9 +41,13 @@ FUZZ_SECONDS ?= 15
 CC      := gcc
 
 PKG_LIBS := jansson libnl-3.0 libnl-route-3.0 inih libsystemd
-# Recursively expanded on purpose: pkg-config may only exist after `deps`.
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKG_LIBS) 2>/dev/null)
-PKG_LDLIBS = $(shell pkg-config --libs $(PKG_LIBS) 2>/dev/null)
+# Read once: the first pass installed them (a missing one is an error here,
+# not a confusing link failure later).
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKG_LIBS))
+PKG_LDLIBS := $(shell pkg-config --libs $(PKG_LIBS))
+ifeq ($(PKG_LDLIBS),)
+$(error pkg-config found none of: $(PKG_LIBS); run scripts/deps.sh as root)
+endif
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CFLAGS_ALL = -std=gnu11 $(WARN) -g $(OPT) -D_GNU_SOURCE -Iinclude -I. \
@@ -52,13 +76,10 @@ BENCH_BINS := $(BENCHES:%=$(B)/bench/%)
 LIBCORE    := $(B)/libmrccore.a
 LIBTSUP    := $(B)/libmrctest.a
 
-.PHONY: all deps tests check check-unit check-san check-fuzz check-root bench demo install clean
+.PHONY: all tests check check-unit check-san check-fuzz check-root check-fresh bench demo install clean
 all: $(LIBCORE) $(PROG_BINS)
 
-deps:
-	@./scripts/deps.sh
-
-$(B)/%.o: %.c | deps
+$(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
@@ -99,7 +120,7 @@ check-san:
 FZ := build/fuzz
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -I. $(PKG_CFLAGS) \
               -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
-$(FZ)/%.o: %.c | deps
+$(FZ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
 $(FZ)/bin/%: $(FZ)/fuzz/%.o $(CORE_SRCS:%.c=$(FZ)/%.o)
@@ -111,17 +132,23 @@ check-fuzz: $(FUZZERS:%=$(FZ)/bin/%)
 check-root: all
 	@./scripts/run-root-tests.sh $(B) $(ROOT_TESTS)
 
-check: deps
-	$(MAKE) check-unit
-	$(MAKE) check-san
-	$(MAKE) check-fuzz
-	$(MAKE) check-root
-	@echo "make check: all passed"
+# Every stage runs even if an earlier one failed; each suite (test binary,
+# sanitizer binary, fuzz target, root script) records pass, fail or skip
+# with its reason in MRC_CHECK_LOG, and the summary decides the exit status.
+CHECK_LOG := $(abspath $(B))/check-results.txt
+check:
+	@mkdir -p $(B) && : >$(CHECK_LOG)
+	@for s in check-unit check-san check-fuzz check-root; do \
+		./scripts/suite.sh stage $(CHECK_LOG) $$s $(MAKE) --no-print-directory $$s; \
+	done; ./scripts/suite.sh summary $(CHECK_LOG)
 
-bench: deps all $(BENCH_BINS)
+check-fresh:
+	./scripts/check-fresh.sh
+
+bench: all $(BENCH_BINS)
 	@./scripts/run-bench.sh $(B) $(BENCHES)
 
-demo: deps all
+demo: all
 	./scripts/demo.sh $(B)
 
 install: all
@@ -131,3 +158,4 @@ clean:
 	rm -rf build
 
 -include $(shell find $(B) $(FZ) -name '*.d' 2>/dev/null)
+endif

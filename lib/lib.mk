@@ -10,7 +10,7 @@ LIB_TARGETS := $(LIBMRC_SO) $(LIBMRC_A) $(B)/lib/mrc.pc
 
 all: $(LIB_TARGETS)
 
-$(B)/lib/pic/%.o: %.c | deps
+$(B)/lib/pic/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -fPIC -MMD -MP -c $< -o $@
 

@@ -1,11 +1,12 @@
 #!/bin/sh
-# Installs the Debian packages the build, tests, demo and benchmarks need,
-# but only those that are missing (a dpkg query per package is ~10 ms, so
+# Installs the Debian packages that every README command needs (build,
+# tests, demo, benchmarks, install, check-fresh), but only those missing (a dpkg query per package is ~10 ms, so
 # this runs on every `make` without slowing it down).
 set -eu
 PKGS="gcc make pkg-config clang libclang-rt-14-dev llvm libinih-dev libsystemd-dev
 libcmocka-dev libjansson-dev libnl-3-dev libnl-route-3-dev libev-dev
-iproute2 nftables ethtool procps libbpf-dev jq gnuplot-nox iperf3 mptcpize systemd curl time"
+iproute2 nftables ethtool procps libbpf-dev jq gnuplot-nox iperf3 mptcpize systemd curl time
+passwd python3 man-db debootstrap"
 missing=""
 for p in $PKGS; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

@@ -1,19 +1,31 @@
 #!/bin/sh
 # Runs each libFuzzer target for a bounded time.  The committed seed corpus
 # (fuzz/corpus/NAME) is read-only input; new units go to a scratch corpus
-# under the build directory so the tree stays clean.  A crash fails the run
-# and leaves the reproducer (crash-*) in the build directory.
+# under the build directory so the tree stays clean.  A crash fails that
+# target's suite (scripts/suite.sh) and leaves the reproducer (crash-*) in
+# the build directory; the other targets still run.
 dir=$1; secs=$2; shift 2
+here=$(dirname "$0")
+own=""
+if [ -z "${MRC_CHECK_LOG:-}" ]; then
+	MRC_CHECK_LOG=$(mktemp); own=1
+	trap 'rm -f "$MRC_CHECK_LOG"' EXIT
+fi
+rc_all=0
 for f in "$@"; do
 	work="$dir/corpus/$f"; log="$dir/$f.log"
 	mkdir -p "$work" "fuzz/corpus/$f"
 	echo "=== fuzz $f for ${secs}s (seed corpus fuzz/corpus/$f)"
-	if ! "$dir/bin/$f" -max_total_time="$secs" -seed=1 -print_final_stats=1 \
+	if "$dir/bin/$f" -max_total_time="$secs" -seed=1 -print_final_stats=1 \
 		-rss_limit_mb=2048 -artifact_prefix="$dir/" "$work" "fuzz/corpus/$f" >"$log" 2>&1; then
+		grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$log"
+		"$here/suite.sh" record "$MRC_CHECK_LOG" pass "fuzz $f"
+	else
 		tail -n 40 "$log" >&2
 		echo "FAILED: fuzz target $f crashed (log $log)" >&2
-		exit 1
+		"$here/suite.sh" record "$MRC_CHECK_LOG" fail "fuzz $f" "crashed; log $log, reproducer in $dir/"
+		rc_all=1
 	fi
-	grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$log"
 done
-echo "=== fuzzing: $# targets, no crash"
+[ -n "$own" ] && { "$here/suite.sh" summary "$MRC_CHECK_LOG" || rc_all=1; }
+exit $rc_all

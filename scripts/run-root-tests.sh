@@ -1,20 +1,31 @@
 #!/bin/sh
 # Runs the integration tests that need root (network namespaces, SRv6
-# routes, nftables, tc).  Each test script cleans up after itself with a
-# trap.  Without root they are skipped, loudly, with the reason.
+# routes, nftables, tc), each bounded to 10 minutes; each script cleans up
+# after itself with a trap.  Every script is a suite (scripts/suite.sh):
+# without root each is recorded as skipped with the reason, never passed.
 b=$1; shift
-[ $# -eq 0 ] && { echo "=== no root integration tests registered"; exit 0; }
-if [ "$(id -u)" != 0 ]; then
-	echo "=== SKIPPED $# root integration tests: they need root (network namespaces); run make check as root"
-	exit 0
+here=$(dirname "$0")
+own=""
+if [ -z "${MRC_CHECK_LOG:-}" ]; then
+	MRC_CHECK_LOG=$(mktemp); own=1
+	trap 'rm -f "$MRC_CHECK_LOG"' EXIT
 fi
-failed=""
+rc_all=0
 for t in "$@"; do
+	if [ "$(id -u)" != 0 ]; then
+		echo "=== SKIPPED $t: needs root (network namespaces); run make check as root"
+		"$here/suite.sh" record "$MRC_CHECK_LOG" skip "$t" "needs root (network namespaces)"
+		continue
+	fi
 	echo "=== $t"
-	if ! timeout 600 "$t" "$b"; then failed="$failed $t"; fi
+	timeout 600 "$t" "$b"; rc=$?
+	if [ $rc = 0 ]; then
+		"$here/suite.sh" record "$MRC_CHECK_LOG" pass "$t"
+	else
+		[ $rc = 124 ] && why="timed out after 600 s" || why="exit $rc"
+		"$here/suite.sh" record "$MRC_CHECK_LOG" fail "$t" "$why"
+		rc_all=1
+	fi
 done
-if [ -n "$failed" ]; then
-	echo "FAILED:$failed" >&2
-	exit 1
-fi
-echo "=== all $# root integration tests passed"
+[ -n "$own" ] && { "$here/suite.sh" summary "$MRC_CHECK_LOG" || rc_all=1; }
+exit $rc_all

@@ -1,13 +1,30 @@
 #!/bin/sh
-# Runs each test binary given, keeps going after a failure, and fails at the
-# end if any failed.  cmocka prints its own per-binary summary lines.
-failed=""
+# Runs each cmocka test binary given, keeps going after a failure, and
+# records every binary as a suite (scripts/suite.sh): passed, failed, or
+# skipped when any of its tests skipped (with the reasons the tests print
+# as "mrc-skip: ..." lines, tests/support/skip.h).  Exits 1 if any failed.
+here=$(dirname "$0")
+own=""
+if [ -z "${MRC_CHECK_LOG:-}" ]; then
+	MRC_CHECK_LOG=$(mktemp); own=1
+fi
+out=$(mktemp)
+trap 'rm -f "$out" ${own:+"$MRC_CHECK_LOG"}' EXIT
+rc_all=0
 for t in "$@"; do
 	echo "=== $t"
-	if ! "$t"; then failed="$failed $t"; fi
+	"$t" >"$out" 2>&1; rc=$?
+	cat "$out"
+	skipped=$(grep '^\[  SKIPPED \] ' "$out" | grep -cv 'test(s)')
+	if [ $rc != 0 ]; then
+		"$here/suite.sh" record "$MRC_CHECK_LOG" fail "$t" "exit $rc: $(grep -m1 -o '\[  FAILED  \] [^ ]*' "$out" | sed 's/.*] //')"
+		rc_all=1
+	elif [ "$skipped" != 0 ]; then
+		why=$(grep -o 'mrc-skip: .*' "$out" | sed 's/^mrc-skip: //' | sort -u | paste -sd ';' -)
+		"$here/suite.sh" record "$MRC_CHECK_LOG" skip "$t" "$skipped test(s) skipped: ${why:-no reason printed}"
+	else
+		"$here/suite.sh" record "$MRC_CHECK_LOG" pass "$t"
+	fi
 done
-if [ -n "$failed" ]; then
-	echo "FAILED:$failed" >&2
-	exit 1
-fi
-echo "=== all $# test binaries passed"
+[ -n "$own" ] && { "$here/suite.sh" summary "$MRC_CHECK_LOG" || rc_all=1; }
+exit $rc_all

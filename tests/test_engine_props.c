@@ -21,6 +21,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tests/support/skip.h"
+
 #include "tests/support/etest.h"
 
 #define MS 1000000ull
@@ -705,7 +707,7 @@ static void run_scenario(enum scen sc)
 	char msg[1024];
 
 	if (only && *only && strcmp(only, scen_name[sc]))
-		skip();
+		MRC_SKIP("MRC_PROP_SCEN=%s selects another scenario", only);
 	for (uint64_t i = 0; i < (one ? 1 : n); i++) {
 		uint64_t seed = one ? one : (uint64_t)sc * 1000003 + i + 1;
 		if (run_seed(sc, seed, msg, sizeof(msg)))

@@ -21,6 +21,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/support/skip.h"
+
 #include "common/ctlmsg.h"
 #include "mrc/mrc.h"
 #include "common/prng.h"
@@ -159,7 +161,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-#define NEED_DAEMON(state) do { if (!*(state)) skip(); } while (0)
+#define NEED_DAEMON(state) do { if (!*(state)) MRC_SKIP("%s is not built", MRCD_BIN); } while (0)
 
 /* Waits for and returns exactly one completion. */
 static struct mrc_completion get1(struct mrc_qp *qp)

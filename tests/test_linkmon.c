@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "tests/support/skip.h"
+
 #include <linux/if.h>
 #include <linux/rtnetlink.h>
 #include <netlink/attr.h>
@@ -175,10 +177,8 @@ static void test_root_veth_down_up(void **st)
 	struct mrc_nl *nl = NULL;
 	struct watch w = { 0 };
 
-	if (geteuid() != 0) {
-		fprintf(stderr, "linkmon: SKIPPED root test: needs root (network namespace)\n");
-		skip();
-	}
+	if (geteuid() != 0)
+		MRC_SKIP("needs root (network namespace)");
 	/* A private, anonymous namespace: it goes away with the process. */
 	assert_int_equal(unshare(CLONE_NEWNET), 0);
 	assert_int_equal(mrc_nl_open(&nl), 0);

@@ -32,6 +32,8 @@
 
 #include <cmocka.h>
 
+#include "tests/support/skip.h"
+
 #include <linux/seg6_local.h>
 
 #include "srv6/nl.h"
@@ -85,7 +87,7 @@ static int teardown(void **st)
 	return 0;
 }
 
-#define NEED_ROOT() do { if (geteuid() != 0) skip(); } while (0)
+#define NEED_ROOT() do { if (geteuid() != 0) MRC_SKIP("needs root (network namespaces)"); } while (0)
 
 static void ok(int rc, struct mrc_nl *nl, const char *what)
 {

@@ -13,8 +13,10 @@
 #     removed): applied without dropping the QP, the link's path becomes
 #     DENIED; with a topology of another shape: refused, nothing dropped
 # Faults are injected once the receiver's daemon has placed 20% of the
-# bytes (polled through mrcctl), so they land mid-transfer.  Bounded in
-# time; cleans up on every exit.
+# bytes (polled through mrcctl), so they land mid-transfer; every fault
+# command's exit status is checked, and so is its effect on h0's paths to
+# h7 (mrcctl paths -j: state, lost and trimmed packets of the path through
+# the faulty part).  Bounded in time; cleans up on every exit.
 set -u
 B=${1:-build}
 P=mrcD
@@ -63,20 +65,52 @@ $F up "$T" >/dev/null || { echo "mrc-fabric up failed"; exit 1; }
 jq '.topology' /run/mrc-fabric/$P/state.json >"$tmp/topo.json"
 for h in h0 h1 h2 h3 h4 h5 h6 h7; do start_mrcd $h; done
 
-# bulk NAME FAULT: one verified transfer h0 -> h7 with FAULT at 20%.
+# paths_snap: h0's paths to h7 as {"PLANE/SPINE": path} ({} before h7 is
+# a peer).
+paths_snap() {
+	ctl h0 -j paths h7 2>/dev/null | jq -c '[.paths[] | {key: "\(.plane)/\(.spine)", value: .}] | from_entries' ||
+		echo '{}'
+}
+# effect NAME BEFORE JQ: asserts JQ over {b: BEFORE, a: now} (h0's paths to
+# h7), i.e. that the injected fault did what it says.
+effect() {
+	local after; after=$(paths_snap)
+	if jq -e -n --argjson b "$2" --argjson a "$after" "{b: \$b, a: \$a} | $3" >/dev/null; then
+		ok "$1: fault took effect ($3)"
+	else
+		bad "$1: fault had no visible effect: $3 on $(jq -c -n --argjson b "$2" --argjson a "$after" \
+			'[$a | to_entries[] | select(.value.exists) | "\(.key) \(.value.state) lost \(.value.lost) (was \($b[.key].lost // 0)) trims \(.value.trims) (was \($b[.key].trims // 0))"]')"
+	fi
+}
+# inject NAME FAULT...: runs mrc-fabric's fault command, checks its status.
+inject() {
+	local name=$1; shift
+	$F "$@" >/dev/null || { bad "$name: 'mrc-fabric $*' failed (exit $?)"; return 1; }
+}
+# recv_ready: the receiver is listening (it prints this after mrc_listen).
+recv_ready() { grep -q "waiting for a sender" "$tmp/r"; }
+
+# bulk NAME FAULT CHECK: one verified transfer h0 -> h7 with FAULT at 20%;
+# CHECK (jq, see effect) proves the fault happened.
 sid=7100
 bulk() {
-	local name=$1 fault=$2 total base t0 rc_r rc_s
+	local name=$1 fault=$2 check=${3:-} total base t0 rc_r rc_s before
 	sid=$((sid + 1))
-	total=$(bytes_of "$SIZE"); base=$(placed)
+	total=$(bytes_of "$SIZE"); base=$(placed); before=$(paths_snap)
 	$B/bin/mrc_bulk -S "$(sock h7)" -s "$SIZE" -i $sid recv >"$tmp/r" 2>&1 &
 	local r=$!
-	until_t 10 ctl h7 -j status >/dev/null || true
+	until_t 10 recv_ready || bad "$name: receiver never listened: $(tail -n2 "$tmp/r")"
 	t0=$(date +%s%N)
 	timeout 300 $B/bin/mrc_bulk -S "$(sock h0)" -s "$SIZE" -i $sid send 7 >"$tmp/s" 2>&1 &
 	local s=$!
+	local injected=0
 	if [ -n "$fault" ]; then
-		if until_t 120 past 20 "$base" "$total"; then $F $fault >/dev/null; else bad "$name: never reached 20%"; fi
+		if until_t 120 past 20 "$base" "$total"; then
+			# shellcheck disable=SC2086
+			inject "$name" $fault && injected=1
+		else
+			bad "$name: never reached 20%"
+		fi
 	fi
 	wait $s; rc_s=$?
 	timeout 30 tail --pid=$r -f /dev/null; wait $r; rc_r=$?
@@ -86,13 +120,19 @@ bulk() {
 	else
 		bad "$name: sender exit $rc_s, receiver exit $rc_r"; tail -n3 "$tmp/s" "$tmp/r"
 	fi
-	$F restore >/dev/null
+	[ $injected = 1 ] && effect "$name" "$before" "$check"
+	$F restore >/dev/null || bad "$name: mrc-fabric restore failed"
 }
+# h0 (leaf 0) reaches h7 (leaf 3) through plane P, spine S: path "P/S".
 bulk "no fault" ""
-bulk "1% silent loss on spine link p0s0-p0l3" "drop p0s0-p0l3 1"
-bulk "spine p0s1 blackholed mid-transfer" "fail p0s1 --silent"
-bulk "plane-1 NIC of h0 down mid-transfer" "fail h0-p1l0"
-bulk "trimming 5% on spine link p1s0-p1l3" "trim p1s0-p1l3 5"
+bulk "1% silent loss on spine link p0s0-p0l3" "drop p0s0-p0l3 1" \
+	'.a["0/0"].lost > (.b["0/0"].lost // 0)'
+bulk "spine p0s1 blackholed mid-transfer" "fail p0s1 --silent" \
+	'.a["0/1"].state == "ASSUMED_BAD" and .a["0/1"].lost > (.b["0/1"].lost // 0)'
+bulk "plane-1 NIC of h0 down mid-transfer" "fail h0-p1l0" \
+	'.a["1/0"].state == "DENIED" and .a["1/1"].state == "DENIED" and .a["0/0"].state != "DENIED"'
+bulk "trimming 5% on spine link p1s0-p1l3" "trim p1s0-p1l3 5" \
+	'.a["1/0"].trims > (.b["1/0"].trims // 0)'
 
 # All-to-all among the 8 hosts with spine p1s0 failed (loud) during it
 # (h7 placing 10% of its share proves the exchange is under way).
@@ -101,22 +141,29 @@ for h in h0 h1 h2 h3 h4 h5 h6 h7; do
 	timeout 300 $B/bin/mrc_alltoall -S "$(sock $h)" -s 8M -r 3 >"$tmp/a2a-$h" 2>&1 &
 	a2a+=($!)
 done
-base=$(placed)
-if until_t 60 past 10 "$base" $((7 * 3 * 8 * 1048576)); then $F fail p1s0 >/dev/null; else bad "all-to-all never progressed"; fi
+base=$(placed); before=$(paths_snap); injected=0
+if until_t 60 past 10 "$base" $((7 * 3 * 8 * 1048576)); then
+	inject "all-to-all" fail p1s0 && injected=1
+else
+	bad "all-to-all never progressed"
+fi
 a2a_fail=0
 for j in "${a2a[@]}"; do wait "$j" || a2a_fail=$((a2a_fail + 1)); done
 [ $a2a_fail = 0 ] && ok "8-host all-to-all (3 rounds x 8 MiB per pair) with spine p1s0 failed: every slot verified ($(grep -ho "[0-9.]* s," "$tmp"/a2a-h0))" \
 	|| { bad "all-to-all: $a2a_fail host(s) failed"; tail -n2 "$tmp"/a2a-h*; }
-$F restore >/dev/null
+[ $injected = 1 ] && effect "all-to-all, spine p1s0 failed" "$before" \
+	'.a["1/0"].state != "GOOD" or .a["1/0"].lost > (.b["1/0"].lost // 0)'
+$F restore >/dev/null || bad "all-to-all: mrc-fabric restore failed"
 
 # The receiving client dies mid-transfer: the sender learns at once.
 sid=$((sid + 1)); total=$(bytes_of 512M); base=$(placed)
 $B/bin/mrc_bulk -S "$(sock h7)" -s 512M -i $sid recv >"$tmp/r" 2>&1 &
 r=$!
+until_t 10 recv_ready || bad "kill test: receiver never listened"
 timeout 60 $B/bin/mrc_bulk -S "$(sock h0)" -s 512M -i $sid send 7 >"$tmp/s" 2>&1 &
 s=$!
 until_t 60 past 20 "$base" "$total" || bad "kill test never reached 20%"
-kill -9 $r; t0=$(date +%s%N)
+kill -9 $r || bad "receiver killed: kill failed"; t0=$(date +%s%N)
 wait $s; rc=$?; ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 if [ $rc != 0 ] && [ $ms -lt 5000 ]; then
 	ok "receiver killed: sender failed cleanly after $ms ms ($(tail -n1 "$tmp/s"))"
@@ -130,10 +177,11 @@ until_t 5 noqps && ok "h7's daemon freed the dead client's QP" || bad "h7 still 
 sid=$((sid + 1)); base=$(placed)
 $B/bin/mrc_bulk -S "$(sock h7)" -s 512M -i $sid recv >"$tmp/r" 2>&1 &
 r=$!
+until_t 10 recv_ready || bad "restart test: receiver never listened"
 timeout 60 $B/bin/mrc_bulk -S "$(sock h0)" -s 512M -i $sid send 7 >"$tmp/s" 2>&1 &
 s=$!
 until_t 60 past 20 "$base" "$total" || bad "restart test never reached 20%"
-kill -9 "${dpid[h7]}"; t0=$(date +%s%N)
+kill -9 "${dpid[h7]}" || bad "daemon killed: kill failed"; t0=$(date +%s%N)
 wait $r; rc_r=$?; ms_r=$(( ($(date +%s%N) - t0) / 1000000 ))
 wait $s; rc_s=$?; ms_s=$(( ($(date +%s%N) - t0) / 1000000 ))
 [ $rc_r != 0 ] && [ $ms_r -lt 2000 ] && ok "daemon killed: its client got an error after $ms_r ms" \
@@ -150,11 +198,12 @@ reload_during() {
 	sid=$((sid + 1)); total=$(bytes_of 256M); base=$(placed)
 	$B/bin/mrc_bulk -S "$(sock h7)" -s 256M -i $sid recv >"$tmp/r" 2>&1 &
 	r=$!
+	until_t 10 recv_ready || bad "$name: receiver never listened"
 	timeout 120 $B/bin/mrc_bulk -S "$(sock h0)" -s 256M -i $sid send 7 >"$tmp/s" 2>&1 &
 	s=$!
 	until_t 60 past 20 "$base" "$total" || bad "$name: never reached 20%"
 	cp "$file" "$tmp/topo.json"
-	kill -HUP "${dpid[h0]}"
+	kill -HUP "${dpid[h0]}" || bad "$name: SIGHUP not delivered"
 	wait $s; local rc_s=$?
 	wait $r; local rc_r=$?
 	[ $rc_s = 0 ] && [ $rc_r = 0 ] && ok "$name: the transfer kept its QP and verified" \

@@ -39,8 +39,10 @@ run() {
 		echo "$line" >>"$tmp/c"
 		case "$line" in
 		*'"progress":20'*)
-			if [ -n "$fault" ]; then $F $fault >/dev/null; fi
-			injected=1 ;;
+			# The fault must really be injected: mrc-fabric's status.
+			# shellcheck disable=SC2086
+			if [ -z "$fault" ] || $F $fault >/dev/null; then injected=1
+			else echo "  'mrc-fabric $fault' failed"; injected=2; fi ;;
 		esac
 	done <"$tmp/fifo"
 	crc=0; wait $cpid || crc=$?
@@ -48,7 +50,11 @@ run() {
 	spid=
 	ok=1
 	[ "$crc" = 0 ] || { echo "  client exit $crc: $(cat "$tmp/ce")"; ok=0; }
-	[ $injected = 1 ] || { echo "  never reached 20% progress"; ok=0; }
+	case $injected in
+	1) ;;
+	2) ok=0 ;;
+	*) echo "  never reached 20% progress"; ok=0 ;;
+	esac
 	sc=$(jq -r 'select(.crc32c) | .crc32c' "$tmp/s")
 	cc=$(jq -r 'select(.crc32c) | .crc32c' "$tmp/c")
 	[ -n "$cc" ] && [ "$sc" = "$cc" ] || { echo "  CRC mismatch: sent $cc received $sc"; ok=0; }
@@ -63,7 +69,7 @@ run() {
 	else
 		echo "FAIL $name"; fails=$((fails + 1))
 	fi
-	$F restore >/dev/null
+	$F restore >/dev/null || { echo "FAIL $name: mrc-fabric restore failed"; fails=$((fails + 1)); }
 }
 
 sid=0

@@ -10,7 +10,7 @@ mrc-fabric_LDLIBS := -lbpf
 
 FABRIC_BPF_OBJ := $(B)/bpf/trim.bpf.o
 # -I for <asm/types.h>, which Debian keeps under the multiarch directory.
-$(FABRIC_BPF_OBJ): tools/fabric/trim.bpf.c topology/addr.h | deps
+$(FABRIC_BPF_OBJ): tools/fabric/trim.bpf.c topology/addr.h
 	@mkdir -p $(dir $@)
 	clang -O2 -g -target bpf -Wall -Werror -I. \
 		-I/usr/include/$(shell gcc -dumpmachine) -c $< -o $@

@@ -1,0 +1,52 @@
+#!/bin/sh
+# The one place that records and counts test suites for `make check`.
+#
+#   suite.sh record LOG pass|fail|skip NAME [REASON]
+#   suite.sh stage  LOG STAGE CMD...   run CMD; if it fails without having
+#                                      recorded a failure itself (a build
+#                                      error, a crashed runner), record one
+#   suite.sh summary LOG               print "N passed, N failed, N skipped",
+#                                      list every skip and failure with its
+#                                      reason; exit 1 if anything failed
+#
+# A suite is one cmocka binary, one sanitizer binary, one fuzz target or one
+# root script.  A suite that skipped anything is reported as skipped with the
+# reason, never as passed.  LOG is one line per suite: RESULT<TAB>NAME<TAB>REASON.
+set -u
+cmd=${1:-}; log=${2:-}
+[ -n "$log" ] || { echo "usage: suite.sh record|stage|summary LOG ..." >&2; exit 2; }
+nfail() { grep -c '^fail	' "$log" 2>/dev/null || true; }
+case "$cmd" in
+record)
+	res=$3; name=$4; why=${5:-}
+	case "$res" in pass|fail|skip) ;; *) echo "suite.sh: bad result '$res'" >&2; exit 2 ;; esac
+	printf '%s\t%s\t%s\n' "$res" "$name" "$why" | tr -d '\r' >>"$log"
+	;;
+stage)
+	stage=$3; shift 3
+	before=$(nfail)
+	MRC_CHECK_LOG=$log "$@"; rc=$?
+	if [ $rc != 0 ] && [ "$(nfail)" = "$before" ]; then
+		"$0" record "$log" fail "$stage" "exited $rc before any suite failed (build or runner error; see above)"
+	fi
+	exit 0
+	;;
+summary)
+	p=$(grep -c '^pass	' "$log" || true)
+	f=$(nfail)
+	s=$(grep -c '^skip	' "$log" || true)
+	echo "=================================================================="
+	if [ "$s" != 0 ]; then
+		echo "skipped:"
+		awk -F'\t' '$1 == "skip" { printf "  %s: %s\n", $2, $3 }' "$log"
+	fi
+	if [ "$f" != 0 ]; then
+		echo "failed:"
+		awk -F'\t' '$1 == "fail" { printf "  %s: %s\n", $2, $3 }' "$log"
+	fi
+	echo "make check: $p passed, $f failed, $s skipped"
+	[ "$f" = 0 ]
+	;;
+*)
+	echo "usage: suite.sh record|stage|summary LOG ..." >&2; exit 2 ;;
+esac
