@@ -68,7 +68,7 @@ for h in h0 h1 h2 h3 h4 h5 h6 h7; do start_mrcd $h; done
 # paths_snap: h0's paths to h7 as {"PLANE/SPINE": path} ({} before h7 is
 # a peer).
 paths_snap() {
-	ctl h0 -j paths h7 2>/dev/null | jq -c '[.paths[] | {key: "\(.plane)/\(.spine)", value: .}] | from_entries' ||
+	ctl h0 -j paths h7 2>/dev/null | jq -c '[.paths[] | {key: "\(.plane)/\(.spine)", value: .}] | from_entries' 2>/dev/null ||
 		echo '{}'
 }
 # effect NAME BEFORE JQ: asserts JQ over {b: BEFORE, a: now} (h0's paths to
