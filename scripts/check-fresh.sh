@@ -67,8 +67,9 @@ else
 fi
 # This machine's apt configuration (its mirror, proxies, validity rules)
 # and name resolution: the chroot stands for a fresh machine of this kind.
+rm -f "$root/etc/apt/sources.list"
 cp -a /etc/apt/sources.list.d/. "$root/etc/apt/sources.list.d/" 2>/dev/null || true
-[ -f /etc/apt/sources.list ] && cp /etc/apt/sources.list "$root/etc/apt/sources.list"
+if [ -f /etc/apt/sources.list ]; then cp /etc/apt/sources.list "$root/etc/apt/sources.list"; fi
 cp -a /etc/apt/apt.conf.d/. "$root/etc/apt/apt.conf.d/" 2>/dev/null || true
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 

@@ -159,7 +159,7 @@ done
 
 # Random loss: 50 % over 400 packets loses some and delivers some on the
 # crossing path only (bounds far outside what a fair coin does: p < 1e-30).
-$T "$F" drop "$L1" 50 >/dev/null
+$T "$F" drop "$L1" 50 >/dev/null || bad "drop failed"
 $T "$F" -j probe h0 h7 -c 400 -w 300 >"$TMP/pr.json"
 EV1=$(jq '.[1].ev' "$TMP/paths.json")
 got=$(jq --argjson ev "$EV1" '.[] | select(.ev == $ev) | .received' "$TMP/pr.json")
@@ -167,7 +167,7 @@ if [ "$got" -gt 100 ] && [ "$got" -lt 300 ]; then ok "drop 50%: $got of 400 arri
 else bad "drop 50%: $got of 400 arrived"; fi
 check "drop 50%: other paths lossless" \
 	"$(jq --argjson ev "$EV1" '[.[] | select(.ev != $ev and .received != 400)] | length' "$TMP/pr.json")" 0
-$T "$F" restore >/dev/null
+$T "$F" restore >/dev/null || bad "restore after drop failed"
 
 # Trimming: MRC data packets crossing the link arrive as 52-byte headers
 # with TRIMMED set that the transport's decoder (mrc_wire_decode, used by
@@ -179,15 +179,19 @@ expect_paths "trim $L1 (reverse)" h7 h0 "$TMP/paths.json" links "$L1" trimmed $N
 expect_paths "trim $L1: all still arrive" h0 h7 "$TMP/paths.json" links "$L1" received $N $N
 RAW=--raw expect_paths "trim $L1: non-MRC packets untouched" h0 h7 "$TMP/paths.json" links "$L1" trimmed 0 0
 check "show lists the active fault" "$("$F" -j show | jq '.faults | length')" 1
-$T "$F" restore >/dev/null
+$T "$F" restore >/dev/null || bad "restore after trim failed"
 all_healthy h0 h7
 check "restore clears the fault list" "$("$F" -j show | jq '.faults | length')" 0
 
 # A fault on a spine uplink leaves the one-hop path of same-leaf hosts alone.
-$T "$F" fail "$(jq -r '.[0].links[1]' "$TMP/paths01.json")" >/dev/null
+# The failure itself is checked: the path through that uplink delivers nothing.
+UP=$(jq -r '.[0].links[1]' "$TMP/paths01.json"); EV_UP=$(jq '.[0].ev' "$TMP/paths01.json")
+$T "$F" fail "$UP" >/dev/null || bad "fail $UP failed"
+$T "$F" -j probe h0 h1 --ev "$EV_UP" -c $N -w 300 >"$TMP/pr.json"
+check "uplink failure: the path through $UP delivers nothing" "$(jq '.[0].received' "$TMP/pr.json")" 0
 $T "$F" -j probe h0 h1 --ev "$direct" -c $N -w 1000 >"$TMP/pr.json"
 check "uplink failure: one-hop h0->h1 still delivers" "$(jq '.[0].received' "$TMP/pr.json")" $N
-$T "$F" restore >/dev/null
+$T "$F" restore >/dev/null || bad "restore after fail $UP failed"
 
 # ---- down ----------------------------------------------------------------
 $T "$F" down >/dev/null
