@@ -13,8 +13,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ctl/ctljson.h"
-#include "ctl/prom.h"
+#include "codec/operjson.h"
+#include "codec/prom.h"
 #include "ctl/render.h"
 
 enum {

@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
-#include "ctl/ctljson.h"
+#include "codec/operjson.h"
 
 /* Renders a verb's result.  0, or -EINVAL when the result lacks what the
  * verb's table needs. */

@@ -339,10 +339,6 @@ static void dispatch(struct mrcd_client *c, const struct mrc_ctl_msg *m, int *fd
 		fail(c, m, -EPROTO, "hello first");
 		return;
 	}
-	if (type >= MRC_CTL_OPER_FIRST && type <= MRC_CTL_OPER_LAST) {
-		fail(c, m, -EOPNOTSUPP, "operator verbs are served on mrcctl.sock, not here");
-		return;
-	}
 	switch (type) {
 	case MRC_CTL_HELLO: do_hello(c, m); break;
 	case MRC_CTL_REG_MR: do_reg_mr(c, m, fds[0]); break;

@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "common/ctlmsg.h"
-#include "common/ringcheck.h"
+#include "codec/climsg.h"
+#include "codec/ringcheck.h"
 #include "daemon/config.h"
 #include "daemon/mrcd.h"
 

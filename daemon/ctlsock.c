@@ -10,7 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "common/ctlmsg.h"
+#include "codec/climsg.h"
 #include "daemon/ctlsock.h"
 
 #define MAX_GROUPS 256

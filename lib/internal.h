@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "common/ctlmsg.h"
+#include "codec/climsg.h"
 #include "mrc/mrc.h"
 
 #define MRC__API __attribute__((visibility("default")))

@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "common/ctlmsg.h"
+#include "codec/climsg.h"
 #include "mrc/mrc.h"
 #include "common/prng.h"
 

@@ -1,8 +1,8 @@
-/* mrcd control protocol: strict encoding and decoding (ctlmsg.h). */
+/* mrcd control protocol: strict encoding and decoding (climsg.h). */
 #include <errno.h>
 #include <string.h>
 
-#include "common/ctlmsg.h"
+#include "codec/climsg.h"
 
 _Static_assert(sizeof(struct mrc_ctl_hdr) == 16, "ctl hdr");
 _Static_assert(sizeof(struct mrc_ctl_hello) == 40, "hello");
@@ -42,11 +42,6 @@ static const struct ctl_type *find(uint16_t type)
 	return NULL;
 }
 
-static int is_oper(uint16_t type)
-{
-	return type >= MRC_CTL_OPER_FIRST && type <= MRC_CTL_OPER_LAST;
-}
-
 size_t mrc__ctl_req_size(uint16_t type)
 {
 	const struct ctl_type *t = find(type);
@@ -73,7 +68,7 @@ const char *mrc__ctl_type_name(uint16_t type)
 	const struct ctl_type *t = find((uint16_t)(type & ~MRC_CTL_REPLY));
 	if (t)
 		return t->name;
-	return is_oper(type & ~MRC_CTL_REPLY) ? "operator" : "unknown";
+	return "unknown";
 }
 
 static void put_hdr(void *buf, uint16_t type, uint32_t req_id, size_t len)
@@ -87,7 +82,7 @@ int mrc__ctl_enc_req(void *buf, size_t cap, uint16_t type, uint32_t req_id,
 		     const void *body, size_t len)
 {
 	const struct ctl_type *t = find(type);
-	if (t ? len != t->req : !is_oper(type))
+	if (!t || len != t->req)
 		return -EINVAL;
 	if (sizeof(struct mrc_ctl_hdr) + len > cap || sizeof(struct mrc_ctl_hdr) + len > MRC_CTL_MSG_MAX)
 		return -EMSGSIZE;
@@ -102,7 +97,7 @@ int mrc__ctl_enc_rep(void *buf, size_t cap, uint16_t type, uint32_t req_id,
 {
 	const struct ctl_type *t = find(type);
 	/* An error may answer any request, even one of an unknown type. */
-	if (!t && !is_oper(type) && status == 0)
+	if (!t && status == 0)
 		return -EINVAL;
 	if (type & MRC_CTL_REPLY)
 		return -EINVAL;
@@ -233,8 +228,6 @@ int mrc__ctl_dec_req(const void *buf, size_t len, struct mrc_ctl_msg *m, const c
 	uint16_t type = m->hdr.type;
 	if (type & MRC_CTL_REPLY)
 		BAD("a reply where a request was expected");
-	if (is_oper(type))
-		return 0;
 	const struct ctl_type *t = find(type);
 	if (!t) {
 		*why = "unknown request type";
@@ -280,11 +273,11 @@ int mrc__ctl_dec_rep(const void *buf, size_t len, struct mrc_ctl_msg *m, const c
 		m->body_len = 0;
 		return 0;
 	}
-	if (!t && !is_oper(type)) {
+	if (!t) {
 		*why = "unknown reply type";
 		return -EOPNOTSUPP;
 	}
-	if (t && m->body_len != t->rep)
+	if (m->body_len != t->rep)
 		BAD("body size does not match the reply type");
 	return 0;
 }

@@ -14,12 +14,11 @@
  * (other requests may be answered meanwhile).
  *
  * Type space:  0x0001-0x00ff client operations (libmrc)
- *              0x0100-0x01ff operator verbs (mrcctl: status, paths,
- *                            events, admin), defined by ctl/
- *              0x0200-0x7fff unassigned; 0x8000 is the reply bit.
+ *              0x0100-0x7fff unassigned; 0x8000 is the reply bit.
+ * Operators (mrcctl) speak JSON on their own socket (codec/operjson.h).
  */
-#ifndef MRC_COMMON_CTLMSG_H
-#define MRC_COMMON_CTLMSG_H
+#ifndef MRC_CODEC_CLIMSG_H
+#define MRC_CODEC_CLIMSG_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -45,8 +44,6 @@ enum mrc_ctl_type {
 	MRC_CTL_ACCEPT = 0x000a,
 	MRC_CTL_CONNECT = 0x000b,
 	MRC_CTL_CLIENT_LAST = 0x000b,
-	MRC_CTL_OPER_FIRST = 0x0100,   /* reserved for mrcctl */
-	MRC_CTL_OPER_LAST = 0x01ff,
 	MRC_CTL_REPLY = 0x8000,
 };
 
@@ -163,8 +160,8 @@ struct mrc_ctl_msg {
 	uint32_t reason_len;
 };
 
-/* Body size of a request type (0 for unknown or operator types: those are
- * checked by ctl/); reply body size after the status (0 when none). */
+/* Body size of a request type (0 for unknown types); reply body size after
+ * the status (0 when none). */
 size_t mrc__ctl_req_size(uint16_t type);
 size_t mrc__ctl_rep_size(uint16_t type);
 /* How many fds a request / a successful reply of this type carries. */
@@ -185,8 +182,8 @@ int mrc__ctl_enc_rep(void *buf, size_t cap, uint16_t type, uint32_t req_id,
 /* Strict decoding of one whole message (error replies of any type
  * decode, with their reason).  -EBADMSG for anything malformed
  * (why: a static string), -EPROTONOSUPPORT for a version other than 1,
- * -EOPNOTSUPP for an unknown client type (operator types decode with
- * their body unchecked).  On success m->body points into buf. */
+ * -EOPNOTSUPP for an unknown type.  On success m->body points into
+ * buf. */
 int mrc__ctl_dec_req(const void *buf, size_t len, struct mrc_ctl_msg *m, const char **why);
 int mrc__ctl_dec_rep(const void *buf, size_t len, struct mrc_ctl_msg *m, const char **why);
 
