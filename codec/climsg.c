@@ -1,40 +1,40 @@
-/* mrcd control protocol: strict encoding and decoding (climsg.h). */
+/* mrcd client protocol: strict encoding and decoding (climsg.h). */
 #include <errno.h>
 #include <string.h>
 
 #include "codec/climsg.h"
 
-_Static_assert(sizeof(struct mrc_ctl_hdr) == 16, "ctl hdr");
-_Static_assert(sizeof(struct mrc_ctl_hello) == 40, "hello");
-_Static_assert(sizeof(struct mrc_ctl_hello_rep) == 40, "hello rep");
-_Static_assert(sizeof(struct mrc_ctl_create_qp_rep) == 32, "create rep");
-_Static_assert(sizeof(struct mrc_ctl_status) + MRC_CTL_REASON_MAX +
-	       sizeof(struct mrc_ctl_hdr) <= MRC_CTL_MSG_MAX, "max msg");
+_Static_assert(sizeof(struct mrc_cli_hdr) == 16, "ctl hdr");
+_Static_assert(sizeof(struct mrc_cli_hello) == 40, "hello");
+_Static_assert(sizeof(struct mrc_cli_hello_rep) == 40, "hello rep");
+_Static_assert(sizeof(struct mrc_cli_create_qp_rep) == 32, "create rep");
+_Static_assert(sizeof(struct mrc_cli_status) + MRC_CLI_REASON_MAX +
+	       sizeof(struct mrc_cli_hdr) <= MRC_CLI_MSG_MAX, "max msg");
 
 #define MR_ACCESS_ALL 0xfu     /* MRC_MR_* bits of mrc.h */
 
-struct ctl_type {
+struct cli_type {
 	uint16_t type;
 	uint16_t req, rep;         /* body sizes */
 	uint8_t req_fds, rep_fds;
 	const char *name;
 };
 
-static const struct ctl_type types[] = {
-	{ MRC_CTL_HELLO, sizeof(struct mrc_ctl_hello), sizeof(struct mrc_ctl_hello_rep), 0, 0, "hello" },
-	{ MRC_CTL_REG_MR, sizeof(struct mrc_ctl_reg_mr), sizeof(struct mrc_ctl_reg_mr_rep), 1, 0, "reg_mr" },
-	{ MRC_CTL_DEREG_MR, sizeof(struct mrc_ctl_key), 0, 0, 0, "dereg_mr" },
-	{ MRC_CTL_CREATE_QP, sizeof(struct mrc_ctl_create_qp), sizeof(struct mrc_ctl_create_qp_rep), 0, 3, "create_qp" },
-	{ MRC_CTL_DESTROY_QP, sizeof(struct mrc_ctl_qpn), 0, 0, 0, "destroy_qp" },
-	{ MRC_CTL_QP_INFO, sizeof(struct mrc_ctl_qpn), sizeof(struct mrc_ctl_qp_info_rep), 0, 0, "qp_info" },
-	{ MRC_CTL_CONNECT_OOB, sizeof(struct mrc_ctl_connect_oob), 0, 0, 0, "connect_oob" },
-	{ MRC_CTL_LISTEN, sizeof(struct mrc_ctl_listen), 0, 0, 0, "listen" },
-	{ MRC_CTL_UNLISTEN, sizeof(struct mrc_ctl_listen), 0, 0, 0, "unlisten" },
-	{ MRC_CTL_ACCEPT, sizeof(struct mrc_ctl_accept), sizeof(struct mrc_ctl_addr_rep), 0, 0, "accept" },
-	{ MRC_CTL_CONNECT, sizeof(struct mrc_ctl_connect), sizeof(struct mrc_ctl_addr_rep), 0, 0, "connect" },
+static const struct cli_type types[] = {
+	{ MRC_CLI_HELLO, sizeof(struct mrc_cli_hello), sizeof(struct mrc_cli_hello_rep), 0, 0, "hello" },
+	{ MRC_CLI_REG_MR, sizeof(struct mrc_cli_reg_mr), sizeof(struct mrc_cli_reg_mr_rep), 1, 0, "reg_mr" },
+	{ MRC_CLI_DEREG_MR, sizeof(struct mrc_cli_key), 0, 0, 0, "dereg_mr" },
+	{ MRC_CLI_CREATE_QP, sizeof(struct mrc_cli_create_qp), sizeof(struct mrc_cli_create_qp_rep), 0, 3, "create_qp" },
+	{ MRC_CLI_DESTROY_QP, sizeof(struct mrc_cli_qpn), 0, 0, 0, "destroy_qp" },
+	{ MRC_CLI_QP_INFO, sizeof(struct mrc_cli_qpn), sizeof(struct mrc_cli_qp_info_rep), 0, 0, "qp_info" },
+	{ MRC_CLI_CONNECT_OOB, sizeof(struct mrc_cli_connect_oob), 0, 0, 0, "connect_oob" },
+	{ MRC_CLI_LISTEN, sizeof(struct mrc_cli_listen), 0, 0, 0, "listen" },
+	{ MRC_CLI_UNLISTEN, sizeof(struct mrc_cli_listen), 0, 0, 0, "unlisten" },
+	{ MRC_CLI_ACCEPT, sizeof(struct mrc_cli_accept), sizeof(struct mrc_cli_addr_rep), 0, 0, "accept" },
+	{ MRC_CLI_CONNECT, sizeof(struct mrc_cli_connect), sizeof(struct mrc_cli_addr_rep), 0, 0, "connect" },
 };
 
-static const struct ctl_type *find(uint16_t type)
+static const struct cli_type *find(uint16_t type)
 {
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (types[i].type == type)
@@ -42,30 +42,30 @@ static const struct ctl_type *find(uint16_t type)
 	return NULL;
 }
 
-size_t mrc__ctl_req_size(uint16_t type)
+size_t mrc__cli_req_size(uint16_t type)
 {
-	const struct ctl_type *t = find(type);
+	const struct cli_type *t = find(type);
 	return t ? t->req : 0;
 }
-size_t mrc__ctl_rep_size(uint16_t type)
+size_t mrc__cli_rep_size(uint16_t type)
 {
-	const struct ctl_type *t = find(type);
+	const struct cli_type *t = find(type);
 	return t ? t->rep : 0;
 }
-unsigned mrc__ctl_req_fds(uint16_t type)
+unsigned mrc__cli_req_fds(uint16_t type)
 {
-	const struct ctl_type *t = find(type);
+	const struct cli_type *t = find(type);
 	return t ? t->req_fds : 0;
 }
-unsigned mrc__ctl_rep_fds(uint16_t type)
+unsigned mrc__cli_rep_fds(uint16_t type)
 {
-	const struct ctl_type *t = find(type);
+	const struct cli_type *t = find(type);
 	return t ? t->rep_fds : 0;
 }
 
-const char *mrc__ctl_type_name(uint16_t type)
+const char *mrc__cli_type_name(uint16_t type)
 {
-	const struct ctl_type *t = find((uint16_t)(type & ~MRC_CTL_REPLY));
+	const struct cli_type *t = find((uint16_t)(type & ~MRC_CLI_REPLY));
 	if (t)
 		return t->name;
 	return "unknown";
@@ -73,48 +73,48 @@ const char *mrc__ctl_type_name(uint16_t type)
 
 static void put_hdr(void *buf, uint16_t type, uint32_t req_id, size_t len)
 {
-	struct mrc_ctl_hdr h = { .magic = MRC_CTL_MAGIC, .version = MRC_CTL_VERSION,
+	struct mrc_cli_hdr h = { .magic = MRC_CLI_MAGIC, .version = MRC_CLI_VERSION,
 				 .type = type, .len = (uint32_t)len, .req_id = req_id };
 	memcpy(buf, &h, sizeof(h));
 }
 
-int mrc__ctl_enc_req(void *buf, size_t cap, uint16_t type, uint32_t req_id,
+int mrc__cli_enc_req(void *buf, size_t cap, uint16_t type, uint32_t req_id,
 		     const void *body, size_t len)
 {
-	const struct ctl_type *t = find(type);
+	const struct cli_type *t = find(type);
 	if (!t || len != t->req)
 		return -EINVAL;
-	if (sizeof(struct mrc_ctl_hdr) + len > cap || sizeof(struct mrc_ctl_hdr) + len > MRC_CTL_MSG_MAX)
+	if (sizeof(struct mrc_cli_hdr) + len > cap || sizeof(struct mrc_cli_hdr) + len > MRC_CLI_MSG_MAX)
 		return -EMSGSIZE;
 	put_hdr(buf, type, req_id, len);
 	if (len)
-		memcpy((char *)buf + sizeof(struct mrc_ctl_hdr), body, len);
-	return (int)(sizeof(struct mrc_ctl_hdr) + len);
+		memcpy((char *)buf + sizeof(struct mrc_cli_hdr), body, len);
+	return (int)(sizeof(struct mrc_cli_hdr) + len);
 }
 
-int mrc__ctl_enc_rep(void *buf, size_t cap, uint16_t type, uint32_t req_id,
+int mrc__cli_enc_rep(void *buf, size_t cap, uint16_t type, uint32_t req_id,
 		     int32_t status, const void *body, size_t len, const char *reason)
 {
-	const struct ctl_type *t = find(type);
+	const struct cli_type *t = find(type);
 	/* An error may answer any request, even one of an unknown type. */
 	if (!t && status == 0)
 		return -EINVAL;
-	if (type & MRC_CTL_REPLY)
+	if (type & MRC_CLI_REPLY)
 		return -EINVAL;
 	if (status > 0 || (status == 0 && t && len != t->rep) || (status < 0 && len))
 		return -EINVAL;
 	size_t rlen = 0;
 	if (status < 0 && reason) {
-		rlen = strnlen(reason, MRC_CTL_REASON_MAX);
+		rlen = strnlen(reason, MRC_CLI_REASON_MAX);
 		body = reason;
 		len = rlen;
 	}
-	size_t total = sizeof(struct mrc_ctl_hdr) + sizeof(struct mrc_ctl_status) + len;
-	if (total > cap || total > MRC_CTL_MSG_MAX)
+	size_t total = sizeof(struct mrc_cli_hdr) + sizeof(struct mrc_cli_status) + len;
+	if (total > cap || total > MRC_CLI_MSG_MAX)
 		return -EMSGSIZE;
-	put_hdr(buf, type | MRC_CTL_REPLY, req_id, total - sizeof(struct mrc_ctl_hdr));
-	struct mrc_ctl_status st = { .status = status };
-	char *p = (char *)buf + sizeof(struct mrc_ctl_hdr);
+	put_hdr(buf, type | MRC_CLI_REPLY, req_id, total - sizeof(struct mrc_cli_hdr));
+	struct mrc_cli_status st = { .status = status };
+	char *p = (char *)buf + sizeof(struct mrc_cli_hdr);
 	memcpy(p, &st, sizeof(st));
 	if (len)
 		memcpy(p + sizeof(st), body, len);
@@ -132,23 +132,23 @@ static int zero(const void *p, size_t n)
 
 #define BAD(msg) do { *why = (msg); return -EBADMSG; } while (0)
 
-static int dec_hdr(const void *buf, size_t len, struct mrc_ctl_msg *m, const char **why)
+static int dec_hdr(const void *buf, size_t len, struct mrc_cli_msg *m, const char **why)
 {
 	memset(m, 0, sizeof(*m));
-	if (len < sizeof(struct mrc_ctl_hdr))
+	if (len < sizeof(struct mrc_cli_hdr))
 		BAD("shorter than the header");
-	if (len > MRC_CTL_MSG_MAX)
+	if (len > MRC_CLI_MSG_MAX)
 		BAD("longer than the largest message");
 	memcpy(&m->hdr, buf, sizeof(m->hdr));
-	if (m->hdr.magic != MRC_CTL_MAGIC)
+	if (m->hdr.magic != MRC_CLI_MAGIC)
 		BAD("bad magic");
-	if (m->hdr.version != MRC_CTL_VERSION) {
+	if (m->hdr.version != MRC_CLI_VERSION) {
 		*why = "unsupported protocol version";
 		return -EPROTONOSUPPORT;
 	}
-	if (m->hdr.len != len - sizeof(struct mrc_ctl_hdr))
+	if (m->hdr.len != len - sizeof(struct mrc_cli_hdr))
 		BAD("length field does not match the message");
-	m->body = (const char *)buf + sizeof(struct mrc_ctl_hdr);
+	m->body = (const char *)buf + sizeof(struct mrc_cli_hdr);
 	m->body_len = m->hdr.len;
 	return 0;
 }
@@ -158,8 +158,8 @@ static int dec_hdr(const void *buf, size_t len, struct mrc_ctl_msg *m, const cha
 static int check_req_body(uint16_t type, const void *b, const char **why)
 {
 	switch (type) {
-	case MRC_CTL_HELLO: {
-		struct mrc_ctl_hello h;
+	case MRC_CLI_HELLO: {
+		struct mrc_cli_hello h;
 		memcpy(&h, b, sizeof(h));
 		if (h.rsvd)
 			BAD("reserved field not zero");
@@ -169,8 +169,8 @@ static int check_req_body(uint16_t type, const void *b, const char **why)
 			BAD("hello: name not terminated");
 		return 0;
 	}
-	case MRC_CTL_REG_MR: {
-		struct mrc_ctl_reg_mr r;
+	case MRC_CLI_REG_MR: {
+		struct mrc_cli_reg_mr r;
 		memcpy(&r, b, sizeof(r));
 		if (r.rsvd)
 			BAD("reserved field not zero");
@@ -182,32 +182,32 @@ static int check_req_body(uint16_t type, const void *b, const char **why)
 			BAD("reg_mr: offset + length overflows");
 		return 0;
 	}
-	case MRC_CTL_DEREG_MR:
-	case MRC_CTL_DESTROY_QP:
-	case MRC_CTL_QP_INFO:
+	case MRC_CLI_DEREG_MR:
+	case MRC_CLI_DESTROY_QP:
+	case MRC_CLI_QP_INFO:
 		if (!zero((const char *)b + 4, 4))
 			BAD("reserved field not zero");
 		return 0;
-	case MRC_CTL_CREATE_QP: {
-		struct mrc_ctl_create_qp c;
+	case MRC_CLI_CREATE_QP: {
+		struct mrc_cli_create_qp c;
 		memcpy(&c, b, sizeof(c));
-		if (c.flags & ~MRC_CTL_QP_FLAGS)
+		if (c.flags & ~MRC_CLI_QP_FLAGS)
 			BAD("create_qp: unknown flags");
-		if (!(c.flags & MRC_CTL_QP_PIN_EV) && c.pin_ev)
+		if (!(c.flags & MRC_CLI_QP_PIN_EV) && c.pin_ev)
 			BAD("create_qp: pin_ev without the PIN_EV flag");
 		return 0;
 	}
-	case MRC_CTL_CONNECT_OOB: {
-		struct mrc_ctl_connect_oob c;
+	case MRC_CLI_CONNECT_OOB: {
+		struct mrc_cli_connect_oob c;
 		memcpy(&c, b, sizeof(c));
 		if (c.rsvd)
 			BAD("reserved field not zero");
 		return 0;
 	}
-	case MRC_CTL_LISTEN:
+	case MRC_CLI_LISTEN:
 		return 0;
-	case MRC_CTL_UNLISTEN: {
-		struct mrc_ctl_listen l;
+	case MRC_CLI_UNLISTEN: {
+		struct mrc_cli_listen l;
 		memcpy(&l, b, sizeof(l));
 		if (l.backlog)
 			BAD("unlisten: backlog not zero");
@@ -217,7 +217,7 @@ static int check_req_body(uint16_t type, const void *b, const char **why)
 	return 0;
 }
 
-int mrc__ctl_dec_req(const void *buf, size_t len, struct mrc_ctl_msg *m, const char **why)
+int mrc__cli_dec_req(const void *buf, size_t len, struct mrc_cli_msg *m, const char **why)
 {
 	const char *dummy;
 	if (!why)
@@ -226,9 +226,9 @@ int mrc__ctl_dec_req(const void *buf, size_t len, struct mrc_ctl_msg *m, const c
 	if (r)
 		return r;
 	uint16_t type = m->hdr.type;
-	if (type & MRC_CTL_REPLY)
+	if (type & MRC_CLI_REPLY)
 		BAD("a reply where a request was expected");
-	const struct ctl_type *t = find(type);
+	const struct cli_type *t = find(type);
 	if (!t) {
 		*why = "unknown request type";
 		return -EOPNOTSUPP;
@@ -238,7 +238,7 @@ int mrc__ctl_dec_req(const void *buf, size_t len, struct mrc_ctl_msg *m, const c
 	return check_req_body(type, m->body, why);
 }
 
-int mrc__ctl_dec_rep(const void *buf, size_t len, struct mrc_ctl_msg *m, const char **why)
+int mrc__cli_dec_rep(const void *buf, size_t len, struct mrc_cli_msg *m, const char **why)
 {
 	const char *dummy;
 	if (!why)
@@ -247,11 +247,11 @@ int mrc__ctl_dec_rep(const void *buf, size_t len, struct mrc_ctl_msg *m, const c
 	if (r)
 		return r;
 	uint16_t type = m->hdr.type;
-	if (!(type & MRC_CTL_REPLY))
+	if (!(type & MRC_CLI_REPLY))
 		BAD("a request where a reply was expected");
-	type &= (uint16_t)~MRC_CTL_REPLY;
-	const struct ctl_type *t = find(type);
-	struct mrc_ctl_status st;
+	type &= (uint16_t)~MRC_CLI_REPLY;
+	const struct cli_type *t = find(type);
+	struct mrc_cli_status st;
 	if (m->body_len < sizeof(st))
 		BAD("reply without status");
 	memcpy(&st, m->body, sizeof(st));
@@ -263,7 +263,7 @@ int mrc__ctl_dec_rep(const void *buf, size_t len, struct mrc_ctl_msg *m, const c
 	m->body = (const char *)m->body + sizeof(st);
 	m->body_len -= (uint32_t)sizeof(st);
 	if (st.status < 0) {
-		if (m->body_len > MRC_CTL_REASON_MAX)
+		if (m->body_len > MRC_CLI_REASON_MAX)
 			BAD("reason text too long");
 		if (memchr(m->body, 0, m->body_len))
 			BAD("reason text contains NUL");
