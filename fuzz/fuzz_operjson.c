@@ -10,6 +10,7 @@
 #include "codec/operjson.h"
 #include "codec/prom.h"
 #include "ctl/render.h"
+#include "ctl/verbs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -13,6 +13,7 @@
 #include "codec/operjson.h"
 #include "codec/prom.h"
 #include "ctl/render.h"
+#include "ctl/verbs.h"
 
 static int parse(const char *s, struct mrc_oper_req *r, char *err)
 {
