@@ -1,7 +1,8 @@
 /* mrcctl: inspect and steer mrcd (man/mrcctl.8, docs/ctl.md).
  *
- * iproute2-style verbs; human tables by default, -j compact JSON, -p
- * pretty JSON.  Exit codes are a contract for scripts (see usage()). */
+ * iproute2-style verbs, one table of them in ctl/verbs.c; human tables by
+ * default, -j compact JSON, -p pretty JSON.  Exit codes are a contract for
+ * scripts (see the usage text). */
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
@@ -13,65 +14,17 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ctl/ctljson.h"
-#include "ctl/prom.h"
+#include "codec/operjson.h"
+#include "codec/prom.h"
 #include "ctl/render.h"
+#include "ctl/verbs.h"
 
 enum {
 	EX_OK = 0, EX_DAEMON = 1, EX_USAGE_ = 2, EX_CONNECT = 3, EX_PERM = 4, EX_NOTFOUND = 5,
 	EX_PROTO = 6, EX_TIMEOUT = 7,
 };
 
-static const char usage_text[] =
-	"usage: mrcctl [-j | -p] [-s SOCKET] [-t SECONDS] VERB [ARGS]\n"
-	"\n"
-	"verbs (read-only):\n"
-	"  status                          version, uptime, host, planes, QPs, totals\n"
-	"  planes                          per plane: NIC, link, admin state, rates, loss, EV states\n"
-	"  peers                           hosts this node has paths to\n"
-	"  paths PEER                      every EV to PEER: plane, spine, uSID address, state, RTT, loss\n"
-	"  qps [QPN]                       queue pairs (QPN decimal or 0x hex)\n"
-	"  stats [--prom]                  every counter (--prom: Prometheus text)\n"
-	"  events [-f] [-n N]              recent events (-f: keep following; -n: last N)\n"
-	"  probe PEER [--plane P] [--spine S] [--timeout MS]\n"
-	"                                  probe paths to PEER, print RTT or loss per path\n"
-	"  topology                        the fabric as mrcd sees it\n"
-	"  version                         mrcctl's and mrcd's versions\n"
-	"  help                            this text\n"
-	"verbs (admin: root or mrcd's admin_group):\n"
-	"  plane disable|enable P          deny/allow every path of plane P, for every peer\n"
-	"  path deny|allow PEER EV         deny/allow one path\n"
-	"\n"
-	"options:\n"
-	"  -j, --json           compact JSON (one object; the contract in docs/ctl.md)\n"
-	"  -p, --pretty         indented JSON\n"
-	"  -s, --socket PATH    operator socket (default $MRCCTL_SOCKET or " MRC_OPER_DEFAULT_SOCK ")\n"
-	"  -t, --timeout SECS   reply timeout (default 10)\n"
-	"\n"
-	"exit status: 0 ok, 1 mrcd reported an error, 2 usage error, 3 cannot connect to\n"
-	"mrcd, 4 permission denied, 5 no such peer/QP/plane/path, 6 protocol error,\n"
-	"7 no reply in time.\n";
-
 static int json_mode;   /* 0 human, 1 compact, 2 pretty */
-
-static int usage_err(const char *fmt, const char *a)
-{
-	fprintf(stderr, "mrcctl: ");
-	fprintf(stderr, fmt, a);
-	fprintf(stderr, "\n(mrcctl help for usage)\n");
-	return EX_USAGE_;
-}
-
-static int parse_num(const char *s, long long max, long long *out)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 0);
-	if (!*s || *end || errno || v < 0 || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
 
 static int exit_for(int err)
 {
@@ -208,94 +161,6 @@ static int follow(int fd)
 	return EX_OK;
 }
 
-/* Parses VERB ARGS into a request.  Returns 0 or an exit code. */
-static int parse_verb(int argc, char **argv, struct mrc_oper_req *r, int *prom)
-{
-	const char *v = argv[0];
-	long long x;
-	int i = 1;
-	if (!strcmp(v, "plane") || !strcmp(v, "path")) {
-		if (argc < 2)
-			return usage_err("'%s' needs an action", v);
-		char name[32];
-		snprintf(name, sizeof(name), "%s-%s", v, argv[1]);
-		r->verb = mrc_oper_verb_find(name);
-		if (r->verb != (v[1] == 'l' ? MRC_OPER_PLANE_DISABLE : MRC_OPER_PATH_DENY) &&
-		    r->verb != (v[1] == 'l' ? MRC_OPER_PLANE_ENABLE : MRC_OPER_PATH_ALLOW))
-			return usage_err("unknown action '%s' (plane disable|enable P, path deny|allow PEER EV)",
-					 argv[1]);
-		i = 2;
-	} else {
-		r->verb = mrc_oper_verb_find(v);
-		if (r->verb == MRC_OPER_NONE || mrc_oper_verb_is_admin(r->verb))
-			return usage_err("unknown verb '%s'", v);
-	}
-	switch (r->verb) {
-	case MRC_OPER_PATHS:
-	case MRC_OPER_PROBE:
-	case MRC_OPER_PATH_DENY:
-	case MRC_OPER_PATH_ALLOW:
-		if (i >= argc)
-			return usage_err("'%s' needs a PEER (host name or index)", v);
-		if (strlen(argv[i]) >= sizeof(r->peer))
-			return usage_err("peer name '%s' is too long", argv[i]);
-		snprintf(r->peer, sizeof(r->peer), "%s", argv[i++]);
-		break;
-	default:
-		break;
-	}
-	if (r->verb == MRC_OPER_PATH_DENY || r->verb == MRC_OPER_PATH_ALLOW ||
-	    r->verb == MRC_OPER_PLANE_DISABLE || r->verb == MRC_OPER_PLANE_ENABLE) {
-		int plane = r->verb == MRC_OPER_PLANE_DISABLE || r->verb == MRC_OPER_PLANE_ENABLE;
-		if (i >= argc)
-			return usage_err("missing %s", plane ? "plane number" : "EV number");
-		if (parse_num(argv[i], plane ? 15 : 4095, &x))
-			return usage_err(plane ? "bad plane '%s' (0..15)" : "bad EV '%s' (0..4095)", argv[i]);
-		if (plane)
-			r->plane = (int32_t)x;
-		else
-			r->ev = (int32_t)x;
-		i++;
-	}
-	if (r->verb == MRC_OPER_QPS && i < argc) {
-		if (parse_num(argv[i], 0xffffffffll, &x))
-			return usage_err("bad QP number '%s'", argv[i]);
-		r->qp = x;
-		i++;
-	}
-	for (; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (r->verb == MRC_OPER_STATS && !strcmp(a, "--prom")) {
-			*prom = 1;
-		} else if (r->verb == MRC_OPER_EVENTS && (!strcmp(a, "-f") || !strcmp(a, "--follow"))) {
-			r->follow = 1;
-		} else if (r->verb == MRC_OPER_EVENTS && (!strcmp(a, "-n") || !strcmp(a, "--last")) && val) {
-			if (parse_num(val, 100000, &x))
-				return usage_err("bad count '%s'", val);
-			r->last = (int32_t)x;
-			i++;
-		} else if (r->verb == MRC_OPER_PROBE && !strcmp(a, "--plane") && val) {
-			if (parse_num(val, 15, &x))
-				return usage_err("bad plane '%s' (0..15)", val);
-			r->plane = (int32_t)x;
-			i++;
-		} else if (r->verb == MRC_OPER_PROBE && !strcmp(a, "--spine") && val) {
-			if (parse_num(val, 255, &x))
-				return usage_err("bad spine '%s' (0..255)", val);
-			r->spine = (int32_t)x;
-			i++;
-		} else if (r->verb == MRC_OPER_PROBE && !strcmp(a, "--timeout") && val) {
-			if (parse_num(val, 60000, &x))
-				return usage_err("bad timeout '%s' (ms, 0..60000)", val);
-			r->timeout_ms = (int32_t)x;
-			i++;
-		} else {
-			return usage_err("unexpected argument '%s'", a);
-		}
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -313,27 +178,28 @@ int main(int argc, char **argv)
 		case 'p': json_mode = 2; break;
 		case 's': sock = optarg; break;
 		case 't':
-			if (parse_num(optarg, 3600, &tmo) || !tmo)
-				return usage_err("bad timeout '%s' (seconds, 1..3600)", optarg);
+			if (mrc_ctl_parse_num(optarg, 3600, &tmo) || !tmo) {
+				mrc_ctl_usage_err(stderr, "bad timeout '%s' (seconds, 1..3600)", optarg);
+				return EX_USAGE_;
+			}
 			break;
-		case 'h': fputs(usage_text, stdout); return EX_OK;
-		default: fputs(usage_text, stderr); return EX_USAGE_;
+		case 'h': mrc_ctl_usage(stdout); return EX_OK;
+		default: mrc_ctl_usage(stderr); return EX_USAGE_;
 		}
 	}
 	if (optind >= argc) {
-		fputs(usage_text, stderr);
+		mrc_ctl_usage(stderr);
 		return EX_USAGE_;
 	}
-	if (!strcmp(argv[optind], "help")) {
-		fputs(usage_text, stdout);
+	struct mrc_ctl_cmd cmd;
+	if (mrc_ctl_parse(argc - optind, argv + optind, &cmd, stderr))
+		return EX_USAGE_;
+	if (cmd.req.verb == MRC_OPER_NONE) {    /* help */
+		mrc_ctl_usage(stdout);
 		return EX_OK;
 	}
-	struct mrc_oper_req r;
-	mrc_oper_req_init(&r);
-	int prom = 0;
-	int rc = parse_verb(argc - optind, argv + optind, &r, &prom);
-	if (rc)
-		return rc;
+	struct mrc_oper_req r = cmd.req;
+	int rc;
 	r.id = (uint32_t)getpid();
 	int fd;
 	if ((rc = connect_sock(sock, &fd)))
@@ -369,14 +235,14 @@ int main(int argc, char **argv)
 		close(fd);
 		return report(rc, msg);
 	}
-	if (prom) {
+	if (cmd.prom) {
 		char *t = mrc_oper_prom(res);
 		if (t)
 			fputs(t, stdout);
 		free(t);
 	} else if (json_mode) {
 		print_json(res);
-	} else if (mrc_oper_render(stdout, r.verb, res)) {
+	} else if (cmd.verb->render(stdout, res)) {
 		json_decref(res);
 		close(fd);
 		return report(-EBADMSG, "reply lacks the fields this mrcctl renders (try -j)");

@@ -120,7 +120,7 @@ static int simple(FILE *f, const json_t *arr, const char *const *head, const cha
 	return 0;
 }
 
-static int r_planes(FILE *f, const json_t *res)
+int mrc_oper_render_planes(FILE *f, const json_t *res)
 {
 	const json_t *a = get(res, "planes");
 	if (!json_is_array(a))
@@ -154,7 +154,7 @@ static int r_planes(FILE *f, const json_t *res)
 	return 0;
 }
 
-static int r_peers(FILE *f, const json_t *res)
+int mrc_oper_render_peers(FILE *f, const json_t *res)
 {
 	const json_t *a = get(res, "peers");
 	if (!json_is_array(a))
@@ -188,7 +188,7 @@ static int r_peers(FILE *f, const json_t *res)
 
 static int exists(const json_t *e) { return json_is_true(json_object_get(e, "exists")); }
 
-static int r_paths(FILE *f, const json_t *res)
+int mrc_oper_render_paths(FILE *f, const json_t *res)
 {
 	const json_t *a = get(res, "paths");
 	if (!json_is_array(a))
@@ -234,7 +234,7 @@ static int r_paths(FILE *f, const json_t *res)
 	return 0;
 }
 
-static int r_probe(FILE *f, const json_t *res)
+int mrc_oper_render_probe(FILE *f, const json_t *res)
 {
 	const json_t *a = get(res, "results");
 	if (!json_is_array(a))
@@ -246,7 +246,7 @@ static int r_probe(FILE *f, const json_t *res)
 	return simple(f, a, h, k, NULL);
 }
 
-static int r_qps(FILE *f, const json_t *res)
+int mrc_oper_render_qps(FILE *f, const json_t *res)
 {
 	static const char *h[] = { "QPN", "STATE", "PEER", "RQPN", "INFLIGHT", "CWND", "SRTT_US",
 				   "RETX", "RTO_FIRES", "TX_PKTS", "RX_PKTS", "BYTES_ACKED", NULL };
@@ -277,7 +277,7 @@ static void kv(FILE *f, const char *indent, const json_t *o)
 	}
 }
 
-static int r_status(FILE *f, const json_t *res)
+int mrc_oper_render_status(FILE *f, const json_t *res)
 {
 	if (!json_is_object(res))
 		return -EINVAL;
@@ -299,7 +299,7 @@ static int r_status(FILE *f, const json_t *res)
 	return 0;
 }
 
-static int r_topology(FILE *f, const json_t *res)
+int mrc_oper_render_topology(FILE *f, const json_t *res)
 {
 	if (!json_is_object(res))
 		return -EINVAL;
@@ -326,51 +326,50 @@ void mrc_oper_render_event(FILE *out, const json_t *ev)
 	fprintf(out, "%s  %-6s %s\n", gs(ev, "time"), gs(ev, "kind"), gs(ev, "text"));
 }
 
-int mrc_oper_render(FILE *f, enum mrc_oper_verb v, const json_t *res)
+int mrc_oper_render_events(FILE *f, const json_t *res)
 {
-	switch (v) {
-	case MRC_OPER_STATUS: return r_status(f, res);
-	case MRC_OPER_PLANES: return r_planes(f, res);
-	case MRC_OPER_PEERS: return r_peers(f, res);
-	case MRC_OPER_PATHS: return r_paths(f, res);
-	case MRC_OPER_QPS: return r_qps(f, res);
-	case MRC_OPER_PROBE: return r_probe(f, res);
-	case MRC_OPER_TOPOLOGY: return r_topology(f, res);
-	case MRC_OPER_EVENTS: {
-		const json_t *a = get(res, "events");
-		if (!json_is_array(a))
-			return -EINVAL;
-		size_t i;
-		json_t *e;
-		json_array_foreach(a, i, e)
-			mrc_oper_render_event(f, e);
-		return 0;
-	}
-	case MRC_OPER_VERSION_VERB:
-		if (!json_is_string(get(res, "version")))
-			return -EINVAL;
-		fprintf(f, "mrcd %s (operator protocol %lld)\n", gs(res, "version"), gi(res, "protocol"));
-		return 0;
-	case MRC_OPER_PLANE_DISABLE:
-	case MRC_OPER_PLANE_ENABLE:
-		if (!json_is_integer(get(res, "plane")))
-			return -EINVAL;
-		fprintf(f, "plane %lld %s%s: %lld paths of %lld peers\n", gi(res, "plane"),
-			gs(res, "admin"), json_is_true(get(res, "changed")) ? "" : " (unchanged)",
-			gi(res, "evs"), gi(res, "peers"));
-		return 0;
-	case MRC_OPER_PATH_DENY:
-	case MRC_OPER_PATH_ALLOW:
-		if (!json_is_integer(get(res, "ev")))
-			return -EINVAL;
-		fprintf(f, "path %s ev %lld %s%s: now %s\n", gs(res, "peer"), gi(res, "ev"),
-			gs(res, "admin"), json_is_true(get(res, "changed")) ? "" : " (unchanged)",
-			gs(res, "state"));
-		return 0;
-	default:
-		if (!json_is_object(res))
-			return -EINVAL;
-		kv(f, "", res);
-		return 0;
-	}
+	const json_t *a = get(res, "events");
+	if (!json_is_array(a))
+		return -EINVAL;
+	size_t i;
+	json_t *e;
+	json_array_foreach(a, i, e)
+		mrc_oper_render_event(f, e);
+	return 0;
+}
+
+int mrc_oper_render_version(FILE *f, const json_t *res)
+{
+	if (!json_is_string(get(res, "version")))
+		return -EINVAL;
+	fprintf(f, "mrcd %s (operator protocol %lld)\n", gs(res, "version"), gi(res, "protocol"));
+	return 0;
+}
+
+int mrc_oper_render_plane(FILE *f, const json_t *res)
+{
+	if (!json_is_integer(get(res, "plane")))
+		return -EINVAL;
+	fprintf(f, "plane %lld %s%s: %lld paths of %lld peers\n", gi(res, "plane"),
+		gs(res, "admin"), json_is_true(get(res, "changed")) ? "" : " (unchanged)",
+		gi(res, "evs"), gi(res, "peers"));
+	return 0;
+}
+
+int mrc_oper_render_path(FILE *f, const json_t *res)
+{
+	if (!json_is_integer(get(res, "ev")))
+		return -EINVAL;
+	fprintf(f, "path %s ev %lld %s%s: now %s\n", gs(res, "peer"), gi(res, "ev"),
+		gs(res, "admin"), json_is_true(get(res, "changed")) ? "" : " (unchanged)",
+		gs(res, "state"));
+	return 0;
+}
+
+int mrc_oper_render_object(FILE *f, const json_t *res)
+{
+	if (!json_is_object(res))
+		return -EINVAL;
+	kv(f, "", res);
+	return 0;
 }

@@ -25,15 +25,15 @@ void mrcd__op_finish(struct mrcd_cm_op *op, int err, const struct mrcd_qp_addr *
 		     const char *why)
 {
 	struct mrcd_client *c = op->c;
-	uint16_t type = op->kind == OP_ACCEPT ? MRC_CTL_ACCEPT : MRC_CTL_CONNECT;
+	uint16_t type = op->kind == OP_ACCEPT ? MRC_CLI_ACCEPT : MRC_CLI_CONNECT;
 	mrcd__op_unlink(op);
 	if (err) {
 		mrcd_log(MRCD_LOG_INFO, "client %u: %s on sid %u failed: %s", c->id,
-			 mrc__ctl_type_name(type), op->sid, why ? why : strerror(-err));
+			 mrc__cli_type_name(type), op->sid, why ? why : strerror(-err));
 		mrcd_client_reply(c, type, op->req_id, err, NULL, 0, why ? why : strerror(-err),
 				  NULL, 0);
 	} else {
-		struct mrc_ctl_addr_rep rep = { .remote = { .host = remote->host, .qpn = remote->qpn,
+		struct mrc_cli_addr_rep rep = { .remote = { .host = remote->host, .qpn = remote->qpn,
 			.psn = remote->psn, .priv = remote->priv } };
 		mrcd_client_reply(c, type, op->req_id, 0, &rep, sizeof(rep), NULL, NULL, 0);
 		mrcd_kick(c->d);
@@ -100,18 +100,18 @@ static void on_connect_done(void *ctx, int err, const struct mrcd_qp_addr *remot
 							"or its backlog is full"
 				: err == -ETIMEDOUT ? "the host did not answer" : strerror(-err);
 		mrcd_log(MRCD_LOG_INFO, "client %u: connect to sid %u failed: %s", c->id, op->sid, why);
-		mrcd_client_reply(c, MRC_CTL_CONNECT, op->req_id, err, NULL, 0, why, NULL, 0);
+		mrcd_client_reply(c, MRC_CLI_CONNECT, op->req_id, err, NULL, 0, why, NULL, 0);
 	} else {
-		struct mrc_ctl_addr_rep rep = { .remote = { .host = remote->host, .qpn = remote->qpn,
+		struct mrc_cli_addr_rep rep = { .remote = { .host = remote->host, .qpn = remote->qpn,
 			.psn = remote->psn, .priv = remote->priv } };
-		mrcd_client_reply(c, MRC_CTL_CONNECT, op->req_id, 0, &rep, sizeof(rep), NULL, NULL, 0);
+		mrcd_client_reply(c, MRC_CLI_CONNECT, op->req_id, 0, &rep, sizeof(rep), NULL, NULL, 0);
 		mrcd_kick(c->d);
 	}
 	free(op);
 	mrcd__client_settle(c);
 }
 
-static struct mrcd_cm_op *op_new(struct mrcd_client *c, const struct mrc_ctl_msg *m, int kind,
+static struct mrcd_cm_op *op_new(struct mrcd_client *c, const struct mrc_cli_msg *m, int kind,
 				 struct mrcd_cqp *qp, uint32_t sid, uint32_t priv)
 {
 	uint32_t n = 0;
@@ -134,9 +134,9 @@ static struct mrcd_cm_op *op_new(struct mrcd_client *c, const struct mrc_ctl_msg
 	return op;
 }
 
-int mrcd__do_listen(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+int mrcd__do_listen(struct mrcd_client *c, const struct mrc_cli_msg *m)
 {
-	struct mrc_ctl_listen q;
+	struct mrc_cli_listen q;
 	memcpy(&q, m->body, sizeof(q));
 	uint32_t n = 0;
 	for (struct mrcd_lsn *l = c->lsns; l; l = l->next)
@@ -188,9 +188,9 @@ void mrcd__lsn_drop(struct mrcd_client *c, struct mrcd_lsn *l)
 	free(l);
 }
 
-int mrcd__do_unlisten(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+int mrcd__do_unlisten(struct mrcd_client *c, const struct mrc_cli_msg *m)
 {
-	struct mrc_ctl_listen q;
+	struct mrc_cli_listen q;
 	memcpy(&q, m->body, sizeof(q));
 	struct mrcd_lsn *l = find_lsn(c, q.sid);
 	if (!l)
@@ -199,9 +199,9 @@ int mrcd__do_unlisten(struct mrcd_client *c, const struct mrc_ctl_msg *m)
 	return ok(c, m, NULL, 0);
 }
 
-int mrcd__do_accept(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+int mrcd__do_accept(struct mrcd_client *c, const struct mrc_cli_msg *m)
 {
-	struct mrc_ctl_accept q;
+	struct mrc_cli_accept q;
 	memcpy(&q, m->body, sizeof(q));
 	struct mrcd_cqp *qp = find_qp(c, q.qpn);
 	if (!qp)
@@ -228,9 +228,9 @@ int mrcd__do_accept(struct mrcd_client *c, const struct mrc_ctl_msg *m)
 	return 0;
 }
 
-int mrcd__do_connect(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+int mrcd__do_connect(struct mrcd_client *c, const struct mrc_cli_msg *m)
 {
-	struct mrc_ctl_connect q;
+	struct mrc_cli_connect q;
 	memcpy(&q, m->body, sizeof(q));
 	struct mrcd_cqp *qp = find_qp(c, q.qpn);
 	if (!qp)

@@ -44,14 +44,14 @@ int mrcd_client_reply(struct mrcd_client *c, uint16_t type, uint32_t req_id, int
 		      const void *body, size_t len, const char *reason, const int *fds,
 		      unsigned nfd)
 {
-	uint8_t buf[MRC_CTL_MSG_MAX];
+	uint8_t buf[MRC_CLI_MSG_MAX];
 	if (c->refuse == 1)
 		return -EPIPE;     /* already dropped */
-	int n = mrc__ctl_enc_rep(buf, sizeof(buf), type, req_id, status,
+	int n = mrc__cli_enc_rep(buf, sizeof(buf), type, req_id, status,
 				 status ? NULL : body, status ? 0 : len, reason);
 	if (n < 0) {
 		mrcd_log(MRCD_LOG_ERR, "client %u: cannot encode %s reply: %s", c->id,
-			 mrc__ctl_type_name(type), strerror(-n));
+			 mrc__cli_type_name(type), strerror(-n));
 		return n;
 	}
 	int r = mrcd_ctl_send(c->fd, buf, (size_t)n, fds, status ? 0 : nfd);
@@ -129,9 +129,9 @@ static uint32_t engine_access(uint32_t a)
 	       (a & MRC_MR_LOCAL_WRITE ? MRC_ACCESS_LOCAL_WRITE : 0);
 }
 
-static int do_reg_mr(struct mrcd_client *c, const struct mrc_ctl_msg *m, int fd)
+static int do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 {
-	struct mrc_ctl_reg_mr q;
+	struct mrc_cli_reg_mr q;
 	memcpy(&q, m->body, sizeof(q));
 	if (c->nmr == MRCD_CLIENT_MAX_MRS)
 		return fail(c, m, -EDQUOT, "region limit reached (%u per client)", MRCD_CLIENT_MAX_MRS);
@@ -170,7 +170,7 @@ static int do_reg_mr(struct mrcd_client *c, const struct mrc_ctl_msg *m, int fd)
 				       .map = map, .map_len = map_len };
 	c->nmr++;
 	c->mem += q.len;
-	struct mrc_ctl_reg_mr_rep rep = { .key = key };
+	struct mrc_cli_reg_mr_rep rep = { .key = key };
 	return ok(c, m, &rep, sizeof(rep));
 }
 
@@ -186,9 +186,9 @@ static int mr_drop(struct mrcd_client *c, struct mrcd_cmr *mr)
 	return 0;
 }
 
-static int do_dereg_mr(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+static int do_dereg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m)
 {
-	struct mrc_ctl_key q;
+	struct mrc_cli_key q;
 	memcpy(&q, m->body, sizeof(q));
 	struct mrcd_cmr *mr = find_mr(c, q.key);
 	if (!mr)
@@ -201,15 +201,15 @@ static int do_dereg_mr(struct mrcd_client *c, const struct mrc_ctl_msg *m)
 
 /* ---- QPs -------------------------------------------------------------- */
 
-static int do_create_qp(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+static int do_create_qp(struct mrcd_client *c, const struct mrc_cli_msg *m)
 {
-	struct mrc_ctl_create_qp q;
+	struct mrc_cli_create_qp q;
 	memcpy(&q, m->body, sizeof(q));
 	if (c->nqp >= c->max_qps)
 		return fail(c, m, -EDQUOT, "QP limit reached (%u per client; config client_max_qps)",
 			    c->max_qps);
 	struct mrcd_cqp *qp;
-	struct mrc_ctl_create_qp_rep rep;
+	struct mrc_cli_create_qp_rep rep;
 	int memfd;
 	const char *why = "";
 	int r = mrcd_cqp_create(c, &q, &qp, &memfd, &rep, &why);
@@ -251,9 +251,9 @@ static void qp_drop(struct mrcd_client *c, struct mrcd_cqp *qp)
 	mrcd_cqp_destroy(qp);
 }
 
-static int do_destroy_qp(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+static int do_destroy_qp(struct mrcd_client *c, const struct mrc_cli_msg *m)
 {
-	struct mrc_ctl_qpn q;
+	struct mrc_cli_qpn q;
 	memcpy(&q, m->body, sizeof(q));
 	struct mrcd_cqp *qp = find_qp(c, q.qpn);
 	if (!qp)
@@ -262,9 +262,9 @@ static int do_destroy_qp(struct mrcd_client *c, const struct mrc_ctl_msg *m)
 	return ok(c, m, NULL, 0);
 }
 
-static int do_qp_info(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+static int do_qp_info(struct mrcd_client *c, const struct mrc_cli_msg *m)
 {
-	struct mrc_ctl_qpn q;
+	struct mrc_cli_qpn q;
 	memcpy(&q, m->body, sizeof(q));
 	struct mrcd_cqp *qp = find_qp(c, q.qpn);
 	if (!qp)
@@ -273,16 +273,16 @@ static int do_qp_info(struct mrcd_client *c, const struct mrc_ctl_msg *m)
 	int r = mrc_qp_info(mrcd_engine(c->d), qp->qpn, &info);
 	if (r)
 		return fail(c, m, r, "engine QP info");
-	struct mrc_ctl_qp_info_rep rep = {
+	struct mrc_cli_qp_info_rep rep = {
 		.local = { .host = mrcd_self_host(c->d), .qpn = qp->qpn, .psn = qp->psn },
 		.state = info.state, .error = info.error,
 	};
 	return ok(c, m, &rep, sizeof(rep));
 }
 
-static int do_connect_oob(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+static int do_connect_oob(struct mrcd_client *c, const struct mrc_cli_msg *m)
 {
-	struct mrc_ctl_connect_oob q;
+	struct mrc_cli_connect_oob q;
 	memcpy(&q, m->body, sizeof(q));
 	struct mrcd_cqp *qp = find_qp(c, q.qpn);
 	if (!qp)
@@ -302,17 +302,17 @@ static int do_connect_oob(struct mrcd_client *c, const struct mrc_ctl_msg *m)
 
 /* ---- requests --------------------------------------------------------- */
 
-static int do_hello(struct mrcd_client *c, const struct mrc_ctl_msg *m)
+static int do_hello(struct mrcd_client *c, const struct mrc_cli_msg *m)
 {
-	struct mrc_ctl_hello q;
+	struct mrc_cli_hello q;
 	memcpy(&q, m->body, sizeof(q));
-	if (q.ver_min > MRC_CTL_VERSION || q.ver_max < MRC_CTL_VERSION)
+	if (q.ver_min > MRC_CLI_VERSION || q.ver_max < MRC_CLI_VERSION)
 		return fail(c, m, -EPROTONOSUPPORT, "client speaks versions %u..%u, daemon %u",
-			    q.ver_min, q.ver_max, MRC_CTL_VERSION);
+			    q.ver_min, q.ver_max, MRC_CLI_VERSION);
 	snprintf(c->name, sizeof(c->name), "%s", q.name);
 	c->hello = 1;
-	struct mrc_ctl_hello_rep rep = {
-		.version = MRC_CTL_VERSION, .client_id = c->id,
+	struct mrc_cli_hello_rep rep = {
+		.version = MRC_CLI_VERSION, .client_id = c->id,
 		.host = mrcd_self_host(c->d), .n_hosts = mrcd_n_hosts(c->d),
 		.max_qps = c->max_qps, .max_mrs = MRCD_CLIENT_MAX_MRS,
 		.max_ring_entries = c->max_ring, .max_mem = c->max_mem,
@@ -322,7 +322,7 @@ static int do_hello(struct mrcd_client *c, const struct mrc_ctl_msg *m)
 	return ok(c, m, &rep, sizeof(rep));
 }
 
-static void dispatch(struct mrcd_client *c, const struct mrc_ctl_msg *m, int *fds, unsigned nfd)
+static void dispatch(struct mrcd_client *c, const struct mrc_cli_msg *m, int *fds, unsigned nfd)
 {
 	uint16_t type = m->hdr.type;
 	if (c->refuse < 0) {
@@ -330,31 +330,27 @@ static void dispatch(struct mrcd_client *c, const struct mrc_ctl_msg *m, int *fd
 		c->refuse = 1;
 		return;
 	}
-	if (nfd != mrc__ctl_req_fds(type)) {
+	if (nfd != mrc__cli_req_fds(type)) {
 		fail(c, m, -EBADMSG, "%s carries %u file descriptors, expected %u",
-		     mrc__ctl_type_name(type), nfd, mrc__ctl_req_fds(type));
+		     mrc__cli_type_name(type), nfd, mrc__cli_req_fds(type));
 		return;
 	}
-	if (!c->hello && type != MRC_CTL_HELLO) {
+	if (!c->hello && type != MRC_CLI_HELLO) {
 		fail(c, m, -EPROTO, "hello first");
 		return;
 	}
-	if (type >= MRC_CTL_OPER_FIRST && type <= MRC_CTL_OPER_LAST) {
-		fail(c, m, -EOPNOTSUPP, "operator verbs are served on mrcctl.sock, not here");
-		return;
-	}
 	switch (type) {
-	case MRC_CTL_HELLO: do_hello(c, m); break;
-	case MRC_CTL_REG_MR: do_reg_mr(c, m, fds[0]); break;
-	case MRC_CTL_DEREG_MR: do_dereg_mr(c, m); break;
-	case MRC_CTL_CREATE_QP: do_create_qp(c, m); break;
-	case MRC_CTL_DESTROY_QP: do_destroy_qp(c, m); break;
-	case MRC_CTL_QP_INFO: do_qp_info(c, m); break;
-	case MRC_CTL_CONNECT_OOB: do_connect_oob(c, m); break;
-	case MRC_CTL_LISTEN: mrcd__do_listen(c, m); break;
-	case MRC_CTL_UNLISTEN: mrcd__do_unlisten(c, m); break;
-	case MRC_CTL_ACCEPT: mrcd__do_accept(c, m); break;
-	case MRC_CTL_CONNECT: mrcd__do_connect(c, m); break;
+	case MRC_CLI_HELLO: do_hello(c, m); break;
+	case MRC_CLI_REG_MR: do_reg_mr(c, m, fds[0]); break;
+	case MRC_CLI_DEREG_MR: do_dereg_mr(c, m); break;
+	case MRC_CLI_CREATE_QP: do_create_qp(c, m); break;
+	case MRC_CLI_DESTROY_QP: do_destroy_qp(c, m); break;
+	case MRC_CLI_QP_INFO: do_qp_info(c, m); break;
+	case MRC_CLI_CONNECT_OOB: do_connect_oob(c, m); break;
+	case MRC_CLI_LISTEN: mrcd__do_listen(c, m); break;
+	case MRC_CLI_UNLISTEN: mrcd__do_unlisten(c, m); break;
+	case MRC_CLI_ACCEPT: mrcd__do_accept(c, m); break;
+	case MRC_CLI_CONNECT: mrcd__do_connect(c, m); break;
 	default: fail(c, m, -EOPNOTSUPP, "unknown request type 0x%04x", type); break;
 	}
 }
@@ -363,16 +359,16 @@ static void dispatch(struct mrcd_client *c, const struct mrc_ctl_msg *m, int *fd
  * header.  A client whose framing cannot be trusted is dropped. */
 static void malformed(struct mrcd_client *c, const void *buf, size_t n, int err, const char *why)
 {
-	struct mrc_ctl_hdr h = { 0 };
+	struct mrc_cli_hdr h = { 0 };
 	memcpy(&h, buf, n < sizeof(h) ? n : sizeof(h));
-	uint16_t type = h.type & (uint16_t)~MRC_CTL_REPLY;
+	uint16_t type = h.type & (uint16_t)~MRC_CLI_REPLY;
 	mrcd_log(MRCD_LOG_INFO, "client %u (%s): malformed message (type 0x%04x): %s", c->id,
 		 c->name, h.type, why);
-	uint8_t out[MRC_CTL_MSG_MAX];
-	int len = mrc__ctl_enc_rep(out, sizeof(out), type, h.req_id, err, NULL, 0, why);
+	uint8_t out[MRC_CLI_MSG_MAX];
+	int len = mrc__cli_enc_rep(out, sizeof(out), type, h.req_id, err, NULL, 0, why);
 	if (len > 0 && mrcd_ctl_send(c->fd, out, (size_t)len, NULL, 0))
 		c->refuse = 1;
-	if (n < sizeof(h) || h.magic != MRC_CTL_MAGIC)
+	if (n < sizeof(h) || h.magic != MRC_CLI_MAGIC)
 		c->refuse = 1;
 }
 
@@ -382,8 +378,8 @@ static void on_client(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	for (int i = 0; i < MSGS_PER_WAKE && c->refuse != 1; i++) {
-		uint8_t buf[MRC_CTL_MSG_MAX];
-		int fds[MRC_CTL_MAX_FDS];
+		uint8_t buf[MRC_CLI_MSG_MAX];
+		int fds[MRC_CLI_MAX_FDS];
 		unsigned nfd;
 		ssize_t n = mrcd_ctl_recv(c->fd, buf, sizeof(buf), fds, &nfd);
 		if (n == -EAGAIN)
@@ -395,9 +391,9 @@ static void on_client(struct ev_loop *loop, ev_io *w, int revents)
 			c->refuse = 1;
 			break;
 		}
-		struct mrc_ctl_msg m;
+		struct mrc_cli_msg m;
 		const char *why = "truncated message or fd list";
-		int r = n < 0 ? -EBADMSG : mrc__ctl_dec_req(buf, (size_t)n, &m, &why);
+		int r = n < 0 ? -EBADMSG : mrc__cli_dec_req(buf, (size_t)n, &m, &why);
 		if (r)
 			malformed(c, buf, n < 0 ? 0 : (size_t)n, r, why);
 		else

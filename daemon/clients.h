@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "common/ctlmsg.h"
-#include "common/ringcheck.h"
+#include "codec/climsg.h"
+#include "codec/ringcheck.h"
 #include "daemon/config.h"
 #include "daemon/mrcd.h"
 
@@ -77,7 +77,7 @@ struct mrcd_cqp {
 	struct mrcd_client *c;
 	struct mrcd_cqp *next;
 	uint32_t qpn, psn;
-	uint32_t flags;            /* MRC_CTL_QP_* */
+	uint32_t flags;            /* MRC_CLI_QP_* */
 	void *map;
 	size_t map_len;
 	int sq_efd, cq_efd;
@@ -103,8 +103,8 @@ struct mrcd_cqp {
 
 /* Creates the engine QP and its rings in a sealed memfd (*memfd, to pass
  * to the client, with q->sq_efd and q->cq_efd). */
-int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_ctl_create_qp *req,
-		    struct mrcd_cqp **out, int *memfd, struct mrc_ctl_create_qp_rep *rep,
+int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
+		    struct mrcd_cqp **out, int *memfd, struct mrc_cli_create_qp_rep *rep,
 		    const char **why);
 void mrcd_cqp_destroy(struct mrcd_cqp *q);
 /* Consumes up to budget descriptors; returns how many. */

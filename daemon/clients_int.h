@@ -31,22 +31,22 @@ struct mrcd_lsn {
 	struct mrcd_cm_req *q;
 };
 
-static inline int fail(struct mrcd_client *c, const struct mrc_ctl_msg *m, int err, const char *fmt, ...)
+static inline int fail(struct mrcd_client *c, const struct mrc_cli_msg *m, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-static inline int fail(struct mrcd_client *c, const struct mrc_ctl_msg *m, int err, const char *fmt, ...)
+static inline int fail(struct mrcd_client *c, const struct mrc_cli_msg *m, int err, const char *fmt, ...)
 {
-	char why[MRC_CTL_REASON_MAX + 1];
+	char why[MRC_CLI_REASON_MAX + 1];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	mrcd_log(MRCD_LOG_INFO, "client %u (%s): %s refused: %s (%s)", c->id, c->name,
-		 mrc__ctl_type_name(m->hdr.type), why, strerror(-err));
+		 mrc__cli_type_name(m->hdr.type), why, strerror(-err));
 	mrcd_client_reply(c, m->hdr.type, m->hdr.req_id, err, NULL, 0, why, NULL, 0);
 	return err;
 }
 
-static inline int ok(struct mrcd_client *c, const struct mrc_ctl_msg *m, const void *body, size_t len)
+static inline int ok(struct mrcd_client *c, const struct mrc_cli_msg *m, const void *body, size_t len)
 {
 	return mrcd_client_reply(c, m->hdr.type, m->hdr.req_id, 0, body, len, NULL, NULL, 0);
 }
@@ -80,9 +80,9 @@ void mrcd__op_unlink(struct mrcd_cm_op *op);
 void mrcd__op_finish(struct mrcd_cm_op *op, int err, const struct mrcd_qp_addr *remote,
 		     const char *why);
 void mrcd__lsn_drop(struct mrcd_client *c, struct mrcd_lsn *l);
-int mrcd__do_listen(struct mrcd_client *c, const struct mrc_ctl_msg *m);
-int mrcd__do_unlisten(struct mrcd_client *c, const struct mrc_ctl_msg *m);
-int mrcd__do_accept(struct mrcd_client *c, const struct mrc_ctl_msg *m);
-int mrcd__do_connect(struct mrcd_client *c, const struct mrc_ctl_msg *m);
+int mrcd__do_listen(struct mrcd_client *c, const struct mrc_cli_msg *m);
+int mrcd__do_unlisten(struct mrcd_client *c, const struct mrc_cli_msg *m);
+int mrcd__do_accept(struct mrcd_client *c, const struct mrc_cli_msg *m);
+int mrcd__do_connect(struct mrcd_client *c, const struct mrc_cli_msg *m);
 
 #endif

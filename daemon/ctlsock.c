@@ -10,7 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "common/ctlmsg.h"
+#include "codec/climsg.h"
 #include "daemon/ctlsock.h"
 
 #define MAX_GROUPS 256
@@ -182,7 +182,7 @@ void mrcd_ctlsock_close(struct mrcd_ctlsock *s)
 ssize_t mrcd_ctl_recv(int fd, void *buf, size_t cap, int *fds, unsigned *nfd)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = cap };
-	union { char b[CMSG_SPACE(MRC_CTL_MAX_FDS * sizeof(int))]; struct cmsghdr align; } cb;
+	union { char b[CMSG_SPACE(MRC_CLI_MAX_FDS * sizeof(int))]; struct cmsghdr align; } cb;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
 	*nfd = 0;
@@ -200,7 +200,7 @@ ssize_t mrcd_ctl_recv(int fd, void *buf, size_t cap, int *fds, unsigned *nfd)
 		for (size_t i = 0; i < k; i++) {
 			int f;
 			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (*nfd < MRC_CTL_MAX_FDS)
+			if (*nfd < MRC_CLI_MAX_FDS)
 				fds[(*nfd)++] = f;
 			else
 				close(f);
@@ -214,10 +214,10 @@ ssize_t mrcd_ctl_recv(int fd, void *buf, size_t cap, int *fds, unsigned *nfd)
 int mrcd_ctl_send(int fd, const void *buf, size_t len, const int *fds, unsigned nfd)
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	union { char b[CMSG_SPACE(MRC_CTL_MAX_FDS * sizeof(int))]; struct cmsghdr align; } cb;
+	union { char b[CMSG_SPACE(MRC_CLI_MAX_FDS * sizeof(int))]; struct cmsghdr align; } cb;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	if (nfd) {
-		if (nfd > MRC_CTL_MAX_FDS)
+		if (nfd > MRC_CLI_MAX_FDS)
 			return -EINVAL;
 		memset(&cb, 0, sizeof(cb));
 		mh.msg_control = cb.b;

@@ -23,7 +23,7 @@ int mrcd_ctlsock_open(struct mrcd *d, const char *path, unsigned mode, const cha
 /* Stops listening and unlinks the socket file. */
 void mrcd_ctlsock_close(struct mrcd_ctlsock *s);
 
-/* One message and up to MRC_CTL_MAX_FDS fds (received close-on-exec;
+/* One message and up to MRC_CLI_MAX_FDS fds (received close-on-exec;
  * *nfd of them, which the caller owns).  0 at EOF, -EAGAIN when nothing
  * is queued, -EBADMSG for a truncated message or fd list. */
 ssize_t mrcd_ctl_recv(int fd, void *buf, size_t cap, int *fds, unsigned *nfd);

@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <sys/types.h>
 
-#include "ctl/ctljson.h"
+#include "codec/operjson.h"
 #include "daemon/core.h"
 
 #define OPER_RING 4096            /* recent events kept for `events` */

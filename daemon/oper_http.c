@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "ctl/prom.h"
+#include "codec/prom.h"
 #include "daemon/oper.h"
 
 #define HTTP_REQ_MAX 4096

@@ -257,7 +257,7 @@ int mrcd_cqp_arm(struct mrcd_cqp *q)
 	const uint32_t *seq = &q->sq[q->sq_tail & q->sq_mask].seq;
 	/* A polled queue (a GPU producer cannot write an eventfd) keeps the
 	 * loop polling: reporting work here stops the daemon from sleeping. */
-	if (q->flags & MRC_CTL_QP_POLLED)
+	if (q->flags & MRC_CLI_QP_POLLED)
 		return 1;
 	return mrc_ring_prepare_sleep(q->sqh, seq, q->sq_tail);
 }
@@ -281,8 +281,8 @@ static int pow2_ok(uint32_t n, uint32_t max)
 	return n >= MRC_RING_MIN_ENTRIES && n <= max && !(n & (n - 1));
 }
 
-int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_ctl_create_qp *req,
-		    struct mrcd_cqp **out, int *memfd, struct mrc_ctl_create_qp_rep *rep,
+int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
+		    struct mrcd_cqp **out, int *memfd, struct mrc_cli_create_qp_rep *rep,
 		    const char **why)
 {
 	struct mrcd *d = c->d;
@@ -310,7 +310,7 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_ctl_create_qp *req,
 	if (!q->sf || !q->rf || !q->bl)
 		goto fail;
 	struct mrc_qp_attr attr = { .pd = c->id };
-	if (req->flags & MRC_CTL_QP_PIN_EV) {
+	if (req->flags & MRC_CLI_QP_PIN_EV) {
 		attr.flags = MRC_QP_PIN_EV;
 		attr.pin_ev = req->pin_ev;
 	}
@@ -340,7 +340,7 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_ctl_create_qp *req,
 		*why = "ring memory or doorbells";
 		goto fail;
 	}
-	uint32_t rflags = req->flags & MRC_CTL_QP_POLLED ? MRC_RING_F_POLLED : 0;
+	uint32_t rflags = req->flags & MRC_CLI_QP_POLLED ? MRC_RING_F_POLLED : 0;
 	q->sqh = q->map;
 	q->cqh = (struct mrc_ring_hdr *)((char *)q->map + sq_bytes);
 	ring_init(q->sqh, MRC_RING_SQ, req->sq_entries, sizeof(struct mrc_sqe), rflags, q->qpn);
@@ -359,9 +359,9 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_ctl_create_qp *req,
 	ev_io_start(mrcd_loop(d), &q->sq_io);
 	/* A polled queue has no doorbell: start polling now, the loop may be
 	 * asleep (arm keeps it polling from then on). */
-	if (q->flags & MRC_CTL_QP_POLLED)
+	if (q->flags & MRC_CLI_QP_POLLED)
 		mrcd_kick(d);
-	*rep = (struct mrc_ctl_create_qp_rep){ .qpn = q->qpn, .map_len = q->map_len,
+	*rep = (struct mrc_cli_create_qp_rep){ .qpn = q->qpn, .map_len = q->map_len,
 		.sq_off = 0, .cq_off = sq_bytes };
 	*out = q;
 	return 0;

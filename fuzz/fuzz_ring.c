@@ -1,4 +1,4 @@
-/* libFuzzer target for ring descriptor validation (common/ringcheck.c)
+/* libFuzzer target for ring descriptor validation (codec/ringcheck.c)
  * and the consumer's view of hostile ring memory.
  *
  * Input: a byte that picks the regions' lengths and rights, then a ring
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/ringcheck.h"
+#include "codec/ringcheck.h"
 #include "mrc/mrc.h"
 
 #define ENSURE(c) do { if (!(c)) abort(); } while (0)

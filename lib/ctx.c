@@ -41,11 +41,11 @@ static int send_msg(int sock, const void *buf, size_t len, int fd)
 	}
 }
 
-/* Receives one message and up to MRC_CTL_MAX_FDS fds (*nfd of them). */
+/* Receives one message and up to MRC_CLI_MAX_FDS fds (*nfd of them). */
 static ssize_t recv_msg(int sock, void *buf, size_t cap, int *fds, unsigned *nfd)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = cap };
-	union { char b[CMSG_SPACE(MRC_CTL_MAX_FDS * sizeof(int))]; struct cmsghdr align; } cb;
+	union { char b[CMSG_SPACE(MRC_CLI_MAX_FDS * sizeof(int))]; struct cmsghdr align; } cb;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
 	ssize_t n;
@@ -62,7 +62,7 @@ static ssize_t recv_msg(int sock, void *buf, size_t cap, int *fds, unsigned *nfd
 		for (unsigned i = 0; i < k; i++) {
 			int fd;
 			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (*nfd < MRC_CTL_MAX_FDS)
+			if (*nfd < MRC_CLI_MAX_FDS)
 				fds[(*nfd)++] = fd;
 			else
 				close(fd);
@@ -78,7 +78,7 @@ static ssize_t recv_msg(int sock, void *buf, size_t cap, int *fds, unsigned *nfd
 int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, int fd_in,
 	      void *rep, size_t rep_len, int *fds_out, unsigned nfds)
 {
-	uint8_t buf[MRC_CTL_MSG_MAX];
+	uint8_t buf[MRC_CLI_MSG_MAX];
 	int r;
 	pthread_mutex_lock(&ctx->lock);
 	ctx->last_error[0] = 0;
@@ -87,14 +87,14 @@ int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, 
 		goto out;
 	}
 	uint32_t id = ++ctx->next_req;
-	r = mrc__ctl_enc_req(buf, sizeof(buf), type, id, body, len);
+	r = mrc__cli_enc_req(buf, sizeof(buf), type, id, body, len);
 	if (r < 0)
 		goto out;
 	r = send_msg(ctx->sock, buf, (size_t)r, fd_in);
 	if (r < 0)
 		goto dead;
 	for (;;) {
-		int fds[MRC_CTL_MAX_FDS];
+		int fds[MRC_CLI_MAX_FDS];
 		unsigned nfd;
 		ssize_t n = recv_msg(ctx->sock, buf, sizeof(buf), fds, &nfd);
 		if (n < 0) {
@@ -102,12 +102,12 @@ int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, 
 			r = (int)n;
 			goto dead;
 		}
-		struct mrc_ctl_msg m;
+		struct mrc_cli_msg m;
 		const char *why;
-		r = mrc__ctl_dec_rep(buf, (size_t)n, &m, &why);
+		r = mrc__cli_dec_rep(buf, (size_t)n, &m, &why);
 		if (r == 0 && m.hdr.req_id != id)
 			r = 1;     /* a stale reply: skip it */
-		if (r == 0 && (m.hdr.type & ~MRC_CTL_REPLY) != type)
+		if (r == 0 && (m.hdr.type & ~MRC_CLI_REPLY) != type)
 			r = -EBADMSG, why = "reply of another type";
 		if (r) {
 			close_fds(fds, nfd);
@@ -155,7 +155,7 @@ MRC__API int mrc_open(const char *path, struct mrc_ctx **out)
 	if (!path)
 		path = getenv(MRC_SOCK_ENV);
 	if (!path || !*path)
-		path = MRC_CTL_DEFAULT_SOCK;
+		path = MRC_CLI_DEFAULT_SOCK;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
@@ -176,12 +176,12 @@ MRC__API int mrc_open(const char *path, struct mrc_ctx **out)
 		free(ctx);
 		return r;
 	}
-	struct mrc_ctl_hello h = { .ver_min = MRC_CTL_VERSION, .ver_max = MRC_CTL_VERSION };
+	struct mrc_cli_hello h = { .ver_min = MRC_CLI_VERSION, .ver_max = MRC_CLI_VERSION };
 	snprintf(h.name, sizeof(h.name), "%.*s", (int)sizeof(h.name) - 1,
 		 program_invocation_short_name);
-	struct mrc_ctl_hello_rep rep;
-	int r = mrc__call(ctx, MRC_CTL_HELLO, &h, sizeof(h), -1, &rep, sizeof(rep), NULL, 0);
-	if (r == 0 && rep.version != MRC_CTL_VERSION)
+	struct mrc_cli_hello_rep rep;
+	int r = mrc__call(ctx, MRC_CLI_HELLO, &h, sizeof(h), -1, &rep, sizeof(rep), NULL, 0);
+	if (r == 0 && rep.version != MRC_CLI_VERSION)
 		r = -EPROTONOSUPPORT;
 	if (r) {
 		close(ctx->sock);

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "common/ctlmsg.h"
+#include "codec/climsg.h"
 #include "mrc/mrc.h"
 
 #define MRC__API __attribute__((visibility("default")))
@@ -16,7 +16,7 @@ struct mrc_ctx {
 	uint32_t next_req;
 	int dead;                  /* the daemon hung up */
 	struct mrc_ctx_info info;
-	char last_error[MRC_CTL_REASON_MAX + 1];
+	char last_error[MRC_CLI_REASON_MAX + 1];
 	struct mrc_mr *mrs;        /* lists, for mrc_close */
 	struct mrc_qp *qps;
 };

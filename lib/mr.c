@@ -29,9 +29,9 @@ static int reg(struct mrc_ctx *ctx, int fd, uint64_t off, uint64_t len, uint32_t
 	int r = map_region(mr, fd, off, len);
 	if (r)
 		return r;
-	struct mrc_ctl_reg_mr q = { .fd_off = off, .len = len, .access = access };
-	struct mrc_ctl_reg_mr_rep rep;
-	r = mrc__call(ctx, MRC_CTL_REG_MR, &q, sizeof(q), fd, &rep, sizeof(rep), NULL, 0);
+	struct mrc_cli_reg_mr q = { .fd_off = off, .len = len, .access = access };
+	struct mrc_cli_reg_mr_rep rep;
+	r = mrc__call(ctx, MRC_CLI_REG_MR, &q, sizeof(q), fd, &rep, sizeof(rep), NULL, 0);
 	if (r) {
 		munmap(mr->map, mr->map_len);
 		return r;
@@ -97,8 +97,8 @@ MRC__API int mrc_dereg_mr(struct mrc_mr *mr)
 {
 	if (!mr)
 		return 0;
-	struct mrc_ctl_key q = { .key = mr->key };
-	int r = mrc__call(mr->ctx, MRC_CTL_DEREG_MR, &q, sizeof(q), -1, NULL, 0, NULL, 0);
+	struct mrc_cli_key q = { .key = mr->key };
+	int r = mrc__call(mr->ctx, MRC_CLI_DEREG_MR, &q, sizeof(q), -1, NULL, 0, NULL, 0);
 	if (r == -EBUSY)
 		return r;
 	/* Any other outcome (a dead daemon included) frees it here: the daemon

@@ -37,22 +37,22 @@ MRC__API int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg,
 			   struct mrc_qp **out)
 {
 	*out = NULL;
-	struct mrc_ctl_create_qp q = { .sq_entries = 256, .cq_entries = 0 };
+	struct mrc_cli_create_qp q = { .sq_entries = 256, .cq_entries = 0 };
 	if (cfg) {
 		if (cfg->flags & ~(MRC_QP_PIN | MRC_QP_POLLED))
 			return -EINVAL;
 		if (cfg->sq_entries)
 			q.sq_entries = cfg->sq_entries;
 		q.cq_entries = cfg->cq_entries;
-		q.flags = (cfg->flags & MRC_QP_PIN ? MRC_CTL_QP_PIN_EV : 0) |
-			  (cfg->flags & MRC_QP_POLLED ? MRC_CTL_QP_POLLED : 0);
+		q.flags = (cfg->flags & MRC_QP_PIN ? MRC_CLI_QP_PIN_EV : 0) |
+			  (cfg->flags & MRC_QP_POLLED ? MRC_CLI_QP_POLLED : 0);
 		q.pin_ev = cfg->flags & MRC_QP_PIN ? cfg->pin_ev : 0;
 	}
 	if (!q.cq_entries)
 		q.cq_entries = q.sq_entries * 2;
-	struct mrc_ctl_create_qp_rep rep;
+	struct mrc_cli_create_qp_rep rep;
 	int fds[3] = { -1, -1, -1 };
-	int r = mrc__call(ctx, MRC_CTL_CREATE_QP, &q, sizeof(q), -1, &rep, sizeof(rep), fds, 3);
+	int r = mrc__call(ctx, MRC_CLI_CREATE_QP, &q, sizeof(q), -1, &rep, sizeof(rep), fds, 3);
 	if (r)
 		return r;
 	struct mrc_qp *qp = calloc(1, sizeof(*qp));
@@ -90,8 +90,8 @@ fail:
 	free(qp);
 	for (int i = 0; i < 3; i++)
 		close(fds[i]);
-	struct mrc_ctl_qpn d = { .qpn = rep.qpn };
-	mrc__call(ctx, MRC_CTL_DESTROY_QP, &d, sizeof(d), -1, NULL, 0, NULL, 0);
+	struct mrc_cli_qpn d = { .qpn = rep.qpn };
+	mrc__call(ctx, MRC_CLI_DESTROY_QP, &d, sizeof(d), -1, NULL, 0, NULL, 0);
 	return r;
 }
 
@@ -99,8 +99,8 @@ MRC__API int mrc_destroy_qp(struct mrc_qp *qp)
 {
 	if (!qp)
 		return 0;
-	struct mrc_ctl_qpn d = { .qpn = qp->qpn };
-	int r = mrc__call(qp->ctx, MRC_CTL_DESTROY_QP, &d, sizeof(d), -1, NULL, 0, NULL, 0);
+	struct mrc_cli_qpn d = { .qpn = qp->qpn };
+	int r = mrc__call(qp->ctx, MRC_CLI_DESTROY_QP, &d, sizeof(d), -1, NULL, 0, NULL, 0);
 	mrc__unlink_qp(qp);
 	munmap(qp->map, qp->map_len);
 	close(qp->sq_efd);
@@ -116,9 +116,9 @@ MRC__API int mrc_qp_fd(const struct mrc_qp *qp) { return qp->cq_efd; }
 
 MRC__API int mrc_qp_info_get(struct mrc_qp *qp, struct mrc_qp_addr *local)
 {
-	struct mrc_ctl_qpn q = { .qpn = qp->qpn };
-	struct mrc_ctl_qp_info_rep rep;
-	int r = mrc__call(qp->ctx, MRC_CTL_QP_INFO, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
+	struct mrc_cli_qpn q = { .qpn = qp->qpn };
+	struct mrc_cli_qp_info_rep rep;
+	int r = mrc__call(qp->ctx, MRC_CLI_QP_INFO, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
 	if (r)
 		return r;
 	*local = (struct mrc_qp_addr){ .host = rep.local.host, .qpn = rep.local.qpn,
@@ -128,27 +128,27 @@ MRC__API int mrc_qp_info_get(struct mrc_qp *qp, struct mrc_qp_addr *local)
 
 MRC__API int mrc_connect_oob(struct mrc_qp *qp, const struct mrc_qp_addr *remote)
 {
-	struct mrc_ctl_connect_oob q = {
+	struct mrc_cli_connect_oob q = {
 		.qpn = qp->qpn,
 		.remote = { .host = remote->host, .qpn = remote->qpn, .psn = remote->psn,
 			    .priv = remote->priv },
 	};
-	return mrc__call(qp->ctx, MRC_CTL_CONNECT_OOB, &q, sizeof(q), -1, NULL, 0, NULL, 0);
+	return mrc__call(qp->ctx, MRC_CLI_CONNECT_OOB, &q, sizeof(q), -1, NULL, 0, NULL, 0);
 }
 
 MRC__API int mrc_listen(struct mrc_ctx *ctx, uint32_t sid, uint32_t backlog)
 {
-	struct mrc_ctl_listen q = { .sid = sid, .backlog = backlog };
-	return mrc__call(ctx, MRC_CTL_LISTEN, &q, sizeof(q), -1, NULL, 0, NULL, 0);
+	struct mrc_cli_listen q = { .sid = sid, .backlog = backlog };
+	return mrc__call(ctx, MRC_CLI_LISTEN, &q, sizeof(q), -1, NULL, 0, NULL, 0);
 }
 
 MRC__API int mrc_unlisten(struct mrc_ctx *ctx, uint32_t sid)
 {
-	struct mrc_ctl_listen q = { .sid = sid };
-	return mrc__call(ctx, MRC_CTL_UNLISTEN, &q, sizeof(q), -1, NULL, 0, NULL, 0);
+	struct mrc_cli_listen q = { .sid = sid };
+	return mrc__call(ctx, MRC_CLI_UNLISTEN, &q, sizeof(q), -1, NULL, 0, NULL, 0);
 }
 
-static void set_addr(struct mrc_qp_addr *a, const struct mrc_ctl_addr_rep *rep)
+static void set_addr(struct mrc_qp_addr *a, const struct mrc_cli_addr_rep *rep)
 {
 	if (a)
 		*a = (struct mrc_qp_addr){ .host = rep->remote.host, .qpn = rep->remote.qpn,
@@ -158,10 +158,10 @@ static void set_addr(struct mrc_qp_addr *a, const struct mrc_ctl_addr_rep *rep)
 MRC__API int mrc_accept(struct mrc_qp *qp, uint32_t sid, uint32_t priv, int timeout_ms,
 			struct mrc_qp_addr *remote)
 {
-	struct mrc_ctl_accept q = { .sid = sid, .qpn = qp->qpn, .priv = priv,
+	struct mrc_cli_accept q = { .sid = sid, .qpn = qp->qpn, .priv = priv,
 				    .timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0 };
-	struct mrc_ctl_addr_rep rep;
-	int r = mrc__call(qp->ctx, MRC_CTL_ACCEPT, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
+	struct mrc_cli_addr_rep rep;
+	int r = mrc__call(qp->ctx, MRC_CLI_ACCEPT, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
 	if (!r)
 		set_addr(remote, &rep);
 	return r;
@@ -170,9 +170,9 @@ MRC__API int mrc_accept(struct mrc_qp *qp, uint32_t sid, uint32_t priv, int time
 MRC__API int mrc_connect(struct mrc_qp *qp, uint32_t host, uint32_t sid, uint32_t priv,
 			 struct mrc_qp_addr *remote)
 {
-	struct mrc_ctl_connect q = { .host = host, .sid = sid, .qpn = qp->qpn, .priv = priv };
-	struct mrc_ctl_addr_rep rep;
-	int r = mrc__call(qp->ctx, MRC_CTL_CONNECT, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
+	struct mrc_cli_connect q = { .host = host, .sid = sid, .qpn = qp->qpn, .priv = priv };
+	struct mrc_cli_addr_rep rep;
+	int r = mrc__call(qp->ctx, MRC_CLI_CONNECT, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
 	if (!r)
 		set_addr(remote, &rep);
 	return r;

@@ -23,7 +23,7 @@
 
 #include "tests/support/skip.h"
 
-#include "common/ctlmsg.h"
+#include "codec/climsg.h"
 #include "mrc/mrc.h"
 #include "common/prng.h"
 
@@ -431,7 +431,7 @@ static void test_listen_accept(void **state)
 
 /* Raw control messages that break the rules get an error reply with a
  * reason, and the daemon keeps serving a well-behaved client. */
-static int raw_call(const char *sock, const void *msg, size_t len, struct mrc_ctl_msg *m,
+static int raw_call(const char *sock, const void *msg, size_t len, struct mrc_cli_msg *m,
 		    uint8_t *rbuf)
 {
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -444,12 +444,12 @@ static int raw_call(const char *sock, const void *msg, size_t len, struct mrc_ct
 	struct pollfd pf = { .fd = fd, .events = POLLIN };
 	if (poll(&pf, 1, WAIT_MS) != 1)
 		return -ETIMEDOUT;
-	ssize_t n = recv(fd, rbuf, MRC_CTL_MSG_MAX, 0);
+	ssize_t n = recv(fd, rbuf, MRC_CLI_MSG_MAX, 0);
 	close(fd);
 	if (n <= 0)
 		return -ECONNRESET;
 	const char *why;
-	return mrc__ctl_dec_rep(rbuf, (size_t)n, m, &why);
+	return mrc__cli_dec_rep(rbuf, (size_t)n, m, &why);
 }
 
 static void test_bad_control(void **state)
@@ -458,33 +458,33 @@ static void test_bad_control(void **state)
 	struct daemon *d = *state;
 	struct mrc_ctx *good;
 	assert_int_equal(mrc_open(d->sock, &good), 0);
-	uint8_t buf[MRC_CTL_MSG_MAX], rbuf[MRC_CTL_MSG_MAX];
-	struct mrc_ctl_msg m;
-	struct mrc_ctl_hello h = { .ver_min = 1, .ver_max = 1, .name = "raw" };
+	uint8_t buf[MRC_CLI_MSG_MAX], rbuf[MRC_CLI_MSG_MAX];
+	struct mrc_cli_msg m;
+	struct mrc_cli_hello h = { .ver_min = 1, .ver_max = 1, .name = "raw" };
 
 	/* wrong length field */
-	int n = mrc__ctl_enc_req(buf, sizeof(buf), MRC_CTL_HELLO, 9, &h, sizeof(h));
+	int n = mrc__cli_enc_req(buf, sizeof(buf), MRC_CLI_HELLO, 9, &h, sizeof(h));
 	assert_true(n > 0);
-	((struct mrc_ctl_hdr *)buf)->len += 4;
+	((struct mrc_cli_hdr *)buf)->len += 4;
 	assert_int_equal(raw_call(d->sock, buf, (size_t)n, &m, rbuf), 0);
 	assert_int_equal(m.status, -EBADMSG);
 	assert_int_equal(m.hdr.req_id, 9);
 	assert_true(m.reason_len > 0);
 
 	/* unsupported version */
-	mrc__ctl_enc_req(buf, sizeof(buf), MRC_CTL_HELLO, 10, &h, sizeof(h));
-	((struct mrc_ctl_hdr *)buf)->version = 7;
+	mrc__cli_enc_req(buf, sizeof(buf), MRC_CLI_HELLO, 10, &h, sizeof(h));
+	((struct mrc_cli_hdr *)buf)->version = 7;
 	assert_int_equal(raw_call(d->sock, buf, (size_t)n, &m, rbuf), 0);
 	assert_int_equal(m.status, -EPROTONOSUPPORT);
 
 	/* a request before hello */
-	struct mrc_ctl_qpn q = { .qpn = 1 };
-	n = mrc__ctl_enc_req(buf, sizeof(buf), MRC_CTL_DESTROY_QP, 11, &q, sizeof(q));
+	struct mrc_cli_qpn q = { .qpn = 1 };
+	n = mrc__cli_enc_req(buf, sizeof(buf), MRC_CLI_DESTROY_QP, 11, &q, sizeof(q));
 	assert_int_equal(raw_call(d->sock, buf, (size_t)n, &m, rbuf), 0);
 	assert_int_equal(m.status, -EPROTO);
 
 	/* unknown type */
-	struct mrc_ctl_hdr uh = { .magic = MRC_CTL_MAGIC, .version = 1, .type = 0x77, .req_id = 12 };
+	struct mrc_cli_hdr uh = { .magic = MRC_CLI_MAGIC, .version = 1, .type = 0x77, .req_id = 12 };
 	assert_int_equal(raw_call(d->sock, &uh, sizeof(uh), &m, rbuf), 0);
 	assert_int_equal(m.status, -EOPNOTSUPP);
 

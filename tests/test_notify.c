@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "ctl/ctljson.h"
+#include "codec/operjson.h"
 
 static char mrcd_bin[512];
 

@@ -1,4 +1,4 @@
-/* Submission descriptor validation (common/ringcheck.h): each malformed
+/* Submission descriptor validation (codec/ringcheck.h): each malformed
  * descriptor is refused with its own errno, well-formed ones pass, and on
  * random descriptors the checker never accepts a local range outside the
  * named region (checked against an independent model). */
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "common/ringcheck.h"
+#include "codec/ringcheck.h"
 #include "mrc/mrc.h"
 #include "common/prng.h"
 

@@ -15,8 +15,8 @@
  * Requests are at most MRC_OPER_REQ_MAX bytes and parsed strictly (unknown
  * fields, wrong types and out-of-range numbers are refused with a reason);
  * replies at most MRC_OPER_MSG_MAX. */
-#ifndef MRC_CTL_CTLJSON_H
-#define MRC_CTL_CTLJSON_H
+#ifndef MRC_CODEC_OPERJSON_H
+#define MRC_CODEC_OPERJSON_H
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* Validation of submission descriptors read from a client's ring: the one
  * place that decides what a well-formed struct mrc_sqe is (the daemon and
  * the fuzz target share it). */
-#ifndef MRC_COMMON_RINGCHECK_H
-#define MRC_COMMON_RINGCHECK_H
+#ifndef MRC_CODEC_RINGCHECK_H
+#define MRC_CODEC_RINGCHECK_H
 
 #include <stdint.h>
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ctl/ctljson.h"
+#include "codec/operjson.h"
 
 static const char *const verbs[MRC_OPER__COUNT] = {
 	[MRC_OPER_STATUS] = "status", [MRC_OPER_PLANES] = "planes",

@@ -1,4 +1,4 @@
-/* libFuzzer target for the control protocol decoder (common/ctlmsg.c).
+/* libFuzzer target for the client protocol decoder (codec/climsg.c).
  * Every input is decoded as a request and as a reply.  An accepted client
  * request must re-encode to exactly the same bytes (the decoder accepts
  * only the canonical form); an accepted reply must re-encode the same way
@@ -8,41 +8,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/ctlmsg.h"
+#include "codec/climsg.h"
 
 #define ENSURE(c) do { if (!(c)) abort(); } while (0)
 
 static void one(const uint8_t *in, size_t len)
 {
-	uint8_t out[MRC_CTL_MSG_MAX];
-	struct mrc_ctl_msg m;
+	uint8_t out[MRC_CLI_MSG_MAX];
+	struct mrc_cli_msg m;
 	const char *why = NULL;
-	int r = mrc__ctl_dec_req(in, len, &m, &why);
+	int r = mrc__cli_dec_req(in, len, &m, &why);
 	if (r == 0) {
-		ENSURE(m.body_len + sizeof(struct mrc_ctl_hdr) == len);
-		if (!(m.hdr.type >= MRC_CTL_OPER_FIRST && m.hdr.type <= MRC_CTL_OPER_LAST)) {
-			ENSURE(m.body_len == mrc__ctl_req_size(m.hdr.type));
-			int n = mrc__ctl_enc_req(out, sizeof(out), m.hdr.type, m.hdr.req_id,
-						 m.body, m.body_len);
-			ENSURE(n == (int)len && !memcmp(out, in, len));
-		}
+		ENSURE(m.body_len + sizeof(struct mrc_cli_hdr) == len);
+		ENSURE(m.body_len == mrc__cli_req_size(m.hdr.type));
+		int n = mrc__cli_enc_req(out, sizeof(out), m.hdr.type, m.hdr.req_id,
+					 m.body, m.body_len);
+		ENSURE(n == (int)len && !memcmp(out, in, len));
 	} else {
 		ENSURE(why != NULL);
 	}
 	why = NULL;
-	r = mrc__ctl_dec_rep(in, len, &m, &why);
+	r = mrc__cli_dec_rep(in, len, &m, &why);
 	if (r == 0) {
-		uint16_t type = m.hdr.type & (uint16_t)~MRC_CTL_REPLY;
+		uint16_t type = m.hdr.type & (uint16_t)~MRC_CLI_REPLY;
 		ENSURE(m.status <= 0);
 		if (m.status < 0) {
-			char reason[MRC_CTL_REASON_MAX + 1];
+			char reason[MRC_CLI_REASON_MAX + 1];
 			memcpy(reason, m.reason, m.reason_len);
 			reason[m.reason_len] = 0;
-			int n = mrc__ctl_enc_rep(out, sizeof(out), type, m.hdr.req_id, m.status,
+			int n = mrc__cli_enc_rep(out, sizeof(out), type, m.hdr.req_id, m.status,
 						 NULL, 0, reason);
 			ENSURE(n == (int)len && !memcmp(out, in, len));
-		} else if (!(type >= MRC_CTL_OPER_FIRST && type <= MRC_CTL_OPER_LAST)) {
-			int n = mrc__ctl_enc_rep(out, sizeof(out), type, m.hdr.req_id, 0,
+		} else {
+			int n = mrc__cli_enc_rep(out, sizeof(out), type, m.hdr.req_id, 0,
 						 m.body, m.body_len, NULL);
 			ENSURE(n == (int)len && !memcmp(out, in, len));
 		}
@@ -53,16 +51,16 @@ static void one(const uint8_t *in, size_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (size < 1 || size > MRC_CTL_MSG_MAX + 1)
+	if (size < 1 || size > MRC_CLI_MSG_MAX + 1)
 		return 0;
-	uint8_t buf[MRC_CTL_MSG_MAX + 1];
+	uint8_t buf[MRC_CLI_MSG_MAX + 1];
 	size_t len = size - 1;
 	memcpy(buf, data + 1, len);
-	if ((data[0] & 1) && len >= sizeof(struct mrc_ctl_hdr)) {
-		struct mrc_ctl_hdr h;
+	if ((data[0] & 1) && len >= sizeof(struct mrc_cli_hdr)) {
+		struct mrc_cli_hdr h;
 		memcpy(&h, buf, sizeof(h));
-		h.magic = MRC_CTL_MAGIC;
-		h.version = MRC_CTL_VERSION;
+		h.magic = MRC_CLI_MAGIC;
+		h.version = MRC_CLI_VERSION;
 		h.len = (uint32_t)(len - sizeof(h));
 		memcpy(buf, &h, sizeof(h));
 	}

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stddef.h>
 
-#include "common/ringcheck.h"
+#include "codec/ringcheck.h"
 #include "mrc/mrc.h"
 
 #define BAD(err, msg) do { *why = (msg); return (err); } while (0)

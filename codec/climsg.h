@@ -1,4 +1,4 @@
-/* mrcd control protocol, version 1: messages on the daemon's Unix socket
+/* mrcd client protocol, version 1: messages on the daemon's Unix socket
  * (SOCK_SEQPACKET, so one recvmsg is one whole message).
  *
  * Every message is a 16-byte header then a type-specific body of exactly
@@ -9,48 +9,45 @@
  * version).  File descriptors travel as SCM_RIGHTS on the same message.
  *
  * Requests and replies share the header; a reply has the request's type
- * with MRC_CTL_REPLY set and the request's req_id.  Replies come in request
+ * with MRC_CLI_REPLY set and the request's req_id.  Replies come in request
  * order, except that ACCEPT and CONNECT answer when the connection is made
  * (other requests may be answered meanwhile).
  *
  * Type space:  0x0001-0x00ff client operations (libmrc)
- *              0x0100-0x01ff operator verbs (mrcctl: status, paths,
- *                            events, admin), defined by ctl/
- *              0x0200-0x7fff unassigned; 0x8000 is the reply bit.
+ *              0x0100-0x7fff unassigned; 0x8000 is the reply bit.
+ * Operators (mrcctl) speak JSON on their own socket (codec/operjson.h).
  */
-#ifndef MRC_COMMON_CTLMSG_H
-#define MRC_COMMON_CTLMSG_H
+#ifndef MRC_CODEC_CLIMSG_H
+#define MRC_CODEC_CLIMSG_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define MRC_CTL_MAGIC    0x4343524du   /* "MRCC" little-endian */
-#define MRC_CTL_VERSION  1u
-#define MRC_CTL_MSG_MAX  512u          /* no message is longer */
-#define MRC_CTL_MAX_FDS  3u            /* per message */
-#define MRC_CTL_REASON_MAX 200u        /* error text bytes */
-#define MRC_CTL_DEFAULT_SOCK "/run/mrcd/mrcd.sock"
+#define MRC_CLI_MAGIC    0x4343524du   /* "MRCC" little-endian */
+#define MRC_CLI_VERSION  1u
+#define MRC_CLI_MSG_MAX  512u          /* no message is longer */
+#define MRC_CLI_MAX_FDS  3u            /* per message */
+#define MRC_CLI_REASON_MAX 200u        /* error text bytes */
+#define MRC_CLI_DEFAULT_SOCK "/run/mrcd/mrcd.sock"
 
-enum mrc_ctl_type {
-	MRC_CTL_HELLO = 0x0001,
-	MRC_CTL_REG_MR = 0x0002,       /* fd: the region's memfd */
-	MRC_CTL_DEREG_MR = 0x0003,
-	MRC_CTL_CREATE_QP = 0x0004,    /* reply fds: rings memfd, sq doorbell,
+enum mrc_cli_type {
+	MRC_CLI_HELLO = 0x0001,
+	MRC_CLI_REG_MR = 0x0002,       /* fd: the region's memfd */
+	MRC_CLI_DEREG_MR = 0x0003,
+	MRC_CLI_CREATE_QP = 0x0004,    /* reply fds: rings memfd, sq doorbell,
 	                                  cq doorbell */
-	MRC_CTL_DESTROY_QP = 0x0005,
-	MRC_CTL_QP_INFO = 0x0006,
-	MRC_CTL_CONNECT_OOB = 0x0007,
-	MRC_CTL_LISTEN = 0x0008,
-	MRC_CTL_UNLISTEN = 0x0009,
-	MRC_CTL_ACCEPT = 0x000a,
-	MRC_CTL_CONNECT = 0x000b,
-	MRC_CTL_CLIENT_LAST = 0x000b,
-	MRC_CTL_OPER_FIRST = 0x0100,   /* reserved for mrcctl */
-	MRC_CTL_OPER_LAST = 0x01ff,
-	MRC_CTL_REPLY = 0x8000,
+	MRC_CLI_DESTROY_QP = 0x0005,
+	MRC_CLI_QP_INFO = 0x0006,
+	MRC_CLI_CONNECT_OOB = 0x0007,
+	MRC_CLI_LISTEN = 0x0008,
+	MRC_CLI_UNLISTEN = 0x0009,
+	MRC_CLI_ACCEPT = 0x000a,
+	MRC_CLI_CONNECT = 0x000b,
+	MRC_CLI_CLIENT_LAST = 0x000b,
+	MRC_CLI_REPLY = 0x8000,
 };
 
-struct mrc_ctl_hdr {
+struct mrc_cli_hdr {
 	uint32_t magic;
 	uint16_t version;
 	uint16_t type;
@@ -59,7 +56,7 @@ struct mrc_ctl_hdr {
 };
 
 /* A QP's connection parameters (the out-of-band blob). */
-struct mrc_ctl_addr {
+struct mrc_cli_addr {
 	uint32_t host;
 	uint32_t qpn;
 	uint32_t psn;
@@ -67,63 +64,63 @@ struct mrc_ctl_addr {
 };
 
 /* ---- request bodies ---- */
-struct mrc_ctl_hello {
+struct mrc_cli_hello {
 	uint16_t ver_min, ver_max; /* versions the client speaks */
 	uint32_t rsvd;
 	char name[32];             /* NUL-terminated, for logs */
 };
-struct mrc_ctl_reg_mr {
+struct mrc_cli_reg_mr {
 	uint64_t fd_off;           /* offset of the region in the memfd */
 	uint64_t len;
 	uint32_t access;           /* MRC_MR_* of mrc.h */
 	uint32_t rsvd;
 };
-struct mrc_ctl_key {           /* DEREG_MR */
+struct mrc_cli_key {           /* DEREG_MR */
 	uint32_t key;
 	uint32_t rsvd;
 };
-struct mrc_ctl_create_qp {
+struct mrc_cli_create_qp {
 	uint32_t sq_entries;       /* power of two */
 	uint32_t cq_entries;       /* power of two */
-	uint32_t flags;            /* MRC_CTL_QP_* */
+	uint32_t flags;            /* MRC_CLI_QP_* */
 	uint32_t pin_ev;
 };
-#define MRC_CTL_QP_PIN_EV 0x1u /* single-path mode on pin_ev */
-#define MRC_CTL_QP_POLLED 0x2u /* SQ always polled (GPU producer) */
-#define MRC_CTL_QP_FLAGS  0x3u
-struct mrc_ctl_qpn {           /* DESTROY_QP, QP_INFO */
+#define MRC_CLI_QP_PIN_EV 0x1u /* single-path mode on pin_ev */
+#define MRC_CLI_QP_POLLED 0x2u /* SQ always polled (GPU producer) */
+#define MRC_CLI_QP_FLAGS  0x3u
+struct mrc_cli_qpn {           /* DESTROY_QP, QP_INFO */
 	uint32_t qpn;
 	uint32_t rsvd;
 };
-struct mrc_ctl_connect_oob {
+struct mrc_cli_connect_oob {
 	uint32_t qpn;
 	uint32_t rsvd;
-	struct mrc_ctl_addr remote;
+	struct mrc_cli_addr remote;
 };
-struct mrc_ctl_listen {        /* LISTEN, UNLISTEN (backlog 0) */
+struct mrc_cli_listen {        /* LISTEN, UNLISTEN (backlog 0) */
 	uint32_t sid;
 	uint32_t backlog;
 };
-struct mrc_ctl_accept {
+struct mrc_cli_accept {
 	uint32_t sid;
 	uint32_t qpn;              /* local QP to connect */
 	uint32_t timeout_ms;       /* 0: wait forever */
 	uint32_t priv;             /* sent to the requester */
 };
-struct mrc_ctl_connect {
+struct mrc_cli_connect {
 	uint32_t host;
 	uint32_t sid;
 	uint32_t qpn;
 	uint32_t priv;             /* sent to the acceptor */
 };
 
-/* ---- reply bodies (after struct mrc_ctl_status with status 0) ---- */
-struct mrc_ctl_status {
+/* ---- reply bodies (after struct mrc_cli_status with status 0) ---- */
+struct mrc_cli_status {
 	int32_t status;            /* 0 or negative errno */
 	uint32_t rsvd;
-	/* status < 0: up to MRC_CTL_REASON_MAX bytes of text follow (no NUL) */
+	/* status < 0: up to MRC_CLI_REASON_MAX bytes of text follow (no NUL) */
 };
-struct mrc_ctl_hello_rep {
+struct mrc_cli_hello_rep {
 	uint16_t version;          /* chosen */
 	uint16_t rsvd;
 	uint32_t client_id;
@@ -133,29 +130,29 @@ struct mrc_ctl_hello_rep {
 	uint32_t rsvd2;
 	uint64_t max_mem;          /* bytes of registered memory */
 };
-struct mrc_ctl_reg_mr_rep {
+struct mrc_cli_reg_mr_rep {
 	uint32_t key;              /* lkey and rkey */
 	uint32_t rsvd;
 };
-struct mrc_ctl_create_qp_rep {
+struct mrc_cli_create_qp_rep {
 	uint32_t qpn;
 	uint32_t rsvd;
 	uint64_t map_len;          /* bytes to mmap from the rings memfd */
 	uint64_t sq_off, cq_off;   /* ring headers in that mapping */
 };
-struct mrc_ctl_qp_info_rep {
-	struct mrc_ctl_addr local;
+struct mrc_cli_qp_info_rep {
+	struct mrc_cli_addr local;
 	uint32_t state;            /* enum mrc_qp_state */
 	int32_t error;
 };
-struct mrc_ctl_addr_rep {      /* ACCEPT, CONNECT: the remote QP */
-	struct mrc_ctl_addr remote;
+struct mrc_cli_addr_rep {      /* ACCEPT, CONNECT: the remote QP */
+	struct mrc_cli_addr remote;
 };
 
 /* A decoded message: header, body bytes (pointing into the caller's
  * buffer) and, for an error reply, its reason text. */
-struct mrc_ctl_msg {
-	struct mrc_ctl_hdr hdr;
+struct mrc_cli_msg {
+	struct mrc_cli_hdr hdr;
 	const void *body;          /* request body, or reply body after status */
 	uint32_t body_len;
 	int32_t status;            /* replies */
@@ -163,33 +160,33 @@ struct mrc_ctl_msg {
 	uint32_t reason_len;
 };
 
-/* Body size of a request type (0 for unknown or operator types: those are
- * checked by ctl/); reply body size after the status (0 when none). */
-size_t mrc__ctl_req_size(uint16_t type);
-size_t mrc__ctl_rep_size(uint16_t type);
+/* Body size of a request type (0 for unknown types); reply body size after
+ * the status (0 when none). */
+size_t mrc__cli_req_size(uint16_t type);
+size_t mrc__cli_rep_size(uint16_t type);
 /* How many fds a request / a successful reply of this type carries. */
-unsigned mrc__ctl_req_fds(uint16_t type);
-unsigned mrc__ctl_rep_fds(uint16_t type);
+unsigned mrc__cli_req_fds(uint16_t type);
+unsigned mrc__cli_rep_fds(uint16_t type);
 
-/* Encodes a request into buf (cap >= MRC_CTL_MSG_MAX is always enough);
- * body must be exactly mrc__ctl_req_size(type) bytes.  Returns the
+/* Encodes a request into buf (cap >= MRC_CLI_MSG_MAX is always enough);
+ * body must be exactly mrc__cli_req_size(type) bytes.  Returns the
  * message length or a negative errno. */
-int mrc__ctl_enc_req(void *buf, size_t cap, uint16_t type, uint32_t req_id,
+int mrc__cli_enc_req(void *buf, size_t cap, uint16_t type, uint32_t req_id,
 		     const void *body, size_t len);
-/* A reply: status 0 with body (mrc__ctl_rep_size bytes), or status < 0
- * with an optional reason (truncated to MRC_CTL_REASON_MAX); an error
+/* A reply: status 0 with body (mrc__cli_rep_size bytes), or status < 0
+ * with an optional reason (truncated to MRC_CLI_REASON_MAX); an error
  * reply may answer a request of any type, even an unknown one. */
-int mrc__ctl_enc_rep(void *buf, size_t cap, uint16_t type, uint32_t req_id,
+int mrc__cli_enc_rep(void *buf, size_t cap, uint16_t type, uint32_t req_id,
 		     int32_t status, const void *body, size_t len, const char *reason);
 
 /* Strict decoding of one whole message (error replies of any type
  * decode, with their reason).  -EBADMSG for anything malformed
  * (why: a static string), -EPROTONOSUPPORT for a version other than 1,
- * -EOPNOTSUPP for an unknown client type (operator types decode with
- * their body unchecked).  On success m->body points into buf. */
-int mrc__ctl_dec_req(const void *buf, size_t len, struct mrc_ctl_msg *m, const char **why);
-int mrc__ctl_dec_rep(const void *buf, size_t len, struct mrc_ctl_msg *m, const char **why);
+ * -EOPNOTSUPP for an unknown type.  On success m->body points into
+ * buf. */
+int mrc__cli_dec_req(const void *buf, size_t len, struct mrc_cli_msg *m, const char **why);
+int mrc__cli_dec_rep(const void *buf, size_t len, struct mrc_cli_msg *m, const char **why);
 
-const char *mrc__ctl_type_name(uint16_t type);
+const char *mrc__cli_type_name(uint16_t type);
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl/prom.h"
+#include "codec/prom.h"
 
 static int is_gauge(const char *k)
 {

@@ -1,4 +1,4 @@
-/* The operator protocol codec (ctl/ctljson.c), the table renderer and the
+/* The operator protocol codec (codec/operjson.c), the table renderer and the
  * Prometheus renderer: every request rule, round trips, reply parsing. */
 #include <errno.h>
 #include <setjmp.h>
@@ -10,9 +10,10 @@
 
 #include <cmocka.h>
 
-#include "ctl/ctljson.h"
-#include "ctl/prom.h"
+#include "codec/operjson.h"
+#include "codec/prom.h"
 #include "ctl/render.h"
+#include "ctl/verbs.h"
 
 static int parse(const char *s, struct mrc_oper_req *r, char *err)
 {

@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl/ctljson.h"
-#include "ctl/prom.h"
+#include "codec/operjson.h"
+#include "codec/prom.h"
 #include "ctl/render.h"
+#include "ctl/verbs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,8 +1,8 @@
 /* Prometheus text exposition (format 0.0.4) of the `stats` JSON, shared by
  * `mrcctl stats --prom` and mrcd's metrics_listen HTTP endpoint, so both
  * print the same series. */
-#ifndef MRC_CTL_PROM_H
-#define MRC_CTL_PROM_H
+#ifndef MRC_CODEC_PROM_H
+#define MRC_CODEC_PROM_H
 
 #include <jansson.h>
 
