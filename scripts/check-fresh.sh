@@ -37,6 +37,9 @@ mirror() {
 }
 
 root=$(mktemp -d /var/tmp/mrc-fresh.XXXXXX)
+# mktemp makes it 0700; a root filesystem is 0755 (the tests run commands
+# as unprivileged users inside).
+chmod 755 "$root"
 cleanup() {
 	local rc=$?
 	# Whatever a test left mounted inside (/run/netns, ...) goes too.
@@ -65,6 +68,7 @@ else
 	mkdir -p "$(dirname "$cache")"
 	tar -czf "$cache.tmp" -C "$root" . && mv "$cache.tmp" "$cache"
 fi
+chmod 755 "$root"   # the tarball's "./" entry carries the directory's mode
 # This machine's apt configuration (its mirror, proxies, validity rules)
 # and name resolution: the chroot stands for a fresh machine of this kind.
 rm -f "$root/etc/apt/sources.list"
