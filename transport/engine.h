@@ -144,10 +144,11 @@ int mrc_qp_connect(struct mrc_engine *e, uint32_t qpn, uint32_t peer, uint32_t r
  * private copy (common/ringcheck.h) and posts that copy unchanged; the
  * simulator, tools and tests fill one the same way.  op is one of
  * MRC_SQE_WRITE, _WRITE_IMM, _SEND, _SEND_IMM, _ATOMIC_ADD (RECV buffers
- * go through mrc_qp_post_recv); seq, flags and the reserved fields are
- * not read.  The engine's fields: wr_id; lkey, loff (local source, not
- * for ATOMIC_ADD); len (<= MRC_MAX_MSG); rkey, roff (WRITE*, ATOMIC_ADD);
- * imm (*_IMM); add (ATOMIC_ADD: remote u64 += add).
+ * go through mrc_qp_post_recv); seq and the reserved fields are not read,
+ * nor flags (no MRC_SQE_F_* is defined yet).  The engine's fields: wr_id;
+ * lkey, loff (local source, not for ATOMIC_ADD); len (<= MRC_MAX_MSG);
+ * rkey, roff (WRITE*, ATOMIC_ADD); imm (*_IMM); add (ATOMIC_ADD: remote
+ * u64 += add).
  * -ENOSPC when the send queue is full, -EINVAL/-EACCES for a bad local
  * key or range (checked at post time), -ENOTCONN before connect. */
 int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct mrc_sqe *wr);
