@@ -32,7 +32,7 @@ struct bench {
 
 static void post_one(struct bench *b, uint32_t qi)
 {
-	struct mrc_wr wr = { .wr_id = qi, .op = MRC_WR_WRITE, .lkey = b->lkey,
+	struct mrc_sqe wr = { .wr_id = qi, .op = MRC_SQE_WRITE, .lkey = b->lkey,
 			     .loff = mrc_rng_below(&b->r, (BUF - MSG) / 4096) * 4096,
 			     .len = MSG, .rkey = b->rkey,
 			     .roff = mrc_rng_below(&b->r, (BUF - MSG) / 4096) * 4096 };

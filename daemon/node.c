@@ -11,7 +11,6 @@
 
 #include "daemon/core.h"
 #include "srv6/linkmon.h"
-#include "transport/cc.h"
 #include "transport/wire.h"
 
 #define NO_ID UINT32_MAX
@@ -136,7 +135,7 @@ static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
 				d->st.rx_short++;
 				continue;
 			}
-			if (in[i].buf[1] == MRC_OP_CTRL) {
+			if (mrc_wire_is_ctrl(in[i].buf, in[i].len)) {
 				mrcd_cm_rx(d, host, in[i].buf, in[i].len);
 				continue;
 			}
@@ -420,7 +419,7 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 		ec.rto_init_ns = ec.rto_min_ns;
 	if (ec.rto_init_ns > ec.rto_max_ns)
 		ec.rto_init_ns = ec.rto_max_ns;
-	ec.cc = strcmp(d->cfg.cc, "fixed") ? &mrc_cc_nscc : &mrc_cc_fixed;
+	ec.cc = strcmp(d->cfg.cc, "fixed") ? MRC_CC_NSCC : MRC_CC_FIXED;
 	const char *why = NULL;
 	if ((rc = mrc_engine_create(&ec, &d->eng, &why))) {
 		snprintf(err, errlen, "engine: %s", why ? why : strerror(-rc));

@@ -147,26 +147,12 @@ static void refuse(struct mrcd_cqp *q, const struct mrc_sqe *s, int err)
 	}
 }
 
-static uint8_t cqe_op(uint8_t wc_op)
-{
-	switch (wc_op) {
-	case MRC_WC_WRITE: return MRC_CQE_WRITE;
-	case MRC_WC_WRITE_IMM: return MRC_CQE_WRITE_IMM;
-	case MRC_WC_SEND: return MRC_CQE_SEND;
-	case MRC_WC_SEND_IMM: return MRC_CQE_SEND_IMM;
-	case MRC_WC_ATOMIC_ADD: return MRC_CQE_ATOMIC_ADD;
-	case MRC_WC_RECV: return MRC_CQE_RECV;
-	case MRC_WC_RECV_WRITE_IMM: return MRC_CQE_RECV_WRITE_IMM;
-	}
-	return 0;
-}
-
 static void on_wc(void *ctx, const struct mrc_wc *wc)
 {
 	struct mrcd_cqp *q = ctx;
 	struct mrc_cqe c = {
 		.status = wc->status, .wr_id = wc->wr_id, .byte_len = (uint32_t)wc->byte_len,
-		.imm = wc->imm, .qpn = q->qpn, .op = cqe_op(wc->op),
+		.imm = wc->imm, .qpn = q->qpn, .op = wc->op,   /* ring op values (engine.h) */
 		.flags = wc->has_imm ? MRC_CQE_F_IMM : 0,
 	};
 	switch (wc->op) {
@@ -187,12 +173,6 @@ static void on_wc(void *ctx, const struct mrc_wc *wc)
 
 /* ---- submissions ------------------------------------------------------ */
 
-static const uint8_t wr_op[] = {
-	[MRC_SQE_WRITE] = MRC_WR_WRITE, [MRC_SQE_WRITE_IMM] = MRC_WR_WRITE_IMM,
-	[MRC_SQE_SEND] = MRC_WR_SEND, [MRC_SQE_SEND_IMM] = MRC_WR_SEND_IMM,
-	[MRC_SQE_ATOMIC_ADD] = MRC_WR_ATOMIC_ADD,
-};
-
 /* 0: consumed (posted or refused); -ENOSPC: the engine is full, retry. */
 static int submit(struct mrcd_cqp *q, const struct mrc_sqe *s)
 {
@@ -208,11 +188,8 @@ static int submit(struct mrcd_cqp *q, const struct mrc_sqe *s)
 		if (r == 0)
 			fifo_push(q, q->rf, q->rf_head, &q->rf_n, &mark);
 	} else {
-		struct mrc_wr wr = {
-			.wr_id = s->wr_id, .op = wr_op[s->op], .lkey = s->lkey, .loff = s->loff,
-			.len = s->len, .rkey = s->rkey, .roff = s->roff, .imm = s->imm, .add = s->add,
-		};
-		r = mrc_qp_post(e, mrcd_now(), q->qpn, &wr);
+		/* The validated private copy is the engine's work request. */
+		r = mrc_qp_post(e, mrcd_now(), q->qpn, s);
 		if (r == 0)
 			fifo_push(q, q->sf, q->sf_head, &q->sf_n, &mark);
 	}

@@ -10,7 +10,6 @@
 
 #include "common/errf.h"
 #include "sim/sim_int.h"
-#include "transport/cc.h"
 
 #define EVC_MAX (1u << 20)   /* EV changes kept in detail (all counted) */
 
@@ -28,7 +27,7 @@ static void engine_cfg(struct mrc_sim *s)
 	struct mrc_engine_cfg *e = &s->ecfg;
 	mrc_engine_cfg_default(e);
 	e->mtu = c->mtu;
-	e->cc = c->cc_fixed ? &mrc_cc_fixed : &mrc_cc_nscc;
+	e->cc = c->cc_fixed ? MRC_CC_FIXED : MRC_CC_NSCC;
 	if (c->rto_min_ns) {
 		e->rto_min_ns = c->rto_min_ns;
 		if (e->rto_init_ns < e->rto_min_ns)

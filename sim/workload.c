@@ -347,7 +347,7 @@ void sim_flow_start(struct mrc_sim *s, uint32_t f)
 	for (uint32_t i = 0; i < conns; i++) {
 		const struct sim_conn *c = &s->conns[fl->conn0 + i];
 		uint64_t len = conns == 1 ? fl->size : c->len, off = conns == 1 ? 0 : c->off;
-		struct mrc_wr wr = { .wr_id = f, .op = MRC_WR_WRITE_IMM,
+		struct mrc_sqe wr = { .wr_id = f, .op = MRC_SQE_WRITE_IMM,
 			.lkey = x->src_key, .loff = fl->loff + off, .len = len,
 			.rkey = fl->rkey, .roff = off, .imm = f };
 		int rc = mrc_qp_post(x->eng, now_ns, c->sqpn, &wr);

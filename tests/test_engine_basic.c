@@ -127,10 +127,10 @@ static void test_mr_reg_dereg(void **state)
 	CHECK(key2 != t.lkey);
 	CHECK_EQ(mrc_mr_dereg(E(&t, 0), key2), 0);
 	CHECK(mrc_mr_dereg(E(&t, 0), key2) < 0);                   /* twice */
-	CHECK(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 1, key2, 0, 16, t.rkey, 0, 0, 0) < 0);
+	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, key2, 0, 16, t.rkey, 0, 0, 0) < 0);
 
 	/* A posted WRITE references lkey until it completes. */
-	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 1, t.lkey, 0, 300000, t.rkey, 0, 0, 0), 0);
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 0, 300000, t.rkey, 0, 0, 0), 0);
 	CHECK_EQ(mrc_mr_dereg(E(&t, 0), t.lkey), -EBUSY);
 	/* A posted RECV references its region too. */
 	CHECK_EQ(mrc_qp_post_recv(E(&t, 1), t.qb, 9, t.dst_lkey, 0, 4096), 0);
@@ -154,17 +154,17 @@ static void test_post_errors(void **state)
 	cc.ecfg.sq_depth = 8;
 	CHECK_EQ(etest_init(&t, &cc, 1 << 16, 1 << 16, 0), 0);
 	CHECK_EQ(mrc_qp_create(E(&t, 0), &attr, &q), 0);
-	CHECK_EQ(etest_post(t.ch, 0, q, MRC_WR_WRITE, 1, t.lkey, 0, 16, t.rkey, 0, 0, 0),
+	CHECK_EQ(etest_post(t.ch, 0, q, MRC_SQE_WRITE, 1, t.lkey, 0, 16, t.rkey, 0, 0, 0),
 		 -ENOTCONN);
 	CHECK_EQ(mrc_qp_destroy(E(&t, 0), q), 0);
-	CHECK(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 1, t.lkey + 77, 0, 16, t.rkey, 0, 0, 0) < 0);
-	CHECK(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 1, t.lkey, 1 << 16, 1, t.rkey, 0, 0, 0) < 0);
-	CHECK(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 1, t.lkey, 0, MRC_MAX_MSG + 1, t.rkey,
+	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey + 77, 0, 16, t.rkey, 0, 0, 0) < 0);
+	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 1 << 16, 1, t.rkey, 0, 0, 0) < 0);
+	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 0, MRC_MAX_MSG + 1, t.rkey,
 			 0, 0, 0) < 0);
 	CHECK(mrc_qp_post_recv(E(&t, 1), t.qb, 1, t.dst_lkey, 1 << 15, 1 << 16) < 0);
 	for (int i = 0; i < 8; i++)
-		CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, i, t.lkey, 0, 64, t.rkey, 0, 0, 0), 0);
-	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 8, t.lkey, 0, 64, t.rkey, 0, 0, 0),
+		CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, i, t.lkey, 0, 64, t.rkey, 0, 0, 0), 0);
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 8, t.lkey, 0, 64, t.rkey, 0, 0, 0),
 		 -ENOSPC);
 	CHECK_EQ(etest_run2(t.ch, 8, 0, 1 * SEC), 0);
 	for (int i = 0; i < 8; i++)
@@ -194,7 +194,7 @@ static void write_once(uint64_t len, uint64_t loff, uint64_t roff, int sparse)
 			memcpy(t.src.p + loff + off, &v, 8);
 		}
 	}
-	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 77, t.lkey, loff, len, t.rkey, roff,
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 77, t.lkey, loff, len, t.rkey, roff,
 			    0, 0), 0);
 	CHECK_EQ(etest_run2(t.ch, 1, 0, 60 * SEC), 0);
 	const struct mrc_wc *w = WC(&t, 0, 0);
@@ -253,7 +253,7 @@ static void test_write_imm(void **s)
 	ic.t = &t;
 	t.ch->on_wc = on_wc_imm;
 	t.ch->hook_arg = &ic;
-	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE_IMM, 3, t.lkey, ic.loff, ic.len, t.rkey,
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE_IMM, 3, t.lkey, ic.loff, ic.len, t.rkey,
 			    ic.roff, 0xdeadbeef, 0), 0);
 	CHECK_EQ(etest_run2(t.ch, 1, 1, 1 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 0)->op, MRC_WC_WRITE_IMM);
@@ -283,7 +283,7 @@ static void send_recv(int with_imm, int recv_late)
 	CHECK_EQ(etest_init(&t, &cc, 1 << 16, 1 << 16, 0), 0);
 	if (!recv_late)
 		CHECK_EQ(mrc_qp_post_recv(E(&t, 1), t.qb, 5, t.dst_lkey, roff, rlen), 0);
-	CHECK_EQ(etest_post(t.ch, 0, t.qa, with_imm ? MRC_WR_SEND_IMM : MRC_WR_SEND, 4, t.lkey,
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, with_imm ? MRC_SQE_SEND_IMM : MRC_SQE_SEND, 4, t.lkey,
 			    loff, len, 0, 0, 0x1234, 0), 0);
 	if (recv_late) {
 		/* Receiver not ready: nothing may complete, nothing is placed. */
@@ -328,7 +328,7 @@ static void test_send_too_big(void **s)
 	cfg_two(&cc, 8, 2);
 	CHECK_EQ(etest_init(&t, &cc, 1 << 16, 1 << 16, 0), 0);
 	CHECK_EQ(mrc_qp_post_recv(E(&t, 1), t.qb, 5, t.dst_lkey, 0, 1000), 0);
-	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_SEND, 4, t.lkey, 0, 3000, 0, 0, 0, 0), 0);
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_SEND, 4, t.lkey, 0, 3000, 0, 0, 0, 0), 0);
 	CHECK_EQ(etest_run2(t.ch, 1, 0, 1 * SEC), 0);
 	const struct mrc_wc *w = WC(&t, 0, 0);
 	if (w->status != -EMSGSIZE && w->status != -EACCES)
@@ -360,7 +360,7 @@ static void test_atomic_add(void **s)
 	for (int i = 0; i < 16; i++) {
 		uint64_t a = mrc_rng_next(&r);  /* wraps: the add is mod 2^64 */
 		sum += a;
-		CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_ATOMIC_ADD, i, 0, 0, 8, t.rkey, 64, 0, a), 0);
+		CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_ATOMIC_ADD, i, 0, 0, 8, t.rkey, 64, 0, a), 0);
 	}
 	CHECK_EQ(etest_run2(t.ch, 16, 0, 1 * SEC), 0);
 	for (int i = 0; i < 16; i++) {
@@ -374,7 +374,7 @@ static void test_atomic_add(void **s)
 	check_dst_untouched(&t, 72, 4096);
 	check_guards(&t);
 	/* A misaligned atomic is refused at post time. */
-	CHECK(etest_post(t.ch, 0, t.qa, MRC_WR_ATOMIC_ADD, 99, 0, 0, 8, t.rkey, 65, 0, 1) < 0);
+	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_ATOMIC_ADD, 99, 0, 0, 8, t.rkey, 65, 0, 1) < 0);
 	etest_fini(&t);
 }
 
@@ -390,7 +390,7 @@ static void access_case(int kind)
 	const uint64_t dlen = 1 << 16, good_off = 1 << 15;
 	uint64_t roff = 0, len = 3 * 4096;
 	uint32_t key = 0;
-	uint8_t op = MRC_WR_WRITE;
+	uint8_t op = MRC_SQE_WRITE;
 
 	cfg_two(&cc, 8, 2);
 	CHECK_EQ(etest_init(&t, &cc, dlen, dlen, 0), 0);
@@ -414,15 +414,15 @@ static void access_case(int kind)
 	case AV_ATOMIC_NO_RIGHT:
 		CHECK_EQ(mrc_mr_reg(E(&t, 1), ETEST_PD, t.dst.p, dlen / 2,
 				    MRC_ACCESS_REMOTE_WRITE, &key), 0);
-		op = MRC_WR_ATOMIC_ADD;
+		op = MRC_SQE_ATOMIC_ADD;
 		roff = 128;
 		len = 8;
 		break;
 	}
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, op, 100, t.lkey, 0, len, key, roff, 0, 5), 0);
-	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 101, t.lkey, 0, 4096, t.rkey, good_off,
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 101, t.lkey, 0, 4096, t.rkey, good_off,
 			    0, 0), 0);
-	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE_IMM, 102, t.lkey, 0, 10, t.rkey,
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE_IMM, 102, t.lkey, 0, 10, t.rkey,
 			    good_off, 1, 0), 0);
 	CHECK_EQ(etest_run2(t.ch, 3, 0, 1 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 0)->wr_id, 100);
@@ -442,7 +442,7 @@ static void access_case(int kind)
 	}
 	CHECK_EQ(seen, 1);
 	/* An ERROR QP takes no new work. */
-	CHECK(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 103, t.lkey, 0, 1, t.rkey, 0, 0, 0) < 0);
+	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 103, t.lkey, 0, 1, t.rkey, 0, 0, 0) < 0);
 	struct mrc_engine_stats st;
 	mrc_engine_stats(E(&t, 1), &st);
 	CHECK(st.access_errors >= 1);
@@ -487,10 +487,10 @@ static void test_access_nack_reordered(void **s)
 	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
 	t.ch->on_tx = on_tx_hold_access_nack;
 	t.ch->hook_arg = &held;
-	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 100, t.lkey, 0, 100, t.rkey + 1000003,
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 100, t.lkey, 0, 100, t.rkey + 1000003,
 			    0, 0, 0), 0);
 	for (int i = 1; i < n; i++)
-		CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 100 + i, t.lkey, 0, 64 << 10,
+		CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 100 + i, t.lkey, 0, 64 << 10,
 				    t.rkey, 0, 0, 0), 0);
 	CHECK_EQ(etest_run2(t.ch, n, 0, 1 * SEC), 0);
 	CHECK_EQ(held, 1);
@@ -524,7 +524,7 @@ static void test_completion_order(void **s)
 		uint64_t len = i % 3 == 0 ? mrc_rng_range(&r, 100000, 400000)
 					  : mrc_rng_range(&r, 1, 5000);
 		int imm = i % 2;
-		CHECK_EQ(etest_post(t.ch, 0, t.qa, imm ? MRC_WR_WRITE_IMM : MRC_WR_WRITE, 1000 + i,
+		CHECK_EQ(etest_post(t.ch, 0, t.qa, imm ? MRC_SQE_WRITE_IMM : MRC_SQE_WRITE, 1000 + i,
 				    t.lkey, mrc_rng_below(&r, 1 << 20), len, t.rkey,
 				    mrc_rng_below(&r, 1 << 20), (uint32_t)i, 0), 0);
 	}
@@ -554,7 +554,7 @@ static uint64_t data_on_evs(struct chan *ch, uint32_t src, uint32_t dst, uint32_
 static void write_and_wait(struct etest *t, uint32_t qa, uint64_t len, uint64_t wr_id)
 {
 	uint64_t done = t->ch->node[0].wc_total;
-	CHECK_EQ(etest_post(t->ch, 0, qa, MRC_WR_WRITE, wr_id, t->lkey, 0, len, t->rkey, 0, 0, 0), 0);
+	CHECK_EQ(etest_post(t->ch, 0, qa, MRC_SQE_WRITE, wr_id, t->lkey, 0, len, t->rkey, 0, 0, 0), 0);
 	CHECK_EQ(etest_run2(t->ch, done + 1, 0, 10 * SEC), 0);
 	CHECK_EQ(t->ch->node[0].wc[t->ch->node[0].nwc - 1].status, 0);
 }
@@ -670,14 +670,14 @@ static void test_shared_path_health(void **s)
 	CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &plain, &plain, &qa2, &qb2), 0);
 	chan_blackhole_ev(t.ch, 0, 1, 4, t.ch->now, UINT64_MAX);
 	/* QP 1 discovers the broken path ... */
-	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 1, t.lkey, 0, 4 << 20, t.rkey, 0, 0, 0), 0);
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 0, 4 << 20, t.rkey, 0, 0, 0), 0);
 	struct ev_wait w = { E(&t, 0), t.ch->node[0].peer[1], 4, MRC_EV_ASSUMED_BAD };
 	CHECK_EQ(chan_run(t.ch, pred_ev_state, &w, 1 * SEC, ETEST_MAX_STEPS), 0);
 	CHECK_EQ(etest_run2(t.ch, 1, 0, 10 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 0)->status, 0);
 	/* ... and QP 2 never sends data on it. */
 	uint64_t before = data_on_evs(t.ch, 0, 1, 4, 0);
-	CHECK_EQ(etest_post(t.ch, 0, qa2, MRC_WR_WRITE, 2, t.lkey, 0, 4 << 20, t.rkey, 0, 0, 0), 0);
+	CHECK_EQ(etest_post(t.ch, 0, qa2, MRC_SQE_WRITE, 2, t.lkey, 0, 4 << 20, t.rkey, 0, 0, 0), 0);
 	CHECK_EQ(etest_run2(t.ch, 2, 0, 10 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 1)->status, 0);
 	CHECK_EQ(data_on_evs(t.ch, 0, 1, 4, 0), before);
@@ -696,8 +696,8 @@ static void test_retry_exhaustion(void **s)
 	cfg_two(&cc, 8, 2);
 	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
 	chan_blackhole_all(t.ch, t.ch->now, UINT64_MAX);
-	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 1, t.lkey, 0, 65536, t.rkey, 0, 0, 0), 0);
-	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 2, t.lkey, 0, 10, t.rkey, 0, 0, 0), 0);
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 0, 65536, t.rkey, 0, 0, 0), 0);
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 2, t.lkey, 0, 10, t.rkey, 0, 0, 0), 0);
 	/* Bounded: 24 retries with RTO capped at 200 ms is < 5 s; allow 10 min. */
 	CHECK_EQ(etest_run2(t.ch, 2, 0, 600 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 0)->status, -ETIMEDOUT);

@@ -148,9 +148,9 @@ static void gen(struct world *w, uint64_t budget, uint32_t mtu, uint64_t src_len
 		struct pop *o = &q->op[q->nop];
 		uint64_t k = mrc_rng_below(r, 100);
 		memset(o, 0, sizeof(*o));
-		o->op = k < 45 ? MRC_WR_WRITE : k < 65 ? MRC_WR_WRITE_IMM : k < 75 ? MRC_WR_SEND
-		      : k < 82 ? MRC_WR_SEND_IMM : MRC_WR_ATOMIC_ADD;
-		if (o->op == MRC_WR_ATOMIC_ADD) {
+		o->op = k < 45 ? MRC_SQE_WRITE : k < 65 ? MRC_SQE_WRITE_IMM : k < 75 ? MRC_SQE_SEND
+		      : k < 82 ? MRC_SQE_SEND_IMM : MRC_SQE_ATOMIC_ADD;
+		if (o->op == MRC_SQE_ATOMIC_ADD) {
 			o->cnt = (uint8_t)mrc_rng_below(r, NCNT);
 			if (q->nbits[o->cnt] == MAXBITS)
 				continue;
@@ -159,17 +159,17 @@ static void gen(struct world *w, uint64_t budget, uint32_t mtu, uint64_t src_len
 			o->roff = q->cnt_off + 8 * o->cnt;
 		} else {
 			o->len = pick_len(r, mtu);
-			if (o->op == MRC_WR_SEND || o->op == MRC_WR_SEND_IMM)
+			if (o->op == MRC_SQE_SEND || o->op == MRC_SQE_SEND_IMM)
 				o->len = o->len > (16 << 10) ? (16 << 10) : o->len;
 			o->loff = mrc_rng_below(r, src_len - o->len + 1);
 			o->rlen = o->len;
-			if (o->op == MRC_WR_SEND || o->op == MRC_WR_SEND_IMM)
+			if (o->op == MRC_SQE_SEND || o->op == MRC_SQE_SEND_IMM)
 				o->rlen += mrc_rng_below(r, 3) ? 0 : mrc_rng_below(r, 5000);
 			o->roff = bump(r, &cur, o->rlen);
 			o->imm = (uint32_t)mrc_rng_next(r);
 			spent += o->len;
 		}
-		if (o->op != MRC_WR_WRITE && o->op != MRC_WR_ATOMIC_ADD)
+		if (o->op != MRC_SQE_WRITE && o->op != MRC_SQE_ATOMIC_ADD)
 			q->rc[q->nrc++] = q->nop;
 		q->nop++;
 	}
@@ -180,8 +180,8 @@ static void gen(struct world *w, uint64_t budget, uint32_t mtu, uint64_t src_len
 
 /* ---- checks ------------------------------------------------------------- */
 
-static int is_write(uint8_t op) { return op == MRC_WR_WRITE || op == MRC_WR_WRITE_IMM; }
-static int is_send(uint8_t op) { return op == MRC_WR_SEND || op == MRC_WR_SEND_IMM; }
+static int is_write(uint8_t op) { return op == MRC_SQE_WRITE || op == MRC_SQE_WRITE_IMM; }
+static int is_send(uint8_t op) { return op == MRC_SQE_SEND || op == MRC_SQE_SEND_IMM; }
 
 static int placed(struct world *w, const struct pop *o)
 {
@@ -214,7 +214,7 @@ static void check_atomics(struct world *w)
 		for (uint32_t j = 0; j < q->nop; j++) {
 			struct pop *o = &q->op[j];
 			uint64_t v;
-			if (o->op != MRC_WR_ATOMIC_ADD)
+			if (o->op != MRC_SQE_ATOMIC_ADD)
 				continue;
 			memcpy(&v, w->t.dst.p + q->cnt_off + 8 * o->cnt, 8);
 			if (v >> o->bit & 1)
@@ -234,9 +234,9 @@ static struct pqp *qp_of(struct world *w, uint32_t node, uint32_t qpn)
 }
 
 static const uint8_t wc_op_of[] = {
-	[MRC_WR_WRITE] = MRC_WC_WRITE, [MRC_WR_WRITE_IMM] = MRC_WC_WRITE_IMM,
-	[MRC_WR_SEND] = MRC_WC_SEND, [MRC_WR_SEND_IMM] = MRC_WC_SEND_IMM,
-	[MRC_WR_ATOMIC_ADD] = MRC_WC_ATOMIC_ADD,
+	[MRC_SQE_WRITE] = MRC_WC_WRITE, [MRC_SQE_WRITE_IMM] = MRC_WC_WRITE_IMM,
+	[MRC_SQE_SEND] = MRC_WC_SEND, [MRC_SQE_SEND_IMM] = MRC_WC_SEND_IMM,
+	[MRC_SQE_ATOMIC_ADD] = MRC_WC_ATOMIC_ADD,
 };
 
 static void on_sender_wc(struct world *w, struct pqp *q, const struct mrc_wc *c)
@@ -265,7 +265,7 @@ static void on_sender_wc(struct world *w, struct pqp *q, const struct mrc_wc *c)
 		      o->len, c->status);
 		return;
 	}
-	if (c->status == 0 && o->op != MRC_WR_ATOMIC_ADD && c->byte_len != o->len) {
+	if (c->status == 0 && o->op != MRC_SQE_ATOMIC_ADD && c->byte_len != o->len) {
 		failf(w, "qp %u #%u: byte_len %" PRIu64 " != %" PRIu64, q->qa, idx, c->byte_len, o->len);
 		return;
 	}
@@ -290,7 +290,7 @@ static void on_recv_wc(struct world *w, struct pqp *q, const struct mrc_wc *c)
 		return;
 	}
 	int want_op = is_send(o->op) ? MRC_WC_RECV : MRC_WC_RECV_WRITE_IMM;
-	int want_imm = o->op == MRC_WR_WRITE_IMM || o->op == MRC_WR_SEND_IMM;
+	int want_imm = o->op == MRC_SQE_WRITE_IMM || o->op == MRC_SQE_SEND_IMM;
 	if (c->op != want_op || c->status != 0 || c->byte_len != o->len ||
 	    c->has_imm != want_imm || (want_imm && c->imm != o->imm) ||
 	    (is_send(o->op) && c->wr_id != idx)) {
@@ -438,7 +438,7 @@ static void final_checks(struct world *w)
 		for (uint32_t j = 0; j < q->nop; j++) {
 			struct pop *o = &q->op[j];
 			int ok = o->status == 0 && !o->bad;
-			if (o->op == MRC_WR_ATOMIC_ADD) {
+			if (o->op == MRC_SQE_ATOMIC_ADD) {
 				sum[o->cnt] += ok ? 1ull << o->bit : 0;
 				uncertain[o->cnt] |= !ok;
 				continue;
@@ -463,7 +463,7 @@ static void final_checks(struct world *w)
 			mrc_qp_info(ch->node[1].e, q->qb, &qi);
 			uint64_t want = 0;
 			for (uint32_t j = 0; j < q->nop; j++)
-				want += q->op[j].op == MRC_WR_ATOMIC_ADD ? 0 : q->op[j].len;
+				want += q->op[j].op == MRC_SQE_ATOMIC_ADD ? 0 : q->op[j].len;
 			if (qi.bytes_placed != want)
 				failf(w, "qp %u: bytes_placed %" PRIu64 " != %" PRIu64
 				      " unique payload bytes (a PSN placed twice or lost)", q->qb,

@@ -72,8 +72,8 @@ static void run_xfer(int loss_pct, int blackhole)
 	assert_int_equal(mrc_qp_connect(e[1], qpn[1], peer[1], qpn[0], 900, 100), 0);
 	uint64_t now = 1000;
 	for (int i = 0; i < 8; i++)
-		assert_int_equal(mrc_qp_post(e[0], now, qpn[0], &(struct mrc_wr){ .wr_id = i,
-			.op = i == 7 ? MRC_WR_WRITE_IMM : MRC_WR_WRITE, .lkey = key[0],
+		assert_int_equal(mrc_qp_post(e[0], now, qpn[0], &(struct mrc_sqe){ .wr_id = i,
+			.op = i == 7 ? MRC_SQE_WRITE_IMM : MRC_SQE_WRITE, .lkey = key[0],
 			.loff = (uint64_t)i * (len / 8), .len = len / 8, .rkey = key[1],
 			.roff = (uint64_t)i * (len / 8), .imm = 77 }), 0);
 	int done = 0, got_imm = 0;
@@ -158,8 +158,8 @@ static void abort_unfinished(void **st)
 	assert_int_equal(mrc_qp_connect(e, qpn, peer, 5, 0, 0), 0);
 	assert_int_equal(mrc_engine_busy_qps(e), 0);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(mrc_qp_post(e, 1, qpn, &(struct mrc_wr){ .wr_id = 10 + i,
-			.op = MRC_WR_WRITE, .lkey = key, .loff = 4096u * i, .len = 4096,
+		assert_int_equal(mrc_qp_post(e, 1, qpn, &(struct mrc_sqe){ .wr_id = 10 + i,
+			.op = MRC_SQE_WRITE, .lkey = key, .loff = 4096u * i, .len = 4096,
 			.rkey = 1 }), 0);
 	struct mrc_tx_pkt pk[4];
 	assert_int_equal(mrc_engine_tx(e, 2, pk, 4), 3);   /* sent, never acked */
@@ -234,8 +234,8 @@ static void spurious_loss_undone(void **st)
 	pair_up(&x, 2, planes, src, sizeof(src), dst, sizeof(dst));
 	struct mrc_engine *a = x.a, *b = x.b;
 	uint32_t pa = x.pa, pb = x.pb, qa = x.qa, ka = x.ka, kb = x.kb;
-	assert_int_equal(mrc_qp_post(a, 1000, qa, &(struct mrc_wr){ .wr_id = 1,
-		.op = MRC_WR_WRITE, .lkey = ka, .len = 8192, .rkey = kb }), 0);
+	assert_int_equal(mrc_qp_post(a, 1000, qa, &(struct mrc_sqe){ .wr_id = 1,
+		.op = MRC_SQE_WRITE, .lkey = ka, .len = 8192, .rkey = kb }), 0);
 	struct mrc_tx_pkt p[4], ack[4];
 	static uint8_t p0[9000], p1[9000];
 	assert_int_equal(mrc_engine_tx(a, 1000, p, 4), 2);
@@ -287,8 +287,8 @@ static void remote_qp_gone(void **st)
 	/* A new QP in the freed slot must not receive the old one's data. */
 	assert_int_equal(mrc_qp_create(b, &(struct mrc_qp_attr){ .pd = 1 }, &qb2), 0);
 	assert_int_not_equal(qb2, qb);
-	assert_int_equal(mrc_qp_post(a, 10, qa, &(struct mrc_wr){ .wr_id = 3,
-		.op = MRC_WR_WRITE, .lkey = ka, .len = 4096, .rkey = 1 }), 0);
+	assert_int_equal(mrc_qp_post(a, 10, qa, &(struct mrc_sqe){ .wr_id = 3,
+		.op = MRC_SQE_WRITE, .lkey = ka, .len = 4096, .rkey = 1 }), 0);
 	struct mrc_tx_pkt p[2], n[2];
 	static uint8_t buf[9000];
 	assert_int_equal(mrc_engine_tx(a, 10, p, 2), 1);
@@ -319,8 +319,8 @@ static void acks_coalesced(void **st)
 	pair_up(&x, 1, &plane0, src, sizeof(src), dst, sizeof(dst));
 	struct mrc_engine *a = x.a, *b = x.b;
 	uint32_t pa = x.pa, pb = x.pb, qa = x.qa, ka = x.ka, kb = x.kb;
-	assert_int_equal(mrc_qp_post(a, 10, qa, &(struct mrc_wr){ .wr_id = 1,
-		.op = MRC_WR_WRITE, .lkey = ka, .len = sizeof(src), .rkey = kb }), 0);
+	assert_int_equal(mrc_qp_post(a, 10, qa, &(struct mrc_sqe){ .wr_id = 1,
+		.op = MRC_SQE_WRITE, .lkey = ka, .len = sizeof(src), .rkey = kb }), 0);
 	struct mrc_tx_pkt p[16], acks[16];
 	static uint8_t buf[9000];
 	assert_int_equal(mrc_engine_tx(a, 10, p, 16), 10);

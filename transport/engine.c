@@ -28,7 +28,7 @@ void mrc_engine_cfg_default(struct mrc_engine_cfg *c)
 	c->probe_ok_needed = 2;
 	c->rnr_delay_ns = 100000;
 	c->ack_every = 4;
-	c->cc = &mrc_cc_nscc;
+	c->cc = MRC_CC_NSCC;
 }
 
 static int pow2(uint32_t v) { return v && !(v & (v - 1)); }
@@ -63,9 +63,8 @@ static int cfg_check(const struct mrc_engine_cfg *c, const char **why)
 		BAD("ack_every must be 1..64 packets");
 	if (!c->probe_interval_ns || !c->probe_ok_needed)
 		BAD("probe_interval_ns and probe_ok_needed must be > 0");
-	if (!c->cc || !c->cc->init || !c->cc->on_ack || !c->cc->cwnd ||
-	    !c->cc->on_trim || !c->cc->on_loss)
-		BAD("cc must be a complete ops table");
+	if (c->cc != MRC_CC_NSCC && c->cc != MRC_CC_FIXED)
+		BAD("cc must be MRC_CC_NSCC or MRC_CC_FIXED");
 	return 0;
 #undef BAD
 }
@@ -85,7 +84,7 @@ int mrc_engine_create(const struct mrc_engine_cfg *cfg, struct mrc_engine **out,
 	if (!e)
 		return -ENOMEM;
 	e->cfg = *cfg;
-	e->cc = cfg->cc;
+	e->cc = cfg->cc == MRC_CC_FIXED ? &mrc_cc_fixed : &mrc_cc_nscc;
 	e->wmask = cfg->window - 1;
 	e->sqmask = cfg->sq_depth - 1;
 	e->rqmask = cfg->rq_depth - 1;
@@ -341,10 +340,9 @@ static int reap_qp(struct mrc_engine *e, struct mrc__qp *qp, struct mrc_wc *wc, 
 	int n = 0;
 	while (n < max && qp->sq_head != qp->sq_done) {
 		struct mrc__wqe *w = &qp->sq[qp->sq_head++ & e->sqmask];
-		static const uint8_t map[] = { 0, MRC_WC_WRITE, MRC_WC_WRITE_IMM,
-			MRC_WC_SEND, MRC_WC_SEND_IMM, MRC_WC_ATOMIC_ADD };
+		/* A work request's op is its completion's (engine.h). */
 		wc[n++] = (struct mrc_wc){ .wr_id = w->wr_id, .qpn = qp->qpn,
-			.op = map[w->op], .status = w->status, .byte_len = w->len };
+			.op = w->op, .status = w->status, .byte_len = w->len };
 		wqe_release(e, w);
 	}
 	while (n < max && qp->rcq_head != qp->rcq_tail) {

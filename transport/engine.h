@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mrc/ring.h"
 #include "transport/wire.h"
 
 struct mrc_engine;
@@ -40,7 +41,12 @@ struct mrc_engine;
 #define MRC_ACCESS_REMOTE_ATOMIC 0x4u
 #define MRC_ACCESS_LOCAL_WRITE  0x8u   /* RECV buffers */
 
-struct mrc_cc_ops;
+/* Congestion control, per QP, sender side. */
+enum mrc_cc_algo {
+	MRC_CC_NSCC = 0,           /* delay- and ECN-driven window in the spirit
+	                              of UET NSCC (the default) */
+	MRC_CC_FIXED = 1,          /* none: the window alone bounds the QP */
+};
 
 struct mrc_engine_cfg {
 	uint32_t mtu;              /* payload bytes per packet (default 4096) */
@@ -69,7 +75,7 @@ struct mrc_engine_cfg {
 	uint32_t ack_every;        /* one ACK per this many data packets at most;
 	                              pending ACKs also leave at the next
 	                              mrc_engine_tx (4) */
-	const struct mrc_cc_ops *cc; /* congestion control (default NSCC) */
+	enum mrc_cc_algo cc;       /* congestion control (MRC_CC_NSCC) */
 };
 
 /* Fills every field with its default. */
@@ -133,36 +139,33 @@ int mrc_qp_destroy(struct mrc_engine *e, uint32_t qpn);
 int mrc_qp_connect(struct mrc_engine *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 		   uint32_t sq_psn, uint32_t rq_psn);
 
-enum mrc_wr_op {
-	MRC_WR_WRITE = MRC_OP_WRITE,
-	MRC_WR_WRITE_IMM = MRC_OP_WRITE_IMM,
-	MRC_WR_SEND = MRC_OP_SEND,
-	MRC_WR_SEND_IMM = MRC_OP_SEND_IMM,
-	MRC_WR_ATOMIC_ADD = MRC_OP_ATOMIC_ADD,
-};
-
-struct mrc_wr {
-	uint64_t wr_id;
-	uint8_t op;                /* enum mrc_wr_op */
-	uint32_t lkey;             /* local source (not for ATOMIC_ADD) */
-	uint64_t loff;
-	uint64_t len;              /* <= MRC_MAX_MSG */
-	uint32_t rkey;             /* WRITE*, ATOMIC_ADD */
-	uint64_t roff;
-	uint32_t imm;              /* *_IMM */
-	uint64_t add;              /* ATOMIC_ADD: remote u64 += add */
-};
-/* -ENOSPC when the send queue is full, -EINVAL/-EACCES for a bad local
+/* A work request is the ring ABI's submission descriptor (mrc/ring.h),
+ * the form it has from the client's ring to here: the daemon validates a
+ * private copy (common/ringcheck.h) and posts that copy unchanged; the
+ * simulator, tools and tests fill one the same way.  op is one of
+ * MRC_SQE_WRITE, _WRITE_IMM, _SEND, _SEND_IMM, _ATOMIC_ADD (RECV buffers
+ * go through mrc_qp_post_recv); seq and the reserved fields are not read,
+ * nor flags (no MRC_SQE_F_* is defined yet).  The engine's fields: wr_id;
+ * lkey, loff (local source, not for ATOMIC_ADD); len (<= MRC_MAX_MSG);
+ * rkey, roff (WRITE*, ATOMIC_ADD); imm (*_IMM); add (ATOMIC_ADD: remote
+ * u64 += add).
+ * -ENOSPC when the send queue is full, -EINVAL/-EACCES for a bad local
  * key or range (checked at post time), -ENOTCONN before connect. */
-int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct mrc_wr *wr);
+int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct mrc_sqe *wr);
 int mrc_qp_post_recv(struct mrc_engine *e, uint32_t qpn, uint64_t wr_id,
 		     uint32_t lkey, uint64_t off, uint64_t len);
 
+/* Completion opcodes: the ring ABI's (mrc/ring.h), so a completion keeps
+ * its op from here to the client's ring.  A sender's completion carries
+ * its work request's op. */
 enum mrc_wc_op {
-	MRC_WC_WRITE = 1, MRC_WC_WRITE_IMM, MRC_WC_SEND, MRC_WC_SEND_IMM,
-	MRC_WC_ATOMIC_ADD,
-	MRC_WC_RECV,               /* a SEND / SEND_IMM landed in a RECV */
-	MRC_WC_RECV_WRITE_IMM,     /* a WRITE_IMM was placed (no RECV used) */
+	MRC_WC_WRITE = MRC_CQE_WRITE,
+	MRC_WC_WRITE_IMM = MRC_CQE_WRITE_IMM,
+	MRC_WC_SEND = MRC_CQE_SEND,
+	MRC_WC_SEND_IMM = MRC_CQE_SEND_IMM,
+	MRC_WC_ATOMIC_ADD = MRC_CQE_ATOMIC_ADD,
+	MRC_WC_RECV = MRC_CQE_RECV,                     /* a SEND / SEND_IMM landed in a RECV */
+	MRC_WC_RECV_WRITE_IMM = MRC_CQE_RECV_WRITE_IMM, /* a WRITE_IMM was placed (no RECV used) */
 };
 struct mrc_wc {
 	uint64_t wr_id;            /* RECV_WRITE_IMM: 0 */

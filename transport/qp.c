@@ -132,7 +132,7 @@ static int64_t wqe_npkts(const struct mrc_engine *e, uint64_t len)
 	return len ? (int64_t)((len + e->cfg.mtu - 1) / e->cfg.mtu) : 1;
 }
 
-int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct mrc_wr *wr)
+int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct mrc_sqe *wr)
 {
 	struct mrc__qp *qp = mrc__qp_get(e, qpn);
 	if (!qp || !wr)
@@ -141,17 +141,17 @@ int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct m
 		return -ENOTCONN;
 	if (qp->state == MRC_QPS_ERROR)
 		return qp->err ? qp->err : -EIO;
-	if (wr->op < MRC_WR_WRITE || wr->op > MRC_WR_ATOMIC_ADD)
+	if (wr->op < MRC_SQE_WRITE || wr->op > MRC_SQE_ATOMIC_ADD)
 		return -EINVAL;
 	if (qp->sq_tail - qp->sq_head > e->sqmask)
 		return -ENOSPC;
 	struct mrc__wqe w = { .wr_id = wr->wr_id, .op = wr->op, .len = wr->len,
 		.loff = wr->loff, .lkey = wr->lkey, .rkey = wr->rkey,
 		.roff = wr->roff, .imm = wr->imm };
-	if (wr->op != MRC_WR_WRITE_IMM && wr->op != MRC_WR_SEND_IMM)
+	if (wr->op != MRC_SQE_WRITE_IMM && wr->op != MRC_SQE_SEND_IMM)
 		w.imm = 0;
 	struct mrc__mr *m = NULL;
-	if (wr->op == MRC_WR_ATOMIC_ADD) {
+	if (wr->op == MRC_SQE_ATOMIC_ADD) {
 		if (wr->roff % 8)
 			return -EINVAL;
 		uint64_t be = htobe64(wr->add);
@@ -166,12 +166,12 @@ int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct m
 		if (!(m->access & MRC_ACCESS_LOCAL_READ) || wr->loff > m->len ||
 		    wr->len > m->len - wr->loff)
 			return -EACCES;
-		if ((wr->op == MRC_WR_WRITE || wr->op == MRC_WR_WRITE_IMM) &&
+		if ((wr->op == MRC_SQE_WRITE || wr->op == MRC_SQE_WRITE_IMM) &&
 		    wr->roff + wr->len < wr->roff)
 			return -EINVAL;
 		w.lbase = m->base + wr->loff;
 	}
-	if (wr->op == MRC_WR_SEND || wr->op == MRC_WR_SEND_IMM)
+	if (wr->op == MRC_SQE_SEND || wr->op == MRC_SQE_SEND_IMM)
 		w.ssn = qp->next_ssn++;
 	w.msn = qp->next_msn++;
 	w.npkts = (uint32_t)wqe_npkts(e, w.len);

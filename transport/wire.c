@@ -290,6 +290,12 @@ const char *mrc_wire_drop_name(enum mrc_wire_drop why)
 	return names[why];
 }
 
+int mrc_wire_is_ctrl(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	return len >= 2 && p[1] == MRC_OP_CTRL;
+}
+
 const char *mrc_op_name(uint8_t op)
 {
 	switch (op) {

@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mrc/ring.h"
+
 #define MRC_WIRE_VERSION 1
 
 #define MRC_DATA_HDR_LEN  52
@@ -37,12 +39,15 @@
 #define MRC_MAX_PAYLOAD   9000
 #define MRC_SACK_BITS     256
 
+/* The data opcodes are the ring ABI's submission opcodes (mrc/ring.h, the
+ * one definition of op codes): a work request keeps its op from the ring
+ * to the wire, with no translation on the way. */
 enum mrc_op {
-	MRC_OP_WRITE = 1,
-	MRC_OP_WRITE_IMM = 2,
-	MRC_OP_SEND = 3,
-	MRC_OP_SEND_IMM = 4,
-	MRC_OP_ATOMIC_ADD = 5,   /* payload: the 8-byte big-endian addend */
+	MRC_OP_WRITE = MRC_SQE_WRITE,
+	MRC_OP_WRITE_IMM = MRC_SQE_WRITE_IMM,
+	MRC_OP_SEND = MRC_SQE_SEND,
+	MRC_OP_SEND_IMM = MRC_SQE_SEND_IMM,
+	MRC_OP_ATOMIC_ADD = MRC_SQE_ATOMIC_ADD, /* payload: the 8-byte big-endian addend */
 	MRC_OP_ACK = 16,         /* also carries NACKs (nack != 0) */
 	MRC_OP_PROBE = 32,
 	MRC_OP_PROBE_REPLY = 33,
@@ -134,6 +139,13 @@ struct mrc_pkt_view {
 	const uint8_t *payload;  /* NULL when trimmed or plen == 0 */
 };
 
+/* Wire format v1 fixes these values (docs/wire.md): the ring ABI may not
+ * move them.  Non-data opcodes must stay clear of every ring opcode. */
+_Static_assert(MRC_OP_WRITE == 1 && MRC_OP_WRITE_IMM == 2 && MRC_OP_SEND == 3 &&
+	       MRC_OP_SEND_IMM == 4 && MRC_OP_ATOMIC_ADD == 5, "wire v1 data opcodes");
+_Static_assert((int)MRC_SQE_OP_MAX < (int)MRC_OP_ACK && (int)MRC_CQE_OP_MAX < (int)MRC_OP_ACK,
+	       "ring opcodes overlap wire control opcodes");
+
 static inline int mrc_op_is_data(uint8_t op)
 {
 	return op >= MRC_OP_WRITE && op <= MRC_OP_ATOMIC_ADD;
@@ -152,6 +164,12 @@ void mrc_wire_put_trailer(uint8_t out[MRC_TRAILER_LEN], const void *p, size_t n)
  * buf[0..len). */
 int mrc_wire_decode(const void *buf, size_t len, struct mrc_pkt_view *v,
 		    enum mrc_wire_drop *why);
+
+/* Nonzero when the datagram buf[0..len) is daemon-to-daemon control
+ * traffic (opcode MRC_OP_CTRL), which its receiver takes before the
+ * engine.  Looks at the opcode only: the control decoder validates the
+ * rest. */
+int mrc_wire_is_ctrl(const void *buf, size_t len);
 
 /* Sets the TRIMMED flag and returns the trimmed length, as a switch does
  * (used by tests and the simulator; the real fabric does it in tc BPF). */

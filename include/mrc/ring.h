@@ -140,7 +140,10 @@ struct mrc_ring_hdr {
 	uint8_t pad2[MRC_RING_CACHELINE - 12];
 };
 
-/* Submission descriptor opcodes (ring values; stable ABI). */
+/* Submission descriptor opcodes (ring values; stable ABI).  These are the
+ * one definition of mrc's op codes: the daemon's engine and the wire
+ * format take theirs from here, so an op is never translated between the
+ * ring, the engine and the wire. */
 enum mrc_sqe_op {
 	MRC_SQE_WRITE = 1,
 	MRC_SQE_WRITE_IMM = 2,
@@ -198,6 +201,13 @@ struct mrc_cqe {
 _Static_assert(sizeof(struct mrc_ring_hdr) == 3 * MRC_RING_CACHELINE, "ring hdr");
 _Static_assert(sizeof(struct mrc_sqe) == 64, "sqe size");
 _Static_assert(sizeof(struct mrc_cqe) == 32, "cqe size");
+/* A completion's op is its submission's op (RECV_WRITE_IMM has none). */
+#define MRC__SAME_OP(x) ((int)MRC_CQE_##x == (int)MRC_SQE_##x)
+_Static_assert(MRC__SAME_OP(WRITE) && MRC__SAME_OP(WRITE_IMM) && MRC__SAME_OP(SEND) &&
+	       MRC__SAME_OP(SEND_IMM) && MRC__SAME_OP(ATOMIC_ADD) && MRC__SAME_OP(RECV) &&
+	       (int)MRC_CQE_OP_MAX == (int)MRC_SQE_OP_MAX + 1,
+	       "cqe ops answer sqe ops one to one");
+#undef MRC__SAME_OP
 #endif
 
 /* Bytes a ring of n entries of desc_size occupies (header + descriptors),

@@ -92,7 +92,7 @@ int etest_post(struct chan *ch, uint32_t n, uint32_t qpn, uint8_t op, uint64_t w
 	       uint32_t lkey, uint64_t loff, uint64_t len, uint32_t rkey,
 	       uint64_t roff, uint32_t imm, uint64_t add)
 {
-	struct mrc_wr wr = { .wr_id = wr_id, .op = op, .lkey = lkey, .loff = loff,
+	struct mrc_sqe wr = { .wr_id = wr_id, .op = op, .lkey = lkey, .loff = loff,
 			     .len = len, .rkey = rkey, .roff = roff, .imm = imm,
 			     .add = add };
 	return mrc_qp_post(ch->node[n].e, ch->now, qpn, &wr);

@@ -97,7 +97,7 @@ static void post_more(struct xfer *x, struct xqp *q)
 	while (q->posted < q->end && q->outstanding < 64) {
 		uint64_t len = q->end - q->posted < x->chunk ? q->end - q->posted : x->chunk;
 		int last = q->posted + len == q->end;
-		struct mrc_wr wr = { .wr_id = len, .op = last ? MRC_WR_WRITE_IMM : MRC_WR_WRITE,
+		struct mrc_sqe wr = { .wr_id = len, .op = last ? MRC_SQE_WRITE_IMM : MRC_SQE_WRITE,
 			.lkey = x->key, .loff = q->posted, .len = len, .rkey = q->remote.priv,
 			.roff = q->posted, .imm = IMM_LAST };
 		int rc = mrc_qp_post(x->d.eng, mrcd_now(), q->qpn, &wr);
@@ -177,7 +177,7 @@ static int cmp64(const void *a, const void *b)
 
 static void ping(struct xfer *x, struct xqp *q)
 {
-	struct mrc_wr wr = { .wr_id = x->iter, .op = MRC_WR_WRITE_IMM, .lkey = x->key,
+	struct mrc_sqe wr = { .wr_id = x->iter, .op = MRC_SQE_WRITE_IMM, .lkey = x->key,
 		.len = x->bytes, .rkey = q->remote.priv, .imm = IMM_PING };
 	x->t_ping = mrcd_now();
 	int rc = mrc_qp_post(x->d.eng, x->t_ping, q->qpn, &wr);

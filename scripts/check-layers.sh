@@ -1,0 +1,154 @@
+#!/bin/bash
+# Build-level layering check (issue 11).  No arguments; exits non-zero with
+# one line per violation.  Two rules:
+#
+#  1. The engine is sans-IO: its objects (transport/*.c -> $B/transport/*.o,
+#     built here through make when missing or stale) may leave undefined
+#     only the symbols allowed below.  Everything else they need must be
+#     defined by another transport object (the CRC code included).
+#  2. The folders form layers (LAYERS below, lowest first).  A file may
+#     include headers of its own folder and of lower layers only; folders
+#     sharing a rank are peers and may not include each other.  A folder
+#     with C sources that has no rank is an error too, so a new folder
+#     gets its place decided when it is added.
+#
+# B selects the build directory (default build), as for make.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+B=${B:-build}
+fail=0
+err() { echo "check-layers: $*" >&2; fail=1; }
+
+# ---- 1. what the engine links -----------------------------------------
+# Every engine object: the libc string routines the compiler may call for
+# struct copies, and what the toolchain adds (GOT base, stack protector,
+# sanitizer instrumentation when B is a SAN=1 build).
+ALLOW_ALL="memcpy memset memmove memcmp _GLOBAL_OFFSET_TABLE_ __stack_chk_fail"
+ALLOW_ALL_PREFIX="__asan_ __ubsan_ __sanitizer_ __tsan_ __msan_ __lsan_"
+# Allocation: only the objects that create and destroy the engine, peers
+# and QPs (engine.c, path.c, qp.c).  The data path (sender, receiver,
+# wire, congestion control) may not allocate; that nothing allocates after
+# create is the engine's documented rule, which nm cannot see.
+ALLOW_ALLOC_OBJS="engine path qp"
+ALLOW_ALLOC="calloc malloc realloc free"
+# crc32c.c picks its SSE4.2 / table implementation once at first use.
+ALLOW_CRC="pthread_once __cpu_indicator_init __cpu_model"
+
+objs=()
+for c in transport/*.c; do
+	objs+=("$B/${c%.c}.o")
+done
+if ! make -s --no-print-directory B="$B" "${objs[@]}" >/dev/null; then
+	err "could not build the engine objects in $B"
+	exit 1
+fi
+defined=$(nm -g --defined-only "${objs[@]}" | awk 'NF == 3 { print $3 }' | sort -u)
+for o in "${objs[@]}"; do
+	name=$(basename "$o" .o)
+	allow=" $ALLOW_ALL "
+	case " $ALLOW_ALLOC_OBJS " in *" $name "*) allow+=" $ALLOW_ALLOC ";; esac
+	[ "$name" = crc32c ] && allow+=" $ALLOW_CRC "
+	for sym in $(nm -u "$o" | awk '{ print $NF }'); do
+		grep -qxF "$sym" <<<"$defined" && continue
+		case "$allow" in *" $sym "*) continue;; esac
+		ok=0
+		for p in $ALLOW_ALL_PREFIX; do
+			case "$sym" in "$p"*) ok=1;; esac
+		done
+		[ $ok = 1 ] && continue
+		err "engine object transport/$name.o needs '$sym', which the sans-IO engine may not use (allowed: scripts/check-layers.sh)"
+	done
+done
+
+# ---- 2. includes go downward ---------------------------------------------
+# rank  folders (a file belongs to the longest folder prefix that matches;
+# daemon/core etc. exist once daemon/ is split, until then daemon/ is one
+# layer; daemon/'s own top-level files are the mrcd program above them).
+LAYERS='
+0  include
+1  common
+2  codec
+3  transport topology srv6 datapath
+4  daemon/core
+5  daemon/clients
+6  daemon/oper
+7  daemon lib
+8  ctl tools sim examples
+9  tests
+10 bench fuzz
+'
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+	files=$(git ls-files -co --exclude-standard -- '*.c' '*.h' |
+		while IFS= read -r f; do [ -f "$f" ] && echo "$f"; done)
+else
+	files=$(find . -path ./build -prune -o -path './.*' -prune -o \
+		\( -name '*.c' -o -name '*.h' \) -print | sed 's|^\./||')
+fi
+# One pass: "file<TAB>#include line" for every include, then awk resolves
+# each as the compiler does with -Iinclude -I. (the including file's folder
+# first for quotes) against the repository's files; system headers resolve
+# to nothing and are skipped.
+viol=$( (printf '%s\n' "$files" | sed 's/^/F\t/'
+	 printf '%s\n' "$files" | xargs -r grep -sHE '^[[:space:]]*#[[:space:]]*include' |
+		sed -E 's/^([^:]+):.*include[[:space:]]*(["<][^">]+[">]).*/I\t\1\t\2/') |
+	awk -F'\t' -v layers="$LAYERS" '
+	function layer_of(p,   l, best) {
+		best = ""
+		for (l in rank)
+			if (index(p, l "/") == 1 && length(l) > length(best))
+				best = l
+		return best
+	}
+	function norm(p,   n, i, parts, out, k) {
+		n = split(p, parts, "/")
+		k = 0
+		for (i = 1; i <= n; i++) {
+			if (parts[i] == "." || parts[i] == "") continue
+			if (parts[i] == "..") { if (k) k--; continue }
+			out[++k] = parts[i]
+		}
+		p = ""
+		for (i = 1; i <= k; i++) p = p (i > 1 ? "/" : "") out[i]
+		return p
+	}
+	BEGIN {
+		n = split(layers, ln, "\n")
+		for (i = 1; i <= n; i++) {
+			m = split(ln[i], w, " ")
+			for (j = 2; j <= m; j++) rank[w[j]] = w[1] + 0
+		}
+	}
+	$1 == "F" {
+		exists[$2] = 1
+		split($2, top, "/")
+		if (layer_of($2) == "" && !(top[1] in nolayer)) {
+			nolayer[top[1]] = 1
+			print $2 ": folder \x27" top[1] "\x27 has no layer: give it a rank in scripts/check-layers.sh"
+		}
+		next
+	}
+	$1 == "I" {
+		f = $2; q = substr($3, 1, 1); h = substr($3, 2, length($3) - 2)
+		fl = layer_of(f)
+		if (fl == "")
+			next
+		dir = f; sub(/\/[^\/]*$/, "", dir)
+		if (q == "\"" && (norm(dir "/" h) in exists)) t = norm(dir "/" h)
+		else if (("include/" h) in exists) t = "include/" h
+		else if (norm(h) in exists) t = norm(h)
+		else next
+		tl = layer_of(t)
+		if (tl == "" || tl == fl) next
+		if (rank[tl] > rank[fl])
+			printf "%s includes %s: %s (layer %d) may not include from %s (layer %d, above it)\n", f, t, fl, rank[fl], tl, rank[tl]
+		else if (rank[tl] == rank[fl])
+			printf "%s includes %s: %s and %s are peers (layer %d) and may not include each other\n", f, t, fl, tl, rank[fl]
+	}')
+if [ -n "$viol" ]; then
+	while IFS= read -r v; do err "$v"; done <<<"$viol"
+fi
+if [ $fail != 0 ]; then
+	echo "check-layers: FAILED (see above)" >&2
+	exit 1
+fi
+echo "check-layers: engine links only its allow-list; every include goes downward"
