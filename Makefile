@@ -1,9 +1,10 @@
 # mrc: multipath reliable transport.  GNU make.
 #
 #   make            build everything (release build in build/)
-#   make check      unit + property tests, sanitizer (ASan+UBSan) build of
-#                   the same tests, bounded fuzzing of every parser, and the
-#                   root-only integration tests on an emulated fabric; ends
+#   make check      unit + property tests, the layering check, sanitizer
+#                   (ASan+UBSan) build of the same tests, bounded fuzzing of
+#                   every parser, and the root-only integration tests on an
+#                   emulated fabric; ends
 #                   with "N passed, N failed, N skipped" (suites)
 #   make check-fresh  the README's two commands, first try, in a freshly
 #                   debootstrapped Debian 12 chroot (root; scripts/check-fresh.sh)
@@ -138,7 +139,7 @@ check-root: all
 CHECK_LOG := $(abspath $(B))/check-results.txt
 check:
 	@mkdir -p $(B) && : >$(CHECK_LOG)
-	@for s in check-unit check-san check-fuzz check-root; do \
+	@for s in check-unit check-layers check-san check-fuzz check-root; do \
 		./scripts/suite.sh stage $(CHECK_LOG) $$s $(MAKE) --no-print-directory $$s; \
 	done; ./scripts/suite.sh summary $(CHECK_LOG)
 
