@@ -211,6 +211,7 @@ static int submit(struct mrcd_cqp *q, const struct mrc_sqe *s)
 		struct mrc_wr wr = {
 			.wr_id = s->wr_id, .op = wr_op[s->op], .lkey = s->lkey, .loff = s->loff,
 			.len = s->len, .rkey = s->rkey, .roff = s->roff, .imm = s->imm, .add = s->add,
+			.flags = s->flags & MRC_SQE_F_FENCE ? MRC_WR_F_FENCE : 0,
 		};
 		r = mrc_qp_post(e, mrcd_now(), q->qpn, &wr);
 		if (r == 0)
