@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/crc32c.h"
+#include "fuzz/fixcrc.h"
 #include "transport/engine.h"
 
 #define ENSURE(c) do { if (!(c)) abort(); } while (0)
@@ -191,53 +191,30 @@ static uint32_t ld32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static void st32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static int is_data(uint8_t op) { return op >= MRC_OP_WRITE && op <= MRC_OP_ATOMIC_ADD; }
-
 static void fix_up(struct fx *f, uint8_t ctl, uint8_t *p, size_t len)
 {
-	if (len < 4 || p[0] != MRC_WIRE_VERSION)
+	if (!fz_hdr_len(p, len))
 		return;
 	uint8_t op = p[1];
-	size_t hl = is_data(op) ? MRC_DATA_HDR_LEN : op == MRC_OP_ACK ? MRC_ACK_HDR_LEN
-		  : op == MRC_OP_PROBE || op == MRC_OP_PROBE_REPLY ? MRC_PROBE_HDR_LEN : 0;
-	if (!hl || len < hl)
-		return;
-	if ((ctl & 1) && (is_data(op) || op == MRC_OP_ACK))
-		st32(p + 4, op == MRC_OP_ACK && p[14] == MRC_NACK_NOQP ? RQPN : f->qpn);
+	if ((ctl & 1) && (mrc_op_is_data(op) || op == MRC_OP_ACK))
+		fz_st32be(p + 4, op == MRC_OP_ACK && p[14] == MRC_NACK_NOQP ? RQPN : f->qpn);
 	if (ctl & 2) {
-		if (is_data(op)) {
-			st32(p + 8, RQ_PSN + p[11]);
+		if (mrc_op_is_data(op)) {
+			fz_st32be(p + 8, RQ_PSN + p[11]);
 		} else if (op == MRC_OP_ACK) {
 			uint32_t cum = SQ_PSN + (p[11] & 0x3f);
-			st32(p + 8, cum);
-			st32(p + 16, SQ_PSN + (p[19] & 0x3f));
-			st32(p + 20, cum + (p[23] & 7));
+			fz_st32be(p + 8, cum);
+			fz_st32be(p + 16, SQ_PSN + (p[19] & 0x3f));
+			fz_st32be(p + 20, cum + (p[23] & 7));
 		}
 	}
-	if ((ctl & 4) && is_data(op)) {
+	if ((ctl & 4) && mrc_op_is_data(op)) {
 		uint32_t raw = ld32(p + 20);
 		int send = op == MRC_OP_SEND || op == MRC_OP_SEND_IMM;
-		st32(p + 20, send ? raw & 3 : f->key[raw % NREG]);
+		fz_st32be(p + 20, send ? raw & 3 : f->key[raw % NREG]);
 	}
-	if (ctl & 8) {
-		uint8_t f3 = p[3];
-		p[3] &= (uint8_t)~MRC_F_TRIMMED;   /* the hcrc covers it as 0 */
-		st32(p + hl - 4, mrc_crc32c(0, p, hl - 4));
-		p[3] = f3;
-		if (hl == MRC_DATA_HDR_LEN) {
-			size_t plen = (size_t)p[14] << 8 | p[15];
-			if (plen && len == hl + plen + MRC_TRAILER_LEN)
-				st32(p + hl + plen, mrc_crc32c(0, p + hl, plen));
-		}
-	}
+	if (ctl & 8)
+		fz_fix_crcs(p, len);
 }
 
 static void one_record(struct fx *f, uint8_t ctl, uint8_t dt, const uint8_t *data, size_t len)

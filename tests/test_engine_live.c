@@ -16,26 +16,8 @@
 #include <cmocka.h>
 
 #include "mrc/error.h"
-#include "tests/support/etest.h"
+#include "tests/support/etest_case.h"
 
-static uint64_t g_seed = 20240612;
-
-#define CHECK(c) do { if (!(c)) fail_msg("%s:%d: %s (seed %" PRIu64 ")", \
-	__FILE__, __LINE__, #c, g_seed); } while (0)
-#define CHECK_EQ(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
-	if (a_ != b_) fail_msg("%s:%d: %s == %lld, expected %s == %lld (seed %" PRIu64 ")", \
-	__FILE__, __LINE__, #a, a_, #b, b_, g_seed); } while (0)
-
-#define SEC 1000000000ull
-#define MS  1000000ull
-#define US  1000ull
-
-static struct mrc_engine *E(struct etest *t, int n) { return t->ch->node[n].e; }
-static const struct mrc_wc *WC(struct etest *t, int n, size_t i)
-{
-	CHECK(i < t->ch->node[n].nwc);
-	return &t->ch->node[n].wc[i];
-}
 static uint32_t peer01(struct etest *t) { return t->ch->node[0].peer[1]; }
 
 static const struct mrc_event *find_evt(struct etest *t, int n, uint8_t type, int32_t err)
@@ -105,6 +87,20 @@ static void start_transfer(struct etest *t, uint64_t len)
 	CHECK_EQ(chan_run(t->ch, pred_some_acked, t, 1 * SEC, ETEST_MAX_STEPS), 0);
 }
 
+/* Every path of node 0 to node 1 DENIED, with a WRITE of len bytes posted
+ * after the outage began or already under way. */
+static void outage(struct etest *t, int in_flight, uint64_t len)
+{
+	if (in_flight) {
+		start_transfer(t, len);
+		deny_all(t, 1);
+	} else {
+		deny_all(t, 1);
+		CHECK_EQ(etest_post(t->ch, 0, t->qa, MRC_WR_WRITE, 1, t->lkey, 0, len, t->rkey,
+				    0, 0, 0), 0);
+	}
+}
+
 static void nopath_fails(int in_flight, uint64_t bound)
 {
 	struct chan_cfg cc;
@@ -120,13 +116,7 @@ static void nopath_fails(int in_flight, uint64_t bound)
 		CHECK_EQ(bound, 1 * SEC);          /* the default */
 	}
 	CHECK_EQ(etest_init(&t, &cc, len, len, 0), 0);
-	if (in_flight) {
-		start_transfer(&t, len);
-		deny_all(&t, 1);
-	} else {
-		deny_all(&t, 1);
-		CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 1, t.lkey, 0, len, t.rkey, 0, 0, 0), 0);
-	}
+	outage(&t, in_flight, len);
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 2, t.lkey, 0, 64, t.rkey, 0, 0, 0), 0);
 	uint64_t t0 = t.ch->now;
 
@@ -175,13 +165,7 @@ static void nopath_resumes(int in_flight)
 	chan_cfg_default(&cc, g_seed);
 	cc.ecfg.no_path_timeout_ns = bound;
 	CHECK_EQ(etest_init(&t, &cc, len, len, 0), 0);
-	if (in_flight) {
-		start_transfer(&t, len);
-		deny_all(&t, 1);
-	} else {
-		deny_all(&t, 1);
-		CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_WR_WRITE, 1, t.lkey, 0, len, t.rkey, 0, 0, 0), 0);
-	}
+	outage(&t, in_flight, len);
 	uint64_t t0 = t.ch->now;
 	run_watched(&t, bound / 2);
 	CHECK_EQ(t.ch->node[0].wc_total, 0);
@@ -506,20 +490,9 @@ static void test_fence_waits_for_completion(void **s)
 	etest_fini(&t);
 }
 
-static int teardown(void **state)
-{
-	etest_cleanup_all();
-	return 0;
-}
-
-#define T(f) cmocka_unit_test_teardown(f, teardown)
-
 int main(void)
 {
-	const char *s = getenv("MRC_TEST_SEED");
-	if (s)
-		g_seed = strtoull(s, NULL, 0);
-	printf("test_engine_live: seed %" PRIu64 " (MRC_TEST_SEED=<n> to replay)\n", g_seed);
+	etest_seed("test_engine_live", 20240612);
 	const struct CMUnitTest tests[] = {
 		T(test_nopath_before_post),
 		T(test_nopath_in_flight),
