@@ -37,8 +37,10 @@ int mrc__sqe_check(const struct mrc_sqe *s, mrc__mr_lookup_fn lookup, void *ctx,
 	*why = NULL;
 	if (s->op == 0 || s->op > MRC_SQE_OP_MAX)
 		BAD(-EOPNOTSUPP, "unknown opcode");
-	if (s->flags || s->rsvd0 || s->rsvd1)
-		BAD(-EINVAL, "flags or reserved field not zero");
+	if ((s->flags & ~MRC_SQE_F_FENCE) || s->rsvd0 || s->rsvd1)
+		BAD(-EINVAL, "unknown flag or reserved field not zero");
+	if (s->op == MRC_SQE_RECV && s->flags)
+		BAD(-EINVAL, "flags set on a RECV");
 	if (s->len > MRC__MAX_LEN)
 		BAD(-EMSGSIZE, "length above 1 GiB");
 	int has_imm = s->op == MRC_SQE_WRITE_IMM || s->op == MRC_SQE_SEND_IMM;

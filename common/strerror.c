@@ -12,6 +12,8 @@ const char *mrc_strerror(int err)
 	case 0: return "success";
 	case -EACCES: return "remote access violation (key, bounds or rights)";
 	case -ETIMEDOUT: return "retries exhausted: peer unreachable on every path";
+	case -ENETUNREACH: return "no usable path to the peer (every path denied)";
+	case -ENOBUFS: return "receiver not ready: no receive posted within rnr_retry retries";
 	case -ECANCELED: return "work request flushed: queue pair in error state";
 	case -EMSGSIZE: return "message larger than the posted receive buffer or limit";
 	case -EBADMSG: return "malformed packet";

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/crc32c.h"
+#include "fuzz/fixcrc.h"
 #include "transport/wire.h"
 
 #define PKT_MAX (MRC_DATA_HDR_LEN + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN)
@@ -94,37 +94,15 @@ static void check_one(const uint8_t *data, size_t size)
 	}
 }
 
-static void st32be(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
 /* Rewrites the CRCs of a copy of the input so the decoder gets past them. */
 static void check_fixed_crcs(const uint8_t *data, size_t size)
 {
-	if (size < 4 || data[0] != MRC_WIRE_VERSION)
-		return;
-	size_t hl = mrc_op_is_data(data[1]) ? MRC_DATA_HDR_LEN
-		  : data[1] == MRC_OP_ACK ? MRC_ACK_HDR_LEN
-		  : data[1] == MRC_OP_PROBE || data[1] == MRC_OP_PROBE_REPLY
-		  ? MRC_PROBE_HDR_LEN : 0;
-	if (hl == 0 || size < hl)
+	if (!fz_hdr_len(data, size))
 		return;
 	uint8_t *c = malloc(size); /* exact size, so ASan sees over-reads */
 	ENSURE(c);
 	memcpy(c, data, size);
-	uint8_t f3 = c[3];
-	c[3] &= (uint8_t)~MRC_F_TRIMMED;
-	st32be(c + hl - 4, mrc_crc32c(0, c, hl - 4));
-	c[3] = f3;
-	if (hl == MRC_DATA_HDR_LEN) {
-		size_t plen = (size_t)c[14] << 8 | c[15];
-		if (plen && size == hl + plen + MRC_TRAILER_LEN)
-			st32be(c + hl + plen, mrc_crc32c(0, c + hl, plen));
-	}
+	fz_fix_crcs(c, size);
 	check_one(c, size);
 	free(c);
 }

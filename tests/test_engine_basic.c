@@ -14,19 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "tests/support/etest.h"
-
-static uint64_t g_seed = 20240601;
-
-#define CHECK(c) do { if (!(c)) fail_msg("%s:%d: %s (seed %" PRIu64 ")", \
-	__FILE__, __LINE__, #c, g_seed); } while (0)
-#define CHECK_EQ(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
-	if (a_ != b_) fail_msg("%s:%d: %s == %lld, expected %s == %lld (seed %" PRIu64 ")", \
-	__FILE__, __LINE__, #a, a_, #b, b_, g_seed); } while (0)
-
-#define SEC 1000000000ull
-#define MS  1000000ull
-#define US  1000ull
+#include "tests/support/etest_case.h"
 
 static void cfg_two(struct chan_cfg *c, uint32_t nev, uint32_t planes)
 {
@@ -35,12 +23,6 @@ static void cfg_two(struct chan_cfg *c, uint32_t nev, uint32_t planes)
 	c->planes = planes;
 }
 
-static struct mrc_engine *E(struct etest *t, int n) { return t->ch->node[n].e; }
-static const struct mrc_wc *WC(struct etest *t, int n, size_t i)
-{
-	CHECK(i < t->ch->node[n].nwc);
-	return &t->ch->node[n].wc[i];
-}
 
 static void check_guards(struct etest *t)
 {
@@ -715,20 +697,9 @@ static void test_retry_exhaustion(void **s)
 	etest_fini(&t);
 }
 
-static int teardown(void **state)
-{
-	etest_cleanup_all();
-	return 0;
-}
-
-#define T(f) cmocka_unit_test_teardown(f, teardown)
-
 int main(void)
 {
-	const char *s = getenv("MRC_TEST_SEED");
-	if (s)
-		g_seed = strtoull(s, NULL, 0);
-	printf("test_engine_basic: seed %" PRIu64 " (MRC_TEST_SEED=<n> to replay)\n", g_seed);
+	etest_seed("test_engine_basic", 20240601);
 	const struct CMUnitTest tests[] = {
 		T(test_cfg_validation),
 		T(test_mr_reg_dereg),

@@ -59,6 +59,8 @@ static void test_valid(void **state)
 	assert_int_equal(check(&r), 0);
 	struct mrc_sqe a = { .op = MRC_SQE_ATOMIC_ADD, .rkey = 3, .roff = 64, .add = 1 };
 	assert_int_equal(check(&a), 0);
+	a.flags = MRC_SQE_F_FENCE;
+	assert_int_equal(check(&a), 0);
 }
 
 static void test_refused(void **state)
@@ -71,7 +73,8 @@ static void test_refused(void **state)
 		{ { .op = 0 }, -EOPNOTSUPP },
 		{ { .op = MRC_SQE_OP_MAX + 1 }, -EOPNOTSUPP },
 		{ { .op = 255 }, -EOPNOTSUPP },
-		{ { .op = MRC_SQE_WRITE, .flags = 1, .lkey = 10 }, -EINVAL },
+		{ { .op = MRC_SQE_WRITE, .flags = 0x80, .lkey = 10 }, -EINVAL }, /* undefined flag */
+		{ { .op = MRC_SQE_RECV, .flags = MRC_SQE_F_FENCE, .lkey = 11 }, -EINVAL },
 		{ { .op = MRC_SQE_WRITE, .rsvd0 = 1, .lkey = 10 }, -EINVAL },
 		{ { .op = MRC_SQE_WRITE, .rsvd1 = 1, .lkey = 10 }, -EINVAL },
 		{ { .op = MRC_SQE_WRITE, .lkey = 10, .imm = 1 }, -EINVAL },

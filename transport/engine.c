@@ -27,6 +27,8 @@ void mrc_engine_cfg_default(struct mrc_engine_cfg *c)
 	c->probe_interval_ns = 2000000;
 	c->probe_ok_needed = 2;
 	c->rnr_delay_ns = 100000;
+	c->rnr_retry = MRC_RNR_RETRY_FOREVER;
+	c->no_path_timeout_ns = 1000000000;
 	c->ack_every = 4;
 	c->cc = MRC_CC_NSCC;
 }
@@ -59,6 +61,10 @@ static int cfg_check(const struct mrc_engine_cfg *c, const char **why)
 	if (!c->rto_min_ns || c->rto_min_ns > c->rto_max_ns ||
 	    c->rto_init_ns < c->rto_min_ns || c->rto_init_ns > c->rto_max_ns)
 		BAD("need 0 < rto_min_ns <= rto_init_ns <= rto_max_ns");
+	if (c->rnr_retry > MRC_RNR_RETRY_FOREVER)
+		BAD("rnr_retry must be 0..7 (7: forever)");
+	if (!c->no_path_timeout_ns)
+		BAD("no_path_timeout_ns must be > 0");
 	if (c->ack_every < 1 || c->ack_every > 64)
 		BAD("ack_every must be 1..64 packets");
 	if (!c->probe_interval_ns || !c->probe_ok_needed)

@@ -61,7 +61,9 @@ struct mrc_engine_cfg {
 	uint32_t event_queue;      /* queued events (1024) */
 	uint32_t ev_floor;         /* fewest GOOD EVs per peer: a loss does not
 	                              retire a path below it (1) */
-	uint32_t max_retries;      /* per packet before the QP fails (24) */
+	uint32_t max_retries;      /* losses per packet before the QP fails
+	                              with -ETIMEDOUT (24); trims and RNR
+	                              NACKs do not count */
 	uint64_t rto_min_ns;       /* default 1 ms */
 	uint64_t rto_max_ns;       /* default 200 ms */
 	uint64_t rto_init_ns;      /* before any RTT sample (default 10 ms) */
@@ -72,6 +74,14 @@ struct mrc_engine_cfg {
 	                              (default 2 ms) */
 	uint32_t probe_ok_needed;  /* probe replies in a row to return GOOD (2) */
 	uint64_t rnr_delay_ns;     /* retry delay after an RNR NACK (100 us) */
+	uint32_t rnr_retry;        /* RNR NACKs a packet may get before its QP
+	                              fails with -ENOBUFS, apart from
+	                              max_retries; 0..7, 7 = forever (as IBV's
+	                              rnr_retry); per QP: mrc_qp_attr (7) */
+	uint64_t no_path_timeout_ns;/* a QP with work and every path to its
+	                              peer DENIED fails with -ENETUNREACH after
+	                              this long; a path back before then
+	                              resumes it (1 s) */
 	uint32_t ack_every;        /* one ACK per this many data packets at most;
 	                              pending ACKs also leave at the next
 	                              mrc_engine_tx (4) */
@@ -125,11 +135,14 @@ int mrc_ev_info(const struct mrc_engine *e, uint32_t peer, uint32_t ev,
 /* ---- queue pairs ---------------------------------------------------- */
 enum mrc_qp_state { MRC_QPS_RESET = 0, MRC_QPS_RTS = 1, MRC_QPS_ERROR = 2 };
 #define MRC_QP_PIN_EV 0x1u         /* single-path (ECMP-like) mode */
+#define MRC_QP_RNR_RETRY 0x2u      /* rnr_retry below overrides the cfg's */
+#define MRC_RNR_RETRY_FOREVER 7u
 
 struct mrc_qp_attr {
 	uint32_t pd;
-	uint32_t flags;            /* MRC_QP_PIN_EV */
+	uint32_t flags;            /* MRC_QP_PIN_EV, MRC_QP_RNR_RETRY */
 	uint32_t pin_ev;           /* preferred EV in single-path mode */
+	uint32_t rnr_retry;        /* 0..7 (7 = forever), with MRC_QP_RNR_RETRY */
 };
 int mrc_qp_create(struct mrc_engine *e, const struct mrc_qp_attr *attr, uint32_t *qpn);
 /* Frees the QP; outstanding work is dropped without completions. */
@@ -144,13 +157,23 @@ int mrc_qp_connect(struct mrc_engine *e, uint32_t qpn, uint32_t peer, uint32_t r
  * private copy (common/ringcheck.h) and posts that copy unchanged; the
  * simulator, tools and tests fill one the same way.  op is one of
  * MRC_SQE_WRITE, _WRITE_IMM, _SEND, _SEND_IMM, _ATOMIC_ADD (RECV buffers
- * go through mrc_qp_post_recv); seq and the reserved fields are not read,
- * nor flags (no MRC_SQE_F_* is defined yet).  The engine's fields: wr_id;
+ * go through mrc_qp_post_recv); seq and the reserved fields are not read.
+ * The engine's fields: wr_id; flags (MRC_SQE_F_FENCE, below);
  * lkey, loff (local source, not for ATOMIC_ADD); len (<= MRC_MAX_MSG);
  * rkey, roff (WRITE*, ATOMIC_ADD); imm (*_IMM); add (ATOMIC_ADD: remote
  * u64 += add).
+ * Fence (MRC_SQE_F_FENCE, as IBV_SEND_FENCE): the work request is not
+ * started until every earlier one of the QP has completed, i.e. was
+ * acknowledged, so its data lands after every earlier WRITE and atomic took
+ * effect at the target.  Costs a round trip; docs/client.md ("Ordering")
+ * says which orders hold without it.
  * -ENOSPC when the send queue is full, -EINVAL/-EACCES for a bad local
- * key or range (checked at post time), -ENOTCONN before connect. */
+ * key or range (checked at post time) or unknown flags, -ENOTCONN before
+ * connect.  Work that cannot finish completes with: -ETIMEDOUT (a packet
+ * lost max_retries times), -ENOBUFS (RNR NACKed past rnr_retry),
+ * -ENETUNREACH (every path DENIED for no_path_timeout_ns), -EACCES,
+ * -EMSGSIZE, -ECONNRESET (the remote QP is gone); the rest of the QP's
+ * work is flushed with -ECANCELED. */
 int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct mrc_sqe *wr);
 int mrc_qp_post_recv(struct mrc_engine *e, uint32_t qpn, uint64_t wr_id,
 		     uint32_t lkey, uint64_t off, uint64_t len);
@@ -196,6 +219,7 @@ struct mrc_qp_info {
 	uint32_t inflight, cwnd_bytes;
 	uint64_t srtt_ns, rto_ns;
 	uint64_t tx_pkts, retx, rto_fires, trims_rx, nacks_rx, bytes_acked;
+	uint64_t rnr_rx;           /* RNR NACKs received (retried apart) */
 	uint64_t spurious;         /* losses declared that were reordering */
 	uint64_t plane_tx[MRC_MAX_PLANES]; /* data packets sent per plane: how
 	                              the QP's traffic spreads over the fabric */
@@ -240,6 +264,12 @@ enum mrc_event_type {
 	MRC_EVT_PROBE_RESULT,      /* a probe came back (rtt_ns) or timed out */
 	MRC_EVT_QP_ERROR,          /* a QP entered ERROR (err) */
 	MRC_EVT_FLOOR,             /* an EV was kept usable to respect ev_floor */
+	MRC_EVT_QP_NO_PATH,        /* a QP with work found every path to its
+	                              peer DENIED: it waits up to
+	                              no_path_timeout_ns, then fails (QP_ERROR
+	                              with err -ENETUNREACH) */
+	MRC_EVT_QP_PATH_BACK,      /* a path returned to a waiting QP before the
+	                              bound: it resumed, no error */
 };
 enum mrc_ev_reason {
 	MRC_RSN_NONE = 0, MRC_RSN_LOSS, MRC_RSN_RTO, MRC_RSN_PROBE_OK,

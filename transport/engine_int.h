@@ -55,6 +55,7 @@ struct mrc__wqe {
 	uint32_t lkey, rkey, imm, msn, ssn;
 	uint32_t first_psn, npkts;
 	uint8_t op, state, started;
+	uint8_t fence;              /* MRC_SQE_F_FENCE: start after sq_done */
 	int32_t status;
 };
 
@@ -66,7 +67,12 @@ struct mrc__slot {
 	uint32_t wqe;               /* sq index (unmasked) */
 	uint16_t ev;
 	uint16_t prev, next;        /* send-order list of in-flight packets */
-	uint8_t state, tries;
+	uint8_t state, tries;       /* tries: resends (saturating), so RTT
+	                               samples skip ambiguous ACKs */
+	uint8_t strikes;            /* losses charged against max_retries */
+	uint8_t rnr_tries;          /* RNR NACKs, against the QP's rnr_retry */
+	uint8_t free_resend;        /* lost to a trim or RNR: next resend is
+	                               not charged */
 	uint16_t plen;
 	uint16_t lost_ev;           /* EV blamed when it was declared lost */
 	uint32_t xseq;              /* transmission order (ties in sent_ts) */
@@ -115,6 +121,9 @@ struct mrc__qp {
 	uint64_t srtt, rttvar, rto;
 	uint32_t backoff;
 	uint64_t rto_deadline, rack_deadline, rnr_until;
+	uint64_t nopath_deadline;   /* waiting for a path to the peer until
+	                               then (0: not waiting) */
+	uint32_t rnr_retry;         /* 0..7, MRC_RNR_RETRY_FOREVER */
 	uint32_t xmit_seq;          /* transmissions so far */
 	uint32_t rack_seq;          /* newest transmission acknowledged, + 1 */
 	uint64_t cc[MRC_CC_STATE_MAX / 8];
@@ -133,6 +142,7 @@ struct mrc__qp {
 	uint32_t rcq_head, rcq_tail;
 
 	uint64_t tx_pkts, retx, rto_fires, trims_rx, nacks_rx, bytes_acked;
+	uint64_t rnr_rx;
 	uint64_t spurious;
 	uint64_t plane_tx[MRC_MAX_PLANES];
 	uint64_t rx_pkts, rx_dups, bytes_placed;
@@ -172,6 +182,12 @@ void mrc__qp_ready(struct mrc_engine *e, struct mrc__qp *qp);
 void mrc__qp_activate(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now);
 struct mrc__qp *mrc__qp_get(struct mrc_engine *e, uint32_t qpn);
 
+/* Some path to the peer may carry packets (not every EV DENIED). */
+static inline int mrc__peer_reachable(const struct mrc__peer *p)
+{
+	return p->ngood + p->nbad > 0;
+}
+
 /* path.c */
 int mrc__path_pick(struct mrc_engine *e, struct mrc__peer *p, struct mrc__qp *qp,
 		   int avoid_plane);
@@ -193,6 +209,7 @@ void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		 const struct mrc_ack_hdr *h);
 void mrc__qp_timers(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now);
 uint64_t mrc__qp_deadline(const struct mrc__qp *qp);
+void mrc__qp_path_back(struct mrc_engine *e, uint32_t peer, uint64_t now);
 
 /* receiver.c */
 void mrc__acks_flush(struct mrc_engine *e);

@@ -75,6 +75,7 @@ void mrc__path_set_state(struct mrc_engine *e, uint32_t peer, uint32_t ev,
 	uint8_t old = pa->state;
 	if (old == st)
 		return;
+	int was_reachable = mrc__peer_reachable(p);
 	p->ngood += (st == MRC_EV_GOOD) - (old == MRC_EV_GOOD);
 	p->nbad += (st == MRC_EV_ASSUMED_BAD) - (old == MRC_EV_ASSUMED_BAD);
 	pa->state = st;
@@ -93,6 +94,9 @@ void mrc__path_set_state(struct mrc_engine *e, uint32_t peer, uint32_t ev,
 	mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_EV_STATE,
 		.old_state = old, .new_state = st, .reason = reason,
 		.peer = peer, .ev = ev, .time_ns = now });
+	/* QPs waiting for a path (every EV was DENIED) resume at once. */
+	if (!was_reachable && mrc__peer_reachable(p))
+		mrc__qp_path_back(e, peer, now);
 }
 
 /* Loss attributed to a path: retire it at once, unless that would leave
@@ -133,7 +137,8 @@ static int usable(const struct mrc__path *pa) { return pa->state == MRC_EV_GOOD;
 /* Picks the EV for the next packet.  Spraying: planes in turn, then the
  * plane's GOOD EVs in turn; a path with penalty credits is skipped once per
  * credit, which weights it down by its ECN/trim/delay history.  Returns -1
- * when no EV may be used (every path DENIED). */
+ * when no EV may be used (every path DENIED): the caller's QP then waits
+ * for one, for no_path_timeout_ns at most (sender.c). */
 int mrc__path_pick(struct mrc_engine *e, struct mrc__peer *p, struct mrc__qp *qp,
 		   int avoid_plane)
 {

@@ -18,7 +18,8 @@ static void qp_free_arrays(struct mrc__qp *qp)
 
 int mrc_qp_create(struct mrc_engine *e, const struct mrc_qp_attr *attr, uint32_t *qpn)
 {
-	if (!attr || !qpn || (attr->flags & ~MRC_QP_PIN_EV))
+	if (!attr || !qpn || (attr->flags & ~(MRC_QP_PIN_EV | MRC_QP_RNR_RETRY)) ||
+	    ((attr->flags & MRC_QP_RNR_RETRY) && attr->rnr_retry > MRC_RNR_RETRY_FOREVER))
 		return -EINVAL;
 	uint32_t i;
 	for (i = 0; i < e->cfg.max_qps && e->qps[i].used; i++)
@@ -48,6 +49,7 @@ int mrc_qp_create(struct mrc_engine *e, const struct mrc_qp_attr *attr, uint32_t
 	qp->pd = attr->pd;
 	qp->flags = attr->flags;
 	qp->pin_ev = attr->pin_ev;
+	qp->rnr_retry = (attr->flags & MRC_QP_RNR_RETRY) ? attr->rnr_retry : e->cfg.rnr_retry;
 	qp->lst_head = qp->lst_tail = MRC__NIL;
 	qp->rto = e->cfg.rto_init_ns;
 	e->cc->init(qp->cc, &(struct mrc_cc_params){ .mtu = e->cfg.mtu,
@@ -141,13 +143,14 @@ int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct m
 		return -ENOTCONN;
 	if (qp->state == MRC_QPS_ERROR)
 		return qp->err ? qp->err : -EIO;
-	if (wr->op < MRC_SQE_WRITE || wr->op > MRC_SQE_ATOMIC_ADD)
+	if (wr->op < MRC_SQE_WRITE || wr->op > MRC_SQE_ATOMIC_ADD ||
+	    (wr->flags & ~MRC_SQE_F_FENCE))
 		return -EINVAL;
 	if (qp->sq_tail - qp->sq_head > e->sqmask)
 		return -ENOSPC;
 	struct mrc__wqe w = { .wr_id = wr->wr_id, .op = wr->op, .len = wr->len,
 		.loff = wr->loff, .lkey = wr->lkey, .rkey = wr->rkey,
-		.roff = wr->roff, .imm = wr->imm };
+		.roff = wr->roff, .imm = wr->imm, .fence = !!(wr->flags & MRC_SQE_F_FENCE) };
 	if (wr->op != MRC_SQE_WRITE_IMM && wr->op != MRC_SQE_SEND_IMM)
 		w.imm = 0;
 	struct mrc__mr *m = NULL;
@@ -254,7 +257,7 @@ void mrc__qp_fail(struct mrc_engine *e, struct mrc__qp *qp, int err,
 	qp->inflight_bytes = 0;
 	qp->lst_head = qp->lst_tail = MRC__NIL;
 	memset(qp->lostmap, 0, sizeof(qp->lostmap));
-	qp->rto_deadline = qp->rack_deadline = qp->rnr_until = 0;
+	qp->rto_deadline = qp->rack_deadline = qp->rnr_until = qp->nopath_deadline = 0;
 	mrc__qp_ready(e, qp);
 	mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_QP_ERROR,
 		.qpn = qp->qpn, .peer = qp->peer, .err = err, .time_ns = now });
@@ -269,7 +272,7 @@ int mrc_qp_info(const struct mrc_engine *e, uint32_t qpn, struct mrc_qp_info *in
 		.peer = qp->peer, .rqpn = qp->rqpn, .inflight = qp->inflight_pkts,
 		.cwnd_bytes = e->cc->cwnd(qp->cc), .srtt_ns = qp->srtt, .rto_ns = qp->rto,
 		.tx_pkts = qp->tx_pkts, .retx = qp->retx, .rto_fires = qp->rto_fires,
-		.trims_rx = qp->trims_rx, .nacks_rx = qp->nacks_rx,
+		.trims_rx = qp->trims_rx, .nacks_rx = qp->nacks_rx, .rnr_rx = qp->rnr_rx,
 		.bytes_acked = qp->bytes_acked, .spurious = qp->spurious,
 		.reorder_extra_ns = e->peers[qp->peer].reo_extra, .rx_pkts = qp->rx_pkts,
 		.rx_dups = qp->rx_dups, .bytes_placed = qp->bytes_placed };

@@ -6,6 +6,8 @@
 #include "transport/engine_int.h"
 
 #define RETX_LIMIT_ERR (-ETIMEDOUT)
+#define RNR_LIMIT_ERR  (-ENOBUFS)
+#define NO_PATH_ERR    (-ENETUNREACH)
 
 static struct mrc__slot *slot_of(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn)
 {
@@ -55,6 +57,17 @@ static int cwnd_allows(const struct mrc_engine *e, const struct mrc__qp *qp, uin
 	       qp->inflight_bytes + plen <= e->cc->cwnd(qp->cc);
 }
 
+/* The next work request may send its next packet. */
+static int new_data_ok(const struct mrc_engine *e, const struct mrc__qp *qp)
+{
+	if (qp->sq_seg == qp->sq_tail || qp->snd_nxt - qp->snd_una >= e->cfg.window)
+		return 0;
+	/* A fenced request starts only once every earlier one completed;
+	 * the ACK that completes the last of them activates the QP again. */
+	const struct mrc__wqe *w = &qp->sq[qp->sq_seg & e->sqmask];
+	return !w->fence || w->started || qp->sq_done == qp->sq_seg;
+}
+
 int mrc__qp_can_send(const struct mrc_engine *e, const struct mrc__qp *qp, uint64_t now)
 {
 	if (qp->state != MRC_QPS_RTS || qp->rnr_until > now)
@@ -63,7 +76,46 @@ int mrc__qp_can_send(const struct mrc_engine *e, const struct mrc__qp *qp, uint6
 		return 0;
 	if (qp->lostmap[0] | qp->lostmap[1] | qp->lostmap[2] | qp->lostmap[3])
 		return 1;
-	return qp->sq_seg != qp->sq_tail && qp->snd_nxt - qp->snd_una < e->cfg.window;
+	return new_data_ok(e, qp);
+}
+
+/* Every path to the peer is DENIED: nothing can leave, so no ACK and (once
+ * the RTO has fired) no timer would ever wake the QP again.  Arm a deadline
+ * of its own: a path back before it resumes the QP (mrc__qp_path_back),
+ * else the QP fails (mrc__qp_timers). */
+static void nopath_wait(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
+{
+	if (qp->nopath_deadline)
+		return;
+	qp->nopath_deadline = now + e->cfg.no_path_timeout_ns;
+	mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_QP_NO_PATH,
+		.qpn = qp->qpn, .peer = qp->peer, .time_ns = now });
+}
+
+void mrc__qp_path_back(struct mrc_engine *e, uint32_t peer, uint64_t now)
+{
+	for (uint32_t i = 0; i < e->qp_hwm; i++) {
+		struct mrc__qp *qp = &e->qps[i];
+		if (!qp->used || qp->peer != peer || !qp->nopath_deadline ||
+		    qp->state != MRC_QPS_RTS)
+			continue;
+		qp->nopath_deadline = 0;
+		mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_QP_PATH_BACK,
+			.qpn = qp->qpn, .peer = peer, .time_ns = now });
+		mrc__qp_activate(e, qp, now);
+	}
+}
+
+static void nopath_expire(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
+{
+	qp->nopath_deadline = 0;
+	if (qp->sq_done == qp->sq_tail || mrc__peer_reachable(&e->peers[qp->peer]))
+		return;   /* the work finished (ACKs still came in) or a path is back */
+	/* The oldest unfinished request is the one that could not go: it
+	 * carries the error, the rest are flushed behind it. */
+	uint32_t first = qp->sq_done;
+	mrc__qp_fail(e, qp, NO_PATH_ERR, qp->snd_una, now);
+	qp->sq[first & e->sqmask].status = NO_PATH_ERR;
 }
 
 static void build(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn, int ev,
@@ -134,7 +186,7 @@ int mrc__qp_tx_one(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now,
 	uint32_t psn;
 	if (next_lost(qp, &psn)) {
 		struct mrc__slot *s = slot_of(e, qp, psn);
-		if (s->tries >= e->cfg.max_retries) {
+		if (!s->free_resend && s->strikes >= e->cfg.max_retries) {
 			mrc__qp_fail(e, qp, RETX_LIMIT_ERR, psn, now);
 			return 0;
 		}
@@ -142,20 +194,29 @@ int mrc__qp_tx_one(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now,
 		 * may be the first sign of a whole plane failing. */
 		int avoid = s->lost_ev < p->nev ? p->paths[s->lost_ev].plane : -1;
 		int ev = mrc__path_pick(e, p, qp, avoid);
-		if (ev < 0)
+		if (ev < 0) {
+			nopath_wait(e, qp, now);
 			return 0;
+		}
 		mrc__bit_clear(qp->lostmap, psn);
-		s->tries++;
+		if (s->free_resend)
+			s->free_resend = 0;
+		else
+			s->strikes++;
+		if (s->tries < UINT8_MAX)
+			s->tries++;
 		qp->retx++;
 		e->st.tx_retx++;
 		build(e, qp, psn, ev, 1, now, pkt);
 		return 1;
 	}
-	if (qp->sq_seg == qp->sq_tail || qp->snd_nxt - qp->snd_una >= e->cfg.window)
+	if (!new_data_ok(e, qp))
 		return 0;
 	int ev = mrc__path_pick(e, p, qp, -1);
-	if (ev < 0)
+	if (ev < 0) {
+		nopath_wait(e, qp, now);
 		return 0;
+	}
 	struct mrc__wqe *w = &qp->sq[qp->sq_seg & e->sqmask];
 	if (!w->started) {
 		w->started = 1;
@@ -164,7 +225,7 @@ int mrc__qp_tx_one(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now,
 	psn = qp->snd_nxt++;
 	struct mrc__slot *s = slot_of(e, qp, psn);
 	s->wqe = qp->sq_seg;
-	s->tries = 0;
+	s->tries = s->strikes = s->rnr_tries = s->free_resend = 0;
 	if (psn - w->first_psn + 1 == w->npkts)
 		qp->sq_seg++;
 	build(e, qp, psn, ev, 0, now, pkt);
@@ -362,13 +423,30 @@ static void nack_rx(struct mrc_engine *e, struct mrc__qp *qp, const struct mrc_a
 				pa->penalty += 2;
 		}
 		e->cc->on_trim(qp->cc, now);
-		if (s && s->state == MRC__S_INFLIGHT)
+		if (s && s->state == MRC__S_INFLIGHT) {
 			mark_lost(e, qp, (uint16_t)(psn & e->wmask), MRC_RSN_NONE, 0, now);
+			s->free_resend = 1;   /* the packet got there: not a loss */
+		}
 		return;
 	case MRC_NACK_RNR:
-		qp->rnr_until = now + e->cfg.rnr_delay_ns;
-		if (s && s->state == MRC__S_INFLIGHT)
+		/* As RDMA RC: the receiver is alive but has no RECV posted (or
+		 * no room for completions).  Retry after its RNR delay,
+		 * counted apart from losses, rnr_retry times (7: forever).
+		 * The wire does not carry the receiver's own delay yet, so
+		 * the engine's rnr_delay_ns stands in for it. */
+		qp->rnr_rx++;
+		if (s && s->state == MRC__S_INFLIGHT) {
+			if (qp->rnr_retry != MRC_RNR_RETRY_FOREVER &&
+			    s->rnr_tries >= qp->rnr_retry) {
+				mrc__qp_fail(e, qp, RNR_LIMIT_ERR, psn, now);
+				return;
+			}
+			if (s->rnr_tries < UINT8_MAX)
+				s->rnr_tries++;
 			mark_lost(e, qp, (uint16_t)(psn & e->wmask), MRC_RSN_NONE, 0, now);
+			s->free_resend = 1;
+		}
+		qp->rnr_until = now + e->cfg.rnr_delay_ns;
 		return;
 	default:
 		return;   /* OOW: counted; the RTO repairs whatever caused it */
@@ -497,6 +575,11 @@ void mrc__qp_timers(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
 {
 	if (qp->rnr_until && now >= qp->rnr_until)
 		qp->rnr_until = 0;
+	if (qp->nopath_deadline && now >= qp->nopath_deadline) {
+		nopath_expire(e, qp, now);
+		if (qp->state != MRC_QPS_RTS)
+			return;
+	}
 	if (qp->rack_deadline && now >= qp->rack_deadline)
 		detect_losses(e, qp, now);
 	if (qp->rto_deadline && now >= qp->rto_deadline) {
@@ -515,5 +598,7 @@ uint64_t mrc__qp_deadline(const struct mrc__qp *qp)
 		d = qp->rack_deadline;
 	if (qp->rto_deadline && qp->rto_deadline < d)
 		d = qp->rto_deadline;
+	if (qp->nopath_deadline && qp->nopath_deadline < d)
+		d = qp->nopath_deadline;
 	return d;
 }

@@ -144,7 +144,9 @@ int mrc_post_recv(struct mrc_qp *qp, uint64_t wr_id, uint32_t lkey, uint64_t lof
 /* Remote u64 at (rkey, roff) += add (roff 8-byte aligned). */
 int mrc_post_atomic_add(struct mrc_qp *qp, uint64_t wr_id, uint32_t rkey, uint64_t roff,
 			uint64_t add);
-/* Raw descriptor (seq is filled in); for callers building their own. */
+/* Raw descriptor (seq is filled in); for callers building their own, and
+ * for flags: sqe.flags = MRC_SQE_F_FENCE holds the request until every
+ * earlier one of the QP has completed (docs/client.md, "Ordering"). */
 int mrc_post_sqe(struct mrc_qp *qp, const struct mrc_sqe *sqe);
 
 struct mrc_completion {

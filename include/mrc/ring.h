@@ -154,11 +154,15 @@ enum mrc_sqe_op {
 	MRC_SQE_OP_MAX = 6,
 };
 
+/* sqe.flags.  FENCE (as IBV_SEND_FENCE): not started until every earlier
+ * work request of the QP has completed (not on RECV). */
+#define MRC_SQE_F_FENCE 0x1u
+
 /* 64 bytes.  Fields unused by an op must be zero (rsvd always). */
 struct mrc_sqe {
 	uint32_t seq;              /* publication word, written last */
 	uint8_t op;                /* enum mrc_sqe_op */
-	uint8_t flags;             /* none defined in v1: must be 0 */
+	uint8_t flags;             /* MRC_SQE_F_*; others must be 0 */
 	uint16_t rsvd0;
 	uint64_t wr_id;            /* echoed in the completion */
 	uint32_t lkey;             /* local region (not ATOMIC_ADD) */

@@ -1,0 +1,51 @@
+/* The scaffold of an engine test binary (cmocka): a fixed default seed that
+ * MRC_TEST_SEED replaces, CHECK / CHECK_EQ that print it with every
+ * failure, accessors of an etest fixture, and the teardown that finishes the
+ * fixtures a failed CHECK left behind.  Include after <cmocka.h>, once per
+ * test binary. */
+#ifndef MRC_TESTS_ETEST_CASE_H
+#define MRC_TESTS_ETEST_CASE_H
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tests/support/etest.h"
+
+static uint64_t g_seed;
+
+#define CHECK(c) do { if (!(c)) fail_msg("%s:%d: %s (seed %" PRIu64 ")", \
+	__FILE__, __LINE__, #c, g_seed); } while (0)
+#define CHECK_EQ(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
+	if (a_ != b_) fail_msg("%s:%d: %s == %lld, expected %s == %lld (seed %" PRIu64 ")", \
+	__FILE__, __LINE__, #a, a_, #b, b_, g_seed); } while (0)
+
+#define SEC 1000000000ull
+#define MS  1000000ull
+#define US  1000ull
+
+static inline struct mrc_engine *E(struct etest *t, int n) { return t->ch->node[n].e; }
+static inline const struct mrc_wc *WC(struct etest *t, int n, size_t i)
+{
+	CHECK(i < t->ch->node[n].nwc);
+	return &t->ch->node[n].wc[i];
+}
+
+static inline int etest_teardown(void **state)
+{
+	(void)state;
+	etest_cleanup_all();
+	return 0;
+}
+#define T(f) cmocka_unit_test_teardown(f, etest_teardown)
+
+/* g_seed := MRC_TEST_SEED, else dflt; says how to replay. */
+static inline void etest_seed(const char *name, uint64_t dflt)
+{
+	const char *s = getenv("MRC_TEST_SEED");
+	g_seed = s ? strtoull(s, NULL, 0) : dflt;
+	printf("%s: seed %" PRIu64 " (MRC_TEST_SEED=<n> to replay)\n", name, g_seed);
+}
+
+#endif
