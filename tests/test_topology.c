@@ -14,30 +14,14 @@
 #include <time.h>
 #include <cmocka.h>
 
+#include "tests/support/seeded.h"
 #include "topology/addr.h"
 #include "topology/topo.h"
-
-static uint64_t g_seed, g_rng;
-
-static uint64_t rnd(void)
-{
-	uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static uint32_t below(uint32_t n)
 {
 	return (uint32_t)(rnd() % n);
 }
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		print_error("seed=%llu (MRC_TEST_SEED to replay): ", \
-			    (unsigned long long)g_seed); \
-		fail_msg(__VA_ARGS__); \
-	} } while (0)
 
 static struct mrc_topo *gen(uint32_t P, uint32_t L, uint32_t S, uint32_t H)
 {
@@ -551,9 +535,8 @@ static void test_fattree(void **state)
 
 int main(void)
 {
-	const char *s = getenv("MRC_TEST_SEED");
-	g_seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
-	g_rng = g_seed;
+	seed_init("test_topology");
+	g_rng = g_seed;            /* one stream for the whole run */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_generate_structure),
 		cmocka_unit_test(test_paths_between_leaves),
