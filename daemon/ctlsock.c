@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "codec/climsg.h"
+#include "common/fdpass.h"
 #include "daemon/ctlsock.h"
 
 #define MAX_GROUPS 256
@@ -181,58 +182,12 @@ void mrcd_ctlsock_close(struct mrcd_ctlsock *s)
 
 ssize_t mrcd_ctl_recv(int fd, void *buf, size_t cap, int *fds, unsigned *nfd)
 {
-	struct iovec iov = { .iov_base = buf, .iov_len = cap };
-	union { char b[CMSG_SPACE(MRC_CLI_MAX_FDS * sizeof(int))]; struct cmsghdr align; } cb;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
-	*nfd = 0;
-	ssize_t n;
-	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	/* Take every fd that arrived, whatever else is wrong, so none leaks. */
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
-			int f;
-			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (*nfd < MRC_CLI_MAX_FDS)
-				fds[(*nfd)++] = f;
-			else
-				close(f);
-		}
-	}
-	if (n > 0 && (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
-		return -EBADMSG;
-	return n;
+	return mrc__fdpass_recv(fd, buf, cap, fds, MRC_CLI_MAX_FDS, nfd, MSG_DONTWAIT);
 }
 
 int mrcd_ctl_send(int fd, const void *buf, size_t len, const int *fds, unsigned nfd)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	union { char b[CMSG_SPACE(MRC_CLI_MAX_FDS * sizeof(int))]; struct cmsghdr align; } cb;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (nfd) {
-		if (nfd > MRC_CLI_MAX_FDS)
-			return -EINVAL;
-		memset(&cb, 0, sizeof(cb));
-		mh.msg_control = cb.b;
-		mh.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
-	}
-	ssize_t n;
-	do
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	return n == (ssize_t)len ? 0 : -EIO;
+	if (nfd > MRC_CLI_MAX_FDS)
+		return -EINVAL;
+	return mrc__fdpass_send(fd, buf, len, fds, nfd, MSG_DONTWAIT);
 }

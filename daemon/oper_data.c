@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/isotime.h"
 #include "daemon/oper.h"
 #include "transport/wire.h"
 
@@ -79,13 +80,7 @@ static void host_addr(struct mrcd *d, uint32_t host, char *buf, size_t len)
 
 static void iso(struct oper *o, uint64_t mono, char *buf, size_t len)
 {
-	uint64_t r = (uint64_t)((int64_t)mono + o->real_off_ns);
-	time_t s = (time_t)(r / 1000000000ull);
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	char b[32];
-	strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%03uZ", b, (unsigned)(r % 1000000000ull / 1000000));
+	mrc__iso_time((uint64_t)((int64_t)mono + o->real_off_ns), 3, buf, len);
 }
 
 /* ---- sums ---------------------------------------------------------------- */

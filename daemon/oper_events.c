@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/isotime.h"
 #include "daemon/oper.h"
 
 #define LOG_RATE 5.0      /* state-change lines per second, sustained */
@@ -36,20 +37,10 @@ void mrcd_oper_events_fini(struct oper *o)
 	o->ring = NULL;
 }
 
-static void iso_time(uint64_t real_ns, char *buf, size_t len)
-{
-	time_t s = (time_t)(real_ns / 1000000000ull);
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	char b[32];
-	strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%06uZ", b, (unsigned)(real_ns % 1000000000ull / 1000));
-}
-
 json_t *mrcd_oper_event_json(struct oper *o, const struct oper_event *e)
 {
 	char t[48], name[64];
-	iso_time(e->real_ns, t, sizeof(t));
+	mrc__iso_time(e->real_ns, 6, t, sizeof(t));
 	json_t *j = json_pack("{s:I, s:s, s:I, s:s, s:s}", "seq", (json_int_t)e->seq, "time", t,
 			      "mono_ns", (json_int_t)e->mono_ns, "kind", e->kind, "text", e->text);
 	if (!j || !e->typed)

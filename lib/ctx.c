@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/fdpass.h"
 #include "lib/internal.h"
 
 static void close_fds(int *fds, unsigned n)
@@ -19,60 +20,14 @@ static void close_fds(int *fds, unsigned n)
 
 static int send_msg(int sock, const void *buf, size_t len, int fd)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	union { char b[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } cb;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (fd >= 0) {
-		memset(&cb, 0, sizeof(cb));
-		mh.msg_control = cb.b;
-		mh.msg_controllen = sizeof(cb.b);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	for (;;) {
-		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-		if (n >= 0)
-			return n == (ssize_t)len ? 0 : -EIO;
-		if (errno != EINTR)
-			return -errno;
-	}
+	return mrc__fdpass_send(sock, buf, len, &fd, fd >= 0, 0);
 }
 
 /* Receives one message and up to MRC_CLI_MAX_FDS fds (*nfd of them). */
 static ssize_t recv_msg(int sock, void *buf, size_t cap, int *fds, unsigned *nfd)
 {
-	struct iovec iov = { .iov_base = buf, .iov_len = cap };
-	union { char b[CMSG_SPACE(MRC_CLI_MAX_FDS * sizeof(int))]; struct cmsghdr align; } cb;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = cb.b, .msg_controllen = sizeof(cb.b) };
-	ssize_t n;
-	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	*nfd = 0;
-	if (n < 0)
-		return -errno;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (unsigned i = 0; i < k; i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (*nfd < MRC_CLI_MAX_FDS)
-				fds[(*nfd)++] = fd;
-			else
-				close(fd);
-		}
-	}
-	if (n == 0)
-		return -ECONNRESET;
-	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
-		return -EBADMSG;
-	return n;
+	ssize_t n = mrc__fdpass_recv(sock, buf, cap, fds, MRC_CLI_MAX_FDS, nfd, 0);
+	return n == 0 ? -ECONNRESET : n;
 }
 
 int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, int fd_in,

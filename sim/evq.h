@@ -1,11 +1,12 @@
-/* The simulator's event queue: a binary min-heap ordered by (time, sequence
- * number), so events at the same instant run in the order they were
- * scheduled and every run replays identically.  The heap array grows by
- * doubling and is never shrunk: no allocation per event in steady state. */
+/* The simulator's event queue: common/heap.h's binary min-heap ordered by
+ * (time, sequence number << 8 | type), so events at the same instant run in
+ * the order they were scheduled and every run replays identically. */
 #ifndef MRC_SIM_EVQ_H
 #define MRC_SIM_EVQ_H
 
 #include <stdint.h>
+
+#include "common/heap.h"
 
 struct sim_event {
 	uint64_t t;                /* picoseconds */
@@ -14,8 +15,7 @@ struct sim_event {
 };
 
 struct sim_evq {
-	struct sim_event *h;
-	uint64_t n, cap;
+	struct mrc__heap h;
 	uint64_t seq;
 	uint64_t pushed;           /* events ever scheduled */
 };

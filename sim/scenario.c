@@ -187,8 +187,8 @@ static int topo_kv(void *obj, const char *ctx, const char *k, const char *v,
 		return parse_u32r(v, 1, MRC_TOPO_MAX_HOSTS, &t->hosts_per_leaf) ?
 		       BADV("must be 1..32768") : 0;
 	if (!strcmp(k, "k"))
-		return parse_u32r(v, 2, 64, &t->k) || t->k % 2 ?
-		       BADV("must be even, 2..64") : 0;
+		return parse_u32r(v, 2, MRC_TOPO_FATTREE_K_MAX, &t->k) || t->k % 2 ?
+		       BADV("must be even, 2..50 (k^3/4 hosts fit the 16-bit uSIDs)") : 0;
 	if (!strcmp(k, "rate"))
 		return parse_rate(v, &t->rate_mbit) || !t->rate_mbit ||
 		       t->rate_mbit > 100000000 ?

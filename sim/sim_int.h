@@ -22,27 +22,20 @@
 
 /* ---- fabric (fabric.c) ------------------------------------------------ */
 
-/* Tiers: 0 host, 1 leaf/edge, 2 spine/agg, 3 core. */
-struct sim_node {
-	char name[16];
-	uint8_t tier, plane;
-	uint32_t index;            /* among nodes of its tier and plane */
-};
-
 /* Ports are link directions: port = link * 2 + dir, dir 0 = up (from the
  * lower-tier end), 1 = down. */
 struct sim_fabric {
 	uint8_t kind;              /* enum mrc_sim_topo_kind */
 	uint32_t planes, n_hosts, nev, max_hops;
 	uint32_t n_nodes, n_links;
-	struct sim_node *nodes;
+	/* Nodes by tier: 0 host, 1 leaf/edge, 2 spine/agg, 3 core. */
+	const struct mrc_node *nodes;   /* topo's */
 	uint32_t *lower, *upper;   /* per link */
-	uint32_t *host_node;       /* host index -> node id */
+	const uint32_t *host_node; /* host index -> node id (topo's) */
 	uint8_t *plane_of_ev;
-	uint32_t *by_name;         /* node ids sorted by name */
 	uint32_t *adj_off, *adj;   /* node -> its links (CSR) */
-	struct mrc_topo *topo;     /* clos */
-	uint32_t k, half;          /* fattree */
+	struct mrc_topo *topo;     /* the graph, both kinds */
+	uint32_t k;                /* fattree */
 	uint64_t rate_mbit, delay_ns;
 };
 

@@ -1,6 +1,7 @@
 /* Fabric model: the generator's structure, path enumeration and EV
  * numbering, reverse symmetry, "which EVs cross this link/switch", partial
- * fabrics from files, the JSON round trip, and the example files.
+ * fabrics from files, the JSON round trip, the example files, and the 3-tier
+ * fat tree.
  * Randomised checks print their seed; MRC_TEST_SEED=<n> replays a run. */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,30 +14,14 @@
 #include <time.h>
 #include <cmocka.h>
 
+#include "tests/support/seeded.h"
 #include "topology/addr.h"
 #include "topology/topo.h"
-
-static uint64_t g_seed, g_rng;
-
-static uint64_t rnd(void)
-{
-	uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static uint32_t below(uint32_t n)
 {
 	return (uint32_t)(rnd() % n);
 }
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		print_error("seed=%llu (MRC_TEST_SEED to replay): ", \
-			    (unsigned long long)g_seed); \
-		fail_msg(__VA_ARGS__); \
-	} } while (0)
 
 static struct mrc_topo *gen(uint32_t P, uint32_t L, uint32_t S, uint32_t H)
 {
@@ -443,11 +428,115 @@ static void test_example_files(void **state)
 	assert_null(t);
 }
 
+/* The 3-tier fat tree: structure, names and links as topo.h lays them
+ * out, and for every pair and EV a connected up-down path that climbs only
+ * as high as the pair needs, through the EV's core between pods; reverse
+ * paths mirror; EVs that cross a core are exactly that core's. */
+static void test_fattree(void **state)
+{
+	(void)state;
+	const uint32_t k = 4, half = 2, P = 2, C = half * half;
+	struct mrc_topo_fattree g = { .k = k, .planes = P };
+	struct mrc_topo *t = NULL;
+	char err[MRC_TOPO_ERRLEN] = "";
+	if (mrc_topo_generate_fattree(&g, &t, err, sizeof(err)))
+		fail_msg("fattree: %s", err);
+	assert_int_equal(t->fattree_k, k);
+	assert_int_equal(t->n_hosts, k * half * half);
+	assert_int_equal(t->n_nodes, 16 + P * (8 + 8 + 4));
+	assert_int_equal(t->n_links, P * (16 + 16 + 16));
+	assert_int_equal(mrc_topo_ev_count(t), P * C);
+	for (uint32_t p = 0; p < P; p++) {
+		assert_int_equal(t->n_leaves[p], k * half);
+		assert_int_equal(t->n_spines[p], k * half);
+		assert_int_equal(t->n_cores[p], C);
+	}
+	const struct mrc_node *c = &t->nodes[node(t, "p1c3")];
+	assert_int_equal(c->tier, MRC_TIER_CORE);
+	assert_int_equal(c->plane, 1);
+	assert_int_equal(c->index, 3);
+	assert_string_equal(mrc_tier_name(c->tier), "core");
+	assert_int_equal(t->nodes[node(t, "p0e5")].tier, MRC_TIER_LEAF);
+	assert_int_equal(t->nodes[node(t, "p0a2")].tier, MRC_TIER_SPINE);
+	uint32_t link;
+	assert_int_equal(mrc_topo_link_find(t, node(t, "h3"), node(t, "p0e1"), &link), 0);
+	assert_int_equal(mrc_topo_link_find(t, node(t, "p0e0"), node(t, "p0a1"), &link), 0);
+	assert_int_equal(mrc_topo_link_find(t, node(t, "p0e0"), node(t, "p0a2"), &link), -ENOENT);
+	/* aggregation switch 2 = pod 1, column 0: cores 0 and 1 */
+	assert_int_equal(mrc_topo_link_find(t, node(t, "p0c1"), node(t, "p0a2"), &link), 0);
+	assert_int_equal(mrc_topo_link_find(t, node(t, "p0a2"), node(t, "p0c2"), &link), -ENOENT);
+	assert_int_equal(mrc_topo_link_find(t, node(t, "p0a2"), node(t, "p1c1"), &link), -ENOENT);
+	assert_int_equal(mrc_topo_ev_of(t, 1, 3), (int)(C + 3));
+	assert_int_equal(mrc_topo_ev_of(t, 0, MRC_PATH_SPINE_DIRECT), -EINVAL);
+	assert_int_equal(mrc_topo_ev_of(t, 0, C), -EINVAL);
+
+	for (uint32_t a = 0; a < t->n_hosts; a++)
+		for (uint32_t b = 0; b < t->n_hosts; b++) {
+			if (a == b)
+				continue;
+			uint32_t want = a / half == b / half ? 1 : a / (half * half) == b / (half * half) ? 3 : 5;
+			for (uint32_t ev = 0; ev < P * C; ev++) {
+				struct mrc_path f, r;
+				CHECK(mrc_topo_path(t, a, b, ev, &f) == 0, "h%u->h%u ev %u", a, b, ev);
+				CHECK(mrc_topo_path(t, b, a, ev, &r) == 0, "h%u->h%u ev %u", b, a, ev);
+				CHECK(f.plane == ev / C && f.spine == ev % C, "ev %u: %u/%u", ev, f.plane, f.spine);
+				CHECK(f.n_switches == want, "h%u->h%u ev %u: %u switches", a, b, ev, f.n_switches);
+				uint32_t hops[MRC_PATH_MAX_SWITCHES + 2], n = 0;
+				hops[n++] = t->hosts[a];
+				for (unsigned i = 0; i < f.n_switches; i++)
+					hops[n++] = f.switches[i];
+				hops[n++] = t->hosts[b];
+				CHECK(f.n_links == n - 1, "ev %u: %u links", ev, f.n_links);
+				for (unsigned i = 0; i < f.n_links; i++) {
+					const struct mrc_link *l = &t->links[f.links[i]];
+					/* the first half climbs, the second descends */
+					uint32_t lo = i < f.n_links / 2u ? hops[i] : hops[i + 1];
+					uint32_t up = i < f.n_links / 2u ? hops[i + 1] : hops[i];
+					CHECK(l->lower == lo && l->upper == up && l->plane == f.plane,
+					      "h%u->h%u ev %u: link %u", a, b, ev, i);
+				}
+				CHECK(f.n_usids == f.n_switches + 1, "ev %u", ev);
+				for (unsigned i = 0; i < f.n_usids; i++)
+					CHECK(f.usids[i] == t->nodes[hops[i + 1]].usid, "ev %u usid %u", ev, i);
+				if (want == 5)
+					CHECK(f.switches[2] == t->cores[f.plane][ev % C], "ev %u: core", ev);
+				if (want >= 3)
+					CHECK(t->nodes[f.switches[1]].index % half == ev % C / half,
+					      "ev %u: aggregation column", ev);
+				CHECK(r.n_switches == f.n_switches, "ev %u reverse", ev);
+				for (unsigned i = 0; i < f.n_switches; i++)
+					CHECK(f.switches[i] == r.switches[f.n_switches - 1 - i],
+					      "h%u<->h%u ev %u switch %u", a, b, ev, i);
+			}
+		}
+	uint16_t evs[16];
+	size_t n;
+	assert_int_equal(mrc_topo_evs_crossing_node(t, 0, 15, node(t, "p1c2"), evs, 16, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(evs[0], C + 2);
+	assert_int_equal(mrc_topo_evs_crossing_node(t, 0, 3, node(t, "p1c2"), evs, 16, &n), 0);
+	assert_int_equal(n, 0);
+	char *text = NULL;
+	assert_int_equal(mrc_topo_to_json(t, &text), -EOPNOTSUPP);
+	mrc_topo_free(t);
+
+	uint32_t bad[] = { 0, 3, MRC_TOPO_FATTREE_K_MAX + 2 };
+	for (unsigned i = 0; i < 3; i++) {
+		struct mrc_topo_fattree b = { .k = bad[i], .planes = 1 };
+		t = NULL;
+		assert_int_equal(mrc_topo_generate_fattree(&b, &t, err, sizeof(err)), -EINVAL);
+		assert_null(t);
+		assert_non_null(strstr(err, "must be even"));
+	}
+	struct mrc_topo_fattree many = { .k = 48, .planes = 16 };
+	assert_int_equal(mrc_topo_generate_fattree(&many, &t, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "uSIDs"));
+}
+
 int main(void)
 {
-	const char *s = getenv("MRC_TEST_SEED");
-	g_seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
-	g_rng = g_seed;
+	seed_init("test_topology");
+	g_rng = g_seed;            /* one stream for the whole run */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_generate_structure),
 		cmocka_unit_test(test_paths_between_leaves),
@@ -458,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_json_round_trip),
 		cmocka_unit_test(test_generate_form_in_file),
 		cmocka_unit_test(test_example_files),
+		cmocka_unit_test(test_fattree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,10 @@
 #define MRC_USID_GEN_LEAF(plane, idx)  (0x1000u + ((plane) << 8) + (idx))
 #define MRC_USID_GEN_SPINE(plane, idx) (0x2000u + ((plane) << 8) + (idx))
 #define MRC_USID_GEN_HOST(idx)         (0x8000u + (idx))
+/* Fat-tree switches (all tiers, all planes) are numbered in build order:
+ * 0x1000-0x7fff, so at most 28,672 of them. */
+#define MRC_USID_GEN_FT_SWITCH(n)      (0x1000u + (n))
+#define MRC_USID_GEN_FT_MAX            0x7000u
 
 /* Baseline (plain IPv6, kernel ECMP) addresses for TCP/MPTCP comparisons:
  * host h's NIC in plane p is fdbb:bb00:P:H::1/64 (P, H in hex). */

@@ -8,7 +8,7 @@
 
 uint32_t mrc_topo_ev_count(const struct mrc_topo *t)
 {
-	return t->n_spine_evs + t->planes;
+	return t->n_spine_evs + (t->fattree_k ? 0 : t->planes);
 }
 
 int mrc_topo_ev_of(const struct mrc_topo *t, uint32_t plane, uint32_t spine)
@@ -16,8 +16,8 @@ int mrc_topo_ev_of(const struct mrc_topo *t, uint32_t plane, uint32_t spine)
 	if (plane >= t->planes)
 		return -EINVAL;
 	if (spine == MRC_PATH_SPINE_DIRECT)
-		return (int)(t->n_spine_evs + plane);
-	if (spine >= t->n_spines[plane])
+		return t->fattree_k ? -EINVAL : (int)(t->n_spine_evs + plane);
+	if (spine >= (t->fattree_k ? t->n_cores : t->n_spines)[plane])
 		return -EINVAL;
 	return (int)(t->spine_ev_base[plane] + spine);
 }
@@ -41,6 +41,34 @@ int mrc_topo_ev_decode(const struct mrc_topo *t, uint32_t ev, uint32_t *plane,
 	return 0;
 }
 
+/* The fat tree's switches of a path through core c (topo.h): up from
+ * leaf la only as high as needed to reach leaf lb. */
+static int fattree_switches(const struct mrc_topo *t, uint32_t plane, uint32_t c,
+			    uint32_t la, uint32_t lb, struct mrc_path *p)
+{
+	uint32_t half = t->fattree_k / 2, S = t->n_spines[plane], C = t->n_cores[plane];
+	uint32_t ia = t->nodes[la].index, ib = t->nodes[lb].index;
+	uint32_t sa = ia / half * half + c / half, sb = ib / half * half + c / half;
+	const uint32_t *ls = t->leaf_spine[plane], *sc = t->spine_core[plane];
+	p->switches[p->n_switches++] = la;
+	if (la != lb) {
+		p->links[p->n_links++] = ls[(size_t)ia * S + sa];
+		p->switches[p->n_switches++] = t->spines[plane][sa];
+		if (sa != sb) {
+			p->links[p->n_links++] = sc[(size_t)sa * C + c];
+			p->switches[p->n_switches++] = t->cores[plane][c];
+			p->links[p->n_links++] = sc[(size_t)sb * C + c];
+			p->switches[p->n_switches++] = t->spines[plane][sb];
+		}
+		p->links[p->n_links++] = ls[(size_t)ib * S + sb];
+		p->switches[p->n_switches++] = lb;
+	}
+	for (unsigned i = 1; i + 1 < p->n_links; i++)
+		if (p->links[i] == MRC_TOPO_NONE)
+			return -ENOENT;
+	return 0;
+}
+
 int mrc_topo_path(const struct mrc_topo *t, uint32_t src, uint32_t dst,
 		  uint32_t ev, struct mrc_path *p)
 {
@@ -52,7 +80,12 @@ int mrc_topo_path(const struct mrc_topo *t, uint32_t src, uint32_t dst,
 	uint32_t hb = t->host_link[(size_t)dst * t->planes + plane];
 	uint32_t la = t->links[ha].upper, lb = t->links[hb].upper;
 	*p = (struct mrc_path){ .ev = (uint16_t)ev, .plane = (uint8_t)plane, .spine = spine };
-	if (spine == MRC_PATH_SPINE_DIRECT) {
+	if (t->fattree_k) {
+		p->links[p->n_links++] = ha;
+		if (fattree_switches(t, plane, spine, la, lb, p))
+			return -ENOENT;
+		p->links[p->n_links++] = hb;
+	} else if (spine == MRC_PATH_SPINE_DIRECT) {
 		if (la != lb)
 			return -ENOENT;
 		p->n_switches = 1;

@@ -87,6 +87,8 @@ void mrc_topo_free(struct mrc_topo *t)
 		free(t->leaves[p]);
 		free(t->spines[p]);
 		free(t->leaf_spine[p]);
+		free(t->cores[p]);
+		free(t->spine_core[p]);
 	}
 	free(t->nodes);
 	free(t->links);
@@ -102,6 +104,7 @@ const char *mrc_tier_name(unsigned tier)
 	case MRC_TIER_HOST: return "host";
 	case MRC_TIER_LEAF: return "leaf";
 	case MRC_TIER_SPINE: return "spine";
+	case MRC_TIER_CORE: return "core";
 	default: return "?";
 	}
 }
@@ -157,7 +160,8 @@ static int check_nodes(struct mrc_topo *t, char *err, size_t errlen)
 	return 0;
 }
 
-/* Hosts, leaves and spines get their index in the order they were given. */
+/* Hosts, leaves, spines and cores get their index in the order they were
+ * given. */
 static int index_nodes(struct mrc_topo *t, char *err, size_t errlen)
 {
 	for (uint32_t i = 0; i < t->n_nodes; i++) {
@@ -167,15 +171,19 @@ static int index_nodes(struct mrc_topo *t, char *err, size_t errlen)
 			n->index = t->n_hosts++;
 		} else if (n->tier == MRC_TIER_LEAF) {
 			n->index = t->n_leaves[n->plane]++;
-		} else {
+		} else if (n->tier == MRC_TIER_SPINE) {
 			n->index = t->n_spines[n->plane]++;
+		} else {
+			n->index = t->n_cores[n->plane]++;
 		}
 	}
 	if (t->n_hosts > MRC_TOPO_MAX_HOSTS)
 		return mrc__topo_err(err, errlen, "%u hosts: at most %u", t->n_hosts,
 				     MRC_TOPO_MAX_HOSTS);
 	for (uint32_t p = 0; p < t->planes; p++) {
-		if (t->n_leaves[p] > MRC_TOPO_MAX_PER_PLANE || t->n_spines[p] > MRC_TOPO_MAX_PER_PLANE)
+		/* A fat tree's generator bounds its own size (k). */
+		if (!t->fattree_k && (t->n_leaves[p] > MRC_TOPO_MAX_PER_PLANE ||
+				      t->n_spines[p] > MRC_TOPO_MAX_PER_PLANE))
 			return mrc__topo_err(err, errlen,
 					     "plane %u: %u leaves and %u spines: at most %u of each",
 					     p, t->n_leaves[p], t->n_spines[p], MRC_TOPO_MAX_PER_PLANE);
@@ -187,7 +195,7 @@ static int index_nodes(struct mrc_topo *t, char *err, size_t errlen)
 	if (!t->hosts || !t->host_link)
 		return -ENOMEM;
 	memset(t->host_link, 0xff, ((size_t)t->n_hosts * t->planes + 1) * sizeof(uint32_t));
-	uint32_t fill[MRC_TOPO_MAX_PLANES][2] = {{0}};
+	uint32_t fill[MRC_TOPO_MAX_PLANES][3] = {{0}};
 	for (uint32_t p = 0; p < t->planes; p++) {
 		size_t ls = (size_t)t->n_leaves[p] * t->n_spines[p] + 1;
 		t->leaves[p] = malloc(t->n_leaves[p] * sizeof(uint32_t));
@@ -196,6 +204,18 @@ static int index_nodes(struct mrc_topo *t, char *err, size_t errlen)
 		if (!t->leaves[p] || !t->spines[p] || !t->leaf_spine[p])
 			return -ENOMEM;
 		memset(t->leaf_spine[p], 0xff, ls * sizeof(uint32_t));
+		if (t->fattree_k) {
+			/* EVs name cores (topo.h) */
+			size_t sc = (size_t)t->n_spines[p] * t->n_cores[p] + 1;
+			t->cores[p] = malloc((t->n_cores[p] + 1) * sizeof(uint32_t));
+			t->spine_core[p] = malloc(sc * sizeof(uint32_t));
+			if (!t->cores[p] || !t->spine_core[p])
+				return -ENOMEM;
+			memset(t->spine_core[p], 0xff, sc * sizeof(uint32_t));
+			t->spine_ev_base[p] = t->n_spine_evs;
+			t->n_spine_evs += t->n_cores[p];
+			continue;
+		}
 		t->spine_ev_base[p] = t->n_spine_evs;
 		t->n_spine_evs += t->n_spines[p];
 	}
@@ -204,8 +224,8 @@ static int index_nodes(struct mrc_topo *t, char *err, size_t errlen)
 		if (n->tier == MRC_TIER_HOST)
 			t->hosts[n->index] = i;
 		else
-			(n->tier == MRC_TIER_LEAF ? t->leaves : t->spines)[n->plane]
-				[fill[n->plane][n->tier - 1]++] = i;
+			(n->tier == MRC_TIER_LEAF ? t->leaves : n->tier == MRC_TIER_SPINE ?
+			 t->spines : t->cores)[n->plane][fill[n->plane][n->tier - 1]++] = i;
 	}
 	return 0;
 }
@@ -254,7 +274,9 @@ static int check_links(struct mrc_topo *t, char *err, size_t errlen)
 						     t->nodes[o->upper].name);
 			}
 		} else {
-			slot = &t->leaf_spine[b->plane][(size_t)a->index * t->n_spines[b->plane] + b->index];
+			slot = a->tier == MRC_TIER_SPINE
+			       ? &t->spine_core[b->plane][(size_t)a->index * t->n_cores[b->plane] + b->index]
+			       : &t->leaf_spine[b->plane][(size_t)a->index * t->n_spines[b->plane] + b->index];
 			if (*slot != MRC_TOPO_NONE)
 				return mrc__topo_err(err, errlen, "links[%u] (%s-%s): duplicate of links[%u]",
 						     i, a->name, b->name, *slot);
@@ -337,6 +359,9 @@ int mrc_topo_link_find(const struct mrc_topo *t, uint32_t a, uint32_t b,
 	} else if (na->tier == MRC_TIER_LEAF && nb->tier == MRC_TIER_SPINE &&
 		   na->plane == nb->plane) {
 		l = t->leaf_spine[na->plane][(size_t)na->index * t->n_spines[na->plane] + nb->index];
+	} else if (na->tier == MRC_TIER_SPINE && nb->tier == MRC_TIER_CORE &&
+		   na->plane == nb->plane) {
+		l = t->spine_core[na->plane][(size_t)na->index * t->n_cores[na->plane] + nb->index];
 	}
 	if (l == MRC_TOPO_NONE)
 		return -ENOENT;

@@ -1,10 +1,11 @@
 /* The fabric model: a multi-plane Clos of hosts, leaves (T0) and spines
  * (T1), its topology file format (JSON) and generator form, and the paths
- * (EVs) between two hosts.  docs/fabric.md is the full description.
+ * (EVs) between two hosts; and the k-ary 3-tier fat tree (generated only,
+ * for mrcsim).  docs/fabric.md is the full description.
  *
- * Nodes are kept by tier (0 = host, 1 = leaf, 2 = spine) and links join
- * adjacent tiers of one plane, so a third switch tier is one more tier
- * number and one more uSID per path, not a new model.
+ * Nodes are kept by tier (0 = host, 1 = leaf, 2 = spine, 3 = core) and
+ * links join adjacent tiers of one plane, so the third switch tier is one
+ * more tier number and two more uSIDs per path, not a new model.
  *
  * A topology is immutable once built; every query is read-only and
  * thread-safe.  Functions return 0 or a negative errno; parsers and builders
@@ -36,6 +37,7 @@ enum mrc_tier {
 	MRC_TIER_HOST = 0,
 	MRC_TIER_LEAF = 1,
 	MRC_TIER_SPINE = 2,
+	MRC_TIER_CORE = 3,        /* fat tree only (leaf = edge, spine = agg) */
 	MRC_TIER__COUNT,
 };
 
@@ -74,6 +76,12 @@ struct mrc_topo {
 	uint32_t *leaf_spine[MRC_TOPO_MAX_PLANES]; /* [leaf * n_spines + spine]
 	                                            -> link id or NONE */
 	uint32_t *by_name;        /* node ids sorted by name */
+	/* fat tree: its k (0 in a 2-tier Clos), cores and their links */
+	uint32_t fattree_k;
+	uint32_t n_cores[MRC_TOPO_MAX_PLANES];
+	uint32_t *cores[MRC_TOPO_MAX_PLANES];   /* core index -> node id */
+	uint32_t *spine_core[MRC_TOPO_MAX_PLANES]; /* [spine * n_cores + core]
+	                                            -> link id or NONE */
 };
 
 /* ---- building ---------------------------------------------------------- */
@@ -94,6 +102,30 @@ struct mrc_topo_gen {
 
 int mrc_topo_generate(const struct mrc_topo_gen *g, struct mrc_topo **out,
 		      char *err, size_t errlen);
+
+/* A k-ary 3-tier fat tree in every plane: k pods of k/2 edges (tier leaf)
+ * and k/2 aggregation switches (tier spine), (k/2)^2 cores; edge e of pod
+ * q links to every aggregation switch of pod q, aggregation switch g of
+ * every pod to cores g*k/2 .. g*k/2 + k/2-1; k/2 hosts per edge, k^3/4
+ * hosts (host h on edge h / (k/2) in every plane).  Names: hosts "h<i>",
+ * edges "p<p>e<i>", aggregation "p<p>a<i>", cores "p<p>c<i>" (i counts
+ * in the plane); uSIDs: hosts as in the Clos, switches
+ * MRC_USID_GEN_FT_SWITCH(n) in build order.  Node ids: hosts, then per
+ * plane edges, aggregation switches, cores; link ids per plane: host
+ * links, edge-aggregation (by edge, then g), aggregation-core (by
+ * aggregation switch, then j).  In memory only: mrc_topo_to_json refuses
+ * it (-EOPNOTSUPP); mrcd and mrc-fabric take 2-tier fabrics. */
+#define MRC_TOPO_FATTREE_K_MAX 50     /* k^3/4 hosts <= MRC_TOPO_MAX_HOSTS */
+struct mrc_topo_fattree {
+	uint32_t k;                  /* even, 2..MRC_TOPO_FATTREE_K_MAX */
+	uint32_t planes;             /* 1..16 */
+	uint32_t mtu;                /* 0: MRC_TOPO_MTU_DEFAULT */
+	uint32_t rate_mbit;          /* 0: unlimited */
+	const char *block;           /* NULL: MRC_BLOCK_DEFAULT */
+};
+
+int mrc_topo_generate_fattree(const struct mrc_topo_fattree *g, struct mrc_topo **out,
+			      char *err, size_t errlen);
 
 /* Parses a topology file's text (explicit or "generate" form).  On error
  * nothing is returned (*out untouched) and err says what is wrong. */
@@ -132,14 +164,22 @@ const char *mrc_tier_name(unsigned tier);
  *   ev = n_spine_evs + plane            for the one-hop path through the
  *        shared leaf of plane `plane` (only when both hosts sit on it).
  * Hosts on one leaf also have every spine path (up to the spine and back to
- * the same leaf).  An EV exists for a pair when every link it needs does. */
+ * the same leaf).  An EV exists for a pair when every link it needs does.
+ *
+ * In a fat tree an EV names a core: ev = plane * (k/2)^2 + core, and there
+ * are no direct EVs (spine_ev_base and n_spine_evs count cores).  A path
+ * climbs only as high as it must: hosts on one edge meet there; hosts in
+ * one pod meet at aggregation switch core / (k/2) of their pod; else the
+ * path goes through that switch of either pod and the core.  Every pair
+ * has every EV (several of them share a path when the pair is close). */
 #define MRC_PATH_MAX_SWITCHES 5       /* a 3-tier path: leaf spine T2 spine leaf */
 #define MRC_PATH_SPINE_DIRECT UINT32_MAX
 
 struct mrc_path {
 	uint16_t ev;
 	uint8_t plane;
-	uint32_t spine;           /* spine index in the plane, or SPINE_DIRECT */
+	uint32_t spine;           /* spine (fat tree: core) index in the plane,
+	                             or SPINE_DIRECT */
 	uint8_t n_switches;
 	uint32_t switches[MRC_PATH_MAX_SWITCHES];   /* node ids, src side first */
 	uint8_t n_links;
@@ -148,8 +188,8 @@ struct mrc_path {
 	uint16_t usids[MRC_PATH_MAX_SWITCHES + 1];  /* switches, then dst host */
 };
 
-/* Size of the EV space: n_spine_evs + planes.  Every EV of any pair is
- * below it. */
+/* Size of the EV space: n_spine_evs + planes (fat tree: n_spine_evs).
+ * Every EV of any pair is below it. */
 uint32_t mrc_topo_ev_count(const struct mrc_topo *t);
 /* EV of (plane, spine index) or of (plane, SPINE_DIRECT); -EINVAL if out of
  * range.  Returns the EV (>= 0). */

@@ -17,6 +17,8 @@ static json_t *usid_str(uint16_t u)
 int mrc_topo_to_json(const struct mrc_topo *t, char **text)
 {
 	char addr[INET6_ADDRSTRLEN], block[INET6_ADDRSTRLEN + 4];
+	if (t->fattree_k)
+		return -EOPNOTSUPP;   /* the file format has no core tier */
 	inet_ntop(AF_INET6, &t->block, addr, sizeof(addr));
 	snprintf(block, sizeof(block), "%s/%u", addr, t->block_bits);
 	json_t *root = json_object(), *hosts = json_array(), *sw = json_array(),

@@ -65,58 +65,18 @@ static void pkt_put(struct chan *ch, struct chan_pkt *p)
 	*fl = p;
 }
 
-/* Heap entries carry their keys, so sifting never touches packet memory
- * (with thousands of packets in flight that was a cache miss per compare). */
-struct chan_hent {
-	uint64_t t, seq;
-	struct chan_pkt *p;
-};
-
-static int hent_before(const struct chan_hent *a, const struct chan_hent *b)
-{
-	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
-}
-
 static void heap_push(struct chan *ch, struct chan_pkt *p)
 {
-	if (ch->nheap == ch->heap_cap) {
-		ch->heap_cap = ch->heap_cap ? ch->heap_cap * 2 : 1024;
-		ch->heap = realloc(ch->heap, ch->heap_cap * sizeof(*ch->heap));
-		if (!ch->heap)
-			abort();
-	}
-	struct chan_hent x = { .t = p->t, .seq = ch->seq++, .p = p };
-	size_t i = ch->nheap++;
-	while (i > 0) {
-		size_t up = (i - 1) / 2;
-		if (!hent_before(&x, &ch->heap[up]))
-			break;
-		ch->heap[i] = ch->heap[up];
-		i = up;
-	}
-	ch->heap[i] = x;
+	struct mrc__heap_ent x = { .t = p->t, .key = ch->seq++, .v.p = p };
+	if (mrc__heap_push(&ch->heap, &x))
+		abort();
 }
 
 static struct chan_pkt *heap_pop(struct chan *ch)
 {
-	struct chan_pkt *top = ch->heap[0].p;
-	struct chan_hent last = ch->heap[--ch->nheap];
-	size_t i = 0, n = ch->nheap;
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && hent_before(&ch->heap[c + 1], &ch->heap[c]))
-			c++;
-		if (!hent_before(&ch->heap[c], &last))
-			break;
-		ch->heap[i] = ch->heap[c];
-		i = c;
-	}
-	if (n)
-		ch->heap[i] = last;
-	return top;
+	struct mrc__heap_ent x;
+	mrc__heap_pop(&ch->heap, &x);
+	return x.v.p;
 }
 
 /* ---- setup ------------------------------------------------------------ */
@@ -139,6 +99,10 @@ int chan_create(const struct chan_cfg *cfg, struct chan **out, const char **why)
 	ch = calloc(1, sizeof(*ch));
 	if (!ch)
 		return -ENOMEM;
+	if (mrc__heap_init(&ch->heap, 1024)) {
+		free(ch);
+		return -ENOMEM;
+	}
 	ch->cfg = *cfg;
 	ch->now = CHAN_T0;
 	mrc_rng_seed(&ch->rng, cfg->seed);
@@ -212,9 +176,9 @@ void chan_destroy(struct chan *ch)
 		free(ch->node[i].wc);
 		free(ch->node[i].evt);
 	}
-	for (size_t i = 0; i < ch->nheap; i++)
-		free(ch->heap[i].p);
-	free(ch->heap);
+	for (size_t i = 0; i < ch->heap.n; i++)
+		free(ch->heap.e[i].v.p);
+	mrc__heap_free(&ch->heap);
 	free_list(ch->free_small);
 	free_list(ch->free_big);
 	free(ch->paths);
@@ -492,7 +456,7 @@ int chan_run(struct chan *ch, chan_pred_fn done, void *arg, uint64_t max_ns,
 			why = "step bound reached";
 			break;
 		}
-		uint64_t t = ch->nheap ? ch->heap[0].t : UINT64_MAX;
+		uint64_t t = ch->heap.n ? ch->heap.e[0].t : UINT64_MAX;
 		for (uint32_t i = 0; i < ch->cfg.nodes; i++) {
 			uint64_t d = mrc_engine_next_deadline(ch->node[i].e);
 			if (d < t)
@@ -511,7 +475,7 @@ int chan_run(struct chan *ch, chan_pred_fn done, void *arg, uint64_t max_ns,
 		if (t > ch->now)
 			ch->now = t;
 		ch->steps++;
-		for (int k = 0; k < CHAN_RX_BATCH && ch->nheap && ch->heap[0].t <= ch->now; k++)
+		for (int k = 0; k < CHAN_RX_BATCH && ch->heap.n && ch->heap.e[0].t <= ch->now; k++)
 			deliver(ch, heap_pop(ch));
 		for (uint32_t i = 0; i < ch->cfg.nodes; i++)
 			if (mrc_engine_next_deadline(ch->node[i].e) <= ch->now)

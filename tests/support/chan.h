@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "transport/engine.h"
+#include "common/heap.h"
 #include "common/prng.h"
 
 #define CHAN_MAX_NODES 8
@@ -82,7 +83,6 @@ typedef void (*chan_tx_fn)(struct chan *ch, uint32_t src, uint32_t dst, uint16_t
 			   const uint8_t *pkt, size_t len, void *arg);
 
 struct chan_pkt;
-struct chan_hent;
 
 struct chan {
 	struct chan_cfg cfg;
@@ -107,9 +107,8 @@ struct chan {
 	chan_tx_fn on_tx;
 	void *hook_arg;
 
-	/* delivery heap and packet pools */
-	struct chan_hent *heap;
-	size_t nheap, heap_cap;
+	/* delivery heap (packets by time, then seq) and packet pools */
+	struct mrc__heap heap;
 	uint64_t seq;
 	struct chan_pkt *free_small, *free_big;
 	size_t big_cap;

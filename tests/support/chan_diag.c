@@ -34,7 +34,7 @@ void chan_dump(const struct chan *ch, FILE *f)
 	fprintf(f, "chan: now=%" PRIu64 " (+%" PRIu64 " ns) seed=%" PRIu64 " in flight=%zu "
 		"handed=%" PRIu64 " delivered=%" PRIu64 " lost=%" PRIu64 " blackholed=%" PRIu64
 		" qdrop=%" PRIu64 " dups=%" PRIu64 " trimmed=%" PRIu64 " corrupted=%" PRIu64 "\n",
-		ch->now, ch->now - (uint64_t)CHAN_T0, ch->cfg.seed, ch->nheap, ch->st.handed,
+		ch->now, ch->now - (uint64_t)CHAN_T0, ch->cfg.seed, ch->heap.n, ch->st.handed,
 		ch->st.delivered, ch->st.lost, ch->st.blackholed, ch->st.q_dropped,
 		ch->st.dups, ch->st.trimmed, ch->st.corrupted);
 	for (uint32_t i = 0; i < ch->cfg.nodes; i++) {
