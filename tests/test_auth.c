@@ -128,6 +128,16 @@ static void key_permissions_refused(void **state)
 		CHECK(mrc_auth_key_load(p, &a, NULL) == 0, "mode %o refused", good[i]);
 		mrc_auth_free(a);
 	}
+	/* Owned by someone else (munge's rule): only root can set that up. */
+	if (geteuid() == 0) {
+		write_file(p, k, sizeof k, 0600);
+		assert_int_equal(chown(p, 65534, (gid_t)-1), 0);
+		struct mrc_auth *a = NULL;
+		const char *why = NULL;
+		CHECK(mrc_auth_key_load(p, &a, &why) == -EACCES && strstr(why, "owned"),
+		      "foreign owner accepted");
+		assert_int_equal(chown(p, 0, (gid_t)-1), 0);
+	}
 	/* Not a regular file, a symbolic link, missing. */
 	const char *why = NULL;
 	struct mrc_auth *a = NULL;
