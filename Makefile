@@ -41,7 +41,7 @@ OPT     ?= -O2
 FUZZ_SECONDS ?= 15
 CC      := gcc
 
-PKG_LIBS := jansson libnl-3.0 libnl-route-3.0 inih libsystemd
+PKG_LIBS := jansson libnl-3.0 libnl-route-3.0 inih libsystemd libsodium
 # Read once: the first pass installed them (a missing one is an error here,
 # not a confusing link failure later).
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKG_LIBS))

@@ -62,7 +62,9 @@ static void check_data(const uint8_t *in, size_t len,
 	       g->dqpn == want.dqpn && g->psn == want.psn && g->ev == want.ev &&
 	       g->plen == want.plen && g->msn == want.msn &&
 	       g->rkey == want.rkey && g->off == want.off && g->ts == want.ts &&
-	       g->mlen == want.mlen && g->imm == want.imm);
+	       g->mlen == want.mlen && g->imm == want.imm &&
+	       g->token == want.token && g->pb_cum_psn == want.pb_cum_psn &&
+	       g->pb_sack == want.pb_sack && g->pb_credit == want.pb_credit);
 }
 
 static void check_one(const uint8_t *data, size_t size)

@@ -21,6 +21,15 @@ static inline uint64_t now_ns(const struct mrc_sim *s) { return s->now / SIM_PS_
 
 struct pair { uint32_t h, r; };
 
+/* Tokens stand in for what auth/ derives (the simulator has no key): a
+ * nonzero mix of sender host, receiver host and connection (0: probes). */
+static uint64_t sim_token(uint32_t from, uint32_t to, uint32_t conn)
+{
+	uint64_t x = ((uint64_t)from << 40) ^ ((uint64_t)to << 20) ^ conn;
+	uint64_t t = mrc_splitmix64(&x);
+	return t ? t : 1;
+}
+
 static int pair_cmp(const void *a, const void *b)
 {
 	const struct pair *x = a, *y = b;
@@ -171,6 +180,9 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 			uint32_t r = pr[off[h] + i].r, peer;
 			x->peer_host[i] = r;
 			rc = mrc_peer_add(x->eng, f->nev, plane_of, &peer);
+			if (!rc)   /* probe tokens per host pair, as auth/ gives */
+				rc = mrc_peer_set_probe_tokens(x->eng, peer,
+					sim_token(h, r, 0), sim_token(r, h, 0));
 			if (rc || peer != i) {
 				rc = mrc__errf(err, errlen, "engine: peer_add for h%u -> h%u: %d", h, r, rc);
 				goto out;
@@ -220,6 +232,10 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 		uint32_t psn_a = (uint32_t)(c * 2654435761u), psn_b = ~psn_a;
 		if (mrc_qp_create(a->eng, &attr, &cn->sqpn) ||
 		    mrc_qp_create(b->eng, &attr, &cn->dqpn) ||
+		    mrc_qp_set_tokens(a->eng, cn->sqpn, sim_token(fl->src, fl->dst, c + 1),
+				      sim_token(fl->dst, fl->src, c + 1)) ||
+		    mrc_qp_set_tokens(b->eng, cn->dqpn, sim_token(fl->dst, fl->src, c + 1),
+				      sim_token(fl->src, fl->dst, c + 1)) ||
 		    mrc_qp_connect(a->eng, cn->sqpn, pa, cn->dqpn, psn_a, psn_b) ||
 		    mrc_qp_connect(b->eng, cn->dqpn, pb, cn->sqpn, psn_b, psn_a)) {
 			rc = mrc__errf(err, errlen, "engine: QP setup failed for flow %u", cn->flow);

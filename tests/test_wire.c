@@ -1,4 +1,4 @@
-/* Wire format v1: round trips of every opcode with random fields, every
+/* Wire format v2: round trips of every opcode with random fields, every
  * drop reason provoked on its own, every single-bit flip detected,
  * trimming, and truncation at every length.
  * Seed: MRC_TEST_SEED=<n> replays a run; it is printed with every failure. */
@@ -128,6 +128,13 @@ static void rnd_data_hdr(struct mrc_data_hdr *h, uint8_t op)
 	h->msn = (uint32_t)rnd();
 	h->rkey = (uint32_t)rnd();
 	h->ts = rnd();
+	h->token = rnd();
+	if (below(2)) {   /* a piggybacked ACK */
+		h->flags |= MRC_F_PB_ACK | (below(2) ? MRC_F_PB_ECN : 0);
+		h->pb_cum_psn = (uint32_t)rnd();
+		h->pb_sack = (uint16_t)rnd();
+		h->pb_credit = (uint16_t)rnd();
+	}
 	if (op == MRC_OP_WRITE_IMM || op == MRC_OP_SEND_IMM)
 		h->imm = (uint32_t)rnd();
 	switch (op) {
@@ -175,6 +182,7 @@ static void rnd_ack_hdr(struct mrc_ack_hdr *a)
 	a->sack_base = a->cum_psn + (uint32_t)below(below(2) ? 300 : 0x7fffffffu);
 	a->ev = (uint16_t)rnd();
 	a->ts_echo = rnd();
+	a->token = rnd();
 	for (size_t i = 0; i < sizeof a->sack; i++)
 		a->sack[i] = (uint8_t)rnd();
 }
@@ -187,6 +195,7 @@ static void rnd_probe_hdr(struct mrc_probe_hdr *p)
 	p->seq = (uint32_t)rnd();
 	p->ts = rnd();
 	p->ts_echo = rnd();
+	p->token = rnd();
 }
 
 static void fill(uint8_t *p, size_t n)
@@ -200,7 +209,9 @@ static int data_eq(const struct mrc_data_hdr *a, const struct mrc_data_hdr *b)
 	return a->op == b->op && a->flags == b->flags && a->dqpn == b->dqpn &&
 	       a->psn == b->psn && a->ev == b->ev && a->plen == b->plen &&
 	       a->msn == b->msn && a->rkey == b->rkey && a->off == b->off &&
-	       a->ts == b->ts && a->mlen == b->mlen && a->imm == b->imm;
+	       a->ts == b->ts && a->mlen == b->mlen && a->imm == b->imm &&
+	       a->token == b->token && a->pb_cum_psn == b->pb_cum_psn &&
+	       a->pb_sack == b->pb_sack && a->pb_credit == b->pb_credit;
 }
 
 static int ack_eq(const struct mrc_ack_hdr *a, const struct mrc_ack_hdr *b)
@@ -208,13 +219,14 @@ static int ack_eq(const struct mrc_ack_hdr *a, const struct mrc_ack_hdr *b)
 	return a->flags == b->flags && a->nack == b->nack && a->dqpn == b->dqpn &&
 	       a->cum_psn == b->cum_psn && a->trig_psn == b->trig_psn &&
 	       a->sack_base == b->sack_base && a->ev == b->ev &&
-	       a->ts_echo == b->ts_echo && !memcmp(a->sack, b->sack, sizeof a->sack);
+	       a->ts_echo == b->ts_echo && a->token == b->token &&
+	       !memcmp(a->sack, b->sack, sizeof a->sack);
 }
 
 static int probe_eq(const struct mrc_probe_hdr *a, const struct mrc_probe_hdr *b)
 {
 	return a->op == b->op && a->ev == b->ev && a->seq == b->seq &&
-	       a->ts == b->ts && a->ts_echo == b->ts_echo;
+	       a->ts == b->ts && a->ts_echo == b->ts_echo && a->token == b->token;
 }
 
 /* ---- tests ---------------------------------------------------------------- */
@@ -226,56 +238,83 @@ static void test_layout(void **state)
 	(void)state;
 	uint8_t b[MRC_HDR_MAX];
 	struct mrc_data_hdr d = {
-		.op = MRC_OP_WRITE_IMM, .flags = 0x0102, .dqpn = 0x03040506,
+		.op = MRC_OP_WRITE_IMM, .flags = 0x0012, .dqpn = 0x03040506,
 		.psn = 0x0708090a, .ev = 0x0b0c, .plen = 0x0d0e,
 		.msn = 0x0f101112, .rkey = 0x13141516,
 		.off = 0x1718191a1b1c1d1eull, .ts = 0x1f20212223242526ull,
 		.mlen = 0x2728292a, .imm = 0x2b2c2d2e,
+		.token = 0x2f30313233343536ull, .pb_cum_psn = 0x3738393a,
+		.pb_sack = 0x3b3c, .pb_credit = 0x3d3e,
 	};
-	assert_int_equal(mrc_wire_put_data(b, &d), 52);
-	assert_int_equal(b[0], 1);
+	assert_int_equal(mrc_wire_put_data(b, &d), 68);
+	assert_int_equal(b[0], 2);
 	assert_int_equal(b[1], MRC_OP_WRITE_IMM);
-	for (int i = 2; i < 48; i++)
+	assert_int_equal(b[2], 0x00);
+	assert_int_equal(b[3], 0x12);
+	for (int i = 4; i < 64; i++)
 		CHECK(b[i] == i - 1, "data byte %d = %u", i, b[i]);
-	uint32_t c = htobe32(mrc_crc32c(0, b, 48));
-	assert_memory_equal(b + 48, &c, 4);
+	uint32_t c = htobe32(mrc_crc32c(0, b, 64));
+	assert_memory_equal(b + 64, &c, 4);
 
 	struct mrc_ack_hdr a = {
 		.flags = 0x0102, .dqpn = 0x03040506, .cum_psn = 0x0708090a,
 		.ev = 0x0b0c, .nack = 0x0d, .trig_psn = 0x10111213,
 		.sack_base = 0x14151617, .ts_echo = 0x18191a1b1c1d1e1full,
+		.token = 0x2021222324252627ull,
 	};
 	for (int i = 0; i < 32; i++)
-		a.sack[i] = (uint8_t)(0x20 + i);
-	assert_int_equal(mrc_wire_put_ack(b, &a), 68);
-	assert_int_equal(b[0], 1);
+		a.sack[i] = (uint8_t)(0x28 + i);
+	assert_int_equal(mrc_wire_put_ack(b, &a), 76);
+	assert_int_equal(b[0], 2);
 	assert_int_equal(b[1], MRC_OP_ACK);
 	assert_int_equal(b[15], 0);
-	for (int i = 2; i < 64; i++)
+	for (int i = 2; i < 72; i++)
 		if (i != 15)
 			CHECK(b[i] == (i < 15 ? i - 1 : i), "ack byte %d = %u",
 			      i, b[i]);
-	c = htobe32(mrc_crc32c(0, b, 64));
-	assert_memory_equal(b + 64, &c, 4);
+	c = htobe32(mrc_crc32c(0, b, 72));
+	assert_memory_equal(b + 72, &c, 4);
 
 	struct mrc_probe_hdr p = {
 		.op = MRC_OP_PROBE_REPLY, .seq = 0x01020304, .ev = 0x0506,
 		.ts = 0x1011121314151617ull, .ts_echo = 0x18191a1b1c1d1e1full,
+		.token = 0x2021222324252627ull,
 	};
-	static const uint8_t want[32] = {
-		1, MRC_OP_PROBE_REPLY, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 0, 0,
+	static const uint8_t want[40] = {
+		2, MRC_OP_PROBE_REPLY, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 0, 0,
 		0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17,
 		0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f,
+		0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27,
 	};
-	assert_int_equal(mrc_wire_put_probe(b, &p), 36);
-	assert_memory_equal(b, want, 32);
-	c = htobe32(mrc_crc32c(0, b, 32));
-	assert_memory_equal(b + 32, &c, 4);
+	assert_int_equal(mrc_wire_put_probe(b, &p), 44);
+	assert_memory_equal(b, want, 40);
+	c = htobe32(mrc_crc32c(0, b, 40));
+	assert_memory_equal(b + 40, &c, 4);
 
 	uint8_t pl[3] = { 1, 2, 3 };
 	mrc_wire_put_trailer(b, pl, 3);
 	c = htobe32(mrc_crc32c(0, pl, 3));
 	assert_memory_equal(b, &c, 4);
+}
+
+/* A version-1 packet (the old 52-byte data header, its CRC right) is
+ * refused as bad_version before anything else is read. */
+static void test_v1_dropped(void **state)
+{
+	(void)state;
+	uint8_t b[52 + 8 + 4] = { 1, MRC_OP_WRITE, 0, MRC_F_FIRST | MRC_F_LAST };
+	b[15] = 8;                 /* plen */
+	b[43] = 8;                 /* mlen */
+	uint32_t c = htobe32(mrc_crc32c(0, b, 48));
+	memcpy(b + 48, &c, 4);
+	c = htobe32(mrc_crc32c(0, b + 52, 8));
+	memcpy(b + 60, &c, 4);
+	expect_drop(b, sizeof b, MRC_DROP_VERSION, "v1 data packet");
+	uint8_t ack[68] = { 1, MRC_OP_ACK };
+	c = htobe32(mrc_crc32c(0, ack, 64));
+	memcpy(ack + 64, &c, 4);
+	expect_drop(ack, sizeof ack, MRC_DROP_VERSION, "v1 ACK");
+	assert_int_equal(mrc_wire_trim(b, sizeof b), sizeof b);
 }
 
 static void test_roundtrip_data(void **state)
@@ -360,7 +399,7 @@ static void test_drop_prefix(void **state)
 
 	for (size_t l = 0; l < 4; l++)
 		expect_drop(buf, l, MRC_DROP_TRUNCATED, "len < 4");
-	static const uint8_t bad_ver[] = { 0, 2, 3, 0x81, 0xff };
+	static const uint8_t bad_ver[] = { 0, 1, 3, 0x81, 0xff };
 	for (size_t i = 0; i < sizeof bad_ver; i++) {
 		buf[0] = bad_ver[i];
 		expect_drop(buf, n, MRC_DROP_VERSION, "version");
@@ -415,6 +454,9 @@ static void test_drop_hcrc_pcrc(void **state)
 	rnd_probe_hdr(&p);
 	n = mrc_wire_put_probe(buf, &p);
 	buf[33] ^= 0x02;
+	expect_drop(buf, n, MRC_DROP_HCRC, "probe token byte");
+	n = mrc_wire_put_probe(buf, &p);
+	buf[41] ^= 0x02;
 	expect_drop(buf, n, MRC_DROP_HCRC, "probe hcrc byte");
 }
 
@@ -471,7 +513,9 @@ static void test_drop_field_data(void **state)
 	const uint16_t FL = MRC_F_FIRST | MRC_F_LAST;
 	const struct data_case cases[] = {
 		{ "valid write", MRC_OP_WRITE, FL, 10, 10, 0, 0, 1 },
-		{ "flag 0x10", MRC_OP_WRITE, FL | 0x10, 10, 10, 0, 0, 0 },
+		{ "flag 0x40 (ENC, reserved)", MRC_OP_WRITE, FL | MRC_F_ENC, 10, 10, 0, 0, 0 },
+		{ "flag 0x80", MRC_OP_WRITE, FL | 0x80, 10, 10, 0, 0, 0 },
+		{ "PB_ECN without PB_ACK", MRC_OP_WRITE, FL | MRC_F_PB_ECN, 10, 10, 0, 0, 0 },
 		{ "flag 0x8000", MRC_OP_WRITE, FL | 0x8000, 10, 10, 0, 0, 0 },
 		{ "plen > max", MRC_OP_WRITE, 0, MRC_MAX_PAYLOAD + 1, 1u << 20, 0, 0, 0 },
 		{ "plen == max", MRC_OP_WRITE, 0, MRC_MAX_PAYLOAD, 1u << 20, 0, 0, 1 },
@@ -510,12 +554,29 @@ static void test_drop_field_data(void **state)
 		h.mlen = c->mlen;
 		h.imm = c->imm;
 		h.off = c->off;
+		h.pb_cum_psn = h.pb_sack = h.pb_credit = 0;
 		size_t n = build_data(buf, &h, payload);
 		struct mrc_pkt_view v;
 		if (c->ok)
 			expect_ok(buf, n, &v, c->what);
 		else
 			expect_drop(buf, n, MRC_DROP_FIELD, c->what);
+	}
+
+	/* Piggybacked-ACK fields are zero unless PB_ACK says they are one. */
+	for (int f = 0; f < 3; f++) {
+		struct mrc_data_hdr g;
+		rnd_data_hdr(&g, MRC_OP_WRITE);
+		g.flags &= (uint16_t)~(MRC_F_PB_ACK | MRC_F_PB_ECN);
+		g.pb_cum_psn = f == 0;
+		g.pb_sack = f == 1;
+		g.pb_credit = f == 2;
+		size_t m = build_data(buf, &g, payload);
+		expect_drop(buf, m, MRC_DROP_FIELD, "pb field without PB_ACK");
+		g.flags |= MRC_F_PB_ACK;
+		m = build_data(buf, &g, payload);
+		struct mrc_pkt_view v;
+		expect_ok(buf, m, &v, "pb field with PB_ACK");
 	}
 
 	/* The TRIMMED bit on a packet without payload can only be corruption. */
@@ -663,7 +724,7 @@ static void test_trim(void **state)
 	assert_memory_equal(buf, orig, n);
 	struct mrc_data_hdr h = { .op = MRC_OP_WRITE, .plen = 8, .mlen = 8 };
 	n = build_data(buf, &h, payload);
-	buf[0] = 2;
+	buf[0] = MRC_WIRE_VERSION + 1;
 	memcpy(orig, buf, n);
 	assert_int_equal(mrc_wire_trim(buf, n), n);
 	assert_memory_equal(buf, orig, n);
@@ -804,6 +865,7 @@ int main(void)
 	seed_init("test_wire");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_layout, reseed),
+		cmocka_unit_test_setup(test_v1_dropped, reseed),
 		cmocka_unit_test_setup(test_roundtrip_data, reseed),
 		cmocka_unit_test_setup(test_roundtrip_ack_probe, reseed),
 		cmocka_unit_test_setup(test_ack_psn_wrap, reseed),

@@ -68,6 +68,9 @@ static void run_xfer(int loss_pct, int blackhole)
 	}
 	assert_int_equal(mrc_mr_reg(e[0], 1, src, len, MRC_ACCESS_LOCAL_READ, &key[0]), 0);
 	assert_int_equal(mrc_mr_reg(e[1], 1, dst, len, MRC_ACCESS_REMOTE_WRITE, &key[1]), 0);
+	/* Tokens as auth/ would derive them: one per direction. */
+	assert_int_equal(mrc_qp_set_tokens(e[0], qpn[0], 0x0a0b, 0x0b0a), 0);
+	assert_int_equal(mrc_qp_set_tokens(e[1], qpn[1], 0x0b0a, 0x0a0b), 0);
 	assert_int_equal(mrc_qp_connect(e[0], qpn[0], peer[0], qpn[1], 100, 900), 0);
 	assert_int_equal(mrc_qp_connect(e[1], qpn[1], peer[1], qpn[0], 900, 100), 0);
 	uint64_t now = 1000;
@@ -210,6 +213,10 @@ static void pair_up(struct pair *x, uint32_t nev, const uint8_t *planes, void *s
 	assert_int_equal(mrc_mr_reg(x->a, 1, src, slen, MRC_ACCESS_LOCAL_READ, &x->ka), 0);
 	if (dst)
 		assert_int_equal(mrc_mr_reg(x->b, 1, dst, dlen, MRC_ACCESS_REMOTE_WRITE, &x->kb), 0);
+	assert_int_equal(mrc_qp_set_tokens(x->a, x->qa, 0x1111, 0x2222), 0);
+	assert_int_equal(mrc_qp_set_tokens(x->b, x->qb, 0x2222, 0x1111), 0);
+	assert_int_equal(mrc_peer_set_probe_tokens(x->a, x->pa, 0x3333, 0x4444), 0);
+	assert_int_equal(mrc_peer_set_probe_tokens(x->b, x->pb, 0x4444, 0x3333), 0);
 	assert_int_equal(mrc_qp_connect(x->a, x->qa, x->pa, x->qb, 0, 0), 0);
 	assert_int_equal(mrc_qp_connect(x->b, x->qb, x->pb, x->qa, 0, 0), 0);
 }

@@ -397,6 +397,12 @@ const char *mrc_ev_state_name(uint8_t s)
 	return s < 3 ? n[s] : "?";
 }
 
+const char *mrc_tok_kind_name(enum mrc_tok_kind k)
+{
+	static const char *n[MRC_TOK__COUNT] = { "data", "ack", "noqp", "probe" };
+	return (unsigned)k < MRC_TOK__COUNT ? n[k] : "?";
+}
+
 const char *mrc_ev_reason_name(uint8_t r)
 {
 	static const char *n[] = { "none", "loss", "rto", "probe_ok",

@@ -86,6 +86,9 @@ struct mrc_engine_cfg {
 	                              pending ACKs also leave at the next
 	                              mrc_engine_tx (4) */
 	enum mrc_cc_algo cc;       /* congestion control (MRC_CC_NSCC) */
+	uint8_t require_tokens;    /* mrc_qp_connect refuses a QP, or a peer,
+	                              whose tokens are still 0 (default 0 until
+	                              the daemon derives them: issue 12) */
 };
 
 /* Fills every field with its default. */
@@ -118,6 +121,12 @@ int mrc_ev_set_denied(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		      uint32_t ev, int deny);
 int mrc_plane_set_denied(struct mrc_engine *e, uint64_t now, uint32_t peer,
 			 uint32_t plane, int deny);
+/* Tokens of PROBE / PROBE_REPLY packets with this peer: tx goes in the
+ * ones we send, rx is required in the ones we receive (others are dropped
+ * and counted, rx_bad_token[MRC_TOK_PROBE]).  Opaque to the engine; the
+ * daemon derives them per host pair (auth/auth.h).  Both 0 until set. */
+int mrc_peer_set_probe_tokens(struct mrc_engine *e, uint32_t peer, uint64_t tx,
+			      uint64_t rx);
 /* Sends one probe on EV ev now; the result arrives as an event. */
 int mrc_ev_probe(struct mrc_engine *e, uint64_t now, uint32_t peer, uint32_t ev);
 
@@ -151,6 +160,14 @@ int mrc_qp_destroy(struct mrc_engine *e, uint32_t qpn);
  * rq_psn: first PSN we expect (the peer's sq_psn). */
 int mrc_qp_connect(struct mrc_engine *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 		   uint32_t sq_psn, uint32_t rq_psn);
+/* The connection's tokens, set before mrc_qp_connect (-EISCONN after):
+ * tx goes in every data packet and ACK/NACK the QP sends, rx is required in
+ * every one it receives (others are dropped before any effect and counted
+ * in rx_bad_token).  A NOQP NACK echoes the token of the data packet it
+ * answers, so it must carry our tx.  Opaque here; derived per connection
+ * from the cluster key and both sides' nonces (auth/auth.h).  Both 0 until
+ * set, which matches a peer that does not set them either. */
+int mrc_qp_set_tokens(struct mrc_engine *e, uint32_t qpn, uint64_t tx, uint64_t rx);
 
 /* A work request is the ring ABI's submission descriptor (mrc/ring.h),
  * the form it has from the client's ring to here: the daemon validates a
@@ -291,6 +308,16 @@ const char *mrc_ev_state_name(uint8_t s);
 const char *mrc_ev_reason_name(uint8_t r);
 
 /* ---- counters ------------------------------------------------------- */
+/* Packets dropped for a token that is not the expected one, by kind. */
+enum mrc_tok_kind {
+	MRC_TOK_DATA = 0,          /* data packet for a QP of ours */
+	MRC_TOK_ACK,               /* ACK or NACK (not NOQP) for a QP of ours */
+	MRC_TOK_NOQP,              /* NOQP naming a QP of ours, token not ours */
+	MRC_TOK_PROBE,             /* PROBE or PROBE_REPLY from a peer */
+	MRC_TOK__COUNT,
+};
+const char *mrc_tok_kind_name(enum mrc_tok_kind k);
+
 struct mrc_engine_stats {
 	uint64_t rx_pkts, tx_pkts, tx_data, tx_retx, tx_acks, tx_probes;
 	uint64_t rx_drop[MRC_DROP__COUNT];   /* by decoder reason */
@@ -298,6 +325,7 @@ struct mrc_engine_stats {
 	uint64_t rx_trimmed, rx_ecn, nack_tx[MRC_NACK_MAX + 1], nack_rx[MRC_NACK_MAX + 1];
 	uint64_t access_errors, rto_fires, loss_detected, ctrl_overflow;
 	uint64_t events_dropped, ev_changes, bytes_placed, msgs_completed;
+	uint64_t rx_bad_token[MRC_TOK__COUNT];
 };
 void mrc_engine_stats(const struct mrc_engine *e, struct mrc_engine_stats *st);
 

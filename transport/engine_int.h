@@ -33,6 +33,7 @@ struct mrc__peer {
 	uint8_t used;
 	uint32_t nev, ngood, nbad;
 	uint32_t probe_seq;
+	uint64_t probe_tx_token, probe_rx_token;
 	uint64_t min_rtt;
 	uint64_t next_probe_due;    /* earliest next_probe of a bad EV */
 	/* Reordering is a property of the paths, so what one QP learns from
@@ -105,6 +106,7 @@ struct mrc__qp {
 	uint32_t err_psn;           /* the PSN that failed the QP */
 	uint32_t qpn, pd, flags, pin_ev, pin_cur;
 	uint32_t peer, rqpn;
+	uint64_t tx_token, rx_token;   /* mrc_qp_set_tokens */
 	struct mrc__qp *active_next, *ready_next, *ack_next;
 
 	/* send queue: head (reap) <= done (acked) <= seg (sending) <= tail */

@@ -67,6 +67,17 @@ static struct mrc__peer *peer_get(struct mrc_engine *e, uint32_t peer)
 	return peer < e->cfg.max_peers && e->peers[peer].used ? &e->peers[peer] : NULL;
 }
 
+int mrc_peer_set_probe_tokens(struct mrc_engine *e, uint32_t peer, uint64_t tx,
+			      uint64_t rx)
+{
+	struct mrc__peer *p = peer_get(e, peer);
+	if (!p)
+		return -ENOENT;
+	p->probe_tx_token = tx;
+	p->probe_rx_token = rx;
+	return 0;
+}
+
 void mrc__path_set_state(struct mrc_engine *e, uint32_t peer, uint32_t ev,
 			 uint8_t st, uint8_t reason, uint64_t now)
 {
@@ -247,7 +258,8 @@ static void probe_send(struct mrc_engine *e, uint32_t peer, uint32_t ev, uint64_
 	t->plen = 0;
 	t->payload = NULL;
 	t->hdr_len = (uint16_t)mrc_wire_put_probe(t->hdr, &(struct mrc_probe_hdr){
-		.op = MRC_OP_PROBE, .ev = (uint16_t)ev, .seq = p->probe_seq, .ts = now });
+		.op = MRC_OP_PROBE, .ev = (uint16_t)ev, .seq = p->probe_seq, .ts = now,
+		.token = p->probe_tx_token });
 }
 
 int mrc_ev_probe(struct mrc_engine *e, uint64_t now, uint32_t peer, uint32_t ev)
@@ -297,6 +309,12 @@ void mrc__probe_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		   const struct mrc_probe_hdr *h)
 {
 	struct mrc__peer *p = &e->peers[peer];
+	/* Before anything else: a forged reply must not bring a path back,
+	 * a forged probe must not make us send. */
+	if (h->token != p->probe_rx_token) {
+		e->st.rx_bad_token[MRC_TOK_PROBE]++;
+		return;
+	}
 	if (h->ev >= p->nev) {
 		e->st.rx_drop[MRC_DROP_FIELD]++;
 		return;
@@ -315,7 +333,7 @@ void mrc__probe_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		t->payload = NULL;
 		t->hdr_len = (uint16_t)mrc_wire_put_probe(t->hdr, &(struct mrc_probe_hdr){
 			.op = MRC_OP_PROBE_REPLY, .ev = h->ev, .seq = h->seq,
-			.ts = now, .ts_echo = h->ts });
+			.ts = now, .ts_echo = h->ts, .token = p->probe_tx_token });
 		return;
 	}
 	if (!pa->probe_seq || h->seq != pa->probe_seq || h->ts_echo > now)

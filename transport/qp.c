@@ -121,11 +121,26 @@ int mrc_qp_connect(struct mrc_engine *e, uint32_t qpn, uint32_t peer, uint32_t r
 		return -EISCONN;
 	if (peer >= e->cfg.max_peers || !e->peers[peer].used)
 		return -EINVAL;
+	if (e->cfg.require_tokens && (!qp->tx_token || !qp->rx_token ||
+	    !e->peers[peer].probe_tx_token || !e->peers[peer].probe_rx_token))
+		return -EPERM;
 	qp->peer = peer;
 	qp->rqpn = rqpn;
 	qp->snd_una = qp->snd_nxt = sq_psn;
 	qp->rcv_nxt = rq_psn;
 	qp->state = MRC_QPS_RTS;
+	return 0;
+}
+
+int mrc_qp_set_tokens(struct mrc_engine *e, uint32_t qpn, uint64_t tx, uint64_t rx)
+{
+	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	if (!qp)
+		return -ENOENT;
+	if (qp->state != MRC_QPS_RESET)
+		return -EISCONN;
+	qp->tx_token = tx;
+	qp->rx_token = rx;
 	return 0;
 }
 

@@ -52,7 +52,8 @@ static void send_ack(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
 	struct mrc_ack_hdr h = { .flags = (rx_flags & MRC_RX_ECN) ? MRC_AF_ECN : 0,
 		.nack = nack, .dqpn = qp ? qp->rqpn : 0,
 		.cum_psn = qp ? qp->rcv_nxt : 0, .trig_psn = d->psn,
-		.sack_base = qp ? qp->rcv_nxt : 0, .ev = d->ev, .ts_echo = d->ts };
+		.sack_base = qp ? qp->rcv_nxt : 0, .ev = d->ev, .ts_echo = d->ts,
+		.token = qp ? qp->tx_token : 0 };
 	if (qp)
 		ring_to_sack(qp->rbits, qp->rcv_nxt, h.sack);
 	put_ack(e, t, peer, ev, &h);
@@ -66,8 +67,10 @@ static void send_noqp(struct mrc_engine *e, uint32_t peer, const struct mrc_data
 	struct mrc_tx_pkt *t = ev < 0 ? NULL : mrc__ctrl_slot(e);
 	if (!t)
 		return;
+	/* The echoed token proves to the sender that this answers its own
+	 * packet: a forger who does not know it cannot tear the QP down. */
 	struct mrc_ack_hdr h = { .nack = MRC_NACK_NOQP, .dqpn = d->dqpn,
-		.trig_psn = d->psn, .ev = d->ev, .ts_echo = d->ts };
+		.trig_psn = d->psn, .ev = d->ev, .ts_echo = d->ts, .token = d->token };
 	put_ack(e, t, peer, ev, &h);
 }
 
@@ -157,6 +160,10 @@ void mrc__data_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 	}
 	if (qp->peer != peer) {
 		e->st.rx_bad_peer++;
+		return;
+	}
+	if (d->token != qp->rx_token) {
+		e->st.rx_bad_token[MRC_TOK_DATA]++;
 		return;
 	}
 	if (rx_flags & MRC_RX_ECN)

@@ -133,7 +133,7 @@ static void build(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn, int ev
 		.psn = psn, .ev = (uint16_t)ev, .plen = (uint16_t)plen, .msn = w->msn,
 		.rkey = is_send ? w->ssn : w->rkey,
 		.off = is_send ? off : w->roff + off, .ts = now,
-		.mlen = (uint32_t)w->len, .imm = w->imm };
+		.mlen = (uint32_t)w->len, .imm = w->imm, .token = qp->tx_token };
 	pkt->peer = qp->peer;
 	pkt->ev = (uint16_t)ev;
 	pkt->hdr_len = (uint16_t)mrc_wire_put_data(pkt->hdr, &h);
@@ -454,7 +454,8 @@ static void nack_rx(struct mrc_engine *e, struct mrc__qp *qp, const struct mrc_a
 }
 
 /* The peer says the QP we send to is gone: fail ours, which is the one
- * connected to that QP of that peer (a rare event; a scan is fine). */
+ * connected to that QP of that peer (a rare event; a scan is fine), and
+ * only if the NACK echoes our own token: a QP number is no secret. */
 static void noqp_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		    const struct mrc_ack_hdr *h)
 {
@@ -463,6 +464,10 @@ static void noqp_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		struct mrc__qp *qp = &e->qps[i];
 		if (qp->used && qp->state == MRC_QPS_RTS && qp->peer == peer &&
 		    qp->rqpn == h->dqpn) {
+			if (h->token != qp->tx_token) {
+				e->st.rx_bad_token[MRC_TOK_NOQP]++;
+				continue;
+			}
 			qp->nacks_rx++;
 			mrc__qp_fail(e, qp, -ECONNRESET, h->trig_psn, now);
 		}
@@ -483,6 +488,10 @@ void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 	}
 	if (qp->peer != peer) {
 		e->st.rx_bad_peer++;
+		return;
+	}
+	if (h->token != qp->rx_token) {
+		e->st.rx_bad_token[MRC_TOK_ACK]++;
 		return;
 	}
 	if (qp->state != MRC_QPS_RTS)

@@ -1,4 +1,4 @@
-/* MRC wire format v1: encoders, the validating decoder, and trimming.
+/* MRC wire format v2: encoders, the validating decoder, and trimming.
  * docs/wire.md is the normative description; wire.h has the layouts. */
 #include "transport/wire.h"
 
@@ -44,7 +44,11 @@ size_t mrc_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h)
 	st64(buf + 32, h->ts);
 	st32(buf + 40, h->mlen);
 	st32(buf + 44, h->imm);
-	st32(buf + 48, hdr_crc(buf, 48));
+	st64(buf + 48, h->token);
+	st32(buf + 56, h->pb_cum_psn);
+	st16(buf + 60, h->pb_sack);
+	st16(buf + 62, h->pb_credit);
+	st32(buf + 64, hdr_crc(buf, 64));
 	return MRC_DATA_HDR_LEN;
 }
 
@@ -61,8 +65,9 @@ size_t mrc_wire_put_ack(uint8_t *buf, const struct mrc_ack_hdr *h)
 	st32(buf + 16, h->trig_psn);
 	st32(buf + 20, h->sack_base);
 	st64(buf + 24, h->ts_echo);
-	memcpy(buf + 32, h->sack, sizeof h->sack);
-	st32(buf + 64, hdr_crc(buf, 64));
+	st64(buf + 32, h->token);
+	memcpy(buf + 40, h->sack, sizeof h->sack);
+	st32(buf + 72, hdr_crc(buf, 72));
 	return MRC_ACK_HDR_LEN;
 }
 
@@ -77,7 +82,8 @@ size_t mrc_wire_put_probe(uint8_t *buf, const struct mrc_probe_hdr *h)
 	st16(buf + 14, 0);
 	st64(buf + 16, h->ts);
 	st64(buf + 24, h->ts_echo);
-	st32(buf + 32, hdr_crc(buf, 32));
+	st64(buf + 32, h->token);
+	st32(buf + 40, hdr_crc(buf, 40));
 	return MRC_PROBE_HDR_LEN;
 }
 
@@ -120,6 +126,11 @@ static int data_fields_ok(const struct mrc_data_hdr *d)
 		return 0;
 	if (d->imm != 0 && d->op != MRC_OP_WRITE_IMM && d->op != MRC_OP_SEND_IMM)
 		return 0;
+	/* Without a piggybacked ACK its fields are zero (canonical encoding);
+	 * PB_ECN only qualifies a piggybacked ACK. */
+	if (!(d->flags & MRC_F_PB_ACK) &&
+	    (d->pb_cum_psn || d->pb_sack || d->pb_credit || (d->flags & MRC_F_PB_ECN)))
+		return 0;
 	switch (d->op) {
 	case MRC_OP_SEND:
 	case MRC_OP_SEND_IMM:
@@ -161,6 +172,10 @@ static int decode_data(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 	d->ts = ld64(p + 32);
 	d->mlen = ld32(p + 40);
 	d->imm = ld32(p + 44);
+	d->token = ld64(p + 48);
+	d->pb_cum_psn = ld32(p + 56);
+	d->pb_sack = ld16(p + 60);
+	d->pb_credit = ld16(p + 62);
 	if (!data_fields_ok(d))
 		return drop(why, MRC_DROP_FIELD);
 
@@ -206,7 +221,8 @@ static int decode_ack(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 	a->trig_psn = ld32(p + 16);
 	a->sack_base = ld32(p + 20);
 	a->ts_echo = ld64(p + 24);
-	memcpy(a->sack, p + 32, sizeof a->sack);
+	a->token = ld64(p + 32);
+	memcpy(a->sack, p + 40, sizeof a->sack);
 	if ((a->flags & ~MRC_AF_MASK) || a->nack > MRC_NACK_MAX || p[15] != 0 ||
 	    mrc_psn_lt(a->sack_base, a->cum_psn))
 		return drop(why, MRC_DROP_FIELD);
@@ -229,6 +245,7 @@ static int decode_probe(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 	r->ev = ld16(p + 12);
 	r->ts = ld64(p + 16);
 	r->ts_echo = ld64(p + 24);
+	r->token = ld64(p + 32);
 	v->trimmed = 0;
 	v->payload = NULL;
 	return 0;

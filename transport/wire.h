@@ -1,4 +1,4 @@
-/* MRC wire format, version 1.  docs/wire.md is the normative description.
+/* MRC wire format, version 2.  docs/wire.md is the normative description.
  *
  * All multi-byte fields are big-endian.  Every packet starts with
  * (version u8, opcode u8, flags u16) and ends its fixed header with hcrc, a
@@ -9,16 +9,23 @@
  * destination address changes hop by hop), so these two CRCs are the only
  * integrity check, the way RoCE relies on its ICRC.
  *
- * Data header (52 bytes):
+ *
+ * Version 2 adds a 64-bit token to every packet (the receiver compares it
+ * with the one it expects before any effect, so an off-path sender cannot
+ * forge state changes; tokens are opaque here, derived by auth/) and room
+ * for a piggybacked ACK in data packets.
+ *
+ * Data header (68 bytes):
  *   0 ver  1 op  2 flags  4 dqpn  8 psn  12 ev u16  14 plen u16  16 msn
- *   20 rkey (SEND: ssn)  24 off u64  32 ts u64  40 mlen  44 imm  48 hcrc
- * ACK header (68 bytes):
+ *   20 rkey (SEND: ssn)  24 off u64  32 ts u64  40 mlen  44 imm
+ *   48 token u64  56 pb_cum_psn  60 pb_sack u16  62 pb_credit u16  64 hcrc
+ * ACK header (76 bytes):
  *   0 ver  1 op  2 flags  4 dqpn  8 cum_psn  12 ev u16  14 nack u8
- *   15 rsvd u8  16 trig_psn  20 sack_base  24 ts_echo u64  32 sack[32]
- *   64 hcrc
- * PROBE / PROBE_REPLY header (36 bytes):
+ *   15 rsvd u8  16 trig_psn  20 sack_base  24 ts_echo u64  32 token u64
+ *   40 sack[32]  72 hcrc
+ * PROBE / PROBE_REPLY header (44 bytes):
  *   0 ver  1 op  2 flags  4 rsvd u32  8 seq  12 ev u16  14 rsvd u16
- *   16 ts u64  24 ts_echo u64  32 hcrc
+ *   16 ts u64  24 ts_echo u64  32 token u64  40 hcrc
  */
 #ifndef MRC_TRANSPORT_WIRE_H
 #define MRC_TRANSPORT_WIRE_H
@@ -28,13 +35,13 @@
 
 #include "mrc/ring.h"
 
-#define MRC_WIRE_VERSION 1
+#define MRC_WIRE_VERSION 2
 
-#define MRC_DATA_HDR_LEN  52
-#define MRC_ACK_HDR_LEN   68
-#define MRC_PROBE_HDR_LEN 36
+#define MRC_DATA_HDR_LEN  68
+#define MRC_ACK_HDR_LEN   76
+#define MRC_PROBE_HDR_LEN 44
 #define MRC_TRAILER_LEN   4
-#define MRC_HDR_MAX       68
+#define MRC_HDR_MAX       76
 /* Largest payload one packet may carry (jumbo frames minus headers). */
 #define MRC_MAX_PAYLOAD   9000
 #define MRC_SACK_BITS     256
@@ -62,7 +69,12 @@ enum mrc_op {
 #define MRC_F_LAST    0x0002u  /* last packet of its message */
 #define MRC_F_RETX    0x0004u  /* a retransmission (diagnostics only) */
 #define MRC_F_TRIMMED 0x0008u  /* payload cut by a switch; set by the switch */
-#define MRC_F_DATA_MASK 0x000fu
+#define MRC_F_PB_ACK  0x0010u  /* pb_* fields carry a piggybacked ACK */
+#define MRC_F_PB_ECN  0x0020u  /* with PB_ACK: a packet it covers was ECN-CE */
+#define MRC_F_DATA_MASK 0x003fu
+/* 0x0040 is reserved for the AEAD payload mode (docs/wire.md, "ENC"):
+ * refused (bad_field) until the datapath implements it. */
+#define MRC_F_ENC     0x0040u
 /* ACK flags. */
 #define MRC_AF_ECN    0x0001u  /* the triggering packet arrived ECN-CE */
 #define MRC_AF_MASK   0x0001u
@@ -105,6 +117,14 @@ struct mrc_data_hdr {
 	uint64_t ts;
 	uint32_t mlen;           /* whole message length */
 	uint32_t imm;
+	uint64_t token;          /* the connection's token for this direction */
+	/* Piggybacked ACK (MRC_F_PB_ACK; all 0 without it): every PSN before
+	 * pb_cum_psn of the reverse direction was received; bit i of pb_sack:
+	 * PSN pb_cum_psn + 1 + i was; pb_credit: free receive slots.  Specified
+	 * now so a later release needs no new version; the engine ignores it. */
+	uint32_t pb_cum_psn;
+	uint16_t pb_sack;
+	uint16_t pb_credit;
 };
 
 struct mrc_ack_hdr {
@@ -116,6 +136,8 @@ struct mrc_ack_hdr {
 	uint32_t sack_base;      /* bit i of sack: PSN sack_base+i received */
 	uint16_t ev;             /* EV of the triggering packet, echoed */
 	uint64_t ts_echo;        /* its ts, echoed */
+	uint64_t token;          /* the ACK sender's token; NOQP: the data
+	                            packet's token, echoed */
 	uint8_t sack[MRC_SACK_BITS / 8]; /* bit i is sack[i/8] & (1 << (i%8)) */
 };
 
@@ -125,6 +147,7 @@ struct mrc_probe_hdr {
 	uint32_t seq;
 	uint64_t ts;
 	uint64_t ts_echo;        /* PROBE_REPLY: the PROBE's ts */
+	uint64_t token;          /* the sender's probe token for this peer */
 };
 
 /* A decoded packet.  payload points into the buffer given to decode. */

@@ -29,6 +29,7 @@ void chan_cfg_default(struct chan_cfg *cfg, uint64_t seed)
 	cfg->planes = 2;
 	cfg->seed = seed;
 	mrc_engine_cfg_default(&cfg->ecfg);
+	cfg->ecfg.require_tokens = 1;   /* as authenticated daemons run */
 	cfg->delay_min = 5000;
 	cfg->delay_max = 20000;
 	cfg->keep_logs = 1;
@@ -147,6 +148,10 @@ int chan_create(const struct chan_cfg *cfg, struct chan **out, const char **why)
 				continue;
 			rc = mrc_peer_add(ch->node[i].e, cfg->nev, ch->plane_of,
 					  &ch->node[i].peer[j]);
+			if (rc == 0)
+				rc = mrc_peer_set_probe_tokens(ch->node[i].e,
+					ch->node[i].peer[j], chan_probe_token(ch, i, j),
+					chan_probe_token(ch, j, i));
 			if (rc < 0) {
 				*why = "chan: mrc_peer_add failed";
 				chan_destroy(ch);
@@ -234,6 +239,27 @@ uint64_t chan_max_rtt(const struct chan *ch)
 	return 2 * m;
 }
 
+/* Tokens stand in for what auth/ derives: a function of the seed and the
+ * endpoints, so they take nothing from the channel's random stream. */
+static uint64_t token_mix(uint64_t seed, uint64_t x, uint64_t y)
+{
+	uint64_t s = seed ^ (x * 0x9e3779b97f4a7c15ull) ^ (y * 0xc2b2ae3d27d4eb4full);
+	uint64_t t = mrc_splitmix64(&s);
+	return t ? t : 1;
+}
+
+uint64_t chan_probe_token(const struct chan *ch, uint32_t from, uint32_t to)
+{
+	return token_mix(ch->cfg.seed, from, (uint64_t)to << 32 | 0x9b0e);
+}
+
+uint64_t chan_qp_token(const struct chan *ch, uint32_t from, uint32_t from_qpn,
+		       uint32_t to, uint32_t to_qpn)
+{
+	return token_mix(ch->cfg.seed, (uint64_t)from << 32 | from_qpn,
+			 (uint64_t)to << 32 | to_qpn);
+}
+
 int chan_qp_pair(struct chan *ch, uint32_t a, uint32_t b, const struct mrc_qp_attr *aa,
 		 const struct mrc_qp_attr *ab, uint32_t *qa, uint32_t *qb)
 {
@@ -248,6 +274,13 @@ int chan_qp_pair(struct chan *ch, uint32_t a, uint32_t b, const struct mrc_qp_at
 	if (rc < 0)
 		return rc;
 	rc = mrc_qp_create(ch->node[b].e, ab, qb);
+	if (rc < 0)
+		return rc;
+	uint64_t ab_tok = chan_qp_token(ch, a, *qa, b, *qb);
+	uint64_t ba_tok = chan_qp_token(ch, b, *qb, a, *qa);
+	rc = mrc_qp_set_tokens(ch->node[a].e, *qa, ab_tok, ba_tok);
+	if (rc == 0)
+		rc = mrc_qp_set_tokens(ch->node[b].e, *qb, ba_tok, ab_tok);
 	if (rc < 0)
 		return rc;
 	rc = mrc_qp_connect(ch->node[a].e, *qa, ch->node[a].peer[b], *qb, psn[0], psn[1]);

@@ -138,9 +138,17 @@ void chan_blackhole_all(struct chan *ch, uint64_t from, uint64_t until);
 uint64_t chan_max_rtt(const struct chan *ch);
 
 /* Creates a QP on node a and one on node b and connects them with seeded
- * initial PSNs (half of the time close to the 32-bit wrap). */
+ * initial PSNs (half of the time close to the 32-bit wrap) and tokens
+ * (chan_qp_token: what node `from`'s QP puts in the packets it sends). */
 int chan_qp_pair(struct chan *ch, uint32_t a, uint32_t b, const struct mrc_qp_attr *aa,
 		 const struct mrc_qp_attr *ab, uint32_t *qa, uint32_t *qb);
+
+/* The tokens chan_create / chan_qp_pair give the engines (never 0):
+ * those of probes node `from` sends to node `to`, and those of packets QP
+ * from_qpn of node `from` sends to QP to_qpn of node `to`. */
+uint64_t chan_probe_token(const struct chan *ch, uint32_t from, uint32_t to);
+uint64_t chan_qp_token(const struct chan *ch, uint32_t from, uint32_t from_qpn,
+		       uint32_t to, uint32_t to_qpn);
 
 /* Runs until done(ch, arg) is true (0), or: -ETIMEDOUT when virtual time
  * would pass now + max_ns, -EDEADLK when nothing is pending and done is

@@ -3,7 +3,7 @@
  *
  * Of the packets leaving a port, it trims a given share (trim_permyriad out
  * of 10000) of MRC data packets: UDP to MRC_UDP_PORT whose payload starts
- * with version 1 and an opcode 1..5 and is longer than the 52-byte data
+ * with version 2 and an opcode 1..5 and is longer than the 68-byte data
  * header.  Trimming (the contract with transport/wire.h): cut the packet
  * right after the data header, set MRC_F_TRIMMED (0x0008 of the big-endian
  * flags at payload offset 2), fix the IPv6 payload length and UDP length,
@@ -21,7 +21,8 @@
 #define ETH_HLEN 14
 #define IP6_HLEN 40
 #define UDP_HLEN 8
-#define MRC_DATA_HLEN 52      /* transport/wire.h MRC_DATA_HDR_LEN */
+#define MRC_WIRE_VER 2        /* transport/wire.h MRC_WIRE_VERSION */
+#define MRC_DATA_HLEN 68      /* transport/wire.h MRC_DATA_HDR_LEN */
 #define MRC_FLAGS_LO 3        /* low byte of the flags: holds TRIMMED */
 #define MRC_TRIMMED_LO 0x08
 #define NEXTHDR_ROUTING 43
@@ -55,7 +56,7 @@ int mrc_trim(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (bpf_skb_load_bytes(skb, l4 + UDP_HLEN, mrc, 4))
 		return TC_ACT_OK;
-	if (mrc[0] != 1 || mrc[1] < 1 || mrc[1] > 5)
+	if (mrc[0] != MRC_WIRE_VER || mrc[1] < 1 || mrc[1] > 5)
 		return TC_ACT_OK;
 	if (bpf_get_prandom_u32() % 10000 >= trim_permyriad)
 		return TC_ACT_OK;

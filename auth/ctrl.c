@@ -1,0 +1,173 @@
+/* CTRL envelope: MAC (keyed BLAKE2b, 128-bit tag) over header and body,
+ * and replay protection by per-sender stamps.  See auth.h and
+ * docs/wire.md ("CTRL envelope").
+ *
+ *   0 version u8 (2)  1 opcode u8 (48)  2 flags u16 (0)  4 src_host u32
+ *   8 dst_host u32  12 blen u16  14 rsvd u16 (0)  16 stamp u64
+ *   24 body[blen]  24+blen mac[16]
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth/auth_int.h"
+#include "transport/wire.h"
+
+struct sender {
+	uint64_t hi;                         /* newest stamp accepted; 0: none */
+	uint64_t seen[MRC_AUTH_REPLAY_RING]; /* the newest ones accepted */
+	uint32_t nseen;
+};
+
+struct mrc_auth_replay {
+	struct mrc_auth_replay_cfg cfg;
+	struct sender *s;                    /* [cfg.max_hosts] */
+};
+
+static int mac(const struct mrc_auth *a, const uint8_t *p, size_t n,
+	       uint8_t out[MRC_AUTH_MAC_BYTES])
+{
+	return crypto_generichash(out, MRC_AUTH_MAC_BYTES, p, n, a->ctrl, sizeof a->ctrl)
+	       ? -EIO : 0;
+}
+
+int mrc_auth_ctrl_seal(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
+		       uint64_t now_real_ns, uint32_t src_host, uint32_t dst_host,
+		       const void *body, size_t blen, uint8_t *out, size_t cap,
+		       size_t *outlen)
+{
+	if (!a || !tx || !out || !outlen || (blen && !body))
+		return -EINVAL;
+	if (blen > MRC_AUTH_CTRL_MAX_BODY || cap < MRC_AUTH_CTRL_OVERHEAD + blen)
+		return -EMSGSIZE;
+	int rc = mrc__auth_ready();
+	if (rc)
+		return rc;
+	if (tx->last == UINT64_MAX)
+		return -EOVERFLOW;
+	uint64_t stamp = now_real_ns > tx->last ? now_real_ns : tx->last + 1;
+	out[0] = MRC_WIRE_VERSION;
+	out[1] = MRC_OP_CTRL;
+	out[2] = out[3] = 0;
+	mrc__auth_be32(out + 4, src_host);
+	mrc__auth_be32(out + 8, dst_host);
+	out[12] = (uint8_t)(blen >> 8);
+	out[13] = (uint8_t)blen;
+	out[14] = out[15] = 0;
+	mrc__auth_be64(out + 16, stamp);
+	if (blen)
+		memmove(out + MRC_AUTH_CTRL_HDR, body, blen);
+	rc = mac(a, out, MRC_AUTH_CTRL_HDR + blen, out + MRC_AUTH_CTRL_HDR + blen);
+	if (rc)
+		return rc;
+	tx->last = stamp;
+	*outlen = MRC_AUTH_CTRL_OVERHEAD + blen;
+	return 0;
+}
+
+int mrc_auth_replay_create(const struct mrc_auth_replay_cfg *cfg,
+			   struct mrc_auth_replay **out)
+{
+	if (!cfg || !out || !cfg->max_hosts || cfg->max_hosts > (1u << 20))
+		return -EINVAL;
+	struct mrc_auth_replay *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->s = calloc(cfg->max_hosts, sizeof(*r->s));
+	if (!r->s) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->cfg = *cfg;
+	*out = r;
+	return 0;
+}
+
+void mrc_auth_replay_free(struct mrc_auth_replay *r)
+{
+	if (!r)
+		return;
+	free(r->s);
+	free(r);
+}
+
+/* Freshness of stamp c from sender s; 0 or why it is refused. */
+static int fresh(const struct mrc_auth_replay *r, const struct sender *s,
+		 uint64_t c, uint64_t now)
+{
+	uint64_t skew = r->cfg.max_skew_ns;
+	if (skew && (c > now + skew || (now > skew && c < now - skew)))
+		return -ESTALE;
+	if (!s->nseen || c > s->hi)
+		return 0;
+	if (s->hi - c > r->cfg.window_ns)
+		return -ESTALE;
+	uint64_t oldest = UINT64_MAX;
+	for (uint32_t i = 0; i < s->nseen; i++) {
+		if (s->seen[i] == c)
+			return -EALREADY;
+		if (s->seen[i] < oldest)
+			oldest = s->seen[i];
+	}
+	/* The ring forgets its smallest stamps first, so every stamp it
+	 * forgot is below the oldest it holds: one below that cannot be
+	 * proven unseen. */
+	if (s->nseen == MRC_AUTH_REPLAY_RING && c < oldest)
+		return -ESTALE;
+	return 0;
+}
+
+static void remember(struct sender *s, uint64_t c)
+{
+	if (c > s->hi || !s->nseen)
+		s->hi = c;
+	if (s->nseen < MRC_AUTH_REPLAY_RING) {
+		s->seen[s->nseen++] = c;
+		return;
+	}
+	uint32_t min = 0;
+	for (uint32_t i = 1; i < s->nseen; i++)
+		if (s->seen[i] < s->seen[min])
+			min = i;
+	s->seen[min] = c;
+}
+
+int mrc_auth_ctrl_open(const struct mrc_auth *a, struct mrc_auth_replay *r,
+		       uint64_t now_real_ns, const void *pkt, size_t len,
+		       struct mrc_auth_ctrl_msg *m)
+{
+	const uint8_t *p = pkt;
+	if (!a || !r || !m || (len && !p))
+		return -EINVAL;
+	if (len < MRC_AUTH_CTRL_OVERHEAD || p[0] != MRC_WIRE_VERSION ||
+	    p[1] != MRC_OP_CTRL || p[2] || p[3] || p[14] || p[15])
+		return -EBADMSG;
+	size_t blen = (size_t)p[12] << 8 | p[13];
+	if (blen > MRC_AUTH_CTRL_MAX_BODY || len != MRC_AUTH_CTRL_OVERHEAD + blen)
+		return -EBADMSG;
+	int rc = mrc__auth_ready();
+	if (rc)
+		return rc;
+	uint8_t want[MRC_AUTH_MAC_BYTES];
+	rc = mac(a, p, MRC_AUTH_CTRL_HDR + blen, want);
+	if (rc)
+		return rc;
+	/* Constant time: the MAC of a forgery leaks nothing by timing. */
+	if (sodium_memcmp(want, p + MRC_AUTH_CTRL_HDR + blen, sizeof want))
+		return -EACCES;
+	uint32_t src = mrc__auth_ld32(p + 4), dst = mrc__auth_ld32(p + 8);
+	uint64_t stamp = mrc__auth_ld64(p + 16);
+	if (dst != r->cfg.self_host)
+		return -EXDEV;
+	if (src >= r->cfg.max_hosts)
+		return -ERANGE;
+	struct sender *s = &r->s[src];
+	rc = fresh(r, s, stamp, now_real_ns);
+	if (rc)
+		return rc;
+	remember(s, stamp);
+	*m = (struct mrc_auth_ctrl_msg){ .src_host = src, .dst_host = dst,
+		.stamp = stamp, .body = blen ? p + MRC_AUTH_CTRL_HDR : NULL,
+		.blen = blen };
+	return 0;
+}

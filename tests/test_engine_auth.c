@@ -1,0 +1,368 @@
+/* Engine token checks (wire v2, issue 12): a packet whose token is not the
+ * one its receiver expects is dropped before any effect and counted, for
+ * data, ACK, NOQP and probes; the genuine packet, replayed right after,
+ * still works (so the drop is the token's doing, not the setup's).
+ * The engines are driven by hand on the test channel's fixtures: packets
+ * are taken from mrc_engine_tx and handed to mrc_engine_rx directly.
+ * Seed: MRC_TEST_SEED=<n> replays a run; it is printed with every failure. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tests/support/seeded.h"
+#include "tests/support/etest.h"
+
+#define PKT_MAX (MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN)
+
+struct pkt {
+	size_t len;
+	uint16_t ev;
+	uint8_t b[PKT_MAX];
+};
+
+static struct etest g_t;
+
+static int setup(void **state)
+{
+	(void)state;
+	reseed(state);
+	struct chan_cfg cfg;
+	chan_cfg_default(&cfg, g_seed);
+	cfg.ecfg.ack_every = 1;
+	int rc = etest_init(&g_t, &cfg, 1 << 16, 1 << 16, 0);
+	return rc;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	etest_cleanup_all();
+	return 0;
+}
+
+static struct mrc_engine *E(int n) { return g_t.ch->node[n].e; }
+static uint32_t P(int n) { return g_t.ch->node[n].peer[!n]; }
+
+/* Takes exactly one packet from node n's engine. */
+static void take_one(int n, struct pkt *p)
+{
+	struct mrc_tx_pkt t[4];
+	int k = mrc_engine_tx(E(n), g_t.ch->now, t, 4);
+	CHECK(k == 1, "node %d sent %d packets, want 1", n, k);
+	memcpy(p->b, t[0].hdr, t[0].hdr_len);
+	p->len = t[0].hdr_len;
+	p->ev = t[0].ev;
+	if (t[0].plen) {
+		memcpy(p->b + p->len, t[0].payload, t[0].plen);
+		p->len += t[0].plen;
+		memcpy(p->b + p->len, t[0].trailer, MRC_TRAILER_LEN);
+		p->len += MRC_TRAILER_LEN;
+	}
+}
+
+static int rx(int n, const struct pkt *p)
+{
+	return mrc_engine_rx(E(n), g_t.ch->now, P(n), p->b, p->len, 0);
+}
+
+static struct mrc_pkt_view view(const struct pkt *p)
+{
+	struct mrc_pkt_view v;
+	enum mrc_wire_drop why;
+	CHECK(mrc_wire_decode(p->b, p->len, &v, &why) == 0, "own packet: %s",
+	      mrc_wire_drop_name(why));
+	return v;
+}
+
+/* The same packet with another token, re-encoded (valid CRCs), as an
+ * off-path forger who knows everything but the token would send it. */
+static void with_token(const struct pkt *in, struct pkt *out, uint64_t token)
+{
+	struct mrc_pkt_view v = view(in);
+	*out = *in;
+	if (mrc_op_is_data(v.op)) {
+		v.u.data.token = token;
+		mrc_wire_put_data(out->b, &v.u.data);
+	} else if (v.op == MRC_OP_ACK) {
+		v.u.ack.token = token;
+		mrc_wire_put_ack(out->b, &v.u.ack);
+	} else {
+		v.u.probe.token = token;
+		mrc_wire_put_probe(out->b, &v.u.probe);
+	}
+}
+
+static struct mrc_engine_stats stats(int n)
+{
+	struct mrc_engine_stats st;
+	mrc_engine_stats(E(n), &st);
+	return st;
+}
+
+static struct mrc_qp_info qinfo(int n, uint32_t qpn)
+{
+	struct mrc_qp_info qi;
+	CHECK(mrc_qp_info(E(n), qpn, &qi) == 0, "qp_info");
+	return qi;
+}
+
+/* Tokens that are wrong in every way a forger might try. */
+static uint64_t wrong_token(int k, uint64_t right)
+{
+	switch (k) {
+	case 0: return 0;
+	case 1: return right ^ 1;
+	case 2: return right ^ (1ull << 63);
+	default: return rnd() | 1;
+	}
+}
+
+static void post_write(uint64_t wr_id, uint64_t len)
+{
+	CHECK(etest_post(g_t.ch, 0, g_t.qa, MRC_SQE_WRITE, wr_id, g_t.lkey, 0, len,
+			 g_t.rkey, 0, 0, 0) == 0, "post");
+}
+
+/* A data packet with a wrong token places nothing, is not answered, is
+ * counted; the genuine one then lands and is ACKed. */
+static void data_wrong_token(void **state)
+{
+	(void)state;
+	struct pkt d, f;
+	uint64_t right = chan_qp_token(g_t.ch, 0, g_t.qa, 1, g_t.qb);
+	post_write(1, 512);
+	take_one(0, &d);
+	CHECK(view(&d).u.data.token == right, "sender uses its tx token");
+	for (int k = 0; k < 4; k++) {
+		with_token(&d, &f, wrong_token(k, right));
+		CHECK(rx(1, &f) == 0, "rx");
+		CHECK(stats(1).rx_bad_token[MRC_TOK_DATA] == (uint64_t)k + 1, "counted");
+		CHECK(!mrc_engine_tx_pending(E(1)), "forged data answered");
+		struct mrc_qp_info qi = qinfo(1, g_t.qb);
+		CHECK(qi.rx_pkts == 0 && qi.bytes_placed == 0 && qi.state == MRC_QPS_RTS,
+		      "forged data had an effect");
+		for (size_t i = 0; i < 512; i++)
+			CHECK(g_t.dst.p[i] == chan_gbuf_byte(g_t.dst.seed, i),
+			      "dst byte %zu changed", i);
+	}
+	CHECK(rx(1, &d) == 0, "rx genuine");
+	CHECK(memcmp(g_t.dst.p, g_t.src.p, 512) == 0, "genuine data placed");
+	CHECK(qinfo(1, g_t.qb).bytes_placed == 512, "bytes_placed");
+	struct pkt a;
+	take_one(1, &a);
+	struct mrc_pkt_view v = view(&a);
+	CHECK(v.op == MRC_OP_ACK && v.u.ack.nack == 0 &&
+	      v.u.ack.token == chan_qp_token(g_t.ch, 1, g_t.qb, 0, g_t.qa),
+	      "ACK carries the receiver's tx token");
+	CHECK(stats(1).rx_bad_token[MRC_TOK_DATA] == 4, "count");
+}
+
+/* A forged ACK (every field right but the token) acknowledges nothing and
+ * completes nothing; the genuine ACK does. */
+static void ack_wrong_token(void **state)
+{
+	(void)state;
+	struct pkt d, a, f;
+	post_write(7, 256);
+	take_one(0, &d);
+	rx(1, &d);
+	take_one(1, &a);
+	uint64_t right = view(&a).u.ack.token;
+	struct mrc_qp_info before = qinfo(0, g_t.qa);
+	CHECK(before.inflight == 1, "one in flight");
+	for (int k = 0; k < 4; k++) {
+		with_token(&a, &f, wrong_token(k, right));
+		rx(0, &f);
+		struct mrc_qp_info qi = qinfo(0, g_t.qa);
+		CHECK(qi.bytes_acked == 0 && qi.inflight == 1 && qi.state == MRC_QPS_RTS &&
+		      qi.srtt_ns == before.srtt_ns && qi.nacks_rx == 0,
+		      "forged ACK had an effect");
+		struct mrc_wc wc;
+		CHECK(mrc_engine_poll_cq(E(0), &wc, 1) == 0, "forged ACK completed work");
+	}
+	CHECK(stats(0).rx_bad_token[MRC_TOK_ACK] == 4, "counted");
+	/* A forged NACK ACCESS would fail the QP: dropped the same way. */
+	struct mrc_pkt_view v = view(&a);
+	v.u.ack.nack = MRC_NACK_ACCESS;
+	v.u.ack.token = right ^ 0x100;
+	mrc_wire_put_ack(f.b, &v.u.ack);
+	f.len = MRC_ACK_HDR_LEN;
+	rx(0, &f);
+	CHECK(qinfo(0, g_t.qa).state == MRC_QPS_RTS, "forged NACK failed the QP");
+	CHECK(stats(0).rx_bad_token[MRC_TOK_ACK] == 5, "counted");
+
+	rx(0, &a);
+	CHECK(qinfo(0, g_t.qa).bytes_acked == 256, "genuine ACK acknowledges");
+	struct mrc_wc wc;
+	CHECK(mrc_engine_poll_cq(E(0), &wc, 1) == 1 && wc.wr_id == 7 && wc.status == 0,
+	      "genuine ACK completes");
+}
+
+/* NOQP: a forged one naming our peer's QP (its number is no secret) does
+ * not kill the connection; the one the peer really sends, echoing the
+ * data packet's token, does. */
+static void noqp_forged_and_real(void **state)
+{
+	(void)state;
+	uint64_t tx = chan_qp_token(g_t.ch, 0, g_t.qa, 1, g_t.qb);
+	uint64_t rxt = chan_qp_token(g_t.ch, 1, g_t.qb, 0, g_t.qa);
+	/* Every token but our own tx: the ACK-direction one too (an observer
+	 * of ACKs must not be able to turn it into a NOQP). */
+	const uint64_t forged[] = { 0, rxt, tx ^ 1, rnd() | 1 };
+	struct pkt f;
+	for (size_t k = 0; k < sizeof forged / sizeof forged[0]; k++) {
+		struct mrc_ack_hdr h = { .nack = MRC_NACK_NOQP, .dqpn = g_t.qb,
+			.token = forged[k] };
+		f.len = mrc_wire_put_ack(f.b, &h);
+		rx(0, &f);
+		CHECK(qinfo(0, g_t.qa).state == MRC_QPS_RTS, "forged NOQP %zu killed the QP", k);
+	}
+	CHECK(stats(0).rx_bad_token[MRC_TOK_NOQP] == 4, "counted");
+	/* Still works after the forgeries. */
+	post_write(1, 128);
+	struct pkt d, a;
+	take_one(0, &d);
+	rx(1, &d);
+	take_one(1, &a);
+	rx(0, &a);
+	CHECK(qinfo(0, g_t.qa).bytes_acked == 128, "transfer after forged NOQPs");
+
+	/* The real thing: the peer's QP is gone. */
+	CHECK(mrc_qp_destroy(E(1), g_t.qb) == 0, "destroy");
+	post_write(2, 128);
+	take_one(0, &d);
+	rx(1, &d);
+	take_one(1, &a);
+	struct mrc_pkt_view v = view(&a);
+	CHECK(v.u.ack.nack == MRC_NACK_NOQP && v.u.ack.token == tx,
+	      "NOQP echoes the data packet's token");
+	rx(0, &a);
+	struct mrc_qp_info qi = qinfo(0, g_t.qa);
+	CHECK(qi.state == MRC_QPS_ERROR && qi.error == -ECONNRESET, "real NOQP resets");
+	CHECK(stats(0).rx_bad_token[MRC_TOK_NOQP] == 4, "not counted as forged");
+}
+
+/* Probes: a forged PROBE gets no reply, a forged PROBE_REPLY (right seq,
+ * EV and timestamp) does not bring a path back; the genuine ones do. */
+static void probe_wrong_token(void **state)
+{
+	(void)state;
+	const uint32_t ev = 3;
+	uint64_t now = g_t.ch->now;
+	/* Deny then allow: the EV is ASSUMED_BAD and gets probed. */
+	CHECK(mrc_ev_set_denied(E(0), now, P(0), ev, 1) == 0 &&
+	      mrc_ev_set_denied(E(0), now, P(0), ev, 0) == 0, "deny/allow");
+	struct mrc_ev_info in;
+	mrc_ev_info(E(0), P(0), ev, &in);
+	CHECK(in.state == MRC_EV_ASSUMED_BAD, "assumed bad");
+	CHECK(mrc_ev_probe(E(0), now, P(0), ev) == 0, "probe");
+	struct pkt pr, rep, f;
+	take_one(0, &pr);
+	CHECK(view(&pr).u.probe.token == chan_probe_token(g_t.ch, 0, 1), "probe token");
+
+	/* Forged PROBE to node 1: no reply. */
+	for (int k = 0; k < 4; k++) {
+		with_token(&pr, &f, wrong_token(k, view(&pr).u.probe.token));
+		rx(1, &f);
+		CHECK(!mrc_engine_tx_pending(E(1)), "forged probe answered");
+	}
+	CHECK(stats(1).rx_bad_token[MRC_TOK_PROBE] == 4, "counted");
+
+	/* The genuine probe is answered; forge its reply's token. */
+	g_t.ch->now += 10000;
+	rx(1, &pr);
+	take_one(1, &rep);
+	struct mrc_pkt_view rv = view(&rep);
+	CHECK(rv.op == MRC_OP_PROBE_REPLY && rv.u.probe.token == chan_probe_token(g_t.ch, 1, 0),
+	      "reply token");
+	for (int round = 0; round < 5; round++) {
+		for (int k = 0; k < 4; k++) {
+			with_token(&rep, &f, wrong_token(k, rv.u.probe.token));
+			rx(0, &f);
+		}
+		mrc_ev_info(E(0), P(0), ev, &in);
+		CHECK(in.state == MRC_EV_ASSUMED_BAD && in.probes_ok == 0,
+		      "forged replies brought the path back");
+	}
+	CHECK(stats(0).rx_bad_token[MRC_TOK_PROBE] == 20, "counted");
+	struct mrc_event e;
+	while (mrc_engine_poll_event(E(0), &e))
+		CHECK(e.type != MRC_EVT_PROBE_RESULT, "forged reply reported as a result");
+
+	/* Genuine replies: the first counts, then the channel finishes. */
+	rx(0, &rep);
+	mrc_ev_info(E(0), P(0), ev, &in);
+	CHECK(in.probes_ok == 1, "genuine reply counted");
+	for (int i = 0; i < 100 && in.state != MRC_EV_GOOD; i++) {
+		chan_run(g_t.ch, NULL, NULL, 1000000, ETEST_MAX_STEPS);
+		mrc_ev_info(E(0), P(0), ev, &in);
+	}
+	CHECK(in.state == MRC_EV_GOOD, "genuine probes bring the path back");
+}
+
+/* Tokens are set before connect; require_tokens refuses a QP without. */
+static void token_setup_rules(void **state)
+{
+	(void)state;
+	uint32_t q;
+	struct mrc_qp_attr attr = { .pd = ETEST_PD };
+	CHECK(mrc_qp_set_tokens(E(0), g_t.qa, 1, 2) == -EISCONN, "set after connect");
+	CHECK(mrc_qp_set_tokens(E(0), 0xdead, 1, 2) == -ENOENT, "no such QP");
+	CHECK(mrc_peer_set_probe_tokens(E(0), 999, 1, 2) == -ENOENT, "no such peer");
+	CHECK(mrc_qp_create(E(0), &attr, &q) == 0, "create");
+	CHECK(mrc_qp_connect(E(0), q, P(0), 5, 0, 0) == -EPERM, "connect without tokens");
+	CHECK(mrc_qp_set_tokens(E(0), q, 1, 0) == 0, "set");
+	CHECK(mrc_qp_connect(E(0), q, P(0), 5, 0, 0) == -EPERM, "connect with one token");
+	CHECK(mrc_qp_set_tokens(E(0), q, 1, 2) == 0, "set");
+	CHECK(mrc_qp_connect(E(0), q, P(0), 5, 0, 0) == 0, "connect with tokens");
+	CHECK(mrc_qp_destroy(E(0), q) == 0, "destroy");
+	CHECK(strcmp(mrc_tok_kind_name(MRC_TOK_NOQP), "noqp") == 0 &&
+	      strcmp(mrc_tok_kind_name(MRC_TOK__COUNT), "?") == 0, "names");
+}
+
+/* Without require_tokens, engines that set no tokens (the daemon until it
+ * derives them) still talk to each other: 0 is compared like any token. */
+static void zero_tokens_interoperate(void **state)
+{
+	(void)state;
+	etest_fini(&g_t);
+	struct chan_cfg cfg;
+	chan_cfg_default(&cfg, g_seed);
+	cfg.ecfg.require_tokens = 0;
+	CHECK(chan_create(&cfg, &g_t.ch, NULL) == 0, "chan");
+	struct mrc_qp_attr attr = { .pd = ETEST_PD };
+	uint32_t qa, qb, ka, kb;
+	static uint8_t src[4096], dst[4096];
+	memset(src, 0x5a, sizeof src);
+	CHECK(mrc_qp_create(E(0), &attr, &qa) == 0 && mrc_qp_create(E(1), &attr, &qb) == 0 &&
+	      mrc_mr_reg(E(0), ETEST_PD, src, sizeof src, MRC_ACCESS_LOCAL_READ, &ka) == 0 &&
+	      mrc_mr_reg(E(1), ETEST_PD, dst, sizeof dst, MRC_ACCESS_REMOTE_WRITE, &kb) == 0 &&
+	      mrc_qp_connect(E(0), qa, P(0), qb, 10, 20) == 0 &&
+	      mrc_qp_connect(E(1), qb, P(1), qa, 20, 10) == 0, "setup without tokens");
+	CHECK(etest_post(g_t.ch, 0, qa, MRC_SQE_WRITE, 1, ka, 0, sizeof src, kb, 0, 0, 0) == 0,
+	      "post");
+	CHECK(etest_run2(g_t.ch, 1, 0, 1000000000ull) == 0, "completes");
+	CHECK(memcmp(src, dst, sizeof src) == 0, "placed");
+	chan_destroy(g_t.ch);
+	g_t.ch = NULL;
+}
+
+int main(void)
+{
+	seed_init("test_engine_auth");
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(data_wrong_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(ack_wrong_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(noqp_forged_and_real, setup, teardown),
+		cmocka_unit_test_setup_teardown(probe_wrong_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(token_setup_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(zero_tokens_interoperate, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
