@@ -9,8 +9,8 @@
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
-#include "daemon/clients.h"
-#include "daemon/core.h"
+#include "daemon/clients/clients.h"
+#include "daemon/core/core.h"
 #include "mrc/version.h"
 
 

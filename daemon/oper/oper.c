@@ -17,7 +17,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "daemon/oper.h"
+#include "daemon/oper/oper.h"
 
 static struct oper *g_oper;
 

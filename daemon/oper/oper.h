@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "ctl/ctljson.h"
-#include "daemon/core.h"
+#include "daemon/core/core.h"
 
 #define OPER_RING 4096            /* recent events kept for `events` */
 #define OPER_MAX_CONNS 64

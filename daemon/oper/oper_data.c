@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/oper.h"
+#include "daemon/oper/oper.h"
 #include "transport/wire.h"
 
 #include "mrc/version.h"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/core.h"
+#include "daemon/core/core.h"
 #include "srv6/linkmon.h"
 #include "transport/cc.h"
 #include "transport/wire.h"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/oper.h"
+#include "daemon/oper/oper.h"
 
 static const struct in6_addr no_addr;
 

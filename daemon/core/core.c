@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/core.h"
+#include "daemon/core/core.h"
 
 int mrcd_log_level = MRCD_LOG_INFO;
 

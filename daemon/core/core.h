@@ -5,8 +5,8 @@
 
 #include <netinet/in.h>
 
-#include "daemon/config.h"
-#include "daemon/mrcd.h"
+#include "daemon/core/config.h"
+#include "daemon/core/mrcd.h"
 #include "datapath/udp.h"
 #include "srv6/usid.h"
 #include "topology/topo.h"

@@ -13,8 +13,8 @@
 
 #include "common/ctlmsg.h"
 #include "common/ringcheck.h"
-#include "daemon/config.h"
-#include "daemon/mrcd.h"
+#include "daemon/core/config.h"
+#include "daemon/core/mrcd.h"
 
 /* Opens cfg->socket (mode cfg->socket_mode, group cfg->socket_group) and
  * serves clients with the limits max_clients, client_max_qps,

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/oper.h"
+#include "daemon/oper/oper.h"
 
 #define LOG_RATE 5.0      /* state-change lines per second, sustained */
 #define LOG_BURST 50.0
