@@ -72,6 +72,8 @@ struct mrcd {
 	uint64_t drain_deadline;
 	ev_timer drain;
 	struct mrcd_stats st;
+	struct mrcd_observer obs[MRCD_MAX_OBSERVERS];
+	uint32_t nobs;
 };
 
 /* core.c */
@@ -97,18 +99,10 @@ void mrcd_cm_fini(struct mrcd *d);
 void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len);
 void mrcd_plane_state_changed(struct mrcd *d);
 
-/* The operator module (daemon/oper*.c: mrcctl verbs, event stream,
- * metrics).  Weak, so the core runs without it; the core calls these. */
-int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen) __attribute__((weak));
-void mrcd_oper_stop(struct mrcd *d) __attribute__((weak));
-/* Every engine event (EV state changes, probe results, QP errors). */
-void mrcd_oper_event(struct mrcd *d, const struct mrc_event *ev) __attribute__((weak));
-/* Other notable happenings: kind is "plane", "peer", "client", "admin". */
-void mrcd_oper_note(struct mrcd *d, const char *kind, const char *text) __attribute__((weak));
-/* A peer was created (so admin state can be applied to it at once). */
-void mrcd_oper_peer_added(struct mrcd *d, uint32_t peer) __attribute__((weak));
-/* Nonzero when an operator keeps this path denied (plane disable, path deny). */
-int mrcd_oper_admin_denied(struct mrcd *d, uint32_t peer, uint32_t ev) __attribute__((weak));
+/* core.c: observers (mrcd.h), called by node.c */
+void mrcd_observe_event(struct mrcd *d, const struct mrc_event *ev, int *taken);
+void mrcd_observe_peer_added(struct mrcd *d, uint32_t peer);
+int mrcd_observe_denies(struct mrcd *d, uint32_t peer, uint32_t ev);
 
 /* linkmon glue (node.c) */
 int mrcd_linkmon_start(struct mrcd *d);

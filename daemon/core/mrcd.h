@@ -91,9 +91,34 @@ void mrcd_cm_cancel(struct mrcd *d, void *ctx);
 int mrcd_qp_connect_oob(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
 			const struct mrcd_qp_addr *remote);
 
+/* ---- observers -------------------------------------------------------- */
+/* The rooms above the core (the operator interface, the client side) learn
+ * what happens in it through observers: the core calls every registered
+ * one, in registration order.  Any callback may be NULL. */
+struct mrcd_observer {
+	/* Every engine event (EV state changes, probe results, QP errors,
+	 * ev_floor).  While an observer takes events, it logs EV state changes
+	 * and ev_floor itself (rate limited, so a flapping link cannot flood
+	 * the journal); the core still logs QP errors. */
+	void (*event)(void *arg, const struct mrc_event *ev);
+	/* A note (mrcd_note).  Notes no observer takes are logged. */
+	void (*note)(void *arg, const char *kind, const char *text);
+	/* A peer was created, its paths set up. */
+	void (*peer_added)(void *arg, uint32_t peer);
+	/* Nonzero when this observer keeps the EV denied (operator admin). */
+	int (*denies)(void *arg, uint32_t peer, uint32_t ev);
+	void *arg;
+};
+#define MRCD_MAX_OBSERVERS 4
+/* Copies *o; -ENOSPC when MRCD_MAX_OBSERVERS are registered. */
+int mrcd_observer_add(struct mrcd *d, const struct mrcd_observer *o);
+/* Removes the observers registered with this arg. */
+void mrcd_observer_del(struct mrcd *d, void *arg);
+
 /* ---- logging ---------------------------------------------------------- */
-/* A notable happening (kind: "plane", "peer", "client", "admin"): logged,
- * and recorded in the operator event stream (mrcctl events). */
+/* A notable happening (kind: "plane", "peer", "client", "admin"): handed
+ * to the observers (the operator event stream, mrcctl events), or logged
+ * when none takes notes. */
 void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 enum { MRCD_LOG_ERR = 3, MRCD_LOG_WARNING = 4, MRCD_LOG_NOTICE = 5,

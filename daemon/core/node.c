@@ -79,8 +79,7 @@ int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
 	d->peer_of_host[host] = id;
 	*out = id;
 	mrcd_log(MRCD_LOG_INFO, "peer host %u added: %u paths", host, p.nev);
-	if (mrcd_oper_peer_added)
-		mrcd_oper_peer_added(d, id);
+	mrcd_observe_peer_added(d, id);
 	return 0;
 }
 
@@ -95,7 +94,7 @@ void mrcd_plane_apply(struct mrcd *d, uint32_t peer, uint32_t plane, uint64_t no
 		if (p->plane[ev] != plane)
 			continue;
 		int missing = d->topo && !memcmp(&p->dst[ev], &none, sizeof(none));
-		int admin = mrcd_oper_admin_denied && mrcd_oper_admin_denied(d, peer, ev);
+		int admin = mrcd_observe_denies(d, peer, ev);
 		mrc_ev_set_denied(d->eng, now, peer, ev, down || missing || admin);
 	}
 }
@@ -162,13 +161,12 @@ static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
 
 static void log_event(struct mrcd *d, const struct mrc_event *ev)
 {
-	/* With the operator module linked, it logs path changes through its
-	 * rate limiter (a flapping link must not flood the journal). */
-	if (mrcd_oper_event) {
-		mrcd_oper_event(d, ev);
-		if (ev->type == MRC_EVT_EV_STATE || ev->type == MRC_EVT_FLOOR)
-			return;
-	}
+	/* An observer of events logs path changes itself, through a rate
+	 * limiter (a flapping link must not flood the journal). */
+	int taken;
+	mrcd_observe_event(d, ev, &taken);
+	if (taken && (ev->type == MRC_EVT_EV_STATE || ev->type == MRC_EVT_FLOOR))
+		return;
 	uint32_t host = ev->peer < d->max_peers ? d->peers[ev->peer].host : NO_ID;
 	switch (ev->type) {
 	case MRC_EVT_EV_STATE:

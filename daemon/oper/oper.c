@@ -19,9 +19,8 @@
 
 #include "daemon/oper/oper.h"
 
+/* The one operator interface of the process (mrcd_oper_stop finds it). */
 static struct oper *g_oper;
-
-struct oper *mrcd_oper_get(void) { return g_oper; }
 
 /* ---- connections ------------------------------------------------------- */
 
@@ -547,9 +546,14 @@ int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen)
 		rc = -ENOMEM;
 	if (!rc)
 		rc = listen_sock(o, err, errlen);
+	struct mrcd_observer obs = { .event = mrcd_oper_on_event, .note = mrcd_oper_on_note,
+		.peer_added = mrcd_oper_on_peer_added, .denies = mrcd_oper_on_denies, .arg = o };
+	if (!rc && (rc = mrcd_observer_add(d, &obs)))
+		snprintf(err, errlen, "operator interface: observers: %s", strerror(-rc));
 	if (!rc)
 		rc = mrcd_oper_http_start(o, err, errlen);
 	if (rc) {
+		mrcd_observer_del(d, o);
 		if (o->lfd >= 0) {
 			close(o->lfd);
 			unlink(o->path);
@@ -576,6 +580,7 @@ void mrcd_oper_stop(struct mrcd *d)
 	struct oper *o = g_oper;
 	if (!o || o->d != d)
 		return;
+	mrcd_observer_del(d, o);
 	for (int i = 0; i < OPER_MAX_CONNS; i++)
 		if (o->conns[i])
 			conn_close(o->conns[i]);

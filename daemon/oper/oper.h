@@ -79,7 +79,11 @@ struct oper {
 	ev_io mio;
 };
 
-struct oper *mrcd_oper_get(void);
+/* oper.c: main.c starts the operator interface once the core and the
+ * client side are up (it registers itself as an observer of the core) and
+ * stops it before them. */
+int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen);
+void mrcd_oper_stop(struct mrcd *d);
 
 /* oper_events.c */
 int mrcd_oper_events_init(struct oper *o);
@@ -94,6 +98,9 @@ void mrcd_oper_ratelog_flush(struct oper *o);
 /* Appends an admin note and logs it (never rate limited). */
 void mrcd_oper_admin_note(struct oper *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Observer callbacks: every engine event, every core note. */
+void mrcd_oper_on_event(void *arg, const struct mrc_event *ev);
+void mrcd_oper_on_note(void *arg, const char *kind, const char *text);
 
 /* oper.c */
 void mrcd_oper_send_event(struct oper *o, const struct oper_event *e);
@@ -123,6 +130,9 @@ int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, 
 int mrcd_oper_wants_denied(struct oper *o, uint32_t peer, uint32_t ev);
 /* Applies admin state to peers created since the last call. */
 void mrcd_oper_admin_scan(struct oper *o);
+/* Observer callbacks: a new peer, and whether admin state denies an EV. */
+void mrcd_oper_on_peer_added(void *arg, uint32_t peer);
+int mrcd_oper_on_denies(void *arg, uint32_t peer, uint32_t ev);
 
 /* oper_http.c */
 int mrcd_oper_http_start(struct oper *o, char *err, size_t errlen);

@@ -160,20 +160,16 @@ int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, 
 	return 0;
 }
 
-/* Core hooks (daemon/core.h): a new peer gets the admin state at once, and
- * the core asks before it re-allows a path after a link change. */
-void mrcd_oper_peer_added(struct mrcd *d, uint32_t peer)
+/* Observer callbacks (daemon/core/mrcd.h): a new peer gets the admin
+ * state at once, and the core asks before it re-allows a path after a link
+ * change. */
+void mrcd_oper_on_peer_added(void *arg, uint32_t peer)
 {
-	(void)d;
 	(void)peer;
-	struct oper *o = mrcd_oper_get();
-	if (o)
-		mrcd_oper_admin_scan(o);
+	mrcd_oper_admin_scan(arg);
 }
 
-int mrcd_oper_admin_denied(struct mrcd *d, uint32_t peer, uint32_t ev)
+int mrcd_oper_on_denies(void *arg, uint32_t peer, uint32_t ev)
 {
-	(void)d;
-	struct oper *o = mrcd_oper_get();
-	return o ? mrcd_oper_wants_denied(o, peer, ev) : 0;
+	return mrcd_oper_wants_denied(arg, peer, ev);
 }

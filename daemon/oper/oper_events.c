@@ -155,11 +155,10 @@ void mrcd_oper_admin_note(struct oper *o, const char *fmt, ...)
 	mrcd_oper_record(o, &e);
 }
 
-void mrcd_oper_event(struct mrcd *d, const struct mrc_event *ev)
+void mrcd_oper_on_event(void *arg, const struct mrc_event *ev)
 {
-	struct oper *o = mrcd_oper_get();
-	if (!o || o->d != d)
-		return;
+	struct oper *o = arg;
+	struct mrcd *d = o->d;
 	uint32_t host = ev->peer < d->max_peers && d->peers[ev->peer].used ?
 			d->peers[ev->peer].host : UINT32_MAX;
 	struct oper_event e = { .typed = 1, .old_state = ev->old_state, .new_state = ev->new_state,
@@ -218,11 +217,9 @@ void mrcd_oper_event(struct mrcd *d, const struct mrc_event *ev)
 	mrcd_oper_record(o, &e);
 }
 
-void mrcd_oper_note(struct mrcd *d, const char *kind, const char *text)
+void mrcd_oper_on_note(void *arg, const char *kind, const char *text)
 {
-	struct oper *o = mrcd_oper_get();
-	if (!o || o->d != d)
-		return;
+	struct oper *o = arg;
 	struct oper_event e = { 0 };
 	snprintf(e.kind, sizeof(e.kind), "%s", kind);
 	snprintf(e.text, sizeof(e.text), "%s", text);
