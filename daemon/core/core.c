@@ -88,21 +88,6 @@ void mrcd_observe_event(struct mrcd *d, const struct mrc_event *ev, int *taken)
 		}
 }
 
-void mrcd_observe_peer_added(struct mrcd *d, uint32_t peer)
-{
-	for (uint32_t i = 0; i < d->nobs; i++)
-		if (d->obs[i].peer_added)
-			d->obs[i].peer_added(d->obs[i].arg, peer);
-}
-
-int mrcd_observe_denies(struct mrcd *d, uint32_t peer, uint32_t ev)
-{
-	for (uint32_t i = 0; i < d->nobs; i++)
-		if (d->obs[i].denies && d->obs[i].denies(d->obs[i].arg, peer, ev))
-			return 1;
-	return 0;
-}
-
 struct ev_loop *mrcd_loop(struct mrcd *d) { return d->loop; }
 struct mrc_engine *mrcd_engine(struct mrcd *d) { return d->eng; }
 uint32_t mrcd_self_host(const struct mrcd *d) { return d->self; }

@@ -103,10 +103,6 @@ struct mrcd_observer {
 	void (*event)(void *arg, const struct mrc_event *ev);
 	/* A note (mrcd_note).  Notes no observer takes are logged. */
 	void (*note)(void *arg, const char *kind, const char *text);
-	/* A peer was created, its paths set up. */
-	void (*peer_added)(void *arg, uint32_t peer);
-	/* Nonzero when this observer keeps the EV denied (operator admin). */
-	int (*denies)(void *arg, uint32_t peer, uint32_t ev);
 	void *arg;
 };
 #define MRCD_MAX_OBSERVERS 4

@@ -13,7 +13,6 @@
 #define OPER_RING 4096            /* recent events kept for `events` */
 #define OPER_MAX_CONNS 64
 #define OPER_MAX_PROBES 4096      /* EVs one probe request may cover */
-#define OPER_MAX_PATH_DENY 1024
 
 struct oper_event {
 	uint64_t seq, mono_ns, real_ns;
@@ -62,11 +61,6 @@ struct oper {
 	uint64_t seq;                 /* events ever recorded */
 	int64_t real_off_ns;          /* realtime - monotonic */
 	struct oper_bucket bucket;
-	/* admin */
-	uint32_t admin_planes;        /* planes disabled by `plane disable` */
-	struct { uint32_t host, ev; } path_deny[OPER_MAX_PATH_DENY];
-	uint32_t npath_deny;
-	uint8_t *peer_seen;           /* [peer]: admin state applied */
 	/* samples for rates */
 	ev_timer tick;
 	uint64_t sample_ns;
@@ -126,13 +120,6 @@ int mrcd_oper_plane_admin(struct oper *o, struct oper_conn *c, int plane, int di
 			  json_t **out, char *err, size_t errlen);
 int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, int ev,
 			 int deny, json_t **out, char *err, size_t errlen);
-/* Whether admin state (or a missing path) wants this EV denied. */
-int mrcd_oper_wants_denied(struct oper *o, uint32_t peer, uint32_t ev);
-/* Applies admin state to peers created since the last call. */
-void mrcd_oper_admin_scan(struct oper *o);
-/* Observer callbacks: a new peer, and whether admin state denies an EV. */
-void mrcd_oper_on_peer_added(void *arg, uint32_t peer);
-int mrcd_oper_on_denies(void *arg, uint32_t peer, uint32_t ev);
 
 /* oper_http.c */
 int mrcd_oper_http_start(struct oper *o, char *err, size_t errlen);

@@ -182,10 +182,6 @@ void mrcd_oper_on_event(void *arg, const struct mrc_event *ev)
 			 mrc_ev_state_name(ev->new_state), mrc_ev_reason_name(ev->reason));
 		mrcd_oper_ratelog(o, ev->new_state == MRC_EV_GOOD ? MRCD_LOG_INFO : MRCD_LOG_NOTICE,
 				  "%s", e.text);
-		/* Admin state outlives link changes: the core re-allows a
-		 * plane's EVs when its NIC comes back; deny them again. */
-		if (ev->new_state != MRC_EV_DENIED && mrcd_oper_wants_denied(o, ev->peer, ev->ev))
-			mrc_ev_set_denied(d->eng, mrcd_now(), ev->peer, ev->ev, 1);
 		break;
 	case MRC_EVT_PROBE_RESULT:
 		snprintf(e.kind, sizeof(e.kind), "probe");
