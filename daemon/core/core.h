@@ -1,5 +1,6 @@
-/* The daemon core's own state (not for the client modules: they use
- * mrcd.h).  One instance per process, driven by one libev loop. */
+/* The daemon core's own state (the client side uses mrcd.h only; the
+ * operator interface reads this too).  One instance per process, driven by
+ * one libev loop. */
 #ifndef MRC_DAEMON_CORE_H
 #define MRC_DAEMON_CORE_H
 

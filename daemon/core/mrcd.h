@@ -1,8 +1,10 @@
-/* mrcd internals shared between the daemon's modules.
+/* The daemon core's interface to the rooms above it.
  *
- * core.c (the lead) owns the libev loop, the engine, the datapath, the
- * topology, peers and the daemon-to-daemon connection manager; the client
- * side (clients.c, rings, control socket) is built on the calls below.
+ * The core (daemon/core/) owns the libev loop, the engine, the datapath,
+ * the topology, peers, path denial and the daemon-to-daemon connection
+ * manager; the client side (daemon/clients/) is built on the calls below,
+ * and the operator interface (daemon/oper/) also reads core.h.  Nothing in
+ * the core includes either room: it reports to them through observers.
  * Everything runs on the loop's single thread.
  */
 #ifndef MRC_DAEMON_MRCD_H
