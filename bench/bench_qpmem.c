@@ -132,7 +132,7 @@ int main(void)
 
 	struct mrc_engine_cfg ec;
 	mrc_engine_cfg_default(&ec);
-	ec.window = 256;           /* mrcd's default config (daemon/config.c) */
+	ec.window = 256;           /* mrcd's default config (daemon/core/config.c) */
 	ec.max_qps = 16;
 	struct mrc_engine *eng;
 	const char *why = NULL;

@@ -356,8 +356,8 @@ static void polled(struct mrc_qp *qp, uint32_t lkey)
 	if (got)
 		printf(" (slowest %.1f us)", (double)worst / 1e3);
 	printf(".%s\n\n", got < tries ? "  **The daemon does not poll a POLLED SQ while it is "
-	       "idle**: its loop (daemon/core.c on_idle) stops when no ring has work, and "
-	       "mrcd_cqp_arm (daemon/rings.c) arms nothing for a POLLED QP, so a post there "
+	       "idle**: its loop (daemon/core/core.c on_idle) stops when no ring has work, and "
+	       "mrcd_cqp_arm (daemon/clients/rings.c) arms nothing for a POLLED QP, so a post there "
 	       "waits for an unrelated event (another QP's doorbell, a datagram, a control "
 	       "message)." : "");
 	fflush(stdout);

@@ -1,4 +1,5 @@
-# mrcd's client side: control socket, clients, rings.  Linked only into
-# mrcd (daemon/daemon.mk adds MRCD_SRCS to mrcd_SRCS): these need the
-# daemon core's mrcd.h functions.
-MRCD_SRCS += daemon/ctlsock.c daemon/clients.c daemon/client_cm.c daemon/rings.c
+# mrcd's client side (daemon/clients/): the client socket, clients, their
+# connection requests and rings.  Built on the core's mrcd.h only; linked
+# into mrcd (daemon/daemon.mk).
+MRCD_CLIENTS_SRCS := daemon/clients/clisock.c daemon/clients/clients.c \
+                     daemon/clients/client_cm.c daemon/clients/rings.c

@@ -1,6 +1,6 @@
-# mrcd: the core (loop, node, connection manager) plus the client side,
-# whose sources daemon/clients.mk lists in MRCD_SRCS.
-MRCD_SRCS ?=
+# mrcd: main.c wires the three rooms together: the core library
+# (daemon/core.mk), the client side (daemon/clients.mk) and the operator
+# interface (daemon/oper.mk).
 PROGS += mrcd
-mrcd_SRCS = daemon/main.c daemon/core.c daemon/node.c daemon/cm.c daemon/reload.c $(MRCD_SRCS)
+mrcd_SRCS = daemon/main.c $(MRCD_CLIENTS_SRCS) $(MRCD_OPER_SRCS) $(MRCD_CORE_LIB)
 ROOT_TESTS += tests/root/mrcd.sh

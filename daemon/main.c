@@ -9,8 +9,9 @@
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
-#include "daemon/clients.h"
-#include "daemon/core.h"
+#include "daemon/clients/clients.h"
+#include "daemon/core/core.h"
+#include "daemon/oper/oper.h"
 #include "mrc/version.h"
 
 
@@ -261,7 +262,7 @@ int main(int argc, char **argv)
 		mrcd_core_fini(&d);
 		return 1;
 	}
-	if (mrcd_oper_start && (rc = mrcd_oper_start(&d, err, sizeof(err)))) {
+	if ((rc = mrcd_oper_start(&d, err, sizeof(err)))) {
 		startup_failed(rc, err);
 		mrcd_clients_stop(&d);
 		mrcd_core_fini(&d);
@@ -287,8 +288,7 @@ int main(int argc, char **argv)
 		 d.self, d.nplanes, d.topo ? d.cfg.topology : "loopback");
 	sd_notify(0, status);
 	ev_run(d.loop, 0);
-	if (mrcd_oper_stop)
-		mrcd_oper_stop(&d);
+	mrcd_oper_stop(&d);
 	mrcd_clients_stop(&d);
 	mrcd_flush(&d);
 	mrcd_core_fini(&d);

@@ -1,4 +1,6 @@
-# The operator module: mrcctl's socket and verbs, the event stream with
-# rate-limited logging, admin state, Prometheus over HTTP (daemon/oper*.c).
-MRCD_SRCS += daemon/oper.c daemon/oper_events.c daemon/oper_data.c \
-             daemon/oper_admin.c daemon/oper_http.c
+# The operator interface (daemon/oper/): mrcctl's socket and verbs, the
+# event stream with rate-limited logging, admin state, Prometheus over
+# HTTP.  Built on the core only; linked into mrcd (daemon/daemon.mk).
+MRCD_OPER_SRCS := daemon/oper/oper.c daemon/oper/oper_events.c \
+                  daemon/oper/oper_data.c daemon/oper/oper_admin.c \
+                  daemon/oper/oper_http.c

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/config.h"
+#include "daemon/core/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/ctrl.h"
+#include "daemon/core/ctrl.h"
 #include "transport/crc32c.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -69,13 +69,14 @@ LAYERS='
 1  common
 2  codec
 3  transport topology srv6 datapath
-4  daemon/core
-5  daemon/clients
-6  daemon/oper
-7  daemon lib
-8  ctl tools sim examples
-9  tests
-10 bench fuzz
+4  auth
+5  daemon/core
+6  daemon/clients
+7  daemon/oper
+8  daemon lib
+9  ctl tools sim examples
+10 tests
+11 bench fuzz
 '
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	files=$(git ls-files -co --exclude-standard -- '*.c' '*.h' |

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "daemon/config.h"
+#include "daemon/core/config.h"
 
 static void defaults_are_valid(void **st)
 {

@@ -171,7 +171,7 @@ int mrc_qp_set_tokens(struct mrc_engine *e, uint32_t qpn, uint64_t tx, uint64_t 
 
 /* A work request is the ring ABI's submission descriptor (mrc/ring.h),
  * the form it has from the client's ring to here: the daemon validates a
- * private copy (common/ringcheck.h) and posts that copy unchanged; the
+ * private copy (codec/ringcheck.h) and posts that copy unchanged; the
  * simulator, tools and tests fill one the same way.  op is one of
  * MRC_SQE_WRITE, _WRITE_IMM, _SEND, _SEND_IMM, _ATOMIC_ADD (RECV buffers
  * go through mrc_qp_post_recv); seq and the reserved fields are not read.

@@ -2,7 +2,7 @@
 #ifndef MRC_TOOLS_XFER_H
 #define MRC_TOOLS_XFER_H
 
-#include "daemon/core.h"
+#include "daemon/core/core.h"
 
 #define XFER_MAX_QPS 1024
 

@@ -1,3 +1,5 @@
 PROGS += mrc-xfer
-mrc-xfer_SRCS = tools/xfer/xfer.c tools/xfer/flow.c daemon/core.c daemon/node.c daemon/cm.c
+# The daemon core library (daemon/core.mk): the loop, node glue and
+# connection manager, without clients or operator interface.
+mrc-xfer_SRCS = tools/xfer/xfer.c tools/xfer/flow.c $(MRCD_CORE_LIB)
 ROOT_TESTS += tests/root/xfer.sh

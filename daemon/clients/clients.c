@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/clients.h"
-#include "daemon/clients_int.h"
-#include "daemon/ctlsock.h"
+#include "daemon/clients/clients.h"
+#include "daemon/clients/clients_int.h"
+#include "daemon/clients/clisock.h"
 #include "mrc/mrc.h"
 
 #define MSGS_PER_WAKE 32
@@ -22,7 +22,7 @@
 
 static struct {
 	struct mrcd *d;
-	struct mrcd_ctlsock *sock;
+	struct mrcd_clisock *sock;
 	struct mrcd_client *list;
 	uint32_t n, next_id;
 	uint32_t max_clients, max_qps, max_ring;
@@ -54,7 +54,7 @@ int mrcd_client_reply(struct mrcd_client *c, uint16_t type, uint32_t req_id, int
 			 mrc__cli_type_name(type), strerror(-n));
 		return n;
 	}
-	int r = mrcd_ctl_send(c->fd, buf, (size_t)n, fds, status ? 0 : nfd);
+	int r = mrcd_cli_send(c->fd, buf, (size_t)n, fds, status ? 0 : nfd);
 	if (r) {
 		mrcd_log(MRCD_LOG_NOTICE, "client %u (%s, pid %d): reply failed (%s): dropping it",
 			 c->id, c->name, (int)c->pid, strerror(-r));
@@ -366,7 +366,7 @@ static void malformed(struct mrcd_client *c, const void *buf, size_t n, int err,
 		 c->name, h.type, why);
 	uint8_t out[MRC_CLI_MSG_MAX];
 	int len = mrc__cli_enc_rep(out, sizeof(out), type, h.req_id, err, NULL, 0, why);
-	if (len > 0 && mrcd_ctl_send(c->fd, out, (size_t)len, NULL, 0))
+	if (len > 0 && mrcd_cli_send(c->fd, out, (size_t)len, NULL, 0))
 		c->refuse = 1;
 	if (n < sizeof(h) || h.magic != MRC_CLI_MAGIC)
 		c->refuse = 1;
@@ -381,7 +381,7 @@ static void on_client(struct ev_loop *loop, ev_io *w, int revents)
 		uint8_t buf[MRC_CLI_MSG_MAX];
 		int fds[MRC_CLI_MAX_FDS];
 		unsigned nfd;
-		ssize_t n = mrcd_ctl_recv(c->fd, buf, sizeof(buf), fds, &nfd);
+		ssize_t n = mrcd_cli_recv(c->fd, buf, sizeof(buf), fds, &nfd);
 		if (n == -EAGAIN)
 			break;
 		if (n == 0 || (n < 0 && n != -EBADMSG)) {
@@ -509,7 +509,7 @@ int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
 	S.max_qps = cfg->client_max_qps;
 	S.max_ring = cfg->ring_entries;
 	S.max_mem = (uint64_t)cfg->client_max_mem_mb << 20;
-	return mrcd_ctlsock_open(d, cfg->socket, cfg->socket_mode, cfg->socket_group, on_conn,
+	return mrcd_clisock_open(d, cfg->socket, cfg->socket_mode, cfg->socket_group, on_conn,
 				 NULL, &S.sock, err, errlen);
 }
 
@@ -518,6 +518,6 @@ void mrcd_clients_stop(struct mrcd *d)
 	(void)d;
 	while (S.list)
 		client_free(S.list);
-	mrcd_ctlsock_close(S.sock);
+	mrcd_clisock_close(S.sock);
 	S.sock = NULL;
 }

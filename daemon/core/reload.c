@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/core.h"
+#include "daemon/core/core.h"
 
 static int same_shape(const struct mrcd *d, const struct mrc_topo *t, uint32_t self,
 		      char *err, size_t errlen)

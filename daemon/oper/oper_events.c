@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "common/isotime.h"
-#include "daemon/oper.h"
+#include "daemon/oper/oper.h"
 
 #define LOG_RATE 5.0      /* state-change lines per second, sustained */
 #define LOG_BURST 50.0
@@ -146,11 +146,10 @@ void mrcd_oper_admin_note(struct oper *o, const char *fmt, ...)
 	mrcd_oper_record(o, &e);
 }
 
-void mrcd_oper_event(struct mrcd *d, const struct mrc_event *ev)
+void mrcd_oper_on_event(void *arg, const struct mrc_event *ev)
 {
-	struct oper *o = mrcd_oper_get();
-	if (!o || o->d != d)
-		return;
+	struct oper *o = arg;
+	struct mrcd *d = o->d;
 	uint32_t host = ev->peer < d->max_peers && d->peers[ev->peer].used ?
 			d->peers[ev->peer].host : UINT32_MAX;
 	struct oper_event e = { .typed = 1, .old_state = ev->old_state, .new_state = ev->new_state,
@@ -174,10 +173,6 @@ void mrcd_oper_event(struct mrcd *d, const struct mrc_event *ev)
 			 mrc_ev_state_name(ev->new_state), mrc_ev_reason_name(ev->reason));
 		mrcd_oper_ratelog(o, ev->new_state == MRC_EV_GOOD ? MRCD_LOG_INFO : MRCD_LOG_NOTICE,
 				  "%s", e.text);
-		/* Admin state outlives link changes: the core re-allows a
-		 * plane's EVs when its NIC comes back; deny them again. */
-		if (ev->new_state != MRC_EV_DENIED && mrcd_oper_wants_denied(o, ev->peer, ev->ev))
-			mrc_ev_set_denied(d->eng, mrcd_now(), ev->peer, ev->ev, 1);
 		break;
 	case MRC_EVT_PROBE_RESULT:
 		snprintf(e.kind, sizeof(e.kind), "probe");
@@ -209,11 +204,9 @@ void mrcd_oper_event(struct mrcd *d, const struct mrc_event *ev)
 	mrcd_oper_record(o, &e);
 }
 
-void mrcd_oper_note(struct mrcd *d, const char *kind, const char *text)
+void mrcd_oper_on_note(void *arg, const char *kind, const char *text)
 {
-	struct oper *o = mrcd_oper_get();
-	if (!o || o->d != d)
-		return;
+	struct oper *o = arg;
 	struct oper_event e = { 0 };
 	snprintf(e.kind, sizeof(e.kind), "%s", kind);
 	snprintf(e.text, sizeof(e.text), "%s", text);

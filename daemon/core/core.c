@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/core.h"
+#include "daemon/core/core.h"
 
 int mrcd_log_level = MRCD_LOG_INFO;
 
@@ -40,7 +40,27 @@ void mrcd_log(int level, const char *fmt, ...)
 		fprintf(stderr, "mrcd: %s: %s\n", names[level & 7], msg);
 }
 
-/* Logged, and handed to the operator module's event stream. */
+/* ---- observers ---------------------------------------------------------- */
+
+int mrcd_observer_add(struct mrcd *d, const struct mrcd_observer *o)
+{
+	if (d->nobs == MRCD_MAX_OBSERVERS)
+		return -ENOSPC;
+	d->obs[d->nobs++] = *o;
+	return 0;
+}
+
+void mrcd_observer_del(struct mrcd *d, void *arg)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < d->nobs; i++)
+		if (d->obs[i].arg != arg)
+			d->obs[n++] = d->obs[i];
+	d->nobs = n;
+}
+
+/* Handed to the observers (the operator event stream), logged when none
+ * takes notes. */
 void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
 {
 	char msg[512];
@@ -48,11 +68,24 @@ void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	/* The operator module logs notes itself, rate-limited. */
-	if (mrcd_oper_note)
-		mrcd_oper_note(d, kind, msg);
-	else
+	int taken = 0;
+	for (uint32_t i = 0; i < d->nobs; i++)
+		if (d->obs[i].note) {
+			d->obs[i].note(d->obs[i].arg, kind, msg);
+			taken = 1;
+		}
+	if (!taken)
 		mrcd_log(MRCD_LOG_NOTICE, "%s", msg);
+}
+
+void mrcd_observe_event(struct mrcd *d, const struct mrc_event *ev, int *taken)
+{
+	*taken = 0;
+	for (uint32_t i = 0; i < d->nobs; i++)
+		if (d->obs[i].event) {
+			d->obs[i].event(d->obs[i].arg, ev);
+			*taken = 1;
+		}
 }
 
 struct ev_loop *mrcd_loop(struct mrcd *d) { return d->loop; }

@@ -1,12 +1,13 @@
-/* The daemon core's own state (not for the client modules: they use
- * mrcd.h).  One instance per process, driven by one libev loop. */
+/* The daemon core's own state (the client side uses mrcd.h only; the
+ * operator interface reads this too).  One instance per process, driven by
+ * one libev loop. */
 #ifndef MRC_DAEMON_CORE_H
 #define MRC_DAEMON_CORE_H
 
 #include <netinet/in.h>
 
-#include "daemon/config.h"
-#include "daemon/mrcd.h"
+#include "daemon/core/config.h"
+#include "daemon/core/mrcd.h"
 #include "datapath/udp.h"
 #include "srv6/usid.h"
 #include "topology/topo.h"
@@ -19,6 +20,7 @@ struct mrcd_peer {
 	uint32_t nev;
 	struct in6_addr *dst;          /* [ev] uSID destination address */
 	uint8_t *plane;                /* [ev] */
+	uint8_t *deny;                 /* [ev] MRCD_DENY_* reasons (deny.c) */
 	uint32_t remote_down;          /* planes the peer reports down */
 };
 
@@ -48,6 +50,7 @@ struct mrcd {
 	char plane_if[MRC_DP_MAX_PLANES][16];
 	int plane_ifindex[MRC_DP_MAX_PLANES];
 	uint32_t local_down;               /* planes whose NIC is down here */
+	uint32_t admin_planes;             /* planes an operator disabled */
 
 	struct mrcd_peer *peers;           /* by engine peer id */
 	uint32_t max_peers;
@@ -72,6 +75,8 @@ struct mrcd {
 	uint64_t drain_deadline;
 	ev_timer drain;
 	struct mrcd_stats st;
+	struct mrcd_observer obs[MRCD_MAX_OBSERVERS];
+	uint32_t nobs;
 };
 
 /* core.c */
@@ -86,7 +91,30 @@ void mrcd_flush(struct mrcd *d);
 int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine,
 		   const void *buf, size_t len);
 
+/* deny.c: why a path is denied.  A peer's deny[ev] holds one bit per
+ * reason; the engine has the EV denied exactly while a bit is set. */
+enum mrcd_deny {
+	MRCD_DENY_MISSING = 1u << 0,      /* the topology has no such path for the pair */
+	MRCD_DENY_LOCAL_LINK = 1u << 1,   /* our NIC of the EV's plane is down */
+	MRCD_DENY_REMOTE_LINK = 1u << 2,  /* the peer reports that plane down (PLANES) */
+	MRCD_DENY_ADMIN_PLANE = 1u << 3,  /* an operator disabled the plane */
+	MRCD_DENY_ADMIN_PATH = 1u << 4,   /* an operator denied the path */
+};
+/* Recomputes the reasons of (peer, ev) from the core's state (topology,
+ * links, admin planes; ADMIN_PATH is kept) and applies them to the engine:
+ * the one place that denies or allows a path.  Returns the reasons. */
+uint8_t mrcd_deny_update(struct mrcd *d, uint32_t peer, uint32_t ev, uint64_t now);
+/* mrcd_deny_update for every EV of the peer on this plane. */
 void mrcd_plane_apply(struct mrcd *d, uint32_t peer, uint32_t plane, uint64_t now);
+/* Operator admin: disables or enables a plane for every peer, now and
+ * later ones; counts the peers and the EVs denied (disable) or allowed
+ * again (enable).  -EINVAL for a plane this node does not have. */
+int mrcd_admin_plane(struct mrcd *d, uint32_t plane, int disable, uint32_t *npeers,
+		     uint32_t *nev);
+/* Operator admin: sets or clears ADMIN_PATH of (peer, ev). */
+int mrcd_admin_path(struct mrcd *d, uint32_t peer, uint32_t ev, int deny);
+/* "missing", "local_link", "remote_link", "admin_plane", "admin_path". */
+const char *mrcd_deny_name(unsigned bit);
 
 /* reload.c: SIGHUP with a new topology of the same shape */
 int mrcd_topology_reload(struct mrcd *d, const char *path, char *err, size_t errlen);
@@ -97,18 +125,8 @@ void mrcd_cm_fini(struct mrcd *d);
 void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len);
 void mrcd_plane_state_changed(struct mrcd *d);
 
-/* The operator module (daemon/oper*.c: mrcctl verbs, event stream,
- * metrics).  Weak, so the core runs without it; the core calls these. */
-int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen) __attribute__((weak));
-void mrcd_oper_stop(struct mrcd *d) __attribute__((weak));
-/* Every engine event (EV state changes, probe results, QP errors). */
-void mrcd_oper_event(struct mrcd *d, const struct mrc_event *ev) __attribute__((weak));
-/* Other notable happenings: kind is "plane", "peer", "client", "admin". */
-void mrcd_oper_note(struct mrcd *d, const char *kind, const char *text) __attribute__((weak));
-/* A peer was created (so admin state can be applied to it at once). */
-void mrcd_oper_peer_added(struct mrcd *d, uint32_t peer) __attribute__((weak));
-/* Nonzero when an operator keeps this path denied (plane disable, path deny). */
-int mrcd_oper_admin_denied(struct mrcd *d, uint32_t peer, uint32_t ev) __attribute__((weak));
+/* core.c: observers (mrcd.h), called by node.c */
+void mrcd_observe_event(struct mrcd *d, const struct mrc_event *ev, int *taken);
 
 /* linkmon glue (node.c) */
 int mrcd_linkmon_start(struct mrcd *d);

@@ -1,8 +1,8 @@
 /* mrcd's client side: the control socket, per-client state and limits,
  * and the shared-memory rings of client QPs (docs/client.md).
  *
- * The core calls mrcd_clients_start once the loop, engine and connection
- * manager are up, and mrcd_clients_stop before tearing them down.
+ * main.c calls mrcd_clients_start once the core (loop, engine, connection
+ * manager) is up, and mrcd_clients_stop before tearing it down.
  * Everything runs on the loop's thread. */
 #ifndef MRC_DAEMON_CLIENTS_H
 #define MRC_DAEMON_CLIENTS_H
@@ -13,8 +13,8 @@
 
 #include "codec/climsg.h"
 #include "codec/ringcheck.h"
-#include "daemon/config.h"
-#include "daemon/mrcd.h"
+#include "daemon/core/config.h"
+#include "daemon/core/mrcd.h"
 
 /* Opens cfg->socket (mode cfg->socket_mode, group cfg->socket_group) and
  * serves clients with the limits max_clients, client_max_qps,

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/config.h"
+#include "daemon/core/config.h"
 
 enum kind { K_STR, K_U32, K_OCT, K_LEVEL };
 

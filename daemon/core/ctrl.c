@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "daemon/ctrl.h"
+#include "daemon/core/ctrl.h"
 #include "transport/crc32c.h"
 #include "transport/wire.h"
 

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "daemon/core.h"
-#include "daemon/ctrl.h"
+#include "daemon/core/core.h"
+#include "daemon/core/ctrl.h"
 
 #define MAX_LISTEN 256
 #define MAX_OUT 1024

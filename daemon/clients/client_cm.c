@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/clients_int.h"
+#include "daemon/clients/clients_int.h"
 #include "mrc/mrc.h"
 
 void mrcd__op_unlink(struct mrcd_cm_op *op)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/core.h"
+#include "daemon/core/core.h"
 #include "srv6/linkmon.h"
 #include "transport/wire.h"
 
@@ -24,7 +24,8 @@ static int peer_table(struct mrcd *d, uint32_t host, struct mrcd_peer *p)
 		p->nev = 1;
 		p->dst = calloc(1, sizeof(*p->dst));
 		p->plane = calloc(1, 1);
-		if (!p->dst || !p->plane)
+		p->deny = calloc(1, 1);
+		if (!p->dst || !p->plane || !p->deny)
 			return -ENOMEM;
 		p->dst[0] = in6addr_loopback;
 		return 0;
@@ -32,7 +33,8 @@ static int peer_table(struct mrcd *d, uint32_t host, struct mrcd_peer *p)
 	p->nev = mrc_topo_ev_count(d->topo);
 	p->dst = calloc(p->nev, sizeof(*p->dst));
 	p->plane = calloc(p->nev, 1);
-	if (!p->dst || !p->plane)
+	p->deny = calloc(p->nev, 1);
+	if (!p->dst || !p->plane || !p->deny)
 		return -ENOMEM;
 	for (uint32_t ev = 0; ev < p->nev; ev++) {
 		uint32_t pl = 0, sp = 0;
@@ -40,7 +42,7 @@ static int peer_table(struct mrcd *d, uint32_t host, struct mrcd_peer *p)
 		p->plane[ev] = (uint8_t)pl;
 		struct mrc_path path;
 		if (host == d->self || mrc_topo_path(d->topo, d->self, host, ev, &path))
-			continue;   /* no such path: stays :: and is denied below */
+			continue;   /* no such path: stays :: (MRCD_DENY_MISSING) */
 		struct mrc_srv6_err e;
 		if (mrc_usid_encode(&d->blk, path.usids, path.n_usids, &p->dst[ev], &e))
 			memset(&p->dst[ev], 0, sizeof(p->dst[ev]));
@@ -66,37 +68,18 @@ int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
 	if (rc) {
 		free(p.dst);
 		free(p.plane);
+		free(p.deny);
 		return rc;
 	}
-	uint64_t now = mrcd_now();
-	static const struct in6_addr none;
-	for (uint32_t ev = 0; ev < p.nev; ev++)
-		if (d->topo && (!memcmp(&p.dst[ev], &none, sizeof(none)) ||
-				(d->local_down & (1u << p.plane[ev]))))
-			mrc_ev_set_denied(d->eng, now, id, ev, 1);
 	d->peers[id] = p;
 	d->peer_of_host[host] = id;
+	/* Missing paths, a NIC down here, planes an operator disabled. */
+	uint64_t now = mrcd_now();
+	for (uint32_t ev = 0; ev < p.nev; ev++)
+		mrcd_deny_update(d, id, ev, now);
 	*out = id;
 	mrcd_log(MRCD_LOG_INFO, "peer host %u added: %u paths", host, p.nev);
-	if (mrcd_oper_peer_added)
-		mrcd_oper_peer_added(d, id);
 	return 0;
-}
-
-/* Applies the plane's state for one peer: denied while our NIC or the
- * peer's is down; paths the pair does not have stay denied for good. */
-void mrcd_plane_apply(struct mrcd *d, uint32_t peer, uint32_t plane, uint64_t now)
-{
-	static const struct in6_addr none;
-	struct mrcd_peer *p = &d->peers[peer];
-	int down = ((d->local_down | p->remote_down) >> plane) & 1;
-	for (uint32_t ev = 0; ev < p->nev; ev++) {
-		if (p->plane[ev] != plane)
-			continue;
-		int missing = d->topo && !memcmp(&p->dst[ev], &none, sizeof(none));
-		int admin = mrcd_oper_admin_denied && mrcd_oper_admin_denied(d, peer, ev);
-		mrc_ev_set_denied(d->eng, now, peer, ev, down || missing || admin);
-	}
 }
 
 /* ---- receive ----------------------------------------------------------- */
@@ -161,13 +144,12 @@ static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
 
 static void log_event(struct mrcd *d, const struct mrc_event *ev)
 {
-	/* With the operator module linked, it logs path changes through its
-	 * rate limiter (a flapping link must not flood the journal). */
-	if (mrcd_oper_event) {
-		mrcd_oper_event(d, ev);
-		if (ev->type == MRC_EVT_EV_STATE || ev->type == MRC_EVT_FLOOR)
-			return;
-	}
+	/* An observer of events logs path changes itself, through a rate
+	 * limiter (a flapping link must not flood the journal). */
+	int taken;
+	mrcd_observe_event(d, ev, &taken);
+	if (taken && (ev->type == MRC_EVT_EV_STATE || ev->type == MRC_EVT_FLOOR))
+		return;
 	uint32_t host = ev->peer < d->max_peers ? d->peers[ev->peer].host : NO_ID;
 	switch (ev->type) {
 	case MRC_EVT_EV_STATE:
@@ -451,6 +433,7 @@ void mrcd_node_fini(struct mrcd *d)
 	for (uint32_t p = 0; p < d->max_peers && d->peers; p++) {
 		free(d->peers[p].dst);
 		free(d->peers[p].plane);
+		free(d->peers[p].deny);
 	}
 	mrc_engine_destroy(d->eng);
 	mrc_topo_free(d->topo);

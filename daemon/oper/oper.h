@@ -8,12 +8,11 @@
 #include <sys/types.h>
 
 #include "codec/operjson.h"
-#include "daemon/core.h"
+#include "daemon/core/core.h"
 
 #define OPER_RING 4096            /* recent events kept for `events` */
 #define OPER_MAX_CONNS 64
 #define OPER_MAX_PROBES 4096      /* EVs one probe request may cover */
-#define OPER_MAX_PATH_DENY 1024
 
 struct oper_event {
 	uint64_t seq, mono_ns, real_ns;
@@ -62,11 +61,6 @@ struct oper {
 	uint64_t seq;                 /* events ever recorded */
 	int64_t real_off_ns;          /* realtime - monotonic */
 	struct oper_bucket bucket;
-	/* admin */
-	uint32_t admin_planes;        /* planes disabled by `plane disable` */
-	struct { uint32_t host, ev; } path_deny[OPER_MAX_PATH_DENY];
-	uint32_t npath_deny;
-	uint8_t *peer_seen;           /* [peer]: admin state applied */
 	/* samples for rates */
 	ev_timer tick;
 	uint64_t sample_ns;
@@ -79,7 +73,11 @@ struct oper {
 	ev_io mio;
 };
 
-struct oper *mrcd_oper_get(void);
+/* oper.c: main.c starts the operator interface once the core and the
+ * client side are up (it registers itself as an observer of the core) and
+ * stops it before them. */
+int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen);
+void mrcd_oper_stop(struct mrcd *d);
 
 /* oper_events.c */
 int mrcd_oper_events_init(struct oper *o);
@@ -94,6 +92,9 @@ void mrcd_oper_ratelog_flush(struct oper *o);
 /* Appends an admin note and logs it (never rate limited). */
 void mrcd_oper_admin_note(struct oper *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Observer callbacks: every engine event, every core note. */
+void mrcd_oper_on_event(void *arg, const struct mrc_event *ev);
+void mrcd_oper_on_note(void *arg, const char *kind, const char *text);
 
 /* oper.c */
 void mrcd_oper_send_event(struct oper *o, const struct oper_event *e);
@@ -119,10 +120,6 @@ int mrcd_oper_plane_admin(struct oper *o, struct oper_conn *c, int plane, int di
 			  json_t **out, char *err, size_t errlen);
 int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, int ev,
 			 int deny, json_t **out, char *err, size_t errlen);
-/* Whether admin state (or a missing path) wants this EV denied. */
-int mrcd_oper_wants_denied(struct oper *o, uint32_t peer, uint32_t ev);
-/* Applies admin state to peers created since the last call. */
-void mrcd_oper_admin_scan(struct oper *o);
 
 /* oper_http.c */
 int mrcd_oper_http_start(struct oper *o, char *err, size_t errlen);

@@ -1,8 +1,10 @@
-/* mrcd internals shared between the daemon's modules.
+/* The daemon core's interface to the rooms above it.
  *
- * core.c (the lead) owns the libev loop, the engine, the datapath, the
- * topology, peers and the daemon-to-daemon connection manager; the client
- * side (clients.c, rings, control socket) is built on the calls below.
+ * The core (daemon/core/) owns the libev loop, the engine, the datapath,
+ * the topology, peers, path denial and the daemon-to-daemon connection
+ * manager; the client side (daemon/clients/) is built on the calls below,
+ * and the operator interface (daemon/oper/) also reads core.h.  Nothing in
+ * the core includes either room: it reports to them through observers.
  * Everything runs on the loop's single thread.
  */
 #ifndef MRC_DAEMON_MRCD_H
@@ -91,9 +93,30 @@ void mrcd_cm_cancel(struct mrcd *d, void *ctx);
 int mrcd_qp_connect_oob(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
 			const struct mrcd_qp_addr *remote);
 
+/* ---- observers -------------------------------------------------------- */
+/* The rooms above the core (the operator interface, the client side) learn
+ * what happens in it through observers: the core calls every registered
+ * one, in registration order.  Any callback may be NULL. */
+struct mrcd_observer {
+	/* Every engine event (EV state changes, probe results, QP errors,
+	 * ev_floor).  While an observer takes events, it logs EV state changes
+	 * and ev_floor itself (rate limited, so a flapping link cannot flood
+	 * the journal); the core still logs QP errors. */
+	void (*event)(void *arg, const struct mrc_event *ev);
+	/* A note (mrcd_note).  Notes no observer takes are logged. */
+	void (*note)(void *arg, const char *kind, const char *text);
+	void *arg;
+};
+#define MRCD_MAX_OBSERVERS 4
+/* Copies *o; -ENOSPC when MRCD_MAX_OBSERVERS are registered. */
+int mrcd_observer_add(struct mrcd *d, const struct mrcd_observer *o);
+/* Removes the observers registered with this arg. */
+void mrcd_observer_del(struct mrcd *d, void *arg);
+
 /* ---- logging ---------------------------------------------------------- */
-/* A notable happening (kind: "plane", "peer", "client", "admin"): logged,
- * and recorded in the operator event stream (mrcctl events). */
+/* A notable happening (kind: "plane", "peer", "client", "admin"): handed
+ * to the observers (the operator event stream, mrcctl events), or logged
+ * when none takes notes. */
 void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 enum { MRCD_LOG_ERR = 3, MRCD_LOG_WARNING = 4, MRCD_LOG_NOTICE = 5,

@@ -13,7 +13,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "daemon/clients.h"
+#include "daemon/clients/clients.h"
 
 struct mrcd_pend {
 	uint8_t local;             /* 1: cqe is a refusal; 0: engine work */

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/isotime.h"
-#include "daemon/oper.h"
+#include "daemon/oper/oper.h"
 #include "transport/wire.h"
 
 #include "mrc/version.h"
@@ -63,7 +63,7 @@ void mrcd_oper_ev_where(struct mrcd *d, uint32_t ev, int *plane, int *spine)
 
 static int path_exists(struct mrcd *d, const struct mrcd_peer *p, uint32_t ev)
 {
-	return !d->topo || memcmp(&p->dst[ev], &no_addr, sizeof(no_addr));
+	return !(p->deny[ev] & MRCD_DENY_MISSING);
 }
 
 static void host_addr(struct mrcd *d, uint32_t host, char *buf, size_t len)
@@ -187,7 +187,7 @@ json_t *mrcd_oper_planes(struct oper *o)
 		json_t *e = json_pack("{s:i, s:s, s:i, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:o}",
 			"plane", (int)i, "nic", nic, "ifindex", (int)if_nametoindex(nic),
 			"link", (d->local_down >> i & 1) ? "down" : "up",
-			"admin", (o->admin_planes >> i & 1) ? "disabled" : "enabled",
+			"admin", (o->d->admin_planes >> i & 1) ? "disabled" : "enabled",
 			"peers_reporting_down", (int)rdown,
 			"tx_pkts", (json_int_t)pl[i].tx, "tx_pps", (json_int_t)o->plane_tx_rate[i],
 			"lost", (json_int_t)pl[i].lost, "lost_pps", (json_int_t)o->plane_lost_rate[i],
@@ -282,7 +282,12 @@ int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, s
 			"tx_pkts", (json_int_t)i.tx_pkts, "lost", (json_int_t)i.lost,
 			"trims", (json_int_t)i.trims, "ecn", (json_int_t)i.ecn,
 			"probes_sent", (json_int_t)i.probes_sent, "probes_ok", (json_int_t)i.probes_ok,
-			"admin_denied", exists && mrcd_oper_wants_denied(o, p, ev));
+			"admin_denied", (pe->deny[ev] & (MRCD_DENY_ADMIN_PLANE | MRCD_DENY_ADMIN_PATH)) != 0);
+		json_t *why = json_array();
+		for (unsigned bit = 1; bit <= MRCD_DENY_ADMIN_PATH; bit <<= 1)
+			if (pe->deny[ev] & bit)
+				json_array_append_new(why, json_string(mrcd_deny_name(bit)));
+		json_object_set_new(e, "denied_by", why);
 		json_array_append_new(a, e);
 	}
 	char name[64];
@@ -357,7 +362,7 @@ json_t *mrcd_oper_status(struct oper *o)
 	json_t *dis = json_array();
 	for (uint32_t i = 0; i < d->nplanes; i++) {
 		up += !(d->local_down >> i & 1);
-		if (o->admin_planes >> i & 1)
+		if (o->d->admin_planes >> i & 1)
 			json_array_append_new(dis, json_integer(i));
 		for (int s = 0; s < 3; s++)
 			all.st[s] += pl[i].st[s];

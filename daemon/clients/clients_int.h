@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/clients.h"
+#include "daemon/clients/clients.h"
 
 #define MAX_OPS_PER_CLIENT 16
 #define MAX_LSN_PER_CLIENT 16

@@ -1,4 +1,4 @@
-/* mrcd control socket (ctlsock.h). */
+/* mrcd control socket (clisock.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -12,24 +12,24 @@
 
 #include "codec/climsg.h"
 #include "common/fdpass.h"
-#include "daemon/ctlsock.h"
+#include "daemon/clients/clisock.h"
 
 #define MAX_GROUPS 256
 
-struct mrcd_ctlsock {
+struct mrcd_clisock {
 	struct mrcd *d;
 	int fd;
 	ev_io io;
 	char path[108];
 	int has_gid;
 	gid_t gid;
-	mrcd_ctl_conn_fn fn;
+	mrcd_cli_conn_fn fn;
 	void *ctx;
 };
 
 /* Root, our own user (a daemon run by hand for tests), or a member of
  * the configured group by primary or supplementary group. */
-static int peer_allowed(struct mrcd_ctlsock *s, int fd, struct ucred *cr)
+static int peer_allowed(struct mrcd_clisock *s, int fd, struct ucred *cr)
 {
 	socklen_t l = sizeof(*cr);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &l) < 0)
@@ -52,7 +52,7 @@ static int peer_allowed(struct mrcd_ctlsock *s, int fd, struct ucred *cr)
 
 static void on_listen(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct mrcd_ctlsock *s = w->data;
+	struct mrcd_clisock *s = w->data;
 	(void)loop;
 	(void)revents;
 	for (int i = 0; i < 64; i++) {
@@ -94,8 +94,8 @@ static int stale(const struct sockaddr_un *sa)
 	return r;
 }
 
-int mrcd_ctlsock_open(struct mrcd *d, const char *path, unsigned mode, const char *group,
-		      mrcd_ctl_conn_fn fn, void *ctx, struct mrcd_ctlsock **out,
+int mrcd_clisock_open(struct mrcd *d, const char *path, unsigned mode, const char *group,
+		      mrcd_cli_conn_fn fn, void *ctx, struct mrcd_clisock **out,
 		      char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -104,7 +104,7 @@ int mrcd_ctlsock_open(struct mrcd *d, const char *path, unsigned mode, const cha
 		return -ENAMETOOLONG;
 	}
 	strcpy(sa.sun_path, path);
-	struct mrcd_ctlsock *s = calloc(1, sizeof(*s));
+	struct mrcd_clisock *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->d = d;
@@ -170,7 +170,7 @@ fail:
 	return rc;
 }
 
-void mrcd_ctlsock_close(struct mrcd_ctlsock *s)
+void mrcd_clisock_close(struct mrcd_clisock *s)
 {
 	if (!s)
 		return;
@@ -180,12 +180,12 @@ void mrcd_ctlsock_close(struct mrcd_ctlsock *s)
 	free(s);
 }
 
-ssize_t mrcd_ctl_recv(int fd, void *buf, size_t cap, int *fds, unsigned *nfd)
+ssize_t mrcd_cli_recv(int fd, void *buf, size_t cap, int *fds, unsigned *nfd)
 {
 	return mrc__fdpass_recv(fd, buf, cap, fds, MRC_CLI_MAX_FDS, nfd, MSG_DONTWAIT);
 }
 
-int mrcd_ctl_send(int fd, const void *buf, size_t len, const int *fds, unsigned nfd)
+int mrcd_cli_send(int fd, const void *buf, size_t len, const int *fds, unsigned nfd)
 {
 	if (nfd > MRC_CLI_MAX_FDS)
 		return -EINVAL;

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "codec/prom.h"
-#include "daemon/oper.h"
+#include "daemon/oper/oper.h"
 
 #define HTTP_REQ_MAX 4096
 #define HTTP_TIMEOUT_S 5.0

@@ -17,11 +17,10 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "daemon/oper.h"
+#include "daemon/oper/oper.h"
 
+/* The one operator interface of the process (mrcd_oper_stop finds it). */
 static struct oper *g_oper;
-
-struct oper *mrcd_oper_get(void) { return g_oper; }
 
 /* ---- connections ------------------------------------------------------- */
 
@@ -139,9 +138,7 @@ static int probe_start(struct oper_conn *c, const struct mrc_oper_req *r, char *
 		snprintf(err, errlen, "cannot create peer for host '%s': %s", r->peer, strerror(-rc));
 		return rc;
 	}
-	mrcd_oper_admin_scan(o);
 	const struct mrcd_peer *p = &d->peers[peer];
-	static const struct in6_addr none;
 	c->probe_ev = calloc(p->nev, sizeof(*c->probe_ev));
 	c->probe_rtt = calloc(p->nev, sizeof(*c->probe_rtt));
 	c->probe_st = calloc(p->nev, 1);
@@ -155,7 +152,7 @@ static int probe_start(struct oper_conn *c, const struct mrc_oper_req *r, char *
 		mrcd_oper_ev_where(d, ev, &pl, &sp);
 		if ((r->plane >= 0 && pl != r->plane) || (r->spine >= 0 && sp != r->spine))
 			continue;
-		if (d->topo && !memcmp(&p->dst[ev], &none, sizeof(none)))
+		if (p->deny[ev] & MRCD_DENY_MISSING)
 			continue;   /* no such path for this pair */
 		uint32_t k = c->nprobe++;
 		c->probe_ev[k] = (uint16_t)ev;
@@ -523,7 +520,6 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	uint64_t now = mrcd_now();
-	mrcd_oper_admin_scan(o);
 	if (now - o->sample_ns >= 1000000000ull) {
 		mrcd_oper_sample(o);
 		notify_status(o);
@@ -543,19 +539,21 @@ int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen)
 		rc = resolve_group(d->cfg.admin_group, &o->admin_group, &o->has_admin_group, err, errlen);
 	if (!rc)
 		rc = mrcd_oper_events_init(o);
-	if (!rc && !(o->peer_seen = calloc(d->max_peers, 1)))
-		rc = -ENOMEM;
 	if (!rc)
 		rc = listen_sock(o, err, errlen);
+	struct mrcd_observer obs = { .event = mrcd_oper_on_event, .note = mrcd_oper_on_note,
+				     .arg = o };
+	if (!rc && (rc = mrcd_observer_add(d, &obs)))
+		snprintf(err, errlen, "operator interface: observers: %s", strerror(-rc));
 	if (!rc)
 		rc = mrcd_oper_http_start(o, err, errlen);
 	if (rc) {
+		mrcd_observer_del(d, o);
 		if (o->lfd >= 0) {
 			close(o->lfd);
 			unlink(o->path);
 		}
 		mrcd_oper_events_fini(o);
-		free(o->peer_seen);
 		free(o);
 		return rc;
 	}
@@ -576,6 +574,7 @@ void mrcd_oper_stop(struct mrcd *d)
 	struct oper *o = g_oper;
 	if (!o || o->d != d)
 		return;
+	mrcd_observer_del(d, o);
 	for (int i = 0; i < OPER_MAX_CONNS; i++)
 		if (o->conns[i])
 			conn_close(o->conns[i]);
@@ -586,7 +585,6 @@ void mrcd_oper_stop(struct mrcd *d)
 	unlink(o->path);
 	mrcd_oper_ratelog_flush(o);
 	mrcd_oper_events_fini(o);
-	free(o->peer_seen);
 	free(o);
 	g_oper = NULL;
 }

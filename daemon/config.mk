@@ -1,2 +1,0 @@
-CORE_SRCS += daemon/config.c
-CORE_SRCS += daemon/ctrl.c

@@ -1,0 +1,74 @@
+/* Admin verbs: `plane disable|enable P` and `path deny|allow PEER EV`.
+ * The core keeps the state (ADMIN_PLANE and ADMIN_PATH among a path's deny
+ * reasons, daemon/core/deny.c), so peers created later get it too and it
+ * survives link changes. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/oper/oper.h"
+
+int mrcd_oper_plane_admin(struct oper *o, struct oper_conn *c, int plane, int disable,
+			  json_t **out, char *err, size_t errlen)
+{
+	struct mrcd *d = o->d;
+	if (plane < 0 || (uint32_t)plane >= d->nplanes) {
+		snprintf(err, errlen, "plane %d does not exist (this node has planes 0..%u)", plane,
+			 d->nplanes - 1);
+		return -ENOENT;
+	}
+	uint32_t bit = 1u << plane;
+	int changed = !!(d->admin_planes & bit) != disable;
+	uint32_t npeers, nev;
+	mrcd_admin_plane(d, (uint32_t)plane, disable, &npeers, &nev);
+	if (changed)
+		mrcd_oper_admin_note(o, "admin: plane %d %s by uid %u (pid %d): %u paths of %u peers %s",
+				     plane, disable ? "disabled" : "enabled", (unsigned)c->uid,
+				     (int)c->pid, nev, npeers, disable ? "denied" : "allowed (probed back to GOOD)");
+	mrcd_flush(d);
+	*out = json_pack("{s:i, s:s, s:b, s:i, s:i}", "plane", plane,
+			 "admin", disable ? "disabled" : "enabled", "changed", changed,
+			 "peers", (int)npeers, "evs", (int)nev);
+	return 0;
+}
+
+int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, int ev,
+			 int deny, json_t **out, char *err, size_t errlen)
+{
+	struct mrcd *d = o->d;
+	uint32_t host, p;
+	if (mrcd_oper_find_host(d, peer, &host)) {
+		snprintf(err, errlen, "no host '%s' in the topology", peer);
+		return -ENOENT;
+	}
+	if (d->topo && host == d->self) {
+		snprintf(err, errlen, "host '%s' is this node", peer);
+		return -EINVAL;
+	}
+	int rc = mrcd_peer_of_host(d, host, &p);
+	if (rc) {
+		snprintf(err, errlen, "cannot create peer for host '%s': %s", peer, strerror(-rc));
+		return rc;
+	}
+	const struct mrcd_peer *pe = &d->peers[p];
+	if ((uint32_t)ev >= pe->nev || (pe->deny[ev] & MRCD_DENY_MISSING)) {
+		snprintf(err, errlen, "host '%s' has no path with ev %d", peer, ev);
+		return -ENOENT;
+	}
+	int was = !!(pe->deny[ev] & MRCD_DENY_ADMIN_PATH), changed = was != deny;
+	mrcd_admin_path(d, p, (uint32_t)ev, deny);
+	int allowed = !deny && !pe->deny[ev];
+	struct mrc_ev_info i;
+	mrc_ev_info(d->eng, p, (uint32_t)ev, &i);
+	char name[64];
+	mrcd_oper_host_name(d, host, name, sizeof(name));
+	if (changed)
+		mrcd_oper_admin_note(o, "admin: path %s ev %d %s by uid %u (pid %d)%s", name, ev,
+				     deny ? "denied" : "allowed", (unsigned)c->uid, (int)c->pid,
+				     !deny && !allowed ? "; still denied (plane disabled or link down)" : "");
+	mrcd_flush(d);
+	*out = json_pack("{s:s, s:i, s:i, s:s, s:b, s:s}", "peer", name, "host", (int)host,
+			 "ev", ev, "admin", deny ? "denied" : "allowed", "changed", changed,
+			 "state", mrc_ev_state_name(i.state));
+	return 0;
+}
