@@ -58,7 +58,7 @@ struct mrc_auth_conn_id {
 };
 enum mrc_auth_role { MRC_AUTH_REQUESTER = 0, MRC_AUTH_ACCEPTOR = 1 };
 
-/* One side's view of a connection: tx_token for mrc_qp_set_tokens' tx (it
+/* One side's view of a connection: tx_token for mrce_qp_set_tokens' tx (it
  * is the other side's rx_token), rx_token for its rx; never 0.  The keys
  * feed mrc_auth_aead_create.  Wipe with mrc_auth_conn_wipe. */
 struct mrc_auth_conn {
@@ -72,7 +72,7 @@ int mrc_auth_conn_derive(const struct mrc_auth *a, const struct mrc_auth_conn_id
 void mrc_auth_conn_wipe(struct mrc_auth_conn *c);
 
 /* Probe tokens for the pair (self, peer): tx for what self sends to peer,
- * rx for what self accepts from peer (mrc_peer_set_probe_tokens).  Fixed
+ * rx for what self accepts from peer (mrce_peer_set_probe_tokens).  Fixed
  * for the key and the pair: probes need no handshake.  Never 0. */
 int mrc_auth_probe_tokens(const struct mrc_auth *a, uint32_t self_host,
 			  uint32_t peer_host, uint64_t *tx, uint64_t *rx);

@@ -36,13 +36,13 @@ static void post_one(struct bench *b, uint32_t qi)
 			     .loff = mrc_rng_below(&b->r, (BUF - MSG) / 4096) * 4096,
 			     .len = MSG, .rkey = b->rkey,
 			     .roff = mrc_rng_below(&b->r, (BUF - MSG) / 4096) * 4096 };
-	if (mrc_qp_post(b->ch->node[0].e, b->ch->now, b->qa[qi], &wr) == 0)
+	if (mrce_qp_post(b->ch->node[0].e, b->ch->now, b->qa[qi], &wr) == 0)
 		b->posted++;
 	else
 		b->err++;
 }
 
-static void on_wc(struct chan *ch, uint32_t n, const struct mrc_wc *wc, void *arg)
+static void on_wc(struct chan *ch, uint32_t n, const struct mrce_wc *wc, void *arg)
 {
 	struct bench *b = arg;
 	if (n != 0)
@@ -78,7 +78,7 @@ static int run_once(uint32_t nq, double loss, uint64_t mib, uint64_t seed, uint3
 	struct chan_cfg cc;
 	struct bench b = { .nq = nq };
 	struct chan_gbuf src, dst;
-	struct mrc_qp_attr attr = { .pd = 1 };
+	struct mrce_qp_attr attr = { .pd = 1 };
 	const char *why = NULL;
 	int rc;
 
@@ -99,8 +99,8 @@ static int run_once(uint32_t nq, double loss, uint64_t mib, uint64_t seed, uint3
 	mrc_rng_seed(&b.r, seed);
 	if (chan_gbuf_alloc(&src, BUF, 64, seed, 1, 0) || chan_gbuf_alloc(&dst, BUF, 64, seed + 1, 0, 0))
 		return -1;
-	mrc_mr_reg(b.ch->node[0].e, 1, src.p, BUF, MRC_ACCESS_LOCAL_READ, &b.lkey);
-	mrc_mr_reg(b.ch->node[1].e, 1, dst.p, BUF, MRC_ACCESS_REMOTE_WRITE, &b.rkey);
+	mrce_mr_reg(b.ch->node[0].e, 1, src.p, BUF, MRC_ACCESS_LOCAL_READ, &b.lkey);
+	mrce_mr_reg(b.ch->node[1].e, 1, dst.p, BUF, MRC_ACCESS_REMOTE_WRITE, &b.rkey);
 	for (uint32_t i = 0; i < nq; i++) {
 		uint32_t qb;
 		if (chan_qp_pair(b.ch, 0, 1, &attr, &attr, &b.qa[i], &qb))
@@ -119,14 +119,14 @@ static int run_once(uint32_t nq, double loss, uint64_t mib, uint64_t seed, uint3
 		fprintf(stderr, "bench run failed: rc %d, %" PRIu64 " errors\n", rc, b.err);
 		rc = -1;
 	} else {
-		struct mrc_engine_stats s0, s1;
-		mrc_engine_stats(b.ch->node[0].e, &s0);
-		mrc_engine_stats(b.ch->node[1].e, &s1);
+		struct mrce_stats s0, s1;
+		mrce_stats(b.ch->node[0].e, &s0);
+		mrce_stats(b.ch->node[1].e, &s1);
 		res->pps = (double)s1.bytes_placed / mtu / dt;
 		res->gbps = (double)s1.bytes_placed * 8 / dt / 1e9;
 		res->all_pps = (double)(s0.tx_pkts + s1.tx_pkts) / dt;
 		res->retx_pct = s0.tx_data ? 100.0 * (double)s0.tx_retx / (double)s0.tx_data : 0;
-		res->qp_bytes = mrc_engine_qp_bytes(b.ch->node[0].e);
+		res->qp_bytes = mrce_qp_bytes(b.ch->node[0].e);
 	}
 	chan_destroy(b.ch);
 	chan_gbuf_free(&src);
@@ -229,7 +229,7 @@ int main(void)
 		stat3(all, runs, c, sizeof(c), "%.2fM");
 		printf("| 256 | %s | %s |\n", a, c);
 	}
-	printf("\nMemory per QP (mrc_engine_qp_bytes, default config: window 256, "
+	printf("\nMemory per QP (mrce_qp_bytes, default config: window 256, "
 	       "sq/rq depth 256): %zu bytes\n", qp_bytes);
 	return 0;
 }

@@ -4,7 +4,7 @@
  * QPs really cost in resident pages; RssAnon (heap) and RssShmem (ring
  * pages in the memfds shared with the client) split it; VmSize is the
  * address space they reserve (calloc'd arrays the kernel has not backed
- * yet).  Compared with mrc_engine_qp_bytes (the engine's own arrays at the
+ * yet).  Compared with mrce_qp_bytes (the engine's own arrays at the
  * daemon's default config).
  *
  * Also, with the N QPs idle: the round trip of one descriptor through the
@@ -130,16 +130,16 @@ int main(void)
 	 * inherits this limit). */
 	long lim = bm_raise_nofile(2l * maxn + 1024);
 
-	struct mrc_engine_cfg ec;
-	mrc_engine_cfg_default(&ec);
+	struct mrce_cfg ec;
+	mrce_cfg_default(&ec);
 	ec.window = 256;           /* mrcd's default config (daemon/core/config.c) */
 	ec.max_qps = 16;
-	struct mrc_engine *eng;
+	struct mrce *eng;
 	const char *why = NULL;
 	size_t eng_bytes = 0;
-	if (mrc_engine_create(&ec, &eng, &why) == 0) {
-		eng_bytes = mrc_engine_qp_bytes(eng);
-		mrc_engine_destroy(eng);
+	if (mrce_create(&ec, &eng, &why) == 0) {
+		eng_bytes = mrce_qp_bytes(eng);
+		mrce_destroy(eng);
 	}
 
 	char mach[256];
@@ -149,7 +149,7 @@ int main(void)
 	       "on a fresh mrcd (loopback, default config but client_max_qps); deltas of the "
 	       "daemon's /proc/PID/status after the QPs are created and idle, divided by N.  "
 	       "RLIMIT_NOFILE raised to %ld for the client and the daemon.  "
-	       "mrc_engine_qp_bytes at mrcd's defaults (window 256, sq/rq depth %u/%u): "
+	       "mrce_qp_bytes at mrcd's defaults (window 256, sq/rq depth %u/%u): "
 	       "**%zu bytes**.\n\n", mach, runs, lim, ec.sq_depth, ec.rq_depth, eng_bytes);
 	printf("| N idle QPs | rings (SQ/CQ) | VmRSS bytes/QP | of it RssAnon | of it RssShmem (rings) "
 	       "| VmSize bytes/QP | daemon fds/QP | client VmRSS bytes/QP | freed on client exit, bytes/QP "

@@ -142,7 +142,7 @@ struct mrc_cli_create_qp_rep {
 };
 struct mrc_cli_qp_info_rep {
 	struct mrc_cli_addr local;
-	uint32_t state;            /* enum mrc_qp_state */
+	uint32_t state;            /* enum mrce_qp_state */
 	int32_t error;
 };
 struct mrc_cli_addr_rep {      /* ACCEPT, CONNECT: the remote QP */

@@ -129,12 +129,12 @@ static void on_drain(struct ev_loop *loop, ev_timer *w, int revents)
 	struct mrcd *d = w->data;
 	(void)revents;
 	uint64_t now = mrcd_now();
-	uint32_t busy = mrc_engine_busy_qps(d->eng);
+	uint32_t busy = mrce_busy_qps(d->eng);
 	if (busy && now < d->drain_deadline)
 		return;
 	if (busy)
 		mrcd_log(MRCD_LOG_WARNING, "shutdown: %u QPs still busy after %llu s: their work fails with ESHUTDOWN",
-			 mrc_engine_abort_all(d->eng, now, -ESHUTDOWN),
+			 mrce_abort_all(d->eng, now, -ESHUTDOWN),
 			 (unsigned long long)(DRAIN_NS / 1000000000ull));
 	mrcd_flush(d);
 	ev_timer_stop(loop, w);
@@ -151,7 +151,7 @@ static void on_stop(struct ev_loop *loop, ev_signal *w, int revents)
 		return;
 	}
 	d->stopping = 1;
-	uint32_t busy = mrc_engine_busy_qps(d->eng);
+	uint32_t busy = mrce_busy_qps(d->eng);
 	mrcd_log(MRCD_LOG_NOTICE, "signal %d: shutting down (%u busy QPs draining)", w->signum, busy);
 	sd_notify(0, "STOPPING=1");
 	d->drain_deadline = mrcd_now() + DRAIN_NS;

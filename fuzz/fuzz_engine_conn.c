@@ -43,7 +43,7 @@ enum { R_DST, R_SRC, R_RECV, R_OTHER };
 static const uint64_t recv_off[2] = { 0, 2048 }, recv_len[2] = { 1000, 3000 };
 
 struct fx {
-	struct mrc_engine *e;
+	struct mrce *e;
 	uint32_t peer, qpn, qpn_reset;
 	uint8_t *mem;              /* NREG frames: canary, region, canary */
 	uint8_t *ref;              /* what mem held after setup */
@@ -85,21 +85,21 @@ static void check_memory(struct fx *f)
 
 static void drain(struct fx *f)
 {
-	struct mrc_tx_pkt pk[32];
-	struct mrc_wc wc[32];
-	struct mrc_event ev;
+	struct mrce_tx_pkt pk[32];
+	struct mrce_wc wc[32];
+	struct mrce_event ev;
 	int n, rounds = 0;
-	while ((n = mrc_engine_tx(f->e, f->now, pk, 32)) > 0) {
+	while ((n = mrce_tx(f->e, f->now, pk, 32)) > 0) {
 		for (int i = 0; i < n; i++) {
 			ENSURE(pk[i].hdr_len <= MRC_HDR_MAX && pk[i].ev < NEV);
 			ENSURE(!pk[i].plen || pk[i].payload);
 		}
 		ENSURE(++rounds < 100000);
 	}
-	while ((n = mrc_engine_poll_cq(f->e, wc, 32)) > 0)
+	while ((n = mrce_poll_cq(f->e, wc, 32)) > 0)
 		for (int i = 0; i < n; i++)
 			ENSURE(wc[i].status <= 0);
-	while (mrc_engine_poll_event(f->e, &ev) > 0)
+	while (mrce_poll_event(f->e, &ev) > 0)
 		;
 }
 
@@ -108,10 +108,10 @@ static void drain(struct fx *f)
 static void run_timers(struct fx *f)
 {
 	for (int k = 0; k < 1000; k++) {
-		uint64_t d = mrc_engine_next_deadline(f->e);
+		uint64_t d = mrce_next_deadline(f->e);
 		if (d > f->now)
 			return;
-		mrc_engine_tick(f->e, f->now);
+		mrce_tick(f->e, f->now);
 		drain(f);
 	}
 	abort();
@@ -121,13 +121,13 @@ static void post_write(struct fx *f, uint64_t len)
 {
 	struct mrc_sqe wr = { .wr_id = 1, .op = MRC_SQE_WRITE, .lkey = f->key[R_SRC],
 		.len = len, .rkey = 0x12345, .roff = 64 };
-	(void)mrc_qp_post(f->e, f->now, f->qpn, &wr);
+	(void)mrce_qp_post(f->e, f->now, f->qpn, &wr);
 }
 
 static int setup(struct fx *f)
 {
-	struct mrc_engine_cfg c;
-	mrc_engine_cfg_default(&c);
+	struct mrce_cfg c;
+	mrce_cfg_default(&c);
 	c.mtu = 1024;
 	c.max_qps = 4;
 	c.max_peers = 2;
@@ -141,10 +141,10 @@ static int setup(struct fx *f)
 	c.rnr_retry = 3;
 	memset(f, 0, sizeof(*f));
 	f->now = 1000000000;
-	if (mrc_engine_create(&c, &f->e, NULL))
+	if (mrce_create(&c, &f->e, NULL))
 		return -1;
 	const uint8_t plane_of[NEV] = { 0, 1, 0, 1 };
-	ENSURE(mrc_peer_add(f->e, NEV, plane_of, &f->peer) == 0);
+	ENSURE(mrce_peer_add(f->e, NEV, plane_of, &f->peer) == 0);
 	size_t frame = REG_LEN + 2 * CANARY;
 	f->mem = malloc(NREG * frame);
 	f->ref = malloc(NREG * frame);
@@ -166,22 +166,22 @@ static int setup(struct fx *f)
 		[R_OTHER] = MRC_ACCESS_REMOTE_WRITE | MRC_ACCESS_REMOTE_ATOMIC,
 	};
 	for (int r = 0; r < NREG; r++)
-		ENSURE(mrc_mr_reg(f->e, r == R_OTHER ? 2 : 1, region(f, r), REG_LEN,
+		ENSURE(mrce_mr_reg(f->e, r == R_OTHER ? 2 : 1, region(f, r), REG_LEN,
 				  access[r], &f->key[r]) == 0);
-	struct mrc_qp_attr a = { .pd = 1 };
-	ENSURE(mrc_qp_create(f->e, &a, &f->qpn) == 0);
-	ENSURE(mrc_qp_create(f->e, &a, &f->qpn_reset) == 0);
-	ENSURE(mrc_qp_connect(f->e, f->qpn, f->peer, RQPN, SQ_PSN, RQ_PSN) == 0);
+	struct mrce_qp_attr a = { .pd = 1 };
+	ENSURE(mrce_qp_create(f->e, &a, &f->qpn) == 0);
+	ENSURE(mrce_qp_create(f->e, &a, &f->qpn_reset) == 0);
+	ENSURE(mrce_qp_connect(f->e, f->qpn, f->peer, RQPN, SQ_PSN, RQ_PSN) == 0);
 	for (int k = 0; k < 2; k++)
-		ENSURE(mrc_qp_post_recv(f->e, f->qpn, 100 + k, f->key[R_RECV], recv_off[k],
+		ENSURE(mrce_qp_post_recv(f->e, f->qpn, 100 + k, f->key[R_RECV], recv_off[k],
 					recv_len[k]) == 0);
 	/* In flight: a 3-packet WRITE, a SEND, an ATOMIC_ADD (PSN 1000..1004). */
 	post_write(f, 3000);
 	struct mrc_sqe s = { .wr_id = 2, .op = MRC_SQE_SEND, .lkey = f->key[R_SRC], .len = 500 };
-	ENSURE(mrc_qp_post(f->e, f->now, f->qpn, &s) == 0);
+	ENSURE(mrce_qp_post(f->e, f->now, f->qpn, &s) == 0);
 	struct mrc_sqe at = { .wr_id = 3, .op = MRC_SQE_ATOMIC_ADD, .rkey = 0x777, .roff = 8,
 		.add = 1, .flags = MRC_SQE_F_FENCE };
-	ENSURE(mrc_qp_post(f->e, f->now, f->qpn, &at) == 0);
+	ENSURE(mrce_qp_post(f->e, f->now, f->qpn, &at) == 0);
 	drain(f);
 	return 0;
 }
@@ -221,14 +221,14 @@ static void one_record(struct fx *f, uint8_t ctl, uint8_t dt, const uint8_t *dat
 {
 	if (ctl & 0x20) {
 		uint32_t ev = dt & 3;
-		struct mrc_ev_info ei;
-		ENSURE(mrc_ev_info(f->e, f->peer, ev, &ei) == 0);
-		ENSURE(mrc_ev_set_denied(f->e, f->now, f->peer, ev,
+		struct mrce_ev_info ei;
+		ENSURE(mrce_ev_info(f->e, f->peer, ev, &ei) == 0);
+		ENSURE(mrce_ev_set_denied(f->e, f->now, f->peer, ev,
 					 ei.state != MRC_EV_DENIED) == 0);
 	}
 	if (ctl & 0x80) {
 		post_write(f, (uint64_t)dt * 100);
-		(void)mrc_qp_post_recv(f->e, f->qpn, 200 + f->extra_recvs++, f->key[R_DST],
+		(void)mrce_qp_post_recv(f->e, f->qpn, 200 + f->extra_recvs++, f->key[R_DST],
 				       (uint64_t)dt * 64, 512);
 	}
 	uint8_t *p = malloc(len ? len : 1);   /* exact size: ASan sees over-reads */
@@ -236,14 +236,14 @@ static void one_record(struct fx *f, uint8_t ctl, uint8_t dt, const uint8_t *dat
 	memcpy(p, data, len);
 	fix_up(f, ctl, p, len);
 	uint32_t peer = (ctl & 0x40) ? f->peer + 1 : f->peer;
-	(void)mrc_engine_rx(f->e, f->now, peer, p, len, (ctl & 0x10) ? MRC_RX_ECN : 0);
+	(void)mrce_rx(f->e, f->now, peer, p, len, (ctl & 0x10) ? MRC_RX_ECN : 0);
 	free(p);
 	drain(f);
 	f->now += (uint64_t)dt * 20000;
 	run_timers(f);
 	check_memory(f);
-	struct mrc_qp_info qi;
-	ENSURE(mrc_qp_info(f->e, f->qpn, &qi) == 0);
+	struct mrce_qp_info qi;
+	ENSURE(mrce_qp_info(f->e, f->qpn, &qi) == 0);
 	ENSURE(qi.inflight <= 32);
 }
 
@@ -268,7 +268,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* Let time run out every timer (RTOs, probes, the no-path bound). */
 	for (int k = 0; k < 64; k++) {
-		uint64_t d = mrc_engine_next_deadline(f.e);
+		uint64_t d = mrce_next_deadline(f.e);
 		if (d == UINT64_MAX)
 			break;
 		if (d > f.now)
@@ -276,7 +276,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		run_timers(&f);
 	}
 	check_memory(&f);
-	mrc_engine_destroy(f.e);
+	mrce_destroy(f.e);
 	free(f.mem);
 	free(f.ref);
 	return 0;

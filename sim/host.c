@@ -152,12 +152,12 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 		x->nqps = nqp[h];
 		if (!x->nqps)
 			continue;   /* idle host: no engine needed */
-		struct mrc_engine_cfg ec = s->ecfg;
+		struct mrce_cfg ec = s->ecfg;
 		ec.max_peers = x->npeers;
 		ec.max_qps = x->nqps;
 		ec.max_mrs = 2 + nmr[h];
 		const char *why = NULL;
-		rc = mrc_engine_create(&ec, &x->eng, &why);
+		rc = mrce_create(&ec, &x->eng, &why);
 		if (rc) {
 			rc = mrc__errf(err, errlen, "engine: %s", why ? why : "create failed");
 			goto out;
@@ -169,9 +169,9 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 			rc = mrc__errf(err, errlen, "hosts: out of memory");
 			goto out;
 		}
-		if (mrc_mr_reg(x->eng, 1, s->src_buf, s->src_len, MRC_ACCESS_LOCAL_READ,
+		if (mrce_mr_reg(x->eng, 1, s->src_buf, s->src_len, MRC_ACCESS_LOCAL_READ,
 			       &x->src_key) ||
-		    mrc_mr_reg(x->eng, 1, s->sink_buf, s->sink_len,
+		    mrce_mr_reg(x->eng, 1, s->sink_buf, s->sink_len,
 			       MRC_ACCESS_REMOTE_WRITE, &x->sink_key)) {
 			rc = mrc__errf(err, errlen, "engine: memory registration failed");
 			goto out;
@@ -179,9 +179,9 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 		for (uint32_t i = 0; i < x->npeers; i++) {
 			uint32_t r = pr[off[h] + i].r, peer;
 			x->peer_host[i] = r;
-			rc = mrc_peer_add(x->eng, f->nev, plane_of, &peer);
+			rc = mrce_peer_add(x->eng, f->nev, plane_of, &peer);
 			if (!rc)   /* probe tokens per host pair, as auth/ gives */
-				rc = mrc_peer_set_probe_tokens(x->eng, peer,
+				rc = mrce_peer_set_probe_tokens(x->eng, peer,
 					sim_token(h, r, 0), sim_token(r, h, 0));
 			if (rc || peer != i) {
 				rc = mrc__errf(err, errlen, "engine: peer_add for h%u -> h%u: %d", h, r, rc);
@@ -190,11 +190,11 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 			pair_allowed(s, h, r, ok, scratch);
 			for (uint32_t ev = 0; ev < f->nev; ev++)
 				if (!ok[ev])
-					mrc_ev_set_denied(x->eng, 0, i, ev, 1);
+					mrce_ev_set_denied(x->eng, 0, i, ev, 1);
 			/* Setup DENY events are configuration, not part of
 			 * the run: drain them per peer (the queue is small). */
-			struct mrc_event e;
-			while (mrc_engine_poll_event(x->eng, &e))
+			struct mrce_event e;
+			while (mrce_poll_event(x->eng, &e))
 				;
 		}
 	}
@@ -210,7 +210,7 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 			fl->rkey = s->hosts[fl->dst].sink_key;
 			continue;
 		}
-		if (mrc_mr_reg(s->hosts[fl->dst].eng, 1, fl->rbuf, fl->size,
+		if (mrce_mr_reg(s->hosts[fl->dst].eng, 1, fl->rbuf, fl->size,
 			       MRC_ACCESS_REMOTE_WRITE, &fl->rkey)) {
 			rc = mrc__errf(err, errlen, "engine: memory registration failed");
 			goto out;
@@ -221,7 +221,7 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 		struct sim_conn *cn = &s->conns[c];
 		const struct sim_flow *fl = &s->flows[cn->flow];
 		struct sim_host *a = &s->hosts[fl->src], *b = &s->hosts[fl->dst];
-		struct mrc_qp_attr attr = { .pd = 1 };
+		struct mrce_qp_attr attr = { .pd = 1 };
 		if (s->cfg.mode == MRC_SIM_ECMP) {
 			pair_allowed(s, fl->src, fl->dst, ok, scratch);
 			attr.flags = MRC_QP_PIN_EV;
@@ -230,14 +230,14 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 		uint32_t pa = peer_index(s, off, pr, fl->src, fl->dst);
 		uint32_t pb = peer_index(s, off, pr, fl->dst, fl->src);
 		uint32_t psn_a = (uint32_t)(c * 2654435761u), psn_b = ~psn_a;
-		if (mrc_qp_create(a->eng, &attr, &cn->sqpn) ||
-		    mrc_qp_create(b->eng, &attr, &cn->dqpn) ||
-		    mrc_qp_set_tokens(a->eng, cn->sqpn, sim_token(fl->src, fl->dst, c + 1),
+		if (mrce_qp_create(a->eng, &attr, &cn->sqpn) ||
+		    mrce_qp_create(b->eng, &attr, &cn->dqpn) ||
+		    mrce_qp_set_tokens(a->eng, cn->sqpn, sim_token(fl->src, fl->dst, c + 1),
 				      sim_token(fl->dst, fl->src, c + 1)) ||
-		    mrc_qp_set_tokens(b->eng, cn->dqpn, sim_token(fl->dst, fl->src, c + 1),
+		    mrce_qp_set_tokens(b->eng, cn->dqpn, sim_token(fl->dst, fl->src, c + 1),
 				      sim_token(fl->src, fl->dst, c + 1)) ||
-		    mrc_qp_connect(a->eng, cn->sqpn, pa, cn->dqpn, psn_a, psn_b) ||
-		    mrc_qp_connect(b->eng, cn->dqpn, pb, cn->sqpn, psn_b, psn_a)) {
+		    mrce_qp_connect(a->eng, cn->sqpn, pa, cn->dqpn, psn_a, psn_b) ||
+		    mrce_qp_connect(b->eng, cn->dqpn, pb, cn->sqpn, psn_b, psn_a)) {
 			rc = mrc__errf(err, errlen, "engine: QP setup failed for flow %u", cn->flow);
 			goto out;
 		}
@@ -261,7 +261,7 @@ void sim_hosts_free(struct mrc_sim *s)
 	for (uint32_t h = 0; h < s->fab.n_hosts; h++) {
 		struct sim_host *x = &s->hosts[h];
 		if (x->eng)
-			mrc_engine_destroy(x->eng);
+			mrce_destroy(x->eng);
 		free(x->peer_host);
 		free(x->peer_rx);
 		free(x->qp_conn);
@@ -285,7 +285,7 @@ int sim_host_peer(const struct mrc_sim *s, uint32_t h, uint32_t remote, uint32_t
 
 /* ---- run time ---------------------------------------------------------- */
 
-static void inject(struct mrc_sim *s, uint32_t h, const struct mrc_tx_pkt *t)
+static void inject(struct mrc_sim *s, uint32_t h, const struct mrce_tx_pkt *t)
 {
 	struct sim_host *x = &s->hosts[h];
 	struct sim_pkt *k = sim_pkt_alloc(s);
@@ -334,18 +334,18 @@ static void inject(struct mrc_sim *s, uint32_t h, const struct mrc_tx_pkt *t)
 static void host_pull(struct mrc_sim *s, uint32_t h)
 {
 	struct sim_host *x = &s->hosts[h];
-	struct mrc_tx_pkt t;
+	struct mrce_tx_pkt t;
 	while (x->queued < s->nic_limit &&
-	       mrc_engine_tx(x->eng, now_ns(s), &t, 1) == 1)
+	       mrce_tx(x->eng, now_ns(s), &t, 1) == 1)
 		inject(s, h, &t);
 }
 
 void sim_host_service(struct mrc_sim *s, uint32_t h)
 {
 	struct sim_host *x = &s->hosts[h];
-	struct mrc_wc wc[32];
+	struct mrce_wc wc[32];
 	int n;
-	while ((n = mrc_engine_poll_cq(x->eng, wc, 32)) > 0) {
+	while ((n = mrce_poll_cq(x->eng, wc, 32)) > 0) {
 		for (int i = 0; i < n; i++) {
 			/* wr_id and imm both carry the flow id. */
 			if (wc[i].op == MRC_WC_RECV_WRITE_IMM)
@@ -354,11 +354,11 @@ void sim_host_service(struct mrc_sim *s, uint32_t h)
 				sim_flow_part_done(s, (uint32_t)wc[i].wr_id, wc[i].status);
 		}
 	}
-	struct mrc_event ev;
-	while (mrc_engine_poll_event(x->eng, &ev))
+	struct mrce_event ev;
+	while (mrce_poll_event(x->eng, &ev))
 		sim_record_event(s, h, &ev);
 	host_pull(s, h);
-	uint64_t d = mrc_engine_next_deadline(x->eng);
+	uint64_t d = mrce_next_deadline(x->eng);
 	if (d != UINT64_MAX) {
 		uint64_t t = d * SIM_PS_PER_NS;
 		/* A deadline already due runs 1 ns later, so a timer that
@@ -378,7 +378,7 @@ void sim_host_timer(struct mrc_sim *s, uint32_t h, uint64_t t)
 	if (t != x->timer_at)
 		return;   /* superseded by an earlier one */
 	x->timer_at = UINT64_MAX;
-	mrc_engine_tick(x->eng, now_ns(s));
+	mrce_tick(x->eng, now_ns(s));
 	sim_host_service(s, h);
 }
 
@@ -408,17 +408,17 @@ void sim_host_rx(struct mrc_sim *s, struct sim_pkt *k)
 	}
 	/* Goodput: bytes this packet newly placed (duplicates place none). */
 	uint32_t qpn = SIM_NONE, conn = SIM_NONE;
-	struct mrc_qp_info before, after;
+	struct mrce_qp_info before, after;
 	if ((k->flags & PF_DATA) && k->plen) {
 		qpn = be32(k->hdr + 4);
-		if ((qpn & 0xffff) < x->nqps && !mrc_qp_info(x->eng, qpn, &before))
+		if ((qpn & 0xffff) < x->nqps && !mrce_qp_info(x->eng, qpn, &before))
 			conn = x->qp_conn[qpn & 0xffff];
 	}
 	uint32_t flags = (k->flags & PF_ECN) ? MRC_RX_ECN : 0;
 	uint32_t peer = k->rx_peer;
 	sim_pkt_free(s, k);
-	mrc_engine_rx(x->eng, now_ns(s), peer, b, len, flags);
-	if (conn != SIM_NONE && !mrc_qp_info(x->eng, qpn, &after) &&
+	mrce_rx(x->eng, now_ns(s), peer, b, len, flags);
+	if (conn != SIM_NONE && !mrce_qp_info(x->eng, qpn, &after) &&
 	    after.bytes_placed > before.bytes_placed)
 		sim_goodput_add(s, s->conns[conn].flow, after.bytes_placed - before.bytes_placed);
 	sim_host_service(s, h);
@@ -441,9 +441,9 @@ void sim_host_plane_link(struct mrc_sim *s, uint32_t h, uint32_t plane, int down
 		pair_allowed(s, h, x->peer_host[i], ok, scratch);
 		for (uint32_t ev = 0; ev < s->fab.nev; ev++)
 			if (ok[ev] && s->fab.plane_of_ev[ev] == plane)
-				mrc_ev_set_denied(x->eng, now_ns(s), i, ev, down);
-		struct mrc_event e;   /* drain per peer: the queue is small */
-		while (mrc_engine_poll_event(x->eng, &e))
+				mrce_ev_set_denied(x->eng, now_ns(s), i, ev, down);
+		struct mrce_event e;   /* drain per peer: the queue is small */
+		while (mrce_poll_event(x->eng, &e))
 			sim_record_event(s, h, &e);
 	}
 	free(ok);

@@ -173,8 +173,8 @@ static void totals(const struct mrc_sim *s, struct totals *t)
 	for (uint32_t h = 0; h < s->fab.n_hosts; h++) {
 		if (!s->hosts[h].eng)
 			continue;
-		struct mrc_engine_stats st;
-		mrc_engine_stats(s->hosts[h].eng, &st);
+		struct mrce_stats st;
+		mrce_stats(s->hosts[h].eng, &st);
 		t->data += st.tx_data;
 		t->retx += st.tx_retx;
 		t->acks += st.tx_acks;
@@ -382,8 +382,8 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 		sb_printf(&b, "%s\n    {\"t_ns\": %llu, \"host\": \"h%u\", \"peer\": \"h%u\", "
 			  "\"ev\": %u, \"plane\": %u, \"from\": \"%s\", \"to\": \"%s\", \"reason\": \"%s\"}",
 			  i ? "," : "", (unsigned long long)e->t_ns, e->host, e->peer_host, e->ev,
-			  s->fab.plane_of_ev[e->ev], mrc_ev_state_name(e->old_state),
-			  mrc_ev_state_name(e->new_state), mrc_ev_reason_name(e->reason));
+			  s->fab.plane_of_ev[e->ev], mrce_ev_state_name(e->old_state),
+			  mrce_ev_state_name(e->new_state), mrce_ev_reason_name(e->reason));
 	}
 	sb_printf(&b, "]},\n  \"faults\": [");
 	for (uint32_t i = 0; i < c->n_faults; i++) {

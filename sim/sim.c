@@ -24,8 +24,8 @@ static uint32_t pow2_at_least(uint64_t v)
 static void engine_cfg(struct mrc_sim *s)
 {
 	const struct mrc_sim_cfg *c = &s->cfg;
-	struct mrc_engine_cfg *e = &s->ecfg;
-	mrc_engine_cfg_default(e);
+	struct mrce_cfg *e = &s->ecfg;
+	mrce_cfg_default(e);
 	e->mtu = c->mtu;
 	e->cc = c->cc_fixed ? MRC_CC_FIXED : MRC_CC_NSCC;
 	if (c->rto_min_ns) {
@@ -190,7 +190,7 @@ void sim_goodput_add(struct mrc_sim *s, uint32_t flow, uint64_t bytes)
 	s->bytes_placed += bytes;
 }
 
-void sim_record_event(struct mrc_sim *s, uint32_t h, const struct mrc_event *ev)
+void sim_record_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev)
 {
 	if (ev->type == MRC_EVT_FLOOR) {
 		s->floor_events++;
@@ -367,8 +367,8 @@ void mrc_sim_summary(const struct mrc_sim *s, struct mrc_sim_summary *o)
 	for (uint32_t h = 0; h < s->fab.n_hosts; h++) {
 		if (!s->hosts[h].eng)
 			continue;
-		struct mrc_engine_stats st;
-		mrc_engine_stats(s->hosts[h].eng, &st);
+		struct mrce_stats st;
+		mrce_stats(s->hosts[h].eng, &st);
 		o->retx += st.tx_retx;
 	}
 }
@@ -392,7 +392,7 @@ int mrc_sim_flow(const struct mrc_sim *s, uint32_t i, struct mrc_sim_flow_info *
 uint32_t mrc_sim_ev_change_count(const struct mrc_sim *s) { return s->n_evc; }
 const struct mrc_sim_ev_change *mrc_sim_ev_changes(const struct mrc_sim *s) { return s->evc; }
 
-struct mrc_engine *mrc_sim_engine(const struct mrc_sim *s, uint32_t host)
+struct mrce *mrc_sim_engine(const struct mrc_sim *s, uint32_t host)
 {
 	return host < s->fab.n_hosts ? s->hosts[host].eng : NULL;
 }

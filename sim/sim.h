@@ -162,7 +162,7 @@ uint32_t mrc_sim_ev_change_count(const struct mrc_sim *s);
 const struct mrc_sim_ev_change *mrc_sim_ev_changes(const struct mrc_sim *s);
 
 /* The engine of a host and its peer index for another host (tests). */
-struct mrc_engine *mrc_sim_engine(const struct mrc_sim *s, uint32_t host);
+struct mrce *mrc_sim_engine(const struct mrc_sim *s, uint32_t host);
 int mrc_sim_peer(const struct mrc_sim *s, uint32_t host, uint32_t remote,
 		 uint32_t *peer);
 /* EV count of the fabric and the EVs of a host pair that cross a node

@@ -108,7 +108,7 @@ struct sim_pool {
 /* ---- hosts (host.c) ---------------------------------------------------- */
 
 struct sim_host {
-	struct mrc_engine *eng;
+	struct mrce *eng;
 	uint32_t npeers, nqps;
 	uint32_t *peer_host;       /* local peer -> remote host */
 	uint32_t *peer_rx;         /* local peer -> remote's peer for us */
@@ -181,7 +181,7 @@ struct mrc_sim {
 	uint64_t prop_ps;
 	uint32_t nic_limit;
 	uint64_t host_cap_mbit;
-	struct mrc_engine_cfg ecfg;
+	struct mrce_cfg ecfg;
 	/* memory shared by every host: the source pattern and a sink */
 	uint8_t *src_buf, *sink_buf;
 	uint64_t src_len, sink_len;
@@ -261,7 +261,7 @@ const char *sim_fault_kind_name(uint8_t k);
 
 /* sim.c */
 void sim_goodput_add(struct mrc_sim *s, uint32_t flow, uint64_t bytes);
-void sim_record_event(struct mrc_sim *s, uint32_t h, const struct mrc_event *ev);
+void sim_record_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev);
 
 /* report.c: percentiles of the slowdowns (sorted copy, nearest rank) */
 double sim_pct(const double *sorted, uint32_t n, double p);

@@ -350,7 +350,7 @@ void sim_flow_start(struct mrc_sim *s, uint32_t f)
 		struct mrc_sqe wr = { .wr_id = f, .op = MRC_SQE_WRITE_IMM,
 			.lkey = x->src_key, .loff = fl->loff + off, .len = len,
 			.rkey = fl->rkey, .roff = off, .imm = f };
-		int rc = mrc_qp_post(x->eng, now_ns, c->sqpn, &wr);
+		int rc = mrce_qp_post(x->eng, now_ns, c->sqpn, &wr);
 		if (rc) {
 			/* Counted as a failed part so the run still ends. */
 			sim_flow_part_done(s, f, rc);

@@ -1,5 +1,5 @@
 /* Figures the docs quote from the code are the code's own: the per-QP
- * memory of the engine at its defaults, as mrc_engine_qp_bytes() computes
+ * memory of the engine at its defaults, as mrce_qp_bytes() computes
  * it, must be what README.md and docs/design.md say (so a change to the
  * engine's per-QP arrays fails here until the docs follow).  Run from the
  * repository root, as make check does. */
@@ -16,14 +16,14 @@
 
 static size_t qp_bytes_default(void)
 {
-	struct mrc_engine_cfg c;
-	struct mrc_engine *e = NULL;
+	struct mrce_cfg c;
+	struct mrce *e = NULL;
 	const char *why = NULL;
 
-	mrc_engine_cfg_default(&c);
-	assert_int_equal(mrc_engine_create(&c, &e, &why), 0);
-	size_t n = mrc_engine_qp_bytes(e);
-	mrc_engine_destroy(e);
+	mrce_cfg_default(&c);
+	assert_int_equal(mrce_create(&c, &e, &why), 0);
+	size_t n = mrce_qp_bytes(e);
+	mrce_destroy(e);
 	return n;
 }
 
@@ -63,7 +63,7 @@ static void test_qp_bytes_quoted(void **state)
 	long design = figure_after("docs/design.md", "reports the bytes per QP:");
 	long readme = figure_after("README.md", "Memory per QP:");
 	if (design != want || readme != want)
-		fail_msg("mrc_engine_qp_bytes() is %ld at the defaults; docs/design.md says %ld, README.md %ld",
+		fail_msg("mrce_qp_bytes() is %ld at the defaults; docs/design.md says %ld, README.md %ld",
 			 want, design, readme);
 }
 

@@ -3,7 +3,7 @@
  * data, ACK, NOQP and probes; the genuine packet, replayed right after,
  * still works (so the drop is the token's doing, not the setup's).
  * The engines are driven by hand on the test channel's fixtures: packets
- * are taken from mrc_engine_tx and handed to mrc_engine_rx directly.
+ * are taken from mrce_tx and handed to mrce_rx directly.
  * Seed: MRC_TEST_SEED=<n> replays a run; it is printed with every failure. */
 #include <errno.h>
 #include <setjmp.h>
@@ -46,14 +46,14 @@ static int teardown(void **state)
 	return 0;
 }
 
-static struct mrc_engine *E(int n) { return g_t.ch->node[n].e; }
+static struct mrce *E(int n) { return g_t.ch->node[n].e; }
 static uint32_t P(int n) { return g_t.ch->node[n].peer[!n]; }
 
 /* Takes exactly one packet from node n's engine. */
 static void take_one(int n, struct pkt *p)
 {
-	struct mrc_tx_pkt t[4];
-	int k = mrc_engine_tx(E(n), g_t.ch->now, t, 4);
+	struct mrce_tx_pkt t[4];
+	int k = mrce_tx(E(n), g_t.ch->now, t, 4);
 	CHECK(k == 1, "node %d sent %d packets, want 1", n, k);
 	memcpy(p->b, t[0].hdr, t[0].hdr_len);
 	p->len = t[0].hdr_len;
@@ -68,7 +68,7 @@ static void take_one(int n, struct pkt *p)
 
 static int rx(int n, const struct pkt *p)
 {
-	return mrc_engine_rx(E(n), g_t.ch->now, P(n), p->b, p->len, 0);
+	return mrce_rx(E(n), g_t.ch->now, P(n), p->b, p->len, 0);
 }
 
 static struct mrc_pkt_view view(const struct pkt *p)
@@ -98,17 +98,17 @@ static void with_token(const struct pkt *in, struct pkt *out, uint64_t token)
 	}
 }
 
-static struct mrc_engine_stats stats(int n)
+static struct mrce_stats stats(int n)
 {
-	struct mrc_engine_stats st;
-	mrc_engine_stats(E(n), &st);
+	struct mrce_stats st;
+	mrce_stats(E(n), &st);
 	return st;
 }
 
-static struct mrc_qp_info qinfo(int n, uint32_t qpn)
+static struct mrce_qp_info qinfo(int n, uint32_t qpn)
 {
-	struct mrc_qp_info qi;
-	CHECK(mrc_qp_info(E(n), qpn, &qi) == 0, "qp_info");
+	struct mrce_qp_info qi;
+	CHECK(mrce_qp_info(E(n), qpn, &qi) == 0, "qp_info");
 	return qi;
 }
 
@@ -143,8 +143,8 @@ static void data_wrong_token(void **state)
 		with_token(&d, &f, wrong_token(k, right));
 		CHECK(rx(1, &f) == 0, "rx");
 		CHECK(stats(1).rx_bad_token[MRC_TOK_DATA] == (uint64_t)k + 1, "counted");
-		CHECK(!mrc_engine_tx_pending(E(1)), "forged data answered");
-		struct mrc_qp_info qi = qinfo(1, g_t.qb);
+		CHECK(!mrce_tx_pending(E(1)), "forged data answered");
+		struct mrce_qp_info qi = qinfo(1, g_t.qb);
 		CHECK(qi.rx_pkts == 0 && qi.bytes_placed == 0 && qi.state == MRC_QPS_RTS,
 		      "forged data had an effect");
 		for (size_t i = 0; i < 512; i++)
@@ -174,17 +174,17 @@ static void ack_wrong_token(void **state)
 	rx(1, &d);
 	take_one(1, &a);
 	uint64_t right = view(&a).u.ack.token;
-	struct mrc_qp_info before = qinfo(0, g_t.qa);
+	struct mrce_qp_info before = qinfo(0, g_t.qa);
 	CHECK(before.inflight == 1, "one in flight");
 	for (int k = 0; k < 4; k++) {
 		with_token(&a, &f, wrong_token(k, right));
 		rx(0, &f);
-		struct mrc_qp_info qi = qinfo(0, g_t.qa);
+		struct mrce_qp_info qi = qinfo(0, g_t.qa);
 		CHECK(qi.bytes_acked == 0 && qi.inflight == 1 && qi.state == MRC_QPS_RTS &&
 		      qi.srtt_ns == before.srtt_ns && qi.nacks_rx == 0,
 		      "forged ACK had an effect");
-		struct mrc_wc wc;
-		CHECK(mrc_engine_poll_cq(E(0), &wc, 1) == 0, "forged ACK completed work");
+		struct mrce_wc wc;
+		CHECK(mrce_poll_cq(E(0), &wc, 1) == 0, "forged ACK completed work");
 	}
 	CHECK(stats(0).rx_bad_token[MRC_TOK_ACK] == 4, "counted");
 	/* A forged NACK ACCESS would fail the QP: dropped the same way. */
@@ -199,8 +199,8 @@ static void ack_wrong_token(void **state)
 
 	rx(0, &a);
 	CHECK(qinfo(0, g_t.qa).bytes_acked == 256, "genuine ACK acknowledges");
-	struct mrc_wc wc;
-	CHECK(mrc_engine_poll_cq(E(0), &wc, 1) == 1 && wc.wr_id == 7 && wc.status == 0,
+	struct mrce_wc wc;
+	CHECK(mrce_poll_cq(E(0), &wc, 1) == 1 && wc.wr_id == 7 && wc.status == 0,
 	      "genuine ACK completes");
 }
 
@@ -234,7 +234,7 @@ static void noqp_forged_and_real(void **state)
 	CHECK(qinfo(0, g_t.qa).bytes_acked == 128, "transfer after forged NOQPs");
 
 	/* The real thing: the peer's QP is gone. */
-	CHECK(mrc_qp_destroy(E(1), g_t.qb) == 0, "destroy");
+	CHECK(mrce_qp_destroy(E(1), g_t.qb) == 0, "destroy");
 	post_write(2, 128);
 	take_one(0, &d);
 	rx(1, &d);
@@ -243,7 +243,7 @@ static void noqp_forged_and_real(void **state)
 	CHECK(v.u.ack.nack == MRC_NACK_NOQP && v.u.ack.token == tx,
 	      "NOQP echoes the data packet's token");
 	rx(0, &a);
-	struct mrc_qp_info qi = qinfo(0, g_t.qa);
+	struct mrce_qp_info qi = qinfo(0, g_t.qa);
 	CHECK(qi.state == MRC_QPS_ERROR && qi.error == -ECONNRESET, "real NOQP resets");
 	CHECK(stats(0).rx_bad_token[MRC_TOK_NOQP] == 4, "not counted as forged");
 }
@@ -256,12 +256,12 @@ static void probe_wrong_token(void **state)
 	const uint32_t ev = 3;
 	uint64_t now = g_t.ch->now;
 	/* Deny then allow: the EV is ASSUMED_BAD and gets probed. */
-	CHECK(mrc_ev_set_denied(E(0), now, P(0), ev, 1) == 0 &&
-	      mrc_ev_set_denied(E(0), now, P(0), ev, 0) == 0, "deny/allow");
-	struct mrc_ev_info in;
-	mrc_ev_info(E(0), P(0), ev, &in);
+	CHECK(mrce_ev_set_denied(E(0), now, P(0), ev, 1) == 0 &&
+	      mrce_ev_set_denied(E(0), now, P(0), ev, 0) == 0, "deny/allow");
+	struct mrce_ev_info in;
+	mrce_ev_info(E(0), P(0), ev, &in);
 	CHECK(in.state == MRC_EV_ASSUMED_BAD, "assumed bad");
-	CHECK(mrc_ev_probe(E(0), now, P(0), ev) == 0, "probe");
+	CHECK(mrce_ev_probe(E(0), now, P(0), ev) == 0, "probe");
 	struct pkt pr, rep, f;
 	take_one(0, &pr);
 	CHECK(view(&pr).u.probe.token == chan_probe_token(g_t.ch, 0, 1), "probe token");
@@ -270,7 +270,7 @@ static void probe_wrong_token(void **state)
 	for (int k = 0; k < 4; k++) {
 		with_token(&pr, &f, wrong_token(k, view(&pr).u.probe.token));
 		rx(1, &f);
-		CHECK(!mrc_engine_tx_pending(E(1)), "forged probe answered");
+		CHECK(!mrce_tx_pending(E(1)), "forged probe answered");
 	}
 	CHECK(stats(1).rx_bad_token[MRC_TOK_PROBE] == 4, "counted");
 
@@ -286,22 +286,22 @@ static void probe_wrong_token(void **state)
 			with_token(&rep, &f, wrong_token(k, rv.u.probe.token));
 			rx(0, &f);
 		}
-		mrc_ev_info(E(0), P(0), ev, &in);
+		mrce_ev_info(E(0), P(0), ev, &in);
 		CHECK(in.state == MRC_EV_ASSUMED_BAD && in.probes_ok == 0,
 		      "forged replies brought the path back");
 	}
 	CHECK(stats(0).rx_bad_token[MRC_TOK_PROBE] == 20, "counted");
-	struct mrc_event e;
-	while (mrc_engine_poll_event(E(0), &e))
+	struct mrce_event e;
+	while (mrce_poll_event(E(0), &e))
 		CHECK(e.type != MRC_EVT_PROBE_RESULT, "forged reply reported as a result");
 
 	/* Genuine replies: the first counts, then the channel finishes. */
 	rx(0, &rep);
-	mrc_ev_info(E(0), P(0), ev, &in);
+	mrce_ev_info(E(0), P(0), ev, &in);
 	CHECK(in.probes_ok == 1, "genuine reply counted");
 	for (int i = 0; i < 100 && in.state != MRC_EV_GOOD; i++) {
 		chan_run(g_t.ch, NULL, NULL, 1000000, ETEST_MAX_STEPS);
-		mrc_ev_info(E(0), P(0), ev, &in);
+		mrce_ev_info(E(0), P(0), ev, &in);
 	}
 	CHECK(in.state == MRC_EV_GOOD, "genuine probes bring the path back");
 }
@@ -311,19 +311,19 @@ static void token_setup_rules(void **state)
 {
 	(void)state;
 	uint32_t q;
-	struct mrc_qp_attr attr = { .pd = ETEST_PD };
-	CHECK(mrc_qp_set_tokens(E(0), g_t.qa, 1, 2) == -EISCONN, "set after connect");
-	CHECK(mrc_qp_set_tokens(E(0), 0xdead, 1, 2) == -ENOENT, "no such QP");
-	CHECK(mrc_peer_set_probe_tokens(E(0), 999, 1, 2) == -ENOENT, "no such peer");
-	CHECK(mrc_qp_create(E(0), &attr, &q) == 0, "create");
-	CHECK(mrc_qp_connect(E(0), q, P(0), 5, 0, 0) == -EPERM, "connect without tokens");
-	CHECK(mrc_qp_set_tokens(E(0), q, 1, 0) == 0, "set");
-	CHECK(mrc_qp_connect(E(0), q, P(0), 5, 0, 0) == -EPERM, "connect with one token");
-	CHECK(mrc_qp_set_tokens(E(0), q, 1, 2) == 0, "set");
-	CHECK(mrc_qp_connect(E(0), q, P(0), 5, 0, 0) == 0, "connect with tokens");
-	CHECK(mrc_qp_destroy(E(0), q) == 0, "destroy");
-	CHECK(strcmp(mrc_tok_kind_name(MRC_TOK_NOQP), "noqp") == 0 &&
-	      strcmp(mrc_tok_kind_name(MRC_TOK__COUNT), "?") == 0, "names");
+	struct mrce_qp_attr attr = { .pd = ETEST_PD };
+	CHECK(mrce_qp_set_tokens(E(0), g_t.qa, 1, 2) == -EISCONN, "set after connect");
+	CHECK(mrce_qp_set_tokens(E(0), 0xdead, 1, 2) == -ENOENT, "no such QP");
+	CHECK(mrce_peer_set_probe_tokens(E(0), 999, 1, 2) == -ENOENT, "no such peer");
+	CHECK(mrce_qp_create(E(0), &attr, &q) == 0, "create");
+	CHECK(mrce_qp_connect(E(0), q, P(0), 5, 0, 0) == -EPERM, "connect without tokens");
+	CHECK(mrce_qp_set_tokens(E(0), q, 1, 0) == 0, "set");
+	CHECK(mrce_qp_connect(E(0), q, P(0), 5, 0, 0) == -EPERM, "connect with one token");
+	CHECK(mrce_qp_set_tokens(E(0), q, 1, 2) == 0, "set");
+	CHECK(mrce_qp_connect(E(0), q, P(0), 5, 0, 0) == 0, "connect with tokens");
+	CHECK(mrce_qp_destroy(E(0), q) == 0, "destroy");
+	CHECK(strcmp(mrce_tok_kind_name(MRC_TOK_NOQP), "noqp") == 0 &&
+	      strcmp(mrce_tok_kind_name(MRC_TOK__COUNT), "?") == 0, "names");
 }
 
 /* Without require_tokens, engines that set no tokens (the daemon until it
@@ -336,15 +336,15 @@ static void zero_tokens_interoperate(void **state)
 	chan_cfg_default(&cfg, g_seed);
 	cfg.ecfg.require_tokens = 0;
 	CHECK(chan_create(&cfg, &g_t.ch, NULL) == 0, "chan");
-	struct mrc_qp_attr attr = { .pd = ETEST_PD };
+	struct mrce_qp_attr attr = { .pd = ETEST_PD };
 	uint32_t qa, qb, ka, kb;
 	static uint8_t src[4096], dst[4096];
 	memset(src, 0x5a, sizeof src);
-	CHECK(mrc_qp_create(E(0), &attr, &qa) == 0 && mrc_qp_create(E(1), &attr, &qb) == 0 &&
-	      mrc_mr_reg(E(0), ETEST_PD, src, sizeof src, MRC_ACCESS_LOCAL_READ, &ka) == 0 &&
-	      mrc_mr_reg(E(1), ETEST_PD, dst, sizeof dst, MRC_ACCESS_REMOTE_WRITE, &kb) == 0 &&
-	      mrc_qp_connect(E(0), qa, P(0), qb, 10, 20) == 0 &&
-	      mrc_qp_connect(E(1), qb, P(1), qa, 20, 10) == 0, "setup without tokens");
+	CHECK(mrce_qp_create(E(0), &attr, &qa) == 0 && mrce_qp_create(E(1), &attr, &qb) == 0 &&
+	      mrce_mr_reg(E(0), ETEST_PD, src, sizeof src, MRC_ACCESS_LOCAL_READ, &ka) == 0 &&
+	      mrce_mr_reg(E(1), ETEST_PD, dst, sizeof dst, MRC_ACCESS_REMOTE_WRITE, &kb) == 0 &&
+	      mrce_qp_connect(E(0), qa, P(0), qb, 10, 20) == 0 &&
+	      mrce_qp_connect(E(1), qb, P(1), qa, 20, 10) == 0, "setup without tokens");
 	CHECK(etest_post(g_t.ch, 0, qa, MRC_SQE_WRITE, 1, ka, 0, sizeof src, kb, 0, 0, 0) == 0,
 	      "post");
 	CHECK(etest_run2(g_t.ch, 1, 0, 1000000000ull) == 0, "completes");

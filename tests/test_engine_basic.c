@@ -50,7 +50,7 @@ static int find_event(struct etest *t, int n, uint8_t type, uint32_t ev, uint8_t
 		      uint8_t new_state, uint8_t reason)
 {
 	for (size_t i = 0; i < t->ch->node[n].nevt; i++) {
-		const struct mrc_event *x = &t->ch->node[n].evt[i];
+		const struct mrce_event *x = &t->ch->node[n].evt[i];
 		if (x->type == type && x->ev == ev && x->old_state == old_state &&
 		    x->new_state == new_state && x->reason == reason)
 			return 1;
@@ -62,18 +62,18 @@ static int find_event(struct etest *t, int n, uint8_t type, uint32_t ev, uint8_t
 
 static void test_cfg_validation(void **state)
 {
-	struct mrc_engine_cfg c;
-	struct mrc_engine *e = NULL;
+	struct mrce_cfg c;
+	struct mrce *e = NULL;
 	const char *why = NULL;
 
-	mrc_engine_cfg_default(&c);
-	CHECK_EQ(mrc_engine_create(&c, &e, &why), 0);
+	mrce_cfg_default(&c);
+	CHECK_EQ(mrce_create(&c, &e, &why), 0);
 	CHECK(e != NULL);
-	CHECK(mrc_engine_qp_bytes(e) > 0);
-	mrc_engine_destroy(e);
+	CHECK(mrce_qp_bytes(e) > 0);
+	mrce_destroy(e);
 
 	for (int k = 0; k < 10; k++) {
-		mrc_engine_cfg_default(&c);
+		mrce_cfg_default(&c);
 		switch (k) {
 		case 0: c.mtu = 0; break;
 		case 1: c.mtu = MRC_MAX_PAYLOAD + 1; break;
@@ -88,7 +88,7 @@ static void test_cfg_validation(void **state)
 		}
 		e = NULL;
 		why = NULL;
-		int rc = mrc_engine_create(&c, &e, &why);
+		int rc = mrce_create(&c, &e, &why);
 		if (rc != -EINVAL)
 			fail_msg("bad config case %d accepted (rc %d)", k, rc);
 		CHECK(why != NULL && why[0] != 0);
@@ -104,23 +104,23 @@ static void test_mr_reg_dereg(void **state)
 
 	cfg_two(&cc, 8, 2);
 	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
-	CHECK(mrc_mr_dereg(E(&t, 0), t.lkey + 1000003) < 0);      /* unknown key */
-	CHECK_EQ(mrc_mr_reg(E(&t, 0), ETEST_PD, t.src.p, 4096, MRC_ACCESS_LOCAL_READ, &key2), 0);
+	CHECK(mrce_mr_dereg(E(&t, 0), t.lkey + 1000003) < 0);      /* unknown key */
+	CHECK_EQ(mrce_mr_reg(E(&t, 0), ETEST_PD, t.src.p, 4096, MRC_ACCESS_LOCAL_READ, &key2), 0);
 	CHECK(key2 != t.lkey);
-	CHECK_EQ(mrc_mr_dereg(E(&t, 0), key2), 0);
-	CHECK(mrc_mr_dereg(E(&t, 0), key2) < 0);                   /* twice */
+	CHECK_EQ(mrce_mr_dereg(E(&t, 0), key2), 0);
+	CHECK(mrce_mr_dereg(E(&t, 0), key2) < 0);                   /* twice */
 	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, key2, 0, 16, t.rkey, 0, 0, 0) < 0);
 
 	/* A posted WRITE references lkey until it completes. */
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 0, 300000, t.rkey, 0, 0, 0), 0);
-	CHECK_EQ(mrc_mr_dereg(E(&t, 0), t.lkey), -EBUSY);
+	CHECK_EQ(mrce_mr_dereg(E(&t, 0), t.lkey), -EBUSY);
 	/* A posted RECV references its region too. */
-	CHECK_EQ(mrc_qp_post_recv(E(&t, 1), t.qb, 9, t.dst_lkey, 0, 4096), 0);
-	CHECK_EQ(mrc_mr_dereg(E(&t, 1), t.dst_lkey), -EBUSY);
+	CHECK_EQ(mrce_qp_post_recv(E(&t, 1), t.qb, 9, t.dst_lkey, 0, 4096), 0);
+	CHECK_EQ(mrce_mr_dereg(E(&t, 1), t.dst_lkey), -EBUSY);
 
 	CHECK_EQ(etest_run2(t.ch, 1, 0, 1 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 0)->status, 0);
-	CHECK_EQ(mrc_mr_dereg(E(&t, 0), t.lkey), 0);
+	CHECK_EQ(mrce_mr_dereg(E(&t, 0), t.lkey), 0);
 	check_placed(&t, 0, 0, 300000);
 	etest_fini(&t);
 }
@@ -129,21 +129,21 @@ static void test_post_errors(void **state)
 {
 	struct chan_cfg cc;
 	struct etest t;
-	struct mrc_qp_attr attr = { .pd = ETEST_PD };
+	struct mrce_qp_attr attr = { .pd = ETEST_PD };
 	uint32_t q;
 
 	cfg_two(&cc, 8, 2);
 	cc.ecfg.sq_depth = 8;
 	CHECK_EQ(etest_init(&t, &cc, 1 << 16, 1 << 16, 0), 0);
-	CHECK_EQ(mrc_qp_create(E(&t, 0), &attr, &q), 0);
+	CHECK_EQ(mrce_qp_create(E(&t, 0), &attr, &q), 0);
 	CHECK_EQ(etest_post(t.ch, 0, q, MRC_SQE_WRITE, 1, t.lkey, 0, 16, t.rkey, 0, 0, 0),
 		 -ENOTCONN);
-	CHECK_EQ(mrc_qp_destroy(E(&t, 0), q), 0);
+	CHECK_EQ(mrce_qp_destroy(E(&t, 0), q), 0);
 	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey + 77, 0, 16, t.rkey, 0, 0, 0) < 0);
 	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 1 << 16, 1, t.rkey, 0, 0, 0) < 0);
 	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 0, MRC_MAX_MSG + 1, t.rkey,
 			 0, 0, 0) < 0);
-	CHECK(mrc_qp_post_recv(E(&t, 1), t.qb, 1, t.dst_lkey, 1 << 15, 1 << 16) < 0);
+	CHECK(mrce_qp_post_recv(E(&t, 1), t.qb, 1, t.dst_lkey, 1 << 15, 1 << 16) < 0);
 	for (int i = 0; i < 8; i++)
 		CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, i, t.lkey, 0, 64, t.rkey, 0, 0, 0), 0);
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 8, t.lkey, 0, 64, t.rkey, 0, 0, 0),
@@ -160,7 +160,7 @@ static void write_once(uint64_t len, uint64_t loff, uint64_t roff, int sparse)
 {
 	struct chan_cfg cc;
 	struct etest t;
-	struct mrc_qp_info qi;
+	struct mrce_qp_info qi;
 
 	cfg_two(&cc, 8, 2);
 	cc.keep_logs = 1;
@@ -179,7 +179,7 @@ static void write_once(uint64_t len, uint64_t loff, uint64_t roff, int sparse)
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 77, t.lkey, loff, len, t.rkey, roff,
 			    0, 0), 0);
 	CHECK_EQ(etest_run2(t.ch, 1, 0, 60 * SEC), 0);
-	const struct mrc_wc *w = WC(&t, 0, 0);
+	const struct mrce_wc *w = WC(&t, 0, 0);
 	CHECK_EQ(w->wr_id, 77);
 	CHECK_EQ(w->status, 0);
 	CHECK_EQ(w->op, MRC_WC_WRITE);
@@ -193,7 +193,7 @@ static void write_once(uint64_t len, uint64_t loff, uint64_t roff, int sparse)
 		check_dst_untouched(&t, roff + len, roff + len + tail);
 	}
 	check_guards(&t);
-	CHECK_EQ(mrc_qp_info(E(&t, 1), t.qb, &qi), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 1), t.qb, &qi), 0);
 	CHECK_EQ(qi.bytes_placed, len);
 	etest_fini(&t);
 }
@@ -215,7 +215,7 @@ struct imm_check {
 };
 
 /* At the moment the receive completion is polled the data must be there. */
-static void on_wc_imm(struct chan *ch, uint32_t n, const struct mrc_wc *w, void *arg)
+static void on_wc_imm(struct chan *ch, uint32_t n, const struct mrce_wc *w, void *arg)
 {
 	struct imm_check *c = arg;
 	if (n == 1 && w->op == MRC_WC_RECV_WRITE_IMM) {
@@ -240,7 +240,7 @@ static void test_write_imm(void **s)
 	CHECK_EQ(etest_run2(t.ch, 1, 1, 1 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 0)->op, MRC_WC_WRITE_IMM);
 	CHECK_EQ(WC(&t, 0, 0)->status, 0);
-	const struct mrc_wc *r = WC(&t, 1, 0);
+	const struct mrce_wc *r = WC(&t, 1, 0);
 	CHECK_EQ(r->op, MRC_WC_RECV_WRITE_IMM);
 	CHECK_EQ(r->qpn, t.qb);
 	CHECK_EQ(r->status, 0);
@@ -264,7 +264,7 @@ static void send_recv(int with_imm, int recv_late)
 	cfg_two(&cc, 8, 2);
 	CHECK_EQ(etest_init(&t, &cc, 1 << 16, 1 << 16, 0), 0);
 	if (!recv_late)
-		CHECK_EQ(mrc_qp_post_recv(E(&t, 1), t.qb, 5, t.dst_lkey, roff, rlen), 0);
+		CHECK_EQ(mrce_qp_post_recv(E(&t, 1), t.qb, 5, t.dst_lkey, roff, rlen), 0);
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, with_imm ? MRC_SQE_SEND_IMM : MRC_SQE_SEND, 4, t.lkey,
 			    loff, len, 0, 0, 0x1234, 0), 0);
 	if (recv_late) {
@@ -273,16 +273,16 @@ static void send_recv(int with_imm, int recv_late)
 		CHECK_EQ(t.ch->node[0].wc_total, 0);
 		CHECK_EQ(t.ch->node[1].wc_total, 0);
 		check_dst_untouched(&t, 0, 1 << 16);
-		struct mrc_engine_stats st;
-		mrc_engine_stats(E(&t, 1), &st);
+		struct mrce_stats st;
+		mrce_stats(E(&t, 1), &st);
 		CHECK(st.nack_tx[MRC_NACK_RNR] > 0);
-		CHECK_EQ(mrc_qp_post_recv(E(&t, 1), t.qb, 5, t.dst_lkey, roff, rlen), 0);
+		CHECK_EQ(mrce_qp_post_recv(E(&t, 1), t.qb, 5, t.dst_lkey, roff, rlen), 0);
 	}
 	CHECK_EQ(etest_run2(t.ch, 1, 1, 1 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 0)->op, with_imm ? MRC_WC_SEND_IMM : MRC_WC_SEND);
 	CHECK_EQ(WC(&t, 0, 0)->wr_id, 4);
 	CHECK_EQ(WC(&t, 0, 0)->status, 0);
-	const struct mrc_wc *r = WC(&t, 1, 0);
+	const struct mrce_wc *r = WC(&t, 1, 0);
 	CHECK_EQ(r->op, MRC_WC_RECV);
 	CHECK_EQ(r->wr_id, 5);
 	CHECK_EQ(r->status, 0);
@@ -305,17 +305,17 @@ static void test_send_too_big(void **s)
 {
 	struct chan_cfg cc;
 	struct etest t;
-	struct mrc_qp_info qi;
+	struct mrce_qp_info qi;
 
 	cfg_two(&cc, 8, 2);
 	CHECK_EQ(etest_init(&t, &cc, 1 << 16, 1 << 16, 0), 0);
-	CHECK_EQ(mrc_qp_post_recv(E(&t, 1), t.qb, 5, t.dst_lkey, 0, 1000), 0);
+	CHECK_EQ(mrce_qp_post_recv(E(&t, 1), t.qb, 5, t.dst_lkey, 0, 1000), 0);
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_SEND, 4, t.lkey, 0, 3000, 0, 0, 0, 0), 0);
 	CHECK_EQ(etest_run2(t.ch, 1, 0, 1 * SEC), 0);
-	const struct mrc_wc *w = WC(&t, 0, 0);
+	const struct mrce_wc *w = WC(&t, 0, 0);
 	if (w->status != -EMSGSIZE && w->status != -EACCES)
 		fail_msg("oversized SEND completed with %d (seed %" PRIu64 ")", w->status, g_seed);
-	CHECK_EQ(mrc_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
 	CHECK_EQ(qi.state, MRC_QPS_ERROR);
 	/* Let the receiver settle, then: its RECV (if completed) failed, and
 	 * nothing past the 1000-byte receive buffer was written. */
@@ -368,7 +368,7 @@ static void access_case(int kind)
 {
 	struct chan_cfg cc;
 	struct etest t;
-	struct mrc_qp_info qi;
+	struct mrce_qp_info qi;
 	const uint64_t dlen = 1 << 16, good_off = 1 << 15;
 	uint64_t roff = 0, len = 3 * 4096;
 	uint32_t key = 0;
@@ -386,15 +386,15 @@ static void access_case(int kind)
 		len = 200;
 		break;
 	case AV_NO_WRITE_RIGHT:
-		CHECK_EQ(mrc_mr_reg(E(&t, 1), ETEST_PD, t.dst.p, dlen / 2,
+		CHECK_EQ(mrce_mr_reg(E(&t, 1), ETEST_PD, t.dst.p, dlen / 2,
 				    MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_ATOMIC, &key), 0);
 		break;
 	case AV_OTHER_PD:
-		CHECK_EQ(mrc_mr_reg(E(&t, 1), ETEST_PD + 1, t.dst.p, dlen / 2,
+		CHECK_EQ(mrce_mr_reg(E(&t, 1), ETEST_PD + 1, t.dst.p, dlen / 2,
 				    MRC_ACCESS_REMOTE_WRITE | MRC_ACCESS_REMOTE_ATOMIC, &key), 0);
 		break;
 	case AV_ATOMIC_NO_RIGHT:
-		CHECK_EQ(mrc_mr_reg(E(&t, 1), ETEST_PD, t.dst.p, dlen / 2,
+		CHECK_EQ(mrce_mr_reg(E(&t, 1), ETEST_PD, t.dst.p, dlen / 2,
 				    MRC_ACCESS_REMOTE_WRITE, &key), 0);
 		op = MRC_SQE_ATOMIC_ADD;
 		roff = 128;
@@ -413,20 +413,20 @@ static void access_case(int kind)
 	CHECK_EQ(WC(&t, 0, 1)->status, -ECANCELED);
 	CHECK_EQ(WC(&t, 0, 2)->wr_id, 102);
 	CHECK_EQ(WC(&t, 0, 2)->status, -ECANCELED);
-	CHECK_EQ(mrc_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
 	CHECK_EQ(qi.state, MRC_QPS_ERROR);
 	CHECK_EQ(qi.error, -EACCES);
 	int seen = 0;
 	for (size_t i = 0; i < t.ch->node[0].nevt; i++) {
-		const struct mrc_event *x = &t.ch->node[0].evt[i];
+		const struct mrce_event *x = &t.ch->node[0].evt[i];
 		if (x->type == MRC_EVT_QP_ERROR && x->qpn == t.qa && x->err == -EACCES)
 			seen++;
 	}
 	CHECK_EQ(seen, 1);
 	/* An ERROR QP takes no new work. */
 	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 103, t.lkey, 0, 1, t.rkey, 0, 0, 0) < 0);
-	struct mrc_engine_stats st;
-	mrc_engine_stats(E(&t, 1), &st);
+	struct mrce_stats st;
+	mrce_stats(E(&t, 1), &st);
 	CHECK(st.access_errors >= 1);
 	CHECK(st.nack_tx[MRC_NACK_ACCESS] >= 1);
 	/* The refused operation left its target untouched and nothing
@@ -545,21 +545,21 @@ static void test_ev_deny_allow(void **s)
 {
 	struct chan_cfg cc;
 	struct etest t;
-	struct mrc_ev_info ei;
+	struct mrce_ev_info ei;
 
 	cfg_two(&cc, 16, 4);
 	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
 	uint32_t peer = t.ch->node[0].peer[1];
-	CHECK_EQ(mrc_ev_set_denied(E(&t, 0), t.ch->now, peer, 3, 1), 0);
+	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t.ch->now, peer, 3, 1), 0);
 	chan_pump(t.ch);
 	CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, 3, MRC_EV_GOOD, MRC_EV_DENIED, MRC_RSN_DENY));
-	CHECK_EQ(mrc_ev_info(E(&t, 0), peer, 3, &ei), 0);
+	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 3, &ei), 0);
 	CHECK_EQ(ei.state, MRC_EV_DENIED);
 	write_and_wait(&t, t.qa, 1 << 20, 1);
 	CHECK_EQ(data_on_evs(t.ch, 0, 1, 3, 0), 0);     /* a DENIED EV is never used */
 	CHECK(data_on_evs(t.ch, 0, 1, 2, 0) > 0);
 
-	CHECK_EQ(mrc_ev_set_denied(E(&t, 0), t.ch->now, peer, 3, 0), 0);
+	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t.ch->now, peer, 3, 0), 0);
 	chan_pump(t.ch);
 	CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, 3, MRC_EV_DENIED, MRC_EV_ASSUMED_BAD,
 			 MRC_RSN_ALLOW));
@@ -567,7 +567,7 @@ static void test_ev_deny_allow(void **s)
 	CHECK_EQ(chan_run(t.ch, NULL, NULL, 50 * MS, ETEST_MAX_STEPS), 0);
 	CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, 3, MRC_EV_ASSUMED_BAD, MRC_EV_GOOD,
 			 MRC_RSN_PROBE_OK));
-	CHECK_EQ(mrc_ev_info(E(&t, 0), peer, 3, &ei), 0);
+	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 3, &ei), 0);
 	CHECK_EQ(ei.state, MRC_EV_GOOD);
 	CHECK(ei.probes_ok >= 1);
 	write_and_wait(&t, t.qa, 1 << 20, 2);
@@ -579,17 +579,17 @@ static void test_plane_deny(void **s)
 {
 	struct chan_cfg cc;
 	struct etest t;
-	struct mrc_ev_info ei;
+	struct mrce_ev_info ei;
 
 	cfg_two(&cc, 16, 4);
 	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
 	uint32_t peer = t.ch->node[0].peer[1];
-	CHECK_EQ(mrc_plane_set_denied(E(&t, 0), t.ch->now, peer, 2, 1), 0);
+	CHECK_EQ(mrce_plane_set_denied(E(&t, 0), t.ch->now, peer, 2, 1), 0);
 	chan_pump(t.ch);
 	for (uint32_t ev = 2; ev < 16; ev += 4) {
 		CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, ev, MRC_EV_GOOD, MRC_EV_DENIED,
 				 MRC_RSN_DENY));
-		CHECK_EQ(mrc_ev_info(E(&t, 0), peer, ev, &ei), 0);
+		CHECK_EQ(mrce_ev_info(E(&t, 0), peer, ev, &ei), 0);
 		CHECK_EQ(ei.state, MRC_EV_DENIED);
 	}
 	CHECK_EQ(chan_count_evt(t.ch, 0, MRC_EVT_EV_STATE), 4);
@@ -598,7 +598,7 @@ static void test_plane_deny(void **s)
 	for (uint32_t p = 0; p < 4; p++)
 		if (p != 2)
 			CHECK(data_on_evs(t.ch, 0, 1, p, 1) > 0);
-	CHECK_EQ(mrc_plane_set_denied(E(&t, 0), t.ch->now, peer, 2, 0), 0);
+	CHECK_EQ(mrce_plane_set_denied(E(&t, 0), t.ch->now, peer, 2, 0), 0);
 	chan_pump(t.ch);
 	for (uint32_t ev = 2; ev < 16; ev += 4)
 		CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, ev, MRC_EV_DENIED, MRC_EV_ASSUMED_BAD,
@@ -610,8 +610,8 @@ static void test_pinned_single_ev(void **s)
 {
 	struct chan_cfg cc;
 	struct etest t;
-	struct mrc_qp_attr pin = { .pd = ETEST_PD, .flags = MRC_QP_PIN_EV, .pin_ev = 5 };
-	struct mrc_qp_attr plain = { .pd = ETEST_PD };
+	struct mrce_qp_attr pin = { .pd = ETEST_PD, .flags = MRC_QP_PIN_EV, .pin_ev = 5 };
+	struct mrce_qp_attr plain = { .pd = ETEST_PD };
 	uint32_t qa, qb;
 
 	cfg_two(&cc, 16, 4);
@@ -627,7 +627,7 @@ static void test_pinned_single_ev(void **s)
 }
 
 struct ev_wait {
-	struct mrc_engine *e;
+	struct mrce *e;
 	uint32_t peer, ev;
 	uint8_t state;
 };
@@ -635,16 +635,16 @@ struct ev_wait {
 static int pred_ev_state(struct chan *ch, void *arg)
 {
 	struct ev_wait *w = arg;
-	struct mrc_ev_info ei;
-	return mrc_ev_info(w->e, w->peer, w->ev, &ei) == 0 && ei.state == w->state;
+	struct mrce_ev_info ei;
+	return mrce_ev_info(w->e, w->peer, w->ev, &ei) == 0 && ei.state == w->state;
 }
 
 static void test_shared_path_health(void **s)
 {
 	struct chan_cfg cc;
 	struct etest t;
-	struct mrc_qp_attr plain = { .pd = ETEST_PD };
-	struct mrc_qp_info qi;
+	struct mrce_qp_attr plain = { .pd = ETEST_PD };
+	struct mrce_qp_info qi;
 	uint32_t qa2, qb2;
 
 	cfg_two(&cc, 16, 2);
@@ -663,7 +663,7 @@ static void test_shared_path_health(void **s)
 	CHECK_EQ(etest_run2(t.ch, 2, 0, 10 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 1)->status, 0);
 	CHECK_EQ(data_on_evs(t.ch, 0, 1, 4, 0), before);
-	CHECK_EQ(mrc_qp_info(E(&t, 0), qa2, &qi), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), qa2, &qi), 0);
 	CHECK_EQ(qi.retx, 0);
 	check_placed(&t, 0, 0, 4 << 20);
 	etest_fini(&t);
@@ -673,7 +673,7 @@ static void test_retry_exhaustion(void **s)
 {
 	struct chan_cfg cc;
 	struct etest t;
-	struct mrc_qp_info qi;
+	struct mrce_qp_info qi;
 
 	cfg_two(&cc, 8, 2);
 	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
@@ -684,7 +684,7 @@ static void test_retry_exhaustion(void **s)
 	CHECK_EQ(etest_run2(t.ch, 2, 0, 600 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 0)->status, -ETIMEDOUT);
 	CHECK_EQ(WC(&t, 0, 1)->status, -ECANCELED);
-	CHECK_EQ(mrc_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
 	CHECK_EQ(qi.state, MRC_QPS_ERROR);
 	CHECK_EQ(qi.error, -ETIMEDOUT);
 	int seen = 0;

@@ -20,10 +20,10 @@
 
 static uint32_t peer01(struct etest *t) { return t->ch->node[0].peer[1]; }
 
-static const struct mrc_event *find_evt(struct etest *t, int n, uint8_t type, int32_t err)
+static const struct mrce_event *find_evt(struct etest *t, int n, uint8_t type, int32_t err)
 {
 	for (size_t i = 0; i < t->ch->node[n].nevt; i++) {
-		const struct mrc_event *x = &t->ch->node[n].evt[i];
+		const struct mrce_event *x = &t->ch->node[n].evt[i];
 		if (x->type == type && x->err == err)
 			return x;
 	}
@@ -33,7 +33,7 @@ static const struct mrc_event *find_evt(struct etest *t, int n, uint8_t type, in
 static void deny_all(struct etest *t, int deny)
 {
 	for (uint32_t ev = 0; ev < t->ch->cfg.nev; ev++)
-		CHECK_EQ(mrc_ev_set_denied(E(t, 0), t->ch->now, peer01(t), ev, deny), 0);
+		CHECK_EQ(mrce_ev_set_denied(E(t, 0), t->ch->now, peer01(t), ev, deny), 0);
 }
 
 /* ---- liveness: every path DENIED -------------------------------------- */
@@ -41,10 +41,10 @@ static void deny_all(struct etest *t, int deny)
 /* The engine never leaves work without a way forward: a QP with work has
  * a timer armed or a packet to send (else the caller would never call it
  * again and the QP would hang). */
-static int armed(struct mrc_engine *e)
+static int armed(struct mrce *e)
 {
-	return !mrc_engine_busy_qps(e) || mrc_engine_next_deadline(e) != UINT64_MAX ||
-	       mrc_engine_tx_pending(e);
+	return !mrce_busy_qps(e) || mrce_next_deadline(e) != UINT64_MAX ||
+	       mrce_tx_pending(e);
 }
 
 struct watch {
@@ -77,8 +77,8 @@ static void run_watched(struct etest *t, uint64_t span)
 static int pred_some_acked(struct chan *ch, void *arg)
 {
 	struct etest *t = arg;
-	struct mrc_qp_info qi;
-	return mrc_qp_info(ch->node[0].e, t->qa, &qi) == 0 && qi.bytes_acked >= (256u << 10);
+	struct mrce_qp_info qi;
+	return mrce_qp_info(ch->node[0].e, t->qa, &qi) == 0 && qi.bytes_acked >= (256u << 10);
 }
 
 static void start_transfer(struct etest *t, uint64_t len)
@@ -105,7 +105,7 @@ static void nopath_fails(int in_flight, uint64_t bound)
 {
 	struct chan_cfg cc;
 	static struct etest t;   /* static: the teardown may finish it after a failed CHECK */
-	struct mrc_qp_info qi;
+	struct mrce_qp_info qi;
 	const uint64_t len = 4 << 20;
 
 	chan_cfg_default(&cc, g_seed);
@@ -127,7 +127,7 @@ static void nopath_fails(int in_flight, uint64_t bound)
 	CHECK_EQ(WC(&t, 0, 0)->wr_id, 1);
 	CHECK_EQ(WC(&t, 0, 0)->status, -ENETUNREACH);
 	CHECK_EQ(WC(&t, 0, 1)->status, -ECANCELED);
-	CHECK_EQ(mrc_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
 	CHECK_EQ(qi.state, MRC_QPS_ERROR);
 	CHECK_EQ(qi.error, -ENETUNREACH);
 	CHECK(strstr(mrc_strerror(-ENETUNREACH), "no usable path") != NULL);
@@ -135,8 +135,8 @@ static void nopath_fails(int in_flight, uint64_t bound)
 	/* The wait began when the QP first had nothing to send on (at once,
 	 * or once its RTO declared the packets in flight lost) and lasted
 	 * exactly the bound. */
-	const struct mrc_event *wait = find_evt(&t, 0, MRC_EVT_QP_NO_PATH, 0);
-	const struct mrc_event *err = find_evt(&t, 0, MRC_EVT_QP_ERROR, -ENETUNREACH);
+	const struct mrce_event *wait = find_evt(&t, 0, MRC_EVT_QP_NO_PATH, 0);
+	const struct mrce_event *err = find_evt(&t, 0, MRC_EVT_QP_ERROR, -ENETUNREACH);
 	CHECK(wait != NULL && err != NULL);
 	CHECK_EQ(wait->qpn, t.qa);
 	CHECK_EQ(err->qpn, t.qa);
@@ -159,7 +159,7 @@ static void nopath_resumes(int in_flight)
 {
 	struct chan_cfg cc;
 	static struct etest t;   /* static: the teardown may finish it after a failed CHECK */
-	struct mrc_qp_info qi;
+	struct mrce_qp_info qi;
 	const uint64_t len = 4 << 20, bound = 200 * MS;
 
 	chan_cfg_default(&cc, g_seed);
@@ -170,16 +170,16 @@ static void nopath_resumes(int in_flight)
 	run_watched(&t, bound / 2);
 	CHECK_EQ(t.ch->node[0].wc_total, 0);
 	CHECK(find_evt(&t, 0, MRC_EVT_QP_NO_PATH, 0) != NULL);
-	CHECK_EQ(mrc_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
 	CHECK_EQ(qi.state, MRC_QPS_RTS);
 
 	/* One EV back (ASSUMED_BAD: used at once, probed back to GOOD). */
 	uint64_t t_back = t.ch->now;
-	CHECK_EQ(mrc_ev_set_denied(E(&t, 0), t.ch->now, peer01(&t), 5, 0), 0);
+	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t.ch->now, peer01(&t), 5, 0), 0);
 	struct watch w = { .t = &t, .want_wcs = 1 };
 	CHECK_EQ(chan_run(t.ch, pred_watch, &w, 10 * SEC, ETEST_MAX_STEPS), 0);
 	CHECK_EQ(w.unarmed, 0);
-	const struct mrc_event *back = find_evt(&t, 0, MRC_EVT_QP_PATH_BACK, 0);
+	const struct mrce_event *back = find_evt(&t, 0, MRC_EVT_QP_PATH_BACK, 0);
 	CHECK(back != NULL);
 	CHECK_EQ(back->time_ns, t_back);
 	CHECK_EQ(back->qpn, t.qa);
@@ -189,11 +189,11 @@ static void nopath_resumes(int in_flight)
 	/* Well past the original bound: still healthy, EV 5 GOOD again. */
 	if (t.ch->now < t0 + 2 * bound)
 		run_watched(&t, t0 + 2 * bound - t.ch->now);
-	CHECK_EQ(mrc_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
 	CHECK_EQ(qi.state, MRC_QPS_RTS);
 	CHECK_EQ(chan_count_evt(t.ch, 0, MRC_EVT_QP_ERROR), 0);
-	struct mrc_ev_info ei;
-	CHECK_EQ(mrc_ev_info(E(&t, 0), peer01(&t), 5, &ei), 0);
+	struct mrce_ev_info ei;
+	CHECK_EQ(mrce_ev_info(E(&t, 0), peer01(&t), 5, &ei), 0);
 	CHECK_EQ(ei.state, MRC_EV_GOOD);
 	/* More work goes through the one path left. */
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 3, t.lkey, 0, 65536, t.rkey, 0, 0, 0), 0);
@@ -210,14 +210,14 @@ static void test_nopath_idle(void **s)
 {
 	struct chan_cfg cc;
 	static struct etest t;   /* static: the teardown may finish it after a failed CHECK */
-	struct mrc_qp_info qi;
+	struct mrce_qp_info qi;
 
 	chan_cfg_default(&cc, g_seed);
 	cc.ecfg.no_path_timeout_ns = 20 * MS;
 	CHECK_EQ(etest_init(&t, &cc, 4096, 4096, 0), 0);
 	deny_all(&t, 1);
 	run_watched(&t, 100 * MS);
-	CHECK_EQ(mrc_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
 	CHECK_EQ(qi.state, MRC_QPS_RTS);
 	CHECK_EQ(chan_count_evt(t.ch, 0, MRC_EVT_QP_NO_PATH), 0);
 	deny_all(&t, 0);
@@ -237,7 +237,7 @@ static void test_rnr_recv_late_50ms(void **s)
 {
 	struct chan_cfg cc;
 	static struct etest t;   /* static: the teardown may finish it after a failed CHECK */
-	struct mrc_qp_info qi;
+	struct mrce_qp_info qi;
 	const uint64_t len = 6000;
 
 	chan_cfg_default(&cc, g_seed);
@@ -246,16 +246,16 @@ static void test_rnr_recv_late_50ms(void **s)
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_SEND, 4, t.lkey, 0, len, 0, 0, 0, 0), 0);
 	run_watched(&t, 50 * MS);
 	CHECK_EQ(t.ch->node[0].wc_total, 0);
-	CHECK_EQ(mrc_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
 	CHECK_EQ(qi.state, MRC_QPS_RTS);
-	CHECK_EQ(mrc_qp_post_recv(E(&t, 1), t.qb, 5, t.dst_lkey, 0, 8192), 0);
+	CHECK_EQ(mrce_qp_post_recv(E(&t, 1), t.qb, 5, t.dst_lkey, 0, 8192), 0);
 	CHECK_EQ(etest_run2(t.ch, 1, 1, 1 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 0)->status, 0);
 	CHECK_EQ(WC(&t, 1, 0)->status, 0);
 	CHECK_EQ(WC(&t, 1, 0)->byte_len, len);
 	if (memcmp(t.src.p, t.dst.p, len))
 		fail_msg("SEND misplaced (seed %" PRIu64 ")", g_seed);
-	CHECK_EQ(mrc_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
 	if (qi.rnr_rx <= 4 * cc.ecfg.max_retries || qi.retx <= cc.ecfg.max_retries)
 		fail_msg("only %" PRIu64 " RNR NACKs / %" PRIu64 " resends in 50 ms "
 			 "(max_retries %u, seed %" PRIu64 ")", qi.rnr_rx, qi.retx,
@@ -269,7 +269,7 @@ static void rnr_exhaust(uint32_t n, int per_qp)
 {
 	struct chan_cfg cc;
 	static struct etest t;   /* static: the teardown may finish it after a failed CHECK */
-	struct mrc_qp_info qi;
+	struct mrce_qp_info qi;
 	uint32_t qa, qb;
 
 	chan_cfg_default(&cc, g_seed + n);
@@ -277,8 +277,8 @@ static void rnr_exhaust(uint32_t n, int per_qp)
 		cc.ecfg.rnr_retry = n;
 	CHECK_EQ(etest_init(&t, &cc, 1 << 16, 1 << 16, 0), 0);
 	if (per_qp) {
-		struct mrc_qp_attr a = { .pd = ETEST_PD, .flags = MRC_QP_RNR_RETRY, .rnr_retry = n };
-		struct mrc_qp_attr b = { .pd = ETEST_PD };
+		struct mrce_qp_attr a = { .pd = ETEST_PD, .flags = MRC_QP_RNR_RETRY, .rnr_retry = n };
+		struct mrce_qp_attr b = { .pd = ETEST_PD };
 		CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &a, &b, &qa, &qb), 0);
 	} else {
 		qa = t.qa;
@@ -290,12 +290,12 @@ static void rnr_exhaust(uint32_t n, int per_qp)
 	CHECK_EQ(WC(&t, 0, 0)->wr_id, 9);
 	CHECK_EQ(WC(&t, 0, 0)->status, -ENOBUFS);
 	CHECK_EQ(WC(&t, 0, 1)->status, -ECANCELED);
-	CHECK_EQ(mrc_qp_info(E(&t, 0), qa, &qi), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), qa, &qi), 0);
 	CHECK_EQ(qi.state, MRC_QPS_ERROR);
 	CHECK_EQ(qi.error, -ENOBUFS);
 	CHECK_EQ(qi.rnr_rx, n + 1);
 	/* Each retry waited the RNR delay. */
-	const struct mrc_event *err = find_evt(&t, 0, MRC_EVT_QP_ERROR, -ENOBUFS);
+	const struct mrce_event *err = find_evt(&t, 0, MRC_EVT_QP_ERROR, -ENOBUFS);
 	CHECK(err != NULL);
 	CHECK(err->time_ns - CHAN_T0 >= n * cc.ecfg.rnr_delay_ns);
 	etest_fini(&t);
@@ -313,26 +313,26 @@ static void test_rnr_retry_exhausts(void **s)
 
 static void test_rnr_cfg_checks(void **s)
 {
-	struct mrc_engine_cfg c;
-	struct mrc_engine *e = NULL;
+	struct mrce_cfg c;
+	struct mrce *e = NULL;
 	const char *why = NULL;
 
-	mrc_engine_cfg_default(&c);
+	mrce_cfg_default(&c);
 	c.rnr_retry = 8;
-	CHECK_EQ(mrc_engine_create(&c, &e, &why), -EINVAL);
+	CHECK_EQ(mrce_create(&c, &e, &why), -EINVAL);
 	CHECK(why && strstr(why, "rnr_retry"));
-	mrc_engine_cfg_default(&c);
+	mrce_cfg_default(&c);
 	c.no_path_timeout_ns = 0;
-	CHECK_EQ(mrc_engine_create(&c, &e, &why), -EINVAL);
+	CHECK_EQ(mrce_create(&c, &e, &why), -EINVAL);
 	CHECK(why && strstr(why, "no_path_timeout_ns"));
-	mrc_engine_cfg_default(&c);
-	CHECK_EQ(mrc_engine_create(&c, &e, &why), 0);
+	mrce_cfg_default(&c);
+	CHECK_EQ(mrce_create(&c, &e, &why), 0);
 	uint32_t q;
-	struct mrc_qp_attr a = { .pd = 1, .flags = MRC_QP_RNR_RETRY, .rnr_retry = 8 };
-	CHECK_EQ(mrc_qp_create(e, &a, &q), -EINVAL);
+	struct mrce_qp_attr a = { .pd = 1, .flags = MRC_QP_RNR_RETRY, .rnr_retry = 8 };
+	CHECK_EQ(mrce_qp_create(e, &a, &q), -EINVAL);
 	a.rnr_retry = 7;
-	CHECK_EQ(mrc_qp_create(e, &a, &q), 0);
-	mrc_engine_destroy(e);
+	CHECK_EQ(mrce_qp_create(e, &a, &q), 0);
+	mrce_destroy(e);
 }
 
 /* ---- trims ---------------------------------------------------------------- */
@@ -362,7 +362,7 @@ static void test_trims_never_fail(void **s)
 {
 	struct chan_cfg cc;
 	static struct etest t;   /* static: the teardown may finish it after a failed CHECK */
-	struct mrc_qp_info qi;
+	struct mrce_qp_info qi;
 	static struct psn_count pc;
 	const uint64_t len = 2 << 20;
 
@@ -380,7 +380,7 @@ static void test_trims_never_fail(void **s)
 	CHECK_EQ(WC(&t, 0, 0)->status, 0);
 	if (memcmp(t.src.p, t.dst.p, len))
 		fail_msg("data misplaced (seed %" PRIu64 ")", g_seed);
-	CHECK_EQ(mrc_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
 	CHECK(qi.trims_rx > 100);
 	if (pc.max <= cc.ecfg.max_retries + 2)
 		fail_msg("no packet was trimmed more than max_retries + 1 times (max %u sends,"
@@ -408,7 +408,7 @@ static uint64_t atomic_then_write(uint64_t seed, int fence)
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_ATOMIC_ADD, 1, 0, 0, 0, t.rkey, X_OFF, 0, 1), 0);
 	struct mrc_sqe wr = { .wr_id = 2, .op = MRC_SQE_WRITE, .lkey = t.lkey, .loff = 0,
 		.len = 8, .rkey = t.rkey, .roff = X_OFF, .flags = fence ? MRC_SQE_F_FENCE : 0 };
-	CHECK_EQ(mrc_qp_post(E(&t, 0), t.ch->now, t.qa, &wr), 0);
+	CHECK_EQ(mrce_qp_post(E(&t, 0), t.ch->now, t.qa, &wr), 0);
 	if (etest_run2(t.ch, 2, 0, 60 * SEC))
 		fail_msg("seed %" PRIu64 " (fence %d): no completion", seed, fence);
 	for (int i = 0; i < 2; i++)
@@ -453,11 +453,11 @@ static void on_tx_fence(struct chan *ch, uint32_t src, uint32_t dst, uint16_t ev
 			const uint8_t *pkt, size_t len, void *arg)
 {
 	struct fence_watch *fw = arg;
-	struct mrc_qp_info qi;
+	struct mrce_qp_info qi;
 	if (src != 0 || len < MRC_DATA_HDR_LEN || pkt[1] != MRC_OP_WRITE)
 		return;
 	/* The ATOMIC's 8 bytes must be acknowledged before the WRITE starts. */
-	if (mrc_qp_info(ch->node[0].e, fw->t->qa, &qi) || qi.bytes_acked < 8 + 64 * 1024)
+	if (mrce_qp_info(ch->node[0].e, fw->t->qa, &qi) || qi.bytes_acked < 8 + 64 * 1024)
 		fw->write_op_seen_before_ack++;
 }
 
@@ -476,9 +476,9 @@ static void test_fence_waits_for_completion(void **s)
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_ATOMIC_ADD, 2, 0, 0, 0, t.rkey, 0, 0, 5), 0);
 	struct mrc_sqe wr = { .wr_id = 3, .op = MRC_SQE_WRITE, .lkey = t.lkey, .len = 100,
 		.rkey = t.rkey, .roff = 80000, .flags = MRC_SQE_F_FENCE };
-	CHECK_EQ(mrc_qp_post(E(&t, 0), t.ch->now, t.qa, &wr), 0);
+	CHECK_EQ(mrce_qp_post(E(&t, 0), t.ch->now, t.qa, &wr), 0);
 	wr.flags = 0x80;
-	CHECK_EQ(mrc_qp_post(E(&t, 0), t.ch->now, t.qa, &wr), -EINVAL);
+	CHECK_EQ(mrce_qp_post(E(&t, 0), t.ch->now, t.qa, &wr), -EINVAL);
 	t.ch->on_tx = on_tx_fence;
 	t.ch->hook_arg = &fw;
 	CHECK_EQ(etest_run2(t.ch, 3, 1, 1 * SEC), 0);

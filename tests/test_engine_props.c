@@ -239,7 +239,7 @@ static const uint8_t wc_op_of[] = {
 	[MRC_SQE_ATOMIC_ADD] = MRC_WC_ATOMIC_ADD,
 };
 
-static void on_sender_wc(struct world *w, struct pqp *q, const struct mrc_wc *c)
+static void on_sender_wc(struct world *w, struct pqp *q, const struct mrce_wc *c)
 {
 	if (q->next_sc >= q->nop) {
 		failf(w, "extra sender completion wr_id %" PRIu64 " on qp %u", c->wr_id, q->qa);
@@ -275,7 +275,7 @@ static void on_sender_wc(struct world *w, struct pqp *q, const struct mrc_wc *c)
 		      idx, o->len);
 }
 
-static void on_recv_wc(struct world *w, struct pqp *q, const struct mrc_wc *c)
+static void on_recv_wc(struct world *w, struct pqp *q, const struct mrce_wc *c)
 {
 	if (q->rx_flushed)
 		return;
@@ -308,7 +308,7 @@ static void on_recv_wc(struct world *w, struct pqp *q, const struct mrc_wc *c)
 	require_writes(w, q, idx, is_send(o->op) ? "SEND delivered" : "WRITE_IMM delivered");
 }
 
-static void on_wc(struct chan *ch, uint32_t n, const struct mrc_wc *c, void *arg)
+static void on_wc(struct chan *ch, uint32_t n, const struct mrce_wc *c, void *arg)
 {
 	struct world *w = arg;
 	struct pqp *q = qp_of(w, n, c->qpn);
@@ -325,7 +325,7 @@ static void on_wc(struct chan *ch, uint32_t n, const struct mrc_wc *c, void *arg
 	check_atomics(w);
 }
 
-static void on_evt(struct chan *ch, uint32_t n, const struct mrc_event *ev, void *arg)
+static void on_evt(struct chan *ch, uint32_t n, const struct mrce_event *ev, void *arg)
 {
 	struct world *w = arg;
 	if (n != 0 || ev->type != MRC_EVT_EV_STATE || !w->det_t || !w->bh_on)
@@ -434,7 +434,7 @@ static void final_checks(struct world *w)
 		struct pqp *q = &w->q[i];
 		uint64_t sum[NCNT] = { 0 };
 		int uncertain[NCNT] = { 0 };
-		struct mrc_qp_info qi;
+		struct mrce_qp_info qi;
 		for (uint32_t j = 0; j < q->nop; j++) {
 			struct pop *o = &q->op[j];
 			int ok = o->status == 0 && !o->bad;
@@ -460,7 +460,7 @@ static void final_checks(struct world *w)
 			memset(skip + q->cnt_off + 8 * c, 1, 8);
 		}
 		if (w->sc != SC_ACCESS) {
-			mrc_qp_info(ch->node[1].e, q->qb, &qi);
+			mrce_qp_info(ch->node[1].e, q->qb, &qi);
 			uint64_t want = 0;
 			for (uint32_t j = 0; j < q->nop; j++)
 				want += q->op[j].op == MRC_SQE_ATOMIC_ADD ? 0 : q->op[j].len;
@@ -468,7 +468,7 @@ static void final_checks(struct world *w)
 				failf(w, "qp %u: bytes_placed %" PRIu64 " != %" PRIu64
 				      " unique payload bytes (a PSN placed twice or lost)", q->qb,
 				      qi.bytes_placed, want);
-			mrc_qp_info(ch->node[0].e, q->qa, &qi);
+			mrce_qp_info(ch->node[0].e, q->qa, &qi);
 			if (qi.state != MRC_QPS_RTS)
 				failf(w, "qp %u ended in state %u (error %d)", q->qa, qi.state, qi.error);
 		}
@@ -487,9 +487,9 @@ static void final_checks(struct world *w)
 static void bh_checks(struct world *w)
 {
 	struct chan *ch = w->t.ch;
-	const struct mrc_engine_cfg *ec = &ch->cfg.ecfg;
+	const struct mrce_cfg *ec = &ch->cfg.ecfg;
 	uint32_t peer = ch->node[0].peer[1];
-	struct mrc_ev_info ei;
+	struct mrce_ev_info ei;
 	/* A lost packet is declared lost one RTT plus the reorder slack after
 	 * a later packet is acked; with nothing sent after it (a tail loss)
 	 * only the RTO (>= rto_min) finds it.  So: a few RTTs, the slack, and
@@ -503,11 +503,11 @@ static void bh_checks(struct world *w)
 		return;
 	}
 	for (uint32_t ev = 0; ev < ch->cfg.nev; ev++) {
-		mrc_ev_info(ch->node[0].e, peer, ev, &ei);
+		mrce_ev_info(ch->node[0].e, peer, ev, &ei);
 		if (ch->plane_of[ev] != w->bh_plane) {
 			if (ei.state != MRC_EV_GOOD)
 				failf(w, "ev %u of healthy plane %u still %s at the end", ev,
-				      ch->plane_of[ev], mrc_ev_state_name(ei.state));
+				      ch->plane_of[ev], mrce_ev_state_name(ei.state));
 			continue;
 		}
 		after_det += w->after_det[ev];
@@ -517,7 +517,7 @@ static void bh_checks(struct world *w)
 		if (!w->det_t[ev] || ei.state == MRC_EV_GOOD)
 			failf(w, "blackholed ev %u (plane %u) carried data at +%" PRIu64
 			      " ns but is %s", ev, w->bh_plane, w->first_tx[ev] - w->bh_from,
-			      mrc_ev_state_name(ei.state));
+			      mrce_ev_state_name(ei.state));
 		else if (w->det_t[ev] > w->first_tx[ev] + bound)
 			failf(w, "blackholed ev %u detected %" PRIu64 " ns after its first lost "
 			      "packet (bound %" PRIu64 ")", ev, w->det_t[ev] - w->first_tx[ev], bound);
@@ -550,7 +550,7 @@ static int run_seed(enum scen sc, uint64_t seed, char *msg, size_t msz)
 	struct chan_cfg cc;
 	uint32_t mtu;
 	uint64_t budget, dst_len, src_len = 256 << 10;
-	struct mrc_qp_attr attr = { .pd = ETEST_PD };
+	struct mrce_qp_attr attr = { .pd = ETEST_PD };
 
 	w->sc = sc;
 	w->seed = seed;
@@ -598,7 +598,7 @@ static int run_seed(enum scen sc, uint64_t seed, char *msg, size_t msz)
 			if (kind == 0) {
 				w->bad_key = w->t.rkey + 1000003;
 			} else if (kind == 1) {
-				mrc_mr_reg(ch->node[1].e, ETEST_PD + 1, w->t.dst.p, dst_len,
+				mrce_mr_reg(ch->node[1].e, ETEST_PD + 1, w->t.dst.p, dst_len,
 					   MRC_ACCESS_REMOTE_WRITE, &w->bad_key);
 			} else {
 				w->bad_key = w->t.rkey;
@@ -615,7 +615,7 @@ static int run_seed(enum scen sc, uint64_t seed, char *msg, size_t msz)
 		for (uint32_t j = 0; j < q->nop; j++) {
 			struct pop *o = &q->op[j];
 			if (is_send(o->op) &&
-			    mrc_qp_post_recv(ch->node[1].e, q->qb, j, w->t.dst_lkey, o->roff, o->rlen)) {
+			    mrce_qp_post_recv(ch->node[1].e, q->qb, j, w->t.dst_lkey, o->roff, o->rlen)) {
 				failf(w, "post_recv failed");
 				goto out;
 			}
@@ -650,17 +650,17 @@ static int run_seed(enum scen sc, uint64_t seed, char *msg, size_t msz)
 		if (!w->bh_on || !ch->st.blackholed)
 			failf(w, "the outage never hit any packet");
 		for (uint32_t ev = 0; ev < cc.nev && !w->err[0]; ev++) {
-			struct mrc_ev_info ei;
-			mrc_ev_info(ch->node[0].e, ch->node[0].peer[1], ev, &ei);
+			struct mrce_ev_info ei;
+			mrce_ev_info(ch->node[0].e, ch->node[0].peer[1], ev, &ei);
 			if (ei.state != MRC_EV_GOOD)
 				failf(w, "ev %u still %s 30 ms after the end", ev,
-				      mrc_ev_state_name(ei.state));
+				      mrce_ev_state_name(ei.state));
 		}
 	}
 	if (getenv("MRC_PROP_VERBOSE")) {
-		struct mrc_engine_stats s0, s1;
-		mrc_engine_stats(ch->node[0].e, &s0);
-		mrc_engine_stats(ch->node[1].e, &s1);
+		struct mrce_stats s0, s1;
+		mrce_stats(ch->node[0].e, &s0);
+		mrce_stats(ch->node[1].e, &s1);
 		printf("%s seed %" PRIu64 ": %u qps, %" PRIu64 " bytes, %.3f ms virtual, "
 		       "tx_data %" PRIu64 " retx %" PRIu64 " rto %" PRIu64 " placed %" PRIu64
 		       " lost %" PRIu64 " bh %" PRIu64 " dups %" PRIu64 " trims %" PRIu64
@@ -684,8 +684,8 @@ out:
 	if (w->t.ch && sc == SC_CORRUPT) {
 		/* aggregate for the scenario-level check */
 		for (uint32_t n = 0; n < 2; n++) {
-			struct mrc_engine_stats st;
-			mrc_engine_stats(w->t.ch->node[n].e, &st);
+			struct mrce_stats st;
+			mrce_stats(w->t.ch->node[n].e, &st);
 			g_crc_drops[0] += st.rx_drop[MRC_DROP_HCRC];
 			g_crc_drops[1] += st.rx_drop[MRC_DROP_PCRC];
 		}

@@ -70,8 +70,8 @@ static void permutation_delivers_every_byte(void **st)
 	/* The engines agree: what was placed is what was sent, once. */
 	uint64_t placed = 0;
 	for (uint32_t h = 0; h < 16; h++) {
-		struct mrc_engine_stats es;
-		mrc_engine_stats(mrc_sim_engine(s, h), &es);
+		struct mrce_stats es;
+		mrce_stats(mrc_sim_engine(s, h), &es);
 		placed += es.bytes_placed;
 	}
 	assert_int_equal(placed, sum.bytes);
@@ -162,8 +162,8 @@ static void blackhole_spine_ev_states(void **st)
 						    came_back, expect);
 				assert_int_equal(went_bad, expect);
 				assert_int_equal(came_back, expect);
-				struct mrc_ev_info in;
-				assert_int_equal(mrc_ev_info(mrc_sim_engine(s, h), peer, ev, &in), 0);
+				struct mrce_ev_info in;
+				assert_int_equal(mrce_ev_info(mrc_sim_engine(s, h), peer, ev, &in), 0);
 				assert_int_not_equal(in.state, MRC_EV_ASSUMED_BAD);
 			}
 		}

@@ -222,8 +222,8 @@ static void ecmp_pins_one_path(void **st)
 		uint32_t peer, used = 0;
 		assert_int_equal(mrc_sim_peer(s, s->flows[i].src, s->flows[i].dst, &peer), 0);
 		for (uint32_t ev = 0; ev < s->fab.nev; ev++) {
-			struct mrc_ev_info in;
-			assert_int_equal(mrc_ev_info(s->hosts[s->flows[i].src].eng, peer, ev, &in), 0);
+			struct mrce_ev_info in;
+			assert_int_equal(mrce_ev_info(s->hosts[s->flows[i].src].eng, peer, ev, &in), 0);
 			used += in.tx_pkts > 0;
 		}
 		assert_int_equal(used, 1);

@@ -20,12 +20,12 @@ static int nnet;
 static uint64_t rng = 1;
 static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 
-static void pump(struct mrc_engine **e, uint64_t now, int loss_pct, int dead_plane)
+static void pump(struct mrce **e, uint64_t now, int loss_pct, int dead_plane)
 {
-	struct mrc_tx_pkt pk[32];
+	struct mrce_tx_pkt pk[32];
 	for (int s = 0; s < 2; s++) {
 		int n;
-		while ((n = mrc_engine_tx(e[s], now, pk, 32)) > 0) {
+		while ((n = mrce_tx(e[s], now, pk, 32)) > 0) {
 			for (int i = 0; i < n; i++) {
 				if ((int)(rnd() % 100) < loss_pct)
 					continue;
@@ -50,9 +50,9 @@ static void pump(struct mrc_engine **e, uint64_t now, int loss_pct, int dead_pla
 
 static void run_xfer(int loss_pct, int blackhole)
 {
-	struct mrc_engine *e[2];
-	struct mrc_engine_cfg cfg;
-	mrc_engine_cfg_default(&cfg);
+	struct mrce *e[2];
+	struct mrce_cfg cfg;
+	mrce_cfg_default(&cfg);
 	uint8_t planes[64];
 	for (int i = 0; i < 64; i++)
 		planes[i] = i % 8;
@@ -62,25 +62,25 @@ static void run_xfer(int loss_pct, int blackhole)
 	for (size_t i = 0; i < len; i++)
 		src[i] = (uint8_t)(i * 7 + 3);
 	for (int s = 0; s < 2; s++) {
-		assert_int_equal(mrc_engine_create(&cfg, &e[s], NULL), 0);
-		assert_int_equal(mrc_peer_add(e[s], 64, planes, &peer[s]), 0);
-		assert_int_equal(mrc_qp_create(e[s], &(struct mrc_qp_attr){ .pd = 1 }, &qpn[s]), 0);
+		assert_int_equal(mrce_create(&cfg, &e[s], NULL), 0);
+		assert_int_equal(mrce_peer_add(e[s], 64, planes, &peer[s]), 0);
+		assert_int_equal(mrce_qp_create(e[s], &(struct mrce_qp_attr){ .pd = 1 }, &qpn[s]), 0);
 	}
-	assert_int_equal(mrc_mr_reg(e[0], 1, src, len, MRC_ACCESS_LOCAL_READ, &key[0]), 0);
-	assert_int_equal(mrc_mr_reg(e[1], 1, dst, len, MRC_ACCESS_REMOTE_WRITE, &key[1]), 0);
+	assert_int_equal(mrce_mr_reg(e[0], 1, src, len, MRC_ACCESS_LOCAL_READ, &key[0]), 0);
+	assert_int_equal(mrce_mr_reg(e[1], 1, dst, len, MRC_ACCESS_REMOTE_WRITE, &key[1]), 0);
 	/* Tokens as auth/ would derive them: one per direction. */
-	assert_int_equal(mrc_qp_set_tokens(e[0], qpn[0], 0x0a0b, 0x0b0a), 0);
-	assert_int_equal(mrc_qp_set_tokens(e[1], qpn[1], 0x0b0a, 0x0a0b), 0);
-	assert_int_equal(mrc_qp_connect(e[0], qpn[0], peer[0], qpn[1], 100, 900), 0);
-	assert_int_equal(mrc_qp_connect(e[1], qpn[1], peer[1], qpn[0], 900, 100), 0);
+	assert_int_equal(mrce_qp_set_tokens(e[0], qpn[0], 0x0a0b, 0x0b0a), 0);
+	assert_int_equal(mrce_qp_set_tokens(e[1], qpn[1], 0x0b0a, 0x0a0b), 0);
+	assert_int_equal(mrce_qp_connect(e[0], qpn[0], peer[0], qpn[1], 100, 900), 0);
+	assert_int_equal(mrce_qp_connect(e[1], qpn[1], peer[1], qpn[0], 900, 100), 0);
 	uint64_t now = 1000;
 	for (int i = 0; i < 8; i++)
-		assert_int_equal(mrc_qp_post(e[0], now, qpn[0], &(struct mrc_sqe){ .wr_id = i,
+		assert_int_equal(mrce_qp_post(e[0], now, qpn[0], &(struct mrc_sqe){ .wr_id = i,
 			.op = i == 7 ? MRC_SQE_WRITE_IMM : MRC_SQE_WRITE, .lkey = key[0],
 			.loff = (uint64_t)i * (len / 8), .len = len / 8, .rkey = key[1],
 			.roff = (uint64_t)i * (len / 8), .imm = 77 }), 0);
 	int done = 0, got_imm = 0;
-	struct mrc_wc wc[16];
+	struct mrce_wc wc[16];
 	for (int step = 0; step < 2000000 && !(done == 8 && got_imm); step++) {
 		int dead = blackhole && now > 100000 ? 3 : -1;
 		pump(e, now, loss_pct, dead);
@@ -90,7 +90,7 @@ static void run_xfer(int loss_pct, int blackhole)
 			if (net[i].at < next)
 				next = net[i].at;
 		for (int s = 0; s < 2; s++) {
-			uint64_t d = mrc_engine_next_deadline(e[s]);
+			uint64_t d = mrce_next_deadline(e[s]);
 			if (d < next)
 				next = d;
 		}
@@ -99,17 +99,17 @@ static void run_xfer(int loss_pct, int blackhole)
 			now = next;
 		for (int i = 0; i < nnet;) {
 			if (net[i].at <= now) {
-				mrc_engine_rx(e[net[i].to], now, peer[net[i].to], net[i].buf, net[i].len, 0);
+				mrce_rx(e[net[i].to], now, peer[net[i].to], net[i].buf, net[i].len, 0);
 				net[i] = net[--nnet];
 			} else {
 				i++;
 			}
 		}
 		for (int s = 0; s < 2; s++)
-			if (mrc_engine_next_deadline(e[s]) <= now)
-				mrc_engine_tick(e[s], now);
+			if (mrce_next_deadline(e[s]) <= now)
+				mrce_tick(e[s], now);
 		for (int s = 0; s < 2; s++) {
-			int n = mrc_engine_poll_cq(e[s], wc, 16);
+			int n = mrce_poll_cq(e[s], wc, 16);
 			for (int i = 0; i < n; i++) {
 				assert_int_equal(wc[i].status, 0);
 				if (s == 0) {
@@ -126,20 +126,20 @@ static void run_xfer(int loss_pct, int blackhole)
 	assert_int_equal(done, 8);
 	assert_int_equal(got_imm, 1);
 	assert_memory_equal(src, dst, len);
-	struct mrc_engine_stats st;
-	mrc_engine_stats(e[1], &st);
+	struct mrce_stats st;
+	mrce_stats(e[1], &st);
 	assert_int_equal(st.bytes_placed, len);
 	if (blackhole) {
 		for (int ev = 3; ev < 64; ev += 8) {
-			struct mrc_ev_info in;
-			assert_int_equal(mrc_ev_info(e[0], peer[0], ev, &in), 0);
+			struct mrce_ev_info in;
+			assert_int_equal(mrce_ev_info(e[0], peer[0], ev, &in), 0);
 			assert_int_equal(in.state, MRC_EV_ASSUMED_BAD);
 		}
 	}
 	print_message("xfer loss=%d%% blackhole=%d: virtual time %.3f ms\n", loss_pct,
 		      blackhole, (now - 1000) / 1e6);
 	for (int s = 0; s < 2; s++)
-		mrc_engine_destroy(e[s]);
+		mrce_destroy(e[s]);
 	free(src);
 	free(dst);
 	nnet = 0;
@@ -150,38 +150,38 @@ static void run_xfer(int loss_pct, int blackhole)
 static void abort_unfinished(void **st)
 {
 	(void)st;
-	struct mrc_engine *e;
-	assert_int_equal(mrc_engine_create(NULL, &e, NULL), 0);
+	struct mrce *e;
+	assert_int_equal(mrce_create(NULL, &e, NULL), 0);
 	uint8_t plane0 = 0;
 	uint32_t peer, qpn, key;
 	static uint8_t buf[3 * 4096];
-	assert_int_equal(mrc_peer_add(e, 1, &plane0, &peer), 0);
-	assert_int_equal(mrc_qp_create(e, &(struct mrc_qp_attr){ .pd = 1 }, &qpn), 0);
-	assert_int_equal(mrc_mr_reg(e, 1, buf, sizeof(buf), MRC_ACCESS_LOCAL_READ, &key), 0);
-	assert_int_equal(mrc_qp_connect(e, qpn, peer, 5, 0, 0), 0);
-	assert_int_equal(mrc_engine_busy_qps(e), 0);
+	assert_int_equal(mrce_peer_add(e, 1, &plane0, &peer), 0);
+	assert_int_equal(mrce_qp_create(e, &(struct mrce_qp_attr){ .pd = 1 }, &qpn), 0);
+	assert_int_equal(mrce_mr_reg(e, 1, buf, sizeof(buf), MRC_ACCESS_LOCAL_READ, &key), 0);
+	assert_int_equal(mrce_qp_connect(e, qpn, peer, 5, 0, 0), 0);
+	assert_int_equal(mrce_busy_qps(e), 0);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(mrc_qp_post(e, 1, qpn, &(struct mrc_sqe){ .wr_id = 10 + i,
+		assert_int_equal(mrce_qp_post(e, 1, qpn, &(struct mrc_sqe){ .wr_id = 10 + i,
 			.op = MRC_SQE_WRITE, .lkey = key, .loff = 4096u * i, .len = 4096,
 			.rkey = 1 }), 0);
-	struct mrc_tx_pkt pk[4];
-	assert_int_equal(mrc_engine_tx(e, 2, pk, 4), 3);   /* sent, never acked */
-	assert_int_equal(mrc_engine_busy_qps(e), 1);
-	assert_int_equal(mrc_engine_abort_all(e, 3, -ESHUTDOWN), 1);
-	assert_int_equal(mrc_engine_busy_qps(e), 0);
-	struct mrc_wc wc[8];
-	assert_int_equal(mrc_engine_poll_cq(e, wc, 8), 3);
+	struct mrce_tx_pkt pk[4];
+	assert_int_equal(mrce_tx(e, 2, pk, 4), 3);   /* sent, never acked */
+	assert_int_equal(mrce_busy_qps(e), 1);
+	assert_int_equal(mrce_abort_all(e, 3, -ESHUTDOWN), 1);
+	assert_int_equal(mrce_busy_qps(e), 0);
+	struct mrce_wc wc[8];
+	assert_int_equal(mrce_poll_cq(e, wc, 8), 3);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(wc[i].wr_id, 10 + i);
 		assert_int_equal(wc[i].status, -ESHUTDOWN);
 	}
 	/* The memory is free again once the completions are reaped. */
-	assert_int_equal(mrc_mr_dereg(e, key), 0);
-	assert_int_equal(mrc_qp_abort(e, 4, qpn, 0), -EINVAL);
-	mrc_engine_destroy(e);
+	assert_int_equal(mrce_mr_dereg(e, key), 0);
+	assert_int_equal(mrce_qp_abort(e, 4, qpn, 0), -EINVAL);
+	mrce_destroy(e);
 }
 
-static size_t flatten(const struct mrc_tx_pkt *p, uint8_t *out)
+static size_t flatten(const struct mrce_tx_pkt *p, uint8_t *out)
 {
 	size_t n = p->hdr_len;
 	memcpy(out, p->hdr, n);
@@ -197,34 +197,34 @@ static size_t flatten(const struct mrc_tx_pkt *p, uint8_t *out)
 /* Two engines, one connected QP pair a -> b, a source region on a and a
  * destination region on b (dst may be NULL), nev EVs on planes[]. */
 struct pair {
-	struct mrc_engine *a, *b;
+	struct mrce *a, *b;
 	uint32_t pa, pb, qa, qb, ka, kb;
 };
 
 static void pair_up(struct pair *x, uint32_t nev, const uint8_t *planes, void *src,
 		    size_t slen, void *dst, size_t dlen)
 {
-	assert_int_equal(mrc_engine_create(NULL, &x->a, NULL), 0);
-	assert_int_equal(mrc_engine_create(NULL, &x->b, NULL), 0);
-	assert_int_equal(mrc_peer_add(x->a, nev, planes, &x->pa), 0);
-	assert_int_equal(mrc_peer_add(x->b, nev, planes, &x->pb), 0);
-	assert_int_equal(mrc_qp_create(x->a, &(struct mrc_qp_attr){ .pd = 1 }, &x->qa), 0);
-	assert_int_equal(mrc_qp_create(x->b, &(struct mrc_qp_attr){ .pd = 1 }, &x->qb), 0);
-	assert_int_equal(mrc_mr_reg(x->a, 1, src, slen, MRC_ACCESS_LOCAL_READ, &x->ka), 0);
+	assert_int_equal(mrce_create(NULL, &x->a, NULL), 0);
+	assert_int_equal(mrce_create(NULL, &x->b, NULL), 0);
+	assert_int_equal(mrce_peer_add(x->a, nev, planes, &x->pa), 0);
+	assert_int_equal(mrce_peer_add(x->b, nev, planes, &x->pb), 0);
+	assert_int_equal(mrce_qp_create(x->a, &(struct mrce_qp_attr){ .pd = 1 }, &x->qa), 0);
+	assert_int_equal(mrce_qp_create(x->b, &(struct mrce_qp_attr){ .pd = 1 }, &x->qb), 0);
+	assert_int_equal(mrce_mr_reg(x->a, 1, src, slen, MRC_ACCESS_LOCAL_READ, &x->ka), 0);
 	if (dst)
-		assert_int_equal(mrc_mr_reg(x->b, 1, dst, dlen, MRC_ACCESS_REMOTE_WRITE, &x->kb), 0);
-	assert_int_equal(mrc_qp_set_tokens(x->a, x->qa, 0x1111, 0x2222), 0);
-	assert_int_equal(mrc_qp_set_tokens(x->b, x->qb, 0x2222, 0x1111), 0);
-	assert_int_equal(mrc_peer_set_probe_tokens(x->a, x->pa, 0x3333, 0x4444), 0);
-	assert_int_equal(mrc_peer_set_probe_tokens(x->b, x->pb, 0x4444, 0x3333), 0);
-	assert_int_equal(mrc_qp_connect(x->a, x->qa, x->pa, x->qb, 0, 0), 0);
-	assert_int_equal(mrc_qp_connect(x->b, x->qb, x->pb, x->qa, 0, 0), 0);
+		assert_int_equal(mrce_mr_reg(x->b, 1, dst, dlen, MRC_ACCESS_REMOTE_WRITE, &x->kb), 0);
+	assert_int_equal(mrce_qp_set_tokens(x->a, x->qa, 0x1111, 0x2222), 0);
+	assert_int_equal(mrce_qp_set_tokens(x->b, x->qb, 0x2222, 0x1111), 0);
+	assert_int_equal(mrce_peer_set_probe_tokens(x->a, x->pa, 0x3333, 0x4444), 0);
+	assert_int_equal(mrce_peer_set_probe_tokens(x->b, x->pb, 0x4444, 0x3333), 0);
+	assert_int_equal(mrce_qp_connect(x->a, x->qa, x->pa, x->qb, 0, 0), 0);
+	assert_int_equal(mrce_qp_connect(x->b, x->qb, x->pb, x->qa, 0, 0), 0);
 }
 
 static void pair_down(struct pair *x)
 {
-	mrc_engine_destroy(x->a);
-	mrc_engine_destroy(x->b);
+	mrce_destroy(x->a);
+	mrce_destroy(x->b);
 }
 
 /* A packet merely overtaken (not lost) is declared lost, its path retired
@@ -239,41 +239,41 @@ static void spurious_loss_undone(void **st)
 	memset(src, 0x5a, sizeof(src));
 	struct pair x;
 	pair_up(&x, 2, planes, src, sizeof(src), dst, sizeof(dst));
-	struct mrc_engine *a = x.a, *b = x.b;
+	struct mrce *a = x.a, *b = x.b;
 	uint32_t pa = x.pa, pb = x.pb, qa = x.qa, ka = x.ka, kb = x.kb;
-	assert_int_equal(mrc_qp_post(a, 1000, qa, &(struct mrc_sqe){ .wr_id = 1,
+	assert_int_equal(mrce_qp_post(a, 1000, qa, &(struct mrc_sqe){ .wr_id = 1,
 		.op = MRC_SQE_WRITE, .lkey = ka, .len = 8192, .rkey = kb }), 0);
-	struct mrc_tx_pkt p[4], ack[4];
+	struct mrce_tx_pkt p[4], ack[4];
 	static uint8_t p0[9000], p1[9000];
-	assert_int_equal(mrc_engine_tx(a, 1000, p, 4), 2);
+	assert_int_equal(mrce_tx(a, 1000, p, 4), 2);
 	assert_int_not_equal(p[0].ev, p[1].ev);        /* sprayed */
 	uint16_t late_ev = p[0].ev;
 	size_t n0 = flatten(&p[0], p0), n1 = flatten(&p[1], p1);
 	/* The second packet overtakes the first. */
-	assert_int_equal(mrc_engine_rx(b, 11000, pb, p1, n1, 0), 0);
-	assert_int_equal(mrc_engine_tx(b, 11000, ack, 4), 1);
-	mrc_engine_rx(a, 21000, pa, ack[0].hdr, ack[0].hdr_len, 0);
-	uint64_t dl = mrc_engine_next_deadline(a);
+	assert_int_equal(mrce_rx(b, 11000, pb, p1, n1, 0), 0);
+	assert_int_equal(mrce_tx(b, 11000, ack, 4), 1);
+	mrce_rx(a, 21000, pa, ack[0].hdr, ack[0].hdr_len, 0);
+	uint64_t dl = mrce_next_deadline(a);
 	assert_true(dl < 1000000);                     /* the loss check, not an RTO */
-	mrc_engine_tick(a, dl);
-	struct mrc_ev_info in;
-	assert_int_equal(mrc_ev_info(a, pa, late_ev, &in), 0);
+	mrce_tick(a, dl);
+	struct mrce_ev_info in;
+	assert_int_equal(mrce_ev_info(a, pa, late_ev, &in), 0);
 	assert_int_equal(in.state, MRC_EV_ASSUMED_BAD);
-	assert_int_equal(mrc_engine_tx(a, dl, p, 4), 1);   /* the resend; dropped here */
+	assert_int_equal(mrce_tx(a, dl, p, 4), 1);   /* the resend; dropped here */
 	assert_true(p[0].hdr[3] & MRC_F_RETX);
 	/* The original copy arrives after all. */
-	assert_int_equal(mrc_engine_rx(b, dl + 5000, pb, p0, n0, 0), 0);
-	assert_int_equal(mrc_engine_tx(b, dl + 5000, ack, 4), 1);
-	mrc_engine_rx(a, dl + 10000, pa, ack[0].hdr, ack[0].hdr_len, 0);
-	struct mrc_qp_info qi;
-	assert_int_equal(mrc_qp_info(a, qa, &qi), 0);
+	assert_int_equal(mrce_rx(b, dl + 5000, pb, p0, n0, 0), 0);
+	assert_int_equal(mrce_tx(b, dl + 5000, ack, 4), 1);
+	mrce_rx(a, dl + 10000, pa, ack[0].hdr, ack[0].hdr_len, 0);
+	struct mrce_qp_info qi;
+	assert_int_equal(mrce_qp_info(a, qa, &qi), 0);
 	assert_int_equal(qi.spurious, 1);
 	assert_true(qi.reorder_extra_ns > 0);
-	assert_int_equal(mrc_ev_info(a, pa, late_ev, &in), 0);
+	assert_int_equal(mrce_ev_info(a, pa, late_ev, &in), 0);
 	assert_int_equal(in.state, MRC_EV_GOOD);
 	assert_int_equal(in.last_reason, MRC_RSN_SPURIOUS);
-	struct mrc_wc wc;
-	assert_int_equal(mrc_engine_poll_cq(a, &wc, 1), 1);
+	struct mrce_wc wc;
+	assert_int_equal(mrce_poll_cq(a, &wc, 1), 1);
 	assert_int_equal(wc.status, 0);
 	assert_memory_equal(src, dst, sizeof(src));
 	pair_down(&x);
@@ -288,27 +288,27 @@ static void remote_qp_gone(void **st)
 	static uint8_t src[4096];
 	struct pair x;
 	pair_up(&x, 1, &plane0, src, sizeof(src), NULL, 0);
-	struct mrc_engine *a = x.a, *b = x.b;
+	struct mrce *a = x.a, *b = x.b;
 	uint32_t pa = x.pa, pb = x.pb, qa = x.qa, qb = x.qb, qb2, ka = x.ka;
-	assert_int_equal(mrc_qp_destroy(b, qb), 0);
+	assert_int_equal(mrce_qp_destroy(b, qb), 0);
 	/* A new QP in the freed slot must not receive the old one's data. */
-	assert_int_equal(mrc_qp_create(b, &(struct mrc_qp_attr){ .pd = 1 }, &qb2), 0);
+	assert_int_equal(mrce_qp_create(b, &(struct mrce_qp_attr){ .pd = 1 }, &qb2), 0);
 	assert_int_not_equal(qb2, qb);
-	assert_int_equal(mrc_qp_post(a, 10, qa, &(struct mrc_sqe){ .wr_id = 3,
+	assert_int_equal(mrce_qp_post(a, 10, qa, &(struct mrc_sqe){ .wr_id = 3,
 		.op = MRC_SQE_WRITE, .lkey = ka, .len = 4096, .rkey = 1 }), 0);
-	struct mrc_tx_pkt p[2], n[2];
+	struct mrce_tx_pkt p[2], n[2];
 	static uint8_t buf[9000];
-	assert_int_equal(mrc_engine_tx(a, 10, p, 2), 1);
+	assert_int_equal(mrce_tx(a, 10, p, 2), 1);
 	size_t len = flatten(&p[0], buf);
-	mrc_engine_rx(b, 20, pb, buf, len, 0);
-	assert_int_equal(mrc_engine_tx(b, 20, n, 2), 1);
-	mrc_engine_rx(a, 30, pa, n[0].hdr, n[0].hdr_len, 0);
-	struct mrc_wc wc;
-	assert_int_equal(mrc_engine_poll_cq(a, &wc, 1), 1);
+	mrce_rx(b, 20, pb, buf, len, 0);
+	assert_int_equal(mrce_tx(b, 20, n, 2), 1);
+	mrce_rx(a, 30, pa, n[0].hdr, n[0].hdr_len, 0);
+	struct mrce_wc wc;
+	assert_int_equal(mrce_poll_cq(a, &wc, 1), 1);
 	assert_int_equal(wc.wr_id, 3);
 	assert_int_equal(wc.status, -ECONNRESET);
-	struct mrc_engine_stats sb;
-	mrc_engine_stats(b, &sb);
+	struct mrce_stats sb;
+	mrce_stats(b, &sb);
 	assert_int_equal(sb.bytes_placed, 0);
 	pair_down(&x);
 }
@@ -324,22 +324,22 @@ static void acks_coalesced(void **st)
 	memset(src, 7, sizeof(src));
 	struct pair x;
 	pair_up(&x, 1, &plane0, src, sizeof(src), dst, sizeof(dst));
-	struct mrc_engine *a = x.a, *b = x.b;
+	struct mrce *a = x.a, *b = x.b;
 	uint32_t pa = x.pa, pb = x.pb, qa = x.qa, ka = x.ka, kb = x.kb;
-	assert_int_equal(mrc_qp_post(a, 10, qa, &(struct mrc_sqe){ .wr_id = 1,
+	assert_int_equal(mrce_qp_post(a, 10, qa, &(struct mrc_sqe){ .wr_id = 1,
 		.op = MRC_SQE_WRITE, .lkey = ka, .len = sizeof(src), .rkey = kb }), 0);
-	struct mrc_tx_pkt p[16], acks[16];
+	struct mrce_tx_pkt p[16], acks[16];
 	static uint8_t buf[9000];
-	assert_int_equal(mrc_engine_tx(a, 10, p, 16), 10);
+	assert_int_equal(mrce_tx(a, 10, p, 16), 10);
 	for (int i = 0; i < 10; i++)
-		mrc_engine_rx(b, 20, pb, buf, flatten(&p[i], buf), 0);
+		mrce_rx(b, 20, pb, buf, flatten(&p[i], buf), 0);
 	/* 10 packets: ACKs after the 4th and 8th, one more for the last 2. */
-	int n = mrc_engine_tx(b, 20, acks, 16);
+	int n = mrce_tx(b, 20, acks, 16);
 	assert_int_equal(n, 3);
-	assert_false(mrc_engine_tx_pending(b));
-	mrc_engine_rx(a, 30, pa, acks[n - 1].hdr, acks[n - 1].hdr_len, 0);
-	struct mrc_wc wc;
-	assert_int_equal(mrc_engine_poll_cq(a, &wc, 1), 1);   /* the last ACK covers all */
+	assert_false(mrce_tx_pending(b));
+	mrce_rx(a, 30, pa, acks[n - 1].hdr, acks[n - 1].hdr_len, 0);
+	struct mrce_wc wc;
+	assert_int_equal(mrce_poll_cq(a, &wc, 1), 1);   /* the last ACK covers all */
 	assert_int_equal(wc.status, 0);
 	assert_memory_equal(src, dst, sizeof(src));
 	pair_down(&x);

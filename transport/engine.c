@@ -6,7 +6,7 @@
 
 #include "transport/engine_int.h"
 
-void mrc_engine_cfg_default(struct mrc_engine_cfg *c)
+void mrce_cfg_default(struct mrce_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->mtu = 4096;
@@ -35,7 +35,7 @@ void mrc_engine_cfg_default(struct mrc_engine_cfg *c)
 
 static int pow2(uint32_t v) { return v && !(v & (v - 1)); }
 
-static int cfg_check(const struct mrc_engine_cfg *c, const char **why)
+static int cfg_check(const struct mrce_cfg *c, const char **why)
 {
 #define BAD(msg) do { if (why) *why = msg; return -EINVAL; } while (0)
 	if (c->mtu < 64 || c->mtu > MRC_MAX_PAYLOAD)
@@ -75,18 +75,18 @@ static int cfg_check(const struct mrc_engine_cfg *c, const char **why)
 #undef BAD
 }
 
-int mrc_engine_create(const struct mrc_engine_cfg *cfg, struct mrc_engine **out,
+int mrce_create(const struct mrce_cfg *cfg, struct mrce **out,
 		      const char **why)
 {
-	struct mrc_engine_cfg def;
+	struct mrce_cfg def;
 	if (!cfg) {
-		mrc_engine_cfg_default(&def);
+		mrce_cfg_default(&def);
 		cfg = &def;
 	}
 	int rc = cfg_check(cfg, why);
 	if (rc)
 		return rc;
-	struct mrc_engine *e = calloc(1, sizeof(*e));
+	struct mrce *e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	e->cfg = *cfg;
@@ -103,23 +103,23 @@ int mrc_engine_create(const struct mrc_engine_cfg *cfg, struct mrc_engine **out,
 	e->ctrl = calloc(cfg->ctrl_queue, sizeof(*e->ctrl));
 	e->evq = calloc(cfg->event_queue, sizeof(*e->evq));
 	if (!e->mrs || !e->peers || !e->qps || !e->ctrl || !e->evq) {
-		mrc_engine_destroy(e);
+		mrce_destroy(e);
 		return -ENOMEM;
 	}
 	*out = e;
 	return 0;
 }
 
-void mrc_engine_destroy(struct mrc_engine *e)
+void mrce_destroy(struct mrce *e)
 {
 	if (!e)
 		return;
 	for (uint32_t i = 0; i < e->qp_hwm; i++)
 		if (e->qps[i].used)
-			mrc_qp_destroy(e, e->qps[i].qpn);
+			mrce_qp_destroy(e, e->qps[i].qpn);
 	for (uint32_t i = 0; i < e->peer_hwm; i++)
 		if (e->peers[i].used)
-			mrc_peer_remove(e, i);
+			mrce_peer_remove(e, i);
 	free(e->mrs);
 	free(e->peers);
 	free(e->qps);
@@ -132,7 +132,7 @@ void mrc_engine_destroy(struct mrc_engine *e)
 
 /* Keys carry a generation in the high bits so a stale key of a freed and
  * reused slot never matches. */
-int mrc_mr_reg(struct mrc_engine *e, uint32_t pd, void *base, uint64_t len,
+int mrce_mr_reg(struct mrce *e, uint32_t pd, void *base, uint64_t len,
 	       uint32_t access, uint32_t *key)
 {
 	if (!base || !len || !key || (access & ~0xfu) ||
@@ -154,7 +154,7 @@ int mrc_mr_reg(struct mrc_engine *e, uint32_t pd, void *base, uint64_t len,
 	return -ENOSPC;
 }
 
-struct mrc__mr *mrc__mr_get(struct mrc_engine *e, uint32_t key)
+struct mrc__mr *mrc__mr_get(struct mrce *e, uint32_t key)
 {
 	uint32_t i = key & 0xffff;
 	if (i >= e->cfg.max_mrs)
@@ -163,7 +163,7 @@ struct mrc__mr *mrc__mr_get(struct mrc_engine *e, uint32_t key)
 	return m->valid && m->key == key ? m : NULL;
 }
 
-int mrc_mr_dereg(struct mrc_engine *e, uint32_t key)
+int mrce_mr_dereg(struct mrce *e, uint32_t key)
 {
 	struct mrc__mr *m = mrc__mr_get(e, key);
 	if (!m)
@@ -176,7 +176,7 @@ int mrc_mr_dereg(struct mrc_engine *e, uint32_t key)
 
 /* ---- queues --------------------------------------------------------- */
 
-void mrc__event(struct mrc_engine *e, const struct mrc_event *ev)
+void mrc__event(struct mrce *e, const struct mrce_event *ev)
 {
 	if (e->evq_tail - e->evq_head > e->evq_mask) {
 		e->st.events_dropped++;
@@ -185,7 +185,7 @@ void mrc__event(struct mrc_engine *e, const struct mrc_event *ev)
 	e->evq[e->evq_tail++ & e->evq_mask] = *ev;
 }
 
-int mrc_engine_poll_event(struct mrc_engine *e, struct mrc_event *ev)
+int mrce_poll_event(struct mrce *e, struct mrce_event *ev)
 {
 	if (e->evq_head == e->evq_tail)
 		return 0;
@@ -195,7 +195,7 @@ int mrc_engine_poll_event(struct mrc_engine *e, struct mrc_event *ev)
 
 /* A free control packet, or NULL when the queue is full: ACKs are
  * cumulative and probes are retried, so dropping one is safe. */
-struct mrc_tx_pkt *mrc__ctrl_slot(struct mrc_engine *e)
+struct mrce_tx_pkt *mrc__ctrl_slot(struct mrce *e)
 {
 	if (e->ctrl_tail - e->ctrl_head > e->ctrl_mask) {
 		e->st.ctrl_overflow++;
@@ -204,7 +204,7 @@ struct mrc_tx_pkt *mrc__ctrl_slot(struct mrc_engine *e)
 	return &e->ctrl[e->ctrl_tail++ & e->ctrl_mask];
 }
 
-void mrc__qp_ready(struct mrc_engine *e, struct mrc__qp *qp)
+void mrc__qp_ready(struct mrce *e, struct mrc__qp *qp)
 {
 	if (qp->in_ready)
 		return;
@@ -217,7 +217,7 @@ void mrc__qp_ready(struct mrc_engine *e, struct mrc__qp *qp)
 	e->ready_tail = qp;
 }
 
-void mrc__qp_activate(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
+void mrc__qp_activate(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 {
 	if (qp->in_active || !mrc__qp_can_send(e, qp, now))
 		return;
@@ -230,7 +230,7 @@ void mrc__qp_activate(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
 	e->active_tail = qp;
 }
 
-static struct mrc__qp *active_pop(struct mrc_engine *e)
+static struct mrc__qp *active_pop(struct mrce *e)
 {
 	struct mrc__qp *qp = e->active_head;
 	if (!qp)
@@ -242,7 +242,7 @@ static struct mrc__qp *active_pop(struct mrc_engine *e)
 	return qp;
 }
 
-struct mrc__qp *mrc__qp_get(struct mrc_engine *e, uint32_t qpn)
+struct mrc__qp *mrc__qp_get(struct mrce *e, uint32_t qpn)
 {
 	uint32_t i = qpn & 0xffff;
 	if (i >= e->qp_hwm)
@@ -253,7 +253,7 @@ struct mrc__qp *mrc__qp_get(struct mrc_engine *e, uint32_t qpn)
 
 /* ---- tx / rx / timers ----------------------------------------------- */
 
-int mrc_engine_tx(struct mrc_engine *e, uint64_t now, struct mrc_tx_pkt *pkts, int max)
+int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 {
 	int n = 0;
 	mrc__acks_flush(e);
@@ -273,12 +273,12 @@ int mrc_engine_tx(struct mrc_engine *e, uint64_t now, struct mrc_tx_pkt *pkts, i
 	return n;
 }
 
-int mrc_engine_tx_pending(const struct mrc_engine *e)
+int mrce_tx_pending(const struct mrce *e)
 {
 	return e->ctrl_head != e->ctrl_tail || e->active_head != NULL || e->ack_head != NULL;
 }
 
-int mrc_engine_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		  const void *pkt, size_t len, uint32_t rx_flags)
 {
 	struct mrc_pkt_view v;
@@ -301,7 +301,7 @@ int mrc_engine_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 	return 0;
 }
 
-uint64_t mrc_engine_next_deadline(const struct mrc_engine *e)
+uint64_t mrce_next_deadline(const struct mrce *e)
 {
 	uint64_t d = UINT64_MAX;
 	for (uint32_t i = 0; i < e->peer_hwm; i++) {
@@ -320,7 +320,7 @@ uint64_t mrc_engine_next_deadline(const struct mrc_engine *e)
 	return d;
 }
 
-void mrc_engine_tick(struct mrc_engine *e, uint64_t now)
+void mrce_tick(struct mrce *e, uint64_t now)
 {
 	mrc__probe_tick(e, now);
 	for (uint32_t i = 0; i < e->qp_hwm; i++) {
@@ -332,7 +332,7 @@ void mrc_engine_tick(struct mrc_engine *e, uint64_t now)
 
 /* ---- completions ------------------------------------------------------ */
 
-static void wqe_release(struct mrc_engine *e, struct mrc__wqe *w)
+static void wqe_release(struct mrce *e, struct mrc__wqe *w)
 {
 	if (w->op == MRC_OP_ATOMIC_ADD)
 		return;
@@ -341,26 +341,26 @@ static void wqe_release(struct mrc_engine *e, struct mrc__wqe *w)
 		m->refs--;
 }
 
-static int reap_qp(struct mrc_engine *e, struct mrc__qp *qp, struct mrc_wc *wc, int max)
+static int reap_qp(struct mrce *e, struct mrc__qp *qp, struct mrce_wc *wc, int max)
 {
 	int n = 0;
 	while (n < max && qp->sq_head != qp->sq_done) {
 		struct mrc__wqe *w = &qp->sq[qp->sq_head++ & e->sqmask];
 		/* A work request's op is its completion's (engine.h). */
-		wc[n++] = (struct mrc_wc){ .wr_id = w->wr_id, .qpn = qp->qpn,
+		wc[n++] = (struct mrce_wc){ .wr_id = w->wr_id, .qpn = qp->qpn,
 			.op = w->op, .status = w->status, .byte_len = w->len };
 		wqe_release(e, w);
 	}
 	while (n < max && qp->rcq_head != qp->rcq_tail) {
 		struct mrc__rcqe *c = &qp->rcq[qp->rcq_head++ & e->wmask];
-		wc[n++] = (struct mrc_wc){ .wr_id = c->wr_id, .qpn = qp->qpn,
+		wc[n++] = (struct mrce_wc){ .wr_id = c->wr_id, .qpn = qp->qpn,
 			.op = c->op, .has_imm = c->has_imm, .status = c->status,
 			.byte_len = c->byte_len, .imm = c->imm };
 	}
 	return n;
 }
 
-int mrc_engine_poll_cq(struct mrc_engine *e, struct mrc_wc *wc, int max)
+int mrce_poll_cq(struct mrce *e, struct mrce_wc *wc, int max)
 {
 	int n = 0;
 	while (n < max && e->ready_head) {
@@ -376,14 +376,14 @@ int mrc_engine_poll_cq(struct mrc_engine *e, struct mrc_wc *wc, int max)
 	return n;
 }
 
-void mrc_engine_stats(const struct mrc_engine *e, struct mrc_engine_stats *st)
+void mrce_stats(const struct mrce *e, struct mrce_stats *st)
 {
 	*st = e->st;
 }
 
-size_t mrc_engine_qp_bytes(const struct mrc_engine *e)
+size_t mrce_qp_bytes(const struct mrce *e)
 {
-	const struct mrc_engine_cfg *c = &e->cfg;
+	const struct mrce_cfg *c = &e->cfg;
 	return sizeof(struct mrc__qp) +
 	       c->window * (sizeof(struct mrc__slot) + sizeof(struct mrc__rslot) +
 			    sizeof(struct mrc__rcqe)) +
@@ -391,19 +391,19 @@ size_t mrc_engine_qp_bytes(const struct mrc_engine *e)
 	       c->rq_depth * sizeof(struct mrc__rwqe);
 }
 
-const char *mrc_ev_state_name(uint8_t s)
+const char *mrce_ev_state_name(uint8_t s)
 {
 	static const char *n[] = { "GOOD", "ASSUMED_BAD", "DENIED" };
 	return s < 3 ? n[s] : "?";
 }
 
-const char *mrc_tok_kind_name(enum mrc_tok_kind k)
+const char *mrce_tok_kind_name(enum mrce_tok_kind k)
 {
 	static const char *n[MRC_TOK__COUNT] = { "data", "ack", "noqp", "probe" };
 	return (unsigned)k < MRC_TOK__COUNT ? n[k] : "?";
 }
 
-const char *mrc_ev_reason_name(uint8_t r)
+const char *mrce_ev_reason_name(uint8_t r)
 {
 	static const char *n[] = { "none", "loss", "rto", "probe_ok",
 		"probe_lost", "deny", "allow", "spurious" };

@@ -1,13 +1,13 @@
 /* The MRC protocol engine: sans-IO.
  *
- * The caller feeds it packets (mrc_engine_rx), time (every call takes `now`
+ * The caller feeds it packets (mrce_rx), time (every call takes `now`
  * in nanoseconds from any monotonic origin) and posted work (mrc_qp_post_*);
  * it returns packets to send, each with the EV (path) to send it on
- * (mrc_engine_tx), completions (mrc_engine_poll_cq), events
- * (mrc_engine_poll_event) and its next timer deadline
- * (mrc_engine_next_deadline; call mrc_engine_tick then).  It performs no
- * syscalls, reads no clock and allocates nothing after mrc_engine_create and
- * mrc_qp_create, so the daemon, the simulator and the tests run it
+ * (mrce_tx), completions (mrce_poll_cq), events
+ * (mrce_poll_event) and its next timer deadline
+ * (mrce_next_deadline; call mrce_tick then).  It performs no
+ * syscalls, reads no clock and allocates nothing after mrce_create and
+ * mrce_qp_create, so the daemon, the simulator and the tests run it
  * unchanged.  It is not thread-safe: one thread drives one engine.
  *
  * Peers are other engines (hosts).  Each peer has an EV table: EV e names
@@ -26,7 +26,7 @@
 #include "mrc/ring.h"
 #include "transport/wire.h"
 
-struct mrc_engine;
+struct mrce;
 
 #define MRC_MAX_PLANES 16
 #define MRC_MAX_EVS    4096
@@ -42,13 +42,13 @@ struct mrc_engine;
 #define MRC_ACCESS_LOCAL_WRITE  0x8u   /* RECV buffers */
 
 /* Congestion control, per QP, sender side. */
-enum mrc_cc_algo {
+enum mrce_cc_algo {
 	MRC_CC_NSCC = 0,           /* delay- and ECN-driven window in the spirit
 	                              of UET NSCC (the default) */
 	MRC_CC_FIXED = 1,          /* none: the window alone bounds the QP */
 };
 
-struct mrc_engine_cfg {
+struct mrce_cfg {
 	uint32_t mtu;              /* payload bytes per packet (default 4096) */
 	uint32_t max_qps;          /* default 1024 */
 	uint32_t max_peers;        /* default 256 */
@@ -77,104 +77,104 @@ struct mrc_engine_cfg {
 	uint32_t rnr_retry;        /* RNR NACKs a packet may get before its QP
 	                              fails with -ENOBUFS, apart from
 	                              max_retries; 0..7, 7 = forever (as IBV's
-	                              rnr_retry); per QP: mrc_qp_attr (7) */
+	                              rnr_retry); per QP: mrce_qp_attr (7) */
 	uint64_t no_path_timeout_ns;/* a QP with work and every path to its
 	                              peer DENIED fails with -ENETUNREACH after
 	                              this long; a path back before then
 	                              resumes it (1 s) */
 	uint32_t ack_every;        /* one ACK per this many data packets at most;
 	                              pending ACKs also leave at the next
-	                              mrc_engine_tx (4) */
-	enum mrc_cc_algo cc;       /* congestion control (MRC_CC_NSCC) */
-	uint8_t require_tokens;    /* mrc_qp_connect refuses a QP, or a peer,
+	                              mrce_tx (4) */
+	enum mrce_cc_algo cc;       /* congestion control (MRC_CC_NSCC) */
+	uint8_t require_tokens;    /* mrce_qp_connect refuses a QP, or a peer,
 	                              whose tokens are still 0 (default 0 until
 	                              the daemon derives them: issue 12) */
 };
 
 /* Fills every field with its default. */
-void mrc_engine_cfg_default(struct mrc_engine_cfg *cfg);
+void mrce_cfg_default(struct mrce_cfg *cfg);
 
 /* Validates cfg (precise -EINVAL reasons in *why when non-NULL) and
  * allocates everything up front. */
-int mrc_engine_create(const struct mrc_engine_cfg *cfg, struct mrc_engine **out,
+int mrce_create(const struct mrce_cfg *cfg, struct mrce **out,
 		      const char **why);
-void mrc_engine_destroy(struct mrc_engine *e);
+void mrce_destroy(struct mrce *e);
 
 /* ---- memory registration ------------------------------------------- */
 /* pd is a protection domain (a client): a remote peer may touch only the
  * regions of the pd that owns the target QP.  key is engine-chosen. */
-int mrc_mr_reg(struct mrc_engine *e, uint32_t pd, void *base, uint64_t len,
+int mrce_mr_reg(struct mrce *e, uint32_t pd, void *base, uint64_t len,
 	       uint32_t access, uint32_t *key);
 /* -EBUSY while work requests still reference the region. */
-int mrc_mr_dereg(struct mrc_engine *e, uint32_t key);
+int mrce_mr_dereg(struct mrce *e, uint32_t key);
 
 /* ---- peers and paths ------------------------------------------------ */
-enum mrc_ev_state { MRC_EV_GOOD = 0, MRC_EV_ASSUMED_BAD = 1, MRC_EV_DENIED = 2 };
+enum mrce_ev_state { MRC_EV_GOOD = 0, MRC_EV_ASSUMED_BAD = 1, MRC_EV_DENIED = 2 };
 
 /* Adds a peer with nev paths; plane_of[e] is EV e's plane (< 16). */
-int mrc_peer_add(struct mrc_engine *e, uint32_t nev, const uint8_t *plane_of,
+int mrce_peer_add(struct mrce *e, uint32_t nev, const uint8_t *plane_of,
 		 uint32_t *peer);
-int mrc_peer_remove(struct mrc_engine *e, uint32_t peer);
+int mrce_peer_remove(struct mrce *e, uint32_t peer);
 /* Admin / link state: a DENIED EV is never used or probed.  Allowing it
  * makes it ASSUMED_BAD: it returns to GOOD after successful probes. */
-int mrc_ev_set_denied(struct mrc_engine *e, uint64_t now, uint32_t peer,
+int mrce_ev_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 		      uint32_t ev, int deny);
-int mrc_plane_set_denied(struct mrc_engine *e, uint64_t now, uint32_t peer,
+int mrce_plane_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 			 uint32_t plane, int deny);
 /* Tokens of PROBE / PROBE_REPLY packets with this peer: tx goes in the
  * ones we send, rx is required in the ones we receive (others are dropped
  * and counted, rx_bad_token[MRC_TOK_PROBE]).  Opaque to the engine; the
  * daemon derives them per host pair (auth/auth.h).  Both 0 until set. */
-int mrc_peer_set_probe_tokens(struct mrc_engine *e, uint32_t peer, uint64_t tx,
+int mrce_peer_set_probe_tokens(struct mrce *e, uint32_t peer, uint64_t tx,
 			      uint64_t rx);
 /* Sends one probe on EV ev now; the result arrives as an event. */
-int mrc_ev_probe(struct mrc_engine *e, uint64_t now, uint32_t peer, uint32_t ev);
+int mrce_ev_probe(struct mrce *e, uint64_t now, uint32_t peer, uint32_t ev);
 
-struct mrc_ev_info {
-	uint8_t state;             /* enum mrc_ev_state */
+struct mrce_ev_info {
+	uint8_t state;             /* enum mrce_ev_state */
 	uint8_t plane;
-	uint8_t last_reason;       /* enum mrc_ev_reason of the last change */
+	uint8_t last_reason;       /* enum mrce_ev_reason of the last change */
 	uint64_t srtt_ns, rttvar_ns;
 	uint64_t last_change_ns;
 	uint64_t tx_pkts, lost, trims, ecn, probes_sent, probes_ok;
 };
-int mrc_ev_info(const struct mrc_engine *e, uint32_t peer, uint32_t ev,
-		struct mrc_ev_info *info);
+int mrce_ev_info(const struct mrce *e, uint32_t peer, uint32_t ev,
+		struct mrce_ev_info *info);
 
 /* ---- queue pairs ---------------------------------------------------- */
-enum mrc_qp_state { MRC_QPS_RESET = 0, MRC_QPS_RTS = 1, MRC_QPS_ERROR = 2 };
+enum mrce_qp_state { MRC_QPS_RESET = 0, MRC_QPS_RTS = 1, MRC_QPS_ERROR = 2 };
 #define MRC_QP_PIN_EV 0x1u         /* single-path (ECMP-like) mode */
 #define MRC_QP_RNR_RETRY 0x2u      /* rnr_retry below overrides the cfg's */
 #define MRC_RNR_RETRY_FOREVER 7u
 
-struct mrc_qp_attr {
+struct mrce_qp_attr {
 	uint32_t pd;
 	uint32_t flags;            /* MRC_QP_PIN_EV, MRC_QP_RNR_RETRY */
 	uint32_t pin_ev;           /* preferred EV in single-path mode */
 	uint32_t rnr_retry;        /* 0..7 (7 = forever), with MRC_QP_RNR_RETRY */
 };
-int mrc_qp_create(struct mrc_engine *e, const struct mrc_qp_attr *attr, uint32_t *qpn);
+int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qpn);
 /* Frees the QP; outstanding work is dropped without completions. */
-int mrc_qp_destroy(struct mrc_engine *e, uint32_t qpn);
+int mrce_qp_destroy(struct mrce *e, uint32_t qpn);
 /* Connects to remote QP rqpn on peer.  sq_psn: first PSN we send;
  * rq_psn: first PSN we expect (the peer's sq_psn). */
-int mrc_qp_connect(struct mrc_engine *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
+int mrce_qp_connect(struct mrce *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 		   uint32_t sq_psn, uint32_t rq_psn);
-/* The connection's tokens, set before mrc_qp_connect (-EISCONN after):
+/* The connection's tokens, set before mrce_qp_connect (-EISCONN after):
  * tx goes in every data packet and ACK/NACK the QP sends, rx is required in
  * every one it receives (others are dropped before any effect and counted
  * in rx_bad_token).  A NOQP NACK echoes the token of the data packet it
  * answers, so it must carry our tx.  Opaque here; derived per connection
  * from the cluster key and both sides' nonces (auth/auth.h).  Both 0 until
  * set, which matches a peer that does not set them either. */
-int mrc_qp_set_tokens(struct mrc_engine *e, uint32_t qpn, uint64_t tx, uint64_t rx);
+int mrce_qp_set_tokens(struct mrce *e, uint32_t qpn, uint64_t tx, uint64_t rx);
 
 /* A work request is the ring ABI's submission descriptor (mrc/ring.h),
  * the form it has from the client's ring to here: the daemon validates a
  * private copy (codec/ringcheck.h) and posts that copy unchanged; the
  * simulator, tools and tests fill one the same way.  op is one of
  * MRC_SQE_WRITE, _WRITE_IMM, _SEND, _SEND_IMM, _ATOMIC_ADD (RECV buffers
- * go through mrc_qp_post_recv); seq and the reserved fields are not read.
+ * go through mrce_qp_post_recv); seq and the reserved fields are not read.
  * The engine's fields: wr_id; flags (MRC_SQE_F_FENCE, below);
  * lkey, loff (local source, not for ATOMIC_ADD); len (<= MRC_MAX_MSG);
  * rkey, roff (WRITE*, ATOMIC_ADD); imm (*_IMM); add (ATOMIC_ADD: remote
@@ -191,14 +191,14 @@ int mrc_qp_set_tokens(struct mrc_engine *e, uint32_t qpn, uint64_t tx, uint64_t 
  * -ENETUNREACH (every path DENIED for no_path_timeout_ns), -EACCES,
  * -EMSGSIZE, -ECONNRESET (the remote QP is gone); the rest of the QP's
  * work is flushed with -ECANCELED. */
-int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct mrc_sqe *wr);
-int mrc_qp_post_recv(struct mrc_engine *e, uint32_t qpn, uint64_t wr_id,
+int mrce_qp_post(struct mrce *e, uint64_t now, uint32_t qpn, const struct mrc_sqe *wr);
+int mrce_qp_post_recv(struct mrce *e, uint32_t qpn, uint64_t wr_id,
 		     uint32_t lkey, uint64_t off, uint64_t len);
 
 /* Completion opcodes: the ring ABI's (mrc/ring.h), so a completion keeps
  * its op from here to the client's ring.  A sender's completion carries
  * its work request's op. */
-enum mrc_wc_op {
+enum mrce_wc_op {
 	MRC_WC_WRITE = MRC_CQE_WRITE,
 	MRC_WC_WRITE_IMM = MRC_CQE_WRITE_IMM,
 	MRC_WC_SEND = MRC_CQE_SEND,
@@ -207,10 +207,10 @@ enum mrc_wc_op {
 	MRC_WC_RECV = MRC_CQE_RECV,                     /* a SEND / SEND_IMM landed in a RECV */
 	MRC_WC_RECV_WRITE_IMM = MRC_CQE_RECV_WRITE_IMM, /* a WRITE_IMM was placed (no RECV used) */
 };
-struct mrc_wc {
+struct mrce_wc {
 	uint64_t wr_id;            /* RECV_WRITE_IMM: 0 */
 	uint32_t qpn;
-	uint8_t op;                /* enum mrc_wc_op */
+	uint8_t op;                /* enum mrce_wc_op */
 	uint8_t has_imm;
 	int32_t status;            /* 0 or negative errno, see mrc_strerror */
 	uint64_t byte_len;
@@ -218,18 +218,18 @@ struct mrc_wc {
 };
 /* Completions of each QP come in posting order (for receive completions:
  * in the order the remote posted them).  Returns how many were written. */
-int mrc_engine_poll_cq(struct mrc_engine *e, struct mrc_wc *wc, int max);
+int mrce_poll_cq(struct mrce *e, struct mrce_wc *wc, int max);
 
 /* Moves the QP to ERROR now: every work request not yet complete completes
  * with err (e.g. -ESHUTDOWN), posted RECVs with -ECANCELED. */
-int mrc_qp_abort(struct mrc_engine *e, uint64_t now, uint32_t qpn, int err);
+int mrce_qp_abort(struct mrce *e, uint64_t now, uint32_t qpn, int err);
 /* How many QPs still have work requests that have not completed (a
  * draining shutdown waits for 0). */
-uint32_t mrc_engine_busy_qps(const struct mrc_engine *e);
-/* mrc_qp_abort on every QP that still has work; returns how many. */
-uint32_t mrc_engine_abort_all(struct mrc_engine *e, uint64_t now, int err);
+uint32_t mrce_busy_qps(const struct mrce *e);
+/* mrce_qp_abort on every QP that still has work; returns how many. */
+uint32_t mrce_abort_all(struct mrce *e, uint64_t now, int err);
 
-struct mrc_qp_info {
+struct mrce_qp_info {
 	uint8_t state;
 	int32_t error;             /* why it entered ERROR (negative errno) */
 	uint32_t peer, rqpn;
@@ -244,13 +244,13 @@ struct mrc_qp_info {
 	                              peer: shared by its QPs) */
 	uint64_t rx_pkts, rx_dups, bytes_placed;
 };
-int mrc_qp_info(const struct mrc_engine *e, uint32_t qpn, struct mrc_qp_info *info);
+int mrce_qp_info(const struct mrce *e, uint32_t qpn, struct mrce_qp_info *info);
 
 /* ---- packets in and out -------------------------------------------- */
 /* A packet to send: hdr[0..hdr_len), then payload[0..plen) (straight from
  * registered memory: scatter-gather it, do not copy it), then, when plen > 0,
  * trailer[0..4).  The payload pointer is valid until the next engine call. */
-struct mrc_tx_pkt {
+struct mrce_tx_pkt {
 	uint32_t peer;
 	uint16_t ev;
 	uint16_t hdr_len;
@@ -261,22 +261,22 @@ struct mrc_tx_pkt {
 };
 /* Fills up to max packets: control packets first, then retransmissions and
  * new data of every QP, round robin, as window and congestion allow. */
-int mrc_engine_tx(struct mrc_engine *e, uint64_t now, struct mrc_tx_pkt *pkts, int max);
+int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max);
 
 #define MRC_RX_ECN 0x1u   /* the IP header arrived marked ECN-CE */
 /* One datagram from peer.  Malformed packets are dropped and counted by
  * reason; returns 0 or the negative errno of the drop (for tracing only). */
-int mrc_engine_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		  const void *pkt, size_t len, uint32_t rx_flags);
 
-/* When mrc_engine_tick must next run (UINT64_MAX: no timer armed). */
-uint64_t mrc_engine_next_deadline(const struct mrc_engine *e);
-void mrc_engine_tick(struct mrc_engine *e, uint64_t now);
-/* Nonzero when mrc_engine_tx would produce a packet now. */
-int mrc_engine_tx_pending(const struct mrc_engine *e);
+/* When mrce_tick must next run (UINT64_MAX: no timer armed). */
+uint64_t mrce_next_deadline(const struct mrce *e);
+void mrce_tick(struct mrce *e, uint64_t now);
+/* Nonzero when mrce_tx would produce a packet now. */
+int mrce_tx_pending(const struct mrce *e);
 
 /* ---- events --------------------------------------------------------- */
-enum mrc_event_type {
+enum mrce_event_type {
 	MRC_EVT_EV_STATE = 1,      /* an EV changed state */
 	MRC_EVT_PROBE_RESULT,      /* a probe came back (rtt_ns) or timed out */
 	MRC_EVT_QP_ERROR,          /* a QP entered ERROR (err) */
@@ -288,12 +288,12 @@ enum mrc_event_type {
 	MRC_EVT_QP_PATH_BACK,      /* a path returned to a waiting QP before the
 	                              bound: it resumed, no error */
 };
-enum mrc_ev_reason {
+enum mrce_ev_reason {
 	MRC_RSN_NONE = 0, MRC_RSN_LOSS, MRC_RSN_RTO, MRC_RSN_PROBE_OK,
 	MRC_RSN_PROBE_LOST, MRC_RSN_DENY, MRC_RSN_ALLOW,
 	MRC_RSN_SPURIOUS,          /* the loss that retired it was not one */
 };
-struct mrc_event {
+struct mrce_event {
 	uint8_t type;
 	uint8_t old_state, new_state, reason;
 	uint32_t peer, ev, qpn;
@@ -302,23 +302,23 @@ struct mrc_event {
 	uint64_t rtt_ns;           /* PROBE_RESULT; UINT64_MAX when lost */
 };
 /* Returns 1 and fills *ev, or 0 when none is queued. */
-int mrc_engine_poll_event(struct mrc_engine *e, struct mrc_event *ev);
+int mrce_poll_event(struct mrce *e, struct mrce_event *ev);
 
-const char *mrc_ev_state_name(uint8_t s);
-const char *mrc_ev_reason_name(uint8_t r);
+const char *mrce_ev_state_name(uint8_t s);
+const char *mrce_ev_reason_name(uint8_t r);
 
 /* ---- counters ------------------------------------------------------- */
 /* Packets dropped for a token that is not the expected one, by kind. */
-enum mrc_tok_kind {
+enum mrce_tok_kind {
 	MRC_TOK_DATA = 0,          /* data packet for a QP of ours */
 	MRC_TOK_ACK,               /* ACK or NACK (not NOQP) for a QP of ours */
 	MRC_TOK_NOQP,              /* NOQP naming a QP of ours, token not ours */
 	MRC_TOK_PROBE,             /* PROBE or PROBE_REPLY from a peer */
 	MRC_TOK__COUNT,
 };
-const char *mrc_tok_kind_name(enum mrc_tok_kind k);
+const char *mrce_tok_kind_name(enum mrce_tok_kind k);
 
-struct mrc_engine_stats {
+struct mrce_stats {
 	uint64_t rx_pkts, tx_pkts, tx_data, tx_retx, tx_acks, tx_probes;
 	uint64_t rx_drop[MRC_DROP__COUNT];   /* by decoder reason */
 	uint64_t rx_unknown_qp, rx_bad_peer, rx_qp_error, rx_dup, rx_oow;
@@ -327,10 +327,10 @@ struct mrc_engine_stats {
 	uint64_t events_dropped, ev_changes, bytes_placed, msgs_completed;
 	uint64_t rx_bad_token[MRC_TOK__COUNT];
 };
-void mrc_engine_stats(const struct mrc_engine *e, struct mrc_engine_stats *st);
+void mrce_stats(const struct mrce *e, struct mrce_stats *st);
 
 /* Bytes of engine memory per QP (fixed at create) and per in-flight packet,
  * for capacity planning (documented in docs/design.md). */
-size_t mrc_engine_qp_bytes(const struct mrc_engine *e);
+size_t mrce_qp_bytes(const struct mrce *e);
 
 #endif

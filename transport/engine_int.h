@@ -106,7 +106,7 @@ struct mrc__qp {
 	uint32_t err_psn;           /* the PSN that failed the QP */
 	uint32_t qpn, pd, flags, pin_ev, pin_cur;
 	uint32_t peer, rqpn;
-	uint64_t tx_token, rx_token;   /* mrc_qp_set_tokens */
+	uint64_t tx_token, rx_token;   /* mrce_qp_set_tokens */
 	struct mrc__qp *active_next, *ready_next, *ack_next;
 
 	/* send queue: head (reap) <= done (acked) <= seg (sending) <= tail */
@@ -150,8 +150,8 @@ struct mrc__qp {
 	uint64_t rx_pkts, rx_dups, bytes_placed;
 };
 
-struct mrc_engine {
-	struct mrc_engine_cfg cfg;
+struct mrce {
+	struct mrce_cfg cfg;
 	const struct mrc_cc_ops *cc;
 	uint32_t wmask, sqmask, rqmask;
 	uint32_t max_cwnd;
@@ -164,25 +164,25 @@ struct mrc_engine {
 	uint32_t qp_hwm;            /* qps[0..qp_hwm) may be in use */
 	uint32_t qp_gen;
 
-	struct mrc_tx_pkt *ctrl;    /* queued ACK / NACK / probe packets */
+	struct mrce_tx_pkt *ctrl;    /* queued ACK / NACK / probe packets */
 	uint32_t ctrl_head, ctrl_tail, ctrl_mask;
-	struct mrc_event *evq;
+	struct mrce_event *evq;
 	uint32_t evq_head, evq_tail, evq_mask;
 
 	struct mrc__qp *active_head, *active_tail;   /* may send data */
 	struct mrc__qp *ready_head, *ready_tail;     /* have completions */
 	struct mrc__qp *ack_head;                    /* owe a coalesced ACK */
 
-	struct mrc_engine_stats st;
+	struct mrce_stats st;
 };
 
 /* engine.c */
-void mrc__event(struct mrc_engine *e, const struct mrc_event *ev);
-struct mrc_tx_pkt *mrc__ctrl_slot(struct mrc_engine *e);
-struct mrc__mr *mrc__mr_get(struct mrc_engine *e, uint32_t key);
-void mrc__qp_ready(struct mrc_engine *e, struct mrc__qp *qp);
-void mrc__qp_activate(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now);
-struct mrc__qp *mrc__qp_get(struct mrc_engine *e, uint32_t qpn);
+void mrc__event(struct mrce *e, const struct mrce_event *ev);
+struct mrce_tx_pkt *mrc__ctrl_slot(struct mrce *e);
+struct mrc__mr *mrc__mr_get(struct mrce *e, uint32_t key);
+void mrc__qp_ready(struct mrce *e, struct mrc__qp *qp);
+void mrc__qp_activate(struct mrce *e, struct mrc__qp *qp, uint64_t now);
+struct mrc__qp *mrc__qp_get(struct mrce *e, uint32_t qpn);
 
 /* Some path to the peer may carry packets (not every EV DENIED). */
 static inline int mrc__peer_reachable(const struct mrc__peer *p)
@@ -191,37 +191,37 @@ static inline int mrc__peer_reachable(const struct mrc__peer *p)
 }
 
 /* path.c */
-int mrc__path_pick(struct mrc_engine *e, struct mrc__peer *p, struct mrc__qp *qp,
+int mrc__path_pick(struct mrce *e, struct mrc__peer *p, struct mrc__qp *qp,
 		   int avoid_plane);
-void mrc__path_set_state(struct mrc_engine *e, uint32_t peer, uint32_t ev,
+void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 			 uint8_t st, uint8_t reason, uint64_t now);
-void mrc__path_blame(struct mrc_engine *e, uint32_t peer, uint32_t ev,
+void mrc__path_blame(struct mrce *e, uint32_t peer, uint32_t ev,
 		     uint8_t reason, uint64_t now);
-void mrc__path_rtt(struct mrc_engine *e, struct mrc__peer *p, uint32_t ev,
+void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
 		   uint64_t rtt);
-void mrc__probe_tick(struct mrc_engine *e, uint64_t now);
-void mrc__probe_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+void mrc__probe_tick(struct mrce *e, uint64_t now);
+void mrc__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		   const struct mrc_probe_hdr *h);
 
 /* sender.c */
-int mrc__qp_can_send(const struct mrc_engine *e, const struct mrc__qp *qp, uint64_t now);
-int mrc__qp_tx_one(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now,
-		   struct mrc_tx_pkt *pkt);
-void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+int mrc__qp_can_send(const struct mrce *e, const struct mrc__qp *qp, uint64_t now);
+int mrc__qp_tx_one(struct mrce *e, struct mrc__qp *qp, uint64_t now,
+		   struct mrce_tx_pkt *pkt);
+void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		 const struct mrc_ack_hdr *h);
-void mrc__qp_timers(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now);
+void mrc__qp_timers(struct mrce *e, struct mrc__qp *qp, uint64_t now);
 uint64_t mrc__qp_deadline(const struct mrc__qp *qp);
-void mrc__qp_path_back(struct mrc_engine *e, uint32_t peer, uint64_t now);
+void mrc__qp_path_back(struct mrce *e, uint32_t peer, uint64_t now);
 
 /* receiver.c */
-void mrc__acks_flush(struct mrc_engine *e);
-void mrc__data_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+void mrc__acks_flush(struct mrce *e);
+void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		  const struct mrc_pkt_view *v, uint32_t rx_flags);
 
 /* qp.c */
-void mrc__qp_fail(struct mrc_engine *e, struct mrc__qp *qp, int err,
+void mrc__qp_fail(struct mrce *e, struct mrc__qp *qp, int err,
 		  uint32_t bad_psn, uint64_t now);
-void mrc__sq_advance(struct mrc_engine *e, struct mrc__qp *qp);
+void mrc__sq_advance(struct mrce *e, struct mrc__qp *qp);
 
 /* Smoothed RTT and its variation (RFC 6298 gains), for paths and QPs. */
 static inline void mrc__rtt_update(uint64_t *srtt, uint64_t *rttvar, uint64_t rtt)

@@ -6,7 +6,7 @@
 
 #include "transport/engine_int.h"
 
-int mrc_peer_add(struct mrc_engine *e, uint32_t nev, const uint8_t *plane_of,
+int mrce_peer_add(struct mrce *e, uint32_t nev, const uint8_t *plane_of,
 		 uint32_t *peer)
 {
 	if (!nev || nev > MRC_MAX_EVS || !plane_of || !peer)
@@ -31,7 +31,7 @@ int mrc_peer_add(struct mrc_engine *e, uint32_t nev, const uint8_t *plane_of,
 			fail = 1;
 	if (fail) {
 		p->used = 1;
-		mrc_peer_remove(e, idx);
+		mrce_peer_remove(e, idx);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < nev; i++) {
@@ -46,7 +46,7 @@ int mrc_peer_add(struct mrc_engine *e, uint32_t nev, const uint8_t *plane_of,
 	return 0;
 }
 
-int mrc_peer_remove(struct mrc_engine *e, uint32_t peer)
+int mrce_peer_remove(struct mrce *e, uint32_t peer)
 {
 	if (peer >= e->cfg.max_peers || !e->peers[peer].used)
 		return -ENOENT;
@@ -62,12 +62,12 @@ int mrc_peer_remove(struct mrc_engine *e, uint32_t peer)
 	return 0;
 }
 
-static struct mrc__peer *peer_get(struct mrc_engine *e, uint32_t peer)
+static struct mrc__peer *peer_get(struct mrce *e, uint32_t peer)
 {
 	return peer < e->cfg.max_peers && e->peers[peer].used ? &e->peers[peer] : NULL;
 }
 
-int mrc_peer_set_probe_tokens(struct mrc_engine *e, uint32_t peer, uint64_t tx,
+int mrce_peer_set_probe_tokens(struct mrce *e, uint32_t peer, uint64_t tx,
 			      uint64_t rx)
 {
 	struct mrc__peer *p = peer_get(e, peer);
@@ -78,7 +78,7 @@ int mrc_peer_set_probe_tokens(struct mrc_engine *e, uint32_t peer, uint64_t tx,
 	return 0;
 }
 
-void mrc__path_set_state(struct mrc_engine *e, uint32_t peer, uint32_t ev,
+void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 			 uint8_t st, uint8_t reason, uint64_t now)
 {
 	struct mrc__peer *p = &e->peers[peer];
@@ -102,7 +102,7 @@ void mrc__path_set_state(struct mrc_engine *e, uint32_t peer, uint32_t ev,
 			p->next_probe_due = pa->next_probe;
 	}
 	e->st.ev_changes++;
-	mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_EV_STATE,
+	mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_EV_STATE,
 		.old_state = old, .new_state = st, .reason = reason,
 		.peer = peer, .ev = ev, .time_ns = now });
 	/* QPs waiting for a path (every EV was DENIED) resume at once. */
@@ -112,7 +112,7 @@ void mrc__path_set_state(struct mrc_engine *e, uint32_t peer, uint32_t ev,
 
 /* Loss attributed to a path: retire it at once, unless that would leave
  * fewer usable paths than the floor. */
-void mrc__path_blame(struct mrc_engine *e, uint32_t peer, uint32_t ev,
+void mrc__path_blame(struct mrce *e, uint32_t peer, uint32_t ev,
 		     uint8_t reason, uint64_t now)
 {
 	struct mrc__peer *p = &e->peers[peer];
@@ -122,7 +122,7 @@ void mrc__path_blame(struct mrc_engine *e, uint32_t peer, uint32_t ev,
 	if (pa->state != MRC_EV_GOOD)
 		return;
 	if (p->ngood <= e->cfg.ev_floor) {
-		mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_FLOOR,
+		mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_FLOOR,
 			.old_state = MRC_EV_GOOD, .new_state = MRC_EV_GOOD,
 			.reason = reason, .peer = peer, .ev = ev, .time_ns = now });
 		return;
@@ -130,7 +130,7 @@ void mrc__path_blame(struct mrc_engine *e, uint32_t peer, uint32_t ev,
 	mrc__path_set_state(e, peer, ev, MRC_EV_ASSUMED_BAD, reason, now);
 }
 
-void mrc__path_rtt(struct mrc_engine *e, struct mrc__peer *p, uint32_t ev,
+void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
 		   uint64_t rtt)
 {
 	struct mrc__path *pa = &p->paths[ev];
@@ -150,7 +150,7 @@ static int usable(const struct mrc__path *pa) { return pa->state == MRC_EV_GOOD;
  * credit, which weights it down by its ECN/trim/delay history.  Returns -1
  * when no EV may be used (every path DENIED): the caller's QP then waits
  * for one, for no_path_timeout_ns at most (sender.c). */
-int mrc__path_pick(struct mrc_engine *e, struct mrc__peer *p, struct mrc__qp *qp,
+int mrc__path_pick(struct mrce *e, struct mrc__peer *p, struct mrc__qp *qp,
 		   int avoid_plane)
 {
 	if (qp && (qp->flags & MRC_QP_PIN_EV)) {
@@ -199,7 +199,7 @@ int mrc__path_pick(struct mrc_engine *e, struct mrc__peer *p, struct mrc__qp *qp
 	return -1;
 }
 
-int mrc_ev_set_denied(struct mrc_engine *e, uint64_t now, uint32_t peer,
+int mrce_ev_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 		      uint32_t ev, int deny)
 {
 	struct mrc__peer *p = peer_get(e, peer);
@@ -213,24 +213,24 @@ int mrc_ev_set_denied(struct mrc_engine *e, uint64_t now, uint32_t peer,
 	return 0;
 }
 
-int mrc_plane_set_denied(struct mrc_engine *e, uint64_t now, uint32_t peer,
+int mrce_plane_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 			 uint32_t plane, int deny)
 {
 	struct mrc__peer *p = peer_get(e, peer);
 	if (!p || plane >= MRC_MAX_PLANES)
 		return -EINVAL;
 	for (uint32_t k = 0; k < p->plane_nev[plane]; k++)
-		mrc_ev_set_denied(e, now, peer, p->plane_evs[plane][k], deny);
+		mrce_ev_set_denied(e, now, peer, p->plane_evs[plane][k], deny);
 	return 0;
 }
 
-int mrc_ev_info(const struct mrc_engine *e, uint32_t peer, uint32_t ev,
-		struct mrc_ev_info *info)
+int mrce_ev_info(const struct mrce *e, uint32_t peer, uint32_t ev,
+		struct mrce_ev_info *info)
 {
 	if (peer >= e->cfg.max_peers || !e->peers[peer].used || ev >= e->peers[peer].nev)
 		return -EINVAL;
 	const struct mrc__path *pa = &e->peers[peer].paths[ev];
-	*info = (struct mrc_ev_info){ .state = pa->state, .plane = pa->plane,
+	*info = (struct mrce_ev_info){ .state = pa->state, .plane = pa->plane,
 		.last_reason = pa->reason, .srtt_ns = pa->srtt, .rttvar_ns = pa->rttvar,
 		.last_change_ns = pa->last_change, .tx_pkts = pa->tx_pkts,
 		.lost = pa->lost, .trims = pa->trims, .ecn = pa->ecn,
@@ -240,11 +240,11 @@ int mrc_ev_info(const struct mrc_engine *e, uint32_t peer, uint32_t ev,
 
 /* ---- probes --------------------------------------------------------- */
 
-static void probe_send(struct mrc_engine *e, uint32_t peer, uint32_t ev, uint64_t now)
+static void probe_send(struct mrce *e, uint32_t peer, uint32_t ev, uint64_t now)
 {
 	struct mrc__peer *p = &e->peers[peer];
 	struct mrc__path *pa = &p->paths[ev];
-	struct mrc_tx_pkt *t = mrc__ctrl_slot(e);
+	struct mrce_tx_pkt *t = mrc__ctrl_slot(e);
 	if (!t)
 		return;
 	if (!++p->probe_seq)
@@ -262,7 +262,7 @@ static void probe_send(struct mrc_engine *e, uint32_t peer, uint32_t ev, uint64_
 		.token = p->probe_tx_token });
 }
 
-int mrc_ev_probe(struct mrc_engine *e, uint64_t now, uint32_t peer, uint32_t ev)
+int mrce_ev_probe(struct mrce *e, uint64_t now, uint32_t peer, uint32_t ev)
 {
 	struct mrc__peer *p = peer_get(e, peer);
 	if (!p || ev >= p->nev)
@@ -275,13 +275,13 @@ int mrc_ev_probe(struct mrc_engine *e, uint64_t now, uint32_t peer, uint32_t ev)
 }
 
 /* A probe unanswered for this long is lost. */
-static uint64_t probe_timeout(const struct mrc_engine *e, const struct mrc__peer *p)
+static uint64_t probe_timeout(const struct mrce *e, const struct mrc__peer *p)
 {
 	uint64_t t = 4 * p->min_rtt;
 	return t > e->cfg.probe_interval_ns ? t : e->cfg.probe_interval_ns;
 }
 
-void mrc__probe_tick(struct mrc_engine *e, uint64_t now)
+void mrc__probe_tick(struct mrce *e, uint64_t now)
 {
 	for (uint32_t i = 0; i < e->peer_hwm; i++) {
 		struct mrc__peer *p = &e->peers[i];
@@ -305,7 +305,7 @@ void mrc__probe_tick(struct mrc_engine *e, uint64_t now)
 	}
 }
 
-void mrc__probe_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+void mrc__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		   const struct mrc_probe_hdr *h)
 {
 	struct mrc__peer *p = &e->peers[peer];
@@ -324,7 +324,7 @@ void mrc__probe_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 		/* Answer on the same EV: the reply proves the reverse path. */
 		if (pa->state == MRC_EV_DENIED)
 			return;
-		struct mrc_tx_pkt *t = mrc__ctrl_slot(e);
+		struct mrce_tx_pkt *t = mrc__ctrl_slot(e);
 		if (!t)
 			return;
 		t->peer = peer;
@@ -344,7 +344,7 @@ void mrc__probe_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 	mrc__path_rtt(e, p, h->ev, rtt);
 	if (pa->user_probe) {
 		pa->user_probe = 0;
-		mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_PROBE_RESULT,
+		mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_PROBE_RESULT,
 			.peer = peer, .ev = h->ev, .rtt_ns = rtt, .time_ns = now,
 			.old_state = pa->state, .new_state = pa->state });
 	}

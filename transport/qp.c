@@ -16,7 +16,7 @@ static void qp_free_arrays(struct mrc__qp *qp)
 	free(qp->rcq);
 }
 
-int mrc_qp_create(struct mrc_engine *e, const struct mrc_qp_attr *attr, uint32_t *qpn)
+int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qpn)
 {
 	if (!attr || !qpn || (attr->flags & ~(MRC_QP_PIN_EV | MRC_QP_RNR_RETRY)) ||
 	    ((attr->flags & MRC_QP_RNR_RETRY) && attr->rnr_retry > MRC_RNR_RETRY_FOREVER))
@@ -79,7 +79,7 @@ static void unlink_list(struct mrc__qp **head, struct mrc__qp **tail,
 	}
 }
 
-int mrc_qp_destroy(struct mrc_engine *e, uint32_t qpn)
+int mrce_qp_destroy(struct mrce *e, uint32_t qpn)
 {
 	struct mrc__qp *qp = mrc__qp_get(e, qpn);
 	if (!qp)
@@ -111,7 +111,7 @@ int mrc_qp_destroy(struct mrc_engine *e, uint32_t qpn)
 	return 0;
 }
 
-int mrc_qp_connect(struct mrc_engine *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
+int mrce_qp_connect(struct mrce *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 		   uint32_t sq_psn, uint32_t rq_psn)
 {
 	struct mrc__qp *qp = mrc__qp_get(e, qpn);
@@ -132,7 +132,7 @@ int mrc_qp_connect(struct mrc_engine *e, uint32_t qpn, uint32_t peer, uint32_t r
 	return 0;
 }
 
-int mrc_qp_set_tokens(struct mrc_engine *e, uint32_t qpn, uint64_t tx, uint64_t rx)
+int mrce_qp_set_tokens(struct mrce *e, uint32_t qpn, uint64_t tx, uint64_t rx)
 {
 	struct mrc__qp *qp = mrc__qp_get(e, qpn);
 	if (!qp)
@@ -144,12 +144,12 @@ int mrc_qp_set_tokens(struct mrc_engine *e, uint32_t qpn, uint64_t tx, uint64_t 
 	return 0;
 }
 
-static int64_t wqe_npkts(const struct mrc_engine *e, uint64_t len)
+static int64_t wqe_npkts(const struct mrce *e, uint64_t len)
 {
 	return len ? (int64_t)((len + e->cfg.mtu - 1) / e->cfg.mtu) : 1;
 }
 
-int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct mrc_sqe *wr)
+int mrce_qp_post(struct mrce *e, uint64_t now, uint32_t qpn, const struct mrc_sqe *wr)
 {
 	struct mrc__qp *qp = mrc__qp_get(e, qpn);
 	if (!qp || !wr)
@@ -200,7 +200,7 @@ int mrc_qp_post(struct mrc_engine *e, uint64_t now, uint32_t qpn, const struct m
 	return 0;
 }
 
-int mrc_qp_post_recv(struct mrc_engine *e, uint32_t qpn, uint64_t wr_id,
+int mrce_qp_post_recv(struct mrce *e, uint32_t qpn, uint64_t wr_id,
 		     uint32_t lkey, uint64_t off, uint64_t len)
 {
 	struct mrc__qp *qp = mrc__qp_get(e, qpn);
@@ -221,7 +221,7 @@ int mrc_qp_post_recv(struct mrc_engine *e, uint32_t qpn, uint64_t wr_id,
 }
 
 /* Completes, in order, every WQE whose last packet is acknowledged. */
-void mrc__sq_advance(struct mrc_engine *e, struct mrc__qp *qp)
+void mrc__sq_advance(struct mrce *e, struct mrc__qp *qp)
 {
 	int any = 0;
 	while (qp->sq_done != qp->sq_seg) {
@@ -241,7 +241,7 @@ void mrc__sq_advance(struct mrc_engine *e, struct mrc__qp *qp)
 /* Moves the QP to ERROR: the WQE holding bad_psn (when known) completes
  * with err, every other unfinished WQE and posted RECV is flushed with
  * -ECANCELED.  Nothing is sent any more. */
-void mrc__qp_fail(struct mrc_engine *e, struct mrc__qp *qp, int err,
+void mrc__qp_fail(struct mrce *e, struct mrc__qp *qp, int err,
 		  uint32_t bad_psn, uint64_t now)
 {
 	if (qp->state == MRC_QPS_ERROR)
@@ -274,16 +274,16 @@ void mrc__qp_fail(struct mrc_engine *e, struct mrc__qp *qp, int err,
 	memset(qp->lostmap, 0, sizeof(qp->lostmap));
 	qp->rto_deadline = qp->rack_deadline = qp->rnr_until = qp->nopath_deadline = 0;
 	mrc__qp_ready(e, qp);
-	mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_QP_ERROR,
+	mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_QP_ERROR,
 		.qpn = qp->qpn, .peer = qp->peer, .err = err, .time_ns = now });
 }
 
-int mrc_qp_info(const struct mrc_engine *e, uint32_t qpn, struct mrc_qp_info *info)
+int mrce_qp_info(const struct mrce *e, uint32_t qpn, struct mrce_qp_info *info)
 {
-	const struct mrc__qp *qp = mrc__qp_get((struct mrc_engine *)e, qpn);
+	const struct mrc__qp *qp = mrc__qp_get((struct mrce *)e, qpn);
 	if (!qp)
 		return -ENOENT;
-	*info = (struct mrc_qp_info){ .state = qp->state, .error = qp->err,
+	*info = (struct mrce_qp_info){ .state = qp->state, .error = qp->err,
 		.peer = qp->peer, .rqpn = qp->rqpn, .inflight = qp->inflight_pkts,
 		.cwnd_bytes = e->cc->cwnd(qp->cc), .srtt_ns = qp->srtt, .rto_ns = qp->rto,
 		.tx_pkts = qp->tx_pkts, .retx = qp->retx, .rto_fires = qp->rto_fires,
@@ -295,7 +295,7 @@ int mrc_qp_info(const struct mrc_engine *e, uint32_t qpn, struct mrc_qp_info *in
 	return 0;
 }
 
-int mrc_qp_abort(struct mrc_engine *e, uint64_t now, uint32_t qpn, int err)
+int mrce_qp_abort(struct mrce *e, uint64_t now, uint32_t qpn, int err)
 {
 	struct mrc__qp *qp = mrc__qp_get(e, qpn);
 	if (!qp || err >= 0)
@@ -309,7 +309,7 @@ int mrc_qp_abort(struct mrc_engine *e, uint64_t now, uint32_t qpn, int err)
 	return 0;
 }
 
-uint32_t mrc_engine_busy_qps(const struct mrc_engine *e)
+uint32_t mrce_busy_qps(const struct mrce *e)
 {
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < e->qp_hwm; i++) {
@@ -319,13 +319,13 @@ uint32_t mrc_engine_busy_qps(const struct mrc_engine *e)
 	return n;
 }
 
-uint32_t mrc_engine_abort_all(struct mrc_engine *e, uint64_t now, int err)
+uint32_t mrce_abort_all(struct mrce *e, uint64_t now, int err)
 {
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < e->qp_hwm; i++) {
 		struct mrc__qp *qp = &e->qps[i];
 		if (qp->used && qp->state == MRC_QPS_RTS && qp->sq_done != qp->sq_tail) {
-			mrc_qp_abort(e, now, qp->qpn, err);
+			mrce_qp_abort(e, now, qp->qpn, err);
 			n++;
 		}
 	}

@@ -22,7 +22,7 @@ static void ring_to_sack(const uint64_t ring[4], uint32_t base, uint8_t *sack)
 }
 
 /* Fills a queued control packet with an ACK/NACK and counts it. */
-static void put_ack(struct mrc_engine *e, struct mrc_tx_pkt *t, uint32_t peer, int ev,
+static void put_ack(struct mrce *e, struct mrce_tx_pkt *t, uint32_t peer, int ev,
 		    const struct mrc_ack_hdr *h)
 {
 	t->peer = peer;
@@ -37,7 +37,7 @@ static void put_ack(struct mrc_engine *e, struct mrc_tx_pkt *t, uint32_t peer, i
 
 /* ACKs go back on the EV of the packet they answer (same plane and spine
  * in reverse), unless our side of that path is administratively down. */
-static void send_ack(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
+static void send_ack(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
 		     const struct mrc_data_hdr *d, uint8_t nack, uint32_t rx_flags)
 {
 	struct mrc__peer *p = &e->peers[peer];
@@ -46,7 +46,7 @@ static void send_ack(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
 		ev = mrc__path_pick(e, p, NULL, -1);
 	if (ev < 0)
 		return;
-	struct mrc_tx_pkt *t = mrc__ctrl_slot(e);
+	struct mrce_tx_pkt *t = mrc__ctrl_slot(e);
 	if (!t)
 		return;
 	struct mrc_ack_hdr h = { .flags = (rx_flags & MRC_RX_ECN) ? MRC_AF_ECN : 0,
@@ -59,12 +59,12 @@ static void send_ack(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
 	put_ack(e, t, peer, ev, &h);
 }
 
-static void send_noqp(struct mrc_engine *e, uint32_t peer, const struct mrc_data_hdr *d)
+static void send_noqp(struct mrce *e, uint32_t peer, const struct mrc_data_hdr *d)
 {
 	struct mrc__peer *p = &e->peers[peer];
 	int ev = d->ev < p->nev && p->paths[d->ev].state != MRC_EV_DENIED ? d->ev :
 		mrc__path_pick(e, p, NULL, -1);
-	struct mrc_tx_pkt *t = ev < 0 ? NULL : mrc__ctrl_slot(e);
+	struct mrce_tx_pkt *t = ev < 0 ? NULL : mrc__ctrl_slot(e);
 	if (!t)
 		return;
 	/* The echoed token proves to the sender that this answers its own
@@ -77,7 +77,7 @@ static void send_noqp(struct mrc_engine *e, uint32_t peer, const struct mrc_data
 static int is_send(uint8_t op) { return op == MRC_OP_SEND || op == MRC_OP_SEND_IMM; }
 
 /* Checks a remote access and returns where it lands, or NULL. */
-static uint8_t *remote_target(struct mrc_engine *e, struct mrc__qp *qp, uint32_t rkey,
+static uint8_t *remote_target(struct mrce *e, struct mrc__qp *qp, uint32_t rkey,
 			      uint64_t off, uint64_t len, uint32_t right)
 {
 	struct mrc__mr *m = mrc__mr_get(e, rkey);
@@ -87,7 +87,7 @@ static uint8_t *remote_target(struct mrc_engine *e, struct mrc__qp *qp, uint32_t
 	return m->base + off;
 }
 
-static void fail_access(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
+static void fail_access(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
 			const struct mrc_data_hdr *d, int err, uint32_t rx_flags, uint64_t now)
 {
 	e->st.access_errors++;
@@ -97,7 +97,7 @@ static void fail_access(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
 
 /* Runs the effect of a message whose every PSN up to its last one is now
  * placed: this is what orders IMM, SEND and atomics after earlier WRITEs. */
-static void effect(struct mrc_engine *e, struct mrc__qp *qp, struct mrc__rslot *r,
+static void effect(struct mrce *e, struct mrc__qp *qp, struct mrc__rslot *r,
 		   uint32_t psn, uint64_t now)
 {
 	struct mrc__rcqe c = { 0 };
@@ -138,10 +138,10 @@ static void effect(struct mrc_engine *e, struct mrc__qp *qp, struct mrc__rslot *
 	mrc__qp_ready(e, qp);
 }
 
-static void ack_later(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
+static void ack_later(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
 		      const struct mrc_data_hdr *d, uint32_t rx_flags);
 
-void mrc__data_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		  const struct mrc_pkt_view *v, uint32_t rx_flags)
 {
 	const struct mrc_data_hdr *d = &v->u.data;
@@ -263,7 +263,7 @@ void mrc__data_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
  * covers up to ack_every packets, or whatever arrived before the caller
  * next asks for packets to send (the end of its receive batch), so ACKs
  * are never held past the current turn of the caller's loop. */
-static void ack_later(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
+static void ack_later(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
 		      const struct mrc_data_hdr *d, uint32_t rx_flags)
 {
 	qp->ack_trig = *d;
@@ -282,7 +282,7 @@ static void ack_later(struct mrc_engine *e, struct mrc__qp *qp, uint32_t peer,
 	}
 }
 
-void mrc__acks_flush(struct mrc_engine *e)
+void mrc__acks_flush(struct mrce *e)
 {
 	while (e->ack_head) {
 		struct mrc__qp *qp = e->ack_head;

@@ -9,14 +9,14 @@
 #define RNR_LIMIT_ERR  (-ENOBUFS)
 #define NO_PATH_ERR    (-ENETUNREACH)
 
-static struct mrc__slot *slot_of(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn)
+static struct mrc__slot *slot_of(struct mrce *e, struct mrc__qp *qp, uint32_t psn)
 {
 	return &qp->slots[psn & e->wmask];
 }
 
 /* ---- send-order list of in-flight packets (oldest first) ------------ */
 
-static void lst_append(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn)
+static void lst_append(struct mrce *e, struct mrc__qp *qp, uint32_t psn)
 {
 	uint16_t i = (uint16_t)(psn & e->wmask);
 	struct mrc__slot *s = &qp->slots[i];
@@ -44,21 +44,21 @@ static void lst_remove(struct mrc__qp *qp, uint16_t i)
 }
 
 /* PSN of the slot at index i: the unique PSN in [snd_una, snd_nxt). */
-static uint32_t slot_psn(const struct mrc_engine *e, const struct mrc__qp *qp, uint16_t i)
+static uint32_t slot_psn(const struct mrce *e, const struct mrc__qp *qp, uint16_t i)
 {
 	return qp->snd_una + ((i - qp->snd_una) & e->wmask);
 }
 
 /* ---- transmit -------------------------------------------------------- */
 
-static int cwnd_allows(const struct mrc_engine *e, const struct mrc__qp *qp, uint32_t plen)
+static int cwnd_allows(const struct mrce *e, const struct mrc__qp *qp, uint32_t plen)
 {
 	return qp->inflight_pkts == 0 ||
 	       qp->inflight_bytes + plen <= e->cc->cwnd(qp->cc);
 }
 
 /* The next work request may send its next packet. */
-static int new_data_ok(const struct mrc_engine *e, const struct mrc__qp *qp)
+static int new_data_ok(const struct mrce *e, const struct mrc__qp *qp)
 {
 	if (qp->sq_seg == qp->sq_tail || qp->snd_nxt - qp->snd_una >= e->cfg.window)
 		return 0;
@@ -68,7 +68,7 @@ static int new_data_ok(const struct mrc_engine *e, const struct mrc__qp *qp)
 	return !w->fence || w->started || qp->sq_done == qp->sq_seg;
 }
 
-int mrc__qp_can_send(const struct mrc_engine *e, const struct mrc__qp *qp, uint64_t now)
+int mrc__qp_can_send(const struct mrce *e, const struct mrc__qp *qp, uint64_t now)
 {
 	if (qp->state != MRC_QPS_RTS || qp->rnr_until > now)
 		return 0;
@@ -83,16 +83,16 @@ int mrc__qp_can_send(const struct mrc_engine *e, const struct mrc__qp *qp, uint6
  * the RTO has fired) no timer would ever wake the QP again.  Arm a deadline
  * of its own: a path back before it resumes the QP (mrc__qp_path_back),
  * else the QP fails (mrc__qp_timers). */
-static void nopath_wait(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
+static void nopath_wait(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 {
 	if (qp->nopath_deadline)
 		return;
 	qp->nopath_deadline = now + e->cfg.no_path_timeout_ns;
-	mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_QP_NO_PATH,
+	mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_QP_NO_PATH,
 		.qpn = qp->qpn, .peer = qp->peer, .time_ns = now });
 }
 
-void mrc__qp_path_back(struct mrc_engine *e, uint32_t peer, uint64_t now)
+void mrc__qp_path_back(struct mrce *e, uint32_t peer, uint64_t now)
 {
 	for (uint32_t i = 0; i < e->qp_hwm; i++) {
 		struct mrc__qp *qp = &e->qps[i];
@@ -100,13 +100,13 @@ void mrc__qp_path_back(struct mrc_engine *e, uint32_t peer, uint64_t now)
 		    qp->state != MRC_QPS_RTS)
 			continue;
 		qp->nopath_deadline = 0;
-		mrc__event(e, &(struct mrc_event){ .type = MRC_EVT_QP_PATH_BACK,
+		mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_QP_PATH_BACK,
 			.qpn = qp->qpn, .peer = peer, .time_ns = now });
 		mrc__qp_activate(e, qp, now);
 	}
 }
 
-static void nopath_expire(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
+static void nopath_expire(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 {
 	qp->nopath_deadline = 0;
 	if (qp->sq_done == qp->sq_tail || mrc__peer_reachable(&e->peers[qp->peer]))
@@ -118,8 +118,8 @@ static void nopath_expire(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now
 	qp->sq[first & e->sqmask].status = NO_PATH_ERR;
 }
 
-static void build(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn, int ev,
-		  int retx, uint64_t now, struct mrc_tx_pkt *pkt)
+static void build(struct mrce *e, struct mrc__qp *qp, uint32_t psn, int ev,
+		  int retx, uint64_t now, struct mrce_tx_pkt *pkt)
 {
 	struct mrc__slot *s = slot_of(e, qp, psn);
 	struct mrc__wqe *w = &qp->sq[s->wqe & e->sqmask];
@@ -177,8 +177,8 @@ static int next_lost(const struct mrc__qp *qp, uint32_t *psn)
 	return 1;
 }
 
-int mrc__qp_tx_one(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now,
-		   struct mrc_tx_pkt *pkt)
+int mrc__qp_tx_one(struct mrce *e, struct mrc__qp *qp, uint64_t now,
+		   struct mrce_tx_pkt *pkt)
 {
 	if (!mrc__qp_can_send(e, qp, now))
 		return 0;
@@ -234,7 +234,7 @@ int mrc__qp_tx_one(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now,
 
 /* ---- loss ------------------------------------------------------------ */
 
-static void mark_lost(struct mrc_engine *e, struct mrc__qp *qp, uint16_t i,
+static void mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 		      uint8_t reason, int blame, uint64_t now)
 {
 	struct mrc__slot *s = &qp->slots[i];
@@ -255,7 +255,7 @@ static void mark_lost(struct mrc_engine *e, struct mrc__qp *qp, uint16_t i,
 }
 
 /* How long past its send time a packet on this EV may still be acked. */
-static uint64_t late_after(const struct mrc_engine *e, const struct mrc__qp *qp,
+static uint64_t late_after(const struct mrce *e, const struct mrc__qp *qp,
 			   const struct mrc__peer *p, uint16_t ev)
 {
 	const struct mrc__path *pa = &p->paths[ev];
@@ -271,7 +271,7 @@ static uint64_t late_after(const struct mrc_engine *e, const struct mrc__qp *qp,
 /* RACK-style, per path: a packet is lost once a packet sent after it has
  * been acknowledged and it is overdue for its own path's RTT.  A global
  * duplicate count would misfire, since spraying reorders by design. */
-static void detect_losses(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
+static void detect_losses(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 {
 	const struct mrc__peer *p = &e->peers[qp->peer];
 	uint64_t next = 0;
@@ -304,7 +304,7 @@ static void rto_rearm(struct mrc__qp *qp, uint64_t now)
 
 /* ---- acknowledgements ------------------------------------------------ */
 
-static void ack_one(struct mrc_engine *e, struct mrc__qp *qp, uint32_t psn, uint64_t now)
+static void ack_one(struct mrce *e, struct mrc__qp *qp, uint32_t psn, uint64_t now)
 {
 	struct mrc__slot *s = slot_of(e, qp, psn);
 	if (s->state == MRC__S_INFLIGHT) {
@@ -350,7 +350,7 @@ static void sack_to_ring(const uint8_t *sack, uint32_t base, uint64_t out[4])
 	}
 }
 
-static void rtt_sample(struct mrc_engine *e, struct mrc__qp *qp, uint64_t rtt)
+static void rtt_sample(struct mrce *e, struct mrc__qp *qp, uint64_t rtt)
 {
 	mrc__rtt_update(&qp->srtt, &qp->rttvar, rtt);
 	uint64_t rto = qp->srtt + 4 * qp->rttvar;
@@ -364,7 +364,7 @@ static void rtt_sample(struct mrc_engine *e, struct mrc__qp *qp, uint64_t rtt)
 /* An ACK triggered by an earlier transmission of a packet we already
  * declared lost: the "loss" was reordering.  Like RACK's DSACK rule, widen
  * the reorder window, and give back the path it wrongly retired. */
-static void spurious_check(struct mrc_engine *e, struct mrc__qp *qp,
+static void spurious_check(struct mrce *e, struct mrc__qp *qp,
 			   const struct mrc_ack_hdr *h, uint64_t now)
 {
 	uint32_t psn = h->trig_psn;
@@ -400,7 +400,7 @@ static void spurious_check(struct mrc_engine *e, struct mrc__qp *qp,
 	}
 }
 
-static void nack_rx(struct mrc_engine *e, struct mrc__qp *qp, const struct mrc_ack_hdr *h,
+static void nack_rx(struct mrce *e, struct mrc__qp *qp, const struct mrc_ack_hdr *h,
 		    uint64_t now)
 {
 	e->st.nack_rx[h->nack]++;
@@ -456,7 +456,7 @@ static void nack_rx(struct mrc_engine *e, struct mrc__qp *qp, const struct mrc_a
 /* The peer says the QP we send to is gone: fail ours, which is the one
  * connected to that QP of that peer (a rare event; a scan is fine), and
  * only if the NACK echoes our own token: a QP number is no secret. */
-static void noqp_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+static void noqp_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		    const struct mrc_ack_hdr *h)
 {
 	e->st.nack_rx[MRC_NACK_NOQP]++;
@@ -474,7 +474,7 @@ static void noqp_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 	}
 }
 
-void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
+void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		 const struct mrc_ack_hdr *h)
 {
 	if (h->nack == MRC_NACK_NOQP) {
@@ -560,7 +560,7 @@ void mrc__ack_rx(struct mrc_engine *e, uint64_t now, uint32_t peer,
 
 /* ---- timers ----------------------------------------------------------- */
 
-static void rto_fire(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
+static void rto_fire(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 {
 	qp->rto_fires++;
 	e->st.rto_fires++;
@@ -580,7 +580,7 @@ static void rto_fire(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
 	e->cc->on_loss(qp->cc, now);
 }
 
-void mrc__qp_timers(struct mrc_engine *e, struct mrc__qp *qp, uint64_t now)
+void mrc__qp_timers(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 {
 	if (qp->rnr_until && now >= qp->rnr_until)
 		qp->rnr_until = 0;

@@ -157,7 +157,7 @@ static int do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 	if (map == MAP_FAILED)
 		return fail(c, m, -errno, "mmap of the region failed");
 	uint32_t key;
-	int r = mrc_mr_reg(mrcd_engine(c->d), c->id, (char *)map + (q.fd_off - a), q.len,
+	int r = mrce_mr_reg(mrcd_engine(c->d), c->id, (char *)map + (q.fd_off - a), q.len,
 			   engine_access(q.access), &key);
 	if (r) {
 		munmap(map, map_len);
@@ -176,7 +176,7 @@ static int do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 
 static int mr_drop(struct mrcd_client *c, struct mrcd_cmr *mr)
 {
-	int r = mrc_mr_dereg(mrcd_engine(c->d), mr->key);
+	int r = mrce_mr_dereg(mrcd_engine(c->d), mr->key);
 	if (r)
 		return r;
 	munmap(mr->map, mr->map_len);
@@ -269,8 +269,8 @@ static int do_qp_info(struct mrcd_client *c, const struct mrc_cli_msg *m)
 	struct mrcd_cqp *qp = find_qp(c, q.qpn);
 	if (!qp)
 		return fail(c, m, -ENOENT, "no QP %u of this client", q.qpn);
-	struct mrc_qp_info info;
-	int r = mrc_qp_info(mrcd_engine(c->d), qp->qpn, &info);
+	struct mrce_qp_info info;
+	int r = mrce_qp_info(mrcd_engine(c->d), qp->qpn, &info);
 	if (r)
 		return fail(c, m, r, "engine QP info");
 	struct mrc_cli_qp_info_rep rep = {

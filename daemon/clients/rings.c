@@ -147,7 +147,7 @@ static void refuse(struct mrcd_cqp *q, const struct mrc_sqe *s, int err)
 	}
 }
 
-static void on_wc(void *ctx, const struct mrc_wc *wc)
+static void on_wc(void *ctx, const struct mrce_wc *wc)
 {
 	struct mrcd_cqp *q = ctx;
 	struct mrc_cqe c = {
@@ -176,7 +176,7 @@ static void on_wc(void *ctx, const struct mrc_wc *wc)
 /* 0: consumed (posted or refused); -ENOSPC: the engine is full, retry. */
 static int submit(struct mrcd_cqp *q, const struct mrc_sqe *s)
 {
-	struct mrc_engine *e = mrcd_engine(q->c->d);
+	struct mrce *e = mrcd_engine(q->c->d);
 	int r = mrc__sqe_check(s, mrcd_client_mr, q->c, NULL);
 	if (r) {
 		refuse(q, s, r);
@@ -184,12 +184,12 @@ static int submit(struct mrcd_cqp *q, const struct mrc_sqe *s)
 	}
 	struct mrcd_pend mark = { .local = 0 };
 	if (s->op == MRC_SQE_RECV) {
-		r = mrc_qp_post_recv(e, q->qpn, s->wr_id, s->lkey, s->loff, s->len);
+		r = mrce_qp_post_recv(e, q->qpn, s->wr_id, s->lkey, s->loff, s->len);
 		if (r == 0)
 			fifo_push(q, q->rf, q->rf_head, &q->rf_n, &mark);
 	} else {
 		/* The validated private copy is the engine's work request. */
-		r = mrc_qp_post(e, mrcd_now(), q->qpn, s);
+		r = mrce_qp_post(e, mrcd_now(), q->qpn, s);
 		if (r == 0)
 			fifo_push(q, q->sf, q->sf_head, &q->sf_n, &mark);
 	}
@@ -286,12 +286,12 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 	int r = -ENOMEM;
 	if (!q->sf || !q->rf || !q->bl)
 		goto fail;
-	struct mrc_qp_attr attr = { .pd = c->id };
+	struct mrce_qp_attr attr = { .pd = c->id };
 	if (req->flags & MRC_CLI_QP_PIN_EV) {
 		attr.flags = MRC_QP_PIN_EV;
 		attr.pin_ev = req->pin_ev;
 	}
-	r = mrc_qp_create(mrcd_engine(d), &attr, &q->qpn);
+	r = mrce_qp_create(mrcd_engine(d), &attr, &q->qpn);
 	if (r) {
 		*why = "the engine refused the QP (daemon-wide QP limit?)";
 		free(q->sf), free(q->rf), free(q->bl), free(q);
@@ -343,7 +343,7 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 	*out = q;
 	return 0;
 fail:
-	mrc_qp_destroy(mrcd_engine(d), q->qpn);
+	mrce_qp_destroy(mrcd_engine(d), q->qpn);
 	if (q->map != MAP_FAILED)
 		munmap(q->map, q->map_len);
 	if (*memfd >= 0)
@@ -363,7 +363,7 @@ void mrcd_cqp_destroy(struct mrcd_cqp *q)
 	mrcd_qp_unbind(d, q->qpn);
 	/* Outstanding work is dropped without completions: the client is
 	 * going away or asked for it. */
-	int r = mrc_qp_destroy(mrcd_engine(d), q->qpn);
+	int r = mrce_qp_destroy(mrcd_engine(d), q->qpn);
 	if (r)
 		mrcd_log(MRCD_LOG_WARNING, "client %u: destroy qp %u: %s", q->c->id, q->qpn,
 			 strerror(-r));

@@ -142,7 +142,7 @@ int mrcd_cm_accept(struct mrcd *d, uint64_t id, const struct mrcd_qp_addr *local
 	uint32_t peer;
 	int rc = mrcd_peer_of_host(d, r->host, &peer);
 	if (!rc)
-		rc = mrc_qp_connect(d->eng, local->qpn, peer, r->remote.qpn, local->psn,
+		rc = mrce_qp_connect(d->eng, local->qpn, peer, r->remote.qpn, local->psn,
 				    r->remote.psn);
 	if (rc)
 		return rc;
@@ -176,7 +176,7 @@ int mrcd_qp_connect_oob(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
 	int rc = mrcd_peer_of_host(d, remote->host, &peer);
 	if (rc)
 		return rc;
-	return mrc_qp_connect(d->eng, qpn, peer, remote->qpn, local_psn, remote->psn);
+	return mrce_qp_connect(d->eng, qpn, peer, remote->qpn, local_psn, remote->psn);
 }
 
 static void rx_req(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)

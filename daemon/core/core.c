@@ -78,7 +78,7 @@ void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
 		mrcd_log(MRCD_LOG_NOTICE, "%s", msg);
 }
 
-void mrcd_observe_event(struct mrcd *d, const struct mrc_event *ev, int *taken)
+void mrcd_observe_event(struct mrcd *d, const struct mrce_event *ev, int *taken)
 {
 	*taken = 0;
 	for (uint32_t i = 0; i < d->nobs; i++)
@@ -89,7 +89,7 @@ void mrcd_observe_event(struct mrcd *d, const struct mrc_event *ev, int *taken)
 }
 
 struct ev_loop *mrcd_loop(struct mrcd *d) { return d->loop; }
-struct mrc_engine *mrcd_engine(struct mrcd *d) { return d->eng; }
+struct mrce *mrcd_engine(struct mrcd *d) { return d->eng; }
 uint32_t mrcd_self_host(const struct mrcd *d) { return d->self; }
 uint32_t mrcd_n_hosts(const struct mrcd *d) { return d->nhosts; }
 

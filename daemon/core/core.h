@@ -41,7 +41,7 @@ struct mrc_linkmon;
 struct mrcd {
 	struct mrcd_cfg cfg;
 	struct ev_loop *loop;
-	struct mrc_engine *eng;
+	struct mrce *eng;
 	struct mrc_dp *dp;
 	struct mrc_topo *topo;             /* NULL in loopback mode */
 	struct mrc_usid_block blk;
@@ -126,7 +126,7 @@ void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len);
 void mrcd_plane_state_changed(struct mrcd *d);
 
 /* core.c: observers (mrcd.h), called by node.c */
-void mrcd_observe_event(struct mrcd *d, const struct mrc_event *ev, int *taken);
+void mrcd_observe_event(struct mrcd *d, const struct mrce_event *ev, int *taken);
 
 /* linkmon glue (node.c) */
 int mrcd_linkmon_start(struct mrcd *d);

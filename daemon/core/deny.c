@@ -31,7 +31,7 @@ uint8_t mrcd_deny_update(struct mrcd *d, uint32_t peer, uint32_t ev, uint64_t no
 {
 	struct mrcd_peer *p = &d->peers[peer];
 	p->deny[ev] = (uint8_t)((p->deny[ev] & MRCD_DENY_ADMIN_PATH) | derived(d, p, ev));
-	mrc_ev_set_denied(d->eng, now, peer, ev, p->deny[ev] != 0);
+	mrce_ev_set_denied(d->eng, now, peer, ev, p->deny[ev] != 0);
 	return p->deny[ev];
 }
 

@@ -21,7 +21,7 @@ struct mrcd;
 uint64_t mrcd_now(void);
 
 struct ev_loop *mrcd_loop(struct mrcd *d);
-struct mrc_engine *mrcd_engine(struct mrcd *d);
+struct mrce *mrcd_engine(struct mrcd *d);
 /* This node's host index in the topology. */
 uint32_t mrcd_self_host(const struct mrcd *d);
 uint32_t mrcd_n_hosts(const struct mrcd *d);
@@ -35,7 +35,7 @@ void mrcd_kick(struct mrcd *d);
 /* Completions of a QP go to its owner.  The core polls the engine CQ and
  * calls on_wc for every completion of a bound QP (unbound ones are
  * dropped and counted). */
-typedef void (*mrcd_wc_fn)(void *ctx, const struct mrc_wc *wc);
+typedef void (*mrcd_wc_fn)(void *ctx, const struct mrce_wc *wc);
 int mrcd_qp_bind(struct mrcd *d, uint32_t qpn, mrcd_wc_fn fn, void *ctx);
 void mrcd_qp_unbind(struct mrcd *d, uint32_t qpn);
 
@@ -102,7 +102,7 @@ struct mrcd_observer {
 	 * ev_floor).  While an observer takes events, it logs EV state changes
 	 * and ev_floor itself (rate limited, so a flapping link cannot flood
 	 * the journal); the core still logs QP errors. */
-	void (*event)(void *arg, const struct mrc_event *ev);
+	void (*event)(void *arg, const struct mrce_event *ev);
 	/* A note (mrcd_note).  Notes no observer takes are logged. */
 	void (*note)(void *arg, const char *kind, const char *text);
 	void *arg;

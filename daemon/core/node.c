@@ -62,7 +62,7 @@ int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
 	int rc = peer_table(d, host, &p);
 	uint32_t id = 0;
 	if (!rc)
-		rc = mrc_peer_add(d->eng, p.nev, p.plane, &id);
+		rc = mrce_peer_add(d->eng, p.nev, p.plane, &id);
 	if (!rc && id >= d->max_peers)
 		rc = -ENOSPC;
 	if (rc) {
@@ -131,7 +131,7 @@ static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
 			 * this host is the bottleneck.  Say so the way a switch
 			 * would, with a congestion mark, so senders slow down before
 			 * the receive buffer overflows. */
-			mrc_engine_rx(d->eng, now, peer, in[i].buf, in[i].len,
+			mrce_rx(d->eng, now, peer, in[i].buf, in[i].len,
 				      in[i].ecn_ce || n == MRC_DP_BATCH ? MRC_RX_ECN : 0);
 		}
 		if (n < MRC_DP_BATCH)
@@ -142,7 +142,7 @@ static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ---- transmit, completions, events ------------------------------------- */
 
-static void log_event(struct mrcd *d, const struct mrc_event *ev)
+static void log_event(struct mrcd *d, const struct mrce_event *ev)
 {
 	/* An observer of events logs path changes itself, through a rate
 	 * limiter (a flapping link must not flood the journal). */
@@ -155,8 +155,8 @@ static void log_event(struct mrcd *d, const struct mrc_event *ev)
 	case MRC_EVT_EV_STATE:
 		mrcd_log(ev->new_state == MRC_EV_GOOD ? MRCD_LOG_INFO : MRCD_LOG_NOTICE,
 			 "path host %u ev %u: %s -> %s (%s)", host, ev->ev,
-			 mrc_ev_state_name(ev->old_state), mrc_ev_state_name(ev->new_state),
-			 mrc_ev_reason_name(ev->reason));
+			 mrce_ev_state_name(ev->old_state), mrce_ev_state_name(ev->new_state),
+			 mrce_ev_reason_name(ev->reason));
 		break;
 	case MRC_EVT_QP_ERROR:
 		mrcd_log(MRCD_LOG_WARNING, "qp %#x (peer host %u) failed: %s", ev->qpn, host,
@@ -175,9 +175,9 @@ void mrcd_flush(struct mrcd *d)
 	/* Completions first: their owners often post the next work at once
 	 * (a reply, the next chunk), which then leaves in the same batch as
 	 * the ACKs instead of in a second system call. */
-	struct mrc_wc wc[64];
+	struct mrce_wc wc[64];
 	int n;
-	while ((n = mrc_engine_poll_cq(d->eng, wc, 64)) > 0)
+	while ((n = mrce_poll_cq(d->eng, wc, 64)) > 0)
 		for (int i = 0; i < n; i++) {
 			struct mrcd_qpb *b = &d->qpb[wc[i].qpn & 0xffff];
 			if (b->fn && b->qpn == wc[i].qpn)
@@ -185,15 +185,15 @@ void mrcd_flush(struct mrcd *d)
 			else
 				d->st.wc_unbound++;
 		}
-	struct mrc_event ev;
-	while (mrc_engine_poll_event(d->eng, &ev))
+	struct mrce_event ev;
+	while (mrce_poll_event(d->eng, &ev))
 		log_event(d, &ev);
-	struct mrc_tx_pkt pk[MRC_DP_BATCH];
+	struct mrce_tx_pkt pk[MRC_DP_BATCH];
 	struct mrc_dp_out out[MRC_DP_BATCH];
 	for (int guard = 0; guard < 1024; guard++) {
 		uint64_t now = mrcd_now();
 		int m = 0;
-		n = mrc_engine_tx(d->eng, now, pk, MRC_DP_BATCH);
+		n = mrce_tx(d->eng, now, pk, MRC_DP_BATCH);
 		for (int i = 0; i < n; i++) {
 			struct mrcd_peer *p = &d->peers[pk[i].peer];
 			if (pk[i].peer >= d->max_peers || !p->used || pk[i].ev >= p->nev) {
@@ -217,7 +217,7 @@ void mrcd_flush(struct mrcd *d)
 		if (n < MRC_DP_BATCH)
 			break;
 	}
-	uint64_t dl = mrc_engine_next_deadline(d->eng);
+	uint64_t dl = mrce_next_deadline(d->eng);
 	ev_timer_stop(d->loop, &d->timer);
 	if (dl != UINT64_MAX) {
 		uint64_t now = mrcd_now();
@@ -254,7 +254,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	struct mrcd *d = w->data;
 	(void)loop;
 	(void)revents;
-	mrc_engine_tick(d->eng, mrcd_now());
+	mrce_tick(d->eng, mrcd_now());
 	mrcd_flush(d);
 }
 
@@ -387,8 +387,8 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 	for (uint32_t h = 0; d->topo && h < d->nhosts; h++)
 		d->host_of_usid[d->topo->nodes[d->topo->hosts[h]].usid] = h;
 
-	struct mrc_engine_cfg ec;
-	mrc_engine_cfg_default(&ec);
+	struct mrce_cfg ec;
+	mrce_cfg_default(&ec);
 	ec.mtu = d->cfg.mtu;
 	ec.window = d->cfg.window;
 	ec.ev_floor = d->cfg.ev_floor;
@@ -403,7 +403,7 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 		ec.rto_init_ns = ec.rto_max_ns;
 	ec.cc = strcmp(d->cfg.cc, "fixed") ? MRC_CC_NSCC : MRC_CC_FIXED;
 	const char *why = NULL;
-	if ((rc = mrc_engine_create(&ec, &d->eng, &why))) {
+	if ((rc = mrce_create(&ec, &d->eng, &why))) {
 		snprintf(err, errlen, "engine: %s", why ? why : strerror(-rc));
 		return rc;
 	}
@@ -435,7 +435,7 @@ void mrcd_node_fini(struct mrcd *d)
 		free(d->peers[p].plane);
 		free(d->peers[p].deny);
 	}
-	mrc_engine_destroy(d->eng);
+	mrce_destroy(d->eng);
 	mrc_topo_free(d->topo);
 	free(d->peers);
 	free(d->peer_of_host);

@@ -157,7 +157,7 @@ static int probe_start(struct oper_conn *c, const struct mrc_oper_req *r, char *
 		uint32_t k = c->nprobe++;
 		c->probe_ev[k] = (uint16_t)ev;
 		c->probe_rtt[k] = UINT64_MAX;
-		rc = mrc_ev_probe(d->eng, now, peer, ev);
+		rc = mrce_ev_probe(d->eng, now, peer, ev);
 		c->probe_st[k] = (int8_t)(rc ? rc : 0);
 		if (!rc)
 			c->probe_left++;

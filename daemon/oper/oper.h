@@ -93,7 +93,7 @@ void mrcd_oper_ratelog_flush(struct oper *o);
 void mrcd_oper_admin_note(struct oper *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Observer callbacks: every engine event, every core note. */
-void mrcd_oper_on_event(void *arg, const struct mrc_event *ev);
+void mrcd_oper_on_event(void *arg, const struct mrce_event *ev);
 void mrcd_oper_on_note(void *arg, const char *kind, const char *text);
 
 /* oper.c */

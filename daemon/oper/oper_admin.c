@@ -58,8 +58,8 @@ int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, 
 	int was = !!(pe->deny[ev] & MRCD_DENY_ADMIN_PATH), changed = was != deny;
 	mrcd_admin_path(d, p, (uint32_t)ev, deny);
 	int allowed = !deny && !pe->deny[ev];
-	struct mrc_ev_info i;
-	mrc_ev_info(d->eng, p, (uint32_t)ev, &i);
+	struct mrce_ev_info i;
+	mrce_ev_info(d->eng, p, (uint32_t)ev, &i);
 	char name[64];
 	mrcd_oper_host_name(d, host, name, sizeof(name));
 	if (changed)
@@ -69,6 +69,6 @@ int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, 
 	mrcd_flush(d);
 	*out = json_pack("{s:s, s:i, s:i, s:s, s:b, s:s}", "peer", name, "host", (int)host,
 			 "ev", ev, "admin", deny ? "denied" : "allowed", "changed", changed,
-			 "state", mrc_ev_state_name(i.state));
+			 "state", mrce_ev_state_name(i.state));
 	return 0;
 }

@@ -90,7 +90,7 @@ struct sums {
 	uint32_t st[3];
 };
 
-static void add(struct sums *s, const struct mrc_ev_info *i)
+static void add(struct sums *s, const struct mrce_ev_info *i)
 {
 	s->tx += i->tx_pkts;
 	s->lost += i->lost;
@@ -110,8 +110,8 @@ static void plane_sums(struct mrcd *d, struct sums *pl)
 		if (!pe->used)
 			continue;
 		for (uint32_t ev = 0; ev < pe->nev; ev++) {
-			struct mrc_ev_info i;
-			if (path_exists(d, pe, ev) && !mrc_ev_info(d->eng, p, ev, &i) &&
+			struct mrce_ev_info i;
+			if (path_exists(d, pe, ev) && !mrce_ev_info(d->eng, p, ev, &i) &&
 			    i.plane < MRC_MAX_PLANES)
 				add(&pl[i.plane], &i);
 		}
@@ -128,9 +128,9 @@ static uint32_t count_qps(struct mrcd *d, uint32_t peer)
 {
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < 65536; i++) {
-		struct mrc_qp_info qi;
+		struct mrce_qp_info qi;
 		if (d->qpb[i].fn && (peer == UINT32_MAX ||
-				     (!mrc_qp_info(d->eng, d->qpb[i].qpn, &qi) && qi.state != MRC_QPS_RESET &&
+				     (!mrce_qp_info(d->eng, d->qpb[i].qpn, &qi) && qi.state != MRC_QPS_RESET &&
 				      qi.peer == peer)))
 			n++;
 	}
@@ -208,8 +208,8 @@ static json_t *peer_json(struct oper *o, uint32_t p)
 	uint64_t rtt_min = 0, rtt_sum = 0;
 	uint32_t nrtt = 0, nexist = 0;
 	for (uint32_t ev = 0; ev < pe->nev; ev++) {
-		struct mrc_ev_info i;
-		if (!path_exists(d, pe, ev) || mrc_ev_info(d->eng, p, ev, &i))
+		struct mrce_ev_info i;
+		if (!path_exists(d, pe, ev) || mrce_ev_info(d->eng, p, ev, &i))
 			continue;
 		nexist++;
 		add(&s, &i);
@@ -263,8 +263,8 @@ int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, s
 	json_t *a = json_array();
 	uint64_t now = mrcd_now();
 	for (uint32_t ev = 0; ev < pe->nev; ev++) {
-		struct mrc_ev_info i;
-		if (mrc_ev_info(d->eng, p, ev, &i))
+		struct mrce_ev_info i;
+		if (mrce_ev_info(d->eng, p, ev, &i))
 			continue;
 		int pl, sp;
 		mrcd_oper_ev_where(d, ev, &pl, &sp);
@@ -274,8 +274,8 @@ int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, s
 		iso(o, i.last_change_ns ? i.last_change_ns : d->started_ns, t, sizeof(t));
 		json_t *e = json_pack("{s:i, s:i, s:i, s:b, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
 			"ev", (int)ev, "plane", pl, "spine", sp, "exists", exists,
-			"address", exists ? addr : "", "state", mrc_ev_state_name(i.state),
-			"reason", mrc_ev_reason_name(i.last_reason), "last_change", t,
+			"address", exists ? addr : "", "state", mrce_ev_state_name(i.state),
+			"reason", mrce_ev_reason_name(i.last_reason), "last_change", t,
 			"last_change_age_s", i.last_change_ns && now > i.last_change_ns ?
 				(double)(now - i.last_change_ns) / 1e9 : (double)(now - d->started_ns) / 1e9,
 			"srtt_us", (double)i.srtt_ns / 1e3, "rttvar_us", (double)i.rttvar_ns / 1e3,
@@ -301,7 +301,7 @@ static const char *qp_state(uint8_t s)
 	return s == MRC_QPS_RTS ? "RTS" : s == MRC_QPS_ERROR ? "ERROR" : "RESET";
 }
 
-static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrc_qp_info *q)
+static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *q)
 {
 	char name[64] = "", hex[16];
 	uint32_t host = q->state != MRC_QPS_RESET && q->peer < d->max_peers && d->peers[q->peer].used ?
@@ -331,10 +331,10 @@ static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrc_qp_info *q
 int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t errlen)
 {
 	struct mrcd *d = o->d;
-	struct mrc_qp_info q;
+	struct mrce_qp_info q;
 	json_t *a = json_array();
 	if (qp >= 0) {
-		if (mrc_qp_info(d->eng, (uint32_t)qp, &q)) {
+		if (mrce_qp_info(d->eng, (uint32_t)qp, &q)) {
 			json_decref(a);
 			snprintf(err, errlen, "no QP %lld (%#llx)", (long long)qp, (unsigned long long)qp);
 			return -ENOENT;
@@ -344,7 +344,7 @@ int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t er
 		/* The engine has no QP iterator; every QP mrcd serves is bound
 		 * to a completion owner, so the binding table lists them. */
 		for (uint32_t i = 0; i < 65536; i++)
-			if (d->qpb[i].fn && !mrc_qp_info(d->eng, d->qpb[i].qpn, &q))
+			if (d->qpb[i].fn && !mrce_qp_info(d->eng, d->qpb[i].qpn, &q))
 				json_array_append_new(a, qp_json(d, d->qpb[i].qpn, &q));
 	}
 	*out = json_pack("{s:o}", "qps", a);
@@ -354,8 +354,8 @@ int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t er
 json_t *mrcd_oper_status(struct oper *o)
 {
 	struct mrcd *d = o->d;
-	struct mrc_engine_stats es;
-	mrc_engine_stats(d->eng, &es);
+	struct mrce_stats es;
+	mrce_stats(d->eng, &es);
 	struct sums pl[MRC_MAX_PLANES], all = { 0 };
 	plane_sums(d, pl);
 	uint32_t up = 0, npeers = 0;
@@ -401,8 +401,8 @@ static json_t *rtt_hist(struct mrcd *d)
 	for (uint32_t p = 0; p < d->max_peers; p++) {
 		const struct mrcd_peer *pe = &d->peers[p];
 		for (uint32_t ev = 0; pe->used && ev < pe->nev; ev++) {
-			struct mrc_ev_info i;
-			if (!path_exists(d, pe, ev) || mrc_ev_info(d->eng, p, ev, &i) || !i.srtt_ns)
+			struct mrce_ev_info i;
+			if (!path_exists(d, pe, ev) || mrce_ev_info(d->eng, p, ev, &i) || !i.srtt_ns)
 				continue;
 			double us = (double)i.srtt_ns / 1e3;
 			int b = 0;
@@ -427,8 +427,8 @@ static json_t *rtt_hist(struct mrcd *d)
 json_t *mrcd_oper_stats(struct oper *o)
 {
 	struct mrcd *d = o->d;
-	struct mrc_engine_stats s;
-	mrc_engine_stats(d->eng, &s);
+	struct mrce_stats s;
+	mrce_stats(d->eng, &s);
 	json_t *drop = json_object(), *ntx = json_object(), *nrx = json_object();
 	for (int i = 1; i < MRC_DROP__COUNT; i++)
 		json_object_set_new(drop, mrc_wire_drop_name((enum mrc_wire_drop)i),

@@ -62,9 +62,9 @@ json_t *mrcd_oper_event_json(struct oper *o, const struct oper_event *e)
 			json_object_set_new(j, "rtt_us", json_real((double)e->rtt_ns / 1e3));
 		return j;
 	}
-	json_object_set_new(j, "old", json_string(mrc_ev_state_name(e->old_state)));
-	json_object_set_new(j, "new", json_string(mrc_ev_state_name(e->new_state)));
-	json_object_set_new(j, "reason", json_string(mrc_ev_reason_name(e->reason)));
+	json_object_set_new(j, "old", json_string(mrce_ev_state_name(e->old_state)));
+	json_object_set_new(j, "new", json_string(mrce_ev_state_name(e->new_state)));
+	json_object_set_new(j, "reason", json_string(mrce_ev_reason_name(e->reason)));
 	return j;
 }
 
@@ -146,7 +146,7 @@ void mrcd_oper_admin_note(struct oper *o, const char *fmt, ...)
 	mrcd_oper_record(o, &e);
 }
 
-void mrcd_oper_on_event(void *arg, const struct mrc_event *ev)
+void mrcd_oper_on_event(void *arg, const struct mrce_event *ev)
 {
 	struct oper *o = arg;
 	struct mrcd *d = o->d;
@@ -169,8 +169,8 @@ void mrcd_oper_on_event(void *arg, const struct mrc_event *ev)
 	case MRC_EVT_EV_STATE:
 		snprintf(e.kind, sizeof(e.kind), "path");
 		snprintf(e.text, sizeof(e.text), "path %s ev %u (%s): %s -> %s (%s)",
-			 name, ev->ev, where, mrc_ev_state_name(ev->old_state),
-			 mrc_ev_state_name(ev->new_state), mrc_ev_reason_name(ev->reason));
+			 name, ev->ev, where, mrce_ev_state_name(ev->old_state),
+			 mrce_ev_state_name(ev->new_state), mrce_ev_reason_name(ev->reason));
 		mrcd_oper_ratelog(o, ev->new_state == MRC_EV_GOOD ? MRCD_LOG_INFO : MRCD_LOG_NOTICE,
 				  "%s", e.text);
 		break;
@@ -196,7 +196,7 @@ void mrcd_oper_on_event(void *arg, const struct mrc_event *ev)
 		last_floor = ev->time_ns;
 		snprintf(e.kind, sizeof(e.kind), "floor");
 		snprintf(e.text, sizeof(e.text), "path %s ev %u (%s) kept in use: ev_floor reached (%s)",
-			 name, ev->ev, where, mrc_ev_reason_name(ev->reason));
+			 name, ev->ev, where, mrce_ev_reason_name(ev->reason));
 		break;
 	default:
 		return;

@@ -28,7 +28,7 @@ void chan_cfg_default(struct chan_cfg *cfg, uint64_t seed)
 	cfg->nev = 8;
 	cfg->planes = 2;
 	cfg->seed = seed;
-	mrc_engine_cfg_default(&cfg->ecfg);
+	mrce_cfg_default(&cfg->ecfg);
 	cfg->ecfg.require_tokens = 1;   /* as authenticated daemons run */
 	cfg->delay_min = 5000;
 	cfg->delay_max = 20000;
@@ -135,7 +135,7 @@ int chan_create(const struct chan_cfg *cfg, struct chan **out, const char **why)
 				}
 	}
 	for (uint32_t i = 0; i < cfg->nodes; i++) {
-		rc = mrc_engine_create(&cfg->ecfg, &ch->node[i].e, why);
+		rc = mrce_create(&cfg->ecfg, &ch->node[i].e, why);
 		if (rc < 0) {
 			chan_destroy(ch);
 			return rc;
@@ -146,14 +146,14 @@ int chan_create(const struct chan_cfg *cfg, struct chan **out, const char **why)
 			ch->node[i].peer[j] = UINT32_MAX;
 			if (i == j)
 				continue;
-			rc = mrc_peer_add(ch->node[i].e, cfg->nev, ch->plane_of,
+			rc = mrce_peer_add(ch->node[i].e, cfg->nev, ch->plane_of,
 					  &ch->node[i].peer[j]);
 			if (rc == 0)
-				rc = mrc_peer_set_probe_tokens(ch->node[i].e,
+				rc = mrce_peer_set_probe_tokens(ch->node[i].e,
 					ch->node[i].peer[j], chan_probe_token(ch, i, j),
 					chan_probe_token(ch, j, i));
 			if (rc < 0) {
-				*why = "chan: mrc_peer_add failed";
+				*why = "chan: mrce_peer_add failed";
 				chan_destroy(ch);
 				return rc;
 			}
@@ -177,7 +177,7 @@ void chan_destroy(struct chan *ch)
 		return;
 	for (uint32_t i = 0; i < CHAN_MAX_NODES; i++) {
 		if (ch->node[i].e)
-			mrc_engine_destroy(ch->node[i].e);
+			mrce_destroy(ch->node[i].e);
 		free(ch->node[i].wc);
 		free(ch->node[i].evt);
 	}
@@ -260,8 +260,8 @@ uint64_t chan_qp_token(const struct chan *ch, uint32_t from, uint32_t from_qpn,
 			 (uint64_t)to << 32 | to_qpn);
 }
 
-int chan_qp_pair(struct chan *ch, uint32_t a, uint32_t b, const struct mrc_qp_attr *aa,
-		 const struct mrc_qp_attr *ab, uint32_t *qa, uint32_t *qb)
+int chan_qp_pair(struct chan *ch, uint32_t a, uint32_t b, const struct mrce_qp_attr *aa,
+		 const struct mrce_qp_attr *ab, uint32_t *qa, uint32_t *qb)
 {
 	uint32_t psn[2];
 	int rc;
@@ -270,23 +270,23 @@ int chan_qp_pair(struct chan *ch, uint32_t a, uint32_t b, const struct mrc_qp_at
 		psn[i] = mrc_rng_chance(&ch->rng, 0.5)
 			 ? (uint32_t)(UINT32_MAX - mrc_rng_below(&ch->rng, 2000))
 			 : (uint32_t)mrc_rng_next(&ch->rng);
-	rc = mrc_qp_create(ch->node[a].e, aa, qa);
+	rc = mrce_qp_create(ch->node[a].e, aa, qa);
 	if (rc < 0)
 		return rc;
-	rc = mrc_qp_create(ch->node[b].e, ab, qb);
+	rc = mrce_qp_create(ch->node[b].e, ab, qb);
 	if (rc < 0)
 		return rc;
 	uint64_t ab_tok = chan_qp_token(ch, a, *qa, b, *qb);
 	uint64_t ba_tok = chan_qp_token(ch, b, *qb, a, *qa);
-	rc = mrc_qp_set_tokens(ch->node[a].e, *qa, ab_tok, ba_tok);
+	rc = mrce_qp_set_tokens(ch->node[a].e, *qa, ab_tok, ba_tok);
 	if (rc == 0)
-		rc = mrc_qp_set_tokens(ch->node[b].e, *qb, ba_tok, ab_tok);
+		rc = mrce_qp_set_tokens(ch->node[b].e, *qb, ba_tok, ab_tok);
 	if (rc < 0)
 		return rc;
-	rc = mrc_qp_connect(ch->node[a].e, *qa, ch->node[a].peer[b], *qb, psn[0], psn[1]);
+	rc = mrce_qp_connect(ch->node[a].e, *qa, ch->node[a].peer[b], *qb, psn[0], psn[1]);
 	if (rc < 0)
 		return rc;
-	return mrc_qp_connect(ch->node[b].e, *qb, ch->node[b].peer[a], *qa, psn[1], psn[0]);
+	return mrce_qp_connect(ch->node[b].e, *qb, ch->node[b].peer[a], *qa, psn[1], psn[0]);
 }
 
 /* ---- the network ------------------------------------------------------ */
@@ -311,7 +311,7 @@ static void flip_bit(struct chan *ch, struct chan_pkt *p)
 	ch->st.corrupted++;
 }
 
-static void hand_over(struct chan *ch, uint32_t src, const struct mrc_tx_pkt *tp)
+static void hand_over(struct chan *ch, uint32_t src, const struct mrce_tx_pkt *tp)
 {
 	uint32_t dst = node_of_peer(ch, src, tp->peer);
 	size_t len = (size_t)tp->hdr_len + tp->plen + (tp->plen ? MRC_TRAILER_LEN : 0);
@@ -417,7 +417,7 @@ static void deliver(struct chan *ch, struct chan_pkt *p)
 	path->rx_bytes += p->plen;
 	ch->ev_rx_bytes[p->ev] += p->plen;
 	ch->plane_rx_bytes[ch->plane_of[p->ev]] += p->plen;
-	if (mrc_engine_rx(n->e, ch->now, n->peer[p->src], p->buf, p->len, p->rx_flags) < 0)
+	if (mrce_rx(n->e, ch->now, n->peer[p->src], p->buf, p->len, p->rx_flags) < 0)
 		n->rx_err++;
 	else if (p->corrupt)
 		ch->st.corrupt_accepted++;
@@ -438,15 +438,15 @@ static void log_push(void **arr, size_t *n, size_t *cap, const void *x, size_t s
 
 void chan_pump(struct chan *ch)
 {
-	struct mrc_tx_pkt pk[CHAN_TX_BATCH];
-	struct mrc_wc wc[32];
-	struct mrc_event ev;
+	struct mrce_tx_pkt pk[CHAN_TX_BATCH];
+	struct mrce_wc wc[32];
+	struct mrce_event ev;
 
 	for (uint32_t i = 0; i < ch->cfg.nodes; i++) {
 		struct chan_node *n = &ch->node[i];
 		int k, rounds = 0;
 
-		while ((k = mrc_engine_tx(n->e, ch->now, pk, CHAN_TX_BATCH)) > 0) {
+		while ((k = mrce_tx(n->e, ch->now, pk, CHAN_TX_BATCH)) > 0) {
 			for (int j = 0; j < k; j++)
 				hand_over(ch, i, &pk[j]);
 			if (++rounds > 1000000) {
@@ -454,7 +454,7 @@ void chan_pump(struct chan *ch)
 				abort();
 			}
 		}
-		while ((k = mrc_engine_poll_cq(n->e, wc, 32)) > 0)
+		while ((k = mrce_poll_cq(n->e, wc, 32)) > 0)
 			for (int j = 0; j < k; j++) {
 				n->wc_total++;
 				if (ch->cfg.keep_logs)
@@ -463,7 +463,7 @@ void chan_pump(struct chan *ch)
 				if (ch->on_wc)
 					ch->on_wc(ch, i, &wc[j], ch->hook_arg);
 			}
-		while (mrc_engine_poll_event(n->e, &ev) > 0) {
+		while (mrce_poll_event(n->e, &ev) > 0) {
 			n->evt_total++;
 			if (ch->cfg.keep_logs)
 				log_push((void **)&n->evt, &n->nevt, &n->evt_cap, &ev, sizeof(ev));
@@ -491,7 +491,7 @@ int chan_run(struct chan *ch, chan_pred_fn done, void *arg, uint64_t max_ns,
 		}
 		uint64_t t = ch->heap.n ? ch->heap.e[0].t : UINT64_MAX;
 		for (uint32_t i = 0; i < ch->cfg.nodes; i++) {
-			uint64_t d = mrc_engine_next_deadline(ch->node[i].e);
+			uint64_t d = mrce_next_deadline(ch->node[i].e);
 			if (d < t)
 				t = d;
 		}
@@ -511,8 +511,8 @@ int chan_run(struct chan *ch, chan_pred_fn done, void *arg, uint64_t max_ns,
 		for (int k = 0; k < CHAN_RX_BATCH && ch->heap.n && ch->heap.e[0].t <= ch->now; k++)
 			deliver(ch, heap_pop(ch));
 		for (uint32_t i = 0; i < ch->cfg.nodes; i++)
-			if (mrc_engine_next_deadline(ch->node[i].e) <= ch->now)
-				mrc_engine_tick(ch->node[i].e, ch->now);
+			if (mrce_next_deadline(ch->node[i].e) <= ch->now)
+				mrce_tick(ch->node[i].e, ch->now);
 	}
 	fprintf(stderr, "chan_run: %s (seed %" PRIu64 ", %" PRIu64 " steps)\n", why,
 		ch->cfg.seed, steps);

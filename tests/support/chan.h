@@ -50,7 +50,7 @@ struct chan_cfg {
 	uint32_t nev;              /* EVs per peer, <= MRC_MAX_EVS */
 	uint32_t planes;           /* EV e is in plane e % planes */
 	uint64_t seed;
-	struct mrc_engine_cfg ecfg;/* every engine's config */
+	struct mrce_cfg ecfg;/* every engine's config */
 	struct chan_path_cfg path; /* every path starts as this */
 	/* When delay_max > 0, each path's base delay is drawn from
 	 * [delay_min, delay_max] (same both ways), so spraying reorders. */
@@ -59,11 +59,11 @@ struct chan_cfg {
 };
 
 struct chan_node {
-	struct mrc_engine *e;
+	struct mrce *e;
 	uint32_t peer[CHAN_MAX_NODES];     /* this engine's peer id of node j */
-	struct mrc_wc *wc;
+	struct mrce_wc *wc;
 	size_t nwc, wc_cap;
-	struct mrc_event *evt;
+	struct mrce_event *evt;
 	size_t nevt, evt_cap;
 	uint64_t wc_total, evt_total, rx_err;
 };
@@ -75,8 +75,8 @@ struct chan_stats {
 };
 
 struct chan;
-typedef void (*chan_wc_fn)(struct chan *ch, uint32_t node, const struct mrc_wc *wc, void *arg);
-typedef void (*chan_evt_fn)(struct chan *ch, uint32_t node, const struct mrc_event *ev, void *arg);
+typedef void (*chan_wc_fn)(struct chan *ch, uint32_t node, const struct mrce_wc *wc, void *arg);
+typedef void (*chan_evt_fn)(struct chan *ch, uint32_t node, const struct mrce_event *ev, void *arg);
 typedef int (*chan_pred_fn)(struct chan *ch, void *arg);
 /* Sees every packet as handed over (before impairments). */
 typedef void (*chan_tx_fn)(struct chan *ch, uint32_t src, uint32_t dst, uint16_t ev,
@@ -140,8 +140,8 @@ uint64_t chan_max_rtt(const struct chan *ch);
 /* Creates a QP on node a and one on node b and connects them with seeded
  * initial PSNs (half of the time close to the 32-bit wrap) and tokens
  * (chan_qp_token: what node `from`'s QP puts in the packets it sends). */
-int chan_qp_pair(struct chan *ch, uint32_t a, uint32_t b, const struct mrc_qp_attr *aa,
-		 const struct mrc_qp_attr *ab, uint32_t *qa, uint32_t *qb);
+int chan_qp_pair(struct chan *ch, uint32_t a, uint32_t b, const struct mrce_qp_attr *aa,
+		 const struct mrce_qp_attr *ab, uint32_t *qa, uint32_t *qb);
 
 /* The tokens chan_create / chan_qp_pair give the engines (never 0):
  * those of probes node `from` sends to node `to`, and those of packets QP

@@ -7,7 +7,7 @@ size_t chan_count_wc(const struct chan *ch, uint32_t n, uint32_t qpn, int op)
 {
 	size_t c = 0;
 	for (size_t i = 0; i < ch->node[n].nwc; i++) {
-		const struct mrc_wc *w = &ch->node[n].wc[i];
+		const struct mrce_wc *w = &ch->node[n].wc[i];
 		if ((qpn == UINT32_MAX || w->qpn == qpn) && (op < 0 || w->op == op))
 			c++;
 	}
@@ -39,18 +39,18 @@ void chan_dump(const struct chan *ch, FILE *f)
 		ch->st.dups, ch->st.trimmed, ch->st.corrupted);
 	for (uint32_t i = 0; i < ch->cfg.nodes; i++) {
 		const struct chan_node *n = &ch->node[i];
-		struct mrc_engine_stats st;
-		mrc_engine_stats(n->e, &st);
+		struct mrce_stats st;
+		mrce_stats(n->e, &st);
 		fprintf(f, "  node %u: deadline=%" PRIu64 " tx_pending=%d wcs=%" PRIu64
 			" events=%" PRIu64 " rx_err=%" PRIu64 " tx_data=%" PRIu64 " retx=%" PRIu64
 			" rto=%" PRIu64 " placed=%" PRIu64 "\n", i,
-			mrc_engine_next_deadline(n->e), mrc_engine_tx_pending(n->e),
+			mrce_next_deadline(n->e), mrce_tx_pending(n->e),
 			n->wc_total, n->evt_total, n->rx_err, st.tx_data, st.tx_retx,
 			st.rto_fires, st.bytes_placed);
 		int shown = 0;
 		for (uint32_t q = 0; q < 1024 && shown < 8; q++) {
-			struct mrc_qp_info qi;
-			if (mrc_qp_info(n->e, q, &qi) < 0)
+			struct mrce_qp_info qi;
+			if (mrce_qp_info(n->e, q, &qi) < 0)
 				continue;
 			shown++;
 			fprintf(f, "    qp %u: state=%u err=%d inflight=%u cwnd=%u srtt=%" PRIu64

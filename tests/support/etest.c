@@ -30,7 +30,7 @@ int etest_init(struct etest *t, const struct chan_cfg *cfg, size_t src_len,
 	       size_t dst_len, int sparse)
 {
 	const char *why = NULL;
-	struct mrc_qp_attr attr = { .pd = ETEST_PD };
+	struct mrce_qp_attr attr = { .pd = ETEST_PD };
 	int rc;
 
 	memset(t, 0, sizeof(*t));
@@ -45,10 +45,10 @@ int etest_init(struct etest *t, const struct chan_cfg *cfg, size_t src_len,
 		rc = chan_gbuf_alloc(&t->dst, dst_len, ETEST_GUARD, cfg->seed * 2 + 2, 1, sparse);
 	if (rc < 0)
 		return rc;
-	rc = mrc_mr_reg(t->ch->node[0].e, ETEST_PD, t->src.p, src_len,
+	rc = mrce_mr_reg(t->ch->node[0].e, ETEST_PD, t->src.p, src_len,
 			MRC_ACCESS_LOCAL_READ | MRC_ACCESS_LOCAL_WRITE, &t->lkey);
 	if (rc == 0)
-		rc = mrc_mr_reg(t->ch->node[1].e, ETEST_PD, t->dst.p, dst_len,
+		rc = mrce_mr_reg(t->ch->node[1].e, ETEST_PD, t->dst.p, dst_len,
 				MRC_ACCESS_REMOTE_WRITE | MRC_ACCESS_REMOTE_ATOMIC |
 				MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_LOCAL_READ, &t->rkey);
 	t->dst_lkey = t->rkey;
@@ -95,5 +95,5 @@ int etest_post(struct chan *ch, uint32_t n, uint32_t qpn, uint8_t op, uint64_t w
 	struct mrc_sqe wr = { .wr_id = wr_id, .op = op, .lkey = lkey, .loff = loff,
 			     .len = len, .rkey = rkey, .roff = roff, .imm = imm,
 			     .add = add };
-	return mrc_qp_post(ch->node[n].e, ch->now, qpn, &wr);
+	return mrce_qp_post(ch->node[n].e, ch->now, qpn, &wr);
 }

@@ -25,8 +25,8 @@ static uint64_t g_seed;
 #define MS  1000000ull
 #define US  1000ull
 
-static inline struct mrc_engine *E(struct etest *t, int n) { return t->ch->node[n].e; }
-static inline const struct mrc_wc *WC(struct etest *t, int n, size_t i)
+static inline struct mrce *E(struct etest *t, int n) { return t->ch->node[n].e; }
+static inline const struct mrce_wc *WC(struct etest *t, int n, size_t i)
 {
 	CHECK(i < t->ch->node[n].nwc);
 	return &t->ch->node[n].wc[i];

@@ -55,9 +55,9 @@ int xfer_qp_create(struct xfer *x, uint32_t *qpn)
 	h ^= h << 13;
 	h ^= h >> 7;
 	h ^= h << 17;
-	struct mrc_qp_attr a = { .pd = 1, .flags = x->pin ? MRC_QP_PIN_EV : 0,
+	struct mrce_qp_attr a = { .pd = 1, .flags = x->pin ? MRC_QP_PIN_EV : 0,
 		.pin_ev = (uint32_t)(h % 4096) };
-	return mrc_qp_create(x->d.eng, &a, qpn);
+	return mrce_qp_create(x->d.eng, &a, qpn);
 }
 
 static void plane_report(struct xfer *x)
@@ -66,8 +66,8 @@ static void plane_report(struct xfer *x)
 	if (mrcd_peer_of_host(&x->d, x->peer_host, &peer))
 		return;
 	uint64_t per[MRC_MAX_PLANES] = { 0 }, lost = 0, bad = 0, denied = 0, trims = 0, retx = 0;
-	struct mrc_ev_info in;
-	for (uint32_t ev = 0; !mrc_ev_info(x->d.eng, peer, ev, &in); ev++) {
+	struct mrce_ev_info in;
+	for (uint32_t ev = 0; !mrce_ev_info(x->d.eng, peer, ev, &in); ev++) {
 		per[in.plane] += in.tx_pkts;
 		lost += in.lost;
 		bad += in.state == MRC_EV_ASSUMED_BAD;
@@ -75,16 +75,16 @@ static void plane_report(struct xfer *x)
 		trims += in.trims;
 	}
 	for (uint32_t i = 0; i < x->nqps; i++) {
-		struct mrc_qp_info qi;
-		if (x->q[i].qpn && !mrc_qp_info(x->d.eng, x->q[i].qpn, &qi))
+		struct mrce_qp_info qi;
+		if (x->q[i].qpn && !mrce_qp_info(x->d.eng, x->q[i].qpn, &qi))
 			retx += qi.retx;
 	}
 	printf("{\"role\":\"%s\",\"planes_tx_pkts\":[", x->server ? "server" : "client");
 	for (uint32_t p = 0; p < x->d.nplanes; p++)
 		printf("%s%" PRIu64, p ? "," : "", per[p]);
 	printf("],\"ev_state\":[");
-	for (uint32_t ev = 0; !mrc_ev_info(x->d.eng, peer, ev, &in); ev++)
-		printf("%s\"%s\"", ev ? "," : "", mrc_ev_state_name(in.state));
+	for (uint32_t ev = 0; !mrce_ev_info(x->d.eng, peer, ev, &in); ev++)
+		printf("%s\"%s\"", ev ? "," : "", mrce_ev_state_name(in.state));
 	printf("],\"paths_lost_pkts\":%" PRIu64 ",\"paths_assumed_bad\":%" PRIu64
 	       ",\"paths_denied\":%" PRIu64 ",\"trims\":%" PRIu64 ",\"retx\":%" PRIu64 "}\n",
 	       lost, bad, denied, trims, retx);
@@ -100,7 +100,7 @@ static void post_more(struct xfer *x, struct xqp *q)
 		struct mrc_sqe wr = { .wr_id = len, .op = last ? MRC_SQE_WRITE_IMM : MRC_SQE_WRITE,
 			.lkey = x->key, .loff = q->posted, .len = len, .rkey = q->remote.priv,
 			.roff = q->posted, .imm = IMM_LAST };
-		int rc = mrc_qp_post(x->d.eng, mrcd_now(), q->qpn, &wr);
+		int rc = mrce_qp_post(x->d.eng, mrcd_now(), q->qpn, &wr);
 		if (rc == -ENOSPC)
 			break;
 		if (rc) {
@@ -132,7 +132,7 @@ static void bulk_done(struct xfer *x, uint64_t now)
 	xfer_finish(x, 0);
 }
 
-static void bulk_wc(struct xfer *x, struct xqp *q, const struct mrc_wc *wc, uint64_t now)
+static void bulk_wc(struct xfer *x, struct xqp *q, const struct mrce_wc *wc, uint64_t now)
 {
 	if (x->server) {
 		if (wc->op != MRC_WC_RECV_WRITE_IMM || ++x->imms < x->nqps)
@@ -180,7 +180,7 @@ static void ping(struct xfer *x, struct xqp *q)
 	struct mrc_sqe wr = { .wr_id = x->iter, .op = MRC_SQE_WRITE_IMM, .lkey = x->key,
 		.len = x->bytes, .rkey = q->remote.priv, .imm = IMM_PING };
 	x->t_ping = mrcd_now();
-	int rc = mrc_qp_post(x->d.eng, x->t_ping, q->qpn, &wr);
+	int rc = mrce_qp_post(x->d.eng, x->t_ping, q->qpn, &wr);
 	if (rc) {
 		fprintf(stderr, "mrc-xfer: post: %s\n", mrc_strerror(rc));
 		xfer_finish(x, 1);
@@ -189,7 +189,7 @@ static void ping(struct xfer *x, struct xqp *q)
 	mrcd_flush(&x->d);
 }
 
-static void pingpong_wc(struct xfer *x, struct xqp *q, const struct mrc_wc *wc, uint64_t now)
+static void pingpong_wc(struct xfer *x, struct xqp *q, const struct mrce_wc *wc, uint64_t now)
 {
 	if (wc->op != MRC_WC_RECV_WRITE_IMM)
 		return;               /* our own WRITE_IMM completed */
@@ -211,7 +211,7 @@ static void pingpong_wc(struct xfer *x, struct xqp *q, const struct mrc_wc *wc, 
 	xfer_finish(x, 0);
 }
 
-void xfer_on_wc(void *ctx, const struct mrc_wc *wc)
+void xfer_on_wc(void *ctx, const struct mrce_wc *wc)
 {
 	struct xqp *q = ctx;
 	struct xfer *x = xfer_self;

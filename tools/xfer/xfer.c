@@ -165,7 +165,7 @@ int main(int argc, char **argv)
 		x.server ? MRC_ACCESS_REMOTE_WRITE : MRC_ACCESS_LOCAL_READ;
 	if (!x.server)
 		fill(x.buf, x.bytes, x.seed);
-	int rc = mrc_mr_reg(x.d.eng, 1, x.buf, x.bytes, access, &x.key);
+	int rc = mrce_mr_reg(x.d.eng, 1, x.buf, x.bytes, access, &x.key);
 	if (!rc)
 		rc = x.server ? mrcd_cm_listen(&x.d, x.sid, xfer_on_req, &x) : setup_client(&x);
 	if (rc) {

@@ -32,7 +32,7 @@ struct xfer {
 extern struct xfer *xfer_self;
 
 /* flow.c */
-void xfer_on_wc(void *ctx, const struct mrc_wc *wc);
+void xfer_on_wc(void *ctx, const struct mrce_wc *wc);
 void xfer_on_connected(void *ctx, int err, const struct mrcd_qp_addr *remote);
 void xfer_on_req(void *ctx, const struct mrcd_cm_req *req);
 void xfer_finish(struct xfer *x, int rc);
