@@ -4,13 +4,9 @@
 # under the build directory so the tree stays clean.  A crash fails that
 # target's suite (scripts/suite.sh) and leaves the reproducer (crash-*) in
 # the build directory; the other targets still run.
-dir=$1; secs=$2; shift 2
 here=$(dirname "$0")
-own=""
-if [ -z "${MRC_CHECK_LOG:-}" ]; then
-	MRC_CHECK_LOG=$(mktemp); own=1
-	trap 'rm -f "$MRC_CHECK_LOG"' EXIT
-fi
+[ -n "${MRC_CHECK_LOG:-}" ] || exec "$here/suite.sh" alone "$0" "$@"
+dir=$1; secs=$2; shift 2
 rc_all=0
 for f in "$@"; do
 	work="$dir/corpus/$f"; log="$dir/$f.log"
@@ -27,5 +23,4 @@ for f in "$@"; do
 		rc_all=1
 	fi
 done
-[ -n "$own" ] && { "$here/suite.sh" summary "$MRC_CHECK_LOG" || rc_all=1; }
 exit $rc_all

@@ -3,13 +3,9 @@
 # routes, nftables, tc), each bounded to 10 minutes; each script cleans up
 # after itself with a trap.  Every script is a suite (scripts/suite.sh):
 # without root each is recorded as skipped with the reason, never passed.
-b=$1; shift
 here=$(dirname "$0")
-own=""
-if [ -z "${MRC_CHECK_LOG:-}" ]; then
-	MRC_CHECK_LOG=$(mktemp); own=1
-	trap 'rm -f "$MRC_CHECK_LOG"' EXIT
-fi
+[ -n "${MRC_CHECK_LOG:-}" ] || exec "$here/suite.sh" alone "$0" "$@"
+b=$1; shift
 rc_all=0
 for t in "$@"; do
 	if [ "$(id -u)" != 0 ]; then
@@ -27,5 +23,4 @@ for t in "$@"; do
 		rc_all=1
 	fi
 done
-[ -n "$own" ] && { "$here/suite.sh" summary "$MRC_CHECK_LOG" || rc_all=1; }
 exit $rc_all

@@ -4,12 +4,9 @@
 # skipped when any of its tests skipped (with the reasons the tests print
 # as "mrc-skip: ..." lines, tests/support/skip.h).  Exits 1 if any failed.
 here=$(dirname "$0")
-own=""
-if [ -z "${MRC_CHECK_LOG:-}" ]; then
-	MRC_CHECK_LOG=$(mktemp); own=1
-fi
+[ -n "${MRC_CHECK_LOG:-}" ] || exec "$here/suite.sh" alone "$0" "$@"
 out=$(mktemp)
-trap 'rm -f "$out" ${own:+"$MRC_CHECK_LOG"}' EXIT
+trap 'rm -f "$out"' EXIT
 rc_all=0
 for t in "$@"; do
 	echo "=== $t"
@@ -26,5 +23,4 @@ for t in "$@"; do
 		"$here/suite.sh" record "$MRC_CHECK_LOG" pass "$t"
 	fi
 done
-[ -n "$own" ] && { "$here/suite.sh" summary "$MRC_CHECK_LOG" || rc_all=1; }
 exit $rc_all

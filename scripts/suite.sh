@@ -5,6 +5,8 @@
 #   suite.sh stage  LOG STAGE CMD...   run CMD; if it fails without having
 #                                      recorded a failure itself (a build
 #                                      error, a crashed runner), record one
+#   suite.sh alone CMD...              run a runner (run-tests.sh, ...) on its
+#                                      own: a temporary LOG, then its summary
 #   suite.sh summary LOG               print "N passed, N failed, N skipped",
 #                                      list every skip and failure with its
 #                                      reason; exit 1 if anything failed
@@ -14,7 +16,15 @@
 # reason, never as passed.  LOG is one line per suite: RESULT<TAB>NAME<TAB>REASON.
 set -u
 cmd=${1:-}; log=${2:-}
-[ -n "$log" ] || { echo "usage: suite.sh record|stage|summary LOG ..." >&2; exit 2; }
+if [ "$cmd" = alone ]; then
+	shift
+	MRC_CHECK_LOG=$(mktemp); export MRC_CHECK_LOG
+	"$@"; rc=$?
+	MRC_SUITE_LABEL=$(basename "$1") "$0" summary "$MRC_CHECK_LOG" || rc=1
+	rm -f "$MRC_CHECK_LOG"
+	exit $rc
+fi
+[ -n "$log" ] || { echo "usage: suite.sh record|stage|alone|summary LOG ..." >&2; exit 2; }
 nfail() { grep -c '^fail	' "$log" 2>/dev/null || true; }
 case "$cmd" in
 record)
@@ -44,9 +54,9 @@ summary)
 		echo "failed:"
 		awk -F'\t' '$1 == "fail" { printf "  %s: %s\n", $2, $3 }' "$log"
 	fi
-	echo "make check: $p passed, $f failed, $s skipped"
+	echo "${MRC_SUITE_LABEL:-make check}: $p passed, $f failed, $s skipped"
 	[ "$f" = 0 ]
 	;;
 *)
-	echo "usage: suite.sh record|stage|summary LOG ..." >&2; exit 2 ;;
+	echo "usage: suite.sh record|stage|alone|summary LOG ..." >&2; exit 2 ;;
 esac
