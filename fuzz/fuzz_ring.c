@@ -56,7 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			       r == -ERANGE || r == -EPERM);
 			continue;
 		}
-		ENSURE(s.op >= 1 && s.op <= MRC_SQE_OP_MAX && !s.flags && !s.rsvd0 && !s.rsvd1);
+		ENSURE(s.op >= 1 && s.op <= MRC_SQE_OP_MAX && !s.rsvd0 && !s.rsvd1);
+		ENSURE(!(s.flags & ~MRC_SQE_F_FENCE) && !(s.op == MRC_SQE_RECV && s.flags));
 		ENSURE(s.len <= MRC__MAX_LEN);
 		if (s.op == MRC_SQE_ATOMIC_ADD) {
 			ENSURE(!s.lkey && !s.loff && !s.len && !(s.roff & 7));
