@@ -126,6 +126,8 @@ struct mrc__qp {
 	uint64_t nopath_deadline;   /* waiting for a path to the peer until
 	                               then (0: not waiting) */
 	uint32_t rnr_retry;         /* 0..7, MRC_RNR_RETRY_FOREVER */
+	uint32_t win, mtu;          /* what this QP sends: cfg's, or less as
+	                               negotiated (mrce_qp_set_limits) */
 	uint32_t xmit_seq;          /* transmissions so far */
 	uint32_t rack_seq;          /* newest transmission acknowledged, + 1 */
 	uint64_t cc[MRC_CC_STATE_MAX / 8];
