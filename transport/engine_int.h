@@ -117,6 +117,8 @@ struct mrc__qp {
 	struct mrc__slot *slots;
 	uint64_t sacked[MRC__RING_BITS / 64];
 	uint16_t lst_head, lst_tail;
+	uint16_t win, mtu;          /* what this QP sends: cfg's, or less as
+	                               negotiated (mrce_qp_set_limits) */
 	uint64_t lostmap[MRC__RING_BITS / 64];  /* PSNs waiting for resend */
 	uint32_t inflight_pkts;
 	uint64_t inflight_bytes;
@@ -126,8 +128,6 @@ struct mrc__qp {
 	uint64_t nopath_deadline;   /* waiting for a path to the peer until
 	                               then (0: not waiting) */
 	uint32_t rnr_retry;         /* 0..7, MRC_RNR_RETRY_FOREVER */
-	uint32_t win, mtu;          /* what this QP sends: cfg's, or less as
-	                               negotiated (mrce_qp_set_limits) */
 	uint32_t xmit_seq;          /* transmissions so far */
 	uint32_t rack_seq;          /* newest transmission acknowledged, + 1 */
 	uint64_t cc[MRC_CC_STATE_MAX / 8];

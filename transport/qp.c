@@ -52,8 +52,8 @@ int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qp
 	qp->rnr_retry = (attr->flags & MRC_QP_RNR_RETRY) ? attr->rnr_retry : e->cfg.rnr_retry;
 	qp->lst_head = qp->lst_tail = MRC__NIL;
 	qp->rto = e->cfg.rto_init_ns;
-	qp->win = e->cfg.window;
-	qp->mtu = e->cfg.mtu;
+	qp->win = (uint16_t)e->cfg.window;   /* <= MRC_MAX_WINDOW */
+	qp->mtu = (uint16_t)e->cfg.mtu;      /* <= MRC_MAX_PAYLOAD */
 	e->cc->init(qp->cc, &(struct mrc_cc_params){ .mtu = e->cfg.mtu,
 		.min_cwnd = e->cfg.mtu, .max_cwnd = e->max_cwnd });
 	if (i >= e->qp_hwm)
@@ -144,8 +144,8 @@ int mrce_qp_set_limits(struct mrce *e, uint32_t qpn, uint32_t window, uint32_t m
 	if (window < 4 || window > e->cfg.window || (window & (window - 1)) ||
 	    mtu < 64 || mtu > e->cfg.mtu)
 		return -EINVAL;
-	qp->win = window;
-	qp->mtu = mtu;
+	qp->win = (uint16_t)window;
+	qp->mtu = (uint16_t)mtu;
 	/* The congestion window never exceeds what the QP may have in flight. */
 	e->cc->init(qp->cc, &(struct mrc_cc_params){ .mtu = mtu, .min_cwnd = mtu,
 		.max_cwnd = window * mtu });
