@@ -246,8 +246,8 @@ int main(int argc, char **argv)
 		struct mrc_auth *key;
 		const char *why = "";
 		if (mrc_auth_key_load(d.cfg.key_file, &key, &why)) {
-			fprintf(stderr, "mrcd: cluster key %s: %s; make one with `mrcd --genkey %s`\n",
-				d.cfg.key_file, why, d.cfg.key_file);
+			fprintf(stderr, "mrcd: cluster key %s (key_file): %s; `mrcd --genkey PATH` "
+				"makes one, to copy to every host (docs/operator.md)\n", d.cfg.key_file, why);
 			return 1;
 		}
 		mrc_auth_free(key);

@@ -346,9 +346,9 @@ static int mrcd_auth_init(struct mrcd *d, char *err, size_t errlen)
 	const char *why = "";
 	int rc = mrc_auth_key_load(d->cfg.key_file, &d->auth, &why);
 	if (rc) {
-		snprintf(err, errlen, "cluster key %s: %s; make one with `mrcd --genkey %s` "
-			 "and copy it to every host (mode 0600, owner root), or set key_file",
-			 d->cfg.key_file, why, d->cfg.key_file);
+		snprintf(err, errlen, "cluster key %s (key_file): %s; `mrcd --genkey PATH` makes "
+			 "one, to copy to every host (owner root, mode 0600; docs/operator.md)",
+			 d->cfg.key_file, why);
 		return rc;
 	}
 	/* No clock skew bound: hosts' clocks are not assumed synchronised;
