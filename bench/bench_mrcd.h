@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
+
 static inline uint64_t bm_now_ns(void)
 {
 	struct timespec ts;
@@ -190,12 +192,20 @@ static inline int bm_mrcd_start(struct bm_mrcd *d, const char *const *extra)
 	if (!mkdtemp(d->dir))
 		return -1;
 	snprintf(d->sock, sizeof(d->sock), "%s/mrcd.sock", d->dir);
-	char sockopt[160], portopt[32];
+	char sockopt[160], portopt[32], keyopt[160];
 	snprintf(sockopt, sizeof(sockopt), "--socket=%s", d->sock);
+	/* mrcd refuses to start without a cluster key: one of our own. */
+	snprintf(keyopt, sizeof(keyopt), "--key_file=%s/cluster.key", d->dir);
+	const char *why = "";
+	if (mrc_auth_key_generate(keyopt + strlen("--key_file="), &why)) {
+		fprintf(stderr, "bench: cluster key: %s\n", why);
+		return -1;
+	}
 	/* A port of our own: other mrcd instances (tests) may run on loopback. */
 	snprintf(portopt, sizeof(portopt), "--port=%u", 40000 + (unsigned)(getpid() % 20000));
-	const char *argv[32] = { "mrcd", sockopt, portopt, "--log_level=err", "--config=/dev/null" };
-	int n = 5;
+	const char *argv[32] = { "mrcd", sockopt, portopt, "--log_level=err", "--config=/dev/null",
+				 keyopt };
+	int n = 6;
 	for (int i = 0; extra && extra[i] && n < 31; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
@@ -243,6 +253,8 @@ static inline void bm_mrcd_stop(struct bm_mrcd *d)
 	snprintf(p, sizeof(p), "%s/mrcd.sock", d->dir);
 	unlink(p);
 	snprintf(p, sizeof(p), "%s/mrcctl.sock", d->dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/cluster.key", d->dir);
 	unlink(p);
 	rmdir(d->dir);
 }

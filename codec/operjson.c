@@ -225,6 +225,7 @@ const char *mrc_oper_errno_name(int err)
 		{ EPROTONOSUPPORT, "EPROTONOSUPPORT" }, { ENETDOWN, "ENETDOWN" },
 		{ ENETUNREACH, "ENETUNREACH" }, { ETIMEDOUT, "ETIMEDOUT" },
 		{ EALREADY, "EALREADY" }, { EBADMSG, "EBADMSG" }, { ENOTSUP, "ENOTSUP" },
+		{ ENOBUFS, "ENOBUFS" },
 	};
 	if (err < 0)
 		err = -err;

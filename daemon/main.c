@@ -19,9 +19,11 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: mrcd [-c FILE] [--check] [--KEY=VALUE ...]\n"
+		"       mrcd --genkey PATH\n"
 		"  -c, --config FILE    configuration file (default " MRCD_CONF_DEFAULT
 		"; a missing default file means built-in defaults)\n"
-		"      --check          validate configuration and topology, print a summary, exit\n"
+		"      --check          validate configuration, topology and cluster key, print a summary, exit\n"
+		"      --genkey PATH    write a new cluster key to PATH (mode 0600, never overwrites), exit\n"
 		"  -V, --version        print the version\n"
 		"  -h, --help           this help\n"
 		"Every configuration key is also an option (the command line wins):\n");
@@ -34,7 +36,7 @@ static struct option *make_opts(void)
 	size_t n = 0;
 	while (k[n])
 		n++;
-	struct option *o = calloc(n + 5, sizeof(*o));
+	struct option *o = calloc(n + 6, sizeof(*o));
 	if (!o)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
@@ -43,12 +45,14 @@ static struct option *make_opts(void)
 	o[n + 1] = (struct option){ "check", no_argument, NULL, 'C' };
 	o[n + 2] = (struct option){ "version", no_argument, NULL, 'V' };
 	o[n + 3] = (struct option){ "help", no_argument, NULL, 'h' };
+	o[n + 4] = (struct option){ "genkey", required_argument, NULL, 'G' };
 	return o;
 }
 
 struct args {
 	const char *conf;
 	int check;
+	const char *genkey;
 	int nset;
 	const char *keys[64], *vals[64];
 };
@@ -65,6 +69,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->conf = optarg;
 		else if (c == 'C')
 			a->check = 1;
+		else if (c == 'G')
+			a->genkey = optarg;
 		else if (c == 'V') {
 			printf("mrcd " MRC_VERSION "\n");
 			exit(0);
@@ -213,6 +219,16 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (g_args.genkey) {
+		const char *why = "";
+		if (mrc_auth_key_generate(g_args.genkey, &why)) {
+			fprintf(stderr, "mrcd: --genkey %s: %s\n", g_args.genkey, why);
+			return 1;
+		}
+		printf("mrcd: wrote a new cluster key to %s; copy it to every host of the "
+		       "fabric (owner root, mode 0600)\n", g_args.genkey);
+		return 0;
+	}
 	if (load_config(&d.cfg, &g_args))
 		return 1;
 	mrcd_log_level = (int)d.cfg.log_level;
@@ -226,7 +242,15 @@ int main(int argc, char **argv)
 	}
 	char err[512] = "";
 	if (g_args.check) {
-		/* Everything but opening sockets: config and topology. */
+		/* Everything but opening sockets: config, key and topology. */
+		struct mrc_auth *key;
+		const char *why = "";
+		if (mrc_auth_key_load(d.cfg.key_file, &key, &why)) {
+			fprintf(stderr, "mrcd: cluster key %s (key_file): %s; `mrcd --genkey PATH` "
+				"makes one, to copy to every host (docs/operator.md)\n", d.cfg.key_file, why);
+			return 1;
+		}
+		mrc_auth_free(key);
 		if (d.cfg.topology[0]) {
 			struct mrc_topo *t;
 			if (mrc_topo_load(d.cfg.topology, &t, err, sizeof(err))) {

@@ -223,7 +223,8 @@ int mrc_dp_recv(struct mrc_dp *dp, uint32_t plane, struct mrc_dp_in *in, uint32_
 				ce = (tc & 3) == 3;
 			}
 		in[out] = (struct mrc_dp_in){ .buf = r->buf[k], .len = r->msg[k].msg_len,
-			.src = r->from[k].sin6_addr, .plane = plane, .ecn_ce = ce };
+			.src = r->from[k].sin6_addr, .sport = ntohs(r->from[k].sin6_port),
+			.plane = plane, .ecn_ce = ce };
 		dp->st.rx_bytes += in[out].len;
 		out++;
 	}

@@ -35,6 +35,7 @@ struct mrc_dp_in {
 	uint8_t *buf;             /* points into the datapath's receive pool */
 	size_t len;
 	struct in6_addr src;
+	uint16_t sport;           /* UDP source port, host order */
 	uint32_t plane;
 	uint8_t ecn_ce;           /* IP ECN field was CE (11) */
 };

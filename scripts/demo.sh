@@ -35,10 +35,11 @@ echo "== fabric: $TOPO"
 $F up "$TOPO" || die "mrc-fabric up failed"
 echo "== paths h0 -> h7 (one uSID destination address per plane and spine)"
 $F path h0 h7
-echo "== starting mrcd on every host"
+echo "== starting mrcd on every host (with a cluster key made for this demo)"
+$B/bin/mrcd --genkey "$tmp/cluster.key" || die "mrcd --genkey failed"
 for h in h0 h1 h2 h3 h4 h5 h6 h7; do
 	mkdir -p "$tmp/$h"
-	ip netns exec $P-$h $B/bin/mrcd --topology "$TOPO" --host $h \
+	ip netns exec $P-$h $B/bin/mrcd --topology "$TOPO" --host $h --key_file "$tmp/cluster.key" \
 		--socket "$tmp/$h/mrcd.sock" --log_level warning 2>"$tmp/$h.log" &
 	pids+=($!)
 done

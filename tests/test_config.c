@@ -23,6 +23,8 @@ static void defaults_are_valid(void **st)
 	assert_string_equal(c.socket, "/run/mrcd/mrcd.sock");
 	assert_int_equal(c.port, 4791);
 	assert_int_equal(c.ev_floor, 1);
+	assert_string_equal(c.key_file, "/etc/mrcd/cluster.key");
+	assert_int_equal(c.rnr_retry, 7);
 	/* Every listed key can be set from text (the CLI relies on it). */
 	for (const char *const *k = mrcd_cfg_keys(); *k; k++) {
 		struct mrcd_cfg t = c;
@@ -34,6 +36,8 @@ static void defaults_are_valid(void **st)
 				!strcmp(*k, "rto_max_us") ? "500000" : "1000";
 		if (!strcmp(*k, "mtu"))
 			v = "4096";
+		if (!strcmp(*k, "rnr_retry"))
+			v = "3";
 		int rc = mrcd_cfg_set(&t, *k, v, err, sizeof(err));
 		if (rc)
 			fail_msg("key %s = %s: %s", *k, v, err);

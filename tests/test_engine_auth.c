@@ -326,6 +326,45 @@ static void token_setup_rules(void **state)
 	      strcmp(mrce_tok_kind_name(MRC_TOK__COUNT), "?") == 0, "names");
 }
 
+/* Window and MTU negotiated at connect (mrce_qp_set_limits): a QP limited
+ * to 4 packets of 512 bytes has at most 4 in flight, none longer than 512,
+ * and its transfer still completes and lands intact. */
+static void negotiated_limits(void **state)
+{
+	(void)state;
+	/* No congestion control: the window alone bounds what is in flight. */
+	etest_fini(&g_t);
+	struct chan_cfg cfg;
+	chan_cfg_default(&cfg, g_seed);
+	cfg.ecfg.cc = MRC_CC_FIXED;
+	CHECK(etest_init(&g_t, &cfg, 1 << 16, 1 << 16, 0) == 0, "init");
+	struct mrce_qp_attr attr = { .pd = ETEST_PD };
+	uint32_t qa, qb;
+	CHECK(mrce_qp_set_limits(E(0), g_t.qa, 4, 512) == -EISCONN, "set after connect");
+	CHECK(mrce_qp_set_limits(E(0), 0xdead, 4, 512) == -ENOENT, "no such QP");
+	CHECK(mrce_qp_create(E(0), &attr, &qa) == 0 && mrce_qp_create(E(1), &attr, &qb) == 0,
+	      "create");
+	CHECK(mrce_qp_set_limits(E(0), qa, 6, 512) == -EINVAL, "window not a power of two");
+	CHECK(mrce_qp_set_limits(E(0), qa, 512, 512) == -EINVAL, "window above the cfg's");
+	CHECK(mrce_qp_set_limits(E(0), qa, 4, 1u << 20) == -EINVAL, "mtu above the cfg's");
+	CHECK(mrce_qp_set_limits(E(0), qa, 4, 512) == 0, "set");
+	uint64_t ab = chan_qp_token(g_t.ch, 0, qa, 1, qb), ba = chan_qp_token(g_t.ch, 1, qb, 0, qa);
+	CHECK(mrce_qp_set_tokens(E(0), qa, ab, ba) == 0 && mrce_qp_set_tokens(E(1), qb, ba, ab) == 0 &&
+	      mrce_qp_connect(E(0), qa, P(0), qb, 100, 200) == 0 &&
+	      mrce_qp_connect(E(1), qb, P(1), qa, 200, 100) == 0, "connect");
+	uint64_t len = 16384;
+	CHECK(etest_post(g_t.ch, 0, qa, MRC_SQE_WRITE, 7, g_t.lkey, 0, len, g_t.rkey, 0, 0, 0) == 0,
+	      "post");
+	struct mrce_tx_pkt t[64];
+	int k = mrce_tx(E(0), g_t.ch->now, t, 64);
+	CHECK(k == 4, "%d packets in flight, window 4", k);
+	for (int i = 0; i < k; i++)
+		CHECK(t[i].plen == 512, "packet %d carries %u bytes, mtu 512", i, t[i].plen);
+	/* Those four never arrive: retransmission recovers them. */
+	CHECK(etest_run2(g_t.ch, 1, 0, 10000000000ull) == 0, "completes");
+	CHECK(memcmp(g_t.src.p, g_t.dst.p, len) == 0, "placed");
+}
+
 /* Without require_tokens, engines that set no tokens (the daemon until it
  * derives them) still talk to each other: 0 is compared like any token. */
 static void zero_tokens_interoperate(void **state)
@@ -362,6 +401,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(noqp_forged_and_real, setup, teardown),
 		cmocka_unit_test_setup_teardown(probe_wrong_token, setup, teardown),
 		cmocka_unit_test_setup_teardown(token_setup_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(negotiated_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(zero_tokens_interoperate, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "auth/auth.h"
+
 #include "tests/support/skip.h"
 
 #include "codec/climsg.h"
@@ -79,6 +81,15 @@ static int daemon_start(struct daemon *d, const char *extra)
 	if (!mkdtemp(d->dir))
 		return -errno;
 	snprintf(d->sock, sizeof(d->sock), "%s/mrcd.sock", d->dir);
+	/* mrcd refuses to start without a cluster key: one of our own. */
+	char key[140];
+	snprintf(key, sizeof(key), "--key_file=%s/cluster.key", d->dir);
+	const char *why = "";
+	int krc = mrc_auth_key_generate(key + strlen("--key_file="), &why);
+	if (krc) {
+		fprintf(stderr, "cluster key: %s\n", why);
+		return krc;
+	}
 	char port[32];
 	/* A port of our own, so parallel test runs do not collide. */
 	snprintf(port, sizeof(port), "--port=%u", 20000 + (unsigned)((getpid() * 7 + n) % 20000));
@@ -89,7 +100,7 @@ static int daemon_start(struct daemon *d, const char *extra)
 		char sock[140];
 		snprintf(sock, sizeof(sock), "--socket=%s", d->sock);
 		/* No -c: a missing default config means built-in defaults. */
-		execl(MRCD_BIN, "mrcd", sock, port,
+		execl(MRCD_BIN, "mrcd", sock, port, key,
 		      "--log_level=warning", extra ? extra : "--max_clients=64", (char *)NULL);
 		_exit(127);
 	}
@@ -114,6 +125,8 @@ static void daemon_stop(struct daemon *d)
 	char path[160];
 	unlink(d->sock);
 	snprintf(path, sizeof(path), "%s/mrcctl.sock", d->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/cluster.key", d->dir);
 	unlink(path);
 	rmdir(d->dir);
 }

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "auth/auth.h"
 #include "codec/operjson.h"
 
 static char mrcd_bin[512];
@@ -80,6 +81,10 @@ static int setup(void **state)
 	unsigned port = 20000 + (unsigned)rand() % 40000;
 	printf("# test_notify: seed %u, port %u, dir %s\n", seed, port, f.dir);
 	snprintf(f.log, sizeof(f.log), "%s/mrcd.log", f.dir);
+	/* mrcd refuses to start without a cluster key: one of our own. */
+	char key[140];
+	snprintf(key, sizeof(key), "--key_file=%s/cluster.key", f.dir);
+	assert_int_equal(mrc_auth_key_generate(key + strlen("--key_file="), NULL), 0);
 	f.pid = fork();
 	assert_true(f.pid >= 0);
 	if (!f.pid) {
@@ -93,7 +98,7 @@ static int setup(void **state)
 		int lf = open(f.log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (lf >= 0)
 			dup2(lf, 2);
-		execl(mrcd_bin, "mrcd", "-c", "/dev/null", sock, portarg, (char *)NULL);
+		execl(mrcd_bin, "mrcd", "-c", "/dev/null", sock, portarg, key, (char *)NULL);
 		_exit(127);
 	}
 	*state = &f;

@@ -145,6 +145,7 @@ static void test_replies(void **state)
 		assert_int_equal(mrc_oper_reply_parse(bad[i], strlen(bad[i]), &id, &got, msg, sizeof(msg)),
 				 -EBADMSG);
 	assert_string_equal(mrc_oper_errno_name(ENOENT), "ENOENT");
+	assert_string_equal(mrc_oper_errno_name(-ENOBUFS), "ENOBUFS");
 	assert_string_equal(mrc_oper_errno_name(-EACCES), "EACCES");
 }
 

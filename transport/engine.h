@@ -168,6 +168,12 @@ int mrce_qp_connect(struct mrce *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
  * from the cluster key and both sides' nonces (auth/auth.h).  Both 0 until
  * set, which matches a peer that does not set them either. */
 int mrce_qp_set_tokens(struct mrce *e, uint32_t qpn, uint64_t tx, uint64_t rx);
+/* What the QP sends at most: window packets in flight (a power of two,
+ * 4..cfg.window) and mtu payload bytes per packet (64..cfg.mtu); the
+ * daemon sets the smaller of both sides' values, negotiated at connection
+ * setup, so a peer with a smaller window is never overrun.  Before
+ * mrce_qp_connect (-EISCONN after); the cfg's values until set. */
+int mrce_qp_set_limits(struct mrce *e, uint32_t qpn, uint32_t window, uint32_t mtu);
 
 /* A work request is the ring ABI's submission descriptor (mrc/ring.h),
  * the form it has from the client's ring to here: the daemon validates a

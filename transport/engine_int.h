@@ -117,6 +117,8 @@ struct mrc__qp {
 	struct mrc__slot *slots;
 	uint64_t sacked[MRC__RING_BITS / 64];
 	uint16_t lst_head, lst_tail;
+	uint16_t win, mtu;          /* what this QP sends: cfg's, or less as
+	                               negotiated (mrce_qp_set_limits) */
 	uint64_t lostmap[MRC__RING_BITS / 64];  /* PSNs waiting for resend */
 	uint32_t inflight_pkts;
 	uint64_t inflight_bytes;

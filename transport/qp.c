@@ -52,6 +52,8 @@ int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qp
 	qp->rnr_retry = (attr->flags & MRC_QP_RNR_RETRY) ? attr->rnr_retry : e->cfg.rnr_retry;
 	qp->lst_head = qp->lst_tail = MRC__NIL;
 	qp->rto = e->cfg.rto_init_ns;
+	qp->win = (uint16_t)e->cfg.window;   /* <= MRC_MAX_WINDOW */
+	qp->mtu = (uint16_t)e->cfg.mtu;      /* <= MRC_MAX_PAYLOAD */
 	e->cc->init(qp->cc, &(struct mrc_cc_params){ .mtu = e->cfg.mtu,
 		.min_cwnd = e->cfg.mtu, .max_cwnd = e->max_cwnd });
 	if (i >= e->qp_hwm)
@@ -132,6 +134,24 @@ int mrce_qp_connect(struct mrce *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 	return 0;
 }
 
+int mrce_qp_set_limits(struct mrce *e, uint32_t qpn, uint32_t window, uint32_t mtu)
+{
+	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	if (!qp)
+		return -ENOENT;
+	if (qp->state != MRC_QPS_RESET)
+		return -EISCONN;
+	if (window < 4 || window > e->cfg.window || (window & (window - 1)) ||
+	    mtu < 64 || mtu > e->cfg.mtu)
+		return -EINVAL;
+	qp->win = (uint16_t)window;
+	qp->mtu = (uint16_t)mtu;
+	/* The congestion window never exceeds what the QP may have in flight. */
+	e->cc->init(qp->cc, &(struct mrc_cc_params){ .mtu = mtu, .min_cwnd = mtu,
+		.max_cwnd = window * mtu });
+	return 0;
+}
+
 int mrce_qp_set_tokens(struct mrce *e, uint32_t qpn, uint64_t tx, uint64_t rx)
 {
 	struct mrc__qp *qp = mrc__qp_get(e, qpn);
@@ -144,9 +164,9 @@ int mrce_qp_set_tokens(struct mrce *e, uint32_t qpn, uint64_t tx, uint64_t rx)
 	return 0;
 }
 
-static int64_t wqe_npkts(const struct mrce *e, uint64_t len)
+static int64_t wqe_npkts(const struct mrc__qp *qp, uint64_t len)
 {
-	return len ? (int64_t)((len + e->cfg.mtu - 1) / e->cfg.mtu) : 1;
+	return len ? (int64_t)((len + qp->mtu - 1) / qp->mtu) : 1;
 }
 
 int mrce_qp_post(struct mrce *e, uint64_t now, uint32_t qpn, const struct mrc_sqe *wr)
@@ -192,7 +212,7 @@ int mrce_qp_post(struct mrce *e, uint64_t now, uint32_t qpn, const struct mrc_sq
 	if (wr->op == MRC_SQE_SEND || wr->op == MRC_SQE_SEND_IMM)
 		w.ssn = qp->next_ssn++;
 	w.msn = qp->next_msn++;
-	w.npkts = (uint32_t)wqe_npkts(e, w.len);
+	w.npkts = (uint32_t)wqe_npkts(qp, w.len);
 	if (m)
 		m->refs++;
 	qp->sq[qp->sq_tail++ & e->sqmask] = w;

@@ -60,7 +60,7 @@ static int cwnd_allows(const struct mrce *e, const struct mrc__qp *qp, uint32_t 
 /* The next work request may send its next packet. */
 static int new_data_ok(const struct mrce *e, const struct mrc__qp *qp)
 {
-	if (qp->sq_seg == qp->sq_tail || qp->snd_nxt - qp->snd_una >= e->cfg.window)
+	if (qp->sq_seg == qp->sq_tail || qp->snd_nxt - qp->snd_una >= qp->win)
 		return 0;
 	/* A fenced request starts only once every earlier one completed;
 	 * the ACK that completes the last of them activates the QP again. */
@@ -72,7 +72,7 @@ int mrc__qp_can_send(const struct mrce *e, const struct mrc__qp *qp, uint64_t no
 {
 	if (qp->state != MRC_QPS_RTS || qp->rnr_until > now)
 		return 0;
-	if (!cwnd_allows(e, qp, e->cfg.mtu))
+	if (!cwnd_allows(e, qp, qp->mtu))
 		return 0;
 	if (qp->lostmap[0] | qp->lostmap[1] | qp->lostmap[2] | qp->lostmap[3])
 		return 1;
@@ -124,8 +124,8 @@ static void build(struct mrce *e, struct mrc__qp *qp, uint32_t psn, int ev,
 	struct mrc__slot *s = slot_of(e, qp, psn);
 	struct mrc__wqe *w = &qp->sq[s->wqe & e->sqmask];
 	uint32_t idx = psn - w->first_psn;
-	uint64_t off = (uint64_t)idx * e->cfg.mtu;
-	uint32_t plen = (uint32_t)(w->len - off < e->cfg.mtu ? w->len - off : e->cfg.mtu);
+	uint64_t off = (uint64_t)idx * qp->mtu;
+	uint32_t plen = (uint32_t)(w->len - off < qp->mtu ? w->len - off : qp->mtu);
 	uint16_t flags = (idx == 0 ? MRC_F_FIRST : 0) |
 			 (idx + 1 == w->npkts ? MRC_F_LAST : 0) | (retx ? MRC_F_RETX : 0);
 	int is_send = w->op == MRC_OP_SEND || w->op == MRC_OP_SEND_IMM;

@@ -90,9 +90,11 @@ mkdir -p "$RES/raw"
 $F down >/dev/null 2>&1 || true
 $F up "$T" --ecmp >/dev/null
 say "fabric $P up ($T: no rate limit), $(nproc) CPUs shared by every namespace"
+"$B/bin/mrcd" --genkey "$TMP/cluster.key" >/dev/null || exit 1
 for h in h0 h7; do
 	mkdir -p "$TMP/$h"
 	bg ip netns exec $P-$h "$B/bin/mrcd" --topology $T --host $h --socket "$(sock $h)" \
+		--key_file "$TMP/cluster.key" \
 		--log_level warning 2>>"$TMP/$h.log"
 	DPID[$h]=$BGPID
 	until_t 10 test -S "$TMP/$h/mrcctl.sock" || { say "mrcd on $h did not start"; cat "$TMP/$h.log"; exit 1; }

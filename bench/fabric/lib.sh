@@ -14,7 +14,9 @@ RAW="$RES/raw/$SCEN.jsonl"
 F="$B/bin/mrc-fabric -p $P"
 TMP=$(mktemp -d /tmp/mrcbench.XXXXXX)
 TOPO="$TMP/topo.json"
-X="$B/bin/mrc-xfer --topology $TOPO"
+# mrc-xfer and mrcd authenticate each other with a cluster key: one per run.
+"$B/bin/mrcd" --genkey "$TMP/cluster.key" >/dev/null 2>&1 || true
+X="$B/bin/mrc-xfer --topology $TOPO --key-file $TMP/cluster.key"
 BGPIDS=""
 
 if [ "$(id -u)" != 0 ]; then

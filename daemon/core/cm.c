@@ -2,11 +2,16 @@
  * fabric with MRC_OP_CTRL datagrams (REQ, REP, REJ), retried on a timer and
  * sent over a different plane and spine on every try, so a dead path
  * cannot block connection setup.  Also the plane-state beacon that tells
- * peers which of our planes are down. */
+ * peers which of our planes are down.
+ * Every message is sealed with the cluster key (ctrl.h); REQ and REP carry
+ * each side's nonce, window and MTU, from which both sides derive the
+ * connection's tokens and the smaller window and MTU (docs/security.md). */
+#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "daemon/core/core.h"
 #include "daemon/core/ctrl.h"
@@ -25,6 +30,7 @@ struct outreq {
 	uint64_t id, next;
 	uint32_t host, sid, tries;
 	struct mrcd_qp_addr local;
+	uint8_t nonce[MRC_AUTH_NONCE_BYTES];   /* the same in every retry */
 	mrcd_cm_done_fn done;
 	void *ctx;
 };
@@ -36,6 +42,10 @@ struct inreq {
 	uint32_t host, sid;
 	struct mrcd_qp_addr remote, local;
 	int err;
+	uint8_t req_nonce[MRC_AUTH_NONCE_BYTES];
+	uint8_t rep_nonce[MRC_AUTH_NONCE_BYTES];   /* chosen once: a retried
+	                                              REQ gets the same REP */
+	uint32_t window, mtu;                      /* the requester's */
 };
 
 struct mrcd_cm {
@@ -47,11 +57,18 @@ struct mrcd_cm {
 	uint32_t beacon_rr;
 };
 
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void send_msg(struct mrcd *d, uint32_t host, uint32_t attempt, struct mrcd_ctrl *m)
 {
-	m->src_host = d->self;
 	uint8_t buf[MRCD_CTRL_LEN];
-	mrcd_ctrl_encode(buf, m);
+	if (mrcd_ctrl_seal(d->auth, &d->ctrl_tx, real_ns(), d->self, host, m, buf))
+		return;
 	/* Rotate planes first (skipping our dead ones), then spines. */
 	for (uint32_t k = 0; k < d->nplanes; k++) {
 		uint32_t pl = (attempt + k) % d->nplanes;
@@ -61,6 +78,48 @@ static void send_msg(struct mrcd *d, uint32_t host, uint32_t attempt, struct mrc
 		if (!mrcd_send_ctrl(d, host, pl, spine, buf, sizeof(buf)))
 			return;
 	}
+}
+
+static void send_req(struct mrcd *d, struct outreq *o)
+{
+	struct mrcd_ctrl m = { .type = MRCD_CTRL_REQ, .id = o->id, .sid = o->sid,
+		.qpn = o->local.qpn, .psn = o->local.psn, .arg = o->local.priv,
+		.window = d->cfg.window, .mtu = d->cfg.mtu };
+	memcpy(m.nonce, o->nonce, sizeof(m.nonce));
+	send_msg(d, o->host, o->tries, &m);
+}
+
+/* Connects a local QP with the connection's tokens (derived from the key,
+ * both QPs and both nonces) and the smaller of both sides' window and
+ * MTU; tokens and limits are set before connect, as the engine requires. */
+static int connect_qp(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
+		      const struct mrcd_qp_addr *remote, const struct mrc_auth_conn_id *id,
+		      enum mrc_auth_role role, uint32_t window, uint32_t mtu)
+{
+	uint32_t peer;
+	int rc = mrcd_peer_of_host(d, remote->host, &peer);
+	if (rc)
+		return rc;
+	struct mrc_auth_conn c;
+	if ((rc = mrc_auth_conn_derive(d->auth, id, role, &c)))
+		return rc;
+	rc = mrce_qp_set_limits(d->eng, qpn, window < d->cfg.window ? window : d->cfg.window,
+				mtu < d->cfg.mtu ? mtu : d->cfg.mtu);
+	if (!rc)
+		rc = mrce_qp_set_tokens(d->eng, qpn, c.tx_token, c.rx_token);
+	mrc_auth_conn_wipe(&c);
+	if (!rc)
+		rc = mrce_qp_connect(d->eng, qpn, peer, remote->qpn, local_psn, remote->psn);
+	return rc;
+}
+
+static void send_rep(struct mrcd *d, const struct inreq *r, uint32_t attempt)
+{
+	struct mrcd_ctrl a = { .type = MRCD_CTRL_REP, .id = r->rid, .sid = r->sid,
+		.qpn = r->local.qpn, .psn = r->local.psn, .arg = r->local.priv,
+		.window = d->cfg.window, .mtu = d->cfg.mtu };
+	memcpy(a.nonce, r->rep_nonce, sizeof(a.nonce));
+	send_msg(d, r->host, attempt, &a);
 }
 
 static void arm(struct mrcd *d)
@@ -106,9 +165,12 @@ int mrcd_cm_connect(struct mrcd *d, uint32_t host, uint32_t sid,
 		*o = (struct outreq){ .used = 1, .id = id, .host = host, .sid = sid,
 			.local = *local, .done = done, .ctx = ctx,
 			.next = mrcd_now() + RETRY_NS };
-		struct mrcd_ctrl m = { .type = MRCD_CTRL_REQ, .id = id, .sid = sid,
-			.qpn = local->qpn, .psn = local->psn, .arg = local->priv };
-		send_msg(d, host, 0, &m);
+		int rc = mrc_auth_nonce(o->nonce);
+		if (rc) {
+			o->used = 0;
+			return rc;
+		}
+		send_req(d, o);
 		arm(d);
 		return 0;
 	}
@@ -139,19 +201,18 @@ int mrcd_cm_accept(struct mrcd *d, uint64_t id, const struct mrcd_qp_addr *local
 	struct inreq *r = in_get(d, id);
 	if (!r || r->state != IN_PENDING)
 		return -ENOENT;
-	uint32_t peer;
-	int rc = mrcd_peer_of_host(d, r->host, &peer);
-	if (!rc)
-		rc = mrce_qp_connect(d->eng, local->qpn, peer, r->remote.qpn, local->psn,
-				    r->remote.psn);
+	struct mrc_auth_conn_id cid = { .req_host = r->host, .req_qpn = r->remote.qpn,
+		.rep_host = d->self, .rep_qpn = local->qpn };
+	memcpy(cid.req_nonce, r->req_nonce, sizeof(cid.req_nonce));
+	memcpy(cid.rep_nonce, r->rep_nonce, sizeof(cid.rep_nonce));
+	int rc = connect_qp(d, local->qpn, local->psn, &r->remote, &cid, MRC_AUTH_ACCEPTOR,
+			    r->window, r->mtu);
 	if (rc)
 		return rc;
 	r->state = IN_ACCEPTED;
 	r->local = *local;
 	r->expire = mrcd_now() + KEEP_NS;
-	struct mrcd_ctrl m = { .type = MRCD_CTRL_REP, .id = r->rid, .sid = r->sid,
-		.qpn = local->qpn, .psn = local->psn, .arg = local->priv };
-	send_msg(d, r->host, 0, &m);
+	send_rep(d, r, 0);
 	arm(d);
 	return 0;
 }
@@ -169,14 +230,41 @@ int mrcd_cm_reject(struct mrcd *d, uint64_t id, int err)
 	return 0;
 }
 
+/* The nonce of one side of an out-of-band connection: the blob an
+ * application exchanges itself carries (host, qpn, psn) and no more, so
+ * each side's nonce is made of those.  They are fresh as long as the QP
+ * number (with its generation) and its random starting PSN are; the
+ * tokens still need the cluster key (docs/security.md). */
+static void oob_nonce(uint8_t n[MRC_AUTH_NONCE_BYTES], uint32_t host, uint32_t qpn,
+		      uint32_t psn)
+{
+	const uint32_t w[4] = { htobe32(host), htobe32(qpn), htobe32(psn),
+		htobe32(0x4f4f4201) /* "OOB" 1: never all zero */ };
+	memcpy(n, w, MRC_AUTH_NONCE_BYTES);
+}
+
 int mrcd_qp_connect_oob(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
 			const struct mrcd_qp_addr *remote)
 {
-	uint32_t peer;
-	int rc = mrcd_peer_of_host(d, remote->host, &peer);
-	if (rc)
-		return rc;
-	return mrce_qp_connect(d->eng, qpn, peer, remote->qpn, local_psn, remote->psn);
+	/* No REQ/REP: both sides take the roles by order of (host, qpn), the
+	 * lower one is the requester, so both derive the same tokens.  No
+	 * negotiation either: the local window and MTU (hosts connected out
+	 * of band must agree on them, as RDMA peers agree on a path MTU). */
+	int req = d->self < remote->host || (d->self == remote->host && qpn < remote->qpn);
+	struct mrc_auth_conn_id cid;
+	uint8_t mine[MRC_AUTH_NONCE_BYTES], theirs[MRC_AUTH_NONCE_BYTES];
+	oob_nonce(mine, d->self, qpn, local_psn);
+	oob_nonce(theirs, remote->host, remote->qpn, remote->psn);
+	if (req)
+		cid = (struct mrc_auth_conn_id){ .req_host = d->self, .req_qpn = qpn,
+			.rep_host = remote->host, .rep_qpn = remote->qpn };
+	else
+		cid = (struct mrc_auth_conn_id){ .req_host = remote->host, .req_qpn = remote->qpn,
+			.rep_host = d->self, .rep_qpn = qpn };
+	memcpy(cid.req_nonce, req ? mine : theirs, sizeof(mine));
+	memcpy(cid.rep_nonce, req ? theirs : mine, sizeof(mine));
+	return connect_qp(d, qpn, local_psn, remote, &cid,
+			  req ? MRC_AUTH_REQUESTER : MRC_AUTH_ACCEPTOR, d->cfg.window, d->cfg.mtu);
 }
 
 static void rx_req(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
@@ -186,19 +274,13 @@ static void rx_req(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
 		struct inreq *r = &d->cm->in[i];
 		if (r->state && r->host == host && r->rid == m->id) {
 			/* A repeat: our answer was lost. */
-			struct mrcd_ctrl a = { .id = r->rid, .sid = r->sid };
 			if (r->state == IN_ACCEPTED) {
-				a.type = MRCD_CTRL_REP;
-				a.qpn = r->local.qpn;
-				a.psn = r->local.psn;
-				a.arg = r->local.priv;
+				send_rep(d, r, (uint32_t)random());
 			} else if (r->state == IN_REJECTED) {
-				a.type = MRCD_CTRL_REJ;
-				a.err = r->err;
-			} else {
-				return;
+				struct mrcd_ctrl a = { .type = MRCD_CTRL_REJ, .id = r->rid,
+					.sid = r->sid, .err = r->err };
+				send_msg(d, host, (uint32_t)random(), &a);
 			}
-			send_msg(d, host, (uint32_t)random(), &a);
 			return;
 		}
 		if (!r->state && !slot)
@@ -217,7 +299,13 @@ static void rx_req(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
 	uint16_t gen = ++d->cm->gen;
 	*slot = (struct inreq){ .state = IN_PENDING, .gen = gen, .rid = m->id,
 		.host = host, .sid = m->sid, .expire = mrcd_now() + KEEP_NS,
-		.remote = { .host = host, .qpn = m->qpn, .psn = m->psn, .priv = m->arg } };
+		.remote = { .host = host, .qpn = m->qpn, .psn = m->psn, .priv = m->arg },
+		.window = m->window, .mtu = m->mtu };
+	memcpy(slot->req_nonce, m->nonce, sizeof(slot->req_nonce));
+	if (mrc_auth_nonce(slot->rep_nonce)) {
+		slot->state = 0;
+		return;
+	}
 	struct mrcd_cm_req req = { .id = ((uint64_t)gen << 16) | (uint64_t)(slot - d->cm->in),
 		.sid = m->sid, .remote = slot->remote };
 	arm(d);
@@ -234,8 +322,14 @@ static void rx_answer(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
 		struct mrcd_qp_addr remote = { .host = host, .qpn = m->qpn, .psn = m->psn,
 			.priv = m->arg };
 		int err = m->type == MRCD_CTRL_REJ ? (m->err ? m->err : -ECONNREFUSED) : 0;
-		if (!err)
-			err = mrcd_qp_connect_oob(d, o->local.qpn, o->local.psn, &remote);
+		if (!err) {
+			struct mrc_auth_conn_id cid = { .req_host = d->self,
+				.req_qpn = o->local.qpn, .rep_host = host, .rep_qpn = m->qpn };
+			memcpy(cid.req_nonce, o->nonce, sizeof(cid.req_nonce));
+			memcpy(cid.rep_nonce, m->nonce, sizeof(cid.rep_nonce));
+			err = connect_qp(d, o->local.qpn, o->local.psn, &remote, &cid,
+					 MRC_AUTH_REQUESTER, m->window, m->mtu);
+		}
 		o->done(o->ctx, err, &remote);
 		return;
 	}
@@ -263,9 +357,23 @@ static void rx_planes(struct mrcd *d, uint32_t host, uint32_t down)
 void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len)
 {
 	struct mrcd_ctrl m;
+	uint32_t src;
 	d->st.ctrl_rx++;
-	if (mrcd_ctrl_decode(buf, len, &m) || m.src_host != host) {
-		d->st.ctrl_bad++;
+	/* Nothing of a CTRL datagram is read before its MAC is checked. */
+	int rc = mrcd_ctrl_open(d->auth, d->replay, real_ns(), buf, len, &src, &m);
+	switch (rc) {
+	case 0:
+		break;
+	case -EACCES: d->st.ctrl_bad_mac++; return;
+	case -EXDEV: d->st.ctrl_wrong_dst++; return;
+	case -ERANGE: d->st.ctrl_wrong_src++; return;
+	case -EALREADY: d->st.ctrl_replay++; return;
+	case -ESTALE: d->st.ctrl_stale++; return;
+	default: d->st.ctrl_bad++; return;
+	}
+	/* A key holder may only speak for its own host. */
+	if (src != host) {
+		d->st.ctrl_wrong_src++;
 		return;
 	}
 	switch (m.type) {
@@ -317,9 +425,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 			continue;
 		}
 		o->next = now + RETRY_NS;
-		struct mrcd_ctrl m = { .type = MRCD_CTRL_REQ, .id = o->id, .sid = o->sid,
-			.qpn = o->local.qpn, .psn = o->local.psn, .arg = o->local.priv };
-		send_msg(d, o->host, o->tries, &m);
+		send_req(d, o);
 	}
 	for (int i = 0; i < MAX_IN; i++) {
 		struct inreq *r = &d->cm->in[i];

@@ -46,6 +46,9 @@ static const struct key keys[] = {
 	U(ring_entries, 16, 65536, "descriptors per ring (power of two)"),
 	U(busy_poll_us, 0, 1000000, "keep polling rings this long after the last work (dedicated cores only)"),
 	S(metrics_listen, "Prometheus HTTP listener, e.g. [::1]:9464; empty: off"),
+	S(key_file, "cluster key shared by every host (make one with mrcd --genkey FILE)"),
+	U(rnr_retry, 0, 7, "RNR NACKs a packet may get before its QP fails (7: forever)"),
+	U(no_path_timeout_ms, 1, 3600000, "a QP with every path denied fails after this long"),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -67,6 +70,9 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->client_max_qps = 256;
 	c->client_max_mem_mb = 4096;
 	c->ring_entries = 1024;
+	snprintf(c->key_file, sizeof(c->key_file), "%s", MRCD_KEY_DEFAULT);
+	c->rnr_retry = 7;
+	c->no_path_timeout_ms = 1000;
 }
 
 static const char *levels[] = { "", "", "", "err", "warning", "notice", "info", "debug" };
@@ -230,6 +236,10 @@ int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen)
 	}
 	if (c->ctl_socket[0] && c->ctl_socket[0] != '/') {
 		snprintf(err, errlen, "key 'ctl_socket': '%s' is not an absolute path", c->ctl_socket);
+		return -EINVAL;
+	}
+	if (!c->key_file[0]) {
+		snprintf(err, errlen, "key 'key_file' is required (daemons authenticate each other; make a key with mrcd --genkey FILE)");
 		return -EINVAL;
 	}
 	if (c->socket[0] != '/') {

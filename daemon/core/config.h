@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #define MRCD_CONF_DEFAULT "/etc/mrcd/mrcd.conf"
+#define MRCD_KEY_DEFAULT "/etc/mrcd/cluster.key"
 #define MRCD_PATH_MAX 256
 #define MRCD_CONF_MAX (1 << 20)   /* bytes in a configuration file */
 
@@ -29,6 +30,9 @@ struct mrcd_cfg {
 	uint32_t max_clients, client_max_qps, client_max_mem_mb, ring_entries;
 	uint32_t busy_poll_us;          /* keep polling after the last work */
 	char metrics_listen[64];        /* "" : off; "[::1]:9464" */
+	char key_file[MRCD_PATH_MAX];   /* the cluster key (mrcd --genkey) */
+	uint32_t rnr_retry;             /* 0..7, 7 = forever */
+	uint32_t no_path_timeout_ms;    /* a QP with every path denied fails after */
 };
 
 void mrcd_cfg_default(struct mrcd_cfg *c);

@@ -6,6 +6,7 @@
 
 #include <netinet/in.h>
 
+#include "auth/auth.h"
 #include "daemon/core/config.h"
 #include "daemon/core/mrcd.h"
 #include "datapath/udp.h"
@@ -32,7 +33,15 @@ struct mrcd_qpb {                      /* completion owner of a QP */
 
 struct mrcd_stats {
 	uint64_t rx_unknown_src, rx_short, tx_unmapped, wc_unbound, ctrl_rx, ctrl_tx;
-	uint64_t ctrl_bad;
+	uint64_t ctrl_bad;             /* malformed CTRL (envelope or body) */
+	/* Authentication drops (docs/security.md), by reason: */
+	uint64_t rx_bad_sport;         /* UDP source port is not the MRC port */
+	uint64_t ctrl_bad_mac;         /* CTRL envelope MAC fails (no key) */
+	uint64_t ctrl_wrong_dst;       /* sealed for another host */
+	uint64_t ctrl_wrong_src;       /* sender unknown, or not the host its
+	                                  source address names */
+	uint64_t ctrl_replay;          /* a stamp accepted before */
+	uint64_t ctrl_stale;           /* behind the window or clock skew */
 };
 
 struct mrcd_cm;
@@ -70,6 +79,9 @@ struct mrcd {
 	ev_signal sig_term, sig_int, sig_hup;
 	struct mrc_linkmon *lm;
 	struct mrcd_cm *cm;
+	struct mrc_auth *auth;             /* the cluster key (key_file) */
+	struct mrc_auth_replay *replay;    /* CTRL freshness, per sender host */
+	struct mrc_auth_ctrl_tx ctrl_tx;   /* our CTRL stamps */
 	uint64_t started_ns;
 	int stopping;
 	uint64_t drain_deadline;

@@ -1,45 +1,82 @@
-/* Encoding of daemon control datagrams: see ctrl.h. */
+/* Encoding and sealing of daemon control messages: see ctrl.h. */
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
 
 #include "daemon/core/ctrl.h"
-#include "transport/crc32c.h"
+#include "transport/engine.h"
 #include "transport/wire.h"
 
 static void put32(uint8_t *p, uint32_t v) { v = htobe32(v); memcpy(p, &v, 4); }
 static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return be32toh(v); }
 
-void mrcd_ctrl_encode(uint8_t out[MRCD_CTRL_LEN], const struct mrcd_ctrl *m)
+void mrcd_ctrl_encode(uint8_t out[MRCD_CTRL_BODY], const struct mrcd_ctrl *m)
 {
-	memset(out, 0, MRCD_CTRL_LEN);
-	out[0] = MRC_WIRE_VERSION;
-	out[1] = MRC_OP_CTRL;
-	out[4] = m->type;
+	memset(out, 0, MRCD_CTRL_BODY);
+	out[0] = m->type;
+	put32(out + 4, m->sid);
 	uint64_t id = htobe64(m->id);
 	memcpy(out + 8, &id, 8);
-	put32(out + 16, m->sid);
-	put32(out + 20, m->src_host);
-	put32(out + 24, m->qpn);
-	put32(out + 28, m->psn);
-	put32(out + 32, (uint32_t)m->err);
-	put32(out + 36, m->arg);
-	put32(out + 40, mrc_crc32c(0, out, 40));
+	put32(out + 16, m->qpn);
+	put32(out + 20, m->psn);
+	put32(out + 24, (uint32_t)m->err);
+	put32(out + 28, m->arg);
+	memcpy(out + 32, m->nonce, MRC_AUTH_NONCE_BYTES);
+	put32(out + 48, m->window);
+	put32(out + 52, m->mtu);
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+	uint8_t acc = 0;
+	for (size_t i = 0; i < n; i++)
+		acc |= p[i];
+	return !acc;
 }
 
 int mrcd_ctrl_decode(const uint8_t *b, size_t len, struct mrcd_ctrl *m)
 {
-	if (len != MRCD_CTRL_LEN || b[0] != MRC_WIRE_VERSION || b[1] != MRC_OP_CTRL ||
-	    b[2] || b[3] || b[5] || b[6] || b[7] || get32(b + 40) != mrc_crc32c(0, b, 40))
+	if (len != MRCD_CTRL_BODY || b[1] || b[2] || b[3])
 		return -EBADMSG;
-	if (b[4] < MRCD_CTRL_REQ || b[4] > MRCD_CTRL_PLANES)
+	if (b[0] < MRCD_CTRL_REQ || b[0] > MRCD_CTRL_PLANES)
 		return -EBADMSG;
 	uint64_t id;
 	memcpy(&id, b + 8, 8);
-	*m = (struct mrcd_ctrl){ .type = b[4], .id = be64toh(id), .sid = get32(b + 16),
-		.src_host = get32(b + 20), .qpn = get32(b + 24), .psn = get32(b + 28),
-		.err = (int32_t)get32(b + 32), .arg = get32(b + 36) };
+	*m = (struct mrcd_ctrl){ .type = b[0], .sid = get32(b + 4), .id = be64toh(id),
+		.qpn = get32(b + 16), .psn = get32(b + 20), .err = (int32_t)get32(b + 24),
+		.arg = get32(b + 28), .window = get32(b + 48), .mtu = get32(b + 52) };
+	memcpy(m->nonce, b + 32, MRC_AUTH_NONCE_BYTES);
 	if (m->err > 0 || m->err < -4095)
 		return -EBADMSG;
+	int conn = m->type == MRCD_CTRL_REQ || m->type == MRCD_CTRL_REP;
+	if (!conn)
+		return all_zero(b + 32, 24) ? 0 : -EBADMSG;
+	if (all_zero(m->nonce, MRC_AUTH_NONCE_BYTES) || m->window < 4 ||
+	    m->window > MRC_MAX_WINDOW || (m->window & (m->window - 1)) ||
+	    m->mtu < 64 || m->mtu > MRC_MAX_PAYLOAD)
+		return -EBADMSG;
 	return 0;
+}
+
+int mrcd_ctrl_seal(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
+		   uint64_t now_real_ns, uint32_t src_host, uint32_t dst_host,
+		   const struct mrcd_ctrl *m, uint8_t out[MRCD_CTRL_LEN])
+{
+	uint8_t body[MRCD_CTRL_BODY];
+	size_t len;
+	mrcd_ctrl_encode(body, m);
+	return mrc_auth_ctrl_seal(a, tx, now_real_ns, src_host, dst_host, body, sizeof(body),
+				  out, MRCD_CTRL_LEN, &len);
+}
+
+int mrcd_ctrl_open(const struct mrc_auth *a, struct mrc_auth_replay *r,
+		   uint64_t now_real_ns, const uint8_t *pkt, size_t len,
+		   uint32_t *src_host, struct mrcd_ctrl *m)
+{
+	struct mrc_auth_ctrl_msg env;
+	int rc = mrc_auth_ctrl_open(a, r, now_real_ns, pkt, len, &env);
+	if (rc)
+		return rc;
+	*src_host = env.src_host;
+	return mrcd_ctrl_decode(env.body, env.blen, m);
 }

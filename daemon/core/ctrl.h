@@ -1,16 +1,21 @@
-/* Daemon-to-daemon control datagrams (opcode MRC_OP_CTRL), 44 bytes:
- *   0 ver u8  1 op u8 (48)  2 flags u16 (0)  4 type u8  5 rsvd[3] (0)
- *   8 id u64  16 sid u32  20 src_host u32  24 qpn u32  28 psn u32
- *   32 err i32  36 arg u32  40 crc u32 (CRC-32C of bytes 0..40)
+/* Daemon-to-daemon control messages (opcode MRC_OP_CTRL), wire version 2:
+ * a 56-byte body (docs/wire.md, "Body of a v2 CTRL message") sealed in the
+ * auth/ CTRL envelope (MAC with the cluster key, anti-replay stamp, sender
+ * and destination hosts).
+ *   0 type u8  1 rsvd[3] (0)  4 sid u32  8 id u64  16 qpn u32  20 psn u32
+ *   24 err i32  28 arg u32  32 nonce[16]  48 window u32  52 mtu u32
  * They are rare (connection setup, plane state), so each is one small
- * datagram with its own CRC and retried by its sender. */
+ * datagram, retried by its sender. */
 #ifndef MRC_DAEMON_CTRL_H
 #define MRC_DAEMON_CTRL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define MRCD_CTRL_LEN 44
+#include "auth/auth.h"
+
+#define MRCD_CTRL_BODY 56
+#define MRCD_CTRL_LEN (MRC_AUTH_CTRL_OVERHEAD + MRCD_CTRL_BODY)   /* sealed */
 
 enum mrcd_ctrl_type {
 	MRCD_CTRL_REQ = 1,        /* connect to service sid: my QP is qpn/psn */
@@ -22,12 +27,32 @@ enum mrcd_ctrl_type {
 struct mrcd_ctrl {
 	uint8_t type;
 	uint64_t id;
-	uint32_t sid, src_host, qpn, psn, arg;
+	uint32_t sid, qpn, psn, arg;
 	int32_t err;
+	/* REQ/REP only (0 in the others): the sender's connection nonce, and
+	 * the window and MTU it can take (the smaller of both sides wins). */
+	uint8_t nonce[MRC_AUTH_NONCE_BYTES];
+	uint32_t window, mtu;
 };
 
-void mrcd_ctrl_encode(uint8_t out[MRCD_CTRL_LEN], const struct mrcd_ctrl *m);
-/* 0, or -EBADMSG for a wrong length, version, opcode, CRC or field. */
+void mrcd_ctrl_encode(uint8_t out[MRCD_CTRL_BODY], const struct mrcd_ctrl *m);
+/* 0, or -EBADMSG for a wrong length or a field out of range (nonzero
+ * reserved bytes, unknown type, err outside -4095..0; in REQ/REP an
+ * all-zero nonce, a window that is not a power of two in 4..256 or an MTU
+ * outside 64..9000; elsewhere nonce, window or MTU not 0). */
 int mrcd_ctrl_decode(const uint8_t *buf, size_t len, struct mrcd_ctrl *m);
+
+/* Encodes m and seals it from src_host to dst_host (mrc_auth_ctrl_seal)
+ * into out[MRCD_CTRL_LEN]. */
+int mrcd_ctrl_seal(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
+		   uint64_t now_real_ns, uint32_t src_host, uint32_t dst_host,
+		   const struct mrcd_ctrl *m, uint8_t out[MRCD_CTRL_LEN]);
+/* Opens a datagram (mrc_auth_ctrl_open: -EBADMSG, -EACCES, -EXDEV,
+ * -ERANGE, -EALREADY, -ESTALE) and decodes its body (-EBADMSG); *src_host
+ * is the envelope's sender, which the caller checks against the source
+ * address. */
+int mrcd_ctrl_open(const struct mrc_auth *a, struct mrc_auth_replay *r,
+		   uint64_t now_real_ns, const uint8_t *pkt, size_t len,
+		   uint32_t *src_host, struct mrcd_ctrl *m);
 
 #endif

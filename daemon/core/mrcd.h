@@ -79,7 +79,9 @@ void mrcd_cm_unlisten(struct mrcd *d, uint32_t sid);
 int mrcd_cm_accept(struct mrcd *d, uint64_t id, const struct mrcd_qp_addr *local);
 int mrcd_cm_reject(struct mrcd *d, uint64_t id, int err);
 
-/* Asks host:sid to connect to local QP `local`; done(ctx, err, remote) is
+/* Asks host:sid to connect to local QP `local` (REQ and REP carry each
+ * side's nonce, window and MTU: the connection gets tokens from the key and
+ * the smaller window and MTU); done(ctx, err, remote) is
  * called once: err 0 with the remote QP already connected locally, or a
  * negative errno (-ECONNREFUSED, -ETIMEDOUT, ...). */
 typedef void (*mrcd_cm_done_fn)(void *ctx, int err, const struct mrcd_qp_addr *remote);
@@ -89,7 +91,10 @@ int mrcd_cm_connect(struct mrcd *d, uint32_t host, uint32_t sid,
 void mrcd_cm_cancel(struct mrcd *d, void *ctx);
 
 /* Out-of-band path: connect a local QP to a remote QP described by the
- * application (e.g. exchanged over MPI). */
+ * application (e.g. exchanged over MPI).  The connection's tokens are
+ * derived from the cluster key and nonces made of both sides' {host, qpn,
+ * psn} (what the blob carries), so both ends must connect this way; the
+ * window and MTU are the local ones (docs/security.md). */
 int mrcd_qp_connect_oob(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
 			const struct mrcd_qp_addr *remote);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "daemon/core/core.h"
+#include "mrc/error.h"
 #include "srv6/linkmon.h"
 #include "transport/wire.h"
 
@@ -71,6 +72,18 @@ int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
 		free(p.deny);
 		return rc;
 	}
+	/* Probes carry per-host-pair tokens from the key (require_tokens). */
+	uint64_t ptx, prx;
+	rc = mrc_auth_probe_tokens(d->auth, d->self, host, &ptx, &prx);
+	if (!rc)
+		rc = mrce_peer_set_probe_tokens(d->eng, id, ptx, prx);
+	if (rc) {
+		mrce_peer_remove(d->eng, id);
+		free(p.dst);
+		free(p.plane);
+		free(p.deny);
+		return rc;
+	}
 	d->peers[id] = p;
 	d->peer_of_host[host] = id;
 	/* Missing paths, a NIC down here, planes an operator disabled. */
@@ -84,10 +97,12 @@ int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
 
 /* ---- receive ----------------------------------------------------------- */
 
+/* The topology host a source address names: only those hosts take part,
+ * and in loopback mode only this host's own loopback address. */
 static uint32_t host_of_src(struct mrcd *d, const struct in6_addr *src)
 {
 	if (!d->topo)
-		return 0;
+		return IN6_ARE_ADDR_EQUAL(src, &in6addr_loopback) ? 0 : NO_ID;
 	uint16_t usid;
 	if (mrc_usid_active(&d->blk, src, &usid))
 		return NO_ID;
@@ -112,6 +127,13 @@ static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
 			uint32_t host = host_of_src(d, &in[i].src);
 			if (host == NO_ID) {
 				d->st.rx_unknown_src++;
+				continue;
+			}
+			/* Daemons send from the MRC port; any other port is a local
+			 * process that is not the daemon (e.g. an unprivileged user
+			 * forging), dropped before anything reads it. */
+			if (in[i].sport != d->cfg.port) {
+				d->st.rx_bad_sport++;
 				continue;
 			}
 			if (in[i].len < 2) {
@@ -160,7 +182,15 @@ static void log_event(struct mrcd *d, const struct mrce_event *ev)
 		break;
 	case MRC_EVT_QP_ERROR:
 		mrcd_log(MRCD_LOG_WARNING, "qp %#x (peer host %u) failed: %s", ev->qpn, host,
-			 strerror(-ev->err));
+			 mrc_strerror(ev->err));
+		break;
+	case MRC_EVT_QP_NO_PATH:
+		mrcd_log(MRCD_LOG_WARNING, "qp %#x (peer host %u): every path is denied, waiting",
+			 ev->qpn, host);
+		break;
+	case MRC_EVT_QP_PATH_BACK:
+		mrcd_log(MRCD_LOG_NOTICE, "qp %#x (peer host %u): a path is back, resumed",
+			 ev->qpn, host);
 		break;
 	case MRC_EVT_FLOOR:
 		mrcd_log(MRCD_LOG_DEBUG, "path host %u ev %u kept in use (ev_floor)", host, ev->ev);
@@ -307,6 +337,29 @@ int mrcd_linkmon_start(struct mrcd *d)
 
 /* ---- setup ------------------------------------------------------------- */
 
+#define REPLAY_WINDOW_NS 5000000000ull   /* CTRL reordering tolerated */
+
+/* The cluster key: without it this daemon could neither prove itself to
+ * its peers nor check them, so it does not start. */
+static int mrcd_auth_init(struct mrcd *d, char *err, size_t errlen)
+{
+	const char *why = "";
+	int rc = mrc_auth_key_load(d->cfg.key_file, &d->auth, &why);
+	if (rc) {
+		snprintf(err, errlen, "cluster key %s (key_file): %s; `mrcd --genkey PATH` makes "
+			 "one, to copy to every host (owner root, mode 0600; docs/operator.md)",
+			 d->cfg.key_file, why);
+		return rc;
+	}
+	/* No clock skew bound: hosts' clocks are not assumed synchronised;
+	 * the per-sender window bounds replays (docs/security.md). */
+	struct mrc_auth_replay_cfg rc_cfg = { .self_host = d->self, .max_hosts = d->nhosts,
+		.window_ns = REPLAY_WINDOW_NS, .max_skew_ns = 0 };
+	if ((rc = mrc_auth_replay_create(&rc_cfg, &d->replay)))
+		snprintf(err, errlen, "CTRL replay table: %s", strerror(-rc));
+	return rc;
+}
+
 static int plane_ifs(struct mrcd *d, char *err, size_t errlen)
 {
 	if (d->cfg.plane_ifs[0]) {
@@ -375,6 +428,8 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 		d->nhosts = d->nplanes = 1;
 		d->self_addr = in6addr_loopback;
 	}
+	if ((rc = mrcd_auth_init(d, err, errlen)))
+		return rc;
 	d->peer_of_host = malloc(sizeof(uint32_t) * d->nhosts);
 	d->host_of_usid = malloc(sizeof(uint32_t) * 65536);
 	d->qpb = calloc(65536, sizeof(*d->qpb));
@@ -402,6 +457,10 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 	if (ec.rto_init_ns > ec.rto_max_ns)
 		ec.rto_init_ns = ec.rto_max_ns;
 	ec.cc = strcmp(d->cfg.cc, "fixed") ? MRC_CC_NSCC : MRC_CC_FIXED;
+	ec.rnr_retry = d->cfg.rnr_retry;
+	ec.no_path_timeout_ns = (uint64_t)d->cfg.no_path_timeout_ms * 1000000;
+	/* Every QP and peer gets tokens derived from the cluster key. */
+	ec.require_tokens = 1;
 	const char *why = NULL;
 	if ((rc = mrce_create(&ec, &d->eng, &why))) {
 		snprintf(err, errlen, "engine: %s", why ? why : strerror(-rc));
@@ -437,6 +496,8 @@ void mrcd_node_fini(struct mrcd *d)
 	}
 	mrce_destroy(d->eng);
 	mrc_topo_free(d->topo);
+	mrc_auth_replay_free(d->replay);
+	mrc_auth_free(d->auth);
 	free(d->peers);
 	free(d->peer_of_host);
 	free(d->host_of_usid);

@@ -15,6 +15,7 @@
 #include "daemon/oper/oper.h"
 #include "transport/wire.h"
 
+#include "mrc/error.h"
 #include "mrc/version.h"
 
 static const struct in6_addr no_addr;
@@ -319,7 +320,7 @@ static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *
 		"rx_pkts", (json_int_t)q->rx_pkts, "rx_dups", (json_int_t)q->rx_dups,
 		"bytes_placed", (json_int_t)q->bytes_placed);
 	if (q->state == MRC_QPS_ERROR)
-		json_object_set_new(j, "error", json_string(strerror(-q->error)));
+		json_object_set_new(j, "error", json_string(mrc_strerror(q->error)));
 	/* Per-plane use: which planes the QP's packets went over. */
 	json_t *pl = json_array();
 	for (uint32_t i = 0; i < d->nplanes && i < MRC_MAX_PLANES; i++)
@@ -455,6 +456,11 @@ json_t *mrcd_oper_stats(struct oper *o)
 		"ctrl_overflow", (json_int_t)s.ctrl_overflow, "events_dropped", (json_int_t)s.events_dropped,
 		"ev_changes", (json_int_t)s.ev_changes, "bytes_placed", (json_int_t)s.bytes_placed,
 		"msgs_completed", (json_int_t)s.msgs_completed);
+	json_t *tok = json_object();
+	for (int k = 0; k < MRC_TOK__COUNT; k++)
+		json_object_set_new(tok, mrce_tok_kind_name((enum mrce_tok_kind)k),
+				    json_integer((json_int_t)s.rx_bad_token[k]));
+	json_object_set_new(eng, "rx_bad_token", tok);
 	struct mrc_dp_stats ds;
 	mrc_dp_get_stats(d->dp, &ds);
 	json_t *dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
@@ -470,6 +476,14 @@ json_t *mrcd_oper_stats(struct oper *o)
 		"ctrl_rx", (json_int_t)d->st.ctrl_rx, "ctrl_tx", (json_int_t)d->st.ctrl_tx,
 		"ctrl_bad", (json_int_t)d->st.ctrl_bad,
 		"uptime_s", (double)(mrcd_now() - d->started_ns) / 1e9);
+	/* Authentication drops by reason (docs/security.md). */
+	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+		"rx_bad_sport", (json_int_t)d->st.rx_bad_sport,
+		"ctrl_bad_mac", (json_int_t)d->st.ctrl_bad_mac,
+		"ctrl_wrong_dst", (json_int_t)d->st.ctrl_wrong_dst,
+		"ctrl_wrong_src", (json_int_t)d->st.ctrl_wrong_src,
+		"ctrl_replay", (json_int_t)d->st.ctrl_replay,
+		"ctrl_stale", (json_int_t)d->st.ctrl_stale));
 	json_t *op = json_pack("{s:I, s:I, s:I, s:I, s:I}",
 		"connections", (json_int_t)o->conns_total, "refused", (json_int_t)o->refused_total,
 		"requests", (json_int_t)o->requests_total, "events", (json_int_t)o->seq,

@@ -11,6 +11,7 @@
 
 #include "common/isotime.h"
 #include "daemon/oper/oper.h"
+#include "mrc/error.h"
 
 #define LOG_RATE 5.0      /* state-change lines per second, sustained */
 #define LOG_BURST 50.0
@@ -49,7 +50,8 @@ json_t *mrcd_oper_event_json(struct oper *o, const struct oper_event *e)
 	json_object_set_new(j, "host", json_integer(e->host));
 	if (!strcmp(e->kind, "qp")) {
 		json_object_set_new(j, "qpn", json_integer(e->qpn));
-		json_object_set_new(j, "error", json_string(strerror(-e->err)));
+		if (e->err)
+			json_object_set_new(j, "error", json_string(mrc_strerror(e->err)));
 		return j;
 	}
 	int pl, sp;
@@ -187,7 +189,17 @@ void mrcd_oper_on_event(void *arg, const struct mrce_event *ev)
 	case MRC_EVT_QP_ERROR:
 		snprintf(e.kind, sizeof(e.kind), "qp");
 		snprintf(e.text, sizeof(e.text), "qp %#x (peer %s) failed: %s", ev->qpn, name,
-			 strerror(-ev->err));
+			 mrc_strerror(ev->err));
+		break;
+	case MRC_EVT_QP_NO_PATH:
+		snprintf(e.kind, sizeof(e.kind), "qp");
+		snprintf(e.text, sizeof(e.text), "qp %#x (peer %s): every path is denied, waiting for one",
+			 ev->qpn, name);
+		break;
+	case MRC_EVT_QP_PATH_BACK:
+		snprintf(e.kind, sizeof(e.kind), "qp");
+		snprintf(e.text, sizeof(e.text), "qp %#x (peer %s): a path is back, resumed",
+			 ev->qpn, name);
 		break;
 	case MRC_EVT_FLOOR:
 		/* Every loss on the last usable path says this: keep one a second. */

@@ -50,13 +50,14 @@ groupdel "$U" >/dev/null 2>&1; userdel "$U" >/dev/null 2>&1
 groupadd "$U" && useradd -M -N -g nogroup -s /usr/sbin/nologin "$U" || die "useradd $U"
 GID=$(getent group "$U" | cut -d: -f3)
 
+$B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null || die "mrcd --genkey"
 for h in h0 h7; do
 	mkdir -p "$tmp/$h" && chmod 755 "$tmp/$h"
 	extra=
 	[ $h = h0 ] && extra="--socket_group=$U"
 	[ $h = h7 ] && extra="--metrics_listen=[::1]:9464"
 	ip netns exec $P-$h $B/bin/mrcd --topology $T --host $h --socket "$tmp/$h/mrcd.sock" \
-		--probe_interval_us 20000 $extra 2>"$tmp/$h.log" &
+		--probe_interval_us 20000 --key_file "$tmp/cluster.key" $extra 2>"$tmp/$h.log" &
 	pids+=($!)
 done
 sock_up() { [ -S "$tmp/h0/mrcctl.sock" ] && [ -S "$tmp/h7/mrcctl.sock" ] && [ -S "$tmp/h7/mrcd.sock" ] && [ -S "$tmp/h0/mrcd.sock" ]; }

@@ -24,7 +24,9 @@ if [ -e "$B/lib/libmrc.so" ]; then
 		[ -e "$P/$f" ] || bad "missing $PREFIX/$f"
 	done
 fi
-[ -x "$P/bin/mrcd" ] && "$P/bin/mrcd" -c "$D/etc/mrcd/mrcd.conf.example" --check >/dev/null ||
+[ -e "$D/etc/mrcd/cluster.key" ] && bad "install put a cluster key in place (each cluster makes its own)"
+[ -x "$P/bin/mrcd" ] && "$P/bin/mrcd" --genkey "$D/cluster.key" >/dev/null &&
+	"$P/bin/mrcd" -c "$D/etc/mrcd/mrcd.conf.example" --key_file "$D/cluster.key" --check >/dev/null ||
 	bad "installed mrcd rejects the installed example configuration"
 grep -qx "ExecStart=$PREFIX/bin/mrcd" "$P/lib/systemd/system/mrcd.service" || bad "ExecStart does not point at $PREFIX/bin/mrcd"
 if command -v systemd-analyze >/dev/null; then

@@ -13,6 +13,8 @@ BYTES=${MRC_XFER_BYTES:-1G}
 F="$B/bin/mrc-fabric -p $P"
 X="$B/bin/mrc-xfer --topology $T"
 tmp=$(mktemp -d)
+$B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null
+X="$X --key-file $tmp/cluster.key"
 fails=0
 cleanup() {
 	[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null || true

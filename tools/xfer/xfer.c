@@ -32,6 +32,7 @@ static void usage(void)
 		"  --chunk BYTES    WRITE size (default 256K)   --sid S  service id (default 0)\n"
 		"  --seed N         data pattern                --port P, --mtu M, --cc nscc|fixed\n"
 		"  --report-ms MS   goodput every MS            --progress  print {\"progress\":N}\n"
+		"  --key-file FILE  the cluster key (mrcd --genkey; default " MRCD_KEY_DEFAULT ")\n"
 		"Without --topology both sides run on the loopback single-host fabric.\n");
 }
 
@@ -100,7 +101,8 @@ int main(int argc, char **argv)
 		{ "chunk", 1, 0, 'k' }, { "seed", 1, 0, 'S' }, { "port", 1, 0, 'p' },
 		{ "mtu", 1, 0, 'm' }, { "report-ms", 1, 0, 'r' }, { "cc", 1, 0, 'C' },
 		{ "verbose", 0, 0, 'v' }, { "progress", 0, 0, 'P' }, { "qps", 1, 0, 'q' },
-		{ "pin", 0, 0, 'n' }, { "pingpong", 1, 0, 'g' }, { 0, 0, 0, 0 } };
+		{ "pin", 0, 0, 'n' }, { "pingpong", 1, 0, 'g' }, { "key-file", 1, 0, 'K' },
+		{ 0, 0, 0, 0 } };
 	char err[512];
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", o, NULL)) != -1) {
@@ -111,6 +113,7 @@ int main(int argc, char **argv)
 		case 'p': key = "port"; break;
 		case 'm': key = "mtu"; break;
 		case 'C': key = "cc"; break;
+		case 'K': key = "key_file"; break;
 		case 'l': x.server = 1; break;
 		case 'c': peer = optarg; break;
 		case 's': x.sid = (uint32_t)num(optarg); break;

@@ -1,0 +1,136 @@
+/* mrc-forge: sends forged MRC packets, for tests/root/forge.sh only.  It
+ * plays an attacker that knows everything visible (addresses, QP numbers
+ * from `mrcctl qps`, the wire format) but not the cluster key: tokens and
+ * MACs are random.  Every packet is otherwise well formed (valid CRCs), so
+ * a receiver can refuse it only by source, token or MAC.
+ *
+ *   mrc-forge --dst ADDR [--src ADDR] [--sport P] [--port P] [--count N] [--dev NIC]
+ *             KIND QPN [SRC_HOST DST_HOST]
+ * KIND: noqp (NOQP NACK naming QPN), ack (ACK to QPN), data (a 64-byte
+ * WRITE to QPN), planes (CTRL PLANES: every plane down), req (CTRL REQ to
+ * service QPN); the CTRL kinds claim to come from SRC_HOST to DST_HOST. */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth/auth.h"
+#include "daemon/core/ctrl.h"
+#include "transport/wire.h"
+
+static uint64_t rnd64(void)
+{
+	uint64_t v = 0;
+	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+		exit(1);
+	return v | 1;   /* never 0: a token of 0 is not what a forger would try */
+}
+
+static size_t build(const char *kind, uint32_t qpn, uint32_t src_host, uint32_t dst_host,
+		    uint8_t *b)
+{
+	if (!strcmp(kind, "noqp") || !strcmp(kind, "ack")) {
+		struct mrc_ack_hdr h = { .nack = strcmp(kind, "ack") ? MRC_NACK_NOQP : MRC_NACK_NONE,
+			.dqpn = qpn, .cum_psn = (uint32_t)rnd64() & 0xffffff, .token = rnd64() };
+		h.trig_psn = h.sack_base = h.cum_psn;
+		return mrc_wire_put_ack(b, &h);
+	}
+	if (!strcmp(kind, "data")) {
+		uint8_t pay[64];
+		memset(pay, 0xee, sizeof(pay));
+		struct mrc_data_hdr h = { .op = MRC_OP_WRITE, .flags = MRC_F_FIRST | MRC_F_LAST,
+			.dqpn = qpn, .psn = (uint32_t)rnd64() & 0xffffff, .plen = sizeof(pay),
+			.mlen = sizeof(pay), .token = rnd64() };
+		size_t n = mrc_wire_put_data(b, &h);
+		memcpy(b + n, pay, sizeof(pay));
+		mrc_wire_put_trailer(b + n + sizeof(pay), pay, sizeof(pay));
+		return n + sizeof(pay) + MRC_TRAILER_LEN;
+	}
+	struct mrcd_ctrl m = { .type = MRCD_CTRL_PLANES, .arg = 0xffff };
+	if (!strcmp(kind, "req")) {
+		m = (struct mrcd_ctrl){ .type = MRCD_CTRL_REQ, .id = rnd64(), .sid = qpn,
+			.qpn = 1, .psn = 1, .window = 256, .mtu = 4096 };
+		uint64_t n[2] = { rnd64(), rnd64() };
+		memcpy(m.nonce, n, sizeof(m.nonce));
+	} else if (strcmp(kind, "planes")) {
+		return 0;
+	}
+	/* The envelope as docs/wire.md lays it out, with a random MAC. */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t stamp = htobe64((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+	uint32_t s = htobe32(src_host), d = htobe32(dst_host);
+	uint16_t blen = htobe16(MRCD_CTRL_BODY);
+	memset(b, 0, MRCD_CTRL_LEN);
+	b[0] = MRC_WIRE_VERSION;
+	b[1] = MRC_OP_CTRL;
+	memcpy(b + 4, &s, 4);
+	memcpy(b + 8, &d, 4);
+	memcpy(b + 12, &blen, 2);
+	memcpy(b + 16, &stamp, 8);
+	mrcd_ctrl_encode(b + MRC_AUTH_CTRL_HDR, &m);
+	uint64_t mac[2] = { rnd64(), rnd64() };
+	memcpy(b + MRC_AUTH_CTRL_HDR + MRCD_CTRL_BODY, mac, sizeof(mac));
+	return MRCD_CTRL_LEN;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option o[] = { { "dst", 1, 0, 'd' }, { "src", 1, 0, 's' },
+		{ "sport", 1, 0, 'S' }, { "port", 1, 0, 'p' }, { "count", 1, 0, 'n' },
+		{ "dev", 1, 0, 'D' }, { 0, 0, 0, 0 } };
+	const char *dev = NULL;
+	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_port = htons(4791) };
+	struct sockaddr_in6 from = { .sin6_family = AF_INET6 };
+	int have_dst = 0, bind_it = 0, c;
+	long count = 1;
+	while ((c = getopt_long(argc, argv, "", o, NULL)) != -1) {
+		switch (c) {
+		case 'd': have_dst = inet_pton(AF_INET6, optarg, &to.sin6_addr) == 1; break;
+		case 's': bind_it = inet_pton(AF_INET6, optarg, &from.sin6_addr) == 1 ? 1 : -1; break;
+		case 'S': from.sin6_port = htons((uint16_t)atoi(optarg)); bind_it |= 2; break;
+		case 'p': to.sin6_port = htons((uint16_t)atoi(optarg)); break;
+		case 'n': count = atol(optarg); break;
+		case 'D': dev = optarg; break;
+		default: return 2;
+		}
+	}
+	if (!have_dst || bind_it < 0 || argc - optind < 2 || count < 1) {
+		fprintf(stderr, "usage: mrc-forge --dst ADDR [--src ADDR] [--sport P] [--port P] "
+			"[--count N] [--dev NIC] noqp|ack|data|planes|req QPN [SRC_HOST DST_HOST]\n");
+		return 2;
+	}
+	const char *kind = argv[optind];
+	uint32_t qpn = (uint32_t)strtoul(argv[optind + 1], NULL, 0);
+	uint32_t sh = argc - optind > 2 ? (uint32_t)atoi(argv[optind + 2]) : 0;
+	uint32_t dh = argc - optind > 3 ? (uint32_t)atoi(argv[optind + 3]) : 0;
+	int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+	/* --dev: out of a plane NIC, as the daemon sends (SO_BINDTODEVICE). */
+	if (fd < 0 || (dev && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, dev, (socklen_t)strlen(dev))) ||
+	    (bind_it && bind(fd, (struct sockaddr *)&from, sizeof(from)))) {
+		perror("mrc-forge: socket/bind");
+		return 1;
+	}
+	uint8_t b[MRC_HDR_MAX + 64 + MRC_TRAILER_LEN + MRCD_CTRL_LEN];
+	for (long i = 0; i < count; i++) {
+		size_t n = build(kind, qpn, sh, dh, b);
+		if (!n) {
+			fprintf(stderr, "mrc-forge: unknown kind '%s'\n", kind);
+			return 2;
+		}
+		if (sendto(fd, b, n, 0, (struct sockaddr *)&to, sizeof(to)) != (ssize_t)n) {
+			perror("mrc-forge: sendto");
+			return 1;
+		}
+	}
+	close(fd);
+	return 0;
+}
