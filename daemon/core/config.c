@@ -46,6 +46,14 @@ static const struct key keys[] = {
 	U(ring_entries, 16, 65536, "descriptors per ring (power of two)"),
 	U(busy_poll_us, 0, 1000000, "keep polling rings this long after the last work (dedicated cores only)"),
 	S(metrics_listen, "Prometheus HTTP listener, e.g. [::1]:9464; empty: off"),
+	U(ctl_max_conns, 1, 1024, "mrcctl connections at once"),
+	U(metrics_max_conns, 1, 1024, "metrics HTTP connections at once"),
+	U(client_max_mrs, 1, 65536, "registered regions per client"),
+	U(uid_max_clients, 1, 4096, "client connections per uid"),
+	U(uid_max_qps, 1, 1048576, "QPs per uid (all its clients)"),
+	U(uid_max_mrs, 1, 1048576, "registered regions per uid (all its clients)"),
+	U(uid_max_mem_mb, 1, 16777216, "registered memory per uid (MiB, all its clients)"),
+	S(service_reserve, "service ids reserved for a user: SID[-SID]:uid|user[,...]; empty: none"),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -67,6 +75,13 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->client_max_qps = 256;
 	c->client_max_mem_mb = 4096;
 	c->ring_entries = 1024;
+	c->ctl_max_conns = 64;
+	c->metrics_max_conns = 16;
+	c->client_max_mrs = 1024;
+	c->uid_max_clients = 16;
+	c->uid_max_qps = 1024;
+	c->uid_max_mrs = 4096;
+	c->uid_max_mem_mb = 16384;
 }
 
 static const char *levels[] = { "", "", "", "err", "warning", "notice", "info", "debug" };
@@ -234,6 +249,28 @@ int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen)
 	}
 	if (c->socket[0] != '/') {
 		snprintf(err, errlen, "key 'socket': '%s' is not an absolute path", c->socket);
+		return -EINVAL;
+	}
+	return mrcd_cfg_check_limits(c, err, errlen);
+}
+
+/* The engine holds max_clients x client_max_mrs regions (the daemon sizes
+ * it so), which must fit its table: every client can reach its own limit,
+ * so the engine never refuses a region the limits allow. */
+int mrcd_cfg_check_limits(const struct mrcd_cfg *c, char *err, size_t errlen)
+{
+	uint64_t need = (uint64_t)c->max_clients * c->client_max_mrs;
+	if (need > MRCD_ENGINE_MAX_MRS) {
+		snprintf(err, errlen,
+			 "max_clients (%u) x client_max_mrs (%u) = %llu regions, more than the engine holds (%u): lower one of them",
+			 c->max_clients, c->client_max_mrs, (unsigned long long)need,
+			 MRCD_ENGINE_MAX_MRS);
+		return -EINVAL;
+	}
+	if (c->uid_max_mrs > need) {
+		snprintf(err, errlen,
+			 "uid_max_mrs (%u) is more than the engine holds (max_clients x client_max_mrs = %llu)",
+			 c->uid_max_mrs, (unsigned long long)need);
 		return -EINVAL;
 	}
 	return 0;

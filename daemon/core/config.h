@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "transport/engine.h"   /* MRCE_MAX_MRS */
+
 #define MRCD_CONF_DEFAULT "/etc/mrcd/mrcd.conf"
 #define MRCD_PATH_MAX 256
 #define MRCD_CONF_MAX (1 << 20)   /* bytes in a configuration file */
@@ -29,6 +31,11 @@ struct mrcd_cfg {
 	uint32_t max_clients, client_max_qps, client_max_mem_mb, ring_entries;
 	uint32_t busy_poll_us;          /* keep polling after the last work */
 	char metrics_listen[64];        /* "" : off; "[::1]:9464" */
+	/* h8: operator caps, per-uid limits, service id reservations */
+	uint32_t ctl_max_conns, metrics_max_conns;
+	uint32_t client_max_mrs;
+	uint32_t uid_max_clients, uid_max_qps, uid_max_mrs, uid_max_mem_mb;
+	char service_reserve[512];      /* "SID[-SID]:uid|user[,...]" */
 };
 
 void mrcd_cfg_default(struct mrcd_cfg *c);
@@ -44,6 +51,11 @@ int mrcd_cfg_parse(struct mrcd_cfg *c, const char *text, const char *name,
 int mrcd_cfg_load(struct mrcd_cfg *c, const char *path, char *err, size_t errlen);
 /* Checks cross-key rules after everything is set. */
 int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen);
+/* max_clients x client_max_mrs within the engine's region table
+ * (MRCD_ENGINE_MAX_MRS, the engine's MRCE_MAX_MRS), uid_max_mrs within that;
+ * part of mrcd_cfg_check. */
+#define MRCD_ENGINE_MAX_MRS MRCE_MAX_MRS
+int mrcd_cfg_check_limits(const struct mrcd_cfg *c, char *err, size_t errlen);
 /* One line per key (name, default, help) for --help and the man page. */
 void mrcd_cfg_usage(FILE *out);
 /* Key names, NULL-terminated, for getopt_long tables. */
