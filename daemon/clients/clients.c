@@ -13,6 +13,7 @@
 #include "daemon/clients/clients.h"
 #include "daemon/clients/clients_int.h"
 #include "daemon/clients/clisock.h"
+#include "daemon/clients/sidown.h"
 #include "mrc/mrc.h"
 
 #define MSGS_PER_WAKE 32
@@ -595,6 +596,9 @@ int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
 	S.uid_qps = cfg->uid_max_qps;
 	S.uid_mrs = cfg->uid_max_mrs;
 	S.uid_mem = (uint64_t)cfg->uid_max_mem_mb << 20;
+	int rc = mrcd_sidown_init(cfg->service_reserve, err, errlen);
+	if (rc)
+		return rc;
 	return mrcd_clisock_open(d, cfg->socket, cfg->socket_mode, cfg->socket_group, on_conn,
 				 NULL, &S.sock, err, errlen);
 }
@@ -606,4 +610,5 @@ void mrcd_clients_stop(struct mrcd *d)
 		client_free(S.list);
 	mrcd_clisock_close(S.sock);
 	S.sock = NULL;
+	mrcd_sidown_fini();
 }

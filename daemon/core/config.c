@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon/core/config.h"
+#include "daemon/core/sidres.h"
 
 enum kind { K_STR, K_U32, K_OCT, K_LEVEL };
 
@@ -273,7 +274,11 @@ int mrcd_cfg_check_limits(const struct mrcd_cfg *c, char *err, size_t errlen)
 			 c->uid_max_mrs, (unsigned long long)need);
 		return -EINVAL;
 	}
-	return 0;
+	struct mrcd_sid_res *r;
+	size_t n;
+	int rc = mrcd_sid_reserve_parse(c->service_reserve, &r, &n, err, errlen);
+	free(r);
+	return rc;
 }
 
 void mrcd_cfg_usage(FILE *out)
