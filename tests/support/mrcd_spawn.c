@@ -109,7 +109,7 @@ int mrcd_spawn_start(struct mrcd_proc *d, const char *const *extra)
 	}
 	const char *argv[48];
 	int k = 0;
-	char sock[140], port[32];
+	char sock[140], port[32], metrics[64];
 	snprintf(sock, sizeof(sock), "--socket=%s", d->sock);
 	snprintf(port, sizeof(port), "--port=%u", d->port);
 	argv[k++] = "mrcd";
@@ -118,8 +118,9 @@ int mrcd_spawn_start(struct mrcd_proc *d, const char *const *extra)
 	argv[k++] = "--log_level=warning";
 	if (key[0])
 		argv[k++] = key;
+	snprintf(metrics, sizeof(metrics), "--metrics_listen=127.0.0.1:%u", d->port + 1);
 	for (int i = 0; extra && extra[i] && k < 47; i++)
-		argv[k++] = extra[i];
+		argv[k++] = strcmp(extra[i], "--metrics_listen=auto") ? extra[i] : metrics;
 	argv[k] = NULL;
 	d->pid = fork();
 	if (d->pid < 0)

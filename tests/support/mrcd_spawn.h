@@ -24,7 +24,8 @@ const char *mrcd_spawn_bin(void);
 /* 1 when the binary is built. */
 int mrcd_spawn_available(void);
 /* Starts mrcd with extra "--key=value" arguments (NULL-terminated, may be
- * NULL) and waits until it answers a client; 0 or -errno. */
+ * NULL; "--metrics_listen=auto" listens on 127.0.0.1:port+1) and waits
+ * until it answers a client; 0 or -errno. */
 int mrcd_spawn_start(struct mrcd_proc *d, const char *const *extra);
 /* SIGTERM, wait, remove what is left. */
 void mrcd_spawn_stop(struct mrcd_proc *d);
