@@ -435,6 +435,11 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	c->io.data = c;
 	ev_io_init(&c->wio, on_writable, fd, EV_WRITE);
 	c->wio.data = c;
+	/* Operator I/O is background work: below the core's idle watcher,
+	 * which polls the rings and must run in every loop iteration even
+	 * while a client keeps this socket busy. */
+	ev_set_priority(&c->io, OPER_PRI);
+	ev_set_priority(&c->wio, OPER_PRI);
 	ev_init(&c->probe_tm, on_probe_timeout);
 	ev_io_start(loop, &c->io);
 	o->conns[slot] = c;
@@ -595,6 +600,7 @@ int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen)
 	}
 	ev_io_init(&o->lio, on_accept, o->lfd, EV_READ);
 	o->lio.data = o;
+	ev_set_priority(&o->lio, OPER_PRI);
 	ev_io_start(d->loop, &o->lio);
 	ev_timer_init(&o->tick, on_tick, 0.2, 0.2);
 	o->tick.data = o;

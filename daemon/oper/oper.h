@@ -13,6 +13,7 @@
 
 #define OPER_RING 4096            /* recent events kept for `events` */
 #define OPER_OUT_MAX (256u << 10) /* bytes queued per connection (one reply always fits) */
+#define OPER_PRI EV_MINPRI        /* libev priority of every operator/metrics socket */
 #define OPER_MAX_PROBES 4096      /* EVs one probe request may cover */
 
 struct oper_event {

@@ -67,6 +67,7 @@ static void respond(struct http_conn *h, int code, const char *reason, const cha
 	ev_io_stop(loop, &h->io);
 	ev_io_init(&h->io, on_write, h->fd, EV_WRITE);
 	h->io.data = h;
+	ev_set_priority(&h->io, OPER_PRI);
 	ev_io_start(loop, &h->io);
 }
 
@@ -143,6 +144,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	o->http_n++;
 	ev_io_init(&h->io, on_read, fd, EV_READ);
 	h->io.data = h;
+	ev_set_priority(&h->io, OPER_PRI);
 	ev_timer_init(&h->tm, on_timeout, HTTP_TIMEOUT_S, 0);
 	h->tm.data = h;
 	ev_io_start(loop, &h->io);
@@ -214,6 +216,7 @@ int mrcd_oper_http_start(struct oper *o, char *err, size_t errlen)
 	o->mfd = fd;
 	ev_io_init(&o->mio, on_accept, fd, EV_READ);
 	o->mio.data = o;
+	ev_set_priority(&o->mio, OPER_PRI);
 	ev_io_start(o->d->loop, &o->mio);
 	mrcd_log(MRCD_LOG_INFO, "metrics on http://%s/metrics", s);
 	return 0;
