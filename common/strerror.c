@@ -22,7 +22,9 @@ const char *mrc_strerror(int err)
 	case -EPROTO: return "protocol violation by the peer";
 	case -ENOKEY: return "memory key is not one of this client's regions";
 	case -ERANGE: return "offset and length outside the registered region";
-	case -EDQUOT: return "per-client limit reached (QPs, memory, regions or ring size)";
+	case -EDQUOT: return "limit reached, of this client or of its user (QPs, memory, regions or ring size)";
+	case -EUSERS: return "too many clients, in all or of this user";
+	case -EADDRINUSE: return "service id listened on or reserved by another user";
 	case -EOPNOTSUPP: return "unknown opcode or request type";
 	default: return strerror(-err);
 	}

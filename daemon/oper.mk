@@ -3,4 +3,4 @@
 # HTTP.  Built on the core only; linked into mrcd (daemon/daemon.mk).
 MRCD_OPER_SRCS := daemon/oper/oper.c daemon/oper/oper_events.c \
                   daemon/oper/oper_data.c daemon/oper/oper_admin.c \
-                  daemon/oper/oper_http.c
+                  daemon/oper/oper_http.c daemon/oper/outq.c

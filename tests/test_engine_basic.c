@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "tests/support/etest_case.h"
+#include "transport/engine_int.h"   /* mr_gen: forced wraparound */
 
 static void cfg_two(struct chan_cfg *c, uint32_t nev, uint32_t planes)
 {
@@ -697,12 +698,51 @@ static void test_retry_exhaustion(void **s)
 	etest_fini(&t);
 }
 
+/* Keys are 32-bit generations: a slot reused many times never gives a
+ * stale key back, the count wraps past 2^32 without a 0 key, and a key
+ * still registered is skipped when the count comes round to it. */
+static void test_mr_key_generations(void **state)
+{
+	struct mrce_cfg cfg;
+	struct mrce *e;
+	static uint8_t buf[4096];
+	mrce_cfg_default(&cfg);
+	cfg.max_mrs = 2;
+	CHECK_EQ(mrce_create(&cfg, &e, NULL), 0);
+	uint32_t live, k, prev = 0;
+	CHECK_EQ(mrce_mr_reg(e, 1, buf, 64, MRC_ACCESS_LOCAL_READ, &live), 0);
+	uint32_t live_gen = e->mr_gen;
+	for (int i = 0; i < 70000; i++) {            /* > 2^16 reuses of one slot */
+		CHECK_EQ(mrce_mr_reg(e, 1, buf, 64, MRC_ACCESS_LOCAL_READ, &k), 0);
+		CHECK(k != 0 && k != live && k != prev);
+		CHECK_EQ(mrce_mr_reg(e, 1, buf, 64, MRC_ACCESS_LOCAL_READ, &prev), -ENOSPC);
+		CHECK_EQ(mrce_mr_dereg(e, k), 0);
+		CHECK_EQ(mrce_mr_dereg(e, k), -ENOENT);   /* stale */
+		prev = k;
+	}
+	/* the 32-bit count wraps: 0 is never a key */
+	e->mr_gen = UINT32_MAX - 1;
+	for (int i = 0; i < 4; i++) {
+		CHECK_EQ(mrce_mr_reg(e, 1, buf, 64, MRC_ACCESS_LOCAL_READ, &k), 0);
+		CHECK(k != 0 && k != live);
+		CHECK_EQ(mrce_mr_dereg(e, k), 0);
+	}
+	/* 2^32 registrations later the live key's turn comes again: skipped */
+	e->mr_gen = live_gen - 1;
+	CHECK_EQ(mrce_mr_reg(e, 1, buf, 64, MRC_ACCESS_LOCAL_READ, &k), 0);
+	CHECK(k != live);
+	CHECK_EQ(mrce_mr_dereg(e, k), 0);
+	CHECK_EQ(mrce_mr_dereg(e, live), 0);
+	mrce_destroy(e);
+}
+
 int main(void)
 {
 	etest_seed("test_engine_basic", 20240601);
 	const struct CMUnitTest tests[] = {
 		T(test_cfg_validation),
 		T(test_mr_reg_dereg),
+		T(test_mr_key_generations),
 		T(test_post_errors),
 		T(test_write_0),
 		T(test_write_1),

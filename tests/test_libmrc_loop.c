@@ -21,136 +21,32 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "auth/auth.h"
-
+#include "tests/support/mrcd_spawn.h"
 #include "tests/support/skip.h"
 
 #include "codec/climsg.h"
 #include "mrc/mrc.h"
 #include "common/prng.h"
 
-/* The mrcd of the same build directory as this test (B/tests/x ->
- * B/bin/mrcd), so a sanitizer build tests a sanitizer daemon. */
-static char MRCD_BIN[4096] = "build/bin/mrcd";
-#define WAIT_MS 10000
-
-struct daemon {
-	pid_t pid;
-	char dir[64];              /* private: mrcd puts mrcctl.sock there too */
-	char sock[108];
-};
+#define WAIT_MS MRCD_SPAWN_WAIT_MS
+#define MRCD_BIN mrcd_spawn_bin()
+#define daemon mrcd_proc
+#define now_ms mrcd_spawn_now_ms
+#define wait_for mrcd_spawn_wait_for
+#define daemon_stop mrcd_spawn_stop
 
 static uint64_t seed;
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Waits (bounded) for cond(arg) to hold, re-checking every 2 ms. */
-static int wait_for(int (*cond)(void *), void *arg, int ms)
-{
-	int64_t end = now_ms() + ms;
-	while (!cond(arg)) {
-		if (now_ms() > end)
-			return -ETIMEDOUT;
-		poll(NULL, 0, 2);
-	}
-	return 0;
-}
-
-static int daemon_up(void *arg)
-{
-	struct daemon *d = arg;
-	struct mrc_ctx *c;
-	if (mrc_open(d->sock, &c))
-		return 0;
-	mrc_close(c);
-	return 1;
-}
-
-static void daemon_stop(struct daemon *d);
-
+/* extra: one more "--key=value" (NULL: the default --max_clients=64). */
 static int daemon_start(struct daemon *d, const char *extra)
 {
-	static unsigned n;
-	n++;
-	snprintf(d->dir, sizeof(d->dir), "/tmp/mrc-test-XXXXXX");
-	if (!mkdtemp(d->dir))
-		return -errno;
-	snprintf(d->sock, sizeof(d->sock), "%s/mrcd.sock", d->dir);
-	/* mrcd refuses to start without a cluster key: one of our own. */
-	char key[140];
-	snprintf(key, sizeof(key), "--key_file=%s/cluster.key", d->dir);
-	const char *why = "";
-	int krc = mrc_auth_key_generate(key + strlen("--key_file="), &why);
-	if (krc) {
-		fprintf(stderr, "cluster key: %s\n", why);
-		return krc;
-	}
-	char port[32];
-	/* A port of our own, so parallel test runs do not collide. */
-	snprintf(port, sizeof(port), "--port=%u", 20000 + (unsigned)((getpid() * 7 + n) % 20000));
-	d->pid = fork();
-	if (d->pid < 0)
-		return -errno;
-	if (d->pid == 0) {
-		char sock[140];
-		snprintf(sock, sizeof(sock), "--socket=%s", d->sock);
-		/* No -c: a missing default config means built-in defaults. */
-		execl(MRCD_BIN, "mrcd", sock, port, key,
-		      "--log_level=warning", extra ? extra : "--max_clients=64", (char *)NULL);
-		_exit(127);
-	}
-	if (wait_for(daemon_up, d, WAIT_MS)) {
-		kill(d->pid, SIGKILL);
-		waitpid(d->pid, NULL, 0);
-		d->pid = 0;
-		daemon_stop(d);
-		return -ETIMEDOUT;
-	}
-	return 0;
-}
-
-static void daemon_stop(struct daemon *d)
-{
-	if (d->pid > 0) {
-		kill(d->pid, SIGTERM);
-		waitpid(d->pid, NULL, 0);
-		d->pid = 0;
-	}
-	/* whatever a killed daemon left behind, then the directory */
-	char path[160];
-	unlink(d->sock);
-	snprintf(path, sizeof(path), "%s/mrcctl.sock", d->dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/cluster.key", d->dir);
-	unlink(path);
-	rmdir(d->dir);
-}
-
-static void find_mrcd(void)
-{
-	char exe[4000];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return;
-	exe[n] = 0;
-	for (int i = 0; i < 2; i++) {
-		char *sl = strrchr(exe, '/');
-		if (!sl)
-			return;
-		*sl = 0;
-	}
-	snprintf(MRCD_BIN, sizeof(MRCD_BIN), "%s/bin/mrcd", exe);
+	const char *argv[] = { extra ? extra : "--max_clients=64", NULL };
+	return mrcd_spawn_start(d, argv);
 }
 
 static int setup(void **state)
 {
-	find_mrcd();
-	if (access(MRCD_BIN, X_OK)) {
+	if (!mrcd_spawn_available()) {
 		print_message("%s not built: skipping\n", MRCD_BIN);
 		*state = NULL;
 		return 0;

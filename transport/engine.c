@@ -44,8 +44,8 @@ static int cfg_check(const struct mrce_cfg *c, const char **why)
 		BAD("max_qps must be 1..65535");
 	if (c->max_peers < 1 || c->max_peers > 65535)
 		BAD("max_peers must be 1..65535");
-	if (c->max_mrs < 1 || c->max_mrs > 65535)
-		BAD("max_mrs must be 1..65535");
+	if (c->max_mrs < 1 || c->max_mrs > MRCE_MAX_MRS)
+		BAD("max_mrs must be 1..1048576");
 	if (!pow2(c->window) || c->window < 4 || c->window > MRC_MAX_WINDOW)
 		BAD("window must be a power of two, 4..256 packets");
 	if (!pow2(c->sq_depth) || c->sq_depth > 65536)
@@ -98,11 +98,16 @@ int mrce_create(const struct mrce_cfg *cfg, struct mrce **out,
 	e->ctrl_mask = cfg->ctrl_queue - 1;
 	e->evq_mask = cfg->event_queue - 1;
 	e->mrs = calloc(cfg->max_mrs, sizeof(*e->mrs));
+	e->mr_hmask = 1;
+	while (e->mr_hmask < 2 * cfg->max_mrs)
+		e->mr_hmask <<= 1;
+	e->mr_hash = calloc(e->mr_hmask, sizeof(*e->mr_hash));
+	e->mr_hmask--;
 	e->peers = calloc(cfg->max_peers, sizeof(*e->peers));
 	e->qps = calloc(cfg->max_qps, sizeof(*e->qps));
 	e->ctrl = calloc(cfg->ctrl_queue, sizeof(*e->ctrl));
 	e->evq = calloc(cfg->event_queue, sizeof(*e->evq));
-	if (!e->mrs || !e->peers || !e->qps || !e->ctrl || !e->evq) {
+	if (!e->mrs || !e->mr_hash || !e->peers || !e->qps || !e->ctrl || !e->evq) {
 		mrce_destroy(e);
 		return -ENOMEM;
 	}
@@ -121,6 +126,7 @@ void mrce_destroy(struct mrce *e)
 		if (e->peers[i].used)
 			mrce_peer_remove(e, i);
 	free(e->mrs);
+	free(e->mr_hash);
 	free(e->peers);
 	free(e->qps);
 	free(e->ctrl);
@@ -130,25 +136,71 @@ void mrce_destroy(struct mrce *e)
 
 /* ---- memory registration ------------------------------------------- */
 
-/* Keys carry a generation in the high bits so a stale key of a freed and
- * reused slot never matches. */
+/* A key is a 32-bit generation, not a slot number: the n-th registration
+ * gets mix(n), a bijection of the 32-bit counter, so no key repeats until
+ * 2^32 more registrations (and a key still registered is skipped even
+ * then).  A stale key of a freed, reused slot therefore never matches.
+ * The slot is found by a hash of the key (open addressing, linear probing,
+ * at most half full). */
+static uint32_t key_mix(uint32_t x)
+{
+	x *= 0x9e3779b1u;             /* odd: invertible mod 2^32 */
+	x ^= x >> 16;                 /* invertible */
+	return x;
+}
+
+static uint32_t key_home(const struct mrce *e, uint32_t key)
+{
+	return (key * 0x85ebca6bu >> 7) & e->mr_hmask;
+}
+
+/* The hash bucket holding key (its slot + 1), or the empty one it would go in. */
+static uint32_t key_bucket(const struct mrce *e, uint32_t key)
+{
+	uint32_t b = key_home(e, key);
+	while (e->mr_hash[b] && e->mrs[e->mr_hash[b] - 1].key != key)
+		b = (b + 1) & e->mr_hmask;
+	return b;
+}
+
+/* Linear probing's deletion: later entries of the cluster move back so a
+ * lookup never stops at the hole. */
+static void key_unhash(struct mrce *e, uint32_t b)
+{
+	e->mr_hash[b] = 0;
+	for (uint32_t j = (b + 1) & e->mr_hmask; e->mr_hash[j]; j = (j + 1) & e->mr_hmask) {
+		uint32_t h = key_home(e, e->mrs[e->mr_hash[j] - 1].key);
+		/* moves back when its home is not within (b, j] */
+		if (((j - h) & e->mr_hmask) >= ((j - b) & e->mr_hmask)) {
+			e->mr_hash[b] = e->mr_hash[j];
+			e->mr_hash[j] = 0;
+			b = j;
+		}
+	}
+}
+
 int mrce_mr_reg(struct mrce *e, uint32_t pd, void *base, uint64_t len,
 	       uint32_t access, uint32_t *key)
 {
 	if (!base || !len || !key || (access & ~0xfu) ||
 	    (uintptr_t)base + len < (uintptr_t)base)
 		return -EINVAL;
-	for (uint32_t i = 0; i < e->cfg.max_mrs; i++) {
+	uint32_t n = e->cfg.max_mrs;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = (e->mr_free + k) % n;
 		struct mrc__mr *m = &e->mrs[i];
 		if (m->valid)
 			continue;
-		e->mr_gen = (e->mr_gen + 1) & 0xffff;
-		if (!e->mr_gen)
-			e->mr_gen = 1;
+		uint32_t kv, b;
+		do {
+			kv = key_mix(++e->mr_gen);
+			b = kv ? key_bucket(e, kv) : 0;
+		} while (!kv || e->mr_hash[b]);   /* 0 is no key; a live key is skipped */
 		*m = (struct mrc__mr){ .base = base, .len = len, .pd = pd,
-			.access = access, .valid = 1,
-			.key = (e->mr_gen << 16) | i };
-		*key = m->key;
+			.access = access, .valid = 1, .key = kv };
+		e->mr_hash[b] = i + 1;
+		e->mr_free = (i + 1) % n;
+		*key = kv;
 		return 0;
 	}
 	return -ENOSPC;
@@ -156,11 +208,10 @@ int mrce_mr_reg(struct mrce *e, uint32_t pd, void *base, uint64_t len,
 
 struct mrc__mr *mrc__mr_get(struct mrce *e, uint32_t key)
 {
-	uint32_t i = key & 0xffff;
-	if (i >= e->cfg.max_mrs)
+	if (!key)
 		return NULL;
-	struct mrc__mr *m = &e->mrs[i];
-	return m->valid && m->key == key ? m : NULL;
+	uint32_t s = e->mr_hash[key_bucket(e, key)];
+	return s ? &e->mrs[s - 1] : NULL;
 }
 
 int mrce_mr_dereg(struct mrce *e, uint32_t key)
@@ -170,7 +221,9 @@ int mrce_mr_dereg(struct mrce *e, uint32_t key)
 		return -ENOENT;
 	if (m->refs)
 		return -EBUSY;
+	key_unhash(e, key_bucket(e, key));
 	m->valid = 0;
+	m->key = 0;
 	return 0;
 }
 

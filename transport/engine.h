@@ -34,6 +34,7 @@ struct mrce;
  * packet in flight is always covered by the ACK's selective bitmap. */
 #define MRC_MAX_WINDOW MRC_SACK_BITS
 #define MRC_MAX_MSG    (1ull << 30)   /* 1 GiB */
+#define MRCE_MAX_MRS   (1u << 20)     /* regions one engine may hold */
 
 /* Remote/local access rights of a memory region. */
 #define MRC_ACCESS_LOCAL_READ   0x1u
@@ -52,7 +53,7 @@ struct mrce_cfg {
 	uint32_t mtu;              /* payload bytes per packet (default 4096) */
 	uint32_t max_qps;          /* default 1024 */
 	uint32_t max_peers;        /* default 256 */
-	uint32_t max_mrs;          /* default 4096 */
+	uint32_t max_mrs;          /* default 4096, at most MRCE_MAX_MRS */
 	uint32_t window;           /* packets in flight per QP, power of 2,
 	                              <= MRC_MAX_WINDOW (default 256) */
 	uint32_t sq_depth;         /* work requests per QP, power of 2 (256) */
@@ -102,7 +103,11 @@ void mrce_destroy(struct mrce *e);
 
 /* ---- memory registration ------------------------------------------- */
 /* pd is a protection domain (a client): a remote peer may touch only the
- * regions of the pd that owns the target QP.  key is engine-chosen. */
+ * regions of the pd that owns the target QP.  key is engine-chosen: all 32
+ * bits are a generation (a bijection of the registration count), never a
+ * slot number, so a key does not come back for 2^32 registrations and a
+ * stale key never names a region registered since; never 0.  -ENOSPC when
+ * max_mrs regions are registered. */
 int mrce_mr_reg(struct mrce *e, uint32_t pd, void *base, uint64_t len,
 	       uint32_t access, uint32_t *key);
 /* -EBUSY while work requests still reference the region. */

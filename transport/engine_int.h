@@ -159,7 +159,9 @@ struct mrce {
 	uint32_t max_cwnd;
 
 	struct mrc__mr *mrs;
-	uint32_t mr_gen;
+	uint32_t mr_gen;            /* registrations so far (mod 2^32): the key's source */
+	uint32_t *mr_hash;          /* key -> slot + 1 (0: empty), mr_hmask + 1 buckets */
+	uint32_t mr_hmask, mr_free; /* mr_free: where the next free-slot search starts */
 	struct mrc__peer *peers;
 	uint32_t peer_hwm;          /* peers[0..peer_hwm) may be in use */
 	struct mrc__qp *qps;

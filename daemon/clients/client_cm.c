@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon/clients/clients_int.h"
+#include "daemon/clients/sidown.h"
 #include "mrc/mrc.h"
 
 void mrcd__op_unlink(struct mrcd_cm_op *op)
@@ -157,8 +158,24 @@ int mrcd__do_listen(struct mrcd_client *c, const struct mrc_cli_msg *m)
 	l->c = c;
 	l->sid = q.sid;
 	l->backlog = backlog;
-	int r = mrcd_cm_listen(c->d, q.sid, on_cm_req, l);
+	uid_t owner;
+	int reserved;
+	int r = mrcd_sid_claim(q.sid, c->uid, &owner, &reserved);
 	if (r) {
+		free(l->q);
+		free(l);
+		if (r != -EADDRINUSE)
+			return fail(c, m, r, "out of memory");
+		mrcd_note(c->d, "client", "client %u (uid %u): listen on service id %u refused: %s uid %u",
+			  c->id, (unsigned)c->uid, q.sid, reserved ? "reserved for" : "owned by",
+			  (unsigned)owner);
+		return fail(c, m, r, reserved ? "service id %u is reserved for uid %u (config service_reserve)"
+					      : "service id %u is owned by uid %u, which listens on it",
+			    q.sid, (unsigned)owner);
+	}
+	r = mrcd_cm_listen(c->d, q.sid, on_cm_req, l);
+	if (r) {
+		mrcd_sid_release(q.sid);
 		free(l->q);
 		free(l);
 		return fail(c, m, r, r == -EADDRINUSE ? "service id %u already has a listener"
@@ -172,6 +189,7 @@ int mrcd__do_listen(struct mrcd_client *c, const struct mrc_cli_msg *m)
 void mrcd__lsn_drop(struct mrcd_client *c, struct mrcd_lsn *l)
 {
 	mrcd_cm_unlisten(c->d, l->sid);
+	mrcd_sid_release(l->sid);
 	for (; l->n; l->n--, l->head++)
 		mrcd_cm_reject(c->d, l->q[l->head % l->backlog].id, -ECONNREFUSED);
 	for (struct mrcd_lsn **p = &c->lsns; *p; p = &(*p)->next)

@@ -13,6 +13,7 @@
 #include "daemon/clients/clients.h"
 #include "daemon/clients/clients_int.h"
 #include "daemon/clients/clisock.h"
+#include "daemon/clients/sidown.h"
 #include "mrc/mrc.h"
 
 #define MSGS_PER_WAKE 32
@@ -25,9 +26,50 @@ static struct {
 	struct mrcd_clisock *sock;
 	struct mrcd_client *list;
 	uint32_t n, next_id;
-	uint32_t max_clients, max_qps, max_ring;
+	uint32_t max_clients, max_qps, max_ring, max_mrs;
 	uint64_t max_mem;
+	/* per uid */
+	struct mrcd_uidq *uids;
+	uint32_t uid_clients, uid_qps, uid_mrs;
+	uint64_t uid_mem;
+	uint64_t uid_refused;      /* all refusals by a per-uid limit */
 } S;
+
+/* ---- per-uid totals --------------------------------------------------- */
+
+static struct mrcd_uidq *uidq_get(uid_t uid)
+{
+	for (struct mrcd_uidq *q = S.uids; q; q = q->next)
+		if (q->uid == uid)
+			return q;
+	struct mrcd_uidq *q = calloc(1, sizeof(*q));
+	if (!q)
+		return NULL;
+	q->uid = uid;
+	q->next = S.uids;
+	S.uids = q;
+	return q;
+}
+
+static void uidq_put(struct mrcd_uidq *q)
+{
+	if (q->clients)
+		return;
+	for (struct mrcd_uidq **p = &S.uids; *p; p = &(*p)->next)
+		if (*p == q) {
+			*p = q->next;
+			break;
+		}
+	free(q);
+}
+
+/* Counts a refusal by a per-uid limit; the caller answers with err. */
+static int uid_refuse(struct mrcd_uidq *q, int err)
+{
+	q->refused++;
+	S.uid_refused++;
+	return err;
+}
 
 static void client_free(struct mrcd_client *c);
 
@@ -73,7 +115,7 @@ const struct mrc__mr_view *mrcd_client_mr(void *client, uint32_t key)
 		return NULL;
 	if (c->mrs[c->last_mr].key == key)
 		return &c->mrs[c->last_mr].view;
-	for (uint32_t i = 0; i < MRCD_CLIENT_MAX_MRS; i++)
+	for (uint32_t i = 0; i < c->max_mrs; i++)
 		if (c->mrs[i].key == key) {
 			c->last_mr = i;
 			return &c->mrs[i].view;
@@ -133,12 +175,23 @@ static int do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 {
 	struct mrc_cli_reg_mr q;
 	memcpy(&q, m->body, sizeof(q));
-	if (c->nmr == MRCD_CLIENT_MAX_MRS)
-		return fail(c, m, -EDQUOT, "region limit reached (%u per client)", MRCD_CLIENT_MAX_MRS);
+	if (c->nmr == c->max_mrs)
+		return fail(c, m, -EDQUOT, "region limit reached (%u per client; config client_max_mrs)",
+			    c->max_mrs);
 	if (q.len > c->max_mem - c->mem)
 		return fail(c, m, -EDQUOT, "memory limit: %llu of %llu MiB registered, %llu more asked "
 			    "(config client_max_mem_mb)", (unsigned long long)(c->mem >> 20),
 			    (unsigned long long)(c->max_mem >> 20), (unsigned long long)q.len);
+	if (c->uq->mrs >= S.uid_mrs)
+		return fail(c, m, uid_refuse(c->uq, -EDQUOT),
+			    "region limit of uid %u reached (%u over all its clients; config uid_max_mrs)",
+			    (unsigned)c->uid, S.uid_mrs);
+	if (q.len > S.uid_mem - c->uq->mem)
+		return fail(c, m, uid_refuse(c->uq, -EDQUOT),
+			    "memory limit of uid %u: %llu of %llu MiB registered by all its clients, %llu more asked "
+			    "(config uid_max_mem_mb)", (unsigned)c->uid,
+			    (unsigned long long)(c->uq->mem >> 20), (unsigned long long)(S.uid_mem >> 20),
+			    (unsigned long long)q.len);
 	/* A shrinkable file could be truncated under our mapping, and the
 	 * next access would kill the daemon with SIGBUS. */
 	int seals = fcntl(fd, F_GET_SEALS);
@@ -170,6 +223,8 @@ static int do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 				       .map = map, .map_len = map_len };
 	c->nmr++;
 	c->mem += q.len;
+	c->uq->mrs++;
+	c->uq->mem += q.len;
 	struct mrc_cli_reg_mr_rep rep = { .key = key };
 	return ok(c, m, &rep, sizeof(rep));
 }
@@ -182,6 +237,8 @@ static int mr_drop(struct mrcd_client *c, struct mrcd_cmr *mr)
 	munmap(mr->map, mr->map_len);
 	c->mem -= mr->view.len;
 	c->nmr--;
+	c->uq->mem -= mr->view.len;
+	c->uq->mrs--;
 	memset(mr, 0, sizeof(*mr));
 	return 0;
 }
@@ -208,6 +265,10 @@ static int do_create_qp(struct mrcd_client *c, const struct mrc_cli_msg *m)
 	if (c->nqp >= c->max_qps)
 		return fail(c, m, -EDQUOT, "QP limit reached (%u per client; config client_max_qps)",
 			    c->max_qps);
+	if (c->uq->qps >= S.uid_qps)
+		return fail(c, m, uid_refuse(c->uq, -EDQUOT),
+			    "QP limit of uid %u reached (%u over all its clients; config uid_max_qps)",
+			    (unsigned)c->uid, S.uid_qps);
 	struct mrcd_cqp *qp;
 	struct mrc_cli_create_qp_rep rep;
 	int memfd;
@@ -229,6 +290,7 @@ static int do_create_qp(struct mrcd_client *c, const struct mrc_cli_msg *m)
 	qp->next = c->qps;
 	c->qps = qp;
 	c->nqp++;
+	c->uq->qps++;
 	int fds[3] = { memfd, qp->sq_efd, qp->cq_efd };
 	r = mrcd_client_reply(c, m->hdr.type, m->hdr.req_id, 0, &rep, sizeof(rep), NULL, fds, 3);
 	close(memfd);
@@ -248,6 +310,7 @@ static void qp_drop(struct mrcd_client *c, struct mrcd_cqp *qp)
 			break;
 		}
 	c->nqp--;
+	c->uq->qps--;
 	mrcd_cqp_destroy(qp);
 }
 
@@ -314,8 +377,10 @@ static int do_hello(struct mrcd_client *c, const struct mrc_cli_msg *m)
 	struct mrc_cli_hello_rep rep = {
 		.version = MRC_CLI_VERSION, .client_id = c->id,
 		.host = mrcd_self_host(c->d), .n_hosts = mrcd_n_hosts(c->d),
-		.max_qps = c->max_qps, .max_mrs = MRCD_CLIENT_MAX_MRS,
-		.max_ring_entries = c->max_ring, .max_mem = c->max_mem,
+		.max_qps = c->max_qps < S.uid_qps ? c->max_qps : S.uid_qps,
+		.max_mrs = c->max_mrs < S.uid_mrs ? c->max_mrs : S.uid_mrs,
+		.max_ring_entries = c->max_ring,
+		.max_mem = c->max_mem < S.uid_mem ? c->max_mem : S.uid_mem,
 	};
 	mrcd_log(MRCD_LOG_INFO, "client %u: %s (pid %d, uid %u)", c->id, c->name, (int)c->pid,
 		 (unsigned)c->uid);
@@ -409,7 +474,7 @@ static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 	(void)ctx;
 	struct mrcd_client *c = calloc(1, sizeof(*c));
 	if (c)
-		c->mrs = calloc(MRCD_CLIENT_MAX_MRS, sizeof(*c->mrs));
+		c->mrs = calloc(S.max_mrs, sizeof(*c->mrs));
 	if (!c || !c->mrs) {
 		free(c);
 		close(fd);
@@ -423,6 +488,7 @@ static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 	c->max_qps = S.max_qps;
 	c->max_ring = S.max_ring;
 	c->max_mem = S.max_mem;
+	c->max_mrs = S.max_mrs;
 	snprintf(c->name, sizeof(c->name), "pid %d", (int)pid);
 	if (!allowed) {
 		c->refuse = -EACCES;
@@ -435,7 +501,19 @@ static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 		c->refuse_why = "too many clients (config max_clients)";
 		mrcd_note(S.d, "client", "client pid %d refused: %u clients already (max_clients)",
 			  (int)pid, S.n);
+	} else if (!(c->uq = uidq_get(uid))) {
+		c->refuse = -ENOMEM;
+		c->refuse_why = "out of memory";
+	} else if (c->uq->clients >= S.uid_clients) {
+		c->refuse = uid_refuse(c->uq, -EUSERS);
+		c->refuse_why = "too many clients of this user (config uid_max_clients)";
+		mrcd_note(S.d, "client", "client uid %u pid %d refused: %u clients of this uid already "
+			  "(uid_max_clients; %llu per-uid refusals in all)", (unsigned)uid, (int)pid,
+			  c->uq->clients, (unsigned long long)S.uid_refused);
+		uidq_put(c->uq);
+		c->uq = NULL;
 	} else {
+		c->uq->clients++;
 		mrcd_note(S.d, "client", "client %u connected (uid %u pid %d)", c->id,
 			  (unsigned)uid, (int)pid);
 	}
@@ -478,7 +556,7 @@ static void client_free(struct mrcd_client *c)
 	if (c->polling)
 		mrcd_poller_del(d, c);
 	uint64_t leaked = 0;
-	for (uint32_t i = 0; i < MRCD_CLIENT_MAX_MRS; i++)
+	for (uint32_t i = 0; i < c->max_mrs; i++)
 		if (c->mrs[i].key && mr_drop(c, &c->mrs[i])) {
 			/* Should not happen once the QPs are gone; keep the
 			 * mapping rather than let the engine touch freed memory. */
@@ -494,6 +572,10 @@ static void client_free(struct mrcd_client *c)
 			break;
 		}
 	S.n--;
+	if (c->uq) {
+		c->uq->clients--;
+		uidq_put(c->uq);
+	}
 	mrcd_log(MRCD_LOG_DEBUG, "client %u freed", c->id);
 	free(c->mrs);
 	free(c);
@@ -509,6 +591,14 @@ int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
 	S.max_qps = cfg->client_max_qps;
 	S.max_ring = cfg->ring_entries;
 	S.max_mem = (uint64_t)cfg->client_max_mem_mb << 20;
+	S.max_mrs = cfg->client_max_mrs;
+	S.uid_clients = cfg->uid_max_clients;
+	S.uid_qps = cfg->uid_max_qps;
+	S.uid_mrs = cfg->uid_max_mrs;
+	S.uid_mem = (uint64_t)cfg->uid_max_mem_mb << 20;
+	int rc = mrcd_sidown_init(cfg->service_reserve, err, errlen);
+	if (rc)
+		return rc;
 	return mrcd_clisock_open(d, cfg->socket, cfg->socket_mode, cfg->socket_group, on_conn,
 				 NULL, &S.sock, err, errlen);
 }
@@ -520,4 +610,5 @@ void mrcd_clients_stop(struct mrcd *d)
 		client_free(S.list);
 	mrcd_clisock_close(S.sock);
 	S.sock = NULL;
+	mrcd_sidown_fini();
 }

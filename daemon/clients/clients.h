@@ -18,15 +18,16 @@
 
 /* Opens cfg->socket (mode cfg->socket_mode, group cfg->socket_group) and
  * serves clients with the limits max_clients, client_max_qps,
- * client_max_mem_mb and ring_entries.  On error fills err. */
+ * client_max_mem_mb, client_max_mrs and ring_entries per client, and
+ * uid_max_clients, uid_max_qps, uid_max_mrs and uid_max_mem_mb per user
+ * (all clients of one uid together); service ids are owned per uid
+ * (sidown.c, with cfg->service_reserve).  On error fills err. */
 int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, size_t errlen);
 /* Disconnects every client (freeing its QPs and memory) and removes the
  * socket. */
 void mrcd_clients_stop(struct mrcd *d);
 
 /* ---- internal: shared by clients.c and rings.c ------------------------ */
-
-#define MRCD_CLIENT_MAX_MRS 1024u
 
 struct mrcd_cmr {
 	struct mrc__mr_view view;  /* len, access (what ringcheck needs) */
@@ -36,6 +37,15 @@ struct mrcd_cmr {
 };
 
 struct mrcd_cqp;
+
+/* What all clients of one uid hold together (the per-uid limits). */
+struct mrcd_uidq {
+	struct mrcd_uidq *next;
+	uid_t uid;
+	uint32_t clients, qps, mrs;
+	uint64_t mem;
+	uint64_t refused;          /* requests refused by a per-uid limit */
+};
 
 struct mrcd_client {
 	struct mrcd *d;
@@ -51,10 +61,11 @@ struct mrcd_client {
 	int refuse;                /* <0: answer every request with it, then close */
 	const char *refuse_why;
 	/* limits */
-	uint32_t max_qps, max_ring;
+	uint32_t max_qps, max_ring, max_mrs;
 	uint64_t max_mem;
+	struct mrcd_uidq *uq;      /* its user's totals (NULL: refused client) */
 	/* resources */
-	struct mrcd_cmr *mrs;      /* MRCD_CLIENT_MAX_MRS slots, key 0 = free */
+	struct mrcd_cmr *mrs;      /* max_mrs slots, key 0 = free */
 	uint32_t nmr, last_mr;
 	uint64_t mem;
 	struct mrcd_cqp *qps;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon/core/config.h"
+#include "daemon/core/sidres.h"
 
 enum kind { K_STR, K_U32, K_OCT, K_LEVEL };
 
@@ -49,6 +50,14 @@ static const struct key keys[] = {
 	S(key_file, "cluster key shared by every host (make one with mrcd --genkey FILE)"),
 	U(rnr_retry, 0, 7, "RNR NACKs a packet may get before its QP fails (7: forever)"),
 	U(no_path_timeout_ms, 1, 3600000, "a QP with every path denied fails after this long"),
+	U(ctl_max_conns, 1, 1024, "mrcctl connections at once"),
+	U(metrics_max_conns, 1, 1024, "metrics HTTP connections at once"),
+	U(client_max_mrs, 1, 65536, "registered regions per client"),
+	U(uid_max_clients, 1, 4096, "client connections per uid"),
+	U(uid_max_qps, 1, 1048576, "QPs per uid (all its clients)"),
+	U(uid_max_mrs, 1, 1048576, "registered regions per uid (all its clients)"),
+	U(uid_max_mem_mb, 1, 16777216, "registered memory per uid (MiB, all its clients)"),
+	S(service_reserve, "service ids reserved for a user: SID[-SID]:uid|user[,...]; empty: none"),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -73,6 +82,13 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	snprintf(c->key_file, sizeof(c->key_file), "%s", MRCD_KEY_DEFAULT);
 	c->rnr_retry = 7;
 	c->no_path_timeout_ms = 1000;
+	c->ctl_max_conns = 64;
+	c->metrics_max_conns = 16;
+	c->client_max_mrs = 1024;
+	c->uid_max_clients = 16;
+	c->uid_max_qps = 1024;
+	c->uid_max_mrs = 4096;
+	c->uid_max_mem_mb = 16384;
 }
 
 static const char *levels[] = { "", "", "", "err", "warning", "notice", "info", "debug" };
@@ -246,7 +262,33 @@ int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen)
 		snprintf(err, errlen, "key 'socket': '%s' is not an absolute path", c->socket);
 		return -EINVAL;
 	}
-	return 0;
+	return mrcd_cfg_check_limits(c, err, errlen);
+}
+
+/* The engine holds max_clients x client_max_mrs regions (the daemon sizes
+ * it so), which must fit its table: every client can reach its own limit,
+ * so the engine never refuses a region the limits allow. */
+int mrcd_cfg_check_limits(const struct mrcd_cfg *c, char *err, size_t errlen)
+{
+	uint64_t need = (uint64_t)c->max_clients * c->client_max_mrs;
+	if (need > MRCD_ENGINE_MAX_MRS) {
+		snprintf(err, errlen,
+			 "max_clients (%u) x client_max_mrs (%u) = %llu regions, more than the engine holds (%u): lower one of them",
+			 c->max_clients, c->client_max_mrs, (unsigned long long)need,
+			 MRCD_ENGINE_MAX_MRS);
+		return -EINVAL;
+	}
+	if (c->uid_max_mrs > need) {
+		snprintf(err, errlen,
+			 "uid_max_mrs (%u) is more than the engine holds (max_clients x client_max_mrs = %llu)",
+			 c->uid_max_mrs, (unsigned long long)need);
+		return -EINVAL;
+	}
+	struct mrcd_sid_res *r;
+	size_t n;
+	int rc = mrcd_sid_reserve_parse(c->service_reserve, &r, &n, err, errlen);
+	free(r);
+	return rc;
 }
 
 void mrcd_cfg_usage(FILE *out)

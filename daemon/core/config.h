@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "transport/engine.h"   /* MRCE_MAX_MRS */
+
 #define MRCD_CONF_DEFAULT "/etc/mrcd/mrcd.conf"
 #define MRCD_KEY_DEFAULT "/etc/mrcd/cluster.key"
 #define MRCD_PATH_MAX 256
@@ -33,6 +35,11 @@ struct mrcd_cfg {
 	char key_file[MRCD_PATH_MAX];   /* the cluster key (mrcd --genkey) */
 	uint32_t rnr_retry;             /* 0..7, 7 = forever */
 	uint32_t no_path_timeout_ms;    /* a QP with every path denied fails after */
+	/* h8: operator caps, per-uid limits, service id reservations */
+	uint32_t ctl_max_conns, metrics_max_conns;
+	uint32_t client_max_mrs;
+	uint32_t uid_max_clients, uid_max_qps, uid_max_mrs, uid_max_mem_mb;
+	char service_reserve[512];      /* "SID[-SID]:uid|user[,...]" */
 };
 
 void mrcd_cfg_default(struct mrcd_cfg *c);
@@ -48,6 +55,11 @@ int mrcd_cfg_parse(struct mrcd_cfg *c, const char *text, const char *name,
 int mrcd_cfg_load(struct mrcd_cfg *c, const char *path, char *err, size_t errlen);
 /* Checks cross-key rules after everything is set. */
 int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen);
+/* max_clients x client_max_mrs within the engine's region table
+ * (MRCD_ENGINE_MAX_MRS, the engine's MRCE_MAX_MRS), uid_max_mrs within that;
+ * part of mrcd_cfg_check. */
+#define MRCD_ENGINE_MAX_MRS MRCE_MAX_MRS
+int mrcd_cfg_check_limits(const struct mrcd_cfg *c, char *err, size_t errlen);
 /* One line per key (name, default, help) for --help and the man page. */
 void mrcd_cfg_usage(FILE *out);
 /* Key names, NULL-terminated, for getopt_long tables. */

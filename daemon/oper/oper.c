@@ -6,7 +6,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
-#include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,15 +40,35 @@ static void conn_close(struct oper_conn *c)
 	struct oper *o = c->o;
 	probe_clear(c);
 	ev_io_stop(o->d->loop, &c->io);
+	ev_io_stop(o->d->loop, &c->wio);
+	mrcd_outq_clear(&c->out);
 	close(c->fd);
-	for (int i = 0; i < OPER_MAX_CONNS; i++)
+	for (uint32_t i = 0; i < o->max_conns; i++)
 		if (o->conns[i] == c)
 			o->conns[i] = NULL;
 	free(c);
 }
 
-/* Replies are bounded and the client waits for them, so a full socket
- * buffer gets one short wait before the connection is given up. */
+/* Sends what is queued; while anything is left the connection waits for
+ * writable and reads no further requests (a client that does not read its
+ * replies is paused, never waited for). */
+static int conn_flush(struct oper_conn *c)
+{
+	struct ev_loop *loop = c->o->d->loop;
+	int rc = mrcd_outq_flush(&c->out, c->fd);
+	if (rc < 0)
+		return rc;
+	if (rc) {
+		ev_io_stop(loop, &c->io);
+		ev_io_start(loop, &c->wio);
+	} else {
+		ev_io_stop(loop, &c->wio);
+		if (!c->probe_left)
+			ev_io_start(loop, &c->io);
+	}
+	return 0;
+}
+
 int mrcd_oper_send(struct oper_conn *c, const char *text)
 {
 	if (!text)
@@ -57,15 +76,20 @@ int mrcd_oper_send(struct oper_conn *c, const char *text)
 	size_t len = strlen(text);
 	if (len > MRC_OPER_MSG_MAX)
 		return -EMSGSIZE;
-	for (int attempt = 0; attempt < 2; attempt++) {
-		if (send(c->fd, text, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len)
-			return 0;
-		if (errno != EAGAIN && errno != ENOBUFS)
-			return -errno;
-		struct pollfd p = { .fd = c->fd, .events = POLLOUT };
-		poll(&p, 1, 1000);
+	int rc = mrcd_outq_push(&c->out, text, len);
+	return rc ? rc : conn_flush(c);
+}
+
+static void on_writable(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct oper_conn *c = w->data;
+	(void)loop;
+	(void)revents;
+	int rc = conn_flush(c);
+	if (rc) {
+		mrcd_log(MRCD_LOG_INFO, "mrcctl connection (pid %d): %s", (int)c->pid, strerror(-rc));
+		conn_close(c);
 	}
-	return -EAGAIN;
 }
 
 static void reply(struct oper_conn *c, uint32_t id, int err, const char *msg, json_t *res)
@@ -225,7 +249,7 @@ static void probe_done(struct oper_conn *c)
 
 void mrcd_oper_probe_result(struct oper *o, uint32_t peer, uint32_t ev, uint64_t rtt)
 {
-	for (int i = 0; i < OPER_MAX_CONNS; i++) {
+	for (uint32_t i = 0; i < o->max_conns; i++) {
 		struct oper_conn *c = o->conns[i];
 		if (!c || !c->probe_left || c->probe_peer != peer)
 			continue;
@@ -241,7 +265,7 @@ void mrcd_oper_probe_result(struct oper *o, uint32_t peer, uint32_t ev, uint64_t
 
 void mrcd_oper_send_event(struct oper *o, const struct oper_event *e)
 {
-	for (int i = 0; i < OPER_MAX_CONNS; i++) {
+	for (uint32_t i = 0; i < o->max_conns; i++) {
 		struct oper_conn *c = o->conns[i];
 		if (!c || !c->follow)
 			continue;
@@ -251,15 +275,16 @@ void mrcd_oper_send_event(struct oper *o, const struct oper_event *e)
 			json_object_set_new(m, "dropped", json_integer((json_int_t)c->dropped));
 		char *t = json_dumps(m, JSON_COMPACT);
 		json_decref(m);
-		/* A follower that does not keep up loses events, never the
-		 * daemon its loop: counted and reported with the next one. */
-		ssize_t n = t ? send(c->fd, t, strlen(t), MSG_DONTWAIT | MSG_NOSIGNAL) : -1;
-		if (n >= 0)
-			c->dropped = 0;
-		else if (errno == EAGAIN || errno == ENOBUFS)
-			c->dropped++;
+		/* A follower that does not keep up loses events (its queue is
+		 * full), never the daemon its loop: counted and reported with
+		 * the next record that fits. */
+		int rc = mrcd_oper_send(c, t);
 		free(t);
-		if (n < 0 && errno != EAGAIN && errno != ENOBUFS)
+		if (!rc)
+			c->dropped = 0;
+		else if (rc == -ENOBUFS || rc == -ENOMEM)
+			c->dropped++;
+		else
 			conn_close(c);
 	}
 }
@@ -371,7 +396,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 		    (o->has_admin_group && in_group(cr.uid, cr.gid, o->admin_group));
 	int allowed = admin || (o->has_group && in_group(cr.uid, cr.gid, o->group));
 	int slot = -1;
-	for (int i = 0; i < OPER_MAX_CONNS && slot < 0; i++)
+	for (int i = 0; i < (int)o->max_conns && slot < 0; i++)
 		if (!o->conns[i])
 			slot = i;
 	if (!allowed || slot < 0) {
@@ -383,14 +408,15 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 			snprintf(m, sizeof(m), "permission denied: uid %u is neither root nor in socket_group %s",
 				 (unsigned)cr.uid, g);
 		else
-			snprintf(m, sizeof(m), "too many mrcctl connections (%d)", OPER_MAX_CONNS);
+			snprintf(m, sizeof(m), "too many mrcctl connections (%u; config ctl_max_conns)",
+				 o->max_conns);
 		char *t = mrc_oper_reply_err(0, allowed ? EBUSY : EACCES, m);
 		if (t)
 			send(fd, t, strlen(t), MSG_DONTWAIT | MSG_NOSIGNAL);
 		free(t);
 		o->refused_total++;
-		mrcd_log(MRCD_LOG_NOTICE, "mrcctl: refused uid %u pid %d: %s", (unsigned)cr.uid,
-			 (int)cr.pid, m);
+		mrcd_oper_ratelog(o, MRCD_LOG_NOTICE, "mrcctl: refused uid %u pid %d: %s",
+				  (unsigned)cr.uid, (int)cr.pid, m);
 		close(fd);
 		return;
 	}
@@ -404,9 +430,16 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	*c = (struct oper_conn){ .o = o, .fd = fd, .uid = cr.uid, .gid = cr.gid, .pid = cr.pid,
-				 .admin = admin };
+				 .admin = admin, .out = { .max = OPER_OUT_MAX } };
 	ev_io_init(&c->io, on_conn, fd, EV_READ);
 	c->io.data = c;
+	ev_io_init(&c->wio, on_writable, fd, EV_WRITE);
+	c->wio.data = c;
+	/* Operator I/O is background work: below the core's idle watcher,
+	 * which polls the rings and must run in every loop iteration even
+	 * while a client keeps this socket busy. */
+	ev_set_priority(&c->io, OPER_PRI);
+	ev_set_priority(&c->wio, OPER_PRI);
 	ev_init(&c->probe_tm, on_probe_timeout);
 	ev_io_start(loop, &c->io);
 	o->conns[slot] = c;
@@ -534,6 +567,13 @@ int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen)
 		return -ENOMEM;
 	o->d = d;
 	o->lfd = o->mfd = -1;
+	o->max_conns = d->cfg.ctl_max_conns;
+	o->http_max = d->cfg.metrics_max_conns;
+	o->conns = calloc(o->max_conns, sizeof(*o->conns));
+	if (!o->conns) {
+		free(o);
+		return -ENOMEM;
+	}
 	int rc = resolve_group(d->cfg.socket_group, &o->group, &o->has_group, err, errlen);
 	if (!rc)
 		rc = resolve_group(d->cfg.admin_group, &o->admin_group, &o->has_admin_group, err, errlen);
@@ -554,11 +594,13 @@ int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen)
 			unlink(o->path);
 		}
 		mrcd_oper_events_fini(o);
+		free(o->conns);
 		free(o);
 		return rc;
 	}
 	ev_io_init(&o->lio, on_accept, o->lfd, EV_READ);
 	o->lio.data = o;
+	ev_set_priority(&o->lio, OPER_PRI);
 	ev_io_start(d->loop, &o->lio);
 	ev_timer_init(&o->tick, on_tick, 0.2, 0.2);
 	o->tick.data = o;
@@ -575,7 +617,7 @@ void mrcd_oper_stop(struct mrcd *d)
 	if (!o || o->d != d)
 		return;
 	mrcd_observer_del(d, o);
-	for (int i = 0; i < OPER_MAX_CONNS; i++)
+	for (uint32_t i = 0; i < o->max_conns; i++)
 		if (o->conns[i])
 			conn_close(o->conns[i]);
 	mrcd_oper_http_stop(o);
@@ -585,6 +627,7 @@ void mrcd_oper_stop(struct mrcd *d)
 	unlink(o->path);
 	mrcd_oper_ratelog_flush(o);
 	mrcd_oper_events_fini(o);
+	free(o->conns);
 	free(o);
 	g_oper = NULL;
 }

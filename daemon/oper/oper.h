@@ -9,9 +9,11 @@
 
 #include "codec/operjson.h"
 #include "daemon/core/core.h"
+#include "daemon/oper/outq.h"
 
 #define OPER_RING 4096            /* recent events kept for `events` */
-#define OPER_MAX_CONNS 64
+#define OPER_OUT_MAX (256u << 10) /* bytes queued per connection (one reply always fits) */
+#define OPER_PRI EV_MINPRI        /* libev priority of every operator/metrics socket */
 #define OPER_MAX_PROBES 4096      /* EVs one probe request may cover */
 
 struct oper_event {
@@ -28,7 +30,9 @@ struct oper_event {
 struct oper_conn {
 	struct oper *o;
 	int fd;
-	ev_io io;
+	ev_io io;                     /* requests; paused while a reply is queued */
+	ev_io wio;                    /* writable: out has bytes the socket did not take */
+	struct outq out;
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
@@ -55,7 +59,8 @@ struct oper {
 	char path[MRCD_PATH_MAX];
 	gid_t group, admin_group;
 	int has_group, has_admin_group;
-	struct oper_conn *conns[OPER_MAX_CONNS];
+	struct oper_conn **conns;     /* ctl_max_conns slots */
+	uint32_t max_conns;
 	/* events */
 	struct oper_event *ring;
 	uint64_t seq;                 /* events ever recorded */
@@ -71,6 +76,8 @@ struct oper {
 	/* metrics */
 	int mfd;
 	ev_io mio;
+	uint32_t http_n, http_max;    /* open metrics connections, metrics_max_conns */
+	uint64_t http_refused;
 };
 
 /* oper.c: main.c starts the operator interface once the core and the
@@ -99,6 +106,9 @@ void mrcd_oper_on_note(void *arg, const char *kind, const char *text);
 /* oper.c */
 void mrcd_oper_send_event(struct oper *o, const struct oper_event *e);
 void mrcd_oper_probe_result(struct oper *o, uint32_t peer, uint32_t ev, uint64_t rtt);
+/* Queues one record and sends what the socket takes now; never waits.
+ * -ENOBUFS when the connection's queue is full, -errno when it is gone
+ * (the caller closes it). */
 int mrcd_oper_send(struct oper_conn *c, const char *text);
 
 /* oper_data.c: the views, shared by verbs and metrics */

@@ -484,8 +484,9 @@ json_t *mrcd_oper_stats(struct oper *o)
 		"ctrl_wrong_src", (json_int_t)d->st.ctrl_wrong_src,
 		"ctrl_replay", (json_int_t)d->st.ctrl_replay,
 		"ctrl_stale", (json_int_t)d->st.ctrl_stale));
-	json_t *op = json_pack("{s:I, s:I, s:I, s:I, s:I}",
+	json_t *op = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
 		"connections", (json_int_t)o->conns_total, "refused", (json_int_t)o->refused_total,
+		"metrics_refused", (json_int_t)o->http_refused,
 		"requests", (json_int_t)o->requests_total, "events", (json_int_t)o->seq,
 		"log_suppressed", (json_int_t)o->bucket.suppressed_total);
 	json_t *pl = mrcd_oper_planes(o), *pe = mrcd_oper_peers(o);

@@ -1,10 +1,12 @@
 /* Optional Prometheus endpoint (metrics_listen, off by default): a tiny
  * HTTP/1.0 responder on the loop, GET /metrics only, one request per
- * connection, bounded request size and time. */
+ * connection, bounded request size, time (HTTP_TIMEOUT_S for the whole
+ * exchange) and connections (metrics_max_conns).  Never blocks: the
+ * response is queued and written as the socket takes it. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@ struct http_conn {
 	int fd;
 	ev_io io;
 	ev_timer tm;
+	struct outq out;              /* the response, once there is one */
 	size_t len;
 	char buf[HTTP_REQ_MAX + 1];
 };
@@ -30,29 +33,19 @@ static void http_close(struct http_conn *h)
 {
 	ev_io_stop(h->o->d->loop, &h->io);
 	ev_timer_stop(h->o->d->loop, &h->tm);
+	mrcd_outq_clear(&h->out);
 	close(h->fd);
+	h->o->http_n--;
 	free(h);
 }
 
-/* Bounded blocking write: the response is small and the scraper waits. */
-static void write_all(int fd, const char *p, size_t n)
+static void on_write(struct ev_loop *loop, ev_io *w, int revents)
 {
-	uint64_t deadline = mrcd_now() + 2000000000ull;
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (w > 0) {
-			p += w;
-			n -= (size_t)w;
-			continue;
-		}
-		if (w < 0 && errno != EAGAIN && errno != EINTR)
-			return;
-		uint64_t now = mrcd_now();
-		if (now >= deadline)
-			return;
-		struct pollfd pf = { .fd = fd, .events = POLLOUT };
-		poll(&pf, 1, (int)((deadline - now) / 1000000) + 1);
-	}
+	struct http_conn *h = w->data;
+	(void)loop;
+	(void)revents;
+	if (mrcd_outq_flush(&h->out, h->fd) != 1)
+		http_close(h);   /* all sent, or the client is gone */
 }
 
 static void respond(struct http_conn *h, int code, const char *reason, const char *ctype,
@@ -62,8 +55,20 @@ static void respond(struct http_conn *h, int code, const char *reason, const cha
 	int n = snprintf(hdr, sizeof(hdr),
 			 "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
 			 code, reason, ctype, strlen(body));
-	write_all(h->fd, hdr, (size_t)n);
-	write_all(h->fd, body, strlen(body));
+	struct ev_loop *loop = h->o->d->loop;
+	/* The request is read: from now on the connection only writes. */
+	h->out.max = SIZE_MAX;
+	if (mrcd_outq_push(&h->out, hdr, (size_t)n) ||
+	    mrcd_outq_push(&h->out, body, strlen(body)) ||
+	    mrcd_outq_flush(&h->out, h->fd) != 1) {
+		http_close(h);
+		return;
+	}
+	ev_io_stop(loop, &h->io);
+	ev_io_init(&h->io, on_write, h->fd, EV_WRITE);
+	h->io.data = h;
+	ev_set_priority(&h->io, OPER_PRI);
+	ev_io_start(loop, &h->io);
 }
 
 static void handle(struct http_conn *h)
@@ -85,7 +90,6 @@ static void handle(struct http_conn *h)
 			respond(h, 500, "Internal Server Error", "text/plain", "out of memory\n");
 		free(t);
 	}
-	http_close(h);
 }
 
 static void on_read(struct ev_loop *loop, ev_io *w, int revents)
@@ -105,7 +109,7 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents)
 	if (strstr(h->buf, "\r\n\r\n") || strstr(h->buf, "\n\n"))
 		handle(h);
 	else if (h->len == HTTP_REQ_MAX)
-		respond(h, 413, "Request Too Large", "text/plain", "request too large\n"), http_close(h);
+		respond(h, 413, "Request Too Large", "text/plain", "request too large\n");
 }
 
 static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
@@ -122,6 +126,14 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	int fd = accept4(o->mfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
+	if (o->http_n >= o->http_max) {
+		o->http_refused++;
+		mrcd_oper_ratelog(o, MRCD_LOG_NOTICE,
+				  "metrics: connection refused: %u open (metrics_max_conns), %llu refused so far",
+				  o->http_n, (unsigned long long)o->http_refused);
+		close(fd);
+		return;
+	}
 	struct http_conn *h = calloc(1, sizeof(*h));
 	if (!h) {
 		close(fd);
@@ -129,8 +141,10 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	h->o = o;
 	h->fd = fd;
+	o->http_n++;
 	ev_io_init(&h->io, on_read, fd, EV_READ);
 	h->io.data = h;
+	ev_set_priority(&h->io, OPER_PRI);
 	ev_timer_init(&h->tm, on_timeout, HTTP_TIMEOUT_S, 0);
 	h->tm.data = h;
 	ev_io_start(loop, &h->io);
@@ -202,6 +216,7 @@ int mrcd_oper_http_start(struct oper *o, char *err, size_t errlen)
 	o->mfd = fd;
 	ev_io_init(&o->mio, on_accept, fd, EV_READ);
 	o->mio.data = o;
+	ev_set_priority(&o->mio, OPER_PRI);
 	ev_io_start(o->d->loop, &o->mio);
 	mrcd_log(MRCD_LOG_INFO, "metrics on http://%s/metrics", s);
 	return 0;

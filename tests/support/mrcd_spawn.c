@@ -1,0 +1,157 @@
+/* Spawning a loopback mrcd for tests (mrcd_spawn.h). */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "auth/auth.h"
+#include "mrc/mrc.h"
+#include "tests/support/mrcd_spawn.h"
+
+static char bin[4096] = "build/bin/mrcd";
+
+const char *mrcd_spawn_bin(void)
+{
+	static int found;
+	char exe[4000];
+	ssize_t n;
+	if (found++ || (n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
+		return bin;
+	exe[n] = 0;
+	for (int i = 0; i < 2; i++) {
+		char *sl = strrchr(exe, '/');
+		if (!sl)
+			return bin;
+		*sl = 0;
+	}
+	snprintf(bin, sizeof(bin), "%s/bin/mrcd", exe);
+	return bin;
+}
+
+int mrcd_spawn_available(void)
+{
+	return !access(mrcd_spawn_bin(), X_OK);
+}
+
+int64_t mrcd_spawn_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int mrcd_spawn_wait_for(int (*cond)(void *), void *arg, int ms)
+{
+	int64_t end = mrcd_spawn_now_ms() + ms;
+	while (!cond(arg)) {
+		if (mrcd_spawn_now_ms() > end)
+			return -ETIMEDOUT;
+		poll(NULL, 0, 2);
+	}
+	return 0;
+}
+
+static int daemon_up(void *arg)
+{
+	struct mrcd_proc *d = arg;
+	struct mrc_ctx *c;
+	if (mrc_open(d->sock, &c))
+		return 0;
+	mrc_close(c);
+	return 1;
+}
+
+/* Whether this mrcd takes a cluster key (--help lists key_file): asked
+ * once, so the tests run before and after the key becomes mandatory. */
+static int wants_key(void)
+{
+	static int known = -1;
+	if (known >= 0)
+		return known;
+	char cmd[4200];
+	snprintf(cmd, sizeof(cmd), "'%s' --help 2>&1", mrcd_spawn_bin());
+	FILE *p = popen(cmd, "r");
+	char line[512];
+	known = 0;
+	while (p && fgets(line, sizeof(line), p))
+		if (strstr(line, "--key_file"))
+			known = 1;
+	if (p)
+		pclose(p);
+	return known;
+}
+
+int mrcd_spawn_start(struct mrcd_proc *d, const char *const *extra)
+{
+	static unsigned n;
+	n++;
+	memset(d, 0, sizeof(*d));
+	snprintf(d->dir, sizeof(d->dir), "/tmp/mrc-test-XXXXXX");
+	if (!mkdtemp(d->dir))
+		return -errno;
+	snprintf(d->sock, sizeof(d->sock), "%s/mrcd.sock", d->dir);
+	snprintf(d->ctl, sizeof(d->ctl), "%s/mrcctl.sock", d->dir);
+	/* A port of our own, so parallel test runs do not collide. */
+	d->port = 20000 + 2 * (unsigned)((getpid() * 7 + n) % 10000);
+	char key[160] = "";
+	if (wants_key()) {
+		const char *why;
+		char path[100];
+		snprintf(path, sizeof(path), "%s/cluster.key", d->dir);
+		if (mrc_auth_key_generate(path, &why))
+			return -EIO;
+		snprintf(key, sizeof(key), "--key_file=%s", path);
+	}
+	const char *argv[48];
+	int k = 0;
+	char sock[140], port[32], metrics[64];
+	snprintf(sock, sizeof(sock), "--socket=%s", d->sock);
+	snprintf(port, sizeof(port), "--port=%u", d->port);
+	argv[k++] = "mrcd";
+	argv[k++] = sock;
+	argv[k++] = port;
+	argv[k++] = "--log_level=warning";
+	if (key[0])
+		argv[k++] = key;
+	snprintf(metrics, sizeof(metrics), "--metrics_listen=127.0.0.1:%u", d->port + 1);
+	for (int i = 0; extra && extra[i] && k < 47; i++)
+		argv[k++] = strcmp(extra[i], "--metrics_listen=auto") ? extra[i] : metrics;
+	argv[k] = NULL;
+	d->pid = fork();
+	if (d->pid < 0)
+		return -errno;
+	if (d->pid == 0) {
+		/* No -c: a missing default config means built-in defaults. */
+		execv(mrcd_spawn_bin(), (char *const *)argv);
+		_exit(127);
+	}
+	if (mrcd_spawn_wait_for(daemon_up, d, MRCD_SPAWN_WAIT_MS)) {
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, NULL, 0);
+		d->pid = 0;
+		mrcd_spawn_stop(d);
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+void mrcd_spawn_stop(struct mrcd_proc *d)
+{
+	if (d->pid > 0) {
+		kill(d->pid, SIGTERM);
+		waitpid(d->pid, NULL, 0);
+		d->pid = 0;
+	}
+	/* whatever a killed daemon left behind, then the directory */
+	char path[160];
+	unlink(d->sock);
+	unlink(d->ctl);
+	snprintf(path, sizeof(path), "%s/cluster.key", d->dir);
+	unlink(path);
+	rmdir(d->dir);
+}

@@ -1,0 +1,37 @@
+/* A real mrcd for tests on the single-host loopback fabric (no root
+ * needed): started from the test's own build directory (B/tests/x ->
+ * B/bin/mrcd, so a sanitizer build tests a sanitizer daemon), in a private
+ * directory, on a port of its own, with a cluster key when the daemon has
+ * the key_file option. */
+#ifndef MRC_TESTS_SUPPORT_MRCD_SPAWN_H
+#define MRC_TESTS_SUPPORT_MRCD_SPAWN_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MRCD_SPAWN_WAIT_MS 10000
+
+struct mrcd_proc {
+	pid_t pid;
+	char dir[64];              /* private: mrcd puts mrcctl.sock there too */
+	char sock[108];            /* client socket */
+	char ctl[108];             /* operator socket */
+	unsigned port;             /* UDP port; port + 1 is free for a metrics listener */
+};
+
+/* The daemon binary (found once from /proc/self/exe). */
+const char *mrcd_spawn_bin(void);
+/* 1 when the binary is built. */
+int mrcd_spawn_available(void);
+/* Starts mrcd with extra "--key=value" arguments (NULL-terminated, may be
+ * NULL; "--metrics_listen=auto" listens on 127.0.0.1:port+1) and waits
+ * until it answers a client; 0 or -errno. */
+int mrcd_spawn_start(struct mrcd_proc *d, const char *const *extra);
+/* SIGTERM, wait, remove what is left. */
+void mrcd_spawn_stop(struct mrcd_proc *d);
+
+int64_t mrcd_spawn_now_ms(void);
+/* Waits (bounded) for cond(arg), re-checking every 2 ms; -ETIMEDOUT. */
+int mrcd_spawn_wait_for(int (*cond)(void *), void *arg, int ms);
+
+#endif
