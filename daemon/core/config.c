@@ -46,6 +46,7 @@ static const struct key keys[] = {
 	U(ring_entries, 16, 65536, "descriptors per ring (power of two)"),
 	U(busy_poll_us, 0, 1000000, "keep polling rings this long after the last work (dedicated cores only)"),
 	S(metrics_listen, "Prometheus HTTP listener, e.g. [::1]:9464; empty: off"),
+	S(payload_encryption, "data payloads: off, or aes-gcm (encrypted and authenticated; needs AES-NI)"),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -67,6 +68,7 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->client_max_qps = 256;
 	c->client_max_mem_mb = 4096;
 	c->ring_entries = 1024;
+	snprintf(c->payload_encryption, sizeof(c->payload_encryption), "off");
 }
 
 static const char *levels[] = { "", "", "", "err", "warning", "notice", "info", "debug" };
@@ -222,6 +224,11 @@ int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen)
 	}
 	if (strcmp(c->cc, "nscc") && strcmp(c->cc, "fixed")) {
 		snprintf(err, errlen, "key 'cc': '%s' is not nscc or fixed", c->cc);
+		return -EINVAL;
+	}
+	if (strcmp(c->payload_encryption, "off") && strcmp(c->payload_encryption, "aes-gcm")) {
+		snprintf(err, errlen, "key 'payload_encryption': '%s' is not off or aes-gcm",
+			 c->payload_encryption);
 		return -EINVAL;
 	}
 	if (c->topology[0] && !c->host[0]) {

@@ -29,6 +29,7 @@ struct mrcd_cfg {
 	uint32_t max_clients, client_max_qps, client_max_mem_mb, ring_entries;
 	uint32_t busy_poll_us;          /* keep polling after the last work */
 	char metrics_listen[64];        /* "" : off; "[::1]:9464" */
+	char payload_encryption[16];    /* off | aes-gcm (daemon/core/enc.h) */
 };
 
 void mrcd_cfg_default(struct mrcd_cfg *c);
