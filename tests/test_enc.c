@@ -171,19 +171,31 @@ static int need_aead(void)
 	return 0;
 }
 
+#define NEED_AEAD() do { \
+	if (!need_aead()) { \
+		MRC_SKIP("no AES-NI/PCLMUL on this CPU"); \
+		return; \
+	} } while (0)
+
+/* Both sides keyed; a WRITE through wire hook w (altering n packets) has
+ * landed intact. */
+static void sealed_write(struct rig *r, wire_fn w, uint32_t n)
+{
+	rig_init(r, 3);
+	r->wire = w;
+	r->n_tamper = n;
+	post_write(r);
+	expect_done(r);
+}
+
 /* Keyed both ways: a multi-packet WRITE lands intact, every data packet
  * on the wire is ENC and ciphertext, and every one opens. */
 static void write_sealed(void **st)
 {
 	(void)st;
-	if (!need_aead()) {
-		MRC_SKIP("no AES-NI/PCLMUL on this CPU");
-		return;
-	}
+	NEED_AEAD();
 	struct rig r;
-	rig_init(&r, 3);
-	post_write(&r);
-	expect_done(&r);
+	sealed_write(&r, NULL, 0);
 	struct mrcd_enc_stats s0 = stats(&r, 0), s1 = stats(&r, 1);
 	CHECK(r.data_pkts >= LEN / 4096, "%llu data packets", (unsigned long long)r.data_pkts);
 	CHECK(r.enc_pkts == r.data_pkts, "%llu of %llu data packets ENC",
@@ -216,16 +228,9 @@ static void forge_ciphertext(struct rig *r, uint32_t from, uint8_t *dg, size_t *
 static void forged_dropped(void **st)
 {
 	(void)st;
-	if (!need_aead()) {
-		MRC_SKIP("no AES-NI/PCLMUL on this CPU");
-		return;
-	}
+	NEED_AEAD();
 	struct rig r;
-	rig_init(&r, 3);
-	r.wire = forge_ciphertext;
-	r.n_tamper = 6;
-	post_write(&r);
-	expect_done(&r);
+	sealed_write(&r, forge_ciphertext, 6);
 	struct mrcd_enc_stats s1 = stats(&r, 1);
 	CHECK(s1.rx_bad_auth == 3 && s1.rx_bad_pcrc == 3, "bad_auth %llu bad_pcrc %llu",
 	      (unsigned long long)s1.rx_bad_auth, (unsigned long long)s1.rx_bad_pcrc);
@@ -245,16 +250,9 @@ static void trim_first(struct rig *r, uint32_t from, uint8_t *dg, size_t *len)
 static void trimmed_recognised(void **st)
 {
 	(void)st;
-	if (!need_aead()) {
-		MRC_SKIP("no AES-NI/PCLMUL on this CPU");
-		return;
-	}
+	NEED_AEAD();
 	struct rig r;
-	rig_init(&r, 3);
-	r.wire = trim_first;
-	r.n_tamper = 2;
-	post_write(&r);
-	expect_done(&r);
+	sealed_write(&r, trim_first, 2);
 	struct mrce_qp_info qi;
 	assert_int_equal(mrce_qp_info(r.t.ch->node[0].e, r.t.qa, &qi), 0);
 	struct mrcd_enc_stats s1 = stats(&r, 1);
@@ -269,10 +267,7 @@ static void trimmed_recognised(void **st)
 static void one_side_keyed(void **st)
 {
 	(void)st;
-	if (!need_aead()) {
-		MRC_SKIP("no AES-NI/PCLMUL on this CPU");
-		return;
-	}
+	NEED_AEAD();
 	for (unsigned key = 1; key <= 2; key++) {
 		struct rig r;
 		struct mrce_wc wc;
@@ -298,10 +293,7 @@ static void one_side_keyed(void **st)
 static void clear_and_reset(void **st)
 {
 	(void)st;
-	if (!need_aead()) {
-		MRC_SKIP("no AES-NI/PCLMUL on this CPU");
-		return;
-	}
+	NEED_AEAD();
 	struct rig r;
 	rig_init(&r, 3);
 	mrcd_enc_clear(r.x[0], r.t.qa);
