@@ -129,12 +129,12 @@ static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
 				d->st.rx_unknown_src++;
 				continue;
 			}
+			if (d->enc && mrcd_enc_open(d->enc, in[i].buf, &in[i].len))
+				continue;   /* AEAD mode: forged, corrupt or missing ENC */
 			/* A full batch means datagrams are queueing in the socket:
 			 * this host is the bottleneck.  Say so the way a switch
 			 * would, with a congestion mark, so senders slow down before
 			 * the receive buffer overflows. */
-			if (d->enc && mrcd_enc_open(d->enc, in[i].buf, &in[i].len))
-				continue;   /* AEAD mode: forged, corrupt or missing ENC */
 			mrce_rx(d->eng, now, peer, in[i].buf, in[i].len,
 				      in[i].ecn_ce || n == MRC_DP_BATCH ? MRC_RX_ECN : 0);
 		}
