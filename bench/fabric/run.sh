@@ -5,11 +5,13 @@
 # Usage: bench/fabric/run.sh [BUILD_DIR] [SCENARIO...]
 #   SCENARIO "daemon" (bench/fabric/daemon.sh): mrcd + libmrc vs raw UDP on
 #   an unlimited fabric; it writes bench/results/daemon.md, not fabric.md
+#   SCENARIO "auth" (bench/fabric/auth.sh): tokens vs AES-GCM vs raw UDP;
+#   it writes bench/results/auth.md
 #   MRC_BENCH_REPS (default 5; failover: MRC_BENCH_FAILOVER_REPS, default 3)
 set -eu
 B=${1:-build}
 [ $# -gt 0 ] && shift
-SCENS=${*:-"bulk failover collisions latency manyqps daemon"}
+SCENS=${*:-"bulk failover collisions latency manyqps daemon auth"}
 export B
 if [ "$(id -u)" != 0 ]; then
 	echo "bench/fabric: needs root (network namespaces); fabric benchmarks skipped" >&2
@@ -24,6 +26,10 @@ for s in $SCENS; do
 		# mrcd + libmrc on an unlimited fabric (bash; bench/results/daemon.md)
 		MRC_BENCH_REPS=${MRC_BENCH_REPS:-5} bash bench/fabric/daemon.sh "$B"
 		bash bench/fabric/daemon_md.sh bench/results
+	elif [ "$s" = auth ]; then
+		# the cost of authentication: tokens vs AES-GCM vs raw UDP (bash;
+		# bench/results/auth.md)
+		MRC_BENCH_REPS=${MRC_BENCH_REPS:-5} bash bench/fabric/auth.sh "$B"
 	elif [ "$s" = failover ]; then
 		MRC_BENCH_REPS=${MRC_BENCH_FAILOVER_REPS:-3} sh "bench/fabric/$s.sh"
 	else

@@ -107,6 +107,9 @@ static int connect_qp(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
 				mtu < d->cfg.mtu ? mtu : d->cfg.mtu);
 	if (!rc)
 		rc = mrce_qp_set_tokens(d->eng, qpn, c.tx_token, c.rx_token);
+	/* The connection's AES-GCM keys, when payload_encryption is on. */
+	if (!rc)
+		rc = mrcd_node_set_aead(d, id, role, &c);
 	mrc_auth_conn_wipe(&c);
 	if (!rc)
 		rc = mrce_qp_connect(d->eng, qpn, peer, remote->qpn, local_psn, remote->psn);

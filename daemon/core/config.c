@@ -58,6 +58,7 @@ static const struct key keys[] = {
 	U(uid_max_mrs, 1, 1048576, "registered regions per uid (all its clients)"),
 	U(uid_max_mem_mb, 1, 16777216, "registered memory per uid (MiB, all its clients)"),
 	S(service_reserve, "service ids reserved for a user: SID[-SID]:uid|user[,...]; empty: none"),
+	S(payload_encryption, "data payloads: off, or aes-gcm (encrypted and authenticated; needs AES-NI)"),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -89,6 +90,7 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->uid_max_qps = 1024;
 	c->uid_max_mrs = 4096;
 	c->uid_max_mem_mb = 16384;
+	snprintf(c->payload_encryption, sizeof(c->payload_encryption), "off");
 }
 
 static const char *levels[] = { "", "", "", "err", "warning", "notice", "info", "debug" };
@@ -244,6 +246,11 @@ int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen)
 	}
 	if (strcmp(c->cc, "nscc") && strcmp(c->cc, "fixed")) {
 		snprintf(err, errlen, "key 'cc': '%s' is not nscc or fixed", c->cc);
+		return -EINVAL;
+	}
+	if (strcmp(c->payload_encryption, "off") && strcmp(c->payload_encryption, "aes-gcm")) {
+		snprintf(err, errlen, "key 'payload_encryption': '%s' is not off or aes-gcm",
+			 c->payload_encryption);
 		return -EINVAL;
 	}
 	if (c->topology[0] && !c->host[0]) {

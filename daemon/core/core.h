@@ -46,6 +46,9 @@ struct mrcd_stats {
 
 struct mrcd_cm;
 struct mrc_linkmon;
+struct mrcd_enc;
+struct mrc_auth_conn_id;
+struct mrc_auth_conn;
 
 struct mrcd {
 	struct mrcd_cfg cfg;
@@ -82,6 +85,7 @@ struct mrcd {
 	struct mrc_auth *auth;             /* the cluster key (key_file) */
 	struct mrc_auth_replay *replay;    /* CTRL freshness, per sender host */
 	struct mrc_auth_ctrl_tx ctrl_tx;   /* our CTRL stamps */
+	struct mrcd_enc *enc;              /* payload_encryption = aes-gcm, else NULL */
 	uint64_t started_ns;
 	int stopping;
 	uint64_t drain_deadline;
@@ -102,6 +106,16 @@ void mrcd_node_fini(struct mrcd *d);
 void mrcd_flush(struct mrcd *d);
 int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine,
 		   const void *buf, size_t len);
+/* AEAD payload mode (daemon/core/enc.h).  The connection manager calls
+ * this on both sides with what it derived (mrc_auth_conn_derive: id, role
+ * enum mrc_auth_role, c) after mrce_qp_set_tokens and before
+ * mrce_qp_connect; the local QP is id's req_qpn (requester) or rep_qpn
+ * (acceptor).  A no-op returning 0 when payload_encryption is off. */
+int mrcd_node_set_aead(struct mrcd *d, const struct mrc_auth_conn_id *id, int role,
+		       const struct mrc_auth_conn *c);
+/* Forgets the AEAD keys of a QP (on its destruction; a later set of the
+ * same slot also replaces them). */
+void mrcd_node_clear_aead(struct mrcd *d, uint32_t qpn);
 
 /* deny.c: why a path is denied.  A peer's deny[ev] holds one bit per
  * reason; the engine has the EV denied exactly while a bit is set. */

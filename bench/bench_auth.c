@@ -1,0 +1,357 @@
+/* The cost of authentication on one core (issue 12, "Benchmark"), side by
+ * side in one run, per packet of 64 B, 1 KiB and 4 KiB:
+ *   (a) the engine pair path as it runs today, with wire v2 tokens (both
+ *       engines in one thread over the in-memory channel, one packet per
+ *       WRITE): tokens are always compared, so there is no "off" to set
+ *       against it; this is the per-packet budget the rest is measured in;
+ *   (b) the CTRL envelope (mrc_auth_ctrl_seal + mrc_auth_ctrl_open with its
+ *       replay window) per 48-byte control message;
+ *   (c) AES-256-GCM seal and open per packet (mrc_auth_aead_*, the 68-byte
+ *       header as additional data, as the daemon's ENC mode does) next to
+ *       the CRC-32C of the payload the data path computes anyway.
+ * Each figure: median (min..max) of MRC_BENCH_RUNS runs (default 5); ns
+ * per packet and Gbit/s of payload per core.  "Engine + AEAD" adds one seal
+ * and one open per packet to (a)'s time, which is what the daemon's ENC
+ * mode adds to a packet that one core sends and receives. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth/auth.h"
+#include "bench/bench_mrcd.h"
+#include "tests/support/chan.h"
+#include "transport/crc32c.h"
+
+#define NSIZES   3
+#define RUNS_MAX 64
+static const uint32_t sizes[NSIZES] = { 64, 1024, 4096 };
+
+/* ---- (a) engine pair path ---------------------------------------------- */
+#define EBUF     (4u << 20)
+#define EOUT     64         /* WRITEs outstanding */
+
+struct eb {
+	struct chan *ch;
+	uint32_t qa, lkey, rkey, size;
+	uint64_t posted, done, target, err;
+};
+
+static void eb_post(struct eb *b)
+{
+	uint64_t slot = b->posted % (EBUF / 4096);
+	struct mrc_sqe wr = { .wr_id = b->posted, .op = MRC_SQE_WRITE, .lkey = b->lkey,
+			      .loff = slot * 4096, .len = b->size, .rkey = b->rkey,
+			      .roff = slot * 4096 };
+	if (mrce_qp_post(b->ch->node[0].e, b->ch->now, b->qa, &wr) == 0)
+		b->posted++;
+	else
+		b->err++;
+}
+
+static void eb_wc(struct chan *ch, uint32_t n, const struct mrce_wc *wc, void *arg)
+{
+	struct eb *b = arg;
+	if (n != 0)
+		return;
+	b->err += wc->status != 0;
+	b->done++;
+	if (b->posted < b->target)
+		eb_post(b);
+}
+
+static int eb_done(struct chan *ch, void *arg)
+{
+	struct eb *b = arg;
+	return b->done >= b->target || b->err;
+}
+
+/* ns per data packet (one WRITE of `size` bytes each), or < 0. */
+static double engine_ns(uint32_t size, uint64_t pkts, uint64_t seed)
+{
+	struct chan_cfg cc;
+	struct eb b = { .size = size, .target = pkts };
+	struct mrce_qp_attr attr = { .pd = 1 };
+	const char *why = NULL;
+	double ns = -1;
+
+	chan_cfg_default(&cc, seed);   /* require_tokens = 1, tokens set */
+	cc.delay_min = 2000;
+	cc.delay_max = 4000;
+	cc.keep_logs = 0;
+	cc.ecfg.mtu = 4096;
+	if (chan_create(&cc, &b.ch, &why)) {
+		fprintf(stderr, "chan_create: %s\n", why ? why : "?");
+		return -1;
+	}
+	void *src = aligned_alloc(4096, EBUF), *dst = aligned_alloc(4096, EBUF);
+	uint32_t qb;
+	if (!src || !dst)
+		goto out;
+	memset(src, 0x5a, EBUF);
+	memset(dst, 0, EBUF);
+	if (mrce_mr_reg(b.ch->node[0].e, 1, src, EBUF, MRC_ACCESS_LOCAL_READ, &b.lkey) ||
+	    mrce_mr_reg(b.ch->node[1].e, 1, dst, EBUF, MRC_ACCESS_REMOTE_WRITE, &b.rkey) ||
+	    chan_qp_pair(b.ch, 0, 1, &attr, &attr, &b.qa, &qb))
+		goto out;
+	b.ch->on_wc = eb_wc;
+	b.ch->hook_arg = &b;
+	for (int k = 0; k < EOUT && b.posted < b.target; k++)
+		eb_post(&b);
+	uint64_t t0 = bm_now_ns();
+	int rc = chan_run(b.ch, eb_done, &b, 3600ull * 1000000000ull, UINT64_MAX);
+	uint64_t dt = bm_now_ns() - t0;
+	struct mrce_stats s1;
+	mrce_stats(b.ch->node[1].e, &s1);
+	if (rc || b.err)
+		fprintf(stderr, "engine run failed: rc %d, %" PRIu64 " errors\n", rc, b.err);
+	else
+		ns = (double)dt / (double)(s1.bytes_placed / size);
+out:
+	chan_destroy(b.ch);
+	free(src);
+	free(dst);
+	return ns;
+}
+
+/* ---- (b) CTRL envelope --------------------------------------------------- */
+/* ns per seal + open of a 48-byte body (the v2 CTRL body), or < 0. */
+static double ctrl_ns(const struct mrc_auth *a, uint64_t n)
+{
+	struct mrc_auth_replay_cfg rc = { .self_host = 1, .max_hosts = 16,
+					  .window_ns = 5000000000ull };
+	struct mrc_auth_replay *rp;
+	struct mrc_auth_ctrl_tx tx = { 0 };
+	uint8_t body[48], pkt[48 + MRC_AUTH_CTRL_OVERHEAD];
+	struct mrc_auth_ctrl_msg m;
+	size_t len;
+	int bad = 0;
+
+	if (mrc_auth_replay_create(&rc, &rp))
+		return -1;
+	memset(body, 0x11, sizeof(body));
+	uint64_t now = 1700000000000000000ull;
+	uint64_t t0 = bm_now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		body[0] = (uint8_t)i;
+		bad |= mrc_auth_ctrl_seal(a, &tx, now + i, 0, 1, body, sizeof(body), pkt,
+					  sizeof(pkt), &len);
+		bad |= mrc_auth_ctrl_open(a, rp, now + i, pkt, len, &m);
+	}
+	uint64_t dt = bm_now_ns() - t0;
+	mrc_auth_replay_free(rp);
+	if (bad) {
+		fprintf(stderr, "ctrl seal/open failed\n");
+		return -1;
+	}
+	return (double)dt / (double)n;
+}
+
+/* ---- (c) AEAD vs CRC-32C ------------------------------------------------- */
+struct crypt_ns {
+	double crc, seal, open;
+};
+
+static volatile uint32_t sink;
+
+/* ns per packet of `size` payload bytes: CRC-32C of the payload; seal; open
+ * (seal+open pairs, less the seal alone: open decrypts in place, so a
+ * packet can be opened only once per seal). */
+static int crypt_ns(struct mrc_auth_aead *tx, struct mrc_auth_aead *rx, uint32_t size,
+		    uint64_t n, struct crypt_ns *out)
+{
+	static uint8_t buf[4096] __attribute__((aligned(64)));
+	uint8_t hdr[68], tag[MRC_AUTH_TAG_BYTES];
+	uint64_t seq;
+	uint32_t c = 0;
+	int bad = 0;
+
+	memset(buf, 0x5a, size);
+	memset(hdr, 0x02, sizeof(hdr));
+	uint64_t t0 = bm_now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		buf[0] = (uint8_t)i;   /* keep the loop from being hoisted */
+		c ^= mrc_crc32c(0, buf, size);
+	}
+	uint64_t t1 = bm_now_ns();
+	for (uint64_t i = 0; i < n; i++)
+		bad |= mrc_auth_aead_seal(tx, hdr, sizeof(hdr), buf, size, &seq, tag);
+	uint64_t t2 = bm_now_ns();
+	memset(buf, 0x5a, size);   /* the seals above left ciphertext */
+	uint64_t t2b = bm_now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		bad |= mrc_auth_aead_seal(tx, hdr, sizeof(hdr), buf, size, &seq, tag);
+		bad |= mrc_auth_aead_open(rx, hdr, sizeof(hdr), buf, size, seq, tag);
+	}
+	uint64_t t3 = bm_now_ns();
+	sink = c;
+	if (bad || buf[1] != 0x5a) {
+		fprintf(stderr, "aead seal/open failed\n");
+		return -1;
+	}
+	out->crc = (double)(t1 - t0) / (double)n;
+	out->seal = (double)(t2 - t1) / (double)n;
+	out->open = (double)(t3 - t2b) / (double)n - out->seal;
+	return 0;
+}
+
+/* ---- report ---------------------------------------------------------------- */
+static int cpu_flag(const char *flag)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	int yes = 0;
+	size_t fl = strlen(flag);
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "flags", 5)) {
+			for (char *p = strstr(line, flag); p; p = strstr(p + 1, flag))
+				if (p[-1] == ' ' && (p[fl] == ' ' || p[fl] == '\n'))
+					yes = 1;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return yes;
+}
+
+static double gbps(uint32_t size, double ns)
+{
+	return ns > 0 ? (double)size * 8 / ns : 0;
+}
+
+static double median(const double *v, int n)
+{
+	double s[RUNS_MAX];
+	memcpy(s, v, sizeof(double) * (size_t)n);
+	qsort(s, (size_t)n, sizeof(double), bm_cmp_dbl);
+	return s[n / 2];
+}
+
+int main(void)
+{
+	const char *e = getenv("MRC_BENCH_RUNS");
+	int runs = e ? atoi(e) : 5;
+	if (runs < 1 || runs > RUNS_MAX)
+		runs = 5;
+	char mach[512], s1[96], s2[96], s3[96], s4[96], s5[96], s6[96];
+	bm_machine(mach, sizeof(mach));
+	int aesni = cpu_flag("aes") && cpu_flag("pclmulqdq");
+
+	struct mrc_auth *a = NULL;
+	const char *why = NULL;
+	uint8_t key[MRC_AUTH_KEY_BYTES];
+	for (size_t i = 0; i < sizeof(key); i++)
+		key[i] = (uint8_t)(i * 7 + 1);
+	if (mrc_auth_key_parse(key, sizeof(key), &a, &why)) {
+		fprintf(stderr, "key: %s\n", why);
+		return 1;
+	}
+
+	printf("## bench_auth: the cost of authentication per packet, one core\n\n");
+	printf("Machine: %s.\nAES-NI and PCLMUL: %s (/proc/cpuinfo); libsodium AES-256-GCM "
+	       "available: %s. %d runs, median (min..max).\n\n",
+	       mach, aesni ? "yes" : "no", mrc_auth_aead_available() ? "yes" : "no", runs);
+
+	/* (a) */
+	double eng[NSIZES][RUNS_MAX];
+	printf("### Engine pair path with wire v2 tokens (as the daemon runs)\n\n"
+	       "Both engines in one thread over the in-memory channel (every datagram "
+	       "copied once), 1 QP, one packet per WRITE, %d outstanding; a packet's "
+	       "time covers its sending, receiving, placement and its share of ACKs. "
+	       "Tokens are compared on every packet and cannot be turned off, so this "
+	       "is the token cost included, not apart.\n\n"
+	       "| payload | ns/packet | packets/s | Gbit/s |\n|---:|---:|---:|---:|\n", EOUT);
+	for (int si = 0; si < NSIZES; si++) {
+		double pps[RUNS_MAX], g[RUNS_MAX];
+		uint64_t n = sizes[si] >= 4096 ? 100000 : 200000;
+		for (int k = 0; k < runs; k++) {
+			eng[si][k] = engine_ns(sizes[si], n, 3000 + (uint64_t)k);
+			if (eng[si][k] <= 0)
+				return 1;
+			pps[k] = 1e3 / eng[si][k];
+			g[k] = gbps(sizes[si], eng[si][k]);
+		}
+		printf("| %u B | %s | %s | %s |\n", sizes[si],
+		       bm_spread(s1, sizeof(s1), eng[si], runs, "%.0f"),
+		       bm_spread(s2, sizeof(s2), pps, runs, "%.2fM"),
+		       bm_spread(s3, sizeof(s3), g, runs, "%.2f"));
+		fflush(stdout);
+	}
+
+	/* (b) */
+	double ctl[RUNS_MAX];
+	for (int k = 0; k < runs; k++)
+		if ((ctl[k] = ctrl_ns(a, 200000)) <= 0)
+			return 1;
+	printf("\n### CTRL envelope (daemon to daemon)\n\n"
+	       "mrc_auth_ctrl_seal + mrc_auth_ctrl_open (keyed BLAKE2b-128 MAC, replay "
+	       "window) of one 48-byte body: %s ns per message.\n\n",
+	       bm_spread(s1, sizeof(s1), ctl, runs, "%.0f"));
+
+	/* (c) */
+	if (!mrc_auth_aead_available()) {
+		printf("### AEAD\n\nNot measured: this CPU lacks AES-NI/PCLMUL, and the ENC "
+		       "mode refuses to run without them.\n");
+		mrc_auth_free(a);
+		return 0;
+	}
+	struct mrc_auth_conn_id id = { .req_host = 0, .req_qpn = 1, .rep_host = 1, .rep_qpn = 2 };
+	memset(id.req_nonce, 1, sizeof(id.req_nonce));
+	memset(id.rep_nonce, 2, sizeof(id.rep_nonce));
+	struct mrc_auth_conn creq, crep;
+	struct mrc_auth_aead *tx, *rx;
+	if (mrc_auth_conn_derive(a, &id, MRC_AUTH_REQUESTER, &creq) ||
+	    mrc_auth_conn_derive(a, &id, MRC_AUTH_ACCEPTOR, &crep) ||
+	    mrc_auth_aead_create(&creq, 1, &tx, &why) ||
+	    mrc_auth_aead_create(&crep, 0, &rx, &why)) {
+		fprintf(stderr, "aead: %s\n", why ? why : "derive failed");
+		return 1;
+	}
+	printf("### AES-256-GCM (ENC mode) vs the CRC-32C the data path computes\n\n"
+	       "Per packet: CRC-32C of the payload (sender computes, receiver checks: "
+	       "one each); seal = encrypt + tag with the 68-byte header as additional "
+	       "data; open = verify + decrypt. Gbit/s of payload per core. "
+	       "\"Engine + AEAD\" adds one seal and one open to the engine's ns/packet "
+	       "above (both ends on one core).\n\n"
+	       "| payload | CRC-32C ns (Gbit/s) | seal ns (Gbit/s) | open ns (Gbit/s) | "
+	       "seal/CRC | open/CRC | engine packets/s | engine + AEAD packets/s | "
+	       "AEAD share |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (int si = 0; si < NSIZES; si++) {
+		double crc[RUNS_MAX], seal[RUNS_MAX], open[RUNS_MAX];
+		double rs[RUNS_MAX], ro[RUNS_MAX], with[RUNS_MAX], share[RUNS_MAX];
+		uint64_t n = sizes[si] >= 4096 ? 300000 : 1000000;
+		for (int k = 0; k < runs; k++) {
+			struct crypt_ns c;
+			if (crypt_ns(tx, rx, sizes[si], n, &c))
+				return 1;
+			crc[k] = c.crc;
+			seal[k] = c.seal;
+			open[k] = c.open;
+			rs[k] = c.seal / c.crc;
+			ro[k] = c.open / c.crc;
+		}
+		double em = median(eng[si], runs);
+		for (int k = 0; k < runs; k++) {
+			with[k] = 1e3 / (eng[si][k] + seal[k] + open[k]);
+			share[k] = 100.0 * (seal[k] + open[k]) / (eng[si][k] + seal[k] + open[k]);
+		}
+		double cm = median(crc, runs), sm = median(seal, runs), om = median(open, runs);
+		printf("| %u B | %s (%.1f) | %s (%.1f) | %s (%.1f) | %s | %s | %.2fM | %s | %.0f%% |\n",
+		       sizes[si],
+		       bm_spread(s1, sizeof(s1), crc, runs, "%.1f"), gbps(sizes[si], cm),
+		       bm_spread(s2, sizeof(s2), seal, runs, "%.0f"), gbps(sizes[si], sm),
+		       bm_spread(s3, sizeof(s3), open, runs, "%.0f"), gbps(sizes[si], om),
+		       bm_spread(s4, sizeof(s4), rs, runs, "%.1fx"),
+		       bm_spread(s5, sizeof(s5), ro, runs, "%.1fx"),
+		       1e3 / em,
+		       bm_spread(s6, sizeof(s6), with, runs, "%.2fM"),
+		       median(share, runs));
+		fflush(stdout);
+	}
+	mrc_auth_aead_free(tx);
+	mrc_auth_aead_free(rx);
+	mrc_auth_conn_wipe(&creq);
+	mrc_auth_conn_wipe(&crep);
+	mrc_auth_free(a);
+	return 0;
+}
