@@ -88,8 +88,8 @@ struct mrce_cfg {
 	                              mrce_tx (4) */
 	enum mrce_cc_algo cc;       /* congestion control (MRC_CC_NSCC) */
 	uint8_t require_tokens;    /* mrce_qp_connect refuses a QP, or a peer,
-	                              whose tokens are still 0 (default 0 until
-	                              the daemon derives them: issue 12) */
+	                              whose tokens are still 0 (default 0; the
+	                              daemon sets it, the simulator does not) */
 };
 
 /* Fills every field with its default. */

@@ -35,7 +35,7 @@ struct mrcd_cfg {
 	char key_file[MRCD_PATH_MAX];   /* the cluster key (mrcd --genkey) */
 	uint32_t rnr_retry;             /* 0..7, 7 = forever */
 	uint32_t no_path_timeout_ms;    /* a QP with every path denied fails after */
-	/* h8: operator caps, per-uid limits, service id reservations */
+	/* operator caps, per-uid limits, service id reservations */
 	uint32_t ctl_max_conns, metrics_max_conns;
 	uint32_t client_max_mrs;
 	uint32_t uid_max_clients, uid_max_qps, uid_max_mrs, uid_max_mem_mb;
