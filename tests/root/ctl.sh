@@ -31,18 +31,9 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+UNTIL_POLL=0.1
+. tests/root/lib.sh
 die() { echo "FAIL $*"; for h in h0 h7; do echo "--- mrcd $h log"; tail -n 30 "$tmp/$h.log"; done; exit 1; }
-# until SECONDS CMD...: polls CMD every 0.1 s; 0 as soon as it holds.
-until_t() {
-	local end=$(($(date +%s%N) + $1 * 1000000000)); shift
-	while ! "$@"; do
-		[ "$(date +%s%N)" -lt $end ] || return 1
-		sleep 0.1
-	done
-}
-ctl() { local h=$1; shift; $B/bin/mrcctl -s "$tmp/$h/mrcctl.sock" "$@"; }
 
 $F down >/dev/null 2>&1
 $F up "$T" >/dev/null || die "mrc-fabric up"

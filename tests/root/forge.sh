@@ -33,16 +33,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-until_t() {
-	local end=$(($(date +%s%N) + $1 * 1000000000)); shift
-	while ! "$@"; do
-		[ "$(date +%s%N)" -lt $end ] || return 1
-		sleep 0.05
-	done
-}
-ctl() { local h=$1; shift; $B/bin/mrcctl -s "$tmp/$h/mrcctl.sock" "$@"; }
+. tests/root/lib.sh
 [ -x "$FORGE" ] || { echo "FAIL $FORGE not built"; exit 1; }
 
 $F down >/dev/null 2>&1

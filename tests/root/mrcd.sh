@@ -34,18 +34,8 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-# until_t SECONDS CMD...: polls CMD every 50 ms; fails after SECONDS.
-until_t() {
-	local end=$(($(date +%s%N) + $1 * 1000000000)); shift
-	while ! "$@"; do
-		[ "$(date +%s%N)" -lt $end ] || return 1
-		sleep 0.05
-	done
-}
+. tests/root/lib.sh
 sock() { echo "$tmp/$1/mrcd.sock"; }
-ctl() { local h=$1; shift; $B/bin/mrcctl -s "$tmp/$h/mrcctl.sock" "$@"; }
 start_mrcd() {
 	local h=$1
 	mkdir -p "$tmp/$h"
