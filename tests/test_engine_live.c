@@ -263,6 +263,33 @@ static void test_rnr_recv_late_50ms(void **s)
 	etest_fini(&t);
 }
 
+/* The sender waits the delay the receiver advertises in its RNR NACK, not
+ * its own: a receiver that wants 2 ms between tries (code 10: 5.12 ms ...
+ * rounded up to the next power-of-two step, here 2.56 ms) gets about 10 in
+ * 25 ms, where the sender's own 100 us would have made about 250. */
+static void test_rnr_receiver_delay(void **s)
+{
+	struct chan_cfg cc;
+	static struct etest t;   /* static: the teardown may finish it after a failed CHECK */
+	struct mrce_qp_info qi;
+
+	chan_cfg_default(&cc, g_seed);
+	cc.node_rnr_delay_ns[1] = 2 * MS;
+	CHECK_EQ(cc.ecfg.rnr_delay_ns, 100 * 1000);
+	CHECK_EQ(mrc_wire_rnr_ns(mrc_wire_rnr_code(2 * MS)), 2560 * 1000);
+	CHECK_EQ(etest_init(&t, &cc, 1 << 16, 1 << 16, 0), 0);
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_SEND, 4, t.lkey, 0, 100, 0, 0, 0, 0), 0);
+	run_watched(&t, 25 * MS);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
+	if (qi.rnr_rx < 5 || qi.rnr_rx > 12)
+		fail_msg("%" PRIu64 " RNR NACKs in 25 ms: the receiver's 2.56 ms delay was not "
+			 "followed (seed %" PRIu64 ")", qi.rnr_rx, g_seed);
+	CHECK_EQ(mrce_qp_post_recv(E(&t, 1), t.qb, 5, t.dst_lkey, 0, 8192), 0);
+	CHECK_EQ(etest_run2(t.ch, 1, 1, 1 * SEC), 0);
+	CHECK_EQ(WC(&t, 0, 0)->status, 0);
+	etest_fini(&t);
+}
+
 /* rnr_retry n < 7: the (n+1)th RNR NACK fails the QP with -ENOBUFS, a
  * distinct error; set per QP or for the engine. */
 static void rnr_exhaust(uint32_t n, int per_qp)
@@ -501,6 +528,7 @@ int main(void)
 		T(test_nopath_resume_in_flight),
 		T(test_nopath_idle),
 		T(test_rnr_recv_late_50ms),
+		T(test_rnr_receiver_delay),
 		T(test_rnr_retry_exhausts),
 		T(test_rnr_cfg_checks),
 		T(test_trims_never_fail),

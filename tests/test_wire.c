@@ -390,6 +390,43 @@ static void test_ack_psn_wrap(void **state)
 	expect_ok(buf, MRC_ACK_HDR_LEN, &v, "sack_base == cum_psn");
 }
 
+/* RNR NACKs carry the receiver's RNR delay in byte 15 (codes 1..17: 10 us
+ * << (c - 1)); every other ACK must have 0 there, and codes above 17 are
+ * refused. */
+static void test_ack_rnr_timer(void **state)
+{
+	(void)state;
+	uint8_t buf[MRC_HDR_MAX];
+	struct mrc_pkt_view v;
+	assert_int_equal(mrc_wire_rnr_ns(0), 0);
+	assert_int_equal(mrc_wire_rnr_ns(1), 10000);
+	assert_int_equal(mrc_wire_rnr_ns(MRC_RNR_TIMER_MAX), 10000ull << 16);
+	assert_int_equal(mrc_wire_rnr_ns(MRC_RNR_TIMER_MAX + 1), 0);
+	assert_int_equal(mrc_wire_rnr_code(1), 1);
+	assert_int_equal(mrc_wire_rnr_code(100000), 5);   /* 100 us -> 160 us */
+	assert_int_equal(mrc_wire_rnr_code(~0ull), MRC_RNR_TIMER_MAX);
+	for (uint8_t c = 1; c <= MRC_RNR_TIMER_MAX; c++) {
+		struct mrc_ack_hdr a = { .nack = MRC_NACK_RNR, .rnr_timer = c, .cum_psn = 7,
+					 .sack_base = 7 };
+		mrc_wire_put_ack(buf, &a);
+		assert_int_equal(buf[15], c);
+		expect_ok(buf, MRC_ACK_HDR_LEN, &v, "RNR NACK with a timer");
+		assert_int_equal(v.u.ack.rnr_timer, c);
+	}
+	struct mrc_ack_hdr a = { .nack = MRC_NACK_RNR, .rnr_timer = MRC_RNR_TIMER_MAX + 1 };
+	mrc_wire_put_ack(buf, &a);
+	expect_drop(buf, MRC_ACK_HDR_LEN, MRC_DROP_FIELD, "RNR timer code 18");
+	/* Only RNR NACKs carry it: the encoder writes 0 for the others and
+	 * the decoder refuses a non-zero byte 15 on them. */
+	a.nack = MRC_NACK_NONE;
+	a.rnr_timer = 3;
+	mrc_wire_put_ack(buf, &a);
+	assert_int_equal(buf[15], 0);
+	buf[15] = 3;
+	rehcrc(buf, MRC_ACK_HDR_LEN);
+	expect_drop(buf, MRC_ACK_HDR_LEN, MRC_DROP_FIELD, "byte 15 set on a plain ACK");
+}
+
 static void test_drop_prefix(void **state)
 {
 	(void)state;
@@ -869,6 +906,7 @@ int main(void)
 		cmocka_unit_test_setup(test_roundtrip_data, reseed),
 		cmocka_unit_test_setup(test_roundtrip_ack_probe, reseed),
 		cmocka_unit_test_setup(test_ack_psn_wrap, reseed),
+		cmocka_unit_test_setup(test_ack_rnr_timer, reseed),
 		cmocka_unit_test_setup(test_drop_prefix, reseed),
 		cmocka_unit_test_setup(test_drop_hcrc_pcrc, reseed),
 		cmocka_unit_test_setup(test_drop_length, reseed),

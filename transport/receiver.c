@@ -53,7 +53,8 @@ static void send_ack(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
 		.nack = nack, .dqpn = qp ? qp->rqpn : 0,
 		.cum_psn = qp ? qp->rcv_nxt : 0, .trig_psn = d->psn,
 		.sack_base = qp ? qp->rcv_nxt : 0, .ev = d->ev, .ts_echo = d->ts,
-		.token = qp ? qp->tx_token : 0 };
+		.token = qp ? qp->tx_token : 0,
+		.rnr_timer = nack == MRC_NACK_RNR ? mrc_wire_rnr_code(e->cfg.rnr_delay_ns) : 0 };
 	if (qp)
 		ring_to_sack(qp->rbits, qp->rcv_nxt, h.sack);
 	put_ack(e, t, peer, ev, &h);

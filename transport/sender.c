@@ -432,8 +432,8 @@ static void nack_rx(struct mrce *e, struct mrc__qp *qp, const struct mrc_ack_hdr
 		/* As RDMA RC: the receiver is alive but has no RECV posted (or
 		 * no room for completions).  Retry after its RNR delay,
 		 * counted apart from losses, rnr_retry times (7: forever).
-		 * The wire does not carry the receiver's own delay yet, so
-		 * the engine's rnr_delay_ns stands in for it. */
+		 * The delay is the one the receiver advertises in the NACK
+		 * (its rnr_delay_ns); our own only if it advertises none. */
 		qp->rnr_rx++;
 		if (s && s->state == MRC__S_INFLIGHT) {
 			if (qp->rnr_retry != MRC_RNR_RETRY_FOREVER &&
@@ -446,7 +446,8 @@ static void nack_rx(struct mrce *e, struct mrc__qp *qp, const struct mrc_ack_hdr
 			mark_lost(e, qp, (uint16_t)(psn & e->wmask), MRC_RSN_NONE, 0, now);
 			s->free_resend = 1;
 		}
-		qp->rnr_until = now + e->cfg.rnr_delay_ns;
+		qp->rnr_until = now + (h->rnr_timer ? mrc_wire_rnr_ns(h->rnr_timer) :
+						     e->cfg.rnr_delay_ns);
 		return;
 	default:
 		return;   /* OOW: counted; the RTO repairs whatever caused it */

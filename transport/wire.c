@@ -61,7 +61,7 @@ size_t mrc_wire_put_ack(uint8_t *buf, const struct mrc_ack_hdr *h)
 	st32(buf + 8, h->cum_psn);
 	st16(buf + 12, h->ev);
 	buf[14] = h->nack;
-	buf[15] = 0;
+	buf[15] = h->nack == MRC_NACK_RNR ? h->rnr_timer : 0;
 	st32(buf + 16, h->trig_psn);
 	st32(buf + 20, h->sack_base);
 	st64(buf + 24, h->ts_echo);
@@ -218,12 +218,14 @@ static int decode_ack(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 	a->cum_psn = ld32(p + 8);
 	a->ev = ld16(p + 12);
 	a->nack = p[14];
+	a->rnr_timer = p[15];
 	a->trig_psn = ld32(p + 16);
 	a->sack_base = ld32(p + 20);
 	a->ts_echo = ld64(p + 24);
 	a->token = ld64(p + 32);
 	memcpy(a->sack, p + 40, sizeof a->sack);
-	if ((a->flags & ~MRC_AF_MASK) || a->nack > MRC_NACK_MAX || p[15] != 0 ||
+	if ((a->flags & ~MRC_AF_MASK) || a->nack > MRC_NACK_MAX ||
+	    (a->nack == MRC_NACK_RNR ? a->rnr_timer > MRC_RNR_TIMER_MAX : a->rnr_timer != 0) ||
 	    mrc_psn_lt(a->sack_base, a->cum_psn))
 		return drop(why, MRC_DROP_FIELD);
 	v->trimmed = 0;

@@ -130,6 +130,9 @@ struct mrc_data_hdr {
 struct mrc_ack_hdr {
 	uint16_t flags;
 	uint8_t nack;            /* enum mrc_nack */
+	uint8_t rnr_timer;       /* RNR NACK: the receiver's RNR delay,
+	                            mrc_wire_rnr_ns(); 0 = not advertised;
+	                            0 in every other ACK */
 	uint32_t dqpn;
 	uint32_t cum_psn;        /* every PSN before it was received */
 	uint32_t trig_psn;       /* PSN of the packet that caused this ACK */
@@ -140,6 +143,22 @@ struct mrc_ack_hdr {
 	                            packet's token, echoed */
 	uint8_t sack[MRC_SACK_BITS / 8]; /* bit i is sack[i/8] & (1 << (i%8)) */
 };
+
+/* The receiver's RNR delay as one byte, as RDMA's RNR NAK timer: code c
+ * in 1..MRC_RNR_TIMER_MAX means 10 us << (c - 1) (10 us .. 655 ms). */
+#define MRC_RNR_TIMER_MAX 17
+static inline uint64_t mrc_wire_rnr_ns(uint8_t c)
+{
+	return c && c <= MRC_RNR_TIMER_MAX ? 10000ull << (c - 1) : 0;
+}
+/* The smallest code whose delay is at least ns (the largest if none). */
+static inline uint8_t mrc_wire_rnr_code(uint64_t ns)
+{
+	uint8_t c = 1;
+	while (c < MRC_RNR_TIMER_MAX && mrc_wire_rnr_ns(c) < ns)
+		c++;
+	return c;
+}
 
 struct mrc_probe_hdr {
 	uint8_t op;              /* MRC_OP_PROBE or MRC_OP_PROBE_REPLY */

@@ -135,7 +135,10 @@ int chan_create(const struct chan_cfg *cfg, struct chan **out, const char **why)
 				}
 	}
 	for (uint32_t i = 0; i < cfg->nodes; i++) {
-		rc = mrce_create(&cfg->ecfg, &ch->node[i].e, why);
+		struct mrce_cfg ec = cfg->ecfg;
+		if (cfg->node_rnr_delay_ns[i])
+			ec.rnr_delay_ns = cfg->node_rnr_delay_ns[i];
+		rc = mrce_create(&ec, &ch->node[i].e, why);
 		if (rc < 0) {
 			chan_destroy(ch);
 			return rc;

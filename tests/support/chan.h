@@ -51,6 +51,9 @@ struct chan_cfg {
 	uint32_t planes;           /* EV e is in plane e % planes */
 	uint64_t seed;
 	struct mrce_cfg ecfg;/* every engine's config */
+	/* When non-zero, node i's engine gets this rnr_delay_ns instead (an
+	 * RNR test where sender and receiver disagree). */
+	uint64_t node_rnr_delay_ns[CHAN_MAX_NODES];
 	struct chan_path_cfg path; /* every path starts as this */
 	/* When delay_max > 0, each path's base delay is drawn from
 	 * [delay_min, delay_max] (same both ways), so spraying reorders. */
