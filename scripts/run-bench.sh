@@ -20,6 +20,10 @@ for name in "$@"; do
 	"$b/bench/$name" | tee "bench/results/$name.md"
 done
 echo "=== $n engine benchmark(s) done; results in bench/results/"
+# The engine before authentication (wire v1) vs now, side by side: the
+# "authentication off" baseline (bench/results/auth_off.md).
+echo "=== auth_off"
+./bench/auth_off.sh "$b"
 case ${MRC_BENCH_FABRIC:-1} in
 0) ;;
 1) ./bench/fabric/run.sh "$b" ;;

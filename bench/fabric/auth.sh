@@ -43,6 +43,9 @@ for x in bin/mrc-xfer bin/mrc-fabric bench/pingpong; do
 	[ -x "$B/$x" ] || { say "$B/$x missing (make all bench)" >&2; exit 1; }
 done
 TMP=$(mktemp -d /tmp/mrcbench-auth.XXXXXX)
+# mrc-xfer, like mrcd, needs the cluster key: one for this run.
+"$B/bin/mrcd" --genkey "$TMP/cluster.key" >/dev/null || { say "mrcd --genkey failed"; exit 1; }
+X="$X --key-file $TMP/cluster.key"
 SPID=
 cleanup() {
 	[ -z "$SPID" ] || kill "$SPID" 2>/dev/null || true
