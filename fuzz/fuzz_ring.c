@@ -80,32 +80,16 @@ const struct mrc__mr_view *mrcd_client_mr(void *client, uint32_t key)
 	return NULL;
 }
 
-static uint32_t engine_access(uint32_t a)
-{
-	return (a & MRC_MR_LOCAL_READ ? MRC_ACCESS_LOCAL_READ : 0) |
-	       (a & MRC_MR_REMOTE_WRITE ? MRC_ACCESS_REMOTE_WRITE : 0) |
-	       (a & MRC_MR_REMOTE_ATOMIC ? MRC_ACCESS_REMOTE_ATOMIC : 0) |
-	       (a & MRC_MR_LOCAL_WRITE ? MRC_ACCESS_LOCAL_WRITE : 0);
-}
-
 /* Moves the engine's packets back into it and its completions to the
  * bound QPs. */
 static void run_engine(void)
 {
 	struct mrce_tx_pkt pk[16];
-	uint8_t buf[MRC_HDR_MAX + 9000 + MRC_TRAILER_LEN];
+	static uint8_t buf[MRCE_TX_PKT_MAX];
 	for (int round = 0; round < 64; round++) {
 		int n = mrce_tx(g_e, g_now, pk, 16);
-		for (int i = 0; i < n; i++) {
-			size_t len = pk[i].hdr_len;
-			memcpy(buf, pk[i].hdr, len);
-			if (pk[i].plen) {
-				memcpy(buf + len, pk[i].payload, pk[i].plen);
-				memcpy(buf + len + pk[i].plen, pk[i].trailer, MRC_TRAILER_LEN);
-				len += pk[i].plen + MRC_TRAILER_LEN;
-			}
-			mrce_rx(g_e, g_now, pk[i].peer, buf, len, 0);
-		}
+		for (int i = 0; i < n; i++)
+			mrce_rx(g_e, g_now, pk[i].peer, buf, mrce_tx_pkt_copy(&pk[i], buf), 0);
 		struct mrce_wc wc[16];
 		int m = mrce_poll_cq(g_e, wc, 16);
 		for (int i = 0; i < m; i++)
@@ -155,7 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint32_t acc = r ? (uint32_t)((sel >> (2 * r)) * 5 + r) & MRC_MR_ALL : fixed[r];
 		g_mrs[r].view.len = REG_LEN;
 		g_mrs[r].view.access = acc;
-		ENSURE(mrce_mr_reg(g_e, 1000, region(r), REG_LEN, engine_access(acc),
+		ENSURE(mrce_mr_reg(g_e, 1000, region(r), REG_LEN, acc & MRC_MR_ALL,
 				  &g_mrs[r].key) == 0);
 	}
 

@@ -97,14 +97,12 @@ static void carry(struct rig *r, uint32_t n, struct mrce_tx_pkt *pk, unsigned sl
 	size_t len = pk->hdr_len;
 	int rc = mrcd_enc_seal(r->x[n], pk, slot, &body);
 	assert_true(rc >= 0);
-	memcpy(dg, pk->hdr, pk->hdr_len);
 	if (rc == 1) {
+		memcpy(dg, pk->hdr, pk->hdr_len);
 		memcpy(dg + len, body.iov_base, body.iov_len);
 		len += body.iov_len;
-	} else if (pk->plen) {
-		memcpy(dg + len, pk->payload, pk->plen);
-		memcpy(dg + len + pk->plen, pk->trailer, MRC_TRAILER_LEN);
-		len += pk->plen + MRC_TRAILER_LEN;
+	} else {
+		len = mrce_tx_pkt_copy(pk, dg);
 	}
 	if (mrc_op_is_data(dg[1]) && pk->plen) {
 		r->data_pkts++;

@@ -55,15 +55,8 @@ static void take_one(int n, struct pkt *p)
 	struct mrce_tx_pkt t[4];
 	int k = mrce_tx(E(n), g_t.ch->now, t, 4);
 	CHECK(k == 1, "node %d sent %d packets, want 1", n, k);
-	memcpy(p->b, t[0].hdr, t[0].hdr_len);
-	p->len = t[0].hdr_len;
+	p->len = mrce_tx_pkt_copy(&t[0], p->b);
 	p->ev = t[0].ev;
-	if (t[0].plen) {
-		memcpy(p->b + p->len, t[0].payload, t[0].plen);
-		p->len += t[0].plen;
-		memcpy(p->b + p->len, t[0].trailer, MRC_TRAILER_LEN);
-		p->len += MRC_TRAILER_LEN;
-	}
 }
 
 static int rx(int n, const struct pkt *p)

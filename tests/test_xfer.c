@@ -181,19 +181,6 @@ static void abort_unfinished(void **st)
 	mrce_destroy(e);
 }
 
-static size_t flatten(const struct mrce_tx_pkt *p, uint8_t *out)
-{
-	size_t n = p->hdr_len;
-	memcpy(out, p->hdr, n);
-	if (p->plen) {
-		memcpy(out + n, p->payload, p->plen);
-		n += p->plen;
-		memcpy(out + n, p->trailer, MRC_TRAILER_LEN);
-		n += MRC_TRAILER_LEN;
-	}
-	return n;
-}
-
 /* Two engines, one connected QP pair a -> b, a source region on a and a
  * destination region on b (dst may be NULL), nev EVs on planes[]. */
 struct pair {
@@ -248,7 +235,7 @@ static void spurious_loss_undone(void **st)
 	assert_int_equal(mrce_tx(a, 1000, p, 4), 2);
 	assert_int_not_equal(p[0].ev, p[1].ev);        /* sprayed */
 	uint16_t late_ev = p[0].ev;
-	size_t n0 = flatten(&p[0], p0), n1 = flatten(&p[1], p1);
+	size_t n0 = mrce_tx_pkt_copy(&p[0], p0), n1 = mrce_tx_pkt_copy(&p[1], p1);
 	/* The second packet overtakes the first. */
 	assert_int_equal(mrce_rx(b, 11000, pb, p1, n1, 0), 0);
 	assert_int_equal(mrce_tx(b, 11000, ack, 4), 1);
@@ -299,7 +286,7 @@ static void remote_qp_gone(void **st)
 	struct mrce_tx_pkt p[2], n[2];
 	static uint8_t buf[9000];
 	assert_int_equal(mrce_tx(a, 10, p, 2), 1);
-	size_t len = flatten(&p[0], buf);
+	size_t len = mrce_tx_pkt_copy(&p[0], buf);
 	mrce_rx(b, 20, pb, buf, len, 0);
 	assert_int_equal(mrce_tx(b, 20, n, 2), 1);
 	mrce_rx(a, 30, pa, n[0].hdr, n[0].hdr_len, 0);
@@ -332,7 +319,7 @@ static void acks_coalesced(void **st)
 	static uint8_t buf[9000];
 	assert_int_equal(mrce_tx(a, 10, p, 16), 10);
 	for (int i = 0; i < 10; i++)
-		mrce_rx(b, 20, pb, buf, flatten(&p[i], buf), 0);
+		mrce_rx(b, 20, pb, buf, mrce_tx_pkt_copy(&p[i], buf), 0);
 	/* 10 packets: ACKs after the 4th and 8th, one more for the last 2. */
 	int n = mrce_tx(b, 20, acks, 16);
 	assert_int_equal(n, 3);

@@ -306,6 +306,21 @@ struct mrc__qp *mrc__qp_get(struct mrce *e, uint32_t qpn)
 
 /* ---- tx / rx / timers ----------------------------------------------- */
 
+size_t mrce_tx_pkt_len(const struct mrce_tx_pkt *p)
+{
+	return (size_t)p->hdr_len + (p->plen ? p->plen + MRC_TRAILER_LEN : 0);
+}
+
+size_t mrce_tx_pkt_copy(const struct mrce_tx_pkt *p, uint8_t *out)
+{
+	memcpy(out, p->hdr, p->hdr_len);
+	if (p->plen) {
+		memcpy(out + p->hdr_len, p->payload, p->plen);
+		memcpy(out + p->hdr_len + p->plen, p->trailer, MRC_TRAILER_LEN);
+	}
+	return mrce_tx_pkt_len(p);
+}
+
 int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 {
 	int n = 0;

@@ -273,6 +273,13 @@ struct mrce_tx_pkt {
 /* Fills up to max packets: control packets first, then retransmissions and
  * new data of every QP, round robin, as window and congestion allow. */
 int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max);
+/* The datagram a packet describes: header, then payload and CRC trailer
+ * when it has a payload.  MRCE_TX_PKT_MAX bytes always suffice.  For
+ * callers that carry datagrams in buffers (the simulator's tests, the test
+ * channel, fuzzers); the daemon sends the three parts as iovecs instead. */
+#define MRCE_TX_PKT_MAX (MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN)
+size_t mrce_tx_pkt_len(const struct mrce_tx_pkt *p);
+size_t mrce_tx_pkt_copy(const struct mrce_tx_pkt *p, uint8_t *out);
 
 #define MRC_RX_ECN 0x1u   /* the IP header arrived marked ECN-CE */
 /* One datagram from peer.  Malformed packets are dropped and counted by

@@ -163,13 +163,12 @@ static void on_retry(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- memory ----------------------------------------------------------- */
 
-static uint32_t engine_access(uint32_t a)
-{
-	return (a & MRC_MR_LOCAL_READ ? MRC_ACCESS_LOCAL_READ : 0) |
-	       (a & MRC_MR_REMOTE_WRITE ? MRC_ACCESS_REMOTE_WRITE : 0) |
-	       (a & MRC_MR_REMOTE_ATOMIC ? MRC_ACCESS_REMOTE_ATOMIC : 0) |
-	       (a & MRC_MR_LOCAL_WRITE ? MRC_ACCESS_LOCAL_WRITE : 0);
-}
+/* A client's region rights (libmrc's MRC_MR_*) are the engine's access
+ * bits, so they pass to the engine unchanged, as op codes do. */
+_Static_assert(MRC_MR_LOCAL_READ == MRC_ACCESS_LOCAL_READ &&
+	       MRC_MR_REMOTE_WRITE == MRC_ACCESS_REMOTE_WRITE &&
+	       MRC_MR_REMOTE_ATOMIC == MRC_ACCESS_REMOTE_ATOMIC &&
+	       MRC_MR_LOCAL_WRITE == MRC_ACCESS_LOCAL_WRITE, "region rights are the engine's");
 
 static int do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 {
@@ -211,7 +210,7 @@ static int do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 		return fail(c, m, -errno, "mmap of the region failed");
 	uint32_t key;
 	int r = mrce_mr_reg(mrcd_engine(c->d), c->id, (char *)map + (q.fd_off - a), q.len,
-			   engine_access(q.access), &key);
+			   q.access & MRC_MR_ALL, &key);
 	if (r) {
 		munmap(map, map_len);
 		return fail(c, m, r, "the engine refused the region (daemon-wide limit?)");

@@ -317,7 +317,7 @@ static void flip_bit(struct chan *ch, struct chan_pkt *p)
 static void hand_over(struct chan *ch, uint32_t src, const struct mrce_tx_pkt *tp)
 {
 	uint32_t dst = node_of_peer(ch, src, tp->peer);
-	size_t len = (size_t)tp->hdr_len + tp->plen + (tp->plen ? MRC_TRAILER_LEN : 0);
+	size_t len = mrce_tx_pkt_len(tp);
 
 	if (dst == UINT32_MAX || tp->ev >= ch->cfg.nev || tp->hdr_len > MRC_HDR_MAX) {
 		fprintf(stderr, "chan: node %u sent to unknown peer %u / ev %u / hdr_len %u\n",
@@ -325,11 +325,7 @@ static void hand_over(struct chan *ch, uint32_t src, const struct mrce_tx_pkt *t
 		abort();
 	}
 	struct chan_pkt *p = pkt_get(ch, len);
-	memcpy(p->buf, tp->hdr, tp->hdr_len);
-	if (tp->plen) {
-		memcpy(p->buf + tp->hdr_len, tp->payload, tp->plen);
-		memcpy(p->buf + tp->hdr_len + tp->plen, tp->trailer, MRC_TRAILER_LEN);
-	}
+	mrce_tx_pkt_copy(tp, p->buf);
 	p->src = src;
 	p->dst = dst;
 	p->ev = tp->ev;
