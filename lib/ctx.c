@@ -201,3 +201,8 @@ void mrc__unlink_qp(struct mrc_qp *qp)
 		}
 	pthread_mutex_unlock(&qp->ctx->lock);
 }
+
+MRC__API int mrc_ctx_fd(const struct mrc_ctx *ctx)
+{
+	return ctx->sock;
+}

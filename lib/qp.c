@@ -177,3 +177,12 @@ MRC__API int mrc_connect(struct mrc_qp *qp, uint32_t host, uint32_t sid, uint32_
 		set_addr(remote, &rep);
 	return r;
 }
+
+MRC__API int mrc_qp_rings(struct mrc_qp *qp, struct mrc_qp_rings *out)
+{
+	if (!qp || !out)
+		return -EINVAL;
+	*out = (struct mrc_qp_rings){ .sq = qp->sq.hdr, .cq = qp->cq.hdr, .map = qp->map,
+				      .map_len = qp->map_len };
+	return 0;
+}

@@ -95,9 +95,14 @@ struct mrc_qp_cfg {
 	uint32_t cq_entries;       /* power of two (default 2 * sq_entries) */
 	uint32_t flags;            /* MRC_QP_* */
 	uint32_t pin_ev;           /* MRC_QP_PIN: the one path to use */
+	uint32_t rsvd;             /* 0 */
+	uint64_t index_base;       /* first ring index (0; other values test
+	                              index wraparound, mrc/ring.h) */
 };
 #define MRC_QP_PIN    0x1u   /* single-path (ECMP-like) mode, for comparisons */
-#define MRC_QP_POLLED 0x2u   /* the daemon polls the SQ always (GPU producers) */
+#define MRC_QP_POLLED 0x2u   /* no SQ doorbell: the daemon polls the SQ
+                                (adaptively) and is woken through the
+                                notify page (GPU producers, mrc/gpu.h) */
 
 /* cfg NULL: defaults. */
 int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg, struct mrc_qp **out);
@@ -174,6 +179,25 @@ int mrc_qp_fd(const struct mrc_qp *qp);
 int mrc_arm_cq(struct mrc_qp *qp);
 
 const char *mrc_cqe_op_name(uint8_t op);
+
+/* ---- rings for producers outside libmrc (mrc/gpu.h) -------------------
+ * The QP's rings as mapped in this process, for a producer that posts
+ * and polls by the ring ABI itself (a GPU kernel through mrc/gpu.h).
+ * While it does, the QP's mrc_post_* and mrc_poll_cq must not be used:
+ * each ring has one producer and one consumer.  notify is NULL unless the
+ * QP was created with MRC_QP_POLLED.  map/map_len: the mapping holding
+ * both rings (to register with cudaHostRegister). */
+struct mrc_qp_rings {
+	struct mrc_ring_hdr *sq, *cq;
+	struct mrc_notify *notify;
+	void *map;
+	uint64_t map_len;
+	uint64_t notify_len;
+};
+int mrc_qp_rings(struct mrc_qp *qp, struct mrc_qp_rings *out);
+/* The control socket: poll it for POLLRDHUP/POLLHUP to learn that the
+ * daemon died (never read or write it).  mrc/gpu.h's watchdog does. */
+int mrc_ctx_fd(const struct mrc_ctx *ctx);
 
 #ifdef __cplusplus
 }

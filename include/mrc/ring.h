@@ -1,4 +1,4 @@
-/* mrc ring ABI, version 1: the shared-memory contract between a client
+/* mrc ring ABI, version 2: the shared-memory contract between a client
  * (libmrc, or a GPU kernel) and mrcd.
  *
  * Every QP has a submission ring (SQ: client produces, daemon consumes) and
@@ -82,6 +82,47 @@
  * Completions are read the same way in reverse: volatile load of seq until
  * it equals index + 1, __threadfence_system(), read the fields, then store
  * tail = index + 1 (volatile) once the slot's contents are no longer needed.
+ * include/mrc/gpu.h implements all of this (and the polled-ring wake-up
+ * below) once, for kernels and host threads alike.
+ *
+ * Polled rings (version 2).  A ring with MRC_RING_F_POLLED has no eventfd
+ * doorbell (a kernel cannot write one) and is not polled forever either:
+ * the daemon polls it busily while work flows, and when it has been idle
+ * a while it stores sleeping = 1 and stops looking at it.  The producer
+ * then wakes it through the client's notify page (struct mrc_notify, one
+ * per client, shared by all its polled rings), with plain stores only (no
+ * read-modify-write: system-scope atomics over PCIe are not portable):
+ *
+ *     daemon parking a ring             producer after publishing seq
+ *     store(sleeping, 1)                (seq store, release)
+ *     full fence                        full fence
+ *     load slot(tail).seq: ready?       load(sleeping)
+ *       yes: sleeping = 0, keep it        1: store(pending[notify_slot], 1)
+ *       no:  parked                          full fence
+ *                                            store(summary, 1)
+ *     daemon, every poll interval (busy while any ring is active, backing
+ *     off to cfg gpu_poll_max_us when all are parked):
+ *     load(summary) == 1?  store(summary, 0); full fence;
+ *       each pending[i] == 1: store(pending[i], 0); full fence;
+ *                             sleeping = 0; poll ring i again
+ *
+ * The first pair is the doorbell's Dekker pattern (either the daemon sees
+ * the descriptor or the producer sees sleeping == 1).  The second pair is
+ * the same pattern on pending/summary: the producer's fence orders its
+ * pending store before its summary store, the daemon's fence orders its
+ * summary clear before its pending loads, so a daemon that clears a
+ * summary = 1 it did not read still finds the pending byte.  A producer
+ * that sees sleeping == 1 stores the flags every time until the daemon
+ * clears sleeping (harmless repeats); only the daemon clears anything.
+ * The daemon scans the pending bytes of a client only when its summary
+ * is set, so idle rings cost nothing per poll.
+ *
+ * Index base (version 2).  Indices need not start at 0: hdr.base is the
+ * first index of both rings (CREATE_QP's index_base, used to test
+ * wraparound).  The daemon pre-fills every slot's seq with the value the
+ * slot would hold after the previous lap (index - entries + 1), so a slot
+ * of the first lap never matches by accident.  Every comparison of
+ * indices is by unsigned difference (i - tail < entries), never by <.
  *
  * The daemon treats everything in the rings as untrusted: it reads each
  * descriptor once into private memory before validating it, keeps its own
@@ -102,7 +143,7 @@ extern "C" {
 #endif
 
 #define MRC_RING_MAGIC   0x5243524du   /* "MRCR" little-endian */
-#define MRC_RING_VERSION 1u
+#define MRC_RING_VERSION 2u
 #define MRC_RING_CACHELINE 64u
 
 /* hdr.kind */
@@ -127,9 +168,10 @@ struct mrc_ring_hdr {
 	uint32_t desc_size;        /* sizeof one descriptor */
 	uint32_t flags;            /* MRC_RING_F_* */
 	uint32_t qpn;              /* the QP this ring belongs to */
-	uint32_t rsvd0;
+	uint32_t notify_slot;      /* F_POLLED SQ: its byte in mrc_notify.pending */
 	uint64_t desc_off;         /* descriptors, from the header's start */
-	uint8_t pad0[MRC_RING_CACHELINE - 40];
+	uint64_t base;             /* first index of the ring (index_base) */
+	uint8_t pad0[MRC_RING_CACHELINE - 48];
 	/* line 1: producer */
 	uint64_t head;             /* producer's next index (advisory) */
 	uint32_t status;           /* MRC_RING_S_* */
@@ -138,6 +180,24 @@ struct mrc_ring_hdr {
 	uint64_t tail;             /* consumer's next index: slots below are free */
 	uint32_t sleeping;         /* 1: consumer is (about to be) asleep */
 	uint8_t pad2[MRC_RING_CACHELINE - 12];
+};
+
+/* The client's notify page (memfd, shared by all of its polled rings;
+ * see "Polled rings" above).  Created by the daemon with the client's
+ * first polled QP and passed with it. */
+#define MRC_NOTIFY_MAGIC 0x544e524du  /* "MRNT" little-endian */
+struct mrc_notify {
+	/* line 0: written once by the daemon */
+	uint32_t magic;            /* MRC_NOTIFY_MAGIC */
+	uint32_t version;          /* MRC_RING_VERSION */
+	uint32_t slots;            /* bytes in pending[] */
+	uint32_t rsvd;
+	uint8_t pad0[MRC_RING_CACHELINE - 16];
+	/* line 1: producers store 1, the daemon stores 0 */
+	uint32_t summary;
+	uint8_t pad1[MRC_RING_CACHELINE - 4];
+	/* line 2 on: one byte per polled ring, same rule */
+	uint8_t pending[];
 };
 
 /* Submission descriptor opcodes (ring values; stable ABI).  These are the
