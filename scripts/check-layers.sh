@@ -74,9 +74,11 @@ LAYERS='
 6  daemon/clients
 7  daemon/oper
 8  daemon lib
-9  ctl tools sim examples
-10 tests
-11 bench fuzz
+9  gpu
+10 coll nccl
+11 ctl tools sim examples
+12 tests
+13 bench fuzz
 '
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	files=$(git ls-files -co --exclude-standard -- '*.c' '*.h' |
