@@ -7,7 +7,8 @@
 _Static_assert(sizeof(struct mrc_cli_hdr) == 16, "ctl hdr");
 _Static_assert(sizeof(struct mrc_cli_hello) == 40, "hello");
 _Static_assert(sizeof(struct mrc_cli_hello_rep) == 40, "hello rep");
-_Static_assert(sizeof(struct mrc_cli_create_qp_rep) == 32, "create rep");
+_Static_assert(sizeof(struct mrc_cli_create_qp) == 24, "create");
+_Static_assert(sizeof(struct mrc_cli_create_qp_rep) == 40, "create rep");
 _Static_assert(sizeof(struct mrc_cli_status) + MRC_CLI_REASON_MAX +
 	       sizeof(struct mrc_cli_hdr) <= MRC_CLI_MSG_MAX, "max msg");
 

@@ -1,4 +1,4 @@
-/* mrcd client protocol, version 1: messages on the daemon's Unix socket
+/* mrcd client protocol, version 2: messages on the daemon's Unix socket
  * (SOCK_SEQPACKET, so one recvmsg is one whole message).
  *
  * Every message is a 16-byte header then a type-specific body of exactly
@@ -24,7 +24,8 @@
 #include <stdint.h>
 
 #define MRC_CLI_MAGIC    0x4343524du   /* "MRCC" little-endian */
-#define MRC_CLI_VERSION  1u
+/* 2: CREATE_QP carries index_base and its reply notify_len (ring ABI 2). */
+#define MRC_CLI_VERSION  2u
 #define MRC_CLI_MSG_MAX  512u          /* no message is longer */
 #define MRC_CLI_MAX_FDS  3u            /* per message */
 #define MRC_CLI_REASON_MAX 200u        /* error text bytes */
@@ -34,8 +35,12 @@ enum mrc_cli_type {
 	MRC_CLI_HELLO = 0x0001,
 	MRC_CLI_REG_MR = 0x0002,       /* fd: the region's memfd */
 	MRC_CLI_DEREG_MR = 0x0003,
-	MRC_CLI_CREATE_QP = 0x0004,    /* reply fds: rings memfd, sq doorbell,
-	                                  cq doorbell */
+	MRC_CLI_CREATE_QP = 0x0004,    /* reply fds, always 3: [0] the rings
+	                                  memfd; [1] the SQ doorbell eventfd,
+	                                  or for a POLLED QP the client's
+	                                  notify memfd (struct mrc_notify,
+	                                  the same file for all its polled
+	                                  QPs); [2] the CQ doorbell eventfd */
 	MRC_CLI_DESTROY_QP = 0x0005,
 	MRC_CLI_QP_INFO = 0x0006,
 	MRC_CLI_CONNECT_OOB = 0x0007,
@@ -84,9 +89,12 @@ struct mrc_cli_create_qp {
 	uint32_t cq_entries;       /* power of two */
 	uint32_t flags;            /* MRC_CLI_QP_* */
 	uint32_t pin_ev;
+	uint64_t index_base;       /* first index of both rings; any value
+	                              (mrc/ring.h "Index base") */
 };
 #define MRC_CLI_QP_PIN_EV 0x1u /* single-path mode on pin_ev */
-#define MRC_CLI_QP_POLLED 0x2u /* SQ always polled (GPU producer) */
+#define MRC_CLI_QP_POLLED 0x2u /* SQ polled, no doorbell: woken through
+                                  the notify page (mrc/ring.h) */
 #define MRC_CLI_QP_FLAGS  0x3u
 struct mrc_cli_qpn {           /* DESTROY_QP, QP_INFO */
 	uint32_t qpn;
@@ -139,6 +147,8 @@ struct mrc_cli_create_qp_rep {
 	uint32_t rsvd;
 	uint64_t map_len;          /* bytes to mmap from the rings memfd */
 	uint64_t sq_off, cq_off;   /* ring headers in that mapping */
+	uint64_t notify_len;       /* POLLED: bytes to mmap from the notify
+	                              memfd (fd 1); else 0 */
 };
 struct mrc_cli_qp_info_rep {
 	struct mrc_cli_addr local;
@@ -181,7 +191,7 @@ int mrc__cli_enc_rep(void *buf, size_t cap, uint16_t type, uint32_t req_id,
 
 /* Strict decoding of one whole message (error replies of any type
  * decode, with their reason).  -EBADMSG for anything malformed
- * (why: a static string), -EPROTONOSUPPORT for a version other than 1,
+ * (why: a static string), -EPROTONOSUPPORT for a version other than MRC_CLI_VERSION,
  * -EOPNOTSUPP for an unknown type.  On success m->body points into
  * buf. */
 int mrc__cli_dec_req(const void *buf, size_t len, struct mrc_cli_msg *m, const char **why);

@@ -8,7 +8,8 @@
  * written outside the registered regions (canaries around each region,
  * and the bytes of a read-only region unchanged).
  *
- * Input: byte 0 picks the regions' rights; byte 1 the rounds; then for
+ * Input: byte 0 picks the regions' rights; byte 1 the rounds (bits 0-2)
+ * and the rings' index_base (bits 3-4: 0, 2^32 - 3, 2^64 - 3, 2^63); then for
  * each ring slot a control byte (bit 0: publish it, i.e. set its sequence
  * word to the one the consumer expects; bit 1: the other QP's ring) and a
  * struct mrc_sqe whose keys select among the regions. */
@@ -40,6 +41,8 @@ uint64_t mrcd_now(void) { return g_now; }
 struct ev_loop *mrcd_loop(struct mrcd *d) { (void)d; return g_loop; }
 struct mrce *mrcd_engine(struct mrcd *d) { (void)d; return g_e; }
 void mrcd_kick(struct mrcd *d) { (void)d; }
+static struct mrcd_ring_stats g_rst;
+struct mrcd_ring_stats *mrcd_ring_stats(struct mrcd *d) { (void)d; return &g_rst; }
 void mrcd_log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
 
 int mrcd_qp_bind(struct mrcd *d, uint32_t qpn, mrcd_wc_fn fn, void *ctx)
@@ -150,12 +153,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.max_ring = SLOTS;
 	ev_init(&c.retry, NULL);
 	struct mrcd_cqp *q[2];
+	static const uint64_t bases[4] = { 0, (1ull << 32) - 3, UINT64_MAX - 2, 1ull << 63 };
+	uint64_t base = bases[(data[1] >> 3) & 3];
 	for (int i = 0; i < 2; i++) {
-		struct mrc_cli_create_qp rq = { .sq_entries = SLOTS, .cq_entries = SLOTS / 2 };
+		struct mrc_cli_create_qp rq = { .sq_entries = SLOTS, .cq_entries = SLOTS / 2,
+						.index_base = base };
 		struct mrc_cli_create_qp_rep rep;
 		int memfd;
 		const char *why = "";
-		ENSURE(mrcd_cqp_create(&c, &rq, &q[i], &memfd, &rep, &why) == 0);
+		ENSURE(mrcd_cqp_create(&c, &rq, 0, &q[i], &memfd, &rep, &why) == 0);
 		close(memfd);
 	}
 	ENSURE(mrce_qp_connect(g_e, q[0]->qpn, peer, q[1]->qpn, q[0]->psn, q[1]->psn) == 0);
@@ -164,7 +170,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rounds = 1 + (data[1] & 7);
 	data += 2;
 	size -= 2;
-	uint64_t next[2] = { 0, 0 };
+	uint64_t next[2] = { base, base };
 	const size_t rec = 1 + sizeof(struct mrc_sqe);
 	for (int round = 0; round < rounds; round++) {
 		for (; size >= rec; data += rec, size -= rec) {
@@ -196,7 +202,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		for (int i = 0; i < 2; i++) {
 			mrcd_cqp_poll(q[i], 64);
-			mrcd_cqp_arm(q[i]);
+			if (!mrcd_cqp_arm(q[i], g_now))
+				mrcd_cqp_deactivate(q[i]);
 		}
 		run_engine();
 		for (int i = 0; i < 2; i++) {

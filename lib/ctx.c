@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -164,6 +165,8 @@ MRC__API void mrc_close(struct mrc_ctx *ctx)
 	while (ctx->mrs)
 		if (mrc_dereg_mr(ctx->mrs) == -EBUSY)
 			mrc__free_mr(ctx->mrs);
+	if (ctx->notify)
+		munmap(ctx->notify, ctx->notify_len);
 	close(ctx->sock);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);

@@ -19,6 +19,10 @@ struct mrc_ctx {
 	char last_error[MRC_CLI_REASON_MAX + 1];
 	struct mrc_mr *mrs;        /* lists, for mrc_close */
 	struct mrc_qp *qps;
+	/* The notify page of polled QPs (mrc/ring.h), mapped with the
+	 * first one, kept until mrc_close (under lock). */
+	struct mrc_notify *notify;
+	uint64_t notify_len;
 };
 
 struct mrc_mr {
@@ -37,7 +41,7 @@ struct mrc_ring {
 	void *desc;
 	uint32_t mask;
 	uint64_t idx;              /* producer: head; consumer: tail */
-	uint64_t limit;            /* producer: cached tail + entries */
+	uint64_t tail;             /* producer: the consumer's tail, cached */
 };
 
 struct mrc_qp {
@@ -46,7 +50,8 @@ struct mrc_qp {
 	uint32_t qpn;
 	void *map;
 	uint64_t map_len;
-	int sq_efd, cq_efd;
+	int sq_efd, cq_efd;        /* sq_efd -1: polled (notify page) */
+	struct mrc_notify *notify; /* polled: ctx->notify */
 	pthread_mutex_t sq_lock, cq_lock;
 	struct mrc_ring sq, cq;
 };

@@ -17,17 +17,34 @@ static void ring_doorbell(int efd)
 		;
 }
 
+/* Producer side of a parked polled ring (mrc/ring.h "Polled rings"):
+ * after the seq store, a full fence, then the sleeping load; if set, the
+ * QP's pending byte, a full fence, the client's summary.  Plain stores
+ * only, as a GPU producer does them; the daemon clears both. */
+static void notify_wake(struct mrc_qp *qp)
+{
+	struct mrc_ring_hdr *h = qp->sq.hdr;
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(MRC__A32(&h->sleeping), memory_order_relaxed))
+		return;
+	__atomic_store_n(&qp->notify->pending[h->notify_slot], 1, __ATOMIC_RELAXED);
+	atomic_thread_fence(memory_order_seq_cst);
+	__atomic_store_n(&qp->notify->summary, 1, __ATOMIC_RELAXED);
+}
+
 MRC__API int mrc_post_sqe(struct mrc_qp *qp, const struct mrc_sqe *sqe)
 {
 	struct mrc_ring *r = &qp->sq;
+	uint64_t n = (uint64_t)r->mask + 1;
 	pthread_mutex_lock(&qp->sq_lock);
-	if (r->idx >= r->limit) {
-		/* The daemon may have consumed more since we last looked. */
+	/* Indices wrap (ring.h): room is by unsigned difference only. */
+	if (r->idx - r->tail >= n) {
+		/* The daemon may have consumed more since we last looked.  A
+		 * tail outside [cached tail, idx] is no daemon's: ignore it. */
 		uint64_t tail = mrc_ring_tail_load(r->hdr);
-		if (tail > r->idx)   /* a daemon never does this; do not trust it */
-			tail = r->idx;
-		r->limit = tail + r->mask + 1;
-		if (r->idx >= r->limit) {
+		if (tail - r->tail <= r->idx - r->tail)
+			r->tail = tail;
+		if (r->idx - r->tail >= n) {
 			pthread_mutex_unlock(&qp->sq_lock);
 			return __atomic_load_n(&qp->ctx->dead, __ATOMIC_RELAXED) ? -EPIPE : -ENOSPC;
 		}
@@ -40,7 +57,11 @@ MRC__API int mrc_post_sqe(struct mrc_qp *qp, const struct mrc_sqe *sqe)
 	mrc_ring_seq_publish(&s->seq, r->idx);
 	r->idx++;
 	r->hdr->head = r->idx;
-	int wake = mrc_ring_need_wake(r->hdr);
+	int wake = 0;
+	if (qp->notify)
+		notify_wake(qp);
+	else
+		wake = mrc_ring_need_wake(r->hdr);
 	pthread_mutex_unlock(&qp->sq_lock);
 	if (wake)
 		ring_doorbell(qp->sq_efd);

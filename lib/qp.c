@@ -9,7 +9,9 @@
 #include "lib/internal.h"
 
 /* The daemon wrote the headers; still check them, so a mismatched daemon
- * gives a clean error instead of stray stores. */
+ * gives a clean error instead of stray stores.  A new ring starts empty
+ * at its base (ring.h "Index base"): head and tail there (a CQ may hold
+ * at most entries completions already). */
 static int ring_attach(struct mrc_ring *r, struct mrc_qp *qp, uint64_t off, uint32_t kind,
 		       uint32_t desc_size)
 {
@@ -25,12 +27,52 @@ static int ring_attach(struct mrc_ring *r, struct mrc_qp *qp, uint64_t off, uint
 	if (h->desc_off < sizeof(*h) || h->desc_off > qp->map_len - off ||
 	    (qp->map_len - off - h->desc_off) / desc_size < n)
 		return -EBADMSG;
+	uint64_t head = h->head, tail = mrc_ring_tail_load(h);
+	if (tail != h->base || head - tail > (kind == MRC_RING_SQ ? 0 : n))
+		return -EBADMSG;
 	r->hdr = h;
 	r->desc = (char *)h + h->desc_off;
 	r->mask = n - 1;
-	r->idx = kind == MRC_RING_SQ ? h->head : mrc_ring_tail_load(h);
-	r->limit = kind == MRC_RING_SQ ? mrc_ring_tail_load(h) + n : 0;
+	r->idx = kind == MRC_RING_SQ ? head : tail;
+	r->tail = tail;
 	return 0;
+}
+
+/* A polled QP: fd is the client's notify page (climsg.h CREATE_QP fd 1),
+ * mapped once per context; the QP's slot must lie inside it. */
+static int notify_attach(struct mrc_qp *qp, int fd, uint64_t len)
+{
+	struct mrc_ctx *ctx = qp->ctx;
+	int r = 0;
+	pthread_mutex_lock(&ctx->lock);
+	if (!ctx->notify) {
+		if (len < sizeof(struct mrc_notify) || len > (1u << 30)) {
+			r = -EBADMSG;
+			goto out;
+		}
+		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED) {
+			r = -errno;
+			goto out;
+		}
+		struct mrc_notify *n = m;
+		if (n->magic != MRC_NOTIFY_MAGIC || n->version != MRC_RING_VERSION ||
+		    n->slots > len - sizeof(*n)) {
+			munmap(m, len);
+			r = -EPROTONOSUPPORT;
+			goto out;
+		}
+		ctx->notify = n;
+		ctx->notify_len = len;
+	}
+	if (qp->sq.hdr->notify_slot >= ctx->notify->slots ||
+	    !(qp->sq.hdr->flags & MRC_RING_F_POLLED))
+		r = -EBADMSG;
+	else
+		qp->notify = ctx->notify;
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return r;
 }
 
 MRC__API int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg,
@@ -39,8 +81,9 @@ MRC__API int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg,
 	*out = NULL;
 	struct mrc_cli_create_qp q = { .sq_entries = 256, .cq_entries = 0 };
 	if (cfg) {
-		if (cfg->flags & ~(MRC_QP_PIN | MRC_QP_POLLED))
+		if (cfg->flags & ~(MRC_QP_PIN | MRC_QP_POLLED) || cfg->rsvd)
 			return -EINVAL;
+		q.index_base = cfg->index_base;
 		if (cfg->sq_entries)
 			q.sq_entries = cfg->sq_entries;
 		q.cq_entries = cfg->cq_entries;
@@ -71,12 +114,18 @@ MRC__API int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg,
 	r = ring_attach(&qp->sq, qp, rep.sq_off, MRC_RING_SQ, sizeof(struct mrc_sqe));
 	if (!r)
 		r = ring_attach(&qp->cq, qp, rep.cq_off, MRC_RING_CQ, sizeof(struct mrc_cqe));
+	if (!r && qp->sq.hdr->base != q.index_base)
+		r = -EBADMSG;
+	if (!r && (q.flags & MRC_CLI_QP_POLLED))
+		r = notify_attach(qp, fds[1], rep.notify_len);
 	if (r) {
 		munmap(qp->map, qp->map_len);
 		goto fail;
 	}
 	close(fds[0]);
-	qp->sq_efd = fds[1];
+	qp->sq_efd = qp->notify ? -1 : fds[1];
+	if (qp->notify)
+		close(fds[1]);
 	qp->cq_efd = fds[2];
 	pthread_mutex_init(&qp->sq_lock, NULL);
 	pthread_mutex_init(&qp->cq_lock, NULL);
@@ -103,7 +152,8 @@ MRC__API int mrc_destroy_qp(struct mrc_qp *qp)
 	int r = mrc__call(qp->ctx, MRC_CLI_DESTROY_QP, &d, sizeof(d), -1, NULL, 0, NULL, 0);
 	mrc__unlink_qp(qp);
 	munmap(qp->map, qp->map_len);
-	close(qp->sq_efd);
+	if (qp->sq_efd >= 0)
+		close(qp->sq_efd);
 	close(qp->cq_efd);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_mutex_destroy(&qp->cq_lock);
@@ -183,6 +233,7 @@ MRC__API int mrc_qp_rings(struct mrc_qp *qp, struct mrc_qp_rings *out)
 	if (!qp || !out)
 		return -EINVAL;
 	*out = (struct mrc_qp_rings){ .sq = qp->sq.hdr, .cq = qp->cq.hdr, .map = qp->map,
-				      .map_len = qp->map_len };
+				      .map_len = qp->map_len, .notify = qp->notify,
+				      .notify_len = qp->notify ? qp->ctx->notify_len : 0 };
 	return 0;
 }

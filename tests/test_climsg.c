@@ -43,7 +43,8 @@ static size_t valid_body(uint16_t type, uint8_t *b)
 	}
 	case MRC_CLI_CREATE_QP: {
 		struct mrc_cli_create_qp c = { .sq_entries = 64, .cq_entries = 128,
-					       .flags = MRC_CLI_QP_PIN_EV, .pin_ev = 3 };
+					       .flags = MRC_CLI_QP_PIN_EV, .pin_ev = 3,
+					       .index_base = UINT64_MAX - 4 };
 		memcpy(b, &c, sizeof(c));
 		break;
 	}
@@ -89,7 +90,8 @@ static void test_rep_roundtrip(void **state)
 {
 	(void)state;
 	uint8_t buf[MRC_CLI_MSG_MAX];
-	struct mrc_cli_create_qp_rep rep = { .qpn = 7, .map_len = 1 << 20, .sq_off = 0, .cq_off = 4096 };
+	struct mrc_cli_create_qp_rep rep = { .qpn = 7, .map_len = 1 << 20, .sq_off = 0, .cq_off = 4096,
+					     .notify_len = 4096 };
 	int len = mrc__cli_enc_rep(buf, sizeof(buf), MRC_CLI_CREATE_QP, 5, 0, &rep, sizeof(rep), NULL);
 	assert_true(len > 0);
 	struct mrc_cli_msg m;
@@ -151,9 +153,11 @@ static void test_req_rules(void **state)
 	((struct mrc_cli_hdr *)buf)->magic ^= 1;
 	expect_req(buf, len, -EBADMSG);
 	((struct mrc_cli_hdr *)buf)->magic ^= 1;
-	((struct mrc_cli_hdr *)buf)->version = 2;
+	((struct mrc_cli_hdr *)buf)->version = MRC_CLI_VERSION + 1;
 	expect_req(buf, len, -EPROTONOSUPPORT);
-	((struct mrc_cli_hdr *)buf)->version = 1;
+	((struct mrc_cli_hdr *)buf)->version = 1;   /* before index_base */
+	expect_req(buf, len, -EPROTONOSUPPORT);
+	((struct mrc_cli_hdr *)buf)->version = MRC_CLI_VERSION;
 	((struct mrc_cli_hdr *)buf)->type = MRC_CLI_HELLO | MRC_CLI_REPLY;
 	expect_req(buf, len, -EBADMSG);
 	((struct mrc_cli_hdr *)buf)->type = 0x0042;
@@ -191,6 +195,17 @@ static void test_req_rules(void **state)
 	c.flags = 0;
 	c.pin_ev = 2;
 	expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, sizeof(c)), -EBADMSG);
+	/* Any index_base is valid (ring.h "Index base"): the rings' indices
+	 * are free-running, so every start is some lap of some ring. */
+	c.pin_ev = 0;
+	c.flags = MRC_CLI_QP_POLLED;
+	static const uint64_t bases[] = { 0, 1, (1ull << 32) - 5, UINT64_MAX - 4, UINT64_MAX };
+	for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
+		c.index_base = bases[i];
+		expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, sizeof(c)), 0);
+	}
+	/* The version 1 body (16 bytes, no index_base) is refused. */
+	expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, 16), -EBADMSG);
 
 	struct mrc_cli_qpn q = { .qpn = 1, .rsvd = 1 };
 	expect_req(buf, raw_req(buf, MRC_CLI_DESTROY_QP, &q, sizeof(q)), -EBADMSG);

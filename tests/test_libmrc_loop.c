@@ -393,7 +393,7 @@ static void test_bad_control(void **state)
 	assert_int_equal(m.status, -EPROTO);
 
 	/* unknown type */
-	struct mrc_cli_hdr uh = { .magic = MRC_CLI_MAGIC, .version = 1, .type = 0x77, .req_id = 12 };
+	struct mrc_cli_hdr uh = { .magic = MRC_CLI_MAGIC, .version = MRC_CLI_VERSION, .type = 0x77, .req_id = 12 };
 	assert_int_equal(raw_call(d->sock, &uh, sizeof(uh), &m, rbuf), 0);
 	assert_int_equal(m.status, -EOPNOTSUPP);
 

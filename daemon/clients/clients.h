@@ -73,6 +73,19 @@ struct mrcd_client {
 	struct mrcd_cm_op *ops;    /* pending ACCEPT / CONNECT */
 	struct mrcd_lsn *lsns;     /* listeners */
 	int polling;               /* poller registered */
+	/* The QPs polled each round (mrcd_cqp_activate): those with work
+	 * or not yet armed/parked.  Armed doorbell QPs and parked polled QPs
+	 * are not on it, so idle QPs cost nothing per round. */
+	struct mrcd_cqp *act;
+	uint64_t park_ns;          /* config gpu_park_us */
+	/* Polled QPs: the notify page (mrc/ring.h), one slot per polled QP
+	 * (slot_qp[notify_slot], max_qps slots), created with the first. */
+	struct mrc_notify *notify;
+	size_t notify_len;
+	int notify_fd;             /* -1 until the first polled QP */
+	struct mrcd_cqp **slot_qp;
+	uint32_t npolled;
+	struct mrcd_client *nnext; /* clients with polled QPs (clients.c) */
 };
 
 /* Returns the client's region with this key (ringcheck's lookup). */
@@ -100,6 +113,11 @@ struct mrcd_cqp {
 	uint64_t sq_tail, cq_head;
 	int blocked;               /* the engine's queue was full */
 	int broken;                /* CQ overflowed: SQ no longer consumed */
+	int active;                /* on c->act */
+	int parked;                /* polled QP with sleeping = 1, off c->act */
+	struct mrcd_cqp *act_next, *act_prev;
+	uint32_t notify_slot;      /* polled QP: its byte in c->notify */
+	uint64_t last_work_ns;     /* polled QP: last descriptor consumed */
 	/* Completions in posting order: one FIFO for sends, one for receives.
 	 * An entry is either a marker for work in the engine or an error
 	 * completion of a refused descriptor, written once every earlier
@@ -113,15 +131,28 @@ struct mrcd_cqp {
 };
 
 /* Creates the engine QP and its rings in a sealed memfd (*memfd, to pass
- * to the client, with q->sq_efd and q->cq_efd). */
+ * to the client, with q->sq_efd (-1 for a polled QP) and q->cq_efd).
+ * notify_slot: a polled QP's byte in c->notify (the caller's choice).
+ * The new QP is active (polled until it arms or parks). */
 int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
-		    struct mrcd_cqp **out, int *memfd, struct mrc_cli_create_qp_rep *rep,
-		    const char **why);
+		    uint32_t notify_slot, struct mrcd_cqp **out, int *memfd,
+		    struct mrc_cli_create_qp_rep *rep, const char **why);
 void mrcd_cqp_destroy(struct mrcd_cqp *q);
 /* Consumes up to budget descriptors; returns how many. */
 int mrcd_cqp_poll(struct mrcd_cqp *q, int budget);
-/* Arms the SQ doorbell: 0 armed, 1 work is ready (keep polling). */
-int mrcd_cqp_arm(struct mrcd_cqp *q);
+/* Called on an active QP when a round found no work: 1 keep it active
+ * (work is ready, or a polled QP idle less than park_ns); 0 take it off
+ * the active list: its doorbell is armed, or it is parked (polled), or
+ * it waits for a completion or CQ room (on_wc and the retry timer
+ * activate it again). */
+int mrcd_cqp_arm(struct mrcd_cqp *q, uint64_t now);
+/* Puts a QP on its client's active list (no-op if there) / takes it off. */
+void mrcd_cqp_activate(struct mrcd_cqp *q);
+void mrcd_cqp_deactivate(struct mrcd_cqp *q);
+/* A parked polled QP's pending byte was set: sleeping = 0 (after the
+ * caller cleared the byte and fenced), active again.  0 when it was not
+ * parked (a repeat or stale notification). */
+int mrcd_cqp_unpark(struct mrcd_cqp *q, uint64_t now);
 /* Moves backlogged completions into the CQ; returns how many remain. */
 uint32_t mrcd_cqp_flush(struct mrcd_cqp *q);
 

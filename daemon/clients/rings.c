@@ -26,8 +26,11 @@ static uint64_t page_up(uint64_t n)
 	return (n + pg - 1) & ~(pg - 1);
 }
 
+/* Indices start at base (ring.h "Index base"); every slot's seq holds
+ * what the previous lap would have left, so no slot of the first lap can
+ * match its index by accident, whatever base is. */
 static void ring_init(struct mrc_ring_hdr *h, uint32_t kind, uint32_t n, uint32_t dsz,
-		      uint32_t flags, uint32_t qpn)
+		      uint32_t flags, uint32_t qpn, uint64_t base, uint32_t notify_slot)
 {
 	memset(h, 0, sizeof(*h));
 	h->magic = MRC_RING_MAGIC;
@@ -37,7 +40,16 @@ static void ring_init(struct mrc_ring_hdr *h, uint32_t kind, uint32_t n, uint32_
 	h->desc_size = dsz;
 	h->flags = flags;
 	h->qpn = qpn;
+	h->notify_slot = notify_slot;
 	h->desc_off = sizeof(*h);
+	h->base = base;
+	h->head = base;
+	h->tail = base;
+	char *desc = (char *)h + h->desc_off;
+	for (uint64_t i = base; i != base + n; i++) {
+		uint32_t seq = (uint32_t)(i - n + 1);
+		memcpy(desc + (i & (n - 1)) * dsz, &seq, sizeof(seq));
+	}
 }
 
 static void doorbell(int efd)
@@ -50,11 +62,13 @@ static void doorbell(int efd)
 /* ---- completions ------------------------------------------------------ */
 
 /* Writes one completion into the CQ; -ENOSPC when the client has not
- * freed a slot.  A tail beyond our head is garbage: treated as full. */
+ * freed a slot.  Indices wrap (ring.h): only the unsigned distance
+ * counts, and a tail beyond our head (garbage) is a huge distance, so it
+ * reads as full. */
 static int cq_put(struct mrcd_cqp *q, const struct mrc_cqe *c)
 {
 	uint64_t tail = mrc_ring_tail_load(q->cqh);
-	if (tail > q->cq_head || q->cq_head - tail > q->cq_mask)
+	if (q->cq_head - tail > q->cq_mask)
 		return -ENOSPC;
 	struct mrc_cqe *s = &q->cq[q->cq_head & q->cq_mask];
 	memcpy((char *)s + sizeof(s->seq), (const char *)c + sizeof(c->seq),
@@ -168,6 +182,7 @@ static void on_wc(void *ctx, const struct mrce_wc *wc)
 	}
 	/* Room in the engine or the CQ budget again: poll the SQ. */
 	q->blocked = 0;
+	mrcd_cqp_activate(q);
 	mrcd_kick(q->c->d);
 }
 
@@ -208,6 +223,7 @@ static uint32_t outstanding(const struct mrcd_cqp *q)
 int mrcd_cqp_poll(struct mrcd_cqp *q, int budget)
 {
 	int n = 0;
+	mrcd_ring_stats(q->c->d)->ring_polls++;
 	uint32_t cq_cap = q->cq_mask + 1;
 	while (n < budget && !q->blocked && !q->broken && outstanding(q) < cq_cap) {
 		struct mrc_sqe *slot = &q->sq[q->sq_tail & q->sq_mask];
@@ -222,21 +238,78 @@ int mrcd_cqp_poll(struct mrcd_cqp *q, int budget)
 		q->sq_tail++;
 		n++;
 	}
-	if (n)
+	if (n) {
 		mrc_ring_tail_store(q->sqh, q->sq_tail);
+		if (q->flags & MRC_CLI_QP_POLLED)
+			q->last_work_ns = mrcd_now();
+	}
 	return n;
 }
 
-int mrcd_cqp_arm(struct mrcd_cqp *q)
+/* ---- the active list, doorbells and parking ---------------------------- */
+
+void mrcd_cqp_activate(struct mrcd_cqp *q)
+{
+	if (q->active)
+		return;
+	struct mrcd_client *c = q->c;
+	q->active = 1;
+	q->act_prev = NULL;
+	q->act_next = c->act;
+	if (c->act)
+		c->act->act_prev = q;
+	c->act = q;
+}
+
+void mrcd_cqp_deactivate(struct mrcd_cqp *q)
+{
+	if (!q->active)
+		return;
+	if (q->act_prev)
+		q->act_prev->act_next = q->act_next;
+	else
+		q->c->act = q->act_next;
+	if (q->act_next)
+		q->act_next->act_prev = q->act_prev;
+	q->active = 0;
+	q->act_next = q->act_prev = NULL;
+}
+
+int mrcd_cqp_arm(struct mrcd_cqp *q, uint64_t now)
 {
 	if (q->blocked || q->broken || outstanding(q) >= q->cq_mask + 1)
 		return 0;          /* a completion (on_wc) or the retry timer resumes */
 	const uint32_t *seq = &q->sq[q->sq_tail & q->sq_mask].seq;
-	/* A polled queue (a GPU producer cannot write an eventfd) keeps the
-	 * loop polling: reporting work here stops the daemon from sleeping. */
-	if (q->flags & MRC_CLI_QP_POLLED)
+	if (!(q->flags & MRC_CLI_QP_POLLED))
+		return mrc_ring_prepare_sleep(q->sqh, seq, q->sq_tail);
+	/* A polled ring (its producer cannot write an eventfd) stays busy
+	 * while work flows; idle for park_ns it parks by the doorbell's
+	 * Dekker pattern: sleeping = 1, full fence, re-check the next slot
+	 * (ring.h "Polled rings").  From then on only its client's notify
+	 * summary is read, not the ring. */
+	if (now - q->last_work_ns < q->c->park_ns)
 		return 1;
-	return mrc_ring_prepare_sleep(q->sqh, seq, q->sq_tail);
+	if (mrc_ring_prepare_sleep(q->sqh, seq, q->sq_tail)) {
+		q->last_work_ns = now;
+		return 1;
+	}
+	struct mrcd_ring_stats *st = mrcd_ring_stats(q->c->d);
+	q->parked = 1;
+	st->parks++;
+	st->polled_parked++;
+	return 0;
+}
+
+int mrcd_cqp_unpark(struct mrcd_cqp *q, uint64_t now)
+{
+	if (!q->parked)
+		return 0;
+	q->parked = 0;
+	mrcd_ring_stats(q->c->d)->polled_parked--;
+	mrc_ring_wake_done(q->sqh);
+	q->last_work_ns = now;
+	mrcd_cqp_activate(q);
+	return 1;
 }
 
 static void on_sq_doorbell(struct ev_loop *loop, ev_io *w, int revents)
@@ -248,6 +321,7 @@ static void on_sq_doorbell(struct ev_loop *loop, ev_io *w, int revents)
 	if (read(q->sq_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		mrcd_log(MRCD_LOG_DEBUG, "sq doorbell: %s", strerror(errno));
 	mrc_ring_wake_done(q->sqh);
+	mrcd_cqp_activate(q);
 	mrcd_kick(q->c->d);
 }
 
@@ -259,8 +333,8 @@ static int pow2_ok(uint32_t n, uint32_t max)
 }
 
 int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
-		    struct mrcd_cqp **out, int *memfd, struct mrc_cli_create_qp_rep *rep,
-		    const char **why)
+		    uint32_t notify_slot, struct mrcd_cqp **out, int *memfd,
+		    struct mrc_cli_create_qp_rep *rep, const char **why)
 {
 	struct mrcd *d = c->d;
 	uint32_t max = c->max_ring < MRC_RING_MAX_ENTRIES ? c->max_ring : MRC_RING_MAX_ENTRIES;
@@ -309,35 +383,46 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 		*why = "ring memory";
 		goto fail;
 	}
+	int polled = !!(req->flags & MRC_CLI_QP_POLLED);
 	q->map = mmap(NULL, q->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, *memfd, 0);
-	q->sq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	/* A polled QP has no SQ doorbell: its producer wakes it through the
+	 * notify page. */
+	if (!polled)
+		q->sq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	q->cq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (q->map == MAP_FAILED || q->sq_efd < 0 || q->cq_efd < 0) {
+	if (q->map == MAP_FAILED || (!polled && q->sq_efd < 0) || q->cq_efd < 0) {
 		r = -errno;
 		*why = "ring memory or doorbells";
 		goto fail;
 	}
-	uint32_t rflags = req->flags & MRC_CLI_QP_POLLED ? MRC_RING_F_POLLED : 0;
+	uint32_t rflags = polled ? MRC_RING_F_POLLED : 0;
+	uint64_t base = req->index_base;
+	q->notify_slot = polled ? notify_slot : 0;
 	q->sqh = q->map;
 	q->cqh = (struct mrc_ring_hdr *)((char *)q->map + sq_bytes);
-	ring_init(q->sqh, MRC_RING_SQ, req->sq_entries, sizeof(struct mrc_sqe), rflags, q->qpn);
-	ring_init(q->cqh, MRC_RING_CQ, ncq, sizeof(struct mrc_cqe), 0, q->qpn);
+	ring_init(q->sqh, MRC_RING_SQ, req->sq_entries, sizeof(struct mrc_sqe), rflags, q->qpn,
+		  base, q->notify_slot);
+	ring_init(q->cqh, MRC_RING_CQ, ncq, sizeof(struct mrc_cqe), 0, q->qpn, base, 0);
 	q->sq = (struct mrc_sqe *)(q->sqh + 1);
 	q->cq = (struct mrc_cqe *)(q->cqh + 1);
 	q->sq_mask = req->sq_entries - 1;
 	q->cq_mask = ncq - 1;
+	q->sq_tail = q->cq_head = base;
 	r = mrcd_qp_bind(d, q->qpn, on_wc, q);
 	if (r) {
 		*why = "QP number already bound";
 		goto fail;
 	}
-	ev_io_init(&q->sq_io, on_sq_doorbell, q->sq_efd, EV_READ);
-	q->sq_io.data = q;
-	ev_io_start(mrcd_loop(d), &q->sq_io);
-	/* A polled queue has no doorbell: start polling now, the loop may be
-	 * asleep (arm keeps it polling from then on). */
-	if (q->flags & MRC_CLI_QP_POLLED)
-		mrcd_kick(d);
+	if (!polled) {
+		ev_io_init(&q->sq_io, on_sq_doorbell, q->sq_efd, EV_READ);
+		q->sq_io.data = q;
+		ev_io_start(mrcd_loop(d), &q->sq_io);
+	}
+	/* Polled until its first arm: the doorbell is not armed yet
+	 * (sleeping = 0), and a polled ring starts busy. */
+	q->last_work_ns = mrcd_now();
+	mrcd_cqp_activate(q);
+	mrcd_kick(d);
 	*rep = (struct mrc_cli_create_qp_rep){ .qpn = q->qpn, .map_len = q->map_len,
 		.sq_off = 0, .cq_off = sq_bytes };
 	*out = q;
@@ -367,8 +452,13 @@ void mrcd_cqp_destroy(struct mrcd_cqp *q)
 	if (r)
 		mrcd_log(MRCD_LOG_WARNING, "client %u: destroy qp %u: %s", q->c->id, q->qpn,
 			 strerror(-r));
-	ev_io_stop(mrcd_loop(d), &q->sq_io);
-	close(q->sq_efd);
+	mrcd_cqp_deactivate(q);
+	if (q->parked)
+		mrcd_ring_stats(d)->polled_parked--;
+	if (q->sq_efd >= 0) {
+		ev_io_stop(mrcd_loop(d), &q->sq_io);
+		close(q->sq_efd);
+	}
 	close(q->cq_efd);
 	munmap(q->map, q->map_len);
 	free(q->sf), free(q->rf), free(q->bl), free(q);

@@ -31,6 +31,8 @@ struct mrcd_cfg {
 	char cc[16];                    /* nscc | fixed */
 	uint32_t max_clients, client_max_qps, client_max_mem_mb, ring_entries;
 	uint32_t busy_poll_us;          /* keep polling after the last work */
+	uint32_t gpu_park_us;           /* polled ring idle this long: parked */
+	uint32_t gpu_poll_min_us, gpu_poll_max_us;  /* parked-ring timer */
 	char metrics_listen[64];        /* "" : off; "[::1]:9464" */
 	char key_file[MRCD_PATH_MAX];   /* the cluster key (mrcd --genkey) */
 	uint32_t rnr_retry;             /* 0..7, 7 = forever */

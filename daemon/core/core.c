@@ -129,20 +129,27 @@ void mrcd_poller_del(struct mrcd *d, void *ctx)
 			i++;
 }
 
+struct mrcd_ring_stats *mrcd_ring_stats(struct mrcd *d) { return &d->rst; }
+
 void mrcd_kick(struct mrcd *d)
 {
 	if (!ev_is_active(&d->idle))
 		ev_idle_start(d->loop, &d->idle);
 }
 
-/* Runs while there is work: polls every ring, sends what the engine has.
- * When a full round finds nothing, the pollers arm their doorbells and
- * the loop sleeps until a doorbell, a datagram or a timer wakes it. */
+/* Runs while there is work: each poller polls its active rings (not every
+ * ring: idle ones are armed or parked and cost nothing here), then the
+ * engine's output is sent.  When a full round finds nothing, the pollers
+ * arm their doorbells or park their polled rings and the loop sleeps
+ * until a doorbell, the parked-ring timer, a datagram or a timer wakes
+ * it.  A poller keeps the loop busy (arm > 0) while it has a polled ring
+ * that has not been idle long enough to park (gpu_park_us). */
 static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
 {
 	struct mrcd *d = w->data;
 	(void)revents;
 	int work = 0;
+	d->rst.poll_rounds++;
 	for (uint32_t i = 0; i < d->npollers; i++)
 		work += d->pollers[i].poll(d->pollers[i].ctx) > 0;
 	mrcd_flush(d);

@@ -74,6 +74,7 @@ struct mrcd {
 	uint32_t npollers;
 	int busy;
 	uint64_t last_work_ns;             /* the pollers last found work */
+	struct mrcd_ring_stats rst;
 
 	ev_io rx_w[MRC_DP_MAX_PLANES];
 	ev_io lm_w;

@@ -53,6 +53,23 @@ struct mrcd_poller {
 int mrcd_poller_add(struct mrcd *d, const struct mrcd_poller *p);
 void mrcd_poller_del(struct mrcd *d, void *ctx);
 
+/* Ring polling figures: the core counts its polling rounds, the client
+ * side (daemon/clients) the rest; the operator interface shows them
+ * (stats "rings", docs/ctl.md). */
+struct mrcd_ring_stats {
+	uint64_t poll_rounds;      /* loop turns that ran the pollers */
+	uint64_t ring_polls;       /* SQs looked at (each mrcd_cqp_poll) */
+	uint32_t polled_qps;       /* MRC_CLI_QP_POLLED QPs that exist */
+	uint32_t polled_parked;    /* of them parked (hdr.sleeping = 1) */
+	uint64_t parks;            /* polled QPs parked */
+	uint64_t notify_wakeups;   /* parked QPs woken through the notify page */
+	uint64_t notify_spurious;  /* pending bytes without a parked QP */
+	uint64_t notify_ticks;     /* runs of the parked-QP timer */
+	uint32_t poll_interval_us; /* that timer's interval now; 0 while not
+	                              running (busy polling, or nothing parked) */
+};
+struct mrcd_ring_stats *mrcd_ring_stats(struct mrcd *d);
+
 /* ---- connection manager (daemon to daemon over the fabric) ---------- */
 /* A QP's connection parameters: what the RDMA-style out-of-band blob
  * carries, and what listen/accept exchanges. */
