@@ -1,5 +1,6 @@
 /* `stats` JSON -> Prometheus text.  Every integer in the engine, datapath,
- * daemon and oper sections becomes a counter (rates and uptime are gauges),
+ * daemon, oper and rings sections becomes a counter (rates, uptime, the
+ * polled QPs now and the poll interval are gauges),
  * nested objects become one labelled family, planes and peers are
  * labelled by plane/peer, and the path RTT snapshot is a histogram. */
 #include <stdio.h>
@@ -12,7 +13,7 @@ static int is_gauge(const char *k)
 {
 	size_t n = strlen(k);
 	return (n > 4 && !strcmp(k + n - 4, "_pps")) || (n > 6 && !strcmp(k + n - 6, "_per_s")) ||
-	       !strcmp(k, "uptime_s");
+	       !strcmp(k, "uptime_s") || !strncmp(k, "polled_", 7) || !strcmp(k, "poll_interval_us");
 }
 
 static void num(FILE *f, const json_t *v)
@@ -123,7 +124,7 @@ char *mrc_oper_prom(const json_t *st)
 	if (!f)
 		return NULL;
 	static const char *secs[][2] = { { "engine", "kind" }, { "datapath", "kind" },
-					 { "daemon", "kind" }, { "oper", "kind" } };
+					 { "daemon", "kind" }, { "oper", "kind" }, { "rings", "kind" } };
 	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++) {
 		const json_t *s = json_object_get(st, secs[i][0]);
 		if (s)

@@ -294,6 +294,12 @@ int mrc_oper_render_status(FILE *f, const json_t *res)
 	fprintf(f, "), peers %lld, qps %lld\n", gi(res, "peers"), gi(res, "qps"));
 	fprintf(f, "  paths: %lld GOOD, %lld ASSUMED_BAD, %lld DENIED\n", gi(ev, "GOOD"),
 		gi(ev, "ASSUMED_BAD"), gi(ev, "DENIED"));
+	const json_t *rg = get(res, "rings");
+	if (json_is_object(rg))
+		fprintf(f, "  polled rings: %lld active, %lld parked (poll interval %lld us), "
+			"%lld parks, %lld notify wake-ups\n", gi(rg, "polled_active"),
+			gi(rg, "polled_parked"), gi(rg, "poll_interval_us"), gi(rg, "parks"),
+			gi(rg, "notify_wakeups"));
 	fprintf(f, "  totals:\n");
 	kv(f, "    ", tot);
 	return 0;

@@ -204,6 +204,7 @@ static void test_prom(void **state)
 	json_t *st = json_loads(
 		"{\"engine\":{\"tx_pkts\":12,\"rx_drop\":{\"truncated\":2}},"
 		"\"datapath\":{\"tx_pps\":3,\"rx_bytes\":99},\"daemon\":{\"uptime_s\":1.5},"
+		"\"rings\":{\"polled_parked\":4,\"notify_wakeups\":9,\"poll_interval_us\":200},"
 		"\"planes\":[{\"plane\":0,\"nic\":\"p0l0\",\"link\":\"up\",\"admin\":\"enabled\",\"tx_pkts\":7,"
 		"\"evs\":{\"GOOD\":2,\"ASSUMED_BAD\":1,\"DENIED\":0}}],"
 		"\"peers\":[{\"peer\":\"h7\",\"tx_pkts\":7,\"evs\":{\"GOOD\":2}}],"
@@ -218,6 +219,9 @@ static void test_prom(void **state)
 		"# TYPE mrc_datapath_tx_pps gauge\nmrc_datapath_tx_pps 3\n",
 		"mrc_datapath_rx_bytes_total 99\n",
 		"mrc_daemon_uptime_seconds 1.5\n",
+		"# TYPE mrc_rings_polled_parked gauge\nmrc_rings_polled_parked 4\n",
+		"# TYPE mrc_rings_notify_wakeups_total counter\nmrc_rings_notify_wakeups_total 9\n",
+		"# TYPE mrc_rings_poll_interval_us gauge\nmrc_rings_poll_interval_us 200\n",
 		"mrc_plane_tx_pkts_total{plane=\"0\"} 7\n",
 		"mrc_plane_evs{plane=\"0\",state=\"ASSUMED_BAD\"} 1\n",
 		"mrc_plane_link_up{plane=\"0\",nic=\"p0l0\"} 1\n",

@@ -352,6 +352,21 @@ int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t er
 	return 0;
 }
 
+/* Ring polling (daemon/core/mrcd.h struct mrcd_ring_stats): the polled
+ * QPs now (active and parked) are gauges, the rest counters. */
+static json_t *mrcd_oper_rings(struct mrcd *d)
+{
+	const struct mrcd_ring_stats *r = &d->rst;
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"polled_active", (json_int_t)(r->polled_qps - r->polled_parked),
+		"polled_parked", (json_int_t)r->polled_parked,
+		"parks", (json_int_t)r->parks, "notify_wakeups", (json_int_t)r->notify_wakeups,
+		"notify_spurious", (json_int_t)r->notify_spurious,
+		"notify_ticks", (json_int_t)r->notify_ticks,
+		"poll_interval_us", (json_int_t)r->poll_interval_us,
+		"poll_rounds", (json_int_t)r->poll_rounds, "ring_polls", (json_int_t)r->ring_polls);
+}
+
 json_t *mrcd_oper_status(struct oper *o)
 {
 	struct mrcd *d = o->d;
@@ -380,7 +395,7 @@ json_t *mrcd_oper_status(struct oper *o)
 		"trims", (json_int_t)es.rx_trimmed, "ecn", (json_int_t)es.rx_ecn,
 		"loss_detected", (json_int_t)es.loss_detected, "ev_changes", (json_int_t)es.ev_changes,
 		"bytes_placed", (json_int_t)es.bytes_placed, "msgs_completed", (json_int_t)es.msgs_completed);
-	return json_pack("{s:s, s:i, s:s, s:{s:s, s:i, s:s}, s:s, s:s, s:f, s:s, s:i, s:i, s:o, s:i, s:i, s:o, s:o, s:s, s:s}",
+	return json_pack("{s:s, s:i, s:s, s:{s:s, s:i, s:s}, s:s, s:s, s:f, s:s, s:i, s:i, s:o, s:i, s:i, s:o, s:o, s:s, s:s, s:o}",
 		"version", MRC_VERSION, "protocol", MRC_OPER_VERSION, "hostname", hn,
 		"host", "name", mrcd_oper_host_name(d, d->self, name, sizeof(name)),
 		"index", (int)d->self, "address", addr,
@@ -389,7 +404,7 @@ json_t *mrcd_oper_status(struct oper *o)
 		"planes", (int)d->nplanes, "planes_up", (int)up, "planes_admin_disabled", dis,
 		"peers", (int)npeers, "qps", (int)count_qps(d, UINT32_MAX),
 		"ev_states", states(all.st), "totals", totals,
-		"socket", o->path, "metrics_listen", d->cfg.metrics_listen);
+		"socket", o->path, "metrics_listen", d->cfg.metrics_listen, "rings", mrcd_oper_rings(d));
 }
 
 /* Snapshot histogram of every path's smoothed RTT (le bounds in us). */
@@ -490,8 +505,9 @@ json_t *mrcd_oper_stats(struct oper *o)
 		"requests", (json_int_t)o->requests_total, "events", (json_int_t)o->seq,
 		"log_suppressed", (json_int_t)o->bucket.suppressed_total);
 	json_t *pl = mrcd_oper_planes(o), *pe = mrcd_oper_peers(o);
-	json_t *r = json_pack("{s:o, s:o, s:o, s:o, s:O, s:O, s:o}", "engine", eng, "datapath", dp,
-			      "daemon", dm, "oper", op, "planes", json_object_get(pl, "planes"),
+	json_t *r = json_pack("{s:o, s:o, s:o, s:o, s:o, s:O, s:O, s:o}", "engine", eng, "datapath", dp,
+			      "daemon", dm, "oper", op, "rings", mrcd_oper_rings(d),
+			      "planes", json_object_get(pl, "planes"),
 			      "peers", json_object_get(pe, "peers"), "path_srtt_histogram", rtt_hist(d));
 	json_decref(pl);
 	json_decref(pe);
