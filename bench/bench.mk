@@ -17,3 +17,8 @@ bench_qpmem_SRCS := bench/bench_qpmem.c
 # CTRL envelope, AES-256-GCM vs CRC-32C (bench/results/bench_auth.md).
 BENCHES += bench_auth
 bench_auth_SRCS := bench/bench_auth.c
+# Adaptive polling of polled (GPU-fed) rings: post-to-pickup busy, parked
+# and doorbell, and the idle daemon's CPU with 0, 1 and 1,000 parked
+# polled QPs (bench/results/bench_poll.md).
+BENCHES += bench_poll
+bench_poll_SRCS := bench/bench_poll.c
