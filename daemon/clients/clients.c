@@ -176,10 +176,12 @@ static int notify_scan(struct mrcd_client *c, uint64_t now)
 	return woke;
 }
 
+/* Periodic: at the longest interval (the steady idle state) a tick costs
+ * the wake-up and one read, no re-arming. */
 static void tick_arm(uint64_t ns)
 {
-	struct itimerspec it = { .it_value = { .tv_sec = (time_t)(ns / 1000000000u),
-					       .tv_nsec = (long)(ns % 1000000000u) } };
+	struct timespec t = { .tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u) };
+	struct itimerspec it = { .it_interval = t, .it_value = t };
 	if (timerfd_settime(S.tfd, 0, &it, NULL) < 0)
 		mrcd_log(MRCD_LOG_WARNING, "parked-ring timer: %s", strerror(errno));
 	S.ticking = 1;
@@ -211,7 +213,6 @@ static void on_tick(struct ev_loop *loop, ev_io *w, int revents)
 		mrcd_log(MRCD_LOG_DEBUG, "parked-ring timer: %s", strerror(errno));
 	struct mrcd_ring_stats *st = mrcd_ring_stats(S.d);
 	st->notify_ticks++;
-	S.ticking = 0;
 	uint64_t now = mrcd_now();
 	int woke = 0;
 	for (struct mrcd_client *c = S.nlist; c; c = c->nnext)
@@ -228,8 +229,10 @@ static void on_tick(struct ev_loop *loop, ev_io *w, int revents)
 		tick_stop();
 		return;
 	}
-	S.tick_ns = S.tick_ns * 2 < S.tick_max_ns ? S.tick_ns * 2 : S.tick_max_ns;
-	tick_arm(S.tick_ns);
+	if (S.tick_ns < S.tick_max_ns) {
+		S.tick_ns = S.tick_ns * 2 < S.tick_max_ns ? S.tick_ns * 2 : S.tick_max_ns;
+		tick_arm(S.tick_ns);
+	}
 }
 
 static int client_poll(void *ctx)

@@ -88,10 +88,10 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	 * kernel's posts within one step come microseconds apart; between
 	 * steps there is compute), then parks; a timer reads the notify
 	 * summaries every gpu_poll_min_us doubling to gpu_poll_max_us while
-	 * everything is parked.  200 us bounds the first post's pickup after
-	 * a long idle at a small fraction of one network RTT plus a GPU
-	 * kernel's launch, for ~5000 wake-ups/s of a few us each (about 1-2 %
-	 * of one core, bench_poll measures it). */
+	 * everything is parked.  200 us bounds the pickup of the first post
+	 * after a long idle below a collective step, for 5000 wake-ups/s:
+	 * a few us each on bare metal, ~20 us (12 % of a core) in a small VM
+	 * (bench_poll; docs/operator.md has the trade-off). */
 	c->gpu_park_us = 1000;
 	c->gpu_poll_min_us = 10;
 	c->gpu_poll_max_us = 200;

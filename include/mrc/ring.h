@@ -20,8 +20,9 @@
  *    the slot's seq word with release semantics: seq = (uint32_t)(index+1).
  *    The consumer of index i waits for an acquire load of slot(i).seq to
  *    equal (uint32_t)(i+1); that value is never left in the slot by any
- *    earlier lap, so no separate phase bit is needed (seq 0 = never
- *    written).
+ *    earlier lap, so no separate phase bit is needed (the daemon
+ *    pre-fills each slot's seq with the previous lap's value: "Index
+ *    base" below).
  *  - Space: the consumer publishes how far it has consumed in hdr.tail
  *    (release); the producer may write index i only while
  *    i - tail < entries (acquire load of tail).  hdr.head is the
@@ -50,8 +51,8 @@
  * be reordered by the CPU's store buffer on x86 too) both could miss and
  * the consumer would sleep on a posted descriptor.  The exchange makes one
  * producer ring once per sleep; a spurious wake-up is harmless.  Rings
- * whose header has MRC_RING_F_POLLED set are always polled by their
- * consumer (the daemon), so their producer never needs the doorbell.
+ * whose header has MRC_RING_F_POLLED set have no doorbell: their producer
+ * wakes the daemon through the notify page instead ("Polled rings").
  *
  * CUDA producers (the ring lives in host-pinned memory mapped into the
  * device with cudaHostRegister(..., cudaHostRegisterMapped) or allocated
@@ -75,8 +76,9 @@
  *     The store must be one aligned 32-bit store, never split.
  *  6. Advance the device's copy of head; optionally store hdr->head.
  *  7. Do not ring the doorbell: a kernel cannot write an eventfd.  Either
- *     create the QP with MRC_RING_F_POLLED (the daemon then polls that SQ
- *     continuously; costs one daemon core's cycles while the QP exists), or
+ *     create the QP with MRC_RING_F_POLLED (the daemon polls that SQ while
+ *     work flows and is woken through the notify page once it has parked
+ *     it: "Polled rings" below), or
  *     have a host proxy thread watch hdr->head or a flag and run the
  *     producer doorbell sequence above on the kernel's behalf.
  * Completions are read the same way in reverse: volatile load of seq until
