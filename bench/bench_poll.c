@@ -35,28 +35,13 @@
 
 static unsigned runs = 5;
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
-
-static void pause_us(unsigned us)
-{
-	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
-	nanosleep(&ts, NULL);
-}
-
 static int wait_sleeping(struct mrc_ring_hdr *h)
 {
 	uint64_t end = bm_now_ns() + 5000000000ull;
 	while (!__atomic_load_n(&h->sleeping, __ATOMIC_ACQUIRE)) {
 		if (bm_now_ns() > end)
 			return -ETIMEDOUT;
-		pause_us(50);
+		bm_pause_us(50);
 	}
 	return 0;
 }
@@ -70,7 +55,7 @@ static int64_t post_pickup(struct mrc_qp *qp, uint32_t lkey, uint64_t wr_id)
 		return -1;
 	/* Picked up once tail has moved past idx (unsigned distance). */
 	while (mrc_ring_tail_load(sqh) - idx - 1 >= (1ull << 63)) {
-		cpu_relax();
+		bm_cpu_relax();
 		if ((t = bm_now_ns()) > end)
 			return -1;
 	}
@@ -97,7 +82,7 @@ static int lat_run(struct mrc_qp *qp, uint32_t lkey, int mode, unsigned n, uint6
 			if (wait_sleeping(qp->sq.hdr))
 				return -ETIMEDOUT;
 			if (mode == M_POLLED_PARKED)
-				pause_us(5000);
+				bm_pause_us(5000);
 		}
 		int64_t t = post_pickup(qp, lkey, i);
 		if (t < 0)
@@ -153,7 +138,7 @@ static double idle_cpu(pid_t pid)
 {
 	double c0 = bm_cpu_s(pid);
 	uint64_t t0 = bm_now_ns();
-	pause_us(CPU_INTERVAL_MS * 1000);
+	bm_pause_us(CPU_INTERVAL_MS * 1000);
 	double c1 = bm_cpu_s(pid);
 	return 100.0 * (c1 - c0) / ((double)(bm_now_ns() - t0) * 1e-9);
 }

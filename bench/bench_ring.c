@@ -52,15 +52,6 @@
 
 static unsigned runs = 5, nlat = 20000;
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
-
 static void pin(int cpu)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -70,12 +61,6 @@ static void pin(int cpu)
 	CPU_ZERO(&s);
 	CPU_SET(cpu % n, &s);
 	pthread_setaffinity_np(pthread_self(), sizeof(s), &s);
-}
-
-static void pause_us(unsigned us)
-{
-	struct timespec ts = { 0, (long)us * 1000 };
-	nanosleep(&ts, NULL);
 }
 
 /* ---- part 1: the ABI alone -------------------------------------------- */
@@ -110,7 +95,7 @@ static void *consumer(void *arg)
 			continue;
 		}
 		if (!r->sleepy) {
-			cpu_relax();
+			bm_cpu_relax();
 			continue;
 		}
 		if (mrc_ring_prepare_sleep(r->h, &s->seq, tail))
@@ -145,17 +130,17 @@ static double run1(int sleepy, int lat_mode, uint64_t n, uint64_t *lat, uint64_t
 	pin(0);
 	uint64_t limit = ENTRIES, t0 = 0;
 	*wakes = 0;
-	pause_us(1000);   /* the consumer is running (and asleep, if sleepy) */
+	bm_pause_us(1000);   /* the consumer is running (and asleep, if sleepy) */
 	for (uint64_t i = 0; i < n; i++) {
 		if (lat_mode) {
 			while (mrc_ring_tail_load(h) < i)
-				cpu_relax();
-			pause_us(GAP_US);
+				bm_cpu_relax();
+			bm_pause_us(GAP_US);
 		}
 		while (i >= limit) {
 			limit = mrc_ring_tail_load(h) + ENTRIES;
 			if (i >= limit)
-				cpu_relax();
+				bm_cpu_relax();
 		}
 		struct mrc_sqe *s = &r.d[i & (ENTRIES - 1)];
 		s->op = MRC_SQE_WRITE;
@@ -248,7 +233,7 @@ static int get_cqe(struct mrc_qp *qp, uint64_t *t)
 		}
 		if (bm_now_ns() > end)
 			return -ETIMEDOUT;
-		cpu_relax();
+		bm_cpu_relax();
 	}
 }
 
@@ -259,7 +244,7 @@ static int lat_run(struct mrc_qp *qp, uint32_t lkey, unsigned gap_us, struct lat
 	L->asleep = 0;
 	for (unsigned i = 0; i < L->n; i++) {
 		if (gap_us)
-			pause_us(gap_us);
+			bm_pause_us(gap_us);
 		uint64_t idx = qp->sq.idx;
 		L->asleep += __atomic_load_n(&sqh->sleeping, __ATOMIC_RELAXED) != 0;
 		uint64_t t0 = bm_now_ns();
@@ -268,7 +253,7 @@ static int lat_run(struct mrc_qp *qp, uint32_t lkey, unsigned gap_us, struct lat
 			return r;
 		uint64_t end = t0 + 5000000000ull, t;
 		while (mrc_ring_tail_load(sqh) <= idx) {
-			cpu_relax();
+			bm_cpu_relax();
 			if (bm_now_ns() > end)
 				return -ETIMEDOUT;
 		}
@@ -335,12 +320,12 @@ static void polled(struct mrc_qp *qp, uint32_t lkey)
 	uint64_t worst = 0;
 	struct mrc_ring_hdr *sqh = qp->sq.hdr;
 	for (unsigned i = 0; i < tries; i++) {
-		pause_us(20000);   /* the daemon is certainly asleep */
+		bm_pause_us(20000);   /* the daemon is certainly asleep */
 		uint64_t idx = qp->sq.idx, t0 = bm_now_ns(), t = t0;
 		if (mrc_post_write(qp, i, lkey, 0, 64, 1, 0))
 			break;
 		while (mrc_ring_tail_load(sqh) <= idx && (t = bm_now_ns()) - t0 < limit)
-			pause_us(10);
+			bm_pause_us(10);
 		if (mrc_ring_tail_load(sqh) > idx) {
 			got++;
 			worst = t - t0 > worst ? t - t0 : worst;

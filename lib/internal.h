@@ -52,6 +52,7 @@ struct mrc_qp {
 	uint64_t map_len;
 	int sq_efd, cq_efd;        /* sq_efd -1: polled (notify page) */
 	struct mrc_notify *notify; /* polled: ctx->notify */
+	uint32_t notify_slot;      /* polled: its pending byte (checked) */
 	pthread_mutex_t sq_lock, cq_lock;
 	struct mrc_ring sq, cq;
 };

@@ -27,7 +27,7 @@ static void notify_wake(struct mrc_qp *qp)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (!atomic_load_explicit(MRC__A32(&h->sleeping), memory_order_relaxed))
 		return;
-	__atomic_store_n(&qp->notify->pending[h->notify_slot], 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&qp->notify->pending[qp->notify_slot], 1, __ATOMIC_RELAXED);
 	atomic_thread_fence(memory_order_seq_cst);
 	__atomic_store_n(&qp->notify->summary, 1, __ATOMIC_RELAXED);
 }

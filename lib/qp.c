@@ -68,8 +68,10 @@ static int notify_attach(struct mrc_qp *qp, int fd, uint64_t len)
 	if (qp->sq.hdr->notify_slot >= ctx->notify->slots ||
 	    !(qp->sq.hdr->flags & MRC_RING_F_POLLED))
 		r = -EBADMSG;
-	else
+	else {
 		qp->notify = ctx->notify;
+		qp->notify_slot = qp->sq.hdr->notify_slot;
+	}
 out:
 	pthread_mutex_unlock(&ctx->lock);
 	return r;

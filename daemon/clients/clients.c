@@ -324,14 +324,20 @@ static void notify_free(struct mrcd_client *c)
 	c->notify_fd = -1;
 }
 
-/* A polled QP takes the lowest free slot (its byte cleared: a stale
- * pending of the slot's previous QP must not wake the new one); the
- * client joins the list the timer reads. */
-static uint32_t slot_take(struct mrcd_client *c, struct mrcd_cqp *q)
+/* The lowest free notify slot (nqp < max_qps: there is one). */
+static uint32_t slot_free(const struct mrcd_client *c)
 {
 	uint32_t i = 0;
 	while (c->slot_qp[i])
-		i++;           /* nqp < max_qps: a free slot exists */
+		i++;
+	return i;
+}
+
+/* A polled QP takes slot i (its byte cleared: a stale pending of the
+ * slot's previous QP must not wake the new one); the client joins the
+ * list the timer reads. */
+static void slot_take(struct mrcd_client *c, struct mrcd_cqp *q, uint32_t i)
+{
 	__atomic_store_n(&c->notify->pending[i], 0, __ATOMIC_RELAXED);
 	c->slot_qp[i] = q;
 	if (c->npolled++ == 0) {
@@ -339,7 +345,6 @@ static uint32_t slot_take(struct mrcd_client *c, struct mrcd_cqp *q)
 		S.nlist = c;
 	}
 	mrcd_ring_stats(c->d)->polled_qps++;
-	return i;
 }
 
 static void slot_put(struct mrcd_client *c, struct mrcd_cqp *q)
@@ -473,18 +478,13 @@ static int do_create_qp(struct mrcd_client *c, const struct mrc_cli_msg *m)
 	struct mrc_cli_create_qp_rep rep;
 	int memfd;
 	const char *why = "";
-	/* The slot is chosen once the QP exists (slot_take needs it); its
-	 * number is known before: the lowest free one. */
-	uint32_t slot = 0;
-	if (polled)
-		while (c->slot_qp[slot])
-			slot++;
+	uint32_t slot = polled ? slot_free(c) : 0;
 	int r = mrcd_cqp_create(c, &q, slot, &qp, &memfd, &rep, &why);
 	if (r)
 		return fail(c, m, r, "%s (sq %u, cq %u, limit %u)", why, q.sq_entries,
 			    q.cq_entries, c->max_ring);
 	if (polled) {
-		slot_take(c, qp);
+		slot_take(c, qp, slot);
 		rep.notify_len = c->notify_len;
 	}
 	if (!c->polling) {
