@@ -29,8 +29,9 @@
  *   back to back: the next post right after the previous completion, so
  *               the daemon is still in its polling loop (classified by the
  *               sleeping word at post time).
- *   POLLED QP:  the same with MRC_QP_POLLED (no doorbell; ring.h says the
- *               daemon polls such an SQ continuously).
+ *   POLLED QP:  the same with MRC_QP_POLLED (no doorbell; the daemon
+ *               parks the idle SQ and is woken through the notify page:
+ *               bench_poll measures that path in detail).
  *   throughput: up to 256 descriptors outstanding, CQ drained as it goes.
  *
  * Prints markdown: medians over MRC_BENCH_RUNS runs (default 5) with
@@ -309,8 +310,9 @@ static void row2(const char *name, double *p50, double *p99, double *c50, double
 	fflush(stdout);
 }
 
-/* MRC_QP_POLLED: ring.h promises that the daemon polls such an SQ
- * continuously, so a producer that cannot ring (a GPU kernel) is served.
+/* MRC_QP_POLLED: a producer that cannot ring (a GPU kernel) must be
+ * served: the daemon parks the idle SQ and the post wakes it through the
+ * notify page (ring.h "Polled rings").
  * Post with the daemon idle and see whether and when it picks up. */
 static void polled(struct mrc_qp *qp, uint32_t lkey)
 {
@@ -340,11 +342,9 @@ static void polled(struct mrc_qp *qp, uint32_t lkey)
 	       "within %.1f s in %u of %u tries", tries, (double)limit / 1e9, got, tries);
 	if (got)
 		printf(" (slowest %.1f us)", (double)worst / 1e3);
-	printf(".%s\n\n", got < tries ? "  **The daemon does not poll a POLLED SQ while it is "
-	       "idle**: its loop (daemon/core/core.c on_idle) stops when no ring has work, and "
-	       "mrcd_cqp_arm (daemon/clients/rings.c) arms nothing for a POLLED QP, so a post there "
-	       "waits for an unrelated event (another QP's doorbell, a datagram, a control "
-	       "message)." : "");
+	printf(".%s\n\n", got < tries ? "  **A post to a parked POLLED SQ was not picked up**: "
+	       "the notify-page wake-up (ring.h \"Polled rings\", daemon/clients/clients.c "
+	       "notify_scan) failed." : "");
 	fflush(stdout);
 }
 
@@ -363,9 +363,10 @@ static int part2(void)
 		return bm_mrcd_stop(&d), die2("mrc_open", r, NULL);
 	if ((r = mrc_alloc_mr(ctx, 4096, MRC_MR_LOCAL_READ, &mr)))
 		return bm_mrcd_stop(&d), die2("mrc_alloc_mr", r, ctx);
-	/* The POLLED QP is created only for its own test: while one exists
-	 * the daemon polls without sleeping (as designed), which on a shared
-	 * 2-core machine would starve the other measurements of CPU. */
+	/* The POLLED QP is created only for its own test: while one is
+	 * active the daemon polls without sleeping, and while it is parked
+	 * a timer wakes the daemon, either of which on a shared 2-core
+	 * machine would disturb the other measurements. */
 	struct mrc_qp_cfg cfg0 = { .sq_entries = ENTRIES, .cq_entries = 2 * ENTRIES };
 	if ((r = mrc_create_qp(ctx, &cfg0, &qp[0])))
 		return bm_mrcd_stop(&d), die2("mrc_create_qp", r, ctx);
