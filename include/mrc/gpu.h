@@ -212,6 +212,44 @@ MRC_GPU_FN int mrc__gpu_spin(const struct mrc_gpu_chan *ch, struct mrc__gpu_spin
  * overflow).  Indices are compared by unsigned difference only: they may
  * start anywhere (hdr.base) and wrap past 2^64. */
 
+/* Takes the completion at cq_tail if it is published (1) or not (0),
+ * copying it to *out when out is not NULL; counts it (a send-side one in
+ * ch->completed) and makes an error status the sticky error.  The CQ's
+ * tail is not stored: the callers below do that once per batch. */
+MRC_GPU_FN int mrc__gpu_cq_take(struct mrc_gpu_chan *ch, struct mrc_cqe *out)
+{
+	struct mrc_cqe *c = &ch->cq[ch->cq_tail & ch->cq_mask];
+	if (mrc__ld_acq32(&c->seq) != (uint32_t)(ch->cq_tail + 1))
+		return 0;
+	int32_t st = c->status;
+	uint8_t op = c->op;
+	if (out) {
+		out->seq = c->seq;
+		out->status = st;
+		out->wr_id = c->wr_id;
+		out->byte_len = c->byte_len;
+		out->imm = c->imm;
+		out->qpn = c->qpn;
+		out->op = op;
+		out->flags = c->flags;
+		out->rsvd = 0;
+	}
+	if (op != MRC_CQE_RECV_WRITE_IMM && op != MRC_CQE_RECV)
+		ch->completed++;
+	if (st < 0 && !ch->error)
+		ch->error = st;
+	ch->cq_tail++;
+	return 1;
+}
+
+/* The abort word, made sticky in the channel. */
+MRC_GPU_FN int mrc__gpu_aborted(struct mrc_gpu_chan *ch)
+{
+	if (ch->abort && mrc__ld_abort(ch->abort) && !ch->error)
+		ch->error = -EPIPE;
+	return ch->error == -EPIPE;
+}
+
 /* Consumes every published completion, in index order, without waiting:
  * returns how many, or the sticky error.  A send-side completion counts
  * in ch->completed; an error status becomes the sticky error.  Receive
@@ -219,25 +257,26 @@ MRC_GPU_FN int mrc__gpu_spin(const struct mrc_gpu_chan *ch, struct mrc__gpu_spin
  * and dropped: a channel's producer uses semaphores, not receives. */
 MRC_GPU_FN int mrc_gpu_poll(struct mrc_gpu_chan *ch)
 {
-	if (ch->abort && mrc__ld_abort(ch->abort) && !ch->error)
-		ch->error = -EPIPE;
+	mrc__gpu_aborted(ch);
 	int n = 0;
-	for (;;) {
-		struct mrc_cqe *c = &ch->cq[ch->cq_tail & ch->cq_mask];
-		if (mrc__ld_acq32(&c->seq) != (uint32_t)(ch->cq_tail + 1))
-			break;
-		int32_t st = c->status;
-		uint8_t op = c->op;
-		if (op != MRC_CQE_RECV_WRITE_IMM && op != MRC_CQE_RECV)
-			ch->completed++;
-		if (st < 0 && !ch->error)
-			ch->error = st;
-		ch->cq_tail++;
+	while (mrc__gpu_cq_take(ch, 0))
 		n++;
-	}
-	if (n)  /* release: our reads of the slots happen before the reuse */
+	if (n)  /* release: our reads of the slots happen before their reuse */
 		mrc__st_rel64(&ch->cqh->tail, ch->cq_tail);
 	return ch->error ? ch->error : n;
+}
+
+/* One completion, copied to *out (its status included, even when it
+ * becomes the sticky error): 1, 0 when none is published, -EPIPE once
+ * the daemon is gone.  For producers that check wr_ids themselves. */
+MRC_GPU_FN int mrc_gpu_poll_one(struct mrc_gpu_chan *ch, struct mrc_cqe *out)
+{
+	if (mrc__gpu_aborted(ch))
+		return -EPIPE;
+	if (!mrc__gpu_cq_take(ch, out))
+		return 0;
+	mrc__st_rel64(&ch->cqh->tail, ch->cq_tail);
+	return 1;
 }
 
 /* Waits for a free SQ slot and returns its index (in *idx); 0 or < 0.
