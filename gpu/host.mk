@@ -36,3 +36,5 @@ install-gpu: $(LIBMRCGPU_SO) $(LIBMRCGPU_A)
 
 # Tests and benchmarks find the objects in the test support library.
 TEST_SUPPORT_SRCS += $(LIBMRCGPU_SRCS)
+# Producer threads under ThreadSanitizer (make check-san runs them).
+TSAN_TESTS += test_gpu_chan

@@ -399,8 +399,9 @@ static void test_torn(void **state)
 	uint64_t caught = t[0].caught + t[1].caught;
 	print_message("torn: %llu of %llu slots were written while the daemon polled them\n",
 		      (unsigned long long)caught, (unsigned long long)(4 * 20 * K));
-	/* The injection happened: the daemon was waiting on most torn slots. */
-	assert_true(caught >= 4 * 20 * K / 4);
+	/* The injection happened: the daemon was polling many torn slots
+	 * (nearly all here, a third under TSan on 2 CPUs). */
+	assert_true(caught >= 4 * 20 * K / 8);
 	for (int k = 0; k < 2; k++)
 		for (int i = 0; i < 2; i++)
 			qp_close(&p[k].q[i]);
