@@ -11,7 +11,9 @@
 #define MRC_GPU_H
 
 #include <errno.h>
+#include <sched.h>     /* host threads: sched_yield, clock_gettime */
 #include <stdint.h>
+#include <time.h>
 
 #include "mrc/ring.h"
 
@@ -112,6 +114,9 @@ MRC__GPU_PRIM uint64_t mrc__now_ns(void)
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
 	return t;
 }
+MRC__GPU_PRIM void mrc__yield(void)
+{
+}
 MRC__GPU_PRIM void mrc__relax(void)
 {
 #if __CUDA_ARCH__ >= 700
@@ -122,7 +127,6 @@ MRC__GPU_PRIM void mrc__relax(void)
 #elif defined(__cplusplus) && defined(MRC_GPU_CCCL)
 } /* extern "C" */
 #include <cuda/atomic>
-#include <time.h>
 extern "C" {
 #define MRC__GPU_PRIM static inline
 #define MRC__AREF(T, p) cuda::atomic_ref<T, cuda::thread_scope_system>(*const_cast<T *>(p))
@@ -140,7 +144,6 @@ MRC__GPU_PRIM void mrc__fence_sc(void) { cuda::atomic_thread_fence(cuda::memory_
 #undef MRC__AREF
 
 #else
-#include <time.h>
 #define MRC__GPU_PRIM static inline
 MRC__GPU_PRIM uint32_t mrc__ld_acq32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 MRC__GPU_PRIM uint32_t mrc__ld_rlx32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
@@ -154,6 +157,10 @@ MRC__GPU_PRIM void mrc__fence_sc(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #endif
 
 #if !defined(__CUDA_ARCH__)
+MRC__GPU_PRIM void mrc__yield(void)
+{
+	sched_yield();
+}
 MRC__GPU_PRIM uint64_t mrc__now_ns(void)
 {
 	struct timespec ts;
@@ -189,15 +196,18 @@ MRC_GPU_FN int mrc__gpu_spin(const struct mrc_gpu_chan *ch, struct mrc__gpu_spin
 {
 	if (ch->abort && mrc__ld_abort(ch->abort))
 		return -EPIPE;
-	if (ch->timeout_ns) {
-		/* The clock is read every 64 turns, not per load. */
-		if ((sp->n++ & 63) == 0) {
+	/* Every 64 turns: the clock (not read per load), and on a host
+	 * thread the CPU is offered back (a producer thread must not starve
+	 * mrcd on a machine with few cores). */
+	if ((sp->n++ & 63) == 0) {
+		if (ch->timeout_ns) {
 			uint64_t now = mrc__now_ns();
 			if (!sp->start)
 				sp->start = now;
 			else if (now - sp->start >= ch->timeout_ns)
 				return -ETIMEDOUT;
 		}
+		mrc__yield();
 	}
 	mrc__relax();
 	return 0;
@@ -468,7 +478,7 @@ MRC_GPU_FN int mrc_gpu_flush(struct mrc_gpu_chan *ch)
 }
 
 /* ---- host side (libmrc-gpu, gpu/) -------------------------------------- */
-#if !defined(__CUDA_ARCH__)
+/* Declared in nvcc's device pass too: .cu host code calls them. */
 struct mrc_qp;
 struct mrc_ctx;
 struct mrc_gpu_watch;
@@ -489,7 +499,6 @@ void mrc_gpu_watch_stop(struct mrc_gpu_watch *w);
  * registered with cudaHostRegister(..., cudaHostRegisterMapped)). */
 int mrc_gpu_chan_to_device(const struct mrc_gpu_chan *host, struct mrc_gpu_chan *dev);
 void mrc_gpu_chan_release(const struct mrc_gpu_chan *host);
-#endif
 
 #ifdef __cplusplus
 }
