@@ -20,8 +20,12 @@
  *   4. A stopped consumer: timeout_ns gives -ETIMEDOUT; the abort word set
  *      by the host gives -EPIPE.
  * Indices start near 2^64 (hdr.base) so the wrap is crossed.  -q: small
- * counts (for compute-sanitizer). */
-#include <cuda_runtime.h>
+ * counts (for compute-sanitizer).
+ *
+ * The same file built as host C++ (g++ -x c++ -DMRC_GPU_CCCL, gpu/host.mk:
+ * build/tests/gpu_selftest_cccl, run by make check where CUDA's CCCL
+ * headers exist) runs each "kernel" block on a host thread, with gpu.h's
+ * cuda::atomic_ref primitives: the same checks without a GPU. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +35,58 @@
 #include <unistd.h>
 
 #include "mrc/gpu.h"
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+#define LAUNCH(nb, k, ...) k<<<(nb), 32>>>(__VA_ARGS__)
+#define IDLE() do { } while (0)
+#else
+/* Host build: the few CUDA calls used here as plain memory operations,
+ * and a launch as one host thread per block. */
+#include <sched.h>
+#include <thread>
+#include <vector>
+#define __global__
+#define __device__
+struct sim_dim { unsigned x; };
+static thread_local sim_dim blockIdx, threadIdx;
+typedef int cudaError_t;
+enum { cudaSuccess = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
+       cudaHostAllocMapped = 0, cudaDeviceMapHost = 0 };
+struct cudaDeviceProp { char name[64]; int major, minor; };
+static const char *cudaGetErrorString(cudaError_t) { return "allocation failed"; }
+static cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return 0; }
+static cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
+{
+	snprintf(p->name, sizeof(p->name), "host threads, cuda::atomic_ref");
+	p->major = p->minor = 0;
+	return 0;
+}
+static cudaError_t cudaSetDeviceFlags(int) { return 0; }
+static cudaError_t cudaHostAlloc(void **p, size_t n, int)
+{
+	*p = aligned_alloc(4096, (n + 4095) & ~(size_t)4095);
+	return *p ? 0 : 1;
+}
+static cudaError_t cudaHostGetDevicePointer(void **d, void *h, int) { *d = h; return 0; }
+static cudaError_t cudaMalloc(void **p, size_t n) { *p = calloc(1, n); return *p ? 0 : 1; }
+static cudaError_t cudaMemcpy(void *d, const void *s, size_t n, int) { memcpy(d, s, n); return 0; }
+static std::vector<std::thread> launched;
+static cudaError_t cudaDeviceSynchronize(void)
+{
+	for (auto &t : launched)
+		t.join();
+	launched.clear();
+	return 0;
+}
+#define LAUNCH(nb, k, ...)                                                      \
+	do {                                                                    \
+		for (unsigned b_ = 0; b_ < (unsigned)(nb); b_++)                \
+			launched.emplace_back([=] { blockIdx.x = b_; threadIdx.x = 0; k(__VA_ARGS__); }); \
+	} while (0)
+/* Few CPUs: an idle stand-in consumer offers its CPU to the producers. */
+#define IDLE() sched_yield()
+#endif
 
 #define CK(x)                                                                    \
 	do {                                                                     \
@@ -158,8 +214,10 @@ static void *consumer(void *arg)
 	struct shm *m = c->m;
 	uint64_t idle_since = now_ns();
 	while (!c->stop) {
-		if (c->hold)
+		if (c->hold) {
+			IDLE();
 			continue;
+		}
 		struct mrc_sqe *slot = &m->sq[c->sq_tail & (SQ_N - 1)];
 		if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) == (uint32_t)(c->sq_tail + 1)) {
 			struct mrc_sqe s;
@@ -175,8 +233,10 @@ static void *consumer(void *arg)
 			idle_since = now_ns();
 			continue;
 		}
-		if (!c->park || now_ns() - idle_since < 20000)
+		if (!c->park || now_ns() - idle_since < 20000) {
+			IDLE();
 			continue;
+		}
 		/* Park (ring.h "Polled rings"): sleeping, fence, re-check. */
 		__atomic_store_n(&m->sqh.sleeping, 1, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -198,6 +258,7 @@ static void *consumer(void *arg)
 				c->wakes++;
 				break;
 			}
+			IDLE();
 		}
 		idle_since = now_ns();
 	}
@@ -245,12 +306,14 @@ __global__ void k_latency(struct mrc_gpu_chan *chp, uint64_t n, uint64_t gap_ns,
 	for (uint64_t k = 0; k < n && !r; k++) {
 		uint64_t t = mrc__now_ns();
 		while (mrc__now_ns() - t < gap_ns)
-			;
+			IDLE();
 		uint64_t idx = ch.sq_head, t0 = mrc__now_ns();
 		r = post_i(&ch, k);
-		while (!r && (int64_t)(mrc__ld_acq64(&ch.sqh->tail) - (idx + 1)) < 0)
+		while (!r && (int64_t)(mrc__ld_acq64(&ch.sqh->tail) - (idx + 1)) < 0) {
 			if (mrc__now_ns() - t0 > 1000000000ull)
 				r = -ETIMEDOUT;   /* a lost wake-up */
+			IDLE();
+		}
 		lat[k] = mrc__now_ns() - t0;
 		if (!r)
 			r = mrc_gpu_flush(&ch);
@@ -312,8 +375,13 @@ static int cmp64(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+#ifdef __CUDACC__
 	uint64_t n = 200000, nlat = 5000;
 	int nch = 8, o;
+#else
+	uint64_t n = 20000, nlat = 300;
+	int nch = 2, o;
+#endif
 	while ((o = getopt(argc, argv, "n:c:l:q")) != -1) {
 		switch (o) {
 		case 'n': n = strtoull(optarg, NULL, 0); break;
@@ -369,7 +437,7 @@ int main(int argc, char **argv)
 	CK(cudaMemcpy(dch, hch, sizeof(hch[0]) * nch, cudaMemcpyHostToDevice));
 	CK(cudaMemcpy(dsem, hsem, sizeof(hsem[0]) * nch, cudaMemcpyHostToDevice));
 	uint64_t t0 = now_ns();
-	k_throughput<<<nch, 32>>>(dch, dsem, n, drc);
+	LAUNCH(nch, k_throughput, dch, dsem, n, drc);
 	CK(cudaDeviceSynchronize());
 	double s = (double)(now_ns() - t0) / 1e9;
 	CK(cudaMemcpy(hrc, drc, sizeof(int) * nch, cudaMemcpyDeviceToHost));
@@ -409,7 +477,7 @@ int main(int argc, char **argv)
 		pthread_create(&th[nch], NULL, consumer, c);
 		CK(cudaMemcpy(dch, hch, sizeof(hch[0]), cudaMemcpyHostToDevice));
 		/* Parking: 100 us between posts, so the ring is parked (20 us). */
-		k_latency<<<1, 1>>>(dch, nlat, park ? 100000 : 2000, dlat, drc);
+		LAUNCH(1, k_latency, dch, nlat, park ? 100000 : 2000, dlat, drc);
 		CK(cudaDeviceSynchronize());
 		CK(cudaMemcpy(hrc, drc, sizeof(int), cudaMemcpyDeviceToHost));
 		CK(cudaMemcpy(lat, dlat, nlat * 8, cudaMemcpyDeviceToHost));
@@ -439,7 +507,7 @@ int main(int argc, char **argv)
 		c->hold = 1;               /* never consumes */
 		pthread_create(&th[nch], NULL, consumer, c);
 		CK(cudaMemcpy(dch, hch, sizeof(hch[0]), cudaMemcpyHostToDevice));
-		k_until_error<<<1, 1>>>(dch, drc);
+		LAUNCH(1, k_until_error, dch, drc);
 		if (ab) {
 			usleep(20000);
 			__atomic_store_n(&mm->abort_word, 1, __ATOMIC_RELEASE);
