@@ -138,7 +138,7 @@ struct cons {
 	struct mrc_notify *notify;  /* shared by all channels */
 	uint32_t slot;
 	int park;                   /* park the ring when idle */
-	volatile int stop, hold;    /* end; stop consuming (test 4) */
+	int stop, hold;             /* end; stop consuming (test 4): atomics */
 	uint64_t picked, bad, wakes, parks;
 	uint64_t sq_tail, cq_head;
 	char why[160];
@@ -192,7 +192,7 @@ static void cq_publish(struct cons *c, const struct mrc_sqe *s)
 {
 	struct shm *m = c->m;
 	while (c->cq_head - __atomic_load_n(&m->cqh.tail, __ATOMIC_ACQUIRE) >= CQ_N)
-		if (c->stop)
+		if (__atomic_load_n(&c->stop, __ATOMIC_RELAXED))
 			return;
 	struct mrc_cqe *q = &m->cq[c->cq_head & (CQ_N - 1)];
 	q->status = 0;
@@ -213,7 +213,7 @@ static void *consumer(void *arg)
 	struct cons *c = (struct cons *)arg;
 	struct shm *m = c->m;
 	uint64_t idle_since = now_ns();
-	while (!c->stop) {
+	while (!__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) {
 		if (c->hold) {
 			IDLE();
 			continue;
@@ -246,7 +246,7 @@ static void *consumer(void *arg)
 		}
 		c->parks++;
 		/* Parked: only the notify page may wake us. */
-		while (!c->stop) {
+		while (!__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) {
 			if (__atomic_load_n(&c->notify->summary, __ATOMIC_RELAXED)) {
 				__atomic_store_n(&c->notify->summary, 0, __ATOMIC_RELAXED);
 				__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -445,7 +445,7 @@ int main(int argc, char **argv)
 	uint64_t picked = 0, bad = 0;
 	int rcs = 0;
 	for (int c = 0; c < nch; c++) {
-		cs[c].stop = 1;
+		__atomic_store_n(&cs[c].stop, 1, __ATOMIC_RELAXED);
 		pthread_join(th[c], NULL);
 		picked += cs[c].picked;
 		bad += cs[c].bad;
@@ -481,7 +481,7 @@ int main(int argc, char **argv)
 		CK(cudaDeviceSynchronize());
 		CK(cudaMemcpy(hrc, drc, sizeof(int), cudaMemcpyDeviceToHost));
 		CK(cudaMemcpy(lat, dlat, nlat * 8, cudaMemcpyDeviceToHost));
-		c->stop = 1;
+		__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
 		pthread_join(th[nch], NULL);
 		qsort(lat, nlat, 8, cmp64);
 		result(hrc[0] == 0 && !c->bad && c->picked == nlat && (!park || c->wakes > 0),
@@ -515,7 +515,7 @@ int main(int argc, char **argv)
 		CK(cudaDeviceSynchronize());
 		CK(cudaMemcpy(hrc, drc, sizeof(int), cudaMemcpyDeviceToHost));
 		CK(cudaMemcpy(hch, dch, sizeof(hch[0]), cudaMemcpyDeviceToHost));
-		c->stop = 1;
+		__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
 		pthread_join(th[nch], NULL);
 		int want = ab ? -EPIPE : -ETIMEDOUT;
 		result(hrc[0] == want && hch[0].posted == SQ_N,
