@@ -22,3 +22,7 @@ bench_auth_SRCS := bench/bench_auth.c
 # polled QPs (bench/results/bench_poll.md).
 BENCHES += bench_poll
 bench_poll_SRCS := bench/bench_poll.c
+# Posting from mrc/gpu.h host threads vs libmrc's mrc_post_write, posts/s
+# and post-to-pickup (bench/results/bench_gpu_post.md).
+BENCHES += bench_gpu_post
+bench_gpu_post_SRCS := bench/bench_gpu_post.c
