@@ -95,6 +95,37 @@ void mrc_gpu_watch_stop(struct mrc_gpu_watch *w);
  * registered with cudaHostRegister(..., cudaHostRegisterMapped)). */
 int mrc_gpu_chan_to_device(const struct mrc_gpu_chan *host, struct mrc_gpu_chan *dev);
 void mrc_gpu_chan_release(const struct mrc_gpu_chan *host);
+
+/* ---- GPU memory as transfer source and target (gpu/gpumem.c) ----------
+ * mrc_gpu_reg_mr(3), docs/gpu.md "GPU memory".  On the UDP datapath mrcd
+ * cannot reach device memory: a device region is shadowed by a pinned
+ * libmrc region of the same length (its key is the shadow's), and the
+ * copies run in this process, which owns the CUDA context.  -ENOSYS when
+ * built without CUDA, -ENODEV when there is no GPU. */
+struct mrc_mr;
+struct mrc_gpu_mr;
+int mrc_gpu_reg_mr(struct mrc_ctx *ctx, void *devptr, uint64_t len, uint32_t access,
+		   struct mrc_gpu_mr **out);
+int mrc_gpu_dereg_mr(struct mrc_gpu_mr *g);
+/* The host shadow: mrc_mr_key() is the rkey peers write to (landed data
+ * stays there until mrc_gpu_mr_to_device) and the lkey of host posts. */
+struct mrc_mr *mrc_gpu_mr_host(const struct mrc_gpu_mr *g);
+/* Bytes per staging copy and per WRITE (default 1 MiB, at most 1 GiB). */
+int mrc_gpu_mr_set_chunk(struct mrc_gpu_mr *g, uint64_t bytes);
+/* Device [loff, loff+len) to the peer's (rkey, roff): copied to the
+ * shadow chunk by chunk on the region's stream, each chunk's WRITE posted
+ * as soon as its copy is done while the next chunks copy.  Blocks until
+ * every WRITE completed (0), the first error completion's status, or
+ * -ETIMEDOUT after timeout_ms (< 0: none).  The QP must have no other
+ * work outstanding meanwhile; the device data must be ready (the kernel
+ * that wrote it has completed: the copies run on a stream of their own). */
+int mrc_gpu_write(struct mrc_qp *qp, struct mrc_gpu_mr *src, uint64_t loff, uint64_t len,
+		  uint32_t rkey, uint64_t roff, int timeout_ms);
+/* Synchronous copies between the shadow and the device: to_device after
+ * a peer's data landed (e.g. on its WRITE_IMM completion), from_device
+ * before a host post reads the shadow itself. */
+int mrc_gpu_mr_to_device(struct mrc_gpu_mr *g, uint64_t off, uint64_t len);
+int mrc_gpu_mr_from_device(struct mrc_gpu_mr *g, uint64_t off, uint64_t len);
 #endif
 
 #ifdef __cplusplus

@@ -1,0 +1,107 @@
+# gpu/: the CUDA build (docs/gpu.md, "Build").
+#
+# CUDA_HOME (default /usr/local/cuda) is used when $(CUDA_HOME)/bin/nvcc
+# exists: gpu/*.cu and examples/*.cu compile with nvcc for sm_90, the PTX
+# probe (a kernel calling mrc/gpu.h's producer) is emitted into
+# $(B)/gpu/*.ptx for tests/test_gpu_ptx.c, and libmrc-gpu's CUDA host code
+# (plain C against the runtime API) links -lcudart.  Without nvcc, one
+# line says so and the rest builds: libmrc-gpu's CUDA entry points then
+# return -ENOSYS (gpu/cuda_none.c) and the GPU tests skip.
+#
+# MRC_GPUDIRECT=1 (off by default) also builds the dmabuf registration of
+# device memory for an RDMA datapath (gpu/gpudirect.c: libcuda +
+# libibverbs; scripts/deps.sh installs libibverbs-dev when it is set).
+
+CUDA_HOME ?= /usr/local/cuda
+MRC_GPUDIRECT ?= 0
+NVCC := $(CUDA_HOME)/bin/nvcc
+HAVE_CUDA := $(if $(wildcard $(NVCC)),1,)
+
+# libmrc-gpu ($(B)/gpu/libmrc-gpu.a): the staging pipeline and its libmrc
+# glue build everywhere; then the CUDA backend or its -ENOSYS stand-in.
+# Another gpu/ module adds its objects with a rule of its own,
+# "$(MRC_GPU_A): $(B)/gpu/x.o" (make merges prerequisites; the recipe
+# archives them all).
+MRC_GPU_CUDA_SRCS := gpu/stage.c gpu/gpumem.c
+ifeq ($(HAVE_CUDA),1)
+MRC_GPU_CUDA_SRCS += gpu/cuda_err.c gpu/cuda_ops.c gpu/cuda_chan.c
+ifeq ($(MRC_GPUDIRECT),1)
+MRC_GPU_CUDA_SRCS += gpu/gpudirect.c
+endif
+else
+MRC_GPU_CUDA_SRCS += gpu/cuda_none.c
+ifeq ($(MRC_GPUDIRECT),1)
+$(error MRC_GPUDIRECT=1 needs CUDA: no nvcc at $(NVCC) (set CUDA_HOME))
+endif
+endif
+MRC_GPU_A := $(B)/gpu/libmrc-gpu.a
+# Tests find libmrc-gpu's objects in the test support library.
+TEST_SUPPORT_SRCS += $(MRC_GPU_CUDA_SRCS)
+
+all: $(MRC_GPU_A)
+$(MRC_GPU_A): $(MRC_GPU_CUDA_SRCS:%.c=$(B)/%.o)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $(filter %.o,$^)
+
+ifeq ($(HAVE_CUDA),1)
+CUDA_CFLAGS := -isystem $(CUDA_HOME)/include -DMRC_HAVE_CUDA=1
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
+ifeq ($(MRC_GPUDIRECT),1)
+CUDA_CFLAGS += -DMRC_GPUDIRECT=1
+# libcuda comes with the driver; the toolkit's stub links where there is none.
+CUDA_LDLIBS += -L$(CUDA_HOME)/lib64/stubs -lcuda -libverbs
+endif
+# Host C that calls the CUDA runtime, and the programs and tests that link
+# libmrc-gpu (target-specific: nothing else links cudart).
+$(MRC_GPU_CUDA_SRCS:%.c=$(B)/%.o) $(B)/tests/test_gpu_cuda.o: CFLAGS_ALL += $(CUDA_CFLAGS)
+$(B)/tests/test_gpu_stage $(B)/tests/test_gpu_cuda: LDLIBS_ALL += $(CUDA_LDLIBS)
+
+# nvcc: C++17, device code for sm_90 (H100/H200), host side with the
+# project's warnings as errors.
+NVCC_FLAGS := -std=c++17 -arch=sm_90 -O2 -g -Iinclude -I. --Werror all-warnings \
+	-Xcompiler -Wall,-Wextra,-Werror,-Wno-unused-parameter -DMRC_HAVE_CUDA=1
+$(B)/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -MMD -MP -c $< -o $@
+
+# The PTX probe and the checker's reference producer, each also in a
+# deliberately broken variant (no fence before the publication) that
+# tests/test_gpu_ptx.c must reject.  The probe needs mrc/gpu.h's producer
+# (gpu/ptx_probe.cu); until the header has one, only the reference builds.
+GPU_PTX := $(B)/gpu/ptx_ref.ptx $(B)/gpu/ptx_ref_broken.ptx
+GPU_PRODUCER_RE := ^(MRC_GPU_FN[^(]*)?mrc_gpu_post[(]
+ifneq ($(shell grep -lE '$(GPU_PRODUCER_RE)' include/mrc/gpu.h),)
+GPU_PTX += $(B)/gpu/ptx_probe.ptx $(B)/gpu/ptx_probe_broken.ptx
+endif
+$(B)/gpu/ptx_ref.ptx: tests/support/ptx_ref.cu
+$(B)/gpu/ptx_ref_broken.ptx: tests/support/ptx_ref.cu
+$(B)/gpu/ptx_probe.ptx $(B)/gpu/ptx_probe_broken.ptx: gpu/ptx_probe.cu include/mrc/gpu.h include/mrc/ring.h
+$(GPU_PTX):
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) $(if $(findstring _broken,$@),-DMRC_PTX_BROKEN=1) -ptx \
+		$(firstword $(filter %.cu,$^)) -o $@
+all: $(GPU_PTX)
+$(B)/tests/test_gpu_ptx: | $(GPU_PTX)
+
+# Every .cu in gpu/ and examples/ compiles (kernels of programs that other
+# modules link through CUDA_PROGS below); ptx_*.cu are PTX-only probes.
+GPU_CU_OBJS := $(patsubst %.cu,$(B)/%.cu.o,$(filter-out gpu/ptx_%.cu,$(wildcard gpu/*.cu examples/*.cu)))
+all: $(GPU_CU_OBJS)
+
+# CUDA programs: NAME in CUDA_PROGS with NAME_SRCS (.c and .cu) links
+# against libmrc-gpu, libmrc and cudart into $(B)/bin/NAME.
+define cuda_prog_rule
+$(B)/bin/$(1): $$(patsubst %.cu,$(B)/%.cu.o,$$(patsubst %.c,$(B)/%.o,$$($(1)_SRCS))) $(MRC_GPU_A) $(LIBMRC_A) $(LIBCORE)
+	@mkdir -p $$(dir $$@)
+	$(CC) $(LDFLAGS_ALL) -o $$@ $$^ $(CUDA_LDLIBS) -lstdc++ $(LDLIBS_ALL)
+all: $(B)/bin/$(1)
+endef
+$(foreach p,$(CUDA_PROGS),$(eval $(call cuda_prog_rule,$(p))))
+
+else
+# Said once per top-level make (sub-makes inherit MRC_CUDA_SAID).
+ifeq ($(MRC_CUDA_SAID),)
+$(info gpu/: CUDA not found at $(CUDA_HOME): skipped; set CUDA_HOME)
+export MRC_CUDA_SAID := 1
+endif
+endif
