@@ -57,6 +57,8 @@ int mrc__gpu_stage_put(const struct mrc__gpu_stage *st, const struct mrc__gpu_si
 			if (r != -ENOSPC || posted == done)
 				break;
 			r = reap_until(sink, sk, &done, posted, posted - done - 1, &cerr);
+			if (!r && cerr)
+				r = cerr;  /* an error completion: post nothing more */
 		}
 		if (r) {
 			err = r;
