@@ -198,6 +198,8 @@ static int s_post(void *p, uint64_t off, uint64_t len, uint64_t roff)
 	} else {
 		if (f->copies_done <= k)
 			violation(f, "chunk posted before its copy finished", k);
+		if (s->gate_complete && k + 1 < s->n_chunks && f->copies_enq <= k + 1)
+			violation(f, "copy k+1 not enqueued before chunk k was posted", k);
 		assert_true(k < MAXQ);
 		s->r[k] = (struct rec){ off, len, roff };
 		memcpy(s->remote + roff, s->shadow + off, len);
@@ -241,9 +243,12 @@ struct run {
 	int ret;
 };
 
-static void run_setup(struct run *t, uint64_t size, uint64_t s0)
+/* On the heap, and freed only by a passing test: a failed assertion
+ * leaves the fake's thread running on it. */
+static struct run *run_setup(uint64_t size, uint64_t s0)
 {
-	memset(t, 0, sizeof(*t));
+	struct run *t = calloc(1, sizeof(*t));
+	assert_non_null(t);
 	fake_start(&t->f);
 	t->size = size;
 	t->dev = malloc(size);
@@ -257,6 +262,7 @@ static void run_setup(struct run *t, uint64_t size, uint64_t s0)
 	t->s = (struct sink){ .f = &t->f, .shadow = t->shadow, .remote = t->remote,
 			      .cap = 1u << 30, .err_at = -1 };
 	t->f.posts_seen = &t->s.posts;
+	return t;
 }
 
 static void run_put(struct run *t, uint64_t chunk, uint64_t off, uint64_t len, uint64_t roff)
@@ -267,9 +273,11 @@ static void run_put(struct run *t, uint64_t chunk, uint64_t off, uint64_t len, u
 	t->ret = mrc__gpu_stage_put(&st, &fake_sink, &t->s, off, len, roff);
 	/* Whatever happened: nothing of the put is left in flight. */
 	pthread_mutex_lock(&t->f.mu);
-	assert_int_equal(t->s.reaped, t->s.posts);
-	assert_int_equal(t->f.copies_done, t->f.copies_enq);
+	unsigned reaped = t->s.reaped, posts = t->s.posts;
+	unsigned cdone = t->f.copies_done, cenq = t->f.copies_enq;
 	pthread_mutex_unlock(&t->f.mu);
+	assert_int_equal(reaped, posts);
+	assert_int_equal(cdone, cenq);
 }
 
 static void run_free(struct run *t)
@@ -278,6 +286,7 @@ static void run_free(struct run *t)
 	free(t->dev);
 	free(t->shadow);
 	free(t->remote);
+	free(t);
 }
 
 static void expect_no_violation(struct run *t)
@@ -294,26 +303,25 @@ static void test_chunking(void **state)
 	struct mrc_rng g;
 	mrc_rng_seed(&g, seed);
 	for (int it = 0; it < 50; it++) {
-		struct run t;
 		uint64_t size = 1 + mrc_rng_below(&g, 64 << 10);
 		uint64_t off = mrc_rng_below(&g, size);
 		uint64_t len = 1 + mrc_rng_below(&g, size - off);
 		uint64_t chunk = 1 + mrc_rng_below(&g, 8192);
 		uint64_t roff = mrc_rng_below(&g, size - len + 1);
-		run_setup(&t, size, seed + (uint64_t)it);
-		run_put(&t, chunk, off, len, roff);
-		assert_int_equal(t.ret, 0);
-		expect_no_violation(&t);
+		struct run *t = run_setup(size, seed + (uint64_t)it);
+		run_put(t, chunk, off, len, roff);
+		assert_int_equal(t->ret, 0);
+		expect_no_violation(t);
 		uint64_t n = (len + chunk - 1) / chunk;
-		assert_int_equal(t.s.posts, n);
+		assert_int_equal(t->s.posts, n);
 		for (uint64_t k = 0; k < n; k++) {
-			assert_int_equal(t.s.r[k].off, off + k * chunk);
-			assert_int_equal(t.s.r[k].roff, roff + k * chunk);
-			assert_int_equal(t.s.r[k].len, k + 1 < n ? chunk : len - k * chunk);
+			assert_int_equal(t->s.r[k].off, off + k * chunk);
+			assert_int_equal(t->s.r[k].roff, roff + k * chunk);
+			assert_int_equal(t->s.r[k].len, k + 1 < n ? chunk : len - k * chunk);
 		}
-		if (memcmp(t.remote + roff, t.dev + off, len))
+		if (memcmp(t->remote + roff, t->dev + off, len))
 			fail_msg("data differs (iteration %d, seed %llu)", it, (unsigned long long)seed);
-		run_free(&t);
+		run_free(t);
 	}
 }
 
@@ -322,76 +330,72 @@ static void test_chunking(void **state)
  * and send would trip one of them (bounded waits, reported as violations). */
 static void test_pipelined(void **state)
 {
-	struct run t;
-	run_setup(&t, 64 << 10, seed);
-	t.f.gate_on_post = 1;
-	t.s.gate_complete = 1;
-	t.s.cap = 2;               /* forces reaps during the put */
-	run_put(&t, 4096, 0, 64 << 10, 0);
-	assert_int_equal(t.ret, 0);
-	expect_no_violation(&t);
-	assert_int_equal(t.s.posts, 16);
-	assert_true(t.s.enospc > 0);       /* back-pressure was exercised */
-	assert_true(t.s.max_out <= 2);
-	assert_memory_equal(t.remote, t.dev, 64 << 10);
-	run_free(&t);
+	struct run *t = run_setup(64 << 10, seed);
+	t->f.gate_on_post = 1;
+	t->s.gate_complete = 1;
+	t->s.cap = 2;               /* forces reaps during the put */
+	run_put(t, 4096, 0, 64 << 10, 0);
+	assert_int_equal(t->ret, 0);
+	expect_no_violation(t);
+	assert_int_equal(t->s.posts, 16);
+	assert_true(t->s.enospc > 0);       /* back-pressure was exercised */
+	assert_true(t->s.max_out <= 2);
+	assert_memory_equal(t->remote, t->dev, 64 << 10);
+	run_free(t);
 }
 
 /* An asynchronous copy failure at chunk 3: chunks 0..2 are posted (and
  * reaped), nothing after, the error is returned. */
 static void test_copy_error(void **state)
 {
-	struct run t;
-	run_setup(&t, 40000, seed);
-	t.f.fail_copy_at = 3;
-	run_put(&t, 4000, 0, 40000, 0);
-	assert_int_equal(t.ret, -EIO);
-	assert_int_equal(t.s.posts, 3);
-	assert_true(t.f.async_err == -EIO);    /* the injected fault happened */
-	expect_no_violation(&t);
-	run_free(&t);
+	struct run *t = run_setup(40000, seed);
+	t->f.fail_copy_at = 3;
+	run_put(t, 4000, 0, 40000, 0);
+	assert_int_equal(t->ret, -EIO);
+	assert_int_equal(t->s.posts, 3);
+	assert_true(t->f.async_err == -EIO);    /* the injected fault happened */
+	expect_no_violation(t);
+	run_free(t);
 
 	/* An enqueue refused at chunk 5: the copies before it are posted. */
-	run_setup(&t, 40000, seed);
-	t.f.fail_enqueue_at = 5;
-	run_put(&t, 4000, 0, 40000, 0);
-	assert_int_equal(t.ret, -EINVAL);
-	assert_int_equal(t.f.copies_enq, 5);
-	assert_true(t.s.posts <= 5);
-	expect_no_violation(&t);
-	run_free(&t);
+	t = run_setup(40000, seed);
+	t->f.fail_enqueue_at = 5;
+	run_put(t, 4000, 0, 40000, 0);
+	assert_int_equal(t->ret, -EINVAL);
+	assert_int_equal(t->f.copies_enq, 5);
+	assert_true(t->s.posts <= 5);
+	expect_no_violation(t);
+	run_free(t);
 }
 
 /* An error completion of chunk 1 is returned and stops further posts once
  * the pipeline has seen it (capacity 1: it is seen before chunk 2). */
 static void test_completion_error(void **state)
 {
-	struct run t;
-	run_setup(&t, 40000, seed);
-	t.s.cap = 1;
-	t.s.err_at = 1;
-	run_put(&t, 4000, 0, 40000, 0);
-	assert_int_equal(t.ret, -EREMOTEIO);
-	assert_int_equal(t.s.posts, 2);
-	expect_no_violation(&t);
-	run_free(&t);
+	struct run *t = run_setup(40000, seed);
+	t->s.cap = 1;
+	t->s.err_at = 1;
+	run_put(t, 4000, 0, 40000, 0);
+	assert_int_equal(t->ret, -EREMOTEIO);
+	assert_int_equal(t->s.posts, 2);
+	expect_no_violation(t);
+	run_free(t);
 }
 
 static void test_copy_sync(void **state)
 {
-	struct run t;
-	run_setup(&t, 10000, seed);
-	struct mrc__gpu_stage st = { .ops = &fake_ops, .be = &t.f, .shadow = t.shadow,
-				     .dev = t.dev, .chunk = 4096 };
+	struct run *t = run_setup(10000, seed);
+	struct mrc__gpu_stage st = { .ops = &fake_ops, .be = &t->f, .shadow = t->shadow,
+				     .dev = t->dev, .chunk = 4096 };
 	assert_int_equal(mrc__gpu_stage_copy(&st, 0, 100, 5000), 0);
-	assert_memory_equal(t.shadow + 100, t.dev + 100, 5000);
-	memset(t.shadow, 0x5a, 10000);
-	uint8_t first = t.dev[0];
+	assert_memory_equal(t->shadow + 100, t->dev + 100, 5000);
+	memset(t->shadow, 0x5a, 10000);
+	uint8_t first = t->dev[0];
 	assert_int_equal(mrc__gpu_stage_copy(&st, 1, 1, 9999), 0);
-	assert_int_equal(t.dev[0], first);
+	assert_int_equal(t->dev[0], first);
 	for (int i = 1; i < 10000; i++)
-		assert_int_equal(t.dev[i], 0x5a);
-	run_free(&t);
+		assert_int_equal(t->dev[i], 0x5a);
+	run_free(t);
 }
 
 /* ---- end to end through mrcd ---------------------------------------- */
