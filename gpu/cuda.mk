@@ -9,8 +9,9 @@
 # return -ENOSYS (gpu/cuda_none.c) and the GPU tests skip.
 #
 # MRC_GPUDIRECT=1 (off by default) also builds the dmabuf registration of
-# device memory for an RDMA datapath (gpu/gpudirect.c: libcuda +
-# libibverbs; scripts/deps.sh installs libibverbs-dev when it is set).
+# device memory for an RDMA datapath (gpu/gpudirect.c: the driver API
+# through cudart, and libibverbs: scripts/deps.sh installs libibverbs-dev
+# when the switch is set).
 
 CUDA_HOME ?= /usr/local/cuda
 MRC_GPUDIRECT ?= 0
@@ -48,8 +49,7 @@ CUDA_CFLAGS := -isystem $(CUDA_HOME)/include -DMRC_HAVE_CUDA=1
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
 ifeq ($(MRC_GPUDIRECT),1)
 CUDA_CFLAGS += -DMRC_GPUDIRECT=1
-# libcuda comes with the driver; the toolkit's stub links where there is none.
-CUDA_LDLIBS += -L$(CUDA_HOME)/lib64/stubs -lcuda -libverbs
+CUDA_LDLIBS += -libverbs
 endif
 # Host C that calls the CUDA runtime, and the programs and tests that link
 # libmrc-gpu (target-specific: nothing else links cudart).

@@ -1,11 +1,15 @@
 /* GPUDirect RDMA registration through dmabuf (gpu/gpudirect.h), built
- * with make MRC_GPUDIRECT=1: libcuda (driver API, for
- * cuMemGetHandleForAddressRange) and libibverbs (rdma-core >= 34 has
- * ibv_reg_dmabuf_mr; Debian 12 ships 44). */
+ * with make MRC_GPUDIRECT=1: the driver API's
+ * cuMemGetHandleForAddressRange, and libibverbs (rdma-core >= 34 has
+ * ibv_reg_dmabuf_mr; Debian 12 ships 44).  The driver functions come
+ * from cudart's cudaGetDriverEntryPointByVersion rather than -lcuda, so
+ * the programs still start where no driver is installed (libcuda.so.1 is
+ * the driver's, not the toolkit's) and fail with -ENODEV instead. */
 #include <errno.h>
 #include <unistd.h>
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <infiniband/verbs.h>
 
 #include "gpu/cuda_err.h"
@@ -28,6 +32,13 @@ static int cu_errno(CUresult e)
 	}
 }
 
+static int entry(const char *sym, unsigned ver, void **fn)
+{
+	enum cudaDriverEntryPointQueryResult q;
+	int r = mrc__cuda_errno(cudaGetDriverEntryPointByVersion(sym, fn, ver, cudaEnableDefault, &q));
+	return r ? r : q == cudaDriverEntryPointSuccess ? 0 : -ENOSYS;
+}
+
 int mrc__gpu_dmabuf_export(void *devptr, uint64_t len, struct mrc__gpu_dmabuf *out)
 {
 	int r = mrc__cuda_have_device();
@@ -35,17 +46,28 @@ int mrc__gpu_dmabuf_export(void *devptr, uint64_t len, struct mrc__gpu_dmabuf *o
 		return r;
 	if (!devptr || !len)
 		return -EINVAL;
-	/* The runtime's primary context is current once any runtime call
-	 * made it so; cudaFree(NULL) is the documented way to force it. */
-	cudaFree(NULL);
-	int ord = -1, ok = 0;
+	PFN_cuDeviceGet_v2000 dev_get;
+	PFN_cuDeviceGetAttribute_v2000 dev_attr;
+	PFN_cuMemGetHandleForAddressRange_v11070 get_handle;
+	r = entry("cuDeviceGet", 2000, (void **)&dev_get);
+	if (!r)
+		r = entry("cuDeviceGetAttribute", 2000, (void **)&dev_attr);
+	if (!r)
+		r = entry("cuMemGetHandleForAddressRange", 11070, (void **)&get_handle);
+	if (r)
+		return r;
+	/* The pointer's device (this also makes the runtime's primary
+	 * context current, which the driver call below works in). */
+	struct cudaPointerAttributes pa;
+	r = mrc__cuda_errno(cudaPointerGetAttributes(&pa, devptr));
+	if (!r && pa.type != cudaMemoryTypeDevice)
+		r = -EINVAL;
+	int ok = 0;
 	CUdevice dev;
-	r = cu_errno(cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-					   (CUdeviceptr)(uintptr_t)devptr));
 	if (!r)
-		r = cu_errno(cuDeviceGet(&dev, ord));
+		r = cu_errno(dev_get(&dev, pa.device));
 	if (!r)
-		r = cu_errno(cuDeviceGetAttribute(&ok, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev));
+		r = cu_errno(dev_attr(&ok, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev));
 	if (!r && !ok)
 		r = -EOPNOTSUPP;
 	if (r)
@@ -57,7 +79,7 @@ int mrc__gpu_dmabuf_export(void *devptr, uint64_t len, struct mrc__gpu_dmabuf *o
 	uint64_t a = (uint64_t)(uintptr_t)devptr & ~(pg - 1);
 	uint64_t e = ((uint64_t)(uintptr_t)devptr + len + pg - 1) & ~(pg - 1);
 	int fd = -1;
-	r = cu_errno(cuMemGetHandleForAddressRange(&fd, (CUdeviceptr)a, e - a,
+	r = cu_errno(get_handle(&fd, (CUdeviceptr)a, e - a,
 						   CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
 	if (r)
 		return r;
