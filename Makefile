@@ -59,8 +59,16 @@ ifeq ($(SAN),1)
 CFLAGS_ALL += $(SANFLAGS)
 LDFLAGS_ALL += $(SANFLAGS)
 endif
+# ThreadSanitizer (not combinable with ASan): the TSAN_TESTS, in build/tsan.
+ifeq ($(TSAN),1)
+# -Wno-tsan: TSan does not model fences; the rings pair them across
+# processes (mrcd), where TSan does not look anyway.
+CFLAGS_ALL += -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan
+LDFLAGS_ALL += -fsanitize=thread
+endif
 
 CORE_SRCS :=
+TSAN_TESTS :=
 TEST_SUPPORT_SRCS :=
 PROGS :=
 BENCHES :=
@@ -77,7 +85,7 @@ BENCH_BINS := $(BENCHES:%=$(B)/bench/%)
 LIBCORE    := $(B)/libmrccore.a
 LIBTSUP    := $(B)/libmrctest.a
 
-.PHONY: all tests check check-unit check-san check-fuzz check-root check-fresh bench demo install clean
+.PHONY: all tests check check-unit check-san check-tsan check-fuzz check-root check-fresh bench demo install clean
 all: $(LIBCORE) $(PROG_BINS)
 
 $(B)/%.o: %.c
@@ -116,6 +124,9 @@ check-unit: all tests
 
 check-san:
 	$(MAKE) B=build/san SAN=1 OPT=-O1 check-unit
+	$(MAKE) B=build/tsan TSAN=1 OPT=-O1 check-tsan
+check-tsan: $(B)/bin/mrcd $(TSAN_TESTS:%=$(B)/tests/%)
+	@./scripts/run-tests.sh $(TSAN_TESTS:%=$(B)/tests/%)
 
 # libFuzzer needs clang; the core is rebuilt with coverage instrumentation.
 FZ := build/fuzz

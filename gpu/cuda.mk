@@ -18,11 +18,10 @@ MRC_GPUDIRECT ?= 0
 NVCC := $(CUDA_HOME)/bin/nvcc
 HAVE_CUDA := $(if $(wildcard $(NVCC)),1,)
 
-# libmrc-gpu ($(B)/gpu/libmrc-gpu.a): the staging pipeline and its libmrc
-# glue build everywhere; then the CUDA backend or its -ENOSYS stand-in.
-# Another gpu/ module adds its objects with a rule of its own,
-# "$(MRC_GPU_A): $(B)/gpu/x.o" (make merges prerequisites; the recipe
-# archives them all).
+# libmrc-gpu's GPU-memory and CUDA parts: the staging pipeline and its
+# libmrc glue build everywhere; then the CUDA backend or its -ENOSYS
+# stand-in.  gpu/host.mk (read after this file) puts them in the library
+# (static and shared) and the test support library with its own sources.
 MRC_GPU_CUDA_SRCS := gpu/stage.c gpu/gpumem.c
 ifeq ($(HAVE_CUDA),1)
 MRC_GPU_CUDA_SRCS += gpu/cuda_err.c gpu/cuda_ops.c gpu/cuda_chan.c
@@ -35,14 +34,7 @@ ifeq ($(MRC_GPUDIRECT),1)
 $(error MRC_GPUDIRECT=1 needs CUDA: no nvcc at $(NVCC) (set CUDA_HOME))
 endif
 endif
-MRC_GPU_A := $(B)/gpu/libmrc-gpu.a
-# Tests find libmrc-gpu's objects in the test support library.
-TEST_SUPPORT_SRCS += $(MRC_GPU_CUDA_SRCS)
-
-all: $(MRC_GPU_A)
-$(MRC_GPU_A): $(MRC_GPU_CUDA_SRCS:%.c=$(B)/%.o)
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $(filter %.o,$^)
+CUDA_LDLIBS :=
 
 ifeq ($(HAVE_CUDA),1)
 CUDA_CFLAGS := -isystem $(CUDA_HOME)/include -DMRC_HAVE_CUDA=1
@@ -53,7 +45,8 @@ CUDA_LDLIBS += -libverbs
 endif
 # Host C that calls the CUDA runtime, and the programs and tests that link
 # libmrc-gpu (target-specific: nothing else links cudart).
-$(MRC_GPU_CUDA_SRCS:%.c=$(B)/%.o) $(B)/tests/test_gpu_cuda.o: CFLAGS_ALL += $(CUDA_CFLAGS)
+$(MRC_GPU_CUDA_SRCS:%.c=$(B)/%.o) $(MRC_GPU_CUDA_SRCS:%.c=$(B)/gpu/pic/%.o) \
+$(B)/tests/test_gpu_cuda.o: CFLAGS_ALL += $(CUDA_CFLAGS)
 $(B)/tests/test_gpu_stage $(B)/tests/test_gpu_cuda: LDLIBS_ALL += $(CUDA_LDLIBS)
 
 # nvcc: C++17, device code for sm_90 (H100/H200), host side with the
@@ -83,20 +76,21 @@ $(GPU_PTX):
 all: $(GPU_PTX)
 $(B)/tests/test_gpu_ptx: | $(GPU_PTX)
 
-# Every .cu in gpu/ and examples/ compiles (kernels of programs that other
-# modules link through CUDA_PROGS below); ptx_*.cu are PTX-only probes.
+# Every .cu in gpu/ and examples/ compiles; ptx_*.cu are PTX-only probes.
 GPU_CU_OBJS := $(patsubst %.cu,$(B)/%.cu.o,$(filter-out gpu/ptx_%.cu,$(wildcard gpu/*.cu examples/*.cu)))
 all: $(GPU_CU_OBJS)
 
-# CUDA programs: NAME in CUDA_PROGS with NAME_SRCS (.c and .cu) links
-# against libmrc-gpu, libmrc and cudart into $(B)/bin/NAME.
-define cuda_prog_rule
-$(B)/bin/$(1): $$(patsubst %.cu,$(B)/%.cu.o,$$(patsubst %.c,$(B)/%.o,$$($(1)_SRCS))) $(MRC_GPU_A) $(LIBMRC_A) $(LIBCORE)
-	@mkdir -p $$(dir $$@)
-	$(CC) $(LDFLAGS_ALL) -o $$@ $$^ $(CUDA_LDLIBS) -lstdc++ $(LDLIBS_ALL)
-all: $(B)/bin/$(1)
-endef
-$(foreach p,$(CUDA_PROGS),$(eval $(call cuda_prog_rule,$(p))))
+# examples/gpu_put in kernel mode: gpu_put_host.c with -DGPU_PUT_CUDA and
+# the kernel of gpu_put.cu, against libmrc-gpu (with its CUDA part), libmrc
+# and cudart.
+$(B)/examples/gpu_put_host_cuda.o: examples/gpu_put_host.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DGPU_PUT_CUDA -MMD -MP -c $< -o $@
+$(B)/bin/mrc_gpu_put_cuda: $(B)/examples/gpu_put_host_cuda.o $(B)/examples/gpu_put.cu.o \
+		$(MRC_GPU_CUDA_SRCS:%.c=$(B)/%.o) $(B)/gpu/chan.o $(B)/gpu/watch.o $(LIBMRC_A) $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CUDA_LDLIBS) -lstdc++ $(LDLIBS_ALL)
+all: $(B)/bin/mrc_gpu_put_cuda
 
 else
 # Said once per top-level make (sub-makes inherit MRC_CUDA_SAID).

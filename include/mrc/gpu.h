@@ -2,10 +2,6 @@
  * a QP's rings, and the one-sided primitives collective and MoE kernels
  * build on (put, signal, put_with_signal, wait, flush).
  *
- * CONTRACT SKELETON (lead): the struct and the signatures below are the
- * interface the gpu/ helpers implement; bodies follow the ring ABI
- * (mrc/ring.h, version 2).
- *
  * The same inline source serves CUDA device code (__host__ __device__
  * under nvcc) and host threads (plain C11), so the protocol is tested
  * where there is no GPU.  One channel has one producer: one thread, or
@@ -14,7 +10,10 @@
 #ifndef MRC_GPU_H
 #define MRC_GPU_H
 
+#include <errno.h>
+#include <sched.h>     /* host threads: sched_yield, clock_gettime */
 #include <stdint.h>
+#include <time.h>
 
 #include "mrc/ring.h"
 
@@ -54,27 +53,442 @@ struct mrc_gpu_chan {
 	uint64_t timeout_ns;         /* bound on any spin; 0: none */
 };
 
+/* ---- memory ordering: the only place that knows the target -----------
+ * Every access to a word the other side (mrcd, or the daemon's CQ writes)
+ * reads or writes concurrently goes through these.  Device: PTX at system
+ * scope (the ring is host memory mapped over PCIe); st.release.sys orders
+ * every earlier store of the thread (the descriptor fields) before the
+ * publication, which is what ring.h's "__threadfence_system(); volatile
+ * store" recipe achieves in two instructions.  Host: GCC __atomic builtins
+ * with the same orders (C and C++, seen by ThreadSanitizer), or
+ * cuda::atomic_ref when C++ code defines MRC_GPU_CCCL (the CCCL headers
+ * under CUDA's include/cccl).  Descriptor fields themselves are plain
+ * stores: only the publication and the words read back need ordering. */
+#if defined(__CUDA_ARCH__)
+#define MRC__GPU_PRIM static __device__ __forceinline__
+/* MRC_GPU_PTX_BROKEN: the deliberately wrong build of gpu/ptx_probe.cu
+ * (releases relaxed, fences gone) that tests/test_gpu_ptx.c must reject.
+ * Never define it otherwise. */
+#ifdef MRC_GPU_PTX_BROKEN
+#define MRC__PTX_REL "relaxed"
+#define MRC__PTX_FENCE ""
+#else
+#define MRC__PTX_REL "release"
+#define MRC__PTX_FENCE "fence.sc.sys;"
+#endif
+MRC__GPU_PRIM uint32_t mrc__ld_acq32(const uint32_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+MRC__GPU_PRIM uint32_t mrc__ld_rlx32(const uint32_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+MRC__GPU_PRIM uint64_t mrc__ld_acq64(const uint64_t *p)
+{
+	uint64_t v;
+	asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+MRC__GPU_PRIM void mrc__st_rel32(uint32_t *p, uint32_t v)
+{
+	asm volatile("st." MRC__PTX_REL ".sys.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+}
+MRC__GPU_PRIM void mrc__st_rlx32(uint32_t *p, uint32_t v)
+{
+	asm volatile("st.relaxed.sys.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+}
+MRC__GPU_PRIM void mrc__st_rlx8(uint8_t *p, uint8_t v)
+{
+	asm volatile("st.relaxed.sys.u8 [%0], %1;" : : "l"(p), "h"((uint16_t)v) : "memory");
+}
+MRC__GPU_PRIM void mrc__st_rel64(uint64_t *p, uint64_t v)
+{
+	asm volatile("st." MRC__PTX_REL ".sys.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
+}
+MRC__GPU_PRIM void mrc__st_rlx64(uint64_t *p, uint64_t v)
+{
+	asm volatile("st.relaxed.sys.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
+}
+MRC__GPU_PRIM void mrc__fence_sc(void)
+{
+	asm volatile(MRC__PTX_FENCE : : : "memory");
+}
+MRC__GPU_PRIM uint64_t mrc__now_ns(void)
+{
+	uint64_t t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+MRC__GPU_PRIM void mrc__yield(void)
+{
+}
+MRC__GPU_PRIM void mrc__relax(void)
+{
+#if __CUDA_ARCH__ >= 700
+	__nanosleep(32);
+#endif
+}
+
+#elif defined(__cplusplus) && defined(MRC_GPU_CCCL)
+} /* extern "C" */
+#include <cuda/atomic>
+extern "C" {
+#define MRC__GPU_PRIM static inline
+#define MRC__AREF(T, p) cuda::atomic_ref<T, cuda::thread_scope_system>(*const_cast<T *>(p))
+MRC__GPU_PRIM uint32_t mrc__ld_acq32(const uint32_t *p) { return MRC__AREF(uint32_t, p).load(cuda::memory_order_acquire); }
+MRC__GPU_PRIM uint32_t mrc__ld_rlx32(const uint32_t *p) { return MRC__AREF(uint32_t, p).load(cuda::memory_order_relaxed); }
+MRC__GPU_PRIM uint64_t mrc__ld_acq64(const uint64_t *p) { return MRC__AREF(uint64_t, p).load(cuda::memory_order_acquire); }
+MRC__GPU_PRIM void mrc__st_rel32(uint32_t *p, uint32_t v) { MRC__AREF(uint32_t, p).store(v, cuda::memory_order_release); }
+MRC__GPU_PRIM void mrc__st_rlx32(uint32_t *p, uint32_t v) { MRC__AREF(uint32_t, p).store(v, cuda::memory_order_relaxed); }
+/* cuda::atomic_ref needs 4-byte objects at least: the pending byte is a
+ * builtin atomic (the fences around it do the ordering). */
+MRC__GPU_PRIM void mrc__st_rlx8(uint8_t *p, uint8_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+MRC__GPU_PRIM void mrc__st_rel64(uint64_t *p, uint64_t v) { MRC__AREF(uint64_t, p).store(v, cuda::memory_order_release); }
+MRC__GPU_PRIM void mrc__st_rlx64(uint64_t *p, uint64_t v) { MRC__AREF(uint64_t, p).store(v, cuda::memory_order_relaxed); }
+MRC__GPU_PRIM void mrc__fence_sc(void) { cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system); }
+#undef MRC__AREF
+
+#else
+#define MRC__GPU_PRIM static inline
+MRC__GPU_PRIM uint32_t mrc__ld_acq32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+MRC__GPU_PRIM uint32_t mrc__ld_rlx32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+MRC__GPU_PRIM uint64_t mrc__ld_acq64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+MRC__GPU_PRIM void mrc__st_rel32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+MRC__GPU_PRIM void mrc__st_rlx32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+MRC__GPU_PRIM void mrc__st_rlx8(uint8_t *p, uint8_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+MRC__GPU_PRIM void mrc__st_rel64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+MRC__GPU_PRIM void mrc__st_rlx64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+MRC__GPU_PRIM void mrc__fence_sc(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#endif
+
+#if !defined(__CUDA_ARCH__)
+MRC__GPU_PRIM void mrc__yield(void)
+{
+	sched_yield();
+}
+MRC__GPU_PRIM uint64_t mrc__now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+MRC__GPU_PRIM void mrc__relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+#endif
+
+/* The abort word: written by the watchdog (host), read here. */
+MRC__GPU_PRIM uint32_t mrc__ld_abort(const volatile uint32_t *p)
+{
+	return mrc__ld_rlx32((const uint32_t *)(uintptr_t)p);
+}
+
+/* ---- spinning ---------------------------------------------------------- */
+/* Every wait loop of the producer goes through one of these: the abort
+ * word (the daemon is gone: -EPIPE, sticky) and the channel's timeout
+ * (-ETIMEDOUT, not sticky: the caller may retry). */
+struct mrc__gpu_spin {
+	uint64_t start;
+	uint32_t n;
+};
+
+MRC_GPU_FN int mrc__gpu_spin(const struct mrc_gpu_chan *ch, struct mrc__gpu_spin *sp)
+{
+	if (ch->abort && mrc__ld_abort(ch->abort))
+		return -EPIPE;
+	/* Every 64 turns: the clock (not read per load), and on a host
+	 * thread the CPU is offered back (a producer thread must not starve
+	 * mrcd on a machine with few cores). */
+	if ((sp->n++ & 63) == 0) {
+		if (ch->timeout_ns) {
+			uint64_t now = mrc__now_ns();
+			if (!sp->start)
+				sp->start = now;
+			else if (now - sp->start >= ch->timeout_ns)
+				return -ETIMEDOUT;
+		}
+		mrc__yield();
+	}
+	mrc__relax();
+	return 0;
+}
+
 /* ---- device/host producer (inline, mrc/ring.h rules) ------------------ */
-/* Each returns 0 or a negative errno: -EPIPE once *abort is set,
- * -ETIMEDOUT after timeout_ns of spinning, or the channel's sticky error
- * (an error completion's status).  Posting blocks (spins, consuming
- * completions) while the SQ is full. */
-/* int mrc_gpu_post(struct mrc_gpu_chan *ch, const struct mrc_sqe *s);
- * int mrc_gpu_poll(struct mrc_gpu_chan *ch);           completions consumed, or < 0
- * int mrc_gpu_put(struct mrc_gpu_chan *ch, uint32_t rkey, uint64_t roff,
- *                 uint32_t lkey, uint64_t loff, uint64_t bytes);
- * int mrc_gpu_put_imm(..., uint32_t imm);               WRITE_IMM
- * int mrc_gpu_atomic_add(struct mrc_gpu_chan *ch, uint32_t rkey, uint64_t roff, uint64_t add);
- * int mrc_gpu_signal(struct mrc_gpu_chan *ch);          +1 on the remote semaphore, after every earlier put
- * int mrc_gpu_put_with_signal(struct mrc_gpu_chan *ch, uint32_t rkey, uint64_t roff,
- *                 uint32_t lkey, uint64_t loff, uint64_t bytes);
- * int mrc_gpu_wait(const struct mrc_gpu_chan *ch, const uint64_t *sem, uint64_t expected);
- *                                                        until *sem >= expected (acquire)
- * int mrc_gpu_flush(struct mrc_gpu_chan *ch);           every earlier put completed (sources reusable)
- */
+/* Each returns 0 (or a count) or a negative errno: -EPIPE once *abort is
+ * set (sticky), -ETIMEDOUT after timeout_ns of spinning, or the channel's
+ * sticky error (the first error completion's status).  Posting spins,
+ * consuming completions, while the SQ is full or as many send-side work
+ * requests are outstanding as the CQ has entries (so the CQ can never
+ * overflow).  Indices are compared by unsigned difference only: they may
+ * start anywhere (hdr.base) and wrap past 2^64. */
+
+/* Takes the completion at cq_tail if it is published (1) or not (0),
+ * copying it to *out when out is not NULL; counts it (a send-side one in
+ * ch->completed) and makes an error status the sticky error.  The CQ's
+ * tail is not stored: the callers below do that once per batch. */
+MRC_GPU_FN int mrc__gpu_cq_take(struct mrc_gpu_chan *ch, struct mrc_cqe *out)
+{
+	struct mrc_cqe *c = &ch->cq[ch->cq_tail & ch->cq_mask];
+	if (mrc__ld_acq32(&c->seq) != (uint32_t)(ch->cq_tail + 1))
+		return 0;
+	int32_t st = c->status;
+	uint8_t op = c->op;
+	if (out) {
+		out->seq = c->seq;
+		out->status = st;
+		out->wr_id = c->wr_id;
+		out->byte_len = c->byte_len;
+		out->imm = c->imm;
+		out->qpn = c->qpn;
+		out->op = op;
+		out->flags = c->flags;
+		out->rsvd = 0;
+	}
+	if (op != MRC_CQE_RECV_WRITE_IMM && op != MRC_CQE_RECV)
+		ch->completed++;
+	if (st < 0 && !ch->error)
+		ch->error = st;
+	ch->cq_tail++;
+	return 1;
+}
+
+/* The abort word, made sticky in the channel. */
+MRC_GPU_FN int mrc__gpu_aborted(struct mrc_gpu_chan *ch)
+{
+	if (ch->abort && mrc__ld_abort(ch->abort) && !ch->error)
+		ch->error = -EPIPE;
+	return ch->error == -EPIPE;
+}
+
+/* Consumes every published completion, in index order, without waiting:
+ * returns how many, or the sticky error.  A send-side completion counts
+ * in ch->completed; an error status becomes the sticky error.  Receive
+ * completions (RECV_WRITE_IMM from a peer's put_imm, RECV) are consumed
+ * and dropped: a channel's producer uses semaphores, not receives. */
+MRC_GPU_FN int mrc_gpu_poll(struct mrc_gpu_chan *ch)
+{
+	mrc__gpu_aborted(ch);
+	int n = 0;
+	while (mrc__gpu_cq_take(ch, 0))
+		n++;
+	if (n)  /* release: our reads of the slots happen before their reuse */
+		mrc__st_rel64(&ch->cqh->tail, ch->cq_tail);
+	return ch->error ? ch->error : n;
+}
+
+/* One completion, copied to *out (its status included, even when it
+ * becomes the sticky error): 1, 0 when none is published, -EPIPE once
+ * the daemon is gone.  For producers that check wr_ids themselves. */
+MRC_GPU_FN int mrc_gpu_poll_one(struct mrc_gpu_chan *ch, struct mrc_cqe *out)
+{
+	if (mrc__gpu_aborted(ch))
+		return -EPIPE;
+	if (!mrc__gpu_cq_take(ch, out))
+		return 0;
+	mrc__st_rel64(&ch->cqh->tail, ch->cq_tail);
+	return 1;
+}
+
+/* Waits for a free SQ slot and returns its index (in *idx); 0 or < 0.
+ * Split from mrc_gpu_post so that a producer may fill the slot itself
+ * (tests write the fields in a random order to show the publication
+ * protects them).  The caller fills every field but seq, then calls
+ * mrc_gpu_sq_publish with the same index. */
+MRC_GPU_FN int mrc_gpu_sq_reserve(struct mrc_gpu_chan *ch, struct mrc_sqe **slot, uint64_t *idx)
+{
+	struct mrc__gpu_spin sp = { 0, 0 };
+	uint64_t cq_room = (uint64_t)ch->cq_mask + 1;
+	for (;;) {
+		if (ch->error)
+			return ch->error;
+		/* Room is sq_limit - sq_head, in [0, entries]; reload the tail
+		 * only when the cached room is spent.  A tail claiming more room
+		 * than the ring has wraps the test below: treated as full. */
+		if (ch->sq_limit == ch->sq_head)
+			ch->sq_limit = mrc__ld_acq64(&ch->sqh->tail) + ch->sq_mask + 1;
+		if (ch->sq_limit - ch->sq_head - 1 <= (uint64_t)ch->sq_mask &&
+		    ch->posted - ch->completed < cq_room)
+			break;
+		int rc = mrc_gpu_poll(ch);
+		if (rc < 0)
+			return rc;
+		if (rc == 0 && (rc = mrc__gpu_spin(ch, &sp)) < 0) {
+			if (rc == -EPIPE)
+				ch->error = rc;
+			return rc;
+		}
+	}
+	*idx = ch->sq_head;
+	*slot = &ch->sq[ch->sq_head & ch->sq_mask];
+	return 0;
+}
+
+/* Publishes the slot reserved at idx (release store of its seq), and
+ * wakes a parked polled ring through the notify page (ring.h, "Polled
+ * rings": seq; full fence; load sleeping; if 1: pending byte, full fence,
+ * summary).  Without a notify page the daemon polls the ring always. */
+MRC_GPU_FN void mrc_gpu_sq_publish(struct mrc_gpu_chan *ch, struct mrc_sqe *slot, uint64_t idx)
+{
+	mrc__st_rel32(&slot->seq, (uint32_t)(idx + 1));
+	ch->sq_head = idx + 1;
+	ch->posted++;
+	mrc__st_rlx64(&ch->sqh->head, ch->sq_head);  /* advisory (ring.h) */
+	if (ch->notify) {
+		mrc__fence_sc();
+		if (mrc__ld_rlx32(&ch->sqh->sleeping)) {
+			mrc__st_rlx8(&ch->notify->pending[ch->notify_slot], 1);
+			mrc__fence_sc();
+			mrc__st_rlx32(&ch->notify->summary, 1);
+		}
+	}
+}
+
+/* Copies a descriptor into a reserved slot: every field but seq, unused
+ * ones as given (the caller zeroes them), reserved ones zero. */
+MRC_GPU_FN void mrc_gpu_sqe_fill(struct mrc_sqe *d, const struct mrc_sqe *s)
+{
+	d->op = s->op;
+	d->flags = s->flags;
+	d->rsvd0 = 0;
+	d->wr_id = s->wr_id;
+	d->lkey = s->lkey;
+	d->rkey = s->rkey;
+	d->loff = s->loff;
+	d->len = s->len;
+	d->roff = s->roff;
+	d->add = s->add;
+	d->imm = s->imm;
+	d->rsvd1 = 0;
+}
+
+/* Posts one descriptor (s->seq is ignored). */
+MRC_GPU_FN int mrc_gpu_post(struct mrc_gpu_chan *ch, const struct mrc_sqe *s)
+{
+	struct mrc_sqe *slot = 0;
+	uint64_t idx = 0;
+	int rc = mrc_gpu_sq_reserve(ch, &slot, &idx);
+	if (rc < 0)
+		return rc;
+	mrc_gpu_sqe_fill(slot, s);
+	mrc_gpu_sq_publish(ch, slot, idx);
+	return 0;
+}
+
+/* The descriptor of a one-sided op; wr_id is the SQ index it goes to. */
+MRC_GPU_FN struct mrc_sqe mrc__gpu_sqe(const struct mrc_gpu_chan *ch, uint8_t op, uint32_t rkey,
+				       uint64_t roff, uint32_t lkey, uint64_t loff, uint64_t bytes)
+{
+	struct mrc_sqe s;
+	s.seq = 0;
+	s.op = op;
+	s.flags = 0;
+	s.rsvd0 = 0;
+	s.wr_id = ch->sq_head;
+	s.lkey = lkey;
+	s.rkey = rkey;
+	s.loff = loff;
+	s.len = bytes;
+	s.roff = roff;
+	s.add = 0;
+	s.imm = 0;
+	s.rsvd1 = 0;
+	return s;
+}
+
+/* WRITE bytes from (lkey, loff) to the peer's (rkey, roff). */
+MRC_GPU_FN int mrc_gpu_put(struct mrc_gpu_chan *ch, uint32_t rkey, uint64_t roff, uint32_t lkey,
+			   uint64_t loff, uint64_t bytes)
+{
+	struct mrc_sqe s = mrc__gpu_sqe(ch, MRC_SQE_WRITE, rkey, roff, lkey, loff, bytes);
+	return mrc_gpu_post(ch, &s);
+}
+
+/* WRITE_IMM: the peer's CQ gets RECV_WRITE_IMM with imm once the data
+ * (and every earlier put) is placed. */
+MRC_GPU_FN int mrc_gpu_put_imm(struct mrc_gpu_chan *ch, uint32_t rkey, uint64_t roff,
+			       uint32_t lkey, uint64_t loff, uint64_t bytes, uint32_t imm)
+{
+	struct mrc_sqe s = mrc__gpu_sqe(ch, MRC_SQE_WRITE_IMM, rkey, roff, lkey, loff, bytes);
+	s.imm = imm;
+	return mrc_gpu_post(ch, &s);
+}
+
+/* Remote u64 at (rkey, roff) += add. */
+MRC_GPU_FN int mrc_gpu_atomic_add(struct mrc_gpu_chan *ch, uint32_t rkey, uint64_t roff,
+				  uint64_t add)
+{
+	struct mrc_sqe s = mrc__gpu_sqe(ch, MRC_SQE_ATOMIC_ADD, rkey, roff, 0, 0, 0);
+	s.add = add;
+	return mrc_gpu_post(ch, &s);
+}
+
+/* The peer's semaphore += 1, visible only after every earlier put of the
+ * channel: an ATOMIC_ADD takes effect once every earlier packet of the QP
+ * is placed (docs/client.md "Ordering", transport/receiver.c), so no
+ * MRC_SQE_F_FENCE (which would cost a round trip per signal) is needed. */
+MRC_GPU_FN int mrc_gpu_signal(struct mrc_gpu_chan *ch)
+{
+	if (!ch->sem_rkey && !ch->sem_roff)
+		return -EINVAL;
+	return mrc_gpu_atomic_add(ch, ch->sem_rkey, ch->sem_roff, 1);
+}
+
+MRC_GPU_FN int mrc_gpu_put_with_signal(struct mrc_gpu_chan *ch, uint32_t rkey, uint64_t roff,
+				       uint32_t lkey, uint64_t loff, uint64_t bytes)
+{
+	if (!ch->sem_rkey && !ch->sem_roff)
+		return -EINVAL;
+	int rc = mrc_gpu_put(ch, rkey, roff, lkey, loff, bytes);
+	return rc < 0 ? rc : mrc_gpu_signal(ch);
+}
+
+/* Spins until the local semaphore *sem (u64 in memory the daemon writes:
+ * a registered region, GPU-visible) reaches expected (compared by
+ * difference, so it may wrap); acquire: what the peer put before its
+ * signal is visible after this returns. */
+MRC_GPU_FN int mrc_gpu_wait(const struct mrc_gpu_chan *ch, const uint64_t *sem, uint64_t expected)
+{
+	struct mrc__gpu_spin sp = { 0, 0 };
+	while ((int64_t)(mrc__ld_acq64(sem) - expected) < 0) {
+		int rc = mrc__gpu_spin(ch, &sp);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Spins, consuming completions, until every posted send-side work request
+ * has completed: every earlier put's source may be reused.  Returns the
+ * sticky error if one completed with an error. */
+MRC_GPU_FN int mrc_gpu_flush(struct mrc_gpu_chan *ch)
+{
+	struct mrc__gpu_spin sp = { 0, 0 };
+	for (;;) {
+		int rc = mrc_gpu_poll(ch);
+		if (rc < 0)
+			return rc;
+		if (ch->completed == ch->posted)
+			return 0;
+		if (rc == 0 && (rc = mrc__gpu_spin(ch, &sp)) < 0) {
+			if (rc == -EPIPE)
+				ch->error = rc;
+			return rc;
+		}
+	}
+}
 
 /* ---- host side (libmrc-gpu, gpu/) -------------------------------------- */
-#if !defined(__CUDA_ARCH__)
+/* Declared in nvcc's device pass too: .cu host code calls them. */
 struct mrc_qp;
 struct mrc_ctx;
 struct mrc_gpu_watch;
@@ -126,7 +540,6 @@ int mrc_gpu_write(struct mrc_qp *qp, struct mrc_gpu_mr *src, uint64_t loff, uint
  * before a host post reads the shadow itself. */
 int mrc_gpu_mr_to_device(struct mrc_gpu_mr *g, uint64_t off, uint64_t len);
 int mrc_gpu_mr_from_device(struct mrc_gpu_mr *g, uint64_t off, uint64_t len);
-#endif
 
 #ifdef __cplusplus
 }

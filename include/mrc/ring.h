@@ -134,7 +134,7 @@
 
 #include <stdint.h>
 
-#ifndef __CUDACC__
+#if !defined(__CUDACC__) && !defined(__cplusplus) /* C11 atomics: C only */
 #include <stdatomic.h>
 #endif
 
@@ -282,7 +282,7 @@ static inline uint64_t mrc_ring_bytes(uint32_t n, uint32_t desc_size)
 	return (b + MRC_RING_CACHELINE - 1) & ~(uint64_t)(MRC_RING_CACHELINE - 1);
 }
 
-#ifndef __CUDACC__
+#if !defined(__CUDACC__) && !defined(__cplusplus) /* C11 atomics: C only */
 /* ---- host-side helpers (C11 atomics) ----------------------------------
  * The ring words are plain integers in the ABI; these casts access them
  * atomically (same size and alignment on every supported platform). */
@@ -333,7 +333,7 @@ static inline void mrc_ring_wake_done(struct mrc_ring_hdr *h)
 {
 	atomic_store_explicit(MRC__A32(&h->sleeping), 0, memory_order_relaxed);
 }
-#endif /* !__CUDACC__ */
+#endif /* !__CUDACC__ && !__cplusplus */
 
 #ifdef __cplusplus
 }
