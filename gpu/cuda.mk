@@ -92,6 +92,16 @@ $(B)/bin/mrc_gpu_put_cuda: $(B)/examples/gpu_put_host_cuda.o $(B)/examples/gpu_p
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CUDA_LDLIBS) -lstdc++ $(LDLIBS_ALL)
 all: $(B)/bin/mrc_gpu_put_cuda
 
+# The GPU-machine check (scripts/gpu-check.sh builds the same there without
+# make): built here so that it always compiles; it skips without a GPU.
+GPUCHECK_SRCS := gpu/stage.c gpu/cuda_err.c gpu/cuda_ops.c gpu/cuda_chan.c
+$(B)/tests/gpu/gpucheck: $(B)/tests/gpu/gpucheck.o $(B)/tests/gpu/gpucheck_kern.cu.o \
+		$(GPUCHECK_SRCS:%.c=$(B)/%.o)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CUDA_LDLIBS) -lstdc++ -lpthread
+$(B)/tests/gpu/gpucheck.o: CFLAGS_ALL += $(CUDA_CFLAGS)
+all: $(B)/tests/gpu/gpucheck
+
 else
 # Said once per top-level make (sub-makes inherit MRC_CUDA_SAID).
 ifeq ($(MRC_CUDA_SAID),)
