@@ -11,9 +11,13 @@
 #   usage: scripts/gpu-check.sh OUTDIR        (from the repository root)
 set -u
 OUT=${1:?usage: scripts/gpu-check.sh OUTDIR}
+mkdir -p "$OUT"
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 NVCC=$CUDA_HOME/bin/nvcc
-[ -x "$NVCC" ] || NVCC=$(command -v nvcc) || { echo "gpu-check: no nvcc" | tee "$OUT/summary.txt"; exit 1; }
+if [ ! -x "$NVCC" ]; then   # nvcc elsewhere on PATH: its toolkit is one level up
+	NVCC=$(command -v nvcc) || { echo "gpu-check: no nvcc" | tee "$OUT/summary.txt"; exit 1; }
+	CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$NVCC")")")
+fi
 B=$OUT/build
 mkdir -p "$B"
 { date -u; uname -a; nvidia-smi 2>&1 | head -20; "$NVCC" --version | tail -2; } >"$OUT/machine.txt" 2>&1
