@@ -86,8 +86,9 @@ all: $(GPU_CU_OBJS)
 $(B)/examples/gpu_put_host_cuda.o: examples/gpu_put_host.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -DGPU_PUT_CUDA -MMD -MP -c $< -o $@
+# (libmrc by path: lib/lib.mk, which names it, is read after this file.)
 $(B)/bin/mrc_gpu_put_cuda: $(B)/examples/gpu_put_host_cuda.o $(B)/examples/gpu_put.cu.o \
-		$(MRC_GPU_CUDA_SRCS:%.c=$(B)/%.o) $(B)/gpu/chan.o $(B)/gpu/watch.o $(LIBMRC_A) $(LIBCORE)
+		$(MRC_GPU_CUDA_SRCS:%.c=$(B)/%.o) $(B)/gpu/chan.o $(B)/gpu/watch.o $(B)/lib/libmrc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CUDA_LDLIBS) -lstdc++ $(LDLIBS_ALL)
 all: $(B)/bin/mrc_gpu_put_cuda
