@@ -69,6 +69,7 @@ endif
 
 CORE_SRCS :=
 TSAN_TESTS :=
+EXTRA_TEST_BINS :=
 TEST_SUPPORT_SRCS :=
 PROGS :=
 BENCHES :=
@@ -79,7 +80,7 @@ TESTS      := $(patsubst tests/%.c,%,$(sort $(wildcard tests/test_*.c)))
 FUZZERS    := $(patsubst fuzz/%.c,%,$(sort $(wildcard fuzz/fuzz_*.c)))
 CORE_OBJS  := $(CORE_SRCS:%.c=$(B)/%.o)
 TSUP_OBJS  := $(TEST_SUPPORT_SRCS:%.c=$(B)/%.o)
-TEST_BINS  := $(TESTS:%=$(B)/tests/%)
+TEST_BINS  := $(TESTS:%=$(B)/tests/%) $(EXTRA_TEST_BINS)
 PROG_BINS  := $(PROGS:%=$(B)/bin/%)
 BENCH_BINS := $(BENCHES:%=$(B)/bench/%)
 LIBCORE    := $(B)/libmrccore.a

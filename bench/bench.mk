@@ -17,3 +17,7 @@ bench_qpmem_SRCS := bench/bench_qpmem.c
 # CTRL envelope, AES-256-GCM vs CRC-32C (bench/results/bench_auth.md).
 BENCHES += bench_auth
 bench_auth_SRCS := bench/bench_auth.c
+# Posting from mrc/gpu.h host threads vs libmrc's mrc_post_write, posts/s
+# and post-to-pickup (bench/results/bench_gpu_post.md).
+BENCHES += bench_gpu_post
+bench_gpu_post_SRCS := bench/bench_gpu_post.c

@@ -79,6 +79,41 @@ static inline struct mrc_completion ex_get(struct mrc_qp *qp, struct mrc_ctx *ct
 	}
 }
 
+/* Connects qp to a peer: as the server, listens on sid and accepts (says
+ * "NAME: serving on service SID" first, for scripts to wait on); as the
+ * client, connects to host:sid, retrying for 10 s while nobody listens.
+ * priv travels to the peer (its peer->priv). */
+static inline void ex_pair(struct mrc_ctx *ctx, struct mrc_qp *qp, const char *name, int server,
+			   uint32_t host, uint32_t sid, uint32_t priv, struct mrc_qp_addr *peer)
+{
+	if (server) {
+		EX_CHECK(mrc_listen(ctx, sid, 1), ctx);
+		printf("%s: serving on service %u\n", name, sid);
+		fflush(stdout);
+		EX_CHECK(mrc_accept(qp, sid, priv, 0, peer), ctx);
+		return;
+	}
+	int r;
+	for (int i = 0; (r = mrc_connect(qp, host, sid, priv, peer)) == -ECONNREFUSED && i < 100; i++) {
+		struct timespec ts = { 0, 100000000 };
+		nanosleep(&ts, NULL);
+	}
+	EX_CHECK(r, ctx);
+}
+
+/* The role argument(s) after the options: "server" (1) or "client HOST"
+ * (0, *host set); -1 for anything else. */
+static inline int ex_role(int argc, char **argv, int optind_, uint32_t *host)
+{
+	if (optind_ < argc && !strcmp(argv[optind_], "server"))
+		return 1;
+	if (optind_ + 1 < argc && !strcmp(argv[optind_], "client")) {
+		*host = (uint32_t)atoi(argv[optind_ + 1]);
+		return 0;
+	}
+	return -1;
+}
+
 static inline uint64_t ex_size(const char *s)
 {
 	char *end;

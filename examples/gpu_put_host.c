@@ -52,18 +52,7 @@ static int run(int server, uint32_t host)
 	/* Polled: a kernel cannot ring the daemon's eventfd. */
 	struct mrc_qp_cfg cfg = { .sq_entries = 64, .flags = MRC_QP_POLLED };
 	EX_CHECK(mrc_create_qp(ctx, &cfg, &qp), ctx);
-	if (server) {
-		EX_CHECK(mrc_listen(ctx, sid, 1), ctx);
-		printf("mrc_gpu_put: serving on service %u\n", sid);
-		fflush(stdout);
-		EX_CHECK(mrc_accept(qp, sid, mrc_mr_key(dst), 0, &peer), ctx);
-	} else {
-		int r;
-		for (int i = 0; (r = mrc_connect(qp, host, sid, mrc_mr_key(dst), &peer)) == -ECONNREFUSED &&
-				i < 100; i++)
-			usleep(100000);
-		EX_CHECK(r, ctx);
-	}
+	ex_pair(ctx, qp, "mrc_gpu_put", server, host, sid, mrc_mr_key(dst), &peer);
 	/* The peer's semaphore is the first word of its target region. */
 	struct mrc_gpu_chan ch;
 	struct mrc_gpu_watch *w;
@@ -124,10 +113,10 @@ int main(int argc, char **argv)
 	}
 	if (!size || !rounds)
 		goto usage;
-	if (optind < argc && !strcmp(argv[optind], "server"))
-		return run(1, 0);
-	if (optind + 1 < argc && !strcmp(argv[optind], "client"))
-		return run(0, (uint32_t)atoi(argv[optind + 1]));
+	uint32_t host = 0;
+	int role = ex_role(argc, argv, optind, &host);
+	if (role >= 0)
+		return run(role, host);
 usage:
 	fprintf(stderr, "usage: mrc_gpu_put [-S socket] [-s size] [-n rounds] [-i sid] "
 			"server | client HOST\n");

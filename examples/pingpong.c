@@ -57,18 +57,7 @@ static int run(int server, uint32_t host)
 	EX_CHECK(mrc_open(sock, &ctx), NULL);
 	EX_CHECK(mrc_alloc_mr(ctx, size, MRC_MR_REMOTE_WRITE | MRC_MR_LOCAL_READ, &buf), ctx);
 	EX_CHECK(mrc_create_qp(ctx, NULL, &qp), ctx);
-	if (server) {
-		EX_CHECK(mrc_listen(ctx, sid, 1), ctx);
-		printf("mrc_pingpong: serving on service %u\n", sid);
-		fflush(stdout);
-		EX_CHECK(mrc_accept(qp, sid, mrc_mr_key(buf), 0, &peer), ctx);
-	} else {
-		int r;
-		for (int i = 0; (r = mrc_connect(qp, host, sid, mrc_mr_key(buf), &peer)) == -ECONNREFUSED &&
-				i < 100; i++)
-			usleep(100000);
-		EX_CHECK(r, ctx);
-	}
+	ex_pair(ctx, qp, "mrc_pingpong", server, host, sid, mrc_mr_key(buf), &peer);
 	unsigned total = iters + warmup, sends = 0;
 	double *rtt = calloc(iters, sizeof(double));
 	for (unsigned i = 0; i < total; i++) {
@@ -119,10 +108,10 @@ int main(int argc, char **argv)
 	}
 	if (!size || !iters)
 		goto usage;
-	if (optind < argc && !strcmp(argv[optind], "server"))
-		return run(1, 0);
-	if (optind + 1 < argc && !strcmp(argv[optind], "client"))
-		return run(0, (uint32_t)atoi(argv[optind + 1]));
+	uint32_t host = 0;
+	int role = ex_role(argc, argv, optind, &host);
+	if (role >= 0)
+		return run(role, host);
 usage:
 	fprintf(stderr, "usage: mrc_pingpong [-S socket] [-s size] [-n iters] [-i sid] [-w] "
 			"server | client HOST\n");

@@ -102,6 +102,11 @@ $(B)/tests/gpu/gpucheck: $(B)/tests/gpu/gpucheck.o $(B)/tests/gpu/gpucheck_kern.
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CUDA_LDLIBS) -lstdc++ -lpthread
 $(B)/tests/gpu/gpucheck.o: CFLAGS_ALL += $(CUDA_CFLAGS)
 all: $(B)/tests/gpu/gpucheck
+# The producer's GPU self-test (one .cu with its main), for a GPU machine.
+$(B)/tests/gpu/gpu_selftest: tests/gpu/gpu_selftest.cu include/mrc/gpu.h include/mrc/ring.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $< -lpthread
+all: $(B)/tests/gpu/gpu_selftest
 
 else
 # Said once per top-level make (sub-makes inherit MRC_CUDA_SAID).

@@ -38,3 +38,18 @@ install-gpu: $(LIBMRCGPU_SO) $(LIBMRCGPU_A)
 TEST_SUPPORT_SRCS += $(LIBMRCGPU_SRCS)
 # Producer threads under ThreadSanitizer (make check-san runs them).
 TSAN_TESTS += test_gpu_chan
+
+# tests/gpu/gpu_selftest.cu built as host C++ with gpu.h's cuda::atomic_ref
+# primitives (MRC_GPU_CCCL), where CUDA's CCCL headers exist: its kernels
+# run on host threads against the stand-in consumer.  A test binary of
+# make check (and of the TSan stage); nvcc builds the same file for GPUs.
+CUDA_HOME ?= /usr/local/cuda
+ifneq ($(wildcard $(CUDA_HOME)/include/cccl/cuda/atomic),)
+$(B)/tests/gpu_selftest_cccl: tests/gpu/gpu_selftest.cu include/mrc/gpu.h include/mrc/ring.h
+	@mkdir -p $(dir $@)
+	g++ -std=c++17 -g -O2 -Wall -Wextra -Werror -DMRC_GPU_CCCL -x c++ -Iinclude \
+		-isystem $(CUDA_HOME)/include/cccl $(filter -fsanitize=% -fno-sanitize-recover=all \
+		-Wno-tsan,$(CFLAGS_ALL)) -o $@ $< -lpthread
+EXTRA_TEST_BINS += $(B)/tests/gpu_selftest_cccl
+TSAN_TESTS += gpu_selftest_cccl
+endif

@@ -311,10 +311,11 @@ MRC_GPU_FN int mrc_gpu_sq_reserve(struct mrc_gpu_chan *ch, struct mrc_sqe **slot
 	for (;;) {
 		if (ch->error)
 			return ch->error;
-		/* Room is sq_limit - sq_head, in [0, entries]; reload the tail
-		 * only when the cached room is spent.  A tail claiming more room
-		 * than the ring has wraps the test below: treated as full. */
-		if (ch->sq_limit == ch->sq_head)
+		/* Room is sq_limit - sq_head, in [1, entries] when usable (the
+		 * unsigned test maps 0 and anything above entries, e.g. from a
+		 * tail claiming more room than the ring has, out of range);
+		 * the tail is loaded again only when the cached room is not. */
+		if (ch->sq_limit - ch->sq_head - 1 > (uint64_t)ch->sq_mask)
 			ch->sq_limit = mrc__ld_acq64(&ch->sqh->tail) + ch->sq_mask + 1;
 		if (ch->sq_limit - ch->sq_head - 1 <= (uint64_t)ch->sq_mask &&
 		    ch->posted - ch->completed < cq_room)

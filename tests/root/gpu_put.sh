@@ -20,20 +20,9 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 . tests/root/lib.sh
-sock() { echo "$tmp/$1/mrcd.sock"; }
-start_mrcd() {
-	local h=$1
-	mkdir -p "$tmp/$h"
-	ip netns exec $P-$h $B/bin/mrcd --topology "$tmp/topo.json" --host $h --socket "$(sock $h)" \
-		--key_file "$tmp/cluster.key" --log_level notice 2>>"$tmp/$h.log" &
-	dpid[$h]=$!
-	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
-}
-
 $F down >/dev/null 2>&1
 $F up "$T" >/dev/null || { echo "mrc-fabric up failed"; exit 1; }
 jq '.topology' /run/mrc-fabric/$P/state.json >"$tmp/topo.json"
-$B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null || exit 1
 start_mrcd h0
 start_mrcd h7
 
