@@ -284,7 +284,11 @@ static void kernel_posts(int n)
 	CHECK(g.ch.sqh->tail == (uint64_t)n, "consumed %llu of %d", (unsigned long long)g.ch.sqh->tail, n);
 	CHECK(g.ch.cqh->tail == (uint64_t)n, "CQ tail the kernel stored: %llu of %d",
 	      (unsigned long long)g.ch.cqh->tail, n);
-	CHECK(g.parks == g.wakes, "parked %d times, woken %d", g.parks, g.wakes);
+	/* Every park ended by a wake (a hang is the consumer's 10 s failure
+	 * above).  Wakes counts pending bytes found: a producer's repeated
+	 * wake may set a summary whose pending byte the daemon already
+	 * cleared (ring.h allows the repeats), so wakes <= parks. */
+	CHECK(g.wakes <= g.parks, "woken %d times, parked only %d", g.wakes, g.parks);
 	printf("gpucheck: kernel posted %d puts + flush in %.3f ms (%.2f Mposts/s, host consumer), "
 	       "ring parked %d times and woken through the notify page %d times\n",
 	       n, secs * 1e3, n / secs / 1e6, g.parks, g.wakes);
