@@ -2,7 +2,7 @@
 # and the daemon watchdog (mrc/gpu.h).  Shared and static like libmrc
 # (lib/lib.mk); the shared one links libmrc.  The CUDA part is gpu/cuda.mk.
 LIBMRCGPU_VERSION := 1.0.0
-LIBMRCGPU_SRCS := gpu/chan.c gpu/watch.c
+LIBMRCGPU_SRCS := gpu/chan.c gpu/watch.c $(MRC_GPU_CUDA_SRCS)   # the latter: gpu/cuda.mk
 LIBMRCGPU_PIC  := $(LIBMRCGPU_SRCS:%.c=$(B)/gpu/pic/%.o)
 LIBMRCGPU_A    := $(B)/gpu/libmrc-gpu.a
 LIBMRCGPU_SO   := $(B)/gpu/libmrc-gpu.so
@@ -21,7 +21,7 @@ $(LIBMRCGPU_SO): $(LIBMRCGPU_PIC) gpu/libmrc-gpu.map $(B)/lib/libmrc.so
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -shared -Wl,-soname,libmrc-gpu.so.1 \
 		-Wl,--version-script=gpu/libmrc-gpu.map -Wl,--no-undefined \
-		-o $@ $(LIBMRCGPU_PIC) -L$(B)/lib -lmrc -lpthread
+		-o $@ $(LIBMRCGPU_PIC) -L$(B)/lib -lmrc $(CUDA_LDLIBS) -lpthread
 
 # Headers (mrc/gpu.h) and man pages (man/mrc_gpu.3) come with
 # scripts/install.sh, which installs every include/mrc/*.h and man/*.3.

@@ -7,6 +7,8 @@ PKGS="gcc make pkg-config clang libclang-rt-14-dev llvm libinih-dev libsystemd-d
 libcmocka-dev libjansson-dev libnl-3-dev libnl-route-3-dev libev-dev
 iproute2 nftables ethtool procps libbpf-dev jq gnuplot-nox iperf3 mptcpize systemd curl time
 passwd python3 man-db debootstrap libsodium-dev"
+# make MRC_GPUDIRECT=1 compiles gpu/gpudirect.c against <infiniband/verbs.h>.
+[ "${MRC_GPUDIRECT:-0}" = 1 ] && PKGS="$PKGS libibverbs-dev"
 missing=""
 for p in $PKGS; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

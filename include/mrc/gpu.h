@@ -66,6 +66,16 @@ struct mrc_gpu_chan {
  * stores: only the publication and the words read back need ordering. */
 #if defined(__CUDA_ARCH__)
 #define MRC__GPU_PRIM static __device__ __forceinline__
+/* MRC_GPU_PTX_BROKEN: the deliberately wrong build of gpu/ptx_probe.cu
+ * (releases relaxed, fences gone) that tests/test_gpu_ptx.c must reject.
+ * Never define it otherwise. */
+#ifdef MRC_GPU_PTX_BROKEN
+#define MRC__PTX_REL "relaxed"
+#define MRC__PTX_FENCE ""
+#else
+#define MRC__PTX_REL "release"
+#define MRC__PTX_FENCE "fence.sc.sys;"
+#endif
 MRC__GPU_PRIM uint32_t mrc__ld_acq32(const uint32_t *p)
 {
 	uint32_t v;
@@ -86,7 +96,7 @@ MRC__GPU_PRIM uint64_t mrc__ld_acq64(const uint64_t *p)
 }
 MRC__GPU_PRIM void mrc__st_rel32(uint32_t *p, uint32_t v)
 {
-	asm volatile("st.release.sys.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+	asm volatile("st." MRC__PTX_REL ".sys.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
 }
 MRC__GPU_PRIM void mrc__st_rlx32(uint32_t *p, uint32_t v)
 {
@@ -98,7 +108,7 @@ MRC__GPU_PRIM void mrc__st_rlx8(uint8_t *p, uint8_t v)
 }
 MRC__GPU_PRIM void mrc__st_rel64(uint64_t *p, uint64_t v)
 {
-	asm volatile("st.release.sys.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
+	asm volatile("st." MRC__PTX_REL ".sys.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
 }
 MRC__GPU_PRIM void mrc__st_rlx64(uint64_t *p, uint64_t v)
 {
@@ -106,7 +116,7 @@ MRC__GPU_PRIM void mrc__st_rlx64(uint64_t *p, uint64_t v)
 }
 MRC__GPU_PRIM void mrc__fence_sc(void)
 {
-	asm volatile("fence.sc.sys;" : : : "memory");
+	asm volatile(MRC__PTX_FENCE : : : "memory");
 }
 MRC__GPU_PRIM uint64_t mrc__now_ns(void)
 {
@@ -487,6 +497,37 @@ void mrc_gpu_watch_stop(struct mrc_gpu_watch *w);
  * registered with cudaHostRegister(..., cudaHostRegisterMapped)). */
 int mrc_gpu_chan_to_device(const struct mrc_gpu_chan *host, struct mrc_gpu_chan *dev);
 void mrc_gpu_chan_release(const struct mrc_gpu_chan *host);
+
+/* ---- GPU memory as transfer source and target (gpu/gpumem.c) ----------
+ * mrc_gpu_reg_mr(3), docs/gpu.md "GPU memory".  On the UDP datapath mrcd
+ * cannot reach device memory: a device region is shadowed by a pinned
+ * libmrc region of the same length (its key is the shadow's), and the
+ * copies run in this process, which owns the CUDA context.  -ENOSYS when
+ * built without CUDA, -ENODEV when there is no GPU. */
+struct mrc_mr;
+struct mrc_gpu_mr;
+int mrc_gpu_reg_mr(struct mrc_ctx *ctx, void *devptr, uint64_t len, uint32_t access,
+		   struct mrc_gpu_mr **out);
+int mrc_gpu_dereg_mr(struct mrc_gpu_mr *g);
+/* The host shadow: mrc_mr_key() is the rkey peers write to (landed data
+ * stays there until mrc_gpu_mr_to_device) and the lkey of host posts. */
+struct mrc_mr *mrc_gpu_mr_host(const struct mrc_gpu_mr *g);
+/* Bytes per staging copy and per WRITE (default 1 MiB, at most 1 GiB). */
+int mrc_gpu_mr_set_chunk(struct mrc_gpu_mr *g, uint64_t bytes);
+/* Device [loff, loff+len) to the peer's (rkey, roff): copied to the
+ * shadow chunk by chunk on the region's stream, each chunk's WRITE posted
+ * as soon as its copy is done while the next chunks copy.  Blocks until
+ * every WRITE completed (0), the first error completion's status, or
+ * -ETIMEDOUT after timeout_ms (< 0: none).  The QP must have no other
+ * work outstanding meanwhile; the device data must be ready (the kernel
+ * that wrote it has completed: the copies run on a stream of their own). */
+int mrc_gpu_write(struct mrc_qp *qp, struct mrc_gpu_mr *src, uint64_t loff, uint64_t len,
+		  uint32_t rkey, uint64_t roff, int timeout_ms);
+/* Synchronous copies between the shadow and the device: to_device after
+ * a peer's data landed (e.g. on its WRITE_IMM completion), from_device
+ * before a host post reads the shadow itself. */
+int mrc_gpu_mr_to_device(struct mrc_gpu_mr *g, uint64_t off, uint64_t len);
+int mrc_gpu_mr_from_device(struct mrc_gpu_mr *g, uint64_t off, uint64_t len);
 
 #ifdef __cplusplus
 }
