@@ -16,7 +16,7 @@ $(B)/bin/mrc-nccl-harness: $(B)/lib/libmrc.a $(NCCL_PLUGIN_SO)
 
 # The unit tests load the plugin the way NCCL does.
 $(B)/tests/test_nccl_plugin: $(NCCL_PLUGIN_SO)
-TEST_SUPPORT_SRCS += nccl/arena.c
+TEST_SUPPORT_SRCS += nccl/arena.c nccl/drive.c
 
 ROOT_TESTS += tests/root/nccl.sh
 
