@@ -19,10 +19,13 @@
  *
  * -b: rank 0 -> rank 1 latency (round trip) and throughput per message
  * size through the plugin; -d: the same transfers through libmrc directly
- * (WRITE_IMM between registered regions, no copies), the baseline. */
+ * (WRITE_IMM between registered regions, no copies), the baseline.
+ * -M (alone): the cost of one bounce copy per message size (memcpy between
+ * two host buffers, as the plugin does on each side). */
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +41,7 @@
 #define MAXR 16
 #define MAXC 16
 
-static int rank, nranks = 2, ncomms = 2, rounds = 20, progress, bench, direct;
+static int rank, nranks = 2, ncomms = 2, rounds = 20, progress, bench, direct, copycost;
 static size_t maxsize = 1 << 20;
 static uint64_t seed;
 static const char *rdv, *plugin = "mrc";
@@ -398,11 +401,12 @@ static int cmpd(const void *a, const void *b)
 
 static unsigned lat_iters(size_t sz)
 {
-	return sz <= 65536 ? 300 : 40;
+	return sz <= 65536 ? 200 : 40;
 }
-static uint64_t tput_bytes(size_t sz)
+static uint64_t tput_msgs(size_t sz)
 {
-	return sz <= 4096 ? (4u << 20) : 128u << 20;
+	uint64_t n = (256u << 20) / sz;
+	return n > 2000 ? 2000 : n;
 }
 
 /* Transport abstraction of the benchmark: the plugin or libmrc. */
@@ -412,40 +416,53 @@ struct bt {
 	int (*poll)(int *sends, int *recvs);    /* completions since last call */
 };
 
-/* plugin transport */
+/* plugin transport: requests kept in posting order and tested oldest
+ * first, as NCCL's proxy tests its steps */
 static uint8_t *pbuf_s, *pbuf_r;
 static void *pmh_s, *pmh_r, *preq_s[WIN], *preq_r[WIN];
+static unsigned ps_head, ps_tail, pr_head, pr_tail;
 static int ppeer;
 static int p_send(size_t sz, int slot)
 {
-	NC(net->isend(scomm[ppeer][0], pbuf_s + (size_t)slot * (4 << 20), sz, 1, pmh_s, NULL,
-		      &preq_s[slot]));
-	return preq_s[slot] != NULL;
+	(void)slot;
+	if (ps_tail - ps_head == WIN)
+		return 0;
+	void **req = &preq_s[ps_tail % WIN];
+	NC(net->isend(scomm[ppeer][0], pbuf_s + (size_t)(ps_tail % WIN) * (4 << 20), sz, 1, pmh_s,
+		      NULL, req));
+	ps_tail += *req != NULL;
+	return *req != NULL;
 }
 static int p_recv(size_t sz, int slot)
 {
-	void *data[1] = { pbuf_r + (size_t)slot * (4 << 20) };
+	(void)slot;
+	if (pr_tail - pr_head == WIN)
+		return 0;
+	void *data[1] = { pbuf_r + (size_t)(pr_tail % WIN) * (4 << 20) };
 	size_t sizes[1] = { sz };
 	int tags[1] = { 1 };
-	NC(net->irecv(rcomm[ppeer][0], 1, data, sizes, tags, &pmh_r, NULL, &preq_r[slot]));
-	return preq_r[slot] != NULL;
+	void **req = &preq_r[pr_tail % WIN];
+	NC(net->irecv(rcomm[ppeer][0], 1, data, sizes, tags, &pmh_r, NULL, req));
+	pr_tail += *req != NULL;
+	return *req != NULL;
 }
 static int p_poll(int *sends, int *recvs)
 {
 	*sends = *recvs = 0;
-	for (int i = 0; i < WIN; i++) {
-		int done, sz[1];
-		if (preq_s[i]) {
-			NC(net->test(preq_s[i], &done, sz));
-			if (done)
-				preq_s[i] = NULL, (*sends)++;
-		}
-		if (preq_r[i]) {
-			NC(net->test(preq_r[i], &done, sz));
-			if (done)
-				preq_r[i] = NULL, (*recvs)++;
-		}
+	int done = 1, sz[1];
+	while (ps_head != ps_tail && done) {
+		NC(net->test(preq_s[ps_head % WIN], &done, sz));
+		if (done)
+			ps_head++, (*sends)++;
 	}
+	done = 1;
+	while (pr_head != pr_tail && done) {
+		NC(net->test(preq_r[pr_head % WIN], &done, sz));
+		if (done)
+			pr_head++, (*recvs)++;
+	}
+	if (!*sends && !*recvs)
+		sched_yield();
 	return 0;
 }
 
@@ -485,20 +502,28 @@ static int d_poll(int *sends, int *recvs)
 		else
 			(*sends)++;
 	}
+	if (!n)
+		sched_yield();
 	return 0;
 }
 
+/* Waits for want_s send and want_r receive completions.  A completion
+ * that comes early (the peer's next message before our send's completion)
+ * is kept for the next wait, not lost. */
+static int have_s, have_r;
 static void bt_wait(const struct bt *t, int want_s, int want_r)
 {
 	int64_t end = ndrv_now_us() + 60 * 1000000ll;
-	while (want_s > 0 || want_r > 0) {
+	while (have_s < want_s || have_r < want_r) {
 		int s, r;
 		t->poll(&s, &r);
-		want_s -= s;
-		want_r -= r;
+		have_s += s;
+		have_r += r;
 		if (ndrv_now_us() > end)
 			die("benchmark: completions missing after 60 s");
 	}
+	have_s -= want_s;
+	have_r -= want_r;
 }
 
 static void run_bench(const struct bt *t, const char *name)
@@ -533,7 +558,7 @@ static void run_bench(const struct bt *t, const char *name)
 		double med = rtt[it / 2], p99 = rtt[it * 99 / 100];
 		free(rtt);
 		/* throughput: WIN messages in flight */
-		uint64_t total = tput_bytes(sz), msgs = total / sz;
+		uint64_t msgs = tput_msgs(sz);
 		barrier();
 		int64_t t0 = ndrv_now_us();
 		uint64_t posted = 0, done = 0;
@@ -545,6 +570,7 @@ static void run_bench(const struct bt *t, const char *name)
 					posted++, inflight++;
 				int s, r;
 				t->poll(&s, &r);
+				have_r += r;    /* the ack may come first */
 				done += (uint64_t)s;
 				inflight -= s;
 			}
@@ -559,6 +585,7 @@ static void run_bench(const struct bt *t, const char *name)
 					posted++, inflight++;
 				int s, r;
 				t->poll(&s, &r);
+				have_s += s;
 				done += (uint64_t)r;
 				inflight -= r;
 			}
@@ -627,15 +654,45 @@ static void bench_direct(void)
 	mrc_close(dctx);
 }
 
+/* One bounce copy (the plugin makes one on each side of a message), with
+ * the source and target of the size NCCL's buffers have. */
+static void copy_cost(void)
+{
+	printf("| size | one copy us | copy GB/s |\n|---|---|---|\n");
+	for (size_t b = 0; b < NBS; b++) {
+		size_t sz = bsizes[b];
+		uint8_t *src = malloc(sz * WIN), *dst = malloc(sz * WIN);
+		memset(src, 1, sz * WIN);
+		memset(dst, 0, sz * WIN);
+		uint64_t n = (512u << 20) / sz;
+		if (n > 200000)
+			n = 200000;
+		double t[5];
+		for (int rep = 0; rep < 5; rep++) {
+			int64_t t0 = ndrv_now_us();
+			for (uint64_t i = 0; i < n; i++)
+				memcpy(dst + (i % WIN) * sz, src + (i % WIN) * sz, sz);
+			t[rep] = (double)(ndrv_now_us() - t0) / (double)n;
+		}
+		qsort(t, 5, sizeof(double), cmpd);
+		printf("| %zu | %.3f | %.2f |\n", sz, t[2], (double)sz / t[2] / 1e3);
+		if (dst[sz - 1] != 1)
+			die("copy");
+		free(src);
+		free(dst);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int c;
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	seed = (uint64_t)ndrv_now_us();
 	if (getenv("MRC_TEST_SEED"))
 		seed = strtoull(getenv("MRC_TEST_SEED"), NULL, 0);
 	if (getenv("NCCL_NET_PLUGIN"))
 		plugin = getenv("NCCL_NET_PLUGIN");
-	while ((c = getopt(argc, argv, "r:n:R:c:k:s:S:p:Pbd")) != -1)
+	while ((c = getopt(argc, argv, "r:n:R:c:k:s:S:p:PbdM")) != -1)
 		switch (c) {
 		case 'r': rank = atoi(optarg); break;
 		case 'n': nranks = atoi(optarg); break;
@@ -648,10 +705,15 @@ int main(int argc, char **argv)
 		case 'P': progress = 1; break;
 		case 'b': bench = 1; break;
 		case 'd': direct = 1; break;
+		case 'M': copycost = 1; break;
 		default:
 			fprintf(stderr, "usage: see the header of nccl/harness.c\n");
 			return 2;
 		}
+	if (copycost) {
+		copy_cost();
+		return 0;
+	}
 	if (!rdv || nranks < 2 || nranks > MAXR || rank < 0 || rank >= nranks || ncomms < 1 ||
 	    ncomms > MAXC || rounds < 1 || ((bench || direct) && nranks != 2))
 		die("bad arguments");
