@@ -472,8 +472,7 @@ static ncclResult_t mrc_nccl_connect(void *ctx, int dev, void *handle, void **se
 	(void)sendDevComm;
 	*sendComm = NULL;
 	struct mrcn_handle h;
-	memcpy(&h, handle, sizeof(h));
-	if (dev != 0 || h.magic != MRCN_HANDLE_MAGIC || !G.cctx) {
+	if (dev != 0 || mrcn_handle_parse(handle, &h) || !G.cctx) {
 		WARN("connect: not an mrc handle, or the plugin is not initialized");
 		return ncclInvalidUsage;
 	}
@@ -660,15 +659,15 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 	}
 	case MRC_CQE_RECV: {            /* a CTS arrived */
 		int slot = (int)(e->wr_id & 0xffff);
-		struct mrcn_cts *in = CTS_IN(c, slot);
-		if (e->byte_len != sizeof(*in) || in->magic != MRCN_CTS_MAGIC ||
+		struct mrcn_cts in;
+		if (slot >= MRCN_NCTS || mrcn_cts_parse(CTS_IN(c, slot), e->byte_len, &in) ||
 		    c->ncts == MRCN_NCTS) {
 			if (!c->err)
 				c->err = -EPROTO;
 			WARN("malformed clear-to-send from host %u", c->host);
 			break;
 		}
-		c->cts[c->ncts++] = *in;
+		c->cts[c->ncts++] = in;
 		int r = post_cts_recv(c, slot);
 		if (r && !c->err)
 			c->err = r;

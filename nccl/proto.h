@@ -4,7 +4,9 @@
 #ifndef MRC_NCCL_PROTO_H
 #define MRC_NCCL_PROTO_H
 
+#include <errno.h>
 #include <stdint.h>
+#include <string.h>
 
 #define MRCN_MAX_RECVS 8          /* grouped receives per irecv (maxRecvs) */
 #define MRCN_MAX_REQS 32          /* outstanding requests per comm */
@@ -38,5 +40,28 @@ struct mrcn_cts {
 	uint64_t off;             /* where in the receiver's bounce region */
 };
 _Static_assert(sizeof(struct mrcn_cts) == 32, "CTS size");
+
+/* What a peer sent is untrusted: a CTS is taken only whole, with its
+ * magic, an id in range and a window inside the arena.  (The window is
+ * the peer's own memory: its mrcd checks the rkey range too; this keeps a
+ * confused peer from being answered with a write that fails later.) */
+static inline int mrcn_cts_parse(const void *buf, uint32_t len, struct mrcn_cts *out)
+{
+	if (len != sizeof(*out))
+		return -EPROTO;
+	memcpy(out, buf, sizeof(*out));
+	if (out->magic != MRCN_CTS_MAGIC || out->id >= MRCN_NCTS || out->rsvd ||
+	    out->size > MRCN_MAX_MSG || out->off > MRCN_ARENA || out->size > MRCN_ARENA - out->off)
+		return -EPROTO;
+	return 0;
+}
+
+/* A handle as NCCL hands it over (NCCL_NET_HANDLE_MAXSIZE bytes). */
+static inline int mrcn_handle_parse(const void *h, struct mrcn_handle *out)
+{
+	memcpy(out, h, sizeof(*out));
+	return out->magic == MRCN_HANDLE_MAGIC && out->sid >= MRCN_SID_BASE &&
+	       out->sid - MRCN_SID_BASE < MRCN_SID_SPAN ? 0 : -EINVAL;
+}
 
 #endif
