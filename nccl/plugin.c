@@ -119,9 +119,13 @@ static struct {
 	ncclNetAttr_v11_t attr;
 } G = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
+/* Bounce bytes per comm (MRC_NCCL_BOUNCE_MB, at most MRCN_ARENA) and the
+ * largest message, chosen so that a full grouped receive always fits. */
+static uint64_t arena_bytes = MRCN_ARENA, max_msg = MRCN_MAX_MSG;
+
 static uint64_t region_len(void)
 {
-	return MRCN_ARENA + MRCN_NCTS * sizeof(struct mrcn_cts);
+	return arena_bytes + MRCN_NCTS * sizeof(struct mrcn_cts);
 }
 
 /* QP and bounce region of a comm, on the calling helper thread's ctx. */
@@ -140,7 +144,7 @@ static int comm_setup(struct comm *c, struct mrc_ctx *ctx)
 	}
 	c->base = mrc_mr_addr(c->mr);
 	c->lkey = mrc_mr_key(c->mr);
-	mrcn_arena_init(&c->arena, MRCN_ARENA);
+	mrcn_arena_init(&c->arena, arena_bytes);
 	c->nfree_ids = MRCN_NCTS;
 	for (int i = 0; i < MRCN_NCTS; i++)
 		c->free_ids[i] = MRCN_NCTS - 1 - i;
@@ -169,12 +173,12 @@ static void drain_dead(struct comm **list)
 	}
 }
 
-#define CTS_IN(c, i) ((struct mrcn_cts *)((c)->base + MRCN_ARENA) + (i))
+#define CTS_IN(c, i) ((struct mrcn_cts *)((c)->base + arena_bytes) + (i))
 
 static int post_cts_recv(struct comm *c, int slot)
 {
 	return mrc_post_recv(c->qp, MRCN_WR_CTS | (uint64_t)slot, c->lkey,
-			     MRCN_ARENA + (uint64_t)slot * sizeof(struct mrcn_cts),
+			     arena_bytes + (uint64_t)slot * sizeof(struct mrcn_cts),
 			     sizeof(struct mrcn_cts));
 }
 
@@ -319,9 +323,20 @@ static void shutdown_locked_out(void)
 	G.actx = G.cctx = NULL;
 }
 
+static int env_int(const char *name, int def)
+{
+	const char *v = getenv(name);
+	return v && *v ? atoi(v) : def;
+}
+
 static ncclResult_t start(void)
 {
 	const char *sock = getenv(MRC_SOCK_ENV);
+	int mb = env_int("MRC_NCCL_BOUNCE_MB", (int)(MRCN_ARENA >> 20));
+	if (mb < 1 || (uint64_t)mb > MRCN_ARENA >> 20)
+		mb = (int)(MRCN_ARENA >> 20);
+	arena_bytes = (uint64_t)mb << 20;
+	max_msg = arena_bytes / MRCN_MAX_RECVS;
 	int r = mrc_open(NULL, &G.actx);
 	if (!r)
 		r = mrc_open(NULL, &G.cctx);
@@ -351,8 +366,8 @@ static ncclResult_t start(void)
 		pthread_join(G.athr, NULL);
 		goto fail;
 	}
-	INFO("using mrcd host %u of %u, service id %u, %u MiB bounce per comm",
-	     G.info.host, G.info.n_hosts, G.sid, (unsigned)(MRCN_ARENA >> 20));
+	INFO("using mrcd host %u of %u, service id %u, %llu MiB bounce per comm",
+	     G.info.host, G.info.n_hosts, G.sid, (unsigned long long)(arena_bytes >> 20));
 	return ncclSuccess;
 fail:
 	if (G.actx)
@@ -403,12 +418,6 @@ static ncclResult_t mrc_nccl_devices(int *ndev)
 	return ncclSuccess;
 }
 
-static int env_int(const char *name, int def)
-{
-	const char *v = getenv(name);
-	return v && *v ? atoi(v) : def;
-}
-
 static ncclResult_t mrc_nccl_props(int dev, ncclNetProperties_v11_t *p)
 {
 	if (dev != 0)
@@ -434,8 +443,8 @@ static ncclResult_t mrc_nccl_props(int dev, ncclNetProperties_v11_t *p)
 	p->netDeviceVersion = 0;
 	p->vProps.ndevs = 1;
 	p->vProps.devs[0] = 0;
-	p->maxP2pBytes = MRCN_MAX_MSG;
-	p->maxCollBytes = MRCN_MAX_MSG;
+	p->maxP2pBytes = max_msg;
+	p->maxCollBytes = max_msg;
 	p->maxMultiRequestSize = 1;
 	return ncclSuccess;
 }
@@ -735,8 +744,8 @@ static ncclResult_t mrc_nccl_isend(void *sendComm, void *data, size_t size, int 
 	*request = NULL;
 	if (m && m->type != NCCL_PTR_HOST)
 		return ncclInternalError;
-	if (size > MRCN_MAX_MSG) {
-		WARN("isend: %zu bytes above maxP2pBytes %u", size, (unsigned)MRCN_MAX_MSG);
+	if (size > max_msg) {
+		WARN("isend: %zu bytes above maxP2pBytes %llu", size, (unsigned long long)max_msg);
 		return ncclInvalidArgument;
 	}
 	if (progress(c))
@@ -797,7 +806,7 @@ static ncclResult_t mrc_nccl_irecv(void *recvComm, int n, void **data, size_t *s
 		struct mhandle *m = mhandles ? mhandles[i] : NULL;
 		if (m && m->type != NCCL_PTR_HOST)
 			return ncclInternalError;
-		if (sizes[i] > MRCN_MAX_MSG) {
+		if (sizes[i] > max_msg) {
 			WARN("irecv: %zu bytes above maxP2pBytes", sizes[i]);
 			return ncclInvalidArgument;
 		}
@@ -833,7 +842,7 @@ static ncclResult_t mrc_nccl_irecv(void *recvComm, int n, void **data, size_t *s
 			.off = r->sub[i].alloc >= 0 ? mrcn_arena_off(&c->arena, r->sub[i].alloc) : 0 };
 		/* The SQ has room: at most MRCN_NCTS CTS are outstanding. */
 		int e = mrc_post_send(c->qp, MRCN_WR_CTS | (uint64_t)id, c->lkey,
-				      MRCN_ARENA + (uint64_t)id * sizeof(*out), sizeof(*out));
+				      arena_bytes + (uint64_t)id * sizeof(*out), sizeof(*out));
 		if (e) {
 			c->err = e;
 			return comm_failed(c, "irecv");

@@ -151,6 +151,7 @@ static int setup_daemon(void **state)
 		return -1;
 	}
 	setenv("MRC_SOCKET", e->d.sock, 1);
+	unsetenv("MRC_NCCL_BOUNCE_MB");
 	*state = e;
 	return 0;
 }
@@ -366,6 +367,40 @@ static void test_plugin_loopback(void **state)
 	NC(n->finalize(e->ctx));
 }
 
+/* MRC_NCCL_BOUNCE_MB shrinks the bounce regions, and maxP2pBytes with
+ * them (a full grouped receive must fit); larger messages are refused. */
+static void test_bounce_env(void **state)
+{
+	NEED_DAEMON(state);
+	struct env *e = *state;
+	const ncclNet_v11_t *n = drv.net;
+	setenv("MRC_NCCL_BOUNCE_MB", "2", 1);
+	NC(n->init(&e->ctx, 7, NULL, NULL, NULL));
+	ncclNetProperties_v11_t pr;
+	NC(n->getProperties(0, &pr));
+	assert_int_equal(pr.maxP2pBytes, (2u << 20) / MRCN_MAX_RECVS);
+	assert_int_equal(pr.maxCollBytes, (2u << 20) / MRCN_MAX_RECVS);
+	struct pair p[1];
+	connect_pairs(n, e->ctx, p, 1);
+	struct ndrv_link sl = { 0, 1, 0, p[0].sc }, rl = { 0, 1, 0, p[0].rc };
+	struct ndrv_stats st = { 0 };
+	char err[256];
+	for (int k = 0; k < 6; k++)
+		CHECK(ndrv_round(n, &sl, 1, &rl, 1, g_seed, (uint64_t)k, pr.maxP2pBytes, 8,
+				 MRCD_SPAWN_WAIT_MS, &st, err, sizeof(err)) == 0, "%s", err);
+	static uint8_t big[(2u << 20) / MRCN_MAX_RECVS + 1];
+	void *mh, *req = NULL;
+	NC(n->regMr(p[0].sc, big, sizeof(big), NCCL_PTR_HOST, &mh));
+	assert_int_equal(n->isend(p[0].sc, big, sizeof(big), 0, mh, NULL, &req), ncclInvalidArgument);
+	assert_null(req);
+	NC(n->deregMr(p[0].sc, mh));
+	NC(n->closeSend(p[0].sc));
+	NC(n->closeRecv(p[0].rc));
+	NC(n->closeListen(p[0].lc));
+	NC(n->finalize(e->ctx));
+	unsetenv("MRC_NCCL_BOUNCE_MB");
+}
+
 /* The v9 table (NCCL 2.19-2.22's shape) drives the same plugin. */
 static void test_v9_adapter(void **state)
 {
@@ -444,6 +479,7 @@ int main(int argc, char **argv)
 	};
 	const struct CMUnitTest live[] = {
 		cmocka_unit_test(test_plugin_loopback),
+		cmocka_unit_test(test_bounce_env),
 		cmocka_unit_test(test_v9_adapter),
 	};
 	int r = cmocka_run_group_tests_name("nccl plugin", base, NULL, NULL);
