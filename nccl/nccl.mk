@@ -12,10 +12,10 @@ $(NCCL_PLUGIN_SO): $(NCCL_PLUGIN_SRCS:%.c=$(B)/lib/pic/%.o) $(B)/lib/libmrc.a nc
 
 PROGS += mrc-nccl-harness
 mrc-nccl-harness_SRCS := nccl/harness.c nccl/drive.c
-$(B)/bin/mrc-nccl-harness: $(B)/lib/libmrc.a $(NCCL_PLUGIN_SO)
+$(B)/bin/mrc-nccl-harness: $(B)/lib/libmrc.a | $(NCCL_PLUGIN_SO)
 
 # The unit tests load the plugin the way NCCL does.
-$(B)/tests/test_nccl_plugin: $(NCCL_PLUGIN_SO)
+$(B)/tests/test_nccl_plugin: | $(NCCL_PLUGIN_SO)
 TEST_SUPPORT_SRCS += nccl/arena.c nccl/drive.c
 
 ROOT_TESTS += tests/root/nccl.sh
