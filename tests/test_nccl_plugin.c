@@ -462,7 +462,9 @@ int main(int argc, char **argv)
 	if (k <= 0)
 		return 1;
 	exe[k] = 0;
-	snprintf(libdir, sizeof(libdir), "%s/lib", dirname(dirname(strdup(exe))));
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s", exe);
+	snprintf(libdir, sizeof(libdir), "%s/lib", dirname(dirname(tmp)));
 	const char *lp = getenv("LD_LIBRARY_PATH");
 	if (!lp || strncmp(lp, libdir, strlen(libdir))) {
 		char nlp[2 * PATH_MAX];
