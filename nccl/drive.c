@@ -35,6 +35,7 @@ int ndrv_load(struct ndrv *d, const char *name, char *err, size_t errlen)
 	d->net = dlsym(d->dl, "ncclNetPlugin_v11");
 	d->v10 = dlsym(d->dl, "ncclNetPlugin_v10");
 	d->v9 = dlsym(d->dl, "ncclNetPlugin_v9");
+	d->v8 = dlsym(d->dl, "ncclNetPlugin_v8");
 	if (!d->net) {
 		snprintf(err, errlen, "%s: no ncclNetPlugin_v11", d->path);
 		dlclose(d->dl);

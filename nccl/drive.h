@@ -15,12 +15,13 @@ struct ndrv {
 	const ncclNet_v11_t *net;
 	const ncclNet_v10_t *v10;
 	const ncclNet_v9_t *v9;
+	const ncclNet_v8_t *v8;
 	char path[256];                 /* what dlopen was given */
 };
 
 /* Resolves the plugin as NCCL 2.28 does for NCCL_NET_PLUGIN=name: a name
  * without '/' becomes libnccl-net-NAME.so on the library path (then NAME
- * itself); dlsym ncclNetPlugin_v11, _v10, _v9.  0 or -ENOENT with err. */
+ * itself); dlsym ncclNetPlugin_v11, _v10, _v9, _v8.  0 or -ENOENT with err. */
 int ndrv_load(struct ndrv *d, const char *name, char *err, size_t errlen);
 void ndrv_unload(struct ndrv *d);
 

@@ -1,4 +1,4 @@
-/* The NCCL net plugin ABI (versions 9, 10 and 11), written for mrc from
+/* The NCCL net plugin ABI (versions 8, 9, 10 and 11), written for mrc from
  * NCCL's public plugin interface (ext-net, src/include/plugin/net/) as
  * released in NCCL 2.28.x/2.29.x.  NCCL's own headers are not shipped with
  * the CUDA toolkit, so the structs are declared here; the asserts below pin
@@ -155,6 +155,47 @@ typedef struct {
 	MRC_NCCL_NET_DATA(, )
 } ncclNet_v9_t;
 
+/* v8 (NCCL 2.19-2.21, still loaded by later ones as a fallback): no
+ * forceFlush, vProps or size limits in the properties; int sizes. */
+typedef struct {
+	char *name;
+	char *pciPath;
+	uint64_t guid;
+	int ptrSupport, regIsGlobal, speed, port;
+	float latency;
+	int maxComms, maxRecvs;
+	ncclNetDeviceType netDeviceType;
+	int netDeviceVersion;
+} ncclNetProperties_v8_t;
+
+typedef struct {
+	const char *name;
+	ncclResult_t (*init)(ncclDebugLogger_t logFunction);
+	ncclResult_t (*devices)(int *ndev);
+	ncclResult_t (*getProperties)(int dev, ncclNetProperties_v8_t *props);
+	ncclResult_t (*listen)(int dev, void *handle, void **listenComm);
+	ncclResult_t (*connect)(int dev, void *handle, void **sendComm,
+				ncclNetDeviceHandle_t **sendDevComm);
+	ncclResult_t (*accept)(void *listenComm, void **recvComm,
+			       ncclNetDeviceHandle_t **recvDevComm);
+	ncclResult_t (*regMr)(void *comm, void *data, size_t size, int type, void **mhandle);
+	ncclResult_t (*regMrDmaBuf)(void *comm, void *data, size_t size, int type, uint64_t offset,
+				    int fd, void **mhandle);
+	ncclResult_t (*deregMr)(void *comm, void *mhandle);
+	ncclResult_t (*isend)(void *sendComm, void *data, int size, int tag, void *mhandle,
+			      void **request);
+	ncclResult_t (*irecv)(void *recvComm, int n, void **data, int *sizes, int *tags,
+			      void **mhandles, void **request);
+	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles,
+			       void **request);
+	ncclResult_t (*test)(void *request, int *done, int *sizes);
+	ncclResult_t (*closeSend)(void *sendComm);
+	ncclResult_t (*closeRecv)(void *recvComm);
+	ncclResult_t (*closeListen)(void *listenComm);
+	ncclResult_t (*getDeviceMr)(void *comm, void *mhandle, void **dptr_mhandle);
+	ncclResult_t (*irecvConsumed)(void *recvComm, int n, void *request);
+} ncclNet_v8_t;
+
 /* ---- layout pins (LP64) ------------------------------------------------ */
 #define MRC_NCCL_AT(T, f, off) _Static_assert(offsetof(T, f) == (off), #T "." #f " offset")
 _Static_assert(sizeof(void *) == 8 && sizeof(size_t) == 8, "LP64 only");
@@ -190,5 +231,12 @@ _Static_assert(sizeof(ncclNet_v10_t) == 160, "v10 table: 20 slots");
 _Static_assert(sizeof(ncclNet_v9_t) == 160, "v9 table: 20 slots");
 MRC_NCCL_AT(ncclNet_v10_t, makeVDevice, 152);
 MRC_NCCL_AT(ncclNet_v9_t, makeVDevice, 152);
+MRC_NCCL_AT(ncclNetProperties_v8_t, speed, 32);
+MRC_NCCL_AT(ncclNetProperties_v8_t, maxRecvs, 48);
+MRC_NCCL_AT(ncclNetProperties_v8_t, netDeviceVersion, 56);
+_Static_assert(sizeof(ncclNetProperties_v8_t) == 64, "v8 properties");
+MRC_NCCL_AT(ncclNet_v8_t, isend, 80);
+MRC_NCCL_AT(ncclNet_v8_t, irecvConsumed, 144);
+_Static_assert(sizeof(ncclNet_v8_t) == 152, "v8 table: 19 slots");
 
 #endif

@@ -923,7 +923,7 @@ EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
 	DATA_ENTRIES, .finalize = mrc_nccl_finalize, .setNetAttr = mrc_nccl_set_attr,
 };
 
-/* v10 and v9: NCCL 2.23-2.27.  No finalize there: the state lives until
+/* v10 and v9 (and v8 below): NCCL 2.19-2.27.  No finalize there: the state lives until
  * the process exits. */
 static ncclResult_t v10_init(ncclDebugLogger_t log, ncclProfilerCallback_t prof)
 {
@@ -964,6 +964,53 @@ static ncclResult_t v9_irecv(void *rc, int n, void **data, size_t *sizes, int *t
 {
 	return mrc_nccl_irecv(rc, n, data, sizes, tags, mh, NULL, req);
 }
+
+/* v8: int sizes, and properties without the size limits, which NCCL of
+ * that age does not know: it must keep its messages within max_msg
+ * (its defaults do: 512 KiB steps), or isend refuses them. */
+static ncclResult_t v8_props(int dev, ncclNetProperties_v8_t *p)
+{
+	ncclNetProperties_v11_t q;
+	ncclResult_t r = mrc_nccl_props(dev, &q);
+	if (r != ncclSuccess)
+		return r;
+	*p = (ncclNetProperties_v8_t){ .name = q.name, .pciPath = q.pciPath, .guid = q.guid,
+		.ptrSupport = q.ptrSupport, .regIsGlobal = q.regIsGlobal, .speed = q.speed,
+		.port = q.port, .latency = q.latency, .maxComms = q.maxComms,
+		.maxRecvs = q.maxRecvs, .netDeviceType = q.netDeviceType,
+		.netDeviceVersion = q.netDeviceVersion };
+	return ncclSuccess;
+}
+static ncclResult_t v8_isend(void *sc, void *data, int size, int tag, void *mh, void **req)
+{
+	*req = NULL;
+	if (size < 0)
+		return ncclInvalidArgument;
+	return mrc_nccl_isend(sc, data, (size_t)size, tag, mh, NULL, req);
+}
+static ncclResult_t v8_irecv(void *rc, int n, void **data, int *sizes, int *tags, void **mh,
+			     void **req)
+{
+	size_t sz[MRCN_MAX_RECVS];
+	*req = NULL;
+	if (n < 1 || n > MRCN_MAX_RECVS)
+		return ncclInvalidArgument;
+	for (int i = 0; i < n; i++) {
+		if (sizes[i] < 0)
+			return ncclInvalidArgument;
+		sz[i] = (size_t)sizes[i];
+	}
+	return mrc_nccl_irecv(rc, n, data, sz, tags, mh, NULL, req);
+}
+
+EXPORT const ncclNet_v8_t ncclNetPlugin_v8 = {
+	.name = "mrc", .init = v9_init, .devices = mrc_nccl_devices, .getProperties = v8_props,
+	.listen = v9_listen, .connect = v9_connect, .accept = mrc_nccl_accept,
+	.regMr = mrc_nccl_regmr, .regMrDmaBuf = mrc_nccl_regmr_dmabuf, .deregMr = mrc_nccl_deregmr,
+	.isend = v8_isend, .irecv = v8_irecv, .iflush = mrc_nccl_iflush, .test = mrc_nccl_test,
+	.closeSend = mrc_nccl_close_send, .closeRecv = mrc_nccl_close_recv,
+	.closeListen = mrc_nccl_close_listen, .getDeviceMr = NULL, .irecvConsumed = NULL,
+};
 
 EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
 	.name = "mrc", .init = v10_init, .devices = mrc_nccl_devices, .getProperties = v9_props,

@@ -42,6 +42,8 @@ static void test_loader(void **state)
 	assert_non_null(drv.net);
 	assert_non_null(drv.v10);
 	assert_non_null(drv.v9);
+	assert_non_null(drv.v8);
+	assert_string_equal(drv.v8->name, "mrc");
 	assert_string_equal(drv.net->name, "mrc");
 	assert_string_equal(drv.v10->name, "mrc");
 	assert_string_equal(drv.v9->name, "mrc");
@@ -401,8 +403,8 @@ static void test_bounce_env(void **state)
 	unsetenv("MRC_NCCL_BOUNCE_MB");
 }
 
-/* The v9 table (NCCL 2.19-2.22's shape) drives the same plugin. */
-static void test_v9_adapter(void **state)
+/* The v9 and v8 tables (older NCCLs) drive the same plugin. */
+static void test_old_adapters(void **state)
 {
 	NEED_DAEMON(state);
 	const ncclNet_v9_t *n = drv.v9;
@@ -446,8 +448,50 @@ static void test_v9_adapter(void **state)
 	NC(n->closeSend(sc));
 	NC(n->closeRecv(rc));
 	NC(n->closeListen(lc));
-	/* v9 has no finalize: this process's state lives on (the v11
-	 * finalize drops the reference so the daemon is closed cleanly) */
+	/* v8: int sizes, properties without limits */
+	const ncclNet_v8_t *o = drv.v8;
+	NC(o->init(NULL));
+	ncclNetProperties_v8_t p8;
+	NC(o->getProperties(0, &p8));
+	assert_int_equal(p8.ptrSupport, NCCL_PTR_HOST);
+	assert_int_equal(p8.maxRecvs, MRCN_MAX_RECVS);
+	assert_string_equal(p8.name, "mrc0");
+	sc = rc = NULL;
+	NC(o->listen(0, h, &lc));
+	end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
+	while (!sc || !rc) {
+		ncclNetDeviceHandle_t *dev = NULL;
+		if (!sc)
+			NC(o->connect(0, h, &sc, &dev));
+		if (!rc)
+			NC(o->accept(lc, &rc, &dev));
+		CHECK(mrcd_spawn_now_ms() < end, "v8 connect");
+	}
+	memset(sb, 0xa5, sizeof(sb));
+	memset(rb, 0, sizeof(rb));
+	NC(o->regMr(sc, sb, sizeof(sb), NCCL_PTR_HOST, &smh));
+	NC(o->regMr(rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+	int isz[1] = { sizeof(rb) };
+	sreq = rreq = NULL;
+	NC(o->irecv(rc, 1, data, isz, tags, &rmh, &rreq));
+	assert_non_null(rreq);
+	while (!sreq) {
+		NC(o->isend(sc, sb, 100, 0, smh, &sreq));
+		CHECK(sreq || mrcd_spawn_now_ms() < end, "v8 isend");
+	}
+	wait_req(drv.net, rreq, &sz);
+	assert_int_equal(sz, 100);
+	assert_memory_equal(rb, sb, 100);
+	wait_req(drv.net, sreq, &sz);
+	assert_int_equal(o->isend(sc, sb, -1, 0, smh, &sreq), ncclInvalidArgument);
+	NC(o->deregMr(sc, smh));
+	NC(o->deregMr(rc, rmh));
+	NC(o->closeSend(sc));
+	NC(o->closeRecv(rc));
+	NC(o->closeListen(lc));
+	/* v9 and v8 have no finalize: this process's state lives on (two
+	 * v11 finalizes drop the references so the daemon is closed cleanly) */
+	NC(drv.net->finalize(NULL));
 	NC(drv.net->finalize(NULL));
 }
 
@@ -482,7 +526,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest live[] = {
 		cmocka_unit_test(test_plugin_loopback),
 		cmocka_unit_test(test_bounce_env),
-		cmocka_unit_test(test_v9_adapter),
+		cmocka_unit_test(test_old_adapters),
 	};
 	int r = cmocka_run_group_tests_name("nccl plugin", base, NULL, NULL);
 	if (drv.net)
