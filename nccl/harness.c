@@ -735,8 +735,8 @@ int main(int argc, char **argv)
 	if (strcmp(net->name, "mrc"))
 		die("plugin name %s", net->name);
 	if (rank == 0)
-		printf("loaded %s: ncclNetPlugin_v11 \"%s\"%s%s\n", drv.path, net->name,
-		       drv.v10 ? ", _v10" : "", drv.v9 ? ", _v9" : "");
+		printf("loaded %s: ncclNetPlugin_v11 \"%s\"%s%s%s\n", drv.path, net->name,
+		       drv.v10 ? ", _v10" : "", drv.v9 ? ", _v9" : "", drv.v8 ? ", _v8" : "");
 	ncclNetCommConfig_t cfg = { .trafficClass = -1 };
 	NC(net->init(&nctx, 0x6d7263ull, &cfg, logger, NULL));
 	if (bench)

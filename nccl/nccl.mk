@@ -1,6 +1,6 @@
 # The NCCL net plugin (docs/nccl.md): build/lib/libnccl-net-mrc.so, with
 # libmrc linked in (its PIC archive) so the plugin is one self-contained
-# file, exporting only ncclNetPlugin_v11/_v10/_v9.  Its harness,
+# file, exporting only ncclNetPlugin_v11/_v10/_v9/_v8.  Its harness,
 # mrc-nccl-harness, drives it as NCCL's proxy thread does.
 NCCL_PLUGIN_SRCS := nccl/plugin.c nccl/arena.c
 NCCL_PLUGIN_SO := $(B)/lib/libnccl-net-mrc.so

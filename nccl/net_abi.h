@@ -5,7 +5,7 @@
  * every size and field offset that NCCL reads, on LP64, so that a layout
  * slip fails the build instead of crashing NCCL.
  *
- * Only the names NCCL resolves (ncclNetPlugin_v11/_v10/_v9) are exported
+ * Only the names NCCL resolves (ncclNetPlugin_v11/_v10/_v9/_v8) are exported
  * from libnccl-net-mrc.so; everything here is otherwise private to nccl/. */
 #ifndef MRC_NCCL_NET_ABI_H
 #define MRC_NCCL_NET_ABI_H
