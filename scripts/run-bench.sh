@@ -29,6 +29,9 @@ case ${MRC_BENCH_FABRIC:-1} in
 1) ./bench/fabric/run.sh "$b" ;;
 *) ./bench/fabric/run.sh "$b" $MRC_BENCH_FABRIC ;;
 esac
+# The NCCL net plugin against libmrc directly (bench/results/nccl.md;
+# needs root, skipped without it)
+[ "${MRC_BENCH_FABRIC:-1}" = 0 ] || ./bench/nccl.sh "$b"
 # bench/results/daemon.md: bench_ring, bench_qpmem and (when it ran) the
 # daemon fabric scenario together
 [ ! -f bench/results/bench_ring.md ] || bash bench/fabric/daemon_md.sh bench/results
