@@ -79,17 +79,21 @@ static inline struct mrc_completion ex_get(struct mrc_qp *qp, struct mrc_ctx *ct
 	}
 }
 
-/* Connects qp to a peer: as the server, listens on sid and accepts (says
- * "NAME: serving on service SID" first, for scripts to wait on); as the
- * client, connects to host:sid, retrying for 10 s while nobody listens.
- * priv travels to the peer (its peer->priv). */
+/* Connects qp to a peer: as the server, accepts on sid, having first
+ * listened with backlog when backlog > 0 (and said "NAME: serving on
+ * service SID", for scripts to wait on); as the client, connects to
+ * host:sid, retrying for 10 s while nobody listens.  priv travels to the
+ * peer (its peer->priv). */
 static inline void ex_pair(struct mrc_ctx *ctx, struct mrc_qp *qp, const char *name, int server,
-			   uint32_t host, uint32_t sid, uint32_t priv, struct mrc_qp_addr *peer)
+			   uint32_t backlog, uint32_t host, uint32_t sid, uint32_t priv,
+			   struct mrc_qp_addr *peer)
 {
 	if (server) {
-		EX_CHECK(mrc_listen(ctx, sid, 1), ctx);
-		printf("%s: serving on service %u\n", name, sid);
-		fflush(stdout);
+		if (backlog) {
+			EX_CHECK(mrc_listen(ctx, sid, backlog), ctx);
+			printf("%s: serving on service %u\n", name, sid);
+			fflush(stdout);
+		}
 		EX_CHECK(mrc_accept(qp, sid, priv, 0, peer), ctx);
 		return;
 	}

@@ -57,7 +57,7 @@ static int run(int server, uint32_t host)
 	EX_CHECK(mrc_open(sock, &ctx), NULL);
 	EX_CHECK(mrc_alloc_mr(ctx, size, MRC_MR_REMOTE_WRITE | MRC_MR_LOCAL_READ, &buf), ctx);
 	EX_CHECK(mrc_create_qp(ctx, NULL, &qp), ctx);
-	ex_pair(ctx, qp, "mrc_pingpong", server, host, sid, mrc_mr_key(buf), &peer);
+	ex_pair(ctx, qp, "mrc_pingpong", server, 1, host, sid, mrc_mr_key(buf), &peer);
 	unsigned total = iters + warmup, sends = 0;
 	double *rtt = calloc(iters, sizeof(double));
 	for (unsigned i = 0; i < total; i++) {

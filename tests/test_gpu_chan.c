@@ -263,7 +263,7 @@ static void batch(struct fx *f, struct qpc *q, struct torn *t)
 	assert_true(q->ch.cq_tail == cq0);
 	int64_t end = mrcd_spawn_now_ms() + WAIT_MS;
 	for (uint32_t k = 0; k < K;) {
-		struct mrc_cqe c;
+		struct mrc_cqe c = { 0 };
 		int rc = mrc_gpu_poll_one(&q->ch, &c);
 		assert_true(rc >= 0);
 		if (!rc) {
@@ -436,7 +436,7 @@ static void test_index_wrap(void **state)
 			uint64_t off, idx = q.ch.sq_head;
 			uint32_t len = stage(&f, &q, q.n, &off);
 			assert_int_equal(mrc_gpu_put(&q.ch, f.rk, off, f.lk, off, len), 0);
-			struct mrc_cqe c;
+			struct mrc_cqe c = { 0 };
 			int64_t end = mrcd_spawn_now_ms() + WAIT_MS;
 			while ((rc = mrc_gpu_poll_one(&q.ch, &c)) == 0)
 				assert_true(mrcd_spawn_now_ms() < end);

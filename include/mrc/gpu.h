@@ -124,9 +124,6 @@ MRC__GPU_PRIM uint64_t mrc__now_ns(void)
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
 	return t;
 }
-MRC__GPU_PRIM void mrc__yield(void)
-{
-}
 MRC__GPU_PRIM void mrc__relax(void)
 {
 #if __CUDA_ARCH__ >= 700
@@ -167,10 +164,6 @@ MRC__GPU_PRIM void mrc__fence_sc(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #endif
 
 #if !defined(__CUDA_ARCH__)
-MRC__GPU_PRIM void mrc__yield(void)
-{
-	sched_yield();
-}
 MRC__GPU_PRIM uint64_t mrc__now_ns(void)
 {
 	struct timespec ts;
@@ -179,11 +172,7 @@ MRC__GPU_PRIM uint64_t mrc__now_ns(void)
 }
 MRC__GPU_PRIM void mrc__relax(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
+	sched_yield();
 }
 #endif
 
@@ -206,18 +195,16 @@ MRC_GPU_FN int mrc__gpu_spin(const struct mrc_gpu_chan *ch, struct mrc__gpu_spin
 {
 	if (ch->abort && mrc__ld_abort(ch->abort))
 		return -EPIPE;
-	/* Every 64 turns: the clock (not read per load), and on a host
-	 * thread the CPU is offered back (a producer thread must not starve
-	 * mrcd on a machine with few cores). */
-	if ((sp->n++ & 63) == 0) {
-		if (ch->timeout_ns) {
-			uint64_t now = mrc__now_ns();
-			if (!sp->start)
-				sp->start = now;
-			else if (now - sp->start >= ch->timeout_ns)
-				return -ETIMEDOUT;
-		}
-		mrc__yield();
+	/* The clock every 64 turns (not per load).  mrc__relax offers a
+	 * host thread's CPU back every turn: a spinning producer must not
+	 * starve mrcd on a machine with few cores (sched_yield returns at
+	 * once where a core is free). */
+	if ((sp->n++ & 63) == 0 && ch->timeout_ns) {
+		uint64_t now = mrc__now_ns();
+		if (!sp->start)
+			sp->start = now;
+		else if (now - sp->start >= ch->timeout_ns)
+			return -ETIMEDOUT;
 	}
 	mrc__relax();
 	return 0;

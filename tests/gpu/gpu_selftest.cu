@@ -71,6 +71,8 @@ static cudaError_t cudaHostAlloc(void **p, size_t n, int)
 static cudaError_t cudaHostGetDevicePointer(void **d, void *h, int) { *d = h; return 0; }
 static cudaError_t cudaMalloc(void **p, size_t n) { *p = calloc(1, n); return *p ? 0 : 1; }
 static cudaError_t cudaMemcpy(void *d, const void *s, size_t n, int) { memcpy(d, s, n); return 0; }
+static cudaError_t cudaFree(void *p) { free(p); return 0; }
+static cudaError_t cudaFreeHost(void *p) { free(p); return 0; }
 static std::vector<std::thread> launched;
 static cudaError_t cudaDeviceSynchronize(void)
 {
@@ -523,6 +525,13 @@ int main(int argc, char **argv)
 		       ab ? "abort word -> -EPIPE" : "timeout_ns 20 ms -> -ETIMEDOUT", SQ_N, hrc[0],
 		       (unsigned long long)hch[0].posted);
 	}
+	CK(cudaFree(dlat));
+	CK(cudaFree(dsem));
+	CK(cudaFree(drc));
+	CK(cudaFree(dch));
+	CK(cudaFreeHost(nt));
+	CK(cudaFreeHost(m));
+	free(lat);
 	printf("gpu_selftest: %s\n", fails ? "FAILED" : "all passed");
 	return fails ? 1 : 0;
 }

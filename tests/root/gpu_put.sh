@@ -3,7 +3,8 @@
 # threads: mrc_gpu_put) between h0 and h7 of a 2-plane SRv6 fabric in
 # network namespaces, a mrcd each: both sides put, signal and wait each
 # round and check every byte the peer put (the program exits non-zero on
-# the first differing byte).  Bounded in time; cleans up on every exit.
+# the first differing byte); one lane, then 4 lanes (QPs with a producer
+# thread each) at once.  Bounded in time; cleans up on every exit.
 set -u
 B=${1:-build}
 P=mrcG
@@ -26,17 +27,17 @@ jq '.topology' /run/mrc-fabric/$P/state.json >"$tmp/topo.json"
 start_mrcd h0
 start_mrcd h7
 
-# run NAME SIZE ROUNDS
+# run NAME SIZE ROUNDS [LANES]
 run() {
-	local name=$1 size=$2 rounds=$3
+	local name=$1 size=$2 rounds=$3 lanes=${4:-1}
 	sid=$((sid + 1))
 	ip netns exec $P-h7 timeout 120 $B/bin/mrc_gpu_put -S "$(sock h7)" -s "$size" -n "$rounds" \
-		-i $sid server >"$tmp/s" 2>&1 &
+		-t "$lanes" -i $sid server >"$tmp/s" 2>&1 &
 	spid=$!
 	until_t 10 grep -q serving "$tmp/s" || { bad "$name: server did not start: $(cat "$tmp/s")"; return; }
 	local crc=0
 	ip netns exec $P-h0 timeout 120 $B/bin/mrc_gpu_put -S "$(sock h0)" -s "$size" -n "$rounds" \
-		-i $sid client 7 >"$tmp/c" 2>&1 || crc=$?
+		-t "$lanes" -i $sid client 7 >"$tmp/c" 2>&1 || crc=$?
 	local src=0
 	wait $spid || src=$?
 	spid=
@@ -52,4 +53,5 @@ sid=7100
 run "small puts" 4k 500
 run "1 MiB puts" 1M 50
 run "odd size" 100003 20
+run "4 lanes" 64k 100 4
 [ $fails = 0 ]
