@@ -3,6 +3,7 @@
  *   mrc-coll-perf [-C all_reduce|reduce_scatter|all_gather|broadcast|alltoall]
  *                 [-b 8] [-e 256M] [-f 2] [-c 1] [-n 20] [-w 5] [-d float|all]
  *                 [-o sum|all] [-r root] [-i] [-S sock] [-s sid] [-H host] [-T ms]
+ *                 [-N count,count,...]
  *
  * One process per rank: size and rank from the environment
  * (mrc_coll_cfg_from_env: MRC_COLL_SIZE/RANK or an MPI launcher's).
@@ -11,7 +12,10 @@
  * algbw x the collective's factor (all-reduce 2(n-1)/n; reduce-scatter,
  * all-gather, all-to-all (n-1)/n; broadcast 1), #wrong: elements that
  * differ from the expected result, summed over the ranks (-c 1: after the
- * timed runs, one more on fresh inputs, checked element by element). */
+ * timed runs, one more on fresh inputs, checked element by element; -c 2:
+ * every timed run is refilled and checked, for tests under faults).
+ * -N runs the given counts (elements per call, as the API takes them)
+ * instead of the -b/-e/-f sweep. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -63,11 +67,12 @@ int main(int argc, char **argv)
 	int check = 1, iters = 20, warm = 5, kind = MRC__C_ALLREDUCE, dt = MRC_COLL_FLOAT32;
 	int op = MRC_COLL_SUM, inplace = 0, o;
 	uint32_t root = 0;
+	size_t list[64], nlist = 0;
 	struct mrc_coll_cfg cfg;
 	int r = mrc_coll_cfg_from_env(&cfg);
 	if (r)
 		die("MRC_COLL_SIZE/MRC_COLL_RANK (or an MPI launcher's variables)", r);
-	while ((o = getopt(argc, argv, "C:b:e:f:c:n:w:d:o:r:iS:s:H:T:h")) != -1) {
+	while ((o = getopt(argc, argv, "C:b:e:f:c:n:w:d:o:r:iS:s:H:T:N:h")) != -1) {
 		switch (o) {
 		case 'C': kind = lookup(optarg, MRC__C_N, coll_name); break;
 		case 'b': minb = parse_size(optarg); break;
@@ -84,6 +89,10 @@ int main(int argc, char **argv)
 		case 's': cfg.sid = (uint32_t)atoi(optarg); break;
 		case 'H': cfg.root_host = (uint32_t)atoi(optarg); break;
 		case 'T': cfg.timeout_ms = atoi(optarg); break;
+		case 'N':
+			for (char *t = strtok(optarg, ","); t && nlist < 64; t = strtok(NULL, ","))
+				list[nlist++] = (size_t)strtoull(t, NULL, 0);
+			break;
 		default:
 			fprintf(stderr, "usage: see the header of coll/perf.c and docs/coll.md\n");
 			return 2;
@@ -112,13 +121,16 @@ int main(int argc, char **argv)
 	size_t total_wrong = 0;
 	for (int d = dt < 0 ? 0 : dt; d < (dt < 0 ? MRC_COLL_NTYPES : dt + 1); d++)
 	for (int p = op < 0 ? 0 : op; p < (op < 0 || !reduces ? (reduces ? MRC_COLL_NOPS : p + 1) : op + 1); p++)
-	for (size_t size = minb; size <= maxb; size = (size_t)(size * factor) > size ? (size_t)(size * factor) : size + 1) {
+	for (size_t size = nlist ? 0 : minb, li = 0; nlist ? li < nlist : size <= maxb;
+	     li++, size = (size_t)(size * factor) > size ? (size_t)(size * factor) : size + 1) {
 		size_t esz = mrc_coll_dtype_size(d);
 		size_t total = size / esz;
 		/* The per-rank count the call takes (nccl-tests' convention:
 		 * size is the whole buffer of all-gather, reduce-scatter and
 		 * all-to-all). */
 		size_t count = kind == MRC__C_ALLREDUCE || kind == MRC__C_BROADCAST ? total : total / n;
+		if (nlist)
+			count = list[li];
 		size_t inb = mrc__coll_in_count(kind, n, count) * esz;
 		size_t outb = mrc__coll_out_count(kind, n, count) * esz;
 		uint8_t *in = malloc(inb + outb + 64), *out = in + ((inb + 63) & ~(size_t)63);
@@ -138,10 +150,15 @@ int main(int argc, char **argv)
 		if (!r)
 			r = mrc_coll_barrier(c);
 		double t0 = now_s();
-		for (int i = 0; i < iters && !r; i++)
-			r = mrc__coll_call(c, kind, src, out, count, d, p, root);
-		double us = (now_s() - t0) * 1e6 / iters;
 		int64_t wrong = 0;
+		for (int i = 0; i < iters && !r; i++) {
+			if (check == 2)
+				mrc__coll_fill(kind, src, n, me, count, d, p, root);
+			r = mrc__coll_call(c, kind, src, out, count, d, p, root);
+			if (!r && check == 2)
+				wrong += (int64_t)mrc__coll_wrong(kind, out, n, me, count, d, p, root);
+		}
+		double us = (now_s() - t0) * 1e6 / iters;
 		if (!r && check) {
 			mrc__coll_fill(kind, src, n, me, count, d, p, root);
 			r = mrc__coll_call(c, kind, src, out, count, d, p, root);
