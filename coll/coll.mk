@@ -2,7 +2,7 @@
 # built like libmrc (position-independent objects in one directory), with
 # its pkg-config file, man page and the mrc-coll-perf program.
 LIBCOLL_VERSION := 1.0.0
-COLL_SRCS := coll/reduce.c coll/sched.c coll/comm.c coll/coll.c coll/verify.c
+COLL_SRCS := coll/reduce.c coll/sched.c coll/comm.c coll/coll.c coll/verify.c coll/moe.c
 COLL_PIC  := $(COLL_SRCS:%.c=$(B)/lib/pic/%.o)
 LIBCOLL_A := $(B)/lib/libmrc-coll.a
 LIBCOLL_SO := $(B)/lib/libmrc-coll.so
@@ -21,7 +21,7 @@ $(LIBCOLL_SO): $(COLL_PIC) $(B)/lib/libmrc.so coll/libmrc-coll.map
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -shared -Wl,-soname,libmrc-coll.so.1 \
 		-Wl,--version-script=coll/libmrc-coll.map -Wl,--no-undefined \
-		-o $@ $(COLL_PIC) -L$(B)/lib -lmrc -lpthread
+		-o $@ $(COLL_PIC) -L$(B)/lib -lmrc -lm -lpthread
 
 $(B)/lib/mrc-coll.pc: coll/mrc-coll.pc.in coll/coll.mk
 	@mkdir -p $(dir $@)

@@ -125,5 +125,8 @@ void mrc__coll_fill(int kind, void *in, uint32_t n, uint32_t me, size_t count, i
 /* Elements of out that differ from the expected result. */
 size_t mrc__coll_wrong(int kind, const void *out, uint32_t n, uint32_t me, size_t count, int dtype,
 		       int op, uint32_t root);
+/* Element i of a typed buffer as a double, and back (rounded to the type). */
+double mrc__coll_get(const void *buf, int dtype, size_t i);
+void mrc__coll_put(void *buf, int dtype, size_t i, double v);
 int mrc__coll_call(struct mrc_coll *c, int kind, const void *in, void *out, size_t count,
 		   int dtype, int op, uint32_t root);

@@ -25,7 +25,7 @@ static double fold(int op, double a, double b)
 	}
 }
 
-static void put(void *buf, int dtype, size_t i, double v)
+void mrc__coll_put(void *buf, int dtype, size_t i, double v)
 {
 	switch (dtype) {
 	case MRC_COLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
@@ -37,7 +37,7 @@ static void put(void *buf, int dtype, size_t i, double v)
 	}
 }
 
-static double get(const void *buf, int dtype, size_t i)
+double mrc__coll_get(const void *buf, int dtype, size_t i)
 {
 	switch (dtype) {
 	case MRC_COLL_INT32: return ((const int32_t *)buf)[i];
@@ -64,7 +64,7 @@ void mrc__coll_fill(int kind, void *in, uint32_t n, uint32_t me, size_t count, i
 {
 	size_t m = mrc__coll_in_count(kind, n, count);
 	for (size_t i = 0; i < m; i++)
-		put(in, dtype, i, val(me, i, op));
+		mrc__coll_put(in, dtype, i, val(me, i, op));
 }
 
 /* What element i of rank me's output must be. */
@@ -91,7 +91,7 @@ size_t mrc__coll_wrong(int kind, const void *out, uint32_t n, uint32_t me, size_
 {
 	size_t m = mrc__coll_out_count(kind, n, count), bad = 0;
 	for (size_t i = 0; i < m; i++)
-		bad += get(out, dtype, i) != expect(kind, n, me, count, op, root, i);
+		bad += mrc__coll_get(out, dtype, i) != expect(kind, n, me, count, op, root, i);
 	return bad;
 }
 

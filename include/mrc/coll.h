@@ -116,6 +116,63 @@ int mrc_coll_alltoallv(struct mrc_coll *c, const void *sendbuf, const size_t *se
 		       const size_t *rdispls, int dtype);
 int mrc_coll_barrier(struct mrc_coll *c);
 
+/* 2-D hierarchical all-to-allv (Tutel): with local_ranks ranks per node
+ * (consecutive ranks; nranks a multiple of it), first an exchange inside
+ * each node that gathers, at local rank l, everything its node sends to
+ * local rank l of any node, then one exchange across nodes between equal
+ * local ranks: each pair of nodes exchanges one aggregated message per
+ * local rank instead of local_ranks^2 small ones.  Same arguments and
+ * result as mrc_coll_alltoallv (counts are all exchanged first). */
+int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t local_ranks, const void *sendbuf,
+			  const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+			  const size_t *recvcounts, const size_t *rdispls, int dtype);
+
+/* ---- MoE dispatch and combine -------------------------------------------
+ * Experts 0..n_experts-1 are placed in blocks: rank r holds experts
+ * r*E/N .. (r+1)*E/N - 1 (n_experts a multiple of nranks).  Each token
+ * goes to top_k experts (topk_idx[t*top_k + k]; -1: no expert) with
+ * weights topk_weights[t*top_k + k].
+ *
+ * Capacity and drop policy: each rank may send each expert at most
+ * cap = ceil(capacity_factor * n_tokens * top_k / n_experts) tokens
+ * (capacity_factor <= 0: no limit).  Slots go first to every token's
+ * first choice, then to second choices, and so on, each round in token
+ * order (so a token's first choice is dropped only when the expert is
+ * full of other first choices).  A dropped (token, expert) pair is not
+ * sent; in the combine it contributes nothing and the token's other
+ * weights are not renormalised (as GShard and Tutel). */
+struct mrc_coll_moe_cfg {
+	uint32_t n_experts, top_k;
+	size_t hidden;             /* elements per token */
+	int dtype;                 /* MRC_COLL_FLOAT32, _FLOAT16 or _BFLOAT16 */
+	double capacity_factor;
+	uint32_t local_ranks;      /* 0: flat all-to-all; else 2-D with this many ranks per node */
+};
+struct mrc_coll_moe_plan;
+
+/* The layout step (DeepEP's get_dispatch_layout), local, before capacity:
+ * tokens per rank (a token counted once per rank it goes to), tokens per
+ * expert, and in_rank[t * nranks + r] = 1 when token t goes to rank r.
+ * Any output may be NULL. */
+int mrc_coll_moe_layout(uint32_t nranks, uint32_t n_experts, uint32_t top_k, size_t n_tokens,
+			const int32_t *topk_idx, uint32_t *tokens_per_rank,
+			uint32_t *tokens_per_expert, uint8_t *in_rank);
+/* Sends every kept (token, expert) pair to its expert's rank.  On return
+ * *expert_in (malloc'd; free() it) holds this rank's experts' input
+ * tokens grouped by local expert (all of expert 0's, then expert 1's...;
+ * within an expert by source rank, then slot order), and counts[e] (an
+ * array of E/N) how many each local expert got.  *plan remembers the
+ * routing for the combine. */
+int mrc_coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
+			  size_t n_tokens, const int32_t *topk_idx, const void *tokens,
+			  struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts);
+/* Returns the experts' outputs (expert_out: the layout of expert_in) to
+ * the tokens' ranks and combines: out[t] = sum over kept k of
+ * topk_weights[t*top_k + k] * output of (t, k), in float, rounded once. */
+int mrc_coll_moe_combine(struct mrc_coll *c, const struct mrc_coll_moe_plan *plan,
+			 const void *expert_out, const float *topk_weights, void *out);
+void mrc_coll_moe_plan_free(struct mrc_coll_moe_plan *plan);
+
 #ifdef __cplusplus
 }
 #endif
