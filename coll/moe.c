@@ -18,6 +18,17 @@ static void prefix(const size_t *cnt, size_t *disp, uint32_t n)
 	}
 }
 
+/* Displacements after the counts (sc, then sd; rc, then rd in memory) and
+ * the packed send and receive buffers of one phase. */
+static int phase_bufs(size_t *sc, size_t *rc, uint32_t n, size_t esz, uint8_t **sb, uint8_t **rb)
+{
+	prefix(sc, sc + n, n);
+	prefix(rc, rc + n, n);
+	*sb = malloc((sc[2 * n - 1] + sc[n - 1]) * esz + 1);
+	*rb = malloc((rc[2 * n - 1] + rc[n - 1]) * esz + 1);
+	return *sb && *rb ? 0 : -ENOMEM;
+}
+
 int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 			  const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
 			  const size_t *recvcounts, const size_t *rdispls, int dtype)
@@ -41,24 +52,17 @@ int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 	if ((r = mrc_coll_allgather(c, mine, M, n, MRC_COLL_INT64)))
 		goto out;
 #define CNT(s, d) ((size_t)M[(size_t)(s) * n + (d)])
+	/* Per phase: send counts, displacements, receive counts, displacements. */
 	size_t *sc1 = v, *sd1 = v + n, *rc1 = v + 2 * n, *rd1 = v + 3 * n;
 	size_t *sc2 = v + 4 * n, *sd2 = v + 5 * n, *rc2 = v + 6 * n, *rd2 = v + 7 * n;
 	/* Phase 1, inside the node: to local rank l2 everything for (g2, l2),
 	 * packed by g2. */
-	size_t tot1 = 0, tot1r = 0;
-	for (uint32_t l2 = 0; l2 < L; l2++) {
+	for (uint32_t l2 = 0; l2 < L; l2++)
 		for (uint32_t g2 = 0; g2 < G; g2++) {
 			sc1[g * L + l2] += sendcounts[g2 * L + l2];
 			rc1[g * L + l2] += CNT(g * L + l2, g2 * L + l);
 		}
-		tot1 += sc1[g * L + l2];
-		tot1r += rc1[g * L + l2];
-	}
-	prefix(sc1, sd1, n);
-	prefix(rc1, rd1, n);
-	p1 = malloc(tot1 * esz + 1);
-	t1 = malloc(tot1r * esz + 1);
-	if (!p1 || !t1)
+	if ((r = phase_bufs(sc1, rc1, n, esz, &p1, &t1)))
 		goto out;
 	size_t o = 0;
 	for (uint32_t l2 = 0; l2 < L; l2++)
@@ -72,19 +76,12 @@ int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 	/* t1: by source local rank ls, then g2: block CNT((g,ls), (g2,l)).
 	 * Phase 2, across nodes: to (g2, l) the blocks for it from every ls,
 	 * packed by g2 then ls. */
-	size_t tot2 = 0, tot2r = 0;
 	for (uint32_t g2 = 0; g2 < G; g2++)
 		for (uint32_t ls = 0; ls < L; ls++) {
 			sc2[g2 * L + l] += CNT(g * L + ls, g2 * L + l);
 			rc2[g2 * L + l] += CNT(g2 * L + ls, c->me);
 		}
-	for (uint32_t j = 0; j < n; j++)
-		tot2 += sc2[j], tot2r += rc2[j];
-	prefix(sc2, sd2, n);
-	prefix(rc2, rd2, n);
-	p2 = malloc(tot2 * esz + 1);
-	t2 = malloc(tot2r * esz + 1);
-	if (!p2 || !t2)
+	if ((r = phase_bufs(sc2, rc2, n, esz, &p2, &t2)))
 		goto out;
 	o = 0;
 	for (uint32_t g2 = 0; g2 < G; g2++)

@@ -16,6 +16,7 @@
  * every timed run is refilled and checked, for tests under faults).
  * -N runs the given counts (elements per call, as the API takes them)
  * instead of the -b/-e/-f sweep. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -32,16 +33,13 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* "256M": bytes, with a K, M or G suffix (powers of 1024). */
 static size_t parse_size(const char *s)
 {
 	char *end;
 	double v = strtod(s, &end);
-	switch (*end) {
-	case 'k': case 'K': v *= 1024; break;
-	case 'm': case 'M': v *= 1 << 20; break;
-	case 'g': case 'G': v *= 1 << 30; break;
-	}
-	return (size_t)v;
+	const char *u = *end ? strchr("KMG", toupper((unsigned char)*end)) : NULL;
+	return (size_t)(u ? v * (double)(1ull << (10 * (u - "KMG" + 1))) : v);
 }
 
 static int lookup(const char *s, int n, const char *(*name)(int))

@@ -28,6 +28,7 @@
 static struct mrcd_proc D;
 static int have_daemon;
 static uint32_t next_sid = 7400;
+static uint32_t root_host;         /* 0, or MRC_COLL_HOST_ANY to probe */
 
 struct rank {
 	pthread_t th;
@@ -58,7 +59,7 @@ static void run_ranks(struct rank *R, uint32_t n, int (*body)(struct rank *), ui
 {
 	uint32_t sid = next_sid++;
 	for (uint32_t i = 0; i < n; i++) {
-		R[i] = (struct rank){ .cfg = { .sock = D.sock, .nranks = n, .rank = i, .root_host = 0,
+		R[i] = (struct rank){ .cfg = { .sock = D.sock, .nranks = n, .rank = i, .root_host = root_host,
 			.sid = sid, .chunk_bytes = chunk, .window = 2, .timeout_ms = TIMEOUT_MS },
 			.body = body, .arg = arg };
 		assert_int_equal(pthread_create(&R[i].th, NULL, rank_main, &R[i]), 0);
@@ -477,15 +478,9 @@ static void test_probe_root(void **state)
 {
 	NEED_DAEMON();
 	struct rank R[3];
-	uint32_t sid = next_sid++;
-	for (uint32_t i = 0; i < 3; i++) {
-		R[i] = (struct rank){ .cfg = { .sock = D.sock, .nranks = 3, .rank = i,
-			.root_host = MRC_COLL_HOST_ANY, .sid = sid, .timeout_ms = TIMEOUT_MS },
-			.body = body_barrier };
-		assert_int_equal(pthread_create(&R[i].th, NULL, rank_main, &R[i]), 0);
-	}
-	for (uint32_t i = 0; i < 3; i++)
-		pthread_join(R[i].th, NULL);
+	root_host = MRC_COLL_HOST_ANY;
+	run_ranks(R, 3, body_barrier, 0, NULL);
+	root_host = 0;
 	check_all_ok(R, 3);
 }
 

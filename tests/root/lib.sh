@@ -14,3 +14,17 @@ until_t() {
 	done
 }
 ctl() { local h=$1; shift; $B/bin/mrcctl -s "$tmp/$h/mrcctl.sock" "$@"; }
+# With P (namespace prefix), tmp/topo.json and `declare -A dpid` set by the
+# caller: host H's daemon socket, and start_mrcd H, which starts mrcd in
+# H's namespace with the cluster key (made once) and waits for it.
+sock() { echo "$tmp/$1/mrcd.sock"; }
+start_mrcd() {
+	local h=$1
+	mkdir -p "$tmp/$h"
+	[ -f "$tmp/cluster.key" ] || $B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null || exit 1
+	ip netns exec $P-$h $B/bin/mrcd --topology "$tmp/topo.json" --host $h --socket "$(sock $h)" \
+		--key_file "$tmp/cluster.key" \
+		--log_level notice 2>>"$tmp/$h.log" &
+	dpid[$h]=$!
+	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
+}

@@ -35,17 +35,6 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 . tests/root/lib.sh
-sock() { echo "$tmp/$1/mrcd.sock"; }
-start_mrcd() {
-	local h=$1
-	mkdir -p "$tmp/$h"
-	[ -f "$tmp/cluster.key" ] || $B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null || exit 1
-	ip netns exec $P-$h $B/bin/mrcd --topology "$tmp/topo.json" --host $h --socket "$(sock $h)" \
-		--key_file "$tmp/cluster.key" \
-		--log_level notice 2>>"$tmp/$h.log" &
-	dpid[$h]=$!
-	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
-}
 placed() { ctl h7 -j status 2>/dev/null | jq -r '.totals.bytes_placed // 0'; }
 # past PCT BASE TOTAL: h7 placed at least PCT% of TOTAL bytes since BASE.
 past() { [ $(( $(placed) - $2 )) -ge $(( $3 / 100 * $1 )) ]; }
