@@ -27,7 +27,9 @@ int mrc_coll_allreduce(struct mrc_coll *c, const void *sendbuf, void *recvbuf, s
 	if (r)
 		return r;
 	struct mrc__coll_sched s;
-	r = mrc__sched_allreduce_ring(&s, c->n, c->me, count, mrc_coll_dtype_size(dtype), c->chunk);
+	size_t esz = mrc_coll_dtype_size(dtype);
+	r = count * esz <= c->tree_max ? mrc__sched_allreduce_tree(&s, c->n, c->me, count, esz, c->chunk)
+				       : mrc__sched_allreduce_ring(&s, c->n, c->me, count, esz, c->chunk);
 	return run(c, &s, r, sendbuf, recvbuf, dtype, op);
 }
 

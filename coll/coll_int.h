@@ -31,8 +31,9 @@ uint16_t mrc__coll_f2bf(float f);
  * three buffers (the caller's send and receive buffers and a temporary).
  * SEND steps go to one peer in order; the k-th SEND from rank a to rank b
  * is matched with the k-th RECV of b from a, and both sides agree on its
- * length.  A SEND waits for the step `dep` (a RECV that produced its
- * data); RECV steps combine the arriving chunk into dst: copy, or
+ * length.  A step waits for the step `dep` (for a SEND: the RECV that
+ * produced its data; for a RECV: one whose result it combines with);
+ * RECV steps combine the arriving chunk into dst: copy, or
  * dst = src op chunk.  Steps are at most one chunk long. */
 enum { SB_IN, SB_OUT, SB_TMP, SB_NONE };
 enum { SK_SEND, SK_RECV, SK_COPY };
@@ -43,7 +44,7 @@ struct mrc__coll_step {
 	uint8_t reduce;            /* RECV: dst = src op chunk */
 	uint32_t peer;
 	uint64_t src_off, dst_off, len;   /* bytes */
-	int64_t dep;               /* index of the step a SEND waits for, or -1 */
+	int64_t dep;               /* index of the step this one waits for, or -1 */
 };
 struct mrc__coll_sched {
 	struct mrc__coll_step *s;
@@ -55,6 +56,8 @@ void mrc__sched_free(struct mrc__coll_sched *s);
 /* Builders: elements counts, esz bytes per element, chunk bytes (a
  * multiple of esz).  Each returns 0 or -ENOMEM. */
 int mrc__sched_allreduce_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+			      size_t esz, size_t chunk);
+int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			      size_t esz, size_t chunk);
 int mrc__sched_reduce_scatter_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
 				   size_t recvcount, size_t esz, size_t chunk);
@@ -103,6 +106,7 @@ struct mrc_coll {
 	int epfd;
 	int err;                   /* sticky: the communicator is aborted */
 	const struct mrc__coll_memops *ops;
+	size_t tree_max;           /* all-reduce: tree up to this many bytes, ring above */
 };
 
 /* Runs one rank's schedule; in/out/dtype/op as the collective's. */

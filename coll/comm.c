@@ -69,6 +69,16 @@ int mrc_coll_cfg_from_env(struct mrc_coll_cfg *cfg)
 		return r;
 	if (t > INT_MAX)
 		return -EINVAL;
+	const char *a = getenv("MRC_COLL_ALGO");
+	if (a && *a) {
+		static const char *const names[] = { "auto", "ring", "tree" };
+		cfg->algo = -1;
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(a, names[i]))
+				cfg->algo = i;
+		if (cfg->algo < 0)
+			return -EINVAL;
+	}
 	cfg->timeout_ms = (int)t;
 	cfg->sock = getenv("MRC_SOCKET");
 	return cfg->rank < cfg->nranks ? 0 : -EINVAL;
@@ -260,6 +270,8 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 			/* Arrived chunks, in order: combine into place, free the slot. */
 			while (rc[j] < s->n && p->arrived > p->consumed) {
 				const struct mrc__coll_step *st = &s->s[rc[j]];
+				if (st->dep >= 0 && !done[st->dep])
+					break;   /* combines with a chunk still to come */
 				const uint8_t *chunk = c->rxb + slot_off(c, j, p->consumed);
 				if (p->alen[p->consumed % c->window] != st->len) {
 					err = mrc__coll_fail(c, -EPROTO);   /* ranks disagree on sizes */
@@ -482,7 +494,8 @@ static int boot_rank(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, uint32_
 int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 {
 	if (!cfg || !out || cfg->nranks == 0 || cfg->rank >= cfg->nranks ||
-	    cfg->window > MRC__COLL_MAXWIN || (cfg->chunk_bytes & 63))
+	    cfg->window > MRC__COLL_MAXWIN || (cfg->chunk_bytes & 63) || cfg->algo < 0 ||
+	    cfg->algo > MRC_COLL_ALGO_TREE)
 		return -EINVAL;
 	struct mrc_coll *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -493,6 +506,8 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 	c->window = cfg->window ? cfg->window : 4;
 	c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 30000;
 	c->ops = &mrc__coll_host_ops;
+	c->tree_max = cfg->algo == MRC_COLL_ALGO_RING ? 0
+		    : cfg->algo == MRC_COLL_ALGO_TREE ? SIZE_MAX : 256u << 10;
 	c->epfd = -1;
 	int64_t end = now_ms() + c->timeout_ms;
 	struct mrc_mr *bm = NULL;

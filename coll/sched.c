@@ -289,3 +289,65 @@ int mrc__sched_alltoallv(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
 	}
 	return s->err;
 }
+
+/* Double binary tree (as NCCL's): the data in two halves, each reduced
+ * up one tree and broadcast back down it, chunk by chunk, the two trees
+ * interleaved.  Tree 0 is the heap order of the ranks (children of
+ * position p: 2p+1, 2p+2), tree 1 the heap order of the reversed ranks,
+ * so a rank that is an interior node of one tree is mostly a leaf of the
+ * other and every rank's links carry about the same load.  log2(n) steps
+ * deep instead of the ring's 2(n-1): the choice for small and middle
+ * sizes. */
+static uint32_t tree_rank(uint32_t t, uint32_t n, uint32_t pos)
+{
+	return t == 0 ? pos : n - 1 - pos;
+}
+
+int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+			      size_t esz, size_t chunk)
+{
+	*s = (struct mrc__coll_sched){ 0 };
+	if (n == 1) {
+		add(s, (struct mrc__coll_step){ .kind = SK_COPY, .src = SB_IN, .dst = SB_OUT,
+						.len = (uint64_t)count * esz, .dep = -1 });
+		return s->err;
+	}
+	size_t first[2], len[2];
+	mrc__seg(count, 2, 0, &first[0], &len[0]);
+	mrc__seg(count, 2, 1, &first[1], &len[1]);
+	for (uint64_t o = 0; o < (uint64_t)len[0] * esz; o += chunk)
+		for (uint32_t t = 0; t < 2; t++) {
+			uint64_t bytes = (uint64_t)len[t] * esz;
+			if (o >= bytes)
+				continue;
+			uint64_t off = (uint64_t)first[t] * esz + o, l = bytes - o < chunk ? bytes - o : chunk;
+			uint32_t pos = t == 0 ? me : n - 1 - me;
+			int64_t last = -1;
+			/* Up: combine the children's partial sums with our input. */
+			for (uint32_t k = 1; k <= 2; k++) {
+				uint32_t cp = 2 * pos + k;
+				if (cp >= n)
+					break;
+				last = add(s, (struct mrc__coll_step){ .kind = SK_RECV,
+					.src = last < 0 ? SB_IN : SB_OUT, .dst = SB_OUT, .reduce = 1,
+					.peer = tree_rank(t, n, cp), .src_off = off, .dst_off = off, .len = l,
+					.dep = last });
+			}
+			if (pos > 0) {
+				uint32_t parent = tree_rank(t, n, (pos - 1) / 2);
+				add(s, (struct mrc__coll_step){ .kind = SK_SEND, .src = last < 0 ? SB_IN : SB_OUT,
+					.dst = SB_NONE, .peer = parent, .src_off = off, .len = l, .dep = last });
+				/* Down: the parent's final value. */
+				last = add(s, (struct mrc__coll_step){ .kind = SK_RECV, .src = SB_NONE,
+					.dst = SB_OUT, .peer = parent, .dst_off = off, .len = l, .dep = -1 });
+			}
+			for (uint32_t k = 1; k <= 2; k++) {
+				uint32_t cp = 2 * pos + k;
+				if (cp >= n)
+					break;
+				add(s, (struct mrc__coll_step){ .kind = SK_SEND, .src = SB_OUT, .dst = SB_NONE,
+					.peer = tree_rank(t, n, cp), .src_off = off, .len = l, .dep = last });
+			}
+		}
+	return s->err;
+}

@@ -29,6 +29,7 @@ static struct mrcd_proc D;
 static int have_daemon;
 static uint32_t next_sid = 7400;
 static uint32_t root_host;         /* 0, or MRC_COLL_HOST_ANY to probe */
+static int algo;                   /* MRC_COLL_ALGO_* */
 
 struct rank {
 	pthread_t th;
@@ -60,7 +61,7 @@ static void run_ranks(struct rank *R, uint32_t n, int (*body)(struct rank *), ui
 	uint32_t sid = next_sid++;
 	for (uint32_t i = 0; i < n; i++) {
 		R[i] = (struct rank){ .cfg = { .sock = D.sock, .nranks = n, .rank = i, .root_host = root_host,
-			.sid = sid, .chunk_bytes = chunk, .window = 2, .timeout_ms = TIMEOUT_MS },
+			.sid = sid, .chunk_bytes = chunk, .window = 2, .timeout_ms = TIMEOUT_MS, .algo = algo },
 			.body = body, .arg = arg };
 		assert_int_equal(pthread_create(&R[i].th, NULL, rank_main, &R[i]), 0);
 	}
@@ -148,9 +149,17 @@ static void test_matrix_3(void **state)
 static void test_matrix_4_and_1(void **state)
 {
 	NEED_DAEMON();
-	struct rank R[4];
+	struct rank R[5];
 	run_ranks(R, 4, body_matrix, 4096, NULL);
 	check_all_ok(R, 4);
+	/* Every size by each all-reduce algorithm (auto picks by size). */
+	algo = MRC_COLL_ALGO_TREE;
+	run_ranks(R, 5, body_matrix, 4096, NULL);
+	check_all_ok(R, 5);
+	algo = MRC_COLL_ALGO_RING;
+	run_ranks(R, 5, body_matrix, 4096, NULL);
+	algo = MRC_COLL_ALGO_AUTO;
+	check_all_ok(R, 5);
 	run_ranks(R, 1, body_matrix, 4096, NULL);
 	check_all_ok(R, 1);
 }
@@ -451,6 +460,13 @@ static void test_cfg_from_env(void **state)
 	assert_int_equal(cfg.rank, 5);
 	assert_int_equal(cfg.sid, 7777);
 	assert_int_equal(cfg.root_host, 3);
+	assert_int_equal(cfg.algo, MRC_COLL_ALGO_AUTO);
+	setenv("MRC_COLL_ALGO", "tree", 1);
+	assert_int_equal(mrc_coll_cfg_from_env(&cfg), 0);
+	assert_int_equal(cfg.algo, MRC_COLL_ALGO_TREE);
+	setenv("MRC_COLL_ALGO", "bogus", 1);
+	assert_int_equal(mrc_coll_cfg_from_env(&cfg), -EINVAL);
+	unsetenv("MRC_COLL_ALGO");
 	setenv("OMPI_COMM_WORLD_RANK", "8", 1);
 	assert_int_equal(mrc_coll_cfg_from_env(&cfg), -EINVAL);
 	setenv("OMPI_COMM_WORLD_RANK", "x", 1);
@@ -493,6 +509,8 @@ static void test_bad_args(void **state)
 	cfg = (struct mrc_coll_cfg){ .nranks = 2, .rank = 0, .chunk_bytes = 100 };
 	assert_int_equal(mrc_coll_init(&cfg, &c), -EINVAL);
 	cfg = (struct mrc_coll_cfg){ .nranks = 2, .rank = 0, .window = 65 };
+	assert_int_equal(mrc_coll_init(&cfg, &c), -EINVAL);
+	cfg = (struct mrc_coll_cfg){ .nranks = 2, .rank = 0, .algo = 3 };
 	assert_int_equal(mrc_coll_init(&cfg, &c), -EINVAL);
 	assert_int_equal(mrc_coll_dtype_size(MRC_COLL_NTYPES), 0);
 	assert_string_equal(mrc_coll_dtype_name(MRC_COLL_BFLOAT16), "bfloat16");

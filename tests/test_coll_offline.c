@@ -185,6 +185,8 @@ static size_t simulate(struct simrank *R, uint32_t n, int dtype, int op, size_t 
 			for (uint32_t j = 0; j < n; j++) {
 				while (r->rc[j] < r->s.n && r->qh[j]) {
 					const struct mrc__coll_step *st = &r->s.s[r->rc[j]];
+					if (st->dep >= 0 && !r->done[st->dep])
+						break;
 					struct msg *m = r->qh[j];
 					assert_int_equal(m->len, st->len);
 					uint8_t *dst = bufp(r, st->dst) + st->dst_off;
@@ -236,16 +238,19 @@ static size_t simulate(struct simrank *R, uint32_t n, int dtype, int op, size_t 
 	return left;
 }
 
+enum { TREE = MRC__C_N };   /* the tree all-reduce, checked as an all-reduce */
+
 static int build(int kind, struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 		 size_t esz, size_t chunk, uint32_t root)
 {
 	switch (kind) {
+	case TREE: return mrc__sched_allreduce_tree(s, n, me, count, esz, chunk);
 	case MRC__C_ALLREDUCE: return mrc__sched_allreduce_ring(s, n, me, count, esz, chunk);
 	case MRC__C_REDUCE_SCATTER: return mrc__sched_reduce_scatter_ring(s, n, me, count, esz, chunk);
 	case MRC__C_ALLGATHER: return mrc__sched_allgather_ring(s, n, me, count, esz, chunk);
 	case MRC__C_BROADCAST: return mrc__sched_broadcast_chain(s, n, me, count, esz, chunk, root);
 	default: {
-		size_t v[2 * 64];
+		size_t v[2 * 64];   /* n <= 64 */
 		for (uint32_t j = 0; j < n; j++) {
 			v[j] = count;
 			v[64 + j] = (size_t)j * count;
@@ -260,12 +265,13 @@ static int build(int kind, struct mrc__coll_sched *s, uint32_t n, uint32_t me, s
 static void test_schedules_all(void **state)
 {
 	static const size_t counts[] = { 0, 1, 7, 1000 };
-	for (int kind = 0; kind < MRC__C_N; kind++)
-		for (uint32_t n = 1; n <= 5; n++)
+	for (int bkind = 0; bkind <= TREE; bkind++)
+		for (uint32_t n = 1; n <= 7; n++)
 			for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
 				for (int dt = 0; dt < MRC_COLL_NTYPES; dt++)
 					for (int op = 0; op < MRC_COLL_NOPS; op++)
 						for (int inplace = 0; inplace < 2; inplace++) {
+		int kind = bkind == TREE ? MRC__C_ALLREDUCE : bkind;
 		if (kind == MRC__C_ALLTOALL && inplace)
 			continue;
 		if ((kind == MRC__C_ALLGATHER || kind == MRC__C_BROADCAST || kind == MRC__C_ALLTOALL) && op)
@@ -273,12 +279,12 @@ static void test_schedules_all(void **state)
 		size_t count = counts[ci], esz = mrc_coll_dtype_size(dt);
 		size_t chunk = 64;   /* many chunks per segment */
 		uint32_t root = n > 2 ? 2 : 0;
-		struct simrank R[5];
+		struct simrank R[7];
 		memset(R, 0, sizeof(R));
 		for (uint32_t me = 0; me < n; me++) {
 			size_t inb = mrc__coll_in_count(kind, n, count) * esz;
 			size_t outb = mrc__coll_out_count(kind, n, count) * esz;
-			assert_int_equal(build(kind, &R[me].s, n, me, count, esz, chunk, root), 0);
+			assert_int_equal(build(bkind, &R[me].s, n, me, count, esz, chunk, root), 0);
 			for (size_t i = 0; i < R[me].s.n; i++)
 				assert_true((R[me].s.s[i].kind == SK_COPY || R[me].s.s[i].len <= chunk) &&
 					    R[me].s.s[i].len % esz == 0);
@@ -300,12 +306,13 @@ static void test_schedules_all(void **state)
 		}
 		size_t left = simulate(R, n, dt, op, esz, (uint32_t)(1 + (count & 3)));
 		if (left)
-			fail_msg("%s n=%u count=%zu: %zu steps never ran (deadlock)", mrc__coll_name[kind], n,
-				 count, left);
+			fail_msg("%s%s n=%u count=%zu: %zu steps never ran (deadlock)", mrc__coll_name[kind],
+				 bkind == TREE ? " (tree)" : "", n, count, left);
 		for (uint32_t me = 0; me < n; me++) {
 			size_t bad = mrc__coll_wrong(kind, R[me].out, n, me, count, dt, op, root);
 			if (bad)
-				fail_msg("%s %s %s n=%u rank %u count=%zu %s: %zu wrong", mrc__coll_name[kind],
+				fail_msg("%s%s %s %s n=%u rank %u count=%zu %s: %zu wrong", mrc__coll_name[kind],
+					 bkind == TREE ? " (tree)" : "",
 					 mrc_coll_dtype_name(dt), mrc_coll_op_name(op), n, me, count,
 					 inplace ? "in place" : "out of place", bad);
 			mrc__sched_free(&R[me].s);

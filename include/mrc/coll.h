@@ -64,13 +64,18 @@ struct mrc_coll_cfg {
 	uint32_t chunk_bytes;      /* pipeline chunk (0: 512 KiB; multiple of 64) */
 	uint32_t window;           /* chunks in flight per peer (0: 4; at most 64) */
 	int timeout_ms;            /* no progress for this long: abort (0: 30000) */
+	int algo;                  /* all-reduce: MRC_COLL_ALGO_* */
 };
+/* AUTO: the double binary tree up to 256 KiB (latency: 2 log2 N steps),
+ * the ring above (bandwidth: 2(N-1)/N of the data per rank). */
+enum { MRC_COLL_ALGO_AUTO, MRC_COLL_ALGO_RING, MRC_COLL_ALGO_TREE };
 
 /* Fills cfg from the environment: size and rank from MRC_COLL_SIZE /
  * MRC_COLL_RANK, else OMPI_COMM_WORLD_SIZE / _RANK (Open MPI), PMI_SIZE /
  * PMI_RANK (MPICH, Hydra), SLURM_NTASKS / SLURM_PROCID; MRC_COLL_ROOT_HOST
  * (default: any), MRC_COLL_SID (default 7400), MRC_COLL_CHUNK,
- * MRC_COLL_WINDOW, MRC_COLL_TIMEOUT_MS; sock from MRC_SOCKET.  -ENOENT
+ * MRC_COLL_WINDOW, MRC_COLL_TIMEOUT_MS, MRC_COLL_ALGO (auto, ring or
+ * tree); sock from MRC_SOCKET.  -ENOENT
  * when no size and rank are found, -EINVAL when one is malformed. */
 int mrc_coll_cfg_from_env(struct mrc_coll_cfg *cfg);
 
