@@ -117,8 +117,12 @@ int main(int argc, char **argv)
 		       "(us)", "(GB/s)", "(GB/s)", "");
 	}
 	size_t total_wrong = 0;
-	for (int d = dt < 0 ? 0 : dt; d < (dt < 0 ? MRC_COLL_NTYPES : dt + 1); d++)
-	for (int p = op < 0 ? 0 : op; p < (op < 0 || !reduces ? (reduces ? MRC_COLL_NOPS : p + 1) : op + 1); p++)
+	/* Types and ops to run: one, or all (ops only for reductions). */
+	int d0 = dt < 0 ? 0 : dt, d1 = dt < 0 ? MRC_COLL_NTYPES : dt + 1;
+	int p0 = !reduces ? MRC_COLL_SUM : op < 0 ? 0 : op;
+	int p1 = !reduces ? MRC_COLL_SUM + 1 : op < 0 ? MRC_COLL_NOPS : op + 1;
+	for (int d = d0; d < d1; d++)
+	for (int p = p0; p < p1; p++)
 	for (size_t size = nlist ? 0 : minb, li = 0; nlist ? li < nlist : size <= maxb;
 	     li++, size = (size_t)(size * factor) > size ? (size_t)(size * factor) : size + 1) {
 		size_t esz = mrc_coll_dtype_size(d);
