@@ -94,14 +94,20 @@ static uint64_t slot_off(const struct mrc_coll *c, uint32_t peer, uint64_t msg)
 	return ((uint64_t)peer * c->window + msg % c->window) * c->chunk;
 }
 
-/* Best effort: a signal to a peer that is gone is dropped. */
-static void post_signal(struct mrc_coll *c, uint32_t j, uint32_t kind, uint32_t arg)
+/* A signal to a peer that is gone is dropped (0); -ENOSPC: the SQ is
+ * full, try again later. */
+static int post_signal(struct mrc_coll *c, uint32_t j, uint32_t kind, uint32_t arg)
 {
 	struct mrc__coll_peer *p = &c->p[j];
-	if (p->gone || mrc_post_write_imm(p->qp, WR(kind), mrc_mr_key(c->tx), 0, 0, p->rkey, 0,
-					  kind << 30 | IMM_ARG(arg)) < 0)
-		return;
-	p->wr_posted++;
+	if (p->gone)
+		return 0;
+	int r = mrc_post_write_imm(p->qp, WR(kind), mrc_mr_key(c->tx), 0, 0, p->rkey, 0,
+				   kind << 30 | IMM_ARG(arg));
+	if (r == -ENOSPC)
+		return r;
+	if (!r)
+		p->wr_posted++;
+	return 0;
 }
 
 int mrc__coll_fail(struct mrc_coll *c, int err)
@@ -112,7 +118,7 @@ int mrc__coll_fail(struct mrc_coll *c, int err)
 	/* Tell every peer, so that no rank waits on us until its timeout. */
 	for (uint32_t j = 0; j < c->n; j++)
 		if (j != c->me)
-			post_signal(c, j, IMM_ABORT, (uint32_t)-err);
+			post_signal(c, j, IMM_ABORT, (uint32_t)-err);   /* best effort */
 	return err;
 }
 
@@ -317,10 +323,8 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 				sc[j] = next_step(s, sc[j] + 1, SK_SEND, j);
 			}
 			/* Credits go back at once: the sender's pipeline depends on them. */
-			if (p->owed) {
-				post_signal(c, j, IMM_CREDIT, p->owed);
+			if (p->owed && post_signal(c, j, IMM_CREDIT, p->owed) == 0)
 				p->owed = 0;
-			}
 		}
 		if ((err = idle_step(c, &w, prog > 0)))
 			break;
