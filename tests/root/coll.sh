@@ -11,6 +11,7 @@
 #     the fault's effect seen on h7's paths to h0 (rank 7 sends to rank 0);
 #   - a rank killed mid-collective: every other rank exits with an error
 #     within the bound (timeout_ms + 2 s here).
+# MRC_COLL_PARTS="matrix big faults kill" (default all) picks parts.
 # Faults land mid-collective: injected once h0's daemon has placed bytes
 # of the run.  Bounded in time; cleans up on every exit.  Run it only
 # under `flock /tmp/mrc-root.lock`.
@@ -21,6 +22,8 @@ T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
 PERF=$B/bin/mrc-coll-perf
 BIG=${MRC_COLL_BIG:-64M}
+PARTS=${MRC_COLL_PARTS:-matrix big faults kill}   # a subset runs only those
+part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 TMO=5000
 tmp=$(mktemp -d)
 declare -A dpid
@@ -75,7 +78,7 @@ finish() {
 }
 
 # ---- every collective x type x op x size --------------------------------
-for c in all_reduce reduce_scatter all_gather broadcast alltoall; do
+part matrix && for c in all_reduce reduce_scatter all_gather broadcast alltoall; do
 	launch "m-$c" -C $c -d all -o all -r 3 -N 0,1,9,65537 -n 1 -w 0 -c 2
 	rows=$((6 * 4 * 4)); case $c in all_reduce|reduce_scatter) ;; *) rows=$((6 * 4)) ;; esac
 	finish "$c" 600; rc=$?
@@ -88,12 +91,12 @@ for c in all_reduce reduce_scatter all_gather broadcast alltoall; do
 done
 
 # ---- a large all-reduce ----------------------------------------------------
-launch big -C all_reduce -d float -o sum -b "$BIG" -e "$BIG" -n 1 -w 0 -c 1 -T 60000
+part big && { launch big -C all_reduce -d float -o sum -b "$BIG" -e "$BIG" -n 1 -w 0 -c 1 -T 60000
 if finish big 600 && grep -q "Out of bounds values : 0 OK" "$tmp/big.0"; then
 	ok "all-reduce of $BIG per rank: every element right ($(grep '^ ' "$tmp/big.0" | awk '{print $6 " us, busbw " $8 " GB/s"}'))"
 else
 	bad "all-reduce of $BIG: $(tail -n2 "$tmp/big.0" | tr '\n' ' ')"
-fi
+fi; }
 
 # ---- faults mid-collective ---------------------------------------------
 # fault NAME FAULT CHECK: a 16 MiB all-reduce loop (10 runs, each checked)
@@ -101,8 +104,9 @@ fi
 fault() {
 	local name=$1 fault=$2 check=$3 base before injected=0
 	base=$(placed); before=$(paths_snap)
-	launch "f$sid" -C all_reduce -d float -o sum -N 4194304 -n 10 -w 0 -c 2 -T 20000
-	local out="$tmp/f$sid.0"
+	local tag=f$((sid + 1))   # launch takes the next service id
+	launch "$tag" -C all_reduce -d float -o sum -N 4194304 -n 10 -w 0 -c 2 -T 20000
+	local out="$tmp/$tag.0"
 	if until_t 120 eval '[ $(( $(placed) - base )) -ge 33554432 ]'; then
 		# shellcheck disable=SC2086
 		$F $fault >/dev/null && injected=1 || bad "$name: 'mrc-fabric $fault' failed"
@@ -117,12 +121,13 @@ fault() {
 	[ $injected = 1 ] && effect "$name" "$before" "$check"
 	$F restore >/dev/null || bad "$name: mrc-fabric restore failed"
 }
-fault "spine p0s1 blackholed mid-collective" "fail p0s1 --silent" \
+part faults && fault "spine p0s1 blackholed mid-collective" "fail p0s1 --silent" \
 	'.a["0/1"].state == "ASSUMED_BAD" or .a["0/1"].lost > (.b["0/1"].lost // 0)'
-fault "plane-1 NIC of h0 down mid-collective" "fail h0-p1l0" \
+part faults && fault "plane-1 NIC of h0 down mid-collective" "fail h0-p1l0" \
 	'.a["1/0"].state == "DENIED" and .a["1/1"].state == "DENIED"'
 
 # ---- a rank killed ---------------------------------------------------------
+part kill && {
 base=$(placed)
 launch kill -C all_reduce -d float -o sum -N 4194304 -n 1000 -w 0 -c 1
 if until_t 120 eval '[ $(( $(placed) - base )) -ge 33554432 ]'; then
@@ -143,6 +148,7 @@ else
 	bad "kill test: the all-reduce never progressed"
 fi
 finish kill 5 >/dev/null
+}
 
 [ $fails = 0 ] || { echo "coll: $fails check(s) failed"; exit 1; }
 echo "coll: all checks passed"
