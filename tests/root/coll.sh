@@ -42,14 +42,7 @@ paths_snap() {
 	ctl h7 -j paths h0 2>/dev/null | jq -c '[.paths[] | {key: "\(.plane)/\(.spine)", value: .}] | from_entries' 2>/dev/null ||
 		echo '{}'
 }
-effect() {
-	local after; after=$(paths_snap)
-	if jq -e -n --argjson b "$2" --argjson a "$after" "{b: \$b, a: \$a} | $3" >/dev/null; then
-		ok "$1: fault took effect ($3)"
-	else
-		bad "$1: fault had no visible effect: $3 on $after"
-	fi
-}
+# effect (tests/root/lib.sh) reads h7's paths to h0 through paths_snap.
 
 $F down >/dev/null 2>&1
 $F up "$T" >/dev/null || { echo "mrc-fabric up failed"; exit 1; }
