@@ -17,3 +17,7 @@ bench_qpmem_SRCS := bench/bench_qpmem.c
 # CTRL envelope, AES-256-GCM vs CRC-32C (bench/results/bench_auth.md).
 BENCHES += bench_auth
 bench_auth_SRCS := bench/bench_auth.c
+# libmrc-coll on loopback: MoE flat vs 2-D, all-reduce ring vs tree
+# (bench/results/bench_coll.md).
+BENCHES += bench_coll
+bench_coll_SRCS := bench/bench_coll.c
