@@ -26,3 +26,7 @@ bench_poll_SRCS := bench/bench_poll.c
 # and post-to-pickup (bench/results/bench_gpu_post.md).
 BENCHES += bench_gpu_post
 bench_gpu_post_SRCS := bench/bench_gpu_post.c
+# libmrc-coll on loopback: MoE flat vs 2-D, all-reduce ring vs tree
+# (bench/results/bench_coll.md).
+BENCHES += bench_coll
+bench_coll_SRCS := bench/bench_coll.c

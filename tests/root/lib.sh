@@ -29,3 +29,15 @@ start_mrcd() {
 	dpid[$h]=$!
 	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
 }
+# effect NAME BEFORE JQ: asserts JQ over {b: BEFORE, a: now}, the caller's
+# paths_snap (a path map by "PLANE/SPINE"), i.e. that the injected fault
+# did what it says.
+effect() {
+	local after; after=$(paths_snap)
+	if jq -e -n --argjson b "$2" --argjson a "$after" "{b: \$b, a: \$a} | $3" >/dev/null; then
+		ok "$1: fault took effect ($3)"
+	else
+		bad "$1: fault had no visible effect: $3 on $(jq -c -n --argjson b "$2" --argjson a "$after" \
+			'[$a | to_entries[] | select(.value.exists) | "\(.key) \(.value.state) lost \(.value.lost) (was \($b[.key].lost // 0)) trims \(.value.trims) (was \($b[.key].trims // 0))"]')"
+	fi
+}

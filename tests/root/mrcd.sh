@@ -52,17 +52,7 @@ paths_snap() {
 	ctl h0 -j paths h7 2>/dev/null | jq -c '[.paths[] | {key: "\(.plane)/\(.spine)", value: .}] | from_entries' 2>/dev/null ||
 		echo '{}'
 }
-# effect NAME BEFORE JQ: asserts JQ over {b: BEFORE, a: now} (h0's paths to
-# h7), i.e. that the injected fault did what it says.
-effect() {
-	local after; after=$(paths_snap)
-	if jq -e -n --argjson b "$2" --argjson a "$after" "{b: \$b, a: \$a} | $3" >/dev/null; then
-		ok "$1: fault took effect ($3)"
-	else
-		bad "$1: fault had no visible effect: $3 on $(jq -c -n --argjson b "$2" --argjson a "$after" \
-			'[$a | to_entries[] | select(.value.exists) | "\(.key) \(.value.state) lost \(.value.lost) (was \($b[.key].lost // 0)) trims \(.value.trims) (was \($b[.key].trims // 0))"]')"
-	fi
-}
+# effect (tests/root/lib.sh) reads h0's paths to h7 through paths_snap.
 # inject NAME FAULT...: runs mrc-fabric's fault command, checks its status.
 inject() {
 	local name=$1; shift

@@ -1,0 +1,51 @@
+# libmrc-coll: collectives over libmrc (docs/coll.md).  Shared and static,
+# built like libmrc (position-independent objects in one directory), with
+# its pkg-config file, man page and the mrc-coll-perf program.
+LIBCOLL_VERSION := 1.0.0
+COLL_SRCS := coll/reduce.c coll/sched.c coll/comm.c coll/coll.c coll/verify.c coll/moe.c
+COLL_PIC  := $(COLL_SRCS:%.c=$(B)/lib/pic/%.o)
+LIBCOLL_A := $(B)/lib/libmrc-coll.a
+LIBCOLL_SO := $(B)/lib/libmrc-coll.so
+COLL_TARGETS := $(LIBCOLL_A) $(LIBCOLL_SO) $(B)/lib/mrc-coll.pc $(B)/bin/mrc-coll-perf
+
+all: $(COLL_TARGETS)
+
+# The reductions are loops the vectoriser must see at -O3 (reduce.c).
+$(B)/coll/reduce.o $(B)/lib/pic/coll/reduce.o: OPT := -O3
+
+$(LIBCOLL_A): $(COLL_PIC)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBCOLL_SO): $(COLL_PIC) $(B)/lib/libmrc.so coll/libmrc-coll.map
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -shared -Wl,-soname,libmrc-coll.so.1 \
+		-Wl,--version-script=coll/libmrc-coll.map -Wl,--no-undefined \
+		-o $@ $(COLL_PIC) -L$(B)/lib -lmrc -lm -lpthread
+
+$(B)/lib/mrc-coll.pc: coll/mrc-coll.pc.in coll/coll.mk
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LIBCOLL_VERSION)|' $< > $@
+
+# mrc-coll-perf links the static libraries only (libmrc after libmrc-coll).
+# Paths spelled out: lib/lib.mk, which names them, is read after this file.
+$(B)/bin/mrc-coll-perf: $(B)/coll/perf.o $(LIBCOLL_A) $(B)/lib/libmrc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lm -lpthread
+
+# The unit tests reach the collectives through the test support library.
+TEST_SUPPORT_SRCS += $(COLL_SRCS)
+ROOT_TESTS += tests/root/coll.sh
+
+.PHONY: install-coll
+install: install-coll
+install-coll: $(COLL_TARGETS)
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/mrc \
+		$(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 644 man/mrc_coll.3 $(DESTDIR)$(PREFIX)/share/man/man3/
+	install -m 644 $(LIBCOLL_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIBCOLL_SO) $(DESTDIR)$(PREFIX)/lib/libmrc-coll.so.$(LIBCOLL_VERSION)
+	ln -sf libmrc-coll.so.$(LIBCOLL_VERSION) $(DESTDIR)$(PREFIX)/lib/libmrc-coll.so.1
+	ln -sf libmrc-coll.so.1 $(DESTDIR)$(PREFIX)/lib/libmrc-coll.so
+	install -m 644 $(B)/lib/mrc-coll.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 include/mrc/coll.h $(DESTDIR)$(PREFIX)/include/mrc/

@@ -1,0 +1,136 @@
+/* libmrc-coll internals: the memory operations table, schedules, and the
+ * executor that runs a schedule over the communicator's QPs. */
+#ifndef MRC_COLL_INT_H
+#define MRC_COLL_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mrc/coll.h"
+
+/* ---- memory operations ------------------------------------------------
+ * Every byte the collectives move or combine locally goes through this
+ * table, so GPU buffers can later plug in device copies and reduction
+ * kernels without touching the schedules or the executor.  Only host
+ * memory exists today (mrc__coll_host_ops). */
+struct mrc__coll_memops {
+	void (*copy)(void *dst, const void *src, size_t bytes);
+	/* dst[i] = a[i] op b[i] for i < count; dst may equal a or b. */
+	void (*reduce)(void *dst, const void *a, const void *b, size_t count, int dtype, int op);
+};
+extern const struct mrc__coll_memops mrc__coll_host_ops;
+void mrc__coll_reduce(void *dst, const void *a, const void *b, size_t count, int dtype, int op);
+/* Conversions the tests and the perf tool share (round to nearest even). */
+float mrc__coll_h2f(uint16_t h);
+uint16_t mrc__coll_f2h(float f);
+float mrc__coll_bf2f(uint16_t h);
+uint16_t mrc__coll_f2bf(float f);
+
+/* ---- schedules --------------------------------------------------------
+ * A schedule is one rank's part of a collective as a list of steps over
+ * three buffers (the caller's send and receive buffers and a temporary).
+ * SEND steps go to one peer in order; the k-th SEND from rank a to rank b
+ * is matched with the k-th RECV of b from a, and both sides agree on its
+ * length.  A step waits for the step `dep` (for a SEND: the RECV that
+ * produced its data; for a RECV: one whose result it combines with);
+ * RECV steps combine the arriving chunk into dst: copy, or
+ * dst = src op chunk.  Steps are at most one chunk long. */
+enum { SB_IN, SB_OUT, SB_TMP, SB_NONE };
+enum { SK_SEND, SK_RECV, SK_COPY };
+struct mrc__coll_step {
+	uint8_t kind;              /* SK_* */
+	uint8_t src, dst;          /* SB_*: SEND reads src; RECV writes dst
+	                              (reading src when reducing); COPY src->dst */
+	uint8_t reduce;            /* RECV: dst = src op chunk */
+	uint32_t peer;
+	uint64_t src_off, dst_off, len;   /* bytes */
+	int64_t dep;               /* index of the step this one waits for, or -1 */
+};
+struct mrc__coll_sched {
+	struct mrc__coll_step *s;
+	size_t n, cap;
+	uint64_t tmp_bytes;        /* size of SB_TMP */
+	int err;                   /* -ENOMEM while building */
+};
+void mrc__sched_free(struct mrc__coll_sched *s);
+/* Builders: elements counts, esz bytes per element, chunk bytes (a
+ * multiple of esz).  Each returns 0 or -ENOMEM. */
+int mrc__sched_allreduce_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+			      size_t esz, size_t chunk);
+int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+			      size_t esz, size_t chunk);
+int mrc__sched_reduce_scatter_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
+				   size_t recvcount, size_t esz, size_t chunk);
+int mrc__sched_allgather_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+			      size_t esz, size_t chunk);
+int mrc__sched_broadcast_chain(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+			       size_t esz, size_t chunk, uint32_t root);
+int mrc__sched_alltoallv(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
+			 const size_t *sendcounts, const size_t *sdispls, const size_t *recvcounts,
+			 const size_t *rdispls, size_t esz, size_t chunk);
+/* Segment r of count elements split over n (the first count % n get one
+ * more): first element and length. */
+void mrc__seg(size_t count, uint32_t n, uint32_t r, size_t *first, size_t *len);
+
+#endif
+
+/* ---- the communicator -------------------------------------------------- */
+#include "mrc/mrc.h"
+
+#define MRC__COLL_MAXWIN 64
+
+struct mrc__coll_peer {
+	struct mrc_qp *qp;
+	uint32_t rkey;             /* the peer's receive region */
+	/* Sending to the peer: message m uses slot m % window of our staging
+	 * and of our window in the peer's receive region. */
+	uint64_t sent;             /* data messages posted */
+	uint64_t credits;          /* slots the peer has freed (cumulative) */
+	uint64_t data_done;        /* data messages completed (staging free) */
+	uint64_t wr_posted, wr_done;
+	/* Receiving from the peer. */
+	uint64_t arrived, consumed;
+	uint32_t owed;             /* credits not yet returned */
+	uint32_t alen[MRC__COLL_MAXWIN];   /* bytes of each arrived slot */
+	uint8_t gone;              /* a credit or abort to it failed */
+};
+
+struct mrc_coll {
+	struct mrc_ctx *ctx;
+	uint32_t n, me, host;
+	uint32_t chunk, window;
+	int timeout_ms;
+	struct mrc_mr *rx, *tx;    /* n * window * chunk bytes each */
+	uint8_t *rxb, *txb;
+	struct mrc__coll_peer *p;
+	int epfd;
+	int err;                   /* sticky: the communicator is aborted */
+	const struct mrc__coll_memops *ops;
+	size_t tree_max;           /* all-reduce: tree up to this many bytes, ring above */
+};
+
+/* Runs one rank's schedule; in/out/dtype/op as the collective's. */
+int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const void *in, void *out,
+		  int dtype, int op);
+int mrc__coll_fail(struct mrc_coll *c, int err);
+
+/* ---- checking (tests and mrc-coll-perf) ---------------------------------
+ * Inputs whose every reduction is exact in every type (small integers,
+ * products of 1, -1 and 2), so a result is right or wrong element by
+ * element, with no tolerance. */
+enum { MRC__C_ALLREDUCE, MRC__C_REDUCE_SCATTER, MRC__C_ALLGATHER, MRC__C_BROADCAST,
+       MRC__C_ALLTOALL, MRC__C_N };
+extern const char *const mrc__coll_name[MRC__C_N];
+/* Elements of the send and receive buffers for the call's count. */
+size_t mrc__coll_in_count(int kind, uint32_t n, size_t count);
+size_t mrc__coll_out_count(int kind, uint32_t n, size_t count);
+void mrc__coll_fill(int kind, void *in, uint32_t n, uint32_t me, size_t count, int dtype, int op,
+		    uint32_t root);
+/* Elements of out that differ from the expected result. */
+size_t mrc__coll_wrong(int kind, const void *out, uint32_t n, uint32_t me, size_t count, int dtype,
+		       int op, uint32_t root);
+/* Element i of a typed buffer as a double, and back (rounded to the type). */
+double mrc__coll_get(const void *buf, int dtype, size_t i);
+void mrc__coll_put(void *buf, int dtype, size_t i, double v);
+int mrc__coll_call(struct mrc_coll *c, int kind, const void *in, void *out, size_t count,
+		   int dtype, int op, uint32_t root);

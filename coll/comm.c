@@ -1,0 +1,624 @@
+/* The communicator: bootstrap through rank 0's listener, a full mesh of
+ * QPs connected out of band, the progress engine (put-then-signal with
+ * per-peer credit windows) and abort propagation. */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coll/coll_int.h"
+
+/* Immediates: the top two bits say what a WRITE_IMM is. */
+#define IMM_KIND(x) ((x) >> 30)
+#define IMM_ARG(x) ((x) & 0x3fffffffu)
+enum { IMM_DATA = 0, IMM_CREDIT = 1, IMM_ABORT = 2 };
+/* wr_id: kind in the top bits, as the immediates. */
+#define WR(kind) ((uint64_t)(kind) << 62)
+
+#define BOOT_MAGIC 0x6d72636fu     /* "mrco" */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int env_u32(const char *name, uint32_t *v)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long x = strtoul(s, &end, 0);
+	if (errno || *end || x > UINT32_MAX)
+		return -EINVAL;
+	*v = (uint32_t)x;
+	return 1;
+}
+
+int mrc_coll_cfg_from_env(struct mrc_coll_cfg *cfg)
+{
+	*cfg = (struct mrc_coll_cfg){ .root_host = MRC_COLL_HOST_ANY, .sid = 7400 };
+	static const char *const pairs[][2] = {
+		{ "MRC_COLL_SIZE", "MRC_COLL_RANK" },
+		{ "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK" },
+		{ "PMI_SIZE", "PMI_RANK" },
+		{ "SLURM_NTASKS", "SLURM_PROCID" },
+	};
+	int found = 0, r;
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]) && !found; i++) {
+		int a = env_u32(pairs[i][0], &cfg->nranks), b = env_u32(pairs[i][1], &cfg->rank);
+		if (a < 0 || b < 0)
+			return -EINVAL;
+		found = a && b;
+	}
+	if (!found)
+		return -ENOENT;
+	uint32_t t = 0;
+	if ((r = env_u32("MRC_COLL_ROOT_HOST", &cfg->root_host)) < 0 ||
+	    (r = env_u32("MRC_COLL_SID", &cfg->sid)) < 0 ||
+	    (r = env_u32("MRC_COLL_CHUNK", &cfg->chunk_bytes)) < 0 ||
+	    (r = env_u32("MRC_COLL_WINDOW", &cfg->window)) < 0 ||
+	    (r = env_u32("MRC_COLL_TIMEOUT_MS", &t)) < 0)
+		return r;
+	if (t > INT_MAX)
+		return -EINVAL;
+	const char *a = getenv("MRC_COLL_ALGO");
+	if (a && *a) {
+		static const char *const names[] = { "auto", "ring", "tree" };
+		cfg->algo = -1;
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(a, names[i]))
+				cfg->algo = i;
+		if (cfg->algo < 0)
+			return -EINVAL;
+	}
+	cfg->timeout_ms = (int)t;
+	cfg->sock = getenv("MRC_SOCKET");
+	return cfg->rank < cfg->nranks ? 0 : -EINVAL;
+}
+
+uint32_t mrc_coll_rank(const struct mrc_coll *c) { return c->me; }
+uint32_t mrc_coll_size(const struct mrc_coll *c) { return c->n; }
+
+/* ---- progress ----------------------------------------------------------- */
+
+static uint64_t slot_off(const struct mrc_coll *c, uint32_t peer, uint64_t msg)
+{
+	return ((uint64_t)peer * c->window + msg % c->window) * c->chunk;
+}
+
+/* A signal to a peer that is gone is dropped (0); -ENOSPC: the SQ is
+ * full, try again later. */
+static int post_signal(struct mrc_coll *c, uint32_t j, uint32_t kind, uint32_t arg)
+{
+	struct mrc__coll_peer *p = &c->p[j];
+	if (p->gone)
+		return 0;
+	int r = mrc_post_write_imm(p->qp, WR(kind), mrc_mr_key(c->tx), 0, 0, p->rkey, 0,
+				   kind << 30 | IMM_ARG(arg));
+	if (r == -ENOSPC)
+		return r;
+	if (!r)
+		p->wr_posted++;
+	return 0;
+}
+
+int mrc__coll_fail(struct mrc_coll *c, int err)
+{
+	if (c->err)
+		return c->err;
+	c->err = err;
+	/* Tell every peer, so that no rank waits on us until its timeout. */
+	for (uint32_t j = 0; j < c->n; j++)
+		if (j != c->me)
+			post_signal(c, j, IMM_ABORT, (uint32_t)-err);   /* best effort */
+	return err;
+}
+
+int mrc_coll_abort(struct mrc_coll *c, int err)
+{
+	return mrc__coll_fail(c, err < 0 ? err : -ECONNABORTED);
+}
+
+/* Reads every completion waiting; returns how many (or the error). */
+static int poll_peers(struct mrc_coll *c)
+{
+	int got = 0;
+	for (uint32_t j = 0; j < c->n; j++) {
+		struct mrc__coll_peer *p = &c->p[j];
+		if (j == c->me)
+			continue;
+		struct mrc_completion wc[32];
+		int k = mrc_poll_cq(p->qp, wc, 32);
+		if (k < 0)
+			return mrc__coll_fail(c, k);
+		got += k;
+		for (int i = 0; i < k; i++) {
+			if (wc[i].op == MRC_CQE_RECV_WRITE_IMM) {
+				uint32_t imm = wc[i].imm;
+				if (IMM_KIND(imm) == IMM_CREDIT) {
+					p->credits += IMM_ARG(imm);
+				} else if (IMM_KIND(imm) == IMM_ABORT) {
+					mrc__coll_fail(c, -ECONNABORTED);
+				} else if (IMM_ARG(imm) != IMM_ARG(p->arrived) ||
+					   p->arrived - p->consumed >= c->window) {
+					mrc__coll_fail(c, -EPROTO);   /* out of step: a bug */
+				} else {
+					p->alen[p->arrived % c->window] = wc[i].byte_len;
+					p->arrived++;
+				}
+				continue;
+			}
+			/* Our own WRITE_IMM. */
+			p->wr_done++;
+			uint32_t kind = (uint32_t)(wc[i].wr_id >> 62);
+			if (kind == IMM_DATA)
+				p->data_done++;
+			if (wc[i].status) {
+				if (kind == IMM_DATA)
+					mrc__coll_fail(c, wc[i].status);
+				else
+					p->gone = 1;   /* a peer that finished and left */
+			}
+		}
+	}
+	return c->err ? c->err : got;
+}
+
+/* Sleeps until a completion may be waiting, for at most ms. */
+static int wait_peers(struct mrc_coll *c, int ms)
+{
+	for (uint32_t j = 0; j < c->n; j++) {
+		if (j == c->me)
+			continue;
+		int r = mrc_arm_cq(c->p[j].qp);
+		if (r < 0)
+			return mrc__coll_fail(c, r);
+		if (r == 1)
+			return 0;
+	}
+	struct epoll_event ev[8];
+	int k = epoll_wait(c->epfd, ev, 8, ms);
+	for (int i = 0; i < k; i++)
+		if (ev[i].data.u32 == UINT32_MAX && (ev[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
+			return mrc__coll_fail(c, -ECONNRESET);   /* mrcd died */
+	return 0;
+}
+
+/* The idle part of every wait loop: a few yields (a peer on this host
+ * may need the core), then sleep on the doorbells; -ETIMEDOUT (and abort)
+ * once nothing happened for timeout_ms. */
+struct idle { int64_t last; int spins; };
+
+static int idle_step(struct mrc_coll *c, struct idle *w, int progressed)
+{
+	int64_t t = now_ms();
+	if (progressed) {
+		w->last = t;
+		w->spins = 0;
+		return 0;
+	}
+	if (t - w->last > c->timeout_ms)
+		return mrc__coll_fail(c, -ETIMEDOUT);
+	if (w->spins++ < 64) {
+		sched_yield();
+		return 0;
+	}
+	int64_t left = c->timeout_ms - (t - w->last) + 1;
+	return wait_peers(c, left < 20 ? (int)left : 20);
+}
+
+/* ---- the executor -------------------------------------------------------- */
+
+static uint8_t *buf_of(uint8_t b, const void *in, void *out, uint8_t *tmp)
+{
+	return b == SB_IN ? (uint8_t *)in : b == SB_OUT ? out : tmp;
+}
+
+/* Next step at or after i of this kind and peer (s->n: none). */
+static size_t next_step(const struct mrc__coll_sched *s, size_t i, uint8_t kind, uint32_t peer)
+{
+	while (i < s->n && !(s->s[i].kind == kind && s->s[i].peer == peer))
+		i++;
+	return i;
+}
+
+int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const void *in, void *out,
+		  int dtype, int op)
+{
+	if (c->err)
+		return c->err;
+	size_t esz = mrc_coll_dtype_size(dtype);
+	uint8_t *tmp = NULL, *done = calloc(s->n ? s->n : 1, 1);
+	size_t *sc = calloc(c->n, sizeof(*sc)), *rc = calloc(c->n, sizeof(*rc));
+	if (s->tmp_bytes)
+		tmp = malloc(s->tmp_bytes);
+	if (!done || !sc || !rc || (s->tmp_bytes && !tmp)) {
+		free(tmp), free(done), free(sc), free(rc);
+		return -ENOMEM;
+	}
+	size_t left = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct mrc__coll_step *st = &s->s[i];
+		if (st->kind == SK_COPY) {
+			c->ops->copy(buf_of(st->dst, in, out, tmp) + st->dst_off,
+				     buf_of(st->src, in, out, tmp) + st->src_off, st->len);
+			done[i] = 1;
+		} else {
+			left++;
+		}
+	}
+	for (uint32_t j = 0; j < c->n; j++) {
+		sc[j] = next_step(s, 0, SK_SEND, j);
+		rc[j] = next_step(s, 0, SK_RECV, j);
+	}
+	struct idle w = { now_ms(), 0 };
+	int err = 0;
+	for (;;) {
+		int prog = poll_peers(c);
+		if (prog < 0) {
+			err = prog;
+			break;
+		}
+		if (!left)
+			break;
+		for (uint32_t j = 0; j < c->n; j++) {
+			struct mrc__coll_peer *p = &c->p[j];
+			if (j == c->me)
+				continue;
+			/* Arrived chunks, in order: combine into place, free the slot. */
+			while (rc[j] < s->n && p->arrived > p->consumed) {
+				const struct mrc__coll_step *st = &s->s[rc[j]];
+				if (st->dep >= 0 && !done[st->dep])
+					break;   /* combines with a chunk still to come */
+				const uint8_t *chunk = c->rxb + slot_off(c, j, p->consumed);
+				if (p->alen[p->consumed % c->window] != st->len) {
+					err = mrc__coll_fail(c, -EPROTO);   /* ranks disagree on sizes */
+					goto out;
+				}
+				uint8_t *dst = buf_of(st->dst, in, out, tmp) + st->dst_off;
+				if (st->reduce)
+					c->ops->reduce(dst, buf_of(st->src, in, out, tmp) + st->src_off, chunk,
+						       st->len / esz, dtype, op);
+				else
+					c->ops->copy(dst, chunk, st->len);
+				done[rc[j]] = 1;
+				left--;
+				prog++;
+				p->consumed++;
+				p->owed++;
+				rc[j] = next_step(s, rc[j] + 1, SK_RECV, j);
+			}
+			/* Sends whose data is ready, while the peer has a free slot
+			 * and our staging slot is no longer in flight: copy, then one
+			 * WRITE_WITH_IMM carries data and signal together. */
+			while (sc[j] < s->n) {
+				const struct mrc__coll_step *st = &s->s[sc[j]];
+				if ((st->dep >= 0 && !done[st->dep]) || p->sent - p->credits >= c->window ||
+				    p->sent - p->data_done >= c->window)
+					break;
+				uint64_t off = slot_off(c, j, p->sent);
+				c->ops->copy(c->txb + off, buf_of(st->src, in, out, tmp) + st->src_off, st->len);
+				int r = mrc_post_write_imm(p->qp, WR(IMM_DATA), mrc_mr_key(c->tx), off, st->len,
+							   p->rkey, slot_off(c, c->me, p->sent),
+							   IMM_DATA << 30 | IMM_ARG(p->sent));
+				if (r == -ENOSPC)
+					break;
+				if (r < 0) {
+					err = mrc__coll_fail(c, r);
+					goto out;
+				}
+				p->wr_posted++;
+				p->sent++;
+				done[sc[j]] = 1;
+				left--;
+				prog++;
+				sc[j] = next_step(s, sc[j] + 1, SK_SEND, j);
+			}
+			/* Credits go back at once: the sender's pipeline depends on them. */
+			if (p->owed && post_signal(c, j, IMM_CREDIT, p->owed) == 0)
+				p->owed = 0;
+		}
+		if ((err = idle_step(c, &w, prog > 0)))
+			break;
+	}
+out:
+	free(tmp), free(done), free(sc), free(rc);
+	return err ? err : c->err;
+}
+
+int mrc_coll_error(struct mrc_coll *c)
+{
+	if (!c->err)
+		poll_peers(c);
+	return c->err;
+}
+
+/* ---- bootstrap ----------------------------------------------------------- */
+
+struct hello {
+	uint32_t magic, n, rank, host, rkey, window, chunk, rsvd;
+	struct mrc_qp_addr qp[];   /* n: this rank's QP for each peer */
+};
+
+static size_t hello_len(uint32_t n)
+{
+	return sizeof(struct hello) + (size_t)n * sizeof(struct mrc_qp_addr);
+}
+
+static int left_ms(int64_t end)
+{
+	int64_t l = end - now_ms();
+	return l > 0 ? (int)l : 0;
+}
+
+/* One completion of qp before end (its status is the result). */
+static int boot_wait(struct mrc_qp *qp, int64_t end)
+{
+	for (;;) {
+		struct mrc_completion wc;
+		int k = mrc_poll_cq(qp, &wc, 1);
+		if (k < 0)
+			return k;
+		if (k == 1)
+			return wc.status;
+		int l = left_ms(end);
+		if (!l)
+			return -ETIMEDOUT;
+		int r = mrc_wait(qp, l);
+		if (r && r != -ETIMEDOUT)
+			return r;
+	}
+}
+
+/* Connects a fresh bootstrap QP to rank 0 (probing every host when its
+ * host is not given), retrying while rank 0 is not listening yet. */
+static int boot_connect(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, uint32_t n_hosts,
+			int64_t end, struct mrc_qp **out)
+{
+	uint32_t h = cfg->root_host == MRC_COLL_HOST_ANY ? 0 : cfg->root_host;
+	for (;;) {
+		struct mrc_qp *qp;
+		int r = mrc_create_qp(c->ctx, NULL, &qp);
+		if (r)
+			return r;
+		r = mrc_connect(qp, h, cfg->sid, c->me, NULL);
+		if (!r) {
+			*out = qp;
+			return 0;
+		}
+		mrc_destroy_qp(qp);   /* a timed-out request may leave it half set up */
+		if (r != -ECONNREFUSED && r != -ETIMEDOUT)
+			return r;
+		if (!left_ms(end))
+			return -ETIMEDOUT;
+		if (cfg->root_host == MRC_COLL_HOST_ANY)
+			h = (h + 1) % n_hosts;
+		if (cfg->root_host != MRC_COLL_HOST_ANY || h == 0)
+			usleep(20000);   /* a retry interval, not synchronisation */
+	}
+}
+
+static void fill_hello(struct mrc_coll *c, struct hello *h)
+{
+	*h = (struct hello){ .magic = BOOT_MAGIC, .n = c->n, .rank = c->me, .host = c->host,
+			     .rkey = mrc_mr_key(c->rx), .window = c->window, .chunk = c->chunk };
+	for (uint32_t j = 0; j < c->n; j++)
+		if (j != c->me)
+			mrc_qp_info_get(c->p[j].qp, &h->qp[j]);
+}
+
+static int check_hello(const struct mrc_coll *c, const struct hello *h, uint32_t rank)
+{
+	return h->magic == BOOT_MAGIC && h->n == c->n && h->rank == rank &&
+	       h->window == c->window && h->chunk == c->chunk ? 0 : -EPROTO;
+}
+
+/* Rank 0: accepts every other rank, gathers the hellos, sends the table,
+ * then waits for every rank's "connected" and answers "go". */
+static int boot_root(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, struct mrc_mr *bm,
+		     struct mrc_qp **bq, int64_t end)
+{
+	size_t hl = hello_len(c->n);
+	uint32_t have = 0;
+	int r = mrc_listen(c->ctx, cfg->sid, c->n < 128 ? c->n : 128);
+	if (r)
+		return r;
+	while (have < c->n - 1) {
+		struct mrc_qp *qp;
+		struct mrc_qp_addr remote;
+		if ((r = mrc_create_qp(c->ctx, NULL, &qp)))
+			break;
+		int l = left_ms(end);
+		r = l ? mrc_accept(qp, cfg->sid, 0, l, &remote) : -ETIMEDOUT;
+		if (!r && (remote.priv == 0 || remote.priv >= c->n))
+			r = -EPROTO;
+		if (r) {
+			mrc_destroy_qp(qp);
+			break;
+		}
+		/* A rank whose first request timed out while queued asks again:
+		 * its newest connection wins. */
+		if (bq[remote.priv])
+			mrc_destroy_qp(bq[remote.priv]);
+		else
+			have++;
+		bq[remote.priv] = qp;
+		uint32_t k = remote.priv;
+		if ((r = mrc_post_recv(qp, 1, mrc_mr_key(bm), k * hl, hl)) ||
+		    (r = mrc_post_recv(qp, 2, mrc_mr_key(bm), (uint64_t)c->n * hl, 8)))
+			break;
+	}
+	mrc_unlisten(c->ctx, cfg->sid);
+	if (r)
+		return r;
+	for (uint32_t k = 1; k < c->n && !r; k++)
+		if (!(r = boot_wait(bq[k], end)))
+			r = check_hello(c, (struct hello *)((uint8_t *)mrc_mr_addr(bm) + k * hl), k);
+	if (r)
+		return r;
+	fill_hello(c, mrc_mr_addr(bm));
+	for (uint32_t k = 1; k < c->n && !r; k++)
+		r = mrc_post_send(bq[k], 3, mrc_mr_key(bm), 0, (uint64_t)c->n * hl);
+	for (uint32_t k = 1; k < c->n && !r; k++)
+		r = boot_wait(bq[k], end);
+	return r;
+}
+
+static int boot_rank(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, uint32_t n_hosts,
+		     struct mrc_mr *bm, struct mrc_qp **bq, int64_t end)
+{
+	size_t hl = hello_len(c->n);
+	int r = boot_connect(c, cfg, n_hosts, end, &bq[0]);
+	if (r)
+		return r;
+	/* Receives first (table, then "go"); the hello goes from past the table. */
+	uint8_t *hb = (uint8_t *)mrc_mr_addr(bm) + (uint64_t)c->n * hl + 8;
+	fill_hello(c, (struct hello *)hb);
+	if ((r = mrc_post_recv(bq[0], 1, mrc_mr_key(bm), 0, (uint64_t)c->n * hl)) ||
+	    (r = mrc_post_recv(bq[0], 2, mrc_mr_key(bm), (uint64_t)c->n * hl, 8)) ||
+	    (r = mrc_post_send(bq[0], 3, mrc_mr_key(bm), (uint64_t)c->n * hl + 8, hl)))
+		return r;
+	/* Completions in posting order on the send side, receives as they come:
+	 * two waits see the SEND and the table. */
+	for (int i = 0; i < 2 && !r; i++)
+		r = boot_wait(bq[0], end);
+	for (uint32_t k = 0; k < c->n && !r; k++)
+		r = check_hello(c, (struct hello *)((uint8_t *)mrc_mr_addr(bm) + k * hl), k);
+	return r;
+}
+
+int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
+{
+	if (!cfg || !out || cfg->nranks == 0 || cfg->rank >= cfg->nranks ||
+	    cfg->window > MRC__COLL_MAXWIN || (cfg->chunk_bytes & 63) || cfg->algo < 0 ||
+	    cfg->algo > MRC_COLL_ALGO_TREE)
+		return -EINVAL;
+	struct mrc_coll *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->n = cfg->nranks;
+	c->me = cfg->rank;
+	c->chunk = cfg->chunk_bytes ? cfg->chunk_bytes : 512u << 10;
+	c->window = cfg->window ? cfg->window : 4;
+	c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 30000;
+	c->ops = &mrc__coll_host_ops;
+	c->tree_max = cfg->algo == MRC_COLL_ALGO_RING ? 0
+		    : cfg->algo == MRC_COLL_ALGO_TREE ? SIZE_MAX : 256u << 10;
+	c->epfd = -1;
+	int64_t end = now_ms() + c->timeout_ms;
+	struct mrc_mr *bm = NULL;
+	struct mrc_qp **bq = calloc(c->n, sizeof(*bq));
+	c->p = calloc(c->n, sizeof(*c->p));
+	int r = bq && c->p ? mrc_open(cfg->sock, &c->ctx) : -ENOMEM;
+	struct mrc_ctx_info info;
+	if (r || (r = mrc_ctx_info(c->ctx, &info)))
+		goto fail;
+	c->host = info.host;
+	uint64_t region = (uint64_t)c->n * c->window * c->chunk;
+	uint32_t sq = 16;
+	while (sq < 2 * c->window + 8)
+		sq *= 2;
+	struct mrc_qp_cfg qc = { .sq_entries = sq, .cq_entries = 4 * sq };
+	if ((r = mrc_alloc_mr(c->ctx, region, MRC_MR_REMOTE_WRITE | MRC_MR_LOCAL_READ, &c->rx)) ||
+	    (r = mrc_alloc_mr(c->ctx, region, MRC_MR_LOCAL_READ, &c->tx)) ||
+	    (r = mrc_alloc_mr(c->ctx, (uint64_t)(c->n + 1) * hello_len(c->n) + 8,
+			      MRC_MR_LOCAL_READ | MRC_MR_LOCAL_WRITE, &bm)))
+		goto fail;
+	c->rxb = mrc_mr_addr(c->rx);
+	c->txb = mrc_mr_addr(c->tx);
+	for (uint32_t j = 0; j < c->n && !r; j++)
+		if (j != c->me)
+			r = mrc_create_qp(c->ctx, &qc, &c->p[j].qp);
+	if (r)
+		goto fail;
+	if (c->n > 1) {
+		r = c->me == 0 ? boot_root(c, cfg, bm, bq, end)
+			       : boot_rank(c, cfg, info.n_hosts, bm, bq, end);
+		if (r)
+			goto fail;
+		size_t hl = hello_len(c->n);
+		for (uint32_t j = 0; j < c->n && !r; j++) {
+			if (j == c->me)
+				continue;
+			const struct hello *h = (const struct hello *)((uint8_t *)mrc_mr_addr(bm) + j * hl);
+			c->p[j].rkey = h->rkey;
+			r = mrc_connect_oob(c->p[j].qp, &h->qp[c->me]);
+		}
+		if (r)
+			goto fail;
+		/* Nobody writes before every QP of every rank is connected:
+		 * "connected" to rank 0, which answers "go" once it has all. */
+		if (c->me == 0) {
+			for (uint32_t k = 1; k < c->n && !r; k++)
+				r = boot_wait(bq[k], end);
+			for (uint32_t k = 1; k < c->n && !r; k++)
+				r = mrc_post_send(bq[k], 4, mrc_mr_key(bm), 0, 8);
+			for (uint32_t k = 1; k < c->n && !r; k++)
+				r = boot_wait(bq[k], end);
+		} else {
+			if (!(r = mrc_post_send(bq[0], 4, mrc_mr_key(bm), 0, 8)))
+				r = boot_wait(bq[0], end);   /* our SEND */
+			if (!r)
+				r = boot_wait(bq[0], end);   /* "go" */
+		}
+		if (r)
+			goto fail;
+	}
+	if ((c->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	for (uint32_t j = 0; j < c->n && !r; j++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = j };
+		if (j != c->me && epoll_ctl(c->epfd, EPOLL_CTL_ADD, mrc_qp_fd(c->p[j].qp), &ev))
+			r = -errno;
+	}
+	struct epoll_event ev = { .events = EPOLLRDHUP, .data.u32 = UINT32_MAX };
+	if (!r && epoll_ctl(c->epfd, EPOLL_CTL_ADD, mrc_ctx_fd(c->ctx), &ev))
+		r = -errno;
+	if (r)
+		goto fail;
+	for (uint32_t k = 0; k < c->n; k++)
+		if (bq[k])
+			mrc_destroy_qp(bq[k]);
+	free(bq);
+	mrc_dereg_mr(bm);
+	*out = c;
+	return 0;
+fail:
+	free(bq);
+	mrc_coll_destroy(c);
+	return r;
+}
+
+void mrc_coll_destroy(struct mrc_coll *c)
+{
+	if (!c)
+		return;
+	/* Our last messages must be placed before our QPs go (bounded). */
+	int64_t end = now_ms() + c->timeout_ms;
+	for (int busy = 1; busy && c->ctx && c->epfd >= 0 && now_ms() < end;) {
+		busy = 0;
+		for (uint32_t j = 0; j < c->n; j++)
+			if (j != c->me && !c->p[j].gone && c->p[j].wr_done < c->p[j].wr_posted)
+				busy = 1;
+		if (busy && poll_peers(c) <= 0)
+			wait_peers(c, 10);
+		if (c->err)
+			break;
+	}
+	if (c->epfd >= 0)
+		close(c->epfd);
+	if (c->ctx)
+		mrc_close(c->ctx);   /* QPs and regions go with it */
+	free(c->p);
+	free(c);
+}

@@ -1,0 +1,193 @@
+/* mrc-coll-perf: collective bandwidth in the form of nccl-tests.
+ *
+ *   mrc-coll-perf [-C all_reduce|reduce_scatter|all_gather|broadcast|alltoall]
+ *                 [-b 8] [-e 256M] [-f 2] [-c 1] [-n 20] [-w 5] [-d float|all]
+ *                 [-o sum|all] [-r root] [-i] [-S sock] [-s sid] [-H host] [-T ms]
+ *                 [-N count,count,...]
+ *
+ * One process per rank: size and rank from the environment
+ * (mrc_coll_cfg_from_env: MRC_COLL_SIZE/RANK or an MPI launcher's).
+ * Columns as nccl-tests: size (bytes), count (elements), type, redop,
+ * root, time (us, the slowest rank's mean), algbw = size / time, busbw =
+ * algbw x the collective's factor (all-reduce 2(n-1)/n; reduce-scatter,
+ * all-gather, all-to-all (n-1)/n; broadcast 1), #wrong: elements that
+ * differ from the expected result, summed over the ranks (-c 1: after the
+ * timed runs, one more on fresh inputs, checked element by element; -c 2:
+ * every timed run is refilled and checked, for tests under faults).
+ * -N runs the given counts (elements per call, as the API takes them)
+ * instead of the -b/-e/-f sweep. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coll/coll_int.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* "256M": bytes, with a K, M or G suffix (powers of 1024). */
+static size_t parse_size(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	const char *u = *end ? strchr("KMG", toupper((unsigned char)*end)) : NULL;
+	return (size_t)(u ? v * (double)(1ull << (10 * (u - "KMG" + 1))) : v);
+}
+
+static int lookup(const char *s, int n, const char *(*name)(int))
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(s, name(i)))
+			return i;
+	return strcmp(s, "all") ? -2 : -1;
+}
+
+static const char *coll_name(int k) { return mrc__coll_name[k]; }
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "mrc-coll-perf: %s: %s\n", what, strerror(-err));
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	size_t minb = 8, maxb = 256u << 20;
+	double factor = 2;
+	int check = 1, iters = 20, warm = 5, kind = MRC__C_ALLREDUCE, dt = MRC_COLL_FLOAT32;
+	int op = MRC_COLL_SUM, inplace = 0, o;
+	uint32_t root = 0;
+	size_t list[64], nlist = 0;
+	struct mrc_coll_cfg cfg;
+	int r = mrc_coll_cfg_from_env(&cfg);
+	if (r)
+		die("MRC_COLL_SIZE/MRC_COLL_RANK (or an MPI launcher's variables)", r);
+	while ((o = getopt(argc, argv, "C:b:e:f:c:n:w:d:o:r:iS:s:H:T:N:h")) != -1) {
+		switch (o) {
+		case 'C': kind = lookup(optarg, MRC__C_N, coll_name); break;
+		case 'b': minb = parse_size(optarg); break;
+		case 'e': maxb = parse_size(optarg); break;
+		case 'f': factor = atof(optarg); break;
+		case 'c': check = atoi(optarg); break;
+		case 'n': iters = atoi(optarg); break;
+		case 'w': warm = atoi(optarg); break;
+		case 'd': dt = lookup(optarg, MRC_COLL_NTYPES, mrc_coll_dtype_name); break;
+		case 'o': op = lookup(optarg, MRC_COLL_NOPS, mrc_coll_op_name); break;
+		case 'r': root = (uint32_t)atoi(optarg); break;
+		case 'i': inplace = 1; break;
+		case 'S': cfg.sock = optarg; break;
+		case 's': cfg.sid = (uint32_t)atoi(optarg); break;
+		case 'H': cfg.root_host = (uint32_t)atoi(optarg); break;
+		case 'T': cfg.timeout_ms = atoi(optarg); break;
+		case 'N':
+			for (char *t = strtok(optarg, ","); t && nlist < 64; t = strtok(NULL, ","))
+				list[nlist++] = (size_t)strtoull(t, NULL, 0);
+			break;
+		default:
+			fprintf(stderr, "usage: see the header of coll/perf.c and docs/coll.md\n");
+			return 2;
+		}
+	}
+	if (kind < 0 || dt == -2 || op == -2 || factor <= 1 || iters < 1 || minb > maxb ||
+	    (kind == MRC__C_ALLTOALL && inplace)) {
+		fprintf(stderr, "mrc-coll-perf: bad arguments\n");
+		return 2;
+	}
+	struct mrc_coll *c;
+	if ((r = mrc_coll_init(&cfg, &c)))
+		die("mrc_coll_init", r);
+	uint32_t n = mrc_coll_size(c), me = mrc_coll_rank(c);
+	int reduces = kind == MRC__C_ALLREDUCE || kind == MRC__C_REDUCE_SCATTER;
+	double busf = kind == MRC__C_ALLREDUCE ? 2.0 * (n - 1) / n
+		    : kind == MRC__C_BROADCAST ? 1.0 : (double)(n - 1) / n;
+	if (me == 0) {
+		printf("# mrc-coll-perf %s: %u ranks, chunk %u, window %u, %s\n", mrc__coll_name[kind],
+		       n, c->chunk, c->window, inplace ? "in place" : "out of place");
+		printf("#%12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "size", "count", "type", "redop",
+		       "root", "time", "algbw", "busbw", "#wrong");
+		printf("#%12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "",
+		       "(us)", "(GB/s)", "(GB/s)", "");
+	}
+	size_t total_wrong = 0;
+	/* Types and ops to run: one, or all (ops only for reductions). */
+	int d0 = dt < 0 ? 0 : dt, d1 = dt < 0 ? MRC_COLL_NTYPES : dt + 1;
+	int p0 = !reduces ? MRC_COLL_SUM : op < 0 ? 0 : op;
+	int p1 = !reduces ? MRC_COLL_SUM + 1 : op < 0 ? MRC_COLL_NOPS : op + 1;
+	for (int d = d0; d < d1; d++)
+	for (int p = p0; p < p1; p++)
+	for (size_t size = nlist ? 0 : minb, li = 0; nlist ? li < nlist : size <= maxb;
+	     li++, size = (size_t)(size * factor) > size ? (size_t)(size * factor) : size + 1) {
+		size_t esz = mrc_coll_dtype_size(d);
+		size_t total = size / esz;
+		/* The per-rank count the call takes (nccl-tests' convention:
+		 * size is the whole buffer of all-gather, reduce-scatter and
+		 * all-to-all). */
+		size_t count = kind == MRC__C_ALLREDUCE || kind == MRC__C_BROADCAST ? total : total / n;
+		if (nlist)
+			count = list[li];
+		size_t inb = mrc__coll_in_count(kind, n, count) * esz;
+		size_t outb = mrc__coll_out_count(kind, n, count) * esz;
+		uint8_t *in = malloc(inb + outb + 64), *out = in + ((inb + 63) & ~(size_t)63);
+		if (!in)
+			die("malloc", -ENOMEM);
+		/* In place: the input lives where the call expects it inside out. */
+		uint8_t *src = in;
+		if (inplace && kind == MRC__C_ALLGATHER)
+			src = out + (size_t)me * count * esz;
+		else if (inplace && kind == MRC__C_REDUCE_SCATTER)
+			out = in + (size_t)me * count * esz;
+		else if (inplace)
+			src = out;
+		mrc__coll_fill(kind, src, n, me, count, d, p, root);
+		for (int i = 0; i < warm && !r; i++)
+			r = mrc__coll_call(c, kind, src, out, count, d, p, root);
+		if (!r)
+			r = mrc_coll_barrier(c);
+		double t0 = now_s();
+		int64_t wrong = 0;
+		for (int i = 0; i < iters && !r; i++) {
+			if (check == 2)
+				mrc__coll_fill(kind, src, n, me, count, d, p, root);
+			r = mrc__coll_call(c, kind, src, out, count, d, p, root);
+			if (!r && check == 2)
+				wrong += (int64_t)mrc__coll_wrong(kind, out, n, me, count, d, p, root);
+		}
+		double us = (now_s() - t0) * 1e6 / iters;
+		if (!r && check) {
+			mrc__coll_fill(kind, src, n, me, count, d, p, root);
+			r = mrc__coll_call(c, kind, src, out, count, d, p, root);
+			wrong = (int64_t)mrc__coll_wrong(kind, out, n, me, count, d, p, root);
+		}
+		double tmax = us;
+		if (!r)
+			r = mrc_coll_allreduce(c, &tmax, &tmax, 1, MRC_COLL_FLOAT64, MRC_COLL_MAX);
+		if (!r)
+			r = mrc_coll_allreduce(c, &wrong, &wrong, 1, MRC_COLL_INT64, MRC_COLL_SUM);
+		if (r)
+			die(mrc__coll_name[kind], r);
+		total_wrong += (size_t)wrong;
+		size_t bytes = mrc__coll_out_count(kind, n, count) > count ?
+			mrc__coll_out_count(kind, n, count) * esz : mrc__coll_in_count(kind, n, count) * esz;
+		double algbw = tmax > 0 ? bytes / tmax / 1e3 : 0;
+		if (me == 0) {
+			printf(" %12zu %12zu %8s %6s %6d %10.1f %8.3f %8.3f %7lld\n", bytes, bytes / esz,
+			       mrc_coll_dtype_name(d), reduces ? mrc_coll_op_name(p) : "none",
+			       kind == MRC__C_BROADCAST ? (int)root : -1, tmax, algbw, algbw * busf,
+			       (long long)wrong);
+			fflush(stdout);
+		}
+		free(in);
+	}
+	if (me == 0)
+		printf("# Out of bounds values : %zu %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+	mrc_coll_destroy(c);
+	return total_wrong ? 1 : 0;
+}

@@ -1,0 +1,108 @@
+/* Known inputs and element-by-element checks of every collective, shared
+ * by the tests and mrc-coll-perf (#wrong). */
+#include <string.h>
+
+#include "coll/coll_int.h"
+
+const char *const mrc__coll_name[MRC__C_N] = { "all_reduce", "reduce_scatter", "all_gather",
+					       "broadcast", "alltoall" };
+
+/* Rank r's element i. */
+static double val(uint32_t r, size_t i, int op)
+{
+	if (op == MRC_COLL_PROD)
+		return (r + i) % 7 == 0 ? 2 : (r * 5 + i) % 3 == 0 ? -1 : 1;
+	return (double)((r * 3 + i * 7) % 5) - 2;
+}
+
+static double fold(int op, double a, double b)
+{
+	switch (op) {
+	case MRC_COLL_SUM: return a + b;
+	case MRC_COLL_PROD: return a * b;
+	case MRC_COLL_MIN: return a < b ? a : b;
+	default: return a > b ? a : b;
+	}
+}
+
+void mrc__coll_put(void *buf, int dtype, size_t i, double v)
+{
+	switch (dtype) {
+	case MRC_COLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+	case MRC_COLL_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+	case MRC_COLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
+	case MRC_COLL_FLOAT64: ((double *)buf)[i] = v; break;
+	case MRC_COLL_FLOAT16: ((uint16_t *)buf)[i] = mrc__coll_f2h((float)v); break;
+	default: ((uint16_t *)buf)[i] = mrc__coll_f2bf((float)v); break;
+	}
+}
+
+double mrc__coll_get(const void *buf, int dtype, size_t i)
+{
+	switch (dtype) {
+	case MRC_COLL_INT32: return ((const int32_t *)buf)[i];
+	case MRC_COLL_INT64: return (double)((const int64_t *)buf)[i];
+	case MRC_COLL_FLOAT32: return ((const float *)buf)[i];
+	case MRC_COLL_FLOAT64: return ((const double *)buf)[i];
+	case MRC_COLL_FLOAT16: return mrc__coll_h2f(((const uint16_t *)buf)[i]);
+	default: return mrc__coll_bf2f(((const uint16_t *)buf)[i]);
+	}
+}
+
+size_t mrc__coll_in_count(int kind, uint32_t n, size_t count)
+{
+	return kind == MRC__C_REDUCE_SCATTER || kind == MRC__C_ALLTOALL ? n * count : count;
+}
+
+size_t mrc__coll_out_count(int kind, uint32_t n, size_t count)
+{
+	return kind == MRC__C_ALLGATHER || kind == MRC__C_ALLTOALL ? n * count : count;
+}
+
+void mrc__coll_fill(int kind, void *in, uint32_t n, uint32_t me, size_t count, int dtype, int op,
+		    uint32_t root)
+{
+	size_t m = mrc__coll_in_count(kind, n, count);
+	for (size_t i = 0; i < m; i++)
+		mrc__coll_put(in, dtype, i, val(me, i, op));
+}
+
+/* What element i of rank me's output must be. */
+static double expect(int kind, uint32_t n, uint32_t me, size_t count, int op, uint32_t root,
+		     size_t i)
+{
+	switch (kind) {
+	case MRC__C_ALLREDUCE:
+	case MRC__C_REDUCE_SCATTER: {
+		size_t k = kind == MRC__C_ALLREDUCE ? i : me * count + i;
+		double v = val(0, k, op);
+		for (uint32_t r = 1; r < n; r++)
+			v = fold(op, v, val(r, k, op));
+		return v;
+	}
+	case MRC__C_ALLGATHER: return val((uint32_t)(i / count), i % count, op);
+	case MRC__C_BROADCAST: return val(root, i, op);
+	default: return val((uint32_t)(i / count), me * count + i % count, op);
+	}
+}
+
+size_t mrc__coll_wrong(int kind, const void *out, uint32_t n, uint32_t me, size_t count, int dtype,
+		       int op, uint32_t root)
+{
+	size_t m = mrc__coll_out_count(kind, n, count), bad = 0;
+	for (size_t i = 0; i < m; i++)
+		bad += mrc__coll_get(out, dtype, i) != expect(kind, n, me, count, op, root, i);
+	return bad;
+}
+
+int mrc__coll_call(struct mrc_coll *c, int kind, const void *in, void *out, size_t count,
+		   int dtype, int op, uint32_t root)
+{
+	switch (kind) {
+	case MRC__C_ALLREDUCE: return mrc_coll_allreduce(c, in, out, count, dtype, op);
+	case MRC__C_REDUCE_SCATTER: return mrc_coll_reduce_scatter(c, in, out, count, dtype, op);
+	case MRC__C_ALLGATHER: return mrc_coll_allgather(c, in, out, count, dtype);
+	case MRC__C_BROADCAST: return mrc_coll_broadcast(c, in, out, count, dtype, root);
+	default: return mrc_coll_alltoall(c, in, out, count, dtype);
+	}
+}

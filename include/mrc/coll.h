@@ -1,0 +1,184 @@
+/* libmrc-coll: collectives over libmrc (a communicator of N ranks over the
+ * local mrcd of each host, all-reduce and friends on host memory).
+ *
+ *   #include <mrc/coll.h>      -lmrc-coll -lmrc   (pkg-config mrc-coll)
+ *
+ * Bootstrap needs nothing beyond mrcd: every rank knows the job's size, its
+ * own rank, a service id for the job and the fabric host of rank 0 (or
+ * MRC_COLL_HOST_ANY: the ranks probe every host for rank 0's listener).
+ * mrc_coll_cfg_from_env reads them from the environment as MPI launchers
+ * set it (docs/coll.md).  Rank 0 listens on the service id; every rank
+ * connects to it, sends the addresses of its QPs, and gets everyone's
+ * back; the full mesh is then connected out of band (no connection waits
+ * on another).
+ *
+ * Errors: functions return 0 or a negative errno.  An error on any rank (a
+ * failed work request, a peer that makes no progress for timeout_ms, an
+ * explicit mrc_coll_abort) aborts the communicator: the rank sends an
+ * abort message to every peer, and every rank's pending or next call
+ * returns an error (-ECONNABORTED on the ranks that were told, the
+ * original error on the rank that saw it).  No call waits longer than
+ * timeout_ms without progress, so every rank returns within timeout_ms of
+ * the failure plus one message delivery.  After an abort only
+ * mrc_coll_destroy is useful.
+ *
+ * Thread safety: one communicator is used by one thread at a time.
+ * Several communicators (e.g. several ranks as threads of one process)
+ * are independent.
+ *
+ * Buffers are host memory (any address).  GPU buffers come later through
+ * mrc/gpu.h (docs/coll.md). */
+#ifndef MRC_COLL_H
+#define MRC_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct mrc_coll;
+
+enum mrc_coll_dtype {
+	MRC_COLL_INT32, MRC_COLL_INT64, MRC_COLL_FLOAT32, MRC_COLL_FLOAT64,
+	MRC_COLL_FLOAT16,          /* IEEE binary16 */
+	MRC_COLL_BFLOAT16,         /* upper half of a binary32 */
+	MRC_COLL_NTYPES
+};
+enum mrc_coll_op { MRC_COLL_SUM, MRC_COLL_PROD, MRC_COLL_MIN, MRC_COLL_MAX, MRC_COLL_NOPS };
+
+/* Bytes per element (0 for an unknown type); names as nccl-tests prints
+ * them ("int32", "float", "half", "bfloat16"...; "sum", "prod"...). */
+size_t mrc_coll_dtype_size(int dtype);
+const char *mrc_coll_dtype_name(int dtype);
+const char *mrc_coll_op_name(int op);
+
+#define MRC_COLL_HOST_ANY UINT32_MAX
+
+struct mrc_coll_cfg {
+	const char *sock;          /* mrcd socket (NULL: $MRC_SOCKET or default) */
+	uint32_t nranks, rank;
+	uint32_t root_host;        /* fabric host index of rank 0, or MRC_COLL_HOST_ANY */
+	uint32_t sid;              /* the job's service id (rank 0 listens on it) */
+	uint32_t chunk_bytes;      /* pipeline chunk (0: 512 KiB; multiple of 64) */
+	uint32_t window;           /* chunks in flight per peer (0: 4; at most 64) */
+	int timeout_ms;            /* no progress for this long: abort (0: 30000) */
+	int algo;                  /* all-reduce: MRC_COLL_ALGO_* */
+};
+/* AUTO: the double binary tree up to 256 KiB (latency: 2 log2 N steps),
+ * the ring above (bandwidth: 2(N-1)/N of the data per rank). */
+enum { MRC_COLL_ALGO_AUTO, MRC_COLL_ALGO_RING, MRC_COLL_ALGO_TREE };
+
+/* Fills cfg from the environment: size and rank from MRC_COLL_SIZE /
+ * MRC_COLL_RANK, else OMPI_COMM_WORLD_SIZE / _RANK (Open MPI), PMI_SIZE /
+ * PMI_RANK (MPICH, Hydra), SLURM_NTASKS / SLURM_PROCID; MRC_COLL_ROOT_HOST
+ * (default: any), MRC_COLL_SID (default 7400), MRC_COLL_CHUNK,
+ * MRC_COLL_WINDOW, MRC_COLL_TIMEOUT_MS, MRC_COLL_ALGO (auto, ring or
+ * tree); sock from MRC_SOCKET.  -ENOENT
+ * when no size and rank are found, -EINVAL when one is malformed. */
+int mrc_coll_cfg_from_env(struct mrc_coll_cfg *cfg);
+
+/* Collective: every rank calls it with the same nranks, sid and
+ * root_host.  Returns when the mesh is connected (or -ETIMEDOUT after
+ * timeout_ms without it). */
+int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out);
+/* Waits (bounded by timeout_ms) until this rank's messages are placed,
+ * then frees everything. */
+void mrc_coll_destroy(struct mrc_coll *c);
+uint32_t mrc_coll_rank(const struct mrc_coll *c);
+uint32_t mrc_coll_size(const struct mrc_coll *c);
+/* Aborts the communicator on every rank (err < 0 is what this rank's
+ * calls return from now on).  Returns err. */
+int mrc_coll_abort(struct mrc_coll *c, int err);
+/* 0, or the error that aborted the communicator (polls the peers once). */
+int mrc_coll_error(struct mrc_coll *c);
+
+/* Collectives.  Counts are elements.  In place: sendbuf == recvbuf
+ * (all-reduce, broadcast), sendbuf == recvbuf + rank * count elements
+ * (all-gather), recvbuf == sendbuf + rank * recvcount elements
+ * (reduce-scatter), as NCCL.  All-to-all(v) must be out of place. */
+int mrc_coll_allreduce(struct mrc_coll *c, const void *sendbuf, void *recvbuf, size_t count,
+		       int dtype, int op);
+/* sendbuf holds nranks * recvcount elements; rank r gets the reduction of
+ * block r. */
+int mrc_coll_reduce_scatter(struct mrc_coll *c, const void *sendbuf, void *recvbuf,
+			    size_t recvcount, int dtype, int op);
+/* recvbuf gets nranks * sendcount elements, block r from rank r. */
+int mrc_coll_allgather(struct mrc_coll *c, const void *sendbuf, void *recvbuf, size_t sendcount,
+		       int dtype);
+/* recvbuf of every rank gets root's sendbuf (sendbuf is read on root only). */
+int mrc_coll_broadcast(struct mrc_coll *c, const void *sendbuf, void *recvbuf, size_t count,
+		       int dtype, uint32_t root);
+/* Block j of sendbuf (count elements) goes to rank j, into block r of its
+ * recvbuf. */
+int mrc_coll_alltoall(struct mrc_coll *c, const void *sendbuf, void *recvbuf, size_t count,
+		      int dtype);
+/* Rank r sends sendcounts[j] elements at sdispls[j] to rank j, which
+ * receives them at its rdispls[r] (recvcounts[r] must match). */
+int mrc_coll_alltoallv(struct mrc_coll *c, const void *sendbuf, const size_t *sendcounts,
+		       const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+		       const size_t *rdispls, int dtype);
+int mrc_coll_barrier(struct mrc_coll *c);
+
+/* 2-D hierarchical all-to-allv (Tutel): with local_ranks ranks per node
+ * (consecutive ranks; nranks a multiple of it), first an exchange inside
+ * each node that gathers, at local rank l, everything its node sends to
+ * local rank l of any node, then one exchange across nodes between equal
+ * local ranks: each pair of nodes exchanges one aggregated message per
+ * local rank instead of local_ranks^2 small ones.  Same arguments and
+ * result as mrc_coll_alltoallv (counts are all exchanged first). */
+int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t local_ranks, const void *sendbuf,
+			  const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+			  const size_t *recvcounts, const size_t *rdispls, int dtype);
+
+/* ---- MoE dispatch and combine -------------------------------------------
+ * Experts 0..n_experts-1 are placed in blocks: rank r holds experts
+ * r*E/N .. (r+1)*E/N - 1 (n_experts a multiple of nranks).  Each token
+ * goes to top_k experts (topk_idx[t*top_k + k]; -1: no expert) with
+ * weights topk_weights[t*top_k + k].
+ *
+ * Capacity and drop policy: each rank may send each expert at most
+ * cap = ceil(capacity_factor * n_tokens * top_k / n_experts) tokens
+ * (capacity_factor <= 0: no limit).  Slots go first to every token's
+ * first choice, then to second choices, and so on, each round in token
+ * order (so a token's first choice is dropped only when the expert is
+ * full of other first choices).  A dropped (token, expert) pair is not
+ * sent; in the combine it contributes nothing and the token's other
+ * weights are not renormalised (as GShard and Tutel). */
+struct mrc_coll_moe_cfg {
+	uint32_t n_experts, top_k;
+	size_t hidden;             /* elements per token */
+	int dtype;                 /* MRC_COLL_FLOAT32, _FLOAT16 or _BFLOAT16 */
+	double capacity_factor;
+	uint32_t local_ranks;      /* 0: flat all-to-all; else 2-D with this many ranks per node */
+};
+struct mrc_coll_moe_plan;
+
+/* The layout step (DeepEP's get_dispatch_layout), local, before capacity:
+ * tokens per rank (a token counted once per rank it goes to), tokens per
+ * expert, and in_rank[t * nranks + r] = 1 when token t goes to rank r.
+ * Any output may be NULL. */
+int mrc_coll_moe_layout(uint32_t nranks, uint32_t n_experts, uint32_t top_k, size_t n_tokens,
+			const int32_t *topk_idx, uint32_t *tokens_per_rank,
+			uint32_t *tokens_per_expert, uint8_t *in_rank);
+/* Sends every kept (token, expert) pair to its expert's rank.  On return
+ * *expert_in (malloc'd; free() it) holds this rank's experts' input
+ * tokens grouped by local expert (all of expert 0's, then expert 1's...;
+ * within an expert by source rank, then slot order), and counts[e] (an
+ * array of E/N) how many each local expert got.  *plan remembers the
+ * routing for the combine. */
+int mrc_coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
+			  size_t n_tokens, const int32_t *topk_idx, const void *tokens,
+			  struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts);
+/* Returns the experts' outputs (expert_out: the layout of expert_in) to
+ * the tokens' ranks and combines: out[t] = sum over kept k of
+ * topk_weights[t*top_k + k] * output of (t, k), in float, rounded once. */
+int mrc_coll_moe_combine(struct mrc_coll *c, const struct mrc_coll_moe_plan *plan,
+			 const void *expert_out, const float *topk_weights, void *out);
+void mrc_coll_moe_plan_free(struct mrc_coll_moe_plan *plan);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

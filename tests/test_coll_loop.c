@@ -1,0 +1,550 @@
+/* libmrc-coll against a real mrcd on the loopback fabric (no root): ranks
+ * as threads of this process, each with its own context.  Every
+ * collective x type x op at sizes 0, 1, not a multiple of the ranks and
+ * many chunks, in and out of place, checked element by element; the
+ * bootstrap from the environment; an abort on one rank reaching every
+ * other within the bound; a rank that leaves mid-collective.  Skipped
+ * when build/bin/mrcd has not been built. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "tests/support/mrcd_spawn.h"
+#include "tests/support/skip.h"
+
+#include "coll/coll_int.h"
+#include "common/prng.h"
+
+/* The no-progress bound of the failure tests; the others use a generous
+ * one, so that a loaded machine (sanitizers, other tests) cannot fail a
+ * correct run. */
+#define TIMEOUT_MS 3000
+static int timeout_ms = 30000;
+static struct mrcd_proc D;
+static int have_daemon;
+static uint32_t next_sid = 7400;
+static uint32_t root_host;         /* 0, or MRC_COLL_HOST_ANY to probe */
+static int algo;                   /* MRC_COLL_ALGO_* */
+
+struct rank {
+	pthread_t th;
+	struct mrc_coll_cfg cfg;
+	int (*body)(struct rank *);
+	struct mrc_coll *c;
+	int rc;
+	int64_t t_end;             /* when body returned (ms) */
+	size_t wrong;
+	char why[160];
+	void *arg;
+};
+
+static void *rank_main(void *p)
+{
+	struct rank *r = p;
+	r->rc = mrc_coll_init(&r->cfg, &r->c);
+	if (!r->rc)
+		r->rc = r->body(r);
+	r->t_end = mrcd_spawn_now_ms();
+	mrc_coll_destroy(r->c);
+	return NULL;
+}
+
+/* Runs body on n ranks as threads; chunk 0: the default. */
+static void run_ranks(struct rank *R, uint32_t n, int (*body)(struct rank *), uint32_t chunk,
+		      void *arg)
+{
+	uint32_t sid = next_sid++;
+	for (uint32_t i = 0; i < n; i++) {
+		R[i] = (struct rank){ .cfg = { .sock = D.sock, .nranks = n, .rank = i, .root_host = root_host,
+			.sid = sid, .chunk_bytes = chunk, .window = 2, .timeout_ms = timeout_ms, .algo = algo },
+			.body = body, .arg = arg };
+		assert_int_equal(pthread_create(&R[i].th, NULL, rank_main, &R[i]), 0);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		pthread_join(R[i].th, NULL);
+}
+
+static int setup(void **state)
+{
+	have_daemon = mrcd_spawn_available();
+	if (!have_daemon)
+		return 0;
+	const char *argv[] = { "--max_clients=64", NULL };
+	return mrcd_spawn_start(&D, argv);
+}
+
+static int teardown(void **state)
+{
+	if (have_daemon)
+		mrcd_spawn_stop(&D);
+	return 0;
+}
+
+#define NEED_DAEMON() do { if (!have_daemon) MRC_SKIP("build/bin/mrcd not built"); } while (0)
+
+/* Every collective x type x op x size x placement on one communicator. */
+static int body_matrix(struct rank *r)
+{
+	struct mrc_coll *c = r->c;
+	uint32_t n = mrc_coll_size(c), me = mrc_coll_rank(c);
+	/* 0, 1, not a multiple of n, and several chunks of 4 KiB per rank. */
+	const size_t counts[] = { 0, 1, n + 1, 3 * 4096 + 5 };
+	for (int kind = 0; kind < MRC__C_N; kind++)
+		for (size_t ci = 0; ci < 4; ci++)
+			for (int dt = 0; dt < MRC_COLL_NTYPES; dt++)
+				for (int op = 0; op < MRC_COLL_NOPS; op++)
+					for (int inplace = 0; inplace < 2; inplace++) {
+		int reduces = kind == MRC__C_ALLREDUCE || kind == MRC__C_REDUCE_SCATTER;
+		if ((!reduces && op) || (kind == MRC__C_ALLTOALL && inplace))
+			continue;
+		size_t count = counts[ci], esz = mrc_coll_dtype_size(dt);
+		uint32_t root = (uint32_t)(ci % n);
+		size_t inb = mrc__coll_in_count(kind, n, count) * esz;
+		size_t outb = mrc__coll_out_count(kind, n, count) * esz;
+		uint8_t *in = malloc(inb + 1), *out = malloc(outb + 1), *src = in, *dst = out;
+		memset(out, 0xa5, outb);   /* nothing left over from before */
+		if (inplace && kind == MRC__C_ALLGATHER)
+			src = out + me * count * esz;
+		else if (inplace && kind == MRC__C_REDUCE_SCATTER)
+			dst = in + me * count * esz;
+		else if (inplace)
+			src = out;
+		mrc__coll_fill(kind, src, n, me, count, dt, op, root);
+		int rc = mrc__coll_call(c, kind, src, dst, count, dt, op, root);
+		size_t bad = rc ? 0 : mrc__coll_wrong(kind, dst, n, me, count, dt, op, root);
+		free(in);
+		free(out);
+		if (rc || bad) {
+			snprintf(r->why, sizeof(r->why), "%s %s %s count %zu %s: %s, %zu wrong",
+				 mrc__coll_name[kind], mrc_coll_dtype_name(dt), mrc_coll_op_name(op),
+				 count, inplace ? "in place" : "out of place", rc ? strerror(-rc) : "ok",
+				 bad);
+			r->wrong += bad;
+			return rc ? rc : -EIO;
+		}
+	}
+	return 0;
+}
+
+static void check_all_ok(struct rank *R, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (R[i].rc || R[i].wrong)
+			fail_msg("rank %u of %u: %s (%s)", i, n, strerror(-R[i].rc), R[i].why);
+}
+
+static void test_matrix_3(void **state)
+{
+	NEED_DAEMON();
+	struct rank R[3];
+	run_ranks(R, 3, body_matrix, 4096, NULL);
+	check_all_ok(R, 3);
+}
+
+static void test_matrix_4_and_1(void **state)
+{
+	NEED_DAEMON();
+	struct rank R[5];
+	run_ranks(R, 4, body_matrix, 4096, NULL);
+	check_all_ok(R, 4);
+	/* Every size by each all-reduce algorithm (auto picks by size). */
+	algo = MRC_COLL_ALGO_TREE;
+	run_ranks(R, 5, body_matrix, 4096, NULL);
+	check_all_ok(R, 5);
+	algo = MRC_COLL_ALGO_RING;
+	run_ranks(R, 5, body_matrix, 4096, NULL);
+	algo = MRC_COLL_ALGO_AUTO;
+	check_all_ok(R, 5);
+	run_ranks(R, 1, body_matrix, 4096, NULL);
+	check_all_ok(R, 1);
+}
+
+/* all-to-allv with uneven counts (some zero), every pair checked. */
+static int body_alltoallv(struct rank *r)
+{
+	uint32_t n = mrc_coll_size(r->c), me = mrc_coll_rank(r->c);
+	size_t sc[8], sd[8], rcn[8], rd[8], st = 0, rt = 0;
+	for (uint32_t j = 0; j < n; j++) {
+		sc[j] = (me * 3 + j * 5) % 7 * 1000;    /* what me sends j */
+		rcn[j] = (j * 3 + me * 5) % 7 * 1000;   /* what j sends me */
+		sd[j] = st;
+		rd[j] = rt;
+		st += sc[j];
+		rt += rcn[j];
+	}
+	int64_t *in = malloc(st * 8 + 8), *out = calloc(rt + 1, 8);
+	for (uint32_t j = 0; j < n; j++)
+		for (size_t i = 0; i < sc[j]; i++)
+			in[sd[j] + i] = (int64_t)me << 40 | (int64_t)j << 32 | (int64_t)i;
+	uint32_t L = r->arg ? *(uint32_t *)r->arg : 0;
+	int rc = L ? mrc_coll_alltoallv_2d(r->c, L, in, sc, sd, out, rcn, rd, MRC_COLL_INT64)
+		   : mrc_coll_alltoallv(r->c, in, sc, sd, out, rcn, rd, MRC_COLL_INT64);
+	for (uint32_t j = 0; !rc && j < n; j++)
+		for (size_t i = 0; i < rcn[j]; i++)
+			r->wrong += out[rd[j] + i] != ((int64_t)j << 40 | (int64_t)me << 32 | (int64_t)i);
+	free(in);
+	free(out);
+	return rc;
+}
+
+static void test_alltoallv(void **state)
+{
+	NEED_DAEMON();
+	struct rank R[4];
+	run_ranks(R, 4, body_alltoallv, 2048, NULL);
+	check_all_ok(R, 4);
+	/* The same exchange in two levels: 2 nodes of 2 ranks. */
+	uint32_t L = 2;
+	run_ranks(R, 4, body_alltoallv, 2048, &L);
+	check_all_ok(R, 4);
+}
+
+/* MoE dispatch + combine against a local reference: E = 8 experts on 4
+ * ranks, top-2, seeded skewed routing (expert 0 is popular, so capacity
+ * 1.0 drops), every expert multiplies its tokens by (its id + 1).  Values
+ * are small integers and weights quarters, so float sums are exact and
+ * the reference differs from the result only by the final rounding,
+ * which both do once. */
+struct moe_case { struct mrc_coll_moe_cfg cfg; uint64_t seed; size_t dropped[4]; };
+
+static int body_moe(struct rank *r)
+{
+	struct moe_case *mc = r->arg;
+	const struct mrc_coll_moe_cfg *cfg = &mc->cfg;
+	uint32_t n = mrc_coll_size(r->c), me = mrc_coll_rank(r->c), K = cfg->top_k, E = cfg->n_experts;
+	size_t T = 40 + me * 7, H = cfg->hidden;   /* ranks differ in token count */
+	struct mrc_rng g;
+	mrc_rng_seed(&g, mc->seed + me);
+	int32_t *idx = malloc(T * K * sizeof(*idx));
+	float *w = malloc(T * K * sizeof(*w));
+	void *x = malloc(T * H * 4), *out = malloc(T * H * 4), *ref = malloc(T * H * 4);
+	for (size_t t = 0; t < T; t++)
+		for (uint32_t k = 0; k < K; k++) {
+			int32_t e;
+			do   /* distinct experts per token; expert 0 half the time */
+				e = mrc_rng_chance(&g, 0.5) ? 0 : (int32_t)mrc_rng_below(&g, E);
+			while ((k > 0 && e == idx[t * K]) );
+			idx[t * K + k] = e;
+			w[t * K + k] = (float)(1 + mrc_rng_below(&g, 4)) / 4;
+		}
+	for (size_t i = 0; i < T * H; i++)
+		mrc__coll_put(x, cfg->dtype, i, (double)(int)mrc_rng_below(&g, 9) - 4);
+	/* The layout step agrees with a direct count. */
+	uint32_t per_rank[8], per_exp[16];
+	uint8_t *in_rank = malloc(T * n);
+	if (mrc_coll_moe_layout(n, E, K, T, idx, per_rank, per_exp, in_rank))
+		return -EINVAL;
+	uint32_t sum_e = 0;
+	for (uint32_t e = 0; e < E; e++)
+		sum_e += per_exp[e];
+	if (sum_e != T * K || in_rank[idx[0] / (E / n)] != 1)
+		return -EBADMSG;
+	struct mrc_coll_moe_plan *plan;
+	void *ein;
+	size_t counts[4];
+	int rc = mrc_coll_moe_dispatch(r->c, cfg, T, idx, x, &plan, &ein, counts);
+	if (rc)
+		return rc;
+	/* The experts. */
+	size_t row = 0;
+	for (uint32_t el = 0; el < E / n; el++)
+		for (size_t i = 0; i < counts[el]; i++, row++)
+			for (size_t h = 0; h < H; h++)
+				mrc__coll_put(ein, cfg->dtype, row * H + h,
+					      (me * (E / n) + el + 1) * mrc__coll_get(ein, cfg->dtype, row * H + h));
+	rc = mrc_coll_moe_combine(r->c, plan, ein, w, out);
+	/* Reference: the documented capacity policy, computed here. */
+	uint64_t cap = cfg->capacity_factor > 0 ? (uint64_t)ceil(cfg->capacity_factor * T * K / E) : UINT64_MAX;
+	uint64_t used[16] = { 0 };
+	float *acc = calloc(T * H, sizeof(float));
+	size_t dropped = 0;
+	for (uint32_t k = 0; k < K; k++)
+		for (size_t t = 0; t < T; t++) {
+			int32_t e = idx[t * K + k];
+			if (used[e] >= cap) {
+				dropped++;
+				continue;
+			}
+			used[e]++;
+			for (size_t h = 0; h < H; h++)
+				acc[t * H + h] += w[t * K + k] * (float)(e + 1) *
+						  (float)mrc__coll_get(x, cfg->dtype, t * H + h);
+		}
+	for (size_t i = 0; i < T * H; i++)
+		mrc__coll_put(ref, cfg->dtype, i, acc[i]);
+	for (size_t i = 0; !rc && i < T * H; i++)
+		r->wrong += mrc__coll_get(ref, cfg->dtype, i) != mrc__coll_get(out, cfg->dtype, i);
+	mc->dropped[me] = dropped;
+	mrc_coll_moe_plan_free(plan);
+	free(ein), free(idx), free(w), free(x), free(out), free(ref), free(acc), free(in_rank);
+	return rc;
+}
+
+static void test_moe(void **state)
+{
+	NEED_DAEMON();
+	struct rank R[4];
+	uint64_t seed = (uint64_t)time(NULL);
+	const double cfs[] = { 0, 1.0 };
+	const uint32_t locals[] = { 0, 2 };
+	const int types[] = { MRC_COLL_FLOAT32, MRC_COLL_BFLOAT16 };
+	for (int a = 0; a < 2; a++)
+		for (int b = 0; b < 2; b++)
+			for (int d = 0; d < 2; d++) {
+				struct moe_case mc = { .cfg = { .n_experts = 8, .top_k = 2, .hidden = 24,
+					.dtype = types[d], .capacity_factor = cfs[a], .local_ranks = locals[b] },
+					.seed = seed };
+				run_ranks(R, 4, body_moe, 1024, &mc);
+				for (uint32_t i = 0; i < 4; i++)
+					if (R[i].rc || R[i].wrong)
+						fail_msg("moe cf %g %s %s rank %u: %s, %zu wrong (seed %llu)", cfs[a],
+							 locals[b] ? "2-D" : "flat", mrc_coll_dtype_name(types[d]), i,
+							 strerror(-R[i].rc), R[i].wrong, (unsigned long long)seed);
+				size_t drops = 0;
+				for (uint32_t i = 0; i < 4; i++)
+					drops += mc.dropped[i];
+				/* Capacity 1.0 with a popular expert must drop; none without. */
+				if (cfs[a] > 0)
+					assert_true(drops > 0);
+				else
+					assert_int_equal(drops, 0);
+			}
+}
+
+/* Rank 1 aborts before the all-reduce; the others, already waiting in it
+ * for rank 1's data, return -ECONNABORTED well within the timeout: the
+ * abort message, not the timeout, ended their wait. */
+static int body_abort(struct rank *r)
+{
+	int32_t x[1024] = { 0 };
+	/* A rank still finishing the barrier when rank 1 aborts fails there. */
+	int rc = mrc_coll_barrier(r->c);
+	if (rc)
+		return rc;
+	int64_t *t0 = r->arg;
+	if (mrc_coll_rank(r->c) == 1) {
+		*t0 = mrcd_spawn_now_ms();
+		return mrc_coll_abort(r->c, -ECANCELED);
+	}
+	rc = mrc_coll_allreduce(r->c, x, x, 1024, MRC_COLL_INT32, MRC_COLL_SUM);
+	/* Sticky: the next call fails at once. */
+	if (rc && mrc_coll_barrier(r->c) != rc)
+		return -EINVAL;
+	return rc;
+}
+
+/* Runs a failure test's body on 4 ranks with the short bound; checks that
+ * the victim returned want_victim and that every other rank failed, and
+ * prints how long after *t0 each one returned. */
+static void run_failure(struct rank *R, int (*body)(struct rank *), int64_t *t0, uint32_t victim,
+			int want_victim)
+{
+	timeout_ms = TIMEOUT_MS;
+	run_ranks(R, 4, body, 0, t0);
+	timeout_ms = 30000;
+	assert_int_equal(R[victim].rc, want_victim);
+	for (uint32_t i = 0; i < 4; i++) {
+		if (i == victim)
+			continue;
+		print_message("rank %u: %s after %lld ms\n", i, strerror(-R[i].rc),
+			      (long long)(R[i].t_end - *t0));
+		if (R[i].rc == 0)
+			fail_msg("rank %u completed without rank %u", i, victim);
+	}
+}
+
+static void test_abort_reaches_all(void **state)
+{
+	NEED_DAEMON();
+	struct rank R[4];
+	int64_t t0 = 0;
+	run_failure(R, body_abort, &t0, 1, -ECANCELED);
+	for (uint32_t i = 0; i < 4; i++) {
+		if (i == 1)
+			continue;
+		assert_int_equal(R[i].rc, -ECONNABORTED);
+		/* Well inside the no-progress timeout (3 s). */
+		assert_true(R[i].t_end - t0 < TIMEOUT_MS / 2);
+	}
+}
+
+/* Rank 2 leaves (destroys its communicator, its QPs go) while the others
+ * wait in an all-reduce for it: every other rank returns an error within
+ * the bound (timeout_ms plus one delivery), none hangs. */
+static int body_leave(struct rank *r)
+{
+	static int32_t x[4][65536];
+	if (mrc_coll_barrier(r->c))
+		return -EIO;
+	int64_t *t0 = r->arg;
+	if (mrc_coll_rank(r->c) == 2) {
+		*t0 = mrcd_spawn_now_ms();
+		return -EOWNERDEAD;   /* rank_main destroys it */
+	}
+	return mrc_coll_allreduce(r->c, x[mrc_coll_rank(r->c)], x[mrc_coll_rank(r->c)], 65536,
+				  MRC_COLL_INT32, MRC_COLL_SUM);
+}
+
+static void test_rank_leaves(void **state)
+{
+	NEED_DAEMON();
+	struct rank R[4];
+	int64_t t0 = 0;
+	run_failure(R, body_leave, &t0, 2, -EOWNERDEAD);
+	for (uint32_t i = 0; i < 4; i++) {
+		if (i == 2)
+			continue;
+		assert_true(R[i].t_end - t0 <= TIMEOUT_MS + 1000);
+	}
+}
+
+/* Rank 2 stays alive but never calls the all-reduce (a hung process):
+ * the others give up after timeout_ms without progress and every one
+ * returns within the bound; the first to time out tells the rest. */
+static int n_returned;
+
+static int others_done(void *arg)
+{
+	return __atomic_load_n(&n_returned, __ATOMIC_ACQUIRE) == 3;
+}
+
+static int body_hang(struct rank *r)
+{
+	static int32_t x[4][4096];
+	int rc = mrc_coll_barrier(r->c);
+	if (rc)
+		return rc;
+	int64_t *t0 = r->arg;
+	uint32_t me = mrc_coll_rank(r->c);
+	if (me == 2) {
+		*t0 = mrcd_spawn_now_ms();
+		/* Not a synchronisation sleep: the hung rank waits (bounded)
+		 * for the others to give up, so its QPs outlive their wait. */
+		mrcd_spawn_wait_for(others_done, NULL, 3 * TIMEOUT_MS);
+		return -EOWNERDEAD;
+	}
+	rc = mrc_coll_allreduce(r->c, x[me], x[me], 4096, MRC_COLL_INT32, MRC_COLL_SUM);
+	r->t_end = mrcd_spawn_now_ms();
+	__atomic_add_fetch(&n_returned, 1, __ATOMIC_RELEASE);
+	return rc;
+}
+
+static void test_rank_hangs(void **state)
+{
+	NEED_DAEMON();
+	struct rank R[4];
+	int64_t t0 = 0;
+	n_returned = 0;
+	run_failure(R, body_hang, &t0, 2, -EOWNERDEAD);
+	int timed_out = 0;
+	for (uint32_t i = 0; i < 4; i++) {
+		if (i == 2)
+			continue;
+		assert_true(R[i].rc == -ETIMEDOUT || R[i].rc == -ECONNABORTED);
+		timed_out += R[i].rc == -ETIMEDOUT;
+		assert_true(R[i].t_end - t0 <= TIMEOUT_MS + 1000);
+	}
+	assert_true(timed_out >= 1);
+}
+
+/* The bootstrap from the environment as a launcher sets it. */
+static void test_cfg_from_env(void **state)
+{
+	struct mrc_coll_cfg cfg;
+	unsetenv("MRC_COLL_SIZE");
+	unsetenv("MRC_COLL_RANK");
+	unsetenv("PMI_SIZE");
+	unsetenv("PMI_RANK");
+	unsetenv("SLURM_NTASKS");
+	unsetenv("SLURM_PROCID");
+	setenv("OMPI_COMM_WORLD_SIZE", "8", 1);
+	setenv("OMPI_COMM_WORLD_RANK", "5", 1);
+	setenv("MRC_COLL_SID", "7777", 1);
+	setenv("MRC_COLL_ROOT_HOST", "3", 1);
+	assert_int_equal(mrc_coll_cfg_from_env(&cfg), 0);
+	assert_int_equal(cfg.nranks, 8);
+	assert_int_equal(cfg.rank, 5);
+	assert_int_equal(cfg.sid, 7777);
+	assert_int_equal(cfg.root_host, 3);
+	assert_int_equal(cfg.algo, MRC_COLL_ALGO_AUTO);
+	setenv("MRC_COLL_ALGO", "tree", 1);
+	assert_int_equal(mrc_coll_cfg_from_env(&cfg), 0);
+	assert_int_equal(cfg.algo, MRC_COLL_ALGO_TREE);
+	setenv("MRC_COLL_ALGO", "bogus", 1);
+	assert_int_equal(mrc_coll_cfg_from_env(&cfg), -EINVAL);
+	unsetenv("MRC_COLL_ALGO");
+	setenv("OMPI_COMM_WORLD_RANK", "8", 1);
+	assert_int_equal(mrc_coll_cfg_from_env(&cfg), -EINVAL);
+	setenv("OMPI_COMM_WORLD_RANK", "x", 1);
+	assert_int_equal(mrc_coll_cfg_from_env(&cfg), -EINVAL);
+	unsetenv("OMPI_COMM_WORLD_SIZE");
+	unsetenv("OMPI_COMM_WORLD_RANK");
+	unsetenv("MRC_COLL_ROOT_HOST");
+	unsetenv("MRC_COLL_SID");
+	assert_int_equal(mrc_coll_cfg_from_env(&cfg), -ENOENT);
+	setenv("MRC_COLL_SIZE", "2", 1);
+	setenv("MRC_COLL_RANK", "1", 1);
+	assert_int_equal(mrc_coll_cfg_from_env(&cfg), 0);
+	assert_int_equal(cfg.root_host, MRC_COLL_HOST_ANY);
+	unsetenv("MRC_COLL_SIZE");
+	unsetenv("MRC_COLL_RANK");
+}
+
+/* Rank 0's host found by probing (MRC_COLL_HOST_ANY). */
+static int body_barrier(struct rank *r)
+{
+	return mrc_coll_barrier(r->c);
+}
+
+static void test_probe_root(void **state)
+{
+	NEED_DAEMON();
+	struct rank R[3];
+	root_host = MRC_COLL_HOST_ANY;
+	run_ranks(R, 3, body_barrier, 0, NULL);
+	root_host = 0;
+	check_all_ok(R, 3);
+}
+
+/* Bad arguments are refused before anything is sent. */
+static void test_bad_args(void **state)
+{
+	struct mrc_coll *c = NULL;
+	struct mrc_coll_cfg cfg = { .nranks = 2, .rank = 2 };
+	assert_int_equal(mrc_coll_init(&cfg, &c), -EINVAL);
+	cfg = (struct mrc_coll_cfg){ .nranks = 2, .rank = 0, .chunk_bytes = 100 };
+	assert_int_equal(mrc_coll_init(&cfg, &c), -EINVAL);
+	cfg = (struct mrc_coll_cfg){ .nranks = 2, .rank = 0, .window = 65 };
+	assert_int_equal(mrc_coll_init(&cfg, &c), -EINVAL);
+	cfg = (struct mrc_coll_cfg){ .nranks = 2, .rank = 0, .algo = 3 };
+	assert_int_equal(mrc_coll_init(&cfg, &c), -EINVAL);
+	assert_int_equal(mrc_coll_dtype_size(MRC_COLL_NTYPES), 0);
+	assert_string_equal(mrc_coll_dtype_name(MRC_COLL_BFLOAT16), "bfloat16");
+	assert_string_equal(mrc_coll_op_name(MRC_COLL_MAX), "max");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_args),
+		cmocka_unit_test(test_cfg_from_env),
+		cmocka_unit_test(test_probe_root),
+		cmocka_unit_test(test_matrix_3),
+		cmocka_unit_test(test_matrix_4_and_1),
+		cmocka_unit_test(test_alltoallv),
+		cmocka_unit_test(test_moe),
+		cmocka_unit_test(test_abort_reaches_all),
+		cmocka_unit_test(test_rank_leaves),
+		cmocka_unit_test(test_rank_hangs),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
