@@ -29,16 +29,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 . tests/root/lib.sh
 export LD_LIBRARY_PATH="$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-sock() { echo "$tmp/$1/mrcd.sock"; }
-start_mrcd() {
-	local h=$1
-	mkdir -p "$tmp/$h"
-	[ -f "$tmp/cluster.key" ] || $B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null || exit 1
-	ip netns exec $P-$h $B/bin/mrcd --topology "$T" --host $h --socket "$(sock $h)" \
-		--key_file "$tmp/cluster.key" --log_level notice 2>>"$tmp/$h.log" &
-	dpid[$h]=$!
-	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
-}
+cp "$T" "$tmp/topo.json"   # start_mrcd (lib.sh) reads it there
 $F down >/dev/null 2>&1
 $F up "$T" >/dev/null || { echo "mrc-fabric up failed"; exit 1; }
 for h in h0 h2 h5 h7; do start_mrcd $h; done
