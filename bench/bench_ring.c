@@ -117,12 +117,7 @@ static double run1(int sleepy, int lat_mode, uint64_t n, uint64_t *lat, uint64_t
 	size_t bytes = mrc_ring_bytes(ENTRIES, sizeof(struct mrc_sqe));
 	struct mrc_ring_hdr *h = aligned_alloc(64, bytes);
 	memset(h, 0, bytes);
-	h->magic = MRC_RING_MAGIC;
-	h->version = MRC_RING_VERSION;
-	h->kind = MRC_RING_SQ;
-	h->entries = ENTRIES;
-	h->desc_size = sizeof(struct mrc_sqe);
-	h->desc_off = sizeof(*h);
+	mrc_ring_layout(h, MRC_RING_SQ, ENTRIES, sizeof(struct mrc_sqe), 0, 0, 0, 0);
 	struct ring1 r = { .h = h, .d = (struct mrc_sqe *)(h + 1), .sleepy = sleepy, .n = n,
 			   .lat = lat_mode ? lat : NULL };
 	r.efd = eventfd(0, EFD_CLOEXEC);

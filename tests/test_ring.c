@@ -34,16 +34,11 @@ struct ring {
 
 static void ring_new(struct ring *r, uint32_t n, uint64_t base)
 {
-	void *mem = NULL;
-	assert_int_equal(posix_memalign(&mem, 64, mrc_ring_bytes(n, sizeof(struct mrc_sqe))), 0);
+	void *mem = aligned_alloc(64, mrc_ring_bytes(n, sizeof(struct mrc_sqe)));
+	assert_non_null(mem);
 	memset(mem, 0, mrc_ring_bytes(n, sizeof(struct mrc_sqe)));
 	r->h = mem;
-	r->h->magic = MRC_RING_MAGIC;
-	r->h->version = MRC_RING_VERSION;
-	r->h->entries = n;
-	r->h->desc_size = sizeof(struct mrc_sqe);
-	r->h->desc_off = sizeof(*r->h);
-	r->h->head = r->h->tail = base;
+	mrc_ring_layout(r->h, MRC_RING_SQ, n, sizeof(struct mrc_sqe), 0, 0, base, 0);
 	r->d = (struct mrc_sqe *)(r->h + 1);
 	r->n = n;
 	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -26,32 +26,6 @@ static uint64_t page_up(uint64_t n)
 	return (n + pg - 1) & ~(pg - 1);
 }
 
-/* Indices start at base (ring.h "Index base"); every slot's seq holds
- * what the previous lap would have left, so no slot of the first lap can
- * match its index by accident, whatever base is. */
-static void ring_init(struct mrc_ring_hdr *h, uint32_t kind, uint32_t n, uint32_t dsz,
-		      uint32_t flags, uint32_t qpn, uint64_t base, uint32_t notify_slot)
-{
-	memset(h, 0, sizeof(*h));
-	h->magic = MRC_RING_MAGIC;
-	h->version = MRC_RING_VERSION;
-	h->kind = kind;
-	h->entries = n;
-	h->desc_size = dsz;
-	h->flags = flags;
-	h->qpn = qpn;
-	h->notify_slot = notify_slot;
-	h->desc_off = sizeof(*h);
-	h->base = base;
-	h->head = base;
-	h->tail = base;
-	char *desc = (char *)h + h->desc_off;
-	for (uint64_t i = base; i != base + n; i++) {
-		uint32_t seq = (uint32_t)(i - n + 1);
-		memcpy(desc + (i & (n - 1)) * dsz, &seq, sizeof(seq));
-	}
-}
-
 static void doorbell(int efd)
 {
 	uint64_t one = 1;
@@ -400,9 +374,9 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 	q->notify_slot = polled ? notify_slot : 0;
 	q->sqh = q->map;
 	q->cqh = (struct mrc_ring_hdr *)((char *)q->map + sq_bytes);
-	ring_init(q->sqh, MRC_RING_SQ, req->sq_entries, sizeof(struct mrc_sqe), rflags, q->qpn,
+	mrc_ring_layout(q->sqh, MRC_RING_SQ, req->sq_entries, sizeof(struct mrc_sqe), rflags, q->qpn,
 		  base, q->notify_slot);
-	ring_init(q->cqh, MRC_RING_CQ, ncq, sizeof(struct mrc_cqe), 0, q->qpn, base, 0);
+	mrc_ring_layout(q->cqh, MRC_RING_CQ, ncq, sizeof(struct mrc_cqe), 0, q->qpn, base, 0);
 	q->sq = (struct mrc_sqe *)(q->sqh + 1);
 	q->cq = (struct mrc_cqe *)(q->cqh + 1);
 	q->sq_mask = req->sq_entries - 1;

@@ -135,6 +135,7 @@
 #define MRC_RING_H
 
 #include <stdint.h>
+#include <string.h>
 
 #if !defined(__CUDACC__) && !defined(__cplusplus) /* C11 atomics: C only */
 #include <stdatomic.h>
@@ -282,6 +283,36 @@ static inline uint64_t mrc_ring_bytes(uint32_t n, uint32_t desc_size)
 {
 	uint64_t b = sizeof(struct mrc_ring_hdr) + (uint64_t)n * desc_size;
 	return (b + MRC_RING_CACHELINE - 1) & ~(uint64_t)(MRC_RING_CACHELINE - 1);
+}
+
+/* Lays out a ring as mrcd creates it: the header (descriptors right after
+ * it, head = tail = base) and every slot's seq pre-filled with what the
+ * previous lap would have left ("Index base"), so that no slot of the
+ * first lap matches its index by accident.  h must point at
+ * mrc_ring_bytes(entries, desc_size) bytes.  mrcd uses it, and so do the
+ * tests and benchmarks that stand in for mrcd. */
+static inline void mrc_ring_layout(struct mrc_ring_hdr *h, uint32_t kind, uint32_t entries,
+				   uint32_t desc_size, uint32_t flags, uint32_t qpn,
+				   uint64_t base, uint32_t notify_slot)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = MRC_RING_MAGIC;
+	h->version = MRC_RING_VERSION;
+	h->kind = kind;
+	h->entries = entries;
+	h->desc_size = desc_size;
+	h->flags = flags;
+	h->qpn = qpn;
+	h->notify_slot = notify_slot;
+	h->desc_off = sizeof(*h);
+	h->base = base;
+	h->head = base;
+	h->tail = base;
+	unsigned char *desc = (unsigned char *)h + h->desc_off;
+	for (uint64_t i = base; i != base + entries; i++) {
+		uint32_t seq = (uint32_t)(i - entries + 1);
+		memcpy(desc + (i & (entries - 1)) * desc_size, &seq, sizeof(seq));
+	}
 }
 
 #if !defined(__CUDACC__) && !defined(__cplusplus) /* C11 atomics: C only */

@@ -146,31 +146,16 @@ struct cons {
 	char why[160];
 };
 
-static void ring_init(struct mrc_ring_hdr *h, uint32_t kind, uint32_t n, uint32_t dsz, uint32_t slot)
-{
-	memset(h, 0, sizeof(*h));
-	h->magic = MRC_RING_MAGIC;
-	h->version = MRC_RING_VERSION;
-	h->kind = kind;
-	h->entries = n;
-	h->desc_size = dsz;
-	h->flags = kind == MRC_RING_SQ ? MRC_RING_F_POLLED : 0;
-	h->notify_slot = slot;
-	h->desc_off = sizeof(*h);
-	h->base = BASE;
-	h->head = h->tail = BASE;
-}
-
 static void shm_init(struct shm *m, uint32_t slot)
 {
 	memset(m, 0, sizeof(*m));
-	ring_init(&m->sqh, MRC_RING_SQ, SQ_N, sizeof(struct mrc_sqe), slot);
-	ring_init(&m->cqh, MRC_RING_CQ, CQ_N, sizeof(struct mrc_cqe), 0);
-	/* Pre-filled seqs (ring.h "Index base"): the previous lap's values. */
-	for (uint32_t i = 0; i < SQ_N; i++)
-		m->sq[(BASE + i) & (SQ_N - 1)].seq = (uint32_t)(BASE + i - SQ_N + 1);
-	for (uint32_t i = 0; i < CQ_N; i++)
-		m->cq[(BASE + i) & (CQ_N - 1)].seq = (uint32_t)(BASE + i - CQ_N + 1);
+	/* As mrcd lays them out; sq and cq follow their headers, so the
+	 * pointers are taken from the whole object, not the header members. */
+	char *base = (char *)m;
+	mrc_ring_layout((struct mrc_ring_hdr *)(void *)(base + offsetof(struct shm, sqh)),
+			MRC_RING_SQ, SQ_N, sizeof(struct mrc_sqe), MRC_RING_F_POLLED, 0, BASE, slot);
+	mrc_ring_layout((struct mrc_ring_hdr *)(void *)(base + offsetof(struct shm, cqh)),
+			MRC_RING_CQ, CQ_N, sizeof(struct mrc_cqe), 0, 0, BASE, 0);
 }
 
 /* What descriptor index i must hold (the kernel's formula below). */

@@ -233,12 +233,8 @@ static void ring_make(struct ring *g, uint32_t sq_n, uint32_t cq_n)
 	g->map = mmap(NULL, g->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	g->nmap = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct mrc_ring_hdr *sqh = g->map, *cqh = (void *)((char *)g->map + sq);
-	*sqh = (struct mrc_ring_hdr){ .magic = MRC_RING_MAGIC, .version = MRC_RING_VERSION,
-		.kind = MRC_RING_SQ, .entries = sq_n, .desc_size = sizeof(struct mrc_sqe),
-		.flags = MRC_RING_F_POLLED, .qpn = 7, .notify_slot = 3, .desc_off = sizeof(*sqh) };
-	*cqh = (struct mrc_ring_hdr){ .magic = MRC_RING_MAGIC, .version = MRC_RING_VERSION,
-		.kind = MRC_RING_CQ, .entries = cq_n, .desc_size = sizeof(struct mrc_cqe),
-		.qpn = 7, .desc_off = sizeof(*cqh) };
+	mrc_ring_layout(sqh, MRC_RING_SQ, sq_n, sizeof(struct mrc_sqe), MRC_RING_F_POLLED, 7, 0, 3);
+	mrc_ring_layout(cqh, MRC_RING_CQ, cq_n, sizeof(struct mrc_cqe), 0, 7, 0, 0);
 	struct mrc_notify *nt = g->nmap;
 	nt->magic = MRC_NOTIFY_MAGIC;
 	nt->version = MRC_RING_VERSION;
