@@ -2,7 +2,7 @@
  * the form of nccl-tests and of mrc-coll-perf (coll/perf.c).
  *
  *   mpirun ... mpi_coll [-C all_reduce|alltoall] [-b 1K] [-e 256M] [-f 2]
- *                       [-c 1] [-n 20] [-w 5] [-T seconds]
+ *                       [-c 1] [-n 20] [-w 5] [-T seconds] [-L file]
  *
  * MPI_Allreduce (float, sum) or MPI_Alltoall (float).  Columns, busbw
  * factors (all-reduce 2(n-1)/n, all-to-all (n-1)/n), size conventions
@@ -13,9 +13,11 @@
  * -T bounds each size: a rank whose size has not finished within that many
  * seconds prints "# stalled" and exits 3, which makes mpirun end the job
  * (a flow hashed onto a blackholed spine stalls TCP for minutes); so does
- * MPI_Init that has not returned within it. */
+ * MPI_Init that has not returned within it; -L appends that line to a file
+ * too. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <mpi.h>
 #include <signal.h>
@@ -29,27 +31,50 @@
 static volatile size_t cur_size;
 static int my_rank = -1;
 
-/* Async-signal-safe: formats by hand into a stack buffer, then _exit. */
+static const char *stall_file, *env_rank = "?";
+
+/* Appends s[0..len) to fd, ignoring errors (we are about to exit). */
+static void put(int fd, const char *s, size_t len)
+{
+	while (len) {
+		ssize_t k = write(fd, s, len);
+		if (k <= 0)
+			return;
+		s += k;
+		len -= (size_t)k;
+	}
+}
+
+/* The -T bound.  Async-signal-safe: formats by hand into a stack buffer;
+ * writes to stdout and, with -L, to a file, since mpirun's forwarding of
+ * stdout may ride the very connection that stalled. */
 static void on_alarm(int sig)
 {
-	char buf[96], num[24];
-	int k = 0, len;
+	char buf[128], num[24];
+	size_t len = 0;
+	int k = 0;
 	size_t v = cur_size;
-	if (my_rank < 0) {
-		static const char m[] = "# stalled: in MPI_Init (the launch or the wire-up)\n";
-		if (write(STDOUT_FILENO, m, sizeof(m) - 1) < 0)
-			_exit(4);
-		_exit(3);
+	for (const char *t = "# stalled: rank "; *t; t++)
+		buf[len++] = *t;
+	for (const char *t = env_rank; *t && len < 40; t++)
+		buf[len++] = *t;
+	const char *what = my_rank < 0 ? ", in MPI_Init (launch or wire-up)" : ", size ";
+	for (const char *t = what; *t; t++)
+		buf[len++] = *t;
+	if (my_rank >= 0) {
+		do
+			num[k++] = (char)('0' + v % 10);
+		while ((v /= 10) && k < 23);
+		while (k)
+			buf[len++] = num[--k];
 	}
-	do
-		num[k++] = (char)('0' + v % 10);
-	while ((v /= 10) && k < 23);
-	len = snprintf(buf, sizeof(buf), "# stalled: rank %d, size ", my_rank);
-	while (k && len < (int)sizeof(buf) - 2)
-		buf[len++] = num[--k];
 	buf[len++] = '\n';
-	if (write(STDOUT_FILENO, buf, (size_t)len) < 0)
-		_exit(4);
+	put(STDOUT_FILENO, buf, len);
+	if (stall_file) {
+		int fd = open(stall_file, O_WRONLY | O_APPEND | O_CREAT, 0644);
+		if (fd >= 0)
+			put(fd, buf, len);
+	}
 	_exit(3);
 	(void)sig;
 }
@@ -79,7 +104,7 @@ int main(int argc, char **argv)
 
 	/* Options first, so that -T bounds MPI_Init too (Open MPI's mpirun
 	 * passes no arguments of its own to the program). */
-	while ((o = getopt(argc, argv, "C:b:e:f:c:n:w:T:h")) != -1) {
+	while ((o = getopt(argc, argv, "C:b:e:f:c:n:w:T:L:h")) != -1) {
 		switch (o) {
 		case 'C':
 			kind = !strcmp(optarg, "all_reduce") ? MRC__C_ALLREDUCE
@@ -93,9 +118,12 @@ int main(int argc, char **argv)
 		case 'n': iters = atoi(optarg); break;
 		case 'w': warm = atoi(optarg); break;
 		case 'T': tmo = atoi(optarg); break;
+		case 'L': stall_file = optarg; break;
 		default: kind = -1; break;
 		}
 	}
+	if (getenv("OMPI_COMM_WORLD_RANK"))   /* set by Open MPI's launcher */
+		env_rank = getenv("OMPI_COMM_WORLD_RANK");
 	signal(SIGALRM, on_alarm);
 	if (tmo > 0)
 		alarm((unsigned)tmo);

@@ -76,24 +76,27 @@ mpi_perf() {
 	done
 	mkdir -p "$TMP/ompi"
 	_out="$TMP/mpi.out"
+	rm -f "$TMP/mpi.stalls"
 	_rc=0
-	MRC_MPI_PREFIX=$P MRC_MPI_SIDS=$MPI_SIDS TMPDIR="$TMP/ompi" \
+	MRC_MPI_PREFIX=$P MRC_MPI_SIDS=$MPI_SIDS MRC_MPI_TMP="$TMP/ompi" TMPDIR="$TMP/ompi" \
 	timeout -k 5 "${MRC_MPI_TIMEOUT:-600}" ip netns exec "$P-h0" \
 		mpirun --allow-run-as-root -np "$_np" --hostfile "$TMP/mpi.hosts" --map-by node \
 		--bind-to none --mca plm_rsh_agent "$MPI_AGENT" --mca plm_rsh_no_tree_spawn 1 \
-		--mca orte_tmpdir_base "$TMP/ompi" --mca pml ob1 --mca btl tcp,self \
+		--mca pml ob1 --mca btl tcp,self \
 		--mca btl_tcp_if_exclude lo --mca oob_tcp_if_exclude lo \
 		"$MPI_COLL" -C "$_c" -b "$_lo" -e "$_hi" -n "${MRC_MPI_ITERS:-5}" \
-		-w "${MRC_MPI_WARMUP:-1}" -T "${MRC_MPI_SIZE_TIMEOUT:-120}" \
+		-w "${MRC_MPI_WARMUP:-1}" -T "${MRC_MPI_SIZE_TIMEOUT:-120}" -L "$TMP/mpi.stalls" \
 		>"$_out" 2>"$_out.err" || _rc=$?
 	mpi_reap
 	awk '/^ /{$1 = $1; print}' "$_out"
 	# A stall: a size (or MPI_Init) past MRC_MPI_SIZE_TIMEOUT, or mpirun
 	# past MRC_MPI_TIMEOUT (its launch waits on orteds whose connection to
-	# it may be the stalled one).
-	_why=$(grep -m1 '^# stalled' "$_out" | cut -c12-)
+	# it may be the stalled one).  Ranks write their stall line to a file
+	# too: mpirun's output forwarding may ride the connection that stalled.
+	_why=$(cat "$TMP/mpi.stalls" "$_out" 2>/dev/null | grep '^# stalled' | cut -c12- |
+		sort -u | head -n 3 | tr '\n' ';')
 	case $_rc in 124|137) [ -n "$_why" ] ||
-		_why="mpirun still running after ${MRC_MPI_TIMEOUT:-600} s: killed" ;; esac
+		_why="mpirun still running after ${MRC_MPI_TIMEOUT:-600} s, killed; no rank reported a ${MRC_MPI_SIZE_TIMEOUT:-120} s stall: the launch stalled (orted to mpirun), or the sizes took longer in all" ;; esac
 	if [ -n "$_why" ]; then
 		echo "mpi_perf: $_c on $_np ranks stalled after $(grep -c '^ ' "$_out") size(s): $_why" >&2
 		return 3

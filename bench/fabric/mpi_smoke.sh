@@ -3,17 +3,21 @@
 #   - healthy: all-reduce and all-to-all at 1 KiB .. 1 MiB on 8 ranks, every
 #     size run, 0 wrong;
 #   - the traffic crossed the plane NICs: a 4 MiB all-to-all moves exactly
-#     calls x (n-1)/n x 4 MiB per rank (within 10 %: TCP/IP headers, ACKs,
-#     MPI headers), and both planes carry part of it;
+#     calls x (n-1)/n x 4 MiB per rank of payload (the NICs may send up to
+#     25 % more: TCP/IP headers, ACKs, MPI headers and the retransmissions
+#     of what the rate limiter dropped), and both planes carry part of it;
 #   - a spine silently blackholed (mrc-fabric fail p0s1 --silent, checked by
 #     its drop counters): what Open MPI over TCP on ECMP routes does is
 #     reported (flows hashed onto the dead spine stall, bounded by
 #     MRC_MPI_SIZE_TIMEOUT), not asserted: completing or stalling are both
 #     what TCP may do; a hang past the bound or stray processes fail it.
+#   - MRC_MPI_SWEEP=SIZE (optional): also prints the healthy all-reduce and
+#     all-to-all rows from 1 KiB to SIZE (the figures of docs/coll.md).
 # Root, under the lock: flock /tmp/mrc-root.lock sh bench/fabric/mpi_smoke.sh
-# Env: B (build dir), MRC_BENCH_PREFIX (fabric prefix, default mrcM), RATE.
+# Env: B (build dir), MRC_BENCH_PREFIX (fabric prefix, default mrcM),
+# MRC_BENCH_RATE (Mbit/s per link, default 100), MRC_MPI_ITERS/WARMUP (bench/fabric/mpi.sh).
 SCEN=mpi_smoke
-RATE=${RATE:-100}
+RATE=${MRC_BENCH_RATE:-100}
 MRC_BENCH_PREFIX=${MRC_BENCH_PREFIX:-mrcM}
 . bench/fabric/lib.sh
 . bench/fabric/mpi.sh
@@ -53,12 +57,18 @@ MRC_MPI_ITERS=5 MRC_MPI_WARMUP=1 mpi_perf all_to_all $N 4M 4M >/dev/null 2>"$TMP
 d0=$(( $(plane_tx 0) - a0 )); d1=$(( $(plane_tx 1) - a1 ))
 # 7 calls (1 warm-up, 5 timed, 1 checked), each rank sends 7/8 of 4 MiB
 want=$((7 * N * (N - 1) * 4194304 / N))
-if [ $rc = 0 ] && [ $((d0 + d1)) -ge $want ] && [ $((d0 + d1)) -le $((want * 11 / 10)) ] &&
+if [ $rc = 0 ] && [ $((d0 + d1)) -ge $want ] && [ $((d0 + d1)) -le $((want * 5 / 4)) ] &&
    [ $d0 -ge $((want / 10)) ] && [ $d1 -ge $((want / 10)) ]; then
 	ok "4 MiB all-to-all: the plane NICs sent $((d0 + d1)) bytes (payload $want), plane 0 $d0, plane 1 $d1"
 else
 	bad "4 MiB all-to-all: rc $rc, NICs sent $d0 + $d1 bytes, payload $want: $(cat "$TMP/err")"
 fi
+
+# ---- the sweep (figures) ----------------------------------------------------
+[ -n "${MRC_MPI_SWEEP:-}" ] && for c in all_reduce all_to_all; do
+	echo "# $c, Open MPI, $N ranks, $RATE Mbit/s links: size count type redop root time_us algbw busbw wrong"
+	mpi_perf $c $N 1K "$MRC_MPI_SWEEP" || bad "$c sweep to $MRC_MPI_SWEEP failed"
+done
 
 # ---- a spine silently blackholed -------------------------------------------
 drops() {
