@@ -28,6 +28,8 @@
 # exclude lo instead: a fabric host's namespace holds lo and its plane NICs
 # only, which mpi_perf checks.  Every session the agent starts is killed by
 # its id after the run; this file extends lib.sh's EXIT trap to do it too.
+# orted stays in that session (orte_leave_session_attached: it does not
+# daemonize, which would move it to a session of its own, out of reach).
 
 MPI_COLL="$B/bench/mpi_coll"
 MPI_AGENT="$(cd "$(dirname "$0")/../.." 2>/dev/null && pwd)/bench/fabric/mpi_agent.sh"
@@ -82,6 +84,7 @@ mpi_perf() {
 	timeout -k 5 "${MRC_MPI_TIMEOUT:-600}" ip netns exec "$P-h0" \
 		mpirun --allow-run-as-root -np "$_np" --hostfile "$TMP/mpi.hosts" --map-by node \
 		--bind-to none --mca plm_rsh_agent "$MPI_AGENT" --mca plm_rsh_no_tree_spawn 1 \
+		--mca orte_leave_session_attached 1 \
 		--mca pml ob1 --mca btl tcp,self \
 		--mca btl_tcp_if_exclude lo --mca oob_tcp_if_exclude lo \
 		"$MPI_COLL" -C "$_c" -b "$_lo" -e "$_hi" -n "${MRC_MPI_ITERS:-5}" \
