@@ -15,7 +15,6 @@
  * (a flow hashed onto a blackholed spine stalls TCP for minutes); so does
  * MPI_Init that has not returned within it; -L appends that line to a file
  * too. */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -79,15 +78,6 @@ static void on_alarm(int sig)
 	(void)sig;
 }
 
-/* "256M": bytes, with a K, M or G suffix (powers of 1024), as mrc-coll-perf. */
-static size_t parse_size(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	const char *u = *end ? strchr("KMG", toupper((unsigned char)*end)) : NULL;
-	return (size_t)(u ? v * (double)(1ull << (10 * (u - "KMG" + 1))) : v);
-}
-
 static int run(int kind, const float *in, float *out, size_t count, MPI_Comm w)
 {
 	if (kind == MRC__C_ALLREDUCE)
@@ -97,9 +87,9 @@ static int run(int kind, const float *in, float *out, size_t count, MPI_Comm w)
 
 int main(int argc, char **argv)
 {
-	size_t minb = 1024, maxb = 256u << 20;
-	double factor = 2;
-	int check = 1, iters = 20, warm = 5, kind = MRC__C_ALLREDUCE, tmo = 0, o, n, r = 0;
+	struct mrc__coll_sweep sw = { .minb = 1024, .maxb = 256u << 20, .factor = 2, .check = 1,
+				      .iters = 20, .warm = 5 };
+	int kind = MRC__C_ALLREDUCE, tmo = 0, o, n, r = 0;
 	MPI_Comm w = MPI_COMM_WORLD;
 
 	/* Options first, so that -T bounds MPI_Init too (Open MPI's mpirun
@@ -111,15 +101,12 @@ int main(int argc, char **argv)
 			     : !strcmp(optarg, "alltoall") || !strcmp(optarg, "all_to_all") ? MRC__C_ALLTOALL
 			     : -1;
 			break;
-		case 'b': minb = parse_size(optarg); break;
-		case 'e': maxb = parse_size(optarg); break;
-		case 'f': factor = atof(optarg); break;
-		case 'c': check = atoi(optarg); break;
-		case 'n': iters = atoi(optarg); break;
-		case 'w': warm = atoi(optarg); break;
 		case 'T': tmo = atoi(optarg); break;
 		case 'L': stall_file = optarg; break;
-		default: kind = -1; break;
+		default:
+			if (mrc__coll_sweep_opt(&sw, o, optarg))
+				kind = -1;
+			break;
 		}
 	}
 	if (getenv("OMPI_COMM_WORLD_RANK"))   /* set by Open MPI's launcher */
@@ -131,7 +118,8 @@ int main(int argc, char **argv)
 	alarm(0);
 	MPI_Comm_size(w, &n);
 	MPI_Comm_rank(w, &my_rank);
-	if (kind < 0 || factor <= 1 || iters < 1 || warm < 0 || minb > maxb || tmo < 0) {
+	if (kind < 0 || sw.factor <= 1 || sw.iters < 1 || sw.warm < 0 || sw.minb > sw.maxb ||
+	    tmo < 0) {
 		if (my_rank == 0)
 			fprintf(stderr, "usage: see the header of bench/mpi_coll.c and docs/coll.md\n");
 		MPI_Finalize();
@@ -144,15 +132,11 @@ int main(int argc, char **argv)
 		MPI_Get_library_version(lib, &len);
 		lib[strcspn(lib, ",\n")] = 0;
 		printf("# mpi_coll %s: %d ranks, %s\n", mrc__coll_name[kind], n, lib);
-		printf("#%12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "size", "count", "type", "redop",
-		       "root", "time", "algbw", "busbw", "#wrong");
-		printf("#%12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "",
-		       "(us)", "(GB/s)", "(GB/s)", "");
+		mrc__coll_perf_header();
 		fflush(stdout);
 	}
 	long long total_wrong = 0;
-	for (size_t size = minb; size <= maxb && !r;
-	     size = (size_t)(size * factor) > size ? (size_t)(size * factor) : size + 1) {
+	for (size_t size = sw.minb; size <= sw.maxb && !r; size = mrc__coll_sweep_next(&sw, size)) {
 		size_t total = size / sizeof(float);
 		size_t count = kind == MRC__C_ALLREDUCE ? total : total / (size_t)n;
 		size_t m = mrc__coll_in_count(kind, (uint32_t)n, count);   /* = out count here */
@@ -166,22 +150,22 @@ int main(int argc, char **argv)
 			alarm((unsigned)tmo);
 		mrc__coll_fill(kind, in, (uint32_t)n, (uint32_t)my_rank, count, MRC_COLL_FLOAT32,
 			       MRC_COLL_SUM, 0);
-		for (int i = 0; i < warm && !r; i++)
+		for (int i = 0; i < sw.warm && !r; i++)
 			r = run(kind, in, out, count, w);
 		if (!r)
 			r = MPI_Barrier(w);
 		double t0 = MPI_Wtime();
 		long long wrong = 0;
-		for (int i = 0; i < iters && !r; i++) {
+		for (int i = 0; i < sw.iters && !r; i++) {
 			r = run(kind, in, out, count, w);
-			if (!r && check == 2)
+			if (!r && sw.check == 2)
 				wrong += (long long)mrc__coll_wrong(kind, out, (uint32_t)n, (uint32_t)my_rank,
 								    count, MRC_COLL_FLOAT32, MRC_COLL_SUM, 0);
 		}
-		double us = (MPI_Wtime() - t0) * 1e6 / iters, tmax = us;
+		double us = (MPI_Wtime() - t0) * 1e6 / sw.iters, tmax = us;
 		/* -c 1: one more run after the timed ones, checked (the inputs are
 		 * never overwritten: out of place). */
-		if (!r && check == 1) {
+		if (!r && sw.check == 1) {
 			memset(out, 0, m * sizeof(float));
 			r = run(kind, in, out, count, w);
 			wrong = (long long)mrc__coll_wrong(kind, out, (uint32_t)n, (uint32_t)my_rank, count,
@@ -193,13 +177,9 @@ int main(int argc, char **argv)
 			r = MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM, w);
 		alarm(0);
 		total_wrong += wrong;
-		double algbw = tmax > 0 ? (double)cur_size / tmax / 1e3 : 0;
-		if (!r && my_rank == 0) {
-			printf(" %12zu %12zu %8s %6s %6d %10.1f %8.3f %8.3f %7lld\n", cur_size, m,
-			       "float", kind == MRC__C_ALLREDUCE ? "sum" : "none", -1, tmax, algbw,
-			       algbw * busf, wrong);
-			fflush(stdout);
-		}
+		if (!r && my_rank == 0)
+			mrc__coll_perf_row(cur_size, m, "float", kind == MRC__C_ALLREDUCE ? "sum" : "none",
+					   -1, tmax, busf, wrong);
 		free(in);
 	}
 	if (r) {

@@ -134,3 +134,18 @@ double mrc__coll_get(const void *buf, int dtype, size_t i);
 void mrc__coll_put(void *buf, int dtype, size_t i, double v);
 int mrc__coll_call(struct mrc_coll *c, int kind, const void *in, void *out, size_t count,
 		   int dtype, int op, uint32_t root);
+/* The nccl-tests table, shared by mrc-coll-perf and bench/mpi_coll (the
+ * Open MPI baseline), so that their rows compare column for column: the
+ * size sweep (-b -e -f) and run counts (-c -n -w), and the rows. */
+struct mrc__coll_sweep {
+	size_t minb, maxb;
+	double factor;
+	int check, iters, warm;
+};
+/* Takes option o (b e f c n w) into s; -1 when o is none of them. */
+int mrc__coll_sweep_opt(struct mrc__coll_sweep *s, int o, const char *arg);
+/* The size after size (x factor, at least one more byte). */
+size_t mrc__coll_sweep_next(const struct mrc__coll_sweep *s, size_t size);
+void mrc__coll_perf_header(void);
+void mrc__coll_perf_row(size_t bytes, size_t count, const char *type, const char *op, int root,
+			double us, double busf, long long wrong);

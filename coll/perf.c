@@ -16,7 +16,6 @@
  * every timed run is refilled and checked, for tests under faults).
  * -N runs the given counts (elements per call, as the API takes them)
  * instead of the -b/-e/-f sweep. */
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -31,15 +30,6 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* "256M": bytes, with a K, M or G suffix (powers of 1024). */
-static size_t parse_size(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	const char *u = *end ? strchr("KMG", toupper((unsigned char)*end)) : NULL;
-	return (size_t)(u ? v * (double)(1ull << (10 * (u - "KMG" + 1))) : v);
 }
 
 static int lookup(const char *s, int n, const char *(*name)(int))
@@ -60,9 +50,9 @@ static void die(const char *what, int err)
 
 int main(int argc, char **argv)
 {
-	size_t minb = 8, maxb = 256u << 20;
-	double factor = 2;
-	int check = 1, iters = 20, warm = 5, kind = MRC__C_ALLREDUCE, dt = MRC_COLL_FLOAT32;
+	struct mrc__coll_sweep sw = { .minb = 8, .maxb = 256u << 20, .factor = 2, .check = 1,
+				      .iters = 20, .warm = 5 };
+	int kind = MRC__C_ALLREDUCE, dt = MRC_COLL_FLOAT32;
 	int op = MRC_COLL_SUM, inplace = 0, o;
 	uint32_t root = 0;
 	size_t list[64], nlist = 0;
@@ -73,12 +63,6 @@ int main(int argc, char **argv)
 	while ((o = getopt(argc, argv, "C:b:e:f:c:n:w:d:o:r:iS:s:H:T:N:h")) != -1) {
 		switch (o) {
 		case 'C': kind = lookup(optarg, MRC__C_N, coll_name); break;
-		case 'b': minb = parse_size(optarg); break;
-		case 'e': maxb = parse_size(optarg); break;
-		case 'f': factor = atof(optarg); break;
-		case 'c': check = atoi(optarg); break;
-		case 'n': iters = atoi(optarg); break;
-		case 'w': warm = atoi(optarg); break;
 		case 'd': dt = lookup(optarg, MRC_COLL_NTYPES, mrc_coll_dtype_name); break;
 		case 'o': op = lookup(optarg, MRC_COLL_NOPS, mrc_coll_op_name); break;
 		case 'r': root = (uint32_t)atoi(optarg); break;
@@ -92,11 +76,13 @@ int main(int argc, char **argv)
 				list[nlist++] = (size_t)strtoull(t, NULL, 0);
 			break;
 		default:
+			if (!mrc__coll_sweep_opt(&sw, o, optarg))
+				break;
 			fprintf(stderr, "usage: see the header of coll/perf.c and docs/coll.md\n");
 			return 2;
 		}
 	}
-	if (kind < 0 || dt == -2 || op == -2 || factor <= 1 || iters < 1 || minb > maxb ||
+	if (kind < 0 || dt == -2 || op == -2 || sw.factor <= 1 || sw.iters < 1 || sw.minb > sw.maxb ||
 	    (kind == MRC__C_ALLTOALL && inplace)) {
 		fprintf(stderr, "mrc-coll-perf: bad arguments\n");
 		return 2;
@@ -111,10 +97,7 @@ int main(int argc, char **argv)
 	if (me == 0) {
 		printf("# mrc-coll-perf %s: %u ranks, chunk %u, window %u, %s\n", mrc__coll_name[kind],
 		       n, c->chunk, c->window, inplace ? "in place" : "out of place");
-		printf("#%12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "size", "count", "type", "redop",
-		       "root", "time", "algbw", "busbw", "#wrong");
-		printf("#%12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "",
-		       "(us)", "(GB/s)", "(GB/s)", "");
+		mrc__coll_perf_header();
 	}
 	size_t total_wrong = 0;
 	/* Types and ops to run: one, or all (ops only for reductions). */
@@ -123,8 +106,8 @@ int main(int argc, char **argv)
 	int p1 = !reduces ? MRC_COLL_SUM + 1 : op < 0 ? MRC_COLL_NOPS : op + 1;
 	for (int d = d0; d < d1; d++)
 	for (int p = p0; p < p1; p++)
-	for (size_t size = nlist ? 0 : minb, li = 0; nlist ? li < nlist : size <= maxb;
-	     li++, size = (size_t)(size * factor) > size ? (size_t)(size * factor) : size + 1) {
+	for (size_t size = nlist ? 0 : sw.minb, li = 0; nlist ? li < nlist : size <= sw.maxb;
+	     li++, size = mrc__coll_sweep_next(&sw, size)) {
 		size_t esz = mrc_coll_dtype_size(d);
 		size_t total = size / esz;
 		/* The per-rank count the call takes (nccl-tests' convention:
@@ -147,21 +130,21 @@ int main(int argc, char **argv)
 		else if (inplace)
 			src = out;
 		mrc__coll_fill(kind, src, n, me, count, d, p, root);
-		for (int i = 0; i < warm && !r; i++)
+		for (int i = 0; i < sw.warm && !r; i++)
 			r = mrc__coll_call(c, kind, src, out, count, d, p, root);
 		if (!r)
 			r = mrc_coll_barrier(c);
 		double t0 = now_s();
 		int64_t wrong = 0;
-		for (int i = 0; i < iters && !r; i++) {
-			if (check == 2)
+		for (int i = 0; i < sw.iters && !r; i++) {
+			if (sw.check == 2)
 				mrc__coll_fill(kind, src, n, me, count, d, p, root);
 			r = mrc__coll_call(c, kind, src, out, count, d, p, root);
-			if (!r && check == 2)
+			if (!r && sw.check == 2)
 				wrong += (int64_t)mrc__coll_wrong(kind, out, n, me, count, d, p, root);
 		}
-		double us = (now_s() - t0) * 1e6 / iters;
-		if (!r && check) {
+		double us = (now_s() - t0) * 1e6 / sw.iters;
+		if (!r && sw.check) {
 			mrc__coll_fill(kind, src, n, me, count, d, p, root);
 			r = mrc__coll_call(c, kind, src, out, count, d, p, root);
 			wrong = (int64_t)mrc__coll_wrong(kind, out, n, me, count, d, p, root);
@@ -176,14 +159,11 @@ int main(int argc, char **argv)
 		total_wrong += (size_t)wrong;
 		size_t bytes = mrc__coll_out_count(kind, n, count) > count ?
 			mrc__coll_out_count(kind, n, count) * esz : mrc__coll_in_count(kind, n, count) * esz;
-		double algbw = tmax > 0 ? bytes / tmax / 1e3 : 0;
-		if (me == 0) {
-			printf(" %12zu %12zu %8s %6s %6d %10.1f %8.3f %8.3f %7lld\n", bytes, bytes / esz,
-			       mrc_coll_dtype_name(d), reduces ? mrc_coll_op_name(p) : "none",
-			       kind == MRC__C_BROADCAST ? (int)root : -1, tmax, algbw, algbw * busf,
-			       (long long)wrong);
-			fflush(stdout);
-		}
+		if (me == 0)
+			mrc__coll_perf_row(bytes, bytes / esz, mrc_coll_dtype_name(d),
+					   reduces ? mrc_coll_op_name(p) : "none",
+					   kind == MRC__C_BROADCAST ? (int)root : -1, tmax, busf,
+					   (long long)wrong);
 		free(in);
 	}
 	if (me == 0)

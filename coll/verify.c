@@ -1,5 +1,8 @@
 /* Known inputs and element-by-element checks of every collective, shared
  * by the tests and mrc-coll-perf (#wrong). */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll/coll_int.h"
@@ -105,4 +108,50 @@ int mrc__coll_call(struct mrc_coll *c, int kind, const void *in, void *out, size
 	case MRC__C_BROADCAST: return mrc_coll_broadcast(c, in, out, count, dtype, root);
 	default: return mrc_coll_alltoall(c, in, out, count, dtype);
 	}
+}
+
+/* "256M": bytes, with a K, M or G suffix (powers of 1024). */
+static size_t parse_size(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	const char *u = *end ? strchr("KMG", toupper((unsigned char)*end)) : NULL;
+	return (size_t)(u ? v * (double)(1ull << (10 * (u - "KMG" + 1))) : v);
+}
+
+int mrc__coll_sweep_opt(struct mrc__coll_sweep *s, int o, const char *arg)
+{
+	switch (o) {
+	case 'b': s->minb = parse_size(arg); break;
+	case 'e': s->maxb = parse_size(arg); break;
+	case 'f': s->factor = atof(arg); break;
+	case 'c': s->check = atoi(arg); break;
+	case 'n': s->iters = atoi(arg); break;
+	case 'w': s->warm = atoi(arg); break;
+	default: return -1;
+	}
+	return 0;
+}
+
+size_t mrc__coll_sweep_next(const struct mrc__coll_sweep *s, size_t size)
+{
+	size_t next = (size_t)((double)size * s->factor);
+	return next > size ? next : size + 1;
+}
+
+void mrc__coll_perf_header(void)
+{
+	printf("#%12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "size", "count", "type", "redop", "root",
+	       "time", "algbw", "busbw", "#wrong");
+	printf("#%12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "", "(us)",
+	       "(GB/s)", "(GB/s)", "");
+}
+
+void mrc__coll_perf_row(size_t bytes, size_t count, const char *type, const char *op, int root,
+			double us, double busf, long long wrong)
+{
+	double algbw = us > 0 ? (double)bytes / us / 1e3 : 0;
+	printf(" %12zu %12zu %8s %6s %6d %10.1f %8.3f %8.3f %7lld\n", bytes, count, type, op, root, us,
+	       algbw, algbw * busf, wrong);
+	fflush(stdout);
 }
