@@ -75,18 +75,20 @@ drops() {
 	ip netns exec $P-p0s1 nft list table netdev mrcfab 2>/dev/null |
 		awk '/counter packets/ {for (i = 1; i < NF; i++) if ($i == "packets") s += $(i + 1)} END {print s + 0}'
 }
+# the same sizes healthy first, for the comparison
+for c in all_reduce all_to_all; do
+	t0=$(date +%s)
+	mpi_perf $c $N 1M 2M >"$TMP/h.$c" 2>"$TMP/err" || bad "$c healthy 1M..2M: $(cat "$TMP/err")"
+	echo "# $c healthy: $(($(date +%s) - t0)) s in all; $(awk '{printf "%s B: %s us, busbw %s GB/s; ", $1, $6, $8}' "$TMP/h.$c")"
+done
 if $F fail p0s1 --silent >/dev/null; then
 	for c in all_reduce all_to_all; do
 		t0=$(date +%s)
 		out=$(MRC_MPI_SIZE_TIMEOUT=${MRC_MPI_SIZE_TIMEOUT:-30} MRC_MPI_TIMEOUT=120 \
 			mpi_perf $c $N 1M 2M 2>"$TMP/err"); rc=$?
-		dt=$(($(date +%s) - t0))
-		what="rc $rc after $dt s, $(echo "$out" | grep -c .) of 2 sizes done"
-		case $rc in
-		0) what="$what: completed (no flow hashed onto p0s1)" ;;
-		3) what="$what: $(head -n1 "$TMP/err")" ;;
-		*) what="$what: $(cat "$TMP/err")" ;;
-		esac
+		what="rc $rc after $(($(date +%s) - t0)) s in all, $(echo "$out" | grep -c .) of 2 sizes done"
+		what="$what; $(echo "$out" | awk 'NF {printf "%s B: %s us, busbw %s GB/s; ", $1, $6, $8}')"
+		[ $rc = 0 ] || what="$what$(head -n1 "$TMP/err")"
 		echo "# $c with p0s1 blackholed: $what"
 		[ $rc = 0 ] || [ $rc = 3 ] || bad "$c with p0s1 blackholed: $what"
 	done
