@@ -10,9 +10,10 @@
 #           size count type redop root time_us algbw busbw wrong
 #       (mrc-coll-perf's columns; GB/s; wrong summed over the ranks).
 #       Returns 0 when every size ran with 0 wrong; 3 on a stall: a size
-#       (or MPI_Init) not done within MRC_MPI_SIZE_TIMEOUT, or mpirun not
-#       done within MRC_MPI_TIMEOUT (the rows done before are printed;
-#       stderr says where); 1 on any other failure (stderr says which).
+#       (or MPI_Init) not done within MRC_MPI_SIZE_TIMEOUT, mpirun not done
+#       within MRC_MPI_TIMEOUT, or an orted that could not reach mpirun
+#       (the rows done before are printed; stderr says where); 1 on any
+#       other failure (stderr says which).
 #
 # Knobs (environment): MRC_MPI_ITERS (timed runs per size, 5),
 # MRC_MPI_WARMUP (1), MRC_MPI_SIZE_TIMEOUT (s per size, 120),
@@ -101,6 +102,11 @@ mpi_perf() {
 	# too: mpirun's output forwarding may ride the connection that stalled.
 	_why=$(cat "$TMP/mpi.stalls" "$_out" 2>/dev/null | grep '^# stalled' | cut -c12- |
 		sort -u | head -n 3 | tr '\n' ';')
+	# ORTE's own words when an orted's TCP connection back to mpirun (the
+	# launch, the OOB) did not get through: a stall of the launch.
+	_orte='unable to reliably start one or more daemons|before communicating back to mpirun|lost communication with a remote daemon'
+	[ -n "$_why" ] || _why=$(grep -m1 -E "$_orte" "$_out.err" |
+		sed 's/^/the launch failed, an orted and mpirun lost each other: ORTE says /')
 	case $_rc in 124|137) [ -n "$_why" ] ||
 		_why="mpirun still running after ${MRC_MPI_TIMEOUT:-600} s, killed; no rank reported a ${MRC_MPI_SIZE_TIMEOUT:-120} s stall: the launch stalled (orted to mpirun), or the sizes took longer in all" ;; esac
 	if [ -n "$_why" ]; then
