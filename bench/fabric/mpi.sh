@@ -48,14 +48,18 @@ mpi_available() {
 	[ -x "$MPI_AGENT" ] || { echo "mpi: $MPI_AGENT missing" >&2; return 1; }
 }
 
-# Ends every session the agent started (orted and its ranks), by session id.
+# Ends every session the agent started (orted and its ranks), by session
+# id, and only processes in this fabric's namespaces (a session id of a job
+# long gone may have been reused).
 mpi_reap() {
 	[ -f "$MPI_SIDS" ] || return 0
 	for _s in $(cat "$MPI_SIDS"); do
-		# shellcheck disable=SC2046
-		kill -9 $(ps -s "$_s" -o pid= 2>/dev/null) 2>/dev/null || true
+		for _p in $(ps -s "$_s" -o pid= 2>/dev/null); do
+			case $(ip netns identify "$_p" 2>/dev/null) in
+			"$P"-h*) kill -9 "$_p" 2>/dev/null || true ;;
+			esac
+		done
 	done
-	cat "$MPI_SIDS" >>"$MPI_SIDS.all"   # every session of the run, for checks
 	: >"$MPI_SIDS"
 }
 trap 'mpi_reap; cleanup' EXIT
