@@ -19,6 +19,14 @@ $(B)/lib/pic/coll/memops_cuda.o: CFLAGS_ALL += $(CUDA_CFLAGS)
 $(B)/lib/pic/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -Xcompiler -fPIC -MMD -MP -c $< -o $@
+# The GPU-machine check (scripts/gpu-check.sh builds the same there
+# without make): built here so that it always compiles; it skips without a
+# GPU.
+$(B)/tests/gpu/collcheck: $(B)/tests/gpu/collcheck.o $(B)/lib/libmrc-coll.a $(B)/lib/libmrc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(COLL_LDLIBS) -lm -lpthread
+$(B)/tests/gpu/collcheck.o: CFLAGS_ALL += $(CUDA_CFLAGS)
+all: $(B)/tests/gpu/collcheck
 else
 COLL_LIB_SRCS := $(COLL_SRCS) coll/memops_none.c
 COLL_CU_PIC :=
