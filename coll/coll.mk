@@ -13,7 +13,9 @@ COLL_SRCS := coll/reduce.c coll/sched.c coll/comm.c coll/coll.c coll/verify.c co
 COLL_HAVE_CUDA := $(if $(wildcard $(or $(CUDA_HOME),/usr/local/cuda)/bin/nvcc),1,)
 ifeq ($(COLL_HAVE_CUDA),1)
 COLL_LIB_SRCS := $(COLL_SRCS) coll/memops_cuda.c
-COLL_CU_PIC := $(B)/lib/pic/coll/reduce_cuda.cu.o
+# (and libmrc-gpu's CUDA error mapping, gpu/cuda_err.c)
+COLL_CU_PIC := $(B)/lib/pic/coll/reduce_cuda.cu.o $(B)/lib/pic/gpu/cuda_err.o
+$(B)/lib/pic/gpu/cuda_err.o: CFLAGS_ALL += $(CUDA_CFLAGS)
 COLL_LDLIBS = $(CUDA_LDLIBS) -lstdc++
 $(B)/lib/pic/coll/memops_cuda.o: CFLAGS_ALL += $(CUDA_CFLAGS)
 $(B)/lib/pic/%.cu.o: %.cu

@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include "coll/devmem.h"
+#include "gpu/cuda_err.h"
 #include "mrc/coll.h"
 
 struct cuda_be {
@@ -21,23 +22,8 @@ struct cuda_be {
 	size_t scratch_len;
 };
 
-static int cu_err(cudaError_t e)
-{
-	switch (e) {
-	case cudaSuccess:
-		return 0;
-	case cudaErrorMemoryAllocation:
-		return -ENOMEM;
-	case cudaErrorInvalidValue:
-	case cudaErrorInvalidDevicePointer:
-		return -EINVAL;
-	case cudaErrorNoDevice:
-	case cudaErrorInsufficientDriver:
-		return -ENODEV;
-	default:
-		return -EIO;
-	}
-}
+/* CUDA errors as negative errno: libmrc-gpu's mapping. */
+#define cu_err mrc__cuda_errno
 
 static int cu_open(void **out)
 {
@@ -128,11 +114,9 @@ static const struct mrc__coll_devops cuda_devops = {
 
 int mrc__coll_cuda_devops(const struct mrc__coll_devops **out)
 {
-	int n = 0;
-	if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0) {
-		(void)cudaGetLastError();
-		return -ENODEV;
-	}
+	int r = mrc__cuda_have_device();
+	if (r)
+		return r;
 	*out = &cuda_devops;
 	return 0;
 }

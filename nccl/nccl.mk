@@ -42,7 +42,7 @@ $(B)/bin/mrc-nccl-harness: $(B)/lib/libmrc.a | $(NCCL_PLUGIN_SO)
 
 # The unit tests load the plugin the way NCCL does.
 $(B)/tests/test_nccl_plugin: | $(NCCL_PLUGIN_SO)
-TEST_SUPPORT_SRCS += nccl/arena.c nccl/drive.c
+TEST_SUPPORT_SRCS += nccl/arena.c nccl/drive.c tests/support/nccl_pairs.c
 
 ROOT_TESTS += tests/root/nccl.sh
 

@@ -42,7 +42,7 @@ step "nvcc tests/gpu/gpu_selftest.cu" "$NVCC" $NF -o "$B/gpu_selftest" tests/gpu
 mkdir -p "$B/coll"
 for f in lib/ctx.c lib/mr.c lib/qp.c lib/post.c codec/climsg.c common/strerror.c common/fdpass.c \
 	coll/reduce.c coll/sched.c coll/comm.c coll/coll.c coll/verify.c coll/moe.c \
-	coll/memops_dev.c coll/memops_cuda.c tests/gpu/collcheck.c; do
+	coll/memops_dev.c coll/memops_cuda.c gpu/cuda_err.c tests/gpu/collcheck.c; do
 	step "gcc $f" gcc $CF -c "$f" -o "$B/coll/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')"
 done
 step "nvcc coll/reduce_cuda.cu" "$NVCC" $NF -c coll/reduce_cuda.cu -o "$B/coll/reduce_cuda.o"

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "tests/support/mrcd_spawn.h"
+#include "tests/support/nccl_pairs.h"
 #include "tests/support/nccl_fake_cuda.h"
 #include "tests/support/seeded.h"
 #include "tests/support/skip.h"
@@ -40,35 +41,25 @@ static struct ndrv drv;
 static mrcn_fake_cuda_set_fn *fake_set;
 static mrcn_fake_cuda_stats_fn *fake_stats;
 
-struct env {
-	struct mrcd_proc d;
-};
+static struct mrcd_proc mrcd_d;
 
+/* state: the daemon, or NULL when build/bin/mrcd is missing */
 static int setup_daemon(void **state)
 {
 	*state = NULL;
 	if (!mrcd_spawn_available())
 		return 0;
-	struct env *e = calloc(1, sizeof(*e));
-	const char *argv[] = { "--max_clients=64", NULL };
-	if (mrcd_spawn_start(&e->d, argv)) {
-		free(e);
+	if (nccl_pairs_daemon_start(&mrcd_d))
 		return -1;
-	}
-	setenv("MRC_SOCKET", e->d.sock, 1);
 	setenv("MRC_NCCL_BOUNCE_MB", "8", 1);   /* 1 MiB messages: rounds stay short */
-	*state = e;
+	*state = &mrcd_d;
 	return 0;
 }
 
 static int teardown_daemon(void **state)
 {
-	struct env *e = *state;
-	if (e) {
-		mrcd_spawn_stop(&e->d);
-		free(e);
-	}
-	unsetenv("MRC_SOCKET");
+	if (*state)
+		nccl_pairs_daemon_stop(&mrcd_d);
 	unsetenv("MRC_NCCL_BOUNCE_MB");
 	return 0;
 }
@@ -81,35 +72,7 @@ static int teardown_daemon(void **state)
 			MRC_SKIP("%s is not built", fake_path);                         \
 	} while (0)
 
-struct pair {
-	void *lc, *sc, *rc;
-	uint8_t handle[NCCL_NET_HANDLE_MAXSIZE];
-};
-
-static void connect_pairs(const ncclNet_v11_t *n, void *ctx, struct pair *p, int np)
-{
-	for (int i = 0; i < np; i++) {
-		memset(&p[i], 0, sizeof(p[i]));
-		NC(n->listen(ctx, 0, p[i].handle, &p[i].lc));
-	}
-	int64_t end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
-	for (int left = 2 * np; left;) {
-		CHECK(mrcd_spawn_now_ms() < end, "%d connects/accepts not done", left);
-		for (int i = 0; i < np; i++) {
-			ncclNetDeviceHandle_t *dev = NULL;
-			if (!p[i].sc) {
-				NC(n->connect(ctx, 0, p[i].handle, &p[i].sc, &dev));
-				left -= p[i].sc != NULL;
-			}
-			if (!p[i].rc) {
-				NC(n->accept(p[i].lc, &p[i].rc, &dev));
-				left -= p[i].rc != NULL;
-			}
-		}
-	}
-}
-
-static void close_pairs(const ncclNet_v11_t *n, struct pair *p, int np)
+static void close_pairs(const ncclNet_v11_t *n, struct nccl_pair *p, int np)
 {
 	for (int i = 0; i < np; i++) {
 		NC(n->closeSend(p[i].sc));
@@ -129,8 +92,8 @@ static void test_cuda_rounds(void **state)
 	ncclNetProperties_v11_t pr;
 	NC(n->getProperties(0, &pr));
 	assert_int_equal(pr.ptrSupport, NCCL_PTR_HOST | NCCL_PTR_CUDA);
-	struct pair p[NPAIRS];
-	connect_pairs(n, ctx, p, NPAIRS);
+	struct nccl_pair p[NPAIRS];
+	nccl_connect_pairs(n, ctx, p, NPAIRS);
 	struct ndrv_link sends[NPAIRS], recvs[NPAIRS];
 	for (int i = 0; i < NPAIRS; i++) {
 		sends[i] = (struct ndrv_link){ 0, 0, i, p[i].sc };
@@ -196,8 +159,8 @@ static void test_cuda_copy_fail(void **state)
 	fake_set(1, 0, 0);
 	void *ctx = NULL;
 	NC(n->init(&ctx, 1, NULL, NULL, NULL));
-	struct pair p[2];
-	connect_pairs(n, ctx, p, 2);
+	struct nccl_pair p[2];
+	nccl_connect_pairs(n, ctx, p, 2);
 	static uint8_t sb[3000], rb[4096];
 	memset(sb, 0x5a, sizeof(sb));
 	void *smh, *rmh, *cmh, *sreq = NULL, *rreq = NULL;
