@@ -185,6 +185,8 @@ static void test_cuda_copy_fail(void **state)
 	fake_stats(&f);
 	assert_int_equal(f.failed, 1);           /* the fault happened */
 	assert_int_equal(f.h2d, 1);
+	NC(n->deregMr(p[0].sc, smh));
+	NC(n->deregMr(p[0].rc, rmh));
 
 	/* send side: a CUDA send whose device -> arena copy fails */
 	NC(n->regMr(p[1].sc, sb, sizeof(sb), NCCL_PTR_CUDA, &cmh));
@@ -202,6 +204,7 @@ static void test_cuda_copy_fail(void **state)
 	assert_int_equal(f.d2h, 1);
 	assert_int_equal(f.d2h_bytes, 0);        /* nothing copied, nothing sent */
 	NC(n->deregMr(p[1].sc, cmh));
+	NC(n->deregMr(p[1].rc, rmh));
 	close_pairs(n, p, 2);
 	NC(n->finalize(ctx));
 }
