@@ -2,8 +2,39 @@
 # built like libmrc (position-independent objects in one directory), with
 # its pkg-config file, man page and the mrc-coll-perf program.
 LIBCOLL_VERSION := 1.0.0
-COLL_SRCS := coll/reduce.c coll/sched.c coll/comm.c coll/coll.c coll/verify.c coll/moe.c
-COLL_PIC  := $(COLL_SRCS:%.c=$(B)/lib/pic/%.o)
+COLL_SRCS := coll/reduce.c coll/sched.c coll/comm.c coll/coll.c coll/verify.c coll/moe.c \
+	coll/memops_dev.c
+
+# GPU buffers (docs/coll.md, "GPU buffers"): with nvcc (the test of
+# gpu/cuda.mk, which is read after this file) the library gets the CUDA
+# backend and the reduction kernels (nvcc, sm_90) and links cudart; without,
+# memops_none.c (-ENOSYS).  The test support library always takes
+# memops_none.c: tests inject a fake backend and never link CUDA.
+COLL_HAVE_CUDA := $(if $(wildcard $(or $(CUDA_HOME),/usr/local/cuda)/bin/nvcc),1,)
+ifeq ($(COLL_HAVE_CUDA),1)
+COLL_LIB_SRCS := $(COLL_SRCS) coll/memops_cuda.c
+# (and libmrc-gpu's CUDA error mapping, gpu/cuda_err.c)
+COLL_CU_PIC := $(B)/lib/pic/coll/reduce_cuda.cu.o $(B)/lib/pic/gpu/cuda_err.o
+$(B)/lib/pic/gpu/cuda_err.o: CFLAGS_ALL += $(CUDA_CFLAGS)
+COLL_LDLIBS = $(CUDA_LDLIBS) -lstdc++
+$(B)/lib/pic/coll/memops_cuda.o: CFLAGS_ALL += $(CUDA_CFLAGS)
+$(B)/lib/pic/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -Xcompiler -fPIC -MMD -MP -c $< -o $@
+# The GPU-machine check (scripts/gpu-check.sh builds the same there
+# without make): built here so that it always compiles; it skips without a
+# GPU.
+$(B)/tests/gpu/collcheck: $(B)/tests/gpu/collcheck.o $(B)/lib/libmrc-coll.a $(B)/lib/libmrc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(COLL_LDLIBS) -lm -lpthread
+$(B)/tests/gpu/collcheck.o: CFLAGS_ALL += $(CUDA_CFLAGS)
+all: $(B)/tests/gpu/collcheck
+else
+COLL_LIB_SRCS := $(COLL_SRCS) coll/memops_none.c
+COLL_CU_PIC :=
+COLL_LDLIBS :=
+endif
+COLL_PIC  := $(COLL_LIB_SRCS:%.c=$(B)/lib/pic/%.o) $(COLL_CU_PIC)
 LIBCOLL_A := $(B)/lib/libmrc-coll.a
 LIBCOLL_SO := $(B)/lib/libmrc-coll.so
 COLL_TARGETS := $(LIBCOLL_A) $(LIBCOLL_SO) $(B)/lib/mrc-coll.pc $(B)/bin/mrc-coll-perf
@@ -21,7 +52,7 @@ $(LIBCOLL_SO): $(COLL_PIC) $(B)/lib/libmrc.so coll/libmrc-coll.map
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -shared -Wl,-soname,libmrc-coll.so.1 \
 		-Wl,--version-script=coll/libmrc-coll.map -Wl,--no-undefined \
-		-o $@ $(COLL_PIC) -L$(B)/lib -lmrc -lm -lpthread
+		-o $@ $(COLL_PIC) -L$(B)/lib -lmrc $(COLL_LDLIBS) -lm -lpthread
 
 $(B)/lib/mrc-coll.pc: coll/mrc-coll.pc.in coll/coll.mk
 	@mkdir -p $(dir $@)
@@ -31,10 +62,10 @@ $(B)/lib/mrc-coll.pc: coll/mrc-coll.pc.in coll/coll.mk
 # Paths spelled out: lib/lib.mk, which names them, is read after this file.
 $(B)/bin/mrc-coll-perf: $(B)/coll/perf.o $(LIBCOLL_A) $(B)/lib/libmrc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ -lm -lpthread
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(COLL_LDLIBS) -lm -lpthread
 
 # The unit tests reach the collectives through the test support library.
-TEST_SUPPORT_SRCS += $(COLL_SRCS)
+TEST_SUPPORT_SRCS += $(COLL_SRCS) coll/memops_none.c
 ROOT_TESTS += tests/root/coll.sh
 
 .PHONY: install-coll

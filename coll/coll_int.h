@@ -10,9 +10,9 @@
 
 /* ---- memory operations ------------------------------------------------
  * Every byte the collectives move or combine locally goes through this
- * table, so GPU buffers can later plug in device copies and reduction
- * kernels without touching the schedules or the executor.  Only host
- * memory exists today (mrc__coll_host_ops). */
+ * table, so GPU buffers plug in device copies and reduction kernels
+ * without touching the schedules or the executor: mrc__coll_host_ops, and
+ * the device table of coll/memops_dev.c (coll/devmem.h). */
 struct mrc__coll_memops {
 	void (*copy)(void *dst, const void *src, size_t bytes);
 	/* dst[i] = a[i] op b[i] for i < count; dst may equal a or b. */
@@ -77,6 +77,8 @@ void mrc__seg(size_t count, uint32_t n, uint32_t r, size_t *first, size_t *len);
 /* ---- the communicator -------------------------------------------------- */
 #include "mrc/mrc.h"
 
+struct mrc__coll_devops;
+
 #define MRC__COLL_MAXWIN 64
 
 struct mrc__coll_peer {
@@ -106,6 +108,10 @@ struct mrc_coll {
 	int epfd;
 	int err;                   /* sticky: the communicator is aborted */
 	const struct mrc__coll_memops *ops;
+	/* device buffers (coll/devmem.h): backend, its instance, MRC_COLL_MEM_* */
+	const struct mrc__coll_devops *dev;
+	void *dev_be;
+	int mem, dev_pinned;
 	size_t tree_max;           /* all-reduce: tree up to this many bytes, ring above */
 };
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "coll/coll_int.h"
+#include "coll/devmem.h"
 
 /* Immediates: the top two bits say what a WRITE_IMM is. */
 #define IMM_KIND(x) ((x) >> 30)
@@ -235,13 +236,16 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 {
 	if (c->err)
 		return c->err;
+	int pr = mrc__coll_pick(c, in, out);    /* host or device table */
+	if (pr)
+		return pr;
 	size_t esz = mrc_coll_dtype_size(dtype);
 	uint8_t *tmp = NULL, *done = calloc(s->n ? s->n : 1, 1);
 	size_t *sc = calloc(c->n, sizeof(*sc)), *rc = calloc(c->n, sizeof(*rc));
 	if (s->tmp_bytes)
-		tmp = malloc(s->tmp_bytes);
+		tmp = mrc__coll_tmp_alloc(c, s->tmp_bytes);
 	if (!done || !sc || !rc || (s->tmp_bytes && !tmp)) {
-		free(tmp), free(done), free(sc), free(rc);
+		mrc__coll_tmp_free(c, tmp), free(done), free(sc), free(rc);
 		return -ENOMEM;
 	}
 	size_t left = 0;
@@ -330,7 +334,7 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 			break;
 	}
 out:
-	free(tmp), free(done), free(sc), free(rc);
+	mrc__coll_tmp_free(c, tmp), free(done), free(sc), free(rc);
 	return err ? err : c->err;
 }
 
@@ -617,6 +621,7 @@ void mrc_coll_destroy(struct mrc_coll *c)
 	}
 	if (c->epfd >= 0)
 		close(c->epfd);
+	mrc__coll_dev_release(c);   /* unpins the regions before they go */
 	if (c->ctx)
 		mrc_close(c->ctx);   /* QPs and regions go with it */
 	free(c->p);

@@ -118,6 +118,15 @@ int ndrv_round(const ncclNet_v11_t *net, struct ndrv_link *sends, int ns,
 	       struct ndrv_link *recvs, int nr, uint64_t seed, uint64_t round, size_t maxsize,
 	       int maxrecvs, int timeout_ms, struct ndrv_stats *st, char *err, size_t errlen)
 {
+	return ndrv_round_typed(net, sends, ns, recvs, nr, seed, round, maxsize, maxrecvs,
+				timeout_ms, NCCL_PTR_HOST, st, err, errlen);
+}
+
+int ndrv_round_typed(const ncclNet_v11_t *net, struct ndrv_link *sends, int ns,
+		     struct ndrv_link *recvs, int nr, uint64_t seed, uint64_t round,
+		     size_t maxsize, int maxrecvs, int timeout_ms, int ptr_type,
+		     struct ndrv_stats *st, char *err, size_t errlen)
+{
 	if (maxrecvs > 8)
 		maxrecvs = 8;
 	int nops = nr + ns * 8, n = 0, rc = -1;
@@ -136,8 +145,8 @@ int ndrv_round(const ncclNet_v11_t *net, struct ndrv_link *sends, int ns,
 			size_t sz = o->plan.m[j].rsize;
 			o->buf[j] = malloc(sz + 64);
 			memset(o->buf[j], 0xee, sz + 64);
-			if (net->regMr(o->l->comm, o->buf[j], sz + 64, NCCL_PTR_HOST, &o->mh[j]))
-				FAIL("regMr (host) failed");
+			if (net->regMr(o->l->comm, o->buf[j], sz + 64, ptr_type, &o->mh[j]))
+				FAIL("regMr (type %d) failed", ptr_type);
 		}
 	}
 	for (int i = 0; i < ns; i++) {
@@ -152,8 +161,8 @@ int ndrv_round(const ncclNet_v11_t *net, struct ndrv_link *sends, int ns,
 			size_t sz = p.m[o->idx].ssize;
 			o->buf[0] = malloc(sz + 1);
 			fill(o->buf[0], sz, p.m[o->idx].pat);
-			if (net->regMr(o->l->comm, o->buf[0], sz + 1, NCCL_PTR_HOST, &o->mh[0]))
-				FAIL("regMr (host) failed");
+			if (net->regMr(o->l->comm, o->buf[0], sz + 1, ptr_type, &o->mh[0]))
+				FAIL("regMr (type %d) failed", ptr_type);
 		}
 	}
 	int64_t deadline = ndrv_now_us() + (int64_t)timeout_ms * 1000;

@@ -48,6 +48,14 @@ int ndrv_round(const ncclNet_v11_t *net, struct ndrv_link *sends, int ns,
 	       struct ndrv_link *recvs, int nr, uint64_t seed, uint64_t round, size_t maxsize,
 	       int maxrecvs, int timeout_ms, struct ndrv_stats *st, char *err, size_t errlen);
 
+/* The same with the buffers registered as ptr_type (NCCL_PTR_CUDA with a
+ * plugin whose copy engine is a fake: host memory standing for device
+ * memory). */
+int ndrv_round_typed(const ncclNet_v11_t *net, struct ndrv_link *sends, int ns,
+		     struct ndrv_link *recvs, int nr, uint64_t seed, uint64_t round,
+		     size_t maxsize, int maxrecvs, int timeout_ms, int ptr_type,
+		     struct ndrv_stats *st, char *err, size_t errlen);
+
 int64_t ndrv_now_us(void);
 
 #endif

@@ -225,6 +225,8 @@ static void wait_req(void *req, int *sizes, const char *what)
 }
 
 /* ---- the checks ---------------------------------------------------------- */
+static int ptr_cuda;                    /* the plugin said NCCL_PTR_CUDA */
+
 static void check_props(void)
 {
 	int ndev = 0;
@@ -233,15 +235,19 @@ static void check_props(void)
 		die("devices: %d", ndev);
 	ncclNetProperties_v11_t p;
 	NC(net->getProperties(0, &p));
-	if (p.ptrSupport != NCCL_PTR_HOST || p.maxRecvs < 1 || p.speed <= 0 || p.maxComms < 1 ||
+	/* host always; CUDA too where the plugin found a device (docs/nccl.md) */
+	ptr_cuda = (p.ptrSupport & NCCL_PTR_CUDA) != 0;
+	if (!(p.ptrSupport & NCCL_PTR_HOST) || (p.ptrSupport & ~(NCCL_PTR_HOST | NCCL_PTR_CUDA)) ||
+	    p.maxRecvs < 1 || p.speed <= 0 || p.maxComms < 1 ||
 	    !p.maxP2pBytes || p.maxMultiRequestSize < 1 || !p.name)
 		die("properties: ptrSupport %d maxRecvs %d speed %d maxComms %d", p.ptrSupport,
 		    p.maxRecvs, p.speed, p.maxComms);
 	if (maxsize > p.maxP2pBytes)
 		maxsize = p.maxP2pBytes;
 	if (rank == 0)
-		printf("properties: %s speed %d Mbit/s maxComms %d maxRecvs %d maxP2pBytes %zu\n",
-		       p.name, p.speed, p.maxComms, p.maxRecvs, p.maxP2pBytes);
+		printf("properties: %s speed %d Mbit/s maxComms %d maxRecvs %d maxP2pBytes %zu "
+		       "pointers %s\n", p.name, p.speed, p.maxComms, p.maxRecvs, p.maxP2pBytes,
+		       ptr_cuda ? "host+cuda" : "host");
 }
 
 static void check_refusals(void)
@@ -249,8 +255,9 @@ static void check_refusals(void)
 	static char buf[4096];
 	void *mh = NULL;
 	int p = (rank + 1) % nranks;
-	if (net->regMr(scomm[p][0], buf, sizeof(buf), NCCL_PTR_CUDA, &mh) == ncclSuccess)
-		die("regMr accepted NCCL_PTR_CUDA");
+	/* (with a CUDA device the plugin takes CUDA pointers: not a refusal) */
+	if (!ptr_cuda && net->regMr(scomm[p][0], buf, sizeof(buf), NCCL_PTR_CUDA, &mh) == ncclSuccess)
+		die("regMr accepted NCCL_PTR_CUDA without a CUDA device");
 	if (net->regMr(scomm[p][0], buf, sizeof(buf), 0x40, &mh) == ncclSuccess)
 		die("regMr accepted pointer type 0x40");
 	if (net->regMrDmaBuf(rcomm[p][0], buf, sizeof(buf), NCCL_PTR_CUDA, 0, 3, &mh) == ncclSuccess)

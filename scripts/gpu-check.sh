@@ -4,7 +4,9 @@
 # needed): builds the CUDA parts with nvcc/gcc directly (not through make,
 # whose first pass installs Debian packages), runs tests/gpu/gpucheck
 # (staging with real CUDA copies, a kernel posting into a host-consumed
-# ring, chan_to_device's registrations) and the producer's
+# ring, chan_to_device's registrations), tests/gpu/collcheck (libmrc-coll's
+# CUDA reductions against the host table, and collectives on device
+# buffers over the kit's mrcd when nccl-gpu-kit/ is carried) and the producer's
 # tests/gpu/gpu_selftest, each plainly and under compute-sanitizer when
 # present, and emits the PTX of the producer probe for sm_90 with that
 # machine's nvcc.  Warnings are not errors here (make enforces them where
@@ -35,10 +37,40 @@ step "link gpucheck" "$NVCC" -arch=sm_90 -o "$B/gpucheck" "$B"/*.o -L"$CUDA_HOME
 step "nvcc -ptx gpu/ptx_probe.cu" "$NVCC" $NF -ptx gpu/ptx_probe.cu -o "$OUT/ptx_probe.ptx"
 step "nvcc -c examples/gpu_put.cu" "$NVCC" $NF -c examples/gpu_put.cu -o "$B/gpu_put.cu.o"
 step "nvcc tests/gpu/gpu_selftest.cu" "$NVCC" $NF -o "$B/gpu_selftest" tests/gpu/gpu_selftest.cu -lpthread
+# libmrc-coll on device buffers (tests/gpu/collcheck.c): libmrc and
+# libmrc-coll from source (libc only), the reduction kernels by nvcc.
+mkdir -p "$B/coll"
+for f in lib/ctx.c lib/mr.c lib/qp.c lib/post.c codec/climsg.c common/strerror.c common/fdpass.c \
+	coll/reduce.c coll/sched.c coll/comm.c coll/coll.c coll/verify.c coll/moe.c \
+	coll/memops_dev.c coll/memops_cuda.c gpu/cuda_err.c tests/gpu/collcheck.c; do
+	step "gcc $f" gcc $CF -c "$f" -o "$B/coll/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')"
+done
+step "nvcc coll/reduce_cuda.cu" "$NVCC" $NF -c coll/reduce_cuda.cu -o "$B/coll/reduce_cuda.o"
+step "link collcheck" "$NVCC" -arch=sm_90 -o "$B/collcheck" "$B"/coll/*.o -L"$CUDA_HOME/lib64" -lcudart -lpthread -lm
 if [ -x "$B/gpu_selftest" ]; then   # the producer's own GPU self-test (gpu.h)
 	timeout 300 "$B/gpu_selftest" >"$OUT/gpu_selftest.txt" 2>&1; r=$?
 	echo "gpu_selftest: exit $r"; [ $r = 0 ] || rc=1
 	tail -4 "$OUT/gpu_selftest.txt"
+fi
+if [ -x "$B/collcheck" ]; then
+	# its all-reduce needs a running mrcd: the one of nccl-gpu-kit/
+	# (scripts/nccl-gpu-kit.sh, carried along), else that part says SKIP
+	K=${MRC_NCCL_KIT:-nccl-gpu-kit}
+	cd_sock= cd_pid= cd_dir=
+	if [ -x "$K/bin/mrcd" ]; then
+		cd_dir=$(mktemp -d)
+		kr() { "$K/lib/ld-linux-x86-64.so.2" --library-path "$K/lib" "$@"; }
+		kr "$K/bin/mrcd" --genkey "$cd_dir/key" >/dev/null 2>&1 &&
+		{ kr "$K/bin/mrcd" --socket="$cd_dir/mrcd.sock" --port=47312 --key_file="$cd_dir/key" \
+			--log_level=notice 2>"$OUT/collcheck-mrcd.log" & cd_pid=$!; }
+		for _ in $(seq 200); do [ -S "$cd_dir/mrcd.sock" ] && break; sleep 0.05; done
+		[ -S "$cd_dir/mrcd.sock" ] && cd_sock=$cd_dir/mrcd.sock
+	fi
+	MRC_SOCKET=$cd_sock timeout 300 "$B/collcheck" >"$OUT/collcheck.txt" 2>&1; r=$?
+	[ -n "$cd_pid" ] && kill "$cd_pid" 2>/dev/null
+	[ -n "$cd_dir" ] && rm -rf "$cd_dir"
+	echo "collcheck: exit $r"; [ $r = 0 ] || rc=1
+	grep '^collcheck:' "$OUT/collcheck.txt"
 fi
 if [ -x "$B/gpucheck" ]; then
 	timeout 300 "$B/gpucheck" >"$OUT/gpucheck.txt" 2>&1; r=$?

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "tests/support/mrcd_spawn.h"
+#include "tests/support/nccl_pairs.h"
 #include "tests/support/skip.h"
 #include "tests/support/seeded.h"
 
@@ -147,12 +148,10 @@ static int setup_daemon(void **state)
 	if (!mrcd_spawn_available())
 		return 0;
 	struct env *e = calloc(1, sizeof(*e));
-	const char *argv[] = { "--max_clients=64", NULL };
-	if (mrcd_spawn_start(&e->d, argv)) {
+	if (nccl_pairs_daemon_start(&e->d)) {
 		free(e);
 		return -1;
 	}
-	setenv("MRC_SOCKET", e->d.sock, 1);
 	unsetenv("MRC_NCCL_BOUNCE_MB");
 	*state = e;
 	return 0;
@@ -162,50 +161,15 @@ static int teardown_daemon(void **state)
 {
 	struct env *e = *state;
 	if (e) {
-		mrcd_spawn_stop(&e->d);
+		nccl_pairs_daemon_stop(&e->d);
 		free(e);
 	}
-	unsetenv("MRC_SOCKET");
 	return 0;
 }
 
 #define NEED_DAEMON(state) do { if (!*(state)) MRC_SKIP("%s is not built", mrcd_spawn_bin()); } while (0)
 #define NC(call) assert_int_equal((call), ncclSuccess)
 #define NCOMMS 6
-
-struct pair {
-	void *lc, *sc, *rc;
-	uint8_t handle[NCCL_NET_HANDLE_MAXSIZE];
-};
-
-/* Connects n pairs by calling connect and accept until both give comms,
- * as NCCL does; returns how many calls came back without one. */
-static unsigned connect_pairs(const ncclNet_v11_t *n, void *ctx, struct pair *p, int np)
-{
-	unsigned nulls = 0;
-	for (int i = 0; i < np; i++) {
-		memset(&p[i], 0, sizeof(p[i]));
-		NC(n->listen(ctx, 0, p[i].handle, &p[i].lc));
-	}
-	int64_t end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
-	for (int left = 2 * np; left;) {
-		CHECK(mrcd_spawn_now_ms() < end, "%d connects/accepts not done", left);
-		for (int i = 0; i < np; i++) {
-			ncclNetDeviceHandle_t *dev = NULL;
-			if (!p[i].sc) {
-				NC(n->connect(ctx, 0, p[i].handle, &p[i].sc, &dev));
-				left -= p[i].sc != NULL;
-				nulls += p[i].sc == NULL;
-			}
-			if (!p[i].rc) {
-				NC(n->accept(p[i].lc, &p[i].rc, &dev));
-				left -= p[i].rc != NULL;
-				nulls += p[i].rc == NULL;
-			}
-		}
-	}
-	return nulls;
-}
 
 static void wait_req(const ncclNet_v11_t *n, void *req, int *sizes)
 {
@@ -240,8 +204,8 @@ static void test_plugin_loopback(void **state)
 	NC(n->makeVDevice(&vd, &vp));
 	assert_int_equal(vd, 0);
 
-	struct pair p[NCOMMS];
-	unsigned nulls = connect_pairs(n, e->ctx, p, NCOMMS);
+	struct nccl_pair p[NCOMMS];
+	unsigned nulls = nccl_connect_pairs(n, e->ctx, p, NCOMMS);
 	print_message("connected %d pairs; %u calls returned no comm yet\n", NCOMMS, nulls);
 
 	/* refused pointer types */
@@ -345,7 +309,7 @@ static void test_plugin_loopback(void **state)
 		NC(n->closeListen(p[i].lc));
 	}
 	/* still usable afterwards */
-	connect_pairs(n, e->ctx, p, 1);
+	nccl_connect_pairs(n, e->ctx, p, 1);
 	sl[0] = (struct ndrv_link){ 0, 1, 0, p[0].sc };
 	rl[0] = (struct ndrv_link){ 0, 1, 0, p[0].rc };
 	CHECK(ndrv_round(n, sl, 1, rl, 1, g_seed, 99, 1 << 20, 8, MRCD_SPAWN_WAIT_MS, &st, err,
@@ -382,8 +346,8 @@ static void test_bounce_env(void **state)
 	NC(n->getProperties(0, &pr));
 	assert_int_equal(pr.maxP2pBytes, (2u << 20) / MRCN_MAX_RECVS);
 	assert_int_equal(pr.maxCollBytes, (2u << 20) / MRCN_MAX_RECVS);
-	struct pair p[1];
-	connect_pairs(n, e->ctx, p, 1);
+	struct nccl_pair p[1];
+	nccl_connect_pairs(n, e->ctx, p, 1);
 	struct ndrv_link sl = { 0, 1, 0, p[0].sc }, rl = { 0, 1, 0, p[0].rc };
 	struct ndrv_stats st = { 0 };
 	char err[256];

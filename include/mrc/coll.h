@@ -26,8 +26,8 @@
  * Several communicators (e.g. several ranks as threads of one process)
  * are independent.
  *
- * Buffers are host memory (any address).  GPU buffers come later through
- * mrc/gpu.h (docs/coll.md). */
+ * Buffers are host memory (any address), or device (GPU) memory once
+ * mrc_coll_set_memory allows it (below; docs/coll.md "GPU buffers"). */
 #ifndef MRC_COLL_H
 #define MRC_COLL_H
 
@@ -120,6 +120,19 @@ int mrc_coll_alltoallv(struct mrc_coll *c, const void *sendbuf, const size_t *se
 		       const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
 		       const size_t *rdispls, int dtype);
 int mrc_coll_barrier(struct mrc_coll *c);
+
+/* Where the collectives' buffers may live.  HOST (the default): host
+ * memory, no CUDA call is made.  AUTO: each call asks CUDA where sendbuf
+ * and recvbuf are (cudaPointerGetAttributes) and uses device copies and
+ * reduction kernels when they are device memory (both must be on the same
+ * side, else -EINVAL).  DEVICE: every buffer is device memory, without
+ * asking.  Device data is staged through the communicator's host regions
+ * (cudaMemcpyAsync on a stream of its own, synchronous per chunk), and
+ * reductions run as kernels on the current device.  -ENOSYS: libmrc-coll
+ * was built without CUDA; -ENODEV: no GPU.  MoE dispatch/combine and
+ * mrc_coll_alltoallv_2d take host memory only. */
+enum { MRC_COLL_MEM_HOST, MRC_COLL_MEM_AUTO, MRC_COLL_MEM_DEVICE };
+int mrc_coll_set_memory(struct mrc_coll *c, int mem);
 
 /* 2-D hierarchical all-to-allv (Tutel): with local_ranks ranks per node
  * (consecutive ranks; nranks a multiple of it), first an exchange inside

@@ -1,0 +1,543 @@
+/* libnccl-net-mrc.so, connection setup (docs/nccl.md): init and
+ * finalize, the properties, and listen/connect/accept/close without
+ * blocking NCCL.
+ *
+ * mrc_accept and mrc_connect block and hold their context's control
+ * channel, so two helper threads own two contexts: the accept thread (one
+ * listening service id per process, accepts with a short timeout, recv
+ * comms' QPs and regions) and the connect thread (send comms).  NCCL's
+ * thread only posts and polls QPs (the QP locks, never a context lock, in
+ * nccl/data.c) and hands closes back to the owning thread. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mrc/mrc.h>
+
+#include "nccl/plugin.h"
+
+/* ---- logging ----------------------------------------------------------- */
+static ncclDebugLogger_t logger;
+
+__attribute__((format(printf, 3, 4)))
+void mrcn_log(ncclDebugLogLevel lvl, int line, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (logger)
+		logger(lvl, NCCL_NET | NCCL_INIT, __FILE__, line, "NET/mrc : %s", buf);
+	else if (lvl == NCCL_LOG_WARN || getenv("MRC_NCCL_DEBUG"))
+		fprintf(stderr, "NET/mrc: %s\n", buf);
+}
+/* One plugin state per process; init/finalize count references (NCCL 2.28
+ * calls init per communicator). */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int refs;
+	bool stop;
+	struct mrc_ctx *actx, *cctx;    /* accept thread's, connect thread's */
+	struct mrc_ctx_info info;
+	uint32_t sid;
+	uint32_t next_listen_id;
+	struct listen_comm *listens;
+	struct comm *connq, *connq_tail; /* send comms to connect */
+	struct comm *dead_a, *dead_c;   /* closed comms, per owning thread */
+	pthread_t athr, cthr;
+	ncclNetAttr_v11_t attr;
+} G = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+uint64_t mrcn_arena_bytes = MRCN_ARENA, mrcn_max_msg = MRCN_MAX_MSG;
+int mrcn_cuda_ok;
+
+static uint64_t region_len(void)
+{
+	return mrcn_arena_bytes + MRCN_NCTS * sizeof(struct mrcn_cts);
+}
+
+/* QP and bounce region of a comm, on the calling helper thread's ctx. */
+static int comm_setup(struct comm *c, struct mrc_ctx *ctx)
+{
+	uint32_t acc = c->kind == K_SEND ? MRC_MR_LOCAL_READ | MRC_MR_LOCAL_WRITE
+					 : MRC_MR_LOCAL_READ | MRC_MR_REMOTE_WRITE;
+	int r = mrc_alloc_mr(ctx, region_len(), acc, &c->mr);
+	if (r)
+		return r;
+	r = mrc_create_qp(ctx, NULL, &c->qp);
+	if (r) {
+		mrc_dereg_mr(c->mr);
+		c->mr = NULL;
+		return r;
+	}
+	c->base = mrc_mr_addr(c->mr);
+	c->lkey = mrc_mr_key(c->mr);
+	mrcn_arena_init(&c->arena, mrcn_arena_bytes);
+	c->nfree_ids = MRCN_NCTS;
+	for (int i = 0; i < MRCN_NCTS; i++)
+		c->free_ids[i] = MRCN_NCTS - 1 - i;
+	return 0;
+}
+
+static void comm_destroy(struct comm *c)
+{
+	mrcn_cuda_detach(c);
+	if (c->qp)
+		mrc_destroy_qp(c->qp);
+	if (c->mr)
+		mrc_dereg_mr(c->mr);
+	free(c);
+}
+
+static void drain_dead(struct comm **list)
+{
+	pthread_mutex_lock(&G.lock);
+	struct comm *d = *list;
+	*list = NULL;
+	pthread_mutex_unlock(&G.lock);
+	while (d) {
+		struct comm *n = d->next;
+		comm_destroy(d);
+		d = n;
+	}
+}
+
+int mrcn_post_cts_recv(struct comm *c, int slot)
+{
+	return mrc_post_recv(c->qp, MRCN_WR_CTS | (uint64_t)slot, c->lkey,
+			     mrcn_arena_bytes + (uint64_t)slot * sizeof(struct mrcn_cts),
+			     sizeof(struct mrcn_cts));
+}
+
+/* ---- helper threads ---------------------------------------------------- */
+static void *accept_main(void *arg)
+{
+	(void)arg;
+	struct comm *spare = NULL;
+	for (;;) {
+		drain_dead(&G.dead_a);
+		pthread_mutex_lock(&G.lock);
+		bool stop = G.stop;
+		pthread_mutex_unlock(&G.lock);
+		if (stop)
+			break;
+		if (!spare) {
+			spare = calloc(1, sizeof(*spare));
+			if (!spare || (spare->kind = K_RECV, comm_setup(spare, G.actx))) {
+				WARN("accept thread: no QP or bounce region: %s", mrc_last_error(G.actx));
+				free(spare);
+				spare = NULL;
+				struct timespec ts = { 0, 100 * 1000 * 1000 };
+				nanosleep(&ts, NULL);   /* backoff before retrying, not a sync */
+				continue;
+			}
+		}
+		struct mrc_qp_addr peer;
+		/* Short timeout: the thread also serves closes and shutdown. */
+		int r = mrc_accept(spare->qp, G.sid, spare->lkey, MRCN_ACCEPT_POLL_MS, &peer);
+		if (r == -ETIMEDOUT)
+			continue;
+		if (r) {
+			WARN("mrc_accept: %s (%s)", mrc_strerror(r), mrc_last_error(G.actx));
+			comm_destroy(spare);
+			spare = NULL;
+			if (r == -EPIPE || r == -ECONNRESET)
+				break;
+			continue;
+		}
+		spare->host = peer.host;
+		pthread_mutex_lock(&G.lock);
+		struct listen_comm *l = G.listens;
+		while (l && l->id != peer.priv)
+			l = l->next;
+		if (l) {
+			struct comm **p = &l->ready_head;
+			while (*p)
+				p = &(*p)->next;
+			spare->next = NULL;
+			atomic_store(&spare->ready, 1);
+			*p = spare;
+		} else {
+			spare->next = G.dead_a;
+			G.dead_a = spare;
+		}
+		pthread_mutex_unlock(&G.lock);
+		spare = NULL;
+	}
+	if (spare)
+		comm_destroy(spare);
+	drain_dead(&G.dead_a);
+	return NULL;
+}
+
+static int connect_one(struct comm *c, uint32_t sid)
+{
+	int r = comm_setup(c, G.cctx);
+	if (r)
+		return r;
+	struct mrc_qp_addr peer;
+	/* -ECONNREFUSED: the listener's backlog is full; bounded retries. */
+	for (int i = 0; i < 200; i++) {
+		r = mrc_connect(c->qp, c->host, sid, c->listen_id, &peer);
+		if (r != -ECONNREFUSED)
+			break;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);   /* backoff, not a sync */
+	}
+	if (r)
+		return r;
+	c->rkey = peer.priv;
+	for (int i = 0; i < MRCN_NCTS && !r; i++)
+		r = mrcn_post_cts_recv(c, i);
+	return r;
+}
+
+static void *connect_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&G.lock);
+		while (!G.stop && !G.connq && !G.dead_c)
+			pthread_cond_wait(&G.cond, &G.lock);
+		bool stop = G.stop;
+		struct comm *c = G.connq;
+		if (c && !stop) {
+			G.connq = c->next;
+			if (!G.connq)
+				G.connq_tail = NULL;
+		}
+		pthread_mutex_unlock(&G.lock);
+		drain_dead(&G.dead_c);
+		if (stop)
+			break;
+		if (!c)
+			continue;
+		uint32_t sid = c->rkey;         /* the handle's sid, parked here */
+		c->rkey = 0;
+		int r = connect_one(c, sid);
+		if (r)
+			WARN("connect to host %u service %u: %s (%s)", c->host, sid, mrc_strerror(r),
+			     mrc_last_error(G.cctx));
+		atomic_store(&c->ready, r ? r : 1);
+	}
+	/* Comms still queued were never returned to NCCL: the handle owns
+	 * them, and finalize frees them below through dead_c. */
+	pthread_mutex_lock(&G.lock);
+	struct comm *q = G.connq;
+	G.connq = G.connq_tail = NULL;
+	pthread_mutex_unlock(&G.lock);
+	while (q) {
+		struct comm *n = q->next;
+		atomic_store(&q->ready, -ECANCELED);
+		q = n;
+	}
+	drain_dead(&G.dead_c);
+	return NULL;
+}
+
+/* ---- init / finalize --------------------------------------------------- */
+static void shutdown_locked_out(void)
+{
+	pthread_mutex_lock(&G.lock);
+	G.stop = true;
+	pthread_cond_broadcast(&G.cond);
+	pthread_mutex_unlock(&G.lock);
+	pthread_join(G.athr, NULL);
+	pthread_join(G.cthr, NULL);
+	mrc_unlisten(G.actx, G.sid);
+	mrc_close(G.actx);
+	mrc_close(G.cctx);
+	G.actx = G.cctx = NULL;
+}
+
+static int env_int(const char *name, int def)
+{
+	const char *v = getenv(name);
+	return v && *v ? atoi(v) : def;
+}
+
+static ncclResult_t start(void)
+{
+	const char *sock = getenv(MRC_SOCK_ENV);
+	int mb = env_int("MRC_NCCL_BOUNCE_MB", (int)(MRCN_ARENA >> 20));
+	if (mb < 1 || (uint64_t)mb > MRCN_ARENA >> 20)
+		mb = (int)(MRCN_ARENA >> 20);
+	mrcn_arena_bytes = (uint64_t)mb << 20;
+	mrcn_max_msg = mrcn_arena_bytes / MRCN_MAX_RECVS;
+	int r = mrc_open(NULL, &G.actx);
+	if (!r)
+		r = mrc_open(NULL, &G.cctx);
+	if (r) {
+		WARN("cannot reach mrcd at %s: %s", sock ? sock : "/run/mrcd/mrcd.sock", mrc_strerror(r));
+		goto fail;
+	}
+	mrc_ctx_info(G.actx, &G.info);
+	/* One service id per process: a random start, the next one while
+	 * another process (or user) holds it. */
+	uint32_t seed = (uint32_t)getpid() * 2654435761u ^ (uint32_t)time(NULL);
+	for (int i = 0; i < 64; i++) {
+		G.sid = MRCN_SID_BASE + (seed + (uint32_t)i * 7919u) % MRCN_SID_SPAN;
+		r = mrc_listen(G.actx, G.sid, 128);
+		if (r != -EADDRINUSE)
+			break;
+	}
+	if (r) {
+		WARN("mrc_listen: %s (%s)", mrc_strerror(r), mrc_last_error(G.actx));
+		goto fail;
+	}
+	G.stop = false;
+	if (pthread_create(&G.athr, NULL, accept_main, NULL))
+		goto fail;
+	if (pthread_create(&G.cthr, NULL, connect_main, NULL)) {
+		G.stop = true;
+		pthread_join(G.athr, NULL);
+		goto fail;
+	}
+	INFO("using mrcd host %u of %u, service id %u, %llu MiB bounce per comm",
+	     G.info.host, G.info.n_hosts, G.sid, (unsigned long long)(mrcn_arena_bytes >> 20));
+	char why[128];
+	mrcn_cuda_ok = mrcn_cuda_probe(why, sizeof(why)) == 0;
+	INFO("%s: pointer support %s", why,
+	     mrcn_cuda_ok ? "host and CUDA (staged through the bounce arena)" : "host only");
+	return ncclSuccess;
+fail:
+	if (G.actx)
+		mrc_close(G.actx);
+	if (G.cctx)
+		mrc_close(G.cctx);
+	G.actx = G.cctx = NULL;
+	return ncclSystemError;
+}
+
+ncclResult_t mrcn_init(void **ctx, uint64_t commId, ncclNetCommConfig_t *config,
+				  ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction)
+{
+	(void)commId;
+	(void)config;
+	(void)profFunction;
+	pthread_mutex_lock(&G.lock);
+	ncclResult_t res = ncclSuccess;
+	if (logFunction)
+		logger = logFunction;
+	if (G.refs == 0) {
+		pthread_mutex_unlock(&G.lock);
+		res = start();
+		pthread_mutex_lock(&G.lock);
+	}
+	if (res == ncclSuccess)
+		G.refs++;
+	pthread_mutex_unlock(&G.lock);
+	if (ctx)
+		*ctx = &G;
+	return res;
+}
+
+ncclResult_t mrcn_finalize(void *ctx)
+{
+	(void)ctx;
+	pthread_mutex_lock(&G.lock);
+	int last = G.refs > 0 && --G.refs == 0;
+	pthread_mutex_unlock(&G.lock);
+	if (last)
+		shutdown_locked_out();
+	return ncclSuccess;
+}
+
+ncclResult_t mrcn_devices(int *ndev)
+{
+	*ndev = 1;
+	return ncclSuccess;
+}
+
+ncclResult_t mrcn_props(int dev, ncclNetProperties_v11_t *p)
+{
+	if (dev != 0)
+		return ncclInvalidArgument;
+	static char name[] = "mrc0";
+	memset(p, 0, sizeof(*p));
+	p->name = name;
+	p->pciPath = NULL;              /* a daemon, not a PCI function */
+	p->guid = 0x6d72630000000000ull | G.info.host;
+	/* CUDA pointers only with a device and the copy engine (init). */
+	p->ptrSupport = NCCL_PTR_HOST | (mrcn_cuda_ok ? NCCL_PTR_CUDA : 0);
+	p->regIsGlobal = 1;             /* mhandles are not tied to a comm */
+	p->forceFlush = 0;
+	/* The planes' sum: mrcd does not tell clients its NICs' rates, so
+	 * the operator states them (docs/nccl.md). */
+	p->speed = env_int("MRC_NCCL_PLANES", 2) * env_int("MRC_NCCL_PLANE_MBPS", 100000);
+	p->port = 1;
+	p->latency = (float)env_int("MRC_NCCL_LATENCY_US", 0);
+	uint64_t by_mem = G.info.max_mem / region_len();
+	uint64_t by_qp = G.info.max_qps > 1 ? G.info.max_qps - 1 : 1;   /* one spare */
+	p->maxComms = (int)(by_mem < by_qp ? by_mem : by_qp);
+	p->maxRecvs = MRCN_MAX_RECVS;
+	p->netDeviceType = NCCL_NET_DEVICE_HOST;
+	p->netDeviceVersion = 0;
+	p->vProps.ndevs = 1;
+	p->vProps.devs[0] = 0;
+	p->maxP2pBytes = mrcn_max_msg;
+	p->maxCollBytes = mrcn_max_msg;
+	p->maxMultiRequestSize = 1;
+	return ncclSuccess;
+}
+
+/* ---- connection setup -------------------------------------------------- */
+ncclResult_t mrcn_listen(void *ctx, int dev, void *handle, void **listenComm)
+{
+	(void)ctx;
+	if (dev != 0 || !G.actx)
+		return ncclInvalidUsage;
+	struct listen_comm *l = calloc(1, sizeof(*l));
+	if (!l)
+		return ncclSystemError;
+	l->kind = K_LISTEN;
+	pthread_mutex_lock(&G.lock);
+	l->id = ++G.next_listen_id;
+	l->next = G.listens;
+	G.listens = l;
+	pthread_mutex_unlock(&G.lock);
+	struct mrcn_handle h = { .magic = MRCN_HANDLE_MAGIC, .host = G.info.host, .sid = G.sid,
+				 .listen_id = l->id };
+	memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE);
+	memcpy(handle, &h, sizeof(h));
+	*listenComm = l;
+	return ncclSuccess;
+}
+
+/* NCCL calls connect again with the same handle until it gets a comm: the
+ * pending comm is remembered in the handle (as net_ib keeps its stage). */
+ncclResult_t mrcn_connect(void *ctx, int dev, void *handle, void **sendComm,
+				     ncclNetDeviceHandle_t **sendDevComm)
+{
+	(void)ctx;
+	(void)sendDevComm;
+	*sendComm = NULL;
+	struct mrcn_handle h;
+	if (dev != 0 || mrcn_handle_parse(handle, &h) || !G.cctx) {
+		WARN("connect: not an mrc handle, or the plugin is not initialized");
+		return ncclInvalidUsage;
+	}
+	struct comm *c = (struct comm *)(uintptr_t)h.pending;
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return ncclSystemError;
+		c->kind = K_SEND;
+		c->host = h.host;
+		c->listen_id = h.listen_id;
+		c->rkey = h.sid;
+		pthread_mutex_lock(&G.lock);
+		if (G.connq_tail)
+			G.connq_tail->next = c;
+		else
+			G.connq = c;
+		G.connq_tail = c;
+		pthread_cond_broadcast(&G.cond);
+		pthread_mutex_unlock(&G.lock);
+		h.pending = (uint64_t)(uintptr_t)c;
+		memcpy(handle, &h, sizeof(h));
+		return ncclSuccess;
+	}
+	int st = atomic_load(&c->ready);
+	if (st == 0)
+		return ncclSuccess;
+	h.pending = 0;
+	memcpy(handle, &h, sizeof(h));
+	if (st < 0) {
+		WARN("connect to host %u failed: %s", h.host, mrc_strerror(st));
+		pthread_mutex_lock(&G.lock);
+		c->next = G.dead_c;
+		G.dead_c = c;
+		pthread_cond_broadcast(&G.cond);
+		pthread_mutex_unlock(&G.lock);
+		return ncclSystemError;
+	}
+	*sendComm = c;
+	return ncclSuccess;
+}
+
+ncclResult_t mrcn_accept(void *listenComm, void **recvComm,
+				    ncclNetDeviceHandle_t **recvDevComm)
+{
+	(void)recvDevComm;
+	struct listen_comm *l = listenComm;
+	pthread_mutex_lock(&G.lock);
+	struct comm *c = l->ready_head;
+	if (c)
+		l->ready_head = c->next;
+	pthread_mutex_unlock(&G.lock);
+	*recvComm = c;
+	return ncclSuccess;
+}
+
+static void retire(struct comm *c, struct comm **list)
+{
+	pthread_mutex_lock(&G.lock);
+	c->next = *list;
+	*list = c;
+	pthread_cond_broadcast(&G.cond);
+	pthread_mutex_unlock(&G.lock);
+}
+
+ncclResult_t mrcn_close_listen(void *listenComm)
+{
+	struct listen_comm *l = listenComm;
+	pthread_mutex_lock(&G.lock);
+	for (struct listen_comm **p = &G.listens; *p; p = &(*p)->next)
+		if (*p == l) {
+			*p = l->next;
+			break;
+		}
+	struct comm *c = l->ready_head;
+	while (c) {
+		struct comm *n = c->next;
+		c->next = G.dead_a;
+		G.dead_a = c;
+		c = n;
+	}
+	pthread_mutex_unlock(&G.lock);
+	free(l);
+	return ncclSuccess;
+}
+
+/* Operations still in flight are dropped with the QP: the owning helper
+ * thread destroys it (mrcd discards its queued work), then the region. */
+ncclResult_t mrcn_close_send(void *sendComm)
+{
+	retire(sendComm, &G.dead_c);
+	return ncclSuccess;
+}
+
+ncclResult_t mrcn_close_recv(void *recvComm)
+{
+	retire(recvComm, &G.dead_a);
+	return ncclSuccess;
+}
+
+ncclResult_t mrcn_make_vdevice(int *d, ncclNetVDeviceProps_t *props)
+{
+	/* One device: a virtual NIC can only be that device itself. */
+	if (!props || props->ndevs != 1 || props->devs[0] != 0)
+		return ncclInvalidUsage;
+	*d = 0;
+	return ncclSuccess;
+}
+
+ncclResult_t mrcn_set_attr(void *ctx, ncclNetAttr_v11_t *attr)
+{
+	(void)ctx;
+	/* Hints about peers and flows: mrc sprays every QP over all paths,
+	 * so they change nothing; kept for diagnostics. */
+	if (attr)
+		G.attr = *attr;
+	return ncclSuccess;
+}

@@ -1,0 +1,480 @@
+/* libnccl-net-mrc.so, the data path (docs/nccl.md): memory
+ * registration, isend/irecv/test/iflush over the comms' bounce regions,
+ * and the exported tables (v11, and the v10/v9/v8 adapters).
+ *
+ * Protocol (receiver-driven, like a CTS): irecv reserves, per grouped
+ * receive, an id and room in the receiver's bounce arena, and SENDs a
+ * clear-to-send {id, tag, size, offset} to the sender's posted RECVs.  isend
+ * takes the oldest CTS of its tag (none yet: a NULL request, NCCL retries),
+ * copies, and WRITE_IMMs the data to that offset with imm = id; the
+ * receiver's RECV_WRITE_IMM completion gives the size.  Host buffers are
+ * copied with memcpy, CUDA buffers by the comm's copy engine
+ * (nccl/stage.c), each finished before the data moves on. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mrc/mrc.h>
+
+#include "nccl/plugin.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- memory ------------------------------------------------------------ */
+static ncclResult_t reg(void *data, size_t size, int type, void **mhandle)
+{
+	/* CUDA memory only where init found a device and the copy engine
+	 * (nccl/stage.c); anything else is refused rather than read as host
+	 * memory. */
+	if (type != NCCL_PTR_HOST && !(type == NCCL_PTR_CUDA && mrcn_cuda_ok)) {
+		WARN("regMr: pointer type %d refused: %s", type,
+		     type == NCCL_PTR_CUDA ? "no CUDA device at init, or a build without CUDA: "
+					     "only host memory (NCCL_PTR_HOST)"
+					   : "only host and CUDA memory are supported");
+		return ncclInternalError;
+	}
+	struct mhandle *m = malloc(sizeof(*m));
+	if (!m)
+		return ncclSystemError;
+	*m = (struct mhandle){ data, size, type };
+	*mhandle = m;
+	return ncclSuccess;
+}
+
+static ncclResult_t mrcn_regmr(void *comm, void *data, size_t size, int type, void **mhandle)
+{
+	(void)comm;
+	return reg(data, size, type, mhandle);
+}
+
+/* A dma-buf lets a NIC reach GPU memory itself (GPUDirect RDMA): mrc's
+ * datapath is mrcd's UDP sockets, which cannot, and gpu/gpudirect.c's
+ * export is for a verbs datapath mrc does not have yet.  So
+ * NCCL_PTR_DMABUF is never advertised and an fd is refused; without an fd
+ * this is regMr. */
+static ncclResult_t mrcn_regmr_dmabuf(void *comm, void *data, size_t size, int type,
+				      uint64_t offset, int fd, void **mhandle)
+{
+	(void)comm;
+	(void)offset;
+	if (fd >= 0) {
+		WARN("regMrDmaBuf: dma-buf (fd %d, pointer type %d) refused: mrc has no GPUDirect "
+		     "(verbs) datapath; device memory is staged through host memory instead",
+		     fd, type);
+		return ncclInternalError;
+	}
+	return reg(data, size, type, mhandle);
+}
+
+static ncclResult_t mrcn_deregmr(void *comm, void *mhandle)
+{
+	(void)comm;
+	free(mhandle);
+	return ncclSuccess;
+}
+
+/* ---- data path --------------------------------------------------------- */
+static struct req *req_get(struct comm *c)
+{
+	for (int i = 0; i < MRCN_MAX_REQS; i++)
+		if (!c->reqs[i].used) {
+			struct req *r = &c->reqs[i];
+			memset(r, 0, sizeof(*r));
+			r->used = 1;
+			r->c = c;
+			return r;
+		}
+	return NULL;
+}
+
+static void on_cqe(struct comm *c, const struct mrc_completion *e)
+{
+	if (e->status) {
+		if (!c->err)
+			c->err = e->status;
+		WARN("%s completion failed: %s", mrc_cqe_op_name(e->op), mrc_strerror(e->status));
+		if (e->op == MRC_CQE_WRITE_IMM && e->wr_id < MRCN_MAX_REQS)
+			c->reqs[e->wr_id].err = e->status;
+		return;
+	}
+	switch (e->op) {
+	case MRC_CQE_WRITE_IMM: {       /* a send finished */
+		struct req *r = &c->reqs[e->wr_id % MRCN_MAX_REQS];
+		if (r->sub[0].alloc >= 0)
+			mrcn_arena_free(&c->arena, r->sub[0].alloc);
+		r->sub[0].alloc = -1;
+		r->ndone = 1;
+		break;
+	}
+	case MRC_CQE_RECV: {            /* a CTS arrived */
+		int slot = (int)(e->wr_id & 0xffff);
+		struct mrcn_cts in;
+		if (slot >= MRCN_NCTS || mrcn_cts_parse(CTS_IN(c, slot), e->byte_len, &in) ||
+		    c->ncts == MRCN_NCTS) {
+			if (!c->err)
+				c->err = -EPROTO;
+			WARN("malformed clear-to-send from host %u", c->host);
+			break;
+		}
+		c->cts[c->ncts++] = in;
+		int r = mrcn_post_cts_recv(c, slot);
+		if (r && !c->err)
+			c->err = r;
+		break;
+	}
+	case MRC_CQE_RECV_WRITE_IMM: {  /* data landed */
+		uint32_t id = e->imm;
+		if (id >= MRCN_NCTS || !c->ids[id].r) {
+			if (!c->err)
+				c->err = -EPROTO;
+			WARN("data for unknown id %u", id);
+			break;
+		}
+		struct req *r = c->ids[id].r;
+		int s = c->ids[id].sub;
+		c->ids[id].r = NULL;
+		c->free_ids[c->nfree_ids++] = (int)id;
+		if (e->byte_len > r->sub[s].size) {
+			r->err = -EMSGSIZE;
+		} else if (e->byte_len && r->sub[s].cuda) {
+			/* Landed in the arena: to the device before test says done. */
+			int ce = mrcn_cuda_copy(c, 1, r->sub[s].data,
+						mrcn_arena_off(&c->arena, r->sub[s].alloc), e->byte_len);
+			if (ce) {
+				r->err = ce;
+				r->cuda_fail = 1;
+			}
+		} else if (e->byte_len) {
+			memcpy(r->sub[s].data, c->base + mrcn_arena_off(&c->arena, r->sub[s].alloc),
+			       e->byte_len);
+		}
+		r->sub[s].got = e->byte_len;
+		if (r->sub[s].alloc >= 0)
+			mrcn_arena_free(&c->arena, r->sub[s].alloc);
+		r->sub[s].alloc = -1;
+		r->ndone++;
+		break;
+	}
+	default:                        /* our CTS SENDs */
+		break;
+	}
+}
+
+static int progress(struct comm *c)
+{
+	struct mrc_completion e[16];
+	int n;
+	do {
+		n = mrc_poll_cq(c->qp, e, 16);
+		if (n < 0) {
+			if (!c->err)
+				c->err = n;
+			return n;
+		}
+		for (int i = 0; i < n; i++)
+			on_cqe(c, &e[i]);
+	} while (n == 16);
+	return c->err;
+}
+
+static ncclResult_t comm_failed(struct comm *c, const char *what)
+{
+	WARN("%s: the connection to host %u failed: %s", what, c->host, mrc_strerror(c->err));
+	return ncclRemoteError;
+}
+
+static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
+				   void *mhandle, void *phandle, void **request)
+{
+	(void)phandle;
+	struct comm *c = sendComm;
+	struct mhandle *m = mhandle;
+	*request = NULL;
+	int cuda = m && m->type == NCCL_PTR_CUDA;
+	if (m && m->type != NCCL_PTR_HOST && !cuda)
+		return ncclInternalError;
+	if (cuda && mrcn_cuda_attach(c))
+		return ncclUnhandledCudaError;
+	if (size > mrcn_max_msg) {
+		WARN("isend: %zu bytes above maxP2pBytes %llu", size, (unsigned long long)mrcn_max_msg);
+		return ncclInvalidArgument;
+	}
+	if (progress(c))
+		return comm_failed(c, "isend");
+	int k = 0;
+	while (k < c->ncts && c->cts[k].tag != tag)
+		k++;
+	if (k == c->ncts)
+		return ncclSuccess;     /* no receive posted for it yet */
+	struct mrcn_cts cts = c->cts[k];
+	if (size > cts.size) {
+		WARN("isend: %zu bytes into a receive of %llu (tag %d): truncated", size,
+		     (unsigned long long)cts.size, tag);
+		return ncclInvalidUsage;
+	}
+	struct req *r = req_get(c);
+	if (!r)
+		return ncclSuccess;
+	int a = -1;
+	if (size && (a = mrcn_arena_alloc(&c->arena, size)) < 0) {
+		r->used = 0;
+		return ncclSuccess;     /* bounce full until sends complete */
+	}
+	uint64_t off = a >= 0 ? mrcn_arena_off(&c->arena, a) : 0;
+	if (size && cuda) {
+		/* Device -> arena, finished before the post.  A failed copy
+		 * is the request's error (test reports it), nothing is sent,
+		 * and the CTS stays for NCCL's abort to discard. */
+		int ce = mrcn_cuda_copy(c, 0, data, off, size);
+		if (ce) {
+			mrcn_arena_free(&c->arena, a);
+			WARN("isend: device to host copy of %zu bytes failed: %s", size, mrc_strerror(ce));
+			*r = (struct req){ .c = c, .used = 1, .n = 1, .err = ce, .cuda_fail = 1 };
+			r->sub[0].alloc = -1;
+			*request = r;
+			return ncclSuccess;
+		}
+	} else if (size) {
+		memcpy(c->base + off, data, size);
+	}
+	int e = mrc_post_write_imm(c->qp, (uint64_t)(r - c->reqs), c->lkey, off, size, c->rkey,
+				   cts.off, cts.id);
+	if (e) {
+		if (a >= 0)
+			mrcn_arena_free(&c->arena, a);
+		r->used = 0;
+		if (e == -ENOSPC)
+			return ncclSuccess;
+		c->err = e;
+		return comm_failed(c, "isend");
+	}
+	memmove(&c->cts[k], &c->cts[k + 1], (size_t)(c->ncts - k - 1) * sizeof(c->cts[0]));
+	c->ncts--;
+	r->n = 1;
+	r->sub[0].size = size;
+	r->sub[0].alloc = a;
+	*request = r;
+	return ncclSuccess;
+}
+
+static ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
+				   void **mhandles, void **phandles, void **request)
+{
+	(void)phandles;
+	struct comm *c = recvComm;
+	*request = NULL;
+	if (n < 1 || n > MRCN_MAX_RECVS) {
+		WARN("irecv: %d grouped receives (1..%d)", n, MRCN_MAX_RECVS);
+		return ncclInvalidArgument;
+	}
+	for (int i = 0; i < n; i++) {
+		struct mhandle *m = mhandles ? mhandles[i] : NULL;
+		if (m && m->type != NCCL_PTR_HOST && m->type != NCCL_PTR_CUDA)
+			return ncclInternalError;
+		if (m && m->type == NCCL_PTR_CUDA && mrcn_cuda_attach(c))
+			return ncclUnhandledCudaError;
+		if (sizes[i] > mrcn_max_msg) {
+			WARN("irecv: %zu bytes above maxP2pBytes", sizes[i]);
+			return ncclInvalidArgument;
+		}
+	}
+	if (progress(c))
+		return comm_failed(c, "irecv");
+	if (c->nfree_ids < n)
+		return ncclSuccess;
+	struct req *r = req_get(c);
+	if (!r)
+		return ncclSuccess;
+	r->n = n;
+	for (int i = 0; i < n; i++) {
+		r->sub[i].alloc = -1;
+		if (sizes[i] && (r->sub[i].alloc = mrcn_arena_alloc(&c->arena, sizes[i])) < 0) {
+			for (int j = 0; j <= i; j++)
+				if (r->sub[j].alloc >= 0)
+					mrcn_arena_free(&c->arena, r->sub[j].alloc);
+			r->used = 0;
+			return ncclSuccess;   /* bounce full until data is consumed */
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		int id = c->free_ids[--c->nfree_ids];
+		r->sub[i].id = id;
+		r->sub[i].data = data[i];
+		r->sub[i].size = sizes[i];
+		r->sub[i].cuda = mhandles && mhandles[i] &&
+				 ((struct mhandle *)mhandles[i])->type == NCCL_PTR_CUDA;
+		c->ids[id].r = r;
+		c->ids[id].sub = i;
+		struct mrcn_cts *out = CTS_IN(c, id);
+		*out = (struct mrcn_cts){ .magic = MRCN_CTS_MAGIC, .id = (uint32_t)id, .tag = tags[i],
+			.size = sizes[i],
+			.off = r->sub[i].alloc >= 0 ? mrcn_arena_off(&c->arena, r->sub[i].alloc) : 0 };
+		/* The SQ has room: at most MRCN_NCTS CTS are outstanding. */
+		int e = mrc_post_send(c->qp, MRCN_WR_CTS | (uint64_t)id, c->lkey,
+				      mrcn_arena_bytes + (uint64_t)id * sizeof(*out), sizeof(*out));
+		if (e) {
+			c->err = e;
+			return comm_failed(c, "irecv");
+		}
+	}
+	*request = r;
+	return ncclSuccess;
+}
+
+/* Nothing is ever left to flush: host buffers are written by the CPU, and
+ * CUDA buffers by a device copy that test waited for (its event) before
+ * it reported the receive done, so the data is visible to every later
+ * GPU operation by then.  A NULL request means "done at once" to NCCL,
+ * as net_ib returns when it needs no flush. */
+static ncclResult_t mrcn_iflush(void *recvComm, int n, void **data, int *sizes,
+				    void **mhandles, void **request)
+{
+	(void)recvComm;
+	(void)n;
+	(void)data;
+	(void)sizes;
+	(void)mhandles;
+	*request = NULL;
+	return ncclSuccess;
+}
+
+static ncclResult_t mrcn_test(void *request, int *done, int *sizes)
+{
+	struct req *r = request;
+	struct comm *c = r->c;
+	*done = 0;
+	if (progress(c) && r->ndone < r->n)
+		return comm_failed(c, "test");
+	if (r->err) {
+		WARN("request failed: %s", mrc_strerror(r->err));
+		r->used = 0;
+		return r->cuda_fail ? ncclUnhandledCudaError
+		       : r->err == -EMSGSIZE ? ncclInvalidUsage : ncclRemoteError;
+	}
+	if (r->ndone < r->n)
+		return ncclSuccess;
+	*done = 1;
+	if (sizes)
+		for (int i = 0; i < r->n; i++)
+			sizes[i] = (int)(c->kind == K_SEND ? r->sub[i].size : r->sub[i].got);
+	r->used = 0;
+	return ncclSuccess;
+}
+
+
+/* ---- exported tables --------------------------------------------------- */
+#define DATA_ENTRIES                                                              \
+	.accept = mrcn_accept, .regMr = mrcn_regmr,                       \
+	.regMrDmaBuf = mrcn_regmr_dmabuf, .deregMr = mrcn_deregmr,        \
+	.iflush = mrcn_iflush, .test = mrcn_test,                         \
+	.closeSend = mrcn_close_send, .closeRecv = mrcn_close_recv,       \
+	.closeListen = mrcn_close_listen, .getDeviceMr = NULL,                \
+	.irecvConsumed = NULL, .makeVDevice = mrcn_make_vdevice
+
+EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
+	.name = "mrc", .init = mrcn_init, .devices = mrcn_devices,
+	.getProperties = mrcn_props, .listen = mrcn_listen,
+	.connect = mrcn_connect, .isend = mrcn_isend, .irecv = mrcn_irecv,
+	DATA_ENTRIES, .finalize = mrcn_finalize, .setNetAttr = mrcn_set_attr,
+};
+
+/* v10 and v9 (and v8 below): NCCL 2.19-2.27.  No finalize there: the state lives until
+ * the process exits. */
+static ncclResult_t v10_init(ncclDebugLogger_t log, ncclProfilerCallback_t prof)
+{
+	return mrcn_init(NULL, 0, NULL, log, prof);
+}
+static ncclResult_t v9_init(ncclDebugLogger_t log)
+{
+	return mrcn_init(NULL, 0, NULL, log, NULL);
+}
+static ncclResult_t v9_props(int dev, ncclNetProperties_v9_t *p)
+{
+	ncclNetProperties_v11_t p11;
+	ncclResult_t r = mrcn_props(dev, &p11);
+	if (r == ncclSuccess)
+		memcpy(p, &p11, sizeof(*p));   /* v9/v10 are v11's prefix */
+	return r;
+}
+static ncclResult_t v9_listen(int dev, void *handle, void **lc)
+{
+	return mrcn_listen(NULL, dev, handle, lc);
+}
+static ncclResult_t v10_connect(int dev, ncclNetCommConfig_t *cfg, void *handle, void **sc,
+				ncclNetDeviceHandle_t **dc)
+{
+	(void)cfg;
+	return mrcn_connect(NULL, dev, handle, sc, dc);
+}
+static ncclResult_t v9_connect(int dev, void *handle, void **sc, ncclNetDeviceHandle_t **dc)
+{
+	return mrcn_connect(NULL, dev, handle, sc, dc);
+}
+static ncclResult_t v9_isend(void *sc, void *data, size_t size, int tag, void *mh, void **req)
+{
+	return mrcn_isend(sc, data, size, tag, mh, NULL, req);
+}
+static ncclResult_t v9_irecv(void *rc, int n, void **data, size_t *sizes, int *tags, void **mh,
+			     void **req)
+{
+	return mrcn_irecv(rc, n, data, sizes, tags, mh, NULL, req);
+}
+
+/* v8: int sizes, and properties without the size limits, which NCCL of
+ * that age does not know: it must keep its messages within mrcn_max_msg
+ * (its defaults do: 512 KiB steps), or isend refuses them. */
+static ncclResult_t v8_props(int dev, ncclNetProperties_v8_t *p)
+{
+	ncclNetProperties_v11_t q;
+	ncclResult_t r = mrcn_props(dev, &q);
+	if (r != ncclSuccess)
+		return r;
+	*p = (ncclNetProperties_v8_t){ .name = q.name, .pciPath = q.pciPath, .guid = q.guid,
+		.ptrSupport = q.ptrSupport, .regIsGlobal = q.regIsGlobal, .speed = q.speed,
+		.port = q.port, .latency = q.latency, .maxComms = q.maxComms,
+		.maxRecvs = q.maxRecvs, .netDeviceType = q.netDeviceType,
+		.netDeviceVersion = q.netDeviceVersion };
+	return ncclSuccess;
+}
+static ncclResult_t v8_isend(void *sc, void *data, int size, int tag, void *mh, void **req)
+{
+	*req = NULL;
+	if (size < 0)
+		return ncclInvalidArgument;
+	return mrcn_isend(sc, data, (size_t)size, tag, mh, NULL, req);
+}
+static ncclResult_t v8_irecv(void *rc, int n, void **data, int *sizes, int *tags, void **mh,
+			     void **req)
+{
+	size_t sz[MRCN_MAX_RECVS];
+	*req = NULL;
+	if (n < 1 || n > MRCN_MAX_RECVS)
+		return ncclInvalidArgument;
+	for (int i = 0; i < n; i++) {
+		if (sizes[i] < 0)
+			return ncclInvalidArgument;
+		sz[i] = (size_t)sizes[i];
+	}
+	return mrcn_irecv(rc, n, data, sz, tags, mh, NULL, req);
+}
+
+EXPORT const ncclNet_v8_t ncclNetPlugin_v8 = {
+	.name = "mrc", .init = v9_init, .devices = mrcn_devices, .getProperties = v8_props,
+	.listen = v9_listen, .connect = v9_connect, .accept = mrcn_accept,
+	.regMr = mrcn_regmr, .regMrDmaBuf = mrcn_regmr_dmabuf, .deregMr = mrcn_deregmr,
+	.isend = v8_isend, .irecv = v8_irecv, .iflush = mrcn_iflush, .test = mrcn_test,
+	.closeSend = mrcn_close_send, .closeRecv = mrcn_close_recv,
+	.closeListen = mrcn_close_listen, .getDeviceMr = NULL, .irecvConsumed = NULL,
+};
+
+EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
+	.name = "mrc", .init = v10_init, .devices = mrcn_devices, .getProperties = v9_props,
+	.listen = v9_listen, .connect = v10_connect, .isend = mrcn_isend,
+	.irecv = mrcn_irecv, DATA_ENTRIES,
+};
+
+EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
+	.name = "mrc", .init = v9_init, .devices = mrcn_devices, .getProperties = v9_props,
+	.listen = v9_listen, .connect = v9_connect, .isend = v9_isend, .irecv = v9_irecv,
+	DATA_ENTRIES,
+};

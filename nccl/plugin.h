@@ -1,0 +1,131 @@
+/* libnccl-net-mrc.so internals (docs/nccl.md): the comms and the plugin
+ * state shared by its two halves, connection setup with the helper threads
+ * (nccl/conn.c) and the data path (nccl/data.c), plus the CUDA staging of
+ * device buffers (nccl/stage.c).
+ *
+ * One device: the local mrcd.  Each send/recv comm pair is one libmrc QP
+ * pair, connected by mrcd's connection manager.  NCCL's host buffers are
+ * cudaHostAlloc memory, which mrcd cannot map (it maps memfds only), so
+ * every comm owns a registered bounce region: the sender copies into its
+ * region and WRITE_IMMs into the receiver's, which copies out.  CUDA
+ * buffers take the same path with device<->bounce copies on the comm's
+ * own stream instead of memcpy. */
+#ifndef MRC_NCCL_PLUGIN_H
+#define MRC_NCCL_PLUGIN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <mrc/mrc.h>
+
+#include "nccl/arena.h"
+#include "nccl/net_abi.h"
+#include "nccl/proto.h"
+
+/* ---- logging (NCCL's logger once init gave one) ------------------------ */
+__attribute__((format(printf, 3, 4)))
+void mrcn_log(ncclDebugLogLevel lvl, int line, const char *fmt, ...);
+#define WARN(...) mrcn_log(NCCL_LOG_WARN, __LINE__, __VA_ARGS__)
+#define INFO(...) mrcn_log(NCCL_LOG_INFO, __LINE__, __VA_ARGS__)
+
+/* ---- comms ------------------------------------------------------------- */
+enum { K_SEND = 1, K_RECV = 2, K_LISTEN = 3 };
+
+struct req {
+	struct comm *c;
+	int used, n, ndone;
+	int err;
+	int cuda_fail;                  /* err is a failed device copy */
+	struct {
+		void *data;
+		uint64_t size;          /* recv: capacity; send: length */
+		uint32_t got;
+		int id;                 /* recv: CTS id */
+		int alloc;              /* arena allocation, -1 none */
+		int cuda;               /* data is device memory (staged copies) */
+	} sub[MRCN_MAX_RECVS];
+};
+
+struct mrc__gpu_copy_ops;
+
+struct comm {
+	int kind;
+	struct comm *next;              /* helper-thread queues */
+	struct mrc_qp *qp;
+	struct mrc_mr *mr;
+	uint8_t *base;
+	uint32_t lkey, rkey;            /* rkey: the peer's bounce region */
+	_Atomic int ready;              /* 1 connected, -errno failed */
+	uint32_t listen_id;             /* send: the listen comm it asked for */
+	uint32_t host;
+	int err;                        /* first error completion */
+	struct mrcn_arena arena;
+	struct req reqs[MRCN_MAX_REQS];
+	/* send side: CTS received, oldest first */
+	struct mrcn_cts cts[MRCN_NCTS];
+	int ncts;
+	/* recv side: CTS id -> (request, sub) */
+	struct { struct req *r; int sub; } ids[MRCN_NCTS];
+	int free_ids[MRCN_NCTS], nfree_ids;
+	/* CUDA staging (nccl/stage.c), set up at the comm's first CUDA
+	 * buffer: the copy engine and whether the arena is pinned by it. */
+	const struct mrc__gpu_copy_ops *cops;
+	void *cbe;
+	int pinned;
+};
+
+struct listen_comm {
+	int kind;
+	uint32_t id;
+	struct listen_comm *next;
+	struct comm *ready_head;        /* accepted, not yet handed to NCCL */
+};
+
+/* What regMr returns. */
+struct mhandle {
+	void *data;
+	size_t size;
+	int type;
+};
+
+/* Bounce bytes per comm (MRC_NCCL_BOUNCE_MB, at most MRCN_ARENA) and the
+ * largest message, chosen so that a full grouped receive always fits. */
+extern uint64_t mrcn_arena_bytes, mrcn_max_msg;
+/* 1 when init found a CUDA device and the plugin was built with CUDA
+ * staging: getProperties then says NCCL_PTR_CUDA too. */
+extern int mrcn_cuda_ok;
+
+#define CTS_IN(c, i) ((struct mrcn_cts *)((c)->base + mrcn_arena_bytes) + (i))
+int mrcn_post_cts_recv(struct comm *c, int slot);
+
+/* ---- connection setup, init, properties (nccl/conn.c) ------------------ */
+ncclResult_t mrcn_init(void **ctx, uint64_t commId, ncclNetCommConfig_t *config,
+		       ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction);
+ncclResult_t mrcn_finalize(void *ctx);
+ncclResult_t mrcn_devices(int *ndev);
+ncclResult_t mrcn_props(int dev, ncclNetProperties_v11_t *p);
+ncclResult_t mrcn_listen(void *ctx, int dev, void *handle, void **listenComm);
+ncclResult_t mrcn_connect(void *ctx, int dev, void *handle, void **sendComm,
+			  ncclNetDeviceHandle_t **sendDevComm);
+ncclResult_t mrcn_accept(void *listenComm, void **recvComm, ncclNetDeviceHandle_t **recvDevComm);
+ncclResult_t mrcn_close_listen(void *listenComm);
+ncclResult_t mrcn_close_send(void *sendComm);
+ncclResult_t mrcn_close_recv(void *recvComm);
+ncclResult_t mrcn_make_vdevice(int *d, ncclNetVDeviceProps_t *props);
+ncclResult_t mrcn_set_attr(void *ctx, ncclNetAttr_v11_t *attr);
+
+/* ---- CUDA staging (nccl/stage.c) ---------------------------------------
+ * probe: 0 when a CUDA device is usable (the copy engine of libmrc-gpu's
+ * staging, gpu/stage.h, can be made), else a negative errno and why.
+ * attach: the comm's copy engine and its pinned arena, once.
+ * copy: one synchronous copy between device memory and the arena at off
+ * (to_dev 1: arena -> dev), on the comm's stream; 0 or a negative errno.
+ * detach: releases what attach made (the comm's owning thread). */
+int mrcn_cuda_probe(char *why, size_t whylen);
+int mrcn_cuda_attach(struct comm *c);
+int mrcn_cuda_copy(struct comm *c, int to_dev, void *dev, uint64_t off, uint64_t n);
+void mrcn_cuda_detach(struct comm *c);
+
+#endif

@@ -1,0 +1,26 @@
+/* What the NCCL plugin's loopback tests share (tests/test_nccl_plugin.c,
+ * tests/test_nccl_cuda.c): a loopback mrcd on MRC_SOCKET, and comm pairs
+ * connected by calling connect and accept until both give comms, as NCCL
+ * does.  cmocka assertions inside. */
+#ifndef MRC_TESTS_NCCL_PAIRS_H
+#define MRC_TESTS_NCCL_PAIRS_H
+
+#include <stdint.h>
+
+#include "nccl/net_abi.h"
+#include "tests/support/mrcd_spawn.h"
+
+/* Starts d (room for the plugin's many clients) and points MRC_SOCKET at
+ * it: 0, or -1 when it did not start. */
+int nccl_pairs_daemon_start(struct mrcd_proc *d);
+void nccl_pairs_daemon_stop(struct mrcd_proc *d);
+
+struct nccl_pair {
+	void *lc, *sc, *rc;
+	uint8_t handle[NCCL_NET_HANDLE_MAXSIZE];
+};
+
+/* Connects np pairs; returns how many calls came back without a comm. */
+unsigned nccl_connect_pairs(const ncclNet_v11_t *n, void *ctx, struct nccl_pair *p, int np);
+
+#endif
