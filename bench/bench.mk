@@ -40,7 +40,7 @@ ifneq ($(MPICC),)
 all: $(B)/bench/mpi_coll
 $(B)/bench/mpi_coll: bench/mpi_coll.c $(B)/lib/libmrc-coll.a $(B)/lib/libmrc.a
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ -lm -lpthread
+	$(MPICC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ $(COLL_LDLIBS) -lm -lpthread
 else
 bench: mpi-coll-skipped
 .PHONY: mpi-coll-skipped
