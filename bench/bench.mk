@@ -30,3 +30,20 @@ bench_gpu_post_SRCS := bench/bench_gpu_post.c
 # (bench/results/bench_coll.md).
 BENCHES += bench_coll
 bench_coll_SRCS := bench/bench_coll.c
+# The Open MPI baseline of the fabric collective benchmark (bench/fabric/mpi.sh):
+# MPI_Allreduce and MPI_Alltoall in mrc-coll-perf's columns, with its
+# inputs and checks (coll/verify.c from libmrc-coll.a).  Built with mpicc
+# (scripts/deps.sh installs openmpi-bin and libopenmpi-dev) and only where
+# mpicc exists: elsewhere `make bench` says it skipped it.
+MPICC ?= $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+all: $(B)/bench/mpi_coll
+$(B)/bench/mpi_coll: bench/mpi_coll.c $(B)/lib/libmrc-coll.a $(B)/lib/libmrc.a
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $^ -lm -lpthread
+else
+bench: mpi-coll-skipped
+.PHONY: mpi-coll-skipped
+mpi-coll-skipped:
+	@echo "bench/mpi_coll: skipped (no mpicc; scripts/deps.sh installs openmpi-bin libopenmpi-dev)"
+endif

@@ -6,7 +6,10 @@ set -eu
 PKGS="gcc make pkg-config clang libclang-rt-14-dev llvm libinih-dev libsystemd-dev
 libcmocka-dev libjansson-dev libnl-3-dev libnl-route-3-dev libev-dev
 iproute2 nftables ethtool procps libbpf-dev jq gnuplot-nox iperf3 mptcpize systemd curl time
-passwd python3 man-db debootstrap libsodium-dev"
+passwd python3 man-db debootstrap libsodium-dev
+openmpi-bin libopenmpi-dev"
+# openmpi-bin, libopenmpi-dev: the Open MPI baseline of the fabric collective
+# benchmark (bench/mpi_coll.c, bench/fabric/mpi.sh); mpicc calls gcc.
 # make MRC_GPUDIRECT=1 compiles gpu/gpudirect.c against <infiniband/verbs.h>.
 [ "${MRC_GPUDIRECT:-0}" = 1 ] && PKGS="$PKGS libibverbs-dev"
 missing=""
