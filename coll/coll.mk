@@ -60,7 +60,7 @@ $(B)/lib/mrc-coll.pc: coll/mrc-coll.pc.in coll/coll.mk
 
 # mrc-coll-perf links the static libraries only (libmrc after libmrc-coll).
 # Paths spelled out: lib/lib.mk, which names them, is read after this file.
-$(B)/bin/mrc-coll-perf: $(B)/coll/perf.o $(LIBCOLL_A) $(B)/lib/libmrc.a
+$(B)/bin/mrc-coll-perf: $(B)/coll/perf.o $(B)/coll/perf_moe.o $(LIBCOLL_A) $(B)/lib/libmrc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(COLL_LDLIBS) -lm -lpthread
 

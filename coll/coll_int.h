@@ -17,9 +17,15 @@ struct mrc__coll_memops {
 	void (*copy)(void *dst, const void *src, size_t bytes);
 	/* dst[i] = a[i] op b[i] for i < count; dst may equal a or b. */
 	void (*reduce)(void *dst, const void *a, const void *b, size_t count, int dtype, int op);
+	/* MoE combine: acc[i] += w * x[i] (x float32, float16 or bfloat16,
+	 * widened to float), and dst[i] = acc[i] rounded to the type. */
+	void (*axpy)(float *acc, const void *x, float w, size_t count, int dtype);
+	void (*from_float)(void *dst, const float *acc, size_t count, int dtype);
 };
 extern const struct mrc__coll_memops mrc__coll_host_ops;
 void mrc__coll_reduce(void *dst, const void *a, const void *b, size_t count, int dtype, int op);
+void mrc__coll_axpy(float *acc, const void *x, float w, size_t count, int dtype);
+void mrc__coll_from_float(void *dst, const float *acc, size_t count, int dtype);
 /* Conversions the tests and the perf tool share (round to nearest even). */
 float mrc__coll_h2f(uint16_t h);
 uint16_t mrc__coll_f2h(float f);

@@ -426,46 +426,76 @@ static int check_hello(const struct mrc_coll *c, const struct hello *h, uint32_t
 }
 
 /* Rank 0: accepts every other rank, gathers the hellos, sends the table,
- * then waits for every rank's "connected" and answers "go". */
+ * then waits for every rank's "connected" and answers "go".
+ *
+ * The listener stays open until every hello is in.  Under load a rank's
+ * mrc_connect can time out on its side after we accepted it; the rank
+ * then destroys that QP and connects again.  Counting the first
+ * connection as done and closing the listener (as this did before) left
+ * us waiting on a QP whose peer was gone (its receives end with
+ * -ECONNRESET: the "Connection reset by peer" of 8-rank bootstraps under
+ * make check's load) while the rank's new request was never accepted.
+ * So a rank's newest connection replaces the older, and a connection
+ * whose receive fails is dropped and waited for again. */
 static int boot_root(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, struct mrc_mr *bm,
 		     struct mrc_qp **bq, int64_t end)
 {
 	size_t hl = hello_len(c->n);
-	uint32_t have = 0;
-	int r = mrc_listen(c->ctx, cfg->sid, c->n < 128 ? c->n : 128);
-	if (r)
+	uint32_t have = 0;   /* hellos in */
+	uint8_t *got = calloc(c->n, 1);
+	int r = got ? mrc_listen(c->ctx, cfg->sid, c->n < 128 ? c->n : 128) : -ENOMEM;
+	if (r) {
+		free(got);
 		return r;
-	while (have < c->n - 1) {
+	}
+	while (!r && have < c->n - 1) {
+		for (uint32_t k = 1; k < c->n && !r; k++) {
+			struct mrc_completion wc;
+			int n = bq[k] && !got[k] ? mrc_poll_cq(bq[k], &wc, 1) : 0;
+			if (n < 0) {
+				r = n;
+			} else if (n == 1 && wc.status) {
+				mrc_destroy_qp(bq[k]);   /* gone: the rank connects again */
+				bq[k] = NULL;
+			} else if (n == 1 && wc.wr_id == 1) {
+				r = check_hello(c, (struct hello *)((uint8_t *)mrc_mr_addr(bm) + k * hl), k);
+				got[k] = 1;
+				have++;
+			}
+		}
+		if (r || have == c->n - 1)
+			break;
+		int l = left_ms(end);
+		if (!l) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		/* Short accepts, so that hellos and failures are seen meanwhile. */
 		struct mrc_qp *qp;
 		struct mrc_qp_addr remote;
 		if ((r = mrc_create_qp(c->ctx, NULL, &qp)))
 			break;
-		int l = left_ms(end);
-		r = l ? mrc_accept(qp, cfg->sid, 0, l, &remote) : -ETIMEDOUT;
+		r = mrc_accept(qp, cfg->sid, 0, l < 20 ? l : 20, &remote);
 		if (!r && (remote.priv == 0 || remote.priv >= c->n))
 			r = -EPROTO;
 		if (r) {
 			mrc_destroy_qp(qp);
-			break;
+			if (r == -ETIMEDOUT)
+				r = 0;
+			continue;
 		}
-		/* A rank whose first request timed out while queued asks again:
-		 * its newest connection wins. */
-		if (bq[remote.priv])
-			mrc_destroy_qp(bq[remote.priv]);
-		else
-			have++;
-		bq[remote.priv] = qp;
 		uint32_t k = remote.priv;
+		if (bq[k])
+			mrc_destroy_qp(bq[k]);
+		if (got[k])
+			have--, got[k] = 0;
+		bq[k] = qp;
 		if ((r = mrc_post_recv(qp, 1, mrc_mr_key(bm), k * hl, hl)) ||
 		    (r = mrc_post_recv(qp, 2, mrc_mr_key(bm), (uint64_t)c->n * hl, 8)))
 			break;
 	}
 	mrc_unlisten(c->ctx, cfg->sid);
-	if (r)
-		return r;
-	for (uint32_t k = 1; k < c->n && !r; k++)
-		if (!(r = boot_wait(bq[k], end)))
-			r = check_hello(c, (struct hello *)((uint8_t *)mrc_mr_addr(bm) + k * hl), k);
+	free(got);
 	if (r)
 		return r;
 	fill_hello(c, mrc_mr_addr(bm));

@@ -34,7 +34,9 @@ static void dev_reduce(void *dst, const void *a, const void *b, size_t count, in
 		mrc__coll_fail(cur, r);
 }
 
-static const struct mrc__coll_memops dev_ops = { dev_copy, dev_reduce };
+/* No axpy/from_float: the MoE combine runs on its own host buffers and
+ * calls the host table's (MoE takes host memory only). */
+static const struct mrc__coll_memops dev_ops = { .copy = dev_copy, .reduce = dev_reduce };
 
 static uint64_t region_bytes(const struct mrc_coll *c)
 {

@@ -341,12 +341,9 @@ int mrc_coll_moe_combine(struct mrc_coll *c, const struct mrc_coll_moe_plan *p,
 		goto out;
 	for (size_t i = 0; i < p->n_sent; i++) {
 		size_t t = (size_t)p->pair[i] / p->cfg.top_k;
-		float wt = w[p->pair[i]];
-		for (size_t h = 0; h < H; h++)
-			acc[t * H + h] += wt * (float)mrc__coll_get(back, dt, i * H + h);
+		mrc__coll_host_ops.axpy(acc + t * H, back + i * row, w[p->pair[i]], H, dt);
 	}
-	for (size_t i = 0; i < p->T * H; i++)
-		mrc__coll_put(out, dt, i, acc[i]);
+	mrc__coll_host_ops.from_float(out, acc, p->T * H, dt);
 	r = 0;
 out:
 	free(bysrc), free(back), free(acc);

@@ -1,6 +1,6 @@
 /* mrc-coll-perf: collective bandwidth in the form of nccl-tests.
  *
- *   mrc-coll-perf [-C all_reduce|reduce_scatter|all_gather|broadcast|alltoall]
+ *   mrc-coll-perf [-C all_reduce|reduce_scatter|all_gather|broadcast|alltoall|moe]
  *                 [-b 8] [-e 256M] [-f 2] [-c 1] [-n 20] [-w 5] [-d float|all]
  *                 [-o sum|all] [-r root] [-i] [-S sock] [-s sid] [-H host] [-T ms]
  *                 [-N count,count,...]
@@ -15,7 +15,9 @@
  * timed runs, one more on fresh inputs, checked element by element; -c 2:
  * every timed run is refilled and checked, for tests under faults).
  * -N runs the given counts (elements per call, as the API takes them)
- * instead of the -b/-e/-f sweep. */
+ * instead of the -b/-e/-f sweep.
+ * -C moe: one MoE layer, flat vs 2-D (coll/perf_moe.c): -M tokens,hidden,
+ * experts,top_k[,ranks per node] (default 4096,4096,8,2), -n runs. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@
 #include <time.h>
 
 #include "coll/coll_int.h"
+#include "coll/perf_moe.h"
 
 static double now_s(void)
 {
@@ -56,13 +59,14 @@ int main(int argc, char **argv)
 	int op = MRC_COLL_SUM, inplace = 0, o;
 	uint32_t root = 0;
 	size_t list[64], nlist = 0;
+	size_t moe[5] = { 4096, 4096, 8, 2, 0 };
 	struct mrc_coll_cfg cfg;
 	int r = mrc_coll_cfg_from_env(&cfg);
 	if (r)
 		die("MRC_COLL_SIZE/MRC_COLL_RANK (or an MPI launcher's variables)", r);
-	while ((o = getopt(argc, argv, "C:b:e:f:c:n:w:d:o:r:iS:s:H:T:N:h")) != -1) {
+	while ((o = getopt(argc, argv, "C:b:e:f:c:n:w:d:o:r:iS:s:H:T:N:M:h")) != -1) {
 		switch (o) {
-		case 'C': kind = lookup(optarg, MRC__C_N, coll_name); break;
+		case 'C': kind = strcmp(optarg, "moe") ? lookup(optarg, MRC__C_N, coll_name) : MRC__C_N; break;
 		case 'd': dt = lookup(optarg, MRC_COLL_NTYPES, mrc_coll_dtype_name); break;
 		case 'o': op = lookup(optarg, MRC_COLL_NOPS, mrc_coll_op_name); break;
 		case 'r': root = (uint32_t)atoi(optarg); break;
@@ -75,6 +79,12 @@ int main(int argc, char **argv)
 			for (char *t = strtok(optarg, ","); t && nlist < 64; t = strtok(NULL, ","))
 				list[nlist++] = (size_t)strtoull(t, NULL, 0);
 			break;
+		case 'M': {
+			size_t k = 0;
+			for (char *t = strtok(optarg, ","); t && k < 5; t = strtok(NULL, ","))
+				moe[k++] = (size_t)strtoull(t, NULL, 0);
+			break;
+		}
 		default:
 			if (!mrc__coll_sweep_opt(&sw, o, optarg))
 				break;
@@ -90,6 +100,14 @@ int main(int argc, char **argv)
 	struct mrc_coll *c;
 	if ((r = mrc_coll_init(&cfg, &c)))
 		die("mrc_coll_init", r);
+	if (kind == MRC__C_N) {
+		r = mrc__perf_moe(c, moe[0], moe[1], (uint32_t)moe[2], (uint32_t)moe[3],
+				  (uint32_t)moe[4], sw.iters);
+		mrc_coll_destroy(c);
+		if (r && r != -EPROTO)
+			die("moe", r);
+		return r ? 1 : 0;
+	}
 	uint32_t n = mrc_coll_size(c), me = mrc_coll_rank(c);
 	int reduces = kind == MRC__C_ALLREDUCE || kind == MRC__C_REDUCE_SCATTER;
 	double busf = kind == MRC__C_ALLREDUCE ? 2.0 * (n - 1) / n

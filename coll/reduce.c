@@ -141,13 +141,59 @@ void mrc__coll_reduce(void *dst, const void *a, const void *b, size_t count, int
 	table[dtype][op](dst, a, b, count);
 }
 
+/* The MoE combine's weighted accumulate and the final rounding: one
+ * plain loop per type, vectorised like the reductions (the 16-bit
+ * conversions are the branch-free ones above).  Only the types the MoE
+ * calls accept (float32, float16, bfloat16). */
+#define AXPY(name, T, TOF)                                                               \
+	static void name(float *acc, const void *x_, float w, size_t n)                  \
+	{                                                                                \
+		const T *x = x_;                                                         \
+		for (size_t i = 0; i < n; i++)                                           \
+			acc[i] += w * TOF(x[i]);                                         \
+	}
+#define AS_FLOAT(v) (v)
+AXPY(f32_axpy, float, AS_FLOAT)
+AXPY(f16_axpy, uint16_t, h2f)
+AXPY(bf16_axpy, uint16_t, bf2f)
+#define FROMF(name, T, FROM)                                                             \
+	static void name(void *dst_, const float *acc, size_t n)                         \
+	{                                                                                \
+		T *dst = dst_;                                                           \
+		for (size_t i = 0; i < n; i++)                                           \
+			dst[i] = FROM(acc[i]);                                           \
+	}
+FROMF(f16_from, uint16_t, f2h)
+FROMF(bf16_from, uint16_t, f2bf)
+
+void mrc__coll_axpy(float *acc, const void *x, float w, size_t count, int dtype)
+{
+	if (dtype == MRC_COLL_FLOAT16)
+		f16_axpy(acc, x, w, count);
+	else if (dtype == MRC_COLL_BFLOAT16)
+		bf16_axpy(acc, x, w, count);
+	else
+		f32_axpy(acc, x, w, count);
+}
+
+void mrc__coll_from_float(void *dst, const float *acc, size_t count, int dtype)
+{
+	if (dtype == MRC_COLL_FLOAT16)
+		f16_from(dst, acc, count);
+	else if (dtype == MRC_COLL_BFLOAT16)
+		bf16_from(dst, acc, count);
+	else if (dst != (const void *)acc && count)
+		memmove(dst, acc, count * sizeof(float));
+}
+
 static void host_copy(void *dst, const void *src, size_t bytes)
 {
 	if (dst != src && bytes)
 		memmove(dst, src, bytes);
 }
 
-const struct mrc__coll_memops mrc__coll_host_ops = { host_copy, mrc__coll_reduce };
+const struct mrc__coll_memops mrc__coll_host_ops = { host_copy, mrc__coll_reduce, mrc__coll_axpy,
+						     mrc__coll_from_float };
 
 size_t mrc_coll_dtype_size(int dtype)
 {

@@ -130,6 +130,46 @@ static void test_reductions(void **state)
 	assert_int_equal(z, INT32_MIN);
 }
 
+/* The MoE combine's weighted accumulate and rounding against the scalar
+ * path it replaced (element through float, acc += w * x, one rounding at
+ * the end), for each type it takes, on random values and odd lengths. */
+static void test_axpy(void **state)
+{
+	(void)state;
+	struct mrc_rng r;
+	mrc_rng_seed(&r, seed ^ 0xa5);
+	enum { N = 1027 };
+	static const int types[] = { MRC_COLL_FLOAT32, MRC_COLL_FLOAT16, MRC_COLL_BFLOAT16 };
+	for (size_t k = 0; k < 3; k++) {
+		int dt = types[k];
+		float acc[N], ref[N];
+		uint8_t x[N * 4], out[N * 4];
+		for (int i = 0; i < N; i++)
+			acc[i] = ref[i] = (float)((int)(mrc_rng_next(&r) % 2001) - 1000) / 64;
+		for (int rep = 0; rep < 3; rep++) {
+			float w = (float)(mrc_rng_next(&r) % 1000) / 999;
+			for (int i = 0; i < N; i++)
+				mrc__coll_put(x, dt, (size_t)i, (double)((int)(mrc_rng_next(&r) % 2001) - 1000) / 37);
+			size_t n = N - (size_t)rep;   /* odd tails past the vector width */
+			mrc__coll_host_ops.axpy(acc, x, w, n, dt);
+			for (size_t i = 0; i < n; i++)
+				ref[i] += w * (float)mrc__coll_get(x, dt, i);
+		}
+		for (int i = 0; i < N; i++)
+			if (acc[i] != ref[i])
+				fail_msg("%s axpy [%d]: %g, want %g (seed %llu)", mrc_coll_dtype_name(dt), i,
+					 acc[i], ref[i], (unsigned long long)seed);
+		mrc__coll_host_ops.from_float(out, acc, N, dt);
+		for (int i = 0; i < N; i++) {
+			uint8_t want[4];
+			mrc__coll_put(want, dt, 0, acc[i]);
+			if (memcmp(want, out + (size_t)i * mrc_coll_dtype_size(dt), mrc_coll_dtype_size(dt)))
+				fail_msg("%s from_float [%d] of %g (seed %llu)", mrc_coll_dtype_name(dt), i,
+					 acc[i], (unsigned long long)seed);
+		}
+	}
+}
+
 /* ---- schedules over in-memory queues ------------------------------------ */
 
 struct msg { uint8_t *data; uint64_t len; uint32_t from; struct msg *next; };
@@ -390,6 +430,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_half_conversions),
 		cmocka_unit_test(test_reductions),
+		cmocka_unit_test(test_axpy),
 		cmocka_unit_test(test_segments),
 		cmocka_unit_test(test_allreduce_ring_shape),
 		cmocka_unit_test(test_schedules_all),

@@ -7,11 +7,13 @@
 #   an unlimited fabric; it writes bench/results/daemon.md, not fabric.md
 #   SCENARIO "auth" (bench/fabric/auth.sh): tokens vs AES-GCM vs raw UDP;
 #   it writes bench/results/auth.md
+#   SCENARIO "coll" (bench/fabric/coll.sh): libmrc-coll vs Open MPI
+#   collectives and the MoE layer; it writes bench/results/coll.md
 #   MRC_BENCH_REPS (default 5; failover: MRC_BENCH_FAILOVER_REPS, default 3)
 set -eu
 B=${1:-build}
 [ $# -gt 0 ] && shift
-SCENS=${*:-"bulk failover collisions latency manyqps daemon auth"}
+SCENS=${*:-"bulk failover collisions latency manyqps daemon auth coll"}
 export B
 if [ "$(id -u)" != 0 ]; then
 	echo "bench/fabric: needs root (network namespaces); fabric benchmarks skipped" >&2
@@ -30,6 +32,9 @@ for s in $SCENS; do
 		# the cost of authentication: tokens vs AES-GCM vs raw UDP (bash;
 		# bench/results/auth.md)
 		MRC_BENCH_REPS=${MRC_BENCH_REPS:-5} bash bench/fabric/auth.sh "$B"
+	elif [ "$s" = coll ]; then
+		# libmrc-coll vs Open MPI (bash; bench/results/coll.md)
+		bash bench/fabric/coll.sh "$B"
 	elif [ "$s" = failover ]; then
 		MRC_BENCH_REPS=${MRC_BENCH_FAILOVER_REPS:-3} sh "bench/fabric/$s.sh"
 	else

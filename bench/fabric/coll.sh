@@ -1,0 +1,167 @@
+#!/bin/bash
+# Scenario: collectives on one rate-limited fabric (libmrc-coll vs Open MPI).
+# NR ranks (default 4) on hosts h0..h(NR-1) (the hosts Open MPI's mpi_perf
+# uses), mrcd on each, one mrc-coll-perf per rank.
+#   1. capacity check: the ring's traffic pattern (rank i -> rank i+1, all
+#      at once) with libmrc directly (mrc_bulk): each pair's goodput as a
+#      share of a host's NIC capacity (RATE x planes); ~0.95 means the
+#      CPU is not what limits the fabric at this rate;
+#   2. all-reduce and all-to-all busbw, 1 KiB .. MAXB (default 256M),
+#      healthy, then with spine p0s1 silently blackholed: busbw / bound;
+#   3. the same sweeps with Open MPI (bench/fabric/mpi.sh `mpi_perf`, over
+#      the --ecmp baseline routes) when it exists and mpirun is installed;
+#   4. MoE dispatch + combine (T tokens x H hidden bf16, E experts, top-k),
+#      flat vs 2-D hierarchical, medians.
+# The bound: all-reduce and all-to-all busbw cannot exceed what one host's
+# NICs carry, RATE x PLANES Mbit/s (nccl-tests' busbw is defined so that
+# it is compared with the per-host link bandwidth).
+# Results: bench/results/raw/coll.jsonl and bench/results/coll.md.
+# MRC_BENCH_COLL_PARTS="check sweep mpi moe" picks parts.
+SCEN=coll
+RATE=${MRC_BENCH_RATE:-100}
+NR=${MRC_BENCH_COLL_RANKS:-4}
+MAXB=${MRC_BENCH_COLL_MAX:-256M}
+PARTS=${MRC_BENCH_COLL_PARTS:-check sweep mpi moe}
+. bench/fabric/lib.sh
+part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+MD="$RES/coll.md"
+PERF=$B/bin/mrc-coll-perf
+declare -A DPID
+sock() { echo "$TMP/$1/mrcd.sock"; }
+until_t() {
+	local end=$(($(date +%s) + $1)); shift
+	while ! "$@"; do [ "$(date +%s)" -lt $end ] || return 1; sleep 0.05; done
+}
+start_raw
+fab_up
+CAP=$((RATE * PLANES))
+BOUND=$(awk -v m=$CAP 'BEGIN{printf "%.4f", m / 8000}')   # GB/s
+HOSTS=(); for ((i = 0; i < NR; i++)); do HOSTS+=($i); done
+jq '.topology' /run/mrc-fabric/$P/state.json >"$TMP/topo.json"
+for h in "${HOSTS[@]}"; do
+	mkdir -p "$TMP/h$h"
+	bg ip netns exec $P-h$h "$B/bin/mrcd" --topology "$TMP/topo.json" --host h$h \
+		--socket "$(sock h$h)" --key_file "$TMP/cluster.key" --log_level warning 2>>"$TMP/h$h.log"
+	DPID[$h]=$BGPID
+	until_t 10 test -S "$TMP/h$h/mrcctl.sock" || { say "mrcd on h$h did not start"; cat "$TMP/h$h.log"; exit 1; }
+done
+say "$NR ranks on hosts ${HOSTS[*]}; bound: host NIC capacity $CAP Mbit/s = $BOUND GB/s"
+emit "{\"kind\":\"meta\",\"date\":\"$(date -u '+%Y-%m-%d %H:%M UTC')\",\"cpu\":\"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)\",\"ncpu\":$(nproc),\"kernel\":\"$(uname -r)\",\"rate_mbit\":$RATE,\"planes\":$PLANES,\"ranks\":$NR,\"bound_gbs\":$BOUND,\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+
+# ---- 1. capacity check: the ring pattern with libmrc directly ------------
+part check && {
+BYTES=${MRC_BENCH_COLL_CHECK_BYTES:-$((RATE * PLANES * 1000000 / 8 * 4))}   # ~4 s at the bound
+sid=7300; rps=(); sps=()
+for ((i = 0; i < NR; i++)); do
+	d=${HOSTS[$(((i + 1) % NR))]}
+	bg "$B/bin/mrc_bulk" -S "$(sock h$d)" -s "$BYTES" -i $((sid + i)) recv >"$TMP/chk.recv.$i" 2>&1
+	rps+=($BGPID)
+done
+set -- $(cpu_stat)
+for ((i = 0; i < NR; i++)); do
+	d=${HOSTS[$(((i + 1) % NR))]}
+	bg "$B/bin/mrc_bulk" -S "$(sock h${HOSTS[$i]})" -s "$BYTES" -i $((sid + i)) send $d >"$TMP/chk.send.$i" 2>&1
+	sps+=($BGPID)
+done
+for p in "${sps[@]}" "${rps[@]}"; do reap "$p" 120 || true; done
+set -- "$@" $(cpu_stat)
+busy=$(awk -v a="$1" -v i="$2" -v b="$3" -v j="$4" 'BEGIN{d=(b-a)+(j-i); printf "%.3f", (d>0?(b-a)/d:0)}')
+shares=""
+for ((i = 0; i < NR; i++)); do
+	secs=$(sed -n 's/.* in \([0-9.]*\) s:.*/\1/p' "$TMP/chk.send.$i")
+	sh=$(awk -v s="${secs:-0}" -v b="$BYTES" -v c=$CAP 'BEGIN{printf "%.3f", (s > 0 ? b * 8 / s / 1e6 / c : 0)}')
+	shares="$shares${shares:+,}$sh"
+done
+emit "{\"kind\":\"check\",\"bytes\":$BYTES,\"shares\":[$shares],\"busy\":$busy}"
+say "capacity check (ring pattern, $NR pairs of mrc_bulk at once): goodput / $CAP Mbit/s = [$shares], machine busy $busy"
+}
+
+# ---- 2. collectives: mrc ---------------------------------------------------
+# coll_run TAG COLL ARGS...: one mrc-coll-perf per rank; rank 0's rows to
+# $TMP/TAG (size count type redop root time algbw busbw wrong).
+csid=7400
+coll_run() {
+	local tag=$1 coll=$2 i pids=() rc=0; shift 2
+	csid=$((csid + 1))
+	for ((i = 0; i < NR; i++)); do
+		bg env MRC_COLL_SIZE=$NR MRC_COLL_RANK=$i ip netns exec $P-h${HOSTS[$i]} $PERF \
+			-S "$(sock h${HOSTS[$i]})" -H ${HOSTS[0]} -s $csid -C $coll "$@" >"$TMP/$tag.$i" 2>&1
+		pids+=($BGPID)
+	done
+	for p in "${pids[@]}"; do reap "$p" 600 || rc=$?; done
+	[ $rc = 0 ] || say "$tag: exit $rc: $(tail -n3 "$TMP"/$tag.* | tr '\n' ' ')"
+	grep '^ ' "$TMP/$tag.0" >"$TMP/$tag" || true
+	return $rc
+}
+# sweep TAG COLL: 1 KiB .. MAXB by 4x; 20 timed runs up to 1 MiB, 2 above
+# (after one warm-up; -c 1: one more, checked element by element).
+sweep() {
+	local tag=$1 coll=$2
+	coll_run "$tag.s" $coll -d float -o sum -b 1K -e 1M -f 4 -n 20 -w 3 -c 1
+	coll_run "$tag.l" $coll -d float -o sum -b 4M -e "$MAXB" -f 4 -n 2 -w 1 -c 1
+	cat "$TMP/$tag.s" "$TMP/$tag.l" >"$TMP/$tag"
+}
+# rows_json TAG CONTENDER COLL FAULT: one JSON line per row; algbw and
+# busbw recomputed from size and time (the tools print 3 decimals of GB/s,
+# too coarse at these rates), busbw with nccl-tests' factors.
+rows_json() {
+	awk -v c="$2" -v k="$3" -v f="$4" -v b="$BOUND" -v n="$NR" '{
+		fac = (k == "all_reduce") ? 2 * (n - 1) / n : (n - 1) / n
+		alg = ($6 > 0) ? $1 / $6 / 1e3 : 0
+		printf "{\"kind\":\"coll\",\"contender\":\"%s\",\"coll\":\"%s\",\"fault\":\"%s\",\"bytes\":%d,\"time_us\":%s,\"algbw\":%.6f,\"busbw\":%.6f,\"wrong\":%d,\"bound\":%s,\"ratio\":%.3f}\n", c, k, f, $1, $6, alg, alg * fac, $9, b, alg * fac / b
+	}' "$TMP/$1" >>"$RAW"
+}
+part sweep && {
+for fault in healthy blackhole; do
+	[ $fault = blackhole ] && { $F fail p0s1 --silent >/dev/null; say "spine p0s1 silently blackholed"; }
+	for coll in all_reduce alltoall; do
+		say "mrc $coll $fault: 1K .. $MAXB"
+			sweep "mrc.$coll.$fault" $coll
+		rows_json "mrc.$coll.$fault" mrc $coll $fault
+		tail -n1 "$TMP/mrc.$coll.$fault" | while read -r l; do say "  $l"; done
+	done
+	[ $fault = blackhole ] && $F restore >/dev/null
+done
+}
+
+# ---- 3. Open MPI on the same fabric and hosts (bench/fabric/mpi.sh) ------
+MPI_WHY=""
+if [ ! -f bench/fabric/mpi.sh ]; then
+	MPI_WHY="bench/fabric/mpi.sh not in this tree"
+elif ! command -v mpirun >/dev/null; then
+	MPI_WHY="mpirun not installed (scripts/deps.sh: openmpi-bin)"
+else
+	. bench/fabric/mpi.sh
+	mpi_available 2>"$TMP/mpi.why" || MPI_WHY=$(cat "$TMP/mpi.why")
+fi
+part mpi && [ -z "$MPI_WHY" ] && {
+for fault in healthy blackhole; do
+	[ $fault = blackhole ] && { $F fail p0s1 --silent >/dev/null; say "spine p0s1 silently blackholed"; }
+	for coll in all_reduce alltoall; do
+		mc=$coll; [ $coll = alltoall ] && mc=all_to_all
+		say "Open MPI $coll $fault: 1K .. $MAXB"
+		MRC_MPI_ITERS=20 MRC_MPI_WARMUP=3 mpi_perf $mc $NR 1K 1M >"$TMP/mpi.$coll.$fault" 2>"$TMP/mpi.err" ||
+			say "Open MPI $coll $fault (small): $(tail -n2 "$TMP/mpi.err" | tr '\n' ' ')"
+		MRC_MPI_ITERS=2 MRC_MPI_WARMUP=1 mpi_perf $mc $NR 4M "$MAXB" >>"$TMP/mpi.$coll.$fault" 2>"$TMP/mpi.err" ||
+			say "Open MPI $coll $fault (large): $(tail -n2 "$TMP/mpi.err" | tr '\n' ' ')"
+		rows_json "mpi.$coll.$fault" mpi $coll $fault
+		tail -n1 "$TMP/mpi.$coll.$fault" | while read -r l; do say "  $l"; done
+	done
+	[ $fault = blackhole ] && $F restore >/dev/null
+done
+}
+[ -n "$MPI_WHY" ] && { say "Open MPI: skipped ($MPI_WHY)"; emit "{\"kind\":\"mpi_skipped\",\"why\":$(jq -Rn --arg w "$MPI_WHY" '$w')}"; }
+
+# ---- 4. MoE dispatch + combine, flat vs 2-D --------------------------------
+part moe && {
+MOE=${MRC_BENCH_COLL_MOE:-4096,4096,8,2}
+say "MoE layer $MOE (tokens,hidden,experts,top-k per rank, bf16): flat vs 2-D"
+coll_run moe moe -M "$MOE" -n ${MRC_BENCH_COLL_MOE_RUNS:-3}
+grep -v '^#' "$TMP/moe.0" | while read -r l; do say "  $l"; done
+f=$(awk '$1 == "flat" {print $2}' "$TMP/moe.0"); d=$(awk '$1 == "2-D" {print $2}' "$TMP/moe.0")
+w=$(awk '$1 == "2-D/flat" {print $3}' "$TMP/moe.0")
+emit "{\"kind\":\"moe\",\"layer\":\"$MOE\",\"flat_ms\":${f:-0},\"twod_ms\":${d:-0},\"wrong\":${w:--1}}"
+}
+
+python3 bench/fabric/coll_md.py "$RAW" >"$MD"
+say "wrote $MD"
