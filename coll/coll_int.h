@@ -59,6 +59,22 @@ int mrc__sched_allreduce_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me
 			      size_t esz, size_t chunk);
 int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			      size_t esz, size_t chunk);
+/* One chunk [off, off+len) of a tree all-reduce at this rank: reduce the
+ * children's partial sums into ours, send up to parent (UINT32_MAX: we are
+ * the root) and take its final value, send that down to the children. */
+void mrc__sched_tree_chunk(struct mrc__coll_sched *s, uint64_t off, uint64_t len, uint32_t parent,
+			   const uint32_t *child, uint32_t nchild);
+/* The plane-aware multi-tree all-reduce (coll/forest.c): n ranks, leaf[r]
+ * the leaf switch of rank r's host (NULL: one leaf); planes trees sets,
+ * with pinned steps go to peer rank + (1 + plane) * n (the QPs pinned to
+ * that plane), else to rank. */
+struct mrc__forest_shape {
+	uint32_t n, planes;
+	int pinned;
+	const uint32_t *leaf;
+};
+int mrc__sched_allreduce_forest(struct mrc__coll_sched *s, const struct mrc__forest_shape *f,
+				uint32_t me, size_t count, size_t esz, size_t chunk);
 int mrc__sched_reduce_scatter_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
 				   size_t recvcount, size_t esz, size_t chunk);
 int mrc__sched_allgather_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
