@@ -123,7 +123,18 @@ struct mrc_coll {
 	int err;                   /* sticky: the communicator is aborted */
 	const struct mrc__coll_memops *ops;
 	size_t tree_max;           /* all-reduce: tree up to this many bytes, ring above */
+	/* The forest (coll/forest.c): above tree_max up to forest_max bytes.
+	 * Peers are n x sets QPs: set 0 sprays over every plane, set 1 + p is
+	 * pinned to plane p; peer index j is rank j % n over set j / n. */
+	size_t forest_max;
+	uint32_t planes, hosts_per_leaf, sets, np;
+	uint32_t *leaf;            /* each rank's leaf switch */
 };
+/* Fills the algorithm choice and the QP sets from cfg (before the QPs). */
+void mrc__coll_algo_init(struct mrc_coll *c, const struct mrc_coll_cfg *cfg);
+/* The all-reduce schedule for count elements of esz bytes, by size. */
+int mrc__coll_allreduce_sched(const struct mrc_coll *c, struct mrc__coll_sched *s, size_t count,
+			      size_t esz);
 
 /* Runs one rank's schedule; in/out/dtype/op as the collective's. */
 int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const void *in, void *out,

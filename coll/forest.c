@@ -20,9 +20,14 @@
  * (the ring's optimum, up to the rounding of the split) and the same
  * share on every plane, in log2 depth instead of the ring's 2(n-1). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "coll/coll_int.h"
+
+/* AUTO's thresholds, from bench_coll on loopback (docs/coll.md). */
+#define MRC__TREE_MAX (64u << 10)
+#define MRC__FOREST_MAX (1u << 20)
 
 struct forest {
 	uint32_t n, groups, gsize;     /* n = groups x gsize */
@@ -128,4 +133,38 @@ int mrc__sched_allreduce_forest(struct mrc__coll_sched *s, const struct mrc__for
 		}
 	free(f.order);
 	return s->err;
+}
+
+/* ---- choosing by size (docs/coll.md "Choosing by size") ---------------- */
+
+void mrc__coll_algo_init(struct mrc_coll *c, const struct mrc_coll_cfg *cfg)
+{
+	c->planes = cfg->planes ? cfg->planes : 1;
+	c->hosts_per_leaf = cfg->hosts_per_leaf ? cfg->hosts_per_leaf : 1;
+	switch (cfg->algo) {
+	case MRC_COLL_ALGO_RING: c->tree_max = c->forest_max = 0; break;
+	case MRC_COLL_ALGO_TREE: c->tree_max = c->forest_max = SIZE_MAX; break;
+	case MRC_COLL_ALGO_FOREST: c->tree_max = 0, c->forest_max = SIZE_MAX; break;
+	default:
+		c->tree_max = MRC__TREE_MAX;
+		c->forest_max = MRC__FOREST_MAX;
+	}
+	/* Pinned QP sets only when the forest may run and there are planes
+	 * to pin to: they cost a QP and a receive window per peer and plane. */
+	c->sets = c->planes > 1 && c->forest_max > c->tree_max ? 1 + c->planes : 1;
+	c->np = c->n * c->sets;
+}
+
+int mrc__coll_allreduce_sched(const struct mrc_coll *c, struct mrc__coll_sched *s, size_t count,
+			      size_t esz)
+{
+	uint64_t bytes = (uint64_t)count * esz;
+	if (bytes <= c->tree_max)
+		return mrc__sched_allreduce_tree(s, c->n, c->me, count, esz, c->chunk);
+	if (bytes <= c->forest_max) {
+		struct mrc__forest_shape f = { .n = c->n, .planes = c->planes, .pinned = c->sets > 1,
+					       .leaf = c->leaf };
+		return mrc__sched_allreduce_forest(s, &f, c->me, count, esz, c->chunk);
+	}
+	return mrc__sched_allreduce_ring(s, c->n, c->me, count, esz, c->chunk);
 }
