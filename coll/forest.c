@@ -27,7 +27,7 @@
 
 /* AUTO's thresholds, from bench_coll on loopback (docs/coll.md). */
 #define MRC__TREE_MAX (64u << 10)
-#define MRC__FOREST_MAX (1u << 20)
+#define MRC__FOREST_MAX (256u << 10)
 
 struct forest {
 	uint32_t n, groups, gsize;     /* n = groups x gsize */
