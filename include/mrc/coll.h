@@ -67,16 +67,16 @@ struct mrc_coll_cfg {
 	int algo;                  /* all-reduce: MRC_COLL_ALGO_* */
 	/* The fabric, for the plane-aware multi-tree (FOREST) all-reduce:
 	 * planes (0: 1; at most 16) and hosts per leaf switch (0: 1; rank r's
-	 * leaf is its host / hosts_per_leaf).  With planes > 1 and algo AUTO
-	 * or FOREST, every peer gets one more QP per plane, pinned to it
+	 * leaf is its host / hosts_per_leaf).  With planes > 1 and algo
+	 * FOREST, every peer gets one more QP per plane, pinned to it
 	 * (mrc_qp_cfg.plane_mask), and the receive and staging regions grow
 	 * by the same factor (1 + planes). */
 	uint32_t planes, hosts_per_leaf;
 };
 /* AUTO picks by size (docs/coll.md "Choosing by size"): the double
- * binary tree for small messages (latency: 2 log2 N steps), the forest in
- * the middle, the ring for large ones (2(N-1)/N of the data per rank, one
- * message per step). */
+ * binary tree up to 64 KiB (latency: 2 log2 N steps), the ring above
+ * (2(N-1)/N of the data per rank, one message per step).  FOREST, the
+ * plane-aware multi-tree, only when asked: it has not measured faster. */
 enum { MRC_COLL_ALGO_AUTO, MRC_COLL_ALGO_RING, MRC_COLL_ALGO_TREE, MRC_COLL_ALGO_FOREST };
 
 /* Fills cfg from the environment: size and rank from MRC_COLL_SIZE /
