@@ -5,8 +5,10 @@
  *     rank, default 1024, x 1024 hidden, bfloat16, 8 experts, top-2,
  *     capacity factor 1.25), flat all-to-all vs the 2-D hierarchical one
  *     (2 "nodes" of 2 ranks), runs alternating in one process;
- *   - all-reduce (float sum) at 64 KiB and 4 MiB, ring vs double binary
- *     tree, alternating.
+ *   - all-reduce (float sum) from 4 KiB to 4 MiB, ring vs double binary
+ *     tree vs the plane-aware multi-tree (forest; one plane on loopback),
+ *     alternating: the measurements behind MRC_COLL_ALGO=auto's
+ *     thresholds (MRC_BENCH_MOE=0 runs only these).
  * Times are rank 0's, each run between two barriers; medians over
  * MRC_BENCH_RUNS runs (default 5) with (min..max), and the ratio of the
  * medians.  On loopback every "link" is the same daemon, so the 2-D
@@ -28,7 +30,11 @@ static unsigned runs = 5;
 static size_t tokens = 1024;
 enum { H = 1024, E = 8, K = 2 };
 /* [case][run] seconds */
-static double t_moe[2][MAXRUNS], t_ar[4][MAXRUNS];
+enum { NSZ = 5, NALG = 3 };
+static const size_t ar_bytes[NSZ] = { 4u << 10, 64u << 10, 256u << 10, 1u << 20, 4u << 20 };
+static const char *const alg_name[NALG] = { "ring", "tree", "forest" };
+static int moe = 1;
+static double t_moe[2][MAXRUNS], t_ar[NSZ][NALG][MAXRUNS];
 
 struct rank { pthread_t th; uint32_t me; int rc; };
 
@@ -73,12 +79,10 @@ static void *rank_main(void *arg)
 	}
 	for (size_t i = 0; i < tokens * H; i++)
 		x[i] = mrc__coll_f2bf((float)(i % 7));
-	size_t ar_bytes[2] = { 64u << 10, 4u << 20 };
-	float *abuf = malloc(ar_bytes[1]);
-	memset(abuf, 0, ar_bytes[1]);
+	float *abuf = calloc(1, ar_bytes[NSZ - 1]);
 	int r = 0;
 	for (unsigned run = 0; run < runs && !r; run++) {
-		for (int v = 0; v < 2 && !r; v++) {
+		for (int v = 0; v < 2 * moe && !r; v++) {
 			struct mrc_coll_moe_cfg mc = { .n_experts = E, .top_k = K, .hidden = H,
 				.dtype = MRC_COLL_BFLOAT16, .capacity_factor = 1.25,
 				.local_ranks = v ? 2 : 0 };
@@ -91,15 +95,20 @@ static void *rank_main(void *arg)
 			if (rk->me == 0)
 				t_moe[v][run] = now_s() - t0;
 		}
-		for (int v = 0; v < 4 && !r; v++) {
-			c->tree_max = (v & 1) ? SIZE_MAX : 0;   /* ring, then tree */
+		for (int v = 0; v < NSZ * NALG && !r; v++) {
+			int alg = v % NALG;
+			/* The barrier itself is an all-reduce of 4 bytes: a tree. */
+			c->tree_max = 4;
+			c->forest_max = 4;
 			if ((r = mrc_coll_barrier(c)))
 				break;
+			c->tree_max = alg == 1 ? SIZE_MAX : 0;
+			c->forest_max = alg ? SIZE_MAX : 0;
 			double t0 = now_s();
-			r = mrc_coll_allreduce(c, abuf, abuf, ar_bytes[v / 2] / 4, MRC_COLL_FLOAT32,
+			r = mrc_coll_allreduce(c, abuf, abuf, ar_bytes[v / NALG] / 4, MRC_COLL_FLOAT32,
 					       MRC_COLL_SUM);
 			if (rk->me == 0)
-				t_ar[v][run] = now_s() - t0;
+				t_ar[v / NALG][alg][run] = now_s() - t0;
 		}
 	}
 	rk->rc = r;
@@ -122,6 +131,8 @@ int main(void)
 		runs = (unsigned)atoi(getenv("MRC_BENCH_RUNS"));
 	if (getenv("MRC_BENCH_MOE_TOKENS"))
 		tokens = (size_t)atol(getenv("MRC_BENCH_MOE_TOKENS"));
+	if (getenv("MRC_BENCH_MOE"))
+		moe = atoi(getenv("MRC_BENCH_MOE")) != 0;
 	if (runs < 1 || runs > MAXRUNS || tokens < 1)
 		return 2;
 	char mach[512], a[96], b[96];
@@ -148,23 +159,31 @@ int main(void)
 		return 1;
 	printf("# libmrc-coll on loopback (bench/bench_coll.c)\n\nMachine: %s.  %u ranks as threads, "
 	       "one mrcd; %u runs, medians (min..max).\n\n", mach, N, runs);
-	printf("## MoE dispatch + combine: %zu tokens x %d hidden per rank, bfloat16, %d experts, "
-	       "top-%d, capacity 1.25\n\n| exchange | ms |\n|---|--:|\n", tokens, H, E, K);
-	for (int v = 0; v < 2; v++) {
+	if (moe)
+		printf("## MoE dispatch + combine: %zu tokens x %d hidden per rank, bfloat16, %d experts, "
+		       "top-%d, capacity 1.25\n\n| exchange | ms |\n|---|--:|\n", tokens, H, E, K);
+	for (int v = 0; v < 2 * moe; v++) {
 		double ms[MAXRUNS];
 		for (unsigned i = 0; i < runs; i++)
 			ms[i] = t_moe[v][i] * 1e3;
 		printf("| %s | %s |\n", v ? "2-D (2 x 2)" : "flat", bm_spread(a, sizeof(a), ms, (int)runs, "%.1f"));
 	}
-	printf("| **2-D / flat** | **%.2f** |\n\n", median(t_moe[1], runs) / median(t_moe[0], runs));
-	printf("## All-reduce, float sum\n\n| size | ring ms | tree ms | tree / ring |\n|---|--:|--:|--:|\n");
-	for (int s = 0; s < 2; s++) {
-		double r0[MAXRUNS], r1[MAXRUNS];
-		for (unsigned i = 0; i < runs; i++)
-			r0[i] = t_ar[2 * s][i] * 1e3, r1[i] = t_ar[2 * s + 1][i] * 1e3;
-		printf("| %s | %s | %s | %.2f |\n", s ? "4 MiB" : "64 KiB",
-		       bm_spread(a, sizeof(a), r0, (int)runs, "%.2f"), bm_spread(b, sizeof(b), r1, (int)runs, "%.2f"),
-		       median(t_ar[2 * s + 1], runs) / median(t_ar[2 * s], runs));
+	if (moe)
+		printf("| **2-D / flat** | **%.2f** |\n\n", median(t_moe[1], runs) / median(t_moe[0], runs));
+	printf("## All-reduce, float sum\n\n| size | ring ms | tree ms | forest ms | tree / ring | "
+	       "forest / ring |\n|---|--:|--:|--:|--:|--:|\n");
+	for (int sz = 0; sz < NSZ; sz++) {
+		printf("| %zu KiB |", ar_bytes[sz] >> 10);
+		for (int alg = 0; alg < NALG; alg++) {
+			double ms[MAXRUNS];
+			for (unsigned i = 0; i < runs; i++)
+				ms[i] = t_ar[sz][alg][i] * 1e3;
+			printf(" %s |", bm_spread(a, sizeof(a), ms, (int)runs, "%.2f"));
+		}
+		printf(" %.2f | %.2f |\n", median(t_ar[sz][1], runs) / median(t_ar[sz][0], runs),
+		       median(t_ar[sz][2], runs) / median(t_ar[sz][0], runs));
 	}
+	(void)b;
+	(void)alg_name;
 	return 0;
 }

@@ -7,7 +7,7 @@
 _Static_assert(sizeof(struct mrc_cli_hdr) == 16, "ctl hdr");
 _Static_assert(sizeof(struct mrc_cli_hello) == 40, "hello");
 _Static_assert(sizeof(struct mrc_cli_hello_rep) == 40, "hello rep");
-_Static_assert(sizeof(struct mrc_cli_create_qp) == 24, "create");
+_Static_assert(sizeof(struct mrc_cli_create_qp) == 32, "create");
 _Static_assert(sizeof(struct mrc_cli_create_qp_rep) == 40, "create rep");
 _Static_assert(sizeof(struct mrc_cli_status) + MRC_CLI_REASON_MAX +
 	       sizeof(struct mrc_cli_hdr) <= MRC_CLI_MSG_MAX, "max msg");
@@ -196,6 +196,10 @@ static int check_req_body(uint16_t type, const void *b, const char **why)
 			BAD("create_qp: unknown flags");
 		if (!(c.flags & MRC_CLI_QP_PIN_EV) && c.pin_ev)
 			BAD("create_qp: pin_ev without the PIN_EV flag");
+		if (c.plane_mask >> MRC_CLI_MAX_PLANES)
+			BAD("create_qp: plane_mask names a plane above 15");
+		if (c.rsvd)
+			BAD("reserved field not zero");
 		return 0;
 	}
 	case MRC_CLI_CONNECT_OOB: {

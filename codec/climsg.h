@@ -1,4 +1,4 @@
-/* mrcd client protocol, version 2: messages on the daemon's Unix socket
+/* mrcd client protocol, version 3: messages on the daemon's Unix socket
  * (SOCK_SEQPACKET, so one recvmsg is one whole message).
  *
  * Every message is a 16-byte header then a type-specific body of exactly
@@ -25,7 +25,7 @@
 
 #define MRC_CLI_MAGIC    0x4343524du   /* "MRCC" little-endian */
 /* 2: CREATE_QP carries index_base and its reply notify_len (ring ABI 2). */
-#define MRC_CLI_VERSION  2u
+#define MRC_CLI_VERSION  3u  /* 3: CREATE_QP carries plane_mask */
 #define MRC_CLI_MSG_MAX  512u          /* no message is longer */
 #define MRC_CLI_MAX_FDS  3u            /* per message */
 #define MRC_CLI_REASON_MAX 200u        /* error text bytes */
@@ -91,7 +91,11 @@ struct mrc_cli_create_qp {
 	uint32_t pin_ev;
 	uint64_t index_base;       /* first index of both rings; any value
 	                              (mrc/ring.h "Index base") */
+	uint32_t plane_mask;       /* bit p: plane p carries the QP's data
+	                              (0: every plane); bits >= 16 refused */
+	uint32_t rsvd;
 };
+#define MRC_CLI_MAX_PLANES 16u /* the engine's MRC_MAX_PLANES */
 #define MRC_CLI_QP_PIN_EV 0x1u /* single-path mode on pin_ev */
 #define MRC_CLI_QP_POLLED 0x2u /* SQ polled, no doorbell: woken through
                                   the notify page (mrc/ring.h) */

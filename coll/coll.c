@@ -28,8 +28,7 @@ int mrc_coll_allreduce(struct mrc_coll *c, const void *sendbuf, void *recvbuf, s
 		return r;
 	struct mrc__coll_sched s;
 	size_t esz = mrc_coll_dtype_size(dtype);
-	r = count * esz <= c->tree_max ? mrc__sched_allreduce_tree(&s, c->n, c->me, count, esz, c->chunk)
-				       : mrc__sched_allreduce_ring(&s, c->n, c->me, count, esz, c->chunk);
+	r = mrc__coll_allreduce_sched(c, &s, count, esz);
 	return run(c, &s, r, sendbuf, recvbuf, dtype, op);
 }
 

@@ -65,6 +65,22 @@ int mrc__sched_allreduce_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me
 			      size_t esz, size_t chunk);
 int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			      size_t esz, size_t chunk);
+/* One chunk [off, off+len) of a tree all-reduce at this rank: reduce the
+ * children's partial sums into ours, send up to parent (UINT32_MAX: we are
+ * the root) and take its final value, send that down to the children. */
+void mrc__sched_tree_chunk(struct mrc__coll_sched *s, uint64_t off, uint64_t len, uint32_t parent,
+			   const uint32_t *child, uint32_t nchild);
+/* The plane-aware multi-tree all-reduce (coll/forest.c): n ranks, leaf[r]
+ * the leaf switch of rank r's host (NULL: one leaf); planes trees sets,
+ * with pinned steps go to peer rank + (1 + plane) * n (the QPs pinned to
+ * that plane), else to rank. */
+struct mrc__forest_shape {
+	uint32_t n, planes;
+	int pinned;
+	const uint32_t *leaf;
+};
+int mrc__sched_allreduce_forest(struct mrc__coll_sched *s, const struct mrc__forest_shape *f,
+				uint32_t me, size_t count, size_t esz, size_t chunk);
 int mrc__sched_reduce_scatter_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
 				   size_t recvcount, size_t esz, size_t chunk);
 int mrc__sched_allgather_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
@@ -119,7 +135,18 @@ struct mrc_coll {
 	void *dev_be;
 	int mem, dev_pinned;
 	size_t tree_max;           /* all-reduce: tree up to this many bytes, ring above */
+	/* The forest (coll/forest.c): above tree_max up to forest_max bytes.
+	 * Peers are n x sets QPs: set 0 sprays over every plane, set 1 + p is
+	 * pinned to plane p; peer index j is rank j % n over set j / n. */
+	size_t forest_max;
+	uint32_t planes, hosts_per_leaf, sets, np;
+	uint32_t *leaf;            /* each rank's leaf switch */
 };
+/* Fills the algorithm choice and the QP sets from cfg (before the QPs). */
+void mrc__coll_algo_init(struct mrc_coll *c, const struct mrc_coll_cfg *cfg);
+/* The all-reduce schedule for count elements of esz bytes, by size. */
+int mrc__coll_allreduce_sched(const struct mrc_coll *c, struct mrc__coll_sched *s, size_t count,
+			      size_t esz);
 
 /* Runs one rank's schedule; in/out/dtype/op as the collective's. */
 int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const void *in, void *out,

@@ -66,15 +66,17 @@ int mrc_coll_cfg_from_env(struct mrc_coll_cfg *cfg)
 	    (r = env_u32("MRC_COLL_SID", &cfg->sid)) < 0 ||
 	    (r = env_u32("MRC_COLL_CHUNK", &cfg->chunk_bytes)) < 0 ||
 	    (r = env_u32("MRC_COLL_WINDOW", &cfg->window)) < 0 ||
-	    (r = env_u32("MRC_COLL_TIMEOUT_MS", &t)) < 0)
+	    (r = env_u32("MRC_COLL_TIMEOUT_MS", &t)) < 0 ||
+	    (r = env_u32("MRC_COLL_PLANES", &cfg->planes)) < 0 ||
+	    (r = env_u32("MRC_COLL_HOSTS_PER_LEAF", &cfg->hosts_per_leaf)) < 0)
 		return r;
 	if (t > INT_MAX)
 		return -EINVAL;
 	const char *a = getenv("MRC_COLL_ALGO");
 	if (a && *a) {
-		static const char *const names[] = { "auto", "ring", "tree" };
+		static const char *const names[] = { "auto", "ring", "tree", "forest" };
 		cfg->algo = -1;
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 4; i++)
 			if (!strcmp(a, names[i]))
 				cfg->algo = i;
 		if (cfg->algo < 0)
@@ -117,8 +119,8 @@ int mrc__coll_fail(struct mrc_coll *c, int err)
 		return c->err;
 	c->err = err;
 	/* Tell every peer, so that no rank waits on us until its timeout. */
-	for (uint32_t j = 0; j < c->n; j++)
-		if (j != c->me)
+	for (uint32_t j = 0; j < c->np; j++)
+		if (j % c->n != c->me)
 			post_signal(c, j, IMM_ABORT, (uint32_t)-err);   /* best effort */
 	return err;
 }
@@ -132,9 +134,9 @@ int mrc_coll_abort(struct mrc_coll *c, int err)
 static int poll_peers(struct mrc_coll *c)
 {
 	int got = 0;
-	for (uint32_t j = 0; j < c->n; j++) {
+	for (uint32_t j = 0; j < c->np; j++) {
 		struct mrc__coll_peer *p = &c->p[j];
-		if (j == c->me)
+		if (j % c->n == c->me)
 			continue;
 		struct mrc_completion wc[32];
 		int k = mrc_poll_cq(p->qp, wc, 32);
@@ -176,8 +178,8 @@ static int poll_peers(struct mrc_coll *c)
 /* Sleeps until a completion may be waiting, for at most ms. */
 static int wait_peers(struct mrc_coll *c, int ms)
 {
-	for (uint32_t j = 0; j < c->n; j++) {
-		if (j == c->me)
+	for (uint32_t j = 0; j < c->np; j++) {
+		if (j % c->n == c->me)
 			continue;
 		int r = mrc_arm_cq(c->p[j].qp);
 		if (r < 0)
@@ -241,7 +243,7 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 		return pr;
 	size_t esz = mrc_coll_dtype_size(dtype);
 	uint8_t *tmp = NULL, *done = calloc(s->n ? s->n : 1, 1);
-	size_t *sc = calloc(c->n, sizeof(*sc)), *rc = calloc(c->n, sizeof(*rc));
+	size_t *sc = calloc(c->np, sizeof(*sc)), *rc = calloc(c->np, sizeof(*rc));
 	if (s->tmp_bytes)
 		tmp = mrc__coll_tmp_alloc(c, s->tmp_bytes);
 	if (!done || !sc || !rc || (s->tmp_bytes && !tmp)) {
@@ -259,7 +261,7 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 			left++;
 		}
 	}
-	for (uint32_t j = 0; j < c->n; j++) {
+	for (uint32_t j = 0; j < c->np; j++) {
 		sc[j] = next_step(s, 0, SK_SEND, j);
 		rc[j] = next_step(s, 0, SK_RECV, j);
 	}
@@ -273,9 +275,9 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 		}
 		if (!left)
 			break;
-		for (uint32_t j = 0; j < c->n; j++) {
+		for (uint32_t j = 0; j < c->np; j++) {
 			struct mrc__coll_peer *p = &c->p[j];
-			if (j == c->me)
+			if (j % c->n == c->me)
 				continue;
 			/* Arrived chunks, in order: combine into place, free the slot. */
 			while (rc[j] < s->n && p->arrived > p->consumed) {
@@ -311,7 +313,7 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 				uint64_t off = slot_off(c, j, p->sent);
 				c->ops->copy(c->txb + off, buf_of(st->src, in, out, tmp) + st->src_off, st->len);
 				int r = mrc_post_write_imm(p->qp, WR(IMM_DATA), mrc_mr_key(c->tx), off, st->len,
-							   p->rkey, slot_off(c, c->me, p->sent),
+							   p->rkey, slot_off(c, j - j % c->n + c->me, p->sent),
 							   IMM_DATA << 30 | IMM_ARG(p->sent));
 				if (r == -ENOSPC)
 					break;
@@ -348,8 +350,8 @@ int mrc_coll_error(struct mrc_coll *c)
 /* ---- bootstrap ----------------------------------------------------------- */
 
 struct hello {
-	uint32_t magic, n, rank, host, rkey, window, chunk, rsvd;
-	struct mrc_qp_addr qp[];   /* n: this rank's QP for each peer */
+	uint32_t magic, n, rank, host, rkey, window, chunk, sets;
+	struct mrc_qp_addr qp[];   /* n x sets: this rank's QP for each peer */
 };
 
 static size_t hello_len(uint32_t n)
@@ -413,15 +415,16 @@ static int boot_connect(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, uint
 static void fill_hello(struct mrc_coll *c, struct hello *h)
 {
 	*h = (struct hello){ .magic = BOOT_MAGIC, .n = c->n, .rank = c->me, .host = c->host,
-			     .rkey = mrc_mr_key(c->rx), .window = c->window, .chunk = c->chunk };
-	for (uint32_t j = 0; j < c->n; j++)
-		if (j != c->me)
+			     .rkey = mrc_mr_key(c->rx), .window = c->window, .chunk = c->chunk,
+			     .sets = c->sets };
+	for (uint32_t j = 0; j < c->np; j++)
+		if (j % c->n != c->me)
 			mrc_qp_info_get(c->p[j].qp, &h->qp[j]);
 }
 
 static int check_hello(const struct mrc_coll *c, const struct hello *h, uint32_t rank)
 {
-	return h->magic == BOOT_MAGIC && h->n == c->n && h->rank == rank &&
+	return h->magic == BOOT_MAGIC && h->n == c->n && h->rank == rank && h->sets == c->sets &&
 	       h->window == c->window && h->chunk == c->chunk ? 0 : -EPROTO;
 }
 
@@ -440,7 +443,7 @@ static int check_hello(const struct mrc_coll *c, const struct hello *h, uint32_t
 static int boot_root(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, struct mrc_mr *bm,
 		     struct mrc_qp **bq, int64_t end)
 {
-	size_t hl = hello_len(c->n);
+	size_t hl = hello_len(c->np);
 	uint32_t have = 0;   /* hellos in */
 	uint8_t *got = calloc(c->n, 1);
 	int r = got ? mrc_listen(c->ctx, cfg->sid, c->n < 128 ? c->n : 128) : -ENOMEM;
@@ -509,7 +512,7 @@ static int boot_root(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, struct 
 static int boot_rank(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, uint32_t n_hosts,
 		     struct mrc_mr *bm, struct mrc_qp **bq, int64_t end)
 {
-	size_t hl = hello_len(c->n);
+	size_t hl = hello_len(c->np);
 	int r = boot_connect(c, cfg, n_hosts, end, &bq[0]);
 	if (r)
 		return r;
@@ -533,7 +536,7 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 {
 	if (!cfg || !out || cfg->nranks == 0 || cfg->rank >= cfg->nranks ||
 	    cfg->window > MRC__COLL_MAXWIN || (cfg->chunk_bytes & 63) || cfg->algo < 0 ||
-	    cfg->algo > MRC_COLL_ALGO_TREE)
+	    cfg->algo > MRC_COLL_ALGO_FOREST || cfg->planes > MRC_QP_MAX_PLANES)
 		return -EINVAL;
 	struct mrc_coll *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -544,33 +547,37 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 	c->window = cfg->window ? cfg->window : 4;
 	c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 30000;
 	c->ops = &mrc__coll_host_ops;
-	c->tree_max = cfg->algo == MRC_COLL_ALGO_RING ? 0
-		    : cfg->algo == MRC_COLL_ALGO_TREE ? SIZE_MAX : 256u << 10;
+	mrc__coll_algo_init(c, cfg);
 	c->epfd = -1;
 	int64_t end = now_ms() + c->timeout_ms;
 	struct mrc_mr *bm = NULL;
 	struct mrc_qp **bq = calloc(c->n, sizeof(*bq));
-	c->p = calloc(c->n, sizeof(*c->p));
-	int r = bq && c->p ? mrc_open(cfg->sock, &c->ctx) : -ENOMEM;
+	c->p = calloc(c->np, sizeof(*c->p));
+	c->leaf = calloc(c->n, sizeof(*c->leaf));
+	int r = bq && c->p && c->leaf ? mrc_open(cfg->sock, &c->ctx) : -ENOMEM;
 	struct mrc_ctx_info info;
 	if (r || (r = mrc_ctx_info(c->ctx, &info)))
 		goto fail;
 	c->host = info.host;
-	uint64_t region = (uint64_t)c->n * c->window * c->chunk;
+	uint64_t region = (uint64_t)c->np * c->window * c->chunk;
 	uint32_t sq = 16;
 	while (sq < 2 * c->window + 8)
 		sq *= 2;
 	struct mrc_qp_cfg qc = { .sq_entries = sq, .cq_entries = 4 * sq };
 	if ((r = mrc_alloc_mr(c->ctx, region, MRC_MR_REMOTE_WRITE | MRC_MR_LOCAL_READ, &c->rx)) ||
 	    (r = mrc_alloc_mr(c->ctx, region, MRC_MR_LOCAL_READ, &c->tx)) ||
-	    (r = mrc_alloc_mr(c->ctx, (uint64_t)(c->n + 1) * hello_len(c->n) + 8,
+	    (r = mrc_alloc_mr(c->ctx, (uint64_t)(c->n + 1) * hello_len(c->np) + 8,
 			      MRC_MR_LOCAL_READ | MRC_MR_LOCAL_WRITE, &bm)))
 		goto fail;
 	c->rxb = mrc_mr_addr(c->rx);
 	c->txb = mrc_mr_addr(c->tx);
-	for (uint32_t j = 0; j < c->n && !r; j++)
-		if (j != c->me)
+	/* QP set 0 sprays over every plane; set 1 + p is pinned to plane p
+	 * (the forest's trees of that plane). */
+	for (uint32_t j = 0; j < c->np && !r; j++) {
+		qc.plane_mask = j < c->n ? 0 : 1u << (j / c->n - 1);
+		if (j % c->n != c->me)
 			r = mrc_create_qp(c->ctx, &qc, &c->p[j].qp);
+	}
 	if (r)
 		goto fail;
 	if (c->n > 1) {
@@ -578,13 +585,15 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 			       : boot_rank(c, cfg, info.n_hosts, bm, bq, end);
 		if (r)
 			goto fail;
-		size_t hl = hello_len(c->n);
-		for (uint32_t j = 0; j < c->n && !r; j++) {
-			if (j == c->me)
+		size_t hl = hello_len(c->np);
+		for (uint32_t j = 0; j < c->np && !r; j++) {
+			const struct hello *h =
+				(const struct hello *)((uint8_t *)mrc_mr_addr(bm) + j % c->n * hl);
+			c->leaf[j % c->n] = h->host / c->hosts_per_leaf;
+			if (j % c->n == c->me)
 				continue;
-			const struct hello *h = (const struct hello *)((uint8_t *)mrc_mr_addr(bm) + j * hl);
 			c->p[j].rkey = h->rkey;
-			r = mrc_connect_oob(c->p[j].qp, &h->qp[c->me]);
+			r = mrc_connect_oob(c->p[j].qp, &h->qp[j - j % c->n + c->me]);
 		}
 		if (r)
 			goto fail;
@@ -610,9 +619,9 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 		r = -errno;
 		goto fail;
 	}
-	for (uint32_t j = 0; j < c->n && !r; j++) {
+	for (uint32_t j = 0; j < c->np && !r; j++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = j };
-		if (j != c->me && epoll_ctl(c->epfd, EPOLL_CTL_ADD, mrc_qp_fd(c->p[j].qp), &ev))
+		if (j % c->n != c->me && epoll_ctl(c->epfd, EPOLL_CTL_ADD, mrc_qp_fd(c->p[j].qp), &ev))
 			r = -errno;
 	}
 	struct epoll_event ev = { .events = EPOLLRDHUP, .data.u32 = UINT32_MAX };
@@ -641,8 +650,8 @@ void mrc_coll_destroy(struct mrc_coll *c)
 	int64_t end = now_ms() + c->timeout_ms;
 	for (int busy = 1; busy && c->ctx && c->epfd >= 0 && now_ms() < end;) {
 		busy = 0;
-		for (uint32_t j = 0; j < c->n; j++)
-			if (j != c->me && !c->p[j].gone && c->p[j].wr_done < c->p[j].wr_posted)
+		for (uint32_t j = 0; j < c->np; j++)
+			if (j % c->n != c->me && !c->p[j].gone && c->p[j].wr_done < c->p[j].wr_posted)
 				busy = 1;
 		if (busy && poll_peers(c) <= 0)
 			wait_peers(c, 10);
@@ -655,5 +664,6 @@ void mrc_coll_destroy(struct mrc_coll *c)
 	if (c->ctx)
 		mrc_close(c->ctx);   /* QPs and regions go with it */
 	free(c->p);
+	free(c->leaf);
 	free(c);
 }

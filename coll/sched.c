@@ -303,6 +303,31 @@ static uint32_t tree_rank(uint32_t t, uint32_t n, uint32_t pos)
 	return t == 0 ? pos : n - 1 - pos;
 }
 
+void mrc__sched_tree_chunk(struct mrc__coll_sched *s, uint64_t off, uint64_t len, uint32_t parent,
+			   const uint32_t *child, uint32_t nchild)
+{
+	int64_t last = -1;
+	/* Up: combine the children's partial sums with our input. */
+	for (uint32_t k = 0; k < nchild; k++)
+		last = add(s, (struct mrc__coll_step){ .kind = SK_RECV,
+			.src = last < 0 ? SB_IN : SB_OUT, .dst = SB_OUT, .reduce = 1, .peer = child[k],
+			.src_off = off, .dst_off = off, .len = len, .dep = last });
+	if (parent != UINT32_MAX) {
+		add(s, (struct mrc__coll_step){ .kind = SK_SEND, .src = last < 0 ? SB_IN : SB_OUT,
+			.dst = SB_NONE, .peer = parent, .src_off = off, .len = len, .dep = last });
+		/* Down: the parent's final value. */
+		last = add(s, (struct mrc__coll_step){ .kind = SK_RECV, .src = SB_NONE, .dst = SB_OUT,
+			.peer = parent, .dst_off = off, .len = len, .dep = -1 });
+	} else if (last < 0) {
+		/* A root without children: n == 1 in its group of trees. */
+		last = add(s, (struct mrc__coll_step){ .kind = SK_COPY, .src = SB_IN, .dst = SB_OUT,
+			.src_off = off, .dst_off = off, .len = len, .dep = -1 });
+	}
+	for (uint32_t k = 0; k < nchild; k++)
+		add(s, (struct mrc__coll_step){ .kind = SK_SEND, .src = SB_OUT, .dst = SB_NONE,
+			.peer = child[k], .src_off = off, .len = len, .dep = last });
+}
+
 int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			      size_t esz, size_t chunk)
 {
@@ -321,33 +346,11 @@ int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me
 			if (o >= bytes)
 				continue;
 			uint64_t off = (uint64_t)first[t] * esz + o, l = bytes - o < chunk ? bytes - o : chunk;
-			uint32_t pos = t == 0 ? me : n - 1 - me;
-			int64_t last = -1;
-			/* Up: combine the children's partial sums with our input. */
-			for (uint32_t k = 1; k <= 2; k++) {
-				uint32_t cp = 2 * pos + k;
-				if (cp >= n)
-					break;
-				last = add(s, (struct mrc__coll_step){ .kind = SK_RECV,
-					.src = last < 0 ? SB_IN : SB_OUT, .dst = SB_OUT, .reduce = 1,
-					.peer = tree_rank(t, n, cp), .src_off = off, .dst_off = off, .len = l,
-					.dep = last });
-			}
-			if (pos > 0) {
-				uint32_t parent = tree_rank(t, n, (pos - 1) / 2);
-				add(s, (struct mrc__coll_step){ .kind = SK_SEND, .src = last < 0 ? SB_IN : SB_OUT,
-					.dst = SB_NONE, .peer = parent, .src_off = off, .len = l, .dep = last });
-				/* Down: the parent's final value. */
-				last = add(s, (struct mrc__coll_step){ .kind = SK_RECV, .src = SB_NONE,
-					.dst = SB_OUT, .peer = parent, .dst_off = off, .len = l, .dep = -1 });
-			}
-			for (uint32_t k = 1; k <= 2; k++) {
-				uint32_t cp = 2 * pos + k;
-				if (cp >= n)
-					break;
-				add(s, (struct mrc__coll_step){ .kind = SK_SEND, .src = SB_OUT, .dst = SB_NONE,
-					.peer = tree_rank(t, n, cp), .src_off = off, .len = l, .dep = last });
-			}
+			uint32_t pos = t == 0 ? me : n - 1 - me, child[2], nc = 0;
+			for (uint32_t k = 1; k <= 2 && 2 * pos + k < n; k++)
+				child[nc++] = tree_rank(t, n, 2 * pos + k);
+			mrc__sched_tree_chunk(s, off, l, pos ? tree_rank(t, n, (pos - 1) / 2) : UINT32_MAX,
+					      child, nc);
 		}
 	return s->err;
 }

@@ -248,10 +248,12 @@ int mrc_oper_render_probe(FILE *f, const json_t *res)
 
 int mrc_oper_render_qps(FILE *f, const json_t *res)
 {
-	static const char *h[] = { "QPN", "STATE", "PEER", "RQPN", "INFLIGHT", "CWND", "SRTT_US",
-				   "RETX", "RTO_FIRES", "TX_PKTS", "RX_PKTS", "BYTES_ACKED", NULL };
-	static const char *k[] = { "qpn_hex", "state", "peer", "rqpn", "inflight", "cwnd_bytes",
-				   "srtt_us", "retx", "rto_fires", "tx_pkts", "rx_pkts", "bytes_acked", NULL };
+	static const char *h[] = { "QPN", "STATE", "PEER", "RQPN", "PLANES", "INFLIGHT", "CWND",
+				   "SRTT_US", "RETX", "RTO_FIRES", "TX_PKTS", "RX_PKTS", "BYTES_ACKED",
+				   NULL };
+	static const char *k[] = { "qpn_hex", "state", "peer", "rqpn", "planes", "inflight",
+				   "cwnd_bytes", "srtt_us", "retx", "rto_fires", "tx_pkts", "rx_pkts",
+				   "bytes_acked", NULL };
 	return simple(f, get(res, "qps"), h, k, NULL);
 }
 

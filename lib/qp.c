@@ -83,8 +83,10 @@ MRC__API int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg,
 	*out = NULL;
 	struct mrc_cli_create_qp q = { .sq_entries = 256, .cq_entries = 0 };
 	if (cfg) {
-		if (cfg->flags & ~(MRC_QP_PIN | MRC_QP_POLLED) || cfg->rsvd)
+		if (cfg->flags & ~(MRC_QP_PIN | MRC_QP_POLLED) ||
+		    cfg->plane_mask >> MRC_QP_MAX_PLANES)
 			return -EINVAL;
+		q.plane_mask = cfg->plane_mask;
 		q.index_base = cfg->index_base;
 		if (cfg->sq_entries)
 			q.sq_entries = cfg->sq_entries;

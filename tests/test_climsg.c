@@ -44,7 +44,7 @@ static size_t valid_body(uint16_t type, uint8_t *b)
 	case MRC_CLI_CREATE_QP: {
 		struct mrc_cli_create_qp c = { .sq_entries = 64, .cq_entries = 128,
 					       .flags = MRC_CLI_QP_PIN_EV, .pin_ev = 3,
-					       .index_base = UINT64_MAX - 4 };
+					       .index_base = UINT64_MAX - 4, .plane_mask = 0x5 };
 		memcpy(b, &c, sizeof(c));
 		break;
 	}
@@ -204,8 +204,21 @@ static void test_req_rules(void **state)
 		c.index_base = bases[i];
 		expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, sizeof(c)), 0);
 	}
-	/* The version 1 body (16 bytes, no index_base) is refused. */
+	/* The version 1 body (16 bytes, no index_base) and the version 2
+	 * body (24 bytes, no plane_mask) are refused. */
 	expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, 16), -EBADMSG);
+	expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, 24), -EBADMSG);
+	/* plane_mask: planes 0..15 only; its padding must be zero. */
+	c.plane_mask = 0xffff;
+	expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, sizeof(c)), 0);
+	c.plane_mask = 1u << 16;
+	expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, sizeof(c)), -EBADMSG);
+	c.plane_mask = 0x80000001u;
+	expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, sizeof(c)), -EBADMSG);
+	c.plane_mask = 2;
+	c.rsvd = 1;
+	expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, sizeof(c)), -EBADMSG);
+	c.rsvd = 0;
 
 	struct mrc_cli_qpn q = { .qpn = 1, .rsvd = 1 };
 	expect_req(buf, raw_req(buf, MRC_CLI_DESTROY_QP, &q, sizeof(q)), -EBADMSG);

@@ -34,6 +34,7 @@ static int have_daemon;
 static uint32_t next_sid = 7400;
 static uint32_t root_host;         /* 0, or MRC_COLL_HOST_ANY to probe */
 static int algo;                   /* MRC_COLL_ALGO_* */
+static uint32_t planes;            /* cfg.planes */
 
 struct rank {
 	pthread_t th;
@@ -65,7 +66,8 @@ static void run_ranks(struct rank *R, uint32_t n, int (*body)(struct rank *), ui
 	uint32_t sid = next_sid++;
 	for (uint32_t i = 0; i < n; i++) {
 		R[i] = (struct rank){ .cfg = { .sock = D.sock, .nranks = n, .rank = i, .root_host = root_host,
-			.sid = sid, .chunk_bytes = chunk, .window = 2, .timeout_ms = timeout_ms, .algo = algo },
+			.sid = sid, .chunk_bytes = chunk, .window = 2, .timeout_ms = timeout_ms, .algo = algo,
+			.planes = planes },
 			.body = body, .arg = arg };
 		assert_int_equal(pthread_create(&R[i].th, NULL, rank_main, &R[i]), 0);
 	}
@@ -163,6 +165,14 @@ static void test_matrix_4_and_1(void **state)
 	algo = MRC_COLL_ALGO_RING;
 	run_ranks(R, 5, body_matrix, 4096, NULL);
 	algo = MRC_COLL_ALGO_AUTO;
+	check_all_ok(R, 5);
+	/* The forest on 5 ranks, over QP sets pinned to 2 planes (loopback has
+	 * one: the plane-1 QPs fall back to it, as when a plane is dead). */
+	algo = MRC_COLL_ALGO_FOREST;
+	planes = 2;
+	run_ranks(R, 5, body_matrix, 4096, NULL);
+	algo = MRC_COLL_ALGO_AUTO;
+	planes = 0;
 	check_all_ok(R, 5);
 	run_ranks(R, 1, body_matrix, 4096, NULL);
 	check_all_ok(R, 1);
@@ -479,6 +489,15 @@ static void test_cfg_from_env(void **state)
 	setenv("MRC_COLL_ALGO", "tree", 1);
 	assert_int_equal(mrc_coll_cfg_from_env(&cfg), 0);
 	assert_int_equal(cfg.algo, MRC_COLL_ALGO_TREE);
+	setenv("MRC_COLL_ALGO", "forest", 1);
+	setenv("MRC_COLL_PLANES", "2", 1);
+	setenv("MRC_COLL_HOSTS_PER_LEAF", "4", 1);
+	assert_int_equal(mrc_coll_cfg_from_env(&cfg), 0);
+	assert_int_equal(cfg.algo, MRC_COLL_ALGO_FOREST);
+	assert_int_equal(cfg.planes, 2);
+	assert_int_equal(cfg.hosts_per_leaf, 4);
+	unsetenv("MRC_COLL_PLANES");
+	unsetenv("MRC_COLL_HOSTS_PER_LEAF");
 	setenv("MRC_COLL_ALGO", "bogus", 1);
 	assert_int_equal(mrc_coll_cfg_from_env(&cfg), -EINVAL);
 	unsetenv("MRC_COLL_ALGO");
@@ -525,7 +544,9 @@ static void test_bad_args(void **state)
 	assert_int_equal(mrc_coll_init(&cfg, &c), -EINVAL);
 	cfg = (struct mrc_coll_cfg){ .nranks = 2, .rank = 0, .window = 65 };
 	assert_int_equal(mrc_coll_init(&cfg, &c), -EINVAL);
-	cfg = (struct mrc_coll_cfg){ .nranks = 2, .rank = 0, .algo = 3 };
+	cfg = (struct mrc_coll_cfg){ .nranks = 2, .rank = 0, .algo = MRC_COLL_ALGO_FOREST + 1 };
+	assert_int_equal(mrc_coll_init(&cfg, &c), -EINVAL);
+	cfg = (struct mrc_coll_cfg){ .nranks = 2, .rank = 0, .planes = MRC_QP_MAX_PLANES + 1 };
 	assert_int_equal(mrc_coll_init(&cfg, &c), -EINVAL);
 	assert_int_equal(mrc_coll_dtype_size(MRC_COLL_NTYPES), 0);
 	assert_string_equal(mrc_coll_dtype_name(MRC_COLL_BFLOAT16), "bfloat16");

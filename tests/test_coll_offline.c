@@ -194,35 +194,40 @@ static uint8_t *bufp(struct simrank *r, uint8_t b)
 
 /* Runs every rank's schedule; returns the number of steps never run (a
  * deadlock) and fails on a length mismatch.  max_ahead bounds the sends
- * in flight per link, as the credit window does. */
-static size_t simulate(struct simrank *R, uint32_t n, int dtype, int op, size_t esz,
+ * in flight per link, as the credit window does.  Peers are n x sets
+ * virtual ones (the executor's QP sets, one per plane: peer v is rank
+ * v % n over set v / n). */
+static size_t simulate(struct simrank *R, uint32_t n, uint32_t sets, int dtype, int op, size_t esz,
 		       uint32_t max_ahead)
 {
-	uint32_t *inflight = calloc((size_t)n * n, sizeof(*inflight));
+	uint32_t nv = n * sets;
+	uint32_t *inflight = calloc((size_t)n * nv, sizeof(*inflight));
 	for (uint32_t me = 0; me < n; me++) {
 		struct simrank *r = &R[me];
 		r->done = calloc(r->s.n + 1, 1);
-		r->sc = calloc(n, sizeof(size_t));
-		r->rc = calloc(n, sizeof(size_t));
-		r->qh = calloc(n, sizeof(*r->qh));
-		r->qt = calloc(n, sizeof(*r->qt));
-		for (uint32_t j = 0; j < n; j++) {
+		r->sc = calloc(nv, sizeof(size_t));
+		r->rc = calloc(nv, sizeof(size_t));
+		r->qh = calloc(nv, sizeof(*r->qh));
+		r->qt = calloc(nv, sizeof(*r->qt));
+		for (uint32_t j = 0; j < nv; j++) {
 			r->sc[j] = next_step(&r->s, 0, SK_SEND, j);
 			r->rc[j] = next_step(&r->s, 0, SK_RECV, j);
 		}
-		for (size_t i = 0; i < r->s.n; i++)
+		for (size_t i = 0; i < r->s.n; i++) {
+			assert_true(r->s.s[i].kind == SK_COPY || r->s.s[i].peer < nv);
 			if (r->s.s[i].kind == SK_COPY) {
 				const struct mrc__coll_step *st = &r->s.s[i];
 				mrc__coll_host_ops.copy(bufp(r, st->dst) + st->dst_off,
 							bufp(r, st->src) + st->src_off, st->len);
 				r->done[i] = 1;
 			}
+		}
 	}
 	for (int progress = 1; progress;) {
 		progress = 0;
 		for (uint32_t me = 0; me < n; me++) {
 			struct simrank *r = &R[me];
-			for (uint32_t j = 0; j < n; j++) {
+			for (uint32_t j = 0; j < nv; j++) {
 				while (r->rc[j] < r->s.n && r->qh[j]) {
 					const struct mrc__coll_step *st = &r->s.s[r->rc[j]];
 					if (st->dep >= 0 && !r->done[st->dep])
@@ -236,7 +241,7 @@ static size_t simulate(struct simrank *R, uint32_t n, int dtype, int op, size_t 
 					else
 						mrc__coll_host_ops.copy(dst, m->data, st->len);
 					r->qh[j] = m->next;
-					inflight[j * n + me]--;
+					inflight[(j % n) * nv + j - j % n + me]--;
 					free(m->data);
 					free(m);
 					r->done[r->rc[j]] = 1;
@@ -245,20 +250,23 @@ static size_t simulate(struct simrank *R, uint32_t n, int dtype, int op, size_t 
 				}
 				while (r->sc[j] < r->s.n) {
 					const struct mrc__coll_step *st = &r->s.s[r->sc[j]];
-					if ((st->dep >= 0 && !r->done[st->dep]) || inflight[me * n + j] >= max_ahead)
+					if ((st->dep >= 0 && !r->done[st->dep]) || inflight[me * nv + j] >= max_ahead)
 						break;
 					assert_true(st->dep < (int64_t)r->sc[j] || st->dep < 0);
+					assert_true(j % n != me);   /* never to itself */
 					struct msg *m = calloc(1, sizeof(*m));
 					m->data = malloc(st->len ? st->len : 1);
 					memcpy(m->data, bufp(r, st->src) + st->src_off, st->len);
 					m->len = st->len;
-					struct simrank *to = &R[j];
-					if (to->qt[me] && to->qh[me])
-						to->qt[me]->next = m;
+					/* It arrives at rank j % n from us over the same set. */
+					struct simrank *to = &R[j % n];
+					uint32_t from = j - j % n + me;
+					if (to->qt[from] && to->qh[from])
+						to->qt[from]->next = m;
 					else
-						to->qh[me] = m;
-					to->qt[me] = m;
-					inflight[me * n + j]++;
+						to->qh[from] = m;
+					to->qt[from] = m;
+					inflight[me * nv + j]++;
 					r->done[r->sc[j]] = 1;
 					r->sc[j] = next_step(&r->s, r->sc[j] + 1, SK_SEND, j);
 					progress = 1;
@@ -270,7 +278,7 @@ static size_t simulate(struct simrank *R, uint32_t n, int dtype, int op, size_t 
 	for (uint32_t me = 0; me < n; me++) {
 		for (size_t i = 0; i < R[me].s.n; i++)
 			left += !R[me].done[i];
-		for (uint32_t j = 0; j < n; j++)
+		for (uint32_t j = 0; j < nv; j++)
 			assert_null(R[me].qh[j]);   /* nothing sent that nobody receives */
 		free(R[me].done), free(R[me].sc), free(R[me].rc), free(R[me].qh), free(R[me].qt);
 	}
@@ -278,13 +286,15 @@ static size_t simulate(struct simrank *R, uint32_t n, int dtype, int op, size_t 
 	return left;
 }
 
-enum { TREE = MRC__C_N };   /* the tree all-reduce, checked as an all-reduce */
+/* The tree and forest all-reduces, checked as all-reduces. */
+enum { TREE = MRC__C_N, FOREST };
 
 static int build(int kind, struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
-		 size_t esz, size_t chunk, uint32_t root)
+		 size_t esz, size_t chunk, uint32_t root, const struct mrc__forest_shape *fs)
 {
 	switch (kind) {
 	case TREE: return mrc__sched_allreduce_tree(s, n, me, count, esz, chunk);
+	case FOREST: return mrc__sched_allreduce_forest(s, fs, me, count, esz, chunk);
 	case MRC__C_ALLREDUCE: return mrc__sched_allreduce_ring(s, n, me, count, esz, chunk);
 	case MRC__C_REDUCE_SCATTER: return mrc__sched_reduce_scatter_ring(s, n, me, count, esz, chunk);
 	case MRC__C_ALLGATHER: return mrc__sched_allgather_ring(s, n, me, count, esz, chunk);
@@ -300,14 +310,78 @@ static int build(int kind, struct mrc__coll_sched *s, uint32_t n, uint32_t me, s
 	}
 }
 
+#define MAXN 9
+
+/* Every rank's schedule of one collective (bkind: a MRC__C_* or TREE or
+ * FOREST) simulated together and checked element by element. */
+static void check_sched(int bkind, uint32_t n, size_t count, int dt, int op, int inplace,
+			const struct mrc__forest_shape *fs)
+{
+	int kind = bkind >= TREE ? MRC__C_ALLREDUCE : bkind;
+	static const char *const variant[] = { "", " (tree)", " (forest)" };
+	const char *var = variant[bkind >= TREE ? bkind - TREE + 1 : 0];
+	size_t esz = mrc_coll_dtype_size(dt);
+	size_t chunk = 64;   /* many chunks per segment */
+	uint32_t root = n > 2 ? 2 : 0, sets = fs && fs->pinned ? 1 + fs->planes : 1;
+	struct simrank R[MAXN];
+	memset(R, 0, sizeof(R));
+	for (uint32_t me = 0; me < n; me++) {
+		size_t inb = mrc__coll_in_count(kind, n, count) * esz;
+		size_t outb = mrc__coll_out_count(kind, n, count) * esz;
+		assert_int_equal(build(bkind, &R[me].s, n, me, count, esz, chunk, root, fs), 0);
+		for (size_t i = 0; i < R[me].s.n; i++)
+			assert_true((R[me].s.s[i].kind == SK_COPY || R[me].s.s[i].len <= chunk) &&
+				    R[me].s.s[i].len % esz == 0);
+		R[me].out = calloc(1, inb + outb + 1);
+		R[me].in = malloc(inb + 1);
+		R[me].tmp = malloc(R[me].s.tmp_bytes + 1);
+		uint8_t *src = R[me].in;
+		if (inplace && kind == MRC__C_ALLGATHER)
+			src = R[me].out + me * count * esz;
+		else if (inplace && kind == MRC__C_REDUCE_SCATTER)
+			free(R[me].out), R[me].out = R[me].in + me * count * esz;
+		else if (inplace)
+			src = R[me].out;
+		mrc__coll_fill(kind, src, n, me, count, dt, op, root);
+		if (src != R[me].in) {
+			free(R[me].in);
+			R[me].in = src;
+		}
+	}
+	size_t left = simulate(R, n, sets, dt, op, esz, (uint32_t)(1 + (count & 3)));
+	if (left)
+		fail_msg("%s%s n=%u count=%zu: %zu steps never ran (deadlock)", mrc__coll_name[kind],
+			 var, n, count, left);
+	for (uint32_t me = 0; me < n; me++) {
+		size_t bad = mrc__coll_wrong(kind, R[me].out, n, me, count, dt, op, root);
+		if (bad)
+			fail_msg("%s%s %s %s n=%u rank %u count=%zu %s: %zu wrong", mrc__coll_name[kind],
+				 var, mrc_coll_dtype_name(dt), mrc_coll_op_name(op), n, me, count,
+				 inplace ? "in place" : "out of place", bad);
+		mrc__sched_free(&R[me].s);
+		free(R[me].tmp);
+	}
+	/* One allocation per rank holds in and out as laid out above. */
+	for (uint32_t me = 0; me < n; me++) {
+		if (inplace && kind == MRC__C_REDUCE_SCATTER)
+			free(R[me].in);
+		else if (inplace)
+			free(R[me].out);
+		else
+			free(R[me].in), free(R[me].out);
+	}
+}
+
+static const size_t counts[] = { 0, 1, 7, 1000 };
+#define NCOUNTS (sizeof(counts) / sizeof(counts[0]))
+
 /* Every collective, rank count, size (0, 1, not a multiple of n, many
- * chunks), type, op, in and out of place, window 1 and 4. */
+ * chunks), type, op, in and out of place. */
 static void test_schedules_all(void **state)
 {
-	static const size_t counts[] = { 0, 1, 7, 1000 };
 	for (int bkind = 0; bkind <= TREE; bkind++)
 		for (uint32_t n = 1; n <= 7; n++)
-			for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+			for (size_t ci = 0; ci < NCOUNTS; ci++)
 				for (int dt = 0; dt < MRC_COLL_NTYPES; dt++)
 					for (int op = 0; op < MRC_COLL_NOPS; op++)
 						for (int inplace = 0; inplace < 2; inplace++) {
@@ -316,57 +390,114 @@ static void test_schedules_all(void **state)
 			continue;
 		if ((kind == MRC__C_ALLGATHER || kind == MRC__C_BROADCAST || kind == MRC__C_ALLTOALL) && op)
 			continue;
-		size_t count = counts[ci], esz = mrc_coll_dtype_size(dt);
-		size_t chunk = 64;   /* many chunks per segment */
-		uint32_t root = n > 2 ? 2 : 0;
-		struct simrank R[7];
-		memset(R, 0, sizeof(R));
+		check_sched(bkind, n, counts[ci], dt, op, inplace, NULL);
+	}
+}
+
+/* Fabric shapes for the forest: planes, pinned to per-plane QP sets or
+ * not, and ranks per leaf (0: no leaf table).  Rank r sits on leaf
+ * r % leaves, so a leaf's ranks are not consecutive; when n is not a
+ * multiple of per_leaf the leaves are unequal (the flat fallback). */
+struct fshape { uint32_t planes; int pinned; uint32_t per_leaf; };
+static const struct fshape fshapes[] = {
+	{ 1, 0, 0 }, { 2, 1, 1 }, { 2, 1, 2 }, { 4, 1, 3 }, { 2, 0, 2 },
+};
+#define NFSHAPES (sizeof(fshapes) / sizeof(fshapes[0]))
+
+static void fshape_make(const struct fshape *f, uint32_t n, uint32_t *leaf,
+			struct mrc__forest_shape *out)
+{
+	uint32_t leaves = f->per_leaf ? (n + f->per_leaf - 1) / f->per_leaf : 1;
+	for (uint32_t r = 0; r < n; r++)
+		leaf[r] = r % leaves;
+	*out = (struct mrc__forest_shape){ .n = n, .planes = f->planes, .pinned = f->pinned,
+					   .leaf = f->per_leaf ? leaf : NULL };
+}
+
+/* The forest all-reduce: every rank count 1..9, every shape, size, type,
+ * op, in and out of place, against the reference. */
+static void test_forest_all(void **state)
+{
+	for (size_t fi = 0; fi < NFSHAPES; fi++)
+		for (uint32_t n = 1; n <= MAXN; n++)
+			for (size_t ci = 0; ci < NCOUNTS; ci++)
+				for (int dt = 0; dt < MRC_COLL_NTYPES; dt++)
+					for (int op = 0; op < MRC_COLL_NOPS; op++)
+						for (int inplace = 0; inplace < 2; inplace++) {
+		uint32_t leaf[MAXN];
+		struct mrc__forest_shape fs;
+		fshape_make(&fshapes[fi], n, leaf, &fs);
+		check_sched(FOREST, n, counts[ci], dt, op, inplace, &fs);
+	}
+}
+
+/* Bytes a rank sends per QP set (set 0: unpinned; set 1 + p: plane p),
+ * from its schedule. */
+static void sent_by_set(const struct mrc__coll_sched *s, uint32_t n, uint64_t *by_set)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->s[i].kind == SK_SEND)
+			by_set[s->s[i].peer / n] += s->s[i].len;
+}
+
+/* The forest's load, from the schedules: on every plane every rank sends
+ * the same bytes (within one chunk); no rank sends more than the ring's
+ * busiest rank (within the rounding of the split: one element per tree);
+ * nothing goes over the unpinned set when pinned; with equal leaves of L
+ * ranks (G leaves) only the leaders' links cross leaves, 2(G-1) parts
+ * per tree, 2(G-1) x the data in all: the fewest a spanning tree can. */
+static void test_forest_load(void **state)
+{
+	static const size_t lcounts[] = { 1000, 12345, 1 << 16 };
+	size_t esz = 4, chunk = 256;
+	for (size_t fi = 0; fi < NFSHAPES; fi++)
+		for (uint32_t n = 2; n <= MAXN; n++)
+			for (size_t ci = 0; ci < 3; ci++) {
+		const struct fshape *f = &fshapes[fi];
+		size_t count = lcounts[ci];
+		uint32_t leaf[MAXN], sets = f->pinned ? 1 + f->planes : 1;
+		struct mrc__forest_shape fs;
+		fshape_make(f, n, leaf, &fs);
+		uint64_t ring_max = 0, lo = UINT64_MAX, hi = 0, cross = 0, total[MAXN] = { 0 };
 		for (uint32_t me = 0; me < n; me++) {
-			size_t inb = mrc__coll_in_count(kind, n, count) * esz;
-			size_t outb = mrc__coll_out_count(kind, n, count) * esz;
-			assert_int_equal(build(bkind, &R[me].s, n, me, count, esz, chunk, root), 0);
-			for (size_t i = 0; i < R[me].s.n; i++)
-				assert_true((R[me].s.s[i].kind == SK_COPY || R[me].s.s[i].len <= chunk) &&
-					    R[me].s.s[i].len % esz == 0);
-			R[me].out = calloc(1, inb + outb + 1);
-			R[me].in = malloc(inb + 1);
-			R[me].tmp = malloc(R[me].s.tmp_bytes + 1);
-			uint8_t *src = R[me].in;
-			if (inplace && kind == MRC__C_ALLGATHER)
-				src = R[me].out + me * count * esz;
-			else if (inplace && kind == MRC__C_REDUCE_SCATTER)
-				free(R[me].out), R[me].out = R[me].in + me * count * esz;
-			else if (inplace)
-				src = R[me].out;
-			mrc__coll_fill(kind, src, n, me, count, dt, op, root);
-			if (src != R[me].in) {
-				free(R[me].in);
-				R[me].in = src;
+			struct mrc__coll_sched s;
+			uint64_t by[1 + 4] = { 0 };
+			assert_int_equal(mrc__sched_allreduce_ring(&s, n, me, count, esz, chunk), 0);
+			sent_by_set(&s, n, by);
+			mrc__sched_free(&s);
+			ring_max = by[0] > ring_max ? by[0] : ring_max;
+			memset(by, 0, sizeof(by));
+			assert_int_equal(mrc__sched_allreduce_forest(&s, &fs, me, count, esz, chunk), 0);
+			sent_by_set(&s, n, by);
+			for (size_t i = 0; i < s.n; i++)
+				if (s.s[i].kind == SK_SEND && f->per_leaf && leaf[s.s[i].peer % n] != leaf[me])
+					cross += s.s[i].len;
+			mrc__sched_free(&s);
+			if (f->pinned)
+				assert_int_equal(by[0], 0);
+			for (uint32_t set = f->pinned; set < sets; set++) {
+				lo = by[set] < lo ? by[set] : lo;
+				hi = by[set] > hi ? by[set] : hi;
+				total[me] += by[set];
 			}
 		}
-		size_t left = simulate(R, n, dt, op, esz, (uint32_t)(1 + (count & 3)));
-		if (left)
-			fail_msg("%s%s n=%u count=%zu: %zu steps never ran (deadlock)", mrc__coll_name[kind],
-				 bkind == TREE ? " (tree)" : "", n, count, left);
-		for (uint32_t me = 0; me < n; me++) {
-			size_t bad = mrc__coll_wrong(kind, R[me].out, n, me, count, dt, op, root);
-			if (bad)
-				fail_msg("%s%s %s %s n=%u rank %u count=%zu %s: %zu wrong", mrc__coll_name[kind],
-					 bkind == TREE ? " (tree)" : "",
-					 mrc_coll_dtype_name(dt), mrc_coll_op_name(op), n, me, count,
-					 inplace ? "in place" : "out of place", bad);
-			mrc__sched_free(&R[me].s);
-			free(R[me].tmp);
-		}
-		/* One allocation per rank holds in and out as laid out above. */
-		for (uint32_t me = 0; me < n; me++) {
-			if (inplace && kind == MRC__C_REDUCE_SCATTER)
-				free(R[me].in);
-			else if (inplace)
-				free(R[me].out);
-			else
-				free(R[me].in), free(R[me].out);
-		}
+		for (uint32_t me = 0; me < n; me++)
+			if (total[me] > ring_max + (uint64_t)f->planes * n * esz)
+				fail_msg("n=%u shape %zu count %zu: rank %u sends %llu, ring's max %llu", n, fi,
+					 count, me, (unsigned long long)total[me],
+					 (unsigned long long)ring_max);
+		if (hi - lo > chunk)
+			fail_msg("n=%u shape %zu count %zu: per-plane bytes from %llu to %llu", n, fi,
+				 count, (unsigned long long)lo, (unsigned long long)hi);
+		uint32_t G = f->per_leaf ? (n + f->per_leaf - 1) / f->per_leaf : 1;
+		if (f->per_leaf && n % f->per_leaf == 0 && cross != 2ull * (G - 1) * count * esz)
+			fail_msg("n=%u shape %zu count %zu: %llu bytes cross leaves, want %llu", n, fi,
+				 count, (unsigned long long)cross,
+				 (unsigned long long)(2ull * (G - 1) * count * esz));
+		if (getenv("MRC_FOREST_LOAD"))
+			print_message("n=%u shape %zu count %zu: ring max %llu, forest %llu..%llu per plane\n",
+				      n, fi, count, (unsigned long long)ring_max, (unsigned long long)lo,
+				      (unsigned long long)hi);
 	}
 }
 
@@ -434,6 +565,8 @@ int main(void)
 		cmocka_unit_test(test_segments),
 		cmocka_unit_test(test_allreduce_ring_shape),
 		cmocka_unit_test(test_schedules_all),
+		cmocka_unit_test(test_forest_all),
+		cmocka_unit_test(test_forest_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

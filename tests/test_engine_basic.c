@@ -627,6 +627,53 @@ static void test_pinned_single_ev(void **s)
 	etest_fini(&t);
 }
 
+/* plane_mask: data packets only on the masked planes; when every path of
+ * them is dead (DENIED), the QP falls back to the other planes rather
+ * than hang; a mask beyond MRC_MAX_PLANES is refused. */
+static void test_plane_mask(void **s)
+{
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_qp_attr one = { .pd = ETEST_PD, .plane_mask = 1u << 1 };
+	struct mrce_qp_attr two = { .pd = ETEST_PD, .plane_mask = 1u << 0 | 1u << 2 };
+	struct mrce_qp_attr bad = { .pd = ETEST_PD, .plane_mask = 1u << MRC_MAX_PLANES };
+	struct mrce_qp_attr plain = { .pd = ETEST_PD };
+	struct mrce_qp_info qi;
+	uint32_t qa, qb, qa2, qb2, qx;
+
+	cfg_two(&cc, 16, 4);
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	CHECK_EQ(mrce_qp_create(E(&t, 0), &bad, &qx), -EINVAL);
+	CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &one, &plain, &qa, &qb), 0);
+	CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &two, &plain, &qa2, &qb2), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), qa, &qi), 0);
+	CHECK_EQ(qi.plane_mask, 1u << 1);
+	write_and_wait(&t, qa, 1 << 20, 1);
+	check_placed(&t, 0, 0, 1 << 20);
+	CHECK(data_on_evs(t.ch, 0, 1, 1, 1) >= 1 << 20);
+	for (uint32_t p = 0; p < 4; p++)
+		if (p != 1)
+			CHECK_EQ(data_on_evs(t.ch, 0, 1, p, 1), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), qa, &qi), 0);
+	CHECK(qi.plane_tx[1] > 0);
+	CHECK_EQ(qi.plane_tx[0] + qi.plane_tx[2] + qi.plane_tx[3], 0);
+	/* Two planes: both carry data, the others none. */
+	write_and_wait(&t, qa2, 1 << 20, 2);
+	CHECK(data_on_evs(t.ch, 0, 1, 0, 1) > 0);
+	CHECK(data_on_evs(t.ch, 0, 1, 2, 1) > 0);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 3, 1), 0);
+	/* Plane 1 dead: the QP still completes, over the other planes. */
+	uint32_t peer = t.ch->node[0].peer[1];
+	CHECK_EQ(mrce_plane_set_denied(E(&t, 0), t.ch->now, peer, 1, 1), 0);
+	chan_pump(t.ch);
+	uint64_t on1 = data_on_evs(t.ch, 0, 1, 1, 1), other = data_on_evs(t.ch, 0, 1, 3, 1);
+	write_and_wait(&t, qa, 1 << 20, 3);
+	check_placed(&t, 0, 0, 1 << 20);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 1, 1), on1);
+	CHECK(data_on_evs(t.ch, 0, 1, 3, 1) > other);
+	etest_fini(&t);
+}
+
 struct ev_wait {
 	struct mrce *e;
 	uint32_t peer, ev;
@@ -766,6 +813,7 @@ int main(void)
 		T(test_completion_order),
 		T(test_ev_deny_allow),
 		T(test_plane_deny),
+		T(test_plane_mask),
 		T(test_pinned_single_ev),
 		T(test_shared_path_health),
 		T(test_retry_exhaustion),

@@ -157,6 +157,13 @@ struct mrce_qp_attr {
 	uint32_t flags;            /* MRC_QP_PIN_EV, MRC_QP_RNR_RETRY */
 	uint32_t pin_ev;           /* preferred EV in single-path mode */
 	uint32_t rnr_retry;        /* 0..7 (7 = forever), with MRC_QP_RNR_RETRY */
+	uint32_t plane_mask;       /* bit p: plane p may carry this QP's data
+	                              packets; 0 = every plane.  While no
+	                              masked plane has a usable path the QP
+	                              sprays over all planes (a dead plane
+	                              never hangs it); ACKs and control use
+	                              any plane; MRC_QP_PIN_EV overrides it.
+	                              Bits >= MRC_MAX_PLANES: -EINVAL. */
 };
 int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qpn);
 /* Frees the QP; outstanding work is dropped without completions. */
@@ -249,6 +256,7 @@ struct mrce_qp_info {
 	uint64_t tx_pkts, retx, rto_fires, trims_rx, nacks_rx, bytes_acked;
 	uint64_t rnr_rx;           /* RNR NACKs received (retried apart) */
 	uint64_t spurious;         /* losses declared that were reordering */
+	uint32_t plane_mask;       /* as created (mrce_qp_attr) */
 	uint64_t plane_tx[MRC_MAX_PLANES]; /* data packets sent per plane: how
 	                              the QP's traffic spreads over the fabric */
 	uint64_t reorder_extra_ns; /* reorder tolerance learned from them (per

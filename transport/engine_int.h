@@ -105,6 +105,7 @@ struct mrc__qp {
 	int32_t err;
 	uint32_t err_psn;           /* the PSN that failed the QP */
 	uint32_t qpn, pd, flags, pin_ev, pin_cur;
+	uint32_t plane_mask;        /* mrce_qp_attr; 0 = every plane */
 	uint32_t peer, rqpn;
 	uint64_t tx_token, rx_token;   /* mrce_qp_set_tokens */
 	struct mrc__qp *active_next, *ready_next, *ack_next;

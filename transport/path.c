@@ -145,11 +145,46 @@ void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
 
 static int usable(const struct mrc__path *pa) { return pa->state == MRC_EV_GOOD; }
 
-/* Picks the EV for the next packet.  Spraying: planes in turn, then the
+/* Spraying over the planes in mask (0: all): planes in turn, then the
  * plane's GOOD EVs in turn; a path with penalty credits is skipped once per
- * credit, which weights it down by its ECN/trim/delay history.  Returns -1
- * when no EV may be used (every path DENIED): the caller's QP then waits
- * for one, for no_path_timeout_ns at most (sender.c). */
+ * credit, which weights it down by its ECN/trim/delay history.  -1: no
+ * GOOD EV in those planes. */
+static int spray(struct mrc__peer *p, uint32_t mask, int avoid_plane)
+{
+	for (int tries = 0; tries < 2 * MRC_MAX_PLANES; tries++) {
+		uint32_t pl = p->plane_rr++ % MRC_MAX_PLANES;
+		uint32_t n = p->plane_nev[pl];
+		if (mask && !(mask >> pl & 1))
+			continue;
+		/* The first round skips the plane to avoid; the second
+		 * takes any plane rather than not sending. */
+		if ((int)pl == avoid_plane && tries < MRC_MAX_PLANES)
+			continue;
+		int fallback = -1;
+		for (uint32_t k = 0; k < n; k++) {
+			uint16_t ev = p->plane_evs[pl][p->plane_cur[pl]++ % n];
+			struct mrc__path *pa = &p->paths[ev];
+			if (!usable(pa))
+				continue;
+			if (pa->penalty) {
+				pa->penalty--;
+				if (fallback < 0)
+					fallback = ev;
+				continue;
+			}
+			return ev;
+		}
+		if (fallback >= 0)
+			return fallback;
+	}
+	return -1;
+}
+
+/* Picks the EV for the next packet: the QP's planes (plane_mask) while
+ * one of them has a GOOD path, else every plane (reliability before
+ * placement: a dead plane must not hang a pinned QP).  Returns -1 when no
+ * EV may be used (every path DENIED): the caller's QP then waits for one,
+ * for no_path_timeout_ns at most (sender.c). */
 int mrc__path_pick(struct mrce *e, struct mrc__peer *p, struct mrc__qp *qp,
 		   int avoid_plane)
 {
@@ -164,30 +199,12 @@ int mrc__path_pick(struct mrce *e, struct mrc__peer *p, struct mrc__qp *qp,
 			}
 		}
 	} else if (p->ngood) {
-		for (int tries = 0; tries < 2 * MRC_MAX_PLANES; tries++) {
-			uint32_t pl = p->plane_rr++ % MRC_MAX_PLANES;
-			uint32_t n = p->plane_nev[pl];
-			/* The first round skips the plane to avoid; the second
-			 * takes any plane rather than not sending. */
-			if ((int)pl == avoid_plane && tries < MRC_MAX_PLANES)
-				continue;
-			int fallback = -1;
-			for (uint32_t k = 0; k < n; k++) {
-				uint16_t ev = p->plane_evs[pl][p->plane_cur[pl]++ % n];
-				struct mrc__path *pa = &p->paths[ev];
-				if (!usable(pa))
-					continue;
-				if (pa->penalty) {
-					pa->penalty--;
-					if (fallback < 0)
-						fallback = ev;
-					continue;
-				}
-				return ev;
-			}
-			if (fallback >= 0)
-				return fallback;
-		}
+		uint32_t mask = qp ? qp->plane_mask : 0;
+		int ev = spray(p, mask, avoid_plane);
+		if (ev < 0 && mask)
+			ev = spray(p, 0, avoid_plane);
+		if (ev >= 0)
+			return ev;
 	}
 	/* No GOOD path: keep trying the ASSUMED_BAD ones rather than stall. */
 	for (uint32_t i = 0; i < p->nev; i++) {

@@ -19,7 +19,8 @@ static void qp_free_arrays(struct mrc__qp *qp)
 int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qpn)
 {
 	if (!attr || !qpn || (attr->flags & ~(MRC_QP_PIN_EV | MRC_QP_RNR_RETRY)) ||
-	    ((attr->flags & MRC_QP_RNR_RETRY) && attr->rnr_retry > MRC_RNR_RETRY_FOREVER))
+	    ((attr->flags & MRC_QP_RNR_RETRY) && attr->rnr_retry > MRC_RNR_RETRY_FOREVER) ||
+	    (attr->plane_mask >> MRC_MAX_PLANES))
 		return -EINVAL;
 	uint32_t i;
 	for (i = 0; i < e->cfg.max_qps && e->qps[i].used; i++)
@@ -49,6 +50,7 @@ int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qp
 	qp->pd = attr->pd;
 	qp->flags = attr->flags;
 	qp->pin_ev = attr->pin_ev;
+	qp->plane_mask = attr->plane_mask;
 	qp->rnr_retry = (attr->flags & MRC_QP_RNR_RETRY) ? attr->rnr_retry : e->cfg.rnr_retry;
 	qp->lst_head = qp->lst_tail = MRC__NIL;
 	qp->rto = e->cfg.rto_init_ns;
@@ -310,7 +312,8 @@ int mrce_qp_info(const struct mrce *e, uint32_t qpn, struct mrce_qp_info *info)
 		.trims_rx = qp->trims_rx, .nacks_rx = qp->nacks_rx, .rnr_rx = qp->rnr_rx,
 		.bytes_acked = qp->bytes_acked, .spurious = qp->spurious,
 		.reorder_extra_ns = e->peers[qp->peer].reo_extra, .rx_pkts = qp->rx_pkts,
-		.rx_dups = qp->rx_dups, .bytes_placed = qp->bytes_placed };
+		.rx_dups = qp->rx_dups, .bytes_placed = qp->bytes_placed,
+		.plane_mask = qp->plane_mask };
 	memcpy(info->plane_tx, qp->plane_tx, sizeof(info->plane_tx));
 	return 0;
 }

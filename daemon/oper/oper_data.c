@@ -326,6 +326,11 @@ static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *
 	for (uint32_t i = 0; i < d->nplanes && i < MRC_MAX_PLANES; i++)
 		json_array_append_new(pl, json_integer((json_int_t)q->plane_tx[i]));
 	json_object_set_new(j, "plane_tx_pkts", pl);
+	json_object_set_new(j, "plane_mask", json_integer((json_int_t)q->plane_mask));
+	char pm[16] = "all";
+	if (q->plane_mask)
+		snprintf(pm, sizeof(pm), "%#x", q->plane_mask);
+	json_object_set_new(j, "planes", json_string(pm));
 	return j;
 }
 

@@ -65,17 +65,27 @@ struct mrc_coll_cfg {
 	uint32_t window;           /* chunks in flight per peer (0: 4; at most 64) */
 	int timeout_ms;            /* no progress for this long: abort (0: 30000) */
 	int algo;                  /* all-reduce: MRC_COLL_ALGO_* */
+	/* The fabric, for the plane-aware multi-tree (FOREST) all-reduce:
+	 * planes (0: 1; at most 16) and hosts per leaf switch (0: 1; rank r's
+	 * leaf is its host / hosts_per_leaf).  With planes > 1 and algo
+	 * FOREST, every peer gets one more QP per plane, pinned to it
+	 * (mrc_qp_cfg.plane_mask), and the receive and staging regions grow
+	 * by the same factor (1 + planes). */
+	uint32_t planes, hosts_per_leaf;
 };
-/* AUTO: the double binary tree up to 256 KiB (latency: 2 log2 N steps),
- * the ring above (bandwidth: 2(N-1)/N of the data per rank). */
-enum { MRC_COLL_ALGO_AUTO, MRC_COLL_ALGO_RING, MRC_COLL_ALGO_TREE };
+/* AUTO picks by size (docs/coll.md "Choosing by size"): the double
+ * binary tree up to 64 KiB (latency: 2 log2 N steps), the ring above
+ * (2(N-1)/N of the data per rank, one message per step).  FOREST, the
+ * plane-aware multi-tree, only when asked: it has not measured faster. */
+enum { MRC_COLL_ALGO_AUTO, MRC_COLL_ALGO_RING, MRC_COLL_ALGO_TREE, MRC_COLL_ALGO_FOREST };
 
 /* Fills cfg from the environment: size and rank from MRC_COLL_SIZE /
  * MRC_COLL_RANK, else OMPI_COMM_WORLD_SIZE / _RANK (Open MPI), PMI_SIZE /
  * PMI_RANK (MPICH, Hydra), SLURM_NTASKS / SLURM_PROCID; MRC_COLL_ROOT_HOST
  * (default: any), MRC_COLL_SID (default 7400), MRC_COLL_CHUNK,
- * MRC_COLL_WINDOW, MRC_COLL_TIMEOUT_MS, MRC_COLL_ALGO (auto, ring or
- * tree); sock from MRC_SOCKET.  -ENOENT
+ * MRC_COLL_WINDOW, MRC_COLL_TIMEOUT_MS, MRC_COLL_ALGO (auto, ring, tree
+ * or forest), MRC_COLL_PLANES, MRC_COLL_HOSTS_PER_LEAF; sock from
+ * MRC_SOCKET.  -ENOENT
  * when no size and rank are found, -EINVAL when one is malformed. */
 int mrc_coll_cfg_from_env(struct mrc_coll_cfg *cfg);
 

@@ -95,10 +95,16 @@ struct mrc_qp_cfg {
 	uint32_t cq_entries;       /* power of two (default 2 * sq_entries) */
 	uint32_t flags;            /* MRC_QP_* */
 	uint32_t pin_ev;           /* MRC_QP_PIN: the one path to use */
-	uint32_t rsvd;             /* 0 */
+	uint32_t plane_mask;       /* bit p: plane p may carry this QP's data
+	                              (0: every plane, as before).  While none
+	                              of them has a usable path the QP sprays
+	                              over every plane; ACKs use any plane;
+	                              ignored with MRC_QP_PIN.  Planes 0..15
+	                              (MRC_QP_MAX_PLANES): -EINVAL above */
 	uint64_t index_base;       /* first ring index (0; other values test
 	                              index wraparound, mrc/ring.h) */
 };
+#define MRC_QP_MAX_PLANES 16u
 #define MRC_QP_PIN    0x1u   /* single-path (ECMP-like) mode, for comparisons */
 #define MRC_QP_POLLED 0x2u   /* no SQ doorbell: the daemon polls the SQ
                                 (adaptively) and is woken through the

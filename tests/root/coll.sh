@@ -12,7 +12,7 @@
 #     the fault's effect seen on h7's paths to h0 (rank 7 sends to rank 0);
 #   - a rank killed mid-collective: every other rank exits with an error
 #     within the bound (timeout_ms + 2 s here).
-# MRC_COLL_PARTS="matrix big faults kill" (default all) picks parts.
+# MRC_COLL_PARTS="matrix big faults kill forest" (default all) picks parts.
 # Faults land mid-collective: injected once h0's daemon has placed bytes
 # of the run.  Bounded in time; cleans up on every exit.  Run it only
 # under `flock /tmp/mrc-root.lock`.
@@ -147,6 +147,56 @@ else
 	bad "kill test: the all-reduce never progressed"
 fi
 finish kill 5 >/dev/null
+}
+
+# ---- the plane-aware multi-tree (forest) all-reduce ----------------------
+# Runs by default and with MRC_COLL_PARTS=forest.  The forest over QPs
+# pinned to the 2 planes (4 leaves of 2 hosts): every type x op at 0, 1,
+# 9, 65537 elements; then 256 KiB all-reduces while h0's QPs are read:
+# both planes carry data, and each pinned QP's data goes on its own plane
+# (packets leave it only while none of its plane's paths is GOOD, the
+# mask's fallback: a loss retires a path at once, so the check is strict
+# when h0 saw no loss, else a majority and the share printed); then plane
+# 1's NIC of h0 taken down mid-run: still correct (the plane-1 QPs fall
+# back to plane 0).
+forest_q() { ctl h0 -j qps 2>/dev/null | jq "[.qps[] | select(.plane_mask > 0)] | $1"; }
+h0_lost() {
+	local h n=0 l
+	for h in h1 h2 h3 h4 h5 h6 h7; do
+		l=$(ctl h0 -j paths $h | jq '[.paths[].lost] | add // 0'); n=$((n + l))
+	done
+	echo $n
+}
+{ part forest || [ -z "${MRC_COLL_PARTS:-}" ]; } && {
+export MRC_COLL_ALGO=forest MRC_COLL_PLANES=2 MRC_COLL_HOSTS_PER_LEAF=2
+launch fm -C all_reduce -d all -o all -r 3 -N 0,1,9,65537 -n 1 -w 0 -c 2
+finish forest 600; rc=$?
+got=$(grep -c '^ ' "$tmp/fm.0")
+if [ $rc = 0 ] && [ "$got" = 96 ] && grep -q "Out of bounds values : 0 OK" "$tmp/fm.0"; then
+	ok "forest all-reduce (2 planes, 2 hosts per leaf): every type x op at 0, 1, 9, 65537 elements on 8 ranks, 96 runs, 0 wrong"
+else
+	bad "forest all-reduce: $got of 96 runs; $(tail -n3 "$tmp/fm.0" | tr '\n' ' ')"
+fi
+lost0=$(h0_lost)
+launch fp -C all_reduce -d float -o sum -N 65536 -n 400 -w 0 -c 1
+if until_t 120 eval '[ "$(forest_q "[.[] | select(.plane_tx_pkts[.plane_mask - 1] > 0) | .plane_mask] | unique | length")" = 2 ]'; then
+	lost=$(( $(h0_lost) - lost0 ))
+	# One snapshot; masks 1 and 2 (this fabric's 2 planes): own plane = mask - 1.
+	read -r own all p0 p1 < <(forest_q '[([.[] | .plane_tx_pkts[.plane_mask - 1]] | add),
+		([.[] | .plane_tx_pkts | add] | add), ([.[] | .plane_tx_pkts[0]] | add),
+		([.[] | .plane_tx_pkts[1]] | add)] | map(tostring) | join(" ")' | tr -d '"')
+	if { [ "$lost" = 0 ] && [ "$own" = "$all" ]; } || { [ "$lost" != 0 ] && [ $((2 * own)) -gt "$all" ]; }; then
+		ok "forest: h0's pinned QPs sent $own of $all packets on their own plane (h0 lost $lost; plane 0: $p0, plane 1: $p1)"
+	else
+		bad "forest: h0's pinned QPs sent $own of $all packets on their own plane (h0 lost $lost): $(forest_q '[.[] | {planes, peer, plane_tx_pkts, retx}]' | tr -d ' \n')"
+	fi
+else
+	bad "forest: h0's pinned QPs never sent on both planes: $(forest_q '[.[] | {planes, plane_tx_pkts}]' | tr -d ' \n' | head -c 600)"
+fi
+finish forest-pinned 1 >/dev/null   # the loop has served: stop it
+fault "forest: plane-1 NIC of h0 down mid-collective" "fail h0-p1l0" \
+	'.a["1/0"].state == "DENIED" and .a["1/1"].state == "DENIED"'
+unset MRC_COLL_ALGO MRC_COLL_PLANES MRC_COLL_HOSTS_PER_LEAF
 }
 
 [ $fails = 0 ] || { echo "coll: $fails check(s) failed"; exit 1; }
