@@ -225,7 +225,6 @@ static const struct mrc__coll_devops fake = {
 	.alloc = f_alloc, .free = f_free, .pin = f_pin, .unpin = f_unpin,
 };
 
-static struct mrcd_proc D;
 
 /* A direct touch of fake device memory by anything but the fake: names
  * it, stops the daemon (no teardown runs after this) and fails the run. */
@@ -241,13 +240,12 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 			 dev ? "the executor touched device memory directly" : "not device memory");
 	if (write(2, msg, (size_t)n) < 0)
 		n = 0;
-	if (D.pid > 0)
-		kill(D.pid, SIGTERM);
+	if (mrcd_group.d.pid > 0)
+		kill(mrcd_group.d.pid, SIGTERM);
 	_exit(2);
 }
 
 /* ---- ranks -------------------------------------------------------------- */
-static int have_daemon;
 static uint32_t next_sid = 7900;
 
 struct rank {
@@ -282,7 +280,7 @@ static void run_ranks(struct rank *R, uint32_t n, int (*body)(struct rank *), in
 {
 	uint32_t sid = next_sid++;
 	for (uint32_t i = 0; i < n; i++) {
-		R[i] = (struct rank){ .cfg = { .sock = D.sock, .nranks = n, .rank = i, .sid = sid,
+		R[i] = (struct rank){ .cfg = { .sock = mrcd_group.d.sock, .nranks = n, .rank = i, .sid = sid,
 			.chunk_bytes = 4096, .window = 2, .timeout_ms = timeout },
 			.body = body, .mem = mem };
 		assert_int_equal(pthread_create(&R[i].th, NULL, rank_main, &R[i]), 0);
@@ -307,23 +305,7 @@ static void arm(void)
 	sigaction(SIGSEGV, &sa, NULL);
 }
 
-static int setup(void **state)
-{
-	have_daemon = mrcd_spawn_available();
-	if (!have_daemon)
-		return 0;
-	const char *argv[] = { "--max_clients=64", NULL };
-	return mrcd_spawn_start(&D, argv);
-}
-
-static int teardown(void **state)
-{
-	if (have_daemon)
-		mrcd_spawn_stop(&D);
-	return 0;
-}
-
-#define NEED_DAEMON() do { if (!have_daemon) MRC_SKIP("build/bin/mrcd not built"); } while (0)
+#define NEED_DAEMON() MRCD_GROUP_NEED()
 
 /* One collective on fake device buffers, checked element by element. */
 static int one(struct rank *r, int kind, size_t count, int dt, int op, int inplace)
@@ -476,7 +458,7 @@ static void test_dev_failure(void **state)
 	uint32_t sid = next_sid++;
 	int64_t t0 = mrcd_spawn_now_ms();
 	for (uint32_t i = 0; i < 3; i++) {
-		R[i] = (struct rank){ .cfg = { .sock = D.sock, .nranks = 3, .rank = i, .sid = sid,
+		R[i] = (struct rank){ .cfg = { .sock = mrcd_group.d.sock, .nranks = 3, .rank = i, .sid = sid,
 			.chunk_bytes = 4096, .window = 2, .timeout_ms = TIMEOUT_MS },
 			.body = body_fail, .mem = MRC_COLL_MEM_AUTO, .fail_at = i == 1 ? 5 : 0 };
 		assert_int_equal(pthread_create(&R[i].th, NULL, rank_main, &R[i]), 0);
@@ -533,6 +515,6 @@ int main(void)
 		cmocka_unit_test(test_dev_failure),
 		cmocka_unit_test(test_set_memory),
 	};
-	return cmocka_run_group_tests_name("coll on device buffers (fake backend)", t, setup,
-					   teardown);
+	return cmocka_run_group_tests_name("coll on device buffers (fake backend)", t, mrcd_group_setup,
+					   mrcd_group_teardown);
 }

@@ -29,8 +29,6 @@
  * correct run. */
 #define TIMEOUT_MS 3000
 static int timeout_ms = 30000;
-static struct mrcd_proc D;
-static int have_daemon;
 static uint32_t next_sid = 7400;
 static uint32_t root_host;         /* 0, or MRC_COLL_HOST_ANY to probe */
 static int algo;                   /* MRC_COLL_ALGO_* */
@@ -65,7 +63,7 @@ static void run_ranks(struct rank *R, uint32_t n, int (*body)(struct rank *), ui
 {
 	uint32_t sid = next_sid++;
 	for (uint32_t i = 0; i < n; i++) {
-		R[i] = (struct rank){ .cfg = { .sock = D.sock, .nranks = n, .rank = i, .root_host = root_host,
+		R[i] = (struct rank){ .cfg = { .sock = mrcd_group.d.sock, .nranks = n, .rank = i, .root_host = root_host,
 			.sid = sid, .chunk_bytes = chunk, .window = 2, .timeout_ms = timeout_ms, .algo = algo,
 			.planes = planes },
 			.body = body, .arg = arg };
@@ -75,23 +73,7 @@ static void run_ranks(struct rank *R, uint32_t n, int (*body)(struct rank *), ui
 		pthread_join(R[i].th, NULL);
 }
 
-static int setup(void **state)
-{
-	have_daemon = mrcd_spawn_available();
-	if (!have_daemon)
-		return 0;
-	const char *argv[] = { "--max_clients=64", NULL };
-	return mrcd_spawn_start(&D, argv);
-}
-
-static int teardown(void **state)
-{
-	if (have_daemon)
-		mrcd_spawn_stop(&D);
-	return 0;
-}
-
-#define NEED_DAEMON() do { if (!have_daemon) MRC_SKIP("build/bin/mrcd not built"); } while (0)
+#define NEED_DAEMON() MRCD_GROUP_NEED()
 
 /* Every collective x type x op x size x placement on one communicator. */
 static int body_matrix(struct rank *r)
@@ -567,5 +549,5 @@ int main(void)
 		cmocka_unit_test(test_rank_leaves),
 		cmocka_unit_test(test_rank_hangs),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, mrcd_group_setup, mrcd_group_teardown);
 }

@@ -155,3 +155,23 @@ void mrcd_spawn_stop(struct mrcd_proc *d)
 	unlink(path);
 	rmdir(d->dir);
 }
+
+struct mrcd_group mrcd_group;
+
+int mrcd_group_setup(void **state)
+{
+	(void)state;
+	mrcd_group.have = mrcd_spawn_available();
+	if (!mrcd_group.have)
+		return 0;
+	const char *argv[] = { "--max_clients=64", NULL };
+	return mrcd_spawn_start(&mrcd_group.d, argv);
+}
+
+int mrcd_group_teardown(void **state)
+{
+	(void)state;
+	if (mrcd_group.have)
+		mrcd_spawn_stop(&mrcd_group.d);
+	return 0;
+}

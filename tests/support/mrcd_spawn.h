@@ -30,6 +30,20 @@ int mrcd_spawn_start(struct mrcd_proc *d, const char *const *extra);
 /* SIGTERM, wait, remove what is left. */
 void mrcd_spawn_stop(struct mrcd_proc *d);
 
+/* The group fixture of tests that share one daemon (cmocka's group
+ * setup/teardown): mrcd_group.have is 0 when mrcd is not built (each test
+ * then skips: MRCD_GROUP_NEED()), else mrcd_group.d runs with
+ * --max_clients=64. */
+struct mrcd_group {
+	struct mrcd_proc d;
+	int have;
+};
+extern struct mrcd_group mrcd_group;
+int mrcd_group_setup(void **state);
+int mrcd_group_teardown(void **state);
+#define MRCD_GROUP_NEED() \
+	do { if (!mrcd_group.have) MRC_SKIP("build/bin/mrcd not built"); } while (0)
+
 int64_t mrcd_spawn_now_ms(void);
 /* Waits (bounded) for cond(arg), re-checking every 2 ms; -ETIMEDOUT. */
 int mrcd_spawn_wait_for(int (*cond)(void *), void *arg, int ms);
