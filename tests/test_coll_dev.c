@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "tests/support/mrcd_spawn.h"
+#include "tests/support/coll_matrix.h"
 #include "tests/support/skip.h"
 
 #include "coll/coll_int.h"
@@ -347,23 +348,14 @@ static int one(struct rank *r, int kind, size_t count, int dt, int op, int inpla
 	return rc ? rc : bad ? -EIO : 0;
 }
 
+static int matrix_case(void *arg, const struct coll_case *k)
+{
+	return one(arg, k->kind, k->count, k->dt, k->op, k->inplace);
+}
+
 static int body_matrix(struct rank *r)
 {
-	uint32_t n = mrc_coll_size(r->c);
-	const size_t counts[] = { 0, 1, n + 1, 3 * 4096 + 5 };
-	for (int kind = 0; kind < MRC__C_N; kind++)
-		for (size_t ci = 0; ci < 4; ci++)
-			for (int dt = 0; dt < MRC_COLL_NTYPES; dt++)
-				for (int op = 0; op < MRC_COLL_NOPS; op++)
-					for (int inplace = 0; inplace < 2; inplace++) {
-		int reduces = kind == MRC__C_ALLREDUCE || kind == MRC__C_REDUCE_SCATTER;
-		if ((!reduces && op) || (kind == MRC__C_ALLTOALL && inplace))
-			continue;
-		int rc = one(r, kind, counts[ci], dt, op, inplace);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return coll_matrix(mrc_coll_size(r->c), matrix_case, r);
 }
 
 static void test_dev_matrix(void **state)

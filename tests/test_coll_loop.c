@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "tests/support/mrcd_spawn.h"
+#include "tests/support/coll_matrix.h"
 #include "tests/support/skip.h"
 
 #include "coll/coll_int.h"
@@ -75,48 +76,45 @@ static void run_ranks(struct rank *R, uint32_t n, int (*body)(struct rank *), ui
 
 #define NEED_DAEMON() MRCD_GROUP_NEED()
 
+/* One case of the matrix on one communicator, checked element by element. */
+static int matrix_case(void *arg, const struct coll_case *k)
+{
+	struct rank *r = arg;
+	struct mrc_coll *c = r->c;
+	uint32_t n = mrc_coll_size(c), me = mrc_coll_rank(c);
+	int kind = k->kind, dt = k->dt, op = k->op, inplace = k->inplace;
+	size_t count = k->count, esz = mrc_coll_dtype_size(dt);
+	uint32_t root = (uint32_t)(k->ci % n);
+	size_t inb = mrc__coll_in_count(kind, n, count) * esz;
+	size_t outb = mrc__coll_out_count(kind, n, count) * esz;
+	uint8_t *in = malloc(inb + 1), *out = malloc(outb + 1), *src = in, *dst = out;
+	memset(out, 0xa5, outb);   /* nothing left over from before */
+	if (inplace && kind == MRC__C_ALLGATHER)
+		src = out + me * count * esz;
+	else if (inplace && kind == MRC__C_REDUCE_SCATTER)
+		dst = in + me * count * esz;
+	else if (inplace)
+		src = out;
+	mrc__coll_fill(kind, src, n, me, count, dt, op, root);
+	int rc = mrc__coll_call(c, kind, src, dst, count, dt, op, root);
+	size_t bad = rc ? 0 : mrc__coll_wrong(kind, dst, n, me, count, dt, op, root);
+	free(in);
+	free(out);
+	if (rc || bad) {
+		snprintf(r->why, sizeof(r->why), "%s %s %s count %zu %s: %s, %zu wrong",
+			 mrc__coll_name[kind], mrc_coll_dtype_name(dt), mrc_coll_op_name(op),
+			 count, inplace ? "in place" : "out of place", rc ? strerror(-rc) : "ok",
+			 bad);
+		r->wrong += bad;
+		return rc ? rc : -EIO;
+	}
+	return 0;
+}
+
 /* Every collective x type x op x size x placement on one communicator. */
 static int body_matrix(struct rank *r)
 {
-	struct mrc_coll *c = r->c;
-	uint32_t n = mrc_coll_size(c), me = mrc_coll_rank(c);
-	/* 0, 1, not a multiple of n, and several chunks of 4 KiB per rank. */
-	const size_t counts[] = { 0, 1, n + 1, 3 * 4096 + 5 };
-	for (int kind = 0; kind < MRC__C_N; kind++)
-		for (size_t ci = 0; ci < 4; ci++)
-			for (int dt = 0; dt < MRC_COLL_NTYPES; dt++)
-				for (int op = 0; op < MRC_COLL_NOPS; op++)
-					for (int inplace = 0; inplace < 2; inplace++) {
-		int reduces = kind == MRC__C_ALLREDUCE || kind == MRC__C_REDUCE_SCATTER;
-		if ((!reduces && op) || (kind == MRC__C_ALLTOALL && inplace))
-			continue;
-		size_t count = counts[ci], esz = mrc_coll_dtype_size(dt);
-		uint32_t root = (uint32_t)(ci % n);
-		size_t inb = mrc__coll_in_count(kind, n, count) * esz;
-		size_t outb = mrc__coll_out_count(kind, n, count) * esz;
-		uint8_t *in = malloc(inb + 1), *out = malloc(outb + 1), *src = in, *dst = out;
-		memset(out, 0xa5, outb);   /* nothing left over from before */
-		if (inplace && kind == MRC__C_ALLGATHER)
-			src = out + me * count * esz;
-		else if (inplace && kind == MRC__C_REDUCE_SCATTER)
-			dst = in + me * count * esz;
-		else if (inplace)
-			src = out;
-		mrc__coll_fill(kind, src, n, me, count, dt, op, root);
-		int rc = mrc__coll_call(c, kind, src, dst, count, dt, op, root);
-		size_t bad = rc ? 0 : mrc__coll_wrong(kind, dst, n, me, count, dt, op, root);
-		free(in);
-		free(out);
-		if (rc || bad) {
-			snprintf(r->why, sizeof(r->why), "%s %s %s count %zu %s: %s, %zu wrong",
-				 mrc__coll_name[kind], mrc_coll_dtype_name(dt), mrc_coll_op_name(op),
-				 count, inplace ? "in place" : "out of place", rc ? strerror(-rc) : "ok",
-				 bad);
-			r->wrong += bad;
-			return rc ? rc : -EIO;
-		}
-	}
-	return 0;
+	return coll_matrix(mrc_coll_size(r->c), matrix_case, r);
 }
 
 static void check_all_ok(struct rank *R, uint32_t n)
