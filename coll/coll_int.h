@@ -165,6 +165,12 @@ size_t mrc__coll_in_count(int kind, uint32_t n, size_t count);
 size_t mrc__coll_out_count(int kind, uint32_t n, size_t count);
 void mrc__coll_fill(int kind, void *in, uint32_t n, uint32_t me, size_t count, int dtype, int op,
 		    uint32_t root);
+/* Where a call's buffers go (NCCL's in-place convention): out of place,
+ * src = in and dst = out; in place, all-gather reads rank me's block of
+ * out, reduce-scatter writes rank me's block of in, the others read and
+ * write out.  Reads in and out before writing *src and *dst. */
+void mrc__coll_place(int kind, int inplace, uint32_t me, size_t count, size_t esz, uint8_t *in,
+		     uint8_t *out, uint8_t **src, uint8_t **dst);
 /* Elements of out that differ from the expected result. */
 size_t mrc__coll_wrong(int kind, const void *out, uint32_t n, uint32_t me, size_t count, int dtype,
 		       int op, uint32_t root);

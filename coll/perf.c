@@ -140,13 +140,8 @@ int main(int argc, char **argv)
 		if (!in)
 			die("malloc", -ENOMEM);
 		/* In place: the input lives where the call expects it inside out. */
-		uint8_t *src = in;
-		if (inplace && kind == MRC__C_ALLGATHER)
-			src = out + (size_t)me * count * esz;
-		else if (inplace && kind == MRC__C_REDUCE_SCATTER)
-			out = in + (size_t)me * count * esz;
-		else if (inplace)
-			src = out;
+		uint8_t *src;
+		mrc__coll_place(kind, inplace, me, count, esz, in, out, &src, &out);
 		mrc__coll_fill(kind, src, n, me, count, d, p, root);
 		for (int i = 0; i < sw.warm && !r; i++)
 			r = mrc__coll_call(c, kind, src, out, count, d, p, root);

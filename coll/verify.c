@@ -62,6 +62,20 @@ size_t mrc__coll_out_count(int kind, uint32_t n, size_t count)
 	return kind == MRC__C_ALLGATHER || kind == MRC__C_ALLTOALL ? n * count : count;
 }
 
+void mrc__coll_place(int kind, int inplace, uint32_t me, size_t count, size_t esz, uint8_t *in,
+		     uint8_t *out, uint8_t **src, uint8_t **dst)
+{
+	uint8_t *s = in, *d = out;
+	if (inplace && kind == MRC__C_ALLGATHER)
+		s = out + (size_t)me * count * esz;
+	else if (inplace && kind == MRC__C_REDUCE_SCATTER)
+		d = in + (size_t)me * count * esz;
+	else if (inplace)
+		s = out;
+	*src = s;
+	*dst = d;
+}
+
 void mrc__coll_fill(int kind, void *in, uint32_t n, uint32_t me, size_t count, int dtype, int op,
 		    uint32_t root)
 {

@@ -316,18 +316,13 @@ static int one(struct rank *r, int kind, size_t count, int dt, int op, int inpla
 	size_t esz = mrc_coll_dtype_size(dt);
 	size_t inb = mrc__coll_in_count(kind, n, count) * esz;
 	size_t outb = mrc__coll_out_count(kind, n, count) * esz;
-	uint8_t *in = dev_alloc(inb), *out = dev_alloc(outb), *src = in, *dst = out;
+	uint8_t *in = dev_alloc(inb), *out = dev_alloc(outb), *src, *dst;
 	uint8_t *h = malloc(inb + outb + 1);
 	if (!in || !out || !h)
 		return -ENOMEM;
 	memset(h, 0xa5, outb);
 	dev_put(out, h, outb);     /* nothing left over from before */
-	if (inplace && kind == MRC__C_ALLGATHER)
-		src = out + me * count * esz;
-	else if (inplace && kind == MRC__C_REDUCE_SCATTER)
-		dst = in + me * count * esz;
-	else if (inplace)
-		src = out;
+	mrc__coll_place(kind, inplace, me, count, esz, in, out, &src, &dst);
 	size_t srcb = inplace && kind == MRC__C_ALLGATHER ? count * esz : inb;
 	mrc__coll_fill(kind, h, n, me, count, dt, op, root);
 	dev_put(src, h, srcb);

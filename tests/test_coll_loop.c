@@ -87,14 +87,9 @@ static int matrix_case(void *arg, const struct coll_case *k)
 	uint32_t root = (uint32_t)(k->ci % n);
 	size_t inb = mrc__coll_in_count(kind, n, count) * esz;
 	size_t outb = mrc__coll_out_count(kind, n, count) * esz;
-	uint8_t *in = malloc(inb + 1), *out = malloc(outb + 1), *src = in, *dst = out;
+	uint8_t *in = malloc(inb + 1), *out = malloc(outb + 1), *src, *dst;
 	memset(out, 0xa5, outb);   /* nothing left over from before */
-	if (inplace && kind == MRC__C_ALLGATHER)
-		src = out + me * count * esz;
-	else if (inplace && kind == MRC__C_REDUCE_SCATTER)
-		dst = in + me * count * esz;
-	else if (inplace)
-		src = out;
+	mrc__coll_place(kind, inplace, me, count, esz, in, out, &src, &dst);
 	mrc__coll_fill(kind, src, n, me, count, dt, op, root);
 	int rc = mrc__coll_call(c, kind, src, dst, count, dt, op, root);
 	size_t bad = rc ? 0 : mrc__coll_wrong(kind, dst, n, me, count, dt, op, root);
