@@ -3,7 +3,7 @@
 # (what `make install` runs).  Binaries, libmrc with headers and
 # pkg-config file, the systemd unit (ExecStart pointing at PREFIX/bin),
 # sysusers and tmpfiles entries, the example configuration and topologies,
-# man pages and docs.  Whatever the build did not produce (e.g. libmrc) is
+# man pages and docs, the Wireshark dissector.  Whatever the build did not produce (e.g. libmrc) is
 # skipped with a note, never an error.
 set -eu
 [ $# -eq 3 ] || { echo "usage: $0 DESTDIR PREFIX BUILD" >&2; exit 2; }
@@ -48,4 +48,18 @@ for m in man/*.[358]; do
 	inst 644 "$P/share/man/man${m##*.}" "$m"
 done
 inst 644 "$P/share/doc/mrc" README.md docs/*.md etc/mrcd.conf.example
+
+# The Wireshark dissector and its "MRC" profile go where this machine's
+# Wireshark looks (its global Lua plugin and configuration folders, which
+# do not follow PREFIX), as tshark reports them; without tshark, under
+# PREFIX/lib/wireshark for a later copy by hand.
+wsdir() { tshark -G folders 2>/dev/null | sed -n "s/^$1:[[:space:]]*//p" | head -n 1; }
+if command -v tshark >/dev/null 2>&1 && [ -n "$(wsdir 'Global Lua Plugins')" ]; then
+	WSLUA=$D$(wsdir 'Global Lua Plugins'); WSCONF=$D$(wsdir 'Global configuration')
+else
+	WSLUA=$P/lib/wireshark/plugins; WSCONF=$P/share/wireshark
+	echo "install.sh: tshark not found, dissector put in $WSLUA"
+fi
+inst 644 "$WSLUA" tools/wireshark/mrc.lua
+inst 644 "$WSCONF/profiles/MRC" tools/wireshark/profile/preferences
 echo "installed mrc into ${D:-/}${D:+ }(prefix $PREFIX)"

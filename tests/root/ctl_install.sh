@@ -19,6 +19,17 @@ for f in bin/mrcd bin/mrcctl lib/systemd/system/mrcd.service lib/sysusers.d/mrcd
 	[ -e "$P/$f" ] || bad "missing $PREFIX/$f"
 done
 [ -f "$D/etc/mrcd/mrcd.conf.example" ] || bad "missing /etc/mrcd/mrcd.conf.example"
+# The dissector lands where tshark loads global Lua plugins, and loads.
+if command -v tshark >/dev/null 2>&1; then
+	ws=$(tshark -G folders 2>/dev/null | sed -n 's/^Global Lua Plugins:[[:space:]]*//p')
+	wc=$(tshark -G folders 2>/dev/null | sed -n 's/^Global configuration:[[:space:]]*//p')
+	[ -f "$D$ws/mrc.lua" ] || bad "missing the dissector $ws/mrc.lua"
+	[ -f "$D$wc/profiles/MRC/preferences" ] || bad "missing the Wireshark profile $wc/profiles/MRC"
+	# tshark refuses -o for a preference no loaded dissector registered
+	: >"$D/empty.txt" && text2pcap -q "$D/empty.txt" "$D/empty.pcap" &&
+		tshark -r "$D/empty.pcap" -X "lua_script:$D$ws/mrc.lua" -o mrc.port:4791 >/dev/null 2>&1 ||
+		bad "tshark does not load the installed dissector"
+fi
 if [ -e "$B/lib/libmrc.so" ]; then
 	for f in lib/libmrc.so lib/libmrc.a lib/pkgconfig/mrc.pc include/mrc/mrc.h; do
 		[ -e "$P/$f" ] || bad "missing $PREFIX/$f"
