@@ -1,0 +1,101 @@
+#!/bin/bash
+# Integration (root): a capture of real mrc traffic on the emulated fabric,
+# decoded by the Wireshark dissector (tools/wireshark/mrc.lua).
+#   - h0 sends 16 MiB to h7 (mrc_bulk) while dumpcap records both of h0's
+#     plane NICs; dumpcap must report no drop;
+#   - every UDP datagram on port 4791 decodes as MRC (none as InfiniBand),
+#     with no CRC error and no malformed-packet expert;
+#   - per EV, the data packets h0 sent to h7 in the capture equal the
+#     tx_pkts `mrcctl paths h7` reports for that EV over the transfer;
+#   - each data packet's uSID route names h7, and the plane and spine
+#     `mrcctl paths` gives for its EV (the dissector reads them from the
+#     destination address, not from the EV).
+# Skipped (exit 0 with a note) without tshark.  Bounded, cleans up on exit.
+set -u
+B=${1:-build}
+P=mrcW
+T=examples/topologies/fabric-2p-8h.json
+F="$B/bin/mrc-fabric -p $P"
+LUA=tools/wireshark/mrc.lua
+tmp=$(mktemp -d)
+declare -A dpid
+cap=
+fails=0
+cleanup() {
+	[ -n "$cap" ] && kill "$cap" 2>/dev/null
+	for p in "${dpid[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	$F down >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+. tests/root/lib.sh
+die() { echo "FAIL $*"; for h in h0 h7; do echo "--- mrcd $h log"; tail -n 20 "$tmp/$h.log"; done; exit 1; }
+command -v tshark >/dev/null && command -v dumpcap >/dev/null ||
+	{ echo "SKIP tshark/dumpcap not installed (scripts/deps.sh installs tshark)"; exit 0; }
+ts() { tshark -n -r "$tmp/c.pcapng" -X "lua_script:$LUA" -o udp.ignore_ipv6_zero_checksum:TRUE "$@" 2>/dev/null; }
+
+$F down >/dev/null 2>&1
+$F up "$T" >/dev/null || die "mrc-fabric up"
+cp "$T" "$tmp/topo.json"
+start_mrcd h0
+start_mrcd h7
+
+# dumpcap on h0's two plane NICs (its port to leaf p<plane>l0); it says
+# "Capturing on" once both are open.
+ip netns exec $P-h0 dumpcap -q -i p0l0 -i p1l0 -f "udp port 4791" -B 64 -w "$tmp/c.pcapng" 2>"$tmp/cap.log" &
+cap=$!
+until_t 10 grep -q "Capturing on" "$tmp/cap.log" || die "dumpcap did not start: $(cat "$tmp/cap.log")"
+
+paths() { ctl h0 -j paths h7 | jq -c '[.paths[] | select(.exists) | {ev, plane, spine, tx: .tx_pkts}]'; }
+SIZE=$((16 << 20))
+$B/bin/mrc_bulk -S "$(sock h7)" -s $SIZE -i 77 recv >"$tmp/recv" 2>&1 &
+rpid=$!
+# h7 becomes a peer of h0 (probes do not count in tx_pkts)
+ctl h0 probe h7 >/dev/null || die "mrcctl probe h7"
+until_t 10 paths >/dev/null 2>&1 || die "mrcctl paths h7"
+before=$(paths)
+timeout 60 $B/bin/mrc_bulk -S "$(sock h0)" -s $SIZE -i 77 send 7 >"$tmp/send" 2>&1 || die "mrc_bulk send: $(cat "$tmp/send"); recv: $(cat "$tmp/recv"); paths: $(paths)"
+wait $rpid || die "mrc_bulk recv: $(cat "$tmp/recv")"
+after=$(paths)
+kill -INT $cap; wait $cap; cap=
+# dumpcap -q ends with "Packets received/dropped on interface 'X': R/D ..."
+grep "received/dropped" "$tmp/cap.log"
+drops=$(sed -n "s/.*received\/dropped on interface '[^']*': [0-9]*\/\([0-9]*\).*/\1/p" "$tmp/cap.log" | awk '{s += $1} END {print s + 0}')
+[ "$(grep -c "received/dropped" "$tmp/cap.log")" = 2 ] && [ "$drops" = 0 ] &&
+	ok "dumpcap recorded both NICs and dropped nothing" || bad "dumpcap dropped $drops packets (or did not report both NICs); the counts below cannot match"
+
+total=$(ts -Y "udp.port == 4791" -T fields -e frame.number | wc -l)
+mrcn=$(ts -Y "mrc" -T fields -e frame.number | wc -l)
+ibn=$(ts -Y "infiniband" -T fields -e frame.number | wc -l)
+[ "$total" -gt 1000 ] && [ "$mrcn" = "$total" ] && [ "$ibn" = 0 ] &&
+	ok "all $total datagrams on UDP 4791 decode as MRC (none as InfiniBand)" ||
+	bad "of $total datagrams on 4791, $mrcn decode as MRC and $ibn as InfiniBand"
+badcrc=$(ts -Y "mrc.hcrc.status == 0 || mrc.pcrc.status == 0 || _ws.malformed || _ws.expert.severity == error" -T fields -e frame.number | wc -l)
+[ "$badcrc" = 0 ] && ok "no CRC error and no malformed packet in $total" || bad "$badcrc packets with a CRC error or malformed"
+ops=$(ts -Y mrc -T fields -e mrc.opcode | sort -n | uniq -c | awk '{printf "%s:%s ", $2, $1}')
+echo "opcodes (opcode:count): $ops"
+
+# Per EV: data packets h0 -> h7 in the capture vs mrcctl's tx_pkts delta.
+ts -Y "mrc.opcode <= 5 && mrc.src_host == 0" -T fields -E separator=, -e mrc.ev -e mrc.route.host \
+	-e mrc.route.plane -e mrc.route.spine -e mrc.plen >"$tmp/data.csv"
+cmp=$(jq -n -c --argjson b "$before" --argjson a "$after" --rawfile csv "$tmp/data.csv" '
+	($csv | split("\n") | map(select(length > 0) | split(",") | map(tonumber? // -1))) as $rows
+	| [$a[] as $x | ($b[] | select(.ev == $x.ev) | .tx) as $t0
+	   | {ev: $x.ev, plane: $x.plane, spine: $x.spine, mrcctl: ($x.tx - $t0),
+	      capture: ([$rows[] | select(.[0] == $x.ev)] | length),
+	      wrong_route: ([$rows[] | select(.[0] == $x.ev and (.[1] != 7 or .[2] != $x.plane
+	                     or ((.[3] // -1) != (if $x.spine < 0 then -1 else $x.spine end))))] | length)}]')
+echo "per EV: $cmp"
+n=$(jq '[.[] | .capture] | add' <<<"$cmp")
+[ "$n" -gt 0 ] && jq -e 'all(.[]; .mrcctl == .capture)' <<<"$cmp" >/dev/null &&
+	ok "per-EV data packet counts in the capture equal mrcctl paths ($n packets over $(jq length <<<"$cmp") EVs)" ||
+	bad "per-EV counts differ: $cmp"
+jq -e 'all(.[]; .wrong_route == 0) and ([.[] | select(.capture > 0)] | length) >= 2' <<<"$cmp" >/dev/null &&
+	ok "every data packet's uSID route names h7 and its EV's plane and spine, over several EVs" ||
+	bad "uSID routes disagree with mrcctl paths: $cmp"
+bytes=$(awk -F, '{s += $5} END {print s + 0}' "$tmp/data.csv")
+[ "$bytes" -ge $SIZE ] && ok "payload bytes in the capture ($bytes) cover the $SIZE sent" || bad "capture holds $bytes payload bytes of $SIZE"
+
+[ $fails = 0 ] || { echo "wireshark: $fails check(s) failed"; exit 1; }
+echo "wireshark: all checks passed"
