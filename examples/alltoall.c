@@ -60,8 +60,8 @@ int main(int argc, char **argv)
 		switch (o) {
 		case 'S': sock = optarg; break;
 		case 's': size = ex_size(optarg); break;
-		case 'i': sid = (unsigned)atoi(optarg); break;
-		case 'r': rounds = (unsigned)atoi(optarg); break;
+		case 'i': sid = ex_uint(optarg, "service id"); break;
+		case 'r': rounds = ex_uint(optarg, "rounds"); break;
 		default:
 			fprintf(stderr, "usage: mrc_alltoall [-S socket] [-s size] [-i sid] [-r rounds]\n");
 			return 2;

@@ -113,8 +113,8 @@ int main(int argc, char **argv)
 		case 'S': sock = optarg; break;
 		case 's': size = ex_size(optarg); break;
 		case 'c': chunk = ex_size(optarg); break;
-		case 'd': depth = (unsigned)atoi(optarg); break;
-		case 'i': sid = (unsigned)atoi(optarg); break;
+		case 'd': depth = ex_uint(optarg, "depth"); break;
+		case 'i': sid = ex_uint(optarg, "service id"); break;
 		default: usage();
 		}
 	}
@@ -123,7 +123,7 @@ int main(int argc, char **argv)
 	if (optind < argc && !strcmp(argv[optind], "recv"))
 		return do_recv();
 	if (optind + 1 < argc && !strcmp(argv[optind], "send"))
-		return do_send((uint32_t)atoi(argv[optind + 1]));
+		return do_send(ex_uint(argv[optind + 1], "host"));
 	usage();
 	return 2;
 }

@@ -107,12 +107,29 @@ static inline void ex_pair(struct mrc_ctx *ctx, struct mrc_qp *qp, const char *n
 
 /* The role argument(s) after the options: "server" (1) or "client HOST"
  * (0, *host set); -1 for anything else. */
+/* A non-negative decimal number, or a host given by index ("7") or by the
+ * generated name ("h7"); anything else exits with a clear message (atoi
+ * would turn "h7" into host 0, the sender itself). */
+static inline uint32_t ex_uint(const char *s, const char *what)
+{
+	char *end;
+	const char *d = strcmp(what, "host") == 0 && s[0] == 'h' ? s + 1 : s;
+	errno = 0;
+	unsigned long v = *d >= '0' && *d <= '9' ? strtoul(d, &end, 10) : 0;
+	if (!(*d >= '0' && *d <= '9') || *end || errno || v > UINT32_MAX) {
+		fprintf(stderr, "invalid %s '%s': want a number%s\n", what, s,
+			strcmp(what, "host") == 0 ? " (host index, or its name hN)" : "");
+		exit(2);
+	}
+	return (uint32_t)v;
+}
+
 static inline int ex_role(int argc, char **argv, int optind_, uint32_t *host)
 {
 	if (optind_ < argc && !strcmp(argv[optind_], "server"))
 		return 1;
 	if (optind_ + 1 < argc && !strcmp(argv[optind_], "client")) {
-		*host = (uint32_t)atoi(argv[optind_ + 1]);
+		*host = ex_uint(argv[optind_ + 1], "host");
 		return 0;
 	}
 	return -1;

@@ -168,9 +168,9 @@ int main(int argc, char **argv)
 		switch (o) {
 		case 'S': sock = optarg; break;
 		case 's': size = ex_size(optarg); break;
-		case 'n': rounds = (unsigned)atoi(optarg); break;
-		case 'i': sid = (unsigned)atoi(optarg); break;
-		case 't': nthreads = (unsigned)atoi(optarg); break;
+		case 'n': rounds = ex_uint(optarg, "rounds"); break;
+		case 'i': sid = ex_uint(optarg, "service id"); break;
+		case 't': nthreads = ex_uint(optarg, "threads"); break;
 		default: goto usage;
 		}
 	}

@@ -100,8 +100,8 @@ int main(int argc, char **argv)
 		switch (o) {
 		case 'S': sock = optarg; break;
 		case 's': size = ex_size(optarg); break;
-		case 'n': iters = (unsigned)atoi(optarg); break;
-		case 'i': sid = (unsigned)atoi(optarg); break;
+		case 'n': iters = ex_uint(optarg, "iterations"); break;
+		case 'i': sid = ex_uint(optarg, "service id"); break;
 		case 'w': sleepy = 1; break;
 		default: goto usage;
 		}
