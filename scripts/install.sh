@@ -3,7 +3,7 @@
 # (what `make install` runs).  Binaries, libmrc with headers and
 # pkg-config file, the systemd unit (ExecStart pointing at PREFIX/bin),
 # sysusers and tmpfiles entries, the example configuration and topologies,
-# man pages and docs, the Wireshark dissector.  Whatever the build did not produce (e.g. libmrc) is
+# man pages and docs, the Wireshark dissector, the Grafana dashboard.  Whatever the build did not produce (e.g. libmrc) is
 # skipped with a note, never an error.
 set -eu
 [ $# -eq 3 ] || { echo "usage: $0 DESTDIR PREFIX BUILD" >&2; exit 2; }
@@ -60,6 +60,7 @@ else
 	WSLUA=$P/lib/wireshark/plugins; WSCONF=$P/share/wireshark
 	echo "install.sh: tshark not found, dissector put in $WSLUA"
 fi
+inst 644 "$P/share/mrc/grafana" tools/grafana/mrc-dashboard.json
 inst 644 "$WSLUA" tools/wireshark/mrc.lua
 inst 644 "$WSCONF/profiles/MRC" tools/wireshark/profile/preferences
 echo "installed mrc into ${D:-/}${D:+ }(prefix $PREFIX)"

@@ -15,7 +15,8 @@ bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 P=$D$PREFIX
 for f in bin/mrcd bin/mrcctl lib/systemd/system/mrcd.service lib/sysusers.d/mrcd.conf \
 	lib/tmpfiles.d/mrcd.conf share/man/man8/mrcd.8 share/man/man8/mrcctl.8 \
-	share/man/man5/mrcd.conf.5 share/mrc/topologies/fabric-2p-8h.json share/doc/mrc/ctl.md; do
+	share/man/man5/mrcd.conf.5 share/mrc/topologies/fabric-2p-8h.json share/doc/mrc/ctl.md \
+	share/mrc/grafana/mrc-dashboard.json; do
 	[ -e "$P/$f" ] || bad "missing $PREFIX/$f"
 done
 [ -f "$D/etc/mrcd/mrcd.conf.example" ] || bad "missing /etc/mrcd/mrcd.conf.example"
