@@ -12,11 +12,14 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codec/operjson.h"
 #include "codec/prom.h"
 #include "ctl/render.h"
+#include "ctl/top.h"
 #include "ctl/verbs.h"
 
 enum {
@@ -161,6 +164,123 @@ static int follow(int fd)
 	return EX_OK;
 }
 
+/* Sends r and reads its reply into *res: 0, or the exit status after
+ * reporting what went wrong. */
+static int call(int fd, struct mrc_oper_req *r, int wait_ms, json_t **res)
+{
+	char *req = mrc_oper_req_encode(r);
+	if (!req)
+		return report(-ENOMEM, "out of memory");
+	ssize_t sent = send(fd, req, strlen(req), MSG_NOSIGNAL);
+	int serr = errno;
+	free(req);
+	char *buf = NULL;
+	ssize_t n = recv_record(fd, wait_ms, &buf);
+	if (n == -ETIMEDOUT)
+		return report(-ETIMEDOUT, "no reply from mrcd in time (-t sets the timeout)");
+	if (n <= 0) {
+		char m[200];
+		snprintf(m, sizeof(m), "mrcd closed the connection without a reply%s%s",
+			 sent < 0 ? ": " : "", sent < 0 ? strerror(serr) : "");
+		return report(-EBADMSG, m);
+	}
+	char msg[1024];
+	int rc = mrc_oper_reply_parse(buf, (size_t)n, NULL, res, msg, sizeof(msg));
+	free(buf);
+	return rc ? report(rc, msg) : 0;
+}
+
+static struct termios tty_saved;
+static int tty_raw;
+static void tty_restore(void)
+{
+	if (tty_raw)
+		tcsetattr(0, TCSANOW, &tty_saved);
+	tty_raw = 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* mrcctl top: a stats request per frame on one connection; frames
+ * replace each other on a terminal and follow each other otherwise (as
+ * top -b).  Keys are read unbuffered from a terminal: q quits. */
+static int top(int fd, const struct mrc_ctl_cmd *cmd, int wait_ms)
+{
+	struct mrc_oper_req r;
+	mrc_oper_req_init(&r);
+	r.verb = MRC_OPER_STATUS;
+	r.id = 1;
+	json_t *st = NULL;
+	int rc = call(fd, &r, wait_ms, &st);
+	if (rc)
+		return rc;
+	char title[256];
+	const json_t *host = json_object_get(st, "host");
+	snprintf(title, sizeof(title), "mrcctl top: %s (%s), every %.1f s",
+		 json_string_value(json_object_get(host, "name")) ?: "?",
+		 json_string_value(json_object_get(st, "mode")) ?: "?", cmd->interval_ms / 1000.0);
+	json_decref(st);
+	int out_tty = isatty(1), in_tty = isatty(0);
+	if (in_tty && !tcgetattr(0, &tty_saved)) {
+		struct termios t = tty_saved;
+		t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		t.c_cc[VMIN] = 0;
+		t.c_cc[VTIME] = 0;
+		if (!tcsetattr(0, TCSANOW, &t)) {
+			tty_raw = 1;
+			atexit(tty_restore);
+		}
+	}
+	signal(SIGINT, on_sig);
+	signal(SIGTERM, on_sig);
+	json_t *prev = NULL;
+	double tprev = 0;
+	rc = EX_OK;
+	for (int k = 0; !stop; k++) {
+		r.verb = MRC_OPER_STATS;
+		r.id = (uint32_t)k + 2;
+		json_t *cur = NULL;
+		double t = now_s();
+		if ((rc = call(fd, &r, wait_ms, &cur)))
+			break;
+		if (out_tty)
+			fputs("\033[H\033[2J", stdout);
+		else if (k)
+			fputs("\n", stdout);
+		if (mrc_ctl_top_frame(stdout, title, cur, prev, prev ? t - tprev : 0)) {
+			json_decref(cur);
+			rc = report(-EBADMSG, "stats reply lacks what top shows");
+			break;
+		}
+		if (in_tty)
+			fputs("\n(q quits)\n", stdout);
+		fflush(stdout);
+		json_decref(prev);
+		prev = cur;
+		tprev = t;
+		if (cmd->count && k + 1 >= cmd->count)
+			break;
+		/* Sleep for the interval, or until q on the terminal. */
+		struct pollfd p = { .fd = 0, .events = POLLIN };
+		double until = t + cmd->interval_ms / 1000.0;
+		for (double left; !stop && (left = until - now_s()) > 0;) {
+			if (poll(&p, in_tty ? 1 : 0, (int)(left * 1000) + 1) > 0) {
+				char ch;
+				if (read(0, &ch, 1) == 1 && (ch == 'q' || ch == 'Q'))
+					stop = 1;
+			}
+		}
+	}
+	json_decref(prev);
+	tty_restore();
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -198,42 +318,29 @@ int main(int argc, char **argv)
 		mrc_ctl_usage(stdout);
 		return EX_OK;
 	}
+	if (cmd.top && json_mode) {
+		mrc_ctl_usage_err(stderr, "'%s' is a view for people; `mrcctl -j stats` gives the counters", "top");
+		return EX_USAGE_;
+	}
 	struct mrc_oper_req r = cmd.req;
 	int rc;
 	r.id = (uint32_t)getpid();
 	int fd;
 	if ((rc = connect_sock(sock, &fd)))
 		return rc;
-	char *req = mrc_oper_req_encode(&r);
-	if (!req)
-		return report(-ENOMEM, "out of memory");
 	/* A refusing daemon may already have answered and closed: read its
 	 * reason even when the send fails. */
 	signal(SIGPIPE, SIG_IGN);
-	ssize_t sent = send(fd, req, strlen(req), MSG_NOSIGNAL);
-	int serr = errno;
-	free(req);
-	int wait_ms = (int)tmo * 1000 + (r.verb == MRC_OPER_PROBE && r.timeout_ms > 0 ? r.timeout_ms : 0);
-	char *buf = NULL;
-	ssize_t n = recv_record(fd, wait_ms, &buf);
-	if (n == -ETIMEDOUT) {
+	if (cmd.top) {
+		rc = top(fd, &cmd, (int)tmo * 1000);
 		close(fd);
-		return report(-ETIMEDOUT, "no reply from mrcd in time (-t sets the timeout)");
-	}
-	if (n <= 0) {
-		char m[200];
-		snprintf(m, sizeof(m), "mrcd closed the connection without a reply%s%s",
-			 sent < 0 ? ": " : "", sent < 0 ? strerror(serr) : "");
-		close(fd);
-		return report(-EBADMSG, m);
+		return rc;
 	}
 	json_t *res = NULL;
-	char msg[1024];
-	rc = mrc_oper_reply_parse(buf, (size_t)n, NULL, &res, msg, sizeof(msg));
-	free(buf);
-	if (rc) {
+	int wait_ms = (int)tmo * 1000 + (r.verb == MRC_OPER_PROBE && r.timeout_ms > 0 ? r.timeout_ms : 0);
+	if ((rc = call(fd, &r, wait_ms, &res))) {
 		close(fd);
-		return report(rc, msg);
+		return rc;
 	}
 	if (cmd.prom) {
 		char *t = mrc_oper_prom(res);

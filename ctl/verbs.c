@@ -127,6 +127,30 @@ static int p_events(int argc, char **argv, int i, struct mrc_ctl_cmd *c, FILE *e
 	return flags(argc, argv, i, c, err, f_events);
 }
 
+static int f_top(const char *a, const char *val, struct mrc_ctl_cmd *c, FILE *err)
+{
+	if (!val)
+		return 0;
+	if (!strcmp(a, "-d") || !strcmp(a, "--delay")) {
+		char *end;
+		double s = strtod(val, &end);
+		if (end == val || *end || !(s >= 0.1 && s <= 3600))
+			return bad(err, "bad delay '%s' (seconds, 0.1..3600)", val);
+		c->interval_ms = (int)(s * 1000 + 0.5);
+		return 2;
+	}
+	if (!strcmp(a, "-n") || !strcmp(a, "--iterations"))
+		return num32(err, val, 1000000, "bad count '%s'", &c->count) ?: 2;
+	return 0;
+}
+
+static int p_top(int argc, char **argv, int i, struct mrc_ctl_cmd *c, FILE *err)
+{
+	c->top = 1;
+	c->interval_ms = 1000;
+	return flags(argc, argv, i, c, err, f_top);
+}
+
 static int f_probe(const char *a, const char *val, struct mrc_ctl_cmd *c, FILE *err)
 {
 	if (!val)
@@ -170,33 +194,36 @@ static int p_path(int argc, char **argv, int i, struct mrc_ctl_cmd *c, FILE *err
 /* Usage lists the rows in this order, read-only verbs first. */
 const struct mrc_ctl_verb mrc_ctl_verbs[] = {
 	{ "status", NULL, "version, uptime, host, planes, QPs, totals", 0,
-	  ONE(MRC_OPER_STATUS), p_plain, mrc_oper_render_status },
+	  ONE(MRC_OPER_STATUS), p_plain, mrc_oper_render_status, 0 },
 	{ "planes", NULL, "per plane: NIC, link, admin state, rates, loss, EV states", 0,
-	  ONE(MRC_OPER_PLANES), p_plain, mrc_oper_render_planes },
+	  ONE(MRC_OPER_PLANES), p_plain, mrc_oper_render_planes, 0 },
 	{ "peers", NULL, "hosts this node has paths to", 0,
-	  ONE(MRC_OPER_PEERS), p_plain, mrc_oper_render_peers },
+	  ONE(MRC_OPER_PEERS), p_plain, mrc_oper_render_peers, 0 },
 	{ "paths", "PEER", "every EV to PEER: plane, spine, uSID address, state, RTT, loss", 0,
-	  ONE(MRC_OPER_PATHS), p_paths, mrc_oper_render_paths },
+	  ONE(MRC_OPER_PATHS), p_paths, mrc_oper_render_paths, 0 },
 	{ "qps", "[QPN]", "queue pairs (QPN decimal or 0x hex)", 0,
-	  ONE(MRC_OPER_QPS), p_qps, mrc_oper_render_qps },
+	  ONE(MRC_OPER_QPS), p_qps, mrc_oper_render_qps, 0 },
 	{ "stats", "[--prom]", "every counter (--prom: Prometheus text)", 0,
-	  ONE(MRC_OPER_STATS), p_stats, mrc_oper_render_object },
+	  ONE(MRC_OPER_STATS), p_stats, mrc_oper_render_object, 0 },
+	{ "top", "[-d SECS] [-n N]",
+	  "live per-plane and per-peer rates, losses, EV states (q quits; -n N frames)", 0,
+	  ONE(MRC_OPER_STATS), p_top, NULL, 1 },
 	{ "events", "[-f] [-n N]", "recent events (-f: keep following; -n: last N)", 0,
-	  ONE(MRC_OPER_EVENTS), p_events, mrc_oper_render_events },
+	  ONE(MRC_OPER_EVENTS), p_events, mrc_oper_render_events, 0 },
 	{ "probe", "PEER [--plane P] [--spine S] [--timeout MS]",
 	  "probe paths to PEER, print RTT or loss per path", 0,
-	  ONE(MRC_OPER_PROBE), p_probe, mrc_oper_render_probe },
+	  ONE(MRC_OPER_PROBE), p_probe, mrc_oper_render_probe, 0 },
 	{ "topology", NULL, "the fabric as mrcd sees it", 0,
-	  ONE(MRC_OPER_TOPOLOGY), p_plain, mrc_oper_render_topology },
+	  ONE(MRC_OPER_TOPOLOGY), p_plain, mrc_oper_render_topology, 0 },
 	{ "version", NULL, "mrcctl's and mrcd's versions", 0,
-	  ONE(MRC_OPER_VERSION_VERB), p_plain, mrc_oper_render_version },
-	{ "help", NULL, "this text", 0, ONE(MRC_OPER_NONE), p_help, NULL },
+	  ONE(MRC_OPER_VERSION_VERB), p_plain, mrc_oper_render_version, 0 },
+	{ "help", NULL, "this text", 0, ONE(MRC_OPER_NONE), p_help, NULL, 0 },
 	{ "plane", "disable|enable P", "deny/allow every path of plane P, for every peer", 1,
 	  { { "disable", MRC_OPER_PLANE_DISABLE }, { "enable", MRC_OPER_PLANE_ENABLE } },
-	  p_plane, mrc_oper_render_plane },
+	  p_plane, mrc_oper_render_plane, 0 },
 	{ "path", "deny|allow PEER EV", "deny/allow one path", 1,
 	  { { "deny", MRC_OPER_PATH_DENY }, { "allow", MRC_OPER_PATH_ALLOW } },
-	  p_path, mrc_oper_render_path },
+	  p_path, mrc_oper_render_path, 0 },
 };
 const size_t mrc_ctl_n_verbs = sizeof(mrc_ctl_verbs) / sizeof(mrc_ctl_verbs[0]);
 
@@ -212,7 +239,7 @@ const struct mrc_ctl_verb *mrc_ctl_verb_of(enum mrc_oper_verb v)
 {
 	for (size_t k = 0; k < mrc_ctl_n_verbs && v != MRC_OPER_NONE; k++)
 		for (int a = 0; a < 2; a++)
-			if (mrc_ctl_verbs[k].act[a].verb == v)
+			if (mrc_ctl_verbs[k].act[a].verb == v && !mrc_ctl_verbs[k].view)
 				return &mrc_ctl_verbs[k];
 	return NULL;
 }

@@ -14,6 +14,8 @@ struct mrc_ctl_cmd {
 	const struct mrc_ctl_verb *verb;  /* its row */
 	struct mrc_oper_req req;          /* the request (verb NONE: help) */
 	int prom;                         /* stats --prom: Prometheus text */
+	int top;                          /* top: refresh until q, ^C or count */
+	int interval_ms, count;           /* top -d SECS, -n N (0: forever) */
 };
 
 /* A verb's action word (plane disable|enable, path deny|allow) and the
@@ -34,6 +36,9 @@ struct mrc_ctl_verb {
 	int (*parse)(int argc, char **argv, int i, struct mrc_ctl_cmd *c, FILE *err);
 	/* Human rendering of the result (NULL: the verb has none). */
 	int (*render)(FILE *out, const json_t *result);
+	/* A view mrcctl builds from another verb's replies (top over stats):
+	 * not the row that verb maps back to. */
+	int view;
 };
 
 extern const struct mrc_ctl_verb mrc_ctl_verbs[];

@@ -52,6 +52,7 @@ static const struct sample {
 	{ "paths h7", MRC_OPER_PATHS, "h7", -1, -1, -1, -1, -1, 0, 0, -1 },
 	{ "qps 0x10", MRC_OPER_QPS, "", -1, -1, -1, -1, -1, 0, 0, 16 },
 	{ "stats --prom", MRC_OPER_STATS, "", -1, -1, -1, -1, -1, 0, 1, -1 },
+	{ "top -d 0.5 -n 3", MRC_OPER_STATS, "", -1, -1, -1, -1, -1, 0, 0, -1 },
 	{ "events -f --last 5", MRC_OPER_EVENTS, "", -1, -1, -1, 5, -1, 1, 0, -1 },
 	{ "probe 3 --timeout 500 --spine 2 --plane 1", MRC_OPER_PROBE, "3", 1, 2, -1, -1, 500, 0, 0, -1 },
 	{ "topology", MRC_OPER_TOPOLOGY, "", -1, -1, -1, -1, -1, 0, 0, -1 },
@@ -97,6 +98,34 @@ static void test_every_row_parses(void **state)
 		}
 		if (!covered)
 			fail_msg("verb '%s' has no sample command line in this test", v->name);
+	}
+}
+
+static void test_top_flags(void **state)
+{
+	(void)state;
+	struct mrc_ctl_cmd c;
+	char *msg = NULL;
+	assert_int_equal(parse("top -d 0.5 -n 3", &c, &msg), 0);
+	free(msg);
+	assert_int_equal(c.top, 1);
+	assert_int_equal(c.interval_ms, 500);
+	assert_int_equal(c.count, 3);
+	assert_int_equal(parse("top", &c, &msg), 0);
+	free(msg);
+	assert_int_equal(c.interval_ms, 1000);
+	assert_int_equal(c.count, 0);
+	assert_int_equal(parse("stats", &c, &msg), 0);
+	free(msg);
+	assert_int_equal(c.top, 0);
+	static const char *bad[][2] = { { "top -d 0", "bad delay '0'" }, { "top -d x", "bad delay 'x'" },
+					{ "top -d 1e9", "bad delay" }, { "top -n -1", "bad count '-1'" },
+					{ "top -q", "unexpected argument '-q'" } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(bad[i][0], &c, &msg), -EINVAL);
+		if (!strstr(msg, bad[i][1]))
+			fail_msg("'%s': wanted '%s' in '%s'", bad[i][0], bad[i][1], msg);
+		free(msg);
 	}
 }
 
@@ -175,6 +204,12 @@ static void test_rows_agree_with_protocol(void **state)
 		assert_non_null(v->parse);
 		assert_non_null(v->help);
 		assert_ptr_equal(mrc_ctl_verb_find(v->name), v);   /* names unique */
+		if (v->view) {              /* top: a view over stats' replies */
+			assert_null(v->render);
+			assert_non_null(mrc_ctl_verb_of(v->act[0].verb));
+			assert_ptr_not_equal(mrc_ctl_verb_of(v->act[0].verb), v);
+			continue;
+		}
 		for (int a = 0; a < 2; a++) {
 			if (a == 1 && !v->act[1].word)
 				continue;
@@ -197,6 +232,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_row_parses),
+		cmocka_unit_test(test_top_flags),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_usage_lists_every_verb),
 		cmocka_unit_test(test_rows_agree_with_protocol),
