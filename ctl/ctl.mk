@@ -8,3 +8,4 @@ mrcctl_SRCS = ctl/mrcctl.c
 # mrcctl against two live mrcd on the emulated fabric (needs root).
 ROOT_TESTS += tests/root/ctl.sh
 ROOT_TESTS += tests/root/ctl_install.sh
+ROOT_TESTS += tests/root/ctl_top.sh
