@@ -144,5 +144,15 @@ void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
 enum { MRCD_LOG_ERR = 3, MRCD_LOG_WARNING = 4, MRCD_LOG_NOTICE = 5,
        MRCD_LOG_INFO = 6, MRCD_LOG_DEBUG = 7 };
 void mrcd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with structured journal fields, each "KEY=value" (KEY upper
+ * case, MRC_ prefixed; at most MRCD_LOG_MAX_KV); off the journal they are
+ * dropped and the line is as mrcd_log's. */
+#define MRCD_LOG_MAX_KV 12
+/* Journal MESSAGE_IDs (journalctl MESSAGE_ID=...): a path changed state;
+ * an operator (or the restored admin state) changed a plane or path. */
+#define MRCD_MSGID_PATH_STATE "39d5ff975ab34f38a26f333bf875a531"
+#define MRCD_MSGID_ADMIN "c3502435d1c84b0e9f108864d72079fb"
+void mrcd_log_kv(int level, const char *const *kv, int nkv, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif

@@ -92,9 +92,11 @@ void mrcd_oper_events_fini(struct oper *o);
 json_t *mrcd_oper_event_json(struct oper *o, const struct oper_event *e);
 json_t *mrcd_oper_events_recent(struct oper *o, int last);
 void mrcd_oper_record(struct oper *o, const struct oper_event *e);
-/* Logs through the token bucket; returns 1 when logged. */
-int mrcd_oper_ratelog(struct oper *o, int level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* Logs through the token bucket, with structured journal fields kv
+ * (mrcd_log_kv); returns 1 when logged. */
+int mrcd_oper_ratelog_kv(struct oper *o, int level, const char *const *kv, int nkv,
+			 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+#define mrcd_oper_ratelog(o, level, ...) mrcd_oper_ratelog_kv(o, level, NULL, 0, __VA_ARGS__)
 void mrcd_oper_ratelog_flush(struct oper *o);
 /* Appends an admin note and logs it (never rate limited). */
 void mrcd_oper_admin_note(struct oper *o, const char *fmt, ...)

@@ -104,7 +104,8 @@ static int bucket_take(struct oper_bucket *b, uint64_t now)
 	return 1;
 }
 
-int mrcd_oper_ratelog(struct oper *o, int level, const char *fmt, ...)
+int mrcd_oper_ratelog_kv(struct oper *o, int level, const char *const *kv, int nkv,
+			 const char *fmt, ...)
 {
 	if (level > mrcd_log_level)
 		return 0;
@@ -118,7 +119,7 @@ int mrcd_oper_ratelog(struct oper *o, int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	mrcd_log(level, "%s", msg);
+	mrcd_log_kv(level, kv, nkv, "%s", msg);
 	return 1;
 }
 
@@ -144,7 +145,8 @@ void mrcd_oper_admin_note(struct oper *o, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(e.text, sizeof(e.text), fmt, ap);
 	va_end(ap);
-	mrcd_log(MRCD_LOG_NOTICE, "%s", e.text);
+	static const char *const kv[] = { "MESSAGE_ID=" MRCD_MSGID_ADMIN, "MRC_KIND=admin" };
+	mrcd_log_kv(MRCD_LOG_NOTICE, kv, 2, "%s", e.text);
 	mrcd_oper_record(o, &e);
 }
 
@@ -173,8 +175,22 @@ void mrcd_oper_on_event(void *arg, const struct mrce_event *ev)
 		snprintf(e.text, sizeof(e.text), "path %s ev %u (%s): %s -> %s (%s)",
 			 name, ev->ev, where, mrce_ev_state_name(ev->old_state),
 			 mrce_ev_state_name(ev->new_state), mrce_ev_reason_name(ev->reason));
-		mrcd_oper_ratelog(o, ev->new_state == MRC_EV_GOOD ? MRCD_LOG_INFO : MRCD_LOG_NOTICE,
-				  "%s", e.text);
+		{
+			/* journalctl MESSAGE_ID=... (every path change) or MRC_PEER=h7 */
+			char f[8][80];
+			const char *kv[9] = { "MESSAGE_ID=" MRCD_MSGID_PATH_STATE };
+			snprintf(f[0], sizeof(f[0]), "MRC_PEER=%s", name);
+			snprintf(f[1], sizeof(f[1]), "MRC_EV=%u", ev->ev);
+			snprintf(f[2], sizeof(f[2]), "MRC_PLANE=%d", pl);
+			snprintf(f[3], sizeof(f[3]), "MRC_SPINE=%d", sp);
+			snprintf(f[4], sizeof(f[4]), "MRC_OLD_STATE=%s", mrce_ev_state_name(ev->old_state));
+			snprintf(f[5], sizeof(f[5]), "MRC_NEW_STATE=%s", mrce_ev_state_name(ev->new_state));
+			snprintf(f[6], sizeof(f[6]), "MRC_REASON=%s", mrce_ev_reason_name(ev->reason));
+			for (int i = 0; i < 7; i++)
+				kv[i + 1] = f[i];
+			mrcd_oper_ratelog_kv(o, ev->new_state == MRC_EV_GOOD ? MRCD_LOG_INFO : MRCD_LOG_NOTICE,
+					     kv, 8, "%s", e.text);
+		}
 		break;
 	case MRC_EVT_PROBE_RESULT:
 		snprintf(e.kind, sizeof(e.kind), "probe");
