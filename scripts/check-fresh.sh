@@ -15,7 +15,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "check-fresh: needs root (debootstrap, mounts, chroot)" >&2; exit 1; }
-command -v debootstrap >/dev/null || { echo "check-fresh: debootstrap missing (scripts/deps.sh installs it)" >&2; exit 1; }
 git rev-parse --verify -q HEAD >/dev/null || { echo "check-fresh: not a git checkout" >&2; exit 1; }
 if ! git diff --quiet HEAD -- 2>/dev/null; then
 	echo "check-fresh: note: uncommitted changes are NOT tested (git archive HEAD)" >&2
@@ -23,18 +22,6 @@ fi
 
 cache=${MRC_FRESH_CACHE:-/var/cache/mrc/bookworm-minbase.tar.gz}
 cmds=${MRC_FRESH_CMDS:-"make demo && make check"}
-
-# The first Debian archive URI of this machine's apt sources (deb822
-# .sources files or one-line sources.list entries).
-mirror() {
-	local u
-	u=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-		awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }')
-	[ -n "$u" ] || u=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-		awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\// && $i !~ /security/) { print $i; exit } }')
-	[ -n "$u" ] || { echo "check-fresh: no Debian mirror found in /etc/apt/sources*" >&2; return 1; }
-	echo "$u"
-}
 
 root=$(mktemp -d /var/tmp/mrc-fresh.XXXXXX)
 # mktemp makes it 0700; a root filesystem is 0755 (the tests run commands
@@ -56,26 +43,10 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 t0=$(date +%s)
-if [ -s "$cache" ]; then
-	echo "== check-fresh: base from $cache"
-	tar -xzf "$cache" -C "$root"
-else
-	m=$(mirror)
-	echo "== check-fresh: debootstrap --variant=minbase bookworm from $m (cached afterwards in $cache)"
-	debootstrap --variant=minbase bookworm "$root" "$m" >"$root.debootstrap.log" 2>&1 ||
-		{ tail -n 30 "$root.debootstrap.log" >&2; rm -f "$root.debootstrap.log"; exit 1; }
-	rm -f "$root.debootstrap.log"
-	mkdir -p "$(dirname "$cache")"
-	tar -czf "$cache.tmp" -C "$root" . && mv "$cache.tmp" "$cache"
-fi
-chmod 755 "$root"   # the tarball's "./" entry carries the directory's mode
-# This machine's apt configuration (its mirror, proxies, validity rules)
-# and name resolution: the chroot stands for a fresh machine of this kind.
-rm -f "$root/etc/apt/sources.list"
-cp -a /etc/apt/sources.list.d/. "$root/etc/apt/sources.list.d/" 2>/dev/null || true
-if [ -f /etc/apt/sources.list ]; then cp /etc/apt/sources.list "$root/etc/apt/sources.list"; fi
-cp -a /etc/apt/apt.conf.d/. "$root/etc/apt/apt.conf.d/" 2>/dev/null || true
-cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+# The base, and this machine's apt configuration (its mirror, proxies,
+# validity rules) and name resolution: the chroot stands for a fresh
+# machine of this kind.
+./scripts/debian-base.sh "$root" "$cache"
 
 mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"

@@ -19,7 +19,6 @@ set -u
 B=${1:-build}
 MAX_EXPOSURE=4.0
 cache=${MRC_BOOT_CACHE:-/var/cache/mrc/bookworm-systemd.tar.gz}
-base=/var/cache/mrc/bookworm-minbase.tar.gz
 fails=0
 . tests/root/lib.sh
 skip() { echo "SKIP $*"; exit 0; }
@@ -27,7 +26,7 @@ die() { echo "FAIL $*"; exit 1; }
 command -v systemd-nspawn >/dev/null || skip "systemd-nspawn missing (scripts/deps.sh installs systemd-container)"
 # A chroot (make check-fresh) has no init of its own to host a container's
 # cgroups reliably: say so rather than pass.
-[ "$(stat -c %d:%i /)" = "$(stat -c %d:%i /proc/1/root/. 2>/dev/null)" ] ||
+r1=$(stat -c %d:%i /proc/1/root/. 2>/dev/null) && [ "$r1" != "$(stat -c %d:%i /)" ] &&
 	skip "running inside a chroot: booting a container needs the host's root"
 
 root=$(mktemp -d /var/tmp/mrc-boot.XXXXXX)
@@ -46,30 +45,24 @@ trap cleanup EXIT INT TERM
 
 # ---- the root filesystem ---------------------------------------------------
 # Runtime libraries of what make install ships, as Debian packages.
-pkgs=$(ldd "$B"/bin/mrcd "$B"/bin/mrcctl | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
-	xargs -r dpkg -S 2>/dev/null | cut -d: -f1 | sort -u | tr '\n' ' ')
-pkgs="systemd systemd-sysv dbus iproute2 $pkgs"
-aptcfg() {
-	rm -f "$root/etc/apt/sources.list"
-	cp -a /etc/apt/sources.list.d/. "$root/etc/apt/sources.list.d/" 2>/dev/null
-	[ -f /etc/apt/sources.list ] && cp /etc/apt/sources.list "$root/etc/apt/sources.list"
-	cp -a /etc/apt/apt.conf.d/. "$root/etc/apt/apt.conf.d/" 2>/dev/null
-	cp -L /etc/resolv.conf "$root/etc/resolv.conf"
-}
+# (usrmerge: a library ldd finds under /lib may be registered under /usr/lib.)
+pkgs=$(for l in $(ldd "$B"/bin/mrcd "$B"/bin/mrcctl | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u); do
+	dpkg -S "$l" 2>/dev/null || dpkg -S "/usr$l" 2>/dev/null || dpkg -S "$(realpath "$l")" 2>/dev/null ||
+		echo "unknown: $l" >&2
+done | cut -d: -f1 | sort -u | tr '\n' ' ')
+# procps: the unit's ExecReload is /bin/kill -HUP (Debian's priority-important
+# procps, which minbase leaves out); iproute2: the test's NICs.
+pkgs="systemd systemd-sysv dbus procps iproute2 $pkgs"
 missing() {
 	[ "$(chroot "$root" dpkg-query -W -f='${Status}\n' $pkgs 2>/dev/null | grep -c 'install ok installed')" != "$(wc -w <<<"$pkgs")" ]
 }
 if [ -s "$cache" ]; then
-	tar -xzf "$cache" -C "$root"
-elif [ -s "$base" ]; then
-	tar -xzf "$base" -C "$root"
+	./scripts/debian-base.sh "$root" "$cache" >/dev/null || die "unpacking $cache"
 else
-	skip "no Debian base at $base (make check-fresh builds it with debootstrap)"
+	./scripts/debian-base.sh "$root" || die "no Debian base (debootstrap)"
 fi
-chmod 755 "$root"
 if missing; then
 	echo "installing into the container: $pkgs"
-	aptcfg
 	chroot "$root" sh -c "export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null 2>&1;
 		apt-get install -y -q --no-install-recommends $pkgs" >"$root.apt.log" 2>&1 ||
 		{ tail -20 "$root.apt.log"; rm -f "$root.apt.log"; die "apt-get install in the container"; }
@@ -78,19 +71,25 @@ if missing; then
 fi
 ./scripts/install.sh "$root" /usr/local "$B" >/dev/null || die "make install into the container"
 mkdir -p "$root/etc/mrcd"
-cp examples/topologies/fabric-2p-8h.json "$root/etc/mrcd/topo.json"
+# The generated 2-plane fabric in explicit form (so a link can be cut),
+# from mrc-fabric's own reading of it; cut.json lacks link p0s1-p0l3.
+"$B/bin/mrc-fabric" -j -t examples/topologies/fabric-2p-8h.json show |
+	jq '{version: 1, block, mtu: 9216, planes, hosts: [.nodes[] | select(.tier == "host") | {name, usid}],
+	     switches: [.nodes[] | select(.tier != "host") | {name, tier, plane, usid}], links: [.links[] | {a, b}]}' \
+	>"$root/etc/mrcd/topo.json" || die "explicit topology"
 jq '.links |= map(select((.a == "p0s1" and .b == "p0l3") or (.a == "p0l3" and .b == "p0s1") | not))' \
-	examples/topologies/fabric-2p-8h.json >"$root/etc/mrcd/cut.json"
-printf 'topology = /etc/mrcd/topo.json\nhost = h0\n' >"$root/etc/mrcd/mrcd.conf"
-# Two dummy NICs named as h0's plane NICs, and h0's address, before mrcd.
+	"$root/etc/mrcd/topo.json" >"$root/etc/mrcd/cut.json"
+[ "$(jq '.links | length' "$root/etc/mrcd/cut.json")" = 31 ] || die "cut.json does not lack exactly one link"
+printf '[mrcd]\ntopology = /etc/mrcd/topo.json\nhost = h0\n' >"$root/etc/mrcd/mrcd.conf"
+# Two veth NICs named as h0's plane NICs, and h0's address, before mrcd.
 cat >"$root/etc/systemd/system/mrc-nics.service" <<'EOF'
 [Unit]
-Description=dummy plane NICs for the boot test
+Description=plane NICs (veth) for the boot test
 Before=mrcd.service
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=/bin/sh -c 'for n in p0l0 p1l0; do ip link add $n type dummy; ip link set $n up; done; ip -6 addr add fcbb:bb00:8000::/128 dev lo'
+ExecStart=/bin/sh -ec 'for n in p0l0 p1l0; do ip link add $n type veth peer name $n.x; ip link set $n.x up; ip link set $n up; done; ip -6 addr add fcbb:bb00:8000::/128 dev lo'
 [Install]
 WantedBy=multi-user.target
 EOF
@@ -123,7 +122,7 @@ st=$(show StatusText)
 [ "$(show ActiveState)/$(show SubState)" = active/running ] && [ -n "$st" ] &&
 	ok "systemctl start returned after READY=1: active/running, status \"$st\"" ||
 	bad "after start: $(show ActiveState)/$(show SubState), status '$st'"
-grep -q "planes up" <<<"$st" || bad "status text lacks the plane count: '$st'"
+grep -q "2 planes" <<<"$st" || bad "status text lacks the plane count: '$st'"
 ctl() { X /usr/local/bin/mrcctl "$@"; }
 ctl probe h7 >/dev/null 2>&1     # h7 becomes a peer (the probes are lost: no fabric)
 until_t 10 ctl -j paths h7 >/dev/null 2>&1 || bad "h7 never became a peer"
@@ -145,7 +144,7 @@ ctl plane disable 1 >/dev/null || bad "mrcctl plane disable 1"
 ctl plane enable 1 >/dev/null || bad "mrcctl plane enable 1"
 jpath() { X journalctl -u mrcd -o json --no-pager MESSAGE_ID=39d5ff975ab34f38a26f333bf875a531 MRC_PEER=h7; }
 haspath() { jpath | jq -e -s 'any(.[]; .MRC_NEW_STATE == "DENIED" and .MRC_PLANE == "0" and .MRC_SPINE == "1" and .MRC_EV != null and .MRC_REASON != null)' >/dev/null; }
-until_t 10 haspath && ok "path changes in the journal with fields: $(jpath | jq -r -s 'map(select(.MRC_NEW_STATE == "DENIED"))[0] | [to_entries[] | select(.key | test("^MRC_|^MESSAGE_ID")) | "\(.key)=\(.value)"] | join(" ")')" ||
+until_t 10 haspath && ok "path changes in the journal with fields: $(jpath | jq -r -s 'map(select(.MRC_NEW_STATE == "DENIED" and .MRC_SPINE == "1"))[0] | [to_entries[] | select(.key | test("^MRC_|^MESSAGE_ID")) | "\(.key)=\(.value)"] | join(" ")')" ||
 	bad "no structured path change in the journal: $(jpath | head -c 600)"
 jadmin() { X journalctl -u mrcd -o json --no-pager MRC_KIND=admin; }
 hasadm() { [ "$(jadmin | jq -s 'map(select(.MESSAGE | test("plane 1 (dis|en)abled"))) | length')" -ge 2 ]; }
