@@ -687,6 +687,48 @@ static int pred_ev_state(struct chan *ch, void *arg)
 	return mrce_ev_info(w->e, w->peer, w->ev, &ei) == 0 && ei.state == w->state;
 }
 
+/* Detours (mrce_ev_set_detour): while its plane has another GOOD EV a
+ * detour carries no data; with that EV gone the plane's detours carry it
+ * (the plane stays in use), and once it is back they stop again. */
+static void test_detour(void **s)
+{
+	struct chan_cfg cc;
+	struct etest t;
+
+	cfg_two(&cc, 6, 2);   /* plane_of[ev] = ev % 2: EVs 0 and 1 direct */
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	uint32_t peer = t.ch->node[0].peer[1];
+	CHECK_EQ(mrce_ev_set_detour(E(&t, 0), peer, 6, 1), -EINVAL);
+	for (uint32_t ev = 2; ev < 6; ev++)
+		CHECK_EQ(mrce_ev_set_detour(E(&t, 0), peer, ev, 1), 0);
+	write_and_wait(&t, t.qa, 1 << 20, 1);
+	check_placed(&t, 0, 0, 1 << 20);
+	CHECK(data_on_evs(t.ch, 0, 1, 0, 0) > 0);
+	CHECK(data_on_evs(t.ch, 0, 1, 1, 0) > 0);
+	for (uint32_t ev = 2; ev < 6; ev++)
+		CHECK_EQ(data_on_evs(t.ch, 0, 1, ev, 0), 0);
+	/* Plane 0's direct EV gone: its detours 2 and 4 carry plane 0's share. */
+	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t.ch->now, peer, 0, 1), 0);
+	chan_pump(t.ch);
+	uint64_t on0 = data_on_evs(t.ch, 0, 1, 0, 0);
+	write_and_wait(&t, t.qa, 1 << 20, 2);
+	check_placed(&t, 0, 0, 1 << 20);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 0, 0), on0);
+	CHECK(data_on_evs(t.ch, 0, 1, 2, 0) > 0);
+	CHECK(data_on_evs(t.ch, 0, 1, 4, 0) > 0);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 3, 0) + data_on_evs(t.ch, 0, 1, 5, 0), 0);
+	/* Back (probes make it GOOD): the detours stop again. */
+	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t.ch->now, peer, 0, 0), 0);
+	struct ev_wait w = { E(&t, 0), peer, 0, MRC_EV_GOOD };
+	CHECK_EQ(chan_run(t.ch, pred_ev_state, &w, 1 * SEC, ETEST_MAX_STEPS), 0);
+	uint64_t d2 = data_on_evs(t.ch, 0, 1, 2, 0), d4 = data_on_evs(t.ch, 0, 1, 4, 0);
+	write_and_wait(&t, t.qa, 1 << 20, 3);
+	CHECK(data_on_evs(t.ch, 0, 1, 0, 0) > on0);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 2, 0), d2);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 4, 0), d4);
+	etest_fini(&t);
+}
+
 static void test_shared_path_health(void **s)
 {
 	struct chan_cfg cc;
@@ -816,6 +858,7 @@ int main(void)
 		T(test_plane_mask),
 		T(test_pinned_single_ev),
 		T(test_shared_path_health),
+		T(test_detour),
 		T(test_retry_exhaustion),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

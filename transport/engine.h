@@ -126,6 +126,12 @@ int mrce_ev_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 		      uint32_t ev, int deny);
 int mrce_plane_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 			 uint32_t plane, int deny);
+/* A detour EV carries data only while its plane has no other GOOD EV to
+ * the peer: the path through a spine between two hosts of one leaf uses
+ * the same host links as the one-hop path plus two leaf uplinks, so
+ * spraying over it adds load on the uplinks and never capacity.  It is
+ * probed and retired like any EV (default: not a detour). */
+int mrce_ev_set_detour(struct mrce *e, uint32_t peer, uint32_t ev, int detour);
 /* Tokens of PROBE / PROBE_REPLY packets with this peer: tx goes in the
  * ones we send, rx is required in the ones we receive (others are dropped
  * and counted, rx_bad_token[MRC_TOK_PROBE]).  Opaque to the engine; the

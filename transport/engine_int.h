@@ -21,6 +21,7 @@ struct mrc__mr {
 struct mrc__path {
 	uint8_t state, plane, reason, ok_streak;
 	uint8_t user_probe;         /* report the next probe reply as an event */
+	uint8_t detour;             /* last resort in its plane (mrce_ev_set_detour) */
 	uint16_t penalty;           /* spray skip credits: ECN, trims, delay */
 	uint32_t probe_seq;         /* outstanding probe (0: none) */
 	uint64_t probe_ts, next_probe;
@@ -32,6 +33,7 @@ struct mrc__path {
 struct mrc__peer {
 	uint8_t used;
 	uint32_t nev, ngood, nbad;
+	uint32_t ndetour;           /* EVs marked detour (spray skips a pass without) */
 	uint32_t probe_seq;
 	uint64_t probe_tx_token, probe_rx_token;
 	uint64_t min_rtt;

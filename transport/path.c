@@ -145,37 +145,47 @@ void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
 
 static int usable(const struct mrc__path *pa) { return pa->state == MRC_EV_GOOD; }
 
+/* The plane's next GOOD EV, detours (mrce_ev_set_detour) or not; a path
+ * with penalty credits is skipped once per credit, which weights it down
+ * by its ECN/trim/delay history.  -1: none. */
+static int plane_pick(struct mrc__peer *p, uint32_t pl, uint8_t detour)
+{
+	uint32_t n = p->plane_nev[pl];
+	int fallback = -1;
+	for (uint32_t k = 0; k < n; k++) {
+		uint16_t ev = p->plane_evs[pl][p->plane_cur[pl]++ % n];
+		struct mrc__path *pa = &p->paths[ev];
+		if (!usable(pa) || pa->detour != detour)
+			continue;
+		if (pa->penalty) {
+			pa->penalty--;
+			if (fallback < 0)
+				fallback = ev;
+			continue;
+		}
+		return ev;
+	}
+	return fallback;
+}
+
 /* Spraying over the planes in mask (0: all): planes in turn, then the
- * plane's GOOD EVs in turn; a path with penalty credits is skipped once per
- * credit, which weights it down by its ECN/trim/delay history.  -1: no
- * GOOD EV in those planes. */
+ * plane's GOOD EVs in turn, its detours only when it has no other.  -1:
+ * no GOOD EV in those planes. */
 static int spray(struct mrc__peer *p, uint32_t mask, int avoid_plane)
 {
 	for (int tries = 0; tries < 2 * MRC_MAX_PLANES; tries++) {
 		uint32_t pl = p->plane_rr++ % MRC_MAX_PLANES;
-		uint32_t n = p->plane_nev[pl];
 		if (mask && !(mask >> pl & 1))
 			continue;
 		/* The first round skips the plane to avoid; the second
 		 * takes any plane rather than not sending. */
 		if ((int)pl == avoid_plane && tries < MRC_MAX_PLANES)
 			continue;
-		int fallback = -1;
-		for (uint32_t k = 0; k < n; k++) {
-			uint16_t ev = p->plane_evs[pl][p->plane_cur[pl]++ % n];
-			struct mrc__path *pa = &p->paths[ev];
-			if (!usable(pa))
-				continue;
-			if (pa->penalty) {
-				pa->penalty--;
-				if (fallback < 0)
-					fallback = ev;
-				continue;
-			}
+		int ev = plane_pick(p, pl, 0);
+		if (ev < 0 && p->ndetour)
+			ev = plane_pick(p, pl, 1);
+		if (ev >= 0)
 			return ev;
-		}
-		if (fallback >= 0)
-			return fallback;
 	}
 	return -1;
 }
@@ -238,6 +248,16 @@ int mrce_plane_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 		return -EINVAL;
 	for (uint32_t k = 0; k < p->plane_nev[plane]; k++)
 		mrce_ev_set_denied(e, now, peer, p->plane_evs[plane][k], deny);
+	return 0;
+}
+
+int mrce_ev_set_detour(struct mrce *e, uint32_t peer, uint32_t ev, int detour)
+{
+	struct mrc__peer *p = peer_get(e, peer);
+	if (!p || ev >= p->nev)
+		return -EINVAL;
+	p->ndetour += !!detour - p->paths[ev].detour;
+	p->paths[ev].detour = !!detour;
 	return 0;
 }
 

@@ -16,12 +16,25 @@
 # NICs carry, RATE x PLANES Mbit/s (nccl-tests' busbw is defined so that
 # it is compared with the per-host link bandwidth).
 # Results: bench/results/raw/coll.jsonl and bench/results/coll.md.
-# MRC_BENCH_COLL_PARTS="check sweep mpi moe" picks parts.
+# MRC_BENCH_COLL_PARTS="check sweep mpi moe" picks parts;
+# MRC_BENCH_COLL_COLLS="all_reduce alltoall" and MRC_BENCH_COLL_FAULTS=
+# "healthy blackhole" pick the sweep's collectives and faults,
+# MRC_BENCH_COLL_MIN (default 1K) its smallest size;
+# MRC_BENCH_COLL_MRCD_ARGS adds mrcd options (e.g. "--mtu 8192");
+# MRC_BENCH_COLL_DIAG=DIR saves, before and after each sweep, every
+# mrcd's counters and paths and the leaves' uplink qdisc counters there.
 SCEN=coll
 RATE=${MRC_BENCH_RATE:-100}
 NR=${MRC_BENCH_COLL_RANKS:-4}
 MAXB=${MRC_BENCH_COLL_MAX:-256M}
 PARTS=${MRC_BENCH_COLL_PARTS:-check sweep mpi moe}
+COLLS=${MRC_BENCH_COLL_COLLS:-all_reduce alltoall}
+FAULTS=${MRC_BENCH_COLL_FAULTS:-healthy blackhole}
+MINB=${MRC_BENCH_COLL_MIN:-1K}
+DIAG=${MRC_BENCH_COLL_DIAG:-}
+# 8 KiB payloads: the fabric's MTU is 9216 (Open MPI's TCP uses it too); at
+# 4 KiB headers and ACKs cost about 2 % more of every link.
+MRCD_ARGS=${MRC_BENCH_COLL_MRCD_ARGS---mtu 8192}
 . bench/fabric/lib.sh
 part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 MD="$RES/coll.md"
@@ -41,12 +54,12 @@ jq '.topology' /run/mrc-fabric/$P/state.json >"$TMP/topo.json"
 for h in "${HOSTS[@]}"; do
 	mkdir -p "$TMP/h$h"
 	bg ip netns exec $P-h$h "$B/bin/mrcd" --topology "$TMP/topo.json" --host h$h \
-		--socket "$(sock h$h)" --key_file "$TMP/cluster.key" --log_level warning 2>>"$TMP/h$h.log"
+		--socket "$(sock h$h)" --key_file "$TMP/cluster.key" --log_level warning $MRCD_ARGS 2>>"$TMP/h$h.log"
 	DPID[$h]=$BGPID
 	until_t 10 test -S "$TMP/h$h/mrcctl.sock" || { say "mrcd on h$h did not start"; cat "$TMP/h$h.log"; exit 1; }
 done
 say "$NR ranks on hosts ${HOSTS[*]}; bound: host NIC capacity $CAP Mbit/s = $BOUND GB/s"
-emit "{\"kind\":\"meta\",\"date\":\"$(date -u '+%Y-%m-%d %H:%M UTC')\",\"cpu\":\"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)\",\"ncpu\":$(nproc),\"kernel\":\"$(uname -r)\",\"rate_mbit\":$RATE,\"planes\":$PLANES,\"ranks\":$NR,\"bound_gbs\":$BOUND,\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+emit "{\"kind\":\"meta\",\"date\":\"$(date -u '+%Y-%m-%d %H:%M UTC')\",\"cpu\":\"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)\",\"ncpu\":$(nproc),\"kernel\":\"$(uname -r)\",\"rate_mbit\":$RATE,\"planes\":$PLANES,\"ranks\":$NR,\"bound_gbs\":$BOUND,\"mrcd_args\":\"$MRCD_ARGS\",\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
 
 # ---- 1. capacity check: the ring pattern with libmrc directly ------------
 part check && {
@@ -93,13 +106,42 @@ coll_run() {
 	grep '^ ' "$TMP/$tag.0" >"$TMP/$tag" || true
 	return $rc
 }
-# sweep TAG COLL: 1 KiB .. MAXB by 4x; 20 timed runs up to 1 MiB, 2 above
+# bytes SIZE: 4K, 16M, 1G as a number of bytes
+bytes() {
+	case $1 in
+	*K) echo $((${1%K} << 10)) ;; *M) echo $((${1%M} << 20)) ;;
+	*G) echo $((${1%G} << 30)) ;; *) echo "$1" ;;
+	esac
+}
+# sweep TAG COLL: MINB .. MAXB by 4x; 20 timed runs up to 1 MiB, 2 above
 # (after one warm-up; -c 1: one more, checked element by element).
 sweep() {
-	local tag=$1 coll=$2
-	coll_run "$tag.s" $coll -d float -o sum -b 1K -e 1M -f 4 -n 20 -w 3 -c 1
-	coll_run "$tag.l" $coll -d float -o sum -b 4M -e "$MAXB" -f 4 -n 2 -w 1 -c 1
+	local tag=$1 coll=$2 lo=4M
+	: >"$TMP/$tag.s"; : >"$TMP/$tag.l"
+	[ "$(bytes "$MINB")" -le $((1 << 20)) ] &&
+		coll_run "$tag.s" $coll -d float -o sum -b "$MINB" -e 1M -f 4 -n 20 -w 3 -c 1
+	[ "$(bytes "$MINB")" -gt $((4 << 20)) ] && lo=$MINB
+	[ "$(bytes "$MAXB")" -ge "$(bytes $lo)" ] &&
+		coll_run "$tag.l" $coll -d float -o sum -b $lo -e "$MAXB" -f 4 -n 2 -w 1 -c 1
 	cat "$TMP/$tag.s" "$TMP/$tag.l" >"$TMP/$tag"
+}
+# diag TAG: every mrcd's counters and paths to every other rank's host,
+# and the qdisc counters of every leaf's ports, into $DIAG/TAG.*
+diag() {
+	[ -n "$DIAG" ] || return 0
+	mkdir -p "$DIAG"
+	local h d pl l
+	for h in "${HOSTS[@]}"; do
+		$B/bin/mrcctl -j -s "$TMP/h$h/mrcctl.sock" stats >"$DIAG/$1.stats.h$h" 2>&1 || true
+		$B/bin/mrcctl -j -s "$TMP/h$h/mrcctl.sock" qps >"$DIAG/$1.qps.h$h" 2>&1 || true
+		for d in "${HOSTS[@]}"; do
+			[ $d = $h ] || $B/bin/mrcctl -j -s "$TMP/h$h/mrcctl.sock" paths h$d \
+				>"$DIAG/$1.paths.h$h.h$d" 2>&1 || true
+		done
+	done
+	for pl in 0 1; do for l in 0 1 2 3; do
+		ip netns exec $P-p${pl}l$l tc -s -j qdisc show >"$DIAG/$1.tc.p${pl}l$l" 2>&1 || true
+	done; done
 }
 # rows_json TAG CONTENDER COLL FAULT: one JSON line per row; algbw and
 # busbw recomputed from size and time (the tools print 3 decimals of GB/s,
@@ -112,11 +154,13 @@ rows_json() {
 	}' "$TMP/$1" >>"$RAW"
 }
 part sweep && {
-for fault in healthy blackhole; do
+for fault in $FAULTS; do
 	[ $fault = blackhole ] && { $F fail p0s1 --silent >/dev/null; say "spine p0s1 silently blackholed"; }
-	for coll in all_reduce alltoall; do
-		say "mrc $coll $fault: 1K .. $MAXB"
-			sweep "mrc.$coll.$fault" $coll
+	for coll in $COLLS; do
+		say "mrc $coll $fault: $MINB .. $MAXB"
+		diag "$coll.$fault.0"
+		sweep "mrc.$coll.$fault" $coll
+		diag "$coll.$fault.1"
 		rows_json "mrc.$coll.$fault" mrc $coll $fault
 		tail -n1 "$TMP/mrc.$coll.$fault" | while read -r l; do say "  $l"; done
 	done

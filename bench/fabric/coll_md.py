@@ -23,7 +23,8 @@ def main(path):
         f"daemon and rank (and other work: load at start {meta.get('load')}), kernel {meta.get('kernel')}.  "
         f"Fabric: 2 planes x 4 leaves x 2 spines, 8 hosts, every link rate-limited to "
         f"{meta.get('rate_mbit')} Mbit/s; {meta.get('ranks')} ranks on hosts h0..h{meta.get('ranks', 1) - 1}, "
-        "one per host.")
+        "one per host" + (f"; mrcd options `{meta['mrcd_args']}`" if meta.get("mrcd_args") else "")
+        + ".")
     out.append("")
     bound = meta.get("bound_gbs", 0)
     out.append(

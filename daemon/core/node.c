@@ -86,6 +86,19 @@ int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
 		free(p.deny);
 		return rc;
 	}
+	/* Spine paths between hosts of one leaf are detours: the engine
+	 * uses them only when the leaf's one-hop path of the plane is not
+	 * GOOD (they add uplink load and no capacity). */
+	for (uint32_t ev = 0; d->topo && ev < p.nev; ev++) {
+		uint32_t pl = 0, sp = 0;
+		struct mrc_path path;
+		int direct;
+		if (mrc_topo_ev_decode(d->topo, ev, &pl, &sp) || sp == MRC_PATH_SPINE_DIRECT ||
+		    (direct = mrc_topo_ev_of(d->topo, pl, MRC_PATH_SPINE_DIRECT)) < 0 ||
+		    mrc_topo_path(d->topo, d->self, host, (uint32_t)direct, &path))
+			continue;
+		mrce_ev_set_detour(d->eng, id, ev, 1);
+	}
 	d->peers[id] = p;
 	d->peer_of_host[host] = id;
 	/* Missing paths, a NIC down here, planes an operator disabled. */
