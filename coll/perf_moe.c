@@ -187,6 +187,10 @@ int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K
 				r = mrc_coll_allreduce(c, col, col, C_N, MRC_COLL_FLOAT64, MRC_COLL_MAX);
 			if (it)
 				memcpy(t[v][it - 1], col, sizeof(col));
+			if (!r && me == 0) {   /* progress: a run cut short still says something */
+				printf("# run %d %s %.1f ms\n", it, variants[v].name, col[C_TOTAL] * 1e3);
+				fflush(stdout);
+			}
 			if (it == iters) {
 				cnt[v][0] = (int64_t)st.pairs_remote, cnt[v][1] = (int64_t)st.rows_remote;
 				cnt[v][2] = (int64_t)wrong;

@@ -163,11 +163,12 @@ done
 # host's one mrcd).  Variants (MRC_BENCH_COLL_MOE_VARIANTS, default all):
 # flat and 2d with the per-rank dispatch, flat-pe and 2d-pe with the old
 # per-expert one; alternated, MRC_BENCH_COLL_MOE_RUNS timed runs each;
-# every configuration bounded by MRC_BENCH_COLL_MOE_TIMEOUT seconds.
+# every configuration bounded by MRC_BENCH_COLL_MOE_TIMEOUT seconds;
+# MRC_BENCH_COLL_MOE_RPN lists the ranks per host (default "1 2").
 part moe && {
 MOE=${MRC_BENCH_COLL_MOE:-4096,4096,8,2}
 MOEV=${MRC_BENCH_COLL_MOE_VARIANTS:-flat,2d,flat-pe,2d-pe}
-MOET=${MRC_BENCH_COLL_MOE_TIMEOUT:-300}
+MOET=${MRC_BENCH_COLL_MOE_TIMEOUT:-480}
 # moe_run TAG RPN: RPN ranks on each of the NR hosts, rank 0's output to
 # $TMP/TAG.0.
 moe_run() {
@@ -185,10 +186,11 @@ moe_run() {
 	[ $rc = 0 ] || say "$tag: exit $rc (124: past ${MOET} s): $(tail -n2 "$TMP/$tag.0" | tr '\n' ' ')"
 	return $rc
 }
-for rpn in 1 2; do
+for rpn in ${MRC_BENCH_COLL_MOE_RPN:-1 2}; do
 	say "MoE layer $MOE (tokens,hidden,experts,top-k per rank, bf16), $rpn rank(s) per host, $((rpn * NR)) ranks: $MOEV"
 	t0=$(date +%s)
 	moe_run moe$rpn $rpn || true
+	cp "$TMP/moe$rpn.0" "$RES/raw/coll_moe$rpn.txt"   # rank 0's output, runs included
 	grep -v '^#' "$TMP/moe$rpn.0" | while read -r l; do say "  $l"; done
 	# One JSON line per variant: median ms, pairs and rows sent to other
 	# ranks (all ranks), their MB, #wrong, and the phases' medians (ms).
