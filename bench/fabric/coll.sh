@@ -189,7 +189,7 @@ moe_run() {
 for rpn in ${MRC_BENCH_COLL_MOE_RPN:-1 2}; do
 	say "MoE layer $MOE (tokens,hidden,experts,top-k per rank, bf16), $rpn rank(s) per host, $((rpn * NR)) ranks: $MOEV"
 	t0=$(date +%s)
-	moe_run moe$rpn $rpn || true
+	moe_run moe$rpn $rpn || emit "{\"kind\":\"moe_failed\",\"rpn\":$rpn,\"ranks\":$((rpn * NR)),\"why\":$(grep -v '^#' "$TMP/moe$rpn.0" | tail -n1 | jq -Rs .)}"
 	cp "$TMP/moe$rpn.0" "$RES/raw/coll_moe$rpn.txt"   # rank 0's output, runs included
 	grep -v '^#' "$TMP/moe$rpn.0" | while read -r l; do say "  $l"; done
 	# One JSON line per variant: median ms, pairs and rows sent to other

@@ -91,6 +91,10 @@ def main(path):
             out.append(f"| {m['rpn']} | {m['ranks']} | {m['variant']} | {m['ms']:.1f} | {vs} | "
                        f"{m['rows_out']} | {m['mb_out']:.1f} | {m['wrong']} | {ph} |")
         out.append("")
+    for f in (r for r in rows if r.get("kind") == "moe_failed"):
+        out.append(f"MoE with {f['rpn']} rank(s) per host ({f['ranks']} ranks) did not run: "
+                   f"{f['why'].strip() or 'past its time bound'}.")
+        out.append("")
     print("\n".join(out))
 
 
