@@ -49,11 +49,11 @@ static int moe_once(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, cons
 	struct mrc_coll_moe_plan *plan;
 	void *ein;
 	size_t counts[E / N];
-	int r = mrc_coll_moe_dispatch(c, cfg, tokens, idx, x, &plan, &ein, counts);
+	int r = mrc_coll_moe_dispatch(c, cfg, tokens, idx, w, x, &plan, &ein, counts);
 	if (r)
 		return r;
 	/* The experts are the identity: the exchange is what is measured. */
-	r = mrc_coll_moe_combine(c, plan, ein, w, out);
+	r = mrc_coll_moe_combine(c, plan, ein, out);
 	mrc_coll_moe_plan_free(plan);
 	free(ein);
 	return r;

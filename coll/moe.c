@@ -4,8 +4,26 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "coll/coll_int.h"
+#include "coll/moe_int.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Adds the time since *t0 to *acc (when acc is not NULL) and restarts. */
+static void lap(double *acc, double *t0)
+{
+	double t = now_s();
+	if (acc)
+		*acc += t - *t0;
+	*t0 = t;
+}
 
 /* ---- 2-D hierarchical all-to-allv -------------------------------------- */
 
@@ -33,6 +51,14 @@ int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 			  const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
 			  const size_t *recvcounts, const size_t *rdispls, int dtype)
 {
+	return mrc__coll_alltoallv_2d(c, L, sendbuf, sendcounts, sdispls, recvbuf, recvcounts,
+				      rdispls, dtype, NULL);
+}
+
+int mrc__coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
+			   const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+			   const size_t *recvcounts, const size_t *rdispls, int dtype, double *ph)
+{
 	size_t esz = mrc_coll_dtype_size(dtype);
 	if (!c || !esz || L == 0 || c->n % L)
 		return -EINVAL;
@@ -41,6 +67,7 @@ int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 					  rdispls, dtype);
 	uint32_t n = c->n, G = n / L, g = c->me / L, l = c->me % L;
 	int r = -ENOMEM;
+	double t0 = now_s();
 	/* Everyone's send counts: the intermediate layouts follow from them. */
 	int64_t *M = malloc((size_t)n * n * sizeof(*M)), *mine = malloc(n * sizeof(*mine));
 	size_t *v = calloc(8 * (size_t)n, sizeof(*v));
@@ -51,6 +78,7 @@ int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 		mine[j] = (int64_t)sendcounts[j];
 	if ((r = mrc_coll_allgather(c, mine, M, n, MRC_COLL_INT64)))
 		goto out;
+	lap(ph ? ph + MRC__MOE_PH_COUNTS : NULL, &t0);
 #define CNT(s, d) ((size_t)M[(size_t)(s) * n + (d)])
 	/* Per phase: send counts, displacements, receive counts, displacements. */
 	size_t *sc1 = v, *sd1 = v + n, *rc1 = v + 2 * n, *rd1 = v + 3 * n;
@@ -73,6 +101,7 @@ int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 		}
 	if ((r = mrc_coll_alltoallv(c, p1, sc1, sd1, t1, rc1, rd1, dtype)))
 		goto out;
+	lap(ph ? ph + MRC__MOE_PH_1 : NULL, &t0);
 	/* t1: by source local rank ls, then g2: block CNT((g,ls), (g2,l)).
 	 * Phase 2, across nodes: to (g2, l) the blocks for it from every ls,
 	 * packed by g2 then ls. */
@@ -96,6 +125,7 @@ int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 		}
 	if ((r = mrc_coll_alltoallv(c, p2, sc2, sd2, t2, rc2, rd2, dtype)))
 		goto out;
+	lap(ph ? ph + MRC__MOE_PH_2 : NULL, &t0);
 	/* t2: from node g2, blocks by source local rank ls: source (g2, ls). */
 	o = 0;
 	for (uint32_t g2 = 0; g2 < G; g2++)
@@ -110,6 +140,7 @@ int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 			o += k;
 		}
 #undef CNT
+	lap(ph ? ph + MRC__MOE_PH_UNPACK : NULL, &t0);
 	r = 0;
 out:
 	free(M), free(mine), free(v), free(p1), free(t1), free(p2), free(t2);
@@ -118,22 +149,40 @@ out:
 
 /* ---- MoE ----------------------------------------------------------------- */
 
+/* Dispatch sends a token once per destination rank (as DeepEP), not once
+ * per expert: each row carries, after its hidden elements, top_k routing
+ * entries (the rank's local expert, -1 for none, and the weight), and the
+ * receiver copies it to each of its experts that the token chose.  The
+ * combine sends back one row per received token, the weighted sum over
+ * that rank's experts, so that the way back is deduplicated too. */
+struct moe_meta {
+	int32_t le;                /* local expert at the destination; -1: unused entry */
+	float w;
+};
+
 struct mrc_coll_moe_plan {
 	struct mrc_coll_moe_cfg cfg;
 	uint32_t n, epr;
 	size_t T;
-	int64_t *pair;             /* rows in send order: t * top_k + k */
-	size_t n_sent, n_recv;
+	size_t n_sent, n_recv;     /* rows */
 	size_t *sc, *sd, *rc, *rd; /* rows per rank */
-	int64_t *rcnt;             /* [source][local expert] rows received */
+	int64_t *tok;              /* [n_sent] token of each sent row, in send order */
+	int64_t *rpos;             /* [n_recv * top_k] expert_in row each received row feeds, -1 */
+	float *rw;                 /* [n_recv * top_k] with this weight */
+	struct mrc__coll_moe_stats st;
 };
 
 void mrc_coll_moe_plan_free(struct mrc_coll_moe_plan *p)
 {
 	if (!p)
 		return;
-	free(p->pair), free(p->sc), free(p->rcnt);
+	free(p->sc), free(p->tok), free(p->rpos), free(p->rw);
 	free(p);
+}
+
+void mrc__coll_moe_stats(const struct mrc_coll_moe_plan *p, struct mrc__coll_moe_stats *s)
+{
+	*s = p->st;
 }
 
 int mrc_coll_moe_layout(uint32_t nranks, uint32_t n_experts, uint32_t top_k, size_t n_tokens,
@@ -170,8 +219,10 @@ int mrc_coll_moe_layout(uint32_t nranks, uint32_t n_experts, uint32_t top_k, siz
 	return 0;
 }
 
-static int a2av(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, const void *sb,
-		const size_t *sc, void *rb, const size_t *rc)
+/* Rows of `stride` elements (counts per rank) through the flat or the 2-D
+ * all-to-allv; phase times added to ph. */
+static int a2av(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t stride,
+		const void *sb, const size_t *sc, void *rb, const size_t *rc, double *ph)
 {
 	uint32_t n = c->n;
 	size_t *v = malloc(4 * (size_t)n * sizeof(*v));
@@ -179,80 +230,31 @@ static int a2av(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, const vo
 		return -ENOMEM;
 	/* Rows to elements. */
 	for (uint32_t j = 0; j < n; j++) {
-		v[j] = sc[j] * cfg->hidden;
-		v[2 * n + j] = rc[j] * cfg->hidden;
+		v[j] = sc[j] * stride;
+		v[2 * n + j] = rc[j] * stride;
 	}
 	prefix(v, v + n, n);
 	prefix(v + 2 * n, v + 3 * n, n);
+	double t0 = now_s();
 	int r = cfg->local_ranks
-		? mrc_coll_alltoallv_2d(c, cfg->local_ranks, sb, v, v + n, rb, v + 2 * n, v + 3 * n,
-					cfg->dtype)
+		? mrc__coll_alltoallv_2d(c, cfg->local_ranks, sb, v, v + n, rb, v + 2 * n, v + 3 * n,
+					 cfg->dtype, ph)
 		: mrc_coll_alltoallv(c, sb, v, v + n, rb, v + 2 * n, v + 3 * n, cfg->dtype);
+	if (!cfg->local_ranks)
+		lap(ph + MRC__MOE_PH_1, &t0);
 	free(v);
 	return r;
 }
 
-/* Row offset, in the by-source receive layout, of (source s, local expert
- * el), and in the expert-grouped layout. */
-static size_t src_row(const struct mrc_coll_moe_plan *p, uint32_t s, uint32_t el)
+/* Capacity (the stated policy): pos[t*K + k] = the pair's slot at its
+ * expert, or -1 when dropped or no expert.  Choice k of every token before
+ * choice k+1 of any, in token order. */
+static int capacity(const struct mrc_coll_moe_cfg *cfg, size_t T, const int32_t *idx, int64_t *pos)
 {
-	size_t o = p->rd[s];
-	for (uint32_t e = 0; e < el; e++)
-		o += (size_t)p->rcnt[(size_t)s * p->epr + e];
-	return o;
-}
-
-static size_t grp_row(const struct mrc_coll_moe_plan *p, uint32_t s, uint32_t el)
-{
-	size_t o = 0;
-	for (uint32_t e = 0; e < el; e++)
-		for (uint32_t j = 0; j < p->n; j++)
-			o += (size_t)p->rcnt[(size_t)j * p->epr + e];
-	for (uint32_t j = 0; j < s; j++)
-		o += (size_t)p->rcnt[(size_t)j * p->epr + el];
-	return o;
-}
-
-/* Between the by-source layout (a) and the expert-grouped one (b). */
-static void regroup(const struct mrc_coll_moe_plan *p, const uint8_t *from, uint8_t *to,
-		    int to_grouped)
-{
-	size_t row = p->cfg.hidden * mrc_coll_dtype_size(p->cfg.dtype);
-	for (uint32_t s = 0; s < p->n; s++)
-		for (uint32_t el = 0; el < p->epr; el++) {
-			size_t k = (size_t)p->rcnt[(size_t)s * p->epr + el], a = src_row(p, s, el),
-			       b = grp_row(p, s, el);
-			memcpy(to + (to_grouped ? b : a) * row, from + (to_grouped ? a : b) * row, k * row);
-		}
-}
-
-int mrc_coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
-			  size_t T, const int32_t *idx, const void *tokens,
-			  struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts)
-{
-	if (!c || !cfg || !plan || !expert_in || !counts || !cfg->top_k || !cfg->n_experts ||
-	    cfg->n_experts % c->n || !cfg->hidden || (T && (!idx || !tokens)) ||
-	    (cfg->dtype != MRC_COLL_FLOAT32 && cfg->dtype != MRC_COLL_FLOAT16 &&
-	     cfg->dtype != MRC_COLL_BFLOAT16) ||
-	    (cfg->local_ranks && c->n % cfg->local_ranks))
-		return -EINVAL;
-	if (c->err)
-		return c->err;
-	uint32_t n = c->n, E = cfg->n_experts, K = cfg->top_k, epr = E / n;
-	size_t row = cfg->hidden * mrc_coll_dtype_size(cfg->dtype);
-	struct mrc_coll_moe_plan *p = calloc(1, sizeof(*p));
-	int64_t *cnt = calloc(E, sizeof(*cnt)), *pos = malloc((T * K + 1) * sizeof(*pos));
-	uint8_t *sbuf = NULL, *rbuf = NULL;
-	int r = -ENOMEM;
-	if (!p || !cnt || !pos)
-		goto fail;
-	*p = (struct mrc_coll_moe_plan){ .cfg = *cfg, .n = n, .epr = epr, .T = T };
-	p->sc = calloc(4 * (size_t)n, sizeof(size_t));
-	p->rcnt = calloc((size_t)n * epr, sizeof(*p->rcnt));
-	if (!p->sc || !p->rcnt)
-		goto fail;
-	p->sd = p->sc + n, p->rc = p->sc + 2 * n, p->rd = p->sc + 3 * n;
-	/* Capacity: choice k of every token before choice k+1 of any. */
+	uint32_t E = cfg->n_experts, K = cfg->top_k;
+	int64_t *cnt = calloc(E, sizeof(*cnt));
+	if (!cnt)
+		return -ENOMEM;
 	uint64_t cap = cfg->capacity_factor > 0
 		? (uint64_t)ceil(cfg->capacity_factor * (double)T * K / E) : UINT64_MAX;
 	for (uint32_t k = 0; k < K; k++)
@@ -260,92 +262,240 @@ int mrc_coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg
 			int32_t e = idx[t * K + k];
 			pos[t * K + k] = -1;
 			if (e >= (int32_t)E) {
-				r = -EINVAL;
-				goto fail;
+				free(cnt);
+				return -EINVAL;
 			}
 			if (e >= 0 && (uint64_t)cnt[e] < cap)
 				pos[t * K + k] = cnt[e]++;
 		}
-	size_t *start = calloc(E + 1, sizeof(*start));
-	if (!start)
-		goto fail;
-	for (uint32_t e = 0; e < E; e++) {
-		start[e + 1] = start[e] + (size_t)cnt[e];
-		p->sc[e / epr] += (size_t)cnt[e];
+	free(cnt);
+	return 0;
+}
+
+/* Visits the rows token t sends: for each kept pair k, the row it joins
+ * (its rank's, or its own with per_expert) as fn(arg, t, k, rank, new row?). */
+static void token_rows(const struct mrc_coll_moe_plan *p, size_t t, const int32_t *idx,
+		       const int64_t *pos, int per_expert,
+		       void (*fn)(void *, size_t, uint32_t, uint32_t, int), void *arg)
+{
+	uint32_t K = p->cfg.top_k;
+	for (uint32_t k = 0; k < K; k++) {
+		if (pos[t * K + k] < 0)
+			continue;
+		uint32_t r = (uint32_t)idx[t * K + k] / p->epr;
+		int fresh = 1;
+		for (uint32_t j = 0; j < k && fresh && !per_expert; j++)
+			fresh = !(pos[t * K + j] >= 0 && (uint32_t)idx[t * K + j] / p->epr == r);
+		fn(arg, t, k, r, fresh);
 	}
-	p->n_sent = start[E];
-	p->pair = malloc((p->n_sent + 1) * sizeof(*p->pair));
-	sbuf = malloc(p->n_sent * row + 1);
-	if (!p->pair || !sbuf) {
-		free(start);
-		goto fail;
+}
+
+struct pack {
+	struct mrc_coll_moe_plan *p;
+	const int32_t *idx;
+	const float *w;
+	const uint8_t *tokens;
+	uint8_t *sbuf;
+	size_t *cur;               /* [n] next row per rank */
+	size_t *at;                /* [n] row token t uses at each rank (valid after its fresh) */
+	size_t *nmeta;             /* [n] entries filled in that row */
+	size_t rowb, strideb;
+};
+
+static void count_row(void *arg, size_t t, uint32_t k, uint32_t r, int fresh)
+{
+	struct mrc_coll_moe_plan *p = arg;
+	(void)t, (void)k;
+	p->sc[r] += (size_t)fresh;
+}
+
+static void pack_row(void *arg, size_t t, uint32_t k, uint32_t r, int fresh)
+{
+	struct pack *a = arg;
+	struct mrc_coll_moe_plan *p = a->p;
+	uint32_t K = p->cfg.top_k;
+	if (fresh) {
+		size_t i = a->cur[r]++;
+		uint8_t *row = a->sbuf + i * a->strideb;
+		memcpy(row, a->tokens + t * a->rowb, a->rowb);
+		struct moe_meta none = { .le = -1, .w = 0 };
+		for (uint32_t j = 0; j < K; j++)
+			memcpy(row + a->rowb + j * sizeof(none), &none, sizeof(none));
+		p->tok[i] = (int64_t)t;
+		a->at[r] = i, a->nmeta[r] = 0;
 	}
+	struct moe_meta m = { .le = (int32_t)((uint32_t)a->idx[t * K + k] % p->epr), .w = a->w[t * K + k] };
+	memcpy(a->sbuf + a->at[r] * a->strideb + a->rowb + a->nmeta[r]++ * sizeof(m), &m, sizeof(m));
+}
+
+/* The receiver: expert_in grouped by local expert (by source rank, then
+ * the source's row order), and where each received row's copies went. */
+static int expand(struct mrc_coll_moe_plan *p, const uint8_t *rbuf, size_t strideb, size_t rowb,
+		  uint8_t *grouped, size_t *counts)
+{
+	uint32_t K = p->cfg.top_k, epr = p->epr;
+	size_t start[epr + 1];
+	memset(start, 0, sizeof(start));
+	for (size_t j = 0; j < p->n_recv; j++)
+		for (uint32_t k = 0; k < K; k++) {
+			struct moe_meta m;
+			memcpy(&m, rbuf + j * strideb + rowb + k * sizeof(m), sizeof(m));
+			if (m.le >= (int32_t)epr)
+				return -EPROTO;
+			if (m.le >= 0)
+				start[m.le + 1]++;
+		}
+	for (uint32_t e = 0; e < epr; e++) {
+		counts[e] = start[e + 1];
+		start[e + 1] += start[e];
+	}
+	for (size_t j = 0; j < p->n_recv; j++)
+		for (uint32_t k = 0; k < K; k++) {
+			struct moe_meta m;
+			memcpy(&m, rbuf + j * strideb + rowb + k * sizeof(m), sizeof(m));
+			p->rpos[j * K + k] = -1;
+			if (m.le < 0)
+				continue;
+			size_t at = start[m.le]++;
+			p->rpos[j * K + k] = (int64_t)at;
+			p->rw[j * K + k] = m.w;
+			memcpy(grouped + at * rowb, rbuf + j * strideb, rowb);
+		}
+	return 0;
+}
+
+int mrc_coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
+			  const int32_t *idx, const float *w, const void *tokens,
+			  struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts)
+{
+	return mrc__coll_moe_dispatch(c, cfg, T, idx, w, tokens, 0, plan, expert_in, counts);
+}
+
+int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
+			   const int32_t *idx, const float *w, const void *tokens, int per_expert,
+			   struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts)
+{
+	if (!c || !cfg || !plan || !expert_in || !counts || !cfg->top_k || !cfg->n_experts ||
+	    cfg->n_experts % c->n || !cfg->hidden || (T && (!idx || !w || !tokens)) ||
+	    (cfg->dtype != MRC_COLL_FLOAT32 && cfg->dtype != MRC_COLL_FLOAT16 &&
+	     cfg->dtype != MRC_COLL_BFLOAT16) ||
+	    (cfg->local_ranks && c->n % cfg->local_ranks))
+		return -EINVAL;
+	if (c->err)
+		return c->err;
+	uint32_t n = c->n, K = cfg->top_k;
+	size_t esz = mrc_coll_dtype_size(cfg->dtype), rowb = cfg->hidden * esz;
+	size_t metab = K * sizeof(struct moe_meta), strideb = rowb + metab;
+	double t0 = now_s();
+	struct mrc_coll_moe_plan *p = calloc(1, sizeof(*p));
+	int64_t *pos = malloc((T * K + 1) * sizeof(*pos)), *cnt = NULL, *rcnt = NULL;
+	size_t *cur = calloc(3 * (size_t)n, sizeof(*cur));
+	uint8_t *sbuf = NULL, *rbuf = NULL, *grouped = NULL;
+	int r = -ENOMEM;
+	if (!p || !pos || !cur)
+		goto fail;
+	*p = (struct mrc_coll_moe_plan){ .cfg = *cfg, .n = n, .epr = cfg->n_experts / n, .T = T };
+	p->st.row_bytes = rowb, p->st.meta_bytes = metab;
+	p->sc = calloc(4 * (size_t)n, sizeof(size_t));
+	cnt = malloc(2 * (size_t)n * sizeof(*cnt));
+	if (!p->sc || !cnt)
+		goto fail;
+	p->sd = p->sc + n, p->rc = p->sc + 2 * n, p->rd = p->sc + 3 * n;
+	if ((r = capacity(cfg, T, idx, pos)))
+		goto fail;
+	for (size_t t = 0; t < T; t++)
+		token_rows(p, t, idx, pos, per_expert, count_row, p);
+	prefix(p->sc, p->sd, n);
+	p->n_sent = p->sd[n - 1] + p->sc[n - 1];
 	for (size_t i = 0; i < T * K; i++)
 		if (pos[i] >= 0) {
-			size_t at = start[idx[i]] + (size_t)pos[i];
-			p->pair[at] = (int64_t)i;
-			memcpy(sbuf + at * row, (const uint8_t *)tokens + (i / K) * row, row);
+			p->st.pairs++;
+			p->st.pairs_remote += (uint32_t)idx[i] / p->epr != c->me;
 		}
-	free(start);
-	prefix(p->sc, p->sd, n);
-	/* How many rows each local expert gets from each rank. */
-	if ((r = mrc_coll_alltoall(c, cnt, p->rcnt, epr, MRC_COLL_INT64)))
+	p->st.rows = p->n_sent, p->st.rows_remote = p->n_sent - p->sc[c->me];
+	r = -ENOMEM;
+	p->tok = malloc((p->n_sent + 1) * sizeof(*p->tok));
+	sbuf = malloc(p->n_sent * strideb + 1);
+	if (!p->tok || !sbuf)
+		goto fail;
+	memcpy(cur, p->sd, n * sizeof(*cur));
+	struct pack a = { .p = p, .idx = idx, .w = w, .tokens = tokens, .sbuf = sbuf, .cur = cur,
+			  .at = cur + n, .nmeta = cur + 2 * n, .rowb = rowb,
+			  .strideb = strideb };
+	for (size_t t = 0; t < T; t++)
+		token_rows(p, t, idx, pos, per_expert, pack_row, &a);
+	/* Rows each rank gets from us. */
+	for (uint32_t j = 0; j < n; j++)
+		cnt[j] = (int64_t)p->sc[j];
+	rcnt = cnt + n;
+	if ((r = mrc_coll_alltoall(c, cnt, rcnt, 1, MRC_COLL_INT64)))
 		goto fail;
 	for (uint32_t s = 0; s < n; s++)
-		for (uint32_t el = 0; el < epr; el++)
-			p->rc[s] += (size_t)p->rcnt[(size_t)s * epr + el];
+		p->rc[s] = (size_t)rcnt[s];
 	prefix(p->rc, p->rd, n);
-	p->n_recv = p->rd[n - 1] + p->rc[n - 1];
-	rbuf = malloc(p->n_recv * row + 1);
-	uint8_t *grouped = malloc(p->n_recv * row + 1);
-	if (!rbuf || !grouped) {
-		free(grouped);
-		r = -ENOMEM;
+	p->n_recv = p->st.rows_recv = p->rd[n - 1] + p->rc[n - 1];
+	lap(&p->st.t_layout, &t0);
+	r = -ENOMEM;
+	rbuf = malloc(p->n_recv * strideb + 1);
+	grouped = malloc(p->n_recv * K * rowb + 1);   /* at most top_k copies per row */
+	p->rpos = malloc((p->n_recv * K + 1) * sizeof(*p->rpos));
+	p->rw = malloc((p->n_recv * K + 1) * sizeof(*p->rw));
+	if (!rbuf || !grouped || !p->rpos || !p->rw)
 		goto fail;
-	}
-	if ((r = a2av(c, cfg, sbuf, p->sc, rbuf, p->rc))) {
-		free(grouped);
+	/* Data and routing in one exchange: as bytes (the stride is whole
+	 * elements of the type, since metab is a multiple of 4). */
+	if ((r = a2av(c, cfg, strideb / esz, sbuf, p->sc, rbuf, p->rc, p->st.t_disp)))
 		goto fail;
-	}
-	regroup(p, rbuf, grouped, 1);
-	for (uint32_t el = 0; el < epr; el++) {
-		counts[el] = 0;
-		for (uint32_t s = 0; s < n; s++)
-			counts[el] += (size_t)p->rcnt[(size_t)s * epr + el];
-	}
-	free(cnt), free(pos), free(sbuf), free(rbuf);
+	lap(NULL, &t0);
+	if ((r = expand(p, rbuf, strideb, rowb, grouped, counts)))
+		goto fail;
+	lap(&p->st.t_expand, &t0);
+	free(pos), free(cur), free(cnt), free(sbuf), free(rbuf);
 	*expert_in = grouped;
 	*plan = p;
 	return 0;
 fail:
-	free(cnt), free(pos), free(sbuf), free(rbuf);
+	free(pos), free(cur), free(cnt), free(sbuf), free(rbuf), free(grouped);
 	mrc_coll_moe_plan_free(p);
 	return r;
 }
 
-int mrc_coll_moe_combine(struct mrc_coll *c, const struct mrc_coll_moe_plan *p,
-			 const void *expert_out, const float *w, void *out)
+int mrc_coll_moe_combine(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const void *expert_out,
+			 void *out)
 {
-	if (!c || !p || !out || (p->n_recv && !expert_out) || (p->n_sent && !w))
+	if (!c || !p || !out || (p->n_recv && !expert_out))
 		return -EINVAL;
 	int dt = p->cfg.dtype;
+	uint32_t K = p->cfg.top_k;
 	size_t H = p->cfg.hidden, row = H * mrc_coll_dtype_size(dt);
-	uint8_t *bysrc = malloc(p->n_recv * row + 1), *back = malloc(p->n_sent * row + 1);
-	float *acc = calloc(p->T * H + 1, sizeof(*acc));
+	double t0 = now_s();
+	uint8_t *part = malloc(p->n_recv * row + 1), *back = malloc(p->n_sent * row + 1);
+	float *acc = calloc(p->T * H + 1, sizeof(*acc)), *one = malloc((H + 1) * sizeof(*one));
 	int r = -ENOMEM;
-	if (!bysrc || !back || !acc)
+	if (!part || !back || !acc || !one)
 		goto out;
-	regroup(p, expert_out, bysrc, 0);
-	/* The way back: what each rank received from us, to us. */
-	if ((r = a2av(c, &p->cfg, bysrc, p->rc, back, p->sc)))
-		goto out;
-	for (size_t i = 0; i < p->n_sent; i++) {
-		size_t t = (size_t)p->pair[i] / p->cfg.top_k;
-		mrc__coll_host_ops.axpy(acc + t * H, back + i * row, w[p->pair[i]], H, dt);
+	/* Each received token's weighted sum over this rank's experts, rounded
+	 * to the type once: one row back per token and rank. */
+	for (size_t j = 0; j < p->n_recv; j++) {
+		memset(one, 0, H * sizeof(*one));
+		for (uint32_t k = 0; k < K; k++)
+			if (p->rpos[j * K + k] >= 0)
+				mrc__coll_host_ops.axpy(one, (const uint8_t *)expert_out +
+							(size_t)p->rpos[j * K + k] * row,
+							p->rw[j * K + k], H, dt);
+		mrc__coll_host_ops.from_float(part + j * row, one, H, dt);
 	}
+	lap(&p->st.t_reduce, &t0);
+	/* The way back: what each rank received from us, to us. */
+	if ((r = a2av(c, &p->cfg, H, part, p->rc, back, p->sc, p->st.t_comb)))
+		goto out;
+	lap(NULL, &t0);
+	for (size_t i = 0; i < p->n_sent; i++)
+		mrc__coll_host_ops.axpy(acc + (size_t)p->tok[i] * H, back + i * row, 1.0f, H, dt);
 	mrc__coll_host_ops.from_float(out, acc, p->T * H, dt);
+	lap(&p->st.t_acc, &t0);
 	r = 0;
 out:
-	free(bysrc), free(back), free(acc);
+	free(part), free(back), free(acc), free(one);
 	return r;
 }

@@ -1,9 +1,14 @@
-/* mrc-coll-perf -C moe: one MoE layer's dispatch + combine, flat and 2-D
- * hierarchical alternated in one run, median time of each and the ratio.
- * Routing is seeded per rank (uniform top-k over the experts, weights
- * 0.75 / 0.25 / ...), the experts are the identity (the exchange is what
- * is measured), and the result of the last run of each is checked against
- * the local reference: out[t] = sum of the kept weights x token t. */
+/* mrc-coll-perf -C moe: one MoE layer's dispatch + combine, its variants
+ * alternated in one run: flat and 2-D hierarchical, each with the per-rank
+ * deduplicated dispatch (the library's) and, with
+ * MRC_COLL_MOE_VARIANTS=flat,2d,flat-pe,2d-pe, the old per-expert one;
+ * median time of each, the phases' medians, and the rows and bytes each
+ * sends across ranks.  Routing is seeded per rank (top-k consecutive
+ * experts from a uniform start, weights 0.75 / 0.25 / ...), the experts
+ * are the identity (the exchange is what is measured), and the result of
+ * the last run of each is checked element by element against the local
+ * reference, which rounds as the combine does: per destination rank (or
+ * per pair) a weighted sum rounded to bfloat16, then their sum, rounded. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +16,7 @@
 #include <time.h>
 
 #include "coll/coll_int.h"
+#include "coll/moe_int.h"
 #include "coll/perf_moe.h"
 #include "common/prng.h"
 
@@ -27,41 +33,105 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double median(double *v, int n)
+static double median(const double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp_d);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	double s[64];
+	memcpy(s, v, (size_t)n * sizeof(*s));
+	qsort(s, (size_t)n, sizeof(*s), cmp_d);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
-/* One dispatch + combine; *wrong counts output elements off the
- * reference (capacity unlimited: every pair kept). */
-static int once(struct mrc_coll *c, const struct mrc_coll_moe_cfg *mc, size_t T, const int32_t *idx,
-		const float *w, const uint16_t *x, uint16_t *out, size_t *wrong)
+/* Columns timed per run (seconds, the slowest rank's). */
+enum { C_TOTAL, C_LAYOUT, C_D_CNT, C_D_1, C_D_2, C_D_UNP, C_EXPAND, C_REDUCE, C_C_CNT, C_C_1,
+       C_C_2, C_C_UNP, C_ACC, C_N };
+static const char *const col_name[C_N] = { "total", "layout", "d.counts", "d.ph1", "d.ph2",
+	"d.unpack", "expand", "reduce", "c.counts", "c.ph1", "c.ph2", "c.unpack", "acc" };
+
+struct variant { const char *name; int twod, per_expert; };
+static const struct variant variants[] = {
+	{ "flat", 0, 0 }, { "2d", 1, 0 }, { "flat-pe", 0, 1 }, { "2d-pe", 1, 1 },
+};
+#define NVAR (sizeof(variants) / sizeof(variants[0]))
+
+struct layer {
+	size_t T, H;
+	uint32_t E, K, epr;
+	const int32_t *idx;
+	const float *w;
+	const uint16_t *x;
+};
+
+/* Elements of out off the reference for this routing and variant. */
+static size_t wrong_elems(const struct layer *ly, int per_expert, const uint16_t *out)
+{
+	size_t bad = 0;
+	uint32_t K = ly->K;
+	for (size_t t = 0; t < ly->T; t++) {
+		/* Weight of each row the token sends: its pairs grouped by rank. */
+		float part[64];
+		uint32_t np = 0, prank[64];
+		for (uint32_t k = 0; k < K && k < 64; k++) {
+			uint32_t r = (uint32_t)ly->idx[t * K + k] / ly->epr, j = 0;
+			while (!per_expert && j < np && prank[j] != r)
+				j++;
+			if (per_expert || j == np)
+				prank[np] = r, part[np++] = 0, j = np - 1;
+			part[j] += ly->w[t * K + k];
+		}
+		for (size_t h = 0; h < ly->H; h++) {
+			float xv = mrc__coll_bf2f(ly->x[t * ly->H + h]), s = 0;
+			for (uint32_t j = 0; j < np; j++)
+				s += mrc__coll_bf2f(mrc__coll_f2bf(part[j] * xv));
+			bad += out[t * ly->H + h] != mrc__coll_f2bf(s);
+		}
+	}
+	return bad;
+}
+
+/* One dispatch + combine: the columns of this run (this rank's), the
+ * statistics, and (when wrong) the elements off the reference. */
+static int once(struct mrc_coll *c, const struct mrc_coll_moe_cfg *mc, const struct layer *ly,
+		int per_expert, uint16_t *out, double *col, struct mrc__coll_moe_stats *st,
+		size_t *wrong)
 {
 	struct mrc_coll_moe_plan *plan;
 	void *ein;
-	size_t *counts = calloc(mc->n_experts, sizeof(*counts));
-	if (!counts)
-		return -ENOMEM;
-	int r = mrc_coll_moe_dispatch(c, mc, T, idx, x, &plan, &ein, counts);
-	if (!r) {
-		r = mrc_coll_moe_combine(c, plan, ein, w, out);
-		mrc_coll_moe_plan_free(plan);
-		free(ein);
-	}
-	free(counts);
-	if (r || !wrong)
+	size_t counts[64];
+	double t0 = now_s();
+	int r = mrc__coll_moe_dispatch(c, mc, ly->T, ly->idx, ly->w, ly->x, per_expert, &plan, &ein,
+				       counts);
+	if (r)
 		return r;
-	for (size_t t = 0; t < T; t++) {
-		float ws = 0;
-		for (uint32_t k = 0; k < mc->top_k; k++)
-			ws += w[t * mc->top_k + k];
-		for (size_t h = 0; h < mc->hidden; h++) {
-			size_t i = t * mc->hidden + h;
-			*wrong += out[i] != mrc__coll_f2bf(ws * mrc__coll_bf2f(x[i]));
-		}
+	r = mrc_coll_moe_combine(c, plan, ein, out);
+	col[C_TOTAL] = now_s() - t0;
+	mrc__coll_moe_stats(plan, st);
+	mrc_coll_moe_plan_free(plan);
+	free(ein);
+	col[C_LAYOUT] = st->t_layout, col[C_EXPAND] = st->t_expand;
+	col[C_REDUCE] = st->t_reduce, col[C_ACC] = st->t_acc;
+	for (int i = 0; i < MRC__MOE_PH_N; i++)
+		col[C_D_CNT + i] = st->t_disp[i], col[C_C_CNT + i] = st->t_comb[i];
+	if (!r && wrong)
+		*wrong += wrong_elems(ly, per_expert, out);
+	return r;
+}
+
+/* The variants named in MRC_COLL_MOE_VARIANTS (default flat,2d). */
+static int pick(int *use)
+{
+	const char *v = getenv("MRC_COLL_MOE_VARIANTS");
+	char buf[128];
+	snprintf(buf, sizeof(buf), "%s", v && *v ? v : "flat,2d");
+	int any = 0;
+	for (char *save, *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+		size_t i = 0;
+		while (i < NVAR && strcmp(s, variants[i].name))
+			i++;
+		if (i == NVAR)
+			return -EINVAL;
+		use[i] = any = 1;
 	}
-	return 0;
+	return any ? 0 : -EINVAL;
 }
 
 int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K, uint32_t L,
@@ -70,7 +140,9 @@ int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K
 	uint32_t n = mrc_coll_size(c), me = mrc_coll_rank(c);
 	if (!L)
 		L = n % 2 ? 1 : 2;
-	if (E % n || n % L || K == 0 || K > E || iters < 1 || iters > 64)
+	int use[NVAR] = { 0 };
+	if (E % n || n % L || K == 0 || K > E || K > 64 || E / n > 64 || iters < 1 || iters > 64 ||
+	    pick(use))
 		return -EINVAL;
 	struct mrc_rng g;
 	mrc_rng_seed(&g, 4242 + me);
@@ -79,7 +151,8 @@ int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K
 	uint16_t *x = malloc(T * H * 2), *out = malloc(T * H * 2);
 	int r = idx && w && x && out ? 0 : -ENOMEM;
 	for (size_t t = 0; !r && t < T; t++) {
-		/* K distinct experts: a random start, then random strides. */
+		/* K distinct consecutive experts from a random start: with 2
+		 * experts per rank, top-2 shares a rank for half the tokens. */
 		uint32_t e = (uint32_t)mrc_rng_below(&g, E);
 		for (uint32_t k = 0; k < K; k++) {
 			idx[t * K + k] = (int32_t)((e + k) % E);
@@ -88,34 +161,85 @@ int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K
 	}
 	for (size_t i = 0; !r && i < T * H; i++)
 		x[i] = mrc__coll_f2bf((float)((i * 7 + me) % 13) - 6);
-	double t[2][64];
-	size_t wrong = 0;
+	struct layer ly = { .T = T, .H = H, .E = E, .K = K, .epr = E / n, .idx = idx, .w = w, .x = x };
+	static double t[NVAR][64][C_N];
+	/* Per variant, summed over ranks: pairs and rows to other ranks,
+	 * wrong elements. */
+	int64_t cnt[NVAR][3] = { { 0 } };
+	struct mrc__coll_moe_stats st = { 0 };
 	if (!r && me == 0)
 		printf("# moe: %u ranks, %zu tokens x %zu hidden bfloat16 per rank, %u experts, top-%u, "
 		       "2-D with %u ranks per node; %d runs each, alternated\n", n, T, H, E, K, L, iters);
 	for (int it = 0; it <= iters && !r; it++)   /* run 0 warms up */
-		for (int v = 0; v < 2 && !r; v++) {
+		for (size_t v = 0; v < NVAR && !r; v++) {
+			if (!use[v])
+				continue;
 			struct mrc_coll_moe_cfg mc = { .n_experts = E, .top_k = K, .hidden = H,
-						       .dtype = MRC_COLL_BFLOAT16, .local_ranks = v ? L : 0 };
+						       .dtype = MRC_COLL_BFLOAT16,
+						       .local_ranks = variants[v].twod ? L : 0 };
+			double col[C_N] = { 0 };
+			size_t wrong = 0;
 			if ((r = mrc_coll_barrier(c)))
 				break;
-			double t0 = now_s();
-			r = once(c, &mc, T, idx, w, x, out, it == iters ? &wrong : NULL);
-			double dt = now_s() - t0;
+			r = once(c, &mc, &ly, variants[v].per_expert, out, col, &st,
+				 it == iters ? &wrong : NULL);
 			if (!r)
-				r = mrc_coll_allreduce(c, &dt, &dt, 1, MRC_COLL_FLOAT64, MRC_COLL_MAX);
+				r = mrc_coll_allreduce(c, col, col, C_N, MRC_COLL_FLOAT64, MRC_COLL_MAX);
 			if (it)
-				t[v][it - 1] = dt;
+				memcpy(t[v][it - 1], col, sizeof(col));
+			if (!r && me == 0) {   /* progress: a run cut short still says something */
+				printf("# run %d %s %.1f ms\n", it, variants[v].name, col[C_TOTAL] * 1e3);
+				fflush(stdout);
+			}
+			if (it == iters) {
+				cnt[v][0] = (int64_t)st.pairs_remote, cnt[v][1] = (int64_t)st.rows_remote;
+				cnt[v][2] = (int64_t)wrong;
+			}
 		}
-	int64_t bad = (int64_t)wrong;
 	if (!r)
-		r = mrc_coll_allreduce(c, &bad, &bad, 1, MRC_COLL_INT64, MRC_COLL_SUM);
+		r = mrc_coll_allreduce(c, cnt, cnt, NVAR * 3, MRC_COLL_INT64, MRC_COLL_SUM);
+	int64_t bad = 0;
+	for (size_t v = 0; v < NVAR; v++)
+		bad += cnt[v][2];
 	if (!r && me == 0) {
-		double f = median(t[0], iters), d = median(t[1], iters);
-		printf("# %10s %12s %12s %8s\n", "variant", "median ms", "min ms", "#wrong");
-		printf("  %10s %12.1f %12.1f %8s\n", "flat", f * 1e3, t[0][0] * 1e3, "");
-		printf("  %10s %12.1f %12.1f %8s\n", "2-D", d * 1e3, t[1][0] * 1e3, "");
-		printf("  %10s %12.3f %12s %8lld\n", "2-D/flat", d / f, "", (long long)bad);
+		double med[NVAR][C_N];
+		for (size_t v = 0; v < NVAR; v++)
+			for (int k = 0; use[v] && k < C_N; k++) {
+				double s[64];
+				for (int i = 0; i < iters; i++)
+					s[i] = t[v][i][k];
+				med[v][k] = median(s, iters);
+			}
+		printf("# %10s %12s %12s %8s %12s %12s %14s\n", "variant", "median ms", "min ms",
+		       "#wrong", "pairs out", "rows out", "dispatch MB");
+		for (size_t v = 0; v < NVAR; v++) {
+			if (!use[v])
+				continue;
+			double mn = t[v][0][C_TOTAL];
+			for (int i = 1; i < iters; i++)
+				mn = t[v][i][C_TOTAL] < mn ? t[v][i][C_TOTAL] : mn;
+			/* "flat" and "2-D" keep the names bench/fabric/coll.sh reads. */
+			const char *nm = !strcmp(variants[v].name, "2d") ? "2-D" : variants[v].name;
+			printf("  %10s %12.1f %12.1f %8lld %12lld %12lld %14.2f\n", nm,
+			       med[v][C_TOTAL] * 1e3, mn * 1e3, (long long)cnt[v][2], (long long)cnt[v][0],
+			       (long long)cnt[v][1],
+			       (double)cnt[v][1] * (double)(st.row_bytes + st.meta_bytes) / 1e6);
+		}
+		if (use[0] && use[1])
+			printf("  %10s %12.3f %12s %8lld\n", "2-D/flat", med[1][C_TOTAL] / med[0][C_TOTAL],
+			       "", (long long)bad);
+		printf("# phases, ms (median of the slowest rank's):");
+		for (int k = 1; k < C_N; k++)
+			printf(" %s", col_name[k]);
+		printf("\n");
+		for (size_t v = 0; v < NVAR; v++) {
+			if (!use[v])
+				continue;
+			printf("  phase %-8s", variants[v].name);
+			for (int k = 1; k < C_N; k++)
+				printf(" %.1f", med[v][k] * 1e3);
+			printf("\n");
+		}
 		printf("# Out of bounds values : %lld %s\n", (long long)bad, bad ? "FAILED" : "OK");
 	}
 	free(idx), free(w), free(x), free(out);

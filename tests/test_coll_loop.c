@@ -23,6 +23,7 @@
 #include "tests/support/skip.h"
 
 #include "coll/coll_int.h"
+#include "coll/moe_int.h"
 #include "common/prng.h"
 
 /* The no-progress bound of the failure tests; the others use a generous
@@ -194,33 +195,56 @@ static void test_alltoallv(void **state)
 }
 
 /* MoE dispatch + combine against a local reference: E = 8 experts on 4
- * ranks, top-2, seeded skewed routing (expert 0 is popular, so capacity
- * 1.0 drops), every expert multiplies its tokens by (its id + 1).  Values
- * are small integers and weights quarters, so float sums are exact and
- * the reference differs from the result only by the final rounding,
- * which both do once. */
-struct moe_case { struct mrc_coll_moe_cfg cfg; uint64_t seed; size_t dropped[4]; };
+ * ranks, top-2, seeded routing, every expert multiplies its tokens by
+ * (its id + 1).  Routings: skewed (expert 0 half the time, so capacity
+ * 1.0 drops), "one rank" (both experts of a token on one rank: every
+ * token crosses once) and uniform.  Values are small integers and
+ * weights quarters, so float sums are exact; the reference rounds where
+ * the combine does (each rank's weighted sum, then their sum).  The
+ * dispatch's rows are checked against the layout step: one per token and
+ * destination rank, not one per expert. */
+enum { MOE_SKEWED, MOE_ONE_RANK, MOE_UNIFORM };
+struct moe_case {
+	struct mrc_coll_moe_cfg cfg;
+	uint64_t seed;
+	int routing, per_expert;
+	size_t dropped[4];
+	struct mrc__coll_moe_stats st[4];
+	size_t T[4], to_rank[4][4];   /* tokens, and rows the layout says go to each rank */
+};
+
+static void moe_route(struct moe_case *mc, struct mrc_rng *g, uint32_t n, size_t T, int32_t *idx,
+		      float *w)
+{
+	uint32_t K = mc->cfg.top_k, E = mc->cfg.n_experts, epr = E / n;
+	for (size_t t = 0; t < T; t++)
+		for (uint32_t k = 0; k < K; k++) {
+			int32_t e;
+			if (mc->routing == MOE_ONE_RANK)   /* experts 2r, 2r+1 of one rank r */
+				e = (int32_t)((t % n) * epr + k % epr);
+			else
+				do   /* distinct experts per token */
+					e = mc->routing == MOE_SKEWED && mrc_rng_chance(g, 0.5)
+						? 0 : (int32_t)mrc_rng_below(g, E);
+				while (k > 0 && e == idx[t * K]);
+			idx[t * K + k] = e;
+			w[t * K + k] = (float)(1 + mrc_rng_below(g, 4)) / 4;
+		}
+}
 
 static int body_moe(struct rank *r)
 {
 	struct moe_case *mc = r->arg;
 	const struct mrc_coll_moe_cfg *cfg = &mc->cfg;
 	uint32_t n = mrc_coll_size(r->c), me = mrc_coll_rank(r->c), K = cfg->top_k, E = cfg->n_experts;
+	uint32_t epr = E / n;
 	size_t T = 40 + me * 7, H = cfg->hidden;   /* ranks differ in token count */
 	struct mrc_rng g;
 	mrc_rng_seed(&g, mc->seed + me);
 	int32_t *idx = malloc(T * K * sizeof(*idx));
 	float *w = malloc(T * K * sizeof(*w));
 	void *x = malloc(T * H * 4), *out = malloc(T * H * 4), *ref = malloc(T * H * 4);
-	for (size_t t = 0; t < T; t++)
-		for (uint32_t k = 0; k < K; k++) {
-			int32_t e;
-			do   /* distinct experts per token; expert 0 half the time */
-				e = mrc_rng_chance(&g, 0.5) ? 0 : (int32_t)mrc_rng_below(&g, E);
-			while ((k > 0 && e == idx[t * K]) );
-			idx[t * K + k] = e;
-			w[t * K + k] = (float)(1 + mrc_rng_below(&g, 4)) / 4;
-		}
+	moe_route(mc, &g, n, T, idx, w);
 	for (size_t i = 0; i < T * H; i++)
 		mrc__coll_put(x, cfg->dtype, i, (double)(int)mrc_rng_below(&g, 9) - 4);
 	/* The layout step agrees with a direct count. */
@@ -233,24 +257,29 @@ static int body_moe(struct rank *r)
 		sum_e += per_exp[e];
 	if (sum_e != T * K || in_rank[idx[0] / (E / n)] != 1)
 		return -EBADMSG;
+	mc->T[me] = T;
+	for (uint32_t j = 0; j < n; j++)
+		mc->to_rank[me][j] = per_rank[j];
 	struct mrc_coll_moe_plan *plan;
 	void *ein;
 	size_t counts[4];
-	int rc = mrc_coll_moe_dispatch(r->c, cfg, T, idx, x, &plan, &ein, counts);
+	int rc = mrc__coll_moe_dispatch(r->c, cfg, T, idx, w, x, mc->per_expert, &plan, &ein, counts);
 	if (rc)
 		return rc;
 	/* The experts. */
 	size_t row = 0;
-	for (uint32_t el = 0; el < E / n; el++)
+	for (uint32_t el = 0; el < epr; el++)
 		for (size_t i = 0; i < counts[el]; i++, row++)
 			for (size_t h = 0; h < H; h++)
 				mrc__coll_put(ein, cfg->dtype, row * H + h,
-					      (me * (E / n) + el + 1) * mrc__coll_get(ein, cfg->dtype, row * H + h));
-	rc = mrc_coll_moe_combine(r->c, plan, ein, w, out);
-	/* Reference: the documented capacity policy, computed here. */
+					      (me * epr + el + 1) * mrc__coll_get(ein, cfg->dtype, row * H + h));
+	rc = mrc_coll_moe_combine(r->c, plan, ein, out);
+	mrc__coll_moe_stats(plan, &mc->st[me]);
+	/* Reference: the documented capacity policy, computed here; each
+	 * rank's (each pair's, per expert) weighted sum rounded to the type. */
 	uint64_t cap = cfg->capacity_factor > 0 ? (uint64_t)ceil(cfg->capacity_factor * T * K / E) : UINT64_MAX;
 	uint64_t used[16] = { 0 };
-	float *acc = calloc(T * H, sizeof(float));
+	uint8_t *kept = calloc(T * K, 1);
 	size_t dropped = 0;
 	for (uint32_t k = 0; k < K; k++)
 		for (size_t t = 0; t < T; t++) {
@@ -260,24 +289,74 @@ static int body_moe(struct rank *r)
 				continue;
 			}
 			used[e]++;
-			for (size_t h = 0; h < H; h++)
-				acc[t * H + h] += w[t * K + k] * (float)(e + 1) *
-						  (float)mrc__coll_get(x, cfg->dtype, t * H + h);
+			kept[t * K + k] = 1;
 		}
-	for (size_t i = 0; i < T * H; i++)
-		mrc__coll_put(ref, cfg->dtype, i, acc[i]);
+	float part[4];   /* per rank (per pair, per expert) */
+	for (size_t t = 0; t < T; t++)
+		for (size_t h = 0; h < H; h++) {
+			float xv = (float)mrc__coll_get(x, cfg->dtype, t * H + h), s = 0;
+			memset(part, 0, sizeof(part));
+			for (uint32_t k = 0; k < K; k++)
+				if (kept[t * K + k]) {
+					int32_t e = idx[t * K + k];
+					part[mc->per_expert ? k : (uint32_t)e / epr] +=
+						w[t * K + k] * (float)(e + 1) * xv;
+				}
+			for (uint32_t j = 0; j < 4; j++) {
+				/* The rank's row, rounded to the type as it crosses back. */
+				mrc__coll_put(ref, cfg->dtype, t * H + h, part[j]);
+				s += (float)mrc__coll_get(ref, cfg->dtype, t * H + h);
+			}
+			mrc__coll_put(ref, cfg->dtype, t * H + h, s);
+		}
 	for (size_t i = 0; !rc && i < T * H; i++)
 		r->wrong += mrc__coll_get(ref, cfg->dtype, i) != mrc__coll_get(out, cfg->dtype, i);
 	mc->dropped[me] = dropped;
 	mrc_coll_moe_plan_free(plan);
-	free(ein), free(idx), free(w), free(x), free(out), free(ref), free(acc), free(in_rank);
+	free(ein), free(idx), free(w), free(x), free(out), free(ref), free(kept), free(in_rank);
 	return rc;
+}
+
+static void moe_run(struct moe_case *mc, const char *what)
+{
+	struct rank R[4];
+	run_ranks(R, 4, body_moe, 1024, mc);
+	for (uint32_t i = 0; i < 4; i++)
+		if (R[i].rc || R[i].wrong)
+			fail_msg("moe %s cf %g %s %s rank %u: %s, %zu wrong (seed %llu)", what,
+				 mc->cfg.capacity_factor, mc->cfg.local_ranks ? "2-D" : "flat",
+				 mrc_coll_dtype_name(mc->cfg.dtype), i, strerror(-R[i].rc), R[i].wrong,
+				 (unsigned long long)mc->seed);
+}
+
+/* Rows and bytes: without drops, rank i sends to rank j exactly the
+ * layout's tokens_per_rank[j] rows (per expert: one per pair); what
+ * crosses to other ranks is those rows' payload and routing metadata. */
+static void moe_check_rows(const struct moe_case *mc)
+{
+	for (uint32_t i = 0; i < 4; i++) {
+		const struct mrc__coll_moe_stats *s = &mc->st[i];
+		size_t rows = 0, remote = 0;
+		for (uint32_t j = 0; j < 4; j++) {
+			rows += mc->to_rank[i][j];
+			remote += j == i ? 0 : mc->to_rank[i][j];
+		}
+		assert_int_equal(s->pairs, mc->T[i] * mc->cfg.top_k);
+		if (mc->per_expert) {
+			assert_int_equal(s->rows, s->pairs);
+			assert_int_equal(s->rows_remote, s->pairs_remote);
+		} else {
+			assert_int_equal(s->rows, rows);
+			assert_int_equal(s->rows_remote, remote);
+		}
+		assert_int_equal(s->row_bytes, mc->cfg.hidden * mrc_coll_dtype_size(mc->cfg.dtype));
+		assert_int_equal(s->meta_bytes, mc->cfg.top_k * 8);
+	}
 }
 
 static void test_moe(void **state)
 {
 	NEED_DAEMON();
-	struct rank R[4];
 	uint64_t seed = (uint64_t)time(NULL);
 	const double cfs[] = { 0, 1.0 };
 	const uint32_t locals[] = { 0, 2 };
@@ -287,22 +366,66 @@ static void test_moe(void **state)
 			for (int d = 0; d < 2; d++) {
 				struct moe_case mc = { .cfg = { .n_experts = 8, .top_k = 2, .hidden = 24,
 					.dtype = types[d], .capacity_factor = cfs[a], .local_ranks = locals[b] },
-					.seed = seed };
-				run_ranks(R, 4, body_moe, 1024, &mc);
-				for (uint32_t i = 0; i < 4; i++)
-					if (R[i].rc || R[i].wrong)
-						fail_msg("moe cf %g %s %s rank %u: %s, %zu wrong (seed %llu)", cfs[a],
-							 locals[b] ? "2-D" : "flat", mrc_coll_dtype_name(types[d]), i,
-							 strerror(-R[i].rc), R[i].wrong, (unsigned long long)seed);
-				size_t drops = 0;
-				for (uint32_t i = 0; i < 4; i++)
+					.seed = seed, .routing = MOE_SKEWED };
+				moe_run(&mc, "skewed");
+				size_t drops = 0, shared = 0;
+				for (uint32_t i = 0; i < 4; i++) {
 					drops += mc.dropped[i];
+					shared += mc.st[i].pairs - mc.st[i].rows;
+					/* A row per (token, rank): never more rows than pairs. */
+					assert_true(mc.st[i].rows <= mc.st[i].pairs);
+				}
 				/* Capacity 1.0 with a popular expert must drop; none without. */
-				if (cfs[a] > 0)
+				if (cfs[a] > 0) {
 					assert_true(drops > 0);
-				else
+				} else {
 					assert_int_equal(drops, 0);
+					moe_check_rows(&mc);
+				}
+				/* Expert 0 half the time: some tokens' two experts share rank 0. */
+				assert_true(shared > 0);
 			}
+}
+
+/* A token whose experts all live on one rank crosses once: rows = tokens
+ * (not pairs), to other ranks the tokens for them, and the dispatch's
+ * payload to other ranks is those rows; the per-expert dispatch sends
+ * twice the rows for the same result.  Then uniform routings (top-2 and
+ * top-3), flat and 2-D, against the reference. */
+static void test_moe_dedup(void **state)
+{
+	NEED_DAEMON();
+	uint64_t seed = (uint64_t)time(NULL) ^ 0x5eed;
+	for (int pe = 0; pe < 2; pe++)
+		for (uint32_t L = 0; L <= 2; L += 2) {
+			struct moe_case mc = { .cfg = { .n_experts = 8, .top_k = 2, .hidden = 24,
+				.dtype = MRC_COLL_BFLOAT16, .local_ranks = L },
+				.seed = seed, .routing = MOE_ONE_RANK, .per_expert = pe };
+			moe_run(&mc, pe ? "one rank, per expert" : "one rank");
+			moe_check_rows(&mc);
+			for (uint32_t i = 0; i < 4; i++) {
+				size_t T = mc.T[i], mine = 0;
+				for (size_t t = 0; t < T; t++)
+					mine += t % 4 == i;
+				assert_int_equal(mc.st[i].rows, pe ? 2 * T : T);
+				assert_int_equal(mc.st[i].rows_remote, (pe ? 2 : 1) * (T - mine));
+				assert_int_equal(mc.st[i].pairs_remote, 2 * (T - mine));
+				/* Every rank's experts receive the tokens the others route to them. */
+				size_t in = 0;
+				for (uint32_t j = 0; j < 4; j++)
+					for (size_t t = 0; t < mc.T[j]; t++)
+						in += t % 4 == i;
+				assert_int_equal(mc.st[i].rows_recv, pe ? 2 * in : in);
+			}
+		}
+	for (uint32_t K = 2; K <= 3; K++)
+		for (uint32_t L = 0; L <= 2; L += 2) {
+			struct moe_case mc = { .cfg = { .n_experts = 8, .top_k = K, .hidden = 24,
+				.dtype = MRC_COLL_BFLOAT16, .local_ranks = L },
+				.seed = seed + K, .routing = MOE_UNIFORM };
+			moe_run(&mc, "uniform");
+			moe_check_rows(&mc);
+		}
 }
 
 /* Rank 1 aborts before the all-reduce; the others, already waiting in it
@@ -538,6 +661,7 @@ int main(void)
 		cmocka_unit_test(test_matrix_4_and_1),
 		cmocka_unit_test(test_alltoallv),
 		cmocka_unit_test(test_moe),
+		cmocka_unit_test(test_moe_dedup),
 		cmocka_unit_test(test_abort_reaches_all),
 		cmocka_unit_test(test_rank_leaves),
 		cmocka_unit_test(test_rank_hangs),

@@ -11,7 +11,8 @@
 #   3. the same sweeps with Open MPI (bench/fabric/mpi.sh `mpi_perf`, over
 #      the --ecmp baseline routes) when it exists and mpirun is installed;
 #   4. MoE dispatch + combine (T tokens x H hidden bf16, E experts, top-k),
-#      flat vs 2-D hierarchical, medians.
+#      flat vs 2-D hierarchical, per-rank vs per-expert dispatch, with 1
+#      and 2 ranks per host, medians and phase times.
 # The bound: all-reduce and all-to-all busbw cannot exceed what one host's
 # NICs carry, RATE x PLANES Mbit/s (nccl-tests' busbw is defined so that
 # it is compared with the per-host link bandwidth).
@@ -200,14 +201,52 @@ done
 [ -n "$MPI_WHY" ] && { say "Open MPI: skipped ($MPI_WHY)"; emit "{\"kind\":\"mpi_skipped\",\"why\":$(jq -Rn --arg w "$MPI_WHY" '$w')}"; }
 
 # ---- 4. MoE dispatch + combine, flat vs 2-D --------------------------------
+# The layer on NR hosts with 1 rank per host (2-D's "nodes": host pairs, so
+# the intra-node hop crosses the fabric) and with 2 per host (2*NR ranks,
+# consecutive ranks on one host: the intra-node hop goes through that
+# host's one mrcd).  Variants (MRC_BENCH_COLL_MOE_VARIANTS, default all):
+# flat and 2d with the per-rank dispatch, flat-pe and 2d-pe with the old
+# per-expert one; alternated, MRC_BENCH_COLL_MOE_RUNS timed runs each;
+# every configuration bounded by MRC_BENCH_COLL_MOE_TIMEOUT seconds;
+# MRC_BENCH_COLL_MOE_RPN lists the ranks per host (default "1 2").
 part moe && {
 MOE=${MRC_BENCH_COLL_MOE:-4096,4096,8,2}
-say "MoE layer $MOE (tokens,hidden,experts,top-k per rank, bf16): flat vs 2-D"
-coll_run moe moe -M "$MOE" -n ${MRC_BENCH_COLL_MOE_RUNS:-3}
-grep -v '^#' "$TMP/moe.0" | while read -r l; do say "  $l"; done
-f=$(awk '$1 == "flat" {print $2}' "$TMP/moe.0"); d=$(awk '$1 == "2-D" {print $2}' "$TMP/moe.0")
-w=$(awk '$1 == "2-D/flat" {print $3}' "$TMP/moe.0")
-emit "{\"kind\":\"moe\",\"layer\":\"$MOE\",\"flat_ms\":${f:-0},\"twod_ms\":${d:-0},\"wrong\":${w:--1}}"
+MOEV=${MRC_BENCH_COLL_MOE_VARIANTS:-flat,2d,flat-pe,2d-pe}
+MOET=${MRC_BENCH_COLL_MOE_TIMEOUT:-480}
+# moe_run TAG RPN: RPN ranks on each of the NR hosts, rank 0's output to
+# $TMP/TAG.0.
+moe_run() {
+	local tag=$1 rpn=$2 nrk=$(($2 * NR)) L=$2 i h pids=() rc=0
+	[ "$L" = 1 ] && L=2
+	csid=$((csid + 1))
+	for ((i = 0; i < nrk; i++)); do
+		h=${HOSTS[$((i / rpn))]}
+		bg env MRC_COLL_SIZE=$nrk MRC_COLL_RANK=$i MRC_COLL_MOE_VARIANTS=$MOEV \
+			ip netns exec $P-h$h timeout $MOET $PERF -S "$(sock h$h)" -H ${HOSTS[0]} -s $csid \
+			-C moe -M "$MOE,$L" -n ${MRC_BENCH_COLL_MOE_RUNS:-3} >"$TMP/$tag.$i" 2>&1
+		pids+=($BGPID)
+	done
+	for p in "${pids[@]}"; do reap "$p" $((MOET + 10)) || rc=$?; done
+	[ $rc = 0 ] || say "$tag: exit $rc (124: past ${MOET} s): $(tail -n2 "$TMP/$tag.0" | tr '\n' ' ')"
+	return $rc
+}
+for rpn in ${MRC_BENCH_COLL_MOE_RPN:-1 2}; do
+	say "MoE layer $MOE (tokens,hidden,experts,top-k per rank, bf16), $rpn rank(s) per host, $((rpn * NR)) ranks: $MOEV"
+	t0=$(date +%s)
+	moe_run moe$rpn $rpn || emit "{\"kind\":\"moe_failed\",\"rpn\":$rpn,\"ranks\":$((rpn * NR)),\"why\":$(grep -v '^#' "$TMP/moe$rpn.0" | tail -n1 | jq -Rs .)}"
+	cp "$TMP/moe$rpn.0" "$RES/raw/coll_moe$rpn.txt"   # rank 0's output, runs included
+	grep -v '^#' "$TMP/moe$rpn.0" | while read -r l; do say "  $l"; done
+	# One JSON line per variant: median ms, pairs and rows sent to other
+	# ranks (all ranks), their MB, #wrong, and the phases' medians (ms).
+	awk -v layer="$MOE" -v rpn=$rpn -v nrk=$((rpn * NR)) -v secs=$(($(date +%s) - t0)) '
+		$1 == "phase" { ph[$2] = $3; for (i = 4; i <= NF; i++) ph[$2] = ph[$2] "," $i; next }
+		/^#/ || $1 == "2-D/flat" { next }
+		NF >= 7 { v = ($1 == "2-D") ? "2d" : $1; ms[v] = $2; wr[v] = $4; pa[v] = $5; ro[v] = $6; mb[v] = $7; ord[++n] = v }
+		END { for (i = 1; i <= n; i++) { v = ord[i]
+			printf "{\"kind\":\"moe\",\"layer\":\"%s\",\"rpn\":%d,\"ranks\":%d,\"secs\":%d,\"variant\":\"%s\",\"ms\":%s,\"wrong\":%s,\"pairs_out\":%s,\"rows_out\":%s,\"mb_out\":%s,\"phases_ms\":[%s]}\n", layer, rpn, nrk, secs, v, ms[v], wr[v], pa[v], ro[v], mb[v], ph[v] } }
+	' "$TMP/moe$rpn.0" >>"$RAW"
+	say "  ($(($(date +%s) - t0)) s)"
+done
 }
 
 python3 bench/fabric/coll_md.py "$RAW" >"$MD"

@@ -70,18 +70,31 @@ def main(path):
     if skip:
         out.append(f"Open MPI: skipped ({skip['why']}).")
         out.append("")
-    moe = next((r for r in rows if r.get("kind") == "moe"), None)
-    if moe:
-        t, hdn, e, k = moe["layer"].split(",")[:4]
+    moes = [r for r in rows if r.get("kind") == "moe"]
+    if moes:
+        t, hdn, e, k = moes[0]["layer"].split(",")[:4]
         out.append("## MoE layer")
         out.append("")
         out.append(f"Dispatch + combine of {t} tokens x {hdn} hidden bfloat16 per rank, {e} experts, "
-                   f"top-{k}, experts the identity; median of the runs (flat and 2-D alternated).")
+                   f"top-{k}, experts the identity; median of the runs (variants alternated).  "
+                   "flat, 2d: a token sent once per destination rank; -pe: once per expert (before).  "
+                   "Rows and MB: dispatched to other ranks, all ranks together (the combine sends "
+                   "as many rows back, without the routing metadata).")
         out.append("")
-        out.append("| flat ms | 2-D ms | 2-D / flat | #wrong |")
-        out.append("|---|---|---|---|")
-        ratio = moe["twod_ms"] / moe["flat_ms"] if moe["flat_ms"] else 0
-        out.append(f"| {moe['flat_ms']:.1f} | {moe['twod_ms']:.1f} | {ratio:.2f} | {moe['wrong']} |")
+        out.append("| ranks per host | ranks | variant | ms | vs flat | rows out | MB out | #wrong | "
+                   "phases ms (layout, d.counts, d.ph1, d.ph2, d.unpack, expand, reduce, c.counts, "
+                   "c.ph1, c.ph2, c.unpack, acc) |")
+        out.append("|---|---|---|---|---|---|---|---|---|")
+        for m in moes:
+            flat = next((x for x in moes if x["rpn"] == m["rpn"] and x["variant"] == "flat"), None)
+            vs = f"{m['ms'] / flat['ms']:.2f}" if flat and flat["ms"] else "-"
+            ph = ", ".join(f"{x:.0f}" for x in m.get("phases_ms", []))
+            out.append(f"| {m['rpn']} | {m['ranks']} | {m['variant']} | {m['ms']:.1f} | {vs} | "
+                       f"{m['rows_out']} | {m['mb_out']:.1f} | {m['wrong']} | {ph} |")
+        out.append("")
+    for f in (r for r in rows if r.get("kind") == "moe_failed"):
+        out.append(f"MoE with {f['rpn']} rank(s) per host ({f['ranks']} ranks) did not run: "
+                   f"{f['why'].strip() or 'past its time bound'}.")
         out.append("")
     print("\n".join(out))
 

@@ -168,7 +168,12 @@ int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t local_ranks, const void *
  * order (so a token's first choice is dropped only when the expert is
  * full of other first choices).  A dropped (token, expert) pair is not
  * sent; in the combine it contributes nothing and the token's other
- * weights are not renormalised (as GShard and Tutel). */
+ * weights are not renormalised (as GShard and Tutel).
+ *
+ * A token crosses to a rank once, however many of that rank's experts it
+ * kept (as DeepEP): with its kept pairs' local experts and weights as
+ * metadata; a token none of whose pairs for a rank was kept does not go
+ * there.  The capacity counts pairs, not these rows. */
 struct mrc_coll_moe_cfg {
 	uint32_t n_experts, top_k;
 	size_t hidden;             /* elements per token */
@@ -179,26 +184,32 @@ struct mrc_coll_moe_cfg {
 struct mrc_coll_moe_plan;
 
 /* The layout step (DeepEP's get_dispatch_layout), local, before capacity:
- * tokens per rank (a token counted once per rank it goes to), tokens per
- * expert, and in_rank[t * nranks + r] = 1 when token t goes to rank r.
- * Any output may be NULL. */
+ * tokens per rank (a token counted once per rank it goes to: the rows the
+ * dispatch sends when nothing is dropped), tokens per expert, and
+ * in_rank[t * nranks + r] = 1 when token t goes to rank r.  Any output
+ * may be NULL. */
 int mrc_coll_moe_layout(uint32_t nranks, uint32_t n_experts, uint32_t top_k, size_t n_tokens,
 			const int32_t *topk_idx, uint32_t *tokens_per_rank,
 			uint32_t *tokens_per_expert, uint8_t *in_rank);
-/* Sends every kept (token, expert) pair to its expert's rank.  On return
- * *expert_in (malloc'd; free() it) holds this rank's experts' input
- * tokens grouped by local expert (all of expert 0's, then expert 1's...;
- * within an expert by source rank, then slot order), and counts[e] (an
- * array of E/N) how many each local expert got.  *plan remembers the
- * routing for the combine. */
+/* Sends every token to each rank holding an expert of a kept pair, once
+ * per rank.  On return *expert_in (malloc'd; free() it) holds this rank's
+ * experts' input tokens grouped by local expert (all of expert 0's, then
+ * expert 1's...; within an expert by source rank, then in the source's
+ * token order), a token chosen for two local experts appearing in both,
+ * and counts[e] (an array of E/N) how many each local expert got.  *plan
+ * remembers the routing and weights for the combine. */
 int mrc_coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
-			  size_t n_tokens, const int32_t *topk_idx, const void *tokens,
-			  struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts);
+			  size_t n_tokens, const int32_t *topk_idx, const float *topk_weights,
+			  const void *tokens, struct mrc_coll_moe_plan **plan, void **expert_in,
+			  size_t *counts);
 /* Returns the experts' outputs (expert_out: the layout of expert_in) to
  * the tokens' ranks and combines: out[t] = sum over kept k of
- * topk_weights[t*top_k + k] * output of (t, k), in float, rounded once. */
-int mrc_coll_moe_combine(struct mrc_coll *c, const struct mrc_coll_moe_plan *plan,
-			 const void *expert_out, const float *topk_weights, void *out);
+ * topk_weights[t*top_k + k] * output of (t, k).  Each expert rank sends
+ * back one row per token, the weighted sum over its experts computed in
+ * float and rounded to the type; the token's rank adds these rows in float
+ * and rounds once more.  The plan records the combine's statistics. */
+int mrc_coll_moe_combine(struct mrc_coll *c, struct mrc_coll_moe_plan *plan,
+			 const void *expert_out, void *out);
 void mrc_coll_moe_plan_free(struct mrc_coll_moe_plan *plan);
 
 #ifdef __cplusplus
