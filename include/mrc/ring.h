@@ -171,7 +171,7 @@ struct mrc_ring_hdr {
 	uint32_t desc_size;        /* sizeof one descriptor */
 	uint32_t flags;            /* MRC_RING_F_* */
 	uint32_t qpn;              /* the QP this ring belongs to */
-	uint32_t notify_slot;      /* F_POLLED SQ: its byte in mrc_notify.pending */
+	uint32_t notify_slot;      /* SQ: its byte in mrc_notify.pending */
 	uint64_t desc_off;         /* descriptors, from the header's start */
 	uint64_t base;             /* first index of the ring (index_base) */
 	uint8_t pad0[MRC_RING_CACHELINE - 48];
