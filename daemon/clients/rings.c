@@ -109,8 +109,13 @@ static void fifo_complete(struct mrcd_cqp *q, struct mrcd_pend *f, uint32_t *hea
 	}
 }
 
+/* A refusal of the descriptor at sq_tail (submit's only): its slot is
+ * freed before its completion is written, so a client that sees the
+ * completion finds room for the next post (as with engine completions,
+ * which come long after the tail moved). */
 static void refuse(struct mrcd_cqp *q, const struct mrc_sqe *s, int err)
 {
+	mrc_ring_tail_store(q->sqh, q->sq_tail + 1);
 	struct mrcd_pend p = { .local = 1, .cqe = {
 		.status = err, .wr_id = s->wr_id, .qpn = q->qpn, .op = mrc__sqe_cqe_op(s->op) } };
 	q->refused++;
