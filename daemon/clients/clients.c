@@ -627,6 +627,11 @@ int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
 	S.uid_mrs = cfg->uid_max_mrs;
 	S.uid_mem = (uint64_t)cfg->uid_max_mem_mb << 20;
 	S.park_ns = (uint64_t)cfg->gpu_park_us * 1000;
+	/* The engine's share of a QP, by the function the docs' figure
+	 * comes from (mrce_qp_bytes; tests/test_docs.c), at this config. */
+	mrcd_log(MRCD_LOG_INFO, "memory per QP: %zu bytes in the engine (mrce_qp_bytes, window %u) "
+		 "+ rings and completion queues by size (bench/bench_qpmem.c)",
+		 mrce_qp_bytes(mrcd_engine(d)), cfg->window);
 	int rc = mrcd__notify_start(d, cfg, err, errlen);
 	if (rc)
 		return rc;
