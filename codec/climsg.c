@@ -22,10 +22,10 @@ struct cli_type {
 };
 
 static const struct cli_type types[] = {
-	{ MRC_CLI_HELLO, sizeof(struct mrc_cli_hello), sizeof(struct mrc_cli_hello_rep), 0, 0, "hello" },
+	{ MRC_CLI_HELLO, sizeof(struct mrc_cli_hello), sizeof(struct mrc_cli_hello_rep), 0, 3, "hello" },
 	{ MRC_CLI_REG_MR, sizeof(struct mrc_cli_reg_mr), sizeof(struct mrc_cli_reg_mr_rep), 1, 0, "reg_mr" },
 	{ MRC_CLI_DEREG_MR, sizeof(struct mrc_cli_key), 0, 0, 0, "dereg_mr" },
-	{ MRC_CLI_CREATE_QP, sizeof(struct mrc_cli_create_qp), sizeof(struct mrc_cli_create_qp_rep), 0, 3, "create_qp" },
+	{ MRC_CLI_CREATE_QP, sizeof(struct mrc_cli_create_qp), sizeof(struct mrc_cli_create_qp_rep), 0, 1, "create_qp" },
 	{ MRC_CLI_DESTROY_QP, sizeof(struct mrc_cli_qpn), 0, 0, 0, "destroy_qp" },
 	{ MRC_CLI_QP_INFO, sizeof(struct mrc_cli_qpn), sizeof(struct mrc_cli_qp_info_rep), 0, 0, "qp_info" },
 	{ MRC_CLI_CONNECT_OOB, sizeof(struct mrc_cli_connect_oob), 0, 0, 0, "connect_oob" },

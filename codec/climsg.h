@@ -1,4 +1,4 @@
-/* mrcd client protocol, version 3: messages on the daemon's Unix socket
+/* mrcd client protocol, version 4: messages on the daemon's Unix socket
  * (SOCK_SEQPACKET, so one recvmsg is one whole message).
  *
  * Every message is a 16-byte header then a type-specific body of exactly
@@ -25,22 +25,30 @@
 
 #define MRC_CLI_MAGIC    0x4343524du   /* "MRCC" little-endian */
 /* 2: CREATE_QP carries index_base and its reply notify_len (ring ABI 2). */
-#define MRC_CLI_VERSION  3u  /* 3: CREATE_QP carries plane_mask */
+/* 3: CREATE_QP carries plane_mask.
+ * 4: one doorbell per client, not two eventfds per QP: the HELLO reply
+ *    carries the client's notify page and its two doorbell eventfds, a
+ *    CREATE_QP reply only the rings memfd (docs/client.md "Doorbells"). */
+#define MRC_CLI_VERSION  4u
 #define MRC_CLI_MSG_MAX  512u          /* no message is longer */
 #define MRC_CLI_MAX_FDS  3u            /* per message */
 #define MRC_CLI_REASON_MAX 200u        /* error text bytes */
 #define MRC_CLI_DEFAULT_SOCK "/run/mrcd/mrcd.sock"
 
 enum mrc_cli_type {
-	MRC_CLI_HELLO = 0x0001,
+	MRC_CLI_HELLO = 0x0001,        /* reply fds, always 3: [0] the
+	                                  client's notify memfd (struct
+	                                  mrc_notify, one pending byte per
+	                                  QP it may create); [1] the SQ
+	                                  doorbell eventfd (client -> daemon:
+	                                  "a pending byte is set"); [2] the
+	                                  CQ doorbell eventfd (daemon ->
+	                                  client: "an armed CQ got work") */
 	MRC_CLI_REG_MR = 0x0002,       /* fd: the region's memfd */
 	MRC_CLI_DEREG_MR = 0x0003,
-	MRC_CLI_CREATE_QP = 0x0004,    /* reply fds, always 3: [0] the rings
-	                                  memfd; [1] the SQ doorbell eventfd,
-	                                  or for a POLLED QP the client's
-	                                  notify memfd (struct mrc_notify,
-	                                  the same file for all its polled
-	                                  QPs); [2] the CQ doorbell eventfd */
+	MRC_CLI_CREATE_QP = 0x0004,    /* reply fd: the rings memfd (the QP's
+	                                  pending byte is hdr.notify_slot of
+	                                  its SQ) */
 	MRC_CLI_DESTROY_QP = 0x0005,
 	MRC_CLI_QP_INFO = 0x0006,
 	MRC_CLI_CONNECT_OOB = 0x0007,
@@ -139,7 +147,7 @@ struct mrc_cli_hello_rep {
 	uint32_t host, n_hosts;
 	uint32_t max_qps, max_mrs;
 	uint32_t max_ring_entries;
-	uint32_t rsvd2;
+	uint32_t notify_len;       /* bytes to mmap from the notify memfd */
 	uint64_t max_mem;          /* bytes of registered memory */
 };
 struct mrc_cli_reg_mr_rep {
@@ -151,8 +159,7 @@ struct mrc_cli_create_qp_rep {
 	uint32_t rsvd;
 	uint64_t map_len;          /* bytes to mmap from the rings memfd */
 	uint64_t sq_off, cq_off;   /* ring headers in that mapping */
-	uint64_t notify_len;       /* POLLED: bytes to mmap from the notify
-	                              memfd (fd 1); else 0 */
+	uint64_t rsvd2;            /* 0 (was notify_len: now in HELLO) */
 };
 struct mrc_cli_qp_info_rep {
 	struct mrc_cli_addr local;

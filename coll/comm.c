@@ -178,6 +178,9 @@ static int poll_peers(struct mrc_coll *c)
 /* Sleeps until a completion may be waiting, for at most ms. */
 static int wait_peers(struct mrc_coll *c, int ms)
 {
+	/* One doorbell for every QP of the context: empty it before arming,
+	 * so a ring that comes after an arm is not read away. */
+	mrc_ctx_drain(c->ctx);
 	for (uint32_t j = 0; j < c->np; j++) {
 		if (j % c->n == c->me)
 			continue;
@@ -619,10 +622,14 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 		r = -errno;
 		goto fail;
 	}
+	/* Every QP of the context shares one completion doorbell. */
 	for (uint32_t j = 0; j < c->np && !r; j++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = j };
-		if (j % c->n != c->me && epoll_ctl(c->epfd, EPOLL_CTL_ADD, mrc_qp_fd(c->p[j].qp), &ev))
-			r = -errno;
+		if (j % c->n != c->me) {
+			if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, mrc_qp_fd(c->p[j].qp), &ev))
+				r = -errno;
+			break;
+		}
 	}
 	struct epoll_event ev = { .events = EPOLLRDHUP, .data.u32 = UINT32_MAX };
 	if (!r && epoll_ctl(c->epfd, EPOLL_CTL_ADD, mrc_ctx_fd(c->ctx), &ev))

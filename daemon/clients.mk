@@ -3,4 +3,4 @@
 # into mrcd (daemon/daemon.mk).
 MRCD_CLIENTS_SRCS := daemon/clients/clisock.c daemon/clients/clients.c \
                      daemon/clients/client_cm.c daemon/clients/rings.c \
-                     daemon/clients/sidown.c
+                     daemon/clients/sidown.c daemon/clients/notify.c

@@ -105,6 +105,27 @@ out:
 	return r;
 }
 
+/* The notify page (climsg.h HELLO fd 0): the daemon wrote its header;
+ * check it, so a mismatched daemon gives a clean error instead of stray
+ * stores, and that it holds a byte for every QP we may create. */
+static int notify_map(struct mrc_ctx *ctx, int fd, uint64_t len, uint32_t max_qps)
+{
+	if (len < sizeof(struct mrc_notify) || len > (1u << 30))
+		return -EBADMSG;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	struct mrc_notify *n = m;
+	if (n->magic != MRC_NOTIFY_MAGIC || n->version != MRC_RING_VERSION ||
+	    n->slots > len - sizeof(*n) || n->slots < max_qps) {
+		munmap(m, len);
+		return -EPROTONOSUPPORT;
+	}
+	ctx->notify = n;
+	ctx->notify_len = len;
+	return 0;
+}
+
 MRC__API int mrc_open(const char *path, struct mrc_ctx **out)
 {
 	*out = NULL;
@@ -136,15 +157,29 @@ MRC__API int mrc_open(const char *path, struct mrc_ctx **out)
 	snprintf(h.name, sizeof(h.name), "%.*s", (int)sizeof(h.name) - 1,
 		 program_invocation_short_name);
 	struct mrc_cli_hello_rep rep;
-	int r = mrc__call(ctx, MRC_CLI_HELLO, &h, sizeof(h), -1, &rep, sizeof(rep), NULL, 0);
+	int fds[3] = { -1, -1, -1 };
+	ctx->sq_bell = ctx->cq_bell = -1;
+	int r = mrc__call(ctx, MRC_CLI_HELLO, &h, sizeof(h), -1, &rep, sizeof(rep), fds, 3);
 	if (r == 0 && rep.version != MRC_CLI_VERSION)
 		r = -EPROTONOSUPPORT;
+	if (r == 0)
+		r = notify_map(ctx, fds[0], rep.notify_len, rep.max_qps);
+	close_fds(fds, 1);
 	if (r) {
+		close_fds(fds + 1, 2);
 		close(ctx->sock);
 		pthread_mutex_destroy(&ctx->lock);
 		free(ctx);
 		return r;
 	}
+	ctx->sq_bell = fds[1];
+	ctx->cq_bell = fds[2];
+	pthread_mutex_init(&ctx->wlock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ctx->wcond, &ca);
+	pthread_condattr_destroy(&ca);
 	ctx->info = (struct mrc_ctx_info){
 		.host = rep.host, .n_hosts = rep.n_hosts, .client_id = rep.client_id,
 		.max_qps = rep.max_qps, .max_mrs = rep.max_mrs,
@@ -165,10 +200,13 @@ MRC__API void mrc_close(struct mrc_ctx *ctx)
 	while (ctx->mrs)
 		if (mrc_dereg_mr(ctx->mrs) == -EBUSY)
 			mrc__free_mr(ctx->mrs);
-	if (ctx->notify)
-		munmap(ctx->notify, ctx->notify_len);
+	munmap(ctx->notify, ctx->notify_len);
 	close(ctx->sock);
+	close(ctx->sq_bell);
+	close(ctx->cq_bell);
 	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->wlock);
+	pthread_cond_destroy(&ctx->wcond);
 	free(ctx);
 }
 

@@ -19,10 +19,20 @@ struct mrc_ctx {
 	char last_error[MRC_CLI_REASON_MAX + 1];
 	struct mrc_mr *mrs;        /* lists, for mrc_close */
 	struct mrc_qp *qps;
-	/* The notify page of polled QPs (mrc/ring.h), mapped with the
-	 * first one, kept until mrc_close (under lock). */
+	/* The client's doorbells (docs/client.md "Doorbells"), from HELLO:
+	 * the notify page (one pending byte per QP), the SQ bell written
+	 * after setting bytes, the CQ bell the daemon writes for an armed
+	 * CQ.  The same three for any number of QPs. */
 	struct mrc_notify *notify;
 	uint64_t notify_len;
+	int sq_bell, cq_bell;
+	/* mrc_wait: one thread at a time sleeps on cq_bell (the leader)
+	 * and wakes the others (gen++, broadcast) when it returns, so a
+	 * ring meant for another thread's QP is never swallowed. */
+	pthread_mutex_t wlock;
+	pthread_cond_t wcond;
+	int wleader;
+	uint64_t wgen;
 };
 
 struct mrc_mr {
@@ -50,9 +60,9 @@ struct mrc_qp {
 	uint32_t qpn;
 	void *map;
 	uint64_t map_len;
-	int sq_efd, cq_efd;        /* sq_efd -1: polled (notify page) */
-	struct mrc_notify *notify; /* polled: ctx->notify */
-	uint32_t notify_slot;      /* polled: its pending byte (checked) */
+	int polled;                /* MRC_QP_POLLED: no bell after posting */
+	struct mrc_notify *notify; /* ctx->notify */
+	uint32_t notify_slot;      /* its pending byte (checked) */
 	pthread_mutex_t sq_lock, cq_lock;
 	struct mrc_ring sq, cq;
 };

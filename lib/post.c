@@ -17,19 +17,26 @@ static void ring_doorbell(int efd)
 		;
 }
 
+/* The QP's pending byte, a full fence, the client's summary: plain
+ * stores, as a GPU producer does them; the daemon clears both. */
+static void notify_set(struct mrc_qp *qp)
+{
+	__atomic_store_n(&qp->notify->pending[qp->notify_slot], 1, __ATOMIC_RELAXED);
+	atomic_thread_fence(memory_order_seq_cst);
+	__atomic_store_n(&qp->notify->summary, 1, __ATOMIC_RELAXED);
+}
+
 /* Producer side of a parked polled ring (mrc/ring.h "Polled rings"):
  * after the seq store, a full fence, then the sleeping load; if set, the
- * QP's pending byte, a full fence, the client's summary.  Plain stores
- * only, as a GPU producer does them; the daemon clears both. */
+ * pending byte and summary.  No bell: a GPU producer cannot write one,
+ * the daemon's timer reads the summary. */
 static void notify_wake(struct mrc_qp *qp)
 {
 	struct mrc_ring_hdr *h = qp->sq.hdr;
 	atomic_thread_fence(memory_order_seq_cst);
 	if (!atomic_load_explicit(MRC__A32(&h->sleeping), memory_order_relaxed))
 		return;
-	__atomic_store_n(&qp->notify->pending[qp->notify_slot], 1, __ATOMIC_RELAXED);
-	atomic_thread_fence(memory_order_seq_cst);
-	__atomic_store_n(&qp->notify->summary, 1, __ATOMIC_RELAXED);
+	notify_set(qp);
 }
 
 MRC__API int mrc_post_sqe(struct mrc_qp *qp, const struct mrc_sqe *sqe)
@@ -58,13 +65,16 @@ MRC__API int mrc_post_sqe(struct mrc_qp *qp, const struct mrc_sqe *sqe)
 	r->idx++;
 	r->hdr->head = r->idx;
 	int wake = 0;
-	if (qp->notify)
+	if (qp->polled) {
 		notify_wake(qp);
-	else
-		wake = mrc_ring_need_wake(r->hdr);
+	} else if (mrc_ring_need_wake(r->hdr)) {
+		/* Armed: say which QP, then ring the client's one bell. */
+		notify_set(qp);
+		wake = 1;
+	}
 	pthread_mutex_unlock(&qp->sq_lock);
 	if (wake)
-		ring_doorbell(qp->sq_efd);
+		ring_doorbell(qp->ctx->sq_bell);
 	return 0;
 }
 
@@ -152,67 +162,115 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-MRC__API int mrc_wait(struct mrc_qp *qp, int timeout_ms)
+static int cq_arm(struct mrc_qp *qp)
 {
 	struct mrc_ring *r = &qp->cq;
-	int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : INT64_MAX;
-	for (;;) {
-		pthread_mutex_lock(&qp->cq_lock);
-		const struct mrc_cqe *c = (const struct mrc_cqe *)r->desc + (r->idx & r->mask);
-		int ready = mrc_ring_prepare_sleep(r->hdr, &c->seq, r->idx);
-		pthread_mutex_unlock(&qp->cq_lock);
-		if (ready)
-			return 0;
-		if (__atomic_load_n(&qp->ctx->dead, __ATOMIC_RELAXED))
-			return -ECONNRESET;
-		int64_t left = deadline == INT64_MAX ? -1 : deadline - now_ms();
-		if (left < 0 && deadline != INT64_MAX)
-			left = 0;
-		/* The control socket hangs up when the daemon dies: never hang
-		 * on a doorbell nobody will ring. */
-		struct pollfd p[2] = {
-			{ .fd = qp->cq_efd, .events = POLLIN },
-			{ .fd = qp->ctx->sock, .events = POLLRDHUP },
-		};
-		int n = poll(p, 2, left > INT32_MAX ? INT32_MAX : (int)left);
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		if (n > 0 && (p[0].revents & POLLIN)) {
-			uint64_t v;
-			if (read(qp->cq_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				return -errno;
-		}
-		if (n > 0 && (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR))) {
-			__atomic_store_n(&qp->ctx->dead, 1, __ATOMIC_RELAXED);
-			mrc_ring_wake_done(r->hdr);
-			pthread_mutex_lock(&qp->cq_lock);
-			int ok = cq_ready(r);
-			pthread_mutex_unlock(&qp->cq_lock);
-			return ok ? 0 : -ECONNRESET;
-		}
-		if (n == 0 && deadline != INT64_MAX && now_ms() >= deadline) {
-			mrc_ring_wake_done(r->hdr);
-			pthread_mutex_lock(&qp->cq_lock);
-			int ok = cq_ready(r);
-			pthread_mutex_unlock(&qp->cq_lock);
-			return ok ? 0 : -ETIMEDOUT;
-		}
-	}
-}
-
-MRC__API int mrc_arm_cq(struct mrc_qp *qp)
-{
-	struct mrc_ring *r = &qp->cq;
-	uint64_t v;
-	if (read(qp->cq_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		return -errno;
 	pthread_mutex_lock(&qp->cq_lock);
 	const struct mrc_cqe *c = (const struct mrc_cqe *)r->desc + (r->idx & r->mask);
 	int ready = mrc_ring_prepare_sleep(r->hdr, &c->seq, r->idx);
 	pthread_mutex_unlock(&qp->cq_lock);
-	if (ready)
+	return ready;
+}
+
+static int cq_disarm(struct mrc_qp *qp, int err)
+{
+	mrc_ring_wake_done(qp->cq.hdr);
+	pthread_mutex_lock(&qp->cq_lock);
+	int ok = cq_ready(&qp->cq);
+	pthread_mutex_unlock(&qp->cq_lock);
+	return ok ? 0 : err;
+}
+
+/* The leader sleeps on the context's CQ bell (and on the control socket,
+ * which hangs up when the daemon dies: never hang on a bell nobody will
+ * ring).  1: the daemon died. */
+static int lead(struct mrc_ctx *ctx, int64_t left)
+{
+	struct pollfd p[2] = {
+		{ .fd = ctx->cq_bell, .events = POLLIN },
+		{ .fd = ctx->sock, .events = POLLRDHUP },
+	};
+	int n = poll(p, 2, left < 0 ? -1 : left > INT32_MAX ? INT32_MAX : (int)left);
+	if (n > 0 && (p[0].revents & POLLIN)) {
+		uint64_t v;
+		if (read(ctx->cq_bell, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return -errno;
+	}
+	if (n > 0 && (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR))) {
+		__atomic_store_n(&ctx->dead, 1, __ATOMIC_RELAXED);
+		return 1;
+	}
+	return n < 0 && errno != EINTR ? -errno : 0;
+}
+
+/* Every QP of a context shares one CQ bell, so waiters take turns: one
+ * leads (sleeps on the bell), the others wait on the condition variable
+ * and are woken, all of them, whenever the leader returns; each then
+ * re-checks its own CQ.  A ring for any QP reaches its waiter: the leader
+ * reads it and wakes everyone, or, with no leader, it stays in the
+ * eventfd for the next one. */
+MRC__API int mrc_wait(struct mrc_qp *qp, int timeout_ms)
+{
+	struct mrc_ctx *ctx = qp->ctx;
+	int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : INT64_MAX;
+	for (;;) {
+		if (cq_arm(qp))
+			return 0;
+		if (__atomic_load_n(&ctx->dead, __ATOMIC_RELAXED))
+			return cq_disarm(qp, -ECONNRESET);
+		int64_t left = deadline == INT64_MAX ? -1 : deadline - now_ms();
+		if (deadline != INT64_MAX && left <= 0)
+			return cq_disarm(qp, -ETIMEDOUT);
+		pthread_mutex_lock(&ctx->wlock);
+		if (!ctx->wleader) {
+			ctx->wleader = 1;
+			pthread_mutex_unlock(&ctx->wlock);
+			int r = lead(ctx, left);
+			pthread_mutex_lock(&ctx->wlock);
+			ctx->wleader = 0;
+			ctx->wgen++;
+			pthread_cond_broadcast(&ctx->wcond);
+			pthread_mutex_unlock(&ctx->wlock);
+			if (r < 0)
+				return r;
+		} else {
+			uint64_t gen = ctx->wgen;
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			if (left >= 0) {
+				ts.tv_sec += left / 1000;
+				ts.tv_nsec += (left % 1000) * 1000000;
+				if (ts.tv_nsec >= 1000000000) {
+					ts.tv_sec++;
+					ts.tv_nsec -= 1000000000;
+				}
+			}
+			while (ctx->wleader && ctx->wgen == gen) {
+				if (left < 0)
+					pthread_cond_wait(&ctx->wcond, &ctx->wlock);
+				else if (pthread_cond_timedwait(&ctx->wcond, &ctx->wlock, &ts) == ETIMEDOUT)
+					break;
+			}
+			pthread_mutex_unlock(&ctx->wlock);
+		}
+	}
+}
+
+/* Arms only: the bell is the context's, so reading it here could swallow
+ * a ring meant for another armed QP; mrc_ctx_drain reads it. */
+MRC__API int mrc_arm_cq(struct mrc_qp *qp)
+{
+	if (cq_arm(qp))
 		return 1;
 	return __atomic_load_n(&qp->ctx->dead, __ATOMIC_RELAXED) ? -ECONNRESET : 0;
+}
+
+MRC__API int mrc_ctx_drain(struct mrc_ctx *ctx)
+{
+	uint64_t v;
+	if (read(ctx->cq_bell, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
 }
 
 MRC__API const char *mrc_cqe_op_name(uint8_t op)

@@ -38,43 +38,18 @@ static int ring_attach(struct mrc_ring *r, struct mrc_qp *qp, uint64_t off, uint
 	return 0;
 }
 
-/* A polled QP: fd is the client's notify page (climsg.h CREATE_QP fd 1),
- * mapped once per context; the QP's slot must lie inside it. */
-static int notify_attach(struct mrc_qp *qp, int fd, uint64_t len)
+/* The QP's pending byte (hdr.notify_slot) must lie inside the context's
+ * notify page. */
+static int notify_attach(struct mrc_qp *qp, int polled)
 {
-	struct mrc_ctx *ctx = qp->ctx;
-	int r = 0;
-	pthread_mutex_lock(&ctx->lock);
-	if (!ctx->notify) {
-		if (len < sizeof(struct mrc_notify) || len > (1u << 30)) {
-			r = -EBADMSG;
-			goto out;
-		}
-		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (m == MAP_FAILED) {
-			r = -errno;
-			goto out;
-		}
-		struct mrc_notify *n = m;
-		if (n->magic != MRC_NOTIFY_MAGIC || n->version != MRC_RING_VERSION ||
-		    n->slots > len - sizeof(*n)) {
-			munmap(m, len);
-			r = -EPROTONOSUPPORT;
-			goto out;
-		}
-		ctx->notify = n;
-		ctx->notify_len = len;
-	}
-	if (qp->sq.hdr->notify_slot >= ctx->notify->slots ||
-	    !(qp->sq.hdr->flags & MRC_RING_F_POLLED))
-		r = -EBADMSG;
-	else {
-		qp->notify = ctx->notify;
-		qp->notify_slot = qp->sq.hdr->notify_slot;
-	}
-out:
-	pthread_mutex_unlock(&ctx->lock);
-	return r;
+	struct mrc_notify *n = qp->ctx->notify;
+	if (qp->sq.hdr->notify_slot >= n->slots ||
+	    !!(qp->sq.hdr->flags & MRC_RING_F_POLLED) != polled)
+		return -EBADMSG;
+	qp->notify = n;
+	qp->notify_slot = qp->sq.hdr->notify_slot;
+	qp->polled = polled;
+	return 0;
 }
 
 MRC__API int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg,
@@ -98,8 +73,8 @@ MRC__API int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg,
 	if (!q.cq_entries)
 		q.cq_entries = q.sq_entries * 2;
 	struct mrc_cli_create_qp_rep rep;
-	int fds[3] = { -1, -1, -1 };
-	int r = mrc__call(ctx, MRC_CLI_CREATE_QP, &q, sizeof(q), -1, &rep, sizeof(rep), fds, 3);
+	int fds[1] = { -1 };
+	int r = mrc__call(ctx, MRC_CLI_CREATE_QP, &q, sizeof(q), -1, &rep, sizeof(rep), fds, 1);
 	if (r)
 		return r;
 	struct mrc_qp *qp = calloc(1, sizeof(*qp));
@@ -120,17 +95,13 @@ MRC__API int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg,
 		r = ring_attach(&qp->cq, qp, rep.cq_off, MRC_RING_CQ, sizeof(struct mrc_cqe));
 	if (!r && qp->sq.hdr->base != q.index_base)
 		r = -EBADMSG;
-	if (!r && (q.flags & MRC_CLI_QP_POLLED))
-		r = notify_attach(qp, fds[1], rep.notify_len);
+	if (!r)
+		r = notify_attach(qp, !!(q.flags & MRC_CLI_QP_POLLED));
 	if (r) {
 		munmap(qp->map, qp->map_len);
 		goto fail;
 	}
 	close(fds[0]);
-	qp->sq_efd = qp->notify ? -1 : fds[1];
-	if (qp->notify)
-		close(fds[1]);
-	qp->cq_efd = fds[2];
 	pthread_mutex_init(&qp->sq_lock, NULL);
 	pthread_mutex_init(&qp->cq_lock, NULL);
 	pthread_mutex_lock(&ctx->lock);
@@ -141,8 +112,7 @@ MRC__API int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg,
 	return 0;
 fail:
 	free(qp);
-	for (int i = 0; i < 3; i++)
-		close(fds[i]);
+	close(fds[0]);
 	struct mrc_cli_qpn d = { .qpn = rep.qpn };
 	mrc__call(ctx, MRC_CLI_DESTROY_QP, &d, sizeof(d), -1, NULL, 0, NULL, 0);
 	return r;
@@ -156,9 +126,6 @@ MRC__API int mrc_destroy_qp(struct mrc_qp *qp)
 	int r = mrc__call(qp->ctx, MRC_CLI_DESTROY_QP, &d, sizeof(d), -1, NULL, 0, NULL, 0);
 	mrc__unlink_qp(qp);
 	munmap(qp->map, qp->map_len);
-	if (qp->sq_efd >= 0)
-		close(qp->sq_efd);
-	close(qp->cq_efd);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_mutex_destroy(&qp->cq_lock);
 	free(qp);
@@ -166,7 +133,8 @@ MRC__API int mrc_destroy_qp(struct mrc_qp *qp)
 }
 
 MRC__API uint32_t mrc_qp_num(const struct mrc_qp *qp) { return qp->qpn; }
-MRC__API int mrc_qp_fd(const struct mrc_qp *qp) { return qp->cq_efd; }
+/* The context's CQ doorbell: one per context (client protocol 4). */
+MRC__API int mrc_qp_fd(const struct mrc_qp *qp) { return qp->ctx->cq_bell; }
 
 MRC__API int mrc_qp_info_get(struct mrc_qp *qp, struct mrc_qp_addr *local)
 {
@@ -237,7 +205,8 @@ MRC__API int mrc_qp_rings(struct mrc_qp *qp, struct mrc_qp_rings *out)
 	if (!qp || !out)
 		return -EINVAL;
 	*out = (struct mrc_qp_rings){ .sq = qp->sq.hdr, .cq = qp->cq.hdr, .map = qp->map,
-				      .map_len = qp->map_len, .notify = qp->notify,
-				      .notify_len = qp->notify ? qp->ctx->notify_len : 0 };
+				      .map_len = qp->map_len,
+				      .notify = qp->polled ? qp->notify : NULL,
+				      .notify_len = qp->polled ? qp->ctx->notify_len : 0 };
 	return 0;
 }

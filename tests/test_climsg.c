@@ -90,8 +90,7 @@ static void test_rep_roundtrip(void **state)
 {
 	(void)state;
 	uint8_t buf[MRC_CLI_MSG_MAX];
-	struct mrc_cli_create_qp_rep rep = { .qpn = 7, .map_len = 1 << 20, .sq_off = 0, .cq_off = 4096,
-					     .notify_len = 4096 };
+	struct mrc_cli_create_qp_rep rep = { .qpn = 7, .map_len = 1 << 20, .sq_off = 0, .cq_off = 4096 };
 	int len = mrc__cli_enc_rep(buf, sizeof(buf), MRC_CLI_CREATE_QP, 5, 0, &rep, sizeof(rep), NULL);
 	assert_true(len > 0);
 	struct mrc_cli_msg m;

@@ -12,20 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "transport/engine.h"
-
-static size_t qp_bytes_default(void)
-{
-	struct mrce_cfg c;
-	struct mrce *e = NULL;
-	const char *why = NULL;
-
-	mrce_cfg_default(&c);
-	assert_int_equal(mrce_create(&c, &e, &why), 0);
-	size_t n = mrce_qp_bytes(e);
-	mrce_destroy(e);
-	return n;
-}
+#include "tests/support/qpbytes.h"
 
 /* Finds MARKER in FILE and parses the number after it ("55,984"). */
 static long figure_after(const char *file, const char *marker)
@@ -59,7 +46,8 @@ static long figure_after(const char *file, const char *marker)
 static void test_qp_bytes_quoted(void **state)
 {
 	(void)state;
-	long want = (long)qp_bytes_default();
+	long want = (long)mrc__qp_bytes_default();
+	assert_true(want > 0);
 	long design = figure_after("docs/design.md", "reports the bytes per QP:");
 	long readme = figure_after("README.md", "Memory per QP:");
 	if (design != want || readme != want)

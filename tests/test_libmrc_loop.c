@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -238,8 +239,10 @@ static void test_bad_descriptors(void **state)
 	mrc_close(p.ctx);
 }
 
-/* An application's own poll loop: arm, sleep on the fd, get woken by the
- * daemon's doorbell when the completion lands. */
+/* An application's own poll loop: drain, arm, sleep on the fd, get woken
+ * by the daemon's doorbell when the completion lands.  The fd is the
+ * context's (one for all its QPs): a completion of either of two armed
+ * QPs wakes it, and one that comes after both are armed is not lost. */
 static void test_arm_fd(void **state)
 {
 	NEED_DAEMON(state);
@@ -247,6 +250,8 @@ static void test_arm_fd(void **state)
 	struct pair p;
 	pair_open(d, &p, 65536);
 	pair_connect_oob(&p);
+	assert_int_equal(mrc_qp_fd(p.a), mrc_qp_fd(p.b));
+	assert_int_equal(mrc_ctx_drain(p.ctx), 0);
 	assert_int_equal(mrc_arm_cq(p.a), 0);
 	assert_int_equal(mrc_post_write(p.a, 3, mrc_mr_key(p.src), 0, 65536, mrc_mr_key(p.dst), 0), 0);
 	struct pollfd pf = { .fd = mrc_qp_fd(p.a), .events = POLLIN };
@@ -256,12 +261,36 @@ static void test_arm_fd(void **state)
 	assert_int_equal(c.wr_id, 3);
 	assert_int_equal(c.status, 0);
 	/* nothing pending: armed again; a completion already there: 1 */
+	assert_int_equal(mrc_ctx_drain(p.ctx), 0);
 	assert_int_equal(mrc_arm_cq(p.a), 0);
+	assert_int_equal(poll(&pf, 1, 0), 0);
 	assert_int_equal(mrc_post_write(p.a, 4, mrc_mr_key(p.src), 0, 8, mrc_mr_key(p.dst), 0), 0);
 	assert_int_equal(poll(&pf, 1, WAIT_MS), 1);
 	assert_int_equal(mrc_arm_cq(p.a), 1);
 	assert_int_equal(mrc_poll_cq(p.a, &c, 1), 1);
 	assert_int_equal(c.wr_id, 4);
+	/* Two QPs armed on the one fd: b's completion (a SEND from a into
+	 * b's RECV) wakes it although a was armed after... and before. */
+	assert_int_equal(mrc_ctx_drain(p.ctx), 0);
+	assert_int_equal(mrc_post_recv(p.b, 5, mrc_mr_key(p.dst), 0, 64), 0);
+	assert_int_equal(mrc_arm_cq(p.b), 0);
+	assert_int_equal(mrc_arm_cq(p.a), 0);
+	assert_int_equal(poll(&pf, 1, 0), 0);
+	assert_int_equal(mrc_post_send(p.a, 6, mrc_mr_key(p.src), 0, 64), 0);
+	assert_int_equal(poll(&pf, 1, WAIT_MS), 1);
+	int64_t end = mrcd_spawn_now_ms() + WAIT_MS;
+	int got_a = 0, got_b = 0;
+	while ((!got_a || !got_b) && mrcd_spawn_now_ms() < end) {
+		if (mrc_poll_cq(p.a, &c, 1) == 1) {
+			assert_int_equal(c.wr_id, 6);
+			got_a = 1;
+		}
+		if (mrc_poll_cq(p.b, &c, 1) == 1) {
+			assert_int_equal(c.wr_id, 5);
+			got_b = 1;
+		}
+	}
+	assert_true(got_a && got_b);
 	mrc_close(p.ctx);
 }
 
@@ -453,6 +482,8 @@ static void test_client_killed(void **state)
 	pid_t child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
+		/* never outlive a test that failed before killing us */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		struct pair p;
 		if (mrc_open(d->sock, &p.ctx) ||
 		    mrc_alloc_mr(p.ctx, 8 << 20, MRC_MR_ALL, &p.src) ||

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "daemon/clients/clients.h"
@@ -34,13 +33,7 @@ static struct {
 	uint32_t uid_clients, uid_qps, uid_mrs;
 	uint64_t uid_mem;
 	uint64_t uid_refused;      /* all refusals by a per-uid limit */
-	/* Parked polled rings: clients with polled QPs, and the timer that
-	 * reads their notify summaries while the loop sleeps. */
-	struct mrcd_client *nlist;
-	uint64_t park_ns, tick_min_ns, tick_max_ns, tick_ns;
-	int tfd;
-	ev_io tick_io;
-	int ticking;
+	uint64_t park_ns;
 } S;
 
 /* ---- per-uid totals --------------------------------------------------- */
@@ -139,107 +132,13 @@ static struct mrcd_cmr *find_mr(struct mrcd_client *c, uint32_t key)
 
 /* ---- polling ---------------------------------------------------------- */
 
-/* The daemon's side of the notify page (mrc/ring.h "Polled rings"): only
- * a set summary makes it look at the pending bytes, and only the QPs
- * whose byte is set are woken.  Everything in the page is the client's
- * to scribble on: any non-zero byte reads as set, a byte of a free slot
- * or of a QP that is not parked is cleared and counted as spurious. */
-static int notify_scan(struct mrcd_client *c, uint64_t now)
-{
-	struct mrc_notify *n = c->notify;
-	if (!__atomic_load_n(&n->summary, __ATOMIC_RELAXED))
-		return 0;
-	__atomic_store_n(&n->summary, 0, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	struct mrcd_ring_stats *st = mrcd_ring_stats(c->d);
-	int woke = 0;
-	uint32_t slots = c->max_qps;
-	/* Eight bytes at a time: pending[] is 8-aligned and padded. */
-	for (uint32_t w = 0; w < (slots + 7) / 8; w++) {
-		uint64_t v = __atomic_load_n((uint64_t *)(void *)&n->pending[8 * w], __ATOMIC_RELAXED);
-		if (!v)
-			continue;
-		for (uint32_t i = 8 * w; i < 8 * w + 8; i++) {
-			if (!__atomic_load_n(&n->pending[i], __ATOMIC_RELAXED))
-				continue;
-			__atomic_store_n(&n->pending[i], 0, __ATOMIC_RELAXED);
-			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			struct mrcd_cqp *q = i < slots ? c->slot_qp[i] : NULL;
-			if (q && mrcd_cqp_unpark(q, now)) {
-				st->notify_wakeups++;
-				woke++;
-			} else {
-				st->notify_spurious++;
-			}
-		}
-	}
-	return woke;
-}
-
-/* Periodic: at the longest interval (the steady idle state) a tick costs
- * the wake-up and one read, no re-arming. */
-static void tick_arm(uint64_t ns)
-{
-	struct timespec t = { .tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u) };
-	struct itimerspec it = { .it_interval = t, .it_value = t };
-	if (timerfd_settime(S.tfd, 0, &it, NULL) < 0)
-		mrcd_log(MRCD_LOG_WARNING, "parked-ring timer: %s", strerror(errno));
-	S.ticking = 1;
-	mrcd_ring_stats(S.d)->poll_interval_us = (uint32_t)(ns / 1000);
-}
-
-static void tick_stop(void)
-{
-	struct itimerspec it = { { 0, 0 }, { 0, 0 } };
-	if (S.ticking)
-		timerfd_settime(S.tfd, 0, &it, NULL);
-	S.ticking = 0;
-	mrcd_ring_stats(S.d)->poll_interval_us = 0;
-}
-
-/* The parked-ring timer: while every polled ring is parked the loop
- * sleeps, and this reads the summaries of the clients with polled QPs,
- * backing off from gpu_poll_min_us to gpu_poll_max_us (the bound on
- * pickup latency) while nothing comes; a pickup makes the loop busy
- * again and resets the interval.  A timerfd rather than an ev_timer:
- * libev's epoll backend rounds sleeps up to whole milliseconds. */
-static void on_tick(struct ev_loop *loop, ev_io *w, int revents)
-{
-	(void)loop;
-	(void)w;
-	(void)revents;
-	uint64_t v;
-	if (read(S.tfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		mrcd_log(MRCD_LOG_DEBUG, "parked-ring timer: %s", strerror(errno));
-	struct mrcd_ring_stats *st = mrcd_ring_stats(S.d);
-	st->notify_ticks++;
-	uint64_t now = mrcd_now();
-	int woke = 0;
-	for (struct mrcd_client *c = S.nlist; c; c = c->nnext)
-		woke += notify_scan(c, now);
-	if (woke) {
-		/* Busy again: the pollers read the summaries every round
-		 * until everything parks and client_arm restarts the timer. */
-		S.tick_ns = S.tick_min_ns;
-		tick_stop();
-		mrcd_kick(S.d);
-		return;
-	}
-	if (!st->polled_parked) {
-		tick_stop();
-		return;
-	}
-	if (S.tick_ns < S.tick_max_ns) {
-		S.tick_ns = S.tick_ns * 2 < S.tick_max_ns ? S.tick_ns * 2 : S.tick_max_ns;
-		tick_arm(S.tick_ns);
-	}
-}
-
 static int client_poll(void *ctx)
 {
 	struct mrcd_client *c = ctx;
 	int n = 0;
-	if (c->notify && c->npolled && notify_scan(c, mrcd_now()))
+	/* One load per round while nothing was rung; a set summary wakes
+	 * the QPs whose byte is set (the bell's read may come later). */
+	if (mrcd__notify_scan(c, mrcd_now()))
 		n++;
 	for (struct mrcd_cqp *q = c->act; q; q = q->act_next)
 		n += mrcd_cqp_poll(q, POLL_BUDGET);
@@ -258,11 +157,7 @@ static int client_arm(void *ctx)
 		else
 			mrcd_cqp_deactivate(q);
 	}
-	/* Parking resets the interval: the ring was busy a moment ago. */
-	if (mrcd_ring_stats(c->d)->polled_parked && !S.ticking) {
-		S.tick_ns = S.tick_min_ns;
-		tick_arm(S.tick_ns);
-	}
+	mrcd__tick_parked();
 	return work;
 }
 
@@ -281,84 +176,6 @@ static void on_retry(struct ev_loop *loop, ev_timer *w, int revents)
 	if (!left)
 		ev_timer_stop(loop, w);
 	mrcd_kick(c->d);
-}
-
-/* The client's notify page: a sealed memfd of one struct mrc_notify with
- * a pending byte per possible QP (max_qps, rounded up to 8). */
-static int notify_create(struct mrcd_client *c)
-{
-	uint32_t slots = (c->max_qps + 7) & ~7u;
-	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
-	size_t len = (size_t)((sizeof(struct mrc_notify) + slots + pg - 1) & ~(pg - 1));
-	c->slot_qp = calloc(c->max_qps, sizeof(*c->slot_qp));
-	int fd = memfd_create("mrcd-notify", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	void *map = MAP_FAILED;
-	if (!c->slot_qp || fd < 0 || ftruncate(fd, (off_t)len) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 ||
-	    (map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-		int r = c->slot_qp ? -errno : -ENOMEM;
-		if (fd >= 0)
-			close(fd);
-		free(c->slot_qp);
-		c->slot_qp = NULL;
-		return r;
-	}
-	c->notify = map;
-	c->notify_len = len;
-	c->notify_fd = fd;
-	c->notify->magic = MRC_NOTIFY_MAGIC;
-	c->notify->version = MRC_RING_VERSION;
-	c->notify->slots = slots;
-	return 0;
-}
-
-static void notify_free(struct mrcd_client *c)
-{
-	if (c->notify) {
-		munmap(c->notify, c->notify_len);
-		close(c->notify_fd);
-	}
-	free(c->slot_qp);
-	c->notify = NULL;
-	c->slot_qp = NULL;
-	c->notify_fd = -1;
-}
-
-/* The lowest free notify slot (nqp < max_qps: there is one). */
-static uint32_t slot_free(const struct mrcd_client *c)
-{
-	uint32_t i = 0;
-	while (c->slot_qp[i])
-		i++;
-	return i;
-}
-
-/* A polled QP takes slot i (its byte cleared: a stale pending of the
- * slot's previous QP must not wake the new one); the client joins the
- * list the timer reads. */
-static void slot_take(struct mrcd_client *c, struct mrcd_cqp *q, uint32_t i)
-{
-	__atomic_store_n(&c->notify->pending[i], 0, __ATOMIC_RELAXED);
-	c->slot_qp[i] = q;
-	if (c->npolled++ == 0) {
-		c->nnext = S.nlist;
-		S.nlist = c;
-	}
-	mrcd_ring_stats(c->d)->polled_qps++;
-}
-
-static void slot_put(struct mrcd_client *c, struct mrcd_cqp *q)
-{
-	c->slot_qp[q->notify_slot] = NULL;
-	__atomic_store_n(&c->notify->pending[q->notify_slot], 0, __ATOMIC_RELAXED);
-	mrcd_ring_stats(c->d)->polled_qps--;
-	if (--c->npolled)
-		return;
-	for (struct mrcd_client **p = &S.nlist; *p; p = &(*p)->nnext)
-		if (*p == c) {
-			*p = c->nnext;
-			break;
-		}
 }
 
 /* ---- memory ----------------------------------------------------------- */
@@ -468,32 +285,22 @@ static int do_create_qp(struct mrcd_client *c, const struct mrc_cli_msg *m)
 		return fail(c, m, uid_refuse(c->uq, -EDQUOT),
 			    "QP limit of uid %u reached (%u over all its clients; config uid_max_qps)",
 			    (unsigned)c->uid, S.uid_qps);
-	int polled = !!(q.flags & MRC_CLI_QP_POLLED);
-	if (polled && !c->notify) {
-		int r = notify_create(c);
-		if (r)
-			return fail(c, m, r, "notify page for polled QPs");
-	}
 	struct mrcd_cqp *qp;
 	struct mrc_cli_create_qp_rep rep;
 	int memfd;
 	const char *why = "";
-	uint32_t slot = polled ? slot_free(c) : 0;
+	uint32_t slot = mrcd__slot_free(c);
 	int r = mrcd_cqp_create(c, &q, slot, &qp, &memfd, &rep, &why);
 	if (r)
 		return fail(c, m, r, "%s (sq %u, cq %u, limit %u)", why, q.sq_entries,
 			    q.cq_entries, c->max_ring);
-	if (polled) {
-		slot_take(c, qp, slot);
-		rep.notify_len = c->notify_len;
-	}
+	mrcd__slot_take(c, qp, slot);
 	if (!c->polling) {
 		struct mrcd_poller p = { .poll = client_poll, .arm = client_arm, .ctx = c };
 		r = mrcd_poller_add(c->d, &p);
 		if (r) {
 			close(memfd);
-			if (polled)
-				slot_put(c, qp);
+			mrcd__slot_put(c, qp);
 			mrcd_cqp_destroy(qp);
 			return fail(c, m, r, "the daemon cannot poll more clients");
 		}
@@ -503,9 +310,8 @@ static int do_create_qp(struct mrcd_client *c, const struct mrc_cli_msg *m)
 	c->qps = qp;
 	c->nqp++;
 	c->uq->qps++;
-	/* fd 1: the SQ doorbell, or the notify page (codec/climsg.h). */
-	int fds[3] = { memfd, polled ? c->notify_fd : qp->sq_efd, qp->cq_efd };
-	r = mrcd_client_reply(c, m->hdr.type, m->hdr.req_id, 0, &rep, sizeof(rep), NULL, fds, 3);
+	/* Only the rings: the doorbells are the client's (HELLO). */
+	r = mrcd_client_reply(c, m->hdr.type, m->hdr.req_id, 0, &rep, sizeof(rep), NULL, &memfd, 1);
 	close(memfd);
 	return r;
 }
@@ -524,8 +330,7 @@ static void qp_drop(struct mrcd_client *c, struct mrcd_cqp *qp)
 		}
 	c->nqp--;
 	c->uq->qps--;
-	if (qp->flags & MRC_CLI_QP_POLLED)
-		slot_put(c, qp);
+	mrcd__slot_put(c, qp);
 	mrcd_cqp_destroy(qp);
 }
 
@@ -587,19 +392,26 @@ static int do_hello(struct mrcd_client *c, const struct mrc_cli_msg *m)
 	if (q.ver_min > MRC_CLI_VERSION || q.ver_max < MRC_CLI_VERSION)
 		return fail(c, m, -EPROTONOSUPPORT, "client speaks versions %u..%u, daemon %u",
 			    q.ver_min, q.ver_max, MRC_CLI_VERSION);
+	if (c->hello)
+		return fail(c, m, -EALREADY, "hello again");
 	snprintf(c->name, sizeof(c->name), "%s", q.name);
+	int r = mrcd__notify_open(c);
+	if (r)
+		return fail(c, m, r, "the client's doorbells and notify page");
 	c->hello = 1;
 	struct mrc_cli_hello_rep rep = {
 		.version = MRC_CLI_VERSION, .client_id = c->id,
 		.host = mrcd_self_host(c->d), .n_hosts = mrcd_n_hosts(c->d),
 		.max_qps = c->max_qps < S.uid_qps ? c->max_qps : S.uid_qps,
 		.max_mrs = c->max_mrs < S.uid_mrs ? c->max_mrs : S.uid_mrs,
-		.max_ring_entries = c->max_ring,
+		.max_ring_entries = c->max_ring, .notify_len = (uint32_t)c->notify_len,
 		.max_mem = c->max_mem < S.uid_mem ? c->max_mem : S.uid_mem,
 	};
 	mrcd_log(MRCD_LOG_INFO, "client %u: %s (pid %d, uid %u)", c->id, c->name, (int)c->pid,
 		 (unsigned)c->uid);
-	return ok(c, m, &rep, sizeof(rep));
+	/* fds: the notify page, the SQ and the CQ doorbells (climsg.h). */
+	int fds[3] = { c->notify_fd, c->sq_bell, c->cq_bell };
+	return mrcd_client_reply(c, m->hdr.type, m->hdr.req_id, 0, &rep, sizeof(rep), NULL, fds, 3);
 }
 
 static void dispatch(struct mrcd_client *c, const struct mrc_cli_msg *m, int *fds, unsigned nfd)
@@ -705,7 +517,7 @@ static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 	c->max_mem = S.max_mem;
 	c->max_mrs = S.max_mrs;
 	c->park_ns = S.park_ns;
-	c->notify_fd = -1;
+	c->notify_fd = c->sq_bell = c->cq_bell = -1;
 	snprintf(c->name, sizeof(c->name), "pid %d", (int)pid);
 	if (!allowed) {
 		c->refuse = -EACCES;
@@ -772,7 +584,7 @@ static void client_free(struct mrcd_client *c)
 		qp_drop(c, c->qps);
 	if (c->polling)
 		mrcd_poller_del(d, c);
-	notify_free(c);
+	mrcd__notify_close(c);
 	uint64_t leaked = 0;
 	for (uint32_t i = 0; i < c->max_mrs; i++)
 		if (c->mrs[i].key && mr_drop(c, &c->mrs[i])) {
@@ -815,17 +627,15 @@ int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
 	S.uid_mrs = cfg->uid_max_mrs;
 	S.uid_mem = (uint64_t)cfg->uid_max_mem_mb << 20;
 	S.park_ns = (uint64_t)cfg->gpu_park_us * 1000;
-	S.tick_min_ns = (uint64_t)cfg->gpu_poll_min_us * 1000;
-	S.tick_max_ns = (uint64_t)cfg->gpu_poll_max_us * 1000;
-	S.tick_ns = S.tick_min_ns;
-	S.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (S.tfd < 0) {
-		snprintf(err, errlen, "timerfd: %s", strerror(errno));
-		return -errno;
-	}
-	ev_io_init(&S.tick_io, on_tick, S.tfd, EV_READ);
-	ev_io_start(mrcd_loop(d), &S.tick_io);
-	int rc = mrcd_sidown_init(cfg->service_reserve, err, errlen);
+	/* The engine's share of a QP, by the function the docs' figure
+	 * comes from (mrce_qp_bytes; tests/test_docs.c), at this config. */
+	mrcd_log(MRCD_LOG_INFO, "memory per QP: %zu bytes in the engine (mrce_qp_bytes, window %u) "
+		 "+ rings and completion queues by size (bench/bench_qpmem.c)",
+		 mrce_qp_bytes(mrcd_engine(d)), cfg->window);
+	int rc = mrcd__notify_start(d, cfg, err, errlen);
+	if (rc)
+		return rc;
+	rc = mrcd_sidown_init(cfg->service_reserve, err, errlen);
 	if (rc)
 		return rc;
 	return mrcd_clisock_open(d, cfg->socket, cfg->socket_mode, cfg->socket_group, on_conn,
@@ -839,10 +649,6 @@ void mrcd_clients_stop(struct mrcd *d)
 		client_free(S.list);
 	mrcd_clisock_close(S.sock);
 	S.sock = NULL;
-	if (S.tfd >= 0) {
-		ev_io_stop(mrcd_loop(S.d), &S.tick_io);
-		close(S.tfd);
-		S.tfd = -1;
-	}
+	mrcd__notify_stop();
 	mrcd_sidown_fini();
 }

@@ -78,14 +78,18 @@ struct mrcd_client {
 	 * are not on it, so idle QPs cost nothing per round. */
 	struct mrcd_cqp *act;
 	uint64_t park_ns;          /* config gpu_park_us */
-	/* Polled QPs: the notify page (mrc/ring.h), one slot per polled QP
-	 * (slot_qp[notify_slot], max_qps slots), created with the first. */
+	/* The client's doorbells (notify.c, created at HELLO): the notify
+	 * page (mrc/ring.h), one pending byte per QP (slot_qp[notify_slot],
+	 * max_qps slots); the SQ bell the client writes after setting
+	 * bytes; the CQ bell the daemon writes for an armed CQ.  Three fds
+	 * per client, none per QP. */
 	struct mrc_notify *notify;
 	size_t notify_len;
-	int notify_fd;             /* -1 until the first polled QP */
+	int notify_fd, sq_bell, cq_bell;
+	ev_io bell_io;
 	struct mrcd_cqp **slot_qp;
 	uint32_t npolled;
-	struct mrcd_client *nnext; /* clients with polled QPs (clients.c) */
+	struct mrcd_client *nnext; /* clients with polled QPs (notify.c) */
 };
 
 /* Returns the client's region with this key (ringcheck's lookup). */
@@ -104,8 +108,6 @@ struct mrcd_cqp {
 	uint32_t flags;            /* MRC_CLI_QP_* */
 	void *map;
 	size_t map_len;
-	int sq_efd, cq_efd;
-	ev_io sq_io;
 	struct mrc_ring_hdr *sqh, *cqh;
 	struct mrc_sqe *sq;
 	struct mrc_cqe *cq;
@@ -114,9 +116,10 @@ struct mrcd_cqp {
 	int blocked;               /* the engine's queue was full */
 	int broken;                /* CQ overflowed: SQ no longer consumed */
 	int active;                /* on c->act */
-	int parked;                /* polled QP with sleeping = 1, off c->act */
+	int parked;                /* sleeping = 1 (doorbell QP: armed), off
+	                              c->act until its pending byte is set */
 	struct mrcd_cqp *act_next, *act_prev;
-	uint32_t notify_slot;      /* polled QP: its byte in c->notify */
+	uint32_t notify_slot;      /* its byte in c->notify */
 	uint64_t last_work_ns;     /* polled QP: last descriptor consumed */
 	/* Completions in posting order: one FIFO for sends, one for receives.
 	 * An entry is either a marker for work in the engine or an error
@@ -131,8 +134,8 @@ struct mrcd_cqp {
 };
 
 /* Creates the engine QP and its rings in a sealed memfd (*memfd, to pass
- * to the client, with q->sq_efd (-1 for a polled QP) and q->cq_efd).
- * notify_slot: a polled QP's byte in c->notify (the caller's choice).
+ * to the client).  notify_slot: its byte in c->notify (the caller's
+ * choice).
  * The new QP is active (polled until it arms or parks). */
 int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 		    uint32_t notify_slot, struct mrcd_cqp **out, int *memfd,
@@ -149,10 +152,12 @@ int mrcd_cqp_arm(struct mrcd_cqp *q, uint64_t now);
 /* Puts a QP on its client's active list (no-op if there) / takes it off. */
 void mrcd_cqp_activate(struct mrcd_cqp *q);
 void mrcd_cqp_deactivate(struct mrcd_cqp *q);
-/* A parked polled QP's pending byte was set: sleeping = 0 (after the
+/* A parked QP's pending byte was set: sleeping = 0 (after the
  * caller cleared the byte and fenced), active again.  0 when it was not
  * parked (a repeat or stale notification). */
 int mrcd_cqp_unpark(struct mrcd_cqp *q, uint64_t now);
+/* Rings the client's CQ doorbell (notify.c). */
+void mrcd__cq_bell(struct mrcd_client *c);
 /* Moves backlogged completions into the CQ; returns how many remain. */
 uint32_t mrcd_cqp_flush(struct mrcd_cqp *q);
 

@@ -75,6 +75,22 @@ static inline struct mrcd_qp_addr local_addr(struct mrcd_client *c, struct mrcd_
 
 void mrcd__client_settle(struct mrcd_client *c);
 
+/* notify.c: the client's notify page and doorbells, the parked-ring
+ * timer */
+int mrcd__notify_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, size_t errlen);
+void mrcd__notify_stop(void);
+/* Creates the notify page and both eventfds (at HELLO); close frees them. */
+int mrcd__notify_open(struct mrcd_client *c);
+void mrcd__notify_close(struct mrcd_client *c);
+/* Wakes the QPs whose pending byte is set; returns how many. */
+int mrcd__notify_scan(struct mrcd_client *c, uint64_t now);
+uint32_t mrcd__slot_free(const struct mrcd_client *c);
+void mrcd__slot_take(struct mrcd_client *c, struct mrcd_cqp *q, uint32_t i);
+void mrcd__slot_put(struct mrcd_client *c, struct mrcd_cqp *q);
+/* Starts the parked-ring timer if a polled ring is parked and it is not
+ * running. */
+void mrcd__tick_parked(void);
+
 /* client_cm.c */
 void mrcd__op_unlink(struct mrcd_cm_op *op);
 void mrcd__op_finish(struct mrcd_cm_op *op, int err, const struct mrcd_qp_addr *remote,

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -24,13 +23,6 @@ static uint64_t page_up(uint64_t n)
 {
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
 	return (n + pg - 1) & ~(pg - 1);
-}
-
-static void doorbell(int efd)
-{
-	uint64_t one = 1;
-	if (write(efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		mrcd_log(MRCD_LOG_DEBUG, "cq doorbell: %s", strerror(errno));
 }
 
 /* ---- completions ------------------------------------------------------ */
@@ -57,7 +49,7 @@ static void emit(struct mrcd_cqp *q, const struct mrc_cqe *c)
 {
 	if (q->bl_n == 0 && cq_put(q, c) == 0) {
 		if (mrc_ring_need_wake(q->cqh))
-			doorbell(q->cq_efd);
+			mrcd__cq_bell(q->c);
 		return;
 	}
 	uint32_t cap = q->cq_mask + 1;
@@ -71,7 +63,7 @@ static void emit(struct mrcd_cqp *q, const struct mrc_cqe *c)
 			__atomic_or_fetch(&q->cqh->status, MRC_RING_S_OVERFLOW, __ATOMIC_RELEASE);
 			q->broken = 1;
 			if (mrc_ring_need_wake(q->cqh))
-				doorbell(q->cq_efd);
+				mrcd__cq_bell(q->c);
 		}
 		return;
 	}
@@ -89,7 +81,7 @@ uint32_t mrcd_cqp_flush(struct mrcd_cqp *q)
 		put++;
 	}
 	if (put && mrc_ring_need_wake(q->cqh))
-		doorbell(q->cq_efd);
+		mrcd__cq_bell(q->c);
 	return q->bl_n;
 }
 
@@ -117,8 +109,13 @@ static void fifo_complete(struct mrcd_cqp *q, struct mrcd_pend *f, uint32_t *hea
 	}
 }
 
+/* A refusal of the descriptor at sq_tail (submit's only): its slot is
+ * freed before its completion is written, so a client that sees the
+ * completion finds room for the next post (as with engine completions,
+ * which come long after the tail moved). */
 static void refuse(struct mrcd_cqp *q, const struct mrc_sqe *s, int err)
 {
+	mrc_ring_tail_store(q->sqh, q->sq_tail + 1);
 	struct mrcd_pend p = { .local = 1, .cqe = {
 		.status = err, .wr_id = s->wr_id, .qpn = q->qpn, .op = mrc__sqe_cqe_op(s->op) } };
 	q->refused++;
@@ -254,8 +251,14 @@ int mrcd_cqp_arm(struct mrcd_cqp *q, uint64_t now)
 	if (q->blocked || q->broken || outstanding(q) >= q->cq_mask + 1)
 		return 0;          /* a completion (on_wc) or the retry timer resumes */
 	const uint32_t *seq = &q->sq[q->sq_tail & q->sq_mask].seq;
-	if (!(q->flags & MRC_CLI_QP_POLLED))
-		return mrc_ring_prepare_sleep(q->sqh, seq, q->sq_tail);
+	if (!(q->flags & MRC_CLI_QP_POLLED)) {
+		/* Armed: the client sets its pending byte and rings the
+		 * client's one SQ doorbell when it finds sleeping = 1. */
+		if (mrc_ring_prepare_sleep(q->sqh, seq, q->sq_tail))
+			return 1;
+		q->parked = 1;
+		return 0;
+	}
 	/* A polled ring (its producer cannot write an eventfd) stays busy
 	 * while work flows; idle for park_ns it parks by the doorbell's
 	 * Dekker pattern: sleeping = 1, full fence, re-check the next slot
@@ -279,24 +282,12 @@ int mrcd_cqp_unpark(struct mrcd_cqp *q, uint64_t now)
 	if (!q->parked)
 		return 0;
 	q->parked = 0;
-	mrcd_ring_stats(q->c->d)->polled_parked--;
+	if (q->flags & MRC_CLI_QP_POLLED)
+		mrcd_ring_stats(q->c->d)->polled_parked--;
 	mrc_ring_wake_done(q->sqh);
 	q->last_work_ns = now;
 	mrcd_cqp_activate(q);
 	return 1;
-}
-
-static void on_sq_doorbell(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct mrcd_cqp *q = w->data;
-	uint64_t v;
-	(void)loop;
-	(void)revents;
-	if (read(q->sq_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		mrcd_log(MRCD_LOG_DEBUG, "sq doorbell: %s", strerror(errno));
-	mrc_ring_wake_done(q->sqh);
-	mrcd_cqp_activate(q);
-	mrcd_kick(q->c->d);
 }
 
 /* ---- create / destroy -------------------------------------------------- */
@@ -325,7 +316,7 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 		return -ENOMEM;
 	q->c = c;
 	q->flags = req->flags;
-	q->sq_efd = q->cq_efd = *memfd = -1;
+	*memfd = -1;
 	q->map = MAP_FAILED;
 	uint32_t ncq = req->cq_entries;
 	q->sf = calloc(ncq, sizeof(*q->sf));
@@ -359,19 +350,14 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 	}
 	int polled = !!(req->flags & MRC_CLI_QP_POLLED);
 	q->map = mmap(NULL, q->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, *memfd, 0);
-	/* A polled QP has no SQ doorbell: its producer wakes it through the
-	 * notify page. */
-	if (!polled)
-		q->sq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	q->cq_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (q->map == MAP_FAILED || (!polled && q->sq_efd < 0) || q->cq_efd < 0) {
+	if (q->map == MAP_FAILED) {
 		r = -errno;
-		*why = "ring memory or doorbells";
+		*why = "ring memory";
 		goto fail;
 	}
 	uint32_t rflags = polled ? MRC_RING_F_POLLED : 0;
 	uint64_t base = req->index_base;
-	q->notify_slot = polled ? notify_slot : 0;
+	q->notify_slot = notify_slot;
 	q->sqh = q->map;
 	q->cqh = (struct mrc_ring_hdr *)((char *)q->map + sq_bytes);
 	mrc_ring_layout(q->sqh, MRC_RING_SQ, req->sq_entries, sizeof(struct mrc_sqe), rflags, q->qpn,
@@ -386,11 +372,6 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 	if (r) {
 		*why = "QP number already bound";
 		goto fail;
-	}
-	if (!polled) {
-		ev_io_init(&q->sq_io, on_sq_doorbell, q->sq_efd, EV_READ);
-		q->sq_io.data = q;
-		ev_io_start(mrcd_loop(d), &q->sq_io);
 	}
 	/* Polled until its first arm: the doorbell is not armed yet
 	 * (sleeping = 0), and a polled ring starts busy. */
@@ -408,10 +389,6 @@ fail:
 	if (*memfd >= 0)
 		close(*memfd);
 	*memfd = -1;
-	if (q->sq_efd >= 0)
-		close(q->sq_efd);
-	if (q->cq_efd >= 0)
-		close(q->cq_efd);
 	free(q->sf), free(q->rf), free(q->bl), free(q);
 	return r;
 }
@@ -427,13 +404,8 @@ void mrcd_cqp_destroy(struct mrcd_cqp *q)
 		mrcd_log(MRCD_LOG_WARNING, "client %u: destroy qp %u: %s", q->c->id, q->qpn,
 			 strerror(-r));
 	mrcd_cqp_deactivate(q);
-	if (q->parked)
+	if (q->parked && (q->flags & MRC_CLI_QP_POLLED))
 		mrcd_ring_stats(d)->polled_parked--;
-	if (q->sq_efd >= 0) {
-		ev_io_stop(mrcd_loop(d), &q->sq_io);
-		close(q->sq_efd);
-	}
-	close(q->cq_efd);
 	munmap(q->map, q->map_len);
 	free(q->sf), free(q->rf), free(q->bl), free(q);
 }

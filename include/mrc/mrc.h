@@ -174,15 +174,21 @@ struct mrc_completion {
  * were lost because the ring was not drained. */
 int mrc_poll_cq(struct mrc_qp *qp, struct mrc_completion *c, int max);
 /* Blocks until a completion is ready (0), timeout_ms passes (-ETIMEDOUT;
- * < 0: no limit), or the daemon dies (-ECONNRESET). */
+ * < 0: no limit), or the daemon dies (-ECONNRESET).  Any number of
+ * threads may wait on different QPs of one context. */
 int mrc_wait(struct mrc_qp *qp, int timeout_ms);
 /* For the caller's own poll/epoll loop: mrc_qp_fd is the completion
- * doorbell (an eventfd).  The daemon rings it only while the CQ is armed:
- * mrc_arm_cq drains the fd and arms; it returns 1 when completions are
- * already waiting (poll them instead of sleeping), 0 when armed.  When the
- * fd is readable, mrc_poll_cq until it returns 0, then arm again. */
+ * doorbell (an eventfd), ONE PER CONTEXT: every QP of a context returns
+ * the same fd.  The daemon rings it when a completion lands in an armed
+ * CQ.  mrc_arm_cq arms a QP's CQ; it returns 1 when completions are
+ * already waiting (poll them instead of sleeping), 0 when armed.
+ * mrc_ctx_drain empties the fd.  The loop: drain, arm every QP you
+ * sleep on (poll those that return 1), sleep until the fd is readable,
+ * then mrc_poll_cq them all.  Use either this or mrc_wait on a context,
+ * not both (both read the fd). */
 int mrc_qp_fd(const struct mrc_qp *qp);
 int mrc_arm_cq(struct mrc_qp *qp);
+int mrc_ctx_drain(struct mrc_ctx *ctx);
 
 const char *mrc_cqe_op_name(uint8_t op);
 

@@ -43,6 +43,13 @@
  *       yes: sleeping = 0, keep going    1: exchange(sleeping, 0) == 1 ?
  *       no:  block on the eventfd             write(eventfd, 1)
  *
+ * The eventfds are the client's, one per direction whatever its QP count
+ * (client protocol 4): an SQ producer that finds sleeping == 1 first sets
+ * the QP's pending byte in the notify page (below: pending[notify_slot],
+ * fence, summary) so the daemon knows which ring to look at, then writes
+ * the client's SQ eventfd; the daemon writes the client's CQ eventfd and
+ * every waiter re-checks its own CQ.
+ *
  * This is Dekker's pattern: each side stores its own word, fences, then
  * loads the other's.  The two fences order each store before each load, so
  * at least one side sees the other: either the consumer sees the new
@@ -171,7 +178,7 @@ struct mrc_ring_hdr {
 	uint32_t desc_size;        /* sizeof one descriptor */
 	uint32_t flags;            /* MRC_RING_F_* */
 	uint32_t qpn;              /* the QP this ring belongs to */
-	uint32_t notify_slot;      /* F_POLLED SQ: its byte in mrc_notify.pending */
+	uint32_t notify_slot;      /* SQ: its byte in mrc_notify.pending */
 	uint64_t desc_off;         /* descriptors, from the header's start */
 	uint64_t base;             /* first index of the ring (index_base) */
 	uint8_t pad0[MRC_RING_CACHELINE - 48];
@@ -185,9 +192,9 @@ struct mrc_ring_hdr {
 	uint8_t pad2[MRC_RING_CACHELINE - 12];
 };
 
-/* The client's notify page (memfd, shared by all of its polled rings;
- * see "Polled rings" above).  Created by the daemon with the client's
- * first polled QP and passed with it. */
+/* The client's notify page (memfd, shared by all of its rings: one
+ * pending byte per QP; see "Polled rings" above).  Created by the daemon
+ * at the client's HELLO and passed in its reply (client protocol 4). */
 #define MRC_NOTIFY_MAGIC 0x544e524du  /* "MRNT" little-endian */
 struct mrc_notify {
 	/* line 0: written once by the daemon */

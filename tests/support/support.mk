@@ -9,4 +9,5 @@ TEST_SUPPORT_SRCS += tests/support/gbuf.c
 TEST_SUPPORT_SRCS += tests/support/etest.c
 TEST_SUPPORT_SRCS += tests/support/mrcd_spawn.c
 TEST_SUPPORT_SRCS += tests/support/coll_matrix.c
+TEST_SUPPORT_SRCS += tests/support/qpbytes.c
 endif
