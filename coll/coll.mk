@@ -1,7 +1,7 @@
 # libmrc-coll: collectives over libmrc (docs/coll.md).  Shared and static,
 # built like libmrc (position-independent objects in one directory), with
 # its pkg-config file, man page and the mrc-coll-perf program.
-LIBCOLL_VERSION := 1.0.0
+LIBCOLL_VERSION := 2.0.0
 COLL_SRCS := coll/reduce.c coll/sched.c coll/forest.c coll/comm.c coll/coll.c coll/verify.c coll/moe.c \
 	coll/memops_dev.c
 
@@ -50,7 +50,7 @@ $(LIBCOLL_A): $(COLL_PIC)
 
 $(LIBCOLL_SO): $(COLL_PIC) $(B)/lib/libmrc.so coll/libmrc-coll.map
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -shared -Wl,-soname,libmrc-coll.so.1 \
+	$(CC) $(LDFLAGS_ALL) -shared -Wl,-soname,libmrc-coll.so.2 \
 		-Wl,--version-script=coll/libmrc-coll.map -Wl,--no-undefined \
 		-o $@ $(COLL_PIC) -L$(B)/lib -lmrc $(COLL_LDLIBS) -lm -lpthread
 
@@ -76,7 +76,7 @@ install-coll: $(COLL_TARGETS)
 	install -m 644 man/mrc_coll.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 644 $(LIBCOLL_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBCOLL_SO) $(DESTDIR)$(PREFIX)/lib/libmrc-coll.so.$(LIBCOLL_VERSION)
-	ln -sf libmrc-coll.so.$(LIBCOLL_VERSION) $(DESTDIR)$(PREFIX)/lib/libmrc-coll.so.1
-	ln -sf libmrc-coll.so.1 $(DESTDIR)$(PREFIX)/lib/libmrc-coll.so
+	ln -sf libmrc-coll.so.$(LIBCOLL_VERSION) $(DESTDIR)$(PREFIX)/lib/libmrc-coll.so.2
+	ln -sf libmrc-coll.so.2 $(DESTDIR)$(PREFIX)/lib/libmrc-coll.so
 	install -m 644 $(B)/lib/mrc-coll.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	install -m 644 include/mrc/coll.h $(DESTDIR)$(PREFIX)/include/mrc/
