@@ -8,7 +8,9 @@
 #     `status` says restored, `events` has the "restored from" note
 #   - a corrupted file is kept aside (admin.json.bad-TIME), mrcd comes up
 #     with no admin state and says why in status and events
-#   - a file saved for another host is refused the same way
+#   - a file saved for another host, or naming a plane the topology does
+#     not have, is refused the same way
+#   - without state_dir, systemd's $STATE_DIRECTORY is where it is kept
 # Bounded in time; cleans up on any exit.
 set -u
 B=${1:-build}
@@ -120,6 +122,20 @@ start h0 --state_dir "$ST"
 [ "$(ls "$ST"/admin.json.bad-* | wc -l)" = 2 ] && st | jq -e '.error | test("saved by host .h7., this is .h0.")' >/dev/null &&
 	ctl h0 -j planes | jq -e '.planes[0].admin == "enabled"' >/dev/null &&
 	ok "another host's file refused and kept ($(ls "$ST" | tr '\n' ' '))" || bad "another host's file: $(st) $(ls "$ST")"
+
+# ---- a plane this topology does not have: refused --------------------------
+stop h0
+printf '{"version":1,"host":"h0","saved":"x","planes_disabled":[5],"paths_denied":[]}\n' >"$ST/admin.json"
+start h0 --state_dir "$ST"
+[ "$(ls "$ST"/admin.json.bad-* | wc -l)" = 3 ] && st | jq -e '.error | test("plane 5, this node has planes 0..1")' >/dev/null &&
+	ok "a plane not in the topology: refused and kept" || bad "plane 5: $(st) $(ls "$ST")"
+
+# ---- no state_dir: systemd's STATE_DIRECTORY is used --------------------------
+stop h0
+STATE_DIRECTORY="$tmp/sd" start h0
+ctl h0 -j plane disable 0 >/dev/null
+st | jq -e --arg f "$tmp/sd/admin.json" '.file == $f' >/dev/null && jq -e '.planes_disabled == [0]' "$tmp/sd/admin.json" >/dev/null &&
+	ok "STATE_DIRECTORY=$tmp/sd without state_dir: saved there" || bad "STATE_DIRECTORY: $(st)"
 
 echo "admin_state.sh: $fails failure(s)"
 [ $fails = 0 ]
