@@ -289,9 +289,9 @@ static void render_admin_state(FILE *f, const json_t *a)
 		fprintf(f, "  admin state: not kept across restarts (state_dir unset)\n");
 	} else if (json_is_true(get(a, "restored"))) {
 		char *s = json_dumps(get(a, "planes_disabled"), JSON_COMPACT);
-		fprintf(f, "  admin state: %s, restored at start (saved %s): planes %s disabled, "
-			"%lld paths denied still in effect\n", gs(a, "file"), gs(a, "saved"),
-			s ? s : "[]", gi(a, "paths_denied"));
+		fprintf(f, "  admin state: %s, restored at start (saved %s); still in effect: "
+			"planes %s disabled, %lld path%s denied\n", gs(a, "file"), gs(a, "saved"),
+			s ? s : "[]", gi(a, "paths_denied"), gi(a, "paths_denied") == 1 ? "" : "s");
 		free(s);
 	} else {
 		fprintf(f, "  admin state: %s, nothing restored at start\n", gs(a, "file"));

@@ -119,6 +119,9 @@ void mrcd_oper_ratelog_flush(struct oper *o);
 /* Appends an admin note and logs it (never rate limited). */
 void mrcd_oper_admin_note(struct oper *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The same at a log level of its own (errors of the admin state file). */
+void mrcd_oper_admin_note_at(struct oper *o, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Observer callbacks: every engine event, every core note. */
 void mrcd_oper_on_event(void *arg, const struct mrce_event *ev);
 void mrcd_oper_on_note(void *arg, const char *kind, const char *text);

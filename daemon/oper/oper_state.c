@@ -12,7 +12,6 @@
  * and says so in the log, the event ring and `mrcctl status`. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,25 +23,6 @@
 #include "daemon/oper/oper.h"
 
 #define STATE_FILE "admin.json"
-
-/* Logs at level and records an "admin" event (the event text is cut at
- * its 200 bytes; the log line is whole). */
-static void note(struct oper *o, int level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void note(struct oper *o, int level, const char *fmt, ...)
-{
-	char text[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
-	mrcd_log(level, "%s", text);
-	struct oper_event e = { .kind = "admin" };
-	size_t n = strnlen(text, sizeof(e.text) - 1);
-	memcpy(e.text, text, n);
-	e.text[n] = 0;
-	mrcd_oper_record(o, &e);
-}
 
 static void utc_now(char *buf, size_t len, const char *fmt)
 {
@@ -220,7 +200,7 @@ static void refuse(struct oper *o, const char *why)
 	if (snprintf(s->error, sizeof(s->error), "refused %s: %s; kept as %s", s->file, why,
 		     kept) >= (int)sizeof(s->error))
 		s->error[sizeof(s->error) - 2] = '~';   /* cut: the log line has it whole */
-	note(o, MRCD_LOG_ERR, "admin: state file %s refused: %s; kept as %s; "
+	mrcd_oper_admin_note_at(o, MRCD_LOG_ERR, "admin: state file %s refused: %s; kept as %s; "
 	     "starting with no admin state", s->file, why, kept);
 }
 
@@ -246,7 +226,7 @@ static void apply(struct oper *o, const struct mrcd_admin_state *st, const uint3
 	for (uint32_t pl = 0, n = 0; pl < d->nplanes; pl++)
 		if (st->planes >> pl & 1)
 			n += (uint32_t)snprintf(pls + n, sizeof(pls) - n, "%s%u", n ? "," : "", pl);
-	note(o, MRCD_LOG_NOTICE, "admin: restored from %s: planes [%s] disabled, %u path%s denied "
+	mrcd_oper_admin_note_at(o, MRCD_LOG_NOTICE, "admin: restored from %s: planes [%s] disabled, %u path%s denied "
 	     "(saved %s)", s->file, pls, st->npaths, st->npaths == 1 ? "" : "s", st->saved);
 }
 
@@ -268,7 +248,7 @@ void mrcd_oper_state_restore(struct oper *o)
 		/* A file we cannot read is not renamed (it may be a permission
 		 * problem to fix); saves will replace it. */
 		snprintf(s->error, sizeof(s->error), "refused %s: %s", s->file, err);
-		note(o, MRCD_LOG_ERR, "admin: state file %s %s; starting with no admin state",
+		mrcd_oper_admin_note_at(o, MRCD_LOG_ERR, "admin: state file %s %s; starting with no admin state",
 		     s->file, err);
 		return;
 	}
@@ -355,7 +335,7 @@ void mrcd_oper_state_save(struct oper *o)
 	mrcd_admin_state_free(&st);
 	if (rc) {
 		snprintf(s->save_error, sizeof(s->save_error), "%s", err);
-		note(o, MRCD_LOG_ERR, "admin: state not saved: %s (it holds until mrcd stops)", err);
+		mrcd_oper_admin_note_at(o, MRCD_LOG_ERR, "admin: state not saved: %s (it holds until mrcd stops)", err);
 	} else {
 		s->save_error[0] = 0;
 	}
