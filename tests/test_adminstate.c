@@ -2,7 +2,8 @@
  * writes parses back to the same state, and every hostile file (unknown
  * key, wrong type, other version, out-of-range plane or EV, too many
  * entries, too many bytes, broken JSON) is -EINVAL with a message naming
- * the field. */
+ * the field; `mrcctl status` prints what the start restored or why it
+ * refused the file. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "ctl/render.h"
 #include "daemon/core/adminstate.h"
 
 static void round_trip(void **st)
@@ -167,12 +169,47 @@ static void limits(void **st)
 	mrcd_admin_state_free(&a);
 }
 
+/* mrcctl status (text) of an admin_state object. */
+static char *render(const char *admin_state)
+{
+	char js[1024], *out = NULL;
+	size_t len = 0;
+	snprintf(js, sizeof(js), "{\"version\":\"0\",\"host\":{},\"admin_state\":%s}", admin_state);
+	json_t *res = json_loads(js, 0, NULL);
+	assert_non_null(res);
+	FILE *f = open_memstream(&out, &len);
+	assert_int_equal(mrc_oper_render_status(f, res), 0);
+	fclose(f);
+	json_decref(res);
+	return out;
+}
+
+static void status_text(void **st)
+{
+	(void)st;
+	char *t = render("{\"file\":\"/var/lib/mrcd/admin.json\",\"persisted\":true,\"restored\":true,"
+			 "\"saved\":\"T\",\"planes_disabled\":[1],\"paths_denied\":1}");
+	assert_non_null(strstr(t, "admin state: /var/lib/mrcd/admin.json, restored at start (saved T); "
+			       "still in effect: planes [1] disabled, 1 path denied\n"));
+	assert_null(strstr(t, "error"));
+	free(t);
+	t = render("{\"file\":\"/s/admin.json\",\"persisted\":true,\"restored\":false,\"saved\":\"\","
+		   "\"planes_disabled\":[],\"paths_denied\":0,\"error\":\"refused /s/admin.json: x; kept as y\"}");
+	assert_non_null(strstr(t, "admin state: /s/admin.json, nothing restored at start\n"));
+	assert_non_null(strstr(t, "admin state error: refused /s/admin.json: x; kept as y\n"));
+	free(t);
+	t = render("{\"file\":\"\",\"persisted\":false,\"restored\":false}");
+	assert_non_null(strstr(t, "admin state: not kept across restarts (state_dir unset)\n"));
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(round_trip),
 		cmocka_unit_test(hostile_files),
 		cmocka_unit_test(limits),
+		cmocka_unit_test(status_text),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }
