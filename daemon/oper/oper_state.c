@@ -199,7 +199,7 @@ static void refuse(struct oper *o, const char *why)
 	keep_aside(s, kept, sizeof(kept));
 	if (snprintf(s->error, sizeof(s->error), "refused %s: %s; kept as %s", s->file, why,
 		     kept) >= (int)sizeof(s->error))
-		s->error[sizeof(s->error) - 2] = '~';   /* cut: the log line has it whole */
+		s->error[sizeof(s->error) - 2] = '~';   /* cut: the log has it whole */
 	mrcd_oper_admin_note_at(o, MRCD_LOG_ERR, "admin: state file %s refused: %s; kept as %s; "
 	     "starting with no admin state", s->file, why, kept);
 }
@@ -247,7 +247,9 @@ void mrcd_oper_state_restore(struct oper *o)
 		snprintf(err, sizeof(err), "cannot read it: %s", strerror(-rc));
 		/* A file we cannot read is not renamed (it may be a permission
 		 * problem to fix); saves will replace it. */
-		snprintf(s->error, sizeof(s->error), "refused %s: %s", s->file, err);
+		if (snprintf(s->error, sizeof(s->error), "refused %s: %s", s->file, err) >=
+		    (int)sizeof(s->error))
+			s->error[sizeof(s->error) - 2] = '~';   /* cut: the log has it whole */
 		mrcd_oper_admin_note_at(o, MRCD_LOG_ERR, "admin: state file %s %s; starting with no admin state",
 		     s->file, err);
 		return;
