@@ -191,6 +191,29 @@ static void kv(FILE *f, const char *indent, const json_t *o)
 	}
 }
 
+/* status's "admin_state": where the admin state is kept and what the
+ * start restored from it (daemon/oper/oper_state.c). */
+static void render_admin_state(FILE *f, const json_t *a)
+{
+	if (!json_is_object(a))
+		return;
+	if (!json_is_true(get(a, "persisted"))) {
+		fprintf(f, "  admin state: not kept across restarts (state_dir unset)\n");
+	} else if (json_is_true(get(a, "restored"))) {
+		char *s = json_dumps(get(a, "planes_disabled"), JSON_COMPACT);
+		fprintf(f, "  admin state: %s, restored at start (saved %s); still in effect: "
+			"planes %s disabled, %lld path%s denied\n", gs(a, "file"), gs(a, "saved"),
+			s ? s : "[]", gi(a, "paths_denied"), gi(a, "paths_denied") == 1 ? "" : "s");
+		free(s);
+	} else {
+		fprintf(f, "  admin state: %s, nothing restored at start\n", gs(a, "file"));
+	}
+	if (json_is_string(get(a, "error")))
+		fprintf(f, "  admin state error: %s\n", gs(a, "error"));
+	if (json_is_string(get(a, "save_error")))
+		fprintf(f, "  admin state save error: %s\n", gs(a, "save_error"));
+}
+
 int mrc_oper_render_status(FILE *f, const json_t *res)
 {
 	if (!json_is_object(res))
@@ -214,6 +237,7 @@ int mrc_oper_render_status(FILE *f, const json_t *res)
 			"%lld parks, %lld notify wake-ups\n", gi(rg, "polled_active"),
 			gi(rg, "polled_parked"), gi(rg, "poll_interval_us"), gi(rg, "parks"),
 			gi(rg, "notify_wakeups"));
+	render_admin_state(f, get(res, "admin_state"));
 	fprintf(f, "  totals:\n");
 	kv(f, "    ", tot);
 	return 0;

@@ -6,9 +6,9 @@
 MRCD_CORE_SRCS := daemon/core/core.c daemon/core/node.c daemon/core/deny.c daemon/core/cm.c \
                   daemon/core/reload.c
 MRCD_CORE_LIB  := $(B)/libmrcd-core.a
-# The configuration and CTRL codecs are pure: they also live in
+# The configuration, CTRL and admin state (adminstate.h) codecs are pure: they also live in
 # libmrccore.a, so the unit tests and fuzz targets reach them.
-CORE_SRCS += daemon/core/config.c daemon/core/ctrl.c
+CORE_SRCS += daemon/core/config.c daemon/core/ctrl.c daemon/core/adminstate.c
 # The AEAD payload mode's packet work is pure too (tests drive it between
 # two engines); node.c calls it.
 CORE_SRCS += daemon/core/enc.c

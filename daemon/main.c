@@ -292,6 +292,7 @@ int main(int argc, char **argv)
 		mrcd_core_fini(&d);
 		return 1;
 	}
+	mrcd_oper_restore(&d);   /* saved admin state, before READY=1 */
 	ev_signal_init(&d.sig_term, on_stop, SIGTERM);
 	ev_signal_init(&d.sig_int, on_stop, SIGINT);
 	ev_signal_init(&d.sig_hup, on_hup, SIGHUP);

@@ -1,6 +1,6 @@
 # The operator interface (daemon/oper/): mrcctl's socket and verbs, the
 # event stream with rate-limited logging, admin state, Prometheus over
-# HTTP.  Built on the core only; linked into mrcd (daemon/daemon.mk).
+# HTTP, admin state kept across restarts.  Built on the core only; linked into mrcd (daemon/daemon.mk).
 MRCD_OPER_SRCS := daemon/oper/oper.c daemon/oper/oper_events.c \
                   daemon/oper/oper_data.c daemon/oper/oper_admin.c \
-                  daemon/oper/oper_http.c daemon/oper/outq.c
+                  daemon/oper/oper_http.c daemon/oper/outq.c daemon/oper/oper_state.c

@@ -62,6 +62,7 @@ static const struct key keys[] = {
 	U(uid_max_mem_mb, 1, 16777216, "registered memory per uid (MiB, all its clients)"),
 	S(service_reserve, "service ids reserved for a user: SID[-SID]:uid|user[,...]; empty: none"),
 	S(payload_encryption, "data payloads: off, or aes-gcm (encrypted and authenticated; needs AES-NI)"),
+	S(state_dir, "admin state (plane disable, path deny) kept in DIR/admin.json across restarts; empty: $STATE_DIRECTORY if set, else not kept"),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 

@@ -43,6 +43,7 @@ struct mrcd_cfg {
 	uint32_t uid_max_clients, uid_max_qps, uid_max_mrs, uid_max_mem_mb;
 	char service_reserve[512];      /* "SID[-SID]:uid|user[,...]" */
 	char payload_encryption[16];    /* off | aes-gcm (daemon/core/enc.h) */
+	char state_dir[MRCD_PATH_MAX];  /* "" : $STATE_DIRECTORY (systemd), else none */
 };
 
 void mrcd_cfg_default(struct mrcd_cfg *c);

@@ -627,7 +627,14 @@ void mrcd_oper_stop(struct mrcd *d)
 	unlink(o->path);
 	mrcd_oper_ratelog_flush(o);
 	mrcd_oper_events_fini(o);
+	mrcd_oper_state_fini(o);
 	free(o->conns);
 	free(o);
 	g_oper = NULL;
+}
+
+void mrcd_oper_restore(struct mrcd *d)
+{
+	if (g_oper && g_oper->d == d)
+		mrcd_oper_state_restore(g_oper);
 }

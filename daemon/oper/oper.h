@@ -52,6 +52,22 @@ struct oper_bucket {              /* token bucket for state-change logs */
 	uint64_t last_ns, suppressed, suppressed_total;
 };
 
+/* Admin state kept across restarts (oper_state.c). */
+struct oper_state_path {
+	uint32_t host, ev;
+};
+struct oper_state {
+	char dir[MRCD_PATH_MAX];
+	char file[MRCD_PATH_MAX + 16];      /* "" : not persisted */
+	int restored;                       /* a file was applied at start */
+	char saved[40];                     /* when the restored file was written */
+	uint32_t planes;                    /* disabled planes that came from the file */
+	uint32_t npaths;                    /* denied paths that came from the file */
+	struct oper_state_path *paths;
+	char error[600];                    /* why the file was refused at start */
+	char save_error[600];               /* why the last save failed */
+};
+
 struct oper {
 	struct mrcd *d;
 	int lfd;
@@ -78,6 +94,7 @@ struct oper {
 	ev_io mio;
 	uint32_t http_n, http_max;    /* open metrics connections, metrics_max_conns */
 	uint64_t http_refused;
+	struct oper_state state;
 };
 
 /* oper.c: main.c starts the operator interface once the core and the
@@ -85,6 +102,9 @@ struct oper {
  * stops it before them. */
 int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen);
 void mrcd_oper_stop(struct mrcd *d);
+/* Applies the saved admin state (oper_state.c) once, after start and
+ * before READY=1; never fails the start (a bad file is set aside). */
+void mrcd_oper_restore(struct mrcd *d);
 
 /* oper_events.c */
 int mrcd_oper_events_init(struct oper *o);
@@ -101,6 +121,9 @@ void mrcd_oper_ratelog_flush(struct oper *o);
 /* Appends an admin note and logs it (never rate limited). */
 void mrcd_oper_admin_note(struct oper *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The same at a log level of its own (errors of the admin state file). */
+void mrcd_oper_admin_note_at(struct oper *o, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Observer callbacks: every engine event, every core note. */
 void mrcd_oper_on_event(void *arg, const struct mrce_event *ev);
 void mrcd_oper_on_note(void *arg, const char *kind, const char *text);
@@ -132,6 +155,16 @@ int mrcd_oper_plane_admin(struct oper *o, struct oper_conn *c, int plane, int di
 			  json_t **out, char *err, size_t errlen);
 int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, int ev,
 			 int deny, json_t **out, char *err, size_t errlen);
+
+/* oper_state.c: admin state in <state_dir>/admin.json */
+void mrcd_oper_state_restore(struct oper *o);
+/* After an admin verb that changed something. */
+void mrcd_oper_state_save(struct oper *o);
+void mrcd_oper_state_fini(struct oper *o);
+/* 1 when the denial of (host, ev) came from the file and still holds. */
+int mrcd_oper_state_path_restored(struct oper *o, uint32_t host, uint32_t ev);
+/* status's "admin_state" object. */
+json_t *mrcd_oper_state_json(struct oper *o);
 
 /* oper_http.c */
 int mrcd_oper_http_start(struct oper *o, char *err, size_t errlen);

@@ -1,7 +1,7 @@
 /* Admin verbs: `plane disable|enable P` and `path deny|allow PEER EV`.
  * The core keeps the state (ADMIN_PLANE and ADMIN_PATH among a path's deny
  * reasons, daemon/core/deny.c), so peers created later get it too and it
- * survives link changes. */
+ * survives link changes; oper_state.c keeps it across restarts. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +25,8 @@ int mrcd_oper_plane_admin(struct oper *o, struct oper_conn *c, int plane, int di
 		mrcd_oper_admin_note(o, "admin: plane %d %s by uid %u (pid %d): %u paths of %u peers %s",
 				     plane, disable ? "disabled" : "enabled", (unsigned)c->uid,
 				     (int)c->pid, nev, npeers, disable ? "denied" : "allowed (probed back to GOOD)");
+	if (changed)
+		mrcd_oper_state_save(o);
 	mrcd_flush(d);
 	*out = json_pack("{s:i, s:s, s:b, s:i, s:i}", "plane", plane,
 			 "admin", disable ? "disabled" : "enabled", "changed", changed,
@@ -66,6 +68,8 @@ int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, 
 		mrcd_oper_admin_note(o, "admin: path %s ev %d %s by uid %u (pid %d)%s", name, ev,
 				     deny ? "denied" : "allowed", (unsigned)c->uid, (int)c->pid,
 				     !deny && !allowed ? "; still denied (plane disabled or link down)" : "");
+	if (changed)
+		mrcd_oper_state_save(o);
 	mrcd_flush(d);
 	*out = json_pack("{s:s, s:i, s:i, s:s, s:b, s:s}", "peer", name, "host", (int)host,
 			 "ev", ev, "admin", deny ? "denied" : "allowed", "changed", changed,

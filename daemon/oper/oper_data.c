@@ -196,6 +196,8 @@ json_t *mrcd_oper_planes(struct oper *o)
 			"trims", (json_int_t)pl[i].trims, "ecn", (json_int_t)pl[i].ecn,
 			"probes_sent", (json_int_t)pl[i].probes, "probes_ok", (json_int_t)pl[i].probes_ok,
 			"evs", states(pl[i].st));
+		if (o->state.planes >> i & 1 && o->d->admin_planes >> i & 1)
+			json_object_set_new(e, "restored", json_true());
 		json_array_append_new(a, e);
 	}
 	return json_pack("{s:o}", "planes", a);
@@ -289,6 +291,8 @@ int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, s
 			if (pe->deny[ev] & bit)
 				json_array_append_new(why, json_string(mrcd_deny_name(bit)));
 		json_object_set_new(e, "denied_by", why);
+		if ((pe->deny[ev] & MRCD_DENY_ADMIN_PATH) && mrcd_oper_state_path_restored(o, host, ev))
+			json_object_set_new(e, "restored", json_true());
 		json_array_append_new(a, e);
 	}
 	char name[64];
@@ -400,7 +404,7 @@ json_t *mrcd_oper_status(struct oper *o)
 		"trims", (json_int_t)es.rx_trimmed, "ecn", (json_int_t)es.rx_ecn,
 		"loss_detected", (json_int_t)es.loss_detected, "ev_changes", (json_int_t)es.ev_changes,
 		"bytes_placed", (json_int_t)es.bytes_placed, "msgs_completed", (json_int_t)es.msgs_completed);
-	return json_pack("{s:s, s:i, s:s, s:{s:s, s:i, s:s}, s:s, s:s, s:f, s:s, s:i, s:i, s:o, s:i, s:i, s:o, s:o, s:s, s:s, s:o}",
+	return json_pack("{s:s, s:i, s:s, s:{s:s, s:i, s:s}, s:s, s:s, s:f, s:s, s:i, s:i, s:o, s:i, s:i, s:o, s:o, s:s, s:s, s:o, s:o}",
 		"version", MRC_VERSION, "protocol", MRC_OPER_VERSION, "hostname", hn,
 		"host", "name", mrcd_oper_host_name(d, d->self, name, sizeof(name)),
 		"index", (int)d->self, "address", addr,
@@ -409,7 +413,8 @@ json_t *mrcd_oper_status(struct oper *o)
 		"planes", (int)d->nplanes, "planes_up", (int)up, "planes_admin_disabled", dis,
 		"peers", (int)npeers, "qps", (int)count_qps(d, UINT32_MAX),
 		"ev_states", states(all.st), "totals", totals,
-		"socket", o->path, "metrics_listen", d->cfg.metrics_listen, "rings", mrcd_oper_rings(d));
+		"socket", o->path, "metrics_listen", d->cfg.metrics_listen, "rings", mrcd_oper_rings(d),
+		"admin_state", mrcd_oper_state_json(o));
 }
 
 /* Snapshot histogram of every path's smoothed RTT (le bounds in us). */

@@ -138,16 +138,34 @@ void mrcd_oper_ratelog_flush(struct oper *o)
 	o->bucket.suppressed = 0;
 }
 
+/* The log line is whole; the event text is cut at its 200 bytes. */
+static void admin_notev(struct oper *o, int level, const char *fmt, va_list ap)
+{
+	char text[1024];
+	vsnprintf(text, sizeof(text), fmt, ap);
+	static const char *const kv[] = { "MESSAGE_ID=" MRCD_MSGID_ADMIN, "MRC_KIND=admin" };
+	mrcd_log_kv(level, kv, 2, "%s", text);
+	struct oper_event e = { .kind = "admin" };
+	size_t n = strnlen(text, sizeof(e.text) - 1);
+	memcpy(e.text, text, n);
+	e.text[n] = 0;
+	mrcd_oper_record(o, &e);
+}
+
 void mrcd_oper_admin_note(struct oper *o, const char *fmt, ...)
 {
-	struct oper_event e = { .kind = "admin" };
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(e.text, sizeof(e.text), fmt, ap);
+	admin_notev(o, MRCD_LOG_NOTICE, fmt, ap);
 	va_end(ap);
-	static const char *const kv[] = { "MESSAGE_ID=" MRCD_MSGID_ADMIN, "MRC_KIND=admin" };
-	mrcd_log_kv(MRCD_LOG_NOTICE, kv, 2, "%s", e.text);
-	mrcd_oper_record(o, &e);
+}
+
+void mrcd_oper_admin_note_at(struct oper *o, int level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	admin_notev(o, level, fmt, ap);
+	va_end(ap);
 }
 
 void mrcd_oper_on_event(void *arg, const struct mrce_event *ev)
