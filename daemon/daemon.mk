@@ -3,4 +3,4 @@
 # interface (daemon/oper.mk).
 PROGS += mrcd
 mrcd_SRCS = daemon/main.c $(MRCD_CLIENTS_SRCS) $(MRCD_OPER_SRCS) $(MRCD_CORE_LIB)
-ROOT_TESTS += tests/root/mrcd.sh
+ROOT_TESTS += tests/root/mrcd.sh tests/root/self.sh
