@@ -10,8 +10,8 @@
 #     verified; h1's plane-1 paths to h0 become DENIED (the fault took
 #     effect) while none of its paths to itself does;
 #   - all-reduce, all-to-all and broadcast with 8 ranks on 4 hosts, 2 per
-#     host (ranks 2h and 2h+1 on host h), every type, sum, at 0, 1, 9 and
-#     65537 elements and 4 MiB, every element of every rank checked.
+#     host (ranks 2h and 2h+1 on host h), every type, sum, at 0, 1, 9,
+#     65537 and 1048576 elements, every element of every rank checked.
 # Bounded in time; cleans up on every exit.  Run it only under
 # `flock /tmp/mrc-root.lock`.
 set -u
@@ -23,10 +23,10 @@ SIZE=${MRC_SELF_BYTES:-256M}
 PERF=$B/bin/mrc-coll-perf
 tmp=$(mktemp -d)
 declare -A dpid
-procs=()
+ranks=()
 fails=0
 cleanup() {
-	for p in "${procs[@]}"; do kill -9 "$p" 2>/dev/null; done
+	for p in "${ranks[@]}"; do kill -9 "$p" 2>/dev/null; done
 	for p in "${dpid[@]}"; do kill "$p" 2>/dev/null; done
 	$F down >/dev/null 2>&1
 	rm -rf "$tmp"
@@ -55,10 +55,10 @@ self() {
 	tx0=$(local_tx tx); drop0=$(local_tx drop)
 	total=$(numfmt --from=iec "$SIZE"); base=$(placed)
 	$B/bin/mrc_bulk -S "$(sock h1)" -s "$SIZE" -i $sid recv >"$tmp/r" 2>&1 &
-	local r=$!; procs=($r)
+	local r=$!; ranks=($r)
 	until_t 10 recv_ready || bad "$name: receiver never listened: $(tail -n2 "$tmp/r")"
 	timeout 300 $B/bin/mrc_bulk -S "$(sock h1)" -s "$SIZE" -i $sid send 1 >"$tmp/s" 2>&1 &
-	local s=$!; procs+=($s)
+	local s=$!; ranks+=($s)
 	if [ -n "$fault" ]; then
 		if until_t 120 eval '[ $(( $(placed) - base )) -ge $(( total / 5 )) ]'; then
 			# shellcheck disable=SC2086
@@ -69,7 +69,7 @@ self() {
 	fi
 	wait $s; local rc_s=$?
 	timeout 30 tail --pid=$r -f /dev/null; wait $r; local rc_r=$?
-	procs=()
+	ranks=()
 	local tx=$(( $(local_tx tx) - tx0 )) drop=$(( $(local_tx drop) - drop0 ))
 	if [ $rc_s = 0 ] && [ $rc_r = 0 ] && [ $tx -gt $(( total / 9000 )) ]; then
 		ok "$name: $SIZE from h1 to h1 verified ($(tail -n1 "$tmp/r")); $tx datagrams in-process, $drop dropped"
@@ -95,30 +95,22 @@ self "two clients of h1's mrcd" ""
 # h0 must be a peer of h1 for its paths to show: the all-reduce below
 # would make it one too late, so a short transfer h1 -> h0 first.
 sid=$((sid + 1))
-$B/bin/mrc_bulk -S "$(sock h0)" -s 1M -i $sid recv >"$tmp/r0" 2>&1 & procs=($!)
+$B/bin/mrc_bulk -S "$(sock h0)" -s 1M -i $sid recv >"$tmp/r0" 2>&1 & ranks=($!)
 until_t 10 eval 'grep -q "waiting for a sender" "$tmp/r0"'
 timeout 60 $B/bin/mrc_bulk -S "$(sock h1)" -s 1M -i $sid send 0 >/dev/null 2>&1 || bad "h1 -> h0 1M failed"
-wait "${procs[0]}"; procs=()
+wait "${ranks[0]}"; ranks=()
 self "two clients of h1's mrcd, h1's plane-1 NIC down mid-transfer" "fail h1-p1l0"
 
 # ---- collectives with 2 ranks per host ---------------------------------
 # launch NAME ARGS...: rank r on host h(r/2), outputs in $tmp/NAME.RANK.
 launch() {
 	local name=$1 r; shift
-	sid=$((sid + 1)); procs=()
+	sid=$((sid + 1)); ranks=()
 	for r in 0 1 2 3 4 5 6 7; do
 		MRC_COLL_SIZE=8 MRC_COLL_RANK=$r ip netns exec $P-h$((r / 2)) $PERF -S "$(sock h$((r / 2)))" \
 			-H 0 -s $sid -T 30000 "$@" >"$tmp/$name.$r" 2>&1 &
-		procs+=($!)
+		ranks+=($!)
 	done
-}
-alive() { local p; for p in "${procs[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
-finish() {
-	local p bad=0
-	until_t "$2" eval '! alive' || { echo "  $1: ranks still running after $2 s: killed"; bad=1; }
-	for p in "${procs[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" || bad=1; done
-	procs=()
-	return $bad
 }
 for c in all_reduce alltoall broadcast; do
 	launch "$c" -C $c -d all -o sum -N 0,1,9,65537,1048576 -n 1 -w 0 -c 2
