@@ -3,5 +3,5 @@
 # interface (daemon/oper.mk).
 PROGS += mrcd
 mrcd_SRCS = daemon/main.c $(MRCD_CLIENTS_SRCS) $(MRCD_OPER_SRCS) $(MRCD_CORE_LIB)
-ROOT_TESTS += tests/root/mrcd.sh tests/root/admin_state.sh
+ROOT_TESTS += tests/root/mrcd.sh tests/root/admin_state.sh tests/root/self.sh
 ROOT_TESTS += tests/root/systemd_boot.sh

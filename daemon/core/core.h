@@ -34,6 +34,7 @@ struct mrcd_qpb {                      /* completion owner of a QP */
 struct mrcd_stats {
 	uint64_t rx_unknown_src, rx_short, tx_unmapped, wc_unbound, ctrl_rx, ctrl_tx;
 	uint64_t ctrl_bad;             /* malformed CTRL (envelope or body) */
+	uint64_t local_tx, local_drop; /* datagrams to this host itself (local.c) */
 	/* Authentication drops (docs/security.md), by reason: */
 	uint64_t rx_bad_sport;         /* UDP source port is not the MRC port */
 	uint64_t ctrl_bad_mac;         /* CTRL envelope MAC fails (no key) */
@@ -45,6 +46,7 @@ struct mrcd_stats {
 };
 
 struct mrcd_cm;
+struct mrcd_local;
 struct mrc_linkmon;
 struct mrcd_enc;
 struct mrc_auth_conn_id;
@@ -87,6 +89,7 @@ struct mrcd {
 	struct mrc_auth_replay *replay;    /* CTRL freshness, per sender host */
 	struct mrc_auth_ctrl_tx ctrl_tx;   /* our CTRL stamps */
 	struct mrcd_enc *enc;              /* payload_encryption = aes-gcm, else NULL */
+	struct mrcd_local *local;          /* datagrams to this host (local.c), or NULL */
 	uint64_t started_ns;
 	int stopping;
 	uint64_t drain_deadline;
@@ -107,6 +110,15 @@ void mrcd_node_fini(struct mrcd *d);
 void mrcd_flush(struct mrcd *d);
 int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine,
 		   const void *buf, size_t len);
+/* One received datagram (from a plane socket or local.c) through the
+ * source checks into the connection manager or the engine; does not
+ * flush.  in->ecn_ce also stands for "this host is the bottleneck". */
+void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now);
+/* The uSID destination of (host, ev) under topology t: this host's own
+ * address for every EV of the self pair (delivered in-process, local.c),
+ * :: where the topology has no such path (MRCD_DENY_MISSING). */
+struct in6_addr mrcd_peer_dst(const struct mrcd *d, const struct mrc_topo *t, uint32_t host,
+			      uint32_t ev);
 /* AEAD payload mode (daemon/core/enc.h).  The connection manager calls
  * this on both sides with what it derived (mrc_auth_conn_derive: id, role
  * enum mrc_auth_role, c) after mrce_qp_set_tokens and before
@@ -145,6 +157,19 @@ const char *mrcd_deny_name(unsigned bit);
 
 /* reload.c: SIGHUP with a new topology of the same shape */
 int mrcd_topology_reload(struct mrcd *d, const char *path, char *err, size_t errlen);
+
+/* local.c: in topology mode, datagrams from this host to itself (two
+ * clients of this mrcd connected to each other) never reach a socket: the
+ * plane sockets are bound to their NICs and the topology has no path from
+ * a host to itself.  They are copied into a bounded queue and handed to
+ * mrcd_node_rx on the next loop turn, with this host's address and the MRC
+ * port as the source, so CTRL MAC and replay checks, AEAD and the engine
+ * see them exactly as datagrams from the wire. */
+void mrcd_local_fini(struct mrcd *d);
+/* Queues one datagram (0; the queue is made on first use), or drops it
+ * when the queue is full (-ENOBUFS, counted in local_drop: the engine
+ * recovers as from a loss, as from a full socket buffer). */
+int mrcd_local_send(struct mrcd *d, const struct mrc_dp_out *o);
 
 /* cm.c */
 int mrcd_cm_init(struct mrcd *d);

@@ -18,6 +18,10 @@ static uint8_t derived(const struct mrcd *d, const struct mrcd_peer *p, uint32_t
 	uint8_t m = 0;
 	if (d->topo && !memcmp(&p->dst[ev], &none, sizeof(none)))
 		m |= MRCD_DENY_MISSING;
+	/* The self pair's datagrams use no NIC (local.c): links and plane
+	 * settings do not concern them; only an operator's path deny does. */
+	if (d->topo && p->host == d->self)
+		return m;
 	if (d->local_down & bit)
 		m |= MRCD_DENY_LOCAL_LINK;
 	if (p->remote_down & bit)
@@ -63,7 +67,7 @@ int mrcd_admin_plane(struct mrcd *d, uint32_t plane, int disable, uint32_t *npee
 			/* Disabling counts every EV of the plane, enabling those
 			 * that no other reason keeps denied. */
 			uint8_t m = mrcd_deny_update(d, p, ev, now);
-			*nev += disable || !m;
+			*nev += disable ? !!(m & MRCD_DENY_ADMIN_PLANE) : !m;
 		}
 	}
 	return 0;

@@ -43,14 +43,26 @@ static int peer_table(struct mrcd *d, uint32_t host, struct mrcd_peer *p)
 		uint32_t pl = 0, sp = 0;
 		mrc_topo_ev_decode(d->topo, ev, &pl, &sp);
 		p->plane[ev] = (uint8_t)pl;
-		struct mrc_path path;
-		if (host == d->self || mrc_topo_path(d->topo, d->self, host, ev, &path))
-			continue;   /* no such path: stays :: (MRCD_DENY_MISSING) */
-		struct mrc_srv6_err e;
-		if (mrc_usid_encode(&d->blk, path.usids, path.n_usids, &p->dst[ev], &e))
-			memset(&p->dst[ev], 0, sizeof(p->dst[ev]));
+		p->dst[ev] = mrcd_peer_dst(d, d->topo, host, ev);
 	}
 	return 0;
+}
+
+struct in6_addr mrcd_peer_dst(const struct mrcd *d, const struct mrc_topo *t, uint32_t host,
+			      uint32_t ev)
+{
+	struct in6_addr a = { 0 };
+	struct mrc_path path;
+	struct mrc_srv6_err e;
+	/* The self pair: every EV names this host, and the datagrams never
+	 * leave the process (local.c), so none is missing; each EV is still
+	 * a path of its own to the engine, probed and sprayed as any other. */
+	if (host == d->self)
+		return d->self_addr;
+	if (mrc_topo_path(t, d->self, host, ev, &path) ||
+	    mrc_usid_encode(&d->blk, path.usids, path.n_usids, &a, &e))
+		memset(&a, 0, sizeof(a));   /* no such path (MRCD_DENY_MISSING) */
+	return a;
 }
 
 int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
@@ -124,6 +136,38 @@ static uint32_t host_of_src(struct mrcd *d, const struct in6_addr *src)
 	return d->host_of_usid[usid];
 }
 
+void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
+{
+	uint32_t host = host_of_src(d, &in->src);
+	if (host == NO_ID) {
+		d->st.rx_unknown_src++;
+		return;
+	}
+	/* Daemons send from the MRC port; any other port is a local process
+	 * that is not the daemon (e.g. an unprivileged user forging), dropped
+	 * before anything reads it. */
+	if (in->sport != d->cfg.port) {
+		d->st.rx_bad_sport++;
+		return;
+	}
+	if (in->len < 2) {
+		d->st.rx_short++;
+		return;
+	}
+	if (mrc_wire_is_ctrl(in->buf, in->len)) {
+		mrcd_cm_rx(d, host, in->buf, in->len);
+		return;
+	}
+	uint32_t peer;
+	if (mrcd_peer_of_host(d, host, &peer)) {
+		d->st.rx_unknown_src++;
+		return;
+	}
+	if (d->enc && mrcd_enc_open(d->enc, in->buf, &in->len))
+		return;   /* AEAD mode: forged, corrupt or missing ENC */
+	mrce_rx(d->eng, now, peer, in->buf, in->len, in->ecn_ce ? MRC_RX_ECN : 0);
+}
+
 static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct mrcd *d = w->data;
@@ -139,39 +183,12 @@ static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
 			break;
 		uint64_t now = mrcd_now();
 		for (int i = 0; i < n; i++) {
-			uint32_t host = host_of_src(d, &in[i].src);
-			if (host == NO_ID) {
-				d->st.rx_unknown_src++;
-				continue;
-			}
-			/* Daemons send from the MRC port; any other port is a local
-			 * process that is not the daemon (e.g. an unprivileged user
-			 * forging), dropped before anything reads it. */
-			if (in[i].sport != d->cfg.port) {
-				d->st.rx_bad_sport++;
-				continue;
-			}
-			if (in[i].len < 2) {
-				d->st.rx_short++;
-				continue;
-			}
-			if (mrc_wire_is_ctrl(in[i].buf, in[i].len)) {
-				mrcd_cm_rx(d, host, in[i].buf, in[i].len);
-				continue;
-			}
-			uint32_t peer;
-			if (mrcd_peer_of_host(d, host, &peer)) {
-				d->st.rx_unknown_src++;
-				continue;
-			}
-			if (d->enc && mrcd_enc_open(d->enc, in[i].buf, &in[i].len))
-				continue;   /* AEAD mode: forged, corrupt or missing ENC */
 			/* A full batch means datagrams are queueing in the socket:
 			 * this host is the bottleneck.  Say so the way a switch
 			 * would, with a congestion mark, so senders slow down before
 			 * the receive buffer overflows. */
-			mrce_rx(d->eng, now, peer, in[i].buf, in[i].len,
-				      in[i].ecn_ce || n == MRC_DP_BATCH ? MRC_RX_ECN : 0);
+			in[i].ecn_ce |= n == MRC_DP_BATCH;
+			mrcd_node_rx(d, &in[i], now);
 		}
 		if (n < MRC_DP_BATCH)
 			break;
@@ -317,8 +334,14 @@ void mrcd_flush(struct mrcd *d)
 				o->iov[1] = (struct iovec){ (void *)pk[i].payload, pk[i].plen };
 				o->iov[2] = (struct iovec){ pk[i].trailer, MRC_TRAILER_LEN };
 				o->iovcnt = 3;
-				if (d->enc && enc_tx(d, &pk[i], o, (unsigned)m - 1) < 0)
+				if (d->enc && enc_tx(d, &pk[i], o, (unsigned)m - 1) < 0) {
 					m--;
+					continue;
+				}
+			}
+			if (d->topo && p->host == d->self) {
+				mrcd_local_send(d, o);   /* copied: the slot is free again */
+				m--;
 			}
 		}
 		if (m)
@@ -346,8 +369,12 @@ int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine
 	} else {
 		struct mrc_path path;
 		int ev = mrc_topo_ev_of(d->topo, plane, spine % d->topo->n_spines[plane]);
-		if (ev < 0 || host == d->self ||
-		    mrc_topo_path(d->topo, d->self, host, (uint32_t)ev, &path))
+		if (ev >= 0 && host == d->self) {
+			o.plane = plane;
+			d->st.ctrl_tx++;
+			return mrcd_local_send(d, &o);
+		}
+		if (ev < 0 || mrc_topo_path(d->topo, d->self, host, (uint32_t)ev, &path))
 			return -ENETUNREACH;
 		struct mrc_srv6_err e;
 		if (mrc_usid_encode(&d->blk, path.usids, path.n_usids, &o.dst, &e))
@@ -573,6 +600,7 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 
 void mrcd_node_fini(struct mrcd *d)
 {
+	mrcd_local_fini(d);
 	if (d->lm)
 		mrc_linkmon_close(d->lm);
 	mrc_dp_close(d->dp);

@@ -73,12 +73,7 @@ int mrcd_topology_reload(struct mrcd *d, const char *path, char *err, size_t err
 		if (!pe->used)
 			continue;
 		for (uint32_t ev = 0; ev < pe->nev; ev++) {
-			struct in6_addr a = { 0 };
-			struct mrc_path path_;
-			struct mrc_srv6_err e;
-			if (mrc_topo_path(t, d->self, pe->host, ev, &path_) ||
-			    mrc_usid_encode(&d->blk, path_.usids, path_.n_usids, &a, &e))
-				memset(&a, 0, sizeof(a));
+			struct in6_addr a = mrcd_peer_dst(d, t, pe->host, ev);
 			changed += memcmp(&a, &pe->dst[ev], sizeof(a)) != 0;
 			pe->dst[ev] = a;
 		}

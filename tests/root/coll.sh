@@ -65,15 +65,7 @@ launch() {
 		ranks+=($!)
 	done
 }
-alive() { local p; for p in "${ranks[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
-# finish NAME SECONDS: waits (bounded) for every rank; 0 when all exit 0.
-finish() {
-	local p bad=0
-	until_t "$2" eval '! alive' || { echo "  $1: ranks still running after $2 s: killed"; bad=1; }
-	for p in "${ranks[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" || bad=1; done
-	ranks=()
-	return $bad
-}
+# alive, finish NAME SECONDS: tests/root/lib.sh.
 
 # ---- every collective x type x op x size --------------------------------
 part matrix && for c in all_reduce reduce_scatter all_gather broadcast alltoall; do

@@ -41,3 +41,14 @@ effect() {
 			'[$a | to_entries[] | select(.value.exists) | "\(.key) \(.value.state) lost \(.value.lost) (was \($b[.key].lost // 0)) trims \(.value.trims) (was \($b[.key].trims // 0))"]')"
 	fi
 }
+# Scripts that run one process per rank (bash, array ranks): alive holds
+# while one still runs; finish NAME SECONDS waits (bounded) for them all,
+# kills what is left and returns 0 when every one exited 0.
+alive() { local p; for p in "${ranks[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+finish() {
+	local p bad=0
+	until_t "$2" eval '! alive' || { echo "  $1: ranks still running after $2 s: killed"; bad=1; }
+	for p in "${ranks[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" || bad=1; done
+	ranks=()
+	return $bad
+}

@@ -1,0 +1,102 @@
+/* In-process delivery of this host's datagrams to itself (core.h, local.c).
+ *
+ * Why not the kernel: the host's address is local, so a datagram to it
+ * would arrive on lo, and the plane sockets, bound to their NICs
+ * (SO_BINDTODEVICE), would not receive it; a socket of its own would add
+ * a system call each way for bytes that never leave the process.  The
+ * copy into the queue is what the socket buffer would have cost. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/core/core.h"
+
+/* About the plane sockets' 8 MiB receive buffer in full datagrams. */
+#define LOCAL_SLOTS 1024
+/* Datagrams delivered per loop turn: other planes and timers stay served
+ * (as on_rx's bounded rounds). */
+#define LOCAL_TURN (8 * MRC_DP_BATCH)
+
+struct local_slot {
+	uint32_t len, plane;
+	uint8_t buf[MRC_DP_MAX_DGRAM];
+};
+
+struct mrcd_local {
+	uint32_t head, n;
+	ev_timer w;
+	struct local_slot s[LOCAL_SLOTS];
+};
+
+static void on_local(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct mrcd *d = w->data;
+	struct mrcd_local *l = d->local;
+	(void)loop;
+	(void)revents;
+	uint32_t todo = l->n < LOCAL_TURN ? l->n : LOCAL_TURN;
+	/* A backlog of a batch or more: this host is the bottleneck, marked
+	 * as on_rx marks a full receive batch. */
+	int busy = l->n >= MRC_DP_BATCH;
+	uint64_t now = mrcd_now();
+	for (uint32_t k = 0; k < todo; k++) {
+		struct local_slot *s = &l->s[l->head];
+		struct mrc_dp_in in = { .buf = s->buf, .len = s->len, .src = d->self_addr,
+			.sport = (uint16_t)d->cfg.port, .plane = s->plane, .ecn_ce = busy };
+		mrcd_node_rx(d, &in, now);
+		/* Popped only now: what the receive path queues meanwhile (a
+		 * CTRL reply) must not land in the slot being read. */
+		l->head = (l->head + 1) % LOCAL_SLOTS;
+		l->n--;
+	}
+	mrcd_flush(d);
+	if (l->n && !ev_is_active(&l->w)) {
+		ev_timer_set(&l->w, 0., 0.);
+		ev_timer_start(d->loop, &l->w);
+	}
+}
+
+int mrcd_local_send(struct mrcd *d, const struct mrc_dp_out *o)
+{
+	struct mrcd_local *l = d->local;
+	if (!l) {
+		if (!(l = calloc(1, sizeof(*l))))
+			return -ENOMEM;
+		ev_init(&l->w, on_local);
+		l->w.data = d;
+		d->local = l;
+	}
+	size_t len = 0;
+	for (uint32_t i = 0; i < o->iovcnt; i++)
+		len += o->iov[i].iov_len;
+	if (l->n == LOCAL_SLOTS || len > MRC_DP_MAX_DGRAM) {
+		d->st.local_drop++;
+		return -ENOBUFS;
+	}
+	struct local_slot *s = &l->s[(l->head + l->n) % LOCAL_SLOTS];
+	size_t off = 0;
+	for (uint32_t i = 0; i < o->iovcnt; i++) {
+		memcpy(s->buf + off, o->iov[i].iov_base, o->iov[i].iov_len);
+		off += o->iov[i].iov_len;
+	}
+	s->len = (uint32_t)len;
+	s->plane = o->plane;
+	l->n++;
+	d->st.local_tx++;
+	/* Delivered on the next loop turn, never from inside the caller (the
+	 * engine's transmit loop, the connection manager). */
+	if (!ev_is_active(&l->w)) {
+		ev_timer_set(&l->w, 0., 0.);
+		ev_timer_start(d->loop, &l->w);
+	}
+	return 0;
+}
+
+void mrcd_local_fini(struct mrcd *d)
+{
+	if (!d->local)
+		return;
+	ev_timer_stop(d->loop, &d->local->w);
+	free(d->local);
+	d->local = NULL;
+}
