@@ -139,7 +139,7 @@ static void probe_send(struct mrce *e, uint32_t peer, uint32_t ev, uint64_t now)
 static uint64_t suspect_wait(const struct mrce *e, const struct mrc__peer *p)
 {
 	uint64_t base = p->min_rtt ? p->min_rtt : e->cfg.reorder_slack_ns;
-	return base + base / 2;
+	return base + base / 4;
 }
 
 /* A packet on a GOOD path is late (past half its reorder window): ask the

@@ -8,7 +8,7 @@
 #define RETX_LIMIT_ERR (-ETIMEDOUT)
 #define RNR_LIMIT_ERR  (-ENOBUFS)
 #define NO_PATH_ERR    (-ENETUNREACH)
-#define PROBE_AT       4   /* probe a late packet's path 1/PROBE_AT into its
+#define PROBE_AT       8   /* probe a late packet's path 1/PROBE_AT into its
                               reorder window */
 
 static struct mrc__slot *slot_of(struct mrce *e, struct mrc__qp *qp, uint32_t psn)
