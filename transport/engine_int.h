@@ -40,6 +40,7 @@ struct mrc__peer {
 	uint32_t nsuspect;          /* GOOD paths waiting for a probe's answer */
 	uint64_t last_cong;         /* last ECN mark or trim towards the peer */
 	uint64_t rtt_hi;            /* recent highest RTT (slow decay) */
+	uint64_t rtt_avg;           /* smoothed RTT over all its paths */
 	uint32_t probe_seq;
 	uint64_t probe_tx_token, probe_rx_token;
 	uint64_t min_rtt;

@@ -210,8 +210,12 @@ void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
 		p->rtt_hi = rtt;
 	else
 		p->rtt_hi -= (p->rtt_hi - rtt) / 64;
-	/* Paths much slower than the best one get fewer packets. */
-	if (rtt > 2 * p->min_rtt && pa->penalty < 8)
+	/* Paths much slower than the others now get fewer packets.  Compared
+	 * with the peer's current RTT, not its minimum: under load every path
+	 * is above twice the minimum, and penalising them at random piles
+	 * the spray onto fewer paths (docs/sim.md). */
+	p->rtt_avg = p->rtt_avg ? (7 * p->rtt_avg + rtt) / 8 : rtt;
+	if (rtt > p->rtt_avg + p->rtt_avg / 2 && pa->penalty < 8)
 		pa->penalty++;
 	(void)e;
 }
