@@ -7,14 +7,9 @@
 #   bench/sim_base.sh [BUILD] [--quick]
 # Writes bench/results/sim_base.md.  Needs git history; skips without it.
 set -eu
-B=build
+B=${1:-build}
 QUICK=0
-for a in "$@"; do
-	case "$a" in
-	--quick) QUICK=1 ;;
-	*) B=$a ;;
-	esac
-done
+[ "${2:-}" != --quick ] || QUICK=1
 BASE=cb92cd3
 OUT=bench/results/sim_base.md
 if ! git rev-parse -q --verify "$BASE^{commit}" >/dev/null 2>&1; then

@@ -266,32 +266,43 @@ static void spurious_loss_undone(void **st)
 	pair_down(&x);
 }
 
-/* Sends b's ECN-marked copy of a's packet p1 and brings b's ACK back:
- * the sender then sees congestion towards b (an ECN echo). */
-static void late_setup(struct pair *x, uint8_t *src, uint8_t *p0, size_t *n0,
-		       uint16_t *late_ev, uint64_t *dl, struct mrce_tx_pkt *probe_out)
+/* Two engines, 2 EVs on 2 planes; a writes 2 packets (src to dst), the
+ * second overtakes the first and arrives ECN-marked, so the sender sees
+ * congestion towards b.  At the loss check (dl) the first packet is resent
+ * and its path (late_ev) only suspect: a probe goes out on it (probe). */
+struct late {
+	struct pair x;
+	uint8_t src[8192], dst[8192], p0[9000];   /* p0: the late original */
+	size_t n0;
+	uint16_t late_ev;
+	uint64_t dl;
+	struct mrce_tx_pkt probe;
+};
+
+static void late_setup(struct late *l)
 {
-	struct mrce_tx_pkt p[4], ack[4];
 	static uint8_t p1[9000];
-	memset(src, 0x5a, 8192);
+	struct pair *x = &l->x;
+	struct mrce_tx_pkt p[4], ack[4];
+	uint8_t planes[2] = { 0, 1 };
+	memset(l->src, 0x5a, sizeof(l->src));
+	pair_up(x, 2, planes, l->src, sizeof(l->src), l->dst, sizeof(l->dst));
 	assert_int_equal(mrce_qp_post(x->a, 1000, x->qa, &(struct mrc_sqe){ .wr_id = 1,
 		.op = MRC_SQE_WRITE, .lkey = x->ka, .len = 8192, .rkey = x->kb }), 0);
 	assert_int_equal(mrce_tx(x->a, 1000, p, 4), 2);
 	assert_int_not_equal(p[0].ev, p[1].ev);
-	*late_ev = p[0].ev;
-	*n0 = mrce_tx_pkt_copy(&p[0], p0);
+	l->late_ev = p[0].ev;
+	l->n0 = mrce_tx_pkt_copy(&p[0], l->p0);
 	size_t n1 = mrce_tx_pkt_copy(&p[1], p1);
-	/* The second packet overtakes the first, marked: a queue somewhere. */
 	assert_int_equal(mrce_rx(x->b, 11000, x->pb, p1, n1, MRC_RX_ECN), 0);
 	assert_int_equal(mrce_tx(x->b, 11000, ack, 4), 1);
 	mrce_rx(x->a, 21000, x->pa, ack[0].hdr, ack[0].hdr_len, 0);
-	*dl = mrce_next_deadline(x->a);
-	assert_true(*dl < 1000000);                  /* the loss check, not an RTO */
-	mrce_tick(x->a, *dl);
-	/* Lost (resent) but the path only suspect: a probe goes out on it. */
-	int n = mrce_tx(x->a, *dl, p, 4), probe = -1, resend = -1;
+	l->dl = mrce_next_deadline(x->a);
+	assert_true(l->dl < 1000000);                /* the loss check, not an RTO */
+	mrce_tick(x->a, l->dl);
+	int n = mrce_tx(x->a, l->dl, p, 4), probe = -1, resend = -1;
 	for (int i = 0; i < n; i++) {
-		if (p[i].hdr[1] == MRC_OP_PROBE && p[i].ev == *late_ev)
+		if (p[i].hdr[1] == MRC_OP_PROBE && p[i].ev == l->late_ev)
 			probe = i;
 		else if (mrc_op_is_data(p[i].hdr[1]) && (p[i].hdr[3] & MRC_F_RETX))
 			resend = i;
@@ -299,12 +310,12 @@ static void late_setup(struct pair *x, uint8_t *src, uint8_t *p0, size_t *n0,
 	assert_int_equal(n, 2);
 	assert_true(probe >= 0 && resend >= 0);
 	struct mrce_ev_info in;
-	assert_int_equal(mrce_ev_info(x->a, x->pa, *late_ev, &in), 0);
+	assert_int_equal(mrce_ev_info(x->a, x->pa, l->late_ev, &in), 0);
 	assert_int_equal(in.state, MRC_EV_GOOD);
 	struct mrce_stats st;
 	mrce_stats(x->a, &st);
 	assert_int_equal(st.suspect_probes, 1);
-	*probe_out = p[probe];   /* for the caller; the resend is dropped */
+	l->probe = p[probe];   /* for the caller; the resend is dropped */
 }
 
 /* Counts EV_STATE events on a that took ev to ASSUMED_BAD. */
@@ -326,38 +337,33 @@ static int went_bad(struct mrce *a, uint16_t ev)
 static void reordered_path_kept(void **st)
 {
 	(void)st;
-	uint8_t planes[2] = { 0, 1 };
-	static uint8_t src[8192], dst[8192], p0[9000];
-	struct pair x;
-	pair_up(&x, 2, planes, src, sizeof(src), dst, sizeof(dst));
-	size_t n0;
-	uint16_t late_ev;
-	uint64_t dl;
+	static struct late l;
+	late_setup(&l);
+	struct pair *x = &l.x;
+	uint64_t dl = l.dl;
 	struct mrce_tx_pkt q[4];
-	late_setup(&x, src, p0, &n0, &late_ev, &dl, &q[0]);
 	/* The path answers its probe. */
-	assert_int_equal(mrce_rx(x.b, dl + 2000, x.pb, q[0].hdr, q[0].hdr_len, 0), 0);
-	assert_int_equal(mrce_tx(x.b, dl + 2000, q, 4), 1);   /* the reply */
-	mrce_rx(x.a, dl + 4000, x.pa, q[0].hdr, q[0].hdr_len, 0);
+	assert_int_equal(mrce_rx(x->b, dl + 2000, x->pb, l.probe.hdr, l.probe.hdr_len, 0), 0);
+	assert_int_equal(mrce_tx(x->b, dl + 2000, q, 4), 1);   /* the reply */
+	mrce_rx(x->a, dl + 4000, x->pa, q[0].hdr, q[0].hdr_len, 0);
 	struct mrce_stats sa;
-	mrce_stats(x.a, &sa);
+	mrce_stats(x->a, &sa);
 	assert_int_equal(sa.suspect_cleared, 1);
 	/* Past any probe deadline: still GOOD. */
-	mrce_tick(x.a, dl + 1000000);
+	mrce_tick(x->a, dl + 1000000);
 	struct mrce_ev_info in;
-	assert_int_equal(mrce_ev_info(x.a, x.pa, late_ev, &in), 0);
+	assert_int_equal(mrce_ev_info(x->a, x->pa, l.late_ev, &in), 0);
 	assert_int_equal(in.state, MRC_EV_GOOD);
 	/* The original copy arrives; its ACK completes the write. */
-	assert_int_equal(mrce_rx(x.b, dl + 5000, x.pb, p0, n0, 0), 0);
-	struct mrce_tx_pkt ack[4];
-	assert_int_equal(mrce_tx(x.b, dl + 5000, ack, 4), 1);
-	mrce_rx(x.a, dl + 10000, x.pa, ack[0].hdr, ack[0].hdr_len, 0);
+	assert_int_equal(mrce_rx(x->b, dl + 5000, x->pb, l.p0, l.n0, 0), 0);
+	assert_int_equal(mrce_tx(x->b, dl + 5000, q, 4), 1);
+	mrce_rx(x->a, dl + 10000, x->pa, q[0].hdr, q[0].hdr_len, 0);
 	struct mrce_wc wc;
-	assert_int_equal(mrce_poll_cq(x.a, &wc, 1), 1);
+	assert_int_equal(mrce_poll_cq(x->a, &wc, 1), 1);
 	assert_int_equal(wc.status, 0);
-	assert_memory_equal(src, dst, sizeof(src));
-	assert_int_equal(went_bad(x.a, late_ev), 0);
-	pair_down(&x);
+	assert_memory_equal(l.src, l.dst, sizeof(l.src));
+	assert_int_equal(went_bad(x->a, l.late_ev), 0);
+	pair_down(x);
 }
 
 /* The same, but the path is dead: the probe gets no answer, and the path
@@ -366,15 +372,11 @@ static void reordered_path_kept(void **st)
 static void dead_path_retired(void **st)
 {
 	(void)st;
-	uint8_t planes[2] = { 0, 1 };
-	static uint8_t src[8192], dst[8192], p0[9000];
-	struct pair x;
-	pair_up(&x, 2, planes, src, sizeof(src), dst, sizeof(dst));
-	size_t n0;
-	uint16_t late_ev;
-	uint64_t dl;
-	struct mrce_tx_pkt probe;
-	late_setup(&x, src, p0, &n0, &late_ev, &dl, &probe);   /* probe dropped */
+	static struct late l;
+	late_setup(&l);   /* the probe is dropped */
+	struct pair x = l.x;
+	uint64_t dl = l.dl;
+	uint16_t late_ev = l.late_ev;
 	uint64_t dl2 = mrce_next_deadline(x.a);
 	assert_true(dl2 > dl && dl2 <= dl + 25000);
 	mrce_tick(x.a, dl2);
