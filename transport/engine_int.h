@@ -187,6 +187,7 @@ struct mrce {
 	struct mrc__qp *ready_head, *ready_tail;     /* have completions */
 	struct mrc__qp *ack_head;                    /* owe a coalesced ACK */
 
+	uint64_t last_cong;         /* last ECN echo or trim from any peer */
 	struct mrce_stats st;
 };
 

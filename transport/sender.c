@@ -244,9 +244,13 @@ static int congested(const struct mrce *e, const struct mrc__qp *qp, uint64_t no
 {
 	const struct mrc__peer *p = &e->peers[qp->peer];
 	uint64_t base = p->min_rtt;
-	if (!base)
-		return 0;
-	if (p->last_cong && now - p->last_cong < 8 * base)
+	if (!base)   /* nothing measured yet: every ACK so far was of a resend
+	                (after trims), or none came */
+		return p->last_cong != 0;
+	/* Any peer's: a host's own links (its NIC's downlink under incast)
+	 * are shared by the paths to every peer. */
+	if ((p->last_cong && now - p->last_cong < 8 * base) ||
+	    (e->last_cong && now - e->last_cong < 8 * base))
 		return 1;
 	return p->rtt_hi > base + base / 8;
 }
@@ -455,7 +459,7 @@ static void nack_rx(struct mrce *e, struct mrc__qp *qp, const struct mrc_ack_hdr
 		/* Congestion, not failure: resend at once, weight the path
 		 * down, never retire it. */
 		qp->trims_rx++;
-		e->peers[qp->peer].last_cong = now;
+		e->peers[qp->peer].last_cong = e->last_cong = now;
 		if (h->ev < e->peers[qp->peer].nev) {
 			struct mrc__path *pa = &e->peers[qp->peer].paths[h->ev];
 			pa->trims++;
@@ -547,7 +551,7 @@ void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	if (rtt)
 		rtt_sample(e, qp, rtt);
 	if (h->flags & MRC_AF_ECN)
-		p->last_cong = now;
+		p->last_cong = e->last_cong = now;
 	if ((h->flags & MRC_AF_ECN) && h->ev < p->nev) {
 		p->paths[h->ev].ecn++;
 		if (p->paths[h->ev].penalty < 8)
