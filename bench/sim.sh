@@ -55,16 +55,16 @@ if [ "$QUICK" = 0 ]; then
 fi
 
 echo
-printf '%-18s %6s %-6s %8s %8s %8s %10s %8s %9s %8s %s\n' scenario hosts mode p50 p99 max \
-	events wall_s Mev/s RSS_MiB failover
+printf '%-18s %6s %-6s %8s %8s %8s %6s %10s %8s %9s %8s %s\n' scenario hosts mode p50 p99 max \
+	to_bad events wall_s Mev/s RSS_MiB failover
 for f in "$OUT"/*.json; do
 	jq -r --arg n "$(basename "$f" .json)" '
 	  [$n, (.scenario.hosts|tostring), .scenario.mode,
 	   (.fct_vs_ideal.p50|tostring), (.fct_vs_ideal.p99|tostring), (.fct_vs_ideal.max|tostring),
-	   (.result.events|tostring), (.timing.wall_s|tostring),
+	   (.ev_changes.to_assumed_bad|tostring), (.result.events|tostring), (.timing.wall_s|tostring),
 	   ((.timing.events_per_s/1e6*100|floor)/100|tostring),
 	   ((.timing.maxrss_kb/1024)|floor|tostring),
 	   ((.faults[0] // null) as $x | if $x == null then "-" else
 	     "detect +\($x.first_detect_ns // -1)..\($x.last_detect_ns // -1) ns, goodput +\($x.goodput_recovery_ns) ns" end)]
 	  | @tsv' "$f"
-done | awk -F'\t' '{ printf "%-18s %6s %-6s %8s %8s %8s %10s %8s %9s %8s %s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11 }'
+done | awk -F'\t' '{ printf "%-18s %6s %-6s %8s %8s %8s %6s %10s %8s %9s %8s %s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12 }'

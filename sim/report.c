@@ -164,7 +164,8 @@ static void link_classes(const struct mrc_sim *s, struct link_class cls[16])
 
 struct totals {
 	uint64_t data, retx, acks, probes, rto, nack_trim, rx_trimmed, ctrl_overflow,
-		 events_dropped, decode_drops, rx_ecn;
+		 events_dropped, decode_drops, rx_ecn, loss_detected, suspect_probes,
+		 suspect_cleared, suspect_retired;
 };
 
 static void totals(const struct mrc_sim *s, struct totals *t)
@@ -183,6 +184,10 @@ static void totals(const struct mrc_sim *s, struct totals *t)
 		t->nack_trim += st.nack_rx[MRC_NACK_TRIMMED];
 		t->rx_trimmed += st.rx_trimmed;
 		t->rx_ecn += st.rx_ecn;
+		t->loss_detected += st.loss_detected;
+		t->suspect_probes += st.suspect_probes;
+		t->suspect_cleared += st.suspect_cleared;
+		t->suspect_retired += st.suspect_retired;
 		t->ctrl_overflow += st.ctrl_overflow;
 		t->events_dropped += st.events_dropped;
 		for (int i = 1; i < MRC_DROP__COUNT; i++)
@@ -329,7 +334,9 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 		  "    \"drops\": {\"buffer\": %llu, \"prio_buffer\": %llu, \"link_down\": %llu, "
 		  "\"blackhole\": %llu, \"random_loss\": %llu, \"no_route\": %llu},\n"
 		  "    \"engine\": {\"ctrl_overflow\": %llu, \"events_dropped\": %llu, "
-		  "\"decode_drops\": %llu, \"rx_ecn\": %llu}},\n",
+		  "\"decode_drops\": %llu, \"rx_ecn\": %llu, \"losses\": %llu, "
+		  "\"suspect_probes\": %llu, \"suspect_cleared\": %llu, "
+		  "\"suspect_retired\": %llu}},\n",
 		  (unsigned long long)t.data, (unsigned long long)t.retx,
 		  (unsigned long long)t.acks, (unsigned long long)t.probes,
 		  (unsigned long long)t.rto, (unsigned long long)s->trims,
@@ -339,7 +346,9 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 		  (unsigned long long)s->drop_blackhole, (unsigned long long)s->drop_loss,
 		  (unsigned long long)s->drop_noroute, (unsigned long long)t.ctrl_overflow,
 		  (unsigned long long)t.events_dropped, (unsigned long long)t.decode_drops,
-		  (unsigned long long)t.rx_ecn);
+		  (unsigned long long)t.rx_ecn, (unsigned long long)t.loss_detected,
+		  (unsigned long long)t.suspect_probes, (unsigned long long)t.suspect_cleared,
+		  (unsigned long long)t.suspect_retired);
 	struct link_class cls[16];
 	link_classes(s, cls);
 	sb_printf(&b, "  \"links\": {\"span_ns\": %llu, \"classes\": [",

@@ -266,6 +266,132 @@ static void spurious_loss_undone(void **st)
 	pair_down(&x);
 }
 
+/* Two engines, 2 EVs on 2 planes; a writes 2 packets (src to dst), the
+ * second overtakes the first and arrives ECN-marked, so the sender sees
+ * congestion towards b.  At the loss check (dl) the first packet is resent
+ * and its path (late_ev) only suspect: a probe goes out on it (probe). */
+struct late {
+	struct pair x;
+	uint8_t src[8192], dst[8192], p0[9000];   /* p0: the late original */
+	size_t n0;
+	uint16_t late_ev;
+	uint64_t dl;
+	struct mrce_tx_pkt probe;
+};
+
+static void late_setup(struct late *l)
+{
+	static uint8_t p1[9000];
+	struct pair *x = &l->x;
+	struct mrce_tx_pkt p[4], ack[4];
+	uint8_t planes[2] = { 0, 1 };
+	memset(l->src, 0x5a, sizeof(l->src));
+	pair_up(x, 2, planes, l->src, sizeof(l->src), l->dst, sizeof(l->dst));
+	assert_int_equal(mrce_qp_post(x->a, 1000, x->qa, &(struct mrc_sqe){ .wr_id = 1,
+		.op = MRC_SQE_WRITE, .lkey = x->ka, .len = 8192, .rkey = x->kb }), 0);
+	assert_int_equal(mrce_tx(x->a, 1000, p, 4), 2);
+	assert_int_not_equal(p[0].ev, p[1].ev);
+	l->late_ev = p[0].ev;
+	l->n0 = mrce_tx_pkt_copy(&p[0], l->p0);
+	size_t n1 = mrce_tx_pkt_copy(&p[1], p1);
+	assert_int_equal(mrce_rx(x->b, 11000, x->pb, p1, n1, MRC_RX_ECN), 0);
+	assert_int_equal(mrce_tx(x->b, 11000, ack, 4), 1);
+	mrce_rx(x->a, 21000, x->pa, ack[0].hdr, ack[0].hdr_len, 0);
+	l->dl = mrce_next_deadline(x->a);
+	assert_true(l->dl < 1000000);                /* the loss check, not an RTO */
+	mrce_tick(x->a, l->dl);
+	int n = mrce_tx(x->a, l->dl, p, 4), probe = -1, resend = -1;
+	for (int i = 0; i < n; i++) {
+		if (p[i].hdr[1] == MRC_OP_PROBE && p[i].ev == l->late_ev)
+			probe = i;
+		else if (mrc_op_is_data(p[i].hdr[1]) && (p[i].hdr[3] & MRC_F_RETX))
+			resend = i;
+	}
+	assert_int_equal(n, 2);
+	assert_true(probe >= 0 && resend >= 0);
+	struct mrce_ev_info in;
+	assert_int_equal(mrce_ev_info(x->a, x->pa, l->late_ev, &in), 0);
+	assert_int_equal(in.state, MRC_EV_GOOD);
+	struct mrce_stats st;
+	mrce_stats(x->a, &st);
+	assert_int_equal(st.suspect_probes, 1);
+	l->probe = p[probe];   /* for the caller; the resend is dropped */
+}
+
+/* Counts EV_STATE events on a that took ev to ASSUMED_BAD. */
+static int went_bad(struct mrce *a, uint16_t ev)
+{
+	struct mrce_event e;
+	int n = 0;
+	while (mrce_poll_event(a, &e) > 0)
+		if (e.type == MRC_EVT_EV_STATE && e.ev == ev &&
+		    e.new_state == MRC_EV_ASSUMED_BAD)
+			n++;
+	return n;
+}
+
+/* Under congestion (ECN echoed), a packet overtaken by one on another path
+ * is resent, but its path is not retired: the probe sent on it is answered
+ * (a live path), and the late original arrives after all.  No
+ * ASSUMED_BAD at any time. */
+static void reordered_path_kept(void **st)
+{
+	(void)st;
+	static struct late l;
+	late_setup(&l);
+	struct pair *x = &l.x;
+	uint64_t dl = l.dl;
+	struct mrce_tx_pkt q[4];
+	/* The path answers its probe. */
+	assert_int_equal(mrce_rx(x->b, dl + 2000, x->pb, l.probe.hdr, l.probe.hdr_len, 0), 0);
+	assert_int_equal(mrce_tx(x->b, dl + 2000, q, 4), 1);   /* the reply */
+	mrce_rx(x->a, dl + 4000, x->pa, q[0].hdr, q[0].hdr_len, 0);
+	struct mrce_stats sa;
+	mrce_stats(x->a, &sa);
+	assert_int_equal(sa.suspect_cleared, 1);
+	/* Past any probe deadline: still GOOD. */
+	mrce_tick(x->a, dl + 1000000);
+	struct mrce_ev_info in;
+	assert_int_equal(mrce_ev_info(x->a, x->pa, l.late_ev, &in), 0);
+	assert_int_equal(in.state, MRC_EV_GOOD);
+	/* The original copy arrives; its ACK completes the write. */
+	assert_int_equal(mrce_rx(x->b, dl + 5000, x->pb, l.p0, l.n0, 0), 0);
+	assert_int_equal(mrce_tx(x->b, dl + 5000, q, 4), 1);
+	mrce_rx(x->a, dl + 10000, x->pa, q[0].hdr, q[0].hdr_len, 0);
+	struct mrce_wc wc;
+	assert_int_equal(mrce_poll_cq(x->a, &wc, 1), 1);
+	assert_int_equal(wc.status, 0);
+	assert_memory_equal(l.src, l.dst, sizeof(l.src));
+	assert_int_equal(went_bad(x->a, l.late_ev), 0);
+	pair_down(x);
+}
+
+/* The same, but the path is dead: the probe gets no answer, and the path
+ * is retired within 1.25 x the base RTT of the loss check (the RTT here is
+ * 20 us), not at the RTO. */
+static void dead_path_retired(void **st)
+{
+	(void)st;
+	static struct late l;
+	late_setup(&l);   /* the probe is dropped */
+	struct pair x = l.x;
+	uint64_t dl = l.dl;
+	uint16_t late_ev = l.late_ev;
+	uint64_t dl2 = mrce_next_deadline(x.a);
+	assert_true(dl2 > dl && dl2 <= dl + 25000);
+	mrce_tick(x.a, dl2);
+	struct mrce_ev_info in;
+	assert_int_equal(mrce_ev_info(x.a, x.pa, late_ev, &in), 0);
+	assert_int_equal(in.state, MRC_EV_ASSUMED_BAD);
+	assert_int_equal(in.last_reason, MRC_RSN_LOSS);
+	assert_int_equal(went_bad(x.a, late_ev), 1);
+	struct mrce_stats sa;
+	mrce_stats(x.a, &sa);
+	assert_int_equal(sa.suspect_retired, 1);
+	assert_int_equal(sa.suspect_cleared, 0);
+	pair_down(&x);
+}
+
 /* The remote QP is destroyed (its client died): the sender's QP fails at
  * once with -ECONNRESET instead of retrying to exhaustion. */
 static void remote_qp_gone(void **st)
@@ -343,6 +469,7 @@ int main(void)
 		cmocka_unit_test(clean), cmocka_unit_test(lossy), cmocka_unit_test(plane_dead),
 		cmocka_unit_test(abort_unfinished), cmocka_unit_test(spurious_loss_undone),
 		cmocka_unit_test(remote_qp_gone), cmocka_unit_test(acks_coalesced),
+		cmocka_unit_test(reordered_path_kept), cmocka_unit_test(dead_path_retired),
 	};
 	int rc = cmocka_run_group_tests(t, NULL, NULL);
 	free(net);

@@ -374,7 +374,7 @@ uint64_t mrce_next_deadline(const struct mrce *e)
 	uint64_t d = UINT64_MAX;
 	for (uint32_t i = 0; i < e->peer_hwm; i++) {
 		const struct mrc__peer *p = &e->peers[i];
-		if (p->used && p->nbad && p->next_probe_due < d)
+		if (p->used && (p->nbad || p->nsuspect) && p->next_probe_due < d)
 			d = p->next_probe_due;
 	}
 	for (uint32_t i = 0; i < e->qp_hwm; i++) {

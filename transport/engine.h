@@ -358,6 +358,9 @@ struct mrce_stats {
 	uint64_t access_errors, rto_fires, loss_detected, ctrl_overflow;
 	uint64_t events_dropped, ev_changes, bytes_placed, msgs_completed;
 	uint64_t rx_bad_token[MRC_TOK__COUNT];
+	/* Losses under congestion: paths probed before being retired, probes
+	 * answered (path kept), unanswered (path ASSUMED_BAD). */
+	uint64_t suspect_probes, suspect_cleared, suspect_retired;
 };
 void mrce_stats(const struct mrce *e, struct mrce_stats *st);
 

@@ -22,11 +22,16 @@ struct mrc__path {
 	uint8_t state, plane, reason, ok_streak;
 	uint8_t user_probe;         /* report the next probe reply as an event */
 	uint8_t detour;             /* last resort in its plane (mrce_ev_set_detour) */
+	uint8_t suspect;            /* lost a packet under congestion: out of the
+	                               spray until its probe answers (stays GOOD)
+	                               or suspect_until passes (ASSUMED_BAD) */
 	uint16_t penalty;           /* spray skip credits: ECN, trims, delay */
 	uint32_t probe_seq;         /* outstanding probe (0: none) */
 	uint64_t probe_ts, next_probe;
 	uint64_t srtt, rttvar, last_change;
 	uint64_t last_ack;          /* when an ACK last came back on this EV */
+	uint64_t suspect_until;
+	uint64_t alive_ts;          /* send time of the newest answered probe */
 	uint64_t tx_pkts, lost, trims, ecn, probes_sent, probes_ok;
 };
 
@@ -34,6 +39,10 @@ struct mrc__peer {
 	uint8_t used;
 	uint32_t nev, ngood, nbad;
 	uint32_t ndetour;           /* EVs marked detour (spray skips a pass without) */
+	uint32_t nsuspect;          /* GOOD paths waiting for a probe's answer */
+	uint64_t last_cong;         /* last ECN mark or trim towards the peer */
+	uint64_t rtt_hi;            /* recent highest RTT (slow decay) */
+	uint64_t rtt_avg;           /* smoothed RTT over all its paths */
 	uint32_t probe_seq;
 	uint64_t probe_tx_token, probe_rx_token;
 	uint64_t min_rtt;
@@ -180,6 +189,7 @@ struct mrce {
 	struct mrc__qp *ready_head, *ready_tail;     /* have completions */
 	struct mrc__qp *ack_head;                    /* owe a coalesced ACK */
 
+	uint64_t last_cong;         /* last ECN echo or trim from any peer */
 	struct mrce_stats st;
 };
 
@@ -202,8 +212,10 @@ int mrc__path_pick(struct mrce *e, struct mrc__peer *p, struct mrc__qp *qp,
 		   int avoid_plane);
 void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 			 uint8_t st, uint8_t reason, uint64_t now);
-void mrc__path_blame(struct mrce *e, uint32_t peer, uint32_t ev,
-		     uint8_t reason, uint64_t now);
+void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
+		    uint64_t sent_ts, uint8_t reason, int cong, uint64_t now);
+void mrc__path_check(struct mrce *e, uint32_t peer, uint32_t ev,
+		     uint64_t sent_ts, uint64_t now);
 void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
 		   uint64_t rtt);
 void mrc__probe_tick(struct mrce *e, uint64_t now);

@@ -91,6 +91,10 @@ void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 	p->nbad += (st == MRC_EV_ASSUMED_BAD) - (old == MRC_EV_ASSUMED_BAD);
 	pa->state = st;
 	pa->reason = reason;
+	if (pa->suspect) {
+		pa->suspect = 0;
+		p->nsuspect--;
+	}
 	pa->last_change = now;
 	pa->ok_streak = 0;
 	pa->probe_seq = 0;
@@ -110,16 +114,13 @@ void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 		mrc__qp_path_back(e, peer, now);
 }
 
-/* Loss attributed to a path: retire it at once, unless that would leave
- * fewer usable paths than the floor. */
-void mrc__path_blame(struct mrce *e, uint32_t peer, uint32_t ev,
-		     uint8_t reason, uint64_t now)
+/* Retires a GOOD path, unless that would leave fewer usable paths than
+ * the floor. */
+static void retire(struct mrce *e, uint32_t peer, uint32_t ev, uint8_t reason,
+		   uint64_t now)
 {
 	struct mrc__peer *p = &e->peers[peer];
-	struct mrc__path *pa = &p->paths[ev];
-	pa->lost++;
-	e->st.loss_detected++;
-	if (pa->state != MRC_EV_GOOD)
+	if (p->paths[ev].state != MRC_EV_GOOD)
 		return;
 	if (p->ngood <= e->cfg.ev_floor) {
 		mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_FLOOR,
@@ -130,6 +131,74 @@ void mrc__path_blame(struct mrce *e, uint32_t peer, uint32_t ev,
 	mrc__path_set_state(e, peer, ev, MRC_EV_ASSUMED_BAD, reason, now);
 }
 
+static void probe_send(struct mrce *e, uint32_t peer, uint32_t ev, uint64_t now);
+
+/* How long a probe of a suspect path may take: probes travel in the
+ * switches' priority queue, so a live path answers in about its base RTT
+ * however deep its data queue is; a dead one never does. */
+static uint64_t suspect_wait(const struct mrce *e, const struct mrc__peer *p)
+{
+	uint64_t base = p->min_rtt ? p->min_rtt : e->cfg.reorder_slack_ns;
+	return base + base / 4;
+}
+
+/* A packet on a GOOD path is late (past half its reorder window): ask the
+ * path directly, before the packet is declared lost, so that by then the
+ * answer is known or nearly due.  One probe per path covers every packet
+ * sent on it before the probe. */
+void mrc__path_check(struct mrce *e, uint32_t peer, uint32_t ev,
+		     uint64_t sent_ts, uint64_t now)
+{
+	struct mrc__path *pa = &e->peers[peer].paths[ev];
+	if (pa->state != MRC_EV_GOOD || pa->alive_ts >= sent_ts ||
+	    (pa->probe_seq && pa->probe_ts >= sent_ts))
+		return;
+	probe_send(e, peer, ev, now);
+	e->st.suspect_probes++;
+}
+
+/* A packet sent at sent_ts on this path was declared lost.  Late or
+ * dropped by a full buffer is congestion, not a path failure; what tells
+ * them apart is a probe sent after the packet (probes travel in the
+ * switches' priority queue): answered, the path is alive and stays GOOD;
+ * unanswered within suspect_wait, it is retired, and until then it is out
+ * of the spray.  With no probe out and no sign of congestion (cong == 0)
+ * the path is retired at once, as fast as a probe could not be. */
+void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
+		    uint64_t sent_ts, uint8_t reason, int cong, uint64_t now)
+{
+	struct mrc__peer *p = &e->peers[peer];
+	struct mrc__path *pa = &p->paths[ev];
+	pa->lost++;
+	e->st.loss_detected++;
+	if (pa->state != MRC_EV_GOOD || pa->suspect)
+		return;
+	if (pa->alive_ts >= sent_ts) {
+		e->st.suspect_cleared++;
+		return;
+	}
+	int asked = pa->probe_seq && pa->probe_ts >= sent_ts;
+	if (!asked && !cong) {
+		retire(e, peer, ev, reason, now);
+		return;
+	}
+	if (!asked) {
+		probe_send(e, peer, ev, now);
+		e->st.suspect_probes++;
+	}
+	uint64_t until = pa->probe_ts + suspect_wait(e, p);
+	if (until <= now) {
+		e->st.suspect_retired++;
+		retire(e, peer, ev, reason, now);
+		return;
+	}
+	pa->suspect = 1;
+	p->nsuspect++;
+	pa->suspect_until = until;
+	if ((!p->nbad && p->nsuspect == 1) || until < p->next_probe_due)
+		p->next_probe_due = until;
+}
+
 void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
 		   uint64_t rtt)
 {
@@ -137,25 +206,34 @@ void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
 	mrc__rtt_update(&pa->srtt, &pa->rttvar, rtt);
 	if (!p->min_rtt || rtt < p->min_rtt)
 		p->min_rtt = rtt;
-	/* Paths much slower than the best one get fewer packets. */
-	if (rtt > 2 * p->min_rtt && pa->penalty < 8)
+	if (rtt >= p->rtt_hi)
+		p->rtt_hi = rtt;
+	else
+		p->rtt_hi -= (p->rtt_hi - rtt) / 64;
+	/* Paths much slower than the others now get fewer packets.  Compared
+	 * with the peer's current RTT, not its minimum: under load every path
+	 * is above twice the minimum, and penalising them at random piles
+	 * the spray onto fewer paths (docs/sim.md). */
+	p->rtt_avg = p->rtt_avg ? (7 * p->rtt_avg + rtt) / 8 : rtt;
+	if (rtt > p->rtt_avg + p->rtt_avg / 2 && pa->penalty < 8)
 		pa->penalty++;
 	(void)e;
 }
 
 static int usable(const struct mrc__path *pa) { return pa->state == MRC_EV_GOOD; }
 
-/* The plane's next GOOD EV, detours (mrce_ev_set_detour) or not; a path
- * with penalty credits is skipped once per credit, which weights it down
- * by its ECN/trim/delay history.  -1: none. */
-static int plane_pick(struct mrc__peer *p, uint32_t pl, uint8_t detour)
+/* The plane's next GOOD EV, detours (mrce_ev_set_detour) or not, suspect
+ * ones (waiting for a probe) only with take_suspect; a path with penalty
+ * credits is skipped once per credit, which weights it down by its
+ * ECN/trim/delay history.  -1: none. */
+static int plane_pick(struct mrc__peer *p, uint32_t pl, uint8_t detour, int take_suspect)
 {
 	uint32_t n = p->plane_nev[pl];
 	int fallback = -1;
 	for (uint32_t k = 0; k < n; k++) {
 		uint16_t ev = p->plane_evs[pl][p->plane_cur[pl]++ % n];
 		struct mrc__path *pa = &p->paths[ev];
-		if (!usable(pa) || pa->detour != detour)
+		if (!usable(pa) || pa->detour != detour || (pa->suspect && !take_suspect))
 			continue;
 		if (pa->penalty) {
 			pa->penalty--;
@@ -169,9 +247,10 @@ static int plane_pick(struct mrc__peer *p, uint32_t pl, uint8_t detour)
 }
 
 /* Spraying over the planes in mask (0: all): planes in turn, then the
- * plane's GOOD EVs in turn, its detours only when it has no other.  -1:
- * no GOOD EV in those planes. */
-static int spray(struct mrc__peer *p, uint32_t mask, int avoid_plane)
+ * plane's GOOD EVs in turn, its detours only when it has no other; suspect
+ * paths only with take_suspect.  -1: no GOOD EV in those planes. */
+static int spray(struct mrc__peer *p, uint32_t mask, int avoid_plane,
+		 int take_suspect)
 {
 	for (int tries = 0; tries < 2 * MRC_MAX_PLANES; tries++) {
 		uint32_t pl = p->plane_rr++ % MRC_MAX_PLANES;
@@ -181,9 +260,9 @@ static int spray(struct mrc__peer *p, uint32_t mask, int avoid_plane)
 		 * takes any plane rather than not sending. */
 		if ((int)pl == avoid_plane && tries < MRC_MAX_PLANES)
 			continue;
-		int ev = plane_pick(p, pl, 0);
+		int ev = plane_pick(p, pl, 0, take_suspect);
 		if (ev < 0 && p->ndetour)
-			ev = plane_pick(p, pl, 1);
+			ev = plane_pick(p, pl, 1, take_suspect);
 		if (ev >= 0)
 			return ev;
 	}
@@ -210,9 +289,15 @@ int mrc__path_pick(struct mrce *e, struct mrc__peer *p, struct mrc__qp *qp,
 		}
 	} else if (p->ngood) {
 		uint32_t mask = qp ? qp->plane_mask : 0;
-		int ev = spray(p, mask, avoid_plane);
-		if (ev < 0 && mask)
-			ev = spray(p, 0, avoid_plane);
+		int ev = -1;
+		/* Suspect paths only when every GOOD one is suspect. */
+		for (int take = 0; take < 2 && ev < 0; take++) {
+			ev = spray(p, mask, avoid_plane, take);
+			if (ev < 0 && mask)
+				ev = spray(p, 0, avoid_plane, take);
+			if (!p->nsuspect)
+				break;
+		}
 		if (ev >= 0)
 			return ev;
 	}
@@ -322,11 +407,22 @@ void mrc__probe_tick(struct mrce *e, uint64_t now)
 {
 	for (uint32_t i = 0; i < e->peer_hwm; i++) {
 		struct mrc__peer *p = &e->peers[i];
-		if (!p->used || !p->nbad || now < p->next_probe_due)
+		if (!p->used || (!p->nbad && !p->nsuspect) || now < p->next_probe_due)
 			continue;
 		uint64_t due = UINT64_MAX;
 		for (uint32_t ev = 0; ev < p->nev; ev++) {
 			struct mrc__path *pa = &p->paths[ev];
+			if (pa->suspect && now >= pa->suspect_until) {
+				/* Its probe is unanswered: not congestion. */
+				e->st.suspect_retired++;
+				retire(e, i, ev, MRC_RSN_LOSS, now);
+				if (pa->suspect) {   /* kept by the floor */
+					pa->suspect = 0;
+					p->nsuspect--;
+				}
+			} else if (pa->suspect && pa->suspect_until < due) {
+				due = pa->suspect_until;
+			}
 			if (pa->state != MRC_EV_ASSUMED_BAD)
 				continue;
 			if (pa->next_probe <= now) {
@@ -378,6 +474,22 @@ void mrc__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	uint64_t rtt = now - h->ts_echo;
 	pa->probe_seq = 0;
 	pa->probes_ok++;
+	if (pa->state == MRC_EV_GOOD) {
+		/* Alive: whatever is late on it was sent before this probe
+		 * and is queued or dropped by congestion.  A probe's RTT
+		 * (priority queue, no payload) says nothing about the data
+		 * queue, so it is no RTT sample. */
+		pa->alive_ts = h->ts_echo;
+		if (pa->suspect) {
+			pa->suspect = 0;
+			p->nsuspect--;
+			e->st.suspect_cleared++;
+			if (pa->penalty < 8)
+				pa->penalty += 2;   /* slow: weight it down like trims */
+		}
+		if (!pa->user_probe)
+			return;
+	}
 	mrc__path_rtt(e, p, h->ev, rtt);
 	if (pa->user_probe) {
 		pa->user_probe = 0;

@@ -8,6 +8,8 @@
 #define RETX_LIMIT_ERR (-ETIMEDOUT)
 #define RNR_LIMIT_ERR  (-ENOBUFS)
 #define NO_PATH_ERR    (-ENETUNREACH)
+#define PROBE_AT       8   /* probe a late packet's path 1/PROBE_AT into its
+                              reorder window */
 
 static struct mrc__slot *slot_of(struct mrce *e, struct mrc__qp *qp, uint32_t psn)
 {
@@ -234,6 +236,25 @@ int mrc__qp_tx_one(struct mrce *e, struct mrc__qp *qp, uint64_t now,
 
 /* ---- loss ------------------------------------------------------------ */
 
+/* Queueing towards the peer that can explain a late or dropped packet:
+ * ECN marks or trims lately, or recent RTTs above the base RTT.  Without
+ * any, a late packet is blamed on its path at once (a dead path on an idle
+ * fabric is retired as fast as before). */
+static int congested(const struct mrce *e, const struct mrc__qp *qp, uint64_t now)
+{
+	const struct mrc__peer *p = &e->peers[qp->peer];
+	uint64_t base = p->min_rtt;
+	if (!base)   /* nothing measured yet: every ACK so far was of a resend
+	                (after trims), or none came */
+		return p->last_cong != 0;
+	/* Any peer's: a host's own links (its NIC's downlink under incast)
+	 * are shared by the paths to every peer. */
+	if ((p->last_cong && now - p->last_cong < 8 * base) ||
+	    (e->last_cong && now - e->last_cong < 8 * base))
+		return 1;
+	return p->rtt_hi > base + base / 8;
+}
+
 static void mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 		      uint8_t reason, int blame, uint64_t now)
 {
@@ -251,21 +272,32 @@ static void mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 	qp->inflight_bytes -= s->plen;
 	mrc__bit_set(qp->lostmap, slot_psn(e, qp, i));
 	if (blame)
-		mrc__path_blame(e, qp->peer, s->ev, reason, now);
+		mrc__path_lost(e, qp->peer, s->ev, s->sent_ts, reason,
+			       congested(e, qp, now), now);
 }
 
-/* How long past its send time a packet on this EV may still be acked. */
-static uint64_t late_after(const struct mrce *e, const struct mrc__qp *qp,
-			   const struct mrc__peer *p, uint16_t ev)
+/* How long past its send time a packet on this EV may still be acked:
+ * the path's srtt plus a reorder window. */
+static void late_after(const struct mrce *e, const struct mrc__qp *qp,
+		       const struct mrc__peer *p, uint16_t ev, uint64_t *srtt_out,
+		       uint64_t *wnd)
 {
 	const struct mrc__path *pa = &p->paths[ev];
-	uint64_t srtt = pa->srtt ? pa->srtt : qp->srtt;
+	/* A path not measured yet is judged by the slowest recent RTT to
+	 * the peer, not by the QP's (which may be the fastest path's, or
+	 * none: a packet sent at time 0 echoes no timestamp). */
+	uint64_t srtt = pa->srtt ? pa->srtt : qp->srtt > p->rtt_hi ? qp->srtt : p->rtt_hi;
 	uint64_t var = pa->srtt ? pa->rttvar : qp->rttvar;
 	uint64_t slack = e->cfg.reorder_slack_ns;
 	if (p->min_rtt / 4 > slack)
 		slack = p->min_rtt / 4;
+	/* Reordering across paths is bounded by how far RTTs to the peer
+	 * spread lately (queues on some paths, not on others). */
+	if (p->rtt_hi - p->min_rtt > slack)
+		slack = p->rtt_hi - p->min_rtt;
 	slack += p->reo_extra;
-	return srtt + (4 * var > slack ? 4 * var : slack);
+	*srtt_out = srtt;
+	*wnd = 4 * var > slack ? 4 * var : slack;
 }
 
 /* RACK-style, per path: a packet is lost once a packet sent after it has
@@ -282,11 +314,22 @@ static void detect_losses(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 		/* Transmission order, not time: a batch shares one timestamp. */
 		if ((int32_t)(s->xseq - qp->rack_seq) >= 0)
 			break;
-		uint64_t due = s->sent_ts + late_after(e, qp, p, s->ev);
-		if (now >= due)
+		uint64_t srtt, wnd;
+		late_after(e, qp, p, s->ev, &srtt, &wnd);
+		uint64_t due = s->sent_ts + srtt + wnd;
+		/* Part way through the reorder window the path is probed
+		 * (mrc__path_check) when an ACK brings us here, so that at the
+		 * deadline a live path is known alive and a dead one's probe
+		 * has nearly timed out.  No timer of its own: an idle QP
+		 * behaves as without it. */
+		if (now >= due) {
 			mark_lost(e, qp, i, MRC_RSN_LOSS, 1, now);
-		else if (!next || due < next)
-			next = due;
+		} else {
+			if (now >= s->sent_ts + srtt + wnd / PROBE_AT)
+				mrc__path_check(e, qp->peer, s->ev, s->sent_ts, now);
+			if (!next || due < next)
+				next = due;
+		}
 		i = nx;
 	}
 	qp->rack_deadline = next;
@@ -416,6 +459,7 @@ static void nack_rx(struct mrce *e, struct mrc__qp *qp, const struct mrc_ack_hdr
 		/* Congestion, not failure: resend at once, weight the path
 		 * down, never retire it. */
 		qp->trims_rx++;
+		e->peers[qp->peer].last_cong = e->last_cong = now;
 		if (h->ev < e->peers[qp->peer].nev) {
 			struct mrc__path *pa = &e->peers[qp->peer].paths[h->ev];
 			pa->trims++;
@@ -506,6 +550,8 @@ void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	uint64_t rtt = h->ts_echo && h->ts_echo <= now ? now - h->ts_echo : 0;
 	if (rtt)
 		rtt_sample(e, qp, rtt);
+	if (h->flags & MRC_AF_ECN)
+		p->last_cong = e->last_cong = now;
 	if ((h->flags & MRC_AF_ECN) && h->ev < p->nev) {
 		p->paths[h->ev].ecn++;
 		if (p->paths[h->ev].penalty < 8)

@@ -1,0 +1,55 @@
+#!/bin/bash
+# Issue 16's simulator table: mrcsim with the engine of commit cb92cd3 (the
+# baseline, built from git in a temporary worktree) and with this tree's,
+# side by side, one run after the other on one core.  2 MiB permutation,
+# 100 Gbit/s, 4 KiB MTU, spray, no faults, seed 1, fat tree k=12 and k=16,
+# and k=32 (8,192 hosts, minutes and ~1 GiB each) unless --quick.
+#   bench/sim_base.sh [BUILD] [--quick]
+# Writes bench/results/sim_base.md.  Needs git history; skips without it.
+set -eu
+B=${1:-build}
+QUICK=0
+[ "${2:-}" != --quick ] || QUICK=1
+BASE=cb92cd3
+OUT=bench/results/sim_base.md
+if ! git rev-parse -q --verify "$BASE^{commit}" >/dev/null 2>&1; then
+	echo "sim_base: SKIPPED: commit $BASE not in this checkout (needs git history)"; exit 0
+fi
+wt=$(mktemp -d /tmp/mrc-simbase.XXXXXX)
+res=$(mktemp -d /tmp/mrc-simres.XXXXXX)
+trap 'git worktree remove --force "$wt" >/dev/null 2>&1 || rm -rf "$wt"; rm -rf "$res"' EXIT
+git worktree add -q --detach "$wt" "$BASE"
+make -C "$wt" -s MRC_DEPS_DONE=1 build/bin/mrcsim >/dev/null
+make -s "$B/bin/mrcsim" >/dev/null
+ks="12 16"
+[ "$QUICK" = 1 ] || ks="12 16 32"
+for k in $ks; do
+	for v in base now; do
+		bin="$B/bin/mrcsim"
+		[ "$v" = base ] && bin="$wt/build/bin/mrcsim"
+		echo "== sim_base: k=$k $v" >&2
+		"$bin" --quiet --timing --topo "fattree:k=$k,rate=100G" \
+			--workload permutation:size=2M -j >"$res/k$k.$v.json"
+	done
+done
+row() {   # row FILE: slowest/ideal, p99, ASSUMED_BAD, trims, CPU s, RSS MiB
+	jq -r '[(.fct_vs_ideal.max|tostring), (.fct_vs_ideal.p99|tostring),
+		(.ev_changes.to_assumed_bad|tostring), (.packets.trimmed|tostring),
+		((.timing.cpu_s*10|floor)/10|tostring),
+		((.timing.maxrss_kb/1024)|floor|tostring)] | join(" | ")' "$1"
+}
+{
+	echo "## mrcsim: the engine of $BASE vs now, 2 MiB permutation on a fat tree"
+	echo
+	echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) CPUs; $(date -u '+%Y-%m-%d %H:%M UTC'); load average at start $(cut -d' ' -f1 /proc/loadavg) (CPU seconds, not wall: the machine is shared)."
+	echo "100 Gbit/s, 4 KiB MTU, spray, NSCC, no faults (no packet is dropped: every ASSUMED_BAD is a false alarm), seed 1."
+	echo
+	echo "| hosts | engine | slowest / ideal | p99 | paths to ASSUMED_BAD | trims | CPU s | max RSS MiB |"
+	echo "|---:|---|---:|---:|---:|---:|---:|---:|"
+	for k in $ks; do
+		h=$((k * k * k / 4))
+		echo "| $h (k=$k) | $BASE | $(row "$res/k$k.base.json") |"
+		echo "| $h (k=$k) | now | $(row "$res/k$k.now.json") |"
+	done
+} >"$OUT"
+cat "$OUT"
