@@ -87,6 +87,17 @@ static struct fam *family_of(const char *name)
 	return NULL;
 }
 
+/* Past a label's quoted value and its comma: name="v", -> the next name;
+ * NULL when there is no closing quote. */
+static const char *after_value(const char *p)
+{
+	const char *q = strchr(p, '"');
+	q = q ? strchr(q + 1, '"') : NULL;
+	if (!q)
+		return NULL;
+	return q[1] == ',' ? q + 2 : q + 1;
+}
+
 static void parse_exposition(char *text)
 {
 	nfam = 0;
@@ -114,13 +125,8 @@ static void parse_exposition(char *text)
 				size_t n = strlen(f->labels);
 				snprintf(f->labels + n, sizeof(f->labels) - n, "%s%s,", n ? "" : ",", lab);
 			}
-			const char *q = strchr(p, '"');
-			q = q ? strchr(q + 1, '"') : NULL;
-			if (!q)
+			if (!(p = after_value(p)))
 				break;
-			p = q + 1;
-			if (*p == ',')
-				p++;
 		}
 	}
 }
@@ -147,13 +153,8 @@ static int labels_in(const char *e, char out[][64], int max)
 		while (*p && *p != '}' && n < max) {
 			if (sscanf(p, "%63[a-z_]", out[n]) == 1)
 				p += strlen(out[n]), n++;
-			const char *q = strchr(p, '"');
-			q = q ? strchr(q + 1, '"') : NULL;
-			if (!q)
+			if (!(p = after_value(p)))
 				break;
-			p = q + 1;
-			if (*p == ',')
-				p++;
 		}
 	}
 	return n;
