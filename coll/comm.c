@@ -516,20 +516,31 @@ static int boot_rank(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, uint32_
 		     struct mrc_mr *bm, struct mrc_qp **bq, int64_t end)
 {
 	size_t hl = hello_len(c->np);
-	int r = boot_connect(c, cfg, n_hosts, end, &bq[0]);
-	if (r)
-		return r;
-	/* Receives first (table, then "go"); the hello goes from past the table. */
-	uint8_t *hb = (uint8_t *)mrc_mr_addr(bm) + (uint64_t)c->n * hl + 8;
-	fill_hello(c, (struct hello *)hb);
-	if ((r = mrc_post_recv(bq[0], 1, mrc_mr_key(bm), 0, (uint64_t)c->n * hl)) ||
-	    (r = mrc_post_recv(bq[0], 2, mrc_mr_key(bm), (uint64_t)c->n * hl, 8)) ||
-	    (r = mrc_post_send(bq[0], 3, mrc_mr_key(bm), (uint64_t)c->n * hl + 8, hl)))
-		return r;
-	/* Completions in posting order on the send side, receives as they come:
-	 * two waits see the SEND and the table. */
-	for (int i = 0; i < 2 && !r; i++)
-		r = boot_wait(bq[0], end);
+	int r;
+	for (;;) {
+		if ((r = boot_connect(c, cfg, n_hosts, end, &bq[0])))
+			return r;
+		/* Receives first (table, then "go"); the hello goes from past the table. */
+		uint8_t *hb = (uint8_t *)mrc_mr_addr(bm) + (uint64_t)c->n * hl + 8;
+		fill_hello(c, (struct hello *)hb);
+		if ((r = mrc_post_recv(bq[0], 1, mrc_mr_key(bm), 0, (uint64_t)c->n * hl)) ||
+		    (r = mrc_post_recv(bq[0], 2, mrc_mr_key(bm), (uint64_t)c->n * hl, 8)) ||
+		    (r = mrc_post_send(bq[0], 3, mrc_mr_key(bm), (uint64_t)c->n * hl + 8, hl)))
+			return r;
+		/* Completions in posting order on the send side, receives as they
+		 * come: two waits see the SEND and the table. */
+		for (int i = 0; i < 2 && !r; i++)
+			r = boot_wait(bq[0], end);
+		/* Rank 0 gave this connection up before the table: its short
+		 * accept timed out just as mrcd completed the connection, or it
+		 * took a newer one of ours.  It keeps listening until every hello
+		 * is in, so connect again (seen under make check's load as
+		 * "mrc_coll_init: Connection reset by peer"). */
+		if (r != -ECONNRESET || !left_ms(end))
+			break;
+		mrc_destroy_qp(bq[0]);
+		bq[0] = NULL;
+	}
 	for (uint32_t k = 0; k < c->n && !r; k++)
 		r = check_hello(c, (struct hello *)((uint8_t *)mrc_mr_addr(bm) + k * hl), k);
 	return r;
