@@ -1,12 +1,15 @@
 #!/bin/sh
 # Runs the integration tests that need root (network namespaces, SRv6
 # routes, nftables, tc), each bounded to 10 minutes; each script cleans up
-# after itself with a trap.  Every script is a suite (scripts/suite.sh):
+# after itself with a trap; a script that cannot run here prints "SKIP why"
+# and exits 77.  Every script is a suite (scripts/suite.sh):
 # without root each is recorded as skipped with the reason, never passed.
 here=$(dirname "$0")
 [ -n "${MRC_CHECK_LOG:-}" ] || exec "$here/suite.sh" alone "$0" "$@"
 b=$1; shift
 rc_all=0
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 for t in "$@"; do
 	if [ "$(id -u)" != 0 ]; then
 		echo "=== SKIPPED $t: needs root (network namespaces); run make check as root"
@@ -14,9 +17,13 @@ for t in "$@"; do
 		continue
 	fi
 	echo "=== $t"
-	timeout 600 "$t" "$b"; rc=$?
+	timeout 600 "$t" "$b" >"$out" 2>&1; rc=$?
+	cat "$out"
 	if [ $rc = 0 ]; then
 		"$here/suite.sh" record "$MRC_CHECK_LOG" pass "$t"
+	elif [ $rc = 77 ]; then
+		# exit 77 (automake's convention): skipped, the reason on a "SKIP " line
+		"$here/suite.sh" record "$MRC_CHECK_LOG" skip "$t" "$(sed -n 's/^SKIP //p' "$out" | head -n 1)"
 	else
 		[ $rc = 124 ] && why="timed out after 600 s" || why="exit $rc"
 		"$here/suite.sh" record "$MRC_CHECK_LOG" fail "$t" "$why"

@@ -28,7 +28,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 . tests/root/lib.sh
 die() { echo "FAIL $*"; exit 1; }
-command -v tmux >/dev/null || { echo "SKIP tmux not installed (scripts/deps.sh installs it)"; exit 0; }
+command -v tmux >/dev/null || { echo "SKIP tmux not installed (scripts/deps.sh installs it)"; exit 77; }
 
 $F down >/dev/null 2>&1
 $F up "$T" >/dev/null || die "mrc-fabric up"

@@ -32,7 +32,7 @@ trap cleanup EXIT INT TERM
 . tests/root/lib.sh
 die() { echo "FAIL $*"; for h in h0 h7; do echo "--- mrcd $h log"; tail -n 20 "$tmp/$h.log"; done; exit 1; }
 command -v tshark >/dev/null && command -v dumpcap >/dev/null ||
-	{ echo "SKIP tshark/dumpcap not installed (scripts/deps.sh installs tshark)"; exit 0; }
+	{ echo "SKIP tshark/dumpcap not installed (scripts/deps.sh installs tshark)"; exit 77; }
 ts() { tshark -n -r "$tmp/c.pcapng" -X "lua_script:$LUA" -o udp.ignore_ipv6_zero_checksum:TRUE "$@" 2>/dev/null; }
 
 $F down >/dev/null 2>&1
