@@ -2,7 +2,7 @@
 # Integration (root): a capture of real mrc traffic on the emulated fabric,
 # decoded by the Wireshark dissector (tools/wireshark/mrc.lua).
 #   - h0 sends 16 MiB to h7 (mrc_bulk) while dumpcap records both of h0's
-#     plane NICs; dumpcap must report no drop;
+#     plane NICs; dumpcap must report no drop (up to 3 tries);
 #   - every UDP datagram on port 4791 decodes as MRC (none as InfiniBand),
 #     with no CRC error and no malformed-packet expert;
 #   - per EV, the data packets h0 sent to h7 in the capture equal the
@@ -10,19 +10,20 @@
 #   - each data packet's uSID route names h7, and the plane and spine
 #     `mrcctl paths` gives for its EV (the dissector reads them from the
 #     destination address, not from the EV).
-# Skipped (exit 0 with a note) without tshark.  Bounded, cleans up on exit.
+# Skipped (exit 77, SKIP line) without tshark.  Bounded, cleans up on exit.
 set -u
 B=${1:-build}
 P=mrcW
 T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
 LUA=tools/wireshark/mrc.lua
-tmp=$(mktemp -d)
+# the capture goes to a tmpfs: a disk stalled by other work makes dumpcap drop
+tmp=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
 declare -A dpid
 cap=
 fails=0
 cleanup() {
-	[ -n "$cap" ] && kill "$cap" 2>/dev/null
+	[ -n "$cap" ] && kill $cap 2>/dev/null
 	for p in "${dpid[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	$F down >/dev/null 2>&1
@@ -33,7 +34,8 @@ trap cleanup EXIT INT TERM
 die() { echo "FAIL $*"; for h in h0 h7; do echo "--- mrcd $h log"; tail -n 20 "$tmp/$h.log"; done; exit 1; }
 command -v tshark >/dev/null && command -v dumpcap >/dev/null ||
 	{ echo "SKIP tshark/dumpcap not installed (scripts/deps.sh installs tshark)"; exit 77; }
-ts() { tshark -n -r "$tmp/c.pcapng" -X "lua_script:$LUA" -o udp.ignore_ipv6_zero_checksum:TRUE "$@" 2>/dev/null; }
+ts() { ts1 "$tmp/c.pcapng" "$@"; }
+ts1() { local f=$1; shift; tshark -n -r "$f" -X "lua_script:$LUA" -o udp.ignore_ipv6_zero_checksum:TRUE "$@" 2>/dev/null; }
 
 $F down >/dev/null 2>&1
 $F up "$T" >/dev/null || die "mrc-fabric up"
@@ -41,29 +43,54 @@ cp "$T" "$tmp/topo.json"
 start_mrcd h0
 start_mrcd h7
 
-# dumpcap on h0's two plane NICs (its port to leaf p<plane>l0); it says
-# "Capturing on" once both are open.
-ip netns exec $P-h0 dumpcap -q -i p0l0 -i p1l0 -f "udp port 4791" -B 64 -w "$tmp/c.pcapng" 2>"$tmp/cap.log" &
-cap=$!
-until_t 10 grep -q "Capturing on" "$tmp/cap.log" || die "dumpcap did not start: $(cat "$tmp/cap.log")"
-
 paths() { ctl h0 -j paths h7 | jq -c '[.paths[] | select(.exists) | {ev, plane, spine, tx: .tx_pkts}]'; }
+sent() { jq -n --argjson b "$1" --argjson a "$2" '[$a[] as $x | $x.tx - ($b[] | select(.ev == $x.ev) | .tx)] | add'; }
+datan() { local f n=0; for f in "$tmp"/cp*.pcapng; do n=$((n + $(ts1 "$f" -Y "mrc.opcode <= 5 && mrc.src_host == 0" -T fields -e frame.number | wc -l))); done; echo $n; }
 SIZE=$((16 << 20))
-$B/bin/mrc_bulk -S "$(sock h7)" -s $SIZE -i 77 recv >"$tmp/recv" 2>&1 &
-rpid=$!
 # h7 becomes a peer of h0 (probes do not count in tx_pkts)
 ctl h0 probe h7 >/dev/null || die "mrcctl probe h7"
 until_t 10 paths >/dev/null 2>&1 || die "mrcctl paths h7"
-before=$(paths)
-timeout 60 $B/bin/mrc_bulk -S "$(sock h0)" -s $SIZE -i 77 send 7 >"$tmp/send" 2>&1 || die "mrc_bulk send: $(cat "$tmp/send"); recv: $(cat "$tmp/recv"); paths: $(paths)"
-wait $rpid || die "mrc_bulk recv: $(cat "$tmp/recv")"
-after=$(paths)
-kill -INT $cap; wait $cap; cap=
-# dumpcap -q ends with "Packets received/dropped on interface 'X': R/D ..."
-grep "received/dropped" "$tmp/cap.log"
-drops=$(sed -n "s/.*received\/dropped on interface '[^']*': [0-9]*\/\([0-9]*\).*/\1/p" "$tmp/cap.log" | awk '{s += $1} END {print s + 0}')
-[ "$(grep -c "received/dropped" "$tmp/cap.log")" = 2 ] && [ "$drops" = 0 ] &&
-	ok "dumpcap recorded both NICs and dropped nothing" || bad "dumpcap dropped $drops packets (or did not report both NICs); the counts below cannot match"
+
+# One capture of one transfer.  dumpcap records h0's two plane NICs (its
+# ports to leaf p<plane>l0) into a tmpfs; it says "Capturing on" once both
+# are open.  libpcap hands packets over in blocks, and a block the kernel
+# has not yet retired when dumpcap stops is lost without being counted as
+# a drop: so the capture is stopped only once the file holds every data
+# packet mrcctl counted (bounded), never after a fixed wait.
+capture() {
+	rm -f "$tmp"/c*.pcapng "$tmp"/cap*.log
+	# One dumpcap per NIC: with several interfaces one dumpcap queues
+	# packets between threads and drops from that queue under load.
+	local nic i=0
+	for nic in p0l0 p1l0; do
+		ip netns exec $P-h0 dumpcap -q -i $nic -f "udp port 4791" -B 64 -w "$tmp/c$nic.pcapng" 2>"$tmp/cap$nic.log" &
+		cap="$cap $!"
+		until_t 10 grep -q "Capturing on" "$tmp/cap$nic.log" || die "dumpcap did not start: $(cat "$tmp/cap$nic.log")"
+	done
+	$B/bin/mrc_bulk -S "$(sock h7)" -s $SIZE -i 77 recv >"$tmp/recv" 2>&1 &
+	local rpid=$!
+	before=$(paths)
+	timeout 60 $B/bin/mrc_bulk -S "$(sock h0)" -s $SIZE -i 77 send 7 >"$tmp/send" 2>&1 || die "mrc_bulk send: $(cat "$tmp/send"); recv: $(cat "$tmp/recv"); paths: $(paths)"
+	wait $rpid || die "mrc_bulk recv: $(cat "$tmp/recv")"
+	after=$(paths)
+	local want; want=$(sent "$before" "$after")
+	until_t 20 test "$(datan)" -ge "$want" || echo "note: the capture holds $(datan) data packets of $want after 20 s"
+	kill -INT $cap; wait $cap; cap=
+	mergecap -w "$tmp/c.pcapng" "$tmp"/cp*.pcapng || die "mergecap"
+	# dumpcap -q ends with "Packets received/dropped on interface 'X': R/D ..."
+	cat "$tmp"/cap*.log | grep "received/dropped"
+	drops=$(cat "$tmp"/cap*.log | sed -n "s/.*received\/dropped on interface '[^']*': [0-9]*\/\([0-9]*\).*/\1/p" | awk '{s += $1} END {print s + 0}')
+	[ "$(cat "$tmp"/cap*.log | grep -c "received/dropped")" = 2 ] && [ "$drops" = 0 ]
+}
+# A capture with drops cannot be compared with mrcctl's counts, and a
+# loaded machine can outrun dumpcap (it dropped 44 of 5,300 packets once
+# in make check-fresh): up to 3 tries, each a whole new transfer.
+for try in 1 2 3; do
+	capture && break
+	echo "try $try: dumpcap dropped $drops packets (or did not report both NICs)"
+done
+[ "$drops" = 0 ] && ok "dumpcap recorded both NICs and dropped nothing (try $try)" ||
+	bad "dumpcap dropped packets in all 3 tries; the counts below cannot match"
 
 total=$(ts -Y "udp.port == 4791" -T fields -e frame.number | wc -l)
 mrcn=$(ts -Y "mrc" -T fields -e frame.number | wc -l)
