@@ -219,8 +219,9 @@ int mrc_oper_render_status(FILE *f, const json_t *res)
 	if (!json_is_object(res))
 		return -EINVAL;
 	const json_t *h = get(res, "host"), *ev = get(res, "ev_states"), *tot = get(res, "totals");
-	fprintf(f, "mrcd %s on %s: host %s (index %lld, %s), %s mode\n", gs(res, "version"),
-		gs(res, "hostname"), gs(h, "name"), gi(h, "index"), gs(h, "address"), gs(res, "mode"));
+	fprintf(f, "mrcd %s on %s: host %s (index %lld, %s), %s mode, %s datapath\n",
+		gs(res, "version"), gs(res, "hostname"), gs(h, "name"), gi(h, "index"),
+		gs(h, "address"), gs(res, "mode"), gs(res, "datapath"));
 	fprintf(f, "  up %.0f s since %s\n", json_number_value(get(res, "uptime_s")), gs(res, "started"));
 	fprintf(f, "  planes %lld (%lld up", gi(res, "planes"), gi(res, "planes_up"));
 	if (json_array_size(get(res, "planes_admin_disabled"))) {

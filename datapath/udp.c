@@ -1,4 +1,4 @@
-/* UDP/IPv6 datapath: see udp.h. */
+/* Kernel UDP/IPv6 datapath: see udp.h. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,8 @@ struct rxpool {
 	uint8_t buf[MRC_DP_BATCH][MRC_DP_MAX_DGRAM];
 };
 
-struct mrc_dp {
+struct udp_dp {
+	struct mrc_dp base;
 	uint32_t n;
 	uint16_t port;
 	int fd[MRC_DP_MAX_PLANES];
@@ -84,39 +85,37 @@ static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int *out,
 	return 0;
 }
 
-int mrc_dp_open(struct mrc_dp **out, const struct mrc_dp_plane *planes,
-		uint32_t nplanes, uint16_t port, char *why, size_t whylen)
+static void udp_close(struct mrc_dp *base);
+
+static int udp_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *why, size_t whylen)
 {
-	if (!nplanes || nplanes > MRC_DP_MAX_PLANES) {
-		if (why)
-			snprintf(why, whylen, "planes must be 1..%d, got %u",
-				 MRC_DP_MAX_PLANES, nplanes);
-		return -EINVAL;
-	}
-	struct mrc_dp *dp = calloc(1, sizeof(*dp));
+	int rc = mrc__dp_check_cfg(cfg, why, whylen);
+	if (rc)
+		return rc;
+	struct udp_dp *dp = calloc(1, sizeof(*dp));
 	if (!dp)
 		return -ENOMEM;
-	dp->port = port;
+	dp->base.ops = &mrc__dp_udp_ops;
+	dp->port = cfg->port;
 	for (uint32_t i = 0; i < MRC_DP_MAX_PLANES; i++)
 		dp->fd[i] = -1;
-	for (uint32_t i = 0; i < nplanes; i++) {
-		int rc = open_plane(&planes[i], port, &dp->fd[i], why, whylen);
+	for (uint32_t i = 0; i < cfg->nplanes; i++) {
+		rc = open_plane(&cfg->planes[i], cfg->port, &dp->fd[i], why, whylen);
 		if (!rc && !(dp->rx[i] = calloc(1, sizeof(struct rxpool))))
 			rc = -ENOMEM;
 		dp->n = i + 1;
 		if (rc) {
-			mrc_dp_close(dp);
+			udp_close(&dp->base);
 			return rc;
 		}
 	}
-	*out = dp;
+	*out = &dp->base;
 	return 0;
 }
 
-void mrc_dp_close(struct mrc_dp *dp)
+static void udp_close(struct mrc_dp *base)
 {
-	if (!dp)
-		return;
+	struct udp_dp *dp = (struct udp_dp *)base;
 	for (uint32_t i = 0; i < dp->n; i++) {
 		if (dp->fd[i] >= 0)
 			close(dp->fd[i]);
@@ -125,13 +124,14 @@ void mrc_dp_close(struct mrc_dp *dp)
 	free(dp);
 }
 
-int mrc_dp_fd(const struct mrc_dp *dp, uint32_t plane)
+static int udp_fd(const struct mrc_dp *base, uint32_t plane)
 {
+	const struct udp_dp *dp = (const struct udp_dp *)base;
 	return plane < dp->n ? dp->fd[plane] : -EINVAL;
 }
 
 /* Sends one plane's share of the batch with a single sendmmsg. */
-static int send_plane(struct mrc_dp *dp, uint32_t plane, const struct mrc_dp_out *pkts,
+static int send_plane(struct udp_dp *dp, uint32_t plane, const struct mrc_dp_out *pkts,
 		      const uint32_t *idx, uint32_t cnt)
 {
 	struct mmsghdr m[MRC_DP_BATCH];
@@ -163,8 +163,9 @@ static int send_plane(struct mrc_dp *dp, uint32_t plane, const struct mrc_dp_out
 	return sent;
 }
 
-int mrc_dp_send(struct mrc_dp *dp, const struct mrc_dp_out *pkts, uint32_t n)
+static int udp_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_t n)
 {
+	struct udp_dp *dp = (struct udp_dp *)base;
 	uint32_t idx[MRC_DP_MAX_PLANES][MRC_DP_BATCH], cnt[MRC_DP_MAX_PLANES] = { 0 };
 	int total = 0, err = 0;
 	for (uint32_t off = 0; off < n; off += MRC_DP_BATCH) {
@@ -191,8 +192,9 @@ int mrc_dp_send(struct mrc_dp *dp, const struct mrc_dp_out *pkts, uint32_t n)
 	return total ? total : (err ? err : (n ? -EAGAIN : 0));
 }
 
-int mrc_dp_recv(struct mrc_dp *dp, uint32_t plane, struct mrc_dp_in *in, uint32_t max)
+static int udp_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, uint32_t max)
 {
+	struct udp_dp *dp = (struct udp_dp *)base;
 	if (plane >= dp->n)
 		return -EINVAL;
 	struct rxpool *r = dp->rx[plane];
@@ -232,7 +234,17 @@ int mrc_dp_recv(struct mrc_dp *dp, uint32_t plane, struct mrc_dp_in *in, uint32_
 	return out;
 }
 
-void mrc_dp_get_stats(const struct mrc_dp *dp, struct mrc_dp_stats *st)
+static void udp_get_stats(const struct mrc_dp *base, struct mrc_dp_stats *st)
 {
-	*st = dp->st;
+	*st = ((const struct udp_dp *)base)->st;
 }
+
+const struct mrc_dp_ops mrc__dp_udp_ops = {
+	.name = "udp",
+	.open = udp_open,
+	.close = udp_close,
+	.fd = udp_fd,
+	.send = udp_send,
+	.recv = udp_recv,
+	.get_stats = udp_get_stats,
+};

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "datapath/udp.h"
+#include "datapath/datapath.h"
 
 static uint16_t base_port(void)
 {
@@ -27,8 +27,14 @@ static void batch_roundtrip(void **state)
 	struct mrc_dp *a, *b;
 	char why[256];
 	uint16_t pa = base_port(), pb = pa + 1;
-	assert_int_equal(mrc_dp_open(&a, &pl, 1, pa, why, sizeof(why)), 0);
-	assert_int_equal(mrc_dp_open(&b, &pl, 1, pb, why, sizeof(why)), 0);
+	struct mrc_dp_cfg ca = { .planes = &pl, .nplanes = 1, .port = pa }, cb = ca;
+	cb.port = pb;
+	assert_int_equal(mrc_dp_open(&a, "udp", &ca, why, sizeof(why)), 0);
+	assert_int_equal(mrc_dp_open(&b, NULL, &cb, why, sizeof(why)), 0);
+	assert_string_equal(mrc_dp_name(a), "udp");
+	assert_string_equal(mrc_dp_name(b), "udp");   /* the default */
+	/* the kernel knows the link state, not this provider */
+	assert_int_equal(mrc_dp_link_up(a, 0), -EOPNOTSUPP);
 	enum { N = 40 };
 	static uint8_t hdr[N][8], pay[N][1000], tr[N][4];
 	struct mrc_dp_out out[N];
@@ -76,14 +82,36 @@ static void open_errors(void **state)
 	struct mrc_dp *d;
 	char why[256] = "";
 	struct mrc_dp_plane pl = { .ifname = "nosuchif0", .local = IN6ADDR_LOOPBACK_INIT };
-	int rc = mrc_dp_open(&d, &pl, 1, base_port() + 2, why, sizeof(why));
+	struct mrc_dp_cfg c = { .planes = &pl, .nplanes = 1, .port = (uint16_t)(base_port() + 2) };
+	int rc = mrc_dp_open(&d, "udp", &c, why, sizeof(why));
 	assert_true(rc < 0);
 	/* The message names the interface and the step that failed. */
 	assert_non_null(strstr(why, "nosuchif0"));
 	assert_non_null(strstr(why, "SO_BINDTODEVICE"));
-	assert_int_equal(mrc_dp_open(&d, &pl, 0, 1, why, sizeof(why)), -EINVAL);
+	c.nplanes = 0;
+	assert_int_equal(mrc_dp_open(&d, "udp", &c, why, sizeof(why)), -EINVAL);
 	assert_non_null(strstr(why, "planes must be"));
-	assert_int_equal(mrc_dp_open(&d, &pl, 17, 1, why, sizeof(why)), -EINVAL);
+	c.nplanes = 17;
+	assert_int_equal(mrc_dp_open(&d, "udp", &c, why, sizeof(why)), -EINVAL);
+	/* An unknown provider is named, with the ones there are. */
+	c.nplanes = 1;
+	assert_int_equal(mrc_dp_open(&d, "token-ring", &c, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "unknown datapath 'token-ring'"));
+	assert_non_null(strstr(why, "udp"));
+	assert_null(mrc_dp_find("token-ring"));
+	assert_ptr_equal(mrc_dp_find("udp"), &mrc__dp_udp_ops);
+	assert_string_equal(mrc_dp_names()[0], "udp");
+	/* Every provider is listed; one not built in says so at open. */
+	for (const char *const *n = mrc_dp_names(); *n; n++) {
+		const struct mrc_dp_ops *ops = mrc_dp_find(*n);
+		assert_non_null(ops);
+		if (ops->fd)
+			continue;   /* built in */
+		why[0] = 0;
+		assert_int_equal(mrc_dp_open(&d, *n, &c, why, sizeof(why)), -EOPNOTSUPP);
+		assert_non_null(strstr(why, "not built in"));
+		assert_non_null(strstr(why, *n));
+	}
 }
 
 int main(void)

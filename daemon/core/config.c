@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon/core/config.h"
+#include "datapath/datapath.h"
 #include "daemon/core/sidres.h"
 
 enum kind { K_STR, K_U32, K_OCT, K_LEVEL };
@@ -62,6 +63,8 @@ static const struct key keys[] = {
 	U(uid_max_mem_mb, 1, 16777216, "registered memory per uid (MiB, all its clients)"),
 	S(service_reserve, "service ids reserved for a user: SID[-SID]:uid|user[,...]; empty: none"),
 	S(payload_encryption, "data payloads: off, or aes-gcm (encrypted and authenticated; needs AES-NI)"),
+	S(datapath, "how packets reach the plane NICs: udp (kernel sockets), af_xdp, dpdk or verbs (docs/datapaths.md)"),
+	S(datapath_args, "options of the datapath (docs/datapaths.md); empty: its defaults"),
 	S(state_dir, "admin state (plane disable, path deny) kept in DIR/admin.json across restarts; empty: $STATE_DIRECTORY if set, else not kept"),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -107,6 +110,7 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->uid_max_mrs = 4096;
 	c->uid_max_mem_mb = 16384;
 	snprintf(c->payload_encryption, sizeof(c->payload_encryption), "off");
+	snprintf(c->datapath, sizeof(c->datapath), "udp");
 }
 
 static const char *levels[] = { "", "", "", "err", "warning", "notice", "info", "debug" };
@@ -272,6 +276,12 @@ int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen)
 	if (strcmp(c->payload_encryption, "off") && strcmp(c->payload_encryption, "aes-gcm")) {
 		snprintf(err, errlen, "key 'payload_encryption': '%s' is not off or aes-gcm",
 			 c->payload_encryption);
+		return -EINVAL;
+	}
+	if (!mrc_dp_find(c->datapath)) {
+		size_t o = (size_t)snprintf(err, errlen, "key 'datapath': '%s' is not one of", c->datapath);
+		for (const char *const *n = mrc_dp_names(); *n && o < errlen; n++)
+			o += (size_t)snprintf(err + o, errlen - o, " %s", *n);
 		return -EINVAL;
 	}
 	if (c->topology[0] && !c->host[0]) {

@@ -44,6 +44,8 @@ struct mrcd_cfg {
 	char service_reserve[512];      /* "SID[-SID]:uid|user[,...]" */
 	char payload_encryption[16];    /* off | aes-gcm (daemon/core/enc.h) */
 	char state_dir[MRCD_PATH_MAX];  /* "" : $STATE_DIRECTORY (systemd), else none */
+	char datapath[16];              /* a datapath.h provider: udp (default), ... */
+	char datapath_args[MRCD_PATH_MAX]; /* provider options (docs/datapaths.md) */
 };
 
 void mrcd_cfg_default(struct mrcd_cfg *c);

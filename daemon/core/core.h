@@ -9,7 +9,7 @@
 #include "auth/auth.h"
 #include "daemon/core/config.h"
 #include "daemon/core/mrcd.h"
-#include "datapath/udp.h"
+#include "datapath/datapath.h"
 #include "srv6/usid.h"
 #include "topology/topo.h"
 

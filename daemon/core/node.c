@@ -579,10 +579,21 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 		snprintf(pl[i].ifname, sizeof(pl[i].ifname), "%s", d->topo ? d->plane_if[i] : "");
 		pl[i].local = d->self_addr;
 	}
-	if ((rc = mrc_dp_open(&d->dp, pl, d->nplanes, (uint16_t)d->cfg.port, err, errlen)))
+	struct mrc_dp_cfg dc = { .planes = pl, .nplanes = d->nplanes, .port = (uint16_t)d->cfg.port,
+		.args = d->cfg.datapath_args[0] ? d->cfg.datapath_args : NULL };
+	char dwhy[256] = "";
+	if ((rc = mrc_dp_open(&d->dp, d->cfg.datapath, &dc, dwhy, sizeof(dwhy)))) {
+		snprintf(err, errlen, "datapath %s: %s", d->cfg.datapath, dwhy[0] ? dwhy : strerror(-rc));
 		return rc;
+	}
 	for (uint32_t i = 0; i < d->nplanes; i++) {
-		ev_io_init(&d->rx_w[i], on_rx, mrc_dp_fd(d->dp, i), EV_READ);
+		int fd = mrc_dp_fd(d->dp, i);
+		if (fd < 0) {
+			snprintf(err, errlen, "datapath %s: plane %u has no descriptor to wait on (%s)",
+				 mrc_dp_name(d->dp), i, strerror(-fd));
+			return fd;
+		}
+		ev_io_init(&d->rx_w[i], on_rx, fd, EV_READ);
 		d->rx_w[i].data = d;
 		ev_io_start(d->loop, &d->rx_w[i]);
 	}

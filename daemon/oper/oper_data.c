@@ -404,7 +404,7 @@ json_t *mrcd_oper_status(struct oper *o)
 		"trims", (json_int_t)es.rx_trimmed, "ecn", (json_int_t)es.rx_ecn,
 		"loss_detected", (json_int_t)es.loss_detected, "ev_changes", (json_int_t)es.ev_changes,
 		"bytes_placed", (json_int_t)es.bytes_placed, "msgs_completed", (json_int_t)es.msgs_completed);
-	return json_pack("{s:s, s:i, s:s, s:{s:s, s:i, s:s}, s:s, s:s, s:f, s:s, s:i, s:i, s:o, s:i, s:i, s:o, s:o, s:s, s:s, s:o, s:o}",
+	return json_pack("{s:s, s:i, s:s, s:{s:s, s:i, s:s}, s:s, s:s, s:f, s:s, s:i, s:i, s:o, s:i, s:i, s:o, s:o, s:s, s:s, s:o, s:o, s:s}",
 		"version", MRC_VERSION, "protocol", MRC_OPER_VERSION, "hostname", hn,
 		"host", "name", mrcd_oper_host_name(d, d->self, name, sizeof(name)),
 		"index", (int)d->self, "address", addr,
@@ -414,7 +414,7 @@ json_t *mrcd_oper_status(struct oper *o)
 		"peers", (int)npeers, "qps", (int)count_qps(d, UINT32_MAX),
 		"ev_states", states(all.st), "totals", totals,
 		"socket", o->path, "metrics_listen", d->cfg.metrics_listen, "rings", mrcd_oper_rings(d),
-		"admin_state", mrcd_oper_state_json(o));
+		"admin_state", mrcd_oper_state_json(o), "datapath", mrc_dp_name(d->dp));
 }
 
 /* Snapshot histogram of every path's smoothed RTT (le bounds in us). */

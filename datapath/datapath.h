@@ -1,0 +1,154 @@
+/* The datapath interface: what mrcd moves packets with, one provider per
+ * way of reaching the NIC (kernel UDP, AF_XDP, DPDK, verbs), each behind a
+ * const ops table as rdma-core's providers are.  A datapath moves bytes and
+ * knows no protocol: it is handed a destination address (in SRv6 uSID
+ * mode the address is the path), a plane, and up to three pieces (header,
+ * payload straight from registered memory, trailer); it delivers whole
+ * datagrams with their source and ECN mark.  The UDP checksum is zero (the
+ * transport's CRC32C protects the data: the UDP checksum cannot cover an
+ * address the fabric rewrites hop by hop).  Not thread-safe: one thread
+ * drives one datapath.  docs/datapaths.md says which to use where. */
+#ifndef MRC_DATAPATH_DATAPATH_H
+#define MRC_DATAPATH_DATAPATH_H
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define MRC_DP_MAX_PLANES 16
+#define MRC_DP_BATCH 64
+#define MRC_DP_MAX_DGRAM 9216
+
+struct mrc_dp_plane {
+	char ifname[16];          /* "" : not bound to a device (loopback use) */
+	struct in6_addr local;    /* source address of this plane */
+};
+
+struct mrc_dp_cfg {
+	const struct mrc_dp_plane *planes;
+	uint32_t nplanes;
+	uint16_t port;            /* UDP port, both ends */
+	const char *args;         /* provider options (docs/datapaths.md); NULL */
+};
+
+struct mrc_dp_out {
+	uint32_t plane;
+	uint16_t dport;           /* 0: the datapath's own port */
+	struct in6_addr dst;
+	struct iovec iov[3];
+	uint32_t iovcnt;
+};
+
+struct mrc_dp_in {
+	uint8_t *buf;             /* points into the datapath's receive pool */
+	size_t len;
+	struct in6_addr src;
+	uint16_t sport;           /* UDP source port, host order */
+	uint32_t plane;
+	uint8_t ecn_ce;           /* IP ECN field was CE (11) */
+};
+
+struct mrc_dp_stats {
+	uint64_t tx_pkts, tx_bytes, tx_errs, tx_eagain;
+	uint64_t rx_pkts, rx_bytes, rx_truncated;
+};
+
+struct mrc_dp;
+
+/* A provider.  Every entry is required unless marked optional. */
+struct mrc_dp_ops {
+	const char *name;         /* "udp", "af_xdp", "dpdk", "verbs" */
+	/* Opens every plane.  On failure fills why (which plane or device,
+	 * what failed and why) and returns a negative errno; -EOPNOTSUPP
+	 * when the provider was not built in or the host lacks what it needs
+	 * (no RDMA device, no libxdp), -ENODEV for a missing interface. */
+	int (*open)(struct mrc_dp **out, const struct mrc_dp_cfg *cfg,
+		    char *why, size_t whylen);
+	void (*close)(struct mrc_dp *dp);
+	/* A descriptor readable when a plane has packets waiting, for the
+	 * event loop; -EOPNOTSUPP for poll-mode providers (the loop then
+	 * calls recv every turn). */
+	int (*fd)(const struct mrc_dp *dp, uint32_t plane);
+	/* Sends pkts[0..n) (any planes), batched per plane.  Returns how many
+	 * were handed to the NIC or kernel; the rest are lost (a link down:
+	 * the transport recovers them like any loss) and counted. */
+	int (*send)(struct mrc_dp *dp, const struct mrc_dp_out *pkts, uint32_t n);
+	/* Up to max datagrams from one plane (0 when none is waiting).  The
+	 * buffers stay valid until the next recv on that plane. */
+	int (*recv)(struct mrc_dp *dp, uint32_t plane, struct mrc_dp_in *in, uint32_t max);
+	void (*get_stats)(const struct mrc_dp *dp, struct mrc_dp_stats *st);
+	/* Optional: 1 when the plane's link is up, 0 when down, negative
+	 * errno when the provider cannot tell (mrcd's netlink monitor then
+	 * decides). */
+	int (*link_up)(const struct mrc_dp *dp, uint32_t plane);
+};
+
+/* Every provider's handle begins with this. */
+struct mrc_dp {
+	const struct mrc_dp_ops *ops;
+};
+
+/* The provider named name, NULL when there is none by that name.  Every
+ * provider is listed whether or not it was built in (one that was not
+ * fails open with -EOPNOTSUPP and says how to build it). */
+const struct mrc_dp_ops *mrc_dp_find(const char *name);
+/* Provider names, NULL-terminated, in the order docs and --help list them. */
+const char *const *mrc_dp_names(void);
+
+/* Opens the datapath named kind (NULL or "": udp). */
+int mrc_dp_open(struct mrc_dp **out, const char *kind, const struct mrc_dp_cfg *cfg,
+		char *why, size_t whylen);
+static inline void mrc_dp_close(struct mrc_dp *dp)
+{
+	if (dp)
+		dp->ops->close(dp);
+}
+static inline const char *mrc_dp_name(const struct mrc_dp *dp)
+{
+	return dp->ops->name;
+}
+static inline int mrc_dp_fd(const struct mrc_dp *dp, uint32_t plane)
+{
+	return dp->ops->fd(dp, plane);
+}
+static inline int mrc_dp_send(struct mrc_dp *dp, const struct mrc_dp_out *pkts, uint32_t n)
+{
+	return dp->ops->send(dp, pkts, n);
+}
+static inline int mrc_dp_recv(struct mrc_dp *dp, uint32_t plane, struct mrc_dp_in *in,
+			      uint32_t max)
+{
+	return dp->ops->recv(dp, plane, in, max);
+}
+static inline void mrc_dp_get_stats(const struct mrc_dp *dp, struct mrc_dp_stats *st)
+{
+	dp->ops->get_stats(dp, st);
+}
+static inline int mrc_dp_link_up(const struct mrc_dp *dp, uint32_t plane)
+{
+	return dp->ops->link_up ? dp->ops->link_up(dp, plane) : -EOPNOTSUPP;
+}
+
+/* Checks a plane count against MRC_DP_MAX_PLANES for a provider's open. */
+int mrc__dp_check_cfg(const struct mrc_dp_cfg *cfg, char *why, size_t whylen);
+
+/* open of a provider that was not built in: says why and how to get it. */
+int mrc__dp_unbuilt(const char *name, const char *how, char *why, size_t whylen);
+/* The ops table of a provider that was not built in (its file's #else). */
+#define MRC__DP_UNBUILT(sym, nm, how)                                           \
+	static int sym##_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg,   \
+			      char *why, size_t whylen)                         \
+	{                                                                      \
+		(void)out;                                                     \
+		(void)cfg;                                                     \
+		return mrc__dp_unbuilt(nm, how, why, whylen);                  \
+	}                                                                      \
+	const struct mrc_dp_ops sym = { .name = nm, .open = sym##_open }
+
+/* The providers (datapath/<name>.c). */
+extern const struct mrc_dp_ops mrc__dp_udp_ops, mrc__dp_af_xdp_ops, mrc__dp_dpdk_ops,
+	mrc__dp_verbs_ops;
+
+#endif
