@@ -17,6 +17,7 @@ ctl() { local h=$1; shift; $B/bin/mrcctl -s "$tmp/$h/mrcctl.sock" "$@"; }
 # Scripts with a mrcd per namespace (bash, sets P, tmp, an associative
 # array dpid, and $tmp/topo.json): sock H is host H's client socket;
 # start_mrcd H starts mrcd in namespace $P-H with the shared cluster key
+# (on the datapath MRC_DATAPATH names, default udp, with MRC_DATAPATH_ARGS)
 # and waits for its operator socket.
 sock() { echo "$tmp/$1/mrcd.sock"; }
 start_mrcd() {
@@ -24,8 +25,8 @@ start_mrcd() {
 	mkdir -p "$tmp/$h"
 	[ -f "$tmp/cluster.key" ] || $B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null || exit 1
 	ip netns exec $P-$h $B/bin/mrcd --topology "$tmp/topo.json" --host $h --socket "$(sock $h)" \
-		--key_file "$tmp/cluster.key" \
-		--log_level notice 2>>"$tmp/$h.log" &
+		--key_file "$tmp/cluster.key" --datapath "${MRC_DATAPATH:-udp}" \
+		${MRC_DATAPATH_ARGS:+--datapath_args "$MRC_DATAPATH_ARGS"} --log_level notice 2>>"$tmp/$h.log" &
 	dpid[$h]=$!
 	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
 }

@@ -4,7 +4,8 @@
 # each fault; every byte is verified (CRC-32C of both buffers) and each
 # fault's effect on the paths is asserted from the client's JSON report.
 # Faults are injected when the client reports 20% progress, so they always
-# land mid-transfer.  Cleans up on every exit.
+# land mid-transfer.  MRC_DATAPATH (default udp) and MRC_DATAPATH_ARGS pick
+# the datapath (docs/datapaths.md).  Cleans up on every exit.
 set -eu
 B=${1:-build}
 P=mrcX
@@ -14,7 +15,8 @@ F="$B/bin/mrc-fabric -p $P"
 X="$B/bin/mrc-xfer --topology $T"
 tmp=$(mktemp -d)
 $B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null
-X="$X --key-file $tmp/cluster.key"
+X="$X --key-file $tmp/cluster.key --datapath ${MRC_DATAPATH:-udp}"
+[ -n "${MRC_DATAPATH_ARGS:-}" ] && X="$X --datapath-args $MRC_DATAPATH_ARGS"
 fails=0
 cleanup() {
 	[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null || true

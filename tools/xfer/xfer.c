@@ -35,6 +35,7 @@ static void usage(void)
 		"  --report-ms MS   goodput every MS            --progress  print {\"progress\":N}\n"
 		"  --key-file FILE  the cluster key (mrcd --genkey; default " MRCD_KEY_DEFAULT ")\n"
 		"  --payload-encryption off|aes-gcm  (mrcd.conf's key; both sides alike)\n"
+		"  --datapath NAME  udp (default), af_xdp, dpdk, verbs  --datapath-args S  its options\n"
 		"Without --topology both sides run on the loopback single-host fabric.\n");
 }
 
@@ -104,7 +105,8 @@ int main(int argc, char **argv)
 		{ "mtu", 1, 0, 'm' }, { "report-ms", 1, 0, 'r' }, { "cc", 1, 0, 'C' },
 		{ "verbose", 0, 0, 'v' }, { "progress", 0, 0, 'P' }, { "qps", 1, 0, 'q' },
 		{ "pin", 0, 0, 'n' }, { "pingpong", 1, 0, 'g' }, { "key-file", 1, 0, 'K' },
-		{ "payload-encryption", 1, 0, 'E' }, { 0, 0, 0, 0 } };
+		{ "payload-encryption", 1, 0, 'E' }, { "datapath", 1, 0, 'D' },
+		{ "datapath-args", 1, 0, 'A' }, { 0, 0, 0, 0 } };
 	char err[512];
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", o, NULL)) != -1) {
@@ -117,6 +119,8 @@ int main(int argc, char **argv)
 		case 'C': key = "cc"; break;
 		case 'K': key = "key_file"; break;
 		case 'E': key = "payload_encryption"; break;
+		case 'D': key = "datapath"; break;
+		case 'A': key = "datapath_args"; break;
 		case 'l': x.server = 1; break;
 		case 'c': peer = optarg; break;
 		case 's': x.sid = (uint32_t)num(optarg); break;
