@@ -166,7 +166,45 @@ int mrc_oper_render_qps(FILE *f, const json_t *res)
 	static const char *k[] = { "qpn_hex", "state", "peer", "rqpn", "planes", "inflight",
 				   "cwnd_bytes", "srtt_us", "retx", "rto_fires", "tx_pkts", "rx_pkts",
 				   "bytes_acked", NULL };
-	return simple(f, get(res, "qps"), h, k, NULL);
+	const json_t *qa = get(res, "qps");
+	int rc = simple(f, qa, h, k, NULL);
+	if (rc)
+		return rc;
+	/* Per EV: the paths each QP's data went over and where it lost. */
+	static const char *he[] = { "QPN", "EV", "PLANE", "SPINE", "TX_PKTS", "SHARE", "LOST",
+				    "LOST%", NULL };
+	struct table t;
+	t_init(&t, he);
+	size_t i, j;
+	json_t *q, *e;
+	json_array_foreach(qa, i, q) {
+		double tot = (double)gi(q, "tx_pkts");
+		json_array_foreach(get(q, "evs"), j, e) {
+			char **r = t_row(&t);
+			if (!r)
+				break;
+			long long tx = gi(e, "tx_pkts"), lost = gi(e, "lost_pkts");
+			r[0] = cell(get(q, "qpn_hex"));
+			r[1] = cell(get(e, "ev"));
+			r[2] = cell(get(e, "plane"));
+			r[3] = gi(e, "spine") < 0 ? strdup("direct") : cell(get(e, "spine"));
+			r[4] = cell(get(e, "tx_pkts"));
+			r[5] = cellf("%.1f%%", tot > 0 ? 100.0 * (double)tx / tot : 0.0);
+			r[6] = cell(get(e, "lost_pkts"));
+			r[7] = cellf("%.2f%%", tx > 0 ? 100.0 * (double)lost / (double)tx : 0.0);
+		}
+		const json_t *o = get(q, "evs_other");
+		if (json_is_object(o))
+			fprintf(f, "(QP %s: %lld packets, %lld lost, on EVs beyond mrcd's qp_ev_stats)\n",
+				gs(q, "qpn_hex"), gi(o, "tx_pkts"), gi(o, "lost_pkts"));
+	}
+	if (t.nrow) {
+		fprintf(f, "\nper EV:\n");
+		t_print(f, &t);
+	} else {
+		free(t.cell);
+	}
+	return 0;
 }
 
 static void kv(FILE *f, const char *indent, const json_t *o)

@@ -73,7 +73,7 @@ static void test_cfg_validation(void **state)
 	CHECK(mrce_qp_bytes(e) > 0);
 	mrce_destroy(e);
 
-	for (int k = 0; k < 10; k++) {
+	for (int k = 0; k < 11; k++) {
 		mrce_cfg_default(&c);
 		switch (k) {
 		case 0: c.mtu = 0; break;
@@ -86,6 +86,7 @@ static void test_cfg_validation(void **state)
 		case 7: c.rq_depth = 3; break;
 		case 8: c.rto_min_ns = c.rto_max_ns + 1; break;
 		case 9: c.max_qps = 0; break;
+		case 10: c.qp_ev_stats = MRC_MAX_EVS + 1; break;
 		}
 		e = NULL;
 		why = NULL;
@@ -738,6 +739,7 @@ static void test_shared_path_health(void **s)
 	uint32_t qa2, qb2;
 
 	cfg_two(&cc, 16, 2);
+	cc.ecfg.qp_ev_stats = 8;
 	CHECK_EQ(etest_init(&t, &cc, 4 << 20, 4 << 20, 0), 0);
 	CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &plain, &plain, &qa2, &qb2), 0);
 	chan_blackhole_ev(t.ch, 0, 1, 4, t.ch->now, UINT64_MAX);
@@ -756,6 +758,33 @@ static void test_shared_path_health(void **s)
 	CHECK_EQ(mrce_qp_info(E(&t, 0), qa2, &qi), 0);
 	CHECK_EQ(qi.retx, 0);
 	check_placed(&t, 0, 0, 4 << 20);
+	/* Per QP and EV (mrcctl qps): QP 1 lost on EV 4 and only there, QP 2
+	 * never used it; each QP's EVs add up to its packets, the QPs' to the
+	 * path's; EVs beyond qp_ev_stats (8 here) share one bucket. */
+	struct mrce_qp_ev_stat a[16], b[16];
+	struct mrce_qp_info qa_i;
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qa_i), 0);
+	CHECK_EQ(mrce_qp_ev_stats(E(&t, 0), t.qa, a, 16), 8);
+	CHECK_EQ(mrce_qp_ev_stats(E(&t, 0), qa2, b, 16), 8);
+	CHECK_EQ(mrce_qp_ev_stats(E(&t, 0), t.qa, a, 3), 3);
+	CHECK_EQ(mrce_qp_ev_stats(E(&t, 0), 0xdead, a, 16), -ENOENT);
+	CHECK_EQ(mrce_qp_ev_stats(E(&t, 0), t.qa, a, 16), 8);
+	uint64_t sa = qa_i.ev_other_tx, sb = qi.ev_other_tx;
+	for (uint32_t ev = 0; ev < 8; ev++) {
+		struct mrce_ev_info ei;
+		CHECK_EQ(mrce_ev_info(E(&t, 0), t.ch->node[0].peer[1], ev, &ei), 0);
+		CHECK_EQ(a[ev].tx_pkts + b[ev].tx_pkts, ei.tx_pkts);
+		CHECK(ev == 4 ? a[ev].lost_pkts > 0 : a[ev].lost_pkts == 0);
+		CHECK_EQ(b[ev].lost_pkts, 0);
+		sa += a[ev].tx_pkts;
+		sb += b[ev].tx_pkts;
+	}
+	CHECK(a[4].tx_pkts >= a[4].lost_pkts);
+	CHECK_EQ(b[4].tx_pkts, 0);
+	CHECK_EQ(sa, qa_i.tx_pkts);
+	CHECK_EQ(sb, qi.tx_pkts);
+	CHECK(qa_i.ev_other_tx > 0 && qi.ev_other_tx > 0);   /* EVs 8..15 */
+	CHECK_EQ(qa_i.ev_other_lost + qi.ev_other_lost, 0);
 	etest_fini(&t);
 }
 

@@ -31,6 +31,7 @@ void mrce_cfg_default(struct mrce_cfg *c)
 	c->no_path_timeout_ns = 1000000000;
 	c->ack_every = 4;
 	c->cc = MRC_CC_NSCC;
+	c->qp_ev_stats = 64;
 }
 
 static int pow2(uint32_t v) { return v && !(v & (v - 1)); }
@@ -71,6 +72,8 @@ static int cfg_check(const struct mrce_cfg *c, const char **why)
 		BAD("probe_interval_ns and probe_ok_needed must be > 0");
 	if (c->cc != MRC_CC_NSCC && c->cc != MRC_CC_FIXED)
 		BAD("cc must be MRC_CC_NSCC or MRC_CC_FIXED");
+	if (c->qp_ev_stats > MRC_MAX_EVS)
+		BAD("qp_ev_stats must be 0..4096 EVs");
 	return 0;
 #undef BAD
 }
@@ -456,7 +459,8 @@ size_t mrce_qp_bytes(const struct mrce *e)
 	       c->window * (sizeof(struct mrc__slot) + sizeof(struct mrc__rslot) +
 			    sizeof(struct mrc__rcqe)) +
 	       c->sq_depth * sizeof(struct mrc__wqe) +
-	       c->rq_depth * sizeof(struct mrc__rwqe);
+	       c->rq_depth * sizeof(struct mrc__rwqe) +
+	       c->qp_ev_stats * sizeof(struct mrce_qp_ev_stat);
 }
 
 const char *mrce_ev_state_name(uint8_t s)

@@ -90,6 +90,10 @@ struct mrce_cfg {
 	uint8_t require_tokens;    /* mrce_qp_connect refuses a QP, or a peer,
 	                              whose tokens are still 0 (default 0; the
 	                              daemon sets it, the simulator does not) */
+	uint32_t qp_ev_stats;      /* EVs 0..N-1 of a QP's peer counted per QP
+	                              (mrce_qp_ev_stats), 16 bytes each per QP;
+	                              the EVs above share one bucket; 0: off
+	                              (64, at most MRC_MAX_EVS) */
 };
 
 /* Fills every field with its default. */
@@ -268,8 +272,21 @@ struct mrce_qp_info {
 	uint64_t reorder_extra_ns; /* reorder tolerance learned from them (per
 	                              peer: shared by its QPs) */
 	uint64_t rx_pkts, rx_dups, bytes_placed;
+	uint64_t ev_other_tx, ev_other_lost; /* on EVs >= cfg.qp_ev_stats */
 };
 int mrce_qp_info(const struct mrce *e, uint32_t qpn, struct mrce_qp_info *info);
+/* One QP's use of one EV: data packets it sent there (retransmissions
+ * included) and how many of them were declared lost (by any signal: a
+ * timeout, a NACK, a trim, reordering beyond the window). */
+struct mrce_qp_ev_stat {
+	uint64_t tx_pkts, lost_pkts;
+};
+/* Fills st[0..n) for EVs 0..n-1 of the QP's peer, n = the smallest of
+ * max, cfg.qp_ev_stats and the peer's EV count; returns n (0 before the
+ * QP is connected) or -ENOENT for an unknown QP.  The rest is in
+ * mrce_qp_info's ev_other_tx/ev_other_lost. */
+int mrce_qp_ev_stats(const struct mrce *e, uint32_t qpn, struct mrce_qp_ev_stat *st,
+		     uint32_t max);
 
 /* ---- packets in and out -------------------------------------------- */
 /* A packet to send: hdr[0..hdr_len), then payload[0..plen) (straight from

@@ -162,6 +162,8 @@ struct mrc__qp {
 	uint64_t spurious;
 	uint64_t plane_tx[MRC_MAX_PLANES];
 	uint64_t rx_pkts, rx_dups, bytes_placed;
+	struct mrce_qp_ev_stat *evst;    /* cfg.qp_ev_stats of them */
+	uint64_t ev_other_tx, ev_other_lost;
 };
 
 struct mrce {

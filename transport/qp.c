@@ -14,6 +14,7 @@ static void qp_free_arrays(struct mrc__qp *qp)
 	free(qp->rslots);
 	free(qp->rq);
 	free(qp->rcq);
+	free(qp->evst);
 }
 
 int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qpn)
@@ -35,7 +36,9 @@ int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qp
 	qp->rslots = calloc(w, sizeof(*qp->rslots));
 	qp->rq = calloc(e->cfg.rq_depth, sizeof(*qp->rq));
 	qp->rcq = calloc(w, sizeof(*qp->rcq));
-	if (!qp->sq || !qp->slots || !qp->rslots || !qp->rq || !qp->rcq) {
+	qp->evst = e->cfg.qp_ev_stats ? calloc(e->cfg.qp_ev_stats, sizeof(*qp->evst)) : NULL;
+	if (!qp->sq || !qp->slots || !qp->rslots || !qp->rq || !qp->rcq ||
+	    (e->cfg.qp_ev_stats && !qp->evst)) {
 		qp_free_arrays(qp);
 		return -ENOMEM;
 	}
@@ -313,9 +316,27 @@ int mrce_qp_info(const struct mrce *e, uint32_t qpn, struct mrce_qp_info *info)
 		.bytes_acked = qp->bytes_acked, .spurious = qp->spurious,
 		.reorder_extra_ns = e->peers[qp->peer].reo_extra, .rx_pkts = qp->rx_pkts,
 		.rx_dups = qp->rx_dups, .bytes_placed = qp->bytes_placed,
-		.plane_mask = qp->plane_mask };
+		.plane_mask = qp->plane_mask, .ev_other_tx = qp->ev_other_tx,
+		.ev_other_lost = qp->ev_other_lost };
 	memcpy(info->plane_tx, qp->plane_tx, sizeof(info->plane_tx));
 	return 0;
+}
+
+int mrce_qp_ev_stats(const struct mrce *e, uint32_t qpn, struct mrce_qp_ev_stat *st,
+		     uint32_t max)
+{
+	const struct mrc__qp *qp = mrc__qp_get((struct mrce *)e, qpn);
+	if (!qp)
+		return -ENOENT;
+	if (qp->state == MRC_QPS_RESET)
+		return 0;
+	uint32_t n = e->peers[qp->peer].nev;
+	if (n > e->cfg.qp_ev_stats)
+		n = e->cfg.qp_ev_stats;
+	if (n > max)
+		n = max;
+	memcpy(st, qp->evst, n * sizeof(*st));
+	return (int)n;
 }
 
 int mrce_qp_abort(struct mrce *e, uint64_t now, uint32_t qpn, int err)

@@ -154,6 +154,10 @@ static void build(struct mrce *e, struct mrc__qp *qp, uint32_t psn, int ev,
 	qp->tx_pkts++;
 	e->peers[qp->peer].paths[ev].tx_pkts++;
 	qp->plane_tx[e->peers[qp->peer].paths[ev].plane]++;
+	if ((uint32_t)ev < e->cfg.qp_ev_stats)
+		qp->evst[ev].tx_pkts++;
+	else
+		qp->ev_other_tx++;
 	e->st.tx_data++;
 	if (!qp->rto_deadline)
 		qp->rto_deadline = now + (qp->rto << qp->backoff);
@@ -268,6 +272,10 @@ static void mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 	    e->peers[qp->peer].paths[s->ev].last_ack > s->sent_ts)
 		blame = 0;
 	s->lost_ev = blame ? s->ev : UINT16_MAX;
+	if (s->ev < e->cfg.qp_ev_stats)
+		qp->evst[s->ev].lost_pkts++;
+	else
+		qp->ev_other_lost++;
 	qp->inflight_pkts--;
 	qp->inflight_bytes -= s->plen;
 	mrc__bit_set(qp->lostmap, slot_psn(e, qp, i));

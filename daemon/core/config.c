@@ -63,6 +63,7 @@ static const struct key keys[] = {
 	U(uid_max_mem_mb, 1, 16777216, "registered memory per uid (MiB, all its clients)"),
 	S(service_reserve, "service ids reserved for a user: SID[-SID]:uid|user[,...]; empty: none"),
 	S(payload_encryption, "data payloads: off, or aes-gcm (encrypted and authenticated; needs AES-NI)"),
+	U(qp_ev_stats, 0, 4096, "EVs whose packets and losses are counted per QP for mrcctl qps (16 bytes each per QP; 0: off)"),
 	S(datapath, "how packets reach the plane NICs: udp (kernel sockets), af_xdp, dpdk or verbs (docs/datapaths.md)"),
 	S(datapath_args, "options of the datapath (docs/datapaths.md); empty: its defaults"),
 	S(state_dir, "admin state (plane disable, path deny) kept in DIR/admin.json across restarts; empty: $STATE_DIRECTORY if set, else not kept"),
@@ -111,6 +112,7 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->uid_max_mem_mb = 16384;
 	snprintf(c->payload_encryption, sizeof(c->payload_encryption), "off");
 	snprintf(c->datapath, sizeof(c->datapath), "udp");
+	c->qp_ev_stats = 64;
 }
 
 static const char *levels[] = { "", "", "", "err", "warning", "notice", "info", "debug" };

@@ -44,6 +44,7 @@ struct mrcd_cfg {
 	char service_reserve[512];      /* "SID[-SID]:uid|user[,...]" */
 	char payload_encryption[16];    /* off | aes-gcm (daemon/core/enc.h) */
 	char state_dir[MRCD_PATH_MAX];  /* "" : $STATE_DIRECTORY (systemd), else none */
+	uint32_t qp_ev_stats;           /* EVs counted per QP (mrcctl qps) */
 	char datapath[16];              /* a datapath.h provider: udp (default), ... */
 	char datapath_args[MRCD_PATH_MAX]; /* provider options (docs/datapaths.md) */
 };

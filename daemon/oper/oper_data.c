@@ -306,6 +306,25 @@ static const char *qp_state(uint8_t s)
 	return s == MRC_QPS_RTS ? "RTS" : s == MRC_QPS_ERROR ? "ERROR" : "RESET";
 }
 
+/* The EVs the QP used (sent on, or lost on), with its packets on each:
+ * how its spray spread and where it lost. */
+static json_t *qp_evs(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *q)
+{
+	json_t *a = json_array();
+	static struct mrce_qp_ev_stat st[MRC_MAX_EVS];   /* one loop thread */
+	int n = q->state == MRC_QPS_RESET ? 0 : mrce_qp_ev_stats(d->eng, qpn, st, MRC_MAX_EVS);
+	for (int ev = 0; ev < n; ev++) {
+		if (!st[ev].tx_pkts && !st[ev].lost_pkts)
+			continue;
+		int pl, sp;
+		mrcd_oper_ev_where(d, (uint32_t)ev, &pl, &sp);
+		json_array_append_new(a, json_pack("{s:i, s:i, s:i, s:I, s:I}", "ev", ev,
+			"plane", pl, "spine", sp, "tx_pkts", (json_int_t)st[ev].tx_pkts,
+			"lost_pkts", (json_int_t)st[ev].lost_pkts));
+	}
+	return a;
+}
+
 static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *q)
 {
 	char name[64] = "", hex[16];
@@ -335,6 +354,10 @@ static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *
 	if (q->plane_mask)
 		snprintf(pm, sizeof(pm), "%#x", q->plane_mask);
 	json_object_set_new(j, "planes", json_string(pm));
+	json_object_set_new(j, "evs", qp_evs(d, qpn, q));
+	if (q->ev_other_tx || q->ev_other_lost)
+		json_object_set_new(j, "evs_other", json_pack("{s:I, s:I}",
+			"tx_pkts", (json_int_t)q->ev_other_tx, "lost_pkts", (json_int_t)q->ev_other_lost));
 	return j;
 }
 

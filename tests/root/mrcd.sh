@@ -134,6 +134,15 @@ until_t 10 recv_ready || bad "kill test: receiver never listened"
 timeout 60 $B/bin/mrc_bulk -S "$(sock h0)" -s 512M -i $sid send 7 >"$tmp/s" 2>&1 &
 s=$!
 until_t 60 past 20 "$base" "$total" || bad "kill test never reached 20%"
+# mrcctl qps per EV, on this live QP: the EVs it sprayed over add up to its
+# packets, each on a real plane and spine; the text view lists them.
+q=$(ctl h0 -j qps | jq -c '[.qps[] | select(.peer == "h7" and .state == "RTS")] | first')
+jq -e '(.evs | length) >= 2 and ([.evs[].tx_pkts] | add) == .tx_pkts
+	and all(.evs[]; .plane >= 0 and .spine >= 0 and .tx_pkts >= .lost_pkts)' <<<"$q" >/dev/null &&
+	ok "mrcctl qps: h0's QP to h7 used $(jq '.evs | length' <<<"$q") EVs, their packets add up to its $(jq .tx_pkts <<<"$q")" ||
+	bad "mrcctl qps per EV: $q"
+ctl h0 qps | grep -q "^QPN *EV *PLANE *SPINE *TX_PKTS *SHARE *LOST" &&
+	ok "mrcctl qps prints the per-EV table" || bad "mrcctl qps: no per-EV table: $(ctl h0 qps)"
 kill -9 $r || bad "receiver killed: kill failed"; t0=$(date +%s%N)
 wait $s; rc=$?; ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 if [ $rc != 0 ] && [ $ms -lt 5000 ]; then
