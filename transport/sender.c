@@ -571,6 +571,10 @@ int mrc__pb_ack_rx(struct mrce *e, uint64_t now, struct mrc__qp *qp,
 			h.sack[(j + 1) / 8] |= (uint8_t)(1u << ((j + 1) % 8));
 	h.trig_psn = d->pb_sack ? d->pb_cum_psn + 1 + (31 - (uint32_t)__builtin_clz(d->pb_sack)) :
 				  d->pb_cum_psn - 1;
+	if (d->pb_sack && !mrc_psn_lt(h.trig_psn, qp->snd_nxt)) {
+		e->st.rx_drop[MRC_DROP_FIELD]++;   /* SACKs what was never sent */
+		return -EBADMSG;
+	}
 	uint64_t hold = (uint64_t)d->pb_hold * MRC_PB_HOLD_NS, rtt = 0;
 	if (mrc_psn_le(qp->snd_una, h.trig_psn) && mrc_psn_lt(h.trig_psn, qp->snd_nxt)) {
 		const struct mrc__slot *s = slot_of(e, qp, h.trig_psn);
@@ -578,7 +582,10 @@ int mrc__pb_ack_rx(struct mrce *e, uint64_t now, struct mrc__qp *qp,
 		if (s->state == MRC__S_INFLIGHT && !s->tries && now > s->sent_ts + hold)
 			rtt = now - s->sent_ts - hold;
 	}
-	return ack_apply(e, now, qp, &h, rtt, hold);
+	int rc = ack_apply(e, now, qp, &h, rtt, hold);
+	if (!rc)
+		e->st.rx_pb_acks++;
+	return rc;
 }
 
 /* Everything an accepted ACK does (after its QP and token were checked).
