@@ -5,6 +5,8 @@
 # UDP: bench/pingpong (blocking sockets, TCP_NODELAY) over the ECMP
 # baseline addresses, the same leaf-spine-leaf hops.  Messages/s counts both
 # directions, the same way for all three.
+# MRC_BENCH_BASE_XFER=PATH adds contender mrc-base: another mrc-xfer build
+# (e.g. the commit before a change), run in the same reps, side by side.
 SCEN=latency
 RATE=${MRC_BENCH_RATE:-200}
 MSG=${MRC_BENCH_MSG:-64}
@@ -18,10 +20,14 @@ say "$N round trips of $MSG bytes h0 <-> h7"
 r=1
 while [ $r -le "$REPS" ]; do
 	o="$TMP/run"
-	for c in mrc tcp udp; do
+	for c in mrc ${MRC_BENCH_BASE_XFER:+mrc-base} tcp udp; do
 		rm -f "$o"
 		case $c in
 		mrc) mrc_run 0 7 "$MSG" "$o" --pingpong "$N" --sid $r || say "mrc rep $r FAILED: $(cat "$o.err")" ;;
+		mrc-base)
+			X0=$X; X="$MRC_BENCH_BASE_XFER ${X#* }"
+			mrc_run 0 7 "$MSG" "$o" --pingpong "$N" --sid $((r + 100)) || say "mrc-base rep $r FAILED: $(cat "$o.err")"
+			X=$X0 ;;
 		*)
 			u=""; [ $c = udp ] && u=-u
 			bg ip netns exec $P-h7 timeout 60 "$PP" -s $u -p 7000 -n "$N" -b "$MSG" 2>"$o.srv"
