@@ -133,14 +133,21 @@ static int pingpong_done(struct chan *ch, void *arg)
 	       chan_count_wc(ch, 1, UINT32_MAX, MRC_WC_WRITE_IMM) >= f->want_rounds;
 }
 
-static void pingpong_no_ack_packets(void **state)
+/* Counts packets by kind (and answers messages when on_wc is answer). */
+static struct fx *watch(chan_wc_fn on_wc)
 {
-	(void)state;
 	struct fx *f = g_f;
 	f->t.ch->cfg.keep_logs = 1;
 	f->t.ch->on_tx = count_tx;
-	f->t.ch->on_wc = answer;
+	f->t.ch->on_wc = on_wc;
 	f->t.ch->hook_arg = f;
+	return f;
+}
+
+static void pingpong_no_ack_packets(void **state)
+{
+	(void)state;
+	struct fx *f = watch(answer);
 	f->want_rounds = 200;
 	post_msg(f, 0, 1);
 	int rc = chan_run(f->t.ch, pingpong_done, f, 10000000000ull, ETEST_MAX_STEPS);
@@ -180,10 +187,7 @@ static int stream_done(struct chan *ch, void *arg)
 static void one_way_stream_acks(void **state)
 {
 	(void)state;
-	struct fx *f = g_f;
-	f->t.ch->cfg.keep_logs = 1;
-	f->t.ch->on_tx = count_tx;
-	f->t.ch->hook_arg = f;
+	struct fx *f = watch(NULL);
 	for (uint64_t i = 0; i < 8; i++)
 		CHECK(etest_post(f->t.ch, 0, f->t.qa, MRC_SQE_WRITE, i, f->t.lkey, 0, 1 << 16,
 				 f->t.rkey, 0, 0, 0) == 0, "post");
