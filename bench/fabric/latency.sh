@@ -35,7 +35,7 @@ while [ $r -le "$REPS" ]; do
 			ip netns exec $P-h0 timeout 60 "$PP" -c "$(baddr 7 0)" $u -p 7000 -n "$N" -b "$MSG" >"$o" 2>"$o.err" || say "$c rep $r FAILED: $(cat "$o.err")"
 			reap $sp 5 || true ;;
 		esac
-		l=$(jq -c 'select(.rtt_us_p50) | {p50: .rtt_us_p50, p99: .rtt_us_p99, min: .rtt_us_min, mps: .msgs_per_s}' "$o" 2>/dev/null || true)
+		l=$(jq -c 'select(.rtt_us_p50) | {p50: .rtt_us_p50, p99: .rtt_us_p99, min: .rtt_us_min, mps: .msgs_per_s} + (if .tx_acks then {acks: .tx_acks, pb_acks: .tx_pb_acks} else {} end)' "$o" 2>/dev/null || true)
 		[ -n "$l" ] || l='{"p50":null,"p99":null,"min":null,"mps":null}'
 		emit "{\"scenario\":\"latency\",\"contender\":\"$c\",\"rep\":$r,\"size\":$MSG,\"n\":$N,\"r\":$l}"
 		say "$c rep $r/$REPS: $l"
