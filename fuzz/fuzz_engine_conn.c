@@ -14,8 +14,8 @@
  * The input is a list of records
  *   ctl u8, dt u8, len u16 (little-endian), len bytes of packet
  * ctl bits: 0 dqpn := the QP (the remote QP for a NOQP NACK); 1 PSNs made
- * relative to the QP's starting PSNs (low byte); 2 rkey := one of the four
- * regions' keys (SEND: ssn low 2 bits); 3 CRCs recomputed; 4 ECN-CE;
+ * relative to the QP's starting PSNs (low byte; a piggybacked ACK's too);
+ * 2 rkey := one of the four regions' keys (SEND: ssn low 2 bits); 3 CRCs recomputed; 4 ECN-CE;
  * 5 toggle DENIED on EV dt & 3 first; 6 from a peer id that does not exist;
  * 7 post one more WRITE and RECV first.  Then time advances dt * 20 us and
  * every timer due fires.  The fix-ups let mutations reach the engine's
@@ -201,6 +201,8 @@ static void fix_up(struct fx *f, uint8_t ctl, uint8_t *p, size_t len)
 	if (ctl & 2) {
 		if (mrc_op_is_data(op)) {
 			fz_st32be(p + 8, RQ_PSN + p[11]);
+			if (p[3] & MRC_F_PB_ACK)   /* the piggybacked ACK's, too */
+				fz_st32be(p + 56, SQ_PSN + (p[59] & 0x3f));
 		} else if (op == MRC_OP_ACK) {
 			uint32_t cum = SQ_PSN + (p[11] & 0x3f);
 			fz_st32be(p + 8, cum);

@@ -64,7 +64,7 @@ static void check_data(const uint8_t *in, size_t len,
 	       g->rkey == want.rkey && g->off == want.off && g->ts == want.ts &&
 	       g->mlen == want.mlen && g->imm == want.imm &&
 	       g->token == want.token && g->pb_cum_psn == want.pb_cum_psn &&
-	       g->pb_sack == want.pb_sack && g->pb_credit == want.pb_credit);
+	       g->pb_sack == want.pb_sack && g->pb_hold == want.pb_hold);
 }
 
 static void check_one(const uint8_t *data, size_t size)

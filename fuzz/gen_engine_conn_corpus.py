@@ -4,7 +4,9 @@ len u16 little-endian, packet).  Every record sets ctl bits 0-3, so the
 target itself puts in the QP number, the PSNs (relative: the low byte here
 is the offset from the QP's starting PSN), the region keys (the low bits
 here pick the region: 0 DST, 3 another client's) and the CRCs; the packets
-below are otherwise well-formed wire-format v1 (transport/wire.h).
+below are otherwise well-formed wire-format v2 (transport/wire.h; tokens 0,
+as the target's QP has none).  A piggybacked ACK's pb_cum_psn is relative
+too (low 6 bits from the QP's first send PSN).
 Run from the repository root: python3 fuzz/gen_engine_conn_corpus.py"""
 import os
 import struct
@@ -12,24 +14,29 @@ import struct
 OUT = "fuzz/corpus/fuzz_engine_conn"
 FIX = 0x0F
 WRITE, WRITE_IMM, SEND, SEND_IMM, ATOMIC, ACK, PROBE, PROBE_REPLY = 1, 2, 3, 4, 5, 16, 32, 33
-FIRST, LAST = 1, 2
+FIRST, LAST, PB_ACK, PB_ECN = 1, 2, 0x10, 0x20
+V = 2
 
 
-def data(op, psn, plen, mlen, off, key=0, flags=FIRST | LAST, ev=0, imm=0, msn=0):
-    hdr = struct.pack(">BBHIIHHIIQQII", 1, op, flags, 0, psn, ev, plen, msn, key, off,
-                      123456, mlen, imm)
+def data(op, psn, plen, mlen, off, key=0, flags=FIRST | LAST, ev=0, imm=0, msn=0,
+         pb=None):
+    pb_cum, pb_sack, pb_hold = pb if pb else (0, 0, 0)
+    if pb:
+        flags |= PB_ACK
+    hdr = struct.pack(">BBHIIHHIIQQIIQIHH", V, op, flags, 0, psn, ev, plen, msn, key, off,
+                      123456, mlen, imm, 0, pb_cum, pb_sack, pb_hold)
     payload = bytes((i * 13) & 0xFF for i in range(plen))
     return hdr + b"\0\0\0\0" + (payload + b"\0\0\0\0" if plen else b"")
 
 
 def ack(cum, trig, base=0, nack=0, ev=0, sack=b""):
     sack = sack.ljust(32, b"\0")
-    return struct.pack(">BBHIIHBBIIQ", 1, ACK, 0, 0, cum, ev, nack, 0, trig, base,
-                       999) + sack + b"\0\0\0\0"
+    return struct.pack(">BBHIIHBBIIQQ", V, ACK, 0, 0, cum, ev, nack, 0, trig, base,
+                       999, 0) + sack + b"\0\0\0\0"
 
 
 def probe(op, seq, ev=0, ts=5, echo=0):
-    return struct.pack(">BBHIIHHQQ", 1, op, 0, 0, seq, ev, 0, ts, echo) + b"\0\0\0\0"
+    return struct.pack(">BBHIIHHQQQ", V, op, 0, 0, seq, ev, 0, ts, echo, 0) + b"\0\0\0\0"
 
 
 def rec(pkt, ctl=FIX, dt=1):
@@ -61,7 +68,7 @@ write_file("send_too_big", [rec(data(SEND, 0, 1024, 3000, 0, flags=FIRST)),
 write_file("atomic", [rec(data(ATOMIC, 0, 8, 8, 64)), rec(data(WRITE, 1, 8, 8, 64)),
                       rec(data(ATOMIC, 2, 8, 8, 64, key=3))])
 # Trimmed data packet (header only, TRIMMED flag).
-t = bytearray(data(WRITE, 0, 1024, 1024, 0)[:52])
+t = bytearray(data(WRITE, 0, 1024, 1024, 0)[:68])
 t[3] |= 8
 write_file("trimmed", [rec(bytes(t))])
 # ACKs of our sends (PSN 1000..1004; the fenced ATOMIC, 1004, leaves only
@@ -76,3 +83,11 @@ write_file("probes", [rec(probe(PROBE, 1, ev=2)), rec(probe(PROBE_REPLY, 1, ev=3
 # Every EV denied (ctl bit 5 toggles EV dt & 3), time passes: no-path bound.
 write_file("deny_all", [rec(b"", ctl=0x20, dt=d) for d in range(4)] +
            [rec(b"", ctl=0, dt=250) for _ in range(2)] + [rec(ack(4, 3, 4))])
+# Piggybacked ACKs on WRITE_IMMs (a ping-pong's replies): cumulative 3 with
+# PSN 1004 SACKed and a hold; then ECN on one; then one acknowledging PSNs
+# never sent (the packet is dropped whole); then a SACK bit past them.
+write_file("pb_ack", [rec(data(WRITE_IMM, 0, 64, 64, 0, imm=1, pb=(3, 0, 100))),
+                      rec(data(WRITE_IMM, 1, 64, 64, 64, imm=2, pb=(3, 1, 0), flags=FIRST | LAST | PB_ECN)),
+                      rec(data(WRITE_IMM, 2, 64, 64, 128, imm=3, pb=(0x3f, 0, 0))),
+                      rec(data(WRITE_IMM, 3, 64, 64, 192, imm=4, pb=(5, 0x8000, 0))),
+                      rec(data(WRITE_IMM, 4, 64, 64, 256, imm=5, pb=(5, 0, 65535)))])

@@ -133,7 +133,7 @@ static void rnd_data_hdr(struct mrc_data_hdr *h, uint8_t op)
 		h->flags |= MRC_F_PB_ACK | (below(2) ? MRC_F_PB_ECN : 0);
 		h->pb_cum_psn = (uint32_t)rnd();
 		h->pb_sack = (uint16_t)rnd();
-		h->pb_credit = (uint16_t)rnd();
+		h->pb_hold = (uint16_t)rnd();
 	}
 	if (op == MRC_OP_WRITE_IMM || op == MRC_OP_SEND_IMM)
 		h->imm = (uint32_t)rnd();
@@ -211,7 +211,7 @@ static int data_eq(const struct mrc_data_hdr *a, const struct mrc_data_hdr *b)
 	       a->msn == b->msn && a->rkey == b->rkey && a->off == b->off &&
 	       a->ts == b->ts && a->mlen == b->mlen && a->imm == b->imm &&
 	       a->token == b->token && a->pb_cum_psn == b->pb_cum_psn &&
-	       a->pb_sack == b->pb_sack && a->pb_credit == b->pb_credit;
+	       a->pb_sack == b->pb_sack && a->pb_hold == b->pb_hold;
 }
 
 static int ack_eq(const struct mrc_ack_hdr *a, const struct mrc_ack_hdr *b)
@@ -244,7 +244,7 @@ static void test_layout(void **state)
 		.off = 0x1718191a1b1c1d1eull, .ts = 0x1f20212223242526ull,
 		.mlen = 0x2728292a, .imm = 0x2b2c2d2e,
 		.token = 0x2f30313233343536ull, .pb_cum_psn = 0x3738393a,
-		.pb_sack = 0x3b3c, .pb_credit = 0x3d3e,
+		.pb_sack = 0x3b3c, .pb_hold = 0x3d3e,
 	};
 	assert_int_equal(mrc_wire_put_data(b, &d), 68);
 	assert_int_equal(b[0], 2);
@@ -591,7 +591,7 @@ static void test_drop_field_data(void **state)
 		h.mlen = c->mlen;
 		h.imm = c->imm;
 		h.off = c->off;
-		h.pb_cum_psn = h.pb_sack = h.pb_credit = 0;
+		h.pb_cum_psn = h.pb_sack = h.pb_hold = 0;
 		size_t n = build_data(buf, &h, payload);
 		struct mrc_pkt_view v;
 		if (c->ok)
@@ -607,7 +607,7 @@ static void test_drop_field_data(void **state)
 		g.flags &= (uint16_t)~(MRC_F_PB_ACK | MRC_F_PB_ECN);
 		g.pb_cum_psn = f == 0;
 		g.pb_sack = f == 1;
-		g.pb_credit = f == 2;
+		g.pb_hold = f == 2;
 		size_t m = build_data(buf, &g, payload);
 		expect_drop(buf, m, MRC_DROP_FIELD, "pb field without PB_ACK");
 		g.flags |= MRC_F_PB_ACK;

@@ -123,7 +123,7 @@ static void data_pkt(uint8_t op, uint16_t flags, uint16_t plen, int corrupt)
 	if (op == MRC_OP_SEND || op == MRC_OP_SEND_IMM)
 		h.off = 0, h.flags |= MRC_F_FIRST | MRC_F_LAST;
 	if (flags & MRC_F_PB_ACK)
-		h.pb_cum_psn = r32(), h.pb_sack = (uint16_t)r32(), h.pb_credit = (uint16_t)r32();
+		h.pb_cum_psn = r32(), h.pb_sack = (uint16_t)r32(), h.pb_hold = (uint16_t)r32();
 	uint8_t *m = p->b + 48;
 	size_t n = mrc_wire_put_data(m, &h);
 	for (uint16_t i = 0; i < plen; i++)
@@ -172,7 +172,7 @@ static void data_pkt(uint8_t op, uint16_t flags, uint16_t plen, int corrupt)
 	want(p, "mrc.token", "0x%016llx", (unsigned long long)h.token);
 	want(p, "mrc.pb.cum_psn", "%u", h.pb_cum_psn);
 	want(p, "mrc.pb.sack", "0x%04x", h.pb_sack);
-	want(p, "mrc.pb.credit", "%u", h.pb_credit);
+	want(p, "mrc.pb.hold", "%u", h.pb_hold);
 	want(p, "mrc.hcrc.status", "%d", corrupt == 1 ? 0 : 1);
 	int whole = plen && !(flags & MRC_F_TRIMMED);
 	if (whole) {

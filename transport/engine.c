@@ -30,6 +30,7 @@ void mrce_cfg_default(struct mrce_cfg *c)
 	c->rnr_retry = MRC_RNR_RETRY_FOREVER;
 	c->no_path_timeout_ns = 1000000000;
 	c->ack_every = 4;
+	c->ack_delay_ns = 32000;
 	c->cc = MRC_CC_NSCC;
 	c->qp_ev_stats = 64;
 }
@@ -68,6 +69,10 @@ static int cfg_check(const struct mrce_cfg *c, const char **why)
 		BAD("no_path_timeout_ns must be > 0");
 	if (c->ack_every < 1 || c->ack_every > 64)
 		BAD("ack_every must be 1..64 packets");
+	/* A held ACK must stay well inside the RTO, and within what pb_hold
+	 * can say (RTT samples leave the hold out). */
+	if (c->ack_delay_ns > 1000000 || c->ack_delay_ns > c->rto_min_ns / 4)
+		BAD("ack_delay_ns must be at most 1 ms and rto_min_ns / 4");
 	if (!c->probe_interval_ns || !c->probe_ok_needed)
 		BAD("probe_interval_ns and probe_ok_needed must be > 0");
 	if (c->cc != MRC_CC_NSCC && c->cc != MRC_CC_FIXED)
@@ -100,6 +105,7 @@ int mrce_create(const struct mrce_cfg *cfg, struct mrce **out,
 	e->max_cwnd = cfg->window * cfg->mtu;
 	e->ctrl_mask = cfg->ctrl_queue - 1;
 	e->evq_mask = cfg->event_queue - 1;
+	e->ack_hold_min = UINT64_MAX;
 	e->mrs = calloc(cfg->max_mrs, sizeof(*e->mrs));
 	e->mr_hmask = 1;
 	while (e->mr_hmask < 2 * cfg->max_mrs)
@@ -327,7 +333,8 @@ size_t mrce_tx_pkt_copy(const struct mrce_tx_pkt *p, uint8_t *out)
 int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 {
 	int n = 0;
-	mrc__acks_flush(e);
+	/* ACKs of QPs with data to send ride on it; the rest go first. */
+	mrc__acks_flush(e, now, 1);
 	while (n < max && e->ctrl_head != e->ctrl_tail)
 		pkts[n++] = e->ctrl[e->ctrl_head++ & e->ctrl_mask];
 	/* Data: one packet per QP in turn, so QPs share the datapath fairly. */
@@ -340,13 +347,19 @@ int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 			mrc__qp_activate(e, qp, now);
 		}
 	}
+	/* Those whose data did not fit in this call (or could not carry them). */
+	if (e->ack_head) {
+		mrc__acks_flush(e, now, 0);
+		while (n < max && e->ctrl_head != e->ctrl_tail)
+			pkts[n++] = e->ctrl[e->ctrl_head++ & e->ctrl_mask];
+	}
 	e->st.tx_pkts += n;
 	return n;
 }
 
 int mrce_tx_pending(const struct mrce *e)
 {
-	return e->ctrl_head != e->ctrl_tail || e->active_head != NULL || e->ack_head != NULL;
+	return e->ctrl_head != e->ctrl_tail || e->active_head != NULL || mrc__acks_urgent(e);
 }
 
 int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
@@ -374,7 +387,7 @@ int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 
 uint64_t mrce_next_deadline(const struct mrce *e)
 {
-	uint64_t d = UINT64_MAX;
+	uint64_t d = e->ack_head ? e->ack_hold_min : UINT64_MAX;   /* held ACKs */
 	for (uint32_t i = 0; i < e->peer_hwm; i++) {
 		const struct mrc__peer *p = &e->peers[i];
 		if (p->used && (p->nbad || p->nsuspect) && p->next_probe_due < d)
@@ -393,6 +406,8 @@ uint64_t mrce_next_deadline(const struct mrce *e)
 
 void mrce_tick(struct mrce *e, uint64_t now)
 {
+	if (e->ack_head && e->ack_hold_min <= now)
+		mrc__acks_flush(e, now, 0);   /* held ACKs no data came for */
 	mrc__probe_tick(e, now);
 	for (uint32_t i = 0; i < e->qp_hwm; i++) {
 		struct mrc__qp *qp = &e->qps[i];

@@ -86,6 +86,11 @@ struct mrce_cfg {
 	uint32_t ack_every;        /* one ACK per this many data packets at most;
 	                              pending ACKs also leave at the next
 	                              mrce_tx (4) */
+	uint64_t ack_delay_ns;     /* a QP that sent data lately holds its ACK
+	                              up to this long for data of its own to
+	                              ride on (piggybacked ACK, docs/wire.md);
+	                              0: never held.  At most 1 ms and
+	                              rto_min_ns / 4 (default 32 us) */
 	enum mrce_cc_algo cc;       /* congestion control (MRC_CC_NSCC) */
 	uint8_t require_tokens;    /* mrce_qp_connect refuses a QP, or a peer,
 	                              whose tokens are still 0 (default 0; the
@@ -378,6 +383,9 @@ struct mrce_stats {
 	/* Losses under congestion: paths probed before being retired, probes
 	 * answered (path kept), unanswered (path ASSUMED_BAD). */
 	uint64_t suspect_probes, suspect_cleared, suspect_retired;
+	/* ACKs that rode on data packets (sent, received and taken), and the
+	 * held ACKs that found no data in time and left as ACK packets. */
+	uint64_t tx_pb_acks, rx_pb_acks, ack_delay_expired;
 };
 void mrce_stats(const struct mrce *e, struct mrce_stats *st);
 

@@ -150,6 +150,11 @@ struct mrc__qp {
 	uint32_t ack_flags;          /* rx flags OR'ed over them (ECN) */
 	uint32_t ack_peer;
 	struct mrc_data_hdr ack_trig; /* the newest of them, echoed */
+	uint64_t ack_rx_ts;          /* when ack_trig arrived (pb_hold) */
+	uint64_t ack_due;            /* a held ACK leaves as a packet then;
+	                                0: at the next mrce_tx */
+	uint64_t data_tx_ts;         /* last data packet sent: a QP that sends
+	                                may hold its ACKs for data to ride on */
 	uint64_t rbits[MRC__RING_BITS / 64];
 	struct mrc__rslot *rslots;
 	struct mrc__rwqe *rq;
@@ -190,6 +195,8 @@ struct mrce {
 	struct mrc__qp *active_head, *active_tail;   /* may send data */
 	struct mrc__qp *ready_head, *ready_tail;     /* have completions */
 	struct mrc__qp *ack_head;                    /* owe a coalesced ACK */
+	uint64_t ack_hold_min;      /* earliest ack_due of a held ACK (may be
+	                               early, never late; UINT64_MAX: none) */
 
 	uint64_t last_cong;         /* last ECN echo or trim from any peer */
 	struct mrce_stats st;
@@ -234,8 +241,17 @@ void mrc__qp_timers(struct mrce *e, struct mrc__qp *qp, uint64_t now);
 uint64_t mrc__qp_deadline(const struct mrc__qp *qp);
 void mrc__qp_path_back(struct mrce *e, uint32_t peer, uint64_t now);
 
+int mrc__pb_ack_rx(struct mrce *e, uint64_t now, struct mrc__qp *qp,
+		   const struct mrc_data_hdr *d);
+
 /* receiver.c */
-void mrc__acks_flush(struct mrce *e);
+/* Sends the coalesced ACKs that are due (held ones once ack_due passed);
+ * keep_senders: leaves those of QPs that can send data now, which carry
+ * them (mrc__ack_attach). */
+void mrc__acks_flush(struct mrce *e, uint64_t now, int keep_senders);
+int mrc__acks_urgent(const struct mrce *e);
+void mrc__ack_attach(struct mrce *e, struct mrc__qp *qp, uint64_t now,
+		     struct mrc_data_hdr *h);
 void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		  const struct mrc_pkt_view *v, uint32_t rx_flags);
 

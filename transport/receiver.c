@@ -140,7 +140,7 @@ static void effect(struct mrce *e, struct mrc__qp *qp, struct mrc__rslot *r,
 }
 
 static void ack_later(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
-		      const struct mrc_data_hdr *d, uint32_t rx_flags);
+		      const struct mrc_data_hdr *d, uint32_t rx_flags, uint64_t now);
 
 void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		  const struct mrc_pkt_view *v, uint32_t rx_flags)
@@ -179,6 +179,12 @@ void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		send_ack(e, qp, peer, &first, MRC_NACK_ACCESS, rx_flags);
 		return;
 	}
+	/* The ACK it carries first, as an ACK packet would be taken; one that
+	 * acknowledges what was never sent makes the whole packet suspect. */
+	if ((d->flags & MRC_F_PB_ACK) && mrc__pb_ack_rx(e, now, qp, d) < 0)
+		return;
+	if (qp->state != MRC_QPS_RTS)
+		return;
 	qp->rx_pkts++;
 	uint32_t dist = d->psn - qp->rcv_nxt;
 	if ((int32_t)dist < 0 || (dist < e->cfg.window && mrc__bit_test(qp->rbits, d->psn))) {
@@ -257,25 +263,41 @@ void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		if (qp->state != MRC_QPS_RTS)
 			return;
 	}
-	ack_later(e, qp, peer, d, rx_flags);
+	ack_later(e, qp, peer, d, rx_flags, now);
 }
 
-/* ACK coalescing: one ACK (cumulative + SACK, echoing the newest packet)
- * covers up to ack_every packets, or whatever arrived before the caller
- * next asks for packets to send (the end of its receive batch), so ACKs
- * are never held past the current turn of the caller's loop. */
-static void ack_later(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
-		      const struct mrc_data_hdr *d, uint32_t rx_flags)
+/* A QP that sent data this recently gets data of its own soon (a reply,
+ * the next request, a credit): its ACKs may wait for it.  A QP that only
+ * receives (a one-way stream) never holds one. */
+#define PB_RECENT_NS 1000000ull
+
+/* The receive state fits a piggybacked ACK: everything received after
+ * rcv_nxt lies within MRC_PB_SACK_BITS of it, and the newest arrival (whose
+ * hold pb_hold reports) is the highest PSN received, which is how the
+ * sender finds the packet to take the RTT sample from.  *sack gets the
+ * pb_sack bits. */
+static int pb_fits(const struct mrc__qp *qp, uint16_t *sack)
 {
-	qp->ack_trig = *d;
-	qp->ack_flags |= rx_flags;
-	qp->ack_peer = peer;
-	if (++qp->ack_pending >= e->cfg.ack_every) {
-		send_ack(e, qp, peer, d, MRC_NACK_NONE, qp->ack_flags);
-		qp->ack_pending = 0;
-		qp->ack_flags = 0;
-		return;
-	}
+	uint8_t b[MRC_SACK_BITS / 8];
+	ring_to_sack(qp->rbits, qp->rcv_nxt, b);
+	for (int i = 3; i < MRC_SACK_BITS / 8; i++)
+		if (b[i])
+			return 0;
+	/* bit i of b is PSN rcv_nxt + i; pb_sack bit j is PSN rcv_nxt + 1 + j */
+	uint32_t w = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16;
+	if (w >> (MRC_PB_SACK_BITS + 1))
+		return 0;
+	*sack = (uint16_t)(w >> 1);
+	uint32_t top = *sack ? qp->rcv_nxt + 1 + (31 - (uint32_t)__builtin_clz(*sack)) :
+			       qp->rcv_nxt - 1;
+	return qp->ack_trig.psn == top;
+}
+
+static void ack_list_add(struct mrce *e, struct mrc__qp *qp, uint64_t due)
+{
+	qp->ack_due = due;
+	if (due && due < e->ack_hold_min)
+		e->ack_hold_min = due;
 	if (!qp->in_ack) {
 		qp->in_ack = 1;
 		qp->ack_next = e->ack_head;
@@ -283,15 +305,89 @@ static void ack_later(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
 	}
 }
 
-void mrc__acks_flush(struct mrce *e)
+/* ACK coalescing: one ACK (cumulative + SACK, echoing the newest packet)
+ * covers up to ack_every packets, or whatever arrived before the caller
+ * next asks for packets to send (the end of its receive batch), so ACKs
+ * are never held past the current turn of the caller's loop; except that
+ * a QP sending data of its own holds a plain ACK up to ack_delay_ns for
+ * that data to carry it (a ping-pong then sends no ACK packets). */
+static void ack_later(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
+		      const struct mrc_data_hdr *d, uint32_t rx_flags, uint64_t now)
 {
-	while (e->ack_head) {
-		struct mrc__qp *qp = e->ack_head;
-		e->ack_head = qp->ack_next;
-		qp->in_ack = 0;
-		if (qp->ack_pending && qp->state == MRC_QPS_RTS)
-			send_ack(e, qp, qp->ack_peer, &qp->ack_trig, MRC_NACK_NONE, qp->ack_flags);
+	int was = qp->in_ack && qp->ack_pending;
+	qp->ack_trig = *d;
+	qp->ack_rx_ts = now;
+	qp->ack_flags |= rx_flags;
+	qp->ack_peer = peer;
+	int can_carry = mrc__qp_can_send(e, qp, now);
+	if (++qp->ack_pending >= e->cfg.ack_every && !can_carry) {
+		send_ack(e, qp, peer, d, MRC_NACK_NONE, qp->ack_flags);
 		qp->ack_pending = 0;
 		qp->ack_flags = 0;
+		return;
 	}
+	uint16_t sack;
+	/* ECN leaves at once: congestion news is not held. */
+	int hold = e->cfg.ack_delay_ns && qp->data_tx_ts &&
+		   now - qp->data_tx_ts <= PB_RECENT_NS &&
+		   qp->ack_pending < e->cfg.ack_every &&
+		   !(qp->ack_flags & MRC_RX_ECN) && pb_fits(qp, &sack);
+	/* The hold runs from the oldest packet it covers. */
+	uint64_t due = !hold ? 0 : was && qp->ack_due ? qp->ack_due : now + e->cfg.ack_delay_ns;
+	ack_list_add(e, qp, due);
+}
+
+/* Fills the piggybacked-ACK fields of a data packet the QP is about to
+ * send, when it owes a plain ACK that fits them (otherwise the ACK leaves
+ * as a packet).  The hold it reports is left out of the peer's RTT
+ * samples, so holding never inflates them. */
+void mrc__ack_attach(struct mrce *e, struct mrc__qp *qp, uint64_t now,
+		     struct mrc_data_hdr *h)
+{
+	uint16_t sack;
+	if (!qp->ack_pending || (qp->ack_flags & MRC_RX_ECN) || !pb_fits(qp, &sack))
+		return;
+	uint64_t hold = now > qp->ack_rx_ts ? (now - qp->ack_rx_ts) / MRC_PB_HOLD_NS : 0;
+	h->flags |= MRC_F_PB_ACK;
+	h->pb_cum_psn = qp->rcv_nxt;
+	h->pb_sack = sack;
+	h->pb_hold = hold > UINT16_MAX ? UINT16_MAX : (uint16_t)hold;
+	qp->ack_pending = 0;
+	qp->ack_flags = 0;
+	e->st.tx_pb_acks++;
+}
+
+void mrc__acks_flush(struct mrce *e, uint64_t now, int keep_senders)
+{
+	struct mrc__qp **pp = &e->ack_head;
+	e->ack_hold_min = UINT64_MAX;
+	while (*pp) {
+		struct mrc__qp *qp = *pp;
+		if (qp->ack_pending && qp->state == MRC_QPS_RTS) {
+			int due = !qp->ack_due || qp->ack_due <= now;
+			if (!due || (keep_senders && mrc__qp_can_send(e, qp, now))) {
+				if (qp->ack_due && qp->ack_due < e->ack_hold_min)
+					e->ack_hold_min = qp->ack_due;
+				pp = &qp->ack_next;
+				continue;
+			}
+			if (qp->ack_due)
+				e->st.ack_delay_expired++;
+			send_ack(e, qp, qp->ack_peer, &qp->ack_trig, MRC_NACK_NONE, qp->ack_flags);
+		}
+		*pp = qp->ack_next;
+		qp->in_ack = 0;
+		qp->ack_pending = 0;
+		qp->ack_flags = 0;
+		qp->ack_due = 0;
+	}
+}
+
+/* Some ACK must leave at the next mrce_tx (not a held one). */
+int mrc__acks_urgent(const struct mrce *e)
+{
+	for (const struct mrc__qp *qp = e->ack_head; qp; qp = qp->ack_next)
+		if (qp->ack_pending && qp->state == MRC_QPS_RTS && !qp->ack_due)
+			return 1;
+	return 0;
 }

@@ -136,6 +136,8 @@ static void build(struct mrce *e, struct mrc__qp *qp, uint32_t psn, int ev,
 		.rkey = is_send ? w->ssn : w->rkey,
 		.off = is_send ? off : w->roff + off, .ts = now,
 		.mlen = (uint32_t)w->len, .imm = w->imm, .token = qp->tx_token };
+	mrc__ack_attach(e, qp, now, &h);
+	qp->data_tx_ts = now;
 	pkt->peer = qp->peer;
 	pkt->ev = (uint16_t)ev;
 	pkt->hdr_len = (uint16_t)mrc_wire_put_data(pkt->hdr, &h);
@@ -355,7 +357,10 @@ static void rto_rearm(struct mrc__qp *qp, uint64_t now)
 
 /* ---- acknowledgements ------------------------------------------------ */
 
-static void ack_one(struct mrce *e, struct mrc__qp *qp, uint32_t psn, uint64_t now)
+/* hold: how long the peer held the ACK for data to carry it (pb_hold),
+ * which is not part of the round trip. */
+static void ack_one(struct mrce *e, struct mrc__qp *qp, uint32_t psn, uint64_t now,
+		    uint64_t hold)
 {
 	struct mrc__slot *s = slot_of(e, qp, psn);
 	if (s->state == MRC__S_INFLIGHT) {
@@ -370,8 +375,8 @@ static void ack_one(struct mrce *e, struct mrc__qp *qp, uint32_t psn, uint64_t n
 		 * leave most paths unmeasured. */
 		struct mrc__peer *p = &e->peers[qp->peer];
 		p->paths[s->ev].last_ack = now;
-		if (!s->tries && now > s->sent_ts)
-			mrc__path_rtt(e, p, s->ev, now - s->sent_ts);
+		if (!s->tries && now > s->sent_ts + hold)
+			mrc__path_rtt(e, p, s->ev, now - s->sent_ts - hold);
 	}
 	if (s->state == MRC__S_INFLIGHT || s->state == MRC__S_LOST)
 		qp->bytes_acked += s->plen;
@@ -527,6 +532,9 @@ static void noqp_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	}
 }
 
+static int ack_apply(struct mrce *e, uint64_t now, struct mrc__qp *qp,
+		     const struct mrc_ack_hdr *h, uint64_t rtt, uint64_t hold);
+
 void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		 const struct mrc_ack_hdr *h)
 {
@@ -549,13 +557,56 @@ void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	}
 	if (qp->state != MRC_QPS_RTS)
 		return;
-	struct mrc__peer *p = &e->peers[peer];
+	ack_apply(e, now, qp, h, h->ts_echo && h->ts_echo <= now ? now - h->ts_echo : 0, 0);
+}
+
+/* A piggybacked ACK, turned into the ACK packet that would have said the
+ * same and taken by the same code.  It echoes no timestamp: the RTT
+ * sample is taken from our own send time of the packet it was triggered
+ * by (the highest PSN it covers, sent once), less the peer's hold; and
+ * its EV (for PB_ECN) is the one that packet went on.  Returns -EBADMSG
+ * when it acknowledges what was never sent (the caller drops the packet). */
+int mrc__pb_ack_rx(struct mrce *e, uint64_t now, struct mrc__qp *qp,
+		   const struct mrc_data_hdr *d)
+{
+	if (qp->state != MRC_QPS_RTS)
+		return 0;
+	struct mrc_ack_hdr h = { .flags = (d->flags & MRC_F_PB_ECN) ? MRC_AF_ECN : 0,
+		.dqpn = qp->qpn, .cum_psn = d->pb_cum_psn, .sack_base = d->pb_cum_psn,
+		.ev = UINT16_MAX, .token = d->token };
+	for (uint32_t j = 0; j < MRC_PB_SACK_BITS; j++)
+		if (d->pb_sack >> j & 1)
+			h.sack[(j + 1) / 8] |= (uint8_t)(1u << ((j + 1) % 8));
+	h.trig_psn = d->pb_sack ? d->pb_cum_psn + 1 + (31 - (uint32_t)__builtin_clz(d->pb_sack)) :
+				  d->pb_cum_psn - 1;
+	if (d->pb_sack && !mrc_psn_lt(h.trig_psn, qp->snd_nxt)) {
+		e->st.rx_drop[MRC_DROP_FIELD]++;   /* SACKs what was never sent */
+		return -EBADMSG;
+	}
+	uint64_t hold = (uint64_t)d->pb_hold * MRC_PB_HOLD_NS, rtt = 0;
+	if (mrc_psn_le(qp->snd_una, h.trig_psn) && mrc_psn_lt(h.trig_psn, qp->snd_nxt)) {
+		const struct mrc__slot *s = slot_of(e, qp, h.trig_psn);
+		h.ev = s->ev;
+		if (s->state == MRC__S_INFLIGHT && !s->tries && now > s->sent_ts + hold)
+			rtt = now - s->sent_ts - hold;
+	}
+	int rc = ack_apply(e, now, qp, &h, rtt, hold);
+	if (!rc)
+		e->st.rx_pb_acks++;
+	return rc;
+}
+
+/* Everything an accepted ACK does (after its QP and token were checked).
+ * rtt: the sample it gives, 0 for none. */
+static int ack_apply(struct mrce *e, uint64_t now, struct mrc__qp *qp,
+		     const struct mrc_ack_hdr *h, uint64_t rtt, uint64_t hold)
+{
+	struct mrc__peer *p = &e->peers[qp->peer];
 	/* An ACK may never acknowledge what was not sent. */
 	if (mrc_psn_lt(qp->snd_nxt, h->cum_psn) || mrc_psn_lt(h->cum_psn, qp->snd_una - e->cfg.window)) {
 		e->st.rx_drop[MRC_DROP_FIELD]++;
-		return;
+		return -EBADMSG;
 	}
-	uint64_t rtt = h->ts_echo && h->ts_echo <= now ? now - h->ts_echo : 0;
 	if (rtt)
 		rtt_sample(e, qp, rtt);
 	if (h->flags & MRC_AF_ECN)
@@ -568,14 +619,14 @@ void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	if (h->nack)
 		nack_rx(e, qp, h, now);
 	if (qp->state != MRC_QPS_RTS)
-		return;
+		return 0;
 	spurious_check(e, qp, h, now);
 
 	uint64_t before = qp->bytes_acked;
 	/* Cumulative part. */
 	while (mrc_psn_lt(qp->snd_una, h->cum_psn)) {
 		uint32_t psn = qp->snd_una;
-		ack_one(e, qp, psn, now);
+		ack_one(e, qp, psn, now, hold);
 		mrc__bit_clear(qp->sacked, psn);
 		slot_of(e, qp, psn)->state = MRC__S_FREE;
 		qp->snd_una++;
@@ -593,7 +644,7 @@ void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
 			uint32_t psn = qp->snd_una + d;
 			uint32_t rel = psn - h->sack_base;
 			if (d < span && rel < MRC_SACK_BITS)
-				ack_one(e, qp, psn, now);
+				ack_one(e, qp, psn, now, hold);
 		}
 	}
 	uint32_t acked = (uint32_t)(qp->bytes_acked - before);
@@ -611,6 +662,7 @@ void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		e->cc->on_loss(qp->cc, now);
 	rto_rearm(qp, now);
 	mrc__qp_activate(e, qp, now);
+	return 0;
 }
 
 /* ---- timers ----------------------------------------------------------- */

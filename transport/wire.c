@@ -47,7 +47,7 @@ size_t mrc_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h)
 	st64(buf + 48, h->token);
 	st32(buf + 56, h->pb_cum_psn);
 	st16(buf + 60, h->pb_sack);
-	st16(buf + 62, h->pb_credit);
+	st16(buf + 62, h->pb_hold);
 	st32(buf + 64, hdr_crc(buf, 64));
 	return MRC_DATA_HDR_LEN;
 }
@@ -129,7 +129,7 @@ static int data_fields_ok(const struct mrc_data_hdr *d)
 	/* Without a piggybacked ACK its fields are zero (canonical encoding);
 	 * PB_ECN only qualifies a piggybacked ACK. */
 	if (!(d->flags & MRC_F_PB_ACK) &&
-	    (d->pb_cum_psn || d->pb_sack || d->pb_credit || (d->flags & MRC_F_PB_ECN)))
+	    (d->pb_cum_psn || d->pb_sack || d->pb_hold || (d->flags & MRC_F_PB_ECN)))
 		return 0;
 	switch (d->op) {
 	case MRC_OP_SEND:
@@ -175,7 +175,7 @@ static int decode_data(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 	d->token = ld64(p + 48);
 	d->pb_cum_psn = ld32(p + 56);
 	d->pb_sack = ld16(p + 60);
-	d->pb_credit = ld16(p + 62);
+	d->pb_hold = ld16(p + 62);
 	if (!data_fields_ok(d))
 		return drop(why, MRC_DROP_FIELD);
 

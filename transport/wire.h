@@ -18,7 +18,7 @@
  * Data header (68 bytes):
  *   0 ver  1 op  2 flags  4 dqpn  8 psn  12 ev u16  14 plen u16  16 msn
  *   20 rkey (SEND: ssn)  24 off u64  32 ts u64  40 mlen  44 imm
- *   48 token u64  56 pb_cum_psn  60 pb_sack u16  62 pb_credit u16  64 hcrc
+ *   48 token u64  56 pb_cum_psn  60 pb_sack u16  62 pb_hold u16  64 hcrc
  * ACK header (76 bytes):
  *   0 ver  1 op  2 flags  4 dqpn  8 cum_psn  12 ev u16  14 nack u8
  *   15 rsvd u8  16 trig_psn  20 sack_base  24 ts_echo u64  32 token u64
@@ -72,6 +72,8 @@ enum mrc_op {
 #define MRC_F_PB_ACK  0x0010u  /* pb_* fields carry a piggybacked ACK */
 #define MRC_F_PB_ECN  0x0020u  /* with PB_ACK: a packet it covers was ECN-CE */
 #define MRC_F_DATA_MASK 0x003fu
+#define MRC_PB_SACK_BITS 16     /* PSNs pb_sack covers after pb_cum_psn */
+#define MRC_PB_HOLD_NS   64     /* unit of pb_hold (up to 4.19 ms) */
 /* 0x0040 is reserved for the AEAD payload mode (docs/wire.md, "ENC"):
  * refused (bad_field) until the datapath implements it. */
 #define MRC_F_ENC     0x0040u
@@ -120,11 +122,12 @@ struct mrc_data_hdr {
 	uint64_t token;          /* the connection's token for this direction */
 	/* Piggybacked ACK (MRC_F_PB_ACK; all 0 without it): every PSN before
 	 * pb_cum_psn of the reverse direction was received; bit i of pb_sack:
-	 * PSN pb_cum_psn + 1 + i was; pb_credit: free receive slots.  Specified
-	 * now so a later release needs no new version; the engine ignores it. */
+	 * PSN pb_cum_psn + 1 + i was; pb_hold: how long the ACK waited for
+	 * this packet, in MRC_PB_HOLD_NS units, which the RTT sample it gives
+	 * leaves out (docs/wire.md, "Piggybacked ACK"). */
 	uint32_t pb_cum_psn;
 	uint16_t pb_sack;
-	uint16_t pb_credit;
+	uint16_t pb_hold;
 };
 
 struct mrc_ack_hdr {

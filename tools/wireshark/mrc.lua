@@ -89,7 +89,7 @@ local f = {
 	token = ProtoField.uint64("mrc.token", "Token", base.HEX),
 	pb_cum_psn = ProtoField.uint32("mrc.pb.cum_psn", "Piggybacked cumulative PSN"),
 	pb_sack = ProtoField.uint16("mrc.pb.sack", "Piggybacked SACK", base.HEX),
-	pb_credit = ProtoField.uint16("mrc.pb.credit", "Piggybacked credit"),
+	pb_hold = ProtoField.uint16("mrc.pb.hold", "Piggybacked ACK hold (units of 64 ns)"),
 	hcrc = ProtoField.uint32("mrc.hcrc", "Header CRC", base.HEX),
 	hcrc_status = ProtoField.uint8("mrc.hcrc.status", "Header CRC status", base.DEC, crc_status),
 	payload = ProtoField.bytes("mrc.payload", "Payload"),
@@ -248,7 +248,7 @@ local function dissect_data(tvb, pinfo, tree, op, flags)
 	if band(flags, 0x0010) ~= 0 then pb = tree:add(mrc, tvb:range(56, 8), "Piggybacked ACK") end
 	pb:add(f.pb_cum_psn, tvb:range(56, 4))
 	pb:add(f.pb_sack, tvb:range(60, 2))
-	pb:add(f.pb_credit, tvb:range(62, 2))
+	pb:add(f.pb_hold, tvb:range(62, 2))
 	add_hcrc(tree, tvb, HDR.data)
 	local trimmed = band(flags, F_TRIMMED) ~= 0
 	local enc = band(flags, F_ENC) ~= 0

@@ -204,10 +204,16 @@ static void pingpong_wc(struct xfer *x, struct xqp *q, const struct mrce_wc *wc,
 	}
 	double total = (double)(now - x->t0) / 1e9;
 	qsort(x->rtts, x->iters, sizeof(uint64_t), cmp64);
+	/* The client's ACK packets and ACKs that rode on its requests: a
+	 * ping-pong should need (almost) none of the former. */
+	struct mrce_stats st;
+	mrce_stats(x->d.eng, &st);
 	printf("{\"role\":\"client\",\"pingpong\":%" PRIu64 ",\"size\":%" PRIu64
-	       ",\"rtt_us_min\":%.1f,\"rtt_us_p50\":%.1f,\"rtt_us_p99\":%.1f,\"msgs_per_s\":%.0f}\n",
+	       ",\"rtt_us_min\":%.1f,\"rtt_us_p50\":%.1f,\"rtt_us_p99\":%.1f,\"msgs_per_s\":%.0f"
+	       ",\"tx_acks\":%" PRIu64 ",\"tx_pb_acks\":%" PRIu64 "}\n",
 	       x->iters, x->bytes, x->rtts[0] / 1e3, x->rtts[x->iters / 2] / 1e3,
-	       x->rtts[x->iters * 99 / 100] / 1e3, 2.0 * x->iters / total);
+	       x->rtts[x->iters * 99 / 100] / 1e3, 2.0 * x->iters / total,
+	       st.tx_acks, st.tx_pb_acks);
 	xfer_finish(x, 0);
 }
 

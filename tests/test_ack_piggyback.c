@@ -1,0 +1,452 @@
+/* Piggybacked ACKs (issue 16, item 3; docs/wire.md "Piggybacked ACK"): a
+ * ping-pong sends no ACK packets while replies come promptly, a one-way
+ * stream still gets ACK packets and never holds them, a held ACK with no
+ * data to ride on leaves as a packet at its deadline, a piggybacked ACK
+ * drives RTT and congestion control exactly as the equivalent ACK packet,
+ * and a forged or malformed one has no effect.
+ * Seed: MRC_TEST_SEED=<n> replays a run; it is printed with every failure. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tests/support/seeded.h"
+#include "tests/support/etest.h"
+
+#define PKT_MAX (MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN)
+#define US 1000ull
+#define HOLD (312 * MRC_PB_HOLD_NS)   /* 19968 ns, a whole number of units */
+
+struct pkt {
+	size_t len;
+	uint16_t ev;
+	uint8_t b[PKT_MAX];
+};
+
+/* One fixture per engine pair; the RTT test runs two identical ones. */
+struct fx {
+	struct etest t;
+	uint32_t k0_remote, k1_local;  /* node 0 REMOTE_WRITE, node 1 LOCAL_READ */
+	uint8_t mem0[4096], mem1[4096];
+	/* packets handed over, by source node */
+	uint64_t acks[2], pb_data[2], data[2];
+	uint64_t rounds, want_rounds;
+	int posted;                    /* answer() posted since the last pump */
+};
+
+static struct fx *g_f, *g_g;
+
+static void fx_init(struct fx *f)
+{
+	memset(f, 0, sizeof *f);
+	struct chan_cfg cfg;
+	chan_cfg_default(&cfg, g_seed);
+	int rc = etest_init(&f->t, &cfg, 1 << 16, 1 << 16, 0);
+	CHECK(rc == 0, "etest_init: %d", rc);
+	CHECK(mrce_mr_reg(f->t.ch->node[0].e, ETEST_PD, f->mem0, sizeof f->mem0,
+			  MRC_ACCESS_REMOTE_WRITE, &f->k0_remote) == 0 &&
+	      mrce_mr_reg(f->t.ch->node[1].e, ETEST_PD, f->mem1, sizeof f->mem1,
+			  MRC_ACCESS_LOCAL_READ, &f->k1_local) == 0, "mr_reg");
+}
+
+static int setup(void **state)
+{
+	reseed(state);
+	g_f = calloc(1, sizeof *g_f);
+	g_g = calloc(1, sizeof *g_g);
+	if (!g_f || !g_g)
+		return -1;
+	fx_init(g_f);
+	fx_init(g_g);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	etest_cleanup_all();
+	free(g_f);
+	free(g_g);
+	return 0;
+}
+
+static struct mrce *E(struct fx *f, int n) { return f->t.ch->node[n].e; }
+static uint32_t P(struct fx *f, int n) { return f->t.ch->node[n].peer[!n]; }
+
+/* Node n posts a 64-byte WRITE_IMM to the other node. */
+static void post_msg(struct fx *f, int n, uint64_t wr_id)
+{
+	int rc = n == 0 ?
+		etest_post(f->t.ch, 0, f->t.qa, MRC_SQE_WRITE_IMM, wr_id, f->t.lkey, 0, 64,
+			   f->t.rkey, 0, (uint32_t)wr_id, 0) :
+		etest_post(f->t.ch, 1, f->t.qb, MRC_SQE_WRITE_IMM, wr_id, f->k1_local, 0, 64,
+			   f->k0_remote, 0, (uint32_t)wr_id, 0);
+	CHECK(rc == 0, "post on node %d: %d", n, rc);
+}
+
+static void count_tx(struct chan *ch, uint32_t src, uint32_t dst, uint16_t ev,
+		     const uint8_t *p, size_t len, void *arg)
+{
+	(void)ch; (void)dst; (void)ev; (void)len;
+	struct fx *f = arg;
+	if (p[1] == MRC_OP_ACK)
+		f->acks[src]++;
+	else if (mrc_op_is_data(p[1])) {
+		f->data[src]++;
+		if (((uint16_t)p[2] << 8 | p[3]) & MRC_F_PB_ACK)
+			f->pb_data[src]++;
+	}
+}
+
+/* The ping-pong of mrc-xfer --pingpong: a message received is answered
+ * at once; node 0 starts the next round when the answer lands. */
+static void answer(struct chan *ch, uint32_t node, const struct mrce_wc *wc, void *arg)
+{
+	struct fx *f = arg;
+	(void)ch;
+	if (wc->op != MRC_WC_RECV_WRITE_IMM)
+		return;
+	if (node == 0 && ++f->rounds >= f->want_rounds)
+		return;
+	post_msg(f, (int)node, wc->imm + 1);
+	f->posted = 1;
+}
+
+static int pingpong_done(struct chan *ch, void *arg)
+{
+	struct fx *f = arg;
+	/* The channel polls completions after it transmits; the daemon core
+	 * runs them first, so that an answer leaves in the same turn as the
+	 * ACKs (daemon/core/node.c, mrcd_flush).  Do as it does. */
+	while (f->posted) {
+		f->posted = 0;
+		chan_pump(ch);
+	}
+	/* every round answered and every message acknowledged (completed) */
+	return f->rounds >= f->want_rounds &&
+	       chan_count_wc(ch, 0, UINT32_MAX, MRC_WC_WRITE_IMM) >= f->want_rounds &&
+	       chan_count_wc(ch, 1, UINT32_MAX, MRC_WC_WRITE_IMM) >= f->want_rounds;
+}
+
+/* Counts packets by kind (and answers messages when on_wc is answer). */
+static struct fx *watch(chan_wc_fn on_wc)
+{
+	struct fx *f = g_f;
+	f->t.ch->cfg.keep_logs = 1;
+	f->t.ch->on_tx = count_tx;
+	f->t.ch->on_wc = on_wc;
+	f->t.ch->hook_arg = f;
+	return f;
+}
+
+static void pingpong_no_ack_packets(void **state)
+{
+	(void)state;
+	struct fx *f = watch(answer);
+	f->want_rounds = 200;
+	post_msg(f, 0, 1);
+	int rc = chan_run(f->t.ch, pingpong_done, f, 10000000000ull, ETEST_MAX_STEPS);
+	CHECK(rc == 0, "ping-pong did not finish: %d (rounds %llu)", rc,
+	      (unsigned long long)f->rounds);
+	/* Let the last held ACK leave. */
+	chan_run(f->t.ch, NULL, NULL, 1000 * US, ETEST_MAX_STEPS);
+	struct mrce_stats s0, s1;
+	mrce_stats(E(f, 0), &s0);
+	mrce_stats(E(f, 1), &s1);
+	/* The very first request is answered by a QP that had never sent
+	 * (its ACK is not held), and the last reply has no request after it:
+	 * at most those two ACKs go as packets. */
+	CHECK(f->acks[0] + f->acks[1] <= 2, "ACK packets in a ping-pong: %llu + %llu",
+	      (unsigned long long)f->acks[0], (unsigned long long)f->acks[1]);
+	CHECK(f->pb_data[0] + f->pb_data[1] >= 2 * f->want_rounds - 3,
+	      "data packets carrying an ACK: %llu + %llu of %llu",
+	      (unsigned long long)f->pb_data[0], (unsigned long long)f->pb_data[1],
+	      (unsigned long long)(f->data[0] + f->data[1]));
+	CHECK(s0.tx_pb_acks + s1.tx_pb_acks == f->pb_data[0] + f->pb_data[1], "tx_pb_acks");
+	CHECK(s0.rx_pb_acks + s1.rx_pb_acks == s0.tx_pb_acks + s1.tx_pb_acks, "rx_pb_acks");
+	CHECK(s0.tx_retx + s1.tx_retx == 0 && s0.rto_fires + s1.rto_fires == 0,
+	      "no retransmission on a clean channel");
+	/* The last reply's ACK went at its deadline: node 0 has nothing owed. */
+	CHECK(s0.ack_delay_expired == 1, "last ACK held then sent: %llu",
+	      (unsigned long long)s0.ack_delay_expired);
+	CHECK(!mrce_tx_pending(E(f, 0)) && !mrce_tx_pending(E(f, 1)), "idle at the end");
+}
+
+static int stream_done(struct chan *ch, void *arg)
+{
+	(void)arg;
+	return chan_count_wc(ch, 0, UINT32_MAX, MRC_WC_WRITE) >= 8;
+}
+
+/* Data one way only: the receiver never sent, so it never holds an ACK. */
+static void one_way_stream_acks(void **state)
+{
+	(void)state;
+	struct fx *f = watch(NULL);
+	for (uint64_t i = 0; i < 8; i++)
+		CHECK(etest_post(f->t.ch, 0, f->t.qa, MRC_SQE_WRITE, i, f->t.lkey, 0, 1 << 16,
+				 f->t.rkey, 0, 0, 0) == 0, "post");
+	CHECK(chan_run(f->t.ch, stream_done, f, 10000000000ull, ETEST_MAX_STEPS) == 0,
+	      "stream finishes");
+	struct mrce_stats s1;
+	mrce_stats(E(f, 1), &s1);
+	CHECK(f->acks[1] > 0 && f->acks[1] == s1.tx_acks, "ACK packets: %llu",
+	      (unsigned long long)f->acks[1]);
+	CHECK(f->pb_data[0] == 0 && s1.tx_pb_acks == 0 && s1.ack_delay_expired == 0,
+	      "nothing rides, nothing held");
+	/* 8 x 16 packets of 4 KiB, ACKed at least every ack_every */
+	CHECK(f->acks[1] >= 8 * 16 / f->t.ch->cfg.ecfg.ack_every, "coalescing as before");
+}
+
+/* ---- hand-driven steps ------------------------------------------------ */
+
+static int take(struct fx *f, int n, struct pkt *out, int max)
+{
+	struct mrce_tx_pkt t[8];
+	int k = mrce_tx(E(f, n), f->t.ch->now, t, max < 8 ? max : 8);
+	for (int i = 0; i < k; i++) {
+		out[i].len = mrce_tx_pkt_copy(&t[i], out[i].b);
+		out[i].ev = t[i].ev;
+	}
+	return k;
+}
+
+static void take_one(struct fx *f, int n, struct pkt *p)
+{
+	struct pkt more[8];
+	int k = take(f, n, more, 8);
+	CHECK(k == 1, "node %d sent %d packets, want 1", n, k);
+	*p = more[0];
+}
+
+static int rx(struct fx *f, int n, const struct pkt *p)
+{
+	return mrce_rx(E(f, n), f->t.ch->now, P(f, n), p->b, p->len, 0);
+}
+
+static struct mrc_pkt_view view(const struct pkt *p)
+{
+	struct mrc_pkt_view v;
+	enum mrc_wire_drop why;
+	CHECK(mrc_wire_decode(p->b, p->len, &v, &why) == 0, "own packet: %s",
+	      mrc_wire_drop_name(why));
+	return v;
+}
+
+static void reencode(struct pkt *p, const struct mrc_data_hdr *h)
+{
+	mrc_wire_put_data(p->b, h);
+}
+
+static struct mrce_qp_info qinfo(struct fx *f, int n)
+{
+	struct mrce_qp_info qi;
+	CHECK(mrce_qp_info(E(f, n), n ? f->t.qb : f->t.qa, &qi) == 0, "qp_info");
+	return qi;
+}
+
+static struct mrce_stats stats(struct fx *f, int n)
+{
+	struct mrce_stats s;
+	mrce_stats(E(f, n), &s);
+	return s;
+}
+
+/* The exchange both RTT fixtures share, up to node 1's reply y (which
+ * carries the ACK of node 0's request d1, held 20 us) and d1 itself.
+ *   T0      node 1 sends x1 (so node 1 has sent data lately)
+ *   T0+10   node 0 takes x1, sends d1: d1 carries the ACK of x1 at once
+ *   T0+20   node 1 takes d1 and holds its ACK (nothing leaves)
+ *   T0+20+HOLD  node 1 replies y: y carries the ACK of d1, pb_hold = HOLD
+ * and y arrives 10 us later. */
+static void exchange(struct fx *f, struct pkt *d1, struct pkt *y)
+{
+	struct pkt x1, none[8];
+	uint64_t t0 = f->t.ch->now;
+	post_msg(f, 1, 100);
+	take_one(f, 1, &x1);
+	f->t.ch->now = t0 + 10 * US;
+	CHECK(rx(f, 0, &x1) == 0, "x1");
+	post_msg(f, 0, 200);
+	take_one(f, 0, d1);
+	struct mrc_pkt_view v = view(d1);
+	CHECK(v.u.data.flags & MRC_F_PB_ACK, "a request sent right after data carries its ACK");
+	CHECK(stats(f, 0).tx_acks == 0, "and no ACK packet went");
+	f->t.ch->now = t0 + 20 * US;
+	CHECK(rx(f, 1, d1) == 0, "d1");
+	CHECK(take(f, 1, none, 8) == 0, "node 1 holds its ACK for its own data");
+	CHECK(mrce_next_deadline(E(f, 1)) <= t0 + 20 * US + f->t.ch->cfg.ecfg.ack_delay_ns,
+	      "the held ACK has a deadline");
+	f->t.ch->now = t0 + 20 * US + HOLD;
+	post_msg(f, 1, 101);
+	take_one(f, 1, y);
+	v = view(y);
+	CHECK((v.u.data.flags & MRC_F_PB_ACK) && v.u.data.pb_hold == HOLD / MRC_PB_HOLD_NS,
+	      "the reply carries the ACK, held %llu ns (pb_hold %u)",
+	      (unsigned long long)HOLD, v.u.data.pb_hold);
+	CHECK(stats(f, 1).ack_delay_expired == 0 && stats(f, 1).tx_acks == 0, "no ACK packet");
+	f->t.ch->now = t0 + 30 * US + HOLD;
+}
+
+/* The ACK packet node 1 would have sent at once instead of holding it:
+ * it says what y's piggybacked ACK says, and arrives HOLD before y. */
+static void equivalent_ack(struct fx *f, const struct pkt *d1, const struct pkt *y,
+			   struct pkt *a)
+{
+	struct mrc_data_hdr dh = view(d1).u.data, yh = view(y).u.data;
+	struct mrc_ack_hdr h = { .dqpn = f->t.qa, .cum_psn = yh.pb_cum_psn,
+		.sack_base = yh.pb_cum_psn, .trig_psn = dh.psn, .ev = dh.ev,
+		.ts_echo = dh.ts,
+		.token = yh.token };
+	CHECK(yh.pb_sack == 0 && yh.pb_cum_psn == dh.psn + 1, "in order");
+	a->len = mrc_wire_put_ack(a->b, &h);
+}
+
+static void rtt_cc_identical(void **state)
+{
+	(void)state;
+	struct pkt fd1, fy, gd1, gy, ack, plain;
+	exchange(g_f, &fd1, &fy);
+	exchange(g_g, &gd1, &gy);
+	CHECK(fd1.len == gd1.len && !memcmp(fd1.b, gd1.b, fd1.len) &&
+	      fy.len == gy.len && !memcmp(fy.b, gy.b, fy.len), "fixtures identical");
+	struct mrce_qp_info f0 = qinfo(g_f, 0), g0 = qinfo(g_g, 0);
+	CHECK(f0.inflight == 1 && f0.srtt_ns == 0, "d1 in flight, no RTT yet");
+	/* F: the reply with its ACK.  G: the equivalent ACK packet, then the
+	 * reply without it. */
+	CHECK(rx(g_f, 0, &fy) == 0, "fy");
+	equivalent_ack(g_g, &gd1, &gy, &ack);
+	plain = gy;
+	struct mrc_data_hdr h = view(&gy).u.data;
+	h.flags &= (uint16_t)~MRC_F_PB_ACK;
+	h.pb_cum_psn = 0;
+	h.pb_hold = 0;
+	reencode(&plain, &h);
+	uint64_t t_y = g_g->t.ch->now;
+	g_g->t.ch->now = t_y - HOLD;
+	CHECK(rx(g_g, 0, &ack) == 0, "G: ACK");
+	g_g->t.ch->now = t_y;
+	CHECK(rx(g_g, 0, &plain) == 0, "G: data");
+	f0 = qinfo(g_f, 0);
+	g0 = qinfo(g_g, 0);
+	/* RTT: d1 left at T0+10 and its ACK would have been back at T0+30 */
+	uint64_t want = 20 * US;
+	CHECK(f0.srtt_ns == want, "piggybacked RTT sample %llu, want %llu",
+	      (unsigned long long)f0.srtt_ns, (unsigned long long)want);
+	CHECK(f0.srtt_ns == g0.srtt_ns && f0.rto_ns == g0.rto_ns &&
+	      f0.cwnd_bytes == g0.cwnd_bytes && f0.inflight == 0 && g0.inflight == 0 &&
+	      f0.bytes_acked == g0.bytes_acked && f0.bytes_acked == 64,
+	      "QP state: srtt %llu/%llu rto %llu/%llu cwnd %u/%u acked %llu/%llu",
+	      (unsigned long long)f0.srtt_ns, (unsigned long long)g0.srtt_ns,
+	      (unsigned long long)f0.rto_ns, (unsigned long long)g0.rto_ns,
+	      f0.cwnd_bytes, g0.cwnd_bytes, (unsigned long long)f0.bytes_acked,
+	      (unsigned long long)g0.bytes_acked);
+	/* The path d1 went on: measured alike, without the hold. */
+	struct mrce_ev_info fe, ge;
+	uint16_t ev = view(&fd1).u.data.ev;
+	CHECK(mrce_ev_info(E(g_f, 0), P(g_f, 0), ev, &fe) == 0 &&
+	      mrce_ev_info(E(g_g, 0), P(g_g, 0), ev, &ge) == 0, "ev_info");
+	CHECK(fe.srtt_ns == want && ge.srtt_ns == want, "path RTT without the hold: %llu / %llu",
+	      (unsigned long long)fe.srtt_ns, (unsigned long long)ge.srtt_ns);
+	CHECK(fe.state == ge.state && fe.state == MRC_EV_GOOD, "path GOOD in both");
+	/* Both took x1, completed d1 and delivered y. */
+	struct mrce_wc wf[4], wg[4];
+	int nf = mrce_poll_cq(E(g_f, 0), wf, 4), ng = mrce_poll_cq(E(g_g, 0), wg, 4);
+	CHECK(nf == ng && nf == 3, "completions (x1, d1, y) %d / %d", nf, ng);
+	CHECK(stats(g_f, 0).rx_pb_acks == 1 && stats(g_g, 0).rx_pb_acks == 0 &&
+	      stats(g_f, 1).rx_pb_acks == 1, "rx_pb_acks");
+}
+
+/* No data within ack_delay_ns: the held ACK leaves as a packet at its
+ * deadline, and it is counted. */
+static void held_ack_expires(void **state)
+{
+	(void)state;
+	struct fx *f = g_f;
+	struct pkt x1, d1, a[8];
+	uint64_t t0 = f->t.ch->now;
+	post_msg(f, 1, 100);
+	take_one(f, 1, &x1);
+	f->t.ch->now = t0 + 10 * US;
+	rx(f, 0, &x1);
+	post_msg(f, 0, 200);
+	take_one(f, 0, &d1);
+	f->t.ch->now = t0 + 20 * US;
+	rx(f, 1, &d1);
+	CHECK(take(f, 1, a, 8) == 0 && !mrce_tx_pending(E(f, 1)), "held");
+	uint64_t due = mrce_next_deadline(E(f, 1));
+	CHECK(due == t0 + 20 * US + f->t.ch->cfg.ecfg.ack_delay_ns, "deadline %llu",
+	      (unsigned long long)(due - t0));
+	f->t.ch->now = due - 1;
+	mrce_tick(E(f, 1), f->t.ch->now);
+	CHECK(take(f, 1, a, 8) == 0, "not before its deadline");
+	f->t.ch->now = due;
+	mrce_tick(E(f, 1), f->t.ch->now);
+	CHECK(mrce_tx_pending(E(f, 1)), "due");
+	CHECK(take(f, 1, a, 8) == 1 && view(&a[0]).op == MRC_OP_ACK, "an ACK packet");
+	CHECK(stats(f, 1).ack_delay_expired == 1, "counted");
+	CHECK(mrce_next_deadline(E(f, 1)) != due, "deadline gone");
+	CHECK(rx(f, 0, &a[0]) == 0 && qinfo(f, 0).inflight == 0, "it acknowledges d1");
+}
+
+/* A forged piggyback (wrong token) and one acknowledging what was never
+ * sent: the packet is dropped whole (counted), nothing acknowledged and
+ * nothing placed; the genuine packet then works. */
+static void forged_and_malformed(void **state)
+{
+	(void)state;
+	struct fx *f = g_f;
+	struct pkt d1, y, bad;
+	exchange(f, &d1, &y);
+	struct mrc_data_hdr h = view(&y).u.data;
+	struct mrce_qp_info before = qinfo(f, 0);
+	struct mrce_stats s = stats(f, 0);
+
+	bad = y;
+	struct mrc_data_hdr b = h;
+	b.token ^= 1;
+	reencode(&bad, &b);
+	CHECK(rx(f, 0, &bad) == 0, "forged");
+	CHECK(stats(f, 0).rx_bad_token[MRC_TOK_DATA] == s.rx_bad_token[MRC_TOK_DATA] + 1,
+	      "forged counted");
+
+	b = h;
+	b.pb_cum_psn = h.pb_cum_psn + 5;   /* beyond anything node 0 sent */
+	reencode(&bad, &b);
+	CHECK(rx(f, 0, &bad) == 0, "malformed");
+	CHECK(stats(f, 0).rx_drop[MRC_DROP_FIELD] == s.rx_drop[MRC_DROP_FIELD] + 1,
+	      "malformed counted");
+
+	b = h;
+	b.pb_sack = 0x8000;                /* a PSN 16 past the cumulative one */
+	reencode(&bad, &b);
+	CHECK(rx(f, 0, &bad) == 0, "sack beyond");
+	struct mrce_qp_info mid = qinfo(f, 0);
+	CHECK(mid.inflight == before.inflight && mid.bytes_acked == before.bytes_acked &&
+	      mid.rx_pkts == before.rx_pkts && mid.bytes_placed == before.bytes_placed,
+	      "nothing acknowledged or placed by them");
+
+	CHECK(rx(f, 0, &y) == 0, "genuine");
+	struct mrce_qp_info after = qinfo(f, 0);
+	CHECK(after.inflight == 0 && after.bytes_acked == 64 &&
+	      after.bytes_placed == before.bytes_placed + 64,
+	      "the genuine one acknowledges and lands");
+}
+
+int main(void)
+{
+	seed_init("test_ack_piggyback");
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(pingpong_no_ack_packets, setup, teardown),
+		cmocka_unit_test_setup_teardown(one_way_stream_acks, setup, teardown),
+		cmocka_unit_test_setup_teardown(rtt_cc_identical, setup, teardown),
+		cmocka_unit_test_setup_teardown(held_ack_expires, setup, teardown),
+		cmocka_unit_test_setup_teardown(forged_and_malformed, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
