@@ -66,10 +66,11 @@ static int parse_args(struct mrc__verbs_dp *dp, const char *args, char *why, siz
 	return 0;
 }
 
-/* The device, port and GID index of plane pl: a RoCEv2 GID on the plane's
- * netdev, the one equal to the plane's address when there is one (the
- * kernel fills the GID table from the netdev's IPv6 addresses).  With no
- * ifname (loopback use), only a GID equal to the address matches. */
+/* The device, port and GID index of plane pl: the RoCEv2 GID equal to the
+ * plane's address, on the plane's netdev when it names one.  Only that
+ * GID will do: it is the source address of every packet, and peers check
+ * sources.  The kernel fills the GID table from the netdev's IPv6
+ * addresses, so the plane NIC must carry the address. */
 static int find_gid(struct mrc__verbs_dp *dp, struct mrc__vplane *p, const struct mrc_dp_plane *pl,
 		    struct ibv_device **devs, int ndev, char *why, size_t whylen)
 {
@@ -79,42 +80,30 @@ static int find_gid(struct mrc__verbs_dp *dp, struct mrc__vplane *p, const struc
 		return -ENODEV;
 	}
 	static struct ibv_gid_entry e[MAX_GIDS];   /* one thread opens */
-	int best = 0;
-	for (int d = 0; d < ndev && best < 2; d++) {
+	for (int d = 0; d < ndev && !p->ctx; d++) {
 		struct ibv_context *ctx = dp->ops->open_device(devs[d]);
 		if (!ctx)
 			continue;
 		ssize_t n = dp->ops->query_gid_table(ctx, e, MAX_GIDS);
-		int found = 0;
-		for (ssize_t i = 0; i < n; i++) {
-			if (e[i].gid_type != IBV_GID_TYPE_ROCE_V2)
-				continue;
-			int same = !memcmp(e[i].gid.raw, &pl->local, 16);
-			int score = same ? 2 : ifindex && e[i].ndev_ifindex == ifindex;
-			if (ifindex && e[i].ndev_ifindex != ifindex)
-				score = 0;
-			if (score > best) {
-				best = score;
-				found = 1;
+		for (ssize_t i = 0; i < n && !p->ctx; i++)
+			if (e[i].gid_type == IBV_GID_TYPE_ROCE_V2 &&
+			    !memcmp(e[i].gid.raw, &pl->local, 16) &&
+			    (!ifindex || e[i].ndev_ifindex == ifindex)) {
+				p->ctx = ctx;
 				p->port = (uint8_t)e[i].port_num;
 				p->gid_index = e[i].gid_index;
+				snprintf(p->dev, sizeof(p->dev), "%s",
+					 dp->ops->get_device_name(devs[d]));
 			}
-		}
-		if (found) {
-			if (p->ctx)
-				dp->ops->close_device(p->ctx);
-			p->ctx = ctx;
-			snprintf(p->dev, sizeof(p->dev), "%s", dp->ops->get_device_name(devs[d]));
-		} else {
+		if (!p->ctx)
 			dp->ops->close_device(ctx);
-		}
 	}
 	if (!p->ctx) {
 		char a[INET6_ADDRSTRLEN];
 		inet_ntop(AF_INET6, &pl->local, a, sizeof(a));
-		snprintf(why, whylen, "no RoCEv2 GID for %s%s%s on any of %d RDMA device(s) "
-			 "(ibv_devinfo -v lists their GIDs)", a, ifindex ? " on " : "",
-			 ifindex ? pl->ifname : "", ndev);
+		snprintf(why, whylen, "no RoCEv2 GID %s%s%s on any of %d RDMA device(s) "
+			 "(the plane NIC must carry the address; ibv_devinfo -v lists GIDs)", a,
+			 ifindex ? " on " : "", ifindex ? pl->ifname : "", ndev);
 		return -ENODEV;
 	}
 	return 0;
@@ -162,7 +151,7 @@ static int open_plane(struct mrc__verbs_dp *dp, uint32_t i, const struct mrc_dp_
 {
 	struct mrc__vplane *p = &dp->pl[i];
 	const struct mrc__verbs_ops *o = dp->ops;
-	char sub[160] = "";
+	char sub[320] = "";
 	int rc = find_gid(dp, p, pl, devs, ndev, sub, sizeof(sub));
 	const char *what = "";
 	if (rc) {

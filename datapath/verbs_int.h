@@ -48,6 +48,13 @@ struct mrc__vplane {
 	struct mrc__vent *ah, *peer;
 };
 
+/* A send WR chain for one plane, posted as one ibv_post_send. */
+struct mrc__vchain {
+	struct ibv_send_wr wr[MRC_DP_BATCH];
+	struct ibv_sge sge[MRC_DP_BATCH][3];
+	uint32_t n;
+};
+
 struct mrc__verbs_dp {
 	struct mrc_dp base;
 	const struct mrc__verbs_ops *ops;
@@ -57,6 +64,7 @@ struct mrc__verbs_dp {
 	uint64_t clock;
 	struct mrc__vplane pl[MRC_DP_MAX_PLANES];
 	struct mrc__vregion reg[MRC__VERBS_MAX_REGIONS];
+	struct mrc__vchain chain[MRC_DP_MAX_PLANES]; /* empty between send calls */
 	struct mrc_dp_stats st;
 	struct mrc__verbs_xstats x;
 };

@@ -87,14 +87,7 @@ static void reap(struct mrc__verbs_dp *dp, struct mrc__vplane *p)
 	}
 }
 
-/* A send WR chain for one plane, posted as one ibv_post_send. */
-struct chain {
-	struct ibv_send_wr wr[MRC_DP_BATCH];
-	struct ibv_sge sge[MRC_DP_BATCH][3];
-	uint32_t n;
-};
-
-static uint32_t post_chain(struct mrc__verbs_dp *dp, struct mrc__vplane *p, struct chain *c)
+static uint32_t post_chain(struct mrc__verbs_dp *dp, struct mrc__vplane *p, struct mrc__vchain *c)
 {
 	/* Retiring completions here too counts send errors promptly; polling
 	 * an empty CQ costs a load or two. */
@@ -125,7 +118,7 @@ static uint32_t post_chain(struct mrc__verbs_dp *dp, struct mrc__vplane *p, stru
  * destination, so each path gets its own).  Evicting a handle first waits
  * for the sends that name it, which the pending chain may hold. */
 static struct mrc__vent *ah_get(struct mrc__verbs_dp *dp, struct mrc__vplane *p,
-				const struct in6_addr *dst, struct chain *c, uint32_t *sent)
+				const struct in6_addr *dst, struct mrc__vchain *c, uint32_t *sent)
 {
 	struct mrc__vent *e = lookup(dp, p->ah, dst);
 	if (e)
@@ -135,7 +128,7 @@ static struct mrc__vent *ah_get(struct mrc__verbs_dp *dp, struct mrc__vplane *p,
 		if (e->last_seq > p->tx_done) {
 			*sent += post_chain(dp, p, c);
 			/* bounded: a NIC completes a send in microseconds */
-			for (long spin = 0; spin < 10000000 && e->last_seq > p->tx_done; spin++)
+			for (long spin = 0; spin < 1000000 && e->last_seq > p->tx_done; spin++)
 				reap(dp, p);
 			if (e->last_seq > p->tx_done)
 				return NULL;
@@ -183,7 +176,7 @@ static struct mrc__vregion *region_of(struct mrc__verbs_dp *dp, const void *b, s
  * own SGE when a registered region holds it, the other pieces copied into
  * the slot (one SGE per run of copied pieces: SGEs gather in order). */
 static void build(struct mrc__verbs_dp *dp, struct mrc__vplane *p, const struct mrc_dp_out *o,
-		  struct ibv_ah *ah, uint32_t qpn, struct chain *c)
+		  struct ibv_ah *ah, uint32_t qpn, struct mrc__vchain *c)
 {
 	uint32_t k = c->n++;
 	uint8_t *slot = p->sbuf + (size_t)(p->tx_posted % dp->tx_depth) * p->mtu;
@@ -220,7 +213,7 @@ static void build(struct mrc__verbs_dp *dp, struct mrc__vplane *p, const struct 
 	p->tx_posted++;
 }
 
-static int send_one(struct mrc__verbs_dp *dp, const struct mrc_dp_out *o, struct chain *c,
+static int send_one(struct mrc__verbs_dp *dp, const struct mrc_dp_out *o, struct mrc__vchain *c,
 		    uint32_t *sent)
 {
 	struct mrc__vplane *p = &dp->pl[o->plane];
@@ -255,7 +248,7 @@ static int send_one(struct mrc__verbs_dp *dp, const struct mrc_dp_out *o, struct
 int mrc__verbs_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_t n)
 {
 	struct mrc__verbs_dp *dp = (struct mrc__verbs_dp *)base;
-	static struct chain ch[MRC_DP_MAX_PLANES];   /* one thread drives a datapath */
+	struct mrc__vchain *ch = dp->chain;
 	uint32_t sent = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct mrc_dp_out *o = &pkts[i];
@@ -263,7 +256,7 @@ int mrc__verbs_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_t
 			dp->st.tx_errs++;
 			continue;
 		}
-		struct chain *c = &ch[o->plane];
+		struct mrc__vchain *c = &ch[o->plane];
 		int rc = send_one(dp, o, c, &sent);
 		if (rc && rc != -EAGAIN)
 			dp->st.tx_errs++;

@@ -421,7 +421,7 @@ static void open_makes_a_ud_qp_per_plane(void **state)
 		assert_int_equal(mrc_dp_fd(dp, p), v->pl[p].ch->fd);
 		assert_int_equal(mrc_dp_link_up(dp, p), 1);
 	}
-	assert_int_equal(F.live[K_CTX], 2);  /* one context per plane; device 1 never needed */
+	assert_int_equal(F.live[K_CTX], 2);  /* one context per plane */
 	mrc_dp_close(dp);
 	assert_nothing_live();
 }
@@ -648,14 +648,18 @@ static void no_device_says_so(void **state)
 	assert_non_null(strstr(why, "no RDMA device: ibv_get_device_list found none"));
 	assert_non_null(strstr(why, "use datapath=udp"));
 	assert_null(dp);
-	/* devices, but none with a RoCEv2 GID for the plane's address (no
-	 * ifname: any GID on a named netdev would do) */
+	/* devices, but none with a RoCEv2 GID equal to the plane's address
+	 * on its netdev (device 1's GID on lo is another address) */
 	c = cfg2(NULL);
 	planes[1].local = A("fd00::99");
-	planes[1].ifname[0] = 0;
 	assert_int_equal(mrc__dp_verbs_open_ops(&dp, &c, &fake_ops, why, sizeof(why)), -ENODEV);
-	assert_non_null(strstr(why, "plane 1: no RoCEv2 GID for fd00::99 on any of 2"));
+	assert_non_null(strstr(why, "plane 1: no RoCEv2 GID fd00::99 on lo on any of 2"));
 	assert_nothing_live();
+	/* the address on another netdev does not count */
+	c = cfg2(NULL);
+	snprintf(planes[0].ifname, sizeof(planes[0].ifname), "%s", "nonexistent0");
+	assert_int_equal(mrc__dp_verbs_open_ops(&dp, &c, &fake_ops, why, sizeof(why)), -ENODEV);
+	assert_non_null(strstr(why, "plane 0: no interface nonexistent0"));
 	/* bad options */
 	c = cfg2("ah_max=0");
 	assert_int_equal(mrc__dp_verbs_open_ops(&dp, &c, &fake_ops, why, sizeof(why)), -EINVAL);
