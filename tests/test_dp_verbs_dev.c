@@ -16,10 +16,14 @@
 
 #ifdef MRC_HAVE_VERBS
 #include "datapath/verbs_int.h"
+#endif
 
 static void real_device_loopback(void **state)
 {
 	(void)state;
+#ifndef MRC_HAVE_VERBS
+	MRC_SKIP("built without libibverbs-dev: the verbs datapath is not built in");
+#else
 	int n = 0;
 	struct ibv_device **l = mrc__verbs_real.get_device_list(&n);
 	if (l)
@@ -65,7 +69,9 @@ static void real_device_loopback(void **state)
 	assert_int_equal(got, 1);
 	assert_int_equal(in[0].len, 4);
 	assert_memory_equal(in[0].buf, "ping", 4);
+	assert_memory_equal(&in[0].src, &pl.local, 16);   /* from the GRH */
 	mrc_dp_close(dp);
+#endif
 }
 
 int main(void)
@@ -73,17 +79,3 @@ int main(void)
 	const struct CMUnitTest t[] = { cmocka_unit_test(real_device_loopback) };
 	return cmocka_run_group_tests(t, NULL, NULL);
 }
-
-#else
-static void not_built(void **state)
-{
-	(void)state;
-	MRC_SKIP("built without libibverbs-dev: the verbs datapath is not built in");
-}
-
-int main(void)
-{
-	const struct CMUnitTest t[] = { cmocka_unit_test(not_built) };
-	return cmocka_run_group_tests(t, NULL, NULL);
-}
-#endif
