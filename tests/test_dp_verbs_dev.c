@@ -1,17 +1,21 @@
 /* The verbs datapath on a real RoCEv2 device, through the real libibverbs:
  * one plane on the first device's first RoCEv2 GID, a datagram to itself
  * through the NIC.  Skips when ibv_get_device_list finds no device (the
- * fake-device tests are tests/test_dp_verbs.c). */
+ * fake-device tests are tests/test_dp_verbs.c).  Where there is none,
+ * mrcd with datapath=verbs refuses to start and says why. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/support/mrcd_spawn.h"
 #include "tests/support/skip.h"
 
 #ifdef MRC_HAVE_VERBS
@@ -74,8 +78,45 @@ static void real_device_loopback(void **state)
 #endif
 }
 
+/* With no RDMA device, mrcd --datapath=verbs exits 1 at start with the
+ * reason and what to use instead (bounded by timeout(1)). */
+static void mrcd_refuses_without_device(void **state)
+{
+	(void)state;
+#ifndef MRC_HAVE_VERBS
+	MRC_SKIP("built without libibverbs-dev: the verbs datapath is not built in");
+#else
+	int n = 0;
+	struct ibv_device **l = mrc__verbs_real.get_device_list(&n);
+	if (l)
+		mrc__verbs_real.free_device_list(l);
+	if (l && n > 0)
+		MRC_SKIP("an RDMA device is present (mrcd would start)");
+	if (!mrcd_spawn_available())
+		MRC_SKIP("build/bin/mrcd not built");
+	char dir[] = "/tmp/mrc-verbs-XXXXXX", cmd[1024], out[4096] = "";
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "cd %s && '%s' --genkey k >/dev/null && timeout 10 '%s' "
+		 "--datapath=verbs --key_file=k --socket=%s/s.sock --port=%u 2>&1; echo rc=$?",
+		 dir, mrcd_spawn_bin(), mrcd_spawn_bin(), dir, 30000u + (unsigned)getpid() % 20000);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	size_t got = fread(out, 1, sizeof(out) - 1, p);
+	out[got] = 0;
+	pclose(p);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	if (!strstr(out, "datapath verbs: no RDMA device: ibv_get_device_list found none") ||
+	    !strstr(out, "use datapath=udp") || !strstr(out, "rc=1"))
+		fail_msg("mrcd said: %s", out);
+#endif
+}
+
 int main(void)
 {
-	const struct CMUnitTest t[] = { cmocka_unit_test(real_device_loopback) };
+	const struct CMUnitTest t[] = {
+		cmocka_unit_test(mrcd_refuses_without_device),
+		cmocka_unit_test(real_device_loopback),
+	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }
