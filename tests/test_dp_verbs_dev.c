@@ -20,6 +20,17 @@
 
 #ifdef MRC_HAVE_VERBS
 #include "datapath/verbs_int.h"
+
+/* 1 when libibverbs lists a device; 0 when it lists none or (ENOSYS) the
+ * kernel has no RDMA support. */
+static int have_device(void)
+{
+	int n = 0;
+	struct ibv_device **l = mrc__verbs_real.get_device_list(&n);
+	if (l)
+		mrc__verbs_real.free_device_list(l);
+	return l && n > 0;
+}
 #endif
 
 static void real_device_loopback(void **state)
@@ -28,18 +39,15 @@ static void real_device_loopback(void **state)
 #ifndef MRC_HAVE_VERBS
 	MRC_SKIP("built without libibverbs-dev: the verbs datapath is not built in");
 #else
-	int n = 0;
-	struct ibv_device **l = mrc__verbs_real.get_device_list(&n);
-	if (l)
-		mrc__verbs_real.free_device_list(l);
-	if (!l || n <= 0)
+	if (!have_device())
 		MRC_SKIP("no RDMA device (ibv_get_device_list found none)");
 	/* On a RoCE host: the first device's first RoCEv2 GID, a datagram to
 	 * itself through the NIC. */
 	struct ibv_context *ctx = NULL;
 	struct ibv_gid_entry e[64];
 	ssize_t ng = 0;
-	l = mrc__verbs_real.get_device_list(&n);
+	int n = 0;
+	struct ibv_device **l = mrc__verbs_real.get_device_list(&n);
 	ctx = mrc__verbs_real.open_device(l[0]);
 	assert_non_null(ctx);
 	ng = mrc__verbs_real.query_gid_table(ctx, e, 64);
@@ -86,11 +94,7 @@ static void mrcd_refuses_without_device(void **state)
 #ifndef MRC_HAVE_VERBS
 	MRC_SKIP("built without libibverbs-dev: the verbs datapath is not built in");
 #else
-	int n = 0;
-	struct ibv_device **l = mrc__verbs_real.get_device_list(&n);
-	if (l)
-		mrc__verbs_real.free_device_list(l);
-	if (l && n > 0)
+	if (have_device())
 		MRC_SKIP("an RDMA device is present (mrcd would start)");
 	if (!mrcd_spawn_available())
 		MRC_SKIP("build/bin/mrcd not built");
