@@ -43,7 +43,7 @@ install -D -m 644 systemd/mrcd.tmpfiles "$P/lib/tmpfiles.d/mrcd.conf"
 
 install -D -m 644 etc/mrcd.conf.example "$D/etc/mrcd/mrcd.conf.example"
 inst 644 "$P/share/mrc/topologies" examples/topologies/*.json
-for m in man/*.[358]; do
+for m in man/*.[3578]; do
 	[ -f "$m" ] || continue
 	inst 644 "$P/share/man/man${m##*.}" "$m"
 done
