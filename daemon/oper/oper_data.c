@@ -509,6 +509,10 @@ json_t *mrcd_oper_stats(struct oper *o)
 		json_object_set_new(tok, mrce_tok_kind_name((enum mrce_tok_kind)k),
 				    json_integer((json_int_t)s.rx_bad_token[k]));
 	json_object_set_new(eng, "rx_bad_token", tok);
+	/* ACKs that rode on reverse data, and held ACKs that left alone. */
+	json_object_update_missing_new(eng, json_pack("{s:I, s:I, s:I}",
+		"tx_pb_acks", (json_int_t)s.tx_pb_acks, "rx_pb_acks", (json_int_t)s.rx_pb_acks,
+		"ack_delay_expired", (json_int_t)s.ack_delay_expired));
 	struct mrc_dp_stats ds;
 	mrc_dp_get_stats(d->dp, &ds);
 	json_t *dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
