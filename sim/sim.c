@@ -120,7 +120,7 @@ int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
 	    (rc = sim_hosts_create(s, err, errlen)))
 		goto fail;
 	s->rx_buf = malloc(MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN);
-	if (!s->rx_buf || sim_evq_init(&s->q, 4 * (uint64_t)s->n_ports + 1024) ||
+	if (!s->rx_buf || sim_evq_init(&s->q, (uint64_t)s->fab.n_hosts + s->n_flows + 1024) ||
 	    sim_pool_init(&s->pool)) {
 		rc = mrc__errf(err, errlen, "out of memory");
 		goto fail;
