@@ -10,6 +10,7 @@ int sim_evq_init(struct sim_evq *q, uint64_t cap)
 {
 	memset(q->f, 0, sizeof(q->f));
 	q->nf = 0;
+	q->last = NULL;
 	q->seq = 0;
 	q->pushed = 0;
 	/* Only timers, starts and faults live in the heap: one timer per
@@ -109,27 +110,14 @@ int sim_evq_pop(struct sim_evq *q, struct sim_event *ev)
 		struct mrc__heap_ent e;
 		mrc__heap_pop(&q->h, &e);
 		*ev = (struct sim_event){ .t = e.t, .key = e.key, .arg = e.v.u };
+		q->last = NULL;
 		return 1;
 	}
+	q->last = best;
 	if (!best)
 		return 0;
 	*ev = best->e[best->head];
 	best->head = (best->head + 1) & (best->cap - 1);
 	best->n--;
 	return 1;
-}
-
-int sim_evq_peek(const struct sim_evq *q, uint64_t delay, uint32_t ahead,
-		 uint64_t *arg)
-{
-	for (uint32_t i = 0; i < q->nf; i++) {
-		const struct sim_evq_fifo *f = &q->f[i];
-		if (f->delay != delay)
-			continue;
-		if (ahead >= f->n)
-			return -1;
-		*arg = f->e[(f->head + ahead) & (f->cap - 1)].arg;
-		return 0;
-	}
-	return -1;
 }

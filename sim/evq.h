@@ -43,6 +43,7 @@ struct sim_evq {
 	struct mrc__heap h;
 	struct sim_evq_fifo f[SIM_EVQ_FIFOS];
 	uint32_t nf;
+	const struct sim_evq_fifo *last;  /* the last pop's FIFO, NULL: heap */
 	uint64_t seq;
 	uint64_t pushed;           /* events ever scheduled */
 };
@@ -57,10 +58,17 @@ int sim_evq_push_in(struct sim_evq *q, uint64_t now, uint64_t delay,
 		    uint8_t type, uint64_t arg);
 /* Removes the earliest event into *ev; 0 when empty. */
 int sim_evq_pop(struct sim_evq *q, struct sim_event *ev);
-/* The arg of the FIFO event `ahead` places behind the one just popped
- * from the FIFO of `delay` (for prefetching); 0 with *arg set, or -1. */
-int sim_evq_peek(const struct sim_evq *q, uint64_t delay, uint32_t ahead,
-		 uint64_t *arg);
+/* The event `ahead` places behind the one just popped, in the FIFO it
+ * came from, or NULL (heap, or not that many): the caller prefetches what
+ * that event will touch, since the FIFOs know the future in order. */
+static inline const struct sim_event *sim_evq_ahead(const struct sim_evq *q,
+						    uint32_t ahead)
+{
+	const struct sim_evq_fifo *f = q->last;
+	if (!f || ahead >= f->n)
+		return NULL;
+	return &f->e[(f->head + ahead) & (f->cap - 1)];
+}
 
 static inline uint8_t sim_event_type(const struct sim_event *e)
 {
