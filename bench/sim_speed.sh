@@ -14,15 +14,8 @@ QUICK=0
 REPS=${REPS:-3}
 BASE=51a60aa
 OUT=bench/results/sim_speed.md
-if ! git rev-parse -q --verify "$BASE^{commit}" >/dev/null 2>&1; then
-	echo "sim_speed: SKIPPED: commit $BASE not in this checkout (needs git history)"; exit 0
-fi
-wt=$(mktemp -d /tmp/mrc-simspd.XXXXXX)
-res=$(mktemp -d /tmp/mrc-simspdres.XXXXXX)
-trap 'git worktree remove --force "$wt" >/dev/null 2>&1 || rm -rf "$wt"; rm -rf "$res"' EXIT
-git worktree add -q --detach "$wt" "$BASE"
-make -C "$wt" -s MRC_DEPS_DONE=1 build/bin/mrcsim >/dev/null
-make -s "$B/bin/mrcsim" >/dev/null
+. "$(dirname "$0")/sim_lib.sh"
+sim_build_base "$BASE" sim_speed
 load0=$(cut -d' ' -f1 /proc/loadavg)
 # median of the numbers on stdin
 med() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
