@@ -12,15 +12,8 @@ QUICK=0
 [ "${2:-}" != --quick ] || QUICK=1
 BASE=cb92cd3
 OUT=bench/results/sim_base.md
-if ! git rev-parse -q --verify "$BASE^{commit}" >/dev/null 2>&1; then
-	echo "sim_base: SKIPPED: commit $BASE not in this checkout (needs git history)"; exit 0
-fi
-wt=$(mktemp -d /tmp/mrc-simbase.XXXXXX)
-res=$(mktemp -d /tmp/mrc-simres.XXXXXX)
-trap 'git worktree remove --force "$wt" >/dev/null 2>&1 || rm -rf "$wt"; rm -rf "$res"' EXIT
-git worktree add -q --detach "$wt" "$BASE"
-make -C "$wt" -s MRC_DEPS_DONE=1 build/bin/mrcsim >/dev/null
-make -s "$B/bin/mrcsim" >/dev/null
+. "$(dirname "$0")/sim_lib.sh"
+sim_build_base "$BASE" sim_base
 ks="12 16"
 [ "$QUICK" = 1 ] || ks="12 16 32"
 for k in $ks; do

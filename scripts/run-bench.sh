@@ -24,12 +24,15 @@ echo "=== $n engine benchmark(s) done; results in bench/results/"
 # "authentication off" baseline (bench/results/auth_off.md).
 echo "=== auth_off"
 ./bench/auth_off.sh "$b"
-# mrcsim with the engine of cb92cd3 vs now (bench/results/sim_base.md);
+# mrcsim with the engine of cb92cd3 vs now (bench/results/sim_base.md)
+# and the simulator of 51a60aa vs now (bench/results/sim_speed.md);
 # MRC_BENCH_SIM=quick leaves out the 8,192-host rows, 0 skips it.
 case ${MRC_BENCH_SIM:-1} in
 0) ;;
-quick) echo "=== sim_base"; ./bench/sim_base.sh "$b" --quick ;;
-*) echo "=== sim_base"; ./bench/sim_base.sh "$b" ;;
+quick) echo "=== sim_base"; ./bench/sim_base.sh "$b" --quick
+	echo "=== sim_speed"; ./bench/sim_speed.sh "$b" --quick ;;
+*) echo "=== sim_base"; ./bench/sim_base.sh "$b"
+	echo "=== sim_speed"; ./bench/sim_speed.sh "$b" ;;
 esac
 case ${MRC_BENCH_FABRIC:-1} in
 0) ;;

@@ -64,7 +64,18 @@ struct sim_pkt *sim_pkt_alloc(struct mrc_sim *s)
 
 int sim_schedule(struct mrc_sim *s, uint64_t t, uint8_t type, uint64_t arg)
 {
-	return sim_evq_push(&s->q, t, type, arg);
+	int rc = sim_evq_push(&s->q, t, type, arg);
+	if (rc)
+		s->oom = 1;
+	return rc;
+}
+
+int sim_schedule_in(struct mrc_sim *s, uint64_t delay, uint8_t type, uint64_t arg)
+{
+	int rc = sim_evq_push_in(&s->q, s->now, delay, type, arg);
+	if (rc)
+		s->oom = 1;
+	return rc;
 }
 
 static void drop(struct mrc_sim *s, struct sim_port *p, struct sim_pkt *k,
@@ -91,7 +102,7 @@ static void port_start(struct mrc_sim *s, uint32_t port)
 	p->cur = k;
 	if (p->from_host != SIM_NONE && (k->flags & PF_DATA))
 		s->hosts[p->from_host].queued--;
-	sim_schedule(s, s->now + sim_ser_ps(s, k->wire), SE_TXDONE, port);
+	sim_schedule_in(s, sim_ser_ps(s, k->wire), SE_TXDONE, port);
 }
 
 void sim_port_enqueue(struct mrc_sim *s, uint32_t port, struct sim_pkt *k)
@@ -156,7 +167,7 @@ void sim_port_txdone(struct mrc_sim *s, uint32_t port)
 		if (p->state == PS_DOWN)   /* went down mid-frame */
 			drop(s, p, k, &s->drop_down);
 		else
-			sim_schedule(s, s->now + s->prop_ps, SE_ARRIVE, (uint64_t)(uintptr_t)k);
+			sim_schedule_in(s, s->prop_ps, SE_ARRIVE, (uint64_t)(uintptr_t)k);
 	}
 	port_start(s, port);
 	if (p->from_host != SIM_NONE)

@@ -229,7 +229,10 @@ static inline uint64_t sim_ser_ps(const struct mrc_sim *s, uint32_t bytes)
 {
 	return ((uint64_t)bytes * s->ser_num + s->fab.rate_mbit - 1) / s->fab.rate_mbit;
 }
+/* Both set s->oom on failure. sim_schedule_in: delay after now (the
+ * event queue's FIFOs: see evq.h). */
 int sim_schedule(struct mrc_sim *s, uint64_t t, uint8_t type, uint64_t arg);
+int sim_schedule_in(struct mrc_sim *s, uint64_t delay, uint8_t type, uint64_t arg);
 
 /* host.c */
 int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen);
