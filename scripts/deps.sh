@@ -7,12 +7,13 @@ PKGS="gcc make pkg-config clang libclang-rt-14-dev llvm libinih-dev libsystemd-d
 libcmocka-dev libjansson-dev libnl-3-dev libnl-route-3-dev libev-dev
 iproute2 nftables ethtool procps libbpf-dev jq gnuplot-nox iperf3 mptcpize systemd curl time
 passwd python3 man-db debootstrap libsodium-dev
-openmpi-bin libopenmpi-dev tshark tmux systemd-container"
+openmpi-bin libopenmpi-dev tshark tmux systemd-container libdpdk-dev"
 # openmpi-bin, libopenmpi-dev: the Open MPI baseline of the fabric collective
 # benchmark (bench/mpi_coll.c, bench/fabric/mpi.sh); mpicc calls gcc.
 # tshark (with text2pcap): the Wireshark dissector's tests (tools/wireshark/);
 # tmux: the terminal of tests/root/ctl_top.sh; systemd-container
 # (systemd-nspawn): mrcd under a booted systemd, tests/root/systemd_boot.sh.
+# libdpdk-dev: DPDK 22.11, the dpdk datapath (datapath/dpdk.c, docs/datapaths.md).
 # make MRC_GPUDIRECT=1 compiles gpu/gpudirect.c against <infiniband/verbs.h>.
 [ "${MRC_GPUDIRECT:-0}" = 1 ] && PKGS="$PKGS libibverbs-dev"
 missing=""
