@@ -12,3 +12,5 @@ DPDK_CFLAGS := -DMRC_HAVE_DPDK $(patsubst -I%,-isystem %,$(shell pkg-config --cf
 $(B)/datapath/dpdk.o: CFLAGS_ALL += $(DPDK_CFLAGS)
 LDLIBS_ALL += $(shell pkg-config --libs libdpdk)
 endif
+# tests/root/xfer.sh on the dpdk datapath, and dpdk <-> udp (skips without DPDK).
+ROOT_TESTS += tests/root/xfer_dpdk.sh

@@ -24,12 +24,14 @@
 
 #define RX_DESC 1024
 #define TX_DESC 1024
-#define POOL_PER_PLANE 4096
+#define POOL_PER_PLANE 2048
 #define TX_SPINS 16               /* tx_burst retries while the queue drains */
 #define NEIGH_TIMEOUT_MS 3000
-/* Every datagram in one segment: the copy into it is what lets the caller
- * reuse its header and trailer slots as soon as send returns. */
-#define DATA_ROOM (RTE_PKTMBUF_HEADROOM + MRC__FRAME_HDR_LEN + MRC_DP_MAX_DGRAM + 64)
+/* Every datagram in one segment (the copy into it is what lets the caller
+ * reuse its header and trailer slots as soon as send returns), and room
+ * for a whole af_packet frame slot, which its driver requires. */
+#define DATA_ROOM (RTE_PKTMBUF_HEADROOM + MRC__DPDK_FRAMESZ)
+_Static_assert(MRC__DPDK_FRAMESZ >= MRC__FRAME_HDR_LEN + MRC_DP_MAX_DGRAM, "a datagram per mbuf");
 
 struct plane {
 	uint16_t port;

@@ -10,6 +10,9 @@
 #include "datapath/datapath.h"
 
 #define MRC__DPDK_MAX_ARGS 48
+/* af_packet's frame slot: a 9216-byte datagram with its headers and the
+ * kernel's packet header; every mbuf has room for one (dpdk.c). */
+#define MRC__DPDK_FRAMESZ 12288
 
 struct mrc__dpdk_args {
 	char pmd[16];             /* af_packet (default), af_xdp, ring, none */

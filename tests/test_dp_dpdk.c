@@ -34,6 +34,14 @@ static struct mrc_dp_out out_of(uint8_t *hdr, size_t hl, uint8_t *pay, size_t pl
 	return o;
 }
 
+/* The frame of a single-piece datagram pay[0..pl) into f. */
+static int one_piece(uint8_t *f, size_t cap, uint8_t *pay, size_t pl)
+{
+	struct mrc_dp_out o = out_of(pay, pl, pay, 0, 0);
+	o.iovcnt = 1;
+	return mrc__frame_build(f, cap, &fh, &o);
+}
+
 static void frame_build_wire_format(void **state)
 {
 	(void)state;
@@ -106,9 +114,7 @@ static void frame_parse_hostile(void **state)
 {
 	(void)state;
 	uint8_t pay[64] = { 1 }, f[256], g[256];
-	struct mrc_dp_out o = out_of(pay, sizeof(pay), pay, 0, 0);
-	o.iovcnt = 1;
-	int n = mrc__frame_build(f, sizeof(f), &fh, &o);
+	int n = one_piece(f, sizeof(f), pay, sizeof(pay));
 	struct mrc__frame_rx rx;
 	/* every truncation is refused, none reads past what it was given
 	 * (the sanitizer build checks that: each copy is exactly len bytes) */
@@ -165,9 +171,7 @@ static void frame_parse_ext_headers(void **state)
 {
 	(void)state;
 	uint8_t pay[40] = { 7 }, f[256], g[256];
-	struct mrc_dp_out o = out_of(pay, sizeof(pay), pay, 0, 0);
-	o.iovcnt = 1;
-	int n = mrc__frame_build(f, sizeof(f), &fh, &o);
+	int n = one_piece(f, sizeof(f), pay, sizeof(pay));
 	struct mrc__frame_rx rx;
 	/* a destination options header is walked */
 	int m = with_ext(g, f, n, 60, 0);
