@@ -12,7 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "datapath/datapath.h"
@@ -275,6 +279,107 @@ static void args_own_and_eal_words(void **state)
 	assert_true(cpus[0] >= '0' && cpus[0] <= '9');
 }
 
+static int elapsed_s(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int)(t.tv_sec - t0->tv_sec);
+}
+
+/* Up to n datagrams from plane 0 of d within 5 s into in; how many. */
+static int recv_some(struct mrc_dp *d, struct mrc_dp_in *in, int n)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int got = 0;
+	while (!got && elapsed_s(&t0) < 5) {
+		got = mrc_dp_recv(d, 0, in, (uint32_t)n);
+		if (got < 0)
+			return got;
+	}
+	return got;
+}
+
+#define CHILD_CHECK(c, code) do { if (!(c)) { fprintf(stderr, "line %d: %s\n", __LINE__, #c); _exit(code); } } while (0)
+
+/* The child of dpdk_af_packet_interop, in a network namespace of its own
+ * (no name: nothing to collide with): a veth pair va-vb, dpdk (af_packet)
+ * on va, kernel UDP (the udp provider) on vb, each the other's next hop. */
+static void af_packet_child(void)
+{
+	CHILD_CHECK(unshare(CLONE_NEWNET) == 0, 10);
+	CHILD_CHECK(system("ip link set lo up && ip link add va type veth peer name vb && "
+			   "ip link set va up && ip link set vb up && "
+			   "ip -6 addr add fe80::1/64 dev va nodad && ip -6 addr add fe80::2/64 dev vb nodad && "
+			   "ip -6 addr add fcbb:0:700::/128 dev vb nodad && "
+			   "ip -6 route add fcbb:0:700::/128 via fe80::2 dev va && "
+			   "ip -6 route add fcbb:0:100::/128 via fe80::1 dev vb") == 0, 11);
+	struct mrc_dp_plane pa = { .ifname = "va" }, pb = { .ifname = "vb" };
+	inet_pton(AF_INET6, "fcbb:0:100::", &pa.local);
+	inet_pton(AF_INET6, "fcbb:0:700::", &pb.local);
+	struct mrc_dp_cfg ca = { .planes = &pa, .nplanes = 1, .port = 4791 }, cb = ca;
+	cb.planes = &pb;
+	struct mrc_dp *a, *b;
+	char why[512] = "";
+	int rc = mrc_dp_open(&b, "udp", &cb, why, sizeof(why));
+	CHILD_CHECK(rc == 0, 12);
+	rc = mrc_dp_open(&a, "dpdk", &ca, why, sizeof(why));
+	if (rc)
+		fprintf(stderr, "dpdk open: %s\n", why);
+	CHILD_CHECK(rc == 0, 13);
+	/* dpdk -> kernel UDP: the kernel takes DPDK's frames (checksum 0) */
+	static uint8_t pay[1400];   /* the veth MTU is 1500 */
+	for (size_t i = 0; i < sizeof(pay); i++)
+		pay[i] = (uint8_t)(i * 7);
+	struct mrc_dp_out o = { .plane = 0, .dst = pb.local, .iovcnt = 1, .iov = { { pay, sizeof(pay) } } };
+	CHILD_CHECK(mrc_dp_send(a, &o, 1) == 1, 14);
+	struct mrc_dp_in in[8];
+	CHILD_CHECK(recv_some(b, in, 8) == 1, 15);
+	CHILD_CHECK(in[0].len == sizeof(pay) && !memcmp(in[0].buf, pay, sizeof(pay)), 16);
+	CHILD_CHECK(in[0].sport == 4791 && !memcmp(&in[0].src, &pa.local, 16), 17);
+	/* kernel UDP -> dpdk: DPDK parses the kernel's frames */
+	o.dst = pa.local;
+	pay[0] ^= 0xff;
+	CHILD_CHECK(mrc_dp_send(b, &o, 1) == 1, 18);
+	CHILD_CHECK(recv_some(a, in, 8) == 1, 19);
+	CHILD_CHECK(in[0].len == sizeof(pay) && !memcmp(in[0].buf, pay, sizeof(pay)), 20);
+	CHILD_CHECK(in[0].sport == 4791 && !memcmp(&in[0].src, &pb.local, 16), 21);
+	mrc_dp_close(a);
+	mrc_dp_close(b);
+	_exit(0);
+}
+
+/* dpdk on an af_packet port talks to kernel UDP both ways, through a real
+ * NIC (veth) and next-hop resolution.  Runs first: the EAL starts in the
+ * child, which has a network namespace of its own (root only). */
+static void dpdk_af_packet_interop(void **state)
+{
+	(void)state;
+	if (!mrc_dp_find("dpdk")->fd)
+		MRC_SKIP("the dpdk datapath is not built in (no libdpdk-dev)");
+	if (geteuid())
+		MRC_SKIP("needs root (a network namespace with a veth pair)");
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		af_packet_child();
+	int st = 0;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		if (elapsed_s(&t0) > 30) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			fail_msg("af_packet child still running after 30 s");
+		}
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);   /* the child's exit, polled with a deadline */
+	}
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 /* Two planes on ring ports, each looping back: what is sent on a plane is
  * received on it as a frame a peer would have sent this host. */
 static void dpdk_ring_roundtrip(void **state)
@@ -366,6 +471,7 @@ int main(void)
 		cmocka_unit_test(frame_parse_ext_headers),
 		cmocka_unit_test(args_default_eal),
 		cmocka_unit_test(args_own_and_eal_words),
+		cmocka_unit_test(dpdk_af_packet_interop),
 		cmocka_unit_test(dpdk_ring_roundtrip),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
