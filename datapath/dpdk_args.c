@@ -137,11 +137,12 @@ int mrc__dpdk_vdev(char *buf, size_t len, const struct mrc__dpdk_args *a, unsign
 		   const char *ifname)
 {
 	int n;
-	/* af_packet: frames up to a 9216-byte datagram, and through the NIC's
+	/* af_packet: frames up to a 9216-byte datagram, a 12 MiB ring each way
+	 * (kernel UDP has 8 MiB socket buffers), and through the NIC's
 	 * qdisc like kernel UDP (no qdisc bypass). */
 	if (!strcmp(a->pmd, "af_packet"))
 		n = snprintf(buf, len, "net_af_packet%u,iface=%s,qpairs=1,blocksz=%u,"
-			     "framesz=%u,framecnt=512,qdisc_bypass=0", id, ifname,
+			     "framesz=%u,framecnt=1024,qdisc_bypass=0", id, ifname,
 			     MRC__DPDK_FRAMESZ, MRC__DPDK_FRAMESZ);
 	else if (!strcmp(a->pmd, "af_xdp"))
 		n = snprintf(buf, len, "net_af_xdp%u,iface=%s,start_queue=0,queue_count=1", id, ifname);

@@ -226,7 +226,7 @@ static void args_default_eal(void **state)
 	char dev[256];
 	assert_int_equal(mrc__dpdk_vdev(dev, sizeof(dev), &a, 3, "h0-p0l0"), 0);
 	assert_string_equal(dev, "net_af_packet3,iface=h0-p0l0,qpairs=1,blocksz=12288,"
-			    "framesz=12288,framecnt=512,qdisc_bypass=0");
+			    "framesz=12288,framecnt=1024,qdisc_bypass=0");
 	assert_int_equal(mrc__dpdk_vdev(dev, 20, &a, 3, "h0-p0l0"), -ENAMETOOLONG);
 }
 
