@@ -14,3 +14,18 @@ LDLIBS_ALL += -Wl,--as-needed -libverbs -Wl,--no-as-needed
 build/fuzz/datapath/verbs.o build/fuzz/datapath/verbs_io.o \
 build/fuzz/fuzz/fuzz_verbs.o: FUZZ_CFLAGS += -DMRC_HAVE_VERBS=1
 endif
+# Frame datapaths' shared parts (dpdk; af_xdp can use them) and the dpdk
+# options: no DPDK needed, always built and tested.
+CORE_SRCS += datapath/frame.c datapath/nexthop.c datapath/dpdk_args.c
+
+# DPDK (Debian libdpdk-dev, scripts/deps.sh) when pkg-config finds it;
+# otherwise the dpdk provider is the not-built-in form.  Its headers are
+# system headers (-isystem), so -Wall -Wextra -Werror stays for our code.
+MRC_DPDK ?= $(shell pkg-config --exists libdpdk 2>/dev/null && echo 1)
+ifeq ($(MRC_DPDK),1)
+DPDK_CFLAGS := -DMRC_HAVE_DPDK $(patsubst -I%,-isystem %,$(shell pkg-config --cflags libdpdk))
+$(B)/datapath/dpdk.o: CFLAGS_ALL += $(DPDK_CFLAGS)
+LDLIBS_ALL += $(shell pkg-config --libs libdpdk)
+endif
+# tests/root/xfer.sh on the dpdk datapath, and dpdk <-> udp (skips without DPDK).
+ROOT_TESTS += tests/root/xfer_dpdk.sh

@@ -7,7 +7,7 @@ PKGS="gcc make pkg-config clang libclang-rt-14-dev llvm libinih-dev libsystemd-d
 libcmocka-dev libjansson-dev libnl-3-dev libnl-route-3-dev libev-dev
 iproute2 nftables ethtool procps libbpf-dev jq gnuplot-nox iperf3 mptcpize systemd curl time
 passwd python3 man-db debootstrap libsodium-dev
-openmpi-bin libopenmpi-dev tshark tmux systemd-container libibverbs-dev"
+openmpi-bin libopenmpi-dev tshark tmux systemd-container libibverbs-dev libdpdk-dev"
 # openmpi-bin, libopenmpi-dev: the Open MPI baseline of the fabric collective
 # benchmark (bench/mpi_coll.c, bench/fabric/mpi.sh); mpicc calls gcc.
 # tshark (with text2pcap): the Wireshark dissector's tests (tools/wireshark/);
@@ -15,6 +15,7 @@ openmpi-bin libopenmpi-dev tshark tmux systemd-container libibverbs-dev"
 # (systemd-nspawn): mrcd under a booted systemd, tests/root/systemd_boot.sh.
 # libibverbs-dev (rdma-core): the verbs datapath (datapath/verbs*.c), and
 # gpu/gpudirect.c under make MRC_GPUDIRECT=1.
+# libdpdk-dev: DPDK 22.11, the dpdk datapath (datapath/dpdk.c, docs/datapaths.md).
 missing=""
 for p in $PKGS; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

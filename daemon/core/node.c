@@ -168,19 +168,18 @@ void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
 	mrce_rx(d->eng, now, peer, in->buf, in->len, in->ecn_ce ? MRC_RX_ECN : 0);
 }
 
-static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
+/* Receives what waits on one plane; returns how many datagrams. */
+static int rx_plane(struct mrcd *d, uint32_t plane)
 {
-	struct mrcd *d = w->data;
-	uint32_t plane = (uint32_t)(w - d->rx_w);
 	struct mrc_dp_in in[MRC_DP_BATCH];
-	(void)loop;
-	(void)revents;
+	int total = 0;
 	/* A bounded number of batches per wakeup keeps other planes and
 	 * timers served under load. */
 	for (int round = 0; round < 8; round++) {
 		int n = mrc_dp_recv(d->dp, plane, in, MRC_DP_BATCH);
 		if (n <= 0)
 			break;
+		total += n;
 		uint64_t now = mrcd_now();
 		for (int i = 0; i < n; i++) {
 			/* A full batch means datagrams are queueing in the socket:
@@ -193,7 +192,37 @@ static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
 		if (n < MRC_DP_BATCH)
 			break;
 	}
+	return total;
+}
+
+static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct mrcd *d = w->data;
+	(void)loop;
+	(void)revents;
+	rx_plane(d, (uint32_t)(w - d->rx_w));
 	mrcd_flush(d);
+}
+
+/* A poll-mode datapath (DPDK: no descriptor to wait on) is a poller of the
+ * core's busy loop (core.c on_idle): its planes are received from every
+ * loop turn, and it never lets the loop sleep, as nothing would wake it.
+ * That costs a whole core, spinning, as DPDK always does: give mrcd a
+ * dedicated one (docs/datapaths.md). */
+static int dp_poll(void *ctx)
+{
+	struct mrcd *d = ctx;
+	int n = 0;
+	for (uint32_t pl = 0; pl < d->nplanes; pl++)
+		if (!ev_is_active(&d->rx_w[pl]))
+			n += rx_plane(d, pl);
+	return n;
+}
+
+static int dp_arm(void *ctx)
+{
+	(void)ctx;
+	return 1;
 }
 
 /* ---- AEAD payload mode (daemon/core/enc.h) ------------------------------ */
@@ -587,16 +616,30 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 		snprintf(err, errlen, "datapath %s: %s", d->cfg.datapath, dwhy[0] ? dwhy : strerror(-rc));
 		return rc;
 	}
+	int polled = 0;
 	for (uint32_t i = 0; i < d->nplanes; i++) {
 		int fd = mrc_dp_fd(d->dp, i);
+		if (fd == -EOPNOTSUPP) {
+			polled = 1;
+			continue;
+		}
 		if (fd < 0) {
-			snprintf(err, errlen, "datapath %s: plane %u has no descriptor to wait on (%s)",
+			snprintf(err, errlen, "datapath %s: plane %u: no descriptor to wait on (%s)",
 				 mrc_dp_name(d->dp), i, strerror(-fd));
 			return fd;
 		}
 		ev_io_init(&d->rx_w[i], on_rx, fd, EV_READ);
 		d->rx_w[i].data = d;
 		ev_io_start(d->loop, &d->rx_w[i]);
+	}
+	if (polled) {
+		struct mrcd_poller p = { .poll = dp_poll, .arm = dp_arm, .ctx = d };
+		if ((rc = mrcd_poller_add(d, &p))) {
+			snprintf(err, errlen, "datapath %s: no poller slot", mrc_dp_name(d->dp));
+			return rc;
+		}
+		mrcd_log(MRCD_LOG_NOTICE, "datapath %s is poll-mode: mrcd spins on its core",
+			 mrc_dp_name(d->dp));
 	}
 	ev_init(&d->timer, on_timer);
 	d->timer.data = d;
@@ -615,6 +658,7 @@ void mrcd_node_fini(struct mrcd *d)
 	mrcd_local_fini(d);
 	if (d->lm)
 		mrc_linkmon_close(d->lm);
+	mrcd_poller_del(d, d);
 	mrc_dp_close(d->dp);
 	for (uint32_t p = 0; p < d->max_peers && d->peers; p++) {
 		free(d->peers[p].dst);

@@ -5,7 +5,9 @@
 # fault's effect on the paths is asserted from the client's JSON report.
 # Faults are injected when the client reports 20% progress, so they always
 # land mid-transfer.  MRC_DATAPATH (default udp) and MRC_DATAPATH_ARGS pick
-# the datapath (docs/datapaths.md).  Cleans up on every exit.
+# the datapath (docs/datapaths.md); MRC_DATAPATH_H7 another one for the
+# receiver (interoperation: e.g. dpdk frames to kernel UDP).  Cleans up on
+# every exit.
 set -eu
 B=${1:-build}
 P=mrcX
@@ -16,7 +18,6 @@ X="$B/bin/mrc-xfer --topology $T"
 tmp=$(mktemp -d)
 $B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null
 X="$X --key-file $tmp/cluster.key --datapath ${MRC_DATAPATH:-udp}"
-[ -n "${MRC_DATAPATH_ARGS:-}" ] && X="$X --datapath-args $MRC_DATAPATH_ARGS"
 fails=0
 cleanup() {
 	[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null || true
@@ -31,10 +32,10 @@ $F up "$T" >/dev/null
 run() {
 	name=$1; fault=$2; check=$3
 	sid=$((sid + 1))
-	ip netns exec $P-h7 timeout 300 $X --host h7 --listen --sid $sid --bytes "$BYTES" >"$tmp/s" 2>"$tmp/se" &
+	ip netns exec $P-h7 timeout 300 $X ${MRC_DATAPATH_ARGS:+--datapath-args "$MRC_DATAPATH_ARGS"} ${MRC_DATAPATH_H7:+--datapath "$MRC_DATAPATH_H7"} --host h7 --listen --sid $sid --bytes "$BYTES" >"$tmp/s" 2>"$tmp/se" &
 	spid=$!
 	rm -f "$tmp/fifo"; mkfifo "$tmp/fifo"
-	ip netns exec $P-h0 timeout 300 $X --host h0 --connect h7 --sid $sid --bytes "$BYTES" \
+	ip netns exec $P-h0 timeout 300 $X ${MRC_DATAPATH_ARGS:+--datapath-args "$MRC_DATAPATH_ARGS"} --host h0 --connect h7 --sid $sid --bytes "$BYTES" \
 		--progress >"$tmp/fifo" 2>"$tmp/ce" &
 	cpid=$!
 	: >"$tmp/c"
