@@ -47,3 +47,7 @@ bench: mpi-coll-skipped
 mpi-coll-skipped:
 	@echo "bench/mpi_coll: skipped (no mpicc; scripts/deps.sh installs openmpi-bin libopenmpi-dev)"
 endif
+# The engine's cost per loop round with 0, 1,000 and 10,000 idle QPs
+# (mrce_next_deadline, an idle mrce_tick; issue 16: transport/timers.c).
+BENCHES += bench_timers
+bench_timers_SRCS := bench/bench_timers.c

@@ -16,7 +16,11 @@
  *
  * Rings: "small" = 8-entry SQ and CQ (the least the ABI allows), "default"
  * = libmrc's 256/512.  MRC_BENCH_RUNS runs (default 3) per row: median
- * (min..max).  MRC_BENCH_QPMEM_NS="1000 10000" picks N. */
+ * (min..max).  MRC_BENCH_QPMEM_NS="1000 10000" picks N.
+ *
+ * MRC_BENCH_QPMEM_BASE=PATH names a baseline mrcd (an older build): then a
+ * second table puts its round trips beside this build's, the two daemons
+ * taking turns run by run, so both see the same load. */
 #include "bench/bench_mrcd.h"
 #include "lib/internal.h"
 #include "mrc/mrc.h"
@@ -107,6 +111,60 @@ out:
 	return rc;
 }
 
+/* The baseline mrcd and this one in turns: round trip p50 with no idle QP
+ * and with N, and their ratio. */
+static void side_by_side(const char *base, const unsigned *ns, unsigned nn, unsigned runs)
+{
+	const char *self = getenv("MRCD_BIN");
+	char keep[PATH_MAX] = "";
+	if (self)
+		snprintf(keep, sizeof(keep), "%s", self);
+	printf("\n### Idle QPs: baseline mrcd (%s) and this build, taking turns\n\n"
+	       "Same runs as above for each side, alternating baseline / this build, %u runs each: "
+	       "median (min..max) of the 1-descriptor round trip p50 with no idle QP, with N, "
+	       "and of the per-run ratio (goal: at most 1.10).\n\n", base, runs);
+	printf("| N idle QPs | rings (SQ/CQ) | baseline p50 us, 0 -> N | baseline ratio "
+	       "| this build p50 us, 0 -> N | this build ratio |\n|--:|---|--:|--:|--:|--:|\n");
+	static const struct { const char *name; uint32_t sq, cq; } rings[] = {
+		{ "8/8", 8, 8 }, { "256/512", 256, 512 },
+	};
+	for (unsigned i = 0; i < nn; i++)
+		for (unsigned k = 0; k < 2; k++) {
+			double v[2][3][MAXRUNS];
+			unsigned ok[2] = { 0, 0 };
+			for (unsigned j = 0; j < runs; j++)
+				for (int side = 0; side < 2; side++) {
+					if (side == 0)
+						setenv("MRCD_BIN", base, 1);
+					else if (keep[0])
+						setenv("MRCD_BIN", keep, 1);
+					else
+						unsetenv("MRCD_BIN");
+					struct res r;
+					if (one(ns[i], rings[k].sq, rings[k].cq, &r))
+						continue;
+					v[side][0][ok[side]] = r.rtt0;
+					v[side][1][ok[side]] = r.rtt;
+					v[side][2][ok[side]++] = r.rtt0 > 0 ? r.rtt / r.rtt0 : 0;
+				}
+			char b[2][3][96];
+			for (int side = 0; side < 2; side++)
+				for (int m = 0; m < 3; m++)
+					if (ok[side])
+						bm_spread(b[side][m], sizeof(b[side][m]), v[side][m],
+							  (int)ok[side], m == 2 ? "%.2f" : "%.1f");
+					else
+						snprintf(b[side][m], sizeof(b[side][m]), "failed");
+			printf("| %u | %s | %s -> %s | %s | %s -> %s | %s |\n", ns[i], rings[k].name,
+			       b[0][0], b[0][1], b[0][2], b[1][0], b[1][1], b[1][2]);
+			fflush(stdout);
+		}
+	if (keep[0])
+		setenv("MRCD_BIN", keep, 1);
+	else
+		unsetenv("MRCD_BIN");
+}
+
 int main(void)
 {
 	unsigned runs = 3, ns[8] = { 1000, 10000 }, nn = 2;
@@ -183,5 +241,7 @@ int main(void)
 			       b[6], b[7], b[12], b[8], b[9]);
 			fflush(stdout);
 		}
+	if ((e = getenv("MRC_BENCH_QPMEM_BASE")) && *e)
+		side_by_side(e, ns, nn, runs);
 	return 0;
 }

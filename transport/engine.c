@@ -116,7 +116,8 @@ int mrce_create(const struct mrce_cfg *cfg, struct mrce **out,
 	e->qps = calloc(cfg->max_qps, sizeof(*e->qps));
 	e->ctrl = calloc(cfg->ctrl_queue, sizeof(*e->ctrl));
 	e->evq = calloc(cfg->event_queue, sizeof(*e->evq));
-	if (!e->mrs || !e->mr_hash || !e->peers || !e->qps || !e->ctrl || !e->evq) {
+	if (!e->mrs || !e->mr_hash || !e->peers || !e->qps || !e->ctrl || !e->evq ||
+	    mrc__timers_init(e)) {
 		mrce_destroy(e);
 		return -ENOMEM;
 	}
@@ -140,6 +141,7 @@ void mrce_destroy(struct mrce *e)
 	free(e->qps);
 	free(e->ctrl);
 	free(e->evq);
+	mrc__timers_fini(e);
 	free(e);
 }
 
@@ -346,6 +348,7 @@ int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 			n++;
 			mrc__qp_activate(e, qp, now);
 		}
+		mrc__qp_timer_sync(e, qp);
 	}
 	/* Those whose data did not fit in this call (or could not carry them). */
 	if (e->ack_head) {
@@ -376,44 +379,21 @@ int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		e->st.rx_bad_peer++;
 		return -ENOENT;
 	}
-	if (mrc_op_is_data(v.op))
+	struct mrc__qp *qp = NULL;
+	if (mrc_op_is_data(v.op)) {
 		mrc__data_rx(e, now, peer, &v, rx_flags);
-	else if (v.op == MRC_OP_ACK)
+		qp = mrc__qp_get(e, v.u.data.dqpn);
+	} else if (v.op == MRC_OP_ACK) {
 		mrc__ack_rx(e, now, peer, &v.u.ack);
-	else
+		qp = mrc__qp_get(e, v.u.ack.dqpn);
+	} else {
 		mrc__probe_rx(e, now, peer, &v.u.probe);
+	}
+	/* The timers this packet may have moved (timers.c). */
+	if (qp)
+		mrc__qp_timer_sync(e, qp);
+	mrc__peer_timer_sync(e, peer);
 	return 0;
-}
-
-uint64_t mrce_next_deadline(const struct mrce *e)
-{
-	uint64_t d = e->ack_head ? e->ack_hold_min : UINT64_MAX;   /* held ACKs */
-	for (uint32_t i = 0; i < e->peer_hwm; i++) {
-		const struct mrc__peer *p = &e->peers[i];
-		if (p->used && (p->nbad || p->nsuspect) && p->next_probe_due < d)
-			d = p->next_probe_due;
-	}
-	for (uint32_t i = 0; i < e->qp_hwm; i++) {
-		const struct mrc__qp *qp = &e->qps[i];
-		if (qp->used && qp->state == MRC_QPS_RTS) {
-			uint64_t q = mrc__qp_deadline(qp);
-			if (q < d)
-				d = q;
-		}
-	}
-	return d;
-}
-
-void mrce_tick(struct mrce *e, uint64_t now)
-{
-	if (e->ack_head && e->ack_hold_min <= now)
-		mrc__acks_flush(e, now, 0);   /* held ACKs no data came for */
-	mrc__probe_tick(e, now);
-	for (uint32_t i = 0; i < e->qp_hwm; i++) {
-		struct mrc__qp *qp = &e->qps[i];
-		if (qp->used && qp->state == MRC_QPS_RTS)
-			mrc__qp_timers(e, qp, now);
-	}
 }
 
 /* ---- completions ------------------------------------------------------ */
@@ -470,7 +450,7 @@ void mrce_stats(const struct mrce *e, struct mrce_stats *st)
 size_t mrce_qp_bytes(const struct mrce *e)
 {
 	const struct mrce_cfg *c = &e->cfg;
-	return sizeof(struct mrc__qp) +
+	return sizeof(struct mrc__qp) + mrc__timers_bytes_per_qp() +
 	       c->window * (sizeof(struct mrc__slot) + sizeof(struct mrc__rslot) +
 			    sizeof(struct mrc__rcqe)) +
 	       c->sq_depth * sizeof(struct mrc__wqe) +

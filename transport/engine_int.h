@@ -200,6 +200,13 @@ struct mrce {
 
 	uint64_t last_cong;         /* last ECN echo or trim from any peer */
 	struct mrce_stats st;
+
+	/* Armed timers (timers.c), by id: peer p, or QP slot i as max_peers + i. */
+	uint64_t *tkey;             /* the id's earliest deadline, while armed */
+	uint32_t *tpos;             /* its position in theap + 1 (0: not armed) */
+	uint32_t *theap;            /* armed ids, a min-heap by tkey */
+	uint32_t theap_n;
+	uint32_t *tdue;             /* mrce_tick's scratch: the ids due */
 };
 
 /* engine.c */
@@ -227,7 +234,7 @@ void mrc__path_check(struct mrce *e, uint32_t peer, uint32_t ev,
 		     uint64_t sent_ts, uint64_t now);
 void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
 		   uint64_t rtt);
-void mrc__probe_tick(struct mrce *e, uint64_t now);
+void mrc__probe_tick_peer(struct mrce *e, uint32_t peer, uint64_t now);
 void mrc__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		   const struct mrc_probe_hdr *h);
 
@@ -243,6 +250,14 @@ void mrc__qp_path_back(struct mrce *e, uint32_t peer, uint64_t now);
 
 int mrc__pb_ack_rx(struct mrce *e, uint64_t now, struct mrc__qp *qp,
 		   const struct mrc_data_hdr *d);
+
+/* timers.c */
+int mrc__timers_init(struct mrce *e);
+void mrc__timers_fini(struct mrce *e);
+size_t mrc__timers_bytes_per_qp(void);
+void mrc__qp_timer_sync(struct mrce *e, struct mrc__qp *qp);
+void mrc__peer_timer_sync(struct mrce *e, uint32_t peer);
+int mrc__timers_check(const struct mrce *e);   /* 0: every key exact (tests) */
 
 /* receiver.c */
 /* Sends the coalesced ACKs that are due (held ones once ack_due passed);

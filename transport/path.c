@@ -59,6 +59,7 @@ int mrce_peer_remove(struct mrce *e, uint32_t peer)
 	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
 		free(p->plane_evs[pl]);
 	memset(p, 0, sizeof(*p));
+	mrc__peer_timer_sync(e, peer);   /* unused: out of the timers */
 	return 0;
 }
 
@@ -105,6 +106,7 @@ void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 		if (p->nbad == 1 || pa->next_probe < p->next_probe_due)
 			p->next_probe_due = pa->next_probe;
 	}
+	mrc__peer_timer_sync(e, peer);
 	e->st.ev_changes++;
 	mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_EV_STATE,
 		.old_state = old, .new_state = st, .reason = reason,
@@ -197,6 +199,7 @@ void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 	pa->suspect_until = until;
 	if ((!p->nbad && p->nsuspect == 1) || until < p->next_probe_due)
 		p->next_probe_due = until;
+	mrc__peer_timer_sync(e, peer);
 }
 
 void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
@@ -403,39 +406,39 @@ static uint64_t probe_timeout(const struct mrce *e, const struct mrc__peer *p)
 	return t > e->cfg.probe_interval_ns ? t : e->cfg.probe_interval_ns;
 }
 
-void mrc__probe_tick(struct mrce *e, uint64_t now)
+/* One peer's probes and suspects; mrce_tick calls it when the peer is due
+ * (timers.c). */
+void mrc__probe_tick_peer(struct mrce *e, uint32_t i, uint64_t now)
 {
-	for (uint32_t i = 0; i < e->peer_hwm; i++) {
-		struct mrc__peer *p = &e->peers[i];
-		if (!p->used || (!p->nbad && !p->nsuspect) || now < p->next_probe_due)
-			continue;
-		uint64_t due = UINT64_MAX;
-		for (uint32_t ev = 0; ev < p->nev; ev++) {
-			struct mrc__path *pa = &p->paths[ev];
-			if (pa->suspect && now >= pa->suspect_until) {
-				/* Its probe is unanswered: not congestion. */
-				e->st.suspect_retired++;
-				retire(e, i, ev, MRC_RSN_LOSS, now);
-				if (pa->suspect) {   /* kept by the floor */
-					pa->suspect = 0;
-					p->nsuspect--;
-				}
-			} else if (pa->suspect && pa->suspect_until < due) {
-				due = pa->suspect_until;
+	struct mrc__peer *p = &e->peers[i];
+	if (!p->used || (!p->nbad && !p->nsuspect) || now < p->next_probe_due)
+		return;
+	uint64_t due = UINT64_MAX;
+	for (uint32_t ev = 0; ev < p->nev; ev++) {
+		struct mrc__path *pa = &p->paths[ev];
+		if (pa->suspect && now >= pa->suspect_until) {
+			/* Its probe is unanswered: not congestion. */
+			e->st.suspect_retired++;
+			retire(e, i, ev, MRC_RSN_LOSS, now);
+			if (pa->suspect) {   /* kept by the floor */
+				pa->suspect = 0;
+				p->nsuspect--;
 			}
-			if (pa->state != MRC_EV_ASSUMED_BAD)
-				continue;
-			if (pa->next_probe <= now) {
-				if (pa->probe_seq && now - pa->probe_ts >= probe_timeout(e, p))
-					pa->ok_streak = 0;   /* the last probe was lost */
-				probe_send(e, i, ev, now);
-				pa->next_probe = now + e->cfg.probe_interval_ns;
-			}
-			if (pa->next_probe < due)
-				due = pa->next_probe;
+		} else if (pa->suspect && pa->suspect_until < due) {
+			due = pa->suspect_until;
 		}
-		p->next_probe_due = due;
+		if (pa->state != MRC_EV_ASSUMED_BAD)
+			continue;
+		if (pa->next_probe <= now) {
+			if (pa->probe_seq && now - pa->probe_ts >= probe_timeout(e, p))
+				pa->ok_streak = 0;   /* the last probe was lost */
+			probe_send(e, i, ev, now);
+			pa->next_probe = now + e->cfg.probe_interval_ns;
+		}
+		if (pa->next_probe < due)
+			due = pa->next_probe;
 	}
+	p->next_probe_due = due;
 }
 
 void mrc__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,

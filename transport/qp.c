@@ -115,6 +115,7 @@ int mrce_qp_destroy(struct mrce *e, uint32_t qpn)
 	}
 	qp_free_arrays(qp);
 	memset(qp, 0, sizeof(*qp));
+	mrc__qp_timer_sync(e, qp);   /* unused: out of the timers */
 	return 0;
 }
 
@@ -298,6 +299,7 @@ void mrc__qp_fail(struct mrce *e, struct mrc__qp *qp, int err,
 	qp->lst_head = qp->lst_tail = MRC__NIL;
 	memset(qp->lostmap, 0, sizeof(qp->lostmap));
 	qp->rto_deadline = qp->rack_deadline = qp->rnr_until = qp->nopath_deadline = 0;
+	mrc__qp_timer_sync(e, qp);
 	mrc__qp_ready(e, qp);
 	mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_QP_ERROR,
 		.qpn = qp->qpn, .peer = qp->peer, .err = err, .time_ns = now });

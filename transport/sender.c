@@ -104,6 +104,7 @@ void mrc__qp_path_back(struct mrce *e, uint32_t peer, uint64_t now)
 		qp->nopath_deadline = 0;
 		mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_QP_PATH_BACK,
 			.qpn = qp->qpn, .peer = peer, .time_ns = now });
+		mrc__qp_timer_sync(e, qp);
 		mrc__qp_activate(e, qp, now);
 	}
 }

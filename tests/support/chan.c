@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tests/support/chan.h"
+#include "transport/engine_int.h"
 
 #define CHAN_SMALL_CAP 128      /* control packets and atomics */
 #define CHAN_TX_BATCH  64
@@ -490,6 +491,13 @@ int chan_run(struct chan *ch, chan_pred_fn done, void *arg, uint64_t max_ns,
 		}
 		uint64_t t = ch->heap.n ? ch->heap.e[0].t : UINT64_MAX;
 		for (uint32_t i = 0; i < ch->cfg.nodes; i++) {
+			/* The engine's timer heap against a scan of every QP
+			 * and peer (transport/timers.c): no key stale. */
+			if (mrc__timers_check(ch->node[i].e)) {
+				rc = -EPROTO;
+				why = "engine timer heap out of step with its QPs";
+				goto out;
+			}
 			uint64_t d = mrce_next_deadline(ch->node[i].e);
 			if (d < t)
 				t = d;
@@ -513,6 +521,7 @@ int chan_run(struct chan *ch, chan_pred_fn done, void *arg, uint64_t max_ns,
 			if (mrce_next_deadline(ch->node[i].e) <= ch->now)
 				mrce_tick(ch->node[i].e, ch->now);
 	}
+out:
 	fprintf(stderr, "chan_run: %s (seed %" PRIu64 ", %" PRIu64 " steps)\n", why,
 		ch->cfg.seed, steps);
 	chan_dump(ch, stderr);
