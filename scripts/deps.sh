@@ -5,7 +5,7 @@
 set -eu
 PKGS="gcc make pkg-config clang libclang-rt-14-dev llvm libinih-dev libsystemd-dev
 libcmocka-dev libjansson-dev libnl-3-dev libnl-route-3-dev libev-dev
-iproute2 nftables ethtool procps libbpf-dev jq gnuplot-nox iperf3 mptcpize systemd curl time
+iproute2 nftables ethtool procps libbpf-dev libxdp-dev jq gnuplot-nox iperf3 mptcpize systemd curl time
 passwd python3 man-db debootstrap libsodium-dev
 openmpi-bin libopenmpi-dev tshark tmux systemd-container"
 # openmpi-bin, libopenmpi-dev: the Open MPI baseline of the fabric collective
@@ -13,6 +13,7 @@ openmpi-bin libopenmpi-dev tshark tmux systemd-container"
 # tshark (with text2pcap): the Wireshark dissector's tests (tools/wireshark/);
 # tmux: the terminal of tests/root/ctl_top.sh; systemd-container
 # (systemd-nspawn): mrcd under a booted systemd, tests/root/systemd_boot.sh.
+# libxdp-dev (with libbpf-dev and clang): the af_xdp datapath (datapath/af_xdp*.c).
 # make MRC_GPUDIRECT=1 compiles gpu/gpudirect.c against <infiniband/verbs.h>.
 [ "${MRC_GPUDIRECT:-0}" = 1 ] && PKGS="$PKGS libibverbs-dev"
 missing=""
