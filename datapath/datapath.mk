@@ -17,7 +17,8 @@ $(AF_XDP_BPF_OBJ): datapath/af_xdp.bpf.c
 $(B)/datapath/af_xdp_prog.o: $(AF_XDP_BPF_OBJ)
 $(B)/datapath/af_xdp_prog.o: EXTRA_CFLAGS += -DMRC_AF_XDP_BPF_OBJ='"$(AF_XDP_BPF_OBJ)"'
 $(B)/datapath/af_xdp.o: EXTRA_CFLAGS += -DMRC_HAVE_AF_XDP
-# The fuzz build compiles the core with its own flags: same object, same define.
-$(FZ)/datapath/af_xdp_prog.o: $(AF_XDP_BPF_OBJ)
-$(FZ)/datapath/af_xdp_prog.o: FUZZ_CFLAGS += -DMRC_AF_XDP_BPF_OBJ='"$(AF_XDP_BPF_OBJ)"'
+# The fuzz build (build/fuzz: FZ is not set yet when this is read) compiles
+# the core with its own flags: same object, same define.
+build/fuzz/datapath/af_xdp_prog.o: $(AF_XDP_BPF_OBJ)
+build/fuzz/datapath/af_xdp_prog.o: FUZZ_CFLAGS += -DMRC_AF_XDP_BPF_OBJ='"$(AF_XDP_BPF_OBJ)"'
 endif
