@@ -39,7 +39,7 @@
 #define NH_REFRESH_NS 1000000000ull           /* next hop re-read from the kernel */
 
 struct xplane {
-	int ifindex, sg, zc, native;
+	int ifindex, sg, zc, native, down;
 	struct xsk_umem *umem;
 	struct xsk_socket *xsk;
 	struct xsk_ring_prod fq, tx;
@@ -266,14 +266,19 @@ static void reap(struct xplane *x)
  * once and the NIC sends in the background. */
 static void kick(struct xplane *x)
 {
+	x->down = 0;
 	for (int k = 0; k < NTX / 32; k++)
-		if (sendto(xsk_socket__fd(x->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0 ||
-		    errno != EAGAIN)
+		if (sendto(xsk_socket__fd(x->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0)
 			break;
+		else if (errno != EAGAIN) {
+			x->down = errno == ENETDOWN || errno == ENXIO;
+			break;
+		}
 }
 
 /* Room for a packet of nf frames: free frames and tx descriptors,
- * kicking and reaping for at most ROOM_WAIT_NS. */
+ * kicking and reaping for at most ROOM_WAIT_NS (not at all while the link
+ * is down: nothing will drain). */
 static int room(struct xplane *x, uint32_t nf)
 {
 	uint64_t deadline = 0;
@@ -282,6 +287,8 @@ static int room(struct xplane *x, uint32_t nf)
 		if (x->ntxfree >= nf && xsk_prod_nb_free(&x->tx, nf) >= nf)
 			return 1;
 		uint64_t t = now_ns();
+		if (x->down && deadline)
+			return 0;
 		if (!deadline)
 			deadline = t + ROOM_WAIT_NS;
 		else if (t > deadline)
