@@ -22,3 +22,4 @@ $(B)/datapath/af_xdp.o: EXTRA_CFLAGS += -DMRC_HAVE_AF_XDP
 build/fuzz/datapath/af_xdp_prog.o: $(AF_XDP_BPF_OBJ)
 build/fuzz/datapath/af_xdp_prog.o: FUZZ_CFLAGS += -DMRC_AF_XDP_BPF_OBJ='"$(AF_XDP_BPF_OBJ)"'
 endif
+ROOT_TESTS += tests/root/af_xdp.sh
