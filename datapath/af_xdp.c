@@ -31,7 +31,7 @@
 #endif
 
 #define FRAME XSK_UMEM__DEFAULT_FRAME_SIZE   /* 4096: a page, what copy mode needs */
-#define NRX 2048                              /* frames for receive (fill ring) */
+#define NRX 4096                              /* frames for receive (fill ring): 2 per jumbo packet */
 #define NTX 2048                              /* frames for transmit */
 #define HELD_MAX 256                          /* rx descriptors looked at per recv */
 #define RXBUF (MRC__XDP_HDR_LEN + MRC_DP_MAX_DGRAM)
