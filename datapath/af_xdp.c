@@ -199,7 +199,7 @@ static int open_plane(struct xplane **out, const struct mrc_dp_plane *p, uint16_
 		close_plane(x);
 		return rc;
 	}
-	uint32_t idx;
+	uint32_t idx = 0;
 	if (xsk_ring_prod__reserve(&x->fq, NRX, &idx) != NRX) {
 		close_plane(x);
 		return -EIO;
@@ -254,7 +254,7 @@ static int xdp_fd(const struct mrc_dp *base, uint32_t plane)
 /* Transmitted frames back to the free list. */
 static void reap(struct xplane *x)
 {
-	uint32_t idx, m = xsk_ring_cons__peek(&x->cq, NTX, &idx);
+	uint32_t idx = 0, m = xsk_ring_cons__peek(&x->cq, NTX, &idx);
 	for (uint32_t j = 0; j < m && x->ntxfree < NTX; j++)
 		x->txfree[x->ntxfree++] = *xsk_ring_cons__comp_addr(&x->cq, idx + j) & ~(uint64_t)(FRAME - 1);
 	xsk_ring_cons__release(&x->cq, m);
@@ -301,7 +301,7 @@ static int room(struct xplane *x, uint32_t nf)
 static void put_frames(struct xplane *x, const uint8_t *hdr, const struct mrc_dp_out *o,
 		       size_t flen, uint32_t nf)
 {
-	uint32_t idx;
+	uint32_t idx = 0;
 	xsk_ring_prod__reserve(&x->tx, nf, &idx);
 	struct iovec src[4] = { { (void *)hdr, MRC__XDP_HDR_LEN } };
 	for (uint32_t i = 0; i < o->iovcnt; i++)
@@ -381,7 +381,7 @@ static int xdp_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_t
  * ring holds every rx frame, so there is always room. */
 static void unlend(struct xplane *x)
 {
-	uint32_t idx;
+	uint32_t idx = 0;
 	if (!x->nheld || xsk_ring_prod__reserve(&x->fq, x->nheld, &idx) != x->nheld)
 		return;
 	for (uint32_t i = 0; i < x->nheld; i++)
@@ -399,7 +399,7 @@ static int xdp_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, u
 	unlend(x);
 	if (max > MRC_DP_BATCH)
 		max = MRC_DP_BATCH;
-	uint32_t idx, nd = xsk_ring_cons__peek(&x->rx, HELD_MAX - x->nheld, &idx), used = 0;
+	uint32_t idx = 0, nd = xsk_ring_cons__peek(&x->rx, HELD_MAX - x->nheld, &idx), used = 0;
 	int out = 0;
 	while (used < nd && (uint32_t)out < max) {
 		/* A multi-buffer packet is one descriptor per frame, all but the
