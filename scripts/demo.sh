@@ -6,12 +6,14 @@
 # spine link silently at 25% and take h0's plane-1 NIC down at 60%, then
 # show goodput over time, packets per plane (mrcctl planes), how the
 # daemon saw the failures (mrcctl events), the end-to-end hash check, and
-# tear everything down.
+# tear everything down.  DATAPATH (make demo DATAPATH=af_xdp; default udp)
+# and DATAPATH_ARGS pick mrcd's datapath (docs/datapaths.md).
 set -u
 B=${1:-build}
 TOPO=${MRC_DEMO_TOPO:-examples/topologies/demo.json}
 SIZE=${MRC_DEMO_BYTES:-256M}
 P=mrcdemo
+DP=${DATAPATH:-udp}
 F="$B/bin/mrc-fabric -p $P"
 if [ "$(id -u)" != 0 ]; then
 	echo "make demo: needs root (it builds network namespaces); run it as root" >&2
@@ -35,18 +37,20 @@ echo "== fabric: $TOPO"
 $F up "$TOPO" || die "mrc-fabric up failed"
 echo "== paths h0 -> h7 (one uSID destination address per plane and spine)"
 $F path h0 h7
-echo "== starting mrcd on every host (with a cluster key made for this demo)"
+echo "== starting mrcd on every host (datapath $DP, with a cluster key made for this demo)"
 $B/bin/mrcd --genkey "$tmp/cluster.key" || die "mrcd --genkey failed"
 for h in h0 h1 h2 h3 h4 h5 h6 h7; do
 	mkdir -p "$tmp/$h"
 	ip netns exec $P-$h $B/bin/mrcd --topology "$TOPO" --host $h --key_file "$tmp/cluster.key" \
-		--socket "$tmp/$h/mrcd.sock" --log_level warning 2>"$tmp/$h.log" &
+		--socket "$tmp/$h/mrcd.sock" --log_level warning --datapath "$DP" \
+		${DATAPATH_ARGS:+--datapath_args "$DATAPATH_ARGS"} 2>"$tmp/$h.log" &
 	pids+=($!)
 done
 for h in h0 h1 h2 h3 h4 h5 h6 h7; do
 	for i in $(seq 100); do [ -S "$tmp/$h/mrcctl.sock" ] && break; sleep 0.05; done
 	[ -S "$tmp/$h/mrcctl.sock" ] || die "mrcd on $h did not start: $(tail -n3 "$tmp/$h.log")"
 done
+echo "   mrcctl status on h0: datapath $(ctl h0 -j status | jq -r .datapath)"
 total=$(numfmt --from=iec "$SIZE")
 echo "== $SIZE h0 -> h7 with mrc_bulk over libmrc; spine link p0s1-p0l3 blackholed"
 echo "   silently at 25%, h0's plane-1 NIC down at 60%"

@@ -5,7 +5,7 @@
 set -eu
 PKGS="gcc make pkg-config clang libclang-rt-14-dev llvm libinih-dev libsystemd-dev
 libcmocka-dev libjansson-dev libnl-3-dev libnl-route-3-dev libev-dev
-iproute2 nftables ethtool procps libbpf-dev jq gnuplot-nox iperf3 mptcpize systemd curl time
+iproute2 nftables ethtool procps libbpf-dev libxdp-dev jq gnuplot-nox iperf3 mptcpize systemd curl time
 passwd python3 man-db debootstrap libsodium-dev
 openmpi-bin libopenmpi-dev tshark tmux systemd-container libibverbs-dev libdpdk-dev"
 # openmpi-bin, libopenmpi-dev: the Open MPI baseline of the fabric collective
@@ -16,6 +16,7 @@ openmpi-bin libopenmpi-dev tshark tmux systemd-container libibverbs-dev libdpdk-
 # libibverbs-dev (rdma-core): the verbs datapath (datapath/verbs*.c), and
 # gpu/gpudirect.c under make MRC_GPUDIRECT=1.
 # libdpdk-dev: DPDK 22.11, the dpdk datapath (datapath/dpdk.c, docs/datapaths.md).
+# libxdp-dev (with libbpf-dev and clang): the af_xdp datapath (datapath/af_xdp*.c).
 missing=""
 for p in $PKGS; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

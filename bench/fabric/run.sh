@@ -9,11 +9,13 @@
 #   it writes bench/results/auth.md
 #   SCENARIO "coll" (bench/fabric/coll.sh): libmrc-coll vs Open MPI
 #   collectives and the MoE layer; it writes bench/results/coll.md
+#   SCENARIO "datapath" (bench/fabric/datapath.sh): udp vs af_xdp side by
+#   side; it writes bench/results/datapath.md
 #   MRC_BENCH_REPS (default 5; failover: MRC_BENCH_FAILOVER_REPS, default 3)
 set -eu
 B=${1:-build}
 [ $# -gt 0 ] && shift
-SCENS=${*:-"bulk failover collisions latency manyqps daemon auth coll"}
+SCENS=${*:-"bulk failover collisions latency manyqps daemon auth coll datapath"}
 export B
 if [ "$(id -u)" != 0 ]; then
 	echo "bench/fabric: needs root (network namespaces); fabric benchmarks skipped" >&2
