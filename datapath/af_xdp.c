@@ -2,8 +2,8 @@
  * AF_XDP socket on a queue of the plane NIC (libxdp's xsk API) with its
  * own UMEM, and an XDP program that steers mrc's UDP port to it and
  * everything else to the kernel (af_xdp_prog.c).  Frames are built in
- * place in UMEM frames (af_xdp_frame.c) and addressed to the plane's one
- * neighbour, its leaf (af_xdp_nd.c).  Zero-copy where the driver allows,
+ * place in UMEM frames (frame.c, shared with dpdk) and addressed to the
+ * plane's one neighbour, its leaf (nexthop.c).  Zero-copy where the driver allows,
  * copy mode elsewhere (veth); multi-buffer (XDP_USE_SG) carries jumbo
  * frames in 4 KiB frames. */
 #include "datapath/datapath.h"
@@ -34,7 +34,7 @@
 #define NRX 4096                              /* frames for receive (fill ring): 2 per jumbo packet */
 #define NTX 2048                              /* frames for transmit */
 #define HELD_MAX 256                          /* rx descriptors looked at per recv */
-#define RXBUF (MRC__XDP_HDR_LEN + MRC_DP_MAX_DGRAM)
+#define RXBUF (MRC__FRAME_HDR_LEN + MRC_DP_MAX_DGRAM)
 #define ROOM_WAIT_NS 200000                   /* bound on waiting for a tx slot */
 #define NH_REFRESH_NS 1000000000ull           /* next hop re-read from the kernel */
 
@@ -46,7 +46,8 @@ struct xplane {
 	struct xsk_ring_cons cq, rx;
 	uint8_t *area;
 	struct mrc__xdp_prog *prog;
-	struct mrc__xdp_addrs a;
+	struct mrc__frame_hdr a;
+	char ifname[16];
 	uint64_t nh_at;
 	uint32_t ntxfree, nheld;
 	uint64_t txfree[NTX];
@@ -172,11 +173,13 @@ static int open_plane(struct xplane **out, const struct mrc_dp_plane *p, uint16_
 	x->ifindex = (int)if_nametoindex(p->ifname);
 	if (!x->ifindex)
 		rc = -ENODEV, what = "no such interface";
-	if (!rc && (rc = mrc__xdp_nic_mac(p->ifname, x->a.src_mac)))
+	if (!rc && (rc = mrc__xdp_nic_mac(p->ifname, x->a.smac)))
 		what = "its MAC address";
 	/* A second at most: neighbour discovery on one link. */
-	if (!rc && (rc = mrc__xdp_nexthop_mac(x->ifindex, x->a.dst_mac, 1000)))
-		what = "the next hop's MAC (no route with a gateway through it, or no answer)";
+	char nh[160] = "";
+	snprintf(x->ifname, sizeof(x->ifname), "%s", p->ifname);
+	if (!rc && (rc = mrc__nexthop_mac(p->ifname, 1000, x->a.dmac, nh, sizeof(nh))))
+		what = nh;
 	x->a.src = p->local;
 	x->a.sport = port;
 	x->nh_at = now_ns();
@@ -303,7 +306,7 @@ static void put_frames(struct xplane *x, const uint8_t *hdr, const struct mrc_dp
 {
 	uint32_t idx = 0;
 	xsk_ring_prod__reserve(&x->tx, nf, &idx);
-	struct iovec src[4] = { { (void *)hdr, MRC__XDP_HDR_LEN } };
+	struct iovec src[4] = { { (void *)hdr, MRC__FRAME_HDR_LEN } };
 	for (uint32_t i = 0; i < o->iovcnt; i++)
 		src[i + 1] = o->iov[i];
 	uint32_t s = 0;
@@ -346,21 +349,24 @@ static int xdp_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_t
 		size_t plen = 0;
 		for (uint32_t k = 0; k < o->iovcnt; k++)
 			plen += o->iov[k].iov_len;
-		size_t flen = MRC__XDP_HDR_LEN + plen;
+		size_t flen = MRC__FRAME_HDR_LEN + plen;
 		uint32_t nf = (uint32_t)((flen + FRAME - 1) / FRAME);
-		uint8_t hdr[MRC__XDP_HDR_LEN];
-		if (plen > MRC_DP_MAX_DGRAM || (nf > 1 && !x->sg) ||
-		    mrc__xdp_hdr_build(hdr, &x->a, &o->dst, o->dport ? o->dport : x->a.sport, plen)) {
+		uint8_t hdr[MRC__FRAME_HDR_LEN];
+		if (plen > MRC_DP_MAX_DGRAM || (nf > 1 && !x->sg)) {
 			dp->st.tx_errs++;
 			continue;
 		}
 		/* The leaf may change (a replaced switch): re-read the kernel's
-		 * neighbour table now and then; keep the old MAC on failure. */
+		 * neighbour table now and then (no wait); keep the old MAC on
+		 * failure. */
 		if (now - x->nh_at > NH_REFRESH_NS) {
+			uint8_t mac[6];
+			char nh[160];
 			x->nh_at = now;
-			(void)mrc__xdp_nexthop_mac(x->ifindex, x->a.dst_mac, 0);
-			mrc__xdp_hdr_build(hdr, &x->a, &o->dst, o->dport ? o->dport : x->a.sport, plen);
+			if (!mrc__nexthop_mac(x->ifname, 0, mac, nh, sizeof(nh)))
+				memcpy(x->a.dmac, mac, 6);
 		}
+		mrc__frame_hdr_write(hdr, &x->a, &o->dst, o->dport ? o->dport : x->a.sport, plen);
 		if (!room(x, nf)) {
 			dp->st.tx_eagain++;
 			continue;
@@ -431,15 +437,15 @@ static int xdp_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, u
 			x->held[x->nheld++] = xsk_umem__extract_addr(
 				xsk_ring_cons__rx_desc(&x->rx, idx + k)->addr) & ~(uint64_t)(FRAME - 1);
 		used = last + 1;
-		struct mrc__xdp_pkt p;
+		struct mrc__frame_rx p;
 		/* Too long, malformed or not ours (the XDP program lets only
 		 * mrc's port through): the datagram did not arrive whole. */
-		if (!whole || mrc__xdp_parse(f, flen, x->a.sport, &p)) {
+		if (!whole || mrc__frame_parse(f, flen, &p) || p.dport != x->a.sport) {
 			dp->st.rx_truncated++;
 			continue;
 		}
-		in[out] = (struct mrc_dp_in){ .buf = (uint8_t *)f + p.off, .len = p.len,
-			.src = p.src, .sport = p.sport, .plane = plane, .ecn_ce = p.ecn_ce };
+		in[out] = (struct mrc_dp_in){ .buf = (uint8_t *)p.payload, .len = p.len,
+			.src = p.src, .sport = p.sport, .plane = plane, .ecn_ce = p.ecn == 3 };
 		dp->st.rx_bytes += p.len;
 		out++;
 	}

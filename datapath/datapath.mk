@@ -30,7 +30,6 @@ endif
 # tests/root/xfer.sh on the dpdk datapath, and dpdk <-> udp (skips without DPDK).
 ROOT_TESTS += tests/root/xfer_dpdk.sh
 
-CORE_SRCS += datapath/af_xdp_frame.c
 
 # af_xdp: built in when libxdp/libbpf (pkg-config) and clang (for its XDP
 # program) are there; otherwise af_xdp.c compiles to the "not built in"
