@@ -394,6 +394,30 @@ static void held_ack_expires(void **state)
 	CHECK(rx(f, 0, &a[0]) == 0 && qinfo(f, 0).inflight == 0, "it acknowledges d1");
 }
 
+/* A QP destroyed while it holds an ACK (its owner got the last message and
+ * is done) sends that ACK first: the peer's last packet is acknowledged,
+ * not retransmitted into a QP that is gone (NOQP, ECONNRESET). */
+static void held_ack_leaves_on_destroy(void **state)
+{
+	(void)state;
+	struct fx *f = g_f;
+	struct pkt x1, d1, a[8];
+	uint64_t t0 = f->t.ch->now;
+	post_msg(f, 1, 100);
+	take_one(f, 1, &x1);
+	f->t.ch->now = t0 + 10 * US;
+	rx(f, 0, &x1);
+	post_msg(f, 0, 200);
+	take_one(f, 0, &d1);
+	f->t.ch->now = t0 + 20 * US;
+	rx(f, 1, &d1);
+	CHECK(take(f, 1, a, 8) == 0, "held");
+	CHECK(mrce_qp_destroy(E(f, 1), f->t.qb) == 0, "destroy");
+	CHECK(take(f, 1, a, 8) == 1 && view(&a[0]).op == MRC_OP_ACK, "the held ACK left");
+	CHECK(rx(f, 0, &a[0]) == 0 && qinfo(f, 0).inflight == 0, "it acknowledges d1");
+	CHECK(mrce_next_deadline(E(f, 1)) == UINT64_MAX, "nothing left to wait for");
+}
+
 /* A forged piggyback (wrong token) and one acknowledging what was never
  * sent: the packet is dropped whole (counted), nothing acknowledged and
  * nothing placed; the genuine packet then works. */
@@ -446,6 +470,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(one_way_stream_acks, setup, teardown),
 		cmocka_unit_test_setup_teardown(rtt_cc_identical, setup, teardown),
 		cmocka_unit_test_setup_teardown(held_ack_expires, setup, teardown),
+		cmocka_unit_test_setup_teardown(held_ack_leaves_on_destroy, setup, teardown),
 		cmocka_unit_test_setup_teardown(forged_and_malformed, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

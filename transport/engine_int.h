@@ -265,6 +265,7 @@ int mrc__timers_check(const struct mrce *e);   /* 0: every key exact (tests) */
  * them (mrc__ack_attach). */
 void mrc__acks_flush(struct mrce *e, uint64_t now, int keep_senders);
 int mrc__acks_urgent(const struct mrce *e);
+void mrc__ack_flush_qp(struct mrce *e, struct mrc__qp *qp);
 void mrc__ack_attach(struct mrce *e, struct mrc__qp *qp, uint64_t now,
 		     struct mrc_data_hdr *h);
 void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,

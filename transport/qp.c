@@ -111,6 +111,7 @@ int mrce_qp_destroy(struct mrce *e, uint32_t qpn)
 			    offsetof(struct mrc__qp, ready_next));
 	if (qp->in_ack) {
 		struct mrc__qp *no_tail = NULL;   /* the ACK list keeps no tail */
+		mrc__ack_flush_qp(e, qp);
 		unlink_list(&e->ack_head, &no_tail, qp, offsetof(struct mrc__qp, ack_next));
 	}
 	qp_free_arrays(qp);

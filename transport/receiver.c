@@ -383,6 +383,19 @@ void mrc__acks_flush(struct mrce *e, uint64_t now, int keep_senders)
 	}
 }
 
+/* A QP going away still owes its peer the ACK it holds for its own data:
+ * dropped, the peer would retransmit into a QP that no longer exists and
+ * fail with a NOQP NACK (ECONNRESET) although everything arrived. */
+void mrc__ack_flush_qp(struct mrce *e, struct mrc__qp *qp)
+{
+	if (qp->ack_pending && qp->state == MRC_QPS_RTS) {
+		if (qp->ack_due)
+			e->st.ack_delay_expired++;
+		send_ack(e, qp, qp->ack_peer, &qp->ack_trig, MRC_NACK_NONE, qp->ack_flags);
+	}
+	qp->ack_pending = 0;
+}
+
 /* Some ACK must leave at the next mrce_tx (not a held one). */
 int mrc__acks_urgent(const struct mrce *e)
 {
