@@ -29,7 +29,10 @@ cleanup() {
 	groupdel "$U" >/dev/null 2>&1
 	rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
+# A signal ends the script (its EXIT trap cleans up); a trap that only
+# cleaned up let it run on after TERM, holding the root lock.
+trap cleanup EXIT
+trap 'exit 143' INT TERM
 
 UNTIL_POLL=0.1
 . tests/root/lib.sh

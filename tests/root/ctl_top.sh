@@ -25,7 +25,10 @@ cleanup() {
 	$F down >/dev/null 2>&1
 	rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
+# A signal ends the script (its EXIT trap cleans up); a trap that only
+# cleaned up let it run on after TERM, holding the root lock.
+trap cleanup EXIT
+trap 'exit 143' INT TERM
 . tests/root/lib.sh
 die() { echo "FAIL $*"; exit 1; }
 command -v tmux >/dev/null || { echo "SKIP tmux not installed (scripts/deps.sh installs it)"; exit 77; }

@@ -19,7 +19,10 @@ cleanup() {
 	$F down >/dev/null 2>&1
 	rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
+# A signal ends the script (its EXIT trap cleans up); a trap that only
+# cleaned up let it run on after TERM, holding the root lock.
+trap cleanup EXIT
+trap 'exit 143' INT TERM
 . tests/root/lib.sh
 $F down >/dev/null 2>&1
 $F up "$T" >/dev/null || { echo "mrc-fabric up failed"; exit 1; }

@@ -33,7 +33,10 @@ cleanup() {
 	$F down >/dev/null 2>&1
 	rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
+# A signal ends the script (its EXIT trap cleans up); a trap that only
+# cleaned up let it run on after TERM, holding the root lock.
+trap cleanup EXIT
+trap 'exit 143' INT TERM
 . tests/root/lib.sh
 placed() { ctl h7 -j status 2>/dev/null | jq -r '.totals.bytes_placed // 0'; }
 # past PCT BASE TOTAL: h7 placed at least PCT% of TOTAL bytes since BASE.

@@ -48,7 +48,10 @@ cleanup() {
 	umount -R "$root" 2>/dev/null
 	rm -rf --one-file-system "$root"
 }
-trap cleanup EXIT INT TERM
+# A signal ends the script (its EXIT trap cleans up); a trap that only
+# cleaned up let it run on after TERM, holding the root lock.
+trap cleanup EXIT
+trap 'exit 143' INT TERM
 
 # ---- the root filesystem ---------------------------------------------------
 # Runtime libraries of what make install ships, as Debian packages.

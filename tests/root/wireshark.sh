@@ -29,7 +29,10 @@ cleanup() {
 	$F down >/dev/null 2>&1
 	rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
+# A signal ends the script (its EXIT trap cleans up); a trap that only
+# cleaned up let it run on after TERM, holding the root lock.
+trap cleanup EXIT
+trap 'exit 143' INT TERM
 . tests/root/lib.sh
 die() { echo "FAIL $*"; for h in h0 h7; do echo "--- mrcd $h log"; tail -n 20 "$tmp/$h.log"; done; exit 1; }
 command -v tshark >/dev/null && command -v dumpcap >/dev/null ||

@@ -24,7 +24,10 @@ cleanup() {
 	$F down >/dev/null 2>&1 || true
 	rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
+# A signal ends the script (its EXIT trap cleans up); a trap that only
+# cleaned up let it run on after TERM, holding the root lock.
+trap cleanup EXIT
+trap 'exit 143' INT TERM
 $F down >/dev/null 2>&1 || true
 $F up "$T" >/dev/null
 
