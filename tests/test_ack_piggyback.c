@@ -362,12 +362,10 @@ static void rtt_cc_identical(void **state)
 	      stats(g_f, 1).rx_pb_acks == 1, "rx_pb_acks");
 }
 
-/* No data within ack_delay_ns: the held ACK leaves as a packet at its
- * deadline, and it is counted. */
-static void held_ack_expires(void **state)
+/* Node 1 sends x1, node 0 answers d1, node 1 takes d1 at t0 + 20 us and
+ * holds its ACK (it sent data lately); returns t0. */
+static uint64_t hold_ack_of_d1(struct fx *f)
 {
-	(void)state;
-	struct fx *f = g_f;
 	struct pkt x1, d1, a[8];
 	uint64_t t0 = f->t.ch->now;
 	post_msg(f, 1, 100);
@@ -379,6 +377,17 @@ static void held_ack_expires(void **state)
 	f->t.ch->now = t0 + 20 * US;
 	rx(f, 1, &d1);
 	CHECK(take(f, 1, a, 8) == 0 && !mrce_tx_pending(E(f, 1)), "held");
+	return t0;
+}
+
+/* No data within ack_delay_ns: the held ACK leaves as a packet at its
+ * deadline, and it is counted. */
+static void held_ack_expires(void **state)
+{
+	(void)state;
+	struct fx *f = g_f;
+	struct pkt a[8];
+	uint64_t t0 = hold_ack_of_d1(f);
 	uint64_t due = mrce_next_deadline(E(f, 1));
 	CHECK(due == t0 + 20 * US + f->t.ch->cfg.ecfg.ack_delay_ns, "deadline %llu",
 	      (unsigned long long)(due - t0));
@@ -401,17 +410,8 @@ static void held_ack_leaves_on_destroy(void **state)
 {
 	(void)state;
 	struct fx *f = g_f;
-	struct pkt x1, d1, a[8];
-	uint64_t t0 = f->t.ch->now;
-	post_msg(f, 1, 100);
-	take_one(f, 1, &x1);
-	f->t.ch->now = t0 + 10 * US;
-	rx(f, 0, &x1);
-	post_msg(f, 0, 200);
-	take_one(f, 0, &d1);
-	f->t.ch->now = t0 + 20 * US;
-	rx(f, 1, &d1);
-	CHECK(take(f, 1, a, 8) == 0, "held");
+	struct pkt a[8];
+	hold_ack_of_d1(f);
 	CHECK(mrce_qp_destroy(E(f, 1), f->t.qb) == 0, "destroy");
 	CHECK(take(f, 1, a, 8) == 1 && view(&a[0]).op == MRC_OP_ACK, "the held ACK left");
 	CHECK(rx(f, 0, &a[0]) == 0 && qinfo(f, 0).inflight == 0, "it acknowledges d1");
