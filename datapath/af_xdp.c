@@ -227,9 +227,7 @@ static void xdp_close(struct mrc_dp *base)
 static int xdp_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *why, size_t whylen)
 {
 	struct args a;
-	int rc = mrc__dp_check_cfg(cfg, why, whylen);
-	if (!rc)
-		rc = parse_args(cfg->args, &a, why, whylen);
+	int rc = parse_args(cfg->args, &a, why, whylen);
 	if (rc)
 		return rc;
 	struct xdp_dp *dp = calloc(1, sizeof(*dp));

@@ -131,7 +131,8 @@ static inline int mrc_dp_link_up(const struct mrc_dp *dp, uint32_t plane)
 	return dp->ops->link_up ? dp->ops->link_up(dp, plane) : -EOPNOTSUPP;
 }
 
-/* Checks a plane count against MRC_DP_MAX_PLANES for a provider's open. */
+/* Checks a plane count against MRC_DP_MAX_PLANES: mrc_dp_open does for
+ * every provider, so an open reached through it need not again. */
 int mrc__dp_check_cfg(const struct mrc_dp_cfg *cfg, char *why, size_t whylen);
 
 /* open of a provider that was not built in: says why and how to get it. */

@@ -153,9 +153,7 @@ static int open_plane(struct dpdk_dp *dp, uint32_t i, const struct mrc_dp_plane 
 
 static int dpdk_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *why, size_t whylen)
 {
-	int rc = mrc__dp_check_cfg(cfg, why, whylen);
-	if (rc)
-		return rc;
+	int rc;
 	char cpus[256];
 	struct mrc__dpdk_args *a = malloc(sizeof(*a));
 	struct dpdk_dp *dp = calloc(1, sizeof(*dp));

@@ -89,9 +89,6 @@ static void udp_close(struct mrc_dp *base);
 
 static int udp_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *why, size_t whylen)
 {
-	int rc = mrc__dp_check_cfg(cfg, why, whylen);
-	if (rc)
-		return rc;
 	struct udp_dp *dp = calloc(1, sizeof(*dp));
 	if (!dp)
 		return -ENOMEM;
@@ -100,7 +97,7 @@ static int udp_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *why
 	for (uint32_t i = 0; i < MRC_DP_MAX_PLANES; i++)
 		dp->fd[i] = -1;
 	for (uint32_t i = 0; i < cfg->nplanes; i++) {
-		rc = open_plane(&cfg->planes[i], cfg->port, &dp->fd[i], why, whylen);
+		int rc = open_plane(&cfg->planes[i], cfg->port, &dp->fd[i], why, whylen);
 		if (!rc && !(dp->rx[i] = calloc(1, sizeof(struct rxpool))))
 			rc = -ENOMEM;
 		dp->n = i + 1;
