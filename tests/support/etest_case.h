@@ -48,4 +48,48 @@ static inline void etest_seed(const char *name, uint64_t dflt)
 	printf("%s: seed %" PRIu64 " (MRC_TEST_SEED=<n> to replay)\n", name, g_seed);
 }
 
+/* Shared checks of the engine test binaries. */
+static inline void cfg_two(struct chan_cfg *c, uint32_t nev, uint32_t planes)
+{
+	chan_cfg_default(c, g_seed);
+	c->nev = nev;
+	c->planes = planes;
+}
+
+static inline void check_guards(struct etest *t)
+{
+	CHECK_EQ(chan_gbuf_guard_bad(&t->src), -1);
+	CHECK_EQ(chan_gbuf_guard_bad(&t->dst), -1);
+}
+
+/* dst bytes [from, to) still hold their initial pattern. */
+static inline void check_dst_untouched(struct etest *t, uint64_t from, uint64_t to)
+{
+	for (uint64_t i = from; i < to; i++)
+		if (t->dst.p[i] != chan_gbuf_byte(t->dst.seed, i))
+			fail_msg("dst byte %" PRIu64 " changed (untouched range %" PRIu64
+				 "..%" PRIu64 ", seed %" PRIu64 ")", i, from, to, g_seed);
+}
+
+static inline void check_placed(struct etest *t, uint64_t loff, uint64_t roff, uint64_t len)
+{
+	if (len && memcmp(t->src.p + loff, t->dst.p + roff, len))
+		fail_msg("WRITE of %" PRIu64 " bytes at %" PRIu64 " misplaced (seed %" PRIu64 ")",
+			 len, roff, g_seed);
+}
+
+static inline int find_event(struct etest *t, int n, uint8_t type, uint32_t ev, uint8_t old_state,
+		      uint8_t new_state, uint8_t reason)
+{
+	for (size_t i = 0; i < t->ch->node[n].nevt; i++) {
+		const struct mrce_event *x = &t->ch->node[n].evt[i];
+		if (x->type == type && x->ev == ev && x->old_state == old_state &&
+		    x->new_state == new_state && x->reason == reason)
+			return 1;
+	}
+	return 0;
+}
+
+/* ---- config and registration ----------------------------------------- */
+
 #endif

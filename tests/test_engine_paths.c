@@ -1,0 +1,325 @@
+/* Engine unit tests of path steering through the in-memory multipath
+ * channel: EV and plane deny/allow, plane masks, pinned single-path mode,
+ * detours, path health shared by the QPs of a peer (per-EV counters) and
+ * retry exhaustion when every path is dead.
+ * Seed: MRC_TEST_SEED=<n> replays a run; it is printed with every failure. */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tests/support/etest_case.h"
+
+/* ---- EV / plane admin, pinning, shared health ------------------------- */
+
+static uint64_t data_on_evs(struct chan *ch, uint32_t src, uint32_t dst, uint32_t plane_or_ev,
+			    int by_plane)
+{
+	uint64_t b = 0;
+	for (uint32_t ev = 0; ev < ch->cfg.nev; ev++)
+		if (by_plane ? ch->plane_of[ev] == plane_or_ev : ev == plane_or_ev)
+			b += chan_path(ch, src, dst, ev)->tx_bytes;
+	return b;
+}
+
+static void write_and_wait(struct etest *t, uint32_t qa, uint64_t len, uint64_t wr_id)
+{
+	uint64_t done = t->ch->node[0].wc_total;
+	CHECK_EQ(etest_post(t->ch, 0, qa, MRC_SQE_WRITE, wr_id, t->lkey, 0, len, t->rkey, 0, 0, 0), 0);
+	CHECK_EQ(etest_run2(t->ch, done + 1, 0, 10 * SEC), 0);
+	CHECK_EQ(t->ch->node[0].wc[t->ch->node[0].nwc - 1].status, 0);
+}
+
+static void test_ev_deny_allow(void **s)
+{
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_ev_info ei;
+
+	cfg_two(&cc, 16, 4);
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	uint32_t peer = t.ch->node[0].peer[1];
+	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t.ch->now, peer, 3, 1), 0);
+	chan_pump(t.ch);
+	CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, 3, MRC_EV_GOOD, MRC_EV_DENIED, MRC_RSN_DENY));
+	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 3, &ei), 0);
+	CHECK_EQ(ei.state, MRC_EV_DENIED);
+	write_and_wait(&t, t.qa, 1 << 20, 1);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 3, 0), 0);     /* a DENIED EV is never used */
+	CHECK(data_on_evs(t.ch, 0, 1, 2, 0) > 0);
+
+	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t.ch->now, peer, 3, 0), 0);
+	chan_pump(t.ch);
+	CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, 3, MRC_EV_DENIED, MRC_EV_ASSUMED_BAD,
+			 MRC_RSN_ALLOW));
+	/* Probes bring it back. */
+	CHECK_EQ(chan_run(t.ch, NULL, NULL, 50 * MS, ETEST_MAX_STEPS), 0);
+	CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, 3, MRC_EV_ASSUMED_BAD, MRC_EV_GOOD,
+			 MRC_RSN_PROBE_OK));
+	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 3, &ei), 0);
+	CHECK_EQ(ei.state, MRC_EV_GOOD);
+	CHECK(ei.probes_ok >= 1);
+	write_and_wait(&t, t.qa, 1 << 20, 2);
+	CHECK(data_on_evs(t.ch, 0, 1, 3, 0) > 0);
+	etest_fini(&t);
+}
+
+static void test_plane_deny(void **s)
+{
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_ev_info ei;
+
+	cfg_two(&cc, 16, 4);
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	uint32_t peer = t.ch->node[0].peer[1];
+	CHECK_EQ(mrce_plane_set_denied(E(&t, 0), t.ch->now, peer, 2, 1), 0);
+	chan_pump(t.ch);
+	for (uint32_t ev = 2; ev < 16; ev += 4) {
+		CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, ev, MRC_EV_GOOD, MRC_EV_DENIED,
+				 MRC_RSN_DENY));
+		CHECK_EQ(mrce_ev_info(E(&t, 0), peer, ev, &ei), 0);
+		CHECK_EQ(ei.state, MRC_EV_DENIED);
+	}
+	CHECK_EQ(chan_count_evt(t.ch, 0, MRC_EVT_EV_STATE), 4);
+	write_and_wait(&t, t.qa, 1 << 20, 1);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 2, 1), 0);
+	for (uint32_t p = 0; p < 4; p++)
+		if (p != 2)
+			CHECK(data_on_evs(t.ch, 0, 1, p, 1) > 0);
+	CHECK_EQ(mrce_plane_set_denied(E(&t, 0), t.ch->now, peer, 2, 0), 0);
+	chan_pump(t.ch);
+	for (uint32_t ev = 2; ev < 16; ev += 4)
+		CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, ev, MRC_EV_DENIED, MRC_EV_ASSUMED_BAD,
+				 MRC_RSN_ALLOW));
+	etest_fini(&t);
+}
+
+static void test_pinned_single_ev(void **s)
+{
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_qp_attr pin = { .pd = ETEST_PD, .flags = MRC_QP_PIN_EV, .pin_ev = 5 };
+	struct mrce_qp_attr plain = { .pd = ETEST_PD };
+	uint32_t qa, qb;
+
+	cfg_two(&cc, 16, 4);
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &pin, &plain, &qa, &qb), 0);
+	write_and_wait(&t, qa, 1 << 20, 1);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 5, 0), 1 << 20);
+	for (uint32_t ev = 0; ev < 16; ev++)
+		if (ev != 5)
+			CHECK_EQ(data_on_evs(t.ch, 0, 1, ev, 0), 0);
+	check_placed(&t, 0, 0, 1 << 20);
+	etest_fini(&t);
+}
+
+/* plane_mask: data packets only on the masked planes; when every path of
+ * them is dead (DENIED), the QP falls back to the other planes rather
+ * than hang; a mask beyond MRC_MAX_PLANES is refused. */
+static void test_plane_mask(void **s)
+{
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_qp_attr one = { .pd = ETEST_PD, .plane_mask = 1u << 1 };
+	struct mrce_qp_attr two = { .pd = ETEST_PD, .plane_mask = 1u << 0 | 1u << 2 };
+	struct mrce_qp_attr bad = { .pd = ETEST_PD, .plane_mask = 1u << MRC_MAX_PLANES };
+	struct mrce_qp_attr plain = { .pd = ETEST_PD };
+	struct mrce_qp_info qi;
+	uint32_t qa, qb, qa2, qb2, qx;
+
+	cfg_two(&cc, 16, 4);
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	CHECK_EQ(mrce_qp_create(E(&t, 0), &bad, &qx), -EINVAL);
+	CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &one, &plain, &qa, &qb), 0);
+	CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &two, &plain, &qa2, &qb2), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), qa, &qi), 0);
+	CHECK_EQ(qi.plane_mask, 1u << 1);
+	write_and_wait(&t, qa, 1 << 20, 1);
+	check_placed(&t, 0, 0, 1 << 20);
+	CHECK(data_on_evs(t.ch, 0, 1, 1, 1) >= 1 << 20);
+	for (uint32_t p = 0; p < 4; p++)
+		if (p != 1)
+			CHECK_EQ(data_on_evs(t.ch, 0, 1, p, 1), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), qa, &qi), 0);
+	CHECK(qi.plane_tx[1] > 0);
+	CHECK_EQ(qi.plane_tx[0] + qi.plane_tx[2] + qi.plane_tx[3], 0);
+	/* Two planes: both carry data, the others none. */
+	write_and_wait(&t, qa2, 1 << 20, 2);
+	CHECK(data_on_evs(t.ch, 0, 1, 0, 1) > 0);
+	CHECK(data_on_evs(t.ch, 0, 1, 2, 1) > 0);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 3, 1), 0);
+	/* Plane 1 dead: the QP still completes, over the other planes. */
+	uint32_t peer = t.ch->node[0].peer[1];
+	CHECK_EQ(mrce_plane_set_denied(E(&t, 0), t.ch->now, peer, 1, 1), 0);
+	chan_pump(t.ch);
+	uint64_t on1 = data_on_evs(t.ch, 0, 1, 1, 1), other = data_on_evs(t.ch, 0, 1, 3, 1);
+	write_and_wait(&t, qa, 1 << 20, 3);
+	check_placed(&t, 0, 0, 1 << 20);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 1, 1), on1);
+	CHECK(data_on_evs(t.ch, 0, 1, 3, 1) > other);
+	etest_fini(&t);
+}
+
+struct ev_wait {
+	struct mrce *e;
+	uint32_t peer, ev;
+	uint8_t state;
+};
+
+static int pred_ev_state(struct chan *ch, void *arg)
+{
+	struct ev_wait *w = arg;
+	struct mrce_ev_info ei;
+	return mrce_ev_info(w->e, w->peer, w->ev, &ei) == 0 && ei.state == w->state;
+}
+
+/* Detours (mrce_ev_set_detour): while its plane has another GOOD EV a
+ * detour carries no data; with that EV gone the plane's detours carry it
+ * (the plane stays in use), and once it is back they stop again. */
+static void test_detour(void **s)
+{
+	struct chan_cfg cc;
+	struct etest t;
+
+	cfg_two(&cc, 6, 2);   /* plane_of[ev] = ev % 2: EVs 0 and 1 direct */
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	uint32_t peer = t.ch->node[0].peer[1];
+	CHECK_EQ(mrce_ev_set_detour(E(&t, 0), peer, 6, 1), -EINVAL);
+	for (uint32_t ev = 2; ev < 6; ev++)
+		CHECK_EQ(mrce_ev_set_detour(E(&t, 0), peer, ev, 1), 0);
+	write_and_wait(&t, t.qa, 1 << 20, 1);
+	check_placed(&t, 0, 0, 1 << 20);
+	CHECK(data_on_evs(t.ch, 0, 1, 0, 0) > 0);
+	CHECK(data_on_evs(t.ch, 0, 1, 1, 0) > 0);
+	for (uint32_t ev = 2; ev < 6; ev++)
+		CHECK_EQ(data_on_evs(t.ch, 0, 1, ev, 0), 0);
+	/* Plane 0's direct EV gone: its detours 2 and 4 carry plane 0's share. */
+	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t.ch->now, peer, 0, 1), 0);
+	chan_pump(t.ch);
+	uint64_t on0 = data_on_evs(t.ch, 0, 1, 0, 0);
+	write_and_wait(&t, t.qa, 1 << 20, 2);
+	check_placed(&t, 0, 0, 1 << 20);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 0, 0), on0);
+	CHECK(data_on_evs(t.ch, 0, 1, 2, 0) > 0);
+	CHECK(data_on_evs(t.ch, 0, 1, 4, 0) > 0);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 3, 0) + data_on_evs(t.ch, 0, 1, 5, 0), 0);
+	/* Back (probes make it GOOD): the detours stop again. */
+	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t.ch->now, peer, 0, 0), 0);
+	struct ev_wait w = { E(&t, 0), peer, 0, MRC_EV_GOOD };
+	CHECK_EQ(chan_run(t.ch, pred_ev_state, &w, 1 * SEC, ETEST_MAX_STEPS), 0);
+	uint64_t d2 = data_on_evs(t.ch, 0, 1, 2, 0), d4 = data_on_evs(t.ch, 0, 1, 4, 0);
+	write_and_wait(&t, t.qa, 1 << 20, 3);
+	CHECK(data_on_evs(t.ch, 0, 1, 0, 0) > on0);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 2, 0), d2);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 4, 0), d4);
+	etest_fini(&t);
+}
+
+static void test_shared_path_health(void **s)
+{
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_qp_attr plain = { .pd = ETEST_PD };
+	struct mrce_qp_info qi;
+	uint32_t qa2, qb2;
+
+	cfg_two(&cc, 16, 2);
+	cc.ecfg.qp_ev_stats = 8;
+	CHECK_EQ(etest_init(&t, &cc, 4 << 20, 4 << 20, 0), 0);
+	CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &plain, &plain, &qa2, &qb2), 0);
+	chan_blackhole_ev(t.ch, 0, 1, 4, t.ch->now, UINT64_MAX);
+	/* QP 1 discovers the broken path ... */
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 0, 4 << 20, t.rkey, 0, 0, 0), 0);
+	struct ev_wait w = { E(&t, 0), t.ch->node[0].peer[1], 4, MRC_EV_ASSUMED_BAD };
+	CHECK_EQ(chan_run(t.ch, pred_ev_state, &w, 1 * SEC, ETEST_MAX_STEPS), 0);
+	CHECK_EQ(etest_run2(t.ch, 1, 0, 10 * SEC), 0);
+	CHECK_EQ(WC(&t, 0, 0)->status, 0);
+	/* ... and QP 2 never sends data on it. */
+	uint64_t before = data_on_evs(t.ch, 0, 1, 4, 0);
+	CHECK_EQ(etest_post(t.ch, 0, qa2, MRC_SQE_WRITE, 2, t.lkey, 0, 4 << 20, t.rkey, 0, 0, 0), 0);
+	CHECK_EQ(etest_run2(t.ch, 2, 0, 10 * SEC), 0);
+	CHECK_EQ(WC(&t, 0, 1)->status, 0);
+	CHECK_EQ(data_on_evs(t.ch, 0, 1, 4, 0), before);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), qa2, &qi), 0);
+	CHECK_EQ(qi.retx, 0);
+	check_placed(&t, 0, 0, 4 << 20);
+	/* Per QP and EV (mrcctl qps): QP 1 lost on EV 4 and only there, QP 2
+	 * never used it; each QP's EVs add up to its packets, the QPs' to the
+	 * path's; EVs beyond qp_ev_stats (8 here) share one bucket. */
+	struct mrce_qp_ev_stat a[16], b[16];
+	struct mrce_qp_info qa_i;
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qa_i), 0);
+	CHECK_EQ(mrce_qp_ev_stats(E(&t, 0), t.qa, a, 16), 8);
+	CHECK_EQ(mrce_qp_ev_stats(E(&t, 0), qa2, b, 16), 8);
+	CHECK_EQ(mrce_qp_ev_stats(E(&t, 0), t.qa, a, 3), 3);
+	CHECK_EQ(mrce_qp_ev_stats(E(&t, 0), 0xdead, a, 16), -ENOENT);
+	CHECK_EQ(mrce_qp_ev_stats(E(&t, 0), t.qa, a, 16), 8);
+	uint64_t sa = qa_i.ev_other_tx, sb = qi.ev_other_tx;
+	for (uint32_t ev = 0; ev < 8; ev++) {
+		struct mrce_ev_info ei;
+		CHECK_EQ(mrce_ev_info(E(&t, 0), t.ch->node[0].peer[1], ev, &ei), 0);
+		CHECK_EQ(a[ev].tx_pkts + b[ev].tx_pkts, ei.tx_pkts);
+		CHECK(ev == 4 ? a[ev].lost_pkts > 0 : a[ev].lost_pkts == 0);
+		CHECK_EQ(b[ev].lost_pkts, 0);
+		sa += a[ev].tx_pkts;
+		sb += b[ev].tx_pkts;
+	}
+	CHECK(a[4].tx_pkts >= a[4].lost_pkts);
+	CHECK_EQ(b[4].tx_pkts, 0);
+	CHECK_EQ(sa, qa_i.tx_pkts);
+	CHECK_EQ(sb, qi.tx_pkts);
+	CHECK(qa_i.ev_other_tx > 0 && qi.ev_other_tx > 0);   /* EVs 8..15 */
+	CHECK_EQ(qa_i.ev_other_lost + qi.ev_other_lost, 0);
+	etest_fini(&t);
+}
+
+static void test_retry_exhaustion(void **s)
+{
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_qp_info qi;
+
+	cfg_two(&cc, 8, 2);
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	chan_blackhole_all(t.ch, t.ch->now, UINT64_MAX);
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 0, 65536, t.rkey, 0, 0, 0), 0);
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 2, t.lkey, 0, 10, t.rkey, 0, 0, 0), 0);
+	/* Bounded: 24 retries with RTO capped at 200 ms is < 5 s; allow 10 min. */
+	CHECK_EQ(etest_run2(t.ch, 2, 0, 600 * SEC), 0);
+	CHECK_EQ(WC(&t, 0, 0)->status, -ETIMEDOUT);
+	CHECK_EQ(WC(&t, 0, 1)->status, -ECANCELED);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK_EQ(qi.state, MRC_QPS_ERROR);
+	CHECK_EQ(qi.error, -ETIMEDOUT);
+	int seen = 0;
+	for (size_t i = 0; i < t.ch->node[0].nevt; i++)
+		if (t.ch->node[0].evt[i].type == MRC_EVT_QP_ERROR &&
+		    t.ch->node[0].evt[i].err == -ETIMEDOUT)
+			seen++;
+	CHECK_EQ(seen, 1);
+	check_dst_untouched(&t, 0, 1 << 20);
+	etest_fini(&t);
+}
+
+int main(void)
+{
+	etest_seed("test_engine_paths", 20240601);
+	const struct CMUnitTest tests[] = {
+		T(test_ev_deny_allow),
+		T(test_plane_deny),
+		T(test_plane_mask),
+		T(test_pinned_single_ev),
+		T(test_shared_path_health),
+		T(test_detour),
+		T(test_retry_exhaustion),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
