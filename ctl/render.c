@@ -124,7 +124,10 @@ int mrc_oper_render_paths(FILE *f, const json_t *res)
 		long long sp = gi(e, "spine");
 		r[0] = cell(get(e, "ev"));
 		r[1] = cell(get(e, "plane"));
-		r[2] = sp < 0 ? strdup("direct") : cell(get(e, "spine"));
+		/* A detour carries data only while its plane has no other GOOD
+		 * EV: say so, or an idle GOOD path looks broken. */
+		r[2] = sp < 0 ? strdup("direct") :
+		       json_is_true(get(e, "detour")) ? cellf("%.0f (detour)", (double)sp) : cell(get(e, "spine"));
 		r[3] = cell(get(e, "address"));
 		r[4] = cell(get(e, "state"));
 		if (json_is_true(get(e, "admin_denied")))

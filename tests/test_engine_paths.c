@@ -195,6 +195,11 @@ static void test_detour(void **s)
 	CHECK_EQ(mrce_ev_set_detour(E(&t, 0), peer, 6, 1), -EINVAL);
 	for (uint32_t ev = 2; ev < 6; ev++)
 		CHECK_EQ(mrce_ev_set_detour(E(&t, 0), peer, ev, 1), 0);
+	struct mrce_ev_info ei;
+	for (uint32_t ev = 0; ev < 6; ev++) {   /* what mrcctl paths shows */
+		CHECK_EQ(mrce_ev_info(E(&t, 0), peer, ev, &ei), 0);
+		CHECK_EQ(ei.detour, ev >= 2);
+	}
 	write_and_wait(&t, t.qa, 1 << 20, 1);
 	check_placed(&t, 0, 0, 1 << 20);
 	CHECK(data_on_evs(t.ch, 0, 1, 0, 0) > 0);

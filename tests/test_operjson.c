@@ -171,6 +171,8 @@ static void test_render_tables(void **state)
 		"{\"ev\":1,\"plane\":0,\"spine\":1,\"exists\":true,\"address\":\"fcbb:bb00:1000:2001:1003:8007::\","
 		"\"state\":\"ASSUMED_BAD\",\"reason\":\"loss\",\"last_change_age_s\":2.5,\"srtt_us\":81.5,"
 		"\"tx_pkts\":10,\"lost\":3,\"trims\":0,\"ecn\":0,\"probes_sent\":4,\"probes_ok\":1,\"admin_denied\":false},"
+		"{\"ev\":3,\"plane\":0,\"spine\":2,\"exists\":true,\"address\":\"a\",\"state\":\"GOOD\","
+		"\"reason\":\"probe\",\"last_change_age_s\":1,\"detour\":true},"
 		"{\"ev\":5,\"plane\":1,\"spine\":-1,\"exists\":false}]}", &rc);
 	assert_int_equal(rc, 0);
 	assert_non_null(strstr(s, "paths to h7 (host 7)"));
@@ -180,6 +182,8 @@ static void test_render_tables(void **state)
 	assert_non_null(strstr(s, "2.5s ago"));
 	assert_non_null(strstr(s, "1/4"));
 	assert_non_null(strstr(s, "(1 EVs have no path"));
+	assert_non_null(strstr(s, "2 (detour)"));
+	assert_null(strstr(s, "1 (detour)"));
 	free(s);
 	s = render(MRC_OPER_PLANES, "{\"planes\":[{\"plane\":0,\"nic\":\"p0l0\",\"link\":\"up\",\"admin\":\"disabled\","
 		   "\"tx_pps\":5,\"tx_pkts\":100,\"lost\":1,\"loss_ratio\":0.01,\"trims\":0,\"ecn\":0,"

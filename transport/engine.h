@@ -154,6 +154,7 @@ struct mrce_ev_info {
 	uint8_t state;             /* enum mrce_ev_state */
 	uint8_t plane;
 	uint8_t last_reason;       /* enum mrce_ev_reason of the last change */
+	uint8_t detour;            /* marked by mrce_ev_set_detour */
 	uint64_t srtt_ns, rttvar_ns;
 	uint64_t last_change_ns;
 	uint64_t tx_pkts, lost, trims, ecn, probes_sent, probes_ok;

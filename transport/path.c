@@ -356,7 +356,7 @@ int mrce_ev_info(const struct mrce *e, uint32_t peer, uint32_t ev,
 		return -EINVAL;
 	const struct mrc__path *pa = &e->peers[peer].paths[ev];
 	*info = (struct mrce_ev_info){ .state = pa->state, .plane = pa->plane,
-		.last_reason = pa->reason, .srtt_ns = pa->srtt, .rttvar_ns = pa->rttvar,
+		.last_reason = pa->reason, .detour = pa->detour, .srtt_ns = pa->srtt, .rttvar_ns = pa->rttvar,
 		.last_change_ns = pa->last_change, .tx_pkts = pa->tx_pkts,
 		.lost = pa->lost, .trims = pa->trims, .ecn = pa->ecn,
 		.probes_sent = pa->probes_sent, .probes_ok = pa->probes_ok };

@@ -275,7 +275,7 @@ int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, s
 		char addr[64], t[48];
 		inet_ntop(AF_INET6, &pe->dst[ev], addr, sizeof(addr));
 		iso(o, i.last_change_ns ? i.last_change_ns : d->started_ns, t, sizeof(t));
-		json_t *e = json_pack("{s:i, s:i, s:i, s:b, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
+		json_t *e = json_pack("{s:i, s:i, s:i, s:b, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b}",
 			"ev", (int)ev, "plane", pl, "spine", sp, "exists", exists,
 			"address", exists ? addr : "", "state", mrce_ev_state_name(i.state),
 			"reason", mrce_ev_reason_name(i.last_reason), "last_change", t,
@@ -285,7 +285,8 @@ int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, s
 			"tx_pkts", (json_int_t)i.tx_pkts, "lost", (json_int_t)i.lost,
 			"trims", (json_int_t)i.trims, "ecn", (json_int_t)i.ecn,
 			"probes_sent", (json_int_t)i.probes_sent, "probes_ok", (json_int_t)i.probes_ok,
-			"admin_denied", (pe->deny[ev] & (MRCD_DENY_ADMIN_PLANE | MRCD_DENY_ADMIN_PATH)) != 0);
+			"admin_denied", (pe->deny[ev] & (MRCD_DENY_ADMIN_PLANE | MRCD_DENY_ADMIN_PATH)) != 0,
+			"detour", (int)i.detour);
 		json_t *why = json_array();
 		for (unsigned bit = 1; bit <= MRCD_DENY_ADMIN_PATH; bit <<= 1)
 			if (pe->deny[ev] & bit)
