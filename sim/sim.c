@@ -35,8 +35,11 @@ static void engine_cfg(struct mrc_sim *s)
 		if (e->rto_max_ns < e->rto_init_ns)
 			e->rto_max_ns = e->rto_init_ns;
 	}
-	if (c->probe_interval_ns)
+	if (c->probe_interval_ns) {
 		e->probe_interval_ns = c->probe_interval_ns;
+		if (e->probe_max_interval_ns < e->probe_interval_ns)
+			e->probe_max_interval_ns = e->probe_interval_ns;
+	}
 	if (c->reorder_slack_ns)
 		e->reorder_slack_ns = c->reorder_slack_ns;
 	if (c->ev_floor)

@@ -109,6 +109,10 @@ static void cross_key_checks(void **st)
 	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "rto_min_us (9000) is larger than rto_max_us (5000)"));
 	mrcd_cfg_default(&c);
+	c.probe_interval_us = 100000;   /* above the default maximum */
+	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "probe_interval_us (100000) is larger than probe_max_interval_us (64000)"));
+	mrcd_cfg_default(&c);
 	snprintf(c.socket, sizeof(c.socket), "relative.sock");
 	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "not an absolute path"));

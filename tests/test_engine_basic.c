@@ -29,7 +29,7 @@ static void test_cfg_validation(void **state)
 	CHECK(mrce_qp_bytes(e) > 0);
 	mrce_destroy(e);
 
-	for (int k = 0; k < 11; k++) {
+	for (int k = 0; k < 12; k++) {
 		mrce_cfg_default(&c);
 		switch (k) {
 		case 0: c.mtu = 0; break;
@@ -43,6 +43,7 @@ static void test_cfg_validation(void **state)
 		case 8: c.rto_min_ns = c.rto_max_ns + 1; break;
 		case 9: c.max_qps = 0; break;
 		case 10: c.qp_ev_stats = MRC_MAX_EVS + 1; break;
+		case 11: c.probe_max_interval_ns = c.probe_interval_ns - 1; break;
 		}
 		e = NULL;
 		why = NULL;

@@ -228,6 +228,45 @@ static void test_detour(void **s)
 	etest_fini(&t);
 }
 
+/* A dead path's probes back off: each one lost doubles the interval up to
+ * probe_max_interval_ns (about 20 probes in a second instead of 500), and
+ * the path still comes back within one maximum interval of its repair. */
+static void test_probe_backoff(void **s)
+{
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_ev_info ei;
+
+	cfg_two(&cc, 8, 2);
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	uint32_t peer = t.ch->node[0].peer[1];
+	struct mrce_cfg def;
+	mrce_cfg_default(&def);
+	uint64_t t0 = t.ch->now, dead = 1 * SEC;
+	chan_blackhole_ev(t.ch, 0, 1, 3, t0, t0 + dead);
+	/* Denied then allowed: ASSUMED_BAD, probed from now on. */
+	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t0, peer, 3, 1), 0);
+	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t0, peer, 3, 0), 0);
+	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 3, &ei), 0);
+	CHECK_EQ(ei.state, MRC_EV_ASSUMED_BAD);
+	CHECK_EQ(chan_run(t.ch, NULL, NULL, dead - 1 * MS, ETEST_MAX_STEPS), 0);
+	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 3, &ei), 0);
+	CHECK_EQ(ei.state, MRC_EV_ASSUMED_BAD);
+	CHECK_EQ(ei.probes_ok, 0);   /* the blackhole held */
+	/* Without backoff: dead / 2 ms = 500.  With it: 2, 4, .. 64 ms, then
+	 * every 64 ms: 7 + (999 - 126.5) / 64 = 20; never silent. */
+	uint64_t floor = (dead - 1 * MS) / def.probe_max_interval_ns;
+	CHECK(ei.probes_sent >= floor && ei.probes_sent <= floor + 8);
+	/* Repaired: back within one maximum interval plus two probes. */
+	struct ev_wait w = { E(&t, 0), peer, 3, MRC_EV_GOOD };
+	CHECK_EQ(chan_run(t.ch, pred_ev_state, &w, 1 * MS + def.probe_max_interval_ns +
+			  2 * def.probe_interval_ns, ETEST_MAX_STEPS), 0);
+	/* A probe answered reset the backoff: the second came at once. */
+	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 3, &ei), 0);
+	CHECK_EQ(ei.probes_ok, def.probe_ok_needed);
+	etest_fini(&t);
+}
+
 static void test_shared_path_health(void **s)
 {
 	struct chan_cfg cc;
@@ -324,6 +363,7 @@ int main(void)
 		T(test_pinned_single_ev),
 		T(test_shared_path_health),
 		T(test_detour),
+		T(test_probe_backoff),
 		T(test_retry_exhaustion),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,6 +25,7 @@ void mrce_cfg_default(struct mrce_cfg *c)
 	c->rto_init_ns = 10000000;
 	c->reorder_slack_ns = 10000;
 	c->probe_interval_ns = 2000000;
+	c->probe_max_interval_ns = 64000000;
 	c->probe_ok_needed = 2;
 	c->rnr_delay_ns = 100000;
 	c->rnr_retry = MRC_RNR_RETRY_FOREVER;
@@ -75,6 +76,8 @@ static int cfg_check(const struct mrce_cfg *c, const char **why)
 		BAD("ack_delay_ns must be at most 1 ms and rto_min_ns / 4");
 	if (!c->probe_interval_ns || !c->probe_ok_needed)
 		BAD("probe_interval_ns and probe_ok_needed must be > 0");
+	if (c->probe_max_interval_ns < c->probe_interval_ns)
+		BAD("probe_max_interval_ns must be >= probe_interval_ns");
 	if (c->cc != MRC_CC_NSCC && c->cc != MRC_CC_FIXED)
 		BAD("cc must be MRC_CC_NSCC or MRC_CC_FIXED");
 	if (c->qp_ev_stats > MRC_MAX_EVS)

@@ -73,6 +73,11 @@ struct mrce_cfg {
 	                              per QP when losses prove spurious) */
 	uint64_t probe_interval_ns;/* ASSUMED_BAD EVs are probed this often
 	                              (default 2 ms) */
+	uint64_t probe_max_interval_ns; /* each probe lost doubles a path's
+	                              interval up to this (default 64 ms, >=
+	                              probe_interval_ns): a dead spine costs a
+	                              host little, and a repaired path is
+	                              back within one of these */
 	uint32_t probe_ok_needed;  /* probe replies in a row to return GOOD (2) */
 	uint64_t rnr_delay_ns;     /* retry delay after an RNR NACK (100 us) */
 	uint32_t rnr_retry;        /* RNR NACKs a packet may get before its QP

@@ -25,6 +25,7 @@ struct mrc__path {
 	uint8_t suspect;            /* lost a packet under congestion: out of the
 	                               spray until its probe answers (stays GOOD)
 	                               or suspect_until passes (ASSUMED_BAD) */
+	uint8_t probe_backoff;      /* probes lost in a row: the interval doubles */
 	uint16_t penalty;           /* spray skip credits: ECN, trims, delay */
 	uint32_t probe_seq;         /* outstanding probe (0: none) */
 	uint64_t probe_ts, next_probe;

@@ -99,6 +99,7 @@ void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 	pa->last_change = now;
 	pa->ok_streak = 0;
 	pa->probe_seq = 0;
+	pa->probe_backoff = 0;
 	if (st == MRC_EV_ASSUMED_BAD) {
 		/* First probe soon, but not at once: a path that just lost a
 		 * packet rarely heals within microseconds. */
@@ -406,6 +407,16 @@ static uint64_t probe_timeout(const struct mrce *e, const struct mrc__peer *p)
 	return t > e->cfg.probe_interval_ns ? t : e->cfg.probe_interval_ns;
 }
 
+/* A dead path's probes back off: the interval doubles with every probe
+ * lost in a row, up to probe_max_interval_ns; an answer resets it. */
+static uint64_t probe_interval(const struct mrce *e, const struct mrc__path *pa)
+{
+	uint64_t t = e->cfg.probe_interval_ns;
+	for (uint8_t k = 0; k < pa->probe_backoff && t < e->cfg.probe_max_interval_ns; k++)
+		t *= 2;
+	return t < e->cfg.probe_max_interval_ns ? t : e->cfg.probe_max_interval_ns;
+}
+
 /* One peer's probes and suspects; mrce_tick calls it when the peer is due
  * (timers.c). */
 void mrc__probe_tick_peer(struct mrce *e, uint32_t i, uint64_t now)
@@ -430,10 +441,13 @@ void mrc__probe_tick_peer(struct mrce *e, uint32_t i, uint64_t now)
 		if (pa->state != MRC_EV_ASSUMED_BAD)
 			continue;
 		if (pa->next_probe <= now) {
-			if (pa->probe_seq && now - pa->probe_ts >= probe_timeout(e, p))
+			if (pa->probe_seq && now - pa->probe_ts >= probe_timeout(e, p)) {
 				pa->ok_streak = 0;   /* the last probe was lost */
+				if (pa->probe_backoff < 32)
+					pa->probe_backoff++;
+			}
 			probe_send(e, i, ev, now);
-			pa->next_probe = now + e->cfg.probe_interval_ns;
+			pa->next_probe = now + probe_interval(e, pa);
 		}
 		if (pa->next_probe < due)
 			due = pa->next_probe;
@@ -502,6 +516,7 @@ void mrc__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	}
 	if (pa->state != MRC_EV_ASSUMED_BAD)
 		return;
+	pa->probe_backoff = 0;
 	if (++pa->ok_streak >= e->cfg.probe_ok_needed) {
 		pa->penalty = 0;
 		mrc__path_set_state(e, peer, h->ev, MRC_EV_GOOD, MRC_RSN_PROBE_OK, now);

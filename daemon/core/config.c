@@ -39,6 +39,7 @@ static const struct key keys[] = {
 	U(window, 4, 256, "packets in flight per QP (power of two)"),
 	U(ev_floor, 0, 4096, "fewest paths per peer kept in use"),
 	U(probe_interval_us, 100, 10000000, "probe interval of a bad path"),
+	U(probe_max_interval_us, 100, 60000000, "probe interval of a path whose probes keep failing"),
 	U(rto_min_us, 100, 10000000, "smallest retransmission timeout"),
 	U(rto_max_us, 1000, 60000000, "largest retransmission timeout"),
 	S(cc, "congestion control: nscc or fixed"),
@@ -81,6 +82,7 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->window = 256;
 	c->ev_floor = 1;
 	c->probe_interval_us = 2000;
+	c->probe_max_interval_us = 64000;
 	c->rto_min_us = 1000;
 	c->rto_max_us = 200000;
 	snprintf(c->cc, sizeof(c->cc), "nscc");
@@ -264,6 +266,11 @@ int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen)
 	if (c->gpu_poll_min_us > c->gpu_poll_max_us) {
 		snprintf(err, errlen, "gpu_poll_min_us (%u) is larger than gpu_poll_max_us (%u)",
 			 c->gpu_poll_min_us, c->gpu_poll_max_us);
+		return -EINVAL;
+	}
+	if (c->probe_interval_us > c->probe_max_interval_us) {
+		snprintf(err, errlen, "probe_interval_us (%u) is larger than probe_max_interval_us (%u)",
+			 c->probe_interval_us, c->probe_max_interval_us);
 		return -EINVAL;
 	}
 	if (c->rto_min_us > c->rto_max_us) {

@@ -586,6 +586,7 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 	ec.max_qps = 65535;
 	ec.max_mrs = d->cfg.max_clients * d->cfg.client_max_mrs;   /* checked by mrcd_cfg_check_limits */
 	ec.probe_interval_ns = (uint64_t)d->cfg.probe_interval_us * 1000;
+	ec.probe_max_interval_ns = (uint64_t)d->cfg.probe_max_interval_us * 1000;
 	ec.rto_min_ns = (uint64_t)d->cfg.rto_min_us * 1000;
 	ec.rto_max_ns = (uint64_t)d->cfg.rto_max_us * 1000;
 	if (ec.rto_init_ns < ec.rto_min_ns)
