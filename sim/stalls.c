@@ -43,6 +43,13 @@ void sim_stall_begin(struct mrc_sim *s, uint32_t h)
 	struct sim_host *x = &s->hosts[h];
 	if (x->idle_since)
 		return;
+	/* Idle once the last data frame has left every NIC of the host
+	 * (its txdone asks again), not when the NIC's wait queue empties. */
+	for (uint32_t p = 0; p < s->fab.planes; p++) {
+		const struct sim_pkt *k = s->ports[sim_fabric_nic(&s->fab, h, p)].cur;
+		if (k && (k->flags & PF_DATA))
+			return;
+	}
 	int why = stall_cause(s, h);
 	if (why < 0)
 		return;
