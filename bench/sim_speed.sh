@@ -38,12 +38,13 @@ for k in $ks; do
 				--topo "fattree:k=$k,rate=100G" --workload permutation:size=2M \
 				-j >"$res/k$k.$v.json"
 			read -r u sy e m <"$res/t"
-			echo "$(echo "$u + $sy" | bc) $e $m" >>"$res/k$k.$v.t"
+			echo "$(awk -v a="$u" -v b="$sy" 'BEGIN { printf "%.2f", a + b }') $e $m" >>"$res/k$k.$v.t"
 			jq -S 'del(.timing)' "$res/k$k.$v.json" >"$res/k$k.$v.res"
 		done
 		cmp -s "$res/k$k.base.res" "$res/k$k.now.res" || same=no
 	done
 done
+div() { awk -v a="$1" -v b="$2" -v u="$3" 'BEGIN { printf "%.2f", a / b / u }'; }   # a / b / u
 col() { awk -v c="$2" '{ print $c }' "$1" | med; }
 {
 	echo "## mrcsim speed: the simulator of $BASE vs now, 2 MiB permutation on a fat tree"
@@ -58,7 +59,7 @@ col() { awk -v c="$2" '{ print $c }' "$1" | med; }
 		eb=$(jq .result.events "$res/k$k.base.json") en=$(jq .result.events "$res/k$k.now.json")
 		echo "| $((k * k * k / 4)) (k=$k) | $eb | $en |" \
 			"$(jq .fct_vs_ideal.max "$res/k$k.base.json") | $(jq .fct_vs_ideal.max "$res/k$k.now.json") | $cb | $cn |" \
-			"$(echo "scale=2; $cb / $cn" | bc) | $(echo "scale=2; $eb / $cb / 1000000" | bc) | $(echo "scale=2; $en / $cn / 1000000" | bc) |" \
+			"$(div "$cb" "$cn" 1) | $(div "$eb" "$cb" 1e6) | $(div "$en" "$cn" 1e6) |" \
 			"$(col "$res/k$k.base.t" 2) | $(col "$res/k$k.now.t" 2) |" \
 			"$(col "$res/k$k.base.t" 3 | awk '{ printf "%d", $1 / 1024 }') |" \
 			"$(col "$res/k$k.now.t" 3 | awk '{ printf "%d", $1 / 1024 }') |"
