@@ -2,7 +2,7 @@
 # Reruns every mrcsim figure reported in docs/sim.md, one scenario after
 # the other on one core.  Usage: bench/sim.sh [OUTDIR] [--quick]
 #   OUTDIR   where NAME.json / NAME.txt go (default bench/results/sim)
-#   --quick  skip the 8,192-host run (minutes, ~2 GiB)
+#   --quick  skip the 8,192-host runs (minutes each, 1-1.5 GiB)
 # Prints a summary table at the end (jq).  Results are deterministic except
 # the timing fields (wall time, events/s, memory).
 set -eu
@@ -30,6 +30,10 @@ run() {
 FT="--topo fattree:k=12,rate=100G,delay=500ns"
 run ft432_spray $FT --workload permutation:size=2M
 run ft432_ecmp $FT --workload permutation:size=2M --mode ecmp
+run ft432_incast $FT --workload incast:senders=32,dst=h0,size=1M
+run ft432_a2a $FT --workload alltoall:group=16,size=256K
+# k=16, 1,024 hosts, with the sender-stall accounting (docs/sim.md).
+run ft1k_spray --topo fattree:k=16,rate=100G,delay=500ns --workload permutation:size=2M --stalls on
 
 # 2-tier, 8 planes, 1,024 hosts (32 leaves x 32 hosts, 32 spines per plane,
 # non-blocking), 8 x 100 Gbit/s per host, 264 EVs per pair.
@@ -51,7 +55,8 @@ run fo_down_ecmp8qp --topo clos:planes=8,leaves=8,spines=8,hosts=8,rate=100G,del
 # Scale: 8 planes, 8,192 hosts (256 leaves x 32 hosts, 32 spines/plane).
 if [ "$QUICK" = 0 ]; then
 	run c8k_spray --topo clos:planes=8,leaves=256,spines=32,hosts=32,rate=100G,delay=500ns \
-		--workload permutation:size=2M
+		--workload permutation:size=2M --stalls on
+	run ft8k_spray --topo fattree:k=32,rate=100G,delay=500ns --workload permutation:size=2M
 fi
 
 echo

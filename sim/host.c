@@ -336,8 +336,13 @@ static void host_pull(struct mrc_sim *s, uint32_t h)
 	struct sim_host *x = &s->hosts[h];
 	struct mrce_tx_pkt t;
 	while (x->queued < s->nic_limit &&
-	       mrce_tx(x->eng, now_ns(s), &t, 1) == 1)
+	       mrce_tx(x->eng, now_ns(s), &t, 1) == 1) {
+		if (s->cfg.stalls && mrc_op_is_data(t.hdr[1]))
+			sim_stall_end(s, h);
 		inject(s, h, &t);
+	}
+	if (s->cfg.stalls && !x->queued)
+		sim_stall_begin(s, h);
 }
 
 void sim_host_service(struct mrc_sim *s, uint32_t h)

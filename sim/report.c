@@ -434,6 +434,18 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 		sb_printf(&b, "],\n  \"flow_fields\": [\"src\", \"dst\", \"size\", \"start_ns\", "
 			  "\"fct_ns\", \"ideal_ns\", \"status\"]");
 	}
+	if (s->cfg.stalls) {
+		const struct sim_stalls *st = &s->stalls;
+		double send = st->send_ps ? (double)st->send_ps : 1.0;
+		sb_printf(&b, ",\n  \"stalls\": {\"send_ps\": %llu, \"drain\": %.4f, "
+			  "\"cwnd\": %.4f, \"window\": %.4f, \"other\": %.4f, "
+			  "\"samples\": %llu, \"cwnd_mean\": %llu, \"srtt_mean_ns\": %llu}",
+			  (unsigned long long)st->send_ps, st->ps[SIM_STALL_DRAIN] / send,
+			  st->ps[SIM_STALL_CWND] / send, st->ps[SIM_STALL_WINDOW] / send,
+			  st->ps[SIM_STALL_OTHER] / send, (unsigned long long)st->n,
+			  (unsigned long long)(st->n ? st->cwnd_sum / st->n : 0),
+			  (unsigned long long)(st->n ? st->srtt_sum / st->n : 0));
+	}
 	if (timing) {
 		uint32_t active = 0;
 		for (uint32_t h = 0; h < s->fab.n_hosts; h++)
@@ -554,6 +566,16 @@ void mrc_sim_report_text(const struct mrc_sim *s, int timing, FILE *f)
 	fprintf(f, "sim       %llu events, %s virtual, packet pool peak %llu\n",
 		(unsigned long long)s->events, (sim_human_time(s->now, a, sizeof(a)), a),
 		(unsigned long long)s->pool.peak);
+	if (s->cfg.stalls) {
+		const struct sim_stalls *st = &s->stalls;
+		double send = st->send_ps ? (double)st->send_ps / 100 : 1.0;
+		fprintf(f, "stalls    NIC idle while sending, %% of flow time: drain %.2f, "
+			"cwnd %.2f, window %.2f, other %.2f; at idle: cwnd %llu B, srtt %llu ns\n",
+			st->ps[SIM_STALL_DRAIN] / send, st->ps[SIM_STALL_CWND] / send,
+			st->ps[SIM_STALL_WINDOW] / send, st->ps[SIM_STALL_OTHER] / send,
+			(unsigned long long)(st->n ? st->cwnd_sum / st->n : 0),
+			(unsigned long long)(st->n ? st->srtt_sum / st->n : 0));
+	}
 	if (timing) {
 		uint32_t active = 0;
 		for (uint32_t h = 0; h < s->fab.n_hosts; h++)

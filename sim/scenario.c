@@ -48,6 +48,7 @@ const char *mrc_sim_cfg_help(void)
 "  mtu N  window N (0: auto)  cc nscc|fixed  rto-min T  probe-interval T\n"
 "  reorder-slack T  ev-floor N\n"
 "  seed N  until T  hold T  bin T  verify-limit Z  progress on|off\n"
+"  stalls on|off (report why senders' NICs sat idle: docs/sim.md)\n"
 "Sizes: 4096, 64K, 2M, 1G (binary).  Times: 500ns, 10us, 1ms, 2s (bare: ns).\n"
 "Rates: 100G, 400G, 25000M (bit/s).\n";
 }
@@ -436,6 +437,12 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 		if (onoff(v, &b))
 			return BADV("must be on or off");
 		c->progress = (uint8_t)b;
+		return 0;
+	}
+	if (!strcmp(k, "stalls")) {
+		if (onoff(v, &b))
+			return BADV("must be on or off");
+		c->stalls = (uint8_t)b;
 		return 0;
 	}
 	(void)x;

@@ -97,6 +97,8 @@ struct mrc_sim_cfg {
 	uint64_t verify_limit;     /* per-flow receive buffers (and a byte
 	                              comparison) when all flows fit in this */
 	uint8_t progress;          /* progress line on stderr */
+	uint8_t stalls;            /* account why senders' NICs sit idle
+	                              (report "stalls"; sim/stalls.c) */
 };
 
 struct mrc_sim;

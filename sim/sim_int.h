@@ -116,6 +116,8 @@ struct sim_host {
 	uint32_t queued;           /* data packets waiting in our NICs */
 	uint32_t src_key, sink_key;
 	uint64_t timer_at;         /* ps of the pending timer event */
+	uint64_t idle_since;       /* stalls: ps its NIC went idle (0: busy) */
+	uint8_t idle_why;          /* stalls: enum sim_stall */
 	uint16_t denied_planes;    /* planes whose NIC link is down */
 };
 
@@ -145,6 +147,23 @@ struct sim_conn {
 struct sim_job {               /* one workload entry's summary */
 	uint32_t flow0, nflows;
 	uint64_t start_ps, end_ps, ideal_ps;
+};
+
+/* ---- sender stalls (stalls.c) ------------------------------------------ */
+
+/* Why a host's NIC had no data packet while one of its flows was still
+ * sending: the flow's QPs were waiting for ACKs of everything (drain),
+ * their congestion window was full (cwnd), every window slot was in
+ * flight (window), or neither by the in-flight count (other: the
+ * sequence window, held by an unacknowledged packet while later ones are
+ * acknowledged; or no usable path). */
+enum sim_stall { SIM_STALL_DRAIN, SIM_STALL_CWND, SIM_STALL_WINDOW, SIM_STALL_OTHER,
+		 SIM_STALL__N };
+
+struct sim_stalls {
+	uint64_t ps[SIM_STALL__N]; /* idle time by cause, summed over hosts */
+	uint64_t send_ps;          /* flow send time (start to completion) */
+	uint64_t n, cwnd_sum, srtt_sum;  /* QP samples when a NIC went idle */
 };
 
 /* ---- the simulator ----------------------------------------------------- */
@@ -201,6 +220,7 @@ struct mrc_sim {
 	uint32_t n_bins, cap_bins;
 	struct sim_fault_rec frec[MRC_SIM_MAX_FAULTS];
 	uint64_t first_start_ps, last_end_ps;
+	struct sim_stalls stalls;  /* cfg.stalls */
 	int stalled, verified, ran, oom;
 	uint32_t progress_every;
 	char desc[256];
@@ -254,6 +274,10 @@ void sim_flow_part_recv(struct mrc_sim *s, uint32_t flow);
 uint64_t sim_wire_bytes(const struct mrc_sim *s, uint64_t size);
 uint64_t sim_pair_rtt_ps(const struct mrc_sim *s, uint32_t src, uint32_t dst);
 const char *sim_wl_name(uint8_t kind);
+
+/* stalls.c: the NIC of h has no data packet / sends one again. */
+void sim_stall_begin(struct mrc_sim *s, uint32_t h);
+void sim_stall_end(struct mrc_sim *s, uint32_t h);
 
 /* fault.c */
 int sim_faults_check(struct mrc_sim *s, char *err, size_t errlen);

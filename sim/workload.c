@@ -370,6 +370,10 @@ void sim_flow_part_done(struct mrc_sim *s, uint32_t f, int32_t status)
 	if (++fl->parts_done != fl->nconn)
 		return;
 	fl->end_ps = s->now;
+	if (s->cfg.stalls) {
+		sim_stall_end(s, fl->src);
+		s->stalls.send_ps += fl->end_ps - fl->start_ps;
+	}
 	if (s->now > s->last_end_ps)
 		s->last_end_ps = s->now;
 	if (fl->status)

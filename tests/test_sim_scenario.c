@@ -1,6 +1,7 @@
 /* mrcsim scenario handling and fabric model: precise errors for bad input,
  * JSON scenarios equal to the command-line form, source routes that follow
- * the topology, ECMP pinning, and loud NIC-link failures. */
+ * the topology, ECMP pinning, loud NIC-link failures, and the sender-stall
+ * accounting (stalls on). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -268,6 +269,64 @@ static void nic_link_down_is_loud(void **st)
 	mrc_sim_destroy(s);
 }
 
+/* One 1 MiB flow across the fabric, fixed window of `window` packets,
+ * stall accounting on or off; returns the finished simulator. */
+static struct mrc_sim *one_flow(const char *window, const char *stalls)
+{
+	struct mrc_sim_cfg c;
+	char err[MRC_SIM_ERRLEN], sd[24];
+	mrc_sim_cfg_default(&c);
+	snprintf(sd, sizeof(sd), "%llu", (unsigned long long)seed);
+	const char *kv[] = { "seed", sd, "topo", "clos:planes=1,leaves=2,spines=2,hosts=2",
+		"workload", "flow:src=h0,dst=h3,size=1M", "cc", "fixed", "window", window,
+		"stalls", stalls, NULL };
+	for (int i = 0; kv[i]; i += 2)
+		assert_int_equal(mrc_sim_cfg_set(&c, kv[i], kv[i + 1], err, sizeof(err)), 0);
+	struct mrc_sim *s;
+	if (mrc_sim_create(&c, &s, err, sizeof(err))) {
+		print_error("%s\n", err);
+		fail();
+	}
+	assert_int_equal(mrc_sim_run(s, err, sizeof(err)), 0);
+	assert_int_equal(s->flows_done, 1);
+	return s;
+}
+
+/* A 4-packet window on a path whose BDP is far larger leaves the NIC idle
+ * most of the time, and the accounting blames the window; with a window
+ * above the BDP the only idle time is the drain at the end (the last
+ * ACKs), about one base RTT.  Off, nothing is counted or reported. */
+static void stalls_blame_the_window(void **st)
+{
+	(void)st;
+	struct mrc_sim *s = one_flow("4", "on");
+	const struct sim_stalls *t = &s->stalls;
+	assert_true(t->send_ps > 0);
+	assert_true(t->ps[SIM_STALL_WINDOW] > t->send_ps / 2);
+	assert_int_equal(t->ps[SIM_STALL_CWND], 0);
+	char *j = NULL;
+	assert_int_equal(mrc_sim_report_json(s, 0, &j), 0);
+	assert_non_null(strstr(j, "\"stalls\": {"));
+	free(j);
+	mrc_sim_destroy(s);
+
+	s = one_flow("256", "on");
+	t = &s->stalls;
+	uint64_t rtt = sim_pair_rtt_ps(s, 0, 3);
+	assert_int_equal(t->ps[SIM_STALL_WINDOW] + t->ps[SIM_STALL_CWND] +
+			 t->ps[SIM_STALL_OTHER], 0);
+	assert_true(t->ps[SIM_STALL_DRAIN] > rtt / 2);
+	assert_true(t->ps[SIM_STALL_DRAIN] < 2 * rtt);
+	mrc_sim_destroy(s);
+
+	s = one_flow("4", "off");
+	assert_int_equal(s->stalls.send_ps + s->stalls.n + s->stalls.ps[SIM_STALL_WINDOW], 0);
+	assert_int_equal(mrc_sim_report_json(s, 0, &j), 0);
+	assert_null(strstr(j, "\"stalls\""));
+	free(j);
+	mrc_sim_destroy(s);
+}
+
 int main(void)
 {
 	const char *e = getenv("MRC_TEST_SEED");
@@ -281,6 +340,7 @@ int main(void)
 		cmocka_unit_test(routes_follow_topology),
 		cmocka_unit_test(ecmp_pins_one_path),
 		cmocka_unit_test(nic_link_down_is_loud),
+		cmocka_unit_test(stalls_blame_the_window),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }

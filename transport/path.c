@@ -6,6 +6,32 @@
 
 #include "transport/engine_int.h"
 
+/* The order the spray visits a plane's EVs in: bit-reversed index order
+ * (0, n/2, n/4, 3n/4, ...), so that consecutive packets take EVs far
+ * apart.  Fabrics number EVs so that neighbours share the first hops (fat
+ * tree: EV = core, and the 8 cores behind one aggregation switch are
+ * 8 consecutive EVs at k=16): in index order a QP sent 8 packets in a row
+ * into one edge uplink, and the queues those bursts built were most of a
+ * 1,024-host permutation's tail (docs/sim.md).  Setup only: no allocation. */
+static void spread_order(uint16_t *evs, uint32_t n)
+{
+	if (n < 3)
+		return;
+	uint32_t bits = 0;
+	while ((1u << bits) < n)
+		bits++;
+	uint16_t tmp[MRC_MAX_EVS];
+	uint32_t m = 0;
+	for (uint32_t j = 0; j < (1u << bits); j++) {
+		uint32_t r = 0;
+		for (uint32_t b = 0; b < bits; b++)
+			r |= ((j >> b) & 1u) << (bits - 1 - b);
+		if (r < n)
+			tmp[m++] = evs[r];
+	}
+	memcpy(evs, tmp, n * sizeof(*evs));
+}
+
 int mrce_peer_add(struct mrce *e, uint32_t nev, const uint8_t *plane_of,
 		 uint32_t *peer)
 {
@@ -38,6 +64,8 @@ int mrce_peer_add(struct mrce *e, uint32_t nev, const uint8_t *plane_of,
 		p->paths[i].plane = plane_of[i];
 		p->plane_evs[plane_of[i]][p->plane_nev[plane_of[i]]++] = (uint16_t)i;
 	}
+	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
+		spread_order(p->plane_evs[pl], p->plane_nev[pl]);
 	p->nev = p->ngood = nev;
 	p->used = 1;
 	if (idx >= e->peer_hwm)

@@ -120,6 +120,23 @@ int mrce_qp_destroy(struct mrce *e, uint32_t qpn)
 	return 0;
 }
 
+/* Every host of a job starts its spray at once; from the same place in the
+ * EV order they would all hit the same core link in the same packet slot,
+ * for the whole transfer (mrcsim: queues of 64 packets on every uplink of
+ * a pod at k=16).  A QP's connection moves its peer's starting point by a
+ * hash of its QPN and initial PSN (on the wire anyway), so hosts spray out
+ * of step.  Deterministic: no random source in the engine. */
+static void spray_phase(struct mrc__peer *p, uint32_t qpn, uint32_t psn)
+{
+	uint32_t h = (psn ^ qpn * 0x85ebca6bu) * 2654435761u;
+	h ^= h >> 15;
+	h *= 2246822519u;
+	h ^= h >> 13;
+	p->plane_rr += h & 0xffff;
+	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
+		p->plane_cur[pl] = (uint16_t)(p->plane_cur[pl] + (h >> 16));
+}
+
 int mrce_qp_connect(struct mrce *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 		   uint32_t sq_psn, uint32_t rq_psn)
 {
@@ -138,6 +155,7 @@ int mrce_qp_connect(struct mrce *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 	qp->snd_una = qp->snd_nxt = sq_psn;
 	qp->rcv_nxt = rq_psn;
 	qp->state = MRC_QPS_RTS;
+	spray_phase(&e->peers[peer], qpn, sq_psn);
 	return 0;
 }
 
