@@ -141,7 +141,10 @@ struct mrc_coll {
 	size_t forest_max;
 	uint32_t planes, hosts_per_leaf, sets, np;
 	uint32_t *leaf;            /* each rank's leaf switch */
+	uint32_t boot_gone;        /* rank 0: ranks whose QP was gone at "go" */
 };
+/* Tests (coll/comm.c): the rank that leaves the bootstrap before "go". */
+extern uint32_t mrc__coll_test_leave_before_go;
 /* Fills the algorithm choice and the QP sets from cfg (before the QPs). */
 void mrc__coll_algo_init(struct mrc_coll *c, const struct mrc_coll_cfg *cfg);
 /* The all-reduce schedule for count elements of esz bytes, by size. */

@@ -362,6 +362,33 @@ static size_t hello_len(uint32_t n)
 	return sizeof(struct hello) + (size_t)n * sizeof(struct mrc_qp_addr);
 }
 
+/* Tests: this rank plays one that got "go" and destroyed its bootstrap QP
+ * before its ACK reached rank 0 (it posts no receive for "go", so rank 0's
+ * SEND can only end on the gone QP).  UINT32_MAX: none. */
+uint32_t mrc__coll_test_leave_before_go = UINT32_MAX;
+
+static int leaves_before_go(const struct mrc_coll *c)
+{
+	return c->me == mrc__coll_test_leave_before_go;
+}
+
+/* Rank 0's "go" SEND to one rank ended with r.  "go" is the bootstrap's
+ * last message: a rank that has it destroys its bootstrap QP at once, and
+ * when its ACK is lost or late (a spurious RTO under load), our
+ * retransmission finds no QP and the SEND fails with -ECONNRESET although
+ * the rank has "go" (seen under make check's load as rank 0's
+ * "mrc_coll_init: Connection reset by peer" in tests/root/coll.sh).  No
+ * further message could settle it (it would be the last one instead), so
+ * a gone QP is not an error here: a rank that really failed is seen by
+ * the first collective (its mesh QPs reset, or its abort). */
+static int go_done(struct mrc_coll *c, int r)
+{
+	if (r != -ECONNRESET)
+		return r;
+	c->boot_gone++;
+	return 0;
+}
+
 static int left_ms(int64_t end)
 {
 	int64_t l = end - now_ms();
@@ -524,7 +551,8 @@ static int boot_rank(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, uint32_
 		uint8_t *hb = (uint8_t *)mrc_mr_addr(bm) + (uint64_t)c->n * hl + 8;
 		fill_hello(c, (struct hello *)hb);
 		if ((r = mrc_post_recv(bq[0], 1, mrc_mr_key(bm), 0, (uint64_t)c->n * hl)) ||
-		    (r = mrc_post_recv(bq[0], 2, mrc_mr_key(bm), (uint64_t)c->n * hl, 8)) ||
+		    (!leaves_before_go(c) &&
+		     (r = mrc_post_recv(bq[0], 2, mrc_mr_key(bm), (uint64_t)c->n * hl, 8))) ||
 		    (r = mrc_post_send(bq[0], 3, mrc_mr_key(bm), (uint64_t)c->n * hl + 8, hl)))
 			return r;
 		/* Completions in posting order on the send side, receives as they
@@ -619,11 +647,11 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 			for (uint32_t k = 1; k < c->n && !r; k++)
 				r = mrc_post_send(bq[k], 4, mrc_mr_key(bm), 0, 8);
 			for (uint32_t k = 1; k < c->n && !r; k++)
-				r = boot_wait(bq[k], end);
+				r = go_done(c, boot_wait(bq[k], end));
 		} else {
 			if (!(r = mrc_post_send(bq[0], 4, mrc_mr_key(bm), 0, 8)))
 				r = boot_wait(bq[0], end);   /* our SEND */
-			if (!r)
+			if (!r && !leaves_before_go(c))
 				r = boot_wait(bq[0], end);   /* "go" */
 		}
 		if (r)
