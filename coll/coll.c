@@ -81,6 +81,7 @@ int mrc_coll_alltoallv(struct mrc_coll *c, const void *sendbuf, const size_t *se
 	struct mrc__coll_sched s;
 	r = mrc__sched_alltoallv(&s, c->n, c->me, sendcounts, sdispls, recvcounts, rdispls,
 				 mrc_coll_dtype_size(dtype), c->chunk);
+	s.any_plane = 1;   /* over the plane-pinned QPs, when there are some */
 	return run(c, &s, r, sendbuf, recvbuf, dtype, MRC_COLL_SUM);
 }
 

@@ -57,6 +57,10 @@ struct mrc__coll_sched {
 	size_t n, cap;
 	uint64_t tmp_bytes;        /* size of SB_TMP */
 	int err;                   /* -ENOMEM while building */
+	/* The executor may spread each peer's chunks over that peer's
+	 * plane-pinned QPs, by which has room (steps without dependencies,
+	 * RECVs copies; the all-to-alls). */
+	uint8_t any_plane;
 };
 void mrc__sched_free(struct mrc__coll_sched *s);
 /* Builders: elements counts, esz bytes per element, chunk bytes (a
@@ -116,6 +120,10 @@ struct mrc__coll_peer {
 	uint64_t arrived, consumed;
 	uint32_t owed;             /* credits not yet returned */
 	uint32_t alen[MRC__COLL_MAXWIN];   /* bytes of each arrived slot */
+	uint32_t aord[MRC__COLL_MAXWIN];   /* its ordinal (IMM_DATA_ANY) */
+	/* Chunks spread over the rank's plane-pinned QPs, sent to it and
+	 * taken from it, over every collective (kept on its set-0 entry). */
+	uint64_t any_tx, any_rx;
 	uint8_t gone;              /* a credit or abort to it failed */
 };
 
@@ -134,11 +142,10 @@ struct mrc_coll {
 	const struct mrc__coll_devops *dev;
 	void *dev_be;
 	int mem, dev_pinned;
-	size_t tree_max;           /* all-reduce: tree up to this many bytes, ring above */
-	/* The forest (coll/forest.c): above tree_max up to forest_max bytes.
-	 * Peers are n x sets QPs: set 0 sprays over every plane, set 1 + p is
-	 * pinned to plane p; peer index j is rank j % n over set j / n. */
-	size_t forest_max;
+	int algo;                  /* all-reduce: MRC_COLL_ALGO_* (AUTO: by size) */
+	/* The forest (coll/forest.c).  Peers are n x sets QPs: set 0 sprays
+	 * over every plane, set 1 + p is pinned to plane p; peer index j is
+	 * rank j % n over set j / n. */
 	uint32_t planes, hosts_per_leaf, sets, np;
 	uint32_t *leaf;            /* each rank's leaf switch */
 	uint32_t boot_gone;        /* rank 0: ranks whose QP was gone at "go" */
@@ -147,6 +154,9 @@ struct mrc_coll {
 extern uint32_t mrc__coll_test_leave_before_go;
 /* Fills the algorithm choice and the QP sets from cfg (before the QPs). */
 void mrc__coll_algo_init(struct mrc_coll *c, const struct mrc_coll_cfg *cfg);
+/* The all-reduce algorithm for bytes (MRC_COLL_ALGO_TREE, RING or
+ * FOREST): cfg.algo, or AUTO's choice by size and fabric. */
+int mrc__coll_allreduce_algo(const struct mrc_coll *c, uint64_t bytes);
 /* The all-reduce schedule for count elements of esz bytes, by size. */
 int mrc__coll_allreduce_sched(const struct mrc_coll *c, struct mrc__coll_sched *s, size_t count,
 			      size_t esz);

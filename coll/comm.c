@@ -16,7 +16,10 @@
 /* Immediates: the top two bits say what a WRITE_IMM is. */
 #define IMM_KIND(x) ((x) >> 30)
 #define IMM_ARG(x) ((x) & 0x3fffffffu)
-enum { IMM_DATA = 0, IMM_CREDIT = 1, IMM_ABORT = 2 };
+/* IMM_DATA_ANY: a chunk of a schedule that spreads a peer's chunks over
+ * its plane-pinned QPs (mrc__coll_sched.any_plane); the argument is the
+ * chunk's ordinal among this collective's chunks from that rank. */
+enum { IMM_DATA = 0, IMM_CREDIT = 1, IMM_ABORT = 2, IMM_DATA_ANY = 3 };
 /* wr_id: kind in the top bits, as the immediates. */
 #define WR(kind) ((uint64_t)(kind) << 62)
 
@@ -150,10 +153,13 @@ static int poll_peers(struct mrc_coll *c)
 					p->credits += IMM_ARG(imm);
 				} else if (IMM_KIND(imm) == IMM_ABORT) {
 					mrc__coll_fail(c, -ECONNABORTED);
-				} else if (IMM_ARG(imm) != IMM_ARG(p->arrived) ||
+				} else if ((IMM_KIND(imm) == IMM_DATA && IMM_ARG(imm) != IMM_ARG(p->arrived)) ||
 					   p->arrived - p->consumed >= c->window) {
 					mrc__coll_fail(c, -EPROTO);   /* out of step: a bug */
 				} else {
+					/* A spread chunk's ordinal; UINT32_MAX: not spread. */
+					p->aord[p->arrived % c->window] =
+						IMM_KIND(imm) == IMM_DATA_ANY ? IMM_ARG(imm) : UINT32_MAX;
 					p->alen[p->arrived % c->window] = wc[i].byte_len;
 					p->arrived++;
 				}
@@ -162,10 +168,11 @@ static int poll_peers(struct mrc_coll *c)
 			/* Our own WRITE_IMM. */
 			p->wr_done++;
 			uint32_t kind = (uint32_t)(wc[i].wr_id >> 62);
-			if (kind == IMM_DATA)
+			int data = kind == IMM_DATA || kind == IMM_DATA_ANY;
+			if (data)
 				p->data_done++;
 			if (wc[i].status) {
-				if (kind == IMM_DATA)
+				if (data)
 					mrc__coll_fail(c, wc[i].status);
 				else
 					p->gone = 1;   /* a peer that finished and left */
@@ -236,6 +243,112 @@ static size_t next_step(const struct mrc__coll_sched *s, size_t i, uint8_t kind,
 	return i;
 }
 
+/* One run of a schedule: its buffers and what is done. */
+struct run {
+	const struct mrc__coll_sched *s;
+	const void *in;
+	void *out;
+	uint8_t *tmp, *done;
+	size_t esz, left;
+	int dtype, op, prog;
+};
+
+/* Combines the chunk in QP j's oldest arrived slot into step i's place
+ * and frees the slot (its credit goes back with the next pass). */
+static int consume(struct mrc_coll *c, struct run *x, uint32_t j, size_t i)
+{
+	struct mrc__coll_peer *p = &c->p[j];
+	const struct mrc__coll_step *st = &x->s->s[i];
+	const uint8_t *chunk = c->rxb + slot_off(c, j, p->consumed);
+	if (p->alen[p->consumed % c->window] != st->len)
+		return mrc__coll_fail(c, -EPROTO);   /* ranks disagree on sizes */
+	uint8_t *dst = buf_of(st->dst, x->in, x->out, x->tmp) + st->dst_off;
+	if (st->reduce)
+		c->ops->reduce(dst, buf_of(st->src, x->in, x->out, x->tmp) + st->src_off, chunk,
+			       st->len / x->esz, x->dtype, x->op);
+	else
+		c->ops->copy(dst, chunk, st->len);
+	x->done[i] = 1;
+	x->left--;
+	x->prog++;
+	p->consumed++;
+	p->owed++;
+	return 0;
+}
+
+/* QP j may take another chunk: the peer has a free slot and our staging
+ * slot is no longer in flight. */
+static int has_room(const struct mrc_coll *c, uint32_t j)
+{
+	const struct mrc__coll_peer *p = &c->p[j];
+	return p->sent - p->credits < c->window && p->sent - p->data_done < c->window;
+}
+
+/* Step i's chunk to QP j: copy to staging, then one WRITE_WITH_IMM
+ * carries data and signal together.  1: posted; 0: the SQ is full. */
+static int post_chunk(struct mrc_coll *c, struct run *x, uint32_t j, size_t i, uint32_t imm)
+{
+	struct mrc__coll_peer *p = &c->p[j];
+	const struct mrc__coll_step *st = &x->s->s[i];
+	uint64_t off = slot_off(c, j, p->sent);
+	c->ops->copy(c->txb + off, buf_of(st->src, x->in, x->out, x->tmp) + st->src_off, st->len);
+	int r = mrc_post_write_imm(p->qp, WR(IMM_KIND(imm)), mrc_mr_key(c->tx), off, st->len,
+				   p->rkey, slot_off(c, j - j % c->n + c->me, p->sent), imm);
+	if (r == -ENOSPC)
+		return 0;
+	if (r < 0)
+		return mrc__coll_fail(c, r);
+	p->wr_posted++;
+	p->sent++;
+	x->done[i] = 1;
+	x->left--;
+	x->prog++;
+	return 1;
+}
+
+/* Spreading (any_plane): rank r's chunks go, in order, to whichever of
+ * its plane-pinned QPs has room, so a plane that drains slower (a dead
+ * spine, a congested uplink) takes fewer of them; each carries its
+ * ordinal, and the receiver finds the step by it (rstep: rank r's RECV
+ * steps in order from rfirst[r]).  Steps without dependencies only. */
+static int spread_peer(struct mrc_coll *c, struct run *x, uint32_t r, size_t *sc,
+		       const size_t *rstep, const size_t *rfirst)
+{
+	struct mrc__coll_peer *pr = &c->p[r];
+	for (uint32_t pl = 0; pl < c->planes; pl++) {
+		uint32_t j = r + (1 + pl) * c->n;
+		struct mrc__coll_peer *p = &c->p[j];
+		while (p->arrived > p->consumed) {
+			/* Ordinals count on across collectives: a chunk of the
+			 * rank's next collective (it finished this one sooner)
+			 * waits in its slot, as do those behind it. */
+			uint32_t a = p->aord[p->consumed % c->window];
+			uint32_t k = IMM_ARG(a - (uint32_t)pr->any_rx);
+			if (a == UINT32_MAX || k >= rfirst[r + 1] - rfirst[r])
+				break;   /* the next collective's (a forest's, or spread) */
+			int e = consume(c, x, j, rstep[rfirst[r] + k]);
+			if (e)
+				return e;
+		}
+	}
+	/* Planes in turn from the one after the last chunk's, while any has
+	 * room. */
+	for (uint32_t t = 0; sc[r] < x->s->n && t < c->planes;) {
+		uint32_t j = r + (1 + (pr->any_tx + t) % c->planes) * c->n;
+		if (!has_room(c, j)) {
+			t++;
+			continue;
+		}
+		int k = post_chunk(c, x, j, sc[r], (uint32_t)IMM_DATA_ANY << 30 | IMM_ARG(pr->any_tx));
+		if (k <= 0)
+			return k;
+		pr->any_tx++;
+		t = 0;
+		sc[r] = next_step(x->s, sc[r] + 1, SK_SEND, r);
+	}
+	return 0;
+}
+
 int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const void *in, void *out,
 		  int dtype, int op)
 {
@@ -244,102 +357,95 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 	int pr = mrc__coll_pick(c, in, out);    /* host or device table */
 	if (pr)
 		return pr;
-	size_t esz = mrc_coll_dtype_size(dtype);
-	uint8_t *tmp = NULL, *done = calloc(s->n ? s->n : 1, 1);
+	struct run x = { .s = s, .in = in, .out = out, .esz = mrc_coll_dtype_size(dtype),
+			 .dtype = dtype, .op = op };
+	int spread = s->any_plane && c->sets > 1;
+	x.done = calloc(s->n ? s->n : 1, 1);
 	size_t *sc = calloc(c->np, sizeof(*sc)), *rc = calloc(c->np, sizeof(*rc));
+	size_t *rstep = spread ? calloc(s->n ? s->n : 1, sizeof(*rstep)) : NULL;
+	size_t *rfirst = spread ? calloc(c->n + 1, sizeof(*rfirst)) : NULL;
 	if (s->tmp_bytes)
-		tmp = mrc__coll_tmp_alloc(c, s->tmp_bytes);
-	if (!done || !sc || !rc || (s->tmp_bytes && !tmp)) {
-		mrc__coll_tmp_free(c, tmp), free(done), free(sc), free(rc);
-		return -ENOMEM;
+		x.tmp = mrc__coll_tmp_alloc(c, s->tmp_bytes);
+	int err = 0;
+	if (!x.done || !sc || !rc || (s->tmp_bytes && !x.tmp) ||
+	    (spread && (!rstep || !rfirst))) {
+		err = -ENOMEM;
+		goto out;
 	}
-	size_t left = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		const struct mrc__coll_step *st = &s->s[i];
 		if (st->kind == SK_COPY) {
-			c->ops->copy(buf_of(st->dst, in, out, tmp) + st->dst_off,
-				     buf_of(st->src, in, out, tmp) + st->src_off, st->len);
-			done[i] = 1;
+			c->ops->copy(buf_of(st->dst, in, out, x.tmp) + st->dst_off,
+				     buf_of(st->src, in, out, x.tmp) + st->src_off, st->len);
+			x.done[i] = 1;
 		} else {
-			left++;
+			x.left++;
+			if (spread && st->kind == SK_RECV)
+				rfirst[st->peer + 1]++;
 		}
+	}
+	if (spread) {
+		for (uint32_t r = 0; r < c->n; r++)
+			rfirst[r + 1] += rfirst[r];
+		for (size_t i = 0, *fill = rc; i < s->n; i++)   /* rc: scratch fill counts */
+			if (s->s[i].kind == SK_RECV)
+				rstep[rfirst[s->s[i].peer] + fill[s->s[i].peer]++] = i;
 	}
 	for (uint32_t j = 0; j < c->np; j++) {
 		sc[j] = next_step(s, 0, SK_SEND, j);
-		rc[j] = next_step(s, 0, SK_RECV, j);
+		rc[j] = spread && j < c->n ? s->n : next_step(s, 0, SK_RECV, j);
 	}
 	struct idle w = { now_ms(), 0 };
-	int err = 0;
 	for (;;) {
-		int prog = poll_peers(c);
-		if (prog < 0) {
-			err = prog;
+		x.prog = poll_peers(c);
+		if (x.prog < 0) {
+			err = x.prog;
 			break;
 		}
-		if (!left)
+		if (!x.left) {
+			for (uint32_t r = 0; spread && r < c->n; r++)
+				c->p[r].any_rx += rfirst[r + 1] - rfirst[r];
 			break;
+		}
 		for (uint32_t j = 0; j < c->np; j++) {
 			struct mrc__coll_peer *p = &c->p[j];
 			if (j % c->n == c->me)
 				continue;
+			if (spread && j < c->n && (err = spread_peer(c, &x, j, sc, rstep, rfirst)))
+				goto out;
 			/* Arrived chunks, in order: combine into place, free the slot. */
 			while (rc[j] < s->n && p->arrived > p->consumed) {
 				const struct mrc__coll_step *st = &s->s[rc[j]];
-				if (st->dep >= 0 && !done[st->dep])
+				if (st->dep >= 0 && !x.done[st->dep])
 					break;   /* combines with a chunk still to come */
-				const uint8_t *chunk = c->rxb + slot_off(c, j, p->consumed);
-				if (p->alen[p->consumed % c->window] != st->len) {
-					err = mrc__coll_fail(c, -EPROTO);   /* ranks disagree on sizes */
+				if ((err = consume(c, &x, j, rc[j])))
 					goto out;
-				}
-				uint8_t *dst = buf_of(st->dst, in, out, tmp) + st->dst_off;
-				if (st->reduce)
-					c->ops->reduce(dst, buf_of(st->src, in, out, tmp) + st->src_off, chunk,
-						       st->len / esz, dtype, op);
-				else
-					c->ops->copy(dst, chunk, st->len);
-				done[rc[j]] = 1;
-				left--;
-				prog++;
-				p->consumed++;
-				p->owed++;
 				rc[j] = next_step(s, rc[j] + 1, SK_RECV, j);
 			}
-			/* Sends whose data is ready, while the peer has a free slot
-			 * and our staging slot is no longer in flight: copy, then one
-			 * WRITE_WITH_IMM carries data and signal together. */
-			while (sc[j] < s->n) {
+			/* Sends whose data is ready, while there is room. */
+			while (!(spread && j < c->n) && sc[j] < s->n) {
 				const struct mrc__coll_step *st = &s->s[sc[j]];
-				if ((st->dep >= 0 && !done[st->dep]) || p->sent - p->credits >= c->window ||
-				    p->sent - p->data_done >= c->window)
+				if ((st->dep >= 0 && !x.done[st->dep]) || !has_room(c, j))
 					break;
-				uint64_t off = slot_off(c, j, p->sent);
-				c->ops->copy(c->txb + off, buf_of(st->src, in, out, tmp) + st->src_off, st->len);
-				int r = mrc_post_write_imm(p->qp, WR(IMM_DATA), mrc_mr_key(c->tx), off, st->len,
-							   p->rkey, slot_off(c, j - j % c->n + c->me, p->sent),
-							   IMM_DATA << 30 | IMM_ARG(p->sent));
-				if (r == -ENOSPC)
-					break;
-				if (r < 0) {
-					err = mrc__coll_fail(c, r);
+				int k = post_chunk(c, &x, j, sc[j], (uint32_t)IMM_DATA << 30 | IMM_ARG(p->sent));
+				if (k < 0) {
+					err = k;
 					goto out;
 				}
-				p->wr_posted++;
-				p->sent++;
-				done[sc[j]] = 1;
-				left--;
-				prog++;
+				if (!k)
+					break;
 				sc[j] = next_step(s, sc[j] + 1, SK_SEND, j);
 			}
 			/* Credits go back at once: the sender's pipeline depends on them. */
 			if (p->owed && post_signal(c, j, IMM_CREDIT, p->owed) == 0)
 				p->owed = 0;
 		}
-		if ((err = idle_step(c, &w, prog > 0)))
+		if ((err = idle_step(c, &w, x.prog > 0)))
 			break;
 	}
 out:
-	mrc__coll_tmp_free(c, tmp), free(done), free(sc), free(rc);
+	mrc__coll_tmp_free(c, x.tmp), free(x.done), free(sc), free(rc);
+	free(rstep), free(rfirst);
 	return err ? err : c->err;
 }
 
