@@ -332,8 +332,14 @@ static int spread_peer(struct mrc_coll *c, struct run *x, uint32_t r, size_t *sc
 		}
 	}
 	/* Planes in turn from the one after the last chunk's, while any has
-	 * room. */
-	for (uint32_t t = 0; sc[r] < x->s->n && t < c->planes;) {
+	 * room and at most a window's chunks are out to the rank over all
+	 * planes: a plane gets a new chunk when one of its own is taken, so
+	 * the split follows what each plane delivers (a window per plane
+	 * would hand each plane its share at once). */
+	uint64_t out = 0;
+	for (uint32_t pl = 0; pl < c->planes; pl++)
+		out += c->p[r + (1 + pl) * c->n].sent - c->p[r + (1 + pl) * c->n].credits;
+	for (uint32_t t = 0; sc[r] < x->s->n && t < c->planes && out < c->window;) {
 		uint32_t j = r + (1 + (pr->any_tx + t) % c->planes) * c->n;
 		if (!has_room(c, j)) {
 			t++;
@@ -343,6 +349,7 @@ static int spread_peer(struct mrc_coll *c, struct run *x, uint32_t r, size_t *sc
 		if (k <= 0)
 			return k;
 		pr->any_tx++;
+		out++;
 		t = 0;
 		sc[r] = next_step(x->s, sc[r] + 1, SK_SEND, r);
 	}

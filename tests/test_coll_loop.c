@@ -198,7 +198,8 @@ static int body_alltoallv_spread(struct rank *r)
 		if (j == c->me)
 			continue;
 		uint64_t bytes = (c->me * 3 + j * 5) % 7 * 1000 * 8;   /* body_alltoallv's sc[j] */
-		uint64_t want = 3 * ((bytes + 2047) / 2048);
+		uint64_t q = c->chunk / 4;   /* the spread chunk */
+		uint64_t want = 3 * ((bytes + q - 1) / q);
 		uint64_t pinned = c->p[j + c->n].sent + c->p[j + 2 * c->n].sent;
 		if (c->p[j].any_tx != want || pinned != want || c->p[j].sent) {
 			snprintf(r->why, sizeof(r->why), "to %u: %llu chunks spread, %llu on pinned QPs, %llu on set 0; want %llu",
