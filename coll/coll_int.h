@@ -69,11 +69,33 @@ int mrc__sched_allreduce_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me
 			      size_t esz, size_t chunk);
 int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			      size_t esz, size_t chunk);
-/* One chunk [off, off+len) of a tree all-reduce at this rank: reduce the
- * children's partial sums into ours, send up to parent (UINT32_MAX: we are
- * the root) and take its final value, send that down to the children. */
-void mrc__sched_tree_chunk(struct mrc__coll_sched *s, uint64_t off, uint64_t len, uint32_t parent,
+/* Tree all-reduces (the double binary tree, the forest) as units: one
+ * chunk [off, off+len) of one tree at this rank.  Its up half (reduce the
+ * children's partial sums into ours, send to parent; UINT32_MAX: we are
+ * the root) is emitted when the unit is added, its down half (take the
+ * parent's final value, send it to the children) `ahead` units later.
+ * Why: a rank's steps to one peer run in schedule order, and a pair of
+ * ranks is often child and parent at once (in two trees); with each
+ * unit's down right after its up, the next chunk's up to that peer
+ * waited behind this chunk's down, which waits for the whole reduction:
+ * one pipeline the trees' depth long.  Every rank adds the same unit
+ * sequence, so the sends of a pair still match their receives. */
+#define MRC__TREE_AHEAD 4          /* chunks of every tree */
+struct mrc__tree_unit {
+	uint64_t off, len;
+	uint32_t parent, nchild, child[4];
+	int64_t up;                /* the step holding our up value */
+};
+struct mrc__tree_q {
+	struct mrc__coll_sched *s;
+	struct mrc__tree_unit *u;  /* ring of the units whose down is pending */
+	size_t ahead, head, n;
+};
+int mrc__tree_q_init(struct mrc__tree_q *q, struct mrc__coll_sched *s, size_t ahead);
+void mrc__sched_tree_chunk(struct mrc__tree_q *q, uint64_t off, uint64_t len, uint32_t parent,
 			   const uint32_t *child, uint32_t nchild);
+/* The pending down halves, in order; frees the ring.  s->err. */
+int mrc__tree_q_flush(struct mrc__tree_q *q);
 /* The plane-aware multi-tree all-reduce (coll/forest.c): n ranks, leaf[r]
  * the leaf switch of rank r's host (NULL: one leaf); planes trees sets,
  * with pinned steps go to peer rank + (1 + plane) * n (the QPs pinned to

@@ -116,6 +116,11 @@ int mrc__sched_allreduce_forest(struct mrc__coll_sched *s, const struct mrc__for
 	if (forest_init(&f, sh, me))
 		return -ENOMEM;
 	uint64_t trees = (uint64_t)planes * n;
+	struct mrc__tree_q q;
+	if (mrc__tree_q_init(&q, s, trees * MRC__TREE_AHEAD)) {
+		free(f.order);
+		return s->err;
+	}
 	size_t first, len0;
 	mrc__seg(count, (uint32_t)trees, 0, &first, &len0);   /* part 0 is the largest */
 	/* Chunk-major over the trees, so every tree (and plane) has chunks in
@@ -132,11 +137,11 @@ int mrc__sched_allreduce_forest(struct mrc__coll_sched *s, const struct mrc__for
 			uint32_t parent = tree_links(&f, k / f.gsize, k % f.gsize, child, &nc);
 			for (uint32_t c = 0; c < nc; c++)
 				child[c] += base;
-			mrc__sched_tree_chunk(s, (uint64_t)pf * esz + o, bytes - o < chunk ? bytes - o : chunk,
+			mrc__sched_tree_chunk(&q, (uint64_t)pf * esz + o, bytes - o < chunk ? bytes - o : chunk,
 					      parent == UINT32_MAX ? parent : parent + base, child, nc);
 		}
 	free(f.order);
-	return s->err;
+	return mrc__tree_q_flush(&q);
 }
 
 /* ---- choosing by size (docs/coll.md "Choosing by size") ---------------- */

@@ -173,7 +173,8 @@ done
 
 # ---- 2b. all-reduce algorithms side by side (MRC_BENCH_COLL_PARTS=algo) ----
 # ring, tree and forest (2 planes, HOSTS_PER_LEAF hosts per leaf) in turn,
-# MRC_BENCH_COLL_ALGO_ROUNDS rounds (default 3), each 16K .. 16M by 4x
+# MRC_BENCH_COLL_ALGO_ROUNDS rounds (default 3), each MRC_BENCH_COLL_ALGO_MIN
+# .. MRC_BENCH_COLL_ALGO_MAX (default 16K .. 16M) by 4x
 # with -n 5 timed runs after one warm-up: rank 0's mean per round, the
 # median of the rounds in $RES/coll_algo.md (docs/coll.md "Choosing by
 # size" reads it).
@@ -181,7 +182,7 @@ part algo && {
 for ((rd = 1; rd <= ${MRC_BENCH_COLL_ALGO_ROUNDS:-3}; rd++)); do
 	for a in ring tree forest; do
 		MRC_COLL_ALGO=$a MRC_COLL_PLANES=$PLANES MRC_COLL_HOSTS_PER_LEAF=$HOSTS_PER_LEAF \
-			coll_run "algo.$a.$rd" all_reduce -d float -o sum -b 16K -e ${MRC_BENCH_COLL_ALGO_MAX:-16M} -f 4 -n 5 -w 1 -c 1 || true
+			coll_run "algo.$a.$rd" all_reduce -d float -o sum -b ${MRC_BENCH_COLL_ALGO_MIN:-16K} -e ${MRC_BENCH_COLL_ALGO_MAX:-16M} -f 4 -n 5 -w 1 -c 1 || true
 		awk -v a=$a -v rd=$rd '{printf "{\"kind\":\"algo\",\"algo\":\"%s\",\"round\":%d,\"bytes\":%d,\"time_us\":%s,\"wrong\":%d}\n", a, rd, $1, $6, $9}' \
 			"$TMP/algo.$a.$rd" >>"$RAW"
 		say "  round $rd $a: $(awk '{printf "%s:%s ", $1, $6}' "$TMP/algo.$a.$rd")"
@@ -205,7 +206,7 @@ for b in sorted(t):
     ring = m.get("ring")
     f = lambda a: f"{m[a]:.0f}" if a in m else "-"
     q = lambda a: f"{m[a] / ring:.2f}" if a in m and ring else "-"
-    size = f"{b >> 20}M" if b >= 1 << 20 else f"{b >> 10}K"
+    size = f"{b >> 20}M" if b >= 1 << 20 else f"{b >> 10}K" if b >= 1 << 10 else f"{b}"
     print(f"| {size} | {f('ring')} | {f('tree')} | {f('forest')} | {q('tree')} | {q('forest')} | {len(t[b].get('ring', []))} |")
 PY
 say "wrote $RES/coll_algo.md"
