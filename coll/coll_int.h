@@ -174,6 +174,13 @@ struct mrc_coll {
 };
 /* Tests (coll/comm.c): the rank that leaves the bootstrap before "go". */
 extern uint32_t mrc__coll_test_leave_before_go;
+/* Monotonic milliseconds. */
+int64_t mrc__coll_now_ms(void);
+/* The bootstrap (coll/boot.c): connects the mesh of c's QPs (created)
+ * through rank 0's listener on cfg->sid, by end (ms); n_hosts: the
+ * fabric's, for probing rank 0's host. */
+int mrc__coll_boot(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, uint32_t n_hosts,
+		   int64_t end);
 /* Fills the algorithm choice and the QP sets from cfg (before the QPs). */
 void mrc__coll_algo_init(struct mrc_coll *c, const struct mrc_coll_cfg *cfg);
 /* The all-reduce algorithm for bytes (MRC_COLL_ALGO_TREE, RING or

@@ -18,14 +18,13 @@
 #define IMM_ARG(x) ((x) & 0x3fffffffu)
 /* IMM_DATA_ANY: a chunk of a schedule that spreads a peer's chunks over
  * its plane-pinned QPs (mrc__coll_sched.any_plane); the argument is the
- * chunk's ordinal among this collective's chunks from that rank. */
+ * chunk's ordinal among every chunk spread to that rank, counted across
+ * collectives (mrc__coll_peer.any_tx). */
 enum { IMM_DATA = 0, IMM_CREDIT = 1, IMM_ABORT = 2, IMM_DATA_ANY = 3 };
 /* wr_id: kind in the top bits, as the immediates. */
 #define WR(kind) ((uint64_t)(kind) << 62)
 
-#define BOOT_MAGIC 0x6d72636fu     /* "mrco" */
-
-static int64_t now_ms(void)
+int64_t mrc__coll_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -212,7 +211,7 @@ struct idle { int64_t last; int spins; };
 
 static int idle_step(struct mrc_coll *c, struct idle *w, int progressed)
 {
-	int64_t t = now_ms();
+	int64_t t = mrc__coll_now_ms();
 	if (progressed) {
 		w->last = t;
 		w->spins = 0;
@@ -402,7 +401,7 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 		sc[j] = next_step(s, 0, SK_SEND, j);
 		rc[j] = spread && j < c->n ? s->n : next_step(s, 0, SK_RECV, j);
 	}
-	struct idle w = { now_ms(), 0 };
+	struct idle w = { mrc__coll_now_ms(), 0 };
 	for (;;) {
 		x.prog = poll_peers(c);
 		if (x.prog < 0) {
@@ -463,230 +462,6 @@ int mrc_coll_error(struct mrc_coll *c)
 	return c->err;
 }
 
-/* ---- bootstrap ----------------------------------------------------------- */
-
-struct hello {
-	uint32_t magic, n, rank, host, rkey, window, chunk, sets;
-	struct mrc_qp_addr qp[];   /* n x sets: this rank's QP for each peer */
-};
-
-static size_t hello_len(uint32_t n)
-{
-	return sizeof(struct hello) + (size_t)n * sizeof(struct mrc_qp_addr);
-}
-
-/* Tests: this rank plays one that got "go" and destroyed its bootstrap QP
- * before its ACK reached rank 0 (it posts no receive for "go", so rank 0's
- * SEND can only end on the gone QP).  UINT32_MAX: none. */
-uint32_t mrc__coll_test_leave_before_go = UINT32_MAX;
-
-static int leaves_before_go(const struct mrc_coll *c)
-{
-	return c->me == mrc__coll_test_leave_before_go;
-}
-
-/* Rank 0's "go" SEND to one rank ended with r.  "go" is the bootstrap's
- * last message: a rank that has it destroys its bootstrap QP at once, and
- * when its ACK is lost or late (a spurious RTO under load), our
- * retransmission finds no QP and the SEND fails with -ECONNRESET although
- * the rank has "go" (seen under make check's load as rank 0's
- * "mrc_coll_init: Connection reset by peer" in tests/root/coll.sh).  No
- * further message could settle it (it would be the last one instead), so
- * a gone QP is not an error here: a rank that really failed is seen by
- * the first collective (its mesh QPs reset, or its abort). */
-static int go_done(struct mrc_coll *c, int r)
-{
-	if (r != -ECONNRESET)
-		return r;
-	c->boot_gone++;
-	return 0;
-}
-
-static int left_ms(int64_t end)
-{
-	int64_t l = end - now_ms();
-	return l > 0 ? (int)l : 0;
-}
-
-/* One completion of qp before end (its status is the result). */
-static int boot_wait(struct mrc_qp *qp, int64_t end)
-{
-	for (;;) {
-		struct mrc_completion wc;
-		int k = mrc_poll_cq(qp, &wc, 1);
-		if (k < 0)
-			return k;
-		if (k == 1)
-			return wc.status;
-		int l = left_ms(end);
-		if (!l)
-			return -ETIMEDOUT;
-		int r = mrc_wait(qp, l);
-		if (r && r != -ETIMEDOUT)
-			return r;
-	}
-}
-
-/* Connects a fresh bootstrap QP to rank 0 (probing every host when its
- * host is not given), retrying while rank 0 is not listening yet. */
-static int boot_connect(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, uint32_t n_hosts,
-			int64_t end, struct mrc_qp **out)
-{
-	uint32_t h = cfg->root_host == MRC_COLL_HOST_ANY ? 0 : cfg->root_host;
-	for (;;) {
-		struct mrc_qp *qp;
-		int r = mrc_create_qp(c->ctx, NULL, &qp);
-		if (r)
-			return r;
-		r = mrc_connect(qp, h, cfg->sid, c->me, NULL);
-		if (!r) {
-			*out = qp;
-			return 0;
-		}
-		mrc_destroy_qp(qp);   /* a timed-out request may leave it half set up */
-		if (r != -ECONNREFUSED && r != -ETIMEDOUT)
-			return r;
-		if (!left_ms(end))
-			return -ETIMEDOUT;
-		if (cfg->root_host == MRC_COLL_HOST_ANY)
-			h = (h + 1) % n_hosts;
-		if (cfg->root_host != MRC_COLL_HOST_ANY || h == 0)
-			usleep(20000);   /* a retry interval, not synchronisation */
-	}
-}
-
-static void fill_hello(struct mrc_coll *c, struct hello *h)
-{
-	*h = (struct hello){ .magic = BOOT_MAGIC, .n = c->n, .rank = c->me, .host = c->host,
-			     .rkey = mrc_mr_key(c->rx), .window = c->window, .chunk = c->chunk,
-			     .sets = c->sets };
-	for (uint32_t j = 0; j < c->np; j++)
-		if (j % c->n != c->me)
-			mrc_qp_info_get(c->p[j].qp, &h->qp[j]);
-}
-
-static int check_hello(const struct mrc_coll *c, const struct hello *h, uint32_t rank)
-{
-	return h->magic == BOOT_MAGIC && h->n == c->n && h->rank == rank && h->sets == c->sets &&
-	       h->window == c->window && h->chunk == c->chunk ? 0 : -EPROTO;
-}
-
-/* Rank 0: accepts every other rank, gathers the hellos, sends the table,
- * then waits for every rank's "connected" and answers "go".
- *
- * The listener stays open until every hello is in.  Under load a rank's
- * mrc_connect can time out on its side after we accepted it; the rank
- * then destroys that QP and connects again.  Counting the first
- * connection as done and closing the listener (as this did before) left
- * us waiting on a QP whose peer was gone (its receives end with
- * -ECONNRESET: the "Connection reset by peer" of 8-rank bootstraps under
- * make check's load) while the rank's new request was never accepted.
- * So a rank's newest connection replaces the older, and a connection
- * whose receive fails is dropped and waited for again. */
-static int boot_root(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, struct mrc_mr *bm,
-		     struct mrc_qp **bq, int64_t end)
-{
-	size_t hl = hello_len(c->np);
-	uint32_t have = 0;   /* hellos in */
-	uint8_t *got = calloc(c->n, 1);
-	int r = got ? mrc_listen(c->ctx, cfg->sid, c->n < 128 ? c->n : 128) : -ENOMEM;
-	if (r) {
-		free(got);
-		return r;
-	}
-	while (!r && have < c->n - 1) {
-		for (uint32_t k = 1; k < c->n && !r; k++) {
-			struct mrc_completion wc;
-			int n = bq[k] && !got[k] ? mrc_poll_cq(bq[k], &wc, 1) : 0;
-			if (n < 0) {
-				r = n;
-			} else if (n == 1 && wc.status) {
-				mrc_destroy_qp(bq[k]);   /* gone: the rank connects again */
-				bq[k] = NULL;
-			} else if (n == 1 && wc.wr_id == 1) {
-				r = check_hello(c, (struct hello *)((uint8_t *)mrc_mr_addr(bm) + k * hl), k);
-				got[k] = 1;
-				have++;
-			}
-		}
-		if (r || have == c->n - 1)
-			break;
-		int l = left_ms(end);
-		if (!l) {
-			r = -ETIMEDOUT;
-			break;
-		}
-		/* Short accepts, so that hellos and failures are seen meanwhile. */
-		struct mrc_qp *qp;
-		struct mrc_qp_addr remote;
-		if ((r = mrc_create_qp(c->ctx, NULL, &qp)))
-			break;
-		r = mrc_accept(qp, cfg->sid, 0, l < 20 ? l : 20, &remote);
-		if (!r && (remote.priv == 0 || remote.priv >= c->n))
-			r = -EPROTO;
-		if (r) {
-			mrc_destroy_qp(qp);
-			if (r == -ETIMEDOUT)
-				r = 0;
-			continue;
-		}
-		uint32_t k = remote.priv;
-		if (bq[k])
-			mrc_destroy_qp(bq[k]);
-		if (got[k])
-			have--, got[k] = 0;
-		bq[k] = qp;
-		if ((r = mrc_post_recv(qp, 1, mrc_mr_key(bm), k * hl, hl)) ||
-		    (r = mrc_post_recv(qp, 2, mrc_mr_key(bm), (uint64_t)c->n * hl, 8)))
-			break;
-	}
-	mrc_unlisten(c->ctx, cfg->sid);
-	free(got);
-	if (r)
-		return r;
-	fill_hello(c, mrc_mr_addr(bm));
-	for (uint32_t k = 1; k < c->n && !r; k++)
-		r = mrc_post_send(bq[k], 3, mrc_mr_key(bm), 0, (uint64_t)c->n * hl);
-	for (uint32_t k = 1; k < c->n && !r; k++)
-		r = boot_wait(bq[k], end);
-	return r;
-}
-
-static int boot_rank(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, uint32_t n_hosts,
-		     struct mrc_mr *bm, struct mrc_qp **bq, int64_t end)
-{
-	size_t hl = hello_len(c->np);
-	int r;
-	for (;;) {
-		if ((r = boot_connect(c, cfg, n_hosts, end, &bq[0])))
-			return r;
-		/* Receives first (table, then "go"); the hello goes from past the table. */
-		uint8_t *hb = (uint8_t *)mrc_mr_addr(bm) + (uint64_t)c->n * hl + 8;
-		fill_hello(c, (struct hello *)hb);
-		if ((r = mrc_post_recv(bq[0], 1, mrc_mr_key(bm), 0, (uint64_t)c->n * hl)) ||
-		    (!leaves_before_go(c) &&
-		     (r = mrc_post_recv(bq[0], 2, mrc_mr_key(bm), (uint64_t)c->n * hl, 8))) ||
-		    (r = mrc_post_send(bq[0], 3, mrc_mr_key(bm), (uint64_t)c->n * hl + 8, hl)))
-			return r;
-		/* Completions in posting order on the send side, receives as they
-		 * come: two waits see the SEND and the table. */
-		for (int i = 0; i < 2 && !r; i++)
-			r = boot_wait(bq[0], end);
-		/* Rank 0 gave this connection up before the table: its short
-		 * accept timed out just as mrcd completed the connection, or it
-		 * took a newer one of ours.  It keeps listening until every hello
-		 * is in, so connect again (seen under make check's load as
-		 * "mrc_coll_init: Connection reset by peer"). */
-		if (r != -ECONNRESET || !left_ms(end))
-			break;
-		mrc_destroy_qp(bq[0]);
-		bq[0] = NULL;
-	}
-	for (uint32_t k = 0; k < c->n && !r; k++)
-		r = check_hello(c, (struct hello *)((uint8_t *)mrc_mr_addr(bm) + k * hl), k);
-	return r;
-}
-
 int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 {
 	if (!cfg || !out || cfg->nranks == 0 || cfg->rank >= cfg->nranks ||
@@ -704,12 +479,10 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 	c->ops = &mrc__coll_host_ops;
 	mrc__coll_algo_init(c, cfg);
 	c->epfd = -1;
-	int64_t end = now_ms() + c->timeout_ms;
-	struct mrc_mr *bm = NULL;
-	struct mrc_qp **bq = calloc(c->n, sizeof(*bq));
+	int64_t end = mrc__coll_now_ms() + c->timeout_ms;
 	c->p = calloc(c->np, sizeof(*c->p));
 	c->leaf = calloc(c->n, sizeof(*c->leaf));
-	int r = bq && c->p && c->leaf ? mrc_open(cfg->sock, &c->ctx) : -ENOMEM;
+	int r = c->p && c->leaf ? mrc_open(cfg->sock, &c->ctx) : -ENOMEM;
 	struct mrc_ctx_info info;
 	if (r || (r = mrc_ctx_info(c->ctx, &info)))
 		goto fail;
@@ -720,9 +493,7 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 		sq *= 2;
 	struct mrc_qp_cfg qc = { .sq_entries = sq, .cq_entries = 4 * sq };
 	if ((r = mrc_alloc_mr(c->ctx, region, MRC_MR_REMOTE_WRITE | MRC_MR_LOCAL_READ, &c->rx)) ||
-	    (r = mrc_alloc_mr(c->ctx, region, MRC_MR_LOCAL_READ, &c->tx)) ||
-	    (r = mrc_alloc_mr(c->ctx, (uint64_t)(c->n + 1) * hello_len(c->np) + 8,
-			      MRC_MR_LOCAL_READ | MRC_MR_LOCAL_WRITE, &bm)))
+	    (r = mrc_alloc_mr(c->ctx, region, MRC_MR_LOCAL_READ, &c->tx)))
 		goto fail;
 	c->rxb = mrc_mr_addr(c->rx);
 	c->txb = mrc_mr_addr(c->tx);
@@ -735,41 +506,8 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 	}
 	if (r)
 		goto fail;
-	if (c->n > 1) {
-		r = c->me == 0 ? boot_root(c, cfg, bm, bq, end)
-			       : boot_rank(c, cfg, info.n_hosts, bm, bq, end);
-		if (r)
-			goto fail;
-		size_t hl = hello_len(c->np);
-		for (uint32_t j = 0; j < c->np && !r; j++) {
-			const struct hello *h =
-				(const struct hello *)((uint8_t *)mrc_mr_addr(bm) + j % c->n * hl);
-			c->leaf[j % c->n] = h->host / c->hosts_per_leaf;
-			if (j % c->n == c->me)
-				continue;
-			c->p[j].rkey = h->rkey;
-			r = mrc_connect_oob(c->p[j].qp, &h->qp[j - j % c->n + c->me]);
-		}
-		if (r)
-			goto fail;
-		/* Nobody writes before every QP of every rank is connected:
-		 * "connected" to rank 0, which answers "go" once it has all. */
-		if (c->me == 0) {
-			for (uint32_t k = 1; k < c->n && !r; k++)
-				r = boot_wait(bq[k], end);
-			for (uint32_t k = 1; k < c->n && !r; k++)
-				r = mrc_post_send(bq[k], 4, mrc_mr_key(bm), 0, 8);
-			for (uint32_t k = 1; k < c->n && !r; k++)
-				r = go_done(c, boot_wait(bq[k], end));
-		} else {
-			if (!(r = mrc_post_send(bq[0], 4, mrc_mr_key(bm), 0, 8)))
-				r = boot_wait(bq[0], end);   /* our SEND */
-			if (!r && !leaves_before_go(c))
-				r = boot_wait(bq[0], end);   /* "go" */
-		}
-		if (r)
-			goto fail;
-	}
+	if (c->n > 1 && (r = mrc__coll_boot(c, cfg, info.n_hosts, end)))
+		goto fail;
 	if ((c->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
 		r = -errno;
 		goto fail;
@@ -788,15 +526,9 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 		r = -errno;
 	if (r)
 		goto fail;
-	for (uint32_t k = 0; k < c->n; k++)
-		if (bq[k])
-			mrc_destroy_qp(bq[k]);
-	free(bq);
-	mrc_dereg_mr(bm);
 	*out = c;
 	return 0;
 fail:
-	free(bq);
 	mrc_coll_destroy(c);
 	return r;
 }
@@ -806,8 +538,8 @@ void mrc_coll_destroy(struct mrc_coll *c)
 	if (!c)
 		return;
 	/* Our last messages must be placed before our QPs go (bounded). */
-	int64_t end = now_ms() + c->timeout_ms;
-	for (int busy = 1; busy && c->ctx && c->epfd >= 0 && now_ms() < end;) {
+	int64_t end = mrc__coll_now_ms() + c->timeout_ms;
+	for (int busy = 1; busy && c->ctx && c->epfd >= 0 && mrc__coll_now_ms() < end;) {
 		busy = 0;
 		for (uint32_t j = 0; j < c->np; j++)
 			if (j % c->n != c->me && !c->p[j].gone && c->p[j].wr_done < c->p[j].wr_posted)
