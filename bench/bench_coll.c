@@ -98,12 +98,11 @@ static void *rank_main(void *arg)
 		for (int v = 0; v < NSZ * NALG && !r; v++) {
 			int alg = v % NALG;
 			/* The barrier itself is an all-reduce of 4 bytes: a tree. */
-			c->tree_max = 4;
-			c->forest_max = 4;
+			c->algo = MRC_COLL_ALGO_TREE;
 			if ((r = mrc_coll_barrier(c)))
 				break;
-			c->tree_max = alg == 1 ? SIZE_MAX : 0;
-			c->forest_max = alg ? SIZE_MAX : 0;
+			c->algo = alg == 0 ? MRC_COLL_ALGO_RING : alg == 1 ? MRC_COLL_ALGO_TREE
+								 : MRC_COLL_ALGO_FOREST;
 			double t0 = now_s();
 			r = mrc_coll_allreduce(c, abuf, abuf, ar_bytes[v / NALG] / 4, MRC_COLL_FLOAT32,
 					       MRC_COLL_SUM);

@@ -79,8 +79,14 @@ int mrc_coll_alltoallv(struct mrc_coll *c, const void *sendbuf, const size_t *se
 	if (!sendcounts || !sdispls || !recvcounts || !rdispls)
 		return -EINVAL;
 	struct mrc__coll_sched s;
+	/* Spread over the plane-pinned QPs when there are some (a quarter
+	 * chunk, so that the split over planes has chunks to adapt with: a
+	 * window over all planes is then a quarter of the bytes in flight per
+	 * peer, still far above a bandwidth-delay product). */
 	r = mrc__sched_alltoallv(&s, c->n, c->me, sendcounts, sdispls, recvcounts, rdispls,
-				 mrc_coll_dtype_size(dtype), c->chunk);
+				 mrc_coll_dtype_size(dtype),
+				 c->sets > 1 && c->chunk >= 256 ? c->chunk / 4 : c->chunk);
+	s.any_plane = 1;
 	return run(c, &s, r, sendbuf, recvbuf, dtype, MRC_COLL_SUM);
 }
 

@@ -57,6 +57,10 @@ struct mrc__coll_sched {
 	size_t n, cap;
 	uint64_t tmp_bytes;        /* size of SB_TMP */
 	int err;                   /* -ENOMEM while building */
+	/* The executor may spread each peer's chunks over that peer's
+	 * plane-pinned QPs, by which has room (steps without dependencies,
+	 * RECVs copies; the all-to-alls). */
+	uint8_t any_plane;
 };
 void mrc__sched_free(struct mrc__coll_sched *s);
 /* Builders: elements counts, esz bytes per element, chunk bytes (a
@@ -65,11 +69,33 @@ int mrc__sched_allreduce_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me
 			      size_t esz, size_t chunk);
 int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			      size_t esz, size_t chunk);
-/* One chunk [off, off+len) of a tree all-reduce at this rank: reduce the
- * children's partial sums into ours, send up to parent (UINT32_MAX: we are
- * the root) and take its final value, send that down to the children. */
-void mrc__sched_tree_chunk(struct mrc__coll_sched *s, uint64_t off, uint64_t len, uint32_t parent,
+/* Tree all-reduces (the double binary tree, the forest) as units: one
+ * chunk [off, off+len) of one tree at this rank.  Its up half (reduce the
+ * children's partial sums into ours, send to parent; UINT32_MAX: we are
+ * the root) is emitted when the unit is added, its down half (take the
+ * parent's final value, send it to the children) `ahead` units later.
+ * Why: a rank's steps to one peer run in schedule order, and a pair of
+ * ranks is often child and parent at once (in two trees); with each
+ * unit's down right after its up, the next chunk's up to that peer
+ * waited behind this chunk's down, which waits for the whole reduction:
+ * one pipeline the trees' depth long.  Every rank adds the same unit
+ * sequence, so the sends of a pair still match their receives. */
+#define MRC__TREE_AHEAD 4          /* chunks of every tree */
+struct mrc__tree_unit {
+	uint64_t off, len;
+	uint32_t parent, nchild, child[4];
+	int64_t up;                /* the step holding our up value */
+};
+struct mrc__tree_q {
+	struct mrc__coll_sched *s;
+	struct mrc__tree_unit *u;  /* ring of the units whose down is pending */
+	size_t ahead, head, n;
+};
+int mrc__tree_q_init(struct mrc__tree_q *q, struct mrc__coll_sched *s, size_t ahead);
+void mrc__sched_tree_chunk(struct mrc__tree_q *q, uint64_t off, uint64_t len, uint32_t parent,
 			   const uint32_t *child, uint32_t nchild);
+/* The pending down halves, in order; frees the ring.  s->err. */
+int mrc__tree_q_flush(struct mrc__tree_q *q);
 /* The plane-aware multi-tree all-reduce (coll/forest.c): n ranks, leaf[r]
  * the leaf switch of rank r's host (NULL: one leaf); planes trees sets,
  * with pinned steps go to peer rank + (1 + plane) * n (the QPs pinned to
@@ -116,6 +142,10 @@ struct mrc__coll_peer {
 	uint64_t arrived, consumed;
 	uint32_t owed;             /* credits not yet returned */
 	uint32_t alen[MRC__COLL_MAXWIN];   /* bytes of each arrived slot */
+	uint32_t aord[MRC__COLL_MAXWIN];   /* its ordinal (IMM_DATA_ANY) */
+	/* Chunks spread over the rank's plane-pinned QPs, sent to it and
+	 * taken from it, over every collective (kept on its set-0 entry). */
+	uint64_t any_tx, any_rx;
 	uint8_t gone;              /* a credit or abort to it failed */
 };
 
@@ -134,16 +164,28 @@ struct mrc_coll {
 	const struct mrc__coll_devops *dev;
 	void *dev_be;
 	int mem, dev_pinned;
-	size_t tree_max;           /* all-reduce: tree up to this many bytes, ring above */
-	/* The forest (coll/forest.c): above tree_max up to forest_max bytes.
-	 * Peers are n x sets QPs: set 0 sprays over every plane, set 1 + p is
-	 * pinned to plane p; peer index j is rank j % n over set j / n. */
-	size_t forest_max;
+	int algo;                  /* all-reduce: MRC_COLL_ALGO_* (AUTO: by size) */
+	/* The forest (coll/forest.c).  Peers are n x sets QPs: set 0 sprays
+	 * over every plane, set 1 + p is pinned to plane p; peer index j is
+	 * rank j % n over set j / n. */
 	uint32_t planes, hosts_per_leaf, sets, np;
 	uint32_t *leaf;            /* each rank's leaf switch */
+	uint32_t boot_gone;        /* rank 0: ranks whose QP was gone at "go" */
 };
+/* Tests (coll/comm.c): the rank that leaves the bootstrap before "go". */
+extern uint32_t mrc__coll_test_leave_before_go;
+/* Monotonic milliseconds. */
+int64_t mrc__coll_now_ms(void);
+/* The bootstrap (coll/boot.c): connects the mesh of c's QPs (created)
+ * through rank 0's listener on cfg->sid, by end (ms); n_hosts: the
+ * fabric's, for probing rank 0's host. */
+int mrc__coll_boot(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, uint32_t n_hosts,
+		   int64_t end);
 /* Fills the algorithm choice and the QP sets from cfg (before the QPs). */
 void mrc__coll_algo_init(struct mrc_coll *c, const struct mrc_coll_cfg *cfg);
+/* The all-reduce algorithm for bytes (MRC_COLL_ALGO_TREE, RING or
+ * FOREST): cfg.algo, or AUTO's choice by size and fabric. */
+int mrc__coll_allreduce_algo(const struct mrc_coll *c, uint64_t bytes);
 /* The all-reduce schedule for count elements of esz bytes, by size. */
 int mrc__coll_allreduce_sched(const struct mrc_coll *c, struct mrc__coll_sched *s, size_t count,
 			      size_t esz);

@@ -26,11 +26,11 @@
 #include "coll/coll_int.h"
 
 /* AUTO's thresholds (docs/coll.md "Choosing by size"): the tree up to
- * 64 KiB, the forest above that up to MRC__FOREST_MAX, the ring above.
- * The forest never measured faster than the ring (loopback: a tie at
- * 256 KiB; the emulated fabric: 1.05x-2.1x slower), so its band is empty
- * until a measurement says otherwise. */
+ * MRC__TREE_MAX; with planes > 1 and ranks on more than one leaf, the
+ * forest in (MRC__FOREST_MIN, MRC__FOREST_MAX]; the ring elsewhere.
+ * The band is empty until a measurement says the forest wins. */
 #define MRC__TREE_MAX (64u << 10)
+#define MRC__FOREST_MIN MRC__TREE_MAX
 #define MRC__FOREST_MAX MRC__TREE_MAX
 
 struct forest {
@@ -116,6 +116,11 @@ int mrc__sched_allreduce_forest(struct mrc__coll_sched *s, const struct mrc__for
 	if (forest_init(&f, sh, me))
 		return -ENOMEM;
 	uint64_t trees = (uint64_t)planes * n;
+	struct mrc__tree_q q;
+	if (mrc__tree_q_init(&q, s, trees * MRC__TREE_AHEAD)) {
+		free(f.order);
+		return s->err;
+	}
 	size_t first, len0;
 	mrc__seg(count, (uint32_t)trees, 0, &first, &len0);   /* part 0 is the largest */
 	/* Chunk-major over the trees, so every tree (and plane) has chunks in
@@ -132,11 +137,11 @@ int mrc__sched_allreduce_forest(struct mrc__coll_sched *s, const struct mrc__for
 			uint32_t parent = tree_links(&f, k / f.gsize, k % f.gsize, child, &nc);
 			for (uint32_t c = 0; c < nc; c++)
 				child[c] += base;
-			mrc__sched_tree_chunk(s, (uint64_t)pf * esz + o, bytes - o < chunk ? bytes - o : chunk,
+			mrc__sched_tree_chunk(&q, (uint64_t)pf * esz + o, bytes - o < chunk ? bytes - o : chunk,
 					      parent == UINT32_MAX ? parent : parent + base, child, nc);
 		}
 	free(f.order);
-	return s->err;
+	return mrc__tree_q_flush(&q);
 }
 
 /* ---- choosing by size (docs/coll.md "Choosing by size") ---------------- */
@@ -145,30 +150,53 @@ void mrc__coll_algo_init(struct mrc_coll *c, const struct mrc_coll_cfg *cfg)
 {
 	c->planes = cfg->planes ? cfg->planes : 1;
 	c->hosts_per_leaf = cfg->hosts_per_leaf ? cfg->hosts_per_leaf : 1;
-	switch (cfg->algo) {
-	case MRC_COLL_ALGO_RING: c->tree_max = c->forest_max = 0; break;
-	case MRC_COLL_ALGO_TREE: c->tree_max = c->forest_max = SIZE_MAX; break;
-	case MRC_COLL_ALGO_FOREST: c->tree_max = 0, c->forest_max = SIZE_MAX; break;
-	default:
-		c->tree_max = MRC__TREE_MAX;
-		c->forest_max = MRC__FOREST_MAX;
-	}
-	/* Pinned QP sets only when the forest may run and there are planes
-	 * to pin to: they cost a QP and a receive window per peer and plane. */
-	c->sets = c->planes > 1 && c->forest_max > c->tree_max ? 1 + c->planes : 1;
+	c->algo = cfg->algo;
+	/* Pinned QP sets whenever there are planes to pin to (the forest's
+	 * trees, the all-to-alls' spreading): they cost a QP and a receive
+	 * window per peer and plane. */
+	c->sets = c->planes > 1 ? 1 + c->planes : 1;
 	c->np = c->n * c->sets;
+}
+
+/* Leaves the ranks sit on (c->leaf: from the bootstrap's hellos). */
+static uint32_t leaves(const struct mrc_coll *c)
+{
+	uint32_t k = 0;
+	for (uint32_t r = 0; r < c->n && c->leaf; r++) {
+		uint32_t q = 0;
+		while (q < r && c->leaf[q] != c->leaf[r])
+			q++;
+		k += q == r;
+	}
+	return k;
+}
+
+int mrc__coll_allreduce_algo(const struct mrc_coll *c, uint64_t bytes)
+{
+	if (c->algo != MRC_COLL_ALGO_AUTO)
+		return c->algo;
+	if (bytes <= MRC__TREE_MAX)
+		return MRC_COLL_ALGO_TREE;
+	/* The band was measured on a 2-plane fabric with ranks on two or
+	 * more leaves; one plane leaves the forest nothing to balance. */
+	if (bytes > MRC__FOREST_MIN && bytes <= MRC__FOREST_MAX && c->planes > 1 && c->sets > 1 &&
+	    leaves(c) > 1)
+		return MRC_COLL_ALGO_FOREST;
+	return MRC_COLL_ALGO_RING;
 }
 
 int mrc__coll_allreduce_sched(const struct mrc_coll *c, struct mrc__coll_sched *s, size_t count,
 			      size_t esz)
 {
-	uint64_t bytes = (uint64_t)count * esz;
-	if (bytes <= c->tree_max)
+	switch (mrc__coll_allreduce_algo(c, (uint64_t)count * esz)) {
+	case MRC_COLL_ALGO_TREE:
 		return mrc__sched_allreduce_tree(s, c->n, c->me, count, esz, c->chunk);
-	if (bytes <= c->forest_max) {
+	case MRC_COLL_ALGO_FOREST: {
 		struct mrc__forest_shape f = { .n = c->n, .planes = c->planes, .pinned = c->sets > 1,
 					       .leaf = c->leaf };
 		return mrc__sched_allreduce_forest(s, &f, c->me, count, esz, c->chunk);
 	}
-	return mrc__sched_allreduce_ring(s, c->n, c->me, count, esz, c->chunk);
+	default:
+		return mrc__sched_allreduce_ring(s, c->n, c->me, count, esz, c->chunk);
+	}
 }

@@ -303,29 +303,71 @@ static uint32_t tree_rank(uint32_t t, uint32_t n, uint32_t pos)
 	return t == 0 ? pos : n - 1 - pos;
 }
 
-void mrc__sched_tree_chunk(struct mrc__coll_sched *s, uint64_t off, uint64_t len, uint32_t parent,
-			   const uint32_t *child, uint32_t nchild)
+/* Up half of a unit: combine the children's partial sums with our input
+ * and send the result to the parent; the index of the step that holds
+ * our value (-1: the input itself). */
+static int64_t tree_up(struct mrc__coll_sched *s, const struct mrc__tree_unit *u)
 {
 	int64_t last = -1;
-	/* Up: combine the children's partial sums with our input. */
-	for (uint32_t k = 0; k < nchild; k++)
+	for (uint32_t k = 0; k < u->nchild; k++)
 		last = add(s, (struct mrc__coll_step){ .kind = SK_RECV,
-			.src = last < 0 ? SB_IN : SB_OUT, .dst = SB_OUT, .reduce = 1, .peer = child[k],
-			.src_off = off, .dst_off = off, .len = len, .dep = last });
-	if (parent != UINT32_MAX) {
+			.src = last < 0 ? SB_IN : SB_OUT, .dst = SB_OUT, .reduce = 1, .peer = u->child[k],
+			.src_off = u->off, .dst_off = u->off, .len = u->len, .dep = last });
+	if (u->parent != UINT32_MAX)
 		add(s, (struct mrc__coll_step){ .kind = SK_SEND, .src = last < 0 ? SB_IN : SB_OUT,
-			.dst = SB_NONE, .peer = parent, .src_off = off, .len = len, .dep = last });
-		/* Down: the parent's final value. */
-		last = add(s, (struct mrc__coll_step){ .kind = SK_RECV, .src = SB_NONE, .dst = SB_OUT,
-			.peer = parent, .dst_off = off, .len = len, .dep = -1 });
-	} else if (last < 0) {
-		/* A root without children: n == 1 in its group of trees. */
+			.dst = SB_NONE, .peer = u->parent, .src_off = u->off, .len = u->len, .dep = last });
+	else if (last < 0)   /* a root without children: n == 1 in its group of trees */
 		last = add(s, (struct mrc__coll_step){ .kind = SK_COPY, .src = SB_IN, .dst = SB_OUT,
-			.src_off = off, .dst_off = off, .len = len, .dep = -1 });
-	}
-	for (uint32_t k = 0; k < nchild; k++)
+			.src_off = u->off, .dst_off = u->off, .len = u->len, .dep = -1 });
+	return last;
+}
+
+/* Down half: the parent's final value (the root has it from its up
+ * half), sent on to the children. */
+static void tree_down(struct mrc__coll_sched *s, const struct mrc__tree_unit *u)
+{
+	int64_t last = u->up;
+	if (u->parent != UINT32_MAX)
+		last = add(s, (struct mrc__coll_step){ .kind = SK_RECV, .src = SB_NONE, .dst = SB_OUT,
+			.peer = u->parent, .dst_off = u->off, .len = u->len, .dep = -1 });
+	for (uint32_t k = 0; k < u->nchild; k++)
 		add(s, (struct mrc__coll_step){ .kind = SK_SEND, .src = SB_OUT, .dst = SB_NONE,
-			.peer = child[k], .src_off = off, .len = len, .dep = last });
+			.peer = u->child[k], .src_off = u->off, .len = u->len, .dep = last });
+}
+
+int mrc__tree_q_init(struct mrc__tree_q *q, struct mrc__coll_sched *s, size_t ahead)
+{
+	*q = (struct mrc__tree_q){ .s = s, .ahead = ahead ? ahead : 1 };
+	q->u = calloc(q->ahead, sizeof(*q->u));
+	if (!q->u)
+		s->err = -ENOMEM;
+	return s->err;
+}
+
+void mrc__sched_tree_chunk(struct mrc__tree_q *q, uint64_t off, uint64_t len, uint32_t parent,
+			   const uint32_t *child, uint32_t nchild)
+{
+	if (q->s->err)
+		return;
+	if (q->n == q->ahead) {   /* the oldest unit's down half goes now */
+		tree_down(q->s, &q->u[q->head]);
+		q->head = (q->head + 1) % q->ahead;
+		q->n--;
+	}
+	struct mrc__tree_unit *u = &q->u[(q->head + q->n++) % q->ahead];
+	*u = (struct mrc__tree_unit){ .off = off, .len = len, .parent = parent, .nchild = nchild };
+	for (uint32_t k = 0; k < nchild && k < 4; k++)
+		u->child[k] = child[k];
+	u->up = tree_up(q->s, u);
+}
+
+int mrc__tree_q_flush(struct mrc__tree_q *q)
+{
+	for (; q->n && !q->s->err; q->n--, q->head = (q->head + 1) % q->ahead)
+		tree_down(q->s, &q->u[q->head]);
+	free(q->u);
+	q->u = NULL;
+	return q->s->err;
 }
 
 int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
@@ -340,6 +382,9 @@ int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me
 	size_t first[2], len[2];
 	mrc__seg(count, 2, 0, &first[0], &len[0]);
 	mrc__seg(count, 2, 1, &first[1], &len[1]);
+	struct mrc__tree_q q;
+	if (mrc__tree_q_init(&q, s, 2 * MRC__TREE_AHEAD))
+		return s->err;
 	for (uint64_t o = 0; o < (uint64_t)len[0] * esz; o += chunk)
 		for (uint32_t t = 0; t < 2; t++) {
 			uint64_t bytes = (uint64_t)len[t] * esz;
@@ -349,8 +394,8 @@ int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me
 			uint32_t pos = t == 0 ? me : n - 1 - me, child[2], nc = 0;
 			for (uint32_t k = 1; k <= 2 && 2 * pos + k < n; k++)
 				child[nc++] = tree_rank(t, n, 2 * pos + k);
-			mrc__sched_tree_chunk(s, off, l, pos ? tree_rank(t, n, (pos - 1) / 2) : UINT32_MAX,
+			mrc__sched_tree_chunk(&q, off, l, pos ? tree_rank(t, n, (pos - 1) / 2) : UINT32_MAX,
 					      child, nc);
 		}
-	return s->err;
+	return mrc__tree_q_flush(&q);
 }

@@ -182,6 +182,35 @@ static int body_alltoallv(struct rank *r)
 	return rc;
 }
 
+/* Spread over 2 plane-pinned QP sets (loopback has one plane: the
+ * plane-1 QPs fall back to it): three exchanges back to back (a rank that
+ * finishes first sends the next one's chunks early, which must wait in
+ * their slots), then every chunk must have gone on a pinned QP. */
+static int body_alltoallv_spread(struct rank *r)
+{
+	struct mrc_coll *c = r->c;
+	for (int k = 0; k < 3; k++) {
+		int rc = body_alltoallv(r);
+		if (rc || r->wrong)
+			return rc ? rc : -EIO;
+	}
+	for (uint32_t j = 0; j < c->n; j++) {
+		if (j == c->me)
+			continue;
+		uint64_t bytes = (c->me * 3 + j * 5) % 7 * 1000 * 8;   /* body_alltoallv's sc[j] */
+		uint64_t q = c->chunk / 4;   /* the spread chunk */
+		uint64_t want = 3 * ((bytes + q - 1) / q);
+		uint64_t pinned = c->p[j + c->n].sent + c->p[j + 2 * c->n].sent;
+		if (c->p[j].any_tx != want || pinned != want || c->p[j].sent) {
+			snprintf(r->why, sizeof(r->why), "to %u: %llu chunks spread, %llu on pinned QPs, %llu on set 0; want %llu",
+				 j, (unsigned long long)c->p[j].any_tx, (unsigned long long)pinned,
+				 (unsigned long long)c->p[j].sent, (unsigned long long)want);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
 static void test_alltoallv(void **state)
 {
 	NEED_DAEMON();
@@ -191,6 +220,10 @@ static void test_alltoallv(void **state)
 	/* The same exchange in two levels: 2 nodes of 2 ranks. */
 	uint32_t L = 2;
 	run_ranks(R, 4, body_alltoallv, 2048, &L);
+	check_all_ok(R, 4);
+	planes = 2;
+	run_ranks(R, 4, body_alltoallv_spread, 2048, NULL);
+	planes = 0;
 	check_all_ok(R, 4);
 }
 

@@ -554,6 +554,58 @@ static void test_segments(void **state)
 	assert_int_equal(total, 10);
 }
 
+/* auto's choice (docs/coll.md "Choosing by size"): the tree up to
+ * 64 KiB; the forest in the measured band only with 2+ planes and ranks on
+ * 2+ leaves; the ring elsewhere; an algorithm asked for at every size. */
+static struct mrc_coll *choice_comm(int algo, uint32_t planes, uint32_t hosts_per_leaf)
+{
+	static uint32_t leaf[4];
+	static struct mrc_coll c;
+	c = (struct mrc_coll){ .n = 4, .leaf = leaf };
+	struct mrc_coll_cfg cfg = { .nranks = 4, .algo = algo, .planes = planes,
+				    .hosts_per_leaf = hosts_per_leaf };
+	mrc__coll_algo_init(&c, &cfg);
+	for (uint32_t r = 0; r < 4; r++)
+		leaf[r] = r / c.hosts_per_leaf;   /* rank r on host r, as the bootstrap fills it */
+	return &c;
+}
+
+static void test_auto_choice(void **state)
+{
+	enum { T = MRC_COLL_ALGO_TREE, R = MRC_COLL_ALGO_RING, F = MRC_COLL_ALGO_FOREST };
+	static const uint64_t size[] = { 0, 4 << 10, 64 << 10, (64 << 10) + 4, 256 << 10,
+					 1 << 20, 4 << 20, 16 << 20, 64 << 20, 1ull << 32 };
+	enum { NS = sizeof(size) / sizeof(size[0]) };
+	static const struct {
+		int algo;
+		uint32_t planes, hpl;
+		int want[NS];
+	} k[] = {
+		/* auto, by fabric: the forest's band is empty (it measured
+		 * slower than the ring at every size on the 2-plane fabric),
+		 * so 2 planes on 2 leaves choose as 1 plane does. */
+		{ MRC_COLL_ALGO_AUTO, 1, 1, { T, T, T, R, R, R, R, R, R, R } },
+		{ MRC_COLL_ALGO_AUTO, 2, 2, { T, T, T, R, R, R, R, R, R, R } },
+		{ MRC_COLL_ALGO_AUTO, 2, 4, { T, T, T, R, R, R, R, R, R, R } },
+		{ MRC_COLL_ALGO_AUTO, 4, 1, { T, T, T, R, R, R, R, R, R, R } },
+		/* asked for: at every size */
+		{ MRC_COLL_ALGO_RING, 2, 2, { R, R, R, R, R, R, R, R, R, R } },
+		{ MRC_COLL_ALGO_TREE, 1, 1, { T, T, T, T, T, T, T, T, T, T } },
+		{ MRC_COLL_ALGO_FOREST, 2, 2, { F, F, F, F, F, F, F, F, F, F } },
+		{ MRC_COLL_ALGO_FOREST, 1, 1, { F, F, F, F, F, F, F, F, F, F } },
+	};
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		struct mrc_coll *c = choice_comm(k[i].algo, k[i].planes, k[i].hpl);
+		/* Pinned QP sets exist exactly when there are planes to pin to. */
+		assert_int_equal(c->sets, k[i].planes > 1 ? 1 + k[i].planes : 1);
+		for (size_t z = 0; z < NS; z++)
+			if (mrc__coll_allreduce_algo(c, size[z]) != k[i].want[z])
+				fail_msg("case %zu (algo %d, %u planes, %u hosts per leaf), %llu bytes: %d, want %d",
+					 i, k[i].algo, k[i].planes, k[i].hpl, (unsigned long long)size[z],
+					 mrc__coll_allreduce_algo(c, size[z]), k[i].want[z]);
+	}
+}
+
 int main(void)
 {
 	seed = getenv("MRC_SEED") ? strtoull(getenv("MRC_SEED"), NULL, 0) : (uint64_t)time(NULL);
@@ -567,6 +619,7 @@ int main(void)
 		cmocka_unit_test(test_schedules_all),
 		cmocka_unit_test(test_forest_all),
 		cmocka_unit_test(test_forest_load),
+		cmocka_unit_test(test_auto_choice),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,9 @@
 # NICs carry, RATE x PLANES Mbit/s (nccl-tests' busbw is defined so that
 # it is compared with the per-host link bandwidth).
 # Results: bench/results/raw/coll.jsonl and bench/results/coll.md.
-# MRC_BENCH_COLL_PARTS="check sweep mpi moe" picks parts;
+# MRC_BENCH_COLL_PARTS="check sweep mpi moe" picks parts (also "algo":
+# ring, tree and forest side by side, and "a2a": all-to-all spray vs
+# spread, healthy vs blackholed, both below);
 # MRC_BENCH_COLL_COLLS="all_reduce alltoall" and MRC_BENCH_COLL_FAULTS=
 # "healthy blackhole" pick the sweep's collectives and faults,
 # MRC_BENCH_COLL_MIN (default 1K) its smallest size;
@@ -167,6 +169,96 @@ for fault in $FAULTS; do
 	done
 	[ $fault = blackhole ] && $F restore >/dev/null
 done
+}
+
+# ---- 2b. all-reduce algorithms side by side (MRC_BENCH_COLL_PARTS=algo) ----
+# ring, tree and forest (2 planes, HOSTS_PER_LEAF hosts per leaf) in turn,
+# MRC_BENCH_COLL_ALGO_ROUNDS rounds (default 3), each MRC_BENCH_COLL_ALGO_MIN
+# .. MRC_BENCH_COLL_ALGO_MAX (default 16K .. 16M) by 4x
+# with -n 5 timed runs after one warm-up: rank 0's mean per round, the
+# median of the rounds in $RES/coll_algo.md (docs/coll.md "Choosing by
+# size" reads it).
+part algo && {
+for ((rd = 1; rd <= ${MRC_BENCH_COLL_ALGO_ROUNDS:-3}; rd++)); do
+	for a in ring tree forest; do
+		MRC_COLL_ALGO=$a MRC_COLL_PLANES=$PLANES MRC_COLL_HOSTS_PER_LEAF=$HOSTS_PER_LEAF \
+			coll_run "algo.$a.$rd" all_reduce -d float -o sum -b ${MRC_BENCH_COLL_ALGO_MIN:-16K} -e ${MRC_BENCH_COLL_ALGO_MAX:-16M} -f 4 -n 5 -w 1 -c 1 || true
+		awk -v a=$a -v rd=$rd '{printf "{\"kind\":\"algo\",\"algo\":\"%s\",\"round\":%d,\"bytes\":%d,\"time_us\":%s,\"wrong\":%d}\n", a, rd, $1, $6, $9}' \
+			"$TMP/algo.$a.$rd" >>"$RAW"
+		say "  round $rd $a: $(awk '{printf "%s:%s ", $1, $6}' "$TMP/algo.$a.$rd")"
+	done
+done
+python3 - "$RAW" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(cut -d' ' -f1-3 /proc/loadavg)" "$NR" >"$RES/coll_algo.md" <<'PY'
+import json, statistics, sys
+raw, date, load, nr = sys.argv[1:5]
+rows = [json.loads(l) for l in open(raw) if '"kind":"algo"' in l]
+t = {}
+for r in rows:
+    t.setdefault(r["bytes"], {}).setdefault(r["algo"], []).append(r["time_us"])
+print(f"# All-reduce: ring, tree and forest on the emulated fabric\n")
+print(f"bench/fabric/coll.sh part `algo`, {date}; {nr} ranks, one per host, 2 planes, 2 hosts per leaf, 100 Mbit/s links; "
+      f"load at the end {load} (2 cores shared with other work).  Median over rounds of each round's mean time (us) of 5 runs; "
+      f"wrong elements over all rows: {sum(r['wrong'] for r in rows)}.\n")
+print("| size | ring us | tree us | forest us | tree / ring | forest / ring | rounds |")
+print("|---|--:|--:|--:|--:|--:|--:|")
+for b in sorted(t):
+    m = {a: statistics.median(v) for a, v in t[b].items()}
+    ring = m.get("ring")
+    f = lambda a: f"{m[a]:.0f}" if a in m else "-"
+    q = lambda a: f"{m[a] / ring:.2f}" if a in m and ring else "-"
+    size = f"{b >> 20}M" if b >= 1 << 20 else f"{b >> 10}K" if b >= 1 << 10 else f"{b}"
+    print(f"| {size} | {f('ring')} | {f('tree')} | {f('forest')} | {q('tree')} | {q('forest')} | {len(t[b].get('ring', []))} |")
+PY
+say "wrote $RES/coll_algo.md"
+}
+
+# ---- 2c. all-to-all: spraying vs spreading, healthy vs blackholed --------
+# (MRC_BENCH_COLL_PARTS=a2a) Rounds of (healthy, spine p0s1 silently
+# blackholed) x (spray: MRC_COLL_PLANES=1, every chunk of a peer on its one
+# QP, the transport sprays its packets over the planes in turn; spread:
+# MRC_COLL_PLANES=$PLANES, each chunk on whichever of the peer's
+# plane-pinned QPs has room), 16M and 64M (-n 3 after one warm-up); the
+# median of the rounds' means in $RES/coll_a2a.md.
+part a2a && {
+for ((rd = 1; rd <= ${MRC_BENCH_COLL_A2A_ROUNDS:-3}; rd++)); do
+	for fault in healthy blackhole; do
+		[ $fault = blackhole ] && $F fail p0s1 --silent >/dev/null
+		for v in spray spread; do
+			pl=1; [ $v = spread ] && pl=$PLANES
+			MRC_COLL_PLANES=$pl MRC_COLL_HOSTS_PER_LEAF=$HOSTS_PER_LEAF \
+				coll_run "a2a.$fault.$v.$rd" alltoall -d float -o sum -b 16M -e ${MRC_BENCH_COLL_A2A_MAX:-64M} -f 4 -n 3 -w 1 -c 1 || true
+			awk -v v=$v -v f=$fault -v rd=$rd '{printf "{\"kind\":\"a2a\",\"variant\":\"%s\",\"fault\":\"%s\",\"round\":%d,\"bytes\":%d,\"time_us\":%s,\"wrong\":%d}\n", v, f, rd, $1, $6, $9}' \
+				"$TMP/a2a.$fault.$v.$rd" >>"$RAW"
+			say "  round $rd $fault $v: $(awk '{printf "%s:%s ", $1, $6}' "$TMP/a2a.$fault.$v.$rd")"
+		done
+		[ $fault = blackhole ] && $F restore >/dev/null
+	done
+done
+python3 - "$RAW" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(cut -d' ' -f1-3 /proc/loadavg)" "$NR" "$BOUND" >"$RES/coll_a2a.md" <<'PY'
+import json, statistics, sys
+raw, date, load, nr, bound = sys.argv[1:6]
+rows = [json.loads(l) for l in open(raw) if '"kind":"a2a"' in l]
+t = {}
+for r in rows:
+    t.setdefault((r["bytes"], r["variant"], r["fault"]), []).append(r["time_us"])
+n = int(nr)
+print("# All-to-all on the emulated fabric: spray vs spread, healthy vs blackholed\n")
+print(f"bench/fabric/coll.sh part `a2a`, {date}; {nr} ranks, one per host, 2 planes, 2 hosts per leaf, 100 Mbit/s links, "
+      f"spine p0s1 silently blackholed in every other pass; load at the end {load} (2 cores shared with other work).  "
+      f"Median over rounds of each round's mean time of 3 runs; busbw / bound ({bound} GB/s); "
+      f"wrong elements over all rows: {sum(r['wrong'] for r in rows)}.\n")
+print("| size | variant | healthy ms | blackholed ms | blackholed / healthy | healthy busbw / bound | rounds |")
+print("|---|---|--:|--:|--:|--:|--:|")
+for b in sorted({k[0] for k in t}):
+    for v in ("spray", "spread"):
+        h, x = t.get((b, v, "healthy")), t.get((b, v, "blackhole"))
+        if not h or not x:
+            continue
+        mh, mx = statistics.median(h), statistics.median(x)
+        bus = b / mh / 1e3 * (n - 1) / n
+        print(f"| {b >> 20}M | {v} | {mh / 1e3:.0f} | {mx / 1e3:.0f} | {mx / mh:.2f} | {bus / float(bound):.2f} | {len(h)} |")
+PY
+say "wrote $RES/coll_a2a.md"
 }
 
 # ---- 3. Open MPI on the same fabric and hosts (bench/fabric/mpi.sh) ------

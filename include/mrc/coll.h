@@ -67,10 +67,11 @@ struct mrc_coll_cfg {
 	int algo;                  /* all-reduce: MRC_COLL_ALGO_* */
 	/* The fabric, for the plane-aware multi-tree (FOREST) all-reduce:
 	 * planes (0: 1; at most 16) and hosts per leaf switch (0: 1; rank r's
-	 * leaf is its host / hosts_per_leaf).  With planes > 1 and algo
-	 * FOREST, every peer gets one more QP per plane, pinned to it
-	 * (mrc_qp_cfg.plane_mask), and the receive and staging regions grow
-	 * by the same factor (1 + planes). */
+	 * leaf is its host / hosts_per_leaf).  With planes > 1 every peer
+	 * gets one more QP per plane, pinned to it (mrc_qp_cfg.plane_mask),
+	 * and the receive and staging regions grow by the same factor
+	 * (1 + planes); the all-to-alls spread their chunks over those QPs
+	 * by which has room. */
 	uint32_t planes, hosts_per_leaf;
 };
 /* AUTO picks by size (docs/coll.md "Choosing by size"): the double

@@ -144,7 +144,8 @@ finish kill 5 >/dev/null
 # ---- the plane-aware multi-tree (forest) all-reduce ----------------------
 # Runs by default and with MRC_COLL_PARTS=forest.  The forest over QPs
 # pinned to the 2 planes (4 leaves of 2 hosts): every type x op at 0, 1,
-# 9, 65537 elements; then 256 KiB all-reduces while h0's QPs are read:
+# 9, 65537 elements (and every type of the all-to-all, spread over those
+# QPs); then 256 KiB all-reduces while h0's QPs are read:
 # both planes carry data, and each pinned QP's data goes on its own plane
 # (packets leave it only while none of its plane's paths is GOOD, the
 # mask's fallback: a loss retires a path at once, so the check is strict
@@ -168,6 +169,16 @@ if [ $rc = 0 ] && [ "$got" = 96 ] && grep -q "Out of bounds values : 0 OK" "$tmp
 	ok "forest all-reduce (2 planes, 2 hosts per leaf): every type x op at 0, 1, 9, 65537 elements on 8 ranks, 96 runs, 0 wrong"
 else
 	bad "forest all-reduce: $got of 96 runs; $(tail -n3 "$tmp/fm.0" | tr '\n' ' ')"
+fi
+# The all-to-all spreads its chunks over the same pinned QPs (docs/coll.md
+# "All-to-all over the planes: spreading"): every type at 0, 1, 9, 65537.
+launch fa -C alltoall -d all -o all -r 3 -N 0,1,9,65537 -n 1 -w 0 -c 2
+finish alltoall-spread 600; rc=$?
+got=$(grep -c '^ ' "$tmp/fa.0")
+if [ $rc = 0 ] && [ "$got" = 24 ] && grep -q "Out of bounds values : 0 OK" "$tmp/fa.0"; then
+	ok "all-to-all spread over the 2 planes' pinned QPs: every type at 0, 1, 9, 65537 elements on 8 ranks, 24 runs, 0 wrong"
+else
+	bad "all-to-all spread: $got of 24 runs; $(tail -n3 "$tmp/fa.0" | tr '\n' ' ')"
 fi
 lost0=$(h0_lost)
 launch fp -C all_reduce -d float -o sum -N 65536 -n 400 -w 0 -c 1
