@@ -188,7 +188,8 @@ static struct ibv_qp *f_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 	assert_int_equal(a->qp_type, IBV_QPT_UD);
 	struct fqp *q = mk(K_QP, sizeof(*q));
 	q->qp.pd = pd;
-	q->qp.qp_num = ++F.next_qpn;
+	/* 0 and 1 are every port's SMI and GSI QPs: a UD QP gets a higher one. */
+	q->qp.qp_num = 0x40 + ++F.next_qpn;
 	q->scq = (struct fcq *)a->send_cq;
 	q->rcq = (struct fcq *)a->recv_cq;
 	for (int i = 0; i < FAKE_MAX_QPS; i++)
