@@ -124,8 +124,8 @@ static void ah_cache_is_bounded(void **state)
 	assert_int_equal(x.ah_created, 6);
 	assert_int_equal(x.ah_evicted, 2);
 	assert_int_equal(F.live[K_AH], 4);
-	/* The peer table has the same bound: d[0] and d[1] were evicted
-	 * from it too; set again, d[0] needs a new handle. */
+	/* The peer table keeps what was set (test_dp_verbs_peer.c); d[0]'s
+	 * handle was evicted, so it needs a new one. */
 	mrc__dp_verbs_set_peer(dp, 0, &d[0], 100);
 	struct mrc_dp_out o = { .plane = 0, .dst = d[0], .iovcnt = 1, .iov = { { hdr, 16 } } };
 	assert_int_equal(mrc_dp_send(dp, &o, 1), 1);
