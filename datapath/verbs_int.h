@@ -25,11 +25,12 @@ struct mrc__vent {
  * (linear probing, grown at half load) that never evicts what mrcd set,
  * since a QP number, unlike a handle, cannot be made again here.  Those
  * learned from received packets are capped at ah_max per plane (any
- * source can send one). */
+ * source can send one) and never replace one mrcd set (which came
+ * sealed with the cluster key). */
 struct mrc__vpeer {
 	struct in6_addr key;
 	uint32_t qpn;             /* 0: none (forgotten) */
-	uint8_t used;
+	uint8_t used, set;        /* set: by mrcd (ep_set), not learned */
 };
 struct mrc__vpeers {
 	struct mrc__vpeer *t;

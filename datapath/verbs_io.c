@@ -102,7 +102,10 @@ static int peer_put(struct mrc__verbs_dp *dp, struct mrc__vpeers *t, const struc
 		*e = (struct mrc__vpeer){ .key = *a, .used = 1 };
 		t->n++;
 		t->learned += learned != 0;
+	} else if (learned && e->set) {
+		return 0;
 	}
+	e->set |= !learned;
 	e->qpn = qpn;
 	return 0;
 }
@@ -451,9 +454,10 @@ void mrc__dp_verbs_unreg(struct mrc_dp *base, int id)
 		/* A send still reading the region would fail with a protection
 		 * error once it is gone (and the caller unmaps it next): wait for
 		 * it, bounded, as ah_get does (chains are empty between sends). */
-		for (long spin = 0; spin < 1000000 && g->last_seq[i] > p->tx_done; spin++)
+		uint64_t want = g->last_seq[i] < p->tx_posted ? g->last_seq[i] : p->tx_posted;
+		for (long spin = 0; spin < 1000000 && want > p->tx_done; spin++)
 			reap(dp, p);
-		if (g->last_seq[i] > p->tx_done)
+		if (want > p->tx_done)
 			dp->x.unreg_busy++;
 		dp->ops->dereg_mr(g->mr[i]);
 	}

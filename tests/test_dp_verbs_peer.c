@@ -285,6 +285,49 @@ static void peer_table_keeps_every_path(void **state)
 	assert_nothing_live();
 }
 
+/* A packet's source QP is learnt for its source address, but never over
+ * a number mrcd set (that came sealed); and the side channel is chosen on
+ * about every second try with every plane seeing both channels, not one
+ * plane always aside as parity with two planes would do. */
+static void learning_yields_to_mrcd_and_side_mixes(void **state)
+{
+	(void)state;
+	struct mrc_dp_cfg c = cfg2(NULL);
+	struct mrc_dp *dp = open_fake(&c);
+	struct mrc_dp_in in[MRC_DP_BATCH];
+	struct in6_addr s7 = A("fd00::7"), s8 = A("fd00::8");
+	assert_int_equal(mrc_dp_ep_set(dp, 0, &s7, 0x700), 0);
+	deliver(dp, 0, "fd00::7", 0, "a", 1, 0x999, IBV_WC_SUCCESS);   /* forged source QP */
+	deliver(dp, 0, "fd00::8", 0, "b", 1, 0x888, IBV_WC_SUCCESS);   /* unknown: learnt */
+	assert_int_equal(mrc_dp_recv(dp, 0, in, MRC_DP_BATCH), 2);
+	struct mrc_dp_out o = { .plane = 0, .dst = s7, .iovcnt = 1, .iov = { { "r", 1 } } };
+	assert_int_equal(mrc_dp_send(dp, &o, 1), 1);
+	assert_int_equal(F.log[0].qpn, 0x700);
+	o.dst = s8;
+	assert_int_equal(mrc_dp_send(dp, &o, 1), 1);
+	assert_int_equal(F.log[1].qpn, 0x888);
+	/* mrcd's own number for a learnt address replaces it. */
+	assert_int_equal(mrc_dp_ep_set(dp, 0, &s8, 0x801), 0);
+	assert_int_equal(mrc_dp_send(dp, &o, 1), 1);
+	assert_int_equal(F.log[2].qpn, 0x801);
+	mrc_dp_close(dp);
+	assert_nothing_live();
+	struct mrcd_peer p = { .used = 1, .ep = { 5, 6 } };
+	int seen[2][2] = { { 0 } }, aside = 0;
+	assert_false(mrcd_ep_side(&p, 0, 0));              /* the first try: UD */
+	assert_true(mrcd_ep_side(&p, 1, 1));               /* the first retry: aside */
+	for (uint32_t t = 0; t < 64; t++) {
+		int side = mrcd_ep_side(&p, t % 2, t);
+		seen[t % 2][side] = 1;
+		aside += side;
+	}
+	assert_true(seen[0][0] && seen[0][1] && seen[1][0] && seen[1][1]);
+	assert_in_range(aside, 24, 40);
+	p.ep[1] = 0;                                       /* unknown: always aside */
+	for (uint32_t t = 0; t < 8; t++)
+		assert_true(mrcd_ep_side(&p, 1, t));
+}
+
 /* ---- registration ----------------------------------------------------- */
 
 /* What mrcd does with a client's regions (daemon/clients/clients.c
@@ -401,6 +444,22 @@ static void each_failure_returns_errno_and_leaks_nothing(void **state)
 	assert_int_equal(st.tx_pkts, 0);
 	F.fail = NULL;
 	assert_int_equal(mrc_dp_send(dp, &o, 1), 1);
+	/* A payload from a region whose send was not posted: unregistering
+	 * it waits for nothing. */
+	mrc_dp_mem_unreg(dp, 0);
+	static uint8_t r2[4096];
+	int id = mrc_dp_mem_reg(dp, r2, sizeof(r2), -1, 0);
+	assert_true(id >= 0);
+	struct mrc_dp_out p = { .plane = 0, .dst = a, .iovcnt = 3,
+		.iov = { { h, 8 }, { r2, 64 }, { h, 4 } } };
+	F.fail = "post_send";
+	F.calls = 0;
+	assert_int_equal(mrc_dp_send(dp, &p, 1), 0);
+	F.fail = NULL;
+	mrc_dp_mem_unreg(dp, id);
+	struct mrc__verbs_xstats x;
+	mrc__dp_verbs_xstats(dp, &x);
+	assert_int_equal(x.unreg_busy, 0);
 	mrc_dp_close(dp);
 	assert_nothing_live();
 }
@@ -411,6 +470,7 @@ int main(void)
 		cmocka_unit_test(first_contact_between_two_providers),
 		cmocka_unit_test(wrong_missing_and_stale_qpn),
 		cmocka_unit_test(peer_table_keeps_every_path),
+		cmocka_unit_test(learning_yields_to_mrcd_and_side_mixes),
 		cmocka_unit_test(regions_follow_the_client),
 		cmocka_unit_test(each_failure_returns_errno_and_leaks_nothing),
 	};

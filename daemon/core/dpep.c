@@ -53,5 +53,11 @@ int mrcd_ep_learn(struct mrc_dp *dp, uint32_t nplanes, struct mrcd_peer *p,
 
 int mrcd_ep_side(const struct mrcd_peer *p, uint32_t plane, uint32_t attempt)
 {
-	return !p || plane >= MRC_DP_MAX_PLANES || !p->ep[plane] || (attempt & 1);
+	if (!p || plane >= MRC_DP_MAX_PLANES || !p->ep[plane])
+		return 1;
+	/* About every second try, the first retry included: the top bit of
+	 * attempt times the golden ratio (Weyl sequence) rather than its
+	 * parity, which with two planes or two spines would send one of them
+	 * always aside and the other never. */
+	return (uint32_t)(attempt * 0x9e3779b9u) >> 31;
 }
