@@ -414,6 +414,13 @@ int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine
 	return mrc_dp_send(side && d->side ? d->side : d->dp, &o, 1) == 1 ? 0 : -EIO;
 }
 
+/* The side channel's UDP port: mrc's, unless that is RoCEv2's 4791 (the
+ * default), which a RoCE NIC takes for itself: then 4792. */
+static uint16_t side_port(const struct mrcd *d)
+{
+	return d->cfg.port == 4791 ? 4792 : (uint16_t)d->cfg.port;
+}
+
 /* The side channel (core.h, d->side) carries control only. */
 static void on_side_rx(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -424,23 +431,29 @@ static void on_side_rx(struct ev_loop *loop, ev_io *w, int revents)
 	int n = mrc_dp_recv(d->side, (uint32_t)(w - d->side_w), in, MRC_DP_BATCH);
 	uint64_t now = mrcd_now();
 	for (int i = 0; i < n; i++) {
-		if (mrc_wire_is_ctrl(in[i].buf, in[i].len))
-			mrcd_node_rx(d, &in[i], now);
-		else
+		if (!mrc_wire_is_ctrl(in[i].buf, in[i].len)) {
 			d->st.rx_side_data++;
+			continue;
+		}
+		/* From a daemon's side port, it stands for its MRC port. */
+		if (in[i].sport == side_port(d))
+			in[i].sport = (uint16_t)d->cfg.port;
+		else
+			in[i].sport = 0;   /* counted as rx_bad_sport */
+		mrcd_node_rx(d, &in[i], now);
 	}
 	mrcd_flush(d);
 }
 
 /* Opens the side channel when the datapath has endpoints (dpep.h): the
- * udp provider on the same planes and port (RoCEv2 uses UDP port 4791 of
- * the NIC, so the kernel's socket on mrc's port does not collide). */
+ * udp provider on the same planes, on side_port. */
 static int side_open(struct mrcd *d, const struct mrc_dp_cfg *dc, char *err, size_t errlen)
 {
 	if (!d->topo || !mrc_dp_has_eps(d->dp))
 		return 0;
 	struct mrc_dp_cfg sc = *dc;
 	sc.args = NULL;
+	sc.port = side_port(d);
 	char why[256] = "";
 	int rc = mrc_dp_open(&d->side, "udp", &sc, why, sizeof(why));
 	if (rc) {
@@ -453,8 +466,8 @@ static int side_open(struct mrcd *d, const struct mrc_dp_cfg *dc, char *err, siz
 		d->side_w[i].data = d;
 		ev_io_start(d->loop, &d->side_w[i]);
 	}
-	mrcd_log(MRCD_LOG_INFO, "datapath %s: first contact over udp port %u",
-		 mrc_dp_name(d->dp), (unsigned)dc->port);
+	mrcd_log(MRCD_LOG_NOTICE, "datapath %s: first contact over udp port %u",
+		 mrc_dp_name(d->dp), (unsigned)sc.port);
 	return 0;
 }
 
