@@ -19,7 +19,7 @@ P=${MRC_VERBS_PREFIX:-mrcV}
 T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
 SIZE=${MRC_VERBS_BYTES:-64M}
-MRCD=$B/tests/mrcd-fakeverbs
+MRCD=${MRC_VERBS_MRCD:-$B/tests/mrcd-fakeverbs}   # another build of it
 tmp=$(mktemp -d)
 declare -A dpid
 fails=0
