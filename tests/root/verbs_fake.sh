@@ -75,7 +75,8 @@ bulk() {
 	until_t 10 recv_ready || bad "$name: receiver never listened: $(tail -n2 "$tmp/r")"
 	timeout 120 $B/bin/mrc_bulk -S "$(sock h0)" -s "$SIZE" -i $sid send 7 >"$tmp/s" 2>&1
 	rc_s=$?
-	timeout 30 tail --pid=$r -f /dev/null; wait $r; rc_r=$?
+	# A receiver still waiting once the sender gave up is killed (fails).
+	timeout 30 tail --pid=$r -f /dev/null; kill $r 2>/dev/null; wait $r; rc_r=$?
 	b1=$(dp_bytes)
 	if [ $rc_s = 0 ] && [ $rc_r = 0 ]; then
 		ok "$name: $SIZE verified ($(tail -n1 "$tmp/r"))"
