@@ -12,6 +12,8 @@ CORE_SRCS += daemon/core/config.c daemon/core/ctrl.c daemon/core/adminstate.c
 # The AEAD payload mode's packet work is pure too (tests drive it between
 # two engines); node.c calls it.
 CORE_SRCS += daemon/core/enc.c
+# Peers' datapath endpoints (verbs first contact) are pure too.
+CORE_SRCS += daemon/core/dpep.c
 
 # Named first so that `all` stays the default goal (this file is read
 # before the Makefile's own rules).

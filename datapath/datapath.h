@@ -83,6 +83,23 @@ struct mrc_dp_ops {
 	 * errno when the provider cannot tell (mrcd's netlink monitor then
 	 * decides). */
 	int (*link_up)(const struct mrc_dp *dp, uint32_t plane);
+	/* Optional (NULL where the address alone reaches the peer, as for
+	 * udp, af_xdp, dpdk): endpoints.  A verbs UD datagram names the
+	 * remote queue pair too, whose number (1..2^24-1) the NIC assigns at
+	 * open, so peers swap theirs (mrcd: in its control messages,
+	 * docs/datapaths.md "First contact").  ep_local gives plane's own;
+	 * ep_set says that sends on plane to dst go to endpoint ep (kept
+	 * until set again or close; 0 forgets it), 0 or a negative errno. */
+	int (*ep_local)(const struct mrc_dp *dp, uint32_t plane, uint32_t *ep);
+	int (*ep_set)(struct mrc_dp *dp, uint32_t plane, const struct in6_addr *dst, uint32_t ep);
+	/* Optional: memory the NIC may send payloads from in place (verbs:
+	 * ibv_reg_mr, or with dmabuf_fd >= 0 GPU memory by ibv_reg_dmabuf_mr,
+	 * addr then being the device address and off its offset in the
+	 * dmabuf).  Returns a region id >= 0 or a negative errno; without it
+	 * payloads are copied as before, so callers may ignore a failure.
+	 * mem_unreg waits for the sends still reading the region. */
+	int (*mem_reg)(struct mrc_dp *dp, void *addr, size_t len, int dmabuf_fd, uint64_t off);
+	void (*mem_unreg)(struct mrc_dp *dp, int id);
 };
 
 /* Every provider's handle begins with this. */
@@ -129,6 +146,31 @@ static inline void mrc_dp_get_stats(const struct mrc_dp *dp, struct mrc_dp_stats
 static inline int mrc_dp_link_up(const struct mrc_dp *dp, uint32_t plane)
 {
 	return dp->ops->link_up ? dp->ops->link_up(dp, plane) : -EOPNOTSUPP;
+}
+
+/* Whether the provider has endpoints (ep_local/ep_set above). */
+static inline int mrc_dp_has_eps(const struct mrc_dp *dp)
+{
+	return dp->ops->ep_local && dp->ops->ep_set;
+}
+static inline int mrc_dp_ep_local(const struct mrc_dp *dp, uint32_t plane, uint32_t *ep)
+{
+	return dp->ops->ep_local ? dp->ops->ep_local(dp, plane, ep) : -EOPNOTSUPP;
+}
+static inline int mrc_dp_ep_set(struct mrc_dp *dp, uint32_t plane, const struct in6_addr *dst,
+				uint32_t ep)
+{
+	return dp->ops->ep_set ? dp->ops->ep_set(dp, plane, dst, ep) : -EOPNOTSUPP;
+}
+static inline int mrc_dp_mem_reg(struct mrc_dp *dp, void *addr, size_t len, int dmabuf_fd,
+				 uint64_t off)
+{
+	return dp->ops->mem_reg ? dp->ops->mem_reg(dp, addr, len, dmabuf_fd, off) : -EOPNOTSUPP;
+}
+static inline void mrc_dp_mem_unreg(struct mrc_dp *dp, int id)
+{
+	if (dp->ops->mem_unreg && id >= 0)
+		dp->ops->mem_unreg(dp, id);
 }
 
 /* Checks a plane count against MRC_DP_MAX_PLANES: mrc_dp_open does for

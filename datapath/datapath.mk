@@ -8,7 +8,8 @@ MRC_HAVE_VERBS := $(shell pkg-config --exists libibverbs && echo 1)
 ifeq ($(MRC_HAVE_VERBS),1)
 CORE_SRCS += datapath/verbs_io.c datapath/verbs_ops.c
 $(B)/datapath/verbs.o $(B)/datapath/verbs_io.o $(B)/datapath/verbs_ops.o \
-$(B)/tests/test_dp_verbs.o $(B)/tests/test_dp_verbs_dev.o: CFLAGS_ALL += -DMRC_HAVE_VERBS=1
+$(B)/tests/test_dp_verbs.o $(B)/tests/test_dp_verbs_dev.o $(B)/tests/test_dp_verbs_peer.o \
+$(B)/tests/support/fake_verbs.o: CFLAGS_ALL += -DMRC_HAVE_VERBS=1
 LDLIBS_ALL += -Wl,--as-needed -libverbs -Wl,--no-as-needed
 # The fuzzing build (build/fuzz: FZ is set after this file is read).
 build/fuzz/datapath/verbs.o build/fuzz/datapath/verbs_io.o \

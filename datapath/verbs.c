@@ -189,7 +189,7 @@ static int open_plane(struct mrc__verbs_dp *dp, uint32_t i, const struct mrc_dp_
 	STEP(!(p->smr = o->reg_mr(p->pd, p->sbuf, sbytes, 0)), "reg_mr(send pool)");
 	size_t tab = (size_t)dp->sets * MRC__VERBS_WAYS;
 	STEP(!(p->ah = calloc(tab, sizeof(*p->ah))) && (errno = ENOMEM), "address handle cache");
-	STEP(!(p->peer = calloc(tab, sizeof(*p->peer))) && (errno = ENOMEM), "peer table");
+	STEP((errno = -mrc__verbs_peers_init(&p->peers)) != 0, "peer table");
 	if (!rc && (rc = post_all_recvs(dp, p)))
 		what = "post_recv";
 	/* Armed before the first recv, so the first packet wakes the loop. */
@@ -207,7 +207,7 @@ static void close_plane(struct mrc__verbs_dp *dp, struct mrc__vplane *p)
 	if (p->ah)
 		mrc__verbs_drop_ahs(dp, p);
 	free(p->ah);
-	free(p->peer);
+	free(p->peers.t);
 	if (p->qp)
 		o->destroy_qp(p->qp);
 	if (p->smr)
@@ -328,6 +328,10 @@ const struct mrc_dp_ops mrc__dp_verbs_ops = {
 	.recv = mrc__verbs_recv,
 	.get_stats = verbs_get_stats,
 	.link_up = verbs_link_up,
+	.ep_local = mrc__verbs_ep_local,
+	.ep_set = mrc__verbs_ep_set,
+	.mem_reg = mrc__verbs_mem_reg,
+	.mem_unreg = mrc__verbs_mem_unreg,
 };
 
 #else

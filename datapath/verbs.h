@@ -85,6 +85,7 @@ struct mrc__verbs_xstats {
 	uint64_t tx_wc_err, rx_wc_err; /* error completions */
 	uint64_t ah_created, ah_evicted;
 	uint64_t zero_copy, copied; /* payloads sent from a region, or bounced */
+	uint64_t unreg_busy;      /* regions released with a send still on them */
 };
 void mrc__dp_verbs_xstats(const struct mrc_dp *dp, struct mrc__verbs_xstats *x);
 

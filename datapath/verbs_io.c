@@ -7,20 +7,25 @@
 
 #ifdef MRC_HAVE_VERBS
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "datapath/verbs_int.h"
 
-/* ---- set-associative caches (AHs, peer QP numbers) ---------------------- */
+/* ---- the address handle cache (set-associative) ---------------------- */
 
-static struct mrc__vent *set_of(struct mrc__vent *t, uint32_t sets, const struct in6_addr *a)
+/* A multiplicative hash of both halves: uSID paths differ in the middle
+ * bytes of the address, so every byte must count. */
+static uint32_t hash_of(const struct in6_addr *a)
 {
 	uint64_t w[2];
 	memcpy(w, a, 16);
-	/* A multiplicative hash of both halves: uSID paths differ in the
-	 * middle bytes of the address, so every byte must count. */
-	uint64_t h = (w[0] ^ (w[1] * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-	return &t[(uint32_t)((h >> 32) % sets) * MRC__VERBS_WAYS];
+	return (uint32_t)(((w[0] ^ (w[1] * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull) >> 32);
+}
+
+static struct mrc__vent *set_of(struct mrc__vent *t, uint32_t sets, const struct in6_addr *a)
+{
+	return &t[(hash_of(a) % sets) * MRC__VERBS_WAYS];
 }
 
 static struct mrc__vent *lookup(struct mrc__verbs_dp *dp, struct mrc__vent *t,
@@ -49,15 +54,66 @@ static struct mrc__vent *victim(struct mrc__verbs_dp *dp, struct mrc__vent *t,
 	return v;
 }
 
-static void set_peer(struct mrc__verbs_dp *dp, struct mrc__vplane *p, const struct in6_addr *a,
-		     uint32_t qpn)
+/* ---- peer QP numbers (verbs_int.h, struct mrc__vpeers) ----------------- */
+
+/* The slot of a, or the empty slot where it would go. */
+static struct mrc__vpeer *peer_slot(const struct mrc__vpeers *t, const struct in6_addr *a)
 {
-	struct mrc__vent *e = lookup(dp, p->peer, a);
-	if (!e) {
-		e = victim(dp, p->peer, a);
-		*e = (struct mrc__vent){ .key = *a, .valid = 1, .used = ++dp->clock };
+	uint32_t i = hash_of(a) & (t->cap - 1);
+	while (t->t[i].used && memcmp(&t->t[i].key, a, 16))
+		i = (i + 1) & (t->cap - 1);
+	return &t->t[i];
+}
+
+int mrc__verbs_peers_init(struct mrc__vpeers *t)
+{
+	*t = (struct mrc__vpeers){ .cap = 64 };
+	t->t = calloc(t->cap, sizeof(*t->t));
+	return t->t ? 0 : -ENOMEM;
+}
+
+static int peers_grow(struct mrc__vpeers *t)
+{
+	struct mrc__vpeers g = { .cap = t->cap * 2, .n = t->n, .learned = t->learned };
+	if (!(g.t = calloc(g.cap, sizeof(*g.t))))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->cap; i++)
+		if (t->t[i].used)
+			*peer_slot(&g, &t->t[i].key) = t->t[i];
+	free(t->t);
+	*t = g;
+	return 0;
+}
+
+/* Sets a's QP number; learned: from a received packet (capped). */
+static int peer_put(struct mrc__verbs_dp *dp, struct mrc__vpeers *t, const struct in6_addr *a,
+		    uint32_t qpn, int learned)
+{
+	struct mrc__vpeer *e = peer_slot(t, a);
+	if (!e->used) {
+		if (learned && t->learned >= dp->sets * MRC__VERBS_WAYS)
+			return -ENOSPC;
+		if (2 * (t->n + 1) > t->cap) {
+			int rc = peers_grow(t);
+			if (rc)
+				return rc;
+			e = peer_slot(t, a);
+		}
+		*e = (struct mrc__vpeer){ .key = *a, .used = 1 };
+		t->n++;
+		t->learned += learned != 0;
+	} else if (learned && e->set) {
+		return 0;
 	}
+	e->set |= !learned;
 	e->qpn = qpn;
+	return 0;
+}
+
+static uint32_t peer_get(const struct mrc__vpeers *t, const struct in6_addr *a)
+{
+	const struct mrc__vpeer *e = peer_slot(t, a);
+	return e->used ? e->qpn : 0;
 }
 
 int mrc__dp_verbs_set_peer(struct mrc_dp *base, uint32_t plane, const struct in6_addr *dst,
@@ -66,7 +122,20 @@ int mrc__dp_verbs_set_peer(struct mrc_dp *base, uint32_t plane, const struct in6
 	struct mrc__verbs_dp *dp = (struct mrc__verbs_dp *)base;
 	if (plane >= dp->n || qpn > 0xffffff)
 		return -EINVAL;
-	set_peer(dp, &dp->pl[plane], dst, qpn);
+	return peer_put(dp, &dp->pl[plane].peers, dst, qpn, 0);
+}
+
+int mrc__verbs_ep_set(struct mrc_dp *dp, uint32_t plane, const struct in6_addr *dst, uint32_t ep)
+{
+	return mrc__dp_verbs_set_peer(dp, plane, dst, ep);
+}
+
+int mrc__verbs_ep_local(const struct mrc_dp *base, uint32_t plane, uint32_t *ep)
+{
+	const struct mrc__verbs_dp *dp = (const struct mrc__verbs_dp *)base;
+	if (plane >= dp->n)
+		return -EINVAL;
+	*ep = dp->pl[plane].qp->qp_num;
 	return 0;
 }
 
@@ -203,9 +272,10 @@ static void build(struct mrc__verbs_dp *dp, struct mrc__vplane *p, const struct 
 		cur->length += (uint32_t)len;
 		off += len;
 	}
-	if (g)
+	if (g) {
+		g->last_seq[p - dp->pl] = p->tx_posted + 1;   /* this send's */
 		dp->x.zero_copy++;
-	else
+	} else
 		dp->x.copied++;
 	c->wr[k] = (struct ibv_send_wr){ .wr_id = p->tx_posted, .sg_list = sg, .num_sge = nsge,
 		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
@@ -224,12 +294,11 @@ static int send_one(struct mrc__verbs_dp *dp, const struct mrc_dp_out *o, struct
 		dp->x.too_big++;
 		return -EMSGSIZE;
 	}
-	struct mrc__vent *peer = lookup(dp, p->peer, &o->dst);
-	if (!peer) {
+	uint32_t qpn = peer_get(&p->peers, &o->dst);
+	if (!qpn) {
 		dp->x.no_qpn++;
 		return -EHOSTUNREACH;
 	}
-	uint32_t qpn = peer->qpn;
 	struct mrc__vent *ah = ah_get(dp, p, &o->dst, c, sent);
 	if (!ah)
 		return -EHOSTUNREACH;
@@ -336,7 +405,7 @@ int mrc__verbs_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, u
 		d->plane = plane;
 		d->ecn_ce = (tclass & 3) == 3;
 		/* Replies to this address go to the QP it came from. */
-		set_peer(dp, p, &d->src, wc[i].src_qp);
+		peer_put(dp, &p->peers, &d->src, wc[i].src_qp, 1);
 		dp->st.rx_pkts++;
 		dp->st.rx_bytes += d->len;
 	}
@@ -348,6 +417,8 @@ int mrc__verbs_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, u
 int mrc__dp_verbs_reg(struct mrc_dp *base, void *addr, size_t len, int dmabuf_fd, uint64_t off)
 {
 	struct mrc__verbs_dp *dp = (struct mrc__verbs_dp *)base;
+	if (!len)
+		return -EINVAL;
 	int r = 0;
 	while (r < MRC__VERBS_MAX_REGIONS && dp->reg[r].used)
 		r++;
@@ -357,6 +428,7 @@ int mrc__dp_verbs_reg(struct mrc_dp *base, void *addr, size_t len, int dmabuf_fd
 	*g = (struct mrc__vregion){ .addr = (uintptr_t)addr, .len = len };
 	for (uint32_t i = 0; i < dp->n; i++) {
 		/* The NIC only reads a send's payload. */
+		errno = 0;
 		g->mr[i] = dmabuf_fd >= 0 ?
 			dp->ops->reg_dmabuf_mr(dp->pl[i].pd, off, len, (uintptr_t)addr, dmabuf_fd, 0) :
 			dp->ops->reg_mr(dp->pl[i].pd, addr, len, 0);
@@ -376,8 +448,29 @@ void mrc__dp_verbs_unreg(struct mrc_dp *base, int id)
 	struct mrc__verbs_dp *dp = (struct mrc__verbs_dp *)base;
 	if (id < 0 || id >= MRC__VERBS_MAX_REGIONS || !dp->reg[id].used)
 		return;
-	for (uint32_t i = 0; i < dp->n; i++)
-		dp->ops->dereg_mr(dp->reg[id].mr[i]);
-	dp->reg[id].used = 0;
+	struct mrc__vregion *g = &dp->reg[id];
+	for (uint32_t i = 0; i < dp->n; i++) {
+		struct mrc__vplane *p = &dp->pl[i];
+		/* A send still reading the region would fail with a protection
+		 * error once it is gone (and the caller unmaps it next): wait for
+		 * it, bounded, as ah_get does (chains are empty between sends). */
+		uint64_t want = g->last_seq[i] < p->tx_posted ? g->last_seq[i] : p->tx_posted;
+		for (long spin = 0; spin < 1000000 && want > p->tx_done; spin++)
+			reap(dp, p);
+		if (want > p->tx_done)
+			dp->x.unreg_busy++;
+		dp->ops->dereg_mr(g->mr[i]);
+	}
+	g->used = 0;
+}
+
+int mrc__verbs_mem_reg(struct mrc_dp *dp, void *addr, size_t len, int dmabuf_fd, uint64_t off)
+{
+	return mrc__dp_verbs_reg(dp, addr, len, dmabuf_fd, off);
+}
+
+void mrc__verbs_mem_unreg(struct mrc_dp *dp, int id)
+{
+	mrc__dp_verbs_unreg(dp, id);
 }
 #endif

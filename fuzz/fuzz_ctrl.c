@@ -1,6 +1,6 @@
 /* libFuzzer: daemon-to-daemon CTRL messages (daemon/core/ctrl.h).  The
- * input is tried three ways: as a body (an accepted body re-encodes to the
- * same bytes); as a sealed datagram, which without the key must never
+ * input is tried three ways: as a body, with or without the endpoint
+ * block (an accepted body re-encodes to the same bytes); as a sealed datagram, which without the key must never
  * open; and sealed with the key, which must open to the same message once
  * and be refused as a replay the second time. */
 #include <errno.h>
@@ -36,18 +36,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (mrcd_ctrl_decode(data, size, &m))
 		return 0;
-	uint8_t again[MRCD_CTRL_BODY], pkt[MRCD_CTRL_LEN];
-	mrcd_ctrl_encode(again, &m);
-	if (size != MRCD_CTRL_BODY || memcmp(again, data, size))
+	/* With or without the endpoint block: the same bytes again. */
+	uint8_t again[MRCD_CTRL_BODY_MAX], pkt[MRCD_CTRL_LEN_MAX];
+	size_t n = mrcd_ctrl_encode(again, &m), len = 0;
+	if (n != size || memcmp(again, data, size))
 		abort();
-	if (mrcd_ctrl_seal(g_key, &g_tx, 1, 0, 1, &m, pkt))
+	if (mrcd_ctrl_seal_len(g_key, &g_tx, 1, 0, 1, &m, pkt, &len) ||
+	    len != MRC_AUTH_CTRL_OVERHEAD + size)
 		abort();
-	if (mrcd_ctrl_open(g_key, g_rp, 1, pkt, sizeof(pkt), &src, &m2) || src != 0)
+	if (mrcd_ctrl_open(g_key, g_rp, 1, pkt, len, &src, &m2) || src != 0)
 		abort();
-	mrcd_ctrl_encode(again, &m2);
-	if (memcmp(again, data, size))
+	if (mrcd_ctrl_encode(again, &m2) != size || memcmp(again, data, size))
 		abort();
-	if (mrcd_ctrl_open(g_key, g_rp, 1, pkt, sizeof(pkt), &src, &m2) != -EALREADY)
+	if (mrcd_ctrl_open(g_key, g_rp, 1, pkt, len, &src, &m2) != -EALREADY)
 		abort();
 	return 0;
 }

@@ -8,10 +8,9 @@
 # line says so and the rest builds: libmrc-gpu's CUDA entry points then
 # return -ENOSYS (gpu/cuda_none.c) and the GPU tests skip.
 #
-# MRC_GPUDIRECT=1 (off by default) also builds the dmabuf registration of
+# MRC_GPUDIRECT=1 (off by default) also builds the dmabuf export of
 # device memory for an RDMA datapath (gpu/gpudirect.c: the driver API
-# through cudart, and libibverbs: scripts/deps.sh installs libibverbs-dev
-# when the switch is set).
+# through cudart; the registration is the verbs datapath's mem_reg).
 
 CUDA_HOME ?= /usr/local/cuda
 MRC_GPUDIRECT ?= 0
@@ -41,7 +40,6 @@ CUDA_CFLAGS := -isystem $(CUDA_HOME)/include -DMRC_HAVE_CUDA=1
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
 ifeq ($(MRC_GPUDIRECT),1)
 CUDA_CFLAGS += -DMRC_GPUDIRECT=1
-CUDA_LDLIBS += -libverbs
 endif
 # Host C that calls the CUDA runtime, and the programs and tests that link
 # libmrc-gpu (target-specific: nothing else links cudart).

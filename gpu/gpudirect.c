@@ -1,7 +1,7 @@
-/* GPUDirect RDMA registration through dmabuf (gpu/gpudirect.h), built
- * with make MRC_GPUDIRECT=1: the driver API's
- * cuMemGetHandleForAddressRange, and libibverbs (rdma-core >= 34 has
- * ibv_reg_dmabuf_mr; Debian 12 ships 44).  The driver functions come
+/* GPUDirect RDMA through dmabuf, the client half (gpu/gpudirect.h),
+ * built with make MRC_GPUDIRECT=1: the driver API's
+ * cuMemGetHandleForAddressRange.  The daemon half, ibv_reg_dmabuf_mr, is
+ * the verbs datapath's mem_reg (datapath/verbs_io.c).  The driver functions come
  * from cudart's cudaGetDriverEntryPointByVersion rather than -lcuda, so
  * the programs still start where no driver is installed (libcuda.so.1 is
  * the driver's, not the toolkit's) and fail with -ENODEV instead. */
@@ -10,7 +10,6 @@
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
-#include <infiniband/verbs.h>
 
 #include "gpu/cuda_err.h"
 #include "gpu/gpudirect.h"
@@ -85,17 +84,5 @@ int mrc__gpu_dmabuf_export(void *devptr, uint64_t len, struct mrc__gpu_dmabuf *o
 		return r;
 	*out = (struct mrc__gpu_dmabuf){ .fd = fd, .off = (uint64_t)(uintptr_t)devptr - a,
 					 .span = e - a };
-	return 0;
-}
-
-int mrc__gpu_dmabuf_reg(struct ibv_pd *pd, const struct mrc__gpu_dmabuf *d, uint64_t iova,
-			uint64_t len, int access, struct ibv_mr **mr)
-{
-	if (d->off > d->span || len > d->span - d->off)
-		return -ERANGE;
-	struct ibv_mr *m = ibv_reg_dmabuf_mr(pd, d->off, len, iova, d->fd, access);
-	if (!m)
-		return errno ? -errno : -EIO;
-	*mr = m;
 	return 0;
 }

@@ -3,9 +3,11 @@
  * CUDA context, as a dmabuf fd (cuMemGetHandleForAddressRange); the fd
  * travels to mrcd like a region's memfd (SCM_RIGHTS), and mrcd registers
  * it with its protection domain (ibv_reg_dmabuf_mr), so the NIC reads and
- * writes GPU memory directly and mrcd never links CUDA.  mrc has no verbs
- * datapath yet: both halves live here until it does, and the second moves
- * into it then. */
+ * writes GPU memory directly and mrcd never links CUDA.  Only the first
+ * half is here: the second is the verbs datapath's (mrc_dp_mem_reg with a
+ * dmabuf fd, datapath/datapath.h), one registration for host and GPU
+ * memory; this library runs in the client, which has no protection domain
+ * of mrcd's to register with. */
 #ifndef MRC_GPU_GPUDIRECT_H
 #define MRC_GPU_GPUDIRECT_H
 
@@ -21,13 +23,5 @@ struct mrc__gpu_dmabuf {
 	uint64_t off, span;
 };
 int mrc__gpu_dmabuf_export(void *devptr, uint64_t len, struct mrc__gpu_dmabuf *out);
-
-/* Daemon side: registers len bytes at d->off of the dmabuf with pd, with
- * iova = the device address (so remote keys address it as the client
- * does).  Returns 0 and *mr, or a negative errno (errno of rdma-core). */
-struct ibv_pd;
-struct ibv_mr;
-int mrc__gpu_dmabuf_reg(struct ibv_pd *pd, const struct mrc__gpu_dmabuf *d, uint64_t iova,
-			uint64_t len, int access, struct ibv_mr **mr);
 
 #endif

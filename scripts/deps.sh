@@ -13,8 +13,7 @@ openmpi-bin libopenmpi-dev tshark tmux systemd-container libibverbs-dev libdpdk-
 # tshark (with text2pcap): the Wireshark dissector's tests (tools/wireshark/);
 # tmux: the terminal of tests/root/ctl_top.sh; systemd-container
 # (systemd-nspawn): mrcd under a booted systemd, tests/root/systemd_boot.sh.
-# libibverbs-dev (rdma-core): the verbs datapath (datapath/verbs*.c), and
-# gpu/gpudirect.c under make MRC_GPUDIRECT=1.
+# libibverbs-dev (rdma-core): the verbs datapath (datapath/verbs*.c).
 # libdpdk-dev: DPDK 22.11, the dpdk datapath (datapath/dpdk.c, docs/datapaths.md).
 # libxdp-dev (with libbpf-dev and clang): the af_xdp datapath (datapath/af_xdp*.c).
 missing=""

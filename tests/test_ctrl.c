@@ -133,9 +133,86 @@ static void sealed(void **state)
 	mrc_auth_free(other);
 }
 
+/* The optional endpoint block (verbs first contact): laid out after the
+ * 56 bytes, every byte checked, absent from a message without it (what a
+ * udp mrcd and an older one send), refused on REJ. */
+static void endpoint_block(void **state)
+{
+	(void)state;
+	struct mrcd_ctrl m = req(), o;
+	uint8_t b[MRCD_CTRL_BODY_MAX];
+	m.neps = 2;
+	m.ep[0] = 0x12;
+	m.ep[1] = 0xfffffe;
+	size_t n = mrcd_ctrl_encode(b, &m);
+	assert_int_equal(n, MRCD_CTRL_BODY + 4 + 8);
+	assert_int_equal(b[56], 2);
+	assert_int_equal(b[63], 0x12);                   /* ep[0], big-endian at 60 */
+	assert_int_equal(mrcd_ctrl_decode(b, n, &o), 0);
+	assert_int_equal(o.neps, 2);
+	assert_int_equal(o.ep[0], 0x12);
+	assert_int_equal(o.ep[1], 0xfffffe);
+	/* Without it: the 56-byte message, neps 0. */
+	m.neps = 0;
+	assert_int_equal(mrcd_ctrl_encode(b, &m), MRCD_CTRL_BODY);
+	assert_int_equal(mrcd_ctrl_decode(b, MRCD_CTRL_BODY, &o), 0);
+	assert_int_equal(o.neps, 0);
+	/* Each malformation alone is refused. */
+	m.neps = 2;
+	struct { int off; uint8_t v; size_t len; const char *what; } bad[] = {
+		{ 56, 0, 68, "n = 0" },
+		{ 56, 17, 68, "n > 16" },
+		{ 56, 3, 68, "n says 3, length says 2" },
+		{ 57, 1, 68, "reserved byte" },
+		{ 59, 1, 68, "reserved byte" },
+		{ 63, 1, 68, "ep 1 (GSI)" },
+		{ 60, 1, 68, "ep >= 2^24" },
+		{ 0, MRCD_CTRL_REQ, 67, "truncated" },
+		{ 0, MRCD_CTRL_REQ, 59, "block shorter than its header" },
+		{ 0, MRCD_CTRL_REJ, 68, "on a REJ" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		mrcd_ctrl_encode(b, &m);
+		if (bad[i].off == 63)
+			b[60] = b[61] = b[62] = 0;
+		b[bad[i].off] = bad[i].v;
+		if (bad[i].v == MRCD_CTRL_REJ)     /* a REJ carries no nonce/window/mtu */
+			memset(b + 32, 0, 24);
+		if (mrcd_ctrl_decode(b, bad[i].len, &o) != -EBADMSG) {
+			print_error("accepted: %s\n", bad[i].what);
+			fail();
+		}
+	}
+	/* PLANES carries it too. */
+	struct mrcd_ctrl pl = { .type = MRCD_CTRL_PLANES, .arg = 2, .neps = 1, .ep = { 77 } };
+	n = mrcd_ctrl_encode(b, &pl);
+	assert_int_equal(mrcd_ctrl_decode(b, n, &o), 0);
+	assert_int_equal(o.ep[0], 77);
+	/* Sealed: seal_len takes it, the fixed-size seal refuses it. */
+	struct mrc_auth *a = key(3);
+	struct mrc_auth_replay *rp;
+	struct mrc_auth_replay_cfg rc = { .self_host = 1, .max_hosts = 3,
+		.window_ns = 5000000000ull };
+	assert_int_equal(mrc_auth_replay_create(&rc, &rp), 0);
+	struct mrc_auth_ctrl_tx tx = { 0 };
+	uint8_t pkt[MRCD_CTRL_LEN_MAX];
+	size_t len = 0;
+	uint32_t src;
+	uint64_t now = 1700000000000000000ull;
+	assert_int_equal(mrcd_ctrl_seal(a, &tx, now, 0, 1, &m, pkt), -EINVAL);
+	assert_int_equal(mrcd_ctrl_seal_len(a, &tx, now, 0, 1, &m, pkt, &len), 0);
+	assert_int_equal(len, MRC_AUTH_CTRL_OVERHEAD + 68);
+	assert_int_equal(mrcd_ctrl_open(a, rp, now, pkt, len, &src, &o), 0);
+	assert_int_equal(o.neps, 2);
+	assert_int_equal(o.ep[1], 0xfffffe);
+	mrc_auth_replay_free(rp);
+	mrc_auth_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(endpoint_block),
 		cmocka_unit_test(body_layout),
 		cmocka_unit_test(body_field_checks),
 		cmocka_unit_test(sealed),

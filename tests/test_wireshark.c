@@ -258,7 +258,8 @@ static void probe_pkt(uint8_t op, uint16_t port)
 	want(p, "mrc.hcrc.status", "1");
 }
 
-static void ctrl_pkt(const struct mrc_auth *a, uint8_t type)
+/* neps > 0: with the endpoint block of a verbs daemon (docs/wire.md). */
+static void ctrl_pkt(const struct mrc_auth *a, uint8_t type, uint32_t neps)
 {
 	struct pkt *p = next();
 	struct mrcd_ctrl m = { .type = type, .sid = r32(), .id = rnd(), .qpn = r32() & 0xffffff };
@@ -269,14 +270,26 @@ static void ctrl_pkt(const struct mrc_auth *a, uint8_t type)
 	} else {
 		m.arg = 0x3;          /* PLANES: planes 0 and 1 down */
 	}
+	m.neps = neps;
+	char eps[16 * 9] = "";
+	for (uint32_t i = 0; i < neps; i++) {
+		m.ep[i] = 2 + (r32() & 0xfffff);
+		snprintf(eps + strlen(eps), sizeof(eps) - strlen(eps), "%s%u", i ? "," : "", m.ep[i]);
+	}
 	struct mrc_auth_ctrl_tx tx = { 0 };
 	uint64_t stamp = 1700000000000000000ull + (rnd() & 0xffffff);
-	assert_int_equal(mrcd_ctrl_seal(a, &tx, stamp, 3, 6, &m, p->b + 48), 0);
-	wrap(p, MRCD_CTRL_LEN, 3, route4, 4791);
+	size_t len = 0, blen = MRCD_CTRL_BODY + (neps ? 4 + 4 * neps : 0);
+	assert_int_equal(mrcd_ctrl_seal_len(a, &tx, stamp, 3, 6, &m, p->b + 48, &len), 0);
+	assert_int_equal(len, MRC_AUTH_CTRL_OVERHEAD + blen);
+	wrap(p, len, 3, route4, 4791);
 	want(p, "mrc.opcode", "48");
 	want(p, "mrc.ctrl.src_host", "3");
 	want(p, "mrc.ctrl.dst_host", "6");
-	want(p, "mrc.ctrl.blen", "%u", MRCD_CTRL_BODY);
+	want(p, "mrc.ctrl.blen", "%zu", blen);
+	if (neps) {
+		want(p, "mrc.ctrl.neps", "%u", neps);
+		want(p, "mrc.ctrl.ep", "%s", eps);
+	}
 	want(p, "mrc.ctrl.stamp", "%llu", (unsigned long long)stamp);
 	want(p, "mrc.ctrl.type", "%u", type);
 	want(p, "mrc.ctrl.sid", "%u", m.sid);
@@ -290,7 +303,7 @@ static void ctrl_pkt(const struct mrc_auth *a, uint8_t type)
 	hexs(hx, m.nonce, 16);
 	want(p, "mrc.ctrl.nonce", "%s", hx);
 	char mac[33];
-	hexs(mac, p->b + 48 + 24 + MRCD_CTRL_BODY, 16);
+	hexs(mac, p->b + 48 + 24 + blen, 16);
 	want(p, "mrc.ctrl.mac", "%s", mac);
 }
 
@@ -363,8 +376,10 @@ static void test_every_field(void **state)
 	probe_pkt(MRC_OP_PROBE, 4791);
 	probe_pkt(MRC_OP_PROBE_REPLY, 4791);
 	probe_pkt(MRC_OP_PROBE, 6000);         /* the heuristic's case */
-	ctrl_pkt(a, MRCD_CTRL_REQ);
-	ctrl_pkt(a, MRCD_CTRL_PLANES);
+	ctrl_pkt(a, MRCD_CTRL_REQ, 0);
+	ctrl_pkt(a, MRCD_CTRL_PLANES, 0);
+	ctrl_pkt(a, MRCD_CTRL_REQ, 2);
+	ctrl_pkt(a, MRCD_CTRL_PLANES, 1);
 	foreign_pkt();
 	mrc_auth_free(a);
 

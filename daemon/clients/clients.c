@@ -14,6 +14,7 @@
 #include "daemon/clients/clients_int.h"
 #include "daemon/clients/clisock.h"
 #include "daemon/clients/sidown.h"
+#include "datapath/datapath.h"
 #include "mrc/mrc.h"
 
 #define MSGS_PER_WAKE 32
@@ -232,11 +233,19 @@ static int do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 		munmap(map, map_len);
 		return fail(c, m, r, "the engine refused the region (daemon-wide limit?)");
 	}
+	/* Where the datapath can send from the region in place (verbs:
+	 * ibv_reg_mr), it does; elsewhere, or when it cannot (out of regions
+	 * or NIC memory), payloads are copied as always, so a failure only
+	 * costs speed. */
+	int dr = mrc_dp_mem_reg(mrcd_datapath(c->d), (char *)map + (q.fd_off - a), q.len, -1, 0);
+	if (dr < 0 && dr != -EOPNOTSUPP)
+		mrcd_log(MRCD_LOG_INFO, "client %u region %u: not registered with the datapath (%s): "
+			 "its payloads are copied", c->id, key, strerror(-dr));
 	uint32_t i = 0;
 	while (c->mrs[i].key)
 		i++;
 	c->mrs[i] = (struct mrcd_cmr){ .view = { .len = q.len, .access = q.access }, .key = key,
-				       .map = map, .map_len = map_len };
+				       .map = map, .map_len = map_len, .dp_reg = dr >= 0 ? dr + 1 : 0 };
 	c->nmr++;
 	c->mem += q.len;
 	c->uq->mrs++;
@@ -250,6 +259,8 @@ static int mr_drop(struct mrcd_client *c, struct mrcd_cmr *mr)
 	int r = mrce_mr_dereg(mrcd_engine(c->d), mr->key);
 	if (r)
 		return r;
+	/* Before the unmap: it waits for the sends still reading it. */
+	mrc_dp_mem_unreg(mrcd_datapath(c->d), mr->dp_reg - 1);
 	munmap(mr->map, mr->map_len);
 	c->mem -= mr->view.len;
 	c->nmr--;

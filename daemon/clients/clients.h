@@ -34,6 +34,7 @@ struct mrcd_cmr {
 	uint32_t key;
 	void *map;
 	size_t map_len;
+	int dp_reg;                /* datapath region id + 1; 0: none (copied) */
 };
 
 struct mrcd_cqp;

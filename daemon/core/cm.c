@@ -15,6 +15,7 @@
 
 #include "daemon/core/core.h"
 #include "daemon/core/ctrl.h"
+#include "daemon/core/dpep.h"
 
 #define MAX_LISTEN 256
 #define MAX_OUT 1024
@@ -66,18 +67,37 @@ static uint64_t real_ns(void)
 
 static void send_msg(struct mrcd *d, uint32_t host, uint32_t attempt, struct mrcd_ctrl *m)
 {
-	uint8_t buf[MRCD_CTRL_LEN];
-	if (mrcd_ctrl_seal(d->auth, &d->ctrl_tx, real_ns(), d->self, host, m, buf))
+	uint8_t buf[MRCD_CTRL_LEN_MAX];
+	size_t len;
+	/* Our endpoints ride on all but REJ (dpep.h); none on udp. */
+	if (m->type != MRCD_CTRL_REJ && mrcd_ep_fill(d->dp, d->nplanes, m))
 		return;
+	if (mrcd_ctrl_seal_len(d->auth, &d->ctrl_tx, real_ns(), d->self, host, m, buf, &len))
+		return;
+	uint32_t id = host < d->nhosts ? d->peer_of_host[host] : UINT32_MAX;
+	const struct mrcd_peer *p = id != UINT32_MAX ? &d->peers[id] : NULL;
 	/* Rotate planes first (skipping our dead ones), then spines. */
 	for (uint32_t k = 0; k < d->nplanes; k++) {
 		uint32_t pl = (attempt + k) % d->nplanes;
 		if (d->local_down & (1u << pl))
 			continue;
 		uint32_t spine = d->topo ? attempt / d->nplanes : 0;
-		if (!mrcd_send_ctrl(d, host, pl, spine, buf, sizeof(buf)))
+		if (!mrcd_send_ctrl(d, host, pl, spine, buf, len, mrcd_ep_side(p, pl, attempt)))
 			return;
 	}
+}
+
+/* The endpoints a peer's message carries (dpep.h), before anything acts
+ * on it: a REP is answered, and a REQ accepted, over the datapath. */
+static void learn_eps(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
+{
+	uint32_t peer;
+	if (!m->neps || host == d->self || mrcd_peer_of_host(d, host, &peer))
+		return;
+	int rc = mrcd_ep_learn(d->dp, d->nplanes, &d->peers[peer], m);
+	if (rc < 0)
+		mrcd_log(MRCD_LOG_WARNING, "host %u: its datapath endpoints not set: %s", host,
+			 strerror(-rc));
 }
 
 static void send_req(struct mrcd *d, struct outreq *o)
@@ -379,6 +399,7 @@ void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len)
 		d->st.ctrl_wrong_src++;
 		return;
 	}
+	learn_eps(d, host, &m);
 	switch (m.type) {
 	case MRCD_CTRL_REQ:
 		rx_req(d, host, &m);

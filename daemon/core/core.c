@@ -121,6 +121,7 @@ void mrcd_observe_event(struct mrcd *d, const struct mrce_event *ev, int *taken)
 
 struct ev_loop *mrcd_loop(struct mrcd *d) { return d->loop; }
 struct mrce *mrcd_engine(struct mrcd *d) { return d->eng; }
+struct mrc_dp *mrcd_datapath(struct mrcd *d) { return d->dp; }
 uint32_t mrcd_self_host(const struct mrcd *d) { return d->self; }
 uint32_t mrcd_n_hosts(const struct mrcd *d) { return d->nhosts; }
 

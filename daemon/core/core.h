@@ -23,6 +23,8 @@ struct mrcd_peer {
 	uint8_t *plane;                /* [ev] */
 	uint8_t *deny;                 /* [ev] MRCD_DENY_* reasons (deny.c) */
 	uint32_t remote_down;          /* planes the peer reports down */
+	uint32_t ep[MRC_DP_MAX_PLANES];  /* its datapath endpoint per plane, 0
+	                                    unknown (dpep.h) */
 };
 
 struct mrcd_qpb {                      /* completion owner of a QP */
@@ -43,6 +45,7 @@ struct mrcd_stats {
 	                                  source address names */
 	uint64_t ctrl_replay;          /* a stamp accepted before */
 	uint64_t ctrl_stale;           /* behind the window or clock skew */
+	uint64_t rx_side_data;         /* not CTRL, on the side channel: dropped */
 };
 
 struct mrcd_cm;
@@ -57,6 +60,11 @@ struct mrcd {
 	struct ev_loop *loop;
 	struct mrce *eng;
 	struct mrc_dp *dp;
+	/* With a datapath that has endpoints (verbs), kernel UDP on the same
+	 * planes and port for control to peers whose endpoint is not known
+	 * yet (dpep.h); NULL otherwise. */
+	struct mrc_dp *side;
+	ev_io side_w[MRC_DP_MAX_PLANES];
 	struct mrc_topo *topo;             /* NULL in loopback mode */
 	struct mrc_usid_block blk;
 	uint32_t self, nhosts, nplanes;
@@ -108,8 +116,9 @@ void mrcd_core_fini(struct mrcd *d);
 int mrcd_node_init(struct mrcd *d, char *err, size_t errlen);
 void mrcd_node_fini(struct mrcd *d);
 void mrcd_flush(struct mrcd *d);
+/* side: over the side channel (d->side) when there is one. */
 int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine,
-		   const void *buf, size_t len);
+		   const void *buf, size_t len, int side);
 /* One received datagram (from a plane socket or local.c) through the
  * source checks into the connection manager or the engine; does not
  * flush.  in->ecn_ce also stands for "this host is the bottleneck". */

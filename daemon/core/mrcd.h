@@ -22,6 +22,9 @@ uint64_t mrcd_now(void);
 
 struct ev_loop *mrcd_loop(struct mrcd *d);
 struct mrce *mrcd_engine(struct mrcd *d);
+/* The datapath (datapath/datapath.h): clients' regions are registered
+ * with it (mrc_dp_mem_reg) where it can send from them in place. */
+struct mrc_dp *mrcd_datapath(struct mrcd *d);
 /* This node's host index in the topology. */
 uint32_t mrcd_self_host(const struct mrcd *d);
 uint32_t mrcd_n_hosts(const struct mrcd *d);

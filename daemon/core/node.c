@@ -389,7 +389,7 @@ void mrcd_flush(struct mrcd *d)
 }
 
 int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine,
-		   const void *buf, size_t len)
+		   const void *buf, size_t len, int side)
 {
 	struct mrc_dp_out o = { .plane = 0, .iovcnt = 1,
 		.iov = { { (void *)buf, len } } };
@@ -411,7 +411,64 @@ int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine
 		o.plane = plane;
 	}
 	d->st.ctrl_tx++;
-	return mrc_dp_send(d->dp, &o, 1) == 1 ? 0 : -EIO;
+	return mrc_dp_send(side && d->side ? d->side : d->dp, &o, 1) == 1 ? 0 : -EIO;
+}
+
+/* The side channel's UDP port: mrc's, unless that is RoCEv2's 4791 (the
+ * default), which a RoCE NIC takes for itself: then 4792. */
+static uint16_t side_port(const struct mrcd *d)
+{
+	return d->cfg.port == 4791 ? 4792 : (uint16_t)d->cfg.port;
+}
+
+/* The side channel (core.h, d->side) carries control only. */
+static void on_side_rx(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct mrcd *d = w->data;
+	(void)loop;
+	(void)revents;
+	struct mrc_dp_in in[MRC_DP_BATCH];
+	int n = mrc_dp_recv(d->side, (uint32_t)(w - d->side_w), in, MRC_DP_BATCH);
+	uint64_t now = mrcd_now();
+	for (int i = 0; i < n; i++) {
+		if (!mrc_wire_is_ctrl(in[i].buf, in[i].len)) {
+			d->st.rx_side_data++;
+			continue;
+		}
+		/* From a daemon's side port, it stands for its MRC port. */
+		if (in[i].sport == side_port(d))
+			in[i].sport = (uint16_t)d->cfg.port;
+		else
+			in[i].sport = 0;   /* counted as rx_bad_sport */
+		mrcd_node_rx(d, &in[i], now);
+	}
+	mrcd_flush(d);
+}
+
+/* Opens the side channel when the datapath has endpoints (dpep.h): the
+ * udp provider on the same planes, on side_port. */
+static int side_open(struct mrcd *d, const struct mrc_dp_cfg *dc, char *err, size_t errlen)
+{
+	if (!d->topo || !mrc_dp_has_eps(d->dp))
+		return 0;
+	struct mrc_dp_cfg sc = *dc;
+	sc.args = NULL;
+	sc.port = side_port(d);
+	char why[256] = "";
+	int rc = mrc_dp_open(&d->side, "udp", &sc, why, sizeof(why));
+	if (rc) {
+		snprintf(err, errlen, "datapath %s: its side channel for first contact (udp): %s",
+			 mrc_dp_name(d->dp), why[0] ? why : strerror(-rc));
+		return rc;
+	}
+	for (uint32_t i = 0; i < d->nplanes; i++) {
+		ev_io_init(&d->side_w[i], on_side_rx, mrc_dp_fd(d->side, i), EV_READ);
+		d->side_w[i].data = d;
+		ev_io_start(d->loop, &d->side_w[i]);
+	}
+	mrcd_log(MRCD_LOG_NOTICE, "datapath %s: first contact over udp port %u",
+		 mrc_dp_name(d->dp), (unsigned)sc.port);
+	return 0;
 }
 
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -617,6 +674,8 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 		snprintf(err, errlen, "datapath %s: %s", d->cfg.datapath, dwhy[0] ? dwhy : strerror(-rc));
 		return rc;
 	}
+	if ((rc = side_open(d, &dc, err, errlen)))
+		return rc;
 	int polled = 0;
 	for (uint32_t i = 0; i < d->nplanes; i++) {
 		int fd = mrc_dp_fd(d->dp, i);
@@ -660,6 +719,9 @@ void mrcd_node_fini(struct mrcd *d)
 	if (d->lm)
 		mrc_linkmon_close(d->lm);
 	mrcd_poller_del(d, d);
+	for (uint32_t i = 0; d->side && i < d->nplanes; i++)
+		ev_io_stop(d->loop, &d->side_w[i]);
+	mrc_dp_close(d->side);
 	mrc_dp_close(d->dp);
 	for (uint32_t p = 0; p < d->max_peers && d->peers; p++) {
 		free(d->peers[p].dst);

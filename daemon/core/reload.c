@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "daemon/core/core.h"
+#include "daemon/core/dpep.h"
 
 static int same_shape(const struct mrcd *d, const struct mrc_topo *t, uint32_t self,
 		      char *err, size_t errlen)
@@ -77,6 +78,8 @@ int mrcd_topology_reload(struct mrcd *d, const char *path, char *err, size_t err
 			changed += memcmp(&a, &pe->dst[ev], sizeof(a)) != 0;
 			pe->dst[ev] = a;
 		}
+		/* The datapath's endpoints are keyed by path address. */
+		mrcd_ep_apply(d->dp, d->nplanes, pe);
 		for (uint32_t pl = 0; pl < d->nplanes; pl++)
 			mrcd_plane_apply(d, p, pl, now);
 	}

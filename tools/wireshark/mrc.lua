@@ -123,6 +123,8 @@ local f = {
 	ctrl_window = ProtoField.uint32("mrc.ctrl.window", "Window (packets)"),
 	ctrl_mtu = ProtoField.uint32("mrc.ctrl.mtu", "MTU (payload bytes)"),
 	ctrl_body = ProtoField.bytes("mrc.ctrl.body", "Body"),
+	ctrl_neps = ProtoField.uint8("mrc.ctrl.neps", "Endpoints (planes)"),
+	ctrl_ep = ProtoField.uint32("mrc.ctrl.ep", "Endpoint (UD QP number) of a plane"),
 	ctrl_mac = ProtoField.bytes("mrc.ctrl.mac", "MAC (BLAKE2b-128, not verified)"),
 	route = ProtoField.string("mrc.route", "uSID route"),
 	route_plane = ProtoField.uint8("mrc.route.plane", "Plane"),
@@ -345,7 +347,8 @@ local function dissect_ctrl(tvb, pinfo, tree)
 		return info .. " [bad length]"
 	end
 	local br = tvb:range(24, blen)
-	if blen == 56 then
+	-- 56 bytes, or 56 and the endpoint block of a verbs daemon (docs/wire.md)
+	if blen == 56 or (blen >= 60 and blen == 60 + 4 * tvb:range(80, 1):uint()) then
 		local b = tree:add(f.ctrl_body, br)
 		local ty = tvb:range(24, 1):uint()
 		b:add(f.ctrl_type, tvb:range(24, 1))
@@ -360,6 +363,13 @@ local function dissect_ctrl(tvb, pinfo, tree)
 		b:add(f.ctrl_mtu, tvb:range(76, 4))
 		info = string.format("%s %s sid=%u qp=%u", info, ctrl_types[ty] or "?", tvb:range(28, 4):uint(),
 			tvb:range(40, 4):uint())
+		if blen > 56 then
+			b:add(f.ctrl_neps, tvb:range(80, 1))
+			for i = 0, tvb:range(80, 1):uint() - 1 do
+				b:add(f.ctrl_ep, tvb:range(84 + 4 * i, 4))
+			end
+			info = info .. " +endpoints"
+		end
 	elseif blen > 0 then
 		tree:add(f.ctrl_body, br)
 	end
