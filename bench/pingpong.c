@@ -7,6 +7,9 @@
  *
  *   pingpong -s [-u] [-p PORT] [-n N] [-b BYTES]        server (N exchanges)
  *   pingpong -c ADDR [-u] [-p PORT] [-n N] [-b BYTES]   client
+ *   -P SRV6ADDR (both ends): UDP over the fabric's SRv6 uSID path that
+ *   SRV6ADDR names, the same forwarding as mrc's packets (latency.sh's
+ *   udp-srv6 contender), so mrc's own cost can be told from the fabric's.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,6 +23,11 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef UDP_NO_CHECK6_TX
+#define UDP_NO_CHECK6_TX 101   /* linux/udp.h */
+#define UDP_NO_CHECK6_RX 102
+#endif
 
 #define MAXMSG 65536
 
@@ -68,11 +76,11 @@ static void write_all(int fd, const char *b, size_t n)
 int main(int argc, char **argv)
 {
 	int server = 0, udp = 0, ch;
-	const char *peer = NULL;
+	const char *peer = NULL, *path = NULL;
 	unsigned port = 7000;
 	uint64_t iters = 10000;
 	size_t size = 64;
-	while ((ch = getopt(argc, argv, "sc:up:n:b:")) != -1) {
+	while ((ch = getopt(argc, argv, "sc:up:n:b:P:")) != -1) {
 		switch (ch) {
 		case 's': server = 1; break;
 		case 'c': peer = optarg; break;
@@ -80,12 +88,15 @@ int main(int argc, char **argv)
 		case 'p': port = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'n': iters = strtoull(optarg, NULL, 0); break;
 		case 'b': size = strtoul(optarg, NULL, 0); break;
+		case 'P': path = optarg; udp = 1; break;
 		default: goto usage;
 		}
 	}
-	if (server == !!peer || !iters || !size || size > MAXMSG || port > 65535) {
+	if ((server ? peer != NULL : !(peer || path)) || !iters || !size || size > MAXMSG || port > 65535) {
 usage:
-		fprintf(stderr, "usage: pingpong -s|-c ADDR [-u] [-p PORT] [-n N] [-b BYTES]\n");
+		fprintf(stderr, "usage: pingpong -s|-c ADDR [-u] [-p PORT] [-n N] [-b BYTES] [-P SRV6ADDR]\n"
+			"  -P: UDP over an SRv6 uSID path: send to SRV6ADDR (the server\n"
+			"      replies to its own -P address), zero UDP checksums as mrc\n");
 		return 2;
 	}
 	static char buf[MAXMSG];
@@ -95,10 +106,23 @@ usage:
 		fprintf(stderr, "pingpong: '%s' is not an IPv6 address\n", peer);
 		return 2;
 	}
+	/* The uSID destination changes hop by hop, so the UDP checksum cannot
+	 * hold (mrc sends zero checksums for the same reason); the reply comes
+	 * from the host's own address, not the path's, so the client does not
+	 * connect. */
+	struct sockaddr_in6 via = sa;
+	if (path && inet_pton(AF_INET6, path, &via.sin6_addr) != 1) {
+		fprintf(stderr, "pingpong: '%s' is not an IPv6 address\n", path);
+		return 2;
+	}
 	int fd = socket(AF_INET6, udp ? SOCK_DGRAM : SOCK_STREAM, 0), one = 1;
 	if (fd < 0)
 		die("socket");
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (path) {
+		setsockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_TX, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, &one, sizeof(one));
+	}
 	if (server) {
 		sa.sin6_addr = in6addr_any;
 		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
@@ -128,6 +152,10 @@ usage:
 				die("recvfrom");
 			if (r == 0)
 				break;
+			if (path) {
+				via.sin6_port = from.sin6_port;
+				from = via;
+			}
 			if (sendto(fd, buf, (size_t)r, 0, (struct sockaddr *)&from, fl) < 0)
 				die("sendto");
 		}
@@ -135,7 +163,7 @@ usage:
 		return 0;
 	}
 	/* client: the server may still be starting; retry the connect 2 s. */
-	for (int tries = 0;; tries++) {
+	for (int tries = 0; !path; tries++) {
 		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
 			break;
 		if (tries == 200)
@@ -160,7 +188,8 @@ usage:
 		uint64_t t = now_ns();
 		if (udp) {
 			for (;;) {
-				if (send(fd, buf, size, 0) < 0)
+				if (sendto(fd, buf, size, 0, path ? (struct sockaddr *)&via : NULL,
+					   path ? sizeof(via) : 0) < 0)
 					die("send");
 				ssize_t r = recv(fd, buf, sizeof(buf), 0);
 				if (r == (ssize_t)size)
@@ -180,7 +209,8 @@ usage:
 		rtt[i] = now_ns() - t;
 	}
 	double total = (double)(now_ns() - t0) / 1e9;
-	if (udp && send(fd, buf, 0, 0) < 0)
+	if (udp && sendto(fd, buf, 0, 0, path ? (struct sockaddr *)&via : NULL,
+			  path ? sizeof(via) : 0) < 0)
 		die("send");
 	qsort(rtt, iters, sizeof(*rtt), cmp64);
 	printf("{\"role\":\"client\",\"proto\":\"%s\",\"pingpong\":%llu,\"size\":%zu,"

@@ -18,7 +18,8 @@ RES = sys.argv[1] if len(sys.argv) > 1 else "bench/results"
 RAW = os.path.join(RES, "raw")
 ORDER = ["mrc", "mrc-pinned", "tcp", "mptcp", "udp"]
 NAMES = {"mrc": "mrc (spraying)", "mrc-pinned": "mrc pinned (1 EV/QP)",
-         "tcp": "TCP (kernel ECMP)", "mptcp": "MPTCP (subflow/plane)", "udp": "raw UDP"}
+         "tcp": "TCP (kernel ECMP)", "mptcp": "MPTCP (subflow/plane)", "udp": "raw UDP",
+         "udp-srv6": "raw UDP on the SRv6 path"}
 
 
 def load(scen):

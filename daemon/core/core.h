@@ -37,6 +37,8 @@ struct mrcd_stats {
 	uint64_t rx_unknown_src, rx_short, tx_unmapped, wc_unbound, ctrl_rx, ctrl_tx;
 	uint64_t ctrl_bad;             /* malformed CTRL (envelope or body) */
 	uint64_t local_tx, local_drop; /* datagrams to this host itself (local.c) */
+	uint64_t rx_before_tick;       /* datagrams received by the timer before
+	                                  the engine's tick (node.c on_timer) */
 	/* Authentication drops (docs/security.md), by reason: */
 	uint64_t rx_bad_sport;         /* UDP source port is not the MRC port */
 	uint64_t ctrl_bad_mac;         /* CTRL envelope MAC fails (no key) */

@@ -476,6 +476,15 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	struct mrcd *d = w->data;
 	(void)loop;
 	(void)revents;
+	/* Datagrams that arrived before the deadline are taken first: libev
+	 * runs a due timer before the socket's watcher of the same loop turn
+	 * (pending callbacks go last-in first-out), so after the daemon was
+	 * descheduled for a while (a scheduler tick on shared cores) the RTO
+	 * would fire for packets whose ACKs already wait in the socket, and
+	 * resend the whole window for nothing. */
+	for (uint32_t pl = 0; pl < d->nplanes; pl++)
+		if (ev_is_active(&d->rx_w[pl]))
+			d->st.rx_before_tick += (uint64_t)rx_plane(d, pl);
 	mrce_tick(d->eng, mrcd_now());
 	mrcd_flush(d);
 }

@@ -538,9 +538,10 @@ json_t *mrcd_oper_stats(struct oper *o)
 		"ctrl_replay", (json_int_t)d->st.ctrl_replay,
 		"ctrl_stale", (json_int_t)d->st.ctrl_stale));
 	/* Datagrams to this host itself, delivered in-process (local.c). */
-	json_object_update_missing_new(dm, json_pack("{s:I, s:I}",
+	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I}",
 		"local_tx", (json_int_t)d->st.local_tx,
-		"local_drop", (json_int_t)d->st.local_drop));
+		"local_drop", (json_int_t)d->st.local_drop,
+		"rx_before_tick", (json_int_t)d->st.rx_before_tick));
 	json_t *op = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
 		"connections", (json_int_t)o->conns_total, "refused", (json_int_t)o->refused_total,
 		"metrics_refused", (json_int_t)o->http_refused,
