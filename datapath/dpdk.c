@@ -324,7 +324,13 @@ static int dpdk_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, 
 
 static void dpdk_get_stats(const struct mrc_dp *base, struct mrc_dp_stats *st)
 {
-	*st = ((const struct dpdk_dp *)base)->st;
+	const struct dpdk_dp *dp = (const struct dpdk_dp *)base;
+	*st = dp->st;
+	for (uint32_t i = 0; i < dp->n; i++) {
+		struct rte_eth_stats es;
+		if (!rte_eth_stats_get(dp->pl[i].port, &es))
+			st->rx_dropped += es.imissed + es.rx_nombuf;
+	}
 }
 
 const struct mrc_dp_ops mrc__dp_dpdk_ops = {
