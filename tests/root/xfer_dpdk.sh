@@ -12,14 +12,8 @@ set -eu
 export MRC_XFER_BYTES=${MRC_XFER_BYTES:-64M}
 B=${1:-build}
 here=$(dirname "$0")
-if ! ldd "$B/bin/mrc-xfer" | grep -q librte_eal; then
-	echo "SKIP the dpdk datapath is not built in (install libdpdk-dev: scripts/deps.sh)"
-	exit 77
-fi
-if ! ls /usr/lib/*/dpdk/pmds-*/librte_net_af_packet.so* >/dev/null 2>&1; then
-	echo "SKIP DPDK's net_af_packet driver is not installed (librte-net-af-packet23)"
-	exit 77
-fi
+. "$here/lib.sh"
+need_dpdk
 rc=0
 echo "--- dpdk at both ends"
 MRC_DATAPATH=dpdk "$here/xfer.sh" "$B" || rc=1
