@@ -5,8 +5,5 @@
 # 77) when af_xdp was not built in or this kernel has no AF_XDP sockets.
 set -eu
 B=${1:-build}
-here=$(dirname "$0")
-. "$here/lib.sh"
-need_af_xdp
-export MRC_DATAPATH=af_xdp
-exec "$here/xfer.sh" "$B"
+. "$(dirname "$0")/lib.sh"
+on_datapath af_xdp xfer.sh

@@ -76,3 +76,10 @@ need_dpdk() {
 		exit 77
 	fi
 }
+# on_datapath DP SUITE: runs tests/root/SUITE (exec, on $B) with
+# MRC_DATAPATH=DP; skips (77) when DP cannot run here.
+on_datapath() {
+	"need_$1"
+	export MRC_DATAPATH=$1
+	exec "$(dirname "$0")/$2" "$B"
+}

@@ -5,8 +5,6 @@
 # af_xdp was not built in or this kernel has no AF_XDP sockets.
 set -eu
 B=${1:-build}
-here=$(dirname "$0")
-. "$here/lib.sh"
-need_af_xdp
-export MRC_DATAPATH=af_xdp MRC_MRCD_PREFIX=mrcDx
-exec "$here/mrcd.sh" "$B"
+. "$(dirname "$0")/lib.sh"
+export MRC_MRCD_PREFIX=mrcDx
+on_datapath af_xdp mrcd.sh

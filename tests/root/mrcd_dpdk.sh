@@ -12,10 +12,8 @@
 # with a core per daemon).
 set -eu
 B=${1:-build}
-here=$(dirname "$0")
-. "$here/lib.sh"
-need_dpdk
-export MRC_DATAPATH=dpdk MRC_MRCD_PREFIX=mrcDd
-export MRC_MRCD_BYTES=${MRC_MRCD_BYTES:-64M} MRC_MRCD_FLOOR_MBIT=${MRC_MRCD_FLOOR_MBIT:-10}
+. "$(dirname "$0")/lib.sh"
+export MRC_MRCD_PREFIX=mrcDd MRC_MRCD_BYTES=${MRC_MRCD_BYTES:-64M}
+export MRC_MRCD_FLOOR_MBIT=${MRC_MRCD_FLOOR_MBIT:-10}
 echo "mrcd_dpdk: scaled to $MRC_MRCD_BYTES per transfer at a $MRC_MRCD_FLOOR_MBIT Mbit/s floor (8 poll-mode daemons on $(nproc) shared cores; see this script's header)"
-exec "$here/mrcd.sh" "$B"
+on_datapath dpdk mrcd.sh
