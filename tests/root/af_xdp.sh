@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Integration (root): the af_xdp datapath on the emulated fabric: the 1 GiB
 # verified transfers under every fault of tests/root/xfer.sh with
 # MRC_DATAPATH=af_xdp (copy mode on veth, docs/datapaths.md).  Skips (exit

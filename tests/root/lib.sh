@@ -1,4 +1,5 @@
-# Shared helpers of the root integration scripts (tests/root/*.sh); sourced,
+# Shared helpers of the root integration scripts (tests/root/*.sh); sourced
+# by bash (arrays),
 # not run.  The caller sets B (build dir) and tmp (its scratch dir, where
 # host H's mrcctl socket is $tmp/H/mrcctl.sock) and counts failures in fails.
 fails=${fails:-0}

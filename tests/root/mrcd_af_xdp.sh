@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Integration (root): tests/root/mrcd.sh with every mrcd on the af_xdp
 # datapath: the 1 GiB verified transfers under its faults, the all-to-all,
 # the client and daemon kills, the SIGHUP reloads.  Skips (exit 77) when

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Integration (root): tests/root/mrcd.sh with every mrcd on the dpdk
 # datapath (af_packet vdevs on the plane NICs, poll mode): the verified
 # transfers under its faults, the all-to-all, the client and daemon kills,

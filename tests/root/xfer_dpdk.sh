@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Integration (root): tests/root/xfer.sh's verified transfers under every
 # fault on the dpdk datapath (af_packet vdevs on the plane NICs, poll mode)
 # at both ends, then interoperation at MRC_XFER_MIX_BYTES: a dpdk
