@@ -75,7 +75,7 @@ inject() {
 	$F "$@" >/dev/null || { bad "$name: 'mrc-fabric $*' failed (exit $?)"; return 1; }
 }
 # recv_ready: the receiver is listening (it prints this after mrc_listen).
-recv_ready() { grep -q "waiting for a sender" "$tmp/r"; }
+recv_ready() { grep -qs "waiting for a sender" "$tmp/r"; }
 
 # bulk NAME FAULT CHECK: one verified transfer h0 -> h7 with FAULT at 20%;
 # CHECK (jq, see effect) proves the fault happened.
