@@ -15,7 +15,9 @@
 #   pingpong: N (MRC_BENCH_PINGS, default 1000) round trips of 64 bytes
 #     h0 <-> h7 (mrc-xfer --pingpong), bounded by mrc_run's 120 s.
 # dpdk runs with its default datapath_args (af_packet vdevs; idle_us=50:
-# idle poll rounds sleep, docs/datapaths.md).  Raw rows to
+# idle poll rounds sleep, docs/datapaths.md); NAME:ARGS in the list runs
+# datapath NAME with datapath_args ARGS as a contender of its own (e.g.
+# "dpdk dpdk:idle_us=0": sleeping vs spinning).  Raw rows to
 # bench/results/raw/datapath.jsonl; bench/fabric/datapath_md.py writes
 # bench/results/datapath.md (medians, ratios to udp).  A datapath that
 # cannot open (not built in, no AF_XDP in the kernel) is recorded as
@@ -40,13 +42,15 @@ r=1
 while [ $r -le "$REPS" ]; do
 	for dp in $DPS; do
 		o="$TMP/run"; sid=$((sid + 1))
+		name=${dp%%:*}; dargs=""
+		[ "$name" = "$dp" ] || dargs=${dp#*:}
 		bg ip netns exec $P-h7 $T -o "$o.scpu" $X --host h7 --listen --bytes "$BYTES" --sid $sid \
-			--datapath $dp >"$o.srv" 2>&1
+			--datapath $name ${dargs:+--datapath-args "$dargs"} >"$o.srv" 2>&1
 		sp=$BGPID
 		c0=$(cpu_stat)
 		rc=0
 		ip netns exec $P-h0 $T -o "$o.ccpu" $X --host h0 --connect h7 --bytes "$BYTES" --sid $sid \
-			--datapath $dp >"$o" 2>"$o.err" || rc=$?
+			--datapath $name ${dargs:+--datapath-args "$dargs"} >"$o" 2>"$o.err" || rc=$?
 		c1=$(cpu_stat)
 		reap $sp 10 || true
 		if [ $rc = 0 ]; then
@@ -69,7 +73,7 @@ while [ $r -le "$REPS" ]; do
 		sid=$((sid + 1))
 		rm -f "$o"
 		l='{"p50":null,"p99":null,"min":null}'
-		if mrc_run 0 7 64 "$o" --pingpong "$N" --sid $sid --datapath $dp; then
+		if mrc_run 0 7 64 "$o" --pingpong "$N" --sid $sid --datapath $name ${dargs:+--datapath-args "$dargs"}; then
 			l=$(jq -c 'select(.rtt_us_p50) | {p50: .rtt_us_p50, p99: .rtt_us_p99, min: .rtt_us_min}' "$o")
 		else
 			say "$dp pingpong rep $r FAILED: $(head -c 300 "$o.err")"
