@@ -6,10 +6,11 @@
 # af_packet driver is missing.
 # MRC_MRCD_BYTES defaults to 64M here, not 1G, and the floor rate to
 # 10 Mbit/s: eight poll-mode daemons share this machine's 2 cores with
-# the kernel's veth work, and af_packet copies every frame through the
-# kernel, so a 1 GiB transfer takes minutes and mrcd.sh's six of them
+# the kernel's veth and af_packet work.  On 2026-11-24 a 64 MiB transfer
+# took 3.6-6.5 s through mrcd here (about 100 Mbit/s, the whole suite
+# 78 s), so mrcd.sh's six 1 GiB transfers would need about 9 minutes and
 # would not end within check-root's 600 s (MRC_MRCD_BYTES=1G on a host
-# with a core per daemon).
+# with cores to spare).
 set -eu
 B=${1:-build}
 . "$(dirname "$0")/lib.sh"

@@ -5,9 +5,10 @@
 # sender to a kernel-UDP receiver and back (the frames DPDK builds are what
 # the kernel accepts, and the other way round).  Skips (77) when the dpdk
 # datapath is not built in or DPDK's af_packet driver is missing.
-# MRC_XFER_BYTES defaults to 64M here, not 1G: two poll-mode processes
-# spinning on a shared 2-core machine move 40-150 Mbit/s, and the suite
-# must end within check-root's 600 s (MRC_XFER_BYTES=1G on a larger host).
+# MRC_XFER_BYTES defaults to 64M here, not 1G: two poll-mode processes on
+# a shared 2-core machine move 100-180 Mbit/s under load (760 Mbit/s on a
+# quiet moment, bench/results/datapath.md), and the suite must end within
+# check-root's 600 s (MRC_XFER_BYTES=1G on a larger host).
 set -eu
 export MRC_XFER_BYTES=${MRC_XFER_BYTES:-64M}
 B=${1:-build}
