@@ -447,14 +447,30 @@ static int xdp_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, u
 		dp->st.rx_bytes += p.len;
 		out++;
 	}
+	/* peek moved libxdp's cached consumer past all nd descriptors, but
+	 * only `used` were taken: give the rest back, or they would be
+	 * skipped (packets lost, their frames never refilled, the rx ring
+	 * shrinking for good): the af_xdp loss under load. */
+	xsk_ring_cons__cancel(&x->rx, nd - used);
 	xsk_ring_cons__release(&x->rx, used);
 	dp->st.rx_pkts += (uint64_t)out;
 	return out;
 }
 
+/* Plus the kernel's drops at the sockets' rx rings (XDP_STATISTICS):
+ * rx_dropped (no fill frame, among others) and rx_ring_full (the rx
+ * ring not drained in time). */
 static void xdp_get_stats(const struct mrc_dp *base, struct mrc_dp_stats *st)
 {
-	*st = ((const struct xdp_dp *)base)->st;
+	const struct xdp_dp *dp = (const struct xdp_dp *)base;
+	*st = dp->st;
+	for (uint32_t i = 0; i < dp->n; i++) {
+		struct xdp_statistics xs;
+		socklen_t len = sizeof(xs);
+		memset(&xs, 0, sizeof(xs));
+		if (!getsockopt(xsk_socket__fd(dp->pl[i]->xsk), SOL_XDP, XDP_STATISTICS, &xs, &len))
+			st->rx_dropped += xs.rx_dropped + xs.rx_ring_full;
+	}
 }
 
 const struct mrc_dp_ops mrc__dp_af_xdp_ops = {

@@ -29,7 +29,7 @@ $(B)/datapath/dpdk.o: CFLAGS_ALL += $(DPDK_CFLAGS)
 LDLIBS_ALL += $(shell pkg-config --libs libdpdk)
 endif
 # tests/root/xfer.sh on the dpdk datapath, and dpdk <-> udp (skips without DPDK).
-ROOT_TESTS += tests/root/xfer_dpdk.sh
+ROOT_TESTS += tests/root/xfer_dpdk.sh tests/root/mrcd_dpdk.sh
 
 
 # af_xdp: built in when libxdp/libbpf (pkg-config) and clang (for its XDP
@@ -53,4 +53,4 @@ $(B)/datapath/af_xdp.o: EXTRA_CFLAGS += -DMRC_HAVE_AF_XDP
 build/fuzz/datapath/af_xdp_prog.o: $(AF_XDP_BPF_OBJ)
 build/fuzz/datapath/af_xdp_prog.o: FUZZ_CFLAGS += -DMRC_AF_XDP_BPF_OBJ='"$(AF_XDP_BPF_OBJ)"'
 endif
-ROOT_TESTS += tests/root/af_xdp.sh
+ROOT_TESTS += tests/root/af_xdp.sh tests/root/mrcd_af_xdp.sh

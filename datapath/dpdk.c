@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <rte_dev.h>
 #include <rte_eal.h>
@@ -27,6 +28,10 @@
 #define POOL_PER_PLANE 2048
 #define TX_SPINS 16               /* tx_burst retries while the queue drains */
 #define NEIGH_TIMEOUT_MS 3000
+/* Busy-poll this long after the last packet in or out before idle rounds
+ * start sleeping (idle_us): a burst, and a reply within a round trip of
+ * the emulated fabric, still find the loop spinning. */
+#define IDLE_AFTER_NS 200000ull
 /* Every datagram in one segment (the copy into it is what lets the caller
  * reuse its header and trailer slots as soon as send returns), and room
  * for a whole af_packet frame slot, which its driver requires. */
@@ -49,8 +54,17 @@ struct dpdk_dp {
 	uint16_t port;
 	struct rte_mempool *pool;
 	struct mrc_dp_stats st;
+	uint32_t idle_us;
+	uint64_t busy_ns;         /* when a packet last moved */
 	struct plane pl[MRC_DP_MAX_PLANES];
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 /* The EAL starts once per process and is never torn down (it cannot be
  * started again): a second open reuses it, adding its own vdevs. */
@@ -180,6 +194,7 @@ static int dpdk_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *wh
 				 rte_strerror(-rc));
 		}
 	}
+	dp->idle_us = a->idle_us;
 	for (uint32_t i = 0; !rc && i < cfg->nplanes; i++) {
 		dp->n = i + 1;
 		rc = open_plane(dp, i, &cfg->planes[i], a, why, whylen);
@@ -285,6 +300,8 @@ static int dpdk_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_
 		}
 	}
 	dp->st.tx_pkts += (uint64_t)total;
+	if (total)
+		dp->busy_ns = mono_ns();
 	return total ? total : (n ? -EAGAIN : 0);
 }
 
@@ -298,6 +315,18 @@ static int dpdk_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, 
 	struct rte_mbuf *m[MRC_DP_BATCH];
 	uint16_t got = rte_eth_rx_burst(p->port, 0, m, (uint16_t)(max < MRC_DP_BATCH ? max : MRC_DP_BATCH));
 	int out = 0;
+	if (got)
+		dp->busy_ns = mono_ns();
+	else if (plane + 1 == dp->n && dp->idle_us && mono_ns() - dp->busy_ns > IDLE_AFTER_NS) {
+		/* An idle round (the last plane polled, nothing moved for a
+		 * while): sleep instead of spinning, leaving the core to the
+		 * application and, on veth/af_packet, to the kernel's softirq
+		 * work that carries our frames.  Costs up to idle_us (plus
+		 * timer slack) of latency on the first packet after a pause;
+		 * idle_us=0 spins as DPDK applications do. */
+		struct timespec ts = { 0, (long)dp->idle_us * 1000 };
+		nanosleep(&ts, NULL);
+	}
 	for (uint16_t k = 0; k < got; k++) {
 		struct mrc__frame_rx fr;
 		/* A frame the driver chained is made one segment (there is room:
@@ -324,7 +353,13 @@ static int dpdk_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, 
 
 static void dpdk_get_stats(const struct mrc_dp *base, struct mrc_dp_stats *st)
 {
-	*st = ((const struct dpdk_dp *)base)->st;
+	const struct dpdk_dp *dp = (const struct dpdk_dp *)base;
+	*st = dp->st;
+	for (uint32_t i = 0; i < dp->n; i++) {
+		struct rte_eth_stats es;
+		if (!rte_eth_stats_get(dp->pl[i].port, &es))
+			st->rx_dropped += es.imissed + es.rx_nombuf;
+	}
 }
 
 const struct mrc_dp_ops mrc__dp_dpdk_ops = {

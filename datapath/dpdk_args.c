@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "datapath/dpdk_args.h"
@@ -69,6 +70,17 @@ static int own_word(struct mrc__dpdk_args *a, const char *w, size_t wl)
 		a->devargs[wl - 8] = 0;
 		return 1;
 	}
+	if (starts(w, wl, "idle_us=")) {
+		char num[8];
+		if (wl - 8 == 0 || wl - 8 >= sizeof(num))
+			return -EINVAL;
+		memcpy(num, w + 8, wl - 8);
+		num[wl - 8] = 0;
+		if (strspn(num, "0123456789") != wl - 8 || atoi(num) > 10000)
+			return -EINVAL;
+		a->idle_us = (uint32_t)atoi(num);
+		return 1;
+	}
 	if (starts(w, wl, "dmac")) {
 		unsigned pl;
 		int n = 0;
@@ -86,6 +98,7 @@ int mrc__dpdk_args_parse(struct mrc__dpdk_args *a, const char *args, const char 
 {
 	memset(a, 0, sizeof(*a));
 	snprintf(a->pmd, sizeof(a->pmd), "af_packet");
+	a->idle_us = MRC__DPDK_IDLE_US;
 	size_t used = 0;
 	int rc = adds(a, &used, "mrc");
 	int eal = 0, lcores = 0, telemetry = 0, loglevel = 0;
@@ -103,7 +116,8 @@ int mrc__dpdk_args_parse(struct mrc__dpdk_args *a, const char *args, const char 
 			int own = pass == 0 ? own_word(a, p, wl) : 1;
 			if (own < 0) {
 				snprintf(why, whylen, "datapath_args: bad word '%.*s' (pmd=af_packet|af_xdp|"
-					 "ring|none, devargs=K=V,..., dmacN=XX:XX:XX:XX:XX:XX)", (int)wl, p);
+					 "ring|none, devargs=K=V,..., dmacN=XX:XX:XX:XX:XX:XX, "
+					 "idle_us=0-10000)", (int)wl, p);
 				return -EINVAL;
 			}
 			if (pass == 0 && !own) {

@@ -13,19 +13,23 @@
 /* af_packet's frame slot: a 9216-byte datagram with its headers and the
  * kernel's packet header; every mbuf has room for one (dpdk.c). */
 #define MRC__DPDK_FRAMESZ 12288
+/* idle_us's default: once idle, a poll round sleeps this long (dpdk.c). */
+#define MRC__DPDK_IDLE_US 50
 
 struct mrc__dpdk_args {
 	char pmd[16];             /* af_packet (default), af_xdp, ring, none */
 	char devargs[160];        /* devargs=: appended to every plane's vdev */
 	uint8_t dmac[MRC_DP_MAX_PLANES][6];
 	uint32_t dmac_set;        /* dmacN= given: bit N */
+	uint32_t idle_us;         /* idle_us=: sleep per idle poll round (0: spin) */
 	int argc;                 /* the EAL command line */
 	char *argv[MRC__DPDK_MAX_ARGS + 1];
 	char buf[2048];           /* argv's strings */
 };
 
 /* Parses args (NULL: none): words separated by blanks; pmd=NAME,
- * devargs=K=V[,K=V...] and dmacN=XX:XX:XX:XX:XX:XX are ours, every other
+ * devargs=K=V[,K=V...], dmacN=XX:XX:XX:XX:XX:XX and idle_us=N (0-10000;
+ * default MRC__DPDK_IDLE_US, 0 spins always) are ours, every other
  * word goes to the EAL.  EAL words replace the default set (--no-huge
  * --no-shconf --no-pci -m 256); --lcores (the CPUs in cpus, e.g. "0-3":
  * the EAL's main thread keeps the affinity it was given),

@@ -223,6 +223,7 @@ static void args_default_eal(void **state)
 	assert_null(a.argv[a.argc]);
 	assert_string_equal(a.pmd, "af_packet");
 	assert_int_equal(a.dmac_set, 0);
+	assert_int_equal(a.idle_us, MRC__DPDK_IDLE_US);
 	char dev[256];
 	assert_int_equal(mrc__dpdk_vdev(dev, sizeof(dev), &a, 3, "h0-p0l0"), 0);
 	assert_string_equal(dev, "net_af_packet3,iface=h0-p0l0,qpairs=1,blocksz=12288,"
@@ -257,12 +258,20 @@ static void args_own_and_eal_words(void **state)
 	assert_true(has(&a, "-l"));
 	assert_int_equal(mrc__dpdk_vdev(dev, sizeof(dev), &a, 5, ""), 0);
 	assert_string_equal(dev, "net_ring5");
+	/* idle_us is ours (0: spin), not an EAL word */
+	assert_int_equal(mrc__dpdk_args_parse(&a, "idle_us=0 -m 64", "0", why, sizeof(why)), 0);
+	assert_int_equal(a.idle_us, 0);
+	assert_false(has(&a, "idle_us=0"));
+	assert_true(has(&a, "-m"));
+	assert_int_equal(mrc__dpdk_args_parse(&a, "idle_us=10000", "0", why, sizeof(why)), 0);
+	assert_int_equal(a.idle_us, 10000);
 	/* pmd=none: the EAL's own ports are the planes */
 	assert_int_equal(mrc__dpdk_args_parse(&a, "pmd=none", "0", why, sizeof(why)), 0);
 	assert_int_equal(mrc__dpdk_vdev(dev, sizeof(dev), &a, 0, "x"), -ENOTSUP);
 	/* bad words are named */
 	const char *bad[] = { "pmd=e1000", "dmac0=02:00", "dmac16=02:00:00:00:00:01",
-			      "dmac0=02:00:00:00:00:01x", "devargs=", "dmacx=02:00:00:00:00:01" };
+			      "dmac0=02:00:00:00:00:01x", "devargs=", "dmacx=02:00:00:00:00:01",
+			      "idle_us=", "idle_us=x", "idle_us=10001", "idle_us=-1" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		why[0] = 0;
 		assert_int_equal(mrc__dpdk_args_parse(&a, bad[i], "0", why, sizeof(why)), -EINVAL);

@@ -7,6 +7,7 @@ import json, os, statistics, sys
 res = sys.argv[1] if len(sys.argv) > 1 else "bench/results"
 rows = [json.loads(l) for l in open(os.path.join(res, "raw", "datapath.jsonl")) if l.strip()]
 meta = next(r for r in rows if r["kind"] == "meta")
+end = next((r for r in rows if r["kind"] == "end"), {})
 dps = meta["datapaths"].split()
 
 
@@ -28,9 +29,11 @@ METRICS = [
     ("goodput (Mbit/s)", "bulk", lambda r: r["goodput_mbit"], "%.0f"),
     ("sender packets/s per core", "bulk", lambda r: r["pkts"] / r["cli_cpu_s"] if r["cli_cpu_s"] else None, "%.0f"),
     ("receiver packets/s per core (process CPU)", "bulk", lambda r: r["pkts"] / r["srv_cpu_s"] if r["srv_cpu_s"] else None, "%.0f"),
+    ("packets/s per core, both processes", "bulk", lambda r: r["pkts"] / (r["cli_cpu_s"] + r["srv_cpu_s"]) if r["cli_cpu_s"] + r["srv_cpu_s"] else None, "%.0f"),
     ("CPU s per Gbit, both processes", "bulk", lambda r: (r["cli_cpu_s"] + r["srv_cpu_s"]) / gbit(r), "%.3f"),
     ("CPU s per Gbit, whole machine", "bulk", lambda r: float(r["machine_busy_s"]) / gbit(r), "%.3f"),
     ("retransmitted packets", "bulk", lambda r: r["retx"], "%.0f"),
+    ("datapath drops (tx_eagain + rx_dropped, both ends)", "bulk", lambda r: r.get("dp_drops"), "%.0f"),
     ("ping-pong RTT p50 (us)", "pingpong", lambda r: r["p50"], "%.1f"),
     ("ping-pong RTT p99 (us)", "pingpong", lambda r: r["p99"], "%.1f"),
     ("ping-pong RTT min (us)", "pingpong", lambda r: r["min"], "%.1f"),
@@ -48,12 +51,20 @@ out = ["# Datapaths side by side (issue 17)\n",
        "`bench/fabric/run.sh`); this file by `bench/fabric/datapath_md.py`.  One run, one "
        "unlimited emulated fabric (veth, 2 planes x 2 spines, 8 hosts), datapaths interleaved "
        "rep by rep; medians [min, max] over the reps, ratio = median / udp's median.\n",
-       "Machine: %s, kernel %s.  Bulk: %s h0 -> h7 (mrc-xfer, one QP); ping-pong: %d round "
-       "trips of 64 bytes.\n" % (meta["machine"], meta["kernel"], meta["bytes"], meta["pings"]),
+       "Machine: %s, kernel %s; %s to %s, %s reps.  Load average (1, 5, 15 min) at the start "
+       "%s, at the end %s: the machine's 2 cores are shared with other engineers' builds and "
+       "tests, so absolute figures are noisy; compare the ratios.  Bulk: %s h0 -> h7 (mrc-xfer, "
+       "one QP); ping-pong: %d round trips of 64 bytes.\n" % (
+           meta["machine"], meta["kernel"], meta.get("date", "?"), end.get("date", "?"),
+           meta.get("reps", "?"), meta.get("load_start", "?"), end.get("load_end", "?"),
+           meta["bytes"], meta["pings"]),
        "Packets/s per core: data packets sent / CPU seconds (user+sys) of that process.  "
        "\"Whole machine\" is every busy CPU second while the transfer ran: it holds the "
        "softirq work no process is charged with (XDP and the kernel's receive path, the "
-       "emulated switches' forwarding) and whatever else ran on the machine.\n"]
+       "emulated switches' forwarding) and whatever else ran on the machine.  dpdk runs "
+       "af_packet vdevs on the veth plane NICs (every frame still crosses the kernel: this "
+       "measures DPDK's poll-mode structure here, not kernel bypass) with idle_us=50, so its "
+       "processes sleep when idle instead of spinning; af_xdp runs in copy mode (veth).\n"]
 hdr = "| metric | " + " | ".join(dps) + " | " + " | ".join("%s / udp" % d for d in dps if d != "udp") + " |"
 out.append(hdr)
 out.append("|" + "---|" * (1 + len(dps) + len([d for d in dps if d != "udp"])))
@@ -68,7 +79,7 @@ for name, kind, f, fmt in METRICS:
         ratios.append("%.2f" % (statistics.median(v) / statistics.median(base))
                       if v and base and statistics.median(base) else "n/a")
     out.append("| %s | %s | %s |" % (name, " | ".join(cells), " | ".join(ratios)))
-errs = [r for r in rows if r["kind"] != "meta" and r["r"].get("error")]
+errs = [r for r in rows if r["kind"] in ("bulk", "pingpong") and r["r"].get("error")]
 if errs:
     out.append("\nFailed runs:\n")
     for r in errs:

@@ -9,7 +9,7 @@
 #   it writes bench/results/auth.md
 #   SCENARIO "coll" (bench/fabric/coll.sh): libmrc-coll vs Open MPI
 #   collectives and the MoE layer; it writes bench/results/coll.md
-#   SCENARIO "datapath" (bench/fabric/datapath.sh): udp vs af_xdp side by
+#   SCENARIO "datapath" (bench/fabric/datapath.sh): udp, af_xdp and dpdk side by
 #   side; it writes bench/results/datapath.md
 #   MRC_BENCH_REPS (default 5; failover: MRC_BENCH_FAILOVER_REPS, default 3)
 set -eu

@@ -516,11 +516,11 @@ json_t *mrcd_oper_stats(struct oper *o)
 		"ack_delay_expired", (json_int_t)s.ack_delay_expired));
 	struct mrc_dp_stats ds;
 	mrc_dp_get_stats(d->dp, &ds);
-	json_t *dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_t *dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"tx_pkts", (json_int_t)ds.tx_pkts, "tx_bytes", (json_int_t)ds.tx_bytes,
 		"tx_errs", (json_int_t)ds.tx_errs, "tx_eagain", (json_int_t)ds.tx_eagain,
 		"rx_pkts", (json_int_t)ds.rx_pkts, "rx_bytes", (json_int_t)ds.rx_bytes,
-		"rx_truncated", (json_int_t)ds.rx_truncated,
+		"rx_truncated", (json_int_t)ds.rx_truncated, "rx_dropped", (json_int_t)ds.rx_dropped,
 		"tx_pps", (json_int_t)o->dp_tx_rate, "rx_pps", (json_int_t)o->dp_rx_rate,
 		"tx_bytes_per_s", (json_int_t)o->dp_txb_rate, "rx_bytes_per_s", (json_int_t)o->dp_rxb_rate);
 	json_t *dm = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",

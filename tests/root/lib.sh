@@ -1,4 +1,5 @@
-# Shared helpers of the root integration scripts (tests/root/*.sh); sourced,
+# Shared helpers of the root integration scripts (tests/root/*.sh); sourced
+# by bash (arrays),
 # not run.  The caller sets B (build dir) and tmp (its scratch dir, where
 # host H's mrcctl socket is $tmp/H/mrcctl.sock) and counts failures in fails.
 fails=${fails:-0}
@@ -52,4 +53,34 @@ finish() {
 	for p in "${ranks[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" || bad=1; done
 	ranks=()
 	return $bad
+}
+# need_af_xdp / need_dpdk: exit 77 (skip) saying why when that datapath
+# is not built into $B or this host cannot run it.
+need_af_xdp() {
+	if [ ! -f "$B/datapath/af_xdp_prog.o" ]; then
+		echo "SKIP af_xdp not built in (libxdp-dev, libbpf-dev, clang: scripts/deps.sh)"
+		exit 77
+	fi
+	# AF_XDP is address family 44; a kernel without CONFIG_XDP_SOCKETS refuses it.
+	if ! python3 -c 'import socket; socket.socket(44, socket.SOCK_RAW).close()' 2>/dev/null; then
+		echo "SKIP this kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)"
+		exit 77
+	fi
+}
+need_dpdk() {
+	if ! ldd "$B/bin/mrc-xfer" | grep -q librte_eal; then
+		echo "SKIP the dpdk datapath is not built in (install libdpdk-dev: scripts/deps.sh)"
+		exit 77
+	fi
+	if ! ls /usr/lib/*/dpdk/pmds-*/librte_net_af_packet.so* >/dev/null 2>&1; then
+		echo "SKIP DPDK's net_af_packet driver is not installed (librte-net-af-packet23)"
+		exit 77
+	fi
+}
+# on_datapath DP SUITE: runs tests/root/SUITE (exec, on $B) with
+# MRC_DATAPATH=DP; skips (77) when DP cannot run here.
+on_datapath() {
+	"need_$1"
+	export MRC_DATAPATH=$1
+	exec "$(dirname "$0")/$2" "$B"
 }

@@ -17,12 +17,20 @@
 # command's exit status is checked, and so is its effect on h0's paths to
 # h7 (mrcctl paths -j: state, lost and trimmed packets of the path through
 # the faulty part).  Bounded in time; cleans up on every exit.
+# MRC_DATAPATH / MRC_DATAPATH_ARGS pick the daemons' datapath
+# (tests/root/mrcd_af_xdp.sh, mrcd_dpdk.sh).  MRC_MRCD_BYTES (default 1G)
+# sizes the faulted transfers; the kill and restart transfers are half of
+# it, the SIGHUP ones a quarter, the all-to-all slots 1/128.  Every wait
+# is bounded by the time its bytes take at MRC_MRCD_FLOOR_MBIT (default
+# 50 Mbit/s: below that the datapath is too slow to pass) plus 30 s of
+# setup, not by a fixed number.
 set -u
 B=${1:-build}
-P=mrcD
+P=${MRC_MRCD_PREFIX:-mrcD}
 T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
 SIZE=${MRC_MRCD_BYTES:-1G}
+FLOOR=${MRC_MRCD_FLOOR_MBIT:-50}
 tmp=$(mktemp -d)
 declare -A dpid
 fails=0
@@ -42,6 +50,11 @@ placed() { ctl h7 -j status 2>/dev/null | jq -r '.totals.bytes_placed // 0'; }
 # past PCT BASE TOTAL: h7 placed at least PCT% of TOTAL bytes since BASE.
 past() { [ $(( $(placed) - $2 )) -ge $(( $3 / 100 * $1 )) ]; }
 bytes_of() { numfmt --from=iec "$1"; }
+# bound BYTES: seconds BYTES may take at FLOOR Mbit/s, plus 30 s.
+bound() { echo $(( $1 * 8 / (FLOOR * 1000000) + 30 )); }
+TOTAL=$(bytes_of "$SIZE")
+HALF=$((TOTAL / 2)); QUARTER=$((TOTAL / 4)); SLOT=$((TOTAL / 128))
+echo "mrcd: datapath ${MRC_DATAPATH:-udp}: transfers of $SIZE ($TOTAL bytes), kill/restart $HALF, SIGHUP $QUARTER, all-to-all slots $SLOT; bounds at $FLOOR Mbit/s + 30 s (a $SIZE transfer: $(bound $TOTAL) s)"
 
 $F down >/dev/null 2>&1
 $F up "$T" >/dev/null || { echo "mrc-fabric up failed"; exit 1; }
@@ -62,7 +75,7 @@ inject() {
 	$F "$@" >/dev/null || { bad "$name: 'mrc-fabric $*' failed (exit $?)"; return 1; }
 }
 # recv_ready: the receiver is listening (it prints this after mrc_listen).
-recv_ready() { grep -q "waiting for a sender" "$tmp/r"; }
+recv_ready() { grep -qs "waiting for a sender" "$tmp/r"; }
 
 # bulk NAME FAULT CHECK: one verified transfer h0 -> h7 with FAULT at 20%;
 # CHECK (jq, see effect) proves the fault happened.
@@ -70,16 +83,17 @@ sid=7100
 bulk() {
 	local name=$1 fault=$2 check=${3:-} total base t0 rc_r rc_s before
 	sid=$((sid + 1))
-	total=$(bytes_of "$SIZE"); base=$(placed); before=$(paths_snap)
-	$B/bin/mrc_bulk -S "$(sock h7)" -s "$SIZE" -i $sid recv >"$tmp/r" 2>&1 &
+	total=$TOTAL; base=$(placed); before=$(paths_snap)
+	local lim; lim=$(bound "$total")
+	timeout $((lim + 30)) $B/bin/mrc_bulk -S "$(sock h7)" -s "$total" -i $sid recv >"$tmp/r" 2>&1 &
 	local r=$!
 	until_t 10 recv_ready || bad "$name: receiver never listened: $(tail -n2 "$tmp/r")"
 	t0=$(date +%s%N)
-	timeout 300 $B/bin/mrc_bulk -S "$(sock h0)" -s "$SIZE" -i $sid send 7 >"$tmp/s" 2>&1 &
+	timeout "$lim" $B/bin/mrc_bulk -S "$(sock h0)" -s "$total" -i $sid send 7 >"$tmp/s" 2>&1 &
 	local s=$!
 	local injected=0
 	if [ -n "$fault" ]; then
-		if until_t 120 past 20 "$base" "$total"; then
+		if until_t "$lim" past 20 "$base" "$total"; then
 			# shellcheck disable=SC2086
 			inject "$name" $fault && injected=1
 		else
@@ -87,13 +101,17 @@ bulk() {
 		fi
 	fi
 	wait $s; rc_s=$?
-	timeout 30 tail --pid=$r -f /dev/null; wait $r; rc_r=$?
+	# The receiver is bounded too (timeout above): this wait ends.
+	wait $r; rc_r=$?
 	local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 	if [ $rc_s = 0 ] && [ $rc_r = 0 ]; then
 		ok "$name: $SIZE verified in $ms ms ($(tail -n1 "$tmp/r"))"
 	else
-		bad "$name: sender exit $rc_s, receiver exit $rc_r"; tail -n3 "$tmp/s" "$tmp/r"
+		bad "$name: sender exit $rc_s, receiver exit $rc_r (after $ms ms, bound $lim s)"
+		tail -n3 "$tmp/s" "$tmp/r"
 	fi
+	# What the datapaths dropped themselves (full rings): retransmissions.
+	echo "     datapath drops: h0 $(ctl h0 -j stats | jq -c '.datapath | {tx_eagain, rx_dropped}'), h7 $(ctl h7 -j stats | jq -c '.datapath | {tx_eagain, rx_dropped}')"
 	[ $injected = 1 ] && effect "$name" "$before" "$check"
 	$F restore >/dev/null || bad "$name: mrc-fabric restore failed"
 }
@@ -112,31 +130,31 @@ bulk "trimming 5% on spine link p1s0-p1l3" "trim p1s0-p1l3 5" \
 # (h7 placing 10% of its share proves the exchange is under way).
 a2a=()
 for h in h0 h1 h2 h3 h4 h5 h6 h7; do
-	timeout 300 $B/bin/mrc_alltoall -S "$(sock $h)" -s 8M -r 3 >"$tmp/a2a-$h" 2>&1 &
+	timeout $(bound $((7 * 3 * SLOT * 8))) $B/bin/mrc_alltoall -S "$(sock $h)" -s "$SLOT" -r 3 >"$tmp/a2a-$h" 2>&1 &
 	a2a+=($!)
 done
 base=$(placed); before=$(paths_snap); injected=0
-if until_t 60 past 10 "$base" $((7 * 3 * 8 * 1048576)); then
+if until_t "$(bound $((7 * 3 * SLOT * 8)))" past 10 "$base" $((7 * 3 * SLOT)); then
 	inject "all-to-all" fail p1s0 && injected=1
 else
 	bad "all-to-all never progressed"
 fi
 a2a_fail=0
 for j in "${a2a[@]}"; do wait "$j" || a2a_fail=$((a2a_fail + 1)); done
-[ $a2a_fail = 0 ] && ok "8-host all-to-all (3 rounds x 8 MiB per pair) with spine p1s0 failed: every slot verified ($(grep -ho "[0-9.]* s," "$tmp"/a2a-h0))" \
+[ $a2a_fail = 0 ] && ok "8-host all-to-all (3 rounds x $SLOT bytes per pair) with spine p1s0 failed: every slot verified ($(grep -ho "[0-9.]* s," "$tmp"/a2a-h0))" \
 	|| { bad "all-to-all: $a2a_fail host(s) failed"; tail -n2 "$tmp"/a2a-h*; }
 [ $injected = 1 ] && effect "all-to-all, spine p1s0 failed" "$before" \
 	'.a["1/0"].state != "GOOD" or .a["1/0"].lost > (.b["1/0"].lost // 0)'
 $F restore >/dev/null || bad "all-to-all: mrc-fabric restore failed"
 
 # The receiving client dies mid-transfer: the sender learns at once.
-sid=$((sid + 1)); total=$(bytes_of 512M); base=$(placed)
-$B/bin/mrc_bulk -S "$(sock h7)" -s 512M -i $sid recv >"$tmp/r" 2>&1 &
+sid=$((sid + 1)); total=$HALF; base=$(placed)
+$B/bin/mrc_bulk -S "$(sock h7)" -s $total -i $sid recv >"$tmp/r" 2>&1 &
 r=$!
 until_t 10 recv_ready || bad "kill test: receiver never listened"
-timeout 60 $B/bin/mrc_bulk -S "$(sock h0)" -s 512M -i $sid send 7 >"$tmp/s" 2>&1 &
+timeout "$(bound $total)" $B/bin/mrc_bulk -S "$(sock h0)" -s $total -i $sid send 7 >"$tmp/s" 2>&1 &
 s=$!
-until_t 60 past 20 "$base" "$total" || bad "kill test never reached 20%"
+until_t "$(bound $total)" past 20 "$base" "$total" || bad "kill test never reached 20%"
 # mrcctl qps per EV, on this live QP: the EVs it sprayed over add up to its
 # packets, each on a real plane and spine; the text view lists them.
 q=$(ctl h0 -j qps | jq -c '[.qps[] | select(.peer == "h7" and .state == "RTS")] | first')
@@ -158,12 +176,12 @@ until_t 5 noqps && ok "h7's daemon freed the dead client's QP" || bad "h7 still 
 
 # The receiving daemon dies mid-transfer, then comes back.
 sid=$((sid + 1)); base=$(placed)
-$B/bin/mrc_bulk -S "$(sock h7)" -s 512M -i $sid recv >"$tmp/r" 2>&1 &
+timeout "$(bound $total)" $B/bin/mrc_bulk -S "$(sock h7)" -s $total -i $sid recv >"$tmp/r" 2>&1 &
 r=$!
 until_t 10 recv_ready || bad "restart test: receiver never listened"
-timeout 60 $B/bin/mrc_bulk -S "$(sock h0)" -s 512M -i $sid send 7 >"$tmp/s" 2>&1 &
+timeout "$(bound $total)" $B/bin/mrc_bulk -S "$(sock h0)" -s $total -i $sid send 7 >"$tmp/s" 2>&1 &
 s=$!
-until_t 60 past 20 "$base" "$total" || bad "restart test never reached 20%"
+until_t "$(bound $total)" past 20 "$base" "$total" || bad "restart test never reached 20%"
 kill -9 "${dpid[h7]}" || bad "daemon killed: kill failed"; t0=$(date +%s%N)
 wait $r; rc_r=$?; ms_r=$(( ($(date +%s%N) - t0) / 1000000 ))
 wait $s; rc_s=$?; ms_s=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -178,13 +196,13 @@ bulk "after the daemon restart" ""
 # SIGHUP with a new topology while a transfer runs.
 reload_during() {
 	local name=$1 file=$2 total base r s
-	sid=$((sid + 1)); total=$(bytes_of 256M); base=$(placed)
-	$B/bin/mrc_bulk -S "$(sock h7)" -s 256M -i $sid recv >"$tmp/r" 2>&1 &
+	sid=$((sid + 1)); total=$QUARTER; base=$(placed)
+	timeout "$(( $(bound $total) + 30 ))" $B/bin/mrc_bulk -S "$(sock h7)" -s $total -i $sid recv >"$tmp/r" 2>&1 &
 	r=$!
 	until_t 10 recv_ready || bad "$name: receiver never listened"
-	timeout 120 $B/bin/mrc_bulk -S "$(sock h0)" -s 256M -i $sid send 7 >"$tmp/s" 2>&1 &
+	timeout "$(bound $total)" $B/bin/mrc_bulk -S "$(sock h0)" -s $total -i $sid send 7 >"$tmp/s" 2>&1 &
 	s=$!
-	until_t 60 past 20 "$base" "$total" || bad "$name: never reached 20%"
+	until_t "$(bound $total)" past 20 "$base" "$total" || bad "$name: never reached 20%"
 	cp "$file" "$tmp/topo.json"
 	kill -HUP "${dpid[h0]}" || bad "$name: SIGHUP not delivered"
 	wait $s; local rc_s=$?

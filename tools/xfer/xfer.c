@@ -192,6 +192,13 @@ int main(int argc, char **argv)
 		       ",\"dropped\":%" PRIu64 "}}\n", es.tx_sealed, es.rx_opened,
 		       es.rx_bad_auth + es.rx_bad_pcrc + es.rx_bad_len + es.rx_missing + es.rx_nokey);
 	}
+	/* What the datapath dropped on its own (a full tx ring, a full rx
+	 * ring): the losses the transport then had to repair. */
+	struct mrc_dp_stats ds;
+	mrc_dp_get_stats(x.d.dp, &ds);
+	printf("{\"datapath\":{\"name\":\"%s\",\"tx_pkts\":%" PRIu64 ",\"rx_pkts\":%" PRIu64
+	       ",\"tx_eagain\":%" PRIu64 ",\"rx_dropped\":%" PRIu64 "}}\n", mrc_dp_name(x.d.dp),
+	       ds.tx_pkts, ds.rx_pkts, ds.tx_eagain, ds.rx_dropped);
 	mrcd_core_fini(&x.d);
 	munmap(x.buf, x.bytes);
 	free(x.stamps);
