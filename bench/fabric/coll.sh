@@ -16,7 +16,8 @@
 # The bound: all-reduce and all-to-all busbw cannot exceed what one host's
 # NICs carry, RATE x PLANES Mbit/s (nccl-tests' busbw is defined so that
 # it is compared with the per-host link bandwidth).
-# Results: bench/results/raw/coll.jsonl and bench/results/coll.md.
+# Results: bench/results/raw/coll.jsonl and bench/results/coll.md (parts
+# algo and a2a run alone: their own raw file and .md only).
 # MRC_BENCH_COLL_PARTS="check sweep mpi moe" picks parts (also "algo":
 # ring, tree and forest side by side, and "a2a": all-to-all spray vs
 # spread, healthy vs blackholed, both below);
@@ -48,6 +49,11 @@ until_t() {
 	local end=$(($(date +%s) + $1)); shift
 	while ! "$@"; do [ "$(date +%s)" -lt $end ] || return 1; sleep 0.05; done
 }
+# The main parts write raw/coll.jsonl and coll.md; run alone, algo and a2a
+# keep their own raw file (raw/coll_algo.jsonl, raw/coll_a2a.jsonl) and
+# leave coll.md and its raw rows as they are.
+main_parts() { part check || part sweep || part mpi || part moe; }
+main_parts || RAW="$RES/raw/coll_$(echo $PARTS | tr ' ' '_').jsonl"
 start_raw
 fab_up
 CAP=$((RATE * PLANES))
@@ -341,5 +347,7 @@ for rpn in ${MRC_BENCH_COLL_MOE_RPN:-1 2}; do
 done
 }
 
-python3 bench/fabric/coll_md.py "$RAW" >"$MD"
-say "wrote $MD"
+if main_parts; then
+	python3 bench/fabric/coll_md.py "$RAW" >"$MD"
+	say "wrote $MD"
+fi
