@@ -7,7 +7,23 @@
 #include "ctl/render.h"
 #include "ctl/table.h"
 
-/* Rows of an array: each column a key of the element (NULL key: skip). */
+/* A cell from a column key: "a.b" looks up b in the object at a; a
+ * leading '%' renders a ratio as a percentage with two decimals. */
+static char *key_cell(const json_t *e, const char *k)
+{
+	int pct = k[0] == '%';
+	k += pct;
+	const char *dot = strchr(k, '.');
+	if (dot) {
+		char outer[64];
+		snprintf(outer, sizeof(outer), "%.*s", (int)(dot - k), k);
+		e = get(e, outer);
+		k = dot + 1;
+	}
+	return pct ? cellf("%.2f", json_number_value(get(e, k)) * 100) : cell(get(e, k));
+}
+
+/* Rows of an array: each column a key of the element (key_cell). */
 static int simple(FILE *f, const json_t *arr, const char *const *head, const char *const *keys,
 		  int (*keep)(const json_t *))
 {
@@ -23,10 +39,8 @@ static int simple(FILE *f, const json_t *arr, const char *const *head, const cha
 		char **r = t_row(&t);
 		if (!r)
 			break;
-		for (int c = 0; c < t.ncol; c++) {
-			const char *k = keys[c];
-			r[c] = cell(get(e, k));
-		}
+		for (int c = 0; c < t.ncol; c++)
+			r[c] = key_cell(e, keys[c]);
 	}
 	t_print(f, &t);
 	return 0;
@@ -34,68 +48,22 @@ static int simple(FILE *f, const json_t *arr, const char *const *head, const cha
 
 int mrc_oper_render_planes(FILE *f, const json_t *res)
 {
-	const json_t *a = get(res, "planes");
-	if (!json_is_array(a))
-		return -EINVAL;
 	static const char *h[] = { "PLANE", "NIC", "LINK", "ADMIN", "TX_PPS", "TX_PKTS", "LOST",
 				   "LOSS%", "TRIMS", "ECN", "GOOD", "BAD", "DENIED", NULL };
-	struct table t;
-	t_init(&t, h);
-	size_t i;
-	json_t *e;
-	json_array_foreach(a, i, e) {
-		char **r = t_row(&t);
-		if (!r)
-			break;
-		const json_t *evs = get(e, "evs");
-		r[0] = cell(get(e, "plane"));
-		r[1] = cell(get(e, "nic"));
-		r[2] = cell(get(e, "link"));
-		r[3] = cell(get(e, "admin"));
-		r[4] = cell(get(e, "tx_pps"));
-		r[5] = cell(get(e, "tx_pkts"));
-		r[6] = cell(get(e, "lost"));
-		r[7] = cellf("%.2f", json_number_value(get(e, "loss_ratio")) * 100);
-		r[8] = cell(get(e, "trims"));
-		r[9] = cell(get(e, "ecn"));
-		r[10] = cell(get(evs, "GOOD"));
-		r[11] = cell(get(evs, "ASSUMED_BAD"));
-		r[12] = cell(get(evs, "DENIED"));
-	}
-	t_print(f, &t);
-	return 0;
+	static const char *k[] = { "plane", "nic", "link", "admin", "tx_pps", "tx_pkts", "lost",
+				   "%loss_ratio", "trims", "ecn", "evs.GOOD", "evs.ASSUMED_BAD",
+				   "evs.DENIED", NULL };
+	return simple(f, get(res, "planes"), h, k, NULL);
 }
 
 int mrc_oper_render_peers(FILE *f, const json_t *res)
 {
-	const json_t *a = get(res, "peers");
-	if (!json_is_array(a))
-		return -EINVAL;
 	static const char *h[] = { "PEER", "HOST", "ADDRESS", "PATHS", "GOOD", "BAD", "DENIED",
 				   "QPS", "TX_PKTS", "LOST", "SRTT_MIN_US", NULL };
-	struct table t;
-	t_init(&t, h);
-	size_t i;
-	json_t *e;
-	json_array_foreach(a, i, e) {
-		char **r = t_row(&t);
-		if (!r)
-			break;
-		const json_t *evs = get(e, "evs");
-		r[0] = cell(get(e, "peer"));
-		r[1] = cell(get(e, "host"));
-		r[2] = cell(get(e, "address"));
-		r[3] = cell(get(e, "paths"));
-		r[4] = cell(get(evs, "GOOD"));
-		r[5] = cell(get(evs, "ASSUMED_BAD"));
-		r[6] = cell(get(evs, "DENIED"));
-		r[7] = cell(get(e, "qps"));
-		r[8] = cell(get(e, "tx_pkts"));
-		r[9] = cell(get(e, "lost"));
-		r[10] = cell(get(e, "srtt_us_min"));
-	}
-	t_print(f, &t);
-	return 0;
+	static const char *k[] = { "peer", "host", "address", "paths", "evs.GOOD",
+				   "evs.ASSUMED_BAD", "evs.DENIED", "qps", "tx_pkts", "lost",
+				   "srtt_us_min", NULL };
+	return simple(f, get(res, "peers"), h, k, NULL);
 }
 
 static int exists(const json_t *e) { return json_is_true(json_object_get(e, "exists")); }
