@@ -225,9 +225,10 @@ static void test_loop_never_blocks(void **state)
 	       "median %.1f us, max %.1f us with %d metrics clients (%d asking), a follower and %d requests whose replies are unread\n",
 	       PP_N, med0 / 1e3, max0 / 1e3, med1 / 1e3, max1 / 1e3, N_METRICS, N_GET, sent);
 	assert_true(med1 - med0 <= 1000000);      /* median delayed by at most 1 ms */
-	/* No stall: the old daemon blocked 1-2 s per reply; 200 ms leaves room
-	 * for a descheduled test process on a busy shared machine. */
-	assert_true(max1 < 200000000);
+	/* No stall: the old daemon blocked 1-2 s per reply; 500 ms still
+	 * catches one while leaving room for a test process descheduled on a
+	 * busy 2-core machine (200 ms was seen to be close under load 8). */
+	assert_true(max1 < 500000000);
 
 	/* The daemon still answers, and counted the refused metrics clients. */
 	char rep[1 << 16];
