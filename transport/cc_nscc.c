@@ -35,7 +35,7 @@ static void nscc_init(void *st, const struct mrc_cc_params *p)
 	 * so its BDP is that many times larger while the window stays capped
 	 * by the SACK bitmap: 8 x 100 Gbit/s and a 5.4 us RTT are 128
 	 * packets, all of half the window, and every QP stalled until its
-	 * first ACK, a tenth of a 2 MiB flow (mrcsim, docs/sim.md).  Three
+	 * first ACK: 4% of a 2 MiB flow's time (mrcsim, docs/sim.md).  Three
 	 * quarters there; a full window overran incasts more for no gain. */
 	s->cwnd = p->planes > 1 ? p->max_cwnd / 4 * 3 : p->max_cwnd / 2;
 }
