@@ -168,6 +168,48 @@ static void test_plane_mask(void **s)
 	etest_fini(&t);
 }
 
+/* NSCC's starting window follows the planes a QP sprays over: half the
+ * window for one plane (a pinned QP, a one-plane mask or a one-plane
+ * peer), three quarters for several (a NIC per plane: the BDP is that many
+ * times larger while the window is not).  Before any traffic: the start. */
+static void test_cc_start_planes(void **s)
+{
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_qp_attr plain = { .pd = ETEST_PD };
+	struct mrce_qp_attr one = { .pd = ETEST_PD, .plane_mask = 1u << 2 };
+	struct mrce_qp_attr pin = { .pd = ETEST_PD, .flags = MRC_QP_PIN_EV, .pin_ev = 3 };
+	struct mrce_qp_info qi;
+	uint32_t qa, qb;
+
+	for (uint32_t planes = 1; planes <= 4; planes += 3) {
+		cfg_two(&cc, 16, planes);
+		CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+		uint64_t win = (uint64_t)cc.ecfg.window * cc.ecfg.mtu;
+		CHECK(win > 0);
+		CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &plain, &plain, &qa, &qb), 0);
+		CHECK_EQ(mrce_qp_info(E(&t, 0), qa, &qi), 0);
+		CHECK_EQ(qi.cwnd_bytes, planes > 1 ? win / 4 * 3 : win / 2);
+		CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &one, &plain, &qa, &qb), 0);
+		CHECK_EQ(mrce_qp_info(E(&t, 0), qa, &qi), 0);
+		CHECK_EQ(qi.cwnd_bytes, win / 2);
+		CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &pin, &plain, &qa, &qb), 0);
+		CHECK_EQ(mrce_qp_info(E(&t, 0), qa, &qi), 0);
+		CHECK_EQ(qi.cwnd_bytes, win / 2);
+		etest_fini(&t);
+	}
+	/* Every plane but one DENIED at connect: one plane, half. */
+	cfg_two(&cc, 16, 4);
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	uint32_t peer = t.ch->node[0].peer[1];
+	for (uint32_t p = 1; p < 4; p++)
+		CHECK_EQ(mrce_plane_set_denied(E(&t, 0), t.ch->now, peer, p, 1), 0);
+	CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &plain, &plain, &qa, &qb), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), qa, &qi), 0);
+	CHECK_EQ(qi.cwnd_bytes, (uint64_t)cc.ecfg.window * cc.ecfg.mtu / 2);
+	etest_fini(&t);
+}
+
 struct ev_wait {
 	struct mrce *e;
 	uint32_t peer, ev;
@@ -365,6 +407,7 @@ int main(void)
 		T(test_detour),
 		T(test_probe_backoff),
 		T(test_retry_exhaustion),
+		T(test_cc_start_planes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

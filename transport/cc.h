@@ -12,6 +12,7 @@ struct mrc_cc_params {
 	uint32_t mtu;              /* payload bytes per packet */
 	uint32_t min_cwnd;         /* bytes */
 	uint32_t max_cwnd;         /* bytes (window * mtu) */
+	uint32_t planes;           /* planes the QP sprays over (0, 1: one) */
 };
 
 struct mrc_cc_sample {

@@ -132,7 +132,9 @@ void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 		/* First probe soon, but not at once: a path that just lost a
 		 * packet rarely heals within microseconds. */
 		pa->next_probe = now + e->cfg.probe_interval_ns / 4;
-		if (p->nbad == 1 || pa->next_probe < p->next_probe_due)
+		/* The first bad path resets a stale due time, but not one that
+		 * suspects still keep: their probes expire sooner. */
+		if ((p->nbad == 1 && !p->nsuspect) || pa->next_probe < p->next_probe_due)
 			p->next_probe_due = pa->next_probe;
 	}
 	mrc__peer_timer_sync(e, peer);

@@ -137,6 +137,25 @@ static void spray_phase(struct mrc__peer *p, uint32_t qpn, uint32_t psn)
 		p->plane_cur[pl] = (uint16_t)(p->plane_cur[pl] + (h >> 16));
 }
 
+/* Planes a QP's spray can use: the peer's planes with an EV that is not
+ * DENIED, within the QP's plane mask; one for a pinned QP. */
+static uint32_t qp_planes(const struct mrc__peer *p, const struct mrc__qp *qp)
+{
+	if (qp->flags & MRC_QP_PIN_EV)
+		return 1;
+	uint32_t n = 0;
+	for (uint32_t pl = 0; pl < MRC_MAX_PLANES; pl++) {
+		if (qp->plane_mask && !(qp->plane_mask >> pl & 1))
+			continue;
+		for (uint32_t i = 0; i < p->plane_nev[pl]; i++)
+			if (p->paths[p->plane_evs[pl][i]].state != MRC_EV_DENIED) {
+				n++;
+				break;
+			}
+	}
+	return n;
+}
+
 int mrce_qp_connect(struct mrce *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 		   uint32_t sq_psn, uint32_t rq_psn)
 {
@@ -156,6 +175,11 @@ int mrce_qp_connect(struct mrce *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 	qp->rcv_nxt = rq_psn;
 	qp->state = MRC_QPS_RTS;
 	spray_phase(&e->peers[peer], qpn, sq_psn);
+	/* Now that the peer is known, the congestion window starts from the
+	 * number of planes the QP will spray over (cc_nscc.c). */
+	e->cc->init(qp->cc, &(struct mrc_cc_params){ .mtu = qp->mtu,
+		.min_cwnd = qp->mtu, .max_cwnd = (uint32_t)qp->win * qp->mtu,
+		.planes = qp_planes(&e->peers[peer], qp) });
 	return 0;
 }
 
