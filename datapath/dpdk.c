@@ -1,9 +1,11 @@
 /* The dpdk datapath: one DPDK ethdev port per plane (on veth and kernel
  * NICs an af_packet or af_xdp vdev; on real NICs whatever the EAL probes,
  * e.g. vfio-pci), one rx and one tx queue each, Ethernet/IPv6/UDP frames
- * built and parsed in datapath/frame.c.  Poll mode: fd() is -EOPNOTSUPP
- * and mrcd polls recv every loop turn (daemon/core/node.c), spinning a
- * core as DPDK always does.  docs/datapaths.md says how to run it. */
+ * built and parsed in datapath/frame.c.  On af_packet vdevs fd() is the
+ * driver's socket and mrcd's event loop waits on it (wait=auto); other
+ * ports are polled: fd() is -EOPNOTSUPP and mrcd polls recv every loop
+ * turn (daemon/core/node.c), spinning a core as DPDK always does, with
+ * idle rounds sleeping idle_us.  docs/datapaths.md says how to run it. */
 #include "datapath/datapath.h"
 
 #ifdef MRC_HAVE_DPDK
@@ -429,6 +431,14 @@ static int dpdk_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, 
 		dp->st.rx_bytes += fr.len;
 		p->held[p->nheld++] = m[k];
 		out++;
+	}
+	if (!out && dp->wait_socket) {
+		/* Woken with nothing for us: a pending socket error (ENETDOWN
+		 * when the NIC went down) keeps the socket ready until it is
+		 * read, and mrcd's event loop would spin on it. */
+		int err;
+		socklen_t el = sizeof(err);
+		getsockopt(p->sock, SOL_SOCKET, SO_ERROR, &err, &el);
 	}
 	dp->st.rx_pkts += (uint64_t)out;
 	return out;

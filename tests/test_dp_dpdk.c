@@ -403,6 +403,29 @@ static void af_packet_child(void)
 	CHILD_CHECK(got <= 16 && got + (int)st.rx_dropped >= MRC_DP_BATCH, 31);
 	mrc_dp_get_stats(a, &st);   /* the kernel's count resets as it is read: summed */
 	CHILD_CHECK(got + (int)st.rx_dropped >= MRC_DP_BATCH, 32);
+	pf.fd = mrc_dp_fd(a, 0);
+	CHILD_CHECK(pf.fd >= 0, 34);
+	/* the NIC going down sets the socket's error (POLLERR): a receive
+	 * clears it, or an event loop waiting on the fd would spin; back up,
+	 * frames flow again */
+	CHILD_CHECK(system("ip link set va down") == 0, 40);
+	CHILD_CHECK(poll(&pf, 1, 5000) == 1 && (pf.revents & POLLERR), 41);
+	for (int i = 0; i < 100 && poll(&pf, 1, 0) != 0; i++)   /* frames left: taken */
+		CHILD_CHECK(mrc_dp_recv(a, 0, in, 8) >= 0, 42);
+	CHILD_CHECK(poll(&pf, 1, 0) == 0, 43);
+	/* (down took the link-local address and the route away: given back) */
+	CHILD_CHECK(system("ip link set va up && ip -6 addr replace fe80::1/64 dev va nodad && "
+			   "ip -6 route replace fcbb:0:700::/128 via fe80::2 dev va") == 0, 44);
+	pay[0] ^= 0xff;
+	int back = 0;
+	for (int i = 0; i < 50 && !back; i++) {
+		/* the kernel re-resolves its neighbour after the link flap: a
+		 * datagram may need a retry; bounded, each waiting for a frame */
+		CHILD_CHECK(mrc_dp_send(b, &o, 1) == 1, 45);
+		poll(&pf, 1, 100);
+		back = mrc_dp_recv(a, 0, in, 8);
+	}
+	CHILD_CHECK(back >= 1 && in[0].buf[0] == pay[0], 46);
 	mrc_dp_close(a);
 	/* wait=poll: no descriptor, mrcd polls */
 	rc = mrc_dp_open(&a, "dpdk", &(struct mrc_dp_cfg){ .planes = &pa, .nplanes = 1,
