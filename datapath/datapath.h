@@ -55,7 +55,8 @@ struct mrc_dp_stats {
 	uint64_t rx_pkts, rx_bytes, rx_truncated;
 	/* Datagrams dropped on the way in before the provider could take
 	 * them (AF_XDP: rx ring full or no free fill frame; DPDK: the
-	 * port's imissed and rx_nombuf); 0 where the provider cannot tell. */
+	 * port's imissed and rx_nombuf, and on af_packet vdevs the kernel's
+	 * rx ring drops); 0 where the provider cannot tell. */
 	uint64_t rx_dropped;
 };
 

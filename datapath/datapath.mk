@@ -28,8 +28,9 @@ DPDK_CFLAGS := -DMRC_HAVE_DPDK $(patsubst -I%,-isystem %,$(shell pkg-config --cf
 $(B)/datapath/dpdk.o: CFLAGS_ALL += $(DPDK_CFLAGS)
 LDLIBS_ALL += $(shell pkg-config --libs libdpdk)
 endif
-# tests/root/xfer.sh on the dpdk datapath, and dpdk <-> udp (skips without DPDK).
-ROOT_TESTS += tests/root/xfer_dpdk.sh tests/root/mrcd_dpdk.sh
+# tests/root/xfer.sh and mrcd.sh on the dpdk datapath at 1 GiB, and dpdk <-> udp
+# (skip without DPDK).
+ROOT_TESTS += tests/root/xfer_dpdk.sh tests/root/xfer_dpdk_mix.sh tests/root/mrcd_dpdk.sh
 
 
 # af_xdp: built in when libxdp/libbpf (pkg-config) and clang (for its XDP

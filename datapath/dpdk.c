@@ -1,17 +1,25 @@
 /* The dpdk datapath: one DPDK ethdev port per plane (on veth and kernel
  * NICs an af_packet or af_xdp vdev; on real NICs whatever the EAL probes,
  * e.g. vfio-pci), one rx and one tx queue each, Ethernet/IPv6/UDP frames
- * built and parsed in datapath/frame.c.  Poll mode: fd() is -EOPNOTSUPP
- * and mrcd polls recv every loop turn (daemon/core/node.c), spinning a
- * core as DPDK always does.  docs/datapaths.md says how to run it. */
+ * built and parsed in datapath/frame.c.  On af_packet vdevs fd() is the
+ * driver's socket and mrcd's event loop waits on it (wait=auto); other
+ * ports are polled: fd() is -EOPNOTSUPP and mrcd polls recv every loop
+ * turn (daemon/core/node.c), spinning a core as DPDK always does, with
+ * idle rounds sleeping idle_us.  docs/datapaths.md says how to run it. */
 #include "datapath/datapath.h"
 
 #ifdef MRC_HAVE_DPDK
+#include <dirent.h>
 #include <errno.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rte_dev.h>
 #include <rte_eal.h>
@@ -46,6 +54,8 @@ struct plane {
 	struct in6_addr local;
 	struct rte_mbuf *held[MRC_DP_BATCH];   /* what the last recv handed out */
 	uint32_t nheld;
+	int sock;                 /* the af_packet driver's socket; -1 */
+	uint64_t ring_drops;      /* its rx ring's drops read so far */
 };
 
 struct dpdk_dp {
@@ -55,6 +65,7 @@ struct dpdk_dp {
 	struct rte_mempool *pool;
 	struct mrc_dp_stats st;
 	uint32_t idle_us;
+	int wait_socket;          /* mrcd waits on the planes' sockets (fd) */
 	uint64_t busy_ns;         /* when a packet last moved */
 	struct plane pl[MRC_DP_MAX_PLANES];
 };
@@ -87,6 +98,58 @@ static int eal_init(const struct mrc__dpdk_args *a, char *why, size_t whylen)
 	}
 	eal_up = 1;
 	return 0;
+}
+
+/* The AF_PACKET sockets of this process bound to NIC ifindex, into
+ * fds[0..max); how many there are. */
+static int packet_socks(int ifindex, int *fds, int max)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+		struct stat st;
+		int dom = 0;
+		struct sockaddr_ll sa;
+		socklen_t dl = sizeof(dom), sl = sizeof(sa);
+		if (*end || end == e->d_name || fd == dirfd(d) || fstat((int)fd, &st) ||
+		    !S_ISSOCK(st.st_mode) ||
+		    getsockopt((int)fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) || dom != AF_PACKET ||
+		    getsockname((int)fd, (struct sockaddr *)&sa, &sl) || sa.sll_ifindex != ifindex)
+			continue;
+		if (n < max)
+			fds[n] = (int)fd;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* The socket the af_packet driver opened for a vdev on ifindex: the one
+ * bound there that was not before the probe (before[0..nb)); -1 when
+ * there is not exactly one.  DPDK does not hand it out: it is found as
+ * the kernel sees it. */
+static int new_packet_sock(int ifindex, const int *before, int nb)
+{
+	int now[16], found = -1;
+	int n = packet_socks(ifindex, now, 16);
+	if (n > 16)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		int old = 0;
+		for (int k = 0; k < nb; k++)
+			old |= now[i] == before[k];
+		if (!old) {
+			if (found >= 0)
+				return -1;
+			found = now[i];
+		}
+	}
+	return found;
 }
 
 static int start_port(struct dpdk_dp *dp, struct plane *p, char *why, size_t whylen)
@@ -132,6 +195,11 @@ static int open_plane(struct dpdk_dp *dp, uint32_t i, const struct mrc_dp_plane 
 							  p->fh.dmac, why, whylen)))
 		return rc;
 	char dev[256];
+	int ifindex = cp->ifname[0] ? (int)if_nametoindex(cp->ifname) : 0;
+	int before[16], nb = 0;
+	if (ifindex && !strcmp(a->pmd, "af_packet") &&
+	    (nb = packet_socks(ifindex, before, 16)) > 16)
+		nb = 16;
 	rc = mrc__dpdk_vdev(dev, sizeof(dev), a, next_id++, cp->ifname);
 	if (rc == -ENOTSUP) {
 		/* pmd=none: the EAL's devices, plane i on port i. */
@@ -157,6 +225,13 @@ static int open_plane(struct dpdk_dp *dp, uint32_t i, const struct mrc_dp_plane 
 			snprintf(why, whylen, "plane %u: %s made no ethdev port", i, p->name);
 			return -ENODEV;
 		}
+		if (ifindex && !strcmp(a->pmd, "af_packet"))
+			p->sock = new_packet_sock(ifindex, before, nb);
+	}
+	if (a->wait == MRC__DPDK_WAIT_SOCKET && p->sock < 0) {
+		snprintf(why, whylen, "plane %u: wait=socket: no af_packet socket to wait on "
+			 "(pmd=af_packet on a NIC)", i);
+		return -EOPNOTSUPP;
 	}
 	if ((rc = start_port(dp, p, why, whylen)))
 		return rc;
@@ -195,9 +270,13 @@ static int dpdk_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *wh
 		}
 	}
 	dp->idle_us = a->idle_us;
+	for (uint32_t i = 0; i < MRC_DP_MAX_PLANES; i++)
+		dp->pl[i].sock = -1;
+	dp->wait_socket = a->wait != MRC__DPDK_WAIT_POLL;
 	for (uint32_t i = 0; !rc && i < cfg->nplanes; i++) {
 		dp->n = i + 1;
 		rc = open_plane(dp, i, &cfg->planes[i], a, why, whylen);
+		dp->wait_socket &= dp->pl[i].sock >= 0;
 	}
 	free(a);
 	if (rc) {
@@ -235,11 +314,16 @@ static void dpdk_close(struct mrc_dp *base)
 	free(dp);
 }
 
+/* With af_packet vdevs, the driver's socket: readable while its rx ring
+ * holds a frame (the kernel's packet_poll), so mrcd's event loop sleeps
+ * until one arrives, as with the udp provider.  Polling instead (a core
+ * spinning, idle_us) is what other drivers need. */
 static int dpdk_fd(const struct mrc_dp *base, uint32_t plane)
 {
-	(void)base;
-	(void)plane;
-	return -EOPNOTSUPP;
+	const struct dpdk_dp *dp = (const struct dpdk_dp *)base;
+	if (!dp->wait_socket || plane >= dp->n)
+		return -EOPNOTSUPP;
+	return dp->pl[plane].sock;
 }
 
 /* Hands pkts to the plane's tx queue, retrying briefly while it drains;
@@ -317,7 +401,8 @@ static int dpdk_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, 
 	int out = 0;
 	if (got)
 		dp->busy_ns = mono_ns();
-	else if (plane + 1 == dp->n && dp->idle_us && mono_ns() - dp->busy_ns > IDLE_AFTER_NS) {
+	else if (!dp->wait_socket && plane + 1 == dp->n && dp->idle_us &&
+		 mono_ns() - dp->busy_ns > IDLE_AFTER_NS) {
 		/* An idle round (the last plane polled, nothing moved for a
 		 * while): sleep instead of spinning, leaving the core to the
 		 * application and, on veth/af_packet, to the kernel's softirq
@@ -347,18 +432,37 @@ static int dpdk_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, 
 		p->held[p->nheld++] = m[k];
 		out++;
 	}
+	if (!out && dp->wait_socket) {
+		/* Woken with nothing for us: a pending socket error (ENETDOWN
+		 * when the NIC went down) keeps the socket ready until it is
+		 * read, and mrcd's event loop would spin on it. */
+		int err;
+		socklen_t el = sizeof(err);
+		getsockopt(p->sock, SOL_SOCKET, SO_ERROR, &err, &el);
+	}
 	dp->st.rx_pkts += (uint64_t)out;
 	return out;
 }
 
 static void dpdk_get_stats(const struct mrc_dp *base, struct mrc_dp_stats *st)
 {
-	const struct dpdk_dp *dp = (const struct dpdk_dp *)base;
+	/* Reading the ring's drops resets the kernel's count: they are
+	 * summed here (the handle is not really const). */
+	struct dpdk_dp *dp = (struct dpdk_dp *)(uintptr_t)base;
 	*st = dp->st;
 	for (uint32_t i = 0; i < dp->n; i++) {
+		struct plane *p = &dp->pl[i];
 		struct rte_eth_stats es;
-		if (!rte_eth_stats_get(dp->pl[i].port, &es))
+		if (!rte_eth_stats_get(p->port, &es))
 			st->rx_dropped += es.imissed + es.rx_nombuf;
+		/* DPDK 22.11's af_packet driver does not report the frames the
+		 * kernel dropped for a full rx ring (imissed stays 0): ask the
+		 * kernel. */
+		struct tpacket_stats ts;
+		socklen_t tl = sizeof(ts);
+		if (p->sock >= 0 && !getsockopt(p->sock, SOL_PACKET, PACKET_STATISTICS, &ts, &tl))
+			p->ring_drops += ts.tp_drops;
+		st->rx_dropped += p->ring_drops;
 	}
 }
 

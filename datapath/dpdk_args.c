@@ -81,6 +81,15 @@ static int own_word(struct mrc__dpdk_args *a, const char *w, size_t wl)
 		a->idle_us = (uint32_t)atoi(num);
 		return 1;
 	}
+	if (starts(w, wl, "wait=")) {
+		static const char *const waits[] = { "auto", "socket", "poll" };
+		for (int i = 0; i < 3; i++)
+			if (wl - 5 == strlen(waits[i]) && !memcmp(w + 5, waits[i], wl - 5)) {
+				a->wait = i;
+				return 1;
+			}
+		return -EINVAL;
+	}
 	if (starts(w, wl, "dmac")) {
 		unsigned pl;
 		int n = 0;
@@ -117,7 +126,7 @@ int mrc__dpdk_args_parse(struct mrc__dpdk_args *a, const char *args, const char 
 			if (own < 0) {
 				snprintf(why, whylen, "datapath_args: bad word '%.*s' (pmd=af_packet|af_xdp|"
 					 "ring|none, devargs=K=V,..., dmacN=XX:XX:XX:XX:XX:XX, "
-					 "idle_us=0-10000)", (int)wl, p);
+					 "idle_us=0-10000, wait=auto|socket|poll)", (int)wl, p);
 				return -EINVAL;
 			}
 			if (pass == 0 && !own) {

@@ -16,20 +16,28 @@
 /* idle_us's default: once idle, a poll round sleeps this long (dpdk.c). */
 #define MRC__DPDK_IDLE_US 50
 
+/* wait=: how mrcd waits for received frames.  AUTO: on the af_packet
+ * driver's socket where there is one (pmd=af_packet), else polling;
+ * SOCKET: on the socket, open fails where there is none; POLL: polling
+ * (idle_us), as DPDK applications do. */
+enum { MRC__DPDK_WAIT_AUTO, MRC__DPDK_WAIT_SOCKET, MRC__DPDK_WAIT_POLL };
+
 struct mrc__dpdk_args {
 	char pmd[16];             /* af_packet (default), af_xdp, ring, none */
 	char devargs[160];        /* devargs=: appended to every plane's vdev */
 	uint8_t dmac[MRC_DP_MAX_PLANES][6];
 	uint32_t dmac_set;        /* dmacN= given: bit N */
 	uint32_t idle_us;         /* idle_us=: sleep per idle poll round (0: spin) */
+	int wait;                 /* wait=: MRC__DPDK_WAIT_* */
 	int argc;                 /* the EAL command line */
 	char *argv[MRC__DPDK_MAX_ARGS + 1];
 	char buf[2048];           /* argv's strings */
 };
 
 /* Parses args (NULL: none): words separated by blanks; pmd=NAME,
- * devargs=K=V[,K=V...], dmacN=XX:XX:XX:XX:XX:XX and idle_us=N (0-10000;
- * default MRC__DPDK_IDLE_US, 0 spins always) are ours, every other
+ * devargs=K=V[,K=V...], dmacN=XX:XX:XX:XX:XX:XX, idle_us=N (0-10000;
+ * default MRC__DPDK_IDLE_US, 0 spins always) and wait=auto|socket|poll
+ * are ours, every other
  * word goes to the EAL.  EAL words replace the default set (--no-huge
  * --no-shconf --no-pci -m 256); --lcores (the CPUs in cpus, e.g. "0-3":
  * the EAL's main thread keeps the affinity it was given),

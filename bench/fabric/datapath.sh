@@ -9,15 +9,18 @@
 #     (/proc/stat) while it ran, which also holds the softirq work no
 #     process is charged with (XDP, af_packet and the kernel's receive
 #     path) and anything else running, and what the datapaths dropped
-#     themselves (tx_eagain + rx_dropped at both ends: full rings).  A run
-#     is bounded by the time BYTES take at MRC_BENCH_FLOOR_MBIT (default
-#     20) plus 30 s;
+#     themselves (tx_eagain + rx_dropped at both ends: full rings), and
+#     the data packets lost between them (what h0's datapath sent less
+#     what h7's received: 0 means every retransmission was spurious).  A
+#     run is bounded by the time BYTES take at MRC_BENCH_FLOOR_MBIT
+#     (default 20) plus 30 s;
 #   pingpong: N (MRC_BENCH_PINGS, default 1000) round trips of 64 bytes
 #     h0 <-> h7 (mrc-xfer --pingpong), bounded by mrc_run's 120 s.
-# dpdk runs with its default datapath_args (af_packet vdevs; idle_us=50:
-# idle poll rounds sleep, docs/datapaths.md); NAME:ARGS in the list runs
-# datapath NAME with datapath_args ARGS as a contender of its own (e.g.
-# "dpdk dpdk:idle_us=0": sleeping vs spinning).  Raw rows to
+# dpdk runs with its default datapath_args (af_packet vdevs, wait=auto:
+# mrc-xfer's loop waits on the driver's socket, docs/datapaths.md);
+# NAME:ARGS in the list runs datapath NAME with datapath_args ARGS as a
+# contender of its own (e.g. "dpdk dpdk:wait=poll": polling, idle rounds
+# sleeping idle_us, vs waiting on the socket).  Raw rows to
 # bench/results/raw/datapath.jsonl; bench/fabric/datapath_md.py writes
 # bench/results/datapath.md (medians, ratios to udp).  A datapath that
 # cannot open (not built in, no AF_XDP in the kernel) is recorded as
@@ -64,7 +67,8 @@ while [ $r -le "$REPS" ]; do
 				 {goodput_mbit: $g.goodput_mbit, seconds: $g.seconds, bytes: $g.bytes,
 				  pkts: ($p.planes_tx_pkts | add), retx: $p.retx, cli_cpu_s: $cc, srv_cpu_s: $sc,
 				  machine_busy_s: $busy,
-				  dp_drops: ([$cd.tx_eagain, $cd.rx_dropped, $sd.tx_eagain, $sd.rx_dropped] | map(. // 0) | add)}' "$o")
+				  dp_drops: ([$cd.tx_eagain, $cd.rx_dropped, $sd.tx_eagain, $sd.rx_dropped] | map(. // 0) | add),
+				  dp_lost: (if $cd.tx_pkts and $sd.rx_pkts then $cd.tx_pkts - $sd.rx_pkts else null end)}' "$o")
 		else
 			l="{\"error\":$( (echo "exit $rc (bound $LIM s):"; head -c 300 "$o.err") | jq -Rs .)}"
 		fi

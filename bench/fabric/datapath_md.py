@@ -34,6 +34,7 @@ METRICS = [
     ("CPU s per Gbit, whole machine", "bulk", lambda r: float(r["machine_busy_s"]) / gbit(r), "%.3f"),
     ("retransmitted packets", "bulk", lambda r: r["retx"], "%.0f"),
     ("datapath drops (tx_eagain + rx_dropped, both ends)", "bulk", lambda r: r.get("dp_drops"), "%.0f"),
+    ("packets lost between the datapaths (h0 sent - h7 received)", "bulk", lambda r: r.get("dp_lost"), "%.0f"),
     ("ping-pong RTT p50 (us)", "pingpong", lambda r: r["p50"], "%.1f"),
     ("ping-pong RTT p99 (us)", "pingpong", lambda r: r["p99"], "%.1f"),
     ("ping-pong RTT min (us)", "pingpong", lambda r: r["min"], "%.1f"),
@@ -63,8 +64,10 @@ out = ["# Datapaths side by side (issue 17)\n",
        "softirq work no process is charged with (XDP and the kernel's receive path, the "
        "emulated switches' forwarding) and whatever else ran on the machine.  dpdk runs "
        "af_packet vdevs on the veth plane NICs (every frame still crosses the kernel: this "
-       "measures DPDK's poll-mode structure here, not kernel bypass) with idle_us=50, so its "
-       "processes sleep when idle instead of spinning; af_xdp runs in copy mode (veth).\n"]
+       "measures DPDK's structure here, not kernel bypass); plain `dpdk` waits on the driver's "
+       "socket (wait=auto); `dpdk:ARGS` runs it with those datapath_args (`wait=poll`: polled "
+       "every loop turn, idle rounds sleeping idle_us=50, as it ran before wait= existed); af_xdp runs in copy mode (veth).  Lost between the datapaths: "
+       "0 means every retransmission was spurious (a late ACK, not a lost packet).\n"]
 hdr = "| metric | " + " | ".join(dps) + " | " + " | ".join("%s / udp" % d for d in dps if d != "udp") + " |"
 out.append(hdr)
 out.append("|" + "---|" * (1 + len(dps) + len([d for d in dps if d != "udp"])))
