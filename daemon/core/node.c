@@ -168,6 +168,10 @@ void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
 	mrce_rx(d->eng, now, peer, in->buf, in->len, in->ecn_ce ? MRC_RX_ECN : 0);
 }
 
+#ifndef MRCD_CE_FULL_BATCHES
+#define MRCD_CE_FULL_BATCHES 1
+#endif
+
 /* Receives what waits on one plane; returns how many datagrams. */
 static int rx_plane(struct mrcd *d, uint32_t plane)
 {
@@ -182,11 +186,11 @@ static int rx_plane(struct mrcd *d, uint32_t plane)
 		total += n;
 		uint64_t now = mrcd_now();
 		for (int i = 0; i < n; i++) {
-			/* A full batch means datagrams are queueing in the socket:
+			/* Full batches mean datagrams are queueing in the socket:
 			 * this host is the bottleneck.  Say so the way a switch
 			 * would, with a congestion mark, so senders slow down before
 			 * the receive buffer overflows. */
-			in[i].ecn_ce |= n == MRC_DP_BATCH;
+			in[i].ecn_ce |= n == MRC_DP_BATCH && round + 1 >= MRCD_CE_FULL_BATCHES;
 			mrcd_node_rx(d, &in[i], now);
 		}
 		if (n < MRC_DP_BATCH)
@@ -498,12 +502,14 @@ static int side_open(struct mrcd *d, const struct mrc_dp_cfg *dc, char *err, siz
  * taken in this loop turn: the socket watchers run first (MRCD_PRI_RX), and
  * their flush re-armed this timer past the deadline when the ACKs they
  * carried made it so (daemon.timer_superseded); it runs only when the
- * deadline holds after them. */
+ * deadline holds after them.  Poll-mode planes have no watcher: they are
+ * polled here first (no system call; a no-op for socket planes). */
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct mrcd *d = w->data;
 	(void)loop;
 	(void)revents;
+	dp_poll(d);
 	mrce_tick(d->eng, mrcd_now());
 	mrcd_flush(d);
 }
