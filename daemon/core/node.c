@@ -168,10 +168,6 @@ void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
 	mrce_rx(d->eng, now, peer, in->buf, in->len, in->ecn_ce ? MRC_RX_ECN : 0);
 }
 
-#ifndef MRCD_CE_FULL_BATCHES
-#define MRCD_CE_FULL_BATCHES 1
-#endif
-
 /* Receives what waits on one plane; returns how many datagrams. */
 static int rx_plane(struct mrcd *d, uint32_t plane)
 {
@@ -186,11 +182,11 @@ static int rx_plane(struct mrcd *d, uint32_t plane)
 		total += n;
 		uint64_t now = mrcd_now();
 		for (int i = 0; i < n; i++) {
-			/* Full batches mean datagrams are queueing in the socket:
+			/* A full batch means datagrams are queueing in the socket:
 			 * this host is the bottleneck.  Say so the way a switch
 			 * would, with a congestion mark, so senders slow down before
 			 * the receive buffer overflows. */
-			in[i].ecn_ce |= n == MRC_DP_BATCH && round + 1 >= MRCD_CE_FULL_BATCHES;
+			in[i].ecn_ce |= n == MRC_DP_BATCH;
 			mrcd_node_rx(d, &in[i], now);
 		}
 		if (n < MRC_DP_BATCH)
