@@ -22,3 +22,8 @@ all: $(MRCD_CORE_LIB)
 $(MRCD_CORE_LIB): $(MRCD_CORE_SRCS:%.c=$(B)/%.o)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+
+# tests/test_loop_order.c drives the core's loop itself: the core library,
+# and libmrccore.a once more after it for what the core needs from it.
+$(B)/tests/test_loop_order: $(MRCD_CORE_LIB)
+$(B)/tests/test_loop_order: LDLIBS_ALL += $(B)/libmrccore.a $(PKG_LDLIBS) -lev -lm

@@ -141,6 +141,12 @@ MRC__API int mrc_open(const char *path, struct mrc_ctx **out)
 	if (!ctx)
 		return -ENOMEM;
 	pthread_mutex_init(&ctx->lock, NULL);
+	/* Bounded: a spinning waiter takes a core from the daemon. */
+	const char *spin = getenv("MRC_WAIT_SPIN_US");
+	if (spin) {
+		long us = strtol(spin, NULL, 10);
+		ctx->wait_spin_ns = us > 0 ? (us < 1000 ? us : 1000) * 1000 : 0;
+	}
 	ctx->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (ctx->sock < 0) {
 		int r = -errno;

@@ -33,6 +33,9 @@ struct mrc_ctx {
 	pthread_cond_t wcond;
 	int wleader;
 	uint64_t wgen;
+	/* MRC_WAIT_SPIN_US: mrc_wait checks the CQ this long before it
+	 * sleeps on the bell (0: off, the default; post.c). */
+	int64_t wait_spin_ns;
 };
 
 struct mrc_mr {

@@ -294,6 +294,32 @@ static void test_arm_fd(void **state)
 	mrc_close(p.ctx);
 }
 
+/* MRC_WAIT_SPIN_US (read by mrc_open): mrc_wait still returns a
+ * completion that comes during or after the spin, and still honours its
+ * timeout with nothing pending (neither early nor stuck in the spin). */
+static void test_wait_spin(void **state)
+{
+	NEED_DAEMON(state);
+	struct daemon *d = *state;
+	struct pair p;
+	setenv("MRC_WAIT_SPIN_US", "200", 1);
+	pair_open(d, &p, 65536);
+	unsetenv("MRC_WAIT_SPIN_US");
+	pair_connect_oob(&p);
+	for (int i = 0; i < 20; i++) {
+		assert_int_equal(mrc_post_write(p.a, 10 + i, mrc_mr_key(p.src), 0, 64,
+						mrc_mr_key(p.dst), 0), 0);
+		struct mrc_completion c = get1(p.a);
+		assert_int_equal(c.wr_id, 10 + i);
+		assert_int_equal(c.status, 0);
+	}
+	int64_t t0 = now_ms();
+	assert_int_equal(mrc_wait(p.a, 20), -ETIMEDOUT);
+	int64_t took = now_ms() - t0;
+	assert_true(took >= 19 && took < WAIT_MS);
+	mrc_close(p.ctx);
+}
+
 struct acc_arg {
 	struct daemon *d;
 	uint32_t sid;
@@ -555,6 +581,7 @@ int main(void)
 		cmocka_unit_test(test_ops_oob),
 		cmocka_unit_test(test_bad_descriptors),
 		cmocka_unit_test(test_arm_fd),
+		cmocka_unit_test(test_wait_spin),
 		cmocka_unit_test(test_listen_accept),
 		cmocka_unit_test(test_bad_control),
 		cmocka_unit_test(test_client_killed),

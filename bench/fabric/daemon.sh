@@ -82,6 +82,8 @@ cpu_stat() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6, $8}' /proc/stat; }
 cpu_us() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); split($0, f, " "); printf "%.3f %.3f", f[12] / hz, f[13] / hz }' "/proc/$1/stat" 2>/dev/null || echo "0 0"; }
 # an engine counter of host H's daemon (mrcctl stats)
 ectr() { "$B/bin/mrcctl" -s "$TMP/$1/mrcctl.sock" -j stats 2>/dev/null | jq -r ".engine.$2 // 0" || echo 0; }
+# a daemon counter of host H (0 where that build does not have it)
+dctr() { "$B/bin/mrcctl" -s "$TMP/$1/mrcctl.sock" -j stats 2>/dev/null | jq -r ".daemon.$2 // 0" || echo 0; }
 baddr() { printf 'fdbb:bb00:%x:%x::1' "$2" "$1"; }   # host H, plane PL
 emit() { echo "$1" >>"$RAW"; }
 
@@ -112,7 +114,7 @@ while [ $r -le "$REPS" ]; do
 	set -- $(cpu_stat)
 	c0=$(cpu_s ${DPID[h0]}); c7=$(cpu_s ${DPID[h7]})
 	u0=$(cpu_us ${DPID[h0]}); u7=$(cpu_us ${DPID[h7]})
-	k0="$(ectr h0 tx_data) $(ectr h7 tx_acks) $(ectr h0 tx_retx) $(ectr h0 rto_fires)"
+	k0="$(ectr h0 tx_data) $(ectr h7 tx_acks) $(ectr h0 tx_retx) $(ectr h0 rto_fires) $(ectr h7 rx_dup) $(dctr h0 timer_superseded)"
 	bg "$B/bin/mrc_bulk" -S "$(sock h0)" -s "$BYTES" -i $sid send 7 >"$TMP/send" 2>&1
 	sp=$BGPID
 	rc=0; reap $sp 120 || rc=$?
@@ -125,8 +127,11 @@ while [ $r -le "$REPS" ]; do
 	# system share of the daemons' CPU, and packets: data sent by h0,
 	# ACKs sent by h7, retransmissions and RTO expiries of h0
 	sys=$(awk -v a="$u0 $u7" -v b="$(cpu_us ${DPID[h0]}) $(cpu_us ${DPID[h7]})" 'BEGIN{split(a,x," "); split(b,y," "); u=(y[1]-x[1])+(y[3]-x[3]); s=(y[2]-x[2])+(y[4]-x[4]); printf "%.3f", (u+s>0 ? s/(u+s) : 0)}')
-	k1="$(ectr h0 tx_data) $(ectr h7 tx_acks) $(ectr h0 tx_retx) $(ectr h0 rto_fires)"
-	pk=$(awk -v a="$k0" -v b="$k1" 'BEGIN{split(a,x," "); split(b,y," "); printf "\"data_pkts\":%d,\"acks\":%d,\"retx\":%d,\"rto\":%d", y[1]-x[1], y[2]-x[2], y[3]-x[3], y[4]-x[4]}')
+	k1="$(ectr h0 tx_data) $(ectr h7 tx_acks) $(ectr h0 tx_retx) $(ectr h0 rto_fires) $(ectr h7 rx_dup) $(dctr h0 timer_superseded)"
+	# rx_dup of h7 against retx of h0: retransmissions that were not
+	# needed (the original arrived); timer_superseded of h0: RTO checks
+	# that the ACKs read first in the same loop turn made moot
+	pk=$(awk -v a="$k0" -v b="$k1" 'BEGIN{split(a,x," "); split(b,y," "); printf "\"data_pkts\":%d,\"acks\":%d,\"retx\":%d,\"rto\":%d,\"rx_dup\":%d,\"timer_superseded\":%d", y[1]-x[1], y[2]-x[2], y[3]-x[3], y[4]-x[4], y[5]-x[5], y[6]-x[6]}')
 	reap $rp 30 || rc=$?
 	secs=$(sed -n 's/.* in \([0-9.]*\) s:.*/\1/p' "$TMP/send")
 	ok=$(grep -c "OK" "$TMP/recv" || true)

@@ -78,7 +78,7 @@ static void on_sq_bell(struct ev_loop *loop, ev_io *w, int revents)
 	if (read(c->sq_bell, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		mrcd_log(MRCD_LOG_DEBUG, "sq doorbell: %s", strerror(errno));
 	if (mrcd__notify_scan(c, mrcd_now()))
-		mrcd_kick(c->d);
+		mrcd_poll_now(c->d);
 }
 
 void mrcd__cq_bell(struct mrcd_client *c)

@@ -169,6 +169,24 @@ void mrcd_kick(struct mrcd *d)
 		ev_idle_start(d->loop, &d->idle);
 }
 
+/* One round of the pollers and the send of what they posted. */
+static int poll_round(struct mrcd *d)
+{
+	int work = 0;
+	d->rst.poll_rounds++;
+	for (uint32_t i = 0; i < d->npollers; i++)
+		work += d->pollers[i].poll(d->pollers[i].ctx) > 0;
+	mrcd_flush(d);
+	return work;
+}
+
+void mrcd_poll_now(struct mrcd *d)
+{
+	if (poll_round(d))
+		d->last_work_ns = mrcd_now();
+	mrcd_kick(d);
+}
+
 /* Runs while there is work: each poller polls its active rings (not every
  * ring: idle ones are armed or parked and cost nothing here), then the
  * engine's output is sent.  When a full round finds nothing, the pollers
@@ -180,11 +198,7 @@ static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
 {
 	struct mrcd *d = w->data;
 	(void)revents;
-	int work = 0;
-	d->rst.poll_rounds++;
-	for (uint32_t i = 0; i < d->npollers; i++)
-		work += d->pollers[i].poll(d->pollers[i].ctx) > 0;
-	mrcd_flush(d);
+	int work = poll_round(d);
 	/* With busy_poll_us, stay busy that long after the last work, so
 	 * back-to-back posts do not each pay a doorbell wake-up (~10 us).
 	 * Worth it only on cores the daemon has to itself: on shared cores a

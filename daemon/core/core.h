@@ -14,6 +14,13 @@
 #include "topology/topo.h"
 
 #define MRCD_MAX_POLLERS 256
+/* libev priority of the datagram watchers (plane sockets, side channel):
+ * above the engine's timer (0), so that in a loop turn where both are
+ * pending, what already arrived (ACKs above all) reaches the engine before
+ * its deadline is checked: libev runs pending watchers by priority, and
+ * within one priority last-in first-out, which put a due timer (queued
+ * after the sockets) first. */
+#define MRCD_PRI_RX EV_MAXPRI
 
 struct mrcd_peer {
 	uint8_t used;
@@ -37,8 +44,10 @@ struct mrcd_stats {
 	uint64_t rx_unknown_src, rx_short, tx_unmapped, wc_unbound, ctrl_rx, ctrl_tx;
 	uint64_t ctrl_bad;             /* malformed CTRL (envelope or body) */
 	uint64_t local_tx, local_drop; /* datagrams to this host itself (local.c) */
-	uint64_t rx_before_tick;       /* datagrams received by the timer before
-	                                  the engine's tick (node.c on_timer) */
+	uint64_t timer_superseded;     /* engine timer firings due in a loop turn
+	                                  that did not run: the datagrams read
+	                                  first in that turn (MRCD_PRI_RX) moved
+	                                  the engine's deadline later */
 	/* Authentication drops (docs/security.md), by reason: */
 	uint64_t rx_bad_sport;         /* UDP source port is not the MRC port */
 	uint64_t ctrl_bad_mac;         /* CTRL envelope MAC fails (no key) */
@@ -91,6 +100,8 @@ struct mrcd {
 	ev_io rx_w[MRC_DP_MAX_PLANES];
 	ev_io lm_w;
 	ev_timer timer, beacon;
+	uint64_t timer_dl;                 /* the engine deadline d->timer is armed
+	                                      for, UINT64_MAX when stopped */
 	ev_idle idle;
 	ev_signal sig_term, sig_int, sig_hup;
 	struct mrc_linkmon *lm;
@@ -118,6 +129,10 @@ void mrcd_core_fini(struct mrcd *d);
 int mrcd_node_init(struct mrcd *d, char *err, size_t errlen);
 void mrcd_node_fini(struct mrcd *d);
 void mrcd_flush(struct mrcd *d);
+/* Arms the engine's timer for its next deadline (mrcd_flush ends with it):
+ * nothing when already armed for that deadline; a timer due in the running
+ * loop turn and still due stays pending for that turn. */
+void mrcd_timer_arm(struct mrcd *d);
 /* side: over the side channel (d->side) when there is one. */
 int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine,
 		   const void *buf, size_t len, int side);

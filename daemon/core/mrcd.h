@@ -34,6 +34,12 @@ int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *peer);
 /* After posting work to the engine from outside a packet callback: makes
  * the loop send what the engine now has. */
 void mrcd_kick(struct mrcd *d);
+/* A doorbell rang: one round of the pollers now, in this loop turn, and
+ * what they posted sent before the loop sleeps again; then the loop keeps
+ * polling as after mrcd_kick.  (mrcd_kick alone starts the pollers only
+ * on the next turn, which costs a poll of the event backend and a turn
+ * before the post leaves.) */
+void mrcd_poll_now(struct mrcd *d);
 
 /* Completions of a QP go to its owner.  The core polls the engine CQ and
  * calls on_wc for every completion of a bound QP (unbound ones are

@@ -378,9 +378,31 @@ void mrcd_flush(struct mrcd *d)
 		if (n < MRC_DP_BATCH)
 			break;
 	}
+	mrcd_timer_arm(d);
+}
+
+void mrcd_timer_arm(struct mrcd *d)
+{
 	uint64_t dl = mrce_next_deadline(d->eng);
+	if (ev_is_pending(&d->timer)) {
+		/* Due in this loop turn and not run yet: when the deadline still
+		 * holds it stays pending, to run after the watchers still pending
+		 * above it, in this turn; re-armed with 0 s it would wait for the
+		 * next, and a datagram in every turn would put the tick off
+		 * indefinitely. */
+		if (dl <= mrcd_now())
+			return;
+		d->st.timer_superseded++;
+	} else if (dl == d->timer_dl && (dl == UINT64_MAX || ev_is_active(&d->timer))) {
+		return;   /* armed for that deadline already */
+	}
 	ev_timer_stop(d->loop, &d->timer);
+	d->timer_dl = dl;
 	if (dl != UINT64_MAX) {
+		/* libev counts from the loop turn's start: bring it to now, or
+		 * the timer fires early by what this turn has taken so far and
+		 * wakes the loop for a tick with nothing due. */
+		ev_now_update(d->loop);
 		uint64_t now = mrcd_now();
 		double s = dl > now ? (double)(dl - now) / 1e9 : 0.0;
 		ev_timer_set(&d->timer, s, 0.0);
@@ -463,6 +485,7 @@ static int side_open(struct mrcd *d, const struct mrc_dp_cfg *dc, char *err, siz
 	}
 	for (uint32_t i = 0; i < d->nplanes; i++) {
 		ev_io_init(&d->side_w[i], on_side_rx, mrc_dp_fd(d->side, i), EV_READ);
+		ev_set_priority(&d->side_w[i], MRCD_PRI_RX);
 		d->side_w[i].data = d;
 		ev_io_start(d->loop, &d->side_w[i]);
 	}
@@ -471,20 +494,18 @@ static int side_open(struct mrcd *d, const struct mrc_dp_cfg *dc, char *err, siz
 	return 0;
 }
 
+/* The engine's deadline.  Datagrams that arrived before it were already
+ * taken in this loop turn: the socket watchers run first (MRCD_PRI_RX), and
+ * their flush re-armed this timer past the deadline when the ACKs they
+ * carried made it so (daemon.timer_superseded); it runs only when the
+ * deadline holds after them.  Poll-mode planes have no watcher: they are
+ * polled here first (no system call; a no-op for socket planes). */
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct mrcd *d = w->data;
 	(void)loop;
 	(void)revents;
-	/* Datagrams that arrived before the deadline are taken first: libev
-	 * runs a due timer before the socket's watcher of the same loop turn
-	 * (pending callbacks go last-in first-out), so after the daemon was
-	 * descheduled for a while (a scheduler tick on shared cores) the RTO
-	 * would fire for packets whose ACKs already wait in the socket, and
-	 * resend the whole window for nothing. */
-	for (uint32_t pl = 0; pl < d->nplanes; pl++)
-		if (ev_is_active(&d->rx_w[pl]))
-			d->st.rx_before_tick += (uint64_t)rx_plane(d, pl);
+	dp_poll(d);
 	mrce_tick(d->eng, mrcd_now());
 	mrcd_flush(d);
 }
@@ -698,6 +719,7 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 			return fd;
 		}
 		ev_io_init(&d->rx_w[i], on_rx, fd, EV_READ);
+		ev_set_priority(&d->rx_w[i], MRCD_PRI_RX);
 		d->rx_w[i].data = d;
 		ev_io_start(d->loop, &d->rx_w[i]);
 	}
@@ -712,6 +734,7 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 	}
 	ev_init(&d->timer, on_timer);
 	d->timer.data = d;
+	d->timer_dl = UINT64_MAX;
 	if (!strcmp(d->cfg.payload_encryption, "aes-gcm") &&
 	    (rc = mrcd_enc_create(&d->enc, &why))) {
 		snprintf(err, errlen, "%s", why);

@@ -541,7 +541,7 @@ json_t *mrcd_oper_stats(struct oper *o)
 	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I}",
 		"local_tx", (json_int_t)d->st.local_tx,
 		"local_drop", (json_int_t)d->st.local_drop,
-		"rx_before_tick", (json_int_t)d->st.rx_before_tick));
+		"timer_superseded", (json_int_t)d->st.timer_superseded));
 	json_t *op = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
 		"connections", (json_int_t)o->conns_total, "refused", (json_int_t)o->refused_total,
 		"metrics_refused", (json_int_t)o->http_refused,
