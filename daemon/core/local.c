@@ -63,6 +63,9 @@ int mrcd_local_send(struct mrcd *d, const struct mrc_dp_out *o)
 		if (!(l = calloc(1, sizeof(*l))))
 			return -ENOMEM;
 		ev_init(&l->w, on_local);
+		/* Above the engine timer, as the plane sockets' watchers: a
+		 * queued ACK to itself is read before a due RTO fires. */
+		ev_set_priority(&l->w, MRCD_PRI_RX);
 		l->w.data = d;
 		d->local = l;
 	}
