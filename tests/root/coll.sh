@@ -173,12 +173,16 @@ for c in all_reduce alltoall; do
 	fi
 done
 # MoE: 512 tokens x 256 bf16 per rank, 8 experts (one per rank), top-2,
-# 2-D nodes of 2 ranks = the hosts; the result of each variant checked
-# element by element against the local reference.
-MRC_COLL_MOE_VARIANTS=flat,2d launch2 r2-moe -C moe -M 512,256,8,2,2 -n 1
+# 2-D nodes of 2 ranks = the hosts; the result of each variant (flat, 2-D
+# with its node dedupe, 2-D without it) checked element by element
+# against the local reference, and the 2-D's rows across hosts fewer than
+# flat's (column 8: rows to other nodes, all ranks).
+MRC_COLL_MOE_VARIANTS=flat,2d,2d-rank launch2 r2-moe -C moe -M 512,256,8,2,2 -n 1
 finish "rpn2 moe" 300; rc=$?
-if [ $rc = 0 ] && grep -q "Out of bounds values : 0 OK" "$tmp/r2-moe.0" && [ "$(grep -cE '^ +(flat|2-D) ' "$tmp/r2-moe.0")" = 2 ]; then
-	ok "MoE 512 x 256 bf16 per rank, 2 ranks per host: flat and 2-D, 0 wrong ($(grep -E '^ +(flat|2-D) ' "$tmp/r2-moe.0" | awk '{printf "%s %s ms; ", $1, $2}'))"
+xf=$(awk '$1 == "flat" {print $8}' "$tmp/r2-moe.0"); x2=$(awk '$1 == "2-D" {print $8}' "$tmp/r2-moe.0")
+if [ $rc = 0 ] && grep -q "Out of bounds values : 0 OK" "$tmp/r2-moe.0" &&
+	[ "$(grep -cE '^ +(flat|2-D|2d-rank) ' "$tmp/r2-moe.0")" = 3 ] && [ "${x2:-0}" -gt 0 ] && [ "$x2" -lt "${xf:-0}" ]; then
+	ok "MoE 512 x 256 bf16 per rank, 2 ranks per host: flat, 2-D, 2-D per rank, 0 wrong; rows across hosts flat $xf, 2-D $x2 ($(grep -E '^ +(flat|2-D|2d-rank) ' "$tmp/r2-moe.0" | awk '{printf "%s %s ms; ", $1, $2}'))"
 else
 	bad "MoE, 2 ranks per host: $(tail -n3 "$tmp/r2-moe.0" | tr '\n' ' ') $(grep -h mrc-coll-perf "$tmp"/r2-moe.* | head -n2)"
 fi
