@@ -157,15 +157,22 @@ out:
  * that rank's experts, so that the way back is deduplicated too.
  *
  * With local_ranks = L (1 < L < n) the dedupe goes one level up (as
- * DeepEP's internode kernels): a token crosses to a node once, to the
- * rank there with the sender's local rank (its proxy), its entries naming
- * the node's experts; the proxy forwards it inside the node once to each
- * local rank with an expert of it.  The combine retraces this: each rank's
- * row back to the proxy, the proxy's sum of them (rounded to the type)
- * across to the token's rank. */
+ * DeepEP's internode kernels): a token crosses to a node once, to its
+ * first destination rank there (its proxy), its entries naming the node's
+ * experts; the proxy keeps its own copy and forwards it inside the node
+ * once to each other local rank with an expert of it (so a token for one
+ * rank of a node goes straight there, as flat).  The combine retraces
+ * this: each rank's row back to the proxy, the proxy's sum of them
+ * (rounded to the type) across to the token's rank.  Such rows end with
+ * the source rank and token, so that a receiver can restore the source
+ * order of rows that reached it through several proxies. */
 struct moe_meta {
 	int32_t le;                /* expert at the destination (rank's, or node's for a proxy); -1: unused */
 	float w;
+};
+struct moe_src {
+	uint32_t src, pad;         /* source rank (filled in by the proxy) */
+	uint64_t tok;              /* token index at the source */
 };
 
 struct mrc_coll_moe_plan {
@@ -295,24 +302,17 @@ static int capacity(const struct mrc_coll_moe_cfg *cfg, size_t T, const int32_t 
 	return 0;
 }
 
-/* Where a pair's row goes first, and the expert it names there: the
- * expert's rank and its local index; with node dedupe the proxy on the
- * expert's node and the index among the node's experts. */
-static uint32_t pair_dest(const struct mrc_coll_moe_plan *p, int32_t e)
-{
-	if (!p->L)
-		return (uint32_t)e / p->epr;
-	return (uint32_t)e / (p->epr * p->L) * p->L + p->me % p->L;
-}
-
+/* The expert a pair's row names at its first destination: the rank's
+ * local index; with node dedupe the index among the node's experts. */
 static int32_t pair_le(const struct mrc_coll_moe_plan *p, int32_t e)
 {
 	return (int32_t)((uint32_t)e % (p->L ? p->epr * p->L : p->epr));
 }
 
 /* Visits the rows token t sends: for each kept pair k, the row it joins
- * (its destination's, or its own with per_expert) as fn(arg, t, k, dest,
- * new row?). */
+ * (its rank's, with node dedupe its node's, or its own with per_expert)
+ * as fn(arg, t, k, dest, new row?); dest is the expert's rank, with node
+ * dedupe that of the token's first kept pair on the node. */
 static void token_rows(const struct mrc_coll_moe_plan *p, size_t t, const int32_t *idx,
 		       const int64_t *pos, int per_expert,
 		       void (*fn)(void *, size_t, uint32_t, uint32_t, int), void *arg)
@@ -321,10 +321,15 @@ static void token_rows(const struct mrc_coll_moe_plan *p, size_t t, const int32_
 	for (uint32_t k = 0; k < K; k++) {
 		if (pos[t * K + k] < 0)
 			continue;
-		uint32_t r = pair_dest(p, idx[t * K + k]);
+		uint32_t unit = p->L ? p->epr * p->L : p->epr, u = (uint32_t)idx[t * K + k] / unit;
+		uint32_t r = (uint32_t)idx[t * K + k] / p->epr;
 		int fresh = 1;
-		for (uint32_t j = 0; j < k && fresh && !per_expert; j++)
-			fresh = !(pos[t * K + j] >= 0 && pair_dest(p, idx[t * K + j]) == r);
+		for (uint32_t j = 0; j < k && !per_expert; j++)
+			if (pos[t * K + j] >= 0 && (uint32_t)idx[t * K + j] / unit == u) {
+				fresh = 0;
+				r = (uint32_t)idx[t * K + j] / p->epr;
+				break;
+			}
 		fn(arg, t, k, r, fresh);
 	}
 }
@@ -360,6 +365,10 @@ static void pack_row(void *arg, size_t t, uint32_t k, uint32_t r, int fresh)
 		struct moe_meta none = { .le = -1, .w = 0 };
 		for (uint32_t j = 0; j < K; j++)
 			memcpy(row + a->rowb + j * sizeof(none), &none, sizeof(none));
+		if (p->L) {
+			struct moe_src src = { .src = p->me, .tok = t };
+			memcpy(row + a->rowb + K * sizeof(none), &src, sizeof(src));
+		}
 		p->tok[i] = (int64_t)t;
 		a->at[r] = i, a->nmeta[r] = 0;
 	}
@@ -406,30 +415,42 @@ static int expand(struct mrc_coll_moe_plan *p, const uint8_t *rbuf, size_t strid
 }
 
 /* Node dedupe, at the proxy: each of the n_recv rows received across
- * nodes (abuf, by source rank, i.e. by source node) goes on to every
- * local rank with one of its experts, once per rank with that rank's
- * entries, packed by destination in the order received.  Each
- * destination also gets how many of its rows come from each source node,
- * so that it can visit them in source-rank order (*ordp).  On return
- * *out holds the rows this rank's experts get (p->n_recv of them). */
+ * nodes (abuf) goes on to every local rank with one of its experts, once
+ * per rank with that rank's entries, packed by destination in the order
+ * received, the source rank written into its trailer.  On return *out
+ * holds the rows this rank's experts get (p->n_recv of them) and *ordp
+ * the order that visits them by source rank, then source token. */
+struct ord_key {
+	uint64_t src, tok;
+	size_t j;
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+	const struct ord_key *x = a, *y = b;
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1;
+	return x->tok < y->tok ? -1 : x->tok > y->tok;
+}
+
 static int node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const uint8_t *abuf,
 			size_t strideb, size_t rowb, uint8_t **out, size_t **ordp)
 {
-	uint32_t n = p->n, L = p->L, G = n / L, g = p->me / L, K = p->cfg.top_k, epr = p->epr;
-	size_t na = p->n_recv;
+	uint32_t n = p->n, L = p->L, g = p->me / L, K = p->cfg.top_k, epr = p->epr;
+	size_t na = p->n_recv, trail = rowb + K * sizeof(struct moe_meta);
 	double t0 = now_s();
 	int r = -ENOMEM;
-	/* [dest * G + g2]: rows forwarded to dest from node g2; then received. */
-	int64_t *cnt = calloc(2 * (size_t)n * G, sizeof(*cnt)), *rcnt = cnt + (size_t)n * G;
-	uint32_t *srcg = malloc((na + 1) * sizeof(*srcg));
+	int64_t *cnt = malloc(2 * (size_t)n * sizeof(*cnt)), *rcnt = cnt + n;
+	uint32_t *src = malloc((na + 1) * sizeof(*src));
 	size_t *cur = malloc((n + 2 * (size_t)L) * sizeof(*cur)), *ord = NULL;
+	struct ord_key *key = NULL;
 	uint8_t *fb = NULL, *ob = NULL;
-	if (!cnt || !srcg || !cur)
+	if (!cnt || !src || !cur)
 		goto out;
 	p->n_a = na;
 	for (uint32_t s = 0; s < n; s++)
 		for (size_t j = p->rd[s]; j < p->rd[s] + p->rc[s]; j++)
-			srcg[j] = s / L;
+			src[j] = s;
 	size_t *at = cur + n, *nm = at + L;   /* per local rank: row in fb for this row, entries */
 	for (size_t j = 0; j < na; j++) {
 		for (uint32_t ld = 0; ld < L; ld++)
@@ -447,7 +468,6 @@ static int node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const u
 			if (at[ld] == SIZE_MAX) {
 				at[ld] = 0;
 				p->bsc[g * L + ld]++;
-				cnt[(size_t)(g * L + ld) * G + srcg[j]]++;
 			}
 		}
 	}
@@ -471,9 +491,13 @@ static int node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const u
 				size_t i = at[ld] = cur[g * L + ld]++;
 				uint8_t *row = fb + i * strideb;
 				struct moe_meta none = { .le = -1, .w = 0 };
+				struct moe_src sr;
 				memcpy(row, abuf + j * strideb, rowb);
 				for (uint32_t e = 0; e < K; e++)
 					memcpy(row + rowb + e * sizeof(none), &none, sizeof(none));
+				memcpy(&sr, abuf + j * strideb + trail, sizeof(sr));
+				sr.src = src[j];
+				memcpy(row + trail, &sr, sizeof(sr));
 				p->fwd[i] = (int64_t)j;
 				nm[ld] = 0;
 			}
@@ -482,18 +506,16 @@ static int node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const u
 		}
 	}
 	lap(p->st.t_disp + MRC__MOE_PH_UNPACK, &t0);
-	if ((r = mrc_coll_alltoall(c, cnt, rcnt, G, MRC_COLL_INT64)))
+	for (uint32_t j = 0; j < n; j++)
+		cnt[j] = (int64_t)p->bsc[j];
+	if ((r = mrc_coll_alltoall(c, cnt, rcnt, 1, MRC_COLL_INT64)))
 		goto out;
 	for (uint32_t s = 0; s < n; s++) {
-		p->brc[s] = 0;
-		for (uint32_t g2 = 0; g2 < G; g2++) {
-			int64_t v = rcnt[(size_t)s * G + g2];
-			if (v < 0 || (v && s / L != g)) {
-				r = -EPROTO;   /* forwards come from this node's ranks only */
-				goto out;
-			}
-			p->brc[s] += (size_t)v;
+		if (rcnt[s] < 0 || (rcnt[s] && s / L != g)) {
+			r = -EPROTO;   /* forwards come from this node's ranks only */
+			goto out;
 		}
+		p->brc[s] = (size_t)rcnt[s];
 	}
 	prefix(p->brc, p->brd, n);
 	p->n_recv = p->brd[n - 1] + p->brc[n - 1];
@@ -501,30 +523,34 @@ static int node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const u
 	r = -ENOMEM;
 	ob = malloc(p->n_recv * strideb + 1);
 	ord = malloc((p->n_recv + 1) * sizeof(*ord));
-	if (!ob || !ord)
+	key = malloc((p->n_recv + 1) * sizeof(*key));
+	if (!ob || !ord || !key)
 		goto out;
 	if ((r = a2av(c, 0, p->cfg.dtype, strideb / mrc_coll_dtype_size(p->cfg.dtype), fb, p->bsc,
 		      ob, p->brc, p->st.t_disp, MRC__MOE_PH_1)))
 		goto out;
-	/* Source (g2, ls)'s rows: from proxy (g, ls), its block for node g2. */
-	size_t o = 0;
-	for (uint32_t g2 = 0; g2 < G; g2++)
-		for (uint32_t ls = 0; ls < L; ls++) {
-			uint32_t s = g * L + ls;
-			size_t off = p->brd[s];
-			for (uint32_t gg = 0; gg < g2; gg++)
-				off += (size_t)rcnt[(size_t)s * G + gg];
-			for (int64_t i = 0; i < rcnt[(size_t)s * G + g2]; i++)
-				ord[o++] = off + (size_t)i;
+	t0 = now_s();
+	for (size_t j = 0; j < p->n_recv; j++) {
+		struct moe_src sr;
+		memcpy(&sr, ob + j * strideb + trail, sizeof(sr));
+		if (sr.src >= n) {
+			r = -EPROTO;
+			goto out;
 		}
+		key[j] = (struct ord_key){ .src = sr.src, .tok = sr.tok, .j = j };
+	}
+	qsort(key, p->n_recv, sizeof(*key), cmp_key);
+	for (size_t j = 0; j < p->n_recv; j++)
+		ord[j] = key[j].j;
 	for (uint32_t j = 0; j < n; j++)
 		p->st.rows_remote += j == p->me ? 0 : p->bsc[j];
 	p->st.rows_fwd = p->n_b;
+	lap(p->st.t_disp + MRC__MOE_PH_UNPACK, &t0);
 	*out = ob, *ordp = ord;
 	ob = NULL, ord = NULL;
 	r = 0;
 out:
-	free(cnt), free(srcg), free(cur), free(ord), free(fb), free(ob);
+	free(cnt), free(src), free(cur), free(ord), free(key), free(fb), free(ob);
 	return r;
 }
 
@@ -550,7 +576,12 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 		return c->err;
 	uint32_t n = c->n, K = cfg->top_k;
 	size_t esz = mrc_coll_dtype_size(cfg->dtype), rowb = cfg->hidden * esz;
-	size_t metab = K * sizeof(struct moe_meta), strideb = rowb + metab;
+	/* Node dedupe for the per-rank rows with 1 < L < n; else (per
+	 * expert, or asked for) the rows through the 2-D all-to-allv. */
+	uint32_t L = cfg->local_ranks;
+	int dedupe = L > 1 && L < n && !(per_expert & (MRC__MOE_PER_EXPERT | MRC__MOE_RANK_2D));
+	size_t metab = K * sizeof(struct moe_meta) + (dedupe ? sizeof(struct moe_src) : 0);
+	size_t strideb = rowb + metab;
 	double t0 = now_s();
 	struct mrc_coll_moe_plan *p = calloc(1, sizeof(*p));
 	int64_t *pos = malloc((T * K + 1) * sizeof(*pos)), *cnt = NULL, *rcnt = NULL;
@@ -559,10 +590,6 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 	int r = -ENOMEM;
 	if (!p || !pos || !cur)
 		goto fail;
-	/* Node dedupe for the per-rank rows with 1 < L < n; else (per
-	 * expert, or asked for) the rows through the 2-D all-to-allv. */
-	uint32_t L = cfg->local_ranks;
-	int dedupe = L > 1 && L < n && !(per_expert & (MRC__MOE_PER_EXPERT | MRC__MOE_RANK_2D));
 	*p = (struct mrc_coll_moe_plan){ .cfg = *cfg, .n = n, .me = c->me, .epr = cfg->n_experts / n,
 					 .L = dedupe ? L : 0, .L2d = dedupe ? 0 : L, .T = T };
 	per_expert &= MRC__MOE_PER_EXPERT;
@@ -614,7 +641,7 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 	if (!rbuf)
 		goto fail;
 	/* Data and routing in one exchange: as elements of the type (the
-	 * stride is whole elements, since metab is a multiple of 4); with
+	 * stride is whole elements, since metab is a multiple of 8); with
 	 * node dedupe this is the exchange across nodes. */
 	if ((r = a2av(c, p->L2d, cfg->dtype, strideb / esz, sbuf, p->sc, rbuf, p->rc, p->st.t_disp,
 		      p->L ? MRC__MOE_PH_2 : MRC__MOE_PH_1)))

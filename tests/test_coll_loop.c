@@ -415,7 +415,8 @@ static void moe_check_rows(const struct moe_case *mc)
 			assert_int_equal(mc->across[i], across);
 		}
 		assert_int_equal(s->row_bytes, mc->cfg.hidden * mrc_coll_dtype_size(mc->cfg.dtype));
-		assert_int_equal(s->meta_bytes, mc->cfg.top_k * 8);
+		/* Node dedupe: the source rank and token after the entries. */
+		assert_int_equal(s->meta_bytes, mc->cfg.top_k * 8 + (node_dedupe(mc) ? 16 : 0));
 	}
 	if (!mc->per_expert)
 		assert_int_equal(got, sent);
@@ -455,7 +456,8 @@ static void test_moe(void **state)
 }
 
 /* A token whose experts all live on one rank crosses once: rows = tokens
- * (not pairs), to other ranks the tokens for them, and the dispatch's
+ * (not pairs), to other ranks the tokens for them (2-D too: the rank is
+ * its own proxy, nothing forwarded to another), and the dispatch's
  * payload to other ranks is those rows; the per-expert dispatch sends
  * twice the rows for the same result.  Then uniform routings (top-2 and
  * top-3), flat and 2-D, against the reference. */
@@ -475,8 +477,8 @@ static void test_moe_dedup(void **state)
 				for (size_t t = 0; t < T; t++)
 					mine += t % 4 == i;
 				assert_int_equal(mc.st[i].rows, pe ? 2 * T : T);
-				if (!node_dedupe(&mc))
-					assert_int_equal(mc.st[i].rows_remote, (pe ? 2 : 1) * (T - mine));
+				/* 2-D: straight to the one rank, no forward across ranks. */
+				assert_int_equal(mc.st[i].rows_remote, (pe ? 2 : 1) * (T - mine));
 				assert_int_equal(mc.st[i].pairs_remote, 2 * (T - mine));
 				/* Every rank's experts receive the tokens the others route to them. */
 				size_t in = 0;
