@@ -312,7 +312,8 @@ static int32_t pair_le(const struct mrc_coll_moe_plan *p, int32_t e)
 /* Visits the rows token t sends: for each kept pair k, the row it joins
  * (its rank's, with node dedupe its node's, or its own with per_expert)
  * as fn(arg, t, k, dest, new row?); dest is the expert's rank, with node
- * dedupe that of the token's first kept pair on the node. */
+ * dedupe that of the token's first kept pair on the node (on the sender's
+ * node, the sender when it is one). */
 static void token_rows(const struct mrc_coll_moe_plan *p, size_t t, const int32_t *idx,
 		       const int64_t *pos, int per_expert,
 		       void (*fn)(void *, size_t, uint32_t, uint32_t, int), void *arg)
@@ -330,6 +331,11 @@ static void token_rows(const struct mrc_coll_moe_plan *p, size_t t, const int32_
 				r = (uint32_t)idx[t * K + j] / p->epr;
 				break;
 			}
+		/* On its own node the sender is the proxy when it holds one of
+		 * the experts: its copy stays, the others go as flat's would. */
+		for (uint32_t j = 0; p->L && u == p->me / p->L && j < K; j++)
+			if (pos[t * K + j] >= 0 && (uint32_t)idx[t * K + j] / p->epr == p->me)
+				r = p->me;
 		fn(arg, t, k, r, fresh);
 	}
 }

@@ -389,10 +389,11 @@ static void moe_run(struct moe_case *mc, const char *what)
  * crosses to other ranks is those rows' payload and routing metadata.
  * With node dedupe (2 ranks per node) one row per token and destination
  * node leaves it, across nodes only those for the other node, and the
- * experts' ranks still get one row per token and rank. */
+ * experts' ranks still get one row per token and rank; as many rows leave
+ * ranks, all together, as flat. */
 static void moe_check_rows(const struct moe_case *mc)
 {
-	size_t sent = 0, got = 0;
+	size_t sent = 0, got = 0, remote_all = 0, left_all = 0;
 	for (uint32_t i = 0; i < 4; i++) {
 		const struct mrc__coll_moe_stats *s = &mc->st[i];
 		size_t rows = 0, remote = 0, across = 0;
@@ -402,6 +403,7 @@ static void moe_check_rows(const struct moe_case *mc)
 			across += j / 2 == i / 2 ? 0 : mc->to_rank[i][j];
 		}
 		sent += rows, got += s->rows_recv;
+		remote_all += remote, left_all += s->rows_remote;
 		assert_int_equal(s->pairs, mc->T[i] * mc->cfg.top_k);
 		if (mc->per_expert) {
 			assert_int_equal(s->rows, s->pairs);
@@ -418,8 +420,12 @@ static void moe_check_rows(const struct moe_case *mc)
 		/* Node dedupe: the source rank and token after the entries. */
 		assert_int_equal(s->meta_bytes, mc->cfg.top_k * 8 + (node_dedupe(mc) ? 16 : 0));
 	}
-	if (!mc->per_expert)
+	if (!mc->per_expert) {
 		assert_int_equal(got, sent);
+		/* Node dedupe: every forward replaces a direct row, so as many
+		 * rows leave ranks (through mrcd) as flat. */
+		assert_int_equal(left_all, remote_all);
+	}
 }
 
 static void test_moe(void **state)
