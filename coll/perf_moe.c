@@ -1,14 +1,17 @@
 /* mrc-coll-perf -C moe: one MoE layer's dispatch + combine, its variants
  * alternated in one run: flat and 2-D hierarchical, each with the per-rank
- * deduplicated dispatch (the library's) and, with
- * MRC_COLL_MOE_VARIANTS=flat,2d,flat-pe,2d-pe, the old per-expert one;
- * median time of each, the phases' medians, and the rows and bytes each
- * sends across ranks.  Routing is seeded per rank (top-k consecutive
- * experts from a uniform start, weights 0.75 / 0.25 / ...), the experts
- * are the identity (the exchange is what is measured), and the result of
- * the last run of each is checked element by element against the local
- * reference, which rounds as the combine does: per destination rank (or
- * per pair) a weighted sum rounded to bfloat16, then their sum, rounded. */
+ * deduplicated dispatch (the library's; 2-D also deduplicates per node)
+ * and, with MRC_COLL_MOE_VARIANTS=flat,2d,flat-pe,2d-pe,2d-rank, the old
+ * per-expert one and the 2-D without the node dedupe (rows per rank
+ * through mrc_coll_alltoallv_2d); median time of each, the phases'
+ * medians, and the rows and bytes each sends across ranks and across
+ * nodes.  Routing is seeded per rank (top-k consecutive experts from a
+ * uniform start, weights 0.75 / 0.25 / ...), the experts are the identity
+ * (the exchange is what is measured), and the result of the last run of
+ * each is checked element by element against the local reference, which
+ * rounds as the combine does: per destination rank (or per pair) a
+ * weighted sum rounded to bfloat16, with the node dedupe each node's sum
+ * of those rounded, then their sum, rounded. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +52,8 @@ static const char *const col_name[C_N] = { "total", "layout", "d.counts", "d.ph1
 
 struct variant { const char *name; int twod, per_expert; };
 static const struct variant variants[] = {
-	{ "flat", 0, 0 }, { "2d", 1, 0 }, { "flat-pe", 0, 1 }, { "2d-pe", 1, 1 },
+	{ "flat", 0, 0 }, { "2d", 1, 0 }, { "flat-pe", 0, MRC__MOE_PER_EXPERT },
+	{ "2d-pe", 1, MRC__MOE_PER_EXPERT }, { "2d-rank", 1, MRC__MOE_RANK_2D },
 };
 #define NVAR (sizeof(variants) / sizeof(variants[0]))
 
@@ -61,13 +65,15 @@ struct layer {
 	const uint16_t *x;
 };
 
-/* Elements of out off the reference for this routing and variant. */
-static size_t wrong_elems(const struct layer *ly, int per_expert, const uint16_t *out)
+/* Elements of out off the reference for this routing and variant (L:
+ * ranks per node of the node dedupe, else 1). */
+static size_t wrong_elems(const struct layer *ly, int per_expert, uint32_t L, const uint16_t *out)
 {
 	size_t bad = 0;
 	uint32_t K = ly->K;
 	for (size_t t = 0; t < ly->T; t++) {
-		/* Weight of each row the token sends: its pairs grouped by rank. */
+		/* Weight of each row the token sends: its pairs grouped by rank,
+		 * then (stable) in rank order, the order the sums take. */
 		float part[64];
 		uint32_t np = 0, prank[64];
 		for (uint32_t k = 0; k < K && k < 64; k++) {
@@ -78,10 +84,24 @@ static size_t wrong_elems(const struct layer *ly, int per_expert, const uint16_t
 				prank[np] = r, part[np++] = 0, j = np - 1;
 			part[j] += ly->w[t * K + k];
 		}
+		for (uint32_t j = 1; j < np; j++)
+			for (uint32_t q = j; q > 0 && prank[q - 1] > prank[q]; q--) {
+				uint32_t a = prank[q];
+				float b = part[q];
+				prank[q] = prank[q - 1], part[q] = part[q - 1];
+				prank[q - 1] = a, part[q - 1] = b;
+			}
 		for (size_t h = 0; h < ly->H; h++) {
 			float xv = mrc__coll_bf2f(ly->x[t * ly->H + h]), s = 0;
-			for (uint32_t j = 0; j < np; j++)
-				s += mrc__coll_bf2f(mrc__coll_f2bf(part[j] * xv));
+			for (uint32_t j = 0; j < np;) {
+				/* The node's ranks' rows, rounded, summed, rounded. */
+				float nsum = 0;
+				uint32_t q = j;
+				for (; q < np && prank[q] / L == prank[j] / L; q++)
+					nsum += mrc__coll_bf2f(mrc__coll_f2bf(part[q] * xv));
+				s += mrc__coll_bf2f(mrc__coll_f2bf(nsum));
+				j = q;
+			}
 			bad += out[t * ly->H + h] != mrc__coll_f2bf(s);
 		}
 	}
@@ -91,8 +111,8 @@ static size_t wrong_elems(const struct layer *ly, int per_expert, const uint16_t
 /* One dispatch + combine: the columns of this run (this rank's), the
  * statistics, and (when wrong) the elements off the reference. */
 static int once(struct mrc_coll *c, const struct mrc_coll_moe_cfg *mc, const struct layer *ly,
-		int per_expert, uint16_t *out, double *col, struct mrc__coll_moe_stats *st,
-		size_t *wrong)
+		int per_expert, uint32_t L, uint16_t *out, double *col, struct mrc__coll_moe_stats *st,
+		size_t *across, size_t *wrong)
 {
 	struct mrc_coll_moe_plan *plan;
 	void *ein;
@@ -105,14 +125,16 @@ static int once(struct mrc_coll *c, const struct mrc_coll_moe_cfg *mc, const str
 	r = mrc_coll_moe_combine(c, plan, ein, out);
 	col[C_TOTAL] = now_s() - t0;
 	mrc__coll_moe_stats(plan, st);
+	*across = mrc__coll_moe_rows_across(plan, L);
 	mrc_coll_moe_plan_free(plan);
 	free(ein);
 	col[C_LAYOUT] = st->t_layout, col[C_EXPAND] = st->t_expand;
 	col[C_REDUCE] = st->t_reduce, col[C_ACC] = st->t_acc;
 	for (int i = 0; i < MRC__MOE_PH_N; i++)
 		col[C_D_CNT + i] = st->t_disp[i], col[C_C_CNT + i] = st->t_comb[i];
+	int dedupe = mc->local_ranks > 1 && mc->local_ranks < mrc_coll_size(c) && !per_expert;
 	if (!r && wrong)
-		*wrong += wrong_elems(ly, per_expert, out);
+		*wrong += wrong_elems(ly, per_expert, dedupe ? mc->local_ranks : 1, out);
 	return r;
 }
 
@@ -164,8 +186,8 @@ int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K
 	struct layer ly = { .T = T, .H = H, .E = E, .K = K, .epr = E / n, .idx = idx, .w = w, .x = x };
 	static double t[NVAR][64][C_N];
 	/* Per variant, summed over ranks: pairs and rows to other ranks,
-	 * wrong elements. */
-	int64_t cnt[NVAR][3] = { { 0 } };
+	 * wrong elements, rows to other nodes (of L ranks). */
+	int64_t cnt[NVAR][4] = { { 0 } };
 	struct mrc__coll_moe_stats st = { 0 };
 	if (!r && me == 0)
 		printf("# moe: %u ranks, %zu tokens x %zu hidden bfloat16 per rank, %u experts, top-%u, "
@@ -178,10 +200,10 @@ int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K
 						       .dtype = MRC_COLL_BFLOAT16,
 						       .local_ranks = variants[v].twod ? L : 0 };
 			double col[C_N] = { 0 };
-			size_t wrong = 0;
+			size_t wrong = 0, across = 0;
 			if ((r = mrc_coll_barrier(c)))
 				break;
-			r = once(c, &mc, &ly, variants[v].per_expert, out, col, &st,
+			r = once(c, &mc, &ly, variants[v].per_expert, L, out, col, &st, &across,
 				 it == iters ? &wrong : NULL);
 			if (!r)
 				r = mrc_coll_allreduce(c, col, col, C_N, MRC_COLL_FLOAT64, MRC_COLL_MAX);
@@ -193,11 +215,11 @@ int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K
 			}
 			if (it == iters) {
 				cnt[v][0] = (int64_t)st.pairs_remote, cnt[v][1] = (int64_t)st.rows_remote;
-				cnt[v][2] = (int64_t)wrong;
+				cnt[v][2] = (int64_t)wrong, cnt[v][3] = (int64_t)across;
 			}
 		}
 	if (!r)
-		r = mrc_coll_allreduce(c, cnt, cnt, NVAR * 3, MRC_COLL_INT64, MRC_COLL_SUM);
+		r = mrc_coll_allreduce(c, cnt, cnt, NVAR * 4, MRC_COLL_INT64, MRC_COLL_SUM);
 	int64_t bad = 0;
 	for (size_t v = 0; v < NVAR; v++)
 		bad += cnt[v][2];
@@ -210,8 +232,9 @@ int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K
 					s[i] = t[v][i][k];
 				med[v][k] = median(s, iters);
 			}
-		printf("# %10s %12s %12s %8s %12s %12s %14s\n", "variant", "median ms", "min ms",
-		       "#wrong", "pairs out", "rows out", "dispatch MB");
+		printf("# %10s %12s %12s %8s %12s %12s %14s %12s %14s\n", "variant", "median ms",
+		       "min ms", "#wrong", "pairs out", "rows out", "dispatch MB", "rows x-node",
+		       "x-node MB");
 		for (size_t v = 0; v < NVAR; v++) {
 			if (!use[v])
 				continue;
@@ -220,10 +243,11 @@ int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K
 				mn = t[v][i][C_TOTAL] < mn ? t[v][i][C_TOTAL] : mn;
 			/* "flat" and "2-D" keep the names bench/fabric/coll.sh reads. */
 			const char *nm = !strcmp(variants[v].name, "2d") ? "2-D" : variants[v].name;
-			printf("  %10s %12.1f %12.1f %8lld %12lld %12lld %14.2f\n", nm,
+			double rowb = (double)(st.row_bytes + st.meta_bytes);
+			printf("  %10s %12.1f %12.1f %8lld %12lld %12lld %14.2f %12lld %14.2f\n", nm,
 			       med[v][C_TOTAL] * 1e3, mn * 1e3, (long long)cnt[v][2], (long long)cnt[v][0],
-			       (long long)cnt[v][1],
-			       (double)cnt[v][1] * (double)(st.row_bytes + st.meta_bytes) / 1e6);
+			       (long long)cnt[v][1], (double)cnt[v][1] * rowb / 1e6,
+			       (long long)cnt[v][3], (double)cnt[v][3] * rowb / 1e6);
 		}
 		if (use[0] && use[1])
 			printf("  %10s %12.3f %12s %8lld\n", "2-D/flat", med[1][C_TOTAL] / med[0][C_TOTAL],

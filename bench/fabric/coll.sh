@@ -303,8 +303,9 @@ done
 # the intra-node hop crosses the fabric) and with 2 per host (2*NR ranks,
 # consecutive ranks on one host: the intra-node hop goes through that
 # host's one mrcd).  Variants (MRC_BENCH_COLL_MOE_VARIANTS, default all):
-# flat and 2d with the per-rank dispatch, flat-pe and 2d-pe with the old
-# per-expert one; alternated, MRC_BENCH_COLL_MOE_RUNS timed runs each;
+# flat and 2d with the per-rank dispatch (2d also once per node), flat-pe
+# and 2d-pe with the old per-expert one, 2d-rank the 2-D without the node
+# dedupe; alternated, MRC_BENCH_COLL_MOE_RUNS timed runs each;
 # every configuration bounded by MRC_BENCH_COLL_MOE_TIMEOUT seconds;
 # MRC_BENCH_COLL_MOE_RPN lists the ranks per host (default "1 2").
 part moe && {
@@ -330,18 +331,18 @@ moe_run() {
 }
 for rpn in ${MRC_BENCH_COLL_MOE_RPN:-1 2}; do
 	say "MoE layer $MOE (tokens,hidden,experts,top-k per rank, bf16), $rpn rank(s) per host, $((rpn * NR)) ranks: $MOEV"
-	t0=$(date +%s)
+	t0=$(date +%s); load=$(cut -d' ' -f1-3 /proc/loadavg)
 	moe_run moe$rpn $rpn || emit "{\"kind\":\"moe_failed\",\"rpn\":$rpn,\"ranks\":$((rpn * NR)),\"why\":$(grep -v '^#' "$TMP/moe$rpn.0" | tail -n1 | jq -Rs .)}"
 	cp "$TMP/moe$rpn.0" "$RES/raw/coll_moe$rpn.txt"   # rank 0's output, runs included
 	grep -v '^#' "$TMP/moe$rpn.0" | while read -r l; do say "  $l"; done
 	# One JSON line per variant: median ms, pairs and rows sent to other
 	# ranks (all ranks), their MB, #wrong, and the phases' medians (ms).
-	awk -v layer="$MOE" -v rpn=$rpn -v nrk=$((rpn * NR)) -v secs=$(($(date +%s) - t0)) '
+	awk -v layer="$MOE" -v rpn=$rpn -v nrk=$((rpn * NR)) -v secs=$(($(date +%s) - t0)) -v load="$load" '
 		$1 == "phase" { ph[$2] = $3; for (i = 4; i <= NF; i++) ph[$2] = ph[$2] "," $i; next }
 		/^#/ || $1 == "2-D/flat" { next }
-		NF >= 7 { v = ($1 == "2-D") ? "2d" : $1; ms[v] = $2; wr[v] = $4; pa[v] = $5; ro[v] = $6; mb[v] = $7; ord[++n] = v }
+		NF >= 9 { v = ($1 == "2-D") ? "2d" : $1; ms[v] = $2; wr[v] = $4; pa[v] = $5; ro[v] = $6; mb[v] = $7; xr[v] = $8; xm[v] = $9; ord[++n] = v }
 		END { for (i = 1; i <= n; i++) { v = ord[i]
-			printf "{\"kind\":\"moe\",\"layer\":\"%s\",\"rpn\":%d,\"ranks\":%d,\"secs\":%d,\"variant\":\"%s\",\"ms\":%s,\"wrong\":%s,\"pairs_out\":%s,\"rows_out\":%s,\"mb_out\":%s,\"phases_ms\":[%s]}\n", layer, rpn, nrk, secs, v, ms[v], wr[v], pa[v], ro[v], mb[v], ph[v] } }
+			printf "{\"kind\":\"moe\",\"layer\":\"%s\",\"rpn\":%d,\"ranks\":%d,\"secs\":%d,\"load\":\"%s\",\"variant\":\"%s\",\"ms\":%s,\"wrong\":%s,\"pairs_out\":%s,\"rows_out\":%s,\"mb_out\":%s,\"rows_xnode\":%s,\"mb_xnode\":%s,\"phases_ms\":[%s]}\n", layer, rpn, nrk, secs, load, v, ms[v], wr[v], pa[v], ro[v], mb[v], xr[v], xm[v], ph[v] } }
 	' "$TMP/moe$rpn.0" >>"$RAW"
 	say "  ($(($(date +%s) - t0)) s)"
 done

@@ -77,20 +77,37 @@ def main(path):
         out.append("")
         out.append(f"Dispatch + combine of {t} tokens x {hdn} hidden bfloat16 per rank, {e} experts, "
                    f"top-{k}, experts the identity; median of the runs (variants alternated).  "
-                   "flat, 2d: a token sent once per destination rank; -pe: once per expert (before).  "
-                   "Rows and MB: dispatched to other ranks, all ranks together (the combine sends "
-                   "as many rows back, without the routing metadata).")
+                   "flat: a token sent once per destination rank; 2d: once per destination "
+                   "node (the 2-D's nodes: 2 ranks), forwarded inside it to the ranks with its "
+                   "experts; 2d-rank: once per destination rank through the 2-D all-to-allv "
+                   "(the 2d before the node dedupe); -pe: once per expert.  "
+                   "Rows and MB out: rows that leave a rank in the dispatch (2d: forwards "
+                   "included), all ranks together; x-host: of them, rows that cross to another "
+                   "host, i.e. the fabric (the combine sends as many rows back, without the "
+                   "routing metadata).  Phases: d. dispatch, c. combine; ph1 the intra-node "
+                   "exchange, ph2 the inter-node one; for 2d, counts and unpack are the "
+                   "forwarding's counts and the proxy's packing (combine: its sums).")
         out.append("")
-        out.append("| ranks per host | ranks | variant | ms | vs flat | rows out | MB out | #wrong | "
+        out.append("| ranks per host | ranks | variant | ms | vs flat | rows out | MB out | "
+                   "rows x-host | MB x-host | #wrong | load | "
                    "phases ms (layout, d.counts, d.ph1, d.ph2, d.unpack, expand, reduce, c.counts, "
                    "c.ph1, c.ph2, c.unpack, acc) |")
-        out.append("|---|---|---|---|---|---|---|---|---|")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for m in moes:
             flat = next((x for x in moes if x["rpn"] == m["rpn"] and x["variant"] == "flat"), None)
             vs = f"{m['ms'] / flat['ms']:.2f}" if flat and flat["ms"] else "-"
             ph = ", ".join(f"{x:.0f}" for x in m.get("phases_ms", []))
+            # x-node rows count nodes of the 2-D's ranks per node: the hosts
+            # when that is the ranks per host; with one rank per host every
+            # row out crosses the fabric.
+            if m["rpn"] == 1:
+                xr, xm = m["rows_out"], m["mb_out"]
+            else:
+                xr, xm = m.get("rows_xnode", "-"), m.get("mb_xnode")
+            xm = f"{xm:.1f}" if isinstance(xm, (int, float)) else "-"
             out.append(f"| {m['rpn']} | {m['ranks']} | {m['variant']} | {m['ms']:.1f} | {vs} | "
-                       f"{m['rows_out']} | {m['mb_out']:.1f} | {m['wrong']} | {ph} |")
+                       f"{m['rows_out']} | {m['mb_out']:.1f} | {xr} | {xm} | {m['wrong']} | "
+                       f"{m.get('load', '-')} | {ph} |")
         out.append("")
     for f in (r for r in rows if r.get("kind") == "moe_failed"):
         out.append(f"MoE with {f['rpn']} rank(s) per host ({f['ranks']} ranks) did not run: "

@@ -174,13 +174,22 @@ int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t local_ranks, const void *
  * A token crosses to a rank once, however many of that rank's experts it
  * kept (as DeepEP): with its kept pairs' local experts and weights as
  * metadata; a token none of whose pairs for a rank was kept does not go
- * there.  The capacity counts pairs, not these rows. */
+ * there.  The capacity counts pairs, not these rows.
+ *
+ * 2-D (local_ranks = L, 1 < L < nranks; nodes of L consecutive ranks): a
+ * token crosses to a node once, however many of that node's ranks hold
+ * its experts, to the rank there whose local rank is the sender's; that
+ * rank forwards it inside the node, once to each rank with one of its
+ * experts.  The combine retraces this, the forwarding rank summing the
+ * node's rows for the token (in float, rounded to the type) before they
+ * cross back.  L = nranks (one node) is the flat exchange. */
 struct mrc_coll_moe_cfg {
 	uint32_t n_experts, top_k;
 	size_t hidden;             /* elements per token */
 	int dtype;                 /* MRC_COLL_FLOAT32, _FLOAT16 or _BFLOAT16 */
 	double capacity_factor;
-	uint32_t local_ranks;      /* 0: flat all-to-all; else 2-D with this many ranks per node */
+	uint32_t local_ranks;      /* 0: flat all-to-all; else 2-D with this many ranks per
+				    * node (see below) */
 };
 struct mrc_coll_moe_plan;
 
@@ -207,8 +216,9 @@ int mrc_coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg
  * the tokens' ranks and combines: out[t] = sum over kept k of
  * topk_weights[t*top_k + k] * output of (t, k).  Each expert rank sends
  * back one row per token, the weighted sum over its experts computed in
- * float and rounded to the type; the token's rank adds these rows in float
- * and rounds once more.  The plan records the combine's statistics. */
+ * float and rounded to the type (2-D: the node's such rows added in float
+ * and rounded again); the token's rank adds these rows in float and rounds
+ * once more.  The plan records the combine's statistics. */
 int mrc_coll_moe_combine(struct mrc_coll *c, struct mrc_coll_moe_plan *plan,
 			 const void *expert_out, void *out);
 void mrc_coll_moe_plan_free(struct mrc_coll_moe_plan *plan);

@@ -11,19 +11,24 @@
 #     an all-reduce loop runs (every iteration checked): still correct, and
 #     the fault's effect seen on h7's paths to h0 (rank 7 sends to rank 0);
 #   - a rank killed mid-collective: every other rank exits with an error
-#     within the bound (timeout_ms + 2 s here).
-# MRC_COLL_PARTS="matrix big faults kill forest" (default all) picks parts.
+#     within the bound (timeout_ms + 2 s here);
+#   - two ranks per host (8 ranks on h0..h3, the pair of a host through
+#     its one mrcd): all-reduce and all-to-all of every type at 0, 1, 9
+#     and 65537 elements, and a small MoE layer flat and 2-D (the 2-D's
+#     nodes are the hosts), every element checked.
+# MRC_COLL_PARTS="matrix big faults kill rpn2 forest" (default all) picks
+# parts.
 # Faults land mid-collective: injected once h0's daemon has placed bytes
 # of the run.  Bounded in time; cleans up on every exit.  Run it only
 # under `flock /tmp/mrc-root.lock`.
 set -u
 B=${1:-build}
-P=mrcC
+P=${MRC_COLL_PREFIX:-mrcC}   # namespace prefix (one per concurrent run)
 T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
 PERF=$B/bin/mrc-coll-perf
 BIG=${MRC_COLL_BIG:-128M}
-PARTS=${MRC_COLL_PARTS:-matrix big faults kill}   # a subset runs only those
+PARTS=${MRC_COLL_PARTS:-matrix big faults kill rpn2}   # a subset runs only those
 part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 # No-progress bound (ms) of every rank: long for the correctness runs, so
 # that a loaded machine cannot fail a correct run (a bootstrap that waits
@@ -62,6 +67,17 @@ launch() {
 	for r in 0 1 2 3 4 5 6 7; do
 		MRC_COLL_SIZE=8 MRC_COLL_RANK=$r ip netns exec $P-h$r $PERF -S "$(sock h$r)" -H 0 -s $sid \
 			-T $TMO "$@" >"$tmp/$name.$r" 2>&1 &
+		ranks+=($!)
+	done
+}
+# launch2 NAME ARGS...: 8 ranks, two per host on h0..h3 (rank i on host
+# h(i/2)), outputs in $tmp/NAME.RANK.
+launch2() {
+	local name=$1 r; shift
+	sid=$((sid + 1)); ranks=()
+	for r in 0 1 2 3 4 5 6 7; do
+		MRC_COLL_SIZE=8 MRC_COLL_RANK=$r ip netns exec $P-h$((r / 2)) $PERF -S "$(sock h$((r / 2)))" -H 0 \
+			-s $sid -T $TMO "$@" >"$tmp/$name.$r" 2>&1 &
 		ranks+=($!)
 	done
 }
@@ -139,6 +155,38 @@ else
 	bad "kill test: the all-reduce never progressed"
 fi
 finish kill 5 >/dev/null
+}
+
+# ---- two ranks per host ---------------------------------------------------
+# Two clients of one mrcd talk through it (the self pair, delivered inside
+# the daemon); the other pairs cross the fabric.
+part rpn2 && {
+t_rpn2=$(date +%s)
+for c in all_reduce alltoall; do
+	launch2 "r2-$c" -C $c -d all -o sum -r 3 -N 0,1,9,65537 -n 1 -w 0 -c 2
+	finish "rpn2 $c" 300; rc=$?
+	got=$(grep -c '^ ' "$tmp/r2-$c.0")
+	if [ $rc = 0 ] && [ "$got" = 24 ] && grep -q "Out of bounds values : 0 OK" "$tmp/r2-$c.0"; then
+		ok "$c, 2 ranks per host (8 ranks on 4 hosts): every type at 0, 1, 9, 65537 elements, 24 runs, 0 wrong"
+	else
+		bad "$c, 2 ranks per host: $got of 24 runs; $(tail -n3 "$tmp/r2-$c.0" | tr '\n' ' ') $(grep -h mrc-coll-perf "$tmp"/r2-$c.* | head -n2)"
+	fi
+done
+# MoE: 512 tokens x 256 bf16 per rank, 8 experts (one per rank), top-2,
+# 2-D nodes of 2 ranks = the hosts; the result of each variant (flat, 2-D
+# with its node dedupe, 2-D without it) checked element by element
+# against the local reference, and the 2-D's rows across hosts fewer than
+# flat's (column 8: rows to other nodes, all ranks).
+MRC_COLL_MOE_VARIANTS=flat,2d,2d-rank launch2 r2-moe -C moe -M 512,256,8,2,2 -n 1
+finish "rpn2 moe" 300; rc=$?
+xf=$(awk '$1 == "flat" {print $8}' "$tmp/r2-moe.0"); x2=$(awk '$1 == "2-D" {print $8}' "$tmp/r2-moe.0")
+if [ $rc = 0 ] && grep -q "Out of bounds values : 0 OK" "$tmp/r2-moe.0" &&
+	[ "$(grep -cE '^ +(flat|2-D|2d-rank) ' "$tmp/r2-moe.0")" = 3 ] && [ "${x2:-0}" -gt 0 ] && [ "$x2" -lt "${xf:-0}" ]; then
+	ok "MoE 512 x 256 bf16 per rank, 2 ranks per host: flat, 2-D, 2-D per rank, 0 wrong; rows across hosts flat $xf, 2-D $x2 ($(grep -E '^ +(flat|2-D|2d-rank) ' "$tmp/r2-moe.0" | awk '{printf "%s %s ms; ", $1, $2}'))"
+else
+	bad "MoE, 2 ranks per host: $(tail -n3 "$tmp/r2-moe.0" | tr '\n' ' ') $(grep -h mrc-coll-perf "$tmp"/r2-moe.* | head -n2)"
+fi
+echo "  (two ranks per host: $(($(date +%s) - t_rpn2)) s)"
 }
 
 # ---- the plane-aware multi-tree (forest) all-reduce ----------------------
