@@ -537,9 +537,9 @@ json_t *mrcd_oper_stats(struct oper *o)
 		"ctrl_wrong_src", (json_int_t)d->st.ctrl_wrong_src,
 		"ctrl_replay", (json_int_t)d->st.ctrl_replay,
 		"ctrl_stale", (json_int_t)d->st.ctrl_stale));
-	/* Datagrams to this host itself, delivered in-process (local.c). */
 	/* Data on the verbs side channel (only CTRL belongs there): dropped. */
 	json_object_set_new(dm, "rx_side_data", json_integer((json_int_t)d->st.rx_side_data));
+	/* Datagrams to this host itself, delivered in-process (local.c). */
 	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I}",
 		"local_tx", (json_int_t)d->st.local_tx,
 		"local_drop", (json_int_t)d->st.local_drop,
