@@ -458,57 +458,53 @@ static int node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const u
 		for (size_t j = p->rd[s]; j < p->rd[s] + p->rc[s]; j++)
 			src[j] = s;
 	size_t *at = cur + n, *nm = at + L;   /* per local rank: row in fb for this row, entries */
-	for (size_t j = 0; j < na; j++) {
-		for (uint32_t ld = 0; ld < L; ld++)
-			at[ld] = SIZE_MAX;
-		for (uint32_t k = 0; k < K; k++) {
-			struct moe_meta m;
-			memcpy(&m, abuf + j * strideb + rowb + k * sizeof(m), sizeof(m));
-			if (m.le < 0)
-				continue;
-			if ((uint32_t)m.le >= epr * L) {
-				r = -EPROTO;   /* names no expert of this node */
+	/* Two passes over the received rows: count the forwards per local
+	 * rank, then (buffers sized) build them. */
+	for (int fill = 0; fill < 2; fill++) {
+		if (fill) {
+			prefix(p->bsc, p->bsd, n);
+			p->n_b = p->bsd[n - 1] + p->bsc[n - 1];
+			p->fwd = malloc((p->n_b + 1) * sizeof(*p->fwd));
+			fb = malloc(p->n_b * strideb + 1);
+			if (!p->fwd || !fb)
 				goto out;
-			}
-			uint32_t ld = (uint32_t)m.le / epr;
-			if (at[ld] == SIZE_MAX) {
-				at[ld] = 0;
-				p->bsc[g * L + ld]++;
-			}
+			memcpy(cur, p->bsd, n * sizeof(*cur));
 		}
-	}
-	prefix(p->bsc, p->bsd, n);
-	p->n_b = p->bsd[n - 1] + p->bsc[n - 1];
-	p->fwd = malloc((p->n_b + 1) * sizeof(*p->fwd));
-	fb = malloc(p->n_b * strideb + 1);
-	if (!p->fwd || !fb)
-		goto out;
-	memcpy(cur, p->bsd, n * sizeof(*cur));
-	for (size_t j = 0; j < na; j++) {
-		for (uint32_t ld = 0; ld < L; ld++)
-			at[ld] = SIZE_MAX;
-		for (uint32_t k = 0; k < K; k++) {
-			struct moe_meta m;
-			memcpy(&m, abuf + j * strideb + rowb + k * sizeof(m), sizeof(m));
-			if (m.le < 0)
-				continue;
-			uint32_t ld = (uint32_t)m.le / epr;
-			if (at[ld] == SIZE_MAX) {
-				size_t i = at[ld] = cur[g * L + ld]++;
-				uint8_t *row = fb + i * strideb;
-				struct moe_meta none = { .le = -1, .w = 0 };
-				struct moe_src sr;
-				memcpy(row, abuf + j * strideb, rowb);
-				for (uint32_t e = 0; e < K; e++)
-					memcpy(row + rowb + e * sizeof(none), &none, sizeof(none));
-				memcpy(&sr, abuf + j * strideb + trail, sizeof(sr));
-				sr.src = src[j];
-				memcpy(row + trail, &sr, sizeof(sr));
-				p->fwd[i] = (int64_t)j;
-				nm[ld] = 0;
+		for (size_t j = 0; j < na; j++) {
+			for (uint32_t ld = 0; ld < L; ld++)
+				at[ld] = SIZE_MAX;
+			for (uint32_t k = 0; k < K; k++) {
+				struct moe_meta m;
+				memcpy(&m, abuf + j * strideb + rowb + k * sizeof(m), sizeof(m));
+				if (m.le < 0)
+					continue;
+				if ((uint32_t)m.le >= epr * L) {
+					r = -EPROTO;   /* names no expert of this node */
+					goto out;
+				}
+				uint32_t ld = (uint32_t)m.le / epr;
+				if (!fill) {
+					if (at[ld] == SIZE_MAX)
+						at[ld] = 0, p->bsc[g * L + ld]++;
+					continue;
+				}
+				if (at[ld] == SIZE_MAX) {
+					size_t i = at[ld] = cur[g * L + ld]++;
+					uint8_t *row = fb + i * strideb;
+					struct moe_meta none = { .le = -1, .w = 0 };
+					struct moe_src sr;
+					memcpy(row, abuf + j * strideb, rowb);
+					for (uint32_t e = 0; e < K; e++)
+						memcpy(row + rowb + e * sizeof(none), &none, sizeof(none));
+					memcpy(&sr, abuf + j * strideb + trail, sizeof(sr));
+					sr.src = src[j];
+					memcpy(row + trail, &sr, sizeof(sr));
+					p->fwd[i] = (int64_t)j;
+					nm[ld] = 0;
+				}
+				m.le = (int32_t)((uint32_t)m.le % epr);
+				memcpy(fb + at[ld] * strideb + rowb + nm[ld]++ * sizeof(m), &m, sizeof(m));
 			}
-			m.le = (int32_t)((uint32_t)m.le % epr);
-			memcpy(fb + at[ld] * strideb + rowb + nm[ld]++ * sizeof(m), &m, sizeof(m));
 		}
 	}
 	lap(p->st.t_disp + MRC__MOE_PH_UNPACK, &t0);
