@@ -155,12 +155,14 @@ MRC__API int mrc_poll_cq(struct mrc_qp *qp, struct mrc_completion *out, int max)
 	return __atomic_load_n(&qp->ctx->dead, __ATOMIC_RELAXED) ? -EPIPE : 0;
 }
 
-static int64_t now_ms(void)
+static int64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+
+static int64_t now_ms(void) { return now_ns() / 1000000; }
 
 static int cq_arm(struct mrc_qp *qp)
 {
@@ -201,13 +203,6 @@ static int lead(struct mrc_ctx *ctx, int64_t left)
 		return 1;
 	}
 	return n < 0 && errno != EINTR ? -errno : 0;
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* MRC_WAIT_SPIN_US: a completion due within that long is taken without
