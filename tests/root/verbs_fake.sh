@@ -9,6 +9,9 @@
 #   - MRC_VERBS_BYTES (64M) h0 -> h7 verified by hash (mrc_bulk): the
 #     first REQ crossed the side channel, everything after it went over
 #     the (fake) UD QPs: h0's verbs counters carry at least the payload;
+#   - a datagram that is not CTRL sent to h7's side channel (from a leaf
+#     switch's namespace, as any host on the fabric could) is dropped and
+#     counted in daemon.rx_side_data;
 #   - h7's daemon restarted (new QP numbers, h0's are stale): a second
 #     transfer still verifies, through the side-channel retry.
 # Bounded in time; cleans up on every exit.  Run it only under
@@ -91,6 +94,19 @@ bulk() {
 	fi
 }
 bulk "first contact"
+
+# Anything but CTRL on the side channel is dropped and counted.
+side_data() { ctl h7 -j stats | jq -r '.daemon.rx_side_data'; }
+a7=$(ip -n $P-h7 -6 -j addr show scope global | jq -r '[.[].addr_info[] | select(.scope == "global") | .local][0]')
+s0=$(side_data)
+for ns in $P-p0l3 $P-p1l3; do   # h7's leaves on planes 0 and 1
+	ip netns exec $ns bash -c "printf 'not a ctrl message' >/dev/udp/$a7/4792" 2>>"$tmp/side.err"
+done
+if until_t 10 eval '[ "$(side_data)" -ge $((s0 + 2)) ]'; then
+	ok "h7 counted 2 non-CTRL datagrams on its side channel ($s0 -> $(side_data))"
+else
+	bad "h7's rx_side_data $s0 -> $(side_data) after 2 non-CTRL datagrams to [$a7]:4792 $(cat "$tmp/side.err")"
+fi
 
 # h7 restarts: new QP numbers; h0 still holds the old ones.
 kill "${dpid[h7]}"; wait "${dpid[h7]}" 2>/dev/null
