@@ -7,10 +7,10 @@
 # land mid-transfer.  MRC_DATAPATH (default udp) and MRC_DATAPATH_ARGS pick
 # the datapath (docs/datapaths.md); MRC_DATAPATH_H7 another one for the
 # receiver (interoperation: e.g. dpdk frames to kernel UDP).  Cleans up on
-# every exit.
+# every exit.  MRC_XFER_PREFIX names its namespaces (default mrcX).
 set -eu
 B=${1:-build}
-P=mrcX
+P=${MRC_XFER_PREFIX:-mrcX}   # namespaces: $P-h0.., unique per concurrent run
 T=examples/topologies/fabric-2p-8h.json
 BYTES=${MRC_XFER_BYTES:-1G}
 F="$B/bin/mrc-fabric -p $P"
