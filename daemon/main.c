@@ -258,10 +258,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			uint32_t h;
-			char *end;
-			unsigned long v = strtoul(d.cfg.host, &end, 10);
-			if (mrc_topo_host_find(t, d.cfg.host, &h) &&
-			    (!*d.cfg.host || *end || v >= t->n_hosts)) {
+			if (mrc_topo_host_lookup(t, d.cfg.host, &h)) {
 				fprintf(stderr, "mrcd: host '%s' is not in %s\n", d.cfg.host,
 					d.cfg.topology);
 				mrc_topo_free(t);

@@ -89,6 +89,29 @@ static void test_generate_structure(void **state)
 	mrc_topo_free(t);
 }
 
+/* A host by name or by decimal index (mrcd --host, mrcctl, mrc-xfer):
+ * nothing else that strtoul would take passes. */
+static void test_host_lookup(void **state)
+{
+	(void)state;
+	struct mrc_topo *t = gen(2, 4, 2, 2);   /* 8 hosts */
+	uint32_t h = 99;
+	assert_int_equal(mrc_topo_host_lookup(t, "h5", &h), 0);
+	assert_int_equal(h, 5);
+	assert_int_equal(mrc_topo_host_lookup(t, "7", &h), 0);
+	assert_int_equal(h, 7);
+	assert_int_equal(mrc_topo_host_lookup(t, "0", &h), 0);
+	assert_int_equal(h, 0);
+	static const char *const bad[] = { "", "8", "p0l0", "p1s1", " 1", "+1", "-1", "1x", "0x1",
+		"4294967296", "18446744073709551617", "99999999999" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		h = 99;
+		if (mrc_topo_host_lookup(t, bad[i], &h) != -ENOENT || h != 99)
+			fail_msg("'%s' was taken as host %u", bad[i], h);
+	}
+	mrc_topo_free(t);
+}
+
 /* Checks one path against the model: consecutive links join consecutive
  * nodes, the uSIDs are the switches' then the destination's, and the EV
  * decodes to the path's plane and spine. */
@@ -539,6 +562,7 @@ int main(void)
 	g_rng = g_seed;            /* one stream for the whole run */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_generate_structure),
+		cmocka_unit_test(test_host_lookup),
 		cmocka_unit_test(test_paths_between_leaves),
 		cmocka_unit_test(test_paths_same_leaf),
 		cmocka_unit_test(test_ev_numbering_and_symmetry),

@@ -340,6 +340,21 @@ int mrc_topo_host_find(const struct mrc_topo *t, const char *name, uint32_t *hos
 	return 0;
 }
 
+int mrc_topo_host_lookup(const struct mrc_topo *t, const char *s, uint32_t *host)
+{
+	if (!mrc_topo_host_find(t, s, host))
+		return 0;
+	/* Digits only: strtoul would also take blanks, a sign and overflow. */
+	size_t n = strspn(s, "0123456789");
+	if (!n || s[n] || n > 10)
+		return -ENOENT;
+	unsigned long long v = strtoull(s, NULL, 10);
+	if (v >= t->n_hosts)
+		return -ENOENT;
+	*host = (uint32_t)v;
+	return 0;
+}
+
 int mrc_topo_link_find(const struct mrc_topo *t, uint32_t a, uint32_t b,
 		       uint32_t *link)
 {

@@ -146,6 +146,9 @@ void mrc_topo_free(struct mrc_topo *t);
 int mrc_topo_node_find(const struct mrc_topo *t, const char *name, uint32_t *id);
 /* Host index (not node id) by name, or -ENOENT (also for a switch name). */
 int mrc_topo_host_find(const struct mrc_topo *t, const char *name, uint32_t *host);
+/* Host index by name, else by its decimal index below n_hosts (how every
+ * tool and mrcd's --host name a host), or -ENOENT. */
+int mrc_topo_host_lookup(const struct mrc_topo *t, const char *s, uint32_t *host);
 /* Link id joining two nodes (either order), or -ENOENT. */
 int mrc_topo_link_find(const struct mrc_topo *t, uint32_t a, uint32_t b,
 		       uint32_t *link);

@@ -612,14 +612,8 @@ static int plane_ifs(struct mrcd *d, char *err, size_t errlen)
 static int resolve_self(struct mrcd *d, char *err, size_t errlen)
 {
 	const char *h = d->cfg.host;
-	if (!mrc_topo_host_find(d->topo, h, &d->self))
+	if (!mrc_topo_host_lookup(d->topo, h, &d->self))
 		return 0;
-	char *end;
-	unsigned long v = strtoul(h, &end, 10);
-	if (*h && !*end && v < d->topo->n_hosts) {
-		d->self = (uint32_t)v;
-		return 0;
-	}
 	snprintf(err, errlen, "host '%s' is neither a host name nor an index below %u of the topology",
 		 h, d->topo->n_hosts);
 	return -EINVAL;

@@ -48,15 +48,10 @@ int mrcd_topology_reload(struct mrcd *d, const char *path, char *err, size_t err
 	if (rc)
 		return rc;
 	uint32_t self;
-	if (mrc_topo_host_find(t, d->cfg.host, &self)) {
-		char *end;
-		unsigned long v = strtoul(d->cfg.host, &end, 10);
-		if (!*d->cfg.host || *end || v >= t->n_hosts) {
-			snprintf(err, errlen, "host '%s' is not in %s", d->cfg.host, path);
-			mrc_topo_free(t);
-			return -EINVAL;
-		}
-		self = (uint32_t)v;
+	if (mrc_topo_host_lookup(t, d->cfg.host, &self)) {
+		snprintf(err, errlen, "host '%s' is not in %s", d->cfg.host, path);
+		mrc_topo_free(t);
+		return -EINVAL;
 	}
 	if ((rc = same_shape(d, t, self, err, errlen))) {
 		mrc_topo_free(t);

@@ -40,15 +40,7 @@ int mrcd_oper_find_host(struct mrcd *d, const char *name, uint32_t *host)
 		}
 		return -ENOENT;
 	}
-	if (!mrc_topo_host_find(d->topo, name, host))
-		return 0;
-	char *end;
-	unsigned long v = strtoul(name, &end, 10);
-	if (*name && !*end && v < d->topo->n_hosts) {
-		*host = (uint32_t)v;
-		return 0;
-	}
-	return -ENOENT;
+	return mrc_topo_host_lookup(d->topo, name, host);
 }
 
 void mrcd_oper_ev_where(struct mrcd *d, uint32_t ev, int *plane, int *spine)

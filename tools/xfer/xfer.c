@@ -153,13 +153,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mrc-xfer: %s\n", err);
 		return 1;
 	}
-	if (peer && x.d.topo && mrc_topo_host_find(x.d.topo, peer, &x.peer_host)) {
-		char *e;
-		x.peer_host = (uint32_t)strtoul(peer, &e, 10);
-		if (*e || x.peer_host >= x.d.nhosts) {
-			fprintf(stderr, "mrc-xfer: no host '%s' in the topology\n", peer);
-			return 2;
-		}
+	if (peer && x.d.topo && mrc_topo_host_lookup(x.d.topo, peer, &x.peer_host)) {
+		fprintf(stderr, "mrc-xfer: no host '%s' in the topology\n", peer);
+		return 2;
 	}
 	/* MAP_NORESERVE: a 1 GiB buffer costs only the pages written. */
 	x.buf = mmap(NULL, x.bytes, PROT_READ | PROT_WRITE,
