@@ -55,6 +55,7 @@ static struct {
 	struct comm *dead_a, *dead_c;   /* closed comms, per owning thread */
 	pthread_t athr, cthr;
 	ncclNetAttr_v11_t attr;
+	int speed_mbps, latency_us;     /* from the environment, at start */
 } G = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 uint64_t mrcn_arena_bytes = MRCN_ARENA, mrcn_max_msg = MRCN_MAX_MSG;
@@ -259,18 +260,37 @@ static void shutdown_locked_out(void)
 	G.actx = G.cctx = NULL;
 }
 
-static int env_int(const char *name, int def)
+/* NAME's decimal value in lo..hi, def when unset or empty; a value that
+ * is not one fails the plugin's init (said once) rather than becoming 0. */
+static int env_int(const char *name, int def, int lo, int hi, int *out)
 {
 	const char *v = getenv(name);
-	return v && *v ? atoi(v) : def;
+	*out = def;
+	if (!v || !*v)
+		return 0;
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (errno || *end || end == v || x < lo || x > hi) {
+		WARN("%s='%s': want a whole number from %d to %d", name, v, lo, hi);
+		return -EINVAL;
+	}
+	*out = (int)x;
+	return 0;
 }
 
 static ncclResult_t start(void)
 {
 	const char *sock = getenv(MRC_SOCK_ENV);
-	int mb = env_int("MRC_NCCL_BOUNCE_MB", (int)(MRCN_ARENA >> 20));
-	if (mb < 1 || (uint64_t)mb > MRCN_ARENA >> 20)
-		mb = (int)(MRCN_ARENA >> 20);
+	int mb, planes, mbps;
+	/* The planes' sum: mrcd does not tell clients its NICs' rates, so
+	 * the operator states them (docs/nccl.md); NCCL takes an int. */
+	if (env_int("MRC_NCCL_BOUNCE_MB", (int)(MRCN_ARENA >> 20), 1, (int)(MRCN_ARENA >> 20), &mb) ||
+	    env_int("MRC_NCCL_PLANES", 2, 1, 64, &planes) ||
+	    env_int("MRC_NCCL_PLANE_MBPS", 100000, 1, 10000000, &mbps) ||
+	    env_int("MRC_NCCL_LATENCY_US", 0, 0, 1000000, &G.latency_us))
+		return ncclInvalidArgument;
+	G.speed_mbps = planes * mbps;
 	mrcn_arena_bytes = (uint64_t)mb << 20;
 	mrcn_max_msg = mrcn_arena_bytes / MRCN_MAX_RECVS;
 	int r = mrc_open(NULL, &G.actx);
@@ -371,11 +391,9 @@ ncclResult_t mrcn_props(int dev, ncclNetProperties_v11_t *p)
 	p->ptrSupport = NCCL_PTR_HOST | (mrcn_cuda_ok ? NCCL_PTR_CUDA : 0);
 	p->regIsGlobal = 1;             /* mhandles are not tied to a comm */
 	p->forceFlush = 0;
-	/* The planes' sum: mrcd does not tell clients its NICs' rates, so
-	 * the operator states them (docs/nccl.md). */
-	p->speed = env_int("MRC_NCCL_PLANES", 2) * env_int("MRC_NCCL_PLANE_MBPS", 100000);
+	p->speed = G.speed_mbps;        /* start() read them */
 	p->port = 1;
-	p->latency = (float)env_int("MRC_NCCL_LATENCY_US", 0);
+	p->latency = (float)G.latency_us;
 	uint64_t by_mem = G.info.max_mem / region_len();
 	uint64_t by_qp = G.info.max_qps > 1 ? G.info.max_qps - 1 : 1;   /* one spare */
 	p->maxComms = (int)(by_mem < by_qp ? by_mem : by_qp);

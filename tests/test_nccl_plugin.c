@@ -367,6 +367,40 @@ static void test_bounce_env(void **state)
 	unsetenv("MRC_NCCL_BOUNCE_MB");
 }
 
+/* The plugin's environment is checked: a value that is not a whole
+ * number in range fails init (nothing opened: a later init works), and
+ * good ones reach the properties. */
+static void test_env_values(void **state)
+{
+	NEED_DAEMON(state);
+	struct env *e = *state;
+	const ncclNet_v11_t *n = drv.net;
+	static const char *const bad[][2] = {
+		{ "MRC_NCCL_BOUNCE_MB", "0" }, { "MRC_NCCL_BOUNCE_MB", "33" },
+		{ "MRC_NCCL_BOUNCE_MB", "2x" }, { "MRC_NCCL_PLANES", "-1" },
+		{ "MRC_NCCL_PLANES", "lots" }, { "MRC_NCCL_PLANE_MBPS", "99999999999" },
+		{ "MRC_NCCL_LATENCY_US", " " },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv(bad[i][0], bad[i][1], 1);
+		if (n->init(&e->ctx, 7, NULL, NULL, NULL) != ncclInvalidArgument)
+			fail_msg("%s='%s' was accepted", bad[i][0], bad[i][1]);
+		unsetenv(bad[i][0]);
+	}
+	setenv("MRC_NCCL_PLANES", "4", 1);
+	setenv("MRC_NCCL_PLANE_MBPS", "400000", 1);
+	setenv("MRC_NCCL_LATENCY_US", "7", 1);
+	NC(n->init(&e->ctx, 7, NULL, NULL, NULL));
+	ncclNetProperties_v11_t pr;
+	NC(n->getProperties(0, &pr));
+	assert_int_equal(pr.speed, 4 * 400000);
+	assert_true(pr.latency == 7.0f);
+	NC(n->finalize(e->ctx));
+	unsetenv("MRC_NCCL_PLANES");
+	unsetenv("MRC_NCCL_PLANE_MBPS");
+	unsetenv("MRC_NCCL_LATENCY_US");
+}
+
 /* The v9 and v8 tables (older NCCLs) drive the same plugin. */
 static void test_old_adapters(void **state)
 {
@@ -490,6 +524,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest live[] = {
 		cmocka_unit_test(test_plugin_loopback),
 		cmocka_unit_test(test_bounce_env),
+		cmocka_unit_test(test_env_values),
 		cmocka_unit_test(test_old_adapters),
 	};
 	int r = cmocka_run_group_tests_name("nccl plugin", base, NULL, NULL);
