@@ -108,6 +108,24 @@ int fab_fault(struct fab *f, const char *kind, const char *target, const char *a
 int fab_restore(struct fab *f);
 int fab_show(const struct fab *f);
 int fab_path(const struct fab *f, int argc, char **argv);
+/* The path options of `path` and `probe`: --plane P (--spine S |
+ * --direct) | --ev E.  fab_sel_opt takes one getopt result: 1 if it was
+ * one of them, 0 if not, -EINVAL (said) for a bad number; fab_sel_ev
+ * resolves them to an EV, -1 when none was given. */
+struct fab_sel {
+	long plane, spine, ev;
+	bool direct;
+};
+#define FAB_SEL_INIT { -1, -1, -1, false }
+#define FAB_SEL_OPTIONS                                                                  \
+	{ "plane", required_argument, NULL, 'P' }, { "spine", required_argument, NULL, 'S' }, \
+	{ "direct", no_argument, NULL, 'D' }, { "ev", required_argument, NULL, 'E' }
+int fab_sel_opt(struct fab_sel *s, int c, const char *arg);
+int fab_sel_ev(const struct fab *f, const struct fab_sel *s, long *ev);
+/* A whole decimal number in lo..hi for option NAME, or -EINVAL (said). */
+int fab_num(const char *name, const char *arg, long lo, long hi, long *out);
+/* A host by name or index (mrc_topo_host_lookup), or -ENOENT (said). */
+int fab_host_arg(const struct fab *f, const char *name, uint32_t *h);
 int fab_counters(const struct fab *f, int argc, char **argv);
 int fab_probe(const struct fab *f, int argc, char **argv);
 

@@ -94,21 +94,14 @@ static void drain(int rx, struct ev_stat *st, size_t n, uint32_t nonce, size_t s
 		account(st, n, buf, r, nonce, size, raw);
 }
 
-static int select_evs(const struct fab *f, uint32_t a, uint32_t b, long plane, long spine,
-		      bool direct, long ev, struct ev_stat *st, size_t *n)
+static int select_evs(const struct fab *f, uint32_t a, uint32_t b, const struct fab_sel *sel,
+		      struct ev_stat *st, size_t *n)
 {
 	*n = 0;
-	if (plane >= 0 || spine >= 0 || direct) {
-		if (plane < 0 || (spine < 0) == !direct) {
-			fab_err("give --plane P with exactly one of --spine S or --direct");
-			return -EINVAL;
-		}
-		ev = mrc_topo_ev_of(f->t, (uint32_t)plane, direct ? MRC_PATH_SPINE_DIRECT : (uint32_t)spine);
-		if (ev < 0) {
-			fab_err("no such plane/spine");
-			return -EINVAL;
-		}
-	}
+	long ev;
+	int rc = fab_sel_ev(f, sel, &ev);
+	if (rc)
+		return rc;
 	for (uint32_t e = 0; e < mrc_topo_ev_count(f->t) && *n < MAX_EVS; e++) {
 		if (ev >= 0 && e != (uint32_t)ev)
 			continue;
@@ -156,49 +149,47 @@ static void report(const struct fab *f, const struct ev_stat *st, size_t n)
 
 int fab_probe(const struct fab *f, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "plane", required_argument, NULL, 'P' }, { "spine", required_argument, NULL, 'S' },
-		{ "direct", no_argument, NULL, 'D' }, { "ev", required_argument, NULL, 'E' },
+	static const struct option opts[] = { FAB_SEL_OPTIONS,
 		{ "count", required_argument, NULL, 'c' }, { "size", required_argument, NULL, 's' },
 		{ "wait", required_argument, NULL, 'w' }, { "port", required_argument, NULL, 'p' },
 		{ "raw", no_argument, NULL, 'R' }, { NULL, 0, NULL, 0 } };
-	long plane = -1, spine = -1, ev = -1, count = 10, size = 200, wait_ms = 500, port = MRC_UDP_PORT;
-	bool direct = false, raw = false;
-	int c;
+	struct fab_sel sel = FAB_SEL_INIT;
+	long count = 10, size = 200, wait_ms = 500, port = MRC_UDP_PORT;
+	bool raw = false;
+	int c, rc;
 	optind = 0;  /* 0: glibc re-initialises (main used getopt already) */
 	while ((c = getopt_long(argc, argv, "c:s:w:", opts, NULL)) != -1) {
 		switch (c) {
-		case 'P': plane = strtol(optarg, NULL, 10); break;
-		case 'S': spine = strtol(optarg, NULL, 10); break;
-		case 'D': direct = true; break;
-		case 'E': ev = strtol(optarg, NULL, 10); break;
-		case 'c': count = strtol(optarg, NULL, 10); break;
-		case 's': size = strtol(optarg, NULL, 10); break;
-		case 'w': wait_ms = strtol(optarg, NULL, 10); break;
-		case 'p': port = strtol(optarg, NULL, 10); break;
-		case 'R': raw = true; break;
-		default: return -EINVAL;
+		case 'c': rc = fab_num("count", optarg, 1, 100000, &count); break;
+		case 's': rc = fab_num("size", optarg, 1, 8000, &size); break;
+		case 'w': rc = fab_num("wait", optarg, 0, 60000, &wait_ms); break;
+		case 'p': rc = fab_num("port", optarg, 1, 65535, &port); break;
+		case 'R': raw = true; rc = 0; break;
+		default: rc = fab_sel_opt(&sel, c, optarg) > 0 ? 0 : -EINVAL; break;
 		}
+		if (rc)
+			return rc;
 	}
-	if (argc - optind != 2 || count < 1 || count > 100000 || size < 1 || size > 8000 ||
-	    wait_ms < 0 || wait_ms > 60000 || port < 1 || port > 65535) {
+	if (argc - optind != 2) {
 		fab_err("usage: probe SRC DST [--plane P (--spine S | --direct) | --ev E] [-c 1..100000] "
 			"[-s 1..8000 payload bytes] [-w 0..60000 ms] [--port P] [--raw]");
 		return -EINVAL;
 	}
 	uint32_t a, b;
-	if (mrc_topo_host_find(f->t, argv[optind], &a) || mrc_topo_host_find(f->t, argv[optind + 1], &b) ||
-	    a == b) {
-		fab_err("'%s' and '%s' must be two different hosts", argv[optind], argv[optind + 1]);
+	if ((rc = fab_host_arg(f, argv[optind], &a)) || (rc = fab_host_arg(f, argv[optind + 1], &b)))
+		return rc;
+	if (a == b) {
+		fab_err("source and destination are the same host");
 		return -EINVAL;
 	}
 	struct ev_stat *st = calloc(MAX_EVS, sizeof(*st));
 	uint8_t *buf = calloc(1, HDR + (size_t)size + 64);
-	int rx = -1, tx = -1, rc = -ENOMEM;
+	int rx = -1, tx = -1;
+	rc = -ENOMEM;
 	if (!st || !buf)
 		goto out;
 	size_t n;
-	if ((rc = select_evs(f, a, b, plane, spine, direct, ev, st, &n)) ||
+	if ((rc = select_evs(f, a, b, &sel, st, &n)) ||
 	    (rc = sock_in(f, b, UDP_NO_CHECK6_RX, &rx)) || (rc = sock_in(f, a, UDP_NO_CHECK6_TX, &tx)))
 		goto out;
 	struct sockaddr_in6 me = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };

@@ -128,57 +128,80 @@ static json_t *path_json(const struct fab *f, const struct mrc_path *p, const ch
 			 "addr", addr, "switches", sw, "links", ln, "usids", us);
 }
 
-static int host_arg(const struct fab *f, const char *name, uint32_t *h)
+int fab_host_arg(const struct fab *f, const char *name, uint32_t *h)
 {
-	if (mrc_topo_host_find(f->t, name, h)) {
+	if (mrc_topo_host_lookup(f->t, name, h)) {
 		fab_err("'%s' is not a host of this topology", name);
 		return -ENOENT;
 	}
 	return 0;
 }
 
+int fab_num(const char *name, const char *arg, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < lo || v > hi) {
+		fab_err("--%s '%s': want a whole number from %ld to %ld", name, arg, lo, hi);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+int fab_sel_opt(struct fab_sel *s, int c, const char *arg)
+{
+	switch (c) {
+	case 'P': return fab_num("plane", arg, 0, MRC_TOPO_MAX_PLANES - 1, &s->plane) ?: 1;
+	case 'S': return fab_num("spine", arg, 0, INT32_MAX, &s->spine) ?: 1;
+	case 'E': return fab_num("ev", arg, 0, INT32_MAX, &s->ev) ?: 1;
+	case 'D': s->direct = true; return 1;
+	default: return 0;
+	}
+}
+
+int fab_sel_ev(const struct fab *f, const struct fab_sel *s, long *ev)
+{
+	*ev = s->ev;
+	if (s->plane < 0 && s->spine < 0 && !s->direct)
+		return 0;
+	if (s->plane < 0 || (s->spine < 0) == !s->direct || s->ev >= 0) {
+		fab_err("give --plane P with exactly one of --spine S or --direct, or --ev E alone");
+		return -EINVAL;
+	}
+	*ev = mrc_topo_ev_of(f->t, (uint32_t)s->plane,
+			     s->direct ? MRC_PATH_SPINE_DIRECT : (uint32_t)s->spine);
+	if (*ev < 0) {
+		fab_err("plane %ld / spine %ld: no such plane or spine", s->plane, s->spine);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int fab_path(const struct fab *f, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "plane", required_argument, NULL, 'P' }, { "spine", required_argument, NULL, 'S' },
-		{ "direct", no_argument, NULL, 'D' }, { "ev", required_argument, NULL, 'E' },
-		{ NULL, 0, NULL, 0 } };
-	long plane = -1, spine = -1, ev = -1;
-	bool direct = false;
-	int c;
+	static const struct option opts[] = { FAB_SEL_OPTIONS, { NULL, 0, NULL, 0 } };
+	struct fab_sel sel = FAB_SEL_INIT;
+	int c, rc;
 	optind = 0;  /* 0: glibc re-initialises (main used getopt already) */
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'P': plane = strtol(optarg, NULL, 10); break;
-		case 'S': spine = strtol(optarg, NULL, 10); break;
-		case 'D': direct = true; break;
-		case 'E': ev = strtol(optarg, NULL, 10); break;
-		default: return -EINVAL;
-		}
-	}
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
+		if ((rc = fab_sel_opt(&sel, c, optarg)) <= 0)
+			return -EINVAL;
 	if (argc - optind != 2) {
 		fab_err("usage: path SRC DST [--plane P (--spine S | --direct) | --ev E]");
 		return -EINVAL;
 	}
 	uint32_t a, b;
-	int rc;
-	if ((rc = host_arg(f, argv[optind], &a)) || (rc = host_arg(f, argv[optind + 1], &b)))
+	long ev;
+	if ((rc = fab_host_arg(f, argv[optind], &a)) || (rc = fab_host_arg(f, argv[optind + 1], &b)))
 		return rc;
 	if (a == b) {
 		fab_err("source and destination are the same host");
 		return -EINVAL;
 	}
-	if (plane >= 0 || spine >= 0 || direct) {
-		if (plane < 0 || (spine < 0) == !direct) {
-			fab_err("give --plane P with exactly one of --spine S or --direct");
-			return -EINVAL;
-		}
-		ev = mrc_topo_ev_of(f->t, (uint32_t)plane, direct ? MRC_PATH_SPINE_DIRECT : (uint32_t)spine);
-		if (ev < 0) {
-			fab_err("plane %ld / spine %ld: no such plane or spine", plane, spine);
-			return -EINVAL;
-		}
-	}
+	if ((rc = fab_sel_ev(f, &sel, &ev)))
+		return rc;
 	struct mrc_path p;
 	char addr[INET6_ADDRSTRLEN];
 	if (ev >= 0) {
