@@ -4,6 +4,9 @@
 LIBCOLL_VERSION := 2.0.0
 COLL_SRCS := coll/reduce.c coll/sched.c coll/forest.c coll/comm.c coll/boot.c coll/coll.c coll/verify.c coll/moe.c \
 	coll/memops_dev.c
+# The perf tools' option parsing (verify.c) checks numbers with common/'s
+# parser; libmrc exports only its API, so the library carries its own copy.
+COLL_LIB_EXTRA := common/parse.c
 
 # GPU buffers (docs/coll.md, "GPU buffers"): with nvcc (the test of
 # gpu/cuda.mk, which is read after this file) the library gets the CUDA
@@ -12,7 +15,7 @@ COLL_SRCS := coll/reduce.c coll/sched.c coll/forest.c coll/comm.c coll/boot.c co
 # memops_none.c: tests inject a fake backend and never link CUDA.
 COLL_HAVE_CUDA := $(if $(wildcard $(or $(CUDA_HOME),/usr/local/cuda)/bin/nvcc),1,)
 ifeq ($(COLL_HAVE_CUDA),1)
-COLL_LIB_SRCS := $(COLL_SRCS) coll/memops_cuda.c
+COLL_LIB_SRCS := $(COLL_SRCS) $(COLL_LIB_EXTRA) coll/memops_cuda.c
 # (and libmrc-gpu's CUDA error mapping, gpu/cuda_err.c)
 COLL_CU_PIC := $(B)/lib/pic/coll/reduce_cuda.cu.o $(B)/lib/pic/gpu/cuda_err.o
 $(B)/lib/pic/gpu/cuda_err.o: CFLAGS_ALL += $(CUDA_CFLAGS)
@@ -30,7 +33,7 @@ $(B)/tests/gpu/collcheck: $(B)/tests/gpu/collcheck.o $(B)/lib/libmrc-coll.a $(B)
 $(B)/tests/gpu/collcheck.o: CFLAGS_ALL += $(CUDA_CFLAGS)
 all: $(B)/tests/gpu/collcheck
 else
-COLL_LIB_SRCS := $(COLL_SRCS) coll/memops_none.c
+COLL_LIB_SRCS := $(COLL_SRCS) $(COLL_LIB_EXTRA) coll/memops_none.c
 COLL_CU_PIC :=
 COLL_LDLIBS :=
 endif

@@ -229,7 +229,8 @@ struct mrc__coll_sweep {
 	double factor;
 	int check, iters, warm;
 };
-/* Takes option o (b e f c n w) into s; -1 when o is none of them. */
+/* Takes option o (b e f c n w) into s; -1 when o is none of them, -2 (said
+ * on stderr) when its value is not a whole number in range. */
 int mrc__coll_sweep_opt(struct mrc__coll_sweep *s, int o, const char *arg);
 /* The size after size (x factor, at least one more byte). */
 size_t mrc__coll_sweep_next(const struct mrc__coll_sweep *s, size_t size);

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "coll/coll_int.h"
+#include "common/parse.h"
 #include "coll/perf_moe.h"
 
 static double now_s(void)
@@ -44,6 +45,33 @@ static int lookup(const char *s, int n, const char *(*name)(int))
 }
 
 static const char *coll_name(int k) { return mrc__coll_name[k]; }
+
+/* -o's value, whole and within lo..hi, or exit 2 saying so. */
+static uint64_t num(int o, const char *arg, uint64_t lo, uint64_t hi)
+{
+	uint64_t v;
+	if (mrc__parse_u64(arg, lo, hi, &v)) {
+		fprintf(stderr, "mrc-coll-perf: -%c '%s': want a whole number from %llu to %llu\n", o,
+			arg, (unsigned long long)lo, (unsigned long long)hi);
+		exit(2);
+	}
+	return v;
+}
+
+/* -o's comma-separated list of at most max whole numbers in lo..hi. */
+static size_t num_list(int o, char *arg, size_t *out, size_t max, uint64_t lo, uint64_t hi)
+{
+	size_t k = 0;
+	char *save = NULL;
+	for (char *t = strtok_r(arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (k == max) {
+			fprintf(stderr, "mrc-coll-perf: -%c: at most %zu values\n", o, max);
+			exit(2);
+		}
+		out[k++] = (size_t)num(o, t, lo, hi);
+	}
+	return k;
+}
 
 static void die(const char *what, int err)
 {
@@ -69,22 +97,14 @@ int main(int argc, char **argv)
 		case 'C': kind = strcmp(optarg, "moe") ? lookup(optarg, MRC__C_N, coll_name) : MRC__C_N; break;
 		case 'd': dt = lookup(optarg, MRC_COLL_NTYPES, mrc_coll_dtype_name); break;
 		case 'o': op = lookup(optarg, MRC_COLL_NOPS, mrc_coll_op_name); break;
-		case 'r': root = (uint32_t)atoi(optarg); break;
+		case 'r': root = (uint32_t)num(o, optarg, 0, UINT32_MAX); break;
 		case 'i': inplace = 1; break;
 		case 'S': cfg.sock = optarg; break;
-		case 's': cfg.sid = (uint32_t)atoi(optarg); break;
-		case 'H': cfg.root_host = (uint32_t)atoi(optarg); break;
-		case 'T': cfg.timeout_ms = atoi(optarg); break;
-		case 'N':
-			for (char *t = strtok(optarg, ","); t && nlist < 64; t = strtok(NULL, ","))
-				list[nlist++] = (size_t)strtoull(t, NULL, 0);
-			break;
-		case 'M': {
-			size_t k = 0;
-			for (char *t = strtok(optarg, ","); t && k < 5; t = strtok(NULL, ","))
-				moe[k++] = (size_t)strtoull(t, NULL, 0);
-			break;
-		}
+		case 's': cfg.sid = (uint32_t)num(o, optarg, 0, UINT32_MAX); break;
+		case 'H': cfg.root_host = (uint32_t)num(o, optarg, 0, UINT32_MAX); break;
+		case 'T': cfg.timeout_ms = (int)num(o, optarg, 0, INT32_MAX); break;
+		case 'N': nlist = num_list(o, optarg, list, 64, 0, 1ull << 40); break;
+		case 'M': num_list(o, optarg, moe, 5, 0, 1ull << 32); break;
 		default:
 			if (!mrc__coll_sweep_opt(&sw, o, optarg))
 				break;

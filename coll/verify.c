@@ -1,11 +1,12 @@
 /* Known inputs and element-by-element checks of every collective, shared
  * by the tests and mrc-coll-perf (#wrong). */
-#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coll/coll_int.h"
+#include "common/parse.h"
 
 const char *const mrc__coll_name[MRC__C_N] = { "all_reduce", "reduce_scatter", "all_gather",
 					       "broadcast", "alltoall" };
@@ -124,27 +125,39 @@ int mrc__coll_call(struct mrc_coll *c, int kind, const void *in, void *out, size
 	}
 }
 
-/* "256M": bytes, with a K, M or G suffix (powers of 1024). */
-static size_t parse_size(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	const char *u = *end ? strchr("KMG", toupper((unsigned char)*end)) : NULL;
-	return (size_t)(u ? v * (double)(1ull << (10 * (u - "KMG" + 1))) : v);
-}
-
+/* Every value whole and in range ("256M": K, M, G are powers of 1024),
+ * said on stderr otherwise: a typo must not become a 0-byte sweep. */
 int mrc__coll_sweep_opt(struct mrc__coll_sweep *s, int o, const char *arg)
 {
+	uint64_t v;
+	int rc = 0;
 	switch (o) {
-	case 'b': s->minb = parse_size(arg); break;
-	case 'e': s->maxb = parse_size(arg); break;
-	case 'f': s->factor = atof(arg); break;
-	case 'c': s->check = atoi(arg); break;
-	case 'n': s->iters = atoi(arg); break;
-	case 'w': s->warm = atoi(arg); break;
+	case 'b': case 'e':
+		if (!(rc = mrc__parse_size(arg, &v)) && v > (1ull << 40))
+			rc = -ERANGE;
+		if (!rc)
+			*(o == 'b' ? &s->minb : &s->maxb) = (size_t)v;
+		break;
+	case 'f': {
+		char *end;
+		double f = strtod(arg, &end);
+		rc = end == arg || *end || !(f > 1 && f <= 1024) ? -EINVAL : 0;
+		if (!rc)
+			s->factor = f;
+		break;
+	}
+	case 'c': case 'n': case 'w':
+		if (!(rc = mrc__parse_u64(arg, o == 'n', o == 'c' ? 2 : 1000000, &v)))
+			*(o == 'c' ? &s->check : o == 'n' ? &s->iters : &s->warm) = (int)v;
+		break;
 	default: return -1;
 	}
-	return 0;
+	if (rc)
+		fprintf(stderr, "-%c '%s': want %s\n", o, arg,
+			o == 'b' || o == 'e' ? "a byte count up to 1T (e.g. 8, 64K, 256M)" :
+			o == 'f' ? "a factor above 1 (at most 1024)" :
+			o == 'c' ? "0, 1 or 2" : o == 'n' ? "1 to 1000000 runs" : "0 to 1000000 runs");
+	return rc ? -2 : 0;
 }
 
 size_t mrc__coll_sweep_next(const struct mrc__coll_sweep *s, size_t size)
