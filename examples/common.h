@@ -2,6 +2,7 @@
 #ifndef MRC_EXAMPLES_COMMON_H
 #define MRC_EXAMPLES_COMMON_H
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -105,8 +106,6 @@ static inline void ex_pair(struct mrc_ctx *ctx, struct mrc_qp *qp, const char *n
 	EX_CHECK(r, ctx);
 }
 
-/* The role argument(s) after the options: "server" (1) or "client HOST"
- * (0, *host set); -1 for anything else. */
 /* A non-negative decimal number, or a host given by index ("7") or by the
  * generated name ("h7"); anything else exits with a clear message (atoi
  * would turn "h7" into host 0, the sender itself). */
@@ -124,6 +123,8 @@ static inline uint32_t ex_uint(const char *s, const char *what)
 	return (uint32_t)v;
 }
 
+/* The role argument(s) after the options: "server" (1) or "client HOST"
+ * (0, *host set); -1 for anything else. */
 static inline int ex_role(int argc, char **argv, int optind_, uint32_t *host)
 {
 	if (optind_ < argc && !strcmp(argv[optind_], "server"))
@@ -135,16 +136,26 @@ static inline int ex_role(int argc, char **argv, int optind_, uint32_t *host)
 	return -1;
 }
 
+/* A byte count: decimal digits and an optional K, M or G (powers of
+ * 1024); anything else exits with a clear message ("8x" is not 8). */
 static inline uint64_t ex_size(const char *s)
 {
 	char *end;
-	double v = strtod(s, &end);
-	switch (*end) {
-	case 'k': case 'K': v *= 1024; break;
-	case 'm': case 'M': v *= 1 << 20; break;
-	case 'g': case 'G': v *= 1 << 30; break;
+	errno = 0;
+	unsigned long long v = *s >= '0' && *s <= '9' ? strtoull(s, &end, 10) : 0;
+	int sh = 0;
+	if (*s >= '0' && *s <= '9' && !errno) {
+		const char *u = strchr("KMG", toupper((unsigned char)*end));
+		if (*end && u) {
+			sh = 10 * (int)(u - "KMG" + 1);
+			end++;
+		}
 	}
-	return (uint64_t)v;
+	if (!(*s >= '0' && *s <= '9') || errno || *end || v > (UINT64_MAX >> sh)) {
+		fprintf(stderr, "invalid size '%s': want bytes, optionally with K, M or G\n", s);
+		exit(2);
+	}
+	return (uint64_t)v << sh;
 }
 
 #endif
