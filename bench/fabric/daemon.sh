@@ -17,7 +17,8 @@
 # writes bench/results/daemon.md (with bench_ring.md and bench_qpmem.md).
 # Namespaces prefix mrcE (MRC_BENCH_DAEMON_PREFIX); everything started here
 # is stopped and the fabric removed on any exit.
-#   MRC_BENCH_REPS (5), MRC_BENCH_DAEMON_BYTES (256M), MRC_BENCH_PINGS (5000)
+#   MRC_BENCH_REPS (5), MRC_BENCH_DAEMON_BYTES (256M), MRC_BENCH_PINGS (5000),
+#   MRC_BENCH_MRCD_ARGS (more mrcd options, e.g. "--cc fixed")
 set -eu
 B=${B:-${1:-build}}
 P=${MRC_BENCH_DAEMON_PREFIX:-mrcE}
@@ -96,7 +97,7 @@ say "fabric $P up ($T: no rate limit), $(nproc) CPUs shared by every namespace"
 for h in h0 h7; do
 	mkdir -p "$TMP/$h"
 	bg ip netns exec $P-$h "$B/bin/mrcd" --topology $T --host $h --socket "$(sock $h)" \
-		--key_file "$TMP/cluster.key" \
+		--key_file "$TMP/cluster.key" ${MRC_BENCH_MRCD_ARGS:-} \
 		--log_level warning 2>>"$TMP/$h.log"
 	DPID[$h]=$BGPID
 	until_t 10 test -S "$TMP/$h/mrcctl.sock" || { say "mrcd on $h did not start"; cat "$TMP/$h.log"; exit 1; }
