@@ -9,6 +9,7 @@ TEST_SUPPORT_SRCS += tests/support/gbuf.c
 TEST_SUPPORT_SRCS += tests/support/etest.c
 TEST_SUPPORT_SRCS += tests/support/mrcd_spawn.c
 TEST_SUPPORT_SRCS += tests/support/coll_matrix.c
+TEST_SUPPORT_SRCS += tests/support/coll_ranks.c
 TEST_SUPPORT_SRCS += tests/support/qpbytes.c
 TEST_SUPPORT_SRCS += tests/support/fake_verbs.c
 endif
