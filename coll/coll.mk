@@ -80,3 +80,4 @@ install-coll: $(COLL_TARGETS)
 	ln -sf libmrc-coll.so.2 $(DESTDIR)$(PREFIX)/lib/libmrc-coll.so
 	install -m 644 $(B)/lib/mrc-coll.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 	install -m 644 include/mrc/coll.h $(DESTDIR)$(PREFIX)/include/mrc/
+TSAN_TESTS += test_coll_shm
