@@ -191,7 +191,8 @@ int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K
 	struct mrc__coll_moe_stats st = { 0 };
 	if (!r && me == 0)
 		printf("# moe: %u ranks, %zu tokens x %zu hidden bfloat16 per rank, %u experts, top-%u, "
-		       "2-D with %u ranks per node; %d runs each, alternated\n", n, T, H, E, K, L, iters);
+		       "2-D with %u ranks per node; %d runs each, alternated; shared memory with %u peers\n",
+		       n, T, H, E, K, L, iters, c->nshm);
 	for (int it = 0; it <= iters && !r; it++)   /* run 0 warms up */
 		for (size_t v = 0; v < NVAR && !r; v++) {
 			if (!use[v])
