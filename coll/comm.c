@@ -250,7 +250,7 @@ static int wait_peers(struct mrc_coll *c, int ms)
 /* The idle part of every wait loop: a few yields (a peer on this host
  * may need the core), then sleep on the doorbells; -ETIMEDOUT (and abort)
  * once nothing happened for timeout_ms. */
-struct idle { int64_t last; int spins; };
+struct idle { int64_t last; int spins, shm; };
 
 static int idle_step(struct mrc_coll *c, struct idle *w, int progressed)
 {
@@ -268,8 +268,8 @@ static int idle_step(struct mrc_coll *c, struct idle *w, int progressed)
 	}
 	int64_t left = c->timeout_ms - (t - w->last) + 1;
 	/* A rank of our host rings no doorbell when it fills or frees a
-	 * shared-memory slot: look again soon. */
-	int cap = c->nshm ? 1 : 20;
+	 * shared-memory slot: look again soon while we wait on one (w->shm). */
+	int cap = w->shm ? 1 : 20;
 	return wait_peers(c, left < cap ? (int)left : cap);
 }
 
@@ -503,7 +503,7 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 		sc[j] = next_step(s, 0, SK_SEND, j);
 		rc[j] = spread && j < c->n && !c->p[j].shm ? s->n : next_step(s, 0, SK_RECV, j);
 	}
-	struct idle w = { mrc__coll_now_ms(), 0 };
+	struct idle w = { mrc__coll_now_ms(), 0, 0 };
 	for (;;) {
 		x.prog = poll_peers(c);
 		if (x.prog < 0) {
@@ -516,6 +516,7 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 					c->p[r].any_rx += rfirst[r + 1] - rfirst[r];
 			break;
 		}
+		w.shm = 0;
 		for (uint32_t j = 0; j < c->np; j++) {
 			struct mrc__coll_peer *p = &c->p[j];
 			if (j % c->n == c->me)
@@ -523,6 +524,7 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 			if (p->shm) {   /* never spread: one ordered ring each way */
 				if ((err = shm_peer(c, &x, j, rc, sc)))
 					goto out;
+				w.shm |= rc[j] < s->n || sc[j] < s->n;
 				continue;
 			}
 			if (spread && j < c->n && (err = spread_peer(c, &x, j, sc, rstep, rfirst)))
