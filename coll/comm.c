@@ -150,6 +150,16 @@ int mrc__coll_shm_open(struct mrc_coll *c)
 	return 0;
 }
 
+void *mrc__coll_scratch(struct mrc_coll *c, int slot, size_t bytes)
+{
+	if (bytes <= c->scr_cap[slot])
+		return c->scr[slot];
+	free(c->scr[slot]);
+	c->scr[slot] = malloc(bytes);
+	c->scr_cap[slot] = c->scr[slot] ? bytes : 0;
+	return c->scr[slot];
+}
+
 int mrc__coll_fail(struct mrc_coll *c, int err)
 {
 	if (c->err)
@@ -673,6 +683,8 @@ void mrc_coll_destroy(struct mrc_coll *c)
 	if (c->epfd >= 0)
 		close(c->epfd);
 	mrc__coll_dev_release(c);   /* unpins the regions before they go */
+	for (size_t i = 0; i < sizeof(c->scr) / sizeof(c->scr[0]); i++)
+		free(c->scr[i]);
 	for (uint32_t j = 0; c->p && j < c->n; j++) {
 		mrc__shm_close(&c->p[j].stx);
 		mrc__shm_close(&c->p[j].srx);
