@@ -9,7 +9,7 @@
 
 #include "coll/coll_int.h"
 
-#define BOOT_MAGIC 0x6d72636fu     /* "mrco" */
+#define BOOT_MAGIC 0x6d726370u     /* "mrcp" (the hello with shm and nonce) */
 
 struct hello {
 	uint32_t magic, n, rank, host, rkey, window, chunk, sets;
