@@ -9,10 +9,12 @@
 
 #include "coll/coll_int.h"
 
-#define BOOT_MAGIC 0x6d72636fu     /* "mrco" */
+#define BOOT_MAGIC 0x6d726370u     /* "mrcp" (the hello with shm and nonce) */
 
 struct hello {
 	uint32_t magic, n, rank, host, rkey, window, chunk, sets;
+	uint32_t shm, pad;         /* offers shared memory to the ranks of its host */
+	uint64_t nonce;            /* rank 0's names the communicator's rings */
 	struct mrc_qp_addr qp[];   /* n x sets: this rank's QP for each peer */
 };
 
@@ -105,7 +107,7 @@ static void fill_hello(struct mrc_coll *c, struct hello *h)
 {
 	*h = (struct hello){ .magic = BOOT_MAGIC, .n = c->n, .rank = c->me, .host = c->host,
 			     .rkey = mrc_mr_key(c->rx), .window = c->window, .chunk = c->chunk,
-			     .sets = c->sets };
+			     .sets = c->sets, .shm = c->shm_on, .nonce = c->nonce };
 	for (uint32_t j = 0; j < c->np; j++)
 		if (j % c->n != c->me)
 			mrc_qp_info_get(c->p[j].qp, &h->qp[j]);
@@ -256,6 +258,23 @@ int mrc__coll_boot(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, uint32_t 
 		c->p[j].rkey = h->rkey;
 		r = mrc_connect_oob(c->p[j].qp, &h->qp[j - j % c->n + c->me]);
 	}
+	/* Our rings to the ranks of our host exist before we say "connected",
+	 * so every ring exists once "go" comes: each rank maps its peers'. */
+	uint32_t *hosts = r ? NULL : calloc(c->n, sizeof(*hosts));
+	uint8_t *shm = r ? NULL : calloc(c->n, 1);
+	if (!r && (!hosts || !shm))
+		r = -ENOMEM;
+	for (uint32_t k = 0; !r && k < c->n; k++) {
+		const struct hello *h = (const struct hello *)((uint8_t *)mrc_mr_addr(bm) + k * hl);
+		hosts[k] = h->host;
+		shm[k] = h->shm != 0;
+		if (k == 0)
+			c->nonce = h->nonce;
+	}
+	if (!r)
+		r = mrc__coll_shm_create(c, hosts, shm);
+	free(hosts);
+	free(shm);
 	/* Nobody writes before every QP of every rank is connected:
 	 * "connected" to rank 0, which answers "go" once it has all. */
 	if (!r && c->me == 0) {
@@ -271,6 +290,8 @@ int mrc__coll_boot(struct mrc_coll *c, const struct mrc_coll_cfg *cfg, uint32_t 
 		if (!r && !leaves_before_go(c))
 			r = boot_wait(bq[0], end);   /* "go" */
 	}
+	if (!r)
+		r = mrc__coll_shm_open(c);
 	for (uint32_t k = 0; bq && k < c->n; k++)
 		if (bq[k])
 			mrc_destroy_qp(bq[k]);

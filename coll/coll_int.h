@@ -124,6 +124,7 @@ void mrc__seg(size_t count, uint32_t n, uint32_t r, size_t *first, size_t *len);
 
 /* ---- the communicator -------------------------------------------------- */
 #include "mrc/mrc.h"
+#include "coll/shm.h"
 
 struct mrc__coll_devops;
 
@@ -147,6 +148,10 @@ struct mrc__coll_peer {
 	 * taken from it, over every collective (kept on its set-0 entry). */
 	uint64_t any_tx, any_rx;
 	uint8_t gone;              /* a credit or abort to it failed */
+	/* A rank of our host, both with MRC_COLL_SHM on (set-0 entry only):
+	 * its chunks go through shared memory, not its QP (coll/shm.h). */
+	uint8_t shm;
+	struct mrc__shm_ring stx, srx;   /* to it, from it */
 };
 
 struct mrc_coll {
@@ -171,7 +176,27 @@ struct mrc_coll {
 	uint32_t planes, hosts_per_leaf, sets, np;
 	uint32_t *leaf;            /* each rank's leaf switch */
 	uint32_t boot_gone;        /* rank 0: ranks whose QP was gone at "go" */
+	/* Shared memory with the ranks of our host (MRC_COLL_SHM, default on):
+	 * ours offered in the hello; nonce: ours, then rank 0's (the
+	 * communicator's, in the rings' names); nshm: peers over it. */
+	uint8_t shm_on;
+	uint32_t sid, nshm;
+	uint64_t nonce;
+	/* The MoE's large temporaries, kept between calls (freed by destroy):
+	 * fresh ones of tens of MB each cost a page fault per page on every
+	 * call (perf on the fabric bench: most of a rank's CPU). */
+	void *scr[9];
+	size_t scr_cap[9];
 };
+enum { MRC__SCR_SEND, MRC__SCR_RECV, MRC__SCR_FWD, MRC__SCR_OUT, MRC__SCR_PART, MRC__SCR_BACK,
+       MRC__SCR_FB, MRC__SCR_AB, MRC__SCR_ACC };
+/* Scratch buffer `slot` of at least bytes (contents undefined), or NULL. */
+void *mrc__coll_scratch(struct mrc_coll *c, int slot, size_t bytes);
+/* Shared memory (coll/comm.c): after the bootstrap's table, creates our
+ * rings to the peers of our host (hosts[r], shm[r]: each rank's host and
+ * offer); after "go", maps theirs to us. */
+int mrc__coll_shm_create(struct mrc_coll *c, const uint32_t *hosts, const uint8_t *shm);
+int mrc__coll_shm_open(struct mrc_coll *c);
 /* Tests (coll/comm.c): the rank that leaves the bootstrap before "go". */
 extern uint32_t mrc__coll_test_leave_before_go;
 /* Monotonic milliseconds. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,11 +116,61 @@ static int post_signal(struct mrc_coll *c, uint32_t j, uint32_t kind, uint32_t a
 	return 0;
 }
 
+/* ---- shared memory with the ranks of our host ---------------------------- */
+
+int mrc__coll_shm_create(struct mrc_coll *c, const uint32_t *hosts, const uint8_t *shm)
+{
+	for (uint32_t j = 0; j < c->n; j++) {
+		struct mrc__coll_peer *p = &c->p[j];
+		if (j == c->me || !c->shm_on || !shm[j] || hosts[j] != hosts[c->me])
+			continue;
+		char name[80];
+		mrc__shm_name(name, sizeof(name), c->sid, c->nonce, c->me, j);
+		int r = mrc__shm_create(&p->stx, name, c->window, c->chunk);
+		if (r)
+			return r;
+		p->shm = 1;
+		c->nshm++;
+	}
+	return 0;
+}
+
+int mrc__coll_shm_open(struct mrc_coll *c)
+{
+	for (uint32_t j = 0; j < c->n; j++) {
+		struct mrc__coll_peer *p = &c->p[j];
+		if (!p->shm)
+			continue;
+		char name[80];
+		mrc__shm_name(name, sizeof(name), c->sid, c->nonce, j, c->me);
+		int r = mrc__shm_open(&p->srx, name, c->window, c->chunk);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+void *mrc__coll_scratch(struct mrc_coll *c, int slot, size_t bytes)
+{
+	if (bytes <= c->scr_cap[slot])
+		return c->scr[slot];
+	free(c->scr[slot]);
+	c->scr[slot] = malloc(bytes);
+	c->scr_cap[slot] = c->scr[slot] ? bytes : 0;
+	return c->scr[slot];
+}
+
 int mrc__coll_fail(struct mrc_coll *c, int err)
 {
 	if (c->err)
 		return c->err;
 	c->err = err;
+	/* The ranks of our host see it in the rings' abort words. */
+	for (uint32_t j = 0; j < c->n; j++)
+		if (c->p[j].shm) {
+			mrc__shm_abort(&c->p[j].stx);
+			mrc__shm_abort(&c->p[j].srx);
+		}
 	/* Tell every peer, so that no rank waits on us until its timeout. */
 	for (uint32_t j = 0; j < c->np; j++)
 		if (j % c->n != c->me)
@@ -140,6 +191,8 @@ static int poll_peers(struct mrc_coll *c)
 		struct mrc__coll_peer *p = &c->p[j];
 		if (j % c->n == c->me)
 			continue;
+		if (p->shm && (mrc__shm_aborted(&p->stx) || (p->srx.h && mrc__shm_aborted(&p->srx))))
+			return mrc__coll_fail(c, -ECONNABORTED);
 		struct mrc_completion wc[32];
 		int k = mrc_poll_cq(p->qp, wc, 32);
 		if (k < 0)
@@ -207,7 +260,7 @@ static int wait_peers(struct mrc_coll *c, int ms)
 /* The idle part of every wait loop: a few yields (a peer on this host
  * may need the core), then sleep on the doorbells; -ETIMEDOUT (and abort)
  * once nothing happened for timeout_ms. */
-struct idle { int64_t last; int spins; };
+struct idle { int64_t last; int spins, shm; };
 
 static int idle_step(struct mrc_coll *c, struct idle *w, int progressed)
 {
@@ -224,7 +277,10 @@ static int idle_step(struct mrc_coll *c, struct idle *w, int progressed)
 		return 0;
 	}
 	int64_t left = c->timeout_ms - (t - w->last) + 1;
-	return wait_peers(c, left < 20 ? (int)left : 20);
+	/* A rank of our host rings no doorbell when it fills or frees a
+	 * shared-memory slot: look again soon while we wait on one (w->shm). */
+	int cap = w->shm ? 1 : 20;
+	return wait_peers(c, left < cap ? (int)left : cap);
 }
 
 /* ---- the executor -------------------------------------------------------- */
@@ -303,6 +359,62 @@ static int post_chunk(struct mrc_coll *c, struct run *x, uint32_t j, size_t i, u
 	x->left--;
 	x->prog++;
 	return 1;
+}
+
+/* A peer of our host: its arrived chunks combined into place in order,
+ * then our ready chunks copied into its ring while it has free slots (the
+ * QP path's consume and post_chunk, with the rings' tail and head as
+ * signal and credits). */
+static int shm_peer(struct mrc_coll *c, struct run *x, uint32_t j, size_t *rc, size_t *sc)
+{
+	struct mrc__coll_peer *p = &c->p[j];
+	const struct mrc__coll_sched *s = x->s;
+	while (rc[j] < s->n) {
+		const struct mrc__coll_step *st = &s->s[rc[j]];
+		if (st->dep >= 0 && !x->done[st->dep])
+			break;
+		const uint8_t *chunk;
+		uint32_t len;
+		int k = mrc__shm_peek(&p->srx, &chunk, &len);
+		if (k < 0)
+			return mrc__coll_fail(c, k);
+		if (!k)
+			break;
+		if (len != st->len)
+			return mrc__coll_fail(c, -EPROTO);   /* ranks disagree on sizes */
+		uint8_t *dst = buf_of(st->dst, x->in, x->out, x->tmp) + st->dst_off;
+		if (st->reduce)
+			c->ops->reduce(dst, buf_of(st->src, x->in, x->out, x->tmp) + st->src_off, chunk,
+				       st->len / x->esz, x->dtype, x->op);
+		else
+			c->ops->copy(dst, chunk, st->len);
+		mrc__shm_pop(&p->srx);
+		x->done[rc[j]] = 1;
+		x->left--;
+		x->prog++;
+		rc[j] = next_step(s, rc[j] + 1, SK_RECV, j);
+	}
+	while (sc[j] < s->n) {
+		const struct mrc__coll_step *st = &s->s[sc[j]];
+		if (st->dep >= 0 && !x->done[st->dep])
+			break;
+		int k = mrc__shm_room(&p->stx);
+		if (k < 0)
+			return mrc__coll_fail(c, k);
+		if (!k)
+			break;
+		if (st->len > p->stx.slot_bytes)
+			return mrc__coll_fail(c, -EINVAL);
+		c->ops->copy(mrc__shm_slot(&p->stx), buf_of(st->src, x->in, x->out, x->tmp) + st->src_off,
+			     st->len);
+		if ((k = mrc__shm_push(&p->stx, (uint32_t)st->len)))
+			return mrc__coll_fail(c, k);
+		x->done[sc[j]] = 1;
+		x->left--;
+		x->prog++;
+		sc[j] = next_step(s, sc[j] + 1, SK_SEND, j);
+	}
+	return 0;
 }
 
 /* Spreading (any_plane): rank r's chunks go, in order, to whichever of
@@ -399,9 +511,9 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 	}
 	for (uint32_t j = 0; j < c->np; j++) {
 		sc[j] = next_step(s, 0, SK_SEND, j);
-		rc[j] = spread && j < c->n ? s->n : next_step(s, 0, SK_RECV, j);
+		rc[j] = spread && j < c->n && !c->p[j].shm ? s->n : next_step(s, 0, SK_RECV, j);
 	}
-	struct idle w = { mrc__coll_now_ms(), 0 };
+	struct idle w = { mrc__coll_now_ms(), 0, 0 };
 	for (;;) {
 		x.prog = poll_peers(c);
 		if (x.prog < 0) {
@@ -410,13 +522,21 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 		}
 		if (!x.left) {
 			for (uint32_t r = 0; spread && r < c->n; r++)
-				c->p[r].any_rx += rfirst[r + 1] - rfirst[r];
+				if (!c->p[r].shm)   /* spread chunks only */
+					c->p[r].any_rx += rfirst[r + 1] - rfirst[r];
 			break;
 		}
+		w.shm = 0;
 		for (uint32_t j = 0; j < c->np; j++) {
 			struct mrc__coll_peer *p = &c->p[j];
 			if (j % c->n == c->me)
 				continue;
+			if (p->shm) {   /* never spread: one ordered ring each way */
+				if ((err = shm_peer(c, &x, j, rc, sc)))
+					goto out;
+				w.shm |= rc[j] < s->n || sc[j] < s->n;
+				continue;
+			}
 			if (spread && j < c->n && (err = spread_peer(c, &x, j, sc, rstep, rfirst)))
 				goto out;
 			/* Arrived chunks, in order: combine into place, free the slot. */
@@ -477,6 +597,17 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 	c->window = cfg->window ? cfg->window : 4;
 	c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 30000;
 	c->ops = &mrc__coll_host_ops;
+	c->sid = cfg->sid;
+	/* MRC_COLL_SHM=0 keeps the ranks of a host on their QPs (through
+	 * mrcd); unset or 1: shared memory between them. */
+	const char *e = getenv("MRC_COLL_SHM");
+	if (e && *e && strcmp(e, "0") && strcmp(e, "1")) {
+		free(c);
+		return -EINVAL;
+	}
+	c->shm_on = !(e && !strcmp(e, "0"));
+	if (getrandom(&c->nonce, sizeof(c->nonce), GRND_NONBLOCK) != sizeof(c->nonce))
+		c->nonce = (uint64_t)getpid() << 32 ^ (uint64_t)mrc__coll_now_ms() ^ (uintptr_t)c;
 	mrc__coll_algo_init(c, cfg);
 	c->epfd = -1;
 	int64_t end = mrc__coll_now_ms() + c->timeout_ms;
@@ -552,6 +683,12 @@ void mrc_coll_destroy(struct mrc_coll *c)
 	if (c->epfd >= 0)
 		close(c->epfd);
 	mrc__coll_dev_release(c);   /* unpins the regions before they go */
+	for (size_t i = 0; i < sizeof(c->scr) / sizeof(c->scr[0]); i++)
+		free(c->scr[i]);
+	for (uint32_t j = 0; c->p && j < c->n; j++) {
+		mrc__shm_close(&c->p[j].stx);
+		mrc__shm_close(&c->p[j].srx);
+	}
 	if (c->ctx)
 		mrc_close(c->ctx);   /* QPs and regions go with it */
 	free(c->p);

@@ -465,7 +465,7 @@ static int node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const u
 			prefix(p->bsc, p->bsd, n);
 			p->n_b = p->bsd[n - 1] + p->bsc[n - 1];
 			p->fwd = malloc((p->n_b + 1) * sizeof(*p->fwd));
-			fb = malloc(p->n_b * strideb + 1);
+			fb = mrc__coll_scratch(c, MRC__SCR_FWD, p->n_b * strideb + 1);
 			if (!p->fwd || !fb)
 				goto out;
 			memcpy(cur, p->bsd, n * sizeof(*cur));
@@ -523,7 +523,7 @@ static int node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const u
 	p->n_recv = p->brd[n - 1] + p->brc[n - 1];
 	lap(p->st.t_disp + MRC__MOE_PH_COUNTS, &t0);
 	r = -ENOMEM;
-	ob = malloc(p->n_recv * strideb + 1);
+	ob = mrc__coll_scratch(c, MRC__SCR_OUT, p->n_recv * strideb + 1);
 	ord = malloc((p->n_recv + 1) * sizeof(*ord));
 	key = malloc((p->n_recv + 1) * sizeof(*key));
 	if (!ob || !ord || !key)
@@ -552,7 +552,7 @@ static int node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const u
 	ob = NULL, ord = NULL;
 	r = 0;
 out:
-	free(cnt), free(src), free(cur), free(ord), free(key), free(fb), free(ob);
+	free(cnt), free(src), free(cur), free(ord), free(key);   /* fb, ob: scratch */
 	return r;
 }
 
@@ -618,7 +618,7 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 	p->st.rows = p->n_sent, p->st.rows_remote = p->n_sent - p->sc[c->me];
 	r = -ENOMEM;
 	p->tok = malloc((p->n_sent + 1) * sizeof(*p->tok));
-	sbuf = malloc(p->n_sent * strideb + 1);
+	sbuf = mrc__coll_scratch(c, MRC__SCR_SEND, p->n_sent * strideb + 1);
 	if (!p->tok || !sbuf)
 		goto fail;
 	memcpy(cur, p->sd, n * sizeof(*cur));
@@ -639,7 +639,7 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 	p->n_recv = p->rd[n - 1] + p->rc[n - 1];
 	lap(&p->st.t_layout, &t0);
 	r = -ENOMEM;
-	rbuf = malloc(p->n_recv * strideb + 1);
+	rbuf = mrc__coll_scratch(c, MRC__SCR_RECV, p->n_recv * strideb + 1);
 	if (!rbuf)
 		goto fail;
 	/* Data and routing in one exchange: as elements of the type (the
@@ -653,7 +653,6 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 		uint8_t *fwd;
 		if ((r = node_forward(c, p, rbuf, strideb, rowb, &fwd, &ord)))
 			goto fail;
-		free(rbuf);
 		rbuf = fwd;
 		lap(NULL, &t0);
 	}
@@ -667,12 +666,12 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 	if ((r = expand(p, rbuf, strideb, rowb, ord, grouped, counts)))
 		goto fail;
 	lap(&p->st.t_expand, &t0);
-	free(pos), free(cur), free(ord), free(cnt), free(sbuf), free(rbuf);
+	free(pos), free(cur), free(ord), free(cnt);   /* sbuf, rbuf: scratch */
 	*expert_in = grouped;
 	*plan = p;
 	return 0;
 fail:
-	free(pos), free(cur), free(ord), free(cnt), free(sbuf), free(rbuf), free(grouped);
+	free(pos), free(cur), free(ord), free(cnt), free(grouped);
 	mrc_coll_moe_plan_free(p);
 	return r;
 }
@@ -686,7 +685,8 @@ static int node_back(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const uint
 {
 	int dt = p->cfg.dtype;
 	size_t H = p->cfg.hidden, row = H * mrc_coll_dtype_size(dt), na = p->n_a, nb = p->n_b;
-	uint8_t *fb = malloc(nb * row + 1), *ab = malloc(na * row + 1);
+	uint8_t *fb = mrc__coll_scratch(c, MRC__SCR_FB, nb * row + 1);
+	uint8_t *ab = mrc__coll_scratch(c, MRC__SCR_AB, na * row + 1);
 	size_t *first = calloc(na + 2, sizeof(*first)), *list = malloc((nb + 1) * sizeof(*list));
 	float *one = malloc((H + 1) * sizeof(*one));
 	int r = -ENOMEM;
@@ -711,7 +711,7 @@ static int node_back(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const uint
 	lap(p->st.t_comb + MRC__MOE_PH_UNPACK, &t0);
 	r = a2av(c, 0, dt, H, ab, p->rc, back, p->sc, p->st.t_comb, MRC__MOE_PH_2);
 out:
-	free(fb), free(ab), free(first), free(list), free(one);
+	free(first), free(list), free(one);   /* fb, ab: scratch */
 	return r;
 }
 
@@ -724,11 +724,14 @@ int mrc_coll_moe_combine(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const 
 	uint32_t K = p->cfg.top_k;
 	size_t H = p->cfg.hidden, row = H * mrc_coll_dtype_size(dt);
 	double t0 = now_s();
-	uint8_t *part = malloc(p->n_recv * row + 1), *back = malloc(p->n_sent * row + 1);
-	float *acc = calloc(p->T * H + 1, sizeof(*acc)), *one = malloc((H + 1) * sizeof(*one));
+	uint8_t *part = mrc__coll_scratch(c, MRC__SCR_PART, p->n_recv * row + 1);
+	uint8_t *back = mrc__coll_scratch(c, MRC__SCR_BACK, p->n_sent * row + 1);
+	float *acc = mrc__coll_scratch(c, MRC__SCR_ACC, (p->T * H + 1) * sizeof(*acc));
+	float *one = malloc((H + 1) * sizeof(*one));
 	int r = -ENOMEM;
 	if (!part || !back || !acc || !one)
 		goto out;
+	memset(acc, 0, p->T * H * sizeof(*acc));
 	/* Each received token's weighted sum over this rank's experts, rounded
 	 * to the type once: one row back per token and rank. */
 	for (size_t j = 0; j < p->n_recv; j++) {
@@ -756,6 +759,6 @@ int mrc_coll_moe_combine(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const 
 	lap(&p->st.t_acc, &t0);
 	r = 0;
 out:
-	free(part), free(back), free(acc), free(one);
+	free(one);   /* part, back, acc: scratch */
 	return r;
 }

@@ -133,8 +133,9 @@ int main(int argc, char **argv)
 	double busf = kind == MRC__C_ALLREDUCE ? 2.0 * (n - 1) / n
 		    : kind == MRC__C_BROADCAST ? 1.0 : (double)(n - 1) / n;
 	if (me == 0) {
-		printf("# mrc-coll-perf %s: %u ranks, chunk %u, window %u, %s\n", mrc__coll_name[kind],
-		       n, c->chunk, c->window, inplace ? "in place" : "out of place");
+		printf("# mrc-coll-perf %s: %u ranks, chunk %u, window %u, %s; shared memory with %u peers\n",
+		       mrc__coll_name[kind], n, c->chunk, c->window, inplace ? "in place" : "out of place",
+		       c->nshm);
 		mrc__coll_perf_header();
 	}
 	size_t total_wrong = 0;

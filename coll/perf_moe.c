@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "coll/coll_int.h"
 #include "coll/moe_int.h"
@@ -138,6 +141,35 @@ static int once(struct mrc_coll *c, const struct mrc_coll_moe_cfg *mc, const str
 	return r;
 }
 
+/* CPU seconds (user + system) of process pid from /proc (0: unknown),
+ * and of this one: on a machine where the ranks and daemons share the
+ * cores, what a variant costs shows here better than in its time. */
+static double proc_cpu_s(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+	if (!f)
+		return 0;
+	size_t k = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[k] = 0;
+	/* Fields after the command's closing parenthesis: state is 3rd,
+	 * utime the 14th and stime the 15th of the line. */
+	char *q = strrchr(buf, ')');
+	unsigned long ut = 0, st = 0;
+	if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double self_cpu_s(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
 /* The variants named in MRC_COLL_MOE_VARIANTS (default flat,2d). */
 static int pick(int *use)
 {
@@ -189,9 +221,19 @@ int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K
 	 * wrong elements, rows to other nodes (of L ranks). */
 	int64_t cnt[NVAR][4] = { { 0 } };
 	struct mrc__coll_moe_stats st = { 0 };
+	/* Our mrcd, whose CPU per run is counted too (once per daemon). */
+	pid_t dpid = 0;
+	struct ucred uc;
+	socklen_t ul = sizeof(uc);
+	if (!getsockopt(mrc_ctx_fd(c->ctx), SOL_SOCKET, SO_PEERCRED, &uc, &ul))
+		dpid = uc.pid;
+	double *cpu = malloc(3 * (size_t)n * sizeof(*cpu));
+	if (!cpu)
+		r = -ENOMEM;
 	if (!r && me == 0)
 		printf("# moe: %u ranks, %zu tokens x %zu hidden bfloat16 per rank, %u experts, top-%u, "
-		       "2-D with %u ranks per node; %d runs each, alternated\n", n, T, H, E, K, L, iters);
+		       "2-D with %u ranks per node; %d runs each, alternated; shared memory with %u peers\n",
+		       n, T, H, E, K, L, iters, c->nshm);
 	for (int it = 0; it <= iters && !r; it++)   /* run 0 warms up */
 		for (size_t v = 0; v < NVAR && !r; v++) {
 			if (!use[v])
@@ -203,14 +245,33 @@ int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K
 			size_t wrong = 0, across = 0;
 			if ((r = mrc_coll_barrier(c)))
 				break;
+			double c0 = self_cpu_s(), d0 = proc_cpu_s(dpid);
 			r = once(c, &mc, &ly, variants[v].per_expert, L, out, col, &st, &across,
 				 it == iters ? &wrong : NULL);
+			double mine[3] = { dpid, self_cpu_s() - c0, proc_cpu_s(dpid) - d0 };
 			if (!r)
 				r = mrc_coll_allreduce(c, col, col, C_N, MRC_COLL_FLOAT64, MRC_COLL_MAX);
+			if (!r)
+				r = mrc_coll_allgather(c, mine, cpu, 3, MRC_COLL_FLOAT64);
+			/* Ranks' CPU summed; each daemon's once (the most its ranks saw). */
+			double cr = 0, cd = 0;
+			for (uint32_t i = 0; !r && i < n; i++) {
+				cr += cpu[3 * i + 1];
+				int first = 1;
+				double most = cpu[3 * i + 2];
+				for (uint32_t j = 0; j < n; j++)
+					if (cpu[3 * j] == cpu[3 * i] && j != i) {
+						first &= j > i;
+						most = most > cpu[3 * j + 2] ? most : cpu[3 * j + 2];
+					}
+				if (first && cpu[3 * i] > 0)
+					cd += most;
+			}
 			if (it)
 				memcpy(t[v][it - 1], col, sizeof(col));
 			if (!r && me == 0) {   /* progress: a run cut short still says something */
-				printf("# run %d %s %.1f ms\n", it, variants[v].name, col[C_TOTAL] * 1e3);
+				printf("# run %d %s %.1f ms; cpu s: ranks %.2f, mrcds %.2f\n", it,
+				       variants[v].name, col[C_TOTAL] * 1e3, cr, cd);
 				fflush(stdout);
 			}
 			if (it == iters) {
@@ -266,6 +327,6 @@ int mrc__perf_moe(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K
 		}
 		printf("# Out of bounds values : %lld %s\n", (long long)bad, bad ? "FAILED" : "OK");
 	}
-	free(idx), free(w), free(x), free(out);
+	free(idx), free(w), free(x), free(out), free(cpu);
 	return r ? r : bad ? -EPROTO : 0;
 }

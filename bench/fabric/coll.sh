@@ -301,13 +301,17 @@ done
 # ---- 4. MoE dispatch + combine, flat vs 2-D --------------------------------
 # The layer on NR hosts with 1 rank per host (2-D's "nodes": host pairs, so
 # the intra-node hop crosses the fabric) and with 2 per host (2*NR ranks,
-# consecutive ranks on one host: the intra-node hop goes through that
-# host's one mrcd).  Variants (MRC_BENCH_COLL_MOE_VARIANTS, default all):
+# consecutive ranks on one host: the intra-node hop goes through shared
+# memory, or with MRC_COLL_SHM=0 through that host's one mrcd).  Variants (MRC_BENCH_COLL_MOE_VARIANTS, default all):
 # flat and 2d with the per-rank dispatch (2d also once per node), flat-pe
 # and 2d-pe with the old per-expert one, 2d-rank the 2-D without the node
 # dedupe; alternated, MRC_BENCH_COLL_MOE_RUNS timed runs each;
 # every configuration bounded by MRC_BENCH_COLL_MOE_TIMEOUT seconds;
-# MRC_BENCH_COLL_MOE_RPN lists the ranks per host (default "1 2").
+# MRC_BENCH_COLL_MOE_RPN lists the ranks per host (default "1 2");
+# MRC_BENCH_COLL_MOE_SHM lists MRC_COLL_SHM settings run in turn, e.g.
+# "1 0 1 0" (default: unset, the library's default, shared memory on):
+# each a field "shm" of the raw rows, rank 0's output
+# raw/coll_moe<rpn>_shm<s>_<k>.txt (k: the setting's place in the list).
 part moe && {
 MOE=${MRC_BENCH_COLL_MOE:-4096,4096,8,2}
 MOEV=${MRC_BENCH_COLL_MOE_VARIANTS:-flat,2d,flat-pe,2d-pe}
@@ -315,12 +319,13 @@ MOET=${MRC_BENCH_COLL_MOE_TIMEOUT:-480}
 # moe_run TAG RPN: RPN ranks on each of the NR hosts, rank 0's output to
 # $TMP/TAG.0.
 moe_run() {
-	local tag=$1 rpn=$2 nrk=$(($2 * NR)) L=$2 i h pids=() rc=0
+	local tag=$1 rpn=$2 nrk=$(($2 * NR)) L=$2 i h pids=() rc=0 shm=()
+	[ -n "$MOESHM" ] && shm=(MRC_COLL_SHM=$3)
 	[ "$L" = 1 ] && L=2
 	csid=$((csid + 1))
 	for ((i = 0; i < nrk; i++)); do
 		h=${HOSTS[$((i / rpn))]}
-		bg env MRC_COLL_SIZE=$nrk MRC_COLL_RANK=$i MRC_COLL_MOE_VARIANTS=$MOEV \
+		bg env "${shm[@]}" MRC_COLL_SIZE=$nrk MRC_COLL_RANK=$i MRC_COLL_MOE_VARIANTS=$MOEV \
 			ip netns exec $P-h$h timeout $MOET $PERF -S "$(sock h$h)" -H ${HOSTS[0]} -s $csid \
 			-C moe -M "$MOE,$L" -n ${MRC_BENCH_COLL_MOE_RUNS:-3} >"$TMP/$tag.$i" 2>&1
 		pids+=($BGPID)
@@ -329,22 +334,28 @@ moe_run() {
 	[ $rc = 0 ] || say "$tag: exit $rc (124: past ${MOET} s): $(tail -n2 "$TMP/$tag.0" | tr '\n' ' ')"
 	return $rc
 }
+MOESHM=${MRC_BENCH_COLL_MOE_SHM:-}
 for rpn in ${MRC_BENCH_COLL_MOE_RPN:-1 2}; do
-	say "MoE layer $MOE (tokens,hidden,experts,top-k per rank, bf16), $rpn rank(s) per host, $((rpn * NR)) ranks: $MOEV"
+k=0
+for shm in ${MOESHM:-default}; do
+	k=$((k + 1)); tag=moe$rpn; raw=coll_moe$rpn.txt
+	[ -n "$MOESHM" ] && tag=moe${rpn}s${shm}_$k && raw=coll_moe${rpn}_shm${shm}_$k.txt
+	say "MoE layer $MOE (tokens,hidden,experts,top-k per rank, bf16), $rpn rank(s) per host, $((rpn * NR)) ranks: $MOEV${MOESHM:+; MRC_COLL_SHM=$shm}"
 	t0=$(date +%s); load=$(cut -d' ' -f1-3 /proc/loadavg)
-	moe_run moe$rpn $rpn || emit "{\"kind\":\"moe_failed\",\"rpn\":$rpn,\"ranks\":$((rpn * NR)),\"why\":$(grep -v '^#' "$TMP/moe$rpn.0" | tail -n1 | jq -Rs .)}"
-	cp "$TMP/moe$rpn.0" "$RES/raw/coll_moe$rpn.txt"   # rank 0's output, runs included
-	grep -v '^#' "$TMP/moe$rpn.0" | while read -r l; do say "  $l"; done
+	moe_run $tag $rpn $shm || emit "{\"kind\":\"moe_failed\",\"rpn\":$rpn,\"ranks\":$((rpn * NR)),\"why\":$(grep -v '^#' "$TMP/$tag.0" | tail -n1 | jq -Rs .)}"
+	cp "$TMP/$tag.0" "$RES/raw/$raw"   # rank 0's output, runs included
+	grep -v '^#' "$TMP/$tag.0" | while read -r l; do say "  $l"; done
 	# One JSON line per variant: median ms, pairs and rows sent to other
 	# ranks (all ranks), their MB, #wrong, and the phases' medians (ms).
-	awk -v layer="$MOE" -v rpn=$rpn -v nrk=$((rpn * NR)) -v secs=$(($(date +%s) - t0)) -v load="$load" '
+	awk -v layer="$MOE" -v rpn=$rpn -v nrk=$((rpn * NR)) -v secs=$(($(date +%s) - t0)) -v load="$load" -v shm="$shm" '
 		$1 == "phase" { ph[$2] = $3; for (i = 4; i <= NF; i++) ph[$2] = ph[$2] "," $i; next }
 		/^#/ || $1 == "2-D/flat" { next }
 		NF >= 9 { v = ($1 == "2-D") ? "2d" : $1; ms[v] = $2; wr[v] = $4; pa[v] = $5; ro[v] = $6; mb[v] = $7; xr[v] = $8; xm[v] = $9; ord[++n] = v }
 		END { for (i = 1; i <= n; i++) { v = ord[i]
-			printf "{\"kind\":\"moe\",\"layer\":\"%s\",\"rpn\":%d,\"ranks\":%d,\"secs\":%d,\"load\":\"%s\",\"variant\":\"%s\",\"ms\":%s,\"wrong\":%s,\"pairs_out\":%s,\"rows_out\":%s,\"mb_out\":%s,\"rows_xnode\":%s,\"mb_xnode\":%s,\"phases_ms\":[%s]}\n", layer, rpn, nrk, secs, load, v, ms[v], wr[v], pa[v], ro[v], mb[v], xr[v], xm[v], ph[v] } }
-	' "$TMP/moe$rpn.0" >>"$RAW"
+			printf "{\"kind\":\"moe\",\"layer\":\"%s\",\"rpn\":%d,\"ranks\":%d,\"secs\":%d,\"load\":\"%s\",%s\"variant\":\"%s\",\"ms\":%s,\"wrong\":%s,\"pairs_out\":%s,\"rows_out\":%s,\"mb_out\":%s,\"rows_xnode\":%s,\"mb_xnode\":%s,\"phases_ms\":[%s]}\n", layer, rpn, nrk, secs, load, shm == "default" ? "" : "\"shm\":" shm ",", v, ms[v], wr[v], pa[v], ro[v], mb[v], xr[v], xm[v], ph[v] } }
+	' "$TMP/$tag.0" >>"$RAW"
 	say "  ($(($(date +%s) - t0)) s)"
+done
 done
 }
 

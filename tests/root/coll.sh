@@ -13,7 +13,7 @@
 #   - a rank killed mid-collective: every other rank exits with an error
 #     within the bound (timeout_ms + 2 s here);
 #   - two ranks per host (8 ranks on h0..h3, the pair of a host through
-#     its one mrcd): all-reduce and all-to-all of every type at 0, 1, 9
+#     shared memory, then through its one mrcd: MRC_COLL_SHM=1, 0): all-reduce and all-to-all of every type at 0, 1, 9
 #     and 65537 elements, and a small MoE layer flat and 2-D (the 2-D's
 #     nodes are the hosts), every element checked.
 # MRC_COLL_PARTS="matrix big faults kill rpn2 forest" (default all) picks
@@ -162,30 +162,38 @@ finish kill 5 >/dev/null
 # the daemon); the other pairs cross the fabric.
 part rpn2 && {
 t_rpn2=$(date +%s)
-for c in all_reduce alltoall; do
-	launch2 "r2-$c" -C $c -d all -o sum -r 3 -N 0,1,9,65537 -n 1 -w 0 -c 2
-	finish "rpn2 $c" 300; rc=$?
-	got=$(grep -c '^ ' "$tmp/r2-$c.0")
-	if [ $rc = 0 ] && [ "$got" = 24 ] && grep -q "Out of bounds values : 0 OK" "$tmp/r2-$c.0"; then
-		ok "$c, 2 ranks per host (8 ranks on 4 hosts): every type at 0, 1, 9, 65537 elements, 24 runs, 0 wrong"
+# Twice: the pair of a host through shared memory (MRC_COLL_SHM=1, the
+# default; rank 0's output must say it has 1 such peer), then through its
+# mrcd (0).  MRC_COLL_RPN2_SHM picks.
+for shm in ${MRC_COLL_RPN2_SHM:-1 0}; do
+export MRC_COLL_SHM=$shm
+shm_ok() { grep -q "shared memory with $shm peers" "$tmp/$1.0"; }
+	for c in all_reduce alltoall; do
+		launch2 "r2-$c" -C $c -d all -o sum -r 3 -N 0,1,9,65537 -n 1 -w 0 -c 2
+		finish "rpn2 $c" 300; rc=$?
+		got=$(grep -c '^ ' "$tmp/r2-$c.0")
+		if [ $rc = 0 ] && [ "$got" = 24 ] && grep -q "Out of bounds values : 0 OK" "$tmp/r2-$c.0" && shm_ok r2-$c; then
+			ok "$c, 2 ranks per host (8 ranks on 4 hosts), MRC_COLL_SHM=$shm: every type at 0, 1, 9, 65537 elements, 24 runs, 0 wrong"
+		else
+			bad "$c, 2 ranks per host, MRC_COLL_SHM=$shm: $(grep -o 'shared memory with [0-9]* peers' "$tmp/r2-$c.0"); $got of 24 runs; $(tail -n3 "$tmp/r2-$c.0" | tr '\n' ' ') $(grep -h mrc-coll-perf "$tmp"/r2-$c.* | head -n2)"
+		fi
+	done
+	# MoE: 512 tokens x 256 bf16 per rank, 8 experts (one per rank), top-2,
+	# 2-D nodes of 2 ranks = the hosts; the result of each variant (flat, 2-D
+	# with its node dedupe, 2-D without it) checked element by element
+	# against the local reference, and the 2-D's rows across hosts fewer than
+	# flat's (column 8: rows to other nodes, all ranks).
+	MRC_COLL_MOE_VARIANTS=flat,2d,2d-rank launch2 r2-moe -C moe -M 512,256,8,2,2 -n 1
+	finish "rpn2 moe" 300; rc=$?
+	xf=$(awk '$1 == "flat" {print $8}' "$tmp/r2-moe.0"); x2=$(awk '$1 == "2-D" {print $8}' "$tmp/r2-moe.0")
+	if [ $rc = 0 ] && grep -q "Out of bounds values : 0 OK" "$tmp/r2-moe.0" &&
+		[ "$(grep -cE '^ +(flat|2-D|2d-rank) ' "$tmp/r2-moe.0")" = 3 ] && [ "${x2:-0}" -gt 0 ] && [ "$x2" -lt "${xf:-0}" ] && shm_ok r2-moe; then
+		ok "MoE 512 x 256 bf16 per rank, 2 ranks per host, MRC_COLL_SHM=$shm: flat, 2-D, 2-D per rank, 0 wrong; rows across hosts flat $xf, 2-D $x2 ($(grep -E '^ +(flat|2-D|2d-rank) ' "$tmp/r2-moe.0" | awk '{printf "%s %s ms; ", $1, $2}'))"
 	else
-		bad "$c, 2 ranks per host: $got of 24 runs; $(tail -n3 "$tmp/r2-$c.0" | tr '\n' ' ') $(grep -h mrc-coll-perf "$tmp"/r2-$c.* | head -n2)"
+		bad "MoE, 2 ranks per host, MRC_COLL_SHM=$shm: $(grep -o 'shared memory with [0-9]* peers' "$tmp/r2-moe.0"); $(tail -n3 "$tmp/r2-moe.0" | tr '\n' ' ') $(grep -h mrc-coll-perf "$tmp"/r2-moe.* | head -n2)"
 	fi
 done
-# MoE: 512 tokens x 256 bf16 per rank, 8 experts (one per rank), top-2,
-# 2-D nodes of 2 ranks = the hosts; the result of each variant (flat, 2-D
-# with its node dedupe, 2-D without it) checked element by element
-# against the local reference, and the 2-D's rows across hosts fewer than
-# flat's (column 8: rows to other nodes, all ranks).
-MRC_COLL_MOE_VARIANTS=flat,2d,2d-rank launch2 r2-moe -C moe -M 512,256,8,2,2 -n 1
-finish "rpn2 moe" 300; rc=$?
-xf=$(awk '$1 == "flat" {print $8}' "$tmp/r2-moe.0"); x2=$(awk '$1 == "2-D" {print $8}' "$tmp/r2-moe.0")
-if [ $rc = 0 ] && grep -q "Out of bounds values : 0 OK" "$tmp/r2-moe.0" &&
-	[ "$(grep -cE '^ +(flat|2-D|2d-rank) ' "$tmp/r2-moe.0")" = 3 ] && [ "${x2:-0}" -gt 0 ] && [ "$x2" -lt "${xf:-0}" ]; then
-	ok "MoE 512 x 256 bf16 per rank, 2 ranks per host: flat, 2-D, 2-D per rank, 0 wrong; rows across hosts flat $xf, 2-D $x2 ($(grep -E '^ +(flat|2-D|2d-rank) ' "$tmp/r2-moe.0" | awk '{printf "%s %s ms; ", $1, $2}'))"
-else
-	bad "MoE, 2 ranks per host: $(tail -n3 "$tmp/r2-moe.0" | tr '\n' ' ') $(grep -h mrc-coll-perf "$tmp"/r2-moe.* | head -n2)"
-fi
+unset MRC_COLL_SHM
 echo "  (two ranks per host: $(($(date +%s) - t_rpn2)) s)"
 }
 
