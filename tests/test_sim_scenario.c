@@ -47,7 +47,9 @@ static void bad_settings_say_why(void **st)
 	expect_err("fault", "1us:loss=2:p0s1", "loss '2': need a probability");
 	expect_err("mode", "random", "mode='random': must be spray or ecmp");
 	expect_err("window", "100", "window='100': must be 0 (auto) or a power of two");
-	expect_err("buffer", "1K", "buffer='1K': must be a size, 16K..4G");
+	expect_err("buffer", "1K", "buffer='1K': must be a size, 16K..2G");
+	expect_err("buffer", "3G", "buffer='3G': must be a size, 16K..2G");
+	expect_err("prio-buffer", "3G", "prio-buffer='3G': must be a size, 1K..2G");
 	expect_err("frobnicate", "1", "unknown setting 'frobnicate'");
 }
 
