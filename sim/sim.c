@@ -1,6 +1,8 @@
 /* The simulator core: setup from a scenario, the event loop, goodput and
  * EV-event recording, the end-of-run checks, and the result accessors. */
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,24 +88,57 @@ static void engine_cfg(struct mrc_sim *s)
 /* The engines' state (about 120 KiB per host, allocated by mrce_create and
  * mrce_peer_add from malloc's heap) is read at random by every packet; at
  * 8,192 hosts it is a gigabyte, and with 4 KiB pages nearly every such
- * read also missed the TLB.  Once the engines exist, the heap range they
- * grew is turned into 2 MiB pages where the kernel allows it
- * (transparent huge pages, "madvise" mode or "always"): about a fifth
- * less CPU at 8,192 hosts (docs/sim.md).  Best effort: a kernel without
- * it leaves the run as it was, byte for byte. */
+ * read also missed the TLB.  So the heap range they grow is put on 2 MiB
+ * pages where the kernel allows it (transparent huge pages, "madvise" or
+ * "always" mode; docs/sim.md has the figures).  Best effort: without it
+ * the run is as it was, and the report is the same byte for byte. */
 #define SIM_MADV_COLLAPSE 25   /* MADV_COLLAPSE */
-static void engines_huge(char *lo, char *hi)
+static void heap_advise(char *lo, char *hi, int collapse)
 {
 	uintptr_t a = ((uintptr_t)lo + SIM_HUGE - 1) & ~(SIM_HUGE - 1);
 	uintptr_t b = (uintptr_t)hi & ~(SIM_HUGE - 1);
 	if (lo == (char *)-1 || hi == (char *)-1 || b < a + 16 * SIM_HUGE)
-		return;   /* small runs: not worth the copy */
+		return;   /* small runs: not worth it */
 	/* HUGEPAGE marks the range (later faults take 2 MiB pages); COLLAPSE
-	 * (Linux 6.1, not in every libc's headers) moves what the engines
-	 * already touched, at once rather than by khugepaged's slow scan. */
+	 * (Linux 6.1, not in every libc's headers) moves what is already
+	 * touched, at once rather than by khugepaged's slow scan. */
 	if (madvise((void *)a, b - a, MADV_HUGEPAGE))
 		return;
-	(void)madvise((void *)a, b - a, SIM_MADV_COLLAPSE);
+	if (collapse)
+		(void)madvise((void *)a, b - a, SIM_MADV_COLLAPSE);
+}
+
+/* Grows malloc's heap by about est bytes before the engines are created
+ * and marks the new range for huge pages, so that their first touch
+ * faults 2 MiB pages (collapsing 4 KiB ones afterwards costs a copy: 2-3
+ * s of system time at 8,192 hosts).  A brk extension is a new mapping
+ * without the mark, hence one extension, through malloc's top pad, not
+ * many.  Returns the heap's end before it (for engines_huge_end). */
+static char *engines_huge_begin(uint64_t est)
+{
+	char *lo = sbrk(0);
+	if (lo == (char *)-1 || est < 32 * SIM_HUGE || est > (1ull << 40))
+		return lo;
+	struct mallinfo2 mi = mallinfo2();
+	if (est > INT_MAX)
+		est = INT_MAX;
+	/* One allocation just above the free top of the heap: malloc then
+	 * extends it by that plus the pad, and the free gives it back. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TOP_PAD, (int)est);
+	if (mi.keepcost < (16u << 20)) {
+		void *p = malloc(mi.keepcost + 4096);
+		free(p);
+	}
+	heap_advise(lo, sbrk(0), 0);
+	return lo;
+}
+
+static void engines_huge_end(char *lo)
+{
+	mallopt(M_TOP_PAD, 128 << 10);   /* glibc's default */
+	/* What came before the mark or beyond the estimate. */
+	heap_advise(lo, sbrk(0), 1);
 }
 
 static int ports_init(struct mrc_sim *s, char *err, size_t errlen)
@@ -165,10 +200,14 @@ int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
 	    (rc = sim_faults_check(s, err, errlen)) ||
 	    (rc = sim_faults_mark(s)))
 		goto fail;
-	char *heap0 = sbrk(0);
-	if ((rc = sim_hosts_create(s, err, errlen)))
+	/* About what mrce_create and mrce_peer_add will take: 128 bytes
+	 * per peer per EV and some 40 KiB per engine (queues, QPs). */
+	char *heap0 = engines_huge_begin((uint64_t)s->fab.n_hosts *
+					 (2ull * s->fab.nev * 128 + (40u << 10)));
+	rc = sim_hosts_create(s, err, errlen);
+	engines_huge_end(heap0);
+	if (rc)
 		goto fail;
-	engines_huge(heap0, sbrk(0));
 	s->rx_buf = malloc(MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN);
 	if (!s->rx_buf || sim_evq_init(&s->q, (uint64_t)s->fab.n_hosts + s->n_flows + 1024) ||
 	    sim_pool_init(&s->pool)) {
