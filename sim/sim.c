@@ -119,17 +119,16 @@ static char *engines_huge_begin(uint64_t est)
 	char *lo = sbrk(0);
 	if (lo == (char *)-1 || est < 32 * SIM_HUGE || est > (1ull << 40))
 		return lo;
-	struct mallinfo2 mi = mallinfo2();
 	if (est > INT_MAX)
 		est = INT_MAX;
-	/* One allocation just above the free top of the heap: malloc then
-	 * extends it by that plus the pad, and the free gives it back. */
+	/* One allocation bigger than the heap's free top (which malloc
+	 * keeps small): malloc extends the heap by it plus the pad, and the
+	 * free keeps the pad.  Volatile: the compiler may drop a malloc whose
+	 * block is only freed. */
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TOP_PAD, (int)est);
-	if (mi.keepcost < (16u << 20)) {
-		void *p = malloc(mi.keepcost + 4096);
-		free(p);
-	}
+	void *volatile p = malloc(16 << 20);
+	free(p);
 	heap_advise(lo, sbrk(0), 0);
 	return lo;
 }
