@@ -9,23 +9,7 @@
 
 #include "sim/sim_int.h"
 
-#include <sys/mman.h>
-
-/* One 2 MiB (huge) page of packet records per chunk. */
-#define POOL_CHUNK ((uint32_t)(SIM_HUGE / sizeof(struct sim_pkt)))
-
-void *sim_huge_alloc(size_t len)
-{
-	void *m = NULL;
-	if (len < SIM_HUGE / 2)   /* small fabrics: cache-line aligned only */
-		return posix_memalign(&m, 64, len) ? NULL : m;
-	size_t n = (len + SIM_HUGE - 1) & ~(SIM_HUGE - 1);
-	if (posix_memalign(&m, SIM_HUGE, n))
-		return NULL;
-	/* Before the first touch, so faults take 2 MiB pages (best effort). */
-	(void)madvise(m, n, MADV_HUGEPAGE);
-	return m;
-}
+#define POOL_CHUNK 4096
 
 int sim_pool_init(struct sim_pool *p)
 {
@@ -54,13 +38,13 @@ static int pool_grow(struct sim_pool *p)
 		p->cap_chunks = nc;
 	}
 	/* Cache-line aligned (malloc's 16-byte offset put every record's
-	 * route and hop bytes across two lines; aligned, half fit in one),
-	 * and on a huge page: records are touched at random. */
-	struct sim_pkt *c = sim_huge_alloc(POOL_CHUNK * sizeof(struct sim_pkt));
-	if (!c)
+	 * route and hop bytes across two lines; aligned, half fit in one). */
+	void *m = NULL;
+	if (posix_memalign(&m, 64, POOL_CHUNK * sizeof(struct sim_pkt)))
 		return -ENOMEM;
+	struct sim_pkt *c = m;
 	p->chunks[p->n_chunks++] = c;
-	for (int i = (int)POOL_CHUNK - 1; i >= 0; i--) {
+	for (int i = POOL_CHUNK - 1; i >= 0; i--) {
 		c[i].next = p->free;
 		p->free = &c[i];
 	}

@@ -1,16 +1,12 @@
 /* The simulator core: setup from a scenario, the event loop, goodput and
  * EV-event recording, the end-of-run checks, and the result accessors. */
 #include <errno.h>
-#include <limits.h>
-#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/errf.h"
 #include "sim/sim_int.h"
@@ -85,70 +81,14 @@ static void engine_cfg(struct mrc_sim *s)
 		e->sq_depth = 4;
 }
 
-/* The engines' state (about 120 KiB per host, allocated by mrce_create and
- * mrce_peer_add from malloc's heap) is read at random by every packet; at
- * 8,192 hosts it is a gigabyte, and with 4 KiB pages nearly every such
- * read also missed the TLB.  So the heap range they grow is put on 2 MiB
- * pages where the kernel allows it (transparent huge pages, "madvise" or
- * "always" mode; docs/sim.md has the figures).  Best effort: without it
- * the run is as it was, and the report is the same byte for byte. */
-#define SIM_MADV_COLLAPSE 25   /* MADV_COLLAPSE */
-static void heap_advise(char *lo, char *hi, int collapse)
-{
-	uintptr_t a = ((uintptr_t)lo + SIM_HUGE - 1) & ~(SIM_HUGE - 1);
-	uintptr_t b = (uintptr_t)hi & ~(SIM_HUGE - 1);
-	if (lo == (char *)-1 || hi == (char *)-1 || b < a + 16 * SIM_HUGE)
-		return;   /* small runs: not worth it */
-	/* HUGEPAGE marks the range (later faults take 2 MiB pages); COLLAPSE
-	 * (Linux 6.1, not in every libc's headers) moves what is already
-	 * touched, at once rather than by khugepaged's slow scan. */
-	if (madvise((void *)a, b - a, MADV_HUGEPAGE))
-		return;
-	if (collapse)
-		(void)madvise((void *)a, b - a, SIM_MADV_COLLAPSE);
-}
-
-/* Grows malloc's heap by about est bytes before the engines are created
- * and marks the new range for huge pages, so that their first touch
- * faults 2 MiB pages (collapsing 4 KiB ones afterwards costs a copy: 2-3
- * s of system time at 8,192 hosts).  A brk extension is a new mapping
- * without the mark, hence one extension, through malloc's top pad, not
- * many.  Returns the heap's end before it (for engines_huge_end). */
-static char *engines_huge_begin(uint64_t est)
-{
-	char *lo = sbrk(0);
-	if (lo == (char *)-1 || est < 32 * SIM_HUGE || est > (1ull << 40))
-		return lo;
-	if (est > INT_MAX)
-		est = INT_MAX;
-	/* One allocation bigger than the heap's free top (which malloc
-	 * keeps small): malloc extends the heap by it plus the pad, and the
-	 * free keeps the pad.  Volatile: the compiler may drop a malloc whose
-	 * block is only freed. */
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
-	mallopt(M_TOP_PAD, (int)est);
-	void *volatile p = malloc(16 << 20);
-	free(p);
-	heap_advise(lo, sbrk(0), 0);
-	return lo;
-}
-
-static void engines_huge_end(char *lo)
-{
-	mallopt(M_TOP_PAD, 128 << 10);   /* glibc's default */
-	/* What came before the mark or beyond the estimate. */
-	heap_advise(lo, sbrk(0), 1);
-}
-
 static int ports_init(struct mrc_sim *s, char *err, size_t errlen)
 {
 	const struct sim_fabric *f = &s->fab;
 	s->n_ports = f->n_links * 2;
-	/* Cache-line aligned (calloc's 16-byte offset spread each record
-	 * over two lines; the prefetch below takes one), on huge pages when
-	 * big: ports are touched at random. */
-	void *pm = sim_huge_alloc((size_t)s->n_ports * sizeof(*s->ports));
-	if (pm)
+	/* Cache-line aligned: calloc's 16-byte offset spread each record
+	 * over two lines, and the prefetch below takes one. */
+	void *pm = NULL;
+	if (!posix_memalign(&pm, 64, (size_t)s->n_ports * sizeof(*s->ports)))
 		memset(pm, 0, (size_t)s->n_ports * sizeof(*s->ports));
 	s->ports = pm;
 	s->pcold = calloc(s->n_ports, sizeof(*s->pcold));
@@ -197,15 +137,8 @@ int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
 	if ((rc = ports_init(s, err, errlen)) ||
 	    (rc = sim_workload_build(s, err, errlen)) ||
 	    (rc = sim_faults_check(s, err, errlen)) ||
-	    (rc = sim_faults_mark(s)))
-		goto fail;
-	/* About what mrce_create and mrce_peer_add will take: 128 bytes
-	 * per peer per EV and some 40 KiB per engine (queues, QPs). */
-	char *heap0 = engines_huge_begin((uint64_t)s->fab.n_hosts *
-					 (2ull * s->fab.nev * 128 + (40u << 10)));
-	rc = sim_hosts_create(s, err, errlen);
-	engines_huge_end(heap0);
-	if (rc)
+	    (rc = sim_faults_mark(s)) ||
+	    (rc = sim_hosts_create(s, err, errlen)))
 		goto fail;
 	s->rx_buf = malloc(MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN);
 	if (!s->rx_buf || sim_evq_init(&s->q, (uint64_t)s->fab.n_hosts + s->n_flows + 1024) ||

@@ -244,10 +244,6 @@ struct mrc_sim {
 };
 
 /* net.c */
-#define SIM_HUGE (2ul << 20)
-/* len bytes (uninitialised) on 2 MiB pages where the kernel allows;
- * free() releases them. */
-void *sim_huge_alloc(size_t len);
 int sim_pool_init(struct sim_pool *p);
 void sim_pool_free(struct sim_pool *p);
 struct sim_pkt *sim_pkt_alloc(struct mrc_sim *s);
