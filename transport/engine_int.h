@@ -58,7 +58,8 @@ struct mrc__peer {
 	 * spurious losses serves every QP to the peer. */
 	uint64_t reo_extra;         /* learned extra reorder tolerance */
 	uint32_t clean_acks;        /* ACKs since the last spurious loss */
-	struct mrc__path *paths;
+	struct mrc__path *paths;    /* 64-byte aligned, inside paths_mem */
+	void *paths_mem;
 	/* Spraying: round robin over planes, then over each plane's EVs. */
 	uint16_t *plane_evs[MRC_MAX_PLANES];
 	uint16_t plane_nev[MRC_MAX_PLANES], plane_cur[MRC_MAX_PLANES];

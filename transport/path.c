@@ -53,10 +53,9 @@ int mrce_peer_add(struct mrce *e, uint32_t nev, const uint8_t *plane_of,
 	memset(p, 0, sizeof(*p));
 	/* Line aligned (calloc's 16-byte offset put each record over three
 	 * lines): the hot half of a record is then one line (engine_int.h). */
-	void *pm = NULL;
-	if (!posix_memalign(&pm, 64, (size_t)nev * sizeof(*p->paths)))
-		memset(pm, 0, (size_t)nev * sizeof(*p->paths));
-	p->paths = pm;
+	p->paths_mem = calloc(1, (size_t)nev * sizeof(*p->paths) + 63);
+	p->paths = p->paths_mem ? (struct mrc__path *)(((uintptr_t)p->paths_mem + 63) &
+						      ~(uintptr_t)63) : NULL;
 	uint16_t cnt[MRC_MAX_PLANES] = { 0 };
 	for (uint32_t i = 0; i < nev; i++)
 		cnt[plane_of[i]]++;
@@ -92,7 +91,7 @@ int mrce_peer_remove(struct mrce *e, uint32_t peer)
 		    e->qps[i].peer == peer)
 			return -EBUSY;
 	struct mrc__peer *p = &e->peers[peer];
-	free(p->paths);
+	free(p->paths_mem);
 	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
 		free(p->plane_evs[pl]);
 	memset(p, 0, sizeof(*p));
