@@ -179,12 +179,12 @@ void sim_fault_apply(struct mrc_sim *s, uint32_t i)
 			break;
 		case MRC_SIM_F_LOSS:
 			p->state = PS_LOSS;
-			p->loss_thr = fc->loss >= 1.0 ? UINT64_MAX :
+			s->pcold[ports[k]].loss_thr = fc->loss >= 1.0 ? UINT64_MAX :
 				      (uint64_t)(fc->loss * 18446744073709551616.0);
 			break;
 		default:
 			p->state = PS_OK;
-			p->loss_thr = 0;
+			s->pcold[ports[k]].loss_thr = 0;
 		}
 		/* Loud failures of a host's own NIC link: its link monitor
 		 * takes the plane out of service, and back after recovery. */

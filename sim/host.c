@@ -302,7 +302,6 @@ static void inject(struct mrc_sim *s, uint32_t h, const struct mrce_tx_pkt *t)
 		sim_pkt_free(s, k);
 		return;
 	}
-	k->src = h;
 	k->dst = r;
 	k->rx_peer = x->peer_rx[t->peer];
 	k->hop = 0;
@@ -312,12 +311,11 @@ static void inject(struct mrc_sim *s, uint32_t h, const struct mrce_tx_pkt *t)
 	k->plen = t->plen;
 	k->payload = NULL;
 	if (t->plen) {
-		memcpy(k->trailer, t->trailer, MRC_TRAILER_LEN);
 		if (t->payload >= s->src_buf && t->payload + t->plen <= s->src_buf + s->src_len) {
 			k->payload = t->payload;
-		} else if (t->plen <= sizeof(k->inl)) {
-			memcpy(k->inl, t->payload, t->plen);
-			k->payload = k->inl;
+		} else if (t->plen <= SIM_INL_MAX && t->hdr_len == SIM_INL_OFF) {
+			memcpy(k->hdr + SIM_INL_OFF, t->payload, t->plen);
+			k->payload = k->hdr + SIM_INL_OFF;
 		}
 	}
 	k->wire = t->hdr_len + t->plen + (t->plen ? MRC_TRAILER_LEN : 0) +
@@ -408,24 +406,23 @@ void sim_host_rx(struct mrc_sim *s, struct sim_pkt *k)
 	if (k->plen && k->payload) {
 		memcpy(b + len, k->payload, k->plen);
 		len += k->plen;
-		memcpy(b + len, k->trailer, MRC_TRAILER_LEN);
+		memset(b + len, 0, MRC_TRAILER_LEN);   /* skip_payload_crc */
 		len += MRC_TRAILER_LEN;
 	}
 	/* Goodput: bytes this packet newly placed (duplicates place none). */
 	uint32_t qpn = SIM_NONE, conn = SIM_NONE;
-	struct mrce_qp_info before, after;
+	uint64_t before = 0, after;
 	if ((k->flags & PF_DATA) && k->plen) {
 		qpn = be32(k->hdr + 4);
-		if ((qpn & 0xffff) < x->nqps && !mrce_qp_info(x->eng, qpn, &before))
+		if ((qpn & 0xffff) < x->nqps && !mrce_qp_bytes_placed(x->eng, qpn, &before))
 			conn = x->qp_conn[qpn & 0xffff];
 	}
 	uint32_t flags = (k->flags & PF_ECN) ? MRC_RX_ECN : 0;
 	uint32_t peer = k->rx_peer;
 	sim_pkt_free(s, k);
 	mrce_rx(x->eng, now_ns(s), peer, b, len, flags);
-	if (conn != SIM_NONE && !mrce_qp_info(x->eng, qpn, &after) &&
-	    after.bytes_placed > before.bytes_placed)
-		sim_goodput_add(s, s->conns[conn].flow, after.bytes_placed - before.bytes_placed);
+	if (conn != SIM_NONE && !mrce_qp_bytes_placed(x->eng, qpn, &after) && after > before)
+		sim_goodput_add(s, s->conns[conn].flow, after - before);
 	sim_host_service(s, h);
 }
 

@@ -81,11 +81,12 @@ int sim_schedule_in(struct mrc_sim *s, uint64_t delay, uint8_t type, uint64_t ar
 	return rc;
 }
 
-static void drop(struct mrc_sim *s, struct sim_port *p, struct sim_pkt *k,
-		 uint64_t *why)
+_Static_assert(sizeof(struct sim_port) == 64, "a port record is one cache line");
+
+static void drop(struct mrc_sim *s, uint32_t port, struct sim_pkt *k, uint64_t *why)
 {
 	(*why)++;
-	p->drops++;
+	s->pcold[port].drops++;
 	sim_pkt_free(s, k);
 }
 
@@ -103,7 +104,7 @@ static void port_start(struct mrc_sim *s, uint32_t port)
 	k->next = NULL;
 	p->qbytes[c] -= k->wire;
 	p->cur = k;
-	if (p->from_host != SIM_NONE && (k->flags & PF_DATA))
+	if (p->from_host != SIM_PORT_SW && (k->flags & PF_DATA))
 		s->hosts[p->from_host].queued--;
 	sim_schedule_in(s, sim_ser_ps(s, k->wire), SE_TXDONE, port);
 }
@@ -112,11 +113,11 @@ void sim_port_enqueue(struct mrc_sim *s, uint32_t port, struct sim_pkt *k)
 {
 	struct sim_port *p = &s->ports[port];
 	if (p->state == PS_DOWN) {
-		drop(s, p, k, &s->drop_down);
+		drop(s, port, k, &s->drop_down);
 		return;
 	}
 	int c = (k->flags & PF_PRIO) ? 0 : 1;
-	if (p->sw) {
+	if (p->from_host == SIM_PORT_SW) {
 		if (c == 1) {
 			uint64_t q = p->qbytes[1];
 			if (s->cfg.trim && q + k->wire > s->cfg.trim && k->plen) {
@@ -130,19 +131,19 @@ void sim_port_enqueue(struct mrc_sim *s, uint32_t port, struct sim_pkt *k)
 				k->payload = NULL;
 				k->flags |= PF_PRIO;
 				c = 0;
-				p->trims++;
+				s->pcold[port].trims++;
 				s->trims++;
 			} else if (q + k->wire > s->cfg.buffer) {
-				drop(s, p, k, &s->drop_full);
+				drop(s, port, k, &s->drop_full);
 				return;
 			} else if (s->cfg.ecn && q >= s->cfg.ecn) {
 				k->flags |= PF_ECN;
-				p->marks++;
+				s->pcold[port].marks++;
 				s->marks++;
 			}
 		}
-		if (c == 0 && p->qbytes[0] + k->wire > s->cfg.prio_buffer) {
-			drop(s, p, k, &s->drop_prio);
+		if (c == 0 && (uint64_t)p->qbytes[0] + k->wire > s->cfg.prio_buffer) {
+			drop(s, port, k, &s->drop_prio);
 			return;
 		}
 	}
@@ -166,31 +167,31 @@ void sim_port_txdone(struct mrc_sim *s, uint32_t port)
 	p->cur = NULL;
 	if (k) {
 		p->tx_bytes += k->wire;
-		p->tx_pkts++;
 		if (p->state == PS_DOWN)   /* went down mid-frame */
-			drop(s, p, k, &s->drop_down);
+			drop(s, port, k, &s->drop_down);
 		else
 			sim_schedule_in(s, s->prop_ps, SE_ARRIVE, (uint64_t)(uintptr_t)k);
 	}
 	port_start(s, port);
-	if (p->from_host != SIM_NONE)
+	if (p->from_host != SIM_PORT_SW)
 		sim_host_nic_free(s, p->from_host);
 }
 
 void sim_arrive(struct mrc_sim *s, struct sim_pkt *k)
 {
-	struct sim_port *p = &s->ports[k->route[k->hop]];
+	uint32_t port = k->route[k->hop];
+	struct sim_port *p = &s->ports[port];
 	if (p->state != PS_OK) {
 		if (p->state == PS_DOWN) {
-			drop(s, p, k, &s->drop_down);
+			drop(s, port, k, &s->drop_down);
 			return;
 		}
 		if (p->state == PS_BLACKHOLE) {
-			drop(s, p, k, &s->drop_blackhole);
+			drop(s, port, k, &s->drop_blackhole);
 			return;
 		}
-		if (mrc_rng_next(&s->rng) < p->loss_thr) {
-			drop(s, p, k, &s->drop_loss);
+		if (mrc_rng_next(&s->rng) < s->pcold[port].loss_thr) {
+			drop(s, port, k, &s->drop_loss);
 			return;
 		}
 	}
@@ -207,9 +208,9 @@ void sim_port_flush(struct mrc_sim *s, uint32_t port)
 		struct sim_pkt *k = p->qh[c];
 		while (k) {
 			struct sim_pkt *nx = k->next;
-			if (p->from_host != SIM_NONE && (k->flags & PF_DATA))
+			if (p->from_host != SIM_PORT_SW && (k->flags & PF_DATA))
 				s->hosts[p->from_host].queued--;
-			drop(s, p, k, &s->drop_down);
+			drop(s, port, k, &s->drop_down);
 			k = nx;
 		}
 		p->qh[c] = p->qt[c] = NULL;

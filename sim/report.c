@@ -370,11 +370,12 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 		char pn[48];
 		port_name(s, top[i], pn, sizeof(pn));
 		const struct sim_port *p = &s->ports[top[i]];
+		const struct sim_port_cold *pc = &s->pcold[top[i]];
 		sb_printf(&b, "%s{\"port\": \"%s\", \"util\": %.4f, \"queue_max\": %llu, "
 			  "\"drops\": %llu, \"trims\": %llu, \"ecn\": %llu}", i ? ", " : "", pn,
 			  port_util(s, p), (unsigned long long)p->qmax,
-			  (unsigned long long)p->drops, (unsigned long long)p->trims,
-			  (unsigned long long)p->marks);
+			  (unsigned long long)pc->drops, (unsigned long long)pc->trims,
+			  (unsigned long long)pc->marks);
 	}
 	uint64_t to_bad = 0, to_good = 0;
 	for (uint32_t i = 0; i < s->n_evc; i++) {

@@ -380,14 +380,14 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 		return parse_u32r(v, 0, MRC_MAX_EVS, &c->paths) ? BADV("must be 0..4096") : 0;
 	if (!strcmp(k, "buffer"))
 		return sim_parse_size(v, &c->buffer) || c->buffer < 16384 ||
-		       c->buffer > (1ull << 32) ? BADV("must be a size, 16K..4G") : 0;
+		       c->buffer > SIM_QBYTES_MAX ? BADV("must be a size, 16K..2G") : 0;
 	if (!strcmp(k, "ecn"))
 		return size_or_off(v, &c->ecn) ? BADV("must be a size or off") : 0;
 	if (!strcmp(k, "trim"))
 		return size_or_off(v, &c->trim) ? BADV("must be a size or off") : 0;
 	if (!strcmp(k, "prio-buffer"))
-		return sim_parse_size(v, &c->prio_buffer) || c->prio_buffer < 1024 ?
-		       BADV("must be a size >= 1K") : 0;
+		return sim_parse_size(v, &c->prio_buffer) || c->prio_buffer < 1024 ||
+		       c->prio_buffer > SIM_QBYTES_MAX ? BADV("must be a size, 1K..2G") : 0;
 	if (!strcmp(k, "overhead"))
 		return parse_u32r(v, 0, 1024, &c->frame_overhead) ? BADV("must be 0..1024 bytes") : 0;
 	if (!strcmp(k, "nic-queue"))

@@ -75,27 +75,40 @@ struct sim_pkt {
 	struct sim_pkt *next;
 	const uint8_t *payload;
 	uint32_t route[SIM_MAX_HOPS];
-	uint32_t src, dst, rx_peer;
+	uint32_t dst, rx_peer;
 	uint32_t wire, plen;       /* bytes on the wire, payload bytes */
 	uint16_t hdr_len;
 	uint8_t hop, nhops, flags;
-	uint8_t trailer[MRC_TRAILER_LEN];
+	/* The header; a data header (SIM_INL_OFF bytes) leaves room for a
+	 * small payload not in sim memory (an atomic's operand).  No CRC
+	 * trailer: the engines run with skip_payload_crc, so it is zero. */
 	uint8_t hdr[MRC_HDR_MAX];
-	uint8_t inl[8];            /* a small payload not in sim memory */
 };
+#define SIM_INL_OFF MRC_DATA_HDR_LEN
+#define SIM_INL_MAX (MRC_HDR_MAX - MRC_DATA_HDR_LEN)
 
 enum { PS_OK = 0, PS_DOWN = 1, PS_BLACKHOLE = 2, PS_LOSS = 3 };
 
+/* What every hop reads or writes, in one 64-byte line (the port array is
+ * line aligned): the queue byte counts are 32-bit, which the scenario's
+ * buffer and prio-buffer limits (at most SIM_QBYTES_MAX) guarantee for
+ * switch ports; a NIC's queues hold at most nic-queue data packets per
+ * plane plus the ACKs and probes its engine hands out. */
+#define SIM_PORT_SW ((1u << 30) - 1)    /* from_host of a switch's port */
+#define SIM_QBYTES_MAX (2ull << 30)
 struct sim_port {
 	struct sim_pkt *qh[2], *qt[2];  /* 0: priority, 1: data */
 	struct sim_pkt *cur;            /* being serialised */
-	uint64_t qbytes[2];
-	uint64_t qmax;                  /* high-water mark of qbytes[1] */
-	uint64_t tx_bytes, tx_pkts;
+	uint32_t qbytes[2];
+	uint32_t qmax;                  /* high-water mark of qbytes[1] */
+	uint32_t from_host : 30;        /* SIM_PORT_SW: a switch transmits */
+	uint32_t state : 2;             /* PS_* */
+	uint64_t tx_bytes;
+};
+/* The rest, touched on drops, trims, marks and lossy links only. */
+struct sim_port_cold {
 	uint64_t drops, trims, marks;
 	uint64_t loss_thr;              /* PS_LOSS: drop if rng < thr (2^64) */
-	uint32_t to_host, from_host;    /* SIM_NONE for switches */
-	uint8_t state, sw;              /* sw: a switch transmits here */
 };
 
 struct sim_pool {
@@ -185,6 +198,7 @@ struct mrc_sim {
 	struct mrc_sim_cfg cfg;
 	struct sim_fabric fab;
 	struct sim_port *ports;
+	struct sim_port_cold *pcold;
 	uint32_t n_ports;
 	struct sim_host *hosts;
 	struct sim_flow *flows;

@@ -447,6 +447,51 @@ static void test_access_nack_reordered(void **s)
 	etest_fini(&t);
 }
 
+/* ---- payload CRC ------------------------------------------------------- */
+
+/* A 1 MiB WRITE over a path that flips a bit in 5% of packets.  The
+ * default config (mrcd's engines start from it and never set
+ * skip_payload_crc: daemon/core/node.c) must drop every corrupted payload
+ * and still place the data intact; skip_payload_crc (the simulator's, whose
+ * fabric cannot corrupt) must check headers only, so a flipped payload bit
+ * gets through. */
+static void payload_crc_case(int skip)
+{
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_stats st;
+
+	cfg_two(&cc, 8, 2);
+	cc.path.corrupt = 0.05;
+	cc.ecfg.skip_payload_crc = (uint8_t)skip;
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 5, t.lkey, 0, 1 << 20, t.rkey, 0,
+			    0, 0), 0);
+	CHECK_EQ(etest_run2(t.ch, 1, 0, 60 * SEC), 0);
+	CHECK_EQ(WC(&t, 0, 0)->status, 0);
+	CHECK(t.ch->st.corrupted > 0);                /* the fault happened */
+	mrce_stats(E(&t, 1), &st);
+	if (!skip) {
+		CHECK_EQ(t.ch->st.corrupt_accepted, 0);
+		CHECK(st.rx_drop[MRC_DROP_PCRC] > 0);
+		check_placed(&t, 0, 0, 1 << 20);
+	} else {
+		CHECK(t.ch->st.corrupt_accepted > 0);
+		CHECK_EQ(st.rx_drop[MRC_DROP_PCRC], 0);
+	}
+	etest_fini(&t);
+}
+
+static void test_payload_crc_default(void **s)
+{
+	struct mrce_cfg c;
+	mrce_cfg_default(&c);
+	CHECK_EQ(c.skip_payload_crc, 0);
+	payload_crc_case(0);
+}
+
+static void test_payload_crc_skip(void **s) { payload_crc_case(1); }
+
 /* ---- ordering ---------------------------------------------------------- */
 
 static void test_completion_order(void **s)
@@ -546,6 +591,8 @@ int main(void)
 		T(test_access_atomic_no_right),
 		T(test_access_nack_reordered),
 		T(test_completion_order),
+		T(test_payload_crc_default),
+		T(test_payload_crc_skip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

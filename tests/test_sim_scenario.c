@@ -47,7 +47,9 @@ static void bad_settings_say_why(void **st)
 	expect_err("fault", "1us:loss=2:p0s1", "loss '2': need a probability");
 	expect_err("mode", "random", "mode='random': must be spray or ecmp");
 	expect_err("window", "100", "window='100': must be 0 (auto) or a power of two");
-	expect_err("buffer", "1K", "buffer='1K': must be a size, 16K..4G");
+	expect_err("buffer", "1K", "buffer='1K': must be a size, 16K..2G");
+	expect_err("buffer", "3G", "buffer='3G': must be a size, 16K..2G");
+	expect_err("prio-buffer", "3G", "prio-buffer='3G': must be a size, 1K..2G");
 	expect_err("frobnicate", "1", "unknown setting 'frobnicate'");
 }
 
@@ -84,6 +86,17 @@ static void bad_scenarios_say_why(void **st)
 	create_err(f, "incast senders=16: must be 1..15");
 	const char *g[] = { "topo", "clos:planes=16,spines=256", "workload", "permutation", NULL };
 	create_err(g, "EVs per host pair, the engine takes at most 4096");
+	/* Queue byte counts are 32-bit: a config set without the parser is
+	 * refused at create too. */
+	struct mrc_sim_cfg h;
+	char err[MRC_SIM_ERRLEN] = "";
+	struct mrc_sim *s = NULL;
+	mrc_sim_cfg_default(&h);
+	assert_int_equal(mrc_sim_cfg_set(&h, "workload", "permutation", err, sizeof(err)), 0);
+	h.prio_buffer = 3ull << 30;
+	assert_int_equal(mrc_sim_create(&h, &s, err, sizeof(err)), -EINVAL);
+	assert_null(s);
+	assert_non_null(strstr(err, "at most 2G each"));
 }
 
 static char *report(struct mrc_sim_cfg *c)

@@ -374,7 +374,8 @@ int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	struct mrc_pkt_view v;
 	enum mrc_wire_drop why;
 	e->st.rx_pkts++;
-	if (mrc_wire_decode(pkt, len, &v, &why)) {
+	if (mrc_wire_decode_flags(pkt, len, &v, &why,
+				  e->cfg.skip_payload_crc ? MRC_WIRE_NO_PCRC : 0)) {
 		e->st.rx_drop[why < MRC_DROP__COUNT ? why : 0]++;
 		return -EBADMSG;
 	}

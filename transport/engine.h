@@ -104,6 +104,13 @@ struct mrce_cfg {
 	                              (mrce_qp_ev_stats), 16 bytes each per QP;
 	                              the EVs above share one bucket; 0: off
 	                              (64, at most MRC_MAX_EVS) */
+	uint8_t skip_payload_crc;  /* 1: data payloads get a zero trailer and
+	                              arriving ones are not checked (headers
+	                              still are).  Only for the simulator, whose
+	                              fabric cannot corrupt a payload and where
+	                              the two CRCs were 4% of the run; every
+	                              engine of a fabric must agree.  Default 0:
+	                              the daemon always verifies. */
 };
 
 /* Fills every field with its default. */
@@ -286,6 +293,9 @@ struct mrce_qp_info {
 	uint64_t ev_other_tx, ev_other_lost; /* on EVs >= cfg.qp_ev_stats */
 };
 int mrce_qp_info(const struct mrce *e, uint32_t qpn, struct mrce_qp_info *info);
+/* Just mrce_qp_info's bytes_placed, for a caller that samples it around
+ * every arriving packet (the simulator's goodput).  0 or -ENOENT. */
+int mrce_qp_bytes_placed(const struct mrce *e, uint32_t qpn, uint64_t *bytes);
 /* One QP's use of one EV: data packets it sent there (retransmissions
  * included) and how many of them were declared lost (by any signal: a
  * timeout, a NACK, a trim, reordering beyond the window). */

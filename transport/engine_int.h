@@ -28,12 +28,18 @@ struct mrc__path {
 	uint8_t probe_backoff;      /* probes lost in a row: the interval doubles */
 	uint16_t penalty;           /* spray skip credits: ECN, trims, delay */
 	uint32_t probe_seq;         /* outstanding probe (0: none) */
-	uint64_t probe_ts, next_probe;
-	uint64_t srtt, rttvar, last_change;
+	/* The first 64 bytes are what every data packet (the pick, tx_pkts)
+	 * and every ACK (RTT, last_ack) touch: one cache line, as the array
+	 * is line aligned (mrce_peer_add).  The rest: losses, probes, state
+	 * changes, ECN and trims. */
+	uint64_t srtt, rttvar;
 	uint64_t last_ack;          /* when an ACK last came back on this EV */
+	uint64_t tx_pkts;
+	uint64_t probe_ts, next_probe;
+	uint64_t last_change;
 	uint64_t suspect_until;
 	uint64_t alive_ts;          /* send time of the newest answered probe */
-	uint64_t tx_pkts, lost, trims, ecn, probes_sent, probes_ok;
+	uint64_t lost, trims, ecn, probes_sent, probes_ok;
 };
 
 struct mrc__peer {
@@ -52,7 +58,8 @@ struct mrc__peer {
 	 * spurious losses serves every QP to the peer. */
 	uint64_t reo_extra;         /* learned extra reorder tolerance */
 	uint32_t clean_acks;        /* ACKs since the last spurious loss */
-	struct mrc__path *paths;
+	struct mrc__path *paths;    /* 64-byte aligned, inside paths_mem */
+	void *paths_mem;
 	/* Spraying: round robin over planes, then over each plane's EVs. */
 	uint16_t *plane_evs[MRC_MAX_PLANES];
 	uint16_t plane_nev[MRC_MAX_PLANES], plane_cur[MRC_MAX_PLANES];

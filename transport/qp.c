@@ -367,6 +367,15 @@ int mrce_qp_info(const struct mrce *e, uint32_t qpn, struct mrce_qp_info *info)
 	return 0;
 }
 
+int mrce_qp_bytes_placed(const struct mrce *e, uint32_t qpn, uint64_t *bytes)
+{
+	const struct mrc__qp *qp = mrc__qp_get((struct mrce *)e, qpn);
+	if (!qp)
+		return -ENOENT;
+	*bytes = qp->bytes_placed;
+	return 0;
+}
+
 int mrce_qp_ev_stats(const struct mrce *e, uint32_t qpn, struct mrce_qp_ev_stat *st,
 		     uint32_t max)
 {

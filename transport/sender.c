@@ -144,8 +144,10 @@ static void build(struct mrce *e, struct mrc__qp *qp, uint32_t psn, int ev,
 	pkt->hdr_len = (uint16_t)mrc_wire_put_data(pkt->hdr, &h);
 	pkt->plen = plen;
 	pkt->payload = w->op == MRC_OP_ATOMIC_ADD ? w->add_be : w->lbase + off;
-	if (plen)
+	if (plen && !e->cfg.skip_payload_crc)
 		mrc_wire_put_trailer(pkt->trailer, pkt->payload, plen);
+	else if (plen)
+		memset(pkt->trailer, 0, MRC_TRAILER_LEN);
 	s->ev = (uint16_t)ev;
 	s->sent_ts = now;
 	s->xseq = qp->xmit_seq++;

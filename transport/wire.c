@@ -156,7 +156,7 @@ static int data_fields_ok(const struct mrc_data_hdr *d)
 }
 
 static int decode_data(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
-		       enum mrc_wire_drop *why)
+		       enum mrc_wire_drop *why, uint32_t flags)
 {
 	struct mrc_data_hdr *d = &v->u.data;
 
@@ -199,7 +199,8 @@ static int decode_data(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 	v->payload = NULL;
 	if (d->plen) {
 		const uint8_t *pl = p + MRC_DATA_HDR_LEN;
-		if (mrc_crc32c(0, pl, d->plen) != ld32(pl + d->plen))
+		if (!(flags & MRC_WIRE_NO_PCRC) &&
+		    mrc_crc32c(0, pl, d->plen) != ld32(pl + d->plen))
 			return drop(why, MRC_DROP_PCRC);
 		v->payload = pl;
 	}
@@ -256,6 +257,12 @@ static int decode_probe(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 int mrc_wire_decode(const void *buf, size_t len, struct mrc_pkt_view *v,
 		    enum mrc_wire_drop *why)
 {
+	return mrc_wire_decode_flags(buf, len, v, why, 0);
+}
+
+int mrc_wire_decode_flags(const void *buf, size_t len, struct mrc_pkt_view *v,
+			  enum mrc_wire_drop *why, uint32_t flags)
+{
 	const uint8_t *p = buf;
 
 	if (len < 4)
@@ -273,7 +280,7 @@ int mrc_wire_decode(const void *buf, size_t len, struct mrc_pkt_view *v,
 	int rc;
 	v->op = p[1];
 	if (mrc_op_is_data(p[1]))
-		rc = decode_data(p, len, v, why);
+		rc = decode_data(p, len, v, why, flags);
 	else if (p[1] == MRC_OP_ACK)
 		rc = decode_ack(p, len, v, why);
 	else

@@ -209,6 +209,11 @@ void mrc_wire_put_trailer(uint8_t out[MRC_TRAILER_LEN], const void *p, size_t n)
  * buf[0..len). */
 int mrc_wire_decode(const void *buf, size_t len, struct mrc_pkt_view *v,
 		    enum mrc_wire_drop *why);
+/* The same with flags: MRC_WIRE_NO_PCRC leaves a data payload's CRC
+ * trailer unchecked (mrce_cfg.skip_payload_crc: the simulator only). */
+#define MRC_WIRE_NO_PCRC 0x1u
+int mrc_wire_decode_flags(const void *buf, size_t len, struct mrc_pkt_view *v,
+			  enum mrc_wire_drop *why, uint32_t flags);
 
 /* Nonzero when the datagram buf[0..len) is daemon-to-daemon control
  * traffic (opcode MRC_OP_CTRL), which its receiver takes before the
