@@ -271,9 +271,12 @@ static void mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 	/* A timeout blames a path only if nothing came back on it since the
 	 * packet left: a queue that merely grew past the RTO (a burst, a busy
 	 * receiver) keeps ACKing, a dead path does not. */
-	if (blame && reason == MRC_RSN_RTO &&
-	    e->peers[qp->peer].paths[s->ev].last_ack > s->sent_ts)
+	const struct mrc__peer *p = &e->peers[qp->peer];
+	if (blame && reason == MRC_RSN_RTO && p->paths[s->ev].last_ack > s->sent_ts)
 		blame = 0;
+	/* Nothing came back on any path since it left, and this is the QP's
+	 * first timeout in a row: the silence is the peer's, not the path's. */
+	int weak = reason == MRC_RSN_RTO && p->last_ack <= s->sent_ts && !qp->backoff;
 	s->lost_ev = blame ? s->ev : UINT16_MAX;
 	if (s->ev < e->cfg.qp_ev_stats)
 		qp->evst[s->ev].lost_pkts++;
@@ -284,7 +287,7 @@ static void mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 	mrc__bit_set(qp->lostmap, slot_psn(e, qp, i));
 	if (blame)
 		mrc__path_lost(e, qp->peer, s->ev, s->sent_ts, reason,
-			       congested(e, qp, now), now);
+			       congested(e, qp, now), weak, now);
 }
 
 /* How long past its send time a packet on this EV may still be acked:
@@ -375,7 +378,7 @@ static void ack_one(struct mrce *e, struct mrc__qp *qp, uint32_t psn, uint64_t n
 		 * the EV of the newest packet only, so the echo alone would
 		 * leave most paths unmeasured. */
 		struct mrc__peer *p = &e->peers[qp->peer];
-		p->paths[s->ev].last_ack = now;
+		p->paths[s->ev].last_ack = p->last_ack = now;
 		if (!s->tries && now > s->sent_ts + hold)
 			mrc__path_rtt(e, p, s->ev, now - s->sent_ts - hold);
 	}
@@ -450,7 +453,10 @@ static void spurious_check(struct mrce *e, struct mrc__qp *qp,
 		p->reo_extra = 2 * qp->srtt;
 	if (s->lost_ev < p->nev) {
 		struct mrc__path *pa = &p->paths[s->lost_ev];
-		if (pa->state == MRC_EV_ASSUMED_BAD && pa->reason == MRC_RSN_LOSS)
+		/* Retired by a timeout or by a late packet alike: the packet
+		 * got through, so the path was delivering. */
+		if (pa->state == MRC_EV_ASSUMED_BAD &&
+		    (pa->reason == MRC_RSN_LOSS || pa->reason == MRC_RSN_RTO))
 			mrc__path_set_state(e, qp->peer, s->lost_ev, MRC_EV_GOOD,
 					    MRC_RSN_SPURIOUS, now);
 		s->lost_ev = UINT16_MAX;
