@@ -274,9 +274,13 @@ static void mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 	const struct mrc__peer *p = &e->peers[qp->peer];
 	if (blame && reason == MRC_RSN_RTO && p->paths[s->ev].last_ack > s->sent_ts)
 		blame = 0;
-	/* Nothing came back on any path since it left, and this is the QP's
-	 * first timeout in a row: the silence is the peer's, not the path's. */
-	int weak = reason == MRC_RSN_RTO && p->last_ack <= s->sent_ts && !qp->backoff;
+	/* The peer acked nothing sent since it left, on any path of any QP,
+	 * and this is its first transmission: the silence is the peer's (a
+	 * stall), not the path's.  The same packet timing out again is
+	 * blamed as before, and a QP pinned to one EV rehashes on its first
+	 * timeout, as before. */
+	int weak = reason == MRC_RSN_RTO && p->acked_sent < s->sent_ts && !s->tries &&
+		   !(qp->flags & MRC_QP_PIN_EV);
 	s->lost_ev = blame ? s->ev : UINT16_MAX;
 	if (s->ev < e->cfg.qp_ev_stats)
 		qp->evst[s->ev].lost_pkts++;
@@ -378,7 +382,9 @@ static void ack_one(struct mrce *e, struct mrc__qp *qp, uint32_t psn, uint64_t n
 		 * the EV of the newest packet only, so the echo alone would
 		 * leave most paths unmeasured. */
 		struct mrc__peer *p = &e->peers[qp->peer];
-		p->paths[s->ev].last_ack = p->last_ack = now;
+		p->paths[s->ev].last_ack = now;
+		if (s->sent_ts > p->acked_sent)
+			p->acked_sent = s->sent_ts;
 		if (!s->tries && now > s->sent_ts + hold)
 			mrc__path_rtt(e, p, s->ev, now - s->sent_ts - hold);
 	}
