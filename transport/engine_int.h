@@ -30,7 +30,6 @@ struct mrc__path {
 	uint32_t probe_seq;         /* outstanding probe (0: none) */
 	uint64_t probe_ts, next_probe;
 	uint64_t srtt, rttvar, last_change;
-	uint64_t min_rtt;           /* its own base RTT: what a probe takes */
 	uint64_t last_ack;          /* when an ACK last came back on this EV */
 	uint64_t suspect_until;
 	uint64_t alive_ts;          /* send time of the newest answered probe */
@@ -44,6 +43,7 @@ struct mrc__peer {
 	uint32_t nsuspect;          /* GOOD paths waiting for a probe's answer */
 	uint64_t last_cong;         /* last ECN mark or trim towards the peer */
 	uint64_t acked_sent;        /* send time of the newest packet acked */
+	uint64_t heard;             /* when the last of those ACKs came */
 	uint64_t rtt_hi;            /* recent highest RTT (slow decay) */
 	uint64_t rtt_avg;           /* smoothed RTT over all its paths */
 	uint32_t probe_seq;

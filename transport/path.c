@@ -169,15 +169,9 @@ static void probe_send(struct mrce *e, uint32_t peer, uint32_t ev, uint64_t now)
 /* How long a probe of a suspect path may take: probes travel in the
  * switches' priority queue, so a live path answers in about its base RTT
  * however deep its data queue is; a dead one never does. */
-static uint64_t suspect_wait(const struct mrce *e, const struct mrc__peer *p,
-			     const struct mrc__path *pa)
+static uint64_t suspect_wait(const struct mrce *e, const struct mrc__peer *p)
 {
-	/* The path's own base RTT: paths to one peer may differ (longer
-	 * cables, more hops), and a probe on a slower live path would
-	 * otherwise miss the peer's fastest RTT. */
-	uint64_t base = pa->min_rtt ? pa->min_rtt : p->min_rtt;
-	if (!base)
-		base = e->cfg.reorder_slack_ns;
+	uint64_t base = p->min_rtt ? p->min_rtt : e->cfg.reorder_slack_ns;
 	return base + base / 4;
 }
 
@@ -250,7 +244,7 @@ void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		probe_send(e, peer, ev, now);
 		e->st.suspect_probes++;
 	}
-	uint64_t until = pa->probe_ts + suspect_wait(e, p, pa);
+	uint64_t until = pa->probe_ts + suspect_wait(e, p);
 	if (until <= now) {
 		e->st.suspect_retired++;
 		retire(e, peer, ev, reason, now);
@@ -269,8 +263,6 @@ void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
 {
 	struct mrc__path *pa = &p->paths[ev];
 	mrc__rtt_update(&pa->srtt, &pa->rttvar, rtt);
-	if (!pa->min_rtt || rtt < pa->min_rtt)
-		pa->min_rtt = rtt;
 	if (!p->min_rtt || rtt < p->min_rtt)
 		p->min_rtt = rtt;
 	if (rtt >= p->rtt_hi)

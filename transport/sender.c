@@ -275,12 +275,12 @@ static void mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 	if (blame && reason == MRC_RSN_RTO && p->paths[s->ev].last_ack > s->sent_ts)
 		blame = 0;
 	/* The peer acked nothing sent since it left, on any path of any QP,
-	 * and this is its first transmission: the silence is the peer's (a
-	 * stall), not the path's.  The same packet timing out again is
-	 * blamed as before, and a QP pinned to one EV rehashes on its first
-	 * timeout, as before. */
+	 * and has been silent for about one timeout only: the silence is the
+	 * peer's (a stall), not the path's.  A silence that lasts into the
+	 * next timeout, or the same packet timing out again, is blamed as
+	 * before; a QP pinned to one EV rehashes on its first timeout. */
 	int weak = reason == MRC_RSN_RTO && p->acked_sent < s->sent_ts && !s->tries &&
-		   !(qp->flags & MRC_QP_PIN_EV);
+		   now - p->heard < 2 * qp->rto && !(qp->flags & MRC_QP_PIN_EV);
 	s->lost_ev = blame ? s->ev : UINT16_MAX;
 	if (s->ev < e->cfg.qp_ev_stats)
 		qp->evst[s->ev].lost_pkts++;
@@ -385,6 +385,7 @@ static void ack_one(struct mrce *e, struct mrc__qp *qp, uint32_t psn, uint64_t n
 		p->paths[s->ev].last_ack = now;
 		if (s->sent_ts > p->acked_sent)
 			p->acked_sent = s->sent_ts;
+		p->heard = now;
 		if (!s->tries && now > s->sent_ts + hold)
 			mrc__path_rtt(e, p, s->ev, now - s->sent_ts - hold);
 	}
