@@ -33,6 +33,7 @@ struct mrc__path {
 	uint64_t last_ack;          /* when an ACK last came back on this EV */
 	uint64_t suspect_until;
 	uint64_t alive_ts;          /* send time of the newest answered probe */
+	uint64_t kept_ts;           /* last loss not blamed: the peer was silent */
 	uint64_t tx_pkts, lost, trims, ecn, probes_sent, probes_ok;
 };
 

@@ -190,19 +190,6 @@ void mrc__path_check(struct mrce *e, uint32_t peer, uint32_t ev,
 	e->st.suspect_probes++;
 }
 
-/* The path is the plane's last GOOD one that is not waiting for a probe:
- * retiring it takes the whole plane out of the peer's spray. */
-static int last_of_plane(const struct mrc__peer *p, uint32_t ev)
-{
-	uint32_t pl = p->paths[ev].plane;
-	for (uint32_t k = 0; k < p->plane_nev[pl]; k++) {
-		const struct mrc__path *o = &p->paths[p->plane_evs[pl][k]];
-		if (p->plane_evs[pl][k] != ev && o->state == MRC_EV_GOOD && !o->suspect)
-			return 0;
-	}
-	return 1;
-}
-
 /* A packet sent at sent_ts on this path was declared lost.  Late or
  * dropped by a full buffer is congestion, not a path failure; what tells
  * them apart is a probe sent after the packet (probes travel in the
@@ -223,16 +210,19 @@ void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		e->st.suspect_cleared++;
 		return;
 	}
-	/* A first timeout with every path of the peer silent says the peer
-	 * (or this host) stalled, not which path failed: on a loaded host
-	 * that is a scheduler stall past the RTO, and retiring a plane's last
-	 * path would take the plane out of the spray for nothing.  Other
-	 * paths are still retired (a QP pinned to one EV rehashes as fast as
-	 * before); the plane's last one only from the next timeout in a row. */
-	if (weak && last_of_plane(p, ev)) {
-		mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_FLOOR,
-			.old_state = MRC_EV_GOOD, .new_state = MRC_EV_GOOD,
-			.reason = reason, .peer = peer, .ev = ev, .time_ns = now });
+	/* A first timeout with every path of the peer silent (weak) says the
+	 * peer or this host stalled, not which path failed: on a loaded host
+	 * a scheduler stall past the RTO.  Retiring paths for it takes the
+	 * plane's last one out of the spray (a spine down, a cross-leaf pair)
+	 * or halves a plane's paths, for nothing: kept, once per path and
+	 * silence reported as a floor event.  A silence that lasts into the
+	 * next timeout retires as before (sender.c mark_lost). */
+	if (weak) {
+		if (pa->kept_ts <= p->heard)
+			mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_FLOOR,
+				.old_state = MRC_EV_GOOD, .new_state = MRC_EV_GOOD,
+				.reason = reason, .peer = peer, .ev = ev, .time_ns = now });
+		pa->kept_ts = now;
 		return;
 	}
 	int asked = pa->probe_seq && pa->probe_ts >= sent_ts;

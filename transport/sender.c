@@ -262,6 +262,17 @@ static int congested(const struct mrce *e, const struct mrc__qp *qp, uint64_t no
 	return p->rtt_hi > base + base / 8;
 }
 
+/* The QP may send on every plane the peer has paths in. */
+static int all_planes(const struct mrc__peer *p, const struct mrc__qp *qp)
+{
+	if (!qp->plane_mask)
+		return 1;
+	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
+		if (p->plane_nev[pl] && !(qp->plane_mask >> pl & 1))
+			return 0;
+	return 1;
+}
+
 static void mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 		      uint8_t reason, int blame, uint64_t now)
 {
@@ -274,13 +285,17 @@ static void mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 	const struct mrc__peer *p = &e->peers[qp->peer];
 	if (blame && reason == MRC_RSN_RTO && p->paths[s->ev].last_ack > s->sent_ts)
 		blame = 0;
-	/* The peer acked nothing sent since it left, on any path of any QP,
-	 * and has been silent for about one timeout only: the silence is the
-	 * peer's (a stall), not the path's.  A silence that lasts into the
-	 * next timeout, or the same packet timing out again, is blamed as
-	 * before; a QP pinned to one EV rehashes on its first timeout. */
-	int weak = reason == MRC_RSN_RTO && p->acked_sent < s->sent_ts && !s->tries &&
-		   now - p->heard < 2 * qp->rto && !(qp->flags & MRC_QP_PIN_EV);
+	/* The peer acked nothing sent since it left, on any path of any QP:
+	 * the silence is the peer's (a stall), not the path's, and no path is
+	 * retired for it (weak, mrc__path_lost).  Retiring paths cannot end
+	 * such a silence for a QP that sprays over every plane; a QP held to
+	 * some planes (plane_mask) may need to leave a dead one, so for it
+	 * only a first timeout is weak (the peer heard within two RTOs, the
+	 * packet's first transmission); a QP pinned to one EV rehashes on its
+	 * first timeout, as before. */
+	int weak = reason == MRC_RSN_RTO && p->acked_sent < s->sent_ts &&
+		   !(qp->flags & MRC_QP_PIN_EV) &&
+		   (all_planes(p, qp) || (now - p->heard < 2 * qp->rto && !s->tries));
 	s->lost_ev = blame ? s->ev : UINT16_MAX;
 	if (s->ev < e->cfg.qp_ev_stats)
 		qp->evst[s->ev].lost_pkts++;
