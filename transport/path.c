@@ -210,13 +210,13 @@ void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		e->st.suspect_cleared++;
 		return;
 	}
-	/* A first timeout with every path of the peer silent (weak) says the
-	 * peer or this host stalled, not which path failed: on a loaded host
-	 * a scheduler stall past the RTO.  Retiring paths for it takes the
+	/* A timeout with every path of the peer silent (weak) says the peer
+	 * or this host stalled, not which path failed: on a loaded host a
+	 * scheduler stall past the RTO.  Retiring paths for it takes the
 	 * plane's last one out of the spray (a spine down, a cross-leaf pair)
-	 * or halves a plane's paths, for nothing: kept, once per path and
-	 * silence reported as a floor event.  A silence that lasts into the
-	 * next timeout retires as before (sender.c mark_lost). */
+	 * or halves a plane's paths, for nothing: kept, reported once per
+	 * path and silence as a floor event (which losses are weak:
+	 * sender.c mark_lost). */
 	if (weak) {
 		if (pa->kept_ts <= p->heard)
 			mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_FLOOR,
