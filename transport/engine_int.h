@@ -39,6 +39,7 @@ struct mrc__path {
 	uint64_t last_change;
 	uint64_t suspect_until;
 	uint64_t alive_ts;          /* send time of the newest answered probe */
+	uint64_t kept_ts;           /* last loss not blamed: the peer was silent */
 	uint64_t lost, trims, ecn, probes_sent, probes_ok;
 };
 
@@ -48,6 +49,8 @@ struct mrc__peer {
 	uint32_t ndetour;           /* EVs marked detour (spray skips a pass without) */
 	uint32_t nsuspect;          /* GOOD paths waiting for a probe's answer */
 	uint64_t last_cong;         /* last ECN mark or trim towards the peer */
+	uint64_t acked_sent;        /* send time of the newest packet acked */
+	uint64_t heard;             /* when the last of those ACKs came */
 	uint64_t rtt_hi;            /* recent highest RTT (slow decay) */
 	uint64_t rtt_avg;           /* smoothed RTT over all its paths */
 	uint32_t probe_seq;
@@ -236,8 +239,10 @@ int mrc__path_pick(struct mrce *e, struct mrc__peer *p, struct mrc__qp *qp,
 		   int avoid_plane);
 void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 			 uint8_t st, uint8_t reason, uint64_t now);
+/* weak: the loss is a timeout while the whole peer was silent, which
+ * blames no path in particular (sender.c mark_lost). */
 void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
-		    uint64_t sent_ts, uint8_t reason, int cong, uint64_t now);
+		    uint64_t sent_ts, uint8_t reason, int cong, int weak, uint64_t now);
 void mrc__path_check(struct mrce *e, uint32_t peer, uint32_t ev,
 		     uint64_t sent_ts, uint64_t now);
 void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,

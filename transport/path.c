@@ -206,7 +206,7 @@ void mrc__path_check(struct mrce *e, uint32_t peer, uint32_t ev,
  * of the spray.  With no probe out and no sign of congestion (cong == 0)
  * the path is retired at once, as fast as a probe could not be. */
 void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
-		    uint64_t sent_ts, uint8_t reason, int cong, uint64_t now)
+		    uint64_t sent_ts, uint8_t reason, int cong, int weak, uint64_t now)
 {
 	struct mrc__peer *p = &e->peers[peer];
 	struct mrc__path *pa = &p->paths[ev];
@@ -216,6 +216,26 @@ void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		return;
 	if (pa->alive_ts >= sent_ts) {
 		e->st.suspect_cleared++;
+		return;
+	}
+	/* A timeout with every path of the peer silent (weak) says the peer
+	 * or this host stalled, not which path failed: on a loaded host a
+	 * scheduler stall past the RTO.  Retiring paths for it takes the
+	 * plane's last one out of the spray (a spine down, a cross-leaf pair)
+	 * or halves a plane's paths, for nothing: kept, reported once per
+	 * path and silence as a floor event (which losses are weak:
+	 * sender.c mark_lost).  Once only per path, though: a path excused
+	 * before that has carried no ACK since, while the peer was heard on
+	 * others, is the silent one (a dead path under sparse traffic, one
+	 * packet in flight at a time), and is judged as any loss. */
+	if (weak && pa->kept_ts && pa->last_ack < pa->kept_ts && p->heard > pa->kept_ts)
+		weak = 0;
+	if (weak) {
+		if (pa->kept_ts <= p->heard)
+			mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_FLOOR,
+				.old_state = MRC_EV_GOOD, .new_state = MRC_EV_GOOD,
+				.reason = reason, .peer = peer, .ev = ev, .time_ns = now });
+		pa->kept_ts = now;
 		return;
 	}
 	int asked = pa->probe_seq && pa->probe_ts >= sent_ts;

@@ -264,6 +264,17 @@ static int congested(const struct mrce *e, const struct mrc__qp *qp, uint64_t no
 	return p->rtt_hi > base + base / 8;
 }
 
+/* The QP may send on every plane the peer has paths in. */
+static int all_planes(const struct mrc__peer *p, const struct mrc__qp *qp)
+{
+	if (!qp->plane_mask)
+		return 1;
+	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
+		if (p->plane_nev[pl] && !(qp->plane_mask >> pl & 1))
+			return 0;
+	return 1;
+}
+
 static void mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 		      uint8_t reason, int blame, uint64_t now)
 {
@@ -273,9 +284,20 @@ static void mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 	/* A timeout blames a path only if nothing came back on it since the
 	 * packet left: a queue that merely grew past the RTO (a burst, a busy
 	 * receiver) keeps ACKing, a dead path does not. */
-	if (blame && reason == MRC_RSN_RTO &&
-	    e->peers[qp->peer].paths[s->ev].last_ack > s->sent_ts)
+	const struct mrc__peer *p = &e->peers[qp->peer];
+	if (blame && reason == MRC_RSN_RTO && p->paths[s->ev].last_ack > s->sent_ts)
 		blame = 0;
+	/* The peer acked nothing sent since it left, on any path of any QP:
+	 * the silence is the peer's (a stall), not the path's, and no path is
+	 * retired for it (weak, mrc__path_lost).  Retiring paths cannot end
+	 * such a silence for a QP that sprays over every plane; a QP held to
+	 * some planes (plane_mask) may need to leave a dead one, so for it
+	 * only a first timeout is weak (the peer heard within two RTOs, the
+	 * packet's first transmission); a QP pinned to one EV rehashes on its
+	 * first timeout, as before. */
+	int weak = reason == MRC_RSN_RTO && p->acked_sent < s->sent_ts &&
+		   !(qp->flags & MRC_QP_PIN_EV) &&
+		   (all_planes(p, qp) || (now - p->heard < 2 * qp->rto && !s->tries));
 	s->lost_ev = blame ? s->ev : UINT16_MAX;
 	if (s->ev < e->cfg.qp_ev_stats)
 		qp->evst[s->ev].lost_pkts++;
@@ -286,7 +308,7 @@ static void mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 	mrc__bit_set(qp->lostmap, slot_psn(e, qp, i));
 	if (blame)
 		mrc__path_lost(e, qp->peer, s->ev, s->sent_ts, reason,
-			       congested(e, qp, now), now);
+			       congested(e, qp, now), weak, now);
 }
 
 /* How long past its send time a packet on this EV may still be acked:
@@ -378,6 +400,9 @@ static void ack_one(struct mrce *e, struct mrc__qp *qp, uint32_t psn, uint64_t n
 		 * leave most paths unmeasured. */
 		struct mrc__peer *p = &e->peers[qp->peer];
 		p->paths[s->ev].last_ack = now;
+		if (s->sent_ts > p->acked_sent)
+			p->acked_sent = s->sent_ts;
+		p->heard = now;
 		if (!s->tries && now > s->sent_ts + hold)
 			mrc__path_rtt(e, p, s->ev, now - s->sent_ts - hold);
 	}
@@ -452,7 +477,10 @@ static void spurious_check(struct mrce *e, struct mrc__qp *qp,
 		p->reo_extra = 2 * qp->srtt;
 	if (s->lost_ev < p->nev) {
 		struct mrc__path *pa = &p->paths[s->lost_ev];
-		if (pa->state == MRC_EV_ASSUMED_BAD && pa->reason == MRC_RSN_LOSS)
+		/* Retired by a timeout or by a late packet alike: the packet
+		 * got through, so the path was delivering. */
+		if (pa->state == MRC_EV_ASSUMED_BAD &&
+		    (pa->reason == MRC_RSN_LOSS || pa->reason == MRC_RSN_RTO))
 			mrc__path_set_state(e, qp->peer, s->lost_ev, MRC_EV_GOOD,
 					    MRC_RSN_SPURIOUS, now);
 		s->lost_ev = UINT16_MAX;
