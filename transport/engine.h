@@ -350,7 +350,8 @@ enum mrce_event_type {
 	MRC_EVT_EV_STATE = 1,      /* an EV changed state */
 	MRC_EVT_PROBE_RESULT,      /* a probe came back (rtt_ns) or timed out */
 	MRC_EVT_QP_ERROR,          /* a QP entered ERROR (err) */
-	MRC_EVT_FLOOR,             /* an EV was kept usable to respect ev_floor */
+	MRC_EVT_FLOOR,             /* an EV was kept usable: ev_floor, or (reason RTO)
+	                              a timeout while the whole peer was silent */
 	MRC_EVT_QP_NO_PATH,        /* a QP with work found every path to its
 	                              peer DENIED: it waits up to
 	                              no_path_timeout_ns, then fails (QP_ERROR
