@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "common/errf.h"
+#include "common/parse.h"
 #include "sim/sim_int.h"
 
 void mrc_sim_cfg_default(struct mrc_sim_cfg *c)
@@ -77,23 +78,7 @@ static int mul_ok(uint64_t a, uint64_t m, uint64_t *out)
 
 int sim_parse_size(const char *v, uint64_t *out)
 {
-	char *e;
-	uint64_t x, m = 1;
-	if (parse_u64(v, &x, &e))
-		return -EINVAL;
-	switch (*e) {
-	case 'K': case 'k': m = 1ull << 10; e++; break;
-	case 'M': case 'm': m = 1ull << 20; e++; break;
-	case 'G': case 'g': m = 1ull << 30; e++; break;
-	default: break;
-	}
-	if (m > 1 && *e == 'i')
-		e++;
-	if (*e == 'B')
-		e++;
-	if (*e)
-		return -EINVAL;
-	return mul_ok(x, m, out);
+	return mrc__parse_size(v, out);
 }
 
 int sim_parse_time(const char *v, uint64_t *out)

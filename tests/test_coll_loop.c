@@ -31,47 +31,11 @@
 
 #define NEED_DAEMON() MRCD_GROUP_NEED()
 
-/* One case of the matrix on one communicator, checked element by element. */
-static int matrix_case(void *arg, const struct coll_case *k)
-{
-	struct coll_rank *r = arg;
-	struct mrc_coll *c = r->c;
-	uint32_t n = mrc_coll_size(c), me = mrc_coll_rank(c);
-	int kind = k->kind, dt = k->dt, op = k->op, inplace = k->inplace;
-	size_t count = k->count, esz = mrc_coll_dtype_size(dt);
-	uint32_t root = (uint32_t)(k->ci % n);
-	size_t inb = mrc__coll_in_count(kind, n, count) * esz;
-	size_t outb = mrc__coll_out_count(kind, n, count) * esz;
-	uint8_t *in = malloc(inb + 1), *out = malloc(outb + 1), *src, *dst;
-	memset(out, 0xa5, outb);   /* nothing left over from before */
-	mrc__coll_place(kind, inplace, me, count, esz, in, out, &src, &dst);
-	mrc__coll_fill(kind, src, n, me, count, dt, op, root);
-	int rc = mrc__coll_call(c, kind, src, dst, count, dt, op, root);
-	size_t bad = rc ? 0 : mrc__coll_wrong(kind, dst, n, me, count, dt, op, root);
-	free(in);
-	free(out);
-	if (rc || bad) {
-		snprintf(r->why, sizeof(r->why), "%s %s %s count %zu %s: %s, %zu wrong",
-			 mrc__coll_name[kind], mrc_coll_dtype_name(dt), mrc_coll_op_name(op),
-			 count, inplace ? "in place" : "out of place", rc ? strerror(-rc) : "ok",
-			 bad);
-		r->wrong += bad;
-		return rc ? rc : -EIO;
-	}
-	return 0;
-}
-
-/* Every collective x type x op x size x placement on one communicator. */
-static int body_matrix(struct coll_rank *r)
-{
-	return coll_matrix(mrc_coll_size(r->c), matrix_case, r);
-}
-
 static void test_matrix_3(void **state)
 {
 	NEED_DAEMON();
 	struct coll_rank R[3];
-	coll_ranks_run(R, 3, body_matrix, 4096, NULL);
+	coll_ranks_run(R, 3, coll_body_matrix, 4096, NULL);
 	coll_ranks_check_ok(R, 3);
 }
 
@@ -79,54 +43,26 @@ static void test_matrix_4_and_1(void **state)
 {
 	NEED_DAEMON();
 	struct coll_rank R[5];
-	coll_ranks_run(R, 4, body_matrix, 4096, NULL);
+	coll_ranks_run(R, 4, coll_body_matrix, 4096, NULL);
 	coll_ranks_check_ok(R, 4);
 	/* Every size by each all-reduce algorithm (auto picks by size). */
 	coll_ranks_opts.algo = MRC_COLL_ALGO_TREE;
-	coll_ranks_run(R, 5, body_matrix, 4096, NULL);
+	coll_ranks_run(R, 5, coll_body_matrix, 4096, NULL);
 	coll_ranks_check_ok(R, 5);
 	coll_ranks_opts.algo = MRC_COLL_ALGO_RING;
-	coll_ranks_run(R, 5, body_matrix, 4096, NULL);
+	coll_ranks_run(R, 5, coll_body_matrix, 4096, NULL);
 	coll_ranks_opts.algo = MRC_COLL_ALGO_AUTO;
 	coll_ranks_check_ok(R, 5);
 	/* The forest on 5 ranks, over QP sets pinned to 2 planes (loopback has
 	 * one: the plane-1 QPs fall back to it, as when a plane is dead). */
 	coll_ranks_opts.algo = MRC_COLL_ALGO_FOREST;
 	coll_ranks_opts.planes = 2;
-	coll_ranks_run(R, 5, body_matrix, 4096, NULL);
+	coll_ranks_run(R, 5, coll_body_matrix, 4096, NULL);
 	coll_ranks_opts.algo = MRC_COLL_ALGO_AUTO;
 	coll_ranks_opts.planes = 0;
 	coll_ranks_check_ok(R, 5);
-	coll_ranks_run(R, 1, body_matrix, 4096, NULL);
+	coll_ranks_run(R, 1, coll_body_matrix, 4096, NULL);
 	coll_ranks_check_ok(R, 1);
-}
-
-/* all-to-allv with uneven counts (some zero), every pair checked. */
-static int body_alltoallv(struct coll_rank *r)
-{
-	uint32_t n = mrc_coll_size(r->c), me = mrc_coll_rank(r->c);
-	size_t sc[8], sd[8], rcn[8], rd[8], st = 0, rt = 0;
-	for (uint32_t j = 0; j < n; j++) {
-		sc[j] = (me * 3 + j * 5) % 7 * 1000;    /* what me sends j */
-		rcn[j] = (j * 3 + me * 5) % 7 * 1000;   /* what j sends me */
-		sd[j] = st;
-		rd[j] = rt;
-		st += sc[j];
-		rt += rcn[j];
-	}
-	int64_t *in = malloc(st * 8 + 8), *out = calloc(rt + 1, 8);
-	for (uint32_t j = 0; j < n; j++)
-		for (size_t i = 0; i < sc[j]; i++)
-			in[sd[j] + i] = (int64_t)me << 40 | (int64_t)j << 32 | (int64_t)i;
-	uint32_t L = r->arg ? *(uint32_t *)r->arg : 0;
-	int rc = L ? mrc_coll_alltoallv_2d(r->c, L, in, sc, sd, out, rcn, rd, MRC_COLL_INT64)
-		   : mrc_coll_alltoallv(r->c, in, sc, sd, out, rcn, rd, MRC_COLL_INT64);
-	for (uint32_t j = 0; !rc && j < n; j++)
-		for (size_t i = 0; i < rcn[j]; i++)
-			r->wrong += out[rd[j] + i] != ((int64_t)j << 40 | (int64_t)me << 32 | (int64_t)i);
-	free(in);
-	free(out);
-	return rc;
 }
 
 /* Spread over 2 plane-pinned QP sets (loopback has one plane: the
@@ -137,14 +73,14 @@ static int body_alltoallv_spread(struct coll_rank *r)
 {
 	struct mrc_coll *c = r->c;
 	for (int k = 0; k < 3; k++) {
-		int rc = body_alltoallv(r);
+		int rc = coll_body_alltoallv(r);
 		if (rc || r->wrong)
 			return rc ? rc : -EIO;
 	}
 	for (uint32_t j = 0; j < c->n; j++) {
 		if (j == c->me)
 			continue;
-		uint64_t bytes = (c->me * 3 + j * 5) % 7 * 1000 * 8;   /* body_alltoallv's sc[j] */
+		uint64_t bytes = (c->me * 3 + j * 5) % 7 * 1000 * 8;   /* coll_body_alltoallv's sc[j] */
 		uint64_t q = c->chunk / 4;   /* the spread chunk */
 		uint64_t want = 3 * ((bytes + q - 1) / q);
 		uint64_t pinned = c->p[j + c->n].sent + c->p[j + 2 * c->n].sent;
@@ -162,11 +98,11 @@ static void test_alltoallv(void **state)
 {
 	NEED_DAEMON();
 	struct coll_rank R[4];
-	coll_ranks_run(R, 4, body_alltoallv, 2048, NULL);
+	coll_ranks_run(R, 4, coll_body_alltoallv, 2048, NULL);
 	coll_ranks_check_ok(R, 4);
 	/* The same exchange in two levels: 2 nodes of 2 ranks. */
 	uint32_t L = 2;
-	coll_ranks_run(R, 4, body_alltoallv, 2048, &L);
+	coll_ranks_run(R, 4, coll_body_alltoallv, 2048, &L);
 	coll_ranks_check_ok(R, 4);
 	coll_ranks_opts.planes = 2;
 	coll_ranks_run(R, 4, body_alltoallv_spread, 2048, NULL);

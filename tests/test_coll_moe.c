@@ -41,8 +41,6 @@ struct moe_case {
 	int routing, per_expert;
 	size_t dropped[4];
 	struct mrc__coll_moe_stats st[4];
-	uint64_t qp_msgs[4];       /* data messages each rank posted on QPs */
-	uint32_t nshm[4];          /* its peers over shared memory */
 	size_t T[4], to_rank[4][4];   /* tokens, and rows the layout says go to each rank */
 	size_t to_node[4][2];      /* tokens going to each node of 2 ranks */
 	size_t across[4];          /* rows the dispatch sent to the other node of 2 ranks */
@@ -167,9 +165,6 @@ static int body_moe(struct coll_rank *r)
 		r->wrong += mrc__coll_get(ref, cfg->dtype, i) != mrc__coll_get(out, cfg->dtype, i);
 	mc->dropped[me] = dropped;
 	mrc_coll_moe_plan_free(plan);
-	mc->nshm[me] = r->c->nshm;
-	for (uint32_t j = 0; j < n; j++)
-		mc->qp_msgs[me] += r->c->p[j].shm ? 0 : r->c->p[j].sent;
 	free(ein), free(idx), free(w), free(x), free(out), free(ref), free(kept), free(in_rank);
 	return rc;
 }
@@ -177,7 +172,6 @@ static int body_moe(struct coll_rank *r)
 static void moe_run(struct moe_case *mc, const char *what)
 {
 	struct coll_rank R[4];
-	memset(mc->qp_msgs, 0, sizeof(mc->qp_msgs));
 	coll_ranks_run(R, 4, body_moe, 1024, mc);
 	/* The path main() asked for: every pair over shared memory (these
 	 * ranks share a host), or every pair over its QP. */
@@ -189,10 +183,10 @@ static void moe_run(struct moe_case *mc, const char *what)
 				 mc->cfg.capacity_factor, mc->cfg.local_ranks ? "2-D" : "flat",
 				 mrc_coll_dtype_name(mc->cfg.dtype), i, strerror(-R[i].rc), R[i].wrong,
 				 (unsigned long long)mc->seed);
-		if (mc->nshm[i] != (shm ? 3u : 0u) || (shm ? mc->qp_msgs[i] != 0 : !mc->qp_msgs[i]))
+		if (R[i].nshm != (shm ? 3u : 0u) || (shm ? R[i].qp_msgs != 0 : !R[i].qp_msgs))
 			fail_msg("moe %s rank %u: %u shared-memory peers and %llu messages on QPs "
-				 "with MRC_COLL_SHM=%s", what, i, mc->nshm[i],
-				 (unsigned long long)mc->qp_msgs[i], e ? e : "(unset)");
+				 "with MRC_COLL_SHM=%s", what, i, R[i].nshm,
+				 (unsigned long long)R[i].qp_msgs, e ? e : "(unset)");
 	}
 }
 

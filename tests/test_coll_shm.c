@@ -26,7 +26,7 @@
 #include <cmocka.h>
 
 #include "tests/support/mrcd_spawn.h"
-#include "tests/support/coll_matrix.h"
+#include "tests/support/coll_ranks.h"
 #include "tests/support/skip.h"
 
 #include "coll/coll_int.h"
@@ -292,143 +292,44 @@ static void test_ring_abort(void **state)
 
 /* ---- collectives over the rings ---------------------------------------------- */
 
-static uint32_t next_sid = 7600;
-
-struct rank {
-	pthread_t th;
-	struct mrc_coll_cfg cfg;
-	int (*body)(struct rank *);
-	struct mrc_coll *c;
-	int rc;
-	int64_t t_end;
-	size_t wrong;
-	char why[160];
-	void *arg;
-	uint32_t nshm;             /* peers over shared memory */
-	uint64_t qp_chunks;        /* data chunks posted on QPs */
-};
-
-static void *rank_main(void *p)
+/* all-to-allv flat, then 2-D (nodes of 2). */
+static int body_alltoallv(struct coll_rank *r)
 {
-	struct rank *r = p;
-	r->rc = mrc_coll_init(&r->cfg, &r->c);
-	if (!r->rc)
-		r->rc = r->body(r);
-	r->t_end = mrcd_spawn_now_ms();
-	if (r->c) {
-		r->nshm = r->c->nshm;
-		for (uint32_t j = 0; j < r->c->np; j++)
-			r->qp_chunks += r->c->p[j].sent;
-	}
-	mrc_coll_destroy(r->c);
-	return NULL;
+	static uint32_t two = 2;
+	void *was = r->arg;
+	int rc = coll_body_alltoallv(r);
+	r->arg = &two;
+	if (!rc)
+		rc = coll_body_alltoallv(r);
+	r->arg = was;
+	return rc;
 }
 
-static void run_ranks(struct rank *R, uint32_t n, int (*body)(struct rank *), uint32_t chunk,
-		      int timeout_ms, void *arg)
+static int body_matrix(struct coll_rank *r)
 {
-	uint32_t sid = next_sid++;
-	for (uint32_t i = 0; i < n; i++) {
-		R[i] = (struct rank){ .cfg = { .sock = mrcd_group.d.sock, .nranks = n, .rank = i,
-			.sid = sid, .chunk_bytes = chunk, .window = 2, .timeout_ms = timeout_ms },
-			.body = body, .arg = arg };
-		assert_int_equal(pthread_create(&R[i].th, NULL, rank_main, &R[i]), 0);
-	}
-	for (uint32_t i = 0; i < n; i++)
-		pthread_join(R[i].th, NULL);
-}
-
-static void check_all_ok(struct rank *R, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if (R[i].rc || R[i].wrong)
-			fail_msg("rank %u of %u: %s (%s)", i, n, strerror(-R[i].rc), R[i].why);
-}
-
-static int matrix_case(void *arg, const struct coll_case *k)
-{
-	struct rank *r = arg;
-	struct mrc_coll *c = r->c;
-	uint32_t n = mrc_coll_size(c), me = mrc_coll_rank(c);
-	size_t esz = mrc_coll_dtype_size(k->dt);
-	uint32_t root = (uint32_t)(k->ci % n);
-	size_t inb = mrc__coll_in_count(k->kind, n, k->count) * esz;
-	size_t outb = mrc__coll_out_count(k->kind, n, k->count) * esz;
-	uint8_t *in = malloc(inb + 1), *out = malloc(outb + 1), *src, *dst;
-	memset(out, 0xa5, outb);
-	mrc__coll_place(k->kind, k->inplace, me, k->count, esz, in, out, &src, &dst);
-	mrc__coll_fill(k->kind, src, n, me, k->count, k->dt, k->op, root);
-	int rc = mrc__coll_call(c, k->kind, src, dst, k->count, k->dt, k->op, root);
-	size_t bad = rc ? 0 : mrc__coll_wrong(k->kind, dst, n, me, k->count, k->dt, k->op, root);
-	free(in);
-	free(out);
-	if (rc || bad) {
-		snprintf(r->why, sizeof(r->why), "%s %s %s count %zu: %s, %zu wrong",
-			 mrc__coll_name[k->kind], mrc_coll_dtype_name(k->dt), mrc_coll_op_name(k->op),
-			 k->count, rc ? strerror(-rc) : "ok", bad);
-		r->wrong += bad;
-		return rc ? rc : -EIO;
-	}
-	return 0;
-}
-
-/* all-to-allv with uneven counts (some zero), flat then 2-D (nodes of 2). */
-static int body_alltoallv(struct rank *r)
-{
-	uint32_t n = mrc_coll_size(r->c), me = mrc_coll_rank(r->c);
-	for (uint32_t L = 0; L <= 2; L += 2) {
-		size_t sc[8], sd[8], rcn[8], rd[8], st = 0, rt = 0;
-		for (uint32_t j = 0; j < n; j++) {
-			sc[j] = (me * 3 + j * 5) % 7 * 1000;
-			rcn[j] = (j * 3 + me * 5) % 7 * 1000;
-			sd[j] = st;
-			rd[j] = rt;
-			st += sc[j];
-			rt += rcn[j];
-		}
-		int64_t *in = malloc(st * 8 + 8), *out = calloc(rt + 1, 8);
-		for (uint32_t j = 0; j < n; j++)
-			for (size_t i = 0; i < sc[j]; i++)
-				in[sd[j] + i] = (int64_t)me << 40 | (int64_t)j << 32 | (int64_t)i;
-		int rc = L ? mrc_coll_alltoallv_2d(r->c, L, in, sc, sd, out, rcn, rd, MRC_COLL_INT64)
-			   : mrc_coll_alltoallv(r->c, in, sc, sd, out, rcn, rd, MRC_COLL_INT64);
-		for (uint32_t j = 0; !rc && j < n; j++)
-			for (size_t i = 0; i < rcn[j]; i++)
-				r->wrong += out[rd[j] + i] !=
-					    ((int64_t)j << 40 | (int64_t)me << 32 | (int64_t)i);
-		free(in);
-		free(out);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-static int body_matrix(struct rank *r)
-{
-	int rc = coll_matrix(mrc_coll_size(r->c), matrix_case, r);
+	int rc = coll_body_matrix(r);
 	return rc ? rc : body_alltoallv(r);
 }
 
 static void test_coll_over_shm(void **state)
 {
 	MRCD_GROUP_NEED();
-	struct rank R[4];
+	struct coll_rank R[4];
 	unsetenv("MRC_COLL_SHM");
-	run_ranks(R, 4, body_matrix, 4096, 30000, NULL);
-	check_all_ok(R, 4);
+	coll_ranks_run(R, 4, body_matrix, 4096, NULL);
+	coll_ranks_check_ok(R, 4);
 	/* Every pair shares the host: all of it went through the rings. */
 	for (uint32_t i = 0; i < 4; i++) {
 		assert_int_equal(R[i].nshm, 3);
-		assert_int_equal(R[i].qp_chunks, 0);
+		assert_int_equal(R[i].qp_msgs, 0);
 	}
 	/* Off: the same over the QPs (through mrcd). */
 	setenv("MRC_COLL_SHM", "0", 1);
-	run_ranks(R, 4, body_alltoallv, 4096, 30000, NULL);
-	check_all_ok(R, 4);
+	coll_ranks_run(R, 4, body_alltoallv, 4096, NULL);
+	coll_ranks_check_ok(R, 4);
 	for (uint32_t i = 0; i < 4; i++) {
 		assert_int_equal(R[i].nshm, 0);
-		assert_true(R[i].qp_chunks > 0);
+		assert_true(R[i].qp_msgs > 0);
 	}
 	/* A value that is neither: refused. */
 	setenv("MRC_COLL_SHM", "yes", 1);
@@ -448,7 +349,7 @@ static int is_rank0_done(void *arg)
 	return __atomic_load_n(&rank0_done, __ATOMIC_ACQUIRE);
 }
 
-static int body_corrupt(struct rank *r)
+static int body_corrupt(struct coll_rank *r)
 {
 	static int32_t in[8192], out[8192];
 	int rc = mrc_coll_barrier(r->c);
@@ -469,9 +370,11 @@ static int body_corrupt(struct rank *r)
 static void test_coll_corrupt_ring(void **state)
 {
 	MRCD_GROUP_NEED();
-	struct rank R[2];
+	struct coll_rank R[2];
 	rank0_done = 0;
-	run_ranks(R, 2, body_corrupt, 4096, 3000, NULL);
+	coll_ranks_opts.timeout_ms = 3000;
+	coll_ranks_run(R, 2, body_corrupt, 4096, NULL);
+	coll_ranks_opts.timeout_ms = 30000;
 	assert_int_equal(R[0].nshm, 1);
 	assert_int_equal(R[0].rc, -EPROTO);
 	assert_int_equal(R[1].rc, -ECONNABORTED);
@@ -479,7 +382,7 @@ static void test_coll_corrupt_ring(void **state)
 
 /* Rank 1 aborts while rank 0 waits for its data in an all-to-all: rank 0
  * returns -ECONNABORTED well inside the bound, told by the ring alone. */
-static int body_abort(struct rank *r)
+static int body_abort(struct coll_rank *r)
 {
 	static int32_t in[2][65536], out[2][65536];
 	uint32_t me = mrc_coll_rank(r->c);
@@ -500,9 +403,11 @@ static int body_abort(struct rank *r)
 static void test_coll_abort_over_shm(void **state)
 {
 	MRCD_GROUP_NEED();
-	struct rank R[2];
+	struct coll_rank R[2];
 	int64_t t0 = 0;
-	run_ranks(R, 2, body_abort, 4096, 3000, &t0);
+	coll_ranks_opts.timeout_ms = 3000;
+	coll_ranks_run(R, 2, body_abort, 4096, &t0);
+	coll_ranks_opts.timeout_ms = 30000;
 	assert_int_equal(R[1].rc, -ECANCELED);
 	assert_int_equal(R[0].rc, -ECONNABORTED);
 	assert_int_equal(R[0].nshm, 1);

@@ -20,6 +20,8 @@ struct coll_rank {
 	size_t wrong;
 	char why[160];
 	void *arg;
+	uint32_t nshm;             /* at the end: peers over shared memory */
+	uint64_t qp_msgs;          /* at the end: data messages posted on QPs */
 };
 
 /* What the next coll_ranks_run gives every rank's configuration; a test
@@ -39,5 +41,12 @@ void coll_ranks_run(struct coll_rank *R, uint32_t n, int (*body)(struct coll_ran
 /* Fails the test naming the first rank that failed or counted wrong
  * elements. */
 void coll_ranks_check_ok(const struct coll_rank *R, uint32_t n);
+
+/* Bodies: every collective x type x op x size x placement of
+ * tests/support/coll_matrix.h, checked element by element; and an
+ * all-to-allv with uneven counts (some zero), every pair checked, flat or
+ * (arg: a uint32_t L > 0) 2-D with nodes of L ranks. */
+int coll_body_matrix(struct coll_rank *r);
+int coll_body_alltoallv(struct coll_rank *r);
 
 #endif
