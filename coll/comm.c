@@ -308,15 +308,11 @@ struct run {
 	int dtype, op, prog;
 };
 
-/* Combines the chunk in QP j's oldest arrived slot into step i's place
- * and frees the slot (its credit goes back with the next pass). */
-static int consume(struct mrc_coll *c, struct run *x, uint32_t j, size_t i)
+/* Combines an arrived chunk (a QP slot or a ring's) into step i's place:
+ * the step is done. */
+static void place(struct mrc_coll *c, struct run *x, size_t i, const uint8_t *chunk)
 {
-	struct mrc__coll_peer *p = &c->p[j];
 	const struct mrc__coll_step *st = &x->s->s[i];
-	const uint8_t *chunk = c->rxb + slot_off(c, j, p->consumed);
-	if (p->alen[p->consumed % c->window] != st->len)
-		return mrc__coll_fail(c, -EPROTO);   /* ranks disagree on sizes */
 	uint8_t *dst = buf_of(st->dst, x->in, x->out, x->tmp) + st->dst_off;
 	if (st->reduce)
 		c->ops->reduce(dst, buf_of(st->src, x->in, x->out, x->tmp) + st->src_off, chunk,
@@ -326,6 +322,17 @@ static int consume(struct mrc_coll *c, struct run *x, uint32_t j, size_t i)
 	x->done[i] = 1;
 	x->left--;
 	x->prog++;
+}
+
+/* Combines the chunk in QP j's oldest arrived slot into step i's place
+ * and frees the slot (its credit goes back with the next pass). */
+static int consume(struct mrc_coll *c, struct run *x, uint32_t j, size_t i)
+{
+	struct mrc__coll_peer *p = &c->p[j];
+	const uint8_t *chunk = c->rxb + slot_off(c, j, p->consumed);
+	if (p->alen[p->consumed % c->window] != x->s->s[i].len)
+		return mrc__coll_fail(c, -EPROTO);   /* ranks disagree on sizes */
+	place(c, x, i, chunk);
 	p->consumed++;
 	p->owed++;
 	return 0;
@@ -382,16 +389,8 @@ static int shm_peer(struct mrc_coll *c, struct run *x, uint32_t j, size_t *rc, s
 			break;
 		if (len != st->len)
 			return mrc__coll_fail(c, -EPROTO);   /* ranks disagree on sizes */
-		uint8_t *dst = buf_of(st->dst, x->in, x->out, x->tmp) + st->dst_off;
-		if (st->reduce)
-			c->ops->reduce(dst, buf_of(st->src, x->in, x->out, x->tmp) + st->src_off, chunk,
-				       st->len / x->esz, x->dtype, x->op);
-		else
-			c->ops->copy(dst, chunk, st->len);
+		place(c, x, rc[j], chunk);
 		mrc__shm_pop(&p->srx);
-		x->done[rc[j]] = 1;
-		x->left--;
-		x->prog++;
 		rc[j] = next_step(s, rc[j] + 1, SK_RECV, j);
 	}
 	while (sc[j] < s->n) {
