@@ -30,10 +30,7 @@ static uint64_t data_on_evs(struct chan *ch, uint32_t src, uint32_t dst, uint32_
 
 static void write_and_wait(struct etest *t, uint32_t qa, uint64_t len, uint64_t wr_id)
 {
-	uint64_t done = t->ch->node[0].wc_total;
-	CHECK_EQ(etest_post(t->ch, 0, qa, MRC_SQE_WRITE, wr_id, t->lkey, 0, len, t->rkey, 0, 0, 0), 0);
-	CHECK_EQ(etest_run2(t->ch, done + 1, 0, 10 * SEC), 0);
-	CHECK_EQ(t->ch->node[0].wc[t->ch->node[0].nwc - 1].status, 0);
+	write_and_wait_at(t, qa, 0, len, wr_id);
 }
 
 static void test_ev_deny_allow(void **s)

@@ -32,13 +32,8 @@ static void test_sparse_dead_path(void **s)
 	chan_blackhole_ev(t.ch, 0, 1, 3, t.ch->now, UINT64_MAX);
 	/* 160 WRITEs of 64 bytes, each waited for: the spray passes EV 3
 	 * about 20 times. */
-	for (uint64_t i = 0; i < 160; i++) {
-		uint64_t done = t.ch->node[0].wc_total;
-		CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, i, t.lkey, i * 64, 64, t.rkey,
-				    i * 64, 0, 0), 0);
-		CHECK_EQ(etest_run2(t.ch, done + 1, 0, 10 * SEC), 0);
-		CHECK_EQ(t.ch->node[0].wc[t.ch->node[0].nwc - 1].status, 0);
-	}
+	for (uint64_t i = 0; i < 160; i++)
+		write_and_wait_at(&t, t.qa, i * 64, 64, i);
 	check_placed(&t, 0, 0, 160 * 64);
 	const struct chan_path *dead = chan_path(t.ch, 0, 1, 3);
 	CHECK(dead->tx_pkts > dead->rx_pkts);   /* the fault took effect */

@@ -56,6 +56,17 @@ static inline void cfg_two(struct chan_cfg *c, uint32_t nev, uint32_t planes)
 	c->planes = planes;
 }
 
+/* One WRITE of len bytes from src+off to dst+off on node 0's qa, run
+ * until it completes; it must succeed. */
+static inline void write_and_wait_at(struct etest *t, uint32_t qa, uint64_t off, uint64_t len,
+				     uint64_t wr_id)
+{
+	uint64_t done = t->ch->node[0].wc_total;
+	CHECK_EQ(etest_post(t->ch, 0, qa, MRC_SQE_WRITE, wr_id, t->lkey, off, len, t->rkey, off,
+			    0, 0), 0);
+	CHECK_EQ(etest_run2(t->ch, done + 1, 0, 10 * SEC), 0);
+	CHECK_EQ(t->ch->node[0].wc[t->ch->node[0].nwc - 1].status, 0);
+}
 static inline void check_guards(struct etest *t)
 {
 	CHECK_EQ(chan_gbuf_guard_bad(&t->src), -1);
