@@ -7,6 +7,24 @@
 
 #include "lib/internal.h"
 
+/* mrc_alloc_mr's region is allocated when it is made, as ibv_reg_mr pins
+ * memory: a shortage is an error here rather than a SIGBUS at the first
+ * write, the application's first touches do not fault, and mrcd maps the
+ * pages into itself before data arrives (daemon/clients/clients.c).  In
+ * huge pages where the system allows them for shared memory
+ * (transparent_hugepage/shmem_enabled "advise"; docs/client.md): 512x
+ * fewer page faults and TLB misses. */
+static int commit(struct mrc_mr *mr, int fd)
+{
+	(void)madvise(mr->map, mr->map_len, MADV_HUGEPAGE);
+	if (!madvise(mr->map, mr->map_len, MADV_POPULATE_WRITE))
+		return 0;
+	if (errno != EINVAL)   /* EFAULT: shared memory ran out */
+		return errno == EFAULT ? -ENOMEM : -errno;
+	/* before Linux 5.14 */
+	return fallocate(fd, 0, 0, (off_t)mr->map_len) < 0 ? -errno : 0;
+}
+
 static int map_region(struct mrc_mr *mr, int fd, uint64_t off, uint64_t len)
 {
 	long pg = sysconf(_SC_PAGESIZE);
@@ -15,6 +33,11 @@ static int map_region(struct mrc_mr *mr, int fd, uint64_t off, uint64_t len)
 	mr->map = mmap(NULL, mr->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)a);
 	if (mr->map == MAP_FAILED)
 		return -errno;
+	int r = mr->own_fd >= 0 ? commit(mr, fd) : 0;
+	if (r) {
+		munmap(mr->map, mr->map_len);
+		return r;
+	}
 	mr->addr = (char *)mr->map + (off - a);
 	mr->len = len;
 	return 0;

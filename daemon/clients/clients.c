@@ -35,6 +35,7 @@ static struct {
 	uint64_t uid_mem;
 	uint64_t uid_refused;      /* all refusals by a per-uid limit */
 	uint64_t park_ns;
+	ev_idle pop_idle;          /* maps registered regions in (populate) */
 } S;
 
 /* ---- per-uid totals --------------------------------------------------- */
@@ -188,6 +189,57 @@ _Static_assert(MRC_MR_LOCAL_READ == MRC_ACCESS_LOCAL_READ &&
 	       MRC_MR_REMOTE_ATOMIC == MRC_ACCESS_REMOTE_ATOMIC &&
 	       MRC_MR_LOCAL_WRITE == MRC_ACCESS_LOCAL_WRITE, "region rights are the engine's");
 
+/* Registration maps a region's pages into the daemon, as ibv_reg_mr pins
+ * them, so that the data path does not take a page fault on its first
+ * touch of each page: ~1 us on bare metal, 17 us on the VMs of the bench
+ * (bench/results/daemon-cpu.md), where faults were most of the receiving
+ * daemon's CPU.  Done in chunks while the loop has nothing else to do
+ * (lowest priority idle watcher), so a large region never stalls other
+ * clients, and only over a range of the file with no holes: mapping in a
+ * hole would allocate memory the client never committed (mrc_alloc_mr
+ * allocates its file; a client's own sparse file is left to fault). */
+#define POP_CHUNK ((size_t)64 << 20)
+
+static void on_populate(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)revents;
+	for (struct mrcd_client *c = S.list; c; c = c->next) {
+		for (uint32_t i = 0; c->npop && i < c->max_mrs; i++) {
+			struct mrcd_cmr *mr = &c->mrs[i];
+			if (!mr->key || !mr->pop)
+				continue;
+			size_t n = mr->map_len - mr->pop_off;
+			if (n > POP_CHUNK)
+				n = POP_CHUNK;
+			/* A failure (a kernel before 5.14: EINVAL) only costs the
+			 * faults this would have saved. */
+			if (madvise((char *)mr->map + mr->pop_off, n, MADV_POPULATE_WRITE) < 0)
+				n = mr->map_len - mr->pop_off;
+			mr->pop_off += n;
+			if (mr->pop_off == mr->map_len) {
+				mr->pop = 0;
+				c->npop--;
+			}
+			return;
+		}
+	}
+	ev_idle_stop(loop, w);
+}
+
+static void populate_later(struct mrcd_client *c, struct mrcd_cmr *mr, int fd, off_t at)
+{
+	off_t hole = lseek(fd, at, SEEK_HOLE);
+	if (hole < 0 || (uint64_t)hole < (uint64_t)at + mr->map_len)
+		return;
+	/* In huge pages if the client's are (lib/mr.c). */
+	(void)madvise(mr->map, mr->map_len, MADV_HUGEPAGE);
+	mr->pop = 1;
+	mr->pop_off = 0;
+	c->npop++;
+	if (!ev_is_active(&S.pop_idle))
+		ev_idle_start(mrcd_loop(S.d), &S.pop_idle);
+}
+
 static int do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 {
 	struct mrc_cli_reg_mr q;
@@ -246,6 +298,7 @@ static int do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 		i++;
 	c->mrs[i] = (struct mrcd_cmr){ .view = { .len = q.len, .access = q.access }, .key = key,
 				       .map = map, .map_len = map_len, .dp_reg = dr >= 0 ? dr + 1 : 0 };
+	populate_later(c, &c->mrs[i], fd, (off_t)a);
 	c->nmr++;
 	c->mem += q.len;
 	c->uq->mrs++;
@@ -262,6 +315,8 @@ static int mr_drop(struct mrcd_client *c, struct mrcd_cmr *mr)
 	/* Before the unmap: it waits for the sends still reading it. */
 	mrc_dp_mem_unreg(mrcd_datapath(c->d), mr->dp_reg - 1);
 	munmap(mr->map, mr->map_len);
+	if (mr->pop)
+		c->npop--;
 	c->mem -= mr->view.len;
 	c->nmr--;
 	c->uq->mem -= mr->view.len;
@@ -638,6 +693,8 @@ int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
 	S.uid_mrs = cfg->uid_max_mrs;
 	S.uid_mem = (uint64_t)cfg->uid_max_mem_mb << 20;
 	S.park_ns = (uint64_t)cfg->gpu_park_us * 1000;
+	ev_idle_init(&S.pop_idle, on_populate);
+	ev_set_priority(&S.pop_idle, EV_MINPRI);
 	/* The engine's share of a QP, by the function the docs' figure
 	 * comes from (mrce_qp_bytes; tests/test_docs.c), at this config. */
 	mrcd_log(MRCD_LOG_INFO, "memory per QP: %zu bytes in the engine (mrce_qp_bytes, window %u) "
@@ -655,9 +712,9 @@ int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
 
 void mrcd_clients_stop(struct mrcd *d)
 {
-	(void)d;
 	while (S.list)
 		client_free(S.list);
+	ev_idle_stop(mrcd_loop(d), &S.pop_idle);
 	mrcd_clisock_close(S.sock);
 	S.sock = NULL;
 	mrcd__notify_stop();

@@ -35,6 +35,8 @@ struct mrcd_cmr {
 	void *map;
 	size_t map_len;
 	int dp_reg;                /* datapath region id + 1; 0: none (copied) */
+	int pop;                   /* pages still to map in (clients.c populate) */
+	size_t pop_off;            /* mapped in up to here */
 };
 
 struct mrcd_cqp;
@@ -68,6 +70,7 @@ struct mrcd_client {
 	/* resources */
 	struct mrcd_cmr *mrs;      /* max_mrs slots, key 0 = free */
 	uint32_t nmr, last_mr;
+	uint32_t npop;             /* regions with pop set */
 	uint64_t mem;
 	struct mrcd_cqp *qps;
 	uint32_t nqp;
