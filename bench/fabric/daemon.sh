@@ -18,7 +18,13 @@
 # Namespaces prefix mrcE (MRC_BENCH_DAEMON_PREFIX); everything started here
 # is stopped and the fabric removed on any exit.
 #   MRC_BENCH_REPS (5), MRC_BENCH_DAEMON_BYTES (256M), MRC_BENCH_PINGS (5000),
-#   MRC_BENCH_MRCD_ARGS (more mrcd options, e.g. "--cc fixed")
+#   MRC_BENCH_MRCD_ARGS (more mrcd options, e.g. "--cc fixed"),
+#   MRC_BENCH_SHMEM_THP: "both" (default) runs the mrc transfer of each
+#            goodput rep twice, with shared-memory transparent huge pages
+#            off ("never", Debian's default) and on for the regions that ask
+#            ("advise", what docs/client.md recommends), setting
+#            /sys/kernel/mm/transparent_hugepage/shmem_enabled for the run
+#            and restoring it on exit; "system" leaves the machine's setting.
 set -eu
 B=${B:-${1:-build}}
 P=${MRC_BENCH_DAEMON_PREFIX:-mrcE}
@@ -42,10 +48,24 @@ for x in bin/mrcd bin/mrc_bulk bin/mrc_pingpong bin/mrc-fabric bench/pingpong; d
 	[ -x "$B/$x" ] || { say "$B/$x missing (make all bench)" >&2; exit 1; }
 done
 
+THP_F=/sys/kernel/mm/transparent_hugepage/shmem_enabled
+ORIG_THP=$(sed -n 's/.*\[\(.*\)\].*/\1/p' $THP_F 2>/dev/null || true)
+ORIG_THP=${ORIG_THP:-none}
+case "${MRC_BENCH_SHMEM_THP:-both}" in
+both) [ -w $THP_F ] && MODES="never advise" || { say "$THP_F not writable: THP modes not compared"; MODES=$ORIG_THP; } ;;
+system) MODES=$ORIG_THP ;;
+*) say "MRC_BENCH_SHMEM_THP: both or system" >&2; exit 1 ;;
+esac
+set_thp() {
+	[ "$1" != none ] && [ -w $THP_F ] || return 0
+	[ "$1" = "$(sed -n 's/.*\[\(.*\)\].*/\1/p' $THP_F)" ] || echo "$1" >$THP_F
+}
+
 TMP=$(mktemp -d /tmp/mrcbench-daemon.XXXXXX)
 PIDS=""
 declare -A DPID
 cleanup() {
+	[ "$ORIG_THP" = none ] || set_thp "$ORIG_THP" 2>/dev/null || true
 	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
 	for p in $PIDS; do wait "$p" 2>/dev/null || true; done
 	$F down >/dev/null 2>&1 || true
@@ -102,43 +122,52 @@ for h in h0 h7; do
 	DPID[$h]=$BGPID
 	until_t 10 test -S "$TMP/$h/mrcctl.sock" || { say "mrcd on $h did not start"; cat "$TMP/$h.log"; exit 1; }
 done
-emit "{\"kind\":\"meta\",\"date\":\"$(date -u '+%Y-%m-%d %H:%M UTC')\",\"cpu\":\"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)\",\"ncpu\":$(nproc),\"kernel\":\"$(uname -r)\",\"bytes\":\"$BYTES\",\"pings\":$PINGS,\"reps\":$REPS,\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+emit "{\"kind\":\"meta\",\"date\":\"$(date -u '+%Y-%m-%d %H:%M UTC')\",\"cpu\":\"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)\",\"ncpu\":$(nproc),\"kernel\":\"$(uname -r)\",\"bytes\":\"$BYTES\",\"pings\":$PINGS,\"reps\":$REPS,\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"shmem_thp_system\":\"$ORIG_THP\"}"
 
 # --- goodput: one QP vs raw UDP, same run ----------------------------------
 sid=7300
 r=1
 while [ $r -le "$REPS" ]; do
 	sid=$((sid + 1))
-	# mrc
-	bg "$B/bin/mrc_bulk" -S "$(sock h7)" -s "$BYTES" -i $sid recv >"$TMP/recv" 2>&1
-	rp=$BGPID
-	set -- $(cpu_stat)
-	c0=$(cpu_s ${DPID[h0]}); c7=$(cpu_s ${DPID[h7]})
-	u0=$(cpu_us ${DPID[h0]}); u7=$(cpu_us ${DPID[h7]})
-	k0="$(ectr h0 tx_data) $(ectr h7 tx_acks) $(ectr h0 tx_retx) $(ectr h0 rto_fires) $(ectr h7 rx_dup) $(dctr h0 timer_superseded)"
-	bg "$B/bin/mrc_bulk" -S "$(sock h0)" -s "$BYTES" -i $sid send 7 >"$TMP/send" 2>&1
-	sp=$BGPID
-	rc=0; reap $sp 120 || rc=$?
-	# the sender's own CPU cannot be read after it exits: /usr/bin/time is
-	# not everywhere, so the daemons' CPU (where the transport runs) is
-	# what is recorded; the clients sleep in mrc_wait.
-	d0=$(awk -v a="$c0" -v b="$(cpu_s ${DPID[h0]})" 'BEGIN{printf "%.3f", b-a}')
-	d7=$(awk -v a="$c7" -v b="$(cpu_s ${DPID[h7]})" 'BEGIN{printf "%.3f", b-a}')
-	set -- "$@" $(cpu_stat)
-	# system share of the daemons' CPU, and packets: data sent by h0,
-	# ACKs sent by h7, retransmissions and RTO expiries of h0
-	sys=$(awk -v a="$u0 $u7" -v b="$(cpu_us ${DPID[h0]}) $(cpu_us ${DPID[h7]})" 'BEGIN{split(a,x," "); split(b,y," "); u=(y[1]-x[1])+(y[3]-x[3]); s=(y[2]-x[2])+(y[4]-x[4]); printf "%.3f", (u+s>0 ? s/(u+s) : 0)}')
-	k1="$(ectr h0 tx_data) $(ectr h7 tx_acks) $(ectr h0 tx_retx) $(ectr h0 rto_fires) $(ectr h7 rx_dup) $(dctr h0 timer_superseded)"
-	# rx_dup of h7 against retx of h0: retransmissions that were not
-	# needed (the original arrived); timer_superseded of h0: RTO checks
-	# that the ACKs read first in the same loop turn made moot
-	pk=$(awk -v a="$k0" -v b="$k1" 'BEGIN{split(a,x," "); split(b,y," "); printf "\"data_pkts\":%d,\"acks\":%d,\"retx\":%d,\"rto\":%d,\"rx_dup\":%d,\"timer_superseded\":%d", y[1]-x[1], y[2]-x[2], y[3]-x[3], y[4]-x[4], y[5]-x[5], y[6]-x[6]}')
-	reap $rp 30 || rc=$?
-	secs=$(sed -n 's/.* in \([0-9.]*\) s:.*/\1/p' "$TMP/send")
-	ok=$(grep -c "OK" "$TMP/recv" || true)
-	mbit=$(awk -v s="${secs:-0}" -v b="$(numfmt --from=iec "$BYTES")" 'BEGIN{printf "%.1f", (s > 0 ? b * 8 / s / 1e6 : 0)}')
-	busy=$(awk -v a="$1" -v i="$2" -v s="$3" -v b="$4" -v j="$5" -v t="$6" 'BEGIN{d=(b-a)+(j-i); printf "%.3f %.3f", (d>0?(b-a)/d:0), (d>0?(t-s)/d:0)}')
-	[ $rc = 0 ] && [ "$ok" = 1 ] || say "mrc rep $r FAILED (exit $rc): $(tail -n2 "$TMP/send" "$TMP/recv" | tr '\n' ' ')"
+	gpl=""
+	# mrc, once per shared-memory THP mode (huge pages for the regions)
+	for thp in $MODES; do
+		set_thp $thp
+		bg "$B/bin/mrc_bulk" -S "$(sock h7)" -s "$BYTES" -i $sid recv >"$TMP/recv" 2>&1
+		rp=$BGPID
+		set -- $(cpu_stat)
+		c0=$(cpu_s ${DPID[h0]}); c7=$(cpu_s ${DPID[h7]})
+		u0=$(cpu_us ${DPID[h0]}); u7=$(cpu_us ${DPID[h7]})
+		k0="$(ectr h0 tx_data) $(ectr h7 tx_acks) $(ectr h0 tx_retx) $(ectr h0 rto_fires) $(ectr h7 rx_dup) $(dctr h0 timer_superseded)"
+		bg "$B/bin/mrc_bulk" -S "$(sock h0)" -s "$BYTES" -i $sid send 7 >"$TMP/send" 2>&1
+		sp=$BGPID
+		rc=0; reap $sp 120 || rc=$?
+		# the sender's own CPU cannot be read after it exits: /usr/bin/time is
+		# not everywhere, so the daemons' CPU (where the transport runs) is
+		# what is recorded; the clients sleep in mrc_wait.
+		d0=$(awk -v a="$c0" -v b="$(cpu_s ${DPID[h0]})" 'BEGIN{printf "%.3f", b-a}')
+		d7=$(awk -v a="$c7" -v b="$(cpu_s ${DPID[h7]})" 'BEGIN{printf "%.3f", b-a}')
+		set -- "$@" $(cpu_stat)
+		# system share of the daemons' CPU, and packets: data sent by h0,
+		# ACKs sent by h7, retransmissions and RTO expiries of h0
+		sys=$(awk -v a="$u0 $u7" -v b="$(cpu_us ${DPID[h0]}) $(cpu_us ${DPID[h7]})" 'BEGIN{split(a,x," "); split(b,y," "); u=(y[1]-x[1])+(y[3]-x[3]); s=(y[2]-x[2])+(y[4]-x[4]); printf "%.3f", (u+s>0 ? s/(u+s) : 0)}')
+		k1="$(ectr h0 tx_data) $(ectr h7 tx_acks) $(ectr h0 tx_retx) $(ectr h0 rto_fires) $(ectr h7 rx_dup) $(dctr h0 timer_superseded)"
+		# rx_dup of h7 against retx of h0: retransmissions that were not
+		# needed (the original arrived); timer_superseded of h0: RTO checks
+		# that the ACKs read first in the same loop turn made moot
+		pk=$(awk -v a="$k0" -v b="$k1" 'BEGIN{split(a,x," "); split(b,y," "); printf "\"data_pkts\":%d,\"acks\":%d,\"retx\":%d,\"rto\":%d,\"rx_dup\":%d,\"timer_superseded\":%d", y[1]-x[1], y[2]-x[2], y[3]-x[3], y[4]-x[4], y[5]-x[5], y[6]-x[6]}')
+		reap $rp 30 || rc=$?
+		secs=$(sed -n 's/.* in \([0-9.]*\) s:.*/\1/p' "$TMP/send")
+		ok=$(grep -c "OK" "$TMP/recv" || true)
+		mbit=$(awk -v s="${secs:-0}" -v b="$(numfmt --from=iec "$BYTES")" 'BEGIN{printf "%.1f", (s > 0 ? b * 8 / s / 1e6 : 0)}')
+		busy=$(awk -v a="$1" -v i="$2" -v s="$3" -v b="$4" -v j="$5" -v t="$6" 'BEGIN{d=(b-a)+(j-i); printf "%.3f %.3f", (d>0?(b-a)/d:0), (d>0?(t-s)/d:0)}')
+		[ $rc = 0 ] && [ "$ok" = 1 ] || say "mrc rep $r FAILED (exit $rc): $(tail -n2 "$TMP/send" "$TMP/recv" | tr '\n' ' ')"
+		gpl="$gpl{\"shmem_thp\":\"$thp\",\"mrc_mbit\":$mbit,\"mrc_secs\":${secs:-0},\"verified\":$ok,\"mrcd_h0_cpu_s\":$d0,\"mrcd_h7_cpu_s\":$d7,\"mrcd_sys_share\":$sys,$pk,\"mrc_busy\":${busy% *},\"mrc_softirq\":${busy#* }}
+"
+		say "goodput rep $r/$REPS, shmem THP $thp: mrc $mbit Mbit/s (mrcd h0 $d0 s, h7 $d7 s CPU over ${secs:-?} s; system share $sys; $pk; machine busy ${busy% *})"
+		sid=$((sid + 1))
+	done
+	set_thp $ORIG_THP
 	# raw UDP on the same pair, 4096-byte datagrams, as fast as it goes
 	bg ip netns exec $P-h7 timeout 30 iperf3 -s -1 -p 5401 -J >"$TMP/u.srv" 2>&1
 	up=$BGPID
@@ -150,9 +179,14 @@ while [ $r -le "$REPS" ]; do
 	ubusy=$(awk -v a="$1" -v i="$2" -v s="$3" -v b="$4" -v j="$5" -v t="$6" 'BEGIN{d=(b-a)+(j-i); printf "%.3f %.3f", (d>0?(b-a)/d:0), (d>0?(t-s)/d:0)}')
 	u=$(jq -c '{sent: (.end.sum.bits_per_second / 1e6), lost: .end.sum.lost_percent, got: (.end.sum.bits_per_second * (1 - .end.sum.lost_percent / 100) / 1e6), cpu_snd: .end.cpu_utilization_percent.host_total, cpu_rcv: .end.cpu_utilization_percent.remote_total}' "$TMP/u" 2>/dev/null || echo '{"got":0}')
 	ug=$(echo "$u" | jq -r '.got // 0')
-	ratio=$(awk -v m="$mbit" -v u="$ug" 'BEGIN{printf "%.3f", (u > 0 ? m / u : 0)}')
-	emit "{\"kind\":\"goodput\",\"rep\":$r,\"mrc_mbit\":$mbit,\"mrc_secs\":${secs:-0},\"verified\":$ok,\"mrcd_h0_cpu_s\":$d0,\"mrcd_h7_cpu_s\":$d7,\"mrcd_sys_share\":$sys,$pk,\"mrc_busy\":${busy% *},\"mrc_softirq\":${busy#* },\"udp\":$u,\"udp_busy\":${ubusy% *},\"udp_softirq\":${ubusy#* },\"ratio\":$ratio}"
-	say "goodput rep $r/$REPS: mrc $mbit Mbit/s (mrcd h0 $d0 s, h7 $d7 s CPU over ${secs:-?} s; system share $sys; $pk; machine busy ${busy% *}) vs UDP $ug Mbit/s received ($u): ratio $ratio"
+	# one line per THP mode, each with this rep's UDP run and its ratio
+	echo -n "$gpl" | while IFS= read -r g; do
+		mb=$(echo "$g" | jq -r .mrc_mbit)
+		ratio=$(awk -v m="$mb" -v u="$ug" 'BEGIN{printf "%.3f", (u > 0 ? m / u : 0)}')
+		emit "$(echo "$g" | jq -c --argjson u "$u" --argjson ub "${ubusy% *}" --argjson us "${ubusy#* }" \
+			--argjson ra "$ratio" --argjson r "$r" '{kind: "goodput", rep: $r} + . + {udp: $u, udp_busy: $ub, udp_softirq: $us, ratio: $ra}')"
+		say "goodput rep $r/$REPS, shmem THP $(echo "$g" | jq -r .shmem_thp): mrc $mb vs UDP $ug Mbit/s received: ratio $ratio"
+	done
 	r=$((r + 1))
 done
 

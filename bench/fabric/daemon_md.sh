@@ -50,26 +50,46 @@ else:
           "from h0 to h7's plane-0 address over the kernel's ECMP routes (4096-byte "
           "datagrams like mrc's packets), 4 s; goodput = what h7 received.  The ratio is "
           "taken within each run, then the median.\n")
+        modes = []
+        for r in gp:
+            if r.get("shmem_thp", "system") not in modes:
+                modes.append(r.get("shmem_thp", "system"))
+        if len(modes) > 1 or modes[0] != "system":
+            w("Each rep moves the data once per setting of "
+              "`/sys/kernel/mm/transparent_hugepage/shmem_enabled` (the machine's own: `%s`): "
+              "`never` gives the regions 4 KiB pages, `advise` the huge pages libmrc and mrcd ask "
+              "for (docs/client.md); the UDP run is the same for both.\n" % meta.get("shmem_thp_system", "?"))
         w("| | goodput Mbit/s | machine busy | of it softirq | CPU |")
         w("|---|--:|--:|--:|---|")
-        w("| mrc (mrcd + libmrc) | %s | %s | %s | mrcd h0 %s s, mrcd h7 %s s per run of %s s |" % (
-            s([r["mrc_mbit"] for r in gp]), s([r["mrc_busy"] for r in gp], "%.2f"),
-            s([r["mrc_softirq"] for r in gp], "%.2f"),
-            s([r["mrcd_h0_cpu_s"] for r in gp], "%.2f"), s([r["mrcd_h7_cpu_s"] for r in gp], "%.2f"),
-            s([r["mrc_secs"] for r in gp], "%.2f")))
+        for m in modes:
+            g = [r for r in gp if r.get("shmem_thp", "system") == m]
+            w("| mrc (mrcd + libmrc)%s | %s | %s | %s | mrcd h0 %s s, mrcd h7 %s s per run of %s s |" % (
+                "" if m == "system" else ", shmem THP `%s`" % m,
+                s([r["mrc_mbit"] for r in g]), s([r["mrc_busy"] for r in g], "%.2f"),
+                s([r["mrc_softirq"] for r in g], "%.2f"),
+                s([r["mrcd_h0_cpu_s"] for r in g], "%.2f"), s([r["mrcd_h7_cpu_s"] for r in g], "%.2f"),
+                s([r["mrc_secs"] for r in g], "%.2f")))
+        u1 = [r for r in gp if r.get("shmem_thp", "system") == modes[0]]   # one UDP run per rep
         w("| raw UDP (iperf3) | %s (sent %s, lost %s %%) | %s | %s | iperf3 sender %s %%, receiver %s %% of a core |" % (
-            s([r["udp"].get("got") for r in gp]), s([r["udp"].get("sent") for r in gp], "%.0f"),
-            s([r["udp"].get("lost") for r in gp], "%.0f"),
-            s([r["udp_busy"] for r in gp], "%.2f"), s([r["udp_softirq"] for r in gp], "%.2f"),
-            s([r["udp"].get("cpu_snd") for r in gp], "%.0f"), s([r["udp"].get("cpu_rcv") for r in gp], "%.0f")))
-        w("| **mrc / UDP** | **%s** | | | |\n" % s([r["ratio"] for r in gp], "%.2f"))
-        if any("acks" in r for r in gp):
-            w("Per run (mrcctl stats): h0 sent %s data packets, h7 sent %s ACKs (%s ACKs per data "
-              "packet); %s retransmissions, %s RTO expiries; the daemons' CPU time was %s system "
-              "time.\n" % (s([r.get("data_pkts") for r in gp], "%.0f"), s([r.get("acks") for r in gp], "%.0f"),
-                          s([r["acks"] / r["data_pkts"] for r in gp if r.get("data_pkts")], "%.2f"),
-                          s([r.get("retx") for r in gp], "%.0f"), s([r.get("rto") for r in gp], "%.0f"),
-                          s([r.get("mrcd_sys_share") for r in gp], "%.2f")))
+            s([r["udp"].get("got") for r in u1]), s([r["udp"].get("sent") for r in u1], "%.0f"),
+            s([r["udp"].get("lost") for r in u1], "%.0f"),
+            s([r["udp_busy"] for r in u1], "%.2f"), s([r["udp_softirq"] for r in u1], "%.2f"),
+            s([r["udp"].get("cpu_snd") for r in u1], "%.0f"), s([r["udp"].get("cpu_rcv") for r in u1], "%.0f")))
+        for m in modes:
+            g = [r for r in gp if r.get("shmem_thp", "system") == m]
+            w("| **mrc / UDP%s** | **%s** | | | |" % ("" if m == "system" else ", shmem THP `%s`" % m,
+                                                   s([r["ratio"] for r in g], "%.2f")))
+        w("")
+        for m in modes:
+            g = [r for r in gp if r.get("shmem_thp", "system") == m]
+            if any("acks" in r for r in g):
+                w("Per run%s (mrcctl stats): h0 sent %s data packets, h7 sent %s ACKs (%s ACKs per data "
+                  "packet); %s retransmissions, %s RTO expiries; the daemons' CPU time was %s system "
+                  "time.\n" % ("" if m == "system" else ", THP `%s`" % m,
+                              s([r.get("data_pkts") for r in g], "%.0f"), s([r.get("acks") for r in g], "%.0f"),
+                              s([r["acks"] / r["data_pkts"] for r in g if r.get("data_pkts")], "%.2f"),
+                              s([r.get("retx") for r in g], "%.0f"), s([r.get("rto") for r in g], "%.0f"),
+                              s([r.get("mrcd_sys_share") for r in g], "%.2f")))
         bad = [r["rep"] for r in gp if r.get("verified") != 1]
         if bad:
             w("Runs whose transfer was not verified: %s.\n" % bad)
