@@ -44,7 +44,7 @@ else:
       "unlimited veth links), mrcd on h0 and h7 with default configuration.\n"
       % (meta["cpu"], meta["ncpu"], meta["kernel"], meta["date"], meta["load"]))
     if gp:
-        w("### Goodput, one QP, h0 -> h7 (%s per run, %d runs)\n" % (meta["bytes"], len(gp)))
+        w("### Goodput, one QP, h0 -> h7 (%s per run, %d runs)\n" % (meta["bytes"], len({r["rep"] for r in gp})))
         w("mrc: `mrc_bulk` (64 x 1 MiB WRITEs in flight on one QP, verified by hash) through "
           "both daemons, sprayed over both planes.  Raw UDP: `iperf3 -u -b 0 -l 4096` "
           "from h0 to h7's plane-0 address over the kernel's ECMP routes (4096-byte "
