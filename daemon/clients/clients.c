@@ -192,8 +192,8 @@ _Static_assert(MRC_MR_LOCAL_READ == MRC_ACCESS_LOCAL_READ &&
 /* Registration maps a region's pages into the daemon, as ibv_reg_mr pins
  * them, so that the data path does not take a page fault on its first
  * touch of each page: ~1 us on bare metal, 17 us on the VMs of the bench
- * (bench/results/daemon-cpu.md), where faults were most of the receiving
- * daemon's CPU.  Done in chunks while the loop has nothing else to do
+ * (bench/results/daemon-thp.md), where faults were most of the
+ * daemons' CPU.  Done in chunks while the loop has nothing else to do
  * (lowest priority idle watcher), so a large region never stalls other
  * clients, and only over a range of the file with no holes: mapping in a
  * hole would allocate memory the client never committed (mrc_alloc_mr

@@ -337,6 +337,8 @@ static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *
 		"bytes_placed", (json_int_t)q->bytes_placed);
 	if (q->state == MRC_QPS_ERROR)
 		json_object_set_new(j, "error", json_string(mrc_strerror(q->error)));
+	/* Losses it declared that later proved to be reordering. */
+	json_object_set_new(j, "spurious", json_integer((json_int_t)q->spurious));
 	/* Per-plane use: which planes the QP's packets went over. */
 	json_t *pl = json_array();
 	for (uint32_t i = 0; i < d->nplanes && i < MRC_MAX_PLANES; i++)
@@ -506,6 +508,11 @@ json_t *mrcd_oper_stats(struct oper *o)
 	json_object_update_missing_new(eng, json_pack("{s:I, s:I, s:I}",
 		"tx_pb_acks", (json_int_t)s.tx_pb_acks, "rx_pb_acks", (json_int_t)s.rx_pb_acks,
 		"ack_delay_expired", (json_int_t)s.ack_delay_expired));
+	/* Paths suspected under congestion: probed, kept, retired. */
+	json_object_update_missing_new(eng, json_pack("{s:I, s:I, s:I}",
+		"suspect_probes", (json_int_t)s.suspect_probes,
+		"suspect_cleared", (json_int_t)s.suspect_cleared,
+		"suspect_retired", (json_int_t)s.suspect_retired));
 	struct mrc_dp_stats ds;
 	mrc_dp_get_stats(d->dp, &ds);
 	json_t *dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",

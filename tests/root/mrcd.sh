@@ -159,9 +159,13 @@ until_t "$(bound $total)" past 20 "$base" "$total" || bad "kill test never reach
 # packets, each on a real plane and spine; the text view lists them.
 q=$(ctl h0 -j qps | jq -c '[.qps[] | select(.peer == "h7" and .state == "RTS")] | first')
 jq -e '(.evs | length) >= 2 and ([.evs[].tx_pkts] | add) == .tx_pkts
-	and all(.evs[]; .plane >= 0 and .spine >= 0 and .tx_pkts >= .lost_pkts)' <<<"$q" >/dev/null &&
+	and all(.evs[]; .plane >= 0 and .spine >= 0 and .tx_pkts >= .lost_pkts)
+	and (.spurious | type) == "number"' <<<"$q" >/dev/null &&
 	ok "mrcctl qps: h0's QP to h7 used $(jq '.evs | length' <<<"$q") EVs, their packets add up to its $(jq .tx_pkts <<<"$q")" ||
 	bad "mrcctl qps per EV: $q"
+ctl h0 -j stats | jq -e '.engine | [.suspect_probes, .suspect_cleared, .suspect_retired] |
+	all(type == "number")' >/dev/null && ok "mrcctl stats: the suspect-path counters" ||
+	bad "mrcctl stats: no suspect_* counters"
 ctl h0 qps | grep -q "^QPN *EV *PLANE *SPINE *TX_PKTS *SHARE *LOST" &&
 	ok "mrcctl qps prints the per-EV table" || bad "mrcctl qps: no per-EV table: $(ctl h0 qps)"
 kill -9 $r || bad "receiver killed: kill failed"; t0=$(date +%s%N)
