@@ -10,8 +10,6 @@
 # udp-srv6: the same UDP ping-pong over the SRv6 uSID path of plane 0,
 # spine 0 (pingpong -P), i.e. the switches' seg6local forwarding that mrc's
 # packets take instead of the ECMP routes: what the fabric itself costs.
-# MRC_BENCH_BUSY_US=US adds contender mrc-busy: mrc-xfer --busy-poll-us US
-# (both sides poll their sockets that long after a datagram, no wake-up).
 SCEN=latency
 RATE=${MRC_BENCH_RATE:-200}
 MSG=${MRC_BENCH_MSG:-64}
@@ -25,11 +23,10 @@ say "$N round trips of $MSG bytes h0 <-> h7"
 r=1
 while [ $r -le "$REPS" ]; do
 	o="$TMP/run"
-	for c in mrc ${MRC_BENCH_BASE_XFER:+mrc-base} ${MRC_BENCH_BUSY_US:+mrc-busy} tcp udp udp-srv6; do
+	for c in mrc ${MRC_BENCH_BASE_XFER:+mrc-base} tcp udp udp-srv6; do
 		rm -f "$o"
 		case $c in
 		mrc) mrc_run 0 7 "$MSG" "$o" --pingpong "$N" --sid $r || say "mrc rep $r FAILED: $(cat "$o.err")" ;;
-		mrc-busy) mrc_run 0 7 "$MSG" "$o" --pingpong "$N" --sid $((r + 200)) --busy-poll-us "$MRC_BENCH_BUSY_US" || say "mrc-busy rep $r FAILED: $(cat "$o.err")" ;;
 		mrc-base)
 			X0=$X; X="$MRC_BENCH_BASE_XFER ${X#* }"
 			mrc_run 0 7 "$MSG" "$o" --pingpong "$N" --sid $((r + 100)) || say "mrc-base rep $r FAILED: $(cat "$o.err")"

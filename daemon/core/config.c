@@ -47,7 +47,7 @@ static const struct key keys[] = {
 	U(client_max_qps, 1, 65535, "QPs per client"),
 	U(client_max_mem_mb, 1, 1048576, "registered memory per client (MiB)"),
 	U(ring_entries, 16, 65536, "descriptors per ring (power of two)"),
-	U(busy_poll_us, 0, 1000000, "keep polling rings and sockets this long after the last work (dedicated cores only)"),
+	U(busy_poll_us, 0, 1000000, "keep polling rings this long after the last work (dedicated cores only)"),
 	U(gpu_park_us, 1, 10000000, "a polled (GPU-fed) ring idle this long is parked"),
 	U(gpu_poll_min_us, 1, 1000000, "first interval of the parked-ring timer"),
 	U(gpu_poll_max_us, 1, 1000000, "longest interval of the parked-ring timer (pickup latency bound)"),

@@ -200,17 +200,8 @@ static void on_rx(struct ev_loop *loop, ev_io *w, int revents)
 	struct mrcd *d = w->data;
 	(void)loop;
 	(void)revents;
-	int got = rx_plane(d, (uint32_t)(w - d->rx_w));
+	rx_plane(d, (uint32_t)(w - d->rx_w));
 	mrcd_flush(d);
-	/* With busy_poll_us, a datagram also counts as work: the loop then
-	 * polls its sockets (epoll_wait with no timeout) for that long
-	 * before it sleeps, so the reply of a ping-pong is read without a
-	 * wake-up from idle.  Bounded: the window restarts only on a
-	 * datagram, and an idle daemon sleeps once it has passed. */
-	if (got > 0 && d->cfg.busy_poll_us) {
-		d->last_work_ns = mrcd_now();
-		mrcd_kick(d);
-	}
 }
 
 /* A poll-mode datapath (DPDK: no descriptor to wait on) is a poller of the

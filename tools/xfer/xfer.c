@@ -36,7 +36,6 @@ static void usage(void)
 		"  --key-file FILE  the cluster key (mrcd --genkey; default " MRCD_KEY_DEFAULT ")\n"
 		"  --payload-encryption off|aes-gcm  (mrcd.conf's key; both sides alike)\n"
 		"  --datapath NAME  udp (default), af_xdp, dpdk, verbs  --datapath-args S  its options\n"
-		"  --busy-poll-us US  poll the sockets this long after a datagram before sleeping\n"
 		"Without --topology both sides run on the loopback single-host fabric.\n");
 }
 
@@ -107,7 +106,7 @@ int main(int argc, char **argv)
 		{ "verbose", 0, 0, 'v' }, { "progress", 0, 0, 'P' }, { "qps", 1, 0, 'q' },
 		{ "pin", 0, 0, 'n' }, { "pingpong", 1, 0, 'g' }, { "key-file", 1, 0, 'K' },
 		{ "payload-encryption", 1, 0, 'E' }, { "datapath", 1, 0, 'D' },
-		{ "datapath-args", 1, 0, 'A' }, { "busy-poll-us", 1, 0, 'B' }, { 0, 0, 0, 0 } };
+		{ "datapath-args", 1, 0, 'A' }, { 0, 0, 0, 0 } };
 	char err[512];
 	int ch;
 	while ((ch = getopt_long(argc, argv, "", o, NULL)) != -1) {
@@ -122,7 +121,6 @@ int main(int argc, char **argv)
 		case 'E': key = "payload_encryption"; break;
 		case 'D': key = "datapath"; break;
 		case 'A': key = "datapath_args"; break;
-		case 'B': key = "busy_poll_us"; break;
 		case 'l': x.server = 1; break;
 		case 'c': peer = optarg; break;
 		case 's': x.sid = (uint32_t)num(optarg); break;
