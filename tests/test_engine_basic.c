@@ -563,6 +563,77 @@ static void test_mr_key_generations(void **state)
 	mrce_destroy(e);
 }
 
+/* Control packets leave in the order they were queued and the queue holds
+ * exactly ctrl_queue of them (later ones are counted as overflow), also
+ * across a partial drain; once drained empty the ring starts again at
+ * slot 0 (so a lightly used queue touches only its first slots), and so
+ * does the event queue. */
+static void probe_evs(struct mrce *e, uint32_t ev0, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		CHECK_EQ(mrce_ev_probe(e, 1000, 0, ev0 + i), 0);
+}
+
+static void expect_ctrl(struct mrce *e, uint32_t ev0, int n, int max)
+{
+	struct mrce_tx_pkt t[64];
+	CHECK_EQ(mrce_tx(e, 2000, t, max), n);
+	for (int i = 0; i < n; i++)
+		if (t[i].ev != ev0 + (uint32_t)i || t[i].plen || t[i].hdr_len == 0)
+			fail_msg("control packet %d: ev %u, want %u", i, t[i].ev, ev0 + i);
+}
+
+static void test_ctrl_queue_ring(void **state)
+{
+	(void)state;
+	struct mrce_cfg c;
+	mrce_cfg_default(&c);
+	c.ctrl_queue = 16;
+	c.event_queue = 16;
+	struct mrce *e = NULL;
+	const char *why = NULL;
+	CHECK_EQ(mrce_create(&c, &e, &why), 0);
+	uint8_t plane[64] = { 0 };
+	uint32_t peer;
+	CHECK_EQ(mrce_peer_add(e, 64, plane, &peer), 0);
+	struct mrce_event ev;
+	while (mrce_poll_event(e, &ev))
+		;
+	struct mrce_stats st;
+
+	probe_evs(e, 0, 20);                 /* 16 fit, 4 overflow */
+	mrce_stats(e, &st);
+	CHECK_EQ(st.ctrl_overflow, 4);
+	expect_ctrl(e, 0, 16, 64);
+	CHECK_EQ(e->ctrl_head, 0);           /* empty: back to slot 0 */
+	CHECK_EQ(e->ctrl_tail, 0);
+
+	probe_evs(e, 20, 10);                /* partial drain: no restart */
+	expect_ctrl(e, 20, 5, 5);
+	CHECK_EQ(e->ctrl_head, 5);
+	probe_evs(e, 30, 11);                /* 5 + 11 = 16 queued, wrapping */
+	mrce_stats(e, &st);
+	CHECK_EQ(st.ctrl_overflow, 4);
+	probe_evs(e, 41, 1);                 /* the 17th overflows */
+	mrce_stats(e, &st);
+	CHECK_EQ(st.ctrl_overflow, 5);
+	expect_ctrl(e, 25, 16, 64);          /* 25..40 in order */
+	CHECK_EQ(e->ctrl_head, 0);
+	CHECK_EQ(e->ctrl_tail, 0);
+
+	/* Events: the probes above queued none; force some through a
+	 * DENY (one event per EV), drain, and the ring restarts. */
+	for (uint32_t i = 0; i < 3; i++)
+		CHECK_EQ(mrce_ev_set_denied(e, 3000, peer, 60 + i, 1), 0);
+	int n = 0;
+	while (mrce_poll_event(e, &ev))
+		n++;
+	CHECK(n >= 3);
+	CHECK_EQ(e->evq_head, 0);
+	CHECK_EQ(e->evq_tail, 0);
+	mrce_destroy(e);
+}
+
 int main(void)
 {
 	etest_seed("test_engine_basic", 20240601);
@@ -593,6 +664,7 @@ int main(void)
 		T(test_completion_order),
 		T(test_payload_crc_default),
 		T(test_payload_crc_skip),
+		T(test_ctrl_queue_ring),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
