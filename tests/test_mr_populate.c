@@ -69,32 +69,11 @@ static int fully_mapped(void *arg)
 	return rss_of(w->pid, w->name, w->size) == (int64_t)w->size;
 }
 
-/* A daemon per test, stopped by the teardown even when the test fails. */
-static struct mrcd_proc D;
-static int running;
-
-static int start(void **state)
-{
-	(void)state;
-	running = mrcd_spawn_available() && mrcd_spawn_start(&D, NULL) == 0;
-	return 0;
-}
-
-static int stop(void **state)
-{
-	(void)state;
-	if (running)
-		mrcd_spawn_stop(&D);
-	running = 0;
-	return 0;
-}
-
+/* The group's daemon (tests/support/mrcd_spawn), or a skip. */
 static struct mrcd_proc *need_daemon(void)
 {
-	if (!mrcd_spawn_available())
-		MRC_SKIP("%s is not built", mrcd_spawn_bin());
-	assert_true(running);
-	return &D;
+	MRCD_GROUP_NEED();
+	return &mrcd_group.d;
 }
 
 static void test_alloc_is_mapped_in(void **state)
@@ -166,8 +145,8 @@ static void test_dereg_while_populating(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_alloc_is_mapped_in, start, stop),
-		cmocka_unit_test_setup_teardown(test_dereg_while_populating, start, stop),
+		cmocka_unit_test(test_alloc_is_mapped_in),
+		cmocka_unit_test(test_dereg_while_populating),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, mrcd_group_setup, mrcd_group_teardown);
 }

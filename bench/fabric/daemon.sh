@@ -49,7 +49,8 @@ for x in bin/mrcd bin/mrc_bulk bin/mrc_pingpong bin/mrc-fabric bench/pingpong; d
 done
 
 THP_F=/sys/kernel/mm/transparent_hugepage/shmem_enabled
-ORIG_THP=$(sed -n 's/.*\[\(.*\)\].*/\1/p' $THP_F 2>/dev/null || true)
+thp_now() { sed -n 's/.*\[\(.*\)\].*/\1/p' $THP_F 2>/dev/null || true; }   # the [bracketed] mode
+ORIG_THP=$(thp_now)
 ORIG_THP=${ORIG_THP:-none}
 case "${MRC_BENCH_SHMEM_THP:-both}" in
 both) [ -w $THP_F ] && MODES="never advise" || { say "$THP_F not writable: THP modes not compared"; MODES=$ORIG_THP; } ;;
@@ -58,7 +59,7 @@ system) MODES=$ORIG_THP ;;
 esac
 set_thp() {
 	[ "$1" != none ] && [ -w $THP_F ] || return 0
-	[ "$1" = "$(sed -n 's/.*\[\(.*\)\].*/\1/p' $THP_F)" ] || echo "$1" >$THP_F
+	[ "$1" = "$(thp_now)" ] || echo "$1" >$THP_F
 }
 
 TMP=$(mktemp -d /tmp/mrcbench-daemon.XXXXXX)

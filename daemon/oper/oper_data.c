@@ -504,12 +504,11 @@ json_t *mrcd_oper_stats(struct oper *o)
 		json_object_set_new(tok, mrce_tok_kind_name((enum mrce_tok_kind)k),
 				    json_integer((json_int_t)s.rx_bad_token[k]));
 	json_object_set_new(eng, "rx_bad_token", tok);
-	/* ACKs that rode on reverse data, and held ACKs that left alone. */
-	json_object_update_missing_new(eng, json_pack("{s:I, s:I, s:I}",
+	/* ACKs that rode on reverse data, and held ACKs that left alone;
+	 * paths suspected under congestion: probed, kept, retired. */
+	json_object_update_missing_new(eng, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
 		"tx_pb_acks", (json_int_t)s.tx_pb_acks, "rx_pb_acks", (json_int_t)s.rx_pb_acks,
-		"ack_delay_expired", (json_int_t)s.ack_delay_expired));
-	/* Paths suspected under congestion: probed, kept, retired. */
-	json_object_update_missing_new(eng, json_pack("{s:I, s:I, s:I}",
+		"ack_delay_expired", (json_int_t)s.ack_delay_expired,
 		"suspect_probes", (json_int_t)s.suspect_probes,
 		"suspect_cleared", (json_int_t)s.suspect_cleared,
 		"suspect_retired", (json_int_t)s.suspect_retired));
