@@ -85,6 +85,27 @@ static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int *out,
 	return 0;
 }
 
+/* The kernel writes back only a header's name and control lengths (and
+ * flags): the headers are built once, and only what came back is reset,
+ * as rebuilding all MRC_DP_BATCH of them per call showed in profiles. */
+static void rx_rearm(struct rxpool *r, uint32_t k)
+{
+	r->msg[k].msg_hdr.msg_namelen = sizeof(r->from[k]);
+	r->msg[k].msg_hdr.msg_controllen = sizeof(r->ctl[k]);
+}
+
+static struct rxpool *rx_new(void)
+{
+	struct rxpool *r = calloc(1, sizeof(*r));
+	for (uint32_t k = 0; r && k < MRC_DP_BATCH; k++) {
+		r->iov[k] = (struct iovec){ r->buf[k], MRC_DP_MAX_DGRAM };
+		r->msg[k].msg_hdr = (struct msghdr){ .msg_name = &r->from[k],
+			.msg_iov = &r->iov[k], .msg_iovlen = 1, .msg_control = r->ctl[k] };
+		rx_rearm(r, k);
+	}
+	return r;
+}
+
 static void udp_close(struct mrc_dp *base);
 
 static int udp_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *why, size_t whylen)
@@ -98,7 +119,7 @@ static int udp_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *why
 		dp->fd[i] = -1;
 	for (uint32_t i = 0; i < cfg->nplanes; i++) {
 		int rc = open_plane(&cfg->planes[i], cfg->port, &dp->fd[i], why, whylen);
-		if (!rc && !(dp->rx[i] = calloc(1, sizeof(struct rxpool))))
+		if (!rc && !(dp->rx[i] = rx_new()))
 			rc = -ENOMEM;
 		dp->n = i + 1;
 		if (rc) {
@@ -197,13 +218,6 @@ static int udp_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, u
 	struct rxpool *r = dp->rx[plane];
 	if (max > MRC_DP_BATCH)
 		max = MRC_DP_BATCH;
-	for (uint32_t k = 0; k < max; k++) {
-		r->iov[k] = (struct iovec){ r->buf[k], MRC_DP_MAX_DGRAM };
-		r->msg[k].msg_hdr = (struct msghdr){ .msg_name = &r->from[k],
-			.msg_namelen = sizeof(r->from[k]), .msg_iov = &r->iov[k],
-			.msg_iovlen = 1, .msg_control = r->ctl[k],
-			.msg_controllen = sizeof(r->ctl[k]) };
-	}
 	int got = recvmmsg(dp->fd[plane], r->msg, max, MSG_DONTWAIT, NULL);
 	if (got < 0)
 		return errno == EAGAIN ? 0 : -errno;
@@ -227,6 +241,10 @@ static int udp_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, u
 		dp->st.rx_bytes += in[out].len;
 		out++;
 	}
+	/* One past what came back too: the header a failing datagram
+	 * stopped at, whatever the kernel left in it. */
+	for (uint32_t k = 0; k <= (uint32_t)got && k < max; k++)
+		rx_rearm(r, k);
 	dp->st.rx_pkts += (uint64_t)out;
 	return out;
 }

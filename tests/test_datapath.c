@@ -1,5 +1,5 @@
 /* UDP datapath on loopback: batched scatter-gather send, batched receive,
- * source address and plane reported, precise open errors. */
+ * source address, plane and CE mark reported, precise open errors. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +9,9 @@
 #include <string.h>
 #include <poll.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <cmocka.h>
 
 #include "datapath/datapath.h"
@@ -76,6 +79,63 @@ static void batch_roundtrip(void **state)
 	mrc_dp_close(b);
 }
 
+/* A plain socket on loopback with a given traffic class, bound to port. */
+static int tclass_sock(int tclass, uint16_t port)
+{
+	int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tclass, sizeof(tclass)), 0);
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = htons(port),
+		.sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* The receive headers are built once and reused: over several calls each
+ * datagram still reports its own source and its own CE mark. */
+static void ecn_and_source_across_calls(void **state)
+{
+	(void)state;
+	struct mrc_dp_plane pl = { .ifname = "", .local = IN6ADDR_LOOPBACK_INIT };
+	struct mrc_dp *b;
+	char why[256];
+	uint16_t pb = (uint16_t)(base_port() + 3), pce = pb + 1, pect = pb + 2;
+	struct mrc_dp_cfg cb = { .planes = &pl, .nplanes = 1, .port = pb };
+	assert_int_equal(mrc_dp_open(&b, "udp", &cb, why, sizeof(why)), 0);
+	int ce = tclass_sock(3, pce), ect = tclass_sock(2, pect);
+	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_port = htons(pb),
+		.sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct pollfd p = { .fd = mrc_dp_fd(b, 0), .events = POLLIN };
+	struct mrc_dp_in in[MRC_DP_BATCH];
+	for (int round = 0; round < 4; round++) {
+		/* 1, 2, 3, 4 datagrams, the marks alternating by sender */
+		for (int i = 0; i <= round; i++) {
+			uint8_t d[32] = { (uint8_t)i };
+			int fd = (i + round) % 2 ? ce : ect;
+			assert_int_equal(sendto(fd, d, sizeof(d) - (size_t)i, 0,
+						(struct sockaddr *)&to, sizeof(to)), (ssize_t)sizeof(d) - i);
+		}
+		int got = 0;
+		while (got <= round) {
+			assert_true(poll(&p, 1, 2000) == 1);
+			int n = mrc_dp_recv(b, 0, in, MRC_DP_BATCH);
+			assert_true(n >= 0);
+			for (int k = 0; k < n; k++, got++) {
+				assert_int_equal(in[k].buf[0], got);
+				assert_int_equal(in[k].len, 32 - got);
+				int want_ce = (got + round) % 2;
+				assert_int_equal(in[k].sport, want_ce ? pce : pect);
+				assert_int_equal(in[k].ecn_ce, want_ce);
+				assert_memory_equal(&in[k].src, &in6addr_loopback, 16);
+			}
+		}
+		assert_int_equal(got, round + 1);
+	}
+	close(ce);
+	close(ect);
+	mrc_dp_close(b);
+}
+
 static void open_errors(void **state)
 {
 	(void)state;
@@ -118,6 +178,7 @@ int main(void)
 {
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(batch_roundtrip),
+		cmocka_unit_test(ecn_and_source_across_calls),
 		cmocka_unit_test(open_errors),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);

@@ -48,6 +48,9 @@ static void test_bad_args(void **state)
 		{ "-i 7x send 1", "invalid service id '7x'" },
 		{ "send hx", "invalid host 'hx'" },
 		{ "send ' 1'", "invalid host ' 1'" },
+		{ "-p 2x send 1", "invalid passes '2x'" },
+		{ "-p 0 send 1", "usage: mrc_bulk" },
+		{ "-p 1001 send 1", "usage: mrc_bulk" },
 	};
 	char out[4096];
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

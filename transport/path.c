@@ -287,8 +287,11 @@ static int usable(const struct mrc__path *pa) { return pa->state == MRC_EV_GOOD;
 /* The plane's next GOOD EV, detours (mrce_ev_set_detour) or not, suspect
  * ones (waiting for a probe) only with take_suspect; a path with penalty
  * credits is skipped once per credit, which weights it down by its
- * ECN/trim/delay history.  -1: none. */
-static int plane_pick(struct mrc__peer *p, uint32_t pl, uint8_t detour, int take_suspect)
+ * ECN/trim/delay history.  When every candidate has credits, one of them
+ * is returned and *penalized set, so that the caller can prefer another
+ * plane.  -1: none. */
+static int plane_pick(struct mrc__peer *p, uint32_t pl, uint8_t detour, int take_suspect,
+		      int *penalized)
 {
 	uint32_t n = p->plane_nev[pl];
 	int fallback = -1;
@@ -305,16 +308,28 @@ static int plane_pick(struct mrc__peer *p, uint32_t pl, uint8_t detour, int take
 		}
 		return ev;
 	}
+	*penalized = fallback >= 0;
 	return fallback;
 }
 
 /* Spraying over the planes in mask (0: all): planes in turn, then the
  * plane's GOOD EVs in turn, its detours only when it has no other; suspect
- * paths only with take_suspect.  -1: no GOOD EV in those planes. */
+ * paths only with take_suspect.  A plane whose every candidate carries
+ * penalty credits (queueing, ECN, trims: it is delivering less than it
+ * is given) passes the packet to the next plane with a clean one: the
+ * split between planes then follows what each delivers, as a plane that
+ * lost a spine keeps its host links but not its uplinks (docs/coll.md).
+ * Only when every plane is penalised does the first one take it.
+ * -1: no GOOD EV in those planes. */
 static int spray(struct mrc__peer *p, uint32_t mask, int avoid_plane,
 		 int take_suspect)
 {
+	int fallback = -1;
+	uint32_t fallback_rr = 0;
 	for (int tries = 0; tries < 2 * MRC_MAX_PLANES; tries++) {
+		/* One round tells whether a clean plane exists. */
+		if (tries == MRC_MAX_PLANES && fallback >= 0)
+			break;
 		uint32_t pl = p->plane_rr++ % MRC_MAX_PLANES;
 		if (mask && !(mask >> pl & 1))
 			continue;
@@ -322,13 +337,22 @@ static int spray(struct mrc__peer *p, uint32_t mask, int avoid_plane,
 		 * takes any plane rather than not sending. */
 		if ((int)pl == avoid_plane && tries < MRC_MAX_PLANES)
 			continue;
-		int ev = plane_pick(p, pl, 0, take_suspect);
+		int pen = 0;
+		int ev = plane_pick(p, pl, 0, take_suspect, &pen);
 		if (ev < 0 && p->ndetour)
-			ev = plane_pick(p, pl, 1, take_suspect);
-		if (ev >= 0)
+			ev = plane_pick(p, pl, 1, take_suspect, &pen);
+		if (ev < 0)
+			continue;
+		if (!pen)
 			return ev;
+		if (fallback < 0)
+			fallback = ev, fallback_rr = p->plane_rr;
 	}
-	return -1;
+	/* The turn goes on after the plane that took it, as if no other
+	 * plane had been asked: no plane is first for every penalised pick. */
+	if (fallback >= 0)
+		p->plane_rr = fallback_rr;
+	return fallback;
 }
 
 /* Picks the EV for the next packet: the QP's planes (plane_mask) while
