@@ -63,6 +63,10 @@ struct mrc__peer {
 	uint32_t probe_seq;
 	uint64_t probe_tx_token, probe_rx_token;
 	uint64_t min_rtt;
+	/* Recent highest RTT of an answered probe (slow decay): where the
+	 * fabric gives probes no priority queue they wait behind data, and a
+	 * suspect path must be given that long to answer (suspect_wait). */
+	uint64_t probe_rtt_hi;
 	uint64_t next_probe_due;    /* earliest next_probe of a bad EV */
 	/* Reordering is a property of the paths, so what one QP learns from
 	 * spurious losses serves every QP to the peer. */

@@ -180,6 +180,10 @@ static void probe_send(struct mrce *e, uint32_t peer, uint32_t ev, uint64_t now)
 static uint64_t suspect_wait(const struct mrce *e, const struct mrc__peer *p)
 {
 	uint64_t base = p->min_rtt ? p->min_rtt : e->cfg.reorder_slack_ns;
+	/* Without that priority queue (a fabric of plain FIFOs), answers
+	 * have been seen to take longer: wait as long as they took. */
+	if (p->probe_rtt_hi > base)
+		base = p->probe_rtt_hi;
 	return base + base / 4;
 }
 
@@ -573,6 +577,10 @@ void mrc__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	uint64_t rtt = now - h->ts_echo;
 	pa->probe_seq = 0;
 	pa->probes_ok++;
+	if (rtt >= p->probe_rtt_hi)
+		p->probe_rtt_hi = rtt;
+	else
+		p->probe_rtt_hi -= (p->probe_rtt_hi - rtt) / 64;
 	if (pa->state == MRC_EV_GOOD) {
 		/* Alive: whatever is late on it was sent before this probe
 		 * and is queued or dropped by congestion.  A probe's RTT

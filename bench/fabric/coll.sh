@@ -25,7 +25,7 @@
 # "healthy blackhole" pick the sweep's collectives and faults,
 # MRC_BENCH_COLL_MIN (default 1K) its smallest size;
 # MRC_BENCH_COLL_MRCD_ARGS adds mrcd options (e.g. "--mtu 8192");
-# MRC_BENCH_COLL_DIAG=DIR saves, before and after each sweep, every
+# MRC_BENCH_COLL_DIAG=DIR saves, before and after the check and each sweep, every
 # mrcd's counters and paths and the leaves' uplink qdisc counters there.
 SCEN=coll
 RATE=${MRC_BENCH_RATE:-100}
@@ -70,10 +70,30 @@ done
 say "$NR ranks on hosts ${HOSTS[*]}; bound: host NIC capacity $CAP Mbit/s = $BOUND GB/s"
 emit "{\"kind\":\"meta\",\"date\":\"$(date -u '+%Y-%m-%d %H:%M UTC')\",\"cpu\":\"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)\",\"ncpu\":$(nproc),\"kernel\":\"$(uname -r)\",\"rate_mbit\":$RATE,\"planes\":$PLANES,\"ranks\":$NR,\"bound_gbs\":$BOUND,\"mrcd_args\":\"$MRCD_ARGS\",\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
 
+# diag TAG: every mrcd's counters and paths to every other rank's host,
+# and the qdisc counters of every leaf's ports, into $DIAG/TAG.*
+diag() {
+	[ -n "$DIAG" ] || return 0
+	mkdir -p "$DIAG"
+	local h d pl l
+	for h in "${HOSTS[@]}"; do
+		$B/bin/mrcctl -j -s "$TMP/h$h/mrcctl.sock" stats >"$DIAG/$1.stats.h$h" 2>&1 || true
+		$B/bin/mrcctl -j -s "$TMP/h$h/mrcctl.sock" qps >"$DIAG/$1.qps.h$h" 2>&1 || true
+		$B/bin/mrcctl -j -s "$TMP/h$h/mrcctl.sock" events -n 200 >"$DIAG/$1.events.h$h" 2>&1 || true
+		for d in "${HOSTS[@]}"; do
+			[ $d = $h ] || $B/bin/mrcctl -j -s "$TMP/h$h/mrcctl.sock" paths h$d \
+				>"$DIAG/$1.paths.h$h.h$d" 2>&1 || true
+		done
+	done
+	for pl in 0 1; do for l in 0 1 2 3; do
+		ip netns exec $P-p${pl}l$l tc -s -j qdisc show >"$DIAG/$1.tc.p${pl}l$l" 2>&1 || true
+	done; done
+}
 # ---- 1. capacity check: the ring pattern with libmrc directly ------------
 part check && {
 BYTES=${MRC_BENCH_COLL_CHECK_BYTES:-$((RATE * PLANES * 1000000 / 8 * 4))}   # ~4 s at the bound
 sid=7300; rps=(); sps=()
+diag check.healthy.0
 for ((i = 0; i < NR; i++)); do
 	d=${HOSTS[$(((i + 1) % NR))]}
 	bg "$B/bin/mrc_bulk" -S "$(sock h$d)" -s "$BYTES" -i $((sid + i)) recv >"$TMP/chk.recv.$i" 2>&1
@@ -87,6 +107,7 @@ for ((i = 0; i < NR; i++)); do
 done
 for p in "${sps[@]}" "${rps[@]}"; do reap "$p" 120 || true; done
 set -- "$@" $(cpu_stat)
+diag check.healthy.1
 busy=$(awk -v a="$1" -v i="$2" -v b="$3" -v j="$4" 'BEGIN{d=(b-a)+(j-i); printf "%.3f", (d>0?(b-a)/d:0)}')
 shares=""
 for ((i = 0; i < NR; i++)); do
@@ -133,24 +154,6 @@ sweep() {
 	[ "$(bytes "$MAXB")" -ge "$(bytes $lo)" ] &&
 		coll_run "$tag.l" $coll -d float -o sum -b $lo -e "$MAXB" -f 4 -n 2 -w 1 -c 1
 	cat "$TMP/$tag.s" "$TMP/$tag.l" >"$TMP/$tag"
-}
-# diag TAG: every mrcd's counters and paths to every other rank's host,
-# and the qdisc counters of every leaf's ports, into $DIAG/TAG.*
-diag() {
-	[ -n "$DIAG" ] || return 0
-	mkdir -p "$DIAG"
-	local h d pl l
-	for h in "${HOSTS[@]}"; do
-		$B/bin/mrcctl -j -s "$TMP/h$h/mrcctl.sock" stats >"$DIAG/$1.stats.h$h" 2>&1 || true
-		$B/bin/mrcctl -j -s "$TMP/h$h/mrcctl.sock" qps >"$DIAG/$1.qps.h$h" 2>&1 || true
-		for d in "${HOSTS[@]}"; do
-			[ $d = $h ] || $B/bin/mrcctl -j -s "$TMP/h$h/mrcctl.sock" paths h$d \
-				>"$DIAG/$1.paths.h$h.h$d" 2>&1 || true
-		done
-	done
-	for pl in 0 1; do for l in 0 1 2 3; do
-		ip netns exec $P-p${pl}l$l tc -s -j qdisc show >"$DIAG/$1.tc.p${pl}l$l" 2>&1 || true
-	done; done
 }
 # rows_json TAG CONTENDER COLL FAULT: one JSON line per row; algbw and
 # busbw recomputed from size and time (the tools print 3 decimals of GB/s,
