@@ -5,7 +5,9 @@
 # 100 Gbit/s, 4 KiB MTU, spray, no faults, seed 1, fat tree k=12 and k=16,
 # and k=32 (8,192 hosts, minutes and ~1 GiB each) unless --quick.
 #   bench/sim_base.sh [BUILD] [--quick]
-# Writes bench/results/sim_base.md.  Needs git history; skips without it.
+# Writes bench/results/sim_base.md and, with gnuplot, sim_base_fct.png: the
+# CDF of every flow's completion time / ideal, both engines, one panel per
+# fabric.  Needs git history; skips without it.
 set -eu
 B=${1:-build}
 QUICK=0
@@ -45,4 +47,26 @@ row() {   # row FILE: slowest/ideal, p99, ASSUMED_BAD, trims, CPU s, RSS MiB
 		echo "| $h (k=$k) | now | $(row "$res/k$k.now.json") |"
 	done
 } >"$OUT"
+# The CDFs: each flow's FCT / ideal (the report's flows rows are
+# [src, dst, size, start, fct, ideal, status]), sorted.
+PNG=bench/results/sim_base_fct.png
+if command -v gnuplot >/dev/null; then
+	gp="set terminal pngcairo size $((420 * $(echo $ks | wc -w))),360 font ',9'
+set multiplot layout 1,$(echo $ks | wc -w)
+set grid; set key bottom right; set yrange [0:1]
+set xlabel 'flow completion time / ideal'; set ylabel 'fraction of flows'"
+	for k in $ks; do
+		for v in base now; do
+			jq -r '.flows[] | select(.[6] == 0) | .[4] / .[5]' "$res/k$k.$v.json" | sort -g |
+				awk '{v[NR] = $1} END {for (i = 1; i <= NR; i++) print v[i], i / NR}' >"$res/k$k.$v.cdf"
+		done
+		gp="$gp
+set title 'fat tree k=$k, $((k * k * k / 4)) hosts, 2 MiB permutation'
+plot '$res/k$k.base.cdf' using 1:2 with lines lw 2 title '$BASE', \\
+     '$res/k$k.now.cdf' using 1:2 with lines lw 2 title 'now'"
+	done
+	echo "$gp" | gnuplot >"$PNG" && printf "\n![FCT / ideal CDFs](sim_base_fct.png)\n" >>"$OUT"
+else
+	echo "(No plot: gnuplot is not installed; scripts/deps.sh installs gnuplot-nox.)" >>"$OUT"
+fi
 cat "$OUT"
