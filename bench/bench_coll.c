@@ -4,7 +4,10 @@
  *   - MoE dispatch + combine of one layer (MRC_BENCH_MOE_TOKENS tokens per
  *     rank, default 1024, x 1024 hidden, bfloat16, 8 experts, top-2,
  *     capacity factor 1.25), flat all-to-all vs the 2-D hierarchical one
- *     (2 "nodes" of 2 ranks), runs alternating in one process;
+ *     (2 "nodes" of 2 ranks), and the flat one with the experts' input
+ *     malloc'd per call (mrc_coll_moe_dispatch) vs kept by the
+ *     communicator (mrc_coll_moe_dispatch_kept), runs alternating in one
+ *     process;
  *   - all-reduce (float sum) from 4 KiB to 4 MiB, ring vs double binary
  *     tree vs the plane-aware multi-tree (forest; one plane on loopback),
  *     alternating: the measurements behind MRC_COLL_ALGO=auto's
@@ -34,7 +37,11 @@ enum { NSZ = 5, NALG = 3 };
 static const size_t ar_bytes[NSZ] = { 4u << 10, 64u << 10, 256u << 10, 1u << 20, 4u << 20 };
 static const char *const alg_name[NALG] = { "ring", "tree", "forest" };
 static int moe = 1;
-static double t_moe[2][MAXRUNS], t_ar[NSZ][NALG][MAXRUNS];
+/* MoE variants: flat, 2-D (both with expert_in kept), flat malloc'd */
+enum { NMOE = 3 };
+static const char *const moe_name[NMOE] = { "flat", "2-D (2 x 2)",
+					    "flat, expert_in malloc'd per call" };
+static double t_moe[NMOE][MAXRUNS], t_ar[NSZ][NALG][MAXRUNS];
 
 struct rank { pthread_t th; uint32_t me; int rc; };
 
@@ -44,18 +51,20 @@ static double now_s(void)
 }
 
 static int moe_once(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, const int32_t *idx,
-		    const float *w, const void *x, void *out)
+		    const float *w, const void *x, void *out, int kept)
 {
 	struct mrc_coll_moe_plan *plan;
 	void *ein;
 	size_t counts[E / N];
-	int r = mrc_coll_moe_dispatch(c, cfg, tokens, idx, w, x, &plan, &ein, counts);
+	int r = (kept ? mrc_coll_moe_dispatch_kept : mrc_coll_moe_dispatch)(c, cfg, tokens, idx, w,
+									     x, &plan, &ein, counts);
 	if (r)
 		return r;
 	/* The experts are the identity: the exchange is what is measured. */
 	r = mrc_coll_moe_combine(c, plan, ein, out);
 	mrc_coll_moe_plan_free(plan);
-	free(ein);
+	if (!kept)
+		free(ein);
 	return r;
 }
 
@@ -82,14 +91,14 @@ static void *rank_main(void *arg)
 	float *abuf = calloc(1, ar_bytes[NSZ - 1]);
 	int r = 0;
 	for (unsigned run = 0; run < runs && !r; run++) {
-		for (int v = 0; v < 2 * moe && !r; v++) {
+		for (int v = 0; v < NMOE * moe && !r; v++) {
 			struct mrc_coll_moe_cfg mc = { .n_experts = E, .top_k = K, .hidden = H,
 				.dtype = MRC_COLL_BFLOAT16, .capacity_factor = 1.25,
-				.local_ranks = v ? 2 : 0 };
+				.local_ranks = v == 1 ? 2 : 0 };
 			if ((r = mrc_coll_barrier(c)))
 				break;
 			double t0 = now_s();
-			r = moe_once(c, &mc, idx, w, x, out);
+			r = moe_once(c, &mc, idx, w, x, out, v != 2);
 			if (!r)
 				r = mrc_coll_barrier(c);
 			if (rk->me == 0)
@@ -161,14 +170,16 @@ int main(void)
 	if (moe)
 		printf("## MoE dispatch + combine: %zu tokens x %d hidden per rank, bfloat16, %d experts, "
 		       "top-%d, capacity 1.25\n\n| exchange | ms |\n|---|--:|\n", tokens, H, E, K);
-	for (int v = 0; v < 2 * moe; v++) {
+	for (int v = 0; v < NMOE * moe; v++) {
 		double ms[MAXRUNS];
 		for (unsigned i = 0; i < runs; i++)
 			ms[i] = t_moe[v][i] * 1e3;
-		printf("| %s | %s |\n", v ? "2-D (2 x 2)" : "flat", bm_spread(a, sizeof(a), ms, (int)runs, "%.1f"));
+		printf("| %s | %s |\n", moe_name[v], bm_spread(a, sizeof(a), ms, (int)runs, "%.1f"));
 	}
 	if (moe)
-		printf("| **2-D / flat** | **%.2f** |\n\n", median(t_moe[1], runs) / median(t_moe[0], runs));
+		printf("| **2-D / flat** | **%.2f** |\n| **flat, kept / malloc'd** | **%.2f** |\n\n",
+		       median(t_moe[1], runs) / median(t_moe[0], runs),
+		       median(t_moe[0], runs) / median(t_moe[2], runs));
 	printf("## All-reduce, float sum\n\n| size | ring ms | tree ms | forest ms | tree / ring | "
 	       "forest / ring |\n|---|--:|--:|--:|--:|--:|\n");
 	for (int sz = 0; sz < NSZ; sz++) {

@@ -185,11 +185,12 @@ struct mrc_coll {
 	/* The MoE's large temporaries, kept between calls (freed by destroy):
 	 * fresh ones of tens of MB each cost a page fault per page on every
 	 * call (perf on the fabric bench: most of a rank's CPU). */
-	void *scr[9];
-	size_t scr_cap[9];
+	void *scr[10];
+	size_t scr_cap[10];
 };
+/* EIN: the experts' input that mrc_coll_moe_dispatch_kept hands out. */
 enum { MRC__SCR_SEND, MRC__SCR_RECV, MRC__SCR_FWD, MRC__SCR_OUT, MRC__SCR_PART, MRC__SCR_BACK,
-       MRC__SCR_FB, MRC__SCR_AB, MRC__SCR_ACC };
+       MRC__SCR_FB, MRC__SCR_AB, MRC__SCR_ACC, MRC__SCR_EIN };
 /* Scratch buffer `slot` of at least bytes (contents undefined), or NULL. */
 void *mrc__coll_scratch(struct mrc_coll *c, int slot, size_t bytes);
 /* Shared memory (coll/comm.c): after the bootstrap's table, creates our

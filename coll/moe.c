@@ -563,6 +563,14 @@ int mrc_coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg
 	return mrc__coll_moe_dispatch(c, cfg, T, idx, w, tokens, 0, plan, expert_in, counts);
 }
 
+int mrc_coll_moe_dispatch_kept(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
+			       const int32_t *idx, const float *w, const void *tokens,
+			       struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts)
+{
+	return mrc__coll_moe_dispatch(c, cfg, T, idx, w, tokens, MRC__MOE_KEPT, plan, expert_in,
+				      counts);
+}
+
 int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
 			   const int32_t *idx, const float *w, const void *tokens, int per_expert,
 			   struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts)
@@ -572,8 +580,9 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 	    (cfg->dtype != MRC_COLL_FLOAT32 && cfg->dtype != MRC_COLL_FLOAT16 &&
 	     cfg->dtype != MRC_COLL_BFLOAT16) ||
 	    (cfg->local_ranks && c->n % cfg->local_ranks) ||
-	    (per_expert & ~(MRC__MOE_PER_EXPERT | MRC__MOE_RANK_2D)))
+	    (per_expert & ~(MRC__MOE_PER_EXPERT | MRC__MOE_RANK_2D | MRC__MOE_KEPT)))
 		return -EINVAL;
+	int kept = per_expert & MRC__MOE_KEPT;
 	if (c->err)
 		return c->err;
 	uint32_t n = c->n, K = cfg->top_k;
@@ -658,7 +667,9 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 	}
 	p->st.rows_recv = p->n_recv;
 	r = -ENOMEM;
-	grouped = malloc(p->n_recv * K * rowb + 1);   /* at most top_k copies per row */
+	/* at most top_k copies per row */
+	grouped = kept ? mrc__coll_scratch(c, MRC__SCR_EIN, p->n_recv * K * rowb + 1)
+		       : malloc(p->n_recv * K * rowb + 1);
 	p->rpos = malloc((p->n_recv * K + 1) * sizeof(*p->rpos));
 	p->rw = malloc((p->n_recv * K + 1) * sizeof(*p->rw));
 	if (!grouped || !p->rpos || !p->rw)
@@ -671,7 +682,9 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 	*plan = p;
 	return 0;
 fail:
-	free(pos), free(cur), free(ord), free(cnt), free(grouped);
+	free(pos), free(cur), free(ord), free(cnt);
+	if (!kept)
+		free(grouped);
 	mrc_coll_moe_plan_free(p);
 	return r;
 }

@@ -38,8 +38,9 @@ struct mrc__coll_moe_stats {
  * deduplication (results are the same; for measuring the difference);
  * with MRC__MOE_RANK_2D and local_ranks, rows per rank through
  * mrc_coll_alltoallv_2d, as before the node dedupe.  Either with
- * local_ranks uses mrc_coll_alltoallv_2d. */
-enum { MRC__MOE_PER_EXPERT = 1, MRC__MOE_RANK_2D = 2 };
+ * local_ranks uses mrc_coll_alltoallv_2d.  MRC__MOE_KEPT (with either or
+ * none): expert_in is the communicator's (mrc_coll_moe_dispatch_kept). */
+enum { MRC__MOE_PER_EXPERT = 1, MRC__MOE_RANK_2D = 2, MRC__MOE_KEPT = 4 };
 int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
 			   const int32_t *idx, const float *w, const void *tokens, int per_expert,
 			   struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts);

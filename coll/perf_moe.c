@@ -121,8 +121,9 @@ static int once(struct mrc_coll *c, const struct mrc_coll_moe_cfg *mc, const str
 	void *ein;
 	size_t counts[64];
 	double t0 = now_s();
-	int r = mrc__coll_moe_dispatch(c, mc, ly->T, ly->idx, ly->w, ly->x, per_expert, &plan, &ein,
-				       counts);
+	/* expert_in kept by the communicator, as a training step would use it */
+	int r = mrc__coll_moe_dispatch(c, mc, ly->T, ly->idx, ly->w, ly->x,
+				       per_expert | MRC__MOE_KEPT, &plan, &ein, counts);
 	if (r)
 		return r;
 	r = mrc_coll_moe_combine(c, plan, ein, out);
@@ -130,7 +131,6 @@ static int once(struct mrc_coll *c, const struct mrc_coll_moe_cfg *mc, const str
 	mrc__coll_moe_stats(plan, st);
 	*across = mrc__coll_moe_rows_across(plan, L);
 	mrc_coll_moe_plan_free(plan);
-	free(ein);
 	col[C_LAYOUT] = st->t_layout, col[C_EXPAND] = st->t_expand;
 	col[C_REDUCE] = st->t_reduce, col[C_ACC] = st->t_acc;
 	for (int i = 0; i < MRC__MOE_PH_N; i++)

@@ -212,6 +212,16 @@ int mrc_coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg
 			  size_t n_tokens, const int32_t *topk_idx, const float *topk_weights,
 			  const void *tokens, struct mrc_coll_moe_plan **plan, void **expert_in,
 			  size_t *counts);
+/* mrc_coll_moe_dispatch, except that *expert_in is the communicator's:
+ * memory it keeps and reuses from call to call, so that a layer run every
+ * step neither allocates its experts' input nor takes a page fault per
+ * page of it each time.  It stays valid until the next dispatch on c or
+ * mrc_coll_destroy(c); do not free it.  The experts may write their output
+ * over it (expert_out == *expert_in in the combine). */
+int mrc_coll_moe_dispatch_kept(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
+			       size_t n_tokens, const int32_t *topk_idx,
+			       const float *topk_weights, const void *tokens,
+			       struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts);
 /* Returns the experts' outputs (expert_out: the layout of expert_in) to
  * the tokens' ranks and combines: out[t] = sum over kept k of
  * topk_weights[t*top_k + k] * output of (t, k).  Each expert rank sends
