@@ -265,6 +265,16 @@ void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 	mrc__peer_timer_sync(e, peer);
 }
 
+/* A recent highest value: jumps up to a new high, decays towards lower
+ * samples by 1/64 of the gap each (rtt_hi, probe_rtt_hi). */
+static void track_hi(uint64_t *hi, uint64_t v)
+{
+	if (v >= *hi)
+		*hi = v;
+	else
+		*hi -= (*hi - v) / 64;
+}
+
 void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
 		   uint64_t rtt)
 {
@@ -272,10 +282,7 @@ void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
 	mrc__rtt_update(&pa->srtt, &pa->rttvar, rtt);
 	if (!p->min_rtt || rtt < p->min_rtt)
 		p->min_rtt = rtt;
-	if (rtt >= p->rtt_hi)
-		p->rtt_hi = rtt;
-	else
-		p->rtt_hi -= (p->rtt_hi - rtt) / 64;
+	track_hi(&p->rtt_hi, rtt);
 	/* Paths much slower than the others now get fewer packets.  Compared
 	 * with the peer's current RTT, not its minimum: under load every path
 	 * is above twice the minimum, and penalising them at random piles
@@ -577,10 +584,7 @@ void mrc__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	uint64_t rtt = now - h->ts_echo;
 	pa->probe_seq = 0;
 	pa->probes_ok++;
-	if (rtt >= p->probe_rtt_hi)
-		p->probe_rtt_hi = rtt;
-	else
-		p->probe_rtt_hi -= (p->probe_rtt_hi - rtt) / 64;
+	track_hi(&p->probe_rtt_hi, rtt);
 	if (pa->state == MRC_EV_GOOD) {
 		/* Alive: whatever is late on it was sent before this probe
 		 * and is queued or dropped by congestion.  A probe's RTT

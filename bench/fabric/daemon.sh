@@ -101,6 +101,13 @@ sock() { echo "$TMP/$1/mrcd.sock"; }
 # CPU seconds (user+system) of a process so far; 0 when gone
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); split($0, f, " "); printf "%.3f", (f[12] + f[13]) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # machine: busy jiffies, idle jiffies, softirq jiffies
+# mbit SECS: BYTES moved in SECS as Mbit/s (0 when SECS is 0 or empty)
+mbit() { awk -v s="${1:-0}" -v b="$(numfmt --from=iec "$BYTES")" 'BEGIN{printf "%.1f", (s > 0 ? b * 8 / s / 1e6 : 0)}'; }
+# ratio A B: A / B (0 when B is 0)
+ratio() { awk -v m="$1" -v u="$2" 'BEGIN{printf "%.3f", (u > 0 ? m / u : 0)}'; }
+# busy_of BEFORE... AFTER...: the machine's busy share and its softirq
+# share between two cpu_stat readings (six numbers, three each)
+busy_of() { awk -v a="$1" -v i="$2" -v s="$3" -v b="$4" -v j="$5" -v t="$6" 'BEGIN{d=(b-a)+(j-i); printf "%.3f %.3f", (d>0?(b-a)/d:0), (d>0?(t-s)/d:0)}'; }
 cpu_stat() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6, $8}' /proc/stat; }
 # user and system CPU seconds of a process so far
 cpu_us() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); split($0, f, " "); printf "%.3f %.3f", f[12] / hz, f[13] / hz }' "/proc/$1/stat" 2>/dev/null || echo "0 0"; }
@@ -165,9 +172,9 @@ while [ $r -le "$REPS" ]; do
 		secs=$(sed -n 's/.* to host .* in \([0-9.]*\) s:.*/\1/p' "$TMP/send")
 		csecs=$(sed -n 's/.* pass 1\/2: .* in \([0-9.]*\) s:.*/\1/p' "$TMP/send")
 		ok=$(grep -c "OK" "$TMP/recv" || true)
-		mbit=$(awk -v s="${secs:-0}" -v b="$(numfmt --from=iec "$BYTES")" 'BEGIN{printf "%.1f", (s > 0 ? b * 8 / s / 1e6 : 0)}')
-		cmbit=$(awk -v s="${csecs:-0}" -v b="$(numfmt --from=iec "$BYTES")" 'BEGIN{printf "%.1f", (s > 0 ? b * 8 / s / 1e6 : 0)}')
-		busy=$(awk -v a="$1" -v i="$2" -v s="$3" -v b="$4" -v j="$5" -v t="$6" 'BEGIN{d=(b-a)+(j-i); printf "%.3f %.3f", (d>0?(b-a)/d:0), (d>0?(t-s)/d:0)}')
+		mbit=$(mbit "$secs")
+		cmbit=$(mbit "$csecs")
+		busy=$(busy_of "$@")
 		[ $rc = 0 ] && [ "$ok" = 1 ] || say "mrc rep $r FAILED (exit $rc): $(tail -n2 "$TMP/send" "$TMP/recv" | tr '\n' ' ')"
 		gpl="$gpl{\"shmem_thp\":\"$thp\",\"mrc_mbit\":$mbit,\"mrc_secs\":${secs:-0},\"mrc_first_mbit\":$cmbit,\"mrc_first_secs\":${csecs:-0},\"verified\":$ok,\"mrcd_h0_cpu_s\":$d0,\"mrcd_h7_cpu_s\":$d7,\"mrcd_sys_share\":$sys,$pk,\"mrc_busy\":${busy% *},\"mrc_softirq\":${busy#* }}
 "
@@ -183,15 +190,15 @@ while [ $r -le "$REPS" ]; do
 	ip netns exec $P-h0 timeout 30 iperf3 -u -b 0 -l 4096 -t 4 -c "$(baddr 7 0)" -p 5401 -J >"$TMP/u" 2>"$TMP/u.err" || say "udp rep $r FAILED: $(cat "$TMP/u.err")"
 	set -- "$@" $(cpu_stat)
 	reap $up 10 || true
-	ubusy=$(awk -v a="$1" -v i="$2" -v s="$3" -v b="$4" -v j="$5" -v t="$6" 'BEGIN{d=(b-a)+(j-i); printf "%.3f %.3f", (d>0?(b-a)/d:0), (d>0?(t-s)/d:0)}')
+	ubusy=$(busy_of "$@")
 	u=$(jq -c '{sent: (.end.sum.bits_per_second / 1e6), lost: .end.sum.lost_percent, got: (.end.sum.bits_per_second * (1 - .end.sum.lost_percent / 100) / 1e6), cpu_snd: .end.cpu_utilization_percent.host_total, cpu_rcv: .end.cpu_utilization_percent.remote_total}' "$TMP/u" 2>/dev/null || echo '{"got":0}')
 	ug=$(echo "$u" | jq -r '.got // 0')
 	# one line per THP mode, each with this rep's UDP run and its ratio
 	echo -n "$gpl" | while IFS= read -r g; do
 		mb=$(echo "$g" | jq -r .mrc_mbit)
 		fb=$(echo "$g" | jq -r .mrc_first_mbit)
-		ratio=$(awk -v m="$mb" -v u="$ug" 'BEGIN{printf "%.3f", (u > 0 ? m / u : 0)}')
-		fratio=$(awk -v m="$fb" -v u="$ug" 'BEGIN{printf "%.3f", (u > 0 ? m / u : 0)}')
+		ratio=$(ratio "$mb" "$ug")
+		fratio=$(ratio "$fb" "$ug")
 		emit "$(echo "$g" | jq -c --argjson u "$u" --argjson ub "${ubusy% *}" --argjson us "${ubusy#* }" \
 			--argjson ra "$ratio" --argjson fr "$fratio" --argjson r "$r" '{kind: "goodput", rep: $r} + . + {udp: $u, udp_busy: $ub, udp_softirq: $us, ratio: $ra, first_ratio: $fr}')"
 		say "goodput rep $r/$REPS, shmem THP $(echo "$g" | jq -r .shmem_thp): mrc $mb (first pass $fb) vs UDP $ug Mbit/s received: ratio $ratio (first pass $fratio)"
