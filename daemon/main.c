@@ -241,6 +241,13 @@ int main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	char err[512] = "";
+	if (mrcd_cfg_port_exposed(&d.cfg, err, sizeof(err))) {
+		if (g_args.check)
+			fprintf(stderr, "mrcd: warning: %s\n", err);
+		else
+			mrcd_log(MRCD_LOG_WARNING, "%s", err);
+	}
+	err[0] = 0;
 	if (g_args.check) {
 		/* Everything but opening sockets: config, key and topology. */
 		struct mrc_auth *key;

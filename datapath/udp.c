@@ -53,7 +53,9 @@ static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int *out,
 	const char *what = "";
 #define TRY(expr, w) do { if (!rc && (rc = (expr))) what = (w); } while (0)
 	TRY(sockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1), "IPV6_V6ONLY");
-	TRY(sockopt(fd, SOL_SOCKET, SO_REUSEADDR, 1), "SO_REUSEADDR");
+	/* No SO_REUSEADDR (nor SO_REUSEPORT): with it on both sockets Linux
+	 * lets a process of any uid bind the same address and port and
+	 * receive mrcd's datagrams and send as mrcd (tests/root/hostile.sh). */
 	TRY(sockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_TX, 1), "UDP_NO_CHECK6_TX");
 	TRY(sockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1), "UDP_NO_CHECK6_RX");
 	TRY(sockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1), "IPV6_RECVTCLASS");

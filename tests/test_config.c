@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "topology/addr.h"
+
 #include "daemon/core/config.h"
 
 static void defaults_are_valid(void **st)
@@ -21,7 +23,8 @@ static void defaults_are_valid(void **st)
 	mrcd_cfg_default(&c);
 	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), 0);
 	assert_string_equal(c.socket, "/run/mrcd/mrcd.sock");
-	assert_int_equal(c.port, 4791);
+	assert_int_equal(c.port, MRC_UDP_PORT);
+	assert_true(c.port < 1024);   /* privileged: docs/security.md */
 	assert_int_equal(c.ev_floor, 1);
 	assert_string_equal(c.key_file, "/etc/mrcd/cluster.key");
 	assert_int_equal(c.rnr_retry, 7);

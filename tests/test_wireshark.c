@@ -143,7 +143,7 @@ static void data_pkt(uint8_t op, uint16_t flags, uint16_t plen, int corrupt)
 		m[20] ^= 0x10;            /* rkey: hcrc must fail */
 	if (corrupt == 2)
 		m[MRC_DATA_HDR_LEN + 3] ^= 0x01;   /* payload: pcrc must fail */
-	wrap(p, n, 2, route4, 4791);
+	wrap(p, n, 2, route4, 791);
 	want_route4(p);
 	want(p, "mrc.version", "2");
 	want(p, "mrc.opcode", "%u", op);
@@ -216,7 +216,7 @@ static void ack_pkt(uint8_t nack)
 		if (rnd() % 3 == 0)
 			h.sack[i / 8] |= (uint8_t)(1u << (i % 8)), bits++;
 	size_t n = mrc_wire_put_ack(p->b + 48, &h);
-	wrap(p, n, 2, route4, 4791);
+	wrap(p, n, 2, route4, 791);
 	want_route4(p);
 	want(p, "mrc.opcode", "16");
 	want(p, "mrc.flags.ecn", "%d", !!(h.flags & MRC_AF_ECN));
@@ -281,7 +281,7 @@ static void ctrl_pkt(const struct mrc_auth *a, uint8_t type, uint32_t neps)
 	size_t len = 0, blen = MRCD_CTRL_BODY + (neps ? 4 + 4 * neps : 0);
 	assert_int_equal(mrcd_ctrl_seal_len(a, &tx, stamp, 3, 6, &m, p->b + 48, &len), 0);
 	assert_int_equal(len, MRC_AUTH_CTRL_OVERHEAD + blen);
-	wrap(p, len, 3, route4, 4791);
+	wrap(p, len, 3, route4, 791);
 	want(p, "mrc.opcode", "48");
 	want(p, "mrc.ctrl.src_host", "3");
 	want(p, "mrc.ctrl.dst_host", "6");
@@ -373,8 +373,8 @@ static void test_every_field(void **state)
 	data_pkt(MRC_OP_WRITE, 0, 100, 2);
 	for (uint8_t nk = 0; nk <= MRC_NACK_MAX; nk++)
 		ack_pkt(nk);
-	probe_pkt(MRC_OP_PROBE, 4791);
-	probe_pkt(MRC_OP_PROBE_REPLY, 4791);
+	probe_pkt(MRC_OP_PROBE, 791);
+	probe_pkt(MRC_OP_PROBE_REPLY, 791);
 	probe_pkt(MRC_OP_PROBE, 6000);         /* the heuristic's case */
 	ctrl_pkt(a, MRCD_CTRL_REQ, 0);
 	ctrl_pkt(a, MRCD_CTRL_PLANES, 0);

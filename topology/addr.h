@@ -5,10 +5,13 @@
 #ifndef MRC_TOPOLOGY_ADDR_H
 #define MRC_TOPOLOGY_ADDR_H
 
-/* UDP port MRC datagrams are sent to (and from).  4791 is the port IANA
- * assigned to RoCEv2; MRC is an RDMA-style transport over UDP/IPv6 and the
- * fabric treats it the way a RoCE fabric treats RoCE (trimming, counters). */
-#define MRC_UDP_PORT 4791
+/* UDP port MRC datagrams are sent to (and from).  Below 1024 on purpose:
+ * only root (CAP_NET_BIND_SERVICE) can bind a privileged port, so no local
+ * user can take it before mrcd starts or while it restarts and receive
+ * what peers send (docs/security.md, "The MRC port").  791 mirrors RoCEv2's
+ * 4791, which a fabric that classifies RoCE by port can still be given
+ * (`port = 4791`, with the sysctl docs/security.md names). */
+#define MRC_UDP_PORT 791
 
 /* Default locator block: fcbb:bb00::/32, 16-bit uSIDs, so one destination
  * address holds up to 6 uSIDs (a 2-tier path needs 4, a 3-tier one 6). */

@@ -8,6 +8,7 @@
 #include "daemon/core/config.h"
 #include "datapath/datapath.h"
 #include "daemon/core/sidres.h"
+#include "topology/addr.h"
 
 enum kind { K_STR, K_U32, K_OCT, K_LEVEL };
 
@@ -31,7 +32,7 @@ static const struct key keys[] = {
 	  "permissions of the socket (octal)" },
 	S(socket_group, "group admitted to the socket (read-only verbs); empty: root only"),
 	S(admin_group, "group admitted to admin verbs; empty: root only"),
-	U(port, 1, 65535, "UDP port of the transport"),
+	U(port, 1, 65535, "UDP port of the transport (below net.ipv4.ip_unprivileged_port_start, so no local user can bind it)"),
 	S(plane_ifs, "plane NICs, comma-separated, plane 0 first; empty: from the topology"),
 	{ "log_level", K_LEVEL, offsetof(struct mrcd_cfg, log_level), 4, 3, 7,
 	  "err, warning, notice, info or debug" },
@@ -76,7 +77,7 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	memset(c, 0, sizeof(*c));
 	snprintf(c->socket, sizeof(c->socket), "/run/mrcd/mrcd.sock");
 	c->socket_mode = 0660;
-	c->port = 4791;
+	c->port = MRC_UDP_PORT;
 	c->log_level = 6;
 	c->mtu = 4096;
 	c->window = 256;
@@ -336,6 +337,35 @@ int mrcd_cfg_check_limits(const struct mrcd_cfg *c, char *err, size_t errlen)
 	int rc = mrcd_sid_reserve_parse(c->service_reserve, &r, &n, err, errlen);
 	free(r);
 	return rc;
+}
+
+uint16_t mrcd_cfg_side_port(const struct mrcd_cfg *c)
+{
+	return c->port == 4791 ? 4792 : (uint16_t)c->port;
+}
+
+int mrcd_cfg_port_exposed(const struct mrcd_cfg *c, char *why, size_t whylen)
+{
+	/* Per network namespace; IPv6 sockets obey the ipv4 knob too. */
+	unsigned start = 1024;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_unprivileged_port_start", "re");
+	if (f) {
+		if (fscanf(f, "%u", &start) != 1)
+			start = 1024;
+		fclose(f);
+	}
+	unsigned side = mrcd_cfg_side_port(c), hi = side > c->port ? side : c->port;
+	if (hi < start)
+		return 0;
+	char sidetxt[48] = "";
+	if (side != c->port)
+		snprintf(sidetxt, sizeof(sidetxt), " (side channel %u)", side);
+	snprintf(why, whylen, "UDP port %u%s is not privileged here "
+		 "(net.ipv4.ip_unprivileged_port_start = %u): any local user can bind it "
+		 "while mrcd is not running and receive what peers send it; use a port "
+		 "below %u (default %u) or raise the sysctl above %u (docs/security.md)",
+		 c->port, sidetxt, start, start, MRC_UDP_PORT, hi);
+	return 1;
 }
 
 void mrcd_cfg_usage(FILE *out)

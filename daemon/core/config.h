@@ -67,6 +67,15 @@ int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen);
  * part of mrcd_cfg_check. */
 #define MRCD_ENGINE_MAX_MRS MRCE_MAX_MRS
 int mrcd_cfg_check_limits(const struct mrcd_cfg *c, char *err, size_t errlen);
+/* The side channel's UDP port (dpep.h): the transport's, unless that is
+ * RoCEv2's 4791, which a RoCE NIC takes for itself: then 4792. */
+uint16_t mrcd_cfg_side_port(const struct mrcd_cfg *c);
+/* 1 when a UDP port mrcd binds is one an unprivileged process may bind in
+ * this network namespace (at or above net.ipv4.ip_unprivileged_port_start),
+ * with why naming the port, the sysctl and the fix; 0 when both are
+ * privileged (or the sysctl cannot be read: a kernel before 4.11, where
+ * 1024 holds, is checked against 1024). */
+int mrcd_cfg_port_exposed(const struct mrcd_cfg *c, char *why, size_t whylen);
 /* One line per key (name, default, help) for --help and the man page. */
 void mrcd_cfg_usage(FILE *out);
 /* Key names, NULL-terminated, for getopt_long tables. */

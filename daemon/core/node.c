@@ -436,11 +436,9 @@ int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine
 	return mrc_dp_send(side && d->side ? d->side : d->dp, &o, 1) == 1 ? 0 : -EIO;
 }
 
-/* The side channel's UDP port: mrc's, unless that is RoCEv2's 4791 (the
- * default), which a RoCE NIC takes for itself: then 4792. */
 static uint16_t side_port(const struct mrcd *d)
 {
-	return d->cfg.port == 4791 ? 4792 : (uint16_t)d->cfg.port;
+	return mrcd_cfg_side_port(&d->cfg);
 }
 
 /* The side channel (core.h, d->side) carries control only. */

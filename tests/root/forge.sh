@@ -99,7 +99,7 @@ done
 # (b) another namespace with a peer's address and the MRC port, no key.
 ip -n $P-h3 addr add $A0/128 dev lo nodad || bad "h3: add h0's address"
 ip -n $P-h3 addr add $A7/128 dev lo nodad || bad "h3: add h7's address"
-as() { ip netns exec $P-h3 $FORGE --src $1 --sport 4791 --count $N "${@:2}"; }
+as() { ip netns exec $P-h3 $FORGE --src $1 --sport 791 --count $N "${@:2}"; }
 for k in "data $Q7" "ack $Q7" "req 7001 $I0 $I7" "planes 0 $I0 $I7"; do
 	as $A0 --dst $P37 --dev $D37 $k || bad "forge (b) $k: send failed"
 	sent7=$((sent7 + N))

@@ -45,12 +45,13 @@ jq '.topology' /run/mrc-fabric/$P/state.json >"$tmp/topo.json"
 $B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null || exit 1
 
 # start H: the fake-verbs mrcd in namespace $P-H (start_mrcd's, on verbs:
-# a RoCE UD message is at most 4096 bytes, so mtu 4096 - 72).
+# a RoCE UD message is at most 4096 bytes, so mtu 4096 - 72; port 4791
+# as a RoCE host would name it, which moves the side channel to 4792).
 start() {
 	local h=$1
 	mkdir -p "$tmp/$h"
 	ip netns exec $P-$h $MRCD --topology "$tmp/topo.json" --host $h --socket "$(sock $h)" \
-		--key_file "$tmp/cluster.key" --datapath verbs --mtu 4024 --log_level info \
+		--key_file "$tmp/cluster.key" --datapath verbs --port 4791 --mtu 4024 --log_level info \
 		2>>"$tmp/$h.log" &
 	dpid[$h]=$!
 	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }

@@ -3,7 +3,7 @@
 # decoded by the Wireshark dissector (tools/wireshark/mrc.lua).
 #   - h0 sends 16 MiB to h7 (mrc_bulk) while dumpcap records both of h0's
 #     plane NICs; dumpcap must report no drop (up to 3 tries);
-#   - every UDP datagram on port 4791 decodes as MRC (none as InfiniBand),
+#   - every UDP datagram on port 791 decodes as MRC (none as InfiniBand),
 #     with no CRC error and no malformed-packet expert;
 #   - per EV, the data packets h0 sent to h7 in the capture equal the
 #     tx_pkts `mrcctl paths h7` reports for that EV over the transfer;
@@ -66,7 +66,7 @@ capture() {
 	# packets between threads and drops from that queue under load.
 	local nic i=0
 	for nic in p0l0 p1l0; do
-		ip netns exec $P-h0 dumpcap -q -i $nic -f "udp port 4791" -B 64 -w "$tmp/c$nic.pcapng" 2>"$tmp/cap$nic.log" &
+		ip netns exec $P-h0 dumpcap -q -i $nic -f "udp port 791" -B 64 -w "$tmp/c$nic.pcapng" 2>"$tmp/cap$nic.log" &
 		cap="$cap $!"
 		until_t 10 grep -q "Capturing on" "$tmp/cap$nic.log" || die "dumpcap did not start: $(cat "$tmp/cap$nic.log")"
 	done
@@ -95,12 +95,12 @@ done
 [ "$drops" = 0 ] && ok "dumpcap recorded both NICs and dropped nothing (try $try)" ||
 	bad "dumpcap dropped packets in all 3 tries; the counts below cannot match"
 
-total=$(ts -Y "udp.port == 4791" -T fields -e frame.number | wc -l)
+total=$(ts -Y "udp.port == 791" -T fields -e frame.number | wc -l)
 mrcn=$(ts -Y "mrc" -T fields -e frame.number | wc -l)
 ibn=$(ts -Y "infiniband" -T fields -e frame.number | wc -l)
 [ "$total" -gt 1000 ] && [ "$mrcn" = "$total" ] && [ "$ibn" = 0 ] &&
-	ok "all $total datagrams on UDP 4791 decode as MRC (none as InfiniBand)" ||
-	bad "of $total datagrams on 4791, $mrcn decode as MRC and $ibn as InfiniBand"
+	ok "all $total datagrams on UDP 791 decode as MRC (none as InfiniBand)" ||
+	bad "of $total datagrams on 791, $mrcn decode as MRC and $ibn as InfiniBand"
 badcrc=$(ts -Y "mrc.hcrc.status == 0 || mrc.pcrc.status == 0 || _ws.malformed || _ws.expert.severity == error" -T fields -e frame.number | wc -l)
 [ "$badcrc" = 0 ] && ok "no CRC error and no malformed packet in $total" || bad "$badcrc packets with a CRC error or malformed"
 ops=$(ts -Y mrc -T fields -e mrc.opcode | sort -n | uniq -c | awk '{printf "%s:%s ", $2, $1}')

@@ -24,6 +24,7 @@
 
 #include "auth/auth.h"
 #include "daemon/core/ctrl.h"
+#include "topology/addr.h"
 #include "transport/wire.h"
 
 static uint64_t rnd64(void)
@@ -88,7 +89,7 @@ int main(int argc, char **argv)
 		{ "sport", 1, 0, 'S' }, { "port", 1, 0, 'p' }, { "count", 1, 0, 'n' },
 		{ "dev", 1, 0, 'D' }, { 0, 0, 0, 0 } };
 	const char *dev = NULL;
-	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_port = htons(4791) };
+	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_port = htons(MRC_UDP_PORT) };
 	struct sockaddr_in6 from = { .sin6_family = AF_INET6 };
 	int have_dst = 0, bind_it = 0, c;
 	long count = 1;

@@ -1,4 +1,4 @@
-# mrc-forge: the forged-packet sender of tests/root/forge.sh.  A test tool:
+# mrc-forge: the forged-packet sender of tests/root/forge.sh and hostile.sh.  A test tool:
 # built beside the objects, not in bin/, so scripts/install.sh (which
 # installs bin/*) never ships it.
 MRC_FORGE := $(B)/tools/mrc-forge
@@ -7,3 +7,4 @@ $(MRC_FORGE): $(B)/tools/forge/forge.o $(B)/libmrccore.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
 ROOT_TESTS += tests/root/forge.sh
+ROOT_TESTS += tests/root/hostile.sh

@@ -7,8 +7,10 @@
 -- ATOMIC_ADD), ACK/NACK, PROBE, PROBE_REPLY and the CTRL envelope, checks
 -- the header CRC (hcrc, with the TRIMMED bit excluded) and the payload CRC
 -- (pcrc), and shows the uSID destination address as the nodes of the
--- path.  It takes UDP port 4791 over from the InfiniBand (RoCEv2)
--- dissector and adds a heuristic so that captures on other ports decode.
+-- path.  It registers on mrcd's port (791 by default; a fabric run on
+-- RoCEv2's 4791 sets the pref, and the port is then taken over from the
+-- InfiniBand dissector) and adds a heuristic so that captures on other
+-- ports decode.
 -- The CTRL MAC is shown, not verified: that needs the cluster key.
 --
 -- Written in Lua (not C) because Wireshark loads Lua plugins without a
@@ -152,7 +154,7 @@ local ex = {
 mrc.experts = { ex.bad_version, ex.bad_opcode, ex.truncated, ex.bad_hcrc, ex.bad_pcrc,
 	ex.bad_length, ex.bad_field, ex.trimmed, ex.retx, ex.nack }
 
-mrc.prefs.port = Pref.uint("UDP port", 4791, "MRC's UDP port (the RoCEv2 port by default)")
+mrc.prefs.port = Pref.uint("UDP port", 791, "MRC's UDP port (mrcd's port setting; 791 by default)")
 mrc.prefs.block_bits = Pref.uint("uSID block length (bits)", 32,
 	"Length of the SRv6 locator block before the first uSID (16, 32, 48 or 64)")
 
