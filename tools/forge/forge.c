@@ -1,14 +1,18 @@
-/* mrc-forge: sends forged MRC packets, for tests/root/forge.sh only.  It
- * plays an attacker that knows everything visible (addresses, QP numbers
- * from `mrcctl qps`, the wire format) but not the cluster key: tokens and
- * MACs are random.  Every packet is otherwise well formed (valid CRCs), so
- * a receiver can refuse it only by source, token or MAC.
+/* mrc-forge: sends forged MRC packets, for tests/root/forge.sh and
+ * hostile.sh only.  It plays an attacker that knows everything visible
+ * (addresses, QP numbers from `mrcctl qps`, the wire format) but not the
+ * cluster key: tokens and MACs are random, unless --token gives one an
+ * on-path observer read off the wire.  Every packet is otherwise well
+ * formed (valid CRCs), so a receiver can refuse it only by source, token,
+ * tag or MAC.
  *
  *   mrc-forge --dst ADDR [--src ADDR] [--sport P] [--port P] [--count N] [--dev NIC]
- *             KIND QPN [SRC_HOST DST_HOST]
+ *             [--token HEX] [--psn N] [--imm HEX] KIND QPN [SRC_HOST DST_HOST]
  * KIND: noqp (NOQP NACK naming QPN), ack (ACK to QPN), data (a 64-byte
- * WRITE to QPN), planes (CTRL PLANES: every plane down), req (CTRL REQ to
- * service QPN); the CTRL kinds claim to come from SRC_HOST to DST_HOST. */
+ * WRITE to QPN), imm (a zero-length WRITE_IMM to QPN carrying --imm),
+ * planes (CTRL PLANES: every plane down), req (CTRL REQ to service QPN);
+ * the CTRL kinds claim to come from SRC_HOST to DST_HOST; raw (QPN is a
+ * datagram in hex, sent as it is: a recorded packet replayed). */
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
@@ -27,6 +31,9 @@
 #include "topology/addr.h"
 #include "transport/wire.h"
 
+/* Room for any kind, a raw datagram of a full MTU included. */
+#define MRC_DP_MAX_DGRAM_FORGE 9216
+
 static uint64_t rnd64(void)
 {
 	uint64_t v = 0;
@@ -35,25 +42,52 @@ static uint64_t rnd64(void)
 	return v | 1;   /* never 0: a token of 0 is not what a forger would try */
 }
 
-static size_t build(const char *kind, uint32_t qpn, uint32_t src_host, uint32_t dst_host,
-		    uint8_t *b)
+/* What the attacker knows beyond the wire format: 0 means random. */
+static uint64_t g_token;
+static uint32_t g_psn, g_imm;
+static int g_psn_set;
+
+static uint64_t token(void) { return g_token ? g_token : rnd64(); }
+static uint32_t psn(void) { return g_psn_set ? g_psn : (uint32_t)rnd64() & 0xffffff; }
+
+/* Hex digits to bytes; 0 on anything else. */
+static size_t unhex(const char *x, uint8_t *b, size_t max)
 {
+	size_t n = strlen(x);
+	if (n % 2 || n / 2 > max)
+		return 0;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+		if (sscanf(x + 2 * i, "%2x", &v) != 1)
+			return 0;
+		b[i] = (uint8_t)v;
+	}
+	return n / 2;
+}
+
+static size_t build(const char *kind, const char *arg, uint32_t src_host, uint32_t dst_host,
+		    uint8_t *b, size_t max)
+{
+	if (!strcmp(kind, "raw"))
+		return unhex(arg, b, max);
+	uint32_t qpn = (uint32_t)strtoul(arg, NULL, 0);
 	if (!strcmp(kind, "noqp") || !strcmp(kind, "ack")) {
 		struct mrc_ack_hdr h = { .nack = strcmp(kind, "ack") ? MRC_NACK_NOQP : MRC_NACK_NONE,
-			.dqpn = qpn, .cum_psn = (uint32_t)rnd64() & 0xffffff, .token = rnd64() };
+			.dqpn = qpn, .cum_psn = psn(), .token = token() };
 		h.trig_psn = h.sack_base = h.cum_psn;
 		return mrc_wire_put_ack(b, &h);
 	}
-	if (!strcmp(kind, "data")) {
+	if (!strcmp(kind, "data") || !strcmp(kind, "imm")) {
 		uint8_t pay[64];
 		memset(pay, 0xee, sizeof(pay));
-		struct mrc_data_hdr h = { .op = MRC_OP_WRITE, .flags = MRC_F_FIRST | MRC_F_LAST,
-			.dqpn = qpn, .psn = (uint32_t)rnd64() & 0xffffff, .plen = sizeof(pay),
-			.mlen = sizeof(pay), .token = rnd64() };
+		uint16_t plen = strcmp(kind, "imm") ? sizeof(pay) : 0;
+		struct mrc_data_hdr h = { .op = plen ? MRC_OP_WRITE : MRC_OP_WRITE_IMM,
+			.flags = MRC_F_FIRST | MRC_F_LAST, .dqpn = qpn, .psn = psn(),
+			.plen = plen, .mlen = plen, .imm = g_imm, .token = token() };
 		size_t n = mrc_wire_put_data(b, &h);
-		memcpy(b + n, pay, sizeof(pay));
-		mrc_wire_put_trailer(b + n + sizeof(pay), pay, sizeof(pay));
-		return n + sizeof(pay) + MRC_TRAILER_LEN;
+		memcpy(b + n, pay, plen);
+		mrc_wire_put_trailer(b + n + plen, pay, plen);
+		return n + plen + MRC_TRAILER_LEN;
 	}
 	struct mrcd_ctrl m = { .type = MRCD_CTRL_PLANES, .arg = 0xffff };
 	if (!strcmp(kind, "req")) {
@@ -87,7 +121,8 @@ int main(int argc, char **argv)
 {
 	static const struct option o[] = { { "dst", 1, 0, 'd' }, { "src", 1, 0, 's' },
 		{ "sport", 1, 0, 'S' }, { "port", 1, 0, 'p' }, { "count", 1, 0, 'n' },
-		{ "dev", 1, 0, 'D' }, { 0, 0, 0, 0 } };
+		{ "dev", 1, 0, 'D' }, { "token", 1, 0, 't' }, { "psn", 1, 0, 'P' },
+		{ "imm", 1, 0, 'i' }, { 0, 0, 0, 0 } };
 	const char *dev = NULL;
 	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_port = htons(MRC_UDP_PORT) };
 	struct sockaddr_in6 from = { .sin6_family = AF_INET6 };
@@ -101,16 +136,19 @@ int main(int argc, char **argv)
 		case 'p': to.sin6_port = htons((uint16_t)atoi(optarg)); break;
 		case 'n': count = atol(optarg); break;
 		case 'D': dev = optarg; break;
+		case 't': g_token = strtoull(optarg, NULL, 16); break;
+		case 'P': g_psn = (uint32_t)strtoul(optarg, NULL, 0) & 0xffffff; g_psn_set = 1; break;
+		case 'i': g_imm = (uint32_t)strtoul(optarg, NULL, 16); break;
 		default: return 2;
 		}
 	}
 	if (!have_dst || bind_it < 0 || argc - optind < 2 || count < 1) {
 		fprintf(stderr, "usage: mrc-forge --dst ADDR [--src ADDR] [--sport P] [--port P] "
-			"[--count N] [--dev NIC] noqp|ack|data|planes|req QPN [SRC_HOST DST_HOST]\n");
+			"[--count N] [--dev NIC] [--token HEX] [--psn N] [--imm HEX] "
+			"noqp|ack|data|imm|planes|req QPN [SRC_HOST DST_HOST] | raw HEX\n");
 		return 2;
 	}
 	const char *kind = argv[optind];
-	uint32_t qpn = (uint32_t)strtoul(argv[optind + 1], NULL, 0);
 	uint32_t sh = argc - optind > 2 ? (uint32_t)atoi(argv[optind + 2]) : 0;
 	uint32_t dh = argc - optind > 3 ? (uint32_t)atoi(argv[optind + 3]) : 0;
 	int fd = socket(AF_INET6, SOCK_DGRAM, 0);
@@ -120,11 +158,11 @@ int main(int argc, char **argv)
 		perror("mrc-forge: socket/bind");
 		return 1;
 	}
-	uint8_t b[MRC_HDR_MAX + 64 + MRC_TRAILER_LEN + MRCD_CTRL_LEN];
+	uint8_t b[MRC_DP_MAX_DGRAM_FORGE];
 	for (long i = 0; i < count; i++) {
-		size_t n = build(kind, qpn, sh, dh, b);
+		size_t n = build(kind, argv[optind + 1], sh, dh, b, sizeof(b));
 		if (!n) {
-			fprintf(stderr, "mrc-forge: unknown kind '%s'\n", kind);
+			fprintf(stderr, "mrc-forge: unknown kind '%s' or bad hex\n", kind);
 			return 2;
 		}
 		if (sendto(fd, b, n, 0, (struct sockaddr *)&to, sizeof(to)) != (ssize_t)n) {
