@@ -784,6 +784,13 @@ int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
 				 NULL, &S.sock, err, errlen);
 }
 
+void mrcd_clients_counters(uint64_t *refused, uint64_t *hello_timeouts, uint64_t *accept_paused)
+{
+	*refused = S.refused;
+	*hello_timeouts = S.hello_timeouts;
+	*accept_paused = mrcd_clisock_paused(S.sock);
+}
+
 void mrcd_clients_stop(struct mrcd *d)
 {
 	while (S.list)

@@ -29,6 +29,9 @@ int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
 /* Disconnects every client (freeing its QPs and memory) and removes the
  * socket. */
 void mrcd_clients_stop(struct mrcd *d);
+/* Connections refused (answered and closed at once), closed for want of
+ * a HELLO, and times accept was paused at the descriptor limit (stats). */
+void mrcd_clients_counters(uint64_t *refused, uint64_t *hello_timeouts, uint64_t *accept_paused);
 
 /* ---- internal: shared by clients.c and rings.c ------------------------ */
 

@@ -250,6 +250,11 @@ fail:
 	return rc;
 }
 
+uint64_t mrcd_clisock_paused(const struct mrcd_clisock *s)
+{
+	return s ? s->guard.paused : 0;
+}
+
 void mrcd_clisock_close(struct mrcd_clisock *s)
 {
 	if (!s)

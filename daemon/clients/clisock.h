@@ -50,6 +50,8 @@ int mrcd_accept(struct mrcd_accept_guard *g, int fd);
 int mrcd_clisock_open(struct mrcd *d, const char *path, unsigned mode, const char *group,
 		      mrcd_cli_conn_fn fn, void *ctx, struct mrcd_clisock **out,
 		      char *err, size_t errlen);
+/* Times accept was paused at the descriptor limit. */
+uint64_t mrcd_clisock_paused(const struct mrcd_clisock *s);
 /* Stops listening and unlinks the socket file. */
 void mrcd_clisock_close(struct mrcd_clisock *s);
 

@@ -426,6 +426,11 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 			snprintf(m, sizeof(m), "too many mrcctl connections of uid %u (%u; config ctl_uid_max_conns)",
 				 (unsigned)cr.uid, o->uid_max_conns);
 		char *t = mrc_oper_reply_err(0, allowed ? EBUSY : EACCES, m);
+		/* Its request, if sent already, is read first: closing on an
+		 * unread record would reset the connection, and the peer would
+		 * see ECONNRESET before the answer. */
+		char junk[1];
+		(void)!recv(fd, junk, sizeof(junk), MSG_DONTWAIT | MSG_TRUNC);
 		if (t)
 			send(fd, t, strlen(t), MSG_DONTWAIT | MSG_NOSIGNAL);
 		free(t);
