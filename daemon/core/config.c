@@ -65,7 +65,7 @@ static const struct key keys[] = {
 	U(uid_max_pending, 1, 4096, "client connections per uid that have not said HELLO yet"),
 	U(client_hello_timeout_ms, 10, 3600000, "a client connection that says no HELLO this long is closed"),
 	U(ctl_uid_max_conns, 1, 1024, "mrcctl connections per uid (root, mrcd's user and admin_group excepted)"),
-	U(ctl_admin_reserve, 0, 64, "mrcctl connections beyond ctl_max_conns kept for root, mrcd's user and admin_group"),
+	U(ctl_admin_reserve, 0, 1024, "mrcctl connections beyond ctl_max_conns kept for root, mrcd's user and admin_group"),
 	U(ctl_idle_timeout_ms, 10, 86400000, "an mrcctl connection with no request this long is closed (followers and probes excepted)"),
 	U(metrics_idle_timeout_ms, 10, 600000, "a metrics HTTP connection is closed this long after it opened"),
 	S(service_reserve, "service ids reserved for a user: SID[-SID]:uid|user[,...]; empty: none"),
