@@ -9,6 +9,8 @@
  *     not lock root out (ctl_admin_reserve), refusals are closed at once;
  *   - test_ctl_uid_cap: one non-admin uid holds at most ctl_uid_max_conns,
  *     so another uid still gets a connection;
+ *   - test_ctl_peergroups: group membership comes from the socket
+ *     (SO_PEERGROUPS), not from NSS on the loop;
  *   - test_idle_timeouts: idle mrcctl connections close after
  *     ctl_idle_timeout_ms (followers do not), metrics connections after
  *     metrics_idle_timeout_ms;
@@ -166,14 +168,14 @@ static void become(uid_t uid)
 /* ---- client socket: pending connections ----------------------------------- */
 
 #define N_IDLE 70           /* the audit's figure: more than max_clients (64) */
-#define PENDING 4
+#define PENDING 8
 
 static void test_pending_cap(void **state)
 {
 	(void)state;
 	NEED_DAEMON();
 	NEED_ROOT();
-	/* Defaults otherwise (uid_max_pending 4, client_hello_timeout_ms 5000,
+	/* Defaults otherwise (uid_max_pending 8, client_hello_timeout_ms 5000,
 	 * max_clients 64, uid_max_clients 16). */
 	const char *argv[] = { "--socket_group=nogroup", NULL };
 	assert_int_equal(mrcd_spawn_start(&d, argv), 0);
@@ -386,6 +388,48 @@ static void test_ctl_uid_cap(void **state)
 	assert_true(oper_counter("refused") >= 2);
 	ctl_child_stop(&b);
 	ctl_child_stop(&a);
+	mrcd_spawn_stop(&d);
+}
+
+/* A uid with no account whose only tie to socket_group is a supplementary
+ * group: the daemon reads the groups from the socket (SO_PEERGROUPS).  The
+ * old daemon looked the uid up in NSS on its loop (getpwuid,
+ * getgrouplist), found no account and refused it. */
+static void test_ctl_peergroups(void **state)
+{
+	(void)state;
+	NEED_DAEMON();
+	NEED_ROOT();
+	const char *argv[] = { "--socket_group=nogroup", NULL };
+	assert_int_equal(mrcd_spawn_start(&d, argv), 0);
+	chmod(d.dir, 0711);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		gid_t g = NOGROUP, primary = 1;   /* daemon: not socket_group */
+		if (setgroups(1, &g) || setresgid(primary, primary, primary) ||
+		    setresuid(THIRD_UID, THIRD_UID, THIRD_UID))
+			_exit(90);
+		char rep[1 << 16];
+		int res = -1, fd = unix_connect(d.ctl);
+		if (fd >= 0 && !oper_req(fd, STATUS_REQ, rep, sizeof(rep))) {
+			char *e = strstr(rep, "\"errno\":");
+			res = e ? atoi(e + 8) : 0;
+		}
+		if (write(p[1], &res, sizeof(res)) != sizeof(res))
+			_exit(3);
+		_exit(0);
+	}
+	close(p[1]);
+	int res = -2;
+	assert_int_equal(read(p[0], &res, sizeof(res)), sizeof(res));
+	close(p[0]);
+	waitpid(pid, NULL, 0);
+	printf("uid %d (no account, gid 1, supplementary nogroup): status errno %d\n", THIRD_UID, res);
+	assert_int_equal(res, 0);
 	mrcd_spawn_stop(&d);
 }
 
@@ -612,6 +656,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_pending_cap, stop_daemon),
 		cmocka_unit_test_teardown(test_ctl_admin_slot, stop_daemon),
 		cmocka_unit_test_teardown(test_ctl_uid_cap, stop_daemon),
+		cmocka_unit_test_teardown(test_ctl_peergroups, stop_daemon),
 		cmocka_unit_test_teardown(test_idle_timeouts, stop_daemon),
 		cmocka_unit_test_teardown(test_metrics_evict, stop_daemon),
 		cmocka_unit_test_teardown(test_fd_limit, stop_daemon),

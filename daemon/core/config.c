@@ -118,7 +118,7 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->uid_max_qps = 1024;
 	c->uid_max_mrs = 4096;
 	c->uid_max_mem_mb = 16384;
-	c->uid_max_pending = 4;
+	c->uid_max_pending = 8;
 	c->client_hello_timeout_ms = 5000;
 	c->ctl_uid_max_conns = 8;
 	c->ctl_admin_reserve = 4;
