@@ -609,6 +609,32 @@ static void on_hello_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	client_free(c);
 }
 
+/* A refusal as a client event, one a second at most: a local process
+ * connecting in a loop must not flush the event ring (each one is counted:
+ * stats oper clients_refused). */
+static void refuse_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void refuse_note(const char *fmt, ...)
+{
+	static uint64_t last_ns, unnoted;
+	uint64_t now = mrcd_now();
+	if (last_ns && now - last_ns < 1000000000ull) {
+		unnoted++;
+		return;
+	}
+	char text[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (unnoted)
+		mrcd_note(S.d, "client", "%s (%llu more refusals since the last such event)", text,
+			  (unsigned long long)unnoted);
+	else
+		mrcd_note(S.d, "client", "%s", text);
+	last_ns = now;
+	unnoted = 0;
+}
+
 static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 {
 	(void)ctx;
@@ -619,22 +645,22 @@ static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 		err = -EACCES;
 		why = "not allowed: the control socket admits root, the daemon's user "
 		      "and the configured socket_group";
-		mrcd_note(S.d, "client", "client uid %u pid %d refused: not root nor in the group",
-			  (unsigned)uid, (int)pid);
+		refuse_note("client uid %u pid %d refused: not root nor in the group",
+			    (unsigned)uid, (int)pid);
 	} else if (S.n >= S.max_clients) {
 		err = -EUSERS;
 		why = "too many clients (config max_clients)";
-		mrcd_note(S.d, "client", "client pid %d refused: %u clients already (max_clients)",
-			  (int)pid, S.n);
+		refuse_note("client pid %d refused: %u clients already (max_clients)",
+			    (int)pid, S.n);
 	} else if (!(uq = uidq_get(uid))) {
 		err = -ENOMEM;
 		why = "out of memory";
 	} else if (uq->clients >= S.uid_clients) {
 		err = uid_refuse(uq, -EUSERS);
 		why = "too many clients of this user (config uid_max_clients)";
-		mrcd_note(S.d, "client", "client uid %u pid %d refused: %u clients of this uid already "
-			  "(uid_max_clients; %llu per-uid refusals in all)", (unsigned)uid, (int)pid,
-			  uq->clients, (unsigned long long)S.uid_refused);
+		refuse_note("client uid %u pid %d refused: %u clients of this uid already "
+			    "(uid_max_clients; %llu per-uid refusals in all)", (unsigned)uid, (int)pid,
+			    uq->clients, (unsigned long long)S.uid_refused);
 	} else if (uq->pending >= S.uid_pending) {
 		/* Connections that have not said HELLO are the cheap way to
 		 * hold slots: a few per uid, so one uid's idle connections
@@ -642,9 +668,9 @@ static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 		err = uid_refuse(uq, -EUSERS);
 		why = "too many connections of this user that have not said HELLO "
 		      "(config uid_max_pending)";
-		mrcd_note(S.d, "client", "client uid %u pid %d refused: %u connections of this uid "
-			  "without HELLO (uid_max_pending; %llu per-uid refusals in all)",
-			  (unsigned)uid, (int)pid, uq->pending, (unsigned long long)S.uid_refused);
+		refuse_note("client uid %u pid %d refused: %u connections of this uid "
+			    "without HELLO (uid_max_pending; %llu per-uid refusals in all)",
+			    (unsigned)uid, (int)pid, uq->pending, (unsigned long long)S.uid_refused);
 	}
 	struct mrcd_client *c = NULL;
 	if (!err && (!(c = calloc(1, sizeof(*c))) || !(c->mrs = calloc(S.max_mrs, sizeof(*c->mrs))))) {
