@@ -60,11 +60,15 @@
 #define NOGROUP 65534
 
 static struct mrcd_proc d;
+static char logp[64];    /* test_fd_limit's daemon log, removed by the teardown */
 
 static int stop_daemon(void **state)
 {
 	(void)state;
 	mrcd_spawn_stop(&d);
+	if (logp[0])
+		unlink(logp);
+	logp[0] = 0;
 	return 0;
 }
 
@@ -590,7 +594,7 @@ static void test_fd_limit(void **state)
 {
 	(void)state;
 	NEED_DAEMON();
-	char logp[] = "/tmp/mrc-fdlimit-XXXXXX";
+	snprintf(logp, sizeof(logp), "/tmp/mrc-fdlimit-XXXXXX");
 	int lf = mkostemp(logp, O_CLOEXEC);
 	assert_true(lf >= 0);
 	/* The daemon's stderr (its log) goes to the file. */
@@ -652,7 +656,6 @@ static void test_fd_limit(void **state)
 	mrc_close(c);
 	assert_true(oper_counter("accept_paused") >= 1);
 	mrcd_spawn_stop(&d);
-	unlink(logp);
 }
 
 int main(void)
