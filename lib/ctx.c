@@ -47,7 +47,11 @@ int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, 
 	if (r < 0)
 		goto out;
 	r = send_msg(ctx->sock, buf, (size_t)r, fd_in);
-	if (r < 0)
+	/* A daemon that refuses a connection answers its first request and
+	 * closes at once, possibly before this request was sent: the answer
+	 * may still be queued here, with the reason. */
+	int send_err = r < 0 ? r : 0;
+	if (r < 0 && r != -EPIPE && r != -ECONNRESET)
 		goto dead;
 	for (;;) {
 		int fds[MRC_CLI_MAX_FDS];
@@ -55,7 +59,7 @@ int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, 
 		ssize_t n = recv_msg(ctx->sock, buf, sizeof(buf), fds, &nfd);
 		if (n < 0) {
 			close_fds(fds, nfd);
-			r = (int)n;
+			r = send_err ? send_err : (int)n;
 			goto dead;
 		}
 		struct mrc_cli_msg m;
@@ -77,6 +81,8 @@ int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, 
 			snprintf(ctx->last_error, sizeof(ctx->last_error), "%.*s",
 				 (int)m.reason_len, m.reason ? m.reason : "");
 			r = m.status;
+			if (send_err)
+				goto dead;
 			goto out;
 		}
 		if (m.body_len != rep_len || nfd != nfds) {

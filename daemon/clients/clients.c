@@ -34,6 +34,9 @@ static struct {
 	uint32_t uid_clients, uid_qps, uid_mrs;
 	uint64_t uid_mem;
 	uint64_t uid_refused;      /* all refusals by a per-uid limit */
+	uint32_t uid_pending, hello_ms;
+	uint64_t refused;          /* connections refused (answered and closed) */
+	uint64_t hello_timeouts;   /* connections closed for want of a HELLO */
 	uint64_t park_ns;
 	ev_idle pop_idle;          /* maps registered regions in (populate) */
 } S;
@@ -465,6 +468,8 @@ static int do_hello(struct mrcd_client *c, const struct mrc_cli_msg *m)
 	if (r)
 		return fail(c, m, r, "the client's doorbells and notify page");
 	c->hello = 1;
+	c->uq->pending--;
+	ev_timer_stop(mrcd_loop(c->d), &c->hello_tm);
 	struct mrc_cli_hello_rep rep = {
 		.version = MRC_CLI_VERSION, .client_id = c->id,
 		.host = mrcd_self_host(c->d), .n_hosts = mrcd_n_hosts(c->d),
@@ -562,15 +567,121 @@ static void on_client(struct ev_loop *loop, ev_io *w, int revents)
 	mrcd__client_settle(c);
 }
 
+/* A refused connection is answered and closed at once: it must hold
+ * neither a descriptor nor a client slot until it speaks.  The answer goes
+ * to its first request when that is queued already (libmrc sends HELLO
+ * right after connect), else to the HELLO that must come first (request 1;
+ * libmrc reads it even when its own send then finds the socket closed). */
+static void refuse_conn(int fd, int err, const char *why)
+{
+	uint8_t buf[MRC_CLI_MSG_MAX];
+	int fds[MRC_CLI_MAX_FDS];
+	unsigned nfd = 0;
+	uint16_t type = MRC_CLI_HELLO;
+	uint32_t req_id = 1;
+	ssize_t n = mrcd_cli_recv(fd, buf, sizeof(buf), fds, &nfd);
+	for (unsigned k = 0; k < nfd; k++)
+		close(fds[k]);
+	struct mrc_cli_hdr h;
+	if (n >= (ssize_t)sizeof(h)) {
+		memcpy(&h, buf, sizeof(h));
+		if (h.magic == MRC_CLI_MAGIC) {
+			type = h.type & (uint16_t)~MRC_CLI_REPLY;
+			req_id = h.req_id;
+		}
+	}
+	int len = mrc__cli_enc_rep(buf, sizeof(buf), type, req_id, err, NULL, 0, why);
+	if (len > 0)
+		(void)mrcd_cli_send(fd, buf, (size_t)len, NULL, 0);
+	close(fd);
+	S.refused++;
+}
+
+static void on_hello_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct mrcd_client *c = w->data;
+	(void)loop;
+	(void)revents;
+	S.hello_timeouts++;
+	mrcd_note(S.d, "client", "client %u (uid %u pid %d) closed: no HELLO within %u ms "
+		  "(client_hello_timeout_ms)", c->id, (unsigned)c->uid, (int)c->pid, S.hello_ms);
+	c->refuse = 1;     /* no "disconnected" note: it never was a client */
+	client_free(c);
+}
+
+/* A refusal as a client event, one a second at most: a local process
+ * connecting in a loop must not flush the event ring (each one is counted:
+ * stats oper clients_refused). */
+static void refuse_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void refuse_note(const char *fmt, ...)
+{
+	static uint64_t last_ns, unnoted;
+	uint64_t now = mrcd_now();
+	if (last_ns && now - last_ns < 1000000000ull) {
+		unnoted++;
+		return;
+	}
+	char text[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (unnoted)
+		mrcd_note(S.d, "client", "%s (%llu more refusals since the last such event)", text,
+			  (unsigned long long)unnoted);
+	else
+		mrcd_note(S.d, "client", "%s", text);
+	last_ns = now;
+	unnoted = 0;
+}
+
 static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 {
 	(void)ctx;
-	struct mrcd_client *c = calloc(1, sizeof(*c));
-	if (c)
-		c->mrs = calloc(S.max_mrs, sizeof(*c->mrs));
-	if (!c || !c->mrs) {
+	struct mrcd_uidq *uq = NULL;
+	int err = 0;
+	const char *why = NULL;
+	if (!allowed) {
+		err = -EACCES;
+		why = "not allowed: the control socket admits root, the daemon's user "
+		      "and the configured socket_group";
+		refuse_note("client uid %u pid %d refused: not root nor in the group",
+			    (unsigned)uid, (int)pid);
+	} else if (S.n >= S.max_clients) {
+		err = -EUSERS;
+		why = "too many clients (config max_clients)";
+		refuse_note("client pid %d refused: %u clients already (max_clients)",
+			    (int)pid, S.n);
+	} else if (!(uq = uidq_get(uid))) {
+		err = -ENOMEM;
+		why = "out of memory";
+	} else if (uq->clients >= S.uid_clients) {
+		err = uid_refuse(uq, -EUSERS);
+		why = "too many clients of this user (config uid_max_clients)";
+		refuse_note("client uid %u pid %d refused: %u clients of this uid already "
+			    "(uid_max_clients; %llu per-uid refusals in all)", (unsigned)uid, (int)pid,
+			    uq->clients, (unsigned long long)S.uid_refused);
+	} else if (uq->pending >= S.uid_pending) {
+		/* Connections that have not said HELLO are the cheap way to
+		 * hold slots: a few per uid, so one uid's idle connections
+		 * never refuse another uid's first client. */
+		err = uid_refuse(uq, -EUSERS);
+		why = "too many connections of this user that have not said HELLO "
+		      "(config uid_max_pending)";
+		refuse_note("client uid %u pid %d refused: %u connections of this uid "
+			    "without HELLO (uid_max_pending; %llu per-uid refusals in all)",
+			    (unsigned)uid, (int)pid, uq->pending, (unsigned long long)S.uid_refused);
+	}
+	struct mrcd_client *c = NULL;
+	if (!err && (!(c = calloc(1, sizeof(*c))) || !(c->mrs = calloc(S.max_mrs, sizeof(*c->mrs))))) {
 		free(c);
-		close(fd);
+		err = -ENOMEM;
+		why = "out of memory";
+	}
+	if (err) {
+		if (uq)
+			uidq_put(uq);
+		refuse_conn(fd, err, why);
 		return;
 	}
 	c->d = S.d;
@@ -585,42 +696,26 @@ static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 	c->park_ns = S.park_ns;
 	c->notify_fd = c->sq_bell = c->cq_bell = -1;
 	snprintf(c->name, sizeof(c->name), "pid %d", (int)pid);
-	if (!allowed) {
-		c->refuse = -EACCES;
-		c->refuse_why = "not allowed: the control socket admits root, the daemon's user "
-				"and the configured socket_group";
-		mrcd_note(S.d, "client", "client uid %u pid %d refused: not root nor in the group",
-			  (unsigned)uid, (int)pid);
-	} else if (S.n >= S.max_clients) {
-		c->refuse = -EUSERS;
-		c->refuse_why = "too many clients (config max_clients)";
-		mrcd_note(S.d, "client", "client pid %d refused: %u clients already (max_clients)",
-			  (int)pid, S.n);
-	} else if (!(c->uq = uidq_get(uid))) {
-		c->refuse = -ENOMEM;
-		c->refuse_why = "out of memory";
-	} else if (c->uq->clients >= S.uid_clients) {
-		c->refuse = uid_refuse(c->uq, -EUSERS);
-		c->refuse_why = "too many clients of this user (config uid_max_clients)";
-		mrcd_note(S.d, "client", "client uid %u pid %d refused: %u clients of this uid already "
-			  "(uid_max_clients; %llu per-uid refusals in all)", (unsigned)uid, (int)pid,
-			  c->uq->clients, (unsigned long long)S.uid_refused);
-		uidq_put(c->uq);
-		c->uq = NULL;
-	} else {
-		c->uq->clients++;
-		mrcd_note(S.d, "client", "client %u connected (uid %u pid %d)", c->id,
-			  (unsigned)uid, (int)pid);
-	}
+	c->uq = uq;
+	uq->clients++;
+	uq->pending++;
+	mrcd_note(S.d, "client", "client %u connected (uid %u pid %d)", c->id, (unsigned)uid,
+		  (int)pid);
 	ev_io_init(&c->io, on_client, fd, EV_READ);
 	c->io.data = c;
 	ev_io_start(mrcd_loop(S.d), &c->io);
 	ev_init(&c->retry, on_retry);
 	ev_timer_set(&c->retry, RETRY_S, RETRY_S);
 	c->retry.data = c;
+	ev_timer_init(&c->hello_tm, on_hello_timeout, S.hello_ms / 1000.0, 0);
+	c->hello_tm.data = c;
+	ev_timer_start(mrcd_loop(S.d), &c->hello_tm);
 	c->next = S.list;
 	S.list = c;
 	S.n++;
+	/* libmrc's HELLO is usually queued already: answered now, a burst of
+	 * new clients is never counted as connections without HELLO. */
+	on_client(mrcd_loop(S.d), &c->io, EV_READ);
 }
 
 /* Everything the client had, in dependency order: pending connection
@@ -631,6 +726,9 @@ static void client_free(struct mrcd_client *c)
 	struct mrcd *d = c->d;
 	ev_io_stop(mrcd_loop(d), &c->io);
 	ev_timer_stop(mrcd_loop(d), &c->retry);
+	ev_timer_stop(mrcd_loop(d), &c->hello_tm);
+	if (c->uq && !c->hello)
+		c->uq->pending--;
 	if (!c->refuse) {
 		unsigned nqp = 0;
 		for (struct mrcd_cqp *q = c->qps; q; q = q->next)
@@ -692,6 +790,8 @@ int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
 	S.uid_qps = cfg->uid_max_qps;
 	S.uid_mrs = cfg->uid_max_mrs;
 	S.uid_mem = (uint64_t)cfg->uid_max_mem_mb << 20;
+	S.uid_pending = cfg->uid_max_pending;
+	S.hello_ms = cfg->client_hello_timeout_ms;
 	S.park_ns = (uint64_t)cfg->gpu_park_us * 1000;
 	ev_idle_init(&S.pop_idle, on_populate);
 	ev_set_priority(&S.pop_idle, EV_MINPRI);
@@ -708,6 +808,13 @@ int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
 		return rc;
 	return mrcd_clisock_open(d, cfg->socket, cfg->socket_mode, cfg->socket_group, on_conn,
 				 NULL, &S.sock, err, errlen);
+}
+
+void mrcd_clients_counters(uint64_t *refused, uint64_t *hello_timeouts, uint64_t *accept_paused)
+{
+	*refused = S.refused;
+	*hello_timeouts = S.hello_timeouts;
+	*accept_paused = mrcd_clisock_paused(S.sock);
 }
 
 void mrcd_clients_stop(struct mrcd *d)

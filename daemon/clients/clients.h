@@ -20,12 +20,18 @@
  * serves clients with the limits max_clients, client_max_qps,
  * client_max_mem_mb, client_max_mrs and ring_entries per client, and
  * uid_max_clients, uid_max_qps, uid_max_mrs and uid_max_mem_mb per user
- * (all clients of one uid together); service ids are owned per uid
+ * (all clients of one uid together), uid_max_pending connections per uid
+ * that have not said HELLO, each for at most client_hello_timeout_ms
+ * (refused connections are answered and closed at once, never held);
+ * service ids are owned per uid
  * (sidown.c, with cfg->service_reserve).  On error fills err. */
 int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, size_t errlen);
 /* Disconnects every client (freeing its QPs and memory) and removes the
  * socket. */
 void mrcd_clients_stop(struct mrcd *d);
+/* Connections refused (answered and closed at once), closed for want of
+ * a HELLO, and times accept was paused at the descriptor limit (stats). */
+void mrcd_clients_counters(uint64_t *refused, uint64_t *hello_timeouts, uint64_t *accept_paused);
 
 /* ---- internal: shared by clients.c and rings.c ------------------------ */
 
@@ -48,6 +54,7 @@ struct mrcd_uidq {
 	uint32_t clients, qps, mrs;
 	uint64_t mem;
 	uint64_t refused;          /* requests refused by a per-uid limit */
+	uint32_t pending;          /* its connections that have not said HELLO */
 };
 
 struct mrcd_client {
@@ -61,6 +68,7 @@ struct mrcd_client {
 	pid_t pid;
 	char name[32];
 	int hello;                 /* HELLO done */
+	ev_timer hello_tm;         /* closes a connection that never says HELLO */
 	int refuse;                /* <0: answer every request with it, then close */
 	const char *refuse_why;
 	/* limits */

@@ -20,12 +20,34 @@ struct mrcd_clisock {
 	struct mrcd *d;
 	int fd;
 	ev_io io;
+	struct mrcd_accept_guard guard;
 	char path[108];
 	int has_gid;
 	gid_t gid;
 	mrcd_cli_conn_fn fn;
 	void *ctx;
 };
+
+int mrcd_peer_in_group(int fd, gid_t pgid, gid_t gid)
+{
+	if (pgid == gid)
+		return 1;
+	gid_t small[MAX_GROUPS], *g = small;
+	socklen_t l = sizeof(small);
+	int in = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &l) < 0) {
+		/* More groups than fit: the kernel said how many bytes. */
+		if (errno != ERANGE || !(g = malloc(l)))
+			return 0;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &l) < 0)
+			l = 0;
+	}
+	for (size_t i = 0; i < l / sizeof(gid_t) && !in; i++)
+		in = g[i] == gid;
+	if (g != small)
+		free(g);
+	return in;
+}
 
 /* Root, our own user (a daemon run by hand for tests), or a member of
  * the configured group by primary or supplementary group. */
@@ -36,18 +58,78 @@ static int peer_allowed(struct mrcd_clisock *s, int fd, struct ucred *cr)
 		return 0;
 	if (cr->uid == 0 || cr->uid == geteuid())
 		return 1;
-	if (!s->has_gid)
-		return 0;
-	if (cr->gid == s->gid)
-		return 1;
-	gid_t g[MAX_GROUPS];
-	l = sizeof(g);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &l) < 0)
-		return 0;
-	for (size_t i = 0; i < l / sizeof(gid_t); i++)
-		if (g[i] == s->gid)
-			return 1;
-	return 0;
+	return s->has_gid && mrcd_peer_in_group(fd, cr->gid, s->gid);
+}
+
+/* ---- accept without spinning at the descriptor limit ------------------ */
+
+static void on_resume(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct mrcd_accept_guard *g = w->data;
+	(void)revents;
+	ev_io_start(loop, g->io);
+}
+
+void mrcd_accept_guard_init(struct mrcd_accept_guard *g, struct ev_loop *loop, ev_io *io,
+			    const char *what)
+{
+	*g = (struct mrcd_accept_guard){ .loop = loop, .io = io, .what = what };
+	ev_timer_init(&g->resume, on_resume, MRCD_ACCEPT_PAUSE_S, 0);
+	g->resume.data = g;
+}
+
+void mrcd_accept_guard_stop(struct mrcd_accept_guard *g)
+{
+	if (g->loop)
+		ev_timer_stop(g->loop, &g->resume);
+}
+
+static void guard_log(struct mrcd_accept_guard *g, int err, int paused)
+{
+	uint64_t now = mrcd_now();
+	g->unlogged++;
+	if (g->last_log_ns && now - g->last_log_ns < 1000000000ull)
+		return;
+	mrcd_log(MRCD_LOG_WARNING, "%s accept: %s%s (%llu failure%s since the last such line)",
+		 g->what, strerror(err), paused ? ": accepting paused, retried every 100 ms" : "",
+		 (unsigned long long)g->unlogged, g->unlogged == 1 ? "" : "s");
+	g->unlogged = 0;
+	g->last_log_ns = now;
+}
+
+int mrcd_accept(struct mrcd_accept_guard *g, int lfd)
+{
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+		int err = errno;
+		switch (err) {
+		case EAGAIN:
+		case EINTR:
+			return -1;
+		case ECONNABORTED:
+		case EPROTO:
+		case EPERM:
+			continue;      /* that connection is gone: the next one */
+		case EMFILE:
+		case ENFILE:
+		case ENOBUFS:
+		case ENOMEM:
+			/* The connection stays queued and the listener readable:
+			 * stop watching it until descriptors may have come back. */
+			ev_io_stop(g->loop, g->io);
+			ev_timer_stop(g->loop, &g->resume);
+			ev_timer_set(&g->resume, MRCD_ACCEPT_PAUSE_S, 0);
+			ev_timer_start(g->loop, &g->resume);
+			g->paused++;
+			guard_log(g, err, 1);
+			return -1;
+		default:
+			guard_log(g, err, 0);
+			return -1;
+		}
+	}
 }
 
 static void on_listen(struct ev_loop *loop, ev_io *w, int revents)
@@ -56,12 +138,9 @@ static void on_listen(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	for (int i = 0; i < 64; i++) {
-		int fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				mrcd_log(MRCD_LOG_WARNING, "control socket accept: %s", strerror(errno));
+		int fd = mrcd_accept(&s->guard, s->fd);
+		if (fd < 0)
 			return;
-		}
 		struct ucred cr = { .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
 		int ok = peer_allowed(s, fd, &cr);
 		s->fn(s->ctx, fd, ok, cr.uid, cr.pid);
@@ -161,6 +240,7 @@ int mrcd_clisock_open(struct mrcd *d, const char *path, unsigned mode, const cha
 	}
 	ev_io_init(&s->io, on_listen, s->fd, EV_READ);
 	s->io.data = s;
+	mrcd_accept_guard_init(&s->guard, mrcd_loop(d), &s->io, "control socket");
 	ev_io_start(mrcd_loop(d), &s->io);
 	*out = s;
 	return 0;
@@ -170,11 +250,17 @@ fail:
 	return rc;
 }
 
+uint64_t mrcd_clisock_paused(const struct mrcd_clisock *s)
+{
+	return s ? s->guard.paused : 0;
+}
+
 void mrcd_clisock_close(struct mrcd_clisock *s)
 {
 	if (!s)
 		return;
 	ev_io_stop(mrcd_loop(s->d), &s->io);
+	mrcd_accept_guard_stop(&s->guard);
 	close(s->fd);
 	unlink(s->path);
 	free(s);

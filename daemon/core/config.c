@@ -63,6 +63,12 @@ static const struct key keys[] = {
 	U(uid_max_qps, 1, 1048576, "QPs per uid (all its clients)"),
 	U(uid_max_mrs, 1, 1048576, "registered regions per uid (all its clients)"),
 	U(uid_max_mem_mb, 1, 16777216, "registered memory per uid (MiB, all its clients)"),
+	U(uid_max_pending, 1, 4096, "client connections per uid that have not said HELLO yet"),
+	U(client_hello_timeout_ms, 10, 3600000, "a client connection that says no HELLO this long is closed"),
+	U(ctl_uid_max_conns, 1, 1024, "mrcctl connections per uid (root, mrcd's user and admin_group excepted)"),
+	U(ctl_admin_reserve, 0, 1024, "mrcctl connections beyond ctl_max_conns kept for root, mrcd's user and admin_group"),
+	U(ctl_idle_timeout_ms, 10, 86400000, "an mrcctl connection with no request this long is closed (followers and probes excepted)"),
+	U(metrics_idle_timeout_ms, 10, 600000, "a metrics HTTP connection is closed this long after it opened"),
 	S(service_reserve, "service ids reserved for a user: SID[-SID]:uid|user[,...]; empty: none"),
 	S(payload_encryption, "data payloads: off, or aes-gcm (encrypted and authenticated; needs AES-NI)"),
 	U(qp_ev_stats, 0, 4096, "EVs whose packets and losses are counted per QP for mrcctl qps (16 bytes each per QP; 0: off)"),
@@ -113,6 +119,12 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->uid_max_qps = 1024;
 	c->uid_max_mrs = 4096;
 	c->uid_max_mem_mb = 16384;
+	c->uid_max_pending = 8;
+	c->client_hello_timeout_ms = 5000;
+	c->ctl_uid_max_conns = 8;
+	c->ctl_admin_reserve = 4;
+	c->ctl_idle_timeout_ms = 60000;
+	c->metrics_idle_timeout_ms = 5000;
 	snprintf(c->payload_encryption, sizeof(c->payload_encryption), "off");
 	snprintf(c->datapath, sizeof(c->datapath), "udp");
 	c->qp_ev_stats = 64;

@@ -41,6 +41,11 @@ struct mrcd_cfg {
 	uint32_t ctl_max_conns, metrics_max_conns;
 	uint32_t client_max_mrs;
 	uint32_t uid_max_clients, uid_max_qps, uid_max_mrs, uid_max_mem_mb;
+	/* local sockets: connections not yet identified, admin slots, idle
+	 * connections (docs/security.md "Local users") */
+	uint32_t uid_max_pending, client_hello_timeout_ms;
+	uint32_t ctl_uid_max_conns, ctl_admin_reserve, ctl_idle_timeout_ms;
+	uint32_t metrics_idle_timeout_ms;
 	char service_reserve[512];      /* "SID[-SID]:uid|user[,...]" */
 	char payload_encryption[16];    /* off | aes-gcm (daemon/core/enc.h) */
 	char state_dir[MRCD_PATH_MAX];  /* "" : $STATE_DIRECTORY (systemd), else none */

@@ -6,7 +6,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +40,10 @@ static void conn_close(struct oper_conn *c)
 	probe_clear(c);
 	ev_io_stop(o->d->loop, &c->io);
 	ev_io_stop(o->d->loop, &c->wio);
+	ev_timer_stop(o->d->loop, &c->idle);
 	mrcd_outq_clear(&c->out);
 	close(c->fd);
-	for (uint32_t i = 0; i < o->max_conns; i++)
+	for (uint32_t i = 0; i < o->nslots; i++)
 		if (o->conns[i] == c)
 			o->conns[i] = NULL;
 	free(c);
@@ -112,27 +112,27 @@ static void reply(struct oper_conn *c, uint32_t id, int err, const char *msg, js
 	}
 }
 
-static void group_name(gid_t g, int has, char *buf, size_t len)
+/* The configured name: no NSS lookup on the loop (ids were resolved once,
+ * at start). */
+static const char *group_name(const char *name)
 {
-	struct group *gr = has ? getgrgid(g) : NULL;
-	snprintf(buf, len, "%s", gr ? gr->gr_name : "(none configured)");
+	return name[0] ? name : "(none configured)";
 }
 
-static int in_group(uid_t uid, gid_t pgid, gid_t g)
+/* No request for ctl_idle_timeout_ms: closed, unless it follows events or
+ * waits for its probes (those are answered by the daemon, not idle). */
+static void on_idle(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	if (pgid == g)
-		return 1;
-	struct passwd *pw = getpwuid(uid);
-	if (!pw)
-		return 0;
-	gid_t gs[256];
-	int n = 256;
-	if (getgrouplist(pw->pw_name, pw->pw_gid, gs, &n) < 0)
-		return 0;
-	for (int i = 0; i < n; i++)
-		if (gs[i] == g)
-			return 1;
-	return 0;
+	struct oper_conn *c = w->data;
+	(void)revents;
+	if (c->follow || c->probe_left) {
+		ev_timer_again(loop, w);
+		return;
+	}
+	c->o->idle_closed++;
+	mrcd_log(MRCD_LOG_INFO, "mrcctl connection (uid %u pid %d): idle for %.1f s, closed",
+		 (unsigned)c->uid, (int)c->pid, c->o->idle_s);
+	conn_close(c);
 }
 
 static void probe_done(struct oper_conn *c);
@@ -249,7 +249,7 @@ static void probe_done(struct oper_conn *c)
 
 void mrcd_oper_probe_result(struct oper *o, uint32_t peer, uint32_t ev, uint64_t rtt)
 {
-	for (uint32_t i = 0; i < o->max_conns; i++) {
+	for (uint32_t i = 0; i < o->nslots; i++) {
 		struct oper_conn *c = o->conns[i];
 		if (!c || !c->probe_left || c->probe_peer != peer)
 			continue;
@@ -265,7 +265,7 @@ void mrcd_oper_probe_result(struct oper *o, uint32_t peer, uint32_t ev, uint64_t
 
 void mrcd_oper_send_event(struct oper *o, const struct oper_event *e)
 {
-	for (uint32_t i = 0; i < o->max_conns; i++) {
+	for (uint32_t i = 0; i < o->nslots; i++) {
 		struct oper_conn *c = o->conns[i];
 		if (!c || !c->follow)
 			continue;
@@ -305,11 +305,9 @@ static void dispatch(struct oper_conn *c, const char *buf, size_t len)
 		return;
 	}
 	if (mrc_oper_verb_is_admin(r.verb) && !c->admin) {
-		char g[64];
-		group_name(o->admin_group, o->has_admin_group, g, sizeof(g));
 		snprintf(err, sizeof(err),
 			 "permission denied: '%s' is an admin verb; it needs root or membership of admin_group %s (you are uid %u)",
-			 mrc_oper_verb_name(r.verb), g, (unsigned)c->uid);
+			 mrc_oper_verb_name(r.verb), group_name(o->d->cfg.admin_group), (unsigned)c->uid);
 		mrcd_log(MRCD_LOG_NOTICE, "mrcctl: refused %s to uid %u (pid %d)",
 			 mrc_oper_verb_name(r.verb), (unsigned)c->uid, (int)c->pid);
 		reply(c, r.id, EPERM, err, NULL);
@@ -359,7 +357,6 @@ static void dispatch(struct oper_conn *c, const char *buf, size_t len)
 static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct oper_conn *c = w->data;
-	(void)loop;
 	(void)revents;
 	char buf[MRC_OPER_REQ_MAX + 1];
 	ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_TRUNC | MSG_DONTWAIT);
@@ -369,6 +366,7 @@ static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
 		conn_close(c);
 		return;
 	}
+	ev_timer_again(loop, &c->idle);
 	if ((size_t)n > MRC_OPER_REQ_MAX) {
 		char m[96];
 		snprintf(m, sizeof(m), "request is %zd bytes, at most %u", n, MRC_OPER_REQ_MAX);
@@ -382,7 +380,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct oper *o = w->data;
 	(void)revents;
-	int fd = accept4(o->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int fd = mrcd_accept(&o->lguard, o->lfd);
 	if (fd < 0)
 		return;
 	struct ucred cr;
@@ -392,25 +390,47 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	o->conns_total++;
+	/* Groups from the socket (SO_PEERGROUPS), ids resolved at start: no
+	 * NSS lookup (files, LDAP, sssd) may stall the loop here. */
 	int admin = cr.uid == 0 || cr.uid == geteuid() ||
-		    (o->has_admin_group && in_group(cr.uid, cr.gid, o->admin_group));
-	int allowed = admin || (o->has_group && in_group(cr.uid, cr.gid, o->group));
+		    (o->has_admin_group && mrcd_peer_in_group(fd, cr.gid, o->admin_group));
+	int allowed = admin || (o->has_group && mrcd_peer_in_group(fd, cr.gid, o->group));
 	int slot = -1;
-	for (int i = 0; i < (int)o->max_conns && slot < 0; i++)
-		if (!o->conns[i])
-			slot = i;
-	if (!allowed || slot < 0) {
-		/* One clear reply, then close: the socket file's mode usually
-		 * refuses such callers at connect(), this is the second line. */
-		char m[200], g[64];
-		group_name(o->group, o->has_group, g, sizeof(g));
+	uint32_t open = 0, mine = 0;
+	for (uint32_t i = 0; i < o->nslots; i++) {
+		if (!o->conns[i]) {
+			if (slot < 0)
+				slot = (int)i;
+			continue;
+		}
+		open++;
+		mine += o->conns[i]->uid == cr.uid;
+	}
+	/* ctl_max_conns for everyone; admins may go ctl_admin_reserve beyond,
+	 * so a full socket never locks root out; a non-admin uid holds at
+	 * most ctl_uid_max_conns, so one cannot take every slot. */
+	int full = open >= (admin ? o->nslots : o->max_conns);
+	int uid_full = !admin && mine >= o->uid_max_conns;
+	if (!allowed || full || uid_full) {
+		/* One clear reply, then close at once: the socket file's mode
+		 * usually refuses such callers at connect(), this is the
+		 * second line. */
+		char m[200];
 		if (!allowed)
 			snprintf(m, sizeof(m), "permission denied: uid %u is neither root nor in socket_group %s",
-				 (unsigned)cr.uid, g);
-		else
+				 (unsigned)cr.uid, group_name(o->d->cfg.socket_group));
+		else if (full)
 			snprintf(m, sizeof(m), "too many mrcctl connections (%u; config ctl_max_conns)",
 				 o->max_conns);
+		else
+			snprintf(m, sizeof(m), "too many mrcctl connections of uid %u (%u; config ctl_uid_max_conns)",
+				 (unsigned)cr.uid, o->uid_max_conns);
 		char *t = mrc_oper_reply_err(0, allowed ? EBUSY : EACCES, m);
+		/* Its request, if sent already, is read first: closing on an
+		 * unread record would reset the connection, and the peer would
+		 * see ECONNRESET before the answer. */
+		char junk[1];
+		(void)!recv(fd, junk, sizeof(junk), MSG_DONTWAIT | MSG_TRUNC);
 		if (t)
 			send(fd, t, strlen(t), MSG_DONTWAIT | MSG_NOSIGNAL);
 		free(t);
@@ -441,6 +461,10 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	ev_set_priority(&c->io, OPER_PRI);
 	ev_set_priority(&c->wio, OPER_PRI);
 	ev_init(&c->probe_tm, on_probe_timeout);
+	ev_init(&c->idle, on_idle);
+	c->idle.repeat = o->idle_s;
+	c->idle.data = c;
+	ev_timer_again(loop, &c->idle);
 	ev_io_start(loop, &c->io);
 	o->conns[slot] = c;
 }
@@ -568,8 +592,12 @@ int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen)
 	o->d = d;
 	o->lfd = o->mfd = -1;
 	o->max_conns = d->cfg.ctl_max_conns;
+	o->nslots = o->max_conns + d->cfg.ctl_admin_reserve;
+	o->uid_max_conns = d->cfg.ctl_uid_max_conns;
+	o->idle_s = d->cfg.ctl_idle_timeout_ms / 1000.0;
 	o->http_max = d->cfg.metrics_max_conns;
-	o->conns = calloc(o->max_conns, sizeof(*o->conns));
+	o->http_idle_s = d->cfg.metrics_idle_timeout_ms / 1000.0;
+	o->conns = calloc(o->nslots, sizeof(*o->conns));
 	if (!o->conns) {
 		free(o);
 		return -ENOMEM;
@@ -601,6 +629,7 @@ int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen)
 	ev_io_init(&o->lio, on_accept, o->lfd, EV_READ);
 	o->lio.data = o;
 	ev_set_priority(&o->lio, OPER_PRI);
+	mrcd_accept_guard_init(&o->lguard, d->loop, &o->lio, "operator socket");
 	ev_io_start(d->loop, &o->lio);
 	ev_timer_init(&o->tick, on_tick, 0.2, 0.2);
 	o->tick.data = o;
@@ -617,11 +646,12 @@ void mrcd_oper_stop(struct mrcd *d)
 	if (!o || o->d != d)
 		return;
 	mrcd_observer_del(d, o);
-	for (uint32_t i = 0; i < o->max_conns; i++)
+	for (uint32_t i = 0; i < o->nslots; i++)
 		if (o->conns[i])
 			conn_close(o->conns[i]);
 	mrcd_oper_http_stop(o);
 	ev_io_stop(d->loop, &o->lio);
+	mrcd_accept_guard_stop(&o->lguard);
 	ev_timer_stop(d->loop, &o->tick);
 	close(o->lfd);
 	unlink(o->path);

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "codec/operjson.h"
+#include "daemon/clients/clisock.h"   /* mrcd_accept, mrcd_peer_in_group */
 #include "daemon/core/core.h"
 #include "daemon/oper/outq.h"
 
@@ -45,6 +46,7 @@ struct oper_conn {
 	uint64_t *probe_rtt;          /* UINT64_MAX: no answer yet */
 	int8_t *probe_st;             /* 0 sent, 1 answered, -errno not sent */
 	ev_timer probe_tm;
+	ev_timer idle;                /* ctl_idle_timeout_ms after the last request */
 };
 
 struct oper_bucket {              /* token bucket for state-change logs */
@@ -75,8 +77,12 @@ struct oper {
 	char path[MRCD_PATH_MAX];
 	gid_t group, admin_group;
 	int has_group, has_admin_group;
-	struct oper_conn **conns;     /* ctl_max_conns slots */
-	uint32_t max_conns;
+	struct oper_conn **conns;     /* nslots = ctl_max_conns + ctl_admin_reserve */
+	uint32_t max_conns, nslots;
+	uint32_t uid_max_conns;       /* ctl_uid_max_conns (non-admin uids) */
+	double idle_s;                /* ctl_idle_timeout_ms */
+	uint64_t idle_closed;         /* mrcctl connections closed idle */
+	struct mrcd_accept_guard lguard, mguard;  /* operator, metrics listeners */
 	/* events */
 	struct oper_event *ring;
 	uint64_t seq;                 /* events ever recorded */
@@ -94,6 +100,9 @@ struct oper {
 	ev_io mio;
 	uint32_t http_n, http_max;    /* open metrics connections, metrics_max_conns */
 	uint64_t http_refused;
+	struct http_conn *http_head, *http_tail;   /* oldest first */
+	double http_idle_s;           /* metrics_idle_timeout_ms */
+	uint64_t http_evicted;        /* closed to make room before their request */
 	struct oper_state state;
 };
 

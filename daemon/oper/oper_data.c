@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/isotime.h"
+#include "daemon/clients/clients.h"
 #include "daemon/oper/oper.h"
 #include "transport/wire.h"
 
@@ -547,6 +548,15 @@ json_t *mrcd_oper_stats(struct oper *o)
 		"metrics_refused", (json_int_t)o->http_refused,
 		"requests", (json_int_t)o->requests_total, "events", (json_int_t)o->seq,
 		"log_suppressed", (json_int_t)o->bucket.suppressed_total);
+	/* Local sockets under misuse (docs/security.md "Local users"). */
+	uint64_t cref, chto, cpaused;
+	mrcd_clients_counters(&cref, &chto, &cpaused);
+	json_object_update_missing_new(op, json_pack("{s:I, s:I, s:I, s:I, s:I}",
+		"idle_closed", (json_int_t)o->idle_closed,
+		"metrics_evicted", (json_int_t)o->http_evicted,
+		"clients_refused", (json_int_t)cref,
+		"clients_hello_timeouts", (json_int_t)chto,
+		"accept_paused", (json_int_t)(cpaused + o->lguard.paused + o->mguard.paused)));
 	json_t *pl = mrcd_oper_planes(o), *pe = mrcd_oper_peers(o);
 	json_t *r = json_pack("{s:o, s:o, s:o, s:o, s:o, s:O, s:O, s:o}", "engine", eng, "datapath", dp,
 			      "daemon", dm, "oper", op, "rings", mrcd_oper_rings(d),

@@ -1,7 +1,9 @@
 /* Optional Prometheus endpoint (metrics_listen, off by default): a tiny
  * HTTP/1.0 responder on the loop, GET /metrics only, one request per
- * connection, bounded request size, time (HTTP_TIMEOUT_S for the whole
- * exchange) and connections (metrics_max_conns).  Never blocks: the
+ * connection, bounded request size, time (metrics_idle_timeout_ms for the
+ * whole exchange) and connections (metrics_max_conns; when all are taken a
+ * new connection closes the oldest one that has sent no request yet, so
+ * idle connections cannot keep the endpoint refusing).  Never blocks: the
  * response is queued and written as the socket takes it. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,10 +19,11 @@
 #include "daemon/oper/oper.h"
 
 #define HTTP_REQ_MAX 4096
-#define HTTP_TIMEOUT_S 5.0
 
 struct http_conn {
 	struct oper *o;
+	struct http_conn *prev, *next;  /* o->http_head: oldest first */
+	int answered;                 /* its request is read: only writing now */
 	int fd;
 	ev_io io;
 	ev_timer tm;
@@ -36,6 +39,8 @@ static void http_close(struct http_conn *h)
 	mrcd_outq_clear(&h->out);
 	close(h->fd);
 	h->o->http_n--;
+	*(h->prev ? &h->prev->next : &h->o->http_head) = h->next;
+	*(h->next ? &h->next->prev : &h->o->http_tail) = h->prev;
 	free(h);
 }
 
@@ -58,6 +63,7 @@ static void respond(struct http_conn *h, int code, const char *reason, const cha
 	struct ev_loop *loop = h->o->d->loop;
 	/* The request is read: from now on the connection only writes. */
 	h->out.max = SIZE_MAX;
+	h->answered = 1;
 	if (mrcd_outq_push(&h->out, hdr, (size_t)n) ||
 	    mrcd_outq_push(&h->out, body, strlen(body)) ||
 	    mrcd_outq_flush(&h->out, h->fd) != 1) {
@@ -123,9 +129,21 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct oper *o = w->data;
 	(void)revents;
-	int fd = accept4(o->mfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int fd = mrcd_accept(&o->mguard, o->mfd);
 	if (fd < 0)
 		return;
+	if (o->http_n >= o->http_max) {
+		/* Room from the oldest connection that has asked nothing yet: a
+		 * scraper asks at once, so only idle ones are closed, and idle
+		 * connections re-opened in a loop cannot keep scrapers out. */
+		struct http_conn *old = o->http_head;
+		while (old && old->answered)
+			old = old->next;
+		if (old) {
+			o->http_evicted++;
+			http_close(old);
+		}
+	}
 	if (o->http_n >= o->http_max) {
 		o->http_refused++;
 		mrcd_oper_ratelog(o, MRCD_LOG_NOTICE,
@@ -142,10 +160,13 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	h->o = o;
 	h->fd = fd;
 	o->http_n++;
+	h->prev = o->http_tail;
+	*(o->http_tail ? &o->http_tail->next : &o->http_head) = h;
+	o->http_tail = h;
 	ev_io_init(&h->io, on_read, fd, EV_READ);
 	h->io.data = h;
 	ev_set_priority(&h->io, OPER_PRI);
-	ev_timer_init(&h->tm, on_timeout, HTTP_TIMEOUT_S, 0);
+	ev_timer_init(&h->tm, on_timeout, o->http_idle_s, 0);
 	h->tm.data = h;
 	ev_io_start(loop, &h->io);
 	ev_timer_start(loop, &h->tm);
@@ -217,6 +238,7 @@ int mrcd_oper_http_start(struct oper *o, char *err, size_t errlen)
 	ev_io_init(&o->mio, on_accept, fd, EV_READ);
 	o->mio.data = o;
 	ev_set_priority(&o->mio, OPER_PRI);
+	mrcd_accept_guard_init(&o->mguard, o->d->loop, &o->mio, "metrics");
 	ev_io_start(o->d->loop, &o->mio);
 	mrcd_log(MRCD_LOG_INFO, "metrics on http://%s/metrics", s);
 	return 0;
@@ -227,6 +249,9 @@ void mrcd_oper_http_stop(struct oper *o)
 	if (o->mfd < 0)
 		return;
 	ev_io_stop(o->d->loop, &o->mio);
+	mrcd_accept_guard_stop(&o->mguard);
+	while (o->http_head)
+		http_close(o->http_head);
 	close(o->mfd);
 	o->mfd = -1;
 }
