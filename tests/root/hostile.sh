@@ -12,6 +12,16 @@
 #           with SO_REUSEPORT: refused; a raw socket to send as the port:
 #           refused; with no daemon running (h3), the default port 791 is
 #           privileged: refused; mrcd warns at start that 4791 is not.
+#   client: a member of socket_group (uid 65534 with group users) holds 70
+#           idle connections to each daemon's client socket before the
+#           transfer starts: root's clients are not refused; mrcd closes
+#           every one of the 70 (over the per-uid cap at once, the rest
+#           after client_hello_timeout_ms) and counts them.
+#   mrcctl: the same member holds 64 idle mrcctl connections: another
+#           member's and root's mrcctl still work; the 64 are refused or
+#           closed when idle, and counted.
+#   metrics: 16 idle TCP connections fill the metrics endpoint: a scrape
+#           still gets its answer; the idle ones are evicted, counted.
 set -u
 B=${1:-build}
 P=mrcH
@@ -27,6 +37,7 @@ cleanup() {
 	for p in "${dpid[@]}"; do kill "$p" 2>/dev/null; done
 	[ -n "${spid:-}" ] && kill "$spid" 2>/dev/null
 	[ -n "${rpid:-}" ] && kill "$rpid" 2>/dev/null
+	pkill -f "$tmp/flood.py" 2>/dev/null
 	$F down >/dev/null 2>&1
 	rm -rf "$tmp"
 }
@@ -41,17 +52,85 @@ chmod 755 "$tmp"
 for h in h0 h7; do
 	mkdir -p "$tmp/$h" && chmod 755 "$tmp/$h"
 	ip netns exec $P-$h $B/bin/mrcd --topology $T --host $h --socket "$tmp/$h/mrcd.sock" \
-		--socket_mode 0666 --port $PORT --key_file "$tmp/cluster.key" --log_level notice \
+		--socket_mode 0660 --socket_group users --port $PORT --key_file "$tmp/cluster.key" \
+		--client_hello_timeout_ms 1000 --ctl_idle_timeout_ms 1000 \
+		--metrics_listen "[::1]:9464" --metrics_idle_timeout_ms 1000 --log_level notice \
 		2>>"$tmp/$h.log" &
 	dpid[$h]=$!
 	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "FAIL mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
 done
 nobody() { local h=$1; shift; ip netns exec $P-$h setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+# member: uid 65534 in socket_group (users, gid 100); member2: another uid of it.
+member() { local h=$1; shift; ip netns exec $P-$h setpriv --reuid=65534 --regid=65534 --groups=100 "$@"; }
+member2() { local h=$1; shift; ip netns exec $P-$h setpriv --reuid=65533 --regid=65533 --groups=100 "$@"; }
+op() { stat $1 ".oper.$2"; }
+# flood.py unix PATH N | tcp HOST PORT N: opens N connections that never
+# speak, writes "ready K" to its 4th/5th argument's file once K are open,
+# then watches them: prints "closed C of K" when the daemon has closed all
+# (C = K) or when 15 s have passed.
+cat >"$tmp/flood.py" <<'EOF2'
+import select, socket, sys, time
+kind = sys.argv[1]
+if kind == "unix":
+    target, n, ready = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    fam = socket.AF_UNIX
+else:
+    target, n, ready = (sys.argv[2], int(sys.argv[3])), int(sys.argv[4]), sys.argv[5]
+    fam = socket.AF_INET6
+socks = []
+# The client socket is SOCK_SEQPACKET, mrcctl's and the metrics' streams.
+types = [socket.SOCK_SEQPACKET, socket.SOCK_STREAM] if kind == "unix" else [socket.SOCK_STREAM]
+err = None
+for _ in range(n):
+    for t in types:
+        s = socket.socket(fam, t)
+        try:
+            s.connect(target); socks.append(s); break
+        except OSError as e:
+            err = e; s.close()
+open(ready, "w").write("ready %d%s\n" % (len(socks), "" if len(socks) == n else " (%s)" % err))
+closed, end = set(), time.time() + 15
+while len(closed) < len(socks) and time.time() < end:
+    r, _, _ = select.select([s for s in socks if s not in closed], [], [], 0.2)
+    for s in r:
+        try:
+            while s.recv(4096):
+                pass
+        except OSError:
+            pass
+        closed.add(s)
+print("closed %d of %d" % (len(closed), len(socks)))
+EOF2
+chmod 644 "$tmp/flood.py"
+chmod 1777 "$tmp"
+# flood_bg NAME HOST ARGS...: starts the flood as the member in HOST's
+# namespace; its result lands in $tmp/NAME.out; waits until it is in place.
+flood_bg() {
+	local name=$1 h=$2; shift 2
+	member $h $PY "$tmp/flood.py" "$@" "$tmp/$name.ready" >"$tmp/$name.out" 2>&1 &
+	until_t 10 test -s "$tmp/$name.ready" || bad "$name: flood not in place: $(cat "$tmp/$name.out")"
+}
+# flood_done NAME N: the flood saw all N of its connections closed.
+flood_done() {
+	local r
+	until_t 20 test -s "$tmp/$1.out"
+	r=$(cat "$tmp/$1.out")
+	[ "$r" = "closed $2 of $2" ] && ok "$1: mrcd closed all $2 idle connections ($(cat "$tmp/$1.ready"))" ||
+		bad "$1: $r ($(cat "$tmp/$1.ready" 2>/dev/null))"
+}
+
 idx() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .index'; }
 I7=$(idx h7)
 stat() { ctl $1 -j stats | jq "$2"; }
 
-# The transfer every attack runs beside.
+declare -A c0
+# --- client: idle connections must not keep root's clients out --------
+for h in h0 h7; do
+	c0[$h]=$(( $(op $h clients_refused) + $(op $h clients_hello_timeouts) ))
+	flood_bg client-$h $h unix "$tmp/$h/mrcd.sock" 70
+done
+# The transfer every attack runs beside; its clients (root's) connect
+# while the member's 70 idle connections are open.
 SIZE_B=$(numfmt --from=iec "$SIZE")
 $B/bin/mrc_bulk -S "$tmp/h7/mrcd.sock" -s "$SIZE" recv >"$tmp/recv" 2>&1 &
 rpid=$!
@@ -61,6 +140,35 @@ spid=$!
 placed() { ctl h7 -j status 2>/dev/null | jq -r '.totals.bytes_placed // 0'; }
 started() { [ "$(placed)" -ge $((SIZE_B / 20)) ]; }
 until_t 60 started || { bad "transfer did not reach 5% in 60 s"; cat "$tmp/send" "$tmp/recv"; exit 1; }
+ok "root's clients connected and the transfer started beside 70 idle connections on each daemon"
+for h in h0 h7; do
+	flood_done client-$h 70
+	n=$(( $(op $h clients_refused) + $(op $h clients_hello_timeouts) - c0[$h] ))
+	[ $n -ge 70 ] && ok "$h counted them: clients_refused + clients_hello_timeouts +$n" ||
+		bad "$h: clients_refused + clients_hello_timeouts rose by $n, not 70"
+done
+
+# --- mrcctl: no lock-out ----------------------------------------------
+r0=$(op h0 refused); i0=$(op h0 idle_closed)
+flood_bg ctl h0 unix "$tmp/h0/mrcctl.sock" 64
+member2 h0 $B/bin/mrcctl -s "$tmp/h0/mrcctl.sock" status >/dev/null 2>"$tmp/m2.err" &&
+	ok "another member's mrcctl works beside 64 idle connections" ||
+	bad "another member's mrcctl: $(cat "$tmp/m2.err")"
+ctl h0 status >/dev/null 2>"$tmp/root.err" && ok "root's mrcctl works beside 64 idle connections" ||
+	bad "root's mrcctl: $(cat "$tmp/root.err")"
+flood_done ctl 64
+n=$(( $(op h0 refused) - r0 + $(op h0 idle_closed) - i0 ))
+[ $n -ge 64 ] && ok "h0 counted them: refused + idle_closed +$n" || bad "h0: refused + idle_closed rose by $n, not 64"
+
+# --- metrics: idle connections cannot keep a scrape out ---------------
+e0=$(op h0 metrics_evicted)
+flood_bg metrics h0 tcp ::1 9464 16
+scrape=$(ip netns exec $P-h0 $PY -c 'import urllib.request as u; print(u.urlopen("http://[::1]:9464/metrics", timeout=5).read().count(b"\nmrc"))' 2>&1)
+[ "${scrape:-0}" -gt 0 ] 2>/dev/null && ok "a scrape beside 16 idle connections got $scrape metric lines" ||
+	bad "scrape beside 16 idle connections: $scrape"
+flood_done metrics 16
+n=$(( $(op h0 metrics_evicted) - e0 ))
+[ $n -ge 1 ] && ok "h0 evicted idle metrics connections: metrics_evicted +$n" || bad "h0: metrics_evicted did not rise"
 
 # --- port -------------------------------------------------------------
 # try_bind ADDR PORT OPT: prints "refused ERRNO" or, when the kernel lets
