@@ -17,6 +17,9 @@
 # and opened: until connection setup gives connections their AEAD keys
 # (mrcd_node_set_aead, called by daemon/core/cm.c), the mode is asked for
 # but unused, and auth.md says so instead of passing it off as a result.
+# MRC_BENCH_BASE_XFER=PATH adds the same two modes run with another
+# mrc-xfer build (e.g. the commit before a change: issue 29 measured its
+# per-packet tags against 56f5c0f this way), in the same repetitions.
 # Raw: bench/results/raw/auth.jsonl; summary: bench/results/auth.md.
 #   MRC_BENCH_REPS (5), MRC_BENCH_AUTH_BYTES (256M), MRC_BENCH_PINGS (5000)
 set -eu
@@ -46,6 +49,8 @@ TMP=$(mktemp -d /tmp/mrcbench-auth.XXXXXX)
 # mrc-xfer, like mrcd, needs the cluster key: one for this run.
 "$B/bin/mrcd" --genkey "$TMP/cluster.key" >/dev/null || { say "mrcd --genkey failed"; exit 1; }
 X="$X --key-file $TMP/cluster.key"
+XNOW=$X
+XBASE=${MRC_BENCH_BASE_XFER:+$MRC_BENCH_BASE_XFER --topology $T --key-file $TMP/cluster.key}
 SPID=
 cleanup() {
 	[ -z "$SPID" ] || kill "$SPID" 2>/dev/null || true
@@ -94,11 +99,14 @@ $F down >/dev/null 2>&1 || true
 $F up "$T" --ecmp >/dev/null
 say "fabric $P up ($T: no rate limit), $(nproc) CPUs shared by every namespace"
 aes=$(grep -qw aes /proc/cpuinfo && grep -qw pclmulqdq /proc/cpuinfo && echo true || echo false)
-emit "{\"kind\":\"meta\",\"date\":\"$(date -u '+%Y-%m-%d %H:%M UTC')\",\"cpu\":\"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)\",\"ncpu\":$(nproc),\"aesni\":$aes,\"kernel\":\"$(uname -r)\",\"bytes\":\"$BYTES\",\"pings\":$PINGS,\"reps\":$REPS,\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+[ -z "$XBASE" ] || say "base contender: $MRC_BENCH_BASE_XFER"
+emit "{\"kind\":\"meta\",\"base\":\"${MRC_BENCH_BASE_XFER:-}\",\"date\":\"$(date -u '+%Y-%m-%d %H:%M UTC')\",\"cpu\":\"$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)\",\"ncpu\":$(nproc),\"aesni\":$aes,\"kernel\":\"$(uname -r)\",\"bytes\":\"$BYTES\",\"pings\":$PINGS,\"reps\":$REPS,\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
 
 sid=8100
 for r in $(seq 1 "$REPS"); do
-	for mode in off aes-gcm; do
+	for c in off aes-gcm ${XBASE:+off@base aes-gcm@base}; do
+		mode=${c%@base}
+		case $c in *@base) X=$XBASE ;; *) X=$XNOW ;; esac
 		sid=$((sid + 1))
 		xfer $mode $sid --bytes "$BYTES" >"$TMP/g"
 		sc=$(jq -r 'select(.role == "server" and .crc32c) | .crc32c' "$TMP/g" 2>/dev/null || true)
@@ -106,14 +114,15 @@ for r in $(seq 1 "$REPS"); do
 		mbit=$(jq -r 'select(.goodput_mbit) | .goodput_mbit' "$TMP/g" 2>/dev/null || true)
 		retx=$(jq -r 'select(.role == "client" and .retx != null) | .retx' "$TMP/g" 2>/dev/null || true)
 		ok=$([ -n "$cc" ] && [ "$cc" = "$sc" ] && echo true || echo false)
-		emit "{\"kind\":\"goodput\",\"rep\":$r,\"mode\":\"$mode\",\"mbit\":${mbit:-null},\"verified\":$ok,\"retx\":${retx:-null},\"aead\":$(aead_of "$TMP/g")}"
-		say "goodput rep $r/$REPS $mode: ${mbit:-?} Mbit/s (verified $ok, retx ${retx:-?}, aead $(aead_of "$TMP/g"))"
+		emit "{\"kind\":\"goodput\",\"rep\":$r,\"mode\":\"$c\",\"mbit\":${mbit:-null},\"verified\":$ok,\"retx\":${retx:-null},\"aead\":$(aead_of "$TMP/g")}"
+		say "goodput rep $r/$REPS $c: ${mbit:-?} Mbit/s (verified $ok, retx ${retx:-?}, aead $(aead_of "$TMP/g"))"
 		sid=$((sid + 1))
 		xfer $mode $sid --bytes 64 --pingpong "$PINGS" >"$TMP/p"
 		lat=$(jq -c 'select(.rtt_us_p50) | {min: .rtt_us_min, p50: .rtt_us_p50, p99: .rtt_us_p99}' "$TMP/p" 2>/dev/null || true)
-		emit "{\"kind\":\"latency\",\"rep\":$r,\"mode\":\"$mode\",\"rtt\":${lat:-null},\"aead\":$(aead_of "$TMP/p")}"
-		say "latency rep $r/$REPS $mode: ${lat:-FAILED}"
+		emit "{\"kind\":\"latency\",\"rep\":$r,\"mode\":\"$c\",\"rtt\":${lat:-null},\"aead\":$(aead_of "$TMP/p")}"
+		say "latency rep $r/$REPS $c: ${lat:-FAILED}"
 	done
+	X=$XNOW
 	# raw UDP, same pair: goodput (4096-byte datagrams) and ping-pong
 	ip netns exec $P-h7 timeout 30 iperf3 -s -1 -p 5402 -J >"$TMP/u.srv" 2>&1 &
 	SPID=$!

@@ -60,22 +60,32 @@ else:
         dropped = sum(r["aead"]["dropped"] for r in anyg)
         w("AEAD in use in every aes-gcm run: %d packets sealed and opened in all, %d "
           "dropped by the mode.\n" % (sealed, dropped))
-    g = {m: vals("goodput", m, lambda r: r.get("mbit")) for m in ("off", "aes-gcm", "udp")}
+    # With a base build (MRC_BENCH_BASE_XFER): its two modes, and now / base.
+    base = meta.get("base") or ""
+    names = [("off", "default (tokens)"), ("aes-gcm", "aes-gcm")]
+    if base:
+        w("Base contender (same repetitions, run right after *now*'s): `%s`.\n" % base)
+        names += [("off@base", "default, base"), ("aes-gcm@base", "aes-gcm, base")]
+    g = {m: vals("goodput", m, lambda r: r.get("mbit")) for m, _ in names + [("udp", "")]}
     bad = [r for r in rows if r.get("kind") == "goodput" and r.get("verified") is False]
     w("## Goodput, one QP\n")
-    w("| contender | Mbit/s | vs default | vs raw UDP |\n|---|---:|---:|---:|")
-    w("| default (tokens) | %s | 1 | %s |" % (s(g["off"]), ratio(g["off"], g["udp"])))
-    w("| aes-gcm | %s | %s | %s |" % (s(g["aes-gcm"]), ratio(g["aes-gcm"], g["off"]),
-                                      ratio(g["aes-gcm"], g["udp"])))
-    w("| raw UDP (received) | %s | %s | 1 |\n" % (s(g["udp"]), ratio(g["udp"], g["off"])))
+    w("| contender | Mbit/s | vs default | vs raw UDP | now / base |\n|---|---:|---:|---:|---:|")
+    for m, name in names:
+        nb = ratio(g[m], g[m + "@base"]) if base and "@" not in m else ""
+        w("| %s | %s | %s | %s | %s |" % (name, s(g[m]), ratio(g[m], g["off"]),
+                                          ratio(g[m], g["udp"]), nb))
+    w("| raw UDP (received) | %s | %s | 1 | |\n" % (s(g["udp"]), ratio(g["udp"], g["off"])))
     w("Every byte verified (CRC-32C of both buffers): %s.\n" %
       ("yes" if not bad else "NO, %d run(s) failed" % len(bad)))
     w("## Round trip, 64-byte ping-pong (us)\n")
-    w("| contender | min | median | p99 | median vs default |\n|---|---:|---:|---:|---:|")
-    for m, name in (("off", "default (tokens)"), ("aes-gcm", "aes-gcm"), ("udp", "raw UDP")):
+    w("| contender | min | median | p99 | median vs default | now / base |\n"
+      "|---|---:|---:|---:|---:|---:|")
+    p50 = lambda m: vals("latency", m, lambda r: (r.get("rtt") or {}).get("p50"))
+    for m, name in names + [("udp", "raw UDP")]:
         f = lambda k: vals("latency", m, lambda r: (r.get("rtt") or {}).get(k))
-        w("| %s | %s | %s | %s | %s |" % (name, s(f("min")), s(f("p50")), s(f("p99")),
-              ratio(f("p50"), vals("latency", "off", lambda r: (r.get("rtt") or {}).get("p50")))))
+        nb = ratio(p50(m), p50(m + "@base")) if base and m != "udp" and "@" not in m else ""
+        w("| %s | %s | %s | %s | %s | %s |" % (name, s(f("min")), s(f("p50")), s(f("p99")),
+              ratio(f("p50"), p50("off")), nb))
     w("")
 ba = os.path.join(res, "bench_auth.md")
 w("## Per packet, one core (bench/bench_auth)\n")
