@@ -417,6 +417,14 @@ int main(void)
 		uint64_t n = sizes[si] >= 4096 ? 100000 : 200000;
 		for (int k = 0; k < runs; k++) {
 			eng[si][k] = engine_ns(sizes[si], n, 3000 + (uint64_t)k);
+			/* A channel run that stalls (the engine's, not this
+			 * bench's: seen at seed 3001, 64 B) is retried once
+			 * with another seed, and said so. */
+			if (eng[si][k] <= 0) {
+				fprintf(stderr, "engine run %d at %u B: retried with seed %llu\n", k,
+					sizes[si], 4000ull + (unsigned long long)k);
+				eng[si][k] = engine_ns(sizes[si], n, 4000 + (uint64_t)k);
+			}
 			if (eng[si][k] <= 0)
 				return 1;
 			pps[k] = 1e3 / eng[si][k];
@@ -508,9 +516,12 @@ int main(void)
 	}
 	printf("\n### The AEAD mode's per-packet tags (daemon/core/enc.c)\n\n"
 	       "Seal on one side + open on the other, through mrcd_enc_seal/mrcd_enc_open as "
-	       "mrcd runs them, per packet, one core. Data: AES-256-GCM of the payload + "
-	       "SipHash-2-4 header tag + replay window (the base sealed data with payload "
-	       "only, without header tag or window: compare with (c)'s seal + open). ACK/NACK: "
+	       "mrcd runs them (with the payload copy into the seal slot and the datagram "
+	       "assembled from its parts), per packet, one core. Data: AES-256-GCM of the "
+	       "payload + SipHash-2-4 header tag + replay window; its \"base ns\" is (c)'s "
+	       "GCM seal + open + 2 CRC-32C of the same payload, measured in the same run: "
+	       "what the base's ENC sealing cost less its payload copy and third CRC pass, "
+	       "so \"added ns\" for data is an upper bound. ACK/NACK: "
 	       "GMAC trailer (GCM, empty plaintext) + replay window. PROBE (44 B) and NOQP: "
 	       "host-pair keyed BLAKE2b-128. \"Base\" for ACK, zero-length data, PROBE and "
 	       "NOQP is what the base did with them: nothing but build and copy (sent "
@@ -551,6 +562,23 @@ int main(void)
 		       bm_spread(s4, sizeof(s4), add, runs, "%.0f"));
 		fflush(stdout);
 	}
+	/* The header tag alone: what a data packet pays for trimmed-header
+	 * authentication, at each end. */
+	double ht[RUNS_MAX];
+	for (int k = 0; k < runs; k++) {
+		uint8_t m[64], hk[MRC_AUTH_HKEY_BYTES] = { 1 }, tg[MRC_AUTH_HTAG_BYTES];
+		memset(m, 0x33, sizeof(m));
+		uint64_t n = 2000000, t0 = bm_now_ns();
+		for (uint64_t i = 0; i < n; i++) {
+			m[0] = (uint8_t)i;
+			mrc_auth_htag(hk, m, sizeof(m), tg);
+			sink ^= tg[0];
+		}
+		ht[k] = (double)(bm_now_ns() - t0) / (double)n;
+	}
+	printf("\nHeader tag alone (SipHash-2-4 of the 64 header bytes, computed by the "
+	       "sender and checked by a trimmed header's receiver): %s ns.\n",
+	       bm_spread(s1, sizeof(s1), ht, runs, "%.1f"));
 	printf("\n| payload | engine packets/s (a) | engine + tagged data + tagged ACK packets/s |\n"
 	       "|---:|---:|---:|\n");
 	for (int si = 0; si < NSIZES; si++) {
