@@ -245,8 +245,9 @@ static int dp_arm(void *ctx)
 
 _Static_assert(MRCD_ENC_SLOTS >= MRC_DP_BATCH, "a sealed packet per datapath slot");
 
-/* Seals a data packet of a keyed connection into slot `slot`: the
- * datagram becomes header + ciphertext and trailer.  < 0: drop it. */
+/* Seals any packet into slot `slot`: the datagram becomes header + what
+ * the seal put in the slot (ciphertext and trailer, or a MAC).  < 0: drop
+ * it (no key: never sent in clear). */
 static int enc_tx(struct mrcd *d, struct mrce_tx_pkt *pk, struct mrc_dp_out *o,
 		  unsigned slot)
 {
