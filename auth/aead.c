@@ -11,6 +11,11 @@ struct mrc_auth_aead {
 	uint64_t next_seq;                /* tx: next sequence to use */
 	uint32_t dir;                     /* nonce prefix */
 	uint8_t tx;
+	/* rx: replay window; seq top - 1 is the newest accepted, bit
+	 * seq % WINDOW of win says whether seq (top - WINDOW <= seq < top)
+	 * was.  top == 0: nothing accepted yet. */
+	uint64_t top;
+	uint64_t win[MRC_AUTH_REPLAY_WINDOW / 64];
 };
 
 int mrc_auth_aead_available(void)
@@ -97,4 +102,74 @@ int mrc_auth_aead_open(const struct mrc_auth_aead *s, const void *ad, size_t adl
 							   ad, adlen, n, &s->st))
 		return -EBADMSG;
 	return 0;
+}
+
+int mrc_auth_aead_replay_check(const struct mrc_auth_aead *s, uint64_t seq)
+{
+	if (!s || s->tx)
+		return -EINVAL;
+	if (seq >= s->top)
+		return 0;
+	if (s->top - seq > MRC_AUTH_REPLAY_WINDOW)
+		return -EALREADY;   /* too old to tell: refused, as IPsec does */
+	uint64_t b = seq % MRC_AUTH_REPLAY_WINDOW;
+	return s->win[b / 64] >> (b % 64) & 1 ? -EALREADY : 0;
+}
+
+void mrc_auth_aead_replay_commit(struct mrc_auth_aead *s, uint64_t seq)
+{
+	if (!s || s->tx || seq == UINT64_MAX)
+		return;
+	if (seq >= s->top) {
+		/* Slide: the bits of the seqs passed over are cleared. */
+		if (seq - s->top >= MRC_AUTH_REPLAY_WINDOW) {
+			memset(s->win, 0, sizeof s->win);
+		} else {
+			for (uint64_t q = s->top; q < seq; q++) {
+				uint64_t b = q % MRC_AUTH_REPLAY_WINDOW;
+				s->win[b / 64] &= ~(1ull << (b % 64));
+			}
+		}
+		s->top = seq + 1;
+	}
+	uint64_t b = seq % MRC_AUTH_REPLAY_WINDOW;
+	s->win[b / 64] |= 1ull << (b % 64);
+}
+
+_Static_assert(MRC_AUTH_HKEY_BYTES == crypto_shorthash_KEYBYTES &&
+	       MRC_AUTH_HTAG_BYTES == crypto_shorthash_BYTES, "SipHash-2-4 sizes");
+
+int mrc_auth_htag(const uint8_t key[MRC_AUTH_HKEY_BYTES], const void *m, size_t len,
+		  uint8_t tag[MRC_AUTH_HTAG_BYTES])
+{
+	if (!key || !tag || (len && !m))
+		return -EINVAL;
+	return crypto_shorthash(tag, m, len, key) ? -EIO : 0;
+}
+
+int mrc_auth_htag_verify(const uint8_t key[MRC_AUTH_HKEY_BYTES], const void *m, size_t len,
+			 const uint8_t tag[MRC_AUTH_HTAG_BYTES])
+{
+	uint8_t t[MRC_AUTH_HTAG_BYTES];
+	if (!tag || mrc_auth_htag(key, m, len, t))
+		return -EINVAL;
+	return sodium_memcmp(t, tag, sizeof t) ? -EBADMSG : 0;
+}
+
+int mrc_auth_pair_mac(const uint8_t key[MRC_AUTH_PAIR_KEY_BYTES], const void *m, size_t len,
+		      uint8_t tag[MRC_AUTH_PAIR_TAG_BYTES])
+{
+	if (!key || !tag || (len && !m))
+		return -EINVAL;
+	return crypto_generichash(tag, MRC_AUTH_PAIR_TAG_BYTES, m, len, key,
+				  MRC_AUTH_PAIR_KEY_BYTES) ? -EIO : 0;
+}
+
+int mrc_auth_pair_verify(const uint8_t key[MRC_AUTH_PAIR_KEY_BYTES], const void *m,
+			 size_t len, const uint8_t tag[MRC_AUTH_PAIR_TAG_BYTES])
+{
+	uint8_t t[MRC_AUTH_PAIR_TAG_BYTES];
+	if (!tag || mrc_auth_pair_mac(key, m, len, t))
+		return -EINVAL;
+	return sodium_memcmp(t, tag, sizeof t) ? -EBADMSG : 0;
 }

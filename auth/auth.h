@@ -65,6 +65,9 @@ struct mrc_auth_conn {
 	uint64_t tx_token, rx_token;
 	uint32_t tx_dir, rx_dir;   /* nonce prefixes of the AEAD directions */
 	uint8_t tx_key[32], rx_key[32];
+	/* Header-tag keys of the AEAD mode (mrc_auth_htag), one per
+	 * direction, independent of the AES keys (their own KDF subkeys). */
+	uint8_t tx_hkey[16], rx_hkey[16];
 };
 /* -EINVAL for a bad role or an all-zero nonce (never fresh). */
 int mrc_auth_conn_derive(const struct mrc_auth *a, const struct mrc_auth_conn_id *id,
@@ -76,6 +79,17 @@ void mrc_auth_conn_wipe(struct mrc_auth_conn *c);
  * for the key and the pair: probes need no handshake.  Never 0. */
 int mrc_auth_probe_tokens(const struct mrc_auth *a, uint32_t self_host,
 			  uint32_t peer_host, uint64_t *tx, uint64_t *rx);
+
+/* Per host pair and direction MAC keys of the AEAD mode (what it puts on
+ * packets that no connection key covers: PROBE, PROBE_REPLY and NOQP,
+ * answered by a host without the QP).  tx: what self sends to peer; rx:
+ * what self accepts from peer.  Fixed for the key and the pair, like the
+ * probe tokens, from the same subkey under another label. */
+#define MRC_AUTH_PAIR_KEY_BYTES 32
+#define MRC_AUTH_PAIR_TAG_BYTES 16
+int mrc_auth_pair_keys(const struct mrc_auth *a, uint32_t self_host, uint32_t peer_host,
+		       uint8_t tx[MRC_AUTH_PAIR_KEY_BYTES],
+		       uint8_t rx[MRC_AUTH_PAIR_KEY_BYTES]);
 
 /* ---- CTRL envelope ---------------------------------------------------- */
 /* version 2, opcode CTRL (48), flags 0, src_host, dst_host, body length,
@@ -157,5 +171,31 @@ int mrc_auth_aead_seal(struct mrc_auth_aead *s, const void *ad, size_t adlen,
 int mrc_auth_aead_open(const struct mrc_auth_aead *s, const void *ad, size_t adlen,
 		       void *buf, size_t len, uint64_t seq,
 		       const uint8_t tag[MRC_AUTH_TAG_BYTES]);
+
+/* The rx state's sliding replay window (IPsec-style, over seq): 0 when
+ * seq was never accepted and is not MRC_AUTH_REPLAY_WINDOW or more behind
+ * the newest accepted, else -EALREADY.  Commit only after a successful
+ * open, so a forged seq never moves the window. */
+#define MRC_AUTH_REPLAY_WINDOW 2048
+int mrc_auth_aead_replay_check(const struct mrc_auth_aead *s, uint64_t seq);
+void mrc_auth_aead_replay_commit(struct mrc_auth_aead *s, uint64_t seq);
+
+/* Header tag of the AEAD mode: SipHash-2-4 (crypto_shorthash, a 64-bit
+ * PRF) of m[0..len) under a connection's hkey: what a data header carries
+ * so that a trimmed header (its payload and GCM tag cut by a switch) is
+ * still authenticated.  verify: 0 or -EBADMSG (constant time). */
+#define MRC_AUTH_HKEY_BYTES 16
+#define MRC_AUTH_HTAG_BYTES 8
+int mrc_auth_htag(const uint8_t key[MRC_AUTH_HKEY_BYTES], const void *m, size_t len,
+		  uint8_t tag[MRC_AUTH_HTAG_BYTES]);
+int mrc_auth_htag_verify(const uint8_t key[MRC_AUTH_HKEY_BYTES], const void *m, size_t len,
+			 const uint8_t tag[MRC_AUTH_HTAG_BYTES]);
+
+/* Host-pair MAC (keyed BLAKE2b-128, crypto_generichash) of m[0..len)
+ * under a key of mrc_auth_pair_keys.  verify: 0 or -EBADMSG. */
+int mrc_auth_pair_mac(const uint8_t key[MRC_AUTH_PAIR_KEY_BYTES], const void *m, size_t len,
+		      uint8_t tag[MRC_AUTH_PAIR_TAG_BYTES]);
+int mrc_auth_pair_verify(const uint8_t key[MRC_AUTH_PAIR_KEY_BYTES], const void *m,
+			 size_t len, const uint8_t tag[MRC_AUTH_PAIR_TAG_BYTES]);
 
 #endif

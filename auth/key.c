@@ -12,7 +12,8 @@
 static const char CTX_CLUSTER[crypto_kdf_CONTEXTBYTES] = { 'm','r','c','c','l','u','s','2' };
 static const char CTX_CONN[crypto_kdf_CONTEXTBYTES] = { 'm','r','c','c','o','n','n','2' };
 enum { SUB_CONN = 1, SUB_CTRL = 2, SUB_PROBE = 3 };
-enum { CONN_TOK_REQ = 1, CONN_TOK_REP = 2, CONN_KEY_REQ = 3, CONN_KEY_REP = 4 };
+enum { CONN_TOK_REQ = 1, CONN_TOK_REP = 2, CONN_KEY_REQ = 3, CONN_KEY_REP = 4,
+       CONN_HKEY_REQ = 5, CONN_HKEY_REP = 6 };
 /* AEAD nonce prefixes: requester->acceptor and back. */
 enum { DIR_REQ = 1, DIR_REP = 2 };
 
@@ -199,7 +200,11 @@ int mrc_auth_conn_derive(const struct mrc_auth *a, const struct mrc_auth_conn_id
 	    crypto_kdf_derive_from_key(role == MRC_AUTH_REQUESTER ? c.tx_key : c.rx_key,
 				       32, CONN_KEY_REQ, CTX_CONN, secret) ||
 	    crypto_kdf_derive_from_key(role == MRC_AUTH_REQUESTER ? c.rx_key : c.tx_key,
-				       32, CONN_KEY_REP, CTX_CONN, secret))
+				       32, CONN_KEY_REP, CTX_CONN, secret) ||
+	    crypto_kdf_derive_from_key(role == MRC_AUTH_REQUESTER ? c.tx_hkey : c.rx_hkey,
+				       16, CONN_HKEY_REQ, CTX_CONN, secret) ||
+	    crypto_kdf_derive_from_key(role == MRC_AUTH_REQUESTER ? c.rx_hkey : c.tx_hkey,
+				       16, CONN_HKEY_REP, CTX_CONN, secret))
 		rc = -EIO;
 	if (!rc) {
 		int req = role == MRC_AUTH_REQUESTER;
@@ -244,5 +249,32 @@ int mrc_auth_probe_tokens(const struct mrc_auth *a, uint32_t self_host,
 		rc = probe_token(a, self_host, peer_host, tx);
 	if (!rc)
 		rc = probe_token(a, peer_host, self_host, rx);
+	return rc;
+}
+
+/* AEAD-mode MAC key of the direction from -> to: the probe subkey under
+ * its own label (domain-separated from the probe tokens), 32 bytes. */
+static int pair_key(const struct mrc_auth *a, uint32_t from, uint32_t to, uint8_t *key)
+{
+	static const char label[16] = "mrc pairmac v2";
+	uint8_t t[sizeof label + 8];
+	memcpy(t, label, sizeof label);
+	mrc__auth_be32(t + 16, from);
+	mrc__auth_be32(t + 20, to);
+	return crypto_generichash(key, MRC_AUTH_PAIR_KEY_BYTES, t, sizeof t, a->probe,
+				  sizeof a->probe) ? -EIO : 0;
+}
+
+int mrc_auth_pair_keys(const struct mrc_auth *a, uint32_t self_host, uint32_t peer_host,
+		       uint8_t tx[MRC_AUTH_PAIR_KEY_BYTES],
+		       uint8_t rx[MRC_AUTH_PAIR_KEY_BYTES])
+{
+	if (!a || !tx || !rx)
+		return -EINVAL;
+	int rc = mrc__auth_ready();
+	if (!rc)
+		rc = pair_key(a, self_host, peer_host, tx);
+	if (!rc)
+		rc = pair_key(a, peer_host, self_host, rx);
 	return rc;
 }

@@ -9,10 +9,16 @@
  *   (c) AES-256-GCM seal and open per packet (mrc_auth_aead_*, the 68-byte
  *       header as additional data, as the daemon's ENC mode does) next to
  *       the CRC-32C of the payload the data path computes anyway.
+ *   (d) the daemon's AEAD mode as it runs (daemon/core/enc.c, seal on one
+ *       side + open on the other, per packet): data of 0, 64, 1024 and
+ *       4096 B (GCM + header tag + replay window), ACK (GMAC trailer, what
+ *       the base sent untagged), PROBE and NOQP (host-pair BLAKE2b MAC,
+ *       untagged in the base); packets/s per core of that work alone.
  * Each figure: median (min..max) of MRC_BENCH_RUNS runs (default 5); ns
  * per packet and Gbit/s of payload per core.  "Engine + AEAD" adds one seal
  * and one open per packet to (a)'s time, which is what the daemon's ENC
  * mode adds to a packet that one core sends and receives. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +26,10 @@
 
 #include "auth/auth.h"
 #include "bench/bench_mrcd.h"
+#include "daemon/core/enc.h"
 #include "tests/support/chan.h"
 #include "transport/crc32c.h"
+#include "transport/wire.h"
 
 #define NSIZES   3
 #define RUNS_MAX 64
@@ -195,6 +203,149 @@ static int crypt_ns(struct mrc_auth_aead *tx, struct mrc_auth_aead *rx, uint32_t
 	return 0;
 }
 
+
+/* ---- (d) the AEAD mode's per-packet tags, as enc.c applies them ------------ */
+enum tkind { T_DATA, T_ACK, T_PROBE, T_NOQP };
+
+struct tagrig {
+	struct mrcd_enc *x0, *x1;
+	uint64_t tok;
+};
+
+static int tagrig_init(const struct mrc_auth *a, struct tagrig *t)
+{
+	const char *why = NULL;
+	struct mrc_auth_conn_id id = { .req_host = 0, .req_qpn = 0x10001, .rep_host = 1,
+				       .rep_qpn = 0x20002 };
+	memset(id.req_nonce, 3, sizeof(id.req_nonce));
+	memset(id.rep_nonce, 4, sizeof(id.rep_nonce));
+	struct mrc_auth_conn c0, c1;
+	uint8_t tx[MRC_AUTH_PAIR_KEY_BYTES], rx[MRC_AUTH_PAIR_KEY_BYTES];
+	int rc = mrcd_enc_create(&t->x0, &why);
+	if (!rc)
+		rc = mrcd_enc_create(&t->x1, &why);
+	if (!rc)
+		rc = mrc_auth_conn_derive(a, &id, MRC_AUTH_REQUESTER, &c0);
+	if (!rc)
+		rc = mrc_auth_conn_derive(a, &id, MRC_AUTH_ACCEPTOR, &c1);
+	if (!rc)
+		rc = mrcd_enc_set(t->x0, 0x10001, 1, 0x20002, &c0, &why);
+	if (!rc)
+		rc = mrcd_enc_set(t->x1, 0x20002, 0, 0x10001, &c1, &why);
+	if (!rc)
+		rc = mrc_auth_pair_keys(a, 0, 1, tx, rx);
+	if (!rc)
+		rc = mrcd_enc_set_peer(t->x0, 1, tx, rx);
+	if (!rc)
+		rc = mrc_auth_pair_keys(a, 1, 0, tx, rx);
+	if (!rc)
+		rc = mrcd_enc_set_peer(t->x1, 0, tx, rx);
+	t->tok = c0.tx_token;
+	/* x1's QP seals data of ts 1..16: what a NOQP to it must answer. */
+	for (uint64_t ts = 1; !rc && ts <= 16; ts++) {
+		struct mrce_tx_pkt pk = { .peer = 0, .hdr_len = MRC_DATA_HDR_LEN };
+		struct mrc_data_hdr d = { .op = MRC_OP_WRITE, .flags = MRC_F_FIRST | MRC_F_LAST,
+			.dqpn = 0x10001, .ts = ts, .token = c1.tx_token };
+		struct iovec body;
+		mrc_wire_put_data(pk.hdr, &d);
+		rc = mrcd_enc_seal(t->x1, &pk, 0, &body) == 1 ? 0 : -EIO;
+	}
+	mrc_auth_conn_wipe(&c0);
+	mrc_auth_conn_wipe(&c1);
+	return rc;
+}
+
+/* ns per packet: x0 seals (as mrcd's flush), the datagram is assembled
+ * (header + body, one copy, as the datapath's iovecs would be sent) and x1
+ * opens it (as mrcd's receive path).  Every packet must open. */
+static double tag_ns(struct tagrig *t, enum tkind k, uint32_t size, uint64_t n)
+{
+	static uint8_t pl[4096], dg[MRC_HDR_MAX + 4096 + MRCD_ENC_TRAILER];
+	struct mrce_tx_pkt pk = { .peer = 1 };
+	struct mrc_data_hdr d = { .op = MRC_OP_WRITE, .flags = MRC_F_FIRST | MRC_F_LAST,
+		.dqpn = 0x20002, .plen = (uint16_t)size, .mlen = size, .token = t->tok };
+	struct mrc_ack_hdr ak = { .dqpn = 0x20002, .token = 7 };
+	struct mrc_probe_hdr pr = { .op = MRC_OP_PROBE, .seq = 1, .token = 9 };
+	int bad = 0;
+	memset(pl, 0x5a, sizeof(pl));
+	uint64_t t0 = bm_now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		switch (k) {
+		case T_DATA:
+			d.psn = (uint32_t)i;
+			d.ts = i + 1;
+			pk.hdr_len = MRC_DATA_HDR_LEN;
+			pk.plen = size;
+			pk.payload = pl;
+			mrc_wire_put_data(pk.hdr, &d);
+			break;
+		case T_ACK:
+		case T_NOQP:
+			ak.cum_psn = ak.sack_base = (uint32_t)i;
+			ak.nack = k == T_NOQP ? MRC_NACK_NOQP : 0;
+			/* NOQP names the QP the data went to, x0's. */
+			ak.dqpn = k == T_NOQP ? 0x10001 : 0x20002;
+			ak.ts_echo = 1 + i % 16;   /* within what that QP sealed */
+			pk.hdr_len = MRC_ACK_HDR_LEN;
+			pk.plen = 0;
+			mrc_wire_put_ack(pk.hdr, &ak);
+			break;
+		case T_PROBE:
+			pr.seq = (uint32_t)i;
+			pk.hdr_len = MRC_PROBE_HDR_LEN;
+			pk.plen = 0;
+			mrc_wire_put_probe(pk.hdr, &pr);
+			break;
+		}
+		struct iovec body;
+		if (mrcd_enc_seal(t->x0, &pk, (unsigned)(i % MRCD_ENC_SLOTS), &body) != 1) {
+			bad = 1;
+			break;
+		}
+		memcpy(dg, pk.hdr, pk.hdr_len);
+		memcpy(dg + pk.hdr_len, body.iov_base, body.iov_len);
+		size_t len = pk.hdr_len + body.iov_len;
+		bad |= mrcd_enc_open(t->x1, 0, dg, &len) != 0;
+	}
+	uint64_t dt = bm_now_ns() - t0;
+	if (bad) {
+		fprintf(stderr, "enc seal/open failed (kind %d)\n", (int)k);
+		return -1;
+	}
+	return (double)dt / (double)n;
+}
+
+/* The same work without the mode's tags (what the base sent for ACKs,
+ * probes and zero-length data: the packet as it is): build and copy. */
+static double plain_ns(enum tkind k, uint64_t n)
+{
+	static uint8_t dg[MRC_HDR_MAX];
+	struct mrce_tx_pkt pk;
+	struct mrc_ack_hdr ak = { .dqpn = 0x20002, .token = 7 };
+	struct mrc_probe_hdr pr = { .op = MRC_OP_PROBE, .seq = 1, .token = 9 };
+	struct mrc_data_hdr d = { .op = MRC_OP_WRITE, .flags = MRC_F_FIRST | MRC_F_LAST,
+		.dqpn = 0x20002 };
+	uint32_t c = 0;
+	uint64_t t0 = bm_now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		if (k == T_PROBE) {
+			pr.seq = (uint32_t)i;
+			pk.hdr_len = (uint16_t)mrc_wire_put_probe(pk.hdr, &pr);
+		} else if (k == T_DATA) {
+			d.psn = (uint32_t)i;
+			pk.hdr_len = (uint16_t)mrc_wire_put_data(pk.hdr, &d);
+		} else {
+			ak.cum_psn = ak.sack_base = (uint32_t)i;
+			ak.nack = k == T_NOQP ? MRC_NACK_NOQP : 0;
+			pk.hdr_len = (uint16_t)mrc_wire_put_ack(pk.hdr, &ak);
+		}
+		memcpy(dg, pk.hdr, pk.hdr_len);
+		c ^= dg[i % pk.hdr_len];
+	}
+	sink = c;
+	return (double)(bm_now_ns() - t0) / (double)n;
+}
+
 /* ---- report ---------------------------------------------------------------- */
 static int cpu_flag(const char *flag)
 {
@@ -266,6 +417,14 @@ int main(void)
 		uint64_t n = sizes[si] >= 4096 ? 100000 : 200000;
 		for (int k = 0; k < runs; k++) {
 			eng[si][k] = engine_ns(sizes[si], n, 3000 + (uint64_t)k);
+			/* A channel run that stalls (the engine's, not this
+			 * bench's: seen at seed 3001, 64 B) is retried once
+			 * with another seed, and said so. */
+			if (eng[si][k] <= 0) {
+				fprintf(stderr, "engine run %d at %u B: retried with seed %llu\n", k,
+					sizes[si], 4000ull + (unsigned long long)k);
+				eng[si][k] = engine_ns(sizes[si], n, 4000 + (uint64_t)k);
+			}
 			if (eng[si][k] <= 0)
 				return 1;
 			pps[k] = 1e3 / eng[si][k];
@@ -348,6 +507,90 @@ int main(void)
 		       median(share, runs));
 		fflush(stdout);
 	}
+
+	/* (d) */
+	struct tagrig tr;
+	if (tagrig_init(a, &tr)) {
+		fprintf(stderr, "enc rig failed\n");
+		return 1;
+	}
+	printf("\n### The AEAD mode's per-packet tags (daemon/core/enc.c)\n\n"
+	       "Seal on one side + open on the other, through mrcd_enc_seal/mrcd_enc_open as "
+	       "mrcd runs them (with the payload copy into the seal slot and the datagram "
+	       "assembled from its parts), per packet, one core. Data: AES-256-GCM of the "
+	       "payload + SipHash-2-4 header tag + replay window; its \"base ns\" is (c)'s "
+	       "GCM seal + open + 2 CRC-32C of the same payload, measured in the same run: "
+	       "what the base's ENC sealing cost less its payload copy and third CRC pass, "
+	       "so \"added ns\" for data is an upper bound. ACK/NACK: "
+	       "GMAC trailer (GCM, empty plaintext) + replay window. PROBE (44 B) and NOQP: "
+	       "host-pair keyed BLAKE2b-128. \"Base\" for ACK, zero-length data, PROBE and "
+	       "NOQP is what the base did with them: nothing but build and copy (sent "
+	       "untagged). \"Engine + tags\" adds one tagged data packet and one tagged ACK "
+	       "to the engine pair path's ns/packet of (a) (at 64 B: the engine's own ACK "
+	       "share is already in (a)).\n\n"
+	       "| packet | base ns | tagged ns | tagged packets/s per core | added ns |\n"
+	       "|---|---:|---:|---:|---:|\n");
+	static const struct { const char *name; enum tkind k; uint32_t size; } tk[] = {
+		{ "ACK / NACK", T_ACK, 0 }, { "NOQP", T_NOQP, 0 }, { "PROBE", T_PROBE, 0 },
+		{ "data 0 B", T_DATA, 0 }, { "data 64 B", T_DATA, 64 },
+		{ "data 1024 B", T_DATA, 1024 }, { "data 4096 B", T_DATA, 4096 },
+	};
+	double tagged[7][RUNS_MAX];
+	for (size_t j = 0; j < sizeof(tk) / sizeof(tk[0]); j++) {
+		double base[RUNS_MAX], pps[RUNS_MAX], add[RUNS_MAX];
+		uint64_t n = tk[j].size >= 4096 ? 200000 : 1000000;
+		for (int k = 0; k < runs; k++) {
+			if ((tagged[j][k] = tag_ns(&tr, tk[j].k, tk[j].size, n)) <= 0)
+				return 1;
+			if (tk[j].size) {
+				/* The base's cost for data with payload: GCM seal +
+				 * open ((c), same size) and the CRC passes. */
+				struct crypt_ns c;
+				if (crypt_ns(tx, rx, tk[j].size, n / 4, &c))
+					return 1;
+				base[k] = c.seal + c.open + 2 * c.crc;
+			} else {
+				base[k] = plain_ns(tk[j].k, n);
+			}
+			pps[k] = 1e3 / tagged[j][k];
+			add[k] = tagged[j][k] - base[k];
+		}
+		printf("| %s | %s | %s | %s | %s |\n", tk[j].name,
+		       bm_spread(s1, sizeof(s1), base, runs, "%.0f"),
+		       bm_spread(s2, sizeof(s2), tagged[j], runs, "%.0f"),
+		       bm_spread(s3, sizeof(s3), pps, runs, "%.2fM"),
+		       bm_spread(s4, sizeof(s4), add, runs, "%.0f"));
+		fflush(stdout);
+	}
+	/* The header tag alone: what a data packet pays for trimmed-header
+	 * authentication, at each end. */
+	double ht[RUNS_MAX];
+	for (int k = 0; k < runs; k++) {
+		uint8_t m[64], hk[MRC_AUTH_HKEY_BYTES] = { 1 }, tg[MRC_AUTH_HTAG_BYTES];
+		memset(m, 0x33, sizeof(m));
+		uint64_t n = 2000000, t0 = bm_now_ns();
+		for (uint64_t i = 0; i < n; i++) {
+			m[0] = (uint8_t)i;
+			mrc_auth_htag(hk, m, sizeof(m), tg);
+			sink ^= tg[0];
+		}
+		ht[k] = (double)(bm_now_ns() - t0) / (double)n;
+	}
+	printf("\nHeader tag alone (SipHash-2-4 of the 64 header bytes, computed by the "
+	       "sender and checked by a trimmed header's receiver): %s ns.\n",
+	       bm_spread(s1, sizeof(s1), ht, runs, "%.1f"));
+	printf("\n| payload | engine packets/s (a) | engine + tagged data + tagged ACK packets/s |\n"
+	       "|---:|---:|---:|\n");
+	for (int si = 0; si < NSIZES; si++) {
+		double with[RUNS_MAX];
+		int j = si + 4;   /* data 64, 1024, 4096 B */
+		for (int k = 0; k < runs; k++)
+			with[k] = 1e3 / (eng[si][k] + tagged[j][k] + tagged[0][k]);
+		printf("| %u B | %.2fM | %s |\n", sizes[si], 1e3 / median(eng[si], runs),
+		       bm_spread(s1, sizeof(s1), with, runs, "%.2fM"));
+	}
+	mrcd_enc_free(tr.x0);
+	mrcd_enc_free(tr.x1);
 	mrc_auth_aead_free(tx);
 	mrc_auth_aead_free(rx);
 	mrc_auth_conn_wipe(&creq);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon/clients/clients.h"
+#include "daemon/core/core.h"
 
 struct mrcd_pend {
 	uint8_t local;             /* 1: cqe is a refusal; 0: engine work */
@@ -400,6 +401,7 @@ void mrcd_cqp_destroy(struct mrcd_cqp *q)
 	/* Outstanding work is dropped without completions: the client is
 	 * going away or asked for it. */
 	int r = mrce_qp_destroy(mrcd_engine(d), q->qpn);
+	mrcd_node_clear_aead(d, q->qpn);   /* its AEAD keys go with it */
 	if (r)
 		mrcd_log(MRCD_LOG_WARNING, "client %u: destroy qp %u: %s", q->c->id, q->qpn,
 			 strerror(-r));

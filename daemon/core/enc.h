@@ -1,21 +1,26 @@
-/* The AEAD payload mode of the daemon's datapath (docs/wire.md, "ENC"):
- * data packets of a connection with AEAD keys are sealed between the
- * engine and the UDP datapath and opened between the datapath and the
- * engine, so the engine (transport/) stays crypto-free.
+/* The AEAD mode of the daemon's datapath (docs/wire.md, "ENC"): every
+ * packet the engine sends is sealed between the engine and the UDP
+ * datapath and every packet received is checked between the datapath and
+ * the engine, so the engine (transport/) stays crypto-free.  With the mode
+ * on, nothing of a connection leaves in clear and nothing without a valid
+ * tag reaches the engine:
  *
- * On the wire (sealed): the 68-byte header with ENC set (hcrc recomputed),
- * the payload as AES-256-GCM ciphertext with the header as sent as
- * additional data, then seq (u64), tag[16] and pcrc = CRC-32C over
- * ciphertext || seq || tag.  The engine's pcrc (over the plaintext) is not
- * sent: the tag protects the plaintext end to end, and the outer pcrc lets
- * the receiver tell corruption (rx_bad_pcrc) from forgery (rx_bad_auth).
- * After a successful open the receiver gives the engine the packet it
- * would have got without ENC: ENC cleared, hcrc and the plaintext pcrc
- * recomputed (one extra CRC pass, an order of magnitude cheaper than the
- * GCM pass; bench/results/bench_auth.md).  Trimming is unchanged: a switch
- * keeps the 68-byte header (hcrc excludes TRIMMED), the receiver checks
- * that header's hcrc, clears ENC and hands the engine a trimmed packet, so
- * the sender is NACKed and resends at once as without ENC.
+ *   data (any plen)  ENC set; token field = header tag (SipHash-2-4 under
+ *                    the connection's hkey, so a trimmed header stays
+ *                    authenticated); payload = AES-256-GCM ciphertext with
+ *                    the 68 header bytes as additional data; trailer seq,
+ *                    tag, pcrc (MRCD_ENC_TRAILER)
+ *   ACK, NACK 1..4   token field 0; the same GCM trailer over an empty
+ *                    plaintext (GMAC of the 76 header bytes)
+ *   NOQP, PROBE,     the packet as the engine made it (opaque) followed by
+ *   PROBE_REPLY      a host-pair MAC (MRC_AUTH_PAIR_TAG_BYTES): the sender
+ *                    of these has no connection key
+ *
+ * GCM-sealed packets pass the rx key's replay window (seq), so a recorded
+ * packet never opens twice, PSN wrap or not.  The receiver restores what
+ * the engine expects (tokens, ENC clear, CRCs) after the checks.  A packet
+ * the sender cannot seal (no key for its QP or peer) is dropped and
+ * counted, never sent in clear.
  *
  * Pure (no I/O, no loop): the unit tests drive it between two engines.
  * Everything returns 0 or a negative errno. */
@@ -34,12 +39,15 @@
 
 struct mrcd_enc_stats {
 	uint64_t tx_sealed, tx_fail;
+	uint64_t tx_nokey;      /* no key for the packet's QP or peer: dropped */
 	uint64_t rx_opened, rx_trimmed;
-	uint64_t rx_bad_auth;   /* the tag did not verify: forged or altered */
+	uint64_t rx_bad_auth;   /* a tag did not verify: forged or altered */
 	uint64_t rx_bad_pcrc;   /* outer CRC failed: corrupted on the way */
-	uint64_t rx_bad_len;    /* ENC packet of the wrong length */
-	uint64_t rx_missing;    /* payload without ENC on a QP that requires it */
-	uint64_t rx_nokey;      /* ENC for a QP without AEAD keys */
+	uint64_t rx_bad_len;    /* sealed packet of the wrong length */
+	uint64_t rx_missing;    /* a packet of a keyed QP or peer without its seal */
+	uint64_t rx_nokey;      /* no key for the QP or peer it names */
+	uint64_t rx_replay;     /* seq seen before or behind the replay window */
+	uint64_t rx_stale;      /* NOQP answering no packet this QP sent */
 };
 
 struct mrcd_enc;
@@ -48,20 +56,29 @@ int mrcd_enc_create(struct mrcd_enc **out, const char **why);
 void mrcd_enc_free(struct mrcd_enc *x);
 
 /* Local QP qpn, connected to QP rqpn of engine peer `peer`, seals what it
- * sends with c's tx key and requires ENC on what it receives (c's rx key).
- * Replaces an earlier setting of the same qpn. */
+ * sends with c's tx keys and requires them on what it receives (c's rx
+ * keys and tokens).  Replaces an earlier setting of the same qpn or of the
+ * same (peer, rqpn); other QPs keep theirs. */
 int mrcd_enc_set(struct mrcd_enc *x, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 		 const struct mrc_auth_conn *c, const char **why);
+/* Forgets qpn's keys (its QP is destroyed); a qpn not set is a no-op. */
 void mrcd_enc_clear(struct mrcd_enc *x, uint32_t qpn);
+/* Host-pair MAC keys for engine peer `peer` (mrc_auth_pair_keys). */
+int mrcd_enc_set_peer(struct mrcd_enc *x, uint32_t peer,
+		      const uint8_t tx[MRC_AUTH_PAIR_KEY_BYTES],
+		      const uint8_t rx[MRC_AUTH_PAIR_KEY_BYTES]);
+void mrcd_enc_clear_peer(struct mrcd_enc *x, uint32_t peer);
 
-/* A packet from mrce_tx: 1 when sealed (pk->hdr rewritten, *body =
- * ciphertext and trailer in slot `slot` < MRCD_ENC_SLOTS, valid until that
- * slot is sealed again), 0 to send it as it is, < 0 to drop it. */
+/* A packet from mrce_tx: 1 when sealed (pk->hdr rewritten, *body = what
+ * follows the header, in slot `slot` < MRCD_ENC_SLOTS, valid until that
+ * slot is sealed again), < 0 to drop it (counted).  Never 0: nothing
+ * goes out unsealed. */
 int mrcd_enc_seal(struct mrcd_enc *x, struct mrce_tx_pkt *pk, unsigned slot,
 		  struct iovec *body);
-/* A received datagram, before mrce_rx: 0 to hand buf[0..*len) to the
- * engine (opened in place when it was ENC), < 0 to drop it (counted). */
-int mrcd_enc_open(struct mrcd_enc *x, uint8_t *buf, size_t *len);
+/* A datagram received from engine peer `peer`, before mrce_rx: 0 to hand
+ * buf[0..*len) to the engine (checked and restored in place), < 0 to drop
+ * it (counted). */
+int mrcd_enc_open(struct mrcd_enc *x, uint32_t peer, uint8_t *buf, size_t *len);
 
 void mrcd_enc_get_stats(const struct mrcd_enc *x, struct mrcd_enc_stats *st);
 

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "auth/auth.h"
 #include "daemon/core/core.h"
 #include "mrc/error.h"
@@ -65,6 +67,18 @@ struct in6_addr mrcd_peer_dst(const struct mrcd *d, const struct mrc_topo *t, ui
 	return a;
 }
 
+/* AEAD mode: the host pair's MAC keys (PROBE, PROBE_REPLY, NOQP). */
+static int enc_peer_keys(struct mrcd *d, uint32_t id, uint32_t host)
+{
+	uint8_t tx[MRC_AUTH_PAIR_KEY_BYTES], rx[MRC_AUTH_PAIR_KEY_BYTES];
+	int rc = mrc_auth_pair_keys(d->auth, d->self, host, tx, rx);
+	if (!rc)
+		rc = mrcd_enc_set_peer(d->enc, id, tx, rx);
+	sodium_memzero(tx, sizeof tx);
+	sodium_memzero(rx, sizeof rx);
+	return rc;
+}
+
 int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
 {
 	if (host >= d->nhosts)
@@ -91,6 +105,8 @@ int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
 	rc = mrc_auth_probe_tokens(d->auth, d->self, host, &ptx, &prx);
 	if (!rc)
 		rc = mrce_peer_set_probe_tokens(d->eng, id, ptx, prx);
+	if (!rc && d->enc)
+		rc = enc_peer_keys(d, id, host);
 	if (rc) {
 		mrce_peer_remove(d->eng, id);
 		free(p.dst);
@@ -163,8 +179,8 @@ void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
 		d->st.rx_unknown_src++;
 		return;
 	}
-	if (d->enc && mrcd_enc_open(d->enc, in->buf, &in->len))
-		return;   /* AEAD mode: forged, corrupt or missing ENC */
+	if (d->enc && mrcd_enc_open(d->enc, peer, in->buf, &in->len))
+		return;   /* AEAD mode: forged, replayed, corrupt or unsealed */
 	mrce_rx(d->eng, now, peer, in->buf, in->len, in->ecn_ce ? MRC_RX_ECN : 0);
 }
 
@@ -229,8 +245,9 @@ static int dp_arm(void *ctx)
 
 _Static_assert(MRCD_ENC_SLOTS >= MRC_DP_BATCH, "a sealed packet per datapath slot");
 
-/* Seals a data packet of a keyed connection into slot `slot`: the
- * datagram becomes header + ciphertext and trailer.  < 0: drop it. */
+/* Seals any packet into slot `slot`: the datagram becomes header + what
+ * the seal put in the slot (ciphertext and trailer, or a MAC).  < 0: drop
+ * it (no key: never sent in clear). */
 static int enc_tx(struct mrcd *d, struct mrce_tx_pkt *pk, struct mrc_dp_out *o,
 		  unsigned slot)
 {
@@ -271,12 +288,14 @@ static void enc_report(struct mrcd *d)
 	mrcd_enc_get_stats(d->enc, &s);
 	mrcd_log(MRCD_LOG_NOTICE, "payload encryption: %llu packets sealed (%llu failed), "
 		 "%llu opened, %llu trimmed; dropped: %llu bad tag, %llu bad crc, %llu bad "
-		 "length, %llu without ENC, %llu without keys",
+		 "length, %llu unsealed, %llu without keys, %llu replayed, %llu stale NOQP; "
+		 "%llu not sent (no key)",
 		 (unsigned long long)s.tx_sealed, (unsigned long long)s.tx_fail,
 		 (unsigned long long)s.rx_opened, (unsigned long long)s.rx_trimmed,
 		 (unsigned long long)s.rx_bad_auth, (unsigned long long)s.rx_bad_pcrc,
 		 (unsigned long long)s.rx_bad_len, (unsigned long long)s.rx_missing,
-		 (unsigned long long)s.rx_nokey);
+		 (unsigned long long)s.rx_nokey, (unsigned long long)s.rx_replay,
+		 (unsigned long long)s.rx_stale, (unsigned long long)s.tx_nokey);
 }
 
 void mrcd_node_clear_aead(struct mrcd *d, uint32_t qpn)
@@ -363,10 +382,11 @@ void mrcd_flush(struct mrcd *d)
 				o->iov[1] = (struct iovec){ (void *)pk[i].payload, pk[i].plen };
 				o->iov[2] = (struct iovec){ pk[i].trailer, MRC_TRAILER_LEN };
 				o->iovcnt = 3;
-				if (d->enc && enc_tx(d, &pk[i], o, (unsigned)m - 1) < 0) {
-					m--;
-					continue;
-				}
+			}
+			/* AEAD mode: every packet sealed, or not sent at all. */
+			if (d->enc && enc_tx(d, &pk[i], o, (unsigned)m - 1) < 0) {
+				m--;
+				continue;
 			}
 			if (d->topo && p->host == d->self) {
 				mrcd_local_send(d, o);   /* copied: the slot is free again */

@@ -13,6 +13,7 @@
 
 #include "common/isotime.h"
 #include "daemon/clients/clients.h"
+#include "daemon/core/enc.h"
 #include "daemon/oper/oper.h"
 #include "transport/wire.h"
 
@@ -543,6 +544,21 @@ json_t *mrcd_oper_stats(struct oper *o)
 		"local_tx", (json_int_t)d->st.local_tx,
 		"local_drop", (json_int_t)d->st.local_drop,
 		"timer_superseded", (json_int_t)d->st.timer_superseded));
+	/* AEAD mode (payload_encryption = aes-gcm): seals and drops. */
+	if (d->enc) {
+		struct mrcd_enc_stats es;
+		mrcd_enc_get_stats(d->enc, &es);
+		json_object_set_new(dm, "enc", json_pack(
+			"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			"tx_sealed", (json_int_t)es.tx_sealed, "tx_fail", (json_int_t)es.tx_fail,
+			"tx_nokey", (json_int_t)es.tx_nokey, "rx_opened", (json_int_t)es.rx_opened,
+			"rx_trimmed", (json_int_t)es.rx_trimmed,
+			"rx_bad_auth", (json_int_t)es.rx_bad_auth,
+			"rx_bad_pcrc", (json_int_t)es.rx_bad_pcrc,
+			"rx_bad_len", (json_int_t)es.rx_bad_len,
+			"rx_missing", (json_int_t)es.rx_missing, "rx_nokey", (json_int_t)es.rx_nokey,
+			"rx_replay", (json_int_t)es.rx_replay, "rx_stale", (json_int_t)es.rx_stale));
+	}
 	json_t *op = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
 		"connections", (json_int_t)o->conns_total, "refused", (json_int_t)o->refused_total,
 		"metrics_refused", (json_int_t)o->http_refused,

@@ -186,7 +186,8 @@ int main(int argc, char **argv)
 		mrcd_enc_get_stats(x.d.enc, &es);
 		printf("{\"aead\":{\"sealed\":%" PRIu64 ",\"opened\":%" PRIu64
 		       ",\"dropped\":%" PRIu64 "}}\n", es.tx_sealed, es.rx_opened,
-		       es.rx_bad_auth + es.rx_bad_pcrc + es.rx_bad_len + es.rx_missing + es.rx_nokey);
+		       es.rx_bad_auth + es.rx_bad_pcrc + es.rx_bad_len + es.rx_missing + es.rx_nokey +
+		       es.rx_replay + es.rx_stale + es.tx_nokey);
 	}
 	/* What the datapath dropped on its own (a full tx ring, a full rx
 	 * ring): the losses the transport then had to repair. */
