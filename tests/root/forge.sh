@@ -51,10 +51,6 @@ for h in h0 h7; do
 	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "FAIL mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
 done
 
-addr() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .address'; }
-idx() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .index'; }
-# path SRC DST: the uSID address of plane 0's first path, and its NIC.
-path() { $F -j path "$1" "$2" --ev 0 | jq -r '"\(.addr) \(.switches[0])"'; }
 A0=$(addr h0); A7=$(addr h7); I0=$(idx h0); I7=$(idx h7)
 read -r P07 D07 <<<"$(path h0 h7)"
 read -r P37 D37 <<<"$(path h3 h7)"

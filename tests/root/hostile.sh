@@ -22,12 +22,21 @@
 #           closed when idle, and counted.
 #   metrics: 16 idle TCP connections fill the metrics endpoint: a scrape
 #           still gets its answer; the idle ones are evicted, counted.
+#   aead:   the daemons run with payload_encryption = aes-gcm; an on-path
+#           observer (a capture on h7's plane-0 NIC) reads a data packet
+#           and an ACK of the live QPs, and from h3 (holding h0's, then
+#           h7's address, sending from the MRC port) sends what the audit
+#           did with them: zero-length WRITE_IMMs carrying imm 0xdeadbeef
+#           with the observed token field, ACKs of everything with the
+#           observed ACK's, and the captured sealed data packet replayed
+#           verbatim.  Each is dropped by the AEAD mode and counted; the
+#           QPs stay RTS and the transfer verifies.
 set -u
 B=${1:-build}
 P=mrcH
 T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
-SIZE=${MRC_HOSTILE_BYTES:-512M}
+SIZE=${MRC_HOSTILE_BYTES:-1G}
 PORT=4791
 tmp=$(mktemp -d)
 PY=/usr/bin/python3        # Debian's: a user's pyenv shim is not for uid 65534
@@ -45,6 +54,9 @@ trap cleanup EXIT
 trap 'exit 143' INT TERM
 . tests/root/lib.sh
 
+grep -qw aes /proc/cpuinfo && grep -qw pclmulqdq /proc/cpuinfo ||
+	{ echo "SKIP this CPU lacks AES-NI/PCLMUL: payload_encryption = aes-gcm cannot run"; exit 77; }
+command -v tshark >/dev/null || { echo "FAIL tshark missing (scripts/deps.sh installs it)"; exit 1; }
 $F down >/dev/null 2>&1
 $F up "$T" >/dev/null || { echo "mrc-fabric up failed"; exit 1; }
 $B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null || exit 1
@@ -54,7 +66,8 @@ for h in h0 h7; do
 	ip netns exec $P-$h $B/bin/mrcd --topology $T --host $h --socket "$tmp/$h/mrcd.sock" \
 		--socket_mode 0660 --socket_group users --port $PORT --key_file "$tmp/cluster.key" \
 		--client_hello_timeout_ms 1000 --ctl_idle_timeout_ms 1000 \
-		--metrics_listen "[::1]:9464" --metrics_idle_timeout_ms 1000 --log_level notice \
+		--metrics_listen "[::1]:9464" --metrics_idle_timeout_ms 1000 \
+		--payload_encryption aes-gcm --log_level notice \
 		2>>"$tmp/$h.log" &
 	dpid[$h]=$!
 	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "FAIL mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
@@ -119,7 +132,6 @@ flood_done() {
 		bad "$1: $r ($(cat "$tmp/$1.ready" 2>/dev/null))"
 }
 
-idx() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .index'; }
 I7=$(idx h7)
 stat() { ctl $1 -j stats | jq "$2"; }
 
@@ -147,6 +159,55 @@ for h in h0 h7; do
 	[ $n -ge 70 ] && ok "$h counted them: clients_refused + clients_hello_timeouts +$n" ||
 		bad "$h: clients_refused + clients_hello_timeouts rose by $n, not 70"
 done
+
+# --- aead: what an on-path observer can forge ---------------------------
+A0=$(addr h0); A7=$(addr h7)
+read -r P37 D37 <<<"$(path h3 h7)"
+read -r P30 D30 <<<"$(path h3 h0)"
+Q0=$(ctl h0 -j qps | jq -r '[.qps[] | select(.state == "RTS" and .host == '$I7')][0].qpn')
+Q7=$(ctl h0 -j qps | jq -r '[.qps[] | select(.state == "RTS" and .host == '$I7')][0].rqpn')
+cap=$tmp/onpath.pcapng
+ip netns exec $P-h7 timeout 10 dumpcap -q -i p0l3 -c 400 -f "udp port $PORT" -w "$cap" 2>"$tmp/cap.err" ||
+	bad "capture on h7's p0l3: $(cat "$tmp/cap.err")"
+ts() { tshark -n -r "$cap" -X "lua_script:tools/wireshark/mrc.lua" -o "mrc.port:$PORT" "$@" 2>/dev/null; }
+read -r dpsn dtok draw <<<"$(ts -Y "mrc.opcode == 1 && mrc.dqpn == $Q7" -T fields -e mrc.psn -e mrc.token -e udp.payload | head -n1 | tr -d ':')"
+read -r atok <<<"$(ts -Y "mrc.opcode == 16 && mrc.dqpn == $Q0" -T fields -e mrc.token | head -n1)"
+if [ -z "${dtok:-}" ] || [ -z "${atok:-}" ] || [ -z "${draw:-}" ]; then
+	bad "on-path capture held no data packet to h7's QP $Q7 or ACK to h0's QP $Q0"
+else
+	echo "observed: data to QP $Q7 psn $dpsn token field $dtok; ACK to QP $Q0 token field $atok"
+	encdrops() { stat $1 '[.daemon.enc | .rx_bad_auth, .rx_missing, .rx_replay, .rx_stale, .rx_bad_len, .rx_nokey] | add'; }
+	ed7=$(encdrops h7); ed0=$(encdrops h0)
+	ip -n $P-h3 addr add $A0/128 dev lo nodad || bad "h3: add h0's address"
+	ip -n $P-h3 addr add $A7/128 dev lo nodad || bad "h3: add h7's address"
+	as() { ip netns exec $P-h3 $B/tools/mrc-forge --src $1 --sport $PORT --port $PORT --count $N "${@:2}"; }
+	N=20
+	as $A0 --dst $P37 --dev $D37 --token "${dtok#0x}" --imm deadbeef --psn $(( (dpsn + 1) & 0xffffff )) imm $Q7 ||
+		bad "forge: zero-length WRITE_IMM send failed"
+	as $A0 --dst $P37 --dev $D37 --count 1 raw "$draw" || bad "forge: replay send failed"
+	as $A7 --dst $P30 --dev $D30 --token "${atok#0x}" --psn $(( (dpsn + 100000) & 0xffffff )) ack $Q0 ||
+		bad "forge: ACK send failed"
+	rose() { [ $(( $(encdrops h7) - ed7 )) -ge $((N + 1)) ] && [ $(( $(encdrops h0) - ed0 )) -ge $N ]; }
+	until_t 10 rose &&
+		ok "AEAD mode dropped and counted them: h7 +$(( $(encdrops h7) - ed7 )) (>= $((N + 1)): WRITE_IMMs, replay), h0 +$(( $(encdrops h0) - ed0 )) (>= $N: ACKs)" ||
+		bad "AEAD drops: h7 +$(( $(encdrops h7) - ed7 )) of $((N + 1)), h0 +$(( $(encdrops h0) - ed0 )) of $N ($(ctl h7 -j stats | jq -c .daemon.enc))"
+	rp=$(stat h7 '.daemon.enc.rx_replay + .daemon.enc.rx_stale')
+	[ "$rp" -ge 1 ] && ok "the replayed sealed packet counted as a replay (rx_replay + rx_stale $rp)" ||
+		bad "h7 rx_replay + rx_stale is $rp after the replay"
+	st0=$(ctl h0 -j qps | jq -r ".qps[] | select(.qpn == $Q0) | .state")
+	st7=$(ctl h7 -j qps | jq -r ".qps[] | select(.qpn == $Q7) | .state")
+	if kill -0 $spid 2>/dev/null; then
+		[ "$st0" = RTS ] && [ "$st7" = RTS ] && ok "both QPs still RTS after the on-path forgeries" ||
+			bad "QP state after the forgeries: h0 $st0, h7 $st7"
+	else
+		echo "note: the transfer ended before the QP check (state h0 '$st0', h7 '$st7')"
+	fi
+	ip -n $P-h3 addr del $A0/128 dev lo 2>/dev/null
+	ip -n $P-h3 addr del $A7/128 dev lo 2>/dev/null
+fi
+[ "$(stat h0 .daemon.enc.tx_sealed)" -gt 0 ] && [ "$(stat h7 .daemon.enc.rx_opened)" -gt 0 ] &&
+	ok "AEAD in use: h0 sealed $(stat h0 .daemon.enc.tx_sealed), h7 opened $(stat h7 .daemon.enc.rx_opened)" ||
+	bad "AEAD not in use"
 
 # --- mrcctl: no lock-out ----------------------------------------------
 r0=$(op h0 refused); i0=$(op h0 idle_closed)

@@ -15,6 +15,12 @@ until_t() {
 	done
 }
 ctl() { local h=$1; shift; $B/bin/mrcctl -s "$tmp/$h/mrcctl.sock" "$@"; }
+# Scripts that forge packets (forge.sh, hostile.sh; F is their mrc-fabric
+# command): addr H / idx H: host H's address and index as h0's mrcd knows
+# them; path SRC DST: the uSID address of plane 0's first path and its NIC.
+addr() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .address'; }
+idx() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .index'; }
+path() { $F -j path "$1" "$2" --ev 0 | jq -r '"\(.addr) \(.switches[0])"'; }
 # Scripts with a mrcd per namespace (bash, sets P, tmp, an associative
 # array dpid, and $tmp/topo.json): sock H is host H's client socket;
 # start_mrcd H starts mrcd in namespace $P-H with the shared cluster key
