@@ -16,7 +16,11 @@
 
 #include <mrc/mrc.h>
 
+#include "common/trace.h"
 #include "nccl/plugin.h"
+
+/* The comm, as the trace's QP field (common/trace.h). */
+#define TRC(c) ((uint32_t)(uintptr_t)(c))
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -117,6 +121,7 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 			break;
 		}
 		c->cts[c->ncts++] = in;
+		MRC_TRACE(MRC_TR_N_CTS, TRC(c), in.id, in.size);
 		int r = mrcn_post_cts_recv(c, slot);
 		if (r && !c->err)
 			c->err = r;
@@ -149,6 +154,7 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 			       e->byte_len);
 		}
 		r->sub[s].got = e->byte_len;
+		MRC_TRACE(MRC_TR_N_DATA, TRC(c), id, e->byte_len);
 		if (r->sub[s].alloc >= 0)
 			mrcn_arena_free(&c->arena, r->sub[s].alloc);
 		r->sub[s].alloc = -1;
@@ -204,8 +210,14 @@ static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 	int k = 0;
 	while (k < c->ncts && c->cts[k].tag != tag)
 		k++;
-	if (k == c->ncts)
+	if (k == c->ncts) {
+		/* the first retry only: NCCL retries in a loop */
+		if (!c->tr_waiting) {
+			c->tr_waiting = 1;
+			MRC_TRACE(MRC_TR_N_ISEND_WAIT, TRC(c), (uint64_t)tag, size);
+		}
 		return ncclSuccess;     /* no receive posted for it yet */
+	}
 	struct mrcn_cts cts = c->cts[k];
 	if (size > cts.size) {
 		WARN("isend: %zu bytes into a receive of %llu (tag %d): truncated", size,
@@ -254,6 +266,8 @@ static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 	r->sub[0].size = size;
 	r->sub[0].alloc = a;
 	*request = r;
+	c->tr_waiting = 0;
+	MRC_TRACE(MRC_TR_N_ISEND, TRC(c), cts.id, size);
 	return ncclSuccess;
 }
 
@@ -318,6 +332,7 @@ static ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes
 		}
 	}
 	*request = r;
+	MRC_TRACE(MRC_TR_N_IRECV, TRC(c), r->sub[0].id, n);
 	return ncclSuccess;
 }
 
@@ -354,6 +369,7 @@ static ncclResult_t mrcn_test(void *request, int *done, int *sizes)
 	if (r->ndone < r->n)
 		return ncclSuccess;
 	*done = 1;
+	MRC_TRACE(MRC_TR_N_TEST_DONE, TRC(c), (uint64_t)(r - c->reqs), c->kind == K_SEND);
 	if (sizes)
 		for (int i = 0; i < r->n; i++)
 			sizes[i] = (int)(c->kind == K_SEND ? r->sub[i].size : r->sub[i].got);

@@ -52,6 +52,7 @@ struct mrc__gpu_copy_ops;
 
 struct comm {
 	int kind;
+	int tr_waiting;                 /* traced an isend without CTS (trace.h) */
 	struct comm *next;              /* helper-thread queues */
 	struct mrc_qp *qp;
 	struct mrc_mr *mr;
