@@ -4,8 +4,7 @@
 # passes through to the link line unchanged, ahead of libmrccore.a, whose
 # engine, datapath and topology the core needs).
 MRCD_CORE_SRCS := daemon/core/core.c daemon/core/node.c daemon/core/deny.c daemon/core/cm.c \
-                  daemon/core/reload.c daemon/core/local.c \
-                  daemon/core/finewake.c
+                  daemon/core/reload.c daemon/core/local.c
 MRCD_CORE_LIB  := $(B)/libmrcd-core.a
 # The configuration, CTRL and admin state (adminstate.h) codecs are pure: they also live in
 # libmrccore.a, so the unit tests and fuzz targets reach them.

@@ -44,7 +44,6 @@ struct mrcd_stats {
 	uint64_t rx_unknown_src, rx_short, tx_unmapped, wc_unbound, ctrl_rx, ctrl_tx;
 	uint64_t ctrl_bad;             /* malformed CTRL (envelope or body) */
 	uint64_t local_tx, local_drop; /* datagrams to this host itself (local.c) */
-	uint64_t fine_wakes;           /* loop woken for a deadline < 1 ms away (finewake.c) */
 	uint64_t timer_superseded;     /* engine timer firings due in a loop turn
 	                                  that did not run: the datagrams read
 	                                  first in that turn (MRCD_PRI_RX) moved
@@ -112,7 +111,6 @@ struct mrcd {
 	struct mrc_auth_ctrl_tx ctrl_tx;   /* our CTRL stamps */
 	struct mrcd_enc *enc;              /* payload_encryption = aes-gcm, else NULL */
 	struct mrcd_local *local;          /* datagrams to this host (local.c), or NULL */
-	struct mrcd_fine *fine;            /* sub-millisecond deadlines (finewake.c), or NULL */
 	uint64_t started_ns;
 	int stopping;
 	uint64_t drain_deadline;
@@ -198,13 +196,6 @@ void mrcd_local_fini(struct mrcd *d);
  * when the queue is full (-ENOBUFS, counted in local_drop: the engine
  * recovers as from a loss, as from a full socket buffer). */
 int mrcd_local_send(struct mrcd *d, const struct mrc_dp_out *o);
-
-/* finewake.c: libev's epoll backend sleeps at least 1 ms; for an engine
- * deadline closer than that, a timerfd armed at dl (CLOCK_MONOTONIC ns)
- * wakes the loop on time so the engine timer runs then.  0 or -errno (the
- * deadline then fires late, as before). */
-int mrcd_fine_wake(struct mrcd *d, uint64_t dl);
-void mrcd_fine_fini(struct mrcd *d);
 
 /* cm.c */
 int mrcd_cm_init(struct mrcd *d);

@@ -407,8 +407,6 @@ void mrcd_timer_arm(struct mrcd *d)
 		double s = dl > now ? (double)(dl - now) / 1e9 : 0.0;
 		ev_timer_set(&d->timer, s, 0.0);
 		ev_timer_start(d->loop, &d->timer);
-		if (s < 1e-3)   /* libev would sleep 1 ms: finewake.c */
-			mrcd_fine_wake(d, dl);
 	}
 }
 
@@ -744,7 +742,6 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 void mrcd_node_fini(struct mrcd *d)
 {
 	mrcd_local_fini(d);
-	mrcd_fine_fini(d);
 	if (d->lm)
 		mrc_linkmon_close(d->lm);
 	mrcd_poller_del(d, d);
