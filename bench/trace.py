@@ -15,16 +15,108 @@ marks each size's timed ping-pongs).
 """
 import collections, glob, os, statistics, sys
 
+STAGES = [
+    "client -> daemon: doorbell wake-up and SQ pickup",
+    "daemon: descriptor to datagram (engine, packets, sendmmsg)",
+    "daemon asleep until its own timer fired a send (held ACK, RTO)",
+    "datapath: kernel UDP, send to receive",
+    "daemon: datagram to completion (engine, CQE, CQ bell)",
+    "daemon -> client: completion seen (poll or wake-up)",
+    "client: libmrc and NCCL plugin work (copies, test, CTS, next post)",
+]
+
+def stage_of(prev, nxt):
+    """The stage a gap belongs to, from the event that ends it (and, for a
+    send, the daemon's own previous event: after d_arm it had gone to
+    sleep, so a send with no pickup or datagram in between is its timer)."""
+    if nxt in ("d_sqbell", "d_pick"):
+        return STAGES[0]
+    if nxt == "d_tx":
+        return STAGES[2] if prev == "d_arm" else STAGES[1]
+    if nxt == "d_rx":
+        return STAGES[3]
+    if nxt in ("d_wc", "d_cqbell", "d_arm"):
+        return STAGES[4]
+    if nxt in ("c_cqe", "c_wake"):
+        return STAGES[5]
+    return STAGES[6]
+
+# ring op codes (mrc/ring.h): SQE WRITE_IMM, CQE RECV_WRITE_IMM
+SQE_WRITE_IMM, CQE_RECV_WRITE_IMM = 2, 7
+
+PATH = [
+    ("post -> daemon pickup (doorbell wake-up or poll)", "d_pick"),
+    ("pickup -> datagram sent (engine, packet, sendmmsg)", "d_tx"),
+    ("kernel UDP (send to receive)", "d_rx"),
+    ("datagram -> completion in the CQ (engine, CQE)", "d_wc"),
+    ("completion -> seen by the peer client", "c_cqe"),
+    ("seen -> NCCL test done (plugin copy-out)", "n_test_done"),
+    ("peer's turnaround to its next post (test, isend copy, CTS)", "c_post"),
+]
+
+def path_table(ev, role):
+    """Each data message's own path: a WRITE_IMM post, its pickup (same QP
+    and wr_id), the next send, the next receive, the next RECV_WRITE_IMM
+    completion, the peer client's poll of it, the plugin's test, and the
+    peer's next WRITE_IMM post.  Exact for one message in flight at a time
+    (a ping-pong); other traffic between (CTS, ACKs) is not on the path."""
+    import bisect
+    by = collections.defaultdict(list)
+    for e in ev:
+        by[e[1]].append(e)
+    ts = {k: [e[0] for e in v] for k, v in by.items()}
+    def first(kind, t, ok=lambda e: True):
+        v = by.get(kind, [])
+        for j in range(bisect.bisect_left(ts.get(kind, []), t), len(v)):
+            if ok(v[j]):
+                return v[j]
+        return None
+    posts = [e for e in by.get('c_post', []) if e[4] == SQE_WRITE_IMM]
+    legs = collections.defaultdict(list)
+    n = 0
+    for e in posts:
+        pick = first('d_pick', e[0], lambda x: x[2] == e[2] and x[3] == e[3])
+        tx = pick and first('d_tx', pick[0])
+        rx = tx and first('d_rx', tx[0])
+        wc = rx and first('d_wc', rx[0], lambda x: x[4] == CQE_RECV_WRITE_IMM)
+        cq = wc and first('c_cqe', wc[0], lambda x: x[2] == wc[2] and x[4] == CQE_RECV_WRITE_IMM)
+        if not cq:
+            continue
+        done = first('n_test_done', cq[0], lambda x: x[5] == cq[5] and x[4] == 0)
+        nxt = first('c_post', (done or cq)[0], lambda x: x[5] == cq[5] and x[4] == SQE_WRITE_IMM)
+        chain = [e, pick, tx, rx, wc, cq, done, nxt]
+        prev = e
+        for (name, _), x in zip(PATH, chain[1:]):
+            if x is None:
+                continue
+            legs[name].append(x[0] - prev[0])
+            prev = x
+        n += 1
+    if not n:
+        return
+    tot = sum(statistics.mean(v) for v in legs.values())
+    print(f"\nOne message's path ({n} WRITE_IMMs followed; a round trip is two of these):\n")
+    print("| leg | median us | mean us | p90 us | share (of the means) |\n|---|---:|---:|---:|---:|")
+    for name, _ in PATH:
+        v = sorted(legs.get(name, []))
+        if v:
+            m, a = statistics.median(v), statistics.mean(v)
+            print(f"| {name} | {m / 1e3:.1f} | {a / 1e3:.1f} | {v[len(v) * 9 // 10] / 1e3:.1f} | "
+                  f"{100 * a / tot:.0f} % |")
+    print(f"| sum: one way and the peer's turnaround (half a round trip) | | {tot / 1e3:.1f} | | |")
+
 def main():
     a = sys.argv[1:]
     if not a:
         print(__doc__)
         sys.exit(2)
-    d, skip_ms, names, marks = a[0], 0.0, {}, False
+    d, skip_ms, names, marks, rtts = a[0], 0.0, {}, False, 0
     i = 1
     while i < len(a):
         if a[i] == '--skip':
             skip_ms = float(a[i + 1]); i += 2
+        elif a[i] == '--rtts':
+            rtts = int(a[i + 1]); i += 2
         elif a[i] == '--marks':
             marks = True; i += 1
         elif a[i] == '--names':
@@ -84,6 +176,20 @@ def main():
         v.sort()
         print(f"| {k} | {len(v)} | {s / 1e6:.2f} | {100 * s / total:.1f} % | "
               f"{statistics.median(v) / 1e3:.1f} | {v[min(len(v) - 1, len(v) * 99 // 100)] / 1e3:.1f} |")
+    # The same gaps by stage: what the next event ends.
+    st_tot = collections.Counter()
+    last_d = {}                      # per daemon: its last event
+    for p, n in zip(ev, ev[1:]):
+        if p[1].startswith('d_'):
+            last_d[p[5]] = p[1]
+        st_tot[stage_of(last_d.get(n[5], ''), n[1])] += n[0] - p[0]
+    per = f" | us per round trip ({rtts})" if rtts else ""
+    print(f"\n| stage | total ms | share{per} |\n|---|---:|---:|" + ("---:|" if rtts else ""))
+    for s in STAGES:
+        if st_tot[s]:
+            x = f" | {st_tot[s] / 1e3 / rtts:.1f}" if rtts else ""
+            print(f"| {s} | {st_tot[s] / 1e6:.2f} | {100 * st_tot[s] / total:.1f} %{x} |")
+    path_table(ev, role)
     print("\n| event | count |\n|---|---:|")
     for k, v in sorted(cnt.items()):
         print(f"| {k} | {v} |")
