@@ -1,45 +1,29 @@
 #!/usr/bin/env python3
 """Where a message's time goes (docs/client.md "Tracing the message path").
 
-    bench/trace.py DIR [--skip N] [--names PID=NAME,...]
+    bench/trace.py DIR [--skip MS] [--marks] [--names PID=NAME,...]
 
 DIR holds the mrc-trace.* files that MRC_TRACE=DIR made (the clients'
 libmrc and NCCL plugin, and mrcd), all from one host (one CLOCK_MONOTONIC).
-Events are merged into one timeline; for a serial exchange (a ping-pong:
-one message in flight at a time) the gap between two consecutive events is
-time spent in the stage between them, so the table sums the gaps per
-transition "process:stage -> process:stage" and gives each one's share of
-the timeline.  --skip drops the first N ms (connection set-up, warm-up);
---marks keeps only the first window a tool marked (mrc-nccl-harness -b
-marks each size's timed ping-pongs).
+Events are merged into one timeline.  Two tables:
+
+- each data message's own path: a WRITE_IMM's post, its pickup by mrcd
+  (same QP and wr_id), the next datagram sent and received, the next
+  RECV_WRITE_IMM completion, the peer client's poll of it, the NCCL
+  plugin's test, and the peer's next WRITE_IMM post; medians, means and
+  p90 per leg.  Exact while one message is in flight at a time (a
+  ping-pong, as mrc_pingpong and mrc-nccl-harness -b's latency phase);
+- the raw timeline: every gap between consecutive events, summed per
+  transition "process:event -> process:event".  Only for a serial
+  exchange does a gap mean time spent in one stage: where two things run
+  at once (a CTS beside the data, a separate ACK) it is attribution by
+  proximity, a hint.
+
+--skip drops the first MS ms (connection set-up); --marks keeps only the
+first window a tool marked (mrc-nccl-harness -b marks each size's timed
+ping-pongs).
 """
 import collections, glob, os, statistics, sys
-
-STAGES = [
-    "client -> daemon: doorbell wake-up and SQ pickup",
-    "daemon: descriptor to datagram (engine, packets, sendmmsg)",
-    "daemon asleep until its own timer fired a send (held ACK, RTO)",
-    "datapath: kernel UDP, send to receive",
-    "daemon: datagram to completion (engine, CQE, CQ bell)",
-    "daemon -> client: completion seen (poll or wake-up)",
-    "client: libmrc and NCCL plugin work (copies, test, CTS, next post)",
-]
-
-def stage_of(prev, nxt):
-    """The stage a gap belongs to, from the event that ends it (and, for a
-    send, the daemon's own previous event: after d_arm it had gone to
-    sleep, so a send with no pickup or datagram in between is its timer)."""
-    if nxt in ("d_sqbell", "d_pick"):
-        return STAGES[0]
-    if nxt == "d_tx":
-        return STAGES[2] if prev == "d_arm" else STAGES[1]
-    if nxt == "d_rx":
-        return STAGES[3]
-    if nxt in ("d_wc", "d_cqbell", "d_arm"):
-        return STAGES[4]
-    if nxt in ("c_cqe", "c_wake"):
-        return STAGES[5]
-    return STAGES[6]
 
 # ring op codes (mrc/ring.h): SQE WRITE_IMM, CQE RECV_WRITE_IMM
 SQE_WRITE_IMM, CQE_RECV_WRITE_IMM = 2, 7
@@ -110,13 +94,11 @@ def main():
     if not a:
         print(__doc__)
         sys.exit(2)
-    d, skip_ms, names, marks, rtts = a[0], 0.0, {}, False, 0
+    d, skip_ms, names, marks = a[0], 0.0, {}, False
     i = 1
     while i < len(a):
         if a[i] == '--skip':
             skip_ms = float(a[i + 1]); i += 2
-        elif a[i] == '--rtts':
-            rtts = int(a[i + 1]); i += 2
         elif a[i] == '--marks':
             marks = True; i += 1
         elif a[i] == '--names':
@@ -176,19 +158,6 @@ def main():
         v.sort()
         print(f"| {k} | {len(v)} | {s / 1e6:.2f} | {100 * s / total:.1f} % | "
               f"{statistics.median(v) / 1e3:.1f} | {v[min(len(v) - 1, len(v) * 99 // 100)] / 1e3:.1f} |")
-    # The same gaps by stage: what the next event ends.
-    st_tot = collections.Counter()
-    last_d = {}                      # per daemon: its last event
-    for p, n in zip(ev, ev[1:]):
-        if p[1].startswith('d_'):
-            last_d[p[5]] = p[1]
-        st_tot[stage_of(last_d.get(n[5], ''), n[1])] += n[0] - p[0]
-    per = f" | us per round trip ({rtts})" if rtts else ""
-    print(f"\n| stage | total ms | share{per} |\n|---|---:|---:|" + ("---:|" if rtts else ""))
-    for s in STAGES:
-        if st_tot[s]:
-            x = f" | {st_tot[s] / 1e3 / rtts:.1f}" if rtts else ""
-            print(f"| {s} | {st_tot[s] / 1e6:.2f} | {100 * st_tot[s] / total:.1f} %{x} |")
     path_table(ev, role)
     print("\n| event | count |\n|---|---:|")
     for k, v in sorted(cnt.items()):
