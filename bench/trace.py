@@ -21,7 +21,8 @@ Events are merged into one timeline.  Two tables:
 
 --skip drops the first MS ms (connection set-up); --marks keeps only the
 first window a tool marked (mrc-nccl-harness -b marks each size's timed
-ping-pongs).
+ping-pongs), --mark-id ID the first one with that id (the harness: the
+message size).
 """
 import collections, glob, os, statistics, sys
 
@@ -94,13 +95,15 @@ def main():
     if not a:
         print(__doc__)
         sys.exit(2)
-    d, skip_ms, names, marks = a[0], 0.0, {}, False
+    d, skip_ms, names, marks, mark_id = a[0], 0.0, {}, False, None
     i = 1
     while i < len(a):
         if a[i] == '--skip':
             skip_ms = float(a[i + 1]); i += 2
         elif a[i] == '--marks':
             marks = True; i += 1
+        elif a[i] == '--mark-id':
+            marks, mark_id = True, int(a[i + 1]); i += 2
         elif a[i] == '--names':
             for kv in a[i + 1].split(','):
                 k, v = kv.split('='); names[k] = v
@@ -137,7 +140,7 @@ def main():
     t1 = ev[-1][0]
     if marks:
         # the first timed window a tool marked (its aux 1 .. aux 2)
-        b = [e[0] for e in ev if e[1] == 'mark' and e[4] == 1]
+        b = [e[0] for e in ev if e[1] == 'mark' and e[4] == 1 and mark_id in (None, e[3])]
         if b:
             t0 = b[0]
             t1 = min([e[0] for e in ev if e[1] == 'mark' and e[4] == 2 and e[0] > t0] or [t1])
