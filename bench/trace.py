@@ -57,13 +57,16 @@ def path_table(ev, role):
                 return v[j]
         return None
     posts = [e for e in by.get('c_post', []) if e[4] == SQE_WRITE_IMM]
+    ndaemons = len({e[5] for e in ev if e[1].startswith('d_')})
     legs = collections.defaultdict(list)
     n = 0
     for e in posts:
         pick = first('d_pick', e[0], lambda x: x[2] == e[2] and x[3] == e[3])
-        tx = pick and first('d_tx', pick[0])
-        rx = tx and first('d_rx', tx[0])
-        wc = rx and first('d_wc', rx[0], lambda x: x[4] == CQE_RECV_WRITE_IMM)
+        # with two daemons (the fabric) the datagram leaves one and
+        # arrives at the other
+        tx = pick and first('d_tx', pick[0], lambda x: x[5] == pick[5])
+        rx = tx and first('d_rx', tx[0], lambda x: x[5] != tx[5] or ndaemons == 1)
+        wc = rx and first('d_wc', rx[0], lambda x: x[5] == rx[5] and x[4] == CQE_RECV_WRITE_IMM)
         cq = wc and first('c_cqe', wc[0], lambda x: x[2] == wc[2] and x[4] == CQE_RECV_WRITE_IMM)
         if not cq:
             continue
