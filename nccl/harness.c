@@ -48,7 +48,7 @@
 #define MAXC 16
 
 static int rank, nranks = 2, ncomms = 2, rounds = 20, progress, bench, direct, copycost, tcp;
-static size_t maxsize = 1 << 20, onesize;
+static size_t maxsize = 1 << 20, onesize, bench_max = SIZE_MAX;
 static uint64_t seed;
 static const char *rdv, *plugin = "mrc";
 static int rfd[MAXR];                  /* rank 0: to each rank; others: rfd[0] */
@@ -237,10 +237,24 @@ static void check_props(void)
 {
 	int ndev = 0;
 	NC(net->devices(&ndev));
-	if (ndev != 1)
+	if (ndev != 1 && !(bench && ndev > 1))
 		die("devices: %d", ndev);
 	ncclNetProperties_v11_t p;
 	NC(net->getProperties(0, &p));
+	if (bench) {
+		/* Another plugin (the benchmark drives any): device 0, host
+		 * memory, the sizes it takes; mrc's own properties are the
+		 * checks' business. */
+		if (!(p.ptrSupport & NCCL_PTR_HOST))
+			die("properties: %s takes no host memory", p.name ? p.name : "?");
+		if (rank == 0)
+			printf("properties: %s (%d devices) speed %d Mbit/s maxRecvs %d "
+			       "maxP2pBytes %zu\n", p.name ? p.name : "?", ndev, p.speed, p.maxRecvs,
+			       p.maxP2pBytes);
+		if (p.maxP2pBytes)
+			bench_max = p.maxP2pBytes;
+		return;
+	}
 	/* host always; CUDA too where the plugin found a device (docs/nccl.md) */
 	ptr_cuda = (p.ptrSupport & NCCL_PTR_CUDA) != 0;
 	if (!(p.ptrSupport & NCCL_PTR_HOST) || (p.ptrSupport & ~(NCCL_PTR_HOST | NCCL_PTR_CUDA)) ||
@@ -545,7 +559,7 @@ static void run_bench(const struct bt *t, const char *name)
 		printf("| transport | size | rtt median us | rtt p99 us | Gbit/s |\n|---|---|---|---|---|\n");
 	for (size_t b = 0; b < NBS; b++) {
 		size_t sz = bsizes[b];
-		if (onesize && sz != onesize)
+		if ((onesize && sz != onesize) || sz > bench_max)
 			continue;
 		unsigned it = lat_iters(sz);
 		double *rtt = calloc(it, sizeof(double));
