@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/trace.h"
 #include "datapath/udp.h"
 
 #ifndef UDP_NO_CHECK6_TX
@@ -179,6 +180,7 @@ static int send_plane(struct udp_dp *dp, uint32_t plane, const struct mrc_dp_out
 	for (int k = 0; k < sent; k++)
 		dp->st.tx_bytes += m[k].msg_len;
 	dp->st.tx_pkts += (uint64_t)sent;
+	MRC_TRACE(MRC_TR_D_TX, plane, m[0].msg_len, sent);
 	dp->st.tx_eagain += cnt - (uint32_t)sent;
 	return sent;
 }
@@ -223,6 +225,7 @@ static int udp_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, u
 	int got = recvmmsg(dp->fd[plane], r->msg, max, MSG_DONTWAIT, NULL);
 	if (got < 0)
 		return errno == EAGAIN ? 0 : -errno;
+	MRC_TRACE(MRC_TR_D_RX, plane, r->msg[0].msg_len, got);
 	int out = 0;
 	for (int k = 0; k < got; k++) {
 		struct msghdr *h = &r->msg[k].msg_hdr;

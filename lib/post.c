@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/trace.h"
 #include "lib/internal.h"
 
 static void ring_doorbell(int efd)
@@ -73,8 +74,11 @@ MRC__API int mrc_post_sqe(struct mrc_qp *qp, const struct mrc_sqe *sqe)
 		wake = 1;
 	}
 	pthread_mutex_unlock(&qp->sq_lock);
-	if (wake)
+	MRC_TRACE(MRC_TR_C_POST, qp->qpn, sqe->wr_id, sqe->op);
+	if (wake) {
 		ring_doorbell(qp->ctx->sq_bell);
+		MRC_TRACE(MRC_TR_C_SQBELL, qp->qpn, sqe->wr_id, 0);
+	}
 	return 0;
 }
 
@@ -146,6 +150,9 @@ MRC__API int mrc_poll_cq(struct mrc_qp *qp, struct mrc_completion *out, int max)
 	}
 	if (n)
 		mrc_ring_tail_store(r->hdr, r->idx);
+	if (__builtin_expect(mrc__trace_on, 0))
+		for (int i = 0; i < n; i++)
+			mrc__trace_rec(MRC_TR_C_CQE, qp->qpn, out[i].wr_id, out[i].op);
 	int lost = n == 0 && (__atomic_load_n(&r->hdr->status, __ATOMIC_ACQUIRE) & MRC_RING_S_OVERFLOW);
 	pthread_mutex_unlock(&qp->cq_lock);
 	if (n)
@@ -251,6 +258,7 @@ MRC__API int mrc_wait(struct mrc_qp *qp, int timeout_ms)
 			ctx->wleader = 1;
 			pthread_mutex_unlock(&ctx->wlock);
 			int r = lead(ctx, left);
+			MRC_TRACE(MRC_TR_C_WAKE, qp->qpn, 0, 0);
 			pthread_mutex_lock(&ctx->wlock);
 			ctx->wleader = 0;
 			ctx->wgen++;

@@ -91,6 +91,12 @@ static int comm_setup(struct comm *c, struct mrc_ctx *ctx)
 
 static void comm_destroy(struct comm *c)
 {
+	/* Sends were reported done at their post: let their data reach the
+	 * peer before the QP (and its queued work) goes. */
+	if (c->kind == K_SEND && c->qp && c->data_inflight > 0 &&
+	    mrcn_send_drain(c, MRCN_CLOSE_DRAIN_MS))
+		WARN("closeSend: %d sends to host %u still in flight after %d ms: dropped",
+		     c->data_inflight, c->host, MRCN_CLOSE_DRAIN_MS);
 	mrcn_cuda_detach(c);
 	if (c->qp)
 		mrc_destroy_qp(c->qp);
@@ -527,8 +533,9 @@ ncclResult_t mrcn_close_listen(void *listenComm)
 	return ncclSuccess;
 }
 
-/* Operations still in flight are dropped with the QP: the owning helper
- * thread destroys it (mrcd discards its queued work), then the region. */
+/* The owning helper thread destroys the QP (mrcd discards its queued
+ * work), then the region; a send comm's data still in flight is let
+ * through first (comm_destroy): its sends were already reported done. */
 ncclResult_t mrcn_close_send(void *sendComm)
 {
 	retire(sendComm, &G.dead_c);

@@ -13,10 +13,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mrc/mrc.h>
 
+#include "common/trace.h"
 #include "nccl/plugin.h"
+
+/* The comm, as the trace's QP field (common/trace.h). */
+#define TRC(c) ((uint32_t)(uintptr_t)(c))
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -74,6 +79,13 @@ static ncclResult_t mrcn_deregmr(void *comm, void *mhandle)
 }
 
 /* ---- data path --------------------------------------------------------- */
+static int64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 static struct req *req_get(struct comm *c)
 {
 	for (int i = 0; i < MRCN_MAX_REQS; i++)
@@ -93,17 +105,18 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 		if (!c->err)
 			c->err = e->status;
 		WARN("%s completion failed: %s", mrc_cqe_op_name(e->op), mrc_strerror(e->status));
-		if (e->op == MRC_CQE_WRITE_IMM && e->wr_id < MRCN_MAX_REQS)
-			c->reqs[e->wr_id].err = e->status;
+		/* A failed data WRITE_IMM's request was reported done at
+		 * its post: the comm's error fails every later call. */
+		if ((e->wr_id >> 32) == (MRCN_WR_DATA >> 32))
+			c->data_inflight--;
 		return;
 	}
 	switch (e->op) {
-	case MRC_CQE_WRITE_IMM: {       /* a send finished */
-		struct req *r = &c->reqs[e->wr_id % MRCN_MAX_REQS];
-		if (r->sub[0].alloc >= 0)
-			mrcn_arena_free(&c->arena, r->sub[0].alloc);
-		r->sub[0].alloc = -1;
-		r->ndone = 1;
+	case MRC_CQE_WRITE_IMM: {       /* a send's data arrived: its bounce room is free */
+		uint32_t a = (uint32_t)e->wr_id;
+		if (a != MRCN_WR_NOALLOC)
+			mrcn_arena_free(&c->arena, (int)a);
+		c->data_inflight--;
 		break;
 	}
 	case MRC_CQE_RECV: {            /* a CTS arrived */
@@ -117,6 +130,7 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 			break;
 		}
 		c->cts[c->ncts++] = in;
+		MRC_TRACE(MRC_TR_N_CTS, TRC(c), in.id, in.size);
 		int r = mrcn_post_cts_recv(c, slot);
 		if (r && !c->err)
 			c->err = r;
@@ -149,6 +163,7 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 			       e->byte_len);
 		}
 		r->sub[s].got = e->byte_len;
+		MRC_TRACE(MRC_TR_N_DATA, TRC(c), id, e->byte_len);
 		if (r->sub[s].alloc >= 0)
 			mrcn_arena_free(&c->arena, r->sub[s].alloc);
 		r->sub[s].alloc = -1;
@@ -175,6 +190,18 @@ static int progress(struct comm *c)
 			on_cqe(c, &e[i]);
 	} while (n == 16);
 	return c->err;
+}
+
+int mrcn_send_drain(struct comm *c, int ms)
+{
+	int64_t end = now_ms() + ms;
+	while (c->data_inflight > 0 && !c->err && now_ms() < end) {
+		if (progress(c))
+			break;
+		if (c->data_inflight > 0)
+			mrc_wait(c->qp, 10);
+	}
+	return c->data_inflight > 0 ? -ETIMEDOUT : 0;
 }
 
 static ncclResult_t comm_failed(struct comm *c, const char *what)
@@ -204,8 +231,14 @@ static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 	int k = 0;
 	while (k < c->ncts && c->cts[k].tag != tag)
 		k++;
-	if (k == c->ncts)
+	if (k == c->ncts) {
+		/* the first retry only: NCCL retries in a loop */
+		if (!c->tr_waiting) {
+			c->tr_waiting = 1;
+			MRC_TRACE(MRC_TR_N_ISEND_WAIT, TRC(c), (uint64_t)tag, size);
+		}
 		return ncclSuccess;     /* no receive posted for it yet */
+	}
 	struct mrcn_cts cts = c->cts[k];
 	if (size > cts.size) {
 		WARN("isend: %zu bytes into a receive of %llu (tag %d): truncated", size,
@@ -237,8 +270,8 @@ static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 	} else if (size) {
 		memcpy(c->base + off, data, size);
 	}
-	int e = mrc_post_write_imm(c->qp, (uint64_t)(r - c->reqs), c->lkey, off, size, c->rkey,
-				   cts.off, cts.id);
+	int e = mrc_post_write_imm(c->qp, MRCN_WR_DATA | (a >= 0 ? (uint32_t)a : MRCN_WR_NOALLOC),
+				   c->lkey, off, size, c->rkey, cts.off, cts.id);
 	if (e) {
 		if (a >= 0)
 			mrcn_arena_free(&c->arena, a);
@@ -250,10 +283,20 @@ static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 	}
 	memmove(&c->cts[k], &c->cts[k + 1], (size_t)(c->ncts - k - 1) * sizeof(c->cts[0]));
 	c->ncts--;
+	/* Done now: the data is in the bounce region (copied above, a CUDA
+	 * copy finished), so NCCL may reuse its buffer, as a socket send is
+	 * done once written.  Waiting for the WRITE_IMM's completion (the
+	 * peer's ACK) put an ACK round trip, or a held ACK's delay, into
+	 * every send (docs/nccl.md "Send completion"); the bounce room is
+	 * freed by that completion (on_cqe), and a failure fails the comm. */
+	c->data_inflight++;
 	r->n = 1;
+	r->ndone = 1;
 	r->sub[0].size = size;
-	r->sub[0].alloc = a;
+	r->sub[0].alloc = -1;
 	*request = r;
+	c->tr_waiting = 0;
+	MRC_TRACE(MRC_TR_N_ISEND, TRC(c), cts.id, size);
 	return ncclSuccess;
 }
 
@@ -318,6 +361,7 @@ static ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes
 		}
 	}
 	*request = r;
+	MRC_TRACE(MRC_TR_N_IRECV, TRC(c), r->sub[0].id, n);
 	return ncclSuccess;
 }
 
@@ -354,6 +398,7 @@ static ncclResult_t mrcn_test(void *request, int *done, int *sizes)
 	if (r->ndone < r->n)
 		return ncclSuccess;
 	*done = 1;
+	MRC_TRACE(MRC_TR_N_TEST_DONE, TRC(c), (uint64_t)(r - c->reqs), c->kind == K_SEND);
 	if (sizes)
 		for (int i = 0; i < r->n; i++)
 			sizes[i] = (int)(c->kind == K_SEND ? r->sub[i].size : r->sub[i].got);

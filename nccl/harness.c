@@ -18,8 +18,11 @@
  * root test injects faults on it).  Exit 0 only if everything held.
  *
  * -b: rank 0 -> rank 1 latency (round trip) and throughput per message
- * size through the plugin; -d: the same transfers through libmrc directly
+ * size through the plugin (any v11 plugin: -p NAME or a path); -z SIZE:
+ * only that size (one of 8, 4096, 65536, 1 MiB, 4 MiB); -d: the same transfers through libmrc directly
  * (WRITE_IMM between registered regions, no copies), the baseline.
+ * -T: the same transfers over a loopback TCP connection (TCP_NODELAY),
+ * what NCCL's socket transport would use between the two ranks.
  * -M (alone): the cost of one bounce copy per message size (memcpy between
  * two host buffers, as the plugin does on each side). */
 #include <errno.h>
@@ -30,19 +33,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <mrc/mrc.h>
 
+#include "common/trace.h"
 #include "nccl/drive.h"
 
 #define MAXR 16
 #define MAXC 16
 
-static int rank, nranks = 2, ncomms = 2, rounds = 20, progress, bench, direct, copycost;
-static size_t maxsize = 1 << 20;
+static int rank, nranks = 2, ncomms = 2, rounds = 20, progress, bench, direct, copycost, tcp;
+static size_t maxsize = 1 << 20, onesize, bench_max = SIZE_MAX;
 static uint64_t seed;
 static const char *rdv, *plugin = "mrc";
 static int rfd[MAXR];                  /* rank 0: to each rank; others: rfd[0] */
@@ -231,10 +237,24 @@ static void check_props(void)
 {
 	int ndev = 0;
 	NC(net->devices(&ndev));
-	if (ndev != 1)
+	if (ndev != 1 && !(bench && ndev > 1))
 		die("devices: %d", ndev);
 	ncclNetProperties_v11_t p;
 	NC(net->getProperties(0, &p));
+	if (bench) {
+		/* Another plugin (the benchmark drives any): device 0, host
+		 * memory, the sizes it takes; mrc's own properties are the
+		 * checks' business. */
+		if (!(p.ptrSupport & NCCL_PTR_HOST))
+			die("properties: %s takes no host memory", p.name ? p.name : "?");
+		if (rank == 0)
+			printf("properties: %s (%d devices) speed %d Mbit/s maxRecvs %d "
+			       "maxP2pBytes %zu\n", p.name ? p.name : "?", ndev, p.speed, p.maxRecvs,
+			       p.maxP2pBytes);
+		if (p.maxP2pBytes)
+			bench_max = p.maxP2pBytes;
+		return;
+	}
 	/* host always; CUDA too where the plugin found a device (docs/nccl.md) */
 	ptr_cuda = (p.ptrSupport & NCCL_PTR_CUDA) != 0;
 	if (!(p.ptrSupport & NCCL_PTR_HOST) || (p.ptrSupport & ~(NCCL_PTR_HOST | NCCL_PTR_CUDA)) ||
@@ -539,6 +559,8 @@ static void run_bench(const struct bt *t, const char *name)
 		printf("| transport | size | rtt median us | rtt p99 us | Gbit/s |\n|---|---|---|---|---|\n");
 	for (size_t b = 0; b < NBS; b++) {
 		size_t sz = bsizes[b];
+		if ((onesize && sz != onesize) || sz > bench_max)
+			continue;
 		unsigned it = lat_iters(sz);
 		double *rtt = calloc(it, sizeof(double));
 		barrier();
@@ -560,7 +582,11 @@ static void run_bench(const struct bt *t, const char *name)
 			}
 			if (i >= 10)
 				rtt[i - 10] = (double)(ndrv_now_us() - t0);
+			/* the timed window, for bench/trace.py --marks */
+			if (i == 9)
+				MRC_TRACE(MRC_TR_MARK, 0, sz, 1);
 		}
+		MRC_TRACE(MRC_TR_MARK, 0, sz, 2);
 		qsort(rtt, it, sizeof(double), cmpd);
 		double med = rtt[it / 2], p99 = rtt[it * 99 / 100];
 		free(rtt);
@@ -661,6 +687,98 @@ static void bench_direct(void)
 	mrc_close(dctx);
 }
 
+/* TCP transport: one loopback connection with TCP_NODELAY, what NCCL's
+ * socket transport uses on one host; a send completes once written (as
+ * there), a receive once all its bytes were read. */
+static int tfd = -1;
+static uint8_t *tbuf;
+static size_t tq[2 * WIN], tgot;        /* posted receive sizes, bytes of the head */
+static unsigned tq_head, tq_tail, tsent;
+static int t_send(size_t sz, int slot)
+{
+	(void)slot;
+	static uint8_t *src;
+	if (!src && !(src = calloc(1, 4 << 20)))
+		die("out of memory");
+	for (size_t off = 0; off < sz;) {
+		ssize_t n = send(tfd, src + off, sz - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			die("tcp send: %s", strerror(errno));
+		off += (size_t)n;
+	}
+	tsent++;
+	return 1;
+}
+static int t_recv(size_t sz, int slot)
+{
+	(void)slot;
+	if (tq_tail - tq_head == 2 * WIN)
+		return 0;
+	tq[tq_tail++ % (2 * WIN)] = sz;
+	return 1;
+}
+static int t_poll(int *sends, int *recvs)
+{
+	*sends = (int)tsent;
+	tsent = 0;
+	*recvs = 0;
+	while (tq_head != tq_tail) {
+		size_t want = tq[tq_head % (2 * WIN)];
+		if (tgot < want) {
+			ssize_t n = recv(tfd, tbuf, want - tgot, MSG_DONTWAIT);
+			if (n < 0 && (errno == EAGAIN || errno == EINTR))
+				break;
+			if (n <= 0)
+				die("tcp recv: %s", n ? strerror(errno) : "closed");
+			tgot += (size_t)n;
+		}
+		if (tgot < want)
+			break;
+		tgot = 0;
+		tq_head++;
+		(*recvs)++;
+	}
+	if (!*sends && !*recvs)
+		sched_yield();
+	return 0;
+}
+
+static void bench_tcp(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	uint16_t port = 0, ports[MAXR];
+	int l = -1;
+	if (!(tbuf = malloc(4 << 20)))
+		die("out of memory");
+	if (rank == 1) {
+		l = socket(AF_INET, SOCK_STREAM, 0);
+		if (l < 0 || bind(l, (void *)&a, sizeof(a)) || listen(l, 1) ||
+		    getsockname(l, (void *)&a, &al))
+			die("tcp listen: %s", strerror(errno));
+		port = a.sin_port;
+	}
+	allgather(&port, ports, sizeof(port));
+	if (rank == 1) {
+		tfd = accept(l, NULL, NULL);
+		close(l);
+	} else {
+		a.sin_port = ports[1];
+		tfd = socket(AF_INET, SOCK_STREAM, 0);
+		if (tfd >= 0 && connect(tfd, (void *)&a, sizeof(a)))
+			die("tcp connect: %s", strerror(errno));
+	}
+	int one = 1;
+	if (tfd < 0 || setsockopt(tfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)))
+		die("tcp: %s", strerror(errno));
+	struct bt t = { t_send, t_recv, t_poll };
+	run_bench(&t, "tcp");
+	barrier();
+	close(tfd);
+}
+
 /* One bounce copy (the plugin makes one on each side of a message), with
  * the source and target of the size NCCL's buffers have. */
 static void copy_cost(void)
@@ -699,7 +817,7 @@ int main(int argc, char **argv)
 		seed = strtoull(getenv("MRC_TEST_SEED"), NULL, 0);
 	if (getenv("NCCL_NET_PLUGIN"))
 		plugin = getenv("NCCL_NET_PLUGIN");
-	while ((c = getopt(argc, argv, "r:n:R:c:k:s:S:p:PbdM")) != -1)
+	while ((c = getopt(argc, argv, "r:n:R:c:k:s:S:p:PbdMz:T")) != -1)
 		switch (c) {
 		case 'r': rank = atoi(optarg); break;
 		case 'n': nranks = atoi(optarg); break;
@@ -713,6 +831,8 @@ int main(int argc, char **argv)
 		case 'b': bench = 1; break;
 		case 'd': direct = 1; break;
 		case 'M': copycost = 1; break;
+		case 'T': tcp = 1; break;
+		case 'z': onesize = strtoull(optarg, NULL, 0); break;
 		default:
 			fprintf(stderr, "usage: see the header of nccl/harness.c\n");
 			return 2;
@@ -722,7 +842,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!rdv || nranks < 2 || nranks > MAXR || rank < 0 || rank >= nranks || ncomms < 1 ||
-	    ncomms > MAXC || rounds < 1 || ((bench || direct) && nranks != 2))
+	    ncomms > MAXC || rounds < 1 || ((bench || direct || tcp) && nranks != 2))
 		die("bad arguments");
 	rdv_init();
 	/* every rank uses rank 0's seed */
@@ -735,11 +855,16 @@ int main(int argc, char **argv)
 		bench_direct();
 		return 0;
 	}
+	if (tcp) {
+		bench_tcp();
+		return 0;
+	}
 	char err[512];
 	if (ndrv_load(&drv, plugin, err, sizeof(err)))
 		die("%s", err);
 	net = drv.net;
-	if (strcmp(net->name, "mrc"))
+	/* The benchmark drives any v11 plugin; the checks know mrc's. */
+	if (!bench && strcmp(net->name, "mrc"))
 		die("plugin name %s", net->name);
 	if (rank == 0)
 		printf("loaded %s: ncclNetPlugin_v11 \"%s\"%s%s%s\n", drv.path, net->name,

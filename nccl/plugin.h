@@ -52,6 +52,7 @@ struct mrc__gpu_copy_ops;
 
 struct comm {
 	int kind;
+	int tr_waiting;                 /* traced an isend without CTS (trace.h) */
 	struct comm *next;              /* helper-thread queues */
 	struct mrc_qp *qp;
 	struct mrc_mr *mr;
@@ -61,6 +62,7 @@ struct comm {
 	uint32_t listen_id;             /* send: the listen comm it asked for */
 	uint32_t host;
 	int err;                        /* first error completion */
+	int data_inflight;              /* send: data WRITE_IMMs not yet completed */
 	struct mrcn_arena arena;
 	struct req reqs[MRCN_MAX_REQS];
 	/* send side: CTS received, oldest first */
@@ -99,6 +101,9 @@ extern int mrcn_cuda_ok;
 
 #define CTS_IN(c, i) ((struct mrcn_cts *)((c)->base + mrcn_arena_bytes) + (i))
 int mrcn_post_cts_recv(struct comm *c, int slot);
+/* A send comm's data still in flight (sends report done at the post):
+ * completions polled until none is left or ms pass; 0, or -ETIMEDOUT. */
+int mrcn_send_drain(struct comm *c, int ms);
 
 /* ---- connection setup, init, properties (nccl/conn.c) ------------------ */
 ncclResult_t mrcn_init(void **ctx, uint64_t commId, ncclNetCommConfig_t *config,

@@ -16,9 +16,15 @@
  * messages, so a request that waits for room always gets it. */
 #define MRCN_ARENA ((uint64_t)MRCN_MAX_RECVS * MRCN_MAX_MSG)
 #define MRCN_ACCEPT_POLL_MS 100
+#define MRCN_CLOSE_DRAIN_MS 5000  /* closeSend waits this long for data in flight */
 #define MRCN_SID_BASE 0x4e000000u /* the plugin's service ids: "N"... */
 #define MRCN_SID_SPAN 0x100000u
 #define MRCN_WR_CTS (1ull << 32)  /* wr_id tag of CTS SENDs and RECVs */
+/* wr_id of a data WRITE_IMM: the tag and its bounce allocation (arena.h
+ * handle), or MRCN_WR_NOALLOC for an empty message; the request itself
+ * is done at the post (nccl/data.c, isend). */
+#define MRCN_WR_DATA (2ull << 32)
+#define MRCN_WR_NOALLOC 0xffffffffu
 
 #define MRCN_HANDLE_MAGIC 0x4d52434eu   /* "NCRM" */
 struct mrcn_handle {

@@ -42,6 +42,10 @@ esac
 # The NCCL net plugin against libmrc directly (bench/results/nccl.md;
 # needs root, skipped without it)
 [ "${MRC_BENCH_FABRIC:-1}" = 0 ] || ./bench/nccl.sh "$b"
+# The client path (NCCL plugin, libmrc) beside TCP on one loopback mrcd,
+# against an older build when MRC_BENCH_BASE names one (no root;
+# bench/results/client-path.md)
+./bench/client-path.sh "${MRC_BENCH_BASE:-$b}" "$b"
 # bench/results/daemon.md: bench_ring, bench_qpmem and (when it ran) the
 # daemon fabric scenario together
 [ ! -f bench/results/bench_ring.md ] || bash bench/fabric/daemon_md.sh bench/results

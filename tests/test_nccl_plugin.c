@@ -12,6 +12,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -402,6 +403,85 @@ static void test_env_values(void **state)
 }
 
 /* The v9 and v8 tables (older NCCLs) drive the same plugin. */
+/* Waits until the sender's comm holds the receiver's CTS for tag, without
+ * consuming it: an isend larger than the receive is refused while the CTS
+ * is there and returns NULL before. */
+static void wait_cts(const ncclNet_v11_t *n, void *sc, void *buf, size_t big, int tag, void *mh)
+{
+	int64_t end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
+	void *req = NULL;
+	ncclResult_t r;
+	while ((r = n->isend(sc, buf, big, tag, mh, NULL, &req)) == ncclSuccess) {
+		assert_null(req);
+		CHECK(mrcd_spawn_now_ms() < end, "the CTS of tag %d never came", tag);
+	}
+	assert_int_equal(r, ncclInvalidUsage);
+}
+
+/* isend's request is done once its data is in the bounce region, as a
+ * socket send is once written, not when the peer acknowledged it: with
+ * mrcd stopped (SIGSTOP) nothing can be acknowledged, yet test says done
+ * at once.  The data still arrives once mrcd runs again, also when the
+ * send comm was closed in between (closeSend lets data in flight through).
+ * Before, test waited for the WRITE_IMM's completion: an ACK round trip,
+ * or a held ACK's delay, in every send (docs/nccl.md "Send completion"). */
+static void test_send_done_at_post(void **state)
+{
+	NEED_DAEMON(state);
+	struct env *e = *state;
+	const ncclNet_v11_t *n = drv.net;
+	ncclNetCommConfig_t cfg = { .trafficClass = -1 };
+	NC(n->init(&e->ctx, 43, &cfg, NULL, NULL));
+	struct nccl_pair p[1];
+	nccl_connect_pairs(n, e->ctx, p, 1);
+	static uint8_t sb[4096], rb[2][4096];
+	for (size_t i = 0; i < sizeof(sb); i++)
+		sb[i] = (uint8_t)rnd();
+	memset(rb, 0xee, sizeof(rb));
+	void *smh, *rmh, *sreq = NULL, *rreq[2] = { NULL, NULL };
+	NC(n->regMr(p[0].sc, sb, sizeof(sb), NCCL_PTR_HOST, &smh));
+	NC(n->regMr(p[0].rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+	for (int k = 0; k < 2; k++) {
+		void *data[1] = { rb[k] };
+		size_t sizes[1] = { 1000 };
+		int tags[1] = { 20 + k };
+		NC(n->irecv(p[0].rc, 1, data, sizes, tags, &rmh, NULL, &rreq[k]));
+		assert_non_null(rreq[k]);
+		wait_cts(n, p[0].sc, sb, 2000, 20 + k, smh);
+	}
+	/* 1: done at the post while mrcd cannot move anything */
+	assert_int_equal(kill(e->d.pid, SIGSTOP), 0);
+	NC(n->isend(p[0].sc, sb, 900, 20, smh, NULL, &sreq));
+	assert_non_null(sreq);
+	int done = 0, sz = -1;
+	NC(n->test(sreq, &done, &sz));
+	int rdone = 0;
+	NC(n->test(rreq[0], &rdone, NULL));
+	assert_int_equal(kill(e->d.pid, SIGCONT), 0);
+	CHECK(done == 1 && sz == 900, "send not done at its post (done %d, size %d)", done, sz);
+	assert_int_equal(rdone, 0);      /* really nothing moved meanwhile */
+	wait_req(n, rreq[0], &sz);
+	assert_int_equal(sz, 900);
+	assert_memory_equal(rb[0], sb, 900);
+	/* 2: closeSend right after a send that is done but not delivered */
+	assert_int_equal(kill(e->d.pid, SIGSTOP), 0);
+	NC(n->isend(p[0].sc, sb + 100, 800, 21, smh, NULL, &sreq));
+	assert_non_null(sreq);
+	NC(n->test(sreq, &done, &sz));
+	assert_int_equal(done, 1);
+	NC(n->deregMr(p[0].sc, smh));
+	NC(n->closeSend(p[0].sc));
+	assert_int_equal(kill(e->d.pid, SIGCONT), 0);
+	wait_req(n, rreq[1], &sz);
+	assert_int_equal(sz, 800);
+	assert_memory_equal(rb[1], sb + 100, 800);
+	assert_int_equal(rb[1][800], 0xee);
+	NC(n->deregMr(p[0].rc, rmh));
+	NC(n->closeRecv(p[0].rc));
+	NC(n->closeListen(p[0].lc));
+	NC(n->finalize(e->ctx));
+}
+
 static void test_old_adapters(void **state)
 {
 	NEED_DAEMON(state);
@@ -526,6 +606,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_bounce_env),
 		cmocka_unit_test(test_env_values),
 		cmocka_unit_test(test_old_adapters),
+		cmocka_unit_test(test_send_done_at_post),
 	};
 	int r = cmocka_run_group_tests_name("nccl plugin", base, NULL, NULL);
 	if (drv.net)

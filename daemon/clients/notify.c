@@ -15,6 +15,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "common/trace.h"
 #include "daemon/clients/clients_int.h"
 
 static struct {
@@ -77,6 +78,7 @@ static void on_sq_bell(struct ev_loop *loop, ev_io *w, int revents)
 	(void)revents;
 	if (read(c->sq_bell, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		mrcd_log(MRCD_LOG_DEBUG, "sq doorbell: %s", strerror(errno));
+	MRC_TRACE(MRC_TR_D_SQBELL, c->id, 0, 0);
 	if (mrcd__notify_scan(c, mrcd_now()))
 		mrcd_poll_now(c->d);
 }
@@ -86,6 +88,7 @@ void mrcd__cq_bell(struct mrcd_client *c)
 	uint64_t one = 1;
 	if (write(c->cq_bell, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		mrcd_log(MRCD_LOG_DEBUG, "cq doorbell: %s", strerror(errno));
+	MRC_TRACE(MRC_TR_D_CQBELL, c->id, 0, 0);
 }
 
 /* A sealed memfd of one struct mrc_notify with a pending byte per possible

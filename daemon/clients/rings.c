@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "common/trace.h"
 #include "daemon/clients/clients.h"
 #include "daemon/core/core.h"
 
@@ -141,6 +142,7 @@ static void on_wc(void *ctx, const struct mrce_wc *wc)
 		.imm = wc->imm, .qpn = q->qpn, .op = wc->op,   /* ring op values (engine.h) */
 		.flags = wc->has_imm ? MRC_CQE_F_IMM : 0,
 	};
+	MRC_TRACE(MRC_TR_D_WC, q->qpn, wc->wr_id, wc->op);
 	switch (wc->op) {
 	case MRC_WC_RECV_WRITE_IMM:
 		emit(q, &c);
@@ -203,6 +205,7 @@ int mrcd_cqp_poll(struct mrcd_cqp *q, int budget)
 			break;
 		struct mrc_sqe s;
 		memcpy(&s, slot, sizeof(s));   /* after the acquire: one private copy */
+		MRC_TRACE(MRC_TR_D_PICK, q->qpn, s.wr_id, s.op);
 		if (submit(q, &s) == -ENOSPC) {
 			q->blocked = 1;
 			break;
@@ -258,6 +261,7 @@ int mrcd_cqp_arm(struct mrcd_cqp *q, uint64_t now)
 		if (mrc_ring_prepare_sleep(q->sqh, seq, q->sq_tail))
 			return 1;
 		q->parked = 1;
+		MRC_TRACE(MRC_TR_D_ARM, q->qpn, q->sq_tail, 0);
 		return 0;
 	}
 	/* A polled ring (its producer cannot write an eventfd) stays busy

@@ -1,0 +1,136 @@
+#!/bin/bash
+# The client path against its references, before and after (make bench;
+# bench/results/client-path.md): on one loopback mrcd per build, for each
+# build in turn (alternated, so a change in the machine's load hits both):
+#   - the NCCL plugin driven as NCCL's proxy thread drives it
+#     (mrc-nccl-harness -b: two comm pairs, isend/irecv/test, host memory):
+#     4 KiB round trip (median of 200) and 4 MiB messages, 8 in flight;
+#   - libmrc: mrc_pingpong 64 B (busy-polling and sleeping: -w), mrc_bulk
+#     256 MiB, steady state (the last of 3 passes) and first pass;
+#   - the references: the same harness over a loopback TCP connection (-T),
+#     and through libmrc directly (-d).
+# The driver is the current build's harness for every plugin (-p PATH: any
+# v11 plugin).  Usage:
+#   bench/client-path.sh BASE_BUILD NEW_BUILD [REPS]     (default REPS 5)
+# Writes $MRC_BENCH_RESULTS/client-path.md (bench/results by default);
+# medians [min, max] over the reps, the load average at each rep.
+set -u
+BASE=${1:?base build dir}
+NEW=${2:?new build dir}
+REPS=${3:-${MRC_BENCH_REPS:-5}}
+RES=${MRC_BENCH_RESULTS:-bench/results}
+H=$NEW/bin/mrc-nccl-harness
+tmp=$(mktemp -d)
+dpid=
+cleanup() {
+	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+$NEW/bin/mrcd --genkey "$tmp/key" >/dev/null
+out=$tmp/raw
+: >"$out"
+rec() { echo "$1 $2 $3" >>"$out"; }        # VERSION METRIC VALUE
+
+start_mrcd() {   # BUILD
+	rm -f "$tmp/s" "$tmp/mrcctl.sock"
+	"$1/bin/mrcd" --socket="$tmp/s" --port=$((20000 + RANDOM % 20000)) --key_file="$tmp/key" \
+		--log_level=warning 2>>"$tmp/mrcd.log" &
+	dpid=$!
+	for _ in $(seq 200); do [ -S "$tmp/s" ] && return 0; sleep 0.05; done
+	echo "mrcd of $1 did not start" >&2
+	exit 1
+}
+stop_mrcd() { kill "$dpid"; wait "$dpid" 2>/dev/null; dpid=; }
+
+# harness MODE-ARGS...: rank 0's table rows on stdout
+harness() {
+	MRC_SOCKET=$tmp/s timeout 120 $H -r 1 -n 2 -R "$tmp/rdv" "$@" >"$tmp/h1" 2>&1 &
+	local p=$!
+	MRC_SOCKET=$tmp/s timeout 120 $H -r 0 -n 2 -R "$tmp/rdv" "$@" >"$tmp/h0" 2>&1
+	local rc=$?
+	wait $p || rc=1
+	[ $rc = 0 ] || { echo "harness $* failed: $(tail -n2 "$tmp/h0" "$tmp/h1")" >&2; return 1; }
+	grep -E '^\| [a-z]+ \| [0-9]+ \|' "$tmp/h0"
+}
+col() { awk -F'|' -v c="$1" '{ gsub(/ /, "", $c); print $c; exit }'; }
+
+one() {   # VERSION BUILD
+	local v=$1 b=$2 r sp
+	start_mrcd "$b"
+	r=$(harness -b -z 4096 -p "$b/lib/libnccl-net-mrc.so") && rec "$v" plugin_rtt_4k "$(echo "$r" | col 4)"
+	r=$(harness -b -z 4194304 -p "$b/lib/libnccl-net-mrc.so") &&
+		rec "$v" plugin_gbs_4m "$(echo "$r" | col 6)"
+	MRC_SOCKET=$tmp/s timeout 60 "$b/bin/mrc_pingpong" -s 64 -n 2000 server >/dev/null 2>&1 &
+	sp=$!
+	r=$(MRC_SOCKET=$tmp/s timeout 60 "$b/bin/mrc_pingpong" -s 64 -n 2000 client 0) &&
+		rec "$v" pingpong_busy "$(echo "$r" | sed -n 's/.*median \([0-9.]*\) us.*/\1/p')"
+	wait $sp
+	MRC_SOCKET=$tmp/s timeout 60 "$b/bin/mrc_pingpong" -w -s 64 -n 2000 server >/dev/null 2>&1 &
+	sp=$!
+	r=$(MRC_SOCKET=$tmp/s timeout 60 "$b/bin/mrc_pingpong" -w -s 64 -n 2000 client 0) &&
+		rec "$v" pingpong_sleep "$(echo "$r" | sed -n 's/.*median \([0-9.]*\) us.*/\1/p')"
+	wait $sp
+	MRC_SOCKET=$tmp/s timeout 120 "$b/bin/mrc_bulk" -s 256M recv >/dev/null 2>&1 &
+	sp=$!
+	r=$(MRC_SOCKET=$tmp/s timeout 120 "$b/bin/mrc_bulk" -s 256M -p 3 send 0) && {
+		rec "$v" bulk_first "$(echo "$r" | sed -n 's/.*pass 1\/3: .* \([0-9.]*\) MB\/s/\1/p')"
+		rec "$v" bulk_steady "$(echo "$r" | sed -n 's/.*pass 3\/3: .* \([0-9.]*\) MB\/s/\1/p')"
+	}
+	wait $sp
+	# libmrc directly through this mrcd, in the harness's own pattern
+	r=$(harness -d -z 4096) && rec "$v" direct_rtt_4k "$(echo "$r" | col 4)"
+	stop_mrcd
+}
+
+for i in $(seq "$REPS"); do
+	rec all load "$(cut -d' ' -f1 /proc/loadavg)"
+	if [ $((i % 2)) = 1 ]; then one base "$BASE"; one new "$NEW"; else one new "$NEW"; one base "$BASE"; fi
+	r=$(harness -T -z 4096) && rec all tcp_rtt_4k "$(echo "$r" | col 4)"
+	r=$(harness -T -z 4194304) && rec all tcp_gbs_4m "$(echo "$r" | col 6)"
+	echo "=== client-path: rep $i/$REPS done" >&2
+done
+mkdir -p "$RES"
+cp "$out" "$RES/client-path.raw"
+python3 - "$out" "$BASE" "$NEW" "$REPS" >"$RES/client-path.md" <<'PY'
+import sys, statistics as st, subprocess, platform
+raw, base, new, reps = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+d = {}
+for line in open(raw):
+    v, m, x = line.split()
+    if x:
+        d.setdefault((v, m), []).append(float(x))
+def f(v, m, scale=1.0):
+    x = d.get((v, m))
+    if not x:
+        return "-"
+    return f"{st.median(x) * scale:.1f} [{min(x) * scale:.1f}, {max(x) * scale:.1f}]"
+def med(v, m, scale=1.0):
+    x = d.get((v, m))
+    return st.median(x) * scale if x else float('nan')
+cpu = subprocess.run("lscpu | sed -n 's/^Model name: *//p'", shell=True, capture_output=True, text=True).stdout.strip()
+print("# The client path: NCCL plugin and libmrc against TCP (bench/client-path.sh)\n")
+print(f"Machine: {platform.node()}, {cpu}, {subprocess.run('nproc', capture_output=True, text=True).stdout.strip()} CPUs, shared with other jobs: "
+      f"load average at each rep {', '.join(f'{x:.1f}' for x in d.get(('all', 'load'), []))}.  "
+      f"One loopback mrcd per build; base = `{base}`, new = `{new}`, {reps} reps alternated; "
+      "medians [min, max] over the reps (each rep's figure is itself a median of 200 round trips, or a rate).\n")
+print("| metric | base | new | reference |\n|---|---:|---:|---:|")
+rows = [
+    ("NCCL plugin, 4 KiB round trip, us", "plugin_rtt_4k", 1, f("all", "tcp_rtt_4k") + " (TCP)"),
+    ("NCCL plugin, 4 MiB x 8 in flight, GB/s", "plugin_gbs_4m", 1 / 8, f("all", "tcp_gbs_4m", 1 / 8) + " (TCP)"),
+    ("libmrc directly (harness -d), 4 KiB round trip, us", "direct_rtt_4k", 1, ""),
+    ("mrc_pingpong 64 B, busy-polling, us", "pingpong_busy", 1, ""),
+    ("mrc_pingpong 64 B, sleeping (-w), us", "pingpong_sleep", 1, ""),
+    ("mrc_bulk 256 MiB steady (pass 3), MB/s", "bulk_steady", 1, ""),
+    ("mrc_bulk 256 MiB first pass, MB/s", "bulk_first", 1, ""),
+]
+for name, m, sc, ref in rows:
+    print(f"| {name} | {f('base', m, sc)} | {f('new', m, sc)} | {ref} |")
+print("\nRatios at the medians (goals of issue 30 in brackets):\n")
+for v in ("base", "new"):
+    p, pp, tcp = med(v, "plugin_rtt_4k"), med(v, "pingpong_busy"), med("all", "tcp_rtt_4k")
+    g, bulk, tg = med(v, "plugin_gbs_4m", 1 / 8), med(v, "bulk_steady", 1e-3), med("all", "tcp_gbs_4m", 1 / 8)
+    print(f"- {v}: plugin 4 KiB RTT / mrc_pingpong {p / pp:.2f}x (<= 2), / TCP {p / tcp:.2f}x (<= 3); "
+          f"plugin 4 MiB GB/s / mrc_bulk steady {g / bulk:.2f}x (>= 0.9), / TCP {g / tg:.2f}x (>= 1)")
+PY
+cat "$RES/client-path.md"
