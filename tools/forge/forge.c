@@ -8,7 +8,9 @@
  *             KIND QPN [SRC_HOST DST_HOST]
  * KIND: noqp (NOQP NACK naming QPN), ack (ACK to QPN), data (a 64-byte
  * WRITE to QPN), planes (CTRL PLANES: every plane down), req (CTRL REQ to
- * service QPN); the CTRL kinds claim to come from SRC_HOST to DST_HOST. */
+ * service QPN); the CTRL kinds claim to come from SRC_HOST to DST_HOST.
+ * raw HEX (in place of QPN): sends those bytes as they are, e.g. a datagram
+ * recorded earlier (tests/root/ctrl_replay.sh). */
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
@@ -119,9 +121,23 @@ int main(int argc, char **argv)
 		perror("mrc-forge: socket/bind");
 		return 1;
 	}
-	uint8_t b[MRC_HDR_MAX + 64 + MRC_TRAILER_LEN + MRCD_CTRL_LEN];
+	uint8_t b[MRC_HDR_MAX + 64 + MRC_TRAILER_LEN + MRCD_CTRL_LEN_MAX];
+	size_t raw = 0;
+	if (!strcmp(kind, "raw")) {
+		const char *h = argv[optind + 1];
+		for (; h[0] && h[1] && raw < sizeof(b); h += 2) {
+			unsigned v;
+			if (sscanf(h, "%2x", &v) != 1)
+				break;
+			b[raw++] = (uint8_t)v;
+		}
+		if (!raw || *h) {
+			fprintf(stderr, "mrc-forge: raw: bad hex\n");
+			return 2;
+		}
+	}
 	for (long i = 0; i < count; i++) {
-		size_t n = build(kind, qpn, sh, dh, b);
+		size_t n = raw ? raw : build(kind, qpn, sh, dh, b);
 		if (!n) {
 			fprintf(stderr, "mrc-forge: unknown kind '%s'\n", kind);
 			return 2;

@@ -1,0 +1,104 @@
+#!/bin/bash
+# Integration (root): a CTRL REQ recorded on the wire is not acted on by a
+# restarted mrcd (issue 29, finding A).  mrcd on h0 and h7 of the 2-plane
+# SRv6 fabric share a cluster key; a 1 MiB mrc_bulk transfer h0 -> h7 sets
+# up a connection while dumpcap records h7's incoming CTRL datagrams.  The
+# last REQ from h0 (under h7's cookie) is kept; mrcd on h7 is restarted
+# with a listener on the same service, and the recording is sent again
+# from h3's namespace holding h0's address and the MRC port (byte for
+# byte, what an on-path recorder could do).
+# Asserts: the restarted h7 counts it as outside any session
+# (daemon.ctrl_no_session) and challenges (ctrl_challenge_tx), makes no QP
+# for it (no "ghost" connection bound to h0's old QP), and a genuine client
+# from h0 then connects and its transfer verifies.
+set -u
+B=${1:-build}
+P=mrcR
+T=examples/topologies/fabric-2p-8h.json
+F="$B/bin/mrc-fabric -p $P"
+FORGE=$B/tools/mrc-forge
+tmp=$(mktemp -d)
+declare -A dpid
+fails=0
+cleanup() {
+	for p in "${dpid[@]}"; do kill "$p" 2>/dev/null; done
+	for p in ${cpid:-} ${spid:-} ${rpid:-}; do kill "$p" 2>/dev/null; done
+	$F down >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 143' INT TERM
+. tests/root/lib.sh
+[ -x "$FORGE" ] || { echo "FAIL $FORGE not built"; exit 1; }
+command -v dumpcap >/dev/null && command -v tshark >/dev/null ||
+	{ echo "SKIP dumpcap/tshark not installed"; exit 77; }
+
+$F down >/dev/null 2>&1
+$F up "$T" >/dev/null || { echo "mrc-fabric up failed"; exit 1; }
+$B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null || exit 1
+chmod 755 "$tmp"
+start() {
+	local h=$1
+	mkdir -p "$tmp/$h" && chmod 755 "$tmp/$h"
+	rm -f "$tmp/$h/mrcctl.sock"
+	ip netns exec $P-$h $B/bin/mrcd --topology $T --host $h --socket "$tmp/$h/mrcd.sock" \
+		--key_file "$tmp/cluster.key" --log_level notice 2>>"$tmp/$h.log" &
+	dpid[$h]=$!
+	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "FAIL mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
+}
+start h0
+start h7
+addr() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .address'; }
+idx() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .index'; }
+path() { $F -j path "$1" "$2" --ev 0 | jq -r '"\(.addr) \(.switches[0])"'; }
+A0=$(addr h0); I0=$(idx h0); I7=$(idx h7)
+read -r P37 D37 <<<"$(path h3 h7)"
+[ -n "$A0" ] && [ -n "$P37" ] || { echo "FAIL addresses: '$A0' '$P37'"; exit 1; }
+stat() { ctl $1 -j stats | jq "$2"; }
+# QPs on h7 connected to h0 (any state but RESET).
+qps70() { ctl h7 -j qps | jq "[.qps[] | select(.host == $I0)] | length"; }
+
+# Record h7's incoming CTRL (opcode 48 at payload byte 1) during a transfer.
+ip netns exec $P-h7 dumpcap -q -i any -f "udp dst port 4791 and udp[9] == 48" \
+	-w "$tmp/cap.pcapng" 2>"$tmp/dumpcap.err" &
+cpid=$!
+until_t 10 grep -q "Capturing on" "$tmp/dumpcap.err" || { bad "dumpcap did not start: $(cat "$tmp/dumpcap.err")"; exit 1; }
+stdbuf -oL $B/bin/mrc_bulk -S "$tmp/h7/mrcd.sock" -s 1M recv >"$tmp/recv1" 2>&1 &
+rpid=$!
+until_t 10 grep -q "waiting for a sender" "$tmp/recv1" || { bad "receiver did not listen"; cat "$tmp/recv1"; exit 1; }
+$B/bin/mrc_bulk -S "$tmp/h0/mrcd.sock" -s 1M send $I7 >"$tmp/send1" 2>&1; rs=$?
+wait $rpid; rr=$?; rpid=
+[ $rs = 0 ] && [ $rr = 0 ] && ok "first transfer h0 -> h7 verified" || { bad "first transfer (sender $rs, receiver $rr)"; cat "$tmp/send1" "$tmp/recv1"; exit 1; }
+kill $cpid; wait $cpid 2>/dev/null; cpid=
+# The last REQ (body type 1 at envelope offset 40) from h0 that carries a
+# cookie (dst_tag, offset 32, not 0): the one h7 acted on.
+REC=$(tshark -r "$tmp/cap.pcapng" -T fields -e ipv6.src -e udp.payload 2>/dev/null |
+	awk -v a="$A0" '$1 == a && substr($2, 81, 2) == "01" && substr($2, 65, 16) != "0000000000000000" { r = $2 } END { print r }')
+[ -n "$REC" ] && ok "recorded h0's REQ (${#REC} hex digits)" || { bad "no REQ from h0 recorded"; exit 1; }
+
+# Restart mrcd on h7, listener on the same service again.
+kill ${dpid[h7]}; wait ${dpid[h7]} 2>/dev/null
+start h7
+stdbuf -oL $B/bin/mrc_bulk -S "$tmp/h7/mrcd.sock" -s 1M recv >"$tmp/recv2" 2>&1 &
+rpid=$!
+until_t 10 grep -q "waiting for a sender" "$tmp/recv2" || { bad "receiver did not listen"; cat "$tmp/recv2"; exit 1; }
+ns0=$(stat h7 .daemon.ctrl_no_session); ch0=$(stat h7 .daemon.ctrl_challenge_tx)
+ip -n $P-h3 addr add $A0/128 dev lo nodad || bad "h3: add h0's address"
+ip netns exec $P-h3 $FORGE --src $A0 --sport 4791 --dst $P37 --dev $D37 --count 3 raw "$REC" ||
+	bad "replay: send failed"
+rose() { [ "$(stat h7 .daemon.ctrl_no_session)" -ge $((ns0 + 3)) ]; }
+until_t 10 rose && ok "restarted h7: the recorded REQ is outside any session (ctrl_no_session +$(( $(stat h7 .daemon.ctrl_no_session) - ns0 )))" ||
+	bad "ctrl_no_session rose by $(( $(stat h7 .daemon.ctrl_no_session) - ns0 )), want >= 3"
+[ "$(stat h7 .daemon.ctrl_challenge_tx)" -gt "$ch0" ] && ok "h7 challenged the epoch the recording names" ||
+	bad "no challenge sent"
+[ "$(qps70)" = 0 ] && ok "no QP on h7 for the replayed REQ (no ghost connection)" ||
+	bad "h7 made $(qps70) QP(s) for h0 from the replay"
+ip -n $P-h3 addr del $A0/128 dev lo 2>/dev/null
+
+# The genuine client still gets through (its daemon is challenged once).
+$B/bin/mrc_bulk -S "$tmp/h0/mrcd.sock" -s 1M send $I7 >"$tmp/send2" 2>&1; rs=$?
+wait $rpid; rr=$?; rpid=
+[ $rs = 0 ] && [ $rr = 0 ] && ok "genuine transfer to the restarted h7 verified" ||
+	{ bad "genuine transfer (sender $rs, receiver $rr)"; tail -n3 "$tmp/send2" "$tmp/recv2"; }
+[ $fails = 0 ] || { for h in h0 h7; do echo "--- mrcd $h log"; tail -n 20 "$tmp/$h.log"; done; echo "ctrl_replay: $fails check(s) failed"; exit 1; }
+echo "ctrl_replay: all checks passed"
