@@ -16,7 +16,7 @@ B=${1:-build}
 P=mrcR
 T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
-FORGE=$B/tools/mrc-forge
+FORGE=${MRC_FORGE:-$B/tools/mrc-forge}
 tmp=$(mktemp -d)
 declare -A dpid
 fails=0
@@ -58,11 +58,18 @@ stat() { ctl $1 -j stats | jq "$2"; }
 # QPs on h7 connected to h0 (any state but RESET).
 qps70() { ctl h7 -j qps | jq "[.qps[] | select(.host == $I0)] | length"; }
 
-# Record h7's incoming CTRL (opcode 48 at payload byte 1) during a transfer.
-ip netns exec $P-h7 dumpcap -q -i any -f "udp dst port 4791 and udp[9] == 48" \
+# Record h7's incoming MRC datagrams during a transfer (CTRL picked below:
+# a BPF udp[] offset would not apply to IPv6).
+IFS7=$(ip -n $P-h7 -o link show | awk -F': ' '$2 != "lo" { sub(/@.*/, "", $2); printf " -i %s", $2 }')
+ip netns exec $P-h7 dumpcap -q -i lo $IFS7 -s 256 \
 	-w "$tmp/cap.pcapng" 2>"$tmp/dumpcap.err" &
 cpid=$!
-until_t 10 grep -q "Capturing on" "$tmp/dumpcap.err" || { bad "dumpcap did not start: $(cat "$tmp/dumpcap.err")"; exit 1; }
+# Capturing once a marker datagram sent inside h7 shows in the file.
+marker() {
+	ip netns exec $P-h7 bash -c 'echo m >/dev/udp/::1/9' 2>/dev/null
+	tshark -r "$tmp/cap.pcapng" -Y "udp.dstport == 9" 2>/dev/null | grep -q .
+}
+until_t 10 marker || { bad "dumpcap did not start: $(cat "$tmp/dumpcap.err")"; exit 1; }
 stdbuf -oL $B/bin/mrc_bulk -S "$tmp/h7/mrcd.sock" -s 1M recv >"$tmp/recv1" 2>&1 &
 rpid=$!
 until_t 10 grep -q "waiting for a sender" "$tmp/recv1" || { bad "receiver did not listen"; cat "$tmp/recv1"; exit 1; }
@@ -70,11 +77,16 @@ $B/bin/mrc_bulk -S "$tmp/h0/mrcd.sock" -s 1M send $I7 >"$tmp/send1" 2>&1; rs=$?
 wait $rpid; rr=$?; rpid=
 [ $rs = 0 ] && [ $rr = 0 ] && ok "first transfer h0 -> h7 verified" || { bad "first transfer (sender $rs, receiver $rr)"; cat "$tmp/send1" "$tmp/recv1"; exit 1; }
 kill $cpid; wait $cpid 2>/dev/null; cpid=
-# The last REQ (body type 1 at envelope offset 40) from h0 that carries a
-# cookie (dst_tag, offset 32, not 0): the one h7 acted on.
+# The last REQ from h0 (body type 1; the body starts where the header
+# ends, at length - 16 (MAC) - blen (offset 12)): one h7 acted on.
 REC=$(tshark -r "$tmp/cap.pcapng" -T fields -e ipv6.src -e udp.payload 2>/dev/null |
-	awk -v a="$A0" '$1 == a && substr($2, 81, 2) == "01" && substr($2, 65, 16) != "0000000000000000" { r = $2 } END { print r }')
-[ -n "$REC" ] && ok "recorded h0's REQ (${#REC} hex digits)" || { bad "no REQ from h0 recorded"; exit 1; }
+	awk -v a="$A0" 'function hex(s, v, i) { for (i = 1; i <= length(s); i++)
+			v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
+	index($1, a) && substr($2, 3, 2) == "30" {
+		n = length($2) / 2; blen = hex(substr($2, 25, 4)); h = n - 16 - blen
+		if (h > 0 && substr($2, 2 * h + 1, 2) == "01") r = $2 } END { print r }')
+[ -n "$REC" ] && ok "recorded h0's REQ (${#REC} hex digits)" ||
+	{ bad "no REQ from h0 recorded"; cat "$tmp/dumpcap.err"; echo "A0 $A0 I7 $I7 I0 $I0"; ctl h7 -j stats | jq -c ".daemon, .datapath" | cut -c1-400; tshark -r "$tmp/cap.pcapng" -T fields -e ipv6.src -e udp.payload 2>/dev/null | grep "	0230" | cut -c1-160 | head; exit 1; }
 
 # Restart mrcd on h7, listener on the same service again.
 kill ${dpid[h7]}; wait ${dpid[h7]} 2>/dev/null
