@@ -7,6 +7,8 @@
 # with a listener on the same service, and the recording is sent again
 # from h3's namespace holding h0's address and the MRC port (byte for
 # byte, what an on-path recorder could do).
+# Then data from h5's address (held by h3's namespace: no key, no session)
+# must not make h7 a peer of h5 (finding C).
 # Asserts: the restarted h7 counts it as outside any session
 # (daemon.ctrl_no_session) and challenges (ctrl_challenge_tx), makes no QP
 # for it (no "ghost" connection bound to h0's old QP), and a genuine client
@@ -106,6 +108,21 @@ until_t 10 rose && ok "restarted h7: the recorded REQ is outside any session (ct
 [ "$(qps70)" = 0 ] && ok "no QP on h7 for the replayed REQ (no ghost connection)" ||
 	bad "h7 made $(qps70) QP(s) for h0 from the replay"
 ip -n $P-h3 addr del $A0/128 dev lo 2>/dev/null
+
+# Finding C: data from a topology address that is no peer of h7 (h5's,
+# held by h3's namespace) makes no peer (before: a peer, beaconed to every
+# second); it is counted in rx_no_peer.
+A5=$(addr h5); I5=$(idx h5)
+np0=$(stat h7 "(.daemon.rx_no_peer // 0)")
+ip -n $P-h3 addr add $A5/128 dev lo nodad || bad "h3: add h5's address"
+ip netns exec $P-h3 $FORGE --src $A5 --sport 4791 --dst $P37 --dev $D37 --count 5 data 0x10001 ||
+	bad "forge data as h5: send failed"
+nopeer() { [ "$(stat h7 "(.daemon.rx_no_peer // 0)")" -ge $((np0 + 5)) ]; }
+until_t 10 nopeer && ok "h7: data from h5's address dropped, no peer (rx_no_peer +$(( $(stat h7 "(.daemon.rx_no_peer // 0)") - np0 )))" ||
+	bad "rx_no_peer rose by $(( $(stat h7 "(.daemon.rx_no_peer // 0)") - np0 )), want >= 5"
+[ "$(ctl h7 -j peers | jq "[.peers[] | select(.host == $I5)] | length")" = 0 ] &&
+	ok "h7 has no peer for h5" || bad "h7 made a peer for h5 from unauthenticated data"
+ip -n $P-h3 addr del $A5/128 dev lo 2>/dev/null
 
 # The genuine client still gets through (its daemon is challenged once);
 # bounded: with the ghost connection of a daemon that took the replay, the
