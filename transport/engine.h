@@ -85,7 +85,7 @@ struct mrce_cfg {
 	                              counted (noqp_limited) and not sent: a
 	                              spoofed source cannot make us a
 	                              reflector (1000, 0: none sent) */
-	uint32_t noqp_burst;       /* (64) */
+	uint32_t noqp_burst;       /* (64; 0 counts as 1) */
 	uint64_t rnr_delay_ns;     /* retry delay after an RNR NACK (100 us) */
 	uint32_t rnr_retry;        /* RNR NACKs a packet may get before its QP
 	                              fails with -ENOBUFS, apart from

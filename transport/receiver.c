@@ -69,8 +69,9 @@ static int noqp_allowed(struct mrce *e, uint64_t now)
 		return 0;
 	}
 	uint64_t step = 1000000000ull / e->cfg.noqp_per_s;
+	uint64_t burst = e->cfg.noqp_burst ? e->cfg.noqp_burst : 1;
 	uint64_t tat = e->noqp_tat > now ? e->noqp_tat : now;
-	if (tat - now > step * e->cfg.noqp_burst) {
+	if (tat - now >= step * burst) {
 		e->st.noqp_limited++;
 		return 0;
 	}
