@@ -8,7 +8,8 @@
  *     two AEAD keys for the optional encrypted-payload mode;
  *   - per host pair: the tokens of PROBE / PROBE_REPLY packets;
  *   - the MAC key of the CTRL envelope (daemon-to-daemon control datagrams),
- *     with replay protection by a per-sender timestamp counter.
+ *     with replay protection by per-boot epochs, receiver-issued cookies,
+ *     a bounded clock skew and a per-sender stamp window.
  * docs/wire.md specifies the wire side, docs/security.md what it protects.
  * No hand-written crypto: BLAKE2b (crypto_generichash, crypto_kdf),
  * AES-256-GCM (crypto_aead_aes256gcm) and the CSPRNG are libsodium's.
@@ -79,6 +80,15 @@ void mrc_auth_conn_wipe(struct mrc_auth_conn *c);
  * for the key and the pair: probes need no handshake.  Never 0. */
 int mrc_auth_probe_tokens(const struct mrc_auth *a, uint32_t self_host,
 			  uint32_t peer_host, uint64_t *tx, uint64_t *rx);
+/* The same, bound to both sides' boot epochs (the CTRL envelope's, which
+ * each side learns from the other's authenticated CTRL): they change
+ * whenever either side restarts, so a probe or reply recorded earlier
+ * never passes the token check again (docs/wire.md, "Probe tokens").
+ * peer_epoch 0: not learnt yet (the peer's probes are refused until it
+ * is). */
+int mrc_auth_probe_tokens_epoch(const struct mrc_auth *a, uint32_t self_host,
+				uint32_t peer_host, uint64_t self_epoch, uint64_t peer_epoch,
+				uint64_t *tx, uint64_t *rx);
 
 /* Per host pair and direction MAC keys of the AEAD mode (what it puts on
  * packets that no connection key covers: PROBE, PROBE_REPLY and NOQP,
@@ -92,41 +102,63 @@ int mrc_auth_pair_keys(const struct mrc_auth *a, uint32_t self_host, uint32_t pe
 		       uint8_t rx[MRC_AUTH_PAIR_KEY_BYTES]);
 
 /* ---- CTRL envelope ---------------------------------------------------- */
-/* version 2, opcode CTRL (48), flags 0, src_host, dst_host, body length,
- * rsvd 0, stamp u64, body, MAC (docs/wire.md, "CTRL envelope"). */
-#define MRC_AUTH_CTRL_HDR      24
+/* version 2, opcode CTRL (48), flags (0, or MRC_AUTH_CTRL_F_CHALLENGE),
+ * src_host, dst_host, body length, rsvd 0, stamp u64, src_epoch u64,
+ * dst_tag u64, body, MAC (docs/wire.md, "CTRL envelope").
+ *
+ * Freshness across restarts: every daemon draws a random epoch at start
+ * (mrc_auth_ctrl_tx_init).  A receiver acts on an envelope only when its
+ * dst_tag is the cookie the receiver itself issued, in a sealed
+ * CHALLENGE, to that sender's epoch; anything else is answered with a
+ * CHALLENGE (-ENOTCONN from open, then mrc_auth_ctrl_challenge).  A
+ * cookie is random and drawn after the sender's epoch was seen, so an
+ * envelope recorded before either side restarted never carries it, and a
+ * sender whose clock stepped back starts with an empty replay state under
+ * its new cookie instead of being locked out.  Stamps (the sender's
+ * CLOCK_REALTIME) must also lie within max_skew_ns of the receiver's. */
+#define MRC_AUTH_CTRL_HDR      40
 #define MRC_AUTH_CTRL_OVERHEAD (MRC_AUTH_CTRL_HDR + MRC_AUTH_MAC_BYTES)
 #define MRC_AUTH_CTRL_MAX_BODY 1024
+#define MRC_AUTH_CTRL_F_CHALLENGE 1   /* body: the 8-byte cookie (be64) */
+#define MRC_AUTH_CTRL_SKEW_NS  30000000000ull   /* default max_skew_ns */
 
-/* A sender's stamp state (per daemon, shared by all destinations). */
+/* A sender's stamp state and boot epoch (per daemon, shared by all
+ * destinations). */
 struct mrc_auth_ctrl_tx {
 	uint64_t last;             /* 0 at start */
+	uint64_t epoch;            /* this boot's, random, never 0 */
 };
+/* last = 0, epoch = a fresh random nonzero value. */
+int mrc_auth_ctrl_tx_init(struct mrc_auth_ctrl_tx *tx);
+struct mrc_auth_replay;
 /* Seals body[0..blen) for dst_host into out[0..cap), *outlen =
  * MRC_AUTH_CTRL_OVERHEAD + blen.  now_real_ns: CLOCK_REALTIME in ns; the
- * stamp is max(last + 1, now_real_ns), so it only grows, across restarts
- * too (unless the clock steps back).  -EMSGSIZE: body too long or cap too
- * small. */
+ * stamp is max(last + 1, now_real_ns), so it only grows within a boot.
+ * dst_tag: the cookie r holds from dst_host's last CHALLENGE (0 when r is
+ * NULL or none came yet: the receiver then challenges).  -EINVAL: tx has
+ * no epoch; -EMSGSIZE: body too long or cap too small. */
 int mrc_auth_ctrl_seal(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
-		       uint64_t now_real_ns, uint32_t src_host, uint32_t dst_host,
-		       const void *body, size_t blen, uint8_t *out, size_t cap,
-		       size_t *outlen);
+		       const struct mrc_auth_replay *r, uint64_t now_real_ns,
+		       uint32_t src_host, uint32_t dst_host, const void *body, size_t blen,
+		       uint8_t *out, size_t cap, size_t *outlen);
 
-/* A receiver's replay state: per sender host, the newest stamp accepted
- * and the MRC_AUTH_REPLAY_RING newest ones (bounded memory: max_hosts of
- * them, allocated at create). */
+/* A receiver's replay state: per sender host, the session (its epoch and
+ * the cookie we gave it, or one pending), the newest stamp accepted and
+ * the MRC_AUTH_REPLAY_RING newest ones, and the cookie it gave us
+ * (bounded memory: max_hosts of them, allocated at create). */
 #define MRC_AUTH_REPLAY_RING 16
 struct mrc_auth_replay_cfg {
 	uint32_t self_host;        /* envelopes for another dst_host: -EXDEV */
 	uint32_t max_hosts;        /* src_host >= this: -ERANGE (1..1<<20) */
 	uint64_t window_ns;        /* how far behind the newest stamp of its
 	                              sender an envelope may arrive (reorder) */
-	uint64_t max_skew_ns;      /* 0: off; else a stamp further than this
-	                              from now_real_ns is -ESTALE (also after a
-	                              restart of the receiver, when it has no
-	                              state yet) */
+	uint64_t max_skew_ns;      /* a stamp further than this from
+	                              now_real_ns is -ESTALE; 0 is refused by
+	                              create (clocks must be within it:
+	                              NTP/PTP, docs/security.md) */
+	uint64_t epoch;            /* this boot's (the tx's): CHALLENGEs for
+	                              another epoch are -ESTALE; never 0 */
 };
-struct mrc_auth_replay;
 int mrc_auth_replay_create(const struct mrc_auth_replay_cfg *cfg,
 			   struct mrc_auth_replay **out);
 void mrc_auth_replay_free(struct mrc_auth_replay *r);
@@ -134,18 +166,32 @@ void mrc_auth_replay_free(struct mrc_auth_replay *r);
 struct mrc_auth_ctrl_msg {
 	uint32_t src_host, dst_host;
 	uint64_t stamp;
+	uint64_t src_epoch;        /* the sender's boot epoch */
+	int challenge;             /* a CHALLENGE: its cookie is now the
+	                              dst_tag for src_host (no body) */
 	const uint8_t *body;       /* points into the datagram */
 	size_t blen;
 };
 /* Opens an envelope: checks its layout (-EBADMSG), its MAC (-EACCES), its
- * destination (-EXDEV), its sender (-ERANGE), then freshness: a stamp seen
- * before (-EALREADY), behind the window or older than every remembered one
- * (-ESTALE), or outside max_skew_ns (-ESTALE).  Only an envelope that
- * passes all of them changes the replay state.  The caller still checks
- * that src_host is the host its source address names. */
+ * destination (-EXDEV), its sender (-ERANGE: out of range, or not
+ * from_host, the host its source address names; UINT32_MAX: not
+ * checked), its stamp against the clock (-ESTALE), then its session: a
+ * dst_tag that is not the cookie issued to this sender epoch is
+ * -ENOTCONN (m->src_host and m->src_epoch are set: answer with
+ * mrc_auth_ctrl_challenge); within the session a stamp seen before
+ * (-EALREADY), behind the window or older than every remembered one
+ * (-ESTALE).  A CHALLENGE is taken when its dst_tag is our epoch.  Only
+ * an envelope that passes all of them changes the replay state. */
 int mrc_auth_ctrl_open(const struct mrc_auth *a, struct mrc_auth_replay *r,
-		       uint64_t now_real_ns, const void *pkt, size_t len,
-		       struct mrc_auth_ctrl_msg *m);
+		       uint64_t now_real_ns, uint32_t from_host, const void *pkt,
+		       size_t len, struct mrc_auth_ctrl_msg *m);
+/* Seals a CHALLENGE from src_host to dst_host's epoch dst_epoch (what
+ * open's -ENOTCONN gave): a cookie drawn now, or the one still pending
+ * for that same epoch (so a burst of envelopes gets one cookie). */
+int mrc_auth_ctrl_challenge(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
+			    struct mrc_auth_replay *r, uint64_t now_real_ns,
+			    uint32_t src_host, uint32_t dst_host, uint64_t dst_epoch,
+			    uint8_t *out, size_t cap, size_t *outlen);
 
 /* ---- AEAD payload mode ------------------------------------------------ */
 /* AES-256-GCM, only where the CPU has AES-NI and PCLMUL (libsodium's

@@ -2,9 +2,10 @@
  * and replay protection by per-sender stamps.  See auth.h and
  * docs/wire.md ("CTRL envelope").
  *
- *   0 version u8 (2)  1 opcode u8 (48)  2 flags u16 (0)  4 src_host u32
- *   8 dst_host u32  12 blen u16  14 rsvd u16 (0)  16 stamp u64
- *   24 body[blen]  24+blen mac[16]
+ *   0 version u8 (2)  1 opcode u8 (48)  2 flags u16 (0 or 1: CHALLENGE)
+ *   4 src_host u32  8 dst_host u32  12 blen u16  14 rsvd u16 (0)
+ *   16 stamp u64  24 src_epoch u64  32 dst_tag u64
+ *   40 body[blen]  40+blen mac[16]
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +18,11 @@ struct sender {
 	uint64_t hi;                         /* newest stamp accepted; 0: none */
 	uint64_t seen[MRC_AUTH_REPLAY_RING]; /* the newest ones accepted */
 	uint32_t nseen;
+	/* The session: the sender's epoch and the cookie we issued to it
+	 * (0: none), and the challenge still unanswered. */
+	uint64_t epoch, cookie;
+	uint64_t pend_epoch, pend_cookie;
+	uint64_t tx_cookie;                  /* what it issued to us: our dst_tag */
 };
 
 struct mrc_auth_replay {
@@ -31,13 +37,15 @@ static int mac(const struct mrc_auth *a, const uint8_t *p, size_t n,
 	       ? -EIO : 0;
 }
 
-int mrc_auth_ctrl_seal(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
-		       uint64_t now_real_ns, uint32_t src_host, uint32_t dst_host,
-		       const void *body, size_t blen, uint8_t *out, size_t cap,
-		       size_t *outlen)
+static int seal(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
+		uint64_t now_real_ns, uint16_t flags, uint32_t src_host, uint32_t dst_host,
+		uint64_t dst_tag, const void *body, size_t blen, uint8_t *out, size_t cap,
+		size_t *outlen)
 {
 	if (!a || !tx || !out || !outlen || (blen && !body))
 		return -EINVAL;
+	if (!tx->epoch)
+		return -EINVAL;   /* mrc_auth_ctrl_tx_init was not called */
 	if (blen > MRC_AUTH_CTRL_MAX_BODY || cap < MRC_AUTH_CTRL_OVERHEAD + blen)
 		return -EMSGSIZE;
 	int rc = mrc__auth_ready();
@@ -48,13 +56,16 @@ int mrc_auth_ctrl_seal(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
 	uint64_t stamp = now_real_ns > tx->last ? now_real_ns : tx->last + 1;
 	out[0] = MRC_WIRE_VERSION;
 	out[1] = MRC_OP_CTRL;
-	out[2] = out[3] = 0;
+	out[2] = (uint8_t)(flags >> 8);
+	out[3] = (uint8_t)flags;
 	mrc__auth_be32(out + 4, src_host);
 	mrc__auth_be32(out + 8, dst_host);
 	out[12] = (uint8_t)(blen >> 8);
 	out[13] = (uint8_t)blen;
 	out[14] = out[15] = 0;
 	mrc__auth_be64(out + 16, stamp);
+	mrc__auth_be64(out + 24, tx->epoch);
+	mrc__auth_be64(out + 32, dst_tag);
 	if (blen)
 		memmove(out + MRC_AUTH_CTRL_HDR, body, blen);
 	rc = mac(a, out, MRC_AUTH_CTRL_HDR + blen, out + MRC_AUTH_CTRL_HDR + blen);
@@ -65,10 +76,60 @@ int mrc_auth_ctrl_seal(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
 	return 0;
 }
 
+int mrc_auth_ctrl_tx_init(struct mrc_auth_ctrl_tx *tx)
+{
+	if (!tx)
+		return -EINVAL;
+	int rc = mrc__auth_ready();
+	if (rc)
+		return rc;
+	tx->last = 0;
+	do
+		randombytes_buf(&tx->epoch, sizeof tx->epoch);
+	while (!tx->epoch);
+	return 0;
+}
+
+int mrc_auth_ctrl_seal(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
+		       const struct mrc_auth_replay *r, uint64_t now_real_ns,
+		       uint32_t src_host, uint32_t dst_host, const void *body, size_t blen,
+		       uint8_t *out, size_t cap, size_t *outlen)
+{
+	uint64_t tag = r && dst_host < r->cfg.max_hosts ? r->s[dst_host].tx_cookie : 0;
+	return seal(a, tx, now_real_ns, 0, src_host, dst_host, tag, body, blen, out, cap,
+		    outlen);
+}
+
+int mrc_auth_ctrl_challenge(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
+			    struct mrc_auth_replay *r, uint64_t now_real_ns,
+			    uint32_t src_host, uint32_t dst_host, uint64_t dst_epoch,
+			    uint8_t *out, size_t cap, size_t *outlen)
+{
+	if (!r || dst_host >= r->cfg.max_hosts || !dst_epoch)
+		return -EINVAL;
+	int rc = mrc__auth_ready();
+	if (rc)
+		return rc;
+	struct sender *s = &r->s[dst_host];
+	if (!s->pend_cookie || s->pend_epoch != dst_epoch) {
+		uint64_t c;
+		do
+			randombytes_buf(&c, sizeof c);
+		while (!c);
+		s->pend_cookie = c;
+		s->pend_epoch = dst_epoch;
+	}
+	uint8_t body[8];
+	mrc__auth_be64(body, s->pend_cookie);
+	return seal(a, tx, now_real_ns, MRC_AUTH_CTRL_F_CHALLENGE, src_host, dst_host,
+		    dst_epoch, body, sizeof body, out, cap, outlen);
+}
+
 int mrc_auth_replay_create(const struct mrc_auth_replay_cfg *cfg,
 			   struct mrc_auth_replay **out)
 {
-	if (!cfg || !out || !cfg->max_hosts || cfg->max_hosts > (1u << 20))
+	if (!cfg || !out || !cfg->max_hosts || cfg->max_hosts > (1u << 20) ||
+	    !cfg->max_skew_ns || !cfg->epoch)
 		return -EINVAL;
 	struct mrc_auth_replay *r = calloc(1, sizeof(*r));
 	if (!r)
@@ -92,12 +153,18 @@ void mrc_auth_replay_free(struct mrc_auth_replay *r)
 }
 
 /* Freshness of stamp c from sender s; 0 or why it is refused. */
-static int fresh(const struct mrc_auth_replay *r, const struct sender *s,
-		 uint64_t c, uint64_t now)
+/* Within max_skew_ns of our clock (both directions). */
+static int in_skew(const struct mrc_auth_replay *r, uint64_t c, uint64_t now)
 {
 	uint64_t skew = r->cfg.max_skew_ns;
-	if (skew && (c > now + skew || (now > skew && c < now - skew)))
-		return -ESTALE;
+	return !(c > now + skew || c + skew < c || (now > skew && c < now - skew));
+}
+
+/* Freshness of stamp c within sender s's session; 0 or why it is
+ * refused. */
+static int fresh(const struct mrc_auth_replay *r, const struct sender *s,
+		 uint64_t c)
+{
 	if (!s->nseen || c > s->hi)
 		return 0;
 	if (s->hi - c > r->cfg.window_ns)
@@ -133,14 +200,14 @@ static void remember(struct sender *s, uint64_t c)
 }
 
 int mrc_auth_ctrl_open(const struct mrc_auth *a, struct mrc_auth_replay *r,
-		       uint64_t now_real_ns, const void *pkt, size_t len,
-		       struct mrc_auth_ctrl_msg *m)
+		       uint64_t now_real_ns, uint32_t from_host, const void *pkt,
+		       size_t len, struct mrc_auth_ctrl_msg *m)
 {
 	const uint8_t *p = pkt;
 	if (!a || !r || !m || (len && !p))
 		return -EINVAL;
 	if (len < MRC_AUTH_CTRL_OVERHEAD || p[0] != MRC_WIRE_VERSION ||
-	    p[1] != MRC_OP_CTRL || p[2] || p[3] || p[14] || p[15])
+	    p[1] != MRC_OP_CTRL || p[2] || (p[3] & ~MRC_AUTH_CTRL_F_CHALLENGE) || p[14] || p[15])
 		return -EBADMSG;
 	size_t blen = (size_t)p[12] << 8 | p[13];
 	if (blen > MRC_AUTH_CTRL_MAX_BODY || len != MRC_AUTH_CTRL_OVERHEAD + blen)
@@ -157,17 +224,47 @@ int mrc_auth_ctrl_open(const struct mrc_auth *a, struct mrc_auth_replay *r,
 		return -EACCES;
 	uint32_t src = mrc__auth_ld32(p + 4), dst = mrc__auth_ld32(p + 8);
 	uint64_t stamp = mrc__auth_ld64(p + 16);
+	uint64_t epoch = mrc__auth_ld64(p + 24), tag = mrc__auth_ld64(p + 32);
+	int challenge = p[3] & MRC_AUTH_CTRL_F_CHALLENGE;
 	if (dst != r->cfg.self_host)
 		return -EXDEV;
-	if (src >= r->cfg.max_hosts)
+	/* The sender is checked before any state is touched: a key holder's
+	 * copy sent from another host's address must not burn the stamp of
+	 * the genuine one. */
+	if (src >= r->cfg.max_hosts || (from_host != UINT32_MAX && src != from_host))
 		return -ERANGE;
+	if (!epoch || (challenge && blen != 8))
+		return -EBADMSG;
+	if (!in_skew(r, stamp, now_real_ns))
+		return -ESTALE;
 	struct sender *s = &r->s[src];
-	rc = fresh(r, s, stamp, now_real_ns);
+	*m = (struct mrc_auth_ctrl_msg){ .src_host = src, .dst_host = dst, .stamp = stamp,
+		.src_epoch = epoch, .challenge = challenge,
+		.body = blen ? p + MRC_AUTH_CTRL_HDR : NULL, .blen = blen };
+	if (challenge) {
+		/* Addressed to this boot, or an old one's (replayed): only the
+		 * first may set what we send next. */
+		uint64_t c = mrc__auth_ld64(p + MRC_AUTH_CTRL_HDR);
+		if (tag != r->cfg.epoch || !c)
+			return -ESTALE;
+		s->tx_cookie = c;
+		m->body = NULL;
+		m->blen = 0;
+		return 0;
+	}
+	if (!tag || !((s->cookie && tag == s->cookie && epoch == s->epoch) ||
+		      (s->pend_cookie && tag == s->pend_cookie && epoch == s->pend_epoch)))
+		return -ENOTCONN;
+	if (tag != s->cookie) {
+		/* The answer to our challenge: a new session, whose cookie no
+		 * envelope sealed before the challenge can carry, so the
+		 * replay state starts empty (a sender whose clock stepped
+		 * back is not locked out). */
+		*s = (struct sender){ .epoch = epoch, .cookie = tag, .tx_cookie = s->tx_cookie };
+	}
+	rc = fresh(r, s, stamp);
 	if (rc)
 		return rc;
 	remember(s, stamp);
-	*m = (struct mrc_auth_ctrl_msg){ .src_host = src, .dst_host = dst,
-		.stamp = stamp, .body = blen ? p + MRC_AUTH_CTRL_HDR : NULL,
-		.blen = blen };
 	return 0;
 }

@@ -278,3 +278,36 @@ int mrc_auth_pair_keys(const struct mrc_auth *a, uint32_t self_host, uint32_t pe
 		rc = pair_key(a, peer_host, self_host, rx);
 	return rc;
 }
+
+/* The v3 token: v2's input plus both boot epochs (from, to), so a probe or
+ * a reply recorded before either side restarted carries a token neither
+ * side accepts any more. */
+static int probe_token_ep(const struct mrc_auth *a, uint32_t from, uint32_t to,
+			  uint64_t from_epoch, uint64_t to_epoch, uint64_t *tok)
+{
+	static const char label[16] = "mrc probe v3";
+	uint8_t t[sizeof label + 24], h[16];
+	memcpy(t, label, sizeof label);
+	mrc__auth_be32(t + 16, from);
+	mrc__auth_be32(t + 20, to);
+	mrc__auth_be64(t + 24, from_epoch);
+	mrc__auth_be64(t + 32, to_epoch);
+	if (crypto_generichash(h, sizeof h, t, sizeof t, a->probe, sizeof a->probe))
+		return -EIO;
+	*tok = token_of(h);
+	return 0;
+}
+
+int mrc_auth_probe_tokens_epoch(const struct mrc_auth *a, uint32_t self_host,
+				uint32_t peer_host, uint64_t self_epoch, uint64_t peer_epoch,
+				uint64_t *tx, uint64_t *rx)
+{
+	if (!a || !tx || !rx)
+		return -EINVAL;
+	int rc = mrc__auth_ready();
+	if (!rc)
+		rc = probe_token_ep(a, self_host, peer_host, self_epoch, peer_epoch, tx);
+	if (!rc)
+		rc = probe_token_ep(a, peer_host, self_host, peer_epoch, self_epoch, rx);
+	return rc;
+}

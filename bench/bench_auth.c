@@ -20,6 +20,7 @@
  * mode adds to a packet that one core sends and receives. */
 #include <errno.h>
 #include <inttypes.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,10 +127,16 @@ out:
 /* ns per seal + open of a 48-byte body (the v2 CTRL body), or < 0. */
 static double ctrl_ns(const struct mrc_auth *a, uint64_t n)
 {
+	struct mrc_auth_ctrl_tx tx, tx1;
+	if (mrc_auth_ctrl_tx_init(&tx) || mrc_auth_ctrl_tx_init(&tx1))
+		return -1;
 	struct mrc_auth_replay_cfg rc = { .self_host = 1, .max_hosts = 16,
-					  .window_ns = 5000000000ull };
-	struct mrc_auth_replay *rp;
-	struct mrc_auth_ctrl_tx tx = { 0 };
+					  .window_ns = 5000000000ull,
+					  .max_skew_ns = MRC_AUTH_CTRL_SKEW_NS, .epoch = tx1.epoch };
+	struct mrc_auth_replay_cfg rc0 = rc;
+	rc0.self_host = 0;
+	rc0.epoch = tx.epoch;
+	struct mrc_auth_replay *rp, *rp0;
 	uint8_t body[48], pkt[48 + MRC_AUTH_CTRL_OVERHEAD];
 	struct mrc_auth_ctrl_msg m;
 	size_t len;
@@ -137,17 +144,28 @@ static double ctrl_ns(const struct mrc_auth *a, uint64_t n)
 
 	if (mrc_auth_replay_create(&rc, &rp))
 		return -1;
+	if (mrc_auth_replay_create(&rc0, &rp0)) {
+		mrc_auth_replay_free(rp);
+		return -1;
+	}
 	memset(body, 0x11, sizeof(body));
 	uint64_t now = 1700000000000000000ull;
+	/* The session (one challenge, once per boot and peer): not timed. */
+	bad |= mrc_auth_ctrl_seal(a, &tx, rp0, now, 0, 1, body, sizeof(body), pkt, sizeof(pkt),
+				  &len);
+	bad |= mrc_auth_ctrl_open(a, rp, now, 0, pkt, len, &m) != -ENOTCONN;
+	bad |= mrc_auth_ctrl_challenge(a, &tx1, rp, now, 1, 0, m.src_epoch, pkt, sizeof(pkt), &len);
+	bad |= mrc_auth_ctrl_open(a, rp0, now, 1, pkt, len, &m);
 	uint64_t t0 = bm_now_ns();
 	for (uint64_t i = 0; i < n; i++) {
 		body[0] = (uint8_t)i;
-		bad |= mrc_auth_ctrl_seal(a, &tx, now + i, 0, 1, body, sizeof(body), pkt,
+		bad |= mrc_auth_ctrl_seal(a, &tx, rp0, now + i, 0, 1, body, sizeof(body), pkt,
 					  sizeof(pkt), &len);
-		bad |= mrc_auth_ctrl_open(a, rp, now + i, pkt, len, &m);
+		bad |= mrc_auth_ctrl_open(a, rp, now + i, 0, pkt, len, &m);
 	}
 	uint64_t dt = bm_now_ns() - t0;
 	mrc_auth_replay_free(rp);
+	mrc_auth_replay_free(rp0);
 	if (bad) {
 		fprintf(stderr, "ctrl seal/open failed\n");
 		return -1;

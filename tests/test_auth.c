@@ -291,21 +291,68 @@ static void probe_tokens(void **state)
 #define SEC 1000000000ull
 #define T0 (1700000000ull * SEC)
 
+/* The receiver under test (g_r, host g_self, its boot epoch in g_rtx) and
+ * each sender's own table (g_snd[src]: the cookie g_r issued it).  A
+ * sender's first envelope to g_r goes through the challenge, as between
+ * daemons (docs/wire.md, "CTRL envelope"); tests/test_ctrl.c tests the
+ * sessions themselves. */
+#define NSND 64
+static struct mrc_auth_replay *g_r, *g_snd[NSND];
+static struct mrc_auth_ctrl_tx g_rtx;
+static uint32_t g_self;
+
+static void senders_free(void)
+{
+	for (int i = 0; i < NSND; i++) {
+		mrc_auth_replay_free(g_snd[i]);
+		g_snd[i] = NULL;
+	}
+}
+
+/* skew 0: no bound that matters here (the bound is mandatory now). */
 static struct mrc_auth_replay *replay_new(uint32_t self, uint64_t window, uint64_t skew)
 {
+	senders_free();
+	assert_int_equal(mrc_auth_ctrl_tx_init(&g_rtx), 0);
 	struct mrc_auth_replay_cfg cfg = { .self_host = self, .max_hosts = 64,
-		.window_ns = window, .max_skew_ns = skew };
+		.window_ns = window, .max_skew_ns = skew ? skew : 1ull << 62,
+		.epoch = g_rtx.epoch };
 	struct mrc_auth_replay *r = NULL;
 	assert_int_equal(mrc_auth_replay_create(&cfg, &r), 0);
+	g_r = r;
+	g_self = self;
 	return r;
+}
+
+/* Sender src (tx) gets g_r's cookie: one refused envelope, a challenge. */
+static void session(struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx, uint64_t now,
+		    uint32_t src)
+{
+	struct mrc_auth_replay_cfg cfg = { .self_host = src, .max_hosts = 64,
+		.window_ns = SEC, .max_skew_ns = 1ull << 62, .epoch = tx->epoch };
+	assert_int_equal(mrc_auth_replay_create(&cfg, &g_snd[src]), 0);
+	uint8_t pkt[MRC_AUTH_CTRL_OVERHEAD + 8];
+	size_t n = 0;
+	struct mrc_auth_ctrl_msg m;
+	assert_int_equal(mrc_auth_ctrl_seal(a, tx, g_snd[src], now, src, g_self, NULL, 0, pkt,
+					    sizeof pkt, &n), 0);
+	assert_int_equal(mrc_auth_ctrl_open(a, g_r, now, src, pkt, n, &m), -ENOTCONN);
+	assert_int_equal(mrc_auth_ctrl_challenge(a, &g_rtx, g_r, now, g_self, src, m.src_epoch,
+						 pkt, sizeof pkt, &n), 0);
+	assert_int_equal(mrc_auth_ctrl_open(a, g_snd[src], now, g_self, pkt, n, &m), 0);
+	assert_true(m.challenge);
 }
 
 static size_t seal(struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx, uint64_t now,
 		   uint32_t src, uint32_t dst, const uint8_t *body, size_t blen, uint8_t *out)
 {
 	size_t n = 0;
-	int rc = mrc_auth_ctrl_seal(a, tx, now, src, dst, body, blen, out,
-				    MRC_AUTH_CTRL_OVERHEAD + MRC_AUTH_CTRL_MAX_BODY, &n);
+	if (!tx->epoch)
+		assert_int_equal(mrc_auth_ctrl_tx_init(tx), 0);
+	if (src < NSND && dst == g_self && !g_snd[src])
+		session(a, tx, now, src);
+	int rc = mrc_auth_ctrl_seal(a, tx, src < NSND ? g_snd[src] : NULL, now, src, dst, body,
+				    blen, out, MRC_AUTH_CTRL_OVERHEAD + MRC_AUTH_CTRL_MAX_BODY, &n);
 	CHECK(rc == 0, "seal: %d", rc);
 	assert_int_equal(n, MRC_AUTH_CTRL_OVERHEAD + blen);
 	return n;
@@ -326,7 +373,7 @@ static void ctrl_roundtrip(void **state)
 		assert_int_equal(pkt[0], 2);
 		assert_int_equal(pkt[1], 48);
 		struct mrc_auth_ctrl_msg m;
-		int rc = mrc_auth_ctrl_open(a, r, T0 + i, pkt, n, &m);
+		int rc = mrc_auth_ctrl_open(a, r, T0 + i, UINT32_MAX, pkt, n, &m);
 		CHECK(rc == 0, "len %zu: open %d", lens[i], rc);
 		CHECK(m.src_host == 7 && m.dst_host == 2 && m.blen == lens[i] &&
 		      (!lens[i] || !memcmp(m.body, body, lens[i])), "len %zu: fields", lens[i]);
@@ -336,14 +383,18 @@ static void ctrl_roundtrip(void **state)
 	/* The stamp grows even if the clock does not. */
 	size_t n = seal(a, &tx, 5, 7, 2, body, 4, pkt);
 	struct mrc_auth_ctrl_msg m;
-	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, pkt, n, &m), 0);
+	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, pkt, n, &m), 0);
 	CHECK(m.stamp == last + 1, "stamp %llu after %llu", (unsigned long long)m.stamp,
 	      (unsigned long long)last);
 	size_t got = 0;
-	CHECK(mrc_auth_ctrl_seal(a, &tx, T0, 1, 2, body, MRC_AUTH_CTRL_MAX_BODY + 1, pkt,
+	CHECK(mrc_auth_ctrl_seal(a, &tx, NULL, T0, 1, 2, body, MRC_AUTH_CTRL_MAX_BODY + 1, pkt,
 				 sizeof pkt, &got) == -EMSGSIZE, "body too long");
-	CHECK(mrc_auth_ctrl_seal(a, &tx, T0, 1, 2, body, 10, pkt,
+	CHECK(mrc_auth_ctrl_seal(a, &tx, NULL, T0, 1, 2, body, 10, pkt,
 				 MRC_AUTH_CTRL_OVERHEAD + 9, &got) == -EMSGSIZE, "cap");
+	struct mrc_auth_ctrl_tx none = { 0 };
+	CHECK(mrc_auth_ctrl_seal(a, &none, NULL, T0, 1, 2, body, 10, pkt, sizeof pkt,
+				 &got) == -EINVAL, "no epoch");
+	senders_free();
 	mrc_auth_replay_free(r);
 	mrc_auth_free(a);
 }
@@ -362,14 +413,15 @@ static void ctrl_tamper(void **state)
 	struct mrc_auth_ctrl_msg m;
 	for (size_t bit = 0; bit < n * 8; bit++) {
 		pkt[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-		int rc = mrc_auth_ctrl_open(a, r, T0, pkt, n, &m);
+		int rc = mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, pkt, n, &m);
 		CHECK(rc == -EACCES || rc == -EBADMSG, "bit %zu: rc %d", bit, rc);
 		pkt[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 	}
 	for (size_t l = 0; l < n; l++)
-		CHECK(mrc_auth_ctrl_open(a, r, T0, pkt, l, &m) == -EBADMSG, "prefix %zu", l);
-	CHECK(mrc_auth_ctrl_open(other, r, T0, pkt, n, &m) == -EACCES, "other key");
-	CHECK(mrc_auth_ctrl_open(a, r, T0, pkt, n, &m) == 0, "genuine after tampering");
+		CHECK(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, pkt, l, &m) == -EBADMSG, "prefix %zu", l);
+	CHECK(mrc_auth_ctrl_open(other, r, T0, UINT32_MAX, pkt, n, &m) == -EACCES, "other key");
+	CHECK(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, pkt, n, &m) == 0, "genuine after tampering");
+	senders_free();
 	mrc_auth_replay_free(r);
 	mrc_auth_free(a);
 	mrc_auth_free(other);
@@ -385,22 +437,22 @@ static void ctrl_replay_window(void **state)
 	struct mrc_auth_ctrl_msg m;
 
 	size_t n = seal(a, &tx, T0, 5, 1, body, sizeof body, pkt);
-	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, pkt, n, &m), 0);
-	CHECK(mrc_auth_ctrl_open(a, r, T0, pkt, n, &m) == -EALREADY, "replay");
+	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, pkt, n, &m), 0);
+	CHECK(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, pkt, n, &m) == -EALREADY, "replay");
 
 	/* Reordering inside the window: an older envelope arriving after a
 	 * newer one is accepted once. */
 	size_t n1 = seal(a, &tx, T0 + 100, 5, 1, body, sizeof body, old);
 	size_t n2 = seal(a, &tx, T0 + 200, 5, 1, body, sizeof body, pkt);
-	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, pkt, n2, &m), 0);
-	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, old, n1, &m), 0);
-	CHECK(mrc_auth_ctrl_open(a, r, T0, old, n1, &m) == -EALREADY, "reordered replay");
+	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, pkt, n2, &m), 0);
+	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, old, n1, &m), 0);
+	CHECK(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, old, n1, &m) == -EALREADY, "reordered replay");
 
 	/* Older than the window behind the newest: refused. */
 	n1 = seal(a, &tx, T0 + 300, 5, 1, body, sizeof body, old);
 	n2 = seal(a, &tx, T0 + 300 + 2 * SEC, 5, 1, body, sizeof body, pkt);
-	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, pkt, n2, &m), 0);
-	CHECK(mrc_auth_ctrl_open(a, r, T0, old, n1, &m) == -ESTALE, "outside the window");
+	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, pkt, n2, &m), 0);
+	CHECK(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, old, n1, &m) == -ESTALE, "outside the window");
 
 	/* Inside the window but older than every stamp remembered (the ring
 	 * is full of newer ones): cannot be proven unseen. */
@@ -408,20 +460,20 @@ static void ctrl_replay_window(void **state)
 	n1 = seal(a, &tx, t, 5, 1, body, sizeof body, old);
 	for (int i = 1; i <= MRC_AUTH_REPLAY_RING; i++) {
 		n2 = seal(a, &tx, t + (uint64_t)i, 5, 1, body, sizeof body, pkt);
-		assert_int_equal(mrc_auth_ctrl_open(a, r, T0, pkt, n2, &m), 0);
+		assert_int_equal(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, pkt, n2, &m), 0);
 	}
-	CHECK(mrc_auth_ctrl_open(a, r, T0, old, n1, &m) == -ESTALE, "older than the ring");
+	CHECK(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, old, n1, &m) == -ESTALE, "older than the ring");
 
 	/* Senders are independent; destination and sender range are checked. */
 	n = seal(a, &tx, T0 + 1, 6, 1, body, sizeof body, pkt);
-	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, pkt, n, &m), 0);
+	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, pkt, n, &m), 0);
 	n = seal(a, &tx, T0 + 20 * SEC, 6, 2, body, sizeof body, pkt);
-	CHECK(mrc_auth_ctrl_open(a, r, T0, pkt, n, &m) == -EXDEV, "other destination");
+	CHECK(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, pkt, n, &m) == -EXDEV, "other destination");
 	n = seal(a, &tx, T0 + 21 * SEC, 64, 1, body, sizeof body, pkt);
-	CHECK(mrc_auth_ctrl_open(a, r, T0, pkt, n, &m) == -ERANGE, "sender out of range");
+	CHECK(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, pkt, n, &m) == -ERANGE, "sender out of range");
 	/* The refused ones left sender 6 as it was: its next one opens. */
 	n = seal(a, &tx, T0 + 22 * SEC, 6, 1, body, sizeof body, pkt);
-	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, pkt, n, &m), 0);
+	assert_int_equal(mrc_auth_ctrl_open(a, r, T0, UINT32_MAX, pkt, n, &m), 0);
 	mrc_auth_replay_free(r);
 
 	/* With a skew bound, stale or future stamps are refused even by a
@@ -429,9 +481,10 @@ static void ctrl_replay_window(void **state)
 	r = replay_new(1, SEC, 30 * SEC);
 	struct mrc_auth_ctrl_tx tx2 = { 0 };
 	n = seal(a, &tx2, T0, 5, 1, body, sizeof body, pkt);
-	CHECK(mrc_auth_ctrl_open(a, r, T0 + 31 * SEC, pkt, n, &m) == -ESTALE, "too old");
-	CHECK(mrc_auth_ctrl_open(a, r, T0 - 31 * SEC, pkt, n, &m) == -ESTALE, "from the future");
-	assert_int_equal(mrc_auth_ctrl_open(a, r, T0 + 29 * SEC, pkt, n, &m), 0);
+	CHECK(mrc_auth_ctrl_open(a, r, T0 + 31 * SEC, UINT32_MAX, pkt, n, &m) == -ESTALE, "too old");
+	CHECK(mrc_auth_ctrl_open(a, r, T0 - 31 * SEC, UINT32_MAX, pkt, n, &m) == -ESTALE, "from the future");
+	assert_int_equal(mrc_auth_ctrl_open(a, r, T0 + 29 * SEC, UINT32_MAX, pkt, n, &m), 0);
+	senders_free();
 	mrc_auth_replay_free(r);
 
 	struct mrc_auth_replay_cfg bad = { .max_hosts = 0 };

@@ -74,10 +74,27 @@ static void two_hosts(struct host *a, struct host *b)
 		k[i] = (uint8_t)(i * 3 + 1);
 	assert_int_equal(mrc_auth_key_parse(k, sizeof(k), &key_, NULL), 0);
 	for (uint32_t h = 0; h < 2; h++) {
+		assert_int_equal(mrc_auth_ctrl_tx_init(&tx_[h]), 0);
 		struct mrc_auth_replay_cfg rc = { .self_host = h, .max_hosts = 2,
-			.window_ns = 5000000000ull };
+			.window_ns = 5000000000ull, .max_skew_ns = MRC_AUTH_CTRL_SKEW_NS,
+			.epoch = tx_[h].epoch };
 		assert_int_equal(mrc_auth_replay_create(&rc, &rp_[h]), 0);
-		tx_[h] = (struct mrc_auth_ctrl_tx){ 0 };
+	}
+	/* Each host gets the other's cookie, as cm.c's first exchange does
+	 * (a challenge each way). */
+	for (uint32_t h = 0; h < 2; h++) {
+		uint8_t pkt[MRCD_CTRL_LEN_MAX];
+		size_t len;
+		struct mrcd_ctrl m = { .type = MRCD_CTRL_PLANES };
+		struct mrc_auth_ctrl_msg env;
+		assert_int_equal(mrcd_ctrl_seal_len(key_, &tx_[h], rp_[h], 1, h, 1 - h, &m, pkt,
+						    &len), 0);
+		assert_int_equal(mrcd_ctrl_open(key_, rp_[1 - h], 1, h, pkt, len, &env, &m),
+				 -ENOTCONN);
+		assert_int_equal(mrc_auth_ctrl_challenge(key_, &tx_[1 - h], rp_[1 - h], 1, 1 - h, h,
+							 env.src_epoch, pkt, sizeof pkt, &len), 0);
+		assert_int_equal(mrcd_ctrl_open(key_, rp_[h], 1, 1 - h, pkt, len, &env, &m), 0);
+		assert_true(env.challenge);
 	}
 }
 
@@ -109,7 +126,8 @@ static size_t ctrl_from(struct host *h, uint32_t from, uint8_t t, uint8_t *pkt)
 	assert_int_equal(mrcd_ep_fill(h->dp, 2, &m), 0);
 	assert_int_equal(m.neps, 2);
 	size_t len = 0;
-	assert_int_equal(mrcd_ctrl_seal_len(key_, &tx_[from], 1, from, 1 - from, &m, pkt, &len), 0);
+	assert_int_equal(mrcd_ctrl_seal_len(key_, &tx_[from], rp_[from], 1, from, 1 - from, &m, pkt,
+					    &len), 0);
 	return len;
 }
 
@@ -118,9 +136,9 @@ static size_t ctrl_from(struct host *h, uint32_t from, uint8_t t, uint8_t *pkt)
 static int ctrl_to(struct host *h, uint32_t to, const uint8_t *pkt, size_t len)
 {
 	struct mrcd_ctrl m;
-	uint32_t src;
-	assert_int_equal(mrcd_ctrl_open(key_, rp_[to], 1, pkt, len, &src, &m), 0);
-	assert_int_equal(src, 1 - to);
+	struct mrc_auth_ctrl_msg env;
+	assert_int_equal(mrcd_ctrl_open(key_, rp_[to], 1, 1 - to, pkt, len, &env, &m), 0);
+	assert_int_equal(env.src_host, 1 - to);
 	return mrcd_ep_learn(h->dp, 2, &h->peer, &m);
 }
 

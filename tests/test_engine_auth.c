@@ -299,6 +299,86 @@ static void probe_wrong_token(void **state)
 	CHECK(in.state == MRC_EV_GOOD, "genuine probes bring the path back");
 }
 
+/* Audit finding B: a PROBE_REPLY with the right token and seq that does
+ * not echo the outstanding probe's send time exactly changes nothing and
+ * is counted (rx_probe_stale): one recorded before a restart (seq
+ * restarts at 1, so its seq matches; its ts_echo is the old probe's), one
+ * with ts_echo 0 (which would make the RTT `now` and stretch
+ * probe_rtt_hi), one from the future.  The genuine reply still works. */
+static void probe_reply_must_echo_probe(void **state)
+{
+	(void)state;
+	const uint32_t ev = 2;
+	uint64_t now = g_t.ch->now + 5000000;
+	g_t.ch->now = now;
+	CHECK(mrce_ev_set_denied(E(0), now, P(0), ev, 1) == 0 &&
+	      mrce_ev_set_denied(E(0), now, P(0), ev, 0) == 0, "deny/allow");
+	CHECK(mrce_ev_probe(E(0), now, P(0), ev) == 0, "probe");
+	struct pkt pr, rep, f;
+	take_one(0, &pr);
+	struct mrc_probe_hdr ph = view(&pr).u.probe;
+	g_t.ch->now += 10000;
+	rx(1, &pr);
+	take_one(1, &rep);
+	struct mrc_probe_hdr rh = view(&rep).u.probe;
+	CHECK(rh.ts_echo == ph.ts && rh.seq == ph.seq, "reply echoes the probe");
+	const uint64_t bad_echo[] = { ph.ts - 1000 /* an older probe's */, 0,
+		g_t.ch->now + 1000000000ull /* the future */, ph.ts + 1 };
+	struct mrce_ev_info in;
+	for (size_t k = 0; k < sizeof bad_echo / sizeof bad_echo[0]; k++) {
+		struct mrc_probe_hdr h = rh;
+		h.ts_echo = bad_echo[k];
+		f = rep;
+		f.len = mrc_wire_put_probe(f.b, &h);
+		rx(0, &f);
+		mrce_ev_info(E(0), P(0), ev, &in);
+		CHECK(in.state == MRC_EV_ASSUMED_BAD && in.probes_ok == 0,
+		      "reply %zu with ts_echo %llu taken", k, (unsigned long long)bad_echo[k]);
+	}
+	CHECK(stats(0).rx_probe_stale == 4, "counted: %llu",
+	      (unsigned long long)stats(0).rx_probe_stale);
+	CHECK(stats(0).rx_bad_token[MRC_TOK_PROBE] == 0, "not as a bad token");
+	struct mrce_event e;
+	while (mrce_poll_event(E(0), &e))
+		CHECK(e.type != MRC_EVT_PROBE_RESULT, "stale reply reported as a result");
+	rx(0, &rep);
+	mrce_ev_info(E(0), P(0), ev, &in);
+	CHECK(in.probes_ok == 1, "genuine reply counted");
+	/* Answered: the same reply again is stale too. */
+	rx(0, &rep);
+	CHECK(stats(0).rx_probe_stale == 5 && in.probes_ok == 1, "answered probe taken twice");
+}
+
+/* Audit finding C: NOQP NACKs leave through a token bucket (noqp_burst,
+ * then noqp_per_s): a flood of data for a gone QP, from an address that
+ * names a peer, gets a bounded number of answers; the rest are counted. */
+static void noqp_rate_limited(void **state)
+{
+	(void)state;
+	post_write(1, 128);
+	struct pkt d, a;
+	take_one(0, &d);
+	CHECK(mrce_qp_destroy(E(1), g_t.qb) == 0, "destroy");
+	struct mrce_cfg c;
+	mrce_cfg_default(&c);
+	const int flood = 200;
+	for (int i = 0; i < flood; i++)
+		rx(1, &d);
+	int sent = 0;
+	struct mrce_tx_pkt t[64];
+	for (int k; (k = mrce_tx(E(1), g_t.ch->now, t, 64)) > 0;)
+		sent += k;
+	CHECK(sent == (int)c.noqp_burst, "%d NOQPs for %d packets (burst %u)", sent, flood,
+	      c.noqp_burst);
+	CHECK(stats(1).noqp_limited == (uint64_t)(flood - sent), "limited counted: %llu",
+	      (unsigned long long)stats(1).noqp_limited);
+	/* The bucket refills: a second later the next one is answered. */
+	g_t.ch->now += 1000000000ull;
+	rx(1, &d);
+	take_one(1, &a);
+	CHECK(view(&a).u.ack.nack == MRC_NACK_NOQP, "NOQP after the refill");
+}
+
 /* Tokens are set before connect; require_tokens refuses a QP without. */
 static void token_setup_rules(void **state)
 {
@@ -393,6 +473,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(ack_wrong_token, setup, teardown),
 		cmocka_unit_test_setup_teardown(noqp_forged_and_real, setup, teardown),
 		cmocka_unit_test_setup_teardown(probe_wrong_token, setup, teardown),
+		cmocka_unit_test_setup_teardown(probe_reply_must_echo_probe, setup, teardown),
+		cmocka_unit_test_setup_teardown(noqp_rate_limited, setup, teardown),
 		cmocka_unit_test_setup_teardown(token_setup_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(negotiated_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(zero_tokens_interoperate, setup, teardown),

@@ -276,10 +276,11 @@ static void ctrl_pkt(const struct mrc_auth *a, uint8_t type, uint32_t neps)
 		m.ep[i] = 2 + (r32() & 0xfffff);
 		snprintf(eps + strlen(eps), sizeof(eps) - strlen(eps), "%s%u", i ? "," : "", m.ep[i]);
 	}
-	struct mrc_auth_ctrl_tx tx = { 0 };
+	struct mrc_auth_ctrl_tx tx;
+	assert_int_equal(mrc_auth_ctrl_tx_init(&tx), 0);
 	uint64_t stamp = 1700000000000000000ull + (rnd() & 0xffffff);
 	size_t len = 0, blen = MRCD_CTRL_BODY + (neps ? 4 + 4 * neps : 0);
-	assert_int_equal(mrcd_ctrl_seal_len(a, &tx, stamp, 3, 6, &m, p->b + 48, &len), 0);
+	assert_int_equal(mrcd_ctrl_seal_len(a, &tx, NULL, stamp, 3, 6, &m, p->b + 48, &len), 0);
 	assert_int_equal(len, MRC_AUTH_CTRL_OVERHEAD + blen);
 	wrap(p, len, 3, route4, 791);
 	want(p, "mrc.opcode", "48");
@@ -291,6 +292,8 @@ static void ctrl_pkt(const struct mrc_auth *a, uint8_t type, uint32_t neps)
 		want(p, "mrc.ctrl.ep", "%s", eps);
 	}
 	want(p, "mrc.ctrl.stamp", "%llu", (unsigned long long)stamp);
+	want(p, "mrc.ctrl.src_epoch", "0x%016llx", (unsigned long long)tx.epoch);
+	want(p, "mrc.ctrl.dst_tag", "0x%016llx", 0ull);
 	want(p, "mrc.ctrl.type", "%u", type);
 	want(p, "mrc.ctrl.sid", "%u", m.sid);
 	want(p, "mrc.ctrl.id", "0x%016llx", (unsigned long long)m.id);
@@ -303,7 +306,7 @@ static void ctrl_pkt(const struct mrc_auth *a, uint8_t type, uint32_t neps)
 	hexs(hx, m.nonce, 16);
 	want(p, "mrc.ctrl.nonce", "%s", hx);
 	char mac[33];
-	hexs(mac, p->b + 48 + 24 + blen, 16);
+	hexs(mac, p->b + 48 + MRC_AUTH_CTRL_HDR + blen, 16);
 	want(p, "mrc.ctrl.mac", "%s", mac);
 }
 

@@ -27,6 +27,8 @@ void mrce_cfg_default(struct mrce_cfg *c)
 	c->probe_interval_ns = 2000000;
 	c->probe_max_interval_ns = 64000000;
 	c->probe_ok_needed = 2;
+	c->noqp_per_s = 1000;
+	c->noqp_burst = 64;
 	c->rnr_delay_ns = 100000;
 	c->rnr_retry = MRC_RNR_RETRY_FOREVER;
 	c->no_path_timeout_ns = 1000000000;

@@ -79,6 +79,13 @@ struct mrce_cfg {
 	                              host little, and a repaired path is
 	                              back within one of these */
 	uint32_t probe_ok_needed;  /* probe replies in a row to return GOOD (2) */
+	uint32_t noqp_per_s;       /* NOQP NACKs sent at most this many per
+	                              second (token bucket, all peers), beyond
+	                              a burst of noqp_burst; the rest are
+	                              counted (noqp_limited) and not sent: a
+	                              spoofed source cannot make us a
+	                              reflector (1000, 0: none sent) */
+	uint32_t noqp_burst;       /* (64; 0 counts as 1) */
 	uint64_t rnr_delay_ns;     /* retry delay after an RNR NACK (100 us) */
 	uint32_t rnr_retry;        /* RNR NACKs a packet may get before its QP
 	                              fails with -ENOBUFS, apart from
@@ -403,6 +410,10 @@ struct mrce_stats {
 	/* ACKs that rode on data packets (sent, received and taken), and the
 	 * held ACKs that found no data in time and left as ACK packets. */
 	uint64_t tx_pb_acks, rx_pb_acks, ack_delay_expired;
+	/* PROBE_REPLYs (token right) that answer no outstanding probe of
+	 * ours, exactly (seq and ts_echo): recorded, late or forged; they
+	 * change nothing.  NOQP NACKs not sent by the rate limit. */
+	uint64_t rx_probe_stale, noqp_limited;
 };
 void mrce_stats(const struct mrce *e, struct mrce_stats *st);
 

@@ -195,6 +195,8 @@ struct mrc__qp {
 
 struct mrce {
 	struct mrce_cfg cfg;
+	uint64_t noqp_tat;          /* NOQP token bucket (GCRA): the time the
+	                               next NACK would be due at the rate */
 	const struct mrc_cc_ops *cc;
 	uint32_t wmask, sqmask, rqmask;
 	uint32_t max_cwnd;

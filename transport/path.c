@@ -579,8 +579,16 @@ void mrc__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
 			.ts = now, .ts_echo = h->ts, .token = p->probe_tx_token });
 		return;
 	}
-	if (!pa->probe_seq || h->seq != pa->probe_seq || h->ts_echo > now)
-		return;   /* stale or unsolicited */
+	/* The answer to the one outstanding probe of this path, exactly: its
+	 * seq and its send time (ts_echo, our clock).
+	 * A reply recorded earlier, to an older probe or before a restart,
+	 * or with ts_echo 0 or in the future, changes nothing (and the
+	 * tokens are per boot epoch besides: docs/wire.md). */
+	if (!pa->probe_seq || h->seq != pa->probe_seq || h->ts_echo != pa->probe_ts ||
+	    h->ts_echo > now) {
+		e->st.rx_probe_stale++;
+		return;
+	}
 	uint64_t rtt = now - h->ts_echo;
 	pa->probe_seq = 0;
 	pa->probes_ok++;

@@ -60,9 +60,31 @@ static void send_ack(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
 	put_ack(e, t, peer, ev, &h);
 }
 
-static void send_noqp(struct mrce *e, uint32_t peer, const struct mrc_data_hdr *d)
+/* The NOQP token bucket (GCRA, one timestamp): at most noqp_per_s NACKs a
+ * second after a burst of noqp_burst. */
+static int noqp_allowed(struct mrce *e, uint64_t now)
+{
+	if (!e->cfg.noqp_per_s) {
+		e->st.noqp_limited++;
+		return 0;
+	}
+	uint64_t step = 1000000000ull / e->cfg.noqp_per_s;
+	uint64_t burst = e->cfg.noqp_burst ? e->cfg.noqp_burst : 1;
+	uint64_t tat = e->noqp_tat > now ? e->noqp_tat : now;
+	if (tat - now >= step * burst) {
+		e->st.noqp_limited++;
+		return 0;
+	}
+	e->noqp_tat = tat + step;
+	return 1;
+}
+
+static void send_noqp(struct mrce *e, uint32_t peer, const struct mrc_data_hdr *d,
+		      uint64_t now)
 {
 	struct mrc__peer *p = &e->peers[peer];
+	if (!noqp_allowed(e, now))
+		return;
 	int ev = d->ev < p->nev && p->paths[d->ev].state != MRC_EV_DENIED ? d->ev :
 		mrc__path_pick(e, p, NULL, -1);
 	struct mrce_tx_pkt *t = ev < 0 ? NULL : mrc__ctrl_slot(e);
@@ -152,7 +174,7 @@ void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		 * let it retry to exhaustion.  A QP still in RESET is not
 		 * answered: it is about to be connected. */
 		e->st.rx_unknown_qp++;
-		send_noqp(e, peer, d);
+		send_noqp(e, peer, d, now);
 		return;
 	}
 	if (qp->state == MRC_QPS_RESET) {

@@ -65,15 +65,9 @@ static uint64_t real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void send_msg(struct mrcd *d, uint32_t host, uint32_t attempt, struct mrcd_ctrl *m)
+static void send_raw(struct mrcd *d, uint32_t host, uint32_t attempt, const uint8_t *buf,
+		     size_t len)
 {
-	uint8_t buf[MRCD_CTRL_LEN_MAX];
-	size_t len;
-	/* Our endpoints ride on all but REJ (dpep.h); none on udp. */
-	if (m->type != MRCD_CTRL_REJ && mrcd_ep_fill(d->dp, d->nplanes, m))
-		return;
-	if (mrcd_ctrl_seal_len(d->auth, &d->ctrl_tx, real_ns(), d->self, host, m, buf, &len))
-		return;
 	uint32_t id = host < d->nhosts ? d->peer_of_host[host] : UINT32_MAX;
 	const struct mrcd_peer *p = id != UINT32_MAX ? &d->peers[id] : NULL;
 	/* Rotate planes first (skipping our dead ones), then spines. */
@@ -85,6 +79,21 @@ static void send_msg(struct mrcd *d, uint32_t host, uint32_t attempt, struct mrc
 		if (!mrcd_send_ctrl(d, host, pl, spine, buf, len, mrcd_ep_side(p, pl, attempt)))
 			return;
 	}
+}
+
+static void send_msg(struct mrcd *d, uint32_t host, uint32_t attempt, struct mrcd_ctrl *m)
+{
+	uint8_t buf[MRCD_CTRL_LEN_MAX];
+	size_t len;
+	/* Our endpoints ride on all but REJ (dpep.h); none on udp. */
+	if (m->type != MRCD_CTRL_REJ && mrcd_ep_fill(d->dp, d->nplanes, m))
+		return;
+	/* Under the cookie host issued us (none yet: it challenges, and
+	 * on_challenge sends again). */
+	if (mrcd_ctrl_seal_len(d->auth, &d->ctrl_tx, d->replay, real_ns(), d->self, host, m,
+			       buf, &len))
+		return;
+	send_raw(d, host, attempt, buf, len);
 }
 
 /* The endpoints a peer's message carries (dpep.h), before anything acts
@@ -377,13 +386,56 @@ static void rx_planes(struct mrcd *d, uint32_t host, uint32_t down)
 		}
 }
 
+/* An envelope from host that is in no session of ours (it or we
+ * restarted, or a replay): nothing of it is acted on; host gets a cookie
+ * for the epoch it named, and sends again under it. */
+static void challenge(struct mrcd *d, uint32_t host, uint64_t epoch, uint32_t attempt)
+{
+	uint8_t buf[MRC_AUTH_CTRL_OVERHEAD + 8];
+	size_t len;
+	if (mrc_auth_ctrl_challenge(d->auth, &d->ctrl_tx, d->replay, real_ns(), d->self, host,
+				    epoch, buf, sizeof buf, &len))
+		return;
+	d->st.ctrl_challenge_tx++;
+	send_raw(d, host, attempt, buf, len);
+}
+
+/* host gave us a cookie: what it refused is sent again now, not at the
+ * next retry (REQs in flight, answers of requests it repeats, our plane
+ * state). */
+static void on_challenge(struct mrcd *d, uint32_t host)
+{
+	d->st.ctrl_challenge_rx++;
+	for (int i = 0; i < MAX_OUT; i++)
+		if (d->cm->out[i].used && d->cm->out[i].host == host)
+			send_req(d, &d->cm->out[i]);
+	for (int i = 0; i < MAX_IN; i++) {
+		struct inreq *r = &d->cm->in[i];
+		if (r->host != host)
+			continue;
+		if (r->state == IN_ACCEPTED) {
+			send_rep(d, r, 0);
+		} else if (r->state == IN_REJECTED) {
+			struct mrcd_ctrl a = { .type = MRCD_CTRL_REJ, .id = r->rid,
+				.sid = r->sid, .err = r->err };
+			send_msg(d, host, 0, &a);
+		}
+	}
+	if (host != d->self && d->peer_of_host[host] != UINT32_MAX) {
+		struct mrcd_ctrl m = { .type = MRCD_CTRL_PLANES, .arg = d->local_down };
+		send_msg(d, host, 0, &m);
+	}
+}
+
 void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len)
 {
 	struct mrcd_ctrl m;
-	uint32_t src;
+	struct mrc_auth_ctrl_msg env;
 	d->st.ctrl_rx++;
-	/* Nothing of a CTRL datagram is read before its MAC is checked. */
-	int rc = mrcd_ctrl_open(d->auth, d->replay, real_ns(), buf, len, &src, &m);
+	/* Nothing of a CTRL datagram is read before its MAC is checked, and
+	 * no replay state moves before its sender is known to be the host
+	 * its source address names (a key holder speaks only for itself). */
+	int rc = mrcd_ctrl_open(d->auth, d->replay, real_ns(), host, buf, len, &env, &m);
 	switch (rc) {
 	case 0:
 		break;
@@ -392,13 +444,17 @@ void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len)
 	case -ERANGE: d->st.ctrl_wrong_src++; return;
 	case -EALREADY: d->st.ctrl_replay++; return;
 	case -ESTALE: d->st.ctrl_stale++; return;
+	case -ENOTCONN:
+		d->st.ctrl_no_session++;
+		challenge(d, host, env.src_epoch, (uint32_t)random());
+		return;
 	default: d->st.ctrl_bad++; return;
 	}
-	/* A key holder may only speak for its own host. */
-	if (src != host) {
-		d->st.ctrl_wrong_src++;
+	if (env.challenge) {
+		on_challenge(d, host);
 		return;
 	}
+	mrcd_peer_epoch(d, host, env.src_epoch);
 	learn_eps(d, host, &m);
 	switch (m.type) {
 	case MRCD_CTRL_REQ:

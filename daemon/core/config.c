@@ -54,6 +54,7 @@ static const struct key keys[] = {
 	U(gpu_poll_max_us, 1, 1000000, "longest interval of the parked-ring timer (pickup latency bound)"),
 	S(metrics_listen, "Prometheus HTTP listener, e.g. [::1]:9464; empty: off"),
 	S(key_file, "cluster key shared by every host (make one with mrcd --genkey FILE)"),
+	U(max_clock_skew_ms, 100, 3600000, "control messages stamped further than this from our clock are refused"),
 	U(rnr_retry, 0, 7, "RNR NACKs a packet may get before its QP fails (7: forever)"),
 	U(no_path_timeout_ms, 1, 3600000, "a QP with every path denied fails after this long"),
 	U(ctl_max_conns, 1, 1024, "mrcctl connections at once"),
@@ -90,6 +91,7 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->ev_floor = 1;
 	c->probe_interval_us = 2000;
 	c->probe_max_interval_us = 64000;
+	c->max_clock_skew_ms = 30000;   /* MRC_AUTH_CTRL_SKEW_NS */
 	c->rto_min_us = 1000;
 	c->rto_max_us = 200000;
 	snprintf(c->cc, sizeof(c->cc), "nscc");

@@ -35,6 +35,8 @@ struct mrcd_cfg {
 	uint32_t gpu_poll_min_us, gpu_poll_max_us;  /* parked-ring timer */
 	char metrics_listen[64];        /* "" : off; "[::1]:9464" */
 	char key_file[MRCD_PATH_MAX];   /* the cluster key (mrcd --genkey) */
+	uint32_t max_clock_skew_ms;     /* CTRL stamps this far from our clock
+	                                   are refused (hosts run NTP/PTP) */
 	uint32_t rnr_retry;             /* 0..7, 7 = forever */
 	uint32_t no_path_timeout_ms;    /* a QP with every path denied fails after */
 	/* operator caps, per-uid limits, service id reservations */

@@ -56,6 +56,13 @@ struct mrcd_stats {
 	                                  source address names */
 	uint64_t ctrl_replay;          /* a stamp accepted before */
 	uint64_t ctrl_stale;           /* behind the window or clock skew */
+	uint64_t ctrl_no_session;      /* not under the cookie we issued to the
+	                                  sender's epoch (a restart on either
+	                                  side, or a replay): challenged */
+	uint64_t ctrl_challenge_tx, ctrl_challenge_rx;
+	uint64_t rx_no_peer;           /* data/probe from a topology host that
+	                                  is no peer: peers come only from
+	                                  authenticated CTRL or local use */
 	uint64_t rx_side_data;         /* not CTRL, on the side channel: dropped */
 };
 
@@ -88,6 +95,9 @@ struct mrcd {
 	struct mrcd_peer *peers;           /* by engine peer id */
 	uint32_t max_peers;
 	uint32_t *peer_of_host;            /* [host] or UINT32_MAX */
+	uint64_t *host_epoch;              /* [host] its CTRL boot epoch, learnt
+	                                      from its authenticated CTRL; 0
+	                                      unknown (probe tokens) */
 	uint32_t *host_of_usid;            /* [usid] or UINT32_MAX */
 	struct mrcd_qpb *qpb;              /* [qpn & 0xffff] */
 
@@ -126,6 +136,10 @@ int mrcd_core_init(struct mrcd *d, char *err, size_t errlen);
 void mrcd_core_fini(struct mrcd *d);
 
 /* node.c: engine <-> datapath */
+/* A host's CTRL epoch, seen in an envelope that passed every check: when
+ * it changes the peer's probe tokens are derived again (they are bound to
+ * both epochs). */
+void mrcd_peer_epoch(struct mrcd *d, uint32_t host, uint64_t epoch);
 int mrcd_node_init(struct mrcd *d, char *err, size_t errlen);
 void mrcd_node_fini(struct mrcd *d);
 void mrcd_flush(struct mrcd *d);

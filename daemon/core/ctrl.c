@@ -89,37 +89,40 @@ int mrcd_ctrl_decode(const uint8_t *b, size_t len, struct mrcd_ctrl *m)
 }
 
 int mrcd_ctrl_seal_len(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
-		       uint64_t now_real_ns, uint32_t src_host, uint32_t dst_host,
-		       const struct mrcd_ctrl *m, uint8_t out[MRCD_CTRL_LEN_MAX], size_t *len)
+		       const struct mrc_auth_replay *r, uint64_t now_real_ns,
+		       uint32_t src_host, uint32_t dst_host, const struct mrcd_ctrl *m,
+		       uint8_t out[MRCD_CTRL_LEN_MAX], size_t *len)
 {
 	uint8_t body[MRCD_CTRL_BODY_MAX];
 	size_t blen = mrcd_ctrl_encode(body, m);
-	return mrc_auth_ctrl_seal(a, tx, now_real_ns, src_host, dst_host, body, blen,
+	return mrc_auth_ctrl_seal(a, tx, r, now_real_ns, src_host, dst_host, body, blen,
 				  out, MRCD_CTRL_LEN_MAX, len);
 }
 
 int mrcd_ctrl_seal(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
-		   uint64_t now_real_ns, uint32_t src_host, uint32_t dst_host,
-		   const struct mrcd_ctrl *m, uint8_t out[MRCD_CTRL_LEN])
+		   const struct mrc_auth_replay *r, uint64_t now_real_ns, uint32_t src_host,
+		   uint32_t dst_host, const struct mrcd_ctrl *m, uint8_t out[MRCD_CTRL_LEN])
 {
 	uint8_t big[MRCD_CTRL_LEN_MAX];
 	size_t len;
 	if (m->neps)
 		return -EINVAL;
-	int rc = mrcd_ctrl_seal_len(a, tx, now_real_ns, src_host, dst_host, m, big, &len);
+	int rc = mrcd_ctrl_seal_len(a, tx, r, now_real_ns, src_host, dst_host, m, big, &len);
 	if (!rc)
 		memcpy(out, big, MRCD_CTRL_LEN);
 	return rc;
 }
 
 int mrcd_ctrl_open(const struct mrc_auth *a, struct mrc_auth_replay *r,
-		   uint64_t now_real_ns, const uint8_t *pkt, size_t len,
-		   uint32_t *src_host, struct mrcd_ctrl *m)
+		   uint64_t now_real_ns, uint32_t from_host, const uint8_t *pkt, size_t len,
+		   struct mrc_auth_ctrl_msg *env, struct mrcd_ctrl *m)
 {
-	struct mrc_auth_ctrl_msg env;
-	int rc = mrc_auth_ctrl_open(a, r, now_real_ns, pkt, len, &env);
+	int rc = mrc_auth_ctrl_open(a, r, now_real_ns, from_host, pkt, len, env);
 	if (rc)
 		return rc;
-	*src_host = env.src_host;
-	return mrcd_ctrl_decode(env.body, env.blen, m);
+	if (env->challenge) {
+		memset(m, 0, sizeof(*m));
+		return 0;
+	}
+	return mrcd_ctrl_decode(env->body, env->blen, m);
 }

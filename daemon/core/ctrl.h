@@ -59,20 +59,22 @@ size_t mrcd_ctrl_encode(uint8_t *out, const struct mrcd_ctrl *m);
 int mrcd_ctrl_decode(const uint8_t *buf, size_t len, struct mrcd_ctrl *m);
 
 /* Encodes m (without endpoints: -EINVAL otherwise) and seals it from
- * src_host to dst_host (mrc_auth_ctrl_seal) into out[MRCD_CTRL_LEN]. */
+ * src_host to dst_host (mrc_auth_ctrl_seal: r gives the dst_tag, the
+ * cookie dst_host issued us) into out[MRCD_CTRL_LEN]. */
 int mrcd_ctrl_seal(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
-		   uint64_t now_real_ns, uint32_t src_host, uint32_t dst_host,
-		   const struct mrcd_ctrl *m, uint8_t out[MRCD_CTRL_LEN]);
+		   const struct mrc_auth_replay *r, uint64_t now_real_ns, uint32_t src_host,
+		   uint32_t dst_host, const struct mrcd_ctrl *m, uint8_t out[MRCD_CTRL_LEN]);
 /* The same for any m, into out[MRCD_CTRL_LEN_MAX]; *len: the datagram's. */
 int mrcd_ctrl_seal_len(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
-		       uint64_t now_real_ns, uint32_t src_host, uint32_t dst_host,
-		       const struct mrcd_ctrl *m, uint8_t out[MRCD_CTRL_LEN_MAX], size_t *len);
-/* Opens a datagram (mrc_auth_ctrl_open: -EBADMSG, -EACCES, -EXDEV,
- * -ERANGE, -EALREADY, -ESTALE) and decodes its body (-EBADMSG); *src_host
- * is the envelope's sender, which the caller checks against the source
- * address. */
+		       const struct mrc_auth_replay *r, uint64_t now_real_ns,
+		       uint32_t src_host, uint32_t dst_host, const struct mrcd_ctrl *m,
+		       uint8_t out[MRCD_CTRL_LEN_MAX], size_t *len);
+/* Opens a datagram (mrc_auth_ctrl_open, from_host the host its source
+ * address names: -EBADMSG, -EACCES, -EXDEV, -ERANGE, -ESTALE, -ENOTCONN,
+ * -EALREADY) and decodes its body (-EBADMSG).  *env: the envelope (its
+ * sender, epoch; env->challenge: a CHALLENGE, taken, m->type 0). */
 int mrcd_ctrl_open(const struct mrc_auth *a, struct mrc_auth_replay *r,
-		   uint64_t now_real_ns, const uint8_t *pkt, size_t len,
-		   uint32_t *src_host, struct mrcd_ctrl *m);
+		   uint64_t now_real_ns, uint32_t from_host, const uint8_t *pkt, size_t len,
+		   struct mrc_auth_ctrl_msg *env, struct mrcd_ctrl *m);
 
 #endif

@@ -79,6 +79,27 @@ static int enc_peer_keys(struct mrcd *d, uint32_t id, uint32_t host)
 	return rc;
 }
 
+static int set_probe_tokens(struct mrcd *d, uint32_t id, uint32_t host)
+{
+	uint64_t ptx, prx;
+	uint64_t pe = host == d->self ? d->ctrl_tx.epoch : d->host_epoch[host];
+	int rc = mrc_auth_probe_tokens_epoch(d->auth, d->self, host, d->ctrl_tx.epoch, pe,
+					     &ptx, &prx);
+	if (!rc)
+		rc = mrce_peer_set_probe_tokens(d->eng, id, ptx, prx);
+	return rc;
+}
+
+void mrcd_peer_epoch(struct mrcd *d, uint32_t host, uint64_t epoch)
+{
+	if (host >= d->nhosts || host == d->self || d->host_epoch[host] == epoch)
+		return;
+	d->host_epoch[host] = epoch;
+	uint32_t id = d->peer_of_host[host];
+	if (id != NO_ID && set_probe_tokens(d, id, host))
+		mrcd_log(MRCD_LOG_WARNING, "host %u: probe tokens not renewed", host);
+}
+
 int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
 {
 	if (host >= d->nhosts)
@@ -100,11 +121,9 @@ int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
 		free(p.deny);
 		return rc;
 	}
-	/* Probes carry per-host-pair tokens from the key (require_tokens). */
-	uint64_t ptx, prx;
-	rc = mrc_auth_probe_tokens(d->auth, d->self, host, &ptx, &prx);
-	if (!rc)
-		rc = mrce_peer_set_probe_tokens(d->eng, id, ptx, prx);
+	/* Probes carry per-host-pair tokens from the key and both boot
+	 * epochs (require_tokens); the peer's is learnt from its CTRL. */
+	rc = set_probe_tokens(d, id, host);
 	if (!rc && d->enc)
 		rc = enc_peer_keys(d, id, host);
 	if (rc) {
@@ -174,9 +193,13 @@ void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
 		mrcd_cm_rx(d, host, in->buf, in->len);
 		return;
 	}
-	uint32_t peer;
-	if (mrcd_peer_of_host(d, host, &peer)) {
-		d->st.rx_unknown_src++;
+	/* Only a peer that exists takes data and probes: peers come from
+	 * authenticated CTRL or local use, never from an unauthenticated
+	 * packet naming a topology address (which would also make us
+	 * beacon to that host every second). */
+	uint32_t peer = d->peer_of_host[host];
+	if (peer == NO_ID) {
+		d->st.rx_no_peer++;
 		return;
 	}
 	if (d->enc && mrcd_enc_open(d->enc, peer, in->buf, &in->len))
@@ -591,10 +614,17 @@ static int mrcd_auth_init(struct mrcd *d, char *err, size_t errlen)
 			 d->cfg.key_file, why);
 		return rc;
 	}
-	/* No clock skew bound: hosts' clocks are not assumed synchronised;
-	 * the per-sender window bounds replays (docs/security.md). */
+	/* A fresh epoch per start: peers issue us cookies for it, so nothing
+	 * sealed by or for an earlier run is acted on (docs/security.md);
+	 * stamps within max_clock_skew_ms of our clock (NTP/PTP). */
+	if ((rc = mrc_auth_ctrl_tx_init(&d->ctrl_tx))) {
+		snprintf(err, errlen, "CTRL epoch: %s", strerror(-rc));
+		return rc;
+	}
 	struct mrc_auth_replay_cfg rc_cfg = { .self_host = d->self, .max_hosts = d->nhosts,
-		.window_ns = REPLAY_WINDOW_NS, .max_skew_ns = 0 };
+		.window_ns = REPLAY_WINDOW_NS,
+		.max_skew_ns = (uint64_t)d->cfg.max_clock_skew_ms * 1000000,
+		.epoch = d->ctrl_tx.epoch };
 	if ((rc = mrc_auth_replay_create(&rc_cfg, &d->replay)))
 		snprintf(err, errlen, "CTRL replay table: %s", strerror(-rc));
 	return rc;
@@ -665,11 +695,12 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 	if ((rc = mrcd_auth_init(d, err, errlen)))
 		return rc;
 	d->peer_of_host = malloc(sizeof(uint32_t) * d->nhosts);
+	d->host_epoch = calloc(d->nhosts, sizeof(uint64_t));
 	d->host_of_usid = malloc(sizeof(uint32_t) * 65536);
 	d->qpb = calloc(65536, sizeof(*d->qpb));
 	d->max_peers = d->nhosts < 65535 ? d->nhosts + 1 : 65535;
 	d->peers = calloc(d->max_peers, sizeof(*d->peers));
-	if (!d->peer_of_host || !d->host_of_usid || !d->qpb || !d->peers)
+	if (!d->peer_of_host || !d->host_epoch || !d->host_of_usid || !d->qpb || !d->peers)
 		return -ENOMEM;
 	memset(d->peer_of_host, 0xff, sizeof(uint32_t) * d->nhosts);
 	memset(d->host_of_usid, 0xff, sizeof(uint32_t) * 65536);
@@ -781,6 +812,7 @@ void mrcd_node_fini(struct mrcd *d)
 	mrc_auth_free(d->auth);
 	free(d->peers);
 	free(d->peer_of_host);
+	free(d->host_epoch);
 	free(d->host_of_usid);
 	free(d->qpb);
 }

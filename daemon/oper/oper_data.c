@@ -514,6 +514,10 @@ json_t *mrcd_oper_stats(struct oper *o)
 		"suspect_probes", (json_int_t)s.suspect_probes,
 		"suspect_cleared", (json_int_t)s.suspect_cleared,
 		"suspect_retired", (json_int_t)s.suspect_retired));
+	/* Probe replies that answer no outstanding probe; NOQPs not sent. */
+	json_object_update_missing_new(eng, json_pack("{s:I, s:I}",
+		"rx_probe_stale", (json_int_t)s.rx_probe_stale,
+		"noqp_limited", (json_int_t)s.noqp_limited));
 	struct mrc_dp_stats ds;
 	mrc_dp_get_stats(d->dp, &ds);
 	json_t *dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
@@ -537,6 +541,12 @@ json_t *mrcd_oper_stats(struct oper *o)
 		"ctrl_wrong_src", (json_int_t)d->st.ctrl_wrong_src,
 		"ctrl_replay", (json_int_t)d->st.ctrl_replay,
 		"ctrl_stale", (json_int_t)d->st.ctrl_stale));
+	/* CTRL sessions (challenges) and packets from hosts that are no peer. */
+	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I, s:I}",
+		"ctrl_no_session", (json_int_t)d->st.ctrl_no_session,
+		"ctrl_challenge_tx", (json_int_t)d->st.ctrl_challenge_tx,
+		"ctrl_challenge_rx", (json_int_t)d->st.ctrl_challenge_rx,
+		"rx_no_peer", (json_int_t)d->st.rx_no_peer));
 	/* Data on the verbs side channel (only CTRL belongs there): dropped. */
 	json_object_set_new(dm, "rx_side_data", json_integer((json_int_t)d->st.rx_side_data));
 	/* Datagrams to this host itself, delivered in-process (local.c). */

@@ -54,7 +54,7 @@ local function crc32c(s, mask_off, mask_val)
 end
 
 local VERSION = 2
-local HDR = { data = 68, ack = 76, probe = 44, ctrl = 24 }
+local HDR = { data = 68, ack = 76, probe = 44, ctrl = 40 }
 local F_TRIMMED, F_ENC = 0x0008, 0x0040
 
 local opcodes = {
@@ -114,6 +114,10 @@ local f = {
 	ctrl_dst = ProtoField.uint32("mrc.ctrl.dst_host", "Destination host index"),
 	ctrl_blen = ProtoField.uint16("mrc.ctrl.blen", "Body length"),
 	ctrl_stamp = ProtoField.uint64("mrc.ctrl.stamp", "Anti-replay stamp (ns since epoch)"),
+	ctrl_flags = ProtoField.uint16("mrc.ctrl.flags", "Flags (1: CHALLENGE)", base.HEX),
+	ctrl_src_epoch = ProtoField.uint64("mrc.ctrl.src_epoch", "Sender's boot epoch", base.HEX),
+	ctrl_dst_tag = ProtoField.uint64("mrc.ctrl.dst_tag", "Receiver's cookie (CHALLENGE: the epoch challenged)", base.HEX),
+	ctrl_cookie = ProtoField.uint64("mrc.ctrl.cookie", "CHALLENGE: the cookie issued", base.HEX),
 	ctrl_type = ProtoField.uint8("mrc.ctrl.type", "Type", base.DEC, ctrl_types),
 	ctrl_sid = ProtoField.uint32("mrc.ctrl.sid", "Service id"),
 	ctrl_id = ProtoField.uint64("mrc.ctrl.id", "Request id", base.HEX),
@@ -337,45 +341,53 @@ local function dissect_probe(tvb, pinfo, tree, op, flags)
 end
 
 local function dissect_ctrl(tvb, pinfo, tree)
+	local H = HDR.ctrl
+	tree:add(f.ctrl_flags, tvb:range(2, 2))
 	tree:add(f.ctrl_src, tvb:range(4, 4))
 	tree:add(f.ctrl_dst, tvb:range(8, 4))
 	local blen = tvb:range(12, 2):uint()
 	tree:add(f.ctrl_blen, tvb:range(12, 2))
 	tree:add(f.rsvd, tvb:range(14, 2))
 	tree:add(f.ctrl_stamp, tvb:range(16, 8))
+	tree:add(f.ctrl_src_epoch, tvb:range(24, 8))
+	tree:add(f.ctrl_dst_tag, tvb:range(32, 8))
 	local info = string.format("CTRL %d -> %d", tvb:range(4, 4):uint(), tvb:range(8, 4):uint())
-	if tvb:len() ~= 40 + blen then
+	if tvb:len() ~= H + 16 + blen then
 		tree:add_proto_expert_info(ex.bad_length)
 		return info .. " [bad length]"
 	end
-	local br = tvb:range(24, blen)
+	local br = tvb:range(H, blen)
+	local challenge = tvb:range(2, 2):uint() == 1
 	-- 56 bytes, or 56 and the endpoint block of a verbs daemon (docs/wire.md)
-	if blen == 56 or (blen >= 60 and blen == 60 + 4 * tvb:range(80, 1):uint()) then
+	if challenge and blen == 8 then
+		tree:add(f.ctrl_cookie, br)
+		info = info .. " CHALLENGE"
+	elseif blen == 56 or (blen >= 60 and blen == 60 + 4 * tvb:range(H + 56, 1):uint()) then
 		local b = tree:add(f.ctrl_body, br)
-		local ty = tvb:range(24, 1):uint()
-		b:add(f.ctrl_type, tvb:range(24, 1))
-		b:add(f.ctrl_sid, tvb:range(28, 4))
-		b:add(f.ctrl_id, tvb:range(32, 8))
-		b:add(f.ctrl_qpn, tvb:range(40, 4))
-		b:add(f.ctrl_psn, tvb:range(44, 4))
-		b:add(f.ctrl_err, tvb:range(48, 4))
-		b:add(f.ctrl_arg, tvb:range(52, 4))
-		b:add(f.ctrl_nonce, tvb:range(56, 16))
-		b:add(f.ctrl_window, tvb:range(72, 4))
-		b:add(f.ctrl_mtu, tvb:range(76, 4))
-		info = string.format("%s %s sid=%u qp=%u", info, ctrl_types[ty] or "?", tvb:range(28, 4):uint(),
-			tvb:range(40, 4):uint())
+		local ty = tvb:range(H, 1):uint()
+		b:add(f.ctrl_type, tvb:range(H, 1))
+		b:add(f.ctrl_sid, tvb:range(H + 4, 4))
+		b:add(f.ctrl_id, tvb:range(H + 8, 8))
+		b:add(f.ctrl_qpn, tvb:range(H + 16, 4))
+		b:add(f.ctrl_psn, tvb:range(H + 20, 4))
+		b:add(f.ctrl_err, tvb:range(H + 24, 4))
+		b:add(f.ctrl_arg, tvb:range(H + 28, 4))
+		b:add(f.ctrl_nonce, tvb:range(H + 32, 16))
+		b:add(f.ctrl_window, tvb:range(H + 48, 4))
+		b:add(f.ctrl_mtu, tvb:range(H + 52, 4))
+		info = string.format("%s %s sid=%u qp=%u", info, ctrl_types[ty] or "?", tvb:range(H + 4, 4):uint(),
+			tvb:range(H + 16, 4):uint())
 		if blen > 56 then
-			b:add(f.ctrl_neps, tvb:range(80, 1))
-			for i = 0, tvb:range(80, 1):uint() - 1 do
-				b:add(f.ctrl_ep, tvb:range(84 + 4 * i, 4))
+			b:add(f.ctrl_neps, tvb:range(H + 56, 1))
+			for i = 0, tvb:range(H + 56, 1):uint() - 1 do
+				b:add(f.ctrl_ep, tvb:range(H + 60 + 4 * i, 4))
 			end
 			info = info .. " +endpoints"
 		end
 	elseif blen > 0 then
 		tree:add(f.ctrl_body, br)
 	end
-	tree:add(f.ctrl_mac, tvb:range(24 + blen, 16))
+	tree:add(f.ctrl_mac, tvb:range(H + blen, 16))
 	return info
 end
 
