@@ -98,7 +98,7 @@ rpid=$!
 until_t 10 grep -q "waiting for a sender" "$tmp/recv2" || { bad "receiver did not listen"; cat "$tmp/recv2"; exit 1; }
 ns0=$(stat h7 "(.daemon.ctrl_no_session // 0)"); ch0=$(stat h7 "(.daemon.ctrl_challenge_tx // 0)")
 ip -n $P-h3 addr add $A0/128 dev lo nodad || bad "h3: add h0's address"
-ip netns exec $P-h3 $FORGE --src $A0 --sport 4791 --dst $P37 --dev $D37 --count 3 raw "$REC" ||
+ip netns exec $P-h3 $FORGE --src $A0 --sport 791 --dst $P37 --dev $D37 --count 3 raw "$REC" ||
 	bad "replay: send failed"
 rose() { [ "$(stat h7 "(.daemon.ctrl_no_session // 0)")" -ge $((ns0 + 3)) ]; }
 until_t 10 rose && ok "restarted h7: the recorded REQ is outside any session (ctrl_no_session +$(( $(stat h7 "(.daemon.ctrl_no_session // 0)") - ns0 )))" ||
@@ -115,7 +115,7 @@ ip -n $P-h3 addr del $A0/128 dev lo 2>/dev/null
 A5=$(addr h5); I5=$(idx h5)
 np0=$(stat h7 "(.daemon.rx_no_peer // 0)")
 ip -n $P-h3 addr add $A5/128 dev lo nodad || bad "h3: add h5's address"
-ip netns exec $P-h3 $FORGE --src $A5 --sport 4791 --dst $P37 --dev $D37 --count 5 data 0x10001 ||
+ip netns exec $P-h3 $FORGE --src $A5 --sport 791 --dst $P37 --dev $D37 --count 5 data 0x10001 ||
 	bad "forge data as h5: send failed"
 nopeer() { [ "$(stat h7 "(.daemon.rx_no_peer // 0)")" -ge $((np0 + 5)) ]; }
 until_t 10 nopeer && ok "h7: data from h5's address dropped, no peer (rx_no_peer +$(( $(stat h7 "(.daemon.rx_no_peer // 0)") - np0 )))" ||

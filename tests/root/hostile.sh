@@ -31,6 +31,15 @@
 #           observed ACK's, and the captured sealed data packet replayed
 #           verbatim.  Each is dropped by the AEAD mode and counted; the
 #           QPs stay RTS and the transfer verifies.
+#   reflect: from h3 holding h0's address, 3,000 data packets to QP
+#           numbers h7 does not have: h7 answers NOQP (to h0, the victim)
+#           at most at its token bucket's rate (noqp_burst, noqp_per_s)
+#           and counts the rest as noqp_limited.
+# The other attacks of the audit have suites of their own: a CTRL REQ
+# recorded and replayed into a restarted daemon and data from a non-peer
+# address (tests/root/ctrl_replay.sh), forgeries without the key
+# (tests/root/forge.sh); stepped-back clocks, probe replies, replay state
+# and PSN wrap are unit-tested (docs/security.md names each test).
 set -u
 B=${1:-build}
 P=mrcH
@@ -202,6 +211,18 @@ else
 	else
 		echo "note: the transfer ended before the QP check (state h0 '$st0', h7 '$st7')"
 	fi
+	# --- reflect: NOQP answers are rate-limited ---------------------------
+	nq0=$(stat h7 '.engine.nack_tx.noqp'); nl0=$(stat h7 '.engine.noqp_limited')
+	t0=$(date +%s%N)
+	for q in $(seq 3001 3003); do as $A0 --dst $P37 --dev $D37 --count 1000 data $((q << 16)) || bad "forge: data to QP $q failed"; done
+	limited() { [ $(( $(stat h7 '.engine.noqp_limited') - nl0 )) -gt 0 ]; }
+	until_t 10 limited
+	t1=$(date +%s%N)
+	nq=$(( $(stat h7 '.engine.nack_tx.noqp') - nq0 )); nl=$(( $(stat h7 '.engine.noqp_limited') - nl0 ))
+	cap_n=$(( 64 + 1000 * (t1 - t0) / 1000000000 + 1000 ))   # burst + rate over the window, 1 s of slack
+	[ $nl -gt 0 ] && [ $nq -le $cap_n ] &&
+		ok "h7 answered $nq NOQPs to 3,000 packets for no QP (at most $cap_n in $(( (t1 - t0) / 1000000 )) ms) and limited $nl" ||
+		bad "h7 NOQPs: $nq sent (bound $cap_n), $nl limited"
 	ip -n $P-h3 addr del $A0/128 dev lo 2>/dev/null
 	ip -n $P-h3 addr del $A7/128 dev lo 2>/dev/null
 fi
