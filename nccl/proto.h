@@ -25,6 +25,10 @@
  * is done at the post (nccl/data.c, isend). */
 #define MRCN_WR_DATA (2ull << 32)
 #define MRCN_WR_NOALLOC 0xffffffffu
+/* A data WRITE_IMM from the application's registered buffer (no arena
+ * room): the low bits are its request's index in the comm, done at the
+ * completion rather than at the post. */
+#define MRCN_WR_ZC 0x80000000u
 
 #define MRCN_HANDLE_MAGIC 0x4d52434eu   /* "NCRM" */
 struct mrcn_handle {
