@@ -358,6 +358,43 @@ static void test_freed_while_registered(void **state)
 	munmap(b2, len);
 }
 
+/* Deregistration while work references the memory is refused, and the
+ * memory stays usable: a RECV posted into application memory holds it
+ * until a SEND fills it. */
+static void test_dereg_busy(void **state)
+{
+	(void)state;
+	MRCD_GROUP_NEED();
+	const uint64_t len = 8 * (uint64_t)pg;
+	uint8_t *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct two t;
+	two_open(&t);
+	struct mrc_mr *ma, *mb;
+	assert_int_equal(mrc_reg_mem(t.c[0], a, len, MRC_MR_ALL, MRC_REG_MOVE, &ma), 0);
+	assert_int_equal(mrc_reg_mem(t.c[1], b, len, MRC_MR_ALL, MRC_REG_MOVE, &mb), 0);
+	memset(b, 0xee, len);
+	assert_int_equal(mrc_post_recv(t.q[1], 77, mrc_mr_key(mb), 100, 5000), 0);
+	int r = mrc_dereg_mr(mb);
+	if (r != -EBUSY)
+		fail_msg("dereg with a RECV posted: %d (%s), want -EBUSY", r, mrc_last_error(t.c[1]));
+	fill(a, len, seed + 9);
+	assert_int_equal(mrc_post_send(t.q[0], 78, mrc_mr_key(ma), 300, 5000), 0);
+	assert_int_equal(get1(t.q[0]).status, 0);
+	struct mrc_completion c = get1(t.q[1]);
+	assert_int_equal(c.status, 0);
+	assert_int_equal(c.wr_id, 77);
+	assert_int_equal(c.byte_len, 5000);
+	assert_memory_equal(b + 100, a + 300, 5000);
+	assert_int_equal(b[99], 0xee);
+	assert_int_equal(b[5100], 0xee);
+	assert_int_equal(mrc_dereg_mr(mb), 0);
+	assert_int_equal(mrc_dereg_mr(ma), 0);
+	two_close(&t);
+	munmap(a, len);
+	munmap(b, len);
+}
+
 /* client_max_mem_mb applies to application memory as to mrc_alloc_mr's. */
 static void test_mem_limit(void **state)
 {
@@ -392,6 +429,7 @@ int main(void)
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_readonly_fd),
 		cmocka_unit_test(test_freed_while_registered),
+		cmocka_unit_test(test_dereg_busy),
 		cmocka_unit_test(test_mem_limit),
 	};
 	return cmocka_run_group_tests(tests, mrcd_group_setup, mrcd_group_teardown);

@@ -348,6 +348,23 @@ static int do_dereg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m)
 	struct mrcd_cmr *mr = find_mr(c, q.key);
 	if (!mr)
 		return fail(c, m, -ENOKEY, "no region with key %u", q.key);
+	/* Work posted before this request may still sit in the rings (the
+	 * socket and the rings are not ordered): read it first, so that a
+	 * region that posted work references is -EBUSY as documented, not
+	 * deregistered under it (which was safe, the work then failing with
+	 * a bad key, but not what the client asked for). */
+	int picked = 0;
+	for (struct mrcd_cqp *qp = c->qps; qp; qp = qp->next) {
+		int n;
+		while ((n = mrcd_cqp_poll(qp, POLL_BUDGET)) > 0) {
+			picked += n;
+			mrcd_cqp_activate(qp);
+			if (n < POLL_BUDGET)
+				break;
+		}
+	}
+	if (picked)
+		mrcd_kick(c->d);
 	int r = mr_drop(c, mr);
 	if (r)
 		return fail(c, m, r, "region %u is still used by queued work", q.key);
