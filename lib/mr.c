@@ -118,7 +118,8 @@ struct vma {
 	uint64_t off;
 	dev_t dev;
 	ino_t ino;
-	int special;               /* [stack], [vdso], ... ([heap] is not) */
+	int special;               /* [stack], [vdso], ... ([heap] and named
+	                              anonymous memory, [anon:name], are not) */
 };
 
 /* The memfds that MRC_REG_MOVE put under application memory, kept open so
@@ -176,7 +177,8 @@ static int read_maps(struct vma **out, size_t *n)
 		v[k++] = (struct vma){ .start = s0, .end = e0, .r = perm[0] == 'r',
 				       .w = perm[1] == 'w', .s = perm[3] == 's', .off = off,
 				       .dev = makedev(maj, min), .ino = (ino_t)ino,
-				       .special = path[0] == '[' && strncmp(path, "[heap]", 6) };
+				       .special = path[0] == '[' && strncmp(path, "[heap]", 6) &&
+						  strncmp(path, "[anon:", 6) };
 	}
 	fclose(f);
 	if (!v)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -32,6 +33,10 @@ static uint64_t seed;
 static long pg;
 
 #define WAIT_MS MRCD_SPAWN_WAIT_MS
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
 
 static struct mrc_completion get1(struct mrc_qp *qp)
 {
@@ -168,6 +173,10 @@ static void test_mmap_anon(void **state)
 	uint8_t *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint8_t *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(a != MAP_FAILED && b != MAP_FAILED);
+	/* a named anonymous mapping ("[anon:app-buf]" in maps) is anonymous
+	 * memory too (where the kernel names them: CONFIG_ANON_VMA_NAME) */
+	if (prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)a, len, "app-buf") == 0)
+		print_message("a is named [anon:app-buf]\n");
 	both_ways(a, b, len, MRC_REG_MOVE);
 	munmap(a, len);
 	munmap(b, len);
