@@ -26,6 +26,8 @@
 #include "tests/support/mrcd_spawn.h"
 #include "tests/support/skip.h"
 
+#include "codec/climsg.h"
+#include "common/fdpass.h"
 #include "common/prng.h"
 #include "mrc/mrc.h"
 
@@ -339,6 +341,59 @@ static void test_readonly_fd(void **state)
 	close(ro);
 }
 
+/* A client that skips libmrc and sends REG_MR itself: mrcd's own checks
+ * hold.  A descriptor open read-only is mapped read-only, so it registers
+ * as a source and is refused as a target (-EACCES from mrcd's mmap); a
+ * range beyond the file is refused (-ERANGE). */
+static int raw_reg(struct mrc_ctx *c, int fd, uint64_t off, uint64_t len, uint32_t access,
+		   uint32_t req_id)
+{
+	struct mrc_cli_reg_mr q = { .fd_off = off, .len = len, .access = access };
+	uint8_t buf[MRC_CLI_MSG_MAX];
+	int n = mrc__cli_enc_req(buf, sizeof(buf), MRC_CLI_REG_MR, req_id, &q, sizeof(q));
+	assert_true(n > 0);
+	int sock = mrc_ctx_fd(c);
+	assert_int_equal(mrc__fdpass_send(sock, buf, (size_t)n, &fd, 1, 0), 0);
+	int fds[MRC_CLI_MAX_FDS];
+	unsigned nfd = 0;
+	ssize_t got = mrc__fdpass_recv(sock, buf, sizeof(buf), fds, MRC_CLI_MAX_FDS, &nfd, 0);
+	assert_true(got > 0);
+	for (unsigned k = 0; k < nfd; k++)
+		close(fds[k]);
+	struct mrc_cli_msg m;
+	const char *why = "";
+	assert_int_equal(mrc__cli_dec_rep(buf, (size_t)got, &m, &why), 0);
+	assert_int_equal(m.hdr.req_id, req_id);
+	return m.status;
+}
+
+static void test_daemon_checks(void **state)
+{
+	(void)state;
+	MRCD_GROUP_NEED();
+	const uint64_t len = 16 * (uint64_t)pg;
+	int rw = memfd_create("raw", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	assert_true(rw >= 0 && ftruncate(rw, (off_t)len) == 0);
+	assert_int_equal(fcntl(rw, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", rw);
+	int ro = open(p, O_RDONLY | O_CLOEXEC);
+	assert_true(ro >= 0);
+	struct mrc_ctx *c;
+	assert_int_equal(mrc_open(mrcd_group.d.sock, &c), 0);
+	assert_int_equal(raw_reg(c, ro, 0, len, MRC_MR_LOCAL_READ | MRC_MR_REMOTE_WRITE, 0x7001),
+			 -EACCES);
+	assert_int_equal(raw_reg(c, ro, 0, len, MRC_MR_LOCAL_READ | MRC_MR_REMOTE_ATOMIC, 0x7002),
+			 -EACCES);
+	assert_int_equal(raw_reg(c, ro, 0, len, MRC_MR_LOCAL_WRITE, 0x7003), -EACCES);
+	assert_int_equal(raw_reg(c, ro, 0, len, MRC_MR_LOCAL_READ, 0x7004), 0);
+	assert_int_equal(raw_reg(c, rw, len - 100, 101, MRC_MR_ALL, 0x7005), -ERANGE);
+	assert_int_equal(raw_reg(c, rw, 0, len, MRC_MR_ALL, 0x7006), 0);
+	mrc_close(c);
+	close(ro);
+	close(rw);
+}
+
 /* Memory freed while registered: mrcd keeps its own mapping, so a WRITE
  * into it completes and harms nobody; the daemon still serves. */
 static void test_freed_while_registered(void **state)
@@ -437,6 +492,7 @@ int main(void)
 		cmocka_unit_test(test_hugetlb),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_readonly_fd),
+		cmocka_unit_test(test_daemon_checks),
 		cmocka_unit_test(test_freed_while_registered),
 		cmocka_unit_test(test_dereg_busy),
 		cmocka_unit_test(test_mem_limit),
