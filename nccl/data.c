@@ -104,8 +104,8 @@ static ncclResult_t mrcn_deregmr(void *comm, void *mhandle)
 			r = mrc_dereg_mr(m->mr);
 		}
 		if (r) {
-			WARN("deregMr: %p: %s (%s): left registered", m->data, mrc_strerror(r),
-			     mrc_last_error(m->c->ctx));
+			/* m->c may be closed by now: not read here */
+			WARN("deregMr: %p: %s: left registered", m->data, mrc_strerror(r));
 			return ncclInternalError;
 		}
 	}
@@ -289,7 +289,7 @@ static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 		return ncclSuccess;
 	/* From the buffer itself when regMr registered it (reg_zero_copy). */
 	uint8_t *d8 = data;
-	int zc = size && !cuda && m && m->mr && d8 >= (uint8_t *)m->data &&
+	int zc = size >= MRCN_ZC_MIN && !cuda && m && m->mr && d8 >= (uint8_t *)m->data &&
 		 size <= m->size - (size_t)(d8 - (uint8_t *)m->data);
 	if (zc) {
 		uint32_t rix = (uint32_t)(r - c->reqs);

@@ -29,6 +29,12 @@
  * room): the low bits are its request's index in the comm, done at the
  * completion rather than at the post. */
 #define MRCN_WR_ZC 0x80000000u
+/* Sends below this size are copied even from a registered buffer: a send
+ * from the buffer is done only at its WRITE's completion, which waits for
+ * the peer's ACK (up to a held ACK's delay, docs/nccl.md "Send
+ * completion"), while a copy of a small message costs less than that and
+ * is done at the post (bench/results/appmem.md). */
+#define MRCN_ZC_MIN 65536u
 
 #define MRCN_HANDLE_MAGIC 0x4d52434eu   /* "NCRM" */
 struct mrcn_handle {
