@@ -51,3 +51,8 @@ endif
 # (mrce_next_deadline, an idle mrce_tick; issue 16: transport/timers.c).
 BENCHES += bench_timers
 bench_timers_SRCS := bench/bench_timers.c
+# WRITE stream from application memory registered with mrc_reg_mem vs an
+# mrc_alloc_mr region vs a bounce copy (the NCCL plugin's path), and the
+# cost of registering (bench/results/appmem.md).
+BENCHES += bench_appmem
+bench_appmem_SRCS := bench/bench_appmem.c

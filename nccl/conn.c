@@ -80,6 +80,7 @@ static int comm_setup(struct comm *c, struct mrc_ctx *ctx)
 		c->mr = NULL;
 		return r;
 	}
+	c->ctx = ctx;
 	c->base = mrc_mr_addr(c->mr);
 	c->lkey = mrc_mr_key(c->mr);
 	mrcn_arena_init(&c->arena, mrcn_arena_bytes);

@@ -26,7 +26,29 @@
 #define EXPORT __attribute__((visibility("default")))
 
 /* ---- memory ------------------------------------------------------------ */
-static ncclResult_t reg(void *data, size_t size, int type, void **mhandle)
+/* A send comm's host buffer that mrcd can map (a memfd mapping: NCCL's
+ * cudaHostAlloc buffers are not) is registered itself, so that isend
+ * WRITEs from it without the bounce copy (docs/client.md "Application
+ * memory").  Never moved (no MRC_REG_MOVE): NCCL's host memory is pinned
+ * by CUDA, and moving would leave CUDA the old pages.  Anything else, or
+ * a refusal (limits), takes the bounce path as before. */
+static void reg_zero_copy(struct comm *c, struct mhandle *m)
+{
+	static _Atomic int told;
+	if (m->type != NCCL_PTR_HOST || !c || c->kind != K_SEND || !m->size ||
+	    atomic_load(&c->ready) != 1 || !c->ctx)
+		return;
+	int r = mrc_reg_mem(c->ctx, m->data, m->size, MRC_MR_LOCAL_READ, 0, &m->mr);
+	if (r) {
+		m->mr = NULL;
+		if (!atomic_exchange(&told, 1))
+			INFO("regMr: host buffer %p not registered in place (%s: %s): sends from "
+			     "such buffers are copied through the bounce region", m->data,
+			     mrc_strerror(r), mrc_last_error(c->ctx));
+	}
+}
+
+static ncclResult_t reg(struct comm *c, void *data, size_t size, int type, void **mhandle)
 {
 	/* CUDA memory only where init found a device and the copy engine
 	 * (nccl/stage.c); anything else is refused rather than read as host
@@ -41,15 +63,15 @@ static ncclResult_t reg(void *data, size_t size, int type, void **mhandle)
 	struct mhandle *m = malloc(sizeof(*m));
 	if (!m)
 		return ncclSystemError;
-	*m = (struct mhandle){ data, size, type };
+	*m = (struct mhandle){ .data = data, .size = size, .type = type, .c = c };
+	reg_zero_copy(c, m);
 	*mhandle = m;
 	return ncclSuccess;
 }
 
 static ncclResult_t mrcn_regmr(void *comm, void *data, size_t size, int type, void **mhandle)
 {
-	(void)comm;
-	return reg(data, size, type, mhandle);
+	return reg(comm, data, size, type, mhandle);
 }
 
 /* A dma-buf lets a NIC reach GPU memory itself (GPUDirect RDMA): mrc's
@@ -60,7 +82,6 @@ static ncclResult_t mrcn_regmr(void *comm, void *data, size_t size, int type, vo
 static ncclResult_t mrcn_regmr_dmabuf(void *comm, void *data, size_t size, int type,
 				      uint64_t offset, int fd, void **mhandle)
 {
-	(void)comm;
 	(void)offset;
 	if (fd >= 0) {
 		WARN("regMrDmaBuf: dma-buf (fd %d, pointer type %d) refused: mrc has no GPUDirect "
@@ -68,13 +89,27 @@ static ncclResult_t mrcn_regmr_dmabuf(void *comm, void *data, size_t size, int t
 		     fd, type);
 		return ncclInternalError;
 	}
-	return reg(data, size, type, mhandle);
+	return reg(comm, data, size, type, mhandle);
 }
 
 static ncclResult_t mrcn_deregmr(void *comm, void *mhandle)
 {
-	(void)comm;
-	free(mhandle);
+	struct mhandle *m = mhandle;
+	if (m && m->mr) {
+		int r = mrc_dereg_mr(m->mr);
+		if (r == -EBUSY && comm == m->c) {
+			/* NCCL waits for its requests, but a send's WRITE may
+			 * still be queued in mrcd: let it finish. */
+			mrcn_send_drain(m->c, MRCN_CLOSE_DRAIN_MS);
+			r = mrc_dereg_mr(m->mr);
+		}
+		if (r) {
+			/* m->c may be closed by now: not read here */
+			WARN("deregMr: %p: %s: left registered", m->data, mrc_strerror(r));
+			return ncclInternalError;
+		}
+	}
+	free(m);
 	return ncclSuccess;
 }
 
@@ -114,8 +149,12 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 	switch (e->op) {
 	case MRC_CQE_WRITE_IMM: {       /* a send's data arrived: its bounce room is free */
 		uint32_t a = (uint32_t)e->wr_id;
-		if (a != MRCN_WR_NOALLOC)
+		if (a != MRCN_WR_NOALLOC && (a & MRCN_WR_ZC)) {
+			struct req *r = &c->reqs[a & ~MRCN_WR_ZC & (MRCN_MAX_REQS - 1)];
+			r->ndone = r->n;    /* its buffer is NCCL's again */
+		} else if (a != MRCN_WR_NOALLOC) {
 			mrcn_arena_free(&c->arena, (int)a);
+		}
 		c->data_inflight--;
 		break;
 	}
@@ -248,6 +287,37 @@ static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 	struct req *r = req_get(c);
 	if (!r)
 		return ncclSuccess;
+	/* From the buffer itself when regMr registered it (reg_zero_copy). */
+	uint8_t *d8 = data;
+	int zc = size >= MRCN_ZC_MIN && !cuda && m && m->mr && d8 >= (uint8_t *)m->data &&
+		 size <= m->size - (size_t)(d8 - (uint8_t *)m->data);
+	if (zc) {
+		uint32_t rix = (uint32_t)(r - c->reqs);
+		int e = mrc_post_write_imm(c->qp, MRCN_WR_DATA | MRCN_WR_ZC | rix, mrc_mr_key(m->mr),
+					   (uint64_t)(d8 - (uint8_t *)m->data), size, c->rkey,
+					   cts.off, cts.id);
+		if (e) {
+			r->used = 0;
+			if (e == -ENOSPC)
+				return ncclSuccess;
+			c->err = e;
+			return comm_failed(c, "isend");
+		}
+		memmove(&c->cts[k], &c->cts[k + 1], (size_t)(c->ncts - k - 1) * sizeof(c->cts[0]));
+		c->ncts--;
+		/* Done at the WRITE_IMM's completion (on_cqe): until then
+		 * mrcd may still read the buffer. */
+		c->data_inflight++;
+		c->zc_sends++;
+		r->n = 1;
+		r->ndone = 0;
+		r->sub[0].size = size;
+		r->sub[0].alloc = -1;
+		*request = r;
+		c->tr_waiting = 0;
+		MRC_TRACE(MRC_TR_N_ISEND, TRC(c), cts.id, size);
+		return ncclSuccess;
+	}
 	int a = -1;
 	if (size && (a = mrcn_arena_alloc(&c->arena, size)) < 0) {
 		r->used = 0;

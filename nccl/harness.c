@@ -23,6 +23,8 @@
  * (WRITE_IMM between registered regions, no copies), the baseline.
  * -T: the same transfers over a loopback TCP connection (TCP_NODELAY),
  * what NCCL's socket transport would use between the two ranks.
+ * -m (with -b): the plugin's buffers come from a memfd, which its send
+ * side registers in place (mrc_reg_mem) and sends from without a copy.
  * -M (alone): the cost of one bounce copy per message size (memcpy between
  * two host buffers, as the plugin does on each side). */
 #include <errno.h>
@@ -35,6 +37,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -48,6 +51,7 @@
 #define MAXC 16
 
 static int rank, nranks = 2, ncomms = 2, rounds = 20, progress, bench, direct, copycost, tcp;
+static int memfd_bufs;                 /* -m: bench buffers from a memfd */
 static size_t maxsize = 1 << 20, onesize, bench_max = SIZE_MAX;
 static uint64_t seed;
 static const char *rdv, *plugin = "mrc";
@@ -641,8 +645,21 @@ static void bench_plugin(void)
 	make_comms(1);
 	ppeer = 1 - rank;
 	size_t len = (size_t)WIN * (4 << 20);
-	pbuf_s = malloc(len);
-	pbuf_r = malloc(len);
+	if (memfd_bufs) {
+		/* host buffers mrcd can map: the plugin sends from them in
+		 * place (mrc_reg_mem), without the bounce copy */
+		int fd = memfd_create("harness-bufs", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (fd < 0 || ftruncate(fd, (off_t)(2 * len)) < 0)
+			die("memfd: %s", strerror(errno));
+		uint8_t *m = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED)
+			die("mmap: %s", strerror(errno));
+		pbuf_s = m;
+		pbuf_r = m + len;   /* fd stays open: regMr finds the file by it */
+	} else {
+		pbuf_s = malloc(len);
+		pbuf_r = malloc(len);
+	}
 	memset(pbuf_s, 1, len);
 	memset(pbuf_r, 0, len);
 	NC(net->regMr(scomm[ppeer][0], pbuf_s, len, NCCL_PTR_HOST, &pmh_s));
@@ -817,7 +834,7 @@ int main(int argc, char **argv)
 		seed = strtoull(getenv("MRC_TEST_SEED"), NULL, 0);
 	if (getenv("NCCL_NET_PLUGIN"))
 		plugin = getenv("NCCL_NET_PLUGIN");
-	while ((c = getopt(argc, argv, "r:n:R:c:k:s:S:p:PbdMz:T")) != -1)
+	while ((c = getopt(argc, argv, "r:n:R:c:k:s:S:p:PbdMz:Tm")) != -1)
 		switch (c) {
 		case 'r': rank = atoi(optarg); break;
 		case 'n': nranks = atoi(optarg); break;
@@ -831,6 +848,7 @@ int main(int argc, char **argv)
 		case 'b': bench = 1; break;
 		case 'd': direct = 1; break;
 		case 'M': copycost = 1; break;
+		case 'm': memfd_bufs = 1; break;
 		case 'T': tcp = 1; break;
 		case 'z': onesize = strtoull(optarg, NULL, 0); break;
 		default:

@@ -7,7 +7,9 @@
  * pair, connected by mrcd's connection manager.  NCCL's host buffers are
  * cudaHostAlloc memory, which mrcd cannot map (it maps memfds only), so
  * every comm owns a registered bounce region: the sender copies into its
- * region and WRITE_IMMs into the receiver's, which copies out.  CUDA
+ * region and WRITE_IMMs into the receiver's, which copies out.  A send
+ * comm's host buffer that mrcd can map (a memfd mapping) is registered in
+ * place by regMr (mrc_reg_mem) and sent from without the copy.  CUDA
  * buffers take the same path with device<->bounce copies on the comm's
  * own stream instead of memcpy. */
 #ifndef MRC_NCCL_PLUGIN_H
@@ -55,6 +57,7 @@ struct comm {
 	int tr_waiting;                 /* traced an isend without CTS (trace.h) */
 	struct comm *next;              /* helper-thread queues */
 	struct mrc_qp *qp;
+	struct mrc_ctx *ctx;            /* the helper thread's, which owns qp */
 	struct mrc_mr *mr;
 	uint8_t *base;
 	uint32_t lkey, rkey;            /* rkey: the peer's bounce region */
@@ -62,6 +65,7 @@ struct comm {
 	uint32_t listen_id;             /* send: the listen comm it asked for */
 	uint32_t host;
 	int err;                        /* first error completion */
+	uint64_t zc_sends;              /* isends from the buffer itself (mhandle.mr) */
 	int data_inflight;              /* send: data WRITE_IMMs not yet completed */
 	struct mrcn_arena arena;
 	struct req reqs[MRCN_MAX_REQS];
@@ -85,11 +89,15 @@ struct listen_comm {
 	struct comm *ready_head;        /* accepted, not yet handed to NCCL */
 };
 
-/* What regMr returns. */
+/* What regMr returns.  mr: the buffer itself registered with mrc_reg_mem
+ * (a send comm's host buffer that mrcd can map: memfd-backed), whose
+ * isends WRITE from it without the bounce copy; NULL: the bounce path. */
 struct mhandle {
 	void *data;
 	size_t size;
 	int type;
+	struct comm *c;
+	struct mrc_mr *mr;
 };
 
 /* Bounce bytes per comm (MRC_NCCL_BOUNCE_MB, at most MRCN_ARENA) and the

@@ -25,6 +25,16 @@
  * is done at the post (nccl/data.c, isend). */
 #define MRCN_WR_DATA (2ull << 32)
 #define MRCN_WR_NOALLOC 0xffffffffu
+/* A data WRITE_IMM from the application's registered buffer (no arena
+ * room): the low bits are its request's index in the comm, done at the
+ * completion rather than at the post. */
+#define MRCN_WR_ZC 0x80000000u
+/* Sends below this size are copied even from a registered buffer: a send
+ * from the buffer is done only at its WRITE's completion, which waits for
+ * the peer's ACK (up to a held ACK's delay, docs/nccl.md "Send
+ * completion"), while a copy of a small message costs less than that and
+ * is done at the post (bench/results/appmem.md). */
+#define MRCN_ZC_MIN 65536u
 
 #define MRCN_HANDLE_MAGIC 0x4d52434eu   /* "NCRM" */
 struct mrcn_handle {

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -482,6 +483,87 @@ static void test_send_done_at_post(void **state)
 	NC(n->finalize(e->ctx));
 }
 
+/* A host buffer mrcd can map (a memfd mapping) is registered in place by
+ * regMr and sent from without the bounce copy: its request is done only
+ * at the WRITE's completion, since mrcd reads the buffer itself until
+ * then.  With mrcd stopped the send is therefore not done (a bounced send
+ * is: test_send_done_at_post); once mrcd runs, every byte arrives.  A
+ * send below MRCN_ZC_MIN from the same buffer, and any send from a buffer
+ * mrcd cannot map (static memory), still take the bounce path. */
+static void test_send_zero_copy(void **state)
+{
+	NEED_DAEMON(state);
+	struct env *e = *state;
+	const ncclNet_v11_t *n = drv.net;
+	ncclNetCommConfig_t cfg = { .trafficClass = -1 };
+	NC(n->init(&e->ctx, 44, &cfg, NULL, NULL));
+	struct nccl_pair p[1];
+	nccl_connect_pairs(n, e->ctx, p, 1);
+	const size_t len = 131072;
+	int fd = memfd_create("nccl-host", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	assert_true(fd >= 0 && ftruncate(fd, (off_t)len) == 0);
+	uint8_t *sb = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(sb != MAP_FAILED);
+	for (size_t i = 0; i < len; i++)
+		sb[i] = (uint8_t)rnd();
+	static uint8_t rb[3][131072], bb[4096];
+	memset(rb, 0xee, sizeof(rb));
+	memcpy(bb, sb, sizeof(bb));
+	void *smh, *bmh, *rmh, *sreq = NULL, *rreq[3] = { NULL, NULL, NULL };
+	NC(n->regMr(p[0].sc, sb, len, NCCL_PTR_HOST, &smh));
+	NC(n->regMr(p[0].sc, bb, sizeof(bb), NCCL_PTR_HOST, &bmh));
+	NC(n->regMr(p[0].rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+	for (int k = 0; k < 3; k++) {
+		void *data[1] = { rb[k] };
+		size_t sizes[1] = { len };
+		int tags[1] = { 40 + k };
+		NC(n->irecv(p[0].rc, 1, data, sizes, tags, &rmh, NULL, &rreq[k]));
+		assert_non_null(rreq[k]);
+		wait_cts(n, p[0].sc, sb, len + 1, 40 + k, smh);
+	}
+	assert_int_equal(kill(e->d.pid, SIGSTOP), 0);
+	NC(n->isend(p[0].sc, sb + 1000, 100000, 40, smh, NULL, &sreq));
+	assert_non_null(sreq);
+	int done = -1, sz = -1;
+	NC(n->test(sreq, &done, &sz));
+	/* below MRCN_ZC_MIN: copied even from the registered buffer */
+	void *small = NULL;
+	int sdone = -1;
+	NC(n->isend(p[0].sc, sb + 7, MRCN_ZC_MIN - 1, 42, smh, NULL, &small));
+	assert_non_null(small);
+	NC(n->test(small, &sdone, NULL));
+	assert_int_equal(kill(e->d.pid, SIGCONT), 0);
+	CHECK(done == 0, "a send from the registered buffer was done while mrcd was stopped: "
+	      "it was copied");
+	CHECK(sdone == 1, "a small send from the registered buffer was not copied");
+	wait_req(n, sreq, &sz);
+	assert_int_equal(sz, 100000);
+	wait_req(n, rreq[0], &sz);
+	assert_int_equal(sz, 100000);
+	assert_memory_equal(rb[0], sb + 1000, 100000);
+	assert_int_equal(rb[0][100000], 0xee);
+	wait_req(n, rreq[2], &sz);
+	assert_int_equal(sz, (int)MRCN_ZC_MIN - 1);
+	assert_memory_equal(rb[2], sb + 7, MRCN_ZC_MIN - 1);
+	/* the static buffer: bounced, done at the post */
+	void *breq = NULL;
+	NC(n->isend(p[0].sc, bb, sizeof(bb), 41, bmh, NULL, &breq));
+	assert_non_null(breq);
+	wait_req(n, breq, &sz);
+	wait_req(n, rreq[1], &sz);
+	assert_int_equal(sz, (int)sizeof(bb));
+	assert_memory_equal(rb[1], bb, sizeof(bb));
+	NC(n->deregMr(p[0].sc, smh));
+	NC(n->deregMr(p[0].sc, bmh));
+	NC(n->deregMr(p[0].rc, rmh));
+	NC(n->closeSend(p[0].sc));
+	NC(n->closeRecv(p[0].rc));
+	NC(n->closeListen(p[0].lc));
+	NC(n->finalize(e->ctx));
+	munmap(sb, len);
+	close(fd);
+}
+
 static void test_old_adapters(void **state)
 {
 	NEED_DAEMON(state);
@@ -607,6 +689,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_env_values),
 		cmocka_unit_test(test_old_adapters),
 		cmocka_unit_test(test_send_done_at_post),
+		cmocka_unit_test(test_send_zero_copy),
 	};
 	int r = cmocka_run_group_tests_name("nccl plugin", base, NULL, NULL);
 	if (drv.net)

@@ -275,12 +275,24 @@ static int do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 	if ((uint64_t)st.st_size < q.fd_off + q.len)
 		return fail(c, m, -ERANGE, "offset + length beyond the file's %lld bytes",
 			    (long long)st.st_size);
+	/* Mapped in the file's own page size: a hugetlbfs memfd (st_blksize
+	 * its huge page size) maps only at huge-page offsets and lengths. */
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	if ((uint64_t)st.st_blksize > pg && !((uint64_t)st.st_blksize & ((uint64_t)st.st_blksize - 1)))
+		pg = (uint64_t)st.st_blksize;
 	uint64_t a = q.fd_off & ~(pg - 1);
-	size_t map_len = (size_t)(q.len + (q.fd_off - a));
-	void *map = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)a);
+	uint64_t end = (q.fd_off + q.len + pg - 1) & ~(pg - 1);
+	if (end > (uint64_t)st.st_size)
+		end = q.fd_off + q.len;     /* a partial last page of a tmpfs file */
+	size_t map_len = (size_t)(end - a);
+	/* Writable only when the rights let the engine write into it: a
+	 * client may register a file it holds read-only as a source, and no
+	 * more (the file's open mode is the permission that mmap checks). */
+	int wr = !!(q.access & (MRC_MR_REMOTE_WRITE | MRC_MR_REMOTE_ATOMIC | MRC_MR_LOCAL_WRITE));
+	void *map = mmap(NULL, map_len, PROT_READ | (wr ? PROT_WRITE : 0), MAP_SHARED, fd, (off_t)a);
 	if (map == MAP_FAILED)
-		return fail(c, m, -errno, "mmap of the region failed");
+		return fail(c, m, -errno, "mmap of the region failed%s", errno == EACCES ?
+			    ": the descriptor's open mode does not allow the rights asked" : "");
 	uint32_t key;
 	int r = mrce_mr_reg(mrcd_engine(c->d), c->id, (char *)map + (q.fd_off - a), q.len,
 			   q.access & MRC_MR_ALL, &key);
@@ -301,7 +313,8 @@ static int do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 		i++;
 	c->mrs[i] = (struct mrcd_cmr){ .view = { .len = q.len, .access = q.access }, .key = key,
 				       .map = map, .map_len = map_len, .dp_reg = dr >= 0 ? dr + 1 : 0 };
-	populate_later(c, &c->mrs[i], fd, (off_t)a);
+	if (wr)    /* a read-only mapping cannot take MADV_POPULATE_WRITE */
+		populate_later(c, &c->mrs[i], fd, (off_t)a);
 	c->nmr++;
 	c->mem += q.len;
 	c->uq->mrs++;
@@ -335,6 +348,23 @@ static int do_dereg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m)
 	struct mrcd_cmr *mr = find_mr(c, q.key);
 	if (!mr)
 		return fail(c, m, -ENOKEY, "no region with key %u", q.key);
+	/* Work posted before this request may still sit in the rings (the
+	 * socket and the rings are not ordered): read it first, so that a
+	 * region that posted work references is -EBUSY as documented, not
+	 * deregistered under it (which was safe, the work then failing with
+	 * a bad key, but not what the client asked for). */
+	int picked = 0;
+	for (struct mrcd_cqp *qp = c->qps; qp; qp = qp->next) {
+		int n;
+		while ((n = mrcd_cqp_poll(qp, POLL_BUDGET)) > 0) {
+			picked += n;
+			mrcd_cqp_activate(qp);
+			if (n < POLL_BUDGET)
+				break;
+		}
+	}
+	if (picked)
+		mrcd_kick(c->d);
 	int r = mr_drop(c, mr);
 	if (r)
 		return fail(c, m, r, "region %u is still used by queued work", q.key);

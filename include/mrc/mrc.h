@@ -82,6 +82,32 @@ int mrc_alloc_mr(struct mrc_ctx *ctx, uint64_t len, uint32_t access, struct mrc_
  * maps it too: mrc_mr_addr gives the address. */
 int mrc_reg_mr(struct mrc_ctx *ctx, int fd, uint64_t off, uint64_t len, uint32_t access,
 	       struct mrc_mr **out);
+/* Registers the application's own memory [addr, addr+len), wherever it
+ * came from, without a copy per transfer (docs/client.md "Application
+ * memory"); mrc_mr_addr is addr and post offsets count from it.
+ *  - A MAP_SHARED mapping of a memfd (hugetlbfs ones too) whose descriptor
+ *    the process still holds: mrcd maps the same pages.  libmrc adds
+ *    F_SEAL_SHRINK to the file when it has no such seal.
+ *  - Anonymous private memory (malloc, mmap) with MRC_REG_MOVE, in whole
+ *    pages (addr and len page-aligned: posix_memalign, mmap): its pages are
+ *    moved, in place and with their contents, into a memfd that mrcd maps
+ *    too.  They stay shared-memory backed afterwards (a fork shares them
+ *    rather than copying).  No other thread may write them during the
+ *    call, and memory another driver has pinned (cudaHostRegister,
+ *    ibv_reg_mr) must not be moved: its registration would keep the old
+ *    pages.
+ * Refusals (the reason in mrc_last_error): -EFAULT part of the range is
+ * not mapped; -EACCES not readable, or not writable while the access asks
+ * for writes; -EOPNOTSUPP memory that cannot be shared (another kind of
+ * file, a file without a held descriptor, anonymous memory without
+ * MRC_REG_MOVE, the stack); -EINVAL MRC_REG_MOVE on partial pages, and the
+ * daemon's own refusals (limits: -EDQUOT).  Freeing or unmapping the
+ * memory while registered is harmless to mrcd (it keeps its own mapping
+ * until mrc_dereg_mr) but transfers then miss the application. */
+#define MRC_REG_MOVE  0x1u
+#define MRC_REG_FLAGS 0x1u
+int mrc_reg_mem(struct mrc_ctx *ctx, void *addr, uint64_t len, uint32_t access, uint32_t flags,
+		struct mrc_mr **out);
 /* -EBUSY while posted work still references it. */
 int mrc_dereg_mr(struct mrc_mr *mr);
 void *mrc_mr_addr(const struct mrc_mr *mr);
