@@ -63,20 +63,10 @@ drops() {
 		.daemon.ctrl_bad_mac + .daemon.ctrl_wrong_src + .daemon.ctrl_wrong_dst +
 		.daemon.ctrl_replay + .daemon.ctrl_stale + ([.engine.rx_bad_token[]] | add)'
 }
-stat() { ctl $1 -j stats | jq "$2"; }
 denied() { ctl $1 -j paths $2 2>/dev/null | jq '[.paths[] | select(.state == "DENIED")] | length'; }
 
-SIZE_B=$(numfmt --from=iec "$SIZE")
-$B/bin/mrc_bulk -S "$tmp/h7/mrcd.sock" -s "$SIZE" recv >"$tmp/recv" 2>&1 &
-rpid=$!
-until_t 10 sh -c "$B/bin/mrcctl -s $tmp/h7/mrcctl.sock -j status >/dev/null" || true
-$B/bin/mrc_bulk -S "$tmp/h0/mrcd.sock" -s "$SIZE" send $I7 >"$tmp/send" 2>&1 &
-spid=$!
-placed() { ctl h7 -j status 2>/dev/null | jq -r '.totals.bytes_placed // 0'; }
-started() { [ "$(placed)" -ge $((SIZE_B / 20)) ]; }
-until_t 60 started || { bad "transfer did not reach 5% in 60 s"; cat "$tmp/send" "$tmp/recv"; exit 1; }
-Q0=$(ctl h0 -j qps | jq -r '[.qps[] | select(.state == "RTS" and .host == '$I7')][0].qpn')
-Q7=$(ctl h0 -j qps | jq -r '[.qps[] | select(.state == "RTS" and .host == '$I7')][0].rqpn')
+bulk_start
+live_qp
 [ "$Q0" != null ] && [ "$Q7" != null ] || { bad "no live QP h0 -> h7"; exit 1; }
 echo "live QP: h0 $Q0 <-> h7 $Q7 (from mrcctl qps -j, as any local user sees it)"
 den0=$(denied h0 h7); den7=$(denied h7 h0)
@@ -125,22 +115,12 @@ fi
 [ $(( $(stat h0 '.daemon.ctrl_bad_mac') - mac0 )) -ge $N ] &&
 	ok "h0: forged PLANES from h7's address dropped on the MAC" ||
 	bad "h0: ctrl_bad_mac rose by less than $N"
-st0=$(ctl h0 -j qps | jq -r ".qps[] | select(.qpn == $Q0) | .state")
-st7=$(ctl h7 -j qps | jq -r ".qps[] | select(.qpn == $Q7) | .state")
-if kill -0 $spid 2>/dev/null; then
-	[ "$st0" = RTS ] && [ "$st7" = RTS ] && ok "both QPs still RTS after the forgeries" ||
-		bad "QP state after forgeries: h0 $st0, h7 $st7"
-else
-	echo "note: the transfer ended before the QP check (state h0 '$st0', h7 '$st7')"
-fi
+qps_rts "the forgeries"
 [ "$(denied h0 h7)" = "$den0" ] && [ "$(denied h7 h0)" = "$den7" ] &&
 	ok "no path DENIED by the forgeries (h0->h7: $den0, h7->h0: $den7, as before)" ||
 	bad "paths DENIED: h0->h7 $(denied h0 h7) (was $den0), h7->h0 $(denied h7 h0) (was $den7)"
 
-wait $spid; rs=$?; spid=
-wait $rpid; rr=$?; rpid=
-[ $rs = 0 ] && [ $rr = 0 ] && ok "transfer of $SIZE completed and verified: $(tail -n1 "$tmp/recv")" ||
-	{ bad "transfer failed (sender $rs, receiver $rr)"; tail -n3 "$tmp/send" "$tmp/recv"; }
+bulk_done
 ip -n $P-h3 addr del $A0/128 dev lo 2>/dev/null
 ip -n $P-h3 addr del $A7/128 dev lo 2>/dev/null
 [ $fails = 0 ] || { for h in h0 h7; do echo "--- mrcd $h log"; tail -n 20 "$tmp/$h.log"; done; echo "forge: $fails check(s) failed"; exit 1; }

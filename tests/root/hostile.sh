@@ -142,7 +142,6 @@ flood_done() {
 }
 
 I7=$(idx h7)
-stat() { ctl $1 -j stats | jq "$2"; }
 
 declare -A c0
 # --- client: idle connections must not keep root's clients out --------
@@ -152,15 +151,7 @@ for h in h0 h7; do
 done
 # The transfer every attack runs beside; its clients (root's) connect
 # while the member's 70 idle connections are open.
-SIZE_B=$(numfmt --from=iec "$SIZE")
-$B/bin/mrc_bulk -S "$tmp/h7/mrcd.sock" -s "$SIZE" recv >"$tmp/recv" 2>&1 &
-rpid=$!
-until_t 10 sh -c "$B/bin/mrcctl -s $tmp/h7/mrcctl.sock -j status >/dev/null" || true
-$B/bin/mrc_bulk -S "$tmp/h0/mrcd.sock" -s "$SIZE" send $I7 >"$tmp/send" 2>&1 &
-spid=$!
-placed() { ctl h7 -j status 2>/dev/null | jq -r '.totals.bytes_placed // 0'; }
-started() { [ "$(placed)" -ge $((SIZE_B / 20)) ]; }
-until_t 60 started || { bad "transfer did not reach 5% in 60 s"; cat "$tmp/send" "$tmp/recv"; exit 1; }
+bulk_start
 ok "root's clients connected and the transfer started beside 70 idle connections on each daemon"
 for h in h0 h7; do
 	flood_done client-$h 70
@@ -173,8 +164,7 @@ done
 A0=$(addr h0); A7=$(addr h7)
 read -r P37 D37 <<<"$(path h3 h7)"
 read -r P30 D30 <<<"$(path h3 h0)"
-Q0=$(ctl h0 -j qps | jq -r '[.qps[] | select(.state == "RTS" and .host == '$I7')][0].qpn')
-Q7=$(ctl h0 -j qps | jq -r '[.qps[] | select(.state == "RTS" and .host == '$I7')][0].rqpn')
+live_qp
 cap=$tmp/onpath.pcapng
 ip netns exec $P-h7 timeout 10 dumpcap -q -i p0l3 -c 400 -f "udp port $PORT" -w "$cap" 2>"$tmp/cap.err" ||
 	bad "capture on h7's p0l3: $(cat "$tmp/cap.err")"
@@ -203,14 +193,7 @@ else
 	rp=$(stat h7 '.daemon.enc.rx_replay + .daemon.enc.rx_stale')
 	[ "$rp" -ge 1 ] && ok "the replayed sealed packet counted as a replay (rx_replay + rx_stale $rp)" ||
 		bad "h7 rx_replay + rx_stale is $rp after the replay"
-	st0=$(ctl h0 -j qps | jq -r ".qps[] | select(.qpn == $Q0) | .state")
-	st7=$(ctl h7 -j qps | jq -r ".qps[] | select(.qpn == $Q7) | .state")
-	if kill -0 $spid 2>/dev/null; then
-		[ "$st0" = RTS ] && [ "$st7" = RTS ] && ok "both QPs still RTS after the on-path forgeries" ||
-			bad "QP state after the forgeries: h0 $st0, h7 $st7"
-	else
-		echo "note: the transfer ended before the QP check (state h0 '$st0', h7 '$st7')"
-	fi
+	qps_rts "the on-path forgeries"
 	# --- reflect: NOQP answers are rate-limited ---------------------------
 	nq0=$(stat h7 '.engine.nack_tx.noqp'); nl0=$(stat h7 '.engine.noqp_limited')
 	t0=$(date +%s%N)
@@ -318,9 +301,6 @@ grep -q "UDP port $PORT (side channel 4792) is not privileged here" "$tmp/h0.log
 	bad "no warning about the unprivileged port in h0's log"
 
 # --- the end: the transfer beside every attack ------------------------
-wait $spid; rs=$?; spid=
-wait $rpid; rr=$?; rpid=
-[ $rs = 0 ] && [ $rr = 0 ] && ok "transfer of $SIZE completed and verified: $(tail -n1 "$tmp/recv")" ||
-	{ bad "transfer failed (sender $rs, receiver $rr)"; tail -n3 "$tmp/send" "$tmp/recv"; }
+bulk_done
 [ $fails = 0 ] || { for h in h0 h7; do echo "--- mrcd $h log"; tail -n 20 "$tmp/$h.log"; done; echo "hostile: $fails check(s) failed"; exit 1; }
 echo "hostile: all checks passed"

@@ -21,6 +21,45 @@ ctl() { local h=$1; shift; $B/bin/mrcctl -s "$tmp/$h/mrcctl.sock" "$@"; }
 addr() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .address'; }
 idx() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .index'; }
 path() { $F -j path "$1" "$2" --ev 0 | jq -r '"\(.addr) \(.switches[0])"'; }
+stat() { ctl $1 -j stats | jq "$2"; }
+# bulk_start: a verified mrc_bulk of SIZE bytes h0 -> h7 (index I7), on
+# the client sockets $tmp/H/mrcd.sock; returns once 5 % has landed (rpid,
+# spid: receiver, sender).  live_qp: Q0, Q7, the QP numbers of h0's live
+# QP to h7 and its peer, as any local user sees them (mrcctl qps).
+# qps_rts WHAT: both still RTS, if the transfer still runs.  bulk_done:
+# waits for it and checks it completed and verified.
+bulk_start() {
+	SIZE_B=$(numfmt --from=iec "$SIZE")
+	$B/bin/mrc_bulk -S "$tmp/h7/mrcd.sock" -s "$SIZE" recv >"$tmp/recv" 2>&1 &
+	rpid=$!
+	until_t 10 sh -c "$B/bin/mrcctl -s $tmp/h7/mrcctl.sock -j status >/dev/null" || true
+	$B/bin/mrc_bulk -S "$tmp/h0/mrcd.sock" -s "$SIZE" send $I7 >"$tmp/send" 2>&1 &
+	spid=$!
+	until_t 60 eval '[ "$(ctl h7 -j status 2>/dev/null | jq -r ".totals.bytes_placed // 0")" -ge $((SIZE_B / 20)) ]' ||
+		{ bad "transfer did not reach 5% in 60 s"; cat "$tmp/send" "$tmp/recv"; exit 1; }
+}
+live_qp() {
+	Q0=$(ctl h0 -j qps | jq -r '[.qps[] | select(.state == "RTS" and .host == '$I7')][0].qpn')
+	Q7=$(ctl h0 -j qps | jq -r '[.qps[] | select(.state == "RTS" and .host == '$I7')][0].rqpn')
+}
+qps_rts() {
+	local st0 st7
+	st0=$(ctl h0 -j qps | jq -r ".qps[] | select(.qpn == $Q0) | .state")
+	st7=$(ctl h7 -j qps | jq -r ".qps[] | select(.qpn == $Q7) | .state")
+	if kill -0 $spid 2>/dev/null; then
+		[ "$st0" = RTS ] && [ "$st7" = RTS ] && ok "both QPs still RTS after $1" ||
+			bad "QP state after $1: h0 $st0, h7 $st7"
+	else
+		echo "note: the transfer ended before the QP check (state h0 '$st0', h7 '$st7')"
+	fi
+}
+bulk_done() {
+	local rs rr
+	wait $spid; rs=$?; spid=
+	wait $rpid; rr=$?; rpid=
+	[ $rs = 0 ] && [ $rr = 0 ] && ok "transfer of $SIZE completed and verified: $(tail -n1 "$tmp/recv")" ||
+		{ bad "transfer failed (sender $rs, receiver $rr)"; tail -n3 "$tmp/send" "$tmp/recv"; }
+}
 # Scripts with a mrcd per namespace (bash, sets P, tmp, an associative
 # array dpid, and $tmp/topo.json): sock H is host H's client socket;
 # start_mrcd H starts mrcd in namespace $P-H with the shared cluster key
