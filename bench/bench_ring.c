@@ -432,12 +432,41 @@ out:
 struct udp_rx {
 	int fd;
 	uint64_t want, got, t_last;
+	uint64_t cpu_ns;            /* the receiving thread's CPU time */
 };
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A process's user + system CPU time in ns (/proc/PID/stat). */
+static uint64_t proc_cpu_ns(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	unsigned long long ut = 0, st = 0;
+	/* after the name: state, then fields 4..13, then utime stime */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return 0;
+	return (ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+}
 
 static void *udp_rx_thread(void *arg)
 {
 	struct udp_rx *u = arg;
 	pin(1);
+	uint64_t c0 = thread_cpu_ns();
 	char buf[UDP_BATCH][64];
 	struct iovec iov[UDP_BATCH];
 	struct mmsghdr m[UDP_BATCH];
@@ -455,10 +484,12 @@ static void *udp_rx_thread(void *arg)
 		u->got += (uint64_t)k;
 		u->t_last = bm_now_ns();
 	}
+	u->cpu_ns = thread_cpu_ns() - c0;
 	return NULL;
 }
 
-static double udp_rate(uint64_t n)
+/* *cpu: send and receive CPU ns per delivered datagram. */
+static double udp_rate(uint64_t n, double *cpu)
 {
 	/* As mrcd's udp datapath sends: IPv6, one unconnected socket, the
 	 * destination in each message. */
@@ -485,7 +516,7 @@ static double udp_rate(uint64_t n)
 	for (int i = 0; i < UDP_BATCH; i++)
 		m[i] = (struct mmsghdr){ .msg_hdr = { .msg_name = &a, .msg_namelen = sizeof(a),
 						      .msg_iov = &iov, .msg_iovlen = 1 } };
-	uint64_t t0 = bm_now_ns();
+	uint64_t t0 = bm_now_ns(), c0 = thread_cpu_ns();
 	for (uint64_t sent = 0; sent < n;) {
 		int k = sendmmsg(tx, m, UDP_BATCH, 0);
 		if (k > 0)
@@ -493,17 +524,22 @@ static double udp_rate(uint64_t n)
 		else if (k < 0 && errno != EAGAIN && errno != ENOBUFS && errno != EINTR)
 			break;
 	}
+	uint64_t ctx_ns = thread_cpu_ns() - c0;
 	pthread_join(th, NULL);
 	close(rx), close(tx);
+	*cpu = u.got ? (double)(ctx_ns + u.cpu_ns) / (double)u.got : 0;
 	return u.got ? (double)u.got / ((double)(u.t_last - t0) * 1e-9) : 0;
 }
 
 /* WRITEs of 64 bytes from QP a to QP b, both on this client and this
  * mrcd (loopback: each one a data datagram out and in, and the ACKs):
  * up to 256 outstanding, send completions counted. */
+/* *cpu: the daemon's CPU ns per WRITE. */
 static double write_rate(struct mrc_qp *a, uint32_t lkey, uint32_t rkey, uint64_t n,
-			 double *bells)
+			 double *bells, pid_t daemon, double *cpu)
 {
+	uint64_t c0 = proc_cpu_ns(daemon);
+	*cpu = 0;
 	struct mrc_completion c[64];
 	struct mrc_ring_hdr *sqh = a->sq.hdr;
 	uint64_t posted = 0, done = 0, asleep = 0, t0 = bm_now_ns(), end = t0 + 30000000000ull;
@@ -527,7 +563,9 @@ static double write_rate(struct mrc_qp *a, uint32_t lkey, uint32_t rkey, uint64_
 			return -1;
 	}
 	*bells = (double)asleep / (double)n;
-	return (double)n / ((double)(bm_now_ns() - t0) * 1e-9);
+	double r = (double)n / ((double)(bm_now_ns() - t0) * 1e-9);
+	*cpu = (double)(proc_cpu_ns(daemon) - c0) / (double)n;
+	return r;
 }
 
 struct wside {
@@ -584,30 +622,38 @@ static int part3(void)
 		return 0;
 	}
 	uint64_t n = (uint64_t)nlat * 10;
-	double u[MAXRUNS], wr[2][MAXRUNS], bl[2][MAXRUNS], ratio[2][MAXRUNS];
+	double u[MAXRUNS], uc[MAXRUNS], wr[2][MAXRUNS], bl[2][MAXRUNS], ratio[2][MAXRUNS],
+		wc[2][MAXRUNS];
 	for (unsigned k = 0; k < runs; k++) {
-		u[k] = udp_rate(n);
+		u[k] = udp_rate(n, &uc[k]);
 		for (int j = 0; j < 2; j++) {
 			uint32_t key = mrc_mr_key(w[j].mr);
-			wr[j][k] = write_rate(w[j].a, key, key, n, &bl[j][k]);
+			wr[j][k] = write_rate(w[j].a, key, key, n, &bl[j][k], w[j].d.pid, &wc[j][k]);
 			ratio[j][k] = u[k] > 0 ? wr[j][k] / u[k] : 0;
 		}
 	}
-	char x[96], y[96], z[96], q[96];
+	char x[96], y[96], z[96], q[96], cc[96];
 	printf("%llu descriptors or datagrams per run, alternated; UDP: IPv6, sendmmsg batches "
 	       "of %d to a receiving thread (recvmmsg), one datagram per message as mrcd's udp "
 	       "datapath sends by default, datagrams delivered per second; mrcd: QP a WRITEs 64 "
 	       "bytes to QP b on the same daemon (each a data datagram out and in, and the "
-	       "ACKs), up to %u outstanding, send completions per second.  Daemons: pid %d "
+	       "ACKs), up to %u outstanding, send completions per second.  CPU: the "
+	       "UDP sender's and receiver's thread CPU time per datagram delivered; the "
+	       "daemon's user + system time (/proc, 10 ms ticks) per WRITE.  Daemons: pid %d "
 	       "(defaults), pid %d (datapath_args gso=on).\n\n",
 	       (unsigned long long)n, UDP_BATCH, ENTRIES, (int)w[0].d.pid, (int)w[1].d.pid);
-	printf("| path | per second | ratio to UDP | asleep at post |\n|---|--:|--:|--:|\n");
-	printf("| 64-byte UDP datagrams | %s | 1 | |\n", bm_spread(x, sizeof(x), u, (int)runs, "%.3g"));
+	printf("| path | per second | ratio to UDP | CPU us per datagram or WRITE | asleep at post |\n"
+	       "|---|--:|--:|--:|--:|\n");
+	for (unsigned k = 0; k < runs; k++)
+		uc[k] /= 1e3, wc[0][k] /= 1e3, wc[1][k] /= 1e3;
+	printf("| 64-byte UDP datagrams | %s | 1 | %s | |\n", bm_spread(x, sizeof(x), u, (int)runs, "%.3g"),
+	       bm_spread(cc, sizeof(cc), uc, (int)runs, "%.2f"));
 	static const char *names[] = { "64-byte WRITEs through mrcd", "64-byte WRITEs through mrcd, gso=on" };
 	for (int j = 0; j < 2; j++)
-		printf("| %s | %s | %s | %s |\n", names[j],
+		printf("| %s | %s | %s | %s | %s |\n", names[j],
 		       bm_spread(y, sizeof(y), wr[j], (int)runs, "%.3g"),
 		       bm_spread(z, sizeof(z), ratio[j], (int)runs, "%.2f"),
+		       bm_spread(cc, sizeof(cc), wc[j], (int)runs, "%.2f"),
 		       bm_spread(q, sizeof(q), bl[j], (int)runs, "%.2f"));
 	printf("\n");
 	fflush(stdout);
