@@ -416,6 +416,252 @@ out:
 	return 0;
 }
 
+
+/* ---- part 3: real WRITEs through mrcd vs the kernel's UDP alone ------- */
+
+/* What the datapath alone can do here: 64-byte UDP datagrams on loopback,
+ * sendmmsg batches of 32 from this thread to a receiving thread
+ * (recvmmsg), delivered datagrams per second.  mrcd's udp datapath is
+ * these same syscalls, so this is the ceiling a daemon on this machine
+ * can approach (it also has to receive its own ACKs). */
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#define UDP_BATCH 32
+
+struct udp_rx {
+	int fd;
+	uint64_t want, got, t_last;
+	uint64_t cpu_ns;            /* the receiving thread's CPU time */
+};
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A process's user + system CPU time in ns (/proc/PID/stat). */
+static uint64_t proc_cpu_ns(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	unsigned long long ut = 0, st = 0;
+	/* after the name: state, then fields 4..13, then utime stime */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &ut, &st) != 2)
+		return 0;
+	return (ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
+static void *udp_rx_thread(void *arg)
+{
+	struct udp_rx *u = arg;
+	pin(1);
+	uint64_t c0 = thread_cpu_ns();
+	char buf[UDP_BATCH][64];
+	struct iovec iov[UDP_BATCH];
+	struct mmsghdr m[UDP_BATCH];
+	for (int i = 0; i < UDP_BATCH; i++) {
+		iov[i] = (struct iovec){ buf[i], sizeof(buf[i]) };
+		m[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
+	}
+	while (u->got < u->want) {
+		int k = recvmmsg(u->fd, m, UDP_BATCH, 0, NULL);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			break;   /* timeout: losses; the rate is what arrived */
+		}
+		u->got += (uint64_t)k;
+		u->t_last = bm_now_ns();
+	}
+	u->cpu_ns = thread_cpu_ns() - c0;
+	return NULL;
+}
+
+/* *cpu: send and receive CPU ns per delivered datagram. */
+static double udp_rate(uint64_t n, double *cpu)
+{
+	/* As mrcd's udp datapath sends: IPv6, one unconnected socket, the
+	 * destination in each message. */
+	int rx = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int tx = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	socklen_t al = sizeof(a);
+	int big = 4 << 20;
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
+	setsockopt(rx, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	setsockopt(rx, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (rx < 0 || tx < 0 || bind(rx, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(rx, (struct sockaddr *)&a, &al)) {
+		close(rx), close(tx);
+		return 0;
+	}
+	struct udp_rx u = { .fd = rx, .want = n };
+	pthread_t th;
+	pthread_create(&th, NULL, udp_rx_thread, &u);
+	pin(0);
+	char buf[64] = { 0 };
+	struct iovec iov = { buf, sizeof(buf) };
+	struct mmsghdr m[UDP_BATCH];
+	for (int i = 0; i < UDP_BATCH; i++)
+		m[i] = (struct mmsghdr){ .msg_hdr = { .msg_name = &a, .msg_namelen = sizeof(a),
+						      .msg_iov = &iov, .msg_iovlen = 1 } };
+	uint64_t t0 = bm_now_ns(), c0 = thread_cpu_ns();
+	for (uint64_t sent = 0; sent < n;) {
+		int k = sendmmsg(tx, m, UDP_BATCH, 0);
+		if (k > 0)
+			sent += (uint64_t)k;
+		else if (k < 0 && errno != EAGAIN && errno != ENOBUFS && errno != EINTR)
+			break;
+	}
+	uint64_t ctx_ns = thread_cpu_ns() - c0;
+	pthread_join(th, NULL);
+	close(rx), close(tx);
+	*cpu = u.got ? (double)(ctx_ns + u.cpu_ns) / (double)u.got : 0;
+	return u.got ? (double)u.got / ((double)(u.t_last - t0) * 1e-9) : 0;
+}
+
+/* WRITEs of 64 bytes from QP a to QP b, both on this client and this
+ * mrcd (loopback: each one a data datagram out and in, and the ACKs):
+ * up to 256 outstanding, send completions counted. */
+/* *cpu: the daemon's CPU ns per WRITE. */
+static double write_rate(struct mrc_qp *a, uint32_t lkey, uint32_t rkey, uint64_t n,
+			 double *bells, pid_t daemon, double *cpu)
+{
+	uint64_t c0 = proc_cpu_ns(daemon);
+	*cpu = 0;
+	struct mrc_completion c[64];
+	struct mrc_ring_hdr *sqh = a->sq.hdr;
+	uint64_t posted = 0, done = 0, asleep = 0, t0 = bm_now_ns(), end = t0 + 30000000000ull;
+	while (done < n) {
+		while (posted < n && posted - done < ENTRIES) {
+			int zz = __atomic_load_n(&sqh->sleeping, __ATOMIC_RELAXED) != 0;
+			if (mrc_post_write(a, posted, lkey, posted * 64 % 4096, 64, rkey,
+					   posted * 64 % 4096))
+				break;
+			asleep += zz;
+			posted++;
+		}
+		int k = mrc_poll_cq(a, c, 64);
+		if (k < 0)
+			return -1;
+		for (int i = 0; i < k; i++)
+			if (c[i].status)
+				return -1;
+		done += (uint64_t)k;
+		if (bm_now_ns() > end)
+			return -1;
+	}
+	*bells = (double)asleep / (double)n;
+	double r = (double)n / ((double)(bm_now_ns() - t0) * 1e-9);
+	*cpu = (double)(proc_cpu_ns(daemon) - c0) / (double)n;
+	return r;
+}
+
+struct wside {
+	struct bm_mrcd d;
+	struct mrc_ctx *ctx;
+	struct mrc_mr *mr;
+	struct mrc_qp *a, *b;
+	int up;
+};
+
+/* A loopback pair of QPs on a fresh mrcd started with extra options. */
+static int wside_open(struct wside *w, const char *const *extra)
+{
+	struct mrc_qp_addr la, lb;
+	int r;
+	if (bm_mrcd_start(&w->d, extra))
+		return -ENOENT;
+	struct mrc_qp_cfg cfg = { .sq_entries = ENTRIES, .cq_entries = 2 * ENTRIES };
+	if ((r = mrc_open(w->d.sock, &w->ctx)))
+		return bm_mrcd_stop(&w->d), die2("mrc_open", r, NULL);
+	if ((r = mrc_alloc_mr(w->ctx, 4096, MRC_MR_LOCAL_READ | MRC_MR_REMOTE_WRITE, &w->mr)) ||
+	    (r = mrc_create_qp(w->ctx, &cfg, &w->a)) || (r = mrc_create_qp(w->ctx, &cfg, &w->b)) ||
+	    (r = mrc_qp_info_get(w->a, &la)) || (r = mrc_qp_info_get(w->b, &lb)) ||
+	    (r = mrc_connect_oob(w->a, &lb)) || (r = mrc_connect_oob(w->b, &la))) {
+		die2("setup", r, w->ctx);
+		mrc_close(w->ctx);
+		bm_mrcd_stop(&w->d);
+		return r;
+	}
+	w->up = 1;
+	return 0;
+}
+
+static void wside_close(struct wside *w)
+{
+	if (!w->up)
+		return;
+	mrc_close(w->ctx);
+	bm_mrcd_stop(&w->d);
+}
+
+static int part3(void)
+{
+	printf("### 3. 64-byte WRITEs through mrcd vs 64-byte UDP datagrams alone\n\n");
+	/* Both daemons up at once, so that the runs alternate. */
+	/* bm_mrcd_start's port is per process: the second daemon another. */
+	char port[32];
+	snprintf(port, sizeof(port), "--port=%u", 40000 + (unsigned)((getpid() + 7919) % 20000));
+	const char *const gso_on[] = { "--datapath_args=gso=on", port, NULL };
+	struct wside w[2] = { 0 };
+	if (wside_open(&w[0], NULL) || wside_open(&w[1], gso_on)) {
+		printf("skipped: mrcd did not start\n\n");
+		wside_close(&w[0]);
+		return 0;
+	}
+	uint64_t n = (uint64_t)nlat * 10;
+	double u[MAXRUNS], uc[MAXRUNS], wr[2][MAXRUNS], bl[2][MAXRUNS], ratio[2][MAXRUNS],
+		wc[2][MAXRUNS];
+	for (unsigned k = 0; k < runs; k++) {
+		u[k] = udp_rate(n, &uc[k]);
+		for (int j = 0; j < 2; j++) {
+			uint32_t key = mrc_mr_key(w[j].mr);
+			wr[j][k] = write_rate(w[j].a, key, key, n, &bl[j][k], w[j].d.pid, &wc[j][k]);
+			ratio[j][k] = u[k] > 0 ? wr[j][k] / u[k] : 0;
+		}
+	}
+	char x[96], y[96], z[96], q[96], cc[96];
+	printf("%llu descriptors or datagrams per run, alternated; UDP: IPv6, sendmmsg batches "
+	       "of %d to a receiving thread (recvmmsg), one datagram per message as mrcd's udp "
+	       "datapath sends by default, datagrams delivered per second; mrcd: QP a WRITEs 64 "
+	       "bytes to QP b on the same daemon (each a data datagram out and in, and the "
+	       "ACKs), up to %u outstanding, send completions per second.  CPU: the "
+	       "UDP sender's and receiver's thread CPU time per datagram delivered; the "
+	       "daemon's user + system time (/proc, 10 ms ticks) per WRITE.  Daemons: pid %d "
+	       "(defaults), pid %d (datapath_args gso=on).\n\n",
+	       (unsigned long long)n, UDP_BATCH, ENTRIES, (int)w[0].d.pid, (int)w[1].d.pid);
+	printf("| path | per second | ratio to UDP | CPU us per datagram or WRITE | asleep at post |\n"
+	       "|---|--:|--:|--:|--:|\n");
+	for (unsigned k = 0; k < runs; k++)
+		uc[k] /= 1e3, wc[0][k] /= 1e3, wc[1][k] /= 1e3;
+	printf("| 64-byte UDP datagrams | %s | 1 | %s | |\n", bm_spread(x, sizeof(x), u, (int)runs, "%.3g"),
+	       bm_spread(cc, sizeof(cc), uc, (int)runs, "%.2f"));
+	static const char *names[] = { "64-byte WRITEs through mrcd", "64-byte WRITEs through mrcd, gso=on" };
+	for (int j = 0; j < 2; j++)
+		printf("| %s | %s | %s | %s | %s |\n", names[j],
+		       bm_spread(y, sizeof(y), wr[j], (int)runs, "%.3g"),
+		       bm_spread(z, sizeof(z), ratio[j], (int)runs, "%.2f"),
+		       bm_spread(cc, sizeof(cc), wc[j], (int)runs, "%.2f"),
+		       bm_spread(q, sizeof(q), bl[j], (int)runs, "%.2f"));
+	printf("\n");
+	fflush(stdout);
+	wside_close(&w[1]);
+	wside_close(&w[0]);
+	return 0;
+}
+
 int main(void)
 {
 	const char *e;
@@ -427,9 +673,13 @@ int main(void)
 	bm_machine(mach, sizeof(mach));
 	printf("## bench_ring: submission ring, client to daemon\n\n");
 	printf("Machine: %s.  %u runs per row: median (min..max) across runs.\n\n", mach, runs);
-	/* MRC_BENCH_RING_PART=1 or 2 runs one part only (profiling). */
+	/* MRC_BENCH_RING_PART=1, 2 or 3 runs one part only (profiling). */
 	const char *part = getenv("MRC_BENCH_RING_PART");
-	if (!part || *part != '2')
+	if (!part || *part == '1')
 		part1();
-	return part && *part == '1' ? 0 : part2();
+	if (!part || *part == '2')
+		part2();
+	if (!part || *part == '3')
+		part3();
+	return 0;
 }

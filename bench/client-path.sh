@@ -8,7 +8,10 @@
 #   - libmrc: mrc_pingpong 64 B (busy-polling and sleeping: -w), mrc_bulk
 #     256 MiB, steady state (the last of 3 passes) and first pass;
 #   - the references: the same harness over a loopback TCP connection (-T),
-#     and through libmrc directly (-d).
+#     and through libmrc directly (-d);
+#   - 64-byte WRITEs through mrcd per second, with the udp datapath's
+#     default and gso=on, beside 64-byte UDP datagrams (bench_ring part 3
+#     of the new build, against each build's mrcd).
 # The driver is the current build's harness for every plugin (-p PATH: any
 # v11 plugin).  Usage:
 #   bench/client-path.sh BASE_BUILD NEW_BUILD [REPS]     (default REPS 5)
@@ -30,7 +33,7 @@ trap cleanup EXIT INT TERM
 $NEW/bin/mrcd --genkey "$tmp/key" >/dev/null
 out=$tmp/raw
 : >"$out"
-rec() { echo "$1 $2 $3" >>"$out"; }        # VERSION METRIC VALUE
+rec() { [ -n "$3" ] && echo "$1 $2 $3" >>"$out"; }   # VERSION METRIC VALUE (none: not recorded)
 
 start_mrcd() {   # BUILD
 	rm -f "$tmp/s" "$tmp/mrcctl.sock"
@@ -81,6 +84,16 @@ one() {   # VERSION BUILD
 	# libmrc directly through this mrcd, in the harness's own pattern
 	r=$(harness -d -z 4096) && rec "$v" direct_rtt_4k "$(echo "$r" | col 4)"
 	stop_mrcd
+	# 64-byte WRITEs through this build's mrcd (default, and udp gso=on,
+	# which a build without the option ignores) beside 64-byte UDP
+	# datagrams: bench_ring part 3 (the new build's) starts its daemons
+	if [ -x "$NEW/bench/bench_ring" ]; then
+		r=$(MRCD_BIN=$b/bin/mrcd MRC_BENCH_RUNS=1 MRC_BENCH_RING_N=20000 \
+			MRC_BENCH_RING_PART=3 timeout 120 "$NEW/bench/bench_ring" 2>/dev/null)
+		rec "$v" udp_dgrams "$(echo "$r" | grep '^| 64-byte UDP' | col 3 | sed 's/(.*//')"
+		rec "$v" write_rate "$(echo "$r" | grep '^| 64-byte WRITEs through mrcd |' | col 3 | sed 's/(.*//')"
+		rec "$v" write_rate_gso "$(echo "$r" | grep 'gso=on |' | col 3 | sed 's/(.*//')"
+	fi
 }
 
 for i in $(seq "$REPS"); do
@@ -123,6 +136,9 @@ rows = [
     ("mrc_pingpong 64 B, sleeping (-w), us", "pingpong_sleep", 1, ""),
     ("mrc_bulk 256 MiB steady (pass 3), MB/s", "bulk_steady", 1, ""),
     ("mrc_bulk 256 MiB first pass, MB/s", "bulk_first", 1, ""),
+    ("64-byte WRITEs through mrcd, k/s (bench_ring part 3)", "write_rate", 1e-3, ""),
+    ("the same, udp datapath gso=on, k/s", "write_rate_gso", 1e-3, ""),
+    ("64-byte UDP datagrams alone, k/s (same run)", "udp_dgrams", 1e-3, ""),
 ]
 for name, m, sc, ref in rows:
     print(f"| {name} | {f('base', m, sc)} | {f('new', m, sc)} | {ref} |")
@@ -131,6 +147,8 @@ for v in ("base", "new"):
     p, pp, tcp = med(v, "plugin_rtt_4k"), med(v, "pingpong_busy"), med("all", "tcp_rtt_4k")
     g, bulk, tg = med(v, "plugin_gbs_4m", 1 / 8), med(v, "bulk_steady", 1e-3), med("all", "tcp_gbs_4m", 1 / 8)
     print(f"- {v}: plugin 4 KiB RTT / mrc_pingpong {p / pp:.2f}x (<= 2), / TCP {p / tcp:.2f}x (<= 3); "
-          f"plugin 4 MiB GB/s / mrc_bulk steady {g / bulk:.2f}x (>= 0.9), / TCP {g / tg:.2f}x (>= 1)")
+          f"plugin 4 MiB GB/s / mrc_bulk steady {g / bulk:.2f}x (>= 0.9), / TCP {g / tg:.2f}x (>= 1); "
+          f"64-byte WRITEs / UDP datagrams {med(v, 'write_rate') / med(v, 'udp_dgrams'):.2f}x, "
+          f"gso=on {med(v, 'write_rate_gso') / med(v, 'udp_dgrams'):.2f}x (>= 0.5)")
 PY
 cat "$RES/client-path.md"

@@ -58,6 +58,9 @@ struct mrc_dp_stats {
 	 * port's imissed and rx_nombuf, and on af_packet vdevs the kernel's
 	 * rx ring drops); 0 where the provider cannot tell. */
 	uint64_t rx_dropped;
+	/* udp with gso=on: datagrams sent inside UDP_SEGMENT messages, and
+	 * the times the kernel refused those (GSO then off on that plane). */
+	uint64_t tx_gso_segs, tx_gso_fallbacks;
 };
 
 struct mrc_dp;

@@ -18,6 +18,21 @@
 #define UDP_NO_CHECK6_TX 101   /* linux/udp.h, kernel >= 3.16 */
 #define UDP_NO_CHECK6_RX 102
 #endif
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103        /* linux/udp.h, kernel >= 4.18 */
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
+
+/* GSO (datapath_args gso=on): consecutive datagrams of a batch to one
+ * destination with one size leave as one sendmsg with UDP_SEGMENT, so the
+ * kernel's stack (route lookup, skb, qdisc, loopback or driver) is walked
+ * once per run instead of once per datagram; the receiver still gets
+ * ordinary datagrams (the kernel segments before its socket).  At most
+ * 64 segments (older kernels' UDP_MAX_SEGMENTS) and 64 KiB per send. */
+#define GSO_MAX_SEGS 64
+#define GSO_MAX_BYTES 65000
 
 struct rxpool {
 	struct mmsghdr msg[MRC_DP_BATCH];
@@ -32,16 +47,41 @@ struct udp_dp {
 	uint32_t n;
 	uint16_t port;
 	int fd[MRC_DP_MAX_PLANES];
+	uint8_t gso[MRC_DP_MAX_PLANES];   /* 1: UDP_SEGMENT runs on this plane */
 	struct rxpool *rx[MRC_DP_MAX_PLANES];
 	struct mrc_dp_stats st;
 };
+
+/* datapath_args: "gso=on" or "gso=off" (the default); other words are
+ * ignored, as this provider ignored every option before it had one. */
+static int parse_args(const char *s, int *gso, char *why, size_t whylen)
+{
+	*gso = 0;
+	for (const char *p = s; p && *p;) {
+		size_t n = strcspn(p, ", \t");
+		if (n > 4 && !strncmp(p, "gso=", 4)) {
+			if (n == 6 && !strncmp(p + 4, "on", 2))
+				*gso = 1;
+			else if (n == 7 && !strncmp(p + 4, "off", 3))
+				*gso = 0;
+			else {
+				if (why)
+					snprintf(why, whylen, "datapath_args: gso= takes on or off");
+				return -EINVAL;
+			}
+		}
+		p += n;
+		p += strspn(p, ", \t");
+	}
+	return 0;
+}
 
 static int sockopt(int fd, int level, int name, int val)
 {
 	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
 }
 
-static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int *out,
+static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int gso, int *out,
 		      char *why, size_t whylen)
 {
 	/* Blocking for send: a full socket buffer (the qdisc is full) makes
@@ -57,7 +97,11 @@ static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int *out,
 	/* No SO_REUSEADDR (nor SO_REUSEPORT): with it on both sockets Linux
 	 * lets a process of any uid bind the same address and port and
 	 * receive mrcd's datagrams and send as mrcd (tests/root/hostile.sh). */
-	TRY(sockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_TX, 1), "UDP_NO_CHECK6_TX");
+	/* The packet's own CRC makes the UDP checksum redundant, but the
+	 * kernel refuses UDP_SEGMENT without it (offloaded or free on
+	 * loopback). */
+	if (!gso)
+		TRY(sockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_TX, 1), "UDP_NO_CHECK6_TX");
 	TRY(sockopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1), "UDP_NO_CHECK6_RX");
 	TRY(sockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1), "IPV6_RECVTCLASS");
 	/* ECT(0) on every packet, so switches mark instead of dropping. */
@@ -120,8 +164,14 @@ static int udp_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *why
 	dp->port = cfg->port;
 	for (uint32_t i = 0; i < MRC_DP_MAX_PLANES; i++)
 		dp->fd[i] = -1;
+	int gso, prc = parse_args(cfg->args, &gso, why, whylen);
+	if (prc) {
+		free(dp);
+		return prc;
+	}
 	for (uint32_t i = 0; i < cfg->nplanes; i++) {
-		int rc = open_plane(&cfg->planes[i], cfg->port, &dp->fd[i], why, whylen);
+		dp->gso[i] = (uint8_t)gso;
+		int rc = open_plane(&cfg->planes[i], cfg->port, gso, &dp->fd[i], why, whylen);
 		if (!rc && !(dp->rx[i] = rx_new()))
 			rc = -ENOMEM;
 		dp->n = i + 1;
@@ -151,24 +201,91 @@ static int udp_fd(const struct mrc_dp *base, uint32_t plane)
 	return plane < dp->n ? dp->fd[plane] : -EINVAL;
 }
 
-/* Sends one plane's share of the batch with a single sendmmsg. */
+static size_t out_len(const struct mrc_dp_out *o)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; i < o->iovcnt; i++)
+		n += o->iov[i].iov_len;
+	return n;
+}
+
+static int same_dest(const struct mrc_dp_out *a, const struct mrc_dp_out *b)
+{
+	return a->dport == b->dport && !memcmp(&a->dst, &b->dst, sizeof(a->dst));
+}
+
+/* The kernel cannot segment here (no UDP_SEGMENT, or the path's MTU is
+ * below a datagram): one datagram per message from now on. */
+static void gso_off(struct udp_dp *dp, uint32_t plane)
+{
+	dp->gso[plane] = 0;
+	dp->st.tx_gso_fallbacks++;
+	sockopt(dp->fd[plane], IPPROTO_UDP, UDP_NO_CHECK6_TX, 1);
+}
+
+/* Sends one plane's share of the batch with a single sendmmsg; with GSO,
+ * each run of datagrams to one destination with one size is one message
+ * (in posting order: runs never reorder datagrams). */
 static int send_plane(struct udp_dp *dp, uint32_t plane, const struct mrc_dp_out *pkts,
 		      const uint32_t *idx, uint32_t cnt)
 {
 	struct mmsghdr m[MRC_DP_BATCH];
 	struct sockaddr_in6 to[MRC_DP_BATCH];
+	struct iovec iov[MRC_DP_BATCH * 3];
+	uint32_t segs[MRC_DP_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} ctl[MRC_DP_BATCH];
+	int gso = dp->gso[plane];
+	uint32_t nm = 0, ni = 0;
 	memset(m, 0, sizeof(m[0]) * cnt);
-	for (uint32_t k = 0; k < cnt; k++) {
+	for (uint32_t k = 0; k < cnt; nm++) {
 		const struct mrc_dp_out *o = &pkts[idx[k]];
-		to[k] = (struct sockaddr_in6){ .sin6_family = AF_INET6,
+		to[nm] = (struct sockaddr_in6){ .sin6_family = AF_INET6,
 			.sin6_port = htons(o->dport ? o->dport : dp->port),
 			.sin6_addr = o->dst };
-		m[k].msg_hdr.msg_name = &to[k];
-		m[k].msg_hdr.msg_namelen = sizeof(to[k]);
-		m[k].msg_hdr.msg_iov = (struct iovec *)o->iov;
-		m[k].msg_hdr.msg_iovlen = o->iovcnt;
+		struct msghdr *h = &m[nm].msg_hdr;
+		h->msg_name = &to[nm];
+		h->msg_namelen = sizeof(to[nm]);
+		if (!gso) {
+			h->msg_iov = (struct iovec *)o->iov;
+			h->msg_iovlen = o->iovcnt;
+			segs[nm] = 1;
+			k++;
+			continue;
+		}
+		size_t len = out_len(o), total = 0;
+		uint32_t first = ni, n = 0;
+		do {
+			const struct mrc_dp_out *x = &pkts[idx[k]];
+			memcpy(&iov[ni], x->iov, x->iovcnt * sizeof(iov[0]));
+			ni += x->iovcnt;
+			total += len;
+			n++;
+			k++;
+		} while (k < cnt && n < GSO_MAX_SEGS && total + len <= GSO_MAX_BYTES &&
+			 same_dest(o, &pkts[idx[k]]) && out_len(&pkts[idx[k]]) == len);
+		h->msg_iov = &iov[first];
+		h->msg_iovlen = ni - first;
+		segs[nm] = n;
+		if (n > 1) {
+			h->msg_control = ctl[nm].buf;
+			h->msg_controllen = sizeof(ctl[nm].buf);
+			struct cmsghdr *c = CMSG_FIRSTHDR(h);
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+			uint16_t sz = (uint16_t)len;
+			memcpy(CMSG_DATA(c), &sz, sizeof(sz));
+		}
 	}
-	int sent = sendmmsg(dp->fd[plane], m, cnt, 0);
+	int sent = sendmmsg(dp->fd[plane], m, nm, 0);
+	if (sent < 0 && gso && (errno == EINVAL || errno == EIO || errno == ENOPROTOOPT ||
+				errno == EMSGSIZE)) {
+		gso_off(dp, plane);
+		return send_plane(dp, plane, pkts, idx, cnt);
+	}
 	if (sent < 0) {
 		if (errno == EAGAIN || errno == ENOBUFS) {
 			dp->st.tx_eagain += cnt;
@@ -177,12 +294,17 @@ static int send_plane(struct udp_dp *dp, uint32_t plane, const struct mrc_dp_out
 		dp->st.tx_errs += cnt;
 		return -errno;
 	}
-	for (int k = 0; k < sent; k++)
+	uint32_t pk = 0;
+	for (int k = 0; k < sent; k++) {
 		dp->st.tx_bytes += m[k].msg_len;
-	dp->st.tx_pkts += (uint64_t)sent;
-	MRC_TRACE(MRC_TR_D_TX, plane, m[0].msg_len, sent);
-	dp->st.tx_eagain += cnt - (uint32_t)sent;
-	return sent;
+		pk += segs[k];
+		if (segs[k] > 1)
+			dp->st.tx_gso_segs += segs[k];
+	}
+	dp->st.tx_pkts += pk;
+	MRC_TRACE(MRC_TR_D_TX, plane, m[0].msg_len, (int)pk);
+	dp->st.tx_eagain += cnt - pk;
+	return (int)pk;
 }
 
 static int udp_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_t n)
