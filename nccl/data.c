@@ -249,6 +249,40 @@ static ncclResult_t comm_failed(struct comm *c, const char *what)
 	return ncclRemoteError;
 }
 
+/* Posts request r's data for the CTS at c->cts[k] (WRITE_IMM from lkey at
+ * off), and on success takes the CTS and hands r to NCCL: done at once
+ * for a bounce-region send (alloc: its arena block, or -1 for none), at
+ * the completion for a zero-copy one (zc).  Out of room
+ * is no error: NCCL retries with a NULL request. */
+static ncclResult_t post_data(struct comm *c, struct req *r, int k, void **request,
+			      uint64_t wr_id, uint32_t lkey, uint64_t off, size_t size, int alloc,
+			      int zc)
+{
+	struct mrcn_cts cts = c->cts[k];
+	int e = mrc_post_write_imm(c->qp, wr_id, lkey, off, size, c->rkey, cts.off, cts.id);
+	if (e) {
+		if (alloc >= 0)
+			mrcn_arena_free(&c->arena, alloc);
+		r->used = 0;
+		if (e == -ENOSPC)
+			return ncclSuccess;
+		c->err = e;
+		return comm_failed(c, "isend");
+	}
+	memmove(&c->cts[k], &c->cts[k + 1], (size_t)(c->ncts - k - 1) * sizeof(c->cts[0]));
+	c->ncts--;
+	c->data_inflight++;
+	c->zc_sends += zc;
+	r->n = 1;
+	r->ndone = !zc;
+	r->sub[0].size = size;
+	r->sub[0].alloc = -1;
+	*request = r;
+	c->tr_waiting = 0;
+	MRC_TRACE(MRC_TR_N_ISEND, TRC(c), cts.id, size);
+	return ncclSuccess;
+}
+
 static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 				   void *mhandle, void *phandle, void **request)
 {
@@ -292,31 +326,11 @@ static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 	int zc = size >= MRCN_ZC_MIN && !cuda && m && m->mr && d8 >= (uint8_t *)m->data &&
 		 size <= m->size - (size_t)(d8 - (uint8_t *)m->data);
 	if (zc) {
-		uint32_t rix = (uint32_t)(r - c->reqs);
-		int e = mrc_post_write_imm(c->qp, MRCN_WR_DATA | MRCN_WR_ZC | rix, mrc_mr_key(m->mr),
-					   (uint64_t)(d8 - (uint8_t *)m->data), size, c->rkey,
-					   cts.off, cts.id);
-		if (e) {
-			r->used = 0;
-			if (e == -ENOSPC)
-				return ncclSuccess;
-			c->err = e;
-			return comm_failed(c, "isend");
-		}
-		memmove(&c->cts[k], &c->cts[k + 1], (size_t)(c->ncts - k - 1) * sizeof(c->cts[0]));
-		c->ncts--;
 		/* Done at the WRITE_IMM's completion (on_cqe): until then
 		 * mrcd may still read the buffer. */
-		c->data_inflight++;
-		c->zc_sends++;
-		r->n = 1;
-		r->ndone = 0;
-		r->sub[0].size = size;
-		r->sub[0].alloc = -1;
-		*request = r;
-		c->tr_waiting = 0;
-		MRC_TRACE(MRC_TR_N_ISEND, TRC(c), cts.id, size);
-		return ncclSuccess;
+		uint32_t rix = (uint32_t)(r - c->reqs);
+		return post_data(c, r, k, request, MRCN_WR_DATA | MRCN_WR_ZC | rix,
+				 mrc_mr_key(m->mr), (uint64_t)(d8 - (uint8_t *)m->data), size, -1, 1);
 	}
 	int a = -1;
 	if (size && (a = mrcn_arena_alloc(&c->arena, size)) < 0) {
@@ -340,34 +354,14 @@ static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 	} else if (size) {
 		memcpy(c->base + off, data, size);
 	}
-	int e = mrc_post_write_imm(c->qp, MRCN_WR_DATA | (a >= 0 ? (uint32_t)a : MRCN_WR_NOALLOC),
-				   c->lkey, off, size, c->rkey, cts.off, cts.id);
-	if (e) {
-		if (a >= 0)
-			mrcn_arena_free(&c->arena, a);
-		r->used = 0;
-		if (e == -ENOSPC)
-			return ncclSuccess;
-		c->err = e;
-		return comm_failed(c, "isend");
-	}
-	memmove(&c->cts[k], &c->cts[k + 1], (size_t)(c->ncts - k - 1) * sizeof(c->cts[0]));
-	c->ncts--;
 	/* Done now: the data is in the bounce region (copied above, a CUDA
 	 * copy finished), so NCCL may reuse its buffer, as a socket send is
 	 * done once written.  Waiting for the WRITE_IMM's completion (the
 	 * peer's ACK) put an ACK round trip, or a held ACK's delay, into
 	 * every send (docs/nccl.md "Send completion"); the bounce room is
 	 * freed by that completion (on_cqe), and a failure fails the comm. */
-	c->data_inflight++;
-	r->n = 1;
-	r->ndone = 1;
-	r->sub[0].size = size;
-	r->sub[0].alloc = -1;
-	*request = r;
-	c->tr_waiting = 0;
-	MRC_TRACE(MRC_TR_N_ISEND, TRC(c), cts.id, size);
-	return ncclSuccess;
+	return post_data(c, r, k, request, MRCN_WR_DATA | (a >= 0 ? (uint32_t)a : MRCN_WR_NOALLOC),
+			 c->lkey, off, size, a, 0);
 }
 
 static ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
