@@ -1,2 +1,3 @@
 # The root Makefile includes only */*.mk; this pulls in tests/support/.
 include tests/support/support.mk
+TSAN_TESTS += test_trace
