@@ -50,13 +50,9 @@ start() {
 }
 start h0
 start h7
-addr() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .address'; }
-idx() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .index'; }
-path() { $F -j path "$1" "$2" --ev 0 | jq -r '"\(.addr) \(.switches[0])"'; }
 A0=$(addr h0); I0=$(idx h0); I7=$(idx h7)
 read -r P37 D37 <<<"$(path h3 h7)"
 [ -n "$A0" ] && [ -n "$P37" ] || { echo "FAIL addresses: '$A0' '$P37'"; exit 1; }
-stat() { ctl $1 -j stats | jq "$2"; }
 # QPs on h7 connected to h0 (any state but RESET).
 qps70() { ctl h7 -j qps | jq "[.qps[] | select(.host == $I0)] | length"; }
 
@@ -96,14 +92,14 @@ start h7
 stdbuf -oL $B/bin/mrc_bulk -S "$tmp/h7/mrcd.sock" -s 1M recv >"$tmp/recv2" 2>&1 &
 rpid=$!
 until_t 10 grep -q "waiting for a sender" "$tmp/recv2" || { bad "receiver did not listen"; cat "$tmp/recv2"; exit 1; }
-ns0=$(stat h7 "(.daemon.ctrl_no_session // 0)"); ch0=$(stat h7 "(.daemon.ctrl_challenge_tx // 0)")
+ns0=$(stats h7 "(.daemon.ctrl_no_session // 0)"); ch0=$(stats h7 "(.daemon.ctrl_challenge_tx // 0)")
 ip -n $P-h3 addr add $A0/128 dev lo nodad || bad "h3: add h0's address"
 ip netns exec $P-h3 $FORGE --src $A0 --sport 791 --dst $P37 --dev $D37 --count 3 raw "$REC" ||
 	bad "replay: send failed"
-rose() { [ "$(stat h7 "(.daemon.ctrl_no_session // 0)")" -ge $((ns0 + 3)) ]; }
-until_t 10 rose && ok "restarted h7: the recorded REQ is outside any session (ctrl_no_session +$(( $(stat h7 "(.daemon.ctrl_no_session // 0)") - ns0 )))" ||
-	bad "ctrl_no_session rose by $(( $(stat h7 "(.daemon.ctrl_no_session // 0)") - ns0 )), want >= 3"
-[ "$(stat h7 "(.daemon.ctrl_challenge_tx // 0)")" -gt "$ch0" ] && ok "h7 challenged the epoch the recording names" ||
+rose() { [ "$(stats h7 "(.daemon.ctrl_no_session // 0)")" -ge $((ns0 + 3)) ]; }
+until_t 10 rose && ok "restarted h7: the recorded REQ is outside any session (ctrl_no_session +$(( $(stats h7 "(.daemon.ctrl_no_session // 0)") - ns0 )))" ||
+	bad "ctrl_no_session rose by $(( $(stats h7 "(.daemon.ctrl_no_session // 0)") - ns0 )), want >= 3"
+[ "$(stats h7 "(.daemon.ctrl_challenge_tx // 0)")" -gt "$ch0" ] && ok "h7 challenged the epoch the recording names" ||
 	bad "no challenge sent"
 [ "$(qps70)" = 0 ] && ok "no QP on h7 for the replayed REQ (no ghost connection)" ||
 	bad "h7 made $(qps70) QP(s) for h0 from the replay"
@@ -113,13 +109,13 @@ ip -n $P-h3 addr del $A0/128 dev lo 2>/dev/null
 # held by h3's namespace) makes no peer (before: a peer, beaconed to every
 # second); it is counted in rx_no_peer.
 A5=$(addr h5); I5=$(idx h5)
-np0=$(stat h7 "(.daemon.rx_no_peer // 0)")
+np0=$(stats h7 "(.daemon.rx_no_peer // 0)")
 ip -n $P-h3 addr add $A5/128 dev lo nodad || bad "h3: add h5's address"
 ip netns exec $P-h3 $FORGE --src $A5 --sport 791 --dst $P37 --dev $D37 --count 5 data 0x10001 ||
 	bad "forge data as h5: send failed"
-nopeer() { [ "$(stat h7 "(.daemon.rx_no_peer // 0)")" -ge $((np0 + 5)) ]; }
-until_t 10 nopeer && ok "h7: data from h5's address dropped, no peer (rx_no_peer +$(( $(stat h7 "(.daemon.rx_no_peer // 0)") - np0 )))" ||
-	bad "rx_no_peer rose by $(( $(stat h7 "(.daemon.rx_no_peer // 0)") - np0 )), want >= 5"
+nopeer() { [ "$(stats h7 "(.daemon.rx_no_peer // 0)")" -ge $((np0 + 5)) ]; }
+until_t 10 nopeer && ok "h7: data from h5's address dropped, no peer (rx_no_peer +$(( $(stats h7 "(.daemon.rx_no_peer // 0)") - np0 )))" ||
+	bad "rx_no_peer rose by $(( $(stats h7 "(.daemon.rx_no_peer // 0)") - np0 )), want >= 5"
 [ "$(ctl h7 -j peers | jq "[.peers[] | select(.host == $I5)] | length")" = 0 ] &&
 	ok "h7 has no peer for h5" || bad "h7 made a peer for h5 from unauthenticated data"
 ip -n $P-h3 addr del $A5/128 dev lo 2>/dev/null

@@ -71,9 +71,9 @@ live_qp
 echo "live QP: h0 $Q0 <-> h7 $Q7 (from mrcctl qps -j, as any local user sees it)"
 den0=$(denied h0 h7); den7=$(denied h7 h0)
 d0=$(drops h0); d7=$(drops h7)
-tok7=$(stat h7 '.engine.rx_bad_token.data + .engine.rx_bad_token.ack')
-mac7=$(stat h7 '.daemon.ctrl_bad_mac'); mac0=$(stat h0 '.daemon.ctrl_bad_mac')
-noqp0=$(stat h0 '.engine.rx_bad_token.noqp')
+tok7=$(stats h7 '.engine.rx_bad_token.data + .engine.rx_bad_token.ack')
+mac7=$(stats h7 '.daemon.ctrl_bad_mac'); mac0=$(stats h0 '.daemon.ctrl_bad_mac')
+noqp0=$(stats h0 '.engine.rx_bad_token.noqp')
 
 # (a) an unprivileged local user on the sending host.
 nobody() { ip netns exec $P-h0 setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
@@ -103,16 +103,16 @@ if until_t 10 rose; then
 else
 	bad "drop counters: h7 +$(( $(drops h7) - d7 )) of $sent7, h0 +$(( $(drops h0) - d0 )) of $sent0"
 fi
-[ $(( $(stat h7 '.engine.rx_bad_token.data + .engine.rx_bad_token.ack') - tok7 )) -ge $((2 * N)) ] &&
+[ $(( $(stats h7 '.engine.rx_bad_token.data + .engine.rx_bad_token.ack') - tok7 )) -ge $((2 * N)) ] &&
 	ok "h7: forged data and ACKs from h0's address dropped on the token" ||
 	bad "h7: rx_bad_token data+ack rose by less than $((2 * N))"
-[ $(( $(stat h7 '.daemon.ctrl_bad_mac') - mac7 )) -ge $((2 * N)) ] &&
+[ $(( $(stats h7 '.daemon.ctrl_bad_mac') - mac7 )) -ge $((2 * N)) ] &&
 	ok "h7: forged REQ and PLANES from h0's address dropped on the MAC" ||
 	bad "h7: ctrl_bad_mac rose by less than $((2 * N))"
-[ $(( $(stat h0 '.engine.rx_bad_token.noqp') - noqp0 )) -ge $N ] &&
+[ $(( $(stats h0 '.engine.rx_bad_token.noqp') - noqp0 )) -ge $N ] &&
 	ok "h0: forged NOQP NACKs naming the live QP dropped on the token" ||
 	bad "h0: rx_bad_token.noqp rose by less than $N"
-[ $(( $(stat h0 '.daemon.ctrl_bad_mac') - mac0 )) -ge $N ] &&
+[ $(( $(stats h0 '.daemon.ctrl_bad_mac') - mac0 )) -ge $N ] &&
 	ok "h0: forged PLANES from h7's address dropped on the MAC" ||
 	bad "h0: ctrl_bad_mac rose by less than $N"
 qps_rts "the forgeries"

@@ -85,7 +85,7 @@ nobody() { local h=$1; shift; ip netns exec $P-$h setpriv --reuid=65534 --regid=
 # member: uid 65534 in socket_group (users, gid 100); member2: another uid of it.
 member() { local h=$1; shift; ip netns exec $P-$h setpriv --reuid=65534 --regid=65534 --groups=100 "$@"; }
 member2() { local h=$1; shift; ip netns exec $P-$h setpriv --reuid=65533 --regid=65533 --groups=100 "$@"; }
-op() { stat $1 ".oper.$2"; }
+op() { stats $1 ".oper.$2"; }
 # flood.py unix PATH N | tcp HOST PORT N: opens N connections that never
 # speak, writes "ready K" to its 4th/5th argument's file once K are open,
 # then watches them: prints "closed C of K" when the daemon has closed all
@@ -175,7 +175,7 @@ if [ -z "${dtok:-}" ] || [ -z "${atok:-}" ] || [ -z "${draw:-}" ]; then
 	bad "on-path capture held no data packet to h7's QP $Q7 or ACK to h0's QP $Q0"
 else
 	echo "observed: data to QP $Q7 psn $dpsn token field $dtok; ACK to QP $Q0 token field $atok"
-	encdrops() { stat $1 '[.daemon.enc | .rx_bad_auth, .rx_missing, .rx_replay, .rx_stale, .rx_bad_len, .rx_nokey] | add'; }
+	encdrops() { stats $1 '[.daemon.enc | .rx_bad_auth, .rx_missing, .rx_replay, .rx_stale, .rx_bad_len, .rx_nokey] | add'; }
 	ed7=$(encdrops h7); ed0=$(encdrops h0)
 	ip -n $P-h3 addr add $A0/128 dev lo nodad || bad "h3: add h0's address"
 	ip -n $P-h3 addr add $A7/128 dev lo nodad || bad "h3: add h7's address"
@@ -190,18 +190,18 @@ else
 	until_t 10 rose &&
 		ok "AEAD mode dropped and counted them: h7 +$(( $(encdrops h7) - ed7 )) (>= $((N + 1)): WRITE_IMMs, replay), h0 +$(( $(encdrops h0) - ed0 )) (>= $N: ACKs)" ||
 		bad "AEAD drops: h7 +$(( $(encdrops h7) - ed7 )) of $((N + 1)), h0 +$(( $(encdrops h0) - ed0 )) of $N ($(ctl h7 -j stats | jq -c .daemon.enc))"
-	rp=$(stat h7 '.daemon.enc.rx_replay + .daemon.enc.rx_stale')
+	rp=$(stats h7 '.daemon.enc.rx_replay + .daemon.enc.rx_stale')
 	[ "$rp" -ge 1 ] && ok "the replayed sealed packet counted as a replay (rx_replay + rx_stale $rp)" ||
 		bad "h7 rx_replay + rx_stale is $rp after the replay"
 	qps_rts "the on-path forgeries"
 	# --- reflect: NOQP answers are rate-limited ---------------------------
-	nq0=$(stat h7 '.engine.nack_tx.noqp'); nl0=$(stat h7 '.engine.noqp_limited')
+	nq0=$(stats h7 '.engine.nack_tx.noqp'); nl0=$(stats h7 '.engine.noqp_limited')
 	t0=$(date +%s%N)
 	for q in $(seq 3001 3003); do as $A0 --dst $P37 --dev $D37 --count 1000 data $((q << 16)) || bad "forge: data to QP $q failed"; done
-	limited() { [ $(( $(stat h7 '.engine.noqp_limited') - nl0 )) -gt 0 ]; }
+	limited() { [ $(( $(stats h7 '.engine.noqp_limited') - nl0 )) -gt 0 ]; }
 	until_t 10 limited
 	t1=$(date +%s%N)
-	nq=$(( $(stat h7 '.engine.nack_tx.noqp') - nq0 )); nl=$(( $(stat h7 '.engine.noqp_limited') - nl0 ))
+	nq=$(( $(stats h7 '.engine.nack_tx.noqp') - nq0 )); nl=$(( $(stats h7 '.engine.noqp_limited') - nl0 ))
 	cap_n=$(( 64 + 1000 * (t1 - t0) / 1000000000 + 1000 ))   # burst + rate over the window, 1 s of slack
 	[ $nl -gt 0 ] && [ $nq -le $cap_n ] &&
 		ok "h7 answered $nq NOQPs to 3,000 packets for no QP (at most $cap_n in $(( (t1 - t0) / 1000000 )) ms) and limited $nl" ||
@@ -209,8 +209,8 @@ else
 	ip -n $P-h3 addr del $A0/128 dev lo 2>/dev/null
 	ip -n $P-h3 addr del $A7/128 dev lo 2>/dev/null
 fi
-[ "$(stat h0 .daemon.enc.tx_sealed)" -gt 0 ] && [ "$(stat h7 .daemon.enc.rx_opened)" -gt 0 ] &&
-	ok "AEAD in use: h0 sealed $(stat h0 .daemon.enc.tx_sealed), h7 opened $(stat h7 .daemon.enc.rx_opened)" ||
+[ "$(stats h0 .daemon.enc.tx_sealed)" -gt 0 ] && [ "$(stats h7 .daemon.enc.rx_opened)" -gt 0 ] &&
+	ok "AEAD in use: h0 sealed $(stats h0 .daemon.enc.tx_sealed), h7 opened $(stats h7 .daemon.enc.rx_opened)" ||
 	bad "AEAD not in use"
 
 # --- mrcctl: no lock-out ----------------------------------------------

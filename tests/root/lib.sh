@@ -21,7 +21,7 @@ ctl() { local h=$1; shift; $B/bin/mrcctl -s "$tmp/$h/mrcctl.sock" "$@"; }
 addr() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .address'; }
 idx() { ctl h0 -j topology | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .index'; }
 path() { $F -j path "$1" "$2" --ev 0 | jq -r '"\(.addr) \(.switches[0])"'; }
-stat() { ctl $1 -j stats | jq "$2"; }
+stats() { ctl $1 -j stats | jq "$2"; }   # stats H JQ: over host H's mrcctl stats -j
 # bulk_start: a verified mrc_bulk of SIZE bytes h0 -> h7 (index I7), on
 # the client sockets $tmp/H/mrcd.sock; returns once 5 % has landed (rpid,
 # spid: receiver, sender).  live_qp: Q0, Q7, the QP numbers of h0's live
