@@ -86,27 +86,21 @@ static int wants_key(void)
 	return known;
 }
 
-int mrcd_spawn_start(struct mrcd_proc *d, const char *const *extra)
+/* Up, or the daemon exited first (its port taken, say): either ends the
+ * wait; gone says which. */
+struct up_or_gone { struct mrcd_proc *d; int gone; };
+static int up_or_gone(void *arg)
 {
-	static unsigned n;
-	n++;
-	memset(d, 0, sizeof(*d));
-	snprintf(d->dir, sizeof(d->dir), "/tmp/mrc-test-XXXXXX");
-	if (!mkdtemp(d->dir))
-		return -errno;
-	snprintf(d->sock, sizeof(d->sock), "%s/mrcd.sock", d->dir);
-	snprintf(d->ctl, sizeof(d->ctl), "%s/mrcctl.sock", d->dir);
-	/* A port of our own, so parallel test runs do not collide. */
-	d->port = 20000 + 2 * (unsigned)((getpid() * 7 + n) % 10000);
-	char key[160] = "";
-	if (wants_key()) {
-		const char *why;
-		char path[100];
-		snprintf(path, sizeof(path), "%s/cluster.key", d->dir);
-		if (mrc_auth_key_generate(path, &why))
-			return -EIO;
-		snprintf(key, sizeof(key), "--key_file=%s", path);
-	}
+	struct up_or_gone *u = arg;
+	if (waitpid(u->d->pid, NULL, WNOHANG) == u->d->pid)
+		return u->gone = 1;
+	return daemon_up(u->d);
+}
+
+/* Starts mrcd on d->port and waits until it serves; *gone: it exited
+ * first instead (its port held by another run, say). */
+static int spawn_once(struct mrcd_proc *d, const char *const *extra, const char *key, int *gone)
+{
 	const char *argv[48];
 	int k = 0;
 	char sock[140], port[32], metrics[64];
@@ -130,14 +124,52 @@ int mrcd_spawn_start(struct mrcd_proc *d, const char *const *extra)
 		execv(mrcd_spawn_bin(), (char *const *)argv);
 		_exit(127);
 	}
-	if (mrcd_spawn_wait_for(daemon_up, d, MRCD_SPAWN_WAIT_MS)) {
+	struct up_or_gone u = { d, 0 };
+	if (mrcd_spawn_wait_for(up_or_gone, &u, MRCD_SPAWN_WAIT_MS)) {
 		kill(d->pid, SIGKILL);
 		waitpid(d->pid, NULL, 0);
 		d->pid = 0;
-		mrcd_spawn_stop(d);
 		return -ETIMEDOUT;
 	}
+	if (u.gone)
+		d->pid = 0;
+	*gone = u.gone;
 	return 0;
+}
+
+int mrcd_spawn_start(struct mrcd_proc *d, const char *const *extra)
+{
+	static unsigned n;
+	memset(d, 0, sizeof(*d));
+	snprintf(d->dir, sizeof(d->dir), "/tmp/mrc-test-XXXXXX");
+	if (!mkdtemp(d->dir))
+		return -errno;
+	snprintf(d->sock, sizeof(d->sock), "%s/mrcd.sock", d->dir);
+	snprintf(d->ctl, sizeof(d->ctl), "%s/mrcctl.sock", d->dir);
+	char key[160] = "";
+	if (wants_key()) {
+		const char *why;
+		char path[100];
+		snprintf(path, sizeof(path), "%s/cluster.key", d->dir);
+		if (mrc_auth_key_generate(path, &why))
+			return -EIO;
+		snprintf(key, sizeof(key), "--key_file=%s", path);
+	}
+	/* A port of our own, so parallel test runs do not collide.  mrcd
+	 * binds it exclusively (no SO_REUSEADDR): when another run holds it,
+	 * mrcd exits and the next port is tried. */
+	for (int attempt = 0; attempt < 8; attempt++) {
+		n++;
+		d->port = 20000 + 2 * (unsigned)((getpid() * 7 + n) % 10000);
+		int gone = 0, rc = spawn_once(d, extra, key, &gone);
+		if (rc || !gone) {
+			if (rc)
+				mrcd_spawn_stop(d);
+			return rc;
+		}
+	}
+	mrcd_spawn_stop(d);
+	return -EADDRINUSE;
 }
 
 void mrcd_spawn_stop(struct mrcd_proc *d)
