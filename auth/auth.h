@@ -76,8 +76,9 @@ int mrc_auth_conn_derive(const struct mrc_auth *a, const struct mrc_auth_conn_id
 void mrc_auth_conn_wipe(struct mrc_auth_conn *c);
 
 /* Probe tokens for the pair (self, peer): tx for what self sends to peer,
- * rx for what self accepts from peer (mrce_peer_set_probe_tokens).  Fixed
- * for the key and the pair: probes need no handshake.  Never 0. */
+ * rx for what self accepts from peer (mrce_peer_set_probe_tokens).  Never
+ * 0.  The epoch-free form: mrc_auth_probe_tokens_epoch with both epochs 0
+ * (mrcd uses the epoch form). */
 int mrc_auth_probe_tokens(const struct mrc_auth *a, uint32_t self_host,
 			  uint32_t peer_host, uint64_t *tx, uint64_t *rx);
 /* The same, bound to both sides' boot epochs (the CTRL envelope's, which

@@ -226,32 +226,6 @@ void mrc_auth_conn_wipe(struct mrc_auth_conn *c)
 		sodium_memzero(c, sizeof(*c));
 }
 
-static int probe_token(const struct mrc_auth *a, uint32_t from, uint32_t to, uint64_t *tok)
-{
-	static const char label[16] = "mrc probe v2";
-	uint8_t t[sizeof label + 8], h[16];
-	memcpy(t, label, sizeof label);
-	mrc__auth_be32(t + 16, from);
-	mrc__auth_be32(t + 20, to);
-	if (crypto_generichash(h, sizeof h, t, sizeof t, a->probe, sizeof a->probe))
-		return -EIO;
-	*tok = token_of(h);
-	return 0;
-}
-
-int mrc_auth_probe_tokens(const struct mrc_auth *a, uint32_t self_host,
-			  uint32_t peer_host, uint64_t *tx, uint64_t *rx)
-{
-	if (!a || !tx || !rx)
-		return -EINVAL;
-	int rc = mrc__auth_ready();
-	if (!rc)
-		rc = probe_token(a, self_host, peer_host, tx);
-	if (!rc)
-		rc = probe_token(a, peer_host, self_host, rx);
-	return rc;
-}
-
 /* AEAD-mode MAC key of the direction from -> to: the probe subkey under
  * its own label (domain-separated from the probe tokens), 32 bytes. */
 static int pair_key(const struct mrc_auth *a, uint32_t from, uint32_t to, uint8_t *key)
@@ -310,4 +284,11 @@ int mrc_auth_probe_tokens_epoch(const struct mrc_auth *a, uint32_t self_host,
 	if (!rc)
 		rc = probe_token_ep(a, peer_host, self_host, peer_epoch, self_epoch, rx);
 	return rc;
+}
+
+/* Without epochs (both 0): what a daemon uses before it has any. */
+int mrc_auth_probe_tokens(const struct mrc_auth *a, uint32_t self_host,
+			  uint32_t peer_host, uint64_t *tx, uint64_t *rx)
+{
+	return mrc_auth_probe_tokens_epoch(a, self_host, peer_host, 0, 0, tx, rx);
 }
