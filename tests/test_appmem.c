@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/support/get1.h"
 #include "tests/support/mrcd_spawn.h"
 #include "tests/support/skip.h"
 
@@ -39,23 +40,6 @@ static long pg;
 #define PR_SET_VMA 0x53564d41
 #define PR_SET_VMA_ANON_NAME 0
 #endif
-
-static struct mrc_completion get1(struct mrc_qp *qp)
-{
-	struct mrc_completion c;
-	memset(&c, 0, sizeof(c));
-	int64_t end = mrcd_spawn_now_ms() + WAIT_MS;
-	for (;;) {
-		int n = mrc_poll_cq(qp, &c, 1);
-		assert_true(n >= 0);
-		if (n == 1)
-			return c;
-		int left = (int)(end - mrcd_spawn_now_ms());
-		assert_true(left > 0);
-		int r = mrc_wait(qp, left);
-		assert_true(r == 0 || r == -ETIMEDOUT);
-	}
-}
 
 static void fill(void *buf, size_t len, uint64_t s)
 {
@@ -105,7 +89,7 @@ static void write_check(struct mrc_qp *qp, struct mrc_mr *from, uint8_t *src, st
 		assert_int_equal(mrc_post_write(qp, 10 + n, mrc_mr_key(from), o, l, mrc_mr_key(to), o), 0);
 	}
 	for (int i = 0; i < n; i++) {
-		struct mrc_completion c = get1(qp);
+		struct mrc_completion c = mrcd_get1(qp);
 		assert_int_equal(c.status, 0);
 		assert_int_equal(c.op, MRC_CQE_WRITE);
 	}
@@ -374,7 +358,7 @@ static void test_readonly_fd(void **state)
 	uint8_t *d = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_int_equal(mrc_reg_mem(t.c[1], d, len, MRC_MR_ALL, MRC_REG_MOVE, &dst), 0);
 	assert_int_equal(mrc_post_write(t.q[0], 1, mrc_mr_key(src), 0, len, mrc_mr_key(dst), 0), 0);
-	struct mrc_completion c = get1(t.q[0]);
+	struct mrc_completion c = mrcd_get1(t.q[0]);
 	assert_int_equal(c.status, 0);
 	assert_memory_equal(d, r, len);
 	two_close(&t);
@@ -453,7 +437,7 @@ static void test_freed_while_registered(void **state)
 	munmap(b, len);
 	fill(a, len, seed);
 	assert_int_equal(mrc_post_write(t.q[0], 1, mrc_mr_key(ma), 0, len, mrc_mr_key(mb), 0), 0);
-	assert_int_equal(get1(t.q[0]).status, 0);
+	assert_int_equal(mrcd_get1(t.q[0]).status, 0);
 	assert_int_equal(mrc_dereg_mr(mb), 0);
 	/* the daemon is alive and the other direction still works */
 	uint8_t *b2 = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -486,8 +470,8 @@ static void test_dereg_busy(void **state)
 		fail_msg("dereg with a RECV posted: %d (%s), want -EBUSY", r, mrc_last_error(t.c[1]));
 	fill(a, len, seed + 9);
 	assert_int_equal(mrc_post_send(t.q[0], 78, mrc_mr_key(ma), 300, 5000), 0);
-	assert_int_equal(get1(t.q[0]).status, 0);
-	struct mrc_completion c = get1(t.q[1]);
+	assert_int_equal(mrcd_get1(t.q[0]).status, 0);
+	struct mrc_completion c = mrcd_get1(t.q[1]);
 	assert_int_equal(c.status, 0);
 	assert_int_equal(c.wr_id, 77);
 	assert_int_equal(c.byte_len, 5000);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/support/get1.h"
 #include "tests/support/mrcd_spawn.h"
 #include "tests/support/skip.h"
 
@@ -72,24 +73,6 @@ static int teardown(void **state)
 }
 
 #define NEED_DAEMON(state) do { if (!*(state)) MRC_SKIP("%s is not built", MRCD_BIN); } while (0)
-
-/* Waits for and returns exactly one completion. */
-static struct mrc_completion get1(struct mrc_qp *qp)
-{
-	struct mrc_completion c;
-	memset(&c, 0, sizeof(c));
-	int64_t end = now_ms() + WAIT_MS;
-	for (;;) {
-		int n = mrc_poll_cq(qp, &c, 1);
-		assert_true(n >= 0);
-		if (n == 1)
-			return c;
-		int left = (int)(end - now_ms());
-		assert_true(left > 0);
-		int r = mrc_wait(qp, left);
-		assert_true(r == 0 || r == -ETIMEDOUT);
-	}
-}
 
 struct pair {
 	struct mrc_ctx *ctx;
@@ -157,7 +140,7 @@ static void test_ops_oob(void **state)
 		assert_int_equal(mrc_post_write(p.a, 100 + i, mrc_mr_key(p.src), i * (len / 4),
 						len / 4, mrc_mr_key(p.dst), i * (len / 4)), 0);
 	for (int i = 0; i < 4; i++) {
-		struct mrc_completion c = get1(p.a);
+		struct mrc_completion c = mrcd_get1(p.a);
 		assert_int_equal(c.status, 0);
 		assert_int_equal(c.wr_id, 100 + i);
 		assert_int_equal(c.op, MRC_CQE_WRITE);
@@ -168,10 +151,10 @@ static void test_ops_oob(void **state)
 	src[0] ^= 0xff;
 	assert_int_equal(mrc_post_write_imm(p.a, 7, mrc_mr_key(p.src), 0, 4096, mrc_mr_key(p.dst),
 					    0, 0xabcd1234), 0);
-	struct mrc_completion c = get1(p.a);
+	struct mrc_completion c = mrcd_get1(p.a);
 	assert_int_equal(c.status, 0);
 	assert_int_equal(c.op, MRC_CQE_WRITE_IMM);
-	c = get1(p.b);
+	c = mrcd_get1(p.b);
 	assert_int_equal(c.op, MRC_CQE_RECV_WRITE_IMM);
 	assert_true(c.flags & MRC_CQE_F_IMM);
 	assert_int_equal(c.imm, 0xabcd1234);
@@ -181,11 +164,11 @@ static void test_ops_oob(void **state)
 	memset(dst, 0, 8192);
 	assert_int_equal(mrc_post_recv(p.b, 55, mrc_mr_key(p.dst), 0, 8192), 0);
 	assert_int_equal(mrc_post_send(p.a, 56, mrc_mr_key(p.src), 1000, 3000), 0);
-	c = get1(p.a);
+	c = mrcd_get1(p.a);
 	assert_int_equal(c.status, 0);
 	assert_int_equal(c.wr_id, 56);
 	assert_int_equal(c.op, MRC_CQE_SEND);
-	c = get1(p.b);
+	c = mrcd_get1(p.b);
 	assert_int_equal(c.status, 0);
 	assert_int_equal(c.wr_id, 55);
 	assert_int_equal(c.op, MRC_CQE_RECV);
@@ -196,7 +179,7 @@ static void test_ops_oob(void **state)
 	uint64_t *ctr = (uint64_t *)(dst + 65536);
 	*ctr = 40;
 	assert_int_equal(mrc_post_atomic_add(p.a, 9, mrc_mr_key(p.dst), 65536, 2), 0);
-	c = get1(p.a);
+	c = mrcd_get1(p.a);
 	assert_int_equal(c.status, 0);
 	assert_int_equal(c.op, MRC_CQE_ATOMIC_ADD);
 	assert_int_equal(__atomic_load_n(ctr, __ATOMIC_ACQUIRE), 42);
@@ -224,7 +207,7 @@ static void test_bad_descriptors(void **state)
 	assert_int_equal(mrc_post_write(p.a, 6, lk, 0, 4096, rk, 4096), 0);
 	int want[] = { 0, -ENOKEY, -ERANGE, -EOPNOTSUPP, -EINVAL, 0 };
 	for (int i = 0; i < 6; i++) {
-		struct mrc_completion c = get1(p.a);
+		struct mrc_completion c = mrcd_get1(p.a);
 		assert_int_equal(c.wr_id, (uint64_t)i + 1);
 		assert_int_equal(c.status, want[i]);
 	}
@@ -232,7 +215,7 @@ static void test_bad_descriptors(void **state)
 	struct pair o;
 	pair_open(d, &o, 4096);
 	assert_int_equal(mrc_post_write(p.a, 7, mrc_mr_key(o.src), 0, 16, rk, 0), 0);
-	struct mrc_completion c = get1(p.a);
+	struct mrc_completion c = mrcd_get1(p.a);
 	assert_int_equal(c.wr_id, 7);
 	assert_int_equal(c.status, -ENOKEY);
 	mrc_close(o.ctx);
@@ -309,7 +292,7 @@ static void test_wait_spin(void **state)
 	for (int i = 0; i < 20; i++) {
 		assert_int_equal(mrc_post_write(p.a, 10 + i, mrc_mr_key(p.src), 0, 64,
 						mrc_mr_key(p.dst), 0), 0);
-		struct mrc_completion c = get1(p.a);
+		struct mrc_completion c = mrcd_get1(p.a);
 		assert_int_equal(c.wr_id, 10 + i);
 		assert_int_equal(c.status, 0);
 	}
@@ -374,9 +357,9 @@ static void test_listen_accept(void **state)
 
 	fill(mrc_mr_addr(src), 65536, seed + 1);
 	assert_int_equal(mrc_post_write_imm(qp, 1, mrc_mr_key(src), 0, 65536, mrc_mr_key(tgt), 0, 5), 0);
-	struct mrc_completion cc = get1(qp);
+	struct mrc_completion cc = mrcd_get1(qp);
 	assert_int_equal(cc.status, 0);
-	cc = get1(a.qp);
+	cc = mrcd_get1(a.qp);
 	assert_int_equal(cc.op, MRC_CQE_RECV_WRITE_IMM);
 	assert_memory_equal(mrc_mr_addr(src), mrc_mr_addr(tgt), 65536);
 
@@ -543,7 +526,7 @@ static void test_client_killed(void **state)
 	pair_open(d, &p, 65536);
 	pair_connect_oob(&p);
 	assert_int_equal(mrc_post_write(p.a, 1, mrc_mr_key(p.src), 0, 65536, mrc_mr_key(p.dst), 0), 0);
-	assert_int_equal(get1(p.a).status, 0);
+	assert_int_equal(mrcd_get1(p.a).status, 0);
 	mrc_close(p.ctx);
 	close(ready[0]);
 	close(ready[1]);

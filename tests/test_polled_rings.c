@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/support/get1.h"
 #include "tests/support/mrcd_spawn.h"
 #include "tests/support/skip.h"
 
@@ -154,30 +155,12 @@ static void pair_open(const struct mrcd_proc *d, struct pair *p, const struct mr
 	p->b = peer_of(p->ctx, p->a);
 }
 
-static struct mrc_completion get1(struct mrc_qp *qp)
-{
-	struct mrc_completion c;
-	memset(&c, 0, sizeof(c));
-	int64_t end = mrcd_spawn_now_ms() + WAIT_MS;
-	for (;;) {
-		int n = mrc_poll_cq(qp, &c, 1);
-		assert_true(n >= 0);
-		if (n == 1)
-			return c;
-		int left = (int)(end - mrcd_spawn_now_ms());
-		if (left <= 0)
-			fail_msg("no completion on qp %u within %d ms", mrc_qp_num(qp), WAIT_MS);
-		int r = mrc_wait(qp, left);
-		assert_true(r == 0 || r == -ETIMEDOUT);
-	}
-}
-
 /* One 8-byte WRITE of v from a to b's region at off, completed OK. */
 static void write1(struct pair *p, struct mrc_qp *qp, uint64_t wr_id, uint64_t v, uint64_t off)
 {
 	memcpy((char *)mrc_mr_addr(p->src) + off, &v, sizeof(v));
 	assert_int_equal(mrc_post_write(qp, wr_id, mrc_mr_key(p->src), off, 8, mrc_mr_key(p->dst), off), 0);
-	struct mrc_completion c = get1(qp);
+	struct mrc_completion c = mrcd_get1(qp);
 	assert_int_equal(c.status, 0);
 	assert_int_equal(c.wr_id, wr_id);
 	uint64_t got;
@@ -261,7 +244,7 @@ static void wrap_run(struct mrcd_proc *d, uint64_t base, uint32_t flags)
 			assert_int_equal(rc, 0);
 			posted++;
 		}
-		struct mrc_completion c = get1(p.a);
+		struct mrc_completion c = mrcd_get1(p.a);
 		if (c.status || c.wr_id != done)
 			fail_msg("base %#llx: completion %llu: wr_id %llu status %d",
 				 (unsigned long long)base, (unsigned long long)done,

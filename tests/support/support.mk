@@ -8,6 +8,7 @@ TEST_SUPPORT_SRCS += tests/support/chan_diag.c
 TEST_SUPPORT_SRCS += tests/support/gbuf.c
 TEST_SUPPORT_SRCS += tests/support/etest.c
 TEST_SUPPORT_SRCS += tests/support/mrcd_spawn.c
+TEST_SUPPORT_SRCS += tests/support/get1.c
 TEST_SUPPORT_SRCS += tests/support/coll_matrix.c
 TEST_SUPPORT_SRCS += tests/support/coll_ranks.c
 TEST_SUPPORT_SRCS += tests/support/qpbytes.c
