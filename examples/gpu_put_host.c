@@ -34,10 +34,17 @@ static uint64_t pattern_seed(uint32_t host, unsigned lane, uint64_t r)
 }
 
 #ifdef GPU_PUT_CUDA
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 /* examples/gpu_put.cu: the same rounds from a kernel (one lane). */
 int gpu_put_cuda_init(const struct mrc_gpu_chan *ch, void *dst, uint64_t dst_len, void *src,
 		      uint64_t src_len);
-int gpu_put_cuda_round(uint32_t rkey, uint64_t roff, uint32_t lkey, uint64_t bytes, uint64_t r);
+int gpu_put_cuda_round(uint32_t rkey, uint64_t roff, uint32_t lkey, uint64_t bytes, uint64_t r,
+		       uint64_t *kernel_ns);
 #define MODE "kernel"
 #else
 #define MODE "host threads"
@@ -51,6 +58,7 @@ struct lane {
 	struct mrc_gpu_chan ch;
 	uint8_t *src, *dst;        /* whole regions */
 	uint32_t lkey, host;
+	uint64_t *kernel_ns;       /* [rounds]: each round inside the kernel */
 	const char *fail;
 	unsigned bad_round;
 	uint64_t bad_byte;
@@ -73,7 +81,7 @@ static void *lane_main(void *arg)
 		ex_fill(s, size, pattern_seed(l->host, l->t, r));
 #ifdef GPU_PUT_CUDA
 		(void)sem;
-		l->rc = gpu_put_cuda_round(l->peer.priv, area, l->lkey, size, r);
+		l->rc = gpu_put_cuda_round(l->peer.priv, area, l->lkey, size, r, &l->kernel_ns[r]);
 #else
 		l->rc = gpu_put_round(&l->ch, l->peer.priv, area, l->lkey, (uint64_t)l->t * size,
 				      size, sem, r);
@@ -133,6 +141,8 @@ static int run(int server, uint32_t host)
 #ifdef GPU_PUT_CUDA
 	EX_CHECK(gpu_put_cuda_init(&lanes[0].ch, mrc_mr_addr(dst), mrc_mr_len(dst),
 				   mrc_mr_addr(src), size), NULL);
+	if (!(lanes[0].kernel_ns = calloc(rounds, sizeof(uint64_t))))
+		ex_die("calloc", -ENOMEM, ctx);
 #endif
 	double t0 = ex_now();
 	pthread_t th[MAXLANES];
@@ -156,6 +166,15 @@ static int run(int server, uint32_t host)
 	printf("mrc_gpu_put: %u lanes x %u rounds x %llu bytes from host %u verified byte for byte "
 	       "(%s, %.1f us per round)\n", nthreads, rounds, (unsigned long long)size,
 	       lanes[0].peer.host, MODE, dt * 1e6 / rounds);
+#ifdef GPU_PUT_CUDA
+	/* Where a round's time goes: inside the kernel (the transport), and
+	 * around it (launch, synchronisation, the host's check). */
+	qsort(lanes[0].kernel_ns, rounds, sizeof(uint64_t), cmp_u64);
+	printf("mrc_gpu_put: a round inside the kernel (put, signal, wait, flush): median %.1f us, "
+	       "p99 %.1f us\n", lanes[0].kernel_ns[rounds / 2] / 1e3,
+	       lanes[0].kernel_ns[(uint64_t)rounds * 99 / 100] / 1e3);
+	free(lanes[0].kernel_ns);
+#endif
 	mrc_gpu_watch_stop(w);
 	mrc_close(ctx);
 	return 0;

@@ -40,9 +40,11 @@ step "nvcc tests/gpu/gpu_selftest.cu" "$NVCC" $NF -o "$B/gpu_selftest" tests/gpu
 # libmrc-coll on device buffers (tests/gpu/collcheck.c): libmrc and
 # libmrc-coll from source (libc only), the reduction kernels by nvcc.
 mkdir -p "$B/coll"
-for f in lib/ctx.c lib/mr.c lib/qp.c lib/post.c codec/climsg.c common/strerror.c common/fdpass.c \
-	coll/reduce.c coll/sched.c coll/comm.c coll/coll.c coll/verify.c coll/moe.c \
-	coll/memops_dev.c coll/memops_cuda.c gpu/cuda_err.c tests/gpu/collcheck.c; do
+# mkvar FILE VAR: a simple ':=' list of a .mk file (continuations joined),
+# so this list follows the build's without running make.
+mkvar() { sed -e ':a' -e '/\\$/N; s/\\\n//; ta' "$1" | sed -n "s/^$2 *:= *//p" | head -1; }
+for f in $(mkvar lib/lib.mk LIBMRC_SRCS) $(mkvar coll/coll.mk COLL_SRCS) $(mkvar coll/coll.mk COLL_LIB_EXTRA) \
+	coll/memops_cuda.c gpu/cuda_err.c tests/gpu/collcheck.c; do
 	step "gcc $f" gcc $CF -c "$f" -o "$B/coll/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')"
 done
 step "nvcc coll/reduce_cuda.cu" "$NVCC" $NF -c coll/reduce_cuda.cu -o "$B/coll/reduce_cuda.o"
@@ -61,7 +63,7 @@ if [ -x "$B/collcheck" ]; then
 		cd_dir=$(mktemp -d)
 		kr() { "$K/lib/ld-linux-x86-64.so.2" --library-path "$K/lib" "$@"; }
 		kr "$K/bin/mrcd" --genkey "$cd_dir/key" >/dev/null 2>&1 &&
-		{ kr "$K/bin/mrcd" --socket="$cd_dir/mrcd.sock" --port=47312 --key_file="$cd_dir/key" \
+		{ "$K/lib/ld-linux-x86-64.so.2" --library-path "$K/lib" "$K/bin/mrcd" --socket="$cd_dir/mrcd.sock" --port=47312 --key_file="$cd_dir/key" \
 			--log_level=notice 2>"$OUT/collcheck-mrcd.log" & cd_pid=$!; }
 		for _ in $(seq 200); do [ -S "$cd_dir/mrcd.sock" ] && break; sleep 0.05; done
 		[ -S "$cd_dir/mrcd.sock" ] && cd_sock=$cd_dir/mrcd.sock

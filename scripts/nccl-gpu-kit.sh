@@ -2,6 +2,13 @@
 # Builds here what the NCCL run on a GPU machine needs there (docs/nccl.md,
 # "On a GPU machine") into nccl-gpu-kit/ (ignored by git; carry it):
 #   bin/mrcd, bin/mrc-nccl-harness  with every shared library they use
+#   bin/mrcctl, bin/mrc_pingpong,   (scripts/gpu-all.sh: the put/signal/
+#   bin/mrc_bulk,                   wait rounds, host-side references
+#   bin/mrc_gpu_put[_cuda],          and the daemon's counters;
+#   bin/pingpong, bin/bench_ring    _cuda where CUDA was found here;
+#                                   the benches where make bench built)
+#   bin/mrcd-base                   only with MRC_KIT_BASE_MRCD=PATH: a
+#                                   baseline mrcd for side-by-side rounds
 #   lib/                            (ldd, the loader and libc included: run
 #                                   them as lib/ld-linux-x86-64.so.2
 #                                   --library-path lib bin/X, so the GPU
@@ -17,9 +24,15 @@ K=${1:-nccl-gpu-kit}
 make -j2 all "$B/bin/mrc-nccl-harness" >/dev/null
 rm -rf "$K"
 mkdir -p "$K/bin" "$K/lib" "$K/plugin"
-cp "$B/bin/mrcd" "$B/bin/mrc-nccl-harness" "$K/bin/"
+for f in mrcd mrc-nccl-harness mrcctl mrc_pingpong mrc_bulk mrc_gpu_put mrc_gpu_put_cuda; do
+	[ -x "$B/bin/$f" ] && cp "$B/bin/$f" "$K/bin/"
+done
+for f in pingpong bench_ring; do   # gpu-all.sh's host-side references
+	[ -x "$B/bench/$f" ] && cp "$B/bench/$f" "$K/bin/"
+done
+[ -n "${MRC_KIT_BASE_MRCD:-}" ] && cp "$MRC_KIT_BASE_MRCD" "$K/bin/mrcd-base"
 cp "$B/lib/libnccl-net-mrc.so" "$K/plugin/"
-for f in "$B/bin/mrcd" "$B/bin/mrc-nccl-harness"; do
+for f in "$K"/bin/*; do
 	ldd "$f" | awk '/=> \// { print $3 } /^[ \t]*\/.*ld-linux/ { print $1 }'
 done | sort -u | while read -r so; do cp -L "$so" "$K/lib/"; done
 # The plugin must not need more than libc in NCCL's process.

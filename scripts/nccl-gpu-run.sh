@@ -24,7 +24,7 @@ trap cleanup EXIT INT TERM
 	python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version(), "cuda", torch.version.cuda)' 2>&1
 } >"$S"
 run "$K/bin/mrcd" --genkey "$d/key" >/dev/null || { echo "FAIL: the kit's mrcd does not run" >>"$S"; cat "$S"; exit 1; }
-run "$K/bin/mrcd" --socket="$d/mrcd.sock" --port=47311 --key_file="$d/key" --log_level=notice \
+"$K/lib/ld-linux-x86-64.so.2" --library-path "$K/lib" "$K/bin/mrcd" --socket="$d/mrcd.sock" --port=47311 --key_file="$d/key" --log_level=notice \
 	2>"$OUT/mrcd.log" &
 mpid=$!
 for _ in $(seq 200); do [ -S "$d/mrcd.sock" ] && break; sleep 0.05; done
@@ -33,7 +33,7 @@ export MRC_SOCKET="$d/mrcd.sock"
 rc=0
 # 2. harness (the plugin alone, two processes)
 P="$PWD/$K/plugin/libnccl-net-mrc.so"
-run "$K/bin/mrc-nccl-harness" -r 1 -n 2 -R "$d/rdv" -k 10 -p "$P" >"$OUT/harness1.log" 2>&1 &
+"$K/lib/ld-linux-x86-64.so.2" --library-path "$K/lib" "$K/bin/mrc-nccl-harness" -r 1 -n 2 -R "$d/rdv" -k 10 -p "$P" >"$OUT/harness1.log" 2>&1 &
 h=$!
 run "$K/bin/mrc-nccl-harness" -r 0 -n 2 -R "$d/rdv" -k 10 -p "$P" >"$OUT/harness0.log" 2>&1 || rc=1
 wait $h || rc=1
