@@ -25,7 +25,7 @@ const char *mrc_strerror(int err)
 	case -EDQUOT: return "limit reached, of this client or of its user (QPs, memory, regions or ring size)";
 	case -EUSERS: return "too many clients, in all or of this user";
 	case -EADDRINUSE: return "service id listened on or reserved by another user";
-	case -EOPNOTSUPP: return "unknown opcode or request type";
+	case -EOPNOTSUPP: return "not supported: an unknown opcode or request, or memory mrcd cannot map in place";
 	default: return strerror(-err);
 	}
 }
