@@ -46,6 +46,9 @@ esac
 # against an older build when MRC_BENCH_BASE names one (no root;
 # bench/results/client-path.md)
 ./bench/client-path.sh "${MRC_BENCH_BASE:-$b}" "$b"
+# ... and on the emulated fabric, beside raw UDP, TCP and iperf3 (root;
+# bench/results/client-path-fabric.md)
+[ "${MRC_BENCH_FABRIC:-1}" = 0 ] || B="$b" ./bench/fabric/client-path.sh
 # bench/results/daemon.md: bench_ring, bench_qpmem and (when it ran) the
 # daemon fabric scenario together
 [ ! -f bench/results/bench_ring.md ] || bash bench/fabric/daemon_md.sh bench/results
