@@ -3,14 +3,15 @@
 # which mrcd and mrc-xfer list in their _SRCS (a word that is not a .c
 # passes through to the link line unchanged, ahead of libmrccore.a, whose
 # engine, datapath and topology the core needs).
-MRCD_CORE_SRCS := daemon/core/core.c daemon/core/node.c daemon/core/deny.c daemon/core/cm.c \
-                  daemon/core/reload.c daemon/core/local.c
+MRCD_CORE_SRCS := daemon/core/core.c daemon/core/node.c daemon/core/peers.c daemon/core/rx.c \
+                  daemon/core/tx.c daemon/core/side.c daemon/core/links.c daemon/core/deny.c \
+                  daemon/core/cm.c daemon/core/reload.c daemon/core/local.c
 MRCD_CORE_LIB  := $(B)/libmrcd-core.a
 # The configuration, CTRL and admin state (adminstate.h) codecs are pure: they also live in
 # libmrccore.a, so the unit tests and fuzz targets reach them.
 CORE_SRCS += daemon/core/config.c daemon/core/ctrl.c daemon/core/adminstate.c
 # The AEAD payload mode's packet work is pure too (tests drive it between
-# two engines); node.c calls it.
+# two engines); tx.c and rx.c call it.
 CORE_SRCS += daemon/core/enc.c
 # Peers' datapath endpoints (verbs first contact) are pure too.
 CORE_SRCS += daemon/core/dpep.c

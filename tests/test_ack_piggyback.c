@@ -122,7 +122,7 @@ static int pingpong_done(struct chan *ch, void *arg)
 	struct fx *f = arg;
 	/* The channel polls completions after it transmits; the daemon core
 	 * runs them first, so that an answer leaves in the same turn as the
-	 * ACKs (daemon/core/node.c, mrcd_flush).  Do as it does. */
+	 * ACKs (daemon/core/tx.c, mrcd_flush).  Do as it does. */
 	while (f->posted) {
 		f->posted = 0;
 		chan_pump(ch);

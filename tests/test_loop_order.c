@@ -1,4 +1,4 @@
-/* The daemon core's loop order (daemon/core/node.c, MRCD_PRI_RX): in a loop
+/* The daemon core's loop order (daemon/core/rx.c and tx.c, MRCD_PRI_RX): in a loop
  * turn where the engine's timer is due and a datagram waits in a plane
  * socket, the datagram is read first.
  *   ack_before_rto: the ACK of the only packet in flight waits in the

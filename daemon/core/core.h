@@ -135,7 +135,7 @@ extern int mrcd_log_level;
 int mrcd_core_init(struct mrcd *d, char *err, size_t errlen);
 void mrcd_core_fini(struct mrcd *d);
 
-/* node.c: engine <-> datapath */
+/* the data-plane glue (node.c, peers.c, rx.c, tx.c, side.c, links.c) */
 /* A host's CTRL epoch, seen in an envelope that passed every check: when
  * it changes the peer's probe tokens are derived again (they are bound to
  * both epochs). */
@@ -217,10 +217,10 @@ void mrcd_cm_fini(struct mrcd *d);
 void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len);
 void mrcd_plane_state_changed(struct mrcd *d);
 
-/* core.c: observers (mrcd.h), called by node.c */
+/* core.c: observers (mrcd.h), called by tx.c */
 void mrcd_observe_event(struct mrcd *d, const struct mrce_event *ev, int *taken);
 
-/* linkmon glue (node.c) */
+/* linkmon glue (links.c) */
 int mrcd_linkmon_start(struct mrcd *d);
 
 #endif

@@ -4,7 +4,7 @@
  * and PLANES messages it sends, and gives those a peer sends it to the
  * datapath for every path address of the peer.  Until it knows a peer's
  * endpoint on a plane, a control message to that peer goes over the side
- * channel (kernel UDP on the plane, node.c), and so does about every
+ * channel (kernel UDP on the plane, side.c), and so does about every
  * second try from the first retry on, which gets past an endpoint gone
  * stale (a peer restarted).
  * Pure: the core calls these (cm.c, reload.c); the unit tests drive them

@@ -1,0 +1,118 @@
+/* Receiving: datagrams from the datapath into the engine, or CTRL into
+ * the connection manager, after the checks every datagram passes first
+ * (daemon/core/node.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/core/enc.h"
+#include "daemon/core/node.h"
+#include "transport/wire.h"
+
+/* ---- receive ----------------------------------------------------------- */
+
+/* The topology host a source address names: only those hosts take part,
+ * and in loopback mode only this host's own loopback address. */
+static uint32_t host_of_src(struct mrcd *d, const struct in6_addr *src)
+{
+	if (!d->topo)
+		return IN6_ARE_ADDR_EQUAL(src, &in6addr_loopback) ? 0 : MRCD_NO_ID;
+	uint16_t usid;
+	if (mrc_usid_active(&d->blk, src, &usid))
+		return MRCD_NO_ID;
+	return d->host_of_usid[usid];
+}
+
+void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
+{
+	uint32_t host = host_of_src(d, &in->src);
+	if (host == MRCD_NO_ID) {
+		d->st.rx_unknown_src++;
+		return;
+	}
+	/* Daemons send from the MRC port; any other port is a local process
+	 * that is not the daemon (e.g. an unprivileged user forging), dropped
+	 * before anything reads it. */
+	if (in->sport != d->cfg.port) {
+		d->st.rx_bad_sport++;
+		return;
+	}
+	if (in->len < 2) {
+		d->st.rx_short++;
+		return;
+	}
+	if (mrc_wire_is_ctrl(in->buf, in->len)) {
+		mrcd_cm_rx(d, host, in->buf, in->len);
+		return;
+	}
+	/* Only a peer that exists takes data and probes: peers come from
+	 * authenticated CTRL or local use, never from an unauthenticated
+	 * packet naming a topology address (which would also make us
+	 * beacon to that host every second). */
+	uint32_t peer = d->peer_of_host[host];
+	if (peer == MRCD_NO_ID) {
+		d->st.rx_no_peer++;
+		return;
+	}
+	if (d->enc && mrcd_enc_open(d->enc, peer, in->buf, &in->len))
+		return;   /* AEAD mode: forged, replayed, corrupt or unsealed */
+	mrce_rx(d->eng, now, peer, in->buf, in->len, in->ecn_ce ? MRC_RX_ECN : 0);
+}
+
+/* Receives what waits on one plane; returns how many datagrams. */
+static int rx_plane(struct mrcd *d, uint32_t plane)
+{
+	struct mrc_dp_in in[MRC_DP_BATCH];
+	int total = 0;
+	/* A bounded number of batches per wakeup keeps other planes and
+	 * timers served under load. */
+	for (int round = 0; round < 8; round++) {
+		int n = mrc_dp_recv(d->dp, plane, in, MRC_DP_BATCH);
+		if (n <= 0)
+			break;
+		total += n;
+		uint64_t now = mrcd_now();
+		for (int i = 0; i < n; i++) {
+			/* A full batch means datagrams are queueing in the socket:
+			 * this host is the bottleneck.  Say so the way a switch
+			 * would, with a congestion mark, so senders slow down before
+			 * the receive buffer overflows. */
+			in[i].ecn_ce |= n == MRC_DP_BATCH;
+			mrcd_node_rx(d, &in[i], now);
+		}
+		if (n < MRC_DP_BATCH)
+			break;
+	}
+	return total;
+}
+
+void mrcd__on_rx(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct mrcd *d = w->data;
+	(void)loop;
+	(void)revents;
+	rx_plane(d, (uint32_t)(w - d->rx_w));
+	mrcd_flush(d);
+}
+
+/* A poll-mode datapath (DPDK: no descriptor to wait on) is a poller of the
+ * core's busy loop (core.c on_idle): its planes are received from every
+ * loop turn, and it never lets the loop sleep, as nothing would wake it.
+ * That costs a whole core, spinning, as DPDK always does: give mrcd a
+ * dedicated one (docs/datapaths.md). */
+int mrcd__dp_poll(void *ctx)
+{
+	struct mrcd *d = ctx;
+	int n = 0;
+	for (uint32_t pl = 0; pl < d->nplanes; pl++)
+		if (!ev_is_active(&d->rx_w[pl]))
+			n += rx_plane(d, pl);
+	return n;
+}
+
+int mrcd__dp_arm(void *ctx)
+{
+	(void)ctx;
+	return 1;
+}
