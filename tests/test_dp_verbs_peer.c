@@ -348,7 +348,7 @@ static void learning_yields_to_mrcd_and_side_mixes(void **state)
 
 /* ---- registration ----------------------------------------------------- */
 
-/* What mrcd does with a client's regions (daemon/clients/clients.c
+/* What mrcd does with a client's regions (daemon/clients/client_mr.c
  * do_reg_mr and mr_drop, the latter for each region when the client
  * dies): register with every plane, send from them in place, unregister
  * only after the sends reading them are done. */

@@ -1,5 +1,5 @@
 /* Registered memory is mapped in ahead of the data path (lib/mr.c,
- * daemon/clients/clients.c), against a real mrcd on the loopback fabric:
+ * daemon/clients/client_mr.c), against a real mrcd on the loopback fabric:
  *   - mrc_alloc_mr allocates its file and maps every page into the
  *     client (its own mapping's Rss is the whole region at once);
  *   - mrcd maps such a region's pages into itself while idle (its

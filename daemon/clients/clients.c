@@ -18,7 +18,6 @@
 #include "mrc/mrc.h"
 
 #define MSGS_PER_WAKE 32
-#define POLL_BUDGET 64
 #define RETRY_S 0.001
 #define FIRST_CLIENT_ID 1000u  /* engine pd numbers of clients */
 
@@ -38,7 +37,6 @@ static struct {
 	uint64_t refused;          /* connections refused (answered and closed) */
 	uint64_t hello_timeouts;   /* connections closed for want of a HELLO */
 	uint64_t park_ns;
-	ev_idle pop_idle;          /* maps registered regions in (populate) */
 } S;
 
 /* ---- per-uid totals --------------------------------------------------- */
@@ -70,7 +68,7 @@ static void uidq_put(struct mrcd_uidq *q)
 }
 
 /* Counts a refusal by a per-uid limit; the caller answers with err. */
-static int uid_refuse(struct mrcd_uidq *q, int err)
+int mrcd__uid_refuse(struct mrcd_uidq *q, int err)
 {
 	q->refused++;
 	S.uid_refused++;
@@ -84,6 +82,20 @@ void mrcd__client_settle(struct mrcd_client *c)
 {
 	if (c->refuse == 1)
 		client_free(c);
+}
+
+struct mrcd_client *mrcd__clients(void)
+{
+	return S.list;
+}
+
+const struct mrcd__uid_limits *mrcd__uid_limits(void)
+{
+	static struct mrcd__uid_limits l;
+	l.uid_qps = S.uid_qps;
+	l.uid_mrs = S.uid_mrs;
+	l.uid_mem = S.uid_mem;
+	return &l;
 }
 
 /* ---- replies ---------------------------------------------------------- */
@@ -110,376 +122,6 @@ int mrcd_client_reply(struct mrcd_client *c, uint16_t type, uint32_t req_id, int
 		return -EPIPE;
 	}
 	return 0;
-}
-
-/* ---- lookups ---------------------------------------------------------- */
-
-const struct mrc__mr_view *mrcd_client_mr(void *client, uint32_t key)
-{
-	struct mrcd_client *c = client;
-	if (!key)
-		return NULL;
-	if (c->mrs[c->last_mr].key == key)
-		return &c->mrs[c->last_mr].view;
-	for (uint32_t i = 0; i < c->max_mrs; i++)
-		if (c->mrs[i].key == key) {
-			c->last_mr = i;
-			return &c->mrs[i].view;
-		}
-	return NULL;
-}
-
-static struct mrcd_cmr *find_mr(struct mrcd_client *c, uint32_t key)
-{
-	const struct mrc__mr_view *v = mrcd_client_mr(c, key);
-	return v ? &c->mrs[c->last_mr] : NULL;
-}
-
-/* ---- polling ---------------------------------------------------------- */
-
-static int client_poll(void *ctx)
-{
-	struct mrcd_client *c = ctx;
-	int n = 0;
-	/* One load per round while nothing was rung; a set summary wakes
-	 * the QPs whose byte is set (the bell's read may come later). */
-	if (mrcd__notify_scan(c, mrcd_now()))
-		n++;
-	for (struct mrcd_cqp *q = c->act; q; q = q->act_next)
-		n += mrcd_cqp_poll(q, POLL_BUDGET);
-	return n;
-}
-
-static int client_arm(void *ctx)
-{
-	struct mrcd_client *c = ctx;
-	int work = 0;
-	uint64_t now = mrcd_now();
-	for (struct mrcd_cqp *q = c->act, *nx; q; q = nx) {
-		nx = q->act_next;
-		if (mrcd_cqp_arm(q, now) > 0)
-			work++;
-		else
-			mrcd_cqp_deactivate(q);
-	}
-	mrcd__tick_parked();
-	return work;
-}
-
-static void on_retry(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct mrcd_client *c = w->data;
-	(void)revents;
-	uint32_t left = 0;
-	for (struct mrcd_cqp *q = c->qps; q; q = q->next) {
-		uint32_t before = q->bl_n;
-		uint32_t now_left = mrcd_cqp_flush(q);
-		if (now_left != before)
-			mrcd_cqp_activate(q);   /* CQ room: its SQ may be polled again */
-		left += now_left;
-	}
-	if (!left)
-		ev_timer_stop(loop, w);
-	mrcd_kick(c->d);
-}
-
-/* ---- memory ----------------------------------------------------------- */
-
-/* A client's region rights (libmrc's MRC_MR_*) are the engine's access
- * bits, so they pass to the engine unchanged, as op codes do. */
-_Static_assert(MRC_MR_LOCAL_READ == MRC_ACCESS_LOCAL_READ &&
-	       MRC_MR_REMOTE_WRITE == MRC_ACCESS_REMOTE_WRITE &&
-	       MRC_MR_REMOTE_ATOMIC == MRC_ACCESS_REMOTE_ATOMIC &&
-	       MRC_MR_LOCAL_WRITE == MRC_ACCESS_LOCAL_WRITE, "region rights are the engine's");
-
-/* Registration maps a region's pages into the daemon, as ibv_reg_mr pins
- * them, so that the data path does not take a page fault on its first
- * touch of each page: ~1 us on bare metal, 17 us on the VMs of the bench
- * (bench/results/daemon-thp.md), where faults were most of the
- * daemons' CPU.  Done in chunks while the loop has nothing else to do
- * (lowest priority idle watcher), so a large region never stalls other
- * clients, and only over a range of the file with no holes: mapping in a
- * hole would allocate memory the client never committed (mrc_alloc_mr
- * allocates its file; a client's own sparse file is left to fault). */
-#define POP_CHUNK ((size_t)64 << 20)
-
-static void on_populate(struct ev_loop *loop, ev_idle *w, int revents)
-{
-	(void)revents;
-	for (struct mrcd_client *c = S.list; c; c = c->next) {
-		for (uint32_t i = 0; c->npop && i < c->max_mrs; i++) {
-			struct mrcd_cmr *mr = &c->mrs[i];
-			if (!mr->key || !mr->pop)
-				continue;
-			size_t n = mr->map_len - mr->pop_off;
-			if (n > POP_CHUNK)
-				n = POP_CHUNK;
-			/* A failure (a kernel before 5.14: EINVAL) only costs the
-			 * faults this would have saved. */
-			if (madvise((char *)mr->map + mr->pop_off, n, MADV_POPULATE_WRITE) < 0)
-				n = mr->map_len - mr->pop_off;
-			mr->pop_off += n;
-			if (mr->pop_off == mr->map_len) {
-				mr->pop = 0;
-				c->npop--;
-			}
-			return;
-		}
-	}
-	ev_idle_stop(loop, w);
-}
-
-static void populate_later(struct mrcd_client *c, struct mrcd_cmr *mr, int fd, off_t at)
-{
-	off_t hole = lseek(fd, at, SEEK_HOLE);
-	if (hole < 0 || (uint64_t)hole < (uint64_t)at + mr->map_len)
-		return;
-	/* In huge pages if the client's are (lib/mr.c). */
-	(void)madvise(mr->map, mr->map_len, MADV_HUGEPAGE);
-	mr->pop = 1;
-	mr->pop_off = 0;
-	c->npop++;
-	if (!ev_is_active(&S.pop_idle))
-		ev_idle_start(mrcd_loop(S.d), &S.pop_idle);
-}
-
-static int do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
-{
-	struct mrc_cli_reg_mr q;
-	memcpy(&q, m->body, sizeof(q));
-	if (c->nmr == c->max_mrs)
-		return fail(c, m, -EDQUOT, "region limit reached (%u per client; config client_max_mrs)",
-			    c->max_mrs);
-	if (q.len > c->max_mem - c->mem)
-		return fail(c, m, -EDQUOT, "memory limit: %llu of %llu MiB registered, %llu more asked "
-			    "(config client_max_mem_mb)", (unsigned long long)(c->mem >> 20),
-			    (unsigned long long)(c->max_mem >> 20), (unsigned long long)q.len);
-	if (c->uq->mrs >= S.uid_mrs)
-		return fail(c, m, uid_refuse(c->uq, -EDQUOT),
-			    "region limit of uid %u reached (%u over all its clients; config uid_max_mrs)",
-			    (unsigned)c->uid, S.uid_mrs);
-	if (q.len > S.uid_mem - c->uq->mem)
-		return fail(c, m, uid_refuse(c->uq, -EDQUOT),
-			    "memory limit of uid %u: %llu of %llu MiB registered by all its clients, %llu more asked "
-			    "(config uid_max_mem_mb)", (unsigned)c->uid,
-			    (unsigned long long)(c->uq->mem >> 20), (unsigned long long)(S.uid_mem >> 20),
-			    (unsigned long long)q.len);
-	/* A shrinkable file could be truncated under our mapping, and the
-	 * next access would kill the daemon with SIGBUS. */
-	int seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || !(seals & F_SEAL_SHRINK))
-		return fail(c, m, -EINVAL, "the region must be a memfd sealed with F_SEAL_SHRINK");
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return fail(c, m, -EINVAL, "not a memory file");
-	if ((uint64_t)st.st_size < q.fd_off + q.len)
-		return fail(c, m, -ERANGE, "offset + length beyond the file's %lld bytes",
-			    (long long)st.st_size);
-	/* Mapped in the file's own page size: a hugetlbfs memfd (st_blksize
-	 * its huge page size) maps only at huge-page offsets and lengths. */
-	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
-	if ((uint64_t)st.st_blksize > pg && !((uint64_t)st.st_blksize & ((uint64_t)st.st_blksize - 1)))
-		pg = (uint64_t)st.st_blksize;
-	uint64_t a = q.fd_off & ~(pg - 1);
-	uint64_t end = (q.fd_off + q.len + pg - 1) & ~(pg - 1);
-	if (end > (uint64_t)st.st_size)
-		end = q.fd_off + q.len;     /* a partial last page of a tmpfs file */
-	size_t map_len = (size_t)(end - a);
-	/* Writable only when the rights let the engine write into it: a
-	 * client may register a file it holds read-only as a source, and no
-	 * more (the file's open mode is the permission that mmap checks). */
-	int wr = !!(q.access & (MRC_MR_REMOTE_WRITE | MRC_MR_REMOTE_ATOMIC | MRC_MR_LOCAL_WRITE));
-	void *map = mmap(NULL, map_len, PROT_READ | (wr ? PROT_WRITE : 0), MAP_SHARED, fd, (off_t)a);
-	if (map == MAP_FAILED)
-		return fail(c, m, -errno, "mmap of the region failed%s", errno == EACCES ?
-			    ": the descriptor's open mode does not allow the rights asked" : "");
-	uint32_t key;
-	int r = mrce_mr_reg(mrcd_engine(c->d), c->id, (char *)map + (q.fd_off - a), q.len,
-			   q.access & MRC_MR_ALL, &key);
-	if (r) {
-		munmap(map, map_len);
-		return fail(c, m, r, "the engine refused the region (daemon-wide limit?)");
-	}
-	/* Where the datapath can send from the region in place (verbs:
-	 * ibv_reg_mr), it does; elsewhere, or when it cannot (out of regions
-	 * or NIC memory), payloads are copied as always, so a failure only
-	 * costs speed. */
-	int dr = mrc_dp_mem_reg(mrcd_datapath(c->d), (char *)map + (q.fd_off - a), q.len, -1, 0);
-	if (dr < 0 && dr != -EOPNOTSUPP)
-		mrcd_log(MRCD_LOG_INFO, "client %u region %u: not registered with the datapath (%s): "
-			 "its payloads are copied", c->id, key, strerror(-dr));
-	uint32_t i = 0;
-	while (c->mrs[i].key)
-		i++;
-	c->mrs[i] = (struct mrcd_cmr){ .view = { .len = q.len, .access = q.access }, .key = key,
-				       .map = map, .map_len = map_len, .dp_reg = dr >= 0 ? dr + 1 : 0 };
-	if (wr)    /* a read-only mapping cannot take MADV_POPULATE_WRITE */
-		populate_later(c, &c->mrs[i], fd, (off_t)a);
-	c->nmr++;
-	c->mem += q.len;
-	c->uq->mrs++;
-	c->uq->mem += q.len;
-	struct mrc_cli_reg_mr_rep rep = { .key = key };
-	return ok(c, m, &rep, sizeof(rep));
-}
-
-static int mr_drop(struct mrcd_client *c, struct mrcd_cmr *mr)
-{
-	int r = mrce_mr_dereg(mrcd_engine(c->d), mr->key);
-	if (r)
-		return r;
-	/* Before the unmap: it waits for the sends still reading it. */
-	mrc_dp_mem_unreg(mrcd_datapath(c->d), mr->dp_reg - 1);
-	munmap(mr->map, mr->map_len);
-	if (mr->pop)
-		c->npop--;
-	c->mem -= mr->view.len;
-	c->nmr--;
-	c->uq->mem -= mr->view.len;
-	c->uq->mrs--;
-	memset(mr, 0, sizeof(*mr));
-	return 0;
-}
-
-static int do_dereg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m)
-{
-	struct mrc_cli_key q;
-	memcpy(&q, m->body, sizeof(q));
-	struct mrcd_cmr *mr = find_mr(c, q.key);
-	if (!mr)
-		return fail(c, m, -ENOKEY, "no region with key %u", q.key);
-	/* Work posted before this request may still sit in the rings (the
-	 * socket and the rings are not ordered): read it first, so that a
-	 * region that posted work references is -EBUSY as documented, not
-	 * deregistered under it (which was safe, the work then failing with
-	 * a bad key, but not what the client asked for). */
-	int picked = 0;
-	for (struct mrcd_cqp *qp = c->qps; qp; qp = qp->next) {
-		int n;
-		while ((n = mrcd_cqp_poll(qp, POLL_BUDGET)) > 0) {
-			picked += n;
-			mrcd_cqp_activate(qp);
-			if (n < POLL_BUDGET)
-				break;
-		}
-	}
-	if (picked)
-		mrcd_kick(c->d);
-	int r = mr_drop(c, mr);
-	if (r)
-		return fail(c, m, r, "region %u is still used by queued work", q.key);
-	return ok(c, m, NULL, 0);
-}
-
-/* ---- QPs -------------------------------------------------------------- */
-
-static int do_create_qp(struct mrcd_client *c, const struct mrc_cli_msg *m)
-{
-	struct mrc_cli_create_qp q;
-	memcpy(&q, m->body, sizeof(q));
-	if (c->nqp >= c->max_qps)
-		return fail(c, m, -EDQUOT, "QP limit reached (%u per client; config client_max_qps)",
-			    c->max_qps);
-	if (c->uq->qps >= S.uid_qps)
-		return fail(c, m, uid_refuse(c->uq, -EDQUOT),
-			    "QP limit of uid %u reached (%u over all its clients; config uid_max_qps)",
-			    (unsigned)c->uid, S.uid_qps);
-	struct mrcd_cqp *qp;
-	struct mrc_cli_create_qp_rep rep;
-	int memfd;
-	const char *why = "";
-	uint32_t slot = mrcd__slot_free(c);
-	int r = mrcd_cqp_create(c, &q, slot, &qp, &memfd, &rep, &why);
-	if (r)
-		return fail(c, m, r, "%s (sq %u, cq %u, limit %u)", why, q.sq_entries,
-			    q.cq_entries, c->max_ring);
-	mrcd__slot_take(c, qp, slot);
-	if (!c->polling) {
-		struct mrcd_poller p = { .poll = client_poll, .arm = client_arm, .ctx = c };
-		r = mrcd_poller_add(c->d, &p);
-		if (r) {
-			close(memfd);
-			mrcd__slot_put(c, qp);
-			mrcd_cqp_destroy(qp);
-			return fail(c, m, r, "the daemon cannot poll more clients");
-		}
-		c->polling = 1;
-	}
-	qp->next = c->qps;
-	c->qps = qp;
-	c->nqp++;
-	c->uq->qps++;
-	/* Only the rings: the doorbells are the client's (HELLO). */
-	r = mrcd_client_reply(c, m->hdr.type, m->hdr.req_id, 0, &rep, sizeof(rep), NULL, &memfd, 1);
-	close(memfd);
-	return r;
-}
-
-static void qp_drop(struct mrcd_client *c, struct mrcd_cqp *qp)
-{
-	for (struct mrcd_cm_op *op = c->ops, *nx; op; op = nx) {
-		nx = op->next;
-		if (op->qp == qp)
-			mrcd__op_finish(op, -ECANCELED, NULL, "the QP was destroyed");
-	}
-	for (struct mrcd_cqp **p = &c->qps; *p; p = &(*p)->next)
-		if (*p == qp) {
-			*p = qp->next;
-			break;
-		}
-	c->nqp--;
-	c->uq->qps--;
-	mrcd__slot_put(c, qp);
-	mrcd_cqp_destroy(qp);
-}
-
-static int do_destroy_qp(struct mrcd_client *c, const struct mrc_cli_msg *m)
-{
-	struct mrc_cli_qpn q;
-	memcpy(&q, m->body, sizeof(q));
-	struct mrcd_cqp *qp = find_qp(c, q.qpn);
-	if (!qp)
-		return fail(c, m, -ENOENT, "no QP %u of this client", q.qpn);
-	qp_drop(c, qp);
-	return ok(c, m, NULL, 0);
-}
-
-static int do_qp_info(struct mrcd_client *c, const struct mrc_cli_msg *m)
-{
-	struct mrc_cli_qpn q;
-	memcpy(&q, m->body, sizeof(q));
-	struct mrcd_cqp *qp = find_qp(c, q.qpn);
-	if (!qp)
-		return fail(c, m, -ENOENT, "no QP %u of this client", q.qpn);
-	struct mrce_qp_info info;
-	int r = mrce_qp_info(mrcd_engine(c->d), qp->qpn, &info);
-	if (r)
-		return fail(c, m, r, "engine QP info");
-	struct mrc_cli_qp_info_rep rep = {
-		.local = { .host = mrcd_self_host(c->d), .qpn = qp->qpn, .psn = qp->psn },
-		.state = info.state, .error = info.error,
-	};
-	return ok(c, m, &rep, sizeof(rep));
-}
-
-static int do_connect_oob(struct mrcd_client *c, const struct mrc_cli_msg *m)
-{
-	struct mrc_cli_connect_oob q;
-	memcpy(&q, m->body, sizeof(q));
-	struct mrcd_cqp *qp = find_qp(c, q.qpn);
-	if (!qp)
-		return fail(c, m, -ENOENT, "no QP %u of this client", q.qpn);
-	if (q.remote.host >= mrcd_n_hosts(c->d))
-		return fail(c, m, -EHOSTUNREACH, "host %u is not in the fabric (%u hosts)",
-			    q.remote.host, mrcd_n_hosts(c->d));
-	struct mrcd_qp_addr remote = { .host = q.remote.host, .qpn = q.remote.qpn,
-				       .psn = q.remote.psn, .priv = q.remote.priv };
-	int r = mrcd_qp_connect_oob(c->d, qp->qpn, qp->psn, &remote);
-	if (r)
-		return fail(c, m, r, "connect QP %u to host %u QP %u", qp->qpn, remote.host,
-			    remote.qpn);
-	mrcd_kick(c->d);
-	return ok(c, m, NULL, 0);
 }
 
 /* ---- requests --------------------------------------------------------- */
@@ -534,12 +176,12 @@ static void dispatch(struct mrcd_client *c, const struct mrc_cli_msg *m, int *fd
 	}
 	switch (type) {
 	case MRC_CLI_HELLO: do_hello(c, m); break;
-	case MRC_CLI_REG_MR: do_reg_mr(c, m, fds[0]); break;
-	case MRC_CLI_DEREG_MR: do_dereg_mr(c, m); break;
-	case MRC_CLI_CREATE_QP: do_create_qp(c, m); break;
-	case MRC_CLI_DESTROY_QP: do_destroy_qp(c, m); break;
-	case MRC_CLI_QP_INFO: do_qp_info(c, m); break;
-	case MRC_CLI_CONNECT_OOB: do_connect_oob(c, m); break;
+	case MRC_CLI_REG_MR: mrcd__do_reg_mr(c, m, fds[0]); break;
+	case MRC_CLI_DEREG_MR: mrcd__do_dereg_mr(c, m); break;
+	case MRC_CLI_CREATE_QP: mrcd__do_create_qp(c, m); break;
+	case MRC_CLI_DESTROY_QP: mrcd__do_destroy_qp(c, m); break;
+	case MRC_CLI_QP_INFO: mrcd__do_qp_info(c, m); break;
+	case MRC_CLI_CONNECT_OOB: mrcd__do_connect_oob(c, m); break;
 	case MRC_CLI_LISTEN: mrcd__do_listen(c, m); break;
 	case MRC_CLI_UNLISTEN: mrcd__do_unlisten(c, m); break;
 	case MRC_CLI_ACCEPT: mrcd__do_accept(c, m); break;
@@ -686,7 +328,7 @@ static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 		err = -ENOMEM;
 		why = "out of memory";
 	} else if (uq->clients >= S.uid_clients) {
-		err = uid_refuse(uq, -EUSERS);
+		err = mrcd__uid_refuse(uq, -EUSERS);
 		why = "too many clients of this user (config uid_max_clients)";
 		refuse_note("client uid %u pid %d refused: %u clients of this uid already "
 			    "(uid_max_clients; %llu per-uid refusals in all)", (unsigned)uid, (int)pid,
@@ -695,7 +337,7 @@ static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 		/* Connections that have not said HELLO are the cheap way to
 		 * hold slots: a few per uid, so one uid's idle connections
 		 * never refuse another uid's first client. */
-		err = uid_refuse(uq, -EUSERS);
+		err = mrcd__uid_refuse(uq, -EUSERS);
 		why = "too many connections of this user that have not said HELLO "
 		      "(config uid_max_pending)";
 		refuse_note("client uid %u pid %d refused: %u connections of this uid "
@@ -734,7 +376,7 @@ static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 	ev_io_init(&c->io, on_client, fd, EV_READ);
 	c->io.data = c;
 	ev_io_start(mrcd_loop(S.d), &c->io);
-	ev_init(&c->retry, on_retry);
+	ev_init(&c->retry, mrcd__on_retry);
 	ev_timer_set(&c->retry, RETRY_S, RETRY_S);
 	c->retry.data = c;
 	ev_timer_init(&c->hello_tm, on_hello_timeout, S.hello_ms / 1000.0, 0);
@@ -775,13 +417,13 @@ static void client_free(struct mrcd_client *c)
 	while (c->lsns)
 		mrcd__lsn_drop(c, c->lsns);
 	while (c->qps)
-		qp_drop(c, c->qps);
+		mrcd__qp_drop(c, c->qps);
 	if (c->polling)
 		mrcd_poller_del(d, c);
 	mrcd__notify_close(c);
 	uint64_t leaked = 0;
 	for (uint32_t i = 0; i < c->max_mrs; i++)
-		if (c->mrs[i].key && mr_drop(c, &c->mrs[i])) {
+		if (c->mrs[i].key && mrcd__mr_drop(c, &c->mrs[i])) {
 			/* Should not happen once the QPs are gone; keep the
 			 * mapping rather than let the engine touch freed memory. */
 			leaked++;
@@ -823,8 +465,7 @@ int mrcd_clients_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
 	S.uid_pending = cfg->uid_max_pending;
 	S.hello_ms = cfg->client_hello_timeout_ms;
 	S.park_ns = (uint64_t)cfg->gpu_park_us * 1000;
-	ev_idle_init(&S.pop_idle, on_populate);
-	ev_set_priority(&S.pop_idle, EV_MINPRI);
+	mrcd__populate_init();
 	/* The engine's share of a QP, by the function the docs' figure
 	 * comes from (mrce_qp_bytes; tests/test_docs.c), at this config. */
 	mrcd_log(MRCD_LOG_INFO, "memory per QP: %zu bytes in the engine (mrce_qp_bytes, window %u) "
@@ -851,7 +492,7 @@ void mrcd_clients_stop(struct mrcd *d)
 {
 	while (S.list)
 		client_free(S.list);
-	ev_idle_stop(mrcd_loop(d), &S.pop_idle);
+	mrcd__populate_stop(d);
 	mrcd_clisock_close(S.sock);
 	S.sock = NULL;
 	mrcd__notify_stop();

@@ -41,7 +41,7 @@ struct mrcd_cmr {
 	void *map;
 	size_t map_len;
 	int dp_reg;                /* datapath region id + 1; 0: none (copied) */
-	int pop;                   /* pages still to map in (clients.c populate) */
+	int pop;                   /* pages still to map in (client_mr.c populate) */
 	size_t pop_off;            /* mapped in up to here */
 };
 

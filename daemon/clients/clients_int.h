@@ -1,5 +1,6 @@
-/* The client side's internals shared by clients.c (clients, requests,
- * memory, QPs) and client_cm.c (listen/accept/connect on their behalf). */
+/* The client side's internals shared by clients.c (clients, requests),
+ * client_mr.c (memory), client_qp.c (QPs) and client_cm.c
+ * (listen/accept/connect on their behalf). */
 #ifndef MRC_DAEMON_CLIENTS_INT_H
 #define MRC_DAEMON_CLIENTS_INT_H
 
@@ -74,6 +75,34 @@ static inline struct mrcd_qp_addr local_addr(struct mrcd_client *c, struct mrcd_
 }
 
 void mrcd__client_settle(struct mrcd_client *c);
+
+/* Completions a QP's rings give up per poll (client_qp.c, client_mr.c). */
+#define POLL_BUDGET 64
+
+/* clients.c: the client list and the per-uid limits, for the files of
+ * one request kind each */
+struct mrcd__uid_limits {
+	uint32_t uid_qps, uid_mrs;
+	uint64_t uid_mem;
+};
+struct mrcd_client *mrcd__clients(void);
+const struct mrcd__uid_limits *mrcd__uid_limits(void);
+int mrcd__uid_refuse(struct mrcd_uidq *q, int err);   /* counts it; returns err */
+
+/* client_mr.c: memory regions */
+int mrcd__do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd);
+int mrcd__do_dereg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m);
+int mrcd__mr_drop(struct mrcd_client *c, struct mrcd_cmr *mr);
+void mrcd__populate_init(void);
+void mrcd__populate_stop(struct mrcd *d);
+
+/* client_qp.c: queue pairs */
+int mrcd__do_create_qp(struct mrcd_client *c, const struct mrc_cli_msg *m);
+int mrcd__do_destroy_qp(struct mrcd_client *c, const struct mrc_cli_msg *m);
+int mrcd__do_qp_info(struct mrcd_client *c, const struct mrc_cli_msg *m);
+int mrcd__do_connect_oob(struct mrcd_client *c, const struct mrc_cli_msg *m);
+void mrcd__qp_drop(struct mrcd_client *c, struct mrcd_cqp *qp);
+void mrcd__on_retry(struct ev_loop *loop, ev_timer *w, int revents);
 
 /* notify.c: the client's notify page and doorbells, the parked-ring
  * timer */
