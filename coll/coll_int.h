@@ -193,12 +193,12 @@ enum { MRC__SCR_SEND, MRC__SCR_RECV, MRC__SCR_FWD, MRC__SCR_OUT, MRC__SCR_PART, 
        MRC__SCR_FB, MRC__SCR_AB, MRC__SCR_ACC, MRC__SCR_EIN };
 /* Scratch buffer `slot` of at least bytes (contents undefined), or NULL. */
 void *mrc__coll_scratch(struct mrc_coll *c, int slot, size_t bytes);
-/* Shared memory (coll/comm.c): after the bootstrap's table, creates our
+/* Shared memory (coll/shm.c): after the bootstrap's table, creates our
  * rings to the peers of our host (hosts[r], shm[r]: each rank's host and
  * offer); after "go", maps theirs to us. */
 int mrc__coll_shm_create(struct mrc_coll *c, const uint32_t *hosts, const uint8_t *shm);
 int mrc__coll_shm_open(struct mrc_coll *c);
-/* Tests (coll/comm.c): the rank that leaves the bootstrap before "go". */
+/* Tests (coll/boot.c): the rank that leaves the bootstrap before "go". */
 extern uint32_t mrc__coll_test_leave_before_go;
 /* Monotonic milliseconds. */
 int64_t mrc__coll_now_ms(void);
@@ -220,6 +220,10 @@ int mrc__coll_allreduce_sched(const struct mrc_coll *c, struct mrc__coll_sched *
 int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const void *in, void *out,
 		  int dtype, int op);
 int mrc__coll_fail(struct mrc_coll *c, int err);
+/* run.c: every completion waiting (how many, or the error); a wait of at
+ * most ms for more */
+int mrc__coll_poll_peers(struct mrc_coll *c);
+int mrc__coll_wait_peers(struct mrc_coll *c, int ms);
 
 /* ---- checking (tests and mrc-coll-perf) ---------------------------------
  * Inputs whose every reduction is exact in every type (small integers,

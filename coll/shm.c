@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "coll/coll_int.h"
 #include "coll/shm.h"
 
 void mrc__shm_name(char *buf, size_t n, uint32_t sid, uint64_t nonce, uint32_t from, uint32_t to)
@@ -184,4 +185,39 @@ void mrc__shm_pop(struct mrc__shm_ring *r)
 {
 	r->pos++;
 	atomic_store_explicit(&r->h->head, r->pos, memory_order_release);
+}
+
+/* ---- the rings of a communicator: one to and one from each rank of our
+ * host (coll_int.h) ---------------------------------------------------- */
+
+int mrc__coll_shm_create(struct mrc_coll *c, const uint32_t *hosts, const uint8_t *shm)
+{
+	for (uint32_t j = 0; j < c->n; j++) {
+		struct mrc__coll_peer *p = &c->p[j];
+		if (j == c->me || !c->shm_on || !shm[j] || hosts[j] != hosts[c->me])
+			continue;
+		char name[80];
+		mrc__shm_name(name, sizeof(name), c->sid, c->nonce, c->me, j);
+		int r = mrc__shm_create(&p->stx, name, c->window, c->chunk);
+		if (r)
+			return r;
+		p->shm = 1;
+		c->nshm++;
+	}
+	return 0;
+}
+
+int mrc__coll_shm_open(struct mrc_coll *c)
+{
+	for (uint32_t j = 0; j < c->n; j++) {
+		struct mrc__coll_peer *p = &c->p[j];
+		if (!p->shm)
+			continue;
+		char name[80];
+		mrc__shm_name(name, sizeof(name), c->sid, c->nonce, j, c->me);
+		int r = mrc__shm_open(&p->srx, name, c->window, c->chunk);
+		if (r)
+			return r;
+	}
+	return 0;
 }
