@@ -3,7 +3,7 @@
 # which mrcd and mrc-xfer list in their _SRCS (a word that is not a .c
 # passes through to the link line unchanged, ahead of libmrccore.a, whose
 # engine, datapath and topology the core needs).
-MRCD_CORE_SRCS := daemon/core/core.c daemon/core/node.c daemon/core/peers.c daemon/core/rx.c \
+MRCD_CORE_SRCS := daemon/core/core.c daemon/core/log.c daemon/core/node.c daemon/core/peers.c daemon/core/rx.c \
                   daemon/core/tx.c daemon/core/side.c daemon/core/links.c daemon/core/deny.c \
                   daemon/core/cm.c daemon/core/reload.c daemon/core/local.c
 MRCD_CORE_LIB  := $(B)/libmrcd-core.a
