@@ -70,7 +70,9 @@ struct mrc_qp {
 	struct mrc_ring sq, cq;
 };
 
-/* One control round trip.  fd_in: -1 or an fd to pass.  The reply body
+/* call.c: closes the descriptors a reply passed (those not kept) */
+void mrc__close_fds(int *fds, unsigned n);
+/* call.c: one control round trip.  fd_in: -1 or an fd to pass.  The reply body
  * (status 0) is copied to rep (rep_len bytes exactly); received fds go to
  * fds_out (nfds expected, all or none).  Returns the status. */
 int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, int fd_in,

@@ -2,7 +2,7 @@
 # Objects are built position-independent in their own directory (one set
 # serves both libraries).  `all` gets LIB_TARGETS from here.
 LIBMRC_VERSION := 1.0.0
-LIBMRC_SRCS := lib/ctx.c lib/mr.c lib/qp.c lib/post.c codec/climsg.c common/strerror.c \
+LIBMRC_SRCS := lib/ctx.c lib/call.c lib/mr.c lib/qp.c lib/post.c codec/climsg.c common/strerror.c \
                common/fdpass.c common/trace.c
 LIBMRC_PIC  := $(LIBMRC_SRCS:%.c=$(B)/lib/pic/%.o)
 LIBMRC_A    := $(B)/lib/libmrc.a
