@@ -299,6 +299,91 @@ static int move_to_memfd(uintptr_t a, uint64_t len, const struct vma *v, size_t 
 
 #define MR_WRITES (MRC_MR_REMOTE_WRITE | MRC_MR_REMOTE_ATOMIC | MRC_MR_LOCAL_WRITE)
 
+/* Every mapping of [addr, +len) must be readable (and writable for
+ * MR_WRITES), not special, and either one file's shared mapping at
+ * consistent offsets or anonymous private memory; *shared says which. */
+static int check_vmas(struct mrc_ctx *ctx, const struct vma *v, size_t nv, uint32_t access,
+		      void *addr, uint64_t len, int *shared)
+{
+	*shared = v[0].s && v[0].ino;
+	for (size_t i = 0; i < nv; i++) {
+		if (!v[i].r || ((access & MR_WRITES) && !v[i].w))
+			return refuse(ctx, -EACCES, "the memory at %p is not %s here", (void *)v[i].start,
+				      v[i].r ? "writable" : "readable");
+		if (v[i].special)
+			return refuse(ctx, -EOPNOTSUPP, "the memory at %p is the stack or a kernel "
+				      "mapping", (void *)v[i].start);
+		int same_file = v[i].s && v[i].ino == v[0].ino && v[i].dev == v[0].dev &&
+				v[i].off - v[0].off == v[i].start - v[0].start;
+		int anon = !v[i].s && !v[i].ino;
+		if (*shared ? !same_file : !anon)
+			return refuse(ctx, -EOPNOTSUPP, "[%p, +%llu) is not one file's shared mapping "
+				      "nor anonymous private memory (docs/client.md \"Application memory\")",
+				      addr, (unsigned long long)len);
+	}
+	return 0;
+}
+
+/* A shared mapping: a descriptor of its file, sealed against shrinking. */
+static int shared_fd(struct mrc_ctx *ctx, const struct vma *v, uintptr_t a, uint32_t access,
+		     void *addr, int *fd_out, uint64_t *off)
+{
+	int fd = find_file(&v[0], v[0].dev, v[0].ino, !!(access & MR_WRITES));
+	if (fd < 0)
+		return refuse(ctx, -EOPNOTSUPP, "no open descriptor of the file mapped at %p%s: keep "
+			      "its fd open, or use mrc_reg_mr", addr,
+			      access & MR_WRITES ? " (read-write)" : "");
+	/* mrcd maps the file only if it can never shrink under it
+	 * (SIGBUS); add that seal if the file allows sealing. */
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals >= 0 && !(seals & F_SEAL_SHRINK) && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0)
+		seals |= F_SEAL_SHRINK;
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		close(fd);
+		return refuse(ctx, -EOPNOTSUPP, "the file mapped at %p %s", addr, seals < 0 ?
+			      "is not a memfd (only memfds can be sealed against shrinking)" :
+			      "cannot take F_SEAL_SHRINK (F_SEAL_SEAL is set)");
+	}
+	*fd_out = fd;
+	*off = v[0].off + (a - v[0].start);
+	return 0;
+}
+
+/* Anonymous memory with MRC_REG_MOVE: its pages moved into a memfd in
+ * place, remembered (moved) so that a later registration finds it. */
+static int moved_fd(struct mrc_ctx *ctx, const struct vma *v, size_t nv, uintptr_t a,
+		    uint64_t len, uint64_t pg, uint32_t flags, void *addr, int *fd_out)
+{
+	if (!(flags & MRC_REG_MOVE))
+		return refuse(ctx, -EOPNOTSUPP, "[%p, +%llu) is anonymous memory: pass MRC_REG_MOVE "
+			      "to move it into shared memory in place", addr, (unsigned long long)len);
+	if ((a & (pg - 1)) || (len & (pg - 1)))
+		return refuse(ctx, -EINVAL, "MRC_REG_MOVE needs whole pages: address and length "
+			      "multiples of %llu (posix_memalign, mmap)", (unsigned long long)pg);
+	int mfd = move_to_memfd(a, len, v, nv);
+	if (mfd < 0)
+		return refuse(ctx, mfd, "moving the memory into a memfd failed");
+	struct stat st;
+	struct moved *m = malloc(sizeof(*m));
+	int fd = fcntl(mfd, F_DUPFD_CLOEXEC, 0);
+	if (!m || fd < 0 || fstat(mfd, &st) < 0) {
+		/* The pages stay moved (same contents); only the registration
+		 * fails. */
+		free(m);
+		if (fd >= 0)
+			close(fd);
+		close(mfd);
+		return refuse(ctx, -ENOMEM, "out of memory or descriptors");
+	}
+	*m = (struct moved){ .dev = st.st_dev, .ino = st.st_ino, .fd = mfd };
+	pthread_mutex_lock(&moved_lock);
+	m->next = moved;
+	moved = m;
+	pthread_mutex_unlock(&moved_lock);
+	*fd_out = fd;
+	return 0;
+}
+
 static int reg_mem(struct mrc_ctx *ctx, void *addr, uint64_t len, uint32_t access,
 		   uint32_t flags, struct mrc_mr *mr)
 {
@@ -328,96 +413,19 @@ static int reg_mem(struct mrc_ctx *ctx, void *addr, uint64_t len, uint32_t acces
 	}
 	const struct vma *v = all + i0;
 	size_t nv = i1 - i0;
-	if (at < hi || !nv) {
+	int shared, fd = -1;
+	uint64_t off = 0;
+	if (at < hi || !nv)
 		r = refuse(ctx, -EFAULT, "[%p, +%llu) is not all mapped in this process", addr,
 			   (unsigned long long)len);
-		goto out;
+	else if (!(r = check_vmas(ctx, v, nv, access, addr, len, &shared)))
+		r = shared ? shared_fd(ctx, v, a, access, addr, &fd, &off)
+			   : moved_fd(ctx, v, nv, a, len, pg, flags, addr, &fd);
+	if (!r) {
+		mr->own_fd = -1;
+		r = reg(ctx, fd, off, len, access, mr, addr);
+		close(fd);
 	}
-	int shared = v[0].s && v[0].ino;
-	for (size_t i = 0; i < nv; i++) {
-		if (!v[i].r || ((access & MR_WRITES) && !v[i].w)) {
-			r = refuse(ctx, -EACCES, "the memory at %p is not %s here", (void *)v[i].start,
-				   v[i].r ? "writable" : "readable");
-			goto out;
-		}
-		if (v[i].special) {
-			r = refuse(ctx, -EOPNOTSUPP, "the memory at %p is the stack or a kernel "
-				   "mapping", (void *)v[i].start);
-			goto out;
-		}
-		int same_file = v[i].s && v[i].ino == v[0].ino && v[i].dev == v[0].dev &&
-				v[i].off - v[0].off == v[i].start - v[0].start;
-		int anon = !v[i].s && !v[i].ino;
-		if (shared ? !same_file : !anon) {
-			r = refuse(ctx, -EOPNOTSUPP, "[%p, +%llu) is not one file's shared mapping "
-				   "nor anonymous private memory (docs/client.md \"Application memory\")",
-				   addr, (unsigned long long)len);
-			goto out;
-		}
-	}
-	int fd;
-	uint64_t off;
-	if (shared) {
-		fd = find_file(&v[0], v[0].dev, v[0].ino, !!(access & MR_WRITES));
-		if (fd < 0) {
-			r = refuse(ctx, -EOPNOTSUPP, "no open descriptor of the file mapped at %p%s: keep "
-				   "its fd open, or use mrc_reg_mr", addr,
-				   access & MR_WRITES ? " (read-write)" : "");
-			goto out;
-		}
-		/* mrcd maps the file only if it can never shrink under it
-		 * (SIGBUS); add that seal if the file allows sealing. */
-		int seals = fcntl(fd, F_GET_SEALS);
-		if (seals >= 0 && !(seals & F_SEAL_SHRINK) && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0)
-			seals |= F_SEAL_SHRINK;
-		if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
-			close(fd);
-			r = refuse(ctx, -EOPNOTSUPP, "the file mapped at %p %s", addr, seals < 0 ?
-				   "is not a memfd (only memfds can be sealed against shrinking)" :
-				   "cannot take F_SEAL_SHRINK (F_SEAL_SEAL is set)");
-			goto out;
-		}
-		off = v[0].off + (a - v[0].start);
-	} else {
-		if (!(flags & MRC_REG_MOVE)) {
-			r = refuse(ctx, -EOPNOTSUPP, "[%p, +%llu) is anonymous memory: pass MRC_REG_MOVE "
-				   "to move it into shared memory in place", addr, (unsigned long long)len);
-			goto out;
-		}
-		if (a != lo || (len & (pg - 1))) {
-			r = refuse(ctx, -EINVAL, "MRC_REG_MOVE needs whole pages: address and length "
-				   "multiples of %llu (posix_memalign, mmap)", (unsigned long long)pg);
-			goto out;
-		}
-		int mfd = move_to_memfd(a, len, v, nv);
-		if (mfd < 0) {
-			r = refuse(ctx, mfd, "moving the memory into a memfd failed");
-			goto out;
-		}
-		struct stat st;
-		struct moved *m = malloc(sizeof(*m));
-		fd = fcntl(mfd, F_DUPFD_CLOEXEC, 0);
-		if (!m || fd < 0 || fstat(mfd, &st) < 0) {
-			/* The pages stay moved (same contents); only the
-			 * registration fails. */
-			free(m);
-			if (fd >= 0)
-				close(fd);
-			close(mfd);
-			r = refuse(ctx, -ENOMEM, "out of memory or descriptors");
-			goto out;
-		}
-		*m = (struct moved){ .dev = st.st_dev, .ino = st.st_ino, .fd = mfd };
-		pthread_mutex_lock(&moved_lock);
-		m->next = moved;
-		moved = m;
-		pthread_mutex_unlock(&moved_lock);
-		off = 0;
-	}
-	mr->own_fd = -1;
-	r = reg(ctx, fd, off, len, access, mr, addr);
-	close(fd);
-out:
 	free(all);
 	return r;
 }
