@@ -302,6 +302,43 @@ static int pow2_ok(uint32_t n, uint32_t max)
 	return n >= MRC_RING_MIN_ENTRIES && n <= max && !(n & (n - 1));
 }
 
+/* The QP's two rings in one sealed memfd (the client maps the same
+ * pages), laid out with their headers; *sq_bytes: where the CQ starts. */
+static int rings_map(struct mrcd_cqp *q, const struct mrc_cli_create_qp *req,
+		     uint32_t notify_slot, int *memfd, uint64_t *sq_bytes, const char **why)
+{
+	uint32_t ncq = req->cq_entries;
+	*sq_bytes = mrc_ring_bytes(req->sq_entries, sizeof(struct mrc_sqe));
+	uint64_t cq_bytes = mrc_ring_bytes(ncq, sizeof(struct mrc_cqe));
+	q->map_len = page_up(*sq_bytes + cq_bytes);
+	*memfd = memfd_create("mrcd-rings", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (*memfd < 0 || ftruncate(*memfd, (off_t)q->map_len) < 0 ||
+	    fcntl(*memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		*why = "ring memory";
+		return -errno;
+	}
+	int polled = !!(req->flags & MRC_CLI_QP_POLLED);
+	q->map = mmap(NULL, q->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, *memfd, 0);
+	if (q->map == MAP_FAILED) {
+		*why = "ring memory";
+		return -errno;
+	}
+	uint32_t rflags = polled ? MRC_RING_F_POLLED : 0;
+	uint64_t base = req->index_base;
+	q->notify_slot = notify_slot;
+	q->sqh = q->map;
+	q->cqh = (struct mrc_ring_hdr *)((char *)q->map + *sq_bytes);
+	mrc_ring_layout(q->sqh, MRC_RING_SQ, req->sq_entries, sizeof(struct mrc_sqe), rflags, q->qpn,
+		  base, q->notify_slot);
+	mrc_ring_layout(q->cqh, MRC_RING_CQ, ncq, sizeof(struct mrc_cqe), 0, q->qpn, base, 0);
+	q->sq = (struct mrc_sqe *)(q->sqh + 1);
+	q->cq = (struct mrc_cqe *)(q->cqh + 1);
+	q->sq_mask = req->sq_entries - 1;
+	q->cq_mask = ncq - 1;
+	q->sq_tail = q->cq_head = base;
+	return 0;
+}
+
 int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 		    uint32_t notify_slot, struct mrcd_cqp **out, int *memfd,
 		    struct mrc_cli_create_qp_rep *rep, const char **why)
@@ -343,36 +380,9 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 	}
 	if (getrandom(&q->psn, sizeof(q->psn), 0) != sizeof(q->psn))
 		q->psn = (uint32_t)mrcd_now();
-	uint64_t sq_bytes = mrc_ring_bytes(req->sq_entries, sizeof(struct mrc_sqe));
-	uint64_t cq_bytes = mrc_ring_bytes(ncq, sizeof(struct mrc_cqe));
-	q->map_len = page_up(sq_bytes + cq_bytes);
-	*memfd = memfd_create("mrcd-rings", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (*memfd < 0 || ftruncate(*memfd, (off_t)q->map_len) < 0 ||
-	    fcntl(*memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		r = -errno;
-		*why = "ring memory";
+	uint64_t sq_bytes;
+	if ((r = rings_map(q, req, notify_slot, memfd, &sq_bytes, why)))
 		goto fail;
-	}
-	int polled = !!(req->flags & MRC_CLI_QP_POLLED);
-	q->map = mmap(NULL, q->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, *memfd, 0);
-	if (q->map == MAP_FAILED) {
-		r = -errno;
-		*why = "ring memory";
-		goto fail;
-	}
-	uint32_t rflags = polled ? MRC_RING_F_POLLED : 0;
-	uint64_t base = req->index_base;
-	q->notify_slot = notify_slot;
-	q->sqh = q->map;
-	q->cqh = (struct mrc_ring_hdr *)((char *)q->map + sq_bytes);
-	mrc_ring_layout(q->sqh, MRC_RING_SQ, req->sq_entries, sizeof(struct mrc_sqe), rflags, q->qpn,
-		  base, q->notify_slot);
-	mrc_ring_layout(q->cqh, MRC_RING_CQ, ncq, sizeof(struct mrc_cqe), 0, q->qpn, base, 0);
-	q->sq = (struct mrc_sqe *)(q->sqh + 1);
-	q->cq = (struct mrc_cqe *)(q->cqh + 1);
-	q->sq_mask = req->sq_entries - 1;
-	q->cq_mask = ncq - 1;
-	q->sq_tail = q->cq_head = base;
 	r = mrcd_qp_bind(d, q->qpn, on_wc, q);
 	if (r) {
 		*why = "QP number already bound";
