@@ -307,9 +307,10 @@ static void refuse_note(const char *fmt, ...)
 	unnoted = 0;
 }
 
-static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
+/* The limits a new connection must pass; 0, or the error and why (its
+ * uid's totals in *uqp when they were found). */
+static int admit(int allowed, uid_t uid, pid_t pid, struct mrcd_uidq **uqp, const char **whyp)
 {
-	(void)ctx;
 	struct mrcd_uidq *uq = NULL;
 	int err = 0;
 	const char *why = NULL;
@@ -344,6 +345,17 @@ static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
 			    "without HELLO (uid_max_pending; %llu per-uid refusals in all)",
 			    (unsigned)uid, (int)pid, uq->pending, (unsigned long long)S.uid_refused);
 	}
+	*uqp = uq;
+	*whyp = why;
+	return err;
+}
+
+static void on_conn(void *ctx, int fd, int allowed, uid_t uid, pid_t pid)
+{
+	(void)ctx;
+	struct mrcd_uidq *uq;
+	const char *why;
+	int err = admit(allowed, uid, pid, &uq, &why);
 	struct mrcd_client *c = NULL;
 	if (!err && (!(c = calloc(1, sizeof(*c))) || !(c->mrs = calloc(S.max_mrs, sizeof(*c->mrs))))) {
 		free(c);
