@@ -212,6 +212,66 @@ static void on_watchdog(struct ev_loop *loop, ev_timer *w, int revents)
 	sd_notify(0, "WATCHDOG=1");
 }
 
+/* --check: everything but opening sockets: config, key and topology. */
+static int check_only(const struct mrcd_cfg *cfg)
+{
+	char err[512] = "";
+	struct mrc_auth *key;
+	const char *why = "";
+	if (mrc_auth_key_load(cfg->key_file, &key, &why)) {
+		fprintf(stderr, "mrcd: cluster key %s (key_file): %s; `mrcd --genkey PATH` "
+			"makes one, to copy to every host (docs/operator.md)\n", cfg->key_file, why);
+		return 1;
+	}
+	mrc_auth_free(key);
+	if (cfg->topology[0]) {
+		struct mrc_topo *t;
+		if (mrc_topo_load(cfg->topology, &t, err, sizeof(err))) {
+			fprintf(stderr, "mrcd: %s\n", err);
+			return 1;
+		}
+		uint32_t h;
+		if (mrc_topo_host_lookup(t, cfg->host, &h)) {
+			fprintf(stderr, "mrcd: host '%s' is not in %s\n", cfg->host,
+				cfg->topology);
+			mrc_topo_free(t);
+			return 1;
+		}
+		printf("mrcd: configuration ok: topology %s (%u planes, %u hosts), host %s\n",
+		       cfg->topology, t->planes, t->n_hosts, cfg->host);
+		mrc_topo_free(t);
+	} else {
+		printf("mrcd: configuration ok: single-host loopback fabric\n");
+	}
+	return 0;
+}
+
+/* Signals, the systemd watchdog and READY=1, then the loop until a
+ * signal stops it. */
+static void run_loop(struct mrcd *d)
+{
+	ev_signal_init(&d->sig_term, on_stop, SIGTERM);
+	ev_signal_init(&d->sig_int, on_stop, SIGINT);
+	ev_signal_init(&d->sig_hup, on_hup, SIGHUP);
+	d->sig_term.data = d->sig_int.data = d->sig_hup.data = d;
+	ev_signal_start(d->loop, &d->sig_term);
+	ev_signal_start(d->loop, &d->sig_int);
+	ev_signal_start(d->loop, &d->sig_hup);
+	uint64_t wd_usec = 0;
+	ev_timer wd;
+	if (sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec) {
+		ev_timer_init(&wd, on_watchdog, wd_usec / 2e6, wd_usec / 2e6);
+		ev_timer_start(d->loop, &wd);
+	}
+	mrcd_log(MRCD_LOG_NOTICE, "mrcd " MRC_VERSION " ready: host %u of %u, %u plane%s, socket %s",
+		 d->self, d->nhosts, d->nplanes, d->nplanes > 1 ? "s" : "", d->cfg.socket);
+	char status[512];
+	snprintf(status, sizeof(status), "READY=1\nSTATUS=host %u, %u planes, %s",
+		 d->self, d->nplanes, d->topo ? d->cfg.topology : "loopback");
+	sd_notify(0, status);
+	ev_run(d->loop, 0);
+}
+
 int main(int argc, char **argv)
 {
 	static struct mrcd d;
@@ -249,35 +309,7 @@ int main(int argc, char **argv)
 	}
 	err[0] = 0;
 	if (g_args.check) {
-		/* Everything but opening sockets: config, key and topology. */
-		struct mrc_auth *key;
-		const char *why = "";
-		if (mrc_auth_key_load(d.cfg.key_file, &key, &why)) {
-			fprintf(stderr, "mrcd: cluster key %s (key_file): %s; `mrcd --genkey PATH` "
-				"makes one, to copy to every host (docs/operator.md)\n", d.cfg.key_file, why);
-			return 1;
-		}
-		mrc_auth_free(key);
-		if (d.cfg.topology[0]) {
-			struct mrc_topo *t;
-			if (mrc_topo_load(d.cfg.topology, &t, err, sizeof(err))) {
-				fprintf(stderr, "mrcd: %s\n", err);
-				return 1;
-			}
-			uint32_t h;
-			if (mrc_topo_host_lookup(t, d.cfg.host, &h)) {
-				fprintf(stderr, "mrcd: host '%s' is not in %s\n", d.cfg.host,
-					d.cfg.topology);
-				mrc_topo_free(t);
-				return 1;
-			}
-			printf("mrcd: configuration ok: topology %s (%u planes, %u hosts), host %s\n",
-			       d.cfg.topology, t->planes, t->n_hosts, d.cfg.host);
-			mrc_topo_free(t);
-		} else {
-			printf("mrcd: configuration ok: single-host loopback fabric\n");
-		}
-		return 0;
+		return check_only(&d.cfg) ? 1 : 0;
 	}
 	int rc;
 	if ((rc = mrcd_core_init(&d, err, sizeof(err)))) {
@@ -297,26 +329,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	mrcd_oper_restore(&d);   /* saved admin state, before READY=1 */
-	ev_signal_init(&d.sig_term, on_stop, SIGTERM);
-	ev_signal_init(&d.sig_int, on_stop, SIGINT);
-	ev_signal_init(&d.sig_hup, on_hup, SIGHUP);
-	d.sig_term.data = d.sig_int.data = d.sig_hup.data = &d;
-	ev_signal_start(d.loop, &d.sig_term);
-	ev_signal_start(d.loop, &d.sig_int);
-	ev_signal_start(d.loop, &d.sig_hup);
-	uint64_t wd_usec = 0;
-	ev_timer wd;
-	if (sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec) {
-		ev_timer_init(&wd, on_watchdog, wd_usec / 2e6, wd_usec / 2e6);
-		ev_timer_start(d.loop, &wd);
-	}
-	mrcd_log(MRCD_LOG_NOTICE, "mrcd " MRC_VERSION " ready: host %u of %u, %u plane%s, socket %s",
-		 d.self, d.nhosts, d.nplanes, d.nplanes > 1 ? "s" : "", d.cfg.socket);
-	char status[512];
-	snprintf(status, sizeof(status), "READY=1\nSTATUS=host %u, %u planes, %s",
-		 d.self, d.nplanes, d.topo ? d.cfg.topology : "loopback");
-	sd_notify(0, status);
-	ev_run(d.loop, 0);
+	run_loop(&d);
 	mrcd_oper_stop(&d);
 	mrcd_clients_stop(&d);
 	mrcd_flush(&d);
