@@ -353,6 +353,72 @@ static int spread_peer(struct mrc_coll *c, struct run *x, uint32_t r, size_t *sc
 	return 0;
 }
 
+/* Local copies done at once; the rest counted; for a spread schedule,
+ * its receives indexed by source rank (rfirst: prefix counts, rstep: the
+ * steps; fill0: scratch counts, which the caller overwrites after). */
+static void prep_steps(struct mrc_coll *c, struct run *x, int spread, size_t *rfirst,
+		       size_t *rstep, size_t *fill0)
+{
+	const struct mrc__coll_sched *s = x->s;
+	const void *in = x->in;
+	void *out = x->out;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct mrc__coll_step *st = &s->s[i];
+		if (st->kind == SK_COPY) {
+			c->ops->copy(buf_of(st->dst, in, out, x->tmp) + st->dst_off,
+				     buf_of(st->src, in, out, x->tmp) + st->src_off, st->len);
+			x->done[i] = 1;
+		} else {
+			x->left++;
+			if (spread && st->kind == SK_RECV)
+				rfirst[st->peer + 1]++;
+		}
+	}
+	if (spread) {
+		for (uint32_t r = 0; r < c->n; r++)
+			rfirst[r + 1] += rfirst[r];
+		for (size_t i = 0, *fill = fill0; i < s->n; i++)
+			if (s->s[i].kind == SK_RECV)
+				rstep[rfirst[s->s[i].peer] + fill[s->s[i].peer]++] = i;
+	}
+}
+
+/* A peer over QPs: arrived chunks combined into place in order (their
+ * slots freed), sends whose data is ready while there is room, and the
+ * credits owed, at once: the sender's pipeline depends on them. */
+static int qp_peer(struct mrc_coll *c, struct run *x, uint32_t j, size_t *rc, size_t *sc,
+		   int spread_j)
+{
+	const struct mrc__coll_sched *s = x->s;
+	struct mrc__coll_peer *p = &c->p[j];
+	int err;
+	/* Arrived chunks, in order: combine into place, free the slot. */
+	while (rc[j] < s->n && p->arrived > p->consumed) {
+		const struct mrc__coll_step *st = &s->s[rc[j]];
+		if (st->dep >= 0 && !x->done[st->dep])
+			break;   /* combines with a chunk still to come */
+		if ((err = consume(c, x, j, rc[j])))
+			return err;
+		rc[j] = next_step(s, rc[j] + 1, SK_RECV, j);
+	}
+	/* Sends whose data is ready, while there is room. */
+	while (!spread_j && sc[j] < s->n) {
+		const struct mrc__coll_step *st = &s->s[sc[j]];
+		if ((st->dep >= 0 && !x->done[st->dep]) || !has_room(c, j))
+			break;
+		int k = post_chunk(c, x, j, sc[j], (uint32_t)IMM_DATA << 30 | IMM_ARG(p->sent));
+		if (k < 0)
+			return k;
+		if (!k)
+			break;
+		sc[j] = next_step(s, sc[j] + 1, SK_SEND, j);
+	}
+	/* Credits go back at once: the sender's pipeline depends on them. */
+	if (p->owed && post_signal(c, j, IMM_CREDIT, p->owed) == 0)
+		p->owed = 0;
+	return 0;
+}
+
 int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const void *in, void *out,
 		  int dtype, int op)
 {
@@ -376,25 +442,7 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 		err = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < s->n; i++) {
-		const struct mrc__coll_step *st = &s->s[i];
-		if (st->kind == SK_COPY) {
-			c->ops->copy(buf_of(st->dst, in, out, x.tmp) + st->dst_off,
-				     buf_of(st->src, in, out, x.tmp) + st->src_off, st->len);
-			x.done[i] = 1;
-		} else {
-			x.left++;
-			if (spread && st->kind == SK_RECV)
-				rfirst[st->peer + 1]++;
-		}
-	}
-	if (spread) {
-		for (uint32_t r = 0; r < c->n; r++)
-			rfirst[r + 1] += rfirst[r];
-		for (size_t i = 0, *fill = rc; i < s->n; i++)   /* rc: scratch fill counts */
-			if (s->s[i].kind == SK_RECV)
-				rstep[rfirst[s->s[i].peer] + fill[s->s[i].peer]++] = i;
-	}
+	prep_steps(c, &x, spread, rfirst, rstep, rc);
 	for (uint32_t j = 0; j < c->np; j++) {
 		sc[j] = next_step(s, 0, SK_SEND, j);
 		rc[j] = spread && j < c->n && !c->p[j].shm ? s->n : next_step(s, 0, SK_RECV, j);
@@ -425,32 +473,8 @@ int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const voi
 			}
 			if (spread && j < c->n && (err = spread_peer(c, &x, j, sc, rstep, rfirst)))
 				goto out;
-			/* Arrived chunks, in order: combine into place, free the slot. */
-			while (rc[j] < s->n && p->arrived > p->consumed) {
-				const struct mrc__coll_step *st = &s->s[rc[j]];
-				if (st->dep >= 0 && !x.done[st->dep])
-					break;   /* combines with a chunk still to come */
-				if ((err = consume(c, &x, j, rc[j])))
-					goto out;
-				rc[j] = next_step(s, rc[j] + 1, SK_RECV, j);
-			}
-			/* Sends whose data is ready, while there is room. */
-			while (!(spread && j < c->n) && sc[j] < s->n) {
-				const struct mrc__coll_step *st = &s->s[sc[j]];
-				if ((st->dep >= 0 && !x.done[st->dep]) || !has_room(c, j))
-					break;
-				int k = post_chunk(c, &x, j, sc[j], (uint32_t)IMM_DATA << 30 | IMM_ARG(p->sent));
-				if (k < 0) {
-					err = k;
-					goto out;
-				}
-				if (!k)
-					break;
-				sc[j] = next_step(s, sc[j] + 1, SK_SEND, j);
-			}
-			/* Credits go back at once: the sender's pipeline depends on them. */
-			if (p->owed && post_signal(c, j, IMM_CREDIT, p->owed) == 0)
-				p->owed = 0;
+			if ((err = qp_peer(c, &x, j, rc, sc, spread && j < c->n)))
+				goto out;
 		}
 		if ((err = idle_step(c, &w, x.prog > 0)))
 			break;
