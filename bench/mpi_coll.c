@@ -1,5 +1,5 @@
 /* mpi_coll: the Open MPI baseline of the fabric collective benchmark, in
- * the form of nccl-tests and of mrc-coll-perf (coll/perf.c).
+ * the form of nccl-tests and of mrc-coll-perf (tools/coll-perf/perf.c).
  *
  *   mpirun ... mpi_coll [-C all_reduce|alltoall] [-b 1K] [-e 256M] [-f 2]
  *                       [-c 1] [-n 20] [-w 5] [-T seconds] [-L file]

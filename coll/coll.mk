@@ -1,6 +1,6 @@
 # libmrc-coll: collectives over libmrc (docs/coll.md).  Shared and static,
 # built like libmrc (position-independent objects in one directory), with
-# its pkg-config file, man page and the mrc-coll-perf program.
+# its pkg-config file and man page (mrc-coll-perf: tools/coll-perf.mk).
 LIBCOLL_VERSION := 2.0.0
 COLL_SRCS := coll/reduce.c coll/sched.c coll/forest.c coll/comm.c coll/run.c coll/boot.c coll/shm.c coll/coll.c coll/verify.c coll/moe.c \
 	coll/memops_dev.c
@@ -60,12 +60,6 @@ $(LIBCOLL_SO): $(COLL_PIC) $(B)/lib/libmrc.so coll/libmrc-coll.map
 $(B)/lib/mrc-coll.pc: coll/mrc-coll.pc.in coll/coll.mk
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(LIBCOLL_VERSION)|' $< > $@
-
-# mrc-coll-perf links the static libraries only (libmrc after libmrc-coll).
-# Paths spelled out: lib/lib.mk, which names them, is read after this file.
-$(B)/bin/mrc-coll-perf: $(B)/coll/perf.o $(B)/coll/perf_moe.o $(LIBCOLL_A) $(B)/lib/libmrc.a
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(COLL_LDLIBS) -lm -lpthread
 
 # The unit tests reach the collectives through the test support library.
 TEST_SUPPORT_SRCS += $(COLL_SRCS) coll/memops_none.c

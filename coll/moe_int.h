@@ -1,4 +1,4 @@
-/* MoE internals shared by coll/moe.c, mrc-coll-perf (coll/perf_moe.c) and
+/* MoE internals shared by coll/moe.c, mrc-coll-perf (tools/coll-perf/perf_moe.c) and
  * the tests: the old per-expert dispatch kept for comparison, and what one
  * dispatch + combine moved and how long its phases took. */
 #ifndef MRC_COLL_MOE_INT_H

@@ -27,7 +27,7 @@
 
 #include "coll/coll_int.h"
 #include "common/parse.h"
-#include "coll/perf_moe.h"
+#include "tools/coll-perf/perf_moe.h"
 
 static double now_s(void)
 {

@@ -23,7 +23,7 @@
 
 #include "coll/coll_int.h"
 #include "coll/moe_int.h"
-#include "coll/perf_moe.h"
+#include "tools/coll-perf/perf_moe.h"
 #include "common/prng.h"
 
 static double now_s(void)
