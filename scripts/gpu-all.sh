@@ -176,6 +176,21 @@ if step host; then
 		echo "  mrc_bulk: $(kr "$K/bin/mrc_bulk" -S "$d/s" -s 256M -p 3 -i $sid send 0 2>&1 | tail -1)"
 		wait $rp
 	} >>"$S" 2>&1
+	mrcd_down
+	# The same sleeping ping-pong and plugin round trip with mrcd polling
+	# 50 us after its last work (busy_poll_us): the wake-ups it saves
+	mrcd_up mrcd --busy_poll_us=50 || echo "  mrcd (busy_poll_us=50) did not start" >>"$S"
+	{
+		sid=$((sid + 1))
+		kr "$K/bin/mrc_pingpong" -S "$d/s" -w -s 64 -n 5000 -i $sid server >/dev/null 2>&1 &
+		rp=$!
+		sleep 0.3
+		echo "  busy_poll_us=50: mrc_pingpong 64 B -w: $(timeout 60 "$K/lib/ld-linux-x86-64.so.2" \
+			--library-path "$K/lib" "$K/bin/mrc_pingpong" -S "$d/s" -w -s 64 -n 5000 -i $sid \
+			client 0 2>&1 | tail -1)"
+		wait $rp
+		echo "  busy_poll_us=50: $(timeout 60 bash -c "$(declare -f h kr); K=$K d=$d h -b -z 4096 -p $P")"
+	} >>"$S" 2>&1
 	unset MRC_SOCKET
 	mrcd_down
 	printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$PWD/$K/lib/ld-linux-x86-64.so.2" \
