@@ -62,6 +62,8 @@ struct mrce *mrcd_engine(struct mrcd *d) { return d->eng; }
 struct mrc_dp *mrcd_datapath(struct mrcd *d) { return d->dp; }
 uint32_t mrcd_self_host(const struct mrcd *d) { return d->self; }
 uint32_t mrcd_n_hosts(const struct mrcd *d) { return d->nhosts; }
+uint32_t mrcd_n_planes(const struct mrcd *d) { return d->nplanes; }
+const struct mrc_topo *mrcd_topology(const struct mrcd *d) { return d->topo; }
 
 int mrcd_qp_bind(struct mrcd *d, uint32_t qpn, mrcd_wc_fn fn, void *ctx)
 {
@@ -171,6 +173,31 @@ int mrcd_core_init(struct mrcd *d, char *err, size_t errlen)
 	if (!rc && (rc = mrcd_linkmon_start(d)))
 		snprintf(err, errlen, "link monitor: %s", strerror(-rc));
 	return rc;
+}
+
+int mrcd_core_new(const struct mrcd_cfg *cfg, struct mrcd **out, char *err, size_t errlen)
+{
+	struct mrcd *d = calloc(1, sizeof(*d));
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	d->cfg = *cfg;
+	int rc = mrcd_core_init(d, err, errlen);
+	if (rc) {
+		mrcd_core_free(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}
+
+void mrcd_core_free(struct mrcd *d)
+{
+	if (!d)
+		return;
+	mrcd_core_fini(d);
+	free(d);
 }
 
 void mrcd_core_fini(struct mrcd *d)

@@ -131,7 +131,6 @@ struct mrcd {
 };
 
 /* core.c */
-extern int mrcd_log_level;
 int mrcd_core_init(struct mrcd *d, char *err, size_t errlen);
 void mrcd_core_fini(struct mrcd *d);
 
@@ -142,7 +141,6 @@ void mrcd_core_fini(struct mrcd *d);
 void mrcd_peer_epoch(struct mrcd *d, uint32_t host, uint64_t epoch);
 int mrcd_node_init(struct mrcd *d, char *err, size_t errlen);
 void mrcd_node_fini(struct mrcd *d);
-void mrcd_flush(struct mrcd *d);
 /* Arms the engine's timer for its next deadline (mrcd_flush ends with it):
  * nothing when already armed for that deadline; a timer due in the running
  * loop turn and still due stays pending for that turn. */

@@ -2,9 +2,10 @@
  *
  * The core (daemon/core/) owns the libev loop, the engine, the datapath,
  * the topology, peers, path denial and the daemon-to-daemon connection
- * manager; the client side (daemon/clients/) is built on the calls below,
- * and the operator interface (daemon/oper/) also reads core.h.  Nothing in
- * the core includes either room: it reports to them through observers.
+ * manager; the client side (daemon/clients/) and mrc-xfer (tools/xfer/)
+ * are built on the calls below, and the operator interface (daemon/oper/)
+ * also reads core.h.  Nothing in the core includes a room above it: it
+ * reports to them through observers.
  * Everything runs on the loop's single thread.
  */
 #ifndef MRC_DAEMON_MRCD_H
@@ -13,9 +14,17 @@
 #include <ev.h>
 #include <stdint.h>
 
+#include "daemon/core/config.h"
 #include "transport/engine.h"
 
 struct mrcd;
+struct mrc_topo;
+
+/* A core of one's own, for a program that is not mrcd (mrc-xfer): made
+ * from a configuration that passed mrcd_cfg_check, with its loop, engine,
+ * datapath and connection manager; run its loop (mrcd_loop) and free it. */
+int mrcd_core_new(const struct mrcd_cfg *cfg, struct mrcd **out, char *err, size_t errlen);
+void mrcd_core_free(struct mrcd *d);
 
 /* Monotonic time in ns, the engine's clock. */
 uint64_t mrcd_now(void);
@@ -28,12 +37,21 @@ struct mrc_dp *mrcd_datapath(struct mrcd *d);
 /* This node's host index in the topology. */
 uint32_t mrcd_self_host(const struct mrcd *d);
 uint32_t mrcd_n_hosts(const struct mrcd *d);
+uint32_t mrcd_n_planes(const struct mrcd *d);
+/* The topology, or NULL in the single-host loopback mode. */
+const struct mrc_topo *mrcd_topology(const struct mrcd *d);
+/* The AEAD payload mode's packet counts (what a test reads to know the
+ * mode was used); -ENOENT when the mode is off. */
+int mrcd_aead_counts(struct mrcd *d, uint64_t *sealed, uint64_t *opened, uint64_t *dropped);
 /* Engine peer id of a topology host (the peer is created on first use). */
 int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *peer);
 
 /* After posting work to the engine from outside a packet callback: makes
  * the loop send what the engine now has. */
 void mrcd_kick(struct mrcd *d);
+/* Sends what the engine has now and gives completions to their owners,
+ * in this loop turn (mrcd_kick defers it to the next). */
+void mrcd_flush(struct mrcd *d);
 /* A doorbell rang: one round of the pollers now, in this loop turn, and
  * what they posted sent before the loop sleeps again; then the loop keeps
  * polling as after mrcd_kick.  (mrcd_kick alone starts the pollers only
@@ -152,6 +170,7 @@ void mrcd_note(struct mrcd *d, const char *kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 enum { MRCD_LOG_ERR = 3, MRCD_LOG_WARNING = 4, MRCD_LOG_NOTICE = 5,
        MRCD_LOG_INFO = 6, MRCD_LOG_DEBUG = 7 };
+extern int mrcd_log_level;   /* lines above it are not written */
 void mrcd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same with structured journal fields, each "KEY=value" (KEY upper
  * case, MRC_ prefixed; at most MRCD_LOG_MAX_KV); off the journal they are

@@ -67,6 +67,19 @@ void mrcd__enc_report(struct mrcd *d)
 		 (unsigned long long)s.rx_stale, (unsigned long long)s.tx_nokey);
 }
 
+int mrcd_aead_counts(struct mrcd *d, uint64_t *sealed, uint64_t *opened, uint64_t *dropped)
+{
+	if (!d->enc)
+		return -ENOENT;
+	struct mrcd_enc_stats es;
+	mrcd_enc_get_stats(d->enc, &es);
+	*sealed = es.tx_sealed;
+	*opened = es.rx_opened;
+	*dropped = es.rx_bad_auth + es.rx_bad_pcrc + es.rx_bad_len + es.rx_missing + es.rx_nokey +
+		   es.rx_replay + es.rx_stale + es.tx_nokey;
+	return 0;
+}
+
 void mrcd_node_clear_aead(struct mrcd *d, uint32_t qpn)
 {
 	if (d->enc)

@@ -16,7 +16,7 @@
 void xfer_finish(struct xfer *x, int rc)
 {
 	x->rc = rc;
-	ev_break(x->d.loop, EVBREAK_ALL);
+	ev_break(mrcd_loop(x->d), EVBREAK_ALL);
 }
 
 static void on_linger(struct ev_loop *loop, ev_timer *w, int revents)
@@ -51,23 +51,23 @@ int xfer_qp_create(struct xfer *x, uint32_t *qpn)
 {
 	static uint64_t h;
 	if (!h)
-		h = x->seed * 0x9e3779b97f4a7c15ull + (uint64_t)x->d.self * 7919;
+		h = x->seed * 0x9e3779b97f4a7c15ull + (uint64_t)mrcd_self_host(x->d) * 7919;
 	h ^= h << 13;
 	h ^= h >> 7;
 	h ^= h << 17;
 	struct mrce_qp_attr a = { .pd = 1, .flags = x->pin ? MRC_QP_PIN_EV : 0,
 		.pin_ev = (uint32_t)(h % 4096) };
-	return mrce_qp_create(x->d.eng, &a, qpn);
+	return mrce_qp_create(mrcd_engine(x->d), &a, qpn);
 }
 
 static void plane_report(struct xfer *x)
 {
 	uint32_t peer;
-	if (mrcd_peer_of_host(&x->d, x->peer_host, &peer))
+	if (mrcd_peer_of_host(x->d, x->peer_host, &peer))
 		return;
 	uint64_t per[MRC_MAX_PLANES] = { 0 }, lost = 0, bad = 0, denied = 0, trims = 0, retx = 0;
 	struct mrce_ev_info in;
-	for (uint32_t ev = 0; !mrce_ev_info(x->d.eng, peer, ev, &in); ev++) {
+	for (uint32_t ev = 0; !mrce_ev_info(mrcd_engine(x->d), peer, ev, &in); ev++) {
 		per[in.plane] += in.tx_pkts;
 		lost += in.lost;
 		bad += in.state == MRC_EV_ASSUMED_BAD;
@@ -76,14 +76,14 @@ static void plane_report(struct xfer *x)
 	}
 	for (uint32_t i = 0; i < x->nqps; i++) {
 		struct mrce_qp_info qi;
-		if (x->q[i].qpn && !mrce_qp_info(x->d.eng, x->q[i].qpn, &qi))
+		if (x->q[i].qpn && !mrce_qp_info(mrcd_engine(x->d), x->q[i].qpn, &qi))
 			retx += qi.retx;
 	}
 	printf("{\"role\":\"%s\",\"planes_tx_pkts\":[", x->server ? "server" : "client");
-	for (uint32_t p = 0; p < x->d.nplanes; p++)
+	for (uint32_t p = 0; p < mrcd_n_planes(x->d); p++)
 		printf("%s%" PRIu64, p ? "," : "", per[p]);
 	printf("],\"ev_state\":[");
-	for (uint32_t ev = 0; !mrce_ev_info(x->d.eng, peer, ev, &in); ev++)
+	for (uint32_t ev = 0; !mrce_ev_info(mrcd_engine(x->d), peer, ev, &in); ev++)
 		printf("%s\"%s\"", ev ? "," : "", mrce_ev_state_name(in.state));
 	printf("],\"paths_lost_pkts\":%" PRIu64 ",\"paths_assumed_bad\":%" PRIu64
 	       ",\"paths_denied\":%" PRIu64 ",\"trims\":%" PRIu64 ",\"retx\":%" PRIu64 "}\n",
@@ -100,7 +100,7 @@ static void post_more(struct xfer *x, struct xqp *q)
 		struct mrc_sqe wr = { .wr_id = len, .op = last ? MRC_SQE_WRITE_IMM : MRC_SQE_WRITE,
 			.lkey = x->key, .loff = q->posted, .len = len, .rkey = q->remote.priv,
 			.roff = q->posted, .imm = IMM_LAST };
-		int rc = mrce_qp_post(x->d.eng, mrcd_now(), q->qpn, &wr);
+		int rc = mrce_qp_post(mrcd_engine(x->d), mrcd_now(), q->qpn, &wr);
 		if (rc == -ENOSPC)
 			break;
 		if (rc) {
@@ -111,7 +111,7 @@ static void post_more(struct xfer *x, struct xqp *q)
 		q->posted += len;
 		q->outstanding++;
 	}
-	mrcd_kick(&x->d);
+	mrcd_kick(x->d);
 }
 
 static void bulk_done(struct xfer *x, uint64_t now)
@@ -139,7 +139,7 @@ static void bulk_wc(struct xfer *x, struct xqp *q, const struct mrce_wc *wc, uin
 			return;
 		ev_timer_init(&x->linger, on_verify, 0.0, 0);
 		x->linger.data = x;
-		ev_timer_start(x->d.loop, &x->linger);
+		ev_timer_start(mrcd_loop(x->d), &x->linger);
 		return;
 	}
 	if (wc->op == MRC_WC_RECV_WRITE_IMM)
@@ -180,13 +180,13 @@ static void ping(struct xfer *x, struct xqp *q)
 	struct mrc_sqe wr = { .wr_id = x->iter, .op = MRC_SQE_WRITE_IMM, .lkey = x->key,
 		.len = x->bytes, .rkey = q->remote.priv, .imm = IMM_PING };
 	x->t_ping = mrcd_now();
-	int rc = mrce_qp_post(x->d.eng, x->t_ping, q->qpn, &wr);
+	int rc = mrce_qp_post(mrcd_engine(x->d), x->t_ping, q->qpn, &wr);
 	if (rc) {
 		fprintf(stderr, "mrc-xfer: post: %s\n", mrc_strerror(rc));
 		xfer_finish(x, 1);
 		return;
 	}
-	mrcd_flush(&x->d);
+	mrcd_flush(x->d);
 }
 
 static void pingpong_wc(struct xfer *x, struct xqp *q, const struct mrce_wc *wc, uint64_t now)
@@ -207,7 +207,7 @@ static void pingpong_wc(struct xfer *x, struct xqp *q, const struct mrce_wc *wc,
 	/* The client's ACK packets and ACKs that rode on its requests: a
 	 * ping-pong should need (almost) none of the former. */
 	struct mrce_stats st;
-	mrce_stats(x->d.eng, &st);
+	mrce_stats(mrcd_engine(x->d), &st);
 	printf("{\"role\":\"client\",\"pingpong\":%" PRIu64 ",\"size\":%" PRIu64
 	       ",\"rtt_us_min\":%.1f,\"rtt_us_p50\":%.1f,\"rtt_us_p99\":%.1f,\"msgs_per_s\":%.0f"
 	       ",\"tx_acks\":%" PRIu64 ",\"tx_pb_acks\":%" PRIu64 "}\n",
@@ -261,7 +261,7 @@ void xfer_on_req(void *ctx, const struct mrcd_cm_req *req)
 {
 	struct xfer *x = ctx;
 	if (x->accepted == x->nqps) {
-		mrcd_cm_reject(&x->d, req->id, -EBUSY);
+		mrcd_cm_reject(x->d, req->id, -EBUSY);
 		return;
 	}
 	struct xqp *q = &x->q[x->accepted];
@@ -269,10 +269,10 @@ void xfer_on_req(void *ctx, const struct mrcd_cm_req *req)
 	q->remote = req->remote;
 	int rc = xfer_qp_create(x, &q->qpn);
 	if (!rc)
-		rc = mrcd_qp_bind(&x->d, q->qpn, xfer_on_wc, q);
-	struct mrcd_qp_addr me = { .host = x->d.self, .qpn = q->qpn, .psn = 1000, .priv = x->key };
+		rc = mrcd_qp_bind(x->d, q->qpn, xfer_on_wc, q);
+	struct mrcd_qp_addr me = { .host = mrcd_self_host(x->d), .qpn = q->qpn, .psn = 1000, .priv = x->key };
 	if (!rc)
-		rc = mrcd_cm_accept(&x->d, req->id, &me);
+		rc = mrcd_cm_accept(x->d, req->id, &me);
 	if (rc) {
 		fprintf(stderr, "mrc-xfer: accept: %s\n", mrc_strerror(rc));
 		xfer_finish(x, 1);

@@ -15,9 +15,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "daemon/core/enc.h"
+#include "datapath/datapath.h"
 #include "mrc/error.h"
 #include "tools/xfer/xfer.h"
+#include "topology/topo.h"
 
 struct xfer *xfer_self;
 
@@ -76,11 +77,11 @@ static int setup_client(struct xfer *x)
 		q->end = x->pingpong ? x->bytes : (q->off + slice < x->bytes ? q->off + slice : x->bytes);
 		int rc = xfer_qp_create(x, &q->qpn);
 		if (!rc)
-			rc = mrcd_qp_bind(&x->d, q->qpn, xfer_on_wc, q);
-		struct mrcd_qp_addr me = { .host = x->d.self, .qpn = q->qpn, .psn = 7 + i,
+			rc = mrcd_qp_bind(x->d, q->qpn, xfer_on_wc, q);
+		struct mrcd_qp_addr me = { .host = mrcd_self_host(x->d), .qpn = q->qpn, .psn = 7 + i,
 			.priv = x->key };
 		if (!rc)
-			rc = mrcd_cm_connect(&x->d, x->peer_host, x->sid, &me, xfer_on_connected, q);
+			rc = mrcd_cm_connect(x->d, x->peer_host, x->sid, &me, xfer_on_connected, q);
 		if (rc)
 			return rc;
 	}
@@ -91,7 +92,7 @@ int main(int argc, char **argv)
 {
 	static struct xfer x;
 	xfer_self = &x;
-	struct mrcd_cfg *c = &x.d.cfg;
+	struct mrcd_cfg *c = &x.cfg;
 	mrcd_cfg_default(c);
 	mrcd_log_level = MRCD_LOG_WARNING;
 	x.chunk = 256 << 10;
@@ -149,11 +150,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mrc-xfer: %s\n", err);
 		return 2;
 	}
-	if (mrcd_core_init(&x.d, err, sizeof(err))) {
+	if (mrcd_core_new(&x.cfg, &x.d, err, sizeof(err))) {
 		fprintf(stderr, "mrc-xfer: %s\n", err);
 		return 1;
 	}
-	if (peer && x.d.topo && mrc_topo_host_lookup(x.d.topo, peer, &x.peer_host)) {
+	if (peer && mrcd_topology(x.d) && mrc_topo_host_lookup(mrcd_topology(x.d), peer, &x.peer_host)) {
 		fprintf(stderr, "mrc-xfer: no host '%s' in the topology\n", peer);
 		return 2;
 	}
@@ -171,32 +172,28 @@ int main(int argc, char **argv)
 		x.server ? MRC_ACCESS_REMOTE_WRITE : MRC_ACCESS_LOCAL_READ;
 	if (!x.server)
 		fill(x.buf, x.bytes, x.seed);
-	int rc = mrce_mr_reg(x.d.eng, 1, x.buf, x.bytes, access, &x.key);
+	int rc = mrce_mr_reg(mrcd_engine(x.d), 1, x.buf, x.bytes, access, &x.key);
 	if (!rc)
-		rc = x.server ? mrcd_cm_listen(&x.d, x.sid, xfer_on_req, &x) : setup_client(&x);
+		rc = x.server ? mrcd_cm_listen(x.d, x.sid, xfer_on_req, &x) : setup_client(&x);
 	if (rc) {
 		fprintf(stderr, "mrc-xfer: setup: %s\n", mrc_strerror(rc));
 		return 1;
 	}
 	fflush(stdout);
-	ev_run(x.d.loop, 0);
-	if (x.d.enc) {
+	ev_run(mrcd_loop(x.d), 0);
+	uint64_t sealed, opened, dropped;
+	if (!mrcd_aead_counts(x.d, &sealed, &opened, &dropped))
 		/* Proof for scripts that the mode was in use, not only asked for. */
-		struct mrcd_enc_stats es;
-		mrcd_enc_get_stats(x.d.enc, &es);
 		printf("{\"aead\":{\"sealed\":%" PRIu64 ",\"opened\":%" PRIu64
-		       ",\"dropped\":%" PRIu64 "}}\n", es.tx_sealed, es.rx_opened,
-		       es.rx_bad_auth + es.rx_bad_pcrc + es.rx_bad_len + es.rx_missing + es.rx_nokey +
-		       es.rx_replay + es.rx_stale + es.tx_nokey);
-	}
+		       ",\"dropped\":%" PRIu64 "}}\n", sealed, opened, dropped);
 	/* What the datapath dropped on its own (a full tx ring, a full rx
 	 * ring): the losses the transport then had to repair. */
 	struct mrc_dp_stats ds;
-	mrc_dp_get_stats(x.d.dp, &ds);
+	mrc_dp_get_stats(mrcd_datapath(x.d), &ds);
 	printf("{\"datapath\":{\"name\":\"%s\",\"tx_pkts\":%" PRIu64 ",\"rx_pkts\":%" PRIu64
-	       ",\"tx_eagain\":%" PRIu64 ",\"rx_dropped\":%" PRIu64 "}}\n", mrc_dp_name(x.d.dp),
+	       ",\"tx_eagain\":%" PRIu64 ",\"rx_dropped\":%" PRIu64 "}}\n", mrc_dp_name(mrcd_datapath(x.d)),
 	       ds.tx_pkts, ds.rx_pkts, ds.tx_eagain, ds.rx_dropped);
-	mrcd_core_fini(&x.d);
+	mrcd_core_free(x.d);
 	munmap(x.buf, x.bytes);
 	free(x.stamps);
 	free(x.rtts);

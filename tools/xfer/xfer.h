@@ -2,7 +2,7 @@
 #ifndef MRC_TOOLS_XFER_H
 #define MRC_TOOLS_XFER_H
 
-#include "daemon/core/core.h"
+#include "daemon/core/mrcd.h"
 
 #define XFER_MAX_QPS 1024
 
@@ -15,7 +15,8 @@ struct xqp {                      /* one connection */
 };
 
 struct xfer {
-	struct mrcd d;
+	struct mrcd *d;
+	struct mrcd_cfg cfg;
 	int server, pin, pingpong;
 	uint32_t peer_host, sid, nqps, accepted, imms;
 	uint64_t bytes, chunk, done_bytes, seed, iters, iter;
