@@ -144,7 +144,7 @@ static void on_probe_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	probe_done(w->data);
 }
 
-static int probe_start(struct oper_conn *c, const struct mrc_oper_req *r, char *err, size_t errlen)
+int mrcd_oper_probe_start(struct oper_conn *c, const struct mrc_oper_req *r, char *err, size_t errlen)
 {
 	struct oper *o = c->o;
 	struct mrcd *d = o->d;
@@ -314,39 +314,9 @@ static void dispatch(struct oper_conn *c, const char *buf, size_t len)
 		return;
 	}
 	json_t *res = NULL;
-	switch (r.verb) {
-	case MRC_OPER_STATUS: res = mrcd_oper_status(o); break;
-	case MRC_OPER_PLANES: res = mrcd_oper_planes(o); break;
-	case MRC_OPER_PEERS: res = mrcd_oper_peers(o); break;
-	case MRC_OPER_PATHS: rc = mrcd_oper_paths(o, r.peer, &res, err, sizeof(err)); break;
-	case MRC_OPER_QPS: rc = mrcd_oper_qps(o, r.qp, &res, err, sizeof(err)); break;
-	case MRC_OPER_STATS: res = mrcd_oper_stats(o); break;
-	case MRC_OPER_TOPOLOGY: res = mrcd_oper_topology(o); break;
-	case MRC_OPER_VERSION_VERB: res = mrcd_oper_version(o); break;
-	case MRC_OPER_EVENTS:
-		res = json_pack("{s:o, s:I}", "events", mrcd_oper_events_recent(o, r.last),
-				"total", (json_int_t)o->seq);
-		c->follow = r.follow;
-		break;
-	case MRC_OPER_PROBE:
-		rc = probe_start(c, &r, err, sizeof(err));
-		if (!rc)
-			return;   /* answered when the probes are */
-		break;
-	case MRC_OPER_PLANE_DISABLE:
-	case MRC_OPER_PLANE_ENABLE:
-		rc = mrcd_oper_plane_admin(o, c, r.plane, r.verb == MRC_OPER_PLANE_DISABLE, &res,
-					   err, sizeof(err));
-		break;
-	case MRC_OPER_PATH_DENY:
-	case MRC_OPER_PATH_ALLOW:
-		rc = mrcd_oper_path_admin(o, c, r.peer, r.ev, r.verb == MRC_OPER_PATH_DENY, &res,
-					  err, sizeof(err));
-		break;
-	default:
-		rc = -ENOSYS;
-		snprintf(err, sizeof(err), "verb not implemented");
-	}
+	rc = mrcd_oper_run(c, &r, &res, err, sizeof(err));
+	if (rc == MRCD_OPER_LATER)
+		return;
 	if (!rc && !res) {
 		rc = -ENOMEM;
 		snprintf(err, sizeof(err), "out of memory");
