@@ -1,7 +1,8 @@
 /* mrcd's operator socket: mrcctl connects here (docs/ctl.md).  Accepts
  * connections, checks the peer's credentials (SO_PEERCRED: root, the
  * daemon's own user, socket_group for read-only verbs, admin_group for
- * admin verbs), reads one JSON request per record, answers one JSON reply
+ * admin verbs), reads one JSON request per record, refuses admin verbs to
+ * others, runs the verb's handler (oper_verbs.c), answers one JSON reply
  * per record, streams events to followers and runs probes. */
 #include <arpa/inet.h>
 #include <errno.h>
