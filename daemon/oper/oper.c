@@ -25,7 +25,7 @@ static struct oper *g_oper;
 
 static void probe_clear(struct oper_conn *c)
 {
-	ev_timer_stop(c->o->d->loop, &c->probe_tm);
+	ev_timer_stop(mrcd_loop(c->o->d), &c->probe_tm);
 	free(c->probe_ev);
 	free(c->probe_rtt);
 	free(c->probe_st);
@@ -39,9 +39,9 @@ static void conn_close(struct oper_conn *c)
 {
 	struct oper *o = c->o;
 	probe_clear(c);
-	ev_io_stop(o->d->loop, &c->io);
-	ev_io_stop(o->d->loop, &c->wio);
-	ev_timer_stop(o->d->loop, &c->idle);
+	ev_io_stop(mrcd_loop(o->d), &c->io);
+	ev_io_stop(mrcd_loop(o->d), &c->wio);
+	ev_timer_stop(mrcd_loop(o->d), &c->idle);
 	mrcd_outq_clear(&c->out);
 	close(c->fd);
 	for (uint32_t i = 0; i < o->nslots; i++)
@@ -55,7 +55,7 @@ static void conn_close(struct oper_conn *c)
  * replies is paused, never waited for). */
 static int conn_flush(struct oper_conn *c)
 {
-	struct ev_loop *loop = c->o->d->loop;
+	struct ev_loop *loop = mrcd_loop(c->o->d);
 	int rc = mrcd_outq_flush(&c->out, c->fd);
 	if (rc < 0)
 		return rc;
@@ -154,7 +154,7 @@ int mrcd_oper_probe_start(struct oper_conn *c, const struct mrc_oper_req *r, cha
 		snprintf(err, errlen, "no host '%s' in the topology", r->peer);
 		return -ENOENT;
 	}
-	if (d->topo && host == d->self) {
+	if (d->topo && host == mrcd_self_host(d)) {
 		snprintf(err, errlen, "host '%s' is this node", r->peer);
 		return -EINVAL;
 	}
@@ -182,7 +182,7 @@ int mrcd_oper_probe_start(struct oper_conn *c, const struct mrc_oper_req *r, cha
 		uint32_t k = c->nprobe++;
 		c->probe_ev[k] = (uint16_t)ev;
 		c->probe_rtt[k] = UINT64_MAX;
-		rc = mrce_ev_probe(d->eng, now, peer, ev);
+		rc = mrce_ev_probe(mrcd_engine(d), now, peer, ev);
 		c->probe_st[k] = (int8_t)(rc ? rc : 0);
 		if (!rc)
 			c->probe_left++;
@@ -199,8 +199,8 @@ int mrcd_oper_probe_start(struct oper_conn *c, const struct mrc_oper_req *r, cha
 	ev_timer_init(&c->probe_tm, on_probe_timeout, tmo, 0);
 	c->probe_tm.data = c;
 	if (c->probe_left) {
-		ev_io_stop(d->loop, &c->io);   /* one request at a time */
-		ev_timer_start(d->loop, &c->probe_tm);
+		ev_io_stop(mrcd_loop(d), &c->io);   /* one request at a time */
+		ev_timer_start(mrcd_loop(d), &c->probe_tm);
 		mrcd_flush(d);
 	} else {
 		probe_done(c);
@@ -244,7 +244,7 @@ static void probe_done(struct oper_conn *c)
 				"lost", (int)lost, "results", res);
 	uint32_t id = c->probe_id;
 	probe_clear(c);
-	ev_io_start(d->loop, &c->io);
+	ev_io_start(mrcd_loop(d), &c->io);
 	reply(c, id, 0, NULL, out);
 }
 
@@ -600,11 +600,11 @@ int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen)
 	ev_io_init(&o->lio, on_accept, o->lfd, EV_READ);
 	o->lio.data = o;
 	ev_set_priority(&o->lio, OPER_PRI);
-	mrcd_accept_guard_init(&o->lguard, d->loop, &o->lio, "operator socket");
-	ev_io_start(d->loop, &o->lio);
+	mrcd_accept_guard_init(&o->lguard, mrcd_loop(d), &o->lio, "operator socket");
+	ev_io_start(mrcd_loop(d), &o->lio);
 	ev_timer_init(&o->tick, on_tick, 0.2, 0.2);
 	o->tick.data = o;
-	ev_timer_start(d->loop, &o->tick);
+	ev_timer_start(mrcd_loop(d), &o->tick);
 	mrcd_oper_sample(o);
 	g_oper = o;
 	mrcd_log(MRCD_LOG_INFO, "operator socket %s", o->path);
@@ -621,9 +621,9 @@ void mrcd_oper_stop(struct mrcd *d)
 		if (o->conns[i])
 			conn_close(o->conns[i]);
 	mrcd_oper_http_stop(o);
-	ev_io_stop(d->loop, &o->lio);
+	ev_io_stop(mrcd_loop(d), &o->lio);
 	mrcd_accept_guard_stop(&o->lguard);
-	ev_timer_stop(d->loop, &o->tick);
+	ev_timer_stop(mrcd_loop(d), &o->tick);
 	close(o->lfd);
 	unlink(o->path);
 	mrcd_oper_ratelog_flush(o);
