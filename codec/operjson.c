@@ -5,33 +5,33 @@
 
 #include "codec/operjson.h"
 
-static const char *const verbs[MRC_OPER__COUNT] = {
-	[MRC_OPER_STATUS] = "status", [MRC_OPER_PLANES] = "planes",
-	[MRC_OPER_PEERS] = "peers", [MRC_OPER_PATHS] = "paths",
-	[MRC_OPER_QPS] = "qps", [MRC_OPER_STATS] = "stats",
-	[MRC_OPER_EVENTS] = "events", [MRC_OPER_PROBE] = "probe",
-	[MRC_OPER_PLANE_DISABLE] = "plane-disable", [MRC_OPER_PLANE_ENABLE] = "plane-enable",
-	[MRC_OPER_PATH_DENY] = "path-deny", [MRC_OPER_PATH_ALLOW] = "path-allow",
-	[MRC_OPER_TOPOLOGY] = "topology", [MRC_OPER_VERSION_VERB] = "version",
+/* Per verb: its wire name, whether it is an admin verb, the request
+ * fields it needs and accepts (codec/operverbs.def). */
+static const struct {
+	const char *name;
+	int admin;
+	unsigned need, allow;
+} verbs[MRC_OPER__COUNT] = {
+#define MRC_VERB(ID, wire, admin, need, allow, ...) [MRC_OPER_##ID] = { wire, admin, need, allow },
+#include "codec/operverbs.def"
 };
 
 const char *mrc_oper_verb_name(enum mrc_oper_verb v)
 {
-	return v > MRC_OPER_NONE && v < MRC_OPER__COUNT ? verbs[v] : "?";
+	return v > MRC_OPER_NONE && v < MRC_OPER__COUNT ? verbs[v].name : "?";
 }
 
 enum mrc_oper_verb mrc_oper_verb_find(const char *name)
 {
 	for (int v = 1; v < MRC_OPER__COUNT; v++)
-		if (!strcmp(verbs[v], name))
+		if (!strcmp(verbs[v].name, name))
 			return (enum mrc_oper_verb)v;
 	return MRC_OPER_NONE;
 }
 
 int mrc_oper_verb_is_admin(enum mrc_oper_verb v)
 {
-	return v == MRC_OPER_PLANE_DISABLE || v == MRC_OPER_PLANE_ENABLE ||
-	       v == MRC_OPER_PATH_DENY || v == MRC_OPER_PATH_ALLOW;
+	return v > MRC_OPER_NONE && v < MRC_OPER__COUNT && verbs[v].admin;
 }
 
 void mrc_oper_req_init(struct mrc_oper_req *r)
@@ -41,24 +41,11 @@ void mrc_oper_req_init(struct mrc_oper_req *r)
 	r->qp = -1;
 }
 
-/* What each verb needs and accepts (bits of the optional fields). */
-enum { F_PEER = 1, F_PLANE = 2, F_SPINE = 4, F_EV = 8, F_QP = 16, F_LAST = 32,
-       F_FOLLOW = 64, F_TIMEOUT = 128 };
-static const struct { unsigned need, allow; } rules[MRC_OPER__COUNT] = {
-	[MRC_OPER_PATHS] = { F_PEER, F_PEER },
-	[MRC_OPER_QPS] = { 0, F_QP },
-	[MRC_OPER_EVENTS] = { 0, F_LAST | F_FOLLOW },
-	[MRC_OPER_PROBE] = { F_PEER, F_PEER | F_PLANE | F_SPINE | F_TIMEOUT },
-	[MRC_OPER_PLANE_DISABLE] = { F_PLANE, F_PLANE },
-	[MRC_OPER_PLANE_ENABLE] = { F_PLANE, F_PLANE },
-	[MRC_OPER_PATH_DENY] = { F_PEER | F_EV, F_PEER | F_EV },
-	[MRC_OPER_PATH_ALLOW] = { F_PEER | F_EV, F_PEER | F_EV },
-};
-
 static const struct { const char *name; unsigned bit; long long max; } fields[] = {
-	{ "peer", F_PEER, 0 }, { "plane", F_PLANE, 15 }, { "spine", F_SPINE, 255 },
-	{ "ev", F_EV, 4095 }, { "qp", F_QP, 0xffffffffll }, { "last", F_LAST, 100000 },
-	{ "follow", F_FOLLOW, 0 }, { "timeout_ms", F_TIMEOUT, 60000 },
+	{ "peer", MRC_OPER_F_PEER, 0 }, { "plane", MRC_OPER_F_PLANE, 15 },
+	{ "spine", MRC_OPER_F_SPINE, 255 }, { "ev", MRC_OPER_F_EV, 4095 },
+	{ "qp", MRC_OPER_F_QP, 0xffffffffll }, { "last", MRC_OPER_F_LAST, 100000 },
+	{ "follow", MRC_OPER_F_FOLLOW, 0 }, { "timeout_ms", MRC_OPER_F_TIMEOUT, 60000 },
 };
 
 static int fail(char *err, size_t errlen, int rc, const char *fmt, const char *a)
@@ -70,7 +57,7 @@ static int fail(char *err, size_t errlen, int rc, const char *fmt, const char *a
 static int set_field(struct mrc_oper_req *r, unsigned bit, json_t *v, long long max,
 		     const char *name, char *err, size_t errlen)
 {
-	if (bit == F_PEER) {
+	if (bit == MRC_OPER_F_PEER) {
 		const char *s = json_string_value(v);
 		if (!s || !*s || strlen(s) >= sizeof(r->peer))
 			return fail(err, errlen, -EINVAL,
@@ -78,7 +65,7 @@ static int set_field(struct mrc_oper_req *r, unsigned bit, json_t *v, long long 
 		snprintf(r->peer, sizeof(r->peer), "%s", s);
 		return 0;
 	}
-	if (bit == F_FOLLOW) {
+	if (bit == MRC_OPER_F_FOLLOW) {
 		if (!json_is_boolean(v))
 			return fail(err, errlen, -EINVAL, "field '%s': must be true or false", name);
 		r->follow = json_is_true(v);
@@ -90,11 +77,11 @@ static int set_field(struct mrc_oper_req *r, unsigned bit, json_t *v, long long 
 	}
 	long long x = json_integer_value(v);
 	switch (bit) {
-	case F_PLANE: r->plane = (int32_t)x; break;
-	case F_SPINE: r->spine = (int32_t)x; break;
-	case F_EV: r->ev = (int32_t)x; break;
-	case F_QP: r->qp = x; break;
-	case F_LAST: r->last = (int32_t)x; break;
+	case MRC_OPER_F_PLANE: r->plane = (int32_t)x; break;
+	case MRC_OPER_F_SPINE: r->spine = (int32_t)x; break;
+	case MRC_OPER_F_EV: r->ev = (int32_t)x; break;
+	case MRC_OPER_F_QP: r->qp = x; break;
+	case MRC_OPER_F_LAST: r->last = (int32_t)x; break;
 	default: r->timeout_ms = (int32_t)x; break;
 	}
 	return 0;
@@ -164,7 +151,7 @@ int mrc_oper_req_parse(const void *buf, size_t len, struct mrc_oper_req *r,
 			rc = fail(err, errlen, -EINVAL, "unknown field '%s'", q);
 			goto out;
 		}
-		if (!(rules[r->verb].allow & fields[i].bit)) {
+		if (!(verbs[r->verb].allow & fields[i].bit)) {
 			snprintf(err, errlen, "field '%s' does not apply to verb '%s'", key, vn);
 			goto out;
 		}
@@ -173,7 +160,7 @@ int mrc_oper_req_parse(const void *buf, size_t len, struct mrc_oper_req *r,
 		rc = -EINVAL;
 		seen |= fields[i].bit;
 	}
-	unsigned missing = rules[r->verb].need & ~seen;
+	unsigned missing = verbs[r->verb].need & ~seen;
 	if (missing) {
 		for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 			if (missing & fields[i].bit) {

@@ -29,23 +29,19 @@
 #define MRC_OPER_DEFAULT_SOCK "/run/mrcd/" MRC_OPER_SOCK_NAME
 #define MRC_OPER_PEER_MAX 64
 
+/* The verbs, from their one definition (codec/operverbs.def). */
 enum mrc_oper_verb {
 	MRC_OPER_NONE = 0,
-	MRC_OPER_STATUS,
-	MRC_OPER_PLANES,
-	MRC_OPER_PEERS,
-	MRC_OPER_PATHS,
-	MRC_OPER_QPS,
-	MRC_OPER_STATS,
-	MRC_OPER_EVENTS,
-	MRC_OPER_PROBE,
-	MRC_OPER_PLANE_DISABLE,
-	MRC_OPER_PLANE_ENABLE,
-	MRC_OPER_PATH_DENY,
-	MRC_OPER_PATH_ALLOW,
-	MRC_OPER_TOPOLOGY,
-	MRC_OPER_VERSION_VERB,
+#define MRC_VERB(ID, ...) MRC_OPER_##ID,
+#include "codec/operverbs.def"
 	MRC_OPER__COUNT,
+};
+
+/* The optional request fields, as bits: operverbs.def says which a verb
+ * needs and which it accepts. */
+enum {
+	MRC_OPER_F_PEER = 1, MRC_OPER_F_PLANE = 2, MRC_OPER_F_SPINE = 4, MRC_OPER_F_EV = 8,
+	MRC_OPER_F_QP = 16, MRC_OPER_F_LAST = 32, MRC_OPER_F_FOLLOW = 64, MRC_OPER_F_TIMEOUT = 128,
 };
 
 /* A parsed request.  Absent numbers are -1, an absent peer is "". */

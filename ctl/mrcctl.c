@@ -1,8 +1,8 @@
 /* mrcctl: inspect and steer mrcd (man/mrcctl.8, docs/ctl.md).
  *
- * iproute2-style verbs, one table of them in ctl/verbs.c; human tables by
- * default, -j compact JSON, -p pretty JSON.  Exit codes are a contract for
- * scripts (see the usage text). */
+ * iproute2-style verbs, one table of them in ctl/verbs.c generated from
+ * codec/operverbs.def; human tables by default, -j compact JSON, -p pretty
+ * JSON.  Exit codes are a contract for scripts (see the usage text). */
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>

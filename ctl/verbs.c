@@ -1,16 +1,20 @@
 /* mrcctl's verb table (verbs.h): usage, parsing and rendering per verb. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ctl/render.h"
 #include "ctl/verbs.h"
 
-static int bad(FILE *err, const char *fmt, const char *a)
+static int __attribute__((format(printf, 2, 3))) bad(FILE *err, const char *fmt, ...)
 {
+	va_list ap;
+	va_start(ap, fmt);
 	fprintf(err, "mrcctl: ");
-	fprintf(err, fmt, a);
+	vfprintf(err, fmt, ap);
 	fprintf(err, "\n(mrcctl help for usage)\n");
+	va_end(ap);
 	return -EINVAL;
 }
 
@@ -189,41 +193,13 @@ static int p_path(int argc, char **argv, int i, struct mrc_ctl_cmd *c, FILE *err
 	return r ? r : flags(argc, argv, i + 1, c, err, NULL);
 }
 
-#define ONE(v) { { NULL, (v) } }
-
 /* Usage lists the rows in this order, read-only verbs first. */
 const struct mrc_ctl_verb mrc_ctl_verbs[] = {
-	{ "status", NULL, "version, uptime, host, planes, QPs, totals", 0,
-	  ONE(MRC_OPER_STATUS), p_plain, mrc_oper_render_status, 0 },
-	{ "planes", NULL, "per plane: NIC, link, admin state, rates, loss, EV states", 0,
-	  ONE(MRC_OPER_PLANES), p_plain, mrc_oper_render_planes, 0 },
-	{ "peers", NULL, "hosts this node has paths to", 0,
-	  ONE(MRC_OPER_PEERS), p_plain, mrc_oper_render_peers, 0 },
-	{ "paths", "PEER", "every EV to PEER: plane, spine, uSID address, state, RTT, loss", 0,
-	  ONE(MRC_OPER_PATHS), p_paths, mrc_oper_render_paths, 0 },
-	{ "qps", "[QPN]", "queue pairs (QPN decimal or 0x hex)", 0,
-	  ONE(MRC_OPER_QPS), p_qps, mrc_oper_render_qps, 0 },
-	{ "stats", "[--prom]", "every counter (--prom: Prometheus text)", 0,
-	  ONE(MRC_OPER_STATS), p_stats, mrc_oper_render_object, 0 },
-	{ "top", "[-d SECS] [-n N]",
-	  "live per-plane and per-peer rates, losses, EV states (q quits; -n N frames)", 0,
-	  ONE(MRC_OPER_STATS), p_top, NULL, 1 },
-	{ "events", "[-f] [-n N]", "recent events (-f: keep following; -n: last N)", 0,
-	  ONE(MRC_OPER_EVENTS), p_events, mrc_oper_render_events, 0 },
-	{ "probe", "PEER [--plane P] [--spine S] [--timeout MS]",
-	  "probe paths to PEER, print RTT or loss per path", 0,
-	  ONE(MRC_OPER_PROBE), p_probe, mrc_oper_render_probe, 0 },
-	{ "topology", NULL, "the fabric as mrcd sees it", 0,
-	  ONE(MRC_OPER_TOPOLOGY), p_plain, mrc_oper_render_topology, 0 },
-	{ "version", NULL, "mrcctl's and mrcd's versions", 0,
-	  ONE(MRC_OPER_VERSION_VERB), p_plain, mrc_oper_render_version, 0 },
-	{ "help", NULL, "this text", 0, ONE(MRC_OPER_NONE), p_help, NULL, 0 },
-	{ "plane", "disable|enable P", "deny/allow every path of plane P, for every peer", 1,
-	  { { "disable", MRC_OPER_PLANE_DISABLE }, { "enable", MRC_OPER_PLANE_ENABLE } },
-	  p_plane, mrc_oper_render_plane, 0 },
-	{ "path", "deny|allow PEER EV", "deny/allow one path", 1,
-	  { { "deny", MRC_OPER_PATH_DENY }, { "allow", MRC_OPER_PATH_ALLOW } },
-	  p_path, mrc_oper_render_path, 0 },
+#define MRC_VERB(ID, wire, admin, need, allow, handler, cli, act, args, help, parse, render) \
+	{ cli, act, args, help, admin, MRC_OPER_##ID, parse, render, 0 },
+#define MRC_CTL_LOCAL(cli, args, help, parse, SENDS) \
+	{ cli, NULL, args, help, 0, MRC_OPER_##SENDS, parse, NULL, MRC_OPER_##SENDS != MRC_OPER_NONE },
+#include "codec/operverbs.def"
 };
 const size_t mrc_ctl_n_verbs = sizeof(mrc_ctl_verbs) / sizeof(mrc_ctl_verbs[0]);
 
@@ -238,9 +214,8 @@ const struct mrc_ctl_verb *mrc_ctl_verb_find(const char *name)
 const struct mrc_ctl_verb *mrc_ctl_verb_of(enum mrc_oper_verb v)
 {
 	for (size_t k = 0; k < mrc_ctl_n_verbs && v != MRC_OPER_NONE; k++)
-		for (int a = 0; a < 2; a++)
-			if (mrc_ctl_verbs[k].act[a].verb == v && !mrc_ctl_verbs[k].view)
-				return &mrc_ctl_verbs[k];
+		if (mrc_ctl_verbs[k].verb == v && !mrc_ctl_verbs[k].view)
+			return &mrc_ctl_verbs[k];
 	return NULL;
 }
 
@@ -252,7 +227,8 @@ void mrc_ctl_usage(FILE *f)
 		for (size_t k = 0; k < mrc_ctl_n_verbs; k++) {
 			const struct mrc_ctl_verb *v = &mrc_ctl_verbs[k];
 			char syn[96];
-			if (v->needs_admin != admin)
+			/* a word shared by adjacent rows (plane disable|enable) once */
+			if (v->needs_admin != admin || (k && !strcmp(v->name, mrc_ctl_verbs[k - 1].name)))
 				continue;
 			snprintf(syn, sizeof(syn), "%s%s%s", v->name, v->args ? " " : "",
 				 v->args ? v->args : "");
@@ -282,21 +258,23 @@ int mrc_ctl_parse(int argc, char **argv, struct mrc_ctl_cmd *c, FILE *err)
 	const struct mrc_ctl_verb *v = argc > 0 ? mrc_ctl_verb_find(argv[0]) : NULL;
 	if (!v)
 		return bad(err, "unknown verb '%s'", argc > 0 ? argv[0] : "");
-	c->verb = v;
-	c->req.verb = v->act[0].verb;
 	int i = 1;
-	if (v->act[0].word) {
+	if (v->act) {
 		if (argc < 2)
 			return bad(err, "'%s' needs an action", argv[0]);
-		int a = 0;
-		while (a < 2 && strcmp(v->act[a].word, argv[1]))
+		const struct mrc_ctl_verb *a = v;
+		while (a < mrc_ctl_verbs + mrc_ctl_n_verbs && !strcmp(a->name, v->name) &&
+		       strcmp(a->act, argv[1]))
 			a++;
-		if (a == 2)
-			return bad(err, "unknown action '%s' (plane disable|enable P, path deny|allow PEER EV)",
-				   argv[1]);
-		c->req.verb = v->act[a].verb;
+		if (a == mrc_ctl_verbs + mrc_ctl_n_verbs || strcmp(a->name, v->name)) {
+			return bad(err, "unknown action '%s' (%s %s)", argv[1], v->name,
+				   v->args ? v->args : "");
+		}
+		v = a;
 		i = 2;
 	}
+	c->verb = v;
+	c->req.verb = v->verb;
 	return v->parse(argc, argv, i, c, err);
 }
 

@@ -1,6 +1,7 @@
-/* mrcctl's verbs: one table that generates the usage text and drives
- * parsing and rendering (the shape of wireguard-tools' subcommand table),
- * so a verb is added by adding one row.  Pure: no sockets, no exit(). */
+/* mrcctl's verbs: one table, generated from the verbs' one definition
+ * (codec/operverbs.def), that generates the usage text and drives parsing
+ * and rendering (the shape of wireguard-tools' subcommand table), so a
+ * verb is added by adding one row there.  Pure: no sockets, no exit(). */
 #ifndef MRC_CTL_VERBS_H
 #define MRC_CTL_VERBS_H
 
@@ -18,19 +19,16 @@ struct mrc_ctl_cmd {
 	int interval_ms, count;           /* top -d SECS, -n N (0: forever) */
 };
 
-/* A verb's action word (plane disable|enable, path deny|allow) and the
- * request it sends; verbs without actions use act[0].verb alone. */
-struct mrc_ctl_act {
-	const char *word;
-	enum mrc_oper_verb verb;
-};
-
+/* One row per protocol verb, plus mrcctl's local rows (help, top).
+ * Verbs that share a first word (plane disable|enable, path deny|allow)
+ * are adjacent rows with the same name, each with its action word. */
 struct mrc_ctl_verb {
 	const char *name;         /* the first word on the command line */
+	const char *act;          /* the action word after it, or NULL */
 	const char *args;         /* synopsis of what follows (usage), or NULL */
 	const char *help;         /* one line of usage */
 	int needs_admin;          /* changes mrcd: root or mrcd's admin_group */
-	struct mrc_ctl_act act[2];
+	enum mrc_oper_verb verb;  /* the request it sends (NONE: help) */
 	/* Arguments from argv[i] on (argv[0] is the name); fills c->req.
 	 * 0, or -EINVAL with the reason written to err. */
 	int (*parse)(int argc, char **argv, int i, struct mrc_ctl_cmd *c, FILE *err);

@@ -1,7 +1,9 @@
-/* mrcctl's verb table (ctl/verbs.c): every row parses a sample command
- * line into the request it names, the usage text lists every verb in the
- * right section, admin rows are exactly the protocol's admin verbs, and
- * every protocol verb is sent by exactly one row. */
+/* mrcctl's verb table (ctl/verbs.c, generated from codec/operverbs.def):
+ * every row parses a sample command line into the request it names, the
+ * usage text lists every verb once in the right section and is the text
+ * mrcctl printed before the table was generated, rows sharing a word are
+ * adjacent and agree, admin rows are exactly the protocol's admin verbs,
+ * and every protocol verb is sent by exactly one row. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,8 +75,9 @@ static void test_every_row_parses(void **state)
 		int covered = 0;
 		for (size_t s = 0; s < NSAMPLES; s++) {
 			const struct sample *x = &samples[s];
-			size_t nl = strlen(v->name);
-			if (strncmp(x->line, v->name, nl) || (x->line[nl] && x->line[nl] != ' '))
+			char word[32], act[32];
+			int nw = sscanf(x->line, "%31s %31s", word, act);
+			if (strcmp(word, v->name) || (v->act && (nw < 2 || strcmp(act, v->act))))
 				continue;
 			struct mrc_ctl_cmd c;
 			char *msg = NULL;
@@ -97,7 +100,8 @@ static void test_every_row_parses(void **state)
 			covered++;
 		}
 		if (!covered)
-			fail_msg("verb '%s' has no sample command line in this test", v->name);
+			fail_msg("verb '%s%s%s' has no sample command line in this test", v->name,
+				 v->act ? " " : "", v->act ? v->act : "");
 	}
 }
 
@@ -148,7 +152,8 @@ static void test_refusals(void **state)
 	expect_refused("plane-disable 0", "unknown verb 'plane-disable'");
 	expect_refused("plane", "'plane' needs an action");
 	expect_refused("path deny", "'path' needs a PEER");
-	expect_refused("plane deny 0", "unknown action 'deny'");
+	expect_refused("plane deny 0", "unknown action 'deny' (plane disable|enable P)\n");
+	expect_refused("path disable h1 0", "unknown action 'disable' (path deny|allow PEER EV)\n");
 	expect_refused("plane enable", "missing plane number");
 	expect_refused("plane enable 16", "bad plane '16' (0..15)");
 	expect_refused("path allow h1", "missing EV number");
@@ -189,6 +194,12 @@ static void test_usage_lists_every_verb(void **state)
 		const char *at = strstr(u, line);
 		if (!at)
 			fail_msg("usage lacks '%s'", line + 1);
+		/* once, also for a word several rows share (plane disable|enable) */
+		size_t times = 0;
+		for (size_t off = 0; off < len; off++)
+			times += !strncmp(u + off, line, strlen(line));
+		if (times != 1)
+			fail_msg("usage lists '%s' %zu times", line + 1, times);
 		assert_non_null(strstr(at, v->help));
 		/* admin verbs under the admin heading, the others above it */
 		assert_int_equal(at > admin, v->needs_admin != 0);
@@ -201,31 +212,91 @@ static void test_rows_agree_with_protocol(void **state)
 	(void)state;
 	for (size_t k = 0; k < mrc_ctl_n_verbs; k++) {
 		const struct mrc_ctl_verb *v = &mrc_ctl_verbs[k];
+		const struct mrc_ctl_verb *first = mrc_ctl_verb_find(v->name);
 		assert_non_null(v->parse);
 		assert_non_null(v->help);
-		assert_ptr_equal(mrc_ctl_verb_find(v->name), v);   /* names unique */
+		assert_non_null(first);
+		if (!v->act) {
+			assert_ptr_equal(first, v);                /* names unique */
+		} else {
+			/* A shared word: adjacent rows that differ only in the
+			 * action word and the request (usage prints the first). */
+			for (const struct mrc_ctl_verb *o = first; o < v; o++) {
+				assert_string_equal(o->name, v->name);
+				assert_non_null(o->act);
+				if (!strcmp(o->act, v->act))
+					fail_msg("'%s %s' twice", v->name, v->act);
+				assert_string_equal(o->help, v->help);
+				assert_true(o->args == v->args || !strcmp(o->args, v->args));
+				assert_int_equal(o->needs_admin, v->needs_admin);
+				assert_ptr_equal(o->parse, v->parse);
+				assert_ptr_equal(o->render, v->render);
+			}
+		}
 		if (v->view) {              /* top: a view over stats' replies */
 			assert_null(v->render);
-			assert_non_null(mrc_ctl_verb_of(v->act[0].verb));
-			assert_ptr_not_equal(mrc_ctl_verb_of(v->act[0].verb), v);
+			assert_non_null(mrc_ctl_verb_of(v->verb));
+			assert_ptr_not_equal(mrc_ctl_verb_of(v->verb), v);
 			continue;
 		}
-		for (int a = 0; a < 2; a++) {
-			if (a == 1 && !v->act[1].word)
-				continue;
-			enum mrc_oper_verb pv = v->act[a].verb;
-			if (pv == MRC_OPER_NONE)                   /* help: local */
-				continue;
-			assert_non_null(v->render);
-			assert_int_equal(mrc_oper_verb_is_admin(pv), v->needs_admin);
-			assert_ptr_equal(mrc_ctl_verb_of(pv), v);
+		if (v->verb == MRC_OPER_NONE) {                    /* help: local */
+			assert_null(v->render);
+			continue;
 		}
+		assert_non_null(v->render);
+		assert_int_equal(mrc_oper_verb_is_admin(v->verb), v->needs_admin);
+		assert_ptr_equal(mrc_ctl_verb_of(v->verb), v);
 	}
 	/* every request verb of the protocol has its row */
 	for (int pv = MRC_OPER_NONE + 1; pv < MRC_OPER__COUNT; pv++)
 		if (!mrc_ctl_verb_of((enum mrc_oper_verb)pv))
 			fail_msg("protocol verb '%s' has no mrcctl verb",
 				 mrc_oper_verb_name((enum mrc_oper_verb)pv));
+}
+
+/* The whole usage text, as mrcctl printed it before the table came from
+ * codec/operverbs.def: generating it must not change it. */
+static void test_usage_text(void **state)
+{
+	(void)state;
+	static const char want[] =
+		"usage: mrcctl [-j | -p] [-s SOCKET] [-t SECONDS] VERB [ARGS]\n"
+		"\n"
+		"verbs (read-only):\n"
+		"  status                          version, uptime, host, planes, QPs, totals\n"
+		"  planes                          per plane: NIC, link, admin state, rates, loss, EV states\n"
+		"  peers                           hosts this node has paths to\n"
+		"  paths PEER                      every EV to PEER: plane, spine, uSID address, state, RTT, loss\n"
+		"  qps [QPN]                       queue pairs (QPN decimal or 0x hex)\n"
+		"  stats [--prom]                  every counter (--prom: Prometheus text)\n"
+		"  top [-d SECS] [-n N]            live per-plane and per-peer rates, losses, EV states (q quits; -n N frames)\n"
+		"  events [-f] [-n N]              recent events (-f: keep following; -n: last N)\n"
+		"  probe PEER [--plane P] [--spine S] [--timeout MS]\n"
+		"                                  probe paths to PEER, print RTT or loss per path\n"
+		"  topology                        the fabric as mrcd sees it\n"
+		"  version                         mrcctl's and mrcd's versions\n"
+		"  help                            this text\n"
+		"verbs (admin: root or mrcd's admin_group):\n"
+		"  plane disable|enable P          deny/allow every path of plane P, for every peer\n"
+		"  path deny|allow PEER EV         deny/allow one path\n"
+		"\n"
+		"options:\n"
+		"  -j, --json           compact JSON (one object; the contract in docs/ctl.md)\n"
+		"  -p, --pretty         indented JSON\n"
+		"  -s, --socket PATH    operator socket (default $MRCCTL_SOCKET or /run/mrcd/mrcctl.sock)\n"
+		"  -t, --timeout SECS   reply timeout (default 10)\n"
+		"\n"
+		"exit status: 0 ok, 1 mrcd reported an error, 2 usage error, 3 cannot connect to\n"
+		"mrcd, 4 permission denied, 5 no such peer/QP/plane/path, 6 protocol error,\n"
+		"7 no reply in time.\n";
+	char *u = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&u, &len);
+	assert_non_null(f);
+	mrc_ctl_usage(f);
+	fclose(f);
+	assert_string_equal(u, want);
+	free(u);
 }
 
 int main(void)
@@ -236,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_usage_lists_every_verb),
 		cmocka_unit_test(test_rows_agree_with_protocol),
+		cmocka_unit_test(test_usage_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,7 @@
 /* The operator protocol codec (codec/operjson.c), the table renderer and the
- * Prometheus renderer: every request rule, round trips, reply parsing. */
+ * Prometheus renderer: every request rule (per verb, from
+ * codec/operverbs.def), round trips, the verbs and admin verbs of the
+ * contract, reply parsing. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -88,33 +90,120 @@ static void test_refused_requests(void **state)
 	free(big);
 }
 
+/* What each verb needs and accepts, from the verbs' one definition: the
+ * rule tests below cover a verb added there without being edited. */
+static const struct { unsigned need, allow; } rules[MRC_OPER__COUNT] = {
+#define MRC_VERB(ID, wire, admin, need, allow, ...) [MRC_OPER_##ID] = { need, allow },
+#include "codec/operverbs.def"
+};
+
+/* Fills the fields of bits into a (values in range, varying by verb). */
+static void fill(struct mrc_oper_req *a, int v, unsigned bits)
+{
+	if (bits & MRC_OPER_F_PEER)
+		snprintf(a->peer, sizeof(a->peer), "h%d", v);
+	if (bits & MRC_OPER_F_PLANE)
+		a->plane = v % 16;
+	if (bits & MRC_OPER_F_SPINE)
+		a->spine = v * 7 % 256;
+	if (bits & MRC_OPER_F_EV)
+		a->ev = v * 3;
+	if (bits & MRC_OPER_F_QP)
+		a->qp = 0x10000ll + v;
+	if (bits & MRC_OPER_F_LAST)
+		a->last = v;
+	if (bits & MRC_OPER_F_FOLLOW)
+		a->follow = 1;
+	if (bits & MRC_OPER_F_TIMEOUT)
+		a->timeout_ms = 100 + v;
+}
+
 static void test_round_trip(void **state)
 {
 	(void)state;
 	for (int v = 1; v < MRC_OPER__COUNT; v++) {
-		struct mrc_oper_req a, b;
-		mrc_oper_req_init(&a);
-		a.verb = (enum mrc_oper_verb)v;
-		a.id = 1000u + (unsigned)v;
-		/* Fill exactly what the verb needs. */
-		if (v == MRC_OPER_PATHS || v == MRC_OPER_PROBE || v == MRC_OPER_PATH_DENY ||
-		    v == MRC_OPER_PATH_ALLOW)
-			snprintf(a.peer, sizeof(a.peer), "h%d", v);
-		if (v == MRC_OPER_PLANE_DISABLE || v == MRC_OPER_PLANE_ENABLE || v == MRC_OPER_PROBE)
-			a.plane = v % 16;
-		if (v == MRC_OPER_PATH_DENY || v == MRC_OPER_PATH_ALLOW)
-			a.ev = v * 3;
-		if (v == MRC_OPER_EVENTS)
-			a.follow = 1, a.last = 7;
-		char *s = mrc_oper_req_encode(&a);
-		assert_non_null(s);
-		char err[256] = "";
-		if (mrc_oper_req_parse(s, strlen(s), &b, err, sizeof(err)))
-			fail_msg("%s: %s", s, err);
-		assert_memory_equal(&a, &b, sizeof(a));
-		assert_int_equal(mrc_oper_verb_find(mrc_oper_verb_name(a.verb)), a.verb);
-		free(s);
+		/* exactly what the verb needs, then everything it accepts */
+		for (int all = 0; all < 2; all++) {
+			struct mrc_oper_req a, b;
+			mrc_oper_req_init(&a);
+			a.verb = (enum mrc_oper_verb)v;
+			a.id = 1000u + (unsigned)v;
+			fill(&a, v, all ? rules[v].allow : rules[v].need);
+			char *s = mrc_oper_req_encode(&a);
+			assert_non_null(s);
+			char err[256] = "";
+			if (mrc_oper_req_parse(s, strlen(s), &b, err, sizeof(err)))
+				fail_msg("%s: %s", s, err);
+			assert_memory_equal(&a, &b, sizeof(a));
+			assert_int_equal(mrc_oper_verb_find(mrc_oper_verb_name(a.verb)), a.verb);
+			free(s);
+		}
 	}
+}
+
+/* Per verb: a request without one of the fields it needs is refused
+ * naming it; one with a field it does not accept is refused too. */
+static void test_field_rules(void **state)
+{
+	(void)state;
+	static const struct { unsigned bit; const char *name; } f[] = {
+		{ MRC_OPER_F_PEER, "peer" }, { MRC_OPER_F_PLANE, "plane" },
+		{ MRC_OPER_F_SPINE, "spine" }, { MRC_OPER_F_EV, "ev" }, { MRC_OPER_F_QP, "qp" },
+		{ MRC_OPER_F_LAST, "last" }, { MRC_OPER_F_FOLLOW, "follow" },
+		{ MRC_OPER_F_TIMEOUT, "timeout_ms" },
+	};
+	for (int v = 1; v < MRC_OPER__COUNT; v++)
+		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+			struct mrc_oper_req a, b;
+			char want[96], err[256] = "";
+			mrc_oper_req_init(&a);
+			a.verb = (enum mrc_oper_verb)v;
+			if (rules[v].need & f[i].bit) {
+				fill(&a, v, rules[v].need & ~f[i].bit);
+				snprintf(want, sizeof(want), "verb '%s' needs field '%s'",
+					 mrc_oper_verb_name(a.verb), f[i].name);
+			} else if (!(rules[v].allow & f[i].bit)) {
+				fill(&a, v, rules[v].need | f[i].bit);
+				snprintf(want, sizeof(want), "field '%s' does not apply to verb '%s'",
+					 f[i].name, mrc_oper_verb_name(a.verb));
+			} else {
+				continue;
+			}
+			char *s = mrc_oper_req_encode(&a);
+			assert_non_null(s);
+			assert_int_equal(mrc_oper_req_parse(s, strlen(s), &b, err, sizeof(err)), -EINVAL);
+			if (strcmp(err, want))
+				fail_msg("%s: wanted \"%s\", got \"%s\"", s, want, err);
+			free(s);
+		}
+}
+
+/* The verbs on the wire and which are admin verbs: docs/ctl.md's
+ * contract, written out here so that no edit of codec/operverbs.def
+ * changes it unnoticed. */
+static void test_wire_contract(void **state)
+{
+	(void)state;
+	static const struct { const char *name; int admin; } want[] = {
+		{ "status", 0 }, { "planes", 0 }, { "peers", 0 }, { "paths", 0 }, { "qps", 0 },
+		{ "stats", 0 }, { "events", 0 }, { "probe", 0 }, { "topology", 0 },
+		{ "version", 0 }, { "plane-disable", 1 }, { "plane-enable", 1 },
+		{ "path-deny", 1 }, { "path-allow", 1 },
+	};
+	assert_int_equal(MRC_OPER__COUNT - 1, sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		enum mrc_oper_verb v = mrc_oper_verb_find(want[i].name);
+		if (v == MRC_OPER_NONE)
+			fail_msg("verb '%s' is gone", want[i].name);
+		assert_string_equal(mrc_oper_verb_name(v), want[i].name);
+		if (mrc_oper_verb_is_admin(v) != want[i].admin)
+			fail_msg("verb '%s': admin %d, the contract says %d", want[i].name,
+				 mrc_oper_verb_is_admin(v), want[i].admin);
+	}
+	assert_false(mrc_oper_verb_is_admin(MRC_OPER_NONE));
+	assert_false(mrc_oper_verb_is_admin(MRC_OPER__COUNT));
+	assert_string_equal(mrc_oper_verb_name(MRC_OPER_NONE), "?");
+	assert_int_equal(mrc_oper_verb_find(""), MRC_OPER_NONE);
 }
 
 static void test_replies(void **state)
@@ -249,6 +338,8 @@ int main(void)
 		cmocka_unit_test(test_valid_requests),
 		cmocka_unit_test(test_refused_requests),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_field_rules),
+		cmocka_unit_test(test_wire_contract),
 		cmocka_unit_test(test_replies),
 		cmocka_unit_test(test_render_tables),
 		cmocka_unit_test(test_prom),

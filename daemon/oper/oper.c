@@ -1,7 +1,8 @@
 /* mrcd's operator socket: mrcctl connects here (docs/ctl.md).  Accepts
  * connections, checks the peer's credentials (SO_PEERCRED: root, the
  * daemon's own user, socket_group for read-only verbs, admin_group for
- * admin verbs), reads one JSON request per record, answers one JSON reply
+ * admin verbs), reads one JSON request per record, refuses admin verbs to
+ * others, runs the verb's handler (oper_verbs.c), answers one JSON reply
  * per record, streams events to followers and runs probes. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,7 +25,7 @@ static struct oper *g_oper;
 
 static void probe_clear(struct oper_conn *c)
 {
-	ev_timer_stop(c->o->d->loop, &c->probe_tm);
+	ev_timer_stop(mrcd_loop(c->o->d), &c->probe_tm);
 	free(c->probe_ev);
 	free(c->probe_rtt);
 	free(c->probe_st);
@@ -38,9 +39,9 @@ static void conn_close(struct oper_conn *c)
 {
 	struct oper *o = c->o;
 	probe_clear(c);
-	ev_io_stop(o->d->loop, &c->io);
-	ev_io_stop(o->d->loop, &c->wio);
-	ev_timer_stop(o->d->loop, &c->idle);
+	ev_io_stop(mrcd_loop(o->d), &c->io);
+	ev_io_stop(mrcd_loop(o->d), &c->wio);
+	ev_timer_stop(mrcd_loop(o->d), &c->idle);
 	mrcd_outq_clear(&c->out);
 	close(c->fd);
 	for (uint32_t i = 0; i < o->nslots; i++)
@@ -54,7 +55,7 @@ static void conn_close(struct oper_conn *c)
  * replies is paused, never waited for). */
 static int conn_flush(struct oper_conn *c)
 {
-	struct ev_loop *loop = c->o->d->loop;
+	struct ev_loop *loop = mrcd_loop(c->o->d);
 	int rc = mrcd_outq_flush(&c->out, c->fd);
 	if (rc < 0)
 		return rc;
@@ -144,7 +145,7 @@ static void on_probe_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	probe_done(w->data);
 }
 
-static int probe_start(struct oper_conn *c, const struct mrc_oper_req *r, char *err, size_t errlen)
+int mrcd_oper_probe_start(struct oper_conn *c, const struct mrc_oper_req *r, char *err, size_t errlen)
 {
 	struct oper *o = c->o;
 	struct mrcd *d = o->d;
@@ -153,7 +154,7 @@ static int probe_start(struct oper_conn *c, const struct mrc_oper_req *r, char *
 		snprintf(err, errlen, "no host '%s' in the topology", r->peer);
 		return -ENOENT;
 	}
-	if (d->topo && host == d->self) {
+	if (d->topo && host == mrcd_self_host(d)) {
 		snprintf(err, errlen, "host '%s' is this node", r->peer);
 		return -EINVAL;
 	}
@@ -181,7 +182,7 @@ static int probe_start(struct oper_conn *c, const struct mrc_oper_req *r, char *
 		uint32_t k = c->nprobe++;
 		c->probe_ev[k] = (uint16_t)ev;
 		c->probe_rtt[k] = UINT64_MAX;
-		rc = mrce_ev_probe(d->eng, now, peer, ev);
+		rc = mrce_ev_probe(mrcd_engine(d), now, peer, ev);
 		c->probe_st[k] = (int8_t)(rc ? rc : 0);
 		if (!rc)
 			c->probe_left++;
@@ -198,8 +199,8 @@ static int probe_start(struct oper_conn *c, const struct mrc_oper_req *r, char *
 	ev_timer_init(&c->probe_tm, on_probe_timeout, tmo, 0);
 	c->probe_tm.data = c;
 	if (c->probe_left) {
-		ev_io_stop(d->loop, &c->io);   /* one request at a time */
-		ev_timer_start(d->loop, &c->probe_tm);
+		ev_io_stop(mrcd_loop(d), &c->io);   /* one request at a time */
+		ev_timer_start(mrcd_loop(d), &c->probe_tm);
 		mrcd_flush(d);
 	} else {
 		probe_done(c);
@@ -243,7 +244,7 @@ static void probe_done(struct oper_conn *c)
 				"lost", (int)lost, "results", res);
 	uint32_t id = c->probe_id;
 	probe_clear(c);
-	ev_io_start(d->loop, &c->io);
+	ev_io_start(mrcd_loop(d), &c->io);
 	reply(c, id, 0, NULL, out);
 }
 
@@ -314,39 +315,9 @@ static void dispatch(struct oper_conn *c, const char *buf, size_t len)
 		return;
 	}
 	json_t *res = NULL;
-	switch (r.verb) {
-	case MRC_OPER_STATUS: res = mrcd_oper_status(o); break;
-	case MRC_OPER_PLANES: res = mrcd_oper_planes(o); break;
-	case MRC_OPER_PEERS: res = mrcd_oper_peers(o); break;
-	case MRC_OPER_PATHS: rc = mrcd_oper_paths(o, r.peer, &res, err, sizeof(err)); break;
-	case MRC_OPER_QPS: rc = mrcd_oper_qps(o, r.qp, &res, err, sizeof(err)); break;
-	case MRC_OPER_STATS: res = mrcd_oper_stats(o); break;
-	case MRC_OPER_TOPOLOGY: res = mrcd_oper_topology(o); break;
-	case MRC_OPER_VERSION_VERB: res = mrcd_oper_version(o); break;
-	case MRC_OPER_EVENTS:
-		res = json_pack("{s:o, s:I}", "events", mrcd_oper_events_recent(o, r.last),
-				"total", (json_int_t)o->seq);
-		c->follow = r.follow;
-		break;
-	case MRC_OPER_PROBE:
-		rc = probe_start(c, &r, err, sizeof(err));
-		if (!rc)
-			return;   /* answered when the probes are */
-		break;
-	case MRC_OPER_PLANE_DISABLE:
-	case MRC_OPER_PLANE_ENABLE:
-		rc = mrcd_oper_plane_admin(o, c, r.plane, r.verb == MRC_OPER_PLANE_DISABLE, &res,
-					   err, sizeof(err));
-		break;
-	case MRC_OPER_PATH_DENY:
-	case MRC_OPER_PATH_ALLOW:
-		rc = mrcd_oper_path_admin(o, c, r.peer, r.ev, r.verb == MRC_OPER_PATH_DENY, &res,
-					  err, sizeof(err));
-		break;
-	default:
-		rc = -ENOSYS;
-		snprintf(err, sizeof(err), "verb not implemented");
-	}
+	rc = mrcd_oper_run(c, &r, &res, err, sizeof(err));
+	if (rc == MRCD_OPER_LATER)
+		return;
 	if (!rc && !res) {
 		rc = -ENOMEM;
 		snprintf(err, sizeof(err), "out of memory");
@@ -629,11 +600,11 @@ int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen)
 	ev_io_init(&o->lio, on_accept, o->lfd, EV_READ);
 	o->lio.data = o;
 	ev_set_priority(&o->lio, OPER_PRI);
-	mrcd_accept_guard_init(&o->lguard, d->loop, &o->lio, "operator socket");
-	ev_io_start(d->loop, &o->lio);
+	mrcd_accept_guard_init(&o->lguard, mrcd_loop(d), &o->lio, "operator socket");
+	ev_io_start(mrcd_loop(d), &o->lio);
 	ev_timer_init(&o->tick, on_tick, 0.2, 0.2);
 	o->tick.data = o;
-	ev_timer_start(d->loop, &o->tick);
+	ev_timer_start(mrcd_loop(d), &o->tick);
 	mrcd_oper_sample(o);
 	g_oper = o;
 	mrcd_log(MRCD_LOG_INFO, "operator socket %s", o->path);
@@ -650,9 +621,9 @@ void mrcd_oper_stop(struct mrcd *d)
 		if (o->conns[i])
 			conn_close(o->conns[i]);
 	mrcd_oper_http_stop(o);
-	ev_io_stop(d->loop, &o->lio);
+	ev_io_stop(mrcd_loop(d), &o->lio);
 	mrcd_accept_guard_stop(&o->lguard);
-	ev_timer_stop(d->loop, &o->tick);
+	ev_timer_stop(mrcd_loop(d), &o->tick);
 	close(o->lfd);
 	unlink(o->path);
 	mrcd_oper_ratelog_flush(o);

@@ -145,6 +145,21 @@ void mrcd_oper_probe_result(struct oper *o, uint32_t peer, uint32_t ev, uint64_t
  * (the caller closes it). */
 int mrcd_oper_send(struct oper_conn *c, const char *text);
 
+/* Starts a probe for request r; the reply is sent when every path has
+ * answered or timed out.  0, or -errno with err filled. */
+int mrcd_oper_probe_start(struct oper_conn *c, const struct mrc_oper_req *r, char *err,
+			  size_t errlen);
+
+/* oper_verbs.c: one handler per verb (codec/operverbs.def).  A handler
+ * returns 0 with *res (the result; NULL reads as out of memory), -errno
+ * with err filled, or MRCD_OPER_LATER when it answers later itself. */
+#define MRCD_OPER_LATER 1
+typedef int mrcd_oper_verb_fn(struct oper_conn *c, const struct mrc_oper_req *r, json_t **res,
+			      char *err, size_t errlen);
+/* Runs r's handler (r is parsed and its admin check passed). */
+int mrcd_oper_run(struct oper_conn *c, const struct mrc_oper_req *r, json_t **res,
+		  char *err, size_t errlen);
+
 /* oper_data.c: the views, shared by verbs and metrics */
 const char *mrcd_oper_host_name(struct mrcd *d, uint32_t host, char *buf, size_t len);
 int mrcd_oper_find_host(struct mrcd *d, const char *name, uint32_t *host);

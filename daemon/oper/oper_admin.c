@@ -43,7 +43,7 @@ int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, 
 		snprintf(err, errlen, "no host '%s' in the topology", peer);
 		return -ENOENT;
 	}
-	if (d->topo && host == d->self) {
+	if (d->topo && host == mrcd_self_host(d)) {
 		snprintf(err, errlen, "host '%s' is this node", peer);
 		return -EINVAL;
 	}
@@ -61,7 +61,7 @@ int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, 
 	mrcd_admin_path(d, p, (uint32_t)ev, deny);
 	int allowed = !deny && !pe->deny[ev];
 	struct mrce_ev_info i;
-	mrce_ev_info(d->eng, p, (uint32_t)ev, &i);
+	mrce_ev_info(mrcd_engine(d), p, (uint32_t)ev, &i);
 	char name[64];
 	mrcd_oper_host_name(d, host, name, sizeof(name));
 	if (changed)

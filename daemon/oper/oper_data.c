@@ -24,7 +24,7 @@ static const struct in6_addr no_addr;
 
 const char *mrcd_oper_host_name(struct mrcd *d, uint32_t host, char *buf, size_t len)
 {
-	if (host == UINT32_MAX || host >= d->nhosts)
+	if (host == UINT32_MAX || host >= mrcd_n_hosts(d))
 		snprintf(buf, len, "?");
 	else if (d->topo)
 		snprintf(buf, len, "%s", d->topo->nodes[d->topo->hosts[host]].name);
@@ -106,7 +106,7 @@ static void plane_sums(struct mrcd *d, struct sums *pl)
 			continue;
 		for (uint32_t ev = 0; ev < pe->nev; ev++) {
 			struct mrce_ev_info i;
-			if (path_exists(d, pe, ev) && !mrce_ev_info(d->eng, p, ev, &i) &&
+			if (path_exists(d, pe, ev) && !mrce_ev_info(mrcd_engine(d), p, ev, &i) &&
 			    i.plane < MRC_MAX_PLANES)
 				add(&pl[i.plane], &i);
 		}
@@ -125,7 +125,7 @@ static uint32_t count_qps(struct mrcd *d, uint32_t peer)
 	for (uint32_t i = 0; i < 65536; i++) {
 		struct mrce_qp_info qi;
 		if (d->qpb[i].fn && (peer == UINT32_MAX ||
-				     (!mrce_qp_info(d->eng, d->qpb[i].qpn, &qi) && qi.state != MRC_QPS_RESET &&
+				     (!mrce_qp_info(mrcd_engine(d), d->qpb[i].qpn, &qi) && qi.state != MRC_QPS_RESET &&
 				      qi.peer == peer)))
 			n++;
 	}
@@ -146,7 +146,7 @@ void mrcd_oper_sample(struct oper *o)
 		o->plane_lost[i] = pl[i].lost;
 	}
 	struct mrc_dp_stats ds;
-	mrc_dp_get_stats(d->dp, &ds);
+	mrc_dp_get_stats(mrcd_datapath(d), &ds);
 	if (dt > 0) {
 		o->dp_tx_rate = (uint64_t)((double)(ds.tx_pkts - o->dp_tx) / dt);
 		o->dp_rx_rate = (uint64_t)((double)(ds.rx_pkts - o->dp_rx) / dt);
@@ -206,7 +206,7 @@ static json_t *peer_json(struct oper *o, uint32_t p)
 	uint32_t nrtt = 0, nexist = 0;
 	for (uint32_t ev = 0; ev < pe->nev; ev++) {
 		struct mrce_ev_info i;
-		if (!path_exists(d, pe, ev) || mrce_ev_info(d->eng, p, ev, &i))
+		if (!path_exists(d, pe, ev) || mrce_ev_info(mrcd_engine(d), p, ev, &i))
 			continue;
 		nexist++;
 		add(&s, &i);
@@ -261,7 +261,7 @@ int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, s
 	uint64_t now = mrcd_now();
 	for (uint32_t ev = 0; ev < pe->nev; ev++) {
 		struct mrce_ev_info i;
-		if (mrce_ev_info(d->eng, p, ev, &i))
+		if (mrce_ev_info(mrcd_engine(d), p, ev, &i))
 			continue;
 		int pl, sp;
 		mrcd_oper_ev_where(d, ev, &pl, &sp);
@@ -307,7 +307,7 @@ static json_t *qp_evs(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *q
 {
 	json_t *a = json_array();
 	static struct mrce_qp_ev_stat st[MRC_MAX_EVS];   /* one loop thread */
-	int n = q->state == MRC_QPS_RESET ? 0 : mrce_qp_ev_stats(d->eng, qpn, st, MRC_MAX_EVS);
+	int n = q->state == MRC_QPS_RESET ? 0 : mrce_qp_ev_stats(mrcd_engine(d), qpn, st, MRC_MAX_EVS);
 	for (int ev = 0; ev < n; ev++) {
 		if (!st[ev].tx_pkts && !st[ev].lost_pkts)
 			continue;
@@ -364,7 +364,7 @@ int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t er
 	struct mrce_qp_info q;
 	json_t *a = json_array();
 	if (qp >= 0) {
-		if (mrce_qp_info(d->eng, (uint32_t)qp, &q)) {
+		if (mrce_qp_info(mrcd_engine(d), (uint32_t)qp, &q)) {
 			json_decref(a);
 			snprintf(err, errlen, "no QP %lld (%#llx)", (long long)qp, (unsigned long long)qp);
 			return -ENOENT;
@@ -374,7 +374,7 @@ int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t er
 		/* The engine has no QP iterator; every QP mrcd serves is bound
 		 * to a completion owner, so the binding table lists them. */
 		for (uint32_t i = 0; i < 65536; i++)
-			if (d->qpb[i].fn && !mrce_qp_info(d->eng, d->qpb[i].qpn, &q))
+			if (d->qpb[i].fn && !mrce_qp_info(mrcd_engine(d), d->qpb[i].qpn, &q))
 				json_array_append_new(a, qp_json(d, d->qpb[i].qpn, &q));
 	}
 	*out = json_pack("{s:o}", "qps", a);
@@ -400,7 +400,7 @@ json_t *mrcd_oper_status(struct oper *o)
 {
 	struct mrcd *d = o->d;
 	struct mrce_stats es;
-	mrce_stats(d->eng, &es);
+	mrce_stats(mrcd_engine(d), &es);
 	struct sums pl[MRC_MAX_PLANES], all = { 0 };
 	plane_sums(d, pl);
 	uint32_t up = 0, npeers = 0;
@@ -416,7 +416,7 @@ json_t *mrcd_oper_status(struct oper *o)
 		npeers += d->peers[p].used;
 	char name[64], addr[64], t[48], hn[256] = "";
 	gethostname(hn, sizeof(hn) - 1);
-	host_addr(d, d->self, addr, sizeof(addr));
+	host_addr(d, mrcd_self_host(d), addr, sizeof(addr));
 	iso(o, d->started_ns, t, sizeof(t));
 	json_t *totals = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"tx_pkts", (json_int_t)es.tx_pkts, "rx_pkts", (json_int_t)es.rx_pkts,
@@ -426,15 +426,15 @@ json_t *mrcd_oper_status(struct oper *o)
 		"bytes_placed", (json_int_t)es.bytes_placed, "msgs_completed", (json_int_t)es.msgs_completed);
 	return json_pack("{s:s, s:i, s:s, s:{s:s, s:i, s:s}, s:s, s:s, s:f, s:s, s:i, s:i, s:o, s:i, s:i, s:o, s:o, s:s, s:s, s:o, s:o, s:s}",
 		"version", MRC_VERSION, "protocol", MRC_OPER_VERSION, "hostname", hn,
-		"host", "name", mrcd_oper_host_name(d, d->self, name, sizeof(name)),
-		"index", (int)d->self, "address", addr,
+		"host", "name", mrcd_oper_host_name(d, mrcd_self_host(d), name, sizeof(name)),
+		"index", (int)mrcd_self_host(d), "address", addr,
 		"mode", d->topo ? "srv6" : "loopback", "topology", d->cfg.topology,
 		"uptime_s", (double)(mrcd_now() - d->started_ns) / 1e9, "started", t,
 		"planes", (int)d->nplanes, "planes_up", (int)up, "planes_admin_disabled", dis,
 		"peers", (int)npeers, "qps", (int)count_qps(d, UINT32_MAX),
 		"ev_states", states(all.st), "totals", totals,
 		"socket", o->path, "metrics_listen", d->cfg.metrics_listen, "rings", mrcd_oper_rings(d),
-		"admin_state", mrcd_oper_state_json(o), "datapath", mrc_dp_name(d->dp));
+		"admin_state", mrcd_oper_state_json(o), "datapath", mrc_dp_name(mrcd_datapath(d)));
 }
 
 /* Snapshot histogram of every path's smoothed RTT (le bounds in us). */
@@ -448,7 +448,7 @@ static json_t *rtt_hist(struct mrcd *d)
 		const struct mrcd_peer *pe = &d->peers[p];
 		for (uint32_t ev = 0; pe->used && ev < pe->nev; ev++) {
 			struct mrce_ev_info i;
-			if (!path_exists(d, pe, ev) || mrce_ev_info(d->eng, p, ev, &i) || !i.srtt_ns)
+			if (!path_exists(d, pe, ev) || mrce_ev_info(mrcd_engine(d), p, ev, &i) || !i.srtt_ns)
 				continue;
 			double us = (double)i.srtt_ns / 1e3;
 			int b = 0;
@@ -474,7 +474,7 @@ json_t *mrcd_oper_stats(struct oper *o)
 {
 	struct mrcd *d = o->d;
 	struct mrce_stats s;
-	mrce_stats(d->eng, &s);
+	mrce_stats(mrcd_engine(d), &s);
 	json_t *drop = json_object(), *ntx = json_object(), *nrx = json_object();
 	for (int i = 1; i < MRC_DROP__COUNT; i++)
 		json_object_set_new(drop, mrc_wire_drop_name((enum mrc_wire_drop)i),
@@ -519,7 +519,7 @@ json_t *mrcd_oper_stats(struct oper *o)
 		"rx_probe_stale", (json_int_t)s.rx_probe_stale,
 		"noqp_limited", (json_int_t)s.noqp_limited));
 	struct mrc_dp_stats ds;
-	mrc_dp_get_stats(d->dp, &ds);
+	mrc_dp_get_stats(mrcd_datapath(d), &ds);
 	json_t *dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"tx_pkts", (json_int_t)ds.tx_pkts, "tx_bytes", (json_int_t)ds.tx_bytes,
 		"tx_errs", (json_int_t)ds.tx_errs, "tx_eagain", (json_int_t)ds.tx_eagain,
@@ -630,7 +630,7 @@ json_t *mrcd_oper_topology(struct oper *o)
 	snprintf(bs, sizeof(bs), "%s/%u", blk, t->block_bits);
 	return json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:o, s:o}", "mode", "srv6",
 		"file", d->cfg.topology, "block", bs, "planes", (int)t->planes,
-		"self", mrcd_oper_host_name(d, d->self, name, sizeof(name)),
+		"self", mrcd_oper_host_name(d, mrcd_self_host(d), name, sizeof(name)),
 		"evs", (int)mrc_topo_ev_count(t), "links", (int)t->n_links,
 		"plane_list", planes, "hosts", hosts);
 }

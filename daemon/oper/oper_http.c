@@ -34,8 +34,8 @@ struct http_conn {
 
 static void http_close(struct http_conn *h)
 {
-	ev_io_stop(h->o->d->loop, &h->io);
-	ev_timer_stop(h->o->d->loop, &h->tm);
+	ev_io_stop(mrcd_loop(h->o->d), &h->io);
+	ev_timer_stop(mrcd_loop(h->o->d), &h->tm);
 	mrcd_outq_clear(&h->out);
 	close(h->fd);
 	h->o->http_n--;
@@ -60,7 +60,7 @@ static void respond(struct http_conn *h, int code, const char *reason, const cha
 	int n = snprintf(hdr, sizeof(hdr),
 			 "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
 			 code, reason, ctype, strlen(body));
-	struct ev_loop *loop = h->o->d->loop;
+	struct ev_loop *loop = mrcd_loop(h->o->d);
 	/* The request is read: from now on the connection only writes. */
 	h->out.max = SIZE_MAX;
 	h->answered = 1;
@@ -238,8 +238,8 @@ int mrcd_oper_http_start(struct oper *o, char *err, size_t errlen)
 	ev_io_init(&o->mio, on_accept, fd, EV_READ);
 	o->mio.data = o;
 	ev_set_priority(&o->mio, OPER_PRI);
-	mrcd_accept_guard_init(&o->mguard, o->d->loop, &o->mio, "metrics");
-	ev_io_start(o->d->loop, &o->mio);
+	mrcd_accept_guard_init(&o->mguard, mrcd_loop(o->d), &o->mio, "metrics");
+	ev_io_start(mrcd_loop(o->d), &o->mio);
 	mrcd_log(MRCD_LOG_INFO, "metrics on http://%s/metrics", s);
 	return 0;
 }
@@ -248,7 +248,7 @@ void mrcd_oper_http_stop(struct oper *o)
 {
 	if (o->mfd < 0)
 		return;
-	ev_io_stop(o->d->loop, &o->mio);
+	ev_io_stop(mrcd_loop(o->d), &o->mio);
 	mrcd_accept_guard_stop(&o->mguard);
 	while (o->http_head)
 		http_close(o->http_head);

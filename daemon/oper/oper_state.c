@@ -157,7 +157,7 @@ static int check(struct oper *o, const struct mrcd_admin_state *st, uint32_t *pe
 {
 	struct mrcd *d = o->d;
 	char self[64];
-	mrcd_oper_host_name(d, d->self, self, sizeof(self));
+	mrcd_oper_host_name(d, mrcd_self_host(d), self, sizeof(self));
 	if (strcmp(st->host, self)) {
 		snprintf(err, errlen, "saved by host '%s', this is '%s'", st->host, self);
 		return -EINVAL;
@@ -170,7 +170,7 @@ static int check(struct oper *o, const struct mrcd_admin_state *st, uint32_t *pe
 	for (uint32_t i = 0; i < st->npaths; i++) {
 		const struct mrcd_admin_path_ent *e = &st->paths[i];
 		uint32_t h, p;
-		if (mrcd_oper_find_host(d, e->peer, &h) || (d->topo && h == d->self)) {
+		if (mrcd_oper_find_host(d, e->peer, &h) || (d->topo && h == mrcd_self_host(d))) {
 			snprintf(err, errlen, "'paths_denied'[%u]: '%s' is not a peer in the topology",
 				 i, e->peer);
 			return -EINVAL;
@@ -293,7 +293,7 @@ static void prune(struct oper *o)
 	s->planes &= d->admin_planes;
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < s->npaths; i++) {
-		uint32_t h = s->paths[i].host, p = h < d->nhosts ? d->peer_of_host[h] : UINT32_MAX;
+		uint32_t h = s->paths[i].host, p = h < mrcd_n_hosts(d) ? d->peer_of_host[h] : UINT32_MAX;
 		if (p != UINT32_MAX && s->paths[i].ev < d->peers[p].nev &&
 		    (d->peers[p].deny[s->paths[i].ev] & MRCD_DENY_ADMIN_PATH))
 			s->paths[k++] = s->paths[i];
@@ -314,7 +314,7 @@ void mrcd_oper_state_save(struct oper *o)
 	if (!s->file[0])
 		return;
 	struct mrcd_admin_state st = { .planes = d->admin_planes };
-	mrcd_oper_host_name(d, d->self, st.host, sizeof(st.host));
+	mrcd_oper_host_name(d, mrcd_self_host(d), st.host, sizeof(st.host));
 	utc_now(st.saved, sizeof(st.saved), "%Y-%m-%dT%H:%M:%SZ");
 	int rc = 0;
 	for (uint32_t p = 0; p < d->max_peers && !rc; p++) {
