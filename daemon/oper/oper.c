@@ -3,7 +3,7 @@
  * daemon's own user, socket_group for read-only verbs, admin_group for
  * admin verbs), reads one JSON request per record, refuses admin verbs to
  * others, runs the verb's handler (oper_verbs.c), answers one JSON reply
- * per record, streams events to followers and runs probes. */
+ * per record and streams events to followers (probes: oper_probe.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
@@ -23,22 +23,10 @@ static struct oper *g_oper;
 
 /* ---- connections ------------------------------------------------------- */
 
-static void probe_clear(struct oper_conn *c)
-{
-	ev_timer_stop(mrcd_loop(c->o->d), &c->probe_tm);
-	free(c->probe_ev);
-	free(c->probe_rtt);
-	free(c->probe_st);
-	c->probe_ev = NULL;
-	c->probe_rtt = NULL;
-	c->probe_st = NULL;
-	c->nprobe = c->probe_left = 0;
-}
-
 static void conn_close(struct oper_conn *c)
 {
 	struct oper *o = c->o;
-	probe_clear(c);
+	mrcd_oper_probe_clear(c);
 	ev_io_stop(mrcd_loop(o->d), &c->io);
 	ev_io_stop(mrcd_loop(o->d), &c->wio);
 	ev_timer_stop(mrcd_loop(o->d), &c->idle);
@@ -93,7 +81,7 @@ static void on_writable(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
-static void reply(struct oper_conn *c, uint32_t id, int err, const char *msg, json_t *res)
+void mrcd_oper_reply(struct oper_conn *c, uint32_t id, int err, const char *msg, json_t *res)
 {
 	char *t = err ? mrc_oper_reply_err(id, err, msg) : mrc_oper_reply_ok(id, res);
 	json_decref(res);
@@ -136,134 +124,6 @@ static void on_idle(struct ev_loop *loop, ev_timer *w, int revents)
 	conn_close(c);
 }
 
-static void probe_done(struct oper_conn *c);
-
-static void on_probe_timeout(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)loop;
-	(void)revents;
-	probe_done(w->data);
-}
-
-int mrcd_oper_probe_start(struct oper_conn *c, const struct mrc_oper_req *r, char *err, size_t errlen)
-{
-	struct oper *o = c->o;
-	struct mrcd *d = o->d;
-	uint32_t host, peer;
-	if (mrcd_oper_find_host(d, r->peer, &host)) {
-		snprintf(err, errlen, "no host '%s' in the topology", r->peer);
-		return -ENOENT;
-	}
-	if (d->topo && host == mrcd_self_host(d)) {
-		snprintf(err, errlen, "host '%s' is this node", r->peer);
-		return -EINVAL;
-	}
-	int rc = mrcd_peer_of_host(d, host, &peer);
-	if (rc) {
-		snprintf(err, errlen, "cannot create peer for host '%s': %s", r->peer, strerror(-rc));
-		return rc;
-	}
-	const struct mrcd_peer *p = &d->peers[peer];
-	c->probe_ev = calloc(p->nev, sizeof(*c->probe_ev));
-	c->probe_rtt = calloc(p->nev, sizeof(*c->probe_rtt));
-	c->probe_st = calloc(p->nev, 1);
-	if (!c->probe_ev || !c->probe_rtt || !c->probe_st) {
-		probe_clear(c);
-		return -ENOMEM;
-	}
-	uint64_t now = mrcd_now();
-	for (uint32_t ev = 0; ev < p->nev; ev++) {
-		int pl, sp;
-		mrcd_oper_ev_where(d, ev, &pl, &sp);
-		if ((r->plane >= 0 && pl != r->plane) || (r->spine >= 0 && sp != r->spine))
-			continue;
-		if (p->deny[ev] & MRCD_DENY_MISSING)
-			continue;   /* no such path for this pair */
-		uint32_t k = c->nprobe++;
-		c->probe_ev[k] = (uint16_t)ev;
-		c->probe_rtt[k] = UINT64_MAX;
-		rc = mrce_ev_probe(mrcd_engine(d), now, peer, ev);
-		c->probe_st[k] = (int8_t)(rc ? rc : 0);
-		if (!rc)
-			c->probe_left++;
-	}
-	if (!c->nprobe) {
-		probe_clear(c);
-		snprintf(err, errlen, "host '%s' has no path in the selected plane/spine", r->peer);
-		return -ENOENT;
-	}
-	c->probe_id = r->id;
-	c->probe_peer = peer;
-	c->probe_host = host;
-	double tmo = (r->timeout_ms >= 0 ? r->timeout_ms : 1000) / 1000.0;
-	ev_timer_init(&c->probe_tm, on_probe_timeout, tmo, 0);
-	c->probe_tm.data = c;
-	if (c->probe_left) {
-		ev_io_stop(mrcd_loop(d), &c->io);   /* one request at a time */
-		ev_timer_start(mrcd_loop(d), &c->probe_tm);
-		mrcd_flush(d);
-	} else {
-		probe_done(c);
-	}
-	return 0;
-}
-
-static void probe_done(struct oper_conn *c)
-{
-	struct oper *o = c->o;
-	struct mrcd *d = o->d;
-	json_t *res = json_array();
-	uint32_t ok = 0, lost = 0, nsent = 0;
-	char name[64], addr[64];
-	for (uint32_t k = 0; k < c->nprobe; k++) {
-		uint32_t ev = c->probe_ev[k];
-		int pl, sp;
-		mrcd_oper_ev_where(d, ev, &pl, &sp);
-		inet_ntop(AF_INET6, &d->peers[c->probe_peer].dst[ev], addr, sizeof(addr));
-		json_t *e = json_pack("{s:i, s:i, s:i, s:s}", "ev", (int)ev, "plane", pl, "spine", sp,
-				      "address", addr);
-		if (c->probe_st[k] < 0) {
-			json_object_set_new(e, "result", json_string(c->probe_st[k] == -ENETDOWN ?
-								    "denied" : "error"));
-			json_object_set_new(e, "error", json_string(strerror(-c->probe_st[k])));
-		} else if (c->probe_rtt[k] != UINT64_MAX) {
-			json_object_set_new(e, "result", json_string("ok"));
-			json_object_set_new(e, "rtt_us", json_real((double)c->probe_rtt[k] / 1e3));
-			ok++;
-			nsent++;
-		} else {
-			json_object_set_new(e, "result", json_string("lost"));
-			lost++;
-			nsent++;
-		}
-		json_array_append_new(res, e);
-	}
-	json_t *out = json_pack("{s:s, s:i, s:i, s:i, s:i, s:o}",
-				"peer", mrcd_oper_host_name(d, c->probe_host, name, sizeof(name)),
-				"host", (int)c->probe_host, "sent", (int)nsent, "answered", (int)ok,
-				"lost", (int)lost, "results", res);
-	uint32_t id = c->probe_id;
-	probe_clear(c);
-	ev_io_start(mrcd_loop(d), &c->io);
-	reply(c, id, 0, NULL, out);
-}
-
-void mrcd_oper_probe_result(struct oper *o, uint32_t peer, uint32_t ev, uint64_t rtt)
-{
-	for (uint32_t i = 0; i < o->nslots; i++) {
-		struct oper_conn *c = o->conns[i];
-		if (!c || !c->probe_left || c->probe_peer != peer)
-			continue;
-		for (uint32_t k = 0; k < c->nprobe; k++)
-			if (c->probe_ev[k] == ev && !c->probe_st[k] && c->probe_rtt[k] == UINT64_MAX) {
-				c->probe_rtt[k] = rtt;
-				if (!--c->probe_left)
-					probe_done(c);
-				break;
-			}
-	}
-}
-
 void mrcd_oper_send_event(struct oper *o, const struct oper_event *e)
 {
 	for (uint32_t i = 0; i < o->nslots; i++) {
@@ -298,11 +158,11 @@ static void dispatch(struct oper_conn *c, const char *buf, size_t len)
 	o->requests_total++;
 	int rc = mrc_oper_req_parse(buf, len, &r, err, sizeof(err));
 	if (rc) {
-		reply(c, r.id, rc, err, NULL);
+		mrcd_oper_reply(c, r.id, rc, err, NULL);
 		return;
 	}
 	if (c->follow) {
-		reply(c, r.id, EALREADY, "this connection follows events; open another", NULL);
+		mrcd_oper_reply(c, r.id, EALREADY, "this connection follows events; open another", NULL);
 		return;
 	}
 	if (mrc_oper_verb_is_admin(r.verb) && !c->admin) {
@@ -311,7 +171,7 @@ static void dispatch(struct oper_conn *c, const char *buf, size_t len)
 			 mrc_oper_verb_name(r.verb), group_name(o->d->cfg.admin_group), (unsigned)c->uid);
 		mrcd_log(MRCD_LOG_NOTICE, "mrcctl: refused %s to uid %u (pid %d)",
 			 mrc_oper_verb_name(r.verb), (unsigned)c->uid, (int)c->pid);
-		reply(c, r.id, EPERM, err, NULL);
+		mrcd_oper_reply(c, r.id, EPERM, err, NULL);
 		return;
 	}
 	json_t *res = NULL;
@@ -322,7 +182,7 @@ static void dispatch(struct oper_conn *c, const char *buf, size_t len)
 		rc = -ENOMEM;
 		snprintf(err, sizeof(err), "out of memory");
 	}
-	reply(c, r.id, rc, err, rc ? (json_decref(res), NULL) : res);
+	mrcd_oper_reply(c, r.id, rc, err, rc ? (json_decref(res), NULL) : res);
 }
 
 static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
@@ -341,7 +201,7 @@ static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
 	if ((size_t)n > MRC_OPER_REQ_MAX) {
 		char m[96];
 		snprintf(m, sizeof(m), "request is %zd bytes, at most %u", n, MRC_OPER_REQ_MAX);
-		reply(c, 0, E2BIG, m, NULL);
+		mrcd_oper_reply(c, 0, E2BIG, m, NULL);
 		return;
 	}
 	dispatch(c, buf, (size_t)n);
@@ -431,7 +291,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	 * while a client keeps this socket busy. */
 	ev_set_priority(&c->io, OPER_PRI);
 	ev_set_priority(&c->wio, OPER_PRI);
-	ev_init(&c->probe_tm, on_probe_timeout);
+	mrcd_oper_probe_init(c);
 	ev_init(&c->idle, on_idle);
 	c->idle.repeat = o->idle_s;
 	c->idle.data = c;

@@ -139,11 +139,17 @@ void mrcd_oper_on_note(void *arg, const char *kind, const char *text);
 
 /* oper.c */
 void mrcd_oper_send_event(struct oper *o, const struct oper_event *e);
+/* oper_probe.c */
 void mrcd_oper_probe_result(struct oper *o, uint32_t peer, uint32_t ev, uint64_t rtt);
 /* Queues one record and sends what the socket takes now; never waits.
  * -ENOBUFS when the connection's queue is full, -errno when it is gone
  * (the caller closes it). */
 int mrcd_oper_send(struct oper_conn *c, const char *text);
+/* One JSON reply to request id (oper.c): err < 0 with msg, or res. */
+void mrcd_oper_reply(struct oper_conn *c, uint32_t id, int err, const char *msg, json_t *res);
+/* oper_probe.c: a new connection's probe timer; ending its probe, if any */
+void mrcd_oper_probe_init(struct oper_conn *c);
+void mrcd_oper_probe_clear(struct oper_conn *c);
 
 /* Starts a probe for request r; the reply is sent when every path has
  * answered or timed out.  0, or -errno with err filled. */
