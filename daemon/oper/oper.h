@@ -137,6 +137,10 @@ void mrcd_oper_admin_note_at(struct oper *o, int level, const char *fmt, ...)
 void mrcd_oper_on_event(void *arg, const struct mrce_event *ev);
 void mrcd_oper_on_note(void *arg, const char *kind, const char *text);
 
+/* oper_data.c, for oper_stats.c: a path the topology has; the rings' view */
+int mrcd_oper_path_exists(const struct mrcd_peer *p, uint32_t ev);
+json_t *mrcd_oper_rings(struct mrcd *d);
+
 /* oper.c */
 void mrcd_oper_send_event(struct oper *o, const struct oper_event *e);
 /* oper_probe.c */

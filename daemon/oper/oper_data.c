@@ -56,7 +56,7 @@ void mrcd_oper_ev_where(struct mrcd *d, uint32_t ev, int *plane, int *spine)
 	*spine = sp == MRC_PATH_SPINE_DIRECT ? -1 : (int)sp;
 }
 
-static int path_exists(struct mrcd *d, const struct mrcd_peer *p, uint32_t ev)
+int mrcd_oper_path_exists(const struct mrcd_peer *p, uint32_t ev)
 {
 	return !(p->deny[ev] & MRCD_DENY_MISSING);
 }
@@ -106,7 +106,7 @@ static void plane_sums(struct mrcd *d, struct sums *pl)
 			continue;
 		for (uint32_t ev = 0; ev < pe->nev; ev++) {
 			struct mrce_ev_info i;
-			if (path_exists(d, pe, ev) && !mrce_ev_info(mrcd_engine(d), p, ev, &i) &&
+			if (mrcd_oper_path_exists(pe, ev) && !mrce_ev_info(mrcd_engine(d), p, ev, &i) &&
 			    i.plane < MRC_MAX_PLANES)
 				add(&pl[i.plane], &i);
 		}
@@ -206,7 +206,7 @@ static json_t *peer_json(struct oper *o, uint32_t p)
 	uint32_t nrtt = 0, nexist = 0;
 	for (uint32_t ev = 0; ev < pe->nev; ev++) {
 		struct mrce_ev_info i;
-		if (!path_exists(d, pe, ev) || mrce_ev_info(mrcd_engine(d), p, ev, &i))
+		if (!mrcd_oper_path_exists(pe, ev) || mrce_ev_info(mrcd_engine(d), p, ev, &i))
 			continue;
 		nexist++;
 		add(&s, &i);
@@ -265,7 +265,7 @@ int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, s
 			continue;
 		int pl, sp;
 		mrcd_oper_ev_where(d, ev, &pl, &sp);
-		int exists = path_exists(d, pe, ev);
+		int exists = mrcd_oper_path_exists(pe, ev);
 		char addr[64], t[48];
 		inet_ntop(AF_INET6, &pe->dst[ev], addr, sizeof(addr));
 		iso(o, i.last_change_ns ? i.last_change_ns : d->started_ns, t, sizeof(t));
@@ -383,7 +383,7 @@ int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t er
 
 /* Ring polling (daemon/core/mrcd.h struct mrcd_ring_stats): the polled
  * QPs now (active and parked) are gauges, the rest counters. */
-static json_t *mrcd_oper_rings(struct mrcd *d)
+json_t *mrcd_oper_rings(struct mrcd *d)
 {
 	const struct mrcd_ring_stats *r = &d->rst;
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
@@ -435,167 +435,6 @@ json_t *mrcd_oper_status(struct oper *o)
 		"ev_states", states(all.st), "totals", totals,
 		"socket", o->path, "metrics_listen", d->cfg.metrics_listen, "rings", mrcd_oper_rings(d),
 		"admin_state", mrcd_oper_state_json(o), "datapath", mrc_dp_name(mrcd_datapath(d)));
-}
-
-/* Snapshot histogram of every path's smoothed RTT (le bounds in us). */
-static json_t *rtt_hist(struct mrcd *d)
-{
-	static const double le[] = { 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 50000, 100000 };
-	enum { N = sizeof(le) / sizeof(le[0]) };
-	uint64_t cnt[N + 1] = { 0 }, n = 0;
-	double sum = 0;
-	for (uint32_t p = 0; p < d->max_peers; p++) {
-		const struct mrcd_peer *pe = &d->peers[p];
-		for (uint32_t ev = 0; pe->used && ev < pe->nev; ev++) {
-			struct mrce_ev_info i;
-			if (!path_exists(d, pe, ev) || mrce_ev_info(mrcd_engine(d), p, ev, &i) || !i.srtt_ns)
-				continue;
-			double us = (double)i.srtt_ns / 1e3;
-			int b = 0;
-			while (b < N && us > le[b])
-				b++;
-			cnt[b]++;
-			n++;
-			sum += us;
-		}
-	}
-	json_t *bl = json_array(), *bc = json_array();
-	uint64_t cum = 0;
-	for (int b = 0; b < N; b++) {
-		cum += cnt[b];
-		json_array_append_new(bl, json_real(le[b]));
-		json_array_append_new(bc, json_integer((json_int_t)cum));
-	}
-	return json_pack("{s:o, s:o, s:I, s:f}", "le_us", bl, "cumulative", bc, "count",
-			 (json_int_t)n, "sum_us", sum);
-}
-
-json_t *mrcd_oper_stats(struct oper *o)
-{
-	struct mrcd *d = o->d;
-	struct mrce_stats s;
-	mrce_stats(mrcd_engine(d), &s);
-	json_t *drop = json_object(), *ntx = json_object(), *nrx = json_object();
-	for (int i = 1; i < MRC_DROP__COUNT; i++)
-		json_object_set_new(drop, mrc_wire_drop_name((enum mrc_wire_drop)i),
-				    json_integer((json_int_t)s.rx_drop[i]));
-	/* Codes the transport adds later still show, by number. */
-	static const char *nn[] = { "none", "trimmed", "oow", "access", "rnr", "noqp" };
-	for (int i = 1; i <= MRC_NACK_MAX; i++) {
-		char num[16];
-		snprintf(num, sizeof(num), "nack%d", i);
-		const char *k = i < (int)(sizeof(nn) / sizeof(nn[0])) ? nn[i] : num;
-		json_object_set_new(ntx, k, json_integer((json_int_t)s.nack_tx[i]));
-		json_object_set_new(nrx, k, json_integer((json_int_t)s.nack_rx[i]));
-	}
-	json_t *eng = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-		"rx_pkts", (json_int_t)s.rx_pkts, "tx_pkts", (json_int_t)s.tx_pkts,
-		"tx_data", (json_int_t)s.tx_data, "tx_retx", (json_int_t)s.tx_retx,
-		"tx_acks", (json_int_t)s.tx_acks, "tx_probes", (json_int_t)s.tx_probes,
-		"rx_drop", drop, "rx_unknown_qp", (json_int_t)s.rx_unknown_qp,
-		"rx_bad_peer", (json_int_t)s.rx_bad_peer, "rx_qp_error", (json_int_t)s.rx_qp_error,
-		"rx_dup", (json_int_t)s.rx_dup, "rx_oow", (json_int_t)s.rx_oow,
-		"rx_trimmed", (json_int_t)s.rx_trimmed, "rx_ecn", (json_int_t)s.rx_ecn,
-		"nack_tx", ntx, "nack_rx", nrx, "access_errors", (json_int_t)s.access_errors,
-		"rto_fires", (json_int_t)s.rto_fires, "loss_detected", (json_int_t)s.loss_detected,
-		"ctrl_overflow", (json_int_t)s.ctrl_overflow, "events_dropped", (json_int_t)s.events_dropped,
-		"ev_changes", (json_int_t)s.ev_changes, "bytes_placed", (json_int_t)s.bytes_placed,
-		"msgs_completed", (json_int_t)s.msgs_completed);
-	json_t *tok = json_object();
-	for (int k = 0; k < MRC_TOK__COUNT; k++)
-		json_object_set_new(tok, mrce_tok_kind_name((enum mrce_tok_kind)k),
-				    json_integer((json_int_t)s.rx_bad_token[k]));
-	json_object_set_new(eng, "rx_bad_token", tok);
-	/* ACKs that rode on reverse data, and held ACKs that left alone;
-	 * paths suspected under congestion: probed, kept, retired. */
-	json_object_update_missing_new(eng, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
-		"tx_pb_acks", (json_int_t)s.tx_pb_acks, "rx_pb_acks", (json_int_t)s.rx_pb_acks,
-		"ack_delay_expired", (json_int_t)s.ack_delay_expired,
-		"suspect_probes", (json_int_t)s.suspect_probes,
-		"suspect_cleared", (json_int_t)s.suspect_cleared,
-		"suspect_retired", (json_int_t)s.suspect_retired));
-	/* Probe replies that answer no outstanding probe; NOQPs not sent. */
-	json_object_update_missing_new(eng, json_pack("{s:I, s:I}",
-		"rx_probe_stale", (json_int_t)s.rx_probe_stale,
-		"noqp_limited", (json_int_t)s.noqp_limited));
-	struct mrc_dp_stats ds;
-	mrc_dp_get_stats(mrcd_datapath(d), &ds);
-	json_t *dp = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-		"tx_pkts", (json_int_t)ds.tx_pkts, "tx_bytes", (json_int_t)ds.tx_bytes,
-		"tx_errs", (json_int_t)ds.tx_errs, "tx_eagain", (json_int_t)ds.tx_eagain,
-		"rx_pkts", (json_int_t)ds.rx_pkts, "rx_bytes", (json_int_t)ds.rx_bytes,
-		"rx_truncated", (json_int_t)ds.rx_truncated, "rx_dropped", (json_int_t)ds.rx_dropped,
-		"tx_pps", (json_int_t)o->dp_tx_rate, "rx_pps", (json_int_t)o->dp_rx_rate,
-		"tx_bytes_per_s", (json_int_t)o->dp_txb_rate, "rx_bytes_per_s", (json_int_t)o->dp_rxb_rate);
-	/* udp's gso=on (docs/datapaths.md): datagrams sent in runs, and planes
-	 * that fell back to one datagram per message. */
-	json_object_update_missing_new(dp, json_pack("{s:I, s:I}",
-		"tx_gso_segs", (json_int_t)ds.tx_gso_segs,
-		"tx_gso_fallbacks", (json_int_t)ds.tx_gso_fallbacks));
-	json_t *dm = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
-		"rx_unknown_src", (json_int_t)d->st.rx_unknown_src, "rx_short", (json_int_t)d->st.rx_short,
-		"tx_unmapped", (json_int_t)d->st.tx_unmapped, "wc_unbound", (json_int_t)d->st.wc_unbound,
-		"ctrl_rx", (json_int_t)d->st.ctrl_rx, "ctrl_tx", (json_int_t)d->st.ctrl_tx,
-		"ctrl_bad", (json_int_t)d->st.ctrl_bad,
-		"uptime_s", (double)(mrcd_now() - d->started_ns) / 1e9);
-	/* Authentication drops by reason (docs/security.md). */
-	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
-		"rx_bad_sport", (json_int_t)d->st.rx_bad_sport,
-		"ctrl_bad_mac", (json_int_t)d->st.ctrl_bad_mac,
-		"ctrl_wrong_dst", (json_int_t)d->st.ctrl_wrong_dst,
-		"ctrl_wrong_src", (json_int_t)d->st.ctrl_wrong_src,
-		"ctrl_replay", (json_int_t)d->st.ctrl_replay,
-		"ctrl_stale", (json_int_t)d->st.ctrl_stale));
-	/* CTRL sessions (challenges) and packets from hosts that are no peer. */
-	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I, s:I}",
-		"ctrl_no_session", (json_int_t)d->st.ctrl_no_session,
-		"ctrl_challenge_tx", (json_int_t)d->st.ctrl_challenge_tx,
-		"ctrl_challenge_rx", (json_int_t)d->st.ctrl_challenge_rx,
-		"rx_no_peer", (json_int_t)d->st.rx_no_peer));
-	/* Data on the verbs side channel (only CTRL belongs there): dropped. */
-	json_object_set_new(dm, "rx_side_data", json_integer((json_int_t)d->st.rx_side_data));
-	/* Datagrams to this host itself, delivered in-process (local.c). */
-	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I}",
-		"local_tx", (json_int_t)d->st.local_tx,
-		"local_drop", (json_int_t)d->st.local_drop,
-		"timer_superseded", (json_int_t)d->st.timer_superseded));
-	/* AEAD mode (payload_encryption = aes-gcm): seals and drops. */
-	if (d->enc) {
-		struct mrcd_enc_stats es;
-		mrcd_enc_get_stats(d->enc, &es);
-		json_object_set_new(dm, "enc", json_pack(
-			"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-			"tx_sealed", (json_int_t)es.tx_sealed, "tx_fail", (json_int_t)es.tx_fail,
-			"tx_nokey", (json_int_t)es.tx_nokey, "rx_opened", (json_int_t)es.rx_opened,
-			"rx_trimmed", (json_int_t)es.rx_trimmed,
-			"rx_bad_auth", (json_int_t)es.rx_bad_auth,
-			"rx_bad_pcrc", (json_int_t)es.rx_bad_pcrc,
-			"rx_bad_len", (json_int_t)es.rx_bad_len,
-			"rx_missing", (json_int_t)es.rx_missing, "rx_nokey", (json_int_t)es.rx_nokey,
-			"rx_replay", (json_int_t)es.rx_replay, "rx_stale", (json_int_t)es.rx_stale));
-	}
-	json_t *op = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
-		"connections", (json_int_t)o->conns_total, "refused", (json_int_t)o->refused_total,
-		"metrics_refused", (json_int_t)o->http_refused,
-		"requests", (json_int_t)o->requests_total, "events", (json_int_t)o->seq,
-		"log_suppressed", (json_int_t)o->bucket.suppressed_total);
-	/* Local sockets under misuse (docs/security.md "Local users"). */
-	uint64_t cref, chto, cpaused;
-	mrcd_clients_counters(&cref, &chto, &cpaused);
-	json_object_update_missing_new(op, json_pack("{s:I, s:I, s:I, s:I, s:I}",
-		"idle_closed", (json_int_t)o->idle_closed,
-		"metrics_evicted", (json_int_t)o->http_evicted,
-		"clients_refused", (json_int_t)cref,
-		"clients_hello_timeouts", (json_int_t)chto,
-		"accept_paused", (json_int_t)(cpaused + o->lguard.paused + o->mguard.paused)));
-	json_t *pl = mrcd_oper_planes(o), *pe = mrcd_oper_peers(o);
-	json_t *r = json_pack("{s:o, s:o, s:o, s:o, s:o, s:O, s:O, s:o}", "engine", eng, "datapath", dp,
-			      "daemon", dm, "oper", op, "rings", mrcd_oper_rings(d),
-			      "planes", json_object_get(pl, "planes"),
-			      "peers", json_object_get(pe, "peers"), "path_srtt_histogram", rtt_hist(d));
-	json_decref(pl);
-	json_decref(pe);
-	return r;
 }
 
 json_t *mrcd_oper_topology(struct oper *o)
