@@ -120,6 +120,12 @@ static void comm_destroy(struct comm *c)
 	    mrcn_send_drain(c, MRCN_CLOSE_DRAIN_MS))
 		WARN("closeSend: %d sends to host %u still in flight after %d ms: dropped",
 		     c->data_inflight, c->host, MRCN_CLOSE_DRAIN_MS);
+	/* What the eager path did, for MRC_NCCL_DEBUG=1 or NCCL_DEBUG=INFO */
+	if (c->kind == K_SEND && (c->st.eager_sends || c->st.cts_sends))
+		INFO("send comm to host %u closed: %llu eager sends, %llu by clear-to-send "
+		     "(%llu isend calls found no eager credit)", c->host,
+		     (unsigned long long)c->st.eager_sends, (unsigned long long)c->st.cts_sends,
+		     (unsigned long long)c->st.eager_no_credit);
 	mrcn_cuda_detach(c);
 	if (c->qp)
 		mrc_destroy_qp(c->qp);

@@ -7,7 +7,10 @@
  * clear-to-send {id, tag, size, offset} to the sender's posted RECVs.  isend
  * takes the oldest CTS of its tag (none yet: a NULL request, NCCL retries),
  * copies, and WRITE_IMMs the data to that offset with imm = id; the
- * receiver's RECV_WRITE_IMM completion gives the size.  Host buffers are
+ * receiver's RECV_WRITE_IMM completion gives the size.  Messages up to
+ * MRC_NCCL_EAGER_BYTES with no CTS there yet go at once into the
+ * receiver's eager ring instead (credits; docs/nccl.md "Eager messages"),
+ * and each receive's CTS then pairs with its eager send.  Host buffers are
  * copied with memcpy, CUDA buffers by the comm's copy engine
  * (nccl/stage.c), each finished before the data moves on. */
 #include <errno.h>

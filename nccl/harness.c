@@ -11,7 +11,7 @@
  * load by NCCL's rules, init/devices/getProperties, COMMS send and recv
  * comms to every peer by non-blocking connect/accept loops, an unsupported
  * pointer type refused, an isend before its receive is posted (a NULL
- * request, retried), iflush, ROUNDS verified rounds of grouped tagged
+ * request, retried, or an eager send at once), iflush, ROUNDS verified rounds of grouped tagged
  * receives larger than their sends (drive.h), receives until irecv returns
  * NULL, closes with operations in flight, then fresh comms and one more
  * verified round, finalize.  -P prints "progress N" after each round (the

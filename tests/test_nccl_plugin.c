@@ -3,7 +3,7 @@
  * name and table checks), init refused without a daemon, the bounce arena
  * against a model, and the whole plugin against a real mrcd on loopback
  * with both ends in this process: non-blocking connect/accept, an isend
- * before its receive (NULL request), grouped tagged receives larger than
+ * before its receive (NULL request, or eager at once), grouped tagged receives larger than
  * the sends with sizes from test, irecv returning NULL when full, refused
  * pointer types, closes with operations in flight, many comms, the v9
  * adapter.  The daemon parts are skipped when build/bin/mrcd is missing. */
