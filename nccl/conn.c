@@ -59,11 +59,28 @@ static struct {
 } G = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 uint64_t mrcn_arena_bytes = MRCN_ARENA, mrcn_max_msg = MRCN_MAX_MSG;
+uint64_t mrcn_eg_bytes = MRCN_EG_DEFAULT;
+uint32_t mrcn_eg_slots = MRCN_EG_SLOTS;
 int mrcn_cuda_ok;
 
-static uint64_t region_len(void)
+/* Send comms need no eager ring; receive comms carry one. */
+static uint64_t region_len(int kind)
 {
-	return mrcn_arena_bytes + MRCN_NCTS * sizeof(struct mrcn_cts);
+	return MRCN_RING_OFF + (kind == K_RECV ? mrcn_eg_slots * mrcn_eg_stride(mrcn_eg_bytes) : 0);
+}
+
+int mrcn_post_egr(struct comm *c)
+{
+	struct mrcn_cts *out = CTS_IN(c, MRCN_NCTS);
+	*out = (struct mrcn_cts){ .magic = MRCN_EGR_MAGIC, .id = c->eg_slots,
+				  .credits = c->eg_freed, .size = c->eg_stride, .off = c->eg_off };
+	int r = mrc_post_send(c->qp, MRCN_WR_EGR, c->lkey, MRCN_EGR_OFF, sizeof(*out));
+	if (!r) {
+		c->egr_busy = 1;
+		c->eg_told = c->eg_freed;
+		c->st.credit_msgs++;
+	}
+	return r;
 }
 
 /* QP and bounce region of a comm, on the calling helper thread's ctx. */
@@ -71,7 +88,7 @@ static int comm_setup(struct comm *c, struct mrc_ctx *ctx)
 {
 	uint32_t acc = c->kind == K_SEND ? MRC_MR_LOCAL_READ | MRC_MR_LOCAL_WRITE
 					 : MRC_MR_LOCAL_READ | MRC_MR_REMOTE_WRITE;
-	int r = mrc_alloc_mr(ctx, region_len(), acc, &c->mr);
+	int r = mrc_alloc_mr(ctx, region_len(c->kind), acc, &c->mr);
 	if (r)
 		return r;
 	r = mrc_create_qp(ctx, NULL, &c->qp);
@@ -87,6 +104,11 @@ static int comm_setup(struct comm *c, struct mrc_ctx *ctx)
 	c->nfree_ids = MRCN_NCTS;
 	for (int i = 0; i < MRCN_NCTS; i++)
 		c->free_ids[i] = MRCN_NCTS - 1 - i;
+	if (c->kind == K_RECV && mrcn_eg_bytes) {
+		c->eg_slots = mrcn_eg_slots;
+		c->eg_stride = mrcn_eg_stride(mrcn_eg_bytes);
+		c->eg_off = MRCN_RING_OFF;
+	}
 	return 0;
 }
 
@@ -98,6 +120,12 @@ static void comm_destroy(struct comm *c)
 	    mrcn_send_drain(c, MRCN_CLOSE_DRAIN_MS))
 		WARN("closeSend: %d sends to host %u still in flight after %d ms: dropped",
 		     c->data_inflight, c->host, MRCN_CLOSE_DRAIN_MS);
+	/* What the eager path did, for MRC_NCCL_DEBUG=1 or NCCL_DEBUG=INFO */
+	if (c->kind == K_SEND && (c->st.eager_sends || c->st.cts_sends))
+		INFO("send comm to host %u closed: %llu eager sends, %llu by clear-to-send "
+		     "(%llu isend calls found no eager credit)", c->host,
+		     (unsigned long long)c->st.eager_sends, (unsigned long long)c->st.cts_sends,
+		     (unsigned long long)c->st.eager_no_credit);
 	mrcn_cuda_detach(c);
 	if (c->qp)
 		mrc_destroy_qp(c->qp);
@@ -163,6 +191,11 @@ static void *accept_main(void *arg)
 			continue;
 		}
 		spare->host = peer.host;
+		/* Tell the sender where eager messages may go (no slots: it
+		 * never sends eagerly).  A send before its RECV is posted is
+		 * retried by the engine (RNR), not lost. */
+		if (spare->eg_slots && (r = mrcn_post_egr(spare)))
+			WARN("eager advertisement to host %u: %s", peer.host, mrc_strerror(r));
 		pthread_mutex_lock(&G.lock);
 		struct listen_comm *l = G.listens;
 		while (l && l->id != peer.priv)
@@ -204,7 +237,7 @@ static int connect_one(struct comm *c, uint32_t sid)
 	if (r)
 		return r;
 	c->rkey = peer.priv;
-	for (int i = 0; i < MRCN_NCTS && !r; i++)
+	for (int i = 0; i < MRCN_NRECV && !r; i++)
 		r = mrcn_post_cts_recv(c, i);
 	return r;
 }
@@ -289,14 +322,17 @@ static int env_int(const char *name, int def, int lo, int hi, int *out)
 static ncclResult_t start(void)
 {
 	const char *sock = getenv(MRC_SOCK_ENV);
-	int mb, planes, mbps;
+	int mb, planes, mbps, eager;
 	/* The planes' sum: mrcd does not tell clients its NICs' rates, so
 	 * the operator states them (docs/nccl.md); NCCL takes an int. */
 	if (env_int("MRC_NCCL_BOUNCE_MB", (int)(MRCN_ARENA >> 20), 1, (int)(MRCN_ARENA >> 20), &mb) ||
 	    env_int("MRC_NCCL_PLANES", 2, 1, 64, &planes) ||
 	    env_int("MRC_NCCL_PLANE_MBPS", 100000, 1, 10000000, &mbps) ||
-	    env_int("MRC_NCCL_LATENCY_US", 0, 0, 1000000, &G.latency_us))
+	    env_int("MRC_NCCL_LATENCY_US", 0, 0, 1000000, &G.latency_us) ||
+	    env_int("MRC_NCCL_EAGER_BYTES", (int)MRCN_EG_DEFAULT, 0, (int)MRCN_EG_MAX, &eager))
 		return ncclInvalidArgument;
+	mrcn_eg_bytes = (uint64_t)eager;
+	mrcn_eg_slots = eager ? MRCN_EG_SLOTS : 0;
 	G.speed_mbps = planes * mbps;
 	mrcn_arena_bytes = (uint64_t)mb << 20;
 	mrcn_max_msg = mrcn_arena_bytes / MRCN_MAX_RECVS;
@@ -329,8 +365,9 @@ static ncclResult_t start(void)
 		pthread_join(G.athr, NULL);
 		goto fail;
 	}
-	INFO("using mrcd host %u of %u, service id %u, %llu MiB bounce per comm",
-	     G.info.host, G.info.n_hosts, G.sid, (unsigned long long)(mrcn_arena_bytes >> 20));
+	INFO("using mrcd host %u of %u, service id %u, %llu MiB bounce per comm, eager up to %llu B",
+	     G.info.host, G.info.n_hosts, G.sid, (unsigned long long)(mrcn_arena_bytes >> 20),
+	     (unsigned long long)mrcn_eg_bytes);
 	char why[128];
 	mrcn_cuda_ok = mrcn_cuda_probe(why, sizeof(why)) == 0;
 	INFO("%s: pointer support %s", why,
@@ -401,7 +438,7 @@ ncclResult_t mrcn_props(int dev, ncclNetProperties_v11_t *p)
 	p->speed = G.speed_mbps;        /* start() read them */
 	p->port = 1;
 	p->latency = (float)G.latency_us;
-	uint64_t by_mem = G.info.max_mem / region_len();
+	uint64_t by_mem = G.info.max_mem / region_len(K_RECV);
 	uint64_t by_qp = G.info.max_qps > 1 ? G.info.max_qps - 1 : 1;   /* one spare */
 	p->maxComms = (int)(by_mem < by_qp ? by_mem : by_qp);
 	p->maxRecvs = MRCN_MAX_RECVS;

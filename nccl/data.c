@@ -7,7 +7,10 @@
  * clear-to-send {id, tag, size, offset} to the sender's posted RECVs.  isend
  * takes the oldest CTS of its tag (none yet: a NULL request, NCCL retries),
  * copies, and WRITE_IMMs the data to that offset with imm = id; the
- * receiver's RECV_WRITE_IMM completion gives the size.  Host buffers are
+ * receiver's RECV_WRITE_IMM completion gives the size.  Messages up to
+ * MRC_NCCL_EAGER_BYTES with no CTS there yet go at once into the
+ * receiver's eager ring instead (credits; docs/nccl.md "Eager messages"),
+ * and each receive's CTS then pairs with its eager send.  Host buffers are
  * copied with memcpy, CUDA buffers by the comm's copy engine
  * (nccl/stage.c), each finished before the data moves on. */
 #include <errno.h>
@@ -134,6 +137,134 @@ static struct req *req_get(struct comm *c)
 	return NULL;
 }
 
+/* An id is free again once its receive has its data (or was satisfied
+ * eagerly) and its CTS SEND completed: a CTS may still be (re)sent from
+ * its buffer until then. */
+static void id_release(struct comm *c, int id)
+{
+	if (!c->ids[id].r && !c->cts_busy[id])
+		c->free_ids[c->nfree_ids++] = id;
+}
+
+static void refuse(struct comm *c, const char *why, uint64_t v)
+{
+	if (!c->err)
+		c->err = -EPROTO;
+	c->st.refused++;
+	WARN("eager message from host %u refused: %s (%llu)", c->host, why, (unsigned long long)v);
+}
+
+/* Eager slots are freed in ring order (credits are a count): a slot
+ * whose message waits for its irecv holds the ones after it. */
+static void eg_reclaim(struct comm *c)
+{
+	while (c->eg_freed != c->eg_rcvd && c->eg[c->eg_freed % c->eg_slots].state == 2) {
+		c->eg[c->eg_freed % c->eg_slots].state = 0;
+		c->eg_freed++;
+	}
+}
+
+/* Eager message in slot k satisfies receive (r, s): copied out (sizes
+ * were checked at arrival against the slot), its CTS room and id let go. */
+static void eg_deliver(struct comm *c, uint32_t k, struct req *r, int s)
+{
+	uint32_t size = c->eg[k].size;
+	uint64_t off = c->eg_off + k * c->eg_stride + sizeof(struct mrcn_eg_hdr);
+	if (size > r->sub[s].size) {
+		WARN("eager message of %u bytes for a receive of %llu (tag %d)", size,
+		     (unsigned long long)r->sub[s].size, r->sub[s].tag);
+		r->err = -EMSGSIZE;
+	} else if (size && r->sub[s].cuda) {
+		int ce = mrcn_cuda_copy(c, 1, r->sub[s].data, off, size);
+		if (ce) {
+			r->err = ce;
+			r->cuda_fail = 1;
+		}
+	} else if (size) {
+		memcpy(r->sub[s].data, c->base + off, size);
+	}
+	r->sub[s].got = size;
+	r->sub[s].pending = 0;
+	if (r->sub[s].alloc >= 0)
+		mrcn_arena_free(&c->arena, r->sub[s].alloc);
+	r->sub[s].alloc = -1;
+	if (r->sub[s].id >= 0 && c->ids[r->sub[s].id].r == r) {
+		c->ids[r->sub[s].id].r = NULL;
+		id_release(c, r->sub[s].id);
+	}
+	r->ndone++;
+	c->eg[k].state = 2;
+	MRC_TRACE(MRC_TR_N_DATA, TRC(c), MRCN_IMM_EAGER | k, size);
+	eg_reclaim(c);
+}
+
+/* An eager message landed: checked against our own ring (never the
+ * peer's header alone), then given to the oldest receive of its tag
+ * still waiting, or kept until irecv asks for it. */
+static void eg_arrived(struct comm *c, const struct mrc_completion *e)
+{
+	uint32_t k = e->imm & ~MRCN_IMM_EAGER;
+	if (!c->eg_slots || k >= c->eg_slots)
+		{
+		refuse(c, "no such slot", k);
+		return;
+	}
+	if (k != c->eg_rcvd % c->eg_slots || c->eg[k].state)
+		{
+		refuse(c, "slot out of turn, or not freed yet", k);
+		return;
+	}
+	struct mrcn_eg_hdr h;
+	if (e->byte_len < sizeof(h) || e->byte_len > c->eg_stride)
+		{
+		refuse(c, "length beyond the slot", e->byte_len);
+		return;
+	}
+	memcpy(&h, c->base + c->eg_off + k * c->eg_stride, sizeof(h));
+	if (h.magic != MRCN_EG_HDR_MAGIC || h.seq != c->eg_rcvd ||
+	    (uint64_t)h.size + sizeof(h) != e->byte_len)
+		{
+		refuse(c, "bad header (magic, sequence, or size not the length written)",
+			      h.size);
+		return;
+	}
+	c->eg_rcvd++;
+	c->eg[k].tag = h.tag;
+	c->eg[k].size = h.size;
+	c->eg[k].state = 1;
+	struct req *best = NULL;
+	int bs = -1;
+	for (int i = 0; i < MRCN_MAX_REQS; i++) {
+		struct req *r = &c->reqs[i];
+		if (!r->used || (best && r->seq > best->seq))
+			continue;
+		for (int j = 0; j < r->n; j++)
+			if (r->sub[j].pending && r->sub[j].tag == h.tag) {
+				best = r;
+				bs = j;
+				break;
+			}
+	}
+	if (best)
+		eg_deliver(c, k, best, bs);
+	else
+		c->st.unexpected++;
+}
+
+/* A CTS (or void CTS) of tag t pairs with the oldest eager send of that
+ * tag still unpaired: that send was its receive's message. */
+static int eg_pair(struct comm *c, int32_t tag)
+{
+	for (int i = 0; i < c->eg_nunpaired; i++)
+		if (c->eg_unpaired[i] == tag) {
+			memmove(&c->eg_unpaired[i], &c->eg_unpaired[i + 1],
+				(size_t)(c->eg_nunpaired - i - 1) * sizeof(c->eg_unpaired[0]));
+			c->eg_nunpaired--;
+			return 1;
+		}
+	return 0;
+}
+
 static void on_cqe(struct comm *c, const struct mrc_completion *e)
 {
 	if (e->status) {
@@ -158,24 +289,65 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 		c->data_inflight--;
 		break;
 	}
-	case MRC_CQE_RECV: {            /* a CTS arrived */
+	case MRC_CQE_RECV: {            /* a CTS, void CTS or eager advertisement arrived */
 		int slot = (int)(e->wr_id & 0xffff);
 		struct mrcn_cts in;
-		if (slot >= MRCN_NCTS || mrcn_cts_parse(CTS_IN(c, slot), e->byte_len, &in) ||
-		    c->ncts == MRCN_NCTS) {
+		if (slot >= MRCN_NRECV || mrcn_cts_parse(CTS_IN(c, slot), e->byte_len, &in) ||
+		    (in.magic == MRCN_CTS_MAGIC && c->ncts == MRCN_NCTS)) {
 			if (!c->err)
 				c->err = -EPROTO;
 			WARN("malformed clear-to-send from host %u", c->host);
 			break;
 		}
-		c->cts[c->ncts++] = in;
-		MRC_TRACE(MRC_TR_N_CTS, TRC(c), in.id, in.size);
+		/* Credits are a count, so a late or repeated one is harmless;
+		 * more than was ever sent is not. */
+		if ((int32_t)(in.credits - c->eg_credit) > 0) {
+			if ((int32_t)(in.credits - c->eg_sent) > 0) {
+				if (!c->err)
+					c->err = -EPROTO;
+				WARN("host %u returned %u eager credits, %u sent", c->host, in.credits,
+				     c->eg_sent);
+				break;
+			}
+			c->eg_credit = in.credits;
+		}
+		if (in.magic == MRCN_EGR_MAGIC) {
+			if (!c->eg_slots) {
+				c->eg_slots = in.id;
+				c->eg_stride = in.size;
+				c->eg_off = in.off;
+			} else if (c->eg_slots != in.id || c->eg_stride != in.size ||
+				   c->eg_off != in.off) {
+				if (!c->err)
+					c->err = -EPROTO;
+				WARN("host %u changed its eager ring", c->host);
+				break;
+			}
+		} else if (in.magic == MRCN_VOID_MAGIC) {
+			if (!eg_pair(c, in.tag)) {
+				if (!c->err)
+					c->err = -EPROTO;
+				WARN("void clear-to-send from host %u for no eager send (tag %d)",
+				     c->host, in.tag);
+				break;
+			}
+			c->st.void_cts++;
+		} else if (eg_pair(c, in.tag)) {
+			c->st.paired++;     /* its message went eagerly */
+		} else {
+			c->cts[c->ncts++] = in;
+			MRC_TRACE(MRC_TR_N_CTS, TRC(c), in.id, in.size);
+		}
 		int r = mrcn_post_cts_recv(c, slot);
 		if (r && !c->err)
 			c->err = r;
 		break;
 	}
 	case MRC_CQE_RECV_WRITE_IMM: {  /* data landed */
+		if (e->imm & MRCN_IMM_EAGER) {
+			eg_arrived(c, e);
+			break;
+		}
 		uint32_t id = e->imm;
 		if (id >= MRCN_NCTS || !c->ids[id].r) {
 			if (!c->err)
@@ -186,7 +358,8 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 		struct req *r = c->ids[id].r;
 		int s = c->ids[id].sub;
 		c->ids[id].r = NULL;
-		c->free_ids[c->nfree_ids++] = (int)id;
+		id_release(c, (int)id);
+		r->sub[s].pending = 0;
 		if (e->byte_len > r->sub[s].size) {
 			r->err = -EMSGSIZE;
 		} else if (e->byte_len && r->sub[s].cuda) {
@@ -209,7 +382,15 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 		r->ndone++;
 		break;
 	}
-	default:                        /* our CTS SENDs */
+	default:                        /* our CTS and advertisement SENDs */
+		if (e->wr_id == MRCN_WR_EGR) {
+			c->egr_busy = 0;
+		} else if ((e->wr_id >> 32) == (MRCN_WR_CTS >> 32) &&
+			   (e->wr_id & 0xffffffffu) < MRCN_NCTS) {
+			int id = (int)(e->wr_id & 0xffffffffu);
+			c->cts_busy[id] = 0;
+			id_release(c, id);
+		}
 		break;
 	}
 }
@@ -228,6 +409,14 @@ static int progress(struct comm *c)
 		for (int i = 0; i < n; i++)
 			on_cqe(c, &e[i]);
 	} while (n == 16);
+	/* Credits ride on CTSs; a message of their own once half the ring
+	 * is free and nobody told the sender (no CTS went meanwhile). */
+	if (!c->err && c->kind == K_RECV && c->eg_slots && !c->egr_busy &&
+	    c->eg_freed - c->eg_told >= (c->eg_slots + 1) / 2) {
+		int r = mrcn_post_egr(c);
+		if (r && r != -ENOSPC)
+			c->err = r;
+	}
 	return c->err;
 }
 
@@ -273,6 +462,7 @@ static ncclResult_t post_data(struct comm *c, struct req *r, int k, void **reque
 	c->ncts--;
 	c->data_inflight++;
 	c->zc_sends += zc;
+	c->st.cts_sends++;
 	r->n = 1;
 	r->ndone = !zc;
 	r->sub[0].size = size;
@@ -280,6 +470,63 @@ static ncclResult_t post_data(struct comm *c, struct req *r, int k, void **reque
 	*request = r;
 	c->tr_waiting = 0;
 	MRC_TRACE(MRC_TR_N_ISEND, TRC(c), cts.id, size);
+	return ncclSuccess;
+}
+
+/* An eager send: header and payload copied into our arena, one
+ * WRITE_IMM into the next slot of the receiver's ring (imm: the slot),
+ * done at the post like a bounce send.  The caller checked size and
+ * credit.  Out of room or ring space: a NULL request, NCCL retries. */
+static ncclResult_t eager_send(struct comm *c, void *data, size_t size, int tag, int cuda,
+			       void **request)
+{
+	struct req *r = req_get(c);
+	if (!r)
+		return ncclSuccess;
+	struct mrcn_eg_hdr h = { .magic = MRCN_EG_HDR_MAGIC, .tag = tag, .size = (uint32_t)size,
+				 .seq = c->eg_sent };
+	int a = mrcn_arena_alloc(&c->arena, sizeof(h) + size);
+	if (a < 0) {
+		r->used = 0;
+		return ncclSuccess;
+	}
+	uint64_t off = mrcn_arena_off(&c->arena, a);
+	memcpy(c->base + off, &h, sizeof(h));
+	if (size && cuda) {
+		int ce = mrcn_cuda_copy(c, 0, data, off + sizeof(h), size);
+		if (ce) {
+			mrcn_arena_free(&c->arena, a);
+			WARN("isend: device to host copy of %zu bytes failed: %s", size, mrc_strerror(ce));
+			*r = (struct req){ .c = c, .used = 1, .n = 1, .err = ce, .cuda_fail = 1 };
+			r->sub[0].alloc = -1;
+			*request = r;
+			return ncclSuccess;
+		}
+	} else if (size) {
+		memcpy(c->base + off + sizeof(h), data, size);
+	}
+	uint32_t k = c->eg_sent % c->eg_slots;
+	int e = mrc_post_write_imm(c->qp, MRCN_WR_DATA | (uint32_t)a, c->lkey, off, sizeof(h) + size,
+				   c->rkey, c->eg_off + k * c->eg_stride, MRCN_IMM_EAGER | k);
+	if (e) {
+		mrcn_arena_free(&c->arena, a);
+		r->used = 0;
+		if (e == -ENOSPC)
+			return ncclSuccess;
+		c->err = e;
+		return comm_failed(c, "isend");
+	}
+	c->eg_sent++;
+	c->eg_unpaired[c->eg_nunpaired++] = tag;
+	c->data_inflight++;
+	c->st.eager_sends++;
+	r->n = 1;
+	r->ndone = 1;
+	r->sub[0].size = size;
+	r->sub[0].alloc = -1;
+	*request = r;
+	c->tr_waiting = 0;
+	MRC_TRACE(MRC_TR_N_ISEND, TRC(c), MRCN_IMM_EAGER | k, size);
 	return ncclSuccess;
 }
 
@@ -304,7 +551,20 @@ static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 	int k = 0;
 	while (k < c->ncts && c->cts[k].tag != tag)
 		k++;
+	uint8_t *d8 = data;
+	int zc_ok = size >= MRCN_ZC_MIN && !cuda && m && m->mr && d8 >= (uint8_t *)m->data &&
+		    size <= m->size - (size_t)(d8 - (uint8_t *)m->data);
 	if (k == c->ncts) {
+		/* No receive of this tag told us its room: small messages go
+		 * at once into the receiver's eager ring (not from a
+		 * registered buffer: those are large and sent in place). */
+		if (c->eg_slots && size <= mrcn_eg_bytes &&
+		    size <= c->eg_stride - sizeof(struct mrcn_eg_hdr) && !zc_ok) {
+			if (c->eg_sent - c->eg_credit < c->eg_slots &&
+			    c->eg_nunpaired < MRCN_EG_MAX_SLOTS)
+				return eager_send(c, data, size, tag, cuda, request);
+			c->st.eager_no_credit++;    /* the CTS path then */
+		}
 		/* the first retry only: NCCL retries in a loop */
 		if (!c->tr_waiting) {
 			c->tr_waiting = 1;
@@ -322,10 +582,7 @@ static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 	if (!r)
 		return ncclSuccess;
 	/* From the buffer itself when regMr registered it (reg_zero_copy). */
-	uint8_t *d8 = data;
-	int zc = size >= MRCN_ZC_MIN && !cuda && m && m->mr && d8 >= (uint8_t *)m->data &&
-		 size <= m->size - (size_t)(d8 - (uint8_t *)m->data);
-	if (zc) {
+	if (zc_ok) {
 		/* Done at the WRITE_IMM's completion (on_cqe): until then
 		 * mrcd may still read the buffer. */
 		uint32_t rix = (uint32_t)(r - c->reqs);
@@ -393,9 +650,24 @@ static ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes
 	if (!r)
 		return ncclSuccess;
 	r->n = n;
+	/* Eager messages already here, oldest first per tag: those receives
+	 * are satisfied now and need no room. */
+	int match[MRCN_MAX_RECVS];
+	uint8_t taken[MRCN_EG_MAX_SLOTS] = { 0 };
+	for (int i = 0; i < n; i++) {
+		match[i] = -1;
+		for (uint32_t q = c->eg_freed; q != c->eg_rcvd && match[i] < 0; q++) {
+			uint32_t k = q % c->eg_slots;
+			if (c->eg[k].state == 1 && !taken[k] && c->eg[k].tag == tags[i]) {
+				match[i] = (int)k;
+				taken[k] = 1;
+			}
+		}
+	}
 	for (int i = 0; i < n; i++) {
 		r->sub[i].alloc = -1;
-		if (sizes[i] && (r->sub[i].alloc = mrcn_arena_alloc(&c->arena, sizes[i])) < 0) {
+		if (match[i] < 0 && sizes[i] &&
+		    (r->sub[i].alloc = mrcn_arena_alloc(&c->arena, sizes[i])) < 0) {
 			for (int j = 0; j <= i; j++)
 				if (r->sub[j].alloc >= 0)
 					mrcn_arena_free(&c->arena, r->sub[j].alloc);
@@ -403,19 +675,33 @@ static ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes
 			return ncclSuccess;   /* bounce full until data is consumed */
 		}
 	}
+	r->seq = c->rseq++;
 	for (int i = 0; i < n; i++) {
 		int id = c->free_ids[--c->nfree_ids];
 		r->sub[i].id = id;
 		r->sub[i].data = data[i];
 		r->sub[i].size = sizes[i];
+		r->sub[i].tag = tags[i];
 		r->sub[i].cuda = mhandles && mhandles[i] &&
 				 ((struct mhandle *)mhandles[i])->type == NCCL_PTR_CUDA;
-		c->ids[id].r = r;
-		c->ids[id].sub = i;
 		struct mrcn_cts *out = CTS_IN(c, id);
-		*out = (struct mrcn_cts){ .magic = MRCN_CTS_MAGIC, .id = (uint32_t)id, .tag = tags[i],
-			.size = sizes[i],
-			.off = r->sub[i].alloc >= 0 ? mrcn_arena_off(&c->arena, r->sub[i].alloc) : 0 };
+		if (match[i] >= 0) {
+			/* Every receive sends one CTS, so that the sender
+			 * pairs each eager send with its receive; this one
+			 * offers no room. */
+			eg_deliver(c, (uint32_t)match[i], r, i);
+			*out = (struct mrcn_cts){ .magic = MRCN_VOID_MAGIC, .id = (uint32_t)id,
+						  .tag = tags[i], .credits = c->eg_freed };
+			c->st.void_cts++;
+		} else {
+			c->ids[id].r = r;
+			c->ids[id].sub = i;
+			r->sub[i].pending = 1;
+			*out = (struct mrcn_cts){ .magic = MRCN_CTS_MAGIC, .id = (uint32_t)id,
+				.tag = tags[i], .credits = c->eg_freed, .size = sizes[i],
+				.off = r->sub[i].alloc >= 0 ? mrcn_arena_off(&c->arena, r->sub[i].alloc)
+							    : 0 };
+		}
 		/* The SQ has room: at most MRCN_NCTS CTS are outstanding. */
 		int e = mrc_post_send(c->qp, MRCN_WR_CTS | (uint64_t)id, c->lkey,
 				      mrcn_arena_bytes + (uint64_t)id * sizeof(*out), sizeof(*out));
@@ -423,6 +709,8 @@ static ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes
 			c->err = e;
 			return comm_failed(c, "irecv");
 		}
+		c->cts_busy[id] = 1;
+		c->eg_told = c->eg_freed;
 	}
 	*request = r;
 	MRC_TRACE(MRC_TR_N_IRECV, TRC(c), r->sub[0].id, n);
@@ -470,6 +758,22 @@ static ncclResult_t mrcn_test(void *request, int *done, int *sizes)
 	return ncclSuccess;
 }
 
+
+/* The comm's counters (struct mrcn_stats), for tests: the test build of
+ * the plugin (tests/support/nccl_fake.map) exports it, the real one only
+ * its tables.  Called on NCCL's (the test's) thread; polls the comm's
+ * completions first, as test does. */
+int mrcn_comm_stats(void *comm, struct mrcn_stats *out);
+EXPORT int mrcn_comm_stats(void *comm, struct mrcn_stats *out)
+{
+	struct comm *c = comm;
+	if (!c || (c->kind != K_SEND && c->kind != K_RECV))
+		return -EINVAL;
+	progress(c);
+	*out = c->st;
+	out->ring_slots = c->eg_slots;
+	return 0;
+}
 
 /* ---- exported tables --------------------------------------------------- */
 #define DATA_ENTRIES                                                              \

@@ -35,6 +35,7 @@ $(NCCL_FAKE_SO): $(NCCL_PLUGIN_OBJS) $(B)/lib/pic/tests/support/nccl_fake_cuda.o
 		-Wl,--no-undefined -o $@ $(NCCL_PLUGIN_OBJS) \
 		$(B)/lib/pic/tests/support/nccl_fake_cuda.o $(B)/lib/libmrc.a -lpthread
 $(B)/tests/test_nccl_cuda: | $(NCCL_PLUGIN_SO) $(NCCL_FAKE_SO)
+$(B)/tests/test_nccl_eager: | $(NCCL_PLUGIN_SO) $(NCCL_FAKE_SO)
 
 PROGS += mrc-nccl-harness
 mrc-nccl-harness_SRCS := nccl/harness.c nccl/drive.c

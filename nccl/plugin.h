@@ -47,7 +47,10 @@ struct req {
 		int id;                 /* recv: CTS id */
 		int alloc;              /* arena allocation, -1 none */
 		int cuda;               /* data is device memory (staged copies) */
+		int32_t tag;            /* recv */
+		int pending;            /* recv: awaiting its data (CTS sent) */
 	} sub[MRCN_MAX_RECVS];
+	uint64_t seq;                   /* recv: posting order, for eager matching */
 };
 
 struct mrc__gpu_copy_ops;
@@ -75,6 +78,26 @@ struct comm {
 	/* recv side: CTS id -> (request, sub) */
 	struct { struct req *r; int sub; } ids[MRCN_NCTS];
 	int free_ids[MRCN_NCTS], nfree_ids;
+	/* recv side: the CTS SEND of this id not completed yet (its buffer is
+	 * not reused before: a resend would read it) */
+	uint8_t cts_busy[MRCN_NCTS];
+	/* Eager messages (docs/nccl.md "Eager messages").  eg_slots/stride/off:
+	 * the receiver's ring (recv: our own; send: as the peer advertised it,
+	 * eg_slots 0 until then). */
+	uint32_t eg_slots;
+	uint64_t eg_stride, eg_off;
+	/* send side: eager messages sent, credits (slots the receiver freed),
+	 * tags of eager sends whose receive's CTS has not come back yet */
+	uint32_t eg_sent, eg_credit;
+	int32_t eg_unpaired[MRCN_EG_MAX_SLOTS];
+	int eg_nunpaired;
+	/* recv side: eager messages received, freed in ring order, credits
+	 * last told; per slot: 0 free, 1 waiting for its irecv, 2 consumed */
+	uint32_t eg_rcvd, eg_freed, eg_told;
+	struct { int32_t tag; uint32_t size; uint8_t state; } eg[MRCN_EG_MAX_SLOTS];
+	int egr_busy;                   /* the advertisement/credit SEND in flight */
+	uint64_t rseq;
+	struct mrcn_stats st;
 	/* CUDA staging (nccl/stage.c), set up at the comm's first CUDA
 	 * buffer: the copy engine and whether the arena is pinned by it. */
 	const struct mrc__gpu_copy_ops *cops;
@@ -107,7 +130,20 @@ extern uint64_t mrcn_arena_bytes, mrcn_max_msg;
  * staging: getProperties then says NCCL_PTR_CUDA too. */
 extern int mrcn_cuda_ok;
 
+/* Eager payload limit (MRC_NCCL_EAGER_BYTES, 0: off), and the receive
+ * ring it gives: slots and stride. */
+extern uint64_t mrcn_eg_bytes;
+extern uint32_t mrcn_eg_slots;
+
+/* A comm's region: the arena, then MRCN_NCTS CTS buffers (recv: outgoing,
+ * by id; send: the posted RECVs), one more for the eager advertisement
+ * (recv: outgoing; send: a 65th RECV), then (recv) the eager ring. */
 #define CTS_IN(c, i) ((struct mrcn_cts *)((c)->base + mrcn_arena_bytes) + (i))
+#define MRCN_EGR_OFF (mrcn_arena_bytes + MRCN_NCTS * sizeof(struct mrcn_cts))
+#define MRCN_RING_OFF (MRCN_EGR_OFF + 64)
+#define MRCN_NRECV (MRCN_NCTS + 1)      /* RECVs a send comm keeps posted */
+/* recv: advertises the eager ring (and the credits) to the sender. */
+int mrcn_post_egr(struct comm *c);
 int mrcn_post_cts_recv(struct comm *c, int slot);
 /* A send comm's data still in flight (sends report done at the post):
  * completions polled until none is left or ms pass; 0, or -ETIMEDOUT. */

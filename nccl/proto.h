@@ -20,6 +20,7 @@
 #define MRCN_SID_BASE 0x4e000000u /* the plugin's service ids: "N"... */
 #define MRCN_SID_SPAN 0x100000u
 #define MRCN_WR_CTS (1ull << 32)  /* wr_id tag of CTS SENDs and RECVs */
+#define MRCN_WR_EGR (3ull << 32)  /* wr_id of the eager advertisement/credit SEND */
 /* wr_id of a data WRITE_IMM: the tag and its bounce allocation (arena.h
  * handle), or MRCN_WR_NOALLOC for an empty message; the request itself
  * is done at the post (nccl/data.c, isend). */
@@ -47,30 +48,83 @@ struct mrcn_handle {
 _Static_assert(sizeof(struct mrcn_handle) <= 128, "NCCL_NET_HANDLE_MAXSIZE");
 
 #define MRCN_CTS_MAGIC 0x53544343u      /* "CCTS" */
+/* A clear-to-send for a receive already satisfied by an eager message
+ * that was waiting for it (irecv matched it at once): no room is offered,
+ * it only pairs with that eager send at the sender (docs/nccl.md
+ * "Eager messages"), and carries credits. */
+#define MRCN_VOID_MAGIC 0x44494f56u     /* "VOID" */
+/* The receiver's eager ring, advertised once at accept and repeated as
+ * the credit message: id = slots, size = slot stride, off = ring offset
+ * in the receiver's region.  Every one is the same but for credits. */
+#define MRCN_EGR_MAGIC 0x52474543u      /* "CEGR" */
 struct mrcn_cts {
 	uint32_t magic;
 	uint32_t id;              /* echoed as the WRITE_IMM's immediate */
 	int32_t tag;
-	uint32_t rsvd;
+	uint32_t credits;         /* eager slots the receiver freed, cumulative */
 	uint64_t size;            /* receive capacity */
 	uint64_t off;             /* where in the receiver's bounce region */
 };
 _Static_assert(sizeof(struct mrcn_cts) == 32, "CTS size");
 
+/* Eager messages (docs/nccl.md "Eager messages"): up to MRC_NCCL_EAGER_BYTES
+ * (default MRCN_EG_DEFAULT) are written by isend at once into slot
+ * (seq % slots) of the receiver's eager ring, header then payload, with
+ * imm = MRCN_IMM_EAGER | slot; a send needs a credit (slots the receiver
+ * has freed, in ring order). */
+#define MRCN_EG_SLOTS 16          /* slots per receive comm */
+#define MRCN_EG_MAX_SLOTS 64      /* the most a peer may advertise */
+#define MRCN_EG_DEFAULT 65536u
+#define MRCN_EG_MAX (1u << 20)    /* MRC_NCCL_EAGER_BYTES's range */
+#define MRCN_IMM_EAGER 0x80000000u
+#define MRCN_EG_HDR_MAGIC 0x47414545u   /* "EEAG" */
+struct mrcn_eg_hdr {
+	uint32_t magic;
+	int32_t tag;
+	uint32_t size;            /* payload bytes after the header */
+	uint32_t seq;             /* the comm's eager message number */
+};
+_Static_assert(sizeof(struct mrcn_eg_hdr) == 16, "eager header size");
+/* Slot stride for a payload limit: header + payload, cache lines. */
+static inline uint64_t mrcn_eg_stride(uint64_t bytes)
+{
+	return (sizeof(struct mrcn_eg_hdr) + bytes + 63) & ~(uint64_t)63;
+}
+
 /* What a peer sent is untrusted: a CTS is taken only whole, with its
  * magic, an id in range and a window inside the arena.  (The window is
  * the peer's own memory: its mrcd checks the rkey range too; this keeps a
- * confused peer from being answered with a write that fails later.) */
+ * confused peer from being answered with a write that fails later.)  An
+ * eager advertisement only with a slot count and stride in range. */
 static inline int mrcn_cts_parse(const void *buf, uint32_t len, struct mrcn_cts *out)
 {
 	if (len != sizeof(*out))
 		return -EPROTO;
 	memcpy(out, buf, sizeof(*out));
-	if (out->magic != MRCN_CTS_MAGIC || out->id >= MRCN_NCTS || out->rsvd ||
-	    out->size > MRCN_MAX_MSG || out->off > MRCN_ARENA || out->size > MRCN_ARENA - out->off)
+	if (out->magic == MRCN_EGR_MAGIC)
+		return out->id >= 1 && out->id <= MRCN_EG_MAX_SLOTS && !(out->size & 63) &&
+		       out->size > sizeof(struct mrcn_eg_hdr) &&
+		       out->size <= mrcn_eg_stride(MRCN_EG_MAX) ? 0 : -EPROTO;
+	if ((out->magic != MRCN_CTS_MAGIC && out->magic != MRCN_VOID_MAGIC) ||
+	    out->id >= MRCN_NCTS || out->size > MRCN_MAX_MSG || out->off > MRCN_ARENA ||
+	    out->size > MRCN_ARENA - out->off)
 		return -EPROTO;
 	return 0;
 }
+
+/* Per-comm counters of the data path (tests read them through the test
+ * build's mrcn_comm_stats; the real plugin exports nothing but its tables). */
+struct mrcn_stats {
+	uint64_t eager_sends;     /* isends written at once into the eager ring */
+	uint64_t cts_sends;       /* isends that waited for (used) a clear-to-send */
+	uint64_t eager_no_credit; /* isend calls eager by size but without a credit */
+	uint64_t paired;          /* CTSs the sender dropped: already sent eagerly */
+	uint64_t unexpected;      /* eager messages that arrived before their irecv */
+	uint64_t void_cts;        /* void CTSs sent (recv) or taken (send) */
+	uint64_t credit_msgs;     /* eager advertisements/credit messages sent */
+	uint64_t refused;         /* malformed eager messages refused */
+	uint64_t ring_slots;      /* the receiver's eager ring (send: once advertised) */
+};
 
 /* A handle as NCCL hands it over (NCCL_NET_HANDLE_MAXSIZE bytes). */
 static inline int mrcn_handle_parse(const void *h, struct mrcn_handle *out)

@@ -3,7 +3,7 @@
  * name and table checks), init refused without a daemon, the bounce arena
  * against a model, and the whole plugin against a real mrcd on loopback
  * with both ends in this process: non-blocking connect/accept, an isend
- * before its receive (NULL request), grouped tagged receives larger than
+ * before its receive (NULL request, or eager at once), grouped tagged receives larger than
  * the sends with sizes from test, irecv returning NULL when full, refused
  * pointer types, closes with operations in flight, many comms, the v9
  * adapter.  The daemon parts are skipped when build/bin/mrcd is missing. */
@@ -218,7 +218,8 @@ static void test_plugin_loopback(void **state)
 	assert_int_not_equal(n->regMrDmaBuf(p[0].rc, buf, sizeof(buf), NCCL_PTR_HOST, 0, 0, &mh),
 			     ncclSuccess);
 
-	/* an isend before its receive: NULL, then through once posted */
+	/* an isend before its receive: NULL, or eager at once; through once
+	 * posted */
 	void *smh, *rmh, *sreq = NULL, *rreq = NULL;
 	static uint8_t sb[3000], rb[5000];
 	for (size_t i = 0; i < sizeof(sb); i++)
@@ -226,8 +227,8 @@ static void test_plugin_loopback(void **state)
 	memset(rb, 0xee, sizeof(rb));
 	NC(n->regMr(p[0].sc, sb, sizeof(sb), NCCL_PTR_HOST, &smh));
 	NC(n->regMr(p[0].rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+	/* an eager send (the receiver's ring advertised) goes at once */
 	NC(n->isend(p[0].sc, sb, sizeof(sb), 5, smh, NULL, &sreq));
-	assert_null(sreq);
 	void *data[1] = { rb };
 	size_t sizes[1] = { sizeof(rb) };
 	int tags[1] = { 5 };
@@ -254,10 +255,19 @@ static void test_plugin_loopback(void **state)
 	sizes[0] = 100;
 	NC(n->irecv(p[0].rc, 1, data, sizes, tags, &rmh, NULL, &rreq));
 	assert_non_null(rreq);
+	/* (or, sent eagerly before its CTS came, the receive fails) */
 	end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
 	ncclResult_t r;
 	while ((r = n->isend(p[0].sc, sb, 200, 5, smh, NULL, &sreq)) == ncclSuccess && !sreq)
 		CHECK(mrcd_spawn_now_ms() < end, "isend never saw the receive");
+	if (sreq) {
+		int dn = 0;
+		NC(n->test(sreq, &dn, NULL));
+		assert_int_equal(dn, 1);
+		while ((r = n->test(rreq, &dn, NULL)) == ncclSuccess && !dn)
+			CHECK(mrcd_spawn_now_ms() < end, "the oversized eager message never came");
+		sreq = NULL;
+	}
 	assert_int_equal(r, ncclInvalidUsage);
 	assert_null(sreq);
 	/* too many grouped receives */
@@ -381,7 +391,8 @@ static void test_env_values(void **state)
 		{ "MRC_NCCL_BOUNCE_MB", "0" }, { "MRC_NCCL_BOUNCE_MB", "33" },
 		{ "MRC_NCCL_BOUNCE_MB", "2x" }, { "MRC_NCCL_PLANES", "-1" },
 		{ "MRC_NCCL_PLANES", "lots" }, { "MRC_NCCL_PLANE_MBPS", "99999999999" },
-		{ "MRC_NCCL_LATENCY_US", " " },
+		{ "MRC_NCCL_LATENCY_US", " " }, { "MRC_NCCL_EAGER_BYTES", "-1" },
+		{ "MRC_NCCL_EAGER_BYTES", "1048577" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		setenv(bad[i][0], bad[i][1], 1);
@@ -432,7 +443,11 @@ static void test_send_done_at_post(void **state)
 	struct env *e = *state;
 	const ncclNet_v11_t *n = drv.net;
 	ncclNetCommConfig_t cfg = { .trafficClass = -1 };
+	/* wait_cts probes for the CTS with an oversized send: eager off, or
+	 * that send would go at once */
+	setenv("MRC_NCCL_EAGER_BYTES", "0", 1);
 	NC(n->init(&e->ctx, 43, &cfg, NULL, NULL));
+	unsetenv("MRC_NCCL_EAGER_BYTES");
 	struct nccl_pair p[1];
 	nccl_connect_pairs(n, e->ctx, p, 1);
 	static uint8_t sb[4096], rb[2][4096];

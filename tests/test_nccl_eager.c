@@ -1,0 +1,498 @@
+/* Eager messages in libnccl-net-mrc.so (docs/nccl.md "Eager messages"),
+ * against a real mrcd on loopback, through the test build of the plugin
+ * (build/tests/libnccl-net-mrcfake.so: the same plugin, which also
+ * exports mrcn_comm_stats, its per-comm counters):
+ *  - eager then rendezvous on one comm and tag: a small send before its
+ *    receive goes at once, a large one waits for its CTS, each lands in
+ *    its own receive (posting order), sizes from test;
+ *  - credit exhaustion: the ring's 16 slots filled by sends nobody
+ *    received yet, the 17th falls back to the CTS path (counters);
+ *  - a grouped receive mixing eager and rendezvous messages;
+ *  - an eager message larger than its receive fails that receive;
+ *  - a hostile peer (a raw libmrc QP connected to the plugin's listener)
+ *    writing malformed eager messages: unknown slot, a header size beyond
+ *    the slot, a write longer than a slot: each refused with an error on
+ *    that comm, the receive buffer (and its guard) untouched.
+ * MRC_NCCL_TEST_PLUGIN names another plugin to run these against (e.g.
+ * an older build, to see them fail). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <mrc/mrc.h>
+
+#include "tests/support/mrcd_spawn.h"
+#include "tests/support/nccl_pairs.h"
+#include "tests/support/seeded.h"
+#include "tests/support/skip.h"
+
+#include "nccl/drive.h"
+#include "nccl/proto.h"
+
+#define NC(call) assert_int_equal((call), ncclSuccess)
+
+typedef int mrcn_comm_stats_fn(void *comm, struct mrcn_stats *out);
+static char plugin_path[PATH_MAX];
+static struct ndrv drv;
+static mrcn_comm_stats_fn *stats_fn;
+static struct mrcd_proc mrcd_d;
+
+static int setup_daemon(void **state)
+{
+	*state = NULL;
+	if (!mrcd_spawn_available())
+		return 0;
+	if (nccl_pairs_daemon_start(&mrcd_d))
+		return -1;
+	setenv("MRC_NCCL_BOUNCE_MB", "8", 1);   /* 1 MiB messages at most */
+	unsetenv("MRC_NCCL_EAGER_BYTES");       /* the default: 64 KiB */
+	*state = &mrcd_d;
+	return 0;
+}
+
+static int teardown_daemon(void **state)
+{
+	if (*state)
+		nccl_pairs_daemon_stop(&mrcd_d);
+	unsetenv("MRC_NCCL_BOUNCE_MB");
+	return 0;
+}
+
+#define NEED(state)                                                                     \
+	do {                                                                            \
+		if (!*(state))                                                          \
+			MRC_SKIP("%s is not built", mrcd_spawn_bin());                  \
+		if (!drv.net)                                                           \
+			MRC_SKIP("%s is not built", plugin_path);                       \
+	} while (0)
+
+static struct mrcn_stats stats(void *comm)
+{
+	struct mrcn_stats s;
+	memset(&s, 0, sizeof(s));
+	CHECK(stats_fn, "%s exports no mrcn_comm_stats", plugin_path);
+	assert_int_equal(stats_fn(comm, &s), 0);
+	return s;
+}
+
+/* The sender has the receiver's eager ring (advertised at accept). */
+static void wait_ring(void *sc)
+{
+	int64_t end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
+	while (stats(sc).ring_slots != MRCN_EG_SLOTS)
+		CHECK(mrcd_spawn_now_ms() < end, "the receiver's eager ring was never advertised");
+}
+
+/* The receiver holds want eager messages no irecv asked for yet. */
+static void wait_unexpected(void *rc, uint64_t want)
+{
+	int64_t end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
+	while (stats(rc).unexpected < want)
+		CHECK(mrcd_spawn_now_ms() < end, "%llu eager messages never arrived",
+		      (unsigned long long)want);
+}
+
+static void wait_req(const ncclNet_v11_t *n, void *req, int *sizes)
+{
+	int64_t end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
+	for (int done = 0; !done;) {
+		NC(n->test(req, &done, sizes));
+		CHECK(done || mrcd_spawn_now_ms() < end, "request not done");
+	}
+}
+
+/* isend retried while it returns NULL (NCCL's proxy does the same). */
+static void *send_retry(const ncclNet_v11_t *n, void *sc, void *buf, size_t len, int tag, void *mh)
+{
+	int64_t end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
+	void *req = NULL;
+	for (;;) {
+		NC(n->isend(sc, buf, len, tag, mh, NULL, &req));
+		if (req)
+			return req;
+		CHECK(mrcd_spawn_now_ms() < end, "isend of tag %d stays NULL", tag);
+	}
+}
+
+static void *recv1(const ncclNet_v11_t *n, void *rc, void *buf, size_t cap, int tag, void *mh)
+{
+	void *data[1] = { buf }, *req = NULL;
+	size_t sizes[1] = { cap };
+	int tags[1] = { tag };
+	NC(n->irecv(rc, 1, data, sizes, tags, &mh, NULL, &req));
+	CHECK(req, "irecv of tag %d returned NULL", tag);
+	return req;
+}
+
+static void fill(uint8_t *b, size_t n, uint8_t salt)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(rnd() ^ salt);
+}
+
+static void close_pair(const ncclNet_v11_t *n, struct nccl_pair *p)
+{
+	NC(n->closeSend(p->sc));
+	NC(n->closeRecv(p->rc));
+	NC(n->closeListen(p->lc));
+}
+
+#define BIG (256u << 10)     /* above the eager limit: the CTS path */
+
+/* A small send before its receive goes at once (eager); a larger one of
+ * the same tag after it waits for its receive's CTS; a third, small, after
+ * both.  Each lands in the receive of its position. */
+static void test_eager_then_rendezvous(void **state)
+{
+	NEED(state);
+	const ncclNet_v11_t *n = drv.net;
+	void *ctx;
+	NC(n->init(&ctx, 1, NULL, NULL, NULL));
+	struct nccl_pair p;
+	nccl_connect_pairs(n, ctx, &p, 1);
+	wait_ring(p.sc);
+	static uint8_t s1[1000], s2[BIG], s3[500], r[3][BIG + 64];
+	fill(s1, sizeof(s1), 1);
+	fill(s2, sizeof(s2), 2);
+	fill(s3, sizeof(s3), 3);
+	memset(r, 0xee, sizeof(r));
+	void *smh, *rmh;
+	NC(n->regMr(p.sc, s2, sizeof(s2), NCCL_PTR_HOST, &smh));   /* mhandles are global */
+	NC(n->regMr(p.rc, r, sizeof(r), NCCL_PTR_HOST, &rmh));
+	void *q1 = NULL, *q2 = NULL;
+	NC(n->isend(p.sc, s1, sizeof(s1), 7, smh, NULL, &q1));
+	CHECK(q1, "a small isend before its receive did not go at once");
+	NC(n->isend(p.sc, s2, sizeof(s2), 7, smh, NULL, &q2));
+	assert_null(q2);                         /* large: no CTS yet */
+	wait_unexpected(p.rc, 1);
+	void *r1 = recv1(n, p.rc, r[0], BIG, 7, rmh);
+	void *r2 = recv1(n, p.rc, r[1], BIG, 7, rmh);
+	q2 = send_retry(n, p.sc, s2, sizeof(s2), 7, smh);
+	int sz = -1;
+	wait_req(n, q1, &sz);
+	assert_int_equal(sz, sizeof(s1));
+	wait_req(n, q2, &sz);
+	assert_int_equal(sz, sizeof(s2));
+	wait_req(n, r1, &sz);
+	assert_int_equal(sz, sizeof(s1));
+	assert_memory_equal(r[0], s1, sizeof(s1));
+	assert_int_equal(r[0][sizeof(s1)], 0xee);
+	wait_req(n, r2, &sz);
+	assert_int_equal(sz, sizeof(s2));
+	assert_memory_equal(r[1], s2, sizeof(s2));
+	assert_int_equal(r[1][sizeof(s2)], 0xee);
+	/* and eager again after the rendezvous */
+	void *q3 = send_retry(n, p.sc, s3, sizeof(s3), 7, smh);
+	void *r3 = recv1(n, p.rc, r[2], BIG, 7, rmh);
+	wait_req(n, q3, &sz);
+	wait_req(n, r3, &sz);
+	assert_int_equal(sz, sizeof(s3));
+	assert_memory_equal(r[2], s3, sizeof(s3));
+	struct mrcn_stats ss = stats(p.sc), rs = stats(p.rc);
+	print_message("send: eager %llu cts %llu paired %llu void %llu; recv: unexpected %llu\n",
+		      (unsigned long long)ss.eager_sends, (unsigned long long)ss.cts_sends,
+		      (unsigned long long)ss.paired, (unsigned long long)ss.void_cts,
+		      (unsigned long long)rs.unexpected);
+	CHECK(ss.eager_sends >= 1 && ss.cts_sends >= 1 && ss.eager_sends + ss.cts_sends == 3,
+	      "both paths taken");
+	CHECK(rs.unexpected >= 1 && rs.void_cts >= 1, "the first message waited for its irecv");
+	NC(n->deregMr(p.sc, smh));
+	NC(n->deregMr(p.rc, rmh));
+	close_pair(n, &p);
+	NC(n->finalize(ctx));
+}
+
+/* 16 small sends nobody receives yet fill the receiver's ring; the 17th
+ * finds no credit and waits for its receive's CTS (the fallback, counted),
+ * then everything arrives in place. */
+static void test_credit_exhaustion(void **state)
+{
+	NEED(state);
+	const ncclNet_v11_t *n = drv.net;
+	void *ctx;
+	NC(n->init(&ctx, 2, NULL, NULL, NULL));
+	struct nccl_pair p;
+	nccl_connect_pairs(n, ctx, &p, 1);
+	wait_ring(p.sc);
+	enum { N = MRCN_EG_SLOTS + 1, L = 64 };
+	static uint8_t sb[N][L], rb[N][L + 8];
+	for (int i = 0; i < N; i++)
+		fill(sb[i], L, (uint8_t)i);
+	memset(rb, 0xee, sizeof(rb));
+	void *smh, *rmh, *sq[N] = { 0 }, *rq[N] = { 0 };
+	NC(n->regMr(p.sc, sb, sizeof(sb), NCCL_PTR_HOST, &smh));
+	NC(n->regMr(p.rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+	for (int i = 0; i < MRCN_EG_SLOTS; i++) {
+		NC(n->isend(p.sc, sb[i], L, i, smh, NULL, &sq[i]));
+		CHECK(sq[i], "eager send %d of %d did not go at once", i, MRCN_EG_SLOTS);
+	}
+	struct mrcn_stats before = stats(p.sc);
+	assert_int_equal(before.eager_sends, MRCN_EG_SLOTS);
+	NC(n->isend(p.sc, sb[N - 1], L, N - 1, smh, NULL, &sq[N - 1]));
+	assert_null(sq[N - 1]);
+	struct mrcn_stats mid = stats(p.sc);
+	CHECK(mid.eager_no_credit > before.eager_no_credit, "no credit was never hit");
+	/* its receive first: a CTS, no credit back yet */
+	rq[N - 1] = recv1(n, p.rc, rb[N - 1], L + 8, N - 1, rmh);
+	sq[N - 1] = send_retry(n, p.sc, sb[N - 1], L, N - 1, smh);
+	struct mrcn_stats after = stats(p.sc);
+	assert_int_equal(after.cts_sends, before.cts_sends + 1);
+	assert_int_equal(after.eager_sends, MRCN_EG_SLOTS);
+	for (int i = 0; i < MRCN_EG_SLOTS; i++)
+		rq[i] = recv1(n, p.rc, rb[i], L + 8, i, rmh);
+	for (int i = 0; i < N; i++) {
+		int sz = -1;
+		wait_req(n, sq[i], &sz);
+		assert_int_equal(sz, L);
+		wait_req(n, rq[i], &sz);
+		assert_int_equal(sz, L);
+		assert_memory_equal(rb[i], sb[i], L);
+		assert_int_equal(rb[i][L], 0xee);
+	}
+	/* the credits come back: eager again */
+	int64_t end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
+	void *q = NULL;
+	while (!q) {
+		NC(n->isend(p.sc, sb[0], L, 100, smh, NULL, &q));
+		CHECK(mrcd_spawn_now_ms() < end, "credits never came back");
+	}
+	assert_int_equal(stats(p.sc).eager_sends, MRCN_EG_SLOTS + 1);
+	void *rr = recv1(n, p.rc, rb[0], L + 8, 100, rmh);
+	int sz = -1;
+	wait_req(n, rr, &sz);
+	assert_int_equal(sz, L);
+	NC(n->deregMr(p.sc, smh));
+	NC(n->deregMr(p.rc, rmh));
+	close_pair(n, &p);
+	NC(n->finalize(ctx));
+}
+
+/* One grouped receive of 4: two messages came eagerly before it, two
+ * large ones go by CTS after it, in another order. */
+static void test_grouped_mixed(void **state)
+{
+	NEED(state);
+	const ncclNet_v11_t *n = drv.net;
+	void *ctx;
+	NC(n->init(&ctx, 3, NULL, NULL, NULL));
+	struct nccl_pair p;
+	nccl_connect_pairs(n, ctx, &p, 1);
+	wait_ring(p.sc);
+	static const size_t len[4] = { 3000, BIG, 0, BIG - 5 };  /* tags 1..4 */
+	static uint8_t sb[4][BIG], rb[4][BIG + 64];
+	for (int i = 0; i < 4; i++)
+		fill(sb[i], BIG, (uint8_t)(i + 10));
+	memset(rb, 0xee, sizeof(rb));
+	void *smh, *rmh, *sq[4] = { 0 };
+	NC(n->regMr(p.sc, sb, sizeof(sb), NCCL_PTR_HOST, &smh));
+	NC(n->regMr(p.rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+	NC(n->isend(p.sc, sb[0], len[0], 1, smh, NULL, &sq[0]));
+	NC(n->isend(p.sc, sb[2], len[2], 3, smh, NULL, &sq[2]));
+	CHECK(sq[0] && sq[2], "small sends before the receive did not go at once");
+	wait_unexpected(p.rc, 2);
+	void *data[4] = { rb[0], rb[1], rb[2], rb[3] }, *mh[4] = { rmh, rmh, rmh, rmh };
+	size_t sizes[4] = { BIG, BIG, BIG, BIG };
+	int tags[4] = { 1, 2, 3, 4 };
+	void *rq = NULL;
+	NC(n->irecv(p.rc, 4, data, sizes, tags, mh, NULL, &rq));
+	assert_non_null(rq);
+	sq[3] = send_retry(n, p.sc, sb[3], len[3], 4, smh);
+	sq[1] = send_retry(n, p.sc, sb[1], len[1], 2, smh);
+	int got[4] = { -1, -1, -1, -1 }, sz;
+	for (int i = 0; i < 4; i++)
+		wait_req(n, sq[i], &sz);
+	wait_req(n, rq, got);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(got[i], (int)len[i]);
+		assert_memory_equal(rb[i], sb[i], len[i]);
+		assert_int_equal(rb[i][len[i]], 0xee);
+	}
+	struct mrcn_stats ss = stats(p.sc);
+	assert_int_equal(ss.eager_sends, 2);
+	assert_int_equal(ss.cts_sends, 2);
+	assert_int_equal(stats(p.rc).void_cts, 2);
+	/* an eager message larger than its receive fails that receive */
+	void *q = send_retry(n, p.sc, sb[0], 2000, 9, smh);
+	wait_req(n, q, &sz);
+	wait_unexpected(p.rc, 3);
+	void *rr = recv1(n, p.rc, rb[0], 100, 9, rmh);
+	int done = 0;
+	assert_int_equal(n->test(rr, &done, &sz), ncclInvalidUsage);
+	NC(n->deregMr(p.sc, smh));
+	NC(n->deregMr(p.rc, rmh));
+	close_pair(n, &p);
+	NC(n->finalize(ctx));
+}
+
+/* ---- a hostile peer ------------------------------------------------------ */
+struct raw {
+	struct mrc_ctx *ctx;
+	struct mrc_qp *qp;
+	struct mrc_mr *mr;
+	uint8_t *base;
+	uint32_t rkey;
+	struct mrcn_cts adv;             /* the plugin's eager advertisement */
+};
+
+static struct mrc_completion raw_get1(struct raw *w)
+{
+	struct mrc_completion c;
+	int64_t end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
+	int k;
+	while ((k = mrc_poll_cq(w->qp, &c, 1)) == 0)
+		CHECK(mrcd_spawn_now_ms() < end, "raw peer: no completion");
+	assert_int_equal(k, 1);
+	return c;
+}
+
+/* A raw libmrc QP connects to the plugin's listener as a send comm
+ * would, and reads the eager advertisement. */
+static void raw_connect(const ncclNet_v11_t *n, void *ctx, struct raw *w, void **lc, void **rc)
+{
+	uint8_t h[NCCL_NET_HANDLE_MAXSIZE];
+	NC(n->listen(ctx, 0, h, lc));
+	struct mrcn_handle hd;
+	assert_int_equal(mrcn_handle_parse(h, &hd), 0);
+	assert_int_equal(mrc_open(NULL, &w->ctx), 0);
+	assert_int_equal(mrc_alloc_mr(w->ctx, 1 << 20, MRC_MR_ALL, &w->mr), 0);
+	w->base = mrc_mr_addr(w->mr);
+	assert_int_equal(mrc_create_qp(w->ctx, NULL, &w->qp), 0);
+	struct mrc_qp_addr peer;
+	assert_int_equal(mrc_connect(w->qp, hd.host, hd.sid, hd.listen_id, &peer), 0);
+	w->rkey = peer.priv;
+	assert_int_equal(mrc_post_recv(w->qp, 1, mrc_mr_key(w->mr), 0, 64), 0);
+	*rc = NULL;
+	int64_t end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
+	ncclNetDeviceHandle_t *dev = NULL;
+	while (!*rc) {
+		NC(n->accept(*lc, rc, &dev));
+		CHECK(mrcd_spawn_now_ms() < end, "accept");
+	}
+	struct mrc_completion c = raw_get1(w);
+	assert_int_equal(c.status, 0);
+	assert_int_equal(c.op, MRC_CQE_RECV);
+	CHECK(mrcn_cts_parse(w->base, c.byte_len, &w->adv) == 0 && w->adv.magic == MRCN_EGR_MAGIC,
+	      "no eager advertisement from the plugin");
+	assert_int_equal(w->adv.id, MRCN_EG_SLOTS);
+}
+
+static void raw_close(struct raw *w)
+{
+	mrc_destroy_qp(w->qp);
+	mrc_dereg_mr(w->mr);
+	mrc_close(w->ctx);
+}
+
+/* One malformed eager WRITE_IMM (len bytes, header first, written to the
+ * ring's slot 0 with imm; len 0: a slot's stride and 64 more, the header
+ * saying so); the plugin's posted receive must fail, its buffer and guard
+ * untouched. */
+static void hostile_case(const ncclNet_v11_t *n, void *ctx, const char *what, uint32_t hdr_size,
+			 uint64_t len, uint32_t imm)
+{
+	struct raw w = { 0 };
+	void *lc, *rc;
+	raw_connect(n, ctx, &w, &lc, &rc);
+	static uint8_t rb[8192];
+	memset(rb, 0xee, sizeof(rb));
+	void *rmh, *rq;
+	NC(n->regMr(rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+	rq = recv1(n, rc, rb, 4096, 1, rmh);
+	if (!len) {
+		len = w.adv.size + 64;
+		hdr_size = (uint32_t)(len - sizeof(struct mrcn_eg_hdr));
+	}
+	struct mrcn_eg_hdr h = { .magic = MRCN_EG_HDR_MAGIC, .tag = 1, .size = hdr_size, .seq = 0 };
+	memcpy(w.base + 4096, &h, sizeof(h));
+	memset(w.base + 4096 + sizeof(h), 0x5a, len - sizeof(h));
+	assert_int_equal(mrc_post_write_imm(w.qp, 2, mrc_mr_key(w.mr), 4096, len, w.rkey,
+					    w.adv.off, imm), 0);
+	/* the plugin's CTS for the receive and the WRITE's own completion,
+	 * in any order: the WRITE must have succeeded (the fault happened) */
+	int wrote = 0;
+	for (int i = 0; i < 2 && !wrote; i++) {
+		struct mrc_completion c = raw_get1(&w);
+		assert_int_equal(c.status, 0);
+		wrote = c.op == MRC_CQE_WRITE_IMM;
+	}
+	CHECK(wrote, "%s: the hostile WRITE_IMM did not complete", what);
+	int64_t end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
+	ncclResult_t r;
+	int done = 0, sz = -1;
+	while ((r = n->test(rq, &done, &sz)) == ncclSuccess && !done)
+		CHECK(mrcd_spawn_now_ms() < end, "%s: the receive never failed", what);
+	CHECK(r != ncclSuccess, "%s: accepted (size %d)", what, sz);
+	for (size_t i = 0; i < sizeof(rb); i++)
+		CHECK(rb[i] == 0xee, "%s: receive buffer byte %zu written", what, i);
+	assert_int_equal(stats(rc).refused, 1);
+	void *q = NULL;
+	void *data[1] = { rb };
+	size_t sizes[1] = { 64 };
+	int tags[1] = { 2 };
+	CHECK(n->irecv(rc, 1, data, sizes, tags, &rmh, NULL, &q) != ncclSuccess,
+	      "%s: the comm still takes receives", what);
+	NC(n->deregMr(rc, rmh));
+	NC(n->closeRecv(rc));
+	NC(n->closeListen(lc));
+	raw_close(&w);
+}
+
+static void test_hostile_eager(void **state)
+{
+	NEED(state);
+	const ncclNet_v11_t *n = drv.net;
+	void *ctx;
+	NC(n->init(&ctx, 4, NULL, NULL, NULL));
+	const uint32_t hdr = sizeof(struct mrcn_eg_hdr);
+	hostile_case(n, ctx, "unknown slot", 100, hdr + 100, MRCN_IMM_EAGER | 999);
+	hostile_case(n, ctx, "slot out of turn", 100, hdr + 100, MRCN_IMM_EAGER | 3);
+	/* the header claims more than the slot holds (and than was written) */
+	hostile_case(n, ctx, "header size beyond the slot", (uint32_t)(8u << 20), hdr + 100,
+		     MRCN_IMM_EAGER | 0);
+	/* a write running past its slot, its header consistent with it */
+	hostile_case(n, ctx, "write longer than a slot", 0, 0, MRCN_IMM_EAGER | 0);
+	NC(n->finalize(ctx));
+}
+
+int main(void)
+{
+	char exe[PATH_MAX];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (k <= 0)
+		return 1;
+	exe[k] = 0;
+	char *dir = dirname(exe);                       /* B/tests */
+	const char *alt = getenv("MRC_NCCL_TEST_PLUGIN");
+	if (alt)
+		snprintf(plugin_path, sizeof(plugin_path), "%s", alt);
+	else
+		snprintf(plugin_path, sizeof(plugin_path), "%.*s/libnccl-net-mrcfake.so",
+			 PATH_MAX - 64, dir);
+	seed_init("test_nccl_eager");
+	char err[256];
+	if (ndrv_load(&drv, plugin_path, err, sizeof(err)) == 0)
+		stats_fn = (mrcn_comm_stats_fn *)dlsym(drv.dl, "mrcn_comm_stats");
+	else
+		memset(&drv, 0, sizeof(drv));
+	const struct CMUnitTest t[] = {
+		cmocka_unit_test(test_eager_then_rendezvous),
+		cmocka_unit_test(test_credit_exhaustion),
+		cmocka_unit_test(test_grouped_mixed),
+		cmocka_unit_test(test_hostile_eager),
+	};
+	int r = cmocka_run_group_tests_name("nccl plugin, eager messages", t, setup_daemon,
+					    teardown_daemon);
+	if (drv.net)
+		ndrv_unload(&drv);
+	return r;
+}
