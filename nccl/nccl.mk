@@ -1,7 +1,8 @@
 # The NCCL net plugin (docs/nccl.md): build/lib/libnccl-net-mrc.so, with
 # libmrc linked in (its PIC archive) so the plugin is one self-contained
 # file, exporting only ncclNetPlugin_v11/_v10/_v9/_v8.  Its harness,
-# mrc-nccl-harness, drives it as NCCL's proxy thread does.
+# mrc-nccl-harness (tools/nccl-harness.mk), drives it as NCCL's proxy
+# thread does.
 #
 # CUDA buffers (docs/nccl.md, "CUDA buffers"): with nvcc found (gpu/cuda.mk)
 # the plugin links libmrc-gpu's CUDA copy engine and the CUDA runtime
@@ -37,13 +38,9 @@ $(NCCL_FAKE_SO): $(NCCL_PLUGIN_OBJS) $(B)/lib/pic/tests/support/nccl_fake_cuda.o
 $(B)/tests/test_nccl_cuda: | $(NCCL_PLUGIN_SO) $(NCCL_FAKE_SO)
 $(B)/tests/test_nccl_eager: | $(NCCL_PLUGIN_SO) $(NCCL_FAKE_SO)
 
-PROGS += mrc-nccl-harness
-mrc-nccl-harness_SRCS := nccl/harness.c nccl/drive.c
-$(B)/bin/mrc-nccl-harness: $(B)/lib/libmrc.a | $(NCCL_PLUGIN_SO)
-
 # The unit tests load the plugin the way NCCL does.
 $(B)/tests/test_nccl_plugin: | $(NCCL_PLUGIN_SO)
-TEST_SUPPORT_SRCS += nccl/arena.c nccl/drive.c tests/support/nccl_pairs.c
+TEST_SUPPORT_SRCS += nccl/arena.c tools/nccl-harness/drive.c tests/support/nccl_pairs.c
 
 ROOT_TESTS += tests/root/nccl.sh
 

@@ -148,7 +148,7 @@ if step host; then
 	export MRC_SOCKET=$d/s
 	P=$PWD/$K/plugin/libnccl-net-mrc.so
 	{
-		echo "  harness rows: | mode | bytes | ... (header in nccl/harness.c)"
+		echo "  harness rows: | mode | bytes | ... (header in tools/nccl-harness/harness.c)"
 		for z in 4096 4194304; do
 			timeout 60 bash -c "$(declare -f h kr); K=$K d=$d h -b -z $z -p $P"
 			timeout 60 bash -c "$(declare -f h kr); K=$K d=$d h -d -z $z"

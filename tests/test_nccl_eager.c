@@ -36,7 +36,7 @@
 #include "tests/support/seeded.h"
 #include "tests/support/skip.h"
 
-#include "nccl/drive.h"
+#include "tools/nccl-harness/drive.h"
 #include "nccl/proto.h"
 
 #define NC(call) assert_int_equal((call), ncclSuccess)

@@ -29,7 +29,7 @@
 #include "tests/support/seeded.h"
 
 #include "nccl/arena.h"
-#include "nccl/drive.h"
+#include "tools/nccl-harness/drive.h"
 #include "nccl/proto.h"
 
 static char libdir[PATH_MAX];

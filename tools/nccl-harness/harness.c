@@ -45,7 +45,7 @@
 #include <mrc/mrc.h>
 
 #include "common/trace.h"
-#include "nccl/drive.h"
+#include "tools/nccl-harness/drive.h"
 
 #define MAXR 16
 #define MAXC 16
@@ -853,7 +853,7 @@ int main(int argc, char **argv)
 		case 'T': tcp = 1; break;
 		case 'z': onesize = strtoull(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: see the header of nccl/harness.c\n");
+			fprintf(stderr, "usage: see the header of tools/nccl-harness/harness.c\n");
 			return 2;
 		}
 	if (copycost) {

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "common/prng.h"
-#include "nccl/drive.h"
+#include "tools/nccl-harness/drive.h"
 
 int64_t ndrv_now_us(void)
 {
