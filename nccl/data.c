@@ -1,6 +1,6 @@
-/* libnccl-net-mrc.so, the data path (docs/nccl.md): memory
- * registration, isend/irecv/test/iflush over the comms' bounce regions,
- * and the exported tables (v11, and the v10/v9/v8 adapters).
+/* libnccl-net-mrc.so, the data path (docs/nccl.md): isend/irecv/test/
+ * iflush over the comms' bounce regions (memory registration: reg.c; the
+ * exported tables: tables.c).
  *
  * Protocol (receiver-driven, like a CTS): irecv reserves, per grouped
  * receive, an id and room in the receiver's bounce arena, and SENDs a
@@ -22,99 +22,6 @@
 
 #include "common/trace.h"
 #include "nccl/plugin.h"
-
-/* The comm, as the trace's QP field (common/trace.h). */
-#define TRC(c) ((uint32_t)(uintptr_t)(c))
-
-#define EXPORT __attribute__((visibility("default")))
-
-/* ---- memory ------------------------------------------------------------ */
-/* A send comm's host buffer that mrcd can map (a memfd mapping: NCCL's
- * cudaHostAlloc buffers are not) is registered itself, so that isend
- * WRITEs from it without the bounce copy (docs/client.md "Application
- * memory").  Never moved (no MRC_REG_MOVE): NCCL's host memory is pinned
- * by CUDA, and moving would leave CUDA the old pages.  Anything else, or
- * a refusal (limits), takes the bounce path as before. */
-static void reg_zero_copy(struct comm *c, struct mhandle *m)
-{
-	static _Atomic int told;
-	if (m->type != NCCL_PTR_HOST || !c || c->kind != K_SEND || !m->size ||
-	    atomic_load(&c->ready) != 1 || !c->ctx)
-		return;
-	int r = mrc_reg_mem(c->ctx, m->data, m->size, MRC_MR_LOCAL_READ, 0, &m->mr);
-	if (r) {
-		m->mr = NULL;
-		if (!atomic_exchange(&told, 1))
-			INFO("regMr: host buffer %p not registered in place (%s: %s): sends from "
-			     "such buffers are copied through the bounce region", m->data,
-			     mrc_strerror(r), mrc_last_error(c->ctx));
-	}
-}
-
-static ncclResult_t reg(struct comm *c, void *data, size_t size, int type, void **mhandle)
-{
-	/* CUDA memory only where init found a device and the copy engine
-	 * (nccl/stage.c); anything else is refused rather than read as host
-	 * memory. */
-	if (type != NCCL_PTR_HOST && !(type == NCCL_PTR_CUDA && mrcn_cuda_ok)) {
-		WARN("regMr: pointer type %d refused: %s", type,
-		     type == NCCL_PTR_CUDA ? "no CUDA device at init, or a build without CUDA: "
-					     "only host memory (NCCL_PTR_HOST)"
-					   : "only host and CUDA memory are supported");
-		return ncclInternalError;
-	}
-	struct mhandle *m = malloc(sizeof(*m));
-	if (!m)
-		return ncclSystemError;
-	*m = (struct mhandle){ .data = data, .size = size, .type = type, .c = c };
-	reg_zero_copy(c, m);
-	*mhandle = m;
-	return ncclSuccess;
-}
-
-static ncclResult_t mrcn_regmr(void *comm, void *data, size_t size, int type, void **mhandle)
-{
-	return reg(comm, data, size, type, mhandle);
-}
-
-/* A dma-buf lets a NIC reach GPU memory itself (GPUDirect RDMA): mrc's
- * datapath is mrcd's UDP sockets, which cannot, and gpu/gpudirect.c's
- * export is for a verbs datapath mrc does not have yet.  So
- * NCCL_PTR_DMABUF is never advertised and an fd is refused; without an fd
- * this is regMr. */
-static ncclResult_t mrcn_regmr_dmabuf(void *comm, void *data, size_t size, int type,
-				      uint64_t offset, int fd, void **mhandle)
-{
-	(void)offset;
-	if (fd >= 0) {
-		WARN("regMrDmaBuf: dma-buf (fd %d, pointer type %d) refused: mrc has no GPUDirect "
-		     "(verbs) datapath; device memory is staged through host memory instead",
-		     fd, type);
-		return ncclInternalError;
-	}
-	return reg(comm, data, size, type, mhandle);
-}
-
-static ncclResult_t mrcn_deregmr(void *comm, void *mhandle)
-{
-	struct mhandle *m = mhandle;
-	if (m && m->mr) {
-		int r = mrc_dereg_mr(m->mr);
-		if (r == -EBUSY && comm == m->c) {
-			/* NCCL waits for its requests, but a send's WRITE may
-			 * still be queued in mrcd: let it finish. */
-			mrcn_send_drain(m->c, MRCN_CLOSE_DRAIN_MS);
-			r = mrc_dereg_mr(m->mr);
-		}
-		if (r) {
-			/* m->c may be closed by now: not read here */
-			WARN("deregMr: %p: %s: left registered", m->data, mrc_strerror(r));
-			return ncclInternalError;
-		}
-	}
-	free(m);
-	return ncclSuccess;
-}
 
 /* ---- data path --------------------------------------------------------- */
 static int64_t now_ms(void)
@@ -140,129 +47,18 @@ static struct req *req_get(struct comm *c)
 /* An id is free again once its receive has its data (or was satisfied
  * eagerly) and its CTS SEND completed: a CTS may still be (re)sent from
  * its buffer until then. */
-static void id_release(struct comm *c, int id)
+void mrcn_id_release(struct comm *c, int id)
 {
 	if (!c->ids[id].r && !c->cts_busy[id])
 		c->free_ids[c->nfree_ids++] = id;
 }
 
-static void refuse(struct comm *c, const char *why, uint64_t v)
+void mrcn_refuse(struct comm *c, const char *why, uint64_t v)
 {
 	if (!c->err)
 		c->err = -EPROTO;
 	c->st.refused++;
 	WARN("eager message from host %u refused: %s (%llu)", c->host, why, (unsigned long long)v);
-}
-
-/* Eager slots are freed in ring order (credits are a count): a slot
- * whose message waits for its irecv holds the ones after it. */
-static void eg_reclaim(struct comm *c)
-{
-	while (c->eg_freed != c->eg_rcvd && c->eg[c->eg_freed % c->eg_slots].state == 2) {
-		c->eg[c->eg_freed % c->eg_slots].state = 0;
-		c->eg_freed++;
-	}
-}
-
-/* Eager message in slot k satisfies receive (r, s): copied out (sizes
- * were checked at arrival against the slot), its CTS room and id let go. */
-static void eg_deliver(struct comm *c, uint32_t k, struct req *r, int s)
-{
-	uint32_t size = c->eg[k].size;
-	uint64_t off = c->eg_off + k * c->eg_stride + sizeof(struct mrcn_eg_hdr);
-	if (size > r->sub[s].size) {
-		WARN("eager message of %u bytes for a receive of %llu (tag %d)", size,
-		     (unsigned long long)r->sub[s].size, r->sub[s].tag);
-		r->err = -EMSGSIZE;
-	} else if (size && r->sub[s].cuda) {
-		int ce = mrcn_cuda_copy(c, 1, r->sub[s].data, off, size);
-		if (ce) {
-			r->err = ce;
-			r->cuda_fail = 1;
-		}
-	} else if (size) {
-		memcpy(r->sub[s].data, c->base + off, size);
-	}
-	r->sub[s].got = size;
-	r->sub[s].pending = 0;
-	if (r->sub[s].alloc >= 0)
-		mrcn_arena_free(&c->arena, r->sub[s].alloc);
-	r->sub[s].alloc = -1;
-	if (r->sub[s].id >= 0 && c->ids[r->sub[s].id].r == r) {
-		c->ids[r->sub[s].id].r = NULL;
-		id_release(c, r->sub[s].id);
-	}
-	r->ndone++;
-	c->eg[k].state = 2;
-	MRC_TRACE(MRC_TR_N_DATA, TRC(c), MRCN_IMM_EAGER | k, size);
-	eg_reclaim(c);
-}
-
-/* An eager message landed: checked against our own ring (never the
- * peer's header alone), then given to the oldest receive of its tag
- * still waiting, or kept until irecv asks for it. */
-static void eg_arrived(struct comm *c, const struct mrc_completion *e)
-{
-	uint32_t k = e->imm & ~MRCN_IMM_EAGER;
-	if (!c->eg_slots || k >= c->eg_slots)
-		{
-		refuse(c, "no such slot", k);
-		return;
-	}
-	if (k != c->eg_rcvd % c->eg_slots || c->eg[k].state)
-		{
-		refuse(c, "slot out of turn, or not freed yet", k);
-		return;
-	}
-	struct mrcn_eg_hdr h;
-	if (e->byte_len < sizeof(h) || e->byte_len > c->eg_stride)
-		{
-		refuse(c, "length beyond the slot", e->byte_len);
-		return;
-	}
-	memcpy(&h, c->base + c->eg_off + k * c->eg_stride, sizeof(h));
-	if (h.magic != MRCN_EG_HDR_MAGIC || h.seq != c->eg_rcvd ||
-	    (uint64_t)h.size + sizeof(h) != e->byte_len)
-		{
-		refuse(c, "bad header (magic, sequence, or size not the length written)",
-			      h.size);
-		return;
-	}
-	c->eg_rcvd++;
-	c->eg[k].tag = h.tag;
-	c->eg[k].size = h.size;
-	c->eg[k].state = 1;
-	struct req *best = NULL;
-	int bs = -1;
-	for (int i = 0; i < MRCN_MAX_REQS; i++) {
-		struct req *r = &c->reqs[i];
-		if (!r->used || (best && r->seq > best->seq))
-			continue;
-		for (int j = 0; j < r->n; j++)
-			if (r->sub[j].pending && r->sub[j].tag == h.tag) {
-				best = r;
-				bs = j;
-				break;
-			}
-	}
-	if (best)
-		eg_deliver(c, k, best, bs);
-	else
-		c->st.unexpected++;
-}
-
-/* A CTS (or void CTS) of tag t pairs with the oldest eager send of that
- * tag still unpaired: that send was its receive's message. */
-static int eg_pair(struct comm *c, int32_t tag)
-{
-	for (int i = 0; i < c->eg_nunpaired; i++)
-		if (c->eg_unpaired[i] == tag) {
-			memmove(&c->eg_unpaired[i], &c->eg_unpaired[i + 1],
-				(size_t)(c->eg_nunpaired - i - 1) * sizeof(c->eg_unpaired[0]));
-			c->eg_nunpaired--;
-			return 1;
-		}
-	return 0;
 }
 
 static void on_cqe(struct comm *c, const struct mrc_completion *e)
@@ -324,7 +120,7 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 				break;
 			}
 		} else if (in.magic == MRCN_VOID_MAGIC) {
-			if (!eg_pair(c, in.tag)) {
+			if (!mrcn_eg_pair(c, in.tag)) {
 				if (!c->err)
 					c->err = -EPROTO;
 				WARN("void clear-to-send from host %u for no eager send (tag %d)",
@@ -332,7 +128,7 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 				break;
 			}
 			c->st.void_cts++;
-		} else if (eg_pair(c, in.tag)) {
+		} else if (mrcn_eg_pair(c, in.tag)) {
 			c->st.paired++;     /* its message went eagerly */
 		} else {
 			c->cts[c->ncts++] = in;
@@ -345,7 +141,7 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 	}
 	case MRC_CQE_RECV_WRITE_IMM: {  /* data landed */
 		if (e->imm & MRCN_IMM_EAGER) {
-			eg_arrived(c, e);
+			mrcn_eg_arrived(c, e);
 			break;
 		}
 		uint32_t id = e->imm;
@@ -358,7 +154,7 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 		struct req *r = c->ids[id].r;
 		int s = c->ids[id].sub;
 		c->ids[id].r = NULL;
-		id_release(c, (int)id);
+		mrcn_id_release(c, (int)id);
 		r->sub[s].pending = 0;
 		if (e->byte_len > r->sub[s].size) {
 			r->err = -EMSGSIZE;
@@ -389,7 +185,7 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 			   (e->wr_id & 0xffffffffu) < MRCN_NCTS) {
 			int id = (int)(e->wr_id & 0xffffffffu);
 			c->cts_busy[id] = 0;
-			id_release(c, id);
+			mrcn_id_release(c, id);
 		}
 		break;
 	}
@@ -530,7 +326,7 @@ static ncclResult_t eager_send(struct comm *c, void *data, size_t size, int tag,
 	return ncclSuccess;
 }
 
-static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
+ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 				   void *mhandle, void *phandle, void **request)
 {
 	(void)phandle;
@@ -621,7 +417,7 @@ static ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 			 c->lkey, off, size, a, 0);
 }
 
-static ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
+ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
 				   void **mhandles, void **phandles, void **request)
 {
 	(void)phandles;
@@ -689,7 +485,7 @@ static ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes
 			/* Every receive sends one CTS, so that the sender
 			 * pairs each eager send with its receive; this one
 			 * offers no room. */
-			eg_deliver(c, (uint32_t)match[i], r, i);
+			mrcn_eg_deliver(c, (uint32_t)match[i], r, i);
 			*out = (struct mrcn_cts){ .magic = MRCN_VOID_MAGIC, .id = (uint32_t)id,
 						  .tag = tags[i], .credits = c->eg_freed };
 			c->st.void_cts++;
@@ -722,7 +518,7 @@ static ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes
  * it reported the receive done, so the data is visible to every later
  * GPU operation by then.  A NULL request means "done at once" to NCCL,
  * as net_ib returns when it needs no flush. */
-static ncclResult_t mrcn_iflush(void *recvComm, int n, void **data, int *sizes,
+ncclResult_t mrcn_iflush(void *recvComm, int n, void **data, int *sizes,
 				    void **mhandles, void **request)
 {
 	(void)recvComm;
@@ -734,7 +530,7 @@ static ncclResult_t mrcn_iflush(void *recvComm, int n, void **data, int *sizes,
 	return ncclSuccess;
 }
 
-static ncclResult_t mrcn_test(void *request, int *done, int *sizes)
+ncclResult_t mrcn_test(void *request, int *done, int *sizes)
 {
 	struct req *r = request;
 	struct comm *c = r->c;
@@ -758,13 +554,12 @@ static ncclResult_t mrcn_test(void *request, int *done, int *sizes)
 	return ncclSuccess;
 }
 
-
 /* The comm's counters (struct mrcn_stats), for tests: the test build of
  * the plugin (tests/support/nccl_fake.map) exports it, the real one only
  * its tables.  Called on NCCL's (the test's) thread; polls the comm's
  * completions first, as test does. */
 int mrcn_comm_stats(void *comm, struct mrcn_stats *out);
-EXPORT int mrcn_comm_stats(void *comm, struct mrcn_stats *out)
+__attribute__((visibility("default"))) int mrcn_comm_stats(void *comm, struct mrcn_stats *out)
 {
 	struct comm *c = comm;
 	if (!c || (c->kind != K_SEND && c->kind != K_RECV))
@@ -774,120 +569,3 @@ EXPORT int mrcn_comm_stats(void *comm, struct mrcn_stats *out)
 	out->ring_slots = c->eg_slots;
 	return 0;
 }
-
-/* ---- exported tables --------------------------------------------------- */
-#define DATA_ENTRIES                                                              \
-	.accept = mrcn_accept, .regMr = mrcn_regmr,                       \
-	.regMrDmaBuf = mrcn_regmr_dmabuf, .deregMr = mrcn_deregmr,        \
-	.iflush = mrcn_iflush, .test = mrcn_test,                         \
-	.closeSend = mrcn_close_send, .closeRecv = mrcn_close_recv,       \
-	.closeListen = mrcn_close_listen, .getDeviceMr = NULL,                \
-	.irecvConsumed = NULL, .makeVDevice = mrcn_make_vdevice
-
-EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
-	.name = "mrc", .init = mrcn_init, .devices = mrcn_devices,
-	.getProperties = mrcn_props, .listen = mrcn_listen,
-	.connect = mrcn_connect, .isend = mrcn_isend, .irecv = mrcn_irecv,
-	DATA_ENTRIES, .finalize = mrcn_finalize, .setNetAttr = mrcn_set_attr,
-};
-
-/* v10 and v9 (and v8 below): NCCL 2.19-2.27.  No finalize there: the state lives until
- * the process exits. */
-static ncclResult_t v10_init(ncclDebugLogger_t log, ncclProfilerCallback_t prof)
-{
-	return mrcn_init(NULL, 0, NULL, log, prof);
-}
-static ncclResult_t v9_init(ncclDebugLogger_t log)
-{
-	return mrcn_init(NULL, 0, NULL, log, NULL);
-}
-static ncclResult_t v9_props(int dev, ncclNetProperties_v9_t *p)
-{
-	ncclNetProperties_v11_t p11;
-	ncclResult_t r = mrcn_props(dev, &p11);
-	if (r == ncclSuccess)
-		memcpy(p, &p11, sizeof(*p));   /* v9/v10 are v11's prefix */
-	return r;
-}
-static ncclResult_t v9_listen(int dev, void *handle, void **lc)
-{
-	return mrcn_listen(NULL, dev, handle, lc);
-}
-static ncclResult_t v10_connect(int dev, ncclNetCommConfig_t *cfg, void *handle, void **sc,
-				ncclNetDeviceHandle_t **dc)
-{
-	(void)cfg;
-	return mrcn_connect(NULL, dev, handle, sc, dc);
-}
-static ncclResult_t v9_connect(int dev, void *handle, void **sc, ncclNetDeviceHandle_t **dc)
-{
-	return mrcn_connect(NULL, dev, handle, sc, dc);
-}
-static ncclResult_t v9_isend(void *sc, void *data, size_t size, int tag, void *mh, void **req)
-{
-	return mrcn_isend(sc, data, size, tag, mh, NULL, req);
-}
-static ncclResult_t v9_irecv(void *rc, int n, void **data, size_t *sizes, int *tags, void **mh,
-			     void **req)
-{
-	return mrcn_irecv(rc, n, data, sizes, tags, mh, NULL, req);
-}
-
-/* v8: int sizes, and properties without the size limits, which NCCL of
- * that age does not know: it must keep its messages within mrcn_max_msg
- * (its defaults do: 512 KiB steps), or isend refuses them. */
-static ncclResult_t v8_props(int dev, ncclNetProperties_v8_t *p)
-{
-	ncclNetProperties_v11_t q;
-	ncclResult_t r = mrcn_props(dev, &q);
-	if (r != ncclSuccess)
-		return r;
-	*p = (ncclNetProperties_v8_t){ .name = q.name, .pciPath = q.pciPath, .guid = q.guid,
-		.ptrSupport = q.ptrSupport, .regIsGlobal = q.regIsGlobal, .speed = q.speed,
-		.port = q.port, .latency = q.latency, .maxComms = q.maxComms,
-		.maxRecvs = q.maxRecvs, .netDeviceType = q.netDeviceType,
-		.netDeviceVersion = q.netDeviceVersion };
-	return ncclSuccess;
-}
-static ncclResult_t v8_isend(void *sc, void *data, int size, int tag, void *mh, void **req)
-{
-	*req = NULL;
-	if (size < 0)
-		return ncclInvalidArgument;
-	return mrcn_isend(sc, data, (size_t)size, tag, mh, NULL, req);
-}
-static ncclResult_t v8_irecv(void *rc, int n, void **data, int *sizes, int *tags, void **mh,
-			     void **req)
-{
-	size_t sz[MRCN_MAX_RECVS];
-	*req = NULL;
-	if (n < 1 || n > MRCN_MAX_RECVS)
-		return ncclInvalidArgument;
-	for (int i = 0; i < n; i++) {
-		if (sizes[i] < 0)
-			return ncclInvalidArgument;
-		sz[i] = (size_t)sizes[i];
-	}
-	return mrcn_irecv(rc, n, data, sz, tags, mh, NULL, req);
-}
-
-EXPORT const ncclNet_v8_t ncclNetPlugin_v8 = {
-	.name = "mrc", .init = v9_init, .devices = mrcn_devices, .getProperties = v8_props,
-	.listen = v9_listen, .connect = v9_connect, .accept = mrcn_accept,
-	.regMr = mrcn_regmr, .regMrDmaBuf = mrcn_regmr_dmabuf, .deregMr = mrcn_deregmr,
-	.isend = v8_isend, .irecv = v8_irecv, .iflush = mrcn_iflush, .test = mrcn_test,
-	.closeSend = mrcn_close_send, .closeRecv = mrcn_close_recv,
-	.closeListen = mrcn_close_listen, .getDeviceMr = NULL, .irecvConsumed = NULL,
-};
-
-EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
-	.name = "mrc", .init = v10_init, .devices = mrcn_devices, .getProperties = v9_props,
-	.listen = v9_listen, .connect = v10_connect, .isend = mrcn_isend,
-	.irecv = mrcn_irecv, DATA_ENTRIES,
-};
-
-EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
-	.name = "mrc", .init = v9_init, .devices = mrcn_devices, .getProperties = v9_props,
-	.listen = v9_listen, .connect = v9_connect, .isend = v9_isend, .irecv = v9_irecv,
-	DATA_ENTRIES,
-};

@@ -164,6 +164,31 @@ ncclResult_t mrcn_close_send(void *sendComm);
 ncclResult_t mrcn_close_recv(void *recvComm);
 ncclResult_t mrcn_make_vdevice(int *d, ncclNetVDeviceProps_t *props);
 ncclResult_t mrcn_set_attr(void *ctx, ncclNetAttr_v11_t *attr);
+/* The comm, as the trace's QP field (common/trace.h). */
+#define TRC(c) ((uint32_t)(uintptr_t)(c))
+
+/* data.c, for eager.c: an id back to the comm; a malformed message from
+ * the peer fails the comm (why, the offending value) */
+void mrcn_id_release(struct comm *c, int id);
+void mrcn_refuse(struct comm *c, const char *why, uint64_t v);
+/* eager.c */
+void mrcn_eg_reclaim(struct comm *c);
+void mrcn_eg_deliver(struct comm *c, uint32_t k, struct req *r, int s);
+void mrcn_eg_arrived(struct comm *c, const struct mrc_completion *e);
+int mrcn_eg_pair(struct comm *c, int32_t tag);
+/* reg.c */
+ncclResult_t mrcn_regmr(void *comm, void *data, size_t size, int type, void **mhandle);
+ncclResult_t mrcn_regmr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
+			       int fd, void **mhandle);
+ncclResult_t mrcn_deregmr(void *comm, void *mhandle);
+/* data.c */
+ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
+			void *phandle, void **request);
+ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
+			void **mhandles, void **phandles, void **request);
+ncclResult_t mrcn_iflush(void *recvComm, int n, void **data, int *sizes, void **mhandles,
+			 void **request);
+ncclResult_t mrcn_test(void *request, int *done, int *sizes);
 
 /* ---- CUDA staging (nccl/stage.c) ---------------------------------------
  * probe: 0 when a CUDA device is usable (the copy engine of libmrc-gpu's
