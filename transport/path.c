@@ -52,7 +52,7 @@ int mrce_peer_add(struct mrce *e, uint32_t nev, const uint8_t *plane_of,
 	struct mrc__peer *p = &e->peers[idx];
 	memset(p, 0, sizeof(*p));
 	/* Line aligned (calloc's 16-byte offset put each record over three
-	 * lines): the hot half of a record is then one line (engine_int.h). */
+	 * lines): the hot half of a record is then one line (store.h). */
 	p->paths_mem = calloc(1, (size_t)nev * sizeof(*p->paths) + 63);
 	p->paths = p->paths_mem ? (struct mrc__path *)(((uintptr_t)p->paths_mem + 63) &
 						      ~(uintptr_t)63) : NULL;
@@ -115,6 +115,22 @@ int mrce_peer_set_probe_tokens(struct mrce *e, uint32_t peer, uint64_t tx,
 	return 0;
 }
 
+/* QPs waiting for a path to the peer (every EV was DENIED) resume. */
+static void qps_path_back(struct mrce *e, uint32_t peer, uint64_t now)
+{
+	for (uint32_t i = 0; i < e->qp_hwm; i++) {
+		struct mrc__qp *qp = &e->qps[i];
+		if (!qp->used || qp->peer != peer || !qp->nopath_deadline ||
+		    qp->state != MRC_QPS_RTS)
+			continue;
+		qp->nopath_deadline = 0;
+		mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_QP_PATH_BACK,
+			.qpn = qp->qpn, .peer = peer, .time_ns = now });
+		mrc__qp_timer_sync(e, qp);
+		mrc__qp_activate(e, qp, now);
+	}
+}
+
 void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 			 uint8_t st, uint8_t reason, uint64_t now)
 {
@@ -152,7 +168,7 @@ void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 		.peer = peer, .ev = ev, .time_ns = now });
 	/* QPs waiting for a path (every EV was DENIED) resume at once. */
 	if (!was_reachable && mrc__peer_reachable(p))
-		mrc__qp_path_back(e, peer, now);
+		qps_path_back(e, peer, now);
 }
 
 /* Retires a GOOD path, unless that would leave fewer usable paths than

@@ -53,37 +53,9 @@ static uint32_t slot_psn(const struct mrce *e, const struct mrc__qp *qp, uint16_
 
 /* ---- transmit -------------------------------------------------------- */
 
-static int cwnd_allows(const struct mrce *e, const struct mrc__qp *qp, uint32_t plen)
-{
-	return qp->inflight_pkts == 0 ||
-	       qp->inflight_bytes + plen <= e->cc->cwnd(qp->cc);
-}
-
-/* The next work request may send its next packet. */
-static int new_data_ok(const struct mrce *e, const struct mrc__qp *qp)
-{
-	if (qp->sq_seg == qp->sq_tail || qp->snd_nxt - qp->snd_una >= qp->win)
-		return 0;
-	/* A fenced request starts only once every earlier one completed;
-	 * the ACK that completes the last of them activates the QP again. */
-	const struct mrc__wqe *w = &qp->sq[qp->sq_seg & e->sqmask];
-	return !w->fence || w->started || qp->sq_done == qp->sq_seg;
-}
-
-int mrc__qp_can_send(const struct mrce *e, const struct mrc__qp *qp, uint64_t now)
-{
-	if (qp->state != MRC_QPS_RTS || qp->rnr_until > now)
-		return 0;
-	if (!cwnd_allows(e, qp, qp->mtu))
-		return 0;
-	if (qp->lostmap[0] | qp->lostmap[1] | qp->lostmap[2] | qp->lostmap[3])
-		return 1;
-	return new_data_ok(e, qp);
-}
-
 /* Every path to the peer is DENIED: nothing can leave, so no ACK and (once
  * the RTO has fired) no timer would ever wake the QP again.  Arm a deadline
- * of its own: a path back before it resumes the QP (mrc__qp_path_back),
+ * of its own: a path back before it resumes the QP (path.c, once a path is back),
  * else the QP fails (mrc__qp_timers). */
 static void nopath_wait(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 {
@@ -92,21 +64,6 @@ static void nopath_wait(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 	qp->nopath_deadline = now + e->cfg.no_path_timeout_ns;
 	mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_QP_NO_PATH,
 		.qpn = qp->qpn, .peer = qp->peer, .time_ns = now });
-}
-
-void mrc__qp_path_back(struct mrce *e, uint32_t peer, uint64_t now)
-{
-	for (uint32_t i = 0; i < e->qp_hwm; i++) {
-		struct mrc__qp *qp = &e->qps[i];
-		if (!qp->used || qp->peer != peer || !qp->nopath_deadline ||
-		    qp->state != MRC_QPS_RTS)
-			continue;
-		qp->nopath_deadline = 0;
-		mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_QP_PATH_BACK,
-			.qpn = qp->qpn, .peer = peer, .time_ns = now });
-		mrc__qp_timer_sync(e, qp);
-		mrc__qp_activate(e, qp, now);
-	}
 }
 
 static void nopath_expire(struct mrce *e, struct mrc__qp *qp, uint64_t now)
@@ -221,7 +178,7 @@ int mrc__qp_tx_one(struct mrce *e, struct mrc__qp *qp, uint64_t now,
 		build(e, qp, psn, ev, 1, now, pkt);
 		return 1;
 	}
-	if (!new_data_ok(e, qp))
+	if (!mrc__new_data_ok(e, qp))
 		return 0;
 	int ev = mrc__path_pick(e, p, qp, -1);
 	if (ev < 0) {
@@ -734,18 +691,4 @@ void mrc__qp_timers(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 		rto_rearm(qp, now);
 	}
 	mrc__qp_activate(e, qp, now);
-}
-
-uint64_t mrc__qp_deadline(const struct mrc__qp *qp)
-{
-	uint64_t d = UINT64_MAX;
-	if (qp->rnr_until && qp->rnr_until < d)
-		d = qp->rnr_until;
-	if (qp->rack_deadline && qp->rack_deadline < d)
-		d = qp->rack_deadline;
-	if (qp->rto_deadline && qp->rto_deadline < d)
-		d = qp->rto_deadline;
-	if (qp->nopath_deadline && qp->nopath_deadline < d)
-		d = qp->nopath_deadline;
-	return d;
 }

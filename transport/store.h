@@ -1,0 +1,313 @@
+/* The engine's store: the state every transport/ file shares (the engine,
+ * its peers, paths, QPs, regions) and the services on it that they use
+ * downward: region and QP lookup, the control-packet and event queues, the
+ * lists of QPs that may send or have completions.  It calls no other
+ * engine file.  Not installed. */
+#ifndef MRC_TRANSPORT_STORE_H
+#define MRC_TRANSPORT_STORE_H
+
+#include <stdint.h>
+
+#include "transport/cc.h"
+#include "transport/engine.h"
+
+#define MRC__NIL 0xffffu          /* end of an intrusive slot list */
+#define MRC__RING_BITS 256        /* bit rings indexed by psn & 255 */
+
+struct mrc__mr {
+	uint8_t *base;
+	uint64_t len;
+	uint32_t pd, access, key, refs;
+	uint8_t valid;
+};
+
+/* One path to a peer, shared by all QPs to that peer. */
+struct mrc__path {
+	uint8_t state, plane, reason, ok_streak;
+	uint8_t user_probe;         /* report the next probe reply as an event */
+	uint8_t detour;             /* last resort in its plane (mrce_ev_set_detour) */
+	uint8_t suspect;            /* lost a packet under congestion: out of the
+	                               spray until its probe answers (stays GOOD)
+	                               or suspect_until passes (ASSUMED_BAD) */
+	uint8_t probe_backoff;      /* probes lost in a row: the interval doubles */
+	uint16_t penalty;           /* spray skip credits: ECN, trims, delay */
+	uint32_t probe_seq;         /* outstanding probe (0: none) */
+	/* The first 64 bytes are what every data packet (the pick, tx_pkts)
+	 * and every ACK (RTT, last_ack) touch: one cache line, as the array
+	 * is line aligned (mrce_peer_add).  The rest: losses, probes, state
+	 * changes, ECN and trims. */
+	uint64_t srtt, rttvar;
+	uint64_t last_ack;          /* when an ACK last came back on this EV */
+	uint64_t tx_pkts;
+	uint64_t probe_ts, next_probe;
+	uint64_t last_change;
+	uint64_t suspect_until;
+	uint64_t alive_ts;          /* send time of the newest answered probe */
+	uint64_t kept_ts;           /* last loss not blamed: the peer was silent */
+	uint64_t lost, trims, ecn;
+	/* 32 bits: probes back off on a dead path (probe_backoff), so 2^32
+	 * takes years; it keeps the record at two cache lines. */
+	uint32_t probes_sent, probes_ok;
+};
+/* Two lines, the first the hot one (above): a peer has an EV per path,
+ * 256 at k=32, and the simulator 8,192 hosts of peers: 8 more bytes here
+ * were 33 MB more memory and every other record's hot part split. */
+_Static_assert(sizeof(struct mrc__path) == 128, "struct mrc__path: two cache lines");
+
+struct mrc__peer {
+	uint8_t used;
+	uint32_t nev, ngood, nbad;
+	uint32_t ndetour;           /* EVs marked detour (spray skips a pass without) */
+	uint32_t nsuspect;          /* GOOD paths waiting for a probe's answer */
+	uint64_t last_cong;         /* last ECN mark or trim towards the peer */
+	uint64_t acked_sent;        /* send time of the newest packet acked */
+	uint64_t heard;             /* when the last of those ACKs came */
+	uint64_t rtt_hi;            /* recent highest RTT (slow decay) */
+	uint64_t rtt_avg;           /* smoothed RTT over all its paths */
+	uint32_t probe_seq;
+	uint64_t probe_tx_token, probe_rx_token;
+	uint64_t min_rtt;
+	/* Recent highest RTT of an answered probe (slow decay): where the
+	 * fabric gives probes no priority queue they wait behind data, and a
+	 * suspect path must be given that long to answer (suspect_wait). */
+	uint64_t probe_rtt_hi;
+	uint64_t next_probe_due;    /* earliest next_probe of a bad EV */
+	/* Reordering is a property of the paths, so what one QP learns from
+	 * spurious losses serves every QP to the peer. */
+	uint64_t reo_extra;         /* learned extra reorder tolerance */
+	uint32_t clean_acks;        /* ACKs since the last spurious loss */
+	struct mrc__path *paths;    /* 64-byte aligned, inside paths_mem */
+	void *paths_mem;
+	/* Spraying: round robin over planes, then over each plane's EVs. */
+	uint16_t *plane_evs[MRC_MAX_PLANES];
+	uint16_t plane_nev[MRC_MAX_PLANES], plane_cur[MRC_MAX_PLANES];
+	uint32_t plane_rr;
+};
+
+enum { MRC__WQE_POSTED = 0, MRC__WQE_DONE = 1 };
+
+struct mrc__wqe {
+	uint64_t wr_id, loff, len, roff;
+	const uint8_t *lbase;       /* resolved local source, or the addend */
+	uint8_t add_be[8];          /* ATOMIC_ADD payload, big-endian */
+	uint32_t lkey, rkey, imm, msn, ssn;
+	uint32_t first_psn, npkts;
+	uint8_t op, state, started;
+	uint8_t fence;              /* MRC_SQE_F_FENCE: start after sq_done */
+	int32_t status;
+};
+
+enum { MRC__S_FREE = 0, MRC__S_INFLIGHT, MRC__S_LOST, MRC__S_ACKED };
+
+/* Sender state of one PSN of the window. */
+struct mrc__slot {
+	uint64_t sent_ts;
+	uint32_t wqe;               /* sq index (unmasked) */
+	uint16_t ev;
+	uint16_t prev, next;        /* send-order list of in-flight packets */
+	uint8_t state, tries;       /* tries: resends (saturating), so RTT
+	                               samples skip ambiguous ACKs */
+	uint8_t strikes;            /* losses charged against max_retries */
+	uint8_t rnr_tries;          /* RNR NACKs, against the QP's rnr_retry */
+	uint8_t free_resend;        /* lost to a trim or RNR: next resend is
+	                               not charged */
+	uint16_t plen;
+	uint16_t lost_ev;           /* EV blamed when it was declared lost */
+	uint32_t xseq;              /* transmission order (ties in sent_ts) */
+};
+
+/* Receiver record of a PSN whose message has an effect (IMM completion,
+ * RECV completion, atomic) that must wait for every earlier PSN. */
+struct mrc__rslot {
+	uint8_t op, has;
+	uint32_t imm, mlen, rkey;
+	uint64_t off, add;
+};
+
+struct mrc__rwqe {
+	uint64_t wr_id, len;
+	uint8_t *base;
+	uint32_t lkey;
+};
+
+struct mrc__rcqe {
+	uint64_t wr_id, byte_len;
+	uint32_t imm;
+	int32_t status;
+	uint8_t op, has_imm;
+};
+
+struct mrc__qp {
+	uint8_t used, state, in_active, in_ready, in_ack;
+	int32_t err;
+	uint32_t err_psn;           /* the PSN that failed the QP */
+	uint32_t qpn, pd, flags, pin_ev, pin_cur;
+	uint32_t plane_mask;        /* mrce_qp_attr; 0 = every plane */
+	uint32_t peer, rqpn;
+	uint64_t tx_token, rx_token;   /* mrce_qp_set_tokens */
+	struct mrc__qp *active_next, *ready_next, *ack_next;
+
+	/* send queue: head (reap) <= done (acked) <= seg (sending) <= tail */
+	struct mrc__wqe *sq;
+	uint32_t sq_head, sq_done, sq_seg, sq_tail;
+	uint32_t next_msn, next_ssn;
+	uint32_t snd_una, snd_nxt;
+	struct mrc__slot *slots;
+	uint64_t sacked[MRC__RING_BITS / 64];
+	uint16_t lst_head, lst_tail;
+	uint16_t win, mtu;          /* what this QP sends: cfg's, or less as
+	                               negotiated (mrce_qp_set_limits) */
+	uint64_t lostmap[MRC__RING_BITS / 64];  /* PSNs waiting for resend */
+	uint32_t inflight_pkts;
+	uint64_t inflight_bytes;
+	uint64_t srtt, rttvar, rto;
+	uint32_t backoff;
+	uint64_t rto_deadline, rack_deadline, rnr_until;
+	uint64_t nopath_deadline;   /* waiting for a path to the peer until
+	                               then (0: not waiting) */
+	uint32_t rnr_retry;         /* 0..7, MRC_RNR_RETRY_FOREVER */
+	uint32_t xmit_seq;          /* transmissions so far */
+	uint32_t rack_seq;          /* newest transmission acknowledged, + 1 */
+	uint64_t cc[MRC_CC_STATE_MAX / 8];
+
+	/* receive side */
+	uint32_t rcv_nxt;
+	uint32_t ack_pending;        /* packets received since the last ACK */
+	uint32_t ack_flags;          /* rx flags OR'ed over them (ECN) */
+	uint32_t ack_peer;
+	struct mrc_data_hdr ack_trig; /* the newest of them, echoed */
+	uint64_t ack_rx_ts;          /* when ack_trig arrived (pb_hold) */
+	uint64_t ack_due;            /* a held ACK leaves as a packet then;
+	                                0: at the next mrce_tx */
+	uint64_t data_tx_ts;         /* last data packet sent: a QP that sends
+	                                may hold its ACKs for data to ride on */
+	uint64_t rbits[MRC__RING_BITS / 64];
+	struct mrc__rslot *rslots;
+	struct mrc__rwqe *rq;
+	uint32_t rq_head, rq_tail, ssn_base;
+	struct mrc__rcqe *rcq;
+	uint32_t rcq_head, rcq_tail;
+
+	uint64_t tx_pkts, retx, rto_fires, trims_rx, nacks_rx, bytes_acked;
+	uint64_t rnr_rx;
+	uint64_t spurious;
+	uint64_t plane_tx[MRC_MAX_PLANES];
+	uint64_t rx_pkts, rx_dups, bytes_placed;
+	struct mrce_qp_ev_stat *evst;    /* cfg.qp_ev_stats of them */
+	uint64_t ev_other_tx, ev_other_lost;
+};
+
+struct mrce {
+	struct mrce_cfg cfg;
+	uint64_t noqp_tat;          /* NOQP token bucket (GCRA): the time the
+	                               next NACK would be due at the rate */
+	const struct mrc_cc_ops *cc;
+	uint32_t wmask, sqmask, rqmask;
+	uint32_t max_cwnd;
+
+	struct mrc__mr *mrs;
+	uint32_t mr_gen;            /* registrations so far (mod 2^32): the key's source */
+	uint32_t *mr_hash;          /* key -> slot + 1 (0: empty), mr_hmask + 1 buckets */
+	uint32_t mr_hmask, mr_free; /* mr_free: where the next free-slot search starts */
+	struct mrc__peer *peers;
+	uint32_t peer_hwm;          /* peers[0..peer_hwm) may be in use */
+	struct mrc__qp *qps;
+	uint32_t qp_hwm;            /* qps[0..qp_hwm) may be in use */
+	uint32_t qp_gen;
+
+	struct mrce_tx_pkt *ctrl;    /* queued ACK / NACK / probe packets */
+	uint32_t ctrl_head, ctrl_tail, ctrl_mask;
+	struct mrce_event *evq;
+	uint32_t evq_head, evq_tail, evq_mask;
+
+	struct mrc__qp *active_head, *active_tail;   /* may send data */
+	struct mrc__qp *ready_head, *ready_tail;     /* have completions */
+	struct mrc__qp *ack_head;                    /* owe a coalesced ACK */
+	uint64_t ack_hold_min;      /* earliest ack_due of a held ACK (may be
+	                               early, never late; UINT64_MAX: none) */
+
+	uint64_t last_cong;         /* last ECN echo or trim from any peer */
+	struct mrce_stats st;
+
+	/* Armed timers (timers.c), by id: peer p, or QP slot i as max_peers + i. */
+	uint64_t *tkey;             /* the id's earliest deadline, while armed */
+	uint32_t *tpos;             /* its position in theap + 1 (0: not armed) */
+	uint32_t *theap;            /* armed ids, a min-heap by tkey */
+	uint32_t theap_n;
+	uint32_t *tdue;             /* mrce_tick's scratch: the ids due */
+};
+
+/* store.c */
+void mrc__event(struct mrce *e, const struct mrce_event *ev);
+struct mrce_tx_pkt *mrc__ctrl_slot(struct mrce *e);
+struct mrc__mr *mrc__mr_get(struct mrce *e, uint32_t key);
+struct mrc__qp *mrc__qp_get(struct mrce *e, uint32_t qpn);
+void mrc__qp_ready(struct mrce *e, struct mrc__qp *qp);
+void mrc__qp_activate(struct mrce *e, struct mrc__qp *qp, uint64_t now);
+struct mrc__qp *mrc__active_pop(struct mrce *e);
+
+static inline struct mrc__peer *mrc__peer_get(struct mrce *e, uint32_t peer)
+{
+	return peer < e->cfg.max_peers && e->peers[peer].used ? &e->peers[peer] : NULL;
+}
+
+/* Some path to the peer may carry packets (not every EV DENIED). */
+static inline int mrc__peer_reachable(const struct mrc__peer *p)
+{
+	return p->ngood + p->nbad > 0;
+}
+static inline int mrc__cwnd_allows(const struct mrce *e, const struct mrc__qp *qp, uint32_t plen)
+{
+	return qp->inflight_pkts == 0 ||
+	       qp->inflight_bytes + plen <= e->cc->cwnd(qp->cc);
+}
+
+/* The next work request may send its next packet. */
+static inline int mrc__new_data_ok(const struct mrce *e, const struct mrc__qp *qp)
+{
+	if (qp->sq_seg == qp->sq_tail || qp->snd_nxt - qp->snd_una >= qp->win)
+		return 0;
+	/* A fenced request starts only once every earlier one completed;
+	 * the ACK that completes the last of them activates the QP again. */
+	const struct mrc__wqe *w = &qp->sq[qp->sq_seg & e->sqmask];
+	return !w->fence || w->started || qp->sq_done == qp->sq_seg;
+}
+
+/* The QP may send a packet now (a resend or new data). */
+static inline int mrc__qp_can_send(const struct mrce *e, const struct mrc__qp *qp, uint64_t now)
+{
+	if (qp->state != MRC_QPS_RTS || qp->rnr_until > now)
+		return 0;
+	if (!mrc__cwnd_allows(e, qp, qp->mtu))
+		return 0;
+	if (qp->lostmap[0] | qp->lostmap[1] | qp->lostmap[2] | qp->lostmap[3])
+		return 1;
+	return mrc__new_data_ok(e, qp);
+}
+
+/* Smoothed RTT and its variation (RFC 6298 gains), for paths and QPs. */
+static inline void mrc__rtt_update(uint64_t *srtt, uint64_t *rttvar, uint64_t rtt)
+{
+	if (!*srtt) {
+		*srtt = rtt;
+		*rttvar = rtt / 2;
+		return;
+	}
+	uint64_t d = rtt > *srtt ? rtt - *srtt : *srtt - rtt;
+	*rttvar = (3 * *rttvar + d) / 4;
+	*srtt = (7 * *srtt + rtt) / 8;
+}
+
+static inline int mrc__bit_test(const uint64_t *r, uint32_t psn)
+{
+	return (r[(psn & 255) >> 6] >> (psn & 63)) & 1;
+}
+static inline void mrc__bit_set(uint64_t *r, uint32_t psn)
+{
+	r[(psn & 255) >> 6] |= 1ull << (psn & 63);
+}
+static inline void mrc__bit_clear(uint64_t *r, uint32_t psn)
+{
+	r[(psn & 255) >> 6] &= ~(1ull << (psn & 63));
+}
+#endif
