@@ -6,7 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/engine_int.h"
+#include "transport/ack_rx.h"
+#include "transport/ack_tx.h"
+#include "transport/path.h"
+#include "transport/receiver.h"
+#include "transport/sender.h"
+#include "transport/store.h"
+#include "transport/timers.h"
+#include "transport/loss.h"
 
 void mrce_cfg_default(struct mrce_cfg *c)
 {
@@ -241,7 +248,7 @@ int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 uint64_t mrce_next_deadline(const struct mrce *e)
 {
 	uint64_t d = mrc__timers_next(e);
-	/* ACKs held for reverse data (receiver.c) are engine-wide, not a QP's */
+	/* ACKs held for reverse data (ack_tx.c) are engine-wide, not a QP's */
 	return e->ack_head && e->ack_hold_min < d ? e->ack_hold_min : d;
 }
 

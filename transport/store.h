@@ -251,6 +251,13 @@ static inline struct mrc__peer *mrc__peer_get(struct mrce *e, uint32_t peer)
 	return peer < e->cfg.max_peers && e->peers[peer].used ? &e->peers[peer] : NULL;
 }
 
+/* The sender's record of a PSN of the window. */
+static inline struct mrc__slot *mrc__slot_of(struct mrce *e, struct mrc__qp *qp,
+					     uint32_t psn)
+{
+	return &qp->slots[psn & e->wmask];
+}
+
 /* Some path to the peer may carry packets (not every EV DENIED). */
 static inline int mrc__peer_reachable(const struct mrc__peer *p)
 {

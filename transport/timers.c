@@ -30,7 +30,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "transport/engine_int.h"
+#include "transport/timers.h"
 
 int mrc__timers_init(struct mrce *e)
 {
