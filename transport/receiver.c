@@ -74,10 +74,12 @@ static void effect(struct mrce *e, struct mrc__qp *qp, struct mrc__rslot *r,
 	mrc__qp_ready(e, qp);
 }
 
-void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
-		  const struct mrc_pkt_view *v, uint32_t rx_flags)
+/* The QP a data packet is for, once every check that does not depend on
+ * its PSN passed and the ACK it carries was taken (NULL: dropped or
+ * answered here). */
+static struct mrc__qp *rx_qp(struct mrce *e, uint64_t now, uint32_t peer,
+			     const struct mrc_data_hdr *d, uint32_t rx_flags)
 {
-	const struct mrc_data_hdr *d = &v->u.data;
 	struct mrc__qp *qp = mrc__qp_get(e, d->dqpn);
 	if (!qp) {
 		/* Gone (its owner died): tell the sender at once rather than
@@ -85,19 +87,19 @@ void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		 * answered: it is about to be connected. */
 		e->st.rx_unknown_qp++;
 		mrc__ack_noqp(e, peer, d, now);
-		return;
+		return NULL;
 	}
 	if (qp->state == MRC_QPS_RESET) {
 		e->st.rx_unknown_qp++;
-		return;
+		return NULL;
 	}
 	if (qp->peer != peer) {
 		e->st.rx_bad_peer++;
-		return;
+		return NULL;
 	}
 	if (d->token != qp->rx_token) {
 		e->st.rx_bad_token[MRC_TOK_DATA]++;
-		return;
+		return NULL;
 	}
 	if (rx_flags & MRC_RX_ECN)
 		e->st.rx_ecn++;
@@ -109,60 +111,76 @@ void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		struct mrc_data_hdr first = *d;
 		first.psn = qp->err_psn;
 		mrc__ack_send(e, qp, peer, &first, MRC_NACK_ACCESS, rx_flags);
-		return;
+		return NULL;
 	}
 	/* The ACK it carries first, as an ACK packet would be taken; one that
 	 * acknowledges what was never sent makes the whole packet suspect. */
 	if ((d->flags & MRC_F_PB_ACK) && mrc__pb_ack_rx(e, now, qp, d) < 0)
-		return;
-	if (qp->state != MRC_QPS_RTS)
-		return;
-	qp->rx_pkts++;
+		return NULL;
+	return qp->state == MRC_QPS_RTS ? qp : NULL;
+}
+
+/* The PSN against the receive window: 0 when it is new and fits, -1 when
+ * the packet was answered instead (duplicate, out of window, no room for
+ * its completion, trimmed). */
+static int rx_window(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
+		     const struct mrc_pkt_view *v, uint32_t rx_flags)
+{
+	const struct mrc_data_hdr *d = &v->u.data;
 	uint32_t dist = d->psn - qp->rcv_nxt;
 	if ((int32_t)dist < 0 || (dist < e->cfg.window && mrc__bit_test(qp->rbits, d->psn))) {
 		qp->rx_dups++;
 		e->st.rx_dup++;
 		mrc__ack_send(e, qp, peer, d, MRC_NACK_NONE, rx_flags);
-		return;
+		return -1;
 	}
 	if (dist >= e->cfg.window) {
 		e->st.rx_oow++;
 		mrc__ack_send(e, qp, peer, d, MRC_NACK_OOW, rx_flags);
-		return;
+		return -1;
 	}
 	/* Each PSN yields at most one receive completion, so completions not
 	 * yet polled shrink the window instead of overflowing. */
 	if (dist >= e->cfg.window - (qp->rcq_tail - qp->rcq_head)) {
 		mrc__ack_send(e, qp, peer, d, MRC_NACK_RNR, rx_flags);
-		return;
+		return -1;
 	}
 	if (v->trimmed) {
 		e->st.rx_trimmed++;
 		mrc__ack_send(e, qp, peer, d, MRC_NACK_TRIMMED, rx_flags);
-		return;
+		return -1;
 	}
+	return 0;
+}
+
+/* Checks where the packet lands, places its payload and records the
+ * effect its message has once complete.  -1: refused (answered). */
+static int rx_place(struct mrce *e, uint64_t now, struct mrc__qp *qp, uint32_t peer,
+		    const struct mrc_pkt_view *v, uint32_t rx_flags)
+{
+	const struct mrc_data_hdr *d = &v->u.data;
 	uint8_t *dst = NULL;
 	struct mrc__rslot *r = &qp->rslots[d->psn & e->wmask];
 	if (is_send(d->op)) {
 		uint32_t k = d->rkey - qp->ssn_base;
 		if ((int32_t)k < 0) {   /* a SEND already completed: protocol bug */
 			e->st.rx_drop[MRC_DROP_FIELD]++;
-			return;
+			return -1;
 		}
 		if (k >= qp->rq_tail - qp->rq_head) {
 			mrc__ack_send(e, qp, peer, d, MRC_NACK_RNR, rx_flags);
-			return;
+			return -1;
 		}
 		struct mrc__rwqe *rw = &qp->rq[(qp->rq_head + k) & e->rqmask];
 		if (d->mlen > rw->len) {
 			fail_access(e, qp, peer, d, -EMSGSIZE, rx_flags, now);
-			return;
+			return -1;
 		}
 		dst = rw->base + d->off;
 	} else if (d->op == MRC_OP_ATOMIC_ADD) {
 		if (!remote_target(e, qp, d->rkey, d->off, 8, MRC_ACCESS_REMOTE_ATOMIC)) {
 			fail_access(e, qp, peer, d, -EACCES, rx_flags, now);
-			return;
+			return -1;
 		}
 		uint64_t be;
 		memcpy(&be, v->payload, 8);
@@ -172,7 +190,7 @@ void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		dst = remote_target(e, qp, d->rkey, d->off, d->plen, MRC_ACCESS_REMOTE_WRITE);
 		if (!dst) {
 			fail_access(e, qp, peer, d, -EACCES, rx_flags, now);
-			return;
+			return -1;
 		}
 	}
 	if (dst && d->plen) {
@@ -185,7 +203,14 @@ void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 			.mlen = d->mlen };
 	else if (d->op != MRC_OP_ATOMIC_ADD)
 		r->has = 0;
-	mrc__bit_set(qp->rbits, d->psn);
+	return 0;
+}
+
+/* PSN is placed: rcv_nxt moves over every PSN placed in a row, running
+ * the effects they complete.  -1: an effect failed the QP. */
+static int rx_advance(struct mrce *e, uint64_t now, struct mrc__qp *qp, uint32_t psn)
+{
+	mrc__bit_set(qp->rbits, psn);
 	while (mrc__bit_test(qp->rbits, qp->rcv_nxt)) {
 		struct mrc__rslot *c = &qp->rslots[qp->rcv_nxt & e->wmask];
 		mrc__bit_clear(qp->rbits, qp->rcv_nxt);
@@ -193,12 +218,22 @@ void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		if (c->has)
 			effect(e, qp, c, qp->rcv_nxt - 1, now);
 		if (qp->state != MRC_QPS_RTS)
-			return;
+			return -1;
 	}
-	mrc__ack_later(e, qp, peer, d, rx_flags, now);
+	return 0;
 }
 
-/* A QP that sent data this recently gets data of its own soon (a reply,
- * the next request, a credit): its ACKs may wait for it.  A QP that only
- * receives (a one-way stream) never holds one. */
-#define PB_RECENT_NS 1000000ull
+void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
+		  const struct mrc_pkt_view *v, uint32_t rx_flags)
+{
+	const struct mrc_data_hdr *d = &v->u.data;
+	struct mrc__qp *qp = rx_qp(e, now, peer, d, rx_flags);
+	if (!qp)
+		return;
+	qp->rx_pkts++;
+	if (rx_window(e, qp, peer, v, rx_flags) ||
+	    rx_place(e, now, qp, peer, v, rx_flags) ||
+	    rx_advance(e, now, qp, d->psn))
+		return;
+	mrc__ack_later(e, qp, peer, d, rx_flags, now);
+}
