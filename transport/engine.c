@@ -129,7 +129,7 @@ int mrce_create(const struct mrce_cfg *cfg, struct mrce **out,
 	e->peers = calloc(cfg->max_peers, sizeof(*e->peers));
 	e->qps = calloc(cfg->max_qps, sizeof(*e->qps));
 	/* Not zeroed: a slot is written before it is read, and untouched
-	 * slots then take no memory (see mrce_poll_event). */
+	 * slots then take no memory (store.c, mrce_poll_event). */
 	e->ctrl = malloc(cfg->ctrl_queue * sizeof(*e->ctrl));
 	e->evq = malloc(cfg->event_queue * sizeof(*e->evq));
 	if (!e->mrs || !e->mr_hash || !e->peers || !e->qps || !e->ctrl || !e->evq ||
@@ -202,7 +202,7 @@ int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 		while (n < max && e->ctrl_head != e->ctrl_tail)
 			pkts[n++] = e->ctrl[e->ctrl_head++ & e->ctrl_mask];
 	}
-	if (e->ctrl_head == e->ctrl_tail)   /* empty: restart at slot 0 (see above) */
+	if (e->ctrl_head == e->ctrl_tail)   /* empty: restart at slot 0 (store.c, mrce_poll_event) */
 		e->ctrl_head = e->ctrl_tail = 0;
 	e->st.tx_pkts += n;
 	return n;
