@@ -16,6 +16,7 @@
 #     several files implement, counts as its own) and no call circle between
 #     the engine objects (which object's undefined symbols another defines).
 #     The store (store.c) is at the bottom, the front door (engine.c) on top.
+#     No transport/ file over 600 lines, no function over 80.
 #
 # B selects the build directory (default build), as for make.
 set -u
@@ -96,6 +97,20 @@ done | awk '$1 == "D" { def[$3] = $2; next }
 		if ((u[2] in def) && def[u[2]] != u[1]) print u[1], def[u[2]] } }' | sort -u)
 if ! loop=$(tsort <<<"$call_edges" 2>&1 >/dev/null) || [ -n "$loop" ]; then
 	err "call circle between engine objects through: $(loop_members "$loop")"
+fi
+
+# And the size markers of issue 31 for transport/: no file over 600 lines,
+# no function over 80 (a definition opens with "{" and closes with "}" at
+# column 0, the tree's style).
+for f in transport/*.c transport/*.h; do
+	n=$(wc -l <"$f")
+	[ "$n" -gt 600 ] && err "$f has $n lines (transport/ files: 600 at most)"
+done
+long=$(awk '/^\{/ { start = FNR; name = prev }
+	/^\}/ && start { if (FNR - start + 1 > 80) printf "%s:%d %s (%d lines)\n", FILENAME, start, name, FNR - start + 1; start = 0 }
+	/^[a-z].*\(/ { prev = $0; sub(/\(.*/, "", prev); sub(/.*[ *]/, "", prev) }' transport/*.c)
+if [ -n "$long" ]; then
+	while IFS= read -r l; do err "function over 80 lines: $l"; done <<<"$long"
 fi
 
 # ---- 2. includes go downward ---------------------------------------------
@@ -192,4 +207,4 @@ if [ $fail != 0 ]; then
 	echo "check-layers: FAILED (see above)" >&2
 	exit 1
 fi
-echo "check-layers: engine links only its allow-list; every include goes downward; transport/ files form a DAG (includes and calls)"
+echo "check-layers: engine links only its allow-list; every include goes downward; transport/ files form a DAG (includes and calls), none over 600 lines, no function over 80"
