@@ -1,6 +1,6 @@
 #!/bin/bash
 # Build-level layering check (issue 11).  No arguments; exits non-zero with
-# one line per violation.  Two rules:
+# one line per violation.  Three rules:
 #
 #  1. The engine is sans-IO: its objects (transport/*.c -> $B/transport/*.o,
 #     built here through make when missing or stale) may leave undefined
@@ -11,6 +11,12 @@
 #     sharing a rank are peers and may not include each other.  A folder
 #     with C sources that has no rank is an error too, so a new folder
 #     gets its place decided when it is added.
+#  3. Inside transport/ the files form a DAG (issue 31): no include circle
+#     (X.c and X.h count as one file; engine.h, the public interface that
+#     several files implement, counts as its own) and no call circle between
+#     the engine objects (which object's undefined symbols another defines).
+#     The store (store.c) is at the bottom, the front door (engine.c) on top.
+#     No transport/ file over 600 lines, no function over 80.
 #
 # B selects the build directory (default build), as for make.
 set -u
@@ -26,10 +32,10 @@ err() { echo "check-layers: $*" >&2; fail=1; }
 ALLOW_ALL="memcpy memset memmove memcmp _GLOBAL_OFFSET_TABLE_ __stack_chk_fail"
 ALLOW_ALL_PREFIX="__asan_ __ubsan_ __sanitizer_ __tsan_ __msan_ __lsan_"
 # Allocation: only the objects that create and destroy the engine, peers
-# and QPs (engine.c, path.c, qp.c; timers.c sizes its heap at create).  The data path (sender, receiver,
+# and QPs (engine.c, peer.c, qp.c; timers.c sizes its heap at create).  The data path (sender, receiver,
 # wire, congestion control) may not allocate; that nothing allocates after
 # create is the engine's documented rule, which nm cannot see.
-ALLOW_ALLOC_OBJS="engine path qp timers"
+ALLOW_ALLOC_OBJS="engine peer qp timers"
 ALLOW_ALLOC="calloc malloc realloc free"
 # crc32c.c picks its SSE4.2 / table implementation once at first use.
 ALLOW_CRC="pthread_once __cpu_indicator_init __cpu_model"
@@ -59,6 +65,53 @@ for o in "${objs[@]}"; do
 		err "engine object transport/$name.o needs '$sym', which the sans-IO engine may not use (allowed: scripts/check-layers.sh)"
 	done
 done
+
+# ---- 3. no circle inside transport/ ---------------------------------------
+# tsort fails on a loop and names its members; each edge is "from to".
+engine_node() {   # a transport file's node: its stem, engine.h apart
+	case "$1" in
+	transport/engine.h) echo engine.h ;;
+	*) f=${1##*/}; echo "${f%.*}" ;;
+	esac
+}
+loop_members() {   # tsort's complaint, as the files in loops
+	sed -n 's/^tsort: //p' <<<"$1" | grep -v 'input contains a loop' | sort -u | tr '\n' ' '
+}
+inc_edges=$(for f in transport/*.c transport/*.h; do
+	from=$(engine_node "$f")
+	sed -nE 's|^[[:space:]]*#[[:space:]]*include[[:space:]]*"(transport/[^"]+)".*|\1|p' "$f" |
+		while IFS= read -r h; do
+			to=$(engine_node "$h")
+			[ "$to" != "$from" ] && echo "$from $to"
+		done
+done | sort -u)
+if ! loop=$(tsort <<<"$inc_edges" 2>&1 >/dev/null) || [ -n "$loop" ]; then
+	err "include circle inside transport/ through: $(loop_members "$loop")"
+fi
+call_edges=$(for o in "${objs[@]}"; do
+	nm -g --defined-only "$o" | awk -v n="$(basename "$o" .o)" 'NF == 3 { print "D", n, $3 }'
+	nm -u "$o" | awk -v n="$(basename "$o" .o)" '{ print "U", n, $NF }'
+done | awk '$1 == "D" { def[$3] = $2; next }
+	{ use[NR] = $2 " " $3 }
+	END { for (i in use) { split(use[i], u, " ")
+		if ((u[2] in def) && def[u[2]] != u[1]) print u[1], def[u[2]] } }' | sort -u)
+if ! loop=$(tsort <<<"$call_edges" 2>&1 >/dev/null) || [ -n "$loop" ]; then
+	err "call circle between engine objects through: $(loop_members "$loop")"
+fi
+
+# And the size markers of issue 31 for transport/: no file over 600 lines,
+# no function over 80 (a definition opens with "{" and closes with "}" at
+# column 0, the tree's style).
+for f in transport/*.c transport/*.h; do
+	n=$(wc -l <"$f")
+	[ "$n" -gt 600 ] && err "$f has $n lines (transport/ files: 600 at most)"
+done
+long=$(awk '/^\{/ { start = FNR; name = prev }
+	/^\}/ && start { if (FNR - start + 1 > 80) printf "%s:%d %s (%d lines)\n", FILENAME, start, name, FNR - start + 1; start = 0 }
+	/^[a-z].*\(/ { prev = $0; sub(/\(.*/, "", prev); sub(/.*[ *]/, "", prev) }' transport/*.c)
+if [ -n "$long" ]; then
+	while IFS= read -r l; do err "function over 80 lines: $l"; done <<<"$long"
+fi
 
 # ---- 2. includes go downward ---------------------------------------------
 # rank  folders (a file belongs to the longest folder prefix that matches;
@@ -154,4 +207,4 @@ if [ $fail != 0 ]; then
 	echo "check-layers: FAILED (see above)" >&2
 	exit 1
 fi
-echo "check-layers: engine links only its allow-list; every include goes downward"
+echo "check-layers: engine links only its allow-list; every include goes downward; transport/ files form a DAG (includes and calls), none over 600 lines, no function over 80"

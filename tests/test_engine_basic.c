@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "tests/support/etest_case.h"
-#include "transport/engine_int.h"   /* mr_gen: forced wraparound */
+#include "transport/store.h"   /* mr_gen: forced wraparound */
 
 static void test_cfg_validation(void **state)
 {

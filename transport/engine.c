@@ -1,10 +1,19 @@
-/* Engine lifecycle, memory registration, queues of control packets,
- * completions and events, and the tx/rx/timer entry points. */
+/* The engine's front door: configuration, create/destroy, and the entry
+ * points that move packets, run timers and hand out completions
+ * (mrce_rx, mrce_tx, mrce_tick, mrce_poll_cq).  It dispatches to the files
+ * below it and is called by none of them (docs/design.md). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/engine_int.h"
+#include "transport/ack_rx.h"
+#include "transport/ack_tx.h"
+#include "transport/path.h"
+#include "transport/receiver.h"
+#include "transport/sender.h"
+#include "transport/store.h"
+#include "transport/timers.h"
+#include "transport/loss.h"
 
 void mrce_cfg_default(struct mrce_cfg *c)
 {
@@ -120,7 +129,7 @@ int mrce_create(const struct mrce_cfg *cfg, struct mrce **out,
 	e->peers = calloc(cfg->max_peers, sizeof(*e->peers));
 	e->qps = calloc(cfg->max_qps, sizeof(*e->qps));
 	/* Not zeroed: a slot is written before it is read, and untouched
-	 * slots then take no memory (see mrce_poll_event). */
+	 * slots then take no memory (store.c, mrce_poll_event). */
 	e->ctrl = malloc(cfg->ctrl_queue * sizeof(*e->ctrl));
 	e->evq = malloc(cfg->event_queue * sizeof(*e->evq));
 	if (!e->mrs || !e->mr_hash || !e->peers || !e->qps || !e->ctrl || !e->evq ||
@@ -152,184 +161,6 @@ void mrce_destroy(struct mrce *e)
 	free(e);
 }
 
-/* ---- memory registration ------------------------------------------- */
-
-/* A key is a 32-bit generation, not a slot number: the n-th registration
- * gets mix(n), a bijection of the 32-bit counter, so no key repeats until
- * 2^32 more registrations (and a key still registered is skipped even
- * then).  A stale key of a freed, reused slot therefore never matches.
- * The slot is found by a hash of the key (open addressing, linear probing,
- * at most half full). */
-static uint32_t key_mix(uint32_t x)
-{
-	x *= 0x9e3779b1u;             /* odd: invertible mod 2^32 */
-	x ^= x >> 16;                 /* invertible */
-	return x;
-}
-
-static uint32_t key_home(const struct mrce *e, uint32_t key)
-{
-	return (key * 0x85ebca6bu >> 7) & e->mr_hmask;
-}
-
-/* The hash bucket holding key (its slot + 1), or the empty one it would go in. */
-static uint32_t key_bucket(const struct mrce *e, uint32_t key)
-{
-	uint32_t b = key_home(e, key);
-	while (e->mr_hash[b] && e->mrs[e->mr_hash[b] - 1].key != key)
-		b = (b + 1) & e->mr_hmask;
-	return b;
-}
-
-/* Linear probing's deletion: later entries of the cluster move back so a
- * lookup never stops at the hole. */
-static void key_unhash(struct mrce *e, uint32_t b)
-{
-	e->mr_hash[b] = 0;
-	for (uint32_t j = (b + 1) & e->mr_hmask; e->mr_hash[j]; j = (j + 1) & e->mr_hmask) {
-		uint32_t h = key_home(e, e->mrs[e->mr_hash[j] - 1].key);
-		/* moves back when its home is not within (b, j] */
-		if (((j - h) & e->mr_hmask) >= ((j - b) & e->mr_hmask)) {
-			e->mr_hash[b] = e->mr_hash[j];
-			e->mr_hash[j] = 0;
-			b = j;
-		}
-	}
-}
-
-int mrce_mr_reg(struct mrce *e, uint32_t pd, void *base, uint64_t len,
-	       uint32_t access, uint32_t *key)
-{
-	if (!base || !len || !key || (access & ~0xfu) ||
-	    (uintptr_t)base + len < (uintptr_t)base)
-		return -EINVAL;
-	uint32_t n = e->cfg.max_mrs;
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t i = (e->mr_free + k) % n;
-		struct mrc__mr *m = &e->mrs[i];
-		if (m->valid)
-			continue;
-		uint32_t kv, b;
-		do {
-			kv = key_mix(++e->mr_gen);
-			b = kv ? key_bucket(e, kv) : 0;
-		} while (!kv || e->mr_hash[b]);   /* 0 is no key; a live key is skipped */
-		*m = (struct mrc__mr){ .base = base, .len = len, .pd = pd,
-			.access = access, .valid = 1, .key = kv };
-		e->mr_hash[b] = i + 1;
-		e->mr_free = (i + 1) % n;
-		*key = kv;
-		return 0;
-	}
-	return -ENOSPC;
-}
-
-struct mrc__mr *mrc__mr_get(struct mrce *e, uint32_t key)
-{
-	if (!key)
-		return NULL;
-	uint32_t s = e->mr_hash[key_bucket(e, key)];
-	return s ? &e->mrs[s - 1] : NULL;
-}
-
-int mrce_mr_dereg(struct mrce *e, uint32_t key)
-{
-	struct mrc__mr *m = mrc__mr_get(e, key);
-	if (!m)
-		return -ENOENT;
-	if (m->refs)
-		return -EBUSY;
-	key_unhash(e, key_bucket(e, key));
-	m->valid = 0;
-	m->key = 0;
-	return 0;
-}
-
-/* ---- queues --------------------------------------------------------- */
-
-void mrc__event(struct mrce *e, const struct mrce_event *ev)
-{
-	if (e->evq_tail - e->evq_head > e->evq_mask) {
-		e->st.events_dropped++;
-		return;
-	}
-	e->evq[e->evq_tail++ & e->evq_mask] = *ev;
-}
-
-/* An empty ring starts again at slot 0 (same FIFO order), so a queue that
- * rarely holds more than a few entries keeps using its first slots: the
- * rest is never touched (never faulted in) and the used slots stay in
- * cache.  Cycling through every slot cost thousands of engines in one
- * process (the simulator) a cache miss per control packet and 26 KiB of
- * resident memory each. */
-int mrce_poll_event(struct mrce *e, struct mrce_event *ev)
-{
-	if (e->evq_head == e->evq_tail) {
-		e->evq_head = e->evq_tail = 0;
-		return 0;
-	}
-	*ev = e->evq[e->evq_head++ & e->evq_mask];
-	return 1;
-}
-
-/* A free control packet, or NULL when the queue is full: ACKs are
- * cumulative and probes are retried, so dropping one is safe. */
-struct mrce_tx_pkt *mrc__ctrl_slot(struct mrce *e)
-{
-	if (e->ctrl_tail - e->ctrl_head > e->ctrl_mask) {
-		e->st.ctrl_overflow++;
-		return NULL;
-	}
-	return &e->ctrl[e->ctrl_tail++ & e->ctrl_mask];
-}
-
-void mrc__qp_ready(struct mrce *e, struct mrc__qp *qp)
-{
-	if (qp->in_ready)
-		return;
-	qp->in_ready = 1;
-	qp->ready_next = NULL;
-	if (e->ready_tail)
-		e->ready_tail->ready_next = qp;
-	else
-		e->ready_head = qp;
-	e->ready_tail = qp;
-}
-
-void mrc__qp_activate(struct mrce *e, struct mrc__qp *qp, uint64_t now)
-{
-	if (qp->in_active || !mrc__qp_can_send(e, qp, now))
-		return;
-	qp->in_active = 1;
-	qp->active_next = NULL;
-	if (e->active_tail)
-		e->active_tail->active_next = qp;
-	else
-		e->active_head = qp;
-	e->active_tail = qp;
-}
-
-static struct mrc__qp *active_pop(struct mrce *e)
-{
-	struct mrc__qp *qp = e->active_head;
-	if (!qp)
-		return NULL;
-	e->active_head = qp->active_next;
-	if (!e->active_head)
-		e->active_tail = NULL;
-	qp->in_active = 0;
-	return qp;
-}
-
-struct mrc__qp *mrc__qp_get(struct mrce *e, uint32_t qpn)
-{
-	uint32_t i = qpn & 0xffff;
-	if (i >= e->qp_hwm)
-		return NULL;
-	struct mrc__qp *qp = &e->qps[i];
-	return qp->used && qp->qpn == qpn ? qp : NULL;
-}
-
 /* ---- tx / rx / timers ----------------------------------------------- */
 
 size_t mrce_tx_pkt_len(const struct mrce_tx_pkt *p)
@@ -356,7 +187,7 @@ int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 		pkts[n++] = e->ctrl[e->ctrl_head++ & e->ctrl_mask];
 	/* Data: one packet per QP in turn, so QPs share the datapath fairly. */
 	while (n < max) {
-		struct mrc__qp *qp = active_pop(e);
+		struct mrc__qp *qp = mrc__active_pop(e);
 		if (!qp)
 			break;
 		if (mrc__qp_tx_one(e, qp, now, &pkts[n])) {
@@ -371,7 +202,7 @@ int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 		while (n < max && e->ctrl_head != e->ctrl_tail)
 			pkts[n++] = e->ctrl[e->ctrl_head++ & e->ctrl_mask];
 	}
-	if (e->ctrl_head == e->ctrl_tail)   /* empty: restart at slot 0 (see above) */
+	if (e->ctrl_head == e->ctrl_tail)   /* empty: restart at slot 0 (store.c, mrce_poll_event) */
 		e->ctrl_head = e->ctrl_tail = 0;
 	e->st.tx_pkts += n;
 	return n;
@@ -412,6 +243,37 @@ int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		mrc__qp_timer_sync(e, qp);
 	mrc__peer_timer_sync(e, peer);
 	return 0;
+}
+
+uint64_t mrce_next_deadline(const struct mrce *e)
+{
+	uint64_t d = mrc__timers_next(e);
+	/* ACKs held for reverse data (ack_tx.c) are engine-wide, not a QP's */
+	return e->ack_head && e->ack_hold_min < d ? e->ack_hold_min : d;
+}
+
+/* Runs what is due: held ACKs no data came for, then each peer and QP
+ * whose deadline passed. */
+void mrce_tick(struct mrce *e, uint64_t now)
+{
+	if (e->ack_head && e->ack_hold_min <= now)
+		mrc__acks_flush(e, now, 0);   /* held ACKs no data came for */
+	/* Peers before QPs, each in index order (timers.c). */
+	uint32_t n = mrc__timers_take_due(e, now);
+	uint32_t np = e->cfg.max_peers;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t id = e->tdue[k];
+		if (id < np) {
+			if (e->peers[id].used)
+				mrc__probe_tick_peer(e, id, now);
+			mrc__peer_timer_sync(e, id);
+			continue;
+		}
+		struct mrc__qp *qp = &e->qps[id - np];
+		if (qp->used && qp->state == MRC_QPS_RTS)
+			mrc__qp_timers(e, qp, now);
+		mrc__qp_timer_sync(e, qp);
+	}
 }
 
 /* ---- completions ------------------------------------------------------ */

@@ -1,118 +1,30 @@
-/* Peers and their paths (EVs): state machine GOOD / ASSUMED_BAD / DENIED,
- * spraying, RTT per path, and probes that bring bad paths back. */
+/* The paths (EVs) to each peer: state machine GOOD / ASSUMED_BAD / DENIED,
+ * spraying, RTT per path, and probes that bring bad paths back.  Peers
+ * themselves are added and removed in peer.c. */
 #include <errno.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "transport/engine_int.h"
+#include "transport/path.h"
+#include "transport/timers.h"
 
 _Static_assert(offsetof(struct mrc__path, next_probe) + 8 == 64,
 	       "the hot fields of a path record fill its first cache line");
 
-/* The order the spray visits a plane's EVs in: bit-reversed index order
- * (0, n/2, n/4, 3n/4, ...), so that consecutive packets take EVs far
- * apart.  Fabrics number EVs so that neighbours share the first hops (fat
- * tree: EV = core, and the 8 cores behind one aggregation switch are
- * 8 consecutive EVs at k=16): in index order a QP sent 8 packets in a row
- * into one edge uplink, and the queues those bursts built were most of a
- * 1,024-host permutation's tail (docs/sim.md).  Setup only: no allocation. */
-static void spread_order(uint16_t *evs, uint32_t n)
+/* QPs waiting for a path to the peer (every EV was DENIED) resume. */
+static void qps_path_back(struct mrce *e, uint32_t peer, uint64_t now)
 {
-	if (n < 3)
-		return;
-	uint32_t bits = 0;
-	while ((1u << bits) < n)
-		bits++;
-	uint16_t tmp[MRC_MAX_EVS];
-	uint32_t m = 0;
-	for (uint32_t j = 0; j < (1u << bits); j++) {
-		uint32_t r = 0;
-		for (uint32_t b = 0; b < bits; b++)
-			r |= ((j >> b) & 1u) << (bits - 1 - b);
-		if (r < n)
-			tmp[m++] = evs[r];
+	for (uint32_t i = 0; i < e->qp_hwm; i++) {
+		struct mrc__qp *qp = &e->qps[i];
+		if (!qp->used || qp->peer != peer || !qp->nopath_deadline ||
+		    qp->state != MRC_QPS_RTS)
+			continue;
+		qp->nopath_deadline = 0;
+		mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_QP_PATH_BACK,
+			.qpn = qp->qpn, .peer = peer, .time_ns = now });
+		mrc__qp_timer_sync(e, qp);
+		mrc__qp_activate(e, qp, now);
 	}
-	memcpy(evs, tmp, n * sizeof(*evs));
-}
-
-int mrce_peer_add(struct mrce *e, uint32_t nev, const uint8_t *plane_of,
-		 uint32_t *peer)
-{
-	if (!nev || nev > MRC_MAX_EVS || !plane_of || !peer)
-		return -EINVAL;
-	for (uint32_t i = 0; i < nev; i++)
-		if (plane_of[i] >= MRC_MAX_PLANES)
-			return -EINVAL;
-	uint32_t idx;
-	for (idx = 0; idx < e->cfg.max_peers && e->peers[idx].used; idx++)
-		;
-	if (idx == e->cfg.max_peers)
-		return -ENOSPC;
-	struct mrc__peer *p = &e->peers[idx];
-	memset(p, 0, sizeof(*p));
-	/* Line aligned (calloc's 16-byte offset put each record over three
-	 * lines): the hot half of a record is then one line (engine_int.h). */
-	p->paths_mem = calloc(1, (size_t)nev * sizeof(*p->paths) + 63);
-	p->paths = p->paths_mem ? (struct mrc__path *)(((uintptr_t)p->paths_mem + 63) &
-						      ~(uintptr_t)63) : NULL;
-	uint16_t cnt[MRC_MAX_PLANES] = { 0 };
-	for (uint32_t i = 0; i < nev; i++)
-		cnt[plane_of[i]]++;
-	int fail = !p->paths;
-	for (int pl = 0; pl < MRC_MAX_PLANES && !fail; pl++)
-		if (cnt[pl] && !(p->plane_evs[pl] = calloc(cnt[pl], sizeof(uint16_t))))
-			fail = 1;
-	if (fail) {
-		p->used = 1;
-		mrce_peer_remove(e, idx);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < nev; i++) {
-		p->paths[i].plane = plane_of[i];
-		p->plane_evs[plane_of[i]][p->plane_nev[plane_of[i]]++] = (uint16_t)i;
-	}
-	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
-		spread_order(p->plane_evs[pl], p->plane_nev[pl]);
-	p->nev = p->ngood = nev;
-	p->used = 1;
-	if (idx >= e->peer_hwm)
-		e->peer_hwm = idx + 1;
-	*peer = idx;
-	return 0;
-}
-
-int mrce_peer_remove(struct mrce *e, uint32_t peer)
-{
-	if (peer >= e->cfg.max_peers || !e->peers[peer].used)
-		return -ENOENT;
-	for (uint32_t i = 0; i < e->qp_hwm; i++)
-		if (e->qps[i].used && e->qps[i].state != MRC_QPS_RESET &&
-		    e->qps[i].peer == peer)
-			return -EBUSY;
-	struct mrc__peer *p = &e->peers[peer];
-	free(p->paths_mem);
-	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
-		free(p->plane_evs[pl]);
-	memset(p, 0, sizeof(*p));
-	mrc__peer_timer_sync(e, peer);   /* unused: out of the timers */
-	return 0;
-}
-
-static struct mrc__peer *peer_get(struct mrce *e, uint32_t peer)
-{
-	return peer < e->cfg.max_peers && e->peers[peer].used ? &e->peers[peer] : NULL;
-}
-
-int mrce_peer_set_probe_tokens(struct mrce *e, uint32_t peer, uint64_t tx,
-			      uint64_t rx)
-{
-	struct mrc__peer *p = peer_get(e, peer);
-	if (!p)
-		return -ENOENT;
-	p->probe_tx_token = tx;
-	p->probe_rx_token = rx;
-	return 0;
 }
 
 void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
@@ -152,7 +64,7 @@ void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 		.peer = peer, .ev = ev, .time_ns = now });
 	/* QPs waiting for a path (every EV was DENIED) resume at once. */
 	if (!was_reachable && mrc__peer_reachable(p))
-		mrc__qp_path_back(e, peer, now);
+		qps_path_back(e, peer, now);
 }
 
 /* Retires a GOOD path, unless that would leave fewer usable paths than
@@ -228,7 +140,7 @@ void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 	 * plane's last one out of the spray (a spine down, a cross-leaf pair)
 	 * or halves a plane's paths, for nothing: kept, reported once per
 	 * path and silence as a floor event (which losses are weak:
-	 * sender.c mark_lost).  Once only per path, though: a path excused
+	 * loss.c mrc__mark_lost).  Once only per path, though: a path excused
 	 * before that has carried no ACK since, while the peer was heard on
 	 * others, is the silent one (a dead path under sparse traffic, one
 	 * packet in flight at a time), and is judged as any loss. */
@@ -370,7 +282,7 @@ static int spray(struct mrc__peer *p, uint32_t mask, int avoid_plane,
  * one of them has a GOOD path, else every plane (reliability before
  * placement: a dead plane must not hang a pinned QP).  Returns -1 when no
  * EV may be used (every path DENIED): the caller's QP then waits for one,
- * for no_path_timeout_ns at most (sender.c). */
+ * for no_path_timeout_ns at most (sender.c, loss.c). */
 int mrc__path_pick(struct mrce *e, struct mrc__peer *p, struct mrc__qp *qp,
 		   int avoid_plane)
 {
@@ -411,7 +323,7 @@ int mrc__path_pick(struct mrce *e, struct mrc__peer *p, struct mrc__qp *qp,
 int mrce_ev_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 		      uint32_t ev, int deny)
 {
-	struct mrc__peer *p = peer_get(e, peer);
+	struct mrc__peer *p = mrc__peer_get(e, peer);
 	if (!p || ev >= p->nev)
 		return -EINVAL;
 	uint8_t cur = p->paths[ev].state;
@@ -425,7 +337,7 @@ int mrce_ev_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 int mrce_plane_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 			 uint32_t plane, int deny)
 {
-	struct mrc__peer *p = peer_get(e, peer);
+	struct mrc__peer *p = mrc__peer_get(e, peer);
 	if (!p || plane >= MRC_MAX_PLANES)
 		return -EINVAL;
 	for (uint32_t k = 0; k < p->plane_nev[plane]; k++)
@@ -435,7 +347,7 @@ int mrce_plane_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 
 int mrce_ev_set_detour(struct mrce *e, uint32_t peer, uint32_t ev, int detour)
 {
-	struct mrc__peer *p = peer_get(e, peer);
+	struct mrc__peer *p = mrc__peer_get(e, peer);
 	if (!p || ev >= p->nev)
 		return -EINVAL;
 	p->ndetour += !!detour - p->paths[ev].detour;
@@ -483,7 +395,7 @@ static void probe_send(struct mrce *e, uint32_t peer, uint32_t ev, uint64_t now)
 
 int mrce_ev_probe(struct mrce *e, uint64_t now, uint32_t peer, uint32_t ev)
 {
-	struct mrc__peer *p = peer_get(e, peer);
+	struct mrc__peer *p = mrc__peer_get(e, peer);
 	if (!p || ev >= p->nev)
 		return -EINVAL;
 	if (p->paths[ev].state == MRC_EV_DENIED)
@@ -511,7 +423,7 @@ static uint64_t probe_interval(const struct mrce *e, const struct mrc__path *pa)
 }
 
 /* One peer's probes and suspects; mrce_tick calls it when the peer is due
- * (timers.c). */
+ * (engine.c, over timers.c). */
 void mrc__probe_tick_peer(struct mrce *e, uint32_t i, uint64_t now)
 {
 	struct mrc__peer *p = &e->peers[i];

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/engine_int.h"
+#include "transport/ack_tx.h"
+#include "transport/qp.h"
+#include "transport/timers.h"
 
 static void qp_free_arrays(struct mrc__qp *qp)
 {

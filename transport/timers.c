@@ -30,7 +30,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "transport/engine_int.h"
+#include "transport/timers.h"
 
 int mrc__timers_init(struct mrce *e)
 {
@@ -134,9 +134,24 @@ static void timer_set(struct mrce *e, uint32_t id, uint64_t key)
 
 /* ---- keys ----------------------------------------------------------------- */
 
+/* The QP's earliest deadline (UINT64_MAX: none). */
+static uint64_t qp_deadline(const struct mrc__qp *qp)
+{
+	uint64_t d = UINT64_MAX;
+	if (qp->rnr_until && qp->rnr_until < d)
+		d = qp->rnr_until;
+	if (qp->rack_deadline && qp->rack_deadline < d)
+		d = qp->rack_deadline;
+	if (qp->rto_deadline && qp->rto_deadline < d)
+		d = qp->rto_deadline;
+	if (qp->nopath_deadline && qp->nopath_deadline < d)
+		d = qp->nopath_deadline;
+	return d;
+}
+
 static uint64_t qp_key(const struct mrc__qp *qp)
 {
-	return qp->used && qp->state == MRC_QPS_RTS ? mrc__qp_deadline(qp) : UINT64_MAX;
+	return qp->used && qp->state == MRC_QPS_RTS ? qp_deadline(qp) : UINT64_MAX;
 }
 
 static uint64_t peer_key(const struct mrc__peer *p)
@@ -154,13 +169,11 @@ void mrc__peer_timer_sync(struct mrce *e, uint32_t peer)
 	timer_set(e, peer, peer_key(&e->peers[peer]));
 }
 
-/* ---- entry points --------------------------------------------------------- */
+/* ---- what is due (mrce_next_deadline, mrce_tick: engine.c) -------------- */
 
-uint64_t mrce_next_deadline(const struct mrce *e)
+uint64_t mrc__timers_next(const struct mrce *e)
 {
-	uint64_t d = e->theap_n ? e->tkey[e->theap[0]] : UINT64_MAX;
-	/* ACKs held for reverse data (receiver.c) are engine-wide, not a QP's */
-	return e->ack_head && e->ack_hold_min < d ? e->ack_hold_min : d;
+	return e->theap_n ? e->tkey[e->theap[0]] : UINT64_MAX;
 }
 
 /* Ascending ids, in place: a heapsort, since the engine may not allocate
@@ -194,10 +207,8 @@ static void sort_ids(uint32_t *a, uint32_t n)
 	}
 }
 
-void mrce_tick(struct mrce *e, uint64_t now)
+uint32_t mrc__timers_take_due(struct mrce *e, uint64_t now)
 {
-	if (e->ack_head && e->ack_hold_min <= now)
-		mrc__acks_flush(e, now, 0);   /* held ACKs no data came for */
 	uint32_t n = 0;
 	while (e->theap_n && e->tkey[e->theap[0]] <= now) {
 		uint32_t id = e->theap[0];
@@ -205,20 +216,7 @@ void mrce_tick(struct mrce *e, uint64_t now)
 		e->tdue[n++] = id;
 	}
 	sort_ids(e->tdue, n);
-	uint32_t np = e->cfg.max_peers;
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t id = e->tdue[k];
-		if (id < np) {
-			if (e->peers[id].used)
-				mrc__probe_tick_peer(e, id, now);
-			mrc__peer_timer_sync(e, id);
-			continue;
-		}
-		struct mrc__qp *qp = &e->qps[id - np];
-		if (qp->used && qp->state == MRC_QPS_RTS)
-			mrc__qp_timers(e, qp, now);
-		mrc__qp_timer_sync(e, qp);
-	}
+	return n;
 }
 
 /* ---- self-check (tests) --------------------------------------------------- */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "tests/support/chan.h"
-#include "transport/engine_int.h"
+#include "transport/timers.h"
 
 #define CHAN_SMALL_CAP 128      /* control packets and atomics */
 #define CHAN_TX_BATCH  64

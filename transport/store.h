@@ -1,6 +1,10 @@
-/* Engine internals shared by the transport/ files.  Not installed. */
-#ifndef MRC_TRANSPORT_ENGINE_INT_H
-#define MRC_TRANSPORT_ENGINE_INT_H
+/* The engine's store: the state every transport/ file shares (the engine,
+ * its peers, paths, QPs, regions) and the services on it that they use
+ * downward: region and QP lookup, the control-packet and event queues, the
+ * lists of QPs that may send or have completions.  It calls no other
+ * engine file.  Not installed. */
+#ifndef MRC_TRANSPORT_STORE_H
+#define MRC_TRANSPORT_STORE_H
 
 #include <stdint.h>
 
@@ -233,74 +237,60 @@ struct mrce {
 	uint32_t *tdue;             /* mrce_tick's scratch: the ids due */
 };
 
-/* engine.c */
+/* store.c */
 void mrc__event(struct mrce *e, const struct mrce_event *ev);
 struct mrce_tx_pkt *mrc__ctrl_slot(struct mrce *e);
 struct mrc__mr *mrc__mr_get(struct mrce *e, uint32_t key);
+struct mrc__qp *mrc__qp_get(struct mrce *e, uint32_t qpn);
 void mrc__qp_ready(struct mrce *e, struct mrc__qp *qp);
 void mrc__qp_activate(struct mrce *e, struct mrc__qp *qp, uint64_t now);
-struct mrc__qp *mrc__qp_get(struct mrce *e, uint32_t qpn);
+struct mrc__qp *mrc__active_pop(struct mrce *e);
+
+static inline struct mrc__peer *mrc__peer_get(struct mrce *e, uint32_t peer)
+{
+	return peer < e->cfg.max_peers && e->peers[peer].used ? &e->peers[peer] : NULL;
+}
+
+/* The sender's record of a PSN of the window. */
+static inline struct mrc__slot *mrc__slot_of(struct mrce *e, struct mrc__qp *qp,
+					     uint32_t psn)
+{
+	return &qp->slots[psn & e->wmask];
+}
 
 /* Some path to the peer may carry packets (not every EV DENIED). */
 static inline int mrc__peer_reachable(const struct mrc__peer *p)
 {
 	return p->ngood + p->nbad > 0;
 }
+static inline int mrc__cwnd_allows(const struct mrce *e, const struct mrc__qp *qp, uint32_t plen)
+{
+	return qp->inflight_pkts == 0 ||
+	       qp->inflight_bytes + plen <= e->cc->cwnd(qp->cc);
+}
 
-/* path.c */
-int mrc__path_pick(struct mrce *e, struct mrc__peer *p, struct mrc__qp *qp,
-		   int avoid_plane);
-void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
-			 uint8_t st, uint8_t reason, uint64_t now);
-/* weak: the loss is a timeout while the whole peer was silent, which
- * blames no path in particular (sender.c mark_lost). */
-void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
-		    uint64_t sent_ts, uint8_t reason, int cong, int weak, uint64_t now);
-void mrc__path_check(struct mrce *e, uint32_t peer, uint32_t ev,
-		     uint64_t sent_ts, uint64_t now);
-void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
-		   uint64_t rtt);
-void mrc__probe_tick_peer(struct mrce *e, uint32_t peer, uint64_t now);
-void mrc__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
-		   const struct mrc_probe_hdr *h);
+/* The next work request may send its next packet. */
+static inline int mrc__new_data_ok(const struct mrce *e, const struct mrc__qp *qp)
+{
+	if (qp->sq_seg == qp->sq_tail || qp->snd_nxt - qp->snd_una >= qp->win)
+		return 0;
+	/* A fenced request starts only once every earlier one completed;
+	 * the ACK that completes the last of them activates the QP again. */
+	const struct mrc__wqe *w = &qp->sq[qp->sq_seg & e->sqmask];
+	return !w->fence || w->started || qp->sq_done == qp->sq_seg;
+}
 
-/* sender.c */
-int mrc__qp_can_send(const struct mrce *e, const struct mrc__qp *qp, uint64_t now);
-int mrc__qp_tx_one(struct mrce *e, struct mrc__qp *qp, uint64_t now,
-		   struct mrce_tx_pkt *pkt);
-void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
-		 const struct mrc_ack_hdr *h);
-void mrc__qp_timers(struct mrce *e, struct mrc__qp *qp, uint64_t now);
-uint64_t mrc__qp_deadline(const struct mrc__qp *qp);
-void mrc__qp_path_back(struct mrce *e, uint32_t peer, uint64_t now);
-
-int mrc__pb_ack_rx(struct mrce *e, uint64_t now, struct mrc__qp *qp,
-		   const struct mrc_data_hdr *d);
-
-/* timers.c */
-int mrc__timers_init(struct mrce *e);
-void mrc__timers_fini(struct mrce *e);
-size_t mrc__timers_bytes_per_qp(void);
-void mrc__qp_timer_sync(struct mrce *e, struct mrc__qp *qp);
-void mrc__peer_timer_sync(struct mrce *e, uint32_t peer);
-int mrc__timers_check(const struct mrce *e);   /* 0: every key exact (tests) */
-
-/* receiver.c */
-/* Sends the coalesced ACKs that are due (held ones once ack_due passed);
- * keep_senders: leaves those of QPs that can send data now, which carry
- * them (mrc__ack_attach). */
-void mrc__acks_flush(struct mrce *e, uint64_t now, int keep_senders);
-int mrc__acks_urgent(const struct mrce *e);
-void mrc__ack_flush_qp(struct mrce *e, struct mrc__qp *qp);
-void mrc__ack_attach(struct mrce *e, struct mrc__qp *qp, uint64_t now,
-		     struct mrc_data_hdr *h);
-void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
-		  const struct mrc_pkt_view *v, uint32_t rx_flags);
-
-/* qp.c */
-void mrc__qp_fail(struct mrce *e, struct mrc__qp *qp, int err,
-		  uint32_t bad_psn, uint64_t now);
-void mrc__sq_advance(struct mrce *e, struct mrc__qp *qp);
+/* The QP may send a packet now (a resend or new data). */
+static inline int mrc__qp_can_send(const struct mrce *e, const struct mrc__qp *qp, uint64_t now)
+{
+	if (qp->state != MRC_QPS_RTS || qp->rnr_until > now)
+		return 0;
+	if (!mrc__cwnd_allows(e, qp, qp->mtu))
+		return 0;
+	if (qp->lostmap[0] | qp->lostmap[1] | qp->lostmap[2] | qp->lostmap[3])
+		return 1;
+	return mrc__new_data_ok(e, qp);
+}
 
 /* Smoothed RTT and its variation (RFC 6298 gains), for paths and QPs. */
 static inline void mrc__rtt_update(uint64_t *srtt, uint64_t *rttvar, uint64_t rtt)
@@ -327,5 +317,4 @@ static inline void mrc__bit_clear(uint64_t *r, uint32_t psn)
 {
 	r[(psn & 255) >> 6] &= ~(1ull << (psn & 63));
 }
-
 #endif

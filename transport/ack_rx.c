@@ -1,0 +1,322 @@
+/* The ACKs a sender receives: cumulative and selective acknowledgement,
+ * NACKs (access, trimmed, RNR, NOQP), RTT samples, spurious losses, and
+ * the ACKs that ride on reverse data. */
+#include <errno.h>
+
+#include "transport/ack_rx.h"
+#include "transport/loss.h"
+#include "transport/path.h"
+#include "transport/qp.h"
+
+#define RNR_LIMIT_ERR  (-ENOBUFS)
+
+/* hold: how long the peer held the ACK for data to carry it (pb_hold),
+ * which is not part of the round trip. */
+static void ack_one(struct mrce *e, struct mrc__qp *qp, uint32_t psn, uint64_t now,
+		    uint64_t hold)
+{
+	struct mrc__slot *s = mrc__slot_of(e, qp, psn);
+	if (s->state == MRC__S_INFLIGHT) {
+		mrc__lst_remove(qp, (uint16_t)(psn & e->wmask));
+		qp->inflight_pkts--;
+		qp->inflight_bytes -= s->plen;
+		if ((int32_t)(s->xseq + 1 - qp->rack_seq) > 0)
+			qp->rack_seq = s->xseq + 1;
+		/* Every acknowledged packet proves its path, and (sent once, so
+		 * unambiguous) measures it: ACKs are coalesced and come back on
+		 * the EV of the newest packet only, so the echo alone would
+		 * leave most paths unmeasured. */
+		struct mrc__peer *p = &e->peers[qp->peer];
+		p->paths[s->ev].last_ack = now;
+		if (s->sent_ts > p->acked_sent)
+			p->acked_sent = s->sent_ts;
+		p->heard = now;
+		if (!s->tries && now > s->sent_ts + hold)
+			mrc__path_rtt(e, p, s->ev, now - s->sent_ts - hold);
+	}
+	if (s->state == MRC__S_INFLIGHT || s->state == MRC__S_LOST)
+		qp->bytes_acked += s->plen;
+	s->state = MRC__S_ACKED;
+	mrc__bit_set(qp->sacked, psn);
+	mrc__bit_clear(qp->lostmap, psn);
+}
+
+/* Rotates a 256-bit bitmap whose bit i stands for base+i so that it is
+ * indexed like the rings (by psn & 255). */
+static void sack_to_ring(const uint8_t *sack, uint32_t base, uint64_t out[4])
+{
+	uint64_t in[4];
+	for (int k = 0; k < 4; k++) {
+		uint64_t w = 0;
+		for (int b = 7; b >= 0; b--)
+			w = (w << 8) | sack[k * 8 + b];
+		in[k] = w;
+	}
+	uint32_t r = base & 255, q = r / 64, sh = r % 64;
+	for (int k = 0; k < 4; k++)
+		out[k] = 0;
+	for (int k = 0; k < 4; k++) {
+		out[(k + q) % 4] |= in[k] << sh;
+		if (sh)
+			out[(k + q + 1) % 4] |= in[k] >> (64 - sh);
+	}
+}
+
+static void rtt_sample(struct mrce *e, struct mrc__qp *qp, uint64_t rtt)
+{
+	mrc__rtt_update(&qp->srtt, &qp->rttvar, rtt);
+	uint64_t rto = qp->srtt + 4 * qp->rttvar;
+	if (rto < e->cfg.rto_min_ns)
+		rto = e->cfg.rto_min_ns;
+	if (rto > e->cfg.rto_max_ns)
+		rto = e->cfg.rto_max_ns;
+	qp->rto = rto;
+}
+
+/* An ACK triggered by an earlier transmission of a packet we already
+ * declared lost: the "loss" was reordering.  Like RACK's DSACK rule, widen
+ * the reorder window, and give back the path it wrongly retired. */
+static void spurious_check(struct mrce *e, struct mrc__qp *qp,
+			   const struct mrc_ack_hdr *h, uint64_t now)
+{
+	uint32_t psn = h->trig_psn;
+	struct mrc__peer *p = &e->peers[qp->peer];
+	if (h->nack || !mrc_psn_le(qp->snd_una, psn) || !mrc_psn_lt(psn, qp->snd_nxt)) {
+		if (++p->clean_acks >= 1024 && p->reo_extra) {
+			p->reo_extra /= 2;   /* decay once things are calm */
+			p->clean_acks = 0;
+		}
+		return;
+	}
+	struct mrc__slot *s = mrc__slot_of(e, qp, psn);
+	if (!s->tries || !h->ts_echo || h->ts_echo >= s->sent_ts ||
+	    (s->state != MRC__S_INFLIGHT && s->state != MRC__S_LOST)) {
+		if (++p->clean_acks >= 1024 && p->reo_extra) {
+			p->reo_extra /= 2;
+			p->clean_acks = 0;
+		}
+		return;
+	}
+	qp->spurious++;
+	p->clean_acks = 0;
+	uint64_t step = qp->srtt / 4 > e->cfg.reorder_slack_ns ? qp->srtt / 4 : e->cfg.reorder_slack_ns;
+	p->reo_extra += step;
+	if (p->reo_extra > 2 * qp->srtt)
+		p->reo_extra = 2 * qp->srtt;
+	if (s->lost_ev < p->nev) {
+		struct mrc__path *pa = &p->paths[s->lost_ev];
+		/* Retired by a timeout or by a late packet alike: the packet
+		 * got through, so the path was delivering. */
+		if (pa->state == MRC_EV_ASSUMED_BAD &&
+		    (pa->reason == MRC_RSN_LOSS || pa->reason == MRC_RSN_RTO))
+			mrc__path_set_state(e, qp->peer, s->lost_ev, MRC_EV_GOOD,
+					    MRC_RSN_SPURIOUS, now);
+		s->lost_ev = UINT16_MAX;
+	}
+}
+
+static void nack_rx(struct mrce *e, struct mrc__qp *qp, const struct mrc_ack_hdr *h,
+		    uint64_t now)
+{
+	e->st.nack_rx[h->nack]++;
+	qp->nacks_rx++;
+	uint32_t psn = h->trig_psn;
+	int in_win = mrc_psn_le(qp->snd_una, psn) && mrc_psn_lt(psn, qp->snd_nxt);
+	struct mrc__slot *s = in_win ? mrc__slot_of(e, qp, psn) : NULL;
+	switch (h->nack) {
+	case MRC_NACK_ACCESS:
+		mrc__qp_fail(e, qp, -EACCES, psn, now);
+		return;
+	case MRC_NACK_TRIMMED:
+		/* Congestion, not failure: resend at once, weight the path
+		 * down, never retire it. */
+		qp->trims_rx++;
+		e->peers[qp->peer].last_cong = e->last_cong = now;
+		if (h->ev < e->peers[qp->peer].nev) {
+			struct mrc__path *pa = &e->peers[qp->peer].paths[h->ev];
+			pa->trims++;
+			if (pa->penalty < 8)
+				pa->penalty += 2;
+		}
+		e->cc->on_trim(qp->cc, now);
+		if (s && s->state == MRC__S_INFLIGHT) {
+			mrc__mark_lost(e, qp, (uint16_t)(psn & e->wmask), MRC_RSN_NONE, 0, now);
+			s->free_resend = 1;   /* the packet got there: not a loss */
+		}
+		return;
+	case MRC_NACK_RNR:
+		/* As RDMA RC: the receiver is alive but has no RECV posted (or
+		 * no room for completions).  Retry after its RNR delay,
+		 * counted apart from losses, rnr_retry times (7: forever).
+		 * The delay is the one the receiver advertises in the NACK
+		 * (its rnr_delay_ns); our own only if it advertises none. */
+		qp->rnr_rx++;
+		if (s && s->state == MRC__S_INFLIGHT) {
+			if (qp->rnr_retry != MRC_RNR_RETRY_FOREVER &&
+			    s->rnr_tries >= qp->rnr_retry) {
+				mrc__qp_fail(e, qp, RNR_LIMIT_ERR, psn, now);
+				return;
+			}
+			if (s->rnr_tries < UINT8_MAX)
+				s->rnr_tries++;
+			mrc__mark_lost(e, qp, (uint16_t)(psn & e->wmask), MRC_RSN_NONE, 0, now);
+			s->free_resend = 1;
+		}
+		qp->rnr_until = now + (h->rnr_timer ? mrc_wire_rnr_ns(h->rnr_timer) :
+						     e->cfg.rnr_delay_ns);
+		return;
+	default:
+		return;   /* OOW: counted; the RTO repairs whatever caused it */
+	}
+}
+
+/* The peer says the QP we send to is gone: fail ours, which is the one
+ * connected to that QP of that peer (a rare event; a scan is fine), and
+ * only if the NACK echoes our own token: a QP number is no secret. */
+static void noqp_rx(struct mrce *e, uint64_t now, uint32_t peer,
+		    const struct mrc_ack_hdr *h)
+{
+	e->st.nack_rx[MRC_NACK_NOQP]++;
+	for (uint32_t i = 0; i < e->qp_hwm; i++) {
+		struct mrc__qp *qp = &e->qps[i];
+		if (qp->used && qp->state == MRC_QPS_RTS && qp->peer == peer &&
+		    qp->rqpn == h->dqpn) {
+			if (h->token != qp->tx_token) {
+				e->st.rx_bad_token[MRC_TOK_NOQP]++;
+				continue;
+			}
+			qp->nacks_rx++;
+			mrc__qp_fail(e, qp, -ECONNRESET, h->trig_psn, now);
+		}
+	}
+}
+
+/* Everything an accepted ACK does (after its QP and token were checked).
+ * rtt: the sample it gives, 0 for none. */
+static int ack_apply(struct mrce *e, uint64_t now, struct mrc__qp *qp,
+		     const struct mrc_ack_hdr *h, uint64_t rtt, uint64_t hold)
+{
+	struct mrc__peer *p = &e->peers[qp->peer];
+	/* An ACK may never acknowledge what was not sent. */
+	if (mrc_psn_lt(qp->snd_nxt, h->cum_psn) || mrc_psn_lt(h->cum_psn, qp->snd_una - e->cfg.window)) {
+		e->st.rx_drop[MRC_DROP_FIELD]++;
+		return -EBADMSG;
+	}
+	if (rtt)
+		rtt_sample(e, qp, rtt);
+	if (h->flags & MRC_AF_ECN)
+		p->last_cong = e->last_cong = now;
+	if ((h->flags & MRC_AF_ECN) && h->ev < p->nev) {
+		p->paths[h->ev].ecn++;
+		if (p->paths[h->ev].penalty < 8)
+			p->paths[h->ev].penalty++;
+	}
+	if (h->nack)
+		nack_rx(e, qp, h, now);
+	if (qp->state != MRC_QPS_RTS)
+		return 0;
+	spurious_check(e, qp, h, now);
+
+	uint64_t before = qp->bytes_acked;
+	/* Cumulative part. */
+	while (mrc_psn_lt(qp->snd_una, h->cum_psn)) {
+		uint32_t psn = qp->snd_una;
+		ack_one(e, qp, psn, now, hold);
+		mrc__bit_clear(qp->sacked, psn);
+		mrc__slot_of(e, qp, psn)->state = MRC__S_FREE;
+		qp->snd_una++;
+	}
+	/* Selective part: only bits we have not seen yet. */
+	uint64_t ring[4];
+	sack_to_ring(h->sack, h->sack_base, ring);
+	uint32_t span = qp->snd_nxt - qp->snd_una;
+	for (int k = 0; k < 4 && span; k++) {
+		uint64_t fresh = ring[k] & ~qp->sacked[k];
+		while (fresh) {
+			uint32_t pos = (uint32_t)(k * 64 + __builtin_ctzll(fresh));
+			fresh &= fresh - 1;
+			uint32_t d = (pos - qp->snd_una) & 255;
+			uint32_t psn = qp->snd_una + d;
+			uint32_t rel = psn - h->sack_base;
+			if (d < span && rel < MRC_SACK_BITS)
+				ack_one(e, qp, psn, now, hold);
+		}
+	}
+	uint32_t acked = (uint32_t)(qp->bytes_acked - before);
+	if (acked || rtt) {
+		e->cc->on_ack(qp->cc, &(struct mrc_cc_sample){ .now = now,
+			.rtt_ns = rtt, .base_rtt_ns = p->min_rtt,
+			.acked_bytes = acked, .ecn = !!(h->flags & MRC_AF_ECN) });
+	}
+	if (acked)
+		qp->backoff = 0;
+	mrc__sq_advance(e, qp);
+	uint64_t lost_before = e->st.loss_detected;
+	mrc__detect_losses(e, qp, now);
+	if (e->st.loss_detected != lost_before)
+		e->cc->on_loss(qp->cc, now);
+	mrc__rto_rearm(qp, now);
+	mrc__qp_activate(e, qp, now);
+	return 0;
+}
+
+void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
+		 const struct mrc_ack_hdr *h)
+{
+	if (h->nack == MRC_NACK_NOQP) {
+		noqp_rx(e, now, peer, h);
+		return;
+	}
+	struct mrc__qp *qp = mrc__qp_get(e, h->dqpn);
+	if (!qp || qp->state == MRC_QPS_RESET) {
+		e->st.rx_unknown_qp++;
+		return;
+	}
+	if (qp->peer != peer) {
+		e->st.rx_bad_peer++;
+		return;
+	}
+	if (h->token != qp->rx_token) {
+		e->st.rx_bad_token[MRC_TOK_ACK]++;
+		return;
+	}
+	if (qp->state != MRC_QPS_RTS)
+		return;
+	ack_apply(e, now, qp, h, h->ts_echo && h->ts_echo <= now ? now - h->ts_echo : 0, 0);
+}
+
+/* A piggybacked ACK, turned into the ACK packet that would have said the
+ * same and taken by the same code.  It echoes no timestamp: the RTT
+ * sample is taken from our own send time of the packet it was triggered
+ * by (the highest PSN it covers, sent once), less the peer's hold; and
+ * its EV (for PB_ECN) is the one that packet went on.  Returns -EBADMSG
+ * when it acknowledges what was never sent (the caller drops the packet). */
+int mrc__pb_ack_rx(struct mrce *e, uint64_t now, struct mrc__qp *qp,
+		   const struct mrc_data_hdr *d)
+{
+	if (qp->state != MRC_QPS_RTS)
+		return 0;
+	struct mrc_ack_hdr h = { .flags = (d->flags & MRC_F_PB_ECN) ? MRC_AF_ECN : 0,
+		.dqpn = qp->qpn, .cum_psn = d->pb_cum_psn, .sack_base = d->pb_cum_psn,
+		.ev = UINT16_MAX, .token = d->token };
+	for (uint32_t j = 0; j < MRC_PB_SACK_BITS; j++)
+		if (d->pb_sack >> j & 1)
+			h.sack[(j + 1) / 8] |= (uint8_t)(1u << ((j + 1) % 8));
+	h.trig_psn = d->pb_sack ? d->pb_cum_psn + 1 + (31 - (uint32_t)__builtin_clz(d->pb_sack)) :
+				  d->pb_cum_psn - 1;
+	if (d->pb_sack && !mrc_psn_lt(h.trig_psn, qp->snd_nxt)) {
+		e->st.rx_drop[MRC_DROP_FIELD]++;   /* SACKs what was never sent */
+		return -EBADMSG;
+	}
+	uint64_t hold = (uint64_t)d->pb_hold * MRC_PB_HOLD_NS, rtt = 0;
+	if (mrc_psn_le(qp->snd_una, h.trig_psn) && mrc_psn_lt(h.trig_psn, qp->snd_nxt)) {
+		const struct mrc__slot *s = mrc__slot_of(e, qp, h.trig_psn);
+		h.ev = s->ev;
+		if (s->state == MRC__S_INFLIGHT && !s->tries && now > s->sent_ts + hold)
+			rtt = now - s->sent_ts - hold;
+	}
+	int rc = ack_apply(e, now, qp, &h, rtt, hold);
+	if (!rc)
+		e->st.rx_pb_acks++;
+	return rc;
+}

@@ -1,0 +1,202 @@
+/* Loss on the sender side: RACK-style detection per path that tolerates
+ * spraying reorder, the RTO, the no-path bound, and the QP's timers. */
+#include <errno.h>
+
+#include "transport/loss.h"
+#include "transport/path.h"
+#include "transport/qp.h"
+
+#define NO_PATH_ERR    (-ENETUNREACH)
+#define PROBE_AT       8   /* probe a late packet's path 1/PROBE_AT into its
+                              reorder window */
+
+/* PSN of the slot at index i: the unique PSN in [snd_una, snd_nxt). */
+static uint32_t slot_psn(const struct mrce *e, const struct mrc__qp *qp, uint16_t i)
+{
+	return qp->snd_una + ((i - qp->snd_una) & e->wmask);
+}
+
+static void nopath_expire(struct mrce *e, struct mrc__qp *qp, uint64_t now)
+{
+	qp->nopath_deadline = 0;
+	if (qp->sq_done == qp->sq_tail || mrc__peer_reachable(&e->peers[qp->peer]))
+		return;   /* the work finished (ACKs still came in) or a path is back */
+	/* The oldest unfinished request is the one that could not go: it
+	 * carries the error, the rest are flushed behind it. */
+	uint32_t first = qp->sq_done;
+	mrc__qp_fail(e, qp, NO_PATH_ERR, qp->snd_una, now);
+	qp->sq[first & e->sqmask].status = NO_PATH_ERR;
+}
+
+/* Queueing towards the peer that can explain a late or dropped packet:
+ * ECN marks or trims lately, or recent RTTs above the base RTT.  Without
+ * any, a late packet is blamed on its path at once (a dead path on an idle
+ * fabric is retired as fast as before). */
+static int congested(const struct mrce *e, const struct mrc__qp *qp, uint64_t now)
+{
+	const struct mrc__peer *p = &e->peers[qp->peer];
+	uint64_t base = p->min_rtt;
+	if (!base)   /* nothing measured yet: every ACK so far was of a resend
+	                (after trims), or none came */
+		return p->last_cong != 0;
+	/* Any peer's: a host's own links (its NIC's downlink under incast)
+	 * are shared by the paths to every peer. */
+	if ((p->last_cong && now - p->last_cong < 8 * base) ||
+	    (e->last_cong && now - e->last_cong < 8 * base))
+		return 1;
+	return p->rtt_hi > base + base / 8;
+}
+
+/* The QP may send on every plane the peer has paths in. */
+static int all_planes(const struct mrc__peer *p, const struct mrc__qp *qp)
+{
+	if (!qp->plane_mask)
+		return 1;
+	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
+		if (p->plane_nev[pl] && !(qp->plane_mask >> pl & 1))
+			return 0;
+	return 1;
+}
+
+void mrc__mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
+		      uint8_t reason, int blame, uint64_t now)
+{
+	struct mrc__slot *s = &qp->slots[i];
+	mrc__lst_remove(qp, i);
+	s->state = MRC__S_LOST;
+	/* A timeout blames a path only if nothing came back on it since the
+	 * packet left: a queue that merely grew past the RTO (a burst, a busy
+	 * receiver) keeps ACKing, a dead path does not. */
+	const struct mrc__peer *p = &e->peers[qp->peer];
+	if (blame && reason == MRC_RSN_RTO && p->paths[s->ev].last_ack > s->sent_ts)
+		blame = 0;
+	/* The peer acked nothing sent since it left, on any path of any QP:
+	 * the silence is the peer's (a stall), not the path's, and no path is
+	 * retired for it (weak, mrc__path_lost).  Retiring paths cannot end
+	 * such a silence for a QP that sprays over every plane; a QP held to
+	 * some planes (plane_mask) may need to leave a dead one, so for it
+	 * only a first timeout is weak (the peer heard within two RTOs, the
+	 * packet's first transmission); a QP pinned to one EV rehashes on its
+	 * first timeout, as before. */
+	int weak = reason == MRC_RSN_RTO && p->acked_sent < s->sent_ts &&
+		   !(qp->flags & MRC_QP_PIN_EV) &&
+		   (all_planes(p, qp) || (now - p->heard < 2 * qp->rto && !s->tries));
+	s->lost_ev = blame ? s->ev : UINT16_MAX;
+	if (s->ev < e->cfg.qp_ev_stats)
+		qp->evst[s->ev].lost_pkts++;
+	else
+		qp->ev_other_lost++;
+	qp->inflight_pkts--;
+	qp->inflight_bytes -= s->plen;
+	mrc__bit_set(qp->lostmap, slot_psn(e, qp, i));
+	if (blame)
+		mrc__path_lost(e, qp->peer, s->ev, s->sent_ts, reason,
+			       congested(e, qp, now), weak, now);
+}
+
+/* How long past its send time a packet on this EV may still be acked:
+ * the path's srtt plus a reorder window. */
+static void late_after(const struct mrce *e, const struct mrc__qp *qp,
+		       const struct mrc__peer *p, uint16_t ev, uint64_t *srtt_out,
+		       uint64_t *wnd)
+{
+	const struct mrc__path *pa = &p->paths[ev];
+	/* A path not measured yet is judged by the slowest recent RTT to
+	 * the peer, not by the QP's (which may be the fastest path's, or
+	 * none: a packet sent at time 0 echoes no timestamp). */
+	uint64_t srtt = pa->srtt ? pa->srtt : qp->srtt > p->rtt_hi ? qp->srtt : p->rtt_hi;
+	uint64_t var = pa->srtt ? pa->rttvar : qp->rttvar;
+	uint64_t slack = e->cfg.reorder_slack_ns;
+	if (p->min_rtt / 4 > slack)
+		slack = p->min_rtt / 4;
+	/* Reordering across paths is bounded by how far RTTs to the peer
+	 * spread lately (queues on some paths, not on others). */
+	if (p->rtt_hi - p->min_rtt > slack)
+		slack = p->rtt_hi - p->min_rtt;
+	slack += p->reo_extra;
+	*srtt_out = srtt;
+	*wnd = 4 * var > slack ? 4 * var : slack;
+}
+
+/* RACK-style, per path: a packet is lost once a packet sent after it has
+ * been acknowledged and it is overdue for its own path's RTT.  A global
+ * duplicate count would misfire, since spraying reorders by design. */
+void mrc__detect_losses(struct mrce *e, struct mrc__qp *qp, uint64_t now)
+{
+	const struct mrc__peer *p = &e->peers[qp->peer];
+	uint64_t next = 0;
+	uint16_t i = qp->lst_head;
+	while (i != MRC__NIL) {
+		struct mrc__slot *s = &qp->slots[i];
+		uint16_t nx = s->next;
+		/* Transmission order, not time: a batch shares one timestamp. */
+		if ((int32_t)(s->xseq - qp->rack_seq) >= 0)
+			break;
+		uint64_t srtt, wnd;
+		late_after(e, qp, p, s->ev, &srtt, &wnd);
+		uint64_t due = s->sent_ts + srtt + wnd;
+		/* Part way through the reorder window the path is probed
+		 * (mrc__path_check) when an ACK brings us here, so that at the
+		 * deadline a live path is known alive and a dead one's probe
+		 * has nearly timed out.  No timer of its own: an idle QP
+		 * behaves as without it. */
+		if (now >= due) {
+			mrc__mark_lost(e, qp, i, MRC_RSN_LOSS, 1, now);
+		} else {
+			if (now >= s->sent_ts + srtt + wnd / PROBE_AT)
+				mrc__path_check(e, qp->peer, s->ev, s->sent_ts, now);
+			if (!next || due < next)
+				next = due;
+		}
+		i = nx;
+	}
+	qp->rack_deadline = next;
+}
+
+void mrc__rto_rearm(struct mrc__qp *qp, uint64_t now)
+{
+	if (qp->lst_head == MRC__NIL) {
+		qp->rto_deadline = 0;
+		return;
+	}
+	uint64_t t = qp->slots[qp->lst_head].sent_ts + (qp->rto << qp->backoff);
+	qp->rto_deadline = t > now ? t : now + 1;
+}
+
+static void rto_fire(struct mrce *e, struct mrc__qp *qp, uint64_t now)
+{
+	qp->rto_fires++;
+	e->st.rto_fires++;
+	/* Everything outstanding for a whole (un-backed-off) RTO is lost, not
+	 * only the oldest packet: a QP whose only path died gets no ACK to
+	 * trigger RACK, and resending one packet per RTO with backoff would
+	 * take ages.  Packets sent more recently get their own chance. */
+	uint16_t i = qp->lst_head;
+	while (i != MRC__NIL) {
+		uint16_t nx = qp->slots[i].next;
+		if (now - qp->slots[i].sent_ts >= qp->rto)
+			mrc__mark_lost(e, qp, i, MRC_RSN_RTO, 1, now);
+		i = nx;
+	}
+	if ((qp->rto << (qp->backoff + 1)) <= e->cfg.rto_max_ns)
+		qp->backoff++;
+	e->cc->on_loss(qp->cc, now);
+}
+
+void mrc__qp_timers(struct mrce *e, struct mrc__qp *qp, uint64_t now)
+{
+	if (qp->rnr_until && now >= qp->rnr_until)
+		qp->rnr_until = 0;
+	if (qp->nopath_deadline && now >= qp->nopath_deadline) {
+		nopath_expire(e, qp, now);
+		if (qp->state != MRC_QPS_RTS)
+			return;
+	}
+	if (qp->rack_deadline && now >= qp->rack_deadline)
+		mrc__detect_losses(e, qp, now);
+	if (qp->rto_deadline && now >= qp->rto_deadline) {
+		rto_fire(e, qp, now);
+		mrc__rto_rearm(qp, now);
+	}
+	mrc__qp_activate(e, qp, now);
+}
