@@ -11,14 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "coll/coll_int.h"
 #include "coll/devmem.h"
 
 int64_t mrc__coll_now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return mrc__mono_ms();
 }
 
 static int env_u32(const char *name, uint32_t *v)

@@ -6,20 +6,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "coll/coll_int.h"
 #include "coll/moe_int.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Adds the time since *t0 to *acc (when acc is not NULL) and restarts. */
 static void lap(double *acc, double *t0)
 {
-	double t = now_s();
+	double t = mrc__mono_s();
 	if (acc)
 		*acc += t - *t0;
 	*t0 = t;
@@ -67,7 +61,7 @@ int mrc__coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 					  rdispls, dtype);
 	uint32_t n = c->n, G = n / L, g = c->me / L, l = c->me % L;
 	int r = -ENOMEM;
-	double t0 = now_s();
+	double t0 = mrc__mono_s();
 	/* Everyone's send counts: the intermediate layouts follow from them. */
 	int64_t *M = malloc((size_t)n * n * sizeof(*M)), *mine = malloc(n * sizeof(*mine));
 	size_t *v = calloc(8 * (size_t)n, sizeof(*v));
@@ -266,7 +260,7 @@ static int a2av(struct mrc_coll *c, uint32_t L2d, int dtype, size_t stride, cons
 	}
 	prefix(v, v + n, n);
 	prefix(v + 2 * n, v + 3 * n, n);
-	double t0 = now_s();
+	double t0 = mrc__mono_s();
 	int r = L2d
 		? mrc__coll_alltoallv_2d(c, L2d, sb, v, v + n, rb, v + 2 * n, v + 3 * n, dtype, ph)
 		: mrc_coll_alltoallv(c, sb, v, v + n, rb, v + 2 * n, v + 3 * n, dtype);
@@ -444,7 +438,7 @@ static int node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const u
 {
 	uint32_t n = p->n, L = p->L, g = p->me / L, K = p->cfg.top_k, epr = p->epr;
 	size_t na = p->n_recv, trail = rowb + K * sizeof(struct moe_meta);
-	double t0 = now_s();
+	double t0 = mrc__mono_s();
 	int r = -ENOMEM;
 	int64_t *cnt = malloc(2 * (size_t)n * sizeof(*cnt)), *rcnt = cnt + n;
 	uint32_t *src = malloc((na + 1) * sizeof(*src));
@@ -531,7 +525,7 @@ static int node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const u
 	if ((r = a2av(c, 0, p->cfg.dtype, strideb / mrc_coll_dtype_size(p->cfg.dtype), fb, p->bsc,
 		      ob, p->brc, p->st.t_disp, MRC__MOE_PH_1)))
 		goto out;
-	t0 = now_s();
+	t0 = mrc__mono_s();
 	for (size_t j = 0; j < p->n_recv; j++) {
 		struct moe_src sr;
 		memcpy(&sr, ob + j * strideb + trail, sizeof(sr));
@@ -593,7 +587,7 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 	int dedupe = L > 1 && L < n && !(per_expert & (MRC__MOE_PER_EXPERT | MRC__MOE_RANK_2D));
 	size_t metab = K * sizeof(struct moe_meta) + (dedupe ? sizeof(struct moe_src) : 0);
 	size_t strideb = rowb + metab;
-	double t0 = now_s();
+	double t0 = mrc__mono_s();
 	struct mrc_coll_moe_plan *p = calloc(1, sizeof(*p));
 	int64_t *pos = malloc((T * K + 1) * sizeof(*pos)), *cnt = NULL, *rcnt = NULL;
 	size_t *cur = calloc(3 * (size_t)n, sizeof(*cur)), *ord = NULL;
@@ -707,7 +701,7 @@ static int node_back(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const uint
 		goto out;
 	if ((r = a2av(c, 0, dt, H, part, p->brc, fb, p->bsc, p->st.t_comb, MRC__MOE_PH_1)))
 		goto out;
-	double t0 = now_s();
+	double t0 = mrc__mono_s();
 	/* The forwarded rows of each received row, in forwarding order. */
 	for (size_t i = 0; i < nb; i++)
 		first[p->fwd[i] + 2]++;
@@ -736,7 +730,7 @@ int mrc_coll_moe_combine(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const 
 	int dt = p->cfg.dtype;
 	uint32_t K = p->cfg.top_k;
 	size_t H = p->cfg.hidden, row = H * mrc_coll_dtype_size(dt);
-	double t0 = now_s();
+	double t0 = mrc__mono_s();
 	uint8_t *part = mrc__coll_scratch(c, MRC__SCR_PART, p->n_recv * row + 1);
 	uint8_t *back = mrc__coll_scratch(c, MRC__SCR_BACK, p->n_sent * row + 1);
 	float *acc = mrc__coll_scratch(c, MRC__SCR_ACC, (p->T * H + 1) * sizeof(*acc));

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/trace.h"
 
 int mrc__trace_on;
@@ -46,9 +47,7 @@ void mrc__trace_rec(uint32_t stage, uint32_t qpn, uint64_t id, uint32_t aux)
 		__atomic_fetch_add(&tr_lost, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	tr[i] = (struct tr_ev){ (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec, id,
+	tr[i] = (struct tr_ev){ mrc__mono_ns(), id,
 				stage, qpn, aux };
 }
 

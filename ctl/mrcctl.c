@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "codec/operjson.h"
 #include "codec/prom.h"
 #include "ctl/render.h"
@@ -199,13 +200,6 @@ static void tty_restore(void)
 	tty_raw = 0;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* mrcctl top: a stats request per frame on one connection; frames
  * replace each other on a terminal and follow each other otherwise (as
  * top -b).  Keys are read unbuffered from a terminal: q quits. */
@@ -245,7 +239,7 @@ static int top(int fd, const struct mrc_ctl_cmd *cmd, int wait_ms)
 		r.verb = MRC_OPER_STATS;
 		r.id = (uint32_t)k + 2;
 		json_t *cur = NULL;
-		double t = now_s();
+		double t = mrc__mono_s();
 		if ((rc = call(fd, &r, wait_ms, &cur)))
 			break;
 		if (out_tty)
@@ -268,7 +262,7 @@ static int top(int fd, const struct mrc_ctl_cmd *cmd, int wait_ms)
 		/* Sleep for the interval, or until q on the terminal. */
 		struct pollfd p = { .fd = 0, .events = POLLIN };
 		double until = t + cmd->interval_ms / 1000.0;
-		for (double left; !stop && (left = until - now_s()) > 0;) {
+		for (double left; !stop && (left = until - mrc__mono_s()) > 0;) {
 			if (poll(&p, in_tty ? 1 : 0, (int)(left * 1000) + 1) > 0) {
 				char ch;
 				if (read(0, &ch, 1) == 1 && (ch == 'q' || ch == 'Q'))

@@ -6,6 +6,7 @@
  * plane's one neighbour, its leaf (nexthop.c).  Zero-copy where the driver allows,
  * copy mode elsewhere (veth); multi-buffer (XDP_USE_SG) carries jumbo
  * frames in 4 KiB frames. */
+#include "common/clock.h"
 #include "datapath/datapath.h"
 
 #ifdef MRC_HAVE_AF_XDP
@@ -66,13 +67,6 @@ struct args {
 	char xdp_mode[8], bind[12];
 	uint32_t queue;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 /* datapath_args: comma-separated xdp_mode=native|skb, bind=zerocopy|copy,
  * queue=N (docs/datapaths.md). */
@@ -182,7 +176,7 @@ static int open_plane(struct xplane **out, const struct mrc_dp_plane *p, uint16_
 		what = nh;
 	x->a.src = p->local;
 	x->a.sport = port;
-	x->nh_at = now_ns();
+	x->nh_at = mrc__mono_ns();
 	if (!rc) {
 		x->area = mmap(NULL, (size_t)(NRX + NTX) * FRAME, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -287,7 +281,7 @@ static int room(struct xplane *x, uint32_t nf)
 		reap(x);
 		if (x->ntxfree >= nf && xsk_prod_nb_free(&x->tx, nf) >= nf)
 			return 1;
-		uint64_t t = now_ns();
+		uint64_t t = mrc__mono_ns();
 		if (x->down && deadline)
 			return 0;
 		if (!deadline)
@@ -335,7 +329,7 @@ static int xdp_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_t
 {
 	struct xdp_dp *dp = (struct xdp_dp *)base;
 	uint32_t pending = 0;   /* planes with queued frames, a bit each */
-	uint64_t now = now_ns();
+	uint64_t now = mrc__mono_ns();
 	int total = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct mrc_dp_out *o = &pkts[i];

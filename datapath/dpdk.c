@@ -6,6 +6,7 @@
  * ports are polled: fd() is -EOPNOTSUPP and mrcd polls recv every loop
  * turn (daemon/core/node.c), spinning a core as DPDK always does, with
  * idle rounds sleeping idle_us.  docs/datapaths.md says how to run it. */
+#include "common/clock.h"
 #include "datapath/datapath.h"
 
 #ifdef MRC_HAVE_DPDK
@@ -69,13 +70,6 @@ struct dpdk_dp {
 	uint64_t busy_ns;         /* when a packet last moved */
 	struct plane pl[MRC_DP_MAX_PLANES];
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 /* The EAL starts once per process and is never torn down (it cannot be
  * started again): a second open reuses it, adding its own vdevs. */
@@ -385,7 +379,7 @@ static int dpdk_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_
 	}
 	dp->st.tx_pkts += (uint64_t)total;
 	if (total)
-		dp->busy_ns = mono_ns();
+		dp->busy_ns = mrc__mono_ns();
 	return total ? total : (n ? -EAGAIN : 0);
 }
 
@@ -400,9 +394,9 @@ static int dpdk_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, 
 	uint16_t got = rte_eth_rx_burst(p->port, 0, m, (uint16_t)(max < MRC_DP_BATCH ? max : MRC_DP_BATCH));
 	int out = 0;
 	if (got)
-		dp->busy_ns = mono_ns();
+		dp->busy_ns = mrc__mono_ns();
 	else if (!dp->wait_socket && plane + 1 == dp->n && dp->idle_us &&
-		 mono_ns() - dp->busy_ns > IDLE_AFTER_NS) {
+		 mrc__mono_ns() - dp->busy_ns > IDLE_AFTER_NS) {
 		/* An idle round (the last plane polled, nothing moved for a
 		 * while): sleep instead of spinning, leaving the core to the
 		 * application and, on veth/af_packet, to the kernel's softirq

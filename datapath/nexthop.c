@@ -14,6 +14,7 @@
 #include <netlink/route/route.h>
 #include <linux/neighbour.h>
 
+#include "common/clock.h"
 #include "datapath/nexthop.h"
 
 struct gw_find {
@@ -34,13 +35,6 @@ static void route_cb(struct nl_object *obj, void *arg)
 	struct rtnl_route *r = (struct rtnl_route *)obj;
 	if (rtnl_route_get_family(r) == AF_INET6)
 		rtnl_route_foreach_nexthop(r, route_nh, arg);
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* 0 and mac when the neighbour table has a usable entry for gw. */
@@ -111,9 +105,9 @@ int mrc__nexthop_mac(const char *ifname, unsigned timeout_ms, uint8_t mac[6],
 	}
 	/* Poll the table for the kernel's answer (no sleep as synchronisation:
 	 * a deadline), soliciting again every 200 ms. */
-	uint64_t start = now_ms(), last = 0;
+	uint64_t start = mrc__mono_ms(), last = 0;
 	while ((rc = neigh_lookup(sk, ifindex, g.gw, mac)) == -ENOENT) {
-		uint64_t t = now_ms();
+		uint64_t t = mrc__mono_ms();
 		if (t - start >= timeout_ms)
 			break;
 		if (!last || t - last >= 200) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "mrc/gpu.h"
 #include "mrc/mrc.h"
 #include "gpu/stage.h"
@@ -110,13 +111,6 @@ struct qp_sink {
 	int64_t deadline_ms;       /* < 0: none */
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static int qp_post(void *sk, uint64_t off, uint64_t len, uint64_t roff)
 {
 	struct qp_sink *s = sk;
@@ -144,7 +138,7 @@ static int qp_reap(void *sk, int *err)
 			return ours;
 		int left = -1;
 		if (s->deadline_ms >= 0) {
-			int64_t l = s->deadline_ms - now_ms();
+			int64_t l = s->deadline_ms - mrc__mono_ms();
 			if (l <= 0)
 				return -ETIMEDOUT;
 			left = (int)l;
@@ -161,7 +155,7 @@ int mrc_gpu_write(struct mrc_qp *qp, struct mrc_gpu_mr *src, uint64_t loff, uint
 	if (!in_range(src, loff, len))
 		return -ERANGE;
 	struct qp_sink s = { .qp = qp, .lkey = mrc_mr_key(src->shadow), .rkey = rkey,
-		.deadline_ms = timeout_ms < 0 ? -1 : now_ms() + timeout_ms };
+		.deadline_ms = timeout_ms < 0 ? -1 : mrc__mono_ms() + timeout_ms };
 	static const struct mrc__gpu_sink sink = { .post = qp_post, .reap = qp_reap };
 	return mrc__gpu_stage_put(&src->st, &sink, &s, loff, len, roff);
 }

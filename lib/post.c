@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/trace.h"
 #include "lib/internal.h"
 
@@ -162,14 +163,6 @@ MRC__API int mrc_poll_cq(struct mrc_qp *qp, struct mrc_completion *out, int max)
 	return __atomic_load_n(&qp->ctx->dead, __ATOMIC_RELAXED) ? -EPIPE : 0;
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t now_ms(void) { return now_ns() / 1000000; }
 
 static int cq_arm(struct mrc_qp *qp)
 {
@@ -217,7 +210,7 @@ static int lead(struct mrc_ctx *ctx, int64_t left)
  * shared core); 1 when it came. */
 static int spin(struct mrc_qp *qp, int64_t ns)
 {
-	int64_t end = now_ns() + ns;
+	int64_t end = (int64_t)mrc__mono_ns() + ns;
 	do {
 		pthread_mutex_lock(&qp->cq_lock);
 		int ok = cq_ready(&qp->cq);
@@ -227,7 +220,7 @@ static int spin(struct mrc_qp *qp, int64_t ns)
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
 #endif
-	} while (now_ns() < end && !__atomic_load_n(&qp->ctx->dead, __ATOMIC_RELAXED));
+	} while ((int64_t)mrc__mono_ns() < end && !__atomic_load_n(&qp->ctx->dead, __ATOMIC_RELAXED));
 	return 0;
 }
 
@@ -240,7 +233,7 @@ static int spin(struct mrc_qp *qp, int64_t ns)
 MRC__API int mrc_wait(struct mrc_qp *qp, int timeout_ms)
 {
 	struct mrc_ctx *ctx = qp->ctx;
-	int64_t deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : INT64_MAX;
+	int64_t deadline = timeout_ms >= 0 ? mrc__mono_ms() + timeout_ms : INT64_MAX;
 	if (ctx->wait_spin_ns && timeout_ms != 0 &&
 	    spin(qp, timeout_ms < 0 || (int64_t)timeout_ms * 1000000 > ctx->wait_spin_ns ?
 		 ctx->wait_spin_ns : (int64_t)timeout_ms * 1000000))
@@ -250,7 +243,7 @@ MRC__API int mrc_wait(struct mrc_qp *qp, int timeout_ms)
 			return 0;
 		if (__atomic_load_n(&ctx->dead, __ATOMIC_RELAXED))
 			return cq_disarm(qp, -ECONNRESET);
-		int64_t left = deadline == INT64_MAX ? -1 : deadline - now_ms();
+		int64_t left = deadline == INT64_MAX ? -1 : deadline - mrc__mono_ms();
 		if (deadline != INT64_MAX && left <= 0)
 			return cq_disarm(qp, -ETIMEDOUT);
 		pthread_mutex_lock(&ctx->wlock);

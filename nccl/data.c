@@ -20,17 +20,11 @@
 
 #include <mrc/mrc.h>
 
+#include "common/clock.h"
 #include "common/trace.h"
 #include "nccl/plugin.h"
 
 /* ---- data path --------------------------------------------------------- */
-static int64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static struct req *req_get(struct comm *c)
 {
 	for (int i = 0; i < MRCN_MAX_REQS; i++)
@@ -218,8 +212,8 @@ static int progress(struct comm *c)
 
 int mrcn_send_drain(struct comm *c, int ms)
 {
-	int64_t end = now_ms() + ms;
-	while (c->data_inflight > 0 && !c->err && now_ms() < end) {
+	int64_t end = mrc__mono_ms() + ms;
+	while (c->data_inflight > 0 && !c->err && mrc__mono_ms() < end) {
 		if (progress(c))
 			break;
 		if (c->data_inflight > 0)

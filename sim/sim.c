@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/errf.h"
 #include "sim/sim_int.h"
 
@@ -195,13 +196,6 @@ static void verify(struct mrc_sim *s)
 	}
 }
 
-static double wall(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static double cpu(void)
 {
 	struct rusage ru;
@@ -254,7 +248,7 @@ int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
 	if (s->ran)
 		return mrc__errf(err, errlen, "run: already ran");
 	s->ran = 1;
-	double t0 = wall(), c0 = cpu();
+	double t0 = mrc__mono_s(), c0 = cpu();
 	uint64_t until = s->cfg.until_ns ? s->cfg.until_ns * SIM_PS_PER_NS : UINT64_MAX;
 	uint64_t hold = s->cfg.hold_ns * SIM_PS_PER_NS;
 	struct sim_event ev;
@@ -294,7 +288,7 @@ int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
 		progress(s, 1);
 	verify(s);
 	sim_faults_analyse(s);
-	s->wall_s = wall() - t0;
+	s->wall_s = mrc__mono_s() - t0;
 	s->cpu_s = cpu() - c0;
 	struct rusage ru;
 	if (!getrusage(RUSAGE_SELF, &ru))

@@ -8,15 +8,14 @@
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
 
+#include "common/clock.h"
 #include "daemon/core/core.h"
 
 int mrcd_log_level = MRCD_LOG_INFO;
 
 uint64_t mrcd_now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return mrc__mono_ns();
 }
 
 /* Under systemd (JOURNAL_STREAM set), plain lines go to stderr, which is

@@ -25,16 +25,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "coll/coll_int.h"
 #include "common/parse.h"
 #include "tools/coll-perf/perf_moe.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int lookup(const char *s, int n, const char *(*name)(int))
 {
@@ -168,7 +162,7 @@ int main(int argc, char **argv)
 			r = mrc__coll_call(c, kind, src, out, count, d, p, root);
 		if (!r)
 			r = mrc_coll_barrier(c);
-		double t0 = now_s();
+		double t0 = mrc__mono_s();
 		int64_t wrong = 0;
 		for (int i = 0; i < sw.iters && !r; i++) {
 			if (sw.check == 2)
@@ -177,7 +171,7 @@ int main(int argc, char **argv)
 			if (!r && sw.check == 2)
 				wrong += (int64_t)mrc__coll_wrong(kind, out, n, me, count, d, p, root);
 		}
-		double us = (now_s() - t0) * 1e6 / sw.iters;
+		double us = (mrc__mono_s() - t0) * 1e6 / sw.iters;
 		if (!r && sw.check) {
 			mrc__coll_fill(kind, src, n, me, count, d, p, root);
 			r = mrc__coll_call(c, kind, src, out, count, d, p, root);

@@ -21,17 +21,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "coll/coll_int.h"
 #include "coll/moe_int.h"
 #include "tools/coll-perf/perf_moe.h"
 #include "common/prng.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -120,14 +114,14 @@ static int once(struct mrc_coll *c, const struct mrc_coll_moe_cfg *mc, const str
 	struct mrc_coll_moe_plan *plan;
 	void *ein;
 	size_t counts[64];
-	double t0 = now_s();
+	double t0 = mrc__mono_s();
 	/* expert_in kept by the communicator, as a training step would use it */
 	int r = mrc__coll_moe_dispatch(c, mc, ly->T, ly->idx, ly->w, ly->x,
 				       per_expert | MRC__MOE_KEPT, &plan, &ein, counts);
 	if (r)
 		return r;
 	r = mrc_coll_moe_combine(c, plan, ein, out);
-	col[C_TOTAL] = now_s() - t0;
+	col[C_TOTAL] = mrc__mono_s() - t0;
 	mrc__coll_moe_stats(plan, st);
 	*across = mrc__coll_moe_rows_across(plan, L);
 	mrc_coll_moe_plan_free(plan);

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "topology/addr.h"
 #include "transport/wire.h"
 #include "tools/fabric/fabric.h"
@@ -37,13 +38,6 @@ struct ev_stat {
 	char addr[INET6_ADDRSTRLEN];
 	uint32_t sent, send_errors, received, trimmed;
 };
-
-static long long ms_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int sock_in(const struct fab *f, uint32_t host, int opt, int *fd)
 {
@@ -232,12 +226,12 @@ int fab_probe(const struct fab *f, int argc, char **argv)
 	}
 	free(pkt);
 	/* Wait until everything sent has arrived, or wait_ms of silence. */
-	long long deadline = ms_now() + wait_ms;
+	long long deadline = mrc__mono_ms() + wait_ms;
 	for (;;) {
 		uint32_t got = 0;
 		for (size_t i = 0; i < n; i++)
 			got += st[i].received;
-		long long left = deadline - ms_now();
+		long long left = deadline - mrc__mono_ms();
 		if (got >= expected || left <= 0)
 			break;
 		struct pollfd p = { .fd = rx, .events = POLLIN };

@@ -15,17 +15,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "tools/fabric/fabric.h"
 
 static char *const ip_batch[] = { "ip", "-b", "-", NULL };
 static char *const tc_batch[] = { "tc", "-b", "-", NULL };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int fab_down(const char *prefix, bool quiet)
 {
@@ -141,7 +135,7 @@ int fab_up(struct fab *f)
 			f->prefix, n, f->prefix, f->prefix);
 		return -EEXIST;
 	}
-	double t0 = now();
+	double t0 = mrc__mono_s();
 	if ((rc = fab_state_save(f))) {
 		fab_err("saving state under " FAB_STATE_ROOT ": %s", strerror(-rc));
 		return rc;
@@ -151,7 +145,7 @@ int fab_up(struct fab *f)
 		fab_down(f->prefix, true);
 		return rc;
 	}
-	double dt = now() - t0;
+	double dt = mrc__mono_s() - t0;
 	if (f->json)
 		printf("{\"prefix\":\"%s\",\"namespaces\":%u,\"links\":%u,\"seconds\":%.3f}\n",
 		       f->prefix, f->t->n_nodes, f->t->n_links, dt);

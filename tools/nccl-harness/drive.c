@@ -6,14 +6,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/prng.h"
 #include "tools/nccl-harness/drive.h"
 
 int64_t ndrv_now_us(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return (int64_t)(mrc__mono_ns() / 1000u);
 }
 
 int ndrv_load(struct ndrv *d, const char *name, char *err, size_t errlen)
