@@ -46,10 +46,13 @@
  * UDP_SEGMENT run on loopback is never split at all, and a NIC's GRO
  * coalesces what arrives.  recv splits it back into datagrams, so the
  * caller sees what it saw without GRO.  Every buffer must then hold 64
- * KiB (a shorter one truncates a coalesced run), so a GRO plane has
- * GRO_SLOTS of them (1 MiB, touched only as far as datagrams reach)
- * instead of MRC_DP_BATCH of MRC_DP_MAX_DGRAM (576 KiB). */
-#define GRO_SLOTS 16
+ * KiB (a shorter one truncates a coalesced run).  A GRO plane keeps
+ * MRC_DP_BATCH of them (4 MiB of address space; pages are touched only as
+ * far as datagrams reach), not fewer: where nothing coalesces (a sender
+ * without gso, datagrams of many flows) one recvmmsg must still take as
+ * many datagrams as before, as mrcd reads a full batch as congestion
+ * (rx_plane) and a shorter batch as "socket drained". */
+#define GRO_SLOTS MRC_DP_BATCH
 #define GRO_BUF 65536
 
 struct rxpool {
