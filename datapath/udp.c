@@ -56,7 +56,7 @@
 #define GRO_BUF 65536
 
 struct rxpool {
-	uint32_t nslots, slot_len;
+	uint32_t nslots;
 	/* Datagrams received but not yet handed up (GRO: a buffer may hold
 	 * more than the caller's max): message next, byte off within it. */
 	uint32_t got, next, off;
@@ -221,7 +221,6 @@ static struct rxpool *rx_new(int gro)
 	if (!r)
 		return NULL;
 	r->nslots = ns;
-	r->slot_len = len;
 	for (uint32_t k = 0; k < ns; k++) {
 		r->iov[k] = (struct iovec){ r->buf + (size_t)k * len, len };
 		r->msg[k].msg_hdr = (struct msghdr){ .msg_name = &r->from[k],
