@@ -61,6 +61,10 @@ struct mrc_dp_stats {
 	/* udp with gso=on: datagrams sent inside UDP_SEGMENT messages, and
 	 * the times the kernel refused those (GSO then off on that plane). */
 	uint64_t tx_gso_segs, tx_gso_fallbacks;
+	/* udp with gro=on: datagrams that arrived inside coalesced buffers,
+	 * and the planes whose kernel refused UDP_GRO (received one datagram
+	 * per buffer instead). */
+	uint64_t rx_gro_segs, rx_gro_fallbacks;
 };
 
 struct mrc_dp;
@@ -84,7 +88,10 @@ struct mrc_dp_ops {
 	 * the transport recovers them like any loss) and counted. */
 	int (*send)(struct mrc_dp *dp, const struct mrc_dp_out *pkts, uint32_t n);
 	/* Up to max datagrams from one plane (0 when none is waiting).  The
-	 * buffers stay valid until the next recv on that plane. */
+	 * buffers stay valid until the next recv on that plane.  A provider
+	 * may hold datagrams its descriptor no longer shows (udp with GRO: a
+	 * coalesced buffer split over calls), so a return of max means "call
+	 * again", now or at a later loop turn, before sleeping on the fd. */
 	int (*recv)(struct mrc_dp *dp, uint32_t plane, struct mrc_dp_in *in, uint32_t max);
 	void (*get_stats)(const struct mrc_dp *dp, struct mrc_dp_stats *st);
 	/* Optional: 1 when the plane's link is up, 0 when down, negative

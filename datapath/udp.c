@@ -2,12 +2,15 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 #include <linux/udp.h>
 #include <net/if.h>
 #include <netinet/ip.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +23,9 @@
 #endif
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103        /* linux/udp.h, kernel >= 4.18 */
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104            /* linux/udp.h, kernel >= 5.0 */
 #endif
 #ifndef SOL_UDP
 #define SOL_UDP 17
@@ -34,13 +40,37 @@
 #define GSO_MAX_SEGS 64
 #define GSO_MAX_BYTES 65000
 
+/* GRO (datapath_args gro=on, the default): the kernel hands the socket a
+ * run of same-size datagrams of one flow and traffic class as one buffer
+ * of up to 64 KiB with its segment size (the UDP_GRO cmsg): a sender's
+ * UDP_SEGMENT run on loopback is never split at all, and a NIC's GRO
+ * coalesces what arrives.  recv splits it back into datagrams, so the
+ * caller sees what it saw without GRO.  Every buffer must then hold 64
+ * KiB (a shorter one truncates a coalesced run).  A GRO plane keeps
+ * MRC_DP_BATCH of them (4 MiB of address space; pages are touched only as
+ * far as datagrams reach), not fewer: where nothing coalesces (a sender
+ * without gso, datagrams of many flows) one recvmmsg must still take as
+ * many datagrams as before, as mrcd reads a full batch as congestion
+ * (rx_plane) and a shorter batch as "socket drained". */
+#define GRO_SLOTS MRC_DP_BATCH
+#define GRO_BUF 65536
+
 struct rxpool {
+	uint32_t nslots;
+	/* Datagrams received but not yet handed up (GRO: a buffer may hold
+	 * more than the caller's max): message next, byte off within it. */
+	uint32_t got, next, off;
 	struct mmsghdr msg[MRC_DP_BATCH];
 	struct iovec iov[MRC_DP_BATCH];
 	struct sockaddr_in6 from[MRC_DP_BATCH];
-	char ctl[MRC_DP_BATCH][CMSG_SPACE(sizeof(int))];
-	uint8_t buf[MRC_DP_BATCH][MRC_DP_MAX_DGRAM];
+	union {
+		char buf[CMSG_SPACE(sizeof(int)) * 2];   /* TCLASS, UDP_GRO */
+		struct cmsghdr align;
+	} ctl[MRC_DP_BATCH];
+	uint8_t buf[];
 };
+
+enum { OPT_OFF, OPT_ON, OPT_AUTO };
 
 struct udp_dp {
 	struct mrc_dp base;
@@ -48,27 +78,46 @@ struct udp_dp {
 	uint16_t port;
 	int fd[MRC_DP_MAX_PLANES];
 	uint8_t gso[MRC_DP_MAX_PLANES];   /* 1: UDP_SEGMENT runs on this plane */
+	uint8_t gro[MRC_DP_MAX_PLANES];   /* 1: UDP_GRO on this plane's socket */
 	struct rxpool *rx[MRC_DP_MAX_PLANES];
 	struct mrc_dp_stats st;
 };
 
-/* datapath_args: "gso=on" or "gso=off" (the default); other words are
- * ignored, as this provider ignored every option before it had one. */
-static int parse_args(const char *s, int *gso, char *why, size_t whylen)
+/* datapath_args: comma- or space-separated words, gso=on|off|auto
+ * (default auto) and gro=on|off (default on); any other word is an error
+ * that names it, so a misspelt option cannot silently do nothing. */
+static int parse_args(const char *s, int *gso, int *gro, char *why, size_t whylen)
 {
-	*gso = 0;
-	for (const char *p = s; p && *p;) {
+	*gso = OPT_AUTO;
+	*gro = OPT_ON;
+	for (const char *p = s ? s + strspn(s, ", \t") : NULL; p && *p;) {
 		size_t n = strcspn(p, ", \t");
-		if (n > 4 && !strncmp(p, "gso=", 4)) {
-			if (n == 6 && !strncmp(p + 4, "on", 2))
-				*gso = 1;
-			else if (n == 7 && !strncmp(p + 4, "off", 3))
-				*gso = 0;
-			else {
-				if (why)
-					snprintf(why, whylen, "datapath_args: gso= takes on or off");
-				return -EINVAL;
-			}
+		int *o = NULL, bad = 0;
+		const char *v = p + 4;
+		size_t vn = n > 4 ? n - 4 : 0;
+		if (n > 4 && !strncmp(p, "gso=", 4))
+			o = gso;
+		else if (n > 4 && !strncmp(p, "gro=", 4))
+			o = gro;
+		if (!o) {
+			if (why)
+				snprintf(why, whylen, "datapath_args: unknown option '%.*s' "
+					 "(udp takes gso=on|off|auto, gro=on|off)", (int)n, p);
+			return -EINVAL;
+		}
+		if (vn == 2 && !strncmp(v, "on", 2))
+			*o = OPT_ON;
+		else if (vn == 3 && !strncmp(v, "off", 3))
+			*o = OPT_OFF;
+		else if (vn == 4 && !strncmp(v, "auto", 4) && o == gso)
+			*o = OPT_AUTO;
+		else
+			bad = 1;
+		if (bad) {
+			if (why)
+				snprintf(why, whylen, "datapath_args: %.4s takes %s, not '%.*s'", p,
+					 o == gso ? "on, off or auto" : "on or off", (int)vn, v);
+			return -EINVAL;
 		}
 		p += n;
 		p += strspn(p, ", \t");
@@ -81,8 +130,25 @@ static int sockopt(int fd, int level, int name, int val)
 	return setsockopt(fd, level, name, &val, sizeof(val)) ? -errno : 0;
 }
 
-static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int gso, int *out,
-		      char *why, size_t whylen)
+/* Whether ifname is a veth port: the emulated fabric's links (mrc-fabric),
+ * which carry a UDP_SEGMENT run into the next namespace whole, so its
+ * per-packet fault rules (nftables drop PCT, the trimming eBPF program)
+ * would meet a run as one packet.  Everywhere else a run is segmented
+ * before anything counts packets: by the NIC (USO), by the kernel before
+ * a driver without it, or never on loopback, where the receiver takes
+ * it whole (GRO) or the kernel segments it before the socket. */
+static int is_veth(int fd, const char *ifname)
+{
+	struct ethtool_drvinfo di = { .cmd = ETHTOOL_GDRVINFO };
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	ifr.ifr_data = (void *)&di;
+	return ifname[0] && !ioctl(fd, SIOCETHTOOL, &ifr) && !strcmp(di.driver, "veth");
+}
+
+static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int gso_opt, int gro_opt,
+		      int *out, uint8_t *gso_out, uint8_t *gro_out, char *why, size_t whylen)
 {
 	/* Blocking for send: a full socket buffer (the qdisc is full) makes
 	 * sendmmsg wait, which is the backpressure we want; receive uses
@@ -90,6 +156,7 @@ static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int gso, int 
 	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	int gso = gso_opt == OPT_AUTO ? !is_veth(fd, p->ifname) : gso_opt == OPT_ON;
 	int rc = 0;
 	const char *what = "";
 #define TRY(expr, w) do { if (!rc && (rc = (expr))) what = (w); } while (0)
@@ -106,6 +173,11 @@ static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int gso, int 
 	TRY(sockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1), "IPV6_RECVTCLASS");
 	/* ECT(0) on every packet, so switches mark instead of dropping. */
 	TRY(sockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, 0x02), "IPV6_TCLASS");
+	/* A kernel without UDP_GRO (before 5.0) is not an error: the plane
+	 * receives one datagram per buffer as before (counted). */
+	*gro_out = 0;
+	if (!rc && gro_opt == OPT_ON)
+		*gro_out = !sockopt(fd, IPPROTO_UDP, UDP_GRO, 1);
 	/* Large buffers absorb a full window of every QP between loop turns;
 	 * failure to get them is not fatal (unprivileged, rmem_max). */
 	sockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20);
@@ -129,6 +201,7 @@ static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int gso, int 
 		return rc;
 	}
 	*out = fd;
+	*gso_out = (uint8_t)gso;
 	return 0;
 }
 
@@ -141,13 +214,17 @@ static void rx_rearm(struct rxpool *r, uint32_t k)
 	r->msg[k].msg_hdr.msg_controllen = sizeof(r->ctl[k]);
 }
 
-static struct rxpool *rx_new(void)
+static struct rxpool *rx_new(int gro)
 {
-	struct rxpool *r = calloc(1, sizeof(*r));
-	for (uint32_t k = 0; r && k < MRC_DP_BATCH; k++) {
-		r->iov[k] = (struct iovec){ r->buf[k], MRC_DP_MAX_DGRAM };
+	uint32_t ns = gro ? GRO_SLOTS : MRC_DP_BATCH, len = gro ? GRO_BUF : MRC_DP_MAX_DGRAM;
+	struct rxpool *r = calloc(1, sizeof(*r) + (size_t)ns * len);
+	if (!r)
+		return NULL;
+	r->nslots = ns;
+	for (uint32_t k = 0; k < ns; k++) {
+		r->iov[k] = (struct iovec){ r->buf + (size_t)k * len, len };
 		r->msg[k].msg_hdr = (struct msghdr){ .msg_name = &r->from[k],
-			.msg_iov = &r->iov[k], .msg_iovlen = 1, .msg_control = r->ctl[k] };
+			.msg_iov = &r->iov[k], .msg_iovlen = 1, .msg_control = r->ctl[k].buf };
 		rx_rearm(r, k);
 	}
 	return r;
@@ -164,15 +241,17 @@ static int udp_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *why
 	dp->port = cfg->port;
 	for (uint32_t i = 0; i < MRC_DP_MAX_PLANES; i++)
 		dp->fd[i] = -1;
-	int gso, prc = parse_args(cfg->args, &gso, why, whylen);
+	int gso, gro, prc = parse_args(cfg->args, &gso, &gro, why, whylen);
 	if (prc) {
 		free(dp);
 		return prc;
 	}
 	for (uint32_t i = 0; i < cfg->nplanes; i++) {
-		dp->gso[i] = (uint8_t)gso;
-		int rc = open_plane(&cfg->planes[i], cfg->port, gso, &dp->fd[i], why, whylen);
-		if (!rc && !(dp->rx[i] = rx_new()))
+		int rc = open_plane(&cfg->planes[i], cfg->port, gso, gro, &dp->fd[i],
+				    &dp->gso[i], &dp->gro[i], why, whylen);
+		if (!rc && gro == OPT_ON && !dp->gro[i])
+			dp->st.rx_gro_fallbacks++;
+		if (!rc && !(dp->rx[i] = rx_new(dp->gro[i])))
 			rc = -ENOMEM;
 		dp->n = i + 1;
 		if (rc) {
@@ -336,44 +415,91 @@ static int udp_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_t
 	return total ? total : (err ? err : (n ? -EAGAIN : 0));
 }
 
+/* The traffic class (its ECN bits) and GRO segment size of message k; a
+ * coalesced buffer's segments share both (the kernel coalesces only
+ * datagrams of one flow whose traffic class matches). */
+static void rx_meta(struct msghdr *h, uint8_t *ce, uint32_t *seg)
+{
+	*ce = 0;
+	*seg = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+		int v;
+		if (c->cmsg_len < CMSG_LEN(sizeof(v)))
+			continue;
+		memcpy(&v, CMSG_DATA(c), sizeof(v));
+		if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)
+			*ce = (v & 3) == 3;
+		else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO && v > 0)
+			*seg = (uint32_t)v;
+	}
+}
+
+/* Hands up to max datagrams of what the last recvmmsg got, from message
+ * r->next at byte r->off on: a GRO buffer one segment at a time (the last
+ * may be short), each as if it had come alone. */
+static int rx_drain(struct udp_dp *dp, uint32_t plane, struct mrc_dp_in *in, uint32_t max)
+{
+	struct rxpool *r = dp->rx[plane];
+	uint32_t out = 0;
+	while (out < max && r->next < r->got) {
+		uint32_t k = r->next;
+		struct msghdr *h = &r->msg[k].msg_hdr;
+		uint32_t len = r->msg[k].msg_len, seg;
+		uint8_t ce;
+		if (h->msg_flags & MSG_TRUNC) {
+			dp->st.rx_truncated++;
+			r->next++;
+			continue;
+		}
+		rx_meta(h, &ce, &seg);
+		uint32_t n = seg && seg < len - r->off ? seg : len - r->off;
+		if (seg)
+			dp->st.rx_gro_segs++;
+		if (n > MRC_DP_MAX_DGRAM) {
+			/* What a MRC_DP_MAX_DGRAM buffer would have truncated. */
+			dp->st.rx_truncated++;
+		} else {
+			in[out] = (struct mrc_dp_in){ .buf = (uint8_t *)r->iov[k].iov_base + r->off,
+				.len = n, .src = r->from[k].sin6_addr,
+				.sport = ntohs(r->from[k].sin6_port), .plane = plane, .ecn_ce = ce };
+			dp->st.rx_bytes += n;
+			out++;
+		}
+		r->off += n;
+		if (r->off >= len || !n) {
+			r->off = 0;
+			r->next++;
+		}
+	}
+	dp->st.rx_pkts += out;
+	return (int)out;
+}
+
+/* A GRO buffer can hold more datagrams than the caller's max: the rest is
+ * handed up by the next calls before the socket is read again (the
+ * buffers stay untouched until then).  recv therefore returns max while
+ * it holds datagrams, and fewer only once it holds none, so a caller
+ * that reads until a short batch (mrcd's rx_plane) misses nothing. */
 static int udp_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, uint32_t max)
 {
 	struct udp_dp *dp = (struct udp_dp *)base;
 	if (plane >= dp->n)
 		return -EINVAL;
 	struct rxpool *r = dp->rx[plane];
-	if (max > MRC_DP_BATCH)
-		max = MRC_DP_BATCH;
-	int got = recvmmsg(dp->fd[plane], r->msg, max, MSG_DONTWAIT, NULL);
+	if (r->next < r->got)
+		return rx_drain(dp, plane, in, max);
+	/* One past what came back too: the header a failing datagram
+	 * stopped at, whatever the kernel left in it. */
+	for (uint32_t k = 0; k <= r->got && k < r->nslots; k++)
+		rx_rearm(r, k);
+	r->got = r->next = r->off = 0;
+	uint32_t vlen = max < r->nslots ? max : r->nslots;
+	int got = recvmmsg(dp->fd[plane], r->msg, vlen, MSG_DONTWAIT, NULL);
 	if (got < 0)
 		return errno == EAGAIN ? 0 : -errno;
 	MRC_TRACE(MRC_TR_D_RX, plane, r->msg[0].msg_len, got);
-	int out = 0;
-	for (int k = 0; k < got; k++) {
-		struct msghdr *h = &r->msg[k].msg_hdr;
-		if (h->msg_flags & MSG_TRUNC) {
-			dp->st.rx_truncated++;
-			continue;
-		}
-		uint8_t ce = 0;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
-			if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
-				int tc;
-				memcpy(&tc, CMSG_DATA(c), sizeof(tc));
-				ce = (tc & 3) == 3;
-			}
-		in[out] = (struct mrc_dp_in){ .buf = r->buf[k], .len = r->msg[k].msg_len,
-			.src = r->from[k].sin6_addr, .sport = ntohs(r->from[k].sin6_port),
-			.plane = plane, .ecn_ce = ce };
-		dp->st.rx_bytes += in[out].len;
-		out++;
-	}
-	/* One past what came back too: the header a failing datagram
-	 * stopped at, whatever the kernel left in it. */
-	for (uint32_t k = 0; k <= (uint32_t)got && k < max; k++)
-		rx_rearm(r, k);
-	dp->st.rx_pkts += (uint64_t)out;
-	return out;
+	r->got = (uint32_t)got;
+	return rx_drain(dp, plane, in, max);
 }
 
 static void udp_get_stats(const struct mrc_dp *base, struct mrc_dp_stats *st)

@@ -60,6 +60,9 @@ void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
 	mrce_rx(d->eng, now, peer, in->buf, in->len, in->ecn_ce ? MRC_RX_ECN : 0);
 }
 
+/* Batches rx_plane takes per wakeup at most. */
+#define RX_ROUNDS 8
+
 /* Receives what waits on one plane; returns how many datagrams. */
 static int rx_plane(struct mrcd *d, uint32_t plane)
 {
@@ -67,7 +70,7 @@ static int rx_plane(struct mrcd *d, uint32_t plane)
 	int total = 0;
 	/* A bounded number of batches per wakeup keeps other planes and
 	 * timers served under load. */
-	for (int round = 0; round < 8; round++) {
+	for (int round = 0; round < RX_ROUNDS; round++) {
 		int n = mrc_dp_recv(d->dp, plane, in, MRC_DP_BATCH);
 		if (n <= 0)
 			break;
@@ -90,9 +93,12 @@ static int rx_plane(struct mrcd *d, uint32_t plane)
 void mrcd__on_rx(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct mrcd *d = w->data;
-	(void)loop;
 	(void)revents;
-	rx_plane(d, (uint32_t)(w - d->rx_w));
+	/* Every round full: more may wait in the datapath itself, which the
+	 * descriptor does not show (datapath.h, recv), so come back next
+	 * turn rather than sleep on the fd. */
+	if (rx_plane(d, (uint32_t)(w - d->rx_w)) >= RX_ROUNDS * MRC_DP_BATCH)
+		ev_feed_event(loop, w, EV_READ);
 	mrcd_flush(d);
 }
 

@@ -44,7 +44,9 @@ int mrcd__side_open(struct mrcd *d, const struct mrc_dp_cfg *dc, char *err, size
 	if (!d->topo || !mrc_dp_has_eps(d->dp))
 		return 0;
 	struct mrc_dp_cfg sc = *dc;
-	sc.args = NULL;
+	/* Control only, read one batch per wakeup (on_side_rx): no GRO, whose
+	 * split buffers could hold datagrams the descriptor does not show. */
+	sc.args = "gro=off";
 	sc.port = side_port(d);
 	char why[256] = "";
 	int rc = mrc_dp_open(&d->side, "udp", &sc, why, sizeof(why));

@@ -106,11 +106,14 @@ static json_t *stats_datapath(struct oper *o)
 		"rx_truncated", (json_int_t)ds.rx_truncated, "rx_dropped", (json_int_t)ds.rx_dropped,
 		"tx_pps", (json_int_t)o->dp_tx_rate, "rx_pps", (json_int_t)o->dp_rx_rate,
 		"tx_bytes_per_s", (json_int_t)o->dp_txb_rate, "rx_bytes_per_s", (json_int_t)o->dp_rxb_rate);
-	/* udp's gso=on (docs/datapaths.md): datagrams sent in runs, and planes
-	 * that fell back to one datagram per message. */
-	json_object_update_missing_new(dp, json_pack("{s:I, s:I}",
+	/* udp's gso and gro (docs/datapaths.md): datagrams sent in runs and
+	 * received in coalesced buffers, and planes that fell back to one
+	 * datagram per message or buffer. */
+	json_object_update_missing_new(dp, json_pack("{s:I, s:I, s:I, s:I}",
 		"tx_gso_segs", (json_int_t)ds.tx_gso_segs,
-		"tx_gso_fallbacks", (json_int_t)ds.tx_gso_fallbacks));
+		"tx_gso_fallbacks", (json_int_t)ds.tx_gso_fallbacks,
+		"rx_gro_segs", (json_int_t)ds.rx_gro_segs,
+		"rx_gro_fallbacks", (json_int_t)ds.rx_gro_fallbacks));
 	return dp;
 }
 
