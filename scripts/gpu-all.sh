@@ -138,45 +138,56 @@ cat "$R" >>"$S"
 
 if step host; then
 	echo "== host: the client path on this machine ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))" >>"$S"
-	mrcd_up mrcd || echo "  mrcd did not start" >>"$S"
 	h() {   # harness ARGS: rank 0's table rows
 		kr "$K/bin/mrc-nccl-harness" -r 1 -n 2 -R "$d/rdv" "$@" >"$d/h1" 2>&1 &
 		local p=$!
 		kr "$K/bin/mrc-nccl-harness" -r 0 -n 2 -R "$d/rdv" "$@" 2>&1 | grep -E '^\| [a-z]+ \| [0-9]+ \|' | sed 's/^/  /'
 		wait $p
 	}
-	export MRC_SOCKET=$d/s
-	P=$PWD/$K/plugin/libnccl-net-mrc.so
-	{
-		echo "  harness rows: | mode | bytes | ... (header in tools/nccl-harness/harness.c)"
-		for z in 4096 4194304; do
-			timeout 60 bash -c "$(declare -f h kr); K=$K d=$d h -b -z $z -p $P"
-			timeout 60 bash -c "$(declare -f h kr); K=$K d=$d h -d -z $z"
-			timeout 60 bash -c "$(declare -f h kr); K=$K d=$d h -T -z $z"
-		done
-		for w in "" -w; do
-			sid=$((sid + 1))
-			kr "$K/bin/mrc_pingpong" -S "$d/s" $w -s 64 -n 5000 -i $sid server >/dev/null 2>&1 &
+	# base (the kit's mrcd-base and plugin-base, when built with them) and
+	# new, one after the other on the same cores
+	for v in base new; do
+		m=mrcd P=$PWD/$K/plugin/libnccl-net-mrc.so
+		if [ $v = base ]; then
+			[ -x "$K/bin/mrcd-base" ] && [ -f "$K/plugin/libnccl-net-mrc-base.so" ] || continue
+			m=mrcd-base P=$PWD/$K/plugin/libnccl-net-mrc-base.so
+		fi
+		mrcd_up $m || echo "  $v: mrcd did not start" >>"$S"
+		export MRC_SOCKET=$d/s
+		{
+			echo "  $v: harness rows: | mode | bytes | ... (header in tools/nccl-harness/harness.c)"
+			for z in 4096 4194304; do
+				timeout 60 bash -c "$(declare -f h kr); K=$K d=$d h -b -z $z -p $P"
+				timeout 60 bash -c "$(declare -f h kr); K=$K d=$d h -d -z $z"
+				timeout 60 bash -c "$(declare -f h kr); K=$K d=$d h -T -z $z"
+			done
+			for w in "" -w; do
+				sid=$((sid + 1))
+				kr "$K/bin/mrc_pingpong" -S "$d/s" $w -s 64 -n 5000 -i $sid server >/dev/null 2>&1 &
+				rp=$!
+				sleep 0.3
+				echo "  $v: mrc_pingpong 64 B ${w:-busy}: $(timeout 60 "$K/lib/ld-linux-x86-64.so.2" --library-path "$K/lib" \
+					"$K/bin/mrc_pingpong" -S "$d/s" $w -s 64 -n 5000 -i $sid client 0 2>&1 | tail -1)"
+				wait $rp
+			done
+			kr "$K/bin/pingpong" -s -u -p 47390 -n 5000 -b 64 >/dev/null 2>&1 &
 			rp=$!
 			sleep 0.3
-			echo "  mrc_pingpong 64 B ${w:-busy}: $(timeout 60 "$K/lib/ld-linux-x86-64.so.2" --library-path "$K/lib" \
-				"$K/bin/mrc_pingpong" -S "$d/s" $w -s 64 -n 5000 -i $sid client 0 2>&1 | tail -1)"
+			echo "  $v: raw UDP 64 B: $(timeout 60 "$K/lib/ld-linux-x86-64.so.2" --library-path "$K/lib" \
+				"$K/bin/pingpong" -c ::1 -u -p 47390 -n 5000 -b 64 2>&1 | tail -1)"
 			wait $rp
-		done
-		kr "$K/bin/pingpong" -s -u -p 47390 -n 5000 -b 64 >/dev/null 2>&1 &
-		rp=$!
-		sleep 0.3
-		echo "  raw UDP 64 B: $(timeout 60 "$K/lib/ld-linux-x86-64.so.2" --library-path "$K/lib" \
-			"$K/bin/pingpong" -c ::1 -u -p 47390 -n 5000 -b 64 2>&1 | tail -1)"
-		wait $rp
-		sid=$((sid + 1))
-		kr "$K/bin/mrc_bulk" -S "$d/s" -s 256M -i $sid recv >/dev/null 2>&1 &
-		rp=$!
-		sleep 0.3
-		echo "  mrc_bulk: $(kr "$K/bin/mrc_bulk" -S "$d/s" -s 256M -p 3 -i $sid send 0 2>&1 | tail -1)"
-		wait $rp
-	} >>"$S" 2>&1
-	mrcd_down
+			sid=$((sid + 1))
+			kr "$K/bin/mrc_bulk" -S "$d/s" -s 256M -i $sid recv >/dev/null 2>&1 &
+			rp=$!
+			sleep 0.3
+			echo "  $v: mrc_bulk: $(kr "$K/bin/mrc_bulk" -S "$d/s" -s 256M -p 3 -i $sid send 0 2>&1 | tail -1)"
+			wait $rp
+		} >>"$S" 2>&1
+		unset MRC_SOCKET
+		mrcd_down
+	done
+	export MRC_SOCKET=$d/s
+	P=$PWD/$K/plugin/libnccl-net-mrc.so
 	# The same sleeping ping-pong and plugin round trip with mrcd polling
 	# 50 us after its last work (busy_poll_us): the wake-ups it saves
 	mrcd_up mrcd --busy_poll_us=50 || echo "  mrcd (busy_poll_us=50) did not start" >>"$S"
@@ -193,12 +204,15 @@ if step host; then
 	} >>"$S" 2>&1
 	unset MRC_SOCKET
 	mrcd_down
-	printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$PWD/$K/lib/ld-linux-x86-64.so.2" \
-		"$PWD/$K/lib" "$PWD/$K/bin/mrcd" >"$d/mrcd-wrap"
-	chmod +x "$d/mrcd-wrap"
-	MRCD_BIN=$d/mrcd-wrap MRC_BENCH_RUNS=3 MRC_BENCH_RING_N=20000 MRC_BENCH_RING_PART=3 \
-		timeout 120 "$K/lib/ld-linux-x86-64.so.2" --library-path "$K/lib" "$K/bin/bench_ring" 2>&1 |
-		grep -E '^\| 64-byte' | sed 's/^/  /' >>"$S"
+	for m in mrcd-base mrcd; do
+		[ -x "$K/bin/$m" ] || continue
+		printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$PWD/$K/lib/ld-linux-x86-64.so.2" \
+			"$PWD/$K/lib" "$PWD/$K/bin/$m" >"$d/mrcd-wrap"
+		chmod +x "$d/mrcd-wrap"
+		MRCD_BIN=$d/mrcd-wrap MRC_BENCH_RUNS=3 MRC_BENCH_RING_N=20000 MRC_BENCH_RING_PART=3 \
+			timeout 120 "$K/lib/ld-linux-x86-64.so.2" --library-path "$K/lib" "$K/bin/bench_ring" 2>&1 |
+			grep -E '^\| 64-byte' | sed "s/^/  $m: /" >>"$S"
+	done
 fi
 
 step nccl &&

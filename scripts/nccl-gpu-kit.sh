@@ -7,8 +7,9 @@
 #   bin/mrc_gpu_put[_cuda],          and the daemon's counters;
 #   bin/pingpong, bin/bench_ring    _cuda where CUDA was found here;
 #                                   the benches where make bench built)
-#   bin/mrcd-base                   only with MRC_KIT_BASE_MRCD=PATH: a
-#                                   baseline mrcd for side-by-side rounds
+#   bin/mrcd-base                   only with MRC_KIT_BASE_MRCD=PATH and
+#   plugin/libnccl-net-mrc-base.so  MRC_KIT_BASE_PLUGIN=PATH: a baseline for
+#                                   side-by-side rows
 #   lib/                            (ldd, the loader and libc included: run
 #                                   them as lib/ld-linux-x86-64.so.2
 #                                   --library-path lib bin/X, so the GPU
@@ -31,6 +32,7 @@ for f in pingpong bench_ring; do   # gpu-all.sh's host-side references
 	[ -x "$B/bench/$f" ] && cp "$B/bench/$f" "$K/bin/"
 done
 [ -n "${MRC_KIT_BASE_MRCD:-}" ] && cp "$MRC_KIT_BASE_MRCD" "$K/bin/mrcd-base"
+[ -n "${MRC_KIT_BASE_PLUGIN:-}" ] && cp "$MRC_KIT_BASE_PLUGIN" "$K/plugin/libnccl-net-mrc-base.so"
 cp "$B/lib/libnccl-net-mrc.so" "$K/plugin/"
 for f in "$K"/bin/*; do
 	ldd "$f" | awk '/=> \// { print $3 } /^[ \t]*\/.*ld-linux/ { print $1 }'
