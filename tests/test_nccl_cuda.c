@@ -46,22 +46,12 @@ static struct mrcd_proc mrcd_d;
 /* state: the daemon, or NULL when build/bin/mrcd is missing */
 static int setup_daemon(void **state)
 {
-	*state = NULL;
-	if (!mrcd_spawn_available())
-		return 0;
-	if (nccl_pairs_daemon_start(&mrcd_d))
-		return -1;
-	setenv("MRC_NCCL_BOUNCE_MB", "8", 1);   /* 1 MiB messages: rounds stay short */
-	*state = &mrcd_d;
-	return 0;
+	return nccl_pairs_group_setup(state, &mrcd_d);
 }
 
 static int teardown_daemon(void **state)
 {
-	if (*state)
-		nccl_pairs_daemon_stop(&mrcd_d);
-	unsetenv("MRC_NCCL_BOUNCE_MB");
-	return 0;
+	return nccl_pairs_group_teardown(state);
 }
 
 #define NEED(state)                                                                     \

@@ -23,6 +23,26 @@ void nccl_pairs_daemon_stop(struct mrcd_proc *d)
 	unsetenv("MRC_SOCKET");
 }
 
+int nccl_pairs_group_setup(void **state, struct mrcd_proc *d)
+{
+	*state = NULL;
+	if (!mrcd_spawn_available())
+		return 0;
+	if (nccl_pairs_daemon_start(d))
+		return -1;
+	setenv("MRC_NCCL_BOUNCE_MB", "8", 1);
+	*state = d;
+	return 0;
+}
+
+int nccl_pairs_group_teardown(void **state)
+{
+	if (*state)
+		nccl_pairs_daemon_stop(*state);
+	unsetenv("MRC_NCCL_BOUNCE_MB");
+	return 0;
+}
+
 unsigned nccl_connect_pairs(const ncclNet_v11_t *n, void *ctx, struct nccl_pair *p, int np)
 {
 	unsigned nulls = 0;

@@ -1,5 +1,5 @@
 /* What the NCCL plugin's loopback tests share (tests/test_nccl_plugin.c,
- * tests/test_nccl_cuda.c): a loopback mrcd on MRC_SOCKET, and comm pairs
+ * tests/test_nccl_cuda.c, tests/test_nccl_eager.c): a loopback mrcd on MRC_SOCKET, and comm pairs
  * connected by calling connect and accept until both give comms, as NCCL
  * does.  cmocka assertions inside. */
 #ifndef MRC_TESTS_NCCL_PAIRS_H
@@ -14,6 +14,11 @@
  * it: 0, or -1 when it did not start. */
 int nccl_pairs_daemon_start(struct mrcd_proc *d);
 void nccl_pairs_daemon_stop(struct mrcd_proc *d);
+/* A cmocka group's setup and teardown around d: *state = d when a daemon
+ * runs, NULL when mrcd is not built (tests then skip); 8 MiB bounce
+ * regions, so 1 MiB messages at most and rounds stay short. */
+int nccl_pairs_group_setup(void **state, struct mrcd_proc *d);
+int nccl_pairs_group_teardown(void **state);
 
 struct nccl_pair {
 	void *lc, *sc, *rc;
