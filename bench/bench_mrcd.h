@@ -20,12 +20,11 @@
 #include <unistd.h>
 
 #include "auth/auth.h"
+#include "common/clock.h"
 
 static inline uint64_t bm_now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return mrc__mono_ns();
 }
 
 /* A spin-wait hint to the CPU. */
