@@ -263,6 +263,29 @@ static ncclResult_t post_data(struct comm *c, struct req *r, int k, void **reque
 	return ncclSuccess;
 }
 
+/* The send's data into the bounce region at off: memcpy, or for a CUDA
+ * buffer a device-to-host copy finished before the post.  A failed copy
+ * is the request's error (test reports it), nothing is sent, and a CTS
+ * stays for NCCL's abort to discard: 1, with *request the failed one. */
+static int copy_in(struct comm *c, struct req *r, int a, uint64_t off, void *data, size_t size,
+		   int cuda, void **request)
+{
+	if (size && cuda) {
+		int ce = mrcn_cuda_copy(c, 0, data, off, size);
+		if (ce) {
+			mrcn_arena_free(&c->arena, a);
+			WARN("isend: device to host copy of %zu bytes failed: %s", size, mrc_strerror(ce));
+			*r = (struct req){ .c = c, .used = 1, .n = 1, .err = ce, .cuda_fail = 1 };
+			r->sub[0].alloc = -1;
+			*request = r;
+			return 1;
+		}
+	} else if (size) {
+		memcpy(c->base + off, data, size);
+	}
+	return 0;
+}
+
 /* An eager send: header and payload copied into our arena, one
  * WRITE_IMM into the next slot of the receiver's ring (imm: the slot),
  * done at the post like a bounce send.  The caller checked size and
@@ -282,19 +305,8 @@ static ncclResult_t eager_send(struct comm *c, void *data, size_t size, int tag,
 	}
 	uint64_t off = mrcn_arena_off(&c->arena, a);
 	memcpy(c->base + off, &h, sizeof(h));
-	if (size && cuda) {
-		int ce = mrcn_cuda_copy(c, 0, data, off + sizeof(h), size);
-		if (ce) {
-			mrcn_arena_free(&c->arena, a);
-			WARN("isend: device to host copy of %zu bytes failed: %s", size, mrc_strerror(ce));
-			*r = (struct req){ .c = c, .used = 1, .n = 1, .err = ce, .cuda_fail = 1 };
-			r->sub[0].alloc = -1;
-			*request = r;
-			return ncclSuccess;
-		}
-	} else if (size) {
-		memcpy(c->base + off + sizeof(h), data, size);
-	}
+	if (copy_in(c, r, a, off + sizeof(h), data, size, cuda, request))
+		return ncclSuccess;
 	uint32_t k = c->eg_sent % c->eg_slots;
 	int e = mrc_post_write_imm(c->qp, MRCN_WR_DATA | (uint32_t)a, c->lkey, off, sizeof(h) + size,
 				   c->rkey, c->eg_off + k * c->eg_stride, MRCN_IMM_EAGER | k);
@@ -385,22 +397,8 @@ ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 		return ncclSuccess;     /* bounce full until sends complete */
 	}
 	uint64_t off = a >= 0 ? mrcn_arena_off(&c->arena, a) : 0;
-	if (size && cuda) {
-		/* Device -> arena, finished before the post.  A failed copy
-		 * is the request's error (test reports it), nothing is sent,
-		 * and the CTS stays for NCCL's abort to discard. */
-		int ce = mrcn_cuda_copy(c, 0, data, off, size);
-		if (ce) {
-			mrcn_arena_free(&c->arena, a);
-			WARN("isend: device to host copy of %zu bytes failed: %s", size, mrc_strerror(ce));
-			*r = (struct req){ .c = c, .used = 1, .n = 1, .err = ce, .cuda_fail = 1 };
-			r->sub[0].alloc = -1;
-			*request = r;
-			return ncclSuccess;
-		}
-	} else if (size) {
-		memcpy(c->base + off, data, size);
-	}
+	if (copy_in(c, r, a, off, data, size, cuda, request))
+		return ncclSuccess;
 	/* Done now: the data is in the bounce region (copied above, a CUDA
 	 * copy finished), so NCCL may reuse its buffer, as a socket send is
 	 * done once written.  Waiting for the WRITE_IMM's completion (the
