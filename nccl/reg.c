@@ -10,7 +10,6 @@
 
 #include "nccl/plugin.h"
 
-/* ---- memory ------------------------------------------------------------ */
 /* A send comm's host buffer that mrcd can map (a memfd mapping: NCCL's
  * cudaHostAlloc buffers are not) is registered itself, so that isend
  * WRITEs from it without the bounce copy (docs/client.md "Application

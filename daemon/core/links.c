@@ -9,8 +9,6 @@
 #include "daemon/core/node.h"
 #include "srv6/linkmon.h"
 
-/* ---- plane link monitor ------------------------------------------------ */
-
 static void on_link(const struct mrc_link_event *le, void *arg)
 {
 	struct mrcd *d = arg;

@@ -13,8 +13,6 @@
 #include "daemon/core/node.h"
 #include "mrc/error.h"
 
-/* ---- peers ---------------------------------------------------------- */
-
 static int peer_table(struct mrcd *d, uint32_t host, struct mrcd_peer *p)
 {
 	if (!d->topo) {

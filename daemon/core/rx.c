@@ -10,8 +10,6 @@
 #include "daemon/core/node.h"
 #include "transport/wire.h"
 
-/* ---- receive ----------------------------------------------------------- */
-
 /* The topology host a source address names: only those hosts take part,
  * and in loopback mode only this host's own loopback address. */
 static uint32_t host_of_src(struct mrcd *d, const struct in6_addr *src)
