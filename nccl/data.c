@@ -55,6 +55,105 @@ void mrcn_refuse(struct comm *c, const char *why, uint64_t v)
 	WARN("eager message from host %u refused: %s (%llu)", c->host, why, (unsigned long long)v);
 }
 
+/* A CTS, a void CTS or the eager ring's advertisement from the receiver:
+ * its credits taken, an eager send paired, or the CTS kept for isend. */
+static void cts_arrived(struct comm *c, const struct mrc_completion *e)
+{
+	int slot = (int)(e->wr_id & 0xffff);
+	struct mrcn_cts in;
+	if (slot >= MRCN_NRECV || mrcn_cts_parse(CTS_IN(c, slot), e->byte_len, &in) ||
+	    (in.magic == MRCN_CTS_MAGIC && c->ncts == MRCN_NCTS)) {
+		if (!c->err)
+			c->err = -EPROTO;
+		WARN("malformed clear-to-send from host %u", c->host);
+		return;
+	}
+	/* Credits are a count, so a late or repeated one is harmless;
+	 * more than was ever sent is not. */
+	if ((int32_t)(in.credits - c->eg_credit) > 0) {
+		if ((int32_t)(in.credits - c->eg_sent) > 0) {
+			if (!c->err)
+				c->err = -EPROTO;
+			WARN("host %u returned %u eager credits, %u sent", c->host, in.credits,
+			     c->eg_sent);
+			return;
+		}
+		c->eg_credit = in.credits;
+	}
+	if (in.magic == MRCN_EGR_MAGIC) {
+		if (!c->eg_slots) {
+			c->eg_slots = in.id;
+			c->eg_stride = in.size;
+			c->eg_off = in.off;
+		} else if (c->eg_slots != in.id || c->eg_stride != in.size ||
+			   c->eg_off != in.off) {
+			if (!c->err)
+				c->err = -EPROTO;
+			WARN("host %u changed its eager ring", c->host);
+			return;
+		}
+	} else if (in.magic == MRCN_VOID_MAGIC) {
+		if (!mrcn_eg_pair(c, in.tag)) {
+			if (!c->err)
+				c->err = -EPROTO;
+			WARN("void clear-to-send from host %u for no eager send (tag %d)",
+			     c->host, in.tag);
+			return;
+		}
+		c->st.void_cts++;
+	} else if (mrcn_eg_pair(c, in.tag)) {
+		c->st.paired++;     /* its message went eagerly */
+	} else {
+		c->cts[c->ncts++] = in;
+		MRC_TRACE(MRC_TR_N_CTS, TRC(c), in.id, in.size);
+	}
+	int r = mrcn_post_cts_recv(c, slot);
+	if (r && !c->err)
+		c->err = r;
+}
+
+/* A message landed in the bounce region for one of our receives (or in
+ * the eager ring): copied out to NCCL's buffer, its room freed. */
+static void data_arrived(struct comm *c, const struct mrc_completion *e)
+{
+	if (e->imm & MRCN_IMM_EAGER) {
+		mrcn_eg_arrived(c, e);
+		return;
+	}
+	uint32_t id = e->imm;
+	if (id >= MRCN_NCTS || !c->ids[id].r) {
+		if (!c->err)
+			c->err = -EPROTO;
+		WARN("data for unknown id %u", id);
+		return;
+	}
+	struct req *r = c->ids[id].r;
+	int s = c->ids[id].sub;
+	c->ids[id].r = NULL;
+	mrcn_id_release(c, (int)id);
+	r->sub[s].pending = 0;
+	if (e->byte_len > r->sub[s].size) {
+		r->err = -EMSGSIZE;
+	} else if (e->byte_len && r->sub[s].cuda) {
+		/* Landed in the arena: to the device before test says done. */
+		int ce = mrcn_cuda_copy(c, 1, r->sub[s].data,
+					mrcn_arena_off(&c->arena, r->sub[s].alloc), e->byte_len);
+		if (ce) {
+			r->err = ce;
+			r->cuda_fail = 1;
+		}
+	} else if (e->byte_len) {
+		memcpy(r->sub[s].data, c->base + mrcn_arena_off(&c->arena, r->sub[s].alloc),
+		       e->byte_len);
+	}
+	r->sub[s].got = e->byte_len;
+	MRC_TRACE(MRC_TR_N_DATA, TRC(c), id, e->byte_len);
+	if (r->sub[s].alloc >= 0)
+		mrcn_arena_free(&c->arena, r->sub[s].alloc);
+	r->sub[s].alloc = -1;
+	r->ndone++;
+}
+
 static void on_cqe(struct comm *c, const struct mrc_completion *e)
 {
 	if (e->status) {
@@ -79,99 +178,12 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 		c->data_inflight--;
 		break;
 	}
-	case MRC_CQE_RECV: {            /* a CTS, void CTS or eager advertisement arrived */
-		int slot = (int)(e->wr_id & 0xffff);
-		struct mrcn_cts in;
-		if (slot >= MRCN_NRECV || mrcn_cts_parse(CTS_IN(c, slot), e->byte_len, &in) ||
-		    (in.magic == MRCN_CTS_MAGIC && c->ncts == MRCN_NCTS)) {
-			if (!c->err)
-				c->err = -EPROTO;
-			WARN("malformed clear-to-send from host %u", c->host);
-			break;
-		}
-		/* Credits are a count, so a late or repeated one is harmless;
-		 * more than was ever sent is not. */
-		if ((int32_t)(in.credits - c->eg_credit) > 0) {
-			if ((int32_t)(in.credits - c->eg_sent) > 0) {
-				if (!c->err)
-					c->err = -EPROTO;
-				WARN("host %u returned %u eager credits, %u sent", c->host, in.credits,
-				     c->eg_sent);
-				break;
-			}
-			c->eg_credit = in.credits;
-		}
-		if (in.magic == MRCN_EGR_MAGIC) {
-			if (!c->eg_slots) {
-				c->eg_slots = in.id;
-				c->eg_stride = in.size;
-				c->eg_off = in.off;
-			} else if (c->eg_slots != in.id || c->eg_stride != in.size ||
-				   c->eg_off != in.off) {
-				if (!c->err)
-					c->err = -EPROTO;
-				WARN("host %u changed its eager ring", c->host);
-				break;
-			}
-		} else if (in.magic == MRCN_VOID_MAGIC) {
-			if (!mrcn_eg_pair(c, in.tag)) {
-				if (!c->err)
-					c->err = -EPROTO;
-				WARN("void clear-to-send from host %u for no eager send (tag %d)",
-				     c->host, in.tag);
-				break;
-			}
-			c->st.void_cts++;
-		} else if (mrcn_eg_pair(c, in.tag)) {
-			c->st.paired++;     /* its message went eagerly */
-		} else {
-			c->cts[c->ncts++] = in;
-			MRC_TRACE(MRC_TR_N_CTS, TRC(c), in.id, in.size);
-		}
-		int r = mrcn_post_cts_recv(c, slot);
-		if (r && !c->err)
-			c->err = r;
+	case MRC_CQE_RECV:              /* a CTS, void CTS or eager advertisement arrived */
+		cts_arrived(c, e);
 		break;
-	}
-	case MRC_CQE_RECV_WRITE_IMM: {  /* data landed */
-		if (e->imm & MRCN_IMM_EAGER) {
-			mrcn_eg_arrived(c, e);
-			break;
-		}
-		uint32_t id = e->imm;
-		if (id >= MRCN_NCTS || !c->ids[id].r) {
-			if (!c->err)
-				c->err = -EPROTO;
-			WARN("data for unknown id %u", id);
-			break;
-		}
-		struct req *r = c->ids[id].r;
-		int s = c->ids[id].sub;
-		c->ids[id].r = NULL;
-		mrcn_id_release(c, (int)id);
-		r->sub[s].pending = 0;
-		if (e->byte_len > r->sub[s].size) {
-			r->err = -EMSGSIZE;
-		} else if (e->byte_len && r->sub[s].cuda) {
-			/* Landed in the arena: to the device before test says done. */
-			int ce = mrcn_cuda_copy(c, 1, r->sub[s].data,
-						mrcn_arena_off(&c->arena, r->sub[s].alloc), e->byte_len);
-			if (ce) {
-				r->err = ce;
-				r->cuda_fail = 1;
-			}
-		} else if (e->byte_len) {
-			memcpy(r->sub[s].data, c->base + mrcn_arena_off(&c->arena, r->sub[s].alloc),
-			       e->byte_len);
-		}
-		r->sub[s].got = e->byte_len;
-		MRC_TRACE(MRC_TR_N_DATA, TRC(c), id, e->byte_len);
-		if (r->sub[s].alloc >= 0)
-			mrcn_arena_free(&c->arena, r->sub[s].alloc);
-		r->sub[s].alloc = -1;
-		r->ndone++;
+	case MRC_CQE_RECV_WRITE_IMM:    /* data landed */
+		data_arrived(c, e);
 		break;
-	}
 	default:                        /* our CTS and advertisement SENDs */
 		if (e->wr_id == MRCN_WR_EGR) {
 			c->egr_busy = 0;
