@@ -207,6 +207,36 @@ static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
 	dispatch(c, buf, (size_t)n);
 }
 
+/* A connection over a limit or not allowed: one clear reply, then closed
+ * at once (the socket file's mode usually refuses such callers at
+ * connect(); this is the second line). */
+static void refuse_conn(struct oper *o, int fd, const struct ucred *cr, int allowed, int full)
+{
+	char m[200];
+	if (!allowed)
+		snprintf(m, sizeof(m), "permission denied: uid %u is neither root nor in socket_group %s",
+			 (unsigned)cr->uid, group_name(o->d->cfg.socket_group));
+	else if (full)
+		snprintf(m, sizeof(m), "too many mrcctl connections (%u; config ctl_max_conns)",
+			 o->max_conns);
+	else
+		snprintf(m, sizeof(m), "too many mrcctl connections of uid %u (%u; config ctl_uid_max_conns)",
+			 (unsigned)cr->uid, o->uid_max_conns);
+	char *t = mrc_oper_reply_err(0, allowed ? EBUSY : EACCES, m);
+	/* Its request, if sent already, is read first: closing on an
+	 * unread record would reset the connection, and the peer would
+	 * see ECONNRESET before the answer. */
+	char junk[1];
+	(void)!recv(fd, junk, sizeof(junk), MSG_DONTWAIT | MSG_TRUNC);
+	if (t)
+		send(fd, t, strlen(t), MSG_DONTWAIT | MSG_NOSIGNAL);
+	free(t);
+	o->refused_total++;
+	mrcd_oper_ratelog(o, MRCD_LOG_NOTICE, "mrcctl: refused uid %u pid %d: %s",
+			  (unsigned)cr->uid, (int)cr->pid, m);
+	close(fd);
+}
+
 static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct oper *o = w->data;
@@ -243,32 +273,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	int full = open >= (admin ? o->nslots : o->max_conns);
 	int uid_full = !admin && mine >= o->uid_max_conns;
 	if (!allowed || full || uid_full) {
-		/* One clear reply, then close at once: the socket file's mode
-		 * usually refuses such callers at connect(), this is the
-		 * second line. */
-		char m[200];
-		if (!allowed)
-			snprintf(m, sizeof(m), "permission denied: uid %u is neither root nor in socket_group %s",
-				 (unsigned)cr.uid, group_name(o->d->cfg.socket_group));
-		else if (full)
-			snprintf(m, sizeof(m), "too many mrcctl connections (%u; config ctl_max_conns)",
-				 o->max_conns);
-		else
-			snprintf(m, sizeof(m), "too many mrcctl connections of uid %u (%u; config ctl_uid_max_conns)",
-				 (unsigned)cr.uid, o->uid_max_conns);
-		char *t = mrc_oper_reply_err(0, allowed ? EBUSY : EACCES, m);
-		/* Its request, if sent already, is read first: closing on an
-		 * unread record would reset the connection, and the peer would
-		 * see ECONNRESET before the answer. */
-		char junk[1];
-		(void)!recv(fd, junk, sizeof(junk), MSG_DONTWAIT | MSG_TRUNC);
-		if (t)
-			send(fd, t, strlen(t), MSG_DONTWAIT | MSG_NOSIGNAL);
-		free(t);
-		o->refused_total++;
-		mrcd_oper_ratelog(o, MRCD_LOG_NOTICE, "mrcctl: refused uid %u pid %d: %s",
-				  (unsigned)cr.uid, (int)cr.pid, m);
-		close(fd);
+		refuse_conn(o, fd, &cr, allowed, full);
 		return;
 	}
 	/* Replies (a big topology, every path) are one record each. */
