@@ -421,16 +421,10 @@ ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 			 c->lkey, off, size, a, 0);
 }
 
-ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
-				   void **mhandles, void **phandles, void **request)
+/* The grouped receive's buffers: of a kind this comm takes, within
+ * maxP2pBytes. */
+static ncclResult_t irecv_check(struct comm *c, int n, const size_t *sizes, void **mhandles)
 {
-	(void)phandles;
-	struct comm *c = recvComm;
-	*request = NULL;
-	if (n < 1 || n > MRCN_MAX_RECVS) {
-		WARN("irecv: %d grouped receives (1..%d)", n, MRCN_MAX_RECVS);
-		return ncclInvalidArgument;
-	}
 	for (int i = 0; i < n; i++) {
 		struct mhandle *m = mhandles ? mhandles[i] : NULL;
 		if (m && m->type != NCCL_PTR_HOST && m->type != NCCL_PTR_CUDA)
@@ -442,17 +436,13 @@ ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *
 			return ncclInvalidArgument;
 		}
 	}
-	if (progress(c))
-		return comm_failed(c, "irecv");
-	if (c->nfree_ids < n)
-		return ncclSuccess;
-	struct req *r = req_get(c);
-	if (!r)
-		return ncclSuccess;
-	r->n = n;
-	/* Eager messages already here, oldest first per tag: those receives
-	 * are satisfied now and need no room. */
-	int match[MRCN_MAX_RECVS];
+	return ncclSuccess;
+}
+
+/* For each receive, the eager slot holding the oldest waiting message of
+ * its tag (each slot to one receive), or -1. */
+static void eager_match(struct comm *c, int n, const int *tags, int *match)
+{
 	uint8_t taken[MRCN_EG_MAX_SLOTS] = { 0 };
 	for (int i = 0; i < n; i++) {
 		match[i] = -1;
@@ -464,6 +454,33 @@ ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *
 			}
 		}
 	}
+}
+
+ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
+				   void **mhandles, void **phandles, void **request)
+{
+	(void)phandles;
+	struct comm *c = recvComm;
+	*request = NULL;
+	if (n < 1 || n > MRCN_MAX_RECVS) {
+		WARN("irecv: %d grouped receives (1..%d)", n, MRCN_MAX_RECVS);
+		return ncclInvalidArgument;
+	}
+	ncclResult_t v = irecv_check(c, n, sizes, mhandles);
+	if (v != ncclSuccess)
+		return v;
+	if (progress(c))
+		return comm_failed(c, "irecv");
+	if (c->nfree_ids < n)
+		return ncclSuccess;
+	struct req *r = req_get(c);
+	if (!r)
+		return ncclSuccess;
+	r->n = n;
+	/* Eager messages already here, oldest first per tag: those receives
+	 * are satisfied now and need no room. */
+	int match[MRCN_MAX_RECVS];
+	eager_match(c, n, tags, match);
 	for (int i = 0; i < n; i++) {
 		r->sub[i].alloc = -1;
 		if (match[i] < 0 && sizes[i] &&
