@@ -1,5 +1,5 @@
-/* MoE dispatch and combine over the communicator, and the 2-D
- * hierarchical all-to-allv they may use (include/mrc/coll.h). */
+/* MoE dispatch and combine over the communicator (include/mrc/coll.h;
+ * the 2-D all-to-allv they may use: a2a2d.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -10,181 +10,8 @@
 #include "coll/coll_int.h"
 #include "coll/moe_int.h"
 
-/* Adds the time since *t0 to *acc (when acc is not NULL) and restarts. */
-static void lap(double *acc, double *t0)
-{
-	double t = mrc__mono_s();
-	if (acc)
-		*acc += t - *t0;
-	*t0 = t;
-}
-
-/* ---- 2-D hierarchical all-to-allv -------------------------------------- */
-
-static void prefix(const size_t *cnt, size_t *disp, uint32_t n)
-{
-	size_t a = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		disp[i] = a;
-		a += cnt[i];
-	}
-}
-
-/* Displacements after the counts (sc, then sd; rc, then rd in memory) and
- * the packed send and receive buffers of one phase. */
-static int phase_bufs(size_t *sc, size_t *rc, uint32_t n, size_t esz, uint8_t **sb, uint8_t **rb)
-{
-	prefix(sc, sc + n, n);
-	prefix(rc, rc + n, n);
-	*sb = malloc((sc[2 * n - 1] + sc[n - 1]) * esz + 1);
-	*rb = malloc((rc[2 * n - 1] + rc[n - 1]) * esz + 1);
-	return *sb && *rb ? 0 : -ENOMEM;
-}
-
-int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
-			  const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
-			  const size_t *recvcounts, const size_t *rdispls, int dtype)
-{
-	return mrc__coll_alltoallv_2d(c, L, sendbuf, sendcounts, sdispls, recvbuf, recvcounts,
-				      rdispls, dtype, NULL);
-}
-
-int mrc__coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
-			   const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
-			   const size_t *recvcounts, const size_t *rdispls, int dtype, double *ph)
-{
-	size_t esz = mrc_coll_dtype_size(dtype);
-	if (!c || !esz || L == 0 || c->n % L)
-		return -EINVAL;
-	if (L == 1 || L == c->n)   /* one level only: nothing to aggregate */
-		return mrc_coll_alltoallv(c, sendbuf, sendcounts, sdispls, recvbuf, recvcounts,
-					  rdispls, dtype);
-	uint32_t n = c->n, G = n / L, g = c->me / L, l = c->me % L;
-	int r = -ENOMEM;
-	double t0 = mrc__mono_s();
-	/* Everyone's send counts: the intermediate layouts follow from them. */
-	int64_t *M = malloc((size_t)n * n * sizeof(*M)), *mine = malloc(n * sizeof(*mine));
-	size_t *v = calloc(8 * (size_t)n, sizeof(*v));
-	uint8_t *p1 = NULL, *t1 = NULL, *p2 = NULL, *t2 = NULL;
-	if (!M || !mine || !v)
-		goto out;
-	for (uint32_t j = 0; j < n; j++)
-		mine[j] = (int64_t)sendcounts[j];
-	if ((r = mrc_coll_allgather(c, mine, M, n, MRC_COLL_INT64)))
-		goto out;
-	lap(ph ? ph + MRC__MOE_PH_COUNTS : NULL, &t0);
-#define CNT(s, d) ((size_t)M[(size_t)(s) * n + (d)])
-	/* Per phase: send counts, displacements, receive counts, displacements. */
-	size_t *sc1 = v, *sd1 = v + n, *rc1 = v + 2 * n, *rd1 = v + 3 * n;
-	size_t *sc2 = v + 4 * n, *sd2 = v + 5 * n, *rc2 = v + 6 * n, *rd2 = v + 7 * n;
-	/* Phase 1, inside the node: to local rank l2 everything for (g2, l2),
-	 * packed by g2. */
-	for (uint32_t l2 = 0; l2 < L; l2++)
-		for (uint32_t g2 = 0; g2 < G; g2++) {
-			sc1[g * L + l2] += sendcounts[g2 * L + l2];
-			rc1[g * L + l2] += CNT(g * L + l2, g2 * L + l);
-		}
-	if ((r = phase_bufs(sc1, rc1, n, esz, &p1, &t1)))
-		goto out;
-	size_t o = 0;
-	for (uint32_t l2 = 0; l2 < L; l2++)
-		for (uint32_t g2 = 0; g2 < G; g2++) {
-			size_t k = sendcounts[g2 * L + l2];
-			memcpy(p1 + o * esz, (const uint8_t *)sendbuf + sdispls[g2 * L + l2] * esz, k * esz);
-			o += k;
-		}
-	if ((r = mrc_coll_alltoallv(c, p1, sc1, sd1, t1, rc1, rd1, dtype)))
-		goto out;
-	lap(ph ? ph + MRC__MOE_PH_1 : NULL, &t0);
-	/* t1: by source local rank ls, then g2: block CNT((g,ls), (g2,l)).
-	 * Phase 2, across nodes: to (g2, l) the blocks for it from every ls,
-	 * packed by g2 then ls. */
-	for (uint32_t g2 = 0; g2 < G; g2++)
-		for (uint32_t ls = 0; ls < L; ls++) {
-			sc2[g2 * L + l] += CNT(g * L + ls, g2 * L + l);
-			rc2[g2 * L + l] += CNT(g2 * L + ls, c->me);
-		}
-	if ((r = phase_bufs(sc2, rc2, n, esz, &p2, &t2)))
-		goto out;
-	o = 0;
-	for (uint32_t g2 = 0; g2 < G; g2++)
-		for (uint32_t ls = 0; ls < L; ls++) {
-			/* Offset of block (ls, g2) in t1. */
-			size_t off = rd1[g * L + ls];
-			for (uint32_t gg = 0; gg < g2; gg++)
-				off += CNT(g * L + ls, gg * L + l);
-			size_t k = CNT(g * L + ls, g2 * L + l);
-			memcpy(p2 + o * esz, t1 + off * esz, k * esz);
-			o += k;
-		}
-	if ((r = mrc_coll_alltoallv(c, p2, sc2, sd2, t2, rc2, rd2, dtype)))
-		goto out;
-	lap(ph ? ph + MRC__MOE_PH_2 : NULL, &t0);
-	/* t2: from node g2, blocks by source local rank ls: source (g2, ls). */
-	o = 0;
-	for (uint32_t g2 = 0; g2 < G; g2++)
-		for (uint32_t ls = 0; ls < L; ls++) {
-			uint32_t s = g2 * L + ls;
-			size_t k = CNT(s, c->me);
-			if (k != recvcounts[s]) {
-				r = -EPROTO;   /* the caller's receive counts disagree */
-				goto out;
-			}
-			memcpy((uint8_t *)recvbuf + rdispls[s] * esz, t2 + o * esz, k * esz);
-			o += k;
-		}
-#undef CNT
-	lap(ph ? ph + MRC__MOE_PH_UNPACK : NULL, &t0);
-	r = 0;
-out:
-	free(M), free(mine), free(v), free(p1), free(t1), free(p2), free(t2);
-	return r;
-}
-
 /* ---- MoE ----------------------------------------------------------------- */
 
-/* Dispatch sends a token once per destination rank (as DeepEP), not once
- * per expert: each row carries, after its hidden elements, top_k routing
- * entries (the rank's local expert, -1 for none, and the weight), and the
- * receiver copies it to each of its experts that the token chose.  The
- * combine sends back one row per received token, the weighted sum over
- * that rank's experts, so that the way back is deduplicated too.
- *
- * With local_ranks = L (1 < L < n) the dedupe goes one level up (as
- * DeepEP's internode kernels): a token crosses to a node once, to its
- * first destination rank there (its proxy), its entries naming the node's
- * experts; the proxy keeps its own copy and forwards it inside the node
- * once to each other local rank with an expert of it (so a token for one
- * rank of a node goes straight there, as flat).  The combine retraces
- * this: each rank's row back to the proxy, the proxy's sum of them
- * (rounded to the type) across to the token's rank.  Such rows end with
- * the source rank and token, so that a receiver can restore the source
- * order of rows that reached it through several proxies. */
-struct moe_meta {
-	int32_t le;                /* expert at the destination (rank's, or node's for a proxy); -1: unused */
-	float w;
-};
-struct moe_src {
-	uint32_t src, pad;         /* source rank (filled in by the proxy) */
-	uint64_t tok;              /* token index at the source */
-};
-
-struct mrc_coll_moe_plan {
-	struct mrc_coll_moe_cfg cfg;
-	uint32_t n, me, epr;
-	uint32_t L;                /* node dedupe: ranks per node; 0: rows go to ranks directly */
-	uint32_t L2d;              /* rows per rank through mrc_coll_alltoallv_2d with L2d; 0: flat */
-	size_t T;
-	size_t n_sent, n_recv;     /* rows sent (to ranks, or proxies), rows the experts got */
-	size_t *sc, *sd, *rc, *rd; /* rows per rank (node dedupe: to and from proxies) */
-	size_t n_a, n_b;           /* node dedupe: rows received as proxy, rows it forwarded */
-	size_t *bsc, *bsd, *brc, *brd;   /* node dedupe: the forwarding exchange's rows per rank */
-	int64_t *fwd;              /* [n_b] the proxy's received row each forwarded row copies */
-	int64_t *tok;              /* [n_sent] token of each sent row, in send order */
-	int64_t *rpos;             /* [n_recv * top_k] expert_in row each received row feeds, -1 */
-	float *rw;                 /* [n_recv * top_k] with this weight */
-	struct mrc__coll_moe_stats st;
-};
 
 void mrc_coll_moe_plan_free(struct mrc_coll_moe_plan *p)
 {
@@ -246,8 +73,8 @@ int mrc_coll_moe_layout(uint32_t nranks, uint32_t n_experts, uint32_t top_k, siz
 
 /* Rows of `stride` elements (counts per rank) through the flat (L2d 0:
  * its time to ph[slot]) or the 2-D all-to-allv (its phases to ph). */
-static int a2av(struct mrc_coll *c, uint32_t L2d, int dtype, size_t stride, const void *sb,
-		const size_t *sc, void *rb, const size_t *rc, double *ph, int slot)
+int mrc__coll_moe_a2av(struct mrc_coll *c, uint32_t L2d, int dtype, size_t stride, const void *sb,
+		       const size_t *sc, void *rb, const size_t *rc, double *ph, int slot)
 {
 	uint32_t n = c->n;
 	size_t *v = malloc(4 * (size_t)n * sizeof(*v));
@@ -258,14 +85,14 @@ static int a2av(struct mrc_coll *c, uint32_t L2d, int dtype, size_t stride, cons
 		v[j] = sc[j] * stride;
 		v[2 * n + j] = rc[j] * stride;
 	}
-	prefix(v, v + n, n);
-	prefix(v + 2 * n, v + 3 * n, n);
+	mrc__coll_prefix(v, v + n, n);
+	mrc__coll_prefix(v + 2 * n, v + 3 * n, n);
 	double t0 = mrc__mono_s();
 	int r = L2d
 		? mrc__coll_alltoallv_2d(c, L2d, sb, v, v + n, rb, v + 2 * n, v + 3 * n, dtype, ph)
 		: mrc_coll_alltoallv(c, sb, v, v + n, rb, v + 2 * n, v + 3 * n, dtype);
 	if (!L2d)
-		lap(ph + slot, &t0);
+		mrc__coll_lap(ph + slot, &t0);
 	free(v);
 	return r;
 }
@@ -414,141 +241,6 @@ static int expand(struct mrc_coll_moe_plan *p, const uint8_t *rbuf, size_t strid
 	return 0;
 }
 
-/* Node dedupe, at the proxy: each of the n_recv rows received across
- * nodes (abuf) goes on to every local rank with one of its experts, once
- * per rank with that rank's entries, packed by destination in the order
- * received, the source rank written into its trailer.  On return *out
- * holds the rows this rank's experts get (p->n_recv of them) and *ordp
- * the order that visits them by source rank, then source token. */
-struct ord_key {
-	uint64_t src, tok;
-	size_t j;
-};
-
-static int cmp_key(const void *a, const void *b)
-{
-	const struct ord_key *x = a, *y = b;
-	if (x->src != y->src)
-		return x->src < y->src ? -1 : 1;
-	return x->tok < y->tok ? -1 : x->tok > y->tok;
-}
-
-static int node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const uint8_t *abuf,
-			size_t strideb, size_t rowb, uint8_t **out, size_t **ordp)
-{
-	uint32_t n = p->n, L = p->L, g = p->me / L, K = p->cfg.top_k, epr = p->epr;
-	size_t na = p->n_recv, trail = rowb + K * sizeof(struct moe_meta);
-	double t0 = mrc__mono_s();
-	int r = -ENOMEM;
-	int64_t *cnt = malloc(2 * (size_t)n * sizeof(*cnt)), *rcnt = cnt + n;
-	uint32_t *src = malloc((na + 1) * sizeof(*src));
-	size_t *cur = malloc((n + 2 * (size_t)L) * sizeof(*cur)), *ord = NULL;
-	struct ord_key *key = NULL;
-	uint8_t *fb = NULL, *ob = NULL;
-	if (!cnt || !src || !cur)
-		goto out;
-	p->n_a = na;
-	for (uint32_t s = 0; s < n; s++)
-		for (size_t j = p->rd[s]; j < p->rd[s] + p->rc[s]; j++)
-			src[j] = s;
-	size_t *at = cur + n, *nm = at + L;   /* per local rank: row in fb for this row, entries */
-	/* Two passes over the received rows: count the forwards per local
-	 * rank, then (buffers sized) build them. */
-	for (int fill = 0; fill < 2; fill++) {
-		if (fill) {
-			prefix(p->bsc, p->bsd, n);
-			p->n_b = p->bsd[n - 1] + p->bsc[n - 1];
-			p->fwd = malloc((p->n_b + 1) * sizeof(*p->fwd));
-			fb = mrc__coll_scratch(c, MRC__SCR_FWD, p->n_b * strideb + 1);
-			if (!p->fwd || !fb)
-				goto out;
-			memcpy(cur, p->bsd, n * sizeof(*cur));
-		}
-		for (size_t j = 0; j < na; j++) {
-			for (uint32_t ld = 0; ld < L; ld++)
-				at[ld] = SIZE_MAX;
-			for (uint32_t k = 0; k < K; k++) {
-				struct moe_meta m;
-				memcpy(&m, abuf + j * strideb + rowb + k * sizeof(m), sizeof(m));
-				if (m.le < 0)
-					continue;
-				if ((uint32_t)m.le >= epr * L) {
-					r = -EPROTO;   /* names no expert of this node */
-					goto out;
-				}
-				uint32_t ld = (uint32_t)m.le / epr;
-				if (!fill) {
-					if (at[ld] == SIZE_MAX)
-						at[ld] = 0, p->bsc[g * L + ld]++;
-					continue;
-				}
-				if (at[ld] == SIZE_MAX) {
-					size_t i = at[ld] = cur[g * L + ld]++;
-					uint8_t *row = fb + i * strideb;
-					struct moe_meta none = { .le = -1, .w = 0 };
-					struct moe_src sr;
-					memcpy(row, abuf + j * strideb, rowb);
-					for (uint32_t e = 0; e < K; e++)
-						memcpy(row + rowb + e * sizeof(none), &none, sizeof(none));
-					memcpy(&sr, abuf + j * strideb + trail, sizeof(sr));
-					sr.src = src[j];
-					memcpy(row + trail, &sr, sizeof(sr));
-					p->fwd[i] = (int64_t)j;
-					nm[ld] = 0;
-				}
-				m.le = (int32_t)((uint32_t)m.le % epr);
-				memcpy(fb + at[ld] * strideb + rowb + nm[ld]++ * sizeof(m), &m, sizeof(m));
-			}
-		}
-	}
-	lap(p->st.t_disp + MRC__MOE_PH_UNPACK, &t0);
-	for (uint32_t j = 0; j < n; j++)
-		cnt[j] = (int64_t)p->bsc[j];
-	if ((r = mrc_coll_alltoall(c, cnt, rcnt, 1, MRC_COLL_INT64)))
-		goto out;
-	for (uint32_t s = 0; s < n; s++) {
-		if (rcnt[s] < 0 || (rcnt[s] && s / L != g)) {
-			r = -EPROTO;   /* forwards come from this node's ranks only */
-			goto out;
-		}
-		p->brc[s] = (size_t)rcnt[s];
-	}
-	prefix(p->brc, p->brd, n);
-	p->n_recv = p->brd[n - 1] + p->brc[n - 1];
-	lap(p->st.t_disp + MRC__MOE_PH_COUNTS, &t0);
-	r = -ENOMEM;
-	ob = mrc__coll_scratch(c, MRC__SCR_OUT, p->n_recv * strideb + 1);
-	ord = malloc((p->n_recv + 1) * sizeof(*ord));
-	key = malloc((p->n_recv + 1) * sizeof(*key));
-	if (!ob || !ord || !key)
-		goto out;
-	if ((r = a2av(c, 0, p->cfg.dtype, strideb / mrc_coll_dtype_size(p->cfg.dtype), fb, p->bsc,
-		      ob, p->brc, p->st.t_disp, MRC__MOE_PH_1)))
-		goto out;
-	t0 = mrc__mono_s();
-	for (size_t j = 0; j < p->n_recv; j++) {
-		struct moe_src sr;
-		memcpy(&sr, ob + j * strideb + trail, sizeof(sr));
-		if (sr.src >= n) {
-			r = -EPROTO;
-			goto out;
-		}
-		key[j] = (struct ord_key){ .src = sr.src, .tok = sr.tok, .j = j };
-	}
-	qsort(key, p->n_recv, sizeof(*key), cmp_key);
-	for (size_t j = 0; j < p->n_recv; j++)
-		ord[j] = key[j].j;
-	for (uint32_t j = 0; j < n; j++)
-		p->st.rows_remote += j == p->me ? 0 : p->bsc[j];
-	p->st.rows_fwd = p->n_b;
-	lap(p->st.t_disp + MRC__MOE_PH_UNPACK, &t0);
-	*out = ob, *ordp = ord;
-	ob = NULL, ord = NULL;
-	r = 0;
-out:
-	free(cnt), free(src), free(cur), free(ord), free(key);   /* fb, ob: scratch */
-	return r;
-}
 
 int mrc_coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
 			  const int32_t *idx, const float *w, const void *tokens,
@@ -611,7 +303,7 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 		goto fail;
 	for (size_t t = 0; t < T; t++)
 		token_rows(p, t, idx, pos, per_expert, count_row, p);
-	prefix(p->sc, p->sd, n);
+	mrc__coll_prefix(p->sc, p->sd, n);
 	p->n_sent = p->sd[n - 1] + p->sc[n - 1];
 	for (size_t i = 0; i < T * K; i++)
 		if (pos[i] >= 0) {
@@ -638,9 +330,9 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 		goto fail;
 	for (uint32_t s = 0; s < n; s++)
 		p->rc[s] = (size_t)rcnt[s];
-	prefix(p->rc, p->rd, n);
+	mrc__coll_prefix(p->rc, p->rd, n);
 	p->n_recv = p->rd[n - 1] + p->rc[n - 1];
-	lap(&p->st.t_layout, &t0);
+	mrc__coll_lap(&p->st.t_layout, &t0);
 	r = -ENOMEM;
 	rbuf = mrc__coll_scratch(c, MRC__SCR_RECV, p->n_recv * strideb + 1);
 	if (!rbuf)
@@ -648,16 +340,16 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 	/* Data and routing in one exchange: as elements of the type (the
 	 * stride is whole elements, since metab is a multiple of 8); with
 	 * node dedupe this is the exchange across nodes. */
-	if ((r = a2av(c, p->L2d, cfg->dtype, strideb / esz, sbuf, p->sc, rbuf, p->rc, p->st.t_disp,
+	if ((r = mrc__coll_moe_a2av(c, p->L2d, cfg->dtype, strideb / esz, sbuf, p->sc, rbuf, p->rc, p->st.t_disp,
 		      p->L ? MRC__MOE_PH_2 : MRC__MOE_PH_1)))
 		goto fail;
-	lap(NULL, &t0);
+	mrc__coll_lap(NULL, &t0);
 	if (p->L) {
 		uint8_t *fwd;
-		if ((r = node_forward(c, p, rbuf, strideb, rowb, &fwd, &ord)))
+		if ((r = mrc__coll_moe_node_forward(c, p, rbuf, strideb, rowb, &fwd, &ord)))
 			goto fail;
 		rbuf = fwd;
-		lap(NULL, &t0);
+		mrc__coll_lap(NULL, &t0);
 	}
 	p->st.rows_recv = p->n_recv;
 	r = -ENOMEM;
@@ -670,7 +362,7 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 		goto fail;
 	if ((r = expand(p, rbuf, strideb, rowb, ord, grouped, counts)))
 		goto fail;
-	lap(&p->st.t_expand, &t0);
+	mrc__coll_lap(&p->st.t_expand, &t0);
 	free(pos), free(cur), free(ord), free(cnt);   /* sbuf, rbuf: scratch */
 	*expert_in = grouped;
 	*plan = p;
@@ -683,44 +375,6 @@ fail:
 	return r;
 }
 
-/* Node dedupe's way back: the experts' rows (part, as received) to the
- * proxies; there the rows of each row received across nodes summed in
- * float and rounded to the type; those across to the tokens' ranks
- * (back, as sent). */
-static int node_back(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const uint8_t *part,
-		     uint8_t *back)
-{
-	int dt = p->cfg.dtype;
-	size_t H = p->cfg.hidden, row = H * mrc_coll_dtype_size(dt), na = p->n_a, nb = p->n_b;
-	uint8_t *fb = mrc__coll_scratch(c, MRC__SCR_FB, nb * row + 1);
-	uint8_t *ab = mrc__coll_scratch(c, MRC__SCR_AB, na * row + 1);
-	size_t *first = calloc(na + 2, sizeof(*first)), *list = malloc((nb + 1) * sizeof(*list));
-	float *one = malloc((H + 1) * sizeof(*one));
-	int r = -ENOMEM;
-	if (!fb || !ab || !first || !list || !one)
-		goto out;
-	if ((r = a2av(c, 0, dt, H, part, p->brc, fb, p->bsc, p->st.t_comb, MRC__MOE_PH_1)))
-		goto out;
-	double t0 = mrc__mono_s();
-	/* The forwarded rows of each received row, in forwarding order. */
-	for (size_t i = 0; i < nb; i++)
-		first[p->fwd[i] + 2]++;
-	for (size_t j = 0; j < na; j++)
-		first[j + 2] += first[j + 1];
-	for (size_t i = 0; i < nb; i++)
-		list[first[p->fwd[i] + 1]++] = i;
-	for (size_t j = 0; j < na; j++) {
-		memset(one, 0, H * sizeof(*one));
-		for (size_t q = first[j]; q < first[j + 1]; q++)
-			mrc__coll_host_ops.axpy(one, fb + list[q] * row, 1.0f, H, dt);
-		mrc__coll_host_ops.from_float(ab + j * row, one, H, dt);
-	}
-	lap(p->st.t_comb + MRC__MOE_PH_UNPACK, &t0);
-	r = a2av(c, 0, dt, H, ab, p->rc, back, p->sc, p->st.t_comb, MRC__MOE_PH_2);
-out:
-	free(first), free(list), free(one);   /* fb, ab: scratch */
-	return r;
-}
 
 int mrc_coll_moe_combine(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const void *expert_out,
 			 void *out)
@@ -750,20 +404,20 @@ int mrc_coll_moe_combine(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const 
 							p->rw[j * K + k], H, dt);
 		mrc__coll_host_ops.from_float(part + j * row, one, H, dt);
 	}
-	lap(&p->st.t_reduce, &t0);
+	mrc__coll_lap(&p->st.t_reduce, &t0);
 	/* The way back: what each rank received from us, to us (node dedupe:
 	 * through the proxies, which sum each row's parts). */
 	if (p->L)
-		r = node_back(c, p, part, back);
+		r = mrc__coll_moe_node_back(c, p, part, back);
 	else
-		r = a2av(c, p->L2d, dt, H, part, p->rc, back, p->sc, p->st.t_comb, MRC__MOE_PH_1);
+		r = mrc__coll_moe_a2av(c, p->L2d, dt, H, part, p->rc, back, p->sc, p->st.t_comb, MRC__MOE_PH_1);
 	if (r)
 		goto out;
-	lap(NULL, &t0);
+	mrc__coll_lap(NULL, &t0);
 	for (size_t i = 0; i < p->n_sent; i++)
 		mrc__coll_host_ops.axpy(acc + (size_t)p->tok[i] * H, back + i * row, 1.0f, H, dt);
 	mrc__coll_host_ops.from_float(out, acc, p->T * H, dt);
-	lap(&p->st.t_acc, &t0);
+	mrc__coll_lap(&p->st.t_acc, &t0);
 	r = 0;
 out:
 	free(one);   /* part, back, acc: scratch */

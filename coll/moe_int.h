@@ -4,6 +4,7 @@
 #ifndef MRC_COLL_MOE_INT_H
 #define MRC_COLL_MOE_INT_H
 
+#include "common/clock.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,5 +56,79 @@ size_t mrc__coll_moe_rows_across(const struct mrc_coll_moe_plan *p, uint32_t L);
 int mrc__coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 			   const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
 			   const size_t *recvcounts, const size_t *rdispls, int dtype, double *ph);
+
+/* Dispatch sends a token once per destination rank (as DeepEP), not once
+ * per expert: each row carries, after its hidden elements, top_k routing
+ * entries (the rank's local expert, -1 for none, and the weight), and the
+ * receiver copies it to each of its experts that the token chose.  The
+ * combine sends back one row per received token, the weighted sum over
+ * that rank's experts, so that the way back is deduplicated too.
+ *
+ * With local_ranks = L (1 < L < n) the dedupe goes one level up (as
+ * DeepEP's internode kernels): a token crosses to a node once, to its
+ * first destination rank there (its proxy), its entries naming the node's
+ * experts; the proxy keeps its own copy and forwards it inside the node
+ * once to each other local rank with an expert of it (so a token for one
+ * rank of a node goes straight there, as flat).  The combine retraces
+ * this: each rank's row back to the proxy, the proxy's sum of them
+ * (rounded to the type) across to the token's rank.  Such rows end with
+ * the source rank and token, so that a receiver can restore the source
+ * order of rows that reached it through several proxies. */
+struct moe_meta {
+	int32_t le;                /* expert at the destination (rank's, or node's for a proxy); -1: unused */
+	float w;
+};
+struct moe_src {
+	uint32_t src, pad;         /* source rank (filled in by the proxy) */
+	uint64_t tok;              /* token index at the source */
+};
+
+struct mrc_coll_moe_plan {
+	struct mrc_coll_moe_cfg cfg;
+	uint32_t n, me, epr;
+	uint32_t L;                /* node dedupe: ranks per node; 0: rows go to ranks directly */
+	uint32_t L2d;              /* rows per rank through mrc_coll_alltoallv_2d with L2d; 0: flat */
+	size_t T;
+	size_t n_sent, n_recv;     /* rows sent (to ranks, or proxies), rows the experts got */
+	size_t *sc, *sd, *rc, *rd; /* rows per rank (node dedupe: to and from proxies) */
+	size_t n_a, n_b;           /* node dedupe: rows received as proxy, rows it forwarded */
+	size_t *bsc, *bsd, *brc, *brd;   /* node dedupe: the forwarding exchange's rows per rank */
+	int64_t *fwd;              /* [n_b] the proxy's received row each forwarded row copies */
+	int64_t *tok;              /* [n_sent] token of each sent row, in send order */
+	int64_t *rpos;             /* [n_recv * top_k] expert_in row each received row feeds, -1 */
+	float *rw;                 /* [n_recv * top_k] with this weight */
+	struct mrc__coll_moe_stats st;
+};
+
+
+/* moe.c: one MoE exchange as an all-to-allv of stride-element rows, 2-D
+ * with L2d, its phases' times into ph[slot...] */
+int mrc__coll_moe_a2av(struct mrc_coll *c, uint32_t L2d, int dtype, size_t stride, const void *sb,
+		       const size_t *sc, void *rb, const size_t *rc, double *ph, int slot);
+/* moe_node.c: node dedupe's forwarding at the proxy and its way back */
+int mrc__coll_moe_node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p,
+			       const uint8_t *abuf, size_t strideb, size_t rowb, uint8_t **out,
+			       size_t **ordp);
+int mrc__coll_moe_node_back(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const uint8_t *part,
+			    uint8_t *back);
+
+/* Displacements (exclusive prefix sums) of n counts. */
+static inline void mrc__coll_prefix(const size_t *cnt, size_t *disp, uint32_t n)
+{
+	size_t a = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		disp[i] = a;
+		a += cnt[i];
+	}
+}
+
+/* Adds the time since *t0 to *acc (when acc is not NULL) and restarts. */
+static inline void mrc__coll_lap(double *acc, double *t0)
+{
+	double t = mrc__mono_s();
+	if (acc)
+		*acc += t - *t0;
+	*t0 = t;
+}
 
 #endif

@@ -1,0 +1,121 @@
+/* The 2-D hierarchical all-to-allv (include/mrc/coll.h): rows to the
+ * ranks of a node aggregated at one rank there, which passes them on
+ * inside the node; MoE's dispatch and combine use it (moe.c). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "coll/coll_int.h"
+#include "coll/moe_int.h"
+
+/* Displacements after the counts (sc, then sd; rc, then rd in memory) and
+ * the packed send and receive buffers of one phase. */
+static int phase_bufs(size_t *sc, size_t *rc, uint32_t n, size_t esz, uint8_t **sb, uint8_t **rb)
+{
+	mrc__coll_prefix(sc, sc + n, n);
+	mrc__coll_prefix(rc, rc + n, n);
+	*sb = malloc((sc[2 * n - 1] + sc[n - 1]) * esz + 1);
+	*rb = malloc((rc[2 * n - 1] + rc[n - 1]) * esz + 1);
+	return *sb && *rb ? 0 : -ENOMEM;
+}
+
+int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
+			  const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+			  const size_t *recvcounts, const size_t *rdispls, int dtype)
+{
+	return mrc__coll_alltoallv_2d(c, L, sendbuf, sendcounts, sdispls, recvbuf, recvcounts,
+				      rdispls, dtype, NULL);
+}
+
+int mrc__coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
+			   const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+			   const size_t *recvcounts, const size_t *rdispls, int dtype, double *ph)
+{
+	size_t esz = mrc_coll_dtype_size(dtype);
+	if (!c || !esz || L == 0 || c->n % L)
+		return -EINVAL;
+	if (L == 1 || L == c->n)   /* one level only: nothing to aggregate */
+		return mrc_coll_alltoallv(c, sendbuf, sendcounts, sdispls, recvbuf, recvcounts,
+					  rdispls, dtype);
+	uint32_t n = c->n, G = n / L, g = c->me / L, l = c->me % L;
+	int r = -ENOMEM;
+	double t0 = mrc__mono_s();
+	/* Everyone's send counts: the intermediate layouts follow from them. */
+	int64_t *M = malloc((size_t)n * n * sizeof(*M)), *mine = malloc(n * sizeof(*mine));
+	size_t *v = calloc(8 * (size_t)n, sizeof(*v));
+	uint8_t *p1 = NULL, *t1 = NULL, *p2 = NULL, *t2 = NULL;
+	if (!M || !mine || !v)
+		goto out;
+	for (uint32_t j = 0; j < n; j++)
+		mine[j] = (int64_t)sendcounts[j];
+	if ((r = mrc_coll_allgather(c, mine, M, n, MRC_COLL_INT64)))
+		goto out;
+	mrc__coll_lap(ph ? ph + MRC__MOE_PH_COUNTS : NULL, &t0);
+#define CNT(s, d) ((size_t)M[(size_t)(s) * n + (d)])
+	/* Per phase: send counts, displacements, receive counts, displacements. */
+	size_t *sc1 = v, *sd1 = v + n, *rc1 = v + 2 * n, *rd1 = v + 3 * n;
+	size_t *sc2 = v + 4 * n, *sd2 = v + 5 * n, *rc2 = v + 6 * n, *rd2 = v + 7 * n;
+	/* Phase 1, inside the node: to local rank l2 everything for (g2, l2),
+	 * packed by g2. */
+	for (uint32_t l2 = 0; l2 < L; l2++)
+		for (uint32_t g2 = 0; g2 < G; g2++) {
+			sc1[g * L + l2] += sendcounts[g2 * L + l2];
+			rc1[g * L + l2] += CNT(g * L + l2, g2 * L + l);
+		}
+	if ((r = phase_bufs(sc1, rc1, n, esz, &p1, &t1)))
+		goto out;
+	size_t o = 0;
+	for (uint32_t l2 = 0; l2 < L; l2++)
+		for (uint32_t g2 = 0; g2 < G; g2++) {
+			size_t k = sendcounts[g2 * L + l2];
+			memcpy(p1 + o * esz, (const uint8_t *)sendbuf + sdispls[g2 * L + l2] * esz, k * esz);
+			o += k;
+		}
+	if ((r = mrc_coll_alltoallv(c, p1, sc1, sd1, t1, rc1, rd1, dtype)))
+		goto out;
+	mrc__coll_lap(ph ? ph + MRC__MOE_PH_1 : NULL, &t0);
+	/* t1: by source local rank ls, then g2: block CNT((g,ls), (g2,l)).
+	 * Phase 2, across nodes: to (g2, l) the blocks for it from every ls,
+	 * packed by g2 then ls. */
+	for (uint32_t g2 = 0; g2 < G; g2++)
+		for (uint32_t ls = 0; ls < L; ls++) {
+			sc2[g2 * L + l] += CNT(g * L + ls, g2 * L + l);
+			rc2[g2 * L + l] += CNT(g2 * L + ls, c->me);
+		}
+	if ((r = phase_bufs(sc2, rc2, n, esz, &p2, &t2)))
+		goto out;
+	o = 0;
+	for (uint32_t g2 = 0; g2 < G; g2++)
+		for (uint32_t ls = 0; ls < L; ls++) {
+			/* Offset of block (ls, g2) in t1. */
+			size_t off = rd1[g * L + ls];
+			for (uint32_t gg = 0; gg < g2; gg++)
+				off += CNT(g * L + ls, gg * L + l);
+			size_t k = CNT(g * L + ls, g2 * L + l);
+			memcpy(p2 + o * esz, t1 + off * esz, k * esz);
+			o += k;
+		}
+	if ((r = mrc_coll_alltoallv(c, p2, sc2, sd2, t2, rc2, rd2, dtype)))
+		goto out;
+	mrc__coll_lap(ph ? ph + MRC__MOE_PH_2 : NULL, &t0);
+	/* t2: from node g2, blocks by source local rank ls: source (g2, ls). */
+	o = 0;
+	for (uint32_t g2 = 0; g2 < G; g2++)
+		for (uint32_t ls = 0; ls < L; ls++) {
+			uint32_t s = g2 * L + ls;
+			size_t k = CNT(s, c->me);
+			if (k != recvcounts[s]) {
+				r = -EPROTO;   /* the caller's receive counts disagree */
+				goto out;
+			}
+			memcpy((uint8_t *)recvbuf + rdispls[s] * esz, t2 + o * esz, k * esz);
+			o += k;
+		}
+#undef CNT
+	mrc__coll_lap(ph ? ph + MRC__MOE_PH_UNPACK : NULL, &t0);
+	r = 0;
+out:
+	free(M), free(mine), free(v), free(p1), free(t1), free(p2), free(t2);
+	return r;
+}
