@@ -72,7 +72,7 @@ void sim_record_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev
 
 /* ---- accessors --------------------------------------------------------- */
 
-static int dbl_cmp(const void *a, const void *b)
+int sim_dbl_cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
@@ -115,7 +115,7 @@ void mrc_sim_summary(const struct mrc_sim *s, struct mrc_sim_summary *o)
 			sl[n++] = (double)(fl->end_ps - fl->start_ps) / (double)fl->ideal_ps;
 	}
 	if (sl) {
-		qsort(sl, n, sizeof(*sl), dbl_cmp);
+		qsort(sl, n, sizeof(*sl), sim_dbl_cmp);
 		o->slow_p50 = sim_pct(sl, n, 50);
 		o->slow_p99 = sim_pct(sl, n, 99);
 		o->slow_max = n ? sl[n - 1] : 0;

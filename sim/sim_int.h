@@ -304,7 +304,9 @@ const char *sim_fault_kind_name(uint8_t k);
 void sim_goodput_add(struct mrc_sim *s, uint32_t flow, uint64_t bytes);
 void sim_record_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev);
 
-/* report.c: percentiles of the slowdowns (sorted copy, nearest rank) */
+/* record.c: qsort order of doubles; percentiles of the slowdowns (sorted
+ * copy, nearest rank) */
+int sim_dbl_cmp(const void *a, const void *b);
 double sim_pct(const double *sorted, uint32_t n, double p);
 void sim_human_bytes(uint64_t b, char *buf, size_t len);
 void sim_human_time(uint64_t ps, char *buf, size_t len);
