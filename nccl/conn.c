@@ -10,7 +10,6 @@
  * nccl/data.c) and hands closes back to the owning thread. */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,22 +22,6 @@
 
 #include "nccl/plugin.h"
 
-/* ---- logging ----------------------------------------------------------- */
-static ncclDebugLogger_t logger;
-
-__attribute__((format(printf, 3, 4)))
-void mrcn_log(ncclDebugLogLevel lvl, int line, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (logger)
-		logger(lvl, NCCL_NET | NCCL_INIT, __FILE__, line, "NET/mrc : %s", buf);
-	else if (lvl == NCCL_LOG_WARN || getenv("MRC_NCCL_DEBUG"))
-		fprintf(stderr, "NET/mrc: %s\n", buf);
-}
 /* One plugin state per process; init/finalize count references (NCCL 2.28
  * calls init per communicator). */
 static struct {
@@ -391,7 +374,7 @@ ncclResult_t mrcn_init(void **ctx, uint64_t commId, ncclNetCommConfig_t *config,
 	pthread_mutex_lock(&G.lock);
 	ncclResult_t res = ncclSuccess;
 	if (logFunction)
-		logger = logFunction;
+		mrcn_log_set(logFunction);
 	if (G.refs == 0) {
 		pthread_mutex_unlock(&G.lock);
 		res = start();

@@ -29,6 +29,7 @@
 /* ---- logging (NCCL's logger once init gave one) ------------------------ */
 __attribute__((format(printf, 3, 4)))
 void mrcn_log(ncclDebugLogLevel lvl, int line, const char *fmt, ...);
+void mrcn_log_set(ncclDebugLogger_t fn);   /* NCCL's logger, from init */
 #define WARN(...) mrcn_log(NCCL_LOG_WARN, __LINE__, __VA_ARGS__)
 #define INFO(...) mrcn_log(NCCL_LOG_INFO, __LINE__, __VA_ARGS__)
 
