@@ -123,9 +123,7 @@ void mrc_sim_report_text(const struct mrc_sim *s, int timing, FILE *f)
 			(unsigned long long)(st->n ? st->srtt_sum / st->n : 0));
 	}
 	if (timing) {
-		uint32_t active = 0;
-		for (uint32_t h = 0; h < s->fab.n_hosts; h++)
-			active += s->hosts[h].eng != NULL;
+		uint32_t active = sim_rep_active_hosts(s);
 		fprintf(f, "timing    %.3f s wall, %.3f s CPU, %.2f M events per CPU second, "
 			"max RSS %.1f MiB (%.1f KiB per host)\n", s->wall_s, s->cpu_s,
 			s->cpu_s > 0 ? s->events / s->cpu_s / 1e6 : 0.0,

@@ -34,5 +34,6 @@ const char *sim_rep_wl_name(const struct mrc_sim *s, uint32_t w);
 void sim_rep_port_name(const struct mrc_sim *s, uint32_t p, char *buf, size_t len);
 uint32_t sim_rep_top_ports(const struct mrc_sim *s, uint32_t *out, uint32_t max);
 void sim_rep_fault_target(const struct mrc_sim *s, uint32_t i, char *buf, size_t len);
+uint32_t sim_rep_active_hosts(const struct mrc_sim *s);
 
 #endif

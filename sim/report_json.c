@@ -264,9 +264,7 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 			  (unsigned long long)(st->n ? st->srtt_sum / st->n : 0));
 	}
 	if (timing) {
-		uint32_t active = 0;
-		for (uint32_t h = 0; h < s->fab.n_hosts; h++)
-			active += s->hosts[h].eng != NULL;
+		uint32_t active = sim_rep_active_hosts(s);
 		/* Events per CPU second: wall time depends on what else
 		 * the machine runs. */
 		sb_printf(&b, ",\n  \"timing\": {\"wall_s\": %.3f, \"cpu_s\": %.3f, "

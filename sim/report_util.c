@@ -160,3 +160,12 @@ void sim_rep_fault_target(const struct mrc_sim *s, uint32_t i, char *buf, size_t
 {
 	snprintf(buf, len, "%s", s->cfg.faults[i].target);
 }
+
+/* Hosts whose engine ran (the per-host memory figure divides by them). */
+uint32_t sim_rep_active_hosts(const struct mrc_sim *s)
+{
+	uint32_t active = 0;
+	for (uint32_t h = 0; h < s->fab.n_hosts; h++)
+		active += s->hosts[h].eng != NULL;
+	return active;
+}

@@ -74,21 +74,6 @@ static int stop_daemon(void **state)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static int unix_connect(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int r = -errno;
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
 /* Reads until EOF (bounded): 0 at EOF, -ETIMEDOUT; the first message read
  * goes to first (NUL-terminated, may be empty). */
 static int wait_eof(int fd, int ms, char *first, size_t len)
@@ -147,7 +132,7 @@ static int oper_req(int fd, const char *req, char *rep, size_t len)
 /* A stats counter of the "oper" object (fresh root connection). */
 static long long oper_counter(const char *name)
 {
-	int fd = unix_connect(d.ctl);
+	int fd = mrcd_spawn_connect(d.ctl);
 	assert_true(fd >= 0);
 	static char rep[1 << 20];
 	assert_int_equal(oper_req(fd, "{\"v\":1,\"id\":9,\"verb\":\"stats\"}", rep, sizeof(rep)), 0);
@@ -189,7 +174,7 @@ static void test_pending_cap(void **state)
 	 * in order: the first PENDING are held, the rest refused. */
 	int fd[N_IDLE];
 	for (int i = 0; i < N_IDLE; i++) {
-		fd[i] = unix_connect(d.sock);
+		fd[i] = mrcd_spawn_connect(d.sock);
 		assert_true(fd[i] >= 0);
 	}
 	/* Refused ones are answered (EUSERS, naming the key) and closed at
@@ -203,7 +188,7 @@ static void test_pending_cap(void **state)
 	}
 	/* The reply decodes as a refusal of HELLO naming the key. */
 	{
-		int x = unix_connect(d.sock);
+		int x = mrcd_spawn_connect(d.sock);
 		assert_true(x >= 0);
 		uint8_t buf[MRC_CLI_MSG_MAX];
 		struct pollfd pf = { .fd = x, .events = POLLIN };
@@ -285,7 +270,7 @@ static void ctl_child_start(struct ctl_child *cc, uid_t uid, int n)
 		int res[16] = { 0 }, closed[16] = { 0 }, fds[16];
 		for (int i = 0; i < n; i++) {
 			char rep[1 << 16];
-			fds[i] = unix_connect(d.ctl);
+			fds[i] = mrcd_spawn_connect(d.ctl);
 			if (fds[i] < 0) {
 				res[i] = -fds[i];
 				continue;
@@ -340,7 +325,7 @@ static void test_ctl_admin_slot(void **state)
 	assert_int_equal(cc.closed[CTL_MAX], 1);
 
 	/* root still reaches mrcctl: the old daemon answered EBUSY */
-	int fd = unix_connect(d.ctl);
+	int fd = mrcd_spawn_connect(d.ctl);
 	assert_true(fd >= 0);
 	char rep[1 << 16];
 	assert_int_equal(oper_req(fd, STATUS_REQ, rep, sizeof(rep)), 0);
@@ -352,7 +337,7 @@ static void test_ctl_admin_slot(void **state)
 	 * cap is refused */
 	int more[RESERVE];
 	for (int i = 0; i < RESERVE; i++) {
-		more[i] = unix_connect(d.ctl);
+		more[i] = mrcd_spawn_connect(d.ctl);
 		assert_true(more[i] >= 0);
 		assert_int_equal(oper_req(more[i], STATUS_REQ, rep, sizeof(rep)), 0);
 		if (i < RESERVE - 1)
@@ -418,7 +403,7 @@ static void test_ctl_peergroups(void **state)
 		    setresuid(THIRD_UID, THIRD_UID, THIRD_UID))
 			_exit(90);
 		char rep[1 << 16];
-		int res = -1, fd = unix_connect(d.ctl);
+		int res = -1, fd = mrcd_spawn_connect(d.ctl);
 		if (fd >= 0 && !oper_req(fd, STATUS_REQ, rep, sizeof(rep))) {
 			char *e = strstr(rep, "\"errno\":");
 			res = e ? atoi(e + 8) : 0;
@@ -463,13 +448,13 @@ static void test_idle_timeouts(void **state)
 	char rep[1 << 16];
 
 	/* A follower first (its timer runs out first): not idle. */
-	int fol = unix_connect(d.ctl);
+	int fol = mrcd_spawn_connect(d.ctl);
 	assert_true(fol >= 0);
 	assert_int_equal(oper_req(fol, "{\"v\":1,\"id\":1,\"verb\":\"events\",\"follow\":true,\"last\":0}",
 				  rep, sizeof(rep)), 0);
 	/* An mrcctl connection that asks once, then nothing. */
 	int64_t t0 = mrcd_spawn_now_ms();
-	int idle = unix_connect(d.ctl);
+	int idle = mrcd_spawn_connect(d.ctl);
 	assert_true(idle >= 0);
 	assert_int_equal(oper_req(idle, STATUS_REQ, rep, sizeof(rep)), 0);
 	int mt = tcp_connect(d.port + 1);
@@ -616,7 +601,7 @@ static void test_fd_limit(void **state)
 	assert_int_equal(prlimit(d.pid, RLIMIT_NOFILE, &rl, NULL), 0);
 	int fd[N_CTL + N_CLI];
 	for (int i = 0; i < N_CTL + N_CLI; i++) {
-		fd[i] = unix_connect(i < N_CTL ? d.ctl : d.sock);
+		fd[i] = mrcd_spawn_connect(i < N_CTL ? d.ctl : d.sock);
 		assert_true(fd[i] >= 0);
 	}
 	struct logwait w = { logp };

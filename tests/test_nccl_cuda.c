@@ -54,13 +54,7 @@ static int teardown_daemon(void **state)
 	return nccl_pairs_group_teardown(state);
 }
 
-#define NEED(state)                                                                     \
-	do {                                                                            \
-		if (!*(state))                                                          \
-			MRC_SKIP("%s is not built", mrcd_spawn_bin());                  \
-		if (!drv.net)                                                           \
-			MRC_SKIP("%s is not built", fake_path);                         \
-	} while (0)
+#define NEED(state) NCCL_PAIRS_NEED(state, drv.net, fake_path)
 
 static void close_pairs(const ncclNet_v11_t *n, struct nccl_pair *p, int np)
 {

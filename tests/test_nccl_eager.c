@@ -58,13 +58,7 @@ static int teardown_daemon(void **state)
 	return nccl_pairs_group_teardown(state);
 }
 
-#define NEED(state)                                                                     \
-	do {                                                                            \
-		if (!*(state))                                                          \
-			MRC_SKIP("%s is not built", mrcd_spawn_bin());                  \
-		if (!drv.net)                                                           \
-			MRC_SKIP("%s is not built", plugin_path);                       \
-	} while (0)
+#define NEED(state) NCCL_PAIRS_NEED(state, drv.net, plugin_path)
 
 static struct mrcn_stats stats(void *comm)
 {

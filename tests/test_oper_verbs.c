@@ -54,21 +54,6 @@ static const unsigned need[MRC_OPER__COUNT] = {
 #include "codec/operverbs.def"
 };
 
-static int unix_connect(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int r = -errno;
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
 /* Sends verb v with what it needs (on the loopback fabric: peer "self",
  * plane 0, EV 0, a short probe) and reads the reply: 0 or the daemon's
  * -errno with msg filled; -ETIMEDOUT / -EPIPE / -EBADMSG when no valid
@@ -117,7 +102,7 @@ static void test_every_verb_answered(void **state)
 	(void)state;
 	NEED_DAEMON();
 	assert_int_equal(mrcd_spawn_start(&d, NULL), 0);
-	int fd = unix_connect(d.ctl);
+	int fd = mrcd_spawn_connect(d.ctl);
 	assert_true(fd >= 0);
 	for (int v = MRC_OPER_NONE + 1; v < MRC_OPER__COUNT; v++) {
 		char msg[1024] = "";
@@ -150,7 +135,7 @@ static void test_admin_verbs_refused(void **state)
 		close(p[0]);
 		if (setgroups(1, &g) || setresgid(g, g, g) || setresuid(NOBODY, NOBODY, NOBODY))
 			_exit(90);
-		int fd = unix_connect(d.ctl);
+		int fd = mrcd_spawn_connect(d.ctl);
 		if (fd < 0)
 			_exit(91);
 		for (int v = MRC_OPER_NONE + 1; v < MRC_OPER__COUNT; v++) {
@@ -189,7 +174,7 @@ static void test_admin_verbs_refused(void **state)
 	assert_true(refused > 0);    /* the definition has admin verbs */
 
 	/* The refused plane-disable 0 changed nothing. */
-	int fd = unix_connect(d.ctl);
+	int fd = mrcd_spawn_connect(d.ctl);
 	assert_true(fd >= 0);
 	assert_int_equal(send(fd, "{\"v\":1,\"id\":3,\"verb\":\"planes\"}", 30, MSG_NOSIGNAL), 30);
 	static char buf[1 << 20];

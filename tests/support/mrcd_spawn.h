@@ -44,6 +44,8 @@ int mrcd_group_teardown(void **state);
 #define MRCD_GROUP_NEED() \
 	do { if (!mrcd_group.have) MRC_SKIP("build/bin/mrcd not built"); } while (0)
 
+/* A SOCK_SEQPACKET connection to one of mrcd's sockets: the fd, or -errno. */
+int mrcd_spawn_connect(const char *path);
 int64_t mrcd_spawn_now_ms(void);
 /* Waits (bounded) for cond(arg), re-checking every 2 ms; -ETIMEDOUT. */
 int mrcd_spawn_wait_for(int (*cond)(void *), void *arg, int ms);

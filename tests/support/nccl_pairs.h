@@ -20,6 +20,16 @@ void nccl_pairs_daemon_stop(struct mrcd_proc *d);
 int nccl_pairs_group_setup(void **state, struct mrcd_proc *d);
 int nccl_pairs_group_teardown(void **state);
 
+/* In a test of the group: skips when mrcd (*state NULL) or the plugin at
+ * path (net, its table, NULL) is not built. */
+#define NCCL_PAIRS_NEED(state, net, path)                                              \
+	do {                                                                            \
+		if (!*(state))                                                          \
+			MRC_SKIP("%s is not built", mrcd_spawn_bin());                  \
+		if (!(net))                                                             \
+			MRC_SKIP("%s is not built", path);                              \
+	} while (0)
+
 struct nccl_pair {
 	void *lc, *sc, *rc;
 	uint8_t handle[NCCL_NET_HANDLE_MAXSIZE];
