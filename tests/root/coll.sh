@@ -241,13 +241,21 @@ launch fp -C all_reduce -d float -o sum -N 65536 -n 400 -w 0 -c 1
 if until_t 120 eval '[ "$(forest_q "[.[] | select(.plane_tx_pkts[.plane_mask - 1] > 0) | .plane_mask] | unique | length")" = 2 ]'; then
 	lost=$(( $(h0_lost) - lost0 ))
 	# One snapshot; masks 1 and 2 (this fabric's 2 planes): own plane = mask - 1.
-	read -r own all p0 p1 < <(forest_q '[([.[] | .plane_tx_pkts[.plane_mask - 1]] | add),
+	read -r own all p0 p1 retx < <(forest_q '[([.[] | .plane_tx_pkts[.plane_mask - 1]] | add),
 		([.[] | .plane_tx_pkts | add] | add), ([.[] | .plane_tx_pkts[0]] | add),
-		([.[] | .plane_tx_pkts[1]] | add)] | map(tostring) | join(" ")' | tr -d '"')
-	if { [ "$lost" = 0 ] && [ "$own" = "$all" ]; } || { [ "$lost" != 0 ] && [ $((2 * own)) -gt "$all" ]; }; then
-		ok "forest: h0's pinned QPs sent $own of $all packets on their own plane (h0 lost $lost; plane 0: $p0, plane 1: $p1)"
+		([.[] | .plane_tx_pkts[1]] | add), ([.[] | .retx] | add)] | map(tostring) | join(" ")' | tr -d '"')
+	# A retransmission avoids the plane its packet was sent on
+	# (transport/path.c, avoid_plane), so a pinned QP's goes to the other
+	# plane; an RTO (a daemon descheduled on a loaded machine) sends again
+	# with no path losing a packet: seen once in check-fresh's chroot, 2
+	# of 4,444, both retransmissions.  No loss: only packets sent again
+	# may be off their plane (none when none was); with losses, most
+	# still on their own plane.
+	if { [ "$lost" = 0 ] && [ $((all - own)) -le "$retx" ]; } ||
+	   { [ "$lost" != 0 ] && [ $((2 * own)) -gt "$all" ]; }; then
+		ok "forest: h0's pinned QPs sent $own of $all packets on their own plane (h0 lost $lost, $retx sent again; plane 0: $p0, plane 1: $p1)"
 	else
-		bad "forest: h0's pinned QPs sent $own of $all packets on their own plane (h0 lost $lost): $(forest_q '[.[] | {planes, peer, plane_tx_pkts, retx}]' | tr -d ' \n')"
+		bad "forest: h0's pinned QPs sent $own of $all packets on their own plane (h0 lost $lost, $retx sent again): $(forest_q '[.[] | {planes, peer, plane_tx_pkts, retx}]' | tr -d ' \n')"
 	fi
 else
 	bad "forest: h0's pinned QPs never sent on both planes: $(forest_q '[.[] | {planes, plane_tx_pkts}]' | tr -d ' \n' | head -c 600)"
