@@ -47,6 +47,37 @@ static void defaults_are_valid(void **st)
 	}
 }
 
+/* busy_poll_us: "auto" by default, which polls on machines with CPUs to
+ * spare and sleeps at once on small ones; a number always wins. */
+static void busy_poll_auto(void **st)
+{
+	(void)st;
+	struct mrcd_cfg c;
+	char err[256];
+	mrcd_cfg_default(&c);
+	assert_int_equal(c.busy_poll_us, MRCD_CFG_AUTO);
+	assert_int_equal(mrcd_cfg_busy_poll_us(&c, 2), 0);
+	assert_int_equal(mrcd_cfg_busy_poll_us(&c, MRCD_BUSY_POLL_AUTO_CPUS - 1), 0);
+	assert_int_equal(mrcd_cfg_busy_poll_us(&c, MRCD_BUSY_POLL_AUTO_CPUS), MRCD_BUSY_POLL_AUTO_US);
+	assert_int_equal(mrcd_cfg_busy_poll_us(&c, 128), MRCD_BUSY_POLL_AUTO_US);
+	assert_int_equal(mrcd_cfg_set(&c, "busy_poll_us", "0", err, sizeof(err)), 0);
+	assert_int_equal(mrcd_cfg_busy_poll_us(&c, 128), 0);
+	assert_int_equal(mrcd_cfg_set(&c, "busy_poll_us", "20", err, sizeof(err)), 0);
+	assert_int_equal(mrcd_cfg_busy_poll_us(&c, 2), 20);
+	assert_int_equal(mrcd_cfg_set(&c, "busy_poll_us", "auto", err, sizeof(err)), 0);
+	assert_int_equal(c.busy_poll_us, MRCD_CFG_AUTO);
+	/* A bad word names the key and what it takes, and changes nothing. */
+	assert_int_equal(mrcd_cfg_set(&c, "busy_poll_us", "autox", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "busy_poll_us"));
+	assert_non_null(strstr(err, "or auto"));
+	assert_int_equal(c.busy_poll_us, MRCD_CFG_AUTO);
+	/* The largest number is still a number, not auto. */
+	assert_int_equal(mrcd_cfg_set(&c, "busy_poll_us", "4294967295", err, sizeof(err)), -EINVAL);
+	/* Other numeric keys do not take auto. */
+	assert_int_equal(mrcd_cfg_set(&c, "window", "auto", err, sizeof(err)), -EINVAL);
+	assert_null(strstr(err, "or auto"));
+}
+
 static void parse_file_text(void **st)
 {
 	(void)st;
@@ -147,6 +178,7 @@ int main(void)
 		cmocka_unit_test(errors_are_precise_and_atomic),
 		cmocka_unit_test(cross_key_checks),
 		cmocka_unit_test(load_from_file),
+		cmocka_unit_test(busy_poll_auto),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }

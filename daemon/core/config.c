@@ -10,7 +10,7 @@
 #include "daemon/core/sidres.h"
 #include "topology/addr.h"
 
-enum kind { K_STR, K_U32, K_OCT, K_LEVEL };
+enum kind { K_STR, K_U32, K_U32_AUTO, K_OCT, K_LEVEL };
 
 struct key {
 	const char *name;
@@ -22,6 +22,8 @@ struct key {
 
 #define S(f, h) { #f, K_STR, offsetof(struct mrcd_cfg, f), sizeof(((struct mrcd_cfg *)0)->f), 0, 0, h }
 #define U(f, lo, hi, h) { #f, K_U32, offsetof(struct mrcd_cfg, f), 4, lo, hi, h }
+/* A number, or "auto" (MRCD_CFG_AUTO): the daemon picks at start. */
+#define UA(f, lo, hi, h) { #f, K_U32_AUTO, offsetof(struct mrcd_cfg, f), 4, lo, hi, h }
 
 static const struct key keys[] = {
 	S(topology, "topology file (JSON); empty: single-host loopback fabric"),
@@ -48,7 +50,7 @@ static const struct key keys[] = {
 	U(client_max_qps, 1, 65535, "QPs per client"),
 	U(client_max_mem_mb, 1, 1048576, "registered memory per client (MiB)"),
 	U(ring_entries, 16, 65536, "descriptors per ring (power of two)"),
-	U(busy_poll_us, 0, 1000000, "keep polling rings this long after the last work (dedicated cores only)"),
+	UA(busy_poll_us, 0, 1000000, "keep polling rings and sockets this long after the last work; auto: 50 with 8 or more CPUs to run on, else 0"),
 	U(gpu_park_us, 1, 10000000, "a polled (GPU-fed) ring idle this long is parked"),
 	U(gpu_poll_min_us, 1, 1000000, "first interval of the parked-ring timer"),
 	U(gpu_poll_max_us, 1, 1000000, "longest interval of the parked-ring timer (pickup latency bound)"),
@@ -99,6 +101,7 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->client_max_qps = 256;
 	c->client_max_mem_mb = 4096;
 	c->ring_entries = 1024;
+	c->busy_poll_us = MRCD_CFG_AUTO;
 	/* Polled (GPU-fed) rings, docs/operator.md "Polled rings": a ring
 	 * stays busy-polled for gpu_park_us after its last descriptor (a
 	 * kernel's posts within one step come microseconds apart; between
@@ -164,14 +167,21 @@ int mrcd_cfg_set(struct mrcd_cfg *c, const char *key, const char *val,
 		snprintf(err, errlen, "key '%s': '%s' is not one of err, warning, notice, info, debug",
 			 key, val);
 		return -EINVAL;
+	case K_U32_AUTO:
+		if (!strcmp(val, "auto")) {
+			*(uint32_t *)dst = MRCD_CFG_AUTO;
+			return 0;
+		}
+		/* fall through */
 	case K_U32:
 	case K_OCT: {
 		char *end;
 		errno = 0;
 		unsigned long v = strtoul(val, &end, k->kind == K_OCT ? 8 : 10);
 		if (!*val || *end || errno || val[0] == '-') {
-			snprintf(err, errlen, "key '%s': '%s' is not a%s number", key, val,
-				 k->kind == K_OCT ? "n octal" : "");
+			snprintf(err, errlen, "key '%s': '%s' is not a%s number%s", key, val,
+				 k->kind == K_OCT ? "n octal" : "",
+				 k->kind == K_U32_AUTO ? " or auto" : "");
 			return -EINVAL;
 		}
 		if (v < k->min || v > k->max) {
@@ -396,10 +406,22 @@ void mrcd_cfg_usage(FILE *out)
 			snprintf(def, sizeof(def), "%04o", *(const uint32_t *)v);
 		else if (k->kind == K_LEVEL)
 			snprintf(def, sizeof(def), "%s", levels[*(const uint32_t *)v]);
+		else if (k->kind == K_U32_AUTO && *(const uint32_t *)v == MRCD_CFG_AUTO)
+			snprintf(def, sizeof(def), "auto");
 		else
 			snprintf(def, sizeof(def), "%u", *(const uint32_t *)v);
 		fprintf(out, "  --%-20s %s (default %s)\n", k->name, k->help, def);
 	}
+}
+
+uint32_t mrcd_cfg_busy_poll_us(const struct mrcd_cfg *c, unsigned ncpus)
+{
+	if (c->busy_poll_us != MRCD_CFG_AUTO)
+		return c->busy_poll_us;
+	/* A spinning daemon helps only where it does not take the core its
+	 * clients need: with few CPUs it waits for the scheduler instead
+	 * (docs/client.md measured both). */
+	return ncpus >= MRCD_BUSY_POLL_AUTO_CPUS ? MRCD_BUSY_POLL_AUTO_US : 0;
 }
 
 const char *const *mrcd_cfg_keys(void)

@@ -14,6 +14,7 @@
 #define MRCD_KEY_DEFAULT "/etc/mrcd/cluster.key"
 #define MRCD_PATH_MAX 256
 #define MRCD_CONF_MAX (1 << 20)   /* bytes in a configuration file */
+#define MRCD_CFG_AUTO UINT32_MAX  /* a key's "auto": the daemon picks at start */
 
 struct mrcd_cfg {
 	char topology[MRCD_PATH_MAX];   /* "" : built-in single-host loopback */
@@ -30,7 +31,8 @@ struct mrcd_cfg {
 	uint32_t probe_interval_us, probe_max_interval_us, rto_min_us, rto_max_us;
 	char cc[16];                    /* nscc | fixed */
 	uint32_t max_clients, client_max_qps, client_max_mem_mb, ring_entries;
-	uint32_t busy_poll_us;          /* keep polling after the last work */
+	uint32_t busy_poll_us;          /* keep polling after the last work;
+	                                   MRCD_CFG_AUTO: mrcd_busy_poll_auto() */
 	uint32_t gpu_park_us;           /* polled ring idle this long: parked */
 	uint32_t gpu_poll_min_us, gpu_poll_max_us;  /* parked-ring timer */
 	char metrics_listen[64];        /* "" : off; "[::1]:9464" */
@@ -85,6 +87,12 @@ uint16_t mrcd_cfg_side_port(const struct mrcd_cfg *c);
 int mrcd_cfg_port_exposed(const struct mrcd_cfg *c, char *why, size_t whylen);
 /* One line per key (name, default, help) for --help and the man page. */
 void mrcd_cfg_usage(FILE *out);
+/* busy_poll_us as configured, or auto's pick for a daemon that may run on
+ * ncpus CPUs: MRCD_BUSY_POLL_AUTO_US with MRCD_BUSY_POLL_AUTO_CPUS or
+ * more, else 0 (docs/client.md, "Busy polling"). */
+#define MRCD_BUSY_POLL_AUTO_US 50u
+#define MRCD_BUSY_POLL_AUTO_CPUS 8u
+uint32_t mrcd_cfg_busy_poll_us(const struct mrcd_cfg *c, unsigned ncpus);
 /* Key names, NULL-terminated, for getopt_long tables. */
 const char *const *mrcd_cfg_keys(void);
 

@@ -1,6 +1,7 @@
 /* mrcd core: the loop, observers, QP completion owners, busy polling with
  * doorbells, and the accessors of mrcd.h (the log and clock: log.c). */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,21 +141,41 @@ static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
 	(void)revents;
 	int work = poll_round(d);
 	/* With busy_poll_us, stay busy that long after the last work, so
-	 * back-to-back posts do not each pay a doorbell wake-up (~10 us).
-	 * Worth it only on cores the daemon has to itself: on shared cores a
-	 * spinning daemon waits for the scheduler instead (ms), so the
-	 * default is 0, sleep at once. */
+	 * back-to-back posts and a peer's quick reply do not each pay a
+	 * wake-up (~10-20 us).  Worth it only where the daemon does not take
+	 * the core its clients need: on 2 shared cores a spinning daemon
+	 * waits for the scheduler instead (ms), hence auto (below). */
 	uint64_t now = mrcd_now();
 	if (work) {
 		d->last_work_ns = now;
 		return;
 	}
-	if (now - d->last_work_ns < (uint64_t)d->cfg.busy_poll_us * 1000)
+	if (now - d->last_work_ns < d->busy_poll_ns)
 		return;
 	for (uint32_t i = 0; i < d->npollers; i++)
 		work += d->pollers[i].arm(d->pollers[i].ctx) > 0;
 	if (!work)
 		ev_idle_stop(loop, w);
+}
+
+/* The CPUs mrcd may run on (its affinity: systemd's CPUAffinity=, taskset),
+ * not the machine's. */
+static unsigned cpus_to_run_on(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	return (unsigned)CPU_COUNT(&set);
+}
+
+static void busy_poll_init(struct mrcd *d)
+{
+	unsigned ncpus = cpus_to_run_on();
+	uint32_t us = mrcd_cfg_busy_poll_us(&d->cfg, ncpus);
+	d->busy_poll_ns = (uint64_t)us * 1000;
+	if (d->cfg.busy_poll_us == MRCD_CFG_AUTO)
+		mrcd_log(MRCD_LOG_INFO, "busy_poll_us=auto: %u us (%u CPU%s to run on%s)", us, ncpus, ncpus == 1 ? "" : "s",
+			 us ? "" : "; set busy_poll_us to poll anyway");
 }
 
 int mrcd_core_init(struct mrcd *d, char *err, size_t errlen)
@@ -165,6 +186,7 @@ int mrcd_core_init(struct mrcd *d, char *err, size_t errlen)
 		return -ENOSYS;
 	}
 	d->started_ns = mrcd_now();
+	busy_poll_init(d);
 	ev_idle_init(&d->idle, on_idle);
 	d->idle.data = d;
 	int rc = mrcd_node_init(d, err, errlen);

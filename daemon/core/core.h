@@ -105,6 +105,7 @@ struct mrcd {
 	uint32_t npollers;
 	int busy;
 	uint64_t last_work_ns;             /* the pollers last found work */
+	uint64_t busy_poll_ns;             /* busy_poll_us resolved at start */
 	struct mrcd_ring_stats rst;
 
 	ev_io rx_w[MRC_DP_MAX_PLANES];
