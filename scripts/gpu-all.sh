@@ -7,7 +7,8 @@
 #      signals, waits for the peer's signal, flushes; every byte checked)
 #      and mrc_gpu_put (the same flow from host threads) through one
 #      loopback mrcd, for each mrcd of the kit, with the daemon sleeping
-#      between work (default) and busy-polling (busy_poll_us), each with
+#      between work (mrcd-base's default; the current mrcd's auto polls 50 us
+#      on 8+ CPUs) and busy-polling (busy_poll_us), each with
 #      the two processes time-sliced on the one GPU (CUDA's default) and
 #      sharing it at once under MPS (where nvidia-cuda-mps-control is);
 #      the daemon's counters after each (timers, ACKs, parked-ring
@@ -105,7 +106,7 @@ for sharing in sliced mps; do
 	for m in mrcd-base mrcd; do
 		[ -x "$K/bin/$m" ] || continue
 		for opt in "" "--busy_poll_us=200000"; do
-			echo "== GPU $sharing, $m ${opt:-(default: sleeps between work)}" >>"$R"
+			echo "== GPU $sharing, $m ${opt:-(its default busy_poll_us: mrcd-base sleeps between work, mrcd auto)}" >>"$R"
 			mrcd_up "$m" $opt || { echo "  mrcd did not start" >>"$R"; continue; }
 			for spec in "mrc_gpu_put_cuda 4k 200" "mrc_gpu_put_cuda 1M 50" "mrc_gpu_put 4k 500"; do
 				sid=$((sid + 1))
@@ -188,19 +189,20 @@ if step host; then
 	done
 	export MRC_SOCKET=$d/s
 	P=$PWD/$K/plugin/libnccl-net-mrc.so
-	# The same sleeping ping-pong and plugin round trip with mrcd polling
-	# 50 us after its last work (busy_poll_us): the wake-ups it saves
-	mrcd_up mrcd --busy_poll_us=50 || echo "  mrcd (busy_poll_us=50) did not start" >>"$S"
+	# The same sleeping ping-pong and plugin round trip with mrcd sleeping
+	# at once after its last work (busy_poll_us=0; the default, auto,
+	# polls 50 us on 8 or more CPUs): the wake-ups auto saves
+	mrcd_up mrcd --busy_poll_us=0 || echo "  mrcd (busy_poll_us=0) did not start" >>"$S"
 	{
 		sid=$((sid + 1))
 		kr "$K/bin/mrc_pingpong" -S "$d/s" -w -s 64 -n 5000 -i $sid server >/dev/null 2>&1 &
 		rp=$!
 		sleep 0.3
-		echo "  busy_poll_us=50: mrc_pingpong 64 B -w: $(timeout 60 "$K/lib/ld-linux-x86-64.so.2" \
+		echo "  busy_poll_us=0: mrc_pingpong 64 B -w: $(timeout 60 "$K/lib/ld-linux-x86-64.so.2" \
 			--library-path "$K/lib" "$K/bin/mrc_pingpong" -S "$d/s" -w -s 64 -n 5000 -i $sid \
 			client 0 2>&1 | tail -1)"
 		wait $rp
-		echo "  busy_poll_us=50: $(timeout 60 bash -c "$(declare -f h kr); K=$K d=$d h -b -z 4096 -p $P")"
+		echo "  busy_poll_us=0: $(timeout 60 bash -c "$(declare -f h kr); K=$K d=$d h -b -z 4096 -p $P")"
 	} >>"$S" 2>&1
 	unset MRC_SOCKET
 	mrcd_down
