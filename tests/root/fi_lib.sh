@@ -124,16 +124,22 @@ EOF
 # fi_on H CMD...: runs CMD in host H's namespace with its environment.
 fi_on() { local h=$1; shift; ip netns exec "$P-$h" "$tmp/fienv.sh" "$@"; }
 
-# fi_node H: the node name that the provider's fi_getinfo takes for host H
-# (@SRC@ and @DST@ of tests/root/libfabric.tests): the data-plane IPv4
-# address for a socket provider; for mrc the host's name in the topology
-# (mrcd's endpoint names are (host, service)), or its IPv4 address with
-# MRC_FI_NODE=ip.
+# fi_node H: the node that the provider's fi_getinfo and fi_av_insertsvc
+# take for host H (@SRC@ and @DST@ of tests/root/libfabric.tests): the
+# data-plane IPv4 address for a socket provider; for mrc the host's index
+# in mrcd's topology (its endpoint names are (host index, service id)),
+# read from mrcd when tests/root/lib.sh's idx is at hand, else the number
+# of the generated name hN.  MRC_FI_NODE=ip gives mrc the IPv4 address
+# too, MRC_FI_NODE=name the host's name.
 fi_node() {
-	if fi_is_mrc "$FI_PROV" && [ "${MRC_FI_NODE:-name}" = name ]; then
-		echo "$1"
-	else
+	if ! fi_is_mrc "$FI_PROV" || [ "${MRC_FI_NODE:-index}" = ip ]; then
 		fi_addr4 "$1" $FI_DATA_PLANE
+	elif [ "${MRC_FI_NODE:-index}" = name ]; then
+		echo "$1"
+	elif declare -F idx >/dev/null && [ -S "$tmp/h0/mrcctl.sock" ] && [ -n "$(idx "$1" 2>/dev/null)" ]; then
+		idx "$1"
+	else
+		echo "${1#h}"
 	fi
 }
 
