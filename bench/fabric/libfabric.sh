@@ -38,7 +38,7 @@ until_t() {
 	local end=$(($(date +%s) + $1)); shift
 	while ! "$@"; do [ "$(date +%s)" -lt $end ] || return 1; sleep 0.05; done
 }
-median() { sort -g | awk '{a[NR] = $1} END {if (!NR) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4g\n", (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+median() { sort -g | awk '{a[NR] = $1} END {if (!NR) print ""; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b}'; }
 
 start_raw
