@@ -11,3 +11,13 @@ $(B)/tests/mpi_check: tests/mpi_check.c
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $<
 endif
+# fabtests 1.17 (scripts/fabtests-build.sh, once per tarball) before the
+# root tests, so that its build is not part of the test's time budget; only
+# where the test will run it: the mrc provider is built, or MRC_FI_PROV
+# names another.  An absent tarball (77) is not an error: the test then
+# reports fabtests n/a.
+.PHONY: fabtests
+fabtests:
+	@if [ -f $(B)/lib/libmrc-fi.so ] || [ -n "$${MRC_FI_PROV:-}" -a "$${MRC_FI_PROV:-}" != mrc ]; then \
+		./scripts/fabtests-build.sh $(B)/fabtests || [ $$? = 77 ]; fi
+check-root: fabtests

@@ -109,7 +109,6 @@ fi_env_write() {
 		else
 			echo "export FI_TCP_IFACE='$(fi_nic "$h" $FI_DATA_PLANE)'"
 		fi
-		echo "export FI_MRC_TEST_HOST='$h'"
 	} >"$f"
 	# The rank wrapper of mpirun: the namespace says which host it runs on.
 	cat >"$tmp/fienv.sh" <<EOF
