@@ -11,11 +11,14 @@
 #   collectives and the MoE layer; it writes bench/results/coll.md
 #   SCENARIO "datapath" (bench/fabric/datapath.sh): udp, af_xdp and dpdk side by
 #   side; it writes bench/results/datapath.md
+#   SCENARIO "libfabric" (bench/fabric/libfabric.sh): fabtests over the mrc
+#   provider vs tcp;ofi_rxm, Open MPI over it vs the TCP BTL; it writes
+#   bench/results/libfabric.md
 #   MRC_BENCH_REPS (default 5; failover: MRC_BENCH_FAILOVER_REPS, default 3)
 set -eu
 B=${1:-build}
 [ $# -gt 0 ] && shift
-SCENS=${*:-"bulk failover collisions latency manyqps daemon auth coll datapath"}
+SCENS=${*:-"bulk failover collisions latency manyqps daemon auth coll datapath libfabric"}
 export B
 if [ "$(id -u)" != 0 ]; then
 	echo "bench/fabric: needs root (network namespaces); fabric benchmarks skipped" >&2
@@ -37,6 +40,10 @@ for s in $SCENS; do
 	elif [ "$s" = coll ]; then
 		# libmrc-coll vs Open MPI (bash; bench/results/coll.md)
 		bash bench/fabric/coll.sh "$B"
+	elif [ "$s" = libfabric ]; then
+		# libfabric clients and Open MPI over the mrc provider vs tcp;ofi_rxm
+		# and the TCP BTL (bash; bench/results/libfabric.md)
+		MRC_BENCH_REPS=${MRC_BENCH_REPS:-3} bash bench/fabric/libfabric.sh "$B"
 	elif [ "$s" = failover ]; then
 		MRC_BENCH_REPS=${MRC_BENCH_FAILOVER_REPS:-3} sh "bench/fabric/$s.sh"
 	else
