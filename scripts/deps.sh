@@ -7,7 +7,8 @@ PKGS="gcc make pkg-config clang libclang-rt-14-dev llvm libinih-dev libsystemd-d
 libcmocka-dev libjansson-dev libnl-3-dev libnl-route-3-dev libev-dev
 iproute2 nftables ethtool procps libbpf-dev libxdp-dev jq gnuplot-nox iperf3 mptcpize systemd curl time
 passwd python3 man-db debootstrap libsodium-dev
-openmpi-bin libopenmpi-dev tshark tmux systemd-container libibverbs-dev libdpdk-dev"
+openmpi-bin libopenmpi-dev tshark tmux systemd-container libibverbs-dev libdpdk-dev
+libfabric-dev libfabric-bin"
 # openmpi-bin, libopenmpi-dev: the Open MPI baseline of the fabric collective
 # benchmark (bench/mpi_coll.c, bench/fabric/mpi.sh); mpicc calls gcc.
 # tshark (with text2pcap): the Wireshark dissector's tests (tools/wireshark/);
@@ -16,6 +17,8 @@ openmpi-bin libopenmpi-dev tshark tmux systemd-container libibverbs-dev libdpdk-
 # libibverbs-dev (rdma-core): the verbs datapath (datapath/verbs*.c).
 # libdpdk-dev: DPDK 22.11, the dpdk datapath (datapath/dpdk.c, docs/datapaths.md).
 # libxdp-dev (with libbpf-dev and clang): the af_xdp datapath (datapath/af_xdp*.c).
+# libfabric-dev (rdma/fabric.h, rdma/providers/fi_prov.h), libfabric-bin (fi_info,
+# fi_pingpong): the libfabric provider libmrc-fi.so (fi/, docs/libfabric.md).
 missing=""
 for p in $PKGS; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

@@ -1,0 +1,1818 @@
+/* The RDM endpoint: peers (one QP each, made on first send or accepted),
+ * eager messages and rendezvous, software tag matching, RMA write and
+ * atomic add, and the progress that drives them (docs/libfabric.md
+ * "Design"). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fi/mrcfi.h"
+
+/* wr_id: kind in the top 4 bits, the side in bit 59, then an index (slot,
+ * chunk) or, for atomics, the request's address. */
+enum { WR_RX = 1, WR_TX = 2, WR_CHW = 3, WR_ATOM = 4 };
+#define WR(k, s, v) ((uint64_t)(k) << 60 | (uint64_t)(s) << 59 | (uint64_t)(v))
+#define WR_KIND(w)  ((unsigned)((w) >> 60))
+#define WR_SIDE(w)  ((int)(((w) >> 59) & 1))
+#define WR_VAL(w)   ((w) & ((1ull << 59) - 1))
+
+static void *slot_addr(struct mrcfi_side *s, struct mrcfi_pool *p, uint32_t i)
+{
+	return s->base + p->off + (uint64_t)i * p->size;
+}
+
+/* ---- requests -------------------------------------------------------- */
+static struct mrcfi_req *req_new(struct mrcfi_ep *ep, enum mrcfi_kind kind, void *context)
+{
+	uint32_t i = ep->req_next;
+	for (uint32_t k = 0; k < MRCFI_MAX_REQS; k++, i = (i + 1) % MRCFI_MAX_REQS)
+		if (!ep->reqs[i])
+			break;
+	if (ep->reqs[i])
+		return NULL;
+	struct mrcfi_req *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	ep->req_next = (i + 1) % MRCFI_MAX_REQS;
+	ep->reqs[i] = r;
+	ep->gen[i]++;
+	r->id = i | (uint32_t)ep->gen[i] << 16;
+	r->ep = ep;
+	r->kind = kind;
+	r->context = context;
+	r->chunk = -1;
+	r->completion = 1;
+	return r;
+}
+
+static void req_free(struct mrcfi_req *r)
+{
+	r->ep->reqs[r->id & 0xffff] = NULL;
+	free(r);
+}
+
+/* The live request id names, of this kind and peer, or NULL. */
+static struct mrcfi_req *req_find(struct mrcfi_ep *ep, uint32_t id, enum mrcfi_kind kind,
+				  struct mrcfi_peer *peer)
+{
+	uint32_t i = id & 0xffff;
+	if (i >= MRCFI_MAX_REQS || !ep->reqs[i] || ep->reqs[i]->id != id)
+		return NULL;
+	struct mrcfi_req *r = ep->reqs[i];
+	return r->kind == kind && r->peer == peer ? r : NULL;
+}
+
+static void list_del(struct mrcfi_req **head, struct mrcfi_req *r)
+{
+	for (struct mrcfi_req **p = head; *p; p = &(*p)->next)
+		if (*p == r) {
+			*p = r->next;
+			r->next = NULL;
+			return;
+		}
+}
+
+static int on_list(struct mrcfi_req *head, struct mrcfi_req *r)
+{
+	for (; head; head = head->next)
+		if (head == r)
+			return 1;
+	return 0;
+}
+
+static void list_add_tail(struct mrcfi_req **head, struct mrcfi_req *r)
+{
+	struct mrcfi_req **p = head;
+	while (*p)
+		p = &(*p)->next;
+	r->next = NULL;
+	*p = r;
+}
+
+static size_t iov_copy_to(const struct iovec *iov, size_t niov, size_t off, const void *src,
+			  size_t len)
+{
+	size_t done = 0;
+	for (size_t i = 0; i < niov && done < len; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		size_t n = iov[i].iov_len - off;
+		if (n > len - done)
+			n = len - done;
+		memcpy((char *)iov[i].iov_base + off, (const char *)src + done, n);
+		done += n;
+		off = 0;
+	}
+	return done;
+}
+
+static size_t iov_copy_from(const struct iovec *iov, size_t niov, size_t off, void *dst, size_t len)
+{
+	size_t done = 0;
+	for (size_t i = 0; i < niov && done < len; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		size_t n = iov[i].iov_len - off;
+		if (n > len - done)
+			n = len - done;
+		memcpy((char *)dst + done, (const char *)iov[i].iov_base + off, n);
+		done += n;
+		off = 0;
+	}
+	return done;
+}
+
+/* ---- completions ----------------------------------------------------- */
+static void cq_put(struct mrcfi_cq *cq, struct mrcfi_req *r, uint64_t flags, size_t len,
+		   void *buf, uint64_t data, uint64_t tag, fi_addr_t src, int err, size_t olen,
+		   int prov_errno)
+{
+	if (!cq)
+		return;
+	struct mrcfi_cqe c = {
+		.e = { .op_context = r ? r->context : NULL, .flags = flags, .len = len,
+		       .buf = buf, .data = data, .tag = tag },
+		.src = src, .err = err, .olen = olen, .prov_errno = prov_errno,
+	};
+	mrcfi_cq_add(cq, &c);
+}
+
+static uint64_t tx_flags(const struct mrcfi_req *r)
+{
+	switch (r->kind) {
+	case K_WRITE: return FI_RMA | FI_WRITE;
+	case K_ATOMIC: return FI_ATOMIC | FI_WRITE;
+	default: return FI_SEND | (r->flags & FI_TAGGED ? FI_TAGGED : FI_MSG);
+	}
+}
+
+/* A transmit request is over (its last mrc work completed). */
+static void tx_done(struct mrcfi_req *r)
+{
+	struct mrcfi_ep *ep = r->ep;
+	struct mrcfi_cntr *c = r->kind == K_WRITE || r->kind == K_ATOMIC ? ep->c_write : ep->c_send;
+	if (r->err) {
+		cq_put(ep->txcq, r, tx_flags(r), 0, NULL, 0, 0, FI_ADDR_NOTAVAIL, r->err, 0,
+		       -r->err);
+	} else if (r->completion &&
+		   (!(ep->txflags & FI_SELECTIVE_COMPLETION) || (r->flags & FI_COMPLETION))) {
+		cq_put(ep->txcq, r, tx_flags(r), 0, NULL, 0, 0, FI_ADDR_NOTAVAIL, 0, 0, 0);
+	}
+	mrcfi_cntr_inc(c, r->err);
+	list_del(&ep->wait_tx, r);
+	req_free(r);
+}
+
+static void tx_check(struct mrcfi_req *r)
+{
+	if (r->pending)
+		return;
+	int over;
+	switch (r->kind) {
+	case K_SEND: case K_ATOMIC: over = 1; break;
+	case K_RZ: over = r->err || r->ended || r->sent == r->len; break;
+	case K_WRITE: over = r->err || (r->sent == r->len && (!r->has_data || r->ended)); break;
+	default: over = 0;
+	}
+	if (over)
+		tx_done(r);
+}
+
+static fi_addr_t src_of(struct mrcfi_ep *ep, struct mrcfi_peer *p)
+{
+	return p ? mrcfi_av_rev(ep->av, &p->name) : FI_ADDR_NOTAVAIL;
+}
+
+/* A receive is over: len bytes landed (of total sent). */
+static void rx_done(struct mrcfi_req *r, size_t len, uint64_t total, int err)
+{
+	struct mrcfi_ep *ep = r->ep;
+	uint64_t fl = FI_RECV | (r->flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
+		      (r->has_data ? FI_REMOTE_CQ_DATA : 0);
+	void *buf = r->niov ? r->iov[0].iov_base : NULL;
+	if (!err && total > len)
+		err = FI_ETRUNC;
+	if (err)
+		cq_put(ep->rxcq, r, fl, len, buf, r->data, r->tag, src_of(ep, r->peer), err,
+		       err == FI_ETRUNC ? (size_t)(total - len) : 0, -err);
+	else if (!(ep->rxflags & FI_SELECTIVE_COMPLETION) || (r->flags & FI_COMPLETION))
+		cq_put(ep->rxcq, r, fl, len, buf, r->data, r->tag, src_of(ep, r->peer), 0, 0, 0);
+	mrcfi_cntr_inc(ep->c_recv, err);
+	if (r->chunk >= 0) {
+		mrcfi_pool_put(&ep->d->side[r->side].rxc, (uint32_t)r->chunk);
+		r->chunk = -1;
+	}
+	list_del(&ep->wait_chunk, r);
+	req_free(r);
+}
+
+/* ---- peers and QPs --------------------------------------------------- */
+static struct mrcfi_peer *peer_find(struct mrcfi_ep *ep, const struct mrcfi_name *n)
+{
+	for (struct mrcfi_peer *p = ep->peers; p; p = p->next)
+		if (p->name.host == n->host && p->name.sid == n->sid)
+			return p;
+	return NULL;
+}
+
+static struct mrcfi_peer *peer_get(struct mrcfi_ep *ep, const struct mrcfi_name *n)
+{
+	struct mrcfi_peer *p = peer_find(ep, n);
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->name = *n;
+	p->tx = -1;
+	p->next = ep->peers;
+	ep->peers = p;
+	return p;
+}
+
+/* Gives qp (of side s) its receive slots. */
+static int qp_attach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s, struct mrc_qp *qp)
+{
+	struct mrcfi_side *sd = &ep->d->side[s];
+	p->slots[s] = calloc(MRCFI_RX_POSTED, sizeof(uint32_t));
+	if (!p->slots[s])
+		return -FI_ENOMEM;
+	p->qp[s] = qp;
+	for (uint32_t k = 0; k < MRCFI_RX_POSTED; k++) {
+		int i = mrcfi_pool_get(&sd->rx, p);
+		if (i < 0) {
+			MRCFI_WARN(FI_LOG_EP_CTRL, "out of receive slots (FI_MRC_RX_SLOTS)\n");
+			p->slots[s][k] = UINT32_MAX;
+			continue;
+		}
+		p->slots[s][k] = (uint32_t)i;
+		int r = mrc_post_recv(qp, WR(WR_RX, s, i), sd->key,
+				      sd->rx.off + (uint64_t)i * MRCFI_SLOT, MRCFI_SLOT);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static void qp_detach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
+{
+	if (!p->qp[s])
+		return;
+	(void)mrc_destroy_qp(p->qp[s]);
+	p->qp[s] = NULL;
+	for (uint32_t k = 0; p->slots[s] && k < MRCFI_RX_POSTED; k++)
+		if (p->slots[s][k] != UINT32_MAX)
+			mrcfi_pool_put(&ep->d->side[s].rx, p->slots[s][k]);
+	free(p->slots[s]);
+	p->slots[s] = NULL;
+}
+
+void mrcfi_ep_accepted(struct mrcfi_domain *d, struct mrcfi_ep *ep, struct mrc_qp *qp,
+		       const struct mrc_qp_addr *remote)
+{
+	struct mrcfi_name n = { remote->host, remote->priv };
+	struct mrcfi_peer *p = peer_get(ep, &n);
+	if (!p || p->qp[0]) {
+		/* a second connection from the same endpoint: keep the first */
+		(void)mrc_destroy_qp(qp);
+		return;
+	}
+	if (qp_attach(ep, p, 0, qp))
+		qp_detach(ep, p, 0);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The QP we send to p on: the one p connected to us if there is one,
+ * else a new one we connect (under d->lock: the accept threads of every
+ * provider run without their domain's lock, so this cannot deadlock). */
+static int peer_tx(struct mrcfi_ep *ep, struct mrcfi_peer *p)
+{
+	if (p->tx >= 0)
+		return 0;
+	if (p->qp[0]) {
+		p->tx = 0;
+		return 0;
+	}
+	struct mrcfi_domain *d = ep->d;
+	struct mrc_qp *qp;
+	int r = mrc_create_qp(d->side[1].ctx, NULL, &qp);
+	if (r)
+		return r;
+	struct mrc_qp_addr remote;
+	int64_t end = now_ms() + 5000;
+	for (unsigned ms = 1;; ms = ms < 64 ? ms * 2 : ms) {
+		r = mrc_connect(qp, p->name.host, p->name.sid, ep->name.sid, &remote);
+		/* refused: the listener's backlog is full for now */
+		if (r != -ECONNREFUSED || now_ms() > end)
+			break;
+		usleep(ms * 1000);
+	}
+	if (!r)
+		r = qp_attach(ep, p, 1, qp);
+	if (r) {
+		MRCFI_WARN(FI_LOG_EP_CTRL, "connect to mrc://%u:%u: %s (%s)\n", p->name.host,
+			   p->name.sid, mrc_strerror(r), mrc_last_error(d->side[1].ctx));
+		if (p->qp[1])
+			qp_detach(ep, p, 1);
+		else
+			(void)mrc_destroy_qp(qp);
+		return r;
+	}
+	p->tx = 1;
+	return 0;
+}
+
+/* ---- sending control messages ----------------------------------------- */
+static void mark_dead(struct mrcfi_domain *d)
+{
+	if (!d->dead) {
+		d->dead = 1;
+		mrcfi_fail_all(d, FI_EIO);
+	}
+}
+
+/* Posts h (+ payload) from a send slot of p's tx side; -FI_EAGAIN without
+ * a free slot. */
+static int post_ctl(struct mrcfi_ep *ep, struct mrcfi_peer *p, const struct mrcfi_hdr *h,
+		    const struct iovec *iov, size_t niov, struct mrcfi_req *owner)
+{
+	struct mrcfi_side *sd = &ep->d->side[p->tx];
+	int i = mrcfi_pool_get(&sd->tx, owner);
+	if (i < 0)
+		return -FI_EAGAIN;
+	char *b = slot_addr(sd, &sd->tx, (uint32_t)i);
+	memcpy(b, h, sizeof(*h));
+	if (h->op == MRCFI_EAGER)
+		iov_copy_from(iov, niov, 0, b + sizeof(*h), h->len);
+	int r = mrc_post_send(p->qp[p->tx], WR(WR_TX, p->tx, i), sd->key,
+			      sd->tx.off + (uint64_t)i * MRCFI_SLOT,
+			      sizeof(*h) + (h->op == MRCFI_EAGER ? h->len : 0));
+	if (r) {
+		mrcfi_pool_put(&sd->tx, (uint32_t)i);
+		if (r == -EPIPE || r == -ECONNRESET)
+			mark_dead(ep->d);
+		return r == -ENOSPC ? -FI_EAGAIN : r;
+	}
+	if (owner)
+		owner->pending++;
+	return 0;
+}
+
+/* A provider's own message (CTS, END): sent now, or queued in order. */
+static void ctl_send(struct mrcfi_ep *ep, struct mrcfi_peer *p, const struct mrcfi_hdr *h)
+{
+	if (p->tx < 0 && peer_tx(ep, p))
+		return;
+	if (!ep->ctlq && !post_ctl(ep, p, h, NULL, 0, NULL))
+		return;
+	struct mrcfi_ctlq *q = calloc(1, sizeof(*q));
+	if (!q) {
+		MRCFI_WARN(FI_LOG_EP_DATA, "out of memory: control message lost\n");
+		return;
+	}
+	q->peer = p;
+	q->h = *h;
+	if (ep->ctlq_tail)
+		ep->ctlq_tail->next = q;
+	else
+		ep->ctlq = q;
+	ep->ctlq_tail = q;
+}
+
+static void hdr_init(struct mrcfi_hdr *h, uint8_t op)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = MRCFI_MAGIC;
+	h->op = op;
+	h->hlen = sizeof(*h);
+}
+
+/* ---- rendezvous, receiver side ----------------------------------------- */
+static void grant(struct mrcfi_req *r)
+{
+	struct mrcfi_ep *ep = r->ep;
+	struct mrcfi_hdr h;
+	if (r->got == r->want) {
+		if (r->want < r->total) {
+			/* truncated: the sender may stop */
+			hdr_init(&h, MRCFI_CTS);
+			h.flags = MRCFI_F_END;
+			h.sreq = r->sreq;
+			h.rreq = r->id;
+			h.total = r->got;
+			ctl_send(ep, r->peer, &h);
+		}
+		rx_done(r, r->got, r->total, 0);
+		return;
+	}
+	struct mrcfi_side *sd = &ep->d->side[r->side];
+	int c = mrcfi_pool_get(&sd->rxc, r);
+	if (c < 0) {
+		if (!on_list(ep->wait_chunk, r))
+			list_add_tail(&ep->wait_chunk, r);
+		return;
+	}
+	r->chunk = c;
+	uint64_t n = r->want - r->got;
+	r->granted = n > MRCFI_CHUNK ? MRCFI_CHUNK : n;
+	hdr_init(&h, MRCFI_CTS);
+	h.sreq = r->sreq;
+	h.rreq = r->id;
+	h.total = r->got;
+	h.len = (uint32_t)r->granted;
+	h.rkey = sd->key;
+	h.roff = sd->rxc.off + (uint64_t)c * MRCFI_CHUNK;
+	ctl_send(ep, r->peer, &h);
+}
+
+static void wait_chunk_pump(struct mrcfi_ep *ep)
+{
+	while (ep->wait_chunk) {
+		struct mrcfi_req *r = ep->wait_chunk;
+		if (!ep->d->side[r->side].rxc.nfree)
+			return;
+		ep->wait_chunk = r->next;
+		r->next = NULL;
+		grant(r);
+	}
+}
+
+static void rz_start(struct mrcfi_req *r, struct mrcfi_peer *p, int side,
+		     const struct mrcfi_hdr *h)
+{
+	r->peer = p;
+	r->side = side;
+	r->sreq = h->sreq;
+	r->tag = h->tag;
+	r->data = h->data;
+	r->has_data = !!(h->flags & MRCFI_F_DATA);
+	r->total = h->total;
+	r->want = h->total < r->len ? h->total : r->len;
+	r->got = 0;
+	grant(r);
+}
+
+/* ---- rendezvous and RMA, sender side ----------------------------------- */
+static int post_chunk_write(struct mrcfi_req *r, uint64_t off, uint32_t len, uint32_t rkey,
+			    uint64_t roff)
+{
+	struct mrcfi_peer *p = r->peer;
+	struct mrcfi_side *sd = &r->ep->d->side[p->tx];
+	int c = mrcfi_pool_get(&sd->txc, r);
+	if (c < 0)
+		return -FI_EAGAIN;
+	iov_copy_from(r->iov, r->niov, off, sd->base + sd->txc.off + (uint64_t)c * MRCFI_CHUNK,
+		      len);
+	int e = mrc_post_write(p->qp[p->tx], WR(WR_CHW, p->tx, c), sd->key,
+			       sd->txc.off + (uint64_t)c * MRCFI_CHUNK, len, rkey, roff);
+	if (e) {
+		mrcfi_pool_put(&sd->txc, (uint32_t)c);
+		if (e == -EPIPE || e == -ECONNRESET)
+			mark_dead(r->ep->d);
+		return e == -ENOSPC ? -FI_EAGAIN : e;
+	}
+	r->pending++;
+	return 0;
+}
+
+/* Moves a send or write on as far as chunks and slots allow; 1 when it
+ * must wait for one. */
+static int tx_pump(struct mrcfi_req *r)
+{
+	struct mrcfi_ep *ep = r->ep;
+	struct mrcfi_side *sd = &ep->d->side[r->peer->tx];
+	if (r->kind == K_RZ && r->cts_wait) {
+		if (!sd->txc.nfree || !sd->tx.nfree)
+			return 1;
+		int e = post_chunk_write(r, r->cts_off, r->cts_len, r->cts_rkey, r->cts_roff);
+		if (e == -FI_EAGAIN)
+			return 1;
+		if (e) {
+			r->err = mrcfi_err(e);
+			return 0;
+		}
+		struct mrcfi_hdr h;
+		hdr_init(&h, MRCFI_RZDATA);
+		h.sreq = r->id;
+		h.rreq = r->rreq;
+		h.total = r->cts_off;
+		h.len = r->cts_len;
+		e = post_ctl(ep, r->peer, &h, NULL, 0, r);
+		if (e) {
+			r->err = mrcfi_err(e == -FI_EAGAIN ? -EIO : e);
+			return 0;
+		}
+		r->sent += r->cts_len;
+		r->cts_wait = 0;
+		return 0;
+	}
+	if (r->kind == K_WRITE) {
+		while (r->sent < r->len) {
+			uint64_t n = r->len - r->sent;
+			if (n > MRCFI_CHUNK)
+				n = MRCFI_CHUNK;
+			int e = post_chunk_write(r, r->sent, (uint32_t)n, r->rkey, r->raddr + r->sent);
+			if (e == -FI_EAGAIN)
+				return 1;
+			if (e) {
+				r->err = mrcfi_err(e);
+				return 0;
+			}
+			r->sent += n;
+		}
+		if (r->has_data && !r->ended) {
+			struct mrcfi_hdr h;
+			hdr_init(&h, MRCFI_WDATA);
+			h.flags = MRCFI_F_DATA;
+			h.data = r->data;
+			h.len = (uint32_t)r->len;
+			h.total = r->raddr;
+			int e = post_ctl(ep, r->peer, &h, NULL, 0, r);
+			if (e == -FI_EAGAIN)
+				return 1;
+			if (e) {
+				r->err = mrcfi_err(e);
+				return 0;
+			}
+			r->ended = 1;
+		}
+	}
+	return 0;
+}
+
+/* Resources came free: queued control messages first, then waiting
+ * transmits, then receives waiting for a chunk. */
+static void pump(struct mrcfi_ep *ep)
+{
+	while (ep->ctlq) {
+		struct mrcfi_ctlq *q = ep->ctlq;
+		if (post_ctl(ep, q->peer, &q->h, NULL, 0, NULL))
+			break;
+		ep->ctlq = q->next;
+		if (!ep->ctlq)
+			ep->ctlq_tail = NULL;
+		free(q);
+	}
+	struct mrcfi_req *w = ep->wait_tx;
+	ep->wait_tx = NULL;
+	while (w) {
+		struct mrcfi_req *next = w->next;
+		w->next = NULL;
+		if (tx_pump(w))
+			list_add_tail(&ep->wait_tx, w);
+		else
+			tx_check(w);
+		w = next;
+	}
+	wait_chunk_pump(ep);
+}
+
+/* ---- arrivals ---------------------------------------------------------- */
+static int rx_match(const struct mrcfi_req *r, const struct mrcfi_peer *p, uint64_t tag,
+		    int tagged)
+{
+	if (r->src != FI_ADDR_UNSPEC &&
+	    (r->srcname.host != p->name.host || r->srcname.sid != p->name.sid))
+		return 0;
+	return !tagged || !((r->tag ^ tag) & ~r->ignore);
+}
+
+static void proto_error(struct mrcfi_ep *ep, struct mrcfi_peer *p, const char *what)
+{
+	ep->proto_errors++;
+	MRCFI_WARN(FI_LOG_EP_DATA, "mrc://%u:%u sent %s: dropped\n", p->name.host, p->name.sid,
+		   what);
+}
+
+static void eager_deliver(struct mrcfi_req *r, struct mrcfi_peer *p, uint8_t flags, uint64_t tag,
+			  uint64_t data, const void *payload, size_t len)
+{
+	r->peer = p;
+	r->tag = tag;
+	r->data = data;
+	r->has_data = !!(flags & MRCFI_F_DATA);
+	size_t n = len < r->len ? len : r->len;
+	iov_copy_to(r->iov, r->niov, 0, payload, n);
+	rx_done(r, n, len, 0);
+}
+
+static void on_msg(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side, const struct mrcfi_hdr *h,
+		   const void *payload)
+{
+	int tagged = !!(h->flags & MRCFI_F_TAGGED);
+	for (struct mrcfi_req *r = ep->posted[tagged]; r; r = r->next) {
+		if (!rx_match(r, p, h->tag, tagged))
+			continue;
+		list_del(&ep->posted[tagged], r);
+		if (h->op == MRCFI_EAGER)
+			eager_deliver(r, p, h->flags, h->tag, h->data, payload, h->len);
+		else
+			rz_start(r, p, side, h);
+		return;
+	}
+	struct mrcfi_unexp *u = calloc(1, sizeof(*u));
+	if (!u || (h->op == MRCFI_EAGER && h->len && !(u->payload = malloc(h->len)))) {
+		free(u);
+		MRCFI_WARN(FI_LOG_EP_DATA, "out of memory: unexpected message dropped\n");
+		return;
+	}
+	u->peer = p;
+	u->side = side;
+	u->op = h->op;
+	u->flags = h->flags;
+	u->tag = h->tag;
+	u->data = h->data;
+	u->sreq = h->sreq;
+	u->total = h->op == MRCFI_EAGER ? h->len : h->total;
+	if (h->op == MRCFI_EAGER && h->len)
+		memcpy(u->payload, payload, h->len);
+	if (ep->unexp_tail[tagged])
+		ep->unexp_tail[tagged]->next = u;
+	else
+		ep->unexp[tagged] = u;
+	ep->unexp_tail[tagged] = u;
+}
+
+static void on_cts(struct mrcfi_ep *ep, struct mrcfi_peer *p, const struct mrcfi_hdr *h)
+{
+	struct mrcfi_req *r = req_find(ep, h->sreq, K_RZ, p);
+	if (!r || r->ended || r->cts_wait) {
+		proto_error(ep, p, "a CTS for no waiting send");
+		return;
+	}
+	if (h->flags & MRCFI_F_END) {
+		r->ended = 1;
+		tx_check(r);
+		return;
+	}
+	if (h->total != r->sent || h->len > r->len - r->sent) {
+		proto_error(ep, p, "a CTS outside its message");
+		return;
+	}
+	r->cts_wait = 1;
+	r->rreq = h->rreq;
+	r->cts_off = h->total;
+	r->cts_len = h->len;
+	r->cts_rkey = h->rkey;
+	r->cts_roff = h->roff;
+	if (tx_pump(r)) {
+		if (!on_list(ep->wait_tx, r))
+			list_add_tail(&ep->wait_tx, r);
+	} else {
+		tx_check(r);
+	}
+}
+
+static void on_rzdata(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side,
+		      const struct mrcfi_hdr *h)
+{
+	struct mrcfi_req *r = req_find(ep, h->rreq, K_RECV, p);
+	/* only into the chunk granted, by the QP it was granted for */
+	if (!r || r->chunk < 0 || r->side != side || h->total != r->got || h->len != r->granted ||
+	    h->sreq != r->sreq) {
+		proto_error(ep, p, "rendezvous data for no granted chunk");
+		return;
+	}
+	struct mrcfi_side *sd = &ep->d->side[side];
+	iov_copy_to(r->iov, r->niov, r->got, sd->base + sd->rxc.off +
+		    (uint64_t)r->chunk * MRCFI_CHUNK, h->len);
+	mrcfi_pool_put(&sd->rxc, (uint32_t)r->chunk);
+	r->chunk = -1;
+	r->got += h->len;
+	grant(r);
+	wait_chunk_pump(ep);
+}
+
+static void on_wdata(struct mrcfi_ep *ep, struct mrcfi_peer *p, const struct mrcfi_hdr *h)
+{
+	cq_put(ep->rxcq, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, h->len, NULL, h->data,
+	       0, src_of(ep, p), 0, 0, 0);
+}
+
+static void on_recv(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side, const void *buf,
+		    size_t n)
+{
+	struct mrcfi_hdr h;
+	if (mrcfi_hdr_parse(buf, n, &h)) {
+		proto_error(ep, p, "a malformed message");
+		return;
+	}
+	switch (h.op) {
+	case MRCFI_EAGER: case MRCFI_RTS:
+		on_msg(ep, p, side, &h, (const char *)buf + sizeof(h));
+		break;
+	case MRCFI_CTS: on_cts(ep, p, &h); break;
+	case MRCFI_RZDATA: on_rzdata(ep, p, side, &h); break;
+	case MRCFI_WDATA: on_wdata(ep, p, &h); break;
+	}
+}
+
+static void on_completion(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s,
+			  const struct mrc_completion *c)
+{
+	struct mrcfi_side *sd = &ep->d->side[WR_SIDE(c->wr_id)];
+	uint32_t i = (uint32_t)WR_VAL(c->wr_id);
+	struct mrcfi_req *r = NULL;
+	switch (WR_KIND(c->wr_id)) {
+	case WR_RX:
+		if (c->status)
+			return;   /* flushed: the QP is going */
+		on_recv(ep, p, s, slot_addr(sd, &sd->rx, i), c->byte_len);
+		/* the slot goes back to the same QP */
+		if (p->qp[s] && mrc_post_recv(p->qp[s], c->wr_id, sd->key,
+					      sd->rx.off + (uint64_t)i * MRCFI_SLOT, MRCFI_SLOT))
+			MRCFI_WARN(FI_LOG_EP_DATA, "cannot repost a receive slot\n");
+		return;
+	case WR_TX:
+		r = sd->tx.owner[i];
+		mrcfi_pool_put(&sd->tx, i);
+		break;
+	case WR_CHW:
+		r = sd->txc.owner[i];
+		mrcfi_pool_put(&sd->txc, i);
+		break;
+	case WR_ATOM:
+		r = (struct mrcfi_req *)(uintptr_t)WR_VAL(c->wr_id);
+		break;
+	default:
+		return;
+	}
+	if (r) {
+		r->pending--;
+		if (c->status && !r->err)
+			r->err = mrcfi_err(c->status);
+		tx_check(r);
+	}
+	pump(ep);
+}
+
+static int drain_qp(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
+{
+	struct mrc_completion c[16];
+	int n, total = 0;
+	while (p->qp[s] && (n = mrc_poll_cq(p->qp[s], c, 16)) > 0) {
+		for (int k = 0; k < n; k++)
+			on_completion(ep, p, s, &c[k]);
+		total += n;
+	}
+	if (p->qp[s] && n < 0 && n != -EOVERFLOW)
+		mark_dead(ep->d);
+	return total;
+}
+
+void mrcfi_progress(struct mrcfi_domain *d)
+{
+	if (d->dead)
+		return;
+	for (int round = 0; round < 64; round++) {
+		int again = 0;
+		for (struct mrcfi_ep *ep = d->eps; ep; ep = ep->next)
+			for (struct mrcfi_peer *p = ep->peers; p; p = p->next)
+				for (int s = 0; s < 2; s++)
+					if (p->qp[s]) {
+						drain_qp(ep, p, s);
+						if (mrc_arm_cq(p->qp[s]) == 1)
+							again = 1;
+					}
+		if (!again || d->dead)
+			return;
+	}
+}
+
+void mrcfi_fail_all(struct mrcfi_domain *d, int err)
+{
+	for (struct mrcfi_ep *ep = d->eps; ep; ep = ep->next) {
+		for (int t = 0; t < 2; t++) {
+			while (ep->posted[t]) {
+				struct mrcfi_req *r = ep->posted[t];
+				ep->posted[t] = r->next;
+				rx_done(r, 0, 0, err);
+			}
+		}
+		ep->wait_tx = NULL;
+		ep->wait_chunk = NULL;
+		for (uint32_t i = 0; i < MRCFI_MAX_REQS; i++) {
+			struct mrcfi_req *r = ep->reqs[i];
+			if (!r)
+				continue;
+			r->next = NULL;
+			if (r->kind == K_RECV) {
+				r->chunk = -1;
+				rx_done(r, 0, 0, err);
+			} else {
+				r->err = err;
+				r->pending = 0;
+				tx_done(r);
+			}
+		}
+	}
+}
+
+/* ---- posting ----------------------------------------------------------- */
+#define EP(e) container_of(e, struct mrcfi_ep, ep)
+
+static int dest_peer(struct mrcfi_ep *ep, fi_addr_t dest, struct mrcfi_peer **out)
+{
+	struct mrcfi_name n;
+	if (!ep->av || mrcfi_av_get(ep->av, dest, &n))
+		return -FI_EINVAL;
+	struct mrcfi_peer *p = peer_get(ep, &n);
+	if (!p)
+		return -FI_ENOMEM;
+	int r = peer_tx(ep, p);
+	if (r)
+		return r == -ETIMEDOUT ? -FI_ETIMEDOUT : r == -ECONNREFUSED ? -FI_ECONNREFUSED : r;
+	*out = p;
+	return 0;
+}
+
+static size_t iov_len(const struct iovec *iov, size_t n)
+{
+	size_t t = 0;
+	for (size_t i = 0; i < n; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+/* Every send: eager within a slot, else RTS and rendezvous. */
+static ssize_t do_send(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov, fi_addr_t dest,
+		       uint64_t tag, uint64_t data, uint64_t flags, void *context)
+{
+	struct mrcfi_domain *d = ep->d;
+	if (niov > 4)
+		return -FI_EINVAL;
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	size_t len = iov_len(iov, niov);
+	int inject = !!(flags & FI_INJECT);
+	if (inject && len > MRCFI_EAGER_MAX)
+		return -FI_EINVAL;
+	if (len > MRCFI_MAX_MSG)
+		return -FI_EMSGSIZE;
+	pthread_mutex_lock(&d->lock);
+	ssize_t ret = 0;
+	struct mrcfi_req *r = req_new(ep, len <= MRCFI_EAGER_MAX ? K_SEND : K_RZ, context);
+	if (!r) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	r->flags = flags;
+	r->completion = !inject;
+	r->tag = tag;
+	r->data = data;
+	r->has_data = !!(flags & FI_REMOTE_CQ_DATA);
+	r->len = len;
+	r->niov = niov;
+	memcpy(r->iov, iov, niov * sizeof(*iov));
+	if (d->dead) {
+		if (inject) {
+			req_free(r);
+			ret = -FI_EIO;
+		} else {
+			r->err = FI_EIO;
+			tx_done(r);
+		}
+		goto out;
+	}
+	struct mrcfi_peer *p;
+	int e = dest_peer(ep, dest, &p);
+	if (e) {
+		req_free(r);
+		ret = e;
+		goto out;
+	}
+	r->peer = p;
+	struct mrcfi_hdr h;
+	hdr_init(&h, r->kind == K_SEND ? MRCFI_EAGER : MRCFI_RTS);
+	h.flags = (flags & FI_TAGGED ? MRCFI_F_TAGGED : 0) | (r->has_data ? MRCFI_F_DATA : 0);
+	h.tag = tag;
+	h.data = data;
+	h.sreq = r->id;
+	if (r->kind == K_SEND)
+		h.len = (uint32_t)len;
+	else
+		h.total = len;
+	/* queued control messages go first: they may be older */
+	pump(ep);
+	e = post_ctl(ep, p, &h, iov, niov, r);
+	if (e) {
+		req_free(r);
+		ret = e;
+	}
+out:
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+/* Claimed or unclaimed unexpected message for a receive, or NULL. */
+static struct mrcfi_unexp *unexp_take(struct mrcfi_ep *ep, int tagged, const struct mrcfi_req *r,
+				      void *claim, int remove)
+{
+	struct mrcfi_unexp *prev = NULL;
+	for (struct mrcfi_unexp *u = ep->unexp[tagged]; u; prev = u, u = u->next) {
+		if (claim ? u->claim != claim : (u->claim || !rx_match(r, u->peer, u->tag, tagged)))
+			continue;
+		if (remove) {
+			if (prev)
+				prev->next = u->next;
+			else
+				ep->unexp[tagged] = u->next;
+			if (ep->unexp_tail[tagged] == u)
+				ep->unexp_tail[tagged] = prev;
+			u->next = NULL;
+		}
+		return u;
+	}
+	return NULL;
+}
+
+static void unexp_deliver(struct mrcfi_req *r, struct mrcfi_unexp *u)
+{
+	if (u->op == MRCFI_EAGER) {
+		eager_deliver(r, u->peer, u->flags, u->tag, u->data, u->payload, u->total);
+	} else {
+		struct mrcfi_hdr h;
+		hdr_init(&h, MRCFI_RTS);
+		h.flags = u->flags;
+		h.tag = u->tag;
+		h.data = u->data;
+		h.sreq = u->sreq;
+		h.total = u->total;
+		rz_start(r, u->peer, u->side, &h);
+	}
+	free(u->payload);
+	free(u);
+}
+
+/* Discarding a rendezvous message tells its sender to stop. */
+static void unexp_discard(struct mrcfi_ep *ep, struct mrcfi_unexp *u)
+{
+	if (u->op == MRCFI_RTS) {
+		struct mrcfi_hdr h;
+		hdr_init(&h, MRCFI_CTS);
+		h.flags = MRCFI_F_END;
+		h.sreq = u->sreq;
+		ctl_send(ep, u->peer, &h);
+	}
+	free(u->payload);
+	free(u);
+}
+
+static ssize_t do_recv(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov, fi_addr_t src,
+		       uint64_t tag, uint64_t ignore, uint64_t flags, void *context)
+{
+	struct mrcfi_domain *d = ep->d;
+	if (niov > 4)
+		return -FI_EINVAL;
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	int tagged = !!(flags & FI_TAGGED);
+	if (flags & FI_MULTI_RECV)
+		return -FI_EOPNOTSUPP;
+	pthread_mutex_lock(&d->lock);
+	ssize_t ret = 0;
+	struct mrcfi_req *r = req_new(ep, K_RECV, context);
+	if (!r) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	r->flags = flags;
+	r->tag = tag;
+	r->ignore = ignore;
+	r->niov = niov;
+	memcpy(r->iov, iov, niov * sizeof(*iov));
+	r->len = iov_len(iov, niov);
+	r->src = FI_ADDR_UNSPEC;
+	if (src != FI_ADDR_UNSPEC && (ep->caps & FI_DIRECTED_RECV)) {
+		if (!ep->av || mrcfi_av_get(ep->av, src, &r->srcname)) {
+			req_free(r);
+			ret = -FI_EINVAL;
+			goto out;
+		}
+		r->src = src;
+	}
+	if (d->dead) {
+		rx_done(r, 0, 0, FI_EIO);
+		goto out;
+	}
+	if (flags & FI_PEEK) {
+		struct mrcfi_unexp *u = unexp_take(ep, tagged, r, NULL, !!(flags & FI_DISCARD));
+		if (!u) {
+			cq_put(ep->rxcq, r, FI_RECV | FI_TAGGED, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL,
+			       FI_ENOMSG, 0, 0);
+			req_free(r);
+			goto out;
+		}
+		uint64_t fl = FI_RECV | (tagged ? FI_TAGGED : FI_MSG) |
+			      (u->flags & MRCFI_F_DATA ? FI_REMOTE_CQ_DATA : 0);
+		cq_put(ep->rxcq, r, fl, u->total, NULL, u->data, u->tag, src_of(ep, u->peer), 0, 0,
+		       0);
+		if (flags & FI_DISCARD)
+			unexp_discard(ep, u);
+		else if (flags & FI_CLAIM)
+			u->claim = context;
+		req_free(r);
+		goto out;
+	}
+	if (flags & FI_CLAIM) {
+		struct mrcfi_unexp *u = unexp_take(ep, tagged, r, context, 1);
+		if (!u) {
+			req_free(r);
+			ret = -FI_EINVAL;   /* nothing was claimed with this context */
+			goto out;
+		}
+		if (flags & FI_DISCARD) {
+			cq_put(ep->rxcq, r, FI_RECV | FI_TAGGED, 0, NULL, u->data, u->tag,
+			       src_of(ep, u->peer), 0, 0, 0);
+			unexp_discard(ep, u);
+			req_free(r);
+		} else {
+			unexp_deliver(r, u);
+		}
+		goto out;
+	}
+	struct mrcfi_unexp *u = unexp_take(ep, tagged, r, NULL, 1);
+	if (u)
+		unexp_deliver(r, u);
+	else
+		list_add_tail(&ep->posted[tagged], r);
+out:
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+static ssize_t do_write(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov, fi_addr_t dest,
+			uint64_t addr, uint64_t key, uint64_t data, uint64_t flags, void *context)
+{
+	struct mrcfi_domain *d = ep->d;
+	if (niov > 4)
+		return -FI_EINVAL;
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (!(ep->caps & FI_RMA))
+		return -FI_EOPNOTSUPP;
+	size_t len = iov_len(iov, niov);
+	int inject = !!(flags & FI_INJECT);
+	if (inject && len > MRCFI_EAGER_MAX)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&d->lock);
+	ssize_t ret = 0;
+	struct mrcfi_req *r = req_new(ep, K_WRITE, context);
+	if (!r) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	r->flags = flags;
+	r->completion = !inject;
+	r->data = data;
+	r->has_data = !!(flags & FI_REMOTE_CQ_DATA);
+	r->len = len;
+	r->niov = niov;
+	memcpy(r->iov, iov, niov * sizeof(*iov));
+	if (d->dead) {
+		r->err = FI_EIO;
+		tx_done(r);
+		goto out;
+	}
+	struct mrcfi_peer *p;
+	int e = dest_peer(ep, dest, &p);
+	if (e) {
+		req_free(r);
+		ret = e;
+		goto out;
+	}
+	r->peer = p;
+	/* our side 1 reaches the peer's side 0 and the other way round */
+	r->rkey = p->tx == 1 ? (uint32_t)(key >> 32) : (uint32_t)key;
+	r->raddr = addr;
+	pump(ep);
+	if (inject) {
+		/* the bytes must be copied now: no chunk, no inject */
+		struct mrcfi_side *sd = &d->side[p->tx];
+		if (!sd->txc.nfree || (r->has_data && !sd->tx.nfree)) {
+			req_free(r);
+			ret = -FI_EAGAIN;
+			goto out;
+		}
+	}
+	if (tx_pump(r)) {
+		if (!r->sent && !inject) {
+			/* nothing posted yet: the application retries */
+			req_free(r);
+			ret = -FI_EAGAIN;
+			goto out;
+		}
+		list_add_tail(&ep->wait_tx, r);
+	} else {
+		tx_check(r);
+	}
+out:
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+static ssize_t do_atomic(struct mrcfi_ep *ep, const void *buf, size_t count, fi_addr_t dest,
+			 uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op,
+			 uint64_t flags, void *context)
+{
+	struct mrcfi_domain *d = ep->d;
+	if (!ep->enabled)
+		return -FI_EOPBADSTATE;
+	if (!(ep->caps & FI_ATOMIC) || !mrcfi_atomic_ok(dt, op))
+		return -FI_EOPNOTSUPP;
+	if (count != 1 || (addr & 7))
+		return -FI_EINVAL;
+	pthread_mutex_lock(&d->lock);
+	ssize_t ret = 0;
+	struct mrcfi_req *r = req_new(ep, K_ATOMIC, context);
+	if (!r) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	r->flags = flags;
+	r->completion = !(flags & FI_INJECT);
+	if (d->dead) {
+		r->err = FI_EIO;
+		tx_done(r);
+		goto out;
+	}
+	struct mrcfi_peer *p;
+	int e = dest_peer(ep, dest, &p);
+	if (e) {
+		req_free(r);
+		ret = e;
+		goto out;
+	}
+	r->peer = p;
+	uint64_t v;
+	memcpy(&v, buf, 8);
+	uint32_t rkey = p->tx == 1 ? (uint32_t)(key >> 32) : (uint32_t)key;
+	e = mrc_post_atomic_add(p->qp[p->tx], WR(WR_ATOM, p->tx, (uintptr_t)r), rkey, addr, v);
+	if (e) {
+		req_free(r);
+		if (e == -EPIPE || e == -ECONNRESET)
+			mark_dead(d);
+		ret = e == -ENOSPC ? -FI_EAGAIN : e;
+		goto out;
+	}
+	r->pending = 1;
+out:
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+/* ---- msg ------------------------------------------------------------- */
+static uint64_t txdef(struct mrcfi_ep *ep)
+{
+	return ep->op_flags_tx;
+}
+
+static ssize_t m_recv(struct fid_ep *e, void *buf, size_t len, void *desc, fi_addr_t src,
+		      void *ctx)
+{
+	struct iovec v = { buf, len };
+	return do_recv(EP(e), &v, 1, src, 0, 0, EP(e)->op_flags_rx, ctx);
+}
+
+static ssize_t m_recvv(struct fid_ep *e, const struct iovec *iov, void **desc, size_t count,
+		       fi_addr_t src, void *ctx)
+{
+	return do_recv(EP(e), iov, count, src, 0, 0, EP(e)->op_flags_rx, ctx);
+}
+
+static ssize_t m_recvmsg(struct fid_ep *e, const struct fi_msg *m, uint64_t flags)
+{
+	return do_recv(EP(e), m->msg_iov, m->iov_count, m->addr, 0, 0, flags & ~FI_TAGGED,
+		       m->context);
+}
+
+static ssize_t m_send(struct fid_ep *e, const void *buf, size_t len, void *desc, fi_addr_t dest,
+		      void *ctx)
+{
+	struct iovec v = { (void *)buf, len };
+	return do_send(EP(e), &v, 1, dest, 0, 0, txdef(EP(e)), ctx);
+}
+
+static ssize_t m_sendv(struct fid_ep *e, const struct iovec *iov, void **desc, size_t count,
+		       fi_addr_t dest, void *ctx)
+{
+	return do_send(EP(e), iov, count, dest, 0, 0, txdef(EP(e)), ctx);
+}
+
+static ssize_t m_sendmsg(struct fid_ep *e, const struct fi_msg *m, uint64_t flags)
+{
+	return do_send(EP(e), m->msg_iov, m->iov_count, m->addr, 0, m->data, flags & ~FI_TAGGED,
+		       m->context);
+}
+
+static ssize_t m_inject(struct fid_ep *e, const void *buf, size_t len, fi_addr_t dest)
+{
+	struct iovec v = { (void *)buf, len };
+	return do_send(EP(e), &v, 1, dest, 0, 0, FI_INJECT, NULL);
+}
+
+static ssize_t m_senddata(struct fid_ep *e, const void *buf, size_t len, void *desc, uint64_t data,
+			  fi_addr_t dest, void *ctx)
+{
+	struct iovec v = { (void *)buf, len };
+	return do_send(EP(e), &v, 1, dest, 0, data, txdef(EP(e)) | FI_REMOTE_CQ_DATA, ctx);
+}
+
+static ssize_t m_injectdata(struct fid_ep *e, const void *buf, size_t len, uint64_t data,
+			    fi_addr_t dest)
+{
+	struct iovec v = { (void *)buf, len };
+	return do_send(EP(e), &v, 1, dest, 0, data, FI_INJECT | FI_REMOTE_CQ_DATA, NULL);
+}
+
+static struct fi_ops_msg msg_ops = {
+	.size = sizeof(struct fi_ops_msg), .recv = m_recv, .recvv = m_recvv,
+	.recvmsg = m_recvmsg, .send = m_send, .sendv = m_sendv, .sendmsg = m_sendmsg,
+	.inject = m_inject, .senddata = m_senddata, .injectdata = m_injectdata,
+};
+
+/* ---- tagged ---------------------------------------------------------- */
+static ssize_t t_recv(struct fid_ep *e, void *buf, size_t len, void *desc, fi_addr_t src,
+		      uint64_t tag, uint64_t ignore, void *ctx)
+{
+	struct iovec v = { buf, len };
+	return do_recv(EP(e), &v, 1, src, tag, ignore, EP(e)->op_flags_rx | FI_TAGGED, ctx);
+}
+
+static ssize_t t_recvv(struct fid_ep *e, const struct iovec *iov, void **desc, size_t count,
+		       fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx)
+{
+	return do_recv(EP(e), iov, count, src, tag, ignore, EP(e)->op_flags_rx | FI_TAGGED, ctx);
+}
+
+static ssize_t t_recvmsg(struct fid_ep *e, const struct fi_msg_tagged *m, uint64_t flags)
+{
+	return do_recv(EP(e), m->msg_iov, m->iov_count, m->addr, m->tag, m->ignore,
+		       flags | FI_TAGGED, m->context);
+}
+
+static ssize_t t_send(struct fid_ep *e, const void *buf, size_t len, void *desc, fi_addr_t dest,
+		      uint64_t tag, void *ctx)
+{
+	struct iovec v = { (void *)buf, len };
+	return do_send(EP(e), &v, 1, dest, tag, 0, txdef(EP(e)) | FI_TAGGED, ctx);
+}
+
+static ssize_t t_sendv(struct fid_ep *e, const struct iovec *iov, void **desc, size_t count,
+		       fi_addr_t dest, uint64_t tag, void *ctx)
+{
+	return do_send(EP(e), iov, count, dest, tag, 0, txdef(EP(e)) | FI_TAGGED, ctx);
+}
+
+static ssize_t t_sendmsg(struct fid_ep *e, const struct fi_msg_tagged *m, uint64_t flags)
+{
+	return do_send(EP(e), m->msg_iov, m->iov_count, m->addr, m->tag, m->data,
+		       flags | FI_TAGGED, m->context);
+}
+
+static ssize_t t_inject(struct fid_ep *e, const void *buf, size_t len, fi_addr_t dest,
+			uint64_t tag)
+{
+	struct iovec v = { (void *)buf, len };
+	return do_send(EP(e), &v, 1, dest, tag, 0, FI_INJECT | FI_TAGGED, NULL);
+}
+
+static ssize_t t_senddata(struct fid_ep *e, const void *buf, size_t len, void *desc,
+			  uint64_t data, fi_addr_t dest, uint64_t tag, void *ctx)
+{
+	struct iovec v = { (void *)buf, len };
+	return do_send(EP(e), &v, 1, dest, tag, data,
+		       txdef(EP(e)) | FI_TAGGED | FI_REMOTE_CQ_DATA, ctx);
+}
+
+static ssize_t t_injectdata(struct fid_ep *e, const void *buf, size_t len, uint64_t data,
+			    fi_addr_t dest, uint64_t tag)
+{
+	struct iovec v = { (void *)buf, len };
+	return do_send(EP(e), &v, 1, dest, tag, data, FI_INJECT | FI_TAGGED | FI_REMOTE_CQ_DATA,
+		       NULL);
+}
+
+static struct fi_ops_tagged tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged), .recv = t_recv, .recvv = t_recvv,
+	.recvmsg = t_recvmsg, .send = t_send, .sendv = t_sendv, .sendmsg = t_sendmsg,
+	.inject = t_inject, .senddata = t_senddata, .injectdata = t_injectdata,
+};
+
+/* ---- rma ------------------------------------------------------------- */
+static ssize_t r_read(struct fid_ep *e, void *buf, size_t len, void *desc, fi_addr_t src,
+		      uint64_t addr, uint64_t key, void *ctx)
+{
+	return -FI_ENOSYS;   /* mrc has no RDMA READ (docs/libfabric.md) */
+}
+
+static ssize_t r_readv(struct fid_ep *e, const struct iovec *iov, void **desc, size_t count,
+		       fi_addr_t src, uint64_t addr, uint64_t key, void *ctx)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t r_readmsg(struct fid_ep *e, const struct fi_msg_rma *m, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t r_write(struct fid_ep *e, const void *buf, size_t len, void *desc, fi_addr_t dest,
+		       uint64_t addr, uint64_t key, void *ctx)
+{
+	struct iovec v = { (void *)buf, len };
+	return do_write(EP(e), &v, 1, dest, addr, key, 0, txdef(EP(e)), ctx);
+}
+
+static ssize_t r_writev(struct fid_ep *e, const struct iovec *iov, void **desc, size_t count,
+			fi_addr_t dest, uint64_t addr, uint64_t key, void *ctx)
+{
+	return do_write(EP(e), iov, count, dest, addr, key, 0, txdef(EP(e)), ctx);
+}
+
+static ssize_t r_writemsg(struct fid_ep *e, const struct fi_msg_rma *m, uint64_t flags)
+{
+	if (m->rma_iov_count != 1)
+		return -FI_EINVAL;
+	return do_write(EP(e), m->msg_iov, m->iov_count, m->addr, m->rma_iov[0].addr,
+			m->rma_iov[0].key, m->data, flags, m->context);
+}
+
+static ssize_t r_inject(struct fid_ep *e, const void *buf, size_t len, fi_addr_t dest,
+			uint64_t addr, uint64_t key)
+{
+	struct iovec v = { (void *)buf, len };
+	return do_write(EP(e), &v, 1, dest, addr, key, 0, FI_INJECT, NULL);
+}
+
+static ssize_t r_writedata(struct fid_ep *e, const void *buf, size_t len, void *desc,
+			   uint64_t data, fi_addr_t dest, uint64_t addr, uint64_t key, void *ctx)
+{
+	struct iovec v = { (void *)buf, len };
+	return do_write(EP(e), &v, 1, dest, addr, key, data, txdef(EP(e)) | FI_REMOTE_CQ_DATA,
+			ctx);
+}
+
+static ssize_t r_injectdata(struct fid_ep *e, const void *buf, size_t len, uint64_t data,
+			    fi_addr_t dest, uint64_t addr, uint64_t key)
+{
+	struct iovec v = { (void *)buf, len };
+	return do_write(EP(e), &v, 1, dest, addr, key, data, FI_INJECT | FI_REMOTE_CQ_DATA, NULL);
+}
+
+static struct fi_ops_rma rma_ops = {
+	.size = sizeof(struct fi_ops_rma), .read = r_read, .readv = r_readv,
+	.readmsg = r_readmsg, .write = r_write, .writev = r_writev, .writemsg = r_writemsg,
+	.inject = r_inject, .writedata = r_writedata, .injectdata = r_injectdata,
+};
+
+/* ---- atomic ---------------------------------------------------------- */
+static ssize_t a_write(struct fid_ep *e, const void *buf, size_t count, void *desc,
+		       fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
+		       enum fi_op op, void *ctx)
+{
+	return do_atomic(EP(e), buf, count, dest, addr, key, dt, op, txdef(EP(e)), ctx);
+}
+
+static ssize_t a_writev(struct fid_ep *e, const struct fi_ioc *iov, void **desc, size_t count,
+			fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
+			enum fi_op op, void *ctx)
+{
+	if (count != 1)
+		return -FI_EINVAL;
+	return do_atomic(EP(e), iov[0].addr, iov[0].count, dest, addr, key, dt, op, txdef(EP(e)),
+			 ctx);
+}
+
+static ssize_t a_writemsg(struct fid_ep *e, const struct fi_msg_atomic *m, uint64_t flags)
+{
+	if (m->iov_count != 1 || m->rma_iov_count != 1)
+		return -FI_EINVAL;
+	return do_atomic(EP(e), m->msg_iov[0].addr, m->msg_iov[0].count, m->addr,
+			 m->rma_iov[0].addr, m->rma_iov[0].key, m->datatype, m->op, flags,
+			 m->context);
+}
+
+static ssize_t a_inject(struct fid_ep *e, const void *buf, size_t count, fi_addr_t dest,
+			uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op)
+{
+	return do_atomic(EP(e), buf, count, dest, addr, key, dt, op, FI_INJECT, NULL);
+}
+
+static ssize_t a_readwrite(struct fid_ep *e, const void *buf, size_t count, void *desc,
+			   void *result, void *result_desc, fi_addr_t dest, uint64_t addr,
+			   uint64_t key, enum fi_datatype dt, enum fi_op op, void *ctx)
+{
+	return -FI_EOPNOTSUPP;   /* no fetching atomics in the engine */
+}
+
+static ssize_t a_readwritev(struct fid_ep *e, const struct fi_ioc *iov, void **desc, size_t count,
+			    struct fi_ioc *resultv, void **result_desc, size_t result_count,
+			    fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
+			    enum fi_op op, void *ctx)
+{
+	return -FI_EOPNOTSUPP;
+}
+
+static ssize_t a_readwritemsg(struct fid_ep *e, const struct fi_msg_atomic *m,
+			      struct fi_ioc *resultv, void **result_desc, size_t result_count,
+			      uint64_t flags)
+{
+	return -FI_EOPNOTSUPP;
+}
+
+static ssize_t a_compwrite(struct fid_ep *e, const void *buf, size_t count, void *desc,
+			   const void *compare, void *compare_desc, void *result,
+			   void *result_desc, fi_addr_t dest, uint64_t addr, uint64_t key,
+			   enum fi_datatype dt, enum fi_op op, void *ctx)
+{
+	return -FI_EOPNOTSUPP;
+}
+
+static ssize_t a_compwritev(struct fid_ep *e, const struct fi_ioc *iov, void **desc, size_t count,
+			    const struct fi_ioc *comparev, void **compare_desc,
+			    size_t compare_count, struct fi_ioc *resultv, void **result_desc,
+			    size_t result_count, fi_addr_t dest, uint64_t addr, uint64_t key,
+			    enum fi_datatype dt, enum fi_op op, void *ctx)
+{
+	return -FI_EOPNOTSUPP;
+}
+
+static ssize_t a_compwritemsg(struct fid_ep *e, const struct fi_msg_atomic *m,
+			      const struct fi_ioc *comparev, void **compare_desc,
+			      size_t compare_count, struct fi_ioc *resultv, void **result_desc,
+			      size_t result_count, uint64_t flags)
+{
+	return -FI_EOPNOTSUPP;
+}
+
+static int a_writevalid(struct fid_ep *e, enum fi_datatype dt, enum fi_op op, size_t *count)
+{
+	if (!mrcfi_atomic_ok(dt, op))
+		return -FI_EOPNOTSUPP;
+	if (count)
+		*count = 1;
+	return 0;
+}
+
+static int a_novalid(struct fid_ep *e, enum fi_datatype dt, enum fi_op op, size_t *count)
+{
+	return -FI_EOPNOTSUPP;
+}
+
+static struct fi_ops_atomic atomic_ops = {
+	.size = sizeof(struct fi_ops_atomic), .write = a_write, .writev = a_writev,
+	.writemsg = a_writemsg, .inject = a_inject, .readwrite = a_readwrite,
+	.readwritev = a_readwritev, .readwritemsg = a_readwritemsg, .compwrite = a_compwrite,
+	.compwritev = a_compwritev, .compwritemsg = a_compwritemsg,
+	.writevalid = a_writevalid, .readwritevalid = a_novalid, .compwritevalid = a_novalid,
+};
+
+/* ---- cm -------------------------------------------------------------- */
+static int cm_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int cm_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct mrcfi_ep *ep = container_of(fid, struct mrcfi_ep, ep.fid);
+	size_t have = *addrlen;
+	*addrlen = sizeof(ep->name);
+	if (have < sizeof(ep->name))
+		return -FI_ETOOSMALL;
+	memcpy(addr, &ep->name, sizeof(ep->name));
+	return 0;
+}
+
+static int cm_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int cm_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int cm_listen(struct fid_pep *pep)
+{
+	return -FI_ENOSYS;
+}
+
+static int cm_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int cm_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int cm_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int cm_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
+		   void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm cm_ops = {
+	.size = sizeof(struct fi_ops_cm), .setname = cm_setname, .getname = cm_getname,
+	.getpeer = cm_getpeer, .connect = cm_connect, .listen = cm_listen,
+	.accept = cm_accept, .reject = cm_reject, .shutdown = cm_shutdown, .join = cm_join,
+};
+
+/* ---- endpoint object ------------------------------------------------- */
+static ssize_t ep_cancel(fid_t fid, void *context)
+{
+	struct mrcfi_ep *ep = container_of(fid, struct mrcfi_ep, ep.fid);
+	ssize_t r = -FI_ENOENT;
+	pthread_mutex_lock(&ep->d->lock);
+	for (int t = 0; t < 2 && r; t++)
+		for (struct mrcfi_req *q = ep->posted[t]; q; q = q->next)
+			if (q->context == context) {
+				list_del(&ep->posted[t], q);
+				rx_done(q, 0, 0, FI_ECANCELED);
+				r = 0;
+				break;
+			}
+	pthread_mutex_unlock(&ep->d->lock);
+	return r;
+}
+
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+static int no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **tx,
+		     void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr, struct fid_ep **rx,
+		     void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t rx_size_left(struct fid_ep *e)
+{
+	return MRCFI_MAX_REQS;
+}
+
+static ssize_t tx_size_left(struct fid_ep *e)
+{
+	struct mrcfi_ep *ep = EP(e);
+	pthread_mutex_lock(&ep->d->lock);
+	ssize_t n = ep->d->side[1].tx.nfree < ep->d->side[0].tx.nfree ? ep->d->side[1].tx.nfree :
+		    ep->d->side[0].tx.nfree;
+	pthread_mutex_unlock(&ep->d->lock);
+	return n;
+}
+
+static struct fi_ops_ep ep_ops = {
+	.size = sizeof(struct fi_ops_ep), .cancel = ep_cancel, .getopt = ep_getopt,
+	.setopt = ep_setopt, .tx_ctx = no_tx_ctx, .rx_ctx = no_rx_ctx,
+	.rx_size_left = rx_size_left, .tx_size_left = tx_size_left,
+};
+
+static int ep_close(struct fid *fid)
+{
+	struct mrcfi_ep *ep = container_of(fid, struct mrcfi_ep, ep.fid);
+	struct mrcfi_domain *d = ep->d;
+	pthread_mutex_lock(&d->lock);
+	for (struct mrcfi_ep **p = &d->eps; *p; p = &(*p)->next)
+		if (*p == ep) {
+			*p = ep->next;
+			break;
+		}
+	(void)mrc_unlisten(d->side[0].ctx, ep->name.sid);
+	while (ep->peers) {
+		struct mrcfi_peer *p = ep->peers;
+		ep->peers = p->next;
+		qp_detach(ep, p, 0);
+		qp_detach(ep, p, 1);
+		free(p);
+	}
+	/* the QPs are gone with their work: give back what it held */
+	for (int s = 0; s < 2; s++) {
+		struct mrcfi_side *sd = &d->side[s];
+		struct mrcfi_pool *pools[] = { &sd->tx, &sd->txc, &sd->rxc };
+		for (int k = 0; k < 3; k++)
+			for (uint32_t i = 0; i < pools[k]->n; i++) {
+				struct mrcfi_req *o = pools[k]->owner[i];
+				if (o && o->ep == ep)
+					mrcfi_pool_put(pools[k], i);
+			}
+	}
+	for (uint32_t i = 0; i < MRCFI_MAX_REQS; i++)
+		free(ep->reqs[i]);
+	for (int t = 0; t < 2; t++)
+		while (ep->unexp[t]) {
+			struct mrcfi_unexp *u = ep->unexp[t];
+			ep->unexp[t] = u->next;
+			free(u->payload);
+			free(u);
+		}
+	while (ep->ctlq) {
+		struct mrcfi_ctlq *q = ep->ctlq;
+		ep->ctlq = q->next;
+		free(q);
+	}
+	if (ep->av)
+		ep->av->refs--;
+	if (ep->txcq)
+		ep->txcq->refs--;
+	if (ep->rxcq)
+		ep->rxcq->refs--;
+	struct mrcfi_cntr *cs[] = { ep->c_send, ep->c_recv, ep->c_write, ep->c_read };
+	for (int k = 0; k < 4; k++)
+		if (cs[k])
+			cs[k]->refs--;
+	pthread_mutex_unlock(&d->lock);
+	fi_freeinfo(ep->info);
+	free(ep);
+	return 0;
+}
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct mrcfi_ep *ep = container_of(fid, struct mrcfi_ep, ep.fid);
+	int r = 0;
+	pthread_mutex_lock(&ep->d->lock);
+	switch (bfid->fclass) {
+	case FI_CLASS_AV: {
+		struct mrcfi_av *av = container_of(bfid, struct mrcfi_av, av.fid);
+		if (ep->av || av->d != ep->d) {
+			r = -FI_EINVAL;
+			break;
+		}
+		ep->av = av;
+		av->refs++;
+		break;
+	}
+	case FI_CLASS_CQ: {
+		struct mrcfi_cq *cq = container_of(bfid, struct mrcfi_cq, cq.fid);
+		if (flags & ~(uint64_t)(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION) ||
+		    !(flags & (FI_TRANSMIT | FI_RECV))) {
+			r = -FI_EBADFLAGS;
+			break;
+		}
+		if (flags & FI_TRANSMIT) {
+			ep->txcq = cq;
+			ep->txflags = flags & FI_SELECTIVE_COMPLETION;
+			cq->refs++;
+		}
+		if (flags & FI_RECV) {
+			ep->rxcq = cq;
+			ep->rxflags = flags & FI_SELECTIVE_COMPLETION;
+			cq->refs++;
+		}
+		break;
+	}
+	case FI_CLASS_CNTR: {
+		struct mrcfi_cntr *c = container_of(bfid, struct mrcfi_cntr, c.fid);
+		if (flags & (FI_REMOTE_WRITE | FI_REMOTE_READ)) {
+			r = -FI_ENOSYS;   /* no FI_RMA_EVENT */
+			break;
+		}
+		if (flags & ~(uint64_t)(FI_SEND | FI_RECV | FI_WRITE | FI_READ | FI_TRANSMIT)) {
+			r = -FI_EBADFLAGS;
+			break;
+		}
+		if (flags & (FI_SEND | FI_TRANSMIT)) { ep->c_send = c; c->refs++; }
+		if (flags & FI_RECV) { ep->c_recv = c; c->refs++; }
+		if (flags & FI_WRITE) { ep->c_write = c; c->refs++; }
+		if (flags & FI_READ) { ep->c_read = c; c->refs++; }
+		break;
+	}
+	case FI_CLASS_EQ:
+		ep->eq = container_of(bfid, struct mrcfi_eq, eq.fid);
+		break;
+	default:
+		r = -FI_EINVAL;
+	}
+	pthread_mutex_unlock(&ep->d->lock);
+	return r;
+}
+
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+	struct mrcfi_ep *ep = container_of(fid, struct mrcfi_ep, ep.fid);
+	switch (command) {
+	case FI_ENABLE:
+		if (!ep->av)
+			return -FI_ENOAV;
+		if (!ep->txcq && !ep->c_send && (ep->caps & (FI_SEND | FI_WRITE)))
+			return -FI_ENOCQ;
+		if (!ep->rxcq && !ep->c_recv && (ep->caps & FI_RECV))
+			return -FI_ENOCQ;
+		ep->enabled = 1;
+		return 0;
+	case FI_GETOPSFLAG: {
+		uint64_t *f = arg;
+		*f = (*f & FI_TRANSMIT) ? ep->op_flags_tx : ep->op_flags_rx;
+		return 0;
+	}
+	case FI_SETOPSFLAG: {
+		uint64_t *f = arg;
+		if (*f & FI_TRANSMIT)
+			ep->op_flags_tx = *f & ~(uint64_t)FI_TRANSMIT;
+		else
+			ep->op_flags_rx = *f & ~(uint64_t)FI_RECV;
+		return 0;
+	}
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static int no_tostr(const struct fid *fid, char *buf, size_t len)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *ctx)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops ep_fi_ops = {
+	.size = sizeof(struct fi_ops), .close = ep_close, .bind = ep_bind, .control = ep_control,
+	.ops_open = mrcfi_no_ops_open, .tostr = no_tostr, .ops_set = no_ops_set,
+};
+
+int mrcfi_ep_open(struct fid_domain *dom, struct fi_info *info, struct fid_ep **out, void *ctx)
+{
+	struct mrcfi_domain *d = container_of(dom, struct mrcfi_domain, d);
+	if (info && info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
+	    info->ep_attr->type != FI_EP_UNSPEC)
+		return -FI_EINVAL;
+	struct mrcfi_ep *ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->d = d;
+	ep->info = info ? fi_dupinfo(info) : NULL;
+	ep->caps = info && info->caps ? info->caps : MRCFI_CAPS;
+	if (info && info->tx_attr)
+		ep->op_flags_tx = info->tx_attr->op_flags;
+	if (info && info->rx_attr)
+		ep->op_flags_rx = info->rx_attr->op_flags;
+	ep->ep.fid.fclass = FI_CLASS_EP;
+	ep->ep.fid.context = ctx;
+	ep->ep.fid.ops = &ep_fi_ops;
+	ep->ep.ops = &ep_ops;
+	ep->ep.cm = &cm_ops;
+	ep->ep.msg = &msg_ops;
+	ep->ep.tagged = &tagged_ops;
+	ep->ep.rma = &rma_ops;
+	ep->ep.atomic = &atomic_ops;
+	/* A service id of our own: random, the next one when taken. */
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	uint32_t x = (uint32_t)(t.tv_nsec ^ (getpid() << 8));
+	int r = -EADDRINUSE;
+	for (int k = 0; k < 64 && r == -EADDRINUSE; k++) {
+		ep->name.sid = MRCFI_SID_BASE + ((x + (uint32_t)k * 7919u) & 0xffff);
+		r = mrc_listen(d->side[0].ctx, ep->name.sid, 64);
+	}
+	if (r) {
+		MRCFI_WARN(FI_LOG_EP_CTRL, "cannot listen: %s (%s)\n", mrc_strerror(r),
+			   mrc_last_error(d->side[0].ctx));
+		fi_freeinfo(ep->info);
+		free(ep);
+		return r;
+	}
+	ep->name.host = d->host;
+	pthread_mutex_lock(&d->lock);
+	ep->next = d->eps;
+	d->eps = ep;
+	pthread_mutex_unlock(&d->lock);
+	*out = &ep->ep;
+	return 0;
+}
