@@ -1560,7 +1560,16 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
-	return -FI_ENOPROTOOPT;
+	struct mrcfi_ep *ep = container_of(fid, struct mrcfi_ep, ep.fid);
+	if (level != FI_OPT_ENDPOINT || optname != MRCFI_OPT_PROTO_ERRORS)
+		return -FI_ENOPROTOOPT;
+	if (*optlen < sizeof(uint64_t))
+		return -FI_ETOOSMALL;
+	pthread_mutex_lock(&ep->d->lock);
+	memcpy(optval, &ep->proto_errors, sizeof(uint64_t));
+	pthread_mutex_unlock(&ep->d->lock);
+	*optlen = sizeof(uint64_t);
+	return 0;
 }
 
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
@@ -1611,6 +1620,11 @@ static int ep_close(struct fid *fid)
 			*p = ep->next;
 			break;
 		}
+	pthread_mutex_lock(&d->sidlock);
+	for (unsigned i = 0; i < d->nsids; i++)
+		if (d->sids[i] == ep->name.sid)
+			d->sids[i] = d->sids[--d->nsids];
+	pthread_mutex_unlock(&d->sidlock);
 	(void)mrc_unlisten(d->side[0].ctx, ep->name.sid);
 	while (ep->peers) {
 		struct mrcfi_peer *p = ep->peers;
@@ -1728,10 +1742,6 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	case FI_ENABLE:
 		if (!ep->av)
 			return -FI_ENOAV;
-		if (!ep->txcq && !ep->c_send && (ep->caps & (FI_SEND | FI_WRITE)))
-			return -FI_ENOCQ;
-		if (!ep->rxcq && !ep->c_recv && (ep->caps & FI_RECV))
-			return -FI_ENOCQ;
 		ep->enabled = 1;
 		return 0;
 	case FI_GETOPSFLAG: {
@@ -1809,6 +1819,17 @@ int mrcfi_ep_open(struct fid_domain *dom, struct fi_info *info, struct fid_ep **
 		return r;
 	}
 	ep->name.host = d->host;
+	pthread_mutex_lock(&d->sidlock);
+	int full = d->nsids == sizeof(d->sids) / sizeof(d->sids[0]);
+	if (!full)
+		d->sids[d->nsids++] = ep->name.sid;
+	pthread_mutex_unlock(&d->sidlock);
+	if (full) {
+		(void)mrc_unlisten(d->side[0].ctx, ep->name.sid);
+		fi_freeinfo(ep->info);
+		free(ep);
+		return -FI_ENOSPC;   /* domain_attr->ep_cnt */
+	}
 	pthread_mutex_lock(&d->lock);
 	ep->next = d->eps;
 	d->eps = ep;

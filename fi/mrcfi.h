@@ -90,6 +90,11 @@ struct mrcfi_domain {
 	pthread_t prog, acc;
 	int threads;
 	unsigned acc_rr;
+	/* The endpoints' service ids for the accept thread, under their own
+	 * lock: d->lock may be held across an mrc_connect to one of them. */
+	pthread_mutex_t sidlock;
+	uint32_t sids[64];
+	unsigned nsids;
 	struct mrc_qp *spare;        /* the accept thread's next QP (side 0) */
 	uint64_t local_key;
 	uint32_t mr_move;            /* FI_MRC_MR_MOVE */

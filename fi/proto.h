@@ -40,6 +40,11 @@ _Static_assert(sizeof(struct mrcfi_hdr) == 56, "wire header is 56 bytes");
 #define MRCFI_EAGER_MAX (MRCFI_SLOT - sizeof(struct mrcfi_hdr))
 #define MRCFI_MAX_MSG   (1ull << 32)      /* ep_attr->max_msg_size */
 
+/* fi_getopt(ep, FI_OPT_ENDPOINT, MRCFI_OPT_PROTO_ERRORS, &u64, &len): how
+ * many messages from peers the endpoint refused as malformed or naming
+ * no live request of theirs (docs/libfabric.md "Hostile peers"). */
+#define MRCFI_OPT_PROTO_ERRORS 0x4d520001
+
 /* Checks what a peer sent into a slot (n bytes, as the RECV completion
  * says) and copies the header out: 0, or -EPROTO for anything malformed
  * (bad magic, length, op, flags, sizes beyond a slot or chunk).  Whether

@@ -421,19 +421,12 @@ static void *acc_main(void *arg)
 {
 	struct mrcfi_domain *d = arg;
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_lock(&d->lock);
-		uint32_t sid = 0, n = 0;
-		for (struct mrcfi_ep *e = d->eps; e; e = e->next)
-			n++;
-		if (n) {
-			unsigned k = d->acc_rr++ % n;
-			struct mrcfi_ep *e = d->eps;
-			while (k--)
-				e = e->next;
-			sid = e->name.sid;
-		}
-		int dead = d->dead;
-		pthread_mutex_unlock(&d->lock);
+		pthread_mutex_lock(&d->sidlock);
+		uint32_t sid = 0, n = d->nsids;
+		if (n)
+			sid = d->sids[d->acc_rr++ % n];
+		pthread_mutex_unlock(&d->sidlock);
+		int dead = __atomic_load_n(&d->dead, __ATOMIC_ACQUIRE);
 		if (dead || !sid) {
 			struct pollfd w = { .fd = d->wake, .events = POLLIN };
 			(void)poll(&w, 1, 20);
@@ -492,6 +485,7 @@ static int domain_close(struct fid *fid)
 	if (d->wake >= 0)
 		close(d->wake);
 	pthread_mutex_destroy(&d->lock);
+	pthread_mutex_destroy(&d->sidlock);
 	free(d);
 	return 0;
 }
@@ -585,6 +579,7 @@ int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	if (!d)
 		return -FI_ENOMEM;
 	pthread_mutex_init(&d->lock, NULL);
+	pthread_mutex_init(&d->sidlock, NULL);
 	d->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	d->fab = container_of(fab, struct mrcfi_fabric, f);
 	d->d.fid.fclass = FI_CLASS_DOMAIN;
