@@ -762,7 +762,7 @@ static void on_completion(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s,
 static int drain_qp(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
 {
 	struct mrc_completion c[16];
-	int n, total = 0;
+	int n = 0, total = 0;
 	while (p->qp[s] && (n = mrc_poll_cq(p->qp[s], c, 16)) > 0) {
 		for (int k = 0; k < n; k++)
 			on_completion(ep, p, s, &c[k]);

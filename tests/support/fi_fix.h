@@ -34,7 +34,7 @@ static int fix_have;
 
 /* Group setup: the daemon and the environment libfabric reads at its
  * first call. */
-static int fix_group_setup(void **state)
+static inline int fix_group_setup(void **state)
 {
 	char exe[PATH_MAX], lib[PATH_MAX + 16];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -59,14 +59,14 @@ static int fix_group_setup(void **state)
 	return 0;
 }
 
-static int fix_group_teardown(void **state)
+static inline int fix_group_teardown(void **state)
 {
 	return mrcd_group_teardown(state);
 }
 
 #define FIX_NEED() do { if (!fix_have) MRC_SKIP("build/bin/mrcd or libmrc-fi.so not built"); } while (0)
 
-static struct fi_info *fix_hints(uint64_t caps)
+static inline struct fi_info *fix_hints(uint64_t caps)
 {
 	struct fi_info *h = fi_allocinfo();
 	assert_non_null(h);
@@ -91,7 +91,7 @@ struct fix_ep {
 	size_t namelen;
 };
 
-static void fix_open(struct fix *f, uint64_t caps, enum fi_av_type avt)
+static inline void fix_open(struct fix *f, uint64_t caps, enum fi_av_type avt)
 {
 	memset(f, 0, sizeof(*f));
 	struct fi_info *h = fix_hints(caps);
@@ -103,7 +103,7 @@ static void fix_open(struct fix *f, uint64_t caps, enum fi_av_type avt)
 	FI_OK(fi_av_open(f->dom, &aa, &f->av, NULL));
 }
 
-static void fix_ep_open(struct fix *f, struct fix_ep *e, enum fi_cq_format fmt)
+static inline void fix_ep_open(struct fix *f, struct fix_ep *e, enum fi_cq_format fmt)
 {
 	memset(e, 0, sizeof(*e));
 	FI_OK(fi_endpoint(f->dom, f->info, &e->ep, NULL));
@@ -116,13 +116,13 @@ static void fix_ep_open(struct fix *f, struct fix_ep *e, enum fi_cq_format fmt)
 	FI_OK(fi_getname(&e->ep->fid, e->name, &e->namelen));
 }
 
-static void fix_ep_close(struct fix_ep *e)
+static inline void fix_ep_close(struct fix_ep *e)
 {
 	FI_OK(fi_close(&e->ep->fid));
 	FI_OK(fi_close(&e->cq->fid));
 }
 
-static void fix_close(struct fix *f)
+static inline void fix_close(struct fix *f)
 {
 	FI_OK(fi_close(&f->av->fid));
 	FI_OK(fi_close(&f->dom->fid));
@@ -130,7 +130,7 @@ static void fix_close(struct fix *f)
 	fi_freeinfo(f->info);
 }
 
-static fi_addr_t fix_insert(struct fix *f, const struct fix_ep *e)
+static inline fi_addr_t fix_insert(struct fix *f, const struct fix_ep *e)
 {
 	fi_addr_t a = FI_ADDR_NOTAVAIL;
 	assert_int_equal(fi_av_insert(f->av, e->name, 1, &a, 0, NULL), 1);
@@ -139,7 +139,7 @@ static fi_addr_t fix_insert(struct fix *f, const struct fix_ep *e)
 
 /* One completion (tagged format), or an error entry (returns -FI_EAVAIL
  * with *err filled). */
-static int fix_wait_cq(struct fid_cq *cq, struct fi_cq_tagged_entry *c, fi_addr_t *src,
+static inline int fix_wait_cq(struct fid_cq *cq, struct fi_cq_tagged_entry *c, fi_addr_t *src,
 		       struct fi_cq_err_entry *err)
 {
 	for (;;) {
