@@ -75,6 +75,13 @@ struct mrcfi_eq;
 struct mrcfi_ep;
 struct mrcfi_av;
 
+struct mrcfi_acc {
+	struct mrcfi_acc *next;
+	struct mrc_qp *qp;
+	struct mrc_qp_addr remote;
+	uint32_t sid;
+};
+
 struct mrcfi_domain {
 	struct fid_domain d;
 	struct mrcfi_fabric *fab;
@@ -95,6 +102,11 @@ struct mrcfi_domain {
 	pthread_mutex_t sidlock;
 	uint32_t sids[64];
 	unsigned nsids;
+	/* Connections the accept thread took, for whoever holds d->lock
+	 * next to attach (it never waits for d->lock itself: an
+	 * mrc_connect under it may be waiting for this very accept). */
+	struct mrcfi_acc *accq;
+	int dead_pending;            /* the accept thread saw mrcd hang up */
 	struct mrc_qp *spare;        /* the accept thread's next QP (side 0) */
 	uint64_t local_key;
 	uint32_t mr_move;            /* FI_MRC_MR_MOVE */
@@ -196,6 +208,7 @@ struct mrcfi_req {
 	void *context;
 	uint64_t flags;              /* CQ entry flags */
 	int completion;              /* make a CQ entry on success */
+	int early;                   /* reported done at the post (eager) */
 	uint64_t tag, ignore, data;
 	int has_data;
 	/* user buffer (send: copied from; recv: copied to) */
@@ -264,15 +277,19 @@ struct mrcfi_ep {
 	uint16_t gen[MRCFI_MAX_REQS];
 	uint32_t req_next;
 	uint64_t proto_errors;       /* messages refused (docs/libfabric.md) */
+	uint64_t late_errors;        /* eager sends that failed after done */
 };
 
 int mrcfi_ep_open(struct fid_domain *dom, struct fi_info *info, struct fid_ep **ep, void *ctx);
-/* Progress: drain every QP of the domain (under d->lock). */
-void mrcfi_progress(struct mrcfi_domain *d);
+/* Progress: drain every QP of the domain (under d->lock); arm: and arm
+ * their CQs, for the progress thread about to sleep on the doorbell. */
+void mrcfi_progress(struct mrcfi_domain *d, int arm);
 /* A new QP of side 0 accepted from remote (under d->lock). */
 void mrcfi_ep_accepted(struct mrcfi_domain *d, struct mrcfi_ep *ep, struct mrc_qp *qp,
 		       const struct mrc_qp_addr *remote);
 void mrcfi_fail_all(struct mrcfi_domain *d, int err);
+/* Attaches what the accept thread queued (under d->lock). */
+void mrcfi_accept_drain(struct mrcfi_domain *d);
 
 /* ---- domain ---------------------------------------------------------- */
 int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_domain **dom,

@@ -281,6 +281,10 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
 {
 	struct mrcfi_cq *cq = container_of(fcq, struct mrcfi_cq, cq);
 	pthread_mutex_lock(&cq->d->lock);
+	/* An application polling an empty CQ drives progress itself: no
+	 * wait for the progress thread to be woken and scheduled. */
+	if (!cq->cnt)
+		mrcfi_progress(cq->d, 0);
 	ssize_t n = 0;
 	while ((size_t)n < count && cq->cnt) {
 		struct mrcfi_cqe *c = &cq->q[cq->head];

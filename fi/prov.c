@@ -377,7 +377,7 @@ static void *prog_main(void *arg)
 	int spin = d->progress_spin_us;
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&d->lock);
-		mrcfi_progress(d);
+		mrcfi_progress(d, 1);
 		int dead = d->dead;
 		pthread_mutex_unlock(&d->lock);
 		if (dead) {
@@ -411,6 +411,10 @@ static void *prog_main(void *arg)
 			}
 		for (int s = 0; s < 2; s++)
 			(void)mrc_ctx_drain(d->side[s].ctx);
+		if (pf[0].revents & POLLIN) {
+			uint64_t v;
+			(void)!read(d->wake, &v, sizeof(v));
+		}
 	}
 	return NULL;
 }
@@ -426,7 +430,7 @@ static void *acc_main(void *arg)
 		if (n)
 			sid = d->sids[d->acc_rr++ % n];
 		pthread_mutex_unlock(&d->sidlock);
-		int dead = __atomic_load_n(&d->dead, __ATOMIC_ACQUIRE);
+		int dead = __atomic_load_n(&d->dead_pending, __ATOMIC_ACQUIRE);
 		if (dead || !sid) {
 			struct pollfd w = { .fd = d->wake, .events = POLLIN };
 			(void)poll(&w, 1, 20);
@@ -442,23 +446,24 @@ static void *acc_main(void *arg)
 		int r = mrc_accept(d->spare, sid, sid, n > 1 ? 10 : 50, &remote);
 		if (r == -ETIMEDOUT || r == -EAGAIN)
 			continue;
-		pthread_mutex_lock(&d->lock);
+		uint64_t one = 1;
 		if (!r) {
-			struct mrcfi_ep *e = d->eps;
-			while (e && e->name.sid != sid)
-				e = e->next;
-			if (e) {
-				mrcfi_ep_accepted(d, e, d->spare, &remote);
-				d->spare = NULL;
+			struct mrcfi_acc *a = malloc(sizeof(*a));
+			if (!a) {
+				(void)mrc_destroy_qp(d->spare);
+			} else {
+				*a = (struct mrcfi_acc){ .qp = d->spare, .remote = remote, .sid = sid };
+				pthread_mutex_lock(&d->sidlock);
+				a->next = d->accq;
+				d->accq = a;
+				pthread_mutex_unlock(&d->sidlock);
 			}
+			d->spare = NULL;
+			(void)!write(d->wake, &one, sizeof(one));
 		} else if (r == -EPIPE || r == -ECONNRESET) {
-			if (!d->dead) {
-				d->dead = 1;
-				mrcfi_fail_all(d, FI_EIO);
-			}
-		}
-		pthread_mutex_unlock(&d->lock);
-		if (r && r != -EPIPE && r != -ECONNRESET) {
+			__atomic_store_n(&d->dead_pending, 1, __ATOMIC_RELEASE);
+			(void)!write(d->wake, &one, sizeof(one));
+		} else {
 			/* An endpoint closed under us, or a refused accept:
 			 * do not spin. */
 			struct pollfd w = { .fd = d->wake, .events = POLLIN };
@@ -479,6 +484,11 @@ static int domain_close(struct fid *fid)
 		(void)!write(d->wake, &one, sizeof(one));
 		pthread_join(d->prog, NULL);
 		pthread_join(d->acc, NULL);
+	}
+	while (d->accq) {
+		struct mrcfi_acc *a = d->accq;
+		d->accq = a->next;
+		free(a);   /* its QP goes with the client */
 	}
 	side_close(&d->side[0]);
 	side_close(&d->side[1]);
