@@ -132,7 +132,9 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 	fi->ep_attr->max_order_raw_size = 0;
 	fi->ep_attr->max_order_war_size = 0;
 	fi->ep_attr->max_order_waw_size = 0;
-	fi->ep_attr->mem_tag_format = 0;   /* 64 bits, all matched */
+	/* all 64 bits are matched; the generic format is what MPI's tag
+	 * layouts count their free bits in */
+	fi->ep_attr->mem_tag_format = 0xaaaaaaaaaaaaaaaaull;
 	fi->ep_attr->tx_ctx_cnt = 1;
 	fi->ep_attr->rx_ctx_cnt = 1;
 	struct fi_domain_attr *da = fi->domain_attr;
