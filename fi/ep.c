@@ -43,7 +43,6 @@ static struct mrcfi_req *req_new(struct mrcfi_ep *ep, enum mrcfi_kind kind, void
 	r->ep = ep;
 	r->kind = kind;
 	r->context = context;
-	r->chunk = -1;
 	r->completion = 1;
 	return r;
 }
@@ -210,10 +209,9 @@ static void rx_done(struct mrcfi_req *r, size_t len, uint64_t total, int err)
 	else if (!(ep->rxflags & FI_SELECTIVE_COMPLETION) || (r->flags & FI_COMPLETION))
 		cq_put(ep->rxcq, r, fl, len, buf, r->data, r->tag, src_of(ep, r->peer), 0, 0, 0);
 	mrcfi_cntr_inc(ep->c_recv, err);
-	if (r->chunk >= 0) {
-		mrcfi_pool_put(&ep->d->side[r->side].rxc, (uint32_t)r->chunk);
-		r->chunk = -1;
-	}
+	for (int k = 0; k < r->nch; k++)
+		mrcfi_pool_put(&ep->d->side[r->side].rxc, (uint32_t)r->ch[k].idx);
+	r->nch = 0;
 	list_del(&ep->wait_chunk, r);
 	req_free(r);
 }
@@ -408,6 +406,8 @@ static void hdr_init(struct mrcfi_hdr *h, uint8_t op)
 }
 
 /* ---- rendezvous, receiver side ----------------------------------------- */
+/* Grants the sender chunks of our bounce region, up to MRCFI_PIPE in
+ * flight; completes the receive when every wanted byte is in. */
 static void grant(struct mrcfi_req *r)
 {
 	struct mrcfi_ep *ep = r->ep;
@@ -426,23 +426,30 @@ static void grant(struct mrcfi_req *r)
 		return;
 	}
 	struct mrcfi_side *sd = &ep->d->side[r->side];
-	int c = mrcfi_pool_get(&sd->rxc, r);
-	if (c < 0) {
-		if (!on_list(ep->wait_chunk, r))
-			list_add_tail(&ep->wait_chunk, r);
-		return;
+	while (r->gnext < r->want && r->nch < MRCFI_PIPE) {
+		int c = mrcfi_pool_get(&sd->rxc, r);
+		if (c < 0) {
+			/* nothing in flight: wait for another message's chunk */
+			if (!r->nch && !on_list(ep->wait_chunk, r))
+				list_add_tail(&ep->wait_chunk, r);
+			return;
+		}
+		uint64_t n = r->want - r->gnext;
+		uint32_t len = n > MRCFI_CHUNK ? MRCFI_CHUNK : (uint32_t)n;
+		r->ch[r->nch].idx = c;
+		r->ch[r->nch].off = r->gnext;
+		r->ch[r->nch].len = len;
+		r->nch++;
+		hdr_init(&h, MRCFI_CTS);
+		h.sreq = r->sreq;
+		h.rreq = r->id;
+		h.total = r->gnext;
+		h.len = len;
+		h.rkey = sd->key;
+		h.roff = sd->rxc.off + (uint64_t)c * MRCFI_CHUNK;
+		r->gnext += len;
+		ctl_send(ep, r->peer, &h);
 	}
-	r->chunk = c;
-	uint64_t n = r->want - r->got;
-	r->granted = n > MRCFI_CHUNK ? MRCFI_CHUNK : n;
-	hdr_init(&h, MRCFI_CTS);
-	h.sreq = r->sreq;
-	h.rreq = r->id;
-	h.total = r->got;
-	h.len = (uint32_t)r->granted;
-	h.rkey = sd->key;
-	h.roff = sd->rxc.off + (uint64_t)c * MRCFI_CHUNK;
-	ctl_send(ep, r->peer, &h);
 }
 
 static void wait_chunk_pump(struct mrcfi_ep *ep)
@@ -469,6 +476,7 @@ static void rz_start(struct mrcfi_req *r, struct mrcfi_peer *p, int side,
 	r->total = h->total;
 	r->want = h->total < r->len ? h->total : r->len;
 	r->got = 0;
+	r->gnext = 0;
 	grant(r);
 }
 
@@ -501,10 +509,11 @@ static int tx_pump(struct mrcfi_req *r)
 {
 	struct mrcfi_ep *ep = r->ep;
 	struct mrcfi_side *sd = &ep->d->side[r->peer->tx];
-	if (r->kind == K_RZ && r->cts_wait) {
+	while (r->kind == K_RZ && r->ncts) {
 		if (!sd->txc.nfree || !sd->tx.nfree)
 			return 1;
-		int e = post_chunk_write(r, r->cts_off, r->cts_len, r->cts_rkey, r->cts_roff);
+		int e = post_chunk_write(r, r->cts[0].off, r->cts[0].len, r->cts[0].rkey,
+					 r->cts[0].roff);
 		if (e == -FI_EAGAIN)
 			return 1;
 		if (e) {
@@ -514,17 +523,17 @@ static int tx_pump(struct mrcfi_req *r)
 		struct mrcfi_hdr h;
 		hdr_init(&h, MRCFI_RZDATA);
 		h.sreq = r->id;
-		h.rreq = r->rreq;
-		h.total = r->cts_off;
-		h.len = r->cts_len;
+		h.rreq = r->cts[0].rreq;
+		h.total = r->cts[0].off;
+		h.len = r->cts[0].len;
 		e = post_ctl(ep, r->peer, &h, NULL, 0, r);
 		if (e) {
 			r->err = mrcfi_err(e == -FI_EAGAIN ? -EIO : e);
 			return 0;
 		}
-		r->sent += r->cts_len;
-		r->cts_wait = 0;
-		return 0;
+		r->sent += r->cts[0].len;
+		memmove(&r->cts[0], &r->cts[1], (size_t)(r->ncts - 1) * sizeof(r->cts[0]));
+		r->ncts--;
 	}
 	if (r->kind == K_WRITE) {
 		while (r->sent < r->len) {
@@ -656,25 +665,27 @@ static void on_msg(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side, const st
 static void on_cts(struct mrcfi_ep *ep, struct mrcfi_peer *p, const struct mrcfi_hdr *h)
 {
 	struct mrcfi_req *r = req_find(ep, h->sreq, K_RZ, p);
-	if (!r || r->ended || r->cts_wait) {
+	if (!r || r->ended) {
 		proto_error(ep, p, "a CTS for no waiting send");
 		return;
 	}
 	if (h->flags & MRCFI_F_END) {
 		r->ended = 1;
+		r->ncts = 0;
 		tx_check(r);
 		return;
 	}
-	if (h->total != r->sent || h->len > r->len - r->sent) {
+	if (h->total != r->ctsnext || h->len > r->len - r->ctsnext || r->ncts == MRCFI_PIPE) {
 		proto_error(ep, p, "a CTS outside its message");
 		return;
 	}
-	r->cts_wait = 1;
-	r->rreq = h->rreq;
-	r->cts_off = h->total;
-	r->cts_len = h->len;
-	r->cts_rkey = h->rkey;
-	r->cts_roff = h->roff;
+	r->cts[r->ncts].off = h->total;
+	r->cts[r->ncts].len = h->len;
+	r->cts[r->ncts].rkey = h->rkey;
+	r->cts[r->ncts].roff = h->roff;
+	r->cts[r->ncts].rreq = h->rreq;
+	r->ncts++;
+	r->ctsnext += h->len;
 	if (tx_pump(r)) {
 		if (!on_list(ep->wait_tx, r))
 			list_add_tail(&ep->wait_tx, r);
@@ -687,17 +698,18 @@ static void on_rzdata(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side,
 		      const struct mrcfi_hdr *h)
 {
 	struct mrcfi_req *r = req_find(ep, h->rreq, K_RECV, p);
-	/* only into the chunk granted, by the QP it was granted for */
-	if (!r || r->chunk < 0 || r->side != side || h->total != r->got || h->len != r->granted ||
-	    h->sreq != r->sreq) {
+	/* only into the oldest chunk granted, by the QP it was granted for */
+	if (!r || !r->nch || r->side != side || h->total != r->got || h->total != r->ch[0].off ||
+	    h->len != r->ch[0].len || h->sreq != r->sreq) {
 		proto_error(ep, p, "rendezvous data for no granted chunk");
 		return;
 	}
 	struct mrcfi_side *sd = &ep->d->side[side];
 	iov_copy_to(r->iov, r->niov, r->got, sd->base + sd->rxc.off +
-		    (uint64_t)r->chunk * MRCFI_CHUNK, h->len);
-	mrcfi_pool_put(&sd->rxc, (uint32_t)r->chunk);
-	r->chunk = -1;
+		    (uint64_t)r->ch[0].idx * MRCFI_CHUNK, h->len);
+	mrcfi_pool_put(&sd->rxc, (uint32_t)r->ch[0].idx);
+	memmove(&r->ch[0], &r->ch[1], (size_t)(r->nch - 1) * sizeof(r->ch[0]));
+	r->nch--;
 	r->got += h->len;
 	grant(r);
 	wait_chunk_pump(ep);
@@ -842,7 +854,6 @@ void mrcfi_fail_all(struct mrcfi_domain *d, int err)
 				continue;
 			r->next = NULL;
 			if (r->kind == K_RECV) {
-				r->chunk = -1;
 				rx_done(r, 0, 0, err);
 			} else {
 				r->err = err;

@@ -37,6 +37,7 @@
 #define MRCFI_KEY_CAPS (FI_RMA | FI_ATOMIC | FI_WRITE | FI_REMOTE_WRITE)
 #define MRCFI_MR_MODE  (FI_MR_PROV_KEY | FI_MR_ALLOCATED)
 #define MRCFI_RX_POSTED 8u           /* receive slots posted per QP */
+#define MRCFI_PIPE      4            /* chunks in flight per rendezvous message */
 #define MRCFI_SID_BASE  0x46490000u  /* service ids of endpoints: + [0, 2^16) */
 
 extern struct fi_provider mrcfi_prov;
@@ -218,10 +219,10 @@ struct mrcfi_req {
 	size_t sent;                 /* bytes handed to WRITEs so far */
 	int pending;                 /* mrc work requests outstanding */
 	int ended, err;
-	uint32_t rreq;               /* CTS waiting for a chunk */
-	uint64_t cts_off, cts_roff;
-	uint32_t cts_len, cts_rkey;
-	int cts_wait;
+	/* CTSs granted to us and not written yet, in order */
+	struct { uint64_t off, roff; uint32_t len, rkey, rreq; } cts[MRCFI_PIPE];
+	int ncts;
+	uint64_t ctsnext;            /* the offset the next CTS must grant */
 	uint64_t raddr;
 	uint32_t rkey;
 	/* recv side */
@@ -229,8 +230,10 @@ struct mrcfi_req {
 	struct mrcfi_name srcname;
 	int side;                    /* rendezvous: our side of the sender's QP */
 	uint32_t sreq;
-	uint64_t total, want, got, granted;
-	int chunk;                   /* rx chunk index or -1 */
+	uint64_t total, want, got, gnext;   /* gnext: next offset to grant */
+	/* chunks granted and not yet filled, in granting order */
+	struct { int idx; uint64_t off; uint32_t len; } ch[MRCFI_PIPE];
+	int nch;
 };
 
 /* An arrived message no receive matched yet. */

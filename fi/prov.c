@@ -35,6 +35,11 @@ static int prov_named(const char *list)
 	return !list || !strcasecmp(list, MRCFI_PROV_NAME);
 }
 
+/* Each refusal says why at FI_LOG_LEVEL=info. */
+#define REFUSE(why) do { \
+	FI_INFO(&mrcfi_prov, FI_LOG_CORE, "hints refused: %s\n", why); \
+	return -FI_ENODATA; } while (0)
+
 /* What we can give within the hints, or -FI_ENODATA. */
 static int fill_info(const struct fi_info *h, struct fi_info *fi)
 {
@@ -42,34 +47,34 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 	uint64_t mr_mode = MRCFI_MR_MODE;
 	if (h) {
 		if (h->caps & ~MRCFI_CAPS)
-			return -FI_ENODATA;
+			REFUSE("capabilities beyond msg, tagged, RMA write, atomic, directed receive, source");
 		if (h->ep_attr && h->ep_attr->type != FI_EP_UNSPEC && h->ep_attr->type != FI_EP_RDM)
-			return -FI_ENODATA;
+			REFUSE("an endpoint type other than FI_EP_RDM");
 		if (h->addr_format != FI_FORMAT_UNSPEC)
-			return -FI_ENODATA;
+			REFUSE("an address format other than FI_FORMAT_UNSPEC (mrc names are host index and service id)");
 		if (h->fabric_attr && h->fabric_attr->prov_name &&
 		    !prov_named(h->fabric_attr->prov_name))
-			return -FI_ENODATA;
+			REFUSE("another provider's name");
 		if (h->fabric_attr && h->fabric_attr->name &&
 		    strcmp(h->fabric_attr->name, MRCFI_PROV_NAME))
-			return -FI_ENODATA;
+			REFUSE("another fabric's name");
 		if (h->domain_attr && h->domain_attr->name &&
 		    strcmp(h->domain_attr->name, MRCFI_DOMAIN_NAME))
-			return -FI_ENODATA;
+			REFUSE("another domain's name");
 		if (h->ep_attr && h->ep_attr->protocol != FI_PROTO_UNSPEC)
-			return -FI_ENODATA;
+			REFUSE("a protocol other than FI_PROTO_UNSPEC");
 		if (h->ep_attr && h->ep_attr->max_msg_size > MRCFI_MAX_MSG)
-			return -FI_ENODATA;
+			REFUSE("a max_msg_size above 4 GiB");
 		if (h->tx_attr && (h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS))
-			return -FI_ENODATA;
+			REFUSE("a transmit ordering beyond FI_ORDER_SAS");
 		if (h->rx_attr && (h->rx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS))
-			return -FI_ENODATA;
+			REFUSE("a receive ordering beyond FI_ORDER_SAS");
 		if (h->tx_attr && h->tx_attr->inject_size > MRCFI_EAGER_MAX)
-			return -FI_ENODATA;
+			REFUSE("an inject_size above 8136 bytes");
 		if (h->domain_attr && h->domain_attr->cq_data_size > 8)
-			return -FI_ENODATA;
+			REFUSE("more than 8 bytes of CQ data");
 		if (h->domain_attr && h->domain_attr->mr_key_size > 8)
-			return -FI_ENODATA;
+			REFUSE("MR keys above 8 bytes");
 		if (h->caps)
 			caps = h->caps;
 		if (h->domain_attr) {
@@ -83,14 +88,14 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 				/* Without provider keys nobody can name our
 				 * regions: keep what needs no key. */
 				if (h->caps & MRCFI_KEY_CAPS)
-					return -FI_ENODATA;
+					REFUSE("RMA or atomics without FI_MR_PROV_KEY");
 				caps &= ~MRCFI_KEY_CAPS;
 				mr_mode = 0;
 			}
 			if (h->domain_attr->av_type != FI_AV_UNSPEC &&
 			    h->domain_attr->av_type != FI_AV_MAP &&
 			    h->domain_attr->av_type != FI_AV_TABLE)
-				return -FI_ENODATA;
+				REFUSE("an AV type other than table or map");
 		}
 		/* Primary caps imply both directions when none is named. */
 		if ((caps & (FI_MSG | FI_TAGGED)) && !(caps & (FI_SEND | FI_RECV)))
@@ -98,7 +103,7 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 		if ((caps & (FI_RMA | FI_ATOMIC)) && !(caps & (FI_WRITE | FI_REMOTE_WRITE)))
 			caps |= FI_WRITE | FI_REMOTE_WRITE;
 		if (h->caps && (h->caps & (FI_READ | FI_REMOTE_READ)))
-			return -FI_ENODATA;
+			REFUSE("RMA read (mrc has no RDMA READ)");
 	}
 	fi->caps = caps;
 	fi->mode = 0;
