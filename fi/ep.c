@@ -264,6 +264,8 @@ static int qp_attach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s, struct mr
 	return 0;
 }
 
+static void peer_reset(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s);
+
 static void qp_detach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
 {
 	if (!p->qp[s])
@@ -282,11 +284,14 @@ void mrcfi_ep_accepted(struct mrcfi_domain *d, struct mrcfi_ep *ep, struct mrc_q
 {
 	struct mrcfi_name n = { remote->host, remote->priv };
 	struct mrcfi_peer *p = peer_get(ep, &n);
-	if (!p || p->qp[0]) {
-		/* a second connection from the same endpoint: keep the first */
+	if (!p) {
 		(void)mrc_destroy_qp(qp);
 		return;
 	}
+	/* A peer connects to us once per QP of its own; again only after
+	 * its QP failed, so ours is dead too even if we have not seen it. */
+	if (p->qp[0])
+		peer_reset(ep, p, 0);
 	if (qp_attach(ep, p, 0, qp))
 		qp_detach(ep, p, 0);
 }
@@ -355,7 +360,9 @@ static int post_ctl(struct mrcfi_ep *ep, struct mrcfi_peer *p, const struct mrcf
 		    const struct iovec *iov, size_t niov, struct mrcfi_req *owner)
 {
 	struct mrcfi_side *sd = &ep->d->side[p->tx];
-	int i = mrcfi_pool_get(&sd->tx, owner);
+	/* a slot of ours names its request, or (low bit set) the peer of a
+	 * control message, so that a failed QP gives both back */
+	int i = mrcfi_pool_get(&sd->tx, owner ? (void *)owner : (void *)((uintptr_t)p | 1));
 	if (i < 0)
 		return -FI_EAGAIN;
 	char *b = slot_addr(sd, &sd->tx, (uint32_t)i);
@@ -747,8 +754,10 @@ static void on_completion(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s,
 	struct mrcfi_req *r = NULL;
 	switch (WR_KIND(c->wr_id)) {
 	case WR_RX:
-		if (c->status)
-			return;   /* flushed: the QP is going */
+		if (c->status) {
+			p->broken[s] = 1;   /* flushed: the QP failed */
+			return;
+		}
 		on_recv(ep, p, s, slot_addr(sd, &sd->rx, i), c->byte_len);
 		/* the slot goes back to the same QP */
 		if (p->qp[s] && mrc_post_recv(p->qp[s], c->wr_id, sd->key,
@@ -756,7 +765,7 @@ static void on_completion(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s,
 			MRCFI_WARN(FI_LOG_EP_DATA, "cannot repost a receive slot\n");
 		return;
 	case WR_TX:
-		r = sd->tx.owner[i];
+		r = ((uintptr_t)sd->tx.owner[i] & 1) ? NULL : sd->tx.owner[i];
 		mrcfi_pool_put(&sd->tx, i);
 		break;
 	case WR_CHW:
@@ -769,6 +778,8 @@ static void on_completion(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s,
 	default:
 		return;
 	}
+	if (c->status)
+		p->broken[s] = 1;
 	if (r) {
 		r->pending--;
 		if (c->status && !r->err)
@@ -776,6 +787,82 @@ static void on_completion(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s,
 		tx_check(r);
 	}
 	pump(ep);
+}
+
+/* Gives back every piece of side s's pools that serves owner. */
+static void pools_release(struct mrcfi_side *sd, const void *owner)
+{
+	struct mrcfi_pool *pools[] = { &sd->tx, &sd->txc, &sd->rxc };
+	for (int k = 0; k < 3; k++)
+		for (uint32_t i = 0; i < pools[k]->n; i++)
+			if (pools[k]->owner[i] == owner)
+				mrcfi_pool_put(pools[k], i);
+}
+
+/* A QP of p failed: mrc fails an RC QP at its first error (an access
+ * violation, a peer gone) with all its work.  Everything of p in flight
+ * fails with FI_EIO, the QP goes, and the next send to p connects anew,
+ * so one bad write does not cut the peer off for good. */
+static void peer_reset(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
+{
+	struct mrcfi_domain *d = ep->d;
+	MRCFI_WARN(FI_LOG_EP_DATA, "the QP to mrc://%u:%u failed; its requests fail\n",
+		   p->name.host, p->name.sid);
+	for (uint32_t i = 0; i < MRCFI_MAX_REQS; i++) {
+		struct mrcfi_req *r = ep->reqs[i];
+		if (!r || r->peer != p)
+			continue;
+		list_del(&ep->wait_tx, r);
+		list_del(&ep->wait_chunk, r);
+		if (r->kind == K_RECV) {
+			rx_done(r, r->got, r->got, FI_EIO);
+			continue;
+		}
+		for (int k = 0; k < 2; k++)
+			pools_release(&d->side[k], r);
+		if (!r->err)
+			r->err = FI_EIO;
+		r->pending = 0;
+		r->ncts = 0;
+		tx_done(r);
+	}
+	for (int k = 0; k < 2; k++)
+		pools_release(&d->side[k], (void *)((uintptr_t)p | 1));
+	for (struct mrcfi_ctlq **q = &ep->ctlq; *q;) {
+		if ((*q)->peer == p) {
+			struct mrcfi_ctlq *dead = *q;
+			*q = dead->next;
+			free(dead);
+		} else {
+			q = &(*q)->next;
+		}
+	}
+	ep->ctlq_tail = NULL;
+	for (struct mrcfi_ctlq *q = ep->ctlq; q; q = q->next)
+		ep->ctlq_tail = q;
+	/* unexpected rendezvous messages of p: nobody will serve them */
+	for (int t = 0; t < 2; t++) {
+		struct mrcfi_unexp *prev = NULL;
+		for (struct mrcfi_unexp *u = ep->unexp[t]; u;) {
+			struct mrcfi_unexp *next = u->next;
+			if (u->peer == p && u->op == MRCFI_RTS) {
+				if (prev)
+					prev->next = next;
+				else
+					ep->unexp[t] = next;
+				if (ep->unexp_tail[t] == u)
+					ep->unexp_tail[t] = prev;
+				free(u);
+			} else {
+				prev = u;
+			}
+			u = next;
+		}
+	}
+	qp_detach(ep, p, s);
+	p->broken[s] = 0;
+	if (p->tx == s)
+		p->tx = -1;
 }
 
 static int drain_qp(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
@@ -789,6 +876,8 @@ static int drain_qp(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
 	}
 	if (p->qp[s] && n < 0 && n != -EOVERFLOW)
 		mark_dead(ep->d);
+	else if (p->qp[s] && p->broken[s] && !ep->d->dead)
+		peer_reset(ep, p, s);
 	return total;
 }
 
@@ -828,7 +917,8 @@ void mrcfi_progress(struct mrcfi_domain *d, int arm)
 				for (int s = 0; s < 2; s++)
 					if (p->qp[s]) {
 						drain_qp(ep, p, s);
-						if (arm && mrc_arm_cq(p->qp[s]) == 1)
+						/* a failed QP is gone after its drain */
+						if (arm && p->qp[s] && mrc_arm_cq(p->qp[s]) == 1)
 							again = 1;
 					}
 		if (!again || d->dead)
@@ -1681,23 +1771,20 @@ static int ep_close(struct fid *fid)
 			d->sids[i] = d->sids[--d->nsids];
 	pthread_mutex_unlock(&d->sidlock);
 	(void)mrc_unlisten(d->side[0].ctx, ep->name.sid);
+	/* the QPs go with their work: give back what it held */
+	for (int s = 0; s < 2; s++) {
+		for (uint32_t i = 0; i < MRCFI_MAX_REQS; i++)
+			if (ep->reqs[i])
+				pools_release(&d->side[s], ep->reqs[i]);
+		for (struct mrcfi_peer *p = ep->peers; p; p = p->next)
+			pools_release(&d->side[s], (void *)((uintptr_t)p | 1));
+	}
 	while (ep->peers) {
 		struct mrcfi_peer *p = ep->peers;
 		ep->peers = p->next;
 		qp_detach(ep, p, 0);
 		qp_detach(ep, p, 1);
 		free(p);
-	}
-	/* the QPs are gone with their work: give back what it held */
-	for (int s = 0; s < 2; s++) {
-		struct mrcfi_side *sd = &d->side[s];
-		struct mrcfi_pool *pools[] = { &sd->tx, &sd->txc, &sd->rxc };
-		for (int k = 0; k < 3; k++)
-			for (uint32_t i = 0; i < pools[k]->n; i++) {
-				struct mrcfi_req *o = pools[k]->owner[i];
-				if (o && o->ep == ep)
-					mrcfi_pool_put(pools[k], i);
-			}
 	}
 	for (uint32_t i = 0; i < MRCFI_MAX_REQS; i++)
 		free(ep->reqs[i]);

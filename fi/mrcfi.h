@@ -196,6 +196,7 @@ struct mrcfi_peer {
 	struct mrc_qp *qp[2];        /* by the side of our end */
 	uint32_t *slots[2];          /* receive slots posted on qp[s] */
 	int tx;                      /* the side we send on (-1: not yet) */
+	int broken[2];               /* qp[s] failed: reset after its drain */
 	int bad;                     /* it broke the protocol: ignored */
 };
 

@@ -689,6 +689,30 @@ static void test_rma_write(void **state)
 	assert_int_equal(fi_cq_sread(p.a.cq, &d, 1, NULL, FIX_WAIT_MS), -FI_EAVAIL);
 	assert_int_equal(fi_cq_readerr(p.a.cq, &e, 0), 1);
 	assert_int_equal(e.err, FI_EACCES);
+	/* mrc fails the QP pair at an access violation (as RC does); the
+	 * provider reconnects on the next operation to that peer */
+	memset(tgt, 0xee, 64);
+	for (int k = 0; k < 2; k++) {
+		POST(fi_write(p.a.ep, src, 64, NULL, p.to_b, 0, key, &wc));
+		ssize_t r = fi_cq_sread(p.a.cq, &d, 1, NULL, FIX_WAIT_MS);
+		if (r == -FI_EAVAIL) {
+			/* a write posted before the failure was seen */
+			assert_int_equal(fi_cq_readerr(p.a.cq, &e, 0), 1);
+			CHECK(k == 0, "a second write after the reset failed: %d", e.err);
+			continue;
+		}
+		assert_int_equal(r, 1);
+		break;
+	}
+	check_bytes(tgt, 64, 5);
+	char msg[32] = "after the reset", got[32];
+	int rc2, sc2;
+	POST(fi_trecv(p.b.ep, got, sizeof(got), NULL, FI_ADDR_UNSPEC, 8, 0, &rc2));
+	POST(fi_tsend(p.a.ep, msg, sizeof(msg), NULL, p.to_b, 8, &sc2));
+	assert_int_equal(fi_cq_sread(p.b.cq, &d, 1, NULL, FIX_WAIT_MS), 1);
+	assert_ptr_equal(d.op_context, &rc2);
+	assert_string_equal(got, "after the reset");
+	assert_int_equal(fi_cq_sread(p.a.cq, &d, 1, NULL, FIX_WAIT_MS), 1);
 	/* read: not supported */
 	assert_int_equal(fi_read(p.a.ep, src, 8, NULL, p.to_b, 0, key, &wc), -FI_ENOSYS);
 	FI_OK(fi_close(&mr->fid));
