@@ -3,7 +3,7 @@
 # fi_prov_ini, found through FI_PROVIDER_PATH or libfabric's provider
 # directory), with libmrc linked in (its PIC archive) so that it is one
 # self-contained file.
-FI_PROV_SRCS := fi/prov.c fi/objs.c fi/ep.c fi/proto.c
+FI_PROV_SRCS := fi/prov.c fi/objs.c fi/ep.c fi/epops.c fi/proto.c
 FI_PROV_OBJS := $(FI_PROV_SRCS:%.c=$(B)/lib/pic/%.o)
 FI_PROV_SO := $(B)/lib/libmrc-fi.so
 all: $(FI_PROV_SO)

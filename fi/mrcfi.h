@@ -292,6 +292,21 @@ void mrcfi_progress(struct mrcfi_domain *d, int arm);
 void mrcfi_ep_accepted(struct mrcfi_domain *d, struct mrcfi_ep *ep, struct mrc_qp *qp,
 		       const struct mrc_qp_addr *remote);
 void mrcfi_fail_all(struct mrcfi_domain *d, int err);
+/* The data path behind the ops tables (fi/epops.c), each taking d->lock:
+ * flags are the CQ-visible FI_* flags of the operation. */
+ssize_t mrcfi_do_send(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov, fi_addr_t dest,
+		      uint64_t tag, uint64_t data, uint64_t flags, void *context);
+ssize_t mrcfi_do_recv(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov, fi_addr_t src,
+		      uint64_t tag, uint64_t ignore, uint64_t flags, void *context);
+ssize_t mrcfi_do_write(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov, fi_addr_t dest,
+		       uint64_t addr, uint64_t key, uint64_t data, uint64_t flags, void *context);
+ssize_t mrcfi_do_atomic(struct mrcfi_ep *ep, const void *buf, size_t count, fi_addr_t dest,
+			uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op op,
+			uint64_t flags, void *context);
+/* Under d->lock: a posted receive of that context cancelled (0), or
+ * -FI_ENOENT; everything of a closing endpoint given back. */
+int mrcfi_cancel(struct mrcfi_ep *ep, void *context);
+void mrcfi_ep_teardown(struct mrcfi_ep *ep);
 /* Attaches what the accept thread queued (under d->lock). */
 void mrcfi_accept_drain(struct mrcfi_domain *d);
 
