@@ -16,3 +16,6 @@ $(FI_PROV_SO): $(FI_PROV_OBJS) $(B)/lib/libmrc.a fi/fi.map
 $(B)/tests/test_fi_%: LDLIBS_ALL += -lfabric
 $(B)/tests/test_fi_%: | $(FI_PROV_SO)
 CORE_SRCS += fi/proto.c
+# The provider runs a progress and an accept thread beside the
+# application's: ThreadSanitizer too (make check-tsan).
+TSAN_TESTS += test_fi_prov
