@@ -184,10 +184,16 @@ static int mrcfi_getinfo(uint32_t version, const char *node, const char *service
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
 		return -FI_ENODATA;
 	/* Addresses are (mrcd host index, service id), not IP: a node or
-	 * service asks for something we cannot resolve. */
-	if (node || service)
+	 * service to reach cannot be resolved.  With FI_SOURCE they only
+	 * describe where to listen (fabtests' servers, and its clients with
+	 * -E, pass their control port), and an endpoint takes a service id
+	 * of its own: accepted, ignored. */
+	if ((node || service) && !(flags & FI_SOURCE)) {
+		FI_INFO(&mrcfi_prov, FI_LOG_CORE, "cannot resolve %s:%s: mrc addresses are "
+			"exchanged out of band (fi_getname, fi_av_insert)\n",
+			node ? node : "", service ? service : "");
 		return -FI_ENODATA;
-	(void)flags;
+	}
 	struct fi_info *fi = fi_allocinfo();
 	if (!fi)
 		return -FI_ENOMEM;
