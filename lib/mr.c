@@ -197,6 +197,22 @@ static int maps_have(const struct vma *v, size_t n, dev_t dev, ino_t ino)
 }
 
 /* Under moved_lock. */
+/* When libmrc is unloaded (a dlopen'ed library that links it, such as
+ * libmrc-fi.so, which libfabric dlcloses at exit), the moved memfds are
+ * no longer findable by anyone: close them.  The application's mappings
+ * keep the memory itself. */
+__attribute__((destructor)) static void moved_fini(void)
+{
+	pthread_mutex_lock(&moved_lock);
+	while (moved) {
+		struct moved *m = moved;
+		moved = m->next;
+		close(m->fd);
+		free(m);
+	}
+	pthread_mutex_unlock(&moved_lock);
+}
+
 static void moved_gc(const struct vma *v, size_t n)
 {
 	for (struct moved **p = &moved; *p;) {

@@ -128,7 +128,7 @@ LAYERS='
 7  daemon/oper
 8  daemon lib
 9  gpu
-10 coll nccl
+10 coll nccl fi
 11 ctl tools sim examples
 12 tests
 13 bench fuzz

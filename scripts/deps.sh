@@ -17,9 +17,11 @@ libfabric-dev libfabric-bin autoconf automake libtool"
 # libibverbs-dev (rdma-core): the verbs datapath (datapath/verbs*.c).
 # libdpdk-dev: DPDK 22.11, the dpdk datapath (datapath/dpdk.c, docs/datapaths.md).
 # libxdp-dev (with libbpf-dev and clang): the af_xdp datapath (datapath/af_xdp*.c).
-# libfabric-dev, libfabric-bin (fi_info, fi_pingpong): the libfabric clients
-# of tests/root/libfabric.sh and bench/fabric/libfabric.sh; autoconf automake
-# libtool: building fabtests 1.17 there (scripts/fabtests-build.sh).
+# libfabric-dev (rdma/fabric.h, rdma/providers/fi_prov.h): the libfabric
+# provider libmrc-fi.so (fi/, docs/libfabric.md); libfabric-bin (fi_info,
+# fi_pingpong): its tests and the libfabric clients of tests/root/libfabric.sh
+# and bench/fabric/libfabric.sh; autoconf automake libtool: building
+# fabtests 1.17 there (scripts/fabtests-build.sh).
 missing=""
 for p in $PKGS; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

@@ -60,6 +60,15 @@ else
 	WSLUA=$P/lib/wireshark/plugins; WSCONF=$P/share/wireshark
 	echo "install.sh: tshark not found, dissector put in $WSLUA"
 fi
+# The libfabric provider goes where Debian's libfabric looks for external
+# providers (its libdir's libfabric/; FI_PROVIDER_PATH overrides), which
+# does not follow PREFIX (docs/libfabric.md).
+if [ -f "$B/lib/libmrc-fi.so" ]; then
+	FIDIR=$D/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libfabric
+	inst 755 "$FIDIR" "$B/lib/libmrc-fi.so"
+else
+	echo "install.sh: no $B/lib/libmrc-fi.so, skipping the libfabric provider"
+fi
 inst 644 "$P/share/mrc/grafana" tools/grafana/mrc-dashboard.json
 inst 644 "$WSLUA" tools/wireshark/mrc.lua
 inst 644 "$WSCONF/profiles/MRC" tools/wireshark/profile/preferences

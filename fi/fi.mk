@@ -1,0 +1,21 @@
+# The libfabric provider "mrc" (docs/libfabric.md): build/lib/libmrc-fi.so,
+# libfabric's external-provider form (lib<name>-fi.so exporting only
+# fi_prov_ini, found through FI_PROVIDER_PATH or libfabric's provider
+# directory), with libmrc linked in (its PIC archive) so that it is one
+# self-contained file.
+FI_PROV_SRCS := fi/prov.c fi/objs.c fi/ep.c fi/epops.c fi/proto.c
+FI_PROV_OBJS := $(FI_PROV_SRCS:%.c=$(B)/lib/pic/%.o)
+FI_PROV_SO := $(B)/lib/libmrc-fi.so
+all: $(FI_PROV_SO)
+$(FI_PROV_SO): $(FI_PROV_OBJS) $(B)/lib/libmrc.a fi/fi.map
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -shared -Wl,--version-script=fi/fi.map -Wl,--no-undefined \
+		-o $@ $(FI_PROV_OBJS) $(B)/lib/libmrc.a -lfabric -lpthread
+
+# The tests open the provider through libfabric (FI_PROVIDER_PATH).
+$(B)/tests/test_fi_%: LDLIBS_ALL += -lfabric
+$(B)/tests/test_fi_%: | $(FI_PROV_SO)
+CORE_SRCS += fi/proto.c
+# The provider runs a progress and an accept thread beside the
+# application's: ThreadSanitizer too (make check-tsan).
+TSAN_TESTS += test_fi_prov
