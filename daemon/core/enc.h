@@ -16,11 +16,10 @@
  *   PROBE_REPLY      a host-pair MAC (MRC_AUTH_PAIR_TAG_BYTES): the sender
  *                    of these has no connection key
  *
- * GCM-sealed packets pass the rx key's replay window (seq), so a recorded
- * packet never opens twice, PSN wrap or not.  The receiver restores what
- * the engine expects (tokens, ENC clear, CRCs) after the checks.  A packet
- * the sender cannot seal (no key for its QP or peer) is dropped and
- * counted, never sent in clear.
+ * The framing (which bytes are sealed, where the trailer goes, what the
+ * engine gets back) is the engine's (transport/seal.c, engine.h "AEAD
+ * mode"); the crypto is auth/'s (auth/seal_ops.h), registered with it here.
+ * This file only binds the two: it knows no packet layout.
  *
  * Pure (no I/O, no loop): the unit tests drive it between two engines.
  * Everything returns 0 or a negative errno. */
@@ -34,8 +33,8 @@
 #include "auth/auth.h"
 #include "transport/engine.h"
 
-#define MRCD_ENC_TRAILER 28         /* seq u64, tag[16], pcrc u32 */
-#define MRCD_ENC_SLOTS   64         /* sealed packets in hand at once */
+#define MRCD_ENC_TRAILER MRCE_SEAL_TRAILER  /* seq u64, tag[16], pcrc u32 */
+#define MRCD_ENC_SLOTS   MRCE_SEAL_SLOTS    /* sealed packets in hand at once */
 
 struct mrcd_enc_stats {
 	uint64_t tx_sealed, tx_fail;

@@ -89,9 +89,9 @@ static size_t build(const char *kind, const char *arg, uint32_t src_host, uint32
 		mrc_wire_put_trailer(b + n + plen, pay, plen);
 		return n + plen + MRC_TRAILER_LEN;
 	}
-	struct mrcd_ctrl m = { .type = MRCD_CTRL_PLANES, .arg = 0xffff };
+	struct mrce_ctrl m = { .type = MRCE_CTRL_PLANES, .arg = 0xffff };
 	if (!strcmp(kind, "req")) {
-		m = (struct mrcd_ctrl){ .type = MRCD_CTRL_REQ, .id = rnd64(), .sid = qpn,
+		m = (struct mrce_ctrl){ .type = MRCE_CTRL_REQ, .id = rnd64(), .sid = qpn,
 			.qpn = 1, .psn = 1, .window = 256, .mtu = 4096 };
 		uint64_t n[2] = { rnd64(), rnd64() };
 		memcpy(m.nonce, n, sizeof(m.nonce));
@@ -103,7 +103,7 @@ static size_t build(const char *kind, const char *arg, uint32_t src_host, uint32
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t stamp = htobe64((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
 	uint32_t s = htobe32(src_host), d = htobe32(dst_host);
-	uint16_t blen = htobe16(MRCD_CTRL_BODY);
+	uint16_t blen = htobe16(MRCE_CTRL_BODY);
 	memset(b, 0, MRCD_CTRL_LEN);
 	b[0] = MRC_WIRE_VERSION;
 	b[1] = MRC_OP_CTRL;
@@ -111,9 +111,9 @@ static size_t build(const char *kind, const char *arg, uint32_t src_host, uint32
 	memcpy(b + 8, &d, 4);
 	memcpy(b + 12, &blen, 2);
 	memcpy(b + 16, &stamp, 8);
-	mrcd_ctrl_encode(b + MRC_AUTH_CTRL_HDR, &m);
+	mrce_ctrl_encode(b + MRC_AUTH_CTRL_HDR, &m);
 	uint64_t mac[2] = { rnd64(), rnd64() };
-	memcpy(b + MRC_AUTH_CTRL_HDR + MRCD_CTRL_BODY, mac, sizeof(mac));
+	memcpy(b + MRC_AUTH_CTRL_HDR + MRCE_CTRL_BODY, mac, sizeof(mac));
 	return MRCD_CTRL_LEN;
 }
 
