@@ -17,6 +17,11 @@
 #     the engine objects (which object's undefined symbols another defines).
 #     The store (store.c) is at the bottom, the front door (engine.c) on top.
 #     No transport/ file over 600 lines, no function over 80.
+#  4. The wire stays in transport/ (issue 31): no product file outside it
+#     includes transport/wire.h; what callers need of the wire format is
+#     in the engine's interface (engine.h, engine_wire.h).  Exceptions
+#     (WIRE_H_OK below): tests/, bench/ and fuzz/, which check the codec
+#     itself.
 #
 # B selects the build directory (default build), as for make.
 set -u
@@ -204,8 +209,26 @@ viol=$( (printf '%s\n' "$files" | sed 's/^/F\t/'
 if [ -n "$viol" ]; then
 	while IFS= read -r v; do err "$v"; done <<<"$viol"
 fi
+# ---- 4. the wire stays in transport/ ---------------------------------------
+# Folders whose files may include transport/wire.h: the codec's own tests,
+# benchmarks and fuzzers take it apart on purpose.  Nothing else may: a
+# header change must touch transport/ (and the dissector) only.
+WIRE_H_OK="tests bench fuzz"
+wire_users=$(git ls-files -co --exclude-standard -- '*.c' '*.h' 2>/dev/null |
+	grep -v '^transport/' |
+	while IFS= read -r f; do
+		[ -f "$f" ] || continue
+		top=${f%%/*}
+		case " $WIRE_H_OK " in *" $top "*) continue;; esac
+		grep -lE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"transport/wire\.h"' "$f"
+	done)
+if [ -n "$wire_users" ]; then
+	while IFS= read -r f; do
+		err "$f includes transport/wire.h: outside transport/ the wire is the engine's API (engine.h); exceptions: $WIRE_H_OK (scripts/check-layers.sh, rule 4)"
+	done <<<"$wire_users"
+fi
 if [ $fail != 0 ]; then
 	echo "check-layers: FAILED (see above)" >&2
 	exit 1
 fi
-echo "check-layers: engine links only its allow-list; every include goes downward; transport/ files form a DAG (includes and calls), none over 600 lines, no function over 80"
+echo "check-layers: engine links only its allow-list; every include goes downward; transport/ files form a DAG (includes and calls), none over 600 lines, no function over 80; no product file outside transport/ includes wire.h"

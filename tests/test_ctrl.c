@@ -200,6 +200,68 @@ static void sealed(void **state)
  * cookie of the receiver's previous run.  The genuine sender, challenged
  * like the replay, gets through under the new cookie, and the recording
  * stays refused after that. */
+/* The envelope has one codec, the engine's (mrce_ctrl_env_put/get): what
+ * auth/ seals is laid out by it field for field, and every malformed
+ * header is refused by it before any MAC is computed (auth's open then
+ * says -EBADMSG). */
+static void envelope_codec(void **state)
+{
+	(void)state;
+	struct mrc_auth *a = key(1);
+	struct host h0 = { .id = 0 }, h1 = { .id = 1 };
+	restart(&h0);
+	restart(&h1);
+	struct mrce_ctrl m = req();
+	uint8_t pkt[MRCD_CTRL_LEN];
+	const uint64_t now = 1000000000000ull;
+	seal_m(a, &h0, &h1, now, &m, pkt);
+	struct mrce_ctrl_env e;
+	assert_int_equal(mrce_ctrl_env_get(pkt, sizeof pkt, &e), 0);
+	assert_int_equal(e.flags, 0);
+	assert_int_equal(e.src_host, 0);
+	assert_int_equal(e.dst_host, 1);
+	assert_int_equal(e.blen, MRCE_CTRL_BODY);
+	assert_true(e.stamp == now && e.src_epoch == h0.tx.epoch && e.dst_tag == 0);
+	uint8_t hdr[MRCE_CTRL_ENV_HDR];
+	mrce_ctrl_env_put(hdr, &e);
+	assert_memory_equal(hdr, pkt, sizeof hdr);
+	assert_true(mrce_is_ctrl(pkt, sizeof pkt));
+	struct mrce_ctrl b;
+	assert_int_equal(mrce_ctrl_decode(pkt + MRCE_CTRL_ENV_HDR, e.blen, &b), 0);
+	assert_int_equal(b.qpn, m.qpn);
+
+	/* Each byte of the header that must hold a fixed value: version,
+	 * opcode, flags beyond CHALLENGE, reserved; then blen against len. */
+	static const struct { size_t at; uint8_t x; } bad[] = {
+		{ 0, 0xff }, { 1, 0xff }, { 2, 0x01 }, { 3, 0x02 }, { 14, 0x01 }, { 15, 0x80 },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		uint8_t c[MRCD_CTRL_LEN];
+		memcpy(c, pkt, sizeof c);
+		c[bad[i].at] ^= bad[i].x;
+		assert_int_equal(mrce_ctrl_env_get(c, sizeof c, &e), -EBADMSG);
+		struct mrc_auth_ctrl_msg env;
+		assert_int_equal(mrc_auth_ctrl_open(a, h1.rp, now, 0, c, sizeof c, &env), -EBADMSG);
+	}
+	uint8_t c[MRCD_CTRL_LEN + 1];
+	memcpy(c, pkt, MRCD_CTRL_LEN);
+	c[MRCD_CTRL_LEN] = 0;
+	assert_int_equal(mrce_ctrl_env_get(c, MRCD_CTRL_LEN + 1, &e), -EBADMSG);
+	assert_int_equal(mrce_ctrl_env_get(pkt, MRCD_CTRL_LEN - 1, &e), -EBADMSG);
+	assert_int_equal(mrce_ctrl_env_get(pkt, MRCE_CTRL_ENV_HDR, &e), -EBADMSG);
+	c[12] = (uint8_t)((MRCE_CTRL_ENV_MAX_BODY + 1) >> 8);
+	c[13] = (uint8_t)(MRCE_CTRL_ENV_MAX_BODY + 1);
+	assert_int_equal(mrce_ctrl_env_get(c, MRCE_CTRL_ENV_HDR + MRCE_CTRL_ENV_MAX_BODY + 1 +
+					   MRCE_CTRL_ENV_MAC, &e), -EBADMSG);
+	/* The original still opens: nothing above touched receiver state. */
+	struct mrc_auth_ctrl_msg env;
+	assert_int_equal(mrc_auth_ctrl_open(a, h1.rp, now, 0, pkt, sizeof pkt, &env),
+			 -ENOTCONN);
+	mrc_auth_replay_free(h0.rp);
+	mrc_auth_replay_free(h1.rp);
+	mrc_auth_free(a);
+}
+
 static void replay_into_restarted_receiver(void **state)
 {
 	(void)state;
@@ -461,6 +523,7 @@ int main(void)
 		cmocka_unit_test(body_layout),
 		cmocka_unit_test(body_field_checks),
 		cmocka_unit_test(sealed),
+		cmocka_unit_test(envelope_codec),
 		cmocka_unit_test(replay_into_restarted_receiver),
 		cmocka_unit_test(sender_clock_stepped_back),
 		cmocka_unit_test(clock_skew_bounded),
