@@ -1,4 +1,4 @@
-/* The crypto of the engine's AEAD mode (transport/engine.h, "AEAD mode"):
+/* The crypto of the engine's AEAD mode (transport/engine_wire.h, "AEAD mode"):
  * the callbacks the engine's framing calls, on libsodium (auth/aead.c:
  * AES-256-GCM with its replay window, the SipHash header tag, the
  * BLAKE2b host-pair MAC), and the key contexts they take. */

@@ -1,11 +1,28 @@
-/* The AEAD mode's packet framing (docs/wire.md, "ENC"; engine.h, "AEAD
- * mode"): which bytes of which packet are sealed, tagged or MACed, where
+/* The AEAD mode's packet framing (docs/wire.md, "ENC"; engine_wire.h,
+ * "AEAD mode"): which bytes of which packet are sealed, tagged or MACed, where
  * the trailer goes, and what the engine gets back.  The crypto is not
  * here: every seal, open, tag and MAC is a call to the ops the caller
  * registers (auth/seal_ops.h provides them on libsodium), on the opaque
  * per-connection and per-host-pair contexts it installs, as ngtcp2 hands
  * its encrypt/decrypt to callbacks.  Allocates only when keys are
- * installed (control path), never per packet. */
+ * installed (control path), never per packet.
+ *
+ *   data (any plen)  ENC set; token field = header tag (SipHash-2-4 under
+ *                    the connection's hkey, so a trimmed header stays
+ *                    authenticated); payload = AES-256-GCM ciphertext with
+ *                    the 68 header bytes as additional data; trailer seq,
+ *                    tag, pcrc (MRCE_SEAL_TRAILER)
+ *   ACK, NACK 1..4   token field 0; the same GCM trailer over an empty
+ *                    plaintext (GMAC of the 76 header bytes)
+ *   NOQP, PROBE,     the packet as the engine made it (opaque) followed by
+ *   PROBE_REPLY      a host-pair MAC (MRCE_SEAL_PTAG): the sender
+ *                    of these has no connection key
+ *
+ * GCM-sealed packets pass the rx key's replay window (seq), so a recorded
+ * packet never opens twice, PSN wrap or not.  The receiver restores what
+ * the engine expects (tokens, ENC clear, CRCs) after the checks.  A packet
+ * the sender cannot seal (no key for its QP or peer) is dropped and
+ * counted, never sent in clear. */
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
