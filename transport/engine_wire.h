@@ -1,8 +1,8 @@
 /* The engine's interface, continued (included by engine.h, which is the
  * one header to include): what the daemon, auth/ and the tools need of
  * the wire format, as typed calls, so that no file outside transport/
- * lays out or parses a header (docs/design.md, "The wire stays in
- * transport/").  Implemented by transport/ctrl.c (CTRL), seal.c (the
+ * lays out or parses a header (docs/design.md, "The engine", and
+ * scripts/check-layers.sh rule 4).  Implemented by transport/ctrl.c (CTRL), seal.c (the
  * AEAD mode) and pkt.c (single packets). */
 #ifndef MRC_TRANSPORT_ENGINE_WIRE_H
 #define MRC_TRANSPORT_ENGINE_WIRE_H
