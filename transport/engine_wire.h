@@ -2,8 +2,8 @@
  * one header to include): what the daemon, auth/ and the tools need of
  * the wire format, as typed calls, so that no file outside transport/
  * lays out or parses a header (docs/design.md, "The engine", and
- * scripts/check-layers.sh rule 4).  Implemented by transport/ctrl.c (CTRL), seal.c (the
- * AEAD mode) and pkt.c (single packets). */
+ * scripts/check-layers.sh rule 4).  Implemented by transport/ctrl.c
+ * (CTRL), seal.c (the AEAD mode) and pkt.c (single packets). */
 #ifndef MRC_TRANSPORT_ENGINE_WIRE_H
 #define MRC_TRANSPORT_ENGINE_WIRE_H
 
