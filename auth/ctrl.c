@@ -1,18 +1,18 @@
 /* CTRL envelope: MAC (keyed BLAKE2b, 128-bit tag) over header and body,
  * and replay protection by per-sender stamps.  See auth.h and
- * docs/wire.md ("CTRL envelope").
- *
- *   0 version u8 (2)  1 opcode u8 (48)  2 flags u16 (0 or 1: CHALLENGE)
- *   4 src_host u32  8 dst_host u32  12 blen u16  14 rsvd u16 (0)
- *   16 stamp u64  24 src_epoch u64  32 dst_tag u64
- *   40 body[blen]  40+blen mac[16]
- */
+ * docs/wire.md ("CTRL envelope").  The layout is the engine's CTRL codec
+ * (mrce_ctrl_env_put/get): this file MACs and judges freshness only. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "auth/auth_int.h"
-#include "transport/wire.h"
+#include "transport/engine.h"
+
+_Static_assert(MRC_AUTH_CTRL_HDR == MRCE_CTRL_ENV_HDR &&
+	       MRC_AUTH_MAC_BYTES == MRCE_CTRL_ENV_MAC &&
+	       MRC_AUTH_CTRL_MAX_BODY == MRCE_CTRL_ENV_MAX_BODY &&
+	       MRC_AUTH_CTRL_F_CHALLENGE == MRCE_CTRL_F_CHALLENGE, "the engine's CTRL envelope");
 
 struct sender {
 	uint64_t hi;                         /* newest stamp accepted; 0: none */
@@ -54,18 +54,9 @@ static int seal(const struct mrc_auth *a, struct mrc_auth_ctrl_tx *tx,
 	if (tx->last == UINT64_MAX)
 		return -EOVERFLOW;
 	uint64_t stamp = now_real_ns > tx->last ? now_real_ns : tx->last + 1;
-	out[0] = MRC_WIRE_VERSION;
-	out[1] = MRC_OP_CTRL;
-	out[2] = (uint8_t)(flags >> 8);
-	out[3] = (uint8_t)flags;
-	mrc__auth_be32(out + 4, src_host);
-	mrc__auth_be32(out + 8, dst_host);
-	out[12] = (uint8_t)(blen >> 8);
-	out[13] = (uint8_t)blen;
-	out[14] = out[15] = 0;
-	mrc__auth_be64(out + 16, stamp);
-	mrc__auth_be64(out + 24, tx->epoch);
-	mrc__auth_be64(out + 32, dst_tag);
+	mrce_ctrl_env_put(out, &(struct mrce_ctrl_env){ .flags = flags,
+		.src_host = src_host, .dst_host = dst_host, .blen = (uint16_t)blen,
+		.stamp = stamp, .src_epoch = tx->epoch, .dst_tag = dst_tag });
 	if (blen)
 		memmove(out + MRC_AUTH_CTRL_HDR, body, blen);
 	rc = mac(a, out, MRC_AUTH_CTRL_HDR + blen, out + MRC_AUTH_CTRL_HDR + blen);
@@ -206,12 +197,10 @@ int mrc_auth_ctrl_open(const struct mrc_auth *a, struct mrc_auth_replay *r,
 	const uint8_t *p = pkt;
 	if (!a || !r || !m || (len && !p))
 		return -EINVAL;
-	if (len < MRC_AUTH_CTRL_OVERHEAD || p[0] != MRC_WIRE_VERSION ||
-	    p[1] != MRC_OP_CTRL || p[2] || (p[3] & ~MRC_AUTH_CTRL_F_CHALLENGE) || p[14] || p[15])
+	struct mrce_ctrl_env h;
+	if (mrce_ctrl_env_get(p, len, &h))
 		return -EBADMSG;
-	size_t blen = (size_t)p[12] << 8 | p[13];
-	if (blen > MRC_AUTH_CTRL_MAX_BODY || len != MRC_AUTH_CTRL_OVERHEAD + blen)
-		return -EBADMSG;
+	size_t blen = h.blen;
 	int rc = mrc__auth_ready();
 	if (rc)
 		return rc;
@@ -222,10 +211,9 @@ int mrc_auth_ctrl_open(const struct mrc_auth *a, struct mrc_auth_replay *r,
 	/* Constant time: the MAC of a forgery leaks nothing by timing. */
 	if (sodium_memcmp(want, p + MRC_AUTH_CTRL_HDR + blen, sizeof want))
 		return -EACCES;
-	uint32_t src = mrc__auth_ld32(p + 4), dst = mrc__auth_ld32(p + 8);
-	uint64_t stamp = mrc__auth_ld64(p + 16);
-	uint64_t epoch = mrc__auth_ld64(p + 24), tag = mrc__auth_ld64(p + 32);
-	int challenge = p[3] & MRC_AUTH_CTRL_F_CHALLENGE;
+	uint32_t src = h.src_host, dst = h.dst_host;
+	uint64_t stamp = h.stamp, epoch = h.src_epoch, tag = h.dst_tag;
+	int challenge = h.flags & MRC_AUTH_CTRL_F_CHALLENGE;
 	if (dst != r->cfg.self_host)
 		return -EXDEV;
 	/* The sender is checked before any state is touched: a key holder's

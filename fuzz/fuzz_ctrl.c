@@ -30,7 +30,7 @@ static void init(void)
 	if (mrc_auth_replay_create(&c, &g_rp) || mrc_auth_replay_create(&c0, &g_rp0))
 		abort();
 	/* Host 0 gets host 1's cookie: its first envelope is challenged. */
-	struct mrcd_ctrl m = { .type = MRCD_CTRL_PLANES };
+	struct mrce_ctrl m = { .type = MRCE_CTRL_PLANES };
 	struct mrc_auth_ctrl_msg env;
 	uint8_t pkt[MRCD_CTRL_LEN_MAX];
 	size_t len;
@@ -46,16 +46,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!g_key)
 		init();
-	struct mrcd_ctrl m, m2;
+	struct mrce_ctrl m, m2;
 	struct mrc_auth_ctrl_msg env;
 	/* Random bytes are no envelope of ours: the MAC stops them. */
 	if (!mrcd_ctrl_open(g_key, g_rp, 1, UINT32_MAX, data, size, &env, &m))
 		abort();
-	if (mrcd_ctrl_decode(data, size, &m))
+	if (mrce_ctrl_decode(data, size, &m))
 		return 0;
 	/* With or without the endpoint block: the same bytes again. */
-	uint8_t again[MRCD_CTRL_BODY_MAX], pkt[MRCD_CTRL_LEN_MAX];
-	size_t n = mrcd_ctrl_encode(again, &m), len = 0;
+	uint8_t again[MRCE_CTRL_BODY_MAX], pkt[MRCD_CTRL_LEN_MAX];
+	size_t n = mrce_ctrl_encode(again, &m), len = 0;
 	if (n != size || memcmp(again, data, size))
 		abort();
 	if (mrcd_ctrl_seal_len(g_key, &g_tx, g_rp0, 1, 0, 1, &m, pkt, &len) ||
@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (mrcd_ctrl_open(g_key, g_rp, 1, 0, pkt, len, &env, &m2) || env.src_host != 0)
 		abort();
-	if (mrcd_ctrl_encode(again, &m2) != size || memcmp(again, data, size))
+	if (mrce_ctrl_encode(again, &m2) != size || memcmp(again, data, size))
 		abort();
 	if (mrcd_ctrl_open(g_key, g_rp, 1, 0, pkt, len, &env, &m2) != -EALREADY)
 		abort();

@@ -17,6 +17,11 @@
 #     the engine objects (which object's undefined symbols another defines).
 #     The store (store.c) is at the bottom, the front door (engine.c) on top.
 #     No transport/ file over 600 lines, no function over 80.
+#  4. The wire stays in transport/ (issue 31): no product file outside it
+#     includes transport/wire.h; what callers need of the wire format is
+#     in the engine's interface (engine.h, engine_wire.h).  Exceptions
+#     (WIRE_H_OK below): tests/, bench/ and fuzz/, which check the codec
+#     itself.
 #
 # B selects the build directory (default build), as for make.
 set -u
@@ -32,10 +37,11 @@ err() { echo "check-layers: $*" >&2; fail=1; }
 ALLOW_ALL="memcpy memset memmove memcmp _GLOBAL_OFFSET_TABLE_ __stack_chk_fail"
 ALLOW_ALL_PREFIX="__asan_ __ubsan_ __sanitizer_ __tsan_ __msan_ __lsan_"
 # Allocation: only the objects that create and destroy the engine, peers
-# and QPs (engine.c, peer.c, qp.c; timers.c sizes its heap at create).  The data path (sender, receiver,
+# and QPs (engine.c, peer.c, qp.c; timers.c sizes its heap at create; seal.c
+# when the AEAD mode's keys are installed, never per packet).  The data path (sender, receiver,
 # wire, congestion control) may not allocate; that nothing allocates after
 # create is the engine's documented rule, which nm cannot see.
-ALLOW_ALLOC_OBJS="engine peer qp timers"
+ALLOW_ALLOC_OBJS="engine peer qp timers seal"
 ALLOW_ALLOC="calloc malloc realloc free"
 # crc32c.c picks its SSE4.2 / table implementation once at first use.
 ALLOW_CRC="pthread_once __cpu_indicator_init __cpu_model"
@@ -203,8 +209,26 @@ viol=$( (printf '%s\n' "$files" | sed 's/^/F\t/'
 if [ -n "$viol" ]; then
 	while IFS= read -r v; do err "$v"; done <<<"$viol"
 fi
+# ---- 4. the wire stays in transport/ ---------------------------------------
+# Folders whose files may include transport/wire.h: the codec's own tests,
+# benchmarks and fuzzers take it apart on purpose.  Nothing else may: a
+# header change must touch transport/ (and the dissector) only.
+WIRE_H_OK="tests bench fuzz"
+wire_users=$(git ls-files -co --exclude-standard -- '*.c' '*.h' 2>/dev/null |
+	grep -v '^transport/' |
+	while IFS= read -r f; do
+		[ -f "$f" ] || continue
+		top=${f%%/*}
+		case " $WIRE_H_OK " in *" $top "*) continue;; esac
+		grep -lE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"transport/wire\.h"' "$f"
+	done)
+if [ -n "$wire_users" ]; then
+	while IFS= read -r f; do
+		err "$f includes transport/wire.h: outside transport/ the wire is the engine's API (engine.h); exceptions: $WIRE_H_OK (scripts/check-layers.sh, rule 4)"
+	done <<<"$wire_users"
+fi
 if [ $fail != 0 ]; then
 	echo "check-layers: FAILED (see above)" >&2
 	exit 1
 fi
-echo "check-layers: engine links only its allow-list; every include goes downward; transport/ files form a DAG (includes and calls), none over 600 lines, no function over 80"
+echo "check-layers: engine links only its allow-list; every include goes downward; transport/ files form a DAG (includes and calls), none over 600 lines, no function over 80; no product file outside transport/ includes wire.h"

@@ -85,7 +85,7 @@ static void two_hosts(struct host *a, struct host *b)
 	for (uint32_t h = 0; h < 2; h++) {
 		uint8_t pkt[MRCD_CTRL_LEN_MAX];
 		size_t len;
-		struct mrcd_ctrl m = { .type = MRCD_CTRL_PLANES };
+		struct mrce_ctrl m = { .type = MRCE_CTRL_PLANES };
 		struct mrc_auth_ctrl_msg env;
 		assert_int_equal(mrcd_ctrl_seal_len(key_, &tx_[h], rp_[h], 1, h, 1 - h, &m, pkt,
 						    &len), 0);
@@ -117,10 +117,10 @@ static uint32_t qpn_of(struct mrc_dp *dp, uint32_t plane)
  * as cm.c's send_msg does; returns its length. */
 static size_t ctrl_from(struct host *h, uint32_t from, uint8_t t, uint8_t *pkt)
 {
-	struct mrcd_ctrl m = { .type = t, .id = 42, .sid = 7, .qpn = 0x10001, .psn = 5,
+	struct mrce_ctrl m = { .type = t, .id = 42, .sid = 7, .qpn = 0x10001, .psn = 5,
 		.window = 64, .mtu = 1024 };
-	if (t == MRCD_CTRL_PLANES)
-		m = (struct mrcd_ctrl){ .type = t };
+	if (t == MRCE_CTRL_PLANES)
+		m = (struct mrce_ctrl){ .type = t };
 	else
 		memset(m.nonce, 0x5a, sizeof(m.nonce));
 	assert_int_equal(mrcd_ep_fill(h->dp, 2, &m), 0);
@@ -135,7 +135,7 @@ static size_t ctrl_from(struct host *h, uint32_t from, uint8_t t, uint8_t *pkt)
  * cm.c's mrcd_cm_rx does; returns mrcd_ep_learn's count. */
 static int ctrl_to(struct host *h, uint32_t to, const uint8_t *pkt, size_t len)
 {
-	struct mrcd_ctrl m;
+	struct mrce_ctrl m;
 	struct mrc_auth_ctrl_msg env;
 	assert_int_equal(mrcd_ctrl_open(key_, rp_[to], 1, 1 - to, pkt, len, &env, &m), 0);
 	assert_int_equal(env.src_host, 1 - to);
@@ -173,14 +173,14 @@ static void first_contact_between_two_providers(void **state)
 	assert_true(mrcd_ep_side(NULL, 0, 0));
 	assert_true(mrcd_ep_side(&a.peer, 0, 0));
 	/* a's REQ (over the side channel: handed over here) names a's QPs. */
-	size_t len = ctrl_from(&a, 0, MRCD_CTRL_REQ, pkt);
+	size_t len = ctrl_from(&a, 0, MRCE_CTRL_REQ, pkt);
 	assert_int_equal(ctrl_to(&b, 1, pkt, len), 3);   /* the three paths that exist */
 	assert_int_equal(b.peer.ep[0], qpn_of(a.dp, 0));
 	assert_int_equal(b.peer.ep[1], qpn_of(a.dp, 1));
 	assert_false(mrcd_ep_side(&b.peer, 0, 0));        /* b answers over the datapath */
 	assert_true(mrcd_ep_side(&b.peer, 1, 1));         /* a second try goes aside */
 	/* b's REP goes over UD on plane 0 and reaches a's plane-0 QP. */
-	len = ctrl_from(&b, 1, MRCD_CTRL_REP, pkt);
+	len = ctrl_from(&b, 1, MRCE_CTRL_REP, pkt);
 	assert_int_equal(send_to(&b, 0, pkt, len), 1);
 	assert_int_equal(F.wire_delivered, 1);
 	assert_int_equal(recv_on(&a, 0, in), 1);
@@ -205,7 +205,7 @@ static void first_contact_between_two_providers(void **state)
 	assert_int_equal(x.no_qpn, 2);
 	assert_int_equal(F.wire_no_qp, 0);
 	/* A PLANES beacon repeats the same numbers: nothing to redo. */
-	len = ctrl_from(&b, 1, MRCD_CTRL_PLANES, pkt);
+	len = ctrl_from(&b, 1, MRCE_CTRL_PLANES, pkt);
 	assert_int_equal(ctrl_to(&a, 0, pkt, len), 0);
 	two_hosts_close(&a, &b);
 }
@@ -221,7 +221,7 @@ static void wrong_missing_and_stale_qpn(void **state)
 	two_hosts(&a, &b);
 	struct mrc_dp_in in[MRC_DP_BATCH];
 	uint8_t pkt[MRCD_CTRL_LEN_MAX];
-	struct mrcd_ctrl none = { .type = MRCD_CTRL_PLANES };
+	struct mrce_ctrl none = { .type = MRCE_CTRL_PLANES };
 	assert_int_equal(mrcd_ep_learn(a.dp, 2, &a.peer, &none), 0);
 	assert_int_equal(a.peer.ep[0], 0);
 	/* udp has no endpoints: mrcd sends the 56-byte messages it always did. */
@@ -231,14 +231,14 @@ static void wrong_missing_and_stale_qpn(void **state)
 	assert_null(udp->mem_reg);
 	/* A wrong number (b's plane-0 QP number plus 100): sent, never
 	 * received. */
-	struct mrcd_ctrl wrong = { .type = MRCD_CTRL_PLANES, .neps = 2,
+	struct mrce_ctrl wrong = { .type = MRCE_CTRL_PLANES, .neps = 2,
 		.ep = { qpn_of(b.dp, 0) + 100, qpn_of(b.dp, 1) } };
 	assert_int_equal(mrcd_ep_learn(a.dp, 2, &a.peer, &wrong), 3);
 	assert_int_equal(send_to(&a, 0, "lost", 4), 1);
 	assert_int_equal(F.wire_no_qp, 1);
 	assert_int_equal(recv_on(&b, 0, in), 0);
 	/* b's real numbers arrive: the same path now delivers. */
-	size_t len = ctrl_from(&b, 1, MRCD_CTRL_PLANES, pkt);
+	size_t len = ctrl_from(&b, 1, MRCE_CTRL_PLANES, pkt);
 	assert_int_equal(ctrl_to(&a, 0, pkt, len), 3);
 	assert_int_equal(send_to(&a, 0, "found", 5), 1);
 	assert_int_equal(recv_on(&b, 0, in), 1);
@@ -255,7 +255,7 @@ static void wrong_missing_and_stale_qpn(void **state)
 	/* a's retry 1 takes the side channel although it knows a number,
 	 * and b's REQ carries the new ones. */
 	assert_true(mrcd_ep_side(&a.peer, 0, 1));
-	len = ctrl_from(&b, 1, MRCD_CTRL_REQ, pkt);
+	len = ctrl_from(&b, 1, MRCE_CTRL_REQ, pkt);
 	assert_int_equal(ctrl_to(&a, 0, pkt, len), 3);
 	assert_int_equal(send_to(&a, 0, "fresh", 5), 1);
 	assert_int_equal(recv_on(&b, 0, in), 1);

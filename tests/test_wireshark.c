@@ -262,8 +262,8 @@ static void probe_pkt(uint8_t op, uint16_t port)
 static void ctrl_pkt(const struct mrc_auth *a, uint8_t type, uint32_t neps)
 {
 	struct pkt *p = next();
-	struct mrcd_ctrl m = { .type = type, .sid = r32(), .id = rnd(), .qpn = r32() & 0xffffff };
-	if (type == MRCD_CTRL_REQ) {
+	struct mrce_ctrl m = { .type = type, .sid = r32(), .id = rnd(), .qpn = r32() & 0xffffff };
+	if (type == MRCE_CTRL_REQ) {
 		m.psn = r32(), m.arg = r32(), m.window = 64, m.mtu = 4096;
 		for (int i = 0; i < 16; i++)
 			m.nonce[i] = (uint8_t)(rnd() | 1);
@@ -279,7 +279,7 @@ static void ctrl_pkt(const struct mrc_auth *a, uint8_t type, uint32_t neps)
 	struct mrc_auth_ctrl_tx tx;
 	assert_int_equal(mrc_auth_ctrl_tx_init(&tx), 0);
 	uint64_t stamp = 1700000000000000000ull + (rnd() & 0xffffff);
-	size_t len = 0, blen = MRCD_CTRL_BODY + (neps ? 4 + 4 * neps : 0);
+	size_t len = 0, blen = MRCE_CTRL_BODY + (neps ? 4 + 4 * neps : 0);
 	assert_int_equal(mrcd_ctrl_seal_len(a, &tx, NULL, stamp, 3, 6, &m, p->b + 48, &len), 0);
 	assert_int_equal(len, MRC_AUTH_CTRL_OVERHEAD + blen);
 	wrap(p, len, 3, route4, 791);
@@ -379,10 +379,10 @@ static void test_every_field(void **state)
 	probe_pkt(MRC_OP_PROBE, 791);
 	probe_pkt(MRC_OP_PROBE_REPLY, 791);
 	probe_pkt(MRC_OP_PROBE, 6000);         /* the heuristic's case */
-	ctrl_pkt(a, MRCD_CTRL_REQ, 0);
-	ctrl_pkt(a, MRCD_CTRL_PLANES, 0);
-	ctrl_pkt(a, MRCD_CTRL_REQ, 2);
-	ctrl_pkt(a, MRCD_CTRL_PLANES, 1);
+	ctrl_pkt(a, MRCE_CTRL_REQ, 0);
+	ctrl_pkt(a, MRCE_CTRL_PLANES, 0);
+	ctrl_pkt(a, MRCE_CTRL_REQ, 2);
+	ctrl_pkt(a, MRCE_CTRL_PLANES, 1);
 	foreign_pkt();
 	mrc_auth_free(a);
 

@@ -356,3 +356,8 @@ const char *mrce_ev_reason_name(uint8_t r)
 		"probe_lost", "deny", "allow", "spurious" };
 	return r < sizeof(n) / sizeof(n[0]) ? n[r] : "?";
 }
+
+const char *mrce_drop_name(unsigned why)
+{
+	return mrc_wire_drop_name((enum mrc_wire_drop)why);
+}

@@ -396,11 +396,18 @@ enum mrce_tok_kind {
 };
 const char *mrce_tok_kind_name(enum mrce_tok_kind k);
 
+/* Why the decoder dropped a packet (rx_drop[1..MRCE_DROP__COUNT), 0 is
+ * none) and the NACK codes (nack_*[1..MRCE_NACK_MAX]): callers index and
+ * name the counters through these, never through the wire format. */
+#define MRCE_DROP__COUNT MRC_DROP__COUNT
+#define MRCE_NACK_MAX    MRC_NACK_MAX
+const char *mrce_drop_name(unsigned why);
+
 struct mrce_stats {
 	uint64_t rx_pkts, tx_pkts, tx_data, tx_retx, tx_acks, tx_probes;
-	uint64_t rx_drop[MRC_DROP__COUNT];   /* by decoder reason */
+	uint64_t rx_drop[MRCE_DROP__COUNT];  /* by decoder reason */
 	uint64_t rx_unknown_qp, rx_bad_peer, rx_qp_error, rx_dup, rx_oow;
-	uint64_t rx_trimmed, rx_ecn, nack_tx[MRC_NACK_MAX + 1], nack_rx[MRC_NACK_MAX + 1];
+	uint64_t rx_trimmed, rx_ecn, nack_tx[MRCE_NACK_MAX + 1], nack_rx[MRCE_NACK_MAX + 1];
 	uint64_t access_errors, rto_fires, loss_detected, ctrl_overflow;
 	uint64_t events_dropped, ev_changes, bytes_placed, msgs_completed;
 	uint64_t rx_bad_token[MRC_TOK__COUNT];
@@ -420,5 +427,9 @@ void mrce_stats(const struct mrce *e, struct mrce_stats *st);
 /* Bytes of engine memory per QP (fixed at create) and per in-flight packet,
  * for capacity planning (documented in docs/design.md). */
 size_t mrce_qp_bytes(const struct mrce *e);
+
+/* ---- the wire, as far as callers need it ----------------------------- */
+/* CTRL datagrams, the AEAD mode's framing, single packets for tools. */
+#include "transport/engine_wire.h"
 
 #endif

@@ -81,12 +81,12 @@ static void send_raw(struct mrcd *d, uint32_t host, uint32_t attempt, const uint
 	}
 }
 
-static void send_msg(struct mrcd *d, uint32_t host, uint32_t attempt, struct mrcd_ctrl *m)
+static void send_msg(struct mrcd *d, uint32_t host, uint32_t attempt, struct mrce_ctrl *m)
 {
 	uint8_t buf[MRCD_CTRL_LEN_MAX];
 	size_t len;
 	/* Our endpoints ride on all but REJ (dpep.h); none on udp. */
-	if (m->type != MRCD_CTRL_REJ && mrcd_ep_fill(d->dp, d->nplanes, m))
+	if (m->type != MRCE_CTRL_REJ && mrcd_ep_fill(d->dp, d->nplanes, m))
 		return;
 	/* Under the cookie host issued us (none yet: it challenges, and
 	 * on_challenge sends again). */
@@ -98,7 +98,7 @@ static void send_msg(struct mrcd *d, uint32_t host, uint32_t attempt, struct mrc
 
 /* The endpoints a peer's message carries (dpep.h), before anything acts
  * on it: a REP is answered, and a REQ accepted, over the datapath. */
-static void learn_eps(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
+static void learn_eps(struct mrcd *d, uint32_t host, const struct mrce_ctrl *m)
 {
 	uint32_t peer;
 	if (!m->neps || host == d->self || mrcd_peer_of_host(d, host, &peer))
@@ -111,7 +111,7 @@ static void learn_eps(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
 
 static void send_req(struct mrcd *d, struct outreq *o)
 {
-	struct mrcd_ctrl m = { .type = MRCD_CTRL_REQ, .id = o->id, .sid = o->sid,
+	struct mrce_ctrl m = { .type = MRCE_CTRL_REQ, .id = o->id, .sid = o->sid,
 		.qpn = o->local.qpn, .psn = o->local.psn, .arg = o->local.priv,
 		.window = d->cfg.window, .mtu = d->cfg.mtu };
 	memcpy(m.nonce, o->nonce, sizeof(m.nonce));
@@ -147,7 +147,7 @@ static int connect_qp(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
 
 static void send_rep(struct mrcd *d, const struct inreq *r, uint32_t attempt)
 {
-	struct mrcd_ctrl a = { .type = MRCD_CTRL_REP, .id = r->rid, .sid = r->sid,
+	struct mrce_ctrl a = { .type = MRCE_CTRL_REP, .id = r->rid, .sid = r->sid,
 		.qpn = r->local.qpn, .psn = r->local.psn, .arg = r->local.priv,
 		.window = d->cfg.window, .mtu = d->cfg.mtu };
 	memcpy(a.nonce, r->rep_nonce, sizeof(a.nonce));
@@ -257,7 +257,7 @@ int mrcd_cm_reject(struct mrcd *d, uint64_t id, int err)
 	r->state = IN_REJECTED;
 	r->err = err < 0 ? err : -ECONNREFUSED;
 	r->expire = mrcd_now() + KEEP_NS;
-	struct mrcd_ctrl m = { .type = MRCD_CTRL_REJ, .id = r->rid, .sid = r->sid, .err = r->err };
+	struct mrce_ctrl m = { .type = MRCE_CTRL_REJ, .id = r->rid, .sid = r->sid, .err = r->err };
 	send_msg(d, r->host, 0, &m);
 	return 0;
 }
@@ -299,7 +299,7 @@ int mrcd_qp_connect_oob(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
 			  req ? MRC_AUTH_REQUESTER : MRC_AUTH_ACCEPTOR, d->cfg.window, d->cfg.mtu);
 }
 
-static void rx_req(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
+static void rx_req(struct mrcd *d, uint32_t host, const struct mrce_ctrl *m)
 {
 	struct inreq *slot = NULL;
 	for (int i = 0; i < MAX_IN; i++) {
@@ -309,7 +309,7 @@ static void rx_req(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
 			if (r->state == IN_ACCEPTED) {
 				send_rep(d, r, (uint32_t)random());
 			} else if (r->state == IN_REJECTED) {
-				struct mrcd_ctrl a = { .type = MRCD_CTRL_REJ, .id = r->rid,
+				struct mrce_ctrl a = { .type = MRCE_CTRL_REJ, .id = r->rid,
 					.sid = r->sid, .err = r->err };
 				send_msg(d, host, (uint32_t)random(), &a);
 			}
@@ -323,7 +323,7 @@ static void rx_req(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
 		if (d->cm->ls[i].used && d->cm->ls[i].sid == m->sid)
 			l = &d->cm->ls[i];
 	if (!l || !slot) {
-		struct mrcd_ctrl a = { .type = MRCD_CTRL_REJ, .id = m->id, .sid = m->sid,
+		struct mrce_ctrl a = { .type = MRCE_CTRL_REJ, .id = m->id, .sid = m->sid,
 			.err = l ? -EBUSY : -ECONNREFUSED };
 		send_msg(d, host, 0, &a);
 		return;
@@ -344,7 +344,7 @@ static void rx_req(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
 	l->fn(l->ctx, &req);
 }
 
-static void rx_answer(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
+static void rx_answer(struct mrcd *d, uint32_t host, const struct mrce_ctrl *m)
 {
 	for (int i = 0; i < MAX_OUT; i++) {
 		struct outreq *o = &d->cm->out[i];
@@ -353,7 +353,7 @@ static void rx_answer(struct mrcd *d, uint32_t host, const struct mrcd_ctrl *m)
 		o->used = 0;
 		struct mrcd_qp_addr remote = { .host = host, .qpn = m->qpn, .psn = m->psn,
 			.priv = m->arg };
-		int err = m->type == MRCD_CTRL_REJ ? (m->err ? m->err : -ECONNREFUSED) : 0;
+		int err = m->type == MRCE_CTRL_REJ ? (m->err ? m->err : -ECONNREFUSED) : 0;
 		if (!err) {
 			struct mrc_auth_conn_id cid = { .req_host = d->self,
 				.req_qpn = o->local.qpn, .rep_host = host, .rep_qpn = m->qpn };
@@ -416,20 +416,20 @@ static void on_challenge(struct mrcd *d, uint32_t host)
 		if (r->state == IN_ACCEPTED) {
 			send_rep(d, r, 0);
 		} else if (r->state == IN_REJECTED) {
-			struct mrcd_ctrl a = { .type = MRCD_CTRL_REJ, .id = r->rid,
+			struct mrce_ctrl a = { .type = MRCE_CTRL_REJ, .id = r->rid,
 				.sid = r->sid, .err = r->err };
 			send_msg(d, host, 0, &a);
 		}
 	}
 	if (host != d->self && d->peer_of_host[host] != UINT32_MAX) {
-		struct mrcd_ctrl m = { .type = MRCD_CTRL_PLANES, .arg = d->local_down };
+		struct mrce_ctrl m = { .type = MRCE_CTRL_PLANES, .arg = d->local_down };
 		send_msg(d, host, 0, &m);
 	}
 }
 
 void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len)
 {
-	struct mrcd_ctrl m;
+	struct mrce_ctrl m;
 	struct mrc_auth_ctrl_msg env;
 	d->st.ctrl_rx++;
 	/* Nothing of a CTRL datagram is read before its MAC is checked, and
@@ -457,14 +457,14 @@ void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len)
 	mrcd_peer_epoch(d, host, env.src_epoch);
 	learn_eps(d, host, &m);
 	switch (m.type) {
-	case MRCD_CTRL_REQ:
+	case MRCE_CTRL_REQ:
 		rx_req(d, host, &m);
 		break;
-	case MRCD_CTRL_REP:
-	case MRCD_CTRL_REJ:
+	case MRCE_CTRL_REP:
+	case MRCE_CTRL_REJ:
 		rx_answer(d, host, &m);
 		break;
-	case MRCD_CTRL_PLANES:
+	case MRCE_CTRL_PLANES:
 		rx_planes(d, host, m.arg);
 		break;
 	}
@@ -472,7 +472,7 @@ void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len)
 
 static void beacon_to_all(struct mrcd *d, uint32_t attempt)
 {
-	struct mrcd_ctrl m = { .type = MRCD_CTRL_PLANES, .arg = d->local_down };
+	struct mrce_ctrl m = { .type = MRCE_CTRL_PLANES, .arg = d->local_down };
 	for (uint32_t p = 0; p < d->max_peers; p++)
 		if (d->peers[p].used && d->peers[p].host != d->self)
 			send_msg(d, d->peers[p].host, attempt, &m);

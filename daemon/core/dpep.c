@@ -4,14 +4,14 @@
 
 #include "daemon/core/dpep.h"
 
-_Static_assert(MRCD_CTRL_MAX_EPS >= MRC_DP_MAX_PLANES, "an endpoint per plane fits a message");
+_Static_assert(MRCE_CTRL_MAX_EPS >= MRC_DP_MAX_PLANES, "an endpoint per plane fits a message");
 
-int mrcd_ep_fill(const struct mrc_dp *dp, uint32_t nplanes, struct mrcd_ctrl *m)
+int mrcd_ep_fill(const struct mrc_dp *dp, uint32_t nplanes, struct mrce_ctrl *m)
 {
 	m->neps = 0;
 	if (!mrc_dp_has_eps(dp))
 		return 0;
-	for (uint32_t pl = 0; pl < nplanes && pl < MRCD_CTRL_MAX_EPS; pl++) {
+	for (uint32_t pl = 0; pl < nplanes && pl < MRCE_CTRL_MAX_EPS; pl++) {
 		int rc = mrc_dp_ep_local(dp, pl, &m->ep[pl]);
 		if (rc)
 			return rc;
@@ -38,7 +38,7 @@ int mrcd_ep_apply(struct mrc_dp *dp, uint32_t nplanes, const struct mrcd_peer *p
 }
 
 int mrcd_ep_learn(struct mrc_dp *dp, uint32_t nplanes, struct mrcd_peer *p,
-		  const struct mrcd_ctrl *m)
+		  const struct mrce_ctrl *m)
 {
 	if (!m->neps)
 		return 0;

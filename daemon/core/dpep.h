@@ -17,13 +17,13 @@
 
 /* Puts dp's endpoint of each of the nplanes planes in m (m->neps =
  * nplanes); leaves m without any (0) when dp has none. */
-int mrcd_ep_fill(const struct mrc_dp *dp, uint32_t nplanes, struct mrcd_ctrl *m);
+int mrcd_ep_fill(const struct mrc_dp *dp, uint32_t nplanes, struct mrce_ctrl *m);
 /* Takes the endpoints m carries as peer p's (p->ep per plane) and sets
  * them in dp for every path of p (mrcd_ep_apply); 0 and nothing changed
  * when m carries none.  Returns how many paths were set or a negative
  * errno from the datapath. */
 int mrcd_ep_learn(struct mrc_dp *dp, uint32_t nplanes, struct mrcd_peer *p,
-		  const struct mrcd_ctrl *m);
+		  const struct mrce_ctrl *m);
 /* Sets p's known endpoints in dp for each of its paths whose address is
  * known (again after a topology reload moved them); returns how many. */
 int mrcd_ep_apply(struct mrc_dp *dp, uint32_t nplanes, const struct mrcd_peer *p);

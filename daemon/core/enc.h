@@ -3,24 +3,13 @@
  * datapath and every packet received is checked between the datapath and
  * the engine, so the engine (transport/) stays crypto-free.  With the mode
  * on, nothing of a connection leaves in clear and nothing without a valid
- * tag reaches the engine:
+ * tag reaches the engine.
  *
- *   data (any plen)  ENC set; token field = header tag (SipHash-2-4 under
- *                    the connection's hkey, so a trimmed header stays
- *                    authenticated); payload = AES-256-GCM ciphertext with
- *                    the 68 header bytes as additional data; trailer seq,
- *                    tag, pcrc (MRCD_ENC_TRAILER)
- *   ACK, NACK 1..4   token field 0; the same GCM trailer over an empty
- *                    plaintext (GMAC of the 76 header bytes)
- *   NOQP, PROBE,     the packet as the engine made it (opaque) followed by
- *   PROBE_REPLY      a host-pair MAC (MRC_AUTH_PAIR_TAG_BYTES): the sender
- *                    of these has no connection key
- *
- * GCM-sealed packets pass the rx key's replay window (seq), so a recorded
- * packet never opens twice, PSN wrap or not.  The receiver restores what
- * the engine expects (tokens, ENC clear, CRCs) after the checks.  A packet
- * the sender cannot seal (no key for its QP or peer) is dropped and
- * counted, never sent in clear.
+ * The framing (which bytes are sealed, where the trailer goes, what the
+ * engine gets back) is the engine's (transport/seal.c, engine_wire.h
+ * "AEAD mode"; docs/wire.md, "ENC"); the crypto is auth/'s
+ * (auth/seal_ops.h), registered with it here.  This file only binds the
+ * two: it knows no packet layout.
  *
  * Pure (no I/O, no loop): the unit tests drive it between two engines.
  * Everything returns 0 or a negative errno. */
@@ -34,8 +23,8 @@
 #include "auth/auth.h"
 #include "transport/engine.h"
 
-#define MRCD_ENC_TRAILER 28         /* seq u64, tag[16], pcrc u32 */
-#define MRCD_ENC_SLOTS   64         /* sealed packets in hand at once */
+#define MRCD_ENC_TRAILER MRCE_SEAL_TRAILER  /* seq u64, tag[16], pcrc u32 */
+#define MRCD_ENC_SLOTS   MRCE_SEAL_SLOTS    /* sealed packets in hand at once */
 
 struct mrcd_enc_stats {
 	uint64_t tx_sealed, tx_fail;

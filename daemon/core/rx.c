@@ -8,7 +8,6 @@
 
 #include "daemon/core/enc.h"
 #include "daemon/core/node.h"
-#include "transport/wire.h"
 
 /* The topology host a source address names: only those hosts take part,
  * and in loopback mode only this host's own loopback address. */
@@ -40,7 +39,7 @@ void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
 		d->st.rx_short++;
 		return;
 	}
-	if (mrc_wire_is_ctrl(in->buf, in->len)) {
+	if (mrce_is_ctrl(in->buf, in->len)) {
 		mrcd_cm_rx(d, host, in->buf, in->len);
 		return;
 	}

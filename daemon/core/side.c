@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "daemon/core/node.h"
-#include "transport/wire.h"
 
 static uint16_t side_port(const struct mrcd *d)
 {
@@ -23,7 +22,7 @@ static void on_side_rx(struct ev_loop *loop, ev_io *w, int revents)
 	int n = mrc_dp_recv(d->side, (uint32_t)(w - d->side_w), in, MRC_DP_BATCH);
 	uint64_t now = mrcd_now();
 	for (int i = 0; i < n; i++) {
-		if (!mrc_wire_is_ctrl(in[i].buf, in[i].len)) {
+		if (!mrce_is_ctrl(in[i].buf, in[i].len)) {
 			d->st.rx_side_data++;
 			continue;
 		}

@@ -15,7 +15,6 @@
 #include "daemon/clients/clients.h"
 #include "daemon/core/enc.h"
 #include "daemon/oper/oper.h"
-#include "transport/wire.h"
 
 #include "mrc/error.h"
 #include "mrc/version.h"

@@ -7,7 +7,6 @@
 #include "daemon/clients/clients.h"
 #include "daemon/core/enc.h"
 #include "daemon/oper/oper.h"
-#include "transport/wire.h"
 
 /* Snapshot histogram of every path's smoothed RTT (le bounds in us). */
 static json_t *rtt_hist(struct mrcd *d)
@@ -48,12 +47,12 @@ static json_t *stats_engine(struct mrcd *d)
 	struct mrce_stats s;
 	mrce_stats(mrcd_engine(d), &s);
 	json_t *drop = json_object(), *ntx = json_object(), *nrx = json_object();
-	for (int i = 1; i < MRC_DROP__COUNT; i++)
-		json_object_set_new(drop, mrc_wire_drop_name((enum mrc_wire_drop)i),
+	for (int i = 1; i < MRCE_DROP__COUNT; i++)
+		json_object_set_new(drop, mrce_drop_name((unsigned)i),
 				    json_integer((json_int_t)s.rx_drop[i]));
 	/* Codes the transport adds later still show, by number. */
 	static const char *nn[] = { "none", "trimmed", "oow", "access", "rnr", "noqp" };
-	for (int i = 1; i <= MRC_NACK_MAX; i++) {
+	for (int i = 1; i <= MRCE_NACK_MAX; i++) {
 		char num[16];
 		snprintf(num, sizeof(num), "nack%d", i);
 		const char *k = i < (int)(sizeof(nn) / sizeof(nn[0])) ? nn[i] : num;

@@ -1,7 +1,7 @@
 /* `probe`: sends UDP datagrams from one host to another over chosen paths
  * (the uSID destination address of each EV) and counts what arrives, and
  * how much of it a trimmer cut.  Datagrams are real MRC WRITE packets
- * (transport/wire.h encoder, CRCs included) with a per-run nonce as dqpn,
+ * (the engine's mrce_pkt_build, CRCs included) with a per-run nonce as dqpn,
  * a sequence number as psn and the EV in ev, and arrivals are checked by
  * the transport's own decoder: a trimmed packet counts only if the decoder
  * accepts it as trimmed.  --raw sends the same bytes with opcode 127, which
@@ -22,14 +22,13 @@
 
 #include "common/clock.h"
 #include "topology/addr.h"
-#include "transport/wire.h"
 #include "tools/fabric/fabric.h"
+#include "transport/engine.h"
 
 #ifndef UDP_NO_CHECK6_TX
 #define UDP_NO_CHECK6_TX 101
 #define UDP_NO_CHECK6_RX 102
 #endif
-#define HDR MRC_DATA_HDR_LEN
 #define MAX_EVS 4096
 
 struct ev_stat {
@@ -63,17 +62,13 @@ static int sock_in(const struct fab *f, uint32_t host, int opt, int *fd)
 static void account(struct ev_stat *st, size_t n, uint8_t *b, ssize_t len,
 		    uint32_t nonce, size_t size, bool raw)
 {
-	struct mrc_pkt_view v;
-	enum mrc_wire_drop why;
-	if (len < HDR)
-		return;
-	if (raw)
-		b[1] = MRC_OP_WRITE;  /* undo the disguise, then decode as usual */
-	if (mrc_wire_decode(b, (size_t)len, &v, &why) || v.op != MRC_OP_WRITE ||
-	    v.u.data.dqpn != nonce || v.u.data.plen != size)
+	struct mrce_pkt_info v;
+	/* raw: the disguise is undone, then it is decoded as usual. */
+	if (len < 2 || mrce_pkt_parse(b, (size_t)len, raw, &v) || v.kind != MRCE_PKT_WRITE ||
+	    v.dqpn != nonce || v.plen != size)
 		return;
 	for (size_t i = 0; i < n; i++)
-		if (st[i].ev == v.u.data.ev) {
+		if (st[i].ev == v.ev) {
 			st[i].received++;
 			st[i].trimmed += v.trimmed;
 			return;
@@ -84,7 +79,7 @@ static void drain(int rx, struct ev_stat *st, size_t n, uint32_t nonce, size_t s
 		  uint8_t *buf, bool raw)
 {
 	ssize_t r;
-	while ((r = recv(rx, buf, HDR + size + 64, MSG_DONTWAIT)) >= 0)
+	while ((r = recv(rx, buf, MRCE_PKT_MAX(size) + 64, MSG_DONTWAIT)) >= 0)
 		account(st, n, buf, r, nonce, size, raw);
 }
 
@@ -177,7 +172,7 @@ int fab_probe(const struct fab *f, int argc, char **argv)
 		return -EINVAL;
 	}
 	struct ev_stat *st = calloc(MAX_EVS, sizeof(*st));
-	uint8_t *buf = calloc(1, HDR + (size_t)size + 64);
+	uint8_t *buf = calloc(1, MRCE_PKT_MAX(size) + 64);
 	int rx = -1, tx = -1;
 	rc = -ENOMEM;
 	if (!st || !buf)
@@ -196,26 +191,25 @@ int fab_probe(const struct fab *f, int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint32_t nonce = (uint32_t)ts.tv_nsec ^ (uint32_t)getpid() << 16;
 	uint32_t expected = 0;
-	uint8_t *pkt = calloc(1, HDR + (size_t)size + MRC_TRAILER_LEN);
-	if (!pkt) {
+	uint8_t *pkt = calloc(1, MRCE_PKT_MAX(size));
+	uint8_t *pay = malloc((size_t)size + 1);
+	if (!pkt || !pay) {
+		free(pkt);
+		free(pay);
 		rc = -ENOMEM;
 		goto out;
 	}
+	memset(pay, 0xa5, (size_t)size);
 	for (size_t i = 0; i < n; i++) {
 		struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
 		inet_pton(AF_INET6, st[i].addr, &to.sin6_addr);
 		for (long k = 0; k < count; k++) {
-			struct mrc_data_hdr h = { .op = MRC_OP_WRITE,
-				.flags = MRC_F_FIRST | MRC_F_LAST, .dqpn = nonce,
-				.psn = (uint32_t)k, .ev = (uint16_t)st[i].ev,
+			struct mrce_pkt_desc h = { .kind = MRCE_PKT_WRITE, .raw = raw,
+				.dqpn = nonce, .psn = (uint32_t)k, .ev = (uint16_t)st[i].ev,
 				.plen = (uint16_t)size, .msn = (uint32_t)k, .rkey = 1,
-				.mlen = (uint32_t)size };
-			mrc_wire_put_data(pkt, &h);
-			memset(pkt + HDR, 0xa5, (size_t)size);
-			mrc_wire_put_trailer(pkt + HDR + size, pkt + HDR, (size_t)size);
-			if (raw)
-				pkt[1] = 127;
-			if (sendto(tx, pkt, HDR + (size_t)size + MRC_TRAILER_LEN, 0, (struct sockaddr *)&to, sizeof(to)) < 0) {
+				.payload = pay };
+			size_t plen = mrce_pkt_build(pkt, &h);
+			if (!plen || sendto(tx, pkt, plen, 0, (struct sockaddr *)&to, sizeof(to)) < 0) {
 				st[i].send_errors++;
 			} else {
 				st[i].sent++;
@@ -225,6 +219,7 @@ int fab_probe(const struct fab *f, int argc, char **argv)
 		}
 	}
 	free(pkt);
+	free(pay);
 	/* Wait until everything sent has arrived, or wait_ms of silence. */
 	long long deadline = mrc__mono_ms() + wait_ms;
 	for (;;) {

@@ -14,7 +14,6 @@
  * the CTRL kinds claim to come from SRC_HOST to DST_HOST; raw (QPN is a
  * datagram in hex, sent as it is: a recorded packet replayed). */
 #include <arpa/inet.h>
-#include <endian.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -29,7 +28,7 @@
 #include "auth/auth.h"
 #include "daemon/core/ctrl.h"
 #include "topology/addr.h"
-#include "transport/wire.h"
+#include "transport/engine.h"
 
 /* Room for any kind, a raw datagram of a full MTU included. */
 #define MRC_DP_MAX_DGRAM_FORGE 9216
@@ -71,49 +70,39 @@ static size_t build(const char *kind, const char *arg, uint32_t src_host, uint32
 	if (!strcmp(kind, "raw"))
 		return unhex(arg, b, max);
 	uint32_t qpn = (uint32_t)strtoul(arg, NULL, 0);
-	if (!strcmp(kind, "noqp") || !strcmp(kind, "ack")) {
-		struct mrc_ack_hdr h = { .nack = strcmp(kind, "ack") ? MRC_NACK_NOQP : MRC_NACK_NONE,
-			.dqpn = qpn, .cum_psn = psn(), .token = token() };
-		h.trig_psn = h.sack_base = h.cum_psn;
-		return mrc_wire_put_ack(b, &h);
-	}
+	/* Packets as the engine frames them (mrce_pkt_build), fields chosen. */
+	if (!strcmp(kind, "noqp") || !strcmp(kind, "ack"))
+		return mrce_pkt_build(b, &(struct mrce_pkt_desc){
+			.kind = strcmp(kind, "ack") ? MRCE_PKT_NOQP : MRCE_PKT_ACK,
+			.dqpn = qpn, .psn = psn(), .token = token() });
 	if (!strcmp(kind, "data") || !strcmp(kind, "imm")) {
 		uint8_t pay[64];
 		memset(pay, 0xee, sizeof(pay));
 		uint16_t plen = strcmp(kind, "imm") ? sizeof(pay) : 0;
-		struct mrc_data_hdr h = { .op = plen ? MRC_OP_WRITE : MRC_OP_WRITE_IMM,
-			.flags = MRC_F_FIRST | MRC_F_LAST, .dqpn = qpn, .psn = psn(),
-			.plen = plen, .mlen = plen, .imm = g_imm, .token = token() };
-		size_t n = mrc_wire_put_data(b, &h);
-		memcpy(b + n, pay, plen);
-		mrc_wire_put_trailer(b + n + plen, pay, plen);
-		return n + plen + MRC_TRAILER_LEN;
+		return mrce_pkt_build(b, &(struct mrce_pkt_desc){
+			.kind = plen ? MRCE_PKT_WRITE : MRCE_PKT_WRITE_IMM, .dqpn = qpn,
+			.psn = psn(), .plen = plen, .imm = g_imm, .token = token(),
+			.payload = pay });
 	}
-	struct mrcd_ctrl m = { .type = MRCD_CTRL_PLANES, .arg = 0xffff };
+	struct mrce_ctrl m = { .type = MRCE_CTRL_PLANES, .arg = 0xffff };
 	if (!strcmp(kind, "req")) {
-		m = (struct mrcd_ctrl){ .type = MRCD_CTRL_REQ, .id = rnd64(), .sid = qpn,
+		m = (struct mrce_ctrl){ .type = MRCE_CTRL_REQ, .id = rnd64(), .sid = qpn,
 			.qpn = 1, .psn = 1, .window = 256, .mtu = 4096 };
 		uint64_t n[2] = { rnd64(), rnd64() };
 		memcpy(m.nonce, n, sizeof(m.nonce));
 	} else if (strcmp(kind, "planes")) {
 		return 0;
 	}
-	/* The envelope as docs/wire.md lays it out, with a random MAC. */
+	/* The envelope (the engine's CTRL codec) with a random MAC. */
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	uint64_t stamp = htobe64((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
-	uint32_t s = htobe32(src_host), d = htobe32(dst_host);
-	uint16_t blen = htobe16(MRCD_CTRL_BODY);
 	memset(b, 0, MRCD_CTRL_LEN);
-	b[0] = MRC_WIRE_VERSION;
-	b[1] = MRC_OP_CTRL;
-	memcpy(b + 4, &s, 4);
-	memcpy(b + 8, &d, 4);
-	memcpy(b + 12, &blen, 2);
-	memcpy(b + 16, &stamp, 8);
-	mrcd_ctrl_encode(b + MRC_AUTH_CTRL_HDR, &m);
+	mrce_ctrl_env_put(b, &(struct mrce_ctrl_env){ .src_host = src_host,
+		.dst_host = dst_host, .blen = MRCE_CTRL_BODY,
+		.stamp = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec });
+	mrce_ctrl_encode(b + MRCE_CTRL_ENV_HDR, &m);
 	uint64_t mac[2] = { rnd64(), rnd64() };
-	memcpy(b + MRC_AUTH_CTRL_HDR + MRCD_CTRL_BODY, mac, sizeof(mac));
+	memcpy(b + MRCE_CTRL_ENV_HDR + MRCE_CTRL_BODY, mac, sizeof(mac));
 	return MRCD_CTRL_LEN;
 }
 
