@@ -333,21 +333,19 @@ static int pack_rows(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const int3
 	return 0;
 }
 
-/* Rows each rank gets from us, and so the rows we get (p->rc, p->rd,
- * p->n_recv); cnt: 2n scratch. */
-static int recv_counts(struct mrc_coll *c, struct mrc_coll_moe_plan *p, int64_t *cnt)
+int mrc__coll_moe_counts(struct mrc_coll *c, uint32_t n, const size_t *sc, size_t *rc,
+			 size_t *rd, size_t *total, int64_t *cnt)
 {
-	uint32_t n = p->n;
 	int64_t *rcnt = cnt + n;
 	for (uint32_t j = 0; j < n; j++)
-		cnt[j] = (int64_t)p->sc[j];
+		cnt[j] = (int64_t)sc[j];
 	int r = mrc_coll_alltoall(c, cnt, rcnt, 1, MRC_COLL_INT64);
 	if (r)
 		return r;
 	for (uint32_t s = 0; s < n; s++)
-		p->rc[s] = (size_t)rcnt[s];
-	mrc__coll_prefix(p->rc, p->rd, n);
-	p->n_recv = p->rd[n - 1] + p->rc[n - 1];
+		rc[s] = (size_t)rcnt[s];
+	mrc__coll_prefix(rc, rd, n);
+	*total = rd[n - 1] + rc[n - 1];
 	return 0;
 }
 
@@ -377,7 +375,7 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 		goto fail;
 	if ((r = pack_rows(c, p, idx, w, tokens, per_expert & MRC__MOE_PER_EXPERT, pos, cur, rowb,
 			   strideb, &sbuf)) ||
-	    (r = recv_counts(c, p, cnt)))
+	    (r = mrc__coll_moe_counts(c, n, p->sc, p->rc, p->rd, &p->n_recv, cnt)))
 		goto fail;
 	mrc__coll_lap(&p->st.t_layout, &t0);
 	r = -ENOMEM;

@@ -120,19 +120,12 @@ static int fwd_rows(struct mrc_coll *c, struct fwd *f)
 static int fwd_counts(struct mrc_coll *c, struct mrc_coll_moe_plan *p, int64_t *cnt)
 {
 	uint32_t n = p->n, L = p->L, g = p->me / L;
-	int64_t *rcnt = cnt + n;
-	for (uint32_t j = 0; j < n; j++)
-		cnt[j] = (int64_t)p->bsc[j];
-	int r = mrc_coll_alltoall(c, cnt, rcnt, 1, MRC_COLL_INT64);
+	int r = mrc__coll_moe_counts(c, n, p->bsc, p->brc, p->brd, &p->n_recv, cnt);
 	if (r)
 		return r;
-	for (uint32_t s = 0; s < n; s++) {
-		if (rcnt[s] < 0 || (rcnt[s] && s / L != g))
+	for (uint32_t s = 0; s < n; s++)   /* what each rank said it sends (cnt + n) */
+		if (cnt[n + s] < 0 || (cnt[n + s] && s / L != g))
 			return -EPROTO;   /* forwards come from this node's ranks only */
-		p->brc[s] = (size_t)rcnt[s];
-	}
-	mrc__coll_prefix(p->brc, p->brd, n);
-	p->n_recv = p->brd[n - 1] + p->brc[n - 1];
 	return 0;
 }
 
