@@ -28,3 +28,8 @@ $(MRCD_CORE_LIB): $(MRCD_CORE_SRCS:%.c=$(B)/%.o)
 # and libmrccore.a once more after it for what the core needs from it.
 $(B)/tests/test_loop_order: $(MRCD_CORE_LIB)
 $(B)/tests/test_loop_order: LDLIBS_ALL += $(B)/libmrccore.a $(PKG_LDLIBS) -lev -lm
+
+# tests/test_core_view.c: the core's read-only views through mrcd.h alone
+# (a core of its own, mrcd_core_new), linked as test_loop_order is.
+$(B)/tests/test_core_view: $(MRCD_CORE_LIB)
+$(B)/tests/test_core_view: LDLIBS_ALL += $(B)/libmrccore.a $(PKG_LDLIBS) -lev -lm
