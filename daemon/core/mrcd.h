@@ -4,8 +4,9 @@
  * the topology, peers, path denial and the daemon-to-daemon connection
  * manager; the client side (daemon/clients/) and mrc-xfer (tools/xfer/)
  * are built on the calls below, and the operator interface (daemon/oper/)
- * reads the core only through the views below ("read-only views").  Nothing in the core includes a room above it: it
- * reports to them through observers.
+ * reads the core only through the views below ("read-only views").
+ * Nothing in the core includes a room above it: it reports to them
+ * through observers.
  * Everything runs on the loop's single thread.
  */
 #ifndef MRC_DAEMON_MRCD_H

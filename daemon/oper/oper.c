@@ -427,20 +427,21 @@ int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen)
 		return -ENOMEM;
 	o->d = d;
 	o->lfd = o->mfd = -1;
-	o->max_conns = mrcd_config(d)->ctl_max_conns;
-	o->nslots = o->max_conns + mrcd_config(d)->ctl_admin_reserve;
-	o->uid_max_conns = mrcd_config(d)->ctl_uid_max_conns;
-	o->idle_s = mrcd_config(d)->ctl_idle_timeout_ms / 1000.0;
-	o->http_max = mrcd_config(d)->metrics_max_conns;
-	o->http_idle_s = mrcd_config(d)->metrics_idle_timeout_ms / 1000.0;
+	const struct mrcd_cfg *cfg = mrcd_config(d);
+	o->max_conns = cfg->ctl_max_conns;
+	o->nslots = o->max_conns + cfg->ctl_admin_reserve;
+	o->uid_max_conns = cfg->ctl_uid_max_conns;
+	o->idle_s = cfg->ctl_idle_timeout_ms / 1000.0;
+	o->http_max = cfg->metrics_max_conns;
+	o->http_idle_s = cfg->metrics_idle_timeout_ms / 1000.0;
 	o->conns = calloc(o->nslots, sizeof(*o->conns));
 	if (!o->conns) {
 		free(o);
 		return -ENOMEM;
 	}
-	int rc = resolve_group(mrcd_config(d)->socket_group, &o->group, &o->has_group, err, errlen);
+	int rc = resolve_group(cfg->socket_group, &o->group, &o->has_group, err, errlen);
 	if (!rc)
-		rc = resolve_group(mrcd_config(d)->admin_group, &o->admin_group, &o->has_admin_group, err, errlen);
+		rc = resolve_group(cfg->admin_group, &o->admin_group, &o->has_admin_group, err, errlen);
 	if (!rc)
 		rc = mrcd_oper_events_init(o);
 	if (!rc)
