@@ -28,6 +28,93 @@ int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 				      rdispls, dtype, NULL);
 }
 
+/* What every step of one call shares: the shape (n ranks, L per node, G
+ * nodes; this rank is local rank l of node g) and everyone's send counts. */
+struct a2a2d {
+	uint32_t n, L, G, g, l, me;
+	size_t esz;
+	const int64_t *M;              /* [src * n + dst] */
+};
+
+static size_t cnt(const struct a2a2d *a, uint32_t s, uint32_t d)
+{
+	return (size_t)a->M[(size_t)s * a->n + d];
+}
+
+/* Phase 1, inside the node: to local rank l2 everything for (g2, l2),
+ * packed by g2.  Fills the phase's counts (sc, rc; displacements follow)
+ * and buffers (*pb packed, *tb to receive into). */
+static int phase1_pack(const struct a2a2d *a, const void *sendbuf, const size_t *sendcounts,
+		       const size_t *sdispls, size_t *sc, size_t *rc, uint8_t **pb, uint8_t **tb)
+{
+	uint32_t L = a->L, G = a->G, g = a->g;
+	for (uint32_t l2 = 0; l2 < L; l2++)
+		for (uint32_t g2 = 0; g2 < G; g2++) {
+			sc[g * L + l2] += sendcounts[g2 * L + l2];
+			rc[g * L + l2] += cnt(a, g * L + l2, g2 * L + a->l);
+		}
+	int r = phase_bufs(sc, rc, a->n, a->esz, pb, tb);
+	if (r)
+		return r;
+	size_t o = 0;
+	for (uint32_t l2 = 0; l2 < L; l2++)
+		for (uint32_t g2 = 0; g2 < G; g2++) {
+			size_t k = sendcounts[g2 * L + l2];
+			memcpy(*pb + o * a->esz, (const uint8_t *)sendbuf + sdispls[g2 * L + l2] * a->esz,
+			       k * a->esz);
+			o += k;
+		}
+	return 0;
+}
+
+/* t1 (phase 1's receive, displacements rd1): by source local rank ls,
+ * then g2: block cnt((g,ls), (g2,l)).  Phase 2, across nodes: to (g2, l)
+ * the blocks for it from every ls, packed by g2 then ls. */
+static int phase2_pack(const struct a2a2d *a, const uint8_t *t1, const size_t *rd1, size_t *sc,
+		       size_t *rc, uint8_t **pb, uint8_t **tb)
+{
+	uint32_t L = a->L, G = a->G, g = a->g, l = a->l;
+	for (uint32_t g2 = 0; g2 < G; g2++)
+		for (uint32_t ls = 0; ls < L; ls++) {
+			sc[g2 * L + l] += cnt(a, g * L + ls, g2 * L + l);
+			rc[g2 * L + l] += cnt(a, g2 * L + ls, a->me);
+		}
+	int r = phase_bufs(sc, rc, a->n, a->esz, pb, tb);
+	if (r)
+		return r;
+	size_t o = 0;
+	for (uint32_t g2 = 0; g2 < G; g2++)
+		for (uint32_t ls = 0; ls < L; ls++) {
+			/* Offset of block (ls, g2) in t1. */
+			size_t off = rd1[g * L + ls];
+			for (uint32_t gg = 0; gg < g2; gg++)
+				off += cnt(a, g * L + ls, gg * L + l);
+			size_t k = cnt(a, g * L + ls, g2 * L + l);
+			memcpy(*pb + o * a->esz, t1 + off * a->esz, k * a->esz);
+			o += k;
+		}
+	return 0;
+}
+
+/* t2 (phase 2's receive): from node g2, blocks by source local rank ls:
+ * source (g2, ls), each to its place in the caller's receive buffer.
+ * -EPROTO when the caller's receive counts disagree with the senders'. */
+static int unpack(const struct a2a2d *a, const uint8_t *t2, void *recvbuf,
+		  const size_t *recvcounts, const size_t *rdispls)
+{
+	size_t o = 0;
+	for (uint32_t g2 = 0; g2 < a->G; g2++)
+		for (uint32_t ls = 0; ls < a->L; ls++) {
+			uint32_t s = g2 * a->L + ls;
+			size_t k = cnt(a, s, a->me);
+			if (k != recvcounts[s])
+				return -EPROTO;
+			memcpy((uint8_t *)recvbuf + rdispls[s] * a->esz, t2 + o * a->esz, k * a->esz);
+			o += k;
+		}
+	return 0;
+}
+
 int mrc__coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 			   const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
 			   const size_t *recvcounts, const size_t *rdispls, int dtype, double *ph)
@@ -38,7 +125,9 @@ int mrc__coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 	if (L == 1 || L == c->n)   /* one level only: nothing to aggregate */
 		return mrc_coll_alltoallv(c, sendbuf, sendcounts, sdispls, recvbuf, recvcounts,
 					  rdispls, dtype);
-	uint32_t n = c->n, G = n / L, g = c->me / L, l = c->me % L;
+	uint32_t n = c->n;
+	struct a2a2d a = { .n = n, .L = L, .G = n / L, .g = c->me / L, .l = c->me % L,
+			   .me = c->me, .esz = esz };
 	int r = -ENOMEM;
 	double t0 = mrc__mono_s();
 	/* Everyone's send counts: the intermediate layouts follow from them. */
@@ -51,70 +140,22 @@ int mrc__coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 		mine[j] = (int64_t)sendcounts[j];
 	if ((r = mrc_coll_allgather(c, mine, M, n, MRC_COLL_INT64)))
 		goto out;
+	a.M = M;
 	mrc__coll_lap(ph ? ph + MRC__MOE_PH_COUNTS : NULL, &t0);
-#define CNT(s, d) ((size_t)M[(size_t)(s) * n + (d)])
 	/* Per phase: send counts, displacements, receive counts, displacements. */
 	size_t *sc1 = v, *sd1 = v + n, *rc1 = v + 2 * n, *rd1 = v + 3 * n;
 	size_t *sc2 = v + 4 * n, *sd2 = v + 5 * n, *rc2 = v + 6 * n, *rd2 = v + 7 * n;
-	/* Phase 1, inside the node: to local rank l2 everything for (g2, l2),
-	 * packed by g2. */
-	for (uint32_t l2 = 0; l2 < L; l2++)
-		for (uint32_t g2 = 0; g2 < G; g2++) {
-			sc1[g * L + l2] += sendcounts[g2 * L + l2];
-			rc1[g * L + l2] += CNT(g * L + l2, g2 * L + l);
-		}
-	if ((r = phase_bufs(sc1, rc1, n, esz, &p1, &t1)))
-		goto out;
-	size_t o = 0;
-	for (uint32_t l2 = 0; l2 < L; l2++)
-		for (uint32_t g2 = 0; g2 < G; g2++) {
-			size_t k = sendcounts[g2 * L + l2];
-			memcpy(p1 + o * esz, (const uint8_t *)sendbuf + sdispls[g2 * L + l2] * esz, k * esz);
-			o += k;
-		}
-	if ((r = mrc_coll_alltoallv(c, p1, sc1, sd1, t1, rc1, rd1, dtype)))
+	if ((r = phase1_pack(&a, sendbuf, sendcounts, sdispls, sc1, rc1, &p1, &t1)) ||
+	    (r = mrc_coll_alltoallv(c, p1, sc1, sd1, t1, rc1, rd1, dtype)))
 		goto out;
 	mrc__coll_lap(ph ? ph + MRC__MOE_PH_1 : NULL, &t0);
-	/* t1: by source local rank ls, then g2: block CNT((g,ls), (g2,l)).
-	 * Phase 2, across nodes: to (g2, l) the blocks for it from every ls,
-	 * packed by g2 then ls. */
-	for (uint32_t g2 = 0; g2 < G; g2++)
-		for (uint32_t ls = 0; ls < L; ls++) {
-			sc2[g2 * L + l] += CNT(g * L + ls, g2 * L + l);
-			rc2[g2 * L + l] += CNT(g2 * L + ls, c->me);
-		}
-	if ((r = phase_bufs(sc2, rc2, n, esz, &p2, &t2)))
-		goto out;
-	o = 0;
-	for (uint32_t g2 = 0; g2 < G; g2++)
-		for (uint32_t ls = 0; ls < L; ls++) {
-			/* Offset of block (ls, g2) in t1. */
-			size_t off = rd1[g * L + ls];
-			for (uint32_t gg = 0; gg < g2; gg++)
-				off += CNT(g * L + ls, gg * L + l);
-			size_t k = CNT(g * L + ls, g2 * L + l);
-			memcpy(p2 + o * esz, t1 + off * esz, k * esz);
-			o += k;
-		}
-	if ((r = mrc_coll_alltoallv(c, p2, sc2, sd2, t2, rc2, rd2, dtype)))
+	if ((r = phase2_pack(&a, t1, rd1, sc2, rc2, &p2, &t2)) ||
+	    (r = mrc_coll_alltoallv(c, p2, sc2, sd2, t2, rc2, rd2, dtype)))
 		goto out;
 	mrc__coll_lap(ph ? ph + MRC__MOE_PH_2 : NULL, &t0);
-	/* t2: from node g2, blocks by source local rank ls: source (g2, ls). */
-	o = 0;
-	for (uint32_t g2 = 0; g2 < G; g2++)
-		for (uint32_t ls = 0; ls < L; ls++) {
-			uint32_t s = g2 * L + ls;
-			size_t k = CNT(s, c->me);
-			if (k != recvcounts[s]) {
-				r = -EPROTO;   /* the caller's receive counts disagree */
-				goto out;
-			}
-			memcpy((uint8_t *)recvbuf + rdispls[s] * esz, t2 + o * esz, k * esz);
-			o += k;
-		}
-#undef CNT
+	if ((r = unpack(&a, t2, recvbuf, recvcounts, rdispls)))
+		goto out;
 	mrc__coll_lap(ph ? ph + MRC__MOE_PH_UNPACK : NULL, &t0);
-	r = 0;
 out:
 	free(M), free(mine), free(v), free(p1), free(t1), free(p2), free(t2);
 	return r;

@@ -257,9 +257,10 @@ int mrc_coll_moe_dispatch_kept(struct mrc_coll *c, const struct mrc_coll_moe_cfg
 				      counts);
 }
 
-int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
-			   const int32_t *idx, const float *w, const void *tokens, int per_expert,
-			   struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts)
+/* The arguments' checks: -EINVAL, or the communicator's error. */
+static int dispatch_args(const struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
+			 const int32_t *idx, const float *w, const void *tokens, int per_expert,
+			 struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts)
 {
 	if (!c || !cfg || !plan || !expert_in || !counts || !cfg->top_k || !cfg->n_experts ||
 	    cfg->n_experts % c->n || !cfg->hidden || (T && (!idx || !w || !tokens)) ||
@@ -268,9 +269,94 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 	    (cfg->local_ranks && c->n % cfg->local_ranks) ||
 	    (per_expert & ~(MRC__MOE_PER_EXPERT | MRC__MOE_RANK_2D | MRC__MOE_KEPT)))
 		return -EINVAL;
+	return c->err;
+}
+
+/* A new plan with its rows-per-rank arrays (and node dedupe's); NULL
+ * when out of memory. */
+static struct mrc_coll_moe_plan *plan_new(const struct mrc_coll *c,
+					  const struct mrc_coll_moe_cfg *cfg, size_t T, int dedupe,
+					  size_t rowb, size_t metab)
+{
+	uint32_t n = c->n, L = cfg->local_ranks;
+	struct mrc_coll_moe_plan *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	*p = (struct mrc_coll_moe_plan){ .cfg = *cfg, .n = n, .me = c->me, .epr = cfg->n_experts / n,
+					 .L = dedupe ? L : 0, .L2d = dedupe ? 0 : L, .T = T };
+	p->st.row_bytes = rowb, p->st.meta_bytes = metab;
+	p->sc = calloc(4 * (size_t)n, sizeof(size_t));
+	p->bsc = dedupe ? calloc(4 * (size_t)n, sizeof(size_t)) : NULL;
+	if (!p->sc || (dedupe && !p->bsc)) {
+		mrc_coll_moe_plan_free(p);
+		return NULL;
+	}
+	p->sd = p->sc + n, p->rc = p->sc + 2 * n, p->rd = p->sc + 3 * n;
+	if (dedupe)
+		p->bsd = p->bsc + n, p->brc = p->bsc + 2 * n, p->brd = p->bsc + 3 * n;
+	return p;
+}
+
+/* This rank's rows: each (token, expert) pair's place under the capacity
+ * (pos), the rows per rank (p->sc, p->sd, p->n_sent, the pair and row
+ * figures) and the send buffer (*sbuf, scratch) packed by rank, each row
+ * its payload and routing entries.  cur: 3n scratch. */
+static int pack_rows(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const int32_t *idx,
+		     const float *w, const void *tokens, int per_expert, int64_t *pos, size_t *cur,
+		     size_t rowb, size_t strideb, uint8_t **sbuf)
+{
+	uint32_t n = p->n, K = p->cfg.top_k;
+	size_t T = p->T;
+	int r = capacity(&p->cfg, T, idx, pos);
+	if (r)
+		return r;
+	for (size_t t = 0; t < T; t++)
+		token_rows(p, t, idx, pos, per_expert, count_row, p);
+	mrc__coll_prefix(p->sc, p->sd, n);
+	p->n_sent = p->sd[n - 1] + p->sc[n - 1];
+	for (size_t i = 0; i < T * K; i++)
+		if (pos[i] >= 0) {
+			p->st.pairs++;
+			p->st.pairs_remote += (uint32_t)idx[i] / p->epr != p->me;
+		}
+	p->st.rows = p->n_sent, p->st.rows_remote = p->n_sent - p->sc[p->me];
+	p->tok = malloc((p->n_sent + 1) * sizeof(*p->tok));
+	*sbuf = mrc__coll_scratch(c, MRC__SCR_SEND, p->n_sent * strideb + 1);
+	if (!p->tok || !*sbuf)
+		return -ENOMEM;
+	memcpy(cur, p->sd, n * sizeof(*cur));
+	struct pack a = { .p = p, .idx = idx, .w = w, .tokens = tokens, .sbuf = *sbuf, .cur = cur,
+			  .at = cur + n, .nmeta = cur + 2 * n, .rowb = rowb,
+			  .strideb = strideb };
+	for (size_t t = 0; t < T; t++)
+		token_rows(p, t, idx, pos, per_expert, pack_row, &a);
+	return 0;
+}
+
+int mrc__coll_moe_counts(struct mrc_coll *c, uint32_t n, const size_t *sc, size_t *rc,
+			 size_t *rd, size_t *total, int64_t *cnt)
+{
+	int64_t *rcnt = cnt + n;
+	for (uint32_t j = 0; j < n; j++)
+		cnt[j] = (int64_t)sc[j];
+	int r = mrc_coll_alltoall(c, cnt, rcnt, 1, MRC_COLL_INT64);
+	if (r)
+		return r;
+	for (uint32_t s = 0; s < n; s++)
+		rc[s] = (size_t)rcnt[s];
+	mrc__coll_prefix(rc, rd, n);
+	*total = rd[n - 1] + rc[n - 1];
+	return 0;
+}
+
+int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
+			   const int32_t *idx, const float *w, const void *tokens, int per_expert,
+			   struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts)
+{
+	int r = dispatch_args(c, cfg, T, idx, w, tokens, per_expert, plan, expert_in, counts);
+	if (r)
+		return r;
 	int kept = per_expert & MRC__MOE_KEPT;
-	if (c->err)
-		return c->err;
 	uint32_t n = c->n, K = cfg->top_k;
 	size_t esz = mrc_coll_dtype_size(cfg->dtype), rowb = cfg->hidden * esz;
 	/* Node dedupe for the per-rank rows with 1 < L < n; else (per
@@ -280,58 +366,17 @@ int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cf
 	size_t metab = K * sizeof(struct moe_meta) + (dedupe ? sizeof(struct moe_src) : 0);
 	size_t strideb = rowb + metab;
 	double t0 = mrc__mono_s();
-	struct mrc_coll_moe_plan *p = calloc(1, sizeof(*p));
-	int64_t *pos = malloc((T * K + 1) * sizeof(*pos)), *cnt = NULL, *rcnt = NULL;
+	struct mrc_coll_moe_plan *p = plan_new(c, cfg, T, dedupe, rowb, metab);
+	int64_t *pos = malloc((T * K + 1) * sizeof(*pos)), *cnt = malloc(2 * (size_t)n * sizeof(*cnt));
 	size_t *cur = calloc(3 * (size_t)n, sizeof(*cur)), *ord = NULL;
 	uint8_t *sbuf = NULL, *rbuf = NULL, *grouped = NULL;
-	int r = -ENOMEM;
-	if (!p || !pos || !cur)
-		goto fail;
-	*p = (struct mrc_coll_moe_plan){ .cfg = *cfg, .n = n, .me = c->me, .epr = cfg->n_experts / n,
-					 .L = dedupe ? L : 0, .L2d = dedupe ? 0 : L, .T = T };
-	per_expert &= MRC__MOE_PER_EXPERT;
-	p->st.row_bytes = rowb, p->st.meta_bytes = metab;
-	p->sc = calloc(4 * (size_t)n, sizeof(size_t));
-	p->bsc = dedupe ? calloc(4 * (size_t)n, sizeof(size_t)) : NULL;
-	cnt = malloc(2 * (size_t)n * sizeof(*cnt));
-	if (!p->sc || !cnt || (dedupe && !p->bsc))
-		goto fail;
-	p->sd = p->sc + n, p->rc = p->sc + 2 * n, p->rd = p->sc + 3 * n;
-	if (dedupe)
-		p->bsd = p->bsc + n, p->brc = p->bsc + 2 * n, p->brd = p->bsc + 3 * n;
-	if ((r = capacity(cfg, T, idx, pos)))
-		goto fail;
-	for (size_t t = 0; t < T; t++)
-		token_rows(p, t, idx, pos, per_expert, count_row, p);
-	mrc__coll_prefix(p->sc, p->sd, n);
-	p->n_sent = p->sd[n - 1] + p->sc[n - 1];
-	for (size_t i = 0; i < T * K; i++)
-		if (pos[i] >= 0) {
-			p->st.pairs++;
-			p->st.pairs_remote += (uint32_t)idx[i] / p->epr != c->me;
-		}
-	p->st.rows = p->n_sent, p->st.rows_remote = p->n_sent - p->sc[c->me];
 	r = -ENOMEM;
-	p->tok = malloc((p->n_sent + 1) * sizeof(*p->tok));
-	sbuf = mrc__coll_scratch(c, MRC__SCR_SEND, p->n_sent * strideb + 1);
-	if (!p->tok || !sbuf)
+	if (!p || !pos || !cur || !cnt)
 		goto fail;
-	memcpy(cur, p->sd, n * sizeof(*cur));
-	struct pack a = { .p = p, .idx = idx, .w = w, .tokens = tokens, .sbuf = sbuf, .cur = cur,
-			  .at = cur + n, .nmeta = cur + 2 * n, .rowb = rowb,
-			  .strideb = strideb };
-	for (size_t t = 0; t < T; t++)
-		token_rows(p, t, idx, pos, per_expert, pack_row, &a);
-	/* Rows each rank gets from us. */
-	for (uint32_t j = 0; j < n; j++)
-		cnt[j] = (int64_t)p->sc[j];
-	rcnt = cnt + n;
-	if ((r = mrc_coll_alltoall(c, cnt, rcnt, 1, MRC_COLL_INT64)))
+	if ((r = pack_rows(c, p, idx, w, tokens, per_expert & MRC__MOE_PER_EXPERT, pos, cur, rowb,
+			   strideb, &sbuf)) ||
+	    (r = mrc__coll_moe_counts(c, n, p->sc, p->rc, p->rd, &p->n_recv, cnt)))
 		goto fail;
-	for (uint32_t s = 0; s < n; s++)
-		p->rc[s] = (size_t)rcnt[s];
-	mrc__coll_prefix(p->rc, p->rd, n);
-	p->n_recv = p->rd[n - 1] + p->rc[n - 1];
 	mrc__coll_lap(&p->st.t_layout, &t0);
 	r = -ENOMEM;
 	rbuf = mrc__coll_scratch(c, MRC__SCR_RECV, p->n_recv * strideb + 1);

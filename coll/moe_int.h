@@ -105,6 +105,11 @@ struct mrc_coll_moe_plan {
  * with L2d, its phases' times into ph[slot...] */
 int mrc__coll_moe_a2av(struct mrc_coll *c, uint32_t L2d, int dtype, size_t stride, const void *sb,
 		       const size_t *sc, void *rb, const size_t *rc, double *ph, int slot);
+/* moe.c: an exchange's rows per rank: sc[j] ours to rank j; from theirs
+ * rc[s] rank s's to us, rd their displacements, *total the rows we get
+ * (cnt: 2n scratch; cnt + n keeps the counts as received). */
+int mrc__coll_moe_counts(struct mrc_coll *c, uint32_t n, const size_t *sc, size_t *rc,
+			 size_t *rd, size_t *total, int64_t *cnt);
 /* moe_node.c: node dedupe's forwarding at the proxy and its way back */
 int mrc__coll_moe_node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p,
 			       const uint8_t *abuf, size_t strideb, size_t rowb, uint8_t **out,

@@ -5,7 +5,7 @@
 # engine, datapath and topology the core needs).
 MRCD_CORE_SRCS := daemon/core/core.c daemon/core/log.c daemon/core/node.c daemon/core/peers.c daemon/core/rx.c \
                   daemon/core/tx.c daemon/core/side.c daemon/core/links.c daemon/core/deny.c \
-                  daemon/core/cm.c daemon/core/reload.c daemon/core/local.c
+                  daemon/core/cm.c daemon/core/reload.c daemon/core/local.c daemon/core/view.c
 MRCD_CORE_LIB  := $(B)/libmrcd-core.a
 # The configuration, CTRL and admin state (adminstate.h) codecs are pure: they also live in
 # libmrccore.a, so the unit tests and fuzz targets reach them.
@@ -28,3 +28,8 @@ $(MRCD_CORE_LIB): $(MRCD_CORE_SRCS:%.c=$(B)/%.o)
 # and libmrccore.a once more after it for what the core needs from it.
 $(B)/tests/test_loop_order: $(MRCD_CORE_LIB)
 $(B)/tests/test_loop_order: LDLIBS_ALL += $(B)/libmrccore.a $(PKG_LDLIBS) -lev -lm
+
+# tests/test_core_view.c: the core's read-only views through mrcd.h alone
+# (a core of its own, mrcd_core_new), linked as test_loop_order is.
+$(B)/tests/test_core_view: $(MRCD_CORE_LIB)
+$(B)/tests/test_core_view: LDLIBS_ALL += $(B)/libmrccore.a $(PKG_LDLIBS) -lev -lm

@@ -25,6 +25,15 @@
 #include "nccl/plugin.h"
 
 /* ---- data path --------------------------------------------------------- */
+/* The peer broke the protocol: the comm fails with -EPROTO (a first error
+ * stays) and the log says why, at the caller's line (WARN's __LINE__). */
+#define PROTO_ERR(c, ...)                       \
+	do {                                    \
+		if (!(c)->err)                  \
+			(c)->err = -EPROTO;     \
+		WARN(__VA_ARGS__);              \
+	} while (0)
+
 static struct req *req_get(struct comm *c)
 {
 	for (int i = 0; i < MRCN_MAX_REQS; i++)
@@ -49,10 +58,9 @@ void mrcn_id_release(struct comm *c, int id)
 
 void mrcn_refuse(struct comm *c, const char *why, uint64_t v)
 {
-	if (!c->err)
-		c->err = -EPROTO;
 	c->st.refused++;
-	WARN("eager message from host %u refused: %s (%llu)", c->host, why, (unsigned long long)v);
+	PROTO_ERR(c, "eager message from host %u refused: %s (%llu)", c->host, why,
+		  (unsigned long long)v);
 }
 
 /* A CTS, a void CTS or the eager ring's advertisement from the receiver:
@@ -63,19 +71,15 @@ static void cts_arrived(struct comm *c, const struct mrc_completion *e)
 	struct mrcn_cts in;
 	if (slot >= MRCN_NRECV || mrcn_cts_parse(CTS_IN(c, slot), e->byte_len, &in) ||
 	    (in.magic == MRCN_CTS_MAGIC && c->ncts == MRCN_NCTS)) {
-		if (!c->err)
-			c->err = -EPROTO;
-		WARN("malformed clear-to-send from host %u", c->host);
+		PROTO_ERR(c, "malformed clear-to-send from host %u", c->host);
 		return;
 	}
 	/* Credits are a count, so a late or repeated one is harmless;
 	 * more than was ever sent is not. */
 	if ((int32_t)(in.credits - c->eg_credit) > 0) {
 		if ((int32_t)(in.credits - c->eg_sent) > 0) {
-			if (!c->err)
-				c->err = -EPROTO;
-			WARN("host %u returned %u eager credits, %u sent", c->host, in.credits,
-			     c->eg_sent);
+			PROTO_ERR(c, "host %u returned %u eager credits, %u sent", c->host,
+				  in.credits, c->eg_sent);
 			return;
 		}
 		c->eg_credit = in.credits;
@@ -87,17 +91,13 @@ static void cts_arrived(struct comm *c, const struct mrc_completion *e)
 			c->eg_off = in.off;
 		} else if (c->eg_slots != in.id || c->eg_stride != in.size ||
 			   c->eg_off != in.off) {
-			if (!c->err)
-				c->err = -EPROTO;
-			WARN("host %u changed its eager ring", c->host);
+			PROTO_ERR(c, "host %u changed its eager ring", c->host);
 			return;
 		}
 	} else if (in.magic == MRCN_VOID_MAGIC) {
 		if (!mrcn_eg_pair(c, in.tag)) {
-			if (!c->err)
-				c->err = -EPROTO;
-			WARN("void clear-to-send from host %u for no eager send (tag %d)",
-			     c->host, in.tag);
+			PROTO_ERR(c, "void clear-to-send from host %u for no eager send (tag %d)",
+				  c->host, in.tag);
 			return;
 		}
 		c->st.void_cts++;
@@ -122,9 +122,7 @@ static void data_arrived(struct comm *c, const struct mrc_completion *e)
 	}
 	uint32_t id = e->imm;
 	if (id >= MRCN_NCTS || !c->ids[id].r) {
-		if (!c->err)
-			c->err = -EPROTO;
-		WARN("data for unknown id %u", id);
+		PROTO_ERR(c, "data for unknown id %u", id);
 		return;
 	}
 	struct req *r = c->ids[id].r;

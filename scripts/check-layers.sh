@@ -1,6 +1,6 @@
 #!/bin/bash
 # Build-level layering check (issue 11).  No arguments; exits non-zero with
-# one line per violation.  Three rules:
+# one line per violation.  Four rules:
 #
 #  1. The engine is sans-IO: its objects (transport/*.c -> $B/transport/*.o,
 #     built here through make when missing or stale) may leave undefined
@@ -22,6 +22,8 @@
 #     in the engine's interface (engine.h, engine_wire.h).  Exceptions
 #     (WIRE_H_OK below): tests/, bench/ and fuzz/, which check the codec
 #     itself.
+#  5. Only daemon/core/ includes daemon/core/core.h and node.h (the core's
+#     private state); the rest uses daemon/core/mrcd.h (issue 31).
 #
 # B selects the build directory (default build), as for make.
 set -u
@@ -227,8 +229,25 @@ if [ -n "$wire_users" ]; then
 		err "$f includes transport/wire.h: outside transport/ the wire is the engine's API (engine.h); exceptions: $WIRE_H_OK (scripts/check-layers.sh, rule 4)"
 	done <<<"$wire_users"
 fi
+# ---- 5. the core's private headers stay in the core ---------------------
+# Above daemon/core/ the rooms (daemon/clients, daemon/oper) and programs
+# (mrc-xfer) see the core through daemon/core/mrcd.h only, its read-only
+# views included (issue 31).  core.h (struct mrcd) and node.h are the
+# core's own.  The real exceptions: daemon/main.c, the mrcd program that
+# owns the core's lifecycle (signals, drain, reload), and the core's unit
+# test of its loop order (tests/test_loop_order.c).
+CORE_PRIVATE_OK="daemon/main.c tests/test_loop_order.c"
+priv=$(printf '%s\n' "$files" | grep -v '^daemon/core/' | xargs -r grep -sHoE \
+	'^[[:space:]]*#[[:space:]]*include[[:space:]]*"daemon/core/(core|node)\.h"' |
+	sed -E 's|^([^:]+):.*"(daemon/core/[a-z]+\.h)"$|\1 \2|')
+while read -r f x; do
+	[ -n "$f" ] || continue
+	case " $CORE_PRIVATE_OK " in *" $f "*) continue;; esac
+	err "$f includes $x, the core's private state: use daemon/core/mrcd.h (its views and calls)"
+done <<<"$priv"
+
 if [ $fail != 0 ]; then
 	echo "check-layers: FAILED (see above)" >&2
 	exit 1
 fi
-echo "check-layers: engine links only its allow-list; every include goes downward; transport/ files form a DAG (includes and calls), none over 600 lines, no function over 80; no product file outside transport/ includes wire.h"
+echo "check-layers: engine links only its allow-list; every include goes downward; transport/ files form a DAG (includes and calls), none over 600 lines, no function over 80; no product file outside transport/ includes wire.h; only the core includes its core.h/node.h"

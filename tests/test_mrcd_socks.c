@@ -146,12 +146,11 @@ static long long oper_counter(const char *name)
 	return strtoll(p + strlen(key), NULL, 10);
 }
 
-/* Becomes uid (group nogroup, which the daemon admits as socket_group). */
-static void become(uid_t uid)
+/* A child as uid in group nogroup, which the daemon admits as
+ * socket_group (mrcd_spawn_fork_as). */
+static pid_t fork_as(uid_t uid, int *fd)
 {
-	gid_t g = NOGROUP;
-	if (setgroups(1, &g) || setresgid(g, g, g) || setresuid(uid, uid, uid))
-		_exit(90);
+	return mrcd_spawn_fork_as(uid, NOGROUP, NOGROUP, fd);
 }
 
 /* ---- client socket: pending connections ----------------------------------- */
@@ -209,23 +208,19 @@ static void test_pending_cap(void **state)
 
 	/* Another uid's first client is admitted (it was refused with EUSERS:
 	 * root's 70 idle connections filled max_clients). */
-	int p[2];
-	assert_int_equal(pipe(p), 0);
-	pid_t pid = fork();
+	int pfd;
+	pid_t pid = fork_as(OTHER_UID, &pfd);
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		close(p[0]);
-		become(OTHER_UID);
 		struct mrc_ctx *c;
 		int r = mrc_open(d.sock, &c);
-		if (write(p[1], &r, sizeof(r)) != sizeof(r))
+		if (write(pfd, &r, sizeof(r)) != sizeof(r))
 			_exit(3);
 		_exit(0);
 	}
-	close(p[1]);
 	int r = 1;
-	assert_int_equal(read(p[0], &r, sizeof(r)), sizeof(r));
-	close(p[0]);
+	assert_int_equal(read(pfd, &r, sizeof(r)), sizeof(r));
+	close(pfd);
 	waitpid(pid, NULL, 0);
 	printf("uid %d's first client with %d idle connections of root: %s\n", OTHER_UID, N_IDLE,
 	       r ? strerror(-r) : "admitted");
@@ -258,15 +253,12 @@ struct ctl_child {
 
 static void ctl_child_start(struct ctl_child *cc, uid_t uid, int n)
 {
-	int p[2], q[2];
-	assert_int_equal(pipe(p), 0);
+	int pfd, q[2];   /* q: the child holds its connections until q closes */
 	assert_int_equal(pipe(q), 0);
-	cc->pid = fork();
+	cc->pid = fork_as(uid, &pfd);
 	assert_true(cc->pid >= 0);
 	if (cc->pid == 0) {
-		close(p[0]);
 		close(q[1]);
-		become(uid);
 		int res[16] = { 0 }, closed[16] = { 0 }, fds[16];
 		for (int i = 0; i < n; i++) {
 			char rep[1 << 16];
@@ -281,19 +273,18 @@ static void ctl_child_start(struct ctl_child *cc, uid_t uid, int n)
 			if (res[i])
 				closed[i] = wait_eof(fds[i], 5000, NULL, 0) == 0;
 		}
-		if (write(p[1], res, sizeof(res)) != sizeof(res) ||
-		    write(p[1], closed, sizeof(closed)) != sizeof(closed))
+		if (write(pfd, res, sizeof(res)) != sizeof(res) ||
+		    write(pfd, closed, sizeof(closed)) != sizeof(closed))
 			_exit(3);
 		char b;
 		while (read(q[0], &b, 1) > 0)
 			;
 		_exit(0);
 	}
-	close(p[1]);
 	close(q[0]);
-	assert_int_equal(read(p[0], cc->res, sizeof(cc->res)), sizeof(cc->res));
-	assert_int_equal(read(p[0], cc->closed, sizeof(cc->closed)), sizeof(cc->closed));
-	close(p[0]);
+	assert_int_equal(read(pfd, cc->res, sizeof(cc->res)), sizeof(cc->res));
+	assert_int_equal(read(pfd, cc->closed, sizeof(cc->closed)), sizeof(cc->closed));
+	close(pfd);
 	cc->hold = q[1];
 }
 
@@ -392,30 +383,23 @@ static void test_ctl_peergroups(void **state)
 	const char *argv[] = { "--socket_group=nogroup", NULL };
 	assert_int_equal(mrcd_spawn_start(&d, argv), 0);
 	chmod(d.dir, 0711);
-	int p[2];
-	assert_int_equal(pipe(p), 0);
-	pid_t pid = fork();
+	int pfd;   /* primary group 1 (daemon: not socket_group), nogroup supplementary */
+	pid_t pid = mrcd_spawn_fork_as(THIRD_UID, 1, NOGROUP, &pfd);
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		close(p[0]);
-		gid_t g = NOGROUP, primary = 1;   /* daemon: not socket_group */
-		if (setgroups(1, &g) || setresgid(primary, primary, primary) ||
-		    setresuid(THIRD_UID, THIRD_UID, THIRD_UID))
-			_exit(90);
 		char rep[1 << 16];
 		int res = -1, fd = mrcd_spawn_connect(d.ctl);
 		if (fd >= 0 && !oper_req(fd, STATUS_REQ, rep, sizeof(rep))) {
 			char *e = strstr(rep, "\"errno\":");
 			res = e ? atoi(e + 8) : 0;
 		}
-		if (write(p[1], &res, sizeof(res)) != sizeof(res))
+		if (write(pfd, &res, sizeof(res)) != sizeof(res))
 			_exit(3);
 		_exit(0);
 	}
-	close(p[1]);
 	int res = -2;
-	assert_int_equal(read(p[0], &res, sizeof(res)), sizeof(res));
-	close(p[0]);
+	assert_int_equal(read(pfd, &res, sizeof(res)), sizeof(res));
+	close(pfd);
 	waitpid(pid, NULL, 0);
 	printf("uid %d (no account, gid 1, supplementary nogroup): status errno %d\n", THIRD_UID, res);
 	assert_int_equal(res, 0);

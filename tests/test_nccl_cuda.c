@@ -12,7 +12,6 @@
  * machine: host only unless a GPU is present. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -248,16 +247,9 @@ static void test_real_plugin(void **state)
 
 int main(void)
 {
-	char exe[PATH_MAX];
-	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (k <= 0)
+	if (mrcd_spawn_build_path(fake_path, sizeof(fake_path), "tests/libnccl-net-mrcfake.so") ||
+	    mrcd_spawn_build_path(real_path, sizeof(real_path), "lib/libnccl-net-mrc.so"))
 		return 1;
-	exe[k] = 0;
-	char *dir = dirname(exe);                       /* B/tests */
-	if (strlen(dir) > PATH_MAX - 64)
-		return 1;
-	snprintf(fake_path, sizeof(fake_path), "%.*s/libnccl-net-mrcfake.so", PATH_MAX - 64, dir);
-	snprintf(real_path, sizeof(real_path), "%.*s/../lib/libnccl-net-mrc.so", PATH_MAX - 64, dir);
 	seed_init("test_nccl_cuda");
 	char err[256];
 	if (ndrv_load(&drv, fake_path, err, sizeof(err)) == 0) {

@@ -17,7 +17,6 @@
  * an older build, to see them fail). */
 #include <dlfcn.h>
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -450,18 +449,12 @@ static void test_hostile_eager(void **state)
 
 int main(void)
 {
-	char exe[PATH_MAX];
-	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (k <= 0)
-		return 1;
-	exe[k] = 0;
-	char *dir = dirname(exe);                       /* B/tests */
 	const char *alt = getenv("MRC_NCCL_TEST_PLUGIN");
 	if (alt)
 		snprintf(plugin_path, sizeof(plugin_path), "%s", alt);
-	else
-		snprintf(plugin_path, sizeof(plugin_path), "%.*s/libnccl-net-mrcfake.so",
-			 PATH_MAX - 64, dir);
+	else if (mrcd_spawn_build_path(plugin_path, sizeof(plugin_path),
+				       "tests/libnccl-net-mrcfake.so"))
+		return 1;
 	seed_init("test_nccl_eager");
 	char err[256];
 	if (ndrv_load(&drv, plugin_path, err, sizeof(err)) == 0)

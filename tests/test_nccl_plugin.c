@@ -9,7 +9,6 @@
  * adapter.  The daemon parts are skipped when build/bin/mrcd is missing. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -676,20 +675,14 @@ int main(int argc, char **argv)
 	/* NCCL finds plugins on the library path: put this build's lib/ on
 	 * it (B/tests/x -> B/lib) and restart, as the dynamic loader reads
 	 * LD_LIBRARY_PATH only at start. */
-	char exe[PATH_MAX];
-	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (k <= 0)
+	if (mrcd_spawn_build_path(libdir, sizeof(libdir), "lib"))
 		return 1;
-	exe[k] = 0;
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s", exe);
-	snprintf(libdir, sizeof(libdir), "%s/lib", dirname(dirname(tmp)));
 	const char *lp = getenv("LD_LIBRARY_PATH");
 	if (!lp || strncmp(lp, libdir, strlen(libdir))) {
 		char nlp[2 * PATH_MAX];
 		snprintf(nlp, sizeof(nlp), "%s%s%s", libdir, lp ? ":" : "", lp ? lp : "");
 		setenv("LD_LIBRARY_PATH", nlp, 1);
-		execv(exe, argv);
+		execv("/proc/self/exe", argv);
 		return 1;
 	}
 	seed_init("test_nccl_plugin");

@@ -11,7 +11,6 @@
  * Skipped when build/bin/mrcd has not been built; the second test needs
  * root (it acts as uid nobody). */
 #include <errno.h>
-#include <grp.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -125,32 +124,26 @@ static void test_admin_verbs_refused(void **state)
 	const char *argv[] = { "--socket_group=nogroup", NULL };
 	assert_int_equal(mrcd_spawn_start(&d, argv), 0);
 	chmod(d.dir, 0711);   /* the other uid reaches the socket */
-	int p[2];
-	assert_int_equal(pipe(p), 0);
-	pid_t pid = fork();
+	/* nobody: in socket_group (may connect), not admin */
+	int pfd;
+	pid_t pid = mrcd_spawn_fork_as(NOBODY, NOGROUP, NOGROUP, &pfd);
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		/* nobody: in socket_group (may connect), not admin */
-		gid_t g = NOGROUP;
-		close(p[0]);
-		if (setgroups(1, &g) || setresgid(g, g, g) || setresuid(NOBODY, NOBODY, NOBODY))
-			_exit(90);
 		int fd = mrcd_spawn_connect(d.ctl);
 		if (fd < 0)
 			_exit(91);
 		for (int v = MRC_OPER_NONE + 1; v < MRC_OPER__COUNT; v++) {
 			struct { int rc; char msg[256]; } out = { 0, "" };
 			out.rc = ask(fd, (enum mrc_oper_verb)v, out.msg, sizeof(out.msg));
-			if (write(p[1], &out, sizeof(out)) != (ssize_t)sizeof(out))
+			if (write(pfd, &out, sizeof(out)) != (ssize_t)sizeof(out))
 				_exit(92);
 		}
 		_exit(0);
 	}
-	close(p[1]);
 	int refused = 0;
 	for (int v = MRC_OPER_NONE + 1; v < MRC_OPER__COUNT; v++) {
 		struct { int rc; char msg[256]; } in;
-		assert_int_equal(read(p[0], &in, sizeof(in)), sizeof(in));
+		assert_int_equal(read(pfd, &in, sizeof(in)), sizeof(in));
 		const char *name = mrc_oper_verb_name((enum mrc_oper_verb)v);
 		printf("as uid %d: %-14s %s %s\n", NOBODY, name,
 		       in.rc ? mrc_oper_errno_name(in.rc) : "ok", in.msg);
@@ -166,7 +159,7 @@ static void test_admin_verbs_refused(void **state)
 			fail_msg("read-only verb '%s' refused to a socket_group member: %s", name, in.msg);
 		}
 	}
-	close(p[0]);
+	close(pfd);
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));

@@ -14,7 +14,7 @@
 
 #include "common/trace.h"
 #include "daemon/clients/clients.h"
-#include "daemon/core/core.h"
+#include "daemon/core/mrcd.h"
 
 struct mrcd_pend {
 	uint8_t local;             /* 1: cqe is a refusal; 0: engine work */

@@ -40,32 +40,6 @@ struct mrcd_qpb {                      /* completion owner of a QP */
 	void *ctx;
 };
 
-struct mrcd_stats {
-	uint64_t rx_unknown_src, rx_short, tx_unmapped, wc_unbound, ctrl_rx, ctrl_tx;
-	uint64_t ctrl_bad;             /* malformed CTRL (envelope or body) */
-	uint64_t local_tx, local_drop; /* datagrams to this host itself (local.c) */
-	uint64_t timer_superseded;     /* engine timer firings due in a loop turn
-	                                  that did not run: the datagrams read
-	                                  first in that turn (MRCD_PRI_RX) moved
-	                                  the engine's deadline later */
-	/* Authentication drops (docs/security.md), by reason: */
-	uint64_t rx_bad_sport;         /* UDP source port is not the MRC port */
-	uint64_t ctrl_bad_mac;         /* CTRL envelope MAC fails (no key) */
-	uint64_t ctrl_wrong_dst;       /* sealed for another host */
-	uint64_t ctrl_wrong_src;       /* sender unknown, or not the host its
-	                                  source address names */
-	uint64_t ctrl_replay;          /* a stamp accepted before */
-	uint64_t ctrl_stale;           /* behind the window or clock skew */
-	uint64_t ctrl_no_session;      /* not under the cookie we issued to the
-	                                  sender's epoch (a restart on either
-	                                  side, or a replay): challenged */
-	uint64_t ctrl_challenge_tx, ctrl_challenge_rx;
-	uint64_t rx_no_peer;           /* data/probe from a topology host that
-	                                  is no peer: peers come only from
-	                                  authenticated CTRL or local use */
-	uint64_t rx_side_data;         /* not CTRL, on the side channel: dropped */
-};
-
 struct mrcd_cm;
 struct mrcd_local;
 struct mrc_linkmon;
@@ -165,34 +139,14 @@ struct in6_addr mrcd_peer_dst(const struct mrcd *d, const struct mrc_topo *t, ui
  * (acceptor).  A no-op returning 0 when payload_encryption is off. */
 int mrcd_node_set_aead(struct mrcd *d, const struct mrc_auth_conn_id *id, int role,
 		       const struct mrc_auth_conn *c);
-/* Forgets the AEAD keys of a QP (on its destruction; a later set of the
- * same slot also replaces them). */
-void mrcd_node_clear_aead(struct mrcd *d, uint32_t qpn);
 
-/* deny.c: why a path is denied.  A peer's deny[ev] holds one bit per
- * reason; the engine has the EV denied exactly while a bit is set. */
-enum mrcd_deny {
-	MRCD_DENY_MISSING = 1u << 0,      /* the topology has no such path for the pair */
-	MRCD_DENY_LOCAL_LINK = 1u << 1,   /* our NIC of the EV's plane is down */
-	MRCD_DENY_REMOTE_LINK = 1u << 2,  /* the peer reports that plane down (PLANES) */
-	MRCD_DENY_ADMIN_PLANE = 1u << 3,  /* an operator disabled the plane */
-	MRCD_DENY_ADMIN_PATH = 1u << 4,   /* an operator denied the path */
-};
+/* deny.c (enum mrcd_deny, the operator admin calls: mrcd.h) */
 /* Recomputes the reasons of (peer, ev) from the core's state (topology,
  * links, admin planes; ADMIN_PATH is kept) and applies them to the engine:
  * the one place that denies or allows a path.  Returns the reasons. */
 uint8_t mrcd_deny_update(struct mrcd *d, uint32_t peer, uint32_t ev, uint64_t now);
 /* mrcd_deny_update for every EV of the peer on this plane. */
 void mrcd_plane_apply(struct mrcd *d, uint32_t peer, uint32_t plane, uint64_t now);
-/* Operator admin: disables or enables a plane for every peer, now and
- * later ones; counts the peers and the EVs denied (disable) or allowed
- * again (enable).  -EINVAL for a plane this node does not have. */
-int mrcd_admin_plane(struct mrcd *d, uint32_t plane, int disable, uint32_t *npeers,
-		     uint32_t *nev);
-/* Operator admin: sets or clears ADMIN_PATH of (peer, ev). */
-int mrcd_admin_path(struct mrcd *d, uint32_t peer, uint32_t ev, int deny);
-/* "missing", "local_link", "remote_link", "admin_plane", "admin_path". */
-const char *mrcd_deny_name(unsigned bit);
 
 /* reload.c: SIGHUP with a new topology of the same shape */
 int mrcd_topology_reload(struct mrcd *d, const char *path, char *err, size_t errlen);

@@ -21,23 +21,13 @@
 #include <sys/uio.h>
 
 #include "auth/auth.h"
+#include "daemon/core/mrcd.h"
 #include "transport/engine.h"
 
 #define MRCD_ENC_TRAILER MRCE_SEAL_TRAILER  /* seq u64, tag[16], pcrc u32 */
 #define MRCD_ENC_SLOTS   MRCE_SEAL_SLOTS    /* sealed packets in hand at once */
 
-struct mrcd_enc_stats {
-	uint64_t tx_sealed, tx_fail;
-	uint64_t tx_nokey;      /* no key for the packet's QP or peer: dropped */
-	uint64_t rx_opened, rx_trimmed;
-	uint64_t rx_bad_auth;   /* a tag did not verify: forged or altered */
-	uint64_t rx_bad_pcrc;   /* outer CRC failed: corrupted on the way */
-	uint64_t rx_bad_len;    /* sealed packet of the wrong length */
-	uint64_t rx_missing;    /* a packet of a keyed QP or peer without its seal */
-	uint64_t rx_nokey;      /* no key for the QP or peer it names */
-	uint64_t rx_replay;     /* seq seen before or behind the replay window */
-	uint64_t rx_stale;      /* NOQP answering no packet this QP sent */
-};
+/* struct mrcd_enc_stats: daemon/core/mrcd.h (the operator interface reads it). */
 
 struct mrcd_enc;
 /* -ENOTSUP (why says so) where the CPU lacks AES-NI/PCLMUL. */

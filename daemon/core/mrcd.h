@@ -4,14 +4,16 @@
  * the topology, peers, path denial and the daemon-to-daemon connection
  * manager; the client side (daemon/clients/) and mrc-xfer (tools/xfer/)
  * are built on the calls below, and the operator interface (daemon/oper/)
- * also reads core.h.  Nothing in the core includes a room above it: it
- * reports to them through observers.
+ * reads the core only through the views below ("read-only views").
+ * Nothing in the core includes a room above it: it reports to them
+ * through observers.
  * Everything runs on the loop's single thread.
  */
 #ifndef MRC_DAEMON_MRCD_H
 #define MRC_DAEMON_MRCD_H
 
 #include <ev.h>
+#include <netinet/in.h>
 #include <stdint.h>
 
 #include "daemon/core/config.h"
@@ -96,6 +98,117 @@ struct mrcd_ring_stats {
 	                              running (busy polling, or nothing parked) */
 };
 struct mrcd_ring_stats *mrcd_ring_stats(struct mrcd *d);
+
+/* ---- read-only views (the operator interface) ------------------------ */
+/* What a room above the core may read of its state: the operator
+ * interface (daemon/oper/) sees the core only through these, the calls
+ * above and the admin actions below, as bgpctl sees bgpd only through its
+ * messages; none of them changes the core.  Pointers they hand out point
+ * into the core and stay valid until the core next runs (the next loop
+ * callback into it). */
+const struct mrcd_cfg *mrcd_config(const struct mrcd *d);
+/* When the core started (mrcd_now's clock). */
+uint64_t mrcd_started_ns(const struct mrcd *d);
+/* Bit p: plane p's NIC is down here; an operator disabled plane p. */
+uint32_t mrcd_local_down(const struct mrcd *d);
+uint32_t mrcd_admin_planes(const struct mrcd *d);
+/* Plane p's NIC name ("" in loopback mode or for a plane out of range). */
+const char *mrcd_plane_if(const struct mrcd *d, uint32_t plane);
+/* A host's address: its uSID under the topology's block, ::1 in loopback
+ * mode; -ENOENT (host out of range) or -EINVAL (not encodable) with *a
+ * set to ::. */
+int mrcd_host_addr(const struct mrcd *d, uint32_t host, struct in6_addr *a);
+
+/* The core's own counters (stats "daemon", docs/ctl.md). */
+struct mrcd_stats {
+	uint64_t rx_unknown_src, rx_short, tx_unmapped, wc_unbound, ctrl_rx, ctrl_tx;
+	uint64_t ctrl_bad;             /* malformed CTRL (envelope or body) */
+	uint64_t local_tx, local_drop; /* datagrams to this host itself (local.c) */
+	uint64_t timer_superseded;     /* engine timer firings due in a loop turn
+	                                  that did not run: the datagrams read
+	                                  first in that turn (MRCD_PRI_RX) moved
+	                                  the engine's deadline later */
+	/* Authentication drops (docs/security.md), by reason: */
+	uint64_t rx_bad_sport;         /* UDP source port is not the MRC port */
+	uint64_t ctrl_bad_mac;         /* CTRL envelope MAC fails (no key) */
+	uint64_t ctrl_wrong_dst;       /* sealed for another host */
+	uint64_t ctrl_wrong_src;       /* sender unknown, or not the host its
+	                                  source address names */
+	uint64_t ctrl_replay;          /* a stamp accepted before */
+	uint64_t ctrl_stale;           /* behind the window or clock skew */
+	uint64_t ctrl_no_session;      /* not under the cookie we issued to the
+	                                  sender's epoch (a restart on either
+	                                  side, or a replay): challenged */
+	uint64_t ctrl_challenge_tx, ctrl_challenge_rx;
+	uint64_t rx_no_peer;           /* data/probe from a topology host that
+	                                  is no peer: peers come only from
+	                                  authenticated CTRL or local use */
+	uint64_t rx_side_data;         /* not CTRL, on the side channel: dropped */
+};
+void mrcd_stats_get(const struct mrcd *d, struct mrcd_stats *st);
+
+/* The AEAD payload mode's counters (daemon/core/enc.h); -ENOENT when the
+ * mode is off. */
+struct mrcd_enc_stats {
+	uint64_t tx_sealed, tx_fail;
+	uint64_t tx_nokey;      /* no key for the packet's QP or peer: dropped */
+	uint64_t rx_opened, rx_trimmed;
+	uint64_t rx_bad_auth;   /* a tag did not verify: forged or altered */
+	uint64_t rx_bad_pcrc;   /* outer CRC failed: corrupted on the way */
+	uint64_t rx_bad_len;    /* sealed packet of the wrong length */
+	uint64_t rx_missing;    /* a packet of a keyed QP or peer without its seal */
+	uint64_t rx_nokey;      /* no key for the QP or peer it names */
+	uint64_t rx_replay;     /* seq seen before or behind the replay window */
+	uint64_t rx_stale;      /* NOQP answering no packet this QP sent */
+};
+int mrcd_aead_stats(const struct mrcd *d, struct mrcd_enc_stats *st);
+
+/* deny.c: why a path is denied.  A peer's deny[ev] holds one bit per
+ * reason; the engine has the EV denied exactly while a bit is set. */
+enum mrcd_deny {
+	MRCD_DENY_MISSING = 1u << 0,      /* the topology has no such path for the pair */
+	MRCD_DENY_LOCAL_LINK = 1u << 1,   /* our NIC of the EV's plane is down */
+	MRCD_DENY_REMOTE_LINK = 1u << 2,  /* the peer reports that plane down (PLANES) */
+	MRCD_DENY_ADMIN_PLANE = 1u << 3,  /* an operator disabled the plane */
+	MRCD_DENY_ADMIN_PATH = 1u << 4,   /* an operator denied the path */
+};
+/* "missing", "local_link", "remote_link", "admin_plane", "admin_path". */
+const char *mrcd_deny_name(unsigned bit);
+
+/* A peer as the core has it: its engine peer id, host, and per EV its
+ * uSID destination and deny reasons (both nev long, owned by the core). */
+struct mrcd_peer_view {
+	uint32_t id;
+	uint32_t host;
+	uint32_t nev;
+	uint32_t remote_down;              /* planes the peer reports down */
+	const struct in6_addr *dst;        /* [ev] */
+	const uint8_t *deny;               /* [ev] enum mrcd_deny bits */
+};
+/* Engine peer `peer`: 0, or -ENOENT when there is no such peer. */
+int mrcd_peer_get(const struct mrcd *d, uint32_t peer, struct mrcd_peer_view *v);
+/* The peers in id order: start with *it = 0; each call fills v with the
+ * next peer and returns 1, or returns 0 when there are no more. */
+int mrcd_peer_next(const struct mrcd *d, uint32_t *it, struct mrcd_peer_view *v);
+/* The peer id of a host, UINT32_MAX when it is no peer (never creates one,
+ * unlike mrcd_peer_of_host). */
+uint32_t mrcd_peer_find(const struct mrcd *d, uint32_t host);
+/* The QPs bound to a completion owner (mrcd_qp_bind): every QP mrcd
+ * serves.  Start with *it = 0; 1 with *qpn, 0 when there are no more. */
+int mrcd_qp_bound_next(const struct mrcd *d, uint32_t *it, uint32_t *qpn);
+
+/* ---- operator actions ------------------------------------------------- */
+/* Operator admin: disables or enables a plane for every peer, now and
+ * later ones; counts the peers and the EVs denied (disable) or allowed
+ * again (enable).  -EINVAL for a plane this node does not have. */
+int mrcd_admin_plane(struct mrcd *d, uint32_t plane, int disable, uint32_t *npeers,
+		     uint32_t *nev);
+/* Operator admin: sets or clears ADMIN_PATH of (peer, ev). */
+int mrcd_admin_path(struct mrcd *d, uint32_t peer, uint32_t ev, int deny);
+
+/* The client side, destroying a QP: forgets its AEAD keys (a later set of
+ * the same slot also replaces them). */
+void mrcd_node_clear_aead(struct mrcd *d, uint32_t qpn);
 
 /* ---- connection manager (daemon to daemon over the fabric) ---------- */
 /* A QP's connection parameters: what the RDMA-style out-of-band blob

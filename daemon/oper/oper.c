@@ -168,7 +168,7 @@ static void dispatch(struct oper_conn *c, const char *buf, size_t len)
 	if (mrc_oper_verb_is_admin(r.verb) && !c->admin) {
 		snprintf(err, sizeof(err),
 			 "permission denied: '%s' is an admin verb; it needs root or membership of admin_group %s (you are uid %u)",
-			 mrc_oper_verb_name(r.verb), group_name(o->d->cfg.admin_group), (unsigned)c->uid);
+			 mrc_oper_verb_name(r.verb), group_name(mrcd_config(o->d)->admin_group), (unsigned)c->uid);
 		mrcd_log(MRCD_LOG_NOTICE, "mrcctl: refused %s to uid %u (pid %d)",
 			 mrc_oper_verb_name(r.verb), (unsigned)c->uid, (int)c->pid);
 		mrcd_oper_reply(c, r.id, EPERM, err, NULL);
@@ -215,7 +215,7 @@ static void refuse_conn(struct oper *o, int fd, const struct ucred *cr, int allo
 	char m[200];
 	if (!allowed)
 		snprintf(m, sizeof(m), "permission denied: uid %u is neither root nor in socket_group %s",
-			 (unsigned)cr->uid, group_name(o->d->cfg.socket_group));
+			 (unsigned)cr->uid, group_name(mrcd_config(o->d)->socket_group));
 	else if (full)
 		snprintf(m, sizeof(m), "too many mrcctl connections (%u; config ctl_max_conns)",
 			 o->max_conns);
@@ -339,7 +339,7 @@ static int sock_path(const struct mrcd_cfg *cfg, char *out, size_t len)
 
 static int listen_sock(struct oper *o, char *err, size_t errlen)
 {
-	struct mrcd_cfg *cfg = &o->d->cfg;
+	const struct mrcd_cfg *cfg = mrcd_config(o->d);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (sock_path(cfg, o->path, sizeof(o->path)) || strlen(o->path) >= sizeof(sa.sun_path)) {
 		snprintf(err, errlen, "operator socket path next to '%s' is too long", cfg->socket);
@@ -427,20 +427,21 @@ int mrcd_oper_start(struct mrcd *d, char *err, size_t errlen)
 		return -ENOMEM;
 	o->d = d;
 	o->lfd = o->mfd = -1;
-	o->max_conns = d->cfg.ctl_max_conns;
-	o->nslots = o->max_conns + d->cfg.ctl_admin_reserve;
-	o->uid_max_conns = d->cfg.ctl_uid_max_conns;
-	o->idle_s = d->cfg.ctl_idle_timeout_ms / 1000.0;
-	o->http_max = d->cfg.metrics_max_conns;
-	o->http_idle_s = d->cfg.metrics_idle_timeout_ms / 1000.0;
+	const struct mrcd_cfg *cfg = mrcd_config(d);
+	o->max_conns = cfg->ctl_max_conns;
+	o->nslots = o->max_conns + cfg->ctl_admin_reserve;
+	o->uid_max_conns = cfg->ctl_uid_max_conns;
+	o->idle_s = cfg->ctl_idle_timeout_ms / 1000.0;
+	o->http_max = cfg->metrics_max_conns;
+	o->http_idle_s = cfg->metrics_idle_timeout_ms / 1000.0;
 	o->conns = calloc(o->nslots, sizeof(*o->conns));
 	if (!o->conns) {
 		free(o);
 		return -ENOMEM;
 	}
-	int rc = resolve_group(d->cfg.socket_group, &o->group, &o->has_group, err, errlen);
+	int rc = resolve_group(cfg->socket_group, &o->group, &o->has_group, err, errlen);
 	if (!rc)
-		rc = resolve_group(d->cfg.admin_group, &o->admin_group, &o->has_admin_group, err, errlen);
+		rc = resolve_group(cfg->admin_group, &o->admin_group, &o->has_admin_group, err, errlen);
 	if (!rc)
 		rc = mrcd_oper_events_init(o);
 	if (!rc)

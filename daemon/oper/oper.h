@@ -9,8 +9,10 @@
 
 #include "codec/operjson.h"
 #include "daemon/clients/clisock.h"   /* mrcd_accept, mrcd_peer_in_group */
-#include "daemon/core/core.h"
+#include "daemon/core/mrcd.h"
 #include "daemon/oper/outq.h"
+#include "datapath/datapath.h"     /* the datapath's counters (stats, rates) */
+#include "topology/topo.h"         /* names, EVs and planes of the views */
 
 #define OPER_RING 4096            /* recent events kept for `events` */
 #define OPER_OUT_MAX (256u << 10) /* bytes queued per connection (one reply always fits) */
@@ -138,7 +140,7 @@ void mrcd_oper_on_event(void *arg, const struct mrce_event *ev);
 void mrcd_oper_on_note(void *arg, const char *kind, const char *text);
 
 /* oper_data.c, for oper_stats.c: a path the topology has; the rings' view */
-int mrcd_oper_path_exists(const struct mrcd_peer *p, uint32_t ev);
+int mrcd_oper_path_exists(const struct mrcd_peer_view *p, uint32_t ev);
 json_t *mrcd_oper_rings(struct mrcd *d);
 
 /* oper.c */

@@ -12,13 +12,13 @@ int mrcd_oper_plane_admin(struct oper *o, struct oper_conn *c, int plane, int di
 			  json_t **out, char *err, size_t errlen)
 {
 	struct mrcd *d = o->d;
-	if (plane < 0 || (uint32_t)plane >= d->nplanes) {
+	if (plane < 0 || (uint32_t)plane >= mrcd_n_planes(d)) {
 		snprintf(err, errlen, "plane %d does not exist (this node has planes 0..%u)", plane,
-			 d->nplanes - 1);
+			 mrcd_n_planes(d) - 1);
 		return -ENOENT;
 	}
 	uint32_t bit = 1u << plane;
-	int changed = !!(d->admin_planes & bit) != disable;
+	int changed = !!(mrcd_admin_planes(d) & bit) != disable;
 	uint32_t npeers, nev;
 	mrcd_admin_plane(d, (uint32_t)plane, disable, &npeers, &nev);
 	if (changed)
@@ -43,16 +43,18 @@ int mrcd_oper_path_admin(struct oper *o, struct oper_conn *c, const char *peer, 
 		snprintf(err, errlen, "no host '%s' in the topology", peer);
 		return -ENOENT;
 	}
-	if (d->topo && host == mrcd_self_host(d)) {
+	if (mrcd_topology(d) && host == mrcd_self_host(d)) {
 		snprintf(err, errlen, "host '%s' is this node", peer);
 		return -EINVAL;
 	}
+	struct mrcd_peer_view v, *pe = &v;   /* deny[] is the core's: it shows the change */
 	int rc = mrcd_peer_of_host(d, host, &p);
+	if (!rc)
+		rc = mrcd_peer_get(d, p, pe);
 	if (rc) {
 		snprintf(err, errlen, "cannot create peer for host '%s': %s", peer, strerror(-rc));
 		return rc;
 	}
-	const struct mrcd_peer *pe = &d->peers[p];
 	if ((uint32_t)ev >= pe->nev || (pe->deny[ev] & MRCD_DENY_MISSING)) {
 		snprintf(err, errlen, "host '%s' has no path with ev %d", peer, ev);
 		return -ENOENT;

@@ -13,20 +13,18 @@
 
 #include "common/isotime.h"
 #include "daemon/clients/clients.h"
-#include "daemon/core/enc.h"
 #include "daemon/oper/oper.h"
 
 #include "mrc/error.h"
 #include "mrc/version.h"
 
-static const struct in6_addr no_addr;
-
 const char *mrcd_oper_host_name(struct mrcd *d, uint32_t host, char *buf, size_t len)
 {
+	const struct mrc_topo *t = mrcd_topology(d);
 	if (host == UINT32_MAX || host >= mrcd_n_hosts(d))
 		snprintf(buf, len, "?");
-	else if (d->topo)
-		snprintf(buf, len, "%s", d->topo->nodes[d->topo->hosts[host]].name);
+	else if (t)
+		snprintf(buf, len, "%s", t->nodes[t->hosts[host]].name);
 	else
 		snprintf(buf, len, "self");
 	return buf;
@@ -34,14 +32,14 @@ const char *mrcd_oper_host_name(struct mrcd *d, uint32_t host, char *buf, size_t
 
 int mrcd_oper_find_host(struct mrcd *d, const char *name, uint32_t *host)
 {
-	if (!d->topo) {
+	if (!mrcd_topology(d)) {
 		if (!strcmp(name, "self") || !strcmp(name, "0")) {
 			*host = 0;
 			return 0;
 		}
 		return -ENOENT;
 	}
-	return mrc_topo_host_lookup(d->topo, name, host);
+	return mrc_topo_host_lookup(mrcd_topology(d), name, host);
 }
 
 void mrcd_oper_ev_where(struct mrcd *d, uint32_t ev, int *plane, int *spine)
@@ -49,26 +47,21 @@ void mrcd_oper_ev_where(struct mrcd *d, uint32_t ev, int *plane, int *spine)
 	uint32_t pl = 0, sp = 0;
 	*plane = 0;
 	*spine = -1;
-	if (!d->topo || mrc_topo_ev_decode(d->topo, ev, &pl, &sp))
+	if (!mrcd_topology(d) || mrc_topo_ev_decode(mrcd_topology(d), ev, &pl, &sp))
 		return;
 	*plane = (int)pl;
 	*spine = sp == MRC_PATH_SPINE_DIRECT ? -1 : (int)sp;
 }
 
-int mrcd_oper_path_exists(const struct mrcd_peer *p, uint32_t ev)
+int mrcd_oper_path_exists(const struct mrcd_peer_view *p, uint32_t ev)
 {
 	return !(p->deny[ev] & MRCD_DENY_MISSING);
 }
 
 static void host_addr(struct mrcd *d, uint32_t host, char *buf, size_t len)
 {
-	struct in6_addr a = in6addr_loopback;
-	if (d->topo) {
-		uint16_t u = d->topo->nodes[d->topo->hosts[host]].usid;
-		struct mrc_srv6_err e;
-		if (mrc_usid_encode(&d->blk, &u, 1, &a, &e))
-			a = no_addr;
-	}
+	struct in6_addr a;
+	(void)mrcd_host_addr(d, host, &a);   /* :: when it has none */
 	inet_ntop(AF_INET6, &a, buf, (socklen_t)len);
 }
 
@@ -99,13 +92,11 @@ static void add(struct sums *s, const struct mrce_ev_info *i)
 static void plane_sums(struct mrcd *d, struct sums *pl)
 {
 	memset(pl, 0, sizeof(*pl) * MRC_MAX_PLANES);
-	for (uint32_t p = 0; p < d->max_peers; p++) {
-		const struct mrcd_peer *pe = &d->peers[p];
-		if (!pe->used)
-			continue;
-		for (uint32_t ev = 0; ev < pe->nev; ev++) {
+	struct mrcd_peer_view pe;
+	for (uint32_t it = 0; mrcd_peer_next(d, &it, &pe);) {
+		for (uint32_t ev = 0; ev < pe.nev; ev++) {
 			struct mrce_ev_info i;
-			if (mrcd_oper_path_exists(pe, ev) && !mrce_ev_info(mrcd_engine(d), p, ev, &i) &&
+			if (mrcd_oper_path_exists(&pe, ev) && !mrce_ev_info(mrcd_engine(d), pe.id, ev, &i) &&
 			    i.plane < MRC_MAX_PLANES)
 				add(&pl[i.plane], &i);
 		}
@@ -120,12 +111,11 @@ static json_t *states(const uint32_t st[3])
 
 static uint32_t count_qps(struct mrcd *d, uint32_t peer)
 {
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < 65536; i++) {
+	uint32_t n = 0, qpn;
+	for (uint32_t it = 0; mrcd_qp_bound_next(d, &it, &qpn);) {
 		struct mrce_qp_info qi;
-		if (d->qpb[i].fn && (peer == UINT32_MAX ||
-				     (!mrce_qp_info(mrcd_engine(d), d->qpb[i].qpn, &qi) && qi.state != MRC_QPS_RESET &&
-				      qi.peer == peer)))
+		if (peer == UINT32_MAX ||
+		    (!mrce_qp_info(mrcd_engine(d), qpn, &qi) && qi.state != MRC_QPS_RESET && qi.peer == peer))
 			n++;
 	}
 	return n;
@@ -173,15 +163,16 @@ json_t *mrcd_oper_planes(struct oper *o)
 	struct sums pl[MRC_MAX_PLANES];
 	plane_sums(d, pl);
 	json_t *a = json_array();
-	for (uint32_t i = 0; i < d->nplanes; i++) {
+	for (uint32_t i = 0; i < mrcd_n_planes(d); i++) {
 		uint32_t rdown = 0;
-		for (uint32_t p = 0; p < d->max_peers; p++)
-			rdown += d->peers[p].used && (d->peers[p].remote_down >> i & 1);
-		const char *nic = d->topo ? d->plane_if[i] : "lo";
+		struct mrcd_peer_view pe;
+		for (uint32_t it = 0; mrcd_peer_next(d, &it, &pe);)
+			rdown += pe.remote_down >> i & 1;
+		const char *nic = mrcd_topology(d) ? mrcd_plane_if(d, i) : "lo";
 		json_t *e = json_pack("{s:i, s:s, s:i, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:o}",
 			"plane", (int)i, "nic", nic, "ifindex", (int)if_nametoindex(nic),
-			"link", (d->local_down >> i & 1) ? "down" : "up",
-			"admin", (o->d->admin_planes >> i & 1) ? "disabled" : "enabled",
+			"link", (mrcd_local_down(d) >> i & 1) ? "down" : "up",
+			"admin", (mrcd_admin_planes(d) >> i & 1) ? "disabled" : "enabled",
 			"peers_reporting_down", (int)rdown,
 			"tx_pkts", (json_int_t)pl[i].tx, "tx_pps", (json_int_t)o->plane_tx_rate[i],
 			"lost", (json_int_t)pl[i].lost, "lost_pps", (json_int_t)o->plane_lost_rate[i],
@@ -189,17 +180,17 @@ json_t *mrcd_oper_planes(struct oper *o)
 			"trims", (json_int_t)pl[i].trims, "ecn", (json_int_t)pl[i].ecn,
 			"probes_sent", (json_int_t)pl[i].probes, "probes_ok", (json_int_t)pl[i].probes_ok,
 			"evs", states(pl[i].st));
-		if (o->state.planes >> i & 1 && o->d->admin_planes >> i & 1)
+		if (o->state.planes >> i & 1 && mrcd_admin_planes(d) >> i & 1)
 			json_object_set_new(e, "restored", json_true());
 		json_array_append_new(a, e);
 	}
 	return json_pack("{s:o}", "planes", a);
 }
 
-static json_t *peer_json(struct oper *o, uint32_t p)
+static json_t *peer_json(struct oper *o, const struct mrcd_peer_view *pe)
 {
 	struct mrcd *d = o->d;
-	const struct mrcd_peer *pe = &d->peers[p];
+	uint32_t p = pe->id;
 	struct sums s = { 0 };
 	uint64_t rtt_min = 0, rtt_sum = 0;
 	uint32_t nrtt = 0, nexist = 0;
@@ -219,7 +210,7 @@ static json_t *peer_json(struct oper *o, uint32_t p)
 	char name[64], addr[64];
 	host_addr(d, pe->host, addr, sizeof(addr));
 	json_t *rd = json_array();
-	for (uint32_t i = 0; i < d->nplanes; i++)
+	for (uint32_t i = 0; i < mrcd_n_planes(d); i++)
 		if (pe->remote_down >> i & 1)
 			json_array_append_new(rd, json_integer(i));
 	return json_pack("{s:s, s:i, s:i, s:s, s:i, s:o, s:i, s:o, s:I, s:I, s:I, s:I, s:f, s:f}",
@@ -235,9 +226,9 @@ static json_t *peer_json(struct oper *o, uint32_t p)
 json_t *mrcd_oper_peers(struct oper *o)
 {
 	json_t *a = json_array();
-	for (uint32_t p = 0; p < o->d->max_peers; p++)
-		if (o->d->peers[p].used)
-			json_array_append_new(a, peer_json(o, p));
+	struct mrcd_peer_view pe;
+	for (uint32_t it = 0; mrcd_peer_next(o->d, &it, &pe);)
+		json_array_append_new(a, peer_json(o, &pe));
 	return json_pack("{s:o}", "peers", a);
 }
 
@@ -249,15 +240,15 @@ int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, s
 		snprintf(err, errlen, "no host '%s' in the topology", peer);
 		return -ENOENT;
 	}
-	uint32_t p = d->peer_of_host[host];
-	if (p == UINT32_MAX) {
+	struct mrcd_peer_view v, *pe = &v;
+	uint32_t p = mrcd_peer_find(d, host);
+	if (p == UINT32_MAX || mrcd_peer_get(d, p, pe)) {
 		snprintf(err, errlen, "host '%s' is not a peer yet (no traffic; `mrcctl probe %s` makes it one)",
 			 peer, peer);
 		return -ENOENT;
 	}
-	const struct mrcd_peer *pe = &d->peers[p];
 	json_t *a = json_array();
-	uint64_t now = mrcd_now();
+	uint64_t now = mrcd_now(), started = mrcd_started_ns(d);
 	for (uint32_t ev = 0; ev < pe->nev; ev++) {
 		struct mrce_ev_info i;
 		if (mrce_ev_info(mrcd_engine(d), p, ev, &i))
@@ -267,13 +258,13 @@ int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, s
 		int exists = mrcd_oper_path_exists(pe, ev);
 		char addr[64], t[48];
 		inet_ntop(AF_INET6, &pe->dst[ev], addr, sizeof(addr));
-		iso(o, i.last_change_ns ? i.last_change_ns : d->started_ns, t, sizeof(t));
+		iso(o, i.last_change_ns ? i.last_change_ns : started, t, sizeof(t));
 		json_t *e = json_pack("{s:i, s:i, s:i, s:b, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b}",
 			"ev", (int)ev, "plane", pl, "spine", sp, "exists", exists,
 			"address", exists ? addr : "", "state", mrce_ev_state_name(i.state),
 			"reason", mrce_ev_reason_name(i.last_reason), "last_change", t,
 			"last_change_age_s", i.last_change_ns && now > i.last_change_ns ?
-				(double)(now - i.last_change_ns) / 1e9 : (double)(now - d->started_ns) / 1e9,
+				(double)(now - i.last_change_ns) / 1e9 : (double)(now - started) / 1e9,
 			"srtt_us", (double)i.srtt_ns / 1e3, "rttvar_us", (double)i.rttvar_ns / 1e3,
 			"tx_pkts", (json_int_t)i.tx_pkts, "lost", (json_int_t)i.lost,
 			"trims", (json_int_t)i.trims, "ecn", (json_int_t)i.ecn,
@@ -322,8 +313,9 @@ static json_t *qp_evs(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *q
 static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *q)
 {
 	char name[64] = "", hex[16];
-	uint32_t host = q->state != MRC_QPS_RESET && q->peer < d->max_peers && d->peers[q->peer].used ?
-			d->peers[q->peer].host : UINT32_MAX;
+	struct mrcd_peer_view pe;
+	uint32_t host = q->state != MRC_QPS_RESET && !mrcd_peer_get(d, q->peer, &pe) ?
+			pe.host : UINT32_MAX;
 	mrcd_oper_host_name(d, host, name, sizeof(name));
 	snprintf(hex, sizeof(hex), "%#x", qpn);
 	json_t *j = json_pack("{s:I, s:s, s:s, s:s, s:i, s:I, s:i, s:i, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
@@ -342,7 +334,7 @@ static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *
 	json_object_set_new(j, "spurious", json_integer((json_int_t)q->spurious));
 	/* Per-plane use: which planes the QP's packets went over. */
 	json_t *pl = json_array();
-	for (uint32_t i = 0; i < d->nplanes && i < MRC_MAX_PLANES; i++)
+	for (uint32_t i = 0; i < mrcd_n_planes(d) && i < MRC_MAX_PLANES; i++)
 		json_array_append_new(pl, json_integer((json_int_t)q->plane_tx[i]));
 	json_object_set_new(j, "plane_tx_pkts", pl);
 	json_object_set_new(j, "plane_mask", json_integer((json_int_t)q->plane_mask));
@@ -372,9 +364,10 @@ int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t er
 	} else {
 		/* The engine has no QP iterator; every QP mrcd serves is bound
 		 * to a completion owner, so the binding table lists them. */
-		for (uint32_t i = 0; i < 65536; i++)
-			if (d->qpb[i].fn && !mrce_qp_info(mrcd_engine(d), d->qpb[i].qpn, &q))
-				json_array_append_new(a, qp_json(d, d->qpb[i].qpn, &q));
+		uint32_t qpn;
+		for (uint32_t it = 0; mrcd_qp_bound_next(d, &it, &qpn);)
+			if (!mrce_qp_info(mrcd_engine(d), qpn, &q))
+				json_array_append_new(a, qp_json(d, qpn, &q));
 	}
 	*out = json_pack("{s:o}", "qps", a);
 	return 0;
@@ -384,7 +377,7 @@ int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t er
  * QPs now (active and parked) are gauges, the rest counters. */
 json_t *mrcd_oper_rings(struct mrcd *d)
 {
-	const struct mrcd_ring_stats *r = &d->rst;
+	const struct mrcd_ring_stats *r = mrcd_ring_stats(d);
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"polled_active", (json_int_t)(r->polled_qps - r->polled_parked),
 		"polled_parked", (json_int_t)r->polled_parked,
@@ -404,19 +397,20 @@ json_t *mrcd_oper_status(struct oper *o)
 	plane_sums(d, pl);
 	uint32_t up = 0, npeers = 0;
 	json_t *dis = json_array();
-	for (uint32_t i = 0; i < d->nplanes; i++) {
-		up += !(d->local_down >> i & 1);
-		if (o->d->admin_planes >> i & 1)
+	for (uint32_t i = 0; i < mrcd_n_planes(d); i++) {
+		up += !(mrcd_local_down(d) >> i & 1);
+		if (mrcd_admin_planes(d) >> i & 1)
 			json_array_append_new(dis, json_integer(i));
 		for (int s = 0; s < 3; s++)
 			all.st[s] += pl[i].st[s];
 	}
-	for (uint32_t p = 0; p < d->max_peers; p++)
-		npeers += d->peers[p].used;
+	struct mrcd_peer_view pe;
+	for (uint32_t it = 0; mrcd_peer_next(d, &it, &pe);)
+		npeers++;
 	char name[64], addr[64], t[48], hn[256] = "";
 	gethostname(hn, sizeof(hn) - 1);
 	host_addr(d, mrcd_self_host(d), addr, sizeof(addr));
-	iso(o, d->started_ns, t, sizeof(t));
+	iso(o, mrcd_started_ns(d), t, sizeof(t));
 	json_t *totals = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"tx_pkts", (json_int_t)es.tx_pkts, "rx_pkts", (json_int_t)es.rx_pkts,
 		"tx_data", (json_int_t)es.tx_data, "retransmits", (json_int_t)es.tx_retx,
@@ -427,12 +421,12 @@ json_t *mrcd_oper_status(struct oper *o)
 		"version", MRC_VERSION, "protocol", MRC_OPER_VERSION, "hostname", hn,
 		"host", "name", mrcd_oper_host_name(d, mrcd_self_host(d), name, sizeof(name)),
 		"index", (int)mrcd_self_host(d), "address", addr,
-		"mode", d->topo ? "srv6" : "loopback", "topology", d->cfg.topology,
-		"uptime_s", (double)(mrcd_now() - d->started_ns) / 1e9, "started", t,
-		"planes", (int)d->nplanes, "planes_up", (int)up, "planes_admin_disabled", dis,
+		"mode", mrcd_topology(d) ? "srv6" : "loopback", "topology", mrcd_config(d)->topology,
+		"uptime_s", (double)(mrcd_now() - mrcd_started_ns(d)) / 1e9, "started", t,
+		"planes", (int)mrcd_n_planes(d), "planes_up", (int)up, "planes_admin_disabled", dis,
 		"peers", (int)npeers, "qps", (int)count_qps(d, UINT32_MAX),
 		"ev_states", states(all.st), "totals", totals,
-		"socket", o->path, "metrics_listen", d->cfg.metrics_listen, "rings", mrcd_oper_rings(d),
+		"socket", o->path, "metrics_listen", mrcd_config(d)->metrics_listen, "rings", mrcd_oper_rings(d),
 		"admin_state", mrcd_oper_state_json(o), "datapath", mrc_dp_name(mrcd_datapath(d)));
 }
 
@@ -440,11 +434,11 @@ json_t *mrcd_oper_topology(struct oper *o)
 {
 	struct mrcd *d = o->d;
 	char name[64], addr[64];
-	if (!d->topo)
+	const struct mrc_topo *t = mrcd_topology(d);
+	if (!t)
 		return json_pack("{s:s, s:i, s:s, s:i, s:[{s:s, s:i, s:s}]}", "mode", "loopback",
 				 "planes", 1, "self", "self", "evs", 1, "hosts", "name", "self",
 				 "index", 0, "address", "::1");
-	struct mrc_topo *t = d->topo;
 	char blk[64];
 	inet_ntop(AF_INET6, &t->block, blk, sizeof(blk));
 	json_t *hosts = json_array(), *planes = json_array();
@@ -462,12 +456,12 @@ json_t *mrcd_oper_topology(struct oper *o)
 		for (uint32_t i = 0; i < t->n_spines[p]; i++)
 			json_array_append_new(sp, json_string(t->nodes[t->spines[p][i]].name));
 		json_array_append_new(planes, json_pack("{s:i, s:s, s:o, s:o}", "plane", (int)p,
-			"nic", d->plane_if[p], "leaves", lv, "spines", sp));
+			"nic", mrcd_plane_if(d, p), "leaves", lv, "spines", sp));
 	}
 	char bs[80];
 	snprintf(bs, sizeof(bs), "%s/%u", blk, t->block_bits);
 	return json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:o, s:o}", "mode", "srv6",
-		"file", d->cfg.topology, "block", bs, "planes", (int)t->planes,
+		"file", mrcd_config(d)->topology, "block", bs, "planes", (int)t->planes,
 		"self", mrcd_oper_host_name(d, mrcd_self_host(d), name, sizeof(name)),
 		"evs", (int)mrc_topo_ev_count(t), "links", (int)t->n_links,
 		"plane_list", planes, "hosts", hosts);

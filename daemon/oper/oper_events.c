@@ -172,8 +172,8 @@ void mrcd_oper_on_event(void *arg, const struct mrce_event *ev)
 {
 	struct oper *o = arg;
 	struct mrcd *d = o->d;
-	uint32_t host = ev->peer < d->max_peers && d->peers[ev->peer].used ?
-			d->peers[ev->peer].host : UINT32_MAX;
+	struct mrcd_peer_view pe;
+	uint32_t host = mrcd_peer_get(d, ev->peer, &pe) ? UINT32_MAX : pe.host;
 	struct oper_event e = { .typed = 1, .old_state = ev->old_state, .new_state = ev->new_state,
 		.reason = ev->reason, .host = host, .ev = ev->ev, .qpn = ev->qpn, .err = ev->err,
 		.rtt_ns = ev->rtt_ns, .mono_ns = ev->time_ns };

@@ -215,7 +215,7 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *s
 
 int mrcd_oper_http_start(struct oper *o, char *err, size_t errlen)
 {
-	const char *s = o->d->cfg.metrics_listen;
+	const char *s = mrcd_config(o->d)->metrics_listen;
 	if (!s[0])
 		return 0;
 	struct sockaddr_storage ss;

@@ -43,16 +43,18 @@ int mrcd_oper_probe_start(struct oper_conn *c, const struct mrc_oper_req *r, cha
 		snprintf(err, errlen, "no host '%s' in the topology", r->peer);
 		return -ENOENT;
 	}
-	if (d->topo && host == mrcd_self_host(d)) {
+	if (mrcd_topology(d) && host == mrcd_self_host(d)) {
 		snprintf(err, errlen, "host '%s' is this node", r->peer);
 		return -EINVAL;
 	}
+	struct mrcd_peer_view v, *p = &v;
 	int rc = mrcd_peer_of_host(d, host, &peer);
+	if (!rc)
+		rc = mrcd_peer_get(d, peer, p);
 	if (rc) {
 		snprintf(err, errlen, "cannot create peer for host '%s': %s", r->peer, strerror(-rc));
 		return rc;
 	}
-	const struct mrcd_peer *p = &d->peers[peer];
 	c->probe_ev = calloc(p->nev, sizeof(*c->probe_ev));
 	c->probe_rtt = calloc(p->nev, sizeof(*c->probe_rtt));
 	c->probe_st = calloc(p->nev, 1);
@@ -108,7 +110,11 @@ static void probe_done(struct oper_conn *c)
 		uint32_t ev = c->probe_ev[k];
 		int pl, sp;
 		mrcd_oper_ev_where(d, ev, &pl, &sp);
-		inet_ntop(AF_INET6, &d->peers[c->probe_peer].dst[ev], addr, sizeof(addr));
+		struct mrcd_peer_view p;
+		if (mrcd_peer_get(d, c->probe_peer, &p))
+			snprintf(addr, sizeof(addr), "::");
+		else
+			inet_ntop(AF_INET6, &p.dst[ev], addr, sizeof(addr));
 		json_t *e = json_pack("{s:i, s:i, s:i, s:s}", "ev", (int)ev, "plane", pl, "spine", sp,
 				      "address", addr);
 		if (c->probe_st[k] < 0) {

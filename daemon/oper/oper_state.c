@@ -37,7 +37,7 @@ static void utc_now(char *buf, size_t len, const char *fmt)
 static void resolve(struct oper *o)
 {
 	struct oper_state *s = &o->state;
-	const char *dir = o->d->cfg.state_dir;
+	const char *dir = mrcd_config(o->d)->state_dir;
 	char env[MRCD_PATH_MAX] = "";
 	if (!dir[0] && getenv("STATE_DIRECTORY")) {
 		snprintf(env, sizeof(env), "%s", getenv("STATE_DIRECTORY"));
@@ -162,26 +162,30 @@ static int check(struct oper *o, const struct mrcd_admin_state *st, uint32_t *pe
 		snprintf(err, errlen, "saved by host '%s', this is '%s'", st->host, self);
 		return -EINVAL;
 	}
-	if (d->nplanes < 32 && st->planes >> d->nplanes) {
+	uint32_t nplanes = mrcd_n_planes(d);
+	if (nplanes < 32 && st->planes >> nplanes) {
 		snprintf(err, errlen, "'planes_disabled' names plane %d, this node has planes 0..%u",
-			 31 - __builtin_clz(st->planes), d->nplanes - 1);
+			 31 - __builtin_clz(st->planes), nplanes - 1);
 		return -EINVAL;
 	}
 	for (uint32_t i = 0; i < st->npaths; i++) {
 		const struct mrcd_admin_path_ent *e = &st->paths[i];
 		uint32_t h, p;
-		if (mrcd_oper_find_host(d, e->peer, &h) || (d->topo && h == mrcd_self_host(d))) {
+		if (mrcd_oper_find_host(d, e->peer, &h) || (mrcd_topology(d) && h == mrcd_self_host(d))) {
 			snprintf(err, errlen, "'paths_denied'[%u]: '%s' is not a peer in the topology",
 				 i, e->peer);
 			return -EINVAL;
 		}
+		struct mrcd_peer_view pe;
 		int rc = mrcd_peer_of_host(d, h, &p);
+		if (!rc)
+			rc = mrcd_peer_get(d, p, &pe);
 		if (rc) {
 			snprintf(err, errlen, "'paths_denied'[%u]: peer '%s': %s", i, e->peer,
 				 strerror(-rc));
 			return rc;
 		}
-		if (e->ev >= d->peers[p].nev || (d->peers[p].deny[e->ev] & MRCD_DENY_MISSING)) {
+		if (e->ev >= pe.nev || (pe.deny[e->ev] & MRCD_DENY_MISSING)) {
 			snprintf(err, errlen, "'paths_denied'[%u]: peer '%s' has no path with ev %u",
 				 i, e->peer, e->ev);
 			return -EINVAL;
@@ -209,7 +213,7 @@ static void apply(struct oper *o, const struct mrcd_admin_state *st, const uint3
 {
 	struct mrcd *d = o->d;
 	struct oper_state *s = &o->state;
-	for (uint32_t pl = 0; pl < d->nplanes; pl++)
+	for (uint32_t pl = 0; pl < mrcd_n_planes(d); pl++)
 		if (st->planes >> pl & 1) {
 			uint32_t np, nev;
 			mrcd_admin_plane(d, pl, 1, &np, &nev);
@@ -223,7 +227,7 @@ static void apply(struct oper *o, const struct mrcd_admin_state *st, const uint3
 	s->planes = st->planes;
 	snprintf(s->saved, sizeof(s->saved), "%s", st->saved);
 	char pls[80] = "";
-	for (uint32_t pl = 0, n = 0; pl < d->nplanes; pl++)
+	for (uint32_t pl = 0, n = 0; pl < mrcd_n_planes(d); pl++)
 		if (st->planes >> pl & 1)
 			n += (uint32_t)snprintf(pls + n, sizeof(pls) - n, "%s%u", n ? "," : "", pl);
 	mrcd_oper_admin_note_at(o, MRCD_LOG_NOTICE, "admin: restored from %s: planes [%s] disabled, %u path%s denied "
@@ -290,12 +294,12 @@ static void prune(struct oper *o)
 {
 	struct mrcd *d = o->d;
 	struct oper_state *s = &o->state;
-	s->planes &= d->admin_planes;
+	s->planes &= mrcd_admin_planes(d);
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < s->npaths; i++) {
-		uint32_t h = s->paths[i].host, p = h < mrcd_n_hosts(d) ? d->peer_of_host[h] : UINT32_MAX;
-		if (p != UINT32_MAX && s->paths[i].ev < d->peers[p].nev &&
-		    (d->peers[p].deny[s->paths[i].ev] & MRCD_DENY_ADMIN_PATH))
+		struct mrcd_peer_view pe;
+		if (!mrcd_peer_get(d, mrcd_peer_find(d, s->paths[i].host), &pe) &&
+		    s->paths[i].ev < pe.nev && (pe.deny[s->paths[i].ev] & MRCD_DENY_ADMIN_PATH))
 			s->paths[k++] = s->paths[i];
 	}
 	s->npaths = k;
@@ -313,16 +317,16 @@ void mrcd_oper_state_save(struct oper *o)
 	prune(o);
 	if (!s->file[0])
 		return;
-	struct mrcd_admin_state st = { .planes = d->admin_planes };
+	struct mrcd_admin_state st = { .planes = mrcd_admin_planes(d) };
 	mrcd_oper_host_name(d, mrcd_self_host(d), st.host, sizeof(st.host));
 	utc_now(st.saved, sizeof(st.saved), "%Y-%m-%dT%H:%M:%SZ");
 	int rc = 0;
-	for (uint32_t p = 0; p < d->max_peers && !rc; p++) {
-		const struct mrcd_peer *pe = &d->peers[p];
-		for (uint32_t ev = 0; pe->used && ev < pe->nev && !rc; ev++)
-			if (pe->deny[ev] & MRCD_DENY_ADMIN_PATH) {
+	struct mrcd_peer_view pe;
+	for (uint32_t it = 0; !rc && mrcd_peer_next(d, &it, &pe);) {
+		for (uint32_t ev = 0; ev < pe.nev && !rc; ev++)
+			if (pe.deny[ev] & MRCD_DENY_ADMIN_PATH) {
 				char name[64];
-				rc = mrcd_admin_state_add_path(&st, mrcd_oper_host_name(d, pe->host, name,
+				rc = mrcd_admin_state_add_path(&st, mrcd_oper_host_name(d, pe.host, name,
 									       sizeof(name)), ev);
 			}
 	}
@@ -356,7 +360,7 @@ json_t *mrcd_oper_state_json(struct oper *o)
 	struct oper_state *s = &o->state;
 	prune(o);
 	json_t *pl = json_array();
-	for (uint32_t i = 0; i < o->d->nplanes; i++)
+	for (uint32_t i = 0; i < mrcd_n_planes(o->d); i++)
 		if (s->planes >> i & 1)
 			json_array_append_new(pl, json_integer(i));
 	json_t *j = json_pack("{s:s, s:b, s:b, s:s, s:o, s:i}", "file", s->file,

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "daemon/clients/clients.h"
-#include "daemon/core/enc.h"
 #include "daemon/oper/oper.h"
 
 /* Snapshot histogram of every path's smoothed RTT (le bounds in us). */
@@ -15,11 +14,11 @@ static json_t *rtt_hist(struct mrcd *d)
 	enum { N = sizeof(le) / sizeof(le[0]) };
 	uint64_t cnt[N + 1] = { 0 }, n = 0;
 	double sum = 0;
-	for (uint32_t p = 0; p < d->max_peers; p++) {
-		const struct mrcd_peer *pe = &d->peers[p];
-		for (uint32_t ev = 0; pe->used && ev < pe->nev; ev++) {
+	struct mrcd_peer_view pe;
+	for (uint32_t it = 0; mrcd_peer_next(d, &it, &pe);) {
+		for (uint32_t ev = 0; ev < pe.nev; ev++) {
 			struct mrce_ev_info i;
-			if (!mrcd_oper_path_exists(pe, ev) || mrce_ev_info(mrcd_engine(d), p, ev, &i) || !i.srtt_ns)
+			if (!mrcd_oper_path_exists(&pe, ev) || mrce_ev_info(mrcd_engine(d), pe.id, ev, &i) || !i.srtt_ns)
 				continue;
 			double us = (double)i.srtt_ns / 1e3;
 			int b = 0;
@@ -119,37 +118,38 @@ static json_t *stats_datapath(struct oper *o)
 /* The daemon core's own drops and checks. */
 static json_t *stats_daemon(struct mrcd *d)
 {
+	struct mrcd_stats st;
+	mrcd_stats_get(d, &st);
 	json_t *dm = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}",
-		"rx_unknown_src", (json_int_t)d->st.rx_unknown_src, "rx_short", (json_int_t)d->st.rx_short,
-		"tx_unmapped", (json_int_t)d->st.tx_unmapped, "wc_unbound", (json_int_t)d->st.wc_unbound,
-		"ctrl_rx", (json_int_t)d->st.ctrl_rx, "ctrl_tx", (json_int_t)d->st.ctrl_tx,
-		"ctrl_bad", (json_int_t)d->st.ctrl_bad,
-		"uptime_s", (double)(mrcd_now() - d->started_ns) / 1e9);
+		"rx_unknown_src", (json_int_t)st.rx_unknown_src, "rx_short", (json_int_t)st.rx_short,
+		"tx_unmapped", (json_int_t)st.tx_unmapped, "wc_unbound", (json_int_t)st.wc_unbound,
+		"ctrl_rx", (json_int_t)st.ctrl_rx, "ctrl_tx", (json_int_t)st.ctrl_tx,
+		"ctrl_bad", (json_int_t)st.ctrl_bad,
+		"uptime_s", (double)(mrcd_now() - mrcd_started_ns(d)) / 1e9);
 	/* Authentication drops by reason (docs/security.md). */
 	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
-		"rx_bad_sport", (json_int_t)d->st.rx_bad_sport,
-		"ctrl_bad_mac", (json_int_t)d->st.ctrl_bad_mac,
-		"ctrl_wrong_dst", (json_int_t)d->st.ctrl_wrong_dst,
-		"ctrl_wrong_src", (json_int_t)d->st.ctrl_wrong_src,
-		"ctrl_replay", (json_int_t)d->st.ctrl_replay,
-		"ctrl_stale", (json_int_t)d->st.ctrl_stale));
+		"rx_bad_sport", (json_int_t)st.rx_bad_sport,
+		"ctrl_bad_mac", (json_int_t)st.ctrl_bad_mac,
+		"ctrl_wrong_dst", (json_int_t)st.ctrl_wrong_dst,
+		"ctrl_wrong_src", (json_int_t)st.ctrl_wrong_src,
+		"ctrl_replay", (json_int_t)st.ctrl_replay,
+		"ctrl_stale", (json_int_t)st.ctrl_stale));
 	/* CTRL sessions (challenges) and packets from hosts that are no peer. */
 	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I, s:I}",
-		"ctrl_no_session", (json_int_t)d->st.ctrl_no_session,
-		"ctrl_challenge_tx", (json_int_t)d->st.ctrl_challenge_tx,
-		"ctrl_challenge_rx", (json_int_t)d->st.ctrl_challenge_rx,
-		"rx_no_peer", (json_int_t)d->st.rx_no_peer));
+		"ctrl_no_session", (json_int_t)st.ctrl_no_session,
+		"ctrl_challenge_tx", (json_int_t)st.ctrl_challenge_tx,
+		"ctrl_challenge_rx", (json_int_t)st.ctrl_challenge_rx,
+		"rx_no_peer", (json_int_t)st.rx_no_peer));
 	/* Data on the verbs side channel (only CTRL belongs there): dropped. */
-	json_object_set_new(dm, "rx_side_data", json_integer((json_int_t)d->st.rx_side_data));
+	json_object_set_new(dm, "rx_side_data", json_integer((json_int_t)st.rx_side_data));
 	/* Datagrams to this host itself, delivered in-process (local.c). */
 	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I}",
-		"local_tx", (json_int_t)d->st.local_tx,
-		"local_drop", (json_int_t)d->st.local_drop,
-		"timer_superseded", (json_int_t)d->st.timer_superseded));
+		"local_tx", (json_int_t)st.local_tx,
+		"local_drop", (json_int_t)st.local_drop,
+		"timer_superseded", (json_int_t)st.timer_superseded));
 	/* AEAD mode (payload_encryption = aes-gcm): seals and drops. */
-	if (d->enc) {
-		struct mrcd_enc_stats es;
-		mrcd_enc_get_stats(d->enc, &es);
+	struct mrcd_enc_stats es;
+	if (!mrcd_aead_stats(d, &es)) {
 		json_object_set_new(dm, "enc", json_pack(
 			"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			"tx_sealed", (json_int_t)es.tx_sealed, "tx_fail", (json_int_t)es.tx_fail,

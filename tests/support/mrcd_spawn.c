@@ -1,5 +1,6 @@
 /* Spawning a loopback mrcd for tests (mrcd_spawn.h). */
 #include <errno.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,22 +18,54 @@
 
 static char bin[4096] = "build/bin/mrcd";
 
+int mrcd_spawn_build_path(char *out, size_t len, const char *rel)
+{
+	char exe[4000];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -ENOENT;
+	exe[n] = 0;
+	for (int i = 0; i < 2; i++) {   /* B/tests/x -> B */
+		char *sl = strrchr(exe, '/');
+		if (!sl)
+			return -ENOENT;
+		*sl = 0;
+	}
+	int k = snprintf(out, len, "%s/%s", exe, rel);
+	return k < 0 || (size_t)k >= len ? -ENAMETOOLONG : 0;
+}
+
 const char *mrcd_spawn_bin(void)
 {
 	static int found;
-	char exe[4000];
-	ssize_t n;
-	if (found++ || (n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
-		return bin;
-	exe[n] = 0;
-	for (int i = 0; i < 2; i++) {
-		char *sl = strrchr(exe, '/');
-		if (!sl)
-			return bin;
-		*sl = 0;
-	}
-	snprintf(bin, sizeof(bin), "%s/bin/mrcd", exe);
+	char b[sizeof(bin)];
+	if (!found++ && !mrcd_spawn_build_path(b, sizeof(b), "bin/mrcd"))
+		memcpy(bin, b, sizeof(bin));
 	return bin;
+}
+
+pid_t mrcd_spawn_fork_as(uid_t uid, gid_t gid, gid_t sgid, int *fd)
+{
+	int p[2];
+	if (pipe(p))
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		if (setgroups(1, &sgid) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
+			_exit(90);
+		*fd = p[1];
+		return 0;
+	}
+	close(p[1]);
+	*fd = p[0];
+	return pid;
 }
 
 int mrcd_spawn_available(void)

@@ -19,7 +19,11 @@ struct mrcd_proc {
 	unsigned port;             /* UDP port; port + 1 is free for a metrics listener */
 };
 
-/* The daemon binary (found once from /proc/self/exe). */
+/* out = this build's directory (B, for a test B/tests/x: from
+ * /proc/self/exe), "/", rel: where the test finds what the build made
+ * (B/bin/mrcd, B/lib/libnccl-net-mrc.so).  0, or -ENAMETOOLONG, -errno. */
+int mrcd_spawn_build_path(char *out, size_t len, const char *rel);
+/* The daemon binary (found once: mrcd_spawn_build_path "bin/mrcd"). */
 const char *mrcd_spawn_bin(void);
 /* 1 when the binary is built. */
 int mrcd_spawn_available(void);
@@ -43,6 +47,14 @@ int mrcd_group_setup(void **state);
 int mrcd_group_teardown(void **state);
 #define MRCD_GROUP_NEED() \
 	do { if (!mrcd_group.have) MRC_SKIP("build/bin/mrcd not built"); } while (0)
+
+/* fork() for a child that acts as another local user (tests of the
+ * sockets' access rules, run as root): the child takes uid, primary group
+ * gid and the one supplementary group sgid (or _exits 90 when it cannot)
+ * and returns 0 with *fd the write end of a pipe to the parent; the parent
+ * gets the child's pid with *fd the read end.  -errno when pipe or fork
+ * fails. */
+pid_t mrcd_spawn_fork_as(uid_t uid, gid_t gid, gid_t sgid, int *fd);
 
 /* A SOCK_SEQPACKET connection to one of mrcd's sockets: the fd, or -errno. */
 int mrcd_spawn_connect(const char *path);
