@@ -25,16 +25,17 @@
 
 #include "auth/auth.h"
 #include "daemon/core/mrcd.h"
+#include "tests/support/mrcd_spawn.h"
 
 static unsigned seed;
-static char dir[64], keyp[96];
+static struct mrcd_keydir kd;
 
 static struct mrcd *core_up(void)
 {
 	struct mrcd_cfg c;
 	char err[512] = "";
 	mrcd_cfg_default(&c);
-	snprintf(c.key_file, sizeof(c.key_file), "%s", keyp);
+	snprintf(c.key_file, sizeof(c.key_file), "%s", kd.key);
 	struct mrcd *d = NULL;
 	int rc = -1;
 	/* Another process may hold a port: a few tries from the seed. */
@@ -59,7 +60,7 @@ static void loopback_views(void **state)
 	(void)state;
 	struct mrcd *d = core_up();
 	assert_null(mrcd_topology(d));
-	assert_string_equal(mrcd_config(d)->key_file, keyp);
+	assert_string_equal(mrcd_config(d)->key_file, kd.key);
 	assert_true(mrcd_started_ns(d) > 0 && mrcd_started_ns(d) <= mrcd_now());
 	assert_int_equal(mrcd_n_planes(d), 1);
 	assert_int_equal(mrcd_local_down(d), 0);
@@ -73,7 +74,7 @@ static void loopback_views(void **state)
 	mrcd_stats_get(d, &st);
 	assert_int_equal(st.ctrl_bad_mac, 0);        /* nothing arrived yet */
 	assert_int_equal(st.rx_no_peer, 0);
-	struct mrcd_enc_stats es;
+	struct mrce_seal_stats es;
 	assert_int_equal(mrcd_aead_stats(d, &es), -ENOENT);   /* payload_encryption off */
 	core_down(d);
 }
@@ -168,15 +169,8 @@ static int setup(void **state)
 	(void)state;
 	const char *e = getenv("MRC_TEST_SEED");
 	seed = e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
-	snprintf(dir, sizeof(dir), "/tmp/mrc-coreview.XXXXXX");
-	if (!mkdtemp(dir))
+	if (mrcd_keydir_make(&kd, "coreview"))
 		return -1;
-	snprintf(keyp, sizeof(keyp), "%s/cluster.key", dir);
-	const char *why = "";
-	if (mrc_auth_key_generate(keyp, &why)) {
-		fprintf(stderr, "key: %s\n", why);
-		return -1;
-	}
 	mrcd_log_level = MRCD_LOG_WARNING;
 	return 0;
 }
@@ -184,8 +178,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	unlink(keyp);
-	rmdir(dir);
+	mrcd_keydir_remove(&kd);
 	return 0;
 }
 

@@ -209,7 +209,7 @@ static void post_write(struct rig *r)
 static void dump(const struct rig *r)
 {
 	for (int n = 0; n < 2; n++) {
-		struct mrcd_enc_stats s;
+		struct mrce_seal_stats s;
 		mrcd_enc_get_stats(r->x[n], &s);
 		fprintf(stderr, "node %d: sealed %llu fail %llu nokey %llu | opened %llu trimmed %llu "
 			"bad_auth %llu bad_pcrc %llu bad_len %llu missing %llu nokey %llu replay %llu "
@@ -234,9 +234,9 @@ static void expect_done(struct rig *r)
 	CHECK(!memcmp(r->t.src.p, r->t.dst.p, LEN), "target differs from source");
 }
 
-static struct mrcd_enc_stats stats(const struct rig *r, int n)
+static struct mrce_seal_stats stats(const struct rig *r, int n)
 {
-	struct mrcd_enc_stats s;
+	struct mrce_seal_stats s;
 	mrcd_enc_get_stats(r->x[n], &s);
 	return s;
 }
@@ -277,7 +277,7 @@ static void write_sealed(void **st)
 	NEED_AEAD();
 	struct rig r;
 	sealed_write(&r, NULL, 0);
-	struct mrcd_enc_stats s0 = stats(&r, 0), s1 = stats(&r, 1);
+	struct mrce_seal_stats s0 = stats(&r, 0), s1 = stats(&r, 1);
 	CHECK(r.data_pkts >= LEN / 4096, "%llu data packets", (unsigned long long)r.data_pkts);
 	CHECK(r.enc_pkts == r.data_pkts, "%llu of %llu data packets ENC",
 	      (unsigned long long)r.enc_pkts, (unsigned long long)r.data_pkts);
@@ -316,7 +316,7 @@ static void forged_dropped(void **st)
 	NEED_AEAD();
 	struct rig r;
 	sealed_write(&r, forge_ciphertext, 6);
-	struct mrcd_enc_stats s1 = stats(&r, 1);
+	struct mrce_seal_stats s1 = stats(&r, 1);
 	CHECK(s1.rx_bad_auth == 3 && s1.rx_bad_pcrc == 3, "bad_auth %llu bad_pcrc %llu",
 	      (unsigned long long)s1.rx_bad_auth, (unsigned long long)s1.rx_bad_pcrc);
 	rig_fini(&r);
@@ -340,7 +340,7 @@ static void trimmed_recognised(void **st)
 	sealed_write(&r, trim_first, 2);
 	struct mrce_qp_info qi;
 	assert_int_equal(mrce_qp_info(r.t.ch->node[0].e, r.t.qa, &qi), 0);
-	struct mrcd_enc_stats s1 = stats(&r, 1);
+	struct mrce_seal_stats s1 = stats(&r, 1);
 	CHECK(s1.rx_trimmed == 2, "rx_trimmed %llu", (unsigned long long)s1.rx_trimmed);
 	CHECK(qi.trims_rx == 2, "sender saw %llu trim NACKs", (unsigned long long)qi.trims_rx);
 	rig_fini(&r);
@@ -361,10 +361,10 @@ static void one_side_keyed(void **st)
 		memset(r.t.dst.p, 0, LEN);
 		post_write(&r);
 		CHECK(run(&r, 20000, &wc) == 0, "a WRITE completed with keys on one side only");
-		struct mrcd_enc_stats s1 = stats(&r, 1);
+		struct mrce_seal_stats s1 = stats(&r, 1);
 		struct mrce_stats es;
 		mrce_stats(r.t.ch->node[1].e, &es);
-		struct mrcd_enc_stats s0 = stats(&r, 0);
+		struct mrce_seal_stats s0 = stats(&r, 0);
 		if (key == 1)
 			CHECK(s1.rx_nokey > 0 && s1.rx_missing == 0, "nokey %llu",
 			      (unsigned long long)s1.rx_nokey);
@@ -391,7 +391,7 @@ static void fail_closed(void **st)
 	mrcd_enc_clear(r.x[0], r.t.qa);
 	post_write(&r);
 	CHECK(run(&r, 5000, &wc) == 0, "a WRITE completed without keys");
-	struct mrcd_enc_stats s0 = stats(&r, 0);
+	struct mrce_seal_stats s0 = stats(&r, 0);
 	CHECK(r.data_pkts == 0 && r.plain_leaks == 0, "%llu data packets sent without keys",
 	      (unsigned long long)r.data_pkts);
 	CHECK(s0.tx_nokey > 0 && s0.tx_nokey == r.tx_dropped, "tx_nokey %llu, dropped %llu",
@@ -424,7 +424,7 @@ static void forged_unsealed_dropped(void **st)
 	memcpy(&tok, r.rec_data + 48, 8);   /* the token field as seen on the wire */
 	tok = be64toh(tok);
 	struct mrce_wc wc;
-	struct mrcd_enc_stats b0 = stats(&r, 0), b1 = stats(&r, 1);
+	struct mrce_seal_stats b0 = stats(&r, 0), b1 = stats(&r, 1);
 
 	/* (a) zero-length WRITE_IMM, imm 0xdeadbeef, next PSN. */
 	uint32_t psn = (uint32_t)r.rec_data[8] << 24 | (uint32_t)r.rec_data[9] << 16 |
@@ -477,7 +477,7 @@ static void forged_unsealed_dropped(void **st)
 	memcpy(h + 64, &c, 4);
 	CHECK(inject(&r, 0, h, sizeof(h)) < 0, "trimmed header with another PSN taken");
 
-	struct mrcd_enc_stats s0 = stats(&r, 0), s1 = stats(&r, 1);
+	struct mrce_seal_stats s0 = stats(&r, 0), s1 = stats(&r, 1);
 	CHECK(s1.rx_missing - b1.rx_missing == 1 && s0.rx_missing - b0.rx_missing == 2,
 	      "rx_missing moved %llu / %llu", (unsigned long long)(s0.rx_missing - b0.rx_missing),
 	      (unsigned long long)(s1.rx_missing - b1.rx_missing));
@@ -618,7 +618,7 @@ static void keys_survive_churn(void **st)
 			CHECK(rc < 0, "op %d: destroyed QP %#x still seals (%d)", op, dead[i].qpn, rc);
 		}
 	}
-	struct mrcd_enc_stats s0, s1;
+	struct mrce_seal_stats s0, s1;
 	mrcd_enc_get_stats(x0, &s0);
 	mrcd_enc_get_stats(x1, &s1);
 	CHECK(s0.tx_nokey > 0 && s1.rx_bad_auth == 0 && s1.rx_replay == 0,
@@ -693,7 +693,7 @@ static void replay_after_wrap(void **st)
 	memcpy(ac, ack, sizeof(ack));
 	len = sizeof(ac);
 	CHECK(mrcd_enc_open(x0, 1, ac, &len) == -EALREADY, "replayed ACK opened");
-	struct mrcd_enc_stats s0, s1;
+	struct mrce_seal_stats s0, s1;
 	mrcd_enc_get_stats(x0, &s0);
 	mrcd_enc_get_stats(x1, &s1);
 	CHECK(s1.rx_replay == 3 && s0.rx_replay == 1, "rx_replay %llu / %llu",
@@ -822,7 +822,7 @@ static void trimmed_zero_length(void **st)
 	len = mrc_wire_trim(dg, len);
 	CHECK(len == MRC_DATA_HDR_LEN, "the trimmer left %zu bytes", len);
 	CHECK(mrcd_enc_open(x1, 0, dg, &len) == -EBADMSG, "trimmed zero-length packet taken");
-	struct mrcd_enc_stats s1;
+	struct mrce_seal_stats s1;
 	mrcd_enc_get_stats(x1, &s1);
 	CHECK(s1.rx_bad_len == 1 && s1.rx_trimmed == 0, "bad_len %llu trimmed %llu",
 	      (unsigned long long)s1.rx_bad_len, (unsigned long long)s1.rx_trimmed);

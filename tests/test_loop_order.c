@@ -31,9 +31,10 @@
 
 #include "auth/auth.h"
 #include "daemon/core/core.h"
+#include "tests/support/mrcd_spawn.h"
 
 static unsigned seed;
-static char dir[64], keyp[96];
+static struct mrcd_keydir kd;
 
 struct rig {
 	struct mrcd d;
@@ -56,7 +57,7 @@ static struct rig *rig_up(void)
 	char err[512] = "";
 	struct mrcd_cfg *c = &r->d.cfg;
 	mrcd_cfg_default(c);
-	snprintf(c->key_file, sizeof(c->key_file), "%s", keyp);
+	snprintf(c->key_file, sizeof(c->key_file), "%s", kd.key);
 	/* The RTO within 4 ms of the post, whatever the RTT samples say. */
 	c->rto_min_us = 1000;
 	c->rto_max_us = 4000;
@@ -200,15 +201,8 @@ static int setup(void **state)
 	(void)state;
 	const char *e = getenv("MRC_TEST_SEED");
 	seed = e ? (unsigned)strtoul(e, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
-	snprintf(dir, sizeof(dir), "/tmp/mrc-looporder.XXXXXX");
-	if (!mkdtemp(dir))
+	if (mrcd_keydir_make(&kd, "looporder"))
 		return -1;
-	snprintf(keyp, sizeof(keyp), "%s/cluster.key", dir);
-	const char *why = "";
-	if (mrc_auth_key_generate(keyp, &why)) {
-		fprintf(stderr, "key: %s\n", why);
-		return -1;
-	}
 	mrcd_log_level = MRCD_LOG_WARNING;
 	return 0;
 }
@@ -216,8 +210,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	unlink(keyp);
-	rmdir(dir);
+	mrcd_keydir_remove(&kd);
 	return 0;
 }
 

@@ -87,15 +87,7 @@ int mrcd_enc_open(struct mrcd_enc *x, uint32_t peer, uint8_t *buf, size_t *len)
 	return mrce_seal_rx(x->s, peer, buf, len);
 }
 
-void mrcd_enc_get_stats(const struct mrcd_enc *x, struct mrcd_enc_stats *st)
+void mrcd_enc_get_stats(const struct mrcd_enc *x, struct mrce_seal_stats *st)
 {
-	struct mrce_seal_stats s;
-	mrce_seal_get_stats(x->s, &s);
-	*st = (struct mrcd_enc_stats){
-		.tx_sealed = s.tx_sealed, .tx_fail = s.tx_fail, .tx_nokey = s.tx_nokey,
-		.rx_opened = s.rx_opened, .rx_trimmed = s.rx_trimmed,
-		.rx_bad_auth = s.rx_bad_auth, .rx_bad_pcrc = s.rx_bad_pcrc,
-		.rx_bad_len = s.rx_bad_len, .rx_missing = s.rx_missing,
-		.rx_nokey = s.rx_nokey, .rx_replay = s.rx_replay, .rx_stale = s.rx_stale,
-	};
+	mrce_seal_get_stats(x->s, st);
 }

@@ -27,7 +27,7 @@
 #define MRCD_ENC_TRAILER MRCE_SEAL_TRAILER  /* seq u64, tag[16], pcrc u32 */
 #define MRCD_ENC_SLOTS   MRCE_SEAL_SLOTS    /* sealed packets in hand at once */
 
-/* struct mrcd_enc_stats: daemon/core/mrcd.h (the operator interface reads it). */
+/* Its counters: struct mrce_seal_stats (transport/engine_wire.h). */
 
 struct mrcd_enc;
 /* -ENOTSUP (why says so) where the CPU lacks AES-NI/PCLMUL. */
@@ -59,6 +59,6 @@ int mrcd_enc_seal(struct mrcd_enc *x, struct mrce_tx_pkt *pk, unsigned slot,
  * it (counted). */
 int mrcd_enc_open(struct mrcd_enc *x, uint32_t peer, uint8_t *buf, size_t *len);
 
-void mrcd_enc_get_stats(const struct mrcd_enc *x, struct mrcd_enc_stats *st);
+void mrcd_enc_get_stats(const struct mrcd_enc *x, struct mrce_seal_stats *st);
 
 #endif

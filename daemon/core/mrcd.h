@@ -147,21 +147,10 @@ struct mrcd_stats {
 };
 void mrcd_stats_get(const struct mrcd *d, struct mrcd_stats *st);
 
-/* The AEAD payload mode's counters (daemon/core/enc.h); -ENOENT when the
- * mode is off. */
-struct mrcd_enc_stats {
-	uint64_t tx_sealed, tx_fail;
-	uint64_t tx_nokey;      /* no key for the packet's QP or peer: dropped */
-	uint64_t rx_opened, rx_trimmed;
-	uint64_t rx_bad_auth;   /* a tag did not verify: forged or altered */
-	uint64_t rx_bad_pcrc;   /* outer CRC failed: corrupted on the way */
-	uint64_t rx_bad_len;    /* sealed packet of the wrong length */
-	uint64_t rx_missing;    /* a packet of a keyed QP or peer without its seal */
-	uint64_t rx_nokey;      /* no key for the QP or peer it names */
-	uint64_t rx_replay;     /* seq seen before or behind the replay window */
-	uint64_t rx_stale;      /* NOQP answering no packet this QP sent */
-};
-int mrcd_aead_stats(const struct mrcd *d, struct mrcd_enc_stats *st);
+/* The AEAD payload mode's counters (the engine's framing counts them:
+ * struct mrce_seal_stats, transport/engine_wire.h); -ENOENT when the mode
+ * is off. */
+int mrcd_aead_stats(const struct mrcd *d, struct mrce_seal_stats *st);
 
 /* deny.c: why a path is denied.  A peer's deny[ev] holds one bit per
  * reason; the engine has the EV denied exactly while a bit is set. */

@@ -53,7 +53,7 @@ int mrcd_node_set_aead(struct mrcd *d, const struct mrc_auth_conn_id *id, int ro
  * them yet): what bench/fabric/auth.sh reads to know the mode was used. */
 void mrcd__enc_report(struct mrcd *d)
 {
-	struct mrcd_enc_stats s;
+	struct mrce_seal_stats s;
 	mrcd_enc_get_stats(d->enc, &s);
 	mrcd_log(MRCD_LOG_NOTICE, "payload encryption: %llu packets sealed (%llu failed), "
 		 "%llu opened, %llu trimmed; dropped: %llu bad tag, %llu bad crc, %llu bad "
@@ -71,7 +71,7 @@ int mrcd_aead_counts(struct mrcd *d, uint64_t *sealed, uint64_t *opened, uint64_
 {
 	if (!d->enc)
 		return -ENOENT;
-	struct mrcd_enc_stats es;
+	struct mrce_seal_stats es;
 	mrcd_enc_get_stats(d->enc, &es);
 	*sealed = es.tx_sealed;
 	*opened = es.rx_opened;

@@ -35,7 +35,7 @@ int mrcd_host_addr(const struct mrcd *d, uint32_t host, struct in6_addr *a)
 
 void mrcd_stats_get(const struct mrcd *d, struct mrcd_stats *st) { *st = d->st; }
 
-int mrcd_aead_stats(const struct mrcd *d, struct mrcd_enc_stats *st)
+int mrcd_aead_stats(const struct mrcd *d, struct mrce_seal_stats *st)
 {
 	if (!d->enc)
 		return -ENOENT;

@@ -148,7 +148,7 @@ static json_t *stats_daemon(struct mrcd *d)
 		"local_drop", (json_int_t)st.local_drop,
 		"timer_superseded", (json_int_t)st.timer_superseded));
 	/* AEAD mode (payload_encryption = aes-gcm): seals and drops. */
-	struct mrcd_enc_stats es;
+	struct mrce_seal_stats es;
 	if (!mrcd_aead_stats(d, &es)) {
 		json_object_set_new(dm, "enc", json_pack(
 			"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",

@@ -172,6 +172,27 @@ static int spawn_once(struct mrcd_proc *d, const char *const *extra, const char 
 	return 0;
 }
 
+int mrcd_keydir_make(struct mrcd_keydir *k, const char *tag)
+{
+	snprintf(k->dir, sizeof(k->dir), "/tmp/mrc-%s.XXXXXX", tag);
+	if (!mkdtemp(k->dir))
+		return -errno;
+	snprintf(k->key, sizeof(k->key), "%s/cluster.key", k->dir);
+	const char *why = "";
+	if (mrc_auth_key_generate(k->key, &why)) {
+		fprintf(stderr, "%s: %s\n", k->key, why);
+		rmdir(k->dir);
+		return -EIO;
+	}
+	return 0;
+}
+
+void mrcd_keydir_remove(struct mrcd_keydir *k)
+{
+	unlink(k->key);
+	rmdir(k->dir);
+}
+
 int mrcd_spawn_start(struct mrcd_proc *d, const char *const *extra)
 {
 	static unsigned n;

@@ -56,6 +56,15 @@ int mrcd_group_teardown(void **state);
  * fails. */
 pid_t mrcd_spawn_fork_as(uid_t uid, gid_t gid, gid_t sgid, int *fd);
 
+/* For tests that run a core in their own process (mrcd_core_new): a
+ * private directory /tmp/mrc-TAG.XXXXXX holding a fresh cluster key at
+ * key.  0, or -errno (why on stderr); mrcd_keydir_remove takes both away. */
+struct mrcd_keydir {
+	char dir[64], key[96];
+};
+int mrcd_keydir_make(struct mrcd_keydir *k, const char *tag);
+void mrcd_keydir_remove(struct mrcd_keydir *k);
+
 /* A SOCK_SEQPACKET connection to one of mrcd's sockets: the fd, or -errno. */
 int mrcd_spawn_connect(const char *path);
 int64_t mrcd_spawn_now_ms(void);
