@@ -1330,6 +1330,15 @@ int mrcfi_cancel(struct mrcfi_ep *ep, void *context)
 	return -FI_ENOENT;
 }
 
+unsigned mrcfi_ep_tx_pending(struct mrcfi_ep *ep)
+{
+	unsigned n = ep->ctlq != NULL;
+	for (uint32_t i = 0; i < MRCFI_MAX_REQS; i++)
+		if (ep->reqs[i] && ep->reqs[i]->kind != K_RECV)
+			n++;
+	return n;
+}
+
 void mrcfi_ep_teardown(struct mrcfi_ep *ep)
 {
 	struct mrcfi_domain *d = ep->d;

@@ -44,6 +44,8 @@ extern struct fi_provider mrcfi_prov;
 #define MRCFI_WARN(sub, ...) FI_WARN(&mrcfi_prov, sub, __VA_ARGS__)
 
 struct mrcfi_name { uint32_t host, sid; };
+/* fi_getinfo's src_addr with no node: this host, whatever its index */
+#define MRCFI_HOST_ANY  UINT32_MAX
 
 /* A fixed pool of equal pieces of a side's bounce region. */
 struct mrcfi_pool {
@@ -112,6 +114,7 @@ struct mrcfi_domain {
 	uint64_t local_key;
 	uint32_t mr_move;            /* FI_MRC_MR_MOVE */
 	int progress_spin_us;
+	uint32_t linger_ms;          /* FI_MRC_LINGER_MS: fi_close(ep) waits for sends */
 };
 
 struct mrcfi_mr {
@@ -307,6 +310,8 @@ ssize_t mrcfi_do_atomic(struct mrcfi_ep *ep, const void *buf, size_t count, fi_a
  * -FI_ENOENT; everything of a closing endpoint given back. */
 int mrcfi_cancel(struct mrcfi_ep *ep, void *context);
 void mrcfi_ep_teardown(struct mrcfi_ep *ep);
+/* Transmits of ep not yet over in mrc, and queued control messages. */
+unsigned mrcfi_ep_tx_pending(struct mrcfi_ep *ep);
 /* Attaches what the accept thread queued (under d->lock). */
 void mrcfi_accept_drain(struct mrcfi_domain *d);
 

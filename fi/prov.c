@@ -177,27 +177,78 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 	return 0;
 }
 
+/* A node or service as mrc names it: a number (decimal or 0x), or -1. */
+static int64_t num_of(const char *s)
+{
+	if (!s || !*s)
+		return -1;
+	char *e;
+	unsigned long long v = strtoull(s, &e, 0);
+	return *e || v > UINT32_MAX ? -1 : (int64_t)v;
+}
+
+static int set_name(void **addr, size_t *len, uint32_t host, uint32_t sid)
+{
+	struct mrcfi_name *n = malloc(sizeof(*n));
+	if (!n)
+		return -FI_ENOMEM;
+	n->host = host;
+	n->sid = sid;
+	free(*addr);
+	*addr = n;
+	*len = sizeof(*n);
+	return 0;
+}
+
+/* src_addr always (fabtests' getinfo_test checks it): the node and
+ * service given with FI_SOURCE, else "this host, any service"; an
+ * endpoint takes a service id of its own and ignores it.  dest_addr
+ * when a node to reach is given: only mrc names (host index, service
+ * id) resolve, not IP addresses or host names. */
+static int fill_addrs(const char *node, const char *service, uint64_t flags,
+		      const struct fi_info *h, struct fi_info *fi)
+{
+	int64_t hn = num_of(node), sv = num_of(service);
+	if (h && h->src_addr && h->src_addrlen == sizeof(struct mrcfi_name)) {
+		const struct mrcfi_name *s = h->src_addr;
+		if (set_name(&fi->src_addr, &fi->src_addrlen, s->host, s->sid))
+			return -FI_ENOMEM;
+	} else if (set_name(&fi->src_addr, &fi->src_addrlen,
+			    (flags & FI_SOURCE) && hn >= 0 ? (uint32_t)hn : MRCFI_HOST_ANY,
+			    (flags & FI_SOURCE) && sv >= 0 ? (uint32_t)sv : 0)) {
+		return -FI_ENOMEM;
+	}
+	if (flags & FI_SOURCE)
+		return 0;
+	if (node || service) {
+		if (hn < 0 || (service && sv < 0)) {
+			FI_INFO(&mrcfi_prov, FI_LOG_CORE, "cannot resolve %s:%s: mrc addresses "
+				"are a host index and a service id\n", node ? node : "",
+				service ? service : "");
+			return -FI_ENODATA;
+		}
+		return set_name(&fi->dest_addr, &fi->dest_addrlen, (uint32_t)hn,
+				sv < 0 ? 0 : (uint32_t)sv);
+	}
+	if (h && h->dest_addr && h->dest_addrlen == sizeof(struct mrcfi_name)) {
+		const struct mrcfi_name *d = h->dest_addr;
+		return set_name(&fi->dest_addr, &fi->dest_addrlen, d->host, d->sid);
+	}
+	return 0;
+}
+
 static int mrcfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 			 const struct fi_info *hints, struct fi_info **info)
 {
 	*info = NULL;
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
 		return -FI_ENODATA;
-	/* Addresses are (mrcd host index, service id), not IP: a node or
-	 * service to reach cannot be resolved.  With FI_SOURCE they only
-	 * describe where to listen (fabtests' servers, and its clients with
-	 * -E, pass their control port), and an endpoint takes a service id
-	 * of its own: accepted, ignored. */
-	if ((node || service) && !(flags & FI_SOURCE)) {
-		FI_INFO(&mrcfi_prov, FI_LOG_CORE, "cannot resolve %s:%s: mrc addresses are "
-			"exchanged out of band (fi_getname, fi_av_insert)\n",
-			node ? node : "", service ? service : "");
-		return -FI_ENODATA;
-	}
 	struct fi_info *fi = fi_allocinfo();
 	if (!fi)
 		return -FI_ENOMEM;
 	int r = fill_info(hints, fi);
+	if (!r)
+		r = fill_addrs(node, service, flags, hints, fi);
 	if (r) {
 		fi_freeinfo(fi);
 		return r;
@@ -612,6 +663,7 @@ int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	d->d.mr = &mr_ops;
 	d->mr_move = (uint32_t)env_u64("FI_MRC_MR_MOVE", 1, 0, 1);
 	d->progress_spin_us = (int)env_u64("FI_MRC_SPIN", 0, 0, 1000000);
+	d->linger_ms = (uint32_t)env_u64("FI_MRC_LINGER_MS", 5000, 0, 600000);
 	int r = d->wake < 0 ? -errno : 0;
 	for (int s = 0; !r && s < 2; s++)
 		r = side_open(d, &d->side[s]);
@@ -702,12 +754,9 @@ int mrcfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, 
 		return -FI_EINVAL;
 	if (flags & FI_RMA_EVENT)
 		return -FI_ENOSYS;
-	if (access & (FI_REMOTE_READ | FI_READ)) {
-		/* no RMA read (docs/libfabric.md); registering for it
-		 * would promise what no peer can do */
-		if (!(access & (FI_REMOTE_WRITE | FI_WRITE | FI_SEND | FI_RECV)))
-			return -FI_EOPNOTSUPP;
-	}
+	/* Read access is accepted: no peer can read (RMA read is refused
+	 * where it is asked, fi_read and getinfo), and fabtests'
+	 * fi_mr_test and fi_rdm_atomic register every combination. */
 	struct mrcfi_mr *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -FI_ENOMEM;

@@ -115,6 +115,23 @@ static void test_getinfo(void **state)
 	assert_int_equal(getinfo_with(h, &fi), -FI_ENODATA);
 	h = fix_hints(FI_MSG);
 	assert_int_equal(fi_getinfo(FI_VERSION(1, 17), "10.0.0.1", "7000", 0, h, &fi), -FI_ENODATA);
+	/* src_addr always, dest_addr from an mrc name (fabtests'
+	 * getinfo_test: "source addrlen not set") */
+	FI_OK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &fi));
+	assert_int_equal(fi->src_addrlen, 8);
+	assert_non_null(fi->src_addr);
+	assert_null(fi->dest_addr);
+	fi_freeinfo(fi);
+	FI_OK(fi_getinfo(FI_VERSION(1, 17), "3", "9228", 0, h, &fi));
+	assert_int_equal(fi->dest_addrlen, 8);
+	assert_int_equal(((uint32_t *)fi->dest_addr)[0], 3);
+	assert_int_equal(((uint32_t *)fi->dest_addr)[1], 9228);
+	assert_int_equal(fi->src_addrlen, 8);
+	fi_freeinfo(fi);
+	FI_OK(fi_getinfo(FI_VERSION(1, 17), "2", NULL, FI_SOURCE, h, &fi));
+	assert_int_equal(((uint32_t *)fi->src_addr)[0], 2);
+	assert_null(fi->dest_addr);
+	fi_freeinfo(fi);
 	/* a local port with FI_SOURCE (fabtests' server) is no address to
 	 * resolve: accepted, the endpoint takes its own service id */
 	FI_OK(fi_getinfo(FI_VERSION(1, 17), NULL, "9228", FI_SOURCE, h, &fi));
@@ -637,8 +654,15 @@ static void test_mr(void **state)
 	struct fi_mr_attr ma = { .mr_iov = iov, .iov_count = 1, .access = FI_SEND,
 				 .iface = FI_HMEM_CUDA };
 	assert_int_equal(fi_mr_regattr(f.dom, &ma, 0, &mr2), -FI_ENOSYS);
-	assert_int_equal(fi_mr_reg(f.dom, buf, 10, FI_REMOTE_READ, 0, 0, 0, &mr2, NULL),
-			 -FI_EOPNOTSUPP);
+	/* read access registers (fabtests' fi_mr_test tries every
+	 * combination, fi_rdm_atomic FI_READ|FI_WRITE): no peer can read,
+	 * fi_read is refused where it is asked */
+	uint64_t acc[] = { FI_REMOTE_READ, FI_READ, FI_READ | FI_WRITE,
+			   FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE };
+	for (size_t i = 0; i < sizeof(acc) / sizeof(acc[0]); i++) {
+		FI_OK(fi_mr_reg(f.dom, buf, 10, acc[i], 0, 0, 0, &mr2, NULL));
+		FI_OK(fi_close(&mr2->fid));
+	}
 	FI_OK(fi_close(&mr->fid));
 	FI_OK(fi_close(&eq->fid));
 	fix_close(&f);
