@@ -79,11 +79,14 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 			caps = h->caps;
 		if (h->domain_attr) {
 			int m = h->domain_attr->mr_mode;
-			/* FI_MR_BASIC (1.4 and before) is PROV_KEY|ALLOCATED|VIRT_ADDR. */
+			/* FI_MR_BASIC (1.4 and before) means exactly
+			 * PROV_KEY|ALLOCATED|VIRT_ADDR, and mrc addresses
+			 * regions by offset: treated as no provider keys
+			 * (fabtests' getinfo_mr_mode1 wants ENODATA or BASIC) */
 			if (m == FI_MR_BASIC)
-				m = FI_MR_PROV_KEY | FI_MR_ALLOCATED | FI_MR_VIRT_ADDR;
-			else if (m == FI_MR_SCALABLE || m == FI_MR_UNSPEC)
-				m = m == FI_MR_UNSPEC ? MRCFI_MR_MODE : 0;
+				m = 0;
+			else if (m == FI_MR_SCALABLE)
+				m = 0;   /* 0 (UNSPEC) since 1.5: no mode bits */
 			if ((m & MRCFI_MR_MODE) != MRCFI_MR_MODE) {
 				/* Without provider keys nobody can name our
 				 * regions: keep what needs no key. */
@@ -92,6 +95,8 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 				caps &= ~MRCFI_KEY_CAPS;
 				mr_mode = 0;
 			}
+			if (h->domain_attr->caps & ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM))
+				REFUSE("domain caps beyond local and remote communication (no FI_SHARED_AV)");
 			if (h->domain_attr->av_type != FI_AV_UNSPEC &&
 			    h->domain_attr->av_type != FI_AV_MAP &&
 			    h->domain_attr->av_type != FI_AV_TABLE)
@@ -108,8 +113,8 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 	fi->caps = caps;
 	fi->mode = 0;
 	fi->addr_format = FI_FORMAT_UNSPEC;
-	fi->tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_WRITE |
-				    FI_LOCAL_COMM | FI_REMOTE_COMM);
+	/* LOCAL/REMOTE_COMM are domain caps: not in tx/rx attrs (getinfo_caps) */
+	fi->tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_WRITE);
 	fi->tx_attr->mode = 0;
 	fi->tx_attr->op_flags = h && h->tx_attr ? h->tx_attr->op_flags & (FI_COMPLETION |
 			FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE) : 0;
@@ -120,8 +125,7 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 	fi->tx_attr->iov_limit = 4;
 	fi->tx_attr->rma_iov_limit = 1;
 	fi->rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV |
-				    FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE |
-				    FI_LOCAL_COMM | FI_REMOTE_COMM);
+				    FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE);
 	fi->rx_attr->mode = 0;
 	fi->rx_attr->op_flags = h && h->rx_attr ? h->rx_attr->op_flags & FI_COMPLETION : 0;
 	fi->rx_attr->msg_order = FI_ORDER_SAS;

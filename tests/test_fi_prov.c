@@ -879,6 +879,66 @@ static void test_two_processes(void **state)
 	fix_close(&f);
 }
 
+/* A process that sends its first message to a peer and closes at once
+ * (fabtests' fi_rdm and fi_cq_data clients): the send completes early
+ * (inject-complete), so fi_close(ep) must let it go out before the QPs
+ * go (FI_MRC_LINGER_MS).  With FI_MRC_LINGER_MS=0 the message was lost. */
+static int sender_main(int wfd, int rfd)
+{
+	struct fix f;
+	fix_open(&f, CAPS_ALL, FI_AV_TABLE);
+	struct fix_ep e;
+	fix_ep_open(&f, &e, FI_CQ_FORMAT_TAGGED);
+	char peer[8];
+	if (read(rfd, peer, 8) != 8)
+		return 3;
+	fi_addr_t pa;
+	if (fi_av_insert(f.av, peer, 1, &pa, 0, NULL) != 1)
+		return 4;
+	uint8_t b[1000];
+	fill(b, sizeof(b), 77);
+	ssize_t r;
+	while ((r = fi_tsenddata(e.ep, b, sizeof(b), NULL, 0xda7a, pa, 77, NULL)) == -FI_EAGAIN)
+		;
+	struct fi_cq_tagged_entry c;
+	if (r || fi_cq_sread(e.cq, &c, 1, NULL, FIX_WAIT_MS) != 1)
+		return 5;
+	fix_ep_close(&e);
+	fix_close(&f);
+	return 0;
+}
+
+static void test_send_then_close(void **state)
+{
+	FIX_NEED();
+	int up[2], down[2];
+	assert_int_equal(pipe(up), 0);
+	assert_int_equal(pipe(down), 0);
+	pid_t pid = fork();   /* before the domain: its thread and locks */
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(sender_main(up[1], down[0]));
+	struct fix f;
+	fix_open(&f, CAPS_ALL, FI_AV_TABLE);
+	struct fix_ep e;
+	fix_ep_open(&f, &e, FI_CQ_FORMAT_TAGGED);
+	assert_int_equal(write(down[1], e.name, 8), 8);
+	/* the child is gone before we post: the message waits unexpected */
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "sender failed: status %d", st);
+	uint8_t r[1000];
+	POST(fi_trecv(e.ep, r, sizeof(r), NULL, FI_ADDR_UNSPEC, 77, 0, NULL));
+	struct fi_cq_tagged_entry c;
+	FI_OK(fix_wait_cq(e.cq, &c, NULL, NULL));
+	assert_true(c.flags & FI_RECV);
+	assert_int_equal(c.len, sizeof(r));
+	assert_int_equal(c.data, 0xda7a);
+	check_bytes(r, sizeof(r), 77);
+	fix_ep_close(&e);
+	fix_close(&f);
+}
+
 /* ---- a hostile peer ------------------------------------------------------- */
 static uint64_t proto_errors(struct fix_ep *e)
 {
@@ -1071,6 +1131,7 @@ int main(void)
 		cmocka_unit_test_setup(test_rma_write, reseed),
 		cmocka_unit_test_setup(test_atomic, reseed),
 		cmocka_unit_test_setup(test_two_processes, reseed),
+		cmocka_unit_test(test_send_then_close),
 		cmocka_unit_test_setup(test_hostile, reseed),
 		cmocka_unit_test_setup(test_dead_daemon, reseed),
 	};
