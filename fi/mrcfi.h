@@ -114,6 +114,7 @@ struct mrcfi_domain {
 	uint64_t local_key;
 	uint32_t mr_move;            /* FI_MRC_MR_MOVE */
 	int progress_spin_us;
+	uint64_t mr_move_max;        /* FI_MRC_MR_MOVE_MAX: whole mappings moved up to */
 	uint32_t linger_ms;          /* FI_MRC_LINGER_MS: fi_close(ep) waits for sends */
 };
 

@@ -668,6 +668,7 @@ int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	d->mr_move = (uint32_t)env_u64("FI_MRC_MR_MOVE", 1, 0, 1);
 	d->progress_spin_us = (int)env_u64("FI_MRC_SPIN", 0, 0, 1000000);
 	d->linger_ms = (uint32_t)env_u64("FI_MRC_LINGER_MS", 5000, 0, 600000);
+	d->mr_move_max = env_u64("FI_MRC_MR_MOVE_MAX", 1ull << 30, 0, UINT64_MAX);
 	int r = d->wake < 0 ? -errno : 0;
 	for (int s = 0; !r && s < 2; s++)
 		r = side_open(d, &d->side[s]);
@@ -726,10 +727,38 @@ static struct fi_ops mr_fi_ops = {
 	.ops_set = no_ops_set,
 };
 
+/* The anonymous private mapping (/proc/self/maps) holding [lo, hi), as
+ * [*vs, *ve), when it is at most max bytes; else 0. */
+static int anon_vma(uintptr_t lo, uintptr_t hi, uint64_t max, uintptr_t *vs, uintptr_t *ve)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return 0;
+	char line[512];
+	int ok = 0;
+	while (!ok && fgets(line, sizeof(line), f)) {
+		unsigned long s, e, ino;
+		char perm[8];
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %lu", &s, &e, perm, &ino) != 4)
+			continue;
+		if (s <= lo && hi <= e && perm[3] == 'p' && ino == 0 && !strchr(line, '[') &&
+		    e - s <= max) {
+			*vs = s;
+			*ve = e;
+			ok = 1;
+		}
+	}
+	fclose(f);
+	return ok;
+}
+
 /* Registers [buf, buf+len) with mrcd in one client: memory mrcd can map
  * as it is (a memfd mapping), else, when FI_MRC_MR_MOVE allows (the
- * default), its whole pages moved into a memfd first (docs/client.md
- * "Application memory"), then the exact range. */
+ * default), pages moved into a memfd first (docs/client.md "Application
+ * memory"), then the exact range.  The whole anonymous mapping moves
+ * when it is at most FI_MRC_MR_MOVE_MAX: moving only the range's pages
+ * left a later, larger range over the same buffer half moved, half
+ * anonymous, which nothing can register (fabtests' fi_mr_test). */
 static int reg_side(struct mrcfi_domain *d, struct mrc_ctx *ctx, const void *buf, size_t len,
 		    struct mrc_mr **out)
 {
@@ -740,6 +769,11 @@ static int reg_side(struct mrcfi_domain *d, struct mrc_ctx *ctx, const void *buf
 	long pg = sysconf(_SC_PAGESIZE);
 	uintptr_t lo = (uintptr_t)buf & ~(uintptr_t)(pg - 1);
 	uintptr_t hi = ((uintptr_t)buf + len + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1);
+	uintptr_t vs, ve;
+	if (anon_vma(lo, hi, d->mr_move_max, &vs, &ve)) {
+		lo = vs;
+		hi = ve;
+	}
 	struct mrc_mr *tmp;
 	r = mrc_reg_mem(ctx, (void *)lo, hi - lo, acc, MRC_REG_MOVE, &tmp);
 	if (r)
