@@ -389,12 +389,14 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
 	struct mrcfi_ep *ep = container_of(fid, struct mrcfi_ep, ep.fid);
-	if (level != FI_OPT_ENDPOINT || optname != MRCFI_OPT_PROTO_ERRORS)
+	if (level != FI_OPT_ENDPOINT ||
+	    (optname != MRCFI_OPT_PROTO_ERRORS && optname != MRCFI_OPT_UNEXP_HELD))
 		return -FI_ENOPROTOOPT;
 	if (*optlen < sizeof(uint64_t))
 		return -FI_ETOOSMALL;
 	pthread_mutex_lock(&ep->d->lock);
-	memcpy(optval, &ep->proto_errors, sizeof(uint64_t));
+	memcpy(optval, optname == MRCFI_OPT_UNEXP_HELD ? &ep->unexp_held : &ep->proto_errors,
+	       sizeof(uint64_t));
 	pthread_mutex_unlock(&ep->d->lock);
 	*optlen = sizeof(uint64_t);
 	return 0;

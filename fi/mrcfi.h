@@ -115,7 +115,9 @@ struct mrcfi_domain {
 	uint32_t mr_move;            /* FI_MRC_MR_MOVE */
 	int progress_spin_us;
 	uint64_t mr_move_max;        /* FI_MRC_MR_MOVE_MAX: whole mappings moved up to */
-	uint32_t linger_ms;          /* FI_MRC_LINGER_MS: fi_close(ep) waits for sends */
+	uint32_t linger_ms;
+	uint32_t unexp_max;          /* FI_MRC_UNEXP_MAX: entries per endpoint */
+	uint64_t unexp_bytes_max;    /* FI_MRC_UNEXP_BYTES: bytes copied per endpoint */          /* FI_MRC_LINGER_MS: fi_close(ep) waits for sends */
 };
 
 struct mrcfi_mr {
@@ -250,7 +252,9 @@ struct mrcfi_unexp {
 	uint64_t tag, data, total;
 	uint32_t sreq;
 	void *claim;                 /* FI_PEEK|FI_CLAIM: the claiming context */
-	void *payload;               /* EAGER: a copy */
+	void *payload;               /* EAGER: a copy, or in the held slot */
+	int held;                    /* over the bound: payload is rx slot hslot */
+	uint32_t hslot;
 };
 
 /* A control message waiting for a send slot. */
@@ -284,6 +288,11 @@ struct mrcfi_ep {
 	struct mrcfi_req *reqs[MRCFI_MAX_REQS];
 	uint16_t gen[MRCFI_MAX_REQS];
 	uint32_t req_next;
+	uint32_t unexp_n;            /* entries queued, and bytes copied: bounded */
+	uint64_t unexp_bytes;
+	uint32_t rx_slot;            /* the slot on_recv reads; set if it holds it */
+	int rx_held;
+	uint64_t unexp_held;         /* MRCFI_OPT_UNEXP_HELD */
 	uint64_t proto_errors;       /* messages refused (docs/libfabric.md) */
 	uint64_t late_errors;        /* eager sends that failed after done */
 };

@@ -441,6 +441,54 @@ static void test_unexpected(void **state)
 	pair_close(&p);
 }
 
+static uint64_t ep_opt(struct fix_ep *e, int opt)
+{
+	uint64_t v = 0;
+	size_t len = sizeof(v);
+	FI_OK(fi_getopt(&e->ep->fid, FI_OPT_ENDPOINT, opt, &v, &len));
+	return v;
+}
+
+/* The unexpected queue is bounded (FI_MRC_UNEXP_MAX here 3): past it a
+ * message stays in its receive slot, unreposted; with every slot of the
+ * QP held the sender waits in RNR.  Nothing is lost: the 32 messages
+ * (4 QPs' worth of slots) all arrive, in order, once receives are
+ * posted, and the held counter moved. */
+static void test_unexpected_bound(void **state)
+{
+	FIX_NEED();
+	setenv("FI_MRC_UNEXP_MAX", "3", 1);
+	struct pair p;
+	pair_open(&p, FI_CQ_FORMAT_TAGGED);
+	unsetenv("FI_MRC_UNEXP_MAX");
+	enum { N = 4 * MRCFI_RX_POSTED, LEN = 1000 };
+	static uint8_t bufs[N][LEN];
+	for (int i = 0; i < N; i++) {
+		fill(bufs[i], LEN, (uint64_t)i + 500);
+		POST(fi_tsend(p.a.ep, bufs[i], LEN, NULL, p.to_b, 43, NULL));
+	}
+	/* 3 copied, then one QP's slots held: the rest wait in RNR */
+	int64_t end = mrcd_spawn_now_ms() + FIX_WAIT_MS;
+	while (ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD) < MRCFI_RX_POSTED)
+		CHECK(mrcd_spawn_now_ms() < end, "held %llu < %u after %d ms",
+		      (unsigned long long)ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD), MRCFI_RX_POSTED,
+		      FIX_WAIT_MS);
+	struct fi_cq_tagged_entry e;
+	uint8_t r[LEN];
+	for (int i = 0; i < N; i++) {
+		memset(r, 0, LEN);
+		POST(fi_trecv(p.b.ep, r, LEN, NULL, FI_ADDR_UNSPEC, 43, 0, NULL));
+		FI_OK(fix_wait_cq(p.b.cq, &e, NULL, NULL));
+		assert_int_equal(e.len, LEN);
+		check_bytes(r, LEN, (uint64_t)i + 500);
+	}
+	assert_true(ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD) >= MRCFI_RX_POSTED);
+	assert_int_equal(ep_opt(&p.b, MRCFI_OPT_PROTO_ERRORS), 0);
+	for (int i = 0; i < N; i++)
+		FI_OK(fix_wait_cq(p.a.cq, &e, NULL, NULL));
+	pair_close(&p);
+}
+
 static ssize_t peek(struct fix_ep *e, uint64_t tag, uint64_t flags, void *ctx, void *buf,
 		    size_t len)
 {
@@ -1166,6 +1214,7 @@ int main(void)
 		cmocka_unit_test_setup(test_atomic, reseed),
 		cmocka_unit_test_setup(test_two_processes, reseed),
 		cmocka_unit_test(test_send_then_close),
+		cmocka_unit_test(test_unexpected_bound),
 		cmocka_unit_test(test_mr_malloc),
 		cmocka_unit_test_setup(test_hostile, reseed),
 		cmocka_unit_test_setup(test_dead_daemon, reseed),
