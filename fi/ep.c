@@ -1149,6 +1149,7 @@ static struct mrcfi_unexp *unexp_take(struct mrcfi_ep *ep, int tagged, const str
 
 static void unexp_deliver(struct mrcfi_req *r, struct mrcfi_unexp *u)
 {
+	struct mrcfi_ep *ep = r->ep;   /* an eager delivery frees r */
 	if (u->op == MRCFI_EAGER) {
 		eager_deliver(r, u->peer, u->flags, u->tag, u->data, u->payload, u->total);
 	} else {
@@ -1161,7 +1162,7 @@ static void unexp_deliver(struct mrcfi_req *r, struct mrcfi_unexp *u)
 		h.total = u->total;
 		rz_start(r, u->peer, u->side, &h);
 	}
-	unexp_free(r->ep, u);
+	unexp_free(ep, u);
 }
 
 /* Discarding a rendezvous message tells its sender to stop. */

@@ -441,6 +441,8 @@ static void test_unexpected(void **state)
 	pair_close(&p);
 }
 
+enum { RX_POSTED = 8 };   /* fi/mrcfi.h MRCFI_RX_POSTED: slots per QP */
+
 static uint64_t ep_opt(struct fix_ep *e, int opt)
 {
 	uint64_t v = 0;
@@ -461,7 +463,7 @@ static void test_unexpected_bound(void **state)
 	struct pair p;
 	pair_open(&p, FI_CQ_FORMAT_TAGGED);
 	unsetenv("FI_MRC_UNEXP_MAX");
-	enum { N = 4 * MRCFI_RX_POSTED, LEN = 1000 };
+	enum { N = 4 * RX_POSTED, LEN = 1000 };
 	static uint8_t bufs[N][LEN];
 	for (int i = 0; i < N; i++) {
 		fill(bufs[i], LEN, (uint64_t)i + 500);
@@ -469,9 +471,9 @@ static void test_unexpected_bound(void **state)
 	}
 	/* 3 copied, then one QP's slots held: the rest wait in RNR */
 	int64_t end = mrcd_spawn_now_ms() + FIX_WAIT_MS;
-	while (ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD) < MRCFI_RX_POSTED)
+	while (ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD) < RX_POSTED)
 		CHECK(mrcd_spawn_now_ms() < end, "held %llu < %u after %d ms",
-		      (unsigned long long)ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD), MRCFI_RX_POSTED,
+		      (unsigned long long)ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD), RX_POSTED,
 		      FIX_WAIT_MS);
 	struct fi_cq_tagged_entry e;
 	uint8_t r[LEN];
@@ -482,7 +484,7 @@ static void test_unexpected_bound(void **state)
 		assert_int_equal(e.len, LEN);
 		check_bytes(r, LEN, (uint64_t)i + 500);
 	}
-	assert_true(ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD) >= MRCFI_RX_POSTED);
+	assert_true(ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD) >= RX_POSTED);
 	assert_int_equal(ep_opt(&p.b, MRCFI_OPT_PROTO_ERRORS), 0);
 	for (int i = 0; i < N; i++)
 		FI_OK(fix_wait_cq(p.a.cq, &e, NULL, NULL));
@@ -1017,6 +1019,18 @@ static void test_mr_malloc(void **state)
 		}
 	}
 	CHECK(buf[0] == 0x5a && buf[(8 << 20) - 1] == 0x5a, "contents changed");
+	/* mr_reg_free_then_alloc: register, allocate another, free the
+	 * first (its moved mapping goes), register the new one */
+	for (int i = 0; i < 5; i++) {
+		struct fid_mr *mr;
+		int r = fi_mr_reg(f.dom, buf, 8 << 20, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL);
+		CHECK(r == 0, "round %d: fi_mr_reg: %d", i, r);
+		FI_OK(fi_close(&mr->fid));
+		uint8_t *b2 = malloc(8 << 20);
+		assert_non_null(b2);
+		free(buf);
+		buf = b2;
+	}
 	free(buf);
 	fix_close(&f);
 }
