@@ -670,7 +670,7 @@ int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	d->linger_ms = (uint32_t)env_u64("FI_MRC_LINGER_MS", 5000, 0, 600000);
 	d->unexp_max = (uint32_t)env_u64("FI_MRC_UNEXP_MAX", 4096, 0, UINT32_MAX);
 	d->unexp_bytes_max = env_u64("FI_MRC_UNEXP_BYTES", 64ull << 20, 0, UINT64_MAX);
-	d->mr_move_max = env_u64("FI_MRC_MR_MOVE_MAX", 1ull << 30, 0, UINT64_MAX);
+	d->mr_move_max = env_u64("FI_MRC_MR_MOVE_MAX", 0, 0, UINT64_MAX);
 	int r = d->wake < 0 ? -errno : 0;
 	for (int s = 0; !r && s < 2; s++)
 		r = side_open(d, &d->side[s]);
