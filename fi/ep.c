@@ -266,10 +266,52 @@ static int qp_attach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s, struct mr
 
 static void peer_reset(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s);
 
+/* Side s's QP to p goes, and its slots back to the pool: the messages
+ * held in them are copied out first (over the bound, but not lost). */
+static void unexp_unhold(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
+{
+	for (int t = 0; t < 2; t++)
+		for (struct mrcfi_unexp *u = ep->unexp[t]; u; u = u->next) {
+			if (!u->held || u->peer != p || u->side != s)
+				continue;
+			void *c = NULL;
+			if (u->op == MRCFI_EAGER && u->total && (c = malloc(u->total)))
+				memcpy(c, u->payload, u->total);
+			if (u->op == MRCFI_EAGER && u->total && !c) {
+				MRCFI_WARN(FI_LOG_EP_DATA, "out of memory: a held unexpected "
+					   "message's bytes are lost; it completes truncated\n");
+				u->total = 0;
+				ep->proto_errors++;
+			}
+			u->payload = c;
+			u->held = 0;
+			ep->unexp_bytes += c ? u->total : 0;
+		}
+}
+
+/* An unexpected entry is done with: its held slot goes back to its QP. */
+static void unexp_free(struct mrcfi_ep *ep, struct mrcfi_unexp *u)
+{
+	ep->unexp_n--;
+	if (u->held) {
+		struct mrcfi_side *sd = &ep->d->side[u->side];
+		struct mrc_qp *qp = u->peer->qp[u->side];
+		if (qp && mrc_post_recv(qp, WR(WR_RX, u->side, u->hslot), sd->key,
+					sd->rx.off + (uint64_t)u->hslot * MRCFI_SLOT, MRCFI_SLOT))
+			MRCFI_WARN(FI_LOG_EP_DATA, "cannot repost a receive slot\n");
+	} else {
+		if (u->op == MRCFI_EAGER)
+			ep->unexp_bytes -= u->total;
+		free(u->payload);
+	}
+	free(u);
+}
+
 static void qp_detach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
 {
 	if (!p->qp[s])
 		return;
+	unexp_unhold(ep, p, s);
 	(void)mrc_destroy_qp(p->qp[s]);
 	p->qp[s] = NULL;
 	for (uint32_t k = 0; p->slots[s] && k < MRCFI_RX_POSTED; k++)
@@ -646,12 +688,33 @@ static void on_msg(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side, const st
 			rz_start(r, p, side, h);
 		return;
 	}
+	/* Over the bound (or out of memory) the message stays in its slot,
+	 * which is not reposted until a receive takes it: the peer's sends
+	 * then wait in RNR (retried forever by default), nothing is lost. */
+	struct mrcfi_domain *d = ep->d;
+	size_t copy = h->op == MRCFI_EAGER ? h->len : 0;
+	int hold = ep->unexp_n >= d->unexp_max || ep->unexp_bytes + copy > d->unexp_bytes_max;
 	struct mrcfi_unexp *u = calloc(1, sizeof(*u));
-	if (!u || (h->op == MRCFI_EAGER && h->len && !(u->payload = malloc(h->len)))) {
-		free(u);
+	if (u && !hold && copy && !(u->payload = malloc(copy)))
+		hold = 1;
+	if (!u) {
+		/* nothing to hold it with: the slot is reposted, the message lost */
 		MRCFI_WARN(FI_LOG_EP_DATA, "out of memory: unexpected message dropped\n");
+		ep->proto_errors++;
 		return;
 	}
+	if (hold) {
+		u->held = 1;
+		u->hslot = ep->rx_slot;
+		u->payload = (void *)payload;
+		ep->rx_held = 1;
+		ep->unexp_held++;
+	} else {
+		ep->unexp_bytes += copy;
+		if (copy)
+			memcpy(u->payload, payload, copy);
+	}
+	ep->unexp_n++;
 	u->peer = p;
 	u->side = side;
 	u->op = h->op;
@@ -660,8 +723,6 @@ static void on_msg(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side, const st
 	u->data = h->data;
 	u->sreq = h->sreq;
 	u->total = h->op == MRCFI_EAGER ? h->len : h->total;
-	if (h->op == MRCFI_EAGER && h->len)
-		memcpy(u->payload, payload, h->len);
 	if (ep->unexp_tail[tagged])
 		ep->unexp_tail[tagged]->next = u;
 	else
@@ -758,9 +819,12 @@ static void on_completion(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s,
 			p->broken[s] = 1;   /* flushed: the QP failed */
 			return;
 		}
+		ep->rx_slot = i;
+		ep->rx_held = 0;
 		on_recv(ep, p, s, slot_addr(sd, &sd->rx, i), c->byte_len);
-		/* the slot goes back to the same QP */
-		if (p->qp[s] && mrc_post_recv(p->qp[s], c->wr_id, sd->key,
+		/* the slot goes back to the same QP, unless an unexpected
+		 * message over the bound stays in it */
+		if (!ep->rx_held && p->qp[s] && mrc_post_recv(p->qp[s], c->wr_id, sd->key,
 					      sd->rx.off + (uint64_t)i * MRCFI_SLOT, MRCFI_SLOT))
 			MRCFI_WARN(FI_LOG_EP_DATA, "cannot repost a receive slot\n");
 		return;
@@ -852,7 +916,7 @@ static void peer_reset(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
 					ep->unexp[t] = next;
 				if (ep->unexp_tail[t] == u)
 					ep->unexp_tail[t] = prev;
-				free(u);
+				unexp_free(ep, u);
 			} else {
 				prev = u;
 			}
@@ -1085,6 +1149,7 @@ static struct mrcfi_unexp *unexp_take(struct mrcfi_ep *ep, int tagged, const str
 
 static void unexp_deliver(struct mrcfi_req *r, struct mrcfi_unexp *u)
 {
+	struct mrcfi_ep *ep = r->ep;   /* an eager delivery frees r */
 	if (u->op == MRCFI_EAGER) {
 		eager_deliver(r, u->peer, u->flags, u->tag, u->data, u->payload, u->total);
 	} else {
@@ -1097,8 +1162,7 @@ static void unexp_deliver(struct mrcfi_req *r, struct mrcfi_unexp *u)
 		h.total = u->total;
 		rz_start(r, u->peer, u->side, &h);
 	}
-	free(u->payload);
-	free(u);
+	unexp_free(ep, u);
 }
 
 /* Discarding a rendezvous message tells its sender to stop. */
@@ -1111,8 +1175,7 @@ static void unexp_discard(struct mrcfi_ep *ep, struct mrcfi_unexp *u)
 		h.sreq = u->sreq;
 		ctl_send(ep, u->peer, &h);
 	}
-	free(u->payload);
-	free(u);
+	unexp_free(ep, u);
 }
 
 ssize_t mrcfi_do_recv(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov, fi_addr_t src,
@@ -1330,6 +1393,15 @@ int mrcfi_cancel(struct mrcfi_ep *ep, void *context)
 	return -FI_ENOENT;
 }
 
+unsigned mrcfi_ep_tx_pending(struct mrcfi_ep *ep)
+{
+	unsigned n = ep->ctlq != NULL;
+	for (uint32_t i = 0; i < MRCFI_MAX_REQS; i++)
+		if (ep->reqs[i] && ep->reqs[i]->kind != K_RECV)
+			n++;
+	return n;
+}
+
 void mrcfi_ep_teardown(struct mrcfi_ep *ep)
 {
 	struct mrcfi_domain *d = ep->d;
@@ -1354,7 +1426,8 @@ void mrcfi_ep_teardown(struct mrcfi_ep *ep)
 		while (ep->unexp[t]) {
 			struct mrcfi_unexp *u = ep->unexp[t];
 			ep->unexp[t] = u->next;
-			free(u->payload);
+			if (!u->held)   /* held ones were copied out by qp_detach */
+				free(u->payload);
 			free(u);
 		}
 	while (ep->ctlq) {

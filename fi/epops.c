@@ -389,12 +389,14 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
 	struct mrcfi_ep *ep = container_of(fid, struct mrcfi_ep, ep.fid);
-	if (level != FI_OPT_ENDPOINT || optname != MRCFI_OPT_PROTO_ERRORS)
+	if (level != FI_OPT_ENDPOINT ||
+	    (optname != MRCFI_OPT_PROTO_ERRORS && optname != MRCFI_OPT_UNEXP_HELD))
 		return -FI_ENOPROTOOPT;
 	if (*optlen < sizeof(uint64_t))
 		return -FI_ETOOSMALL;
 	pthread_mutex_lock(&ep->d->lock);
-	memcpy(optval, &ep->proto_errors, sizeof(uint64_t));
+	memcpy(optval, optname == MRCFI_OPT_UNEXP_HELD ? &ep->unexp_held : &ep->proto_errors,
+	       sizeof(uint64_t));
 	pthread_mutex_unlock(&ep->d->lock);
 	*optlen = sizeof(uint64_t);
 	return 0;
@@ -438,10 +440,40 @@ static struct fi_ops_ep ep_ops = {
 	.rx_size_left = rx_size_left, .tx_size_left = tx_size_left,
 };
 
+/* Sends reported done early (inject-complete: the bytes sit in our
+ * slot) and those still connecting go out before the QPs go: a client
+ * that sends and closes (fabtests' fi_rdm, fi_cq_data) lost its message.
+ * Bounded by FI_MRC_LINGER_MS; what is left then is dropped and logged. */
+static void ep_linger(struct mrcfi_ep *ep)
+{
+	struct mrcfi_domain *d = ep->d;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		pthread_mutex_lock(&d->lock);
+		mrcfi_progress(d, 0);
+		unsigned n = d->dead || !ep->enabled ? 0 : mrcfi_ep_tx_pending(ep);
+		pthread_mutex_unlock(&d->lock);
+		if (!n)
+			return;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		int64_t ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms >= d->linger_ms) {
+			MRCFI_WARN(FI_LOG_EP_CTRL, "fi_close: %u transmit(s) not over after %u ms: "
+				   "dropped\n", n, d->linger_ms);
+			return;
+		}
+		/* the progress thread moves them too: this only waits */
+		struct timespec nap = { 0, 200000 };
+		nanosleep(&nap, NULL);
+	}
+}
+
 static int ep_close(struct fid *fid)
 {
 	struct mrcfi_ep *ep = container_of(fid, struct mrcfi_ep, ep.fid);
 	struct mrcfi_domain *d = ep->d;
+	ep_linger(ep);
 	pthread_mutex_lock(&d->lock);
 	for (struct mrcfi_ep **p = &d->eps; *p; p = &(*p)->next)
 		if (*p == ep) {

@@ -44,6 +44,8 @@ extern struct fi_provider mrcfi_prov;
 #define MRCFI_WARN(sub, ...) FI_WARN(&mrcfi_prov, sub, __VA_ARGS__)
 
 struct mrcfi_name { uint32_t host, sid; };
+/* fi_getinfo's src_addr with no node: this host, whatever its index */
+#define MRCFI_HOST_ANY  UINT32_MAX
 
 /* A fixed pool of equal pieces of a side's bounce region. */
 struct mrcfi_pool {
@@ -112,6 +114,10 @@ struct mrcfi_domain {
 	uint64_t local_key;
 	uint32_t mr_move;            /* FI_MRC_MR_MOVE */
 	int progress_spin_us;
+	uint64_t mr_move_max;        /* FI_MRC_MR_MOVE_MAX: whole mappings moved up to */
+	uint32_t linger_ms;
+	uint32_t unexp_max;          /* FI_MRC_UNEXP_MAX: entries per endpoint */
+	uint64_t unexp_bytes_max;    /* FI_MRC_UNEXP_BYTES: bytes copied per endpoint */          /* FI_MRC_LINGER_MS: fi_close(ep) waits for sends */
 };
 
 struct mrcfi_mr {
@@ -246,7 +252,9 @@ struct mrcfi_unexp {
 	uint64_t tag, data, total;
 	uint32_t sreq;
 	void *claim;                 /* FI_PEEK|FI_CLAIM: the claiming context */
-	void *payload;               /* EAGER: a copy */
+	void *payload;               /* EAGER: a copy, or in the held slot */
+	int held;                    /* over the bound: payload is rx slot hslot */
+	uint32_t hslot;
 };
 
 /* A control message waiting for a send slot. */
@@ -280,6 +288,11 @@ struct mrcfi_ep {
 	struct mrcfi_req *reqs[MRCFI_MAX_REQS];
 	uint16_t gen[MRCFI_MAX_REQS];
 	uint32_t req_next;
+	uint32_t unexp_n;            /* entries queued, and bytes copied: bounded */
+	uint64_t unexp_bytes;
+	uint32_t rx_slot;            /* the slot on_recv reads; set if it holds it */
+	int rx_held;
+	uint64_t unexp_held;         /* MRCFI_OPT_UNEXP_HELD */
 	uint64_t proto_errors;       /* messages refused (docs/libfabric.md) */
 	uint64_t late_errors;        /* eager sends that failed after done */
 };
@@ -307,6 +320,8 @@ ssize_t mrcfi_do_atomic(struct mrcfi_ep *ep, const void *buf, size_t count, fi_a
  * -FI_ENOENT; everything of a closing endpoint given back. */
 int mrcfi_cancel(struct mrcfi_ep *ep, void *context);
 void mrcfi_ep_teardown(struct mrcfi_ep *ep);
+/* Transmits of ep not yet over in mrc, and queued control messages. */
+unsigned mrcfi_ep_tx_pending(struct mrcfi_ep *ep);
 /* Attaches what the accept thread queued (under d->lock). */
 void mrcfi_accept_drain(struct mrcfi_domain *d);
 

@@ -44,6 +44,10 @@ _Static_assert(sizeof(struct mrcfi_hdr) == 56, "wire header is 56 bytes");
  * many messages from peers the endpoint refused as malformed or naming
  * no live request of theirs (docs/libfabric.md "Hostile peers"). */
 #define MRCFI_OPT_PROTO_ERRORS 0x4d520001
+/* ... MRCFI_OPT_UNEXP_HELD: how many unexpected messages arrived over
+ * the bound (FI_MRC_UNEXP_MAX, FI_MRC_UNEXP_BYTES) and were kept in their
+ * receive slot, unreposted, until a receive took them. */
+#define MRCFI_OPT_UNEXP_HELD   0x4d520002
 
 /* Checks what a peer sent into a slot (n bytes, as the RECV completion
  * says) and copies the header out: 0, or -EPROTO for anything malformed

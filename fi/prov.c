@@ -79,11 +79,14 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 			caps = h->caps;
 		if (h->domain_attr) {
 			int m = h->domain_attr->mr_mode;
-			/* FI_MR_BASIC (1.4 and before) is PROV_KEY|ALLOCATED|VIRT_ADDR. */
+			/* FI_MR_BASIC (1.4 and before) means exactly
+			 * PROV_KEY|ALLOCATED|VIRT_ADDR, and mrc addresses
+			 * regions by offset: treated as no provider keys
+			 * (fabtests' getinfo_mr_mode1 wants ENODATA or BASIC) */
 			if (m == FI_MR_BASIC)
-				m = FI_MR_PROV_KEY | FI_MR_ALLOCATED | FI_MR_VIRT_ADDR;
-			else if (m == FI_MR_SCALABLE || m == FI_MR_UNSPEC)
-				m = m == FI_MR_UNSPEC ? MRCFI_MR_MODE : 0;
+				m = 0;
+			else if (m == FI_MR_SCALABLE)
+				m = 0;   /* 0 (UNSPEC) since 1.5: no mode bits */
 			if ((m & MRCFI_MR_MODE) != MRCFI_MR_MODE) {
 				/* Without provider keys nobody can name our
 				 * regions: keep what needs no key. */
@@ -92,6 +95,8 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 				caps &= ~MRCFI_KEY_CAPS;
 				mr_mode = 0;
 			}
+			if (h->domain_attr->caps & ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM))
+				REFUSE("domain caps beyond local and remote communication (no FI_SHARED_AV)");
 			if (h->domain_attr->av_type != FI_AV_UNSPEC &&
 			    h->domain_attr->av_type != FI_AV_MAP &&
 			    h->domain_attr->av_type != FI_AV_TABLE)
@@ -108,8 +113,8 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 	fi->caps = caps;
 	fi->mode = 0;
 	fi->addr_format = FI_FORMAT_UNSPEC;
-	fi->tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_WRITE |
-				    FI_LOCAL_COMM | FI_REMOTE_COMM);
+	/* LOCAL/REMOTE_COMM are domain caps: not in tx/rx attrs (getinfo_caps) */
+	fi->tx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_WRITE);
 	fi->tx_attr->mode = 0;
 	fi->tx_attr->op_flags = h && h->tx_attr ? h->tx_attr->op_flags & (FI_COMPLETION |
 			FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE) : 0;
@@ -120,8 +125,7 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 	fi->tx_attr->iov_limit = 4;
 	fi->tx_attr->rma_iov_limit = 1;
 	fi->rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV |
-				    FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE |
-				    FI_LOCAL_COMM | FI_REMOTE_COMM);
+				    FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE);
 	fi->rx_attr->mode = 0;
 	fi->rx_attr->op_flags = h && h->rx_attr ? h->rx_attr->op_flags & FI_COMPLETION : 0;
 	fi->rx_attr->msg_order = FI_ORDER_SAS;
@@ -177,27 +181,78 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 	return 0;
 }
 
+/* A node or service as mrc names it: a number (decimal or 0x), or -1. */
+static int64_t num_of(const char *s)
+{
+	if (!s || !*s)
+		return -1;
+	char *e;
+	unsigned long long v = strtoull(s, &e, 0);
+	return *e || v > UINT32_MAX ? -1 : (int64_t)v;
+}
+
+static int set_name(void **addr, size_t *len, uint32_t host, uint32_t sid)
+{
+	struct mrcfi_name *n = malloc(sizeof(*n));
+	if (!n)
+		return -FI_ENOMEM;
+	n->host = host;
+	n->sid = sid;
+	free(*addr);
+	*addr = n;
+	*len = sizeof(*n);
+	return 0;
+}
+
+/* src_addr always (fabtests' getinfo_test checks it): the node and
+ * service given with FI_SOURCE, else "this host, any service"; an
+ * endpoint takes a service id of its own and ignores it.  dest_addr
+ * when a node to reach is given: only mrc names (host index, service
+ * id) resolve, not IP addresses or host names. */
+static int fill_addrs(const char *node, const char *service, uint64_t flags,
+		      const struct fi_info *h, struct fi_info *fi)
+{
+	int64_t hn = num_of(node), sv = num_of(service);
+	if (h && h->src_addr && h->src_addrlen == sizeof(struct mrcfi_name)) {
+		const struct mrcfi_name *s = h->src_addr;
+		if (set_name(&fi->src_addr, &fi->src_addrlen, s->host, s->sid))
+			return -FI_ENOMEM;
+	} else if (set_name(&fi->src_addr, &fi->src_addrlen,
+			    (flags & FI_SOURCE) && hn >= 0 ? (uint32_t)hn : MRCFI_HOST_ANY,
+			    (flags & FI_SOURCE) && sv >= 0 ? (uint32_t)sv : 0)) {
+		return -FI_ENOMEM;
+	}
+	if (flags & FI_SOURCE)
+		return 0;
+	if (node || service) {
+		if (hn < 0 || (service && sv < 0)) {
+			FI_INFO(&mrcfi_prov, FI_LOG_CORE, "cannot resolve %s:%s: mrc addresses "
+				"are a host index and a service id\n", node ? node : "",
+				service ? service : "");
+			return -FI_ENODATA;
+		}
+		return set_name(&fi->dest_addr, &fi->dest_addrlen, (uint32_t)hn,
+				sv < 0 ? 0 : (uint32_t)sv);
+	}
+	if (h && h->dest_addr && h->dest_addrlen == sizeof(struct mrcfi_name)) {
+		const struct mrcfi_name *d = h->dest_addr;
+		return set_name(&fi->dest_addr, &fi->dest_addrlen, d->host, d->sid);
+	}
+	return 0;
+}
+
 static int mrcfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 			 const struct fi_info *hints, struct fi_info **info)
 {
 	*info = NULL;
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
 		return -FI_ENODATA;
-	/* Addresses are (mrcd host index, service id), not IP: a node or
-	 * service to reach cannot be resolved.  With FI_SOURCE they only
-	 * describe where to listen (fabtests' servers, and its clients with
-	 * -E, pass their control port), and an endpoint takes a service id
-	 * of its own: accepted, ignored. */
-	if ((node || service) && !(flags & FI_SOURCE)) {
-		FI_INFO(&mrcfi_prov, FI_LOG_CORE, "cannot resolve %s:%s: mrc addresses are "
-			"exchanged out of band (fi_getname, fi_av_insert)\n",
-			node ? node : "", service ? service : "");
-		return -FI_ENODATA;
-	}
 	struct fi_info *fi = fi_allocinfo();
 	if (!fi)
 		return -FI_ENOMEM;
 	int r = fill_info(hints, fi);
+	if (!r)
+		r = fill_addrs(node, service, flags, hints, fi);
 	if (r) {
 		fi_freeinfo(fi);
 		return r;
@@ -612,6 +667,10 @@ int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	d->d.mr = &mr_ops;
 	d->mr_move = (uint32_t)env_u64("FI_MRC_MR_MOVE", 1, 0, 1);
 	d->progress_spin_us = (int)env_u64("FI_MRC_SPIN", 0, 0, 1000000);
+	d->linger_ms = (uint32_t)env_u64("FI_MRC_LINGER_MS", 5000, 0, 600000);
+	d->unexp_max = (uint32_t)env_u64("FI_MRC_UNEXP_MAX", 4096, 0, UINT32_MAX);
+	d->unexp_bytes_max = env_u64("FI_MRC_UNEXP_BYTES", 64ull << 20, 0, UINT64_MAX);
+	d->mr_move_max = env_u64("FI_MRC_MR_MOVE_MAX", 0, 0, UINT64_MAX);
 	int r = d->wake < 0 ? -errno : 0;
 	for (int s = 0; !r && s < 2; s++)
 		r = side_open(d, &d->side[s]);
@@ -670,10 +729,38 @@ static struct fi_ops mr_fi_ops = {
 	.ops_set = no_ops_set,
 };
 
+/* The anonymous private mapping (/proc/self/maps) holding [lo, hi), as
+ * [*vs, *ve), when it is at most max bytes; else 0. */
+static int anon_vma(uintptr_t lo, uintptr_t hi, uint64_t max, uintptr_t *vs, uintptr_t *ve)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return 0;
+	char line[512];
+	int ok = 0;
+	while (!ok && fgets(line, sizeof(line), f)) {
+		unsigned long s, e, ino;
+		char perm[8];
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %lu", &s, &e, perm, &ino) != 4)
+			continue;
+		if (s <= lo && hi <= e && perm[3] == 'p' && ino == 0 && !strchr(line, '[') &&
+		    e - s <= max) {
+			*vs = s;
+			*ve = e;
+			ok = 1;
+		}
+	}
+	fclose(f);
+	return ok;
+}
+
 /* Registers [buf, buf+len) with mrcd in one client: memory mrcd can map
  * as it is (a memfd mapping), else, when FI_MRC_MR_MOVE allows (the
- * default), its whole pages moved into a memfd first (docs/client.md
- * "Application memory"), then the exact range. */
+ * default), pages moved into a memfd first (docs/client.md "Application
+ * memory"), then the exact range.  The whole anonymous mapping moves
+ * when it is at most FI_MRC_MR_MOVE_MAX: moving only the range's pages
+ * left a later, larger range over the same buffer half moved, half
+ * anonymous, which nothing can register (fabtests' fi_mr_test). */
 static int reg_side(struct mrcfi_domain *d, struct mrc_ctx *ctx, const void *buf, size_t len,
 		    struct mrc_mr **out)
 {
@@ -684,6 +771,11 @@ static int reg_side(struct mrcfi_domain *d, struct mrc_ctx *ctx, const void *buf
 	long pg = sysconf(_SC_PAGESIZE);
 	uintptr_t lo = (uintptr_t)buf & ~(uintptr_t)(pg - 1);
 	uintptr_t hi = ((uintptr_t)buf + len + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1);
+	uintptr_t vs, ve;
+	if (anon_vma(lo, hi, d->mr_move_max, &vs, &ve)) {
+		lo = vs;
+		hi = ve;
+	}
 	struct mrc_mr *tmp;
 	r = mrc_reg_mem(ctx, (void *)lo, hi - lo, acc, MRC_REG_MOVE, &tmp);
 	if (r)
@@ -702,12 +794,9 @@ int mrcfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, 
 		return -FI_EINVAL;
 	if (flags & FI_RMA_EVENT)
 		return -FI_ENOSYS;
-	if (access & (FI_REMOTE_READ | FI_READ)) {
-		/* no RMA read (docs/libfabric.md); registering for it
-		 * would promise what no peer can do */
-		if (!(access & (FI_REMOTE_WRITE | FI_WRITE | FI_SEND | FI_RECV)))
-			return -FI_EOPNOTSUPP;
-	}
+	/* Read access is accepted: no peer can read (RMA read is refused
+	 * where it is asked, fi_read and getinfo), and fabtests'
+	 * fi_mr_test and fi_rdm_atomic register every combination. */
 	struct mrcfi_mr *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -FI_ENOMEM;

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -115,6 +116,23 @@ static void test_getinfo(void **state)
 	assert_int_equal(getinfo_with(h, &fi), -FI_ENODATA);
 	h = fix_hints(FI_MSG);
 	assert_int_equal(fi_getinfo(FI_VERSION(1, 17), "10.0.0.1", "7000", 0, h, &fi), -FI_ENODATA);
+	/* src_addr always, dest_addr from an mrc name (fabtests'
+	 * getinfo_test: "source addrlen not set") */
+	FI_OK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &fi));
+	assert_int_equal(fi->src_addrlen, 8);
+	assert_non_null(fi->src_addr);
+	assert_null(fi->dest_addr);
+	fi_freeinfo(fi);
+	FI_OK(fi_getinfo(FI_VERSION(1, 17), "3", "9228", 0, h, &fi));
+	assert_int_equal(fi->dest_addrlen, 8);
+	assert_int_equal(((uint32_t *)fi->dest_addr)[0], 3);
+	assert_int_equal(((uint32_t *)fi->dest_addr)[1], 9228);
+	assert_int_equal(fi->src_addrlen, 8);
+	fi_freeinfo(fi);
+	FI_OK(fi_getinfo(FI_VERSION(1, 17), "2", NULL, FI_SOURCE, h, &fi));
+	assert_int_equal(((uint32_t *)fi->src_addr)[0], 2);
+	assert_null(fi->dest_addr);
+	fi_freeinfo(fi);
 	/* a local port with FI_SOURCE (fabtests' server) is no address to
 	 * resolve: accepted, the endpoint takes its own service id */
 	FI_OK(fi_getinfo(FI_VERSION(1, 17), NULL, "9228", FI_SOURCE, h, &fi));
@@ -423,6 +441,56 @@ static void test_unexpected(void **state)
 	pair_close(&p);
 }
 
+enum { RX_POSTED = 8 };   /* fi/mrcfi.h MRCFI_RX_POSTED: slots per QP */
+
+static uint64_t ep_opt(struct fix_ep *e, int opt)
+{
+	uint64_t v = 0;
+	size_t len = sizeof(v);
+	FI_OK(fi_getopt(&e->ep->fid, FI_OPT_ENDPOINT, opt, &v, &len));
+	return v;
+}
+
+/* The unexpected queue is bounded (FI_MRC_UNEXP_MAX here 3): past it a
+ * message stays in its receive slot, unreposted; with every slot of the
+ * QP held the sender waits in RNR.  Nothing is lost: the 32 messages
+ * (4 QPs' worth of slots) all arrive, in order, once receives are
+ * posted, and the held counter moved. */
+static void test_unexpected_bound(void **state)
+{
+	FIX_NEED();
+	setenv("FI_MRC_UNEXP_MAX", "3", 1);
+	struct pair p;
+	pair_open(&p, FI_CQ_FORMAT_TAGGED);
+	unsetenv("FI_MRC_UNEXP_MAX");
+	enum { N = 4 * RX_POSTED, LEN = 1000 };
+	static uint8_t bufs[N][LEN];
+	for (int i = 0; i < N; i++) {
+		fill(bufs[i], LEN, (uint64_t)i + 500);
+		POST(fi_tsend(p.a.ep, bufs[i], LEN, NULL, p.to_b, 43, NULL));
+	}
+	/* 3 copied, then one QP's slots held: the rest wait in RNR */
+	int64_t end = mrcd_spawn_now_ms() + FIX_WAIT_MS;
+	while (ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD) < RX_POSTED)
+		CHECK(mrcd_spawn_now_ms() < end, "held %llu < %u after %d ms",
+		      (unsigned long long)ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD), RX_POSTED,
+		      FIX_WAIT_MS);
+	struct fi_cq_tagged_entry e;
+	uint8_t r[LEN];
+	for (int i = 0; i < N; i++) {
+		memset(r, 0, LEN);
+		POST(fi_trecv(p.b.ep, r, LEN, NULL, FI_ADDR_UNSPEC, 43, 0, NULL));
+		FI_OK(fix_wait_cq(p.b.cq, &e, NULL, NULL));
+		assert_int_equal(e.len, LEN);
+		check_bytes(r, LEN, (uint64_t)i + 500);
+	}
+	assert_true(ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD) >= RX_POSTED);
+	assert_int_equal(ep_opt(&p.b, MRCFI_OPT_PROTO_ERRORS), 0);
+	for (int i = 0; i < N; i++)
+		FI_OK(fix_wait_cq(p.a.cq, &e, NULL, NULL));
+	pair_close(&p);
+}
+
 static ssize_t peek(struct fix_ep *e, uint64_t tag, uint64_t flags, void *ctx, void *buf,
 		    size_t len)
 {
@@ -637,8 +705,15 @@ static void test_mr(void **state)
 	struct fi_mr_attr ma = { .mr_iov = iov, .iov_count = 1, .access = FI_SEND,
 				 .iface = FI_HMEM_CUDA };
 	assert_int_equal(fi_mr_regattr(f.dom, &ma, 0, &mr2), -FI_ENOSYS);
-	assert_int_equal(fi_mr_reg(f.dom, buf, 10, FI_REMOTE_READ, 0, 0, 0, &mr2, NULL),
-			 -FI_EOPNOTSUPP);
+	/* read access registers (fabtests' fi_mr_test tries every
+	 * combination, fi_rdm_atomic FI_READ|FI_WRITE): no peer can read,
+	 * fi_read is refused where it is asked */
+	uint64_t acc[] = { FI_REMOTE_READ, FI_READ, FI_READ | FI_WRITE,
+			   FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE };
+	for (size_t i = 0; i < sizeof(acc) / sizeof(acc[0]); i++) {
+		FI_OK(fi_mr_reg(f.dom, buf, 10, acc[i], 0, 0, 0, &mr2, NULL));
+		FI_OK(fi_close(&mr2->fid));
+	}
 	FI_OK(fi_close(&mr->fid));
 	FI_OK(fi_close(&eq->fid));
 	fix_close(&f);
@@ -855,6 +930,118 @@ static void test_two_processes(void **state)
 	fix_close(&f);
 }
 
+/* A process that sends its first message to a peer and closes at once
+ * (fabtests' fi_rdm and fi_cq_data clients): the send completes early
+ * (inject-complete), so fi_close(ep) must let it go out before the QPs
+ * go (FI_MRC_LINGER_MS).  With FI_MRC_LINGER_MS=0 the message was lost. */
+static int sender_main(int wfd, int rfd)
+{
+	struct fix f;
+	fix_open(&f, CAPS_ALL, FI_AV_TABLE);
+	struct fix_ep e;
+	fix_ep_open(&f, &e, FI_CQ_FORMAT_TAGGED);
+	char peer[8];
+	if (read(rfd, peer, 8) != 8)
+		return 3;
+	fi_addr_t pa;
+	if (fi_av_insert(f.av, peer, 1, &pa, 0, NULL) != 1)
+		return 4;
+	uint8_t b[1000];
+	fill(b, sizeof(b), 77);
+	ssize_t r;
+	while ((r = fi_tsenddata(e.ep, b, sizeof(b), NULL, 0xda7a, pa, 77, NULL)) == -FI_EAGAIN)
+		;
+	struct fi_cq_tagged_entry c;
+	if (r || fi_cq_sread(e.cq, &c, 1, NULL, FIX_WAIT_MS) != 1)
+		return 5;
+	fix_ep_close(&e);
+	fix_close(&f);
+	return 0;
+}
+
+static void test_send_then_close(void **state)
+{
+	FIX_NEED();
+	int up[2], down[2];
+	assert_int_equal(pipe(up), 0);
+	assert_int_equal(pipe(down), 0);
+	pid_t pid = fork();   /* before the domain: its thread and locks */
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(sender_main(up[1], down[0]));
+	struct fix f;
+	fix_open(&f, CAPS_ALL, FI_AV_TABLE);
+	struct fix_ep e;
+	fix_ep_open(&f, &e, FI_CQ_FORMAT_TAGGED);
+	assert_int_equal(write(down[1], e.name, 8), 8);
+	/* the child is gone before we post: the message waits unexpected */
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "sender failed: status %d", st);
+	uint8_t r[1000];
+	POST(fi_trecv(e.ep, r, sizeof(r), NULL, FI_ADDR_UNSPEC, 77, 0, NULL));
+	struct fi_cq_tagged_entry c;
+	FI_OK(fix_wait_cq(e.cq, &c, NULL, NULL));
+	assert_true(c.flags & FI_RECV);
+	assert_int_equal(c.len, sizeof(r));
+	assert_int_equal(c.data, 0xda7a);
+	check_bytes(r, sizeof(r), 77);
+	fix_ep_close(&e);
+	fix_close(&f);
+}
+
+/* fabtests' fi_mr_test: one malloc'd 8 MiB buffer (mmap'd by malloc)
+ * registered with every access combination at growing sizes, 1 byte
+ * first: remote write moves pages to a memfd, and the first move must
+ * not leave the buffer half moved (the 4 KiB registration failed). */
+static uint8_t *anon8(void)
+{
+	void *p = mmap(NULL, 8 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(p != MAP_FAILED);
+	return p;
+}
+
+static void test_mr_malloc(void **state)
+{
+	FIX_NEED();
+	setenv("FI_MRC_MR_MOVE_MAX", "1073741824", 1);   /* off by default */
+	struct fix f;
+	fix_open(&f, CAPS_ALL, FI_AV_TABLE);
+	unsetenv("FI_MRC_MR_MOVE_MAX");
+	size_t sizes[] = { 1, 4096, 8 << 20 };
+	/* what malloc gives a fresh fabtests process for 8 MiB: an anonymous
+	 * private mapping (mmap directly: ASan's malloc does not) */
+	uint8_t *buf = anon8();
+	assert_non_null(buf);
+	memset(buf, 0x5a, 8 << 20);
+	uint64_t all = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	for (size_t k = 0; k < 3; k++) {
+		for (uint64_t a = 1; a <= all; a++) {
+			if (a & ~all)
+				continue;
+			struct fid_mr *mr;
+			int r = fi_mr_reg(f.dom, buf, sizes[k], a, 0, 0, 0, &mr, NULL);
+			CHECK(r == 0, "fi_mr_reg(%zu bytes, access 0x%llx): %d", sizes[k],
+			      (unsigned long long)a, r);
+			FI_OK(fi_close(&mr->fid));
+		}
+	}
+	CHECK(buf[0] == 0x5a && buf[(8 << 20) - 1] == 0x5a, "contents changed");
+	/* mr_reg_free_then_alloc: register, allocate another, free the
+	 * first (its moved mapping goes), register the new one */
+	for (int i = 0; i < 5; i++) {
+		struct fid_mr *mr;
+		int r = fi_mr_reg(f.dom, buf, 8 << 20, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL);
+		CHECK(r == 0, "round %d: fi_mr_reg: %d", i, r);
+		FI_OK(fi_close(&mr->fid));
+		uint8_t *b2 = anon8();
+		munmap(buf, 8 << 20);
+		buf = b2;
+	}
+	munmap(buf, 8 << 20);
+	fix_close(&f);
+}
+
 /* ---- a hostile peer ------------------------------------------------------- */
 static uint64_t proto_errors(struct fix_ep *e)
 {
@@ -1047,6 +1234,9 @@ int main(void)
 		cmocka_unit_test_setup(test_rma_write, reseed),
 		cmocka_unit_test_setup(test_atomic, reseed),
 		cmocka_unit_test_setup(test_two_processes, reseed),
+		cmocka_unit_test(test_send_then_close),
+		cmocka_unit_test(test_unexpected_bound),
+		cmocka_unit_test(test_mr_malloc),
 		cmocka_unit_test_setup(test_hostile, reseed),
 		cmocka_unit_test_setup(test_dead_daemon, reseed),
 	};
