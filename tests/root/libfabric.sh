@@ -40,12 +40,13 @@ FTDIR=${MRC_FABTESTS_DIR:-$B/fabtests}
 FT=$FTDIR/bin
 PARTS=${MRC_FI_PARTS:-pingpong fabtests mpi faults}
 BUDGET=${MRC_FI_BUDGET:-330}
-TMO=${MRC_FI_TEST_TIMEOUT:-30}
+TMO=${MRC_FI_TEST_TIMEOUT:-60}   # fi_rdm_atomic -o all takes 17-31 s on 2 loaded cores
 part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 tmp=$(mktemp -d)
 declare -A dpid
 ranks=()
 fails=0
+known_fails=0   # failures libfabric.tests documents (KNOWN): reported, never passes
 t0=$(date +%s)    # the budget's start (moved by a one-time fabtests build)
 t_abs=$t0         # the run's start (bounded)
 MPIPID=
@@ -170,8 +171,9 @@ if part fabtests; then
 		na*) row "$cmd" n/a "the provider offers nothing fitting its hints (-${v#na })"; echo "n/a  $cmd: -${v#na }" ;;
 		*) why=$( { grep -hiE 'error|fail|denied|refused|trunc' "$out.cli" "$out.srv" || tail -qn 1 "$out.cli" "$out.srv"; } |
 			  grep -v '^ *$' | head -n 2 | tr '\n' ' ' | cut -c1-150)
-		   if [ -n "$known" ] && [ "${known%%:*}" = "$FI_PROV" ] && ! fi_is_mrc "$FI_PROV"; then
+		   if [ -n "$known" ] && [ "${known%%:*}" = "$FI_PROV" ]; then
 			row "$cmd" "fail (known)" "${known#*: }"; echo "known $cmd: ${v#fail }: ${known#*: }"
+			known_fails=$((known_fails + 1))
 		   else
 			row "$cmd" fail "${v#fail } after ${dt} s: $why"; bad "$cmd: ${v#fail }: $why"
 		   fi ;;
@@ -291,5 +293,7 @@ fi
 echo
 table
 echo "# libfabric over '$FI_PROV': $(elapsed) s"
-[ $fails = 0 ] || { echo "libfabric: $fails check(s) failed"; exit 1; }
-echo "libfabric: all checks passed"
+known_txt=
+[ $known_fails = 0 ] || known_txt=" ($known_fails documented failure(s), listed as 'fail (known)' above)"
+[ $fails = 0 ] || { echo "libfabric: $fails check(s) failed$known_txt"; exit 1; }
+echo "libfabric: all other checks passed$known_txt"
