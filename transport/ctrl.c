@@ -7,16 +7,11 @@
 #include <errno.h>
 #include <string.h>
 
+#include "transport/be.h"
 #include "transport/engine.h"
 
 _Static_assert(MRCE_CTRL_NONCE == 16 && MRCE_CTRL_BODY == 56, "v2 CTRL body layout");
 
-static void put16(uint8_t *p, uint16_t v) { v = htobe16(v); memcpy(p, &v, 2); }
-static void put32(uint8_t *p, uint32_t v) { v = htobe32(v); memcpy(p, &v, 4); }
-static void put64(uint8_t *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, 8); }
-static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return be16toh(v); }
-static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return be32toh(v); }
-static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
 
 int mrce_is_ctrl(const void *buf, size_t len)
 {
@@ -31,28 +26,28 @@ void mrce_ctrl_env_put(uint8_t out[MRCE_CTRL_ENV_HDR], const struct mrce_ctrl_en
 {
 	out[0] = MRC_WIRE_VERSION;
 	out[1] = MRC_OP_CTRL;
-	put16(out + 2, h->flags);
-	put32(out + 4, h->src_host);
-	put32(out + 8, h->dst_host);
-	put16(out + 12, h->blen);
-	put16(out + 14, 0);
-	put64(out + 16, h->stamp);
-	put64(out + 24, h->src_epoch);
-	put64(out + 32, h->dst_tag);
+	st16(out + 2, h->flags);
+	st32(out + 4, h->src_host);
+	st32(out + 8, h->dst_host);
+	st16(out + 12, h->blen);
+	st16(out + 14, 0);
+	st64(out + 16, h->stamp);
+	st64(out + 24, h->src_epoch);
+	st64(out + 32, h->dst_tag);
 }
 
 int mrce_ctrl_env_get(const uint8_t *p, size_t len, struct mrce_ctrl_env *h)
 {
 	if (len < MRCE_CTRL_ENV_HDR + MRCE_CTRL_ENV_MAC || p[0] != MRC_WIRE_VERSION ||
-	    p[1] != MRC_OP_CTRL || (get16(p + 2) & ~MRCE_CTRL_F_CHALLENGE) || get16(p + 14))
+	    p[1] != MRC_OP_CTRL || (ld16(p + 2) & ~MRCE_CTRL_F_CHALLENGE) || ld16(p + 14))
 		return -EBADMSG;
-	uint16_t blen = get16(p + 12);
+	uint16_t blen = ld16(p + 12);
 	if (blen > MRCE_CTRL_ENV_MAX_BODY ||
 	    len != (size_t)MRCE_CTRL_ENV_HDR + blen + MRCE_CTRL_ENV_MAC)
 		return -EBADMSG;
-	*h = (struct mrce_ctrl_env){ .flags = get16(p + 2), .src_host = get32(p + 4),
-		.dst_host = get32(p + 8), .blen = blen, .stamp = get64(p + 16),
-		.src_epoch = get64(p + 24), .dst_tag = get64(p + 32) };
+	*h = (struct mrce_ctrl_env){ .flags = ld16(p + 2), .src_host = ld32(p + 4),
+		.dst_host = ld32(p + 8), .blen = blen, .stamp = ld64(p + 16),
+		.src_epoch = ld64(p + 24), .dst_tag = ld64(p + 32) };
 	return 0;
 }
 
@@ -64,22 +59,22 @@ size_t mrce_ctrl_encode(uint8_t *out, const struct mrce_ctrl *m)
 {
 	memset(out, 0, MRCE_CTRL_BODY);
 	out[0] = m->type;
-	put32(out + 4, m->sid);
-	put64(out + 8, m->id);
-	put32(out + 16, m->qpn);
-	put32(out + 20, m->psn);
-	put32(out + 24, (uint32_t)m->err);
-	put32(out + 28, m->arg);
+	st32(out + 4, m->sid);
+	st64(out + 8, m->id);
+	st32(out + 16, m->qpn);
+	st32(out + 20, m->psn);
+	st32(out + 24, (uint32_t)m->err);
+	st32(out + 28, m->arg);
 	memcpy(out + 32, m->nonce, MRCE_CTRL_NONCE);
-	put32(out + 48, m->window);
-	put32(out + 52, m->mtu);
+	st32(out + 48, m->window);
+	st32(out + 52, m->mtu);
 	if (!m->neps)
 		return MRCE_CTRL_BODY;
 	uint32_t n = m->neps < MRCE_CTRL_MAX_EPS ? m->neps : MRCE_CTRL_MAX_EPS;
 	memset(out + MRCE_CTRL_BODY, 0, 4);
 	out[MRCE_CTRL_BODY] = (uint8_t)n;
 	for (uint32_t i = 0; i < n; i++)
-		put32(out + MRCE_CTRL_BODY + 4 + 4 * i, m->ep[i]);
+		st32(out + MRCE_CTRL_BODY + 4 + 4 * i, m->ep[i]);
 	return MRCE_CTRL_BODY + 4 + 4 * n;
 }
 
@@ -96,7 +91,7 @@ static int decode_eps(const uint8_t *b, size_t len, struct mrce_ctrl *m)
 	    len != MRCE_CTRL_BODY + 4 + 4 * (size_t)n)
 		return -EBADMSG;
 	for (uint32_t i = 0; i < n; i++) {
-		m->ep[i] = get32(x + 4 + 4 * i);
+		m->ep[i] = ld32(x + 4 + 4 * i);
 		/* 0 and 1 are the QPs every port has (SMI, GSI): never ours. */
 		if (m->ep[i] < 2 || m->ep[i] > 0xffffff)
 			return -EBADMSG;
@@ -119,9 +114,9 @@ int mrce_ctrl_decode(const uint8_t *b, size_t len, struct mrce_ctrl *m)
 		return -EBADMSG;
 	if (b[0] < MRCE_CTRL_REQ || b[0] > MRCE_CTRL_PLANES)
 		return -EBADMSG;
-	*m = (struct mrce_ctrl){ .type = b[0], .sid = get32(b + 4), .id = get64(b + 8),
-		.qpn = get32(b + 16), .psn = get32(b + 20), .err = (int32_t)get32(b + 24),
-		.arg = get32(b + 28), .window = get32(b + 48), .mtu = get32(b + 52) };
+	*m = (struct mrce_ctrl){ .type = b[0], .sid = ld32(b + 4), .id = ld64(b + 8),
+		.qpn = ld32(b + 16), .psn = ld32(b + 20), .err = (int32_t)ld32(b + 24),
+		.arg = ld32(b + 28), .window = ld32(b + 48), .mtu = ld32(b + 52) };
 	memcpy(m->nonce, b + 32, MRCE_CTRL_NONCE);
 	if (m->err > 0 || m->err < -4095)
 		return -EBADMSG;

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "transport/be.h"
 #include "transport/crc32c.h"
 #include "transport/engine.h"
 
@@ -68,11 +69,6 @@ struct mrce_seal {
 	struct mrce_seal_stats st;
 };
 
-static inline void st32(uint8_t *p, uint32_t v) { v = htobe32(v); memcpy(p, &v, 4); }
-static inline void st64(uint8_t *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, 8); }
-static inline uint16_t ld16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return be16toh(v); }
-static inline uint32_t ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return be32toh(v); }
-static inline uint64_t ld64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
 
 /* hcrc of a data header as docs/wire.md defines it: TRIMMED taken as 0. */
 static uint32_t data_hcrc(const uint8_t *p)

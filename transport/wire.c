@@ -6,16 +6,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "transport/be.h"
 #include "transport/crc32c.h"
 
-/* Big-endian loads/stores through memcpy: no unaligned-pointer UB, and
- * each compiles to a single mov + bswap. */
-static inline void st16(uint8_t *p, uint16_t v) { v = htobe16(v); memcpy(p, &v, 2); }
-static inline void st32(uint8_t *p, uint32_t v) { v = htobe32(v); memcpy(p, &v, 4); }
-static inline void st64(uint8_t *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, 8); }
-static inline uint16_t ld16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return be16toh(v); }
-static inline uint32_t ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return be32toh(v); }
-static inline uint64_t ld64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
 
 /* CRC-32C of the header bytes p[0..n) (n = offset of hcrc) with the
  * TRIMMED bit of the flags (byte 3) taken as 0, so a switch can set it
