@@ -41,6 +41,9 @@ const char *mrc_sim_cfg_help(void)
 "  workload  (repeatable) permutation:size=Z | alltoall:size=Z,group=G |\n"
 "            ring:size=Z,group=G | incast:size=Z,senders=N,dst=hI |\n"
 "            flow:src=hI,dst=hJ,size=Z;  all take start=T,jitter=T,qps=Q\n"
+"            step:layers=L,steps=N,moe=I,fwd=T,bwd=T,tokens=N,tok=Z,topk=K,\n"
+"                 cap=F,skew=S,ep=E,local=N,dp=D,grad=Z,bucket=Z,bulk=Z\n"
+"                 (training steps; docs/sim.md \"Training steps\")\n"
 "  fault     (repeatable) TIME:KIND:TARGET, KIND = down | blackhole |\n"
 "            loss=P | recover; TARGET = switch (p0s1), link (p0l0-p0s1)\n"
 "            or one direction (p0l0>p0s1)\n"
@@ -186,6 +189,55 @@ static int topo_kv(void *obj, const char *ctx, const char *k, const char *v,
 		    ctx, k);
 }
 
+/* The step workload's keys (struct mrc_sim_step). */
+static int step_kv(struct mrc_sim_step *p, const char *ctx, const char *k, const char *v,
+		   char *err, size_t errlen)
+{
+	uint64_t x;
+	if (!strcmp(k, "layers"))
+		return parse_u32r(v, 1, 1024, &p->layers) ? BADV("must be 1..1024") : 0;
+	if (!strcmp(k, "steps"))
+		return parse_u32r(v, 1, 64, &p->steps) ? BADV("must be 1..64") : 0;
+	if (!strcmp(k, "moe"))
+		return parse_u32r(v, 0, 1023, &p->moe_layer) ? BADV("must be a layer index") : 0;
+	if (!strcmp(k, "fwd"))
+		return sim_parse_time(v, &p->fwd_ns) || p->fwd_ns > 10000000000ull ?
+		       BADV("not a time up to 10s") : 0;
+	if (!strcmp(k, "bwd"))
+		return sim_parse_time(v, &p->bwd_ns) || p->bwd_ns > 10000000000ull ?
+		       BADV("not a time up to 10s") : 0;
+	if (!strcmp(k, "tokens"))
+		return parse_u32r(v, 0, 1u << 20, &p->tokens) ? BADV("must be 0..1048576") : 0;
+	if (!strcmp(k, "tok"))
+		return sim_parse_size(v, &x) || !x || x > (1u << 20) ? BADV("must be 1..1M bytes") :
+		       (p->tok_bytes = (uint32_t)x, 0);
+	if (!strcmp(k, "topk"))
+		return parse_u32r(v, 1, 16, &p->topk) ? BADV("must be 1..16") : 0;
+	if (!strcmp(k, "cap") || !strcmp(k, "skew")) {
+		char *e;
+		double d = strtod(v, &e);
+		if (e == v || *e || !(d >= 0 && d <= 100) || (!strcmp(k, "cap") && d <= 0))
+			return BADV(!strcmp(k, "cap") ? "must be a factor > 0" : "must be 0..100");
+		*(!strcmp(k, "cap") ? &p->cap : &p->skew) = d;
+		return 0;
+	}
+	if (!strcmp(k, "ep"))
+		return parse_u32r(v, 2, MRC_TOPO_MAX_HOSTS, &p->ep) ? BADV("must be 2..32768 hosts") : 0;
+	if (!strcmp(k, "local"))
+		return parse_u32r(v, 1, MRC_TOPO_MAX_HOSTS, &p->local) ? BADV("must be 1..32768 hosts") : 0;
+	if (!strcmp(k, "dp"))
+		return parse_u32r(v, 1, MRC_TOPO_MAX_HOSTS, &p->dp) ? BADV("must be 1..32768 hosts") : 0;
+	if (!strcmp(k, "grad"))
+		return sim_parse_size(v, &p->grad) || p->grad > (1ull << 36) ? BADV("not a size") : 0;
+	if (!strcmp(k, "bucket"))
+		return sim_parse_size(v, &p->bucket) || !p->bucket ? BADV("not a size > 0") : 0;
+	if (!strcmp(k, "bulk"))
+		return sim_parse_size(v, &p->bulk) || p->bulk > MRC_MAX_MSG ?
+		       BADV("not a size up to 1G") : 0;
+	return mrc__errf(err, errlen, "%s: unknown key '%s' (start, layers, steps, moe, fwd, bwd, tokens, tok, topk, cap, skew, ep, local, dp, grad, bucket, bulk)",
+		    ctx, k);
+}
+
 static int wl_kv(void *obj, const char *ctx, const char *k, const char *v,
 		 char *err, size_t errlen)
 {
@@ -209,6 +261,8 @@ static int wl_kv(void *obj, const char *ctx, const char *k, const char *v,
 		return parse_host(v, &w->src) ? BADV("not a host (h0, h1, ...)") : 0;
 	if (!strcmp(k, "dst"))
 		return parse_host(v, &w->dst) ? BADV("not a host (h0, h1, ...)") : 0;
+	if (w->kind == MRC_SIM_WL_STEP)
+		return step_kv(&w->step, ctx, k, v, err, errlen);
 	return mrc__errf(err, errlen, "%s: unknown key '%s' (size, start, jitter, group, senders, qps, src, dst)",
 		    ctx, k);
 }
@@ -253,16 +307,21 @@ static int set_workload(struct mrc_sim_cfg *c, const char *val, char *err, size_
 	char *colon = strchr(buf, ':');
 	if (colon)
 		*colon = 0;
-	static const char *kinds[] = { "permutation", "alltoall", "ring", "incast", "flow" };
+	static const char *kinds[] = { "permutation", "alltoall", "ring", "incast", "flow", "step" };
 	struct mrc_sim_workload w = { .size = 1 << 20, .senders = 8, .qps = 1 };
 	uint32_t k;
-	for (k = 0; k < 5 && strcmp(buf, kinds[k]); k++)
+	for (k = 0; k < 6 && strcmp(buf, kinds[k]); k++)
 		;
-	if (k == 5)
+	if (k == 6)
 		return mrc__errf(err, errlen,
-			    "workload[%u]: '%s': unknown kind (permutation, alltoall, ring, incast, flow)",
+			    "workload[%u]: '%s': unknown kind (permutation, alltoall, ring, incast, flow, step)",
 			    c->n_wl, buf);
 	w.kind = (uint8_t)k;
+	if (k == MRC_SIM_WL_STEP)   /* docs/sim.md "Training steps" */
+		w.step = (struct mrc_sim_step){ .layers = 8, .steps = 3, .moe_layer = UINT32_MAX,
+			.fwd_ns = 50000, .bwd_ns = 100000, .tokens = 256, .tok_bytes = 4096,
+			.topk = 2, .cap = 1.25, .skew = 0.5, .dp = 8, .grad = 1 << 20,
+			.bucket = 4 << 20 };
 	if (k == MRC_SIM_WL_FLOW)
 		w.dst = 1;
 	snprintf(ctx, sizeof(ctx), "workload[%u] (%s)", c->n_wl, kinds[k]);
@@ -271,6 +330,8 @@ static int set_workload(struct mrc_sim_cfg *c, const char *val, char *err, size_
 		return rc;
 	if (!w.size && k != MRC_SIM_WL_FLOW)
 		return mrc__errf(err, errlen, "%s: size=0: flows need at least 1 byte", ctx);
+	if (k == MRC_SIM_WL_STEP && w.step.moe_layer == UINT32_MAX)
+		w.step.moe_layer = w.step.layers / 2;
 	if (k == MRC_SIM_WL_RING && w.qps != 1)
 		return mrc__errf(err, errlen, "%s: qps=%u: ring steps use one QP per edge", ctx, w.qps);
 	c->wl[c->n_wl++] = w;

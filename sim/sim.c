@@ -75,6 +75,11 @@ static void engine_cfg(struct mrc_sim *s)
 			if (2 * g > per_qp)
 				per_qp = 2 * g;
 		}
+	/* Step flows share a QP per host pair and wait in step.c when its
+	 * send queue is full: a short one keeps 8,192 hosts' QPs small. */
+	for (uint32_t w = 0; w < c->n_wl; w++)
+		if (c->wl[w].kind == MRC_SIM_WL_STEP && per_qp < 7)
+			per_qp = 7;
 	e->sq_depth = pow2_at_least(per_qp + 1);
 	if (e->sq_depth < 4)
 		e->sq_depth = 4;
@@ -150,6 +155,10 @@ int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
 			sim_schedule(s, s->flows[f].start_ps, SE_START, f);
 	for (uint32_t i = 0; i < c->n_faults; i++)
 		sim_schedule(s, s->frec[i].t_ps, SE_FAULT, i);
+	if (sim_step_kick(s)) {
+		rc = mrc__errf(err, errlen, "out of memory");
+		goto fail;
+	}
 	s->progress_every = 1u << 20;
 	*out = s;
 	return 0;
@@ -163,6 +172,7 @@ void mrc_sim_destroy(struct mrc_sim *s)
 	if (!s)
 		return;
 	sim_hosts_free(s);
+	sim_step_free(s);
 	if (s->flows)
 		for (uint32_t i = 0; i < s->n_flows; i++)
 			free(s->flows[i].rbuf);
@@ -254,7 +264,8 @@ int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
 	struct sim_event ev;
 	int done = 0;
 	while (!s->oom && sim_evq_pop(&s->q, &ev)) {
-		int all = s->flows_done + s->flows_failed == s->n_flows;
+		int all = s->flows_done + s->flows_failed == s->n_flows &&
+			  !sim_step_pending(s);
 		if (ev.t > until || (all && ev.t > hold)) {
 			done = 1;
 			break;
@@ -278,11 +289,14 @@ int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
 		case SE_FAULT:
 			sim_fault_apply(s, (uint32_t)ev.arg);
 			break;
+		case SE_STEP:
+			sim_step_event(s, (uint32_t)ev.arg);
+			break;
 		}
 		if (s->cfg.progress && !(s->events & (s->progress_every - 1)))
 			progress(s, 0);
 	}
-	if (!done && s->flows_done + s->flows_failed < s->n_flows)
+	if (!done && (s->flows_done + s->flows_failed < s->n_flows || sim_step_pending(s)))
 		s->stalled = 1;
 	if (s->cfg.progress)
 		progress(s, 1);

@@ -39,6 +39,30 @@ enum mrc_sim_wl_kind {
 	MRC_SIM_WL_RING,           /* ring all-reduce within groups */
 	MRC_SIM_WL_INCAST,         /* many senders, one receiver */
 	MRC_SIM_WL_FLOW,           /* one flow src -> dst */
+	MRC_SIM_WL_STEP,           /* training steps: compute, MoE, gradients
+	                              (sim/step.c, docs/sim.md) */
+};
+
+/* A training step (MRC_SIM_WL_STEP): per step, layers of forward compute
+ * with one MoE layer (dispatch, expert compute, combine: 2-D hierarchical
+ * all-to-all within expert-parallel groups, expert capacity drops), then
+ * backward compute (the MoE layer's two all-to-alls again) whose gradients
+ * are reduced in buckets (ring reduce-scatter + all-gather over dp hosts)
+ * while the backward pass goes on; a step ends when its compute and its
+ * buckets are done.  Times are ns, sizes bytes. */
+struct mrc_sim_step {
+	uint32_t layers, steps;
+	uint32_t moe_layer;        /* forward index of the MoE layer */
+	uint64_t fwd_ns, bwd_ns;   /* per layer (the expert's own the same) */
+	uint32_t tokens;           /* per host per MoE all-to-all (0: no MoE) */
+	uint32_t tok_bytes, topk;
+	double cap;                /* expert capacity factor */
+	double skew;               /* expert popularity: weights exp(skew*N(0,1)) */
+	uint32_t ep;               /* expert-parallel group (0: all hosts) */
+	uint32_t local;            /* its inner dimension (0: hosts per leaf) */
+	uint32_t dp;               /* gradient ring size */
+	uint64_t grad, bucket;     /* gradient bytes per layer, bucket size */
+	uint64_t bulk;             /* background flow per host per step (0: off) */
 };
 
 struct mrc_sim_workload {
@@ -50,6 +74,7 @@ struct mrc_sim_workload {
 	uint32_t senders;          /* incast */
 	uint32_t src, dst;         /* flow; incast receiver (dst) */
 	uint32_t qps;              /* QPs per flow (the flow is split) */
+	struct mrc_sim_step step;  /* MRC_SIM_WL_STEP */
 };
 
 enum mrc_sim_fault_kind {
@@ -174,5 +199,36 @@ int mrc_sim_evs_crossing(const struct mrc_sim *s, uint32_t src, uint32_t dst,
 			 const char *node, uint16_t *evs, size_t max, size_t *n);
 /* Base RTT (ns) of the pair's longest path: data packet out, ACK back. */
 uint64_t mrc_sim_base_rtt(const struct mrc_sim *s, uint32_t src, uint32_t dst);
+
+/* ---- the step workload (sim/step.c) ----------------------------------- */
+enum mrc_sim_phase {
+	MRC_SIM_PH_FWD = 0,        /* computing: forward layer */
+	MRC_SIM_PH_BWD,            /* computing: backward layer */
+	MRC_SIM_PH_EXPERT,         /* computing: the MoE layer's expert */
+	MRC_SIM_PH_A2A,            /* waiting on an all-to-all phase */
+	MRC_SIM_PH_GRAD,           /* waiting on gradient buckets (step end) */
+};
+/* One interval of a host's step: compute phases and the waits between
+ * them (issue 35 reads these as the host's power phases). */
+struct mrc_sim_phase_iv {
+	uint64_t t0_ns, t1_ns;
+	uint32_t step;
+	uint8_t kind;              /* enum mrc_sim_phase */
+};
+/* Intervals of host h in time order (*n of them), or NULL. */
+const struct mrc_sim_phase_iv *mrc_sim_phases(const struct mrc_sim *s, uint32_t h,
+					      uint32_t *n);
+struct mrc_sim_step_result {
+	uint32_t steps, hosts;
+	uint64_t compute_ns;       /* compute per step per host */
+	uint64_t step_ns[64];      /* per step: last host's end - previous */
+	uint64_t exposed_mean_ns[64], exposed_max_ns[64];
+	uint64_t time_to_n_ns;     /* the last host's end of the last step */
+	uint64_t step_trimmed_ns;  /* mean step, best and worst dropped (>=3) */
+	uint64_t tokens, dropped;  /* per step, all hosts, token-expert pairs */
+	int done;                  /* every host finished every step */
+};
+/* -ENOENT when the scenario has no step workload. */
+int mrc_sim_step_result(const struct mrc_sim *s, struct mrc_sim_step_result *r);
 
 #endif

@@ -3,7 +3,7 @@
 # the test-support library instead.
 SIM_SRCS := sim/evq.c sim/fabric.c sim/net.c sim/host.c sim/workload.c \
             sim/fault.c sim/scenario.c sim/stalls.c sim/report.c sim/report_util.c \
-            sim/report_json.c sim/sim.c \
+            sim/report_json.c sim/sim.c sim/step.c \
             sim/record.c
 TEST_SUPPORT_SRCS += $(SIM_SRCS)
 PROGS += mrcsim

@@ -181,7 +181,7 @@ struct sim_stalls {
 
 /* ---- the simulator ----------------------------------------------------- */
 
-enum { SE_ARRIVE = 1, SE_TXDONE, SE_TIMER, SE_START, SE_FAULT };
+enum { SE_ARRIVE = 1, SE_TXDONE, SE_TIMER, SE_START, SE_FAULT, SE_STEP };
 
 struct sim_fault_rec {
 	uint64_t t_ps;
@@ -235,6 +235,7 @@ struct mrc_sim {
 	struct sim_fault_rec frec[MRC_SIM_MAX_FAULTS];
 	uint64_t first_start_ps, last_end_ps;
 	struct sim_stalls stalls;  /* cfg.stalls */
+	struct sim_step_rt *step;  /* the step workload (step.c), or NULL */
 	int stalled, verified, ran, oom;
 	uint32_t progress_every;
 	char desc[256];
@@ -292,6 +293,20 @@ const char *sim_wl_name(uint8_t kind);
 /* stalls.c: the NIC of h has no data packet / sends one again. */
 void sim_stall_begin(struct mrc_sim *s, uint32_t h);
 void sim_stall_end(struct mrc_sim *s, uint32_t h);
+
+/* step.c: the training-step workload */
+struct sim_step_rt;
+int sim_step_gen(struct mrc_sim *s, uint32_t w, uint32_t *cap_flows, uint32_t *cap_conns,
+		 char *err, size_t errlen);
+void sim_step_free(struct mrc_sim *s);
+int sim_step_kick(struct mrc_sim *s);
+void sim_step_event(struct mrc_sim *s, uint32_t h);
+int sim_step_owns(const struct mrc_sim *s, uint32_t f);
+void sim_step_sent(struct mrc_sim *s, uint32_t f);
+void sim_step_recv(struct mrc_sim *s, uint32_t f);
+int sim_step_pending(const struct mrc_sim *s);
+uint64_t sim_step_ideal_ps(const struct mrc_sim *s);
+uint32_t sim_step_nb(const struct mrc_sim *s);
 
 /* fault.c */
 int sim_faults_check(struct mrc_sim *s, char *err, size_t errlen);

@@ -17,8 +17,8 @@
 
 const char *sim_wl_name(uint8_t kind)
 {
-	static const char *n[] = { "permutation", "alltoall", "ring", "incast", "flow" };
-	return kind < 5 ? n[kind] : "?";
+	static const char *n[] = { "permutation", "alltoall", "ring", "incast", "flow", "step" };
+	return kind < 6 ? n[kind] : "?";
 }
 
 uint64_t sim_wire_bytes(const struct mrc_sim *s, uint64_t size)
@@ -208,6 +208,8 @@ static int gen(struct builder *b, uint32_t w, uint32_t *perm, char *err, size_t 
 				    w, wl->src, wl->dst, H);
 		rc = add_flow(b, wl->src, wl->dst, wl->size, w, q, SIM_NONE);
 		break;
+	case MRC_SIM_WL_STEP:
+		return sim_step_gen(s, w, &b->cap_flows, &b->cap_conns, err, errlen);
 	default:
 		return mrc__errf(err, errlen, "workload[%u]: unknown kind %u", w, wl->kind);
 	}
@@ -234,6 +236,14 @@ int sim_workload_build(struct mrc_sim *s, char *err, size_t errlen)
 		j->flow0 = f0;
 		j->nflows = s->n_flows - f0;
 		j->start_ps = UINT64_MAX;
+		if (wl->kind == MRC_SIM_WL_STEP) {
+			/* Flows start as the hosts' programs reach them (step.c,
+			 * which also set their ideals); the job's ideal is the
+			 * compute alone. */
+			j->start_ps = wl->start_ns * SIM_PS_PER_NS;
+			j->ideal_ps = sim_step_ideal_ps(s);
+			continue;
+		}
 		for (uint32_t i = f0; i < s->n_flows; i++) {
 			struct sim_flow *fl = &s->flows[i];
 			if (!fl->triggered) {
@@ -323,7 +333,8 @@ int sim_workload_build(struct mrc_sim *s, char *err, size_t errlen)
 	if (total <= s->cfg.verify_limit) {
 		for (uint32_t i = 0; i < s->n_flows; i++) {
 			struct sim_flow *fl = &s->flows[i];
-			if (s->cfg.wl[fl->wl].kind == MRC_SIM_WL_RING || !fl->size)
+			if (s->cfg.wl[fl->wl].kind == MRC_SIM_WL_RING ||
+			    s->cfg.wl[fl->wl].kind == MRC_SIM_WL_STEP || !fl->size)
 				continue;
 			fl->rbuf = calloc(1, fl->size);
 			if (!fl->rbuf)
@@ -380,6 +391,8 @@ void sim_flow_part_done(struct mrc_sim *s, uint32_t f, int32_t status)
 		s->flows_failed++;
 	else
 		s->flows_done++;
+	if (sim_step_owns(s, f))
+		sim_step_sent(s, f);
 }
 
 void sim_flow_part_recv(struct mrc_sim *s, uint32_t f)
@@ -390,6 +403,8 @@ void sim_flow_part_recv(struct mrc_sim *s, uint32_t f)
 	if (++fl->parts_recv != fl->nconn)
 		return;
 	fl->recv_ps = s->now;
-	if (fl->dep != SIM_NONE)
+	if (sim_step_owns(s, f))
+		sim_step_recv(s, f);
+	else if (fl->dep != SIM_NONE)
 		sim_flow_start(s, fl->dep);
 }
