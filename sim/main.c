@@ -11,11 +11,13 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: mrcsim [--scenario FILE.json] [--KEY VALUE ...] [-j] [--json-out FILE]\n"
-"              [--plot DIR] [--timing] [--quiet]\n"
+"              [--plot DIR] [--phases-out FILE] [--timing] [--quiet]\n"
 "Runs the real MRC engine on every host of a simulated fabric.\n"
 "  -j            JSON report on stdout (instead of the summary table)\n"
 "  --json-out F  also write the JSON report to F\n"
 "  --plot DIR    gnuplot PNGs (goodput, EV states, FCT CDF) and data into DIR\n"
+"  --phases-out F  step workload: each host's phases (CSV: host, step,\n"
+"                phase, start_ns, end_ns), for a power model (issue 35)\n"
 "  --timing      add wall time, events/s and memory to the report\n"
 "  --quiet       no progress line on stderr (default: on when stderr is a tty)\n"
 "Example:\n"
@@ -49,6 +51,32 @@ static char *slurp(const char *path, size_t *len)
 	return b;
 }
 
+static int write_phases(const struct mrc_sim *s, const char *path)
+{
+	static const char *names[] = { "fwd", "bwd", "expert", "a2a_wait", "grad_wait" };
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "mrcsim: --phases-out %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "host,step,phase,start_ns,end_ns\n");
+	struct mrc_sim_step_result r;
+	mrc_sim_step_result(s, &r);   /* r.hosts 0 without a step workload */
+	for (uint32_t h = 0; h < r.hosts; h++) {
+		uint32_t n;
+		const struct mrc_sim_phase_iv *iv = mrc_sim_phases(s, h, &n);
+		for (uint32_t i = 0; iv && i < n; i++)
+			fprintf(f, "%u,%u,%s,%llu,%llu\n", h, iv[i].step,
+				iv[i].kind < 5 ? names[iv[i].kind] : "?",
+				(unsigned long long)iv[i].t0_ns, (unsigned long long)iv[i].t1_ns);
+	}
+	if (fclose(f)) {
+		fprintf(stderr, "mrcsim: --phases-out %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct mrc_sim_cfg cfg;
@@ -56,7 +84,7 @@ int main(int argc, char **argv)
 	cfg.progress = isatty(2);
 	char err[MRC_SIM_ERRLEN];
 	int json = 0, timing = 0, user_wl = 0;
-	const char *json_out = NULL, *plot = NULL;
+	const char *json_out = NULL, *plot = NULL, *phases_out = NULL;
 	struct mrc_sim_cfg base = cfg;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -83,6 +111,10 @@ int main(int argc, char **argv)
 		const char *v = argv[++i];
 		if (!strcmp(a, "--json-out")) {
 			json_out = v;
+			continue;
+		}
+		if (!strcmp(a, "--phases-out")) {
+			phases_out = v;
 			continue;
 		}
 		if (!strcmp(a, "--plot")) {
@@ -140,6 +172,8 @@ int main(int argc, char **argv)
 		}
 	}
 	free(j);
+	if (phases_out && write_phases(s, phases_out))
+		rc = 1;
 	if (plot && mrc_sim_plot(s, plot, err, sizeof(err))) {
 		fprintf(stderr, "mrcsim: %s\n", err);
 		rc = 1;

@@ -48,6 +48,22 @@ void mrc_sim_report_text(const struct mrc_sim *s, int timing, FILE *f)
 			sim_rep_wl_name(s, w), a, j->nflows, b2, d,
 			j->ideal_ps ? (double)(end - st) / (double)j->ideal_ps : 0.0);
 	}
+	struct mrc_sim_step_result sr;
+	if (!mrc_sim_step_result(s, &sr)) {
+		/* Step figures: the trimmed mean step (MLPerf style) and each
+		 * step's exposed communication (step minus compute). */
+		sim_human_time(sr.step_trimmed_ns * SIM_PS_PER_NS, a, sizeof(a));
+		sim_human_time(sr.compute_ns * SIM_PS_PER_NS, b2, sizeof(b2));
+		sim_human_time(sr.time_to_n_ns * SIM_PS_PER_NS, d, sizeof(d));
+		fprintf(f, "step      %u steps%s: step %s (compute %s), %u to done in %s; "
+			"tokens dropped %.2f%%\n          exposed mean/max per step:",
+			sr.steps, sr.done ? "" : " (NOT all done)", a, b2, sr.steps, d,
+			sr.tokens ? 100.0 * (double)sr.dropped / (double)sr.tokens : 0.0);
+		for (uint32_t i = 0; i < sr.steps; i++)
+			fprintf(f, " %.1f/%.1f us", sr.exposed_mean_ns[i] / 1e3,
+				sr.exposed_max_ns[i] / 1e3);
+		fprintf(f, "\n");
+	}
 	fprintf(f, "flows     %u/%u complete%s%s, data %s\n", s->flows_done, s->n_flows,
 		s->flows_failed ? ", FAILED: " : "", s->flows_failed ? "some" : "",
 		s->verified > 0 ? "compared equal" : s->verified < 0 ? "MISMATCH" :

@@ -63,6 +63,39 @@ static void json_str(struct sb *b, const char *v)
 	sb_printf(b, "\"");
 }
 
+/* The step workload's figures (only when the scenario has one, so other
+ * reports are unchanged). */
+static void step_json(struct sb *b, const struct mrc_sim *s)
+{
+	struct mrc_sim_step_result r;
+	if (mrc_sim_step_result(s, &r))
+		return;
+	const struct mrc_sim_step *p = &s->cfg.wl[0].step;
+	for (uint32_t w = 0; w < s->cfg.n_wl; w++)
+		if (s->cfg.wl[w].kind == MRC_SIM_WL_STEP)
+			p = &s->cfg.wl[w].step;
+	sb_printf(b, ",\n  \"step\": {\"hosts\": %u, \"steps\": %u, \"complete\": %s, "
+		  "\"layers\": %u, \"moe_layer\": %u, \"ep\": %u, \"local\": %u, \"dp\": %u, "
+		  "\"buckets\": %u, \"compute_ns\": %llu, \"time_to_n_ns\": %llu, "
+		  "\"step_trimmed_ns\": %llu,\n    \"tokens\": %llu, \"dropped\": %llu, "
+		  "\"drop_share\": %.4f",
+		  r.hosts, r.steps, r.done ? "true" : "false", p->layers, p->moe_layer,
+		  s->step_ep, s->step_local, p->dp, sim_step_nb(s),
+		  (unsigned long long)r.compute_ns, (unsigned long long)r.time_to_n_ns,
+		  (unsigned long long)r.step_trimmed_ns, (unsigned long long)r.tokens,
+		  (unsigned long long)r.dropped,
+		  r.tokens ? (double)r.dropped / (double)r.tokens : 0.0);
+	const char *names[3] = { "step_ns", "exposed_mean_ns", "exposed_max_ns" };
+	const uint64_t *v[3] = { r.step_ns, r.exposed_mean_ns, r.exposed_max_ns };
+	for (int k = 0; k < 3; k++) {
+		sb_printf(b, ",\n    \"%s\": [", names[k]);
+		for (uint32_t i = 0; i < r.steps; i++)
+			sb_printf(b, "%s%llu", i ? ", " : "", (unsigned long long)v[k][i]);
+		sb_printf(b, "]");
+	}
+	sb_printf(b, "}");
+}
+
 int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 {
 	struct sb b = { 0 };
@@ -144,7 +177,9 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 			  (unsigned long long)(j->ideal_ps / SIM_PS_PER_NS),
 			  j->ideal_ps ? (double)(end - st) / (double)j->ideal_ps : 0.0);
 	}
-	sb_printf(&b, "],\n  \"packets\": {\"data_sent\": %llu, \"retransmits\": %llu, "
+	sb_printf(&b, "]");
+	step_json(&b, s);
+	sb_printf(&b, ",\n  \"packets\": {\"data_sent\": %llu, \"retransmits\": %llu, "
 		  "\"acks\": %llu, \"probes\": %llu, \"rto_fires\": %llu, \"trimmed\": %llu, "
 		  "\"trim_nacks\": %llu, \"ecn_marked\": %llu, \"pool_peak\": %llu,\n"
 		  "    \"drops\": {\"buffer\": %llu, \"prio_buffer\": %llu, \"link_down\": %llu, "

@@ -236,6 +236,7 @@ struct mrc_sim {
 	uint64_t first_start_ps, last_end_ps;
 	struct sim_stalls stalls;  /* cfg.stalls */
 	struct sim_step_rt *step;  /* the step workload (step.c), or NULL */
+	uint32_t step_ep, step_local;  /* its groups, as resolved */
 	int stalled, verified, ran, oom;
 	uint32_t progress_every;
 	char desc[256];

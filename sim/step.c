@@ -168,7 +168,9 @@ static int route(struct mrc_sim *s, struct sim_step_rt *rt, uint64_t *P1, uint64
 		free(recv);
 		return -ENOMEM;
 	}
-	uint64_t capn = (uint64_t)ceil(p->cap * p->tokens * p->topk / E);
+	/* An expert (one per host) takes cap times its mean share: the group
+	 * routes E * tokens * topk, over E experts. */
+	uint64_t capn = (uint64_t)ceil(p->cap * p->tokens * p->topk);
 	for (uint32_t g0 = 0; g0 < H; g0 += E) {
 		double tot = 0;
 		for (uint32_t e = 0; e < E; e++) {
@@ -309,6 +311,8 @@ int sim_step_gen(struct mrc_sim *s, uint32_t w, uint32_t *cap_flows, uint32_t *c
 		return mrc__errf(err, errlen, "workload[%u] (step): steps=%u: 1..64", w, p->steps);
 	if (p->bulk && H < 2)
 		return mrc__errf(err, errlen, "workload[%u] (step): bulk needs 2 hosts", w);
+	s->step_ep = p->ep;
+	s->step_local = p->local;
 	rt->nops = p->tokens ? 8 : 0;
 	if (build_prog(rt))
 		return mrc__errf(err, errlen, "step: out of memory"), -ENOMEM;

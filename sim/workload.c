@@ -303,7 +303,7 @@ int sim_workload_build(struct mrc_sim *s, char *err, size_t errlen)
 	free(perm);
 	if (rc)
 		return rc;
-	if (!s->n_flows)
+	if (!s->n_flows && !s->step)   /* a step may be compute alone */
 		return mrc__errf(err, errlen, "workload: the scenario makes no flows");
 	/* The ring flows of one edge share a QP pair: attribute it to the
 	 * first. */
