@@ -176,9 +176,51 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 			rc = mrc__errf(err, errlen, "engine: memory registration failed");
 			goto out;
 		}
+		if (s->step) {
+			x->evmap = calloc(x->npeers, sizeof(*x->evmap));
+			x->nevmap = calloc(x->npeers, sizeof(*x->nevmap));
+			if (!x->evmap || !x->nevmap) {
+				rc = mrc__errf(err, errlen, "hosts: out of memory");
+				goto out;
+			}
+		}
 		for (uint32_t i = 0; i < x->npeers; i++) {
 			uint32_t r = pr[off[h] + i].r, peer;
 			x->peer_host[i] = r;
+			if (x->evmap) {
+				/* Compact: only the pair's usable EVs, in fabric
+				 * order (a peer's path records are 128 bytes per
+				 * EV: 33 KiB at 264 EVs, most of a step's memory,
+				 * while a pair in one leaf has one EV per plane). */
+				pair_allowed(s, h, r, ok, scratch);
+				uint32_t n = 0;
+				for (uint32_t ev = 0; ev < f->nev; ev++)
+					n += ok[ev];
+				x->evmap[i] = malloc((n ? n : 1) * sizeof(uint16_t));
+				uint8_t *pl = malloc(n ? n : 1);
+				if (!x->evmap[i] || !pl) {
+					free(pl);
+					rc = mrc__errf(err, errlen, "hosts: out of memory");
+					goto out;
+				}
+				n = 0;
+				for (uint32_t ev = 0; ev < f->nev; ev++)
+					if (ok[ev]) {
+						pl[n] = plane_of[ev];
+						x->evmap[i][n++] = (uint16_t)ev;
+					}
+				x->nevmap[i] = (uint16_t)n;
+				rc = n ? mrce_peer_add(x->eng, n, pl, &peer) : -ENOENT;
+				free(pl);
+				if (!rc)
+					rc = mrce_peer_set_probe_tokens(x->eng, peer,
+						sim_token(h, r, 0), sim_token(r, h, 0));
+				if (rc || peer != i) {
+					rc = mrc__errf(err, errlen, "engine: peer_add for h%u -> h%u: %d", h, r, rc);
+					goto out;
+				}
+				continue;
+			}
 			rc = mrce_peer_add(x->eng, f->nev, plane_of, &peer);
 			if (!rc)   /* probe tokens per host pair, as auth/ gives */
 				rc = mrce_peer_set_probe_tokens(x->eng, peer,
@@ -226,6 +268,12 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 			pair_allowed(s, fl->src, fl->dst, ok, scratch);
 			attr.flags = MRC_QP_PIN_EV;
 			attr.pin_ev = ecmp_ev(s, c, ok);
+			if (a->evmap) {   /* the engine's index of that EV */
+				uint32_t pa0 = peer_index(s, off, pr, fl->src, fl->dst), i = 0;
+				while (i + 1 < a->nevmap[pa0] && a->evmap[pa0][i] != attr.pin_ev)
+					i++;
+				attr.pin_ev = i;
+			}
 		}
 		uint32_t pa = peer_index(s, off, pr, fl->src, fl->dst);
 		uint32_t pb = peer_index(s, off, pr, fl->dst, fl->src);
@@ -262,6 +310,11 @@ void sim_hosts_free(struct mrc_sim *s)
 		struct sim_host *x = &s->hosts[h];
 		if (x->eng)
 			mrce_destroy(x->eng);
+		if (x->evmap)
+			for (uint32_t i = 0; i < x->npeers; i++)
+				free(x->evmap[i]);
+		free(x->evmap);
+		free(x->nevmap);
 		free(x->peer_host);
 		free(x->peer_rx);
 		free(x->qp_conn);
@@ -294,7 +347,9 @@ static void inject(struct mrc_sim *s, uint32_t h, const struct mrce_tx_pkt *t)
 		return;
 	}
 	uint32_t r = x->peer_host[t->peer];
-	int n = sim_fabric_route(&s->fab, h, r, t->ev, k->route);
+	uint32_t fev = x->evmap ? (t->ev < x->nevmap[t->peer] ? x->evmap[t->peer][t->ev] : UINT32_MAX) :
+		       t->ev;
+	int n = sim_fabric_route(&s->fab, h, r, fev, k->route);
 	if (n <= 0) {
 		/* The engine used an EV without a path: it only uses
 		 * allowed ones, so this counts a simulator or engine bug. */
@@ -439,7 +494,15 @@ void sim_host_plane_link(struct mrc_sim *s, uint32_t h, uint32_t plane, int down
 	 * outside the pair's subset) stay DENIED across the flap. */
 	uint8_t *ok = malloc(s->fab.nev);
 	uint16_t *scratch = malloc(s->fab.nev * sizeof(*scratch));
-	for (uint32_t i = 0; ok && scratch && i < x->npeers; i++) {
+	for (uint32_t i = 0; x->evmap && i < x->npeers; i++) {
+		for (uint32_t j = 0; j < x->nevmap[i]; j++)
+			if (s->fab.plane_of_ev[x->evmap[i][j]] == plane)
+				mrce_ev_set_denied(x->eng, now_ns(s), i, j, down);
+		struct mrce_event e;
+		while (mrce_poll_event(x->eng, &e))
+			sim_record_event(s, h, &e);
+	}
+	for (uint32_t i = 0; !x->evmap && ok && scratch && i < x->npeers; i++) {
 		pair_allowed(s, h, x->peer_host[i], ok, scratch);
 		for (uint32_t ev = 0; ev < s->fab.nev; ev++)
 			if (ok[ev] && s->fab.plane_of_ev[ev] == plane)

@@ -66,7 +66,8 @@ void sim_record_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev
 	const struct sim_host *x = &s->hosts[h];
 	s->evc[s->n_evc++] = (struct mrc_sim_ev_change){ .t_ns = ev->time_ns,
 		.host = h, .peer_host = ev->peer < x->npeers ? x->peer_host[ev->peer] : SIM_NONE,
-		.ev = (uint16_t)ev->ev, .old_state = ev->old_state,
+		.ev = (uint16_t)(x->evmap && ev->peer < x->npeers && ev->ev < x->nevmap[ev->peer] ?
+				 x->evmap[ev->peer][ev->ev] : ev->ev), .old_state = ev->old_state,
 		.new_state = ev->new_state, .reason = ev->reason };
 }
 

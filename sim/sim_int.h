@@ -126,6 +126,11 @@ struct sim_host {
 	uint32_t *peer_host;       /* local peer -> remote host */
 	uint32_t *peer_rx;         /* local peer -> remote's peer for us */
 	uint32_t *qp_conn;         /* qpn & 0xffff -> conn */
+	/* Compact EVs (scenarios with a step workload): the engine knows a
+	 * peer only by the pair's usable EVs, evmap[peer][i] the fabric EV of
+	 * its EV i; NULL: engine EV = fabric EV, unusable ones DENIED. */
+	uint16_t **evmap;
+	uint16_t *nevmap;
 	uint32_t queued;           /* data packets waiting in our NICs */
 	uint32_t src_key, sink_key;
 	uint64_t timer_at;         /* ps of the pending timer event */

@@ -425,15 +425,19 @@ int sim_step_gen(struct mrc_sim *s, uint32_t w, uint32_t *cap_flows, uint32_t *c
 	free(bsz);
 	if (rc)
 		return mrc__errf(err, errlen, "step: out of memory"), -ENOMEM;
-	/* One QP pair per directed host pair (bulk: its own), in pair order. */
+	/* One QP pair per directed host pair (bulk: its own), in pair order.
+	 * Not one pair for both ways: a QP that also sends holds its ACKs up
+	 * to ack_delay_ns (32 us) for data to ride on, which stretched every
+	 * all-to-all phase on an idle fabric by up to that; NCCL, too, keeps
+	 * one connection per direction. */
 	struct key *ks = malloc((size_t)rt->nflows * sizeof(*ks));
 	if (!ks)
 		return mrc__errf(err, errlen, "step: out of memory"), -ENOMEM;
 	for (uint32_t i = 0; i < rt->nflows; i++) {
 		uint32_t f = rt->flow0 + i;
 		uint32_t r = i % rt->per_step;
-		ks[i] = (struct key){ (uint64_t)s->flows[f].src << 33 |
-				      (uint64_t)s->flows[f].dst << 1 | (r >= rt->bulk_start), f };
+		uint32_t a = s->flows[f].src, b = s->flows[f].dst;
+		ks[i] = (struct key){ (uint64_t)a << 33 | (uint64_t)b << 1 | (r >= rt->bulk_start), f };
 	}
 	qsort(ks, rt->nflows, sizeof(*ks), key_cmp);
 	rt->conn0 = s->n_conns;
@@ -466,15 +470,15 @@ int sim_step_gen(struct mrc_sim *s, uint32_t w, uint32_t *cap_flows, uint32_t *c
 	rt->recv_cnt = calloc(nslot, sizeof(uint32_t));
 	rt->sent_cnt = calloc(nslot, sizeof(uint32_t));
 	rt->posted = calloc(nslot, sizeof(uint32_t));
-	rt->qhead = malloc(((size_t)rt->nconns + 1) * sizeof(uint32_t));
-	rt->qtail = malloc(((size_t)rt->nconns + 1) * sizeof(uint32_t));
+	rt->qhead = malloc(((size_t)rt->nconns * 2 + 1) * sizeof(uint32_t));
+	rt->qtail = malloc(((size_t)rt->nconns * 2 + 1) * sizeof(uint32_t));
 	rt->qnext = malloc(((size_t)rt->nflows + 1) * sizeof(uint32_t));
 	rt->step_end = calloc((size_t)rt->N * H, sizeof(uint64_t));
 	rt->hs = calloc(H, sizeof(*rt->hs));
 	if (!rt->recv_cnt || !rt->sent_cnt || !rt->posted || !rt->qhead || !rt->qtail ||
 	    !rt->qnext || !rt->step_end || !rt->hs)
 		return mrc__errf(err, errlen, "step: out of memory"), -ENOMEM;
-	for (uint32_t c = 0; c < rt->nconns; c++)
+	for (uint32_t c = 0; c < 2 * rt->nconns; c++)
 		rt->qhead[c] = rt->qtail[c] = SIM_NONE;
 	rt->pending = H;
 	return 0;
@@ -529,9 +533,10 @@ static int try_post(struct mrc_sim *s, uint32_t f)
 	struct sim_flow *fl = &s->flows[f];
 	struct sim_host *x = &s->hosts[fl->src];
 	const struct sim_conn *cn = &s->conns[fl->conn0];
+	uint32_t qpn = fl->src == s->flows[cn->flow].src ? cn->sqpn : cn->dqpn;
 	struct mrc_sqe wr = { .wr_id = f, .op = MRC_SQE_WRITE_IMM, .lkey = x->src_key,
 		.loff = fl->loff, .len = fl->size, .rkey = fl->rkey, .roff = 0, .imm = f };
-	int rc = mrce_qp_post(x->eng, s->now / SIM_PS_PER_NS, cn->sqpn, &wr);
+	int rc = mrce_qp_post(x->eng, s->now / SIM_PS_PER_NS, qpn, &wr);
 	if (rc == -ENOSPC)
 		return rc;
 	fl->posted = 1;
@@ -565,19 +570,27 @@ static void enqueue(struct sim_step_rt *rt, uint32_t c, uint32_t f, int at_head)
 
 /* Posts flow f, or queues it behind its QP's full send queue (a queue
  * already waiting keeps the order). */
+/* The send queue a flow waits in: its QP pair's end at its source. */
+static uint32_t sq_of(const struct mrc_sim *s, uint32_t f)
+{
+	const struct sim_flow *fl = &s->flows[f];
+	return 2 * (fl->conn0 - s->step->conn0) +
+	       (fl->src != s->flows[s->conns[fl->conn0].flow].src);
+}
+
 static void post(struct mrc_sim *s, uint32_t f)
 {
 	struct sim_step_rt *rt = s->step;
-	uint32_t c = s->flows[f].conn0 - rt->conn0;
+	uint32_t c = sq_of(s, f);
 	if (rt->qhead[c] != SIM_NONE || try_post(s, f) == -ENOSPC)
 		enqueue(rt, c, f, 0);
 }
 
-/* A send completed on conn: post what waited for room. */
-static void unqueue(struct mrc_sim *s, uint32_t conn)
+/* Flow done completed: post what waited for room in its send queue. */
+static void unqueue(struct mrc_sim *s, uint32_t done)
 {
 	struct sim_step_rt *rt = s->step;
-	uint32_t c = conn - rt->conn0;
+	uint32_t c = sq_of(s, done);
 	while (rt->qhead[c] != SIM_NONE) {
 		uint32_t f = rt->qhead[c];
 		rt->qhead[c] = rt->qnext[f - rt->flow0];
@@ -753,7 +766,7 @@ void sim_step_sent(struct mrc_sim *s, uint32_t f)
 	struct sim_step_rt *rt = s->step;
 	const struct sim_flow *fl = &s->flows[f];
 	uint32_t st, o = op_of(rt, f, &st);
-	unqueue(s, fl->conn0);
+	unqueue(s, f);
 	if (o == UINT32_MAX)
 		return;
 	rt->sent_cnt[SLOT(rt, st, o, fl->src)]++;
