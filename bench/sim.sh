@@ -2,7 +2,8 @@
 # Reruns every mrcsim figure reported in docs/sim.md, one scenario after
 # the other on one core.  Usage: bench/sim.sh [OUTDIR] [--quick]
 #   OUTDIR   where NAME.json / NAME.txt go (default bench/results/sim)
-#   --quick  skip the 8,192-host runs (minutes each, 1-1.5 GiB)
+#   --quick  skip the 8,192-host runs (minutes each, 1-1.5 GiB; the step
+#            about 9 GiB)
 # Prints a summary table at the end (jq).  Results are deterministic except
 # the timing fields (wall time, events/s, memory).
 set -eu
@@ -43,6 +44,10 @@ run c1k_spray16M $C1K --workload permutation:size=16M
 run c1k_ecmp $C1K --workload permutation:size=2M --mode ecmp
 run c1k_ecmp8qp $C1K --workload permutation:size=2M,qps=8 --mode ecmp
 
+# Training steps (docs/sim.md "Training steps"): 1,024 hosts, MoE layer
+# as a 2-D all-to-all over all of them (32 x 32), ring buckets of 8.
+run step_c1k $C1K --workload step:steps=3
+
 # Failover: a leaf-spine link of plane 0 fails at 100 us under a
 # permutation of 32 MiB flows (8 planes, 64 hosts, 100 Gbit/s links).
 FO="--topo clos:planes=8,leaves=8,spines=8,hosts=8,rate=100G,delay=500ns --workload permutation:size=32M --bin 5us"
@@ -57,6 +62,11 @@ if [ "$QUICK" = 0 ]; then
 	run c8k_spray --topo clos:planes=8,leaves=256,spines=32,hosts=32,rate=100G,delay=500ns \
 		--workload permutation:size=2M --stalls on
 	run ft8k_spray --topo fattree:k=32,rate=100G,delay=500ns --workload permutation:size=2M
+	# The step at 8,192 hosts: expert-parallel groups of 256 (32 x 8),
+	# a 64-packet window and 64 EVs per pair keep it near 8 GiB.
+	run step_c8k --topo clos:planes=8,leaves=256,spines=32,hosts=32,rate=100G,delay=500ns \
+		--window 64 --paths 64 \
+		--workload step:steps=3,ep=256,tokens=32,grad=128K,bucket=512K
 fi
 
 echo
