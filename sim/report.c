@@ -41,7 +41,10 @@ void mrc_sim_report_text(const struct mrc_sim *s, int timing, FILE *f)
 				end = e;
 		}
 		uint64_t st = j->start_ps == UINT64_MAX ? 0 : j->start_ps;
-		sim_human_bytes(c->wl[w].size, a, sizeof(a));
+		if (c->wl[w].kind == MRC_SIM_WL_STEP)   /* flows of many sizes */
+			snprintf(a, sizeof(a), "various");
+		else
+			sim_human_bytes(c->wl[w].size, a, sizeof(a));
 		sim_human_time(end > st ? end - st : 0, b2, sizeof(b2));
 		sim_human_time(j->ideal_ps, d, sizeof(d));
 		fprintf(f, "workload  %-11s %s x %u flows: done in %s, ideal %s (x%.3f)\n",
