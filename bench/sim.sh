@@ -47,6 +47,7 @@ run c1k_ecmp8qp $C1K --workload permutation:size=2M,qps=8 --mode ecmp
 # Training steps (docs/sim.md "Training steps"): 1,024 hosts, MoE layer
 # as a 2-D all-to-all over all of them (32 x 32), ring buckets of 8.
 run step_c1k $C1K --workload step:steps=3
+run step_c1k_w64 $C1K --window 64 --paths 64 --workload step:steps=3
 
 # Failover: a leaf-spine link of plane 0 fails at 100 us under a
 # permutation of 32 MiB flows (8 planes, 64 hosts, 100 Gbit/s links).
