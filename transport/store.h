@@ -140,11 +140,12 @@ struct mrc__rcqe {
 
 struct mrc__qp {
 	uint8_t used, state, in_active, in_ready, in_ack;
+	uint8_t tclass;             /* enum mrce_tclass (mrce_qp_attr); in
+	                               the padding before err */
 	int32_t err;
 	uint32_t err_psn;           /* the PSN that failed the QP */
 	uint32_t qpn, pd, flags, pin_ev, pin_cur;
 	uint32_t plane_mask;        /* mrce_qp_attr; 0 = every plane */
-	uint8_t tclass;             /* enum mrce_tclass (mrce_qp_attr) */
 	uint32_t peer, rqpn;
 	uint64_t tx_token, rx_token;   /* mrce_qp_set_tokens */
 	struct mrc__qp *active_next, *ready_next, *ack_next;
