@@ -43,7 +43,10 @@ struct mrc_dp_out {
 	uint8_t dscp;             /* DSCP of the IPv6 traffic class (0..63;
 	                             higher bits ignored), so switches can
 	                             queue classes apart; the ECN bits stay
-	                             the datapath's ECT(0).  0: as before */
+	                             the datapath's ECT(0).  0: as before.
+	                             udp, af_xdp, dpdk mark it; verbs does
+	                             not yet (its address handles are cached
+	                             per destination, traffic class 0x02) */
 };
 
 struct mrc_dp_in {
