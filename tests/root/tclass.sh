@@ -13,7 +13,8 @@
 #   - default (no -t, as every QP before classes): DSCP 0 both ways;
 #   - an urgent sender to a default receiver (a peer that knows nothing of
 #     classes): the transfer verifies, data DSCP 46, ACKs DSCP 0;
-#   - probes (not a QP's) are DSCP 0; nothing decodes with a CRC error.
+#   - probes (not a QP's) are DSCP 0; nothing decodes with a CRC error;
+#     mrcctl stats' tx_class counts each run's data in its class.
 # Skipped (exit 77, SKIP line) without tshark.  Bounded, cleans up on exit.
 set -u
 B=${1:-build}
@@ -77,14 +78,14 @@ run() {
 		until_t 10 grep -q "Capturing on" "$tmp/cap$nic.log" || die "dumpcap did not start: $(cat "$tmp/cap$nic.log")"
 	done
 	until_t 10 probed || die "dumpcap saw no probe on both NICs in 10 s"
-	local b0; b0=$(band)
+	local b0 c0 cn=${sc:-default}; b0=$(band); c0=$(stats h0 ".engine.tx_class.$cn")
 	$B/bin/mrc_bulk -S "$(sock h7)" -s $SIZE -i 78 ${rc:+-t $rc} recv >"$tmp/recv" 2>&1 &
 	local rpid=$!
 	timeout 60 $B/bin/mrc_bulk -S "$(sock h0)" -s $SIZE -i 78 ${sc:+-t $sc} send 7 >"$tmp/send" 2>&1 ||
 		die "$name: mrc_bulk send: $(cat "$tmp/send"); recv: $(cat "$tmp/recv")"
 	wait $rpid && grep -q OK "$tmp/recv" && ok "$name: transfer of $SIZE bytes verified ($(tail -n1 "$tmp/recv"))" ||
 		bad "$name: mrc_bulk recv: $(cat "$tmp/recv")"
-	local b1; b1=$(band)
+	local b1 c1; b1=$(band); c1=$(stats h0 ".engine.tx_class.$cn")
 	# Stop once the files hold the transfer's data (bounded), never after a fixed wait.
 	local got=0 want=$((SIZE / 4096))
 	until_t 20 eval 'got=$(datan); test "$got" -ge "$want"' || echo "note: the capture holds $got data packets of $want after 20 s"
@@ -104,6 +105,8 @@ run() {
 		ok "$name: every ACK h7 -> h0 carries DSCP $wa" || bad "$name: ACKs by DSCP '$ad', want only $wa"
 	[ -z "$pd" ] || [ "$pd" = "0 " ] && ok "$name: probes carry DSCP 0" || bad "$name: probe DSCPs '$pd'"
 	[ "$nbad" = 0 ] && ok "$name: no CRC error or malformed packet" || bad "$name: $nbad bad packets"
+	[ $((c1 - c0)) -ge "$got" ] && ok "$name: mrcctl stats counts them as $cn (tx_class.$cn +$((c1 - c0)))" ||
+		bad "$name: tx_class.$cn moved by $((c1 - c0)), fewer than the $got captured"
 	if [ "$wd" = 46 ]; then
 		[ $((b1 - b0)) -ge "$got" ] && ok "$name: the fabric's urgent band took them (class 1:10 +$((b1 - b0)) >= $got)" ||
 			bad "$name: class 1:10 moved by $((b1 - b0)), fewer than the $got urgent data packets"
