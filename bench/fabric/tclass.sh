@@ -105,6 +105,11 @@ for r in $(seq 1 "$REPS"); do
 	echo "$line" | tee -a "$RAW"
 done
 
+{
+echo "# Traffic classes: urgent p99 during a bulk transfer (bench/fabric/tclass.sh)"
+echo
+echo "\`bench/fabric/tclass.sh $B\` (or \`bench/fabric/run.sh $B tclass\`), $(date -u +%F), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)."
+echo
 jq -s -r '
 	def med: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
 	(map(.idle_p99_us) | med) as $idle | (map(.classes_p99_us) | med) as $cp |
@@ -117,5 +122,7 @@ jq -s -r '
 	"| bulk alone | - | - | \($al) | 1.00 | - |",
 	"| classes (urgent + bulk) | \($cp) | \(($cp / $idle * 100 | round) / 100) | \($cm) | \(($cm / $al * 100 | round) / 100) | \(map(.classes_overlap) | add)/\(length) |",
 	"| no classes (default + default) | \($np) | \(($np / $idle * 100 | round) / 100) | \($nm) | \(($nm / $al * 100 | round) / 100) | \(map(.noclass_overlap) | add)/\(length) |",
+	"",
 	"targets: classes p99 / idle <= 1.1: \(if $cp / $idle <= 1.1 then "met" else "NOT met" end); bulk / alone >= 0.8: \(if $cm / $al >= 0.8 then "met" else "NOT met" end)"
 ' "$RAW"
+} | tee "$RES/tclass.md"
