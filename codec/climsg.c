@@ -198,6 +198,8 @@ static int check_req_body(uint16_t type, const void *b, const char **why)
 			BAD("create_qp: pin_ev without the PIN_EV flag");
 		if (c.plane_mask >> MRC_CLI_MAX_PLANES)
 			BAD("create_qp: plane_mask names a plane above 15");
+		if ((c.flags & MRC_CLI_QP_URGENT) && (c.flags & MRC_CLI_QP_BULK))
+			BAD("create_qp: both traffic classes, urgent and bulk");
 		if (c.rsvd)
 			BAD("reserved field not zero");
 		return 0;

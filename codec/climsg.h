@@ -107,7 +107,9 @@ struct mrc_cli_create_qp {
 #define MRC_CLI_QP_PIN_EV 0x1u /* single-path mode on pin_ev */
 #define MRC_CLI_QP_POLLED 0x2u /* SQ polled, no doorbell: woken through
                                   the notify page (mrc/ring.h) */
-#define MRC_CLI_QP_FLAGS  0x3u
+#define MRC_CLI_QP_URGENT 0x4u /* traffic class urgent (mrce_tclass) */
+#define MRC_CLI_QP_BULK   0x8u /* traffic class bulk; not both */
+#define MRC_CLI_QP_FLAGS  0xfu
 struct mrc_cli_qpn {           /* DESTROY_QP, QP_INFO */
 	uint32_t qpn;
 	uint32_t rsvd;

@@ -358,7 +358,8 @@ static int xdp_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_t
 			if (!mrc__nexthop_mac(x->ifname, 0, mac, nh, sizeof(nh)))
 				memcpy(x->a.dmac, mac, 6);
 		}
-		mrc__frame_hdr_write(hdr, &x->a, &o->dst, o->dport ? o->dport : x->a.sport, plen);
+		mrc__frame_hdr_write(hdr, &x->a, &o->dst, o->dport ? o->dport : x->a.sport, plen,
+				     o->dscp);
 		if (!room(x, nf)) {
 			dp->st.tx_eagain++;
 			continue;

@@ -3,7 +3,8 @@
  * const ops table as rdma-core's providers are.  A datapath moves bytes and
  * knows no protocol: it is handed a destination address (in SRv6 uSID
  * mode the address is the path), a plane, and up to three pieces (header,
- * payload straight from registered memory, trailer); it delivers whole
+ * payload straight from registered memory, trailer) and a DSCP to mark
+ * the IPv6 traffic class with; it delivers whole
  * datagrams with their source and ECN mark.  The UDP checksum is zero (the
  * transport's CRC32C protects the data: the UDP checksum cannot cover an
  * address the fabric rewrites hop by hop).  Not thread-safe: one thread
@@ -39,6 +40,13 @@ struct mrc_dp_out {
 	struct in6_addr dst;
 	struct iovec iov[3];
 	uint32_t iovcnt;
+	uint8_t dscp;             /* DSCP of the IPv6 traffic class (0..63;
+	                             higher bits ignored), so switches can
+	                             queue classes apart; the ECN bits stay
+	                             the datapath's ECT(0).  0: as before.
+	                             udp, af_xdp, dpdk mark it; verbs does
+	                             not yet (its address handles are cached
+	                             per destination, traffic class 0x02) */
 };
 
 struct mrc_dp_in {

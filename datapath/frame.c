@@ -28,15 +28,17 @@ static uint16_t get16(const uint8_t *p)
 }
 
 void mrc__frame_hdr_write(uint8_t *buf, const struct mrc__frame_hdr *h,
-			  const struct in6_addr *dst, uint16_t dport, size_t paylen)
+			  const struct in6_addr *dst, uint16_t dport, size_t paylen,
+			  uint8_t dscp)
 {
 	uint8_t *e = buf, *ip = buf + 14, *u = ip + 40;
+	uint8_t tc = (uint8_t)((dscp & 0x3f) << 2 | TCLASS_ECT0);
 	memcpy(e, h->dmac, 6);
 	memcpy(e + 6, h->smac, 6);
 	put16(e + 12, ETH_IPV6);
-	/* version 6, traffic class ECT(0), flow label 0 */
-	ip[0] = 0x60 | TCLASS_ECT0 >> 4;
-	ip[1] = (uint8_t)(TCLASS_ECT0 << 4);
+	/* version 6, traffic class DSCP + ECT(0), flow label 0 */
+	ip[0] = (uint8_t)(0x60 | tc >> 4);
+	ip[1] = (uint8_t)(tc << 4);
 	ip[2] = ip[3] = 0;
 	put16(ip + 4, (uint16_t)(8 + paylen));
 	ip[6] = NH_UDP;
@@ -60,7 +62,7 @@ int mrc__frame_build(uint8_t *buf, size_t cap, const struct mrc__frame_hdr *h,
 	if (paylen > MRC_DP_MAX_DGRAM || cap < MRC__FRAME_HDR_LEN ||
 	    paylen > cap - MRC__FRAME_HDR_LEN)
 		return -EMSGSIZE;
-	mrc__frame_hdr_write(buf, h, &o->dst, o->dport, paylen);
+	mrc__frame_hdr_write(buf, h, &o->dst, o->dport, paylen, o->dscp);
 	uint8_t *p = buf + MRC__FRAME_HDR_LEN;
 	for (uint32_t i = 0; i < o->iovcnt; i++) {
 		if (o->iov[i].iov_len)

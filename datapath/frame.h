@@ -2,7 +2,7 @@
  * (dpdk, af_xdp): build one from a struct mrc_dp_out, parse a received
  * one.  Provider-neutral: no DPDK or XDP type appears here.  What a frame
  * carries is what the udp provider's kernel socket would put on the wire:
- * traffic class ECT(0), hop limit 64, UDP checksum 0 (datapath.h says
+ * traffic class the packet's DSCP with ECT(0), hop limit 64, UDP checksum 0 (datapath.h says
  * why; the kernel-UDP receivers accept it with UDP_NO_CHECK6_RX), so a
  * frame datapath interoperates with kernel UDP on the other end. */
 #ifndef MRC_DATAPATH_FRAME_H
@@ -30,9 +30,11 @@ struct mrc__frame_hdr {
 int mrc__frame_build(uint8_t *buf, size_t cap, const struct mrc__frame_hdr *h,
 		     const struct mrc_dp_out *o);
 /* Only the MRC__FRAME_HDR_LEN header bytes, for paylen bytes of UDP
- * payload that the caller places after them (scatter-gather). */
+ * payload that the caller places after them (scatter-gather); dscp as
+ * mrc_dp_out's. */
 void mrc__frame_hdr_write(uint8_t *buf, const struct mrc__frame_hdr *h,
-			  const struct in6_addr *dst, uint16_t dport, size_t paylen);
+			  const struct in6_addr *dst, uint16_t dport, size_t paylen,
+			  uint8_t dscp);
 
 /* A received frame's UDP datagram. */
 struct mrc__frame_rx {

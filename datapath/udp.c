@@ -290,7 +290,29 @@ static size_t out_len(const struct mrc_dp_out *o)
 
 static int same_dest(const struct mrc_dp_out *a, const struct mrc_dp_out *b)
 {
-	return a->dport == b->dport && !memcmp(&a->dst, &b->dst, sizeof(a->dst));
+	return a->dport == b->dport && (a->dscp & 0x3f) == (b->dscp & 0x3f) &&
+	       !memcmp(&a->dst, &b->dst, sizeof(a->dst));
+}
+
+/* Appends one cmsg to h's control buffer (msg_control set, large
+ * enough: send_plane's ctl). */
+static void put_cmsg(struct msghdr *h, int level, int type, const void *v, size_t n)
+{
+	struct cmsghdr *c = (struct cmsghdr *)((char *)h->msg_control + h->msg_controllen);
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(n);
+	memcpy(CMSG_DATA(c), v, n);
+	h->msg_controllen += CMSG_SPACE(n);
+}
+
+/* A packet of a class (DSCP) other than 0 says so in an IPV6_TCLASS cmsg,
+ * with the socket's ECT(0): one socket per plane carries every class. */
+static void put_tclass(struct msghdr *h, uint8_t dscp)
+{
+	int tc = (dscp & 0x3f) << 2 | 0x02;
+	if (dscp & 0x3f)
+		put_cmsg(h, IPPROTO_IPV6, IPV6_TCLASS, &tc, sizeof(tc));
 }
 
 /* The kernel cannot segment here (no UDP_SEGMENT, or the path's MTU is
@@ -313,7 +335,7 @@ static int send_plane(struct udp_dp *dp, uint32_t plane, const struct mrc_dp_out
 	struct iovec iov[MRC_DP_BATCH * 3];
 	uint32_t segs[MRC_DP_BATCH];
 	union {
-		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		char buf[CMSG_SPACE(sizeof(uint16_t)) + CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} ctl[MRC_DP_BATCH];
 	int gso = dp->gso[plane];
@@ -327,6 +349,10 @@ static int send_plane(struct udp_dp *dp, uint32_t plane, const struct mrc_dp_out
 		struct msghdr *h = &m[nm].msg_hdr;
 		h->msg_name = &to[nm];
 		h->msg_namelen = sizeof(to[nm]);
+		h->msg_control = ctl[nm].buf;
+		put_tclass(h, o->dscp);
+		if (!h->msg_controllen)
+			h->msg_control = NULL;
 		if (!gso) {
 			h->msg_iov = (struct iovec *)o->iov;
 			h->msg_iovlen = o->iovcnt;
@@ -349,14 +375,9 @@ static int send_plane(struct udp_dp *dp, uint32_t plane, const struct mrc_dp_out
 		h->msg_iovlen = ni - first;
 		segs[nm] = n;
 		if (n > 1) {
-			h->msg_control = ctl[nm].buf;
-			h->msg_controllen = sizeof(ctl[nm].buf);
-			struct cmsghdr *c = CMSG_FIRSTHDR(h);
-			c->cmsg_level = SOL_UDP;
-			c->cmsg_type = UDP_SEGMENT;
-			c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
 			uint16_t sz = (uint16_t)len;
-			memcpy(CMSG_DATA(c), &sz, sizeof(sz));
+			h->msg_control = ctl[nm].buf;
+			put_cmsg(h, SOL_UDP, UDP_SEGMENT, &sz, sizeof(sz));
 		}
 	}
 	int sent = sendmmsg(dp->fd[plane], m, nm, 0);

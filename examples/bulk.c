@@ -24,6 +24,7 @@ struct bulk_msg {
 static const char *sock;
 static uint64_t size = 64ull << 20, chunk = 1 << 20;
 static unsigned depth = 64, sid = 7001, passes = 1;
+static uint32_t qp_flags;   /* -t: MRC_QP_URGENT or MRC_QP_BULK */
 
 static int do_recv(void)
 {
@@ -33,7 +34,7 @@ static int do_recv(void)
 	EX_CHECK(mrc_open(sock, &ctx), NULL);
 	EX_CHECK(mrc_alloc_mr(ctx, size, MRC_MR_REMOTE_WRITE | MRC_MR_LOCAL_READ, &dst), ctx);
 	EX_CHECK(mrc_alloc_mr(ctx, 4096, MRC_MR_LOCAL_WRITE, &msg), ctx);
-	EX_CHECK(mrc_create_qp(ctx, NULL, &qp), ctx);
+	EX_CHECK(mrc_create_qp(ctx, &(struct mrc_qp_cfg){ .flags = qp_flags }, &qp), ctx);
 	EX_CHECK(mrc_listen(ctx, sid, 1), ctx);
 	printf("mrc_bulk: waiting for a sender on service %u (%llu bytes)\n", sid,
 	       (unsigned long long)size);
@@ -65,7 +66,7 @@ static int do_send(uint32_t host)
 	EX_CHECK(mrc_alloc_mr(ctx, size + 4096, MRC_MR_LOCAL_READ, &src), ctx);
 	uint8_t *buf = mrc_mr_addr(src);
 	ex_fill(buf, size, size ^ 0x5eedull);
-	struct mrc_qp_cfg cfg = { .sq_entries = 256, .cq_entries = 512 };
+	struct mrc_qp_cfg cfg = { .sq_entries = 256, .cq_entries = 512, .flags = qp_flags };
 	EX_CHECK(mrc_create_qp(ctx, &cfg, &qp), ctx);
 	struct mrc_qp_addr peer;
 	int r;
@@ -116,14 +117,14 @@ static int do_send(uint32_t host)
 static void usage(void)
 {
 	fprintf(stderr, "usage: mrc_bulk [-S socket] [-s size] [-c chunk] [-d depth] [-i sid] "
-			"[-p passes] recv | send HOST\n");
+			"[-p passes] [-t urgent|bulk] recv | send HOST\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	int o;
-	while ((o = getopt(argc, argv, "S:s:c:d:i:p:h")) != -1) {
+	while ((o = getopt(argc, argv, "S:s:c:d:i:p:t:h")) != -1) {
 		switch (o) {
 		case 'S': sock = optarg; break;
 		case 's': size = ex_size(optarg); break;
@@ -131,6 +132,14 @@ int main(int argc, char **argv)
 		case 'd': depth = ex_uint(optarg, "depth"); break;
 		case 'i': sid = ex_uint(optarg, "service id"); break;
 		case 'p': passes = ex_uint(optarg, "passes"); break;
+		case 't':   /* the QP's traffic class (mrc_qp_cfg.flags) */
+			if (!strcmp(optarg, "urgent"))
+				qp_flags = MRC_QP_URGENT;
+			else if (!strcmp(optarg, "bulk"))
+				qp_flags = MRC_QP_BULK;
+			else
+				usage();
+			break;
 		default: usage();
 		}
 	}

@@ -42,6 +42,8 @@ static uint32_t next_imm(struct mrc_qp *qp, struct mrc_ctx *ctx, unsigned *sends
 	}
 }
 
+static uint32_t qp_flags;   /* -t: MRC_QP_URGENT or MRC_QP_BULK */
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -56,7 +58,7 @@ static int run(int server, uint32_t host)
 	struct mrc_qp_addr peer;
 	EX_CHECK(mrc_open(sock, &ctx), NULL);
 	EX_CHECK(mrc_alloc_mr(ctx, size, MRC_MR_REMOTE_WRITE | MRC_MR_LOCAL_READ, &buf), ctx);
-	EX_CHECK(mrc_create_qp(ctx, NULL, &qp), ctx);
+	EX_CHECK(mrc_create_qp(ctx, &(struct mrc_qp_cfg){ .flags = qp_flags }, &qp), ctx);
 	ex_pair(ctx, qp, "mrc_pingpong", server, 1, host, sid, mrc_mr_key(buf), &peer);
 	unsigned total = iters + warmup, sends = 0;
 	double *rtt = calloc(iters, sizeof(double));
@@ -96,13 +98,21 @@ static int run(int server, uint32_t host)
 int main(int argc, char **argv)
 {
 	int o;
-	while ((o = getopt(argc, argv, "S:s:n:i:wh")) != -1) {
+	while ((o = getopt(argc, argv, "S:s:n:i:t:wh")) != -1) {
 		switch (o) {
 		case 'S': sock = optarg; break;
 		case 's': size = ex_size(optarg); break;
 		case 'n': iters = ex_uint(optarg, "iterations"); break;
 		case 'i': sid = ex_uint(optarg, "service id"); break;
 		case 'w': sleepy = 1; break;
+		case 't':   /* the QP's traffic class (mrc_qp_cfg.flags) */
+			if (!strcmp(optarg, "urgent"))
+				qp_flags = MRC_QP_URGENT;
+			else if (!strcmp(optarg, "bulk"))
+				qp_flags = MRC_QP_BULK;
+			else
+				goto usage;
+			break;
 		default: goto usage;
 		}
 	}
@@ -114,6 +124,6 @@ int main(int argc, char **argv)
 		return run(role, host);
 usage:
 	fprintf(stderr, "usage: mrc_pingpong [-S socket] [-s size] [-n iters] [-i sid] [-w] "
-			"server | client HOST\n");
+			"[-t urgent|bulk] server | client HOST\n");
 	return 2;
 }

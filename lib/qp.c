@@ -58,7 +58,8 @@ MRC__API int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg,
 	*out = NULL;
 	struct mrc_cli_create_qp q = { .sq_entries = 256, .cq_entries = 0 };
 	if (cfg) {
-		if (cfg->flags & ~(MRC_QP_PIN | MRC_QP_POLLED) ||
+		if (cfg->flags & ~(MRC_QP_PIN | MRC_QP_POLLED | MRC_QP_URGENT | MRC_QP_BULK) ||
+		    (cfg->flags & MRC_QP_URGENT && cfg->flags & MRC_QP_BULK) ||
 		    cfg->plane_mask >> MRC_QP_MAX_PLANES)
 			return -EINVAL;
 		q.plane_mask = cfg->plane_mask;
@@ -67,7 +68,9 @@ MRC__API int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg,
 			q.sq_entries = cfg->sq_entries;
 		q.cq_entries = cfg->cq_entries;
 		q.flags = (cfg->flags & MRC_QP_PIN ? MRC_CLI_QP_PIN_EV : 0) |
-			  (cfg->flags & MRC_QP_POLLED ? MRC_CLI_QP_POLLED : 0);
+			  (cfg->flags & MRC_QP_POLLED ? MRC_CLI_QP_POLLED : 0) |
+			  (cfg->flags & MRC_QP_URGENT ? MRC_CLI_QP_URGENT : 0) |
+			  (cfg->flags & MRC_QP_BULK ? MRC_CLI_QP_BULK : 0);
 		q.pin_ev = cfg->flags & MRC_QP_PIN ? cfg->pin_ev : 0;
 	}
 	if (!q.cq_entries)

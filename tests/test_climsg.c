@@ -194,6 +194,18 @@ static void test_req_rules(void **state)
 	c.flags = 0;
 	c.pin_ev = 2;
 	expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, sizeof(c)), -EBADMSG);
+	/* Traffic classes: urgent or bulk, never both. */
+	c.pin_ev = 0;
+	c.flags = MRC_CLI_QP_URGENT;
+	expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, sizeof(c)), 0);
+	c.flags = MRC_CLI_QP_BULK;
+	expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, sizeof(c)), 0);
+	c.flags = MRC_CLI_QP_URGENT | MRC_CLI_QP_BULK;
+	expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, sizeof(c)), -EBADMSG);
+	c.flags = 0x10;   /* the first unknown flag after the classes */
+	expect_req(buf, raw_req(buf, MRC_CLI_CREATE_QP, &c, sizeof(c)), -EBADMSG);
+	c.flags = 0;
+	c.pin_ev = 2;
 	/* Any index_base is valid (ring.h "Index base"): the rings' indices
 	 * are free-running, so every start is some lap of some ring. */
 	c.pin_ev = 0;

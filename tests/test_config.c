@@ -28,6 +28,11 @@ static void defaults_are_valid(void **st)
 	assert_int_equal(c.ev_floor, 1);
 	assert_string_equal(c.key_file, "/etc/mrcd/cluster.key");
 	assert_int_equal(c.rnr_retry, 7);
+	/* Traffic classes: default unmarked as before, urgent EF, bulk AF11. */
+	assert_int_equal(c.dscp_default, 0);
+	assert_int_equal(c.dscp_urgent, 46);
+	assert_int_equal(c.dscp_bulk, 10);
+	assert_int_equal(c.bulk_min_pct, 10);
 	/* Every listed key can be set from text (the CLI relies on it). */
 	for (const char *const *k = mrcd_cfg_keys(); *k; k++) {
 		struct mrcd_cfg t = c;
@@ -41,6 +46,8 @@ static void defaults_are_valid(void **st)
 			v = "4096";
 		if (!strcmp(*k, "rnr_retry"))
 			v = "3";
+		if (!strncmp(*k, "dscp_", 5) || !strcmp(*k, "bulk_min_pct"))
+			v = "10";
 		int rc = mrcd_cfg_set(&t, *k, v, err, sizeof(err));
 		if (rc)
 			fail_msg("key %s = %s: %s", *k, v, err);

@@ -84,6 +84,16 @@ static void frame_build_wire_format(void **state)
 	assert_int_equal(rx.sport, 4791);
 	assert_int_equal(rx.dport, 4791);
 	assert_int_equal(rx.ecn, 2);
+	/* A traffic class: the DSCP above ECT(0), the flow label still 0
+	 * (af_xdp and dpdk frames; docs/wire.md "Traffic classes"). */
+	o.dscp = 46;
+	assert_int_equal(mrc__frame_build(f, sizeof(f), &fh, &o), n);
+	assert_int_equal(ip[0] >> 4, 6);
+	assert_int_equal((ip[0] & 0xf) << 4 | ip[1] >> 4, 46 << 2 | 0x02);
+	assert_int_equal((ip[1] & 0xf) | ip[2] | ip[3], 0);
+	assert_int_equal(mrc__frame_parse(f, (size_t)n, &rx), 0);
+	assert_int_equal(rx.ecn, 2);
+	o.dscp = 0;
 	/* an explicit destination port */
 	o.dport = 9999;
 	assert_int_equal(mrc__frame_build(f, sizeof(f), &fh, &o), n);

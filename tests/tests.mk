@@ -1,3 +1,4 @@
 # The root Makefile includes only */*.mk; this pulls in tests/support/.
 include tests/support/support.mk
 TSAN_TESTS += test_trace
+ROOT_TESTS += tests/root/tclass.sh

@@ -57,6 +57,7 @@ void mrc__ack_send(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
 	if (qp)
 		ring_to_sack(qp->rbits, qp->rcv_nxt, h.sack);
 	put_ack(e, t, peer, ev, &h);
+	t->tclass = qp ? qp->tclass : MRC_TC_DEFAULT;
 }
 
 /* The NOQP token bucket (GCRA, one timestamp): at most noqp_per_s NACKs a

@@ -45,6 +45,13 @@ void mrce_cfg_default(struct mrce_cfg *c)
 	c->ack_delay_ns = 32000;
 	c->cc = MRC_CC_NSCC;
 	c->qp_ev_stats = 64;
+	c->bulk_min_pct = 10;
+}
+
+const char *mrce_tclass_name(unsigned tc)
+{
+	static const char *const n[MRC_TC__COUNT] = { "default", "urgent", "bulk" };
+	return tc < MRC_TC__COUNT ? n[tc] : "?";
 }
 
 static int pow2(uint32_t v) { return v && !(v & (v - 1)); }
@@ -54,6 +61,8 @@ static int cfg_check(const struct mrce_cfg *c, const char **why)
 #define BAD(msg) do { if (why) *why = msg; return -EINVAL; } while (0)
 	if (c->mtu < 64 || c->mtu > MRC_MAX_PAYLOAD)
 		BAD("mtu must be 64..9000 payload bytes");
+	if (c->bulk_min_pct > 50)
+		BAD("bulk_min_pct must be 0..50");
 	if (c->max_qps < 1 || c->max_qps > 65535)
 		BAD("max_qps must be 1..65535");
 	if (c->max_peers < 1 || c->max_peers > 65535)
@@ -210,7 +219,8 @@ int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 
 int mrce_tx_pending(const struct mrce *e)
 {
-	return e->ctrl_head != e->ctrl_tail || e->active_head != NULL || mrc__acks_urgent(e);
+	return e->ctrl_head != e->ctrl_tail || e->active_head[0] != NULL ||
+	       e->active_head[1] != NULL || mrc__acks_urgent(e);
 }
 
 int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,

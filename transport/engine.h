@@ -104,6 +104,12 @@ struct mrce_cfg {
 	                              0: never held.  At most 1 ms and
 	                              rto_min_ns / 4 (default 32 us) */
 	enum mrce_cc_algo cc;       /* congestion control (MRC_CC_NSCC) */
+	uint32_t bulk_min_pct;     /* traffic classes (mrce_qp_attr.tclass):
+	                              URGENT QPs send first; while both
+	                              bands have data, the others still get
+	                              this share of the data packets, so
+	                              bulk is never starved.  0..50; 0:
+	                              strict priority (default 10) */
 	uint8_t require_tokens;    /* mrce_qp_connect refuses a QP, or a peer,
 	                              whose tokens are still 0 (default 0; the
 	                              daemon sets it, the simulator does not) */
@@ -187,6 +193,21 @@ enum mrce_qp_state { MRC_QPS_RESET = 0, MRC_QPS_RTS = 1, MRC_QPS_ERROR = 2 };
 #define MRC_QP_RNR_RETRY 0x2u      /* rnr_retry below overrides the cfg's */
 #define MRC_RNR_RETRY_FOREVER 7u
 
+/* Traffic classes of a QP.  mrce_tx serves URGENT QPs' data first and the
+ * rest (DEFAULT and BULK, round robin together) with what is left, never
+ * less than cfg.bulk_min_pct of the data packets while both have work.
+ * Every packet a QP sends (data, ACK, NACK) carries its class out of
+ * mrce_tx (mrce_tx_pkt.tclass) for the caller to mark, e.g. as the IPv6
+ * DSCP; nothing of it is on the MRC wire.  Probes and NOQP NACKs are
+ * DEFAULT. */
+enum mrce_tclass {
+	MRC_TC_DEFAULT = 0,        /* as before classes existed */
+	MRC_TC_URGENT = 1,         /* what a step waits on: latency first */
+	MRC_TC_BULK = 2,           /* background: prefetch, checkpoint */
+	MRC_TC__COUNT
+};
+const char *mrce_tclass_name(unsigned tc);
+
 struct mrce_qp_attr {
 	uint32_t pd;
 	uint32_t flags;            /* MRC_QP_PIN_EV, MRC_QP_RNR_RETRY */
@@ -199,6 +220,8 @@ struct mrce_qp_attr {
 	                              never hangs it); ACKs and control use
 	                              any plane; MRC_QP_PIN_EV overrides it.
 	                              Bits >= MRC_MAX_PLANES: -EINVAL. */
+	uint32_t tclass;           /* enum mrce_tclass (MRC_TC_DEFAULT);
+	                              others: -EINVAL */
 };
 int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qpn);
 /* Frees the QP; outstanding work is dropped without completions. */
@@ -292,6 +315,7 @@ struct mrce_qp_info {
 	uint64_t rnr_rx;           /* RNR NACKs received (retried apart) */
 	uint64_t spurious;         /* losses declared that were reordering */
 	uint32_t plane_mask;       /* as created (mrce_qp_attr) */
+	uint32_t tclass;           /* as created (mrce_qp_attr) */
 	uint64_t plane_tx[MRC_MAX_PLANES]; /* data packets sent per plane: how
 	                              the QP's traffic spreads over the fabric */
 	uint64_t reorder_extra_ns; /* reorder tolerance learned from them (per
@@ -327,10 +351,12 @@ struct mrce_tx_pkt {
 	uint32_t plen;
 	const uint8_t *payload;
 	uint8_t trailer[MRC_TRAILER_LEN];
+	uint8_t tclass;             /* enum mrce_tclass of the QP it is for */
 	uint8_t hdr[MRC_HDR_MAX];
 };
 /* Fills up to max packets: control packets first, then retransmissions and
- * new data of every QP, round robin, as window and congestion allow. */
+ * new data of every QP, round robin within a traffic class, URGENT QPs
+ * before the others (enum mrce_tclass), as window and congestion allow. */
 int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max);
 /* The datagram a packet describes: header, then payload and CRC trailer
  * when it has a payload.  MRCE_TX_PKT_MAX bytes always suffice.  For
@@ -421,6 +447,10 @@ struct mrce_stats {
 	 * ours, exactly (seq and ts_echo): recorded, late or forged; they
 	 * change nothing.  NOQP NACKs not sent by the rate limit. */
 	uint64_t rx_probe_stale, noqp_limited;
+	/* Data packets sent per traffic class, and the turns the scheduler
+	 * gave the other classes over waiting URGENT QPs (their minimum
+	 * share, cfg.bulk_min_pct). */
+	uint64_t tx_class[MRC_TC__COUNT], tx_share_turns;
 };
 void mrce_stats(const struct mrce *e, struct mrce_stats *st);
 

@@ -23,7 +23,7 @@ int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qp
 {
 	if (!attr || !qpn || (attr->flags & ~(MRC_QP_PIN_EV | MRC_QP_RNR_RETRY)) ||
 	    ((attr->flags & MRC_QP_RNR_RETRY) && attr->rnr_retry > MRC_RNR_RETRY_FOREVER) ||
-	    (attr->plane_mask >> MRC_MAX_PLANES))
+	    (attr->plane_mask >> MRC_MAX_PLANES) || attr->tclass >= MRC_TC__COUNT)
 		return -EINVAL;
 	uint32_t i;
 	for (i = 0; i < e->cfg.max_qps && e->qps[i].used; i++)
@@ -56,6 +56,7 @@ int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qp
 	qp->flags = attr->flags;
 	qp->pin_ev = attr->pin_ev;
 	qp->plane_mask = attr->plane_mask;
+	qp->tclass = (uint8_t)attr->tclass;
 	qp->rnr_retry = (attr->flags & MRC_QP_RNR_RETRY) ? attr->rnr_retry : e->cfg.rnr_retry;
 	qp->lst_head = qp->lst_tail = MRC__NIL;
 	qp->rto = e->cfg.rto_init_ns;
@@ -106,7 +107,8 @@ int mrce_qp_destroy(struct mrce *e, uint32_t qpn)
 			m->refs--;
 	}
 	if (qp->in_active)
-		unlink_list(&e->active_head, &e->active_tail, qp,
+		unlink_list(&e->active_head[mrc__band(qp->tclass)],
+			    &e->active_tail[mrc__band(qp->tclass)], qp,
 			    offsetof(struct mrc__qp, active_next));
 	if (qp->in_ready)
 		unlink_list(&e->ready_head, &e->ready_tail, qp,
@@ -363,7 +365,7 @@ int mrce_qp_info(const struct mrce *e, uint32_t qpn, struct mrce_qp_info *info)
 		.bytes_acked = qp->bytes_acked, .spurious = qp->spurious,
 		.reorder_extra_ns = e->peers[qp->peer].reo_extra, .rx_pkts = qp->rx_pkts,
 		.rx_dups = qp->rx_dups, .bytes_placed = qp->bytes_placed,
-		.plane_mask = qp->plane_mask, .ev_other_tx = qp->ev_other_tx,
+		.plane_mask = qp->plane_mask, .tclass = qp->tclass, .ev_other_tx = qp->ev_other_tx,
 		.ev_other_lost = qp->ev_other_lost };
 	memcpy(info->plane_tx, qp->plane_tx, sizeof(info->plane_tx));
 	return 0;

@@ -60,6 +60,8 @@ static void build(struct mrce *e, struct mrc__qp *qp, uint32_t psn, int ev,
 	qp->data_tx_ts = now;
 	pkt->peer = qp->peer;
 	pkt->ev = (uint16_t)ev;
+	pkt->tclass = qp->tclass;
+	e->st.tx_class[qp->tclass]++;
 	pkt->hdr_len = (uint16_t)mrc_wire_put_data(pkt->hdr, &h);
 	pkt->plen = plen;
 	pkt->payload = w->op == MRC_OP_ATOMIC_ADD ? w->add_be : w->lbase + off;

@@ -134,7 +134,9 @@ struct mrce_tx_pkt *mrc__ctrl_slot(struct mrce *e)
 		e->st.ctrl_overflow++;
 		return NULL;
 	}
-	return &e->ctrl[e->ctrl_tail++ & e->ctrl_mask];
+	struct mrce_tx_pkt *t = &e->ctrl[e->ctrl_tail++ & e->ctrl_mask];
+	t->tclass = MRC_TC_DEFAULT;   /* a QP's ACK sets its own */
+	return t;
 }
 
 void mrc__qp_ready(struct mrce *e, struct mrc__qp *qp)
@@ -154,24 +156,42 @@ void mrc__qp_activate(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 {
 	if (qp->in_active || !mrc__qp_can_send(e, qp, now))
 		return;
+	unsigned b = mrc__band(qp->tclass);
 	qp->in_active = 1;
 	qp->active_next = NULL;
-	if (e->active_tail)
-		e->active_tail->active_next = qp;
+	if (e->active_tail[b])
+		e->active_tail[b]->active_next = qp;
 	else
-		e->active_head = qp;
-	e->active_tail = qp;
+		e->active_head[b] = qp;
+	e->active_tail[b] = qp;
 }
 
-/* The next QP that may send, off the list. */
+/* The next QP that may send, off its band's list: URGENT first, but while
+ * both bands wait every (100 / bulk_min_pct)th turn is the other band's,
+ * so bulk keeps its minimum share under any urgent load (a deficit
+ * counter: exact over time, no floating point). */
 struct mrc__qp *mrc__active_pop(struct mrce *e)
 {
-	struct mrc__qp *qp = e->active_head;
+	unsigned b;
+	if (!e->active_head[0])
+		b = 1;
+	else if (!e->active_head[1])
+		b = 0;
+	else {
+		e->share_credit += e->cfg.bulk_min_pct;
+		b = 0;
+		if (e->share_credit >= 100) {
+			e->share_credit -= 100;
+			e->st.tx_share_turns++;
+			b = 1;
+		}
+	}
+	struct mrc__qp *qp = e->active_head[b];
 	if (!qp)
 		return NULL;
-	e->active_head = qp->active_next;
-	if (!e->active_head)
-		e->active_tail = NULL;
+	e->active_head[b] = qp->active_next;
+	if (!e->active_head[b])
+		e->active_tail[b] = NULL;
 	qp->in_active = 0;
 	return qp;
 }

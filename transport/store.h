@@ -13,6 +13,7 @@
 
 #define MRC__NIL 0xffffu          /* end of an intrusive slot list */
 #define MRC__RING_BITS 256        /* bit rings indexed by psn & 255 */
+#define MRC__BANDS 2              /* scheduling bands: URGENT, the rest */
 
 struct mrc__mr {
 	uint8_t *base;
@@ -139,6 +140,8 @@ struct mrc__rcqe {
 
 struct mrc__qp {
 	uint8_t used, state, in_active, in_ready, in_ack;
+	uint8_t tclass;             /* enum mrce_tclass (mrce_qp_attr); in
+	                               the padding before err */
 	int32_t err;
 	uint32_t err_psn;           /* the PSN that failed the QP */
 	uint32_t qpn, pd, flags, pin_ev, pin_cur;
@@ -220,7 +223,11 @@ struct mrce {
 	struct mrce_event *evq;
 	uint32_t evq_head, evq_tail, evq_mask;
 
-	struct mrc__qp *active_head, *active_tail;   /* may send data */
+	/* QPs that may send data, by band: URGENT, then the other classes
+	 * (mrc__band); share_credit counts towards the others' next turn
+	 * while both bands wait (cfg.bulk_min_pct per pop, a turn at 100). */
+	struct mrc__qp *active_head[MRC__BANDS], *active_tail[MRC__BANDS];
+	uint32_t share_credit;
 	struct mrc__qp *ready_head, *ready_tail;     /* have completions */
 	struct mrc__qp *ack_head;                    /* owe a coalesced ACK */
 	uint64_t ack_hold_min;      /* earliest ack_due of a held ACK (may be
@@ -245,6 +252,12 @@ struct mrc__qp *mrc__qp_get(struct mrce *e, uint32_t qpn);
 void mrc__qp_ready(struct mrce *e, struct mrc__qp *qp);
 void mrc__qp_activate(struct mrce *e, struct mrc__qp *qp, uint64_t now);
 struct mrc__qp *mrc__active_pop(struct mrce *e);
+
+/* A class's scheduling band: 0 goes first. */
+static inline unsigned mrc__band(unsigned tclass)
+{
+	return tclass == MRC_TC_URGENT ? 0 : 1;
+}
 
 static inline struct mrc__peer *mrc__peer_get(struct mrce *e, uint32_t peer)
 {

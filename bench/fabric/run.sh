@@ -14,11 +14,14 @@
 #   SCENARIO "libfabric" (bench/fabric/libfabric.sh): fabtests over the mrc
 #   provider vs tcp;ofi_rxm, Open MPI over it vs the TCP BTL; it writes
 #   bench/results/libfabric.md
+#   SCENARIO "tclass" (bench/fabric/tclass.sh): urgent ping-pong p99 idle
+#   and during a 256 MiB bulk transfer, with and without traffic classes;
+#   it writes bench/results/tclass.md
 #   MRC_BENCH_REPS (default 5; failover: MRC_BENCH_FAILOVER_REPS, default 3)
 set -eu
 B=${1:-build}
 [ $# -gt 0 ] && shift
-SCENS=${*:-"bulk failover collisions latency manyqps daemon auth coll datapath libfabric"}
+SCENS=${*:-"bulk failover collisions latency manyqps daemon auth coll datapath libfabric tclass"}
 export B
 if [ "$(id -u)" != 0 ]; then
 	echo "bench/fabric: needs root (network namespaces); fabric benchmarks skipped" >&2
@@ -44,6 +47,9 @@ for s in $SCENS; do
 		# libfabric clients and Open MPI over the mrc provider vs tcp;ofi_rxm
 		# and the TCP BTL (bash; bench/results/libfabric.md)
 		MRC_BENCH_REPS=${MRC_BENCH_REPS:-3} bash bench/fabric/libfabric.sh "$B"
+	elif [ "$s" = tclass ]; then
+		# urgent vs bulk (bash; bench/results/tclass.md)
+		MRC_BENCH_REPS=${MRC_BENCH_REPS:-5} bash bench/fabric/tclass.sh "$B"
 	elif [ "$s" = failover ]; then
 		MRC_BENCH_REPS=${MRC_BENCH_FAILOVER_REPS:-3} sh "bench/fabric/$s.sh"
 	else

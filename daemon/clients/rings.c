@@ -367,7 +367,9 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 	int r = -ENOMEM;
 	if (!q->sf || !q->rf || !q->bl)
 		goto fail;
-	struct mrce_qp_attr attr = { .pd = c->id, .plane_mask = req->plane_mask };
+	struct mrce_qp_attr attr = { .pd = c->id, .plane_mask = req->plane_mask,
+		.tclass = req->flags & MRC_CLI_QP_URGENT ? MRC_TC_URGENT :
+			  req->flags & MRC_CLI_QP_BULK ? MRC_TC_BULK : MRC_TC_DEFAULT };
 	if (req->flags & MRC_CLI_QP_PIN_EV) {
 		attr.flags = MRC_QP_PIN_EV;
 		attr.pin_ev = req->pin_ev;

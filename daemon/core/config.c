@@ -74,6 +74,10 @@ static const struct key keys[] = {
 	U(metrics_idle_timeout_ms, 10, 600000, "a metrics HTTP connection is closed this long after it opened"),
 	S(service_reserve, "service ids reserved for a user: SID[-SID]:uid|user[,...]; empty: none"),
 	S(payload_encryption, "data payloads: off, or aes-gcm (encrypted and authenticated; needs AES-NI)"),
+	U(dscp_default, 0, 63, "DSCP in the IPv6 traffic class of the packets of default-class QPs (0: unmarked, as before classes)"),
+	U(dscp_urgent, 0, 63, "DSCP of urgent-class QPs' packets (46: EF), for switches to queue them apart"),
+	U(dscp_bulk, 0, 63, "DSCP of bulk-class QPs' packets (10: AF11)"),
+	U(bulk_min_pct, 0, 50, "share of data packets urgent QPs leave to the others while both wait (0: strict priority)"),
 	U(qp_ev_stats, 0, 4096, "EVs whose packets and losses are counted per QP for mrcctl qps (16 bytes each per QP; 0: off)"),
 	S(datapath, "how packets reach the plane NICs: udp (kernel sockets), af_xdp, dpdk or verbs (docs/datapaths.md)"),
 	S(datapath_args, "options of the datapath (docs/datapaths.md); empty: its defaults"),
@@ -133,6 +137,12 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	snprintf(c->payload_encryption, sizeof(c->payload_encryption), "off");
 	snprintf(c->datapath, sizeof(c->datapath), "udp");
 	c->qp_ev_stats = 64;
+	/* Traffic classes (docs/wire.md "Traffic classes"): EF for urgent,
+	 * AF11 for bulk, default unmarked as before. */
+	c->dscp_default = 0;
+	c->dscp_urgent = 46;
+	c->dscp_bulk = 10;
+	c->bulk_min_pct = 10;
 }
 
 static const char *levels[] = { "", "", "", "err", "warning", "notice", "info", "debug" };

@@ -149,6 +149,7 @@ static int node_engine(struct mrcd *d, char *err, size_t errlen)
 	ec.cc = strcmp(d->cfg.cc, "fixed") ? MRC_CC_NSCC : MRC_CC_FIXED;
 	ec.rnr_retry = d->cfg.rnr_retry;
 	ec.qp_ev_stats = d->cfg.qp_ev_stats;
+	ec.bulk_min_pct = d->cfg.bulk_min_pct;
 	ec.no_path_timeout_ns = (uint64_t)d->cfg.no_path_timeout_ms * 1000000;
 	/* Every QP and peer gets tokens derived from the cluster key. */
 	ec.require_tokens = 1;

@@ -124,6 +124,16 @@ static void log_event(struct mrcd *d, const struct mrce_event *ev)
 	}
 }
 
+/* The DSCP a packet of class tc is marked with (mrcd.conf dscp_*). */
+static uint8_t class_dscp(const struct mrcd *d, uint8_t tc)
+{
+	switch (tc) {
+	case MRC_TC_URGENT: return (uint8_t)d->cfg.dscp_urgent;
+	case MRC_TC_BULK: return (uint8_t)d->cfg.dscp_bulk;
+	default: return (uint8_t)d->cfg.dscp_default;
+	}
+}
+
 void mrcd_flush(struct mrcd *d)
 {
 	/* Completions first: their owners often post the next work at once
@@ -158,6 +168,7 @@ void mrcd_flush(struct mrcd *d)
 			o->plane = d->topo ? p->plane[pk[i].ev] : 0;
 			o->dport = 0;
 			o->dst = p->dst[pk[i].ev];
+			o->dscp = class_dscp(d, pk[i].tclass);
 			o->iov[0] = (struct iovec){ pk[i].hdr, pk[i].hdr_len };
 			o->iovcnt = 1;
 			if (pk[i].plen) {

@@ -342,6 +342,7 @@ static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *
 	if (q->plane_mask)
 		snprintf(pm, sizeof(pm), "%#x", q->plane_mask);
 	json_object_set_new(j, "planes", json_string(pm));
+	json_object_set_new(j, "class", json_string(mrce_tclass_name(q->tclass)));   /* traffic class */
 	json_object_set_new(j, "evs", qp_evs(d, qpn, q));
 	if (q->ev_other_tx || q->ev_other_lost)
 		json_object_set_new(j, "evs_other", json_pack("{s:I, s:I}",

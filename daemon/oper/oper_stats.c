@@ -88,6 +88,13 @@ static json_t *stats_engine(struct mrcd *d)
 	json_object_update_missing_new(eng, json_pack("{s:I, s:I}",
 		"rx_probe_stale", (json_int_t)s.rx_probe_stale,
 		"noqp_limited", (json_int_t)s.noqp_limited));
+	/* Data packets per traffic class, and the turns the lower band got
+	 * over waiting urgent QPs (bulk_min_pct). */
+	json_t *cls = json_object();
+	for (unsigned k = 0; k < MRC_TC__COUNT; k++)
+		json_object_set_new(cls, mrce_tclass_name(k), json_integer((json_int_t)s.tx_class[k]));
+	json_object_set_new(eng, "tx_class", cls);
+	json_object_set_new(eng, "tx_share_turns", json_integer((json_int_t)s.tx_share_turns));
 	return eng;
 }
 

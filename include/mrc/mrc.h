@@ -135,6 +135,15 @@ struct mrc_qp_cfg {
 #define MRC_QP_POLLED 0x2u   /* no SQ doorbell: the daemon polls the SQ
                                 (adaptively) and is woken through the
                                 notify page (GPU producers, mrc/gpu.h) */
+/* Traffic class (at most one; neither: the default class, as before).
+ * The daemon sends an URGENT QP's data before every other QP's, leaving
+ * the others at least mrcd.conf's bulk_min_pct of the packets while both
+ * have data, and marks each class's packets with its DSCP (mrcd.conf
+ * dscp_urgent, dscp_bulk, dscp_default) so switches can queue them
+ * apart.  BULK shares the lower band with the default class.  A daemon
+ * older than classes refuses either flag (-EINVAL). */
+#define MRC_QP_URGENT 0x4u   /* what a step waits on: dispatch, small reductions */
+#define MRC_QP_BULK   0x8u   /* background: prefetch, checkpoints */
 
 /* cfg NULL: defaults. */
 int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg, struct mrc_qp **out);

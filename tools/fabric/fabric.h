@@ -30,6 +30,9 @@ struct fab {
 	bool json;
 	bool verbose;
 	bool ecmp;                /* plain IPv6 ECMP routes for baselines */
+	int urgent_dscp;          /* DSCP of the priority band on rate-limited
+	                             links (up --urgent-dscp; mrcd.conf's
+	                             dscp_urgent, 46 by default); -1: none */
 	struct mrc_topo *t;
 	struct mrc_usid_block blk;
 };

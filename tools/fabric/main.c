@@ -13,8 +13,12 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: mrc-fabric [-p PREFIX] [-j] [-v] [-t TOPO] COMMAND [ARGS]\n"
-		"  up TOPO [--ecmp]      build the fabric of topology file TOPO (--ecmp: also\n"
-		"                        plain IPv6 ECMP routes for TCP/MPTCP baselines)\n"
+		"  up TOPO [--ecmp] [--urgent-dscp N|none]\n"
+		"                        build the fabric of topology file TOPO (--ecmp: also\n"
+		"                        plain IPv6 ECMP routes for TCP/MPTCP baselines;\n"
+		"                        rate-limited links serve DSCP N (46) ahead of the\n"
+		"                        rest, which keeps 10 %%: the urgent priority band;\n"
+		"                        none: one FIFO per port, as before)\n"
 		"  down                  remove every namespace PREFIX-* (also after a crash)\n"
 		"  show                  nodes, uSIDs, namespaces, links, active faults\n"
 		"  path SRC DST [--plane P (--spine S | --direct) | --ev E]\n"
@@ -74,13 +78,23 @@ static int run(struct fab *f, const char *topo_file, int argc, char **argv)
 		for (; i < argc; i++) {
 			if (!strcmp(argv[i], "--ecmp"))
 				f->ecmp = true;
-			else if (!file)
+			else if (!strcmp(argv[i], "--urgent-dscp") && i + 1 < argc) {
+				char *end;
+				const char *v = argv[++i];
+				long d = strtol(v, &end, 10);
+				if (!strcmp(v, "none"))
+					f->urgent_dscp = -1;
+				else if (*v && !*end && d >= 0 && d <= 63)
+					f->urgent_dscp = (int)d;
+				else
+					file = NULL, i = argc + 1;
+			} else if (!file)
 				file = argv[i];
 			else
 				file = NULL, i = argc + 1;
 		}
 		if (!file || i > argc) {
-			fab_err("usage: up TOPO [--ecmp]");
+			fab_err("usage: up TOPO [--ecmp] [--urgent-dscp 0..63|none]");
 			return -EINVAL;
 		}
 		/* Validate before the root check: a bad file is reported as such. */
@@ -132,7 +146,7 @@ static int run(struct fab *f, const char *topo_file, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct fab f = { .prefix = getenv("MRC_FABRIC_PREFIX") };
+	struct fab f = { .prefix = getenv("MRC_FABRIC_PREFIX"), .urgent_dscp = 46 };
 	const char *topo_file = NULL;
 	int c;
 	if (!f.prefix || !*f.prefix)

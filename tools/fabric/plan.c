@@ -113,6 +113,36 @@ static void plan_ecmp(const struct fab *f, uint32_t node, const char *verb, bool
 	}
 }
 
+/* The priority band of a rate-limited port, as a switch queues traffic
+ * classes apart.  An HTB at the link's rate (sch_prio and sch_ets are not
+ * in every kernel; htb, tbf and u32 are): class 1:10 takes the packets
+ * marked with the urgent DSCP (the IPv6 traffic class, ECN bits masked),
+ * 1:20 everything else.  Urgent is served first (prio 0, up to 90 % of
+ * the rate guaranteed, the whole rate when the rest is idle); the rest
+ * keeps 10 % under any urgent load and borrows whatever urgent leaves.
+ * Each class queues what the tbf alone held (20 ms at the rate). */
+static void plan_band(struct sbuf *tc, const char *dev, uint32_t rate_mbit, uint64_t burst,
+		      int dscp)
+{
+	unsigned long long limit = (unsigned long long)rate_mbit * 1000000 / 8 / 50 + burst;
+	uint32_t hi = rate_mbit - rate_mbit / 10, lo = rate_mbit / 10 ? rate_mbit / 10 : 1;
+	sb_printf(tc, "qdisc add dev %s root handle 1: htb default 20\n", dev);
+	sb_printf(tc, "class add dev %s parent 1: classid 1:1 htb rate %umbit ceil %umbit "
+		  "burst %llu cburst %llu quantum 20000\n", dev, rate_mbit, rate_mbit,
+		  (unsigned long long)burst, (unsigned long long)burst);
+	sb_printf(tc, "class add dev %s parent 1:1 classid 1:10 htb rate %umbit ceil %umbit "
+		  "burst %llu cburst %llu quantum 20000 prio 0\n", dev, hi ? hi : 1, rate_mbit,
+		  (unsigned long long)burst, (unsigned long long)burst);
+	sb_printf(tc, "class add dev %s parent 1:1 classid 1:20 htb rate %umbit ceil %umbit "
+		  "burst %llu cburst %llu quantum 20000 prio 1\n", dev, lo, rate_mbit,
+		  (unsigned long long)burst, (unsigned long long)burst);
+	for (int c = 10; c <= 20; c += 10)
+		sb_printf(tc, "qdisc add dev %s parent 1:%d handle %d: bfifo limit %llu\n",
+			  dev, c, c, limit);
+	sb_printf(tc, "filter add dev %s parent 1: protocol ipv6 prio 1 u32 "
+		  "match ip6 priority 0x%02x 0xfc flowid 1:10\n", dev, (unsigned)dscp << 2);
+}
+
 void fab_plan_node(const struct fab *f, uint32_t node, bool restore,
 		   struct sbuf *ip, struct sbuf *tc)
 {
@@ -139,8 +169,11 @@ void fab_plan_node(const struct fab *f, uint32_t node, bool restore,
 				uint64_t burst = (uint64_t)lk->rate_mbit * 1000000 / 8 / 250;
 				if (burst < 2ull * lk->mtu + 64)
 					burst = 2ull * lk->mtu + 64;
-				sb_printf(tc, "qdisc add dev %s root tbf rate %umbit burst %llu latency 20ms\n",
-					  peer->name, lk->rate_mbit, (unsigned long long)burst);
+				if (f->urgent_dscp >= 0)
+					plan_band(tc, peer->name, lk->rate_mbit, burst, f->urgent_dscp);
+				else
+					sb_printf(tc, "qdisc add dev %s root tbf rate %umbit burst %llu latency 20ms\n",
+						  peer->name, lk->rate_mbit, (unsigned long long)burst);
 			}
 		}
 		fab_sid_prefix(f, peer->usid, sid, sizeof(sid));

@@ -1,0 +1,128 @@
+#!/bin/bash
+# Traffic classes (issue 33 item 3): urgent small-message latency while a
+# bulk transfer runs, on the emulated fabric with its priority band
+# (mrc-fabric up: HTB, DSCP 46 first).  mrcd on h0 and h7 with the default
+# classes (dscp_urgent 46, dscp_bulk 10, bulk_min_pct 10).  Per rep, side
+# by side:
+#   idle      mrc_pingpong -t urgent h0 <-> h7, nothing else: its p99;
+#   alone     mrc_bulk -t bulk of BULK bytes h0 -> h7: its MB/s;
+#   classes   the same bulk, and the urgent ping-pong started once 5 % of
+#             it has landed: the ping-pong's p99, the bulk's MB/s;
+#   noclass   the same with both QPs in the default class (DSCP 0, one
+#             band): what the classes are measured against.
+# The targets: classes p99 <= 1.1 x idle p99, classes bulk >= 80 % of what
+# the urgent traffic leaves (the alone MB/s less the urgent bytes, which
+# at MSG bytes a round trip are nothing).  Medians over REPS reps.  Raw
+# lines in bench/results/raw/tclass.jsonl, a table on stdout.
+# Usage (root): bench/fabric/tclass.sh [BUILD]; env MRC_BENCH_REPS (5),
+# MRC_BENCH_RATE (Mbit/s per link, 500), MRC_BENCH_BULK (256M),
+# MRC_BENCH_PINGS (500: few enough to end inside the bulk, which the
+# "inside" column checks), MRC_BENCH_MSG (64).  The ping-pong sleeps on
+# its completion channel (-w) rather than spinning: a spinning client and
+# server take two cores from mrcd on a small machine.
+set -u
+B=${1:-build}
+P=${MRC_BENCH_PREFIX:-mrcK}
+REPS=${MRC_BENCH_REPS:-5}
+RATE=${MRC_BENCH_RATE:-500}
+BULK=${MRC_BENCH_BULK:-256M}
+N=${MRC_BENCH_PINGS:-500}
+MSG=${MRC_BENCH_MSG:-64}
+RES=${MRC_BENCH_RESULTS:-bench/results}
+RAW="$RES/raw/tclass.jsonl"
+F="$B/bin/mrc-fabric -p $P"
+[ "$(id -u)" = 0 ] || { echo "bench/fabric/tclass: needs root (network namespaces); skipped" >&2; exit 0; }
+tmp=$(mktemp -d)
+declare -A dpid
+bgp=
+fails=0
+cleanup() {
+	for p in $bgp "${dpid[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	$F down >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 143' INT TERM
+. tests/root/lib.sh
+mkdir -p "$RES/raw"
+: >"$RAW"
+cat >"$tmp/topo.json" <<EOF
+{"version": 1, "block": "fcbb:bb00::/32", "mtu": 9216, "rate_mbit": $RATE,
+ "generate": {"planes": 2, "leaves_per_plane": 4, "spines_per_plane": 2, "hosts_per_leaf": 2}}
+EOF
+$F down >/dev/null 2>&1
+$F up "$tmp/topo.json" >/dev/null 2>&1 || { echo "mrc-fabric up failed"; exit 1; }
+start_mrcd h0
+start_mrcd h7
+ctl h0 probe h7 >/dev/null
+BULK_B=$(numfmt --from=iec "$BULK")
+sid=9000
+
+# ping CLASS OUT: the ping-pong, client on h0; prints its p99 (us).
+ping() {
+	local t=$1 out=$2
+	sid=$((sid + 1))
+	$B/bin/mrc_pingpong -S "$(sock h7)" -s $MSG -n $N -i $sid -w ${t:+-t $t} server >"$out.srv" 2>&1 &
+	local sp=$!
+	timeout 120 $B/bin/mrc_pingpong -S "$(sock h0)" -s $MSG -n $N -i $sid -w ${t:+-t $t} client 7 >"$out" 2>&1
+	wait $sp
+	sed -n 's/.* p99 \([0-9.]*\) us.*/\1/p' "$out"
+}
+# bulk_bg CLASS OUT: starts the bulk transfer h0 -> h7 (bpid: sender,
+# brpid: receiver; wait for those only, never a bare wait: mrcd runs in
+# the background too).
+bulk_bg() {
+	local t=$1 out=$2
+	sid=$((sid + 1))
+	$B/bin/mrc_bulk -S "$(sock h7)" -s $BULK -i $sid ${t:+-t $t} recv >"$out.recv" 2>&1 &
+	brpid=$!
+	bgp="$bgp $brpid"
+	timeout 300 $B/bin/mrc_bulk -S "$(sock h0)" -s $BULK -i $sid ${t:+-t $t} send 7 >"$out" 2>&1 &
+	bpid=$!
+	bgp="$bgp $bpid"
+}
+mbs() { sed -n 's/.* \([0-9.]*\) MB\/s.*/\1/p' "$1"; }
+placed() { ctl h7 -j status 2>/dev/null | jq -r '.totals.bytes_placed // 0'; }
+
+for r in $(seq 1 "$REPS"); do
+	idle=$(ping urgent "$tmp/idle")
+	bulk_bg bulk "$tmp/alone"; wait $bpid $brpid
+	alone=$(mbs "$tmp/alone")
+	for c in classes noclass; do
+		t=; bt=; [ $c = classes ] && t=urgent && bt=bulk
+		p0=$(placed)
+		bulk_bg "$bt" "$tmp/b$c"
+		until_t 60 eval '[ $(( $(placed) - p0 )) -ge $((BULK_B / 20)) ]' || echo "note: bulk did not reach 5 % in 60 s"
+		p99=$(ping "$t" "$tmp/p$c")
+		kill -0 $bpid 2>/dev/null && over=1 || over=0   # the ping-pong ended inside the bulk
+		wait $bpid $brpid
+		eval "p99_$c=\$p99; mb_$c=\$(mbs \$tmp/b$c); over_$c=\$over"
+	done
+	line=$(printf '{"rep":%d,"rate_mbit":%d,"bulk_bytes":%d,"msg":%d,"pings":%d,"idle_p99_us":%s,"alone_mb_s":%s,"classes_p99_us":%s,"classes_mb_s":%s,"classes_overlap":%s,"noclass_p99_us":%s,"noclass_mb_s":%s,"noclass_overlap":%s}' \
+		"$r" "$RATE" "$BULK_B" "$MSG" "$N" "${idle:-null}" "${alone:-null}" "${p99_classes:-null}" "${mb_classes:-null}" "$over_classes" \
+		"${p99_noclass:-null}" "${mb_noclass:-null}" "$over_noclass")
+	echo "$line" | tee -a "$RAW"
+done
+
+{
+echo "# Traffic classes: urgent p99 during a bulk transfer (bench/fabric/tclass.sh)"
+echo
+echo "\`bench/fabric/tclass.sh $B\` (or \`bench/fabric/run.sh $B tclass\`), $(date -u +%F), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)."
+echo
+jq -s -r '
+	def med: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
+	(map(.idle_p99_us) | med) as $idle | (map(.classes_p99_us) | med) as $cp |
+	(map(.noclass_p99_us) | med) as $np | (map(.alone_mb_s) | med) as $al |
+	(map(.classes_mb_s) | med) as $cm | (map(.noclass_mb_s) | med) as $nm |
+	"medians over \(length) reps (\(.[0].rate_mbit) Mbit/s links, \(.[0].bulk_bytes / 1048576) MiB bulk, \(.[0].pings) round trips of \(.[0].msg) B):",
+	"| contender | urgent p99 (us) | p99 / idle | bulk MB/s | bulk / alone | ping-pong inside bulk |",
+	"|---|---|---|---|---|---|",
+	"| idle (urgent, no load) | \($idle) | 1.00 | - | - | - |",
+	"| bulk alone | - | - | \($al) | 1.00 | - |",
+	"| classes (urgent + bulk) | \($cp) | \(($cp / $idle * 100 | round) / 100) | \($cm) | \(($cm / $al * 100 | round) / 100) | \(map(.classes_overlap) | add)/\(length) |",
+	"| no classes (default + default) | \($np) | \(($np / $idle * 100 | round) / 100) | \($nm) | \(($nm / $al * 100 | round) / 100) | \(map(.noclass_overlap) | add)/\(length) |",
+	"",
+	"targets: classes p99 / idle <= 1.1: \(if $cp / $idle <= 1.1 then "met" else "NOT met" end); bulk / alone >= 0.8: \(if $cm / $al >= 0.8 then "met" else "NOT met" end)"
+' "$RAW"
+} | tee "$RES/tclass.md"
