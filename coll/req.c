@@ -396,7 +396,8 @@ int mrc__coll_submit_body(struct mrc_coll *c, int (*body)(struct mrc_coll *, voi
 		void *a = malloc(argb ? argb : 1);
 		if (!a)
 			return -ENOMEM;
-		memcpy(a, arg, argb);
+		if (argb)
+			memcpy(a, arg, argb);
 		int r = body(c, a);
 		free(a);
 		return r;
@@ -409,7 +410,8 @@ int mrc__coll_submit_body(struct mrc_coll *c, int (*body)(struct mrc_coll *, voi
 		free(q);
 		return -ENOMEM;
 	}
-	memcpy(q->arg, arg, argb);
+	if (argb)
+		memcpy(q->arg, arg, argb);
 	q->body = body;
 	enqueue(c, q);
 	if (reqp) {
