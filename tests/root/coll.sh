@@ -162,6 +162,14 @@ nb_fault() {
 	[ $injected = 1 ] && effect "$name" "$before" "$check"
 	$F restore >/dev/null || bad "$name: mrc-fabric restore failed"
 }
+# The benchmark on the healthy fabric first: exposed communication per
+# step, blocking vs overlap (figures in docs/coll.md).
+part nb && { launch nb-bench -C overlap -O 8,1048576,2000,100,1 -n 10 -w 2 -T 20000
+if finish "nb-bench" 600 && grep -q "Out of bounds values : 0 OK" "$tmp/nb-bench.0"; then
+	ok "non-blocking benchmark, 8 ranks: $(grep -E '^ +(blocking|overlap|comm_only)' "$tmp/nb-bench.0" | awk '{printf "%s %s us (exposed %s); ", $1, $2, $4}')"
+else
+	bad "non-blocking benchmark: $(tail -n3 "$tmp/nb-bench.0" | tr '\n' ' ')"
+fi; cat "$tmp/nb-bench.0"; }
 part nb && nb_fault "non-blocking: spine p0s1 blackholed mid-run" "fail p0s1 --silent" \
 	'.a["0/1"].state == "ASSUMED_BAD" or .a["0/1"].lost > (.b["0/1"].lost // 0)'
 part nb && nb_fault "non-blocking: 3% loss at spine p1s0 mid-run" "drop p1s0 3" \

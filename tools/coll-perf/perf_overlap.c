@@ -123,7 +123,7 @@ int mrc__perf_overlap(struct mrc_coll *c, size_t B, size_t bucket_bytes, double 
 			r = -ENOMEM;
 	if (!r && B > MRC_COLL_INFLIGHT_DEFAULT)
 		r = mrc_coll_set_max_inflight(c, (uint32_t)B);
-	static const char *const name[] = { "blocking", "overlap", "comm only" };
+	static const char *const name[] = { "blocking", "overlap", "comm_only" };
 	double med[3] = { 0 };
 	if (!r && me == 0)
 		printf("# mrc-coll-perf overlap: %u ranks, %zu buckets of %zu bytes (float32 all-reduce), compute %.0f us per bucket (%s), tests every %.0f us, %d steps\n"
