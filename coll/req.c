@@ -245,6 +245,9 @@ static int step(struct mrc_coll *c, struct mrc_coll_req *q, int *prog, int *shm)
  * on, its collectives failing at once, so that it frees what it holds). */
 static void fail_all(struct mrc_coll *c, int err)
 {
+	/* Sticky first: a resumed body's further collectives must fail at
+	 * their start, not wait for a stage that would never run. */
+	mrc__coll_fail(c, err);
 	while (c->head) {
 		struct mrc_coll_req *q = c->head;
 		if (q->x_on) {
