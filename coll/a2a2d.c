@@ -20,12 +20,52 @@ static int phase_bufs(size_t *sc, size_t *rc, uint32_t n, size_t esz, uint8_t **
 	return *sb && *rb ? 0 : -ENOMEM;
 }
 
+/* The call's arguments, for its body (req.c). */
+struct a2a2d_args {
+	uint32_t L;
+	const void *sendbuf;
+	const size_t *sendcounts, *sdispls, *recvcounts, *rdispls;
+	void *recvbuf;
+	int dtype;
+};
+
+static int a2a2d_body(struct mrc_coll *c, void *arg)
+{
+	const struct a2a2d_args *a = arg;
+	return mrc__coll_alltoallv_2d(c, a->L, a->sendbuf, a->sendcounts, a->sdispls, a->recvbuf,
+				      a->recvcounts, a->rdispls, a->dtype, NULL);
+}
+
+static int a2a2d_start(struct mrc_coll *c, uint32_t L, const void *sendbuf,
+		       const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+		       const size_t *recvcounts, const size_t *rdispls, int dtype,
+		       struct mrc_coll_req **req)
+{
+	if (!c || !mrc_coll_dtype_size(dtype) || L == 0 || c->n % L)
+		return -EINVAL;
+	struct a2a2d_args a = { L, sendbuf, sendcounts, sdispls, recvcounts, rdispls, recvbuf,
+				dtype };
+	return mrc__coll_submit_body(c, a2a2d_body, &a, sizeof(a), req);
+}
+
 int mrc_coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 			  const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
 			  const size_t *recvcounts, const size_t *rdispls, int dtype)
 {
-	return mrc__coll_alltoallv_2d(c, L, sendbuf, sendcounts, sdispls, recvbuf, recvcounts,
-				      rdispls, dtype, NULL);
+	return a2a2d_start(c, L, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype,
+			   NULL);
+}
+
+int mrc_coll_ialltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
+			   const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+			   const size_t *recvcounts, const size_t *rdispls, int dtype,
+			   struct mrc_coll_req **req)
+{
+	if (!req)
+		return -EINVAL;
+	*req = NULL;
+	return a2a2d_start(c, L, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype,
+			   req);
 }
 
 /* What every step of one call shares: the shape (n ranks, L per node, G

@@ -154,6 +154,23 @@ struct mrc__coll_peer {
 	struct mrc__shm_ring stx, srx;   /* to it, from it */
 };
 
+/* One run of a schedule (run.c): its buffers, what is done, and where
+ * each peer's next send and receive step is. */
+struct mrc__coll_exec {
+	const struct mrc__coll_sched *s;
+	const void *in;
+	void *out;
+	const struct mrc__coll_memops *ops;   /* host or device, picked at its start */
+	uint8_t *tmp, *done;
+	size_t esz, left;
+	int dtype, op, prog, shm, spread;
+	size_t *sc, *rc;           /* [np] next SEND, RECV step per peer */
+	size_t *rstep, *rfirst;    /* spread: RECV steps by source rank */
+};
+/* The no-progress clock of the waits (run.c idle_step). */
+struct mrc__coll_idle { int64_t last; int spins, shm; };
+struct mrc_coll_req;
+
 struct mrc_coll {
 	struct mrc_ctx *ctx;
 	uint32_t n, me, host;
@@ -187,6 +204,15 @@ struct mrc_coll {
 	 * call (perf on the fabric bench: most of a rank's CPU). */
 	void *scr[10];
 	size_t scr_cap[10];
+	/* Requests (req.c): started and not yet complete, in the order they
+	 * were started; only the head runs (the order every rank sees), at
+	 * most max_inflight of them. */
+	struct mrc_coll_req *head, *tail;
+	uint32_t inflight, max_inflight;
+	struct mrc_coll_req *co_cur;   /* the request whose body is running */
+	void *co_stack;                /* a spare coroutine stack */
+	struct mrc__coll_idle idle;
+	uint64_t req_started, req_done;   /* counters (tests, mrc-coll-perf) */
 };
 /* EIN: the experts' input that mrc_coll_moe_dispatch_kept hands out. */
 enum { MRC__SCR_SEND, MRC__SCR_RECV, MRC__SCR_FWD, MRC__SCR_OUT, MRC__SCR_PART, MRC__SCR_BACK,
@@ -216,9 +242,39 @@ int mrc__coll_allreduce_algo(const struct mrc_coll *c, uint64_t bytes);
 int mrc__coll_allreduce_sched(const struct mrc_coll *c, struct mrc__coll_sched *s, size_t count,
 			      size_t esz);
 
-/* Runs one rank's schedule; in/out/dtype/op as the collective's. */
-int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const void *in, void *out,
-		  int dtype, int op);
+/* Runs one rank's schedule; in/out/dtype/op as the collective's (req.c):
+ * takes s (freed here, whatever the outcome).  reqp NULL: returns when it
+ * is done (inside a request's body: as that request's next stage); else
+ * queues it as a request (*reqp) and returns at once, -EAGAIN when
+ * max_inflight are already in flight. */
+int mrc__coll_submit(struct mrc_coll *c, struct mrc__coll_sched *s, const void *in, void *out,
+		     int dtype, int op, struct mrc_coll_req **reqp);
+/* A call in several stages with host work between them (the 2-D
+ * all-to-allv, MoE dispatch and combine): body(c, arg) runs on a stack
+ * of its own (a coroutine) when the request reaches the head, its
+ * collectives run as the request's stages, in order with the others.
+ * arg (argb bytes) is copied into the request.  reqp NULL: waits for it
+ * (inside a body: runs body directly). */
+int mrc__coll_submit_body(struct mrc_coll *c, int (*body)(struct mrc_coll *, void *),
+			  const void *arg, size_t argb, struct mrc_coll_req **reqp);
+/* Fails and frees every request still queued (mrc_coll_destroy). */
+void mrc__coll_req_drop(struct mrc_coll *c);
+/* The spare coroutine stack (mrc_coll_destroy). */
+void mrc__coll_stack_free(struct mrc_coll *c);
+/* The executor (run.c): start (0 or -errno; nothing to end on error),
+ * one pass (1: done, 0: not yet, or -errno), end (frees). */
+int mrc__coll_exec_start(struct mrc_coll *c, struct mrc__coll_exec *x,
+			 const struct mrc__coll_sched *s, const void *in, void *out, int dtype,
+			 int op);
+int mrc__coll_exec_step(struct mrc_coll *c, struct mrc__coll_exec *x);
+void mrc__coll_exec_end(struct mrc_coll *c, struct mrc__coll_exec *x);
+/* The waits' idle step (yield, then sleep on the doorbells; -ETIMEDOUT
+ * after timeout_ms without progress), and its clock's reset. */
+int mrc__coll_idle(struct mrc_coll *c, int progressed, int shm);
+void mrc__coll_idle_reset(struct mrc_coll *c);
+/* Makes ops c's table for this thread's copies and reductions
+ * (memops_dev.c). */
+void mrc__coll_use(struct mrc_coll *c, const struct mrc__coll_memops *ops);
 int mrc__coll_fail(struct mrc_coll *c, int err);
 /* run.c: every completion waiting (how many, or the error); a wait of at
  * most ms for more */

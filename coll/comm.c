@@ -126,6 +126,7 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 		c->nonce = (uint64_t)getpid() << 32 ^ (uint64_t)mrc__coll_now_ms() ^ (uintptr_t)c;
 	mrc__coll_algo_init(c, cfg);
 	c->epfd = -1;
+	c->max_inflight = MRC_COLL_INFLIGHT_DEFAULT;
 	int64_t end = mrc__coll_now_ms() + c->timeout_ms;
 	c->p = calloc(c->np, sizeof(*c->p));
 	c->leaf = calloc(c->n, sizeof(*c->leaf));
@@ -184,6 +185,9 @@ void mrc_coll_destroy(struct mrc_coll *c)
 {
 	if (!c)
 		return;
+	/* Calls still in flight are complete with -ECANCELED (their peers
+	 * told); their requests stay for the caller's test or wait. */
+	mrc__coll_req_drop(c);
 	/* Our last messages must be placed before our QPs go (bounded). */
 	int64_t end = mrc__coll_now_ms() + c->timeout_ms;
 	for (int busy = 1; busy && c->ctx && c->epfd >= 0 && mrc__coll_now_ms() < end;) {
@@ -201,6 +205,7 @@ void mrc_coll_destroy(struct mrc_coll *c)
 	mrc__coll_dev_release(c);   /* unpins the regions before they go */
 	for (size_t i = 0; i < sizeof(c->scr) / sizeof(c->scr[0]); i++)
 		free(c->scr[i]);
+	mrc__coll_stack_free(c);
 	for (uint32_t j = 0; c->p && j < c->n; j++) {
 		mrc__shm_close(&c->p[j].stx);
 		mrc__shm_close(&c->p[j].srx);

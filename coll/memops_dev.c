@@ -96,6 +96,14 @@ int mrc_coll_set_memory(struct mrc_coll *c, int mem)
 	return r ? r : mrc__coll_dev_attach(c, d, mem);
 }
 
+void mrc__coll_use(struct mrc_coll *c, const struct mrc__coll_memops *ops)
+{
+	/* A stage of a queued request runs after other calls may have
+	 * picked: its table (and this thread's communicator) again. */
+	cur = c;
+	c->ops = ops;
+}
+
 int mrc__coll_pick(struct mrc_coll *c, const void *in, const void *out)
 {
 	cur = c;

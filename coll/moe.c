@@ -242,19 +242,77 @@ static int expand(struct mrc_coll_moe_plan *p, const uint8_t *rbuf, size_t strid
 }
 
 
+/* A dispatch's or a combine's arguments, for its body (req.c). */
+struct moe_args {
+	struct mrc_coll_moe_cfg cfg;
+	size_t T;
+	const int32_t *idx;
+	const float *w;
+	const void *tokens;
+	int flags;
+	struct mrc_coll_moe_plan **plan, *cplan;
+	void **expert_in;
+	size_t *counts;
+	const void *expert_out;
+	void *out;
+};
+
+static int dispatch_body(struct mrc_coll *c, void *arg)
+{
+	struct moe_args *a = arg;
+	return mrc__coll_moe_dispatch(c, &a->cfg, a->T, a->idx, a->w, a->tokens, a->flags, a->plan,
+				      a->expert_in, a->counts);
+}
+
+static int dispatch_start(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
+			  const int32_t *idx, const float *w, const void *tokens, int flags,
+			  struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts,
+			  struct mrc_coll_req **req)
+{
+	if (!c || !cfg)
+		return -EINVAL;
+	struct moe_args a = { .cfg = *cfg, .T = T, .idx = idx, .w = w, .tokens = tokens,
+			      .flags = flags, .plan = plan, .expert_in = expert_in,
+			      .counts = counts };
+	return mrc__coll_submit_body(c, dispatch_body, &a, sizeof(a), req);
+}
+
 int mrc_coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
 			  const int32_t *idx, const float *w, const void *tokens,
 			  struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts)
 {
-	return mrc__coll_moe_dispatch(c, cfg, T, idx, w, tokens, 0, plan, expert_in, counts);
+	return dispatch_start(c, cfg, T, idx, w, tokens, 0, plan, expert_in, counts, NULL);
 }
 
 int mrc_coll_moe_dispatch_kept(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
 			       const int32_t *idx, const float *w, const void *tokens,
 			       struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts)
 {
-	return mrc__coll_moe_dispatch(c, cfg, T, idx, w, tokens, MRC__MOE_KEPT, plan, expert_in,
-				      counts);
+	return dispatch_start(c, cfg, T, idx, w, tokens, MRC__MOE_KEPT, plan, expert_in, counts,
+			      NULL);
+}
+
+int mrc_coll_moe_idispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
+			   const int32_t *idx, const float *w, const void *tokens,
+			   struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts,
+			   struct mrc_coll_req **req)
+{
+	if (!req)
+		return -EINVAL;
+	*req = NULL;
+	return dispatch_start(c, cfg, T, idx, w, tokens, 0, plan, expert_in, counts, req);
+}
+
+int mrc_coll_moe_idispatch_kept(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
+				const int32_t *idx, const float *w, const void *tokens,
+				struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts,
+				struct mrc_coll_req **req)
+{
+	if (!req)
+		return -EINVAL;
+	*req = NULL;
+	return dispatch_start(c, cfg, T, idx, w, tokens, MRC__MOE_KEPT, plan, expert_in, counts,
+			      req);
 }
 
 /* The arguments' checks: -EINVAL, or the communicator's error. */
@@ -421,8 +479,38 @@ fail:
 }
 
 
+static int combine(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const void *expert_out,
+		   void *out);
+
+static int combine_body(struct mrc_coll *c, void *arg)
+{
+	struct moe_args *a = arg;
+	return combine(c, a->cplan, a->expert_out, a->out);
+}
+
 int mrc_coll_moe_combine(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const void *expert_out,
 			 void *out)
+{
+	if (!c || !p || !out || (p->n_recv && !expert_out))
+		return -EINVAL;
+	struct moe_args a = { .cplan = p, .expert_out = expert_out, .out = out };
+	return mrc__coll_submit_body(c, combine_body, &a, sizeof(a), NULL);
+}
+
+int mrc_coll_moe_icombine(struct mrc_coll *c, struct mrc_coll_moe_plan *p,
+			  const void *expert_out, void *out, struct mrc_coll_req **req)
+{
+	if (!req)
+		return -EINVAL;
+	*req = NULL;
+	if (!c || !p || !out || (p->n_recv && !expert_out))
+		return -EINVAL;
+	struct moe_args a = { .cplan = p, .expert_out = expert_out, .out = out };
+	return mrc__coll_submit_body(c, combine_body, &a, sizeof(a), req);
+}
+
+static int combine(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const void *expert_out,
+		   void *out)
 {
 	if (!c || !p || !out || (p->n_recv && !expert_out))
 		return -EINVAL;

@@ -147,9 +147,8 @@ int mrc__coll_wait_peers(struct mrc_coll *c, int ms)
 /* The idle part of every wait loop: a few yields (a peer on this host
  * may need the core), then sleep on the doorbells; -ETIMEDOUT (and abort)
  * once nothing happened for timeout_ms. */
-struct idle { int64_t last; int spins, shm; };
 
-static int idle_step(struct mrc_coll *c, struct idle *w, int progressed)
+static int idle_step(struct mrc_coll *c, struct mrc__coll_idle *w, int progressed)
 {
 	int64_t t = mrc__coll_now_ms();
 	if (progressed) {
@@ -185,19 +184,9 @@ static size_t next_step(const struct mrc__coll_sched *s, size_t i, uint8_t kind,
 	return i;
 }
 
-/* One run of a schedule: its buffers and what is done. */
-struct run {
-	const struct mrc__coll_sched *s;
-	const void *in;
-	void *out;
-	uint8_t *tmp, *done;
-	size_t esz, left;
-	int dtype, op, prog;
-};
-
 /* Combines an arrived chunk (a QP slot or a ring's) into step i's place:
  * the step is done. */
-static void place(struct mrc_coll *c, struct run *x, size_t i, const uint8_t *chunk)
+static void place(struct mrc_coll *c, struct mrc__coll_exec *x, size_t i, const uint8_t *chunk)
 {
 	const struct mrc__coll_step *st = &x->s->s[i];
 	uint8_t *dst = buf_of(st->dst, x->in, x->out, x->tmp) + st->dst_off;
@@ -213,7 +202,7 @@ static void place(struct mrc_coll *c, struct run *x, size_t i, const uint8_t *ch
 
 /* Combines the chunk in QP j's oldest arrived slot into step i's place
  * and frees the slot (its credit goes back with the next pass). */
-static int consume(struct mrc_coll *c, struct run *x, uint32_t j, size_t i)
+static int consume(struct mrc_coll *c, struct mrc__coll_exec *x, uint32_t j, size_t i)
 {
 	struct mrc__coll_peer *p = &c->p[j];
 	const uint8_t *chunk = c->rxb + slot_off(c, j, p->consumed);
@@ -235,7 +224,7 @@ static int has_room(const struct mrc_coll *c, uint32_t j)
 
 /* Step i's chunk to QP j: copy to staging, then one WRITE_WITH_IMM
  * carries data and signal together.  1: posted; 0: the SQ is full. */
-static int post_chunk(struct mrc_coll *c, struct run *x, uint32_t j, size_t i, uint32_t imm)
+static int post_chunk(struct mrc_coll *c, struct mrc__coll_exec *x, uint32_t j, size_t i, uint32_t imm)
 {
 	struct mrc__coll_peer *p = &c->p[j];
 	const struct mrc__coll_step *st = &x->s->s[i];
@@ -259,7 +248,7 @@ static int post_chunk(struct mrc_coll *c, struct run *x, uint32_t j, size_t i, u
  * then our ready chunks copied into its ring while it has free slots (the
  * QP path's consume and post_chunk, with the rings' tail and head as
  * signal and credits). */
-static int shm_peer(struct mrc_coll *c, struct run *x, uint32_t j, size_t *rc, size_t *sc)
+static int shm_peer(struct mrc_coll *c, struct mrc__coll_exec *x, uint32_t j, size_t *rc, size_t *sc)
 {
 	struct mrc__coll_peer *p = &c->p[j];
 	const struct mrc__coll_sched *s = x->s;
@@ -308,7 +297,7 @@ static int shm_peer(struct mrc_coll *c, struct run *x, uint32_t j, size_t *rc, s
  * spine, a congested uplink) takes fewer of them; each carries its
  * ordinal, and the receiver finds the step by it (rstep: rank r's RECV
  * steps in order from rfirst[r]).  Steps without dependencies only. */
-static int spread_peer(struct mrc_coll *c, struct run *x, uint32_t r, size_t *sc,
+static int spread_peer(struct mrc_coll *c, struct mrc__coll_exec *x, uint32_t r, size_t *sc,
 		       const size_t *rstep, const size_t *rfirst)
 {
 	struct mrc__coll_peer *pr = &c->p[r];
@@ -356,7 +345,7 @@ static int spread_peer(struct mrc_coll *c, struct run *x, uint32_t r, size_t *sc
 /* Local copies done at once; the rest counted; for a spread schedule,
  * its receives indexed by source rank (rfirst: prefix counts, rstep: the
  * steps; fill0: scratch counts, which the caller overwrites after). */
-static void prep_steps(struct mrc_coll *c, struct run *x, int spread, size_t *rfirst,
+static void prep_steps(struct mrc_coll *c, struct mrc__coll_exec *x, int spread, size_t *rfirst,
 		       size_t *rstep, size_t *fill0)
 {
 	const struct mrc__coll_sched *s = x->s;
@@ -386,7 +375,7 @@ static void prep_steps(struct mrc_coll *c, struct run *x, int spread, size_t *rf
 /* A peer over QPs: arrived chunks combined into place in order (their
  * slots freed), sends whose data is ready while there is room, and the
  * credits owed, at once: the sender's pipeline depends on them. */
-static int qp_peer(struct mrc_coll *c, struct run *x, uint32_t j, size_t *rc, size_t *sc,
+static int qp_peer(struct mrc_coll *c, struct mrc__coll_exec *x, uint32_t j, size_t *rc, size_t *sc,
 		   int spread_j)
 {
 	const struct mrc__coll_sched *s = x->s;
@@ -419,68 +408,92 @@ static int qp_peer(struct mrc_coll *c, struct run *x, uint32_t j, size_t *rc, si
 	return 0;
 }
 
-int mrc__coll_run(struct mrc_coll *c, const struct mrc__coll_sched *s, const void *in, void *out,
-		  int dtype, int op)
+void mrc__coll_exec_end(struct mrc_coll *c, struct mrc__coll_exec *x)
 {
+	if (x->tmp)
+		mrc__coll_use(c, x->ops);   /* the table that allocated it */
+	mrc__coll_tmp_free(c, x->tmp), free(x->done), free(x->sc), free(x->rc);
+	free(x->rstep), free(x->rfirst);
+	memset(x, 0, sizeof(*x));
+}
+
+int mrc__coll_exec_start(struct mrc_coll *c, struct mrc__coll_exec *x,
+			 const struct mrc__coll_sched *s, const void *in, void *out, int dtype,
+			 int op)
+{
+	*x = (struct mrc__coll_exec){ .s = s, .in = in, .out = out,
+				      .esz = mrc_coll_dtype_size(dtype), .dtype = dtype, .op = op };
 	if (c->err)
 		return c->err;
 	int pr = mrc__coll_pick(c, in, out);    /* host or device table */
 	if (pr)
 		return pr;
-	struct run x = { .s = s, .in = in, .out = out, .esz = mrc_coll_dtype_size(dtype),
-			 .dtype = dtype, .op = op };
-	int spread = s->any_plane && c->sets > 1;
-	x.done = calloc(s->n ? s->n : 1, 1);
-	size_t *sc = calloc(c->np, sizeof(*sc)), *rc = calloc(c->np, sizeof(*rc));
-	size_t *rstep = spread ? calloc(s->n ? s->n : 1, sizeof(*rstep)) : NULL;
-	size_t *rfirst = spread ? calloc(c->n + 1, sizeof(*rfirst)) : NULL;
+	x->ops = c->ops;
+	x->spread = s->any_plane && c->sets > 1;
+	x->done = calloc(s->n ? s->n : 1, 1);
+	x->sc = calloc(c->np, sizeof(*x->sc)), x->rc = calloc(c->np, sizeof(*x->rc));
+	x->rstep = x->spread ? calloc(s->n ? s->n : 1, sizeof(*x->rstep)) : NULL;
+	x->rfirst = x->spread ? calloc(c->n + 1, sizeof(*x->rfirst)) : NULL;
 	if (s->tmp_bytes)
-		x.tmp = mrc__coll_tmp_alloc(c, s->tmp_bytes);
-	int err = 0;
-	if (!x.done || !sc || !rc || (s->tmp_bytes && !x.tmp) ||
-	    (spread && (!rstep || !rfirst))) {
-		err = -ENOMEM;
-		goto out;
+		x->tmp = mrc__coll_tmp_alloc(c, s->tmp_bytes);
+	if (!x->done || !x->sc || !x->rc || (s->tmp_bytes && !x->tmp) ||
+	    (x->spread && (!x->rstep || !x->rfirst))) {
+		mrc__coll_exec_end(c, x);
+		return -ENOMEM;
 	}
-	prep_steps(c, &x, spread, rfirst, rstep, rc);
+	prep_steps(c, x, x->spread, x->rfirst, x->rstep, x->rc);
 	for (uint32_t j = 0; j < c->np; j++) {
-		sc[j] = next_step(s, 0, SK_SEND, j);
-		rc[j] = spread && j < c->n && !c->p[j].shm ? s->n : next_step(s, 0, SK_RECV, j);
+		x->sc[j] = next_step(s, 0, SK_SEND, j);
+		x->rc[j] = x->spread && j < c->n && !c->p[j].shm ? s->n : next_step(s, 0, SK_RECV, j);
 	}
-	struct idle w = { mrc__coll_now_ms(), 0, 0 };
-	for (;;) {
-		x.prog = mrc__coll_poll_peers(c);
-		if (x.prog < 0) {
-			err = x.prog;
-			break;
-		}
-		if (!x.left) {
-			for (uint32_t r = 0; spread && r < c->n; r++)
-				if (!c->p[r].shm)   /* spread chunks only */
-					c->p[r].any_rx += rfirst[r + 1] - rfirst[r];
-			break;
-		}
-		w.shm = 0;
-		for (uint32_t j = 0; j < c->np; j++) {
-			struct mrc__coll_peer *p = &c->p[j];
-			if (j % c->n == c->me)
-				continue;
-			if (p->shm) {   /* never spread: one ordered ring each way */
-				if ((err = shm_peer(c, &x, j, rc, sc)))
-					goto out;
-				w.shm |= rc[j] < s->n || sc[j] < s->n;
-				continue;
-			}
-			if (spread && j < c->n && (err = spread_peer(c, &x, j, sc, rstep, rfirst)))
-				goto out;
-			if ((err = qp_peer(c, &x, j, rc, sc, spread && j < c->n)))
-				goto out;
-		}
-		if ((err = idle_step(c, &w, x.prog > 0)))
-			break;
+	return 0;
+}
+
+/* One pass over the peers: 1 when every step is done, 0 when some are
+ * left (x->prog: how many moved in this pass; x->shm: one waits on a
+ * shared-memory ring), or the error. */
+int mrc__coll_exec_step(struct mrc_coll *c, struct mrc__coll_exec *x)
+{
+	const struct mrc__coll_sched *s = x->s;
+	size_t *sc = x->sc, *rc = x->rc;
+	int err;
+	mrc__coll_use(c, x->ops);
+	x->prog = mrc__coll_poll_peers(c);
+	if (x->prog < 0)
+		return x->prog;
+	if (!x->left) {
+		for (uint32_t r = 0; x->spread && r < c->n; r++)
+			if (!c->p[r].shm)   /* spread chunks only */
+				c->p[r].any_rx += x->rfirst[r + 1] - x->rfirst[r];
+		return 1;
 	}
-out:
-	mrc__coll_tmp_free(c, x.tmp), free(x.done), free(sc), free(rc);
-	free(rstep), free(rfirst);
-	return err ? err : c->err;
+	x->shm = 0;
+	for (uint32_t j = 0; j < c->np; j++) {
+		struct mrc__coll_peer *p = &c->p[j];
+		if (j % c->n == c->me)
+			continue;
+		if (p->shm) {   /* never spread: one ordered ring each way */
+			if ((err = shm_peer(c, x, j, rc, sc)))
+				return err;
+			x->shm |= rc[j] < s->n || sc[j] < s->n;
+			continue;
+		}
+		if (x->spread && j < c->n &&
+		    (err = spread_peer(c, x, j, sc, x->rstep, x->rfirst)))
+			return err;
+		if ((err = qp_peer(c, x, j, rc, sc, x->spread && j < c->n)))
+			return err;
+	}
+	return c->err;
+}
+
+int mrc__coll_idle(struct mrc_coll *c, int progressed, int shm)
+{
+	c->idle.shm = shm;
+	return idle_step(c, &c->idle, progressed);
+}
+
+void mrc__coll_idle_reset(struct mrc_coll *c)
+{
+	c->idle = (struct mrc__coll_idle){ mrc__coll_now_ms(), 0, 0 };
 }

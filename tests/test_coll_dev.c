@@ -494,6 +494,72 @@ static void test_set_memory(void **state)
 	assert_int_equal(cnt.unpins, cnt.pins);
 }
 
+/* Non-blocking calls on device buffers (mrc/coll.h "Non-blocking
+ * calls"), with a host-buffer call between them: all started, then
+ * waited on; each runs through the table picked at its start, whatever
+ * the later starts picked (the device ones through the fake, element by
+ * element right; the host one through the host table); a mixed call is
+ * refused at its start with nothing queued. */
+static int body_nb(struct rank *r)
+{
+	struct mrc_coll *c = r->c;
+	uint32_t n = mrc_coll_size(c), me = mrc_coll_rank(c);
+	size_t N = 20000;
+	uint8_t *d[2] = { dev_alloc(N * 4), dev_alloc(n * N * 4) }, *h = malloc(n * N * 4 + 1);
+	int32_t x[100];
+	for (int i = 0; i < 100; i++)
+		x[i] = (int32_t)me + i;
+	mrc__coll_fill(MRC__C_ALLREDUCE, h, n, me, N, MRC_COLL_FLOAT32, MRC_COLL_SUM, 0);
+	dev_put(d[0], h, N * 4);
+	mrc__coll_fill(MRC__C_ALLGATHER, h, n, me, N, MRC_COLL_FLOAT32, MRC_COLL_SUM, 0);
+	dev_put(d[1] + me * N * 4, h, N * 4);
+	uint64_t before = cnt.reduces;
+	struct mrc_coll_req *q[3] = { 0 };
+	int rc = mrc_coll_iallreduce(c, d[0], d[0], N, MRC_COLL_FLOAT32, MRC_COLL_SUM, &q[0]);
+	if (!rc)
+		rc = mrc_coll_iallreduce(c, x, x, 100, MRC_COLL_INT32, MRC_COLL_SUM, &q[1]);
+	if (!rc)
+		rc = mrc_coll_iallgather(c, d[1] + me * N * 4, d[1], N, MRC_COLL_FLOAT32, &q[2]);
+	struct mrc_coll_req *z = NULL;
+	if (!rc && (mrc_coll_iallreduce(c, x, d[0], 100, MRC_COLL_INT32, MRC_COLL_SUM, &z) != -EINVAL ||
+		    z || mrc_coll_inflight(c) > 3)) {
+		snprintf(r->why, sizeof(r->why), "a mixed call was not refused at its start");
+		rc = -EPROTO;
+	}
+	int w = mrc_coll_waitall(q, 3);
+	rc = rc ? rc : w;
+	size_t bad = 0;
+	if (!rc) {
+		dev_get(h, d[0], N * 4);
+		bad += mrc__coll_wrong(MRC__C_ALLREDUCE, h, n, me, N, MRC_COLL_FLOAT32, MRC_COLL_SUM, 0);
+		dev_get(h, d[1], n * N * 4);
+		bad += mrc__coll_wrong(MRC__C_ALLGATHER, h, n, me, N, MRC_COLL_FLOAT32, MRC_COLL_SUM, 0);
+		for (int i = 0; i < 100; i++)
+			bad += x[i] != 3 * i + 3;
+		/* the device all-reduce's reductions ran as the fake's kernels */
+		if (__atomic_load_n(&cnt.reduces, __ATOMIC_RELAXED) == before)
+			bad++;
+	}
+	dev_free(d[0]);
+	dev_free(d[1]);
+	free(h);
+	if (!rc && bad)
+		snprintf(r->why, sizeof(r->why), "%zu wrong after the non-blocking calls", bad);
+	return rc ? rc : bad ? -EIO : 0;
+}
+
+static void test_dev_nb(void **state)
+{
+	NEED_DAEMON();
+	arm();
+	memset(&cnt, 0, sizeof(cnt));
+	struct rank R[3];
+	run_ranks(R, 3, body_nb, MRC_COLL_MEM_AUTO, 30000);
+	check_all_ok(R, 3);
+	assert_true(cnt.copies > 0 && cnt.reduces > 0);
+	assert_int_equal(cnt.allocs, cnt.frees);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -501,6 +567,7 @@ int main(void)
 		cmocka_unit_test(test_dev_selection),
 		cmocka_unit_test(test_dev_failure),
 		cmocka_unit_test(test_set_memory),
+		cmocka_unit_test(test_dev_nb),
 	};
 	return cmocka_run_group_tests_name("coll on device buffers (fake backend)", t, mrcd_group_setup,
 					   mrcd_group_teardown);

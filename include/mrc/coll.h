@@ -22,6 +22,9 @@
  * the failure plus one message delivery.  After an abort only
  * mrc_coll_destroy is useful.
  *
+ * Non-blocking forms of every call (start, then test or wait): below,
+ * "Non-blocking calls".
+ *
  * Thread safety: one communicator is used by one thread at a time.
  * Several communicators (e.g. several ranks as threads of one process)
  * are independent.
@@ -232,6 +235,102 @@ int mrc_coll_moe_dispatch_kept(struct mrc_coll *c, const struct mrc_coll_moe_cfg
 int mrc_coll_moe_combine(struct mrc_coll *c, struct mrc_coll_moe_plan *plan,
 			 const void *expert_out, void *out);
 void mrc_coll_moe_plan_free(struct mrc_coll_moe_plan *plan);
+
+/* ---- Non-blocking calls ---------------------------------------------------
+ * Every call above has a non-blocking form, mrc_coll_i<name> (MoE:
+ * mrc_coll_moe_i<name>), taking the same arguments and a request: it
+ * starts the call and returns; mrc_coll_test and mrc_coll_wait complete
+ * it (as MPI_I<name>, MPI_Test, MPI_Wait).  The blocking calls are the
+ * same start followed by mrc_coll_wait.
+ *
+ * Order: the calls of one communicator, blocking or not, run in the
+ * order they were started, one after the other (as NCCL's on one stream
+ * and MPI's collectives), and complete in that order; every rank must
+ * start the same calls in the same order.  Testing or waiting on any
+ * request moves the communicator's calls on, earlier ones first.  Several
+ * may be in flight: at most max_inflight (default
+ * MRC_COLL_INFLIGHT_DEFAULT) started and not complete; one more is
+ * refused with -EAGAIN (nothing started: test or wait, then start it
+ * again).  A blocking call waits for room instead.
+ *
+ * Overlap: while the caller computes, the chunks in flight move (mrcd
+ * places them); the next ones are posted when the caller tests (or
+ * waits).  A compute loop that tests every few hundred microseconds keeps
+ * the pipeline full (docs/coll.md "Non-blocking calls").
+ *
+ * Buffers (and for the 2-D all-to-allv and MoE, the count, routing and
+ * plan arrays and cfg's pointers) belong to the call until it completes:
+ * do not touch them before.  The all-to-allv's count arrays are read at
+ * the start only.  mrc_coll_moe_idispatch_kept's *expert_in is the
+ * communicator's memory from when that dispatch runs until the next
+ * dispatch_kept on c runs: do not start another before you are done
+ * with it.  *plan, *expert_in and counts are set when the dispatch
+ * completes.
+ *
+ * Errors: a start refuses bad arguments at once (-EINVAL; nothing
+ * queued).  Once started, a call's error (its own, or the communicator's
+ * abort: a failed work request, timeout_ms without progress, a peer's
+ * abort) completes it and every later call of the communicator with that
+ * error: test and wait return it, never hang (the bound of the blocking
+ * calls, above).  mrc_coll_destroy completes the calls still in flight
+ * with -ECANCELED (aborting the communicator: the peers cannot complete
+ * them either); their requests stay valid for test or wait.
+ *
+ * GPU buffers (mrc_coll_set_memory) go through the same path: each call's
+ * buffers are checked at its start and its copies and reductions picked
+ * when it runs. */
+struct mrc_coll_req;
+#define MRC_COLL_INFLIGHT_DEFAULT 32
+#define MRC_COLL_MAX_INFLIGHT 4096
+
+int mrc_coll_iallreduce(struct mrc_coll *c, const void *sendbuf, void *recvbuf, size_t count,
+			int dtype, int op, struct mrc_coll_req **req);
+int mrc_coll_ireduce_scatter(struct mrc_coll *c, const void *sendbuf, void *recvbuf,
+			     size_t recvcount, int dtype, int op, struct mrc_coll_req **req);
+int mrc_coll_iallgather(struct mrc_coll *c, const void *sendbuf, void *recvbuf, size_t sendcount,
+			int dtype, struct mrc_coll_req **req);
+int mrc_coll_ibroadcast(struct mrc_coll *c, const void *sendbuf, void *recvbuf, size_t count,
+			int dtype, uint32_t root, struct mrc_coll_req **req);
+int mrc_coll_ialltoall(struct mrc_coll *c, const void *sendbuf, void *recvbuf, size_t count,
+		       int dtype, struct mrc_coll_req **req);
+int mrc_coll_ialltoallv(struct mrc_coll *c, const void *sendbuf, const size_t *sendcounts,
+			const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+			const size_t *rdispls, int dtype, struct mrc_coll_req **req);
+int mrc_coll_ialltoallv_2d(struct mrc_coll *c, uint32_t local_ranks, const void *sendbuf,
+			   const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+			   const size_t *recvcounts, const size_t *rdispls, int dtype,
+			   struct mrc_coll_req **req);
+int mrc_coll_ibarrier(struct mrc_coll *c, struct mrc_coll_req **req);
+int mrc_coll_moe_idispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
+			   size_t n_tokens, const int32_t *topk_idx, const float *topk_weights,
+			   const void *tokens, struct mrc_coll_moe_plan **plan, void **expert_in,
+			   size_t *counts, struct mrc_coll_req **req);
+int mrc_coll_moe_idispatch_kept(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
+				size_t n_tokens, const int32_t *topk_idx,
+				const float *topk_weights, const void *tokens,
+				struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts,
+				struct mrc_coll_req **req);
+int mrc_coll_moe_icombine(struct mrc_coll *c, struct mrc_coll_moe_plan *plan,
+			  const void *expert_out, void *out, struct mrc_coll_req **req);
+
+/* -EINPROGRESS: not complete yet (the communicator's calls were moved on
+ * once, without waiting).  Otherwise the call is complete, the request
+ * freed, and this is its result: 0 or -errno. */
+int mrc_coll_test(struct mrc_coll_req *req);
+/* Waits (bounded as the blocking calls) until the call is complete, frees
+ * the request and returns its result. */
+int mrc_coll_wait(struct mrc_coll_req *req);
+/* mrc_coll_wait on each non-NULL reqs[i] in turn (set to NULL): 0, or the
+ * first error. */
+int mrc_coll_waitall(struct mrc_coll_req **reqs, size_t n);
+/* Moves the communicator's calls on once, without waiting: 0, or the
+ * error that aborted it. */
+int mrc_coll_progress(struct mrc_coll *c);
+/* At most n (1 .. MRC_COLL_MAX_INFLIGHT) calls in flight on c: 0 or
+ * -EINVAL.  Fewer than are in flight now only refuses new starts. */
+int mrc_coll_set_max_inflight(struct mrc_coll *c, uint32_t n);
+/* Calls started and not yet complete. */
+uint32_t mrc_coll_inflight(const struct mrc_coll *c);
 
 #ifdef __cplusplus
 }

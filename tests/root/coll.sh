@@ -16,7 +16,11 @@
 #     shared memory, then through its one mrcd: MRC_COLL_SHM=1, 0): all-reduce and all-to-all of every type at 0, 1, 9
 #     and 65537 elements, and a small MoE layer flat and 2-D (the 2-D's
 #     nodes are the hosts), every element checked.
-# MRC_COLL_PARTS="matrix big faults kill rpn2 forest" (default all) picks
+#   - non-blocking calls (mrc-coll-perf -C overlap: all-reduces in flight
+#     while a stub computes, every bucket of every step checked) with a
+#     spine silently blackholed, then 3% loss at a spine, mid-run: still
+#     right, the fault's effect seen on h7's paths to h0.
+# MRC_COLL_PARTS="matrix big faults nb kill rpn2 forest" (default all) picks
 # parts.
 # Faults land mid-collective: injected once h0's daemon has placed bytes
 # of the run.  Bounded in time; cleans up on every exit.  Run it only
@@ -28,7 +32,7 @@ T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
 PERF=$B/bin/mrc-coll-perf
 BIG=${MRC_COLL_BIG:-128M}
-PARTS=${MRC_COLL_PARTS:-matrix big faults kill rpn2}   # a subset runs only those
+PARTS=${MRC_COLL_PARTS:-matrix big faults nb kill rpn2}   # a subset runs only those
 part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 # No-progress bound (ms) of every rank: long for the correctness runs, so
 # that a loaded machine cannot fail a correct run (a bootstrap that waits
@@ -131,6 +135,47 @@ part faults && fault "spine p0s1 blackholed mid-collective" "fail p0s1 --silent"
 	'.a["0/1"].state == "ASSUMED_BAD" or .a["0/1"].lost > (.b["0/1"].lost // 0)'
 part faults && fault "plane-1 NIC of h0 down mid-collective" "fail h0-p1l0" \
 	'.a["1/0"].state == "DENIED" and .a["1/1"].state == "DENIED"'
+
+# ---- non-blocking calls under faults ----------------------------------------
+# nb_fault NAME FAULT CHECK: mrc-coll-perf -C overlap (per step 8 buckets of
+# 1 MiB all-reduced non-blocking while the stub computes, several in
+# flight, then the same blocking and alone; every bucket of every step
+# checked element by element) with FAULT injected once 16 MiB were placed
+# at h0; the fault's effect asserted on h7's paths to h0.
+nb_fault() {
+	local name=$1 fault=$2 check=$3 base before injected=0
+	base=$(placed); before=$(paths_snap)
+	local tag=nb$((sid + 1))   # launch takes the next service id
+	launch "$tag" -C overlap -O 8,1048576,1000,100,1 -n 6 -w 0 -T 20000
+	local out="$tmp/$tag.0"
+	if until_t 120 eval '[ $(( $(placed) - base )) -ge 16777216 ]'; then
+		# shellcheck disable=SC2086
+		$F $fault >/dev/null && injected=1 || bad "$name: 'mrc-fabric $fault' failed"
+	else
+		bad "$name: the calls never progressed"
+	fi
+	if finish "$name" 600 && grep -q "Out of bounds values : 0 OK" "$out" && [ $injected = 1 ]; then
+		ok "$name: 18 steps of 8 all-reduces of 1 MiB on 8 ranks (6 with the overlap, several in flight), every bucket checked, 0 wrong ($(grep '^# exposed' "$out" | cut -c3-))"
+	else
+		bad "$name: $(tail -n3 "$out" | tr '\n' ' ') $(grep -h mrc-coll-perf "$tmp"/$tag.* | head -n2)"
+	fi
+	[ $injected = 1 ] && effect "$name" "$before" "$check"
+	$F restore >/dev/null || bad "$name: mrc-fabric restore failed"
+}
+# The benchmark on the healthy fabric first: exposed communication per
+# step, blocking vs overlap (figures in docs/coll.md); buckets small and
+# compute long enough that the two are of one order on this fabric of
+# namespaces (8 mrcd on the machine's cores).
+part nb && { launch nb-bench -C overlap -O 8,65536,20000,100,1 -n 6 -w 1 -T 20000
+if finish "nb-bench" 600 && grep -q "Out of bounds values : 0 OK" "$tmp/nb-bench.0"; then
+	ok "non-blocking benchmark, 8 ranks: $(grep -E '^ +(blocking|overlap|comm_only)' "$tmp/nb-bench.0" | awk '{printf "%s %s us (exposed %s); ", $1, $2, $4}')"
+else
+	bad "non-blocking benchmark: $(tail -n3 "$tmp/nb-bench.0" | tr '\n' ' ')"
+fi; cat "$tmp/nb-bench.0"; }
+part nb && nb_fault "non-blocking: spine p0s1 blackholed mid-run" "fail p0s1 --silent" \
+	'.a["0/1"].state == "ASSUMED_BAD" or .a["0/1"].lost > (.b["0/1"].lost // 0)'
+part nb && nb_fault "non-blocking: 3% loss at spine p1s0 mid-run" "drop p1s0 3" \
+	'.a["1/0"].lost > (.b["1/0"].lost // 0)'
 
 # ---- a rank killed ---------------------------------------------------------
 part kill && {

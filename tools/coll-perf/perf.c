@@ -17,7 +17,12 @@
  * -N runs the given counts (elements per call, as the API takes them)
  * instead of the -b/-e/-f sweep.
  * -C moe: one MoE layer, flat vs 2-D (coll/perf_moe.c): -M tokens,hidden,
- * experts,top_k[,ranks per node] (default 4096,4096,8,2), -n runs. */
+ * experts,top_k[,ranks per node] (default 4096,4096,8,2), -n runs.
+ * -C overlap: compute overlapped with bucketed all-reduces, blocking vs
+ * non-blocking side by side (tools/coll-perf/perf_overlap.c): -O buckets,
+ * bucket bytes,compute us per bucket[,us between tests[,1: the stub
+ * sleeps, not spins]] (default 8,4194304,2000,100,0), -n steps, -w warm-up
+ * steps. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -29,6 +34,7 @@
 #include "coll/coll_int.h"
 #include "common/parse.h"
 #include "tools/coll-perf/perf_moe.h"
+#include "tools/coll-perf/perf_overlap.h"
 
 static int lookup(const char *s, int n, const char *(*name)(int))
 {
@@ -82,13 +88,19 @@ int main(int argc, char **argv)
 	uint32_t root = 0;
 	size_t list[64], nlist = 0;
 	size_t moe[5] = { 4096, 4096, 8, 2, 0 };
+	size_t ovl[5] = { 8, 4u << 20, 2000, 100, 0 };
+	int overlap = 0;
 	struct mrc_coll_cfg cfg;
 	int r = mrc_coll_cfg_from_env(&cfg);
 	if (r)
 		die("MRC_COLL_SIZE/MRC_COLL_RANK (or an MPI launcher's variables)", r);
-	while ((o = getopt(argc, argv, "C:b:e:f:c:n:w:d:o:r:iS:s:H:T:N:M:h")) != -1) {
+	while ((o = getopt(argc, argv, "C:b:e:f:c:n:w:d:o:r:iS:s:H:T:N:M:O:h")) != -1) {
 		switch (o) {
-		case 'C': kind = strcmp(optarg, "moe") ? lookup(optarg, MRC__C_N, coll_name) : MRC__C_N; break;
+		case 'C':
+			overlap = !strcmp(optarg, "overlap");
+			kind = overlap ? MRC__C_ALLREDUCE
+			     : strcmp(optarg, "moe") ? lookup(optarg, MRC__C_N, coll_name) : MRC__C_N;
+			break;
 		case 'd': dt = lookup(optarg, MRC_COLL_NTYPES, mrc_coll_dtype_name); break;
 		case 'o': op = lookup(optarg, MRC_COLL_NOPS, mrc_coll_op_name); break;
 		case 'r': root = (uint32_t)num(o, optarg, 0, UINT32_MAX); break;
@@ -99,6 +111,7 @@ int main(int argc, char **argv)
 		case 'T': cfg.timeout_ms = (int)num(o, optarg, 0, INT32_MAX); break;
 		case 'N': nlist = num_list(o, optarg, list, 64, 0, 1ull << 40); break;
 		case 'M': num_list(o, optarg, moe, 5, 0, 1ull << 32); break;
+		case 'O': num_list(o, optarg, ovl, 5, 0, 1ull << 34); break;
 		default:
 			if (!mrc__coll_sweep_opt(&sw, o, optarg))
 				break;
@@ -114,6 +127,14 @@ int main(int argc, char **argv)
 	struct mrc_coll *c;
 	if ((r = mrc_coll_init(&cfg, &c)))
 		die("mrc_coll_init", r);
+	if (overlap) {
+		r = mrc__perf_overlap(c, ovl[0], ovl[1], (double)ovl[2], (double)ovl[3], (int)ovl[4], sw.iters,
+				      sw.warm);
+		mrc_coll_destroy(c);
+		if (r && r != -EPROTO)
+			die("overlap", r);
+		return r ? 1 : 0;
+	}
 	if (kind == MRC__C_N) {
 		r = mrc__perf_moe(c, moe[0], moe[1], (uint32_t)moe[2], (uint32_t)moe[3],
 				  (uint32_t)moe[4], sw.iters);
