@@ -1,7 +1,8 @@
 /* libnccl-net-mrc.so, the receiving side of eager messages (docs/nccl.md,
  * "Eager messages"): a message in the comm's eager ring checked, matched
- * to its irecv by tag in order, copied out, its slot freed in ring order
- * (credits), and each CTS paired with its eager send. */
+ * to its irecv by tag and per-tag number, copied out, its slot freed in
+ * ring order; credits returned in batches, and the deferred receives'
+ * CTSs sent only when the ring is full. */
 #include <errno.h>
 #include <string.h>
 
@@ -9,6 +10,95 @@
 
 #include "common/trace.h"
 #include "nccl/plugin.h"
+
+_Static_assert(MRCN_MAX_TAGS == 256, "the tag hash below takes 8 bits");
+
+uint32_t *mrcn_tag_count(struct comm *c, int32_t tag, int add)
+{
+	uint32_t h = ((uint32_t)tag * 2654435761u) >> 24;
+	for (uint32_t i = 0; i < MRCN_MAX_TAGS; i++) {
+		uint32_t k = (h + i) & (MRCN_MAX_TAGS - 1);
+		if (!c->tags[k].used) {
+			if (!add)
+				return NULL;
+			c->tags[k].used = 1;
+			c->tags[k].tag = tag;
+			c->tags[k].n = 0;
+			return &c->tags[k].n;
+		}
+		if (c->tags[k].tag == tag)
+			return &c->tags[k].n;
+	}
+	return NULL;
+}
+
+/* The CTS of receive (r, i): its id, tag, number and room (none for an
+ * empty receive), with the credits; 0 or a negative errno (-ENOSPC: the
+ * SQ is full, try again). */
+int mrcn_post_cts(struct comm *c, struct req *r, int i)
+{
+	int id = r->sub[i].id;
+	struct mrcn_cts *out = CTS_IN(c, id);
+	*out = (struct mrcn_cts){ .magic = MRCN_CTS_MAGIC, .id = (uint32_t)id,
+				  .tag = r->sub[i].tag, .credits = c->eg_freed,
+				  .size = (uint32_t)r->sub[i].size, .tseq = r->sub[i].tseq,
+				  .off = r->sub[i].alloc >= 0
+					 ? mrcn_arena_off(&c->arena, r->sub[i].alloc) : 0 };
+	int e = mrc_post_send(c->qp, MRCN_WR_CTS | (uint64_t)id, c->lkey,
+			      mrcn_arena_bytes + (uint64_t)id * sizeof(*out), sizeof(*out));
+	if (e)
+		return e;
+	c->cts_busy[id] = 1;
+	c->eg_told = c->eg_freed;
+	c->st.cts_posted++;
+	return 0;
+}
+
+/* Credits go back in batches: once half the ring is free, or at once
+ * when the sender may have none left (every slot received since the last
+ * telling).  Deferred receives (eager-sized, no CTS) rely on the sender
+ * writing their messages eagerly; if it cannot (no slot is free to tell
+ * it about), they get their CTS now and the CTS path carries them, so a
+ * ring held by messages nobody asked for yet never blocks a posted
+ * receive.  With every slot unfreed the sender has no credit, so no eager
+ * message of a deferred receive is in flight: its CTS cannot race one. */
+int mrcn_eg_check(struct comm *c)
+{
+	if (c->kind != K_RECV || !c->eg_slots || c->err)
+		return 0;
+	int full = c->eg_rcvd - c->eg_told >= c->eg_slots;
+	if (c->eg_freed != c->eg_told) {
+		if (!c->egr_busy && (full || c->eg_freed - c->eg_told >= (c->eg_slots + 1) / 2)) {
+			int r = mrcn_post_egr(c);
+			if (r && r != -ENOSPC)
+				return r;
+		}
+		return 0;
+	}
+	if (!full || !c->ndeferred)
+		return 0;
+	for (int q = 0; q < MRCN_MAX_REQS; q++) {
+		struct req *r = &c->reqs[q];
+		for (int i = 0; r->used && i < r->n; i++) {
+			if (!r->sub[i].deferred)
+				continue;
+			if (r->sub[i].size &&
+			    (r->sub[i].alloc = mrcn_arena_alloc(&c->arena, r->sub[i].size)) < 0)
+				return 0;       /* room later: the next progress */
+			int e = mrcn_post_cts(c, r, i);
+			if (e) {
+				if (r->sub[i].alloc >= 0)
+					mrcn_arena_free(&c->arena, r->sub[i].alloc);
+				r->sub[i].alloc = -1;
+				return e == -ENOSPC ? 0 : e;
+			}
+			r->sub[i].deferred = 0;
+			c->ndeferred--;
+			c->st.late_cts++;
+		}
+	}
+	return 0;
+}
 
 /* Eager slots are freed in ring order (credits are a count): a slot
  * whose message waits for its irecv holds the ones after it. */
@@ -41,6 +131,10 @@ void mrcn_eg_deliver(struct comm *c, uint32_t k, struct req *r, int s)
 	}
 	r->sub[s].got = size;
 	r->sub[s].pending = 0;
+	if (r->sub[s].deferred) {
+		r->sub[s].deferred = 0;
+		c->ndeferred--;
+	}
 	if (r->sub[s].alloc >= 0)
 		mrcn_arena_free(&c->arena, r->sub[s].alloc);
 	r->sub[s].alloc = -1;
@@ -84,39 +178,41 @@ void mrcn_eg_arrived(struct comm *c, const struct mrc_completion *e)
 			      h.size);
 		return;
 	}
-	c->eg_rcvd++;
-	c->eg[k].tag = h.tag;
-	c->eg[k].size = h.size;
-	c->eg[k].state = 1;
+	/* The receive it is for: the pending one of its tag and number. */
 	struct req *best = NULL;
 	int bs = -1;
-	for (int i = 0; i < MRCN_MAX_REQS; i++) {
+	for (int i = 0; i < MRCN_MAX_REQS && !best; i++) {
 		struct req *r = &c->reqs[i];
-		if (!r->used || (best && r->seq > best->seq))
-			continue;
-		for (int j = 0; j < r->n; j++)
-			if (r->sub[j].pending && r->sub[j].tag == h.tag) {
+		for (int j = 0; r->used && j < r->n; j++)
+			if (r->sub[j].pending && r->sub[j].tag == h.tag && r->sub[j].tseq == h.tseq) {
 				best = r;
 				bs = j;
 				break;
 			}
 	}
+	if (!best) {
+		/* kept for a later irecv: not for a receive already served,
+		 * not a second message of the same number */
+		const uint32_t *n = mrcn_tag_count(c, h.tag, 0);
+		if (n && h.tseq < *n) {
+			mrcn_refuse(c, "message number of a receive already served", h.tseq);
+			return;
+		}
+		for (uint32_t q = c->eg_freed; q != c->eg_rcvd; q++) {
+			uint32_t j = q % c->eg_slots;
+			if (c->eg[j].state == 1 && c->eg[j].tag == h.tag && c->eg[j].tseq == h.tseq) {
+				mrcn_refuse(c, "a second message of the same tag and number", h.tseq);
+				return;
+			}
+		}
+	}
+	c->eg_rcvd++;
+	c->eg[k].tag = h.tag;
+	c->eg[k].size = h.size;
+	c->eg[k].tseq = h.tseq;
+	c->eg[k].state = 1;
 	if (best)
 		mrcn_eg_deliver(c, k, best, bs);
 	else
 		c->st.unexpected++;
-}
-
-/* A CTS (or void CTS) of tag t pairs with the oldest eager send of that
- * tag still unpaired: that send was its receive's message. */
-int mrcn_eg_pair(struct comm *c, int32_t tag)
-{
-	for (int i = 0; i < c->eg_nunpaired; i++)
-		if (c->eg_unpaired[i] == tag) {
-			memmove(&c->eg_unpaired[i], &c->eg_unpaired[i + 1],
-				(size_t)(c->eg_nunpaired - i - 1) * sizeof(c->eg_unpaired[0]));
-			c->eg_nunpaired--;
-			return 1;
-		}
-	return 0;
 }
