@@ -130,12 +130,15 @@ struct mrcn_stats {
 	uint64_t eager_no_credit; /* isend calls eager by size but without a credit */
 	uint64_t paired;          /* CTSs the sender dropped: already sent eagerly */
 	uint64_t unexpected;      /* eager messages that arrived before their irecv */
-	uint64_t cts_posted;      /* recv: CTS SENDs posted (at irecv or late) */
-	uint64_t deferred;        /* recv: receives posted without a CTS (eager-sized) */
-	uint64_t late_cts;        /* recv: CTSs for deferred receives, the ring full */
+	/* recv: CTS SENDs posted (at irecv or late); where the older
+	 * protocol counted its void CTSs, so that a test run against that
+	 * plugin reads them here */
+	uint64_t cts_posted;
 	uint64_t credit_msgs;     /* eager advertisements/credit messages sent */
 	uint64_t refused;         /* malformed eager messages refused */
 	uint64_t ring_slots;      /* the receiver's eager ring (send: once advertised) */
+	uint64_t deferred;        /* recv: receives posted without a CTS (eager-sized) */
+	uint64_t late_cts;        /* recv: CTSs for deferred receives, the ring full */
 };
 
 /* A handle as NCCL hands it over (NCCL_NET_HANDLE_MAXSIZE bytes). */

@@ -322,6 +322,187 @@ static void test_grouped_mixed(void **state)
 	NC(n->finalize(ctx));
 }
 
+/* A 4 KiB ping-pong as NCCL's proxy drives it (two comm pairs, receives
+ * posted ahead or after the message came): every message goes eagerly,
+ * no receive sends a CTS (before, each sent a CTS or a void CTS: one
+ * datagram more per message than libmrc), and credits come back in
+ * batches: at most one credit message per half ring of messages, besides
+ * the advertisement. */
+static void test_small_roundtrip_no_cts(void **state)
+{
+	NEED(state);
+	const ncclNet_v11_t *n = drv.net;
+	void *ctx;
+	NC(n->init(&ctx, 5, NULL, NULL, NULL));
+	struct nccl_pair p[2];
+	nccl_connect_pairs(n, ctx, p, 2);
+	wait_ring(p[0].sc);
+	wait_ring(p[1].sc);
+	enum { R = 64, L = 4096 };
+	static uint8_t sb[2][L], rb[2][L + 8];
+	void *smh[2], *rmh[2];
+	for (int k = 0; k < 2; k++) {
+		NC(n->regMr(p[k].sc, sb[k], sizeof(sb[k]), NCCL_PTR_HOST, &smh[k]));
+		NC(n->regMr(p[k].rc, rb[k], sizeof(rb[k]), NCCL_PTR_HOST, &rmh[k]));
+	}
+	int sz;
+	for (int i = 0; i < R; i++) {
+		for (int k = 0; k < 2; k++) {     /* ping on pair 0, pong on pair 1 */
+			fill(sb[k], L, (uint8_t)(i * 2 + k));
+			memset(rb[k], 0xee, sizeof(rb[k]));
+			void *rq = NULL, *sq;
+			uint64_t unexp = stats(p[k].rc).unexpected;
+			if (i % 2)              /* receive first: it waits without a CTS */
+				rq = recv1(n, p[k].rc, rb[k], L, 3, rmh[k]);
+			sq = send_retry(n, p[k].sc, sb[k], L, 3, smh[k]);
+			if (!rq) {              /* message first: kept, then matched */
+				wait_unexpected(p[k].rc, unexp + 1);
+				rq = recv1(n, p[k].rc, rb[k], L, 3, rmh[k]);
+			}
+			wait_req(n, sq, &sz);
+			wait_req(n, rq, &sz);
+			assert_int_equal(sz, L);
+			assert_memory_equal(rb[k], sb[k], L);
+			assert_int_equal(rb[k][L], 0xee);
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		struct mrcn_stats ss = stats(p[k].sc), rs = stats(p[k].rc);
+		print_message("pair %d: send eager %llu cts %llu; recv cts %llu deferred %llu "
+			      "credit msgs %llu\n", k, (unsigned long long)ss.eager_sends,
+			      (unsigned long long)ss.cts_sends, (unsigned long long)rs.cts_posted,
+			      (unsigned long long)rs.deferred, (unsigned long long)rs.credit_msgs);
+		assert_int_equal(ss.eager_sends, R);
+		assert_int_equal(ss.cts_sends, 0);
+		CHECK(rs.cts_posted == 0, "pair %d: %llu CTSs for %d eager-sized receives", k,
+		      (unsigned long long)rs.cts_posted, R);
+		assert_int_equal(rs.deferred, R / 2);
+		assert_int_equal(rs.late_cts, 0);
+		CHECK(rs.credit_msgs <= 1 + R / (MRCN_EG_SLOTS / 2),
+		      "pair %d: %llu credit messages for %d messages", k,
+		      (unsigned long long)rs.credit_msgs, R);
+		CHECK(rs.credit_msgs >= 2, "pair %d: credits never came back", k);
+		NC(n->deregMr(p[k].sc, smh[k]));
+		NC(n->deregMr(p[k].rc, rmh[k]));
+		close_pair(n, &p[k]);
+	}
+	NC(n->finalize(ctx));
+}
+
+/* NCCL's order per tag: three tags, each with a run of messages of
+ * mixed sizes (eager and CTS path), sent round-robin across tags while
+ * the receiver posts them tag by tag, some receives eager-sized (no
+ * CTS), some large (CTS), one grouped receive of a message of each tag:
+ * each receive gets the message of its number in its tag. */
+static void test_tag_order(void **state)
+{
+	NEED(state);
+	const ncclNet_v11_t *n = drv.net;
+	void *ctx;
+	NC(n->init(&ctx, 6, NULL, NULL, NULL));
+	struct nccl_pair p;
+	nccl_connect_pairs(n, ctx, &p, 1);
+	wait_ring(p.sc);
+	enum { T = 3, M = 6 };
+	static uint8_t sb[T][M][BIG], rb[T][M][BIG + 8];
+	size_t len[T][M], cap[T][M];
+	for (int t = 0; t < T; t++)
+		for (int m = 0; m < M; m++) {
+			/* even numbers small, odd large, some receives exact */
+			len[t][m] = m % 2 ? BIG - (size_t)(rnd() % 1000) : 1 + (size_t)(rnd() % 4000);
+			cap[t][m] = m % 2 ? BIG : (m % 4 ? 4096 : BIG);
+			fill(sb[t][m], len[t][m], (uint8_t)(t * 16 + m));
+		}
+	memset(rb, 0xee, sizeof(rb));
+	void *smh, *rmh, *sq[T][M] = { { 0 } }, *rq[T][M] = { { 0 } };
+	NC(n->regMr(p.sc, sb, sizeof(sb), NCCL_PTR_HOST, &smh));
+	NC(n->regMr(p.rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+	/* message 0 of each tag in one grouped receive, eager-sized */
+	void *gdata[T], *gmh[T], *gq = NULL;
+	size_t gsz[T];
+	int gtag[T];
+	for (int t = 0; t < T; t++) {
+		gdata[t] = rb[t][0];
+		gmh[t] = rmh;
+		gsz[t] = 4096;
+		gtag[t] = 10 + t;
+		cap[t][0] = 4096;
+	}
+	NC(n->irecv(p.rc, T, gdata, gsz, gtag, gmh, NULL, &gq));
+	assert_non_null(gq);
+	int next_s[T] = { 0 }, next_r[T] = { 1, 1, 1 }, rt = T - 1;
+	int64_t end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
+	for (int busy = 1; busy;) {
+		CHECK(mrcd_spawn_now_ms() < end, "tag order: not done");
+		busy = 0;
+		/* sender: the next message of every tag, in turn */
+		for (int t = 0; t < T; t++) {
+			int m = next_s[t];
+			if (m == M)
+				continue;
+			busy = 1;
+			NC(n->isend(p.sc, sb[t][m], len[t][m], 10 + t, smh, NULL, &sq[t][m]));
+			if (sq[t][m])
+				next_s[t]++;
+		}
+		/* receiver: tag by tag, from the last */
+		if (rt >= 0) {
+			busy = 1;
+			int m = next_r[rt];
+			NC(n->irecv(p.rc, 1, (void *[]){ rb[rt][m] }, (size_t[]){ cap[rt][m] },
+				    (int[]){ 10 + rt }, &rmh, NULL, &rq[rt][m]));
+			if (rq[rt][m] && ++next_r[rt] == M)
+				rt--;
+		}
+		int d, sz[T];
+		if (gq) {
+			busy = 1;
+			NC(n->test(gq, &d, sz));
+			if (d) {
+				gq = NULL;
+				for (int t = 0; t < T; t++)
+					assert_int_equal(sz[t], (int)len[t][0]);
+			}
+		}
+		for (int t = 0; t < T; t++)
+			for (int m = 0; m < M; m++) {
+				if (sq[t][m] && sq[t][m] != (void *)1) {
+					busy = 1;
+					NC(n->test(sq[t][m], &d, sz));
+					if (d)
+						sq[t][m] = (void *)1;
+				}
+				if (rq[t][m] && rq[t][m] != (void *)1) {
+					busy = 1;
+					NC(n->test(rq[t][m], &d, sz));
+					if (d) {
+						CHECK(sz[0] == (int)len[t][m],
+						      "tag %d message %d: %d bytes, sent %zu", 10 + t, m,
+						      sz[0], len[t][m]);
+						rq[t][m] = (void *)1;
+					}
+				}
+			}
+	}
+	for (int t = 0; t < T; t++)
+		for (int m = 0; m < M; m++) {
+			CHECK(memcmp(rb[t][m], sb[t][m], len[t][m]) == 0,
+			      "tag %d message %d: not its bytes", 10 + t, m);
+			assert_int_equal(rb[t][m][len[t][m]], 0xee);
+		}
+	struct mrcn_stats ss = stats(p.sc), rs = stats(p.rc);
+	print_message("send eager %llu cts %llu dropped %llu; recv cts %llu deferred %llu\n",
+		      (unsigned long long)ss.eager_sends, (unsigned long long)ss.cts_sends,
+		      (unsigned long long)ss.paired, (unsigned long long)rs.cts_posted,
+		      (unsigned long long)rs.deferred);
+	CHECK(ss.cts_sends >= T * M / 2 && ss.eager_sends + ss.cts_sends == T * M, "both paths");
+	CHECK(rs.deferred >= T, "eager-sized receives waited without a CTS");
+	NC(n->deregMr(p.sc, smh));
+	NC(n->deregMr(p.rc, rmh));
+	close_pair(n, &p);
+	NC(n->finalize(ctx));
+}
+
 /* ---- a hostile peer ------------------------------------------------------ */
 struct raw {
 	struct mrc_ctx *ctx;
@@ -470,6 +651,8 @@ int main(void)
 		cmocka_unit_test(test_eager_then_rendezvous),
 		cmocka_unit_test(test_credit_exhaustion),
 		cmocka_unit_test(test_grouped_mixed),
+		cmocka_unit_test(test_small_roundtrip_no_cts),
+		cmocka_unit_test(test_tag_order),
 		cmocka_unit_test(test_hostile_eager),
 	};
 	int r = cmocka_run_group_tests_name("nccl plugin, eager messages", t, setup_daemon,
