@@ -165,17 +165,15 @@ void mrcn_eg_arrived(struct comm *c, const struct mrc_completion *e)
 		return;
 	}
 	struct mrcn_eg_hdr h;
-	if (e->byte_len < sizeof(h) || e->byte_len > c->eg_stride)
-		{
+	int pr = mrcn_eg_hdr_parse(c->base + c->eg_off + k * c->eg_stride, e->byte_len,
+				   c->eg_stride, c->eg_rcvd, &h);
+	if (pr == -EMSGSIZE) {
 		mrcn_refuse(c, "length beyond the slot", e->byte_len);
 		return;
 	}
-	memcpy(&h, c->base + c->eg_off + k * c->eg_stride, sizeof(h));
-	if (h.magic != MRCN_EG_HDR_MAGIC || h.seq != c->eg_rcvd ||
-	    (uint64_t)h.size + sizeof(h) != e->byte_len)
-		{
+	if (pr) {
 		mrcn_refuse(c, "bad header (magic, sequence, or size not the length written)",
-			      h.size);
+			    h.size);
 		return;
 	}
 	/* The receive it is for: the pending one of its tag and number. */

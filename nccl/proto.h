@@ -122,6 +122,23 @@ static inline int mrcn_cts_parse(const void *buf, uint32_t len, struct mrcn_cts 
 	return 0;
 }
 
+/* An eager message as it lies in its slot (byte_len written, the ring's
+ * slot stride): taken only with its magic, the ring's next sequence
+ * number, and a size that is exactly the bytes written after the header,
+ * within the slot.  Its tag and per-tag number are checked by the
+ * receiver against its receives (nccl/eager.c). */
+static inline int mrcn_eg_hdr_parse(const void *slot, uint64_t byte_len, uint64_t stride,
+				    uint32_t seq, struct mrcn_eg_hdr *out)
+{
+	if (byte_len < sizeof(*out) || byte_len > stride)
+		return -EMSGSIZE;
+	memcpy(out, slot, sizeof(*out));
+	if (out->magic != MRCN_EG_HDR_MAGIC || out->seq != seq ||
+	    (uint64_t)out->size + sizeof(*out) != byte_len)
+		return -EPROTO;
+	return 0;
+}
+
 /* Per-comm counters of the data path (tests read them through the test
  * build's mrcn_comm_stats; the real plugin exports nothing but its tables). */
 struct mrcn_stats {

@@ -616,6 +616,93 @@ static void hostile_case(const ncclNet_v11_t *n, void *ctx, const char *what, ui
 	raw_close(&w);
 }
 
+/* The raw peer writes one eager message (header and size payload bytes
+ * of salt) into the slot of its seq, and waits for the WRITE's
+ * completion; RECVs that come meanwhile (CTSs, credits) are counted. */
+static int raw_cts_seen;
+static void raw_eager(struct raw *w, uint32_t seq, int32_t tag, uint32_t tseq, uint32_t size,
+		      uint8_t salt)
+{
+	struct mrcn_eg_hdr h = { .magic = MRCN_EG_HDR_MAGIC, .tag = tag, .size = size, .seq = seq,
+				 .tseq = tseq };
+	memcpy(w->base + 4096, &h, sizeof(h));
+	memset(w->base + 4096 + sizeof(h), salt, size);
+	uint32_t k = seq % w->adv.id;
+	assert_int_equal(mrc_post_write_imm(w->qp, 2, mrc_mr_key(w->mr), 4096, sizeof(h) + size,
+					    w->rkey, w->adv.off + k * w->adv.size,
+					    MRCN_IMM_EAGER | k), 0);
+	for (;;) {
+		struct mrc_completion c = raw_get1(w);
+		assert_int_equal(c.status, 0);
+		if (c.op == MRC_CQE_WRITE_IMM)
+			return;
+		struct mrcn_cts m;
+		if (c.op == MRC_CQE_RECV && mrcn_cts_parse(w->base, c.byte_len, &m) == 0 &&
+		    m.magic == MRCN_CTS_MAGIC)
+			raw_cts_seen++;
+	}
+}
+
+/* The per-tag number from a hostile peer: a message for a receive its
+ * tag's count says was served already, and a second message of a number
+ * still held, each refused with the comm's error, nothing copied; and
+ * before that, a well-formed eager message for a posted eager-sized
+ * receive is taken with no CTS sent for it. */
+static void test_hostile_seq(void **state)
+{
+	NEED(state);
+	const ncclNet_v11_t *n = drv.net;
+	void *ctx;
+	NC(n->init(&ctx, 7, NULL, NULL, NULL));
+	static uint8_t rb[4][256];
+	memset(rb, 0xee, sizeof(rb));
+	for (int round = 0; round < 2; round++) {
+		struct raw w = { 0 };
+		void *lc, *rc, *rmh;
+		raw_connect(n, ctx, &w, &lc, &rc);
+		for (int i = 0; i < 4; i++)     /* room for CTSs, were any sent */
+			assert_int_equal(mrc_post_recv(w.qp, 10 + (uint64_t)i, mrc_mr_key(w.mr),
+						       64 * (1 + (uint64_t)i), 64), 0);
+		raw_cts_seen = 0;
+		NC(n->regMr(rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+		void *bad = NULL;
+		int sz = -1;
+		if (round == 0) {
+			/* tag 1 number 0, then the same number again */
+			void *ok = recv1(n, rc, rb[0], 128, 1, rmh);
+			assert_int_equal(stats(rc).cts_posted, 0);
+			raw_eager(&w, 0, 1, 0, 100, 0x11);
+			wait_req(n, ok, &sz);
+			assert_int_equal(sz, 100);
+			assert_int_equal(rb[0][0], 0x11);
+			assert_int_equal(rb[0][100], 0xee);
+			bad = recv1(n, rc, rb[1], 128, 2, rmh);
+			raw_eager(&w, 1, 1, 0, 100, 0x22);
+		} else {
+			/* tag 5 number 3 twice, nobody asked for either yet */
+			bad = recv1(n, rc, rb[1], 128, 9, rmh);
+			raw_eager(&w, 0, 5, 3, 50, 0x33);
+			raw_eager(&w, 1, 5, 3, 50, 0x44);
+		}
+		int64_t end = mrcd_spawn_now_ms() + MRCD_SPAWN_WAIT_MS;
+		ncclResult_t r;
+		int done = 0;
+		while ((r = n->test(bad, &done, &sz)) == ncclSuccess && !done)
+			CHECK(mrcd_spawn_now_ms() < end, "round %d: never refused", round);
+		CHECK(r == ncclRemoteError, "round %d: accepted (%d)", round, r);
+		assert_int_equal(stats(rc).refused, 1);
+		for (size_t i = 0; i < sizeof(rb[1]); i++)
+			CHECK(rb[1][i] == 0xee, "round %d: byte %zu of a receive written", round, i);
+		assert_int_equal(stats(rc).cts_posted, 0);
+		assert_int_equal(raw_cts_seen, 0);
+		NC(n->deregMr(rc, rmh));
+		NC(n->closeRecv(rc));
+		NC(n->closeListen(lc));
+		raw_close(&w);
+	}
+	NC(n->finalize(ctx));
+}
+
 static void test_hostile_eager(void **state)
 {
 	NEED(state);
@@ -654,6 +741,7 @@ int main(void)
 		cmocka_unit_test(test_small_roundtrip_no_cts),
 		cmocka_unit_test(test_tag_order),
 		cmocka_unit_test(test_hostile_eager),
+		cmocka_unit_test(test_hostile_seq),
 	};
 	int r = cmocka_run_group_tests_name("nccl plugin, eager messages", t, setup_daemon,
 					    teardown_daemon);
