@@ -477,6 +477,26 @@ static void eager_match(struct comm *c, int n, const int *tags, const uint32_t *
 	}
 }
 
+/* May one more receive wait for its message without a CTS (nd of them
+ * do already)?  Only while the sender is sure to hold a credit for each
+ * such message without our calling in again: slots it may have used
+ * since our last telling (received since; ones in flight are for
+ * deferred receives, counted in nd) plus one per deferred receive, within
+ * the ring.  Over it, freed slots not yet told go back now (one credit
+ * message instead of a CTS); if that is not enough (the ring is held by
+ * messages not freed), the receive takes the CTS path.  So a posted
+ * receive's message never waits for NCCL to call test again, as with the
+ * CTS it replaces, unless the peer fills the ring with messages nobody
+ * asked for yet, which irecv's own progress then sees (mrcn_eg_check). */
+static int defer_ok(struct comm *c, int nd)
+{
+	if (c->eg_rcvd - c->eg_told + (uint32_t)nd + 1 <= c->eg_slots)
+		return 1;
+	if (c->eg_freed != c->eg_told && !c->egr_busy && mrcn_post_egr(c) == 0)
+		return c->eg_rcvd - c->eg_told + (uint32_t)nd + 1 <= c->eg_slots;
+	return 0;
+}
+
 ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
 				   void **mhandles, void **phandles, void **request)
 {
@@ -516,9 +536,12 @@ ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *
 	int match[MRCN_MAX_RECVS];
 	eager_match(c, n, tags, tseq, match);
 	uint64_t slot_max = c->eg_slots ? c->eg_stride - sizeof(struct mrcn_eg_hdr) : 0;
+	int nd = c->ndeferred;
 	for (int i = 0; i < n; i++) {
 		r->sub[i].alloc = -1;
-		r->sub[i].deferred = match[i] < 0 && c->eg_slots && sizes[i] <= slot_max;
+		r->sub[i].deferred = match[i] < 0 && c->eg_slots && sizes[i] <= slot_max &&
+				     defer_ok(c, nd);
+		nd += r->sub[i].deferred;
 		if (match[i] < 0 && !r->sub[i].deferred && sizes[i] &&
 		    (r->sub[i].alloc = mrcn_arena_alloc(&c->arena, sizes[i])) < 0) {
 			for (int j = 0; j <= i; j++)

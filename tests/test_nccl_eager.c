@@ -195,9 +195,11 @@ static void test_eager_then_rendezvous(void **state)
 	NC(n->finalize(ctx));
 }
 
-/* 16 small sends nobody receives yet fill the receiver's ring; the 17th
- * finds no credit and waits for its receive's CTS (the fallback, counted),
- * then everything arrives in place. */
+/* A receive waits without a CTS; 16 small sends nobody receives yet then
+ * fill the receiver's ring, and its message finds no credit: the
+ * receiver, polled, sends that receive's CTS late (counted) and the
+ * message goes by it; a receive posted while the ring is held gets its
+ * CTS at once; then everything arrives in place and credits come back. */
 static void test_credit_exhaustion(void **state)
 {
 	NEED(state);
@@ -215,6 +217,13 @@ static void test_credit_exhaustion(void **state)
 	void *smh, *rmh, *sq[N] = { 0 }, *rq[N] = { 0 };
 	NC(n->regMr(p.sc, sb, sizeof(sb), NCCL_PTR_HOST, &smh));
 	NC(n->regMr(p.rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+	/* the 17th message's receive first: eager-sized, the ring empty, so
+	 * it waits without a CTS, counting on a credit */
+	rq[N - 1] = recv1(n, p.rc, rb[N - 1], L + 8, N - 1, rmh);
+	struct mrcn_stats r0 = stats(p.rc);
+	assert_int_equal(r0.deferred, 1);
+	assert_int_equal(r0.cts_posted, 0);
+	/* 16 messages nobody asked for take every slot (and credit) */
 	for (int i = 0; i < MRCN_EG_SLOTS; i++) {
 		NC(n->isend(p.sc, sb[i], L, i, smh, NULL, &sq[i]));
 		CHECK(sq[i], "eager send %d of %d did not go at once", i, MRCN_EG_SLOTS);
@@ -225,16 +234,27 @@ static void test_credit_exhaustion(void **state)
 	assert_null(sq[N - 1]);
 	struct mrcn_stats mid = stats(p.sc);
 	CHECK(mid.eager_no_credit > before.eager_no_credit, "no credit was never hit");
-	/* its receive (eager-sized: deferred) with every slot held: its CTS
-	 * goes at once (late), no credit back yet */
+	/* the receiver, polled, sees every slot held and nothing to free:
+	 * the deferred receive's CTS goes now (late) */
 	wait_unexpected(p.rc, MRCN_EG_SLOTS);
-	assert_int_equal(stats(p.rc).late_cts, 0);
-	rq[N - 1] = recv1(n, p.rc, rb[N - 1], L + 8, N - 1, rmh);
 	assert_int_equal(stats(p.rc).late_cts, 1);
 	sq[N - 1] = send_retry(n, p.sc, sb[N - 1], L, N - 1, smh);
 	struct mrcn_stats after = stats(p.sc);
 	assert_int_equal(after.cts_sends, before.cts_sends + 1);
 	assert_int_equal(after.eager_sends, MRCN_EG_SLOTS);
+	/* a receive posted now, with the ring held and nothing freed, takes
+	 * a CTS at once rather than wait for a credit */
+	static uint8_t xb[L + 8];
+	uint64_t cts0 = stats(p.rc).cts_posted;
+	void *xr = recv1(n, p.rc, xb, L + 8, 50, rmh);
+	assert_int_equal(stats(p.rc).cts_posted, cts0 + 1);
+	void *xs = send_retry(n, p.sc, sb[0], L, 50, smh);
+	int xsz;
+	wait_req(n, xs, &xsz);
+	wait_req(n, xr, &xsz);
+	assert_int_equal(xsz, L);
+	assert_memory_equal(xb, sb[0], L);
+	assert_int_equal(stats(p.sc).cts_sends, before.cts_sends + 2);
 	for (int i = 0; i < MRCN_EG_SLOTS; i++)
 		rq[i] = recv1(n, p.rc, rb[i], L + 8, i, rmh);
 	for (int i = 0; i < N; i++) {
@@ -386,6 +406,54 @@ static void test_small_roundtrip_no_cts(void **state)
 		NC(n->deregMr(p[k].rc, rmh[k]));
 		close_pair(n, &p[k]);
 	}
+	NC(n->finalize(ctx));
+}
+
+/* More eager-sized receives posted than the ring has slots, then the
+ * receiver calls nothing more until every send has gone (the harness's
+ * close-in-flight check does this): each posted receive's message must
+ * find a credit or a CTS without the receiver's progress, as with a CTS
+ * per receive.  The first 16 (one credit each) wait without a CTS, the
+ * rest get one. */
+static void test_receives_beyond_ring(void **state)
+{
+	NEED(state);
+	const ncclNet_v11_t *n = drv.net;
+	void *ctx;
+	NC(n->init(&ctx, 8, NULL, NULL, NULL));
+	struct nccl_pair p;
+	nccl_connect_pairs(n, ctx, &p, 1);
+	wait_ring(p.sc);
+	enum { N = MRCN_EG_SLOTS + 8, L = 64 };
+	static uint8_t sb[N][L], rb[N][L + 8];
+	for (int i = 0; i < N; i++)
+		fill(sb[i], L, (uint8_t)(i + 40));
+	memset(rb, 0xee, sizeof(rb));
+	void *smh, *rmh, *sq[N], *rq[N];
+	NC(n->regMr(p.sc, sb, sizeof(sb), NCCL_PTR_HOST, &smh));
+	NC(n->regMr(p.rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+	for (int i = 0; i < N; i++)
+		rq[i] = recv1(n, p.rc, rb[i], L, 300 + i % 3, rmh);
+	struct mrcn_stats rs = stats(p.rc);
+	print_message("recv: deferred %llu cts %llu credit msgs %llu\n",
+		      (unsigned long long)rs.deferred, (unsigned long long)rs.cts_posted,
+		      (unsigned long long)rs.credit_msgs);
+	assert_int_equal(rs.deferred, MRCN_EG_SLOTS);
+	assert_int_equal(rs.cts_posted, N - MRCN_EG_SLOTS);
+	/* only the sender is called from here on */
+	for (int i = 0; i < N; i++)
+		sq[i] = send_retry(n, p.sc, sb[i], L, 300 + i % 3, smh);
+	int sz;
+	for (int i = 0; i < N; i++) {
+		wait_req(n, sq[i], &sz);
+		wait_req(n, rq[i], &sz);
+		assert_int_equal(sz, L);
+		assert_memory_equal(rb[i], sb[i], L);
+		assert_int_equal(rb[i][L], 0xee);
+	}
+	NC(n->deregMr(p.sc, smh));
+	NC(n->deregMr(p.rc, rmh));
+	close_pair(n, &p);
 	NC(n->finalize(ctx));
 }
 
@@ -740,6 +808,7 @@ int main(void)
 		cmocka_unit_test(test_grouped_mixed),
 		cmocka_unit_test(test_small_roundtrip_no_cts),
 		cmocka_unit_test(test_tag_order),
+		cmocka_unit_test(test_receives_beyond_ring),
 		cmocka_unit_test(test_hostile_eager),
 		cmocka_unit_test(test_hostile_seq),
 	};
