@@ -434,15 +434,16 @@ static void test_receives_beyond_ring(void **state)
 	NC(n->regMr(p.rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
 	for (int i = 0; i < N; i++)
 		rq[i] = recv1(n, p.rc, rb[i], L, 300 + i % 3, rmh);
+	/* only the sender is called from here on (stats() would poll the
+	 * receiver: read after) */
+	for (int i = 0; i < N; i++)
+		sq[i] = send_retry(n, p.sc, sb[i], L, 300 + i % 3, smh);
 	struct mrcn_stats rs = stats(p.rc);
 	print_message("recv: deferred %llu cts %llu credit msgs %llu\n",
 		      (unsigned long long)rs.deferred, (unsigned long long)rs.cts_posted,
 		      (unsigned long long)rs.credit_msgs);
 	assert_int_equal(rs.deferred, MRCN_EG_SLOTS);
 	assert_int_equal(rs.cts_posted, N - MRCN_EG_SLOTS);
-	/* only the sender is called from here on */
-	for (int i = 0; i < N; i++)
-		sq[i] = send_retry(n, p.sc, sb[i], L, 300 + i % 3, smh);
 	int sz;
 	for (int i = 0; i < N; i++) {
 		wait_req(n, sq[i], &sz);
