@@ -115,6 +115,7 @@ static void comm_destroy(struct comm *c)
 		mrc_destroy_qp(c->qp);
 	if (c->mr)
 		mrc_dereg_mr(c->mr);
+	free(c->tags);
 	free(c);
 }
 

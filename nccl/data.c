@@ -383,7 +383,8 @@ ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 	/* The message's number among its tag's: the CTS for it, if come. */
 	uint32_t *tn = mrcn_tag_count(c, tag, 1);
 	if (!tn) {
-		WARN("isend: more than %d tags on one comm", MRCN_MAX_TAGS);
+		WARN("isend: no room for tag %d (at most %d tags on one comm)", tag,
+		     MRCN_MAX_TAGS * 3 / 4);
 		return ncclInternalError;
 	}
 	int k = 0;
@@ -515,11 +516,14 @@ ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *
 	/* Each receive's number among its tag's (a tag twice in one group:
 	 * in the group's order), counted only once the request is made. */
 	uint32_t *tn[MRCN_MAX_RECVS], tseq[MRCN_MAX_RECVS];
-	for (int i = 0; i < n; i++) {
-		if (!(tn[i] = mrcn_tag_count(c, tags[i], 1))) {
-			WARN("irecv: more than %d tags on one comm", MRCN_MAX_TAGS);
+	for (int i = 0; i < n; i++)     /* entered first: the table may grow */
+		if (!mrcn_tag_count(c, tags[i], 1)) {
+			WARN("irecv: no room for tag %d (at most %d tags on one comm)", tags[i],
+			     MRCN_MAX_TAGS * 3 / 4);
 			return ncclInternalError;
 		}
+	for (int i = 0; i < n; i++) {
+		tn[i] = mrcn_tag_count(c, tags[i], 0);
 		tseq[i] = *tn[i];
 		for (int j = 0; j < i; j++)
 			tseq[i] += tn[j] == tn[i];

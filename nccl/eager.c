@@ -4,6 +4,7 @@
  * ring order; credits returned in batches, and the deferred receives'
  * CTSs sent only when the ring is full. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <mrc/mrc.h>
@@ -11,25 +12,53 @@
 #include "common/trace.h"
 #include "nccl/plugin.h"
 
-_Static_assert(MRCN_MAX_TAGS == 256, "the tag hash below takes 8 bits");
+static uint32_t tag_slot(int32_t tag, uint32_t cap)
+{
+	uint32_t h = (uint32_t)tag * 2654435761u;
+	return (h ^ (h >> 16)) & (cap - 1);
+}
+
+static struct mrcn_tagent *tag_find(struct mrcn_tagent *t, uint32_t cap, int32_t tag)
+{
+	for (uint32_t i = 0, k = tag_slot(tag, cap); i < cap; i++, k = (k + 1) & (cap - 1))
+		if (!t[k].used || t[k].tag == tag)
+			return &t[k];
+	return NULL;
+}
+
+/* Doubles the table (or makes the first one); -ENOSPC at MRCN_MAX_TAGS. */
+static int tag_grow(struct comm *c)
+{
+	uint32_t cap = c->tags_cap ? c->tags_cap * 2 : MRCN_TAGS_INIT;
+	if (cap > MRCN_MAX_TAGS)
+		return -ENOSPC;
+	struct mrcn_tagent *t = calloc(cap, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->tags_cap; i++)
+		if (c->tags[i].used)
+			*tag_find(t, cap, c->tags[i].tag) = c->tags[i];
+	free(c->tags);
+	c->tags = t;
+	c->tags_cap = cap;
+	return 0;
+}
 
 uint32_t *mrcn_tag_count(struct comm *c, int32_t tag, int add)
 {
-	uint32_t h = ((uint32_t)tag * 2654435761u) >> 24;
-	for (uint32_t i = 0; i < MRCN_MAX_TAGS; i++) {
-		uint32_t k = (h + i) & (MRCN_MAX_TAGS - 1);
-		if (!c->tags[k].used) {
-			if (!add)
-				return NULL;
-			c->tags[k].used = 1;
-			c->tags[k].tag = tag;
-			c->tags[k].n = 0;
-			return &c->tags[k].n;
-		}
-		if (c->tags[k].tag == tag)
-			return &c->tags[k].n;
+	struct mrcn_tagent *e = c->tags ? tag_find(c->tags, c->tags_cap, tag) : NULL;
+	if (e && e->used)
+		return &e->n;
+	if (!add)
+		return NULL;
+	if (!c->tags || (c->tags_used + 1) * 4 > c->tags_cap * 3) {
+		if (tag_grow(c))
+			return NULL;
+		e = tag_find(c->tags, c->tags_cap, tag);
 	}
-	return NULL;
+	*e = (struct mrcn_tagent){ .tag = tag, .n = 0, .used = 1 };
+	c->tags_used++;
+	return &e->n;
 }
 
 /* The CTS of receive (r, i): its id, tag, number and room (none for an

@@ -99,7 +99,8 @@ struct comm {
 	/* Per-tag message counts (send: isends, recv: receives posted), an
 	 * open-addressed table; a tag is entered by our own NCCL's calls
 	 * only, never by what the peer sends. */
-	struct { int32_t tag; uint32_t n; uint8_t used; } tags[MRCN_MAX_TAGS];
+	struct mrcn_tagent { int32_t tag; uint32_t n; uint8_t used; } *tags;
+	uint32_t tags_cap, tags_used;
 	int egr_busy;                   /* the advertisement/credit SEND in flight */
 	uint64_t rseq;
 	struct mrcn_stats st;
@@ -181,8 +182,9 @@ void mrcn_eg_reclaim(struct comm *c);
 void mrcn_eg_deliver(struct comm *c, uint32_t k, struct req *r, int s);
 void mrcn_eg_arrived(struct comm *c, const struct mrc_completion *e);
 /* The tag's count (send: messages sent, recv: receives posted): add 1
- * enters the tag if new, NULL when the table is full; add 0 only looks
- * (NULL: never seen, i.e. 0). */
+ * enters the tag if new (the table may grow: earlier pointers are then
+ * stale), NULL when it cannot (MRCN_MAX_TAGS, or no memory); add 0 only
+ * looks (NULL: never seen, i.e. 0). */
 uint32_t *mrcn_tag_count(struct comm *c, int32_t tag, int add);
 /* recv: credits or, with the ring full, CTSs for deferred receives */
 int mrcn_eg_check(struct comm *c);

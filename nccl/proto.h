@@ -92,10 +92,14 @@ struct mrcn_eg_hdr {
 	uint32_t rsvd[3];         /* zero; keeps the payload 32-byte aligned */
 };
 _Static_assert(sizeof(struct mrcn_eg_hdr) == 32, "eager header size");
-/* Distinct tags a comm tracks (per-tag sequence numbers); NCCL's tags are
- * ranks, a handful per comm.  One more is an error (isend/irecv fail
- * with ncclInternalError), never a mismatch. */
-#define MRCN_MAX_TAGS 256
+/* Distinct tags a comm tracks (per-tag message numbers): a hash table
+ * that starts at MRCN_TAGS_INIT entries and doubles up to MRCN_MAX_TAGS
+ * (kept at most 3/4 full).  NCCL's tags are ranks, a handful per comm;
+ * test harnesses use hundreds.  Entries are made only by the local
+ * NCCL's calls, never by what the peer sends.  One tag beyond is an
+ * error (isend/irecv fail with ncclInternalError), never a mismatch. */
+#define MRCN_TAGS_INIT 64
+#define MRCN_MAX_TAGS 65536
 /* Slot stride for a payload limit: header + payload, cache lines. */
 static inline uint64_t mrcn_eg_stride(uint64_t bytes)
 {

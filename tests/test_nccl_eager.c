@@ -458,6 +458,46 @@ static void test_receives_beyond_ring(void **state)
 	NC(n->finalize(ctx));
 }
 
+/* Hundreds of distinct tags on one comm (the harness's rounds use a
+ * tag per message): the per-tag numbering's table grows (it was a fixed
+ * 256 at first, and irecv failed with ncclInternalError at the 257th),
+ * every message still lands in its receive; a second pass over the same
+ * tags takes each one's number 1. */
+static void test_many_tags(void **state)
+{
+	NEED(state);
+	const ncclNet_v11_t *n = drv.net;
+	void *ctx;
+	NC(n->init(&ctx, 9, NULL, NULL, NULL));
+	struct nccl_pair p;
+	nccl_connect_pairs(n, ctx, &p, 1);
+	wait_ring(p.sc);
+	enum { NT = 600, L = 32 };
+	static uint8_t sb[L], rb[L + 8];
+	void *smh, *rmh;
+	NC(n->regMr(p.sc, sb, sizeof(sb), NCCL_PTR_HOST, &smh));
+	NC(n->regMr(p.rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < NT; i++) {
+			int tag = 5000 + i * 7919;      /* spread over the hash */
+			fill(sb, L, (uint8_t)i);
+			memset(rb, 0xee, sizeof(rb));
+			void *rq = recv1(n, p.rc, rb, L, tag, rmh);
+			void *sq = send_retry(n, p.sc, sb, L, tag, smh);
+			int sz;
+			wait_req(n, sq, &sz);
+			wait_req(n, rq, &sz);
+			CHECK(sz == L && memcmp(rb, sb, L) == 0 && rb[L] == 0xee,
+			      "pass %d tag %d: wrong message", pass, tag);
+		}
+	struct mrcn_stats ss = stats(p.sc);
+	assert_int_equal(ss.eager_sends, 2 * NT);
+	NC(n->deregMr(p.sc, smh));
+	NC(n->deregMr(p.rc, rmh));
+	close_pair(n, &p);
+	NC(n->finalize(ctx));
+}
+
 /* NCCL's order per tag: three tags, each with a run of messages of
  * mixed sizes (eager and CTS path), sent round-robin across tags while
  * the receiver posts them tag by tag, some receives eager-sized (no
@@ -810,6 +850,7 @@ int main(void)
 		cmocka_unit_test(test_small_roundtrip_no_cts),
 		cmocka_unit_test(test_tag_order),
 		cmocka_unit_test(test_receives_beyond_ring),
+		cmocka_unit_test(test_many_tags),
 		cmocka_unit_test(test_hostile_eager),
 		cmocka_unit_test(test_hostile_seq),
 	};
