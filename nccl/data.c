@@ -180,7 +180,7 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 		c->data_inflight--;
 		break;
 	}
-	case MRC_CQE_RECV:              /* a CTS, void CTS or eager advertisement arrived */
+	case MRC_CQE_RECV:              /* a CTS or the eager advertisement arrived */
 		cts_arrived(c, e);
 		break;
 	case MRC_CQE_RECV_WRITE_IMM:    /* data landed */
