@@ -1,8 +1,11 @@
 /* libFuzzer: what the NCCL plugin takes from peers (nccl/proto.h): a
- * clear-to-send as it lands in a posted RECV (any length), and a listen
+ * clear-to-send as it lands in a posted RECV (any length), an eager
+ * message's header as it lies in a slot of the ring (the written length
+ * and the expected sequence number from the input too), and a listen
  * handle as NCCL carries it between ranks.  Invariants: an accepted CTS
- * names an id in range and a window inside the arena; an accepted handle
- * names one of the plugin's service ids. */
+ * names an id in range and a window inside the arena; an accepted eager
+ * header's payload is exactly the bytes written and inside the slot; an
+ * accepted handle names one of the plugin's service ids. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +16,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mrcn_cts c;
 	if (!mrcn_cts_parse(data, (uint32_t)size, &c)) {
-		if (size != sizeof(c) || c.id >= MRCN_NCTS || c.off + c.size > MRCN_ARENA ||
-		    c.size > MRCN_MAX_MSG)
+		if (size != sizeof(c))
+			abort();
+		if (c.magic == MRCN_EGR_MAGIC) {
+			/* the ring advertisement: slots and stride in range */
+			if (c.id < 1 || c.id > MRCN_EG_MAX_SLOTS || (c.size & 63) ||
+			    c.size > mrcn_eg_stride(MRCN_EG_MAX))
+				abort();
+		} else if (c.magic != MRCN_CTS_MAGIC || c.id >= MRCN_NCTS ||
+			   c.off + c.size > MRCN_ARENA || c.size > MRCN_MAX_MSG) {
+			abort();
+		}
+	}
+	if (size >= 12) {
+		/* the slot: the input after 12 bytes of (length, stride, seq) */
+		uint32_t len, stride, seq;
+		memcpy(&len, data, 4);
+		memcpy(&stride, data + 4, 4);
+		memcpy(&seq, data + 8, 4);
+		uint8_t slot[sizeof(struct mrcn_eg_hdr)] = { 0 };
+		memcpy(slot, data + 12, size - 12 < sizeof(slot) ? size - 12 : sizeof(slot));
+		struct mrcn_eg_hdr e;
+		if (!mrcn_eg_hdr_parse(slot, len, stride, seq, &e) &&
+		    ((uint64_t)e.size + sizeof(e) != len || len > stride || e.seq != seq ||
+		     e.magic != MRCN_EG_HDR_MAGIC))
 			abort();
 	}
 	uint8_t h[128] = { 0 };

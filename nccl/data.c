@@ -7,10 +7,11 @@
  * clear-to-send {id, tag, size, offset} to the sender's posted RECVs.  isend
  * takes the oldest CTS of its tag (none yet: a NULL request, NCCL retries),
  * copies, and WRITE_IMMs the data to that offset with imm = id; the
- * receiver's RECV_WRITE_IMM completion gives the size.  Messages up to
- * MRC_NCCL_EAGER_BYTES with no CTS there yet go at once into the
- * receiver's eager ring instead (credits; docs/nccl.md "Eager messages"),
- * and each receive's CTS then pairs with its eager send.  Host buffers are
+ * receiver's RECV_WRITE_IMM completion gives the size.  A receive no
+ * larger than an eager slot sends no CTS: its message comes at once into
+ * the receiver's eager ring (credits; docs/nccl.md "Eager messages"),
+ * paired with it by tag and per-tag number, and a CTS goes only when the
+ * ring is full.  Host buffers are
  * copied with memcpy, CUDA buffers by the comm's copy engine
  * (nccl/stage.c), each finished before the data moves on. */
 #include <errno.h>
@@ -63,8 +64,9 @@ void mrcn_refuse(struct comm *c, const char *why, uint64_t v)
 		  (unsigned long long)v);
 }
 
-/* A CTS, a void CTS or the eager ring's advertisement from the receiver:
- * its credits taken, an eager send paired, or the CTS kept for isend. */
+/* A CTS or the eager ring's advertisement from the receiver: its credits
+ * taken, and a CTS kept for isend unless its message already went
+ * eagerly (its number below the tag's sends). */
 static void cts_arrived(struct comm *c, const struct mrc_completion *e)
 {
 	int slot = (int)(e->wr_id & 0xffff);
@@ -94,19 +96,16 @@ static void cts_arrived(struct comm *c, const struct mrc_completion *e)
 			PROTO_ERR(c, "host %u changed its eager ring", c->host);
 			return;
 		}
-	} else if (in.magic == MRCN_VOID_MAGIC) {
-		if (!mrcn_eg_pair(c, in.tag)) {
-			PROTO_ERR(c, "void clear-to-send from host %u for no eager send (tag %d)",
-				  c->host, in.tag);
-			return;
-		}
-		c->st.void_cts++;
-	} else if (mrcn_eg_pair(c, in.tag)) {
-		c->st.paired++;     /* its message went eagerly */
 	} else {
+		const uint32_t *sent = mrcn_tag_count(c, in.tag, 0);
+		if (sent && in.tseq < *sent) {
+			c->st.paired++;     /* its message went eagerly */
+			goto repost;
+		}
 		c->cts[c->ncts++] = in;
 		MRC_TRACE(MRC_TR_N_CTS, TRC(c), in.id, in.size);
 	}
+repost:;
 	int r = mrcn_post_cts_recv(c, slot);
 	if (r && !c->err)
 		c->err = r;
@@ -127,6 +126,11 @@ static void data_arrived(struct comm *c, const struct mrc_completion *e)
 	}
 	struct req *r = c->ids[id].r;
 	int s = c->ids[id].sub;
+	if (r->sub[s].deferred) {
+		/* no CTS offered it room: the peer guessed the id */
+		PROTO_ERR(c, "data for id %u, whose clear-to-send was never sent", id);
+		return;
+	}
 	c->ids[id].r = NULL;
 	mrcn_id_release(c, (int)id);
 	r->sub[s].pending = 0;
@@ -176,7 +180,7 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 		c->data_inflight--;
 		break;
 	}
-	case MRC_CQE_RECV:              /* a CTS, void CTS or eager advertisement arrived */
+	case MRC_CQE_RECV:              /* a CTS or the eager advertisement arrived */
 		cts_arrived(c, e);
 		break;
 	case MRC_CQE_RECV_WRITE_IMM:    /* data landed */
@@ -209,14 +213,11 @@ static int progress(struct comm *c)
 		for (int i = 0; i < n; i++)
 			on_cqe(c, &e[i]);
 	} while (n == 16);
-	/* Credits ride on CTSs; a message of their own once half the ring
-	 * is free and nobody told the sender (no CTS went meanwhile). */
-	if (!c->err && c->kind == K_RECV && c->eg_slots && !c->egr_busy &&
-	    c->eg_freed - c->eg_told >= (c->eg_slots + 1) / 2) {
-		int r = mrcn_post_egr(c);
-		if (r && r != -ENOSPC)
-			c->err = r;
-	}
+	/* Credits ride on CTSs, else a message of their own in batches; a
+	 * full ring sends the deferred receives' CTSs. */
+	int r = mrcn_eg_check(c);
+	if (r && !c->err)
+		c->err = r;
 	return c->err;
 }
 
@@ -236,6 +237,24 @@ static ncclResult_t comm_failed(struct comm *c, const char *what)
 {
 	WARN("%s: the connection to host %u failed: %s", what, c->host, mrc_strerror(c->err));
 	return ncclRemoteError;
+}
+
+/* Message number n of tag t went (eagerly or by its CTS): the count
+ * moves on, and any CTS kept for a number below it (a peer's repeat) is
+ * dropped so that it cannot fill the CTS list. */
+static void tag_sent(struct comm *c, int32_t tag)
+{
+	uint32_t *n = mrcn_tag_count(c, tag, 1);    /* isend entered it */
+	++*n;
+	for (int i = 0; i < c->ncts;)
+		if (c->cts[i].tag == tag && c->cts[i].tseq < *n) {
+			memmove(&c->cts[i], &c->cts[i + 1],
+				(size_t)(c->ncts - i - 1) * sizeof(c->cts[0]));
+			c->ncts--;
+			c->st.paired++;
+		} else {
+			i++;
+		}
 }
 
 /* Posts request r's data for the CTS at c->cts[k] (WRITE_IMM from lkey at
@@ -260,6 +279,7 @@ static ncclResult_t post_data(struct comm *c, struct req *r, int k, void **reque
 	}
 	memmove(&c->cts[k], &c->cts[k + 1], (size_t)(c->ncts - k - 1) * sizeof(c->cts[0]));
 	c->ncts--;
+	tag_sent(c, cts.tag);
 	c->data_inflight++;
 	c->zc_sends += zc;
 	c->st.cts_sends++;
@@ -300,14 +320,14 @@ static int copy_in(struct comm *c, struct req *r, int a, uint64_t off, void *dat
  * WRITE_IMM into the next slot of the receiver's ring (imm: the slot),
  * done at the post like a bounce send.  The caller checked size and
  * credit.  Out of room or ring space: a NULL request, NCCL retries. */
-static ncclResult_t eager_send(struct comm *c, void *data, size_t size, int tag, int cuda,
-			       void **request)
+static ncclResult_t eager_send(struct comm *c, void *data, size_t size, int tag, uint32_t tseq,
+			       int cuda, void **request)
 {
 	struct req *r = req_get(c);
 	if (!r)
 		return ncclSuccess;
 	struct mrcn_eg_hdr h = { .magic = MRCN_EG_HDR_MAGIC, .tag = tag, .size = (uint32_t)size,
-				 .seq = c->eg_sent };
+				 .seq = c->eg_sent, .tseq = tseq };
 	int a = mrcn_arena_alloc(&c->arena, sizeof(h) + size);
 	if (a < 0) {
 		r->used = 0;
@@ -329,7 +349,7 @@ static ncclResult_t eager_send(struct comm *c, void *data, size_t size, int tag,
 		return comm_failed(c, "isend");
 	}
 	c->eg_sent++;
-	c->eg_unpaired[c->eg_nunpaired++] = tag;
+	tag_sent(c, tag);
 	c->data_inflight++;
 	c->st.eager_sends++;
 	r->n = 1;
@@ -360,21 +380,28 @@ ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 	}
 	if (progress(c))
 		return comm_failed(c, "isend");
+	/* The message's number among its tag's: the CTS for it, if come. */
+	uint32_t *tn = mrcn_tag_count(c, tag, 1);
+	if (!tn) {
+		WARN("isend: no room for tag %d (at most %d tags on one comm)", tag,
+		     MRCN_MAX_TAGS * 3 / 4);
+		return ncclInternalError;
+	}
 	int k = 0;
-	while (k < c->ncts && c->cts[k].tag != tag)
+	while (k < c->ncts && (c->cts[k].tag != tag || c->cts[k].tseq != *tn))
 		k++;
 	uint8_t *d8 = data;
 	int zc_ok = size >= MRCN_ZC_MIN && !cuda && m && m->mr && d8 >= (uint8_t *)m->data &&
 		    size <= m->size - (size_t)(d8 - (uint8_t *)m->data);
 	if (k == c->ncts) {
-		/* No receive of this tag told us its room: small messages go
-		 * at once into the receiver's eager ring (not from a
-		 * registered buffer: those are large and sent in place). */
-		if (c->eg_slots && size <= mrcn_eg_bytes &&
-		    size <= c->eg_stride - sizeof(struct mrcn_eg_hdr) && !zc_ok) {
-			if (c->eg_sent - c->eg_credit < c->eg_slots &&
-			    c->eg_nunpaired < MRCN_EG_MAX_SLOTS)
-				return eager_send(c, data, size, tag, cuda, request);
+		/* No receive of this tag told us its room: a message that
+		 * fits a slot of the receiver's eager ring goes there at once
+		 * (the receiver's advertisement decides, not our own
+		 * MRC_NCCL_EAGER_BYTES: its receives that small send no CTS
+		 * while it has a credit to give). */
+		if (c->eg_slots && size <= c->eg_stride - sizeof(struct mrcn_eg_hdr)) {
+			if (c->eg_sent - c->eg_credit < c->eg_slots)
+				return eager_send(c, data, size, tag, *tn, cuda, request);
 			c->st.eager_no_credit++;    /* the CTS path then */
 		}
 		/* the first retry only: NCCL retries in a loop */
@@ -437,21 +464,38 @@ static ncclResult_t irecv_check(struct comm *c, int n, const size_t *sizes, void
 	return ncclSuccess;
 }
 
-/* For each receive, the eager slot holding the oldest waiting message of
- * its tag (each slot to one receive), or -1. */
-static void eager_match(struct comm *c, int n, const int *tags, int *match)
+/* For each receive (tag, number), the eager slot holding its message
+ * if it came already, or -1. */
+static void eager_match(struct comm *c, int n, const int *tags, const uint32_t *tseq, int *match)
 {
-	uint8_t taken[MRCN_EG_MAX_SLOTS] = { 0 };
 	for (int i = 0; i < n; i++) {
 		match[i] = -1;
 		for (uint32_t q = c->eg_freed; q != c->eg_rcvd && match[i] < 0; q++) {
 			uint32_t k = q % c->eg_slots;
-			if (c->eg[k].state == 1 && !taken[k] && c->eg[k].tag == tags[i]) {
+			if (c->eg[k].state == 1 && c->eg[k].tag == tags[i] && c->eg[k].tseq == tseq[i])
 				match[i] = (int)k;
-				taken[k] = 1;
-			}
 		}
 	}
+}
+
+/* May one more receive wait for its message without a CTS (nd of them
+ * do already)?  Only while the sender is sure to hold a credit for each
+ * such message without our calling in again: slots it may have used
+ * since our last telling (received since; ones in flight are for
+ * deferred receives, counted in nd) plus one per deferred receive, within
+ * the ring.  Over it, freed slots not yet told go back now (one credit
+ * message instead of a CTS); if that is not enough (the ring is held by
+ * messages not freed), the receive takes the CTS path.  So a posted
+ * receive's message never waits for NCCL to call test again, as with the
+ * CTS it replaces, unless the peer fills the ring with messages nobody
+ * asked for yet, which irecv's own progress then sees (mrcn_eg_check). */
+static int defer_ok(struct comm *c, int nd)
+{
+	if (c->eg_rcvd - c->eg_told + (uint32_t)nd + 1 <= c->eg_slots)
+		return 1;
+	if (c->eg_freed != c->eg_told && !c->egr_busy && mrcn_post_egr(c) == 0)
+		return c->eg_rcvd - c->eg_told + (uint32_t)nd + 1 <= c->eg_slots;
+	return 0;
 }
 
 ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,
@@ -469,19 +513,40 @@ ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *
 		return v;
 	if (progress(c))
 		return comm_failed(c, "irecv");
+	/* Each receive's number among its tag's (a tag twice in one group:
+	 * in the group's order), counted only once the request is made. */
+	uint32_t *tn[MRCN_MAX_RECVS], tseq[MRCN_MAX_RECVS];
+	for (int i = 0; i < n; i++)     /* entered first: the table may grow */
+		if (!mrcn_tag_count(c, tags[i], 1)) {
+			WARN("irecv: no room for tag %d (at most %d tags on one comm)", tags[i],
+			     MRCN_MAX_TAGS * 3 / 4);
+			return ncclInternalError;
+		}
+	for (int i = 0; i < n; i++) {
+		tn[i] = mrcn_tag_count(c, tags[i], 0);
+		tseq[i] = *tn[i];
+		for (int j = 0; j < i; j++)
+			tseq[i] += tn[j] == tn[i];
+	}
 	if (c->nfree_ids < n)
 		return ncclSuccess;
 	struct req *r = req_get(c);
 	if (!r)
 		return ncclSuccess;
 	r->n = n;
-	/* Eager messages already here, oldest first per tag: those receives
-	 * are satisfied now and need no room. */
+	/* Eager messages already here are delivered now and need no room;
+	 * receives no larger than a slot wait for theirs without a CTS
+	 * (deferred); the rest get room and a CTS. */
 	int match[MRCN_MAX_RECVS];
-	eager_match(c, n, tags, match);
+	eager_match(c, n, tags, tseq, match);
+	uint64_t slot_max = c->eg_slots ? c->eg_stride - sizeof(struct mrcn_eg_hdr) : 0;
+	int nd = c->ndeferred;
 	for (int i = 0; i < n; i++) {
 		r->sub[i].alloc = -1;
-		if (match[i] < 0 && sizes[i] &&
+		r->sub[i].deferred = match[i] < 0 && c->eg_slots && sizes[i] <= slot_max &&
+				     defer_ok(c, nd);
+		nd += r->sub[i].deferred;
+		if (match[i] < 0 && !r->sub[i].deferred && sizes[i] &&
 		    (r->sub[i].alloc = mrcn_arena_alloc(&c->arena, sizes[i])) < 0) {
 			for (int j = 0; j <= i; j++)
 				if (r->sub[j].alloc >= 0)
@@ -491,42 +556,38 @@ ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *
 		}
 	}
 	r->seq = c->rseq++;
+	for (int i = 0; i < n; i++)
+		++*tn[i];
 	for (int i = 0; i < n; i++) {
 		int id = c->free_ids[--c->nfree_ids];
 		r->sub[i].id = id;
 		r->sub[i].data = data[i];
 		r->sub[i].size = sizes[i];
 		r->sub[i].tag = tags[i];
+		r->sub[i].tseq = tseq[i];
 		r->sub[i].cuda = mhandles && mhandles[i] &&
 				 ((struct mhandle *)mhandles[i])->type == NCCL_PTR_CUDA;
-		struct mrcn_cts *out = CTS_IN(c, id);
+		c->ids[id].r = r;
+		c->ids[id].sub = i;
+		r->sub[i].pending = 1;
 		if (match[i] >= 0) {
-			/* Every receive sends one CTS, so that the sender
-			 * pairs each eager send with its receive; this one
-			 * offers no room. */
 			mrcn_eg_deliver(c, (uint32_t)match[i], r, i);
-			*out = (struct mrcn_cts){ .magic = MRCN_VOID_MAGIC, .id = (uint32_t)id,
-						  .tag = tags[i], .credits = c->eg_freed };
-			c->st.void_cts++;
+		} else if (r->sub[i].deferred) {
+			c->ndeferred++;
+			c->st.deferred++;
 		} else {
-			c->ids[id].r = r;
-			c->ids[id].sub = i;
-			r->sub[i].pending = 1;
-			*out = (struct mrcn_cts){ .magic = MRCN_CTS_MAGIC, .id = (uint32_t)id,
-				.tag = tags[i], .credits = c->eg_freed, .size = sizes[i],
-				.off = r->sub[i].alloc >= 0 ? mrcn_arena_off(&c->arena, r->sub[i].alloc)
-							    : 0 };
+			/* The SQ has room: at most MRCN_NCTS CTS are outstanding. */
+			int e = mrcn_post_cts(c, r, i);
+			if (e) {
+				c->err = e;
+				return comm_failed(c, "irecv");
+			}
 		}
-		/* The SQ has room: at most MRCN_NCTS CTS are outstanding. */
-		int e = mrc_post_send(c->qp, MRCN_WR_CTS | (uint64_t)id, c->lkey,
-				      mrcn_arena_bytes + (uint64_t)id * sizeof(*out), sizeof(*out));
-		if (e) {
-			c->err = e;
-			return comm_failed(c, "irecv");
-		}
-		c->cts_busy[id] = 1;
-		c->eg_told = c->eg_freed;
 	}
+	/* a deferred receive with the ring full needs its CTS now */
+	int e = mrcn_eg_check(c);
+	if (e && !c->err)
+		c->err = e;
 	*request = r;
 	MRC_TRACE(MRC_TR_N_IRECV, TRC(c), r->sub[0].id, n);
 	return ncclSuccess;

@@ -49,7 +49,9 @@ struct req {
 		int alloc;              /* arena allocation, -1 none */
 		int cuda;               /* data is device memory (staged copies) */
 		int32_t tag;            /* recv */
-		int pending;            /* recv: awaiting its data (CTS sent) */
+		int pending;            /* recv: awaiting its data */
+		int deferred;           /* recv: pending, no CTS sent (eager-sized) */
+		uint32_t tseq;          /* recv: its number among its tag's receives */
 	} sub[MRCN_MAX_RECVS];
 	uint64_t seq;                   /* recv: posting order, for eager matching */
 };
@@ -87,15 +89,18 @@ struct comm {
 	 * eg_slots 0 until then). */
 	uint32_t eg_slots;
 	uint64_t eg_stride, eg_off;
-	/* send side: eager messages sent, credits (slots the receiver freed),
-	 * tags of eager sends whose receive's CTS has not come back yet */
+	/* send side: eager messages sent, credits (slots the receiver freed) */
 	uint32_t eg_sent, eg_credit;
-	int32_t eg_unpaired[MRCN_EG_MAX_SLOTS];
-	int eg_nunpaired;
 	/* recv side: eager messages received, freed in ring order, credits
 	 * last told; per slot: 0 free, 1 waiting for its irecv, 2 consumed */
 	uint32_t eg_rcvd, eg_freed, eg_told;
-	struct { int32_t tag; uint32_t size; uint8_t state; } eg[MRCN_EG_MAX_SLOTS];
+	struct { int32_t tag; uint32_t size, tseq; uint8_t state; } eg[MRCN_EG_MAX_SLOTS];
+	int ndeferred;                  /* recv: receives pending without a CTS */
+	/* Per-tag message counts (send: isends, recv: receives posted), an
+	 * open-addressed table; a tag is entered by our own NCCL's calls
+	 * only, never by what the peer sends. */
+	struct mrcn_tagent { int32_t tag; uint32_t n; uint8_t used; } *tags;
+	uint32_t tags_cap, tags_used;
 	int egr_busy;                   /* the advertisement/credit SEND in flight */
 	uint64_t rseq;
 	struct mrcn_stats st;
@@ -176,7 +181,15 @@ void mrcn_refuse(struct comm *c, const char *why, uint64_t v);
 void mrcn_eg_reclaim(struct comm *c);
 void mrcn_eg_deliver(struct comm *c, uint32_t k, struct req *r, int s);
 void mrcn_eg_arrived(struct comm *c, const struct mrc_completion *e);
-int mrcn_eg_pair(struct comm *c, int32_t tag);
+/* The tag's count (send: messages sent, recv: receives posted): add 1
+ * enters the tag if new (the table may grow: earlier pointers are then
+ * stale), NULL when it cannot (MRCN_MAX_TAGS, or no memory); add 0 only
+ * looks (NULL: never seen, i.e. 0). */
+uint32_t *mrcn_tag_count(struct comm *c, int32_t tag, int add);
+/* recv: credits or, with the ring full, CTSs for deferred receives */
+int mrcn_eg_check(struct comm *c);
+/* recv: the CTS of receive (r, i) (eager.c) */
+int mrcn_post_cts(struct comm *c, struct req *r, int i);
 /* reg.c */
 ncclResult_t mrcn_regmr(void *comm, void *data, size_t size, int type, void **mhandle);
 ncclResult_t mrcn_regmr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,

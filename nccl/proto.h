@@ -1,6 +1,8 @@
 /* The plugin's wire format and limits (docs/nccl.md): the 128-byte
  * listen handle NCCL carries between ranks and the clear-to-send message
- * a receiver SENDs to the sender for each posted receive. */
+ * a receiver SENDs to the sender for a receive that needs one (larger
+ * than the eager ring's slots, or when the ring is full), and the eager
+ * messages' header. */
 #ifndef MRC_NCCL_PROTO_H
 #define MRC_NCCL_PROTO_H
 
@@ -47,22 +49,25 @@ struct mrcn_handle {
 };
 _Static_assert(sizeof(struct mrcn_handle) <= 128, "NCCL_NET_HANDLE_MAXSIZE");
 
-#define MRCN_CTS_MAGIC 0x53544343u      /* "CCTS" */
-/* A clear-to-send for a receive already satisfied by an eager message
- * that was waiting for it (irecv matched it at once): no room is offered,
- * it only pairs with that eager send at the sender (docs/nccl.md
- * "Eager messages"), and carries credits. */
-#define MRCN_VOID_MAGIC 0x44494f56u     /* "VOID" */
+/* Magics changed with the per-tag sequence (2026-11-27): a peer of the
+ * older protocol fails with -EPROTO instead of being misread. */
+#define MRCN_CTS_MAGIC 0x32535443u      /* "CTS2" */
 /* The receiver's eager ring, advertised once at accept and repeated as
  * the credit message: id = slots, size = slot stride, off = ring offset
  * in the receiver's region.  Every one is the same but for credits. */
-#define MRCN_EGR_MAGIC 0x52474543u      /* "CEGR" */
+#define MRCN_EGR_MAGIC 0x32524745u      /* "EGR2" */
+/* A CTS names its receive by tag and tseq, the number of earlier
+ * receives of that tag on the comm: the sender's message number tseq of
+ * that tag is the one it is for (NCCL matches sends and receives in order
+ * per tag), so a CTS whose message already went eagerly is recognised and
+ * dropped (docs/nccl.md "Eager messages"). */
 struct mrcn_cts {
 	uint32_t magic;
 	uint32_t id;              /* echoed as the WRITE_IMM's immediate */
 	int32_t tag;
 	uint32_t credits;         /* eager slots the receiver freed, cumulative */
-	uint64_t size;            /* receive capacity */
+	uint32_t size;            /* receive capacity (<= MRCN_MAX_MSG) */
+	uint32_t tseq;            /* this receive's number among its tag's */
 	uint64_t off;             /* where in the receiver's bounce region */
 };
 _Static_assert(sizeof(struct mrcn_cts) == 32, "CTS size");
@@ -77,14 +82,24 @@ _Static_assert(sizeof(struct mrcn_cts) == 32, "CTS size");
 #define MRCN_EG_DEFAULT 65536u
 #define MRCN_EG_MAX (1u << 20)    /* MRC_NCCL_EAGER_BYTES's range */
 #define MRCN_IMM_EAGER 0x80000000u
-#define MRCN_EG_HDR_MAGIC 0x47414545u   /* "EEAG" */
+#define MRCN_EG_HDR_MAGIC 0x32474145u   /* "EAG2" */
 struct mrcn_eg_hdr {
 	uint32_t magic;
 	int32_t tag;
 	uint32_t size;            /* payload bytes after the header */
-	uint32_t seq;             /* the comm's eager message number */
+	uint32_t seq;             /* the comm's eager message number (ring order) */
+	uint32_t tseq;            /* the message's number among its tag's sends */
+	uint32_t rsvd[3];         /* zero; keeps the payload 32-byte aligned */
 };
-_Static_assert(sizeof(struct mrcn_eg_hdr) == 16, "eager header size");
+_Static_assert(sizeof(struct mrcn_eg_hdr) == 32, "eager header size");
+/* Distinct tags a comm tracks (per-tag message numbers): a hash table
+ * that starts at MRCN_TAGS_INIT entries and doubles up to MRCN_MAX_TAGS
+ * (kept at most 3/4 full).  NCCL's tags are ranks, a handful per comm;
+ * test harnesses use hundreds.  Entries are made only by the local
+ * NCCL's calls, never by what the peer sends.  One tag beyond is an
+ * error (isend/irecv fail with ncclInternalError), never a mismatch. */
+#define MRCN_TAGS_INIT 64
+#define MRCN_MAX_TAGS 65536
 /* Slot stride for a payload limit: header + payload, cache lines. */
 static inline uint64_t mrcn_eg_stride(uint64_t bytes)
 {
@@ -105,9 +120,25 @@ static inline int mrcn_cts_parse(const void *buf, uint32_t len, struct mrcn_cts 
 		return out->id >= 1 && out->id <= MRCN_EG_MAX_SLOTS && !(out->size & 63) &&
 		       out->size > sizeof(struct mrcn_eg_hdr) &&
 		       out->size <= mrcn_eg_stride(MRCN_EG_MAX) ? 0 : -EPROTO;
-	if ((out->magic != MRCN_CTS_MAGIC && out->magic != MRCN_VOID_MAGIC) ||
-	    out->id >= MRCN_NCTS || out->size > MRCN_MAX_MSG || out->off > MRCN_ARENA ||
+	if (out->magic != MRCN_CTS_MAGIC || out->id >= MRCN_NCTS || out->size > MRCN_MAX_MSG || out->off > MRCN_ARENA ||
 	    out->size > MRCN_ARENA - out->off)
+		return -EPROTO;
+	return 0;
+}
+
+/* An eager message as it lies in its slot (byte_len written, the ring's
+ * slot stride): taken only with its magic, the ring's next sequence
+ * number, and a size that is exactly the bytes written after the header,
+ * within the slot.  Its tag and per-tag number are checked by the
+ * receiver against its receives (nccl/eager.c). */
+static inline int mrcn_eg_hdr_parse(const void *slot, uint64_t byte_len, uint64_t stride,
+				    uint32_t seq, struct mrcn_eg_hdr *out)
+{
+	if (byte_len < sizeof(*out) || byte_len > stride)
+		return -EMSGSIZE;
+	memcpy(out, slot, sizeof(*out));
+	if (out->magic != MRCN_EG_HDR_MAGIC || out->seq != seq ||
+	    (uint64_t)out->size + sizeof(*out) != byte_len)
 		return -EPROTO;
 	return 0;
 }
@@ -120,10 +151,15 @@ struct mrcn_stats {
 	uint64_t eager_no_credit; /* isend calls eager by size but without a credit */
 	uint64_t paired;          /* CTSs the sender dropped: already sent eagerly */
 	uint64_t unexpected;      /* eager messages that arrived before their irecv */
-	uint64_t void_cts;        /* void CTSs sent (recv) or taken (send) */
+	/* recv: CTS SENDs posted (at irecv or late); where the older
+	 * protocol counted its void CTSs, so that a test run against that
+	 * plugin reads them here */
+	uint64_t cts_posted;
 	uint64_t credit_msgs;     /* eager advertisements/credit messages sent */
 	uint64_t refused;         /* malformed eager messages refused */
 	uint64_t ring_slots;      /* the receiver's eager ring (send: once advertised) */
+	uint64_t deferred;        /* recv: receives posted without a CTS (eager-sized) */
+	uint64_t late_cts;        /* recv: CTSs for deferred receives, the ring full */
 };
 
 /* A handle as NCCL hands it over (NCCL_NET_HANDLE_MAXSIZE bytes). */
