@@ -117,8 +117,26 @@ struct mrcfi_domain {
 	uint64_t mr_move_max;        /* FI_MRC_MR_MOVE_MAX: whole mappings moved up to */
 	uint32_t linger_ms;
 	uint32_t unexp_max;          /* FI_MRC_UNEXP_MAX: entries per endpoint */
-	uint64_t unexp_bytes_max;    /* FI_MRC_UNEXP_BYTES: bytes copied per endpoint */          /* FI_MRC_LINGER_MS: fi_close(ep) waits for sends */
+	uint64_t unexp_bytes_max;    /* FI_MRC_UNEXP_BYTES: bytes copied per endpoint */
+	/* While the application polls its CQs (fi_cq_read within the last
+	 * poll_grace_ns, FI_MRC_POLL_GRACE_US) it is the progress engine:
+	 * the progress thread leaves the QPs' CQs unarmed (mrcd rings no
+	 * doorbell, the thread is not woken per message and does not fight
+	 * the application for d->lock and the CPU) and only looks again
+	 * when the grace is over. */
+	uint64_t poll_grace_ns;
+	uint64_t app_poll_ns;        /* when fi_cq_read last ran (atomic) */
+	unsigned yield_empty;        /* FI_MRC_YIELD: sched_yield after that many empty reads */
+	unsigned empty_reads;
+	/* FI_MRC_STATS=1: counters printed at fi_close(domain) */
+	int stats;
+	uint64_t st_wakeups, st_armed_sleeps, st_grace_sleeps, st_reads, st_empty_reads;
 };
+/* CLOCK_MONOTONIC in ns. */
+uint64_t mrcfi_now_ns(void);
+/* The application is about to block (fi_cq_sread, fi_cntr_wait): its
+ * grace ends now and the progress thread arms the CQs at once. */
+void mrcfi_app_sleeps(struct mrcfi_domain *d);
 
 struct mrcfi_mr {
 	struct fid_mr mr;

@@ -1,6 +1,7 @@
 /* Address vectors, completion queues, counters and event queues. */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,11 +281,16 @@ void mrcfi_cq_add(struct mrcfi_cq *cq, const struct mrcfi_cqe *c)
 static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
 {
 	struct mrcfi_cq *cq = container_of(fcq, struct mrcfi_cq, cq);
-	pthread_mutex_lock(&cq->d->lock);
+	struct mrcfi_domain *d = cq->d;
 	/* An application polling an empty CQ drives progress itself: no
-	 * wait for the progress thread to be woken and scheduled. */
+	 * wait for the progress thread to be woken and scheduled, which
+	 * meanwhile stays asleep (mrcfi_domain.poll_grace_ns). */
+	if (d->poll_grace_ns)
+		__atomic_store_n(&d->app_poll_ns, mrcfi_now_ns(), __ATOMIC_RELAXED);
+	pthread_mutex_lock(&d->lock);
 	if (!cq->cnt)
-		mrcfi_progress(cq->d, 0);
+		mrcfi_progress(d, 0);
+	d->st_reads++;
 	ssize_t n = 0;
 	while ((size_t)n < count && cq->cnt) {
 		struct mrcfi_cqe *c = &cq->q[cq->head];
@@ -297,9 +303,18 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
 		cq->cnt--;
 		n++;
 	}
-	if (!n)
-		n = cq->cnt ? -FI_EAVAIL : (cq->d->dead ? -FI_EAGAIN : -FI_EAGAIN);
-	pthread_mutex_unlock(&cq->d->lock);
+	int yield = 0;
+	if (!n) {
+		n = cq->cnt ? -FI_EAVAIL : -FI_EAGAIN;
+		d->st_empty_reads++;
+		if (d->yield_empty && ++d->empty_reads >= d->yield_empty) {
+			d->empty_reads = 0;
+			yield = 1;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (yield)
+		sched_yield();
 	return n;
 }
 
@@ -361,6 +376,7 @@ static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr
 				return -FI_EAGAIN;
 			left = (int)l;
 		}
+		mrcfi_app_sleeps(cq->d);
 		int w = efd_wait(cq->efd, left);
 		if (w < 0 && w != -EINTR)
 			return w;
@@ -539,6 +555,7 @@ static int cntr_wait(struct fid_cntr *f, uint64_t threshold, int timeout)
 			end.tv_nsec -= 1000000000;
 		}
 	}
+	mrcfi_app_sleeps(c->d);
 	pthread_mutex_lock(&c->d->lock);
 	uint64_t err0 = c->err;
 	int r = 0;

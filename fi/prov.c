@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fi/mrcfi.h"
@@ -436,6 +437,21 @@ static void side_close(struct mrcfi_side *s)
 	memset(s, 0, sizeof(*s));
 }
 
+uint64_t mrcfi_now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+void mrcfi_app_sleeps(struct mrcfi_domain *d)
+{
+	if (!__atomic_exchange_n(&d->app_poll_ns, 0, __ATOMIC_RELAXED))
+		return;
+	uint64_t one = 1;
+	(void)!write(d->wake, &one, sizeof(one));
+}
+
 /* The progress thread: sleeps on both clients' completion doorbells and
  * sockets (a dead mrcd hangs up), drains every QP. */
 static void *prog_main(void *arg)
@@ -444,16 +460,25 @@ static void *prog_main(void *arg)
 	struct pollfd pf[5];
 	int spin = d->progress_spin_us;
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		/* The application polls: leave the CQs unarmed and look
+		 * again when its grace is over (mrcfi_domain.poll_grace_ns). */
+		uint64_t since = mrcfi_now_ns() - __atomic_load_n(&d->app_poll_ns, __ATOMIC_RELAXED);
+		int polled = d->poll_grace_ns && since < d->poll_grace_ns;
 		pthread_mutex_lock(&d->lock);
-		mrcfi_progress(d, 1);
+		mrcfi_progress(d, !polled);
 		int dead = d->dead;
+		d->st_wakeups++;
+		if (polled)
+			d->st_grace_sleeps++;
+		else
+			d->st_armed_sleeps++;
 		pthread_mutex_unlock(&d->lock);
 		if (dead) {
 			struct pollfd w = { .fd = d->wake, .events = POLLIN };
 			(void)poll(&w, 1, -1);
 			continue;
 		}
-		if (spin > 0) {
+		if (spin > 0 && !polled) {
 			spin--;
 			continue;
 		}
@@ -467,7 +492,10 @@ static void *prog_main(void *arg)
 		}
 		/* Bounded: a QP armed after its completion arrived is found
 		 * by the next round at the latest. */
-		(void)poll(pf, (nfds_t)n, 100);
+		uint64_t left = polled ? d->poll_grace_ns - since + 1000 : 100000000ull;
+		struct timespec ts = { .tv_sec = (time_t)(left / 1000000000ull),
+				       .tv_nsec = (long)(left % 1000000000ull) };
+		(void)ppoll(pf, (nfds_t)n, &ts, NULL);
 		for (int i = 1; i < n; i++)
 			if ((pf[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) && (i % 2 == 0)) {
 				pthread_mutex_lock(&d->lock);
@@ -553,6 +581,12 @@ static int domain_close(struct fid *fid)
 		pthread_join(d->prog, NULL);
 		pthread_join(d->acc, NULL);
 	}
+	if (d->stats)
+		fprintf(stderr, "mrc provider: progress thread rounds %lu (armed %lu, in the "
+			"application's grace %lu); fi_cq_read %lu (empty %lu)\n",
+			(unsigned long)d->st_wakeups, (unsigned long)d->st_armed_sleeps,
+			(unsigned long)d->st_grace_sleeps, (unsigned long)d->st_reads,
+			(unsigned long)d->st_empty_reads);
 	while (d->accq) {
 		struct mrcfi_acc *a = d->accq;
 		d->accq = a->next;
@@ -671,6 +705,9 @@ int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	d->unexp_max = (uint32_t)env_u64("FI_MRC_UNEXP_MAX", 4096, 0, UINT32_MAX);
 	d->unexp_bytes_max = env_u64("FI_MRC_UNEXP_BYTES", 64ull << 20, 0, UINT64_MAX);
 	d->mr_move_max = env_u64("FI_MRC_MR_MOVE_MAX", 0, 0, UINT64_MAX);
+	d->poll_grace_ns = env_u64("FI_MRC_POLL_GRACE_US", 1000, 0, 10000000) * 1000;
+	d->yield_empty = (unsigned)env_u64("FI_MRC_YIELD", 4, 0, 1000000);
+	d->stats = (int)env_u64("FI_MRC_STATS", 0, 0, 1);
 	int r = d->wake < 0 ? -errno : 0;
 	for (int s = 0; !r && s < 2; s++)
 		r = side_open(d, &d->side[s]);
