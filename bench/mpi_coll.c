@@ -95,11 +95,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	if (getenv("OMPI_COMM_WORLD_RANK"))   /* set by Open MPI's launcher */
-		env_rank = getenv("OMPI_COMM_WORLD_RANK");
-	signal(SIGALRM, on_alarm);
-	if (tmo > 0)
-		alarm((unsigned)tmo);
+	env_rank = mrc__stall_arm(tmo, on_alarm);
 	MPI_Init(&argc, &argv);
 	alarm(0);
 	MPI_Comm_size(w, &n);

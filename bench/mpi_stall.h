@@ -4,8 +4,23 @@
 #ifndef MRC_BENCH_MPI_STALL_H
 #define MRC_BENCH_MPI_STALL_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* Before MPI_Init, so that -T bounds it too: handler armed for tmo
+ * seconds (none when tmo <= 0); the rank Open MPI's launcher gives, or
+ * "?". */
+static inline const char *mrc__stall_arm(int tmo, void (*handler)(int))
+{
+	const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+	signal(SIGALRM, handler);
+	if (tmo > 0)
+		alarm((unsigned)tmo);
+	return rank ? rank : "?";
+}
 
 static inline void mrc__stall_put(char *buf, size_t cap, size_t *len, const char *s)
 {

@@ -263,11 +263,7 @@ int main(int argc, char **argv)
 	}
 	if (rounds < 0)
 		rounds = stop ? 100000 : 3;
-	if (getenv("OMPI_COMM_WORLD_RANK"))
-		env_rank = getenv("OMPI_COMM_WORLD_RANK");
-	signal(SIGALRM, on_alarm);
-	if (tmo > 0)
-		alarm((unsigned)tmo);
+	env_rank = mrc__stall_arm(tmo, on_alarm);
 	MPI_Init(&argc, &argv);
 	alarm(0);
 	MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
