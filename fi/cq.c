@@ -41,12 +41,15 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
 	struct mrcfi_domain *d = cq->d;
 	/* An application polling an empty CQ drives progress itself: no
 	 * wait for the progress thread to be woken and scheduled, which
-	 * meanwhile stays asleep (mrcfi_domain.poll_grace_ns). */
-	if (d->poll_grace_ns)
-		__atomic_store_n(&d->app_poll_ns, mrcfi_now_ns(), __ATOMIC_RELAXED);
+	 * meanwhile stays asleep (mrcfi_domain.poll_grace_ns).  Only a read
+	 * that progressed counts: one of a CQ that always holds entries
+	 * would leave the domain's other CQs without progress. */
 	pthread_mutex_lock(&d->lock);
-	if (!cq->cnt)
+	if (!cq->cnt) {
+		if (d->poll_grace_ns)
+			__atomic_store_n(&d->app_poll_ns, mrcfi_now_ns(), __ATOMIC_RELAXED);
 		mrcfi_progress(d, 0);
+	}
 	d->st_reads++;
 	ssize_t n = 0;
 	while ((size_t)n < count && cq->cnt) {
