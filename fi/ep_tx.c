@@ -53,6 +53,32 @@ static struct mrcfi_req *tx_req(struct mrcfi_ep *ep, enum mrcfi_kind kind, const
 	return r;
 }
 
+/* The request's peer, connected (1); or 0 with the request over: mrcd is
+ * gone (an FI_EIO completion, or *ret -FI_EIO when fail_now) or the peer
+ * cannot be had (*ret says why). */
+static int tx_peer(struct mrcfi_req *r, fi_addr_t dest, int fail_now, ssize_t *ret)
+{
+	if (r->ep->d->dead) {
+		if (fail_now) {
+			mrcfi_req_free(r);
+			*ret = -FI_EIO;
+		} else {
+			r->err = FI_EIO;
+			mrcfi_tx_done(r);
+		}
+		return 0;
+	}
+	struct mrcfi_peer *p;
+	int e = dest_peer(r->ep, dest, &p);
+	if (e) {
+		mrcfi_req_free(r);
+		*ret = e;
+		return 0;
+	}
+	r->peer = p;
+	return 1;
+}
+
 /* Every send: eager within a slot, else RTS and rendezvous. */
 ssize_t mrcfi_do_send(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov, fi_addr_t dest,
 		       uint64_t tag, uint64_t data, uint64_t flags, void *context)
@@ -77,24 +103,10 @@ ssize_t mrcfi_do_send(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov,
 		goto out;
 	}
 	r->tag = tag;
-	if (d->dead) {
-		if (inject) {
-			mrcfi_req_free(r);
-			ret = -FI_EIO;
-		} else {
-			r->err = FI_EIO;
-			mrcfi_tx_done(r);
-		}
+	if (!tx_peer(r, dest, inject, &ret))
 		goto out;
-	}
-	struct mrcfi_peer *p;
-	int e = dest_peer(ep, dest, &p);
-	if (e) {
-		mrcfi_req_free(r);
-		ret = e;
-		goto out;
-	}
-	r->peer = p;
+	struct mrcfi_peer *p = r->peer;
+	int e;
 	struct mrcfi_hdr h;
 	mrcfi_hdr_init(&h, r->kind == K_SEND ? MRCFI_EAGER : MRCFI_RTS);
 	h.flags = (flags & FI_TAGGED ? MRCFI_F_TAGGED : 0) | (r->has_data ? MRCFI_F_DATA : 0);
@@ -150,19 +162,9 @@ ssize_t mrcfi_do_write(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov
 		ret = -FI_EAGAIN;
 		goto out;
 	}
-	if (d->dead) {
-		r->err = FI_EIO;
-		mrcfi_tx_done(r);
+	if (!tx_peer(r, dest, 0, &ret))
 		goto out;
-	}
-	struct mrcfi_peer *p;
-	int e = dest_peer(ep, dest, &p);
-	if (e) {
-		mrcfi_req_free(r);
-		ret = e;
-		goto out;
-	}
-	r->peer = p;
+	struct mrcfi_peer *p = r->peer;
 	/* our side 1 reaches the peer's side 0 and the other way round */
 	r->rkey = p->tx == 1 ? (uint32_t)(key >> 32) : (uint32_t)key;
 	r->raddr = addr;
