@@ -195,7 +195,8 @@ ssize_t mrcfi_do_recv(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov,
 	r->tag = tag;
 	r->ignore = ignore;
 	r->niov = niov;
-	memcpy(r->iov, iov, niov * sizeof(*iov));
+	if (niov)   /* a peek may name no buffer (NULL) */
+		memcpy(r->iov, iov, niov * sizeof(*iov));
 	r->len = mrcfi_iov_len(iov, niov);
 	r->src = FI_ADDR_UNSPEC;
 	if (src != FI_ADDR_UNSPEC && (ep->caps & FI_DIRECTED_RECV)) {
