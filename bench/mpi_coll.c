@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/mpi_stall.h"
 #include "coll/coll_int.h"
 
 static volatile size_t cur_size;
@@ -49,25 +50,10 @@ static void put(int fd, const char *s, size_t len)
  * stdout may ride the very connection that stalled. */
 static void on_alarm(int sig)
 {
-	char buf[128], num[24];
-	size_t len = 0;
-	int k = 0;
-	size_t v = cur_size;
-	for (const char *t = "# stalled: rank "; *t; t++)
-		buf[len++] = *t;
-	for (const char *t = env_rank; *t && len < 40; t++)
-		buf[len++] = *t;
-	const char *what = my_rank < 0 ? ", in MPI_Init (launch or wire-up)" : ", size ";
-	for (const char *t = what; *t; t++)
-		buf[len++] = *t;
-	if (my_rank >= 0) {
-		do
-			num[k++] = (char)('0' + v % 10);
-		while ((v /= 10) && k < 23);
-		while (k)
-			buf[len++] = num[--k];
-	}
-	buf[len++] = '\n';
+	char buf[128];
+	size_t len = mrc__stall_line(buf, sizeof(buf), env_rank,
+				     my_rank < 0 ? ", in MPI_Init (launch or wire-up)" : ", size ",
+				     my_rank < 0 ? -1 : (int64_t)cur_size);
 	put(STDOUT_FILENO, buf, len);
 	if (stall_file) {
 		int fd = open(stall_file, O_WRONLY | O_APPEND | O_CREAT, 0644);
@@ -109,11 +95,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	if (getenv("OMPI_COMM_WORLD_RANK"))   /* set by Open MPI's launcher */
-		env_rank = getenv("OMPI_COMM_WORLD_RANK");
-	signal(SIGALRM, on_alarm);
-	if (tmo > 0)
-		alarm((unsigned)tmo);
+	env_rank = mrc__stall_arm(tmo, on_alarm);
 	MPI_Init(&argc, &argv);
 	alarm(0);
 	MPI_Comm_size(w, &n);

@@ -117,8 +117,37 @@ struct mrcfi_domain {
 	uint64_t mr_move_max;        /* FI_MRC_MR_MOVE_MAX: whole mappings moved up to */
 	uint32_t linger_ms;
 	uint32_t unexp_max;          /* FI_MRC_UNEXP_MAX: entries per endpoint */
-	uint64_t unexp_bytes_max;    /* FI_MRC_UNEXP_BYTES: bytes copied per endpoint */          /* FI_MRC_LINGER_MS: fi_close(ep) waits for sends */
+	uint64_t unexp_bytes_max;    /* FI_MRC_UNEXP_BYTES: bytes copied per endpoint */
+	/* While the application polls its CQs (fi_cq_read within the last
+	 * poll_grace_ns, FI_MRC_POLL_GRACE_US) it is the progress engine:
+	 * the progress thread leaves the QPs' CQs unarmed (mrcd rings no
+	 * doorbell, the thread is not woken per message and does not fight
+	 * the application for d->lock and the CPU) and only looks again
+	 * when the grace is over. */
+	uint64_t poll_grace_ns;
+	uint64_t app_poll_ns;        /* when fi_cq_read last ran (atomic) */
+	unsigned yield_empty;        /* FI_MRC_YIELD: sched_yield after that many empty reads */
+	unsigned empty_reads;
+	/* FI_MRC_STATS=1: counters printed at fi_close(domain) */
+	int stats;
+	uint64_t st_wakeups, st_armed_sleeps, st_grace_sleeps, st_reads, st_empty_reads;
 };
+/* fi/wait.c: CLOCK_MONOTONIC in ns and ms; the queues' eventfds (a
+ * wait of timeout_ms < 0 is forever); FI_GETWAIT of one; a prov_errno's
+ * string; the fid ops nothing implements. */
+uint64_t mrcfi_now_ns(void);
+int64_t mrcfi_now_ms(void);
+void mrcfi_efd_ring(int fd);
+void mrcfi_efd_drain(int fd);
+int mrcfi_efd_wait(int fd, int timeout_ms);
+int mrcfi_efd_sleep(int efd, int64_t end, int timeout);
+int mrcfi_getwait(int efd, int command, void *arg);
+const char *mrcfi_strerror(int prov_errno, char *buf, size_t len);
+int mrcfi_no_tostr(const struct fid *fid, char *buf, size_t len);
+int mrcfi_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *ctx);
+/* The application is about to block (fi_cq_sread, fi_cntr_wait): its
+ * grace ends now and the progress thread arms the CQs at once. */
+void mrcfi_app_sleeps(struct mrcfi_domain *d);
 
 struct mrcfi_mr {
 	struct fid_mr mr;
@@ -298,6 +327,8 @@ struct mrcfi_ep {
 };
 
 int mrcfi_ep_open(struct fid_domain *dom, struct fi_info *info, struct fid_ep **ep, void *ctx);
+extern struct fi_ops_rma mrcfi_rma_ops;        /* fi/epops_rma.c */
+extern struct fi_ops_atomic mrcfi_atomic_ops;
 /* Progress: drain every QP of the domain (under d->lock); arm: and arm
  * their CQs, for the progress thread about to sleep on the doorbell. */
 void mrcfi_progress(struct mrcfi_domain *d, int arm);
@@ -326,6 +357,8 @@ unsigned mrcfi_ep_tx_pending(struct mrcfi_ep *ep);
 void mrcfi_accept_drain(struct mrcfi_domain *d);
 
 /* ---- domain ---------------------------------------------------------- */
+int mrcfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+		  const struct fi_info *hints, struct fi_info **info);
 int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_domain **dom,
 		      void *context);
 int mrcfi_av_open(struct fid_domain *dom, struct fi_av_attr *attr, struct fid_av **av, void *ctx);

@@ -48,6 +48,10 @@ _Static_assert(sizeof(struct mrcfi_hdr) == 56, "wire header is 56 bytes");
  * the bound (FI_MRC_UNEXP_MAX, FI_MRC_UNEXP_BYTES) and were kept in their
  * receive slot, unreposted, until a receive took them. */
 #define MRCFI_OPT_UNEXP_HELD   0x4d520002
+/* ... MRCFI_OPT_PROGRESS_ARMED: the rounds of the domain's progress thread
+ * that armed the CQs to sleep on mrcd's doorbell (none while the
+ * application polls fi_cq_read: FI_MRC_POLL_GRACE_US). */
+#define MRCFI_OPT_PROGRESS_ARMED 0x4d520003
 
 /* Checks what a peer sent into a slot (n bytes, as the RECV completion
  * says) and copies the header out: 0, or -EPROTO for anything malformed

@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/mpi_stall.h"
+
 static volatile int cur_round = -1;
 static const char *env_rank = "?";
 
@@ -45,25 +47,9 @@ static const char *env_rank = "?";
 static void on_alarm(int sig)
 {
 	char buf[96];
-	int r = cur_round, k = 0;
-	char num[16];
-	size_t len = 0;
-	const char *pre = "# stalled: rank ";
-	while (*pre)
-		buf[len++] = *pre++;
-	for (const char *t = env_rank; *t && len < 40; t++)
-		buf[len++] = *t;
-	const char *mid = r < 0 ? " in MPI_Init\n" : " in round ";
-	while (*mid)
-		buf[len++] = *mid++;
-	if (r >= 0) {
-		do
-			num[k++] = (char)('0' + r % 10);
-		while ((r /= 10) && k < 15);
-		while (k)
-			buf[len++] = num[--k];
-		buf[len++] = '\n';
-	}
+	int r = cur_round;
+	size_t len = mrc__stall_line(buf, sizeof(buf), env_rank, r < 0 ? " in MPI_Init" : " in round ",
+				     r);
 	if (write(STDOUT_FILENO, buf, len) < 0)
 		_exit(3);
 	_exit(3);
@@ -277,11 +263,7 @@ int main(int argc, char **argv)
 	}
 	if (rounds < 0)
 		rounds = stop ? 100000 : 3;
-	if (getenv("OMPI_COMM_WORLD_RANK"))
-		env_rank = getenv("OMPI_COMM_WORLD_RANK");
-	signal(SIGALRM, on_alarm);
-	if (tmo > 0)
-		alarm((unsigned)tmo);
+	env_rank = mrc__stall_arm(tmo, on_alarm);
 	MPI_Init(&argc, &argv);
 	alarm(0);
 	MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);

@@ -451,6 +451,51 @@ static uint64_t ep_opt(struct fix_ep *e, int opt)
 	return v;
 }
 
+
+/* One completion, by polling fi_cq_read as fabtests and MPI do. */
+static void poll_cq(struct fid_cq *cq)
+{
+	struct fi_cq_tagged_entry c;
+	int64_t end = mrcd_spawn_now_ms() + FIX_WAIT_MS;
+	ssize_t r;
+	while ((r = fi_cq_read(cq, &c, 1)) == -FI_EAGAIN)
+		CHECK(mrcd_spawn_now_ms() < end, "no completion within %d ms (polled)", FIX_WAIT_MS);
+	assert_int_equal(r, 1);
+}
+
+/* An application polling fi_cq_read is the progress engine: meanwhile
+ * the progress thread leaves the CQs unarmed, so mrcd rings no doorbell
+ * per message and the thread is not woken to fight the application for
+ * the lock and the CPU (docs/libfabric.md "Progress").  200 polled
+ * ping-pongs cost it a few armed rounds, not one or more per message
+ * (as with FI_MRC_POLL_GRACE_US=0, the old behaviour). */
+static void test_polled_progress(void **state)
+{
+	FIX_NEED();
+	struct pair p;
+	pair_open(&p, FI_CQ_FORMAT_TAGGED);
+	enum { N = 200, LEN = 64 };
+	uint8_t s[LEN], r[LEN];
+	xfer(&p, LEN, 1, 7);   /* connected */
+	uint64_t armed0 = ep_opt(&p.a, MRCFI_OPT_PROGRESS_ARMED);
+	for (int i = 0; i < N; i++) {
+		fill(s, LEN, (uint64_t)i);
+		POST(fi_trecv(p.b.ep, r, LEN, NULL, FI_ADDR_UNSPEC, 5, 0, NULL));
+		POST(fi_tsend(p.a.ep, s, LEN, NULL, p.to_b, 5, NULL));
+		poll_cq(p.b.cq);
+		poll_cq(p.a.cq);
+		check_bytes(r, LEN, (uint64_t)i);
+		POST(fi_trecv(p.a.ep, r, LEN, NULL, FI_ADDR_UNSPEC, 6, 0, NULL));
+		POST(fi_tsend(p.b.ep, s, LEN, NULL, p.to_a, 6, NULL));
+		poll_cq(p.a.cq);
+		poll_cq(p.b.cq);
+	}
+	uint64_t armed = ep_opt(&p.a, MRCFI_OPT_PROGRESS_ARMED) - armed0;
+	CHECK(armed < N / 10, "the progress thread armed %llu times in %d polled round trips",
+	      (unsigned long long)armed, N);
+	pair_close(&p);
+}
+
 /* The unexpected queue is bounded (FI_MRC_UNEXP_MAX here 3): past it a
  * message stays in its receive slot, unreposted; with every slot of the
  * QP held the sender waits in RNR.  Nothing is lost: the 32 messages
@@ -1228,6 +1273,7 @@ int main(void)
 		cmocka_unit_test_setup(test_directed, reseed),
 		cmocka_unit_test_setup(test_unexpected, reseed),
 		cmocka_unit_test_setup(test_peek_claim, reseed),
+		cmocka_unit_test_setup(test_polled_progress, reseed),
 		cmocka_unit_test_setup(test_inject, reseed),
 		cmocka_unit_test_setup(test_counters, reseed),
 		cmocka_unit_test_setup(test_mr, reseed),

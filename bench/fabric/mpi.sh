@@ -48,20 +48,10 @@ mpi_available() {
 	[ -x "$MPI_AGENT" ] || { echo "mpi: $MPI_AGENT missing" >&2; return 1; }
 }
 
-# Ends every session the agent started (orted and its ranks), by session
-# id, and only processes in this fabric's namespaces (a session id of a job
-# long gone may have been reused).
-mpi_reap() {
-	[ -f "$MPI_SIDS" ] || return 0
-	for _s in $(cat "$MPI_SIDS"); do
-		for _p in $(ps -s "$_s" -o pid= 2>/dev/null); do
-			case $(ip netns identify "$_p" 2>/dev/null) in
-			"$P"-h*) kill -9 "$_p" 2>/dev/null || true ;;
-			esac
-		done
-	done
-	: >"$MPI_SIDS"
-}
+# Ends every session the agent started (orted and its ranks) in this
+# fabric's namespaces.
+. "$(dirname "${BASH_SOURCE[0]}")/mpi_reap.sh"
+mpi_reap() { mpi_reap_sids "$MPI_SIDS" "$P"; }
 trap 'mpi_reap; cleanup' EXIT
 
 mpi_perf() {

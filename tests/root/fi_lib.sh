@@ -190,20 +190,9 @@ fi_verdict() {
 }
 
 # fi_mpi_reap: ends every session that bench/fabric/mpi_agent.sh started
-# (orted and its ranks), by session id, and only processes in this
-# fabric's namespaces (bench/fabric/mpi.sh's mpi_reap).
-fi_mpi_reap() {
-	local s p
-	[ -f "$tmp/mpi.sids" ] || return 0
-	for s in $(cat "$tmp/mpi.sids"); do
-		for p in $(ps -s "$s" -o pid= 2>/dev/null); do
-			case $(ip netns identify "$p" 2>/dev/null) in
-			"$P"-h*) kill -9 "$p" 2>/dev/null || true ;;
-			esac
-		done
-	done
-	: >"$tmp/mpi.sids"
-}
+# (orted and its ranks) in this fabric's namespaces.
+. "$(dirname "${BASH_SOURCE[0]}")/../../bench/fabric/mpi_reap.sh"
+fi_mpi_reap() { mpi_reap_sids "$tmp/mpi.sids" "$P"; }
 
 # fi_mpirun OUT SECONDS TRANSPORT HOSTS PPN PROG ARGS...: mpirun in the
 # first host's namespace, PPN ranks on each of HOSTS ("h0 h2 ..."), their
