@@ -99,8 +99,8 @@ static double engine_ns(uint32_t size, uint64_t pkts, uint64_t seed)
 		goto out;
 	memset(src, 0x5a, EBUF);
 	memset(dst, 0, EBUF);
-	if (mrce_mr_reg(b.ch->node[0].e, 1, src, EBUF, MRC_ACCESS_LOCAL_READ, &b.lkey) ||
-	    mrce_mr_reg(b.ch->node[1].e, 1, dst, EBUF, MRC_ACCESS_REMOTE_WRITE, &b.rkey) ||
+	if (mrce_mr_add(b.ch->node[0].e, 1, src, EBUF, MRCE_ACCESS_LOCAL_READ, &b.lkey) ||
+	    mrce_mr_add(b.ch->node[1].e, 1, dst, EBUF, MRCE_ACCESS_REMOTE_WRITE, &b.rkey) ||
 	    chan_qp_pair(b.ch, 0, 1, &attr, &attr, &b.qa, &qb))
 		goto out;
 	b.ch->on_wc = eb_wc;
@@ -197,7 +197,7 @@ static int crypt_ns(struct mrc_auth_aead *tx, struct mrc_auth_aead *rx, uint32_t
 	uint64_t t0 = bm_now_ns();
 	for (uint64_t i = 0; i < n; i++) {
 		buf[0] = (uint8_t)i;   /* keep the loop from being hoisted */
-		c ^= mrc_crc32c(0, buf, size);
+		c ^= mrce_crc32c(0, buf, size);
 	}
 	uint64_t t1 = bm_now_ns();
 	for (uint64_t i = 0; i < n; i++)
@@ -265,7 +265,7 @@ static int tagrig_init(const struct mrc_auth *a, struct tagrig *t)
 		struct mrc_data_hdr d = { .op = MRC_OP_WRITE, .flags = MRC_F_FIRST | MRC_F_LAST,
 			.dqpn = 0x10001, .ts = ts, .token = c1.tx_token };
 		struct iovec body;
-		mrc_wire_put_data(pk.hdr, &d);
+		mrce_wire_put_data(pk.hdr, &d);
 		rc = mrcd_enc_seal(t->x1, &pk, 0, &body) == 1 ? 0 : -EIO;
 	}
 	mrc_auth_conn_wipe(&c0);
@@ -295,7 +295,7 @@ static double tag_ns(struct tagrig *t, enum tkind k, uint32_t size, uint64_t n)
 			pk.hdr_len = MRC_DATA_HDR_LEN;
 			pk.plen = size;
 			pk.payload = pl;
-			mrc_wire_put_data(pk.hdr, &d);
+			mrce_wire_put_data(pk.hdr, &d);
 			break;
 		case T_ACK:
 		case T_NOQP:
@@ -306,13 +306,13 @@ static double tag_ns(struct tagrig *t, enum tkind k, uint32_t size, uint64_t n)
 			ak.ts_echo = 1 + i % 16;   /* within what that QP sealed */
 			pk.hdr_len = MRC_ACK_HDR_LEN;
 			pk.plen = 0;
-			mrc_wire_put_ack(pk.hdr, &ak);
+			mrce_wire_put_ack(pk.hdr, &ak);
 			break;
 		case T_PROBE:
 			pr.seq = (uint32_t)i;
 			pk.hdr_len = MRC_PROBE_HDR_LEN;
 			pk.plen = 0;
-			mrc_wire_put_probe(pk.hdr, &pr);
+			mrce_wire_put_probe(pk.hdr, &pr);
 			break;
 		}
 		struct iovec body;
@@ -348,14 +348,14 @@ static double plain_ns(enum tkind k, uint64_t n)
 	for (uint64_t i = 0; i < n; i++) {
 		if (k == T_PROBE) {
 			pr.seq = (uint32_t)i;
-			pk.hdr_len = (uint16_t)mrc_wire_put_probe(pk.hdr, &pr);
+			pk.hdr_len = (uint16_t)mrce_wire_put_probe(pk.hdr, &pr);
 		} else if (k == T_DATA) {
 			d.psn = (uint32_t)i;
-			pk.hdr_len = (uint16_t)mrc_wire_put_data(pk.hdr, &d);
+			pk.hdr_len = (uint16_t)mrce_wire_put_data(pk.hdr, &d);
 		} else {
 			ak.cum_psn = ak.sack_base = (uint32_t)i;
 			ak.nack = k == T_NOQP ? MRC_NACK_NOQP : 0;
-			pk.hdr_len = (uint16_t)mrc_wire_put_ack(pk.hdr, &ak);
+			pk.hdr_len = (uint16_t)mrce_wire_put_ack(pk.hdr, &ak);
 		}
 		memcpy(dg, pk.hdr, pk.hdr_len);
 		c ^= dg[i % pk.hdr_len];

@@ -99,8 +99,8 @@ static int run_once(uint32_t nq, double loss, uint64_t mib, uint64_t seed, uint3
 	mrc_rng_seed(&b.r, seed);
 	if (chan_gbuf_alloc(&src, BUF, 64, seed, 1, 0) || chan_gbuf_alloc(&dst, BUF, 64, seed + 1, 0, 0))
 		return -1;
-	mrce_mr_reg(b.ch->node[0].e, 1, src.p, BUF, MRC_ACCESS_LOCAL_READ, &b.lkey);
-	mrce_mr_reg(b.ch->node[1].e, 1, dst.p, BUF, MRC_ACCESS_REMOTE_WRITE, &b.rkey);
+	mrce_mr_add(b.ch->node[0].e, 1, src.p, BUF, MRCE_ACCESS_LOCAL_READ, &b.lkey);
+	mrce_mr_add(b.ch->node[1].e, 1, dst.p, BUF, MRCE_ACCESS_REMOTE_WRITE, &b.rkey);
 	for (uint32_t i = 0; i < nq; i++) {
 		uint32_t qb;
 		if (chan_qp_pair(b.ch, 0, 1, &attr, &attr, &b.qa[i], &qb))

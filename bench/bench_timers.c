@@ -46,11 +46,11 @@ static int one(uint32_t nidle, double *dl_ns, double *tick_ns)
 	static uint8_t buf[4096];
 	int rc = -1;
 	if (mrce_peer_add(e, 8, planes, &peer) ||
-	    mrce_mr_reg(e, 0, buf, sizeof(buf), MRC_ACCESS_LOCAL_READ, &key))
+	    mrce_mr_add(e, 0, buf, sizeof(buf), MRCE_ACCESS_LOCAL_READ, &key))
 		goto out;
 	for (uint32_t i = 0; i <= nidle; i++) {
 		struct mrce_qp_attr a = { 0 };
-		if (mrce_qp_create(e, &a, &qpn) || mrce_qp_connect(e, qpn, peer, 1000 + i, 0, 0))
+		if (mrce_qp_open(e, &a, &qpn) || mrce_qp_connect(e, qpn, peer, 1000 + i, 0, 0))
 			goto out;
 	}
 	/* The last QP is the busy one: a packet in flight, RTO armed. */

@@ -103,7 +103,7 @@ struct mrc_cli_create_qp {
 	                              (0: every plane); bits >= 16 refused */
 	uint32_t rsvd;
 };
-#define MRC_CLI_MAX_PLANES 16u /* the engine's MRC_MAX_PLANES */
+#define MRC_CLI_MAX_PLANES 16u /* the engine's MRCE_MAX_PLANES */
 #define MRC_CLI_QP_PIN_EV 0x1u /* single-path mode on pin_ev */
 #define MRC_CLI_QP_POLLED 0x2u /* SQ polled, no doorbell: woken through
                                   the notify page (mrc/ring.h) */

@@ -32,7 +32,7 @@ struct a2a2d_args {
 static int a2a2d_body(struct mrc_coll *c, void *arg)
 {
 	const struct a2a2d_args *a = arg;
-	return mrc__coll_alltoallv_2d(c, a->L, a->sendbuf, a->sendcounts, a->sdispls, a->recvbuf,
+	return mrc__coll_a2a2d_run(c, a->L, a->sendbuf, a->sendcounts, a->sdispls, a->recvbuf,
 				      a->recvcounts, a->rdispls, a->dtype, NULL);
 }
 
@@ -155,7 +155,7 @@ static int unpack(const struct a2a2d *a, const uint8_t *t2, void *recvbuf,
 	return 0;
 }
 
-int mrc__coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
+int mrc__coll_a2a2d_run(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 			   const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
 			   const size_t *recvcounts, const size_t *rdispls, int dtype, double *ph)
 {

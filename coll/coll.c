@@ -17,7 +17,7 @@ static int run(struct mrc_coll *c, struct mrc__coll_sched *s, int r, const void 
 	       int dtype, int op, struct mrc_coll_req **req)
 {
 	if (r) {
-		mrc__sched_free(s);
+		mrc__coll_sched_free(s);
 		return r;
 	}
 	return mrc__coll_submit(c, s, in, out, dtype, op, req);
@@ -42,7 +42,7 @@ static int reduce_scatter(struct mrc_coll *c, const void *sendbuf, void *recvbuf
 	if (r)
 		return r;
 	struct mrc__coll_sched s;
-	r = mrc__sched_reduce_scatter_ring(&s, c->n, c->me, recvcount, mrc_coll_dtype_size(dtype),
+	r = mrc__coll_sched_reduce_scatter_ring(&s, c->n, c->me, recvcount, mrc_coll_dtype_size(dtype),
 					   c->chunk);
 	return run(c, &s, r, sendbuf, recvbuf, dtype, op, req);
 }
@@ -54,7 +54,7 @@ static int allgather(struct mrc_coll *c, const void *sendbuf, void *recvbuf, siz
 	if (r)
 		return r;
 	struct mrc__coll_sched s;
-	r = mrc__sched_allgather_ring(&s, c->n, c->me, sendcount, mrc_coll_dtype_size(dtype), c->chunk);
+	r = mrc__coll_sched_allgather_ring(&s, c->n, c->me, sendcount, mrc_coll_dtype_size(dtype), c->chunk);
 	return run(c, &s, r, sendbuf, recvbuf, dtype, MRC_COLL_SUM, req);
 }
 
@@ -67,7 +67,7 @@ static int broadcast(struct mrc_coll *c, const void *sendbuf, void *recvbuf, siz
 	if (root >= c->n)
 		return -EINVAL;
 	struct mrc__coll_sched s;
-	r = mrc__sched_broadcast_chain(&s, c->n, c->me, count, mrc_coll_dtype_size(dtype), c->chunk,
+	r = mrc__coll_sched_broadcast_chain(&s, c->n, c->me, count, mrc_coll_dtype_size(dtype), c->chunk,
 				       root);
 	return run(c, &s, r, sendbuf, recvbuf, dtype, MRC_COLL_SUM, req);
 }
@@ -88,7 +88,7 @@ static int alltoallv(struct mrc_coll *c, const void *sendbuf, const size_t *send
 	 * chunk, so that the split over planes has chunks to adapt with: a
 	 * window over all planes is then a quarter of the bytes in flight per
 	 * peer, still far above a bandwidth-delay product). */
-	r = mrc__sched_alltoallv(&s, c->n, c->me, sendcounts, sdispls, recvcounts, rdispls,
+	r = mrc__coll_sched_alltoallv(&s, c->n, c->me, sendcounts, sdispls, recvcounts, rdispls,
 				 mrc_coll_dtype_size(dtype),
 				 c->sets > 1 && c->chunk >= 256 ? c->chunk / 4 : c->chunk);
 	s.any_plane = 1;

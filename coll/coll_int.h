@@ -62,12 +62,12 @@ struct mrc__coll_sched {
 	 * RECVs copies; the all-to-alls). */
 	uint8_t any_plane;
 };
-void mrc__sched_free(struct mrc__coll_sched *s);
+void mrc__coll_sched_free(struct mrc__coll_sched *s);
 /* Builders: elements counts, esz bytes per element, chunk bytes (a
  * multiple of esz).  Each returns 0 or -ENOMEM. */
-int mrc__sched_allreduce_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+int mrc__coll_sched_allreduce_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			      size_t esz, size_t chunk);
-int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+int mrc__coll_sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			      size_t esz, size_t chunk);
 /* Tree all-reduces (the double binary tree, the forest) as units: one
  * chunk [off, off+len) of one tree at this rank.  Its up half (reduce the
@@ -91,11 +91,11 @@ struct mrc__tree_q {
 	struct mrc__tree_unit *u;  /* ring of the units whose down is pending */
 	size_t ahead, head, n;
 };
-int mrc__tree_q_init(struct mrc__tree_q *q, struct mrc__coll_sched *s, size_t ahead);
-void mrc__sched_tree_chunk(struct mrc__tree_q *q, uint64_t off, uint64_t len, uint32_t parent,
+int mrc__coll_tree_q_init(struct mrc__tree_q *q, struct mrc__coll_sched *s, size_t ahead);
+void mrc__coll_sched_tree_chunk(struct mrc__tree_q *q, uint64_t off, uint64_t len, uint32_t parent,
 			   const uint32_t *child, uint32_t nchild);
 /* The pending down halves, in order; frees the ring.  s->err. */
-int mrc__tree_q_flush(struct mrc__tree_q *q);
+int mrc__coll_tree_q_flush(struct mrc__tree_q *q);
 /* The plane-aware multi-tree all-reduce (coll/forest.c): n ranks, leaf[r]
  * the leaf switch of rank r's host (NULL: one leaf); planes trees sets,
  * with pinned steps go to peer rank + (1 + plane) * n (the QPs pinned to
@@ -105,20 +105,20 @@ struct mrc__forest_shape {
 	int pinned;
 	const uint32_t *leaf;
 };
-int mrc__sched_allreduce_forest(struct mrc__coll_sched *s, const struct mrc__forest_shape *f,
+int mrc__coll_sched_allreduce_forest(struct mrc__coll_sched *s, const struct mrc__forest_shape *f,
 				uint32_t me, size_t count, size_t esz, size_t chunk);
-int mrc__sched_reduce_scatter_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
+int mrc__coll_sched_reduce_scatter_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
 				   size_t recvcount, size_t esz, size_t chunk);
-int mrc__sched_allgather_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+int mrc__coll_sched_allgather_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			      size_t esz, size_t chunk);
-int mrc__sched_broadcast_chain(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+int mrc__coll_sched_broadcast_chain(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			       size_t esz, size_t chunk, uint32_t root);
-int mrc__sched_alltoallv(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
+int mrc__coll_sched_alltoallv(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
 			 const size_t *sendcounts, const size_t *sdispls, const size_t *recvcounts,
 			 const size_t *rdispls, size_t esz, size_t chunk);
 /* Segment r of count elements split over n (the first count % n get one
  * more): first element and length. */
-void mrc__seg(size_t count, uint32_t n, uint32_t r, size_t *first, size_t *len);
+void mrc__coll_seg(size_t count, uint32_t n, uint32_t r, size_t *first, size_t *len);
 
 #endif
 
@@ -151,7 +151,7 @@ struct mrc__coll_peer {
 	/* A rank of our host, both with MRC_COLL_SHM on (set-0 entry only):
 	 * its chunks go through shared memory, not its QP (coll/shm.h). */
 	uint8_t shm;
-	struct mrc__shm_ring stx, srx;   /* to it, from it */
+	struct mrc__coll_ring_ring stx, srx;   /* to it, from it */
 };
 
 /* One run of a schedule (run.c): its buffers, what is done, and where

@@ -207,8 +207,8 @@ void mrc_coll_destroy(struct mrc_coll *c)
 		free(c->scr[i]);
 	mrc__coll_stack_free(c);
 	for (uint32_t j = 0; c->p && j < c->n; j++) {
-		mrc__shm_close(&c->p[j].stx);
-		mrc__shm_close(&c->p[j].srx);
+		mrc__coll_ring_close(&c->p[j].stx);
+		mrc__coll_ring_close(&c->p[j].srx);
 	}
 	if (c->ctx)
 		mrc_close(c->ctx);   /* QPs and regions go with it */

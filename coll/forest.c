@@ -105,30 +105,30 @@ static uint32_t tree_links(const struct forest *f, uint32_t g, uint32_t l, uint3
 	return gp > 0 ? member(f, ((gp - 1) / 2 + g) % G, l) : UINT32_MAX;
 }
 
-int mrc__sched_allreduce_forest(struct mrc__coll_sched *s, const struct mrc__forest_shape *sh,
+int mrc__coll_sched_allreduce_forest(struct mrc__coll_sched *s, const struct mrc__forest_shape *sh,
 				uint32_t me, size_t count, size_t esz, size_t chunk)
 {
 	uint32_t n = sh->n, planes = sh->planes ? sh->planes : 1;
 	if (n == 1)
-		return mrc__sched_allreduce_ring(s, 1, 0, count, esz, chunk);
+		return mrc__coll_sched_allreduce_ring(s, 1, 0, count, esz, chunk);
 	*s = (struct mrc__coll_sched){ 0 };
 	struct forest f = { 0 };
 	if (forest_init(&f, sh, me))
 		return -ENOMEM;
 	uint64_t trees = (uint64_t)planes * n;
 	struct mrc__tree_q q;
-	if (mrc__tree_q_init(&q, s, trees * MRC__TREE_AHEAD)) {
+	if (mrc__coll_tree_q_init(&q, s, trees * MRC__TREE_AHEAD)) {
 		free(f.order);
 		return s->err;
 	}
 	size_t first, len0;
-	mrc__seg(count, (uint32_t)trees, 0, &first, &len0);   /* part 0 is the largest */
+	mrc__coll_seg(count, (uint32_t)trees, 0, &first, &len0);   /* part 0 is the largest */
 	/* Chunk-major over the trees, so every tree (and plane) has chunks in
 	 * flight at once and each tree's chunks pipeline up and down it. */
 	for (uint64_t o = 0; o < (uint64_t)len0 * esz && !s->err; o += chunk)
 		for (uint64_t t = 0; t < trees; t++) {
 			size_t pf, pl;
-			mrc__seg(count, (uint32_t)trees, (uint32_t)t, &pf, &pl);
+			mrc__coll_seg(count, (uint32_t)trees, (uint32_t)t, &pf, &pl);
 			uint64_t bytes = (uint64_t)pl * esz;
 			if (o >= bytes)
 				break;   /* later parts are no longer */
@@ -137,11 +137,11 @@ int mrc__sched_allreduce_forest(struct mrc__coll_sched *s, const struct mrc__for
 			uint32_t parent = tree_links(&f, k / f.gsize, k % f.gsize, child, &nc);
 			for (uint32_t c = 0; c < nc; c++)
 				child[c] += base;
-			mrc__sched_tree_chunk(&q, (uint64_t)pf * esz + o, bytes - o < chunk ? bytes - o : chunk,
+			mrc__coll_sched_tree_chunk(&q, (uint64_t)pf * esz + o, bytes - o < chunk ? bytes - o : chunk,
 					      parent == UINT32_MAX ? parent : parent + base, child, nc);
 		}
 	free(f.order);
-	return mrc__tree_q_flush(&q);
+	return mrc__coll_tree_q_flush(&q);
 }
 
 /* ---- choosing by size (docs/coll.md "Choosing by size") ---------------- */
@@ -190,13 +190,13 @@ int mrc__coll_allreduce_sched(const struct mrc_coll *c, struct mrc__coll_sched *
 {
 	switch (mrc__coll_allreduce_algo(c, (uint64_t)count * esz)) {
 	case MRC_COLL_ALGO_TREE:
-		return mrc__sched_allreduce_tree(s, c->n, c->me, count, esz, c->chunk);
+		return mrc__coll_sched_allreduce_tree(s, c->n, c->me, count, esz, c->chunk);
 	case MRC_COLL_ALGO_FOREST: {
 		struct mrc__forest_shape f = { .n = c->n, .planes = c->planes, .pinned = c->sets > 1,
 					       .leaf = c->leaf };
-		return mrc__sched_allreduce_forest(s, &f, c->me, count, esz, c->chunk);
+		return mrc__coll_sched_allreduce_forest(s, &f, c->me, count, esz, c->chunk);
 	}
 	default:
-		return mrc__sched_allreduce_ring(s, c->n, c->me, count, esz, c->chunk);
+		return mrc__coll_sched_allreduce_ring(s, c->n, c->me, count, esz, c->chunk);
 	}
 }

@@ -23,7 +23,7 @@ struct cuda_be {
 };
 
 /* CUDA errors as negative errno: libmrc-gpu's mapping. */
-#define cu_err mrc__cuda_errno
+#define cu_err mrc__gpu_cuda_errno
 
 static int cu_open(void **out)
 {
@@ -114,7 +114,7 @@ static const struct mrc__coll_devops cuda_devops = {
 
 int mrc__coll_cuda_devops(const struct mrc__coll_devops **out)
 {
-	int r = mrc__cuda_have_device();
+	int r = mrc__gpu_cuda_have_device();
 	if (r)
 		return r;
 	*out = &cuda_devops;

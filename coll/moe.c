@@ -89,7 +89,7 @@ int mrc__coll_moe_a2av(struct mrc_coll *c, uint32_t L2d, int dtype, size_t strid
 	mrc__coll_prefix(v + 2 * n, v + 3 * n, n);
 	double t0 = mrc__mono_s();
 	int r = L2d
-		? mrc__coll_alltoallv_2d(c, L2d, sb, v, v + n, rb, v + 2 * n, v + 3 * n, dtype, ph)
+		? mrc__coll_a2a2d_run(c, L2d, sb, v, v + n, rb, v + 2 * n, v + 3 * n, dtype, ph)
 		: mrc_coll_alltoallv(c, sb, v, v + n, rb, v + 2 * n, v + 3 * n, dtype);
 	if (!L2d)
 		mrc__coll_lap(ph + slot, &t0);
@@ -260,7 +260,7 @@ struct moe_args {
 static int dispatch_body(struct mrc_coll *c, void *arg)
 {
 	struct moe_args *a = arg;
-	return mrc__coll_moe_dispatch(c, &a->cfg, a->T, a->idx, a->w, a->tokens, a->flags, a->plan,
+	return mrc__coll_moe_dispatch_run(c, &a->cfg, a->T, a->idx, a->w, a->tokens, a->flags, a->plan,
 				      a->expert_in, a->counts);
 }
 
@@ -407,7 +407,7 @@ int mrc__coll_moe_counts(struct mrc_coll *c, uint32_t n, const size_t *sc, size_
 	return 0;
 }
 
-int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
+int mrc__coll_moe_dispatch_run(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
 			   const int32_t *idx, const float *w, const void *tokens, int per_expert,
 			   struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts)
 {

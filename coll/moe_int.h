@@ -42,7 +42,7 @@ struct mrc__coll_moe_stats {
  * local_ranks uses mrc_coll_alltoallv_2d.  MRC__MOE_KEPT (with either or
  * none): expert_in is the communicator's (mrc_coll_moe_dispatch_kept). */
 enum { MRC__MOE_PER_EXPERT = 1, MRC__MOE_RANK_2D = 2, MRC__MOE_KEPT = 4 };
-int mrc__coll_moe_dispatch(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
+int mrc__coll_moe_dispatch_run(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
 			   const int32_t *idx, const float *w, const void *tokens, int per_expert,
 			   struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts);
 /* What the plan's dispatch (and combine, once run) moved and took. */
@@ -53,7 +53,7 @@ void mrc__coll_moe_stats(const struct mrc_coll_moe_plan *p, struct mrc__coll_moe
 size_t mrc__coll_moe_rows_across(const struct mrc_coll_moe_plan *p, uint32_t L);
 /* mrc_coll_alltoallv_2d recording its phase times into ph (MRC__MOE_PH_N;
  * may be NULL). */
-int mrc__coll_alltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
+int mrc__coll_a2a2d_run(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 			   const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
 			   const size_t *recvcounts, const size_t *rdispls, int dtype, double *ph);
 

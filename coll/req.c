@@ -190,7 +190,7 @@ static void finish(struct mrc_coll *c, struct mrc_coll_req *q, int result)
 	if (q->x_on)
 		mrc__coll_exec_end(c, &q->x);
 	if (q->has_s)
-		mrc__sched_free(&q->s);
+		mrc__coll_sched_free(&q->s);
 	if (q->body) {
 		stack_put(c, q->stack);
 #ifdef CO_TSAN
@@ -350,29 +350,29 @@ int mrc__coll_submit(struct mrc_coll *c, struct mrc__coll_sched *s, const void *
 {
 	int r = c->err;
 	if (r) {
-		mrc__sched_free(s);
+		mrc__coll_sched_free(s);
 		return r;
 	}
 	struct mrc_coll_req *b = c->co_cur;
 	if (b && !reqp) {
 		/* Inside a body: the schedule is its request's next stage. */
 		if ((r = mrc__coll_exec_start(c, &b->x, s, in, out, dtype, op))) {
-			mrc__sched_free(s);
+			mrc__coll_sched_free(s);
 			return mrc__coll_fail(c, r);
 		}
 		b->x_on = 1;
 		co_leave(b, 0);   /* back when the stage is done */
-		mrc__sched_free(s);
+		mrc__coll_sched_free(s);
 		return b->stage_rc;
 	}
 	/* Buffers on two sides are refused now, before anything is queued. */
 	if ((r = mrc__coll_pick(c, in, out)) || (r = room(c, !reqp))) {
-		mrc__sched_free(s);
+		mrc__coll_sched_free(s);
 		return r;
 	}
 	struct mrc_coll_req *q = req_new(c);
 	if (!q) {
-		mrc__sched_free(s);
+		mrc__coll_sched_free(s);
 		return -ENOMEM;
 	}
 	q->has_s = 1;

@@ -55,8 +55,8 @@ int mrc__coll_fail(struct mrc_coll *c, int err)
 	/* The ranks of our host see it in the rings' abort words. */
 	for (uint32_t j = 0; j < c->n; j++)
 		if (c->p[j].shm) {
-			mrc__shm_abort(&c->p[j].stx);
-			mrc__shm_abort(&c->p[j].srx);
+			mrc__coll_ring_abort(&c->p[j].stx);
+			mrc__coll_ring_abort(&c->p[j].srx);
 		}
 	/* Tell every peer, so that no rank waits on us until its timeout. */
 	for (uint32_t j = 0; j < c->np; j++)
@@ -78,7 +78,7 @@ int mrc__coll_poll_peers(struct mrc_coll *c)
 		struct mrc__coll_peer *p = &c->p[j];
 		if (j % c->n == c->me)
 			continue;
-		if (p->shm && (mrc__shm_aborted(&p->stx) || (p->srx.h && mrc__shm_aborted(&p->srx))))
+		if (p->shm && (mrc__coll_ring_aborted(&p->stx) || (p->srx.h && mrc__coll_ring_aborted(&p->srx))))
 			return mrc__coll_fail(c, -ECONNABORTED);
 		struct mrc_completion wc[32];
 		int k = mrc_poll_cq(p->qp, wc, 32);
@@ -258,7 +258,7 @@ static int shm_peer(struct mrc_coll *c, struct mrc__coll_exec *x, uint32_t j, si
 			break;
 		const uint8_t *chunk;
 		uint32_t len;
-		int k = mrc__shm_peek(&p->srx, &chunk, &len);
+		int k = mrc__coll_ring_peek(&p->srx, &chunk, &len);
 		if (k < 0)
 			return mrc__coll_fail(c, k);
 		if (!k)
@@ -266,23 +266,23 @@ static int shm_peer(struct mrc_coll *c, struct mrc__coll_exec *x, uint32_t j, si
 		if (len != st->len)
 			return mrc__coll_fail(c, -EPROTO);   /* ranks disagree on sizes */
 		place(c, x, rc[j], chunk);
-		mrc__shm_pop(&p->srx);
+		mrc__coll_ring_pop(&p->srx);
 		rc[j] = next_step(s, rc[j] + 1, SK_RECV, j);
 	}
 	while (sc[j] < s->n) {
 		const struct mrc__coll_step *st = &s->s[sc[j]];
 		if (st->dep >= 0 && !x->done[st->dep])
 			break;
-		int k = mrc__shm_room(&p->stx);
+		int k = mrc__coll_ring_room(&p->stx);
 		if (k < 0)
 			return mrc__coll_fail(c, k);
 		if (!k)
 			break;
 		if (st->len > p->stx.slot_bytes)
 			return mrc__coll_fail(c, -EINVAL);
-		c->ops->copy(mrc__shm_slot(&p->stx), buf_of(st->src, x->in, x->out, x->tmp) + st->src_off,
+		c->ops->copy(mrc__coll_ring_slot(&p->stx), buf_of(st->src, x->in, x->out, x->tmp) + st->src_off,
 			     st->len);
-		if ((k = mrc__shm_push(&p->stx, (uint32_t)st->len)))
+		if ((k = mrc__coll_ring_push(&p->stx, (uint32_t)st->len)))
 			return mrc__coll_fail(c, k);
 		x->done[sc[j]] = 1;
 		x->left--;

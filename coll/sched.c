@@ -6,7 +6,7 @@
 
 #include "coll/coll_int.h"
 
-void mrc__sched_free(struct mrc__coll_sched *s)
+void mrc__coll_sched_free(struct mrc__coll_sched *s)
 {
 	free(s->s);
 	*s = (struct mrc__coll_sched){ 0 };
@@ -30,7 +30,7 @@ static int64_t add(struct mrc__coll_sched *s, struct mrc__coll_step st)
 	return (int64_t)s->n++;
 }
 
-void mrc__seg(size_t count, uint32_t n, uint32_t r, size_t *first, size_t *len)
+void mrc__coll_seg(size_t count, uint32_t n, uint32_t r, size_t *first, size_t *len)
 {
 	size_t q = count / n, rem = count % n;
 	*first = (size_t)r * q + (r < rem ? r : rem);
@@ -73,7 +73,7 @@ struct ring_pass {
 static uint64_t seg_off_whole(const struct ring_pass *p, uint8_t buf, uint32_t seg)
 {
 	size_t first, len;
-	mrc__seg(p->count, p->n, seg, &first, &len);
+	mrc__coll_seg(p->count, p->n, seg, &first, &len);
 	return (uint64_t)first * p->esz;
 }
 
@@ -83,8 +83,8 @@ static void ring_pass(struct mrc__coll_sched *s, const struct ring_pass *p, int6
 	for (uint32_t t = 0; t + 1 < p->n; t++) {
 		uint32_t sseg = mod(p->first_sendseg - t, p->n), rseg = mod(p->first_sendseg - t - 1, p->n);
 		size_t f, slen, rlen;
-		mrc__seg(p->count, p->n, sseg, &f, &slen);
-		mrc__seg(p->count, p->n, rseg, &f, &rlen);
+		mrc__coll_seg(p->count, p->n, sseg, &f, &slen);
+		mrc__coll_seg(p->count, p->n, rseg, &f, &rlen);
 		uint64_t sb = slen * p->esz, rb = rlen * p->esz;
 		uint8_t sbuf = t == 0 ? p->send_src_first : p->send_src;
 		uint8_t rdst = p->dst_of(p, rseg, t);
@@ -116,7 +116,7 @@ static void ring_pass(struct mrc__coll_sched *s, const struct ring_pass *p, int6
 static size_t max_chunks(size_t count, uint32_t n, size_t esz, size_t chunk)
 {
 	size_t f, len;
-	mrc__seg(count, n, 0, &f, &len);   /* segment 0 is the largest */
+	mrc__coll_seg(count, n, 0, &f, &len);   /* segment 0 is the largest */
 	return nchunks((uint64_t)len * esz, chunk);
 }
 
@@ -134,7 +134,7 @@ static uint8_t dst_out(const struct ring_pass *p, uint32_t seg, uint32_t t)
 	return SB_OUT;
 }
 
-int mrc__sched_allreduce_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+int mrc__coll_sched_allreduce_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			      size_t esz, size_t chunk)
 {
 	*s = (struct mrc__coll_sched){ 0 };
@@ -178,7 +178,7 @@ static uint64_t rs_off(const struct ring_pass *p, uint8_t buf, uint32_t seg)
 	return (uint64_t)seg * (p->count / p->n) * p->esz;   /* IN and TMP: block layout */
 }
 
-int mrc__sched_reduce_scatter_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
+int mrc__coll_sched_reduce_scatter_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
 				   size_t recvcount, size_t esz, size_t chunk)
 {
 	*s = (struct mrc__coll_sched){ 0 };
@@ -202,7 +202,7 @@ int mrc__sched_reduce_scatter_ring(struct mrc__coll_sched *s, uint32_t n, uint32
 	return s->err;
 }
 
-int mrc__sched_allgather_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+int mrc__coll_sched_allgather_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			      size_t esz, size_t chunk)
 {
 	*s = (struct mrc__coll_sched){ 0 };
@@ -229,7 +229,7 @@ int mrc__sched_allgather_ring(struct mrc__coll_sched *s, uint32_t n, uint32_t me
 	return s->err;
 }
 
-int mrc__sched_broadcast_chain(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+int mrc__coll_sched_broadcast_chain(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			       size_t esz, size_t chunk, uint32_t root)
 {
 	*s = (struct mrc__coll_sched){ 0 };
@@ -255,7 +255,7 @@ int mrc__sched_broadcast_chain(struct mrc__coll_sched *s, uint32_t n, uint32_t m
 	return s->err;
 }
 
-int mrc__sched_alltoallv(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
+int mrc__coll_sched_alltoallv(struct mrc__coll_sched *s, uint32_t n, uint32_t me,
 			 const size_t *sendcounts, const size_t *sdispls, const size_t *recvcounts,
 			 const size_t *rdispls, size_t esz, size_t chunk)
 {
@@ -335,7 +335,7 @@ static void tree_down(struct mrc__coll_sched *s, const struct mrc__tree_unit *u)
 			.peer = u->child[k], .src_off = u->off, .len = u->len, .dep = last });
 }
 
-int mrc__tree_q_init(struct mrc__tree_q *q, struct mrc__coll_sched *s, size_t ahead)
+int mrc__coll_tree_q_init(struct mrc__tree_q *q, struct mrc__coll_sched *s, size_t ahead)
 {
 	*q = (struct mrc__tree_q){ .s = s, .ahead = ahead ? ahead : 1 };
 	q->u = calloc(q->ahead, sizeof(*q->u));
@@ -344,7 +344,7 @@ int mrc__tree_q_init(struct mrc__tree_q *q, struct mrc__coll_sched *s, size_t ah
 	return s->err;
 }
 
-void mrc__sched_tree_chunk(struct mrc__tree_q *q, uint64_t off, uint64_t len, uint32_t parent,
+void mrc__coll_sched_tree_chunk(struct mrc__tree_q *q, uint64_t off, uint64_t len, uint32_t parent,
 			   const uint32_t *child, uint32_t nchild)
 {
 	if (q->s->err)
@@ -361,7 +361,7 @@ void mrc__sched_tree_chunk(struct mrc__tree_q *q, uint64_t off, uint64_t len, ui
 	u->up = tree_up(q->s, u);
 }
 
-int mrc__tree_q_flush(struct mrc__tree_q *q)
+int mrc__coll_tree_q_flush(struct mrc__tree_q *q)
 {
 	for (; q->n && !q->s->err; q->n--, q->head = (q->head + 1) % q->ahead)
 		tree_down(q->s, &q->u[q->head]);
@@ -370,7 +370,7 @@ int mrc__tree_q_flush(struct mrc__tree_q *q)
 	return q->s->err;
 }
 
-int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
+int mrc__coll_sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me, size_t count,
 			      size_t esz, size_t chunk)
 {
 	*s = (struct mrc__coll_sched){ 0 };
@@ -380,10 +380,10 @@ int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me
 		return s->err;
 	}
 	size_t first[2], len[2];
-	mrc__seg(count, 2, 0, &first[0], &len[0]);
-	mrc__seg(count, 2, 1, &first[1], &len[1]);
+	mrc__coll_seg(count, 2, 0, &first[0], &len[0]);
+	mrc__coll_seg(count, 2, 1, &first[1], &len[1]);
 	struct mrc__tree_q q;
-	if (mrc__tree_q_init(&q, s, 2 * MRC__TREE_AHEAD))
+	if (mrc__coll_tree_q_init(&q, s, 2 * MRC__TREE_AHEAD))
 		return s->err;
 	for (uint64_t o = 0; o < (uint64_t)len[0] * esz; o += chunk)
 		for (uint32_t t = 0; t < 2; t++) {
@@ -394,8 +394,8 @@ int mrc__sched_allreduce_tree(struct mrc__coll_sched *s, uint32_t n, uint32_t me
 			uint32_t pos = t == 0 ? me : n - 1 - me, child[2], nc = 0;
 			for (uint32_t k = 1; k <= 2 && 2 * pos + k < n; k++)
 				child[nc++] = tree_rank(t, n, 2 * pos + k);
-			mrc__sched_tree_chunk(&q, off, l, pos ? tree_rank(t, n, (pos - 1) / 2) : UINT32_MAX,
+			mrc__coll_sched_tree_chunk(&q, off, l, pos ? tree_rank(t, n, (pos - 1) / 2) : UINT32_MAX,
 					      child, nc);
 		}
-	return mrc__tree_q_flush(&q);
+	return mrc__coll_tree_q_flush(&q);
 }

@@ -11,7 +11,7 @@
 #include "coll/coll_int.h"
 #include "coll/shm.h"
 
-void mrc__shm_name(char *buf, size_t n, uint32_t sid, uint64_t nonce, uint32_t from, uint32_t to)
+void mrc__coll_ring_name(char *buf, size_t n, uint32_t sid, uint64_t nonce, uint32_t from, uint32_t to)
 {
 	snprintf(buf, n, "/mrc-coll-%u-%u-%016" PRIx64 "-%u-%u", (unsigned)geteuid(), sid, nonce,
 		 from, to);
@@ -22,7 +22,7 @@ static int geometry_ok(uint32_t slots, uint32_t slot_bytes)
 	return slots >= 1 && slots <= MRC__SHM_MAXSLOTS && slot_bytes && !(slot_bytes & 63);
 }
 
-static int map(struct mrc__shm_ring *r, int fd, uint32_t slots, uint32_t slot_bytes)
+static int map(struct mrc__coll_ring_ring *r, int fd, uint32_t slots, uint32_t slot_bytes)
 {
 	size_t len = MRC__SHM_HDR + (size_t)slots * slot_bytes;
 	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -36,10 +36,10 @@ static int map(struct mrc__shm_ring *r, int fd, uint32_t slots, uint32_t slot_by
 	return 0;
 }
 
-int mrc__shm_create(struct mrc__shm_ring *r, const char *name, uint32_t slots,
+int mrc__coll_ring_create(struct mrc__coll_ring_ring *r, const char *name, uint32_t slots,
 		    uint32_t slot_bytes)
 {
-	*r = (struct mrc__shm_ring){ 0 };
+	*r = (struct mrc__coll_ring_ring){ 0 };
 	if (!geometry_ok(slots, slot_bytes) || strlen(name) >= sizeof(r->name))
 		return -EINVAL;
 	/* O_EXCL: a name someone else made first is never used (their
@@ -56,7 +56,7 @@ int mrc__shm_create(struct mrc__shm_ring *r, const char *name, uint32_t slots,
 		e = map(r, fd, slots, slot_bytes);
 	close(fd);
 	if (e) {
-		mrc__shm_close(r);
+		mrc__coll_ring_close(r);
 		return e;
 	}
 	r->h->slots = slots;
@@ -70,9 +70,9 @@ int mrc__shm_create(struct mrc__shm_ring *r, const char *name, uint32_t slots,
 	return 0;
 }
 
-int mrc__shm_open(struct mrc__shm_ring *r, const char *name, uint32_t slots, uint32_t slot_bytes)
+int mrc__coll_ring_open(struct mrc__coll_ring_ring *r, const char *name, uint32_t slots, uint32_t slot_bytes)
 {
-	*r = (struct mrc__shm_ring){ 0 };
+	*r = (struct mrc__coll_ring_ring){ 0 };
 	if (!geometry_ok(slots, slot_bytes) || strlen(name) >= sizeof(r->name))
 		return -EINVAL;
 	int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
@@ -93,7 +93,7 @@ int mrc__shm_open(struct mrc__shm_ring *r, const char *name, uint32_t slots, uin
 		   r->h->slot_bytes != slot_bytes))
 		e = -EPROTO;
 	if (e) {
-		mrc__shm_close(r);
+		mrc__coll_ring_close(r);
 		return e;
 	}
 	/* Both sides have it mapped: the name can go. */
@@ -101,38 +101,38 @@ int mrc__shm_open(struct mrc__shm_ring *r, const char *name, uint32_t slots, uin
 	return 0;
 }
 
-void mrc__shm_close(struct mrc__shm_ring *r)
+void mrc__coll_ring_close(struct mrc__coll_ring_ring *r)
 {
 	if (r->h)
 		munmap(r->h, r->map_len);
 	if (r->linked)
 		shm_unlink(r->name);   /* never opened by the consumer; ENOENT otherwise */
-	*r = (struct mrc__shm_ring){ 0 };
+	*r = (struct mrc__coll_ring_ring){ 0 };
 }
 
-int mrc__shm_aborted(struct mrc__shm_ring *r)
+int mrc__coll_ring_aborted(struct mrc__coll_ring_ring *r)
 {
 	return atomic_load_explicit(&r->h->abort, memory_order_acquire) ? -ECONNABORTED : 0;
 }
 
-void mrc__shm_abort(struct mrc__shm_ring *r)
+void mrc__coll_ring_abort(struct mrc__coll_ring_ring *r)
 {
 	if (r->h)
 		atomic_store_explicit(&r->h->abort, 1, memory_order_release);
 }
 
-static int fail(struct mrc__shm_ring *r, int e)
+static int fail(struct mrc__coll_ring_ring *r, int e)
 {
 	if (!r->err)
 		r->err = e;
 	return r->err;
 }
 
-int mrc__shm_room(struct mrc__shm_ring *r)
+int mrc__coll_ring_room(struct mrc__coll_ring_ring *r)
 {
 	if (r->err)
 		return r->err;
-	if (mrc__shm_aborted(r))
+	if (mrc__coll_ring_aborted(r))
 		return fail(r, -ECONNABORTED);
 	uint64_t head = atomic_load_explicit(&r->h->head, memory_order_acquire);
 	/* head only moves forward and never past what we published. */
@@ -142,12 +142,12 @@ int mrc__shm_room(struct mrc__shm_ring *r)
 	return r->pos - head < r->slots;
 }
 
-uint8_t *mrc__shm_slot(struct mrc__shm_ring *r)
+uint8_t *mrc__coll_ring_slot(struct mrc__coll_ring_ring *r)
 {
 	return r->data + (size_t)(r->pos % r->slots) * r->slot_bytes;
 }
 
-int mrc__shm_push(struct mrc__shm_ring *r, uint32_t len)
+int mrc__coll_ring_push(struct mrc__coll_ring_ring *r, uint32_t len)
 {
 	if (r->err)
 		return r->err;
@@ -159,11 +159,11 @@ int mrc__shm_push(struct mrc__shm_ring *r, uint32_t len)
 	return 0;
 }
 
-int mrc__shm_peek(struct mrc__shm_ring *r, const uint8_t **data, uint32_t *len)
+int mrc__coll_ring_peek(struct mrc__coll_ring_ring *r, const uint8_t **data, uint32_t *len)
 {
 	if (r->err)
 		return r->err;
-	if (mrc__shm_aborted(r))
+	if (mrc__coll_ring_aborted(r))
 		return fail(r, -ECONNABORTED);
 	uint64_t tail = atomic_load_explicit(&r->h->tail, memory_order_acquire);
 	/* tail only moves forward and at most a ring ahead of what we took. */
@@ -181,7 +181,7 @@ int mrc__shm_peek(struct mrc__shm_ring *r, const uint8_t **data, uint32_t *len)
 	return 1;
 }
 
-void mrc__shm_pop(struct mrc__shm_ring *r)
+void mrc__coll_ring_pop(struct mrc__coll_ring_ring *r)
 {
 	r->pos++;
 	atomic_store_explicit(&r->h->head, r->pos, memory_order_release);
@@ -197,8 +197,8 @@ int mrc__coll_shm_create(struct mrc_coll *c, const uint32_t *hosts, const uint8_
 		if (j == c->me || !c->shm_on || !shm[j] || hosts[j] != hosts[c->me])
 			continue;
 		char name[80];
-		mrc__shm_name(name, sizeof(name), c->sid, c->nonce, c->me, j);
-		int r = mrc__shm_create(&p->stx, name, c->window, c->chunk);
+		mrc__coll_ring_name(name, sizeof(name), c->sid, c->nonce, c->me, j);
+		int r = mrc__coll_ring_create(&p->stx, name, c->window, c->chunk);
 		if (r)
 			return r;
 		p->shm = 1;
@@ -214,8 +214,8 @@ int mrc__coll_shm_open(struct mrc_coll *c)
 		if (!p->shm)
 			continue;
 		char name[80];
-		mrc__shm_name(name, sizeof(name), c->sid, c->nonce, j, c->me);
-		int r = mrc__shm_open(&p->srx, name, c->window, c->chunk);
+		mrc__coll_ring_name(name, sizeof(name), c->sid, c->nonce, j, c->me);
+		int r = mrc__coll_ring_open(&p->srx, name, c->window, c->chunk);
 		if (r)
 			return r;
 	}

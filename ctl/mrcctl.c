@@ -158,7 +158,7 @@ static int follow(int fd)
 		if (json_mode)
 			print_json(ev);
 		else
-			mrc_oper_render_event(stdout, ev);
+			mrc_ctl_render_event(stdout, ev);
 		fflush(stdout);
 		json_decref(j);
 	}

@@ -46,7 +46,7 @@ static int simple(FILE *f, const json_t *arr, const char *const *head, const cha
 	return 0;
 }
 
-int mrc_oper_render_planes(FILE *f, const json_t *res)
+int mrc_ctl_render_planes(FILE *f, const json_t *res)
 {
 	static const char *h[] = { "PLANE", "NIC", "LINK", "ADMIN", "TX_PPS", "TX_PKTS", "LOST",
 				   "LOSS%", "TRIMS", "ECN", "GOOD", "BAD", "DENIED", NULL };
@@ -56,7 +56,7 @@ int mrc_oper_render_planes(FILE *f, const json_t *res)
 	return simple(f, get(res, "planes"), h, k, NULL);
 }
 
-int mrc_oper_render_peers(FILE *f, const json_t *res)
+int mrc_ctl_render_peers(FILE *f, const json_t *res)
 {
 	static const char *h[] = { "PEER", "HOST", "ADDRESS", "PATHS", "GOOD", "BAD", "DENIED",
 				   "QPS", "TX_PKTS", "LOST", "SRTT_MIN_US", NULL };
@@ -68,7 +68,7 @@ int mrc_oper_render_peers(FILE *f, const json_t *res)
 
 static int exists(const json_t *e) { return json_is_true(json_object_get(e, "exists")); }
 
-int mrc_oper_render_paths(FILE *f, const json_t *res)
+int mrc_ctl_render_paths(FILE *f, const json_t *res)
 {
 	const json_t *a = get(res, "paths");
 	if (!json_is_array(a))
@@ -117,7 +117,7 @@ int mrc_oper_render_paths(FILE *f, const json_t *res)
 	return 0;
 }
 
-int mrc_oper_render_probe(FILE *f, const json_t *res)
+int mrc_ctl_render_probe(FILE *f, const json_t *res)
 {
 	const json_t *a = get(res, "results");
 	if (!json_is_array(a))
@@ -129,7 +129,7 @@ int mrc_oper_render_probe(FILE *f, const json_t *res)
 	return simple(f, a, h, k, NULL);
 }
 
-int mrc_oper_render_qps(FILE *f, const json_t *res)
+int mrc_ctl_render_qps(FILE *f, const json_t *res)
 {
 	static const char *h[] = { "QPN", "STATE", "PEER", "RQPN", "PLANES", "INFLIGHT", "CWND",
 				   "SRTT_US", "RETX", "RTO_FIRES", "TX_PKTS", "RX_PKTS", "BYTES_ACKED",
@@ -223,7 +223,7 @@ static void render_admin_state(FILE *f, const json_t *a)
 		fprintf(f, "  admin state save error: %s\n", gs(a, "save_error"));
 }
 
-int mrc_oper_render_status(FILE *f, const json_t *res)
+int mrc_ctl_render_status(FILE *f, const json_t *res)
 {
 	if (!json_is_object(res))
 		return -EINVAL;
@@ -253,7 +253,7 @@ int mrc_oper_render_status(FILE *f, const json_t *res)
 	return 0;
 }
 
-int mrc_oper_render_topology(FILE *f, const json_t *res)
+int mrc_ctl_render_topology(FILE *f, const json_t *res)
 {
 	if (!json_is_object(res))
 		return -EINVAL;
@@ -275,12 +275,12 @@ int mrc_oper_render_topology(FILE *f, const json_t *res)
 	return simple(f, get(res, "hosts"), h, k, NULL);
 }
 
-void mrc_oper_render_event(FILE *out, const json_t *ev)
+void mrc_ctl_render_event(FILE *out, const json_t *ev)
 {
 	fprintf(out, "%s  %-6s %s\n", gs(ev, "time"), gs(ev, "kind"), gs(ev, "text"));
 }
 
-int mrc_oper_render_events(FILE *f, const json_t *res)
+int mrc_ctl_render_events(FILE *f, const json_t *res)
 {
 	const json_t *a = get(res, "events");
 	if (!json_is_array(a))
@@ -288,11 +288,11 @@ int mrc_oper_render_events(FILE *f, const json_t *res)
 	size_t i;
 	json_t *e;
 	json_array_foreach(a, i, e)
-		mrc_oper_render_event(f, e);
+		mrc_ctl_render_event(f, e);
 	return 0;
 }
 
-int mrc_oper_render_version(FILE *f, const json_t *res)
+int mrc_ctl_render_version(FILE *f, const json_t *res)
 {
 	if (!json_is_string(get(res, "version")))
 		return -EINVAL;
@@ -300,7 +300,7 @@ int mrc_oper_render_version(FILE *f, const json_t *res)
 	return 0;
 }
 
-int mrc_oper_render_plane(FILE *f, const json_t *res)
+int mrc_ctl_render_plane(FILE *f, const json_t *res)
 {
 	if (!json_is_integer(get(res, "plane")))
 		return -EINVAL;
@@ -310,7 +310,7 @@ int mrc_oper_render_plane(FILE *f, const json_t *res)
 	return 0;
 }
 
-int mrc_oper_render_path(FILE *f, const json_t *res)
+int mrc_ctl_render_path(FILE *f, const json_t *res)
 {
 	if (!json_is_integer(get(res, "ev")))
 		return -EINVAL;
@@ -320,7 +320,7 @@ int mrc_oper_render_path(FILE *f, const json_t *res)
 	return 0;
 }
 
-int mrc_oper_render_object(FILE *f, const json_t *res)
+int mrc_ctl_render_object(FILE *f, const json_t *res)
 {
 	if (!json_is_object(res))
 		return -EINVAL;

@@ -278,10 +278,10 @@ int mrc_ctl_parse(int argc, char **argv, struct mrc_ctl_cmd *c, FILE *err)
 	return v->parse(argc, argv, i, c, err);
 }
 
-int mrc_oper_render(FILE *f, enum mrc_oper_verb v, const json_t *result)
+int mrc_ctl_render(FILE *f, enum mrc_oper_verb v, const json_t *result)
 {
 	const struct mrc_ctl_verb *row = mrc_ctl_verb_of(v);
 	if (row && row->render)
 		return row->render(f, result);
-	return mrc_oper_render_object(f, result);
+	return mrc_ctl_render_object(f, result);
 }

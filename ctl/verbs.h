@@ -60,6 +60,6 @@ int mrc_ctl_parse_num(const char *s, long long max, long long *out);
 /* Renders verb v's result with its row's renderer (rows without one, and
  * unknown verbs: any object as key: value lines).  0, or -EINVAL when the
  * result lacks what the verb's table needs. */
-int mrc_oper_render(FILE *f, enum mrc_oper_verb v, const json_t *result);
+int mrc_ctl_render(FILE *f, enum mrc_oper_verb v, const json_t *result);
 
 #endif

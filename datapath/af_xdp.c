@@ -46,8 +46,8 @@ struct xplane {
 	struct xsk_ring_prod fq, tx;
 	struct xsk_ring_cons cq, rx;
 	uint8_t *area;
-	struct mrc__xdp_prog *prog;
-	struct mrc__frame_hdr a;
+	struct mrc__dp_xdp_prog *prog;
+	struct mrc__dp_frame_hdr a;
 	char ifname[16];
 	uint64_t nh_at;
 	uint32_t ntxfree, nheld;
@@ -140,7 +140,7 @@ static void close_plane(struct xplane *x)
 {
 	if (!x)
 		return;
-	mrc__xdp_prog_detach(x->prog);
+	mrc__dp_xdp_prog_detach(x->prog);
 	if (x->xsk)
 		xsk_socket__delete(x->xsk);
 	if (x->umem)
@@ -167,12 +167,12 @@ static int open_plane(struct xplane **out, const struct mrc_dp_plane *p, uint16_
 	x->ifindex = (int)if_nametoindex(p->ifname);
 	if (!x->ifindex)
 		rc = -ENODEV, what = "no such interface";
-	if (!rc && (rc = mrc__xdp_nic_mac(p->ifname, x->a.smac)))
+	if (!rc && (rc = mrc__dp_xdp_nic_mac(p->ifname, x->a.smac)))
 		what = "its MAC address";
 	/* A second at most: neighbour discovery on one link. */
 	char nh[160] = "";
 	snprintf(x->ifname, sizeof(x->ifname), "%s", p->ifname);
-	if (!rc && (rc = mrc__nexthop_mac(p->ifname, 1000, x->a.dmac, nh, sizeof(nh))))
+	if (!rc && (rc = mrc__dp_nexthop_mac(p->ifname, 1000, x->a.dmac, nh, sizeof(nh))))
 		what = nh;
 	x->a.src = p->local;
 	x->a.sport = port;
@@ -186,7 +186,7 @@ static int open_plane(struct xplane **out, const struct mrc_dp_plane *p, uint16_
 	if (!rc && (rc = make_socket(x, p->ifname, a)))
 		what = "AF_XDP socket (kernel without AF_XDP, or queue out of range)";
 	char pwhy[160] = "";
-	if (!rc && (rc = mrc__xdp_prog_attach(&x->prog, x->ifindex, port, a->queue,
+	if (!rc && (rc = mrc__dp_xdp_prog_attach(&x->prog, x->ifindex, port, a->queue,
 					      xsk_socket__fd(x->xsk), a->xdp_mode, &x->native,
 					      pwhy, sizeof(pwhy))))
 		what = pwhy;
@@ -355,10 +355,10 @@ static int xdp_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_t
 			uint8_t mac[6];
 			char nh[160];
 			x->nh_at = now;
-			if (!mrc__nexthop_mac(x->ifname, 0, mac, nh, sizeof(nh)))
+			if (!mrc__dp_nexthop_mac(x->ifname, 0, mac, nh, sizeof(nh)))
 				memcpy(x->a.dmac, mac, 6);
 		}
-		mrc__frame_hdr_write(hdr, &x->a, &o->dst, o->dport ? o->dport : x->a.sport, plen,
+		mrc__dp_frame_hdr_write(hdr, &x->a, &o->dst, o->dport ? o->dport : x->a.sport, plen,
 				     o->dscp);
 		if (!room(x, nf)) {
 			dp->st.tx_eagain++;
@@ -430,10 +430,10 @@ static int xdp_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, u
 			x->held[x->nheld++] = xsk_umem__extract_addr(
 				xsk_ring_cons__rx_desc(&x->rx, idx + k)->addr) & ~(uint64_t)(FRAME - 1);
 		used = last + 1;
-		struct mrc__frame_rx p;
+		struct mrc__dp_frame_rx p;
 		/* Too long, malformed or not ours (the XDP program lets only
 		 * mrc's port through): the datagram did not arrive whole. */
-		if (!whole || mrc__frame_parse(f, flen, &p) || p.dport != x->a.sport) {
+		if (!whole || mrc__dp_frame_parse(f, flen, &p) || p.dport != x->a.sport) {
 			dp->st.rx_truncated++;
 			continue;
 		}

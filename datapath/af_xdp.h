@@ -14,15 +14,15 @@
 #include "datapath/nexthop.h"
 
 /* The NIC's MAC address.  0 or a negative errno. */
-int mrc__xdp_nic_mac(const char *ifname, uint8_t mac[6]);
-struct mrc__xdp_prog;
+int mrc__dp_xdp_nic_mac(const char *ifname, uint8_t mac[6]);
+struct mrc__dp_xdp_prog;
 /* Loads the embedded XDP program for port, puts xsk_fd in its XSKMAP at
  * queue and attaches it to ifindex: native (driver) mode, else generic
  * (skb) mode unless mode forces one ("native", "skb"; NULL or "" auto).
  * *native says which.  Fills why on failure. */
-int mrc__xdp_prog_attach(struct mrc__xdp_prog **out, int ifindex, uint16_t port,
+int mrc__dp_xdp_prog_attach(struct mrc__dp_xdp_prog **out, int ifindex, uint16_t port,
 			 uint32_t queue, int xsk_fd, const char *mode, int *native,
 			 char *why, size_t whylen);
-void mrc__xdp_prog_detach(struct mrc__xdp_prog *p);
+void mrc__dp_xdp_prog_detach(struct mrc__dp_xdp_prog *p);
 
 #endif

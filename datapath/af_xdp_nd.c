@@ -10,7 +10,7 @@
 
 #include "datapath/af_xdp.h"
 
-int mrc__xdp_nic_mac(const char *ifname, uint8_t mac[6])
+int mrc__dp_xdp_nic_mac(const char *ifname, uint8_t mac[6])
 {
 	struct ifreq r;
 	memset(&r, 0, sizeof(r));

@@ -18,15 +18,15 @@
 
 __asm__(".section .rodata\n"
 	".balign 8\n"
-	".global mrc__af_xdp_bpf_obj\n"
-	"mrc__af_xdp_bpf_obj:\n"
+	".global mrc__dp_af_xdp_bpf_obj\n"
+	"mrc__dp_af_xdp_bpf_obj:\n"
 	".incbin \"" MRC_AF_XDP_BPF_OBJ "\"\n"
-	".global mrc__af_xdp_bpf_obj_end\n"
-	"mrc__af_xdp_bpf_obj_end:\n"
+	".global mrc__dp_af_xdp_bpf_obj_end\n"
+	"mrc__dp_af_xdp_bpf_obj_end:\n"
 	".previous\n");
-extern const char mrc__af_xdp_bpf_obj[], mrc__af_xdp_bpf_obj_end[];
+extern const char mrc__dp_af_xdp_bpf_obj[], mrc__dp_af_xdp_bpf_obj_end[];
 
-struct mrc__xdp_prog {
+struct mrc__dp_xdp_prog {
 	struct bpf_object *obj;
 	int ifindex, prog_fd;
 	uint32_t flags;
@@ -38,11 +38,11 @@ static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list a
 	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
 }
 
-static int load(struct mrc__xdp_prog *p, uint16_t port, uint32_t queue, int xsk_fd,
+static int load(struct mrc__dp_xdp_prog *p, uint16_t port, uint32_t queue, int xsk_fd,
 		const char **what)
 {
-	p->obj = bpf_object__open_mem(mrc__af_xdp_bpf_obj,
-		(size_t)(mrc__af_xdp_bpf_obj_end - mrc__af_xdp_bpf_obj), NULL);
+	p->obj = bpf_object__open_mem(mrc__dp_af_xdp_bpf_obj,
+		(size_t)(mrc__dp_af_xdp_bpf_obj_end - mrc__dp_af_xdp_bpf_obj), NULL);
 	if (!p->obj) {
 		*what = "open the embedded object";
 		return errno ? -errno : -EINVAL;
@@ -76,12 +76,12 @@ static int load(struct mrc__xdp_prog *p, uint16_t port, uint32_t queue, int xsk_
 	return rc;
 }
 
-int mrc__xdp_prog_attach(struct mrc__xdp_prog **out, int ifindex, uint16_t port,
+int mrc__dp_xdp_prog_attach(struct mrc__dp_xdp_prog **out, int ifindex, uint16_t port,
 			 uint32_t queue, int xsk_fd, const char *mode, int *native,
 			 char *why, size_t whylen)
 {
 	libbpf_set_print(quiet_print);
-	struct mrc__xdp_prog *p = calloc(1, sizeof(*p));
+	struct mrc__dp_xdp_prog *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->ifindex = ifindex;
@@ -116,7 +116,7 @@ int mrc__xdp_prog_attach(struct mrc__xdp_prog **out, int ifindex, uint16_t port,
 	return 0;
 }
 
-void mrc__xdp_prog_detach(struct mrc__xdp_prog *p)
+void mrc__dp_xdp_prog_detach(struct mrc__dp_xdp_prog *p)
 {
 	if (!p)
 		return;

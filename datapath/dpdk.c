@@ -51,7 +51,7 @@ struct plane {
 	uint16_t port;
 	int vdev;                 /* 1: we created it (a vdev), 0: the EAL's */
 	char name[64];            /* the vdev's name */
-	struct mrc__frame_hdr fh;
+	struct mrc__dp_frame_hdr fh;
 	struct in6_addr local;
 	struct rte_mbuf *held[MRC_DP_BATCH];   /* what the last recv handed out */
 	uint32_t nheld;
@@ -76,7 +76,7 @@ struct dpdk_dp {
 static int eal_up;
 static unsigned next_id;
 
-static int eal_init(const struct mrc__dpdk_args *a, char *why, size_t whylen)
+static int eal_init(const struct mrc__dp_dpdk_args *a, char *why, size_t whylen)
 {
 	if (eal_up)
 		return 0;
@@ -174,7 +174,7 @@ static int start_port(struct dpdk_dp *dp, struct plane *p, char *why, size_t why
 static void dpdk_close(struct mrc_dp *base);
 
 static int open_plane(struct dpdk_dp *dp, uint32_t i, const struct mrc_dp_plane *cp,
-		      const struct mrc__dpdk_args *a, char *why, size_t whylen)
+		      const struct mrc__dp_dpdk_args *a, char *why, size_t whylen)
 {
 	struct plane *p = &dp->pl[i];
 	p->local = cp->local;
@@ -185,7 +185,7 @@ static int open_plane(struct dpdk_dp *dp, uint32_t i, const struct mrc_dp_plane 
 	int rc = 0;
 	if (a->dmac_set & 1u << i)
 		memcpy(p->fh.dmac, a->dmac[i], 6);
-	else if (cp->ifname[0] && (rc = mrc__nexthop_mac(cp->ifname, NEIGH_TIMEOUT_MS,
+	else if (cp->ifname[0] && (rc = mrc__dp_nexthop_mac(cp->ifname, NEIGH_TIMEOUT_MS,
 							  p->fh.dmac, why, whylen)))
 		return rc;
 	char dev[256];
@@ -194,7 +194,7 @@ static int open_plane(struct dpdk_dp *dp, uint32_t i, const struct mrc_dp_plane 
 	if (ifindex && !strcmp(a->pmd, "af_packet") &&
 	    (nb = packet_socks(ifindex, before, 16)) > 16)
 		nb = 16;
-	rc = mrc__dpdk_vdev(dev, sizeof(dev), a, next_id++, cp->ifname);
+	rc = mrc__dp_dpdk_vdev(dev, sizeof(dev), a, next_id++, cp->ifname);
 	if (rc == -ENOTSUP) {
 		/* pmd=none: the EAL's devices, plane i on port i. */
 		if (i >= rte_eth_dev_count_avail()) {
@@ -238,7 +238,7 @@ static int dpdk_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *wh
 {
 	int rc;
 	char cpus[256];
-	struct mrc__dpdk_args *a = malloc(sizeof(*a));
+	struct mrc__dp_dpdk_args *a = malloc(sizeof(*a));
 	struct dpdk_dp *dp = calloc(1, sizeof(*dp));
 	if (!a || !dp) {
 		free(a);
@@ -247,9 +247,9 @@ static int dpdk_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *wh
 	}
 	dp->base.ops = &mrc__dp_dpdk_ops;
 	dp->port = cfg->port;
-	if (mrc__dpdk_cpus(cpus, sizeof(cpus)))
+	if (mrc__dp_dpdk_cpus(cpus, sizeof(cpus)))
 		cpus[0] = 0;
-	if (!(rc = mrc__dpdk_args_parse(a, cfg->args, cpus, why, whylen)))
+	if (!(rc = mrc__dp_dpdk_args_parse(a, cfg->args, cpus, why, whylen)))
 		rc = eal_init(a, why, whylen);
 	if (!rc) {
 		char pn[RTE_MEMPOOL_NAMESIZE];
@@ -355,7 +355,7 @@ static int dpdk_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_
 		for (uint32_t k = 0; k < b; k++) {
 			const struct mrc_dp_out *o = &pkts[off + k];
 			int len = o->plane < dp->n ?
-				mrc__frame_build(rte_pktmbuf_mtod(m[k], uint8_t *),
+				mrc__dp_frame_build(rte_pktmbuf_mtod(m[k], uint8_t *),
 						 rte_pktmbuf_tailroom(m[k]), &dp->pl[o->plane].fh, o) :
 				-EINVAL;
 			if (len < 0) {
@@ -407,7 +407,7 @@ static int dpdk_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, 
 		nanosleep(&ts, NULL);
 	}
 	for (uint16_t k = 0; k < got; k++) {
-		struct mrc__frame_rx fr;
+		struct mrc__dp_frame_rx fr;
 		/* A frame the driver chained is made one segment (there is room:
 		 * DATA_ROOM holds the largest datagram), else dropped. */
 		if (m[k]->nb_segs > 1 && rte_pktmbuf_linearize(m[k])) {
@@ -415,7 +415,7 @@ static int dpdk_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, 
 			rte_pktmbuf_free(m[k]);
 			continue;
 		}
-		if (mrc__frame_parse(rte_pktmbuf_mtod(m[k], const uint8_t *), m[k]->data_len, &fr) ||
+		if (mrc__dp_frame_parse(rte_pktmbuf_mtod(m[k], const uint8_t *), m[k]->data_len, &fr) ||
 		    fr.dport != dp->port || memcmp(&fr.dst, &p->local, sizeof(fr.dst))) {
 			rte_pktmbuf_free(m[k]);   /* not ours: ND, other traffic */
 			continue;

@@ -9,7 +9,7 @@
 
 static const char *const default_eal[] = { "--no-huge", "--no-shconf", "--no-pci", "-m", "256" };
 
-static int add(struct mrc__dpdk_args *a, size_t *used, const char *w, size_t wl)
+static int add(struct mrc__dp_dpdk_args *a, size_t *used, const char *w, size_t wl)
 {
 	if (a->argc == MRC__DPDK_MAX_ARGS || wl + 1 > sizeof(a->buf) - *used)
 		return -E2BIG;
@@ -22,7 +22,7 @@ static int add(struct mrc__dpdk_args *a, size_t *used, const char *w, size_t wl)
 	return 0;
 }
 
-static int adds(struct mrc__dpdk_args *a, size_t *used, const char *w)
+static int adds(struct mrc__dp_dpdk_args *a, size_t *used, const char *w)
 {
 	return add(a, used, w, strlen(w));
 }
@@ -52,7 +52,7 @@ static int parse_mac(const char *s, size_t n, uint8_t mac[6])
 
 /* One of our words (pmd=, devargs=, dmacN=): 1 when it was, 0 when it is
  * an EAL word, -EINVAL when it is ours and bad. */
-static int own_word(struct mrc__dpdk_args *a, const char *w, size_t wl)
+static int own_word(struct mrc__dp_dpdk_args *a, const char *w, size_t wl)
 {
 	if (starts(w, wl, "pmd=")) {
 		static const char *const pmds[] = { "af_packet", "af_xdp", "ring", "none" };
@@ -102,7 +102,7 @@ static int own_word(struct mrc__dpdk_args *a, const char *w, size_t wl)
 	return 0;
 }
 
-int mrc__dpdk_args_parse(struct mrc__dpdk_args *a, const char *args, const char *cpus,
+int mrc__dp_dpdk_args_parse(struct mrc__dp_dpdk_args *a, const char *args, const char *cpus,
 			 char *why, size_t whylen)
 {
 	memset(a, 0, sizeof(*a));
@@ -136,7 +136,7 @@ int mrc__dpdk_args_parse(struct mrc__dpdk_args *a, const char *args, const char 
 				telemetry |= starts(p, wl, "--telemetry") || starts(p, wl, "--no-telemetry");
 				loglevel |= starts(p, wl, "--log-level");
 			}
-			if (pass == 1 && !own_word(&(struct mrc__dpdk_args){ 0 }, p, wl))
+			if (pass == 1 && !own_word(&(struct mrc__dp_dpdk_args){ 0 }, p, wl))
 				rc = add(a, &used, p, wl);
 			p += wl;
 		}
@@ -156,7 +156,7 @@ int mrc__dpdk_args_parse(struct mrc__dpdk_args *a, const char *args, const char 
 	return rc ? -EINVAL : 0;
 }
 
-int mrc__dpdk_vdev(char *buf, size_t len, const struct mrc__dpdk_args *a, unsigned id,
+int mrc__dp_dpdk_vdev(char *buf, size_t len, const struct mrc__dp_dpdk_args *a, unsigned id,
 		   const char *ifname)
 {
 	int n;
@@ -178,7 +178,7 @@ int mrc__dpdk_vdev(char *buf, size_t len, const struct mrc__dpdk_args *a, unsign
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-int mrc__dpdk_cpus(char *buf, size_t len)
+int mrc__dp_dpdk_cpus(char *buf, size_t len)
 {
 	cpu_set_t set;
 	if (sched_getaffinity(0, sizeof(set), &set))

@@ -22,7 +22,7 @@
  * (idle_us), as DPDK applications do. */
 enum { MRC__DPDK_WAIT_AUTO, MRC__DPDK_WAIT_SOCKET, MRC__DPDK_WAIT_POLL };
 
-struct mrc__dpdk_args {
+struct mrc__dp_dpdk_args {
 	char pmd[16];             /* af_packet (default), af_xdp, ring, none */
 	char devargs[160];        /* devargs=: appended to every plane's vdev */
 	uint8_t dmac[MRC_DP_MAX_PLANES][6];
@@ -43,17 +43,17 @@ struct mrc__dpdk_args {
  * the EAL's main thread keeps the affinity it was given),
  * --no-telemetry and --log-level=warning are added unless the words set
  * them.  0, or -EINVAL with why. */
-int mrc__dpdk_args_parse(struct mrc__dpdk_args *a, const char *args, const char *cpus,
+int mrc__dp_dpdk_args_parse(struct mrc__dp_dpdk_args *a, const char *args, const char *cpus,
 			 char *why, size_t whylen);
 
 /* The vdev devargs of plane number id (unique in the process) on NIC
  * ifname, e.g. "net_af_packet3,iface=h0-p0l0,..." into buf; the device's
  * name is its part before the first comma.  -ENOTSUP for pmd=none (the
  * EAL's own devices are the planes, in port order), -ENAMETOOLONG. */
-int mrc__dpdk_vdev(char *buf, size_t len, const struct mrc__dpdk_args *a, unsigned id,
+int mrc__dp_dpdk_vdev(char *buf, size_t len, const struct mrc__dp_dpdk_args *a, unsigned id,
 		   const char *ifname);
 
 /* The CPUs this thread may run on as an EAL list ("0-1,4"). */
-int mrc__dpdk_cpus(char *buf, size_t len);
+int mrc__dp_dpdk_cpus(char *buf, size_t len);
 
 #endif

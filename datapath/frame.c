@@ -27,7 +27,7 @@ static uint16_t get16(const uint8_t *p)
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-void mrc__frame_hdr_write(uint8_t *buf, const struct mrc__frame_hdr *h,
+void mrc__dp_frame_hdr_write(uint8_t *buf, const struct mrc__dp_frame_hdr *h,
 			  const struct in6_addr *dst, uint16_t dport, size_t paylen,
 			  uint8_t dscp)
 {
@@ -51,7 +51,7 @@ void mrc__frame_hdr_write(uint8_t *buf, const struct mrc__frame_hdr *h,
 	put16(u + 6, 0);   /* no checksum: datapath.h */
 }
 
-int mrc__frame_build(uint8_t *buf, size_t cap, const struct mrc__frame_hdr *h,
+int mrc__dp_frame_build(uint8_t *buf, size_t cap, const struct mrc__dp_frame_hdr *h,
 		     const struct mrc_dp_out *o)
 {
 	if (o->iovcnt > 3)
@@ -62,7 +62,7 @@ int mrc__frame_build(uint8_t *buf, size_t cap, const struct mrc__frame_hdr *h,
 	if (paylen > MRC_DP_MAX_DGRAM || cap < MRC__FRAME_HDR_LEN ||
 	    paylen > cap - MRC__FRAME_HDR_LEN)
 		return -EMSGSIZE;
-	mrc__frame_hdr_write(buf, h, &o->dst, o->dport, paylen, o->dscp);
+	mrc__dp_frame_hdr_write(buf, h, &o->dst, o->dport, paylen, o->dscp);
 	uint8_t *p = buf + MRC__FRAME_HDR_LEN;
 	for (uint32_t i = 0; i < o->iovcnt; i++) {
 		if (o->iov[i].iov_len)
@@ -72,7 +72,7 @@ int mrc__frame_build(uint8_t *buf, size_t cap, const struct mrc__frame_hdr *h,
 	return (int)(MRC__FRAME_HDR_LEN + paylen);
 }
 
-int mrc__frame_parse(const uint8_t *buf, size_t len, struct mrc__frame_rx *rx)
+int mrc__dp_frame_parse(const uint8_t *buf, size_t len, struct mrc__dp_frame_rx *rx)
 {
 	if (len < 14 || get16(buf + 12) != ETH_IPV6)
 		return -EPROTONOSUPPORT;

@@ -17,7 +17,7 @@
 #define MRC__FRAME_HDR_LEN (14 + 40 + 8)   /* Ethernet, IPv6, UDP */
 
 /* What every frame of one plane shares. */
-struct mrc__frame_hdr {
+struct mrc__dp_frame_hdr {
 	uint8_t dmac[6];          /* the plane's next hop (its leaf) */
 	uint8_t smac[6];          /* this NIC */
 	struct in6_addr src;      /* the plane's local address */
@@ -27,17 +27,17 @@ struct mrc__frame_hdr {
 /* Writes the frame of o (headers, then o->iov copied in order) into
  * buf[0..cap).  Returns its length, -EMSGSIZE when it does not fit in cap
  * or exceeds MRC_DP_MAX_DGRAM of UDP payload, -EINVAL for a bad iovcnt. */
-int mrc__frame_build(uint8_t *buf, size_t cap, const struct mrc__frame_hdr *h,
+int mrc__dp_frame_build(uint8_t *buf, size_t cap, const struct mrc__dp_frame_hdr *h,
 		     const struct mrc_dp_out *o);
 /* Only the MRC__FRAME_HDR_LEN header bytes, for paylen bytes of UDP
  * payload that the caller places after them (scatter-gather); dscp as
  * mrc_dp_out's. */
-void mrc__frame_hdr_write(uint8_t *buf, const struct mrc__frame_hdr *h,
+void mrc__dp_frame_hdr_write(uint8_t *buf, const struct mrc__dp_frame_hdr *h,
 			  const struct in6_addr *dst, uint16_t dport, size_t paylen,
 			  uint8_t dscp);
 
 /* A received frame's UDP datagram. */
-struct mrc__frame_rx {
+struct mrc__dp_frame_rx {
 	const uint8_t *payload;   /* points into the frame */
 	size_t len;
 	struct in6_addr src, dst;
@@ -51,6 +51,6 @@ struct mrc__frame_rx {
  * IPv6/UDP (neighbour discovery, a VLAN tag, a fragment, a routing header
  * with segments left: not for this host's UDP); -EBADMSG when a length is
  * inconsistent. */
-int mrc__frame_parse(const uint8_t *buf, size_t len, struct mrc__frame_rx *rx);
+int mrc__dp_frame_parse(const uint8_t *buf, size_t len, struct mrc__dp_frame_rx *rx);
 
 #endif

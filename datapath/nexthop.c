@@ -74,7 +74,7 @@ static void poke(const char *ifname, int ifindex, struct nl_addr *gw)
 	close(fd);
 }
 
-int mrc__nexthop_mac(const char *ifname, unsigned timeout_ms, uint8_t mac[6],
+int mrc__dp_nexthop_mac(const char *ifname, unsigned timeout_ms, uint8_t mac[6],
 		     char *why, size_t whylen)
 {
 	int ifindex = (int)if_nametoindex(ifname);

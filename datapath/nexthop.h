@@ -14,7 +14,7 @@
  * makes the kernel resolve it, awaited up to timeout_ms.  0 and mac set;
  * -ENODEV (no such NIC), -ENETUNREACH (no route with a gateway through
  * it), -ETIMEDOUT (the gateway did not answer); why says which. */
-int mrc__nexthop_mac(const char *ifname, unsigned timeout_ms, uint8_t mac[6],
+int mrc__dp_nexthop_mac(const char *ifname, unsigned timeout_ms, uint8_t mac[6],
 		     char *why, size_t whylen);
 
 #endif

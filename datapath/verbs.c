@@ -32,7 +32,7 @@ static int verr(int r)
 }
 
 /* datapath_args: comma-separated key=value (docs/datapaths.md). */
-static int parse_args(struct mrc__verbs_dp *dp, const char *args, char *why, size_t whylen)
+static int parse_args(struct mrc__dp_verbs_dp *dp, const char *args, char *why, size_t whylen)
 {
 	char buf[256];
 	if (!args || !args[0])
@@ -71,7 +71,7 @@ static int parse_args(struct mrc__verbs_dp *dp, const char *args, char *why, siz
  * GID will do: it is the source address of every packet, and peers check
  * sources.  The kernel fills the GID table from the netdev's IPv6
  * addresses, so the plane NIC must carry the address. */
-static int find_gid(struct mrc__verbs_dp *dp, struct mrc__vplane *p, const struct mrc_dp_plane *pl,
+static int find_gid(struct mrc__dp_verbs_dp *dp, struct mrc__vplane *p, const struct mrc_dp_plane *pl,
 		    struct ibv_device **devs, int ndev, char *why, size_t whylen)
 {
 	unsigned ifindex = 0;
@@ -110,7 +110,7 @@ static int find_gid(struct mrc__verbs_dp *dp, struct mrc__vplane *p, const struc
 }
 
 /* INIT, RTR, RTS: a UD QP needs no peer to reach them. */
-static int ud_ready(struct mrc__verbs_dp *dp, struct mrc__vplane *p, const char **what)
+static int ud_ready(struct mrc__dp_verbs_dp *dp, struct mrc__vplane *p, const char **what)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0,
 		.port_num = p->port, .qkey = MRC__VERBS_QKEY };
@@ -130,7 +130,7 @@ static int ud_ready(struct mrc__verbs_dp *dp, struct mrc__vplane *p, const char 
 	return 0;
 }
 
-static int post_all_recvs(struct mrc__verbs_dp *dp, struct mrc__vplane *p)
+static int post_all_recvs(struct mrc__dp_verbs_dp *dp, struct mrc__vplane *p)
 {
 	for (uint32_t i = 0; i < dp->rx_depth; i++) {
 		struct ibv_sge sge = { .addr = (uintptr_t)(p->rbuf + (size_t)i * p->rslot),
@@ -146,11 +146,11 @@ static int post_all_recvs(struct mrc__verbs_dp *dp, struct mrc__vplane *p)
 
 /* Creates plane i's resources in order; on failure says which step failed
  * and leaves what it made for close_plane. */
-static int open_plane(struct mrc__verbs_dp *dp, uint32_t i, const struct mrc_dp_plane *pl,
+static int open_plane(struct mrc__dp_verbs_dp *dp, uint32_t i, const struct mrc_dp_plane *pl,
 		      struct ibv_device **devs, int ndev, char *why, size_t whylen)
 {
 	struct mrc__vplane *p = &dp->pl[i];
-	const struct mrc__verbs_ops *o = dp->ops;
+	const struct mrc__dp_verbs_ops *o = dp->ops;
 	char sub[320] = "";
 	int rc = find_gid(dp, p, pl, devs, ndev, sub, sizeof(sub));
 	const char *what = "";
@@ -189,7 +189,7 @@ static int open_plane(struct mrc__verbs_dp *dp, uint32_t i, const struct mrc_dp_
 	STEP(!(p->smr = o->reg_mr(p->pd, p->sbuf, sbytes, 0)), "reg_mr(send pool)");
 	size_t tab = (size_t)dp->sets * MRC__VERBS_WAYS;
 	STEP(!(p->ah = calloc(tab, sizeof(*p->ah))) && (errno = ENOMEM), "address handle cache");
-	STEP((errno = -mrc__verbs_peers_init(&p->peers)) != 0, "peer table");
+	STEP((errno = -mrc__dp_verbs_peers_init(&p->peers)) != 0, "peer table");
 	if (!rc && (rc = post_all_recvs(dp, p)))
 		what = "post_recv";
 	/* Armed before the first recv, so the first packet wakes the loop. */
@@ -201,11 +201,11 @@ static int open_plane(struct mrc__verbs_dp *dp, uint32_t i, const struct mrc_dp_
 	return rc;
 }
 
-static void close_plane(struct mrc__verbs_dp *dp, struct mrc__vplane *p)
+static void close_plane(struct mrc__dp_verbs_dp *dp, struct mrc__vplane *p)
 {
-	const struct mrc__verbs_ops *o = dp->ops;
+	const struct mrc__dp_verbs_ops *o = dp->ops;
 	if (p->ah)
-		mrc__verbs_drop_ahs(dp, p);
+		mrc__dp_verbs_drop_ahs(dp, p);
 	free(p->ah);
 	free(p->peers.t);
 	if (p->qp)
@@ -230,7 +230,7 @@ static void close_plane(struct mrc__verbs_dp *dp, struct mrc__vplane *p)
 
 static void verbs_close(struct mrc_dp *base)
 {
-	struct mrc__verbs_dp *dp = (struct mrc__verbs_dp *)base;
+	struct mrc__dp_verbs_dp *dp = (struct mrc__dp_verbs_dp *)base;
 	for (int r = 0; r < MRC__VERBS_MAX_REGIONS; r++)
 		mrc__dp_verbs_unreg(base, r);
 	for (uint32_t i = 0; i < dp->n; i++)
@@ -239,7 +239,7 @@ static void verbs_close(struct mrc_dp *base)
 }
 
 int mrc__dp_verbs_open_ops(struct mrc_dp **out, const struct mrc_dp_cfg *cfg,
-			   const struct mrc__verbs_ops *ops, char *why, size_t whylen)
+			   const struct mrc__dp_verbs_ops *ops, char *why, size_t whylen)
 {
 	char scratch[8];
 	if (!why)
@@ -247,7 +247,7 @@ int mrc__dp_verbs_open_ops(struct mrc_dp **out, const struct mrc_dp_cfg *cfg,
 	int rc = mrc__dp_check_cfg(cfg, why, whylen);
 	if (rc)
 		return rc;
-	struct mrc__verbs_dp *dp = calloc(1, sizeof(*dp));
+	struct mrc__dp_verbs_dp *dp = calloc(1, sizeof(*dp));
 	if (!dp)
 		return -ENOMEM;
 	dp->base.ops = &mrc__dp_verbs_ops;
@@ -289,18 +289,18 @@ int mrc__dp_verbs_open_ops(struct mrc_dp **out, const struct mrc_dp_cfg *cfg,
 
 static int verbs_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *why, size_t whylen)
 {
-	return mrc__dp_verbs_open_ops(out, cfg, &mrc__verbs_real, why, whylen);
+	return mrc__dp_verbs_open_ops(out, cfg, &mrc__dp_verbs_real, why, whylen);
 }
 
 static int verbs_fd(const struct mrc_dp *base, uint32_t plane)
 {
-	const struct mrc__verbs_dp *dp = (const struct mrc__verbs_dp *)base;
+	const struct mrc__dp_verbs_dp *dp = (const struct mrc__dp_verbs_dp *)base;
 	return plane < dp->n ? dp->pl[plane].ch->fd : -EINVAL;
 }
 
 static int verbs_link_up(const struct mrc_dp *base, uint32_t plane)
 {
-	const struct mrc__verbs_dp *dp = (const struct mrc__verbs_dp *)base;
+	const struct mrc__dp_verbs_dp *dp = (const struct mrc__dp_verbs_dp *)base;
 	if (plane >= dp->n)
 		return -EINVAL;
 	struct ibv_port_attr pa;
@@ -311,12 +311,12 @@ static int verbs_link_up(const struct mrc_dp *base, uint32_t plane)
 
 static void verbs_get_stats(const struct mrc_dp *base, struct mrc_dp_stats *st)
 {
-	*st = ((const struct mrc__verbs_dp *)base)->st;
+	*st = ((const struct mrc__dp_verbs_dp *)base)->st;
 }
 
-void mrc__dp_verbs_xstats(const struct mrc_dp *base, struct mrc__verbs_xstats *x)
+void mrc__dp_verbs_xstats(const struct mrc_dp *base, struct mrc__dp_verbs_xstats *x)
 {
-	*x = ((const struct mrc__verbs_dp *)base)->x;
+	*x = ((const struct mrc__dp_verbs_dp *)base)->x;
 }
 
 const struct mrc_dp_ops mrc__dp_verbs_ops = {
@@ -324,14 +324,14 @@ const struct mrc_dp_ops mrc__dp_verbs_ops = {
 	.open = verbs_open,
 	.close = verbs_close,
 	.fd = verbs_fd,
-	.send = mrc__verbs_send,
-	.recv = mrc__verbs_recv,
+	.send = mrc__dp_verbs_send,
+	.recv = mrc__dp_verbs_recv,
 	.get_stats = verbs_get_stats,
 	.link_up = verbs_link_up,
-	.ep_local = mrc__verbs_ep_local,
-	.ep_set = mrc__verbs_ep_set,
-	.mem_reg = mrc__verbs_mem_reg,
-	.mem_unreg = mrc__verbs_mem_unreg,
+	.ep_local = mrc__dp_verbs_ep_local,
+	.ep_set = mrc__dp_verbs_ep_set,
+	.mem_reg = mrc__dp_verbs_mem_reg,
+	.mem_unreg = mrc__dp_verbs_mem_unreg,
 };
 
 #else

@@ -1,7 +1,7 @@
 /* The verbs (rdma-core) datapath's internals: one UD queue pair per plane
  * on a RoCEv2 NIC (docs/datapaths.md, "verbs").  Every libibverbs call
  * goes through a const ops table, so the provider runs unchanged against
- * the real library (mrc__verbs_real) or against a fake in the unit tests
+ * the real library (mrc__dp_verbs_real) or against a fake in the unit tests
  * (tests/test_dp_verbs.c): this machine class has no RDMA device, and a
  * provider that is only ever compiled is not tested.  Built only when
  * libibverbs-dev is installed (MRC_HAVE_VERBS; datapath/datapath.mk). */
@@ -16,7 +16,7 @@
  * functions or macros in <infiniband/verbs.h> (post_send, poll_cq,
  * query_port, reg_mr, ...) are wrapped as plain functions in
  * datapath/verbs_ops.c. */
-struct mrc__verbs_ops {
+struct mrc__dp_verbs_ops {
 	struct ibv_device **(*get_device_list)(int *n);
 	void (*free_device_list)(struct ibv_device **list);
 	const char *(*get_device_name)(struct ibv_device *dev);
@@ -49,7 +49,7 @@ struct mrc__verbs_ops {
 };
 
 /* The real one: libibverbs. */
-extern const struct mrc__verbs_ops mrc__verbs_real;
+extern const struct mrc__dp_verbs_ops mrc__dp_verbs_real;
 
 /* Bytes of the Global Routing Header a UD receive buffer begins with (for
  * RoCEv2 over IPv6: the packet's IPv6 header). */
@@ -59,7 +59,7 @@ extern const struct mrc__verbs_ops mrc__verbs_real;
 
 /* open with a given ops table (the provider's open passes the real one). */
 int mrc__dp_verbs_open_ops(struct mrc_dp **out, const struct mrc_dp_cfg *cfg,
-			   const struct mrc__verbs_ops *ops, char *why, size_t whylen);
+			   const struct mrc__dp_verbs_ops *ops, char *why, size_t whylen);
 
 /* Tells plane's QP the peer QP number behind destination address dst (a
  * UD send names the remote QP).  The provider also learns it from every
@@ -79,7 +79,7 @@ int mrc__dp_verbs_reg(struct mrc_dp *dp, void *addr, size_t len, int dmabuf_fd, 
 void mrc__dp_verbs_unreg(struct mrc_dp *dp, int id);
 
 /* What the generic counters do not say. */
-struct mrc__verbs_xstats {
+struct mrc__dp_verbs_xstats {
 	uint64_t no_qpn;          /* sends dropped: peer QP number unknown */
 	uint64_t too_big;         /* sends dropped: larger than the port MTU */
 	uint64_t tx_wc_err, rx_wc_err; /* error completions */
@@ -87,6 +87,6 @@ struct mrc__verbs_xstats {
 	uint64_t zero_copy, copied; /* payloads sent from a region, or bounced */
 	uint64_t unreg_busy;      /* regions released with a send still on them */
 };
-void mrc__dp_verbs_xstats(const struct mrc_dp *dp, struct mrc__verbs_xstats *x);
+void mrc__dp_verbs_xstats(const struct mrc_dp *dp, struct mrc__dp_verbs_xstats *x);
 
 #endif

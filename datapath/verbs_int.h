@@ -72,9 +72,9 @@ struct mrc__vchain {
 	uint32_t n;
 };
 
-struct mrc__verbs_dp {
+struct mrc__dp_verbs_dp {
 	struct mrc_dp base;
-	const struct mrc__verbs_ops *ops;
+	const struct mrc__dp_verbs_ops *ops;
 	uint32_t n;
 	uint16_t port;
 	uint32_t rx_depth, tx_depth, sets; /* sets * WAYS: AH and peer capacity */
@@ -83,20 +83,20 @@ struct mrc__verbs_dp {
 	struct mrc__vregion reg[MRC__VERBS_MAX_REGIONS];
 	struct mrc__vchain chain[MRC_DP_MAX_PLANES]; /* empty between send calls */
 	struct mrc_dp_stats st;
-	struct mrc__verbs_xstats x;
+	struct mrc__dp_verbs_xstats x;
 };
 
 /* verbs_io.c */
-int mrc__verbs_send(struct mrc_dp *dp, const struct mrc_dp_out *pkts, uint32_t n);
-int mrc__verbs_recv(struct mrc_dp *dp, uint32_t plane, struct mrc_dp_in *in, uint32_t max);
+int mrc__dp_verbs_send(struct mrc_dp *dp, const struct mrc_dp_out *pkts, uint32_t n);
+int mrc__dp_verbs_recv(struct mrc_dp *dp, uint32_t plane, struct mrc_dp_in *in, uint32_t max);
 /* Destroys every AH of the plane (close). */
-void mrc__verbs_drop_ahs(struct mrc__verbs_dp *dp, struct mrc__vplane *p);
+void mrc__dp_verbs_drop_ahs(struct mrc__dp_verbs_dp *dp, struct mrc__vplane *p);
 /* The datapath ops ep_local, ep_set, mem_reg, mem_unreg (datapath.h). */
-int mrc__verbs_ep_local(const struct mrc_dp *dp, uint32_t plane, uint32_t *ep);
-int mrc__verbs_ep_set(struct mrc_dp *dp, uint32_t plane, const struct in6_addr *dst, uint32_t ep);
-int mrc__verbs_mem_reg(struct mrc_dp *dp, void *addr, size_t len, int dmabuf_fd, uint64_t off);
-void mrc__verbs_mem_unreg(struct mrc_dp *dp, int id);
+int mrc__dp_verbs_ep_local(const struct mrc_dp *dp, uint32_t plane, uint32_t *ep);
+int mrc__dp_verbs_ep_set(struct mrc_dp *dp, uint32_t plane, const struct in6_addr *dst, uint32_t ep);
+int mrc__dp_verbs_mem_reg(struct mrc_dp *dp, void *addr, size_t len, int dmabuf_fd, uint64_t off);
+void mrc__dp_verbs_mem_unreg(struct mrc_dp *dp, int id);
 /* An empty peer table (open); free(t->t) releases it. */
-int mrc__verbs_peers_init(struct mrc__vpeers *t);
+int mrc__dp_verbs_peers_init(struct mrc__vpeers *t);
 
 #endif

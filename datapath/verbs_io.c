@@ -28,7 +28,7 @@ static struct mrc__vent *set_of(struct mrc__vent *t, uint32_t sets, const struct
 	return &t[(hash_of(a) % sets) * MRC__VERBS_WAYS];
 }
 
-static struct mrc__vent *lookup(struct mrc__verbs_dp *dp, struct mrc__vent *t,
+static struct mrc__vent *lookup(struct mrc__dp_verbs_dp *dp, struct mrc__vent *t,
 				const struct in6_addr *a)
 {
 	struct mrc__vent *s = set_of(t, dp->sets, a);
@@ -41,7 +41,7 @@ static struct mrc__vent *lookup(struct mrc__verbs_dp *dp, struct mrc__vent *t,
 }
 
 /* The way a new entry for a takes: a free one, else the least recent. */
-static struct mrc__vent *victim(struct mrc__verbs_dp *dp, struct mrc__vent *t,
+static struct mrc__vent *victim(struct mrc__dp_verbs_dp *dp, struct mrc__vent *t,
 				const struct in6_addr *a)
 {
 	struct mrc__vent *s = set_of(t, dp->sets, a), *v = &s[0];
@@ -65,7 +65,7 @@ static struct mrc__vpeer *peer_slot(const struct mrc__vpeers *t, const struct in
 	return &t->t[i];
 }
 
-int mrc__verbs_peers_init(struct mrc__vpeers *t)
+int mrc__dp_verbs_peers_init(struct mrc__vpeers *t)
 {
 	*t = (struct mrc__vpeers){ .cap = 64 };
 	t->t = calloc(t->cap, sizeof(*t->t));
@@ -86,7 +86,7 @@ static int peers_grow(struct mrc__vpeers *t)
 }
 
 /* Sets a's QP number; learned: from a received packet (capped). */
-static int peer_put(struct mrc__verbs_dp *dp, struct mrc__vpeers *t, const struct in6_addr *a,
+static int peer_put(struct mrc__dp_verbs_dp *dp, struct mrc__vpeers *t, const struct in6_addr *a,
 		    uint32_t qpn, int learned)
 {
 	struct mrc__vpeer *e = peer_slot(t, a);
@@ -119,20 +119,20 @@ static uint32_t peer_get(const struct mrc__vpeers *t, const struct in6_addr *a)
 int mrc__dp_verbs_set_peer(struct mrc_dp *base, uint32_t plane, const struct in6_addr *dst,
 			   uint32_t qpn)
 {
-	struct mrc__verbs_dp *dp = (struct mrc__verbs_dp *)base;
+	struct mrc__dp_verbs_dp *dp = (struct mrc__dp_verbs_dp *)base;
 	if (plane >= dp->n || qpn > 0xffffff)
 		return -EINVAL;
 	return peer_put(dp, &dp->pl[plane].peers, dst, qpn, 0);
 }
 
-int mrc__verbs_ep_set(struct mrc_dp *dp, uint32_t plane, const struct in6_addr *dst, uint32_t ep)
+int mrc__dp_verbs_ep_set(struct mrc_dp *dp, uint32_t plane, const struct in6_addr *dst, uint32_t ep)
 {
 	return mrc__dp_verbs_set_peer(dp, plane, dst, ep);
 }
 
-int mrc__verbs_ep_local(const struct mrc_dp *base, uint32_t plane, uint32_t *ep)
+int mrc__dp_verbs_ep_local(const struct mrc_dp *base, uint32_t plane, uint32_t *ep)
 {
-	const struct mrc__verbs_dp *dp = (const struct mrc__verbs_dp *)base;
+	const struct mrc__dp_verbs_dp *dp = (const struct mrc__dp_verbs_dp *)base;
 	if (plane >= dp->n)
 		return -EINVAL;
 	*ep = dp->pl[plane].qp->qp_num;
@@ -142,7 +142,7 @@ int mrc__verbs_ep_local(const struct mrc_dp *base, uint32_t plane, uint32_t *ep)
 /* ---- send ----------------------------------------------------------- */
 
 /* Retires send completions, freeing bounce slots. */
-static void reap(struct mrc__verbs_dp *dp, struct mrc__vplane *p)
+static void reap(struct mrc__dp_verbs_dp *dp, struct mrc__vplane *p)
 {
 	struct ibv_wc wc[MRC_DP_BATCH];
 	int n;
@@ -156,7 +156,7 @@ static void reap(struct mrc__verbs_dp *dp, struct mrc__vplane *p)
 	}
 }
 
-static uint32_t post_chain(struct mrc__verbs_dp *dp, struct mrc__vplane *p, struct mrc__vchain *c)
+static uint32_t post_chain(struct mrc__dp_verbs_dp *dp, struct mrc__vplane *p, struct mrc__vchain *c)
 {
 	/* Retiring completions here too counts send errors promptly; polling
 	 * an empty CQ costs a load or two. */
@@ -186,7 +186,7 @@ static uint32_t post_chain(struct mrc__verbs_dp *dp, struct mrc__vplane *p, stru
  * next hop's MAC when the AH is created; the GID is the whole uSID
  * destination, so each path gets its own).  Evicting a handle first waits
  * for the sends that name it, which the pending chain may hold. */
-static struct mrc__vent *ah_get(struct mrc__verbs_dp *dp, struct mrc__vplane *p,
+static struct mrc__vent *ah_get(struct mrc__dp_verbs_dp *dp, struct mrc__vplane *p,
 				const struct in6_addr *dst, struct mrc__vchain *c, uint32_t *sent)
 {
 	struct mrc__vent *e = lookup(dp, p->ah, dst);
@@ -219,7 +219,7 @@ static struct mrc__vent *ah_get(struct mrc__verbs_dp *dp, struct mrc__vplane *p,
 	return e;
 }
 
-void mrc__verbs_drop_ahs(struct mrc__verbs_dp *dp, struct mrc__vplane *p)
+void mrc__dp_verbs_drop_ahs(struct mrc__dp_verbs_dp *dp, struct mrc__vplane *p)
 {
 	for (size_t i = 0; i < (size_t)dp->sets * MRC__VERBS_WAYS; i++)
 		if (p->ah[i].valid) {
@@ -230,7 +230,7 @@ void mrc__verbs_drop_ahs(struct mrc__verbs_dp *dp, struct mrc__vplane *p)
 
 /* The registered region holding all of [b, b+len), or NULL.  A linear
  * scan: regions are few (one per client registration, at most 32). */
-static struct mrc__vregion *region_of(struct mrc__verbs_dp *dp, const void *b, size_t len)
+static struct mrc__vregion *region_of(struct mrc__dp_verbs_dp *dp, const void *b, size_t len)
 {
 	uintptr_t a = (uintptr_t)b;
 	for (int r = 0; r < MRC__VERBS_MAX_REGIONS; r++) {
@@ -244,7 +244,7 @@ static struct mrc__vregion *region_of(struct mrc__verbs_dp *dp, const void *b, s
 /* Fills one WR for o in the next bounce slot: the payload (iov[1]) as its
  * own SGE when a registered region holds it, the other pieces copied into
  * the slot (one SGE per run of copied pieces: SGEs gather in order). */
-static void build(struct mrc__verbs_dp *dp, struct mrc__vplane *p, const struct mrc_dp_out *o,
+static void build(struct mrc__dp_verbs_dp *dp, struct mrc__vplane *p, const struct mrc_dp_out *o,
 		  struct ibv_ah *ah, uint32_t qpn, struct mrc__vchain *c)
 {
 	uint32_t k = c->n++;
@@ -283,7 +283,7 @@ static void build(struct mrc__verbs_dp *dp, struct mrc__vplane *p, const struct 
 	p->tx_posted++;
 }
 
-static int send_one(struct mrc__verbs_dp *dp, const struct mrc_dp_out *o, struct mrc__vchain *c,
+static int send_one(struct mrc__dp_verbs_dp *dp, const struct mrc_dp_out *o, struct mrc__vchain *c,
 		    uint32_t *sent)
 {
 	struct mrc__vplane *p = &dp->pl[o->plane];
@@ -314,9 +314,9 @@ static int send_one(struct mrc__verbs_dp *dp, const struct mrc_dp_out *o, struct
 	return 0;
 }
 
-int mrc__verbs_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_t n)
+int mrc__dp_verbs_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_t n)
 {
-	struct mrc__verbs_dp *dp = (struct mrc__verbs_dp *)base;
+	struct mrc__dp_verbs_dp *dp = (struct mrc__dp_verbs_dp *)base;
 	struct mrc__vchain *ch = dp->chain;
 	uint32_t sent = 0;
 	for (uint32_t i = 0; i < n; i++) {
@@ -339,7 +339,7 @@ int mrc__verbs_send(struct mrc_dp *base, const struct mrc_dp_out *pkts, uint32_t
 
 /* ---- receive -------------------------------------------------------- */
 
-static void repost(struct mrc__verbs_dp *dp, struct mrc__vplane *p)
+static void repost(struct mrc__dp_verbs_dp *dp, struct mrc__vplane *p)
 {
 	struct ibv_recv_wr wr[MRC_DP_BATCH], *bad = NULL;
 	struct ibv_sge sge[MRC_DP_BATCH];
@@ -359,13 +359,13 @@ static void repost(struct mrc__verbs_dp *dp, struct mrc__vplane *p)
 	p->nrepost = 0;
 }
 
-int mrc__verbs_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, uint32_t max)
+int mrc__dp_verbs_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, uint32_t max)
 {
-	struct mrc__verbs_dp *dp = (struct mrc__verbs_dp *)base;
+	struct mrc__dp_verbs_dp *dp = (struct mrc__dp_verbs_dp *)base;
 	if (plane >= dp->n)
 		return -EINVAL;
 	struct mrc__vplane *p = &dp->pl[plane];
-	const struct mrc__verbs_ops *o = dp->ops;
+	const struct mrc__dp_verbs_ops *o = dp->ops;
 	repost(dp, p);
 	/* Consume the channel's events and re-arm before polling: a
 	 * completion that lands after the poll then raises a new event, so
@@ -416,7 +416,7 @@ int mrc__verbs_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, u
 
 int mrc__dp_verbs_reg(struct mrc_dp *base, void *addr, size_t len, int dmabuf_fd, uint64_t off)
 {
-	struct mrc__verbs_dp *dp = (struct mrc__verbs_dp *)base;
+	struct mrc__dp_verbs_dp *dp = (struct mrc__dp_verbs_dp *)base;
 	if (!len)
 		return -EINVAL;
 	int r = 0;
@@ -445,7 +445,7 @@ int mrc__dp_verbs_reg(struct mrc_dp *base, void *addr, size_t len, int dmabuf_fd
 
 void mrc__dp_verbs_unreg(struct mrc_dp *base, int id)
 {
-	struct mrc__verbs_dp *dp = (struct mrc__verbs_dp *)base;
+	struct mrc__dp_verbs_dp *dp = (struct mrc__dp_verbs_dp *)base;
 	if (id < 0 || id >= MRC__VERBS_MAX_REGIONS || !dp->reg[id].used)
 		return;
 	struct mrc__vregion *g = &dp->reg[id];
@@ -464,12 +464,12 @@ void mrc__dp_verbs_unreg(struct mrc_dp *base, int id)
 	g->used = 0;
 }
 
-int mrc__verbs_mem_reg(struct mrc_dp *dp, void *addr, size_t len, int dmabuf_fd, uint64_t off)
+int mrc__dp_verbs_mem_reg(struct mrc_dp *dp, void *addr, size_t len, int dmabuf_fd, uint64_t off)
 {
 	return mrc__dp_verbs_reg(dp, addr, len, dmabuf_fd, off);
 }
 
-void mrc__verbs_mem_unreg(struct mrc_dp *dp, int id)
+void mrc__dp_verbs_mem_unreg(struct mrc_dp *dp, int id)
 {
 	mrc__dp_verbs_unreg(dp, id);
 }

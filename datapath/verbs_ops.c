@@ -40,7 +40,7 @@ static int post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_
 	return ibv_post_recv(qp, wr, bad);
 }
 
-const struct mrc__verbs_ops mrc__verbs_real = {
+const struct mrc__dp_verbs_ops mrc__dp_verbs_real = {
 	.get_device_list = ibv_get_device_list,
 	.free_device_list = ibv_free_device_list,
 	.get_device_name = ibv_get_device_name,

@@ -40,12 +40,12 @@ static inline void fz_fix_crcs(uint8_t *p, size_t len)
 		return;
 	uint8_t f3 = p[3];
 	p[3] &= (uint8_t)~MRC_F_TRIMMED;
-	fz_st32be(p + hl - 4, mrc_crc32c(0, p, hl - 4));
+	fz_st32be(p + hl - 4, mrce_crc32c(0, p, hl - 4));
 	p[3] = f3;
 	if (hl == MRC_DATA_HDR_LEN) {
 		size_t plen = (size_t)p[14] << 8 | p[15];
 		if (plen && len == hl + plen + MRC_TRAILER_LEN)
-			fz_st32be(p + hl + plen, mrc_crc32c(0, p + hl, plen));
+			fz_st32be(p + hl + plen, mrce_crc32c(0, p + hl, plen));
 	}
 }
 

@@ -21,9 +21,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, data, size);
 	s[size] = 0;
-	struct mrc__dpdk_args a;
+	struct mrc__dp_dpdk_args a;
 	char why[128] = "";
-	int rc = mrc__dpdk_args_parse(&a, s, "0-1", why, sizeof(why));
+	int rc = mrc__dp_dpdk_args_parse(&a, s, "0-1", why, sizeof(why));
 	if (rc) {
 		if (rc != -EINVAL || !why[0] || !memchr(why, 0, sizeof(why)))
 			abort();
@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
 		char buf[512];
 		memset(buf, 'x', sizeof(buf));
-		int v = mrc__dpdk_vdev(buf, lens[k], &a, 3, "h0-p0l0");
+		int v = mrc__dp_dpdk_vdev(buf, lens[k], &a, 3, "h0-p0l0");
 		if (v == 0 && !memchr(buf, 0, lens[k]))
 			abort();
 		if (v && v != -ENOTSUP && v != -ENAMETOOLONG)

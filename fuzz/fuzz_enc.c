@@ -71,8 +71,8 @@ static uint32_t ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return be
 static int acts(const uint8_t *p, size_t len)
 {
 	struct mrc_pkt_view v;
-	enum mrc_wire_drop why;
-	if (mrc_wire_decode(p, len, &v, &why))
+	enum mrce_wire_drop why;
+	if (mrce_wire_decode(p, len, &v, &why))
 		return 0;                  /* the engine drops it */
 	if (mrc_op_is_data(v.op))
 		return v.u.data.dqpn == LQ && v.u.data.token == tok01;
@@ -110,8 +110,8 @@ static void roundtrip(const uint8_t *d, size_t n)
 	struct mrc_data_hdr h = { .op = MRC_OP_WRITE, .flags = MRC_F_FIRST | MRC_F_LAST,
 		.dqpn = LQ, .psn = ld32(d + 2), .plen = plen, .mlen = plen, .ts = ts++,
 		.token = tok01 };
-	mrc_wire_put_data(pk.hdr, &h);
-	mrc_wire_put_trailer(pk.trailer, pl, plen);
+	mrce_wire_put_data(pk.hdr, &h);
+	mrce_wire_put_trailer(pk.trailer, pl, plen);
 	struct iovec body;
 	ENSURE(mrcd_enc_seal(x0, &pk, 0, &body) == 1);
 	size_t len = MRC_DATA_HDR_LEN + body.iov_len;

@@ -96,10 +96,10 @@ static void drain(struct fx *f)
 		}
 		ENSURE(++rounds < 100000);
 	}
-	while ((n = mrce_poll_cq(f->e, wc, 32)) > 0)
+	while ((n = mrce_wc_drain(f->e, wc, 32)) > 0)
 		for (int i = 0; i < n; i++)
 			ENSURE(wc[i].status <= 0);
-	while (mrce_poll_event(f->e, &ev) > 0)
+	while (mrce_event_pop(f->e, &ev) > 0)
 		;
 }
 
@@ -160,17 +160,17 @@ static int setup(struct fx *f)
 	}
 	memcpy(f->ref, f->mem, NREG * frame);
 	static const uint32_t access[NREG] = {
-		[R_DST] = MRC_ACCESS_REMOTE_WRITE | MRC_ACCESS_REMOTE_ATOMIC | MRC_ACCESS_LOCAL_WRITE,
-		[R_SRC] = MRC_ACCESS_LOCAL_READ,
-		[R_RECV] = MRC_ACCESS_LOCAL_WRITE,
-		[R_OTHER] = MRC_ACCESS_REMOTE_WRITE | MRC_ACCESS_REMOTE_ATOMIC,
+		[R_DST] = MRCE_ACCESS_REMOTE_WRITE | MRCE_ACCESS_REMOTE_ATOMIC | MRCE_ACCESS_LOCAL_WRITE,
+		[R_SRC] = MRCE_ACCESS_LOCAL_READ,
+		[R_RECV] = MRCE_ACCESS_LOCAL_WRITE,
+		[R_OTHER] = MRCE_ACCESS_REMOTE_WRITE | MRCE_ACCESS_REMOTE_ATOMIC,
 	};
 	for (int r = 0; r < NREG; r++)
-		ENSURE(mrce_mr_reg(f->e, r == R_OTHER ? 2 : 1, region(f, r), REG_LEN,
+		ENSURE(mrce_mr_add(f->e, r == R_OTHER ? 2 : 1, region(f, r), REG_LEN,
 				  access[r], &f->key[r]) == 0);
 	struct mrce_qp_attr a = { .pd = 1 };
-	ENSURE(mrce_qp_create(f->e, &a, &f->qpn) == 0);
-	ENSURE(mrce_qp_create(f->e, &a, &f->qpn_reset) == 0);
+	ENSURE(mrce_qp_open(f->e, &a, &f->qpn) == 0);
+	ENSURE(mrce_qp_open(f->e, &a, &f->qpn_reset) == 0);
 	ENSURE(mrce_qp_connect(f->e, f->qpn, f->peer, RQPN, SQ_PSN, RQ_PSN) == 0);
 	for (int k = 0; k < 2; k++)
 		ENSURE(mrce_qp_post_recv(f->e, f->qpn, 100 + k, f->key[R_RECV], recv_off[k],
@@ -226,7 +226,7 @@ static void one_record(struct fx *f, uint8_t ctl, uint8_t dt, const uint8_t *dat
 		struct mrce_ev_info ei;
 		ENSURE(mrce_ev_info(f->e, f->peer, ev, &ei) == 0);
 		ENSURE(mrce_ev_set_denied(f->e, f->now, f->peer, ev,
-					 ei.state != MRC_EV_DENIED) == 0);
+					 ei.state != MRCE_EV_DENIED) == 0);
 	}
 	if (ctl & 0x80) {
 		post_write(f, (uint64_t)dt * 100);
@@ -238,7 +238,7 @@ static void one_record(struct fx *f, uint8_t ctl, uint8_t dt, const uint8_t *dat
 	memcpy(p, data, len);
 	fix_up(f, ctl, p, len);
 	uint32_t peer = (ctl & 0x40) ? f->peer + 1 : f->peer;
-	(void)mrce_rx(f->e, f->now, peer, p, len, (ctl & 0x10) ? MRC_RX_ECN : 0);
+	(void)mrce_rx(f->e, f->now, peer, p, len, (ctl & 0x10) ? MRCE_RX_ECN : 0);
 	free(p);
 	drain(f);
 	f->now += (uint64_t)dt * 20000;

@@ -18,13 +18,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!f)
 		return 0;
 	memcpy(f, data, size);
-	struct mrc__frame_rx rx;
-	if (mrc__frame_parse(f, size, &rx) == 0) {
+	struct mrc__dp_frame_rx rx;
+	if (mrc__dp_frame_parse(f, size, &rx) == 0) {
 		if (rx.payload < f + 14 + 40 + 8 || rx.len > size ||
 		    rx.payload + rx.len > f + size)
 			abort();
 		static uint8_t g[MRC__FRAME_HDR_LEN + MRC_DP_MAX_DGRAM];
-		struct mrc__frame_hdr h = { .src = rx.src, .sport = rx.sport };
+		struct mrc__dp_frame_hdr h = { .src = rx.src, .sport = rx.sport };
 		memcpy(h.dmac, f, 6);
 		memcpy(h.smac, f + 6, 6);
 		/* the payload split in two pieces, as header + payload */
@@ -32,14 +32,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct mrc_dp_out o = { .dport = rx.dport ? rx.dport : rx.sport, .dst = rx.dst,
 			.iovcnt = 2, .iov = { { (void *)rx.payload, cut },
 					      { (void *)(rx.payload + cut), rx.len - cut } } };
-		int n = mrc__frame_build(g, sizeof(g), &h, &o);
+		int n = mrc__dp_frame_build(g, sizeof(g), &h, &o);
 		if (rx.len > MRC_DP_MAX_DGRAM) {
 			if (n != -EMSGSIZE)
 				abort();
 		} else {
-			struct mrc__frame_rx r2;
+			struct mrc__dp_frame_rx r2;
 			if (n != (int)(MRC__FRAME_HDR_LEN + rx.len) ||
-			    mrc__frame_parse(g, (size_t)n, &r2) || r2.len != rx.len ||
+			    mrc__dp_frame_parse(g, (size_t)n, &r2) || r2.len != rx.len ||
 			    memcmp(r2.payload, rx.payload, rx.len) ||
 			    memcmp(&r2.src, &rx.src, 16) || memcmp(&r2.dst, &rx.dst, 16) ||
 			    r2.sport != rx.sport || r2.dport != o.dport || r2.ecn != 2)

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!mrc_oper_reply_parse(data, size, &id, &res, err, sizeof(err))) {
 		FILE *f = fopen("/dev/null", "w");
 		for (int v = 1; v < MRC_OPER__COUNT && f; v++)
-			mrc_oper_render(f, (enum mrc_oper_verb)v, res);
+			mrc_ctl_render(f, (enum mrc_oper_verb)v, res);
 		if (f)
 			fclose(f);
 		free(mrc_oper_prom(res));

@@ -98,7 +98,7 @@ static void run_engine(void)
 		for (int i = 0; i < n; i++)
 			mrce_rx(g_e, g_now, pk[i].peer, buf, mrce_tx_pkt_copy(&pk[i], buf), 0);
 		struct mrce_wc wc[16];
-		int m = mrce_poll_cq(g_e, wc, 16);
+		int m = mrce_wc_drain(g_e, wc, 16);
 		for (int i = 0; i < m; i++)
 			for (int b = 0; b < 2; b++)
 				if (g_bind[b].fn && g_bind[b].qpn == wc[i].qpn)
@@ -146,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint32_t acc = r ? (uint32_t)((sel >> (2 * r)) * 5 + r) & MRC_MR_ALL : fixed[r];
 		g_mrs[r].view.len = REG_LEN;
 		g_mrs[r].view.access = acc;
-		ENSURE(mrce_mr_reg(g_e, 1000, region(r), REG_LEN, acc & MRC_MR_ALL,
+		ENSURE(mrce_mr_add(g_e, 1000, region(r), REG_LEN, acc & MRC_MR_ALL,
 				  &g_mrs[r].key) == 0);
 	}
 

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct mrc_srh h, h2;
 	static uint8_t out[MRC_SRH_MAX_LEN];
-	static uint16_t usids[MRC_SRV6_PATH_MAX_USIDS];
+	static uint16_t usids[MRC_SRV6_ENCAP_MAX_USIDS];
 	struct mrc_usid_block b;
 	struct mrc_srv6_err err;
 	struct in6_addr a;
@@ -85,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    memcmp(&h, &h2, sizeof(h)))
 			abort();
 		a = h.segs[h.segments_left];
-		if (mrc_srv6_path_decode(&b, &a, &h, usids, MRC_SRV6_PATH_MAX_USIDS, &n, &err) == 0) {
+		if (mrc_srv6_decode(&b, &a, &h, usids, MRC_SRV6_ENCAP_MAX_USIDS, &n, &err) == 0) {
 			size_t hops = 0;
 			int rc;
 
@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint8_t *copy = malloc(size);
 		struct nlmsghdr *nh = (struct nlmsghdr *)copy;
 		struct mrc_nl_seg6local_info info;
-		struct mrc_link_event ev;
+		struct mrc_linkmon_event ev;
 
 		memcpy(copy, data, size);
 		if (nh->nlmsg_len > size)

@@ -150,7 +150,7 @@ static int precv(struct ibv_qp *q, struct ibv_recv_wr *w, struct ibv_recv_wr **b
 	return 0;
 }
 
-static const struct mrc__verbs_ops ops = {
+static const struct mrc__dp_verbs_ops ops = {
 	get_list, free_list, dev_name, open_dev, close_dev, gids, qport, pd, dealloc_pd, mr, dmr,
 	dereg, mkch, rmch, mkcq, rmcq, notify, getev, ackev, fpoll, mkqp, modqp, rmqp, mkah, rmah,
 	psend, precv,

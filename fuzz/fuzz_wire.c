@@ -23,21 +23,21 @@ static void check_data(const uint8_t *in, size_t len,
 {
 	static uint8_t out[PKT_MAX];
 	const struct mrc_data_hdr *d = &v->u.data;
-	size_t n = mrc_wire_put_data(out, d);
+	size_t n = mrce_wire_put_data(out, d);
 
 	ENSURE(n == MRC_DATA_HDR_LEN && d->op == v->op);
 	ENSURE(d->plen <= MRC_MAX_PAYLOAD && d->plen <= d->mlen);
 	if (v->trimmed) {
 		ENSURE((d->flags & MRC_F_TRIMMED) && d->plen && !v->payload);
 		ENSURE(len == n && !memcmp(in, out, n));
-		ENSURE(mrc_wire_trim(out, n) == n); /* already trimmed */
+		ENSURE(mrce_wire_trim(out, n) == n); /* already trimmed */
 		return;
 	}
 	ENSURE(!(d->flags & MRC_F_TRIMMED));
 	if (d->plen) {
 		ENSURE(v->payload == in + MRC_DATA_HDR_LEN);
 		memcpy(out + n, v->payload, d->plen);
-		mrc_wire_put_trailer(out + n + d->plen, v->payload, d->plen);
+		mrce_wire_put_trailer(out + n + d->plen, v->payload, d->plen);
 		n += d->plen + MRC_TRAILER_LEN;
 	} else {
 		ENSURE(v->payload == NULL);
@@ -45,15 +45,15 @@ static void check_data(const uint8_t *in, size_t len,
 	ENSURE(len == n && !memcmp(in, out, n));
 
 	/* What a switch does to it must still decode, as the same header. */
-	size_t t = mrc_wire_trim(out, n);
+	size_t t = mrce_wire_trim(out, n);
 	if (!d->plen) {
 		ENSURE(t == n && !memcmp(in, out, n));
 		return;
 	}
 	ENSURE(t == MRC_DATA_HDR_LEN);
 	struct mrc_pkt_view tv;
-	enum mrc_wire_drop why;
-	ENSURE(mrc_wire_decode(out, t, &tv, &why) == 0 && why == MRC_DROP_NONE);
+	enum mrce_wire_drop why;
+	ENSURE(mrce_wire_decode(out, t, &tv, &why) == 0 && why == MRC_DROP_NONE);
 	ENSURE(tv.trimmed == 1 && tv.payload == NULL && tv.op == v->op);
 	struct mrc_data_hdr want = *d;
 	want.flags |= MRC_F_TRIMMED;
@@ -70,28 +70,28 @@ static void check_data(const uint8_t *in, size_t len,
 static void check_one(const uint8_t *data, size_t size)
 {
 	struct mrc_pkt_view v;
-	enum mrc_wire_drop why = MRC_DROP__COUNT;
+	enum mrce_wire_drop why = MRC_DROP__COUNT;
 	uint8_t out[MRC_HDR_MAX];
 
-	int rc = mrc_wire_decode(data, size, &v, &why);
+	int rc = mrce_wire_decode(data, size, &v, &why);
 	if (rc != 0) {
 		ENSURE(rc == -EBADMSG && why > MRC_DROP_NONE &&
 		       why < MRC_DROP__COUNT);
-		ENSURE(mrc_wire_drop_name(why) != NULL);
+		ENSURE(mrce_wire_drop_name(why) != NULL);
 		return;
 	}
 	ENSURE(why == MRC_DROP_NONE);
-	ENSURE(strcmp(mrc_op_name(v.op), "UNKNOWN") != 0);
+	ENSURE(strcmp(mrce_op_name(v.op), "UNKNOWN") != 0);
 	if (mrc_op_is_data(v.op)) {
 		check_data(data, size, &v);
 	} else if (v.op == MRC_OP_ACK) {
 		ENSURE(!v.payload && !v.trimmed);
-		size_t n = mrc_wire_put_ack(out, &v.u.ack);
+		size_t n = mrce_wire_put_ack(out, &v.u.ack);
 		ENSURE(n == size && !memcmp(out, data, n));
 	} else {
 		ENSURE(v.op == MRC_OP_PROBE || v.op == MRC_OP_PROBE_REPLY);
 		ENSURE(!v.payload && !v.trimmed && v.u.probe.op == v.op);
-		size_t n = mrc_wire_put_probe(out, &v.u.probe);
+		size_t n = mrce_wire_put_probe(out, &v.u.probe);
 		ENSURE(n == size && !memcmp(out, data, n));
 	}
 }

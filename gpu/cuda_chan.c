@@ -67,7 +67,7 @@ static int reg_get(struct range rg)
 	struct reg *g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
-	int r = mrc__cuda_errno(cudaHostRegister((void *)rg.base, rg.len,
+	int r = mrc__gpu_cuda_errno(cudaHostRegister((void *)rg.base, rg.len,
 						 cudaHostRegisterMapped | cudaHostRegisterPortable));
 	/* Registered already by the application (e.g. the whole page of an
 	 * abort word it pinned itself): usable as it is, not ours to undo. */
@@ -104,12 +104,12 @@ static int dev_ptr(void *host, void **dev)
 		*dev = NULL;
 		return 0;
 	}
-	return mrc__cuda_errno(cudaHostGetDevicePointer(dev, host, 0));
+	return mrc__gpu_cuda_errno(cudaHostGetDevicePointer(dev, host, 0));
 }
 
 int mrc_gpu_chan_to_device(const struct mrc_gpu_chan *host, struct mrc_gpu_chan *dev)
 {
-	int r = mrc__cuda_have_device();
+	int r = mrc__gpu_cuda_have_device();
 	if (r)
 		return r;
 	if (!host->sqh || !host->sq || !host->cqh || !host->cq)

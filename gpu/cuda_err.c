@@ -5,7 +5,7 @@
 
 #include "gpu/cuda_err.h"
 
-int mrc__cuda_errno(cudaError_t e)
+int mrc__gpu_cuda_errno(cudaError_t e)
 {
 	switch (e) {
 	case cudaSuccess:
@@ -44,7 +44,7 @@ static void probe(void)
 	}
 }
 
-int mrc__cuda_have_device(void)
+int mrc__gpu_cuda_have_device(void)
 {
 	pthread_once(&have_once, probe);
 	return have_dev;

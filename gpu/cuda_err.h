@@ -5,9 +5,9 @@
 
 #include <cuda_runtime_api.h>
 
-int mrc__cuda_errno(cudaError_t e);
+int mrc__gpu_cuda_errno(cudaError_t e);
 /* 0 when cudaGetDeviceCount finds a device; -ENODEV otherwise (no GPU,
  * or no driver: the reason goes to stderr once). */
-int mrc__cuda_have_device(void);
+int mrc__gpu_cuda_have_device(void);
 
 #endif

@@ -19,30 +19,30 @@ struct cuda_be {
 static int cu_d2h(void *be, void *dst, const void *src, uint64_t n)
 {
 	struct cuda_be *c = be;
-	return mrc__cuda_errno(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, c->stream));
+	return mrc__gpu_cuda_errno(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, c->stream));
 }
 
 static int cu_h2d(void *be, void *dst, const void *src, uint64_t n)
 {
 	struct cuda_be *c = be;
-	return mrc__cuda_errno(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, c->stream));
+	return mrc__gpu_cuda_errno(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, c->stream));
 }
 
 static int cu_mark(void *be, unsigned slot)
 {
 	struct cuda_be *c = be;
-	return mrc__cuda_errno(cudaEventRecord(c->ev[slot], c->stream));
+	return mrc__gpu_cuda_errno(cudaEventRecord(c->ev[slot], c->stream));
 }
 
 static int cu_wait(void *be, unsigned slot)
 {
 	struct cuda_be *c = be;
-	return mrc__cuda_errno(cudaEventSynchronize(c->ev[slot]));
+	return mrc__gpu_cuda_errno(cudaEventSynchronize(c->ev[slot]));
 }
 
 static int cu_host_register(void *be, void *p, uint64_t n)
 {
-	return mrc__cuda_errno(cudaHostRegister(p, n, cudaHostRegisterDefault));
+	return mrc__gpu_cuda_errno(cudaHostRegister(p, n, cudaHostRegisterDefault));
 }
 
 static void cu_host_unregister(void *be, void *p)
@@ -69,15 +69,15 @@ static const struct mrc__gpu_copy_ops cuda_ops = {
 
 int mrc__gpu_cuda_backend(const struct mrc__gpu_copy_ops **ops, void **be)
 {
-	int r = mrc__cuda_have_device();
+	int r = mrc__gpu_cuda_have_device();
 	if (r)
 		return r;
 	struct cuda_be *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	r = mrc__cuda_errno(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+	r = mrc__gpu_cuda_errno(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
 	for (unsigned i = 0; !r && i < MRC__GPU_STAGE_DEPTH; i++)
-		r = mrc__cuda_errno(cudaEventCreateWithFlags(&c->ev[i], cudaEventDisableTiming));
+		r = mrc__gpu_cuda_errno(cudaEventCreateWithFlags(&c->ev[i], cudaEventDisableTiming));
 	if (r) {
 		cu_destroy(c);
 		return r;

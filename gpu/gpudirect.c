@@ -34,13 +34,13 @@ static int cu_errno(CUresult e)
 static int entry(const char *sym, unsigned ver, void **fn)
 {
 	enum cudaDriverEntryPointQueryResult q;
-	int r = mrc__cuda_errno(cudaGetDriverEntryPointByVersion(sym, fn, ver, cudaEnableDefault, &q));
+	int r = mrc__gpu_cuda_errno(cudaGetDriverEntryPointByVersion(sym, fn, ver, cudaEnableDefault, &q));
 	return r ? r : q == cudaDriverEntryPointSuccess ? 0 : -ENOSYS;
 }
 
 int mrc__gpu_dmabuf_export(void *devptr, uint64_t len, struct mrc__gpu_dmabuf *out)
 {
-	int r = mrc__cuda_have_device();
+	int r = mrc__gpu_cuda_have_device();
 	if (r)
 		return r;
 	if (!devptr || !len)
@@ -58,7 +58,7 @@ int mrc__gpu_dmabuf_export(void *devptr, uint64_t len, struct mrc__gpu_dmabuf *o
 	/* The pointer's device (this also makes the runtime's primary
 	 * context current, which the driver call below works in). */
 	struct cudaPointerAttributes pa;
-	r = mrc__cuda_errno(cudaPointerGetAttributes(&pa, devptr));
+	r = mrc__gpu_cuda_errno(cudaPointerGetAttributes(&pa, devptr));
 	if (!r && pa.type != cudaMemoryTypeDevice)
 		r = -EINVAL;
 	int ok = 0;

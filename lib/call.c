@@ -1,5 +1,5 @@
 /* libmrc: the control channel to mrcd: one request, one reply, file
- * descriptors passed either way (mrc__call, internal.h). */
+ * descriptors passed either way (mrc__lib_call, internal.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include "common/fdpass.h"
 #include "lib/internal.h"
 
-void mrc__close_fds(int *fds, unsigned n)
+void mrc__lib_close_fds(int *fds, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
 		if (fds[i] >= 0)
@@ -29,7 +29,7 @@ static ssize_t recv_msg(int sock, void *buf, size_t cap, int *fds, unsigned *nfd
 	return n == 0 ? -ECONNRESET : n;
 }
 
-int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, int fd_in,
+int mrc__lib_call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, int fd_in,
 	      void *rep, size_t rep_len, int *fds_out, unsigned nfds)
 {
 	uint8_t buf[MRC_CLI_MSG_MAX];
@@ -56,7 +56,7 @@ int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, 
 		unsigned nfd;
 		ssize_t n = recv_msg(ctx->sock, buf, sizeof(buf), fds, &nfd);
 		if (n < 0) {
-			mrc__close_fds(fds, nfd);
+			mrc__lib_close_fds(fds, nfd);
 			r = send_err ? send_err : (int)n;
 			goto dead;
 		}
@@ -68,14 +68,14 @@ int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, 
 		if (r == 0 && (m.hdr.type & ~MRC_CLI_REPLY) != type)
 			r = -EBADMSG, why = "reply of another type";
 		if (r) {
-			mrc__close_fds(fds, nfd);
+			mrc__lib_close_fds(fds, nfd);
 			if (r == 1)
 				continue;
 			snprintf(ctx->last_error, sizeof(ctx->last_error), "bad reply: %s", why);
 			goto dead;
 		}
 		if (m.status < 0) {
-			mrc__close_fds(fds, nfd);
+			mrc__lib_close_fds(fds, nfd);
 			snprintf(ctx->last_error, sizeof(ctx->last_error), "%.*s",
 				 (int)m.reason_len, m.reason ? m.reason : "");
 			r = m.status;
@@ -84,7 +84,7 @@ int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, 
 			goto out;
 		}
 		if (m.body_len != rep_len || nfd != nfds) {
-			mrc__close_fds(fds, nfd);
+			mrc__lib_close_fds(fds, nfd);
 			snprintf(ctx->last_error, sizeof(ctx->last_error),
 				 "reply with unexpected size or fds");
 			r = -EBADMSG;

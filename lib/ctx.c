@@ -73,14 +73,14 @@ MRC__API int mrc_open(const char *path, struct mrc_ctx **out)
 	struct mrc_cli_hello_rep rep;
 	int fds[3] = { -1, -1, -1 };
 	ctx->sq_bell = ctx->cq_bell = -1;
-	int r = mrc__call(ctx, MRC_CLI_HELLO, &h, sizeof(h), -1, &rep, sizeof(rep), fds, 3);
+	int r = mrc__lib_call(ctx, MRC_CLI_HELLO, &h, sizeof(h), -1, &rep, sizeof(rep), fds, 3);
 	if (r == 0 && rep.version != MRC_CLI_VERSION)
 		r = -EPROTONOSUPPORT;
 	if (r == 0)
 		r = notify_map(ctx, fds[0], rep.notify_len, rep.max_qps);
-	mrc__close_fds(fds, 1);
+	mrc__lib_close_fds(fds, 1);
 	if (r) {
-		mrc__close_fds(fds + 1, 2);
+		mrc__lib_close_fds(fds + 1, 2);
 		close(ctx->sock);
 		pthread_mutex_destroy(&ctx->lock);
 		free(ctx);
@@ -113,7 +113,7 @@ MRC__API void mrc_close(struct mrc_ctx *ctx)
 		mrc_destroy_qp(ctx->qps);
 	while (ctx->mrs)
 		if (mrc_dereg_mr(ctx->mrs) == -EBUSY)
-			mrc__free_mr(ctx->mrs);
+			mrc__lib_free_mr(ctx->mrs);
 	munmap(ctx->notify, ctx->notify_len);
 	close(ctx->sock);
 	close(ctx->sq_bell);
@@ -135,7 +135,7 @@ MRC__API const char *mrc_last_error(const struct mrc_ctx *ctx)
 	return ctx->last_error;
 }
 
-void mrc__unlink_mr(struct mrc_mr *mr)
+void mrc__lib_unlink_mr(struct mrc_mr *mr)
 {
 	pthread_mutex_lock(&mr->ctx->lock);
 	for (struct mrc_mr **p = &mr->ctx->mrs; *p; p = &(*p)->next)
@@ -146,7 +146,7 @@ void mrc__unlink_mr(struct mrc_mr *mr)
 	pthread_mutex_unlock(&mr->ctx->lock);
 }
 
-void mrc__unlink_qp(struct mrc_qp *qp)
+void mrc__lib_unlink_qp(struct mrc_qp *qp)
 {
 	pthread_mutex_lock(&qp->ctx->lock);
 	for (struct mrc_qp **p = &qp->ctx->qps; *p; p = &(*p)->next)

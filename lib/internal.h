@@ -71,14 +71,14 @@ struct mrc_qp {
 };
 
 /* call.c: closes the descriptors a reply passed (those not kept) */
-void mrc__close_fds(int *fds, unsigned n);
+void mrc__lib_close_fds(int *fds, unsigned n);
 /* call.c: one control round trip.  fd_in: -1 or an fd to pass.  The reply body
  * (status 0) is copied to rep (rep_len bytes exactly); received fds go to
  * fds_out (nfds expected, all or none).  Returns the status. */
-int mrc__call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, int fd_in,
+int mrc__lib_call(struct mrc_ctx *ctx, uint16_t type, const void *body, size_t len, int fd_in,
 	      void *rep, size_t rep_len, int *fds_out, unsigned nfds);
-void mrc__unlink_mr(struct mrc_mr *mr);
-void mrc__free_mr(struct mrc_mr *mr);  /* local side only */
-void mrc__unlink_qp(struct mrc_qp *qp);
+void mrc__lib_unlink_mr(struct mrc_mr *mr);
+void mrc__lib_free_mr(struct mrc_mr *mr);  /* local side only */
+void mrc__lib_unlink_qp(struct mrc_qp *qp);
 
 #endif

@@ -68,7 +68,7 @@ static int reg(struct mrc_ctx *ctx, int fd, uint64_t off, uint64_t len, uint32_t
 		return r;
 	struct mrc_cli_reg_mr q = { .fd_off = off, .len = len, .access = access };
 	struct mrc_cli_reg_mr_rep rep;
-	r = mrc__call(ctx, MRC_CLI_REG_MR, &q, sizeof(q), fd, &rep, sizeof(rep), NULL, 0);
+	r = mrc__lib_call(ctx, MRC_CLI_REG_MR, &q, sizeof(q), fd, &rep, sizeof(rep), NULL, 0);
 	if (r) {
 		if (mr->map)
 			munmap(mr->map, mr->map_len);
@@ -501,18 +501,18 @@ MRC__API int mrc_dereg_mr(struct mrc_mr *mr)
 	if (!mr)
 		return 0;
 	struct mrc_cli_key q = { .key = mr->key };
-	int r = mrc__call(mr->ctx, MRC_CLI_DEREG_MR, &q, sizeof(q), -1, NULL, 0, NULL, 0);
+	int r = mrc__lib_call(mr->ctx, MRC_CLI_DEREG_MR, &q, sizeof(q), -1, NULL, 0, NULL, 0);
 	if (r == -EBUSY)
 		return r;
 	/* Any other outcome (a dead daemon included) frees it here: the daemon
 	 * frees a client's regions itself when the client goes away. */
-	mrc__free_mr(mr);
+	mrc__lib_free_mr(mr);
 	return r == -EPIPE || r == -ECONNRESET ? 0 : r;
 }
 
-void mrc__free_mr(struct mrc_mr *mr)
+void mrc__lib_free_mr(struct mrc_mr *mr)
 {
-	mrc__unlink_mr(mr);
+	mrc__lib_unlink_mr(mr);
 	if (mr->map)
 		munmap(mr->map, mr->map_len);
 	if (mr->own_fd >= 0)

@@ -77,7 +77,7 @@ MRC__API int mrc_create_qp(struct mrc_ctx *ctx, const struct mrc_qp_cfg *cfg,
 		q.cq_entries = q.sq_entries * 2;
 	struct mrc_cli_create_qp_rep rep;
 	int fds[1] = { -1 };
-	int r = mrc__call(ctx, MRC_CLI_CREATE_QP, &q, sizeof(q), -1, &rep, sizeof(rep), fds, 1);
+	int r = mrc__lib_call(ctx, MRC_CLI_CREATE_QP, &q, sizeof(q), -1, &rep, sizeof(rep), fds, 1);
 	if (r)
 		return r;
 	struct mrc_qp *qp = calloc(1, sizeof(*qp));
@@ -117,7 +117,7 @@ fail:
 	free(qp);
 	close(fds[0]);
 	struct mrc_cli_qpn d = { .qpn = rep.qpn };
-	mrc__call(ctx, MRC_CLI_DESTROY_QP, &d, sizeof(d), -1, NULL, 0, NULL, 0);
+	mrc__lib_call(ctx, MRC_CLI_DESTROY_QP, &d, sizeof(d), -1, NULL, 0, NULL, 0);
 	return r;
 }
 
@@ -126,8 +126,8 @@ MRC__API int mrc_destroy_qp(struct mrc_qp *qp)
 	if (!qp)
 		return 0;
 	struct mrc_cli_qpn d = { .qpn = qp->qpn };
-	int r = mrc__call(qp->ctx, MRC_CLI_DESTROY_QP, &d, sizeof(d), -1, NULL, 0, NULL, 0);
-	mrc__unlink_qp(qp);
+	int r = mrc__lib_call(qp->ctx, MRC_CLI_DESTROY_QP, &d, sizeof(d), -1, NULL, 0, NULL, 0);
+	mrc__lib_unlink_qp(qp);
 	munmap(qp->map, qp->map_len);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_mutex_destroy(&qp->cq_lock);
@@ -143,7 +143,7 @@ MRC__API int mrc_qp_info_get(struct mrc_qp *qp, struct mrc_qp_addr *local)
 {
 	struct mrc_cli_qpn q = { .qpn = qp->qpn };
 	struct mrc_cli_qp_info_rep rep;
-	int r = mrc__call(qp->ctx, MRC_CLI_QP_INFO, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
+	int r = mrc__lib_call(qp->ctx, MRC_CLI_QP_INFO, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
 	if (r)
 		return r;
 	*local = (struct mrc_qp_addr){ .host = rep.local.host, .qpn = rep.local.qpn,
@@ -158,19 +158,19 @@ MRC__API int mrc_connect_oob(struct mrc_qp *qp, const struct mrc_qp_addr *remote
 		.remote = { .host = remote->host, .qpn = remote->qpn, .psn = remote->psn,
 			    .priv = remote->priv },
 	};
-	return mrc__call(qp->ctx, MRC_CLI_CONNECT_OOB, &q, sizeof(q), -1, NULL, 0, NULL, 0);
+	return mrc__lib_call(qp->ctx, MRC_CLI_CONNECT_OOB, &q, sizeof(q), -1, NULL, 0, NULL, 0);
 }
 
 MRC__API int mrc_listen(struct mrc_ctx *ctx, uint32_t sid, uint32_t backlog)
 {
 	struct mrc_cli_listen q = { .sid = sid, .backlog = backlog };
-	return mrc__call(ctx, MRC_CLI_LISTEN, &q, sizeof(q), -1, NULL, 0, NULL, 0);
+	return mrc__lib_call(ctx, MRC_CLI_LISTEN, &q, sizeof(q), -1, NULL, 0, NULL, 0);
 }
 
 MRC__API int mrc_unlisten(struct mrc_ctx *ctx, uint32_t sid)
 {
 	struct mrc_cli_listen q = { .sid = sid };
-	return mrc__call(ctx, MRC_CLI_UNLISTEN, &q, sizeof(q), -1, NULL, 0, NULL, 0);
+	return mrc__lib_call(ctx, MRC_CLI_UNLISTEN, &q, sizeof(q), -1, NULL, 0, NULL, 0);
 }
 
 static void set_addr(struct mrc_qp_addr *a, const struct mrc_cli_addr_rep *rep)
@@ -186,7 +186,7 @@ MRC__API int mrc_accept(struct mrc_qp *qp, uint32_t sid, uint32_t priv, int time
 	struct mrc_cli_accept q = { .sid = sid, .qpn = qp->qpn, .priv = priv,
 				    .timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0 };
 	struct mrc_cli_addr_rep rep;
-	int r = mrc__call(qp->ctx, MRC_CLI_ACCEPT, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
+	int r = mrc__lib_call(qp->ctx, MRC_CLI_ACCEPT, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
 	if (!r)
 		set_addr(remote, &rep);
 	return r;
@@ -197,7 +197,7 @@ MRC__API int mrc_connect(struct mrc_qp *qp, uint32_t host, uint32_t sid, uint32_
 {
 	struct mrc_cli_connect q = { .host = host, .sid = sid, .qpn = qp->qpn, .priv = priv };
 	struct mrc_cli_addr_rep rep;
-	int r = mrc__call(qp->ctx, MRC_CLI_CONNECT, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
+	int r = mrc__lib_call(qp->ctx, MRC_CLI_CONNECT, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
 	if (!r)
 		set_addr(remote, &rep);
 	return r;

@@ -22,12 +22,12 @@ static int generate(struct sim_fabric *f, const struct mrc_sim_topo *t,
 		if (k < 2 || k > MRC_TOPO_FATTREE_K_MAX || k % 2)
 			return mrc__errf(err, errlen, "topo: fattree k=%u: must be even, 2..%u", k,
 				    MRC_TOPO_FATTREE_K_MAX);
-		if (t->planes < 1 || t->planes > MRC_MAX_PLANES)
+		if (t->planes < 1 || t->planes > MRCE_MAX_PLANES)
 			return mrc__errf(err, errlen, "topo: planes=%u: must be 1..%u", t->planes,
-				    MRC_MAX_PLANES);
-		if (t->planes * half * half > MRC_MAX_EVS)
+				    MRCE_MAX_PLANES);
+		if (t->planes * half * half > MRCE_MAX_EVS)
 			return mrc__errf(err, errlen, "topo: %u EVs per host pair, the engine takes at most %u",
-				    t->planes * half * half, MRC_MAX_EVS);
+				    t->planes * half * half, MRCE_MAX_EVS);
 		struct mrc_topo_fattree g = { .k = k, .planes = t->planes, .rate_mbit = rate };
 		rc = mrc_topo_generate_fattree(&g, &f->topo, terr, sizeof(terr));
 		f->k = k;
@@ -57,9 +57,9 @@ static int build_graph(struct sim_fabric *f, const struct mrc_sim_topo *t,
 	f->n_links = tp->n_links;
 	f->nodes = tp->nodes;
 	f->nev = mrc_topo_ev_count(tp);
-	if (f->nev > MRC_MAX_EVS)
+	if (f->nev > MRCE_MAX_EVS)
 		return mrc__errf(err, errlen, "topo: %u EVs per host pair, the engine takes at most %u",
-			    f->nev, MRC_MAX_EVS);
+			    f->nev, MRCE_MAX_EVS);
 	f->lower = calloc(f->n_links, sizeof(*f->lower));
 	f->upper = calloc(f->n_links, sizeof(*f->upper));
 	f->plane_of_ev = calloc(f->nev, 1);

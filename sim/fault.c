@@ -220,7 +220,7 @@ void sim_faults_analyse(struct mrc_sim *s)
 		for (uint32_t e = 0; e < s->n_evc; e++) {
 			const struct mrc_sim_ev_change *c = &s->evc[e];
 			uint64_t t = c->t_ns * SIM_PS_PER_NS;
-			if (t < r->t_ps || t >= until || c->new_state != MRC_EV_ASSUMED_BAD)
+			if (t < r->t_ps || t >= until || c->new_state != MRCE_EV_ASSUMED_BAD)
 				continue;
 			if (!r->bad_evs)
 				r->first_bad_ps = t;

@@ -169,10 +169,10 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 			rc = mrc__errf(err, errlen, "hosts: out of memory");
 			goto out;
 		}
-		if (mrce_mr_reg(x->eng, 1, s->src_buf, s->src_len, MRC_ACCESS_LOCAL_READ,
+		if (mrce_mr_add(x->eng, 1, s->src_buf, s->src_len, MRCE_ACCESS_LOCAL_READ,
 			       &x->src_key) ||
-		    mrce_mr_reg(x->eng, 1, s->sink_buf, s->sink_len,
-			       MRC_ACCESS_REMOTE_WRITE, &x->sink_key)) {
+		    mrce_mr_add(x->eng, 1, s->sink_buf, s->sink_len,
+			       MRCE_ACCESS_REMOTE_WRITE, &x->sink_key)) {
 			rc = mrc__errf(err, errlen, "engine: memory registration failed");
 			goto out;
 		}
@@ -236,7 +236,7 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 			/* Setup DENY events are configuration, not part of
 			 * the run: drain them per peer (the queue is small). */
 			struct mrce_event e;
-			while (mrce_poll_event(x->eng, &e))
+			while (mrce_event_pop(x->eng, &e))
 				;
 		}
 	}
@@ -252,8 +252,8 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 			fl->rkey = s->hosts[fl->dst].sink_key;
 			continue;
 		}
-		if (mrce_mr_reg(s->hosts[fl->dst].eng, 1, fl->rbuf, fl->size,
-			       MRC_ACCESS_REMOTE_WRITE, &fl->rkey)) {
+		if (mrce_mr_add(s->hosts[fl->dst].eng, 1, fl->rbuf, fl->size,
+			       MRCE_ACCESS_REMOTE_WRITE, &fl->rkey)) {
 			rc = mrc__errf(err, errlen, "engine: memory registration failed");
 			goto out;
 		}
@@ -266,7 +266,7 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 		struct mrce_qp_attr attr = { .pd = 1 };
 		if (s->cfg.mode == MRC_SIM_ECMP) {
 			pair_allowed(s, fl->src, fl->dst, ok, scratch);
-			attr.flags = MRC_QP_PIN_EV;
+			attr.flags = MRCE_QP_PIN_EV;
 			attr.pin_ev = ecmp_ev(s, c, ok);
 			if (a->evmap) {   /* the engine's index of that EV */
 				uint32_t pa0 = peer_index(s, off, pr, fl->src, fl->dst), i = 0;
@@ -278,8 +278,8 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 		uint32_t pa = peer_index(s, off, pr, fl->src, fl->dst);
 		uint32_t pb = peer_index(s, off, pr, fl->dst, fl->src);
 		uint32_t psn_a = (uint32_t)(c * 2654435761u), psn_b = ~psn_a;
-		if (mrce_qp_create(a->eng, &attr, &cn->sqpn) ||
-		    mrce_qp_create(b->eng, &attr, &cn->dqpn) ||
+		if (mrce_qp_open(a->eng, &attr, &cn->sqpn) ||
+		    mrce_qp_open(b->eng, &attr, &cn->dqpn) ||
 		    mrce_qp_set_tokens(a->eng, cn->sqpn, sim_token(fl->src, fl->dst, c + 1),
 				      sim_token(fl->dst, fl->src, c + 1)) ||
 		    mrce_qp_set_tokens(b->eng, cn->dqpn, sim_token(fl->dst, fl->src, c + 1),
@@ -403,17 +403,17 @@ void sim_host_service(struct mrc_sim *s, uint32_t h)
 	struct sim_host *x = &s->hosts[h];
 	struct mrce_wc wc[32];
 	int n;
-	while ((n = mrce_poll_cq(x->eng, wc, 32)) > 0) {
+	while ((n = mrce_wc_drain(x->eng, wc, 32)) > 0) {
 		for (int i = 0; i < n; i++) {
 			/* wr_id and imm both carry the flow id. */
-			if (wc[i].op == MRC_WC_RECV_WRITE_IMM)
+			if (wc[i].op == MRCE_WC_RECV_WRITE_IMM)
 				sim_flow_part_recv(s, wc[i].imm);
-			else if (wc[i].op == MRC_WC_WRITE || wc[i].op == MRC_WC_WRITE_IMM)
+			else if (wc[i].op == MRCE_WC_WRITE || wc[i].op == MRCE_WC_WRITE_IMM)
 				sim_flow_part_done(s, (uint32_t)wc[i].wr_id, wc[i].status);
 		}
 	}
 	struct mrce_event ev;
-	while (mrce_poll_event(x->eng, &ev))
+	while (mrce_event_pop(x->eng, &ev))
 		sim_record_event(s, h, &ev);
 	host_pull(s, h);
 	uint64_t d = mrce_next_deadline(x->eng);
@@ -472,7 +472,7 @@ void sim_host_rx(struct mrc_sim *s, struct sim_pkt *k)
 		if ((qpn & 0xffff) < x->nqps && !mrce_qp_bytes_placed(x->eng, qpn, &before))
 			conn = x->qp_conn[qpn & 0xffff];
 	}
-	uint32_t flags = (k->flags & PF_ECN) ? MRC_RX_ECN : 0;
+	uint32_t flags = (k->flags & PF_ECN) ? MRCE_RX_ECN : 0;
 	uint32_t peer = k->rx_peer;
 	sim_pkt_free(s, k);
 	mrce_rx(x->eng, now_ns(s), peer, b, len, flags);
@@ -499,7 +499,7 @@ void sim_host_plane_link(struct mrc_sim *s, uint32_t h, uint32_t plane, int down
 			if (s->fab.plane_of_ev[x->evmap[i][j]] == plane)
 				mrce_ev_set_denied(x->eng, now_ns(s), i, j, down);
 		struct mrce_event e;
-		while (mrce_poll_event(x->eng, &e))
+		while (mrce_event_pop(x->eng, &e))
 			sim_record_event(s, h, &e);
 	}
 	for (uint32_t i = 0; !x->evmap && ok && scratch && i < x->npeers; i++) {
@@ -508,7 +508,7 @@ void sim_host_plane_link(struct mrc_sim *s, uint32_t h, uint32_t plane, int down
 			if (ok[ev] && s->fab.plane_of_ev[ev] == plane)
 				mrce_ev_set_denied(x->eng, now_ns(s), i, ev, down);
 		struct mrce_event e;   /* drain per peer: the queue is small */
-		while (mrce_poll_event(x->eng, &e))
+		while (mrce_event_pop(x->eng, &e))
 			sim_record_event(s, h, &e);
 	}
 	free(ok);

@@ -123,7 +123,7 @@ void sim_port_enqueue(struct mrc_sim *s, uint32_t port, struct sim_pkt *k)
 			if (s->cfg.trim && q + k->wire > s->cfg.trim && k->plen) {
 				/* Cut the payload the way the fabric's trimmer
 				 * does, on the packet's own header bytes. */
-				size_t len = mrc_wire_trim(k->hdr, (size_t)k->hdr_len +
+				size_t len = mrce_wire_trim(k->hdr, (size_t)k->hdr_len +
 							   k->plen + MRC_TRAILER_LEN);
 				k->wire -= k->plen + MRC_TRAILER_LEN;
 				k->hdr_len = (uint16_t)len;

@@ -40,15 +40,15 @@ void sim_goodput_add(struct mrc_sim *s, uint32_t flow, uint64_t bytes)
 
 void sim_record_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev)
 {
-	if (ev->type == MRC_EVT_FLOOR) {
+	if (ev->type == MRCE_EVT_FLOOR) {
 		s->floor_events++;
 		return;
 	}
-	if (ev->type == MRC_EVT_QP_ERROR) {
+	if (ev->type == MRCE_EVT_QP_ERROR) {
 		s->qp_errors++;
 		return;
 	}
-	if (ev->type != MRC_EVT_EV_STATE)
+	if (ev->type != MRCE_EVT_EV_STATE)
 		return;
 	s->evc_total++;
 	if (s->n_evc == EVC_MAX)

@@ -100,8 +100,8 @@ void mrc_sim_report_text(const struct mrc_sim *s, int timing, FILE *f)
 		(unsigned long long)s->drop_blackhole, (unsigned long long)s->drop_loss);
 	uint64_t to_bad = 0, to_good = 0;
 	for (uint32_t i = 0; i < s->n_evc; i++) {
-		to_bad += s->evc[i].new_state == MRC_EV_ASSUMED_BAD;
-		to_good += s->evc[i].new_state == MRC_EV_GOOD;
+		to_bad += s->evc[i].new_state == MRCE_EV_ASSUMED_BAD;
+		to_good += s->evc[i].new_state == MRCE_EV_GOOD;
 	}
 	fprintf(f, "EV states %llu changes (%llu to ASSUMED_BAD, %llu to GOOD), %llu floor events\n",
 		(unsigned long long)s->evc_total, (unsigned long long)to_bad,
@@ -191,7 +191,7 @@ int mrc_sim_plot(const struct mrc_sim *s, const char *dir, char *err, size_t err
 	long bad = 0;
 	for (uint32_t i = 0; i < s->n_evc; i++) {
 		const struct mrc_sim_ev_change *e = &s->evc[i];
-		bad += (e->new_state == MRC_EV_ASSUMED_BAD) - (e->old_state == MRC_EV_ASSUMED_BAD);
+		bad += (e->new_state == MRCE_EV_ASSUMED_BAD) - (e->old_state == MRCE_EV_ASSUMED_BAD);
 		fprintf(f, "%.3f %ld\n", e->t_ns / 1e3, bad);
 	}
 	fprintf(f, "%.3f %ld\n", s->now / 1e6, bad);

@@ -230,8 +230,8 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 	}
 	uint64_t to_bad = 0, to_good = 0;
 	for (uint32_t i = 0; i < s->n_evc; i++) {
-		to_bad += s->evc[i].new_state == MRC_EV_ASSUMED_BAD;
-		to_good += s->evc[i].new_state == MRC_EV_GOOD;
+		to_bad += s->evc[i].new_state == MRCE_EV_ASSUMED_BAD;
+		to_good += s->evc[i].new_state == MRCE_EV_GOOD;
 	}
 	sb_printf(&b, "]},\n  \"ev_changes\": {\"total\": %llu, \"to_assumed_bad\": %llu, "
 		  "\"to_good\": %llu, \"floor_events\": %llu, \"qp_errors\": %llu, \"list\": [",

@@ -165,7 +165,7 @@ static int topo_kv(void *obj, const char *ctx, const char *k, const char *v,
 {
 	struct mrc_sim_topo *t = obj;
 	if (!strcmp(k, "planes"))
-		return parse_u32r(v, 1, MRC_MAX_PLANES, &t->planes) ? BADV("must be 1..16") : 0;
+		return parse_u32r(v, 1, MRCE_MAX_PLANES, &t->planes) ? BADV("must be 1..16") : 0;
 	if (!strcmp(k, "leaves"))
 		return parse_u32r(v, 1, MRC_TOPO_MAX_PER_PLANE, &t->leaves) ?
 		       BADV("must be 1..256") : 0;
@@ -232,7 +232,7 @@ static int step_kv(struct mrc_sim_step *p, const char *ctx, const char *k, const
 	if (!strcmp(k, "bucket"))
 		return sim_parse_size(v, &p->bucket) || !p->bucket ? BADV("not a size > 0") : 0;
 	if (!strcmp(k, "bulk"))
-		return sim_parse_size(v, &p->bulk) || p->bulk > MRC_MAX_MSG ?
+		return sim_parse_size(v, &p->bulk) || p->bulk > MRCE_MAX_MSG ?
 		       BADV("not a size up to 1G") : 0;
 	return mrc__errf(err, errlen, "%s: unknown key '%s' (start, layers, steps, moe, fwd, bwd, tokens, tok, topk, cap, skew, ep, local, dp, grad, bucket, bulk)",
 		    ctx, k);
@@ -243,7 +243,7 @@ static int wl_kv(void *obj, const char *ctx, const char *k, const char *v,
 {
 	struct mrc_sim_workload *w = obj;
 	if (!strcmp(k, "size"))
-		return sim_parse_size(v, &w->size) || w->size > MRC_MAX_MSG ?
+		return sim_parse_size(v, &w->size) || w->size > MRCE_MAX_MSG ?
 		       BADV("not a size up to 1G (e.g. 4096, 64K, 2M)") : 0;
 	if (!strcmp(k, "start"))
 		return sim_parse_time(v, &w->start_ns) ? BADV("not a time (e.g. 0, 10us)") : 0;
@@ -423,7 +423,7 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 		return 0;
 	}
 	if (!strcmp(k, "paths"))
-		return parse_u32r(v, 0, MRC_MAX_EVS, &c->paths) ? BADV("must be 0..4096") : 0;
+		return parse_u32r(v, 0, MRCE_MAX_EVS, &c->paths) ? BADV("must be 0..4096") : 0;
 	if (!strcmp(k, "buffer"))
 		return sim_parse_size(v, &c->buffer) || c->buffer < 16384 ||
 		       c->buffer > SIM_QBYTES_MAX ? BADV("must be a size, 16K..2G") : 0;
@@ -442,7 +442,7 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 		return parse_u32r(v, 64, MRC_MAX_PAYLOAD, &c->mtu) ?
 		       BADV("must be 64..9000 payload bytes") : 0;
 	if (!strcmp(k, "window")) {
-		if (parse_u32r(v, 0, MRC_MAX_WINDOW, &c->window) ||
+		if (parse_u32r(v, 0, MRCE_MAX_WINDOW, &c->window) ||
 		    (c->window && (c->window < 4 || (c->window & (c->window - 1)))))
 			return BADV("must be 0 (auto) or a power of two, 4..256");
 		return 0;
@@ -465,7 +465,7 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 	if (!strcmp(k, "reorder-slack"))
 		return sim_parse_time(v, &c->reorder_slack_ns) ? BADV("must be a time") : 0;
 	if (!strcmp(k, "ev-floor"))
-		return parse_u32r(v, 1, MRC_MAX_EVS, &c->ev_floor) ? BADV("must be 1..4096") : 0;
+		return parse_u32r(v, 1, MRCE_MAX_EVS, &c->ev_floor) ? BADV("must be 1..4096") : 0;
 	if (!strcmp(k, "seed")) {
 		char *e;
 		return parse_u64(v, &c->seed, &e) || *e ? BADV("must be an unsigned integer") : 0;

@@ -26,7 +26,7 @@ static void engine_cfg(struct mrc_sim *s)
 	struct mrce_cfg *e = &s->ecfg;
 	mrce_cfg_default(e);
 	e->mtu = c->mtu;
-	e->cc = c->cc_fixed ? MRC_CC_FIXED : MRC_CC_NSCC;
+	e->cc = c->cc_fixed ? MRCE_CC_FIXED : MRCE_CC_NSCC;
 	if (c->rto_min_ns) {
 		e->rto_min_ns = c->rto_min_ns;
 		if (e->rto_init_ns < e->rto_min_ns)
@@ -65,7 +65,7 @@ static void engine_cfg(struct mrc_sim *s)
 						  sim_ser_ps(s, (uint32_t)ack) + 2 * s->prop_ps);
 		uint64_t bdp = s->host_cap_mbit * rtt / 8000000;
 		uint32_t w = pow2_at_least(2 * bdp / c->mtu + 1);
-		e->window = w < 8 ? 8 : w > MRC_MAX_WINDOW ? MRC_MAX_WINDOW : w;
+		e->window = w < 8 ? 8 : w > MRCE_MAX_WINDOW ? MRCE_MAX_WINDOW : w;
 	}
 	/* Ring steps queue on one QP; everything else posts one WR per QP. */
 	uint32_t per_qp = 1;

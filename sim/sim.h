@@ -111,7 +111,7 @@ struct mrc_sim_cfg {
 	uint32_t nic_queue;        /* data packets queued per NIC (pacing) */
 	/* engine */
 	uint32_t mtu, window;      /* window 0: auto (2 BDP, power of 2) */
-	uint8_t cc_fixed;          /* 1: MRC_CC_FIXED, 0: MRC_CC_NSCC */
+	uint8_t cc_fixed;          /* 1: MRCE_CC_FIXED, 0: MRCE_CC_NSCC */
 	uint64_t rto_min_ns, probe_interval_ns, reorder_slack_ns;
 	uint32_t ev_floor;
 	/* run */

@@ -29,13 +29,13 @@ struct mrc_linkmon {
 	uint8_t buf[LINKMON_BUF];
 };
 
-bool mrc_link_event_usable(const struct mrc_link_event *ev)
+bool mrc_linkmon_event_usable(const struct mrc_linkmon_event *ev)
 {
 	return ev && !ev->deleted && ev->admin_up && ev->running &&
 	       (ev->operstate == IF_OPER_UP || ev->operstate == IF_OPER_UNKNOWN);
 }
 
-int mrc_linkmon_parse(const struct nlmsghdr *nh, struct mrc_link_event *ev)
+int mrc_linkmon_parse(const struct nlmsghdr *nh, struct mrc_linkmon_event *ev)
 {
 	struct nlattr *tb[IFLA_MAX + 1];
 	const struct ifinfomsg *ifi;
@@ -159,7 +159,7 @@ static int handle(struct mrc_linkmon *m, size_t len)
 	int rem = (int)len, events = 0;
 
 	for (; nlmsg_ok(nh, rem); nh = nlmsg_next(nh, &rem)) {
-		struct mrc_link_event ev;
+		struct mrc_linkmon_event ev;
 
 		if (nh->nlmsg_type == NLMSG_DONE || nh->nlmsg_type == NLMSG_ERROR) {
 			/* The end (or refusal) of our dump request. */

@@ -17,7 +17,7 @@ extern "C" {
 struct nlmsghdr;
 struct mrc_linkmon;
 
-struct mrc_link_event {
+struct mrc_linkmon_event {
 	int ifindex;
 	char name[IF_NAMESIZE];
 	bool deleted;              /* RTM_DELLINK: the link is gone */
@@ -29,9 +29,9 @@ struct mrc_link_event {
 
 /* true when the link can carry traffic: admin up, running, and operstate
  * up or unknown (veth and ifb report UNKNOWN/UP inconsistently by kernel). */
-bool mrc_link_event_usable(const struct mrc_link_event *ev);
+bool mrc_linkmon_event_usable(const struct mrc_linkmon_event *ev);
 
-typedef void (*mrc_linkmon_cb)(const struct mrc_link_event *ev, void *arg);
+typedef void (*mrc_linkmon_cb)(const struct mrc_linkmon_event *ev, void *arg);
 
 /* Subscribes to RTNLGRP_LINK in the current namespace.  When dump is true
  * the current state of every link is requested at once and arrives through
@@ -51,7 +51,7 @@ unsigned long mrc_linkmon_overruns(const struct mrc_linkmon *m);
 
 /* Pure parser (no socket): fills ev from one RTM_NEWLINK/RTM_DELLINK.
  * -ENOENT for other message types, -EBADMSG when malformed. */
-int mrc_linkmon_parse(const struct nlmsghdr *nh, struct mrc_link_event *ev);
+int mrc_linkmon_parse(const struct nlmsghdr *nh, struct mrc_linkmon_event *ev);
 
 #ifdef __cplusplus
 }

@@ -90,7 +90,7 @@ int mrc_nl_open(struct mrc_nl **out)
 	return open_here(out);
 }
 
-int mrc_netns_enter(int netns_fd, int *saved)
+int mrc_nl_netns_enter(int netns_fd, int *saved)
 {
 	int self;
 
@@ -109,7 +109,7 @@ int mrc_netns_enter(int netns_fd, int *saved)
 	return 0;
 }
 
-int mrc_netns_leave(int saved)
+int mrc_nl_netns_leave(int saved)
 {
 	int rc = 0;
 
@@ -125,12 +125,12 @@ int mrc_nl_open_netns(int netns_fd, struct mrc_nl **out)
 {
 	int saved, rc, rc2;
 
-	rc = mrc_netns_enter(netns_fd, &saved);
+	rc = mrc_nl_netns_enter(netns_fd, &saved);
 	if (rc)
 		return rc;
 	/* A netlink socket stays bound to the namespace it was created in. */
 	rc = open_here(out);
-	rc2 = mrc_netns_leave(saved);
+	rc2 = mrc_nl_netns_leave(saved);
 	if (rc2) {
 		if (!rc)
 			mrc_nl_close(*out);
@@ -291,7 +291,7 @@ struct nl_msg *mrc__nl_msg(int type, unsigned flags, const void *hdr, size_t hdr
 	return msg;
 }
 
-struct nlattr *mrc__nla_nest(struct nl_msg *msg, int type)
+struct nlattr *mrc__nl_nla_nest(struct nl_msg *msg, int type)
 {
 	struct nlattr *a = nla_nest_start(msg, type);
 

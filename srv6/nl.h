@@ -45,9 +45,9 @@ const char *mrc_nl_errmsg(const struct mrc_nl *nl);
 struct nl_sock *mrc_nl_sock(struct mrc_nl *nl);
 
 /* Moves the calling thread into netns_fd; *saved receives an fd of the
- * namespace it was in (pass it to mrc_netns_leave, which closes it). */
-int mrc_netns_enter(int netns_fd, int *saved);
-int mrc_netns_leave(int saved);
+ * namespace it was in (pass it to mrc_nl_netns_leave, which closes it). */
+int mrc_nl_netns_enter(int netns_fd, int *saved);
+int mrc_nl_netns_leave(int saved);
 
 /* ---- links ------------------------------------------------------------- */
 

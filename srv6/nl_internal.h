@@ -23,7 +23,7 @@ int mrc__nl_talk(struct mrc_nl *nl, struct nl_msg *msg, mrc__nl_valid_cb valid,
 /* A message of `type` with a fixed family header (ifinfomsg, rtmsg, ...). */
 struct nl_msg *mrc__nl_msg(int type, unsigned flags, const void *hdr, size_t hdrlen);
 /* nla_nest_start with NLA_F_NESTED set. */
-struct nlattr *mrc__nla_nest(struct nl_msg *msg, int type);
+struct nlattr *mrc__nl_nla_nest(struct nl_msg *msg, int type);
 /* libnl NLE_* code to negative errno. */
 int mrc__nl_errno(int nlerr);
 /* Interface name usable in a request and a /proc/sys path. */

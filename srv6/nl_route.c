@@ -41,7 +41,7 @@ struct nl_msg *mrc__nl_route_msg(int type, unsigned flags, const struct in6_addr
 
 static int put_multipath(struct nl_msg *msg, const struct mrc_nl_route *r)
 {
-	struct nlattr *mp = mrc__nla_nest(msg, RTA_MULTIPATH);
+	struct nlattr *mp = mrc__nl_nla_nest(msg, RTA_MULTIPATH);
 
 	if (!mp)
 		return -ENOMEM;

@@ -53,11 +53,11 @@ int mrc_nl_build_seg6local(struct nl_msg **out, int nlmsg_type,
 	if (nla_put_u32(msg, RTA_OIF, (uint32_t)s->ifindex) < 0 ||
 	    nla_put_u16(msg, RTA_ENCAP_TYPE, LWTUNNEL_ENCAP_SEG6_LOCAL) < 0)
 		goto nomem;
-	enc = mrc__nla_nest(msg, RTA_ENCAP);
+	enc = mrc__nl_nla_nest(msg, RTA_ENCAP);
 	if (!enc || nla_put_u32(msg, SEG6_LOCAL_ACTION, s->action) < 0)
 		goto nomem;
 	if (s->counters) {
-		cnt = mrc__nla_nest(msg, SEG6_LOCAL_COUNTERS);
+		cnt = mrc__nl_nla_nest(msg, SEG6_LOCAL_COUNTERS);
 		if (!cnt || nla_put_u64(msg, SEG6_LOCAL_CNT_PACKETS, 0) < 0 ||
 		    nla_put_u64(msg, SEG6_LOCAL_CNT_BYTES, 0) < 0 ||
 		    nla_put_u64(msg, SEG6_LOCAL_CNT_ERRORS, 0) < 0)
@@ -65,7 +65,7 @@ int mrc_nl_build_seg6local(struct nl_msg **out, int nlmsg_type,
 		nla_nest_end(msg, cnt);
 	}
 	if (s->next_csid) {
-		flv = mrc__nla_nest(msg, SEG6_LOCAL_FLAVORS);
+		flv = mrc__nl_nla_nest(msg, SEG6_LOCAL_FLAVORS);
 		if (!flv ||
 		    nla_put_u32(msg, SEG6_LOCAL_FLV_OPERATION, 1u << SEG6_LOCAL_FLV_OP_NEXT_CSID) < 0 ||
 		    nla_put_u8(msg, SEG6_LOCAL_FLV_LCBLOCK_BITS, s->lblen) < 0 ||

@@ -18,25 +18,25 @@ int mrc_srh_encode(const struct mrc_srh *h, uint8_t *buf, size_t len,
 	size_t need;
 
 	if (!h || !buf || !outlen) {
-		mrc__srv6_err(err, "no header or buffer");
+		mrc__srv6_set_err(err, "no header or buffer");
 		return -EINVAL;
 	}
 	if (h->nsegs == 0 || h->nsegs > MRC_SRH_MAX_SEGS) {
-		mrc__srv6_err(err, "segment count %u: must be 1..%u", h->nsegs, MRC_SRH_MAX_SEGS);
+		mrc__srv6_set_err(err, "segment count %u: must be 1..%u", h->nsegs, MRC_SRH_MAX_SEGS);
 		return -EINVAL;
 	}
 	if (h->segments_left >= h->nsegs) {
-		mrc__srv6_err(err, "segments_left %u: must be below the segment count %u",
+		mrc__srv6_set_err(err, "segments_left %u: must be below the segment count %u",
 			      h->segments_left, h->nsegs);
 		return -EINVAL;
 	}
 	if (h->tlv_len) {
-		mrc__srv6_err(err, "TLVs are not encoded (tlv_len %u)", h->tlv_len);
+		mrc__srv6_set_err(err, "TLVs are not encoded (tlv_len %u)", h->tlv_len);
 		return -EINVAL;
 	}
 	need = mrc_srh_wire_len(h->nsegs);
 	if (len < need) {
-		mrc__srv6_err(err, "buffer of %zu bytes, SRH needs %zu", len, need);
+		mrc__srv6_set_err(err, "buffer of %zu bytes, SRH needs %zu", len, need);
 		return -ENOSPC;
 	}
 	buf[0] = h->nexthdr;
@@ -65,11 +65,11 @@ static int check_tlvs(const uint8_t *p, size_t n, size_t base,
 			continue;
 		}
 		if (n - off < 2) {
-			mrc__srv6_err(err, "TLV at byte %zu: truncated type/length", base + off);
+			mrc__srv6_set_err(err, "TLV at byte %zu: truncated type/length", base + off);
 			return -EBADMSG;
 		}
 		if ((size_t)p[off + 1] > n - off - 2) {
-			mrc__srv6_err(err, "TLV type %u at byte %zu: length %u runs past the header end",
+			mrc__srv6_set_err(err, "TLV type %u at byte %zu: length %u runs past the header end",
 				      p[off], base + off, p[off + 1]);
 			return -EBADMSG;
 		}
@@ -86,31 +86,31 @@ int mrc_srh_decode(const uint8_t *buf, size_t len, struct mrc_srh *h,
 	int rc;
 
 	if (!buf || !h || !consumed) {
-		mrc__srv6_err(err, "no buffer or output");
+		mrc__srv6_set_err(err, "no buffer or output");
 		return -EINVAL;
 	}
 	if (len < MRC_SRH_FIXED_LEN) {
-		mrc__srv6_err(err, "%zu bytes: shorter than the 8-byte SRH fixed part", len);
+		mrc__srv6_set_err(err, "%zu bytes: shorter than the 8-byte SRH fixed part", len);
 		return -EBADMSG;
 	}
 	if (buf[2] != MRC_SRH_TYPE) {
-		mrc__srv6_err(err, "routing type %u: not an SRH (type 4)", buf[2]);
+		mrc__srv6_set_err(err, "routing type %u: not an SRH (type 4)", buf[2]);
 		return -EBADMSG;
 	}
 	total = MRC_SRH_FIXED_LEN + (size_t)buf[1] * 8;
 	if (total > len) {
-		mrc__srv6_err(err, "Hdr Ext Len %u says %zu bytes, only %zu present", buf[1], total, len);
+		mrc__srv6_set_err(err, "Hdr Ext Len %u says %zu bytes, only %zu present", buf[1], total, len);
 		return -EBADMSG;
 	}
 	nsegs = (unsigned)buf[4] + 1;
 	segbytes = (size_t)nsegs * sizeof(struct in6_addr);
 	if (MRC_SRH_FIXED_LEN + segbytes > total) {
-		mrc__srv6_err(err, "Last Entry %u: %u segments need %zu bytes, header has %zu",
+		mrc__srv6_set_err(err, "Last Entry %u: %u segments need %zu bytes, header has %zu",
 			      buf[4], nsegs, MRC_SRH_FIXED_LEN + segbytes, total);
 		return -EBADMSG;
 	}
 	if (buf[3] > buf[4]) {
-		mrc__srv6_err(err, "Segments Left %u exceeds Last Entry %u", buf[3], buf[4]);
+		mrc__srv6_set_err(err, "Segments Left %u exceeds Last Entry %u", buf[3], buf[4]);
 		return -EBADMSG;
 	}
 	rc = check_tlvs(buf + MRC_SRH_FIXED_LEN + segbytes,

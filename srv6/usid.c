@@ -11,7 +11,7 @@
 #include "srv6/usid.h"
 #include "srv6/usid_internal.h"
 
-void mrc__srv6_err(struct mrc_srv6_err *err, const char *fmt, ...)
+void mrc__srv6_set_err(struct mrc_srv6_err *err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -22,12 +22,12 @@ void mrc__srv6_err(struct mrc_srv6_err *err, const char *fmt, ...)
 	va_end(ap);
 }
 
-uint16_t mrc__a6_word(const struct in6_addr *a, unsigned i)
+uint16_t mrc__usid_a6_word(const struct in6_addr *a, unsigned i)
 {
 	return (uint16_t)(a->s6_addr[2 * i] << 8 | a->s6_addr[2 * i + 1]);
 }
 
-void mrc__a6_set_word(struct in6_addr *a, unsigned i, uint16_t v)
+void mrc__usid_a6_set_word(struct in6_addr *a, unsigned i, uint16_t v)
 {
 	a->s6_addr[2 * i] = (uint8_t)(v >> 8);
 	a->s6_addr[2 * i + 1] = (uint8_t)v;
@@ -50,21 +50,21 @@ static int check_block(const struct in6_addr *prefix, unsigned bits,
 
 	if (bits < MRC_USID_BLOCK_BITS_MIN || bits > MRC_USID_BLOCK_BITS_MAX ||
 	    bits % MRC_USID_BITS) {
-		mrc__srv6_err(err, "block length %u: must be 16, 32, 48 or 64 bits", bits);
+		mrc__srv6_set_err(err, "block length %u: must be 16, 32, 48 or 64 bits", bits);
 		return -EINVAL;
 	}
 	if (usid_bits != MRC_USID_BITS) {
-		mrc__srv6_err(err, "uSID length %u: only 16-bit uSIDs are supported", usid_bits);
+		mrc__srv6_set_err(err, "uSID length %u: only 16-bit uSIDs are supported", usid_bits);
 		return -EINVAL;
 	}
 	for (unsigned i = bits / 16; i < 8; i++) {
-		if (mrc__a6_word(prefix, i)) {
-			mrc__srv6_err(err, "block has bits set after its length /%u", bits);
+		if (mrc__usid_a6_word(prefix, i)) {
+			mrc__srv6_set_err(err, "block has bits set after its length /%u", bits);
 			return -EINVAL;
 		}
 	}
 	if (!memcmp(prefix, &zero, sizeof(zero))) {
-		mrc__srv6_err(err, "block is the unspecified address ::");
+		mrc__srv6_set_err(err, "block is the unspecified address ::");
 		return -EINVAL;
 	}
 	return 0;
@@ -73,7 +73,7 @@ static int check_block(const struct in6_addr *prefix, unsigned bits,
 int mrc_usid_block_check(const struct mrc_usid_block *b, struct mrc_srv6_err *err)
 {
 	if (!b) {
-		mrc__srv6_err(err, "no block");
+		mrc__srv6_set_err(err, "no block");
 		return -EINVAL;
 	}
 	return check_block(&b->prefix, b->bits, b->usid_bits, err);
@@ -85,7 +85,7 @@ int mrc_usid_block_init(struct mrc_usid_block *b, const struct in6_addr *prefix,
 	int rc;
 
 	if (!b || !prefix) {
-		mrc__srv6_err(err, "no block or prefix");
+		mrc__srv6_set_err(err, "no block or prefix");
 		return -EINVAL;
 	}
 	rc = check_block(prefix, bits, MRC_USID_BITS, err);
@@ -108,34 +108,34 @@ int mrc_usid_block_parse(struct mrc_usid_block *b, const char *s,
 	unsigned bits = 0;
 
 	if (!b || !s) {
-		mrc__srv6_err(err, "no block string");
+		mrc__srv6_set_err(err, "no block string");
 		return -EINVAL;
 	}
 	slash = strchr(s, '/');
 	if (!slash) {
-		mrc__srv6_err(err, "block \"%.60s\": missing /LENGTH", s);
+		mrc__srv6_set_err(err, "block \"%.60s\": missing /LENGTH", s);
 		return -EINVAL;
 	}
 	alen = (size_t)(slash - s);
 	if (alen == 0 || alen >= sizeof(addr)) {
-		mrc__srv6_err(err, "block \"%.60s\": bad address part", s);
+		mrc__srv6_set_err(err, "block \"%.60s\": bad address part", s);
 		return -EINVAL;
 	}
 	memcpy(addr, s, alen);
 	addr[alen] = '\0';
 	/* inet_pton rejects spaces, zone ids and embedded garbage. */
 	if (inet_pton(AF_INET6, addr, &a) != 1) {
-		mrc__srv6_err(err, "block \"%.60s\": \"%s\" is not an IPv6 address", s, addr);
+		mrc__srv6_set_err(err, "block \"%.60s\": \"%s\" is not an IPv6 address", s, addr);
 		return -EINVAL;
 	}
 	p = slash + 1;
 	if (*p < '1' || *p > '9') {
-		mrc__srv6_err(err, "block \"%.60s\": length must be a decimal number without sign or leading zero", s);
+		mrc__srv6_set_err(err, "block \"%.60s\": length must be a decimal number without sign or leading zero", s);
 		return -EINVAL;
 	}
 	for (; *p; p++) {
 		if (*p < '0' || *p > '9' || bits > 128) {
-			mrc__srv6_err(err, "block \"%.60s\": bad length", s);
+			mrc__srv6_set_err(err, "block \"%.60s\": bad length", s);
 			return -EINVAL;
 		}
 		bits = bits * 10 + (unsigned)(*p - '0');
@@ -174,15 +174,15 @@ int mrc_usid_node_prefix(const struct mrc_usid_block *b, uint16_t usid,
 	if (rc)
 		return rc;
 	if (!prefix || !prefix_len) {
-		mrc__srv6_err(err, "no output");
+		mrc__srv6_set_err(err, "no output");
 		return -EINVAL;
 	}
 	if (usid == MRC_USID_EOC) {
-		mrc__srv6_err(err, "uSID 0x0000 is End-of-Carrier, not a node");
+		mrc__srv6_set_err(err, "uSID 0x0000 is End-of-Carrier, not a node");
 		return -EINVAL;
 	}
 	*prefix = b->prefix;
-	mrc__a6_set_word(prefix, b->bits / 16, usid);
+	mrc__usid_a6_set_word(prefix, b->bits / 16, usid);
 	*prefix_len = b->bits + MRC_USID_BITS;
 	return 0;
 }
@@ -196,29 +196,29 @@ int mrc_usid_encode(const struct mrc_usid_block *b, const uint16_t *usids,
 	if (rc)
 		return rc;
 	if (!out || (n && !usids)) {
-		mrc__srv6_err(err, "no input or output");
+		mrc__srv6_set_err(err, "no input or output");
 		return -EINVAL;
 	}
 	if (n == 0) {
-		mrc__srv6_err(err, "empty uSID list");
+		mrc__srv6_set_err(err, "empty uSID list");
 		return -EINVAL;
 	}
 	cap = mrc_usid_block_capacity(b);
 	if (n > cap) {
-		mrc__srv6_err(err, "%zu uSIDs do not fit one container (at most %u under a /%u block)",
+		mrc__srv6_set_err(err, "%zu uSIDs do not fit one container (at most %u under a /%u block)",
 			      n, cap, b->bits);
 		return -E2BIG;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (usids[i] == MRC_USID_EOC) {
-			mrc__srv6_err(err, "uSID %zu is 0x0000 (reserved End-of-Carrier)", i);
+			mrc__srv6_set_err(err, "uSID %zu is 0x0000 (reserved End-of-Carrier)", i);
 			return -EINVAL;
 		}
 	}
 	bw = b->bits / 16;
 	*out = b->prefix;
 	for (size_t i = 0; i < n; i++)
-		mrc__a6_set_word(out, bw + (unsigned)i, usids[i]);
+		mrc__usid_a6_set_word(out, bw + (unsigned)i, usids[i]);
 	return 0;
 }
 
@@ -229,9 +229,9 @@ static int in_block(const struct mrc_usid_block *b, const struct in6_addr *a,
 	char s[INET6_ADDRSTRLEN] = "?";
 
 	for (unsigned i = 0; i < b->bits / 16u; i++) {
-		if (mrc__a6_word(a, i) != mrc__a6_word(&b->prefix, i)) {
+		if (mrc__usid_a6_word(a, i) != mrc__usid_a6_word(&b->prefix, i)) {
 			inet_ntop(AF_INET6, a, s, sizeof(s));
-			mrc__srv6_err(err, "address %s is not in the uSID block /%u", s, b->bits);
+			mrc__srv6_set_err(err, "address %s is not in the uSID block /%u", s, b->bits);
 			return -EINVAL;
 		}
 	}
@@ -248,32 +248,32 @@ int mrc_usid_decode(const struct mrc_usid_block *b, const struct in6_addr *a,
 	if (rc)
 		return rc;
 	if (!a || !n || (max && !usids)) {
-		mrc__srv6_err(err, "no input or output");
+		mrc__srv6_set_err(err, "no input or output");
 		return -EINVAL;
 	}
 	rc = in_block(b, a, err);
 	if (rc)
 		return rc;
 	bw = b->bits / 16;
-	while (bw + count < 8 && mrc__a6_word(a, bw + count) != MRC_USID_EOC)
+	while (bw + count < 8 && mrc__usid_a6_word(a, bw + count) != MRC_USID_EOC)
 		count++;
 	if (count == 0) {
-		mrc__srv6_err(err, "container holds no uSID (End-of-Carrier right after the block)");
+		mrc__srv6_set_err(err, "container holds no uSID (End-of-Carrier right after the block)");
 		return -EINVAL;
 	}
 	for (unsigned i = bw + count; i < 8; i++) {
-		if (mrc__a6_word(a, i)) {
-			mrc__srv6_err(err, "container word %u is 0x%04x after End-of-Carrier at word %u",
-				      i, mrc__a6_word(a, i), bw + count);
+		if (mrc__usid_a6_word(a, i)) {
+			mrc__srv6_set_err(err, "container word %u is 0x%04x after End-of-Carrier at word %u",
+				      i, mrc__usid_a6_word(a, i), bw + count);
 			return -EINVAL;
 		}
 	}
 	if (count > max) {
-		mrc__srv6_err(err, "container holds %u uSIDs, room for %zu", count, max);
+		mrc__srv6_set_err(err, "container holds %u uSIDs, room for %zu", count, max);
 		return -ENOSPC;
 	}
 	for (unsigned i = 0; i < count; i++)
-		usids[i] = mrc__a6_word(a, bw + i);
+		usids[i] = mrc__usid_a6_word(a, bw + i);
 	*n = count;
 	return 0;
 }
@@ -285,7 +285,7 @@ int mrc_usid_active(const struct mrc_usid_block *b, const struct in6_addr *a,
 
 	if (!a || !usid || mrc_usid_block_check(b, NULL) || in_block(b, a, NULL))
 		return -EINVAL;
-	u = mrc__a6_word(a, b->bits / 16u);
+	u = mrc__usid_a6_word(a, b->bits / 16u);
 	if (u == MRC_USID_EOC)
 		return -EINVAL;
 	*usid = u;
@@ -307,7 +307,7 @@ int mrc_usid_shift(const struct mrc_usid_block *b, struct in6_addr *a)
 		return 0;
 	bw = b->bits / 16;
 	for (unsigned i = bw; i < 7; i++)
-		mrc__a6_set_word(a, i, mrc__a6_word(a, i + 1));
-	mrc__a6_set_word(a, 7, 0);
+		mrc__usid_a6_set_word(a, i, mrc__usid_a6_word(a, i + 1));
+	mrc__usid_a6_set_word(a, 7, 0);
 	return 1;
 }

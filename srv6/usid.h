@@ -38,7 +38,7 @@ extern "C" {
 #define MRC_USID_BLOCK_STRLEN (INET6_ADDRSTRLEN + 4)
 /* Longest multi-container path: MRC_SRH_MAX_SEGS containers of up to 7
  * uSIDs each.  Real fabric paths are far shorter. */
-#define MRC_SRV6_PATH_MAX_USIDS (MRC_SRH_MAX_SEGS * MRC_USID_MAX_PER_CONTAINER)
+#define MRC_SRV6_ENCAP_MAX_USIDS (MRC_SRH_MAX_SEGS * MRC_USID_MAX_PER_CONTAINER)
 
 /* One-line error reason, filled on failure when a pointer is passed. */
 #define MRC_SRV6_ERRLEN 160
@@ -117,18 +117,18 @@ int mrc_usid_shift(const struct mrc_usid_block *b, struct in6_addr *a);
  * container, an SRH whose segment list holds every container (RFC 8754
  * order: segs[0] is the last container, segs[nsegs - 1] the first, and
  * segments_left = nsegs - 1 at the source). */
-struct mrc_srv6_path {
+struct mrc_srv6_encap {
 	struct in6_addr dst;
 	bool has_srh;
 	struct mrc_srh srh;
 };
 
-/* Packs n uSIDs (1..MRC_SRV6_PATH_MAX_USIDS) into the fewest containers,
+/* Packs n uSIDs (1..MRC_SRV6_ENCAP_MAX_USIDS) into the fewest containers,
  * each filled completely before the next.  One container: no SRH.
  * srh.nexthdr is set to `nexthdr` (e.g. IPPROTO_UDP).
  * -EINVAL for n == 0 or a zero uSID, -E2BIG when too many. */
-int mrc_srv6_path_encode(const struct mrc_usid_block *b, const uint16_t *usids,
-			 size_t n, uint8_t nexthdr, struct mrc_srv6_path *p,
+int mrc_srv6_encode(const struct mrc_usid_block *b, const uint16_t *usids,
+			 size_t n, uint8_t nexthdr, struct mrc_srv6_encap *p,
 			 struct mrc_srv6_err *err);
 
 /* The uSIDs still ahead of a packet: those of the destination address, then
@@ -136,7 +136,7 @@ int mrc_srv6_path_encode(const struct mrc_usid_block *b, const uint16_t *usids,
  * (The destination is not compared with segs[segments_left]: after a shift
  * they differ by design.)  -EINVAL for a malformed container or SRH bounds,
  * -ENOSPC beyond max. */
-int mrc_srv6_path_decode(const struct mrc_usid_block *b,
+int mrc_srv6_decode(const struct mrc_usid_block *b,
 			 const struct in6_addr *dst, const struct mrc_srh *srh,
 			 uint16_t *usids, size_t max, size_t *n,
 			 struct mrc_srv6_err *err);

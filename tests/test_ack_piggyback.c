@@ -48,10 +48,10 @@ static void fx_init(struct fx *f)
 	chan_cfg_default(&cfg, g_seed);
 	int rc = etest_init(&f->t, &cfg, 1 << 16, 1 << 16, 0);
 	CHECK(rc == 0, "etest_init: %d", rc);
-	CHECK(mrce_mr_reg(f->t.ch->node[0].e, ETEST_PD, f->mem0, sizeof f->mem0,
-			  MRC_ACCESS_REMOTE_WRITE, &f->k0_remote) == 0 &&
-	      mrce_mr_reg(f->t.ch->node[1].e, ETEST_PD, f->mem1, sizeof f->mem1,
-			  MRC_ACCESS_LOCAL_READ, &f->k1_local) == 0, "mr_reg");
+	CHECK(mrce_mr_add(f->t.ch->node[0].e, ETEST_PD, f->mem0, sizeof f->mem0,
+			  MRCE_ACCESS_REMOTE_WRITE, &f->k0_remote) == 0 &&
+	      mrce_mr_add(f->t.ch->node[1].e, ETEST_PD, f->mem1, sizeof f->mem1,
+			  MRCE_ACCESS_LOCAL_READ, &f->k1_local) == 0, "mr_reg");
 }
 
 static int setup(void **state)
@@ -109,7 +109,7 @@ static void answer(struct chan *ch, uint32_t node, const struct mrce_wc *wc, voi
 {
 	struct fx *f = arg;
 	(void)ch;
-	if (wc->op != MRC_WC_RECV_WRITE_IMM)
+	if (wc->op != MRCE_WC_RECV_WRITE_IMM)
 		return;
 	if (node == 0 && ++f->rounds >= f->want_rounds)
 		return;
@@ -129,8 +129,8 @@ static int pingpong_done(struct chan *ch, void *arg)
 	}
 	/* every round answered and every message acknowledged (completed) */
 	return f->rounds >= f->want_rounds &&
-	       chan_count_wc(ch, 0, UINT32_MAX, MRC_WC_WRITE_IMM) >= f->want_rounds &&
-	       chan_count_wc(ch, 1, UINT32_MAX, MRC_WC_WRITE_IMM) >= f->want_rounds;
+	       chan_count_wc(ch, 0, UINT32_MAX, MRCE_WC_WRITE_IMM) >= f->want_rounds &&
+	       chan_count_wc(ch, 1, UINT32_MAX, MRCE_WC_WRITE_IMM) >= f->want_rounds;
 }
 
 /* Counts packets by kind (and answers messages when on_wc is answer). */
@@ -180,7 +180,7 @@ static void pingpong_no_ack_packets(void **state)
 static int stream_done(struct chan *ch, void *arg)
 {
 	(void)arg;
-	return chan_count_wc(ch, 0, UINT32_MAX, MRC_WC_WRITE) >= 8;
+	return chan_count_wc(ch, 0, UINT32_MAX, MRCE_WC_WRITE) >= 8;
 }
 
 /* Data one way only: the receiver never sent, so it never holds an ACK. */
@@ -232,15 +232,15 @@ static int rx(struct fx *f, int n, const struct pkt *p)
 static struct mrc_pkt_view view(const struct pkt *p)
 {
 	struct mrc_pkt_view v;
-	enum mrc_wire_drop why;
-	CHECK(mrc_wire_decode(p->b, p->len, &v, &why) == 0, "own packet: %s",
-	      mrc_wire_drop_name(why));
+	enum mrce_wire_drop why;
+	CHECK(mrce_wire_decode(p->b, p->len, &v, &why) == 0, "own packet: %s",
+	      mrce_wire_drop_name(why));
 	return v;
 }
 
 static void reencode(struct pkt *p, const struct mrc_data_hdr *h)
 {
-	mrc_wire_put_data(p->b, h);
+	mrce_wire_put_data(p->b, h);
 }
 
 static struct mrce_qp_info qinfo(struct fx *f, int n)
@@ -304,7 +304,7 @@ static void equivalent_ack(struct fx *f, const struct pkt *d1, const struct pkt 
 		.ts_echo = dh.ts,
 		.token = yh.token };
 	CHECK(yh.pb_sack == 0 && yh.pb_cum_psn == dh.psn + 1, "in order");
-	a->len = mrc_wire_put_ack(a->b, &h);
+	a->len = mrce_wire_put_ack(a->b, &h);
 }
 
 static void rtt_cc_identical(void **state)
@@ -353,10 +353,10 @@ static void rtt_cc_identical(void **state)
 	      mrce_ev_info(E(g_g, 0), P(g_g, 0), ev, &ge) == 0, "ev_info");
 	CHECK(fe.srtt_ns == want && ge.srtt_ns == want, "path RTT without the hold: %llu / %llu",
 	      (unsigned long long)fe.srtt_ns, (unsigned long long)ge.srtt_ns);
-	CHECK(fe.state == ge.state && fe.state == MRC_EV_GOOD, "path GOOD in both");
+	CHECK(fe.state == ge.state && fe.state == MRCE_EV_GOOD, "path GOOD in both");
 	/* Both took x1, completed d1 and delivered y. */
 	struct mrce_wc wf[4], wg[4];
-	int nf = mrce_poll_cq(E(g_f, 0), wf, 4), ng = mrce_poll_cq(E(g_g, 0), wg, 4);
+	int nf = mrce_wc_drain(E(g_f, 0), wf, 4), ng = mrce_wc_drain(E(g_g, 0), wg, 4);
 	CHECK(nf == ng && nf == 3, "completions (x1, d1, y) %d / %d", nf, ng);
 	CHECK(stats(g_f, 0).rx_pb_acks == 1 && stats(g_g, 0).rx_pb_acks == 0 &&
 	      stats(g_f, 1).rx_pb_acks == 1, "rx_pb_acks");
@@ -412,7 +412,7 @@ static void held_ack_leaves_on_destroy(void **state)
 	struct fx *f = g_f;
 	struct pkt a[8];
 	hold_ack_of_d1(f);
-	CHECK(mrce_qp_destroy(E(f, 1), f->t.qb) == 0, "destroy");
+	CHECK(mrce_qp_close(E(f, 1), f->t.qb) == 0, "destroy");
 	CHECK(take(f, 1, a, 8) == 1 && view(&a[0]).op == MRC_OP_ACK, "the held ACK left");
 	CHECK(rx(f, 0, &a[0]) == 0 && qinfo(f, 0).inflight == 0, "it acknowledges d1");
 	CHECK(mrce_next_deadline(E(f, 1)) == UINT64_MAX, "nothing left to wait for");
@@ -436,7 +436,7 @@ static void forged_and_malformed(void **state)
 	b.token ^= 1;
 	reencode(&bad, &b);
 	CHECK(rx(f, 0, &bad) == 0, "forged");
-	CHECK(stats(f, 0).rx_bad_token[MRC_TOK_DATA] == s.rx_bad_token[MRC_TOK_DATA] + 1,
+	CHECK(stats(f, 0).rx_bad_token[MRCE_TOK_DATA] == s.rx_bad_token[MRCE_TOK_DATA] + 1,
 	      "forged counted");
 
 	b = h;

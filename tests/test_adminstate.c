@@ -178,7 +178,7 @@ static char *render(const char *admin_state)
 	json_t *res = json_loads(js, 0, NULL);
 	assert_non_null(res);
 	FILE *f = open_memstream(&out, &len);
-	assert_int_equal(mrc_oper_render_status(f, res), 0);
+	assert_int_equal(mrc_ctl_render_status(f, res), 0);
 	fclose(f);
 	json_decref(res);
 	return out;

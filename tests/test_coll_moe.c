@@ -118,7 +118,7 @@ static int body_moe(struct coll_rank *r)
 		if (mc->kept && !mc->per_expert)
 			rc = mrc_coll_moe_dispatch_kept(r->c, cfg, T, idx, w, x, &plan, &ein, counts);
 		else
-			rc = mrc__coll_moe_dispatch(r->c, cfg, T, idx, w, x,
+			rc = mrc__coll_moe_dispatch_run(r->c, cfg, T, idx, w, x,
 						    mc->per_expert | (mc->kept ? MRC__MOE_KEPT : 0),
 						    &plan, &ein, counts);
 		if (rc)

@@ -293,19 +293,19 @@ static int build(int kind, struct mrc__coll_sched *s, uint32_t n, uint32_t me, s
 		 size_t esz, size_t chunk, uint32_t root, const struct mrc__forest_shape *fs)
 {
 	switch (kind) {
-	case TREE: return mrc__sched_allreduce_tree(s, n, me, count, esz, chunk);
-	case FOREST: return mrc__sched_allreduce_forest(s, fs, me, count, esz, chunk);
-	case MRC__C_ALLREDUCE: return mrc__sched_allreduce_ring(s, n, me, count, esz, chunk);
-	case MRC__C_REDUCE_SCATTER: return mrc__sched_reduce_scatter_ring(s, n, me, count, esz, chunk);
-	case MRC__C_ALLGATHER: return mrc__sched_allgather_ring(s, n, me, count, esz, chunk);
-	case MRC__C_BROADCAST: return mrc__sched_broadcast_chain(s, n, me, count, esz, chunk, root);
+	case TREE: return mrc__coll_sched_allreduce_tree(s, n, me, count, esz, chunk);
+	case FOREST: return mrc__coll_sched_allreduce_forest(s, fs, me, count, esz, chunk);
+	case MRC__C_ALLREDUCE: return mrc__coll_sched_allreduce_ring(s, n, me, count, esz, chunk);
+	case MRC__C_REDUCE_SCATTER: return mrc__coll_sched_reduce_scatter_ring(s, n, me, count, esz, chunk);
+	case MRC__C_ALLGATHER: return mrc__coll_sched_allgather_ring(s, n, me, count, esz, chunk);
+	case MRC__C_BROADCAST: return mrc__coll_sched_broadcast_chain(s, n, me, count, esz, chunk, root);
 	default: {
 		size_t v[2 * 64];   /* n <= 64 */
 		for (uint32_t j = 0; j < n; j++) {
 			v[j] = count;
 			v[64 + j] = (size_t)j * count;
 		}
-		return mrc__sched_alltoallv(s, n, me, v, v + 64, v, v + 64, esz, chunk);
+		return mrc__coll_sched_alltoallv(s, n, me, v, v + 64, v, v + 64, esz, chunk);
 	}
 	}
 }
@@ -358,7 +358,7 @@ static void check_sched(int bkind, uint32_t n, size_t count, int dt, int op, int
 			fail_msg("%s%s %s %s n=%u rank %u count=%zu %s: %zu wrong", mrc__coll_name[kind],
 				 var, mrc_coll_dtype_name(dt), mrc_coll_op_name(op), n, me, count,
 				 inplace ? "in place" : "out of place", bad);
-		mrc__sched_free(&R[me].s);
+		mrc__coll_sched_free(&R[me].s);
 		free(R[me].tmp);
 	}
 	/* One allocation per rank holds in and out as laid out above. */
@@ -462,17 +462,17 @@ static void test_forest_load(void **state)
 		for (uint32_t me = 0; me < n; me++) {
 			struct mrc__coll_sched s;
 			uint64_t by[1 + 4] = { 0 };
-			assert_int_equal(mrc__sched_allreduce_ring(&s, n, me, count, esz, chunk), 0);
+			assert_int_equal(mrc__coll_sched_allreduce_ring(&s, n, me, count, esz, chunk), 0);
 			sent_by_set(&s, n, by);
-			mrc__sched_free(&s);
+			mrc__coll_sched_free(&s);
 			ring_max = by[0] > ring_max ? by[0] : ring_max;
 			memset(by, 0, sizeof(by));
-			assert_int_equal(mrc__sched_allreduce_forest(&s, &fs, me, count, esz, chunk), 0);
+			assert_int_equal(mrc__coll_sched_allreduce_forest(&s, &fs, me, count, esz, chunk), 0);
 			sent_by_set(&s, n, by);
 			for (size_t i = 0; i < s.n; i++)
 				if (s.s[i].kind == SK_SEND && f->per_leaf && leaf[s.s[i].peer % n] != leaf[me])
 					cross += s.s[i].len;
-			mrc__sched_free(&s);
+			mrc__coll_sched_free(&s);
 			if (f->pinned)
 				assert_int_equal(by[0], 0);
 			for (uint32_t set = f->pinned; set < sets; set++) {
@@ -511,7 +511,7 @@ static void test_allreduce_ring_shape(void **state)
 	size_t count = 4096, esz = 4, chunk = 1024;   /* 4 chunks per segment */
 	for (uint32_t me = 0; me < n; me++) {
 		struct mrc__coll_sched s;
-		assert_int_equal(mrc__sched_allreduce_ring(&s, n, me, count, esz, chunk), 0);
+		assert_int_equal(mrc__coll_sched_allreduce_ring(&s, n, me, count, esz, chunk), 0);
 		uint64_t sent = 0, recvd = 0;
 		size_t sends = 0;
 		for (size_t i = 0; i < s.n; i++) {
@@ -538,7 +538,7 @@ static void test_allreduce_ring_shape(void **state)
 		assert_int_equal(sent, 2 * (n - 1) * count * esz / n);
 		assert_int_equal(recvd, sent);
 		assert_int_equal(sends, 2 * (n - 1) * 4);
-		mrc__sched_free(&s);
+		mrc__coll_sched_free(&s);
 	}
 }
 
@@ -546,7 +546,7 @@ static void test_segments(void **state)
 {
 	size_t f, l, total = 0;
 	for (uint32_t r = 0; r < 4; r++) {
-		mrc__seg(10, 4, r, &f, &l);
+		mrc__coll_seg(10, 4, r, &f, &l);
 		assert_int_equal(f, total);
 		assert_int_equal(l, r < 2 ? 3 : 2);
 		total += l;

@@ -38,25 +38,25 @@ static uint64_t name_ctr;
 /* A fresh ring name of this test process. */
 static void fresh_name(char *buf, size_t n)
 {
-	mrc__shm_name(buf, n, 9999, (uint64_t)getpid() << 20 | name_ctr++, 0, 1);
+	mrc__coll_ring_name(buf, n, 9999, (uint64_t)getpid() << 20 | name_ctr++, 0, 1);
 }
 
 struct pair {
-	struct mrc__shm_ring tx, rx;
+	struct mrc__coll_ring_ring tx, rx;
 	char name[80];
 };
 
 static void pair_open(struct pair *p, uint32_t slots, uint32_t slot_bytes)
 {
 	fresh_name(p->name, sizeof(p->name));
-	assert_int_equal(mrc__shm_create(&p->tx, p->name, slots, slot_bytes), 0);
-	assert_int_equal(mrc__shm_open(&p->rx, p->name, slots, slot_bytes), 0);
+	assert_int_equal(mrc__coll_ring_create(&p->tx, p->name, slots, slot_bytes), 0);
+	assert_int_equal(mrc__coll_ring_open(&p->rx, p->name, slots, slot_bytes), 0);
 }
 
 static void pair_close(struct pair *p)
 {
-	mrc__shm_close(&p->tx);
-	mrc__shm_close(&p->rx);
+	mrc__coll_ring_close(&p->tx);
+	mrc__coll_ring_close(&p->rx);
 }
 
 /* ---- order, wrap-around, credits ----------------------------------------- */
@@ -80,7 +80,7 @@ static void *producer(void *arg)
 {
 	struct stream *s = arg;
 	for (uint64_t k = 0; k < NCHUNK;) {
-		int r = mrc__shm_room(&s->p.tx);
+		int r = mrc__coll_ring_room(&s->p.tx);
 		if (r < 0) {
 			s->rc = r;
 			return NULL;
@@ -91,10 +91,10 @@ static void *producer(void *arg)
 			continue;
 		}
 		uint32_t len = chunk_len(s->seed, k, s->p.tx.slot_bytes);
-		uint8_t *d = mrc__shm_slot(&s->p.tx);
+		uint8_t *d = mrc__coll_ring_slot(&s->p.tx);
 		for (uint32_t i = 0; i < len; i++)
 			d[i] = (uint8_t)(k * 131 + i);
-		if ((s->rc = mrc__shm_push(&s->p.tx, len)))
+		if ((s->rc = mrc__coll_ring_push(&s->p.tx, len)))
 			return NULL;
 		k++;
 	}
@@ -111,7 +111,7 @@ static void test_ring_order_wrap(void **state)
 	while (k < NCHUNK) {
 		const uint8_t *d;
 		uint32_t len;
-		int r = mrc__shm_peek(&s.p.rx, &d, &len);
+		int r = mrc__coll_ring_peek(&s.p.rx, &d, &len);
 		assert_true(r >= 0);
 		if (!r) {
 			sched_yield();
@@ -121,7 +121,7 @@ static void test_ring_order_wrap(void **state)
 			bad++;
 		for (uint32_t i = 0; i < len; i++)
 			bad += d[i] != (uint8_t)(k * 131 + i);
-		mrc__shm_pop(&s.p.rx);
+		mrc__coll_ring_pop(&s.p.rx);
 		k++;
 	}
 	pthread_join(th, NULL);
@@ -139,21 +139,21 @@ static void test_ring_credits(void **state)
 	struct pair p;
 	pair_open(&p, 3, 64);
 	for (int k = 0; k < 3; k++) {
-		assert_int_equal(mrc__shm_room(&p.tx), 1);
-		memset(mrc__shm_slot(&p.tx), k, 64);
-		assert_int_equal(mrc__shm_push(&p.tx, 64), 0);
+		assert_int_equal(mrc__coll_ring_room(&p.tx), 1);
+		memset(mrc__coll_ring_slot(&p.tx), k, 64);
+		assert_int_equal(mrc__coll_ring_push(&p.tx, 64), 0);
 	}
-	assert_int_equal(mrc__shm_room(&p.tx), 0);         /* no credit left */
-	assert_int_equal(mrc__shm_push(&p.tx, 64), -EINVAL);   /* and push refuses */
+	assert_int_equal(mrc__coll_ring_room(&p.tx), 0);         /* no credit left */
+	assert_int_equal(mrc__coll_ring_push(&p.tx, 64), -EINVAL);   /* and push refuses */
 	const uint8_t *d;
 	uint32_t len;
-	assert_int_equal(mrc__shm_peek(&p.rx, &d, &len), 1);
+	assert_int_equal(mrc__coll_ring_peek(&p.rx, &d, &len), 1);
 	assert_int_equal(len, 64);
 	assert_int_equal(d[0], 0);
-	assert_int_equal(mrc__shm_room(&p.tx), 0);         /* peeked, not freed */
-	mrc__shm_pop(&p.rx);
-	assert_int_equal(mrc__shm_room(&p.tx), 1);
-	assert_int_equal(mrc__shm_push(&p.tx, 65), -EINVAL);   /* longer than a slot */
+	assert_int_equal(mrc__coll_ring_room(&p.tx), 0);         /* peeked, not freed */
+	mrc__coll_ring_pop(&p.rx);
+	assert_int_equal(mrc__coll_ring_room(&p.tx), 1);
+	assert_int_equal(mrc__coll_ring_push(&p.tx, 65), -EINVAL);   /* longer than a slot */
 	pair_close(&p);
 }
 
@@ -163,38 +163,38 @@ static void test_ring_name_checks(void **state)
 {
 	char name[80];
 	fresh_name(name, sizeof(name));
-	struct mrc__shm_ring a, b;
-	assert_int_equal(mrc__shm_create(&a, name, 2, 128), 0);
+	struct mrc__coll_ring_ring a, b;
+	assert_int_equal(mrc__coll_ring_create(&a, name, 2, 128), 0);
 	/* O_EXCL: a second creator (or a squatter's name) is refused. */
-	assert_int_equal(mrc__shm_create(&b, name, 2, 128), -EEXIST);
+	assert_int_equal(mrc__coll_ring_create(&b, name, 2, 128), -EEXIST);
 	int fd = shm_open(name, O_RDWR, 0);
 	assert_true(fd >= 0);
 	struct stat st;
 	assert_int_equal(fstat(fd, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 	/* Another geometry than agreed: refused. */
-	assert_int_equal(mrc__shm_open(&b, name, 4, 128), -EPROTO);
+	assert_int_equal(mrc__coll_ring_open(&b, name, 4, 128), -EPROTO);
 	/* A mode that lets others in: not our peer's ring. */
 	assert_int_equal(fchmod(fd, 0644), 0);
-	assert_int_equal(mrc__shm_open(&b, name, 2, 128), -EPERM);
+	assert_int_equal(mrc__coll_ring_open(&b, name, 2, 128), -EPERM);
 	assert_int_equal(fchmod(fd, 0600), 0);
 	/* A bad magic (a file that is not a ring). */
 	uint32_t *hdr = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	assert_true(hdr != MAP_FAILED);
 	hdr[0] ^= 1;
-	assert_int_equal(mrc__shm_open(&b, name, 2, 128), -EPROTO);
+	assert_int_equal(mrc__coll_ring_open(&b, name, 2, 128), -EPROTO);
 	hdr[0] ^= 1;
 	munmap(hdr, 4096);
 	close(fd);
-	assert_int_equal(mrc__shm_open(&b, name, 2, 128), 0);
+	assert_int_equal(mrc__coll_ring_open(&b, name, 2, 128), 0);
 	/* Both sides mapped it: the name is gone. */
 	assert_int_equal(shm_open(name, O_RDWR, 0), -1);
 	assert_int_equal(errno, ENOENT);
-	mrc__shm_close(&a);
-	mrc__shm_close(&b);
+	mrc__coll_ring_close(&a);
+	mrc__coll_ring_close(&b);
 	/* Created and never opened: close removes the name. */
-	assert_int_equal(mrc__shm_create(&a, name, 2, 128), 0);
-	mrc__shm_close(&a);
+	assert_int_equal(mrc__coll_ring_create(&a, name, 2, 128), 0);
+	mrc__coll_ring_close(&a);
 	assert_int_equal(shm_open(name, O_RDWR, 0), -1);
 	assert_int_equal(errno, ENOENT);
 }
@@ -205,7 +205,7 @@ static void test_ring_name_checks(void **state)
  * peer would into the header, then exits; we read after it is gone. */
 enum { H_TAIL_FAR, H_TAIL_BACK, H_LEN_BIG, H_HEAD_AHEAD, H_HEAD_BACK, H_N };
 
-static void hostile(struct mrc__shm_hdr *h, int what)
+static void hostile(struct mrc__coll_ring_hdr *h, int what)
 {
 	pid_t pid = fork();
 	assert_true(pid >= 0);
@@ -233,19 +233,19 @@ static void test_ring_hostile_peer(void **state)
 		uint32_t len;
 		/* Two chunks out, one taken: tail 2, head 1 (so "back" is a move). */
 		for (int k = 0; k < 2; k++) {
-			assert_int_equal(mrc__shm_room(&p.tx), 1);
-			assert_int_equal(mrc__shm_push(&p.tx, 8), 0);
+			assert_int_equal(mrc__coll_ring_room(&p.tx), 1);
+			assert_int_equal(mrc__coll_ring_push(&p.tx, 8), 0);
 		}
-		assert_int_equal(mrc__shm_peek(&p.rx, &d, &len), 1);
-		mrc__shm_pop(&p.rx);
-		assert_int_equal(mrc__shm_room(&p.tx), 1);
+		assert_int_equal(mrc__coll_ring_peek(&p.rx, &d, &len), 1);
+		mrc__coll_ring_pop(&p.rx);
+		assert_int_equal(mrc__coll_ring_room(&p.tx), 1);
 		hostile(p.rx.h, what);
 		if (what <= H_LEN_BIG) {   /* the producer misbehaved: the consumer sees it */
-			assert_int_equal(mrc__shm_peek(&p.rx, &d, &len), -EPROTO);
-			assert_int_equal(mrc__shm_peek(&p.rx, &d, &len), -EPROTO);   /* sticky */
+			assert_int_equal(mrc__coll_ring_peek(&p.rx, &d, &len), -EPROTO);
+			assert_int_equal(mrc__coll_ring_peek(&p.rx, &d, &len), -EPROTO);   /* sticky */
 		} else {                   /* the consumer misbehaved: the producer sees it */
-			assert_int_equal(mrc__shm_room(&p.tx), -EPROTO);
-			assert_int_equal(mrc__shm_push(&p.tx, 8), -EPROTO);
+			assert_int_equal(mrc__coll_ring_room(&p.tx), -EPROTO);
+			assert_int_equal(mrc__coll_ring_push(&p.tx, 8), -EPROTO);
 		}
 		pair_close(&p);
 	}
@@ -254,7 +254,7 @@ static void test_ring_hostile_peer(void **state)
 /* ---- abort ------------------------------------------------------------------ */
 
 struct waiter {
-	struct mrc__shm_ring *r;
+	struct mrc__coll_ring_ring *r;
 	int rc;
 };
 
@@ -265,7 +265,7 @@ static void *wait_chunk(void *arg)
 	int64_t end = mrcd_spawn_now_ms() + 10000;
 	const uint8_t *d;
 	uint32_t len;
-	while ((w->rc = mrc__shm_peek(w->r, &d, &len)) == 0 && mrcd_spawn_now_ms() < end)
+	while ((w->rc = mrc__coll_ring_peek(w->r, &d, &len)) == 0 && mrcd_spawn_now_ms() < end)
 		sched_yield();
 	return NULL;
 }
@@ -277,16 +277,16 @@ static void test_ring_abort(void **state)
 	struct waiter w = { .r = &p.rx };
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, wait_chunk, &w), 0);
-	mrc__shm_abort(&p.tx);       /* the producer gives up */
+	mrc__coll_ring_abort(&p.tx);       /* the producer gives up */
 	pthread_join(th, NULL);
 	assert_int_equal(w.rc, -ECONNABORTED);
-	assert_int_equal(mrc__shm_room(&p.tx), -ECONNABORTED);
+	assert_int_equal(mrc__coll_ring_room(&p.tx), -ECONNABORTED);
 	pair_close(&p);
 	/* And the other way: the consumer's abort stops the producer. */
 	pair_open(&p, 2, 64);
-	mrc__shm_abort(&p.rx);
-	assert_int_equal(mrc__shm_aborted(&p.tx), -ECONNABORTED);
-	assert_int_equal(mrc__shm_room(&p.tx), -ECONNABORTED);
+	mrc__coll_ring_abort(&p.rx);
+	assert_int_equal(mrc__coll_ring_aborted(&p.tx), -ECONNABORTED);
+	assert_int_equal(mrc__coll_ring_room(&p.tx), -ECONNABORTED);
 	pair_close(&p);
 }
 

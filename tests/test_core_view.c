@@ -139,7 +139,7 @@ static void qp_bindings(void **state)
 	struct mrce_qp_attr qa = { .pd = 1 };
 	uint32_t q[3], qpn, n = 0;
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(mrce_qp_create(e, &qa, &q[i]), 0);
+		assert_int_equal(mrce_qp_open(e, &qa, &q[i]), 0);
 	for (uint32_t it = 0; mrcd_qp_bound_next(d, &it, &qpn);)
 		n++;
 	assert_int_equal(n, 0);   /* created, not bound: not served */
@@ -160,7 +160,7 @@ static void qp_bindings(void **state)
 	assert_int_equal(n, 1);
 	mrcd_qp_unbind(d, q[2]);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(mrce_qp_destroy(e, q[i]), 0);
+		assert_int_equal(mrce_qp_close(e, q[i]), 0);
 	core_down(d);
 }
 

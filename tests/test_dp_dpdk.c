@@ -25,7 +25,7 @@
 #include "datapath/frame.h"
 #include "tests/support/skip.h"
 
-static const struct mrc__frame_hdr fh = {
+static const struct mrc__dp_frame_hdr fh = {
 	.dmac = { 0x02, 0, 0, 0, 0, 0x01 }, .smac = { 0x02, 0, 0, 0, 0, 0x02 },
 	.src = { { { 0xfc, 0xbb, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 } } },
 	.sport = 4791,
@@ -44,7 +44,7 @@ static int one_piece(uint8_t *f, size_t cap, uint8_t *pay, size_t pl)
 {
 	struct mrc_dp_out o = out_of(pay, pl, pay, 0, 0);
 	o.iovcnt = 1;
-	return mrc__frame_build(f, cap, &fh, &o);
+	return mrc__dp_frame_build(f, cap, &fh, &o);
 }
 
 static void frame_build_wire_format(void **state)
@@ -55,7 +55,7 @@ static void frame_build_wire_format(void **state)
 		pay[i] = (uint8_t)i;
 	memset(hdr, 0xa5, sizeof(hdr));
 	struct mrc_dp_out o = out_of(hdr, sizeof(hdr), pay, sizeof(pay), 0);
-	int n = mrc__frame_build(f, sizeof(f), &fh, &o);
+	int n = mrc__dp_frame_build(f, sizeof(f), &fh, &o);
 	assert_int_equal(n, MRC__FRAME_HDR_LEN + 310);
 	assert_memory_equal(f, fh.dmac, 6);
 	assert_memory_equal(f + 6, fh.smac, 6);
@@ -75,8 +75,8 @@ static void frame_build_wire_format(void **state)
 	assert_memory_equal(u + 8, hdr, sizeof(hdr));
 	assert_memory_equal(u + 8 + sizeof(hdr), pay, sizeof(pay));
 	/* and back */
-	struct mrc__frame_rx rx;
-	assert_int_equal(mrc__frame_parse(f, (size_t)n, &rx), 0);
+	struct mrc__dp_frame_rx rx;
+	assert_int_equal(mrc__dp_frame_parse(f, (size_t)n, &rx), 0);
 	assert_int_equal(rx.len, 310);
 	assert_ptr_equal(rx.payload, u + 8);
 	assert_memory_equal(&rx.src, &fh.src, 16);
@@ -87,21 +87,21 @@ static void frame_build_wire_format(void **state)
 	/* A traffic class: the DSCP above ECT(0), the flow label still 0
 	 * (af_xdp and dpdk frames; docs/wire.md "Traffic classes"). */
 	o.dscp = 46;
-	assert_int_equal(mrc__frame_build(f, sizeof(f), &fh, &o), n);
+	assert_int_equal(mrc__dp_frame_build(f, sizeof(f), &fh, &o), n);
 	assert_int_equal(ip[0] >> 4, 6);
 	assert_int_equal((ip[0] & 0xf) << 4 | ip[1] >> 4, 46 << 2 | 0x02);
 	assert_int_equal((ip[1] & 0xf) | ip[2] | ip[3], 0);
-	assert_int_equal(mrc__frame_parse(f, (size_t)n, &rx), 0);
+	assert_int_equal(mrc__dp_frame_parse(f, (size_t)n, &rx), 0);
 	assert_int_equal(rx.ecn, 2);
 	o.dscp = 0;
 	/* an explicit destination port */
 	o.dport = 9999;
-	assert_int_equal(mrc__frame_build(f, sizeof(f), &fh, &o), n);
-	assert_int_equal(mrc__frame_parse(f, (size_t)n, &rx), 0);
+	assert_int_equal(mrc__dp_frame_build(f, sizeof(f), &fh, &o), n);
+	assert_int_equal(mrc__dp_frame_parse(f, (size_t)n, &rx), 0);
 	assert_int_equal(rx.dport, 9999);
 	/* Ethernet padding after the datagram is not payload */
 	memset(f + n, 0, 20);
-	assert_int_equal(mrc__frame_parse(f, (size_t)n + 20, &rx), 0);
+	assert_int_equal(mrc__dp_frame_parse(f, (size_t)n + 20, &rx), 0);
 	assert_int_equal(rx.len, 310);
 }
 
@@ -111,18 +111,18 @@ static void frame_build_limits(void **state)
 	static uint8_t big[MRC_DP_MAX_DGRAM + 1], f[MRC_DP_MAX_DGRAM + 128];
 	struct mrc_dp_out o = out_of(big, MRC_DP_MAX_DGRAM, big, 0, 0);
 	o.iovcnt = 1;
-	assert_int_equal(mrc__frame_build(f, sizeof(f), &fh, &o),
+	assert_int_equal(mrc__dp_frame_build(f, sizeof(f), &fh, &o),
 			 MRC__FRAME_HDR_LEN + MRC_DP_MAX_DGRAM);
 	o.iov[0].iov_len = MRC_DP_MAX_DGRAM + 1;
-	assert_int_equal(mrc__frame_build(f, sizeof(f), &fh, &o), -EMSGSIZE);
+	assert_int_equal(mrc__dp_frame_build(f, sizeof(f), &fh, &o), -EMSGSIZE);
 	/* the buffer, not the datagram, too small: nothing past cap written */
 	o.iov[0].iov_len = 100;
 	memset(f, 0x5a, sizeof(f));
-	assert_int_equal(mrc__frame_build(f, MRC__FRAME_HDR_LEN + 99, &fh, &o), -EMSGSIZE);
+	assert_int_equal(mrc__dp_frame_build(f, MRC__FRAME_HDR_LEN + 99, &fh, &o), -EMSGSIZE);
 	assert_int_equal(f[MRC__FRAME_HDR_LEN + 99], 0x5a);
-	assert_int_equal(mrc__frame_build(f, 10, &fh, &o), -EMSGSIZE);
+	assert_int_equal(mrc__dp_frame_build(f, 10, &fh, &o), -EMSGSIZE);
 	o.iovcnt = 4;
-	assert_int_equal(mrc__frame_build(f, sizeof(f), &fh, &o), -EINVAL);
+	assert_int_equal(mrc__dp_frame_build(f, sizeof(f), &fh, &o), -EINVAL);
 }
 
 static void frame_parse_hostile(void **state)
@@ -130,40 +130,40 @@ static void frame_parse_hostile(void **state)
 	(void)state;
 	uint8_t pay[64] = { 1 }, f[256], g[256];
 	int n = one_piece(f, sizeof(f), pay, sizeof(pay));
-	struct mrc__frame_rx rx;
+	struct mrc__dp_frame_rx rx;
 	/* every truncation is refused, none reads past what it was given
 	 * (the sanitizer build checks that: each copy is exactly len bytes) */
 	for (int len = 0; len < n; len++) {
 		uint8_t *t = malloc((size_t)len + 1);
 		memcpy(t, f, (size_t)len);
-		assert_int_not_equal(mrc__frame_parse(t, (size_t)len, &rx), 0);
+		assert_int_not_equal(mrc__dp_frame_parse(t, (size_t)len, &rx), 0);
 		free(t);
 	}
 	/* not IPv6 */
 	memcpy(g, f, (size_t)n);
 	g[12] = 0x08; g[13] = 0x00;
-	assert_int_equal(mrc__frame_parse(g, (size_t)n, &rx), -EPROTONOSUPPORT);
+	assert_int_equal(mrc__dp_frame_parse(g, (size_t)n, &rx), -EPROTONOSUPPORT);
 	/* IPv6 version wrong */
 	memcpy(g, f, (size_t)n);
 	g[14] = 0x40;
-	assert_int_equal(mrc__frame_parse(g, (size_t)n, &rx), -EBADMSG);
+	assert_int_equal(mrc__dp_frame_parse(g, (size_t)n, &rx), -EBADMSG);
 	/* not UDP (ICMPv6: neighbour discovery) */
 	memcpy(g, f, (size_t)n);
 	g[14 + 6] = 58;
-	assert_int_equal(mrc__frame_parse(g, (size_t)n, &rx), -EPROTONOSUPPORT);
+	assert_int_equal(mrc__dp_frame_parse(g, (size_t)n, &rx), -EPROTONOSUPPORT);
 	/* jumbogram / payload length beyond the frame */
 	memcpy(g, f, (size_t)n);
 	g[18] = g[19] = 0;
-	assert_int_equal(mrc__frame_parse(g, (size_t)n, &rx), -EBADMSG);
+	assert_int_equal(mrc__dp_frame_parse(g, (size_t)n, &rx), -EBADMSG);
 	memcpy(g, f, (size_t)n);
 	g[19]++;
-	assert_int_equal(mrc__frame_parse(g, (size_t)n, &rx), -EBADMSG);
+	assert_int_equal(mrc__dp_frame_parse(g, (size_t)n, &rx), -EBADMSG);
 	/* UDP length beyond the IPv6 payload, and below its own header */
 	memcpy(g, f, (size_t)n);
 	g[54 + 5]++;
-	assert_int_equal(mrc__frame_parse(g, (size_t)n, &rx), -EBADMSG);
+	assert_int_equal(mrc__dp_frame_parse(g, (size_t)n, &rx), -EBADMSG);
 	g[54 + 4] = 0; g[54 + 5] = 7;
-	assert_int_equal(mrc__frame_parse(g, (size_t)n, &rx), -EBADMSG);
+	assert_int_equal(mrc__dp_frame_parse(g, (size_t)n, &rx), -EBADMSG);
 }
 
 /* f with an extension header (type nh, 8 bytes, byte 3 = b3) before UDP. */
@@ -187,32 +187,32 @@ static void frame_parse_ext_headers(void **state)
 	(void)state;
 	uint8_t pay[40] = { 7 }, f[256], g[256];
 	int n = one_piece(f, sizeof(f), pay, sizeof(pay));
-	struct mrc__frame_rx rx;
+	struct mrc__dp_frame_rx rx;
 	/* a destination options header is walked */
 	int m = with_ext(g, f, n, 60, 0);
-	assert_int_equal(mrc__frame_parse(g, (size_t)m, &rx), 0);
+	assert_int_equal(mrc__dp_frame_parse(g, (size_t)m, &rx), 0);
 	assert_int_equal(rx.len, 40);
 	assert_int_equal(rx.payload[0], 7);
 	/* a routing header with no segments left is done with; one with
 	 * segments left names a later hop */
 	m = with_ext(g, f, n, 43, 0);
-	assert_int_equal(mrc__frame_parse(g, (size_t)m, &rx), 0);
+	assert_int_equal(mrc__dp_frame_parse(g, (size_t)m, &rx), 0);
 	m = with_ext(g, f, n, 43, 1);
-	assert_int_equal(mrc__frame_parse(g, (size_t)m, &rx), -EPROTONOSUPPORT);
+	assert_int_equal(mrc__dp_frame_parse(g, (size_t)m, &rx), -EPROTONOSUPPORT);
 	/* a fragment header is not walked */
 	m = with_ext(g, f, n, 44, 0);
-	assert_int_equal(mrc__frame_parse(g, (size_t)m, &rx), -EPROTONOSUPPORT);
+	assert_int_equal(mrc__dp_frame_parse(g, (size_t)m, &rx), -EPROTONOSUPPORT);
 	/* an extension header longer than the payload */
 	m = with_ext(g, f, n, 60, 0);
 	g[54 + 1] = 200;
-	assert_int_equal(mrc__frame_parse(g, (size_t)m, &rx), -EBADMSG);
+	assert_int_equal(mrc__dp_frame_parse(g, (size_t)m, &rx), -EBADMSG);
 	/* a loop of extension headers ends */
 	m = with_ext(g, f, n, 0, 0);
 	g[54] = 0;   /* next header: hop-by-hop again, then UDP bytes as one */
-	assert_int_not_equal(mrc__frame_parse(g, (size_t)m, &rx), 0);
+	assert_int_not_equal(mrc__dp_frame_parse(g, (size_t)m, &rx), 0);
 }
 
-static int has(const struct mrc__dpdk_args *a, const char *w)
+static int has(const struct mrc__dp_dpdk_args *a, const char *w)
 {
 	for (int i = 0; i < a->argc; i++)
 		if (!strcmp(a->argv[i], w))
@@ -223,9 +223,9 @@ static int has(const struct mrc__dpdk_args *a, const char *w)
 static void args_default_eal(void **state)
 {
 	(void)state;
-	static struct mrc__dpdk_args a;
+	static struct mrc__dp_dpdk_args a;
 	char why[256];
-	assert_int_equal(mrc__dpdk_args_parse(&a, NULL, "0-1", why, sizeof(why)), 0);
+	assert_int_equal(mrc__dp_dpdk_args_parse(&a, NULL, "0-1", why, sizeof(why)), 0);
 	const char *want[] = { "mrc", "--no-huge", "--no-shconf", "--no-pci", "-m", "256",
 			       "--lcores=0@(0-1)", "--no-telemetry", "--log-level=warning" };
 	assert_int_equal(a.argc, 9);
@@ -236,19 +236,19 @@ static void args_default_eal(void **state)
 	assert_int_equal(a.dmac_set, 0);
 	assert_int_equal(a.idle_us, MRC__DPDK_IDLE_US);
 	char dev[256];
-	assert_int_equal(mrc__dpdk_vdev(dev, sizeof(dev), &a, 3, "h0-p0l0"), 0);
+	assert_int_equal(mrc__dp_dpdk_vdev(dev, sizeof(dev), &a, 3, "h0-p0l0"), 0);
 	assert_string_equal(dev, "net_af_packet3,iface=h0-p0l0,qpairs=1,blocksz=12288,"
 			    "framesz=12288,framecnt=1024,qdisc_bypass=0");
-	assert_int_equal(mrc__dpdk_vdev(dev, 20, &a, 3, "h0-p0l0"), -ENAMETOOLONG);
+	assert_int_equal(mrc__dp_dpdk_vdev(dev, 20, &a, 3, "h0-p0l0"), -ENAMETOOLONG);
 }
 
 static void args_own_and_eal_words(void **state)
 {
 	(void)state;
-	static struct mrc__dpdk_args a;
+	static struct mrc__dp_dpdk_args a;
 	char why[256], dev[256];
 	/* EAL words replace the default set; ours are not passed on */
-	assert_int_equal(mrc__dpdk_args_parse(&a, "  pmd=af_xdp -a 0000:3b:00.0\t-m 1024 "
+	assert_int_equal(mrc__dp_dpdk_args_parse(&a, "  pmd=af_xdp -a 0000:3b:00.0\t-m 1024 "
 					      "devargs=busy_budget=0 dmac1=02:aa:bb:cc:dd:0F "
 					      "--log-level=debug", "3", why, sizeof(why)), 0);
 	const char *want[] = { "mrc", "-a", "0000:3b:00.0", "-m", "1024", "--log-level=debug",
@@ -261,31 +261,31 @@ static void args_own_and_eal_words(void **state)
 	assert_int_equal(a.dmac_set, 1u << 1);
 	const uint8_t mac[6] = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0x0f };
 	assert_memory_equal(a.dmac[1], mac, 6);
-	assert_int_equal(mrc__dpdk_vdev(dev, sizeof(dev), &a, 0, "eth1"), 0);
+	assert_int_equal(mrc__dp_dpdk_vdev(dev, sizeof(dev), &a, 0, "eth1"), 0);
 	assert_string_equal(dev, "net_af_xdp0,iface=eth1,start_queue=0,queue_count=1,busy_budget=0");
 	/* lcores given: not added */
-	assert_int_equal(mrc__dpdk_args_parse(&a, "-l 2 pmd=ring", "0-7", why, sizeof(why)), 0);
+	assert_int_equal(mrc__dp_dpdk_args_parse(&a, "-l 2 pmd=ring", "0-7", why, sizeof(why)), 0);
 	assert_false(has(&a, "--lcores=0@(0-7)"));
 	assert_true(has(&a, "-l"));
-	assert_int_equal(mrc__dpdk_vdev(dev, sizeof(dev), &a, 5, ""), 0);
+	assert_int_equal(mrc__dp_dpdk_vdev(dev, sizeof(dev), &a, 5, ""), 0);
 	assert_string_equal(dev, "net_ring5");
 	/* idle_us is ours (0: spin), not an EAL word */
-	assert_int_equal(mrc__dpdk_args_parse(&a, "idle_us=0 -m 64", "0", why, sizeof(why)), 0);
+	assert_int_equal(mrc__dp_dpdk_args_parse(&a, "idle_us=0 -m 64", "0", why, sizeof(why)), 0);
 	assert_int_equal(a.idle_us, 0);
 	assert_false(has(&a, "idle_us=0"));
 	assert_true(has(&a, "-m"));
-	assert_int_equal(mrc__dpdk_args_parse(&a, "idle_us=10000", "0", why, sizeof(why)), 0);
+	assert_int_equal(mrc__dp_dpdk_args_parse(&a, "idle_us=10000", "0", why, sizeof(why)), 0);
 	assert_int_equal(a.idle_us, 10000);
 	/* wait=: auto by default, socket or poll */
 	assert_int_equal(a.wait, MRC__DPDK_WAIT_AUTO);
-	assert_int_equal(mrc__dpdk_args_parse(&a, "wait=poll", "0", why, sizeof(why)), 0);
+	assert_int_equal(mrc__dp_dpdk_args_parse(&a, "wait=poll", "0", why, sizeof(why)), 0);
 	assert_int_equal(a.wait, MRC__DPDK_WAIT_POLL);
-	assert_int_equal(mrc__dpdk_args_parse(&a, "wait=socket", "0", why, sizeof(why)), 0);
+	assert_int_equal(mrc__dp_dpdk_args_parse(&a, "wait=socket", "0", why, sizeof(why)), 0);
 	assert_int_equal(a.wait, MRC__DPDK_WAIT_SOCKET);
 	assert_false(has(&a, "wait=socket"));
 	/* pmd=none: the EAL's own ports are the planes */
-	assert_int_equal(mrc__dpdk_args_parse(&a, "pmd=none", "0", why, sizeof(why)), 0);
-	assert_int_equal(mrc__dpdk_vdev(dev, sizeof(dev), &a, 0, "x"), -ENOTSUP);
+	assert_int_equal(mrc__dp_dpdk_args_parse(&a, "pmd=none", "0", why, sizeof(why)), 0);
+	assert_int_equal(mrc__dp_dpdk_vdev(dev, sizeof(dev), &a, 0, "x"), -ENOTSUP);
 	/* bad words are named */
 	const char *bad[] = { "pmd=e1000", "dmac0=02:00", "dmac16=02:00:00:00:00:01",
 			      "dmac0=02:00:00:00:00:01x", "devargs=", "dmacx=02:00:00:00:00:01",
@@ -293,17 +293,17 @@ static void args_own_and_eal_words(void **state)
 			      "wait=", "wait=spin", "wait=pollx" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		why[0] = 0;
-		assert_int_equal(mrc__dpdk_args_parse(&a, bad[i], "0", why, sizeof(why)), -EINVAL);
+		assert_int_equal(mrc__dp_dpdk_args_parse(&a, bad[i], "0", why, sizeof(why)), -EINVAL);
 		assert_non_null(strstr(why, bad[i]));
 	}
 	/* too many words */
 	char many[1024] = "";
 	for (int i = 0; i < MRC__DPDK_MAX_ARGS + 2; i++)
 		strcat(many, " -v");
-	assert_int_equal(mrc__dpdk_args_parse(&a, many, "0", why, sizeof(why)), -EINVAL);
+	assert_int_equal(mrc__dp_dpdk_args_parse(&a, many, "0", why, sizeof(why)), -EINVAL);
 	/* this thread's CPUs, as an EAL list */
 	char cpus[256];
-	assert_int_equal(mrc__dpdk_cpus(cpus, sizeof(cpus)), 0);
+	assert_int_equal(mrc__dp_dpdk_cpus(cpus, sizeof(cpus)), 0);
 	assert_true(cpus[0] >= '0' && cpus[0] <= '9');
 }
 

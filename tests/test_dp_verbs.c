@@ -33,7 +33,7 @@ static void open_makes_a_ud_qp_per_plane(void **state)
 	(void)state;
 	struct mrc_dp_cfg c = cfg2("rx_depth=128,tx_depth=16");
 	struct mrc_dp *dp = open_fake(&c);
-	struct mrc__verbs_dp *v = (struct mrc__verbs_dp *)dp;
+	struct mrc__dp_verbs_dp *v = (struct mrc__dp_verbs_dp *)dp;
 	assert_string_equal(mrc_dp_name(dp), "verbs");
 	assert_int_equal(F.live[K_QP], 2);
 	assert_int_equal(F.live[K_PD], 2);
@@ -60,7 +60,7 @@ static void send_builds_sges_ah_and_qpn(void **state)
 	struct mrc_dp_cfg c = cfg2(NULL);
 	struct mrc_dp *dp = open_fake(&c);
 	struct mrc_dp_stats st;
-	struct mrc__verbs_xstats x;
+	struct mrc__dp_verbs_xstats x;
 	struct in6_addr a = A("fc00:0:1:2:3::"), b = A("fc00:0:1:4:3::");
 	assert_int_equal(mrc__dp_verbs_set_peer(dp, 0, &a, 0x4242), 0);
 	assert_int_equal(mrc__dp_verbs_set_peer(dp, 0, &b, 0x4343), 0);
@@ -119,7 +119,7 @@ static void ah_cache_is_bounded(void **state)
 		assert_int_equal(mrc_dp_send(dp, &o, 1), 1);
 		assert_true(F.live[K_AH] <= 4);
 	}
-	struct mrc__verbs_xstats x;
+	struct mrc__dp_verbs_xstats x;
 	mrc__dp_verbs_xstats(dp, &x);
 	assert_int_equal(x.ah_created, 6);
 	assert_int_equal(x.ah_evicted, 2);
@@ -145,7 +145,7 @@ static void registered_payload_goes_zero_copy(void **state)
 	static uint8_t region[8192 + 512];   /* the last 512 bytes unregistered */
 	int id = mrc__dp_verbs_reg(dp, region, 8192, -1, 0);
 	assert_true(id >= 0);
-	struct mrc__verbs_dp *v = (struct mrc__verbs_dp *)dp;
+	struct mrc__dp_verbs_dp *v = (struct mrc__dp_verbs_dp *)dp;
 	struct in6_addr a = A("fc00::2");
 	mrc__dp_verbs_set_peer(dp, 1, &a, 7);
 	uint8_t hdr[8] = "hdr....", tr[4] = "CRC";
@@ -164,7 +164,7 @@ static void registered_payload_goes_zero_copy(void **state)
 	o.iov[1] = (struct iovec){ region + 8000, 300 };
 	assert_int_equal(mrc_dp_send(dp, &o, 1), 1);
 	assert_int_equal(F.log[1].num_sge, 1);
-	struct mrc__verbs_xstats x;
+	struct mrc__dp_verbs_xstats x;
 	mrc__dp_verbs_xstats(dp, &x);
 	assert_int_equal(x.zero_copy, 1);
 	assert_int_equal(x.copied, 1);
@@ -202,7 +202,7 @@ static void receive_reports_src_len_plane_ecn(void **state)
 	assert_int_equal(in[1].len, 9);
 	assert_memory_equal(&in[1].src, &s8, 16);
 	assert_int_equal(in[1].ecn_ce, 1);
-	struct mrc__verbs_xstats x;
+	struct mrc__dp_verbs_xstats x;
 	mrc__dp_verbs_xstats(dp, &x);
 	assert_int_equal(x.rx_wc_err, 1);
 	struct mrc_dp_stats st;
@@ -239,7 +239,7 @@ static void send_errors_and_full_queue_counted(void **state)
 	mrc_dp_get_stats(dp, &st);
 	assert_int_equal(st.tx_eagain, 1);
 	/* The NIC completes them, with an error for one. */
-	struct mrc__verbs_dp *v = (struct mrc__verbs_dp *)dp;
+	struct mrc__dp_verbs_dp *v = (struct mrc__dp_verbs_dp *)dp;
 	struct fcq *scq = (struct fcq *)v->pl[0].scq;
 	struct ibv_wc ok = { .wr_id = 0, .status = IBV_WC_SUCCESS },
 		      err = { .wr_id = 1, .status = IBV_WC_RETRY_EXC_ERR };
@@ -247,7 +247,7 @@ static void send_errors_and_full_queue_counted(void **state)
 	cq_push(scq, &err);
 	F.complete_sends = 1;
 	assert_int_equal(mrc_dp_send(dp, o, 2), 2);
-	struct mrc__verbs_xstats x;
+	struct mrc__dp_verbs_xstats x;
 	mrc__dp_verbs_xstats(dp, &x);
 	assert_int_equal(x.tx_wc_err, 1);
 	mrc_dp_get_stats(dp, &st);

@@ -26,9 +26,9 @@
 static int have_device(void)
 {
 	int n = 0;
-	struct ibv_device **l = mrc__verbs_real.get_device_list(&n);
+	struct ibv_device **l = mrc__dp_verbs_real.get_device_list(&n);
 	if (l)
-		mrc__verbs_real.free_device_list(l);
+		mrc__dp_verbs_real.free_device_list(l);
 	return l && n > 0;
 }
 #endif
@@ -47,12 +47,12 @@ static void real_device_loopback(void **state)
 	struct ibv_gid_entry e[64];
 	ssize_t ng = 0;
 	int n = 0;
-	struct ibv_device **l = mrc__verbs_real.get_device_list(&n);
-	ctx = mrc__verbs_real.open_device(l[0]);
+	struct ibv_device **l = mrc__dp_verbs_real.get_device_list(&n);
+	ctx = mrc__dp_verbs_real.open_device(l[0]);
 	assert_non_null(ctx);
-	ng = mrc__verbs_real.query_gid_table(ctx, e, 64);
-	mrc__verbs_real.close_device(ctx);
-	mrc__verbs_real.free_device_list(l);
+	ng = mrc__dp_verbs_real.query_gid_table(ctx, e, 64);
+	mrc__dp_verbs_real.close_device(ctx);
+	mrc__dp_verbs_real.free_device_list(l);
 	ssize_t g = 0;
 	while (g < ng && e[g].gid_type != IBV_GID_TYPE_ROCE_V2)
 		g++;
@@ -67,7 +67,7 @@ static void real_device_loopback(void **state)
 	if (rc)
 		print_error("open: %s\n", why);
 	assert_int_equal(rc, 0);
-	struct mrc__verbs_dp *v = (struct mrc__verbs_dp *)dp;
+	struct mrc__dp_verbs_dp *v = (struct mrc__dp_verbs_dp *)dp;
 	mrc__dp_verbs_set_peer(dp, 0, &pl.local, v->pl[0].qp->qp_num);
 	struct mrc_dp_out o = { .plane = 0, .dst = pl.local, .iovcnt = 1, .iov = { { "ping", 4 } } };
 	assert_int_equal(mrc_dp_send(dp, &o, 1), 1);

@@ -110,7 +110,7 @@ static void two_hosts_close(struct host *a, struct host *b)
 
 static uint32_t qpn_of(struct mrc_dp *dp, uint32_t plane)
 {
-	return ((struct mrc__verbs_dp *)dp)->pl[plane].qp->qp_num;
+	return ((struct mrc__dp_verbs_dp *)dp)->pl[plane].qp->qp_num;
 }
 
 /* A CTRL message of type t from host `from` with its endpoints, sealed
@@ -161,7 +161,7 @@ static void first_contact_between_two_providers(void **state)
 	(void)state;
 	struct host a, b;
 	two_hosts(&a, &b);
-	struct mrc__verbs_xstats x;
+	struct mrc__dp_verbs_xstats x;
 	uint8_t pkt[MRCD_CTRL_LEN_MAX];
 	struct mrc_dp_in in[MRC_DP_BATCH];
 	/* Nothing known: a datagram to b is dropped (no QP number), and a
@@ -357,7 +357,7 @@ static void regions_follow_the_client(void **state)
 	(void)state;
 	struct mrc_dp_cfg c = cfg2(NULL);
 	struct mrc_dp *dp = open_fake(&c);
-	struct mrc__verbs_xstats x;
+	struct mrc__dp_verbs_xstats x;
 	int pools = F.live[K_MR];
 	static uint8_t mem[3][4096];
 	int id[3];
@@ -382,7 +382,7 @@ static void regions_follow_the_client(void **state)
 	assert_int_equal(F.live[K_MR], pools + 2 * 2);
 	/* The NIC completes it after all. */
 	struct ibv_wc wc = { .wr_id = 0, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND };
-	cq_push(((struct fqp *)((struct mrc__verbs_dp *)dp)->pl[0].qp)->scq, &wc);
+	cq_push(((struct fqp *)((struct mrc__dp_verbs_dp *)dp)->pl[0].qp)->scq, &wc);
 	/* Completed first: no wait counted. */
 	F.complete_sends = 1;
 	o.iov[1] = (struct iovec){ mem[2], 64 };
@@ -475,7 +475,7 @@ static void each_failure_returns_errno_and_leaks_nothing(void **state)
 	assert_int_equal(mrc_dp_send(dp, &p, 1), 0);
 	F.fail = NULL;
 	mrc_dp_mem_unreg(dp, id);
-	struct mrc__verbs_xstats x;
+	struct mrc__dp_verbs_xstats x;
 	mrc__dp_verbs_xstats(dp, &x);
 	assert_int_equal(x.unreg_busy, 0);
 	mrc_dp_close(dp);

@@ -193,7 +193,7 @@ static int run(struct rig *r, uint64_t steps, struct mrce_wc *wc)
 			for (int i = 0; i < k; i++)
 				carry(r, n, &pk[i], (unsigned)i);
 		}
-		if (mrce_poll_cq(r->t.ch->node[0].e, wc, 1) == 1)
+		if (mrce_wc_drain(r->t.ch->node[0].e, wc, 1) == 1)
 			return 1;
 	}
 	return 0;
@@ -305,7 +305,7 @@ static void forge_ciphertext(struct rig *r, uint32_t from, uint8_t *dg, size_t *
 	size_t plen = *len - MRC_DATA_HDR_LEN - MRCD_ENC_TRAILER;
 	dg[MRC_DATA_HDR_LEN + rnd() % plen] ^= (uint8_t)(1u << (rnd() % 8));
 	if (r->hits++ % 2 == 0) {
-		uint32_t c = htobe32(mrc_crc32c(0, dg + MRC_DATA_HDR_LEN, plen + 24));
+		uint32_t c = htobe32(mrce_crc32c(0, dg + MRC_DATA_HDR_LEN, plen + 24));
 		memcpy(dg + *len - 4, &c, 4);
 	}
 }
@@ -328,7 +328,7 @@ static void trim_first(struct rig *r, uint32_t from, uint8_t *dg, size_t *len)
 {
 	if (from == 0 && r->n_tamper && (dg[3] & MRC_F_ENC)) {
 		r->n_tamper--;
-		*len = mrc_wire_trim(dg, *len);
+		*len = mrce_wire_trim(dg, *len);
 	}
 }
 
@@ -431,25 +431,25 @@ static void forged_unsealed_dropped(void **st)
 		       (uint32_t)r.rec_data[10] << 8 | r.rec_data[11];
 	struct mrc_data_hdr d = { .op = MRC_OP_WRITE_IMM, .flags = MRC_F_FIRST | MRC_F_LAST,
 		.dqpn = r.t.qb, .psn = psn + 1, .imm = 0xdeadbeef, .token = tok };
-	mrc_wire_put_data(h, &d);
+	mrce_wire_put_data(h, &d);
 	CHECK(inject(&r, 0, h, sizeof(h)) < 0, "unsealed WRITE_IMM taken");
 	/* The same with ENC and a made-up trailer. */
 	uint8_t he[MRC_DATA_HDR_LEN + MRCD_ENC_TRAILER] = { 0 };
 	d.flags |= MRC_F_ENC;
-	mrc_wire_put_data(he, &d);
+	mrce_wire_put_data(he, &d);
 	uint64_t fresh = htobe64(1ull << 40);   /* a seq never used: the tag decides */
 	memcpy(he + MRC_DATA_HDR_LEN, &fresh, 8);
-	uint32_t c = htobe32(mrc_crc32c(0, he + MRC_DATA_HDR_LEN, 24));
+	uint32_t c = htobe32(mrce_crc32c(0, he + MRC_DATA_HDR_LEN, 24));
 	memcpy(he + MRC_DATA_HDR_LEN + 24, &c, 4);
 	CHECK(inject(&r, 0, he, sizeof(he)) < 0, "WRITE_IMM with a made-up tag taken");
-	CHECK(mrce_poll_cq(r.t.ch->node[1].e, &wc, 1) == 0, "forged imm %#x delivered", wc.imm);
+	CHECK(mrce_wc_drain(r.t.ch->node[1].e, &wc, 1) == 0, "forged imm %#x delivered", wc.imm);
 
 	/* (b) an ACK of everything, observed token field, with and without
 	 * the recorded trailer. */
 	struct mrc_ack_hdr ak = { .dqpn = r.t.qa, .cum_psn = psn + 1000, .sack_base = psn + 1000 };
 	memcpy(&ak.token, r.rec_ack + 32, 8);
 	ak.token = be64toh(ak.token);
-	mrc_wire_put_ack(a, &ak);
+	mrce_wire_put_ack(a, &ak);
 	CHECK(inject(&r, 1, a, MRC_ACK_HDR_LEN) < 0, "unsealed ACK taken");
 	memcpy(a + MRC_ACK_HDR_LEN, r.rec_ack + MRC_ACK_HDR_LEN, MRCD_ENC_TRAILER);
 	CHECK(inject(&r, 1, a, sizeof(a)) < 0, "ACK with a borrowed trailer taken");
@@ -458,21 +458,21 @@ static void forged_unsealed_dropped(void **st)
 	 * made-up one. */
 	struct mrc_ack_hdr nq = { .dqpn = r.t.qb, .nack = MRC_NACK_NOQP, .token = tok };
 	uint8_t n[MRC_ACK_HDR_LEN + MRC_AUTH_PAIR_TAG_BYTES] = { 0 };
-	mrc_wire_put_ack(n, &nq);
+	mrce_wire_put_ack(n, &nq);
 	CHECK(inject(&r, 1, n, MRC_ACK_HDR_LEN) < 0, "unsealed NOQP taken");
 	CHECK(inject(&r, 1, n, sizeof(n)) < 0, "NOQP with a made-up MAC taken");
 
 	/* (d) a probe without its MAC. */
 	struct mrc_probe_hdr pr = { .op = MRC_OP_PROBE, .seq = 1, .ts = 1 };
 	uint8_t pb[MRC_PROBE_HDR_LEN];
-	mrc_wire_put_probe(pb, &pr);
+	mrce_wire_put_probe(pb, &pr);
 	CHECK(inject(&r, 1, pb, sizeof(pb)) < 0, "unsealed probe taken");
 
 	/* (e) the recorded sealed header, trimmed, with another PSN. */
 	memcpy(h, r.rec_data, MRC_DATA_HDR_LEN);
 	h[11] ^= 1;
 	h[3] |= MRC_F_TRIMMED;
-	c = htobe32(mrc_crc32c(mrc_crc32c(0, (uint8_t[4]){ h[0], h[1], h[2],
+	c = htobe32(mrce_crc32c(mrce_crc32c(0, (uint8_t[4]){ h[0], h[1], h[2],
 		(uint8_t)(h[3] & ~MRC_F_TRIMMED) }, 4), h + 4, 60));
 	memcpy(h + 64, &c, 4);
 	CHECK(inject(&r, 0, h, sizeof(h)) < 0, "trimmed header with another PSN taken");
@@ -490,7 +490,7 @@ static void forged_unsealed_dropped(void **st)
 	/* Nothing reached the engines: no drop there, the QP still works. */
 	struct mrce_qp_info qi;
 	assert_int_equal(mrce_qp_info(r.t.ch->node[0].e, r.t.qa, &qi), 0);
-	CHECK(qi.state == MRC_QPS_RTS, "QP state %d after forged packets", qi.state);
+	CHECK(qi.state == MRCE_QPS_RTS, "QP state %d after forged packets", qi.state);
 	memset(r.t.dst.p, 0, LEN);
 	post_write(&r);
 	expect_done(&r);
@@ -531,8 +531,8 @@ static int seal_write(struct mrcd_enc *x0, uint32_t rqpn, uint32_t psn, uint64_t
 				  .payload = pl };
 	struct mrc_data_hdr d = { .op = MRC_OP_WRITE, .flags = MRC_F_FIRST | MRC_F_LAST,
 		.dqpn = rqpn, .psn = psn, .plen = plen, .mlen = plen, .ts = ts, .token = tok };
-	mrc_wire_put_data(pk.hdr, &d);
-	mrc_wire_put_trailer(pk.trailer, pl, plen);
+	mrce_wire_put_data(pk.hdr, &d);
+	mrce_wire_put_trailer(pk.trailer, pl, plen);
 	struct iovec body;
 	int rc = mrcd_enc_seal(x0, &pk, 0, &body);
 	if (rc == 1) {
@@ -681,7 +681,7 @@ static void replay_after_wrap(void **st)
 	/* An ACK, recorded and replayed. */
 	struct mrce_tx_pkt pk = { .peer = 0, .hdr_len = MRC_ACK_HDR_LEN };
 	struct mrc_ack_hdr ak = { .dqpn = qpn, .cum_psn = psn0, .sack_base = psn0, .token = 9 };
-	mrc_wire_put_ack(pk.hdr, &ak);
+	mrce_wire_put_ack(pk.hdr, &ak);
 	struct iovec body;
 	assert_int_equal(mrcd_enc_seal(x1, &pk, 0, &body), 1);
 	uint8_t ack[MRC_ACK_HDR_LEN + MRCD_ENC_TRAILER], ac[sizeof(ack)];
@@ -718,7 +718,7 @@ static void noqp_authenticated(void **st)
 	/* A NOQP MACed by node 1's pair key, answering a ts never sent. */
 	struct mrc_ack_hdr nq = { .dqpn = r.t.qb, .nack = MRC_NACK_NOQP, .ts_echo = r.now * 4 };
 	uint8_t n[MRC_ACK_HDR_LEN + MRC_AUTH_PAIR_TAG_BYTES];
-	mrc_wire_put_ack(n, &nq);
+	mrce_wire_put_ack(n, &nq);
 	struct mrce_tx_pkt pk = { .peer = r.t.ch->node[1].peer[0], .hdr_len = MRC_ACK_HDR_LEN };
 	memcpy(pk.hdr, n, MRC_ACK_HDR_LEN);
 	struct iovec body;
@@ -727,7 +727,7 @@ static void noqp_authenticated(void **st)
 	CHECK(inject(&r, 1, n, sizeof(n)) == -ESTALE, "NOQP for a ts never sent taken");
 	CHECK(stats(&r, 0).rx_stale == 1, "rx_stale %llu", (unsigned long long)stats(&r, 0).rx_stale);
 	/* Now node 1's QP really goes. */
-	assert_int_equal(mrce_qp_destroy(r.t.ch->node[1].e, r.t.qb), 0);
+	assert_int_equal(mrce_qp_close(r.t.ch->node[1].e, r.t.qb), 0);
 	mrcd_enc_clear(r.x[1], r.t.qb);
 	post_write(&r);
 	struct mrce_wc wc;
@@ -751,7 +751,7 @@ static void probe_mac(void **st)
 	struct mrce_tx_pkt pk = { .peer = r.t.ch->node[0].peer[1], .hdr_len = MRC_PROBE_HDR_LEN };
 	struct mrc_probe_hdr pr = { .op = MRC_OP_PROBE, .seq = 7, .ev = 1, .ts = 12345,
 				    .token = 0x1122334455667788ull };
-	mrc_wire_put_probe(pk.hdr, &pr);
+	mrce_wire_put_probe(pk.hdr, &pr);
 	uint8_t orig[MRC_PROBE_HDR_LEN], dg[MRC_PROBE_HDR_LEN + MRC_AUTH_PAIR_TAG_BYTES];
 	uint8_t cp[sizeof(dg)];
 	memcpy(orig, pk.hdr, sizeof(orig));
@@ -792,7 +792,7 @@ static void probe_mac(void **st)
 	      (unsigned long long)stats(&r, 0).rx_bad_auth);
 	/* No pair key for the peer: nothing sent. */
 	mrcd_enc_clear_peer(r.x[0], r.t.ch->node[0].peer[1]);
-	mrc_wire_put_probe(pk.hdr, &pr);
+	mrce_wire_put_probe(pk.hdr, &pr);
 	CHECK(mrcd_enc_seal(r.x[0], &pk, 3, &body) == -ENOKEY && stats(&r, 0).tx_nokey == 1,
 	      "probe sent without a pair key");
 	rig_fini(&r);
@@ -819,7 +819,7 @@ static void trimmed_zero_length(void **st)
 	size_t len = 0;
 	assert_int_equal(seal_write(x0, 0x20009, 77, tok, 5, NULL, 0, dg, &len), 1);
 	CHECK(len == MRC_DATA_HDR_LEN + MRCD_ENC_TRAILER, "zero-length data unsealed (%zu)", len);
-	len = mrc_wire_trim(dg, len);
+	len = mrce_wire_trim(dg, len);
 	CHECK(len == MRC_DATA_HDR_LEN, "the trimmer left %zu bytes", len);
 	CHECK(mrcd_enc_open(x1, 0, dg, &len) == -EBADMSG, "trimmed zero-length packet taken");
 	struct mrce_seal_stats s1;
@@ -903,7 +903,7 @@ static void engine_calls_ops(void **st)
 	struct mrc_data_hdr d = { .op = MRC_OP_WRITE, .flags = MRC_F_FIRST | MRC_F_LAST,
 		.dqpn = 0x20002, .psn = 7, .plen = sizeof(pl), .mlen = sizeof(pl),
 		.token = c0.tx_token };
-	mrc_wire_put_data(pk.hdr, &d);
+	mrce_wire_put_data(pk.hdr, &d);
 	struct iovec body;
 	assert_int_equal(mrce_seal_tx(s0, &pk, 0, &body), 1);
 	CHECK(g_ops.seal == 1 && g_ops.htag == 1, "seal: %d AEAD seals, %d header tags (want 1, 1)",
@@ -916,8 +916,8 @@ static void engine_calls_ops(void **st)
 	assert_int_equal(mrce_seal_rx(s1, 0, dg, &len), 0);
 	CHECK(g_ops.open == 1, "open called %d times (want 1)", g_ops.open);
 	struct mrc_pkt_view v;
-	enum mrc_wire_drop why2;
-	CHECK(mrc_wire_decode(dg, len, &v, &why2) == 0 && v.u.data.token == c1.rx_token &&
+	enum mrce_wire_drop why2;
+	CHECK(mrce_wire_decode(dg, len, &v, &why2) == 0 && v.u.data.token == c1.rx_token &&
 	      !memcmp(v.payload, pl, sizeof(pl)), "opened packet is not the engine's WRITE");
 
 	/* What open answers is what the framing does: a failure drops it. */
@@ -941,7 +941,7 @@ static void engine_calls_ops(void **st)
 	assert_int_equal(mrce_seal_peer_set(s1, 0, k1), 0);
 	struct mrce_tx_pkt pp = { .peer = 1, .hdr_len = MRC_PROBE_HDR_LEN };
 	struct mrc_probe_hdr ph = { .op = MRC_OP_PROBE, .seq = 3 };
-	mrc_wire_put_probe(pp.hdr, &ph);
+	mrce_wire_put_probe(pp.hdr, &ph);
 	assert_int_equal(mrce_seal_tx(s0, &pp, 1, &body), 1);
 	uint8_t pdg[MRC_PROBE_HDR_LEN + MRCE_SEAL_PTAG];
 	memcpy(pdg, pp.hdr, MRC_PROBE_HDR_LEN);

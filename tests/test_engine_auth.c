@@ -67,9 +67,9 @@ static int rx(int n, const struct pkt *p)
 static struct mrc_pkt_view view(const struct pkt *p)
 {
 	struct mrc_pkt_view v;
-	enum mrc_wire_drop why;
-	CHECK(mrc_wire_decode(p->b, p->len, &v, &why) == 0, "own packet: %s",
-	      mrc_wire_drop_name(why));
+	enum mrce_wire_drop why;
+	CHECK(mrce_wire_decode(p->b, p->len, &v, &why) == 0, "own packet: %s",
+	      mrce_wire_drop_name(why));
 	return v;
 }
 
@@ -81,13 +81,13 @@ static void with_token(const struct pkt *in, struct pkt *out, uint64_t token)
 	*out = *in;
 	if (mrc_op_is_data(v.op)) {
 		v.u.data.token = token;
-		mrc_wire_put_data(out->b, &v.u.data);
+		mrce_wire_put_data(out->b, &v.u.data);
 	} else if (v.op == MRC_OP_ACK) {
 		v.u.ack.token = token;
-		mrc_wire_put_ack(out->b, &v.u.ack);
+		mrce_wire_put_ack(out->b, &v.u.ack);
 	} else {
 		v.u.probe.token = token;
-		mrc_wire_put_probe(out->b, &v.u.probe);
+		mrce_wire_put_probe(out->b, &v.u.probe);
 	}
 }
 
@@ -135,10 +135,10 @@ static void data_wrong_token(void **state)
 	for (int k = 0; k < 4; k++) {
 		with_token(&d, &f, wrong_token(k, right));
 		CHECK(rx(1, &f) == 0, "rx");
-		CHECK(stats(1).rx_bad_token[MRC_TOK_DATA] == (uint64_t)k + 1, "counted");
+		CHECK(stats(1).rx_bad_token[MRCE_TOK_DATA] == (uint64_t)k + 1, "counted");
 		CHECK(!mrce_tx_pending(E(1)), "forged data answered");
 		struct mrce_qp_info qi = qinfo(1, g_t.qb);
-		CHECK(qi.rx_pkts == 0 && qi.bytes_placed == 0 && qi.state == MRC_QPS_RTS,
+		CHECK(qi.rx_pkts == 0 && qi.bytes_placed == 0 && qi.state == MRCE_QPS_RTS,
 		      "forged data had an effect");
 		for (size_t i = 0; i < 512; i++)
 			CHECK(g_t.dst.p[i] == chan_gbuf_byte(g_t.dst.seed, i),
@@ -153,7 +153,7 @@ static void data_wrong_token(void **state)
 	CHECK(v.op == MRC_OP_ACK && v.u.ack.nack == 0 &&
 	      v.u.ack.token == chan_qp_token(g_t.ch, 1, g_t.qb, 0, g_t.qa),
 	      "ACK carries the receiver's tx token");
-	CHECK(stats(1).rx_bad_token[MRC_TOK_DATA] == 4, "count");
+	CHECK(stats(1).rx_bad_token[MRCE_TOK_DATA] == 4, "count");
 }
 
 /* A forged ACK (every field right but the token) acknowledges nothing and
@@ -173,27 +173,27 @@ static void ack_wrong_token(void **state)
 		with_token(&a, &f, wrong_token(k, right));
 		rx(0, &f);
 		struct mrce_qp_info qi = qinfo(0, g_t.qa);
-		CHECK(qi.bytes_acked == 0 && qi.inflight == 1 && qi.state == MRC_QPS_RTS &&
+		CHECK(qi.bytes_acked == 0 && qi.inflight == 1 && qi.state == MRCE_QPS_RTS &&
 		      qi.srtt_ns == before.srtt_ns && qi.nacks_rx == 0,
 		      "forged ACK had an effect");
 		struct mrce_wc wc;
-		CHECK(mrce_poll_cq(E(0), &wc, 1) == 0, "forged ACK completed work");
+		CHECK(mrce_wc_drain(E(0), &wc, 1) == 0, "forged ACK completed work");
 	}
-	CHECK(stats(0).rx_bad_token[MRC_TOK_ACK] == 4, "counted");
+	CHECK(stats(0).rx_bad_token[MRCE_TOK_ACK] == 4, "counted");
 	/* A forged NACK ACCESS would fail the QP: dropped the same way. */
 	struct mrc_pkt_view v = view(&a);
 	v.u.ack.nack = MRC_NACK_ACCESS;
 	v.u.ack.token = right ^ 0x100;
-	mrc_wire_put_ack(f.b, &v.u.ack);
+	mrce_wire_put_ack(f.b, &v.u.ack);
 	f.len = MRC_ACK_HDR_LEN;
 	rx(0, &f);
-	CHECK(qinfo(0, g_t.qa).state == MRC_QPS_RTS, "forged NACK failed the QP");
-	CHECK(stats(0).rx_bad_token[MRC_TOK_ACK] == 5, "counted");
+	CHECK(qinfo(0, g_t.qa).state == MRCE_QPS_RTS, "forged NACK failed the QP");
+	CHECK(stats(0).rx_bad_token[MRCE_TOK_ACK] == 5, "counted");
 
 	rx(0, &a);
 	CHECK(qinfo(0, g_t.qa).bytes_acked == 256, "genuine ACK acknowledges");
 	struct mrce_wc wc;
-	CHECK(mrce_poll_cq(E(0), &wc, 1) == 1 && wc.wr_id == 7 && wc.status == 0,
+	CHECK(mrce_wc_drain(E(0), &wc, 1) == 1 && wc.wr_id == 7 && wc.status == 0,
 	      "genuine ACK completes");
 }
 
@@ -212,11 +212,11 @@ static void noqp_forged_and_real(void **state)
 	for (size_t k = 0; k < sizeof forged / sizeof forged[0]; k++) {
 		struct mrc_ack_hdr h = { .nack = MRC_NACK_NOQP, .dqpn = g_t.qb,
 			.token = forged[k] };
-		f.len = mrc_wire_put_ack(f.b, &h);
+		f.len = mrce_wire_put_ack(f.b, &h);
 		rx(0, &f);
-		CHECK(qinfo(0, g_t.qa).state == MRC_QPS_RTS, "forged NOQP %zu killed the QP", k);
+		CHECK(qinfo(0, g_t.qa).state == MRCE_QPS_RTS, "forged NOQP %zu killed the QP", k);
 	}
-	CHECK(stats(0).rx_bad_token[MRC_TOK_NOQP] == 4, "counted");
+	CHECK(stats(0).rx_bad_token[MRCE_TOK_NOQP] == 4, "counted");
 	/* Still works after the forgeries. */
 	post_write(1, 128);
 	struct pkt d, a;
@@ -227,7 +227,7 @@ static void noqp_forged_and_real(void **state)
 	CHECK(qinfo(0, g_t.qa).bytes_acked == 128, "transfer after forged NOQPs");
 
 	/* The real thing: the peer's QP is gone. */
-	CHECK(mrce_qp_destroy(E(1), g_t.qb) == 0, "destroy");
+	CHECK(mrce_qp_close(E(1), g_t.qb) == 0, "destroy");
 	post_write(2, 128);
 	take_one(0, &d);
 	rx(1, &d);
@@ -237,8 +237,8 @@ static void noqp_forged_and_real(void **state)
 	      "NOQP echoes the data packet's token");
 	rx(0, &a);
 	struct mrce_qp_info qi = qinfo(0, g_t.qa);
-	CHECK(qi.state == MRC_QPS_ERROR && qi.error == -ECONNRESET, "real NOQP resets");
-	CHECK(stats(0).rx_bad_token[MRC_TOK_NOQP] == 4, "not counted as forged");
+	CHECK(qi.state == MRCE_QPS_ERROR && qi.error == -ECONNRESET, "real NOQP resets");
+	CHECK(stats(0).rx_bad_token[MRCE_TOK_NOQP] == 4, "not counted as forged");
 }
 
 /* Probes: a forged PROBE gets no reply, a forged PROBE_REPLY (right seq,
@@ -253,7 +253,7 @@ static void probe_wrong_token(void **state)
 	      mrce_ev_set_denied(E(0), now, P(0), ev, 0) == 0, "deny/allow");
 	struct mrce_ev_info in;
 	mrce_ev_info(E(0), P(0), ev, &in);
-	CHECK(in.state == MRC_EV_ASSUMED_BAD, "assumed bad");
+	CHECK(in.state == MRCE_EV_ASSUMED_BAD, "assumed bad");
 	CHECK(mrce_ev_probe(E(0), now, P(0), ev) == 0, "probe");
 	struct pkt pr, rep, f;
 	take_one(0, &pr);
@@ -265,7 +265,7 @@ static void probe_wrong_token(void **state)
 		rx(1, &f);
 		CHECK(!mrce_tx_pending(E(1)), "forged probe answered");
 	}
-	CHECK(stats(1).rx_bad_token[MRC_TOK_PROBE] == 4, "counted");
+	CHECK(stats(1).rx_bad_token[MRCE_TOK_PROBE] == 4, "counted");
 
 	/* The genuine probe is answered; forge its reply's token. */
 	g_t.ch->now += 10000;
@@ -280,23 +280,23 @@ static void probe_wrong_token(void **state)
 			rx(0, &f);
 		}
 		mrce_ev_info(E(0), P(0), ev, &in);
-		CHECK(in.state == MRC_EV_ASSUMED_BAD && in.probes_ok == 0,
+		CHECK(in.state == MRCE_EV_ASSUMED_BAD && in.probes_ok == 0,
 		      "forged replies brought the path back");
 	}
-	CHECK(stats(0).rx_bad_token[MRC_TOK_PROBE] == 20, "counted");
+	CHECK(stats(0).rx_bad_token[MRCE_TOK_PROBE] == 20, "counted");
 	struct mrce_event e;
-	while (mrce_poll_event(E(0), &e))
-		CHECK(e.type != MRC_EVT_PROBE_RESULT, "forged reply reported as a result");
+	while (mrce_event_pop(E(0), &e))
+		CHECK(e.type != MRCE_EVT_PROBE_RESULT, "forged reply reported as a result");
 
 	/* Genuine replies: the first counts, then the channel finishes. */
 	rx(0, &rep);
 	mrce_ev_info(E(0), P(0), ev, &in);
 	CHECK(in.probes_ok == 1, "genuine reply counted");
-	for (int i = 0; i < 100 && in.state != MRC_EV_GOOD; i++) {
+	for (int i = 0; i < 100 && in.state != MRCE_EV_GOOD; i++) {
 		chan_run(g_t.ch, NULL, NULL, 1000000, ETEST_MAX_STEPS);
 		mrce_ev_info(E(0), P(0), ev, &in);
 	}
-	CHECK(in.state == MRC_EV_GOOD, "genuine probes bring the path back");
+	CHECK(in.state == MRCE_EV_GOOD, "genuine probes bring the path back");
 }
 
 /* Audit finding B: a PROBE_REPLY with the right token and seq that does
@@ -329,18 +329,18 @@ static void probe_reply_must_echo_probe(void **state)
 		struct mrc_probe_hdr h = rh;
 		h.ts_echo = bad_echo[k];
 		f = rep;
-		f.len = mrc_wire_put_probe(f.b, &h);
+		f.len = mrce_wire_put_probe(f.b, &h);
 		rx(0, &f);
 		mrce_ev_info(E(0), P(0), ev, &in);
-		CHECK(in.state == MRC_EV_ASSUMED_BAD && in.probes_ok == 0,
+		CHECK(in.state == MRCE_EV_ASSUMED_BAD && in.probes_ok == 0,
 		      "reply %zu with ts_echo %llu taken", k, (unsigned long long)bad_echo[k]);
 	}
 	CHECK(stats(0).rx_probe_stale == 4, "counted: %llu",
 	      (unsigned long long)stats(0).rx_probe_stale);
-	CHECK(stats(0).rx_bad_token[MRC_TOK_PROBE] == 0, "not as a bad token");
+	CHECK(stats(0).rx_bad_token[MRCE_TOK_PROBE] == 0, "not as a bad token");
 	struct mrce_event e;
-	while (mrce_poll_event(E(0), &e))
-		CHECK(e.type != MRC_EVT_PROBE_RESULT, "stale reply reported as a result");
+	while (mrce_event_pop(E(0), &e))
+		CHECK(e.type != MRCE_EVT_PROBE_RESULT, "stale reply reported as a result");
 	rx(0, &rep);
 	mrce_ev_info(E(0), P(0), ev, &in);
 	CHECK(in.probes_ok == 1, "genuine reply counted");
@@ -358,7 +358,7 @@ static void noqp_rate_limited(void **state)
 	post_write(1, 128);
 	struct pkt d, a;
 	take_one(0, &d);
-	CHECK(mrce_qp_destroy(E(1), g_t.qb) == 0, "destroy");
+	CHECK(mrce_qp_close(E(1), g_t.qb) == 0, "destroy");
 	struct mrce_cfg c;
 	mrce_cfg_default(&c);
 	const int flood = 200;
@@ -388,15 +388,15 @@ static void token_setup_rules(void **state)
 	CHECK(mrce_qp_set_tokens(E(0), g_t.qa, 1, 2) == -EISCONN, "set after connect");
 	CHECK(mrce_qp_set_tokens(E(0), 0xdead, 1, 2) == -ENOENT, "no such QP");
 	CHECK(mrce_peer_set_probe_tokens(E(0), 999, 1, 2) == -ENOENT, "no such peer");
-	CHECK(mrce_qp_create(E(0), &attr, &q) == 0, "create");
+	CHECK(mrce_qp_open(E(0), &attr, &q) == 0, "create");
 	CHECK(mrce_qp_connect(E(0), q, P(0), 5, 0, 0) == -EPERM, "connect without tokens");
 	CHECK(mrce_qp_set_tokens(E(0), q, 1, 0) == 0, "set");
 	CHECK(mrce_qp_connect(E(0), q, P(0), 5, 0, 0) == -EPERM, "connect with one token");
 	CHECK(mrce_qp_set_tokens(E(0), q, 1, 2) == 0, "set");
 	CHECK(mrce_qp_connect(E(0), q, P(0), 5, 0, 0) == 0, "connect with tokens");
-	CHECK(mrce_qp_destroy(E(0), q) == 0, "destroy");
-	CHECK(strcmp(mrce_tok_kind_name(MRC_TOK_NOQP), "noqp") == 0 &&
-	      strcmp(mrce_tok_kind_name(MRC_TOK__COUNT), "?") == 0, "names");
+	CHECK(mrce_qp_close(E(0), q) == 0, "destroy");
+	CHECK(strcmp(mrce_tok_kind_name(MRCE_TOK_NOQP), "noqp") == 0 &&
+	      strcmp(mrce_tok_kind_name(MRCE_TOK__COUNT), "?") == 0, "names");
 }
 
 /* Window and MTU negotiated at connect (mrce_qp_set_limits): a QP limited
@@ -409,13 +409,13 @@ static void negotiated_limits(void **state)
 	etest_fini(&g_t);
 	struct chan_cfg cfg;
 	chan_cfg_default(&cfg, g_seed);
-	cfg.ecfg.cc = MRC_CC_FIXED;
+	cfg.ecfg.cc = MRCE_CC_FIXED;
 	CHECK(etest_init(&g_t, &cfg, 1 << 16, 1 << 16, 0) == 0, "init");
 	struct mrce_qp_attr attr = { .pd = ETEST_PD };
 	uint32_t qa, qb;
 	CHECK(mrce_qp_set_limits(E(0), g_t.qa, 4, 512) == -EISCONN, "set after connect");
 	CHECK(mrce_qp_set_limits(E(0), 0xdead, 4, 512) == -ENOENT, "no such QP");
-	CHECK(mrce_qp_create(E(0), &attr, &qa) == 0 && mrce_qp_create(E(1), &attr, &qb) == 0,
+	CHECK(mrce_qp_open(E(0), &attr, &qa) == 0 && mrce_qp_open(E(1), &attr, &qb) == 0,
 	      "create");
 	CHECK(mrce_qp_set_limits(E(0), qa, 6, 512) == -EINVAL, "window not a power of two");
 	CHECK(mrce_qp_set_limits(E(0), qa, 512, 512) == -EINVAL, "window above the cfg's");
@@ -452,9 +452,9 @@ static void zero_tokens_interoperate(void **state)
 	uint32_t qa, qb, ka, kb;
 	static uint8_t src[4096], dst[4096];
 	memset(src, 0x5a, sizeof src);
-	CHECK(mrce_qp_create(E(0), &attr, &qa) == 0 && mrce_qp_create(E(1), &attr, &qb) == 0 &&
-	      mrce_mr_reg(E(0), ETEST_PD, src, sizeof src, MRC_ACCESS_LOCAL_READ, &ka) == 0 &&
-	      mrce_mr_reg(E(1), ETEST_PD, dst, sizeof dst, MRC_ACCESS_REMOTE_WRITE, &kb) == 0 &&
+	CHECK(mrce_qp_open(E(0), &attr, &qa) == 0 && mrce_qp_open(E(1), &attr, &qb) == 0 &&
+	      mrce_mr_add(E(0), ETEST_PD, src, sizeof src, MRCE_ACCESS_LOCAL_READ, &ka) == 0 &&
+	      mrce_mr_add(E(1), ETEST_PD, dst, sizeof dst, MRCE_ACCESS_REMOTE_WRITE, &kb) == 0 &&
 	      mrce_qp_connect(E(0), qa, P(0), qb, 10, 20) == 0 &&
 	      mrce_qp_connect(E(1), qb, P(1), qa, 20, 10) == 0, "setup without tokens");
 	CHECK(etest_post(g_t.ch, 0, qa, MRC_SQE_WRITE, 1, ka, 0, sizeof src, kb, 0, 0, 0) == 0,

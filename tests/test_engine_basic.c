@@ -36,13 +36,13 @@ static void test_cfg_validation(void **state)
 		case 1: c.mtu = MRC_MAX_PAYLOAD + 1; break;
 		case 2: c.window = 0; break;
 		case 3: c.window = 6; break;                  /* not a power of 2 */
-		case 4: c.window = MRC_MAX_WINDOW * 2; break; /* beyond the SACK bitmap */
+		case 4: c.window = MRCE_MAX_WINDOW * 2; break; /* beyond the SACK bitmap */
 		case 5: c.sq_depth = 0; break;
 		case 6: c.sq_depth = 100; break;
 		case 7: c.rq_depth = 3; break;
 		case 8: c.rto_min_ns = c.rto_max_ns + 1; break;
 		case 9: c.max_qps = 0; break;
-		case 10: c.qp_ev_stats = MRC_MAX_EVS + 1; break;
+		case 10: c.qp_ev_stats = MRCE_MAX_EVS + 1; break;
 		case 11: c.probe_max_interval_ns = c.probe_interval_ns - 1; break;
 		}
 		e = NULL;
@@ -63,23 +63,23 @@ static void test_mr_reg_dereg(void **state)
 
 	cfg_two(&cc, 8, 2);
 	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
-	CHECK(mrce_mr_dereg(E(&t, 0), t.lkey + 1000003) < 0);      /* unknown key */
-	CHECK_EQ(mrce_mr_reg(E(&t, 0), ETEST_PD, t.src.p, 4096, MRC_ACCESS_LOCAL_READ, &key2), 0);
+	CHECK(mrce_mr_remove(E(&t, 0), t.lkey + 1000003) < 0);      /* unknown key */
+	CHECK_EQ(mrce_mr_add(E(&t, 0), ETEST_PD, t.src.p, 4096, MRCE_ACCESS_LOCAL_READ, &key2), 0);
 	CHECK(key2 != t.lkey);
-	CHECK_EQ(mrce_mr_dereg(E(&t, 0), key2), 0);
-	CHECK(mrce_mr_dereg(E(&t, 0), key2) < 0);                   /* twice */
+	CHECK_EQ(mrce_mr_remove(E(&t, 0), key2), 0);
+	CHECK(mrce_mr_remove(E(&t, 0), key2) < 0);                   /* twice */
 	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, key2, 0, 16, t.rkey, 0, 0, 0) < 0);
 
 	/* A posted WRITE references lkey until it completes. */
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 0, 300000, t.rkey, 0, 0, 0), 0);
-	CHECK_EQ(mrce_mr_dereg(E(&t, 0), t.lkey), -EBUSY);
+	CHECK_EQ(mrce_mr_remove(E(&t, 0), t.lkey), -EBUSY);
 	/* A posted RECV references its region too. */
 	CHECK_EQ(mrce_qp_post_recv(E(&t, 1), t.qb, 9, t.dst_lkey, 0, 4096), 0);
-	CHECK_EQ(mrce_mr_dereg(E(&t, 1), t.dst_lkey), -EBUSY);
+	CHECK_EQ(mrce_mr_remove(E(&t, 1), t.dst_lkey), -EBUSY);
 
 	CHECK_EQ(etest_run2(t.ch, 1, 0, 1 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 0)->status, 0);
-	CHECK_EQ(mrce_mr_dereg(E(&t, 0), t.lkey), 0);
+	CHECK_EQ(mrce_mr_remove(E(&t, 0), t.lkey), 0);
 	check_placed(&t, 0, 0, 300000);
 	etest_fini(&t);
 }
@@ -94,13 +94,13 @@ static void test_post_errors(void **state)
 	cfg_two(&cc, 8, 2);
 	cc.ecfg.sq_depth = 8;
 	CHECK_EQ(etest_init(&t, &cc, 1 << 16, 1 << 16, 0), 0);
-	CHECK_EQ(mrce_qp_create(E(&t, 0), &attr, &q), 0);
+	CHECK_EQ(mrce_qp_open(E(&t, 0), &attr, &q), 0);
 	CHECK_EQ(etest_post(t.ch, 0, q, MRC_SQE_WRITE, 1, t.lkey, 0, 16, t.rkey, 0, 0, 0),
 		 -ENOTCONN);
-	CHECK_EQ(mrce_qp_destroy(E(&t, 0), q), 0);
+	CHECK_EQ(mrce_qp_close(E(&t, 0), q), 0);
 	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey + 77, 0, 16, t.rkey, 0, 0, 0) < 0);
 	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 1 << 16, 1, t.rkey, 0, 0, 0) < 0);
-	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 0, MRC_MAX_MSG + 1, t.rkey,
+	CHECK(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 0, MRCE_MAX_MSG + 1, t.rkey,
 			 0, 0, 0) < 0);
 	CHECK(mrce_qp_post_recv(E(&t, 1), t.qb, 1, t.dst_lkey, 1 << 15, 1 << 16) < 0);
 	for (int i = 0; i < 8; i++)
@@ -141,7 +141,7 @@ static void write_once(uint64_t len, uint64_t loff, uint64_t roff, int sparse)
 	const struct mrce_wc *w = WC(&t, 0, 0);
 	CHECK_EQ(w->wr_id, 77);
 	CHECK_EQ(w->status, 0);
-	CHECK_EQ(w->op, MRC_WC_WRITE);
+	CHECK_EQ(w->op, MRCE_WC_WRITE);
 	CHECK_EQ(w->qpn, t.qa);
 	CHECK_EQ(w->byte_len, len);
 	CHECK_EQ(t.ch->node[0].nwc, 1);
@@ -163,7 +163,7 @@ static void test_write_mtu_minus_1(void **s) { write_once(4095, 1, 0, 0); }
 static void test_write_mtu(void **s) { write_once(4096, 0, 0, 0); }
 static void test_write_mtu_plus_1(void **s) { write_once(4097, 7, 4093, 0); }
 static void test_write_multi_mib(void **s) { write_once((5u << 20) + 333, 11, 4097, 0); }
-static void test_write_1gib(void **s) { write_once(MRC_MAX_MSG, 0, 0, 1); }
+static void test_write_1gib(void **s) { write_once(MRCE_MAX_MSG, 0, 0, 1); }
 
 /* ---- WRITE_IMM, SEND/RECV, ATOMIC ------------------------------------- */
 
@@ -177,7 +177,7 @@ struct imm_check {
 static void on_wc_imm(struct chan *ch, uint32_t n, const struct mrce_wc *w, void *arg)
 {
 	struct imm_check *c = arg;
-	if (n == 1 && w->op == MRC_WC_RECV_WRITE_IMM) {
+	if (n == 1 && w->op == MRCE_WC_RECV_WRITE_IMM) {
 		c->seen++;
 		c->data_ok = !memcmp(c->t->src.p + c->loff, c->t->dst.p + c->roff, c->len);
 	}
@@ -197,10 +197,10 @@ static void test_write_imm(void **s)
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE_IMM, 3, t.lkey, ic.loff, ic.len, t.rkey,
 			    ic.roff, 0xdeadbeef, 0), 0);
 	CHECK_EQ(etest_run2(t.ch, 1, 1, 1 * SEC), 0);
-	CHECK_EQ(WC(&t, 0, 0)->op, MRC_WC_WRITE_IMM);
+	CHECK_EQ(WC(&t, 0, 0)->op, MRCE_WC_WRITE_IMM);
 	CHECK_EQ(WC(&t, 0, 0)->status, 0);
 	const struct mrce_wc *r = WC(&t, 1, 0);
-	CHECK_EQ(r->op, MRC_WC_RECV_WRITE_IMM);
+	CHECK_EQ(r->op, MRCE_WC_RECV_WRITE_IMM);
 	CHECK_EQ(r->qpn, t.qb);
 	CHECK_EQ(r->status, 0);
 	CHECK_EQ(r->has_imm, 1);
@@ -238,11 +238,11 @@ static void send_recv(int with_imm, int recv_late)
 		CHECK_EQ(mrce_qp_post_recv(E(&t, 1), t.qb, 5, t.dst_lkey, roff, rlen), 0);
 	}
 	CHECK_EQ(etest_run2(t.ch, 1, 1, 1 * SEC), 0);
-	CHECK_EQ(WC(&t, 0, 0)->op, with_imm ? MRC_WC_SEND_IMM : MRC_WC_SEND);
+	CHECK_EQ(WC(&t, 0, 0)->op, with_imm ? MRCE_WC_SEND_IMM : MRCE_WC_SEND);
 	CHECK_EQ(WC(&t, 0, 0)->wr_id, 4);
 	CHECK_EQ(WC(&t, 0, 0)->status, 0);
 	const struct mrce_wc *r = WC(&t, 1, 0);
-	CHECK_EQ(r->op, MRC_WC_RECV);
+	CHECK_EQ(r->op, MRCE_WC_RECV);
 	CHECK_EQ(r->wr_id, 5);
 	CHECK_EQ(r->status, 0);
 	CHECK_EQ(r->byte_len, len);
@@ -275,7 +275,7 @@ static void test_send_too_big(void **s)
 	if (w->status != -EMSGSIZE && w->status != -EACCES)
 		fail_msg("oversized SEND completed with %d (seed %" PRIu64 ")", w->status, g_seed);
 	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
-	CHECK_EQ(qi.state, MRC_QPS_ERROR);
+	CHECK_EQ(qi.state, MRCE_QPS_ERROR);
 	/* Let the receiver settle, then: its RECV (if completed) failed, and
 	 * nothing past the 1000-byte receive buffer was written. */
 	CHECK_EQ(chan_run(t.ch, NULL, NULL, 10 * MS, ETEST_MAX_STEPS), 0);
@@ -306,7 +306,7 @@ static void test_atomic_add(void **s)
 	CHECK_EQ(etest_run2(t.ch, 16, 0, 1 * SEC), 0);
 	for (int i = 0; i < 16; i++) {
 		CHECK_EQ(WC(&t, 0, i)->wr_id, i);
-		CHECK_EQ(WC(&t, 0, i)->op, MRC_WC_ATOMIC_ADD);
+		CHECK_EQ(WC(&t, 0, i)->op, MRCE_WC_ATOMIC_ADD);
 		CHECK_EQ(WC(&t, 0, i)->status, 0);
 	}
 	memcpy(&v, t.dst.p + 64, 8);
@@ -345,16 +345,16 @@ static void access_case(int kind)
 		len = 200;
 		break;
 	case AV_NO_WRITE_RIGHT:
-		CHECK_EQ(mrce_mr_reg(E(&t, 1), ETEST_PD, t.dst.p, dlen / 2,
-				    MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_REMOTE_ATOMIC, &key), 0);
+		CHECK_EQ(mrce_mr_add(E(&t, 1), ETEST_PD, t.dst.p, dlen / 2,
+				    MRCE_ACCESS_LOCAL_WRITE | MRCE_ACCESS_REMOTE_ATOMIC, &key), 0);
 		break;
 	case AV_OTHER_PD:
-		CHECK_EQ(mrce_mr_reg(E(&t, 1), ETEST_PD + 1, t.dst.p, dlen / 2,
-				    MRC_ACCESS_REMOTE_WRITE | MRC_ACCESS_REMOTE_ATOMIC, &key), 0);
+		CHECK_EQ(mrce_mr_add(E(&t, 1), ETEST_PD + 1, t.dst.p, dlen / 2,
+				    MRCE_ACCESS_REMOTE_WRITE | MRCE_ACCESS_REMOTE_ATOMIC, &key), 0);
 		break;
 	case AV_ATOMIC_NO_RIGHT:
-		CHECK_EQ(mrce_mr_reg(E(&t, 1), ETEST_PD, t.dst.p, dlen / 2,
-				    MRC_ACCESS_REMOTE_WRITE, &key), 0);
+		CHECK_EQ(mrce_mr_add(E(&t, 1), ETEST_PD, t.dst.p, dlen / 2,
+				    MRCE_ACCESS_REMOTE_WRITE, &key), 0);
 		op = MRC_SQE_ATOMIC_ADD;
 		roff = 128;
 		len = 8;
@@ -373,12 +373,12 @@ static void access_case(int kind)
 	CHECK_EQ(WC(&t, 0, 2)->wr_id, 102);
 	CHECK_EQ(WC(&t, 0, 2)->status, -ECANCELED);
 	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
-	CHECK_EQ(qi.state, MRC_QPS_ERROR);
+	CHECK_EQ(qi.state, MRCE_QPS_ERROR);
 	CHECK_EQ(qi.error, -EACCES);
 	int seen = 0;
 	for (size_t i = 0; i < t.ch->node[0].nevt; i++) {
 		const struct mrce_event *x = &t.ch->node[0].evt[i];
-		if (x->type == MRC_EVT_QP_ERROR && x->qpn == t.qa && x->err == -EACCES)
+		if (x->type == MRCE_EVT_QP_ERROR && x->qpn == t.qa && x->err == -EACCES)
 			seen++;
 	}
 	CHECK_EQ(seen, 1);
@@ -537,29 +537,29 @@ static void test_mr_key_generations(void **state)
 	cfg.max_mrs = 2;
 	CHECK_EQ(mrce_create(&cfg, &e, NULL), 0);
 	uint32_t live, k, prev = 0;
-	CHECK_EQ(mrce_mr_reg(e, 1, buf, 64, MRC_ACCESS_LOCAL_READ, &live), 0);
+	CHECK_EQ(mrce_mr_add(e, 1, buf, 64, MRCE_ACCESS_LOCAL_READ, &live), 0);
 	uint32_t live_gen = e->mr_gen;
 	for (int i = 0; i < 70000; i++) {            /* > 2^16 reuses of one slot */
-		CHECK_EQ(mrce_mr_reg(e, 1, buf, 64, MRC_ACCESS_LOCAL_READ, &k), 0);
+		CHECK_EQ(mrce_mr_add(e, 1, buf, 64, MRCE_ACCESS_LOCAL_READ, &k), 0);
 		CHECK(k != 0 && k != live && k != prev);
-		CHECK_EQ(mrce_mr_reg(e, 1, buf, 64, MRC_ACCESS_LOCAL_READ, &prev), -ENOSPC);
-		CHECK_EQ(mrce_mr_dereg(e, k), 0);
-		CHECK_EQ(mrce_mr_dereg(e, k), -ENOENT);   /* stale */
+		CHECK_EQ(mrce_mr_add(e, 1, buf, 64, MRCE_ACCESS_LOCAL_READ, &prev), -ENOSPC);
+		CHECK_EQ(mrce_mr_remove(e, k), 0);
+		CHECK_EQ(mrce_mr_remove(e, k), -ENOENT);   /* stale */
 		prev = k;
 	}
 	/* the 32-bit count wraps: 0 is never a key */
 	e->mr_gen = UINT32_MAX - 1;
 	for (int i = 0; i < 4; i++) {
-		CHECK_EQ(mrce_mr_reg(e, 1, buf, 64, MRC_ACCESS_LOCAL_READ, &k), 0);
+		CHECK_EQ(mrce_mr_add(e, 1, buf, 64, MRCE_ACCESS_LOCAL_READ, &k), 0);
 		CHECK(k != 0 && k != live);
-		CHECK_EQ(mrce_mr_dereg(e, k), 0);
+		CHECK_EQ(mrce_mr_remove(e, k), 0);
 	}
 	/* 2^32 registrations later the live key's turn comes again: skipped */
 	e->mr_gen = live_gen - 1;
-	CHECK_EQ(mrce_mr_reg(e, 1, buf, 64, MRC_ACCESS_LOCAL_READ, &k), 0);
+	CHECK_EQ(mrce_mr_add(e, 1, buf, 64, MRCE_ACCESS_LOCAL_READ, &k), 0);
 	CHECK(k != live);
-	CHECK_EQ(mrce_mr_dereg(e, k), 0);
-	CHECK_EQ(mrce_mr_dereg(e, live), 0);
+	CHECK_EQ(mrce_mr_remove(e, k), 0);
+	CHECK_EQ(mrce_mr_remove(e, live), 0);
 	mrce_destroy(e);
 }
 
@@ -597,7 +597,7 @@ static void test_ctrl_queue_ring(void **state)
 	uint32_t peer;
 	CHECK_EQ(mrce_peer_add(e, 64, plane, &peer), 0);
 	struct mrce_event ev;
-	while (mrce_poll_event(e, &ev))
+	while (mrce_event_pop(e, &ev))
 		;
 	struct mrce_stats st;
 
@@ -626,7 +626,7 @@ static void test_ctrl_queue_ring(void **state)
 	for (uint32_t i = 0; i < 3; i++)
 		CHECK_EQ(mrce_ev_set_denied(e, 3000, peer, 60 + i, 1), 0);
 	int n = 0;
-	while (mrce_poll_event(e, &ev))
+	while (mrce_event_pop(e, &ev))
 		n++;
 	CHECK(n >= 3);
 	CHECK_EQ(e->evq_head, 0);

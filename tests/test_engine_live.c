@@ -128,15 +128,15 @@ static void nopath_fails(int in_flight, uint64_t bound)
 	CHECK_EQ(WC(&t, 0, 0)->status, -ENETUNREACH);
 	CHECK_EQ(WC(&t, 0, 1)->status, -ECANCELED);
 	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
-	CHECK_EQ(qi.state, MRC_QPS_ERROR);
+	CHECK_EQ(qi.state, MRCE_QPS_ERROR);
 	CHECK_EQ(qi.error, -ENETUNREACH);
 	CHECK(strstr(mrc_strerror(-ENETUNREACH), "no usable path") != NULL);
 
 	/* The wait began when the QP first had nothing to send on (at once,
 	 * or once its RTO declared the packets in flight lost) and lasted
 	 * exactly the bound. */
-	const struct mrce_event *wait = find_evt(&t, 0, MRC_EVT_QP_NO_PATH, 0);
-	const struct mrce_event *err = find_evt(&t, 0, MRC_EVT_QP_ERROR, -ENETUNREACH);
+	const struct mrce_event *wait = find_evt(&t, 0, MRCE_EVT_QP_NO_PATH, 0);
+	const struct mrce_event *err = find_evt(&t, 0, MRCE_EVT_QP_ERROR, -ENETUNREACH);
 	CHECK(wait != NULL && err != NULL);
 	CHECK_EQ(wait->qpn, t.qa);
 	CHECK_EQ(err->qpn, t.qa);
@@ -145,7 +145,7 @@ static void nopath_fails(int in_flight, uint64_t bound)
 	else
 		CHECK_EQ(wait->time_ns, t0);
 	CHECK_EQ(err->time_ns - wait->time_ns, bound);
-	CHECK(find_evt(&t, 0, MRC_EVT_QP_PATH_BACK, 0) == NULL);
+	CHECK(find_evt(&t, 0, MRCE_EVT_QP_PATH_BACK, 0) == NULL);
 	etest_fini(&t);
 }
 
@@ -169,9 +169,9 @@ static void nopath_resumes(int in_flight)
 	uint64_t t0 = t.ch->now;
 	run_watched(&t, bound / 2);
 	CHECK_EQ(t.ch->node[0].wc_total, 0);
-	CHECK(find_evt(&t, 0, MRC_EVT_QP_NO_PATH, 0) != NULL);
+	CHECK(find_evt(&t, 0, MRCE_EVT_QP_NO_PATH, 0) != NULL);
 	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
-	CHECK_EQ(qi.state, MRC_QPS_RTS);
+	CHECK_EQ(qi.state, MRCE_QPS_RTS);
 
 	/* One EV back (ASSUMED_BAD: used at once, probed back to GOOD). */
 	uint64_t t_back = t.ch->now;
@@ -179,7 +179,7 @@ static void nopath_resumes(int in_flight)
 	struct watch w = { .t = &t, .want_wcs = 1 };
 	CHECK_EQ(chan_run(t.ch, pred_watch, &w, 10 * SEC, ETEST_MAX_STEPS), 0);
 	CHECK_EQ(w.unarmed, 0);
-	const struct mrce_event *back = find_evt(&t, 0, MRC_EVT_QP_PATH_BACK, 0);
+	const struct mrce_event *back = find_evt(&t, 0, MRCE_EVT_QP_PATH_BACK, 0);
 	CHECK(back != NULL);
 	CHECK_EQ(back->time_ns, t_back);
 	CHECK_EQ(back->qpn, t.qa);
@@ -190,11 +190,11 @@ static void nopath_resumes(int in_flight)
 	if (t.ch->now < t0 + 2 * bound)
 		run_watched(&t, t0 + 2 * bound - t.ch->now);
 	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
-	CHECK_EQ(qi.state, MRC_QPS_RTS);
-	CHECK_EQ(chan_count_evt(t.ch, 0, MRC_EVT_QP_ERROR), 0);
+	CHECK_EQ(qi.state, MRCE_QPS_RTS);
+	CHECK_EQ(chan_count_evt(t.ch, 0, MRCE_EVT_QP_ERROR), 0);
 	struct mrce_ev_info ei;
 	CHECK_EQ(mrce_ev_info(E(&t, 0), peer01(&t), 5, &ei), 0);
-	CHECK_EQ(ei.state, MRC_EV_GOOD);
+	CHECK_EQ(ei.state, MRCE_EV_GOOD);
 	/* More work goes through the one path left. */
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 3, t.lkey, 0, 65536, t.rkey, 0, 0, 0), 0);
 	CHECK_EQ(etest_run2(t.ch, 2, 0, 10 * SEC), 0);
@@ -218,8 +218,8 @@ static void test_nopath_idle(void **s)
 	deny_all(&t, 1);
 	run_watched(&t, 100 * MS);
 	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
-	CHECK_EQ(qi.state, MRC_QPS_RTS);
-	CHECK_EQ(chan_count_evt(t.ch, 0, MRC_EVT_QP_NO_PATH), 0);
+	CHECK_EQ(qi.state, MRCE_QPS_RTS);
+	CHECK_EQ(chan_count_evt(t.ch, 0, MRCE_EVT_QP_NO_PATH), 0);
 	deny_all(&t, 0);
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 0, 4096, t.rkey, 0, 0, 0), 0);
 	CHECK_EQ(etest_run2(t.ch, 1, 0, 1 * SEC), 0);
@@ -241,13 +241,13 @@ static void test_rnr_recv_late_50ms(void **s)
 	const uint64_t len = 6000;
 
 	chan_cfg_default(&cc, g_seed);
-	CHECK_EQ(cc.ecfg.rnr_retry, MRC_RNR_RETRY_FOREVER);
+	CHECK_EQ(cc.ecfg.rnr_retry, MRCE_RNR_RETRY_FOREVER);
 	CHECK_EQ(etest_init(&t, &cc, 1 << 16, 1 << 16, 0), 0);
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_SEND, 4, t.lkey, 0, len, 0, 0, 0, 0), 0);
 	run_watched(&t, 50 * MS);
 	CHECK_EQ(t.ch->node[0].wc_total, 0);
 	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
-	CHECK_EQ(qi.state, MRC_QPS_RTS);
+	CHECK_EQ(qi.state, MRCE_QPS_RTS);
 	CHECK_EQ(mrce_qp_post_recv(E(&t, 1), t.qb, 5, t.dst_lkey, 0, 8192), 0);
 	CHECK_EQ(etest_run2(t.ch, 1, 1, 1 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 0)->status, 0);
@@ -276,7 +276,7 @@ static void test_rnr_receiver_delay(void **s)
 	chan_cfg_default(&cc, g_seed);
 	cc.node_rnr_delay_ns[1] = 2 * MS;
 	CHECK_EQ(cc.ecfg.rnr_delay_ns, 100 * 1000);
-	CHECK_EQ(mrc_wire_rnr_ns(mrc_wire_rnr_code(2 * MS)), 2560 * 1000);
+	CHECK_EQ(mrce_wire_rnr_ns(mrce_wire_rnr_code(2 * MS)), 2560 * 1000);
 	CHECK_EQ(etest_init(&t, &cc, 1 << 16, 1 << 16, 0), 0);
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_SEND, 4, t.lkey, 0, 100, 0, 0, 0, 0), 0);
 	run_watched(&t, 25 * MS);
@@ -304,7 +304,7 @@ static void rnr_exhaust(uint32_t n, int per_qp)
 		cc.ecfg.rnr_retry = n;
 	CHECK_EQ(etest_init(&t, &cc, 1 << 16, 1 << 16, 0), 0);
 	if (per_qp) {
-		struct mrce_qp_attr a = { .pd = ETEST_PD, .flags = MRC_QP_RNR_RETRY, .rnr_retry = n };
+		struct mrce_qp_attr a = { .pd = ETEST_PD, .flags = MRCE_QP_RNR_RETRY, .rnr_retry = n };
 		struct mrce_qp_attr b = { .pd = ETEST_PD };
 		CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &a, &b, &qa, &qb), 0);
 	} else {
@@ -318,11 +318,11 @@ static void rnr_exhaust(uint32_t n, int per_qp)
 	CHECK_EQ(WC(&t, 0, 0)->status, -ENOBUFS);
 	CHECK_EQ(WC(&t, 0, 1)->status, -ECANCELED);
 	CHECK_EQ(mrce_qp_info(E(&t, 0), qa, &qi), 0);
-	CHECK_EQ(qi.state, MRC_QPS_ERROR);
+	CHECK_EQ(qi.state, MRCE_QPS_ERROR);
 	CHECK_EQ(qi.error, -ENOBUFS);
 	CHECK_EQ(qi.rnr_rx, n + 1);
 	/* Each retry waited the RNR delay. */
-	const struct mrce_event *err = find_evt(&t, 0, MRC_EVT_QP_ERROR, -ENOBUFS);
+	const struct mrce_event *err = find_evt(&t, 0, MRCE_EVT_QP_ERROR, -ENOBUFS);
 	CHECK(err != NULL);
 	CHECK(err->time_ns - CHAN_T0 >= n * cc.ecfg.rnr_delay_ns);
 	etest_fini(&t);
@@ -330,7 +330,7 @@ static void rnr_exhaust(uint32_t n, int per_qp)
 
 static void test_rnr_retry_exhausts(void **s)
 {
-	for (uint32_t n = 0; n < MRC_RNR_RETRY_FOREVER; n++) {
+	for (uint32_t n = 0; n < MRCE_RNR_RETRY_FOREVER; n++) {
 		rnr_exhaust(n, 1);
 		rnr_exhaust(n, 0);
 	}
@@ -355,10 +355,10 @@ static void test_rnr_cfg_checks(void **s)
 	mrce_cfg_default(&c);
 	CHECK_EQ(mrce_create(&c, &e, &why), 0);
 	uint32_t q;
-	struct mrce_qp_attr a = { .pd = 1, .flags = MRC_QP_RNR_RETRY, .rnr_retry = 8 };
-	CHECK_EQ(mrce_qp_create(e, &a, &q), -EINVAL);
+	struct mrce_qp_attr a = { .pd = 1, .flags = MRCE_QP_RNR_RETRY, .rnr_retry = 8 };
+	CHECK_EQ(mrce_qp_open(e, &a, &q), -EINVAL);
 	a.rnr_retry = 7;
-	CHECK_EQ(mrce_qp_create(e, &a, &q), 0);
+	CHECK_EQ(mrce_qp_open(e, &a, &q), 0);
 	mrce_destroy(e);
 }
 

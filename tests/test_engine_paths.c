@@ -45,23 +45,23 @@ static void test_ev_deny_allow(void **s)
 	uint32_t peer = t.ch->node[0].peer[1];
 	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t.ch->now, peer, 3, 1), 0);
 	chan_pump(t.ch);
-	CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, 3, MRC_EV_GOOD, MRC_EV_DENIED, MRC_RSN_DENY));
+	CHECK(find_event(&t, 0, MRCE_EVT_EV_STATE, 3, MRCE_EV_GOOD, MRCE_EV_DENIED, MRCE_RSN_DENY));
 	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 3, &ei), 0);
-	CHECK_EQ(ei.state, MRC_EV_DENIED);
+	CHECK_EQ(ei.state, MRCE_EV_DENIED);
 	write_and_wait(&t, t.qa, 1 << 20, 1);
 	CHECK_EQ(data_on_evs(t.ch, 0, 1, 3, 0), 0);     /* a DENIED EV is never used */
 	CHECK(data_on_evs(t.ch, 0, 1, 2, 0) > 0);
 
 	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t.ch->now, peer, 3, 0), 0);
 	chan_pump(t.ch);
-	CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, 3, MRC_EV_DENIED, MRC_EV_ASSUMED_BAD,
-			 MRC_RSN_ALLOW));
+	CHECK(find_event(&t, 0, MRCE_EVT_EV_STATE, 3, MRCE_EV_DENIED, MRCE_EV_ASSUMED_BAD,
+			 MRCE_RSN_ALLOW));
 	/* Probes bring it back. */
 	CHECK_EQ(chan_run(t.ch, NULL, NULL, 50 * MS, ETEST_MAX_STEPS), 0);
-	CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, 3, MRC_EV_ASSUMED_BAD, MRC_EV_GOOD,
-			 MRC_RSN_PROBE_OK));
+	CHECK(find_event(&t, 0, MRCE_EVT_EV_STATE, 3, MRCE_EV_ASSUMED_BAD, MRCE_EV_GOOD,
+			 MRCE_RSN_PROBE_OK));
 	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 3, &ei), 0);
-	CHECK_EQ(ei.state, MRC_EV_GOOD);
+	CHECK_EQ(ei.state, MRCE_EV_GOOD);
 	CHECK(ei.probes_ok >= 1);
 	write_and_wait(&t, t.qa, 1 << 20, 2);
 	CHECK(data_on_evs(t.ch, 0, 1, 3, 0) > 0);
@@ -80,12 +80,12 @@ static void test_plane_deny(void **s)
 	CHECK_EQ(mrce_plane_set_denied(E(&t, 0), t.ch->now, peer, 2, 1), 0);
 	chan_pump(t.ch);
 	for (uint32_t ev = 2; ev < 16; ev += 4) {
-		CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, ev, MRC_EV_GOOD, MRC_EV_DENIED,
-				 MRC_RSN_DENY));
+		CHECK(find_event(&t, 0, MRCE_EVT_EV_STATE, ev, MRCE_EV_GOOD, MRCE_EV_DENIED,
+				 MRCE_RSN_DENY));
 		CHECK_EQ(mrce_ev_info(E(&t, 0), peer, ev, &ei), 0);
-		CHECK_EQ(ei.state, MRC_EV_DENIED);
+		CHECK_EQ(ei.state, MRCE_EV_DENIED);
 	}
-	CHECK_EQ(chan_count_evt(t.ch, 0, MRC_EVT_EV_STATE), 4);
+	CHECK_EQ(chan_count_evt(t.ch, 0, MRCE_EVT_EV_STATE), 4);
 	write_and_wait(&t, t.qa, 1 << 20, 1);
 	CHECK_EQ(data_on_evs(t.ch, 0, 1, 2, 1), 0);
 	for (uint32_t p = 0; p < 4; p++)
@@ -94,8 +94,8 @@ static void test_plane_deny(void **s)
 	CHECK_EQ(mrce_plane_set_denied(E(&t, 0), t.ch->now, peer, 2, 0), 0);
 	chan_pump(t.ch);
 	for (uint32_t ev = 2; ev < 16; ev += 4)
-		CHECK(find_event(&t, 0, MRC_EVT_EV_STATE, ev, MRC_EV_DENIED, MRC_EV_ASSUMED_BAD,
-				 MRC_RSN_ALLOW));
+		CHECK(find_event(&t, 0, MRCE_EVT_EV_STATE, ev, MRCE_EV_DENIED, MRCE_EV_ASSUMED_BAD,
+				 MRCE_RSN_ALLOW));
 	etest_fini(&t);
 }
 
@@ -103,7 +103,7 @@ static void test_pinned_single_ev(void **s)
 {
 	struct chan_cfg cc;
 	struct etest t;
-	struct mrce_qp_attr pin = { .pd = ETEST_PD, .flags = MRC_QP_PIN_EV, .pin_ev = 5 };
+	struct mrce_qp_attr pin = { .pd = ETEST_PD, .flags = MRCE_QP_PIN_EV, .pin_ev = 5 };
 	struct mrce_qp_attr plain = { .pd = ETEST_PD };
 	uint32_t qa, qb;
 
@@ -121,21 +121,21 @@ static void test_pinned_single_ev(void **s)
 
 /* plane_mask: data packets only on the masked planes; when every path of
  * them is dead (DENIED), the QP falls back to the other planes rather
- * than hang; a mask beyond MRC_MAX_PLANES is refused. */
+ * than hang; a mask beyond MRCE_MAX_PLANES is refused. */
 static void test_plane_mask(void **s)
 {
 	struct chan_cfg cc;
 	struct etest t;
 	struct mrce_qp_attr one = { .pd = ETEST_PD, .plane_mask = 1u << 1 };
 	struct mrce_qp_attr two = { .pd = ETEST_PD, .plane_mask = 1u << 0 | 1u << 2 };
-	struct mrce_qp_attr bad = { .pd = ETEST_PD, .plane_mask = 1u << MRC_MAX_PLANES };
+	struct mrce_qp_attr bad = { .pd = ETEST_PD, .plane_mask = 1u << MRCE_MAX_PLANES };
 	struct mrce_qp_attr plain = { .pd = ETEST_PD };
 	struct mrce_qp_info qi;
 	uint32_t qa, qb, qa2, qb2, qx;
 
 	cfg_two(&cc, 16, 4);
 	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
-	CHECK_EQ(mrce_qp_create(E(&t, 0), &bad, &qx), -EINVAL);
+	CHECK_EQ(mrce_qp_open(E(&t, 0), &bad, &qx), -EINVAL);
 	CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &one, &plain, &qa, &qb), 0);
 	CHECK_EQ(chan_qp_pair(t.ch, 0, 1, &two, &plain, &qa2, &qb2), 0);
 	CHECK_EQ(mrce_qp_info(E(&t, 0), qa, &qi), 0);
@@ -176,7 +176,7 @@ static void test_cc_start_planes(void **s)
 	struct etest t;
 	struct mrce_qp_attr plain = { .pd = ETEST_PD };
 	struct mrce_qp_attr one = { .pd = ETEST_PD, .plane_mask = 1u << 2 };
-	struct mrce_qp_attr pin = { .pd = ETEST_PD, .flags = MRC_QP_PIN_EV, .pin_ev = 3 };
+	struct mrce_qp_attr pin = { .pd = ETEST_PD, .flags = MRCE_QP_PIN_EV, .pin_ev = 3 };
 	struct mrce_qp_info qi;
 	uint32_t qa, qb;
 
@@ -258,7 +258,7 @@ static void test_detour(void **s)
 	CHECK_EQ(data_on_evs(t.ch, 0, 1, 3, 0) + data_on_evs(t.ch, 0, 1, 5, 0), 0);
 	/* Back (probes make it GOOD): the detours stop again. */
 	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t.ch->now, peer, 0, 0), 0);
-	struct ev_wait w = { E(&t, 0), peer, 0, MRC_EV_GOOD };
+	struct ev_wait w = { E(&t, 0), peer, 0, MRCE_EV_GOOD };
 	CHECK_EQ(chan_run(t.ch, pred_ev_state, &w, 1 * SEC, ETEST_MAX_STEPS), 0);
 	uint64_t d2 = data_on_evs(t.ch, 0, 1, 2, 0), d4 = data_on_evs(t.ch, 0, 1, 4, 0);
 	write_and_wait(&t, t.qa, 1 << 20, 3);
@@ -319,7 +319,7 @@ static void test_fifo_probe_wait(void **s)
 	uint32_t bad = 0;
 	for (size_t i = 0; i < t.ch->node[0].nevt; i++) {
 		const struct mrce_event *ev = &t.ch->node[0].evt[i];
-		bad += ev->type == MRC_EVT_EV_STATE && ev->new_state == MRC_EV_ASSUMED_BAD;
+		bad += ev->type == MRCE_EVT_EV_STATE && ev->new_state == MRCE_EV_ASSUMED_BAD;
 	}
 	struct mrce_stats st;
 	mrce_stats(E(&t, 0), &st);
@@ -350,17 +350,17 @@ static void test_probe_backoff(void **s)
 	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t0, peer, 3, 1), 0);
 	CHECK_EQ(mrce_ev_set_denied(E(&t, 0), t0, peer, 3, 0), 0);
 	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 3, &ei), 0);
-	CHECK_EQ(ei.state, MRC_EV_ASSUMED_BAD);
+	CHECK_EQ(ei.state, MRCE_EV_ASSUMED_BAD);
 	CHECK_EQ(chan_run(t.ch, NULL, NULL, dead - 1 * MS, ETEST_MAX_STEPS), 0);
 	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 3, &ei), 0);
-	CHECK_EQ(ei.state, MRC_EV_ASSUMED_BAD);
+	CHECK_EQ(ei.state, MRCE_EV_ASSUMED_BAD);
 	CHECK_EQ(ei.probes_ok, 0);   /* the blackhole held */
 	/* Without backoff: dead / 2 ms = 500.  With it: 2, 4, .. 64 ms, then
 	 * every 64 ms: 7 + (999 - 126.5) / 64 = 20; never silent. */
 	uint64_t floor = (dead - 1 * MS) / def.probe_max_interval_ns;
 	CHECK(ei.probes_sent >= floor && ei.probes_sent <= floor + 8);
 	/* Repaired: back within one maximum interval plus two probes. */
-	struct ev_wait w = { E(&t, 0), peer, 3, MRC_EV_GOOD };
+	struct ev_wait w = { E(&t, 0), peer, 3, MRCE_EV_GOOD };
 	CHECK_EQ(chan_run(t.ch, pred_ev_state, &w, 1 * MS + def.probe_max_interval_ns +
 			  2 * def.probe_interval_ns, ETEST_MAX_STEPS), 0);
 	/* A probe answered reset the backoff: the second came at once. */
@@ -384,7 +384,7 @@ static void test_shared_path_health(void **s)
 	chan_blackhole_ev(t.ch, 0, 1, 4, t.ch->now, UINT64_MAX);
 	/* QP 1 discovers the broken path ... */
 	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 1, t.lkey, 0, 4 << 20, t.rkey, 0, 0, 0), 0);
-	struct ev_wait w = { E(&t, 0), t.ch->node[0].peer[1], 4, MRC_EV_ASSUMED_BAD };
+	struct ev_wait w = { E(&t, 0), t.ch->node[0].peer[1], 4, MRCE_EV_ASSUMED_BAD };
 	CHECK_EQ(chan_run(t.ch, pred_ev_state, &w, 1 * SEC, ETEST_MAX_STEPS), 0);
 	CHECK_EQ(etest_run2(t.ch, 1, 0, 10 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 0)->status, 0);
@@ -443,11 +443,11 @@ static void test_retry_exhaustion(void **s)
 	CHECK_EQ(WC(&t, 0, 0)->status, -ETIMEDOUT);
 	CHECK_EQ(WC(&t, 0, 1)->status, -ECANCELED);
 	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
-	CHECK_EQ(qi.state, MRC_QPS_ERROR);
+	CHECK_EQ(qi.state, MRCE_QPS_ERROR);
 	CHECK_EQ(qi.error, -ETIMEDOUT);
 	int seen = 0;
 	for (size_t i = 0; i < t.ch->node[0].nevt; i++)
-		if (t.ch->node[0].evt[i].type == MRC_EVT_QP_ERROR &&
+		if (t.ch->node[0].evt[i].type == MRCE_EVT_QP_ERROR &&
 		    t.ch->node[0].evt[i].err == -ETIMEDOUT)
 			seen++;
 	CHECK_EQ(seen, 1);
@@ -496,7 +496,7 @@ static uint32_t one_path_plane(struct etest *t, struct chan_cfg *cc)
 	write_and_wait(t, t->qa, 1 << 20, 1);   /* RTTs measured, EV 0 GOOD */
 	struct mrce_ev_info ei;
 	CHECK_EQ(mrce_ev_info(E(t, 0), peer, 0, &ei), 0);
-	CHECK_EQ(ei.state, MRC_EV_GOOD);
+	CHECK_EQ(ei.state, MRCE_EV_GOOD);
 	chan_clear_logs(t->ch);
 	return peer;
 }
@@ -505,8 +505,8 @@ static int ev_retired(struct etest *t, uint32_t ev)
 {
 	for (size_t i = 0; i < t->ch->node[0].nevt; i++) {
 		const struct mrce_event *x = &t->ch->node[0].evt[i];
-		if (x->type == MRC_EVT_EV_STATE && x->ev == ev &&
-		    x->old_state == MRC_EV_GOOD && x->new_state == MRC_EV_ASSUMED_BAD)
+		if (x->type == MRCE_EVT_EV_STATE && x->ev == ev &&
+		    x->old_state == MRCE_EV_GOOD && x->new_state == MRCE_EV_ASSUMED_BAD)
 			return 1;
 	}
 	return 0;
@@ -516,7 +516,7 @@ static int ev_retired(struct etest *t, uint32_t ev)
  * paths: retiring the last GOOD path of a plane takes the plane out of the
  * spray until two probes bring it back, and the "loss" was none (the
  * stalled packets all arrive).  The write completes, no path is retired
- * (the timeouts are reported as MRC_EVT_FLOOR), and EV 0 carries data
+ * (the timeouts are reported as MRCE_EVT_FLOOR), and EV 0 carries data
  * after the stall. */
 static void test_stall_keeps_plane(void **s)
 {
@@ -547,9 +547,9 @@ static void test_stall_keeps_plane(void **s)
 	static const uint32_t live[] = { 0, 1, 3, 5 };
 	for (size_t k = 0; k < sizeof(live) / sizeof(live[0]); k++)
 		CHECK(!ev_retired(&t, live[k]));
-	CHECK(chan_count_evt(t.ch, 0, MRC_EVT_FLOOR) > 0);
+	CHECK(chan_count_evt(t.ch, 0, MRCE_EVT_FLOOR) > 0);
 	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 0, &ei), 0);
-	CHECK_EQ(ei.state, MRC_EV_GOOD);
+	CHECK_EQ(ei.state, MRCE_EV_GOOD);
 	uint64_t on0 = data_on_evs(t.ch, 0, 1, 0, 0);
 	write_and_wait(&t, t.qa, 1 << 20, 3);
 	CHECK(data_on_evs(t.ch, 0, 1, 0, 0) > on0);
@@ -571,7 +571,7 @@ static void test_dead_last_path_retired(void **s)
 	CHECK_EQ(chan_run(t.ch, NULL, NULL, 20 * US, ETEST_MAX_STEPS), 0);
 	uint64_t t0 = t.ch->now;
 	chan_blackhole_ev(t.ch, 0, 1, 0, t0, UINT64_MAX);
-	struct ev_wait w = { E(&t, 0), peer, 0, MRC_EV_ASSUMED_BAD };
+	struct ev_wait w = { E(&t, 0), peer, 0, MRCE_EV_ASSUMED_BAD };
 	CHECK_EQ(chan_run(t.ch, pred_ev_state, &w, 1 * SEC, ETEST_MAX_STEPS), 0);
 	uint64_t took = t.ch->now - t0;
 	printf("dead last path of a plane retired %" PRIu64 " ns after the fault\n", took);
@@ -601,13 +601,13 @@ static void test_silence_lasting_retires(void **s)
 	uint64_t t0 = t.ch->now;
 	chan_blackhole_ev(t.ch, 0, 1, 0, t0, UINT64_MAX);
 	CHECK_EQ(etest_post(t.ch, 0, qa, MRC_SQE_WRITE, 2, t.lkey, 0, 1 << 20, t.rkey, 0, 0, 0), 0);
-	struct ev_wait w = { E(&t, 0), peer, 0, MRC_EV_ASSUMED_BAD };
+	struct ev_wait w = { E(&t, 0), peer, 0, MRCE_EV_ASSUMED_BAD };
 	CHECK_EQ(chan_run(t.ch, pred_ev_state, &w, 1 * SEC, ETEST_MAX_STEPS), 0);
 	printf("plane 0's last path, silent peer: retired %" PRIu64 " ns after the fault\n",
 	       t.ch->now - t0);
 	CHECK_EQ(mrce_qp_info(E(&t, 0), qa, &qi), 0);
 	CHECK(qi.rto_fires >= 2);   /* kept through the first */
-	CHECK(chan_count_evt(t.ch, 0, MRC_EVT_FLOOR) > 0);
+	CHECK(chan_count_evt(t.ch, 0, MRCE_EVT_FLOOR) > 0);
 	CHECK_EQ(etest_run2(t.ch, 2, 0, 10 * SEC), 0);
 	CHECK_EQ(WC(&t, 0, 0)->status, 0);
 	check_placed(&t, 0, 0, 1 << 20);

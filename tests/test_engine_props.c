@@ -234,9 +234,9 @@ static struct pqp *qp_of(struct world *w, uint32_t node, uint32_t qpn)
 }
 
 static const uint8_t wc_op_of[] = {
-	[MRC_SQE_WRITE] = MRC_WC_WRITE, [MRC_SQE_WRITE_IMM] = MRC_WC_WRITE_IMM,
-	[MRC_SQE_SEND] = MRC_WC_SEND, [MRC_SQE_SEND_IMM] = MRC_WC_SEND_IMM,
-	[MRC_SQE_ATOMIC_ADD] = MRC_WC_ATOMIC_ADD,
+	[MRC_SQE_WRITE] = MRCE_WC_WRITE, [MRC_SQE_WRITE_IMM] = MRCE_WC_WRITE_IMM,
+	[MRC_SQE_SEND] = MRCE_WC_SEND, [MRC_SQE_SEND_IMM] = MRCE_WC_SEND_IMM,
+	[MRC_SQE_ATOMIC_ADD] = MRCE_WC_ATOMIC_ADD,
 };
 
 static void on_sender_wc(struct world *w, struct pqp *q, const struct mrce_wc *c)
@@ -289,7 +289,7 @@ static void on_recv_wc(struct world *w, struct pqp *q, const struct mrce_wc *c)
 		q->rx_flushed = 1;      /* the failed QP's receiver flushed */
 		return;
 	}
-	int want_op = is_send(o->op) ? MRC_WC_RECV : MRC_WC_RECV_WRITE_IMM;
+	int want_op = is_send(o->op) ? MRCE_WC_RECV : MRCE_WC_RECV_WRITE_IMM;
 	int want_imm = o->op == MRC_SQE_WRITE_IMM || o->op == MRC_SQE_SEND_IMM;
 	if (c->op != want_op || c->status != 0 || c->byte_len != o->len ||
 	    c->has_imm != want_imm || (want_imm && c->imm != o->imm) ||
@@ -328,9 +328,9 @@ static void on_wc(struct chan *ch, uint32_t n, const struct mrce_wc *c, void *ar
 static void on_evt(struct chan *ch, uint32_t n, const struct mrce_event *ev, void *arg)
 {
 	struct world *w = arg;
-	if (n != 0 || ev->type != MRC_EVT_EV_STATE || !w->det_t || !w->bh_on)
+	if (n != 0 || ev->type != MRCE_EVT_EV_STATE || !w->det_t || !w->bh_on)
 		return;
-	if (ev->new_state == MRC_EV_ASSUMED_BAD && ev->time_ns >= w->bh_from &&
+	if (ev->new_state == MRCE_EV_ASSUMED_BAD && ev->time_ns >= w->bh_from &&
 	    !w->det_t[ev->ev])
 		w->det_t[ev->ev] = ev->time_ns;
 }
@@ -469,7 +469,7 @@ static void final_checks(struct world *w)
 				      " unique payload bytes (a PSN placed twice or lost)", q->qb,
 				      qi.bytes_placed, want);
 			mrce_qp_info(ch->node[0].e, q->qa, &qi);
-			if (qi.state != MRC_QPS_RTS)
+			if (qi.state != MRCE_QPS_RTS)
 				failf(w, "qp %u ended in state %u (error %d)", q->qa, qi.state, qi.error);
 		}
 	}
@@ -505,7 +505,7 @@ static void bh_checks(struct world *w)
 	for (uint32_t ev = 0; ev < ch->cfg.nev; ev++) {
 		mrce_ev_info(ch->node[0].e, peer, ev, &ei);
 		if (ch->plane_of[ev] != w->bh_plane) {
-			if (ei.state != MRC_EV_GOOD)
+			if (ei.state != MRCE_EV_GOOD)
 				failf(w, "ev %u of healthy plane %u still %s at the end", ev,
 				      ch->plane_of[ev], mrce_ev_state_name(ei.state));
 			continue;
@@ -514,7 +514,7 @@ static void bh_checks(struct world *w)
 		if (!w->first_tx[ev])
 			continue;   /* never used after the blackhole: nothing to see */
 		used++;
-		if (!w->det_t[ev] || ei.state == MRC_EV_GOOD)
+		if (!w->det_t[ev] || ei.state == MRCE_EV_GOOD)
 			failf(w, "blackholed ev %u (plane %u) carried data at +%" PRIu64
 			      " ns but is %s", ev, w->bh_plane, w->first_tx[ev] - w->bh_from,
 			      mrce_ev_state_name(ei.state));
@@ -580,7 +580,7 @@ static int run_seed(enum scen sc, uint64_t seed, char *msg, size_t msz)
 		w->first_tx = calloc(cc.nev, 8);
 		w->det_t = calloc(cc.nev, 8);
 		w->after_det = calloc(cc.nev, 8);
-		w->after_bh_by_plane = calloc(MRC_MAX_PLANES, 8);
+		w->after_bh_by_plane = calloc(MRCE_MAX_PLANES, 8);
 	}
 	if (sc == SC_ACCESS) {
 		/* One WRITE of one QP goes wrong: unknown key, other pd, or past
@@ -598,8 +598,8 @@ static int run_seed(enum scen sc, uint64_t seed, char *msg, size_t msz)
 			if (kind == 0) {
 				w->bad_key = w->t.rkey + 1000003;
 			} else if (kind == 1) {
-				mrce_mr_reg(ch->node[1].e, ETEST_PD + 1, w->t.dst.p, dst_len,
-					   MRC_ACCESS_REMOTE_WRITE, &w->bad_key);
+				mrce_mr_add(ch->node[1].e, ETEST_PD + 1, w->t.dst.p, dst_len,
+					   MRCE_ACCESS_REMOTE_WRITE, &w->bad_key);
 			} else {
 				w->bad_key = w->t.rkey;
 				o->roff = dst_len - (o->len + 1) / 2;
@@ -652,7 +652,7 @@ static int run_seed(enum scen sc, uint64_t seed, char *msg, size_t msz)
 		for (uint32_t ev = 0; ev < cc.nev && !w->err[0]; ev++) {
 			struct mrce_ev_info ei;
 			mrce_ev_info(ch->node[0].e, ch->node[0].peer[1], ev, &ei);
-			if (ei.state != MRC_EV_GOOD)
+			if (ei.state != MRCE_EV_GOOD)
 				failf(w, "ev %u still %s 30 ms after the end", ev,
 				      mrce_ev_state_name(ei.state));
 		}

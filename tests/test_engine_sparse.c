@@ -39,7 +39,7 @@ static void test_sparse_dead_path(void **s)
 	CHECK(dead->tx_pkts > dead->rx_pkts);   /* the fault took effect */
 	CHECK_EQ(dead->rx_pkts, 0);
 	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 3, &ei), 0);
-	CHECK_EQ(ei.state, MRC_EV_ASSUMED_BAD);
+	CHECK_EQ(ei.state, MRCE_EV_ASSUMED_BAD);
 	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
 	/* At most two timeouts on the dead path (a stall may be excused once),
 	 * not one per pass of the spray. */

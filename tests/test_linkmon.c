@@ -49,7 +49,7 @@ static void test_parse_random(void **st)
 		unsigned mtu = 68 + (unsigned)rand() % 65000;
 		int type = rand() % 4 ? RTM_NEWLINK : RTM_DELLINK;
 		char name[IF_NAMESIZE];
-		struct mrc_link_event ev;
+		struct mrc_linkmon_event ev;
 		struct nl_msg *msg = link_msg(type, idx, flags);
 
 		snprintf(name, sizeof(name), "mrcS%d", rand() % 100000);
@@ -65,7 +65,7 @@ static void test_parse_random(void **st)
 		assert_int_equal(ev.running, !!(flags & IFF_RUNNING));
 		assert_int_equal(ev.operstate, op);
 		assert_int_equal(ev.mtu, mtu);
-		assert_int_equal(mrc_link_event_usable(&ev),
+		assert_int_equal(mrc_linkmon_event_usable(&ev),
 				 type == RTM_NEWLINK && (flags & IFF_UP) && (flags & IFF_RUNNING) &&
 				 (op == IF_OPER_UP || op == IF_OPER_UNKNOWN));
 		nlmsg_free(msg);
@@ -74,7 +74,7 @@ static void test_parse_random(void **st)
 
 static void test_parse_bad(void **st)
 {
-	struct mrc_link_event ev;
+	struct mrc_linkmon_event ev;
 	struct nl_msg *msg;
 	char longname[40];
 
@@ -115,10 +115,10 @@ struct watch {
 	int ifindex;
 	bool saw_lo;              /* from the initial dump */
 	int n;
-	struct mrc_link_event last;
+	struct mrc_linkmon_event last;
 };
 
-static void on_event(const struct mrc_link_event *ev, void *arg)
+static void on_event(const struct mrc_linkmon_event *ev, void *arg)
 {
 	struct watch *w = arg;
 
@@ -153,12 +153,12 @@ static bool wait_for(struct mrc_linkmon *m, struct watch *w,
 
 static bool is_down(const struct watch *w)
 {
-	return w->n && !w->last.admin_up && !mrc_link_event_usable(&w->last);
+	return w->n && !w->last.admin_up && !mrc_linkmon_event_usable(&w->last);
 }
 
 static bool is_usable(const struct watch *w)
 {
-	return w->n && mrc_link_event_usable(&w->last);
+	return w->n && mrc_linkmon_event_usable(&w->last);
 }
 
 static bool saw_lo(const struct watch *w)

@@ -82,14 +82,14 @@ static struct rig *rig_up(void)
 	uint32_t peer;
 	assert_int_equal(mrcd_peer_of_host(&r->d, 0, &peer), 0);
 	struct mrce_qp_attr qa = { .pd = 1 };
-	assert_int_equal(mrce_qp_create(e, &qa, &r->a), 0);
-	assert_int_equal(mrce_qp_create(e, &qa, &r->b), 0);
+	assert_int_equal(mrce_qp_open(e, &qa, &r->a), 0);
+	assert_int_equal(mrce_qp_open(e, &qa, &r->b), 0);
 	assert_int_equal(mrce_qp_set_tokens(e, r->a, 0x1111, 0x2222), 0);
 	assert_int_equal(mrce_qp_set_tokens(e, r->b, 0x2222, 0x1111), 0);
 	assert_int_equal(mrce_qp_connect(e, r->a, peer, r->b, 100, 500), 0);
 	assert_int_equal(mrce_qp_connect(e, r->b, peer, r->a, 500, 100), 0);
-	assert_int_equal(mrce_mr_reg(e, 1, r->buf, sizeof(r->buf),
-				     MRC_ACCESS_LOCAL_READ | MRC_ACCESS_REMOTE_WRITE, &r->key), 0);
+	assert_int_equal(mrce_mr_add(e, 1, r->buf, sizeof(r->buf),
+				     MRCE_ACCESS_LOCAL_READ | MRCE_ACCESS_REMOTE_WRITE, &r->key), 0);
 	assert_int_equal(mrcd_qp_bind(&r->d, r->a, on_wc, r), 0);
 	return r;
 }

@@ -58,7 +58,7 @@ static void planes(void **state)
 				"tx_pps", 812, "tx_pkts", 4000, "lost", 12, "loss_ratio", 0.003, "trims", 40,
 				"ecn", 5, "evs", "GOOD", 3, "ASSUMED_BAD", 1, "DENIED", 2);
 	int rc;
-	char *s = render(mrc_oper_render_planes, res, &rc);
+	char *s = render(mrc_ctl_render_planes, res, &rc);
 	assert_int_equal(rc, 0);
 	char w[16][32];
 	assert_int_equal(words(s, 0, w, 16), 13);
@@ -81,7 +81,7 @@ static void peers(void **state)
 				"evs", "GOOD", 6, "ASSUMED_BAD", 1, "DENIED", 1, "qps", 2, "tx_pkts", 900,
 				"lost", 3, "srtt_us_min", 41);
 	int rc;
-	char *s = render(mrc_oper_render_peers, res, &rc);
+	char *s = render(mrc_ctl_render_peers, res, &rc);
 	assert_int_equal(rc, 0);
 	char w[16][32];
 	assert_int_equal(words(s, 1, w, 16), 11);
@@ -97,9 +97,9 @@ static void missing_array(void **state)
 	(void)state;
 	json_t *res = json_pack("{s:i}", "planes", 3);
 	int rc;
-	free(render(mrc_oper_render_planes, res, &rc));
+	free(render(mrc_ctl_render_planes, res, &rc));
 	assert_int_equal(rc, -EINVAL);
-	free(render(mrc_oper_render_peers, res, &rc));
+	free(render(mrc_ctl_render_peers, res, &rc));
 	assert_int_equal(rc, -EINVAL);
 	json_decref(res);
 }

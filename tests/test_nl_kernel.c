@@ -121,13 +121,13 @@ static void test_sysctls(void **st)
 	assert_string_equal(v, "1");
 	assert_int_equal(mrc_nl_sysctl_get("net/ipv6/conf/all/seg6_enabled", v, sizeof(v)), 0);
 	assert_string_equal(v, "0");
-	ok(mrc_netns_enter(ns_b, &saved), NULL, "enter B");
+	ok(mrc_nl_netns_enter(ns_b, &saved), NULL, "enter B");
 	ok(mrc_nl_sysctl_srv6_ns(false, true), NULL, "sysctls B");
 	assert_int_equal(mrc_nl_sysctl_get("net/ipv6/conf/all/forwarding", v, sizeof(v)), 0);
 	assert_string_equal(v, "0");
 	assert_int_equal(mrc_nl_sysctl_get("net/ipv6/conf/default/seg6_enabled", v, sizeof(v)), 0);
 	assert_string_equal(v, "1");
-	ok(mrc_netns_leave(saved), NULL, "leave B");
+	ok(mrc_nl_netns_leave(saved), NULL, "leave B");
 	/* Back in A: its value is untouched by B's. */
 	assert_int_equal(mrc_nl_sysctl_get("net/ipv6/conf/all/forwarding", v, sizeof(v)), 0);
 	assert_string_equal(v, "1");
@@ -291,10 +291,10 @@ static void test_seg6local_and_counters(void **st)
 	}
 
 	/* Sockets in B (they stay in B after the thread leaves). */
-	ok(mrc_netns_enter(ns_b, &saved), NULL, "enter B");
+	ok(mrc_nl_netns_enter(ns_b, &saved), NULL, "enter B");
 	tx = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	rx = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	ok(mrc_netns_leave(saved), NULL, "leave B");
+	ok(mrc_nl_netns_leave(saved), NULL, "leave B");
 	assert_true(tx >= 0 && rx >= 0);
 	/* The destination changes on the way: no UDP checksum (see DESIGN). */
 	assert_int_equal(setsockopt(tx, SOL_UDP, UDP_NO_CHECK6_TX, &one, sizeof(one)), 0);

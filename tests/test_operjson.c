@@ -245,7 +245,7 @@ static char *render(enum mrc_oper_verb v, const char *json, int *rc)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	*rc = mrc_oper_render(f, v, j);
+	*rc = mrc_ctl_render(f, v, j);
 	fclose(f);
 	json_decref(j);
 	return buf;

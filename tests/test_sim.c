@@ -143,14 +143,14 @@ static void blackhole_spine_ev_states(void **st)
 				for (uint32_t i = 0; i < n; i++) {
 					if (ch[i].host != h || ch[i].peer_host != r || ch[i].ev != ev)
 						continue;
-					if (ch[i].new_state == MRC_EV_ASSUMED_BAD) {
-						assert_int_equal(ch[i].old_state, MRC_EV_GOOD);
+					if (ch[i].new_state == MRCE_EV_ASSUMED_BAD) {
+						assert_int_equal(ch[i].old_state, MRCE_EV_GOOD);
 						assert_true(ch[i].t_ns >= fault_ns && ch[i].t_ns < recover_ns);
 						assert_false(came_back);
 						went_bad++;
 					} else {
-						assert_int_equal(ch[i].new_state, MRC_EV_GOOD);
-						assert_int_equal(ch[i].reason, MRC_RSN_PROBE_OK);
+						assert_int_equal(ch[i].new_state, MRCE_EV_GOOD);
+						assert_int_equal(ch[i].reason, MRCE_RSN_PROBE_OK);
 						assert_true(ch[i].t_ns >= recover_ns);
 						assert_int_equal(went_bad, 1);
 						came_back++;
@@ -164,7 +164,7 @@ static void blackhole_spine_ev_states(void **st)
 				assert_int_equal(came_back, expect);
 				struct mrce_ev_info in;
 				assert_int_equal(mrce_ev_info(mrc_sim_engine(s, h), peer, ev, &in), 0);
-				assert_int_not_equal(in.state, MRC_EV_ASSUMED_BAD);
+				assert_int_not_equal(in.state, MRCE_EV_ASSUMED_BAD);
 			}
 		}
 	mrc_sim_destroy(s);

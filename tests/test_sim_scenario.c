@@ -270,11 +270,11 @@ static void nic_link_down_is_loud(void **st)
 		if (ch[i].host != 0)
 			continue;
 		assert_int_equal(s->fab.plane_of_ev[ch[i].ev], 1);
-		if (ch[i].new_state == MRC_EV_DENIED) {
+		if (ch[i].new_state == MRCE_EV_DENIED) {
 			assert_int_equal(ch[i].t_ns, 20000);
 			denied++;
 		}
-		if (ch[i].new_state == MRC_EV_GOOD)
+		if (ch[i].new_state == MRCE_EV_GOOD)
 			back++;
 	}
 	assert_int_equal(denied, 2);   /* the two spine paths of plane 1 */

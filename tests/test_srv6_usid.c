@@ -234,14 +234,14 @@ static void test_path_one_container(void **st)
 {
 	struct mrc_usid_block b;
 	uint16_t u[] = { 0x1, 0x2, 0x3, 0x4 }, d[8];
-	struct mrc_srv6_path p;
+	struct mrc_srv6_encap p;
 	size_t n;
 
 	mrc_usid_block_default(&b);
-	assert_int_equal(mrc_srv6_path_encode(&b, u, 4, IPPROTO_UDP, &p, NULL), 0);
+	assert_int_equal(mrc_srv6_encode(&b, u, 4, IPPROTO_UDP, &p, NULL), 0);
 	assert_false(p.has_srh);
 	assert_addr(&p.dst, "fcbb:bb00:1:2:3:4::");
-	assert_int_equal(mrc_srv6_path_decode(&b, &p.dst, NULL, d, 8, &n, NULL), 0);
+	assert_int_equal(mrc_srv6_decode(&b, &p.dst, NULL, d, 8, &n, NULL), 0);
 	assert_int_equal(n, 4);
 	assert_memory_equal(d, u, sizeof(u));
 }
@@ -249,20 +249,20 @@ static void test_path_one_container(void **st)
 /* Long random paths: pack, walk hop by hop with advance, unpack. */
 static void test_path_multi_random(void **st)
 {
-	static uint16_t u[MRC_SRV6_PATH_MAX_USIDS], d[MRC_SRV6_PATH_MAX_USIDS];
-	static struct mrc_srv6_path p;
+	static uint16_t u[MRC_SRV6_ENCAP_MAX_USIDS], d[MRC_SRV6_ENCAP_MAX_USIDS];
+	static struct mrc_srv6_encap p;
 	struct mrc_usid_block b;
 	struct mrc_srv6_err e;
 
 	mrc_usid_block_default(&b);
 	for (int iter = 0; iter < 300; iter++) {
-		size_t n = 1 + (size_t)rand() % (iter < 10 ? MRC_SRV6_PATH_MAX_USIDS / 7 * 6 : 40);
+		size_t n = 1 + (size_t)rand() % (iter < 10 ? MRC_SRV6_ENCAP_MAX_USIDS / 7 * 6 : 40);
 		size_t cap = mrc_usid_block_capacity(&b), k = (n + cap - 1) / cap, got;
 		uint16_t act;
 
 		for (size_t i = 0; i < n; i++)
 			u[i] = rand_usid();
-		assert_int_equal(mrc_srv6_path_encode(&b, u, n, IPPROTO_UDP, &p, &e), 0);
+		assert_int_equal(mrc_srv6_encode(&b, u, n, IPPROTO_UDP, &p, &e), 0);
 		assert_int_equal(p.has_srh, k > 1);
 		if (p.has_srh) {
 			assert_int_equal(p.srh.nsegs, k);
@@ -270,7 +270,7 @@ static void test_path_multi_random(void **st)
 			assert_int_equal(p.srh.nexthdr, IPPROTO_UDP);
 			assert_memory_equal(&p.dst, &p.srh.segs[k - 1], sizeof(p.dst));
 		}
-		assert_int_equal(mrc_srv6_path_decode(&b, &p.dst, p.has_srh ? &p.srh : NULL,
+		assert_int_equal(mrc_srv6_decode(&b, &p.dst, p.has_srh ? &p.srh : NULL,
 						      d, n, &got, &e), 0);
 		assert_int_equal(got, n);
 		assert_memory_equal(d, u, n * sizeof(u[0]));
@@ -282,7 +282,7 @@ static void test_path_multi_random(void **st)
 				fail_msg("seed %u iter %d hop %zu/%zu: active %04x want %04x",
 					 seed, iter, hop, n, act, u[hop]);
 			/* What is left ahead always decodes to the rest of the list. */
-			assert_int_equal(mrc_srv6_path_decode(&b, &p.dst, p.has_srh ? &p.srh : NULL,
+			assert_int_equal(mrc_srv6_decode(&b, &p.dst, p.has_srh ? &p.srh : NULL,
 							      d, n, &got, &e), 0);
 			assert_int_equal(got, n - hop);
 			assert_memory_equal(d, u + hop, got * sizeof(u[0]));
@@ -294,8 +294,8 @@ static void test_path_multi_random(void **st)
 
 static void test_path_errors(void **st)
 {
-	static struct mrc_srv6_path p;
-	static uint16_t u[MRC_SRV6_PATH_MAX_USIDS + 1];
+	static struct mrc_srv6_encap p;
+	static uint16_t u[MRC_SRV6_ENCAP_MAX_USIDS + 1];
 	struct mrc_usid_block b;
 	struct mrc_srv6_err e = { "" };
 	uint16_t d[4];
@@ -305,23 +305,23 @@ static void test_path_errors(void **st)
 	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
 		u[i] = (uint16_t)(i + 1);
 	/* /32 holds 6 per container: 127 * 6 fit, one more does not. */
-	assert_int_equal(mrc_srv6_path_encode(&b, u, MRC_SRH_MAX_SEGS * 6, 17, &p, &e), 0);
-	assert_int_equal(mrc_srv6_path_encode(&b, u, MRC_SRH_MAX_SEGS * 6 + 1, 17, &p, &e), -E2BIG);
+	assert_int_equal(mrc_srv6_encode(&b, u, MRC_SRH_MAX_SEGS * 6, 17, &p, &e), 0);
+	assert_int_equal(mrc_srv6_encode(&b, u, MRC_SRH_MAX_SEGS * 6 + 1, 17, &p, &e), -E2BIG);
 	assert_non_null(strstr(e.msg, "at most 127"));
-	assert_int_equal(mrc_srv6_path_encode(&b, u, 0, 17, &p, &e), -EINVAL);
+	assert_int_equal(mrc_srv6_encode(&b, u, 0, 17, &p, &e), -EINVAL);
 	u[8] = 0;
-	assert_int_equal(mrc_srv6_path_encode(&b, u, 12, 17, &p, &e), -EINVAL);
+	assert_int_equal(mrc_srv6_encode(&b, u, 12, 17, &p, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "uSID 2 is 0x0000"));
 	u[8] = 9;
 	/* Room for fewer than the path holds. */
-	assert_int_equal(mrc_srv6_path_encode(&b, u, 12, 17, &p, &e), 0);
-	assert_int_equal(mrc_srv6_path_decode(&b, &p.dst, &p.srh, d, 4, &n, &e), -ENOSPC);
+	assert_int_equal(mrc_srv6_encode(&b, u, 12, 17, &p, &e), 0);
+	assert_int_equal(mrc_srv6_decode(&b, &p.dst, &p.srh, d, 4, &n, &e), -ENOSPC);
 	/* A corrupt SRH segment is named in the message. */
 	p.srh.segs[0].s6_addr[1] ^= 1;
-	assert_int_equal(mrc_srv6_path_decode(&b, &p.dst, &p.srh, u, 12, &n, &e), -EINVAL);
+	assert_int_equal(mrc_srv6_decode(&b, &p.dst, &p.srh, u, 12, &n, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "SRH segment 0"));
 	p.srh.segments_left = 2;
-	assert_int_equal(mrc_srv6_path_decode(&b, &p.dst, &p.srh, u, 12, &n, &e), -EINVAL);
+	assert_int_equal(mrc_srv6_decode(&b, &p.dst, &p.srh, u, 12, &n, &e), -EINVAL);
 	assert_int_equal(mrc_srv6_advance(&b, &p.dst, &p.srh), -EINVAL);
 }
 

@@ -34,7 +34,7 @@ static void pair_init(struct pair *p, uint32_t pct, unsigned tc0, unsigned tc1,
 	struct mrce_cfg cfg;
 	mrce_cfg_default(&cfg);
 	cfg.mtu = MTU;
-	cfg.cc = MRC_CC_FIXED;       /* only the window bounds a QP */
+	cfg.cc = MRCE_CC_FIXED;       /* only the window bounds a QP */
 	cfg.bulk_min_pct = pct;
 	uint8_t planes[4] = { 0, 1, 2, 3 };
 	size_t len = 2 * NPK * MTU;
@@ -50,13 +50,13 @@ static void pair_init(struct pair *p, uint32_t pct, unsigned tc0, unsigned tc1,
 	assert_int_equal(mrce_peer_add(p->b, 4, planes, &p->bpeer), 0);
 	unsigned tc[2] = { tc0, tc1 }, rtc[2] = { rtc0, rtc1 };
 	for (int q = 0; q < 2; q++) {
-		assert_int_equal(mrce_qp_create(p->a, &(struct mrce_qp_attr){ .pd = 1,
+		assert_int_equal(mrce_qp_open(p->a, &(struct mrce_qp_attr){ .pd = 1,
 			.tclass = tc[q] }, &p->aqp[q]), 0);
-		assert_int_equal(mrce_qp_create(p->b, &(struct mrce_qp_attr){ .pd = 1,
+		assert_int_equal(mrce_qp_open(p->b, &(struct mrce_qp_attr){ .pd = 1,
 			.tclass = rtc[q] }, &p->bqp[q]), 0);
 	}
-	assert_int_equal(mrce_mr_reg(p->a, 1, p->src, len, MRC_ACCESS_LOCAL_READ, &p->akey), 0);
-	assert_int_equal(mrce_mr_reg(p->b, 1, p->dst, len, MRC_ACCESS_REMOTE_WRITE, &p->bkey), 0);
+	assert_int_equal(mrce_mr_add(p->a, 1, p->src, len, MRCE_ACCESS_LOCAL_READ, &p->akey), 0);
+	assert_int_equal(mrce_mr_add(p->b, 1, p->dst, len, MRCE_ACCESS_REMOTE_WRITE, &p->bkey), 0);
 	for (int q = 0; q < 2; q++) {
 		assert_int_equal(mrce_qp_connect(p->a, p->aqp[q], p->apeer, p->bqp[q], 10, 70), 0);
 		assert_int_equal(mrce_qp_connect(p->b, p->bqp[q], p->bpeer, p->aqp[q], 70, 10), 0);
@@ -84,9 +84,9 @@ static struct mrc_pkt_view decode(const struct mrce_tx_pkt *t)
 {
 	static uint8_t b[MRCE_TX_PKT_MAX];
 	struct mrc_pkt_view v;
-	enum mrc_wire_drop why;
+	enum mrce_wire_drop why;
 	size_t l = mrce_tx_pkt_copy(t, b);
-	assert_int_equal(mrc_wire_decode(b, l, &v, &why), 0);
+	assert_int_equal(mrce_wire_decode(b, l, &v, &why), 0);
 	return v;
 }
 
@@ -116,7 +116,7 @@ static void urgent_first_strict(void **st)
 {
 	(void)st;
 	struct pair p;
-	pair_init(&p, 0, MRC_TC_BULK, MRC_TC_URGENT, 0, 0);
+	pair_init(&p, 0, MRCE_TC_BULK, MRCE_TC_URGENT, 0, 0);
 	post(&p, 0, 1000);
 	post(&p, 1, 1000);
 	int out[2 * NPK];
@@ -126,12 +126,12 @@ static void urgent_first_strict(void **st)
 		int want = i < NPK ? 1 : 0;
 		if (out[i] != want)
 			fail_msg("packet %d from QP %d, want %d (urgent first)", i, out[i], want);
-		assert_int_equal(keep[i].tclass, want ? MRC_TC_URGENT : MRC_TC_BULK);
+		assert_int_equal(keep[i].tclass, want ? MRCE_TC_URGENT : MRCE_TC_BULK);
 	}
 	struct mrce_stats s;
 	mrce_stats(p.a, &s);
-	assert_int_equal(s.tx_class[MRC_TC_URGENT], NPK);
-	assert_int_equal(s.tx_class[MRC_TC_BULK], NPK);
+	assert_int_equal(s.tx_class[MRCE_TC_URGENT], NPK);
+	assert_int_equal(s.tx_class[MRCE_TC_BULK], NPK);
 	assert_int_equal(s.tx_share_turns, 0);
 	pair_free(&p);
 }
@@ -144,7 +144,7 @@ static void bulk_min_share(void **st)
 	static const uint32_t pcts[] = { 10, 25, 50 };
 	for (unsigned c = 0; c < 3; c++) {
 		struct pair p;
-		pair_init(&p, pcts[c], MRC_TC_BULK, MRC_TC_URGENT, 0, 0);
+		pair_init(&p, pcts[c], MRCE_TC_BULK, MRCE_TC_URGENT, 0, 0);
 		post(&p, 0, 1000);
 		post(&p, 1, 1000);
 		int out[2 * NPK], nbulk = 0;
@@ -170,7 +170,7 @@ static void default_and_bulk_round_robin(void **st)
 {
 	(void)st;
 	struct pair p;
-	pair_init(&p, 10, MRC_TC_DEFAULT, MRC_TC_BULK, 0, 0);
+	pair_init(&p, 10, MRCE_TC_DEFAULT, MRCE_TC_BULK, 0, 0);
 	post(&p, 0, 1000);
 	post(&p, 1, 1000);
 	int out[2 * NPK];
@@ -188,13 +188,13 @@ static void acks_carry_class_wire_unchanged(void **st)
 {
 	(void)st;
 	struct pair p, q;
-	pair_init(&p, 10, MRC_TC_URGENT, MRC_TC_BULK, MRC_TC_DEFAULT, MRC_TC_URGENT);
-	pair_init(&q, 10, MRC_TC_DEFAULT, MRC_TC_DEFAULT, MRC_TC_DEFAULT, MRC_TC_DEFAULT);
+	pair_init(&p, 10, MRCE_TC_URGENT, MRCE_TC_BULK, MRCE_TC_DEFAULT, MRCE_TC_URGENT);
+	pair_init(&q, 10, MRCE_TC_DEFAULT, MRCE_TC_DEFAULT, MRCE_TC_DEFAULT, MRCE_TC_DEFAULT);
 	uint64_t now = 1000;
 	post(&p, 0, now);
 	post(&q, 0, now);
 	struct mrce_tx_pkt pp[16], qp[16];
-	int acks[MRC_TC__COUNT] = { 0 }, wcs = 0;
+	int acks[MRCE_TC__COUNT] = { 0 }, wcs = 0;
 	for (int round = 0; round < 1000 && wcs < 1; round++, now += 1000) {
 		int kp = mrce_tx(p.a, now, pp, 16), kq = mrce_tx(q.a, now, qp, 16);
 		assert_int_equal(kp, kq);
@@ -203,8 +203,8 @@ static void acks_carry_class_wire_unchanged(void **st)
 			size_t lp = mrce_tx_pkt_copy(&pp[i], bp), lq = mrce_tx_pkt_copy(&qp[i], bq);
 			assert_int_equal(lp, lq);
 			assert_memory_equal(bp, bq, lp);
-			assert_int_equal(pp[i].tclass, pp[i].plen ? MRC_TC_URGENT : MRC_TC_DEFAULT);
-			assert_int_equal(qp[i].tclass, MRC_TC_DEFAULT);
+			assert_int_equal(pp[i].tclass, pp[i].plen ? MRCE_TC_URGENT : MRCE_TC_DEFAULT);
+			assert_int_equal(qp[i].tclass, MRCE_TC_DEFAULT);
 			assert_int_equal(mrce_rx(p.b, now, p.bpeer, bp, lp, 0), 0);
 			assert_int_equal(mrce_rx(q.b, now, q.bpeer, bq, lq, 0), 0);
 		}
@@ -223,21 +223,21 @@ static void acks_carry_class_wire_unchanged(void **st)
 			mrce_rx(q.a, now, q.apeer, b, l, 0);
 		}
 		struct mrce_wc wc[4];
-		int c = mrce_poll_cq(p.a, wc, 4);
+		int c = mrce_wc_drain(p.a, wc, 4);
 		for (int i = 0; i < c; i++) {
 			assert_int_equal(wc[i].status, 0);
 			wcs++;
 		}
 	}
 	assert_int_equal(wcs, 1);
-	assert_true(acks[MRC_TC_DEFAULT] > 0);
-	assert_int_equal(acks[MRC_TC_URGENT] + acks[MRC_TC_BULK], 0);
+	assert_true(acks[MRCE_TC_DEFAULT] > 0);
+	assert_int_equal(acks[MRCE_TC_URGENT] + acks[MRCE_TC_BULK], 0);
 	assert_memory_equal(p.dst, p.src, NPK * MTU);
 	pair_free(&p);
 	pair_free(&q);
 
 	/* An urgent receiver QP's ACKs are urgent. */
-	pair_init(&p, 10, MRC_TC_DEFAULT, MRC_TC_DEFAULT, MRC_TC_URGENT, MRC_TC_BULK);
+	pair_init(&p, 10, MRCE_TC_DEFAULT, MRCE_TC_DEFAULT, MRCE_TC_URGENT, MRCE_TC_BULK);
 	post(&p, 0, 1000);
 	post(&p, 1, 1000);
 	int n = mrce_tx(p.a, 1000, pp, 16);
@@ -251,10 +251,10 @@ static void acks_carry_class_wire_unchanged(void **st)
 	assert_true(k > 0);
 	for (int i = 0; i < k; i++) {
 		struct mrc_ack_hdr h = decode(&pp[i]).u.ack;
-		assert_int_equal(pp[i].tclass, h.dqpn == p.aqp[0] ? MRC_TC_URGENT : MRC_TC_BULK);
+		assert_int_equal(pp[i].tclass, h.dqpn == p.aqp[0] ? MRCE_TC_URGENT : MRCE_TC_BULK);
 		acks[pp[i].tclass]++;
 	}
-	assert_true(acks[MRC_TC_URGENT] > 0 && acks[MRC_TC_BULK] > 0);
+	assert_true(acks[MRCE_TC_URGENT] > 0 && acks[MRCE_TC_BULK] > 0);
 	pair_free(&p);
 }
 
@@ -272,14 +272,14 @@ static void bad_values(void **st)
 	cfg.bulk_min_pct = 10;
 	assert_int_equal(mrce_create(&cfg, &e, NULL), 0);
 	uint32_t qpn;
-	assert_int_equal(mrce_qp_create(e, &(struct mrce_qp_attr){ .tclass = MRC_TC__COUNT },
+	assert_int_equal(mrce_qp_open(e, &(struct mrce_qp_attr){ .tclass = MRCE_TC__COUNT },
 					&qpn), -EINVAL);
-	assert_int_equal(mrce_qp_create(e, &(struct mrce_qp_attr){ .tclass = MRC_TC_BULK },
+	assert_int_equal(mrce_qp_open(e, &(struct mrce_qp_attr){ .tclass = MRCE_TC_BULK },
 					&qpn), 0);
 	struct mrce_qp_info info;
 	assert_int_equal(mrce_qp_info(e, qpn, &info), 0);
-	assert_int_equal(info.tclass, MRC_TC_BULK);
-	assert_string_equal(mrce_tclass_name(MRC_TC_URGENT), "urgent");
+	assert_int_equal(info.tclass, MRCE_TC_BULK);
+	assert_string_equal(mrce_tclass_name(MRCE_TC_URGENT), "urgent");
 	mrce_destroy(e);
 }
 

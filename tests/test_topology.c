@@ -478,7 +478,7 @@ static void test_fattree(void **state)
 	assert_int_equal(c->tier, MRC_TIER_CORE);
 	assert_int_equal(c->plane, 1);
 	assert_int_equal(c->index, 3);
-	assert_string_equal(mrc_tier_name(c->tier), "core");
+	assert_string_equal(mrc_topo_tier_name(c->tier), "core");
 	assert_int_equal(t->nodes[node(t, "p0e5")].tier, MRC_TIER_LEAF);
 	assert_int_equal(t->nodes[node(t, "p0a2")].tier, MRC_TIER_SPINE);
 	uint32_t link;

@@ -33,14 +33,14 @@ static void test_layout(void **state)
 		.token = 0x2f30313233343536ull, .pb_cum_psn = 0x3738393a,
 		.pb_sack = 0x3b3c, .pb_hold = 0x3d3e,
 	};
-	assert_int_equal(mrc_wire_put_data(b, &d), 68);
+	assert_int_equal(mrce_wire_put_data(b, &d), 68);
 	assert_int_equal(b[0], 2);
 	assert_int_equal(b[1], MRC_OP_WRITE_IMM);
 	assert_int_equal(b[2], 0x00);
 	assert_int_equal(b[3], 0x12);
 	for (int i = 4; i < 64; i++)
 		CHECK(b[i] == i - 1, "data byte %d = %u", i, b[i]);
-	uint32_t c = htobe32(mrc_crc32c(0, b, 64));
+	uint32_t c = htobe32(mrce_crc32c(0, b, 64));
 	assert_memory_equal(b + 64, &c, 4);
 
 	struct mrc_ack_hdr a = {
@@ -51,7 +51,7 @@ static void test_layout(void **state)
 	};
 	for (int i = 0; i < 32; i++)
 		a.sack[i] = (uint8_t)(0x28 + i);
-	assert_int_equal(mrc_wire_put_ack(b, &a), 76);
+	assert_int_equal(mrce_wire_put_ack(b, &a), 76);
 	assert_int_equal(b[0], 2);
 	assert_int_equal(b[1], MRC_OP_ACK);
 	assert_int_equal(b[15], 0);
@@ -59,7 +59,7 @@ static void test_layout(void **state)
 		if (i != 15)
 			CHECK(b[i] == (i < 15 ? i - 1 : i), "ack byte %d = %u",
 			      i, b[i]);
-	c = htobe32(mrc_crc32c(0, b, 72));
+	c = htobe32(mrce_crc32c(0, b, 72));
 	assert_memory_equal(b + 72, &c, 4);
 
 	struct mrc_probe_hdr p = {
@@ -73,14 +73,14 @@ static void test_layout(void **state)
 		0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f,
 		0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27,
 	};
-	assert_int_equal(mrc_wire_put_probe(b, &p), 44);
+	assert_int_equal(mrce_wire_put_probe(b, &p), 44);
 	assert_memory_equal(b, want, 40);
-	c = htobe32(mrc_crc32c(0, b, 40));
+	c = htobe32(mrce_crc32c(0, b, 40));
 	assert_memory_equal(b + 40, &c, 4);
 
 	uint8_t pl[3] = { 1, 2, 3 };
-	mrc_wire_put_trailer(b, pl, 3);
-	c = htobe32(mrc_crc32c(0, pl, 3));
+	mrce_wire_put_trailer(b, pl, 3);
+	c = htobe32(mrce_crc32c(0, pl, 3));
 	assert_memory_equal(b, &c, 4);
 }
 
@@ -92,16 +92,16 @@ static void test_v1_dropped(void **state)
 	uint8_t b[52 + 8 + 4] = { 1, MRC_OP_WRITE, 0, MRC_F_FIRST | MRC_F_LAST };
 	b[15] = 8;                 /* plen */
 	b[43] = 8;                 /* mlen */
-	uint32_t c = htobe32(mrc_crc32c(0, b, 48));
+	uint32_t c = htobe32(mrce_crc32c(0, b, 48));
 	memcpy(b + 48, &c, 4);
-	c = htobe32(mrc_crc32c(0, b + 52, 8));
+	c = htobe32(mrce_crc32c(0, b + 52, 8));
 	memcpy(b + 60, &c, 4);
 	expect_drop(b, sizeof b, MRC_DROP_VERSION, "v1 data packet");
 	uint8_t ack[68] = { 1, MRC_OP_ACK };
-	c = htobe32(mrc_crc32c(0, ack, 64));
+	c = htobe32(mrce_crc32c(0, ack, 64));
 	memcpy(ack + 64, &c, 4);
 	expect_drop(ack, sizeof ack, MRC_DROP_VERSION, "v1 ACK");
-	assert_int_equal(mrc_wire_trim(b, sizeof b), sizeof b);
+	assert_int_equal(mrce_wire_trim(b, sizeof b), sizeof b);
 }
 
 static void test_roundtrip_data(void **state)
@@ -115,9 +115,9 @@ static void test_roundtrip_data(void **state)
 		fill(payload, h.plen);
 		size_t n = build_data(buf, &h, payload);
 		struct mrc_pkt_view v;
-		expect_ok(buf, n, &v, mrc_op_name(op));
+		expect_ok(buf, n, &v, mrce_op_name(op));
 		CHECK(v.op == op && !v.trimmed && data_eq(&v.u.data, &h),
-		      "it %d %s: fields differ", it, mrc_op_name(op));
+		      "it %d %s: fields differ", it, mrce_op_name(op));
 		if (h.plen) {
 			CHECK(v.payload == buf + MRC_DATA_HDR_LEN,
 			      "it %d: payload pointer", it);
@@ -139,22 +139,22 @@ static void test_roundtrip_ack_probe(void **state)
 		struct mrc_pkt_view v;
 		struct mrc_ack_hdr a;
 		rnd_ack_hdr(&a);
-		size_t n = mrc_wire_put_ack(buf, &a);
+		size_t n = mrce_wire_put_ack(buf, &a);
 		assert_int_equal(n, MRC_ACK_HDR_LEN);
 		expect_ok(buf, n, &v, "ACK");
 		CHECK(v.op == MRC_OP_ACK && !v.trimmed && !v.payload &&
 		      ack_eq(&v.u.ack, &a), "it %d: ACK fields differ", it);
-		mrc_wire_put_ack(buf2, &v.u.ack);
+		mrce_wire_put_ack(buf2, &v.u.ack);
 		CHECK(!memcmp(buf, buf2, n), "it %d: ACK re-encode differs", it);
 
 		struct mrc_probe_hdr p;
 		rnd_probe_hdr(&p);
-		n = mrc_wire_put_probe(buf, &p);
+		n = mrce_wire_put_probe(buf, &p);
 		assert_int_equal(n, MRC_PROBE_HDR_LEN);
 		expect_ok(buf, n, &v, "PROBE");
 		CHECK(v.op == p.op && !v.trimmed && !v.payload &&
 		      probe_eq(&v.u.probe, &p), "it %d: PROBE fields differ", it);
-		mrc_wire_put_probe(buf2, &v.u.probe);
+		mrce_wire_put_probe(buf2, &v.u.probe);
 		CHECK(!memcmp(buf, buf2, n), "it %d: PROBE re-encode differs", it);
 	}
 }
@@ -166,14 +166,14 @@ static void test_ack_psn_wrap(void **state)
 	uint8_t buf[MRC_HDR_MAX];
 	struct mrc_pkt_view v;
 	struct mrc_ack_hdr a = { .cum_psn = 0xfffffff0u, .sack_base = 5 };
-	mrc_wire_put_ack(buf, &a);
+	mrce_wire_put_ack(buf, &a);
 	expect_ok(buf, MRC_ACK_HDR_LEN, &v, "sack_base after wrap");
 	a.cum_psn = 5;
 	a.sack_base = 0xfffffff0u;
-	mrc_wire_put_ack(buf, &a);
+	mrce_wire_put_ack(buf, &a);
 	expect_drop(buf, MRC_ACK_HDR_LEN, MRC_DROP_FIELD, "sack_base before wrap");
 	a.sack_base = 5;
-	mrc_wire_put_ack(buf, &a);
+	mrce_wire_put_ack(buf, &a);
 	expect_ok(buf, MRC_ACK_HDR_LEN, &v, "sack_base == cum_psn");
 }
 
@@ -185,29 +185,29 @@ static void test_ack_rnr_timer(void **state)
 	(void)state;
 	uint8_t buf[MRC_HDR_MAX];
 	struct mrc_pkt_view v;
-	assert_int_equal(mrc_wire_rnr_ns(0), 0);
-	assert_int_equal(mrc_wire_rnr_ns(1), 10000);
-	assert_int_equal(mrc_wire_rnr_ns(MRC_RNR_TIMER_MAX), 10000ull << 16);
-	assert_int_equal(mrc_wire_rnr_ns(MRC_RNR_TIMER_MAX + 1), 0);
-	assert_int_equal(mrc_wire_rnr_code(1), 1);
-	assert_int_equal(mrc_wire_rnr_code(100000), 5);   /* 100 us -> 160 us */
-	assert_int_equal(mrc_wire_rnr_code(~0ull), MRC_RNR_TIMER_MAX);
+	assert_int_equal(mrce_wire_rnr_ns(0), 0);
+	assert_int_equal(mrce_wire_rnr_ns(1), 10000);
+	assert_int_equal(mrce_wire_rnr_ns(MRC_RNR_TIMER_MAX), 10000ull << 16);
+	assert_int_equal(mrce_wire_rnr_ns(MRC_RNR_TIMER_MAX + 1), 0);
+	assert_int_equal(mrce_wire_rnr_code(1), 1);
+	assert_int_equal(mrce_wire_rnr_code(100000), 5);   /* 100 us -> 160 us */
+	assert_int_equal(mrce_wire_rnr_code(~0ull), MRC_RNR_TIMER_MAX);
 	for (uint8_t c = 1; c <= MRC_RNR_TIMER_MAX; c++) {
 		struct mrc_ack_hdr a = { .nack = MRC_NACK_RNR, .rnr_timer = c, .cum_psn = 7,
 					 .sack_base = 7 };
-		mrc_wire_put_ack(buf, &a);
+		mrce_wire_put_ack(buf, &a);
 		assert_int_equal(buf[15], c);
 		expect_ok(buf, MRC_ACK_HDR_LEN, &v, "RNR NACK with a timer");
 		assert_int_equal(v.u.ack.rnr_timer, c);
 	}
 	struct mrc_ack_hdr a = { .nack = MRC_NACK_RNR, .rnr_timer = MRC_RNR_TIMER_MAX + 1 };
-	mrc_wire_put_ack(buf, &a);
+	mrce_wire_put_ack(buf, &a);
 	expect_drop(buf, MRC_ACK_HDR_LEN, MRC_DROP_FIELD, "RNR timer code 18");
 	/* Only RNR NACKs carry it: the encoder writes 0 for the others and
 	 * the decoder refuses a non-zero byte 15 on them. */
 	a.nack = MRC_NACK_NONE;
 	a.rnr_timer = 3;
-	mrc_wire_put_ack(buf, &a);
+	mrce_wire_put_ack(buf, &a);
 	assert_int_equal(buf[15], 0);
 	buf[15] = 3;
 	rehcrc(buf, MRC_ACK_HDR_LEN);
@@ -222,7 +222,7 @@ static int is_ctrl_copy(const uint8_t *buf, size_t len)
 	uint8_t *c = malloc(len ? len : 1);   /* exact size: ASan sees overreads */
 	assert_non_null(c);
 	memcpy(c, buf, len);
-	int r = mrc_wire_is_ctrl(c, len);
+	int r = mrce_wire_is_ctrl(c, len);
 	free(c);
 	return r;
 }
@@ -241,15 +241,15 @@ static void test_is_ctrl(void **state)
 	for (int it = 0; it < 300; it++) {
 		struct mrc_data_hdr h;
 		rnd_data_hdr(&h, data_ops[it % NDATA_OPS]);
-		size_t n = mrc_wire_put_data(buf, &h);
+		size_t n = mrce_wire_put_data(buf, &h);
 		CHECK(!is_ctrl_copy(buf, n), "it %d: data packet taken as control", it);
 		struct mrc_ack_hdr a;
 		rnd_ack_hdr(&a);
-		n = mrc_wire_put_ack(buf, &a);
+		n = mrce_wire_put_ack(buf, &a);
 		CHECK(!is_ctrl_copy(buf, n), "it %d: ACK taken as control", it);
 		struct mrc_probe_hdr p;
 		rnd_probe_hdr(&p);
-		n = mrc_wire_put_probe(buf, &p);
+		n = mrce_wire_put_probe(buf, &p);
 		CHECK(!is_ctrl_copy(buf, n), "it %d: probe taken as control", it);
 	}
 }
@@ -278,25 +278,25 @@ static void test_pkt_build(void **state)
 			struct mrc_ack_hdr h = { .nack = d.kind == MRCE_PKT_NOQP ? MRC_NACK_NOQP : 0,
 				.dqpn = d.dqpn, .cum_psn = d.psn, .trig_psn = d.psn,
 				.sack_base = d.psn, .ev = d.ev, .token = d.token };
-			wn = mrc_wire_put_ack(w, &h);
+			wn = mrce_wire_put_ack(w, &h);
 		} else {
 			struct mrc_data_hdr h = { .op = d.kind == MRCE_PKT_WRITE ? MRC_OP_WRITE :
 				MRC_OP_WRITE_IMM, .flags = MRC_F_FIRST | MRC_F_LAST, .dqpn = d.dqpn,
 				.psn = d.psn, .ev = d.ev, .plen = plen, .msn = d.msn, .rkey = d.rkey,
 				.mlen = plen, .imm = d.imm, .token = d.token };
-			wn = mrc_wire_put_data(w, &h);
+			wn = mrce_wire_put_data(w, &h);
 			if (plen) {
 				memcpy(w + wn, pay, plen);
-				mrc_wire_put_trailer(w + wn + plen, pay, plen);
+				mrce_wire_put_trailer(w + wn + plen, pay, plen);
 				wn += plen + MRC_TRAILER_LEN;
 			}
 		}
 		CHECK(n == wn && !memcmp(b, w, n), "kind %u plen %u: %zu bytes, encoders %zu",
 		      d.kind, plen, n, wn);
 		struct mrc_pkt_view v;
-		enum mrc_wire_drop why;
-		CHECK(mrc_wire_decode(b, n, &v, &why) == 0, "kind %u refused: %s", d.kind,
-		      mrc_wire_drop_name(why));
+		enum mrce_wire_drop why;
+		CHECK(mrce_wire_decode(b, n, &v, &why) == 0, "kind %u refused: %s", d.kind,
+		      mrce_wire_drop_name(why));
 		struct mrce_pkt_info pi;
 		CHECK(mrce_pkt_parse(b, n, 0, &pi) == 0 && pi.kind == d.kind && pi.ev == d.ev &&
 		      pi.dqpn == d.dqpn && !pi.trimmed, "kind %u: parse disagrees", d.kind);
@@ -307,15 +307,15 @@ static void test_pkt_build(void **state)
 				   .dqpn = 0x1234, .payload = pay };
 	size_t n = mrce_pkt_build(b, &d);
 	struct mrc_pkt_view v;
-	enum mrc_wire_drop why;
-	CHECK(mrc_wire_decode(b, n, &v, &why) == -EBADMSG && why == MRC_DROP_OPCODE,
+	enum mrce_wire_drop why;
+	CHECK(mrce_wire_decode(b, n, &v, &why) == -EBADMSG && why == MRC_DROP_OPCODE,
 	      "a raw packet decoded");
 	struct mrce_pkt_info pi;
 	CHECK(mrce_pkt_parse(b, n, 1, &pi) == 0 && pi.kind == MRCE_PKT_WRITE && pi.plen == 200 &&
 	      pi.ev == 9, "raw WRITE not parsed back");
 	/* Trimmed by a switch: parsed as trimmed; a bad kind builds nothing. */
 	d.raw = 0;
-	n = mrc_wire_trim(b, mrce_pkt_build(b, &d));
+	n = mrce_wire_trim(b, mrce_pkt_build(b, &d));
 	CHECK(mrce_pkt_parse(b, n, 0, &pi) == 0 && pi.trimmed, "trimmed WRITE not seen trimmed");
 	d.kind = 0;
 	CHECK(mrce_pkt_build(b, &d) == 0, "kind 0 built a packet");
@@ -327,22 +327,22 @@ static void test_names(void **state)
 {
 	(void)state;
 	for (int i = 0; i < MRC_DROP__COUNT; i++) {
-		const char *s = mrc_wire_drop_name((enum mrc_wire_drop)i);
+		const char *s = mrce_wire_drop_name((enum mrce_wire_drop)i);
 		assert_non_null(s);
 		assert_true(s[0] != '\0');
 		for (const char *c = s; *c; c++)
 			CHECK(islower((unsigned char)*c) || *c == '_',
 			      "drop name '%s' is not a counter name", s);
 		for (int j = 0; j < i; j++)
-			CHECK(strcmp(s, mrc_wire_drop_name((enum mrc_wire_drop)j)),
+			CHECK(strcmp(s, mrce_wire_drop_name((enum mrce_wire_drop)j)),
 			      "drop names %d and %d equal", i, j);
 	}
-	assert_string_equal(mrc_wire_drop_name(MRC_DROP_TRUNCATED), "truncated");
-	assert_string_equal(mrc_wire_drop_name(MRC_DROP_HCRC), "bad_hcrc");
-	assert_non_null(mrc_wire_drop_name(MRC_DROP__COUNT));
-	assert_string_equal(mrc_op_name(MRC_OP_WRITE), "WRITE");
-	assert_string_equal(mrc_op_name(MRC_OP_ACK), "ACK");
-	assert_string_equal(mrc_op_name(MRC_OP_PROBE_REPLY), "PROBE_REPLY");
+	assert_string_equal(mrce_wire_drop_name(MRC_DROP_TRUNCATED), "truncated");
+	assert_string_equal(mrce_wire_drop_name(MRC_DROP_HCRC), "bad_hcrc");
+	assert_non_null(mrce_wire_drop_name(MRC_DROP__COUNT));
+	assert_string_equal(mrce_op_name(MRC_OP_WRITE), "WRITE");
+	assert_string_equal(mrce_op_name(MRC_OP_ACK), "ACK");
+	assert_string_equal(mrce_op_name(MRC_OP_PROBE_REPLY), "PROBE_REPLY");
 }
 
 int main(void)

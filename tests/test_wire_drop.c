@@ -22,7 +22,7 @@ static void test_drop_prefix(void **state)
 	(void)state;
 	uint8_t buf[MRC_HDR_MAX + 16];
 	struct mrc_probe_hdr p = { .op = MRC_OP_PROBE, .seq = 7 };
-	size_t n = mrc_wire_put_probe(buf, &p);
+	size_t n = mrce_wire_put_probe(buf, &p);
 
 	for (size_t l = 0; l < 4; l++)
 		expect_drop(buf, l, MRC_DROP_TRUNCATED, "len < 4");
@@ -36,7 +36,7 @@ static void test_drop_prefix(void **state)
 	for (int op = 0; op < 256; op++) {
 		int known = mrc_op_is_data((uint8_t)op) || op == MRC_OP_ACK ||
 			    op == MRC_OP_PROBE || op == MRC_OP_PROBE_REPLY;
-		CHECK(known == (strcmp(mrc_op_name((uint8_t)op), "UNKNOWN") != 0),
+		CHECK(known == (strcmp(mrce_op_name((uint8_t)op), "UNKNOWN") != 0),
 		      "op %d name", op);
 		if (known)
 			continue;
@@ -74,15 +74,15 @@ static void test_drop_hcrc_pcrc(void **state)
 
 	struct mrc_ack_hdr a;
 	rnd_ack_hdr(&a);
-	n = mrc_wire_put_ack(buf, &a);
+	n = mrce_wire_put_ack(buf, &a);
 	buf[40] ^= 0x80;
 	expect_drop(buf, n, MRC_DROP_HCRC, "ack sack byte");
 	struct mrc_probe_hdr p;
 	rnd_probe_hdr(&p);
-	n = mrc_wire_put_probe(buf, &p);
+	n = mrce_wire_put_probe(buf, &p);
 	buf[33] ^= 0x02;
 	expect_drop(buf, n, MRC_DROP_HCRC, "probe token byte");
-	n = mrc_wire_put_probe(buf, &p);
+	n = mrce_wire_put_probe(buf, &p);
 	buf[41] ^= 0x02;
 	expect_drop(buf, n, MRC_DROP_HCRC, "probe hcrc byte");
 }
@@ -106,11 +106,11 @@ static void test_drop_length(void **state)
 	expect_drop(buf, n + 4, MRC_DROP_LENGTH, "plen 0 with a trailer");
 
 	struct mrc_ack_hdr a = { .nack = MRC_NACK_TRIMMED };
-	n = mrc_wire_put_ack(buf, &a);
+	n = mrce_wire_put_ack(buf, &a);
 	expect_drop(buf, n + 1, MRC_DROP_LENGTH, "ack too long");
 	expect_drop(buf, n - 1, MRC_DROP_TRUNCATED, "ack too short");
 	struct mrc_probe_hdr p = { .op = MRC_OP_PROBE };
-	n = mrc_wire_put_probe(buf, &p);
+	n = mrce_wire_put_probe(buf, &p);
 	expect_drop(buf, n + 1, MRC_DROP_LENGTH, "probe too long");
 	expect_drop(buf, n - 1, MRC_DROP_TRUNCATED, "probe too short");
 
@@ -118,7 +118,7 @@ static void test_drop_length(void **state)
 	h.plen = 16;
 	h.mlen = 16;
 	n = build_data(buf, &h, payload);
-	assert_int_equal(mrc_wire_trim(buf, n), MRC_DATA_HDR_LEN);
+	assert_int_equal(mrce_wire_trim(buf, n), MRC_DATA_HDR_LEN);
 	expect_drop(buf, MRC_DATA_HDR_LEN + 1, MRC_DROP_LENGTH, "trimmed + 1");
 	expect_drop(buf, n, MRC_DROP_LENGTH, "trimmed bit on a full packet");
 }
@@ -223,27 +223,27 @@ static void test_drop_field_ack_probe(void **state)
 	rnd_ack_hdr(&a);
 	a.flags = MRC_AF_ECN;
 	a.nack = MRC_NACK_MAX;
-	mrc_wire_put_ack(buf, &a);
+	mrce_wire_put_ack(buf, &a);
 	expect_ok(buf, MRC_ACK_HDR_LEN, &v, "ack ok");
 	for (int bit = 1; bit < 16; bit++) {
 		a.flags = (uint16_t)(MRC_AF_ECN | (1u << bit));
-		mrc_wire_put_ack(buf, &a);
+		mrce_wire_put_ack(buf, &a);
 		expect_drop(buf, MRC_ACK_HDR_LEN, MRC_DROP_FIELD, "ack flag");
 	}
 	a.flags = 0;
 	a.nack = MRC_NACK_MAX + 1;
-	mrc_wire_put_ack(buf, &a);
+	mrce_wire_put_ack(buf, &a);
 	expect_drop(buf, MRC_ACK_HDR_LEN, MRC_DROP_FIELD, "nack > max");
 	a.nack = 0xff;
-	mrc_wire_put_ack(buf, &a);
+	mrce_wire_put_ack(buf, &a);
 	expect_drop(buf, MRC_ACK_HDR_LEN, MRC_DROP_FIELD, "nack 255");
 	a.nack = MRC_NACK_NONE;
-	mrc_wire_put_ack(buf, &a);
+	mrce_wire_put_ack(buf, &a);
 	buf[15] = 1;
 	rehcrc(buf, MRC_ACK_HDR_LEN);
 	expect_drop(buf, MRC_ACK_HDR_LEN, MRC_DROP_FIELD, "ack reserved byte");
 	a.sack_base = a.cum_psn - 1;
-	mrc_wire_put_ack(buf, &a);
+	mrce_wire_put_ack(buf, &a);
 	expect_drop(buf, MRC_ACK_HDR_LEN, MRC_DROP_FIELD, "sack_base < cum_psn");
 
 	struct mrc_probe_hdr p;
@@ -255,7 +255,7 @@ static void test_drop_field_ack_probe(void **state)
 		{ 14, 0x10, "probe rsvd16 [0]" }, { 15, 0x01, "probe rsvd16 [1]" },
 	};
 	for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
-		mrc_wire_put_probe(buf, &p);
+		mrce_wire_put_probe(buf, &p);
 		buf[pc[i].at] = pc[i].val;
 		rehcrc(buf, MRC_PROBE_HDR_LEN);
 		expect_drop(buf, MRC_PROBE_HDR_LEN, MRC_DROP_FIELD, pc[i].what);
@@ -266,7 +266,7 @@ static void test_drop_field_ack_probe(void **state)
 static void flip_all(uint8_t *buf, size_t n, const char *what)
 {
 	struct mrc_pkt_view v;
-	enum mrc_wire_drop why;
+	enum mrce_wire_drop why;
 	for (size_t bit = 0; bit < n * 8; bit++) {
 		buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 		int rc = decode_copy(buf, n, &v, &why);
@@ -291,22 +291,22 @@ static void test_bit_flips(void **state)
 			while (h.plen > 64 || (h.plen != 0) != withpl);
 			fill(payload, h.plen);
 			size_t n = build_data(buf, &h, payload);
-			flip_all(buf, n, mrc_op_name(h.op));
+			flip_all(buf, n, mrce_op_name(h.op));
 			if (h.plen) {
-				n = mrc_wire_trim(buf, n);
+				n = mrce_wire_trim(buf, n);
 				flip_all(buf, n, "trimmed");
 			}
 		}
 	}
 	struct mrc_ack_hdr a;
 	rnd_ack_hdr(&a);
-	flip_all(buf, mrc_wire_put_ack(buf, &a), "ACK");
+	flip_all(buf, mrce_wire_put_ack(buf, &a), "ACK");
 	struct mrc_probe_hdr p;
 	rnd_probe_hdr(&p);
 	p.op = MRC_OP_PROBE;
-	flip_all(buf, mrc_wire_put_probe(buf, &p), "PROBE");
+	flip_all(buf, mrce_wire_put_probe(buf, &p), "PROBE");
 	p.op = MRC_OP_PROBE_REPLY;
-	flip_all(buf, mrc_wire_put_probe(buf, &p), "PROBE_REPLY");
+	flip_all(buf, mrce_wire_put_probe(buf, &p), "PROBE_REPLY");
 }
 
 static void test_trim(void **state)
@@ -319,7 +319,7 @@ static void test_trim(void **state)
 		fill(payload, h.plen);
 		size_t n = build_data(buf, &h, payload);
 		memcpy(orig, buf, n);
-		size_t t = mrc_wire_trim(buf, n);
+		size_t t = mrce_wire_trim(buf, n);
 		struct mrc_pkt_view v;
 		if (h.plen == 0) {
 			CHECK(t == n && !memcmp(buf, orig, n),
@@ -338,24 +338,24 @@ static void test_trim(void **state)
 		      data_eq(&v.u.data, &want), "it %d: trimmed view", it);
 		/* the trimmed header re-encodes bit for bit */
 		uint8_t re[MRC_DATA_HDR_LEN];
-		mrc_wire_put_data(re, &v.u.data);
+		mrce_wire_put_data(re, &v.u.data);
 		CHECK(!memcmp(re, buf, MRC_DATA_HDR_LEN), "it %d: re-encode", it);
 		/* trimming again is a no-op */
-		CHECK(mrc_wire_trim(buf, t) == t, "it %d: re-trim", it);
+		CHECK(mrce_wire_trim(buf, t) == t, "it %d: re-trim", it);
 	}
 	/* non-data packets and unknown versions are never trimmed */
 	struct mrc_ack_hdr a = { 0 };
-	size_t n = mrc_wire_put_ack(buf, &a);
+	size_t n = mrce_wire_put_ack(buf, &a);
 	memcpy(orig, buf, n);
-	assert_int_equal(mrc_wire_trim(buf, n), n);
+	assert_int_equal(mrce_wire_trim(buf, n), n);
 	assert_memory_equal(buf, orig, n);
 	struct mrc_data_hdr h = { .op = MRC_OP_WRITE, .plen = 8, .mlen = 8 };
 	n = build_data(buf, &h, payload);
 	buf[0] = MRC_WIRE_VERSION + 1;
 	memcpy(orig, buf, n);
-	assert_int_equal(mrc_wire_trim(buf, n), n);
+	assert_int_equal(mrce_wire_trim(buf, n), n);
 	assert_memory_equal(buf, orig, n);
-	assert_int_equal(mrc_wire_trim(buf, 2), 2);
+	assert_int_equal(mrce_wire_trim(buf, 2), 2);
 }
 
 /* Every prefix of a valid packet is refused, with the right reason, and
@@ -377,12 +377,12 @@ static void test_truncation(void **state)
 		} else if (k == NDATA_OPS) {
 			struct mrc_ack_hdr a;
 			rnd_ack_hdr(&a);
-			n = hl = mrc_wire_put_ack(buf, &a);
+			n = hl = mrce_wire_put_ack(buf, &a);
 		} else {
 			struct mrc_probe_hdr p;
 			rnd_probe_hdr(&p);
 			p.op = k == NDATA_OPS + 1 ? MRC_OP_PROBE : MRC_OP_PROBE_REPLY;
-			n = hl = mrc_wire_put_probe(buf, &p);
+			n = hl = mrce_wire_put_probe(buf, &p);
 		}
 		for (size_t l = 0; l < n; l++)
 			expect_drop(buf, l, l < hl ? MRC_DROP_TRUNCATED
@@ -406,7 +406,7 @@ static void test_garbage(void **state)
 			buf[1] = (uint8_t)below(40);
 		}
 		struct mrc_pkt_view v;
-		enum mrc_wire_drop why;
+		enum mrce_wire_drop why;
 		if (decode_copy(buf, n, &v, &why) != 0) {
 			CHECK(why > MRC_DROP_NONE && why < MRC_DROP__COUNT,
 			      "why out of range");
@@ -414,11 +414,11 @@ static void test_garbage(void **state)
 		}
 		size_t m;
 		if (mrc_op_is_data(v.op)) {
-			m = mrc_wire_put_data(re, &v.u.data);
+			m = mrce_wire_put_data(re, &v.u.data);
 		} else if (v.op == MRC_OP_ACK) {
-			m = mrc_wire_put_ack(re, &v.u.ack);
+			m = mrce_wire_put_ack(re, &v.u.ack);
 		} else {
-			m = mrc_wire_put_probe(re, &v.u.probe);
+			m = mrce_wire_put_probe(re, &v.u.probe);
 		}
 		CHECK(m <= n && !memcmp(re, buf, m), "it %d: accepted garbage "
 		      "does not re-encode", it);

@@ -125,7 +125,7 @@ static void data_pkt(uint8_t op, uint16_t flags, uint16_t plen, int corrupt)
 	if (flags & MRC_F_PB_ACK)
 		h.pb_cum_psn = r32(), h.pb_sack = (uint16_t)r32(), h.pb_hold = (uint16_t)r32();
 	uint8_t *m = p->b + 48;
-	size_t n = mrc_wire_put_data(m, &h);
+	size_t n = mrce_wire_put_data(m, &h);
 	for (uint16_t i = 0; i < plen; i++)
 		m[n + i] = (uint8_t)rnd();
 	/* ENC (docs/wire.md): AEAD seq and tag after the ciphertext, the pcrc
@@ -134,11 +134,11 @@ static void data_pkt(uint8_t op, uint16_t flags, uint16_t plen, int corrupt)
 	for (size_t i = 0; i < aead; i++)
 		m[n + plen + i] = (uint8_t)rnd();
 	if (plen) {
-		mrc_wire_put_trailer(m + n + plen + aead, m + n, plen + aead);
+		mrce_wire_put_trailer(m + n + plen + aead, m + n, plen + aead);
 		n += plen + aead + MRC_TRAILER_LEN;
 	}
 	if (flags & MRC_F_TRIMMED)
-		n = mrc_wire_trim(m, n);
+		n = mrce_wire_trim(m, n);
 	if (corrupt == 1)
 		m[20] ^= 0x10;            /* rkey: hcrc must fail */
 	if (corrupt == 2)
@@ -215,7 +215,7 @@ static void ack_pkt(uint8_t nack)
 	for (int i = 0; i < MRC_SACK_BITS; i++)
 		if (rnd() % 3 == 0)
 			h.sack[i / 8] |= (uint8_t)(1u << (i % 8)), bits++;
-	size_t n = mrc_wire_put_ack(p->b + 48, &h);
+	size_t n = mrce_wire_put_ack(p->b + 48, &h);
 	wrap(p, n, 2, route4, 791);
 	want_route4(p);
 	want(p, "mrc.opcode", "16");
@@ -243,7 +243,7 @@ static void probe_pkt(uint8_t op, uint16_t port)
 		.op = op, .ev = (uint16_t)(r32() & 0x3ff), .seq = r32(), .ts = rnd(),
 		.ts_echo = op == MRC_OP_PROBE_REPLY ? rnd() : 0, .token = rnd(),
 	};
-	size_t n = mrc_wire_put_probe(p->b + 48, &h);
+	size_t n = mrce_wire_put_probe(p->b + 48, &h);
 	wrap(p, n, 4, route1, port);
 	want(p, "mrc.route", "h5");
 	want(p, "mrc.route.host", "5");

@@ -64,10 +64,10 @@ static void run_xfer(int loss_pct, int blackhole)
 	for (int s = 0; s < 2; s++) {
 		assert_int_equal(mrce_create(&cfg, &e[s], NULL), 0);
 		assert_int_equal(mrce_peer_add(e[s], 64, planes, &peer[s]), 0);
-		assert_int_equal(mrce_qp_create(e[s], &(struct mrce_qp_attr){ .pd = 1 }, &qpn[s]), 0);
+		assert_int_equal(mrce_qp_open(e[s], &(struct mrce_qp_attr){ .pd = 1 }, &qpn[s]), 0);
 	}
-	assert_int_equal(mrce_mr_reg(e[0], 1, src, len, MRC_ACCESS_LOCAL_READ, &key[0]), 0);
-	assert_int_equal(mrce_mr_reg(e[1], 1, dst, len, MRC_ACCESS_REMOTE_WRITE, &key[1]), 0);
+	assert_int_equal(mrce_mr_add(e[0], 1, src, len, MRCE_ACCESS_LOCAL_READ, &key[0]), 0);
+	assert_int_equal(mrce_mr_add(e[1], 1, dst, len, MRCE_ACCESS_REMOTE_WRITE, &key[1]), 0);
 	/* Tokens as auth/ would derive them: one per direction. */
 	assert_int_equal(mrce_qp_set_tokens(e[0], qpn[0], 0x0a0b, 0x0b0a), 0);
 	assert_int_equal(mrce_qp_set_tokens(e[1], qpn[1], 0x0b0a, 0x0a0b), 0);
@@ -109,14 +109,14 @@ static void run_xfer(int loss_pct, int blackhole)
 			if (mrce_next_deadline(e[s]) <= now)
 				mrce_tick(e[s], now);
 		for (int s = 0; s < 2; s++) {
-			int n = mrce_poll_cq(e[s], wc, 16);
+			int n = mrce_wc_drain(e[s], wc, 16);
 			for (int i = 0; i < n; i++) {
 				assert_int_equal(wc[i].status, 0);
 				if (s == 0) {
 					assert_int_equal(wc[i].wr_id, (uint64_t)done);
 					done++;
 				} else {
-					assert_int_equal(wc[i].op, MRC_WC_RECV_WRITE_IMM);
+					assert_int_equal(wc[i].op, MRCE_WC_RECV_WRITE_IMM);
 					assert_int_equal(wc[i].imm, 77);
 					got_imm++;
 				}
@@ -133,7 +133,7 @@ static void run_xfer(int loss_pct, int blackhole)
 		for (int ev = 3; ev < 64; ev += 8) {
 			struct mrce_ev_info in;
 			assert_int_equal(mrce_ev_info(e[0], peer[0], ev, &in), 0);
-			assert_int_equal(in.state, MRC_EV_ASSUMED_BAD);
+			assert_int_equal(in.state, MRCE_EV_ASSUMED_BAD);
 		}
 	}
 	print_message("xfer loss=%d%% blackhole=%d: virtual time %.3f ms\n", loss_pct,
@@ -156,8 +156,8 @@ static void abort_unfinished(void **st)
 	uint32_t peer, qpn, key;
 	static uint8_t buf[3 * 4096];
 	assert_int_equal(mrce_peer_add(e, 1, &plane0, &peer), 0);
-	assert_int_equal(mrce_qp_create(e, &(struct mrce_qp_attr){ .pd = 1 }, &qpn), 0);
-	assert_int_equal(mrce_mr_reg(e, 1, buf, sizeof(buf), MRC_ACCESS_LOCAL_READ, &key), 0);
+	assert_int_equal(mrce_qp_open(e, &(struct mrce_qp_attr){ .pd = 1 }, &qpn), 0);
+	assert_int_equal(mrce_mr_add(e, 1, buf, sizeof(buf), MRCE_ACCESS_LOCAL_READ, &key), 0);
 	assert_int_equal(mrce_qp_connect(e, qpn, peer, 5, 0, 0), 0);
 	assert_int_equal(mrce_busy_qps(e), 0);
 	for (int i = 0; i < 3; i++)
@@ -170,13 +170,13 @@ static void abort_unfinished(void **st)
 	assert_int_equal(mrce_abort_all(e, 3, -ESHUTDOWN), 1);
 	assert_int_equal(mrce_busy_qps(e), 0);
 	struct mrce_wc wc[8];
-	assert_int_equal(mrce_poll_cq(e, wc, 8), 3);
+	assert_int_equal(mrce_wc_drain(e, wc, 8), 3);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(wc[i].wr_id, 10 + i);
 		assert_int_equal(wc[i].status, -ESHUTDOWN);
 	}
 	/* The memory is free again once the completions are reaped. */
-	assert_int_equal(mrce_mr_dereg(e, key), 0);
+	assert_int_equal(mrce_mr_remove(e, key), 0);
 	assert_int_equal(mrce_qp_abort(e, 4, qpn, 0), -EINVAL);
 	mrce_destroy(e);
 }
@@ -195,11 +195,11 @@ static void pair_up(struct pair *x, uint32_t nev, const uint8_t *planes, void *s
 	assert_int_equal(mrce_create(NULL, &x->b, NULL), 0);
 	assert_int_equal(mrce_peer_add(x->a, nev, planes, &x->pa), 0);
 	assert_int_equal(mrce_peer_add(x->b, nev, planes, &x->pb), 0);
-	assert_int_equal(mrce_qp_create(x->a, &(struct mrce_qp_attr){ .pd = 1 }, &x->qa), 0);
-	assert_int_equal(mrce_qp_create(x->b, &(struct mrce_qp_attr){ .pd = 1 }, &x->qb), 0);
-	assert_int_equal(mrce_mr_reg(x->a, 1, src, slen, MRC_ACCESS_LOCAL_READ, &x->ka), 0);
+	assert_int_equal(mrce_qp_open(x->a, &(struct mrce_qp_attr){ .pd = 1 }, &x->qa), 0);
+	assert_int_equal(mrce_qp_open(x->b, &(struct mrce_qp_attr){ .pd = 1 }, &x->qb), 0);
+	assert_int_equal(mrce_mr_add(x->a, 1, src, slen, MRCE_ACCESS_LOCAL_READ, &x->ka), 0);
 	if (dst)
-		assert_int_equal(mrce_mr_reg(x->b, 1, dst, dlen, MRC_ACCESS_REMOTE_WRITE, &x->kb), 0);
+		assert_int_equal(mrce_mr_add(x->b, 1, dst, dlen, MRCE_ACCESS_REMOTE_WRITE, &x->kb), 0);
 	assert_int_equal(mrce_qp_set_tokens(x->a, x->qa, 0x1111, 0x2222), 0);
 	assert_int_equal(mrce_qp_set_tokens(x->b, x->qb, 0x2222, 0x1111), 0);
 	assert_int_equal(mrce_peer_set_probe_tokens(x->a, x->pa, 0x3333, 0x4444), 0);
@@ -245,7 +245,7 @@ static void spurious_loss_undone(void **st)
 	mrce_tick(a, dl);
 	struct mrce_ev_info in;
 	assert_int_equal(mrce_ev_info(a, pa, late_ev, &in), 0);
-	assert_int_equal(in.state, MRC_EV_ASSUMED_BAD);
+	assert_int_equal(in.state, MRCE_EV_ASSUMED_BAD);
 	assert_int_equal(mrce_tx(a, dl, p, 4), 1);   /* the resend; dropped here */
 	assert_true(p[0].hdr[3] & MRC_F_RETX);
 	/* The original copy arrives after all. */
@@ -257,10 +257,10 @@ static void spurious_loss_undone(void **st)
 	assert_int_equal(qi.spurious, 1);
 	assert_true(qi.reorder_extra_ns > 0);
 	assert_int_equal(mrce_ev_info(a, pa, late_ev, &in), 0);
-	assert_int_equal(in.state, MRC_EV_GOOD);
-	assert_int_equal(in.last_reason, MRC_RSN_SPURIOUS);
+	assert_int_equal(in.state, MRCE_EV_GOOD);
+	assert_int_equal(in.last_reason, MRCE_RSN_SPURIOUS);
 	struct mrce_wc wc;
-	assert_int_equal(mrce_poll_cq(a, &wc, 1), 1);
+	assert_int_equal(mrce_wc_drain(a, &wc, 1), 1);
 	assert_int_equal(wc.status, 0);
 	assert_memory_equal(src, dst, sizeof(src));
 	pair_down(&x);
@@ -294,7 +294,7 @@ static void late_setup(struct late *l)
 	l->late_ev = p[0].ev;
 	l->n0 = mrce_tx_pkt_copy(&p[0], l->p0);
 	size_t n1 = mrce_tx_pkt_copy(&p[1], p1);
-	assert_int_equal(mrce_rx(x->b, 11000, x->pb, p1, n1, MRC_RX_ECN), 0);
+	assert_int_equal(mrce_rx(x->b, 11000, x->pb, p1, n1, MRCE_RX_ECN), 0);
 	assert_int_equal(mrce_tx(x->b, 11000, ack, 4), 1);
 	mrce_rx(x->a, 21000, x->pa, ack[0].hdr, ack[0].hdr_len, 0);
 	l->dl = mrce_next_deadline(x->a);
@@ -311,7 +311,7 @@ static void late_setup(struct late *l)
 	assert_true(probe >= 0 && resend >= 0);
 	struct mrce_ev_info in;
 	assert_int_equal(mrce_ev_info(x->a, x->pa, l->late_ev, &in), 0);
-	assert_int_equal(in.state, MRC_EV_GOOD);
+	assert_int_equal(in.state, MRCE_EV_GOOD);
 	struct mrce_stats st;
 	mrce_stats(x->a, &st);
 	assert_int_equal(st.suspect_probes, 1);
@@ -323,9 +323,9 @@ static int went_bad(struct mrce *a, uint16_t ev)
 {
 	struct mrce_event e;
 	int n = 0;
-	while (mrce_poll_event(a, &e) > 0)
-		if (e.type == MRC_EVT_EV_STATE && e.ev == ev &&
-		    e.new_state == MRC_EV_ASSUMED_BAD)
+	while (mrce_event_pop(a, &e) > 0)
+		if (e.type == MRCE_EVT_EV_STATE && e.ev == ev &&
+		    e.new_state == MRCE_EV_ASSUMED_BAD)
 			n++;
 	return n;
 }
@@ -353,13 +353,13 @@ static void reordered_path_kept(void **st)
 	mrce_tick(x->a, dl + 1000000);
 	struct mrce_ev_info in;
 	assert_int_equal(mrce_ev_info(x->a, x->pa, l.late_ev, &in), 0);
-	assert_int_equal(in.state, MRC_EV_GOOD);
+	assert_int_equal(in.state, MRCE_EV_GOOD);
 	/* The original copy arrives; its ACK completes the write. */
 	assert_int_equal(mrce_rx(x->b, dl + 5000, x->pb, l.p0, l.n0, 0), 0);
 	assert_int_equal(mrce_tx(x->b, dl + 5000, q, 4), 1);
 	mrce_rx(x->a, dl + 10000, x->pa, q[0].hdr, q[0].hdr_len, 0);
 	struct mrce_wc wc;
-	assert_int_equal(mrce_poll_cq(x->a, &wc, 1), 1);
+	assert_int_equal(mrce_wc_drain(x->a, &wc, 1), 1);
 	assert_int_equal(wc.status, 0);
 	assert_memory_equal(l.src, l.dst, sizeof(l.src));
 	assert_int_equal(went_bad(x->a, l.late_ev), 0);
@@ -382,8 +382,8 @@ static void dead_path_retired(void **st)
 	mrce_tick(x.a, dl2);
 	struct mrce_ev_info in;
 	assert_int_equal(mrce_ev_info(x.a, x.pa, late_ev, &in), 0);
-	assert_int_equal(in.state, MRC_EV_ASSUMED_BAD);
-	assert_int_equal(in.last_reason, MRC_RSN_LOSS);
+	assert_int_equal(in.state, MRCE_EV_ASSUMED_BAD);
+	assert_int_equal(in.last_reason, MRCE_RSN_LOSS);
 	assert_int_equal(went_bad(x.a, late_ev), 1);
 	struct mrce_stats sa;
 	mrce_stats(x.a, &sa);
@@ -403,9 +403,9 @@ static void remote_qp_gone(void **st)
 	pair_up(&x, 1, &plane0, src, sizeof(src), NULL, 0);
 	struct mrce *a = x.a, *b = x.b;
 	uint32_t pa = x.pa, pb = x.pb, qa = x.qa, qb = x.qb, qb2, ka = x.ka;
-	assert_int_equal(mrce_qp_destroy(b, qb), 0);
+	assert_int_equal(mrce_qp_close(b, qb), 0);
 	/* A new QP in the freed slot must not receive the old one's data. */
-	assert_int_equal(mrce_qp_create(b, &(struct mrce_qp_attr){ .pd = 1 }, &qb2), 0);
+	assert_int_equal(mrce_qp_open(b, &(struct mrce_qp_attr){ .pd = 1 }, &qb2), 0);
 	assert_int_not_equal(qb2, qb);
 	assert_int_equal(mrce_qp_post(a, 10, qa, &(struct mrc_sqe){ .wr_id = 3,
 		.op = MRC_SQE_WRITE, .lkey = ka, .len = 4096, .rkey = 1 }), 0);
@@ -417,7 +417,7 @@ static void remote_qp_gone(void **st)
 	assert_int_equal(mrce_tx(b, 20, n, 2), 1);
 	mrce_rx(a, 30, pa, n[0].hdr, n[0].hdr_len, 0);
 	struct mrce_wc wc;
-	assert_int_equal(mrce_poll_cq(a, &wc, 1), 1);
+	assert_int_equal(mrce_wc_drain(a, &wc, 1), 1);
 	assert_int_equal(wc.wr_id, 3);
 	assert_int_equal(wc.status, -ECONNRESET);
 	struct mrce_stats sb;
@@ -452,7 +452,7 @@ static void acks_coalesced(void **st)
 	assert_false(mrce_tx_pending(b));
 	mrce_rx(a, 30, pa, acks[n - 1].hdr, acks[n - 1].hdr_len, 0);
 	struct mrce_wc wc;
-	assert_int_equal(mrce_poll_cq(a, &wc, 1), 1);   /* the last ACK covers all */
+	assert_int_equal(mrce_wc_drain(a, &wc, 1), 1);   /* the last ACK covers all */
 	assert_int_equal(wc.status, 0);
 	assert_memory_equal(src, dst, sizeof(src));
 	pair_down(&x);

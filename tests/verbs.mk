@@ -1,5 +1,5 @@
 # mrcd linked against a fake libibverbs that carries UD datagrams over
-# kernel UDP (tests/support/fake_verbs_net.c defines mrc__verbs_real, so
+# kernel UDP (tests/support/fake_verbs_net.c defines mrc__dp_verbs_real, so
 # datapath/verbs_ops.c is not taken from libmrccore.a): the verbs
 # provider's first contact inside real daemons on the emulated fabric
 # (tests/root/verbs_fake.sh), where there is no RDMA device.  Never

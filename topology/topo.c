@@ -98,7 +98,7 @@ void mrc_topo_free(struct mrc_topo *t)
 	free(t);
 }
 
-const char *mrc_tier_name(unsigned tier)
+const char *mrc_topo_tier_name(unsigned tier)
 {
 	switch (tier) {
 	case MRC_TIER_HOST: return "host";
@@ -248,7 +248,7 @@ static int check_links(struct mrc_topo *t, char *err, size_t errlen)
 		if (b->tier != a->tier + 1)
 			return mrc__topo_err(err, errlen,
 					     "links[%u] (%s-%s): a %s may not link to a %s (links join host-leaf or leaf-spine)",
-					     i, a->name, b->name, mrc_tier_name(a->tier), mrc_tier_name(b->tier));
+					     i, a->name, b->name, mrc_topo_tier_name(a->tier), mrc_topo_tier_name(b->tier));
 		if (a->tier != MRC_TIER_HOST && a->plane != b->plane)
 			return mrc__topo_err(err, errlen,
 					     "links[%u] (%s-%s): %s is in plane %u but %s in plane %u",

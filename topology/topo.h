@@ -155,7 +155,7 @@ int mrc_topo_link_find(const struct mrc_topo *t, uint32_t a, uint32_t b,
 /* Leaf node id of a host in a plane. */
 uint32_t mrc_topo_host_leaf(const struct mrc_topo *t, uint32_t host,
 			    uint32_t plane);
-const char *mrc_tier_name(unsigned tier);
+const char *mrc_topo_tier_name(unsigned tier);
 
 /* ---- paths and EVs ----------------------------------------------------- */
 

@@ -35,7 +35,7 @@ int mrc_topo_to_json(const struct mrc_topo *t, char **text)
 			goto nomem;
 		json_object_set_new(o, "name", json_string(n->name));
 		if (n->tier != MRC_TIER_HOST) {
-			json_object_set_new(o, "tier", json_string(mrc_tier_name(n->tier)));
+			json_object_set_new(o, "tier", json_string(mrc_topo_tier_name(n->tier)));
 			json_object_set_new(o, "plane", json_integer(n->plane));
 		}
 		json_object_set_new(o, "usid", usid_str(n->usid));

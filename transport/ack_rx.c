@@ -5,19 +5,19 @@
 
 #include "transport/ack_rx.h"
 #include "transport/loss.h"
-#include "transport/path.h"
+#include "transport/evs.h"
 #include "transport/qp.h"
 
 #define RNR_LIMIT_ERR  (-ENOBUFS)
 
 /* hold: how long the peer held the ACK for data to carry it (pb_hold),
  * which is not part of the round trip. */
-static void ack_one(struct mrce *e, struct mrc__qp *qp, uint32_t psn, uint64_t now,
+static void ack_one(struct mrce *e, struct mrce__qp *qp, uint32_t psn, uint64_t now,
 		    uint64_t hold)
 {
-	struct mrc__slot *s = mrc__slot_of(e, qp, psn);
-	if (s->state == MRC__S_INFLIGHT) {
-		mrc__lst_remove(qp, (uint16_t)(psn & e->wmask));
+	struct mrce__slot *s = mrce__slot_of(e, qp, psn);
+	if (s->state == MRCE__S_INFLIGHT) {
+		mrce__lst_remove(qp, (uint16_t)(psn & e->wmask));
 		qp->inflight_pkts--;
 		qp->inflight_bytes -= s->plen;
 		if ((int32_t)(s->xseq + 1 - qp->rack_seq) > 0)
@@ -26,19 +26,19 @@ static void ack_one(struct mrce *e, struct mrc__qp *qp, uint32_t psn, uint64_t n
 		 * unambiguous) measures it: ACKs are coalesced and come back on
 		 * the EV of the newest packet only, so the echo alone would
 		 * leave most paths unmeasured. */
-		struct mrc__peer *p = &e->peers[qp->peer];
+		struct mrce__peer *p = &e->peers[qp->peer];
 		p->paths[s->ev].last_ack = now;
 		if (s->sent_ts > p->acked_sent)
 			p->acked_sent = s->sent_ts;
 		p->heard = now;
 		if (!s->tries && now > s->sent_ts + hold)
-			mrc__path_rtt(e, p, s->ev, now - s->sent_ts - hold);
+			mrce__ev_rtt(e, p, s->ev, now - s->sent_ts - hold);
 	}
-	if (s->state == MRC__S_INFLIGHT || s->state == MRC__S_LOST)
+	if (s->state == MRCE__S_INFLIGHT || s->state == MRCE__S_LOST)
 		qp->bytes_acked += s->plen;
-	s->state = MRC__S_ACKED;
-	mrc__bit_set(qp->sacked, psn);
-	mrc__bit_clear(qp->lostmap, psn);
+	s->state = MRCE__S_ACKED;
+	mrce__bit_set(qp->sacked, psn);
+	mrce__bit_clear(qp->lostmap, psn);
 }
 
 /* Rotates a 256-bit bitmap whose bit i stands for base+i so that it is
@@ -62,9 +62,9 @@ static void sack_to_ring(const uint8_t *sack, uint32_t base, uint64_t out[4])
 	}
 }
 
-static void rtt_sample(struct mrce *e, struct mrc__qp *qp, uint64_t rtt)
+static void rtt_sample(struct mrce *e, struct mrce__qp *qp, uint64_t rtt)
 {
-	mrc__rtt_update(&qp->srtt, &qp->rttvar, rtt);
+	mrce__rtt_update(&qp->srtt, &qp->rttvar, rtt);
 	uint64_t rto = qp->srtt + 4 * qp->rttvar;
 	if (rto < e->cfg.rto_min_ns)
 		rto = e->cfg.rto_min_ns;
@@ -76,11 +76,11 @@ static void rtt_sample(struct mrce *e, struct mrc__qp *qp, uint64_t rtt)
 /* An ACK triggered by an earlier transmission of a packet we already
  * declared lost: the "loss" was reordering.  Like RACK's DSACK rule, widen
  * the reorder window, and give back the path it wrongly retired. */
-static void spurious_check(struct mrce *e, struct mrc__qp *qp,
+static void spurious_check(struct mrce *e, struct mrce__qp *qp,
 			   const struct mrc_ack_hdr *h, uint64_t now)
 {
 	uint32_t psn = h->trig_psn;
-	struct mrc__peer *p = &e->peers[qp->peer];
+	struct mrce__peer *p = &e->peers[qp->peer];
 	if (h->nack || !mrc_psn_le(qp->snd_una, psn) || !mrc_psn_lt(psn, qp->snd_nxt)) {
 		if (++p->clean_acks >= 1024 && p->reo_extra) {
 			p->reo_extra /= 2;   /* decay once things are calm */
@@ -88,9 +88,9 @@ static void spurious_check(struct mrce *e, struct mrc__qp *qp,
 		}
 		return;
 	}
-	struct mrc__slot *s = mrc__slot_of(e, qp, psn);
+	struct mrce__slot *s = mrce__slot_of(e, qp, psn);
 	if (!s->tries || !h->ts_echo || h->ts_echo >= s->sent_ts ||
-	    (s->state != MRC__S_INFLIGHT && s->state != MRC__S_LOST)) {
+	    (s->state != MRCE__S_INFLIGHT && s->state != MRCE__S_LOST)) {
 		if (++p->clean_acks >= 1024 && p->reo_extra) {
 			p->reo_extra /= 2;
 			p->clean_acks = 0;
@@ -104,28 +104,28 @@ static void spurious_check(struct mrce *e, struct mrc__qp *qp,
 	if (p->reo_extra > 2 * qp->srtt)
 		p->reo_extra = 2 * qp->srtt;
 	if (s->lost_ev < p->nev) {
-		struct mrc__path *pa = &p->paths[s->lost_ev];
+		struct mrce__ev *pa = &p->paths[s->lost_ev];
 		/* Retired by a timeout or by a late packet alike: the packet
 		 * got through, so the path was delivering. */
-		if (pa->state == MRC_EV_ASSUMED_BAD &&
-		    (pa->reason == MRC_RSN_LOSS || pa->reason == MRC_RSN_RTO))
-			mrc__path_set_state(e, qp->peer, s->lost_ev, MRC_EV_GOOD,
-					    MRC_RSN_SPURIOUS, now);
+		if (pa->state == MRCE_EV_ASSUMED_BAD &&
+		    (pa->reason == MRCE_RSN_LOSS || pa->reason == MRCE_RSN_RTO))
+			mrce__ev_set_state(e, qp->peer, s->lost_ev, MRCE_EV_GOOD,
+					    MRCE_RSN_SPURIOUS, now);
 		s->lost_ev = UINT16_MAX;
 	}
 }
 
-static void nack_rx(struct mrce *e, struct mrc__qp *qp, const struct mrc_ack_hdr *h,
+static void nack_rx(struct mrce *e, struct mrce__qp *qp, const struct mrc_ack_hdr *h,
 		    uint64_t now)
 {
 	e->st.nack_rx[h->nack]++;
 	qp->nacks_rx++;
 	uint32_t psn = h->trig_psn;
 	int in_win = mrc_psn_le(qp->snd_una, psn) && mrc_psn_lt(psn, qp->snd_nxt);
-	struct mrc__slot *s = in_win ? mrc__slot_of(e, qp, psn) : NULL;
+	struct mrce__slot *s = in_win ? mrce__slot_of(e, qp, psn) : NULL;
 	switch (h->nack) {
 	case MRC_NACK_ACCESS:
-		mrc__qp_fail(e, qp, -EACCES, psn, now);
+		mrce__qp_fail(e, qp, -EACCES, psn, now);
 		return;
 	case MRC_NACK_TRIMMED:
 		/* Congestion, not failure: resend at once, weight the path
@@ -133,14 +133,14 @@ static void nack_rx(struct mrce *e, struct mrc__qp *qp, const struct mrc_ack_hdr
 		qp->trims_rx++;
 		e->peers[qp->peer].last_cong = e->last_cong = now;
 		if (h->ev < e->peers[qp->peer].nev) {
-			struct mrc__path *pa = &e->peers[qp->peer].paths[h->ev];
+			struct mrce__ev *pa = &e->peers[qp->peer].paths[h->ev];
 			pa->trims++;
 			if (pa->penalty < 8)
 				pa->penalty += 2;
 		}
 		e->cc->on_trim(qp->cc, now);
-		if (s && s->state == MRC__S_INFLIGHT) {
-			mrc__mark_lost(e, qp, (uint16_t)(psn & e->wmask), MRC_RSN_NONE, 0, now);
+		if (s && s->state == MRCE__S_INFLIGHT) {
+			mrce__mark_lost(e, qp, (uint16_t)(psn & e->wmask), MRCE_RSN_NONE, 0, now);
 			s->free_resend = 1;   /* the packet got there: not a loss */
 		}
 		return;
@@ -151,18 +151,18 @@ static void nack_rx(struct mrce *e, struct mrc__qp *qp, const struct mrc_ack_hdr
 		 * The delay is the one the receiver advertises in the NACK
 		 * (its rnr_delay_ns); our own only if it advertises none. */
 		qp->rnr_rx++;
-		if (s && s->state == MRC__S_INFLIGHT) {
-			if (qp->rnr_retry != MRC_RNR_RETRY_FOREVER &&
+		if (s && s->state == MRCE__S_INFLIGHT) {
+			if (qp->rnr_retry != MRCE_RNR_RETRY_FOREVER &&
 			    s->rnr_tries >= qp->rnr_retry) {
-				mrc__qp_fail(e, qp, RNR_LIMIT_ERR, psn, now);
+				mrce__qp_fail(e, qp, RNR_LIMIT_ERR, psn, now);
 				return;
 			}
 			if (s->rnr_tries < UINT8_MAX)
 				s->rnr_tries++;
-			mrc__mark_lost(e, qp, (uint16_t)(psn & e->wmask), MRC_RSN_NONE, 0, now);
+			mrce__mark_lost(e, qp, (uint16_t)(psn & e->wmask), MRCE_RSN_NONE, 0, now);
 			s->free_resend = 1;
 		}
-		qp->rnr_until = now + (h->rnr_timer ? mrc_wire_rnr_ns(h->rnr_timer) :
+		qp->rnr_until = now + (h->rnr_timer ? mrce_wire_rnr_ns(h->rnr_timer) :
 						     e->cfg.rnr_delay_ns);
 		return;
 	default:
@@ -178,25 +178,25 @@ static void noqp_rx(struct mrce *e, uint64_t now, uint32_t peer,
 {
 	e->st.nack_rx[MRC_NACK_NOQP]++;
 	for (uint32_t i = 0; i < e->qp_hwm; i++) {
-		struct mrc__qp *qp = &e->qps[i];
-		if (qp->used && qp->state == MRC_QPS_RTS && qp->peer == peer &&
+		struct mrce__qp *qp = &e->qps[i];
+		if (qp->used && qp->state == MRCE_QPS_RTS && qp->peer == peer &&
 		    qp->rqpn == h->dqpn) {
 			if (h->token != qp->tx_token) {
-				e->st.rx_bad_token[MRC_TOK_NOQP]++;
+				e->st.rx_bad_token[MRCE_TOK_NOQP]++;
 				continue;
 			}
 			qp->nacks_rx++;
-			mrc__qp_fail(e, qp, -ECONNRESET, h->trig_psn, now);
+			mrce__qp_fail(e, qp, -ECONNRESET, h->trig_psn, now);
 		}
 	}
 }
 
 /* Everything an accepted ACK does (after its QP and token were checked).
  * rtt: the sample it gives, 0 for none. */
-static int ack_apply(struct mrce *e, uint64_t now, struct mrc__qp *qp,
+static int ack_apply(struct mrce *e, uint64_t now, struct mrce__qp *qp,
 		     const struct mrc_ack_hdr *h, uint64_t rtt, uint64_t hold)
 {
-	struct mrc__peer *p = &e->peers[qp->peer];
+	struct mrce__peer *p = &e->peers[qp->peer];
 	/* An ACK may never acknowledge what was not sent. */
 	if (mrc_psn_lt(qp->snd_nxt, h->cum_psn) || mrc_psn_lt(h->cum_psn, qp->snd_una - e->cfg.window)) {
 		e->st.rx_drop[MRC_DROP_FIELD]++;
@@ -213,7 +213,7 @@ static int ack_apply(struct mrce *e, uint64_t now, struct mrc__qp *qp,
 	}
 	if (h->nack)
 		nack_rx(e, qp, h, now);
-	if (qp->state != MRC_QPS_RTS)
+	if (qp->state != MRCE_QPS_RTS)
 		return 0;
 	spurious_check(e, qp, h, now);
 
@@ -222,8 +222,8 @@ static int ack_apply(struct mrce *e, uint64_t now, struct mrc__qp *qp,
 	while (mrc_psn_lt(qp->snd_una, h->cum_psn)) {
 		uint32_t psn = qp->snd_una;
 		ack_one(e, qp, psn, now, hold);
-		mrc__bit_clear(qp->sacked, psn);
-		mrc__slot_of(e, qp, psn)->state = MRC__S_FREE;
+		mrce__bit_clear(qp->sacked, psn);
+		mrce__slot_of(e, qp, psn)->state = MRCE__S_FREE;
 		qp->snd_una++;
 	}
 	/* Selective part: only bits we have not seen yet. */
@@ -244,31 +244,31 @@ static int ack_apply(struct mrce *e, uint64_t now, struct mrc__qp *qp,
 	}
 	uint32_t acked = (uint32_t)(qp->bytes_acked - before);
 	if (acked || rtt) {
-		e->cc->on_ack(qp->cc, &(struct mrc_cc_sample){ .now = now,
+		e->cc->on_ack(qp->cc, &(struct mrce_cc_sample){ .now = now,
 			.rtt_ns = rtt, .base_rtt_ns = p->min_rtt,
 			.acked_bytes = acked, .ecn = !!(h->flags & MRC_AF_ECN) });
 	}
 	if (acked)
 		qp->backoff = 0;
-	mrc__sq_advance(e, qp);
+	mrce__sq_advance(e, qp);
 	uint64_t lost_before = e->st.loss_detected;
-	mrc__detect_losses(e, qp, now);
+	mrce__detect_losses(e, qp, now);
 	if (e->st.loss_detected != lost_before)
 		e->cc->on_loss(qp->cc, now);
-	mrc__rto_rearm(qp, now);
-	mrc__qp_activate(e, qp, now);
+	mrce__rto_rearm(qp, now);
+	mrce__qp_activate(e, qp, now);
 	return 0;
 }
 
-void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
+void mrce__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		 const struct mrc_ack_hdr *h)
 {
 	if (h->nack == MRC_NACK_NOQP) {
 		noqp_rx(e, now, peer, h);
 		return;
 	}
-	struct mrc__qp *qp = mrc__qp_get(e, h->dqpn);
-	if (!qp || qp->state == MRC_QPS_RESET) {
+	struct mrce__qp *qp = mrce__qp_get(e, h->dqpn);
+	if (!qp || qp->state == MRCE_QPS_RESET) {
 		e->st.rx_unknown_qp++;
 		return;
 	}
@@ -277,10 +277,10 @@ void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		return;
 	}
 	if (h->token != qp->rx_token) {
-		e->st.rx_bad_token[MRC_TOK_ACK]++;
+		e->st.rx_bad_token[MRCE_TOK_ACK]++;
 		return;
 	}
-	if (qp->state != MRC_QPS_RTS)
+	if (qp->state != MRCE_QPS_RTS)
 		return;
 	ack_apply(e, now, qp, h, h->ts_echo && h->ts_echo <= now ? now - h->ts_echo : 0, 0);
 }
@@ -291,10 +291,10 @@ void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
  * by (the highest PSN it covers, sent once), less the peer's hold; and
  * its EV (for PB_ECN) is the one that packet went on.  Returns -EBADMSG
  * when it acknowledges what was never sent (the caller drops the packet). */
-int mrc__pb_ack_rx(struct mrce *e, uint64_t now, struct mrc__qp *qp,
+int mrce__pb_ack_rx(struct mrce *e, uint64_t now, struct mrce__qp *qp,
 		   const struct mrc_data_hdr *d)
 {
-	if (qp->state != MRC_QPS_RTS)
+	if (qp->state != MRCE_QPS_RTS)
 		return 0;
 	struct mrc_ack_hdr h = { .flags = (d->flags & MRC_F_PB_ECN) ? MRC_AF_ECN : 0,
 		.dqpn = qp->qpn, .cum_psn = d->pb_cum_psn, .sack_base = d->pb_cum_psn,
@@ -310,9 +310,9 @@ int mrc__pb_ack_rx(struct mrce *e, uint64_t now, struct mrc__qp *qp,
 	}
 	uint64_t hold = (uint64_t)d->pb_hold * MRC_PB_HOLD_NS, rtt = 0;
 	if (mrc_psn_le(qp->snd_una, h.trig_psn) && mrc_psn_lt(h.trig_psn, qp->snd_nxt)) {
-		const struct mrc__slot *s = mrc__slot_of(e, qp, h.trig_psn);
+		const struct mrce__slot *s = mrce__slot_of(e, qp, h.trig_psn);
 		h.ev = s->ev;
-		if (s->state == MRC__S_INFLIGHT && !s->tries && now > s->sent_ts + hold)
+		if (s->state == MRCE__S_INFLIGHT && !s->tries && now > s->sent_ts + hold)
 			rtt = now - s->sent_ts - hold;
 	}
 	int rc = ack_apply(e, now, qp, &h, rtt, hold);

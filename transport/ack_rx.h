@@ -4,9 +4,9 @@
 
 #include "transport/store.h"
 
-void mrc__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
+void mrce__ack_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		 const struct mrc_ack_hdr *h);
-int mrc__pb_ack_rx(struct mrce *e, uint64_t now, struct mrc__qp *qp,
+int mrce__pb_ack_rx(struct mrce *e, uint64_t now, struct mrce__qp *qp,
 		   const struct mrc_data_hdr *d);
 
 #endif

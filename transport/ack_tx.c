@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "transport/ack_tx.h"
-#include "transport/path.h"
+#include "transport/evs.h"
 
 /* The receive ring is indexed by psn & 255; the SACK bitmap starts at
  * base: rotate the ring right by base & 255, then lay it out bytewise. */
@@ -28,7 +28,7 @@ static void put_ack(struct mrce *e, struct mrce_tx_pkt *t, uint32_t peer, int ev
 	t->ev = (uint16_t)ev;
 	t->plen = 0;
 	t->payload = NULL;
-	t->hdr_len = (uint16_t)mrc_wire_put_ack(t->hdr, h);
+	t->hdr_len = (uint16_t)mrce_wire_put_ack(t->hdr, h);
 	e->st.tx_acks++;
 	if (h->nack)
 		e->st.nack_tx[h->nack]++;
@@ -36,28 +36,28 @@ static void put_ack(struct mrce *e, struct mrce_tx_pkt *t, uint32_t peer, int ev
 
 /* ACKs go back on the EV of the packet they answer (same plane and spine
  * in reverse), unless our side of that path is administratively down. */
-void mrc__ack_send(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
+void mrce__ack_send(struct mrce *e, struct mrce__qp *qp, uint32_t peer,
 		     const struct mrc_data_hdr *d, uint8_t nack, uint32_t rx_flags)
 {
-	struct mrc__peer *p = &e->peers[peer];
+	struct mrce__peer *p = &e->peers[peer];
 	int ev = d->ev < p->nev ? d->ev : -1;
-	if (ev < 0 || p->paths[ev].state == MRC_EV_DENIED)
-		ev = mrc__path_pick(e, p, NULL, -1);
+	if (ev < 0 || p->paths[ev].state == MRCE_EV_DENIED)
+		ev = mrce__ev_pick(e, p, NULL, -1);
 	if (ev < 0)
 		return;
-	struct mrce_tx_pkt *t = mrc__ctrl_slot(e);
+	struct mrce_tx_pkt *t = mrce__ctrl_slot(e);
 	if (!t)
 		return;
-	struct mrc_ack_hdr h = { .flags = (rx_flags & MRC_RX_ECN) ? MRC_AF_ECN : 0,
+	struct mrc_ack_hdr h = { .flags = (rx_flags & MRCE_RX_ECN) ? MRC_AF_ECN : 0,
 		.nack = nack, .dqpn = qp ? qp->rqpn : 0,
 		.cum_psn = qp ? qp->rcv_nxt : 0, .trig_psn = d->psn,
 		.sack_base = qp ? qp->rcv_nxt : 0, .ev = d->ev, .ts_echo = d->ts,
 		.token = qp ? qp->tx_token : 0,
-		.rnr_timer = nack == MRC_NACK_RNR ? mrc_wire_rnr_code(e->cfg.rnr_delay_ns) : 0 };
+		.rnr_timer = nack == MRC_NACK_RNR ? mrce_wire_rnr_code(e->cfg.rnr_delay_ns) : 0 };
 	if (qp)
 		ring_to_sack(qp->rbits, qp->rcv_nxt, h.sack);
 	put_ack(e, t, peer, ev, &h);
-	t->tclass = qp ? qp->tclass : MRC_TC_DEFAULT;
+	t->tclass = qp ? qp->tclass : MRCE_TC_DEFAULT;
 }
 
 /* The NOQP token bucket (GCRA, one timestamp): at most noqp_per_s NACKs a
@@ -79,15 +79,15 @@ static int noqp_allowed(struct mrce *e, uint64_t now)
 	return 1;
 }
 
-void mrc__ack_noqp(struct mrce *e, uint32_t peer, const struct mrc_data_hdr *d,
+void mrce__ack_noqp(struct mrce *e, uint32_t peer, const struct mrc_data_hdr *d,
 		      uint64_t now)
 {
-	struct mrc__peer *p = &e->peers[peer];
+	struct mrce__peer *p = &e->peers[peer];
 	if (!noqp_allowed(e, now))
 		return;
-	int ev = d->ev < p->nev && p->paths[d->ev].state != MRC_EV_DENIED ? d->ev :
-		mrc__path_pick(e, p, NULL, -1);
-	struct mrce_tx_pkt *t = ev < 0 ? NULL : mrc__ctrl_slot(e);
+	int ev = d->ev < p->nev && p->paths[d->ev].state != MRCE_EV_DENIED ? d->ev :
+		mrce__ev_pick(e, p, NULL, -1);
+	struct mrce_tx_pkt *t = ev < 0 ? NULL : mrce__ctrl_slot(e);
 	if (!t)
 		return;
 	/* The echoed token proves to the sender that this answers its own
@@ -107,7 +107,7 @@ void mrc__ack_noqp(struct mrce *e, uint32_t peer, const struct mrc_data_hdr *d,
  * hold pb_hold reports) is the highest PSN received, which is how the
  * sender finds the packet to take the RTT sample from.  *sack gets the
  * pb_sack bits. */
-static int pb_fits(const struct mrc__qp *qp, uint16_t *sack)
+static int pb_fits(const struct mrce__qp *qp, uint16_t *sack)
 {
 	uint8_t b[MRC_SACK_BITS / 8];
 	ring_to_sack(qp->rbits, qp->rcv_nxt, b);
@@ -124,7 +124,7 @@ static int pb_fits(const struct mrc__qp *qp, uint16_t *sack)
 	return qp->ack_trig.psn == top;
 }
 
-static void ack_list_add(struct mrce *e, struct mrc__qp *qp, uint64_t due)
+static void ack_list_add(struct mrce *e, struct mrce__qp *qp, uint64_t due)
 {
 	qp->ack_due = due;
 	if (due && due < e->ack_hold_min)
@@ -142,7 +142,7 @@ static void ack_list_add(struct mrce *e, struct mrc__qp *qp, uint64_t due)
  * are never held past the current turn of the caller's loop; except that
  * a QP sending data of its own holds a plain ACK up to ack_delay_ns for
  * that data to carry it (a ping-pong then sends no ACK packets). */
-void mrc__ack_later(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
+void mrce__ack_later(struct mrce *e, struct mrce__qp *qp, uint32_t peer,
 		      const struct mrc_data_hdr *d, uint32_t rx_flags, uint64_t now)
 {
 	int was = qp->in_ack && qp->ack_pending;
@@ -150,9 +150,9 @@ void mrc__ack_later(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
 	qp->ack_rx_ts = now;
 	qp->ack_flags |= rx_flags;
 	qp->ack_peer = peer;
-	int can_carry = mrc__qp_can_send(e, qp, now);
+	int can_carry = mrce__qp_can_send(e, qp, now);
 	if (++qp->ack_pending >= e->cfg.ack_every && !can_carry) {
-		mrc__ack_send(e, qp, peer, d, MRC_NACK_NONE, qp->ack_flags);
+		mrce__ack_send(e, qp, peer, d, MRC_NACK_NONE, qp->ack_flags);
 		qp->ack_pending = 0;
 		qp->ack_flags = 0;
 		return;
@@ -162,7 +162,7 @@ void mrc__ack_later(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
 	int hold = e->cfg.ack_delay_ns && qp->data_tx_ts &&
 		   now - qp->data_tx_ts <= PB_RECENT_NS &&
 		   qp->ack_pending < e->cfg.ack_every &&
-		   !(qp->ack_flags & MRC_RX_ECN) && pb_fits(qp, &sack);
+		   !(qp->ack_flags & MRCE_RX_ECN) && pb_fits(qp, &sack);
 	/* The hold runs from the oldest packet it covers. */
 	uint64_t due = !hold ? 0 : was && qp->ack_due ? qp->ack_due : now + e->cfg.ack_delay_ns;
 	ack_list_add(e, qp, due);
@@ -172,11 +172,11 @@ void mrc__ack_later(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
  * send, when it owes a plain ACK that fits them (otherwise the ACK leaves
  * as a packet).  The hold it reports is left out of the peer's RTT
  * samples, so holding never inflates them. */
-void mrc__ack_attach(struct mrce *e, struct mrc__qp *qp, uint64_t now,
+void mrce__ack_attach(struct mrce *e, struct mrce__qp *qp, uint64_t now,
 		     struct mrc_data_hdr *h)
 {
 	uint16_t sack;
-	if (!qp->ack_pending || (qp->ack_flags & MRC_RX_ECN) || !pb_fits(qp, &sack))
+	if (!qp->ack_pending || (qp->ack_flags & MRCE_RX_ECN) || !pb_fits(qp, &sack))
 		return;
 	uint64_t hold = now > qp->ack_rx_ts ? (now - qp->ack_rx_ts) / MRC_PB_HOLD_NS : 0;
 	h->flags |= MRC_F_PB_ACK;
@@ -188,15 +188,15 @@ void mrc__ack_attach(struct mrce *e, struct mrc__qp *qp, uint64_t now,
 	e->st.tx_pb_acks++;
 }
 
-void mrc__acks_flush(struct mrce *e, uint64_t now, int keep_senders)
+void mrce__acks_flush(struct mrce *e, uint64_t now, int keep_senders)
 {
-	struct mrc__qp **pp = &e->ack_head;
+	struct mrce__qp **pp = &e->ack_head;
 	e->ack_hold_min = UINT64_MAX;
 	while (*pp) {
-		struct mrc__qp *qp = *pp;
-		if (qp->ack_pending && qp->state == MRC_QPS_RTS) {
+		struct mrce__qp *qp = *pp;
+		if (qp->ack_pending && qp->state == MRCE_QPS_RTS) {
 			int due = !qp->ack_due || qp->ack_due <= now;
-			if (!due || (keep_senders && mrc__qp_can_send(e, qp, now))) {
+			if (!due || (keep_senders && mrce__qp_can_send(e, qp, now))) {
 				if (qp->ack_due && qp->ack_due < e->ack_hold_min)
 					e->ack_hold_min = qp->ack_due;
 				pp = &qp->ack_next;
@@ -204,7 +204,7 @@ void mrc__acks_flush(struct mrce *e, uint64_t now, int keep_senders)
 			}
 			if (qp->ack_due)
 				e->st.ack_delay_expired++;
-			mrc__ack_send(e, qp, qp->ack_peer, &qp->ack_trig, MRC_NACK_NONE, qp->ack_flags);
+			mrce__ack_send(e, qp, qp->ack_peer, &qp->ack_trig, MRC_NACK_NONE, qp->ack_flags);
 		}
 		*pp = qp->ack_next;
 		qp->in_ack = 0;
@@ -217,21 +217,21 @@ void mrc__acks_flush(struct mrce *e, uint64_t now, int keep_senders)
 /* A QP going away still owes its peer the ACK it holds for its own data:
  * dropped, the peer would retransmit into a QP that no longer exists and
  * fail with a NOQP NACK (ECONNRESET) although everything arrived. */
-void mrc__ack_flush_qp(struct mrce *e, struct mrc__qp *qp)
+void mrce__ack_flush_qp(struct mrce *e, struct mrce__qp *qp)
 {
-	if (qp->ack_pending && qp->state == MRC_QPS_RTS) {
+	if (qp->ack_pending && qp->state == MRCE_QPS_RTS) {
 		if (qp->ack_due)
 			e->st.ack_delay_expired++;
-		mrc__ack_send(e, qp, qp->ack_peer, &qp->ack_trig, MRC_NACK_NONE, qp->ack_flags);
+		mrce__ack_send(e, qp, qp->ack_peer, &qp->ack_trig, MRC_NACK_NONE, qp->ack_flags);
 	}
 	qp->ack_pending = 0;
 }
 
 /* Some ACK must leave at the next mrce_tx (not a held one). */
-int mrc__acks_urgent(const struct mrce *e)
+int mrce__acks_urgent(const struct mrce *e)
 {
-	for (const struct mrc__qp *qp = e->ack_head; qp; qp = qp->ack_next)
-		if (qp->ack_pending && qp->state == MRC_QPS_RTS && !qp->ack_due)
+	for (const struct mrce__qp *qp = e->ack_head; qp; qp = qp->ack_next)
+		if (qp->ack_pending && qp->state == MRCE_QPS_RTS && !qp->ack_due)
 			return 1;
 	return 0;
 }

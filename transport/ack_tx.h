@@ -5,21 +5,21 @@
 #include "transport/store.h"
 
 /* An ACK or NACK answering data header d, now, on d's EV when it can. */
-void mrc__ack_send(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
+void mrce__ack_send(struct mrce *e, struct mrce__qp *qp, uint32_t peer,
 		   const struct mrc_data_hdr *d, uint8_t nack, uint32_t rx_flags);
 /* The NOQP NACK for data to a QP that does not exist (rate limited). */
-void mrc__ack_noqp(struct mrce *e, uint32_t peer, const struct mrc_data_hdr *d,
+void mrce__ack_noqp(struct mrce *e, uint32_t peer, const struct mrc_data_hdr *d,
 		   uint64_t now);
 /* Data d was placed: the QP owes an ACK, sent, held or coalesced. */
-void mrc__ack_later(struct mrce *e, struct mrc__qp *qp, uint32_t peer,
+void mrce__ack_later(struct mrce *e, struct mrce__qp *qp, uint32_t peer,
 		    const struct mrc_data_hdr *d, uint32_t rx_flags, uint64_t now);
 /* Sends the coalesced ACKs that are due (held ones once ack_due passed);
  * keep_senders: leaves those of QPs that can send data now, which carry
- * them (mrc__ack_attach). */
-void mrc__acks_flush(struct mrce *e, uint64_t now, int keep_senders);
-int mrc__acks_urgent(const struct mrce *e);
-void mrc__ack_flush_qp(struct mrce *e, struct mrc__qp *qp);
-void mrc__ack_attach(struct mrce *e, struct mrc__qp *qp, uint64_t now,
+ * them (mrce__ack_attach). */
+void mrce__acks_flush(struct mrce *e, uint64_t now, int keep_senders);
+int mrce__acks_urgent(const struct mrce *e);
+void mrce__ack_flush_qp(struct mrce *e, struct mrce__qp *qp);
+void mrce__ack_attach(struct mrce *e, struct mrce__qp *qp, uint64_t now,
 		     struct mrc_data_hdr *h);
 
 #endif

@@ -6,16 +6,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MRC_CC_STATE_MAX 64
+#define MRCE_CC_STATE_MAX 64
 
-struct mrc_cc_params {
+struct mrce_cc_params {
 	uint32_t mtu;              /* payload bytes per packet */
 	uint32_t min_cwnd;         /* bytes */
 	uint32_t max_cwnd;         /* bytes (window * mtu) */
 	uint32_t planes;           /* planes the QP sprays over (0, 1: one) */
 };
 
-struct mrc_cc_sample {
+struct mrce_cc_sample {
 	uint64_t now;
 	uint64_t rtt_ns;           /* of the acked packet (0: no sample) */
 	uint64_t base_rtt_ns;      /* smallest RTT seen on the QP's peer */
@@ -23,10 +23,10 @@ struct mrc_cc_sample {
 	uint8_t ecn;               /* the acked packet was ECN-CE marked */
 };
 
-struct mrc_cc_ops {
+struct mrce_cc_ops {
 	const char *name;
-	void (*init)(void *st, const struct mrc_cc_params *p);
-	void (*on_ack)(void *st, const struct mrc_cc_sample *s);
+	void (*init)(void *st, const struct mrce_cc_params *p);
+	void (*on_ack)(void *st, const struct mrce_cc_sample *s);
 	/* A congestion signal without an RTT sample: trim NACK or loss. */
 	void (*on_trim)(void *st, uint64_t now);
 	void (*on_loss)(void *st, uint64_t now);
@@ -34,8 +34,8 @@ struct mrc_cc_ops {
 };
 
 /* The default: delay- and ECN-driven window in the spirit of UET NSCC. */
-extern const struct mrc_cc_ops mrc_cc_nscc;
+extern const struct mrce_cc_ops mrce_cc_nscc;
 /* No congestion control: the window alone bounds the QP (tests, sim). */
-extern const struct mrc_cc_ops mrc_cc_fixed;
+extern const struct mrce_cc_ops mrce_cc_fixed;
 
 #endif

@@ -7,12 +7,12 @@
 
 
 struct nscc {
-	struct mrc_cc_params p;
+	struct mrce_cc_params p;
 	uint64_t cwnd;             /* bytes */
 	uint64_t last_dec;         /* time of the last decrease */
 };
 
-_Static_assert(sizeof(struct nscc) <= MRC_CC_STATE_MAX, "cc state too big");
+_Static_assert(sizeof(struct nscc) <= MRCE_CC_STATE_MAX, "cc state too big");
 
 static void clamp(struct nscc *s)
 {
@@ -22,7 +22,7 @@ static void clamp(struct nscc *s)
 		s->cwnd = s->p.max_cwnd;
 }
 
-static void nscc_init(void *st, const struct mrc_cc_params *p)
+static void nscc_init(void *st, const struct mrce_cc_params *p)
 {
 	struct nscc *s = st;
 	memset(s, 0, sizeof(*s));
@@ -49,7 +49,7 @@ static int may_decrease(struct nscc *s, uint64_t now, uint64_t base)
 	return 1;
 }
 
-static void nscc_on_ack(void *st, const struct mrc_cc_sample *x)
+static void nscc_on_ack(void *st, const struct mrce_cc_sample *x)
 {
 	struct nscc *s = st;
 	uint64_t base = x->base_rtt_ns;
@@ -64,7 +64,7 @@ static void nscc_on_ack(void *st, const struct mrc_cc_sample *x)
 	 * target (base/2, 5 us) kept most QPs in the slow additive regime and
 	 * cut them on every mark, which made the permutation's tail (mrcsim,
 	 * fat tree k=16: slowest 1.70 -> 1.37 x ideal with the spray change
-	 * in path.c; docs/sim.md). */
+	 * in evs.c; docs/sim.md). */
 	uint64_t target = base + (2 * base > 20000 ? 2 * base : 20000);
 	uint64_t rtt = x->rtt_ns;
 	if (x->ecn && rtt > target) {
@@ -111,20 +111,20 @@ static uint32_t nscc_cwnd(const void *st)
 	return (uint32_t)((const struct nscc *)st)->cwnd;
 }
 
-const struct mrc_cc_ops mrc_cc_nscc = {
+const struct mrce_cc_ops mrce_cc_nscc = {
 	.name = "nscc", .init = nscc_init, .on_ack = nscc_on_ack,
 	.on_trim = nscc_on_trim, .on_loss = nscc_on_loss, .cwnd = nscc_cwnd,
 };
 
-static void fixed_init(void *st, const struct mrc_cc_params *p)
+static void fixed_init(void *st, const struct mrce_cc_params *p)
 {
 	*(uint32_t *)st = p->max_cwnd;
 }
-static void fixed_ack(void *st, const struct mrc_cc_sample *x) { (void)st; (void)x; }
+static void fixed_ack(void *st, const struct mrce_cc_sample *x) { (void)st; (void)x; }
 static void fixed_sig(void *st, uint64_t now) { (void)st; (void)now; }
 static uint32_t fixed_cwnd(const void *st) { return *(const uint32_t *)st; }
 
-const struct mrc_cc_ops mrc_cc_fixed = {
+const struct mrce_cc_ops mrce_cc_fixed = {
 	.name = "fixed", .init = fixed_init, .on_ack = fixed_ack,
 	.on_trim = fixed_sig, .on_loss = fixed_sig, .cwnd = fixed_cwnd,
 };

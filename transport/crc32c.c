@@ -171,13 +171,13 @@ static uint32_t resolve(uint32_t c, const uint8_t *p, size_t n)
 	return best_impl(c, p, n);
 }
 
-uint32_t mrc_crc32c(uint32_t crc, const void *p, size_t n)
+uint32_t mrce_crc32c(uint32_t crc, const void *p, size_t n)
 {
 	crc_fn *f = __atomic_load_n(&impl, __ATOMIC_ACQUIRE);
 	return ~f(~crc, p, n);
 }
 
-uint32_t mrc__crc32c_sw(uint32_t crc, const void *p, size_t n)
+uint32_t mrce__crc32c_sw(uint32_t crc, const void *p, size_t n)
 {
 	pthread_once(&init_once, crc_init);
 	return ~sw_reg(~crc, p, n);

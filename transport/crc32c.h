@@ -6,12 +6,12 @@
 #include <stdint.h>
 
 /* Standard CRC-32C of p[0..n) continuing from crc (pass 0 to start):
- * mrc_crc32c(mrc_crc32c(0, a, na), b, nb) == CRC-32C of a||b, and
- * mrc_crc32c(0, "123456789", 9) == 0xE3069283.  Uses the CPU's crc32
+ * mrce_crc32c(mrce_crc32c(0, a, na), b, nb) == CRC-32C of a||b, and
+ * mrce_crc32c(0, "123456789", 9) == 0xE3069283.  Uses the CPU's crc32
  * instruction (SSE4.2, chosen at run time) and a table otherwise. */
-uint32_t mrc_crc32c(uint32_t crc, const void *p, size_t n);
+uint32_t mrce_crc32c(uint32_t crc, const void *p, size_t n);
 
 /* The portable table version, exposed so tests can compare the two. */
-uint32_t mrc__crc32c_sw(uint32_t crc, const void *p, size_t n);
+uint32_t mrce__crc32c_sw(uint32_t crc, const void *p, size_t n);
 
 #endif

@@ -15,7 +15,7 @@ _Static_assert(MRCE_CTRL_NONCE == 16 && MRCE_CTRL_BODY == 56, "v2 CTRL body layo
 
 int mrce_is_ctrl(const void *buf, size_t len)
 {
-	return mrc_wire_is_ctrl(buf, len);
+	return mrce_wire_is_ctrl(buf, len);
 }
 
 /* ---- envelope ------------------------------------------------------------
@@ -124,7 +124,7 @@ int mrce_ctrl_decode(const uint8_t *b, size_t len, struct mrce_ctrl *m)
 	if (!conn)
 		return all_zero(b + 32, 24) ? decode_eps(b, len, m) : -EBADMSG;
 	if (all_zero(m->nonce, MRCE_CTRL_NONCE) || m->window < 4 ||
-	    m->window > MRC_MAX_WINDOW || (m->window & (m->window - 1)) ||
+	    m->window > MRCE_MAX_WINDOW || (m->window & (m->window - 1)) ||
 	    m->mtu < 64 || m->mtu > MRC_MAX_PAYLOAD)
 		return -EBADMSG;
 	return decode_eps(b, len, m);

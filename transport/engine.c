@@ -1,6 +1,6 @@
 /* The engine's front door: configuration, create/destroy, and the entry
  * points that move packets, run timers and hand out completions
- * (mrce_rx, mrce_tx, mrce_tick, mrce_poll_cq).  It dispatches to the files
+ * (mrce_rx, mrce_tx, mrce_tick, mrce_wc_drain).  It dispatches to the files
  * below it and is called by none of them (docs/design.md). */
 #include <errno.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 
 #include "transport/ack_rx.h"
 #include "transport/ack_tx.h"
-#include "transport/path.h"
+#include "transport/evs.h"
 #include "transport/receiver.h"
 #include "transport/sender.h"
 #include "transport/store.h"
@@ -39,19 +39,19 @@ void mrce_cfg_default(struct mrce_cfg *c)
 	c->noqp_per_s = 1000;
 	c->noqp_burst = 64;
 	c->rnr_delay_ns = 100000;
-	c->rnr_retry = MRC_RNR_RETRY_FOREVER;
+	c->rnr_retry = MRCE_RNR_RETRY_FOREVER;
 	c->no_path_timeout_ns = 1000000000;
 	c->ack_every = 4;
 	c->ack_delay_ns = 32000;
-	c->cc = MRC_CC_NSCC;
+	c->cc = MRCE_CC_NSCC;
 	c->qp_ev_stats = 64;
 	c->bulk_min_pct = 10;
 }
 
 const char *mrce_tclass_name(unsigned tc)
 {
-	static const char *const n[MRC_TC__COUNT] = { "default", "urgent", "bulk" };
-	return tc < MRC_TC__COUNT ? n[tc] : "?";
+	static const char *const n[MRCE_TC__COUNT] = { "default", "urgent", "bulk" };
+	return tc < MRCE_TC__COUNT ? n[tc] : "?";
 }
 
 static int pow2(uint32_t v) { return v && !(v & (v - 1)); }
@@ -69,7 +69,7 @@ static int cfg_check(const struct mrce_cfg *c, const char **why)
 		BAD("max_peers must be 1..65535");
 	if (c->max_mrs < 1 || c->max_mrs > MRCE_MAX_MRS)
 		BAD("max_mrs must be 1..1048576");
-	if (!pow2(c->window) || c->window < 4 || c->window > MRC_MAX_WINDOW)
+	if (!pow2(c->window) || c->window < 4 || c->window > MRCE_MAX_WINDOW)
 		BAD("window must be a power of two, 4..256 packets");
 	if (!pow2(c->sq_depth) || c->sq_depth > 65536)
 		BAD("sq_depth must be a power of two <= 65536");
@@ -84,7 +84,7 @@ static int cfg_check(const struct mrce_cfg *c, const char **why)
 	if (!c->rto_min_ns || c->rto_min_ns > c->rto_max_ns ||
 	    c->rto_init_ns < c->rto_min_ns || c->rto_init_ns > c->rto_max_ns)
 		BAD("need 0 < rto_min_ns <= rto_init_ns <= rto_max_ns");
-	if (c->rnr_retry > MRC_RNR_RETRY_FOREVER)
+	if (c->rnr_retry > MRCE_RNR_RETRY_FOREVER)
 		BAD("rnr_retry must be 0..7 (7: forever)");
 	if (!c->no_path_timeout_ns)
 		BAD("no_path_timeout_ns must be > 0");
@@ -98,9 +98,9 @@ static int cfg_check(const struct mrce_cfg *c, const char **why)
 		BAD("probe_interval_ns and probe_ok_needed must be > 0");
 	if (c->probe_max_interval_ns < c->probe_interval_ns)
 		BAD("probe_max_interval_ns must be >= probe_interval_ns");
-	if (c->cc != MRC_CC_NSCC && c->cc != MRC_CC_FIXED)
-		BAD("cc must be MRC_CC_NSCC or MRC_CC_FIXED");
-	if (c->qp_ev_stats > MRC_MAX_EVS)
+	if (c->cc != MRCE_CC_NSCC && c->cc != MRCE_CC_FIXED)
+		BAD("cc must be MRCE_CC_NSCC or MRCE_CC_FIXED");
+	if (c->qp_ev_stats > MRCE_MAX_EVS)
 		BAD("qp_ev_stats must be 0..4096 EVs");
 	return 0;
 #undef BAD
@@ -121,7 +121,7 @@ int mrce_create(const struct mrce_cfg *cfg, struct mrce **out,
 	if (!e)
 		return -ENOMEM;
 	e->cfg = *cfg;
-	e->cc = cfg->cc == MRC_CC_FIXED ? &mrc_cc_fixed : &mrc_cc_nscc;
+	e->cc = cfg->cc == MRCE_CC_FIXED ? &mrce_cc_fixed : &mrce_cc_nscc;
 	e->wmask = cfg->window - 1;
 	e->sqmask = cfg->sq_depth - 1;
 	e->rqmask = cfg->rq_depth - 1;
@@ -138,11 +138,11 @@ int mrce_create(const struct mrce_cfg *cfg, struct mrce **out,
 	e->peers = calloc(cfg->max_peers, sizeof(*e->peers));
 	e->qps = calloc(cfg->max_qps, sizeof(*e->qps));
 	/* Not zeroed: a slot is written before it is read, and untouched
-	 * slots then take no memory (store.c, mrce_poll_event). */
+	 * slots then take no memory (store.c, mrce_event_pop). */
 	e->ctrl = malloc(cfg->ctrl_queue * sizeof(*e->ctrl));
 	e->evq = malloc(cfg->event_queue * sizeof(*e->evq));
 	if (!e->mrs || !e->mr_hash || !e->peers || !e->qps || !e->ctrl || !e->evq ||
-	    mrc__timers_init(e)) {
+	    mrce__timers_init(e)) {
 		mrce_destroy(e);
 		return -ENOMEM;
 	}
@@ -156,7 +156,7 @@ void mrce_destroy(struct mrce *e)
 		return;
 	for (uint32_t i = 0; i < e->qp_hwm; i++)
 		if (e->qps[i].used)
-			mrce_qp_destroy(e, e->qps[i].qpn);
+			mrce_qp_close(e, e->qps[i].qpn);
 	for (uint32_t i = 0; i < e->peer_hwm; i++)
 		if (e->peers[i].used)
 			mrce_peer_remove(e, i);
@@ -166,7 +166,7 @@ void mrce_destroy(struct mrce *e)
 	free(e->qps);
 	free(e->ctrl);
 	free(e->evq);
-	mrc__timers_fini(e);
+	mrce__timers_fini(e);
 	free(e);
 }
 
@@ -191,27 +191,27 @@ int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 {
 	int n = 0;
 	/* ACKs of QPs with data to send ride on it; the rest go first. */
-	mrc__acks_flush(e, now, 1);
+	mrce__acks_flush(e, now, 1);
 	while (n < max && e->ctrl_head != e->ctrl_tail)
 		pkts[n++] = e->ctrl[e->ctrl_head++ & e->ctrl_mask];
 	/* Data: one packet per QP in turn, so QPs share the datapath fairly. */
 	while (n < max) {
-		struct mrc__qp *qp = mrc__active_pop(e);
+		struct mrce__qp *qp = mrce__active_pop(e);
 		if (!qp)
 			break;
-		if (mrc__qp_tx_one(e, qp, now, &pkts[n])) {
+		if (mrce__qp_tx_one(e, qp, now, &pkts[n])) {
 			n++;
-			mrc__qp_activate(e, qp, now);
+			mrce__qp_activate(e, qp, now);
 		}
-		mrc__qp_timer_sync(e, qp);
+		mrce__qp_timer_sync(e, qp);
 	}
 	/* Those whose data did not fit in this call (or could not carry them). */
 	if (e->ack_head) {
-		mrc__acks_flush(e, now, 0);
+		mrce__acks_flush(e, now, 0);
 		while (n < max && e->ctrl_head != e->ctrl_tail)
 			pkts[n++] = e->ctrl[e->ctrl_head++ & e->ctrl_mask];
 	}
-	if (e->ctrl_head == e->ctrl_tail)   /* empty: restart at slot 0 (store.c, mrce_poll_event) */
+	if (e->ctrl_head == e->ctrl_tail)   /* empty: restart at slot 0 (store.c, mrce_event_pop) */
 		e->ctrl_head = e->ctrl_tail = 0;
 	e->st.tx_pkts += n;
 	return n;
@@ -220,16 +220,16 @@ int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 int mrce_tx_pending(const struct mrce *e)
 {
 	return e->ctrl_head != e->ctrl_tail || e->active_head[0] != NULL ||
-	       e->active_head[1] != NULL || mrc__acks_urgent(e);
+	       e->active_head[1] != NULL || mrce__acks_urgent(e);
 }
 
 int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		  const void *pkt, size_t len, uint32_t rx_flags)
 {
 	struct mrc_pkt_view v;
-	enum mrc_wire_drop why;
+	enum mrce_wire_drop why;
 	e->st.rx_pkts++;
-	if (mrc_wire_decode_flags(pkt, len, &v, &why,
+	if (mrce_wire_decode_flags(pkt, len, &v, &why,
 				  e->cfg.skip_payload_crc ? MRC_WIRE_NO_PCRC : 0)) {
 		e->st.rx_drop[why < MRC_DROP__COUNT ? why : 0]++;
 		return -EBADMSG;
@@ -238,26 +238,26 @@ int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		e->st.rx_bad_peer++;
 		return -ENOENT;
 	}
-	struct mrc__qp *qp = NULL;
+	struct mrce__qp *qp = NULL;
 	if (mrc_op_is_data(v.op)) {
-		mrc__data_rx(e, now, peer, &v, rx_flags);
-		qp = mrc__qp_get(e, v.u.data.dqpn);
+		mrce__data_rx(e, now, peer, &v, rx_flags);
+		qp = mrce__qp_get(e, v.u.data.dqpn);
 	} else if (v.op == MRC_OP_ACK) {
-		mrc__ack_rx(e, now, peer, &v.u.ack);
-		qp = mrc__qp_get(e, v.u.ack.dqpn);
+		mrce__ack_rx(e, now, peer, &v.u.ack);
+		qp = mrce__qp_get(e, v.u.ack.dqpn);
 	} else {
-		mrc__probe_rx(e, now, peer, &v.u.probe);
+		mrce__probe_rx(e, now, peer, &v.u.probe);
 	}
 	/* The timers this packet may have moved (timers.c). */
 	if (qp)
-		mrc__qp_timer_sync(e, qp);
-	mrc__peer_timer_sync(e, peer);
+		mrce__qp_timer_sync(e, qp);
+	mrce__peer_timer_sync(e, peer);
 	return 0;
 }
 
 uint64_t mrce_next_deadline(const struct mrce *e)
 {
-	uint64_t d = mrc__timers_next(e);
+	uint64_t d = mrce__timers_next(e);
 	/* ACKs held for reverse data (ack_tx.c) are engine-wide, not a QP's */
 	return e->ack_head && e->ack_hold_min < d ? e->ack_hold_min : d;
 }
@@ -267,48 +267,48 @@ uint64_t mrce_next_deadline(const struct mrce *e)
 void mrce_tick(struct mrce *e, uint64_t now)
 {
 	if (e->ack_head && e->ack_hold_min <= now)
-		mrc__acks_flush(e, now, 0);   /* held ACKs no data came for */
+		mrce__acks_flush(e, now, 0);   /* held ACKs no data came for */
 	/* Peers before QPs, each in index order (timers.c). */
-	uint32_t n = mrc__timers_take_due(e, now);
+	uint32_t n = mrce__timers_take_due(e, now);
 	uint32_t np = e->cfg.max_peers;
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t id = e->tdue[k];
 		if (id < np) {
 			if (e->peers[id].used)
-				mrc__probe_tick_peer(e, id, now);
-			mrc__peer_timer_sync(e, id);
+				mrce__probe_tick_peer(e, id, now);
+			mrce__peer_timer_sync(e, id);
 			continue;
 		}
-		struct mrc__qp *qp = &e->qps[id - np];
-		if (qp->used && qp->state == MRC_QPS_RTS)
-			mrc__qp_timers(e, qp, now);
-		mrc__qp_timer_sync(e, qp);
+		struct mrce__qp *qp = &e->qps[id - np];
+		if (qp->used && qp->state == MRCE_QPS_RTS)
+			mrce__qp_timers(e, qp, now);
+		mrce__qp_timer_sync(e, qp);
 	}
 }
 
 /* ---- completions ------------------------------------------------------ */
 
-static void wqe_release(struct mrce *e, struct mrc__wqe *w)
+static void wqe_release(struct mrce *e, struct mrce__wqe *w)
 {
 	if (w->op == MRC_OP_ATOMIC_ADD)
 		return;
-	struct mrc__mr *m = mrc__mr_get(e, w->lkey);
+	struct mrce__mr *m = mrce__mr_get(e, w->lkey);
 	if (m && m->refs)
 		m->refs--;
 }
 
-static int reap_qp(struct mrce *e, struct mrc__qp *qp, struct mrce_wc *wc, int max)
+static int reap_qp(struct mrce *e, struct mrce__qp *qp, struct mrce_wc *wc, int max)
 {
 	int n = 0;
 	while (n < max && qp->sq_head != qp->sq_done) {
-		struct mrc__wqe *w = &qp->sq[qp->sq_head++ & e->sqmask];
+		struct mrce__wqe *w = &qp->sq[qp->sq_head++ & e->sqmask];
 		/* A work request's op is its completion's (engine.h). */
 		wc[n++] = (struct mrce_wc){ .wr_id = w->wr_id, .qpn = qp->qpn,
 			.op = w->op, .status = w->status, .byte_len = w->len };
 		wqe_release(e, w);
 	}
 	while (n < max && qp->rcq_head != qp->rcq_tail) {
-		struct mrc__rcqe *c = &qp->rcq[qp->rcq_head++ & e->wmask];
+		struct mrce__rcqe *c = &qp->rcq[qp->rcq_head++ & e->wmask];
 		wc[n++] = (struct mrce_wc){ .wr_id = c->wr_id, .qpn = qp->qpn,
 			.op = c->op, .has_imm = c->has_imm, .status = c->status,
 			.byte_len = c->byte_len, .imm = c->imm };
@@ -316,11 +316,11 @@ static int reap_qp(struct mrce *e, struct mrc__qp *qp, struct mrce_wc *wc, int m
 	return n;
 }
 
-int mrce_poll_cq(struct mrce *e, struct mrce_wc *wc, int max)
+int mrce_wc_drain(struct mrce *e, struct mrce_wc *wc, int max)
 {
 	int n = 0;
 	while (n < max && e->ready_head) {
-		struct mrc__qp *qp = e->ready_head;
+		struct mrce__qp *qp = e->ready_head;
 		n += reap_qp(e, qp, wc + n, max - n);
 		if (qp->sq_head != qp->sq_done || qp->rcq_head != qp->rcq_tail)
 			break;  /* max reached; stays first in line */
@@ -340,11 +340,11 @@ void mrce_stats(const struct mrce *e, struct mrce_stats *st)
 size_t mrce_qp_bytes(const struct mrce *e)
 {
 	const struct mrce_cfg *c = &e->cfg;
-	return sizeof(struct mrc__qp) + mrc__timers_bytes_per_qp() +
-	       c->window * (sizeof(struct mrc__slot) + sizeof(struct mrc__rslot) +
-			    sizeof(struct mrc__rcqe)) +
-	       c->sq_depth * sizeof(struct mrc__wqe) +
-	       c->rq_depth * sizeof(struct mrc__rwqe) +
+	return sizeof(struct mrce__qp) + mrce__timers_bytes_per_qp() +
+	       c->window * (sizeof(struct mrce__slot) + sizeof(struct mrce__rslot) +
+			    sizeof(struct mrce__rcqe)) +
+	       c->sq_depth * sizeof(struct mrce__wqe) +
+	       c->rq_depth * sizeof(struct mrce__rwqe) +
 	       c->qp_ev_stats * sizeof(struct mrce_qp_ev_stat);
 }
 
@@ -356,8 +356,8 @@ const char *mrce_ev_state_name(uint8_t s)
 
 const char *mrce_tok_kind_name(enum mrce_tok_kind k)
 {
-	static const char *n[MRC_TOK__COUNT] = { "data", "ack", "noqp", "probe" };
-	return (unsigned)k < MRC_TOK__COUNT ? n[k] : "?";
+	static const char *n[MRCE_TOK__COUNT] = { "data", "ack", "noqp", "probe" };
+	return (unsigned)k < MRCE_TOK__COUNT ? n[k] : "?";
 }
 
 const char *mrce_ev_reason_name(uint8_t r)
@@ -369,5 +369,5 @@ const char *mrce_ev_reason_name(uint8_t r)
 
 const char *mrce_drop_name(unsigned why)
 {
-	return mrc_wire_drop_name((enum mrc_wire_drop)why);
+	return mrce_wire_drop_name((enum mrce_wire_drop)why);
 }

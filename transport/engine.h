@@ -3,11 +3,11 @@
  * The caller feeds it packets (mrce_rx), time (every call takes `now`
  * in nanoseconds from any monotonic origin) and posted work (mrc_qp_post_*);
  * it returns packets to send, each with the EV (path) to send it on
- * (mrce_tx), completions (mrce_poll_cq), events
- * (mrce_poll_event) and its next timer deadline
+ * (mrce_tx), completions (mrce_wc_drain), events
+ * (mrce_event_pop) and its next timer deadline
  * (mrce_next_deadline; call mrce_tick then).  It performs no
  * syscalls, reads no clock and allocates nothing after mrce_create and
- * mrce_qp_create, so the daemon, the simulator and the tests run it
+ * mrce_qp_open, so the daemon, the simulator and the tests run it
  * unchanged.  It is not thread-safe: one thread drives one engine.
  *
  * Peers are other engines (hosts).  Each peer has an EV table: EV e names
@@ -28,25 +28,25 @@
 
 struct mrce;
 
-#define MRC_MAX_PLANES 16
-#define MRC_MAX_EVS    4096
+#define MRCE_MAX_PLANES 16
+#define MRCE_MAX_EVS    4096
 /* The in-flight window of a QP is bounded by the SACK bitmap, so every
  * packet in flight is always covered by the ACK's selective bitmap. */
-#define MRC_MAX_WINDOW MRC_SACK_BITS
-#define MRC_MAX_MSG    (1ull << 30)   /* 1 GiB */
+#define MRCE_MAX_WINDOW MRC_SACK_BITS
+#define MRCE_MAX_MSG    (1ull << 30)   /* 1 GiB */
 #define MRCE_MAX_MRS   (1u << 20)     /* regions one engine may hold */
 
 /* Remote/local access rights of a memory region. */
-#define MRC_ACCESS_LOCAL_READ   0x1u
-#define MRC_ACCESS_REMOTE_WRITE 0x2u
-#define MRC_ACCESS_REMOTE_ATOMIC 0x4u
-#define MRC_ACCESS_LOCAL_WRITE  0x8u   /* RECV buffers */
+#define MRCE_ACCESS_LOCAL_READ   0x1u
+#define MRCE_ACCESS_REMOTE_WRITE 0x2u
+#define MRCE_ACCESS_REMOTE_ATOMIC 0x4u
+#define MRCE_ACCESS_LOCAL_WRITE  0x8u   /* RECV buffers */
 
 /* Congestion control, per QP, sender side. */
 enum mrce_cc_algo {
-	MRC_CC_NSCC = 0,           /* delay- and ECN-driven window in the spirit
+	MRCE_CC_NSCC = 0,           /* delay- and ECN-driven window in the spirit
 	                              of UET NSCC (the default) */
-	MRC_CC_FIXED = 1,          /* none: the window alone bounds the QP */
+	MRCE_CC_FIXED = 1,          /* none: the window alone bounds the QP */
 };
 
 struct mrce_cfg {
@@ -55,7 +55,7 @@ struct mrce_cfg {
 	uint32_t max_peers;        /* default 256 */
 	uint32_t max_mrs;          /* default 4096, at most MRCE_MAX_MRS */
 	uint32_t window;           /* packets in flight per QP, power of 2,
-	                              <= MRC_MAX_WINDOW (default 256) */
+	                              <= MRCE_MAX_WINDOW (default 256) */
 	uint32_t sq_depth;         /* work requests per QP, power of 2 (256) */
 	uint32_t rq_depth;         /* posted receives per QP, power of 2 (256) */
 	uint32_t ctrl_queue;       /* queued ACK/probe packets (4096) */
@@ -103,7 +103,7 @@ struct mrce_cfg {
 	                              ride on (piggybacked ACK, docs/wire.md);
 	                              0: never held.  At most 1 ms and
 	                              rto_min_ns / 4 (default 32 us) */
-	enum mrce_cc_algo cc;       /* congestion control (MRC_CC_NSCC) */
+	enum mrce_cc_algo cc;       /* congestion control (MRCE_CC_NSCC) */
 	uint32_t bulk_min_pct;     /* traffic classes (mrce_qp_attr.tclass):
 	                              URGENT QPs send first; while both
 	                              bands have data, the others still get
@@ -116,7 +116,7 @@ struct mrce_cfg {
 	uint32_t qp_ev_stats;      /* EVs 0..N-1 of a QP's peer counted per QP
 	                              (mrce_qp_ev_stats), 16 bytes each per QP;
 	                              the EVs above share one bucket; 0: off
-	                              (64, at most MRC_MAX_EVS) */
+	                              (64, at most MRCE_MAX_EVS) */
 	uint8_t skip_payload_crc;  /* 1: data payloads get a zero trailer and
 	                              arriving ones are not checked (headers
 	                              still are).  Only for the simulator, whose
@@ -142,13 +142,13 @@ void mrce_destroy(struct mrce *e);
  * slot number, so a key does not come back for 2^32 registrations and a
  * stale key never names a region registered since; never 0.  -ENOSPC when
  * max_mrs regions are registered. */
-int mrce_mr_reg(struct mrce *e, uint32_t pd, void *base, uint64_t len,
+int mrce_mr_add(struct mrce *e, uint32_t pd, void *base, uint64_t len,
 	       uint32_t access, uint32_t *key);
 /* -EBUSY while work requests still reference the region. */
-int mrce_mr_dereg(struct mrce *e, uint32_t key);
+int mrce_mr_remove(struct mrce *e, uint32_t key);
 
 /* ---- peers and paths ------------------------------------------------ */
-enum mrce_ev_state { MRC_EV_GOOD = 0, MRC_EV_ASSUMED_BAD = 1, MRC_EV_DENIED = 2 };
+enum mrce_ev_state { MRCE_EV_GOOD = 0, MRCE_EV_ASSUMED_BAD = 1, MRCE_EV_DENIED = 2 };
 
 /* Adds a peer with nev paths; plane_of[e] is EV e's plane (< 16). */
 int mrce_peer_add(struct mrce *e, uint32_t nev, const uint8_t *plane_of,
@@ -168,7 +168,7 @@ int mrce_plane_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 int mrce_ev_set_detour(struct mrce *e, uint32_t peer, uint32_t ev, int detour);
 /* Tokens of PROBE / PROBE_REPLY packets with this peer: tx goes in the
  * ones we send, rx is required in the ones we receive (others are dropped
- * and counted, rx_bad_token[MRC_TOK_PROBE]).  Opaque to the engine; the
+ * and counted, rx_bad_token[MRCE_TOK_PROBE]).  Opaque to the engine; the
  * daemon derives them per host pair (auth/auth.h).  Both 0 until set. */
 int mrce_peer_set_probe_tokens(struct mrce *e, uint32_t peer, uint64_t tx,
 			      uint64_t rx);
@@ -188,10 +188,10 @@ int mrce_ev_info(const struct mrce *e, uint32_t peer, uint32_t ev,
 		struct mrce_ev_info *info);
 
 /* ---- queue pairs ---------------------------------------------------- */
-enum mrce_qp_state { MRC_QPS_RESET = 0, MRC_QPS_RTS = 1, MRC_QPS_ERROR = 2 };
-#define MRC_QP_PIN_EV 0x1u         /* single-path (ECMP-like) mode */
-#define MRC_QP_RNR_RETRY 0x2u      /* rnr_retry below overrides the cfg's */
-#define MRC_RNR_RETRY_FOREVER 7u
+enum mrce_qp_state { MRCE_QPS_RESET = 0, MRCE_QPS_RTS = 1, MRCE_QPS_ERROR = 2 };
+#define MRCE_QP_PIN_EV 0x1u         /* single-path (ECMP-like) mode */
+#define MRCE_QP_RNR_RETRY 0x2u      /* rnr_retry below overrides the cfg's */
+#define MRCE_RNR_RETRY_FOREVER 7u
 
 /* Traffic classes of a QP.  mrce_tx serves URGENT QPs' data first and the
  * rest (DEFAULT and BULK, round robin together) with what is left, never
@@ -201,31 +201,31 @@ enum mrce_qp_state { MRC_QPS_RESET = 0, MRC_QPS_RTS = 1, MRC_QPS_ERROR = 2 };
  * DSCP; nothing of it is on the MRC wire.  Probes and NOQP NACKs are
  * DEFAULT. */
 enum mrce_tclass {
-	MRC_TC_DEFAULT = 0,        /* as before classes existed */
-	MRC_TC_URGENT = 1,         /* what a step waits on: latency first */
-	MRC_TC_BULK = 2,           /* background: prefetch, checkpoint */
-	MRC_TC__COUNT
+	MRCE_TC_DEFAULT = 0,        /* as before classes existed */
+	MRCE_TC_URGENT = 1,         /* what a step waits on: latency first */
+	MRCE_TC_BULK = 2,           /* background: prefetch, checkpoint */
+	MRCE_TC__COUNT
 };
 const char *mrce_tclass_name(unsigned tc);
 
 struct mrce_qp_attr {
 	uint32_t pd;
-	uint32_t flags;            /* MRC_QP_PIN_EV, MRC_QP_RNR_RETRY */
+	uint32_t flags;            /* MRCE_QP_PIN_EV, MRCE_QP_RNR_RETRY */
 	uint32_t pin_ev;           /* preferred EV in single-path mode */
-	uint32_t rnr_retry;        /* 0..7 (7 = forever), with MRC_QP_RNR_RETRY */
+	uint32_t rnr_retry;        /* 0..7 (7 = forever), with MRCE_QP_RNR_RETRY */
 	uint32_t plane_mask;       /* bit p: plane p may carry this QP's data
 	                              packets; 0 = every plane.  While no
 	                              masked plane has a usable path the QP
 	                              sprays over all planes (a dead plane
 	                              never hangs it); ACKs and control use
-	                              any plane; MRC_QP_PIN_EV overrides it.
-	                              Bits >= MRC_MAX_PLANES: -EINVAL. */
-	uint32_t tclass;           /* enum mrce_tclass (MRC_TC_DEFAULT);
+	                              any plane; MRCE_QP_PIN_EV overrides it.
+	                              Bits >= MRCE_MAX_PLANES: -EINVAL. */
+	uint32_t tclass;           /* enum mrce_tclass (MRCE_TC_DEFAULT);
 	                              others: -EINVAL */
 };
-int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qpn);
+int mrce_qp_open(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qpn);
 /* Frees the QP; outstanding work is dropped without completions. */
-int mrce_qp_destroy(struct mrce *e, uint32_t qpn);
+int mrce_qp_close(struct mrce *e, uint32_t qpn);
 /* Connects to remote QP rqpn on peer.  sq_psn: first PSN we send;
  * rq_psn: first PSN we expect (the peer's sq_psn). */
 int mrce_qp_connect(struct mrce *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
@@ -252,7 +252,7 @@ int mrce_qp_set_limits(struct mrce *e, uint32_t qpn, uint32_t window, uint32_t m
  * MRC_SQE_WRITE, _WRITE_IMM, _SEND, _SEND_IMM, _ATOMIC_ADD (RECV buffers
  * go through mrce_qp_post_recv); seq and the reserved fields are not read.
  * The engine's fields: wr_id; flags (MRC_SQE_F_FENCE, below);
- * lkey, loff (local source, not for ATOMIC_ADD); len (<= MRC_MAX_MSG);
+ * lkey, loff (local source, not for ATOMIC_ADD); len (<= MRCE_MAX_MSG);
  * rkey, roff (WRITE*, ATOMIC_ADD); imm (*_IMM); add (ATOMIC_ADD: remote
  * u64 += add).
  * Fence (MRC_SQE_F_FENCE, as IBV_SEND_FENCE): the work request is not
@@ -275,13 +275,13 @@ int mrce_qp_post_recv(struct mrce *e, uint32_t qpn, uint64_t wr_id,
  * its op from here to the client's ring.  A sender's completion carries
  * its work request's op. */
 enum mrce_wc_op {
-	MRC_WC_WRITE = MRC_CQE_WRITE,
-	MRC_WC_WRITE_IMM = MRC_CQE_WRITE_IMM,
-	MRC_WC_SEND = MRC_CQE_SEND,
-	MRC_WC_SEND_IMM = MRC_CQE_SEND_IMM,
-	MRC_WC_ATOMIC_ADD = MRC_CQE_ATOMIC_ADD,
-	MRC_WC_RECV = MRC_CQE_RECV,                     /* a SEND / SEND_IMM landed in a RECV */
-	MRC_WC_RECV_WRITE_IMM = MRC_CQE_RECV_WRITE_IMM, /* a WRITE_IMM was placed (no RECV used) */
+	MRCE_WC_WRITE = MRC_CQE_WRITE,
+	MRCE_WC_WRITE_IMM = MRC_CQE_WRITE_IMM,
+	MRCE_WC_SEND = MRC_CQE_SEND,
+	MRCE_WC_SEND_IMM = MRC_CQE_SEND_IMM,
+	MRCE_WC_ATOMIC_ADD = MRC_CQE_ATOMIC_ADD,
+	MRCE_WC_RECV = MRC_CQE_RECV,                     /* a SEND / SEND_IMM landed in a RECV */
+	MRCE_WC_RECV_WRITE_IMM = MRC_CQE_RECV_WRITE_IMM, /* a WRITE_IMM was placed (no RECV used) */
 };
 struct mrce_wc {
 	uint64_t wr_id;            /* RECV_WRITE_IMM: 0 */
@@ -294,7 +294,7 @@ struct mrce_wc {
 };
 /* Completions of each QP come in posting order (for receive completions:
  * in the order the remote posted them).  Returns how many were written. */
-int mrce_poll_cq(struct mrce *e, struct mrce_wc *wc, int max);
+int mrce_wc_drain(struct mrce *e, struct mrce_wc *wc, int max);
 
 /* Moves the QP to ERROR now: every work request not yet complete completes
  * with err (e.g. -ESHUTDOWN), posted RECVs with -ECANCELED. */
@@ -316,7 +316,7 @@ struct mrce_qp_info {
 	uint64_t spurious;         /* losses declared that were reordering */
 	uint32_t plane_mask;       /* as created (mrce_qp_attr) */
 	uint32_t tclass;           /* as created (mrce_qp_attr) */
-	uint64_t plane_tx[MRC_MAX_PLANES]; /* data packets sent per plane: how
+	uint64_t plane_tx[MRCE_MAX_PLANES]; /* data packets sent per plane: how
 	                              the QP's traffic spreads over the fabric */
 	uint64_t reorder_extra_ns; /* reorder tolerance learned from them (per
 	                              peer: shared by its QPs) */
@@ -366,7 +366,7 @@ int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max);
 size_t mrce_tx_pkt_len(const struct mrce_tx_pkt *p);
 size_t mrce_tx_pkt_copy(const struct mrce_tx_pkt *p, uint8_t *out);
 
-#define MRC_RX_ECN 0x1u   /* the IP header arrived marked ECN-CE */
+#define MRCE_RX_ECN 0x1u   /* the IP header arrived marked ECN-CE */
 /* One datagram from peer.  Malformed packets are dropped and counted by
  * reason; returns 0 or the negative errno of the drop (for tracing only). */
 int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
@@ -380,22 +380,22 @@ int mrce_tx_pending(const struct mrce *e);
 
 /* ---- events --------------------------------------------------------- */
 enum mrce_event_type {
-	MRC_EVT_EV_STATE = 1,      /* an EV changed state */
-	MRC_EVT_PROBE_RESULT,      /* a probe came back (rtt_ns) or timed out */
-	MRC_EVT_QP_ERROR,          /* a QP entered ERROR (err) */
-	MRC_EVT_FLOOR,             /* an EV was kept usable: ev_floor, or (reason RTO)
+	MRCE_EVT_EV_STATE = 1,      /* an EV changed state */
+	MRCE_EVT_PROBE_RESULT,      /* a probe came back (rtt_ns) or timed out */
+	MRCE_EVT_QP_ERROR,          /* a QP entered ERROR (err) */
+	MRCE_EVT_FLOOR,             /* an EV was kept usable: ev_floor, or (reason RTO)
 	                              a timeout while the whole peer was silent */
-	MRC_EVT_QP_NO_PATH,        /* a QP with work found every path to its
+	MRCE_EVT_QP_NO_PATH,        /* a QP with work found every path to its
 	                              peer DENIED: it waits up to
 	                              no_path_timeout_ns, then fails (QP_ERROR
 	                              with err -ENETUNREACH) */
-	MRC_EVT_QP_PATH_BACK,      /* a path returned to a waiting QP before the
+	MRCE_EVT_QP_PATH_BACK,      /* a path returned to a waiting QP before the
 	                              bound: it resumed, no error */
 };
 enum mrce_ev_reason {
-	MRC_RSN_NONE = 0, MRC_RSN_LOSS, MRC_RSN_RTO, MRC_RSN_PROBE_OK,
-	MRC_RSN_PROBE_LOST, MRC_RSN_DENY, MRC_RSN_ALLOW,
-	MRC_RSN_SPURIOUS,          /* the loss that retired it was not one */
+	MRCE_RSN_NONE = 0, MRCE_RSN_LOSS, MRCE_RSN_RTO, MRCE_RSN_PROBE_OK,
+	MRCE_RSN_PROBE_LOST, MRCE_RSN_DENY, MRCE_RSN_ALLOW,
+	MRCE_RSN_SPURIOUS,          /* the loss that retired it was not one */
 };
 struct mrce_event {
 	uint8_t type;
@@ -406,7 +406,7 @@ struct mrce_event {
 	uint64_t rtt_ns;           /* PROBE_RESULT; UINT64_MAX when lost */
 };
 /* Returns 1 and fills *ev, or 0 when none is queued. */
-int mrce_poll_event(struct mrce *e, struct mrce_event *ev);
+int mrce_event_pop(struct mrce *e, struct mrce_event *ev);
 
 const char *mrce_ev_state_name(uint8_t s);
 const char *mrce_ev_reason_name(uint8_t r);
@@ -414,11 +414,11 @@ const char *mrce_ev_reason_name(uint8_t r);
 /* ---- counters ------------------------------------------------------- */
 /* Packets dropped for a token that is not the expected one, by kind. */
 enum mrce_tok_kind {
-	MRC_TOK_DATA = 0,          /* data packet for a QP of ours */
-	MRC_TOK_ACK,               /* ACK or NACK (not NOQP) for a QP of ours */
-	MRC_TOK_NOQP,              /* NOQP naming a QP of ours, token not ours */
-	MRC_TOK_PROBE,             /* PROBE or PROBE_REPLY from a peer */
-	MRC_TOK__COUNT,
+	MRCE_TOK_DATA = 0,          /* data packet for a QP of ours */
+	MRCE_TOK_ACK,               /* ACK or NACK (not NOQP) for a QP of ours */
+	MRCE_TOK_NOQP,              /* NOQP naming a QP of ours, token not ours */
+	MRCE_TOK_PROBE,             /* PROBE or PROBE_REPLY from a peer */
+	MRCE_TOK__COUNT,
 };
 const char *mrce_tok_kind_name(enum mrce_tok_kind k);
 
@@ -436,7 +436,7 @@ struct mrce_stats {
 	uint64_t rx_trimmed, rx_ecn, nack_tx[MRCE_NACK_MAX + 1], nack_rx[MRCE_NACK_MAX + 1];
 	uint64_t access_errors, rto_fires, loss_detected, ctrl_overflow;
 	uint64_t events_dropped, ev_changes, bytes_placed, msgs_completed;
-	uint64_t rx_bad_token[MRC_TOK__COUNT];
+	uint64_t rx_bad_token[MRCE_TOK__COUNT];
 	/* Losses under congestion: paths probed before being retired, probes
 	 * answered (path kept), unanswered (path ASSUMED_BAD). */
 	uint64_t suspect_probes, suspect_cleared, suspect_retired;
@@ -450,7 +450,7 @@ struct mrce_stats {
 	/* Data packets sent per traffic class, and the turns the scheduler
 	 * gave the other classes over waiting URGENT QPs (their minimum
 	 * share, cfg.bulk_min_pct). */
-	uint64_t tx_class[MRC_TC__COUNT], tx_share_turns;
+	uint64_t tx_class[MRCE_TC__COUNT], tx_share_turns;
 };
 void mrce_stats(const struct mrce *e, struct mrce_stats *st);
 

@@ -3,7 +3,7 @@
 #include <errno.h>
 
 #include "transport/loss.h"
-#include "transport/path.h"
+#include "transport/evs.h"
 #include "transport/qp.h"
 
 #define NO_PATH_ERR    (-ENETUNREACH)
@@ -11,20 +11,20 @@
                               reorder window */
 
 /* PSN of the slot at index i: the unique PSN in [snd_una, snd_nxt). */
-static uint32_t slot_psn(const struct mrce *e, const struct mrc__qp *qp, uint16_t i)
+static uint32_t slot_psn(const struct mrce *e, const struct mrce__qp *qp, uint16_t i)
 {
 	return qp->snd_una + ((i - qp->snd_una) & e->wmask);
 }
 
-static void nopath_expire(struct mrce *e, struct mrc__qp *qp, uint64_t now)
+static void nopath_expire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 {
 	qp->nopath_deadline = 0;
-	if (qp->sq_done == qp->sq_tail || mrc__peer_reachable(&e->peers[qp->peer]))
+	if (qp->sq_done == qp->sq_tail || mrce__peer_reachable(&e->peers[qp->peer]))
 		return;   /* the work finished (ACKs still came in) or a path is back */
 	/* The oldest unfinished request is the one that could not go: it
 	 * carries the error, the rest are flushed behind it. */
 	uint32_t first = qp->sq_done;
-	mrc__qp_fail(e, qp, NO_PATH_ERR, qp->snd_una, now);
+	mrce__qp_fail(e, qp, NO_PATH_ERR, qp->snd_una, now);
 	qp->sq[first & e->sqmask].status = NO_PATH_ERR;
 }
 
@@ -32,9 +32,9 @@ static void nopath_expire(struct mrce *e, struct mrc__qp *qp, uint64_t now)
  * ECN marks or trims lately, or recent RTTs above the base RTT.  Without
  * any, a late packet is blamed on its path at once (a dead path on an idle
  * fabric is retired as fast as before). */
-static int congested(const struct mrce *e, const struct mrc__qp *qp, uint64_t now)
+static int congested(const struct mrce *e, const struct mrce__qp *qp, uint64_t now)
 {
-	const struct mrc__peer *p = &e->peers[qp->peer];
+	const struct mrce__peer *p = &e->peers[qp->peer];
 	uint64_t base = p->min_rtt;
 	if (!base)   /* nothing measured yet: every ACK so far was of a resend
 	                (after trims), or none came */
@@ -48,38 +48,38 @@ static int congested(const struct mrce *e, const struct mrc__qp *qp, uint64_t no
 }
 
 /* The QP may send on every plane the peer has paths in. */
-static int all_planes(const struct mrc__peer *p, const struct mrc__qp *qp)
+static int all_planes(const struct mrce__peer *p, const struct mrce__qp *qp)
 {
 	if (!qp->plane_mask)
 		return 1;
-	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
+	for (int pl = 0; pl < MRCE_MAX_PLANES; pl++)
 		if (p->plane_nev[pl] && !(qp->plane_mask >> pl & 1))
 			return 0;
 	return 1;
 }
 
-void mrc__mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
+void mrce__mark_lost(struct mrce *e, struct mrce__qp *qp, uint16_t i,
 		      uint8_t reason, int blame, uint64_t now)
 {
-	struct mrc__slot *s = &qp->slots[i];
-	mrc__lst_remove(qp, i);
-	s->state = MRC__S_LOST;
+	struct mrce__slot *s = &qp->slots[i];
+	mrce__lst_remove(qp, i);
+	s->state = MRCE__S_LOST;
 	/* A timeout blames a path only if nothing came back on it since the
 	 * packet left: a queue that merely grew past the RTO (a burst, a busy
 	 * receiver) keeps ACKing, a dead path does not. */
-	const struct mrc__peer *p = &e->peers[qp->peer];
-	if (blame && reason == MRC_RSN_RTO && p->paths[s->ev].last_ack > s->sent_ts)
+	const struct mrce__peer *p = &e->peers[qp->peer];
+	if (blame && reason == MRCE_RSN_RTO && p->paths[s->ev].last_ack > s->sent_ts)
 		blame = 0;
 	/* The peer acked nothing sent since it left, on any path of any QP:
 	 * the silence is the peer's (a stall), not the path's, and no path is
-	 * retired for it (weak, mrc__path_lost).  Retiring paths cannot end
+	 * retired for it (weak, mrce__ev_lost).  Retiring paths cannot end
 	 * such a silence for a QP that sprays over every plane; a QP held to
 	 * some planes (plane_mask) may need to leave a dead one, so for it
 	 * only a first timeout is weak (the peer heard within two RTOs, the
 	 * packet's first transmission); a QP pinned to one EV rehashes on its
 	 * first timeout, as before. */
-	int weak = reason == MRC_RSN_RTO && p->acked_sent < s->sent_ts &&
-		   !(qp->flags & MRC_QP_PIN_EV) &&
+	int weak = reason == MRCE_RSN_RTO && p->acked_sent < s->sent_ts &&
+		   !(qp->flags & MRCE_QP_PIN_EV) &&
 		   (all_planes(p, qp) || (now - p->heard < 2 * qp->rto && !s->tries));
 	s->lost_ev = blame ? s->ev : UINT16_MAX;
 	if (s->ev < e->cfg.qp_ev_stats)
@@ -88,19 +88,19 @@ void mrc__mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
 		qp->ev_other_lost++;
 	qp->inflight_pkts--;
 	qp->inflight_bytes -= s->plen;
-	mrc__bit_set(qp->lostmap, slot_psn(e, qp, i));
+	mrce__bit_set(qp->lostmap, slot_psn(e, qp, i));
 	if (blame)
-		mrc__path_lost(e, qp->peer, s->ev, s->sent_ts, reason,
+		mrce__ev_lost(e, qp->peer, s->ev, s->sent_ts, reason,
 			       congested(e, qp, now), weak, now);
 }
 
 /* How long past its send time a packet on this EV may still be acked:
  * the path's srtt plus a reorder window. */
-static void late_after(const struct mrce *e, const struct mrc__qp *qp,
-		       const struct mrc__peer *p, uint16_t ev, uint64_t *srtt_out,
+static void late_after(const struct mrce *e, const struct mrce__qp *qp,
+		       const struct mrce__peer *p, uint16_t ev, uint64_t *srtt_out,
 		       uint64_t *wnd)
 {
-	const struct mrc__path *pa = &p->paths[ev];
+	const struct mrce__ev *pa = &p->paths[ev];
 	/* A path not measured yet is judged by the slowest recent RTT to
 	 * the peer, not by the QP's (which may be the fastest path's, or
 	 * none: a packet sent at time 0 echoes no timestamp). */
@@ -121,13 +121,13 @@ static void late_after(const struct mrce *e, const struct mrc__qp *qp,
 /* RACK-style, per path: a packet is lost once a packet sent after it has
  * been acknowledged and it is overdue for its own path's RTT.  A global
  * duplicate count would misfire, since spraying reorders by design. */
-void mrc__detect_losses(struct mrce *e, struct mrc__qp *qp, uint64_t now)
+void mrce__detect_losses(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 {
-	const struct mrc__peer *p = &e->peers[qp->peer];
+	const struct mrce__peer *p = &e->peers[qp->peer];
 	uint64_t next = 0;
 	uint16_t i = qp->lst_head;
-	while (i != MRC__NIL) {
-		struct mrc__slot *s = &qp->slots[i];
+	while (i != MRCE__NIL) {
+		struct mrce__slot *s = &qp->slots[i];
 		uint16_t nx = s->next;
 		/* Transmission order, not time: a batch shares one timestamp. */
 		if ((int32_t)(s->xseq - qp->rack_seq) >= 0)
@@ -136,15 +136,15 @@ void mrc__detect_losses(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 		late_after(e, qp, p, s->ev, &srtt, &wnd);
 		uint64_t due = s->sent_ts + srtt + wnd;
 		/* Part way through the reorder window the path is probed
-		 * (mrc__path_check) when an ACK brings us here, so that at the
+		 * (mrce__ev_check) when an ACK brings us here, so that at the
 		 * deadline a live path is known alive and a dead one's probe
 		 * has nearly timed out.  No timer of its own: an idle QP
 		 * behaves as without it. */
 		if (now >= due) {
-			mrc__mark_lost(e, qp, i, MRC_RSN_LOSS, 1, now);
+			mrce__mark_lost(e, qp, i, MRCE_RSN_LOSS, 1, now);
 		} else {
 			if (now >= s->sent_ts + srtt + wnd / PROBE_AT)
-				mrc__path_check(e, qp->peer, s->ev, s->sent_ts, now);
+				mrce__ev_check(e, qp->peer, s->ev, s->sent_ts, now);
 			if (!next || due < next)
 				next = due;
 		}
@@ -153,9 +153,9 @@ void mrc__detect_losses(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 	qp->rack_deadline = next;
 }
 
-void mrc__rto_rearm(struct mrc__qp *qp, uint64_t now)
+void mrce__rto_rearm(struct mrce__qp *qp, uint64_t now)
 {
-	if (qp->lst_head == MRC__NIL) {
+	if (qp->lst_head == MRCE__NIL) {
 		qp->rto_deadline = 0;
 		return;
 	}
@@ -163,7 +163,7 @@ void mrc__rto_rearm(struct mrc__qp *qp, uint64_t now)
 	qp->rto_deadline = t > now ? t : now + 1;
 }
 
-static void rto_fire(struct mrce *e, struct mrc__qp *qp, uint64_t now)
+static void rto_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 {
 	qp->rto_fires++;
 	e->st.rto_fires++;
@@ -172,10 +172,10 @@ static void rto_fire(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 	 * trigger RACK, and resending one packet per RTO with backoff would
 	 * take ages.  Packets sent more recently get their own chance. */
 	uint16_t i = qp->lst_head;
-	while (i != MRC__NIL) {
+	while (i != MRCE__NIL) {
 		uint16_t nx = qp->slots[i].next;
 		if (now - qp->slots[i].sent_ts >= qp->rto)
-			mrc__mark_lost(e, qp, i, MRC_RSN_RTO, 1, now);
+			mrce__mark_lost(e, qp, i, MRCE_RSN_RTO, 1, now);
 		i = nx;
 	}
 	if ((qp->rto << (qp->backoff + 1)) <= e->cfg.rto_max_ns)
@@ -183,20 +183,20 @@ static void rto_fire(struct mrce *e, struct mrc__qp *qp, uint64_t now)
 	e->cc->on_loss(qp->cc, now);
 }
 
-void mrc__qp_timers(struct mrce *e, struct mrc__qp *qp, uint64_t now)
+void mrce__qp_timers(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 {
 	if (qp->rnr_until && now >= qp->rnr_until)
 		qp->rnr_until = 0;
 	if (qp->nopath_deadline && now >= qp->nopath_deadline) {
 		nopath_expire(e, qp, now);
-		if (qp->state != MRC_QPS_RTS)
+		if (qp->state != MRCE_QPS_RTS)
 			return;
 	}
 	if (qp->rack_deadline && now >= qp->rack_deadline)
-		mrc__detect_losses(e, qp, now);
+		mrce__detect_losses(e, qp, now);
 	if (qp->rto_deadline && now >= qp->rto_deadline) {
 		rto_fire(e, qp, now);
-		mrc__rto_rearm(qp, now);
+		mrce__rto_rearm(qp, now);
 	}
-	mrc__qp_activate(e, qp, now);
+	mrce__qp_activate(e, qp, now);
 }

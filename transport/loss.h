@@ -5,28 +5,28 @@
 #include "transport/store.h"
 
 /* Out of the send-order list of in-flight packets. */
-static inline void mrc__lst_remove(struct mrc__qp *qp, uint16_t i)
+static inline void mrce__lst_remove(struct mrce__qp *qp, uint16_t i)
 {
-	struct mrc__slot *s = &qp->slots[i];
-	if (s->prev != MRC__NIL)
+	struct mrce__slot *s = &qp->slots[i];
+	if (s->prev != MRCE__NIL)
 		qp->slots[s->prev].next = s->next;
 	else
 		qp->lst_head = s->next;
-	if (s->next != MRC__NIL)
+	if (s->next != MRCE__NIL)
 		qp->slots[s->next].prev = s->prev;
 	else
 		qp->lst_tail = s->prev;
-	s->prev = s->next = MRC__NIL;
+	s->prev = s->next = MRCE__NIL;
 }
 
 /* Slot i is lost: out of flight, waiting for a resend; blame: its path
- * is charged (mrc__path_lost). */
-void mrc__mark_lost(struct mrce *e, struct mrc__qp *qp, uint16_t i,
+ * is charged (mrce__ev_lost). */
+void mrce__mark_lost(struct mrce *e, struct mrce__qp *qp, uint16_t i,
 		    uint8_t reason, int blame, uint64_t now);
 /* Declares lost what an ACK of a later transmission shows overdue. */
-void mrc__detect_losses(struct mrce *e, struct mrc__qp *qp, uint64_t now);
-void mrc__rto_rearm(struct mrc__qp *qp, uint64_t now);
+void mrce__detect_losses(struct mrce *e, struct mrce__qp *qp, uint64_t now);
+void mrce__rto_rearm(struct mrce__qp *qp, uint64_t now);
 /* The QP's deadlines that passed (RNR, no path, RACK, RTO). */
-void mrc__qp_timers(struct mrce *e, struct mrc__qp *qp, uint64_t now);
+void mrce__qp_timers(struct mrce *e, struct mrce__qp *qp, uint64_t now);
 
 #endif

@@ -21,7 +21,7 @@ static void spread_order(uint16_t *evs, uint32_t n)
 	uint32_t bits = 0;
 	while ((1u << bits) < n)
 		bits++;
-	uint16_t tmp[MRC_MAX_EVS];
+	uint16_t tmp[MRCE_MAX_EVS];
 	uint32_t m = 0;
 	for (uint32_t j = 0; j < (1u << bits); j++) {
 		uint32_t r = 0;
@@ -36,28 +36,28 @@ static void spread_order(uint16_t *evs, uint32_t n)
 int mrce_peer_add(struct mrce *e, uint32_t nev, const uint8_t *plane_of,
 		 uint32_t *peer)
 {
-	if (!nev || nev > MRC_MAX_EVS || !plane_of || !peer)
+	if (!nev || nev > MRCE_MAX_EVS || !plane_of || !peer)
 		return -EINVAL;
 	for (uint32_t i = 0; i < nev; i++)
-		if (plane_of[i] >= MRC_MAX_PLANES)
+		if (plane_of[i] >= MRCE_MAX_PLANES)
 			return -EINVAL;
 	uint32_t idx;
 	for (idx = 0; idx < e->cfg.max_peers && e->peers[idx].used; idx++)
 		;
 	if (idx == e->cfg.max_peers)
 		return -ENOSPC;
-	struct mrc__peer *p = &e->peers[idx];
+	struct mrce__peer *p = &e->peers[idx];
 	memset(p, 0, sizeof(*p));
 	/* Line aligned (calloc's 16-byte offset put each record over three
 	 * lines): the hot half of a record is then one line (store.h). */
 	p->paths_mem = calloc(1, (size_t)nev * sizeof(*p->paths) + 63);
-	p->paths = p->paths_mem ? (struct mrc__path *)(((uintptr_t)p->paths_mem + 63) &
+	p->paths = p->paths_mem ? (struct mrce__ev *)(((uintptr_t)p->paths_mem + 63) &
 						      ~(uintptr_t)63) : NULL;
-	uint16_t cnt[MRC_MAX_PLANES] = { 0 };
+	uint16_t cnt[MRCE_MAX_PLANES] = { 0 };
 	for (uint32_t i = 0; i < nev; i++)
 		cnt[plane_of[i]]++;
 	int fail = !p->paths;
-	for (int pl = 0; pl < MRC_MAX_PLANES && !fail; pl++)
+	for (int pl = 0; pl < MRCE_MAX_PLANES && !fail; pl++)
 		if (cnt[pl] && !(p->plane_evs[pl] = calloc(cnt[pl], sizeof(uint16_t))))
 			fail = 1;
 	if (fail) {
@@ -69,7 +69,7 @@ int mrce_peer_add(struct mrce *e, uint32_t nev, const uint8_t *plane_of,
 		p->paths[i].plane = plane_of[i];
 		p->plane_evs[plane_of[i]][p->plane_nev[plane_of[i]]++] = (uint16_t)i;
 	}
-	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
+	for (int pl = 0; pl < MRCE_MAX_PLANES; pl++)
 		spread_order(p->plane_evs[pl], p->plane_nev[pl]);
 	p->nev = p->ngood = nev;
 	p->used = 1;
@@ -84,22 +84,22 @@ int mrce_peer_remove(struct mrce *e, uint32_t peer)
 	if (peer >= e->cfg.max_peers || !e->peers[peer].used)
 		return -ENOENT;
 	for (uint32_t i = 0; i < e->qp_hwm; i++)
-		if (e->qps[i].used && e->qps[i].state != MRC_QPS_RESET &&
+		if (e->qps[i].used && e->qps[i].state != MRCE_QPS_RESET &&
 		    e->qps[i].peer == peer)
 			return -EBUSY;
-	struct mrc__peer *p = &e->peers[peer];
+	struct mrce__peer *p = &e->peers[peer];
 	free(p->paths_mem);
-	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
+	for (int pl = 0; pl < MRCE_MAX_PLANES; pl++)
 		free(p->plane_evs[pl]);
 	memset(p, 0, sizeof(*p));
-	mrc__peer_timer_sync(e, peer);   /* unused: out of the timers */
+	mrce__peer_timer_sync(e, peer);   /* unused: out of the timers */
 	return 0;
 }
 
 int mrce_peer_set_probe_tokens(struct mrce *e, uint32_t peer, uint64_t tx,
 			      uint64_t rx)
 {
-	struct mrc__peer *p = mrc__peer_get(e, peer);
+	struct mrce__peer *p = mrce__peer_get(e, peer);
 	if (!p)
 		return -ENOENT;
 	p->probe_tx_token = tx;

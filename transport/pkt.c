@@ -14,17 +14,17 @@ size_t mrce_pkt_build(uint8_t *buf, const struct mrce_pkt_desc *d)
 		struct mrc_ack_hdr h = { .nack = d->kind == MRCE_PKT_NOQP ? MRC_NACK_NOQP :
 			MRC_NACK_NONE, .dqpn = d->dqpn, .cum_psn = d->psn, .trig_psn = d->psn,
 			.sack_base = d->psn, .ev = d->ev, .token = d->token };
-		n = mrc_wire_put_ack(buf, &h);
+		n = mrce_wire_put_ack(buf, &h);
 	} else if ((d->kind == MRCE_PKT_WRITE || d->kind == MRCE_PKT_WRITE_IMM) &&
 		   d->plen <= MRC_MAX_PAYLOAD && (d->payload || !d->plen)) {
 		struct mrc_data_hdr h = { .op = d->kind == MRCE_PKT_WRITE ? MRC_OP_WRITE :
 			MRC_OP_WRITE_IMM, .flags = MRC_F_FIRST | MRC_F_LAST, .dqpn = d->dqpn,
 			.psn = d->psn, .ev = d->ev, .plen = d->plen, .msn = d->msn,
 			.rkey = d->rkey, .mlen = d->plen, .imm = d->imm, .token = d->token };
-		n = mrc_wire_put_data(buf, &h);
+		n = mrce_wire_put_data(buf, &h);
 		if (d->plen) {
 			memcpy(buf + n, d->payload, d->plen);
-			mrc_wire_put_trailer(buf + n + d->plen, buf + n, d->plen);
+			mrce_wire_put_trailer(buf + n + d->plen, buf + n, d->plen);
 			n += d->plen + MRC_TRAILER_LEN;
 		}
 	} else {
@@ -38,10 +38,10 @@ size_t mrce_pkt_build(uint8_t *buf, const struct mrce_pkt_desc *d)
 int mrce_pkt_parse(uint8_t *buf, size_t len, int raw, struct mrce_pkt_info *info)
 {
 	struct mrc_pkt_view v;
-	enum mrc_wire_drop why;
+	enum mrce_wire_drop why;
 	if (raw && len >= 2)
 		buf[1] = MRC_OP_WRITE;  /* the only kind sent raw (tools/fabric/probe) */
-	if (mrc_wire_decode(buf, len, &v, &why))
+	if (mrce_wire_decode(buf, len, &v, &why))
 		return -EBADMSG;
 	*info = (struct mrce_pkt_info){ .trimmed = v.trimmed };
 	if (mrc_op_is_data(v.op)) {

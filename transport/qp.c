@@ -9,7 +9,7 @@
 #include "transport/qp.h"
 #include "transport/timers.h"
 
-static void qp_free_arrays(struct mrc__qp *qp)
+static void qp_free_arrays(struct mrce__qp *qp)
 {
 	free(qp->sq);
 	free(qp->slots);
@@ -19,18 +19,18 @@ static void qp_free_arrays(struct mrc__qp *qp)
 	free(qp->evst);
 }
 
-int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qpn)
+int mrce_qp_open(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qpn)
 {
-	if (!attr || !qpn || (attr->flags & ~(MRC_QP_PIN_EV | MRC_QP_RNR_RETRY)) ||
-	    ((attr->flags & MRC_QP_RNR_RETRY) && attr->rnr_retry > MRC_RNR_RETRY_FOREVER) ||
-	    (attr->plane_mask >> MRC_MAX_PLANES) || attr->tclass >= MRC_TC__COUNT)
+	if (!attr || !qpn || (attr->flags & ~(MRCE_QP_PIN_EV | MRCE_QP_RNR_RETRY)) ||
+	    ((attr->flags & MRCE_QP_RNR_RETRY) && attr->rnr_retry > MRCE_RNR_RETRY_FOREVER) ||
+	    (attr->plane_mask >> MRCE_MAX_PLANES) || attr->tclass >= MRCE_TC__COUNT)
 		return -EINVAL;
 	uint32_t i;
 	for (i = 0; i < e->cfg.max_qps && e->qps[i].used; i++)
 		;
 	if (i == e->cfg.max_qps)
 		return -ENOSPC;
-	struct mrc__qp *qp = &e->qps[i];
+	struct mrce__qp *qp = &e->qps[i];
 	memset(qp, 0, sizeof(*qp));
 	uint32_t w = e->cfg.window;
 	qp->sq = calloc(e->cfg.sq_depth, sizeof(*qp->sq));
@@ -51,18 +51,18 @@ int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qp
 		e->qp_gen = 1;
 	qp->qpn = (e->qp_gen << 16) | i;
 	qp->used = 1;
-	qp->state = MRC_QPS_RESET;
+	qp->state = MRCE_QPS_RESET;
 	qp->pd = attr->pd;
 	qp->flags = attr->flags;
 	qp->pin_ev = attr->pin_ev;
 	qp->plane_mask = attr->plane_mask;
 	qp->tclass = (uint8_t)attr->tclass;
-	qp->rnr_retry = (attr->flags & MRC_QP_RNR_RETRY) ? attr->rnr_retry : e->cfg.rnr_retry;
-	qp->lst_head = qp->lst_tail = MRC__NIL;
+	qp->rnr_retry = (attr->flags & MRCE_QP_RNR_RETRY) ? attr->rnr_retry : e->cfg.rnr_retry;
+	qp->lst_head = qp->lst_tail = MRCE__NIL;
 	qp->rto = e->cfg.rto_init_ns;
-	qp->win = (uint16_t)e->cfg.window;   /* <= MRC_MAX_WINDOW */
+	qp->win = (uint16_t)e->cfg.window;   /* <= MRCE_MAX_WINDOW */
 	qp->mtu = (uint16_t)e->cfg.mtu;      /* <= MRC_MAX_PAYLOAD */
-	e->cc->init(qp->cc, &(struct mrc_cc_params){ .mtu = e->cfg.mtu,
+	e->cc->init(qp->cc, &(struct mrce_cc_params){ .mtu = e->cfg.mtu,
 		.min_cwnd = e->cfg.mtu, .max_cwnd = e->max_cwnd });
 	if (i >= e->qp_hwm)
 		e->qp_hwm = i + 1;
@@ -70,17 +70,17 @@ int mrce_qp_create(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qp
 	return 0;
 }
 
-static void unlink_list(struct mrc__qp **head, struct mrc__qp **tail,
-			struct mrc__qp *qp, size_t next_off)
+static void unlink_list(struct mrce__qp **head, struct mrce__qp **tail,
+			struct mrce__qp *qp, size_t next_off)
 {
-	struct mrc__qp *prev = NULL;
-	for (struct mrc__qp *c = *head; c; prev = c,
-	     c = *(struct mrc__qp **)((char *)c + next_off)) {
+	struct mrce__qp *prev = NULL;
+	for (struct mrce__qp *c = *head; c; prev = c,
+	     c = *(struct mrce__qp **)((char *)c + next_off)) {
 		if (c != qp)
 			continue;
-		struct mrc__qp *nx = *(struct mrc__qp **)((char *)c + next_off);
+		struct mrce__qp *nx = *(struct mrce__qp **)((char *)c + next_off);
 		if (prev)
-			*(struct mrc__qp **)((char *)prev + next_off) = nx;
+			*(struct mrce__qp **)((char *)prev + next_off) = nx;
 		else
 			*head = nx;
 		if (*tail == qp)
@@ -89,38 +89,38 @@ static void unlink_list(struct mrc__qp **head, struct mrc__qp **tail,
 	}
 }
 
-int mrce_qp_destroy(struct mrce *e, uint32_t qpn)
+int mrce_qp_close(struct mrce *e, uint32_t qpn)
 {
-	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	struct mrce__qp *qp = mrce__qp_get(e, qpn);
 	if (!qp)
 		return -ENOENT;
 	/* Release the memory references of unreaped work. */
 	for (uint32_t s = qp->sq_head; s != qp->sq_tail; s++) {
-		struct mrc__wqe *w = &qp->sq[s & e->sqmask];
-		struct mrc__mr *m = w->op == MRC_OP_ATOMIC_ADD ? NULL : mrc__mr_get(e, w->lkey);
+		struct mrce__wqe *w = &qp->sq[s & e->sqmask];
+		struct mrce__mr *m = w->op == MRC_OP_ATOMIC_ADD ? NULL : mrce__mr_get(e, w->lkey);
 		if (m && m->refs)
 			m->refs--;
 	}
 	for (uint32_t s = qp->rq_head; s != qp->rq_tail; s++) {
-		struct mrc__mr *m = mrc__mr_get(e, qp->rq[s & e->rqmask].lkey);
+		struct mrce__mr *m = mrce__mr_get(e, qp->rq[s & e->rqmask].lkey);
 		if (m && m->refs)
 			m->refs--;
 	}
 	if (qp->in_active)
-		unlink_list(&e->active_head[mrc__band(qp->tclass)],
-			    &e->active_tail[mrc__band(qp->tclass)], qp,
-			    offsetof(struct mrc__qp, active_next));
+		unlink_list(&e->active_head[mrce__band(qp->tclass)],
+			    &e->active_tail[mrce__band(qp->tclass)], qp,
+			    offsetof(struct mrce__qp, active_next));
 	if (qp->in_ready)
 		unlink_list(&e->ready_head, &e->ready_tail, qp,
-			    offsetof(struct mrc__qp, ready_next));
+			    offsetof(struct mrce__qp, ready_next));
 	if (qp->in_ack) {
-		struct mrc__qp *no_tail = NULL;   /* the ACK list keeps no tail */
-		mrc__ack_flush_qp(e, qp);
-		unlink_list(&e->ack_head, &no_tail, qp, offsetof(struct mrc__qp, ack_next));
+		struct mrce__qp *no_tail = NULL;   /* the ACK list keeps no tail */
+		mrce__ack_flush_qp(e, qp);
+		unlink_list(&e->ack_head, &no_tail, qp, offsetof(struct mrce__qp, ack_next));
 	}
 	qp_free_arrays(qp);
 	memset(qp, 0, sizeof(*qp));
-	mrc__qp_timer_sync(e, qp);   /* unused: out of the timers */
+	mrce__qp_timer_sync(e, qp);   /* unused: out of the timers */
 	return 0;
 }
 
@@ -130,29 +130,29 @@ int mrce_qp_destroy(struct mrce *e, uint32_t qpn)
  * a pod at k=16).  A QP's connection moves its peer's starting point by a
  * hash of its QPN and initial PSN (on the wire anyway), so hosts spray out
  * of step.  Deterministic: no random source in the engine. */
-static void spray_phase(struct mrc__peer *p, uint32_t qpn, uint32_t psn)
+static void spray_phase(struct mrce__peer *p, uint32_t qpn, uint32_t psn)
 {
 	uint32_t h = (psn ^ qpn * 0x85ebca6bu) * 2654435761u;
 	h ^= h >> 15;
 	h *= 2246822519u;
 	h ^= h >> 13;
 	p->plane_rr += h & 0xffff;
-	for (int pl = 0; pl < MRC_MAX_PLANES; pl++)
+	for (int pl = 0; pl < MRCE_MAX_PLANES; pl++)
 		p->plane_cur[pl] = (uint16_t)(p->plane_cur[pl] + (h >> 16));
 }
 
 /* Planes a QP's spray can use: the peer's planes with an EV that is not
  * DENIED, within the QP's plane mask; one for a pinned QP. */
-static uint32_t qp_planes(const struct mrc__peer *p, const struct mrc__qp *qp)
+static uint32_t qp_planes(const struct mrce__peer *p, const struct mrce__qp *qp)
 {
-	if (qp->flags & MRC_QP_PIN_EV)
+	if (qp->flags & MRCE_QP_PIN_EV)
 		return 1;
 	uint32_t n = 0;
-	for (uint32_t pl = 0; pl < MRC_MAX_PLANES; pl++) {
+	for (uint32_t pl = 0; pl < MRCE_MAX_PLANES; pl++) {
 		if (qp->plane_mask && !(qp->plane_mask >> pl & 1))
 			continue;
 		for (uint32_t i = 0; i < p->plane_nev[pl]; i++)
-			if (p->paths[p->plane_evs[pl][i]].state != MRC_EV_DENIED) {
+			if (p->paths[p->plane_evs[pl][i]].state != MRCE_EV_DENIED) {
 				n++;
 				break;
 			}
@@ -163,10 +163,10 @@ static uint32_t qp_planes(const struct mrc__peer *p, const struct mrc__qp *qp)
 int mrce_qp_connect(struct mrce *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 		   uint32_t sq_psn, uint32_t rq_psn)
 {
-	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	struct mrce__qp *qp = mrce__qp_get(e, qpn);
 	if (!qp)
 		return -ENOENT;
-	if (qp->state != MRC_QPS_RESET)
+	if (qp->state != MRCE_QPS_RESET)
 		return -EISCONN;
 	if (peer >= e->cfg.max_peers || !e->peers[peer].used)
 		return -EINVAL;
@@ -177,11 +177,11 @@ int mrce_qp_connect(struct mrce *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 	qp->rqpn = rqpn;
 	qp->snd_una = qp->snd_nxt = sq_psn;
 	qp->rcv_nxt = rq_psn;
-	qp->state = MRC_QPS_RTS;
+	qp->state = MRCE_QPS_RTS;
 	spray_phase(&e->peers[peer], qpn, sq_psn);
 	/* Now that the peer is known, the congestion window starts from the
 	 * number of planes the QP will spray over (cc_nscc.c). */
-	e->cc->init(qp->cc, &(struct mrc_cc_params){ .mtu = qp->mtu,
+	e->cc->init(qp->cc, &(struct mrce_cc_params){ .mtu = qp->mtu,
 		.min_cwnd = qp->mtu, .max_cwnd = (uint32_t)qp->win * qp->mtu,
 		.planes = qp_planes(&e->peers[peer], qp) });
 	return 0;
@@ -189,10 +189,10 @@ int mrce_qp_connect(struct mrce *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 
 int mrce_qp_set_limits(struct mrce *e, uint32_t qpn, uint32_t window, uint32_t mtu)
 {
-	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	struct mrce__qp *qp = mrce__qp_get(e, qpn);
 	if (!qp)
 		return -ENOENT;
-	if (qp->state != MRC_QPS_RESET)
+	if (qp->state != MRCE_QPS_RESET)
 		return -EISCONN;
 	if (window < 4 || window > e->cfg.window || (window & (window - 1)) ||
 	    mtu < 64 || mtu > e->cfg.mtu)
@@ -200,48 +200,48 @@ int mrce_qp_set_limits(struct mrce *e, uint32_t qpn, uint32_t window, uint32_t m
 	qp->win = (uint16_t)window;
 	qp->mtu = (uint16_t)mtu;
 	/* The congestion window never exceeds what the QP may have in flight. */
-	e->cc->init(qp->cc, &(struct mrc_cc_params){ .mtu = mtu, .min_cwnd = mtu,
+	e->cc->init(qp->cc, &(struct mrce_cc_params){ .mtu = mtu, .min_cwnd = mtu,
 		.max_cwnd = window * mtu });
 	return 0;
 }
 
 int mrce_qp_set_tokens(struct mrce *e, uint32_t qpn, uint64_t tx, uint64_t rx)
 {
-	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	struct mrce__qp *qp = mrce__qp_get(e, qpn);
 	if (!qp)
 		return -ENOENT;
-	if (qp->state != MRC_QPS_RESET)
+	if (qp->state != MRCE_QPS_RESET)
 		return -EISCONN;
 	qp->tx_token = tx;
 	qp->rx_token = rx;
 	return 0;
 }
 
-static int64_t wqe_npkts(const struct mrc__qp *qp, uint64_t len)
+static int64_t wqe_npkts(const struct mrce__qp *qp, uint64_t len)
 {
 	return len ? (int64_t)((len + qp->mtu - 1) / qp->mtu) : 1;
 }
 
 int mrce_qp_post(struct mrce *e, uint64_t now, uint32_t qpn, const struct mrc_sqe *wr)
 {
-	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	struct mrce__qp *qp = mrce__qp_get(e, qpn);
 	if (!qp || !wr)
 		return -EINVAL;
-	if (qp->state == MRC_QPS_RESET)
+	if (qp->state == MRCE_QPS_RESET)
 		return -ENOTCONN;
-	if (qp->state == MRC_QPS_ERROR)
+	if (qp->state == MRCE_QPS_ERROR)
 		return qp->err ? qp->err : -EIO;
 	if (wr->op < MRC_SQE_WRITE || wr->op > MRC_SQE_ATOMIC_ADD ||
 	    (wr->flags & ~MRC_SQE_F_FENCE))
 		return -EINVAL;
 	if (qp->sq_tail - qp->sq_head > e->sqmask)
 		return -ENOSPC;
-	struct mrc__wqe w = { .wr_id = wr->wr_id, .op = wr->op, .len = wr->len,
+	struct mrce__wqe w = { .wr_id = wr->wr_id, .op = wr->op, .len = wr->len,
 		.loff = wr->loff, .lkey = wr->lkey, .rkey = wr->rkey,
 		.roff = wr->roff, .imm = wr->imm, .fence = !!(wr->flags & MRC_SQE_F_FENCE) };
 	if (wr->op != MRC_SQE_WRITE_IMM && wr->op != MRC_SQE_SEND_IMM)
 		w.imm = 0;
-	struct mrc__mr *m = NULL;
+	struct mrce__mr *m = NULL;
 	if (wr->op == MRC_SQE_ATOMIC_ADD) {
 		if (wr->roff % 8)
 			return -EINVAL;
@@ -249,12 +249,12 @@ int mrce_qp_post(struct mrce *e, uint64_t now, uint32_t qpn, const struct mrc_sq
 		memcpy(w.add_be, &be, 8);
 		w.len = 8;
 	} else {
-		if (wr->len > MRC_MAX_MSG)
+		if (wr->len > MRCE_MAX_MSG)
 			return -EMSGSIZE;
-		m = mrc__mr_get(e, wr->lkey);
+		m = mrce__mr_get(e, wr->lkey);
 		if (!m || m->pd != qp->pd)
 			return -EACCES;
-		if (!(m->access & MRC_ACCESS_LOCAL_READ) || wr->loff > m->len ||
+		if (!(m->access & MRCE_ACCESS_LOCAL_READ) || wr->loff > m->len ||
 		    wr->len > m->len - wr->loff)
 			return -EACCES;
 		if ((wr->op == MRC_SQE_WRITE || wr->op == MRC_SQE_WRITE_IMM) &&
@@ -269,92 +269,92 @@ int mrce_qp_post(struct mrce *e, uint64_t now, uint32_t qpn, const struct mrc_sq
 	if (m)
 		m->refs++;
 	qp->sq[qp->sq_tail++ & e->sqmask] = w;
-	mrc__qp_activate(e, qp, now);
+	mrce__qp_activate(e, qp, now);
 	return 0;
 }
 
 int mrce_qp_post_recv(struct mrce *e, uint32_t qpn, uint64_t wr_id,
 		     uint32_t lkey, uint64_t off, uint64_t len)
 {
-	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	struct mrce__qp *qp = mrce__qp_get(e, qpn);
 	if (!qp)
 		return -EINVAL;
-	if (qp->state == MRC_QPS_ERROR)
+	if (qp->state == MRCE_QPS_ERROR)
 		return qp->err ? qp->err : -EIO;
 	if (qp->rq_tail - qp->rq_head > e->rqmask)
 		return -ENOSPC;
-	struct mrc__mr *m = mrc__mr_get(e, lkey);
-	if (!m || m->pd != qp->pd || !(m->access & MRC_ACCESS_LOCAL_WRITE) ||
+	struct mrce__mr *m = mrce__mr_get(e, lkey);
+	if (!m || m->pd != qp->pd || !(m->access & MRCE_ACCESS_LOCAL_WRITE) ||
 	    off > m->len || len > m->len - off)
 		return -EACCES;
 	m->refs++;
-	qp->rq[qp->rq_tail++ & e->rqmask] = (struct mrc__rwqe){ .wr_id = wr_id,
+	qp->rq[qp->rq_tail++ & e->rqmask] = (struct mrce__rwqe){ .wr_id = wr_id,
 		.len = len, .base = m->base + off, .lkey = lkey };
 	return 0;
 }
 
 /* Completes, in order, every WQE whose last packet is acknowledged. */
-void mrc__sq_advance(struct mrce *e, struct mrc__qp *qp)
+void mrce__sq_advance(struct mrce *e, struct mrce__qp *qp)
 {
 	int any = 0;
 	while (qp->sq_done != qp->sq_seg) {
-		struct mrc__wqe *w = &qp->sq[qp->sq_done & e->sqmask];
+		struct mrce__wqe *w = &qp->sq[qp->sq_done & e->sqmask];
 		if (!mrc_psn_le(w->first_psn + w->npkts, qp->snd_una))
 			break;
-		w->state = MRC__WQE_DONE;
+		w->state = MRCE__WQE_DONE;
 		w->status = 0;
 		qp->sq_done++;
 		e->st.msgs_completed++;
 		any = 1;
 	}
 	if (any)
-		mrc__qp_ready(e, qp);
+		mrce__qp_ready(e, qp);
 }
 
 /* Moves the QP to ERROR: the WQE holding bad_psn (when known) completes
  * with err, every other unfinished WQE and posted RECV is flushed with
  * -ECANCELED.  Nothing is sent any more. */
-void mrc__qp_fail(struct mrce *e, struct mrc__qp *qp, int err,
+void mrce__qp_fail(struct mrce *e, struct mrce__qp *qp, int err,
 		  uint32_t bad_psn, uint64_t now)
 {
-	if (qp->state == MRC_QPS_ERROR)
+	if (qp->state == MRCE_QPS_ERROR)
 		return;
-	qp->state = MRC_QPS_ERROR;
+	qp->state = MRCE_QPS_ERROR;
 	qp->err = err;
 	qp->err_psn = bad_psn;
 	for (uint32_t s = qp->sq_done; s != qp->sq_tail; s++) {
-		struct mrc__wqe *w = &qp->sq[s & e->sqmask];
+		struct mrce__wqe *w = &qp->sq[s & e->sqmask];
 		int hit = w->started && mrc_psn_le(w->first_psn, bad_psn) &&
 			  mrc_psn_lt(bad_psn, w->first_psn + w->npkts);
 		w->status = hit ? err : -ECANCELED;
-		w->state = MRC__WQE_DONE;
+		w->state = MRCE__WQE_DONE;
 	}
 	qp->sq_done = qp->sq_seg = qp->sq_tail;
 	for (uint32_t s = qp->rq_head; s != qp->rq_tail; s++) {
-		struct mrc__rwqe *r = &qp->rq[s & e->rqmask];
+		struct mrce__rwqe *r = &qp->rq[s & e->rqmask];
 		if (qp->rcq_tail - qp->rcq_head <= e->wmask)
-			qp->rcq[qp->rcq_tail++ & e->wmask] = (struct mrc__rcqe){
-				.wr_id = r->wr_id, .op = MRC_WC_RECV,
+			qp->rcq[qp->rcq_tail++ & e->wmask] = (struct mrce__rcqe){
+				.wr_id = r->wr_id, .op = MRCE_WC_RECV,
 				.status = s == qp->rq_head && err == -EMSGSIZE ? err : -ECANCELED };
-		struct mrc__mr *m = mrc__mr_get(e, r->lkey);
+		struct mrce__mr *m = mrce__mr_get(e, r->lkey);
 		if (m && m->refs)
 			m->refs--;
 	}
 	qp->rq_head = qp->rq_tail;
 	qp->inflight_pkts = 0;
 	qp->inflight_bytes = 0;
-	qp->lst_head = qp->lst_tail = MRC__NIL;
+	qp->lst_head = qp->lst_tail = MRCE__NIL;
 	memset(qp->lostmap, 0, sizeof(qp->lostmap));
 	qp->rto_deadline = qp->rack_deadline = qp->rnr_until = qp->nopath_deadline = 0;
-	mrc__qp_timer_sync(e, qp);
-	mrc__qp_ready(e, qp);
-	mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_QP_ERROR,
+	mrce__qp_timer_sync(e, qp);
+	mrce__qp_ready(e, qp);
+	mrce__event_push(e, &(struct mrce_event){ .type = MRCE_EVT_QP_ERROR,
 		.qpn = qp->qpn, .peer = qp->peer, .err = err, .time_ns = now });
 }
 
 int mrce_qp_info(const struct mrce *e, uint32_t qpn, struct mrce_qp_info *info)
 {
-	const struct mrc__qp *qp = mrc__qp_get((struct mrce *)e, qpn);
+	const struct mrce__qp *qp = mrce__qp_get((struct mrce *)e, qpn);
 	if (!qp)
 		return -ENOENT;
 	*info = (struct mrce_qp_info){ .state = qp->state, .error = qp->err,
@@ -373,7 +373,7 @@ int mrce_qp_info(const struct mrce *e, uint32_t qpn, struct mrce_qp_info *info)
 
 int mrce_qp_bytes_placed(const struct mrce *e, uint32_t qpn, uint64_t *bytes)
 {
-	const struct mrc__qp *qp = mrc__qp_get((struct mrce *)e, qpn);
+	const struct mrce__qp *qp = mrce__qp_get((struct mrce *)e, qpn);
 	if (!qp)
 		return -ENOENT;
 	*bytes = qp->bytes_placed;
@@ -383,10 +383,10 @@ int mrce_qp_bytes_placed(const struct mrce *e, uint32_t qpn, uint64_t *bytes)
 int mrce_qp_ev_stats(const struct mrce *e, uint32_t qpn, struct mrce_qp_ev_stat *st,
 		     uint32_t max)
 {
-	const struct mrc__qp *qp = mrc__qp_get((struct mrce *)e, qpn);
+	const struct mrce__qp *qp = mrce__qp_get((struct mrce *)e, qpn);
 	if (!qp)
 		return -ENOENT;
-	if (qp->state == MRC_QPS_RESET)
+	if (qp->state == MRCE_QPS_RESET)
 		return 0;
 	uint32_t n = e->peers[qp->peer].nev;
 	if (n > e->cfg.qp_ev_stats)
@@ -399,13 +399,13 @@ int mrce_qp_ev_stats(const struct mrce *e, uint32_t qpn, struct mrce_qp_ev_stat 
 
 int mrce_qp_abort(struct mrce *e, uint64_t now, uint32_t qpn, int err)
 {
-	struct mrc__qp *qp = mrc__qp_get(e, qpn);
+	struct mrce__qp *qp = mrce__qp_get(e, qpn);
 	if (!qp || err >= 0)
 		return -EINVAL;
-	if (qp->state == MRC_QPS_ERROR)
+	if (qp->state == MRCE_QPS_ERROR)
 		return 0;
 	uint32_t first = qp->sq_done;
-	mrc__qp_fail(e, qp, err, qp->snd_nxt, now);
+	mrce__qp_fail(e, qp, err, qp->snd_nxt, now);
 	for (uint32_t s = first; s != qp->sq_tail; s++)
 		qp->sq[s & e->sqmask].status = err;
 	return 0;
@@ -415,8 +415,8 @@ uint32_t mrce_busy_qps(const struct mrce *e)
 {
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < e->qp_hwm; i++) {
-		const struct mrc__qp *qp = &e->qps[i];
-		n += qp->used && qp->state == MRC_QPS_RTS && qp->sq_done != qp->sq_tail;
+		const struct mrce__qp *qp = &e->qps[i];
+		n += qp->used && qp->state == MRCE_QPS_RTS && qp->sq_done != qp->sq_tail;
 	}
 	return n;
 }
@@ -425,8 +425,8 @@ uint32_t mrce_abort_all(struct mrce *e, uint64_t now, int err)
 {
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < e->qp_hwm; i++) {
-		struct mrc__qp *qp = &e->qps[i];
-		if (qp->used && qp->state == MRC_QPS_RTS && qp->sq_done != qp->sq_tail) {
+		struct mrce__qp *qp = &e->qps[i];
+		if (qp->used && qp->state == MRCE_QPS_RTS && qp->sq_done != qp->sq_tail) {
 			mrce_qp_abort(e, now, qp->qpn, err);
 			n++;
 		}

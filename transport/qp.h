@@ -4,8 +4,8 @@
 
 #include "transport/store.h"
 
-void mrc__qp_fail(struct mrce *e, struct mrc__qp *qp, int err,
+void mrce__qp_fail(struct mrce *e, struct mrce__qp *qp, int err,
 		  uint32_t bad_psn, uint64_t now);
-void mrc__sq_advance(struct mrce *e, struct mrc__qp *qp);
+void mrce__sq_advance(struct mrce *e, struct mrce__qp *qp);
 
 #endif

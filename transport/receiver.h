@@ -4,7 +4,7 @@
 
 #include "transport/store.h"
 
-void mrc__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
+void mrce__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		  const struct mrc_pkt_view *v, uint32_t rx_flags);
 
 #endif

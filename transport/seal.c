@@ -74,7 +74,7 @@ struct mrce_seal {
 static uint32_t data_hcrc(const uint8_t *p)
 {
 	uint8_t first[4] = { p[0], p[1], p[2], (uint8_t)(p[3] & ~MRC_F_TRIMMED) };
-	return mrc_crc32c(mrc_crc32c(0, first, 4), p + 4, MRC_DATA_HDR_LEN - 8);
+	return mrce_crc32c(mrce_crc32c(0, first, 4), p + 4, MRC_DATA_HDR_LEN - 8);
 }
 
 /* What a data header's tag covers: its first 64 bytes (hcrc is derived)
@@ -274,7 +274,7 @@ static int gcm_seal(struct mrce_seal *x, struct enc_qp *q, const uint8_t *ad, si
 		return rc;
 	}
 	st64(t, seq);
-	st32(t + 24, mrc_crc32c(0, c, plen + 24));
+	st32(t + 24, mrce_crc32c(0, c, plen + 24));
 	return 0;
 }
 
@@ -350,7 +350,7 @@ int mrce_seal_tx(struct mrce_seal *x, struct mrce_tx_pkt *pk, unsigned slot,
 		}
 		/* The token is the tag's job now, and stays off the wire. */
 		memset(h + A_TOKEN, 0, 8);
-		st32(h + ACK_HCRC, mrc_crc32c(0, h, ACK_HCRC));
+		st32(h + ACK_HCRC, mrce_crc32c(0, h, ACK_HCRC));
 		rc = gcm_seal(x, q, h, MRC_ACK_HDR_LEN, c, 0);
 		if (!rc) {
 			*body = (struct iovec){ c, MRCE_SEAL_TRAILER };
@@ -388,7 +388,7 @@ static int gcm_open(struct mrce_seal *x, struct enc_qp *q, const uint8_t *ad, si
 		    uint8_t *c, size_t plen)
 {
 	const uint8_t *t = c + plen;
-	if (mrc_crc32c(0, c, plen + 24) != ld32(t + 24)) {
+	if (mrce_crc32c(0, c, plen + 24) != ld32(t + 24)) {
 		x->st.rx_bad_pcrc++;
 		return -EBADMSG;
 	}
@@ -459,7 +459,7 @@ static int open_data(struct mrce_seal *x, uint32_t peer, uint8_t *p, size_t *len
 	st64(p + D_TOKEN, q->rx_token);
 	st32(p + 64, data_hcrc(p));
 	if (plen)
-		mrc_wire_put_trailer(c + plen, c, plen);
+		mrce_wire_put_trailer(c + plen, c, plen);
 	*lenp = MRC_DATA_HDR_LEN + (size_t)plen + (plen ? MRC_TRAILER_LEN : 0);
 	x->st.rx_opened++;
 	return 0;
@@ -468,7 +468,7 @@ static int open_data(struct mrce_seal *x, uint32_t peer, uint8_t *p, size_t *len
 static int open_ack(struct mrce_seal *x, uint32_t peer, uint8_t *p, size_t *lenp)
 {
 	size_t len = *lenp;
-	if (len < MRC_ACK_HDR_LEN || mrc_crc32c(0, p, ACK_HCRC) != ld32(p + ACK_HCRC))
+	if (len < MRC_ACK_HDR_LEN || mrce_crc32c(0, p, ACK_HCRC) != ld32(p + ACK_HCRC))
 		return 0;                  /* the engine drops it (length, bad_hcrc) */
 	uint32_t dqpn = ld32(p + 4);
 	if (p[14] == MRC_NACK_NOQP) {
@@ -502,7 +502,7 @@ static int open_ack(struct mrce_seal *x, uint32_t peer, uint8_t *p, size_t *lenp
 		/* The engine checks the echo against the QP's tx token; the
 		 * wire echoed a header tag, so the token goes in its place. */
 		st64(p + A_TOKEN, q->tx_token);
-		st32(p + ACK_HCRC, mrc_crc32c(0, p, ACK_HCRC));
+		st32(p + ACK_HCRC, mrce_crc32c(0, p, ACK_HCRC));
 		*lenp = MRC_ACK_HDR_LEN;
 		x->st.rx_opened++;
 		return 0;
@@ -523,7 +523,7 @@ static int open_ack(struct mrce_seal *x, uint32_t peer, uint8_t *p, size_t *lenp
 	if (rc)
 		return rc;
 	st64(p + A_TOKEN, q->rx_token);
-	st32(p + ACK_HCRC, mrc_crc32c(0, p, ACK_HCRC));
+	st32(p + ACK_HCRC, mrce_crc32c(0, p, ACK_HCRC));
 	*lenp = MRC_ACK_HDR_LEN;
 	x->st.rx_opened++;
 	return 0;

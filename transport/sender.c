@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "transport/ack_tx.h"
-#include "transport/path.h"
+#include "transport/evs.h"
 #include "transport/qp.h"
 #include "transport/sender.h"
 
@@ -12,13 +12,13 @@
 
 /* ---- send-order list of in-flight packets (oldest first) ------------ */
 
-static void lst_append(struct mrce *e, struct mrc__qp *qp, uint32_t psn)
+static void lst_append(struct mrce *e, struct mrce__qp *qp, uint32_t psn)
 {
 	uint16_t i = (uint16_t)(psn & e->wmask);
-	struct mrc__slot *s = &qp->slots[i];
-	s->next = MRC__NIL;
+	struct mrce__slot *s = &qp->slots[i];
+	s->next = MRCE__NIL;
 	s->prev = qp->lst_tail;
-	if (qp->lst_tail != MRC__NIL)
+	if (qp->lst_tail != MRCE__NIL)
 		qp->slots[qp->lst_tail].next = i;
 	else
 		qp->lst_head = i;
@@ -29,22 +29,22 @@ static void lst_append(struct mrce *e, struct mrc__qp *qp, uint32_t psn)
 
 /* Every path to the peer is DENIED: nothing can leave, so no ACK and (once
  * the RTO has fired) no timer would ever wake the QP again.  Arm a deadline
- * of its own: a path back before it resumes the QP (path.c, once a path is back),
- * else the QP fails (mrc__qp_timers). */
-static void nopath_wait(struct mrce *e, struct mrc__qp *qp, uint64_t now)
+ * of its own: a path back before it resumes the QP (evs.c, once a path is back),
+ * else the QP fails (mrce__qp_timers). */
+static void nopath_wait(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 {
 	if (qp->nopath_deadline)
 		return;
 	qp->nopath_deadline = now + e->cfg.no_path_timeout_ns;
-	mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_QP_NO_PATH,
+	mrce__event_push(e, &(struct mrce_event){ .type = MRCE_EVT_QP_NO_PATH,
 		.qpn = qp->qpn, .peer = qp->peer, .time_ns = now });
 }
 
-static void build(struct mrce *e, struct mrc__qp *qp, uint32_t psn, int ev,
+static void build(struct mrce *e, struct mrce__qp *qp, uint32_t psn, int ev,
 		  int retx, uint64_t now, struct mrce_tx_pkt *pkt)
 {
-	struct mrc__slot *s = mrc__slot_of(e, qp, psn);
-	struct mrc__wqe *w = &qp->sq[s->wqe & e->sqmask];
+	struct mrce__slot *s = mrce__slot_of(e, qp, psn);
+	struct mrce__wqe *w = &qp->sq[s->wqe & e->sqmask];
 	uint32_t idx = psn - w->first_psn;
 	uint64_t off = (uint64_t)idx * qp->mtu;
 	uint32_t plen = (uint32_t)(w->len - off < qp->mtu ? w->len - off : qp->mtu);
@@ -56,24 +56,24 @@ static void build(struct mrce *e, struct mrc__qp *qp, uint32_t psn, int ev,
 		.rkey = is_send ? w->ssn : w->rkey,
 		.off = is_send ? off : w->roff + off, .ts = now,
 		.mlen = (uint32_t)w->len, .imm = w->imm, .token = qp->tx_token };
-	mrc__ack_attach(e, qp, now, &h);
+	mrce__ack_attach(e, qp, now, &h);
 	qp->data_tx_ts = now;
 	pkt->peer = qp->peer;
 	pkt->ev = (uint16_t)ev;
 	pkt->tclass = qp->tclass;
 	e->st.tx_class[qp->tclass]++;
-	pkt->hdr_len = (uint16_t)mrc_wire_put_data(pkt->hdr, &h);
+	pkt->hdr_len = (uint16_t)mrce_wire_put_data(pkt->hdr, &h);
 	pkt->plen = plen;
 	pkt->payload = w->op == MRC_OP_ATOMIC_ADD ? w->add_be : w->lbase + off;
 	if (plen && !e->cfg.skip_payload_crc)
-		mrc_wire_put_trailer(pkt->trailer, pkt->payload, plen);
+		mrce_wire_put_trailer(pkt->trailer, pkt->payload, plen);
 	else if (plen)
 		memset(pkt->trailer, 0, MRC_TRAILER_LEN);
 	s->ev = (uint16_t)ev;
 	s->sent_ts = now;
 	s->xseq = qp->xmit_seq++;
 	s->plen = (uint16_t)plen;
-	s->state = MRC__S_INFLIGHT;
+	s->state = MRCE__S_INFLIGHT;
 	lst_append(e, qp, psn);
 	qp->inflight_pkts++;
 	qp->inflight_bytes += plen;
@@ -90,7 +90,7 @@ static void build(struct mrce *e, struct mrc__qp *qp, uint32_t psn, int ev,
 }
 
 /* The oldest PSN waiting for retransmission. */
-static int next_lost(const struct mrc__qp *qp, uint32_t *psn)
+static int next_lost(const struct mrce__qp *qp, uint32_t *psn)
 {
 	uint32_t best = 256;
 	for (int k = 0; k < 4; k++) {
@@ -109,28 +109,28 @@ static int next_lost(const struct mrc__qp *qp, uint32_t *psn)
 	return 1;
 }
 
-int mrc__qp_tx_one(struct mrce *e, struct mrc__qp *qp, uint64_t now,
+int mrce__qp_tx_one(struct mrce *e, struct mrce__qp *qp, uint64_t now,
 		   struct mrce_tx_pkt *pkt)
 {
-	if (!mrc__qp_can_send(e, qp, now))
+	if (!mrce__qp_can_send(e, qp, now))
 		return 0;
-	struct mrc__peer *p = &e->peers[qp->peer];
+	struct mrce__peer *p = &e->peers[qp->peer];
 	uint32_t psn;
 	if (next_lost(qp, &psn)) {
-		struct mrc__slot *s = mrc__slot_of(e, qp, psn);
+		struct mrce__slot *s = mrce__slot_of(e, qp, psn);
 		if (!s->free_resend && s->strikes >= e->cfg.max_retries) {
-			mrc__qp_fail(e, qp, RETX_LIMIT_ERR, psn, now);
+			mrce__qp_fail(e, qp, RETX_LIMIT_ERR, psn, now);
 			return 0;
 		}
 		/* Resend on another plane than the one that lost it: a loss
 		 * may be the first sign of a whole plane failing. */
 		int avoid = s->lost_ev < p->nev ? p->paths[s->lost_ev].plane : -1;
-		int ev = mrc__path_pick(e, p, qp, avoid);
+		int ev = mrce__ev_pick(e, p, qp, avoid);
 		if (ev < 0) {
 			nopath_wait(e, qp, now);
 			return 0;
 		}
-		mrc__bit_clear(qp->lostmap, psn);
+		mrce__bit_clear(qp->lostmap, psn);
 		if (s->free_resend)
 			s->free_resend = 0;
 		else
@@ -142,20 +142,20 @@ int mrc__qp_tx_one(struct mrce *e, struct mrc__qp *qp, uint64_t now,
 		build(e, qp, psn, ev, 1, now, pkt);
 		return 1;
 	}
-	if (!mrc__new_data_ok(e, qp))
+	if (!mrce__new_data_ok(e, qp))
 		return 0;
-	int ev = mrc__path_pick(e, p, qp, -1);
+	int ev = mrce__ev_pick(e, p, qp, -1);
 	if (ev < 0) {
 		nopath_wait(e, qp, now);
 		return 0;
 	}
-	struct mrc__wqe *w = &qp->sq[qp->sq_seg & e->sqmask];
+	struct mrce__wqe *w = &qp->sq[qp->sq_seg & e->sqmask];
 	if (!w->started) {
 		w->started = 1;
 		w->first_psn = qp->snd_nxt;
 	}
 	psn = qp->snd_nxt++;
-	struct mrc__slot *s = mrc__slot_of(e, qp, psn);
+	struct mrce__slot *s = mrce__slot_of(e, qp, psn);
 	s->wqe = qp->sq_seg;
 	s->tries = s->strikes = s->rnr_tries = s->free_resend = 0;
 	if (psn - w->first_psn + 1 == w->npkts)

@@ -6,7 +6,7 @@
 
 /* The QP's next packet into pkt (a resend first): 1, or 0 when it can
  * send nothing now. */
-int mrc__qp_tx_one(struct mrce *e, struct mrc__qp *qp, uint64_t now,
+int mrce__qp_tx_one(struct mrce *e, struct mrce__qp *qp, uint64_t now,
 		   struct mrce_tx_pkt *pkt);
 
 #endif

@@ -51,7 +51,7 @@ static void key_unhash(struct mrce *e, uint32_t b)
 	}
 }
 
-int mrce_mr_reg(struct mrce *e, uint32_t pd, void *base, uint64_t len,
+int mrce_mr_add(struct mrce *e, uint32_t pd, void *base, uint64_t len,
 	       uint32_t access, uint32_t *key)
 {
 	if (!base || !len || !key || (access & ~0xfu) ||
@@ -60,7 +60,7 @@ int mrce_mr_reg(struct mrce *e, uint32_t pd, void *base, uint64_t len,
 	uint32_t n = e->cfg.max_mrs;
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t i = (e->mr_free + k) % n;
-		struct mrc__mr *m = &e->mrs[i];
+		struct mrce__mr *m = &e->mrs[i];
 		if (m->valid)
 			continue;
 		uint32_t kv, b;
@@ -68,7 +68,7 @@ int mrce_mr_reg(struct mrce *e, uint32_t pd, void *base, uint64_t len,
 			kv = key_mix(++e->mr_gen);
 			b = kv ? key_bucket(e, kv) : 0;
 		} while (!kv || e->mr_hash[b]);   /* 0 is no key; a live key is skipped */
-		*m = (struct mrc__mr){ .base = base, .len = len, .pd = pd,
+		*m = (struct mrce__mr){ .base = base, .len = len, .pd = pd,
 			.access = access, .valid = 1, .key = kv };
 		e->mr_hash[b] = i + 1;
 		e->mr_free = (i + 1) % n;
@@ -78,7 +78,7 @@ int mrce_mr_reg(struct mrce *e, uint32_t pd, void *base, uint64_t len,
 	return -ENOSPC;
 }
 
-struct mrc__mr *mrc__mr_get(struct mrce *e, uint32_t key)
+struct mrce__mr *mrce__mr_get(struct mrce *e, uint32_t key)
 {
 	if (!key)
 		return NULL;
@@ -86,9 +86,9 @@ struct mrc__mr *mrc__mr_get(struct mrce *e, uint32_t key)
 	return s ? &e->mrs[s - 1] : NULL;
 }
 
-int mrce_mr_dereg(struct mrce *e, uint32_t key)
+int mrce_mr_remove(struct mrce *e, uint32_t key)
 {
-	struct mrc__mr *m = mrc__mr_get(e, key);
+	struct mrce__mr *m = mrce__mr_get(e, key);
 	if (!m)
 		return -ENOENT;
 	if (m->refs)
@@ -101,7 +101,7 @@ int mrce_mr_dereg(struct mrce *e, uint32_t key)
 
 /* ---- queues --------------------------------------------------------- */
 
-void mrc__event(struct mrce *e, const struct mrce_event *ev)
+void mrce__event_push(struct mrce *e, const struct mrce_event *ev)
 {
 	if (e->evq_tail - e->evq_head > e->evq_mask) {
 		e->st.events_dropped++;
@@ -116,7 +116,7 @@ void mrc__event(struct mrce *e, const struct mrce_event *ev)
  * cache.  Cycling through every slot cost thousands of engines in one
  * process (the simulator) a cache miss per control packet and 26 KiB of
  * resident memory each. */
-int mrce_poll_event(struct mrce *e, struct mrce_event *ev)
+int mrce_event_pop(struct mrce *e, struct mrce_event *ev)
 {
 	if (e->evq_head == e->evq_tail) {
 		e->evq_head = e->evq_tail = 0;
@@ -128,18 +128,18 @@ int mrce_poll_event(struct mrce *e, struct mrce_event *ev)
 
 /* A free control packet, or NULL when the queue is full: ACKs are
  * cumulative and probes are retried, so dropping one is safe. */
-struct mrce_tx_pkt *mrc__ctrl_slot(struct mrce *e)
+struct mrce_tx_pkt *mrce__ctrl_slot(struct mrce *e)
 {
 	if (e->ctrl_tail - e->ctrl_head > e->ctrl_mask) {
 		e->st.ctrl_overflow++;
 		return NULL;
 	}
 	struct mrce_tx_pkt *t = &e->ctrl[e->ctrl_tail++ & e->ctrl_mask];
-	t->tclass = MRC_TC_DEFAULT;   /* a QP's ACK sets its own */
+	t->tclass = MRCE_TC_DEFAULT;   /* a QP's ACK sets its own */
 	return t;
 }
 
-void mrc__qp_ready(struct mrce *e, struct mrc__qp *qp)
+void mrce__qp_ready(struct mrce *e, struct mrce__qp *qp)
 {
 	if (qp->in_ready)
 		return;
@@ -152,11 +152,11 @@ void mrc__qp_ready(struct mrce *e, struct mrc__qp *qp)
 	e->ready_tail = qp;
 }
 
-void mrc__qp_activate(struct mrce *e, struct mrc__qp *qp, uint64_t now)
+void mrce__qp_activate(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 {
-	if (qp->in_active || !mrc__qp_can_send(e, qp, now))
+	if (qp->in_active || !mrce__qp_can_send(e, qp, now))
 		return;
-	unsigned b = mrc__band(qp->tclass);
+	unsigned b = mrce__band(qp->tclass);
 	qp->in_active = 1;
 	qp->active_next = NULL;
 	if (e->active_tail[b])
@@ -170,7 +170,7 @@ void mrc__qp_activate(struct mrce *e, struct mrc__qp *qp, uint64_t now)
  * both bands wait every (100 / bulk_min_pct)th turn is the other band's,
  * so bulk keeps its minimum share under any urgent load (a deficit
  * counter: exact over time, no floating point). */
-struct mrc__qp *mrc__active_pop(struct mrce *e)
+struct mrce__qp *mrce__active_pop(struct mrce *e)
 {
 	unsigned b;
 	if (!e->active_head[0])
@@ -186,7 +186,7 @@ struct mrc__qp *mrc__active_pop(struct mrce *e)
 			b = 1;
 		}
 	}
-	struct mrc__qp *qp = e->active_head[b];
+	struct mrce__qp *qp = e->active_head[b];
 	if (!qp)
 		return NULL;
 	e->active_head[b] = qp->active_next;
@@ -196,11 +196,11 @@ struct mrc__qp *mrc__active_pop(struct mrce *e)
 	return qp;
 }
 
-struct mrc__qp *mrc__qp_get(struct mrce *e, uint32_t qpn)
+struct mrce__qp *mrce__qp_get(struct mrce *e, uint32_t qpn)
 {
 	uint32_t i = qpn & 0xffff;
 	if (i >= e->qp_hwm)
 		return NULL;
-	struct mrc__qp *qp = &e->qps[i];
+	struct mrce__qp *qp = &e->qps[i];
 	return qp->used && qp->qpn == qpn ? qp : NULL;
 }

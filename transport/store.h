@@ -11,11 +11,11 @@
 #include "transport/cc.h"
 #include "transport/engine.h"
 
-#define MRC__NIL 0xffffu          /* end of an intrusive slot list */
-#define MRC__RING_BITS 256        /* bit rings indexed by psn & 255 */
-#define MRC__BANDS 2              /* scheduling bands: URGENT, the rest */
+#define MRCE__NIL 0xffffu          /* end of an intrusive slot list */
+#define MRCE__RING_BITS 256        /* bit rings indexed by psn & 255 */
+#define MRCE__BANDS 2              /* scheduling bands: URGENT, the rest */
 
-struct mrc__mr {
+struct mrce__mr {
 	uint8_t *base;
 	uint64_t len;
 	uint32_t pd, access, key, refs;
@@ -23,7 +23,7 @@ struct mrc__mr {
 };
 
 /* One path to a peer, shared by all QPs to that peer. */
-struct mrc__path {
+struct mrce__ev {
 	uint8_t state, plane, reason, ok_streak;
 	uint8_t user_probe;         /* report the next probe reply as an event */
 	uint8_t detour;             /* last resort in its plane (mrce_ev_set_detour) */
@@ -53,9 +53,9 @@ struct mrc__path {
 /* Two lines, the first the hot one (above): a peer has an EV per path,
  * 256 at k=32, and the simulator 8,192 hosts of peers: 8 more bytes here
  * were 33 MB more memory and every other record's hot part split. */
-_Static_assert(sizeof(struct mrc__path) == 128, "struct mrc__path: two cache lines");
+_Static_assert(sizeof(struct mrce__ev) == 128, "struct mrce__ev: two cache lines");
 
-struct mrc__peer {
+struct mrce__peer {
 	uint8_t used;
 	uint32_t nev, ngood, nbad;
 	uint32_t ndetour;           /* EVs marked detour (spray skips a pass without) */
@@ -77,17 +77,17 @@ struct mrc__peer {
 	 * spurious losses serves every QP to the peer. */
 	uint64_t reo_extra;         /* learned extra reorder tolerance */
 	uint32_t clean_acks;        /* ACKs since the last spurious loss */
-	struct mrc__path *paths;    /* 64-byte aligned, inside paths_mem */
+	struct mrce__ev *paths;    /* 64-byte aligned, inside paths_mem */
 	void *paths_mem;
 	/* Spraying: round robin over planes, then over each plane's EVs. */
-	uint16_t *plane_evs[MRC_MAX_PLANES];
-	uint16_t plane_nev[MRC_MAX_PLANES], plane_cur[MRC_MAX_PLANES];
+	uint16_t *plane_evs[MRCE_MAX_PLANES];
+	uint16_t plane_nev[MRCE_MAX_PLANES], plane_cur[MRCE_MAX_PLANES];
 	uint32_t plane_rr;
 };
 
-enum { MRC__WQE_POSTED = 0, MRC__WQE_DONE = 1 };
+enum { MRCE__WQE_POSTED = 0, MRCE__WQE_DONE = 1 };
 
-struct mrc__wqe {
+struct mrce__wqe {
 	uint64_t wr_id, loff, len, roff;
 	const uint8_t *lbase;       /* resolved local source, or the addend */
 	uint8_t add_be[8];          /* ATOMIC_ADD payload, big-endian */
@@ -98,10 +98,10 @@ struct mrc__wqe {
 	int32_t status;
 };
 
-enum { MRC__S_FREE = 0, MRC__S_INFLIGHT, MRC__S_LOST, MRC__S_ACKED };
+enum { MRCE__S_FREE = 0, MRCE__S_INFLIGHT, MRCE__S_LOST, MRCE__S_ACKED };
 
 /* Sender state of one PSN of the window. */
-struct mrc__slot {
+struct mrce__slot {
 	uint64_t sent_ts;
 	uint32_t wqe;               /* sq index (unmasked) */
 	uint16_t ev;
@@ -119,26 +119,26 @@ struct mrc__slot {
 
 /* Receiver record of a PSN whose message has an effect (IMM completion,
  * RECV completion, atomic) that must wait for every earlier PSN. */
-struct mrc__rslot {
+struct mrce__rslot {
 	uint8_t op, has;
 	uint32_t imm, mlen, rkey;
 	uint64_t off, add;
 };
 
-struct mrc__rwqe {
+struct mrce__rwqe {
 	uint64_t wr_id, len;
 	uint8_t *base;
 	uint32_t lkey;
 };
 
-struct mrc__rcqe {
+struct mrce__rcqe {
 	uint64_t wr_id, byte_len;
 	uint32_t imm;
 	int32_t status;
 	uint8_t op, has_imm;
 };
 
-struct mrc__qp {
+struct mrce__qp {
 	uint8_t used, state, in_active, in_ready, in_ack;
 	uint8_t tclass;             /* enum mrce_tclass (mrce_qp_attr); in
 	                               the padding before err */
@@ -148,19 +148,19 @@ struct mrc__qp {
 	uint32_t plane_mask;        /* mrce_qp_attr; 0 = every plane */
 	uint32_t peer, rqpn;
 	uint64_t tx_token, rx_token;   /* mrce_qp_set_tokens */
-	struct mrc__qp *active_next, *ready_next, *ack_next;
+	struct mrce__qp *active_next, *ready_next, *ack_next;
 
 	/* send queue: head (reap) <= done (acked) <= seg (sending) <= tail */
-	struct mrc__wqe *sq;
+	struct mrce__wqe *sq;
 	uint32_t sq_head, sq_done, sq_seg, sq_tail;
 	uint32_t next_msn, next_ssn;
 	uint32_t snd_una, snd_nxt;
-	struct mrc__slot *slots;
-	uint64_t sacked[MRC__RING_BITS / 64];
+	struct mrce__slot *slots;
+	uint64_t sacked[MRCE__RING_BITS / 64];
 	uint16_t lst_head, lst_tail;
 	uint16_t win, mtu;          /* what this QP sends: cfg's, or less as
 	                               negotiated (mrce_qp_set_limits) */
-	uint64_t lostmap[MRC__RING_BITS / 64];  /* PSNs waiting for resend */
+	uint64_t lostmap[MRCE__RING_BITS / 64];  /* PSNs waiting for resend */
 	uint32_t inflight_pkts;
 	uint64_t inflight_bytes;
 	uint64_t srtt, rttvar, rto;
@@ -168,10 +168,10 @@ struct mrc__qp {
 	uint64_t rto_deadline, rack_deadline, rnr_until;
 	uint64_t nopath_deadline;   /* waiting for a path to the peer until
 	                               then (0: not waiting) */
-	uint32_t rnr_retry;         /* 0..7, MRC_RNR_RETRY_FOREVER */
+	uint32_t rnr_retry;         /* 0..7, MRCE_RNR_RETRY_FOREVER */
 	uint32_t xmit_seq;          /* transmissions so far */
 	uint32_t rack_seq;          /* newest transmission acknowledged, + 1 */
-	uint64_t cc[MRC_CC_STATE_MAX / 8];
+	uint64_t cc[MRCE_CC_STATE_MAX / 8];
 
 	/* receive side */
 	uint32_t rcv_nxt;
@@ -184,17 +184,17 @@ struct mrc__qp {
 	                                0: at the next mrce_tx */
 	uint64_t data_tx_ts;         /* last data packet sent: a QP that sends
 	                                may hold its ACKs for data to ride on */
-	uint64_t rbits[MRC__RING_BITS / 64];
-	struct mrc__rslot *rslots;
-	struct mrc__rwqe *rq;
+	uint64_t rbits[MRCE__RING_BITS / 64];
+	struct mrce__rslot *rslots;
+	struct mrce__rwqe *rq;
 	uint32_t rq_head, rq_tail, ssn_base;
-	struct mrc__rcqe *rcq;
+	struct mrce__rcqe *rcq;
 	uint32_t rcq_head, rcq_tail;
 
 	uint64_t tx_pkts, retx, rto_fires, trims_rx, nacks_rx, bytes_acked;
 	uint64_t rnr_rx;
 	uint64_t spurious;
-	uint64_t plane_tx[MRC_MAX_PLANES];
+	uint64_t plane_tx[MRCE_MAX_PLANES];
 	uint64_t rx_pkts, rx_dups, bytes_placed;
 	struct mrce_qp_ev_stat *evst;    /* cfg.qp_ev_stats of them */
 	uint64_t ev_other_tx, ev_other_lost;
@@ -204,17 +204,17 @@ struct mrce {
 	struct mrce_cfg cfg;
 	uint64_t noqp_tat;          /* NOQP token bucket (GCRA): the time the
 	                               next NACK would be due at the rate */
-	const struct mrc_cc_ops *cc;
+	const struct mrce_cc_ops *cc;
 	uint32_t wmask, sqmask, rqmask;
 	uint32_t max_cwnd;
 
-	struct mrc__mr *mrs;
+	struct mrce__mr *mrs;
 	uint32_t mr_gen;            /* registrations so far (mod 2^32): the key's source */
 	uint32_t *mr_hash;          /* key -> slot + 1 (0: empty), mr_hmask + 1 buckets */
 	uint32_t mr_hmask, mr_free; /* mr_free: where the next free-slot search starts */
-	struct mrc__peer *peers;
+	struct mrce__peer *peers;
 	uint32_t peer_hwm;          /* peers[0..peer_hwm) may be in use */
-	struct mrc__qp *qps;
+	struct mrce__qp *qps;
 	uint32_t qp_hwm;            /* qps[0..qp_hwm) may be in use */
 	uint32_t qp_gen;
 
@@ -224,12 +224,12 @@ struct mrce {
 	uint32_t evq_head, evq_tail, evq_mask;
 
 	/* QPs that may send data, by band: URGENT, then the other classes
-	 * (mrc__band); share_credit counts towards the others' next turn
+	 * (mrce__band); share_credit counts towards the others' next turn
 	 * while both bands wait (cfg.bulk_min_pct per pop, a turn at 100). */
-	struct mrc__qp *active_head[MRC__BANDS], *active_tail[MRC__BANDS];
+	struct mrce__qp *active_head[MRCE__BANDS], *active_tail[MRCE__BANDS];
 	uint32_t share_credit;
-	struct mrc__qp *ready_head, *ready_tail;     /* have completions */
-	struct mrc__qp *ack_head;                    /* owe a coalesced ACK */
+	struct mrce__qp *ready_head, *ready_tail;     /* have completions */
+	struct mrce__qp *ack_head;                    /* owe a coalesced ACK */
 	uint64_t ack_hold_min;      /* earliest ack_due of a held ACK (may be
 	                               early, never late; UINT64_MAX: none) */
 
@@ -245,68 +245,68 @@ struct mrce {
 };
 
 /* store.c */
-void mrc__event(struct mrce *e, const struct mrce_event *ev);
-struct mrce_tx_pkt *mrc__ctrl_slot(struct mrce *e);
-struct mrc__mr *mrc__mr_get(struct mrce *e, uint32_t key);
-struct mrc__qp *mrc__qp_get(struct mrce *e, uint32_t qpn);
-void mrc__qp_ready(struct mrce *e, struct mrc__qp *qp);
-void mrc__qp_activate(struct mrce *e, struct mrc__qp *qp, uint64_t now);
-struct mrc__qp *mrc__active_pop(struct mrce *e);
+void mrce__event_push(struct mrce *e, const struct mrce_event *ev);
+struct mrce_tx_pkt *mrce__ctrl_slot(struct mrce *e);
+struct mrce__mr *mrce__mr_get(struct mrce *e, uint32_t key);
+struct mrce__qp *mrce__qp_get(struct mrce *e, uint32_t qpn);
+void mrce__qp_ready(struct mrce *e, struct mrce__qp *qp);
+void mrce__qp_activate(struct mrce *e, struct mrce__qp *qp, uint64_t now);
+struct mrce__qp *mrce__active_pop(struct mrce *e);
 
 /* A class's scheduling band: 0 goes first. */
-static inline unsigned mrc__band(unsigned tclass)
+static inline unsigned mrce__band(unsigned tclass)
 {
-	return tclass == MRC_TC_URGENT ? 0 : 1;
+	return tclass == MRCE_TC_URGENT ? 0 : 1;
 }
 
-static inline struct mrc__peer *mrc__peer_get(struct mrce *e, uint32_t peer)
+static inline struct mrce__peer *mrce__peer_get(struct mrce *e, uint32_t peer)
 {
 	return peer < e->cfg.max_peers && e->peers[peer].used ? &e->peers[peer] : NULL;
 }
 
 /* The sender's record of a PSN of the window. */
-static inline struct mrc__slot *mrc__slot_of(struct mrce *e, struct mrc__qp *qp,
+static inline struct mrce__slot *mrce__slot_of(struct mrce *e, struct mrce__qp *qp,
 					     uint32_t psn)
 {
 	return &qp->slots[psn & e->wmask];
 }
 
 /* Some path to the peer may carry packets (not every EV DENIED). */
-static inline int mrc__peer_reachable(const struct mrc__peer *p)
+static inline int mrce__peer_reachable(const struct mrce__peer *p)
 {
 	return p->ngood + p->nbad > 0;
 }
-static inline int mrc__cwnd_allows(const struct mrce *e, const struct mrc__qp *qp, uint32_t plen)
+static inline int mrce__cwnd_allows(const struct mrce *e, const struct mrce__qp *qp, uint32_t plen)
 {
 	return qp->inflight_pkts == 0 ||
 	       qp->inflight_bytes + plen <= e->cc->cwnd(qp->cc);
 }
 
 /* The next work request may send its next packet. */
-static inline int mrc__new_data_ok(const struct mrce *e, const struct mrc__qp *qp)
+static inline int mrce__new_data_ok(const struct mrce *e, const struct mrce__qp *qp)
 {
 	if (qp->sq_seg == qp->sq_tail || qp->snd_nxt - qp->snd_una >= qp->win)
 		return 0;
 	/* A fenced request starts only once every earlier one completed;
 	 * the ACK that completes the last of them activates the QP again. */
-	const struct mrc__wqe *w = &qp->sq[qp->sq_seg & e->sqmask];
+	const struct mrce__wqe *w = &qp->sq[qp->sq_seg & e->sqmask];
 	return !w->fence || w->started || qp->sq_done == qp->sq_seg;
 }
 
 /* The QP may send a packet now (a resend or new data). */
-static inline int mrc__qp_can_send(const struct mrce *e, const struct mrc__qp *qp, uint64_t now)
+static inline int mrce__qp_can_send(const struct mrce *e, const struct mrce__qp *qp, uint64_t now)
 {
-	if (qp->state != MRC_QPS_RTS || qp->rnr_until > now)
+	if (qp->state != MRCE_QPS_RTS || qp->rnr_until > now)
 		return 0;
-	if (!mrc__cwnd_allows(e, qp, qp->mtu))
+	if (!mrce__cwnd_allows(e, qp, qp->mtu))
 		return 0;
 	if (qp->lostmap[0] | qp->lostmap[1] | qp->lostmap[2] | qp->lostmap[3])
 		return 1;
-	return mrc__new_data_ok(e, qp);
+	return mrce__new_data_ok(e, qp);
 }
 
 /* Smoothed RTT and its variation (RFC 6298 gains), for paths and QPs. */
-static inline void mrc__rtt_update(uint64_t *srtt, uint64_t *rttvar, uint64_t rtt)
+static inline void mrce__rtt_update(uint64_t *srtt, uint64_t *rttvar, uint64_t rtt)
 {
 	if (!*srtt) {
 		*srtt = rtt;
@@ -318,15 +318,15 @@ static inline void mrc__rtt_update(uint64_t *srtt, uint64_t *rttvar, uint64_t rt
 	*srtt = (7 * *srtt + rtt) / 8;
 }
 
-static inline int mrc__bit_test(const uint64_t *r, uint32_t psn)
+static inline int mrce__bit_test(const uint64_t *r, uint32_t psn)
 {
 	return (r[(psn & 255) >> 6] >> (psn & 63)) & 1;
 }
-static inline void mrc__bit_set(uint64_t *r, uint32_t psn)
+static inline void mrce__bit_set(uint64_t *r, uint32_t psn)
 {
 	r[(psn & 255) >> 6] |= 1ull << (psn & 63);
 }
-static inline void mrc__bit_clear(uint64_t *r, uint32_t psn)
+static inline void mrce__bit_clear(uint64_t *r, uint32_t psn)
 {
 	r[(psn & 255) >> 6] &= ~(1ull << (psn & 63));
 }

@@ -22,17 +22,17 @@
  * which the engine always ran them (results stay the same).
  *
  * The key of an id is recomputed from the QP's or peer's own fields by
- * mrc__qp_timer_sync / mrc__peer_timer_sync, called wherever those fields
+ * mrce__qp_timer_sync / mrce__peer_timer_sync, called wherever those fields
  * may have changed: at the end of each entry point for the QP or peer it
  * touched, and where one changes several (a path back, a failed QP).  A key
  * that is too early only costs a tick that finds nothing due; tests check
- * that none is too late or missing (mrc__timers_check, tests/support/chan.c). */
+ * that none is too late or missing (mrce__timers_check, tests/support/chan.c). */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "transport/timers.h"
 
-int mrc__timers_init(struct mrce *e)
+int mrce__timers_init(struct mrce *e)
 {
 	uint32_t n = e->cfg.max_peers + e->cfg.max_qps;
 	e->tkey = calloc(n, sizeof(*e->tkey));
@@ -42,7 +42,7 @@ int mrc__timers_init(struct mrce *e)
 	return e->tkey && e->tpos && e->theap && e->tdue ? 0 : -ENOMEM;
 }
 
-void mrc__timers_fini(struct mrce *e)
+void mrce__timers_fini(struct mrce *e)
 {
 	free(e->tkey);
 	free(e->tpos);
@@ -50,7 +50,7 @@ void mrc__timers_fini(struct mrce *e)
 	free(e->tdue);
 }
 
-size_t mrc__timers_bytes_per_qp(void)
+size_t mrce__timers_bytes_per_qp(void)
 {
 	struct mrce *e = NULL;
 	return sizeof(*e->tkey) + sizeof(*e->tpos) + sizeof(*e->theap) + sizeof(*e->tdue);
@@ -135,7 +135,7 @@ static void timer_set(struct mrce *e, uint32_t id, uint64_t key)
 /* ---- keys ----------------------------------------------------------------- */
 
 /* The QP's earliest deadline (UINT64_MAX: none). */
-static uint64_t qp_deadline(const struct mrc__qp *qp)
+static uint64_t qp_deadline(const struct mrce__qp *qp)
 {
 	uint64_t d = UINT64_MAX;
 	if (qp->rnr_until && qp->rnr_until < d)
@@ -149,29 +149,29 @@ static uint64_t qp_deadline(const struct mrc__qp *qp)
 	return d;
 }
 
-static uint64_t qp_key(const struct mrc__qp *qp)
+static uint64_t qp_key(const struct mrce__qp *qp)
 {
-	return qp->used && qp->state == MRC_QPS_RTS ? qp_deadline(qp) : UINT64_MAX;
+	return qp->used && qp->state == MRCE_QPS_RTS ? qp_deadline(qp) : UINT64_MAX;
 }
 
-static uint64_t peer_key(const struct mrc__peer *p)
+static uint64_t peer_key(const struct mrce__peer *p)
 {
 	return p->used && (p->nbad || p->nsuspect) ? p->next_probe_due : UINT64_MAX;
 }
 
-void mrc__qp_timer_sync(struct mrce *e, struct mrc__qp *qp)
+void mrce__qp_timer_sync(struct mrce *e, struct mrce__qp *qp)
 {
 	timer_set(e, e->cfg.max_peers + (uint32_t)(qp - e->qps), qp_key(qp));
 }
 
-void mrc__peer_timer_sync(struct mrce *e, uint32_t peer)
+void mrce__peer_timer_sync(struct mrce *e, uint32_t peer)
 {
 	timer_set(e, peer, peer_key(&e->peers[peer]));
 }
 
 /* ---- what is due (mrce_next_deadline, mrce_tick: engine.c) -------------- */
 
-uint64_t mrc__timers_next(const struct mrce *e)
+uint64_t mrce__timers_next(const struct mrce *e)
 {
 	return e->theap_n ? e->tkey[e->theap[0]] : UINT64_MAX;
 }
@@ -207,7 +207,7 @@ static void sort_ids(uint32_t *a, uint32_t n)
 	}
 }
 
-uint32_t mrc__timers_take_due(struct mrce *e, uint64_t now)
+uint32_t mrce__timers_take_due(struct mrce *e, uint64_t now)
 {
 	uint32_t n = 0;
 	while (e->theap_n && e->tkey[e->theap[0]] <= now) {
@@ -221,7 +221,7 @@ uint32_t mrc__timers_take_due(struct mrce *e, uint64_t now)
 
 /* ---- self-check (tests) --------------------------------------------------- */
 
-int mrc__timers_check(const struct mrce *e)
+int mrce__timers_check(const struct mrce *e)
 {
 	/* Slots above the high-water marks were never used: counting the armed
 	 * ids below them proves those are not in the heap either. */

@@ -5,16 +5,16 @@
 
 #include "transport/store.h"
 
-int mrc__timers_init(struct mrce *e);
-void mrc__timers_fini(struct mrce *e);
-size_t mrc__timers_bytes_per_qp(void);
-void mrc__qp_timer_sync(struct mrce *e, struct mrc__qp *qp);
-void mrc__peer_timer_sync(struct mrce *e, uint32_t peer);
-int mrc__timers_check(const struct mrce *e);   /* 0: every key exact (tests) */
+int mrce__timers_init(struct mrce *e);
+void mrce__timers_fini(struct mrce *e);
+size_t mrce__timers_bytes_per_qp(void);
+void mrce__qp_timer_sync(struct mrce *e, struct mrce__qp *qp);
+void mrce__peer_timer_sync(struct mrce *e, uint32_t peer);
+int mrce__timers_check(const struct mrce *e);   /* 0: every key exact (tests) */
 /* The earliest armed deadline (UINT64_MAX: none). */
-uint64_t mrc__timers_next(const struct mrce *e);
+uint64_t mrce__timers_next(const struct mrce *e);
 /* Takes the ids due by now out of the heap into e->tdue, ascending (peers
  * before QPs, each in index order); returns how many. */
-uint32_t mrc__timers_take_due(struct mrce *e, uint64_t now);
+uint32_t mrce__timers_take_due(struct mrce *e, uint64_t now);
 
 #endif

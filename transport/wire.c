@@ -17,12 +17,12 @@
 static uint32_t hdr_crc(const uint8_t *p, size_t n)
 {
 	if (!(p[3] & MRC_F_TRIMMED))
-		return mrc_crc32c(0, p, n);
+		return mrce_crc32c(0, p, n);
 	uint8_t first[4] = { p[0], p[1], p[2], (uint8_t)(p[3] & ~MRC_F_TRIMMED) };
-	return mrc_crc32c(mrc_crc32c(0, first, 4), p + 4, n - 4);
+	return mrce_crc32c(mrce_crc32c(0, first, 4), p + 4, n - 4);
 }
 
-size_t mrc_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h)
+size_t mrce_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h)
 {
 	buf[0] = MRC_WIRE_VERSION;
 	buf[1] = h->op;
@@ -45,7 +45,7 @@ size_t mrc_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h)
 	return MRC_DATA_HDR_LEN;
 }
 
-size_t mrc_wire_put_ack(uint8_t *buf, const struct mrc_ack_hdr *h)
+size_t mrce_wire_put_ack(uint8_t *buf, const struct mrc_ack_hdr *h)
 {
 	buf[0] = MRC_WIRE_VERSION;
 	buf[1] = MRC_OP_ACK;
@@ -64,7 +64,7 @@ size_t mrc_wire_put_ack(uint8_t *buf, const struct mrc_ack_hdr *h)
 	return MRC_ACK_HDR_LEN;
 }
 
-size_t mrc_wire_put_probe(uint8_t *buf, const struct mrc_probe_hdr *h)
+size_t mrce_wire_put_probe(uint8_t *buf, const struct mrc_probe_hdr *h)
 {
 	buf[0] = MRC_WIRE_VERSION;
 	buf[1] = h->op;
@@ -80,12 +80,12 @@ size_t mrc_wire_put_probe(uint8_t *buf, const struct mrc_probe_hdr *h)
 	return MRC_PROBE_HDR_LEN;
 }
 
-void mrc_wire_put_trailer(uint8_t out[MRC_TRAILER_LEN], const void *p, size_t n)
+void mrce_wire_put_trailer(uint8_t out[MRC_TRAILER_LEN], const void *p, size_t n)
 {
-	st32(out, mrc_crc32c(0, p, n));
+	st32(out, mrce_crc32c(0, p, n));
 }
 
-static int drop(enum mrc_wire_drop *why, enum mrc_wire_drop w)
+static int drop(enum mrce_wire_drop *why, enum mrce_wire_drop w)
 {
 	*why = w;
 	return -EBADMSG;
@@ -149,7 +149,7 @@ static int data_fields_ok(const struct mrc_data_hdr *d)
 }
 
 static int decode_data(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
-		       enum mrc_wire_drop *why, uint32_t flags)
+		       enum mrce_wire_drop *why, uint32_t flags)
 {
 	struct mrc_data_hdr *d = &v->u.data;
 
@@ -193,7 +193,7 @@ static int decode_data(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 	if (d->plen) {
 		const uint8_t *pl = p + MRC_DATA_HDR_LEN;
 		if (!(flags & MRC_WIRE_NO_PCRC) &&
-		    mrc_crc32c(0, pl, d->plen) != ld32(pl + d->plen))
+		    mrce_crc32c(0, pl, d->plen) != ld32(pl + d->plen))
 			return drop(why, MRC_DROP_PCRC);
 		v->payload = pl;
 	}
@@ -201,7 +201,7 @@ static int decode_data(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 }
 
 static int decode_ack(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
-		      enum mrc_wire_drop *why)
+		      enum mrce_wire_drop *why)
 {
 	struct mrc_ack_hdr *a = &v->u.ack;
 
@@ -228,7 +228,7 @@ static int decode_ack(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 }
 
 static int decode_probe(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
-			enum mrc_wire_drop *why)
+			enum mrce_wire_drop *why)
 {
 	struct mrc_probe_hdr *r = &v->u.probe;
 
@@ -247,14 +247,14 @@ static int decode_probe(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 	return 0;
 }
 
-int mrc_wire_decode(const void *buf, size_t len, struct mrc_pkt_view *v,
-		    enum mrc_wire_drop *why)
+int mrce_wire_decode(const void *buf, size_t len, struct mrc_pkt_view *v,
+		    enum mrce_wire_drop *why)
 {
-	return mrc_wire_decode_flags(buf, len, v, why, 0);
+	return mrce_wire_decode_flags(buf, len, v, why, 0);
 }
 
-int mrc_wire_decode_flags(const void *buf, size_t len, struct mrc_pkt_view *v,
-			  enum mrc_wire_drop *why, uint32_t flags)
+int mrce_wire_decode_flags(const void *buf, size_t len, struct mrc_pkt_view *v,
+			  enum mrce_wire_drop *why, uint32_t flags)
 {
 	const uint8_t *p = buf;
 
@@ -283,7 +283,7 @@ int mrc_wire_decode_flags(const void *buf, size_t len, struct mrc_pkt_view *v,
 	return rc;
 }
 
-size_t mrc_wire_trim(uint8_t *buf, size_t len)
+size_t mrce_wire_trim(uint8_t *buf, size_t len)
 {
 	if (len <= MRC_DATA_HDR_LEN || buf[0] != MRC_WIRE_VERSION ||
 	    !mrc_op_is_data(buf[1]))
@@ -292,7 +292,7 @@ size_t mrc_wire_trim(uint8_t *buf, size_t len)
 	return MRC_DATA_HDR_LEN;
 }
 
-const char *mrc_wire_drop_name(enum mrc_wire_drop why)
+const char *mrce_wire_drop_name(enum mrce_wire_drop why)
 {
 	static const char *const names[MRC_DROP__COUNT] = {
 		[MRC_DROP_NONE] = "none",
@@ -309,13 +309,13 @@ const char *mrc_wire_drop_name(enum mrc_wire_drop why)
 	return names[why];
 }
 
-int mrc_wire_is_ctrl(const void *buf, size_t len)
+int mrce_wire_is_ctrl(const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	return len >= 2 && p[1] == MRC_OP_CTRL;
 }
 
-const char *mrc_op_name(uint8_t op)
+const char *mrce_op_name(uint8_t op)
 {
 	switch (op) {
 	case MRC_OP_WRITE: return "WRITE";

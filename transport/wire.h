@@ -93,7 +93,7 @@ enum mrc_nack {
 };
 
 /* Why the decoder refused a packet; each has a counter in the engine. */
-enum mrc_wire_drop {
+enum mrce_wire_drop {
 	MRC_DROP_NONE = 0,
 	MRC_DROP_TRUNCATED,      /* shorter than its fixed header */
 	MRC_DROP_VERSION,        /* unknown version */
@@ -134,7 +134,7 @@ struct mrc_ack_hdr {
 	uint16_t flags;
 	uint8_t nack;            /* enum mrc_nack */
 	uint8_t rnr_timer;       /* RNR NACK: the receiver's RNR delay,
-	                            mrc_wire_rnr_ns(); 0 = not advertised;
+	                            mrce_wire_rnr_ns(); 0 = not advertised;
 	                            0 in every other ACK */
 	uint32_t dqpn;
 	uint32_t cum_psn;        /* every PSN before it was received */
@@ -150,15 +150,15 @@ struct mrc_ack_hdr {
 /* The receiver's RNR delay as one byte, as RDMA's RNR NAK timer: code c
  * in 1..MRC_RNR_TIMER_MAX means 10 us << (c - 1) (10 us .. 655 ms). */
 #define MRC_RNR_TIMER_MAX 17
-static inline uint64_t mrc_wire_rnr_ns(uint8_t c)
+static inline uint64_t mrce_wire_rnr_ns(uint8_t c)
 {
 	return c && c <= MRC_RNR_TIMER_MAX ? 10000ull << (c - 1) : 0;
 }
 /* The smallest code whose delay is at least ns (the largest if none). */
-static inline uint8_t mrc_wire_rnr_code(uint64_t ns)
+static inline uint8_t mrce_wire_rnr_code(uint64_t ns)
 {
 	uint8_t c = 1;
-	while (c < MRC_RNR_TIMER_MAX && mrc_wire_rnr_ns(c) < ns)
+	while (c < MRC_RNR_TIMER_MAX && mrce_wire_rnr_ns(c) < ns)
 		c++;
 	return c;
 }
@@ -198,35 +198,35 @@ static inline int mrc_op_is_data(uint8_t op)
 
 /* Encoders write the fixed header including hcrc into buf (which must hold
  * the header length) and return that length. */
-size_t mrc_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h);
-size_t mrc_wire_put_ack(uint8_t *buf, const struct mrc_ack_hdr *h);
-size_t mrc_wire_put_probe(uint8_t *buf, const struct mrc_probe_hdr *h);
+size_t mrce_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h);
+size_t mrce_wire_put_ack(uint8_t *buf, const struct mrc_ack_hdr *h);
+size_t mrce_wire_put_probe(uint8_t *buf, const struct mrc_probe_hdr *h);
 /* The 4-byte trailer of a data packet whose payload is p[0..n). */
-void mrc_wire_put_trailer(uint8_t out[MRC_TRAILER_LEN], const void *p, size_t n);
+void mrce_wire_put_trailer(uint8_t out[MRC_TRAILER_LEN], const void *p, size_t n);
 
 /* Validates every length, field and CRC of the datagram buf[0..len).
  * Returns 0 and fills *v, or -EBADMSG with *why set; never reads outside
  * buf[0..len). */
-int mrc_wire_decode(const void *buf, size_t len, struct mrc_pkt_view *v,
-		    enum mrc_wire_drop *why);
+int mrce_wire_decode(const void *buf, size_t len, struct mrc_pkt_view *v,
+		    enum mrce_wire_drop *why);
 /* The same with flags: MRC_WIRE_NO_PCRC leaves a data payload's CRC
  * trailer unchecked (mrce_cfg.skip_payload_crc: the simulator only). */
 #define MRC_WIRE_NO_PCRC 0x1u
-int mrc_wire_decode_flags(const void *buf, size_t len, struct mrc_pkt_view *v,
-			  enum mrc_wire_drop *why, uint32_t flags);
+int mrce_wire_decode_flags(const void *buf, size_t len, struct mrc_pkt_view *v,
+			  enum mrce_wire_drop *why, uint32_t flags);
 
 /* Nonzero when the datagram buf[0..len) is daemon-to-daemon control
  * traffic (opcode MRC_OP_CTRL), which its receiver takes before the
  * engine.  Looks at the opcode only: the control decoder validates the
  * rest. */
-int mrc_wire_is_ctrl(const void *buf, size_t len);
+int mrce_wire_is_ctrl(const void *buf, size_t len);
 
 /* Sets the TRIMMED flag and returns the trimmed length, as a switch does
  * (used by tests and the simulator; the real fabric does it in tc BPF). */
-size_t mrc_wire_trim(uint8_t *buf, size_t len);
+size_t mrce_wire_trim(uint8_t *buf, size_t len);
 
-const char *mrc_wire_drop_name(enum mrc_wire_drop why);
-const char *mrc_op_name(uint8_t op);
+const char *mrce_wire_drop_name(enum mrce_wire_drop why);
+const char *mrce_op_name(uint8_t op);
 
 /* PSN serial-number arithmetic (RFC 1982 style, 32-bit). */
 static inline int mrc_psn_lt(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; }

@@ -42,10 +42,10 @@ static struct mrcd_cmr *find_mr(struct mrcd_client *c, uint32_t key)
 
 /* A client's region rights (libmrc's MRC_MR_*) are the engine's access
  * bits, so they pass to the engine unchanged, as op codes do. */
-_Static_assert(MRC_MR_LOCAL_READ == MRC_ACCESS_LOCAL_READ &&
-	       MRC_MR_REMOTE_WRITE == MRC_ACCESS_REMOTE_WRITE &&
-	       MRC_MR_REMOTE_ATOMIC == MRC_ACCESS_REMOTE_ATOMIC &&
-	       MRC_MR_LOCAL_WRITE == MRC_ACCESS_LOCAL_WRITE, "region rights are the engine's");
+_Static_assert(MRC_MR_LOCAL_READ == MRCE_ACCESS_LOCAL_READ &&
+	       MRC_MR_REMOTE_WRITE == MRCE_ACCESS_REMOTE_WRITE &&
+	       MRC_MR_REMOTE_ATOMIC == MRCE_ACCESS_REMOTE_ATOMIC &&
+	       MRC_MR_LOCAL_WRITE == MRCE_ACCESS_LOCAL_WRITE, "region rights are the engine's");
 
 /* Registration maps a region's pages into the daemon, as ibv_reg_mr pins
  * them, so that the data path does not take a page fault on its first
@@ -151,7 +151,7 @@ int mrcd__do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 		return fail(c, m, -errno, "mmap of the region failed%s", errno == EACCES ?
 			    ": the descriptor's open mode does not allow the rights asked" : "");
 	uint32_t key;
-	int r = mrce_mr_reg(mrcd_engine(c->d), c->id, (char *)map + (q.fd_off - a), q.len,
+	int r = mrce_mr_add(mrcd_engine(c->d), c->id, (char *)map + (q.fd_off - a), q.len,
 			   q.access & MRC_MR_ALL, &key);
 	if (r) {
 		munmap(map, map_len);
@@ -182,7 +182,7 @@ int mrcd__do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd)
 
 int mrcd__mr_drop(struct mrcd_client *c, struct mrcd_cmr *mr)
 {
-	int r = mrce_mr_dereg(mrcd_engine(c->d), mr->key);
+	int r = mrce_mr_remove(mrcd_engine(c->d), mr->key);
 	if (r)
 		return r;
 	/* Before the unmap: it waits for the sends still reading it. */

@@ -144,10 +144,10 @@ static void on_wc(void *ctx, const struct mrce_wc *wc)
 	};
 	MRC_TRACE(MRC_TR_D_WC, q->qpn, wc->wr_id, wc->op);
 	switch (wc->op) {
-	case MRC_WC_RECV_WRITE_IMM:
+	case MRCE_WC_RECV_WRITE_IMM:
 		emit(q, &c);
 		break;
-	case MRC_WC_RECV:
+	case MRCE_WC_RECV:
 		fifo_complete(q, q->rf, &q->rf_head, &q->rf_n, &c);
 		break;
 	default:
@@ -368,13 +368,13 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 	if (!q->sf || !q->rf || !q->bl)
 		goto fail;
 	struct mrce_qp_attr attr = { .pd = c->id, .plane_mask = req->plane_mask,
-		.tclass = req->flags & MRC_CLI_QP_URGENT ? MRC_TC_URGENT :
-			  req->flags & MRC_CLI_QP_BULK ? MRC_TC_BULK : MRC_TC_DEFAULT };
+		.tclass = req->flags & MRC_CLI_QP_URGENT ? MRCE_TC_URGENT :
+			  req->flags & MRC_CLI_QP_BULK ? MRCE_TC_BULK : MRCE_TC_DEFAULT };
 	if (req->flags & MRC_CLI_QP_PIN_EV) {
-		attr.flags = MRC_QP_PIN_EV;
+		attr.flags = MRCE_QP_PIN_EV;
 		attr.pin_ev = req->pin_ev;
 	}
-	r = mrce_qp_create(mrcd_engine(d), &attr, &q->qpn);
+	r = mrce_qp_open(mrcd_engine(d), &attr, &q->qpn);
 	if (r) {
 		*why = "the engine refused the QP (daemon-wide QP limit?)";
 		free(q->sf), free(q->rf), free(q->bl), free(q);
@@ -400,7 +400,7 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 	*out = q;
 	return 0;
 fail:
-	mrce_qp_destroy(mrcd_engine(d), q->qpn);
+	mrce_qp_close(mrcd_engine(d), q->qpn);
 	if (q->map != MAP_FAILED)
 		munmap(q->map, q->map_len);
 	if (*memfd >= 0)
@@ -416,7 +416,7 @@ void mrcd_cqp_destroy(struct mrcd_cqp *q)
 	mrcd_qp_unbind(d, q->qpn);
 	/* Outstanding work is dropped without completions: the client is
 	 * going away or asked for it. */
-	int r = mrce_qp_destroy(mrcd_engine(d), q->qpn);
+	int r = mrce_qp_close(mrcd_engine(d), q->qpn);
 	mrcd_node_clear_aead(d, q->qpn);   /* its AEAD keys go with it */
 	if (r)
 		mrcd_log(MRCD_LOG_WARNING, "client %u: destroy qp %u: %s", q->c->id, q->qpn,

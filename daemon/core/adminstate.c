@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "daemon/core/adminstate.h"
-#include "transport/engine.h"   /* MRC_MAX_PLANES, MRC_MAX_EVS */
+#include "transport/engine.h"   /* MRCE_MAX_PLANES, MRCE_MAX_EVS */
 
 static int name_ok(const char *s)
 {
@@ -94,9 +94,9 @@ static int parse_planes(json_t *a, struct mrcd_admin_state *s, char *err, size_t
 	json_t *v;
 	json_array_foreach(a, i, v) {
 		json_int_t p = json_is_integer(v) ? json_integer_value(v) : -1;
-		if (p < 0 || p >= MRC_MAX_PLANES) {
+		if (p < 0 || p >= MRCE_MAX_PLANES) {
 			snprintf(err, errlen, "'planes_disabled'[%zu] is not a plane number 0..%d",
-				 i, MRC_MAX_PLANES - 1);
+				 i, MRCE_MAX_PLANES - 1);
 			return -EINVAL;
 		}
 		if (s->planes >> p & 1) {
@@ -137,9 +137,9 @@ static int parse_paths(json_t *a, struct mrcd_admin_state *s, char *err, size_t 
 			return rc;
 		json_t *e = json_object_get(v, "ev");
 		json_int_t ev = json_is_integer(e) ? json_integer_value(e) : -1;
-		if (ev < 0 || ev >= MRC_MAX_EVS) {
+		if (ev < 0 || ev >= MRCE_MAX_EVS) {
 			snprintf(err, errlen, "%s'ev' is %s, not an EV number 0..%d", where,
-				 e ? "out of range or not an integer" : "missing", MRC_MAX_EVS - 1);
+				 e ? "out of range or not an integer" : "missing", MRCE_MAX_EVS - 1);
 			return -EINVAL;
 		}
 		if ((rc = mrcd_admin_state_add_path(s, peer, (uint32_t)ev))) {
@@ -205,12 +205,12 @@ int mrcd_admin_state_format(const struct mrcd_admin_state *s, char **out,
 		return -EFBIG;
 	}
 	json_t *pl = json_array(), *pa = json_array();
-	for (int p = 0; p < MRC_MAX_PLANES; p++)
+	for (int p = 0; p < MRCE_MAX_PLANES; p++)
 		if (s->planes >> p & 1)
 			json_array_append_new(pl, json_integer(p));
 	int rc = 0;
 	for (uint32_t i = 0; i < s->npaths && !rc; i++) {
-		if (!name_ok(s->paths[i].peer) || s->paths[i].ev >= MRC_MAX_EVS) {
+		if (!name_ok(s->paths[i].peer) || s->paths[i].ev >= MRCE_MAX_EVS) {
 			snprintf(err, errlen, "path %u (peer '%.64s' ev %u) cannot be saved", i,
 				 s->paths[i].peer, s->paths[i].ev);
 			rc = -EINVAL;

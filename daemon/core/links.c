@@ -9,13 +9,13 @@
 #include "daemon/core/node.h"
 #include "srv6/linkmon.h"
 
-static void on_link(const struct mrc_link_event *le, void *arg)
+static void on_link(const struct mrc_linkmon_event *le, void *arg)
 {
 	struct mrcd *d = arg;
 	for (uint32_t pl = 0; pl < d->nplanes; pl++) {
 		if (strcmp(le->name, d->plane_if[pl]))
 			continue;
-		int down = le->deleted || !mrc_link_event_usable(le);
+		int down = le->deleted || !mrc_linkmon_event_usable(le);
 		uint32_t bit = 1u << pl;
 		if (!!(d->local_down & bit) == down)
 			return;

@@ -146,7 +146,7 @@ static int node_engine(struct mrcd *d, char *err, size_t errlen)
 		ec.rto_init_ns = ec.rto_min_ns;
 	if (ec.rto_init_ns > ec.rto_max_ns)
 		ec.rto_init_ns = ec.rto_max_ns;
-	ec.cc = strcmp(d->cfg.cc, "fixed") ? MRC_CC_NSCC : MRC_CC_FIXED;
+	ec.cc = strcmp(d->cfg.cc, "fixed") ? MRCE_CC_NSCC : MRCE_CC_FIXED;
 	ec.rnr_retry = d->cfg.rnr_retry;
 	ec.qp_ev_stats = d->cfg.qp_ev_stats;
 	ec.bulk_min_pct = d->cfg.bulk_min_pct;

@@ -54,7 +54,7 @@ void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
 	}
 	if (d->enc && mrcd_enc_open(d->enc, peer, in->buf, &in->len))
 		return;   /* AEAD mode: forged, replayed, corrupt or unsealed */
-	mrce_rx(d->eng, now, peer, in->buf, in->len, in->ecn_ce ? MRC_RX_ECN : 0);
+	mrce_rx(d->eng, now, peer, in->buf, in->len, in->ecn_ce ? MRCE_RX_ECN : 0);
 }
 
 /* Batches rx_plane takes per wakeup at most. */

@@ -94,29 +94,29 @@ static void log_event(struct mrcd *d, const struct mrce_event *ev)
 	 * limiter (a flapping link must not flood the journal). */
 	int taken;
 	mrcd_observe_event(d, ev, &taken);
-	if (taken && (ev->type == MRC_EVT_EV_STATE || ev->type == MRC_EVT_FLOOR))
+	if (taken && (ev->type == MRCE_EVT_EV_STATE || ev->type == MRCE_EVT_FLOOR))
 		return;
 	uint32_t host = ev->peer < d->max_peers ? d->peers[ev->peer].host : MRCD_NO_ID;
 	switch (ev->type) {
-	case MRC_EVT_EV_STATE:
-		mrcd_log(ev->new_state == MRC_EV_GOOD ? MRCD_LOG_INFO : MRCD_LOG_NOTICE,
+	case MRCE_EVT_EV_STATE:
+		mrcd_log(ev->new_state == MRCE_EV_GOOD ? MRCD_LOG_INFO : MRCD_LOG_NOTICE,
 			 "path host %u ev %u: %s -> %s (%s)", host, ev->ev,
 			 mrce_ev_state_name(ev->old_state), mrce_ev_state_name(ev->new_state),
 			 mrce_ev_reason_name(ev->reason));
 		break;
-	case MRC_EVT_QP_ERROR:
+	case MRCE_EVT_QP_ERROR:
 		mrcd_log(MRCD_LOG_WARNING, "qp %#x (peer host %u) failed: %s", ev->qpn, host,
 			 mrc_strerror(ev->err));
 		break;
-	case MRC_EVT_QP_NO_PATH:
+	case MRCE_EVT_QP_NO_PATH:
 		mrcd_log(MRCD_LOG_WARNING, "qp %#x (peer host %u): every path is denied, waiting",
 			 ev->qpn, host);
 		break;
-	case MRC_EVT_QP_PATH_BACK:
+	case MRCE_EVT_QP_PATH_BACK:
 		mrcd_log(MRCD_LOG_NOTICE, "qp %#x (peer host %u): a path is back, resumed",
 			 ev->qpn, host);
 		break;
-	case MRC_EVT_FLOOR:
+	case MRCE_EVT_FLOOR:
 		mrcd_log(MRCD_LOG_DEBUG, "path host %u ev %u kept in use (ev_floor)", host, ev->ev);
 		break;
 	default:
@@ -128,8 +128,8 @@ static void log_event(struct mrcd *d, const struct mrce_event *ev)
 static uint8_t class_dscp(const struct mrcd *d, uint8_t tc)
 {
 	switch (tc) {
-	case MRC_TC_URGENT: return (uint8_t)d->cfg.dscp_urgent;
-	case MRC_TC_BULK: return (uint8_t)d->cfg.dscp_bulk;
+	case MRCE_TC_URGENT: return (uint8_t)d->cfg.dscp_urgent;
+	case MRCE_TC_BULK: return (uint8_t)d->cfg.dscp_bulk;
 	default: return (uint8_t)d->cfg.dscp_default;
 	}
 }
@@ -141,7 +141,7 @@ void mrcd_flush(struct mrcd *d)
 	 * the ACKs instead of in a second system call. */
 	struct mrce_wc wc[64];
 	int n;
-	while ((n = mrce_poll_cq(d->eng, wc, 64)) > 0)
+	while ((n = mrce_wc_drain(d->eng, wc, 64)) > 0)
 		for (int i = 0; i < n; i++) {
 			struct mrcd_qpb *b = &d->qpb[wc[i].qpn & 0xffff];
 			if (b->fn && b->qpn == wc[i].qpn)
@@ -150,7 +150,7 @@ void mrcd_flush(struct mrcd *d)
 				d->st.wc_unbound++;
 		}
 	struct mrce_event ev;
-	while (mrce_poll_event(d->eng, &ev))
+	while (mrce_event_pop(d->eng, &ev))
 		log_event(d, &ev);
 	struct mrce_tx_pkt pk[MRC_DP_BATCH];
 	struct mrc_dp_out out[MRC_DP_BATCH];

@@ -93,8 +93,8 @@ struct oper {
 	/* samples for rates */
 	ev_timer tick;
 	uint64_t sample_ns;
-	uint64_t plane_tx[MRC_MAX_PLANES], plane_tx_rate[MRC_MAX_PLANES];
-	uint64_t plane_lost[MRC_MAX_PLANES], plane_lost_rate[MRC_MAX_PLANES];
+	uint64_t plane_tx[MRCE_MAX_PLANES], plane_tx_rate[MRCE_MAX_PLANES];
+	uint64_t plane_lost[MRCE_MAX_PLANES], plane_lost_rate[MRCE_MAX_PLANES];
 	uint64_t dp_tx, dp_rx, dp_tx_rate, dp_rx_rate, dp_txb, dp_rxb, dp_txb_rate, dp_rxb_rate;
 	uint64_t conns_total, refused_total, requests_total;
 	/* metrics */

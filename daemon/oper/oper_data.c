@@ -91,13 +91,13 @@ static void add(struct sums *s, const struct mrce_ev_info *i)
 
 static void plane_sums(struct mrcd *d, struct sums *pl)
 {
-	memset(pl, 0, sizeof(*pl) * MRC_MAX_PLANES);
+	memset(pl, 0, sizeof(*pl) * MRCE_MAX_PLANES);
 	struct mrcd_peer_view pe;
 	for (uint32_t it = 0; mrcd_peer_next(d, &it, &pe);) {
 		for (uint32_t ev = 0; ev < pe.nev; ev++) {
 			struct mrce_ev_info i;
 			if (mrcd_oper_path_exists(&pe, ev) && !mrce_ev_info(mrcd_engine(d), pe.id, ev, &i) &&
-			    i.plane < MRC_MAX_PLANES)
+			    i.plane < MRCE_MAX_PLANES)
 				add(&pl[i.plane], &i);
 		}
 	}
@@ -115,7 +115,7 @@ static uint32_t count_qps(struct mrcd *d, uint32_t peer)
 	for (uint32_t it = 0; mrcd_qp_bound_next(d, &it, &qpn);) {
 		struct mrce_qp_info qi;
 		if (peer == UINT32_MAX ||
-		    (!mrce_qp_info(mrcd_engine(d), qpn, &qi) && qi.state != MRC_QPS_RESET && qi.peer == peer))
+		    (!mrce_qp_info(mrcd_engine(d), qpn, &qi) && qi.state != MRCE_QPS_RESET && qi.peer == peer))
 			n++;
 	}
 	return n;
@@ -126,9 +126,9 @@ void mrcd_oper_sample(struct oper *o)
 	struct mrcd *d = o->d;
 	uint64_t now = mrcd_now();
 	double dt = o->sample_ns ? (double)(now - o->sample_ns) / 1e9 : 0;
-	struct sums pl[MRC_MAX_PLANES];
+	struct sums pl[MRCE_MAX_PLANES];
 	plane_sums(d, pl);
-	for (int i = 0; i < MRC_MAX_PLANES; i++) {
+	for (int i = 0; i < MRCE_MAX_PLANES; i++) {
 		o->plane_tx_rate[i] = dt > 0 ? (uint64_t)((double)(pl[i].tx - o->plane_tx[i]) / dt) : 0;
 		o->plane_lost_rate[i] = dt > 0 ? (uint64_t)((double)(pl[i].lost - o->plane_lost[i]) / dt) : 0;
 		o->plane_tx[i] = pl[i].tx;
@@ -160,7 +160,7 @@ json_t *mrcd_oper_version(struct oper *o)
 json_t *mrcd_oper_planes(struct oper *o)
 {
 	struct mrcd *d = o->d;
-	struct sums pl[MRC_MAX_PLANES];
+	struct sums pl[MRCE_MAX_PLANES];
 	plane_sums(d, pl);
 	json_t *a = json_array();
 	for (uint32_t i = 0; i < mrcd_n_planes(d); i++) {
@@ -288,7 +288,7 @@ int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, s
 
 static const char *qp_state(uint8_t s)
 {
-	return s == MRC_QPS_RTS ? "RTS" : s == MRC_QPS_ERROR ? "ERROR" : "RESET";
+	return s == MRCE_QPS_RTS ? "RTS" : s == MRCE_QPS_ERROR ? "ERROR" : "RESET";
 }
 
 /* The EVs the QP used (sent on, or lost on), with its packets on each:
@@ -296,8 +296,8 @@ static const char *qp_state(uint8_t s)
 static json_t *qp_evs(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *q)
 {
 	json_t *a = json_array();
-	static struct mrce_qp_ev_stat st[MRC_MAX_EVS];   /* one loop thread */
-	int n = q->state == MRC_QPS_RESET ? 0 : mrce_qp_ev_stats(mrcd_engine(d), qpn, st, MRC_MAX_EVS);
+	static struct mrce_qp_ev_stat st[MRCE_MAX_EVS];   /* one loop thread */
+	int n = q->state == MRCE_QPS_RESET ? 0 : mrce_qp_ev_stats(mrcd_engine(d), qpn, st, MRCE_MAX_EVS);
 	for (int ev = 0; ev < n; ev++) {
 		if (!st[ev].tx_pkts && !st[ev].lost_pkts)
 			continue;
@@ -314,7 +314,7 @@ static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *
 {
 	char name[64] = "", hex[16];
 	struct mrcd_peer_view pe;
-	uint32_t host = q->state != MRC_QPS_RESET && !mrcd_peer_get(d, q->peer, &pe) ?
+	uint32_t host = q->state != MRCE_QPS_RESET && !mrcd_peer_get(d, q->peer, &pe) ?
 			pe.host : UINT32_MAX;
 	mrcd_oper_host_name(d, host, name, sizeof(name));
 	snprintf(hex, sizeof(hex), "%#x", qpn);
@@ -328,13 +328,13 @@ static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *
 		"nacks_rx", (json_int_t)q->nacks_rx, "bytes_acked", (json_int_t)q->bytes_acked,
 		"rx_pkts", (json_int_t)q->rx_pkts, "rx_dups", (json_int_t)q->rx_dups,
 		"bytes_placed", (json_int_t)q->bytes_placed);
-	if (q->state == MRC_QPS_ERROR)
+	if (q->state == MRCE_QPS_ERROR)
 		json_object_set_new(j, "error", json_string(mrc_strerror(q->error)));
 	/* Losses it declared that later proved to be reordering. */
 	json_object_set_new(j, "spurious", json_integer((json_int_t)q->spurious));
 	/* Per-plane use: which planes the QP's packets went over. */
 	json_t *pl = json_array();
-	for (uint32_t i = 0; i < mrcd_n_planes(d) && i < MRC_MAX_PLANES; i++)
+	for (uint32_t i = 0; i < mrcd_n_planes(d) && i < MRCE_MAX_PLANES; i++)
 		json_array_append_new(pl, json_integer((json_int_t)q->plane_tx[i]));
 	json_object_set_new(j, "plane_tx_pkts", pl);
 	json_object_set_new(j, "plane_mask", json_integer((json_int_t)q->plane_mask));
@@ -394,7 +394,7 @@ json_t *mrcd_oper_status(struct oper *o)
 	struct mrcd *d = o->d;
 	struct mrce_stats es;
 	mrce_stats(mrcd_engine(d), &es);
-	struct sums pl[MRC_MAX_PLANES], all = { 0 };
+	struct sums pl[MRCE_MAX_PLANES], all = { 0 };
 	plane_sums(d, pl);
 	uint32_t up = 0, npeers = 0;
 	json_t *dis = json_array();

@@ -188,7 +188,7 @@ void mrcd_oper_on_event(void *arg, const struct mrce_event *ev)
 		snprintf(where, sizeof(where), "plane %d spine %d", pl, sp);
 	static uint64_t last_floor;
 	switch (ev->type) {
-	case MRC_EVT_EV_STATE:
+	case MRCE_EVT_EV_STATE:
 		snprintf(e.kind, sizeof(e.kind), "path");
 		snprintf(e.text, sizeof(e.text), "path %s ev %u (%s): %s -> %s (%s)",
 			 name, ev->ev, where, mrce_ev_state_name(ev->old_state),
@@ -206,11 +206,11 @@ void mrcd_oper_on_event(void *arg, const struct mrce_event *ev)
 			snprintf(f[6], sizeof(f[6]), "MRC_REASON=%s", mrce_ev_reason_name(ev->reason));
 			for (int i = 0; i < 7; i++)
 				kv[i + 1] = f[i];
-			mrcd_oper_ratelog_kv(o, ev->new_state == MRC_EV_GOOD ? MRCD_LOG_INFO : MRCD_LOG_NOTICE,
+			mrcd_oper_ratelog_kv(o, ev->new_state == MRCE_EV_GOOD ? MRCD_LOG_INFO : MRCD_LOG_NOTICE,
 					     kv, 8, "%s", e.text);
 		}
 		break;
-	case MRC_EVT_PROBE_RESULT:
+	case MRCE_EVT_PROBE_RESULT:
 		snprintf(e.kind, sizeof(e.kind), "probe");
 		if (ev->rtt_ns == UINT64_MAX)
 			snprintf(e.text, sizeof(e.text), "probe %s ev %u: lost", name, ev->ev);
@@ -220,22 +220,22 @@ void mrcd_oper_on_event(void *arg, const struct mrce_event *ev)
 		mrcd_oper_record(o, &e);
 		mrcd_oper_probe_result(o, ev->peer, ev->ev, ev->rtt_ns);
 		return;
-	case MRC_EVT_QP_ERROR:
+	case MRCE_EVT_QP_ERROR:
 		snprintf(e.kind, sizeof(e.kind), "qp");
 		snprintf(e.text, sizeof(e.text), "qp %#x (peer %s) failed: %s", ev->qpn, name,
 			 mrc_strerror(ev->err));
 		break;
-	case MRC_EVT_QP_NO_PATH:
+	case MRCE_EVT_QP_NO_PATH:
 		snprintf(e.kind, sizeof(e.kind), "qp");
 		snprintf(e.text, sizeof(e.text), "qp %#x (peer %s): every path is denied, waiting for one",
 			 ev->qpn, name);
 		break;
-	case MRC_EVT_QP_PATH_BACK:
+	case MRCE_EVT_QP_PATH_BACK:
 		snprintf(e.kind, sizeof(e.kind), "qp");
 		snprintf(e.text, sizeof(e.text), "qp %#x (peer %s): a path is back, resumed",
 			 ev->qpn, name);
 		break;
-	case MRC_EVT_FLOOR:
+	case MRCE_EVT_FLOOR:
 		/* Every loss on the last usable path says this: keep one a second. */
 		if (ev->time_ns - last_floor < FLOOR_EVERY_NS && last_floor)
 			return;

@@ -72,7 +72,7 @@ static json_t *stats_engine(struct mrcd *d)
 		"ev_changes", (json_int_t)s.ev_changes, "bytes_placed", (json_int_t)s.bytes_placed,
 		"msgs_completed", (json_int_t)s.msgs_completed);
 	json_t *tok = json_object();
-	for (int k = 0; k < MRC_TOK__COUNT; k++)
+	for (int k = 0; k < MRCE_TOK__COUNT; k++)
 		json_object_set_new(tok, mrce_tok_kind_name((enum mrce_tok_kind)k),
 				    json_integer((json_int_t)s.rx_bad_token[k]));
 	json_object_set_new(eng, "rx_bad_token", tok);
@@ -91,7 +91,7 @@ static json_t *stats_engine(struct mrcd *d)
 	/* Data packets per traffic class, and the turns the lower band got
 	 * over waiting urgent QPs (bulk_min_pct). */
 	json_t *cls = json_object();
-	for (unsigned k = 0; k < MRC_TC__COUNT; k++)
+	for (unsigned k = 0; k < MRCE_TC__COUNT; k++)
 		json_object_set_new(cls, mrce_tclass_name(k), json_integer((json_int_t)s.tx_class[k]));
 	json_object_set_new(eng, "tx_class", cls);
 	json_object_set_new(eng, "tx_share_turns", json_integer((json_int_t)s.tx_share_turns));

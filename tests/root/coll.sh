@@ -290,7 +290,7 @@ if until_t 120 eval '[ "$(forest_q "[.[] | select(.plane_tx_pkts[.plane_mask - 1
 		([.[] | .plane_tx_pkts | add] | add), ([.[] | .plane_tx_pkts[0]] | add),
 		([.[] | .plane_tx_pkts[1]] | add), ([.[] | .retx] | add)] | map(tostring) | join(" ")' | tr -d '"')
 	# A retransmission avoids the plane its packet was sent on
-	# (transport/path.c, avoid_plane), so a pinned QP's goes to the other
+	# (transport/evs.c, avoid_plane), so a pinned QP's goes to the other
 	# plane; an RTO (a daemon descheduled on a loaded machine) sends again
 	# with no path losing a packet: seen once in check-fresh's chroot, 2
 	# of 4,444, both retransmissions.  No loss: only packets sent again

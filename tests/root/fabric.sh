@@ -170,7 +170,7 @@ check "drop 50%: other paths lossless" \
 $T "$F" restore >/dev/null || bad "restore after drop failed"
 
 # Trimming: MRC data packets crossing the link arrive as 52-byte headers
-# with TRIMMED set that the transport's decoder (mrc_wire_decode, used by
+# with TRIMMED set that the transport's decoder (mrce_wire_decode, used by
 # probe) accepts as trimmed, in both directions; others whole; non-MRC
 # packets are never trimmed.
 $T "$F" trim "$L1" 100 >/dev/null || bad "trim failed"

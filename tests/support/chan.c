@@ -93,7 +93,7 @@ int chan_create(const struct chan_cfg *cfg, struct chan **out, const char **why)
 		why = &dummy;
 	*why = NULL;
 	if (cfg->nodes < 2 || cfg->nodes > CHAN_MAX_NODES || cfg->nev == 0 ||
-	    cfg->nev > MRC_MAX_EVS || cfg->planes == 0 || cfg->planes > MRC_MAX_PLANES ||
+	    cfg->nev > MRCE_MAX_EVS || cfg->planes == 0 || cfg->planes > MRCE_MAX_PLANES ||
 	    cfg->delay_min > cfg->delay_max) {
 		*why = "chan: bad channel config";
 		return -EINVAL;
@@ -274,10 +274,10 @@ int chan_qp_pair(struct chan *ch, uint32_t a, uint32_t b, const struct mrce_qp_a
 		psn[i] = mrc_rng_chance(&ch->rng, 0.5)
 			 ? (uint32_t)(UINT32_MAX - mrc_rng_below(&ch->rng, 2000))
 			 : (uint32_t)mrc_rng_next(&ch->rng);
-	rc = mrce_qp_create(ch->node[a].e, aa, qa);
+	rc = mrce_qp_open(ch->node[a].e, aa, qa);
 	if (rc < 0)
 		return rc;
-	rc = mrce_qp_create(ch->node[b].e, ab, qb);
+	rc = mrce_qp_open(ch->node[b].e, ab, qb);
 	if (rc < 0)
 		return rc;
 	uint64_t ab_tok = chan_qp_token(ch, a, *qa, b, *qb);
@@ -372,12 +372,12 @@ static void hand_over(struct chan *ch, uint32_t src, const struct mrce_tx_pkt *t
 			return;
 		}
 		if (c->q_trim && queued > c->q_trim && p->plen) {
-			p->len = (uint32_t)mrc_wire_trim(p->buf, p->len);
+			p->len = (uint32_t)mrce_wire_trim(p->buf, p->len);
 			p->plen = 0;
 			ch->st.trimmed++;
 		}
 		if (c->q_ecn && queued > c->q_ecn) {
-			p->rx_flags |= MRC_RX_ECN;
+			p->rx_flags |= MRCE_RX_ECN;
 			ch->st.ecn_marked++;
 		}
 		uint64_t start = path->busy_until > ch->now ? path->busy_until : ch->now;
@@ -385,14 +385,14 @@ static void hand_over(struct chan *ch, uint32_t src, const struct mrce_tx_pkt *t
 		depart = path->busy_until;
 	}
 	if (p->plen && mrc_rng_chance(&ch->rng, c->trim)) {
-		p->len = (uint32_t)mrc_wire_trim(p->buf, p->len);
+		p->len = (uint32_t)mrce_wire_trim(p->buf, p->len);
 		p->plen = 0;
 		ch->st.trimmed++;
 	}
 	if (mrc_rng_chance(&ch->rng, c->corrupt))
 		flip_bit(ch, p);
-	if (mrc_rng_chance(&ch->rng, c->ecn) && !(p->rx_flags & MRC_RX_ECN)) {
-		p->rx_flags |= MRC_RX_ECN;
+	if (mrc_rng_chance(&ch->rng, c->ecn) && !(p->rx_flags & MRCE_RX_ECN)) {
+		p->rx_flags |= MRCE_RX_ECN;
 		ch->st.ecn_marked++;
 	}
 	p->t = depart + hold + c->delay_ns + mrc_rng_below(&ch->rng, c->jitter_ns);
@@ -454,7 +454,7 @@ void chan_pump(struct chan *ch)
 				abort();
 			}
 		}
-		while ((k = mrce_poll_cq(n->e, wc, 32)) > 0)
+		while ((k = mrce_wc_drain(n->e, wc, 32)) > 0)
 			for (int j = 0; j < k; j++) {
 				n->wc_total++;
 				if (ch->cfg.keep_logs)
@@ -463,7 +463,7 @@ void chan_pump(struct chan *ch)
 				if (ch->on_wc)
 					ch->on_wc(ch, i, &wc[j], ch->hook_arg);
 			}
-		while (mrce_poll_event(n->e, &ev) > 0) {
+		while (mrce_event_pop(n->e, &ev) > 0) {
 			n->evt_total++;
 			if (ch->cfg.keep_logs)
 				log_push((void **)&n->evt, &n->nevt, &n->evt_cap, &ev, sizeof(ev));
@@ -493,7 +493,7 @@ int chan_run(struct chan *ch, chan_pred_fn done, void *arg, uint64_t max_ns,
 		for (uint32_t i = 0; i < ch->cfg.nodes; i++) {
 			/* The engine's timer heap against a scan of every QP
 			 * and peer (transport/timers.c): no key stale. */
-			if (mrc__timers_check(ch->node[i].e)) {
+			if (mrce__timers_check(ch->node[i].e)) {
 				rc = -EPROTO;
 				why = "engine timer heap out of step with its QPs";
 				goto out;

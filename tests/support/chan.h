@@ -47,7 +47,7 @@ struct chan_path {
 
 struct chan_cfg {
 	uint32_t nodes;            /* 2..CHAN_MAX_NODES */
-	uint32_t nev;              /* EVs per peer, <= MRC_MAX_EVS */
+	uint32_t nev;              /* EVs per peer, <= MRCE_MAX_EVS */
 	uint32_t planes;           /* EV e is in plane e % planes */
 	uint64_t seed;
 	struct mrce_cfg ecfg;/* every engine's config */
@@ -96,8 +96,8 @@ struct chan {
 	uint8_t *plane_of;                 /* [ev] */
 	/* Data payload bytes by EV and by plane, all directions together. */
 	uint64_t *ev_tx_bytes, *ev_rx_bytes;
-	uint64_t plane_tx_bytes[MRC_MAX_PLANES], plane_rx_bytes[MRC_MAX_PLANES];
-	uint64_t plane_tx_pkts[MRC_MAX_PLANES];
+	uint64_t plane_tx_bytes[MRCE_MAX_PLANES], plane_rx_bytes[MRCE_MAX_PLANES];
+	uint64_t plane_tx_pkts[MRCE_MAX_PLANES];
 	struct chan_stats st;
 	uint64_t steps;
 

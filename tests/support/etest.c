@@ -45,12 +45,12 @@ int etest_init(struct etest *t, const struct chan_cfg *cfg, size_t src_len,
 		rc = chan_gbuf_alloc(&t->dst, dst_len, ETEST_GUARD, cfg->seed * 2 + 2, 1, sparse);
 	if (rc < 0)
 		return rc;
-	rc = mrce_mr_reg(t->ch->node[0].e, ETEST_PD, t->src.p, src_len,
-			MRC_ACCESS_LOCAL_READ | MRC_ACCESS_LOCAL_WRITE, &t->lkey);
+	rc = mrce_mr_add(t->ch->node[0].e, ETEST_PD, t->src.p, src_len,
+			MRCE_ACCESS_LOCAL_READ | MRCE_ACCESS_LOCAL_WRITE, &t->lkey);
 	if (rc == 0)
-		rc = mrce_mr_reg(t->ch->node[1].e, ETEST_PD, t->dst.p, dst_len,
-				MRC_ACCESS_REMOTE_WRITE | MRC_ACCESS_REMOTE_ATOMIC |
-				MRC_ACCESS_LOCAL_WRITE | MRC_ACCESS_LOCAL_READ, &t->rkey);
+		rc = mrce_mr_add(t->ch->node[1].e, ETEST_PD, t->dst.p, dst_len,
+				MRCE_ACCESS_REMOTE_WRITE | MRCE_ACCESS_REMOTE_ATOMIC |
+				MRCE_ACCESS_LOCAL_WRITE | MRCE_ACCESS_LOCAL_READ, &t->rkey);
 	t->dst_lkey = t->rkey;
 	if (rc == 0)
 		rc = chan_qp_pair(t->ch, 0, 1, &attr, &attr, &t->qa, &t->qb);

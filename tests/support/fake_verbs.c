@@ -280,7 +280,7 @@ static int f_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_rec
 	return 0;
 }
 
-const struct mrc__verbs_ops fake_ops = {
+const struct mrc__dp_verbs_ops fake_ops = {
 	f_get_device_list, f_free_device_list, f_get_device_name, f_open_device,
 	f_close_device, f_query_gid_table, f_query_port, f_alloc_pd, f_dealloc_pd, f_reg_mr,
 	f_reg_dmabuf_mr, f_dereg_mr, f_create_comp_channel, f_destroy_comp_channel,
@@ -312,7 +312,7 @@ void deliver(struct mrc_dp *dp, uint32_t plane, const char *src, uint8_t tclass,
 	     const void *data, size_t len, uint32_t src_qp, enum ibv_wc_status status)
 {
 	struct in6_addr a = A(src);
-	deliver_qp((struct fqp *)((struct mrc__verbs_dp *)dp)->pl[plane].qp, &a, tclass, data, len,
+	deliver_qp((struct fqp *)((struct mrc__dp_verbs_dp *)dp)->pl[plane].qp, &a, tclass, data, len,
 		   src_qp, status);
 }
 
@@ -346,7 +346,7 @@ static void carry(const struct fqp *from, const struct sent *s)
 
 uint32_t posted(struct mrc_dp *dp, uint32_t plane)
 {
-	struct fqp *q = (struct fqp *)((struct mrc__verbs_dp *)dp)->pl[plane].qp;
+	struct fqp *q = (struct fqp *)((struct mrc__dp_verbs_dp *)dp)->pl[plane].qp;
 	return q->rtail - q->rhead;
 }
 

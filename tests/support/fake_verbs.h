@@ -1,5 +1,5 @@
 /* A fake libibverbs for the verbs datapath's unit tests (an ops table of
- * mocks, struct mrc__verbs_ops): it counts every object it creates, can
+ * mocks, struct mrc__dp_verbs_ops): it counts every object it creates, can
  * fail any call (F.fail, F.fail_after), logs every send, and, with F.wire
  * set, carries each send to the fake QP it names (by QP number and Q_Key,
  * as a NIC demultiplexes; the GRH source is the sending device's GID), so
@@ -63,7 +63,7 @@ struct fake {
 	uint32_t wire_delivered, wire_no_qp, wire_bad_qkey;
 };
 extern struct fake F;
-extern const struct mrc__verbs_ops fake_ops;
+extern const struct mrc__dp_verbs_ops fake_ops;
 extern struct mrc_dp_plane planes[2];     /* cfg2's */
 
 /* Whether call op should fail now (F.fail names it); sets errno. */

@@ -1,6 +1,6 @@
 /* A fake libibverbs that carries UD datagrams between processes over
  * kernel UDP, linked into a test build of mrcd (build/tests/mrcd-fakeverbs,
- * tests/verbs.mk) in place of datapath/verbs_ops.c's mrc__verbs_real, so
+ * tests/verbs.mk) in place of datapath/verbs_ops.c's mrc__dp_verbs_real, so
  * that tests/root/verbs_fake.sh runs two real mrcd on the verbs provider
  * on the emulated fabric: this machine class has no RDMA device and no
  * kernel RDMA support (no Soft-RoCE either).  The "NIC":
@@ -344,7 +344,7 @@ static int n_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_rec
 	return 0;
 }
 
-const struct mrc__verbs_ops mrc__verbs_real = {
+const struct mrc__dp_verbs_ops mrc__dp_verbs_real = {
 	n_get_device_list, n_free_device_list, n_get_device_name, n_open_device,
 	n_close_device, n_query_gid_table, n_query_port, n_alloc_pd, n_dealloc_pd, n_reg_mr,
 	n_reg_dmabuf_mr, n_dereg_mr, n_create_comp_channel, n_destroy_comp_channel,

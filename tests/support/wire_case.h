@@ -31,13 +31,13 @@ static const uint8_t data_ops[] = {
 /* Decodes a private, exactly-sized heap copy so that ASan catches any read
  * past buf[len). */
 static inline int decode_copy(const uint8_t *buf, size_t len, struct mrc_pkt_view *v,
-		       enum mrc_wire_drop *why)
+		       enum mrce_wire_drop *why)
 {
 	uint8_t *c = malloc(len ? len : 1);
 	assert_non_null(c);
 	memcpy(c, buf, len);
 	*why = MRC_DROP__COUNT;
-	int rc = mrc_wire_decode(c, len, v, why);
+	int rc = mrce_wire_decode(c, len, v, why);
 	/* The view's payload must not outlive c: callers only compare it. */
 	if (rc == 0 && v->payload)
 		v->payload = buf + (v->payload - c);
@@ -45,24 +45,24 @@ static inline int decode_copy(const uint8_t *buf, size_t len, struct mrc_pkt_vie
 	return rc;
 }
 
-static inline void expect_drop(const uint8_t *buf, size_t len, enum mrc_wire_drop want,
+static inline void expect_drop(const uint8_t *buf, size_t len, enum mrce_wire_drop want,
 			const char *what)
 {
 	struct mrc_pkt_view v;
-	enum mrc_wire_drop why;
+	enum mrce_wire_drop why;
 	int rc = decode_copy(buf, len, &v, &why);
 	CHECK(rc == -EBADMSG && why == want, "%s: rc=%d why=%s, want %s", what,
-	      rc, rc ? mrc_wire_drop_name(why) : "accepted",
-	      mrc_wire_drop_name(want));
+	      rc, rc ? mrce_wire_drop_name(why) : "accepted",
+	      mrce_wire_drop_name(want));
 }
 
 static inline void expect_ok(const uint8_t *buf, size_t len, struct mrc_pkt_view *v,
 		      const char *what)
 {
-	enum mrc_wire_drop why;
+	enum mrce_wire_drop why;
 	int rc = decode_copy(buf, len, v, &why);
 	CHECK(rc == 0 && why == MRC_DROP_NONE, "%s: rc=%d why=%s", what, rc,
-	      mrc_wire_drop_name(why));
+	      mrce_wire_drop_name(why));
 }
 
 /* Recomputes hcrc after a test edited header bytes, with the same rule as
@@ -72,18 +72,18 @@ static inline void rehcrc(uint8_t *buf, size_t hl)
 	uint8_t tmp[MRC_HDR_MAX];
 	memcpy(tmp, buf, hl - 4);
 	tmp[3] &= (uint8_t)~MRC_F_TRIMMED;
-	uint32_t c = htobe32(mrc__crc32c_sw(0, tmp, hl - 4));
+	uint32_t c = htobe32(mrce__crc32c_sw(0, tmp, hl - 4));
 	memcpy(buf + hl - 4, &c, 4);
 }
 
 static inline size_t build_data(uint8_t *buf, const struct mrc_data_hdr *h,
 			 const uint8_t *payload)
 {
-	size_t n = mrc_wire_put_data(buf, h);
+	size_t n = mrce_wire_put_data(buf, h);
 	assert_int_equal(n, MRC_DATA_HDR_LEN);
 	if (h->plen) {
 		memcpy(buf + n, payload, h->plen);
-		mrc_wire_put_trailer(buf + n + h->plen, payload, h->plen);
+		mrce_wire_put_trailer(buf + n + h->plen, payload, h->plen);
 		n += h->plen + MRC_TRAILER_LEN;
 	}
 	return n;

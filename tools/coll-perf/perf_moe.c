@@ -116,7 +116,7 @@ static int once(struct mrc_coll *c, const struct mrc_coll_moe_cfg *mc, const str
 	size_t counts[64];
 	double t0 = mrc__mono_s();
 	/* expert_in kept by the communicator, as a training step would use it */
-	int r = mrc__coll_moe_dispatch(c, mc, ly->T, ly->idx, ly->w, ly->x,
+	int r = mrc__coll_moe_dispatch_run(c, mc, ly->T, ly->idx, ly->w, ly->x,
 				       per_expert | MRC__MOE_KEPT, &plan, &ein, counts);
 	if (r)
 		return r;

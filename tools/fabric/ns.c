@@ -74,14 +74,14 @@ int fab_ns_enter(const char *name, int *saved)
 	int fd = ns_open(name);
 	if (fd < 0)
 		return fd;
-	int rc = mrc_netns_enter(fd, saved);
+	int rc = mrc_nl_netns_enter(fd, saved);
 	close(fd);
 	return rc;
 }
 
 void fab_ns_leave(int saved)
 {
-	if (mrc_netns_leave(saved)) {
+	if (mrc_nl_netns_leave(saved)) {
 		/* Staying in a fabric namespace would misdirect everything after. */
 		fab_err("cannot return to the original network namespace");
 		abort();

@@ -45,7 +45,7 @@ int fab_show(const struct fab *f)
 		fab_sid_prefix(f, n->usid, sid, sizeof(sid));
 		fab_ns_name(f, i, ns);
 		json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:o, s:s, s:s}", "name", n->name,
-				      "tier", mrc_tier_name(n->tier), "plane", n->plane,
+				      "tier", mrc_topo_tier_name(n->tier), "plane", n->plane,
 				      "index", n->index, "usid", usid_json(n->usid), "sid", sid,
 				      "namespace", ns);
 		if (n->tier == MRC_TIER_HOST) {

@@ -36,7 +36,7 @@ static void on_verify(struct ev_loop *loop, ev_timer *w, int revents)
 	struct xfer *x = w->data;
 	(void)revents;
 	printf("{\"role\":\"server\",\"bytes\":%" PRIu64 ",\"crc32c\":\"%08x\"}\n",
-	       x->bytes, mrc_crc32c(0, x->buf, x->bytes));
+	       x->bytes, mrce_crc32c(0, x->buf, x->bytes));
 	plane_report(x);
 	fflush(stdout);
 	/* Stay a moment so the sender's last ACKs can be repeated. */
@@ -55,9 +55,9 @@ int xfer_qp_create(struct xfer *x, uint32_t *qpn)
 	h ^= h << 13;
 	h ^= h >> 7;
 	h ^= h << 17;
-	struct mrce_qp_attr a = { .pd = 1, .flags = x->pin ? MRC_QP_PIN_EV : 0,
+	struct mrce_qp_attr a = { .pd = 1, .flags = x->pin ? MRCE_QP_PIN_EV : 0,
 		.pin_ev = (uint32_t)(h % 4096) };
-	return mrce_qp_create(mrcd_engine(x->d), &a, qpn);
+	return mrce_qp_open(mrcd_engine(x->d), &a, qpn);
 }
 
 static void plane_report(struct xfer *x)
@@ -65,13 +65,13 @@ static void plane_report(struct xfer *x)
 	uint32_t peer;
 	if (mrcd_peer_of_host(x->d, x->peer_host, &peer))
 		return;
-	uint64_t per[MRC_MAX_PLANES] = { 0 }, lost = 0, bad = 0, denied = 0, trims = 0, retx = 0;
+	uint64_t per[MRCE_MAX_PLANES] = { 0 }, lost = 0, bad = 0, denied = 0, trims = 0, retx = 0;
 	struct mrce_ev_info in;
 	for (uint32_t ev = 0; !mrce_ev_info(mrcd_engine(x->d), peer, ev, &in); ev++) {
 		per[in.plane] += in.tx_pkts;
 		lost += in.lost;
-		bad += in.state == MRC_EV_ASSUMED_BAD;
-		denied += in.state == MRC_EV_DENIED;
+		bad += in.state == MRCE_EV_ASSUMED_BAD;
+		denied += in.state == MRCE_EV_DENIED;
 		trims += in.trims;
 	}
 	for (uint32_t i = 0; i < x->nqps; i++) {
@@ -119,7 +119,7 @@ static void bulk_done(struct xfer *x, uint64_t now)
 	double s = (double)(now - x->t0) / 1e9;
 	printf("{\"role\":\"client\",\"bytes\":%" PRIu64 ",\"qps\":%u,\"crc32c\":\"%08x\","
 	       "\"seconds\":%.3f,\"goodput_mbit\":%.1f,\"longest_stall_ms\":%.1f}\n",
-	       x->bytes, x->nqps, mrc_crc32c(0, x->buf, x->bytes), s,
+	       x->bytes, x->nqps, mrce_crc32c(0, x->buf, x->bytes), s,
 	       (double)x->bytes * 8 / s / 1e6, (double)x->max_gap / 1e6);
 	plane_report(x);
 	if (x->report_ms) {
@@ -135,14 +135,14 @@ static void bulk_done(struct xfer *x, uint64_t now)
 static void bulk_wc(struct xfer *x, struct xqp *q, const struct mrce_wc *wc, uint64_t now)
 {
 	if (x->server) {
-		if (wc->op != MRC_WC_RECV_WRITE_IMM || ++x->imms < x->nqps)
+		if (wc->op != MRCE_WC_RECV_WRITE_IMM || ++x->imms < x->nqps)
 			return;
 		ev_timer_init(&x->linger, on_verify, 0.0, 0);
 		x->linger.data = x;
 		ev_timer_start(mrcd_loop(x->d), &x->linger);
 		return;
 	}
-	if (wc->op == MRC_WC_RECV_WRITE_IMM)
+	if (wc->op == MRCE_WC_RECV_WRITE_IMM)
 		return;
 	q->outstanding--;
 	q->done += wc->byte_len;
@@ -191,7 +191,7 @@ static void ping(struct xfer *x, struct xqp *q)
 
 static void pingpong_wc(struct xfer *x, struct xqp *q, const struct mrce_wc *wc, uint64_t now)
 {
-	if (wc->op != MRC_WC_RECV_WRITE_IMM)
+	if (wc->op != MRCE_WC_RECV_WRITE_IMM)
 		return;               /* our own WRITE_IMM completed */
 	if (x->server) {
 		ping(x, q);           /* pong */

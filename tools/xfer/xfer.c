@@ -168,11 +168,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mrc-xfer: out of memory for %" PRIu64 " bytes\n", x.bytes);
 		return 1;
 	}
-	uint32_t access = x.pingpong ? MRC_ACCESS_LOCAL_READ | MRC_ACCESS_REMOTE_WRITE :
-		x.server ? MRC_ACCESS_REMOTE_WRITE : MRC_ACCESS_LOCAL_READ;
+	uint32_t access = x.pingpong ? MRCE_ACCESS_LOCAL_READ | MRCE_ACCESS_REMOTE_WRITE :
+		x.server ? MRCE_ACCESS_REMOTE_WRITE : MRCE_ACCESS_LOCAL_READ;
 	if (!x.server)
 		fill(x.buf, x.bytes, x.seed);
-	int rc = mrce_mr_reg(mrcd_engine(x.d), 1, x.buf, x.bytes, access, &x.key);
+	int rc = mrce_mr_add(mrcd_engine(x.d), 1, x.buf, x.bytes, access, &x.key);
 	if (!rc)
 		rc = x.server ? mrcd_cm_listen(x.d, x.sid, xfer_on_req, &x) : setup_client(&x);
 	if (rc) {

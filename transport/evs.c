@@ -5,39 +5,39 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "transport/path.h"
+#include "transport/evs.h"
 #include "transport/timers.h"
 
-_Static_assert(offsetof(struct mrc__path, next_probe) + 8 == 64,
+_Static_assert(offsetof(struct mrce__ev, next_probe) + 8 == 64,
 	       "the hot fields of a path record fill its first cache line");
 
 /* QPs waiting for a path to the peer (every EV was DENIED) resume. */
 static void qps_path_back(struct mrce *e, uint32_t peer, uint64_t now)
 {
 	for (uint32_t i = 0; i < e->qp_hwm; i++) {
-		struct mrc__qp *qp = &e->qps[i];
+		struct mrce__qp *qp = &e->qps[i];
 		if (!qp->used || qp->peer != peer || !qp->nopath_deadline ||
-		    qp->state != MRC_QPS_RTS)
+		    qp->state != MRCE_QPS_RTS)
 			continue;
 		qp->nopath_deadline = 0;
-		mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_QP_PATH_BACK,
+		mrce__event_push(e, &(struct mrce_event){ .type = MRCE_EVT_QP_PATH_BACK,
 			.qpn = qp->qpn, .peer = peer, .time_ns = now });
-		mrc__qp_timer_sync(e, qp);
-		mrc__qp_activate(e, qp, now);
+		mrce__qp_timer_sync(e, qp);
+		mrce__qp_activate(e, qp, now);
 	}
 }
 
-void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
+void mrce__ev_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 			 uint8_t st, uint8_t reason, uint64_t now)
 {
-	struct mrc__peer *p = &e->peers[peer];
-	struct mrc__path *pa = &p->paths[ev];
+	struct mrce__peer *p = &e->peers[peer];
+	struct mrce__ev *pa = &p->paths[ev];
 	uint8_t old = pa->state;
 	if (old == st)
 		return;
-	int was_reachable = mrc__peer_reachable(p);
-	p->ngood += (st == MRC_EV_GOOD) - (old == MRC_EV_GOOD);
-	p->nbad += (st == MRC_EV_ASSUMED_BAD) - (old == MRC_EV_ASSUMED_BAD);
+	int was_reachable = mrce__peer_reachable(p);
+	p->ngood += (st == MRCE_EV_GOOD) - (old == MRCE_EV_GOOD);
+	p->nbad += (st == MRCE_EV_ASSUMED_BAD) - (old == MRCE_EV_ASSUMED_BAD);
 	pa->state = st;
 	pa->reason = reason;
 	if (pa->suspect) {
@@ -48,7 +48,7 @@ void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 	pa->ok_streak = 0;
 	pa->probe_seq = 0;
 	pa->probe_backoff = 0;
-	if (st == MRC_EV_ASSUMED_BAD) {
+	if (st == MRCE_EV_ASSUMED_BAD) {
 		/* First probe soon, but not at once: a path that just lost a
 		 * packet rarely heals within microseconds. */
 		pa->next_probe = now + e->cfg.probe_interval_ns / 4;
@@ -57,13 +57,13 @@ void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 		if ((p->nbad == 1 && !p->nsuspect) || pa->next_probe < p->next_probe_due)
 			p->next_probe_due = pa->next_probe;
 	}
-	mrc__peer_timer_sync(e, peer);
+	mrce__peer_timer_sync(e, peer);
 	e->st.ev_changes++;
-	mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_EV_STATE,
+	mrce__event_push(e, &(struct mrce_event){ .type = MRCE_EVT_EV_STATE,
 		.old_state = old, .new_state = st, .reason = reason,
 		.peer = peer, .ev = ev, .time_ns = now });
 	/* QPs waiting for a path (every EV was DENIED) resume at once. */
-	if (!was_reachable && mrc__peer_reachable(p))
+	if (!was_reachable && mrce__peer_reachable(p))
 		qps_path_back(e, peer, now);
 }
 
@@ -72,16 +72,16 @@ void mrc__path_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 static void retire(struct mrce *e, uint32_t peer, uint32_t ev, uint8_t reason,
 		   uint64_t now)
 {
-	struct mrc__peer *p = &e->peers[peer];
-	if (p->paths[ev].state != MRC_EV_GOOD)
+	struct mrce__peer *p = &e->peers[peer];
+	if (p->paths[ev].state != MRCE_EV_GOOD)
 		return;
 	if (p->ngood <= e->cfg.ev_floor) {
-		mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_FLOOR,
-			.old_state = MRC_EV_GOOD, .new_state = MRC_EV_GOOD,
+		mrce__event_push(e, &(struct mrce_event){ .type = MRCE_EVT_FLOOR,
+			.old_state = MRCE_EV_GOOD, .new_state = MRCE_EV_GOOD,
 			.reason = reason, .peer = peer, .ev = ev, .time_ns = now });
 		return;
 	}
-	mrc__path_set_state(e, peer, ev, MRC_EV_ASSUMED_BAD, reason, now);
+	mrce__ev_set_state(e, peer, ev, MRCE_EV_ASSUMED_BAD, reason, now);
 }
 
 static void probe_send(struct mrce *e, uint32_t peer, uint32_t ev, uint64_t now);
@@ -89,7 +89,7 @@ static void probe_send(struct mrce *e, uint32_t peer, uint32_t ev, uint64_t now)
 /* How long a probe of a suspect path may take: probes travel in the
  * switches' priority queue, so a live path answers in about its base RTT
  * however deep its data queue is; a dead one never does. */
-static uint64_t suspect_wait(const struct mrce *e, const struct mrc__peer *p)
+static uint64_t suspect_wait(const struct mrce *e, const struct mrce__peer *p)
 {
 	uint64_t base = p->min_rtt ? p->min_rtt : e->cfg.reorder_slack_ns;
 	/* Without that priority queue (a fabric of plain FIFOs), answers
@@ -103,11 +103,11 @@ static uint64_t suspect_wait(const struct mrce *e, const struct mrc__peer *p)
  * path directly, before the packet is declared lost, so that by then the
  * answer is known or nearly due.  One probe per path covers every packet
  * sent on it before the probe. */
-void mrc__path_check(struct mrce *e, uint32_t peer, uint32_t ev,
+void mrce__ev_check(struct mrce *e, uint32_t peer, uint32_t ev,
 		     uint64_t sent_ts, uint64_t now)
 {
-	struct mrc__path *pa = &e->peers[peer].paths[ev];
-	if (pa->state != MRC_EV_GOOD || pa->alive_ts >= sent_ts ||
+	struct mrce__ev *pa = &e->peers[peer].paths[ev];
+	if (pa->state != MRCE_EV_GOOD || pa->alive_ts >= sent_ts ||
 	    (pa->probe_seq && pa->probe_ts >= sent_ts))
 		return;
 	probe_send(e, peer, ev, now);
@@ -121,14 +121,14 @@ void mrc__path_check(struct mrce *e, uint32_t peer, uint32_t ev,
  * unanswered within suspect_wait, it is retired, and until then it is out
  * of the spray.  With no probe out and no sign of congestion (cong == 0)
  * the path is retired at once, as fast as a probe could not be. */
-void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
+void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		    uint64_t sent_ts, uint8_t reason, int cong, int weak, uint64_t now)
 {
-	struct mrc__peer *p = &e->peers[peer];
-	struct mrc__path *pa = &p->paths[ev];
+	struct mrce__peer *p = &e->peers[peer];
+	struct mrce__ev *pa = &p->paths[ev];
 	pa->lost++;
 	e->st.loss_detected++;
-	if (pa->state != MRC_EV_GOOD || pa->suspect)
+	if (pa->state != MRCE_EV_GOOD || pa->suspect)
 		return;
 	if (pa->alive_ts >= sent_ts) {
 		e->st.suspect_cleared++;
@@ -140,7 +140,7 @@ void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 	 * plane's last one out of the spray (a spine down, a cross-leaf pair)
 	 * or halves a plane's paths, for nothing: kept, reported once per
 	 * path and silence as a floor event (which losses are weak:
-	 * loss.c mrc__mark_lost).  Once only per path, though: a path excused
+	 * loss.c mrce__mark_lost).  Once only per path, though: a path excused
 	 * before that has carried no ACK since, while the peer was heard on
 	 * others, is the silent one (a dead path under sparse traffic, one
 	 * packet in flight at a time), and is judged as any loss. */
@@ -148,8 +148,8 @@ void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		weak = 0;
 	if (weak) {
 		if (pa->kept_ts <= p->heard)
-			mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_FLOOR,
-				.old_state = MRC_EV_GOOD, .new_state = MRC_EV_GOOD,
+			mrce__event_push(e, &(struct mrce_event){ .type = MRCE_EVT_FLOOR,
+				.old_state = MRCE_EV_GOOD, .new_state = MRCE_EV_GOOD,
 				.reason = reason, .peer = peer, .ev = ev, .time_ns = now });
 		pa->kept_ts = now;
 		return;
@@ -174,7 +174,7 @@ void mrc__path_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 	pa->suspect_until = until;
 	if ((!p->nbad && p->nsuspect == 1) || until < p->next_probe_due)
 		p->next_probe_due = until;
-	mrc__peer_timer_sync(e, peer);
+	mrce__peer_timer_sync(e, peer);
 }
 
 /* A recent highest value: jumps up to a new high, decays towards lower
@@ -187,11 +187,11 @@ static void track_hi(uint64_t *hi, uint64_t v)
 		*hi -= (*hi - v) / 64;
 }
 
-void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
+void mrce__ev_rtt(struct mrce *e, struct mrce__peer *p, uint32_t ev,
 		   uint64_t rtt)
 {
-	struct mrc__path *pa = &p->paths[ev];
-	mrc__rtt_update(&pa->srtt, &pa->rttvar, rtt);
+	struct mrce__ev *pa = &p->paths[ev];
+	mrce__rtt_update(&pa->srtt, &pa->rttvar, rtt);
 	if (!p->min_rtt || rtt < p->min_rtt)
 		p->min_rtt = rtt;
 	track_hi(&p->rtt_hi, rtt);
@@ -205,7 +205,7 @@ void mrc__path_rtt(struct mrce *e, struct mrc__peer *p, uint32_t ev,
 	(void)e;
 }
 
-static int usable(const struct mrc__path *pa) { return pa->state == MRC_EV_GOOD; }
+static int usable(const struct mrce__ev *pa) { return pa->state == MRCE_EV_GOOD; }
 
 /* The plane's next GOOD EV, detours (mrce_ev_set_detour) or not, suspect
  * ones (waiting for a probe) only with take_suspect; a path with penalty
@@ -213,14 +213,14 @@ static int usable(const struct mrc__path *pa) { return pa->state == MRC_EV_GOOD;
  * ECN/trim/delay history.  When every candidate has credits, one of them
  * is returned and *penalized set, so that the caller can prefer another
  * plane.  -1: none. */
-static int plane_pick(struct mrc__peer *p, uint32_t pl, uint8_t detour, int take_suspect,
+static int plane_pick(struct mrce__peer *p, uint32_t pl, uint8_t detour, int take_suspect,
 		      int *penalized)
 {
 	uint32_t n = p->plane_nev[pl];
 	int fallback = -1;
 	for (uint32_t k = 0; k < n; k++) {
 		uint16_t ev = p->plane_evs[pl][p->plane_cur[pl]++ % n];
-		struct mrc__path *pa = &p->paths[ev];
+		struct mrce__ev *pa = &p->paths[ev];
 		if (!usable(pa) || pa->detour != detour || (pa->suspect && !take_suspect))
 			continue;
 		if (pa->penalty) {
@@ -244,21 +244,21 @@ static int plane_pick(struct mrc__peer *p, uint32_t pl, uint8_t detour, int take
  * lost a spine keeps its host links but not its uplinks (docs/coll.md).
  * Only when every plane is penalised does the first one take it.
  * -1: no GOOD EV in those planes. */
-static int spray(struct mrc__peer *p, uint32_t mask, int avoid_plane,
+static int spray(struct mrce__peer *p, uint32_t mask, int avoid_plane,
 		 int take_suspect)
 {
 	int fallback = -1;
 	uint32_t fallback_rr = 0;
-	for (int tries = 0; tries < 2 * MRC_MAX_PLANES; tries++) {
+	for (int tries = 0; tries < 2 * MRCE_MAX_PLANES; tries++) {
 		/* One round tells whether a clean plane exists. */
-		if (tries == MRC_MAX_PLANES && fallback >= 0)
+		if (tries == MRCE_MAX_PLANES && fallback >= 0)
 			break;
-		uint32_t pl = p->plane_rr++ % MRC_MAX_PLANES;
+		uint32_t pl = p->plane_rr++ % MRCE_MAX_PLANES;
 		if (mask && !(mask >> pl & 1))
 			continue;
 		/* The first round skips the plane to avoid; the second
 		 * takes any plane rather than not sending. */
-		if ((int)pl == avoid_plane && tries < MRC_MAX_PLANES)
+		if ((int)pl == avoid_plane && tries < MRCE_MAX_PLANES)
 			continue;
 		int pen = 0;
 		int ev = plane_pick(p, pl, 0, take_suspect, &pen);
@@ -283,10 +283,10 @@ static int spray(struct mrc__peer *p, uint32_t mask, int avoid_plane,
  * placement: a dead plane must not hang a pinned QP).  Returns -1 when no
  * EV may be used (every path DENIED): the caller's QP then waits for one,
  * for no_path_timeout_ns at most (sender.c, loss.c). */
-int mrc__path_pick(struct mrce *e, struct mrc__peer *p, struct mrc__qp *qp,
+int mrce__ev_pick(struct mrce *e, struct mrce__peer *p, struct mrce__qp *qp,
 		   int avoid_plane)
 {
-	if (qp && (qp->flags & MRC_QP_PIN_EV)) {
+	if (qp && (qp->flags & MRCE_QP_PIN_EV)) {
 		/* Single-path mode: stay on one EV; rehash only when it is
 		 * unusable, like ECMP after the fabric reconverges. */
 		for (uint32_t i = 0; i < p->nev; i++) {
@@ -313,7 +313,7 @@ int mrc__path_pick(struct mrce *e, struct mrc__peer *p, struct mrc__qp *qp,
 	/* No GOOD path: keep trying the ASSUMED_BAD ones rather than stall. */
 	for (uint32_t i = 0; i < p->nev; i++) {
 		uint32_t ev = (p->plane_rr++ + i) % p->nev;
-		if (p->paths[ev].state == MRC_EV_ASSUMED_BAD)
+		if (p->paths[ev].state == MRCE_EV_ASSUMED_BAD)
 			return (int)ev;
 	}
 	(void)e;
@@ -323,22 +323,22 @@ int mrc__path_pick(struct mrce *e, struct mrc__peer *p, struct mrc__qp *qp,
 int mrce_ev_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 		      uint32_t ev, int deny)
 {
-	struct mrc__peer *p = mrc__peer_get(e, peer);
+	struct mrce__peer *p = mrce__peer_get(e, peer);
 	if (!p || ev >= p->nev)
 		return -EINVAL;
 	uint8_t cur = p->paths[ev].state;
-	if (deny && cur != MRC_EV_DENIED)
-		mrc__path_set_state(e, peer, ev, MRC_EV_DENIED, MRC_RSN_DENY, now);
-	else if (!deny && cur == MRC_EV_DENIED)
-		mrc__path_set_state(e, peer, ev, MRC_EV_ASSUMED_BAD, MRC_RSN_ALLOW, now);
+	if (deny && cur != MRCE_EV_DENIED)
+		mrce__ev_set_state(e, peer, ev, MRCE_EV_DENIED, MRCE_RSN_DENY, now);
+	else if (!deny && cur == MRCE_EV_DENIED)
+		mrce__ev_set_state(e, peer, ev, MRCE_EV_ASSUMED_BAD, MRCE_RSN_ALLOW, now);
 	return 0;
 }
 
 int mrce_plane_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 			 uint32_t plane, int deny)
 {
-	struct mrc__peer *p = mrc__peer_get(e, peer);
-	if (!p || plane >= MRC_MAX_PLANES)
+	struct mrce__peer *p = mrce__peer_get(e, peer);
+	if (!p || plane >= MRCE_MAX_PLANES)
 		return -EINVAL;
 	for (uint32_t k = 0; k < p->plane_nev[plane]; k++)
 		mrce_ev_set_denied(e, now, peer, p->plane_evs[plane][k], deny);
@@ -347,7 +347,7 @@ int mrce_plane_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 
 int mrce_ev_set_detour(struct mrce *e, uint32_t peer, uint32_t ev, int detour)
 {
-	struct mrc__peer *p = mrc__peer_get(e, peer);
+	struct mrce__peer *p = mrce__peer_get(e, peer);
 	if (!p || ev >= p->nev)
 		return -EINVAL;
 	p->ndetour += !!detour - p->paths[ev].detour;
@@ -360,7 +360,7 @@ int mrce_ev_info(const struct mrce *e, uint32_t peer, uint32_t ev,
 {
 	if (peer >= e->cfg.max_peers || !e->peers[peer].used || ev >= e->peers[peer].nev)
 		return -EINVAL;
-	const struct mrc__path *pa = &e->peers[peer].paths[ev];
+	const struct mrce__ev *pa = &e->peers[peer].paths[ev];
 	*info = (struct mrce_ev_info){ .state = pa->state, .plane = pa->plane,
 		.last_reason = pa->reason, .detour = pa->detour, .srtt_ns = pa->srtt, .rttvar_ns = pa->rttvar,
 		.last_change_ns = pa->last_change, .tx_pkts = pa->tx_pkts,
@@ -373,9 +373,9 @@ int mrce_ev_info(const struct mrce *e, uint32_t peer, uint32_t ev,
 
 static void probe_send(struct mrce *e, uint32_t peer, uint32_t ev, uint64_t now)
 {
-	struct mrc__peer *p = &e->peers[peer];
-	struct mrc__path *pa = &p->paths[ev];
-	struct mrce_tx_pkt *t = mrc__ctrl_slot(e);
+	struct mrce__peer *p = &e->peers[peer];
+	struct mrce__ev *pa = &p->paths[ev];
+	struct mrce_tx_pkt *t = mrce__ctrl_slot(e);
 	if (!t)
 		return;
 	if (!++p->probe_seq)
@@ -388,17 +388,17 @@ static void probe_send(struct mrce *e, uint32_t peer, uint32_t ev, uint64_t now)
 	t->ev = (uint16_t)ev;
 	t->plen = 0;
 	t->payload = NULL;
-	t->hdr_len = (uint16_t)mrc_wire_put_probe(t->hdr, &(struct mrc_probe_hdr){
+	t->hdr_len = (uint16_t)mrce_wire_put_probe(t->hdr, &(struct mrc_probe_hdr){
 		.op = MRC_OP_PROBE, .ev = (uint16_t)ev, .seq = p->probe_seq, .ts = now,
 		.token = p->probe_tx_token });
 }
 
 int mrce_ev_probe(struct mrce *e, uint64_t now, uint32_t peer, uint32_t ev)
 {
-	struct mrc__peer *p = mrc__peer_get(e, peer);
+	struct mrce__peer *p = mrce__peer_get(e, peer);
 	if (!p || ev >= p->nev)
 		return -EINVAL;
-	if (p->paths[ev].state == MRC_EV_DENIED)
+	if (p->paths[ev].state == MRCE_EV_DENIED)
 		return -ENETDOWN;
 	p->paths[ev].user_probe = 1;
 	probe_send(e, peer, ev, now);
@@ -406,7 +406,7 @@ int mrce_ev_probe(struct mrce *e, uint64_t now, uint32_t peer, uint32_t ev)
 }
 
 /* A probe unanswered for this long is lost. */
-static uint64_t probe_timeout(const struct mrce *e, const struct mrc__peer *p)
+static uint64_t probe_timeout(const struct mrce *e, const struct mrce__peer *p)
 {
 	uint64_t t = 4 * p->min_rtt;
 	return t > e->cfg.probe_interval_ns ? t : e->cfg.probe_interval_ns;
@@ -414,7 +414,7 @@ static uint64_t probe_timeout(const struct mrce *e, const struct mrc__peer *p)
 
 /* A dead path's probes back off: the interval doubles with every probe
  * lost in a row, up to probe_max_interval_ns; an answer resets it. */
-static uint64_t probe_interval(const struct mrce *e, const struct mrc__path *pa)
+static uint64_t probe_interval(const struct mrce *e, const struct mrce__ev *pa)
 {
 	uint64_t t = e->cfg.probe_interval_ns;
 	for (uint8_t k = 0; k < pa->probe_backoff && t < e->cfg.probe_max_interval_ns; k++)
@@ -424,18 +424,18 @@ static uint64_t probe_interval(const struct mrce *e, const struct mrc__path *pa)
 
 /* One peer's probes and suspects; mrce_tick calls it when the peer is due
  * (engine.c, over timers.c). */
-void mrc__probe_tick_peer(struct mrce *e, uint32_t i, uint64_t now)
+void mrce__probe_tick_peer(struct mrce *e, uint32_t i, uint64_t now)
 {
-	struct mrc__peer *p = &e->peers[i];
+	struct mrce__peer *p = &e->peers[i];
 	if (!p->used || (!p->nbad && !p->nsuspect) || now < p->next_probe_due)
 		return;
 	uint64_t due = UINT64_MAX;
 	for (uint32_t ev = 0; ev < p->nev; ev++) {
-		struct mrc__path *pa = &p->paths[ev];
+		struct mrce__ev *pa = &p->paths[ev];
 		if (pa->suspect && now >= pa->suspect_until) {
 			/* Its probe is unanswered: not congestion. */
 			e->st.suspect_retired++;
-			retire(e, i, ev, MRC_RSN_LOSS, now);
+			retire(e, i, ev, MRCE_RSN_LOSS, now);
 			if (pa->suspect) {   /* kept by the floor */
 				pa->suspect = 0;
 				p->nsuspect--;
@@ -443,7 +443,7 @@ void mrc__probe_tick_peer(struct mrce *e, uint32_t i, uint64_t now)
 		} else if (pa->suspect && pa->suspect_until < due) {
 			due = pa->suspect_until;
 		}
-		if (pa->state != MRC_EV_ASSUMED_BAD)
+		if (pa->state != MRCE_EV_ASSUMED_BAD)
 			continue;
 		if (pa->next_probe <= now) {
 			if (pa->probe_seq && now - pa->probe_ts >= probe_timeout(e, p)) {
@@ -460,33 +460,33 @@ void mrc__probe_tick_peer(struct mrce *e, uint32_t i, uint64_t now)
 	p->next_probe_due = due;
 }
 
-void mrc__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
+void mrce__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		   const struct mrc_probe_hdr *h)
 {
-	struct mrc__peer *p = &e->peers[peer];
+	struct mrce__peer *p = &e->peers[peer];
 	/* Before anything else: a forged reply must not bring a path back,
 	 * a forged probe must not make us send. */
 	if (h->token != p->probe_rx_token) {
-		e->st.rx_bad_token[MRC_TOK_PROBE]++;
+		e->st.rx_bad_token[MRCE_TOK_PROBE]++;
 		return;
 	}
 	if (h->ev >= p->nev) {
 		e->st.rx_drop[MRC_DROP_FIELD]++;
 		return;
 	}
-	struct mrc__path *pa = &p->paths[h->ev];
+	struct mrce__ev *pa = &p->paths[h->ev];
 	if (h->op == MRC_OP_PROBE) {
 		/* Answer on the same EV: the reply proves the reverse path. */
-		if (pa->state == MRC_EV_DENIED)
+		if (pa->state == MRCE_EV_DENIED)
 			return;
-		struct mrce_tx_pkt *t = mrc__ctrl_slot(e);
+		struct mrce_tx_pkt *t = mrce__ctrl_slot(e);
 		if (!t)
 			return;
 		t->peer = peer;
 		t->ev = h->ev;
 		t->plen = 0;
 		t->payload = NULL;
-		t->hdr_len = (uint16_t)mrc_wire_put_probe(t->hdr, &(struct mrc_probe_hdr){
+		t->hdr_len = (uint16_t)mrce_wire_put_probe(t->hdr, &(struct mrc_probe_hdr){
 			.op = MRC_OP_PROBE_REPLY, .ev = h->ev, .seq = h->seq,
 			.ts = now, .ts_echo = h->ts, .token = p->probe_tx_token });
 		return;
@@ -505,7 +505,7 @@ void mrc__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	pa->probe_seq = 0;
 	pa->probes_ok++;
 	track_hi(&p->probe_rtt_hi, rtt);
-	if (pa->state == MRC_EV_GOOD) {
+	if (pa->state == MRCE_EV_GOOD) {
 		/* Alive: whatever is late on it was sent before this probe
 		 * and is queued or dropped by congestion.  A probe's RTT
 		 * (priority queue, no payload) says nothing about the data
@@ -521,19 +521,19 @@ void mrc__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		if (!pa->user_probe)
 			return;
 	}
-	mrc__path_rtt(e, p, h->ev, rtt);
+	mrce__ev_rtt(e, p, h->ev, rtt);
 	if (pa->user_probe) {
 		pa->user_probe = 0;
-		mrc__event(e, &(struct mrce_event){ .type = MRC_EVT_PROBE_RESULT,
+		mrce__event_push(e, &(struct mrce_event){ .type = MRCE_EVT_PROBE_RESULT,
 			.peer = peer, .ev = h->ev, .rtt_ns = rtt, .time_ns = now,
 			.old_state = pa->state, .new_state = pa->state });
 	}
-	if (pa->state != MRC_EV_ASSUMED_BAD)
+	if (pa->state != MRCE_EV_ASSUMED_BAD)
 		return;
 	pa->probe_backoff = 0;
 	if (++pa->ok_streak >= e->cfg.probe_ok_needed) {
 		pa->penalty = 0;
-		mrc__path_set_state(e, peer, h->ev, MRC_EV_GOOD, MRC_RSN_PROBE_OK, now);
+		mrce__ev_set_state(e, peer, h->ev, MRCE_EV_GOOD, MRCE_RSN_PROBE_OK, now);
 	} else {
 		/* Confirm quickly: the next probe goes out on the next tick. */
 		pa->next_probe = now;

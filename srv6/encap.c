@@ -8,8 +8,8 @@
 #include "srv6/usid.h"
 #include "srv6/usid_internal.h"
 
-int mrc_srv6_path_encode(const struct mrc_usid_block *b, const uint16_t *usids,
-			 size_t n, uint8_t nexthdr, struct mrc_srv6_path *p,
+int mrc_srv6_encode(const struct mrc_usid_block *b, const uint16_t *usids,
+			 size_t n, uint8_t nexthdr, struct mrc_srv6_encap *p,
 			 struct mrc_srv6_err *err)
 {
 	unsigned cap = mrc_usid_block_capacity(b);
@@ -19,16 +19,16 @@ int mrc_srv6_path_encode(const struct mrc_usid_block *b, const uint16_t *usids,
 	if (!cap)
 		return mrc_usid_block_check(b, err);
 	if (!p || (n && !usids)) {
-		mrc__srv6_err(err, "no input or output");
+		mrc__srv6_set_err(err, "no input or output");
 		return -EINVAL;
 	}
 	if (n == 0) {
-		mrc__srv6_err(err, "empty uSID list");
+		mrc__srv6_set_err(err, "empty uSID list");
 		return -EINVAL;
 	}
 	k = (n + cap - 1) / cap;
 	if (k > MRC_SRH_MAX_SEGS) {
-		mrc__srv6_err(err, "%zu uSIDs need %zu containers, an SRH holds at most %u",
+		mrc__srv6_set_err(err, "%zu uSIDs need %zu containers, an SRH holds at most %u",
 			      n, k, MRC_SRH_MAX_SEGS);
 		return -E2BIG;
 	}
@@ -57,14 +57,14 @@ static int check_srh(const struct mrc_srh *srh, struct mrc_srv6_err *err)
 {
 	if (srh->nsegs == 0 || srh->nsegs > MRC_SRH_MAX_SEGS ||
 	    srh->segments_left >= srh->nsegs) {
-		mrc__srv6_err(err, "SRH: segments_left %u with %u segments",
+		mrc__srv6_set_err(err, "SRH: segments_left %u with %u segments",
 			      srh->segments_left, srh->nsegs);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-int mrc_srv6_path_decode(const struct mrc_usid_block *b,
+int mrc_srv6_decode(const struct mrc_usid_block *b,
 			 const struct in6_addr *dst, const struct mrc_srh *srh,
 			 uint16_t *usids, size_t max, size_t *n,
 			 struct mrc_srv6_err *err)
@@ -73,7 +73,7 @@ int mrc_srv6_path_decode(const struct mrc_usid_block *b,
 	int rc;
 
 	if (!dst || !n || (max && !usids)) {
-		mrc__srv6_err(err, "no input or output");
+		mrc__srv6_set_err(err, "no input or output");
 		return -EINVAL;
 	}
 	if (srh && (rc = check_srh(srh, err)))
