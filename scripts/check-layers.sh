@@ -24,6 +24,16 @@
 #     itself.
 #  5. Only daemon/core/ includes daemon/core/core.h and node.h (the core's
 #     private state); the rest uses daemon/core/mrcd.h (issue 31).
+#  6. A prefix per layer (issue 31): every global symbol an object of a
+#     library folder defines starts with a prefix that folder owns (PREFIXES
+#     below, docs/design.md's layer table; the longest matching prefix
+#     decides the owner, so mrc__ is common's and mrc__coll_ coll's).  The
+#     engine's interface headers define only MRCE_ constants.
+#  7. No one-underscore pairs: no name X__Y in a product file while X_Y is
+#     one too (a libmrc struct and an internal twin one underscore apart).
+#  8. No near-anagrams: no engine name mrce_A_B whose words, in any order,
+#     are a libmrc name's (libmrc's mrc_poll_cq beside an engine
+#     mrce_cq_poll).
 #
 # B selects the build directory (default build), as for make.
 set -u
@@ -246,8 +256,113 @@ while read -r f x; do
 	err "$f includes $x, the core's private state: use daemon/core/mrcd.h (its views and calls)"
 done <<<"$priv"
 
+# ---- 6. a prefix per layer -------------------------------------------------
+# folder  the prefixes its objects' global symbols may start with.  The
+# longest prefix matching a symbol names the folder that owns it.  Names an
+# ABI fixes are listed whole (fi_prov_ini: libfabric's external providers;
+# ncclNetPlugin_v*: NCCL's net plugins; mrc_strerror: libmrc's, built from
+# common/ so mrcd shares it).  Programs (ctl, sim, tools, examples, tests,
+# bench, fuzz) may define main; tools/, examples/ and the tests are programs
+# whose symbols no other folder links, so they are not checked; mrcsim's
+# files share sim_ names among themselves (sim/sim_int.h).
+PREFIXES='
+common    mrc__ mrc_strerror
+codec     mrc_oper_ mrc__cli_ mrc__sqe_
+transport mrce_ MRCE_
+topology  mrc_topo_ mrc__topo_
+srv6      mrc_srv6_ mrc__srv6_ mrc_usid_ mrc__usid_ mrc_srh_ mrc_nl_ mrc__nl_ mrc_linkmon_
+datapath  mrc_dp_ mrc__dp_
+auth      mrc_auth_ mrc__auth_
+daemon    mrcd_
+lib       mrc_ mrc__lib_
+gpu       mrc_gpu_ mrc__gpu_
+coll      mrc_coll_ mrc__coll_
+nccl      mrcn_ ncclNetPlugin_v
+fi        mrcfi_ fi_prov_ini
+ctl       mrc_ctl_
+sim       mrc_sim_ sim_
+'
+# Objects: $B/<src>.o, or the PIC copies under $B/lib/pic/ and $B/gpu/pic/;
+# only those whose source still exists (a renamed file leaves a stale one).
+nobj=0
+prefix_viol=$(find "$B" -name '*.o' -not -path "$B/tests/*" -not -path "$B/fuzz/*" -not -path "$B/bench/*" 2>/dev/null |
+	sort | while IFS= read -r o; do
+		rel=${o#"$B"/}
+		rel=${rel#lib/pic/}
+		rel=${rel#gpu/pic/}
+		src=${rel%.o}
+		[ -f "$src.c" ] || [ -f "$src.cu" ] || continue
+		top=${src%%/*}
+		grep -qE "^$top " <<<"$PREFIXES" || continue
+		nm -g --defined-only "$o" | awk -v f="$src" -v o="$o" 'NF == 3 { print f, o, $3 }'
+	done | awk -v table="$PREFIXES" '
+	BEGIN {
+		n = split(table, ln, "\n")
+		for (i = 1; i <= n; i++) {
+			m = split(ln[i], w, " ")
+			for (j = 2; j <= m; j++) { owner[w[j]] = w[1]; list[w[1]] = list[w[1]] " " w[j] }
+		}
+	}
+	{
+		src = $1; sym = $3; top = src; sub(/\/.*/, "", top)
+		objs[$2] = 1
+		if (sym == "main" || sym ~ /^_/ || sym ~ /\./) next
+		best = ""
+		for (p in owner)
+			if (index(sym, p) == 1 && length(p) > length(best)) best = p
+		if (best != "" && owner[best] == top) next
+		printf "%s defines %s, %s: %s/ names start with%s (rule 6; the table: scripts/check-layers.sh, docs/design.md)\n", \
+			src, sym, best == "" ? "no layer'"'"'s prefix" : "which is " owner[best] "/'"'"'s (" best ")", top, list[top]
+	}
+	END { nobj = 0; for (o in objs) nobj++; print "#objs " nobj }')
+nobj=$(sed -n 's/^#objs //p' <<<"$prefix_viol")
+prefix_viol=$(grep -v '^#objs ' <<<"$prefix_viol" || true)
+if [ "${nobj:-0}" = 0 ]; then
+	err "rule 6 found no library objects in $B: build first (make all)"
+fi
+if [ -n "$prefix_viol" ]; then
+	while IFS= read -r v; do err "$v"; done <<<"$prefix_viol"
+fi
+# The engine's interface defines MRCE_ constants only (its include guards
+# apart): MRC_ is the public ABI's (include/mrc/).
+eng_const=$(grep -nE '^#[[:space:]]*define[[:space:]]+MRC_|(^[[:space:]]*|\{[[:space:]]*|,[[:space:]]*)MRC_[A-Z0-9_]+[[:space:]]*(=|,|$|\})' \
+	transport/engine.h transport/engine_wire.h | grep -vE 'define[[:space:]]+MRC_TRANSPORT_[A-Z_]+_H$' || true)
+if [ -n "$eng_const" ]; then
+	while IFS= read -r v; do err "$v: the engine's constants are MRCE_ (rule 6)"; done <<<"$eng_const"
+fi
+
+# ---- 7 and 8. names that differ by an underscore or by word order ---------
+# Every identifier of the product's C/CUDA files (tests, bench and fuzz
+# only use them).
+product=$(git ls-files -co --exclude-standard -- '*.c' '*.h' '*.cu' 2>/dev/null |
+	grep -vE '^(tests|bench|fuzz)/' | while IFS= read -r f; do [ -f "$f" ] && echo "$f"; done)
+ids=$(printf '%s\n' "$product" | xargs -r cat | grep -ohE '\b[A-Za-z_][A-Za-z0-9_]*\b' | sort -u)
+pairs=$(awk '
+	{ seen[$0] = 1 }
+	/^(mrc|mrce|mrcd|mrcn|mrcfi|MRC|MRCE)__[A-Za-z0-9]/ { dunder[$0] = 1 }
+	END { for (d in dunder) { s = d; sub(/__/, "_", s); if (s in seen) print d, s } }' <<<"$ids" | sort)
+if [ -n "$pairs" ]; then
+	while read -r a b; do err "$a and $b differ by one underscore: rename the internal one (rule 7)"; done <<<"$pairs"
+fi
+anagrams=$(grep -E '^mrce?_[a-z0-9]' <<<"$ids" | awk '
+	function key(n,   w, k, i, j, t) {   # the words after the prefix, sorted
+		k = split(n, w, "_")
+		for (i = 2; i <= k; i++)
+			for (j = i + 1; j <= k; j++)
+				if (w[j] < w[i]) { t = w[i]; w[i] = w[j]; w[j] = t }
+		t = ""
+		for (i = 2; i <= k; i++) t = t "_" w[i]
+		return t
+	}
+	/^mrce_/ { e[key($0)] = e[key($0)] " " $0; next }
+	{ l[key($0)] = l[key($0)] " " $0 }
+	END { for (k in e) if (k in l) print substr(e[k], 2) " /" l[k] }' | sort)
+if [ -n "$anagrams" ]; then
+	while IFS= read -r v; do err "engine and libmrc names with the same words: $v (rule 8)"; done <<<"$anagrams"
+fi
+
 if [ $fail != 0 ]; then
 	echo "check-layers: FAILED (see above)" >&2
 	exit 1
 fi
-echo "check-layers: engine links only its allow-list; every include goes downward; transport/ files form a DAG (includes and calls), none over 600 lines, no function over 80; no product file outside transport/ includes wire.h; only the core includes its core.h/node.h"
+echo "check-layers: engine links only its allow-list; every include goes downward; transport/ files form a DAG (includes and calls), none over 600 lines, no function over 80; no product file outside transport/ includes wire.h; only the core includes its core.h/node.h; every library object's globals carry its folder's prefix ($nobj objects), the engine's constants MRCE_; no one-underscore pairs, no engine/libmrc near-anagrams"
