@@ -1,5 +1,6 @@
-/* Multi-container SRv6 paths: uSID lists packed into a destination address
- * plus, when one container is not enough, an SRH carrying the rest. */
+/* SRv6 encapsulation of uSID lists of any length: packed into a destination
+ * address plus, when one container is not enough, an SRH carrying the rest
+ * (struct mrc_srv6_encap). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>

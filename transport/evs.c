@@ -1,6 +1,6 @@
-/* The paths (EVs) to each peer: state machine GOOD / ASSUMED_BAD / DENIED,
- * spraying, RTT per path, and probes that bring bad paths back.  Peers
- * themselves are added and removed in peer.c. */
+/* The EVs of each peer, one per path to it: state machine GOOD /
+ * ASSUMED_BAD / DENIED, spraying, RTT per path, and probes that bring bad
+ * paths back.  Peers themselves are added and removed in peer.c. */
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
