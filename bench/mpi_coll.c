@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/mpi_stall.h"
+#include "tests/support/mpi_stall.h"
 #include "coll/coll_int.h"
 
 static volatile size_t cur_size;

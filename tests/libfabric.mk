@@ -7,7 +7,7 @@ ROOT_TESTS += tests/root/libfabric.sh
 MPICC ?= $(shell command -v mpicc 2>/dev/null)
 ifneq ($(MPICC),)
 all: $(B)/tests/mpi_check
-$(B)/tests/mpi_check: tests/mpi_check.c
+$(B)/tests/mpi_check: tests/mpi_check.c tests/support/mpi_stall.h
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $<
 endif

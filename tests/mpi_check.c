@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/mpi_stall.h"
+#include "tests/support/mpi_stall.h"
 
 static volatile int cur_round = -1;
 static const char *env_rank = "?";

@@ -1,8 +1,8 @@
 /* The "# stalled" line of the MPI programs' -T bound (bench/mpi_coll.c,
  * tests/mpi_check.c), formatted in a SIGALRM handler: async-signal-safe,
  * by hand into the caller's buffer. */
-#ifndef MRC_BENCH_MPI_STALL_H
-#define MRC_BENCH_MPI_STALL_H
+#ifndef MRC_TESTS_MPI_STALL_H
+#define MRC_TESTS_MPI_STALL_H
 
 #include <signal.h>
 #include <stddef.h>
