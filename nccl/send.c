@@ -172,7 +172,8 @@ static ncclResult_t bounce_send(struct comm *c, struct req *r, int k, void *data
 	 * done once written.  Waiting for the WRITE_IMM's completion (the
 	 * peer's ACK) put an ACK round trip, or a held ACK's delay, into
 	 * every send (docs/nccl.md "Send completion"); the bounce room is
-	 * freed by that completion (on_cqe), and a failure fails the comm. */
+	 * freed by that completion (data.c, on_cqe), and a failure fails
+	 * the comm. */
 	return post_data(c, r, k, request, MRCN_WR_DATA | (a >= 0 ? (uint32_t)a : MRCN_WR_NOALLOC),
 			 c->lkey, off, size, a, 0);
 }
@@ -220,7 +221,7 @@ ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 	uint8_t *d8 = data;
 	if (size >= MRCN_ZC_MIN && !cuda && m && m->mr && d8 >= (uint8_t *)m->data &&
 	    size <= m->size - (size_t)(d8 - (uint8_t *)m->data)) {
-		/* Done at the WRITE_IMM's completion (on_cqe): until then
+		/* Done at the WRITE_IMM's completion (data.c, on_cqe): until then
 		 * mrcd may still read the buffer. */
 		uint32_t rix = (uint32_t)(r - c->reqs);
 		return post_data(c, r, k, request, MRCN_WR_DATA | MRCN_WR_ZC | rix,
