@@ -98,6 +98,53 @@ int mrc_coll_error(struct mrc_coll *c)
 	return c->err;
 }
 
+/* The staging regions (a window of chunks per peer and QP set; rx the
+ * peers write into) and a QP per peer of each set. */
+static int make_qps(struct mrc_coll *c)
+{
+	uint64_t region = (uint64_t)c->np * c->window * c->chunk;
+	uint32_t sq = 16;
+	while (sq < 2 * c->window + 8)
+		sq *= 2;
+	struct mrc_qp_cfg qc = { .sq_entries = sq, .cq_entries = 4 * sq };
+	int r;
+	if ((r = mrc_alloc_mr(c->ctx, region, MRC_MR_REMOTE_WRITE | MRC_MR_LOCAL_READ, &c->rx)) ||
+	    (r = mrc_alloc_mr(c->ctx, region, MRC_MR_LOCAL_READ, &c->tx)))
+		return r;
+	c->rxb = mrc_mr_addr(c->rx);
+	c->txb = mrc_mr_addr(c->tx);
+	/* QP set 0 sprays over every plane; set 1 + p is pinned to plane p
+	 * (the forest's trees of that plane). */
+	for (uint32_t j = 0; j < c->np && !r; j++) {
+		qc.plane_mask = j < c->n ? 0 : 1u << (j / c->n - 1);
+		if (j % c->n != c->me)
+			r = mrc_create_qp(c->ctx, &qc, &c->p[j].qp);
+	}
+	return r;
+}
+
+/* The comm's epoll set: the QPs' completion doorbell and the context's
+ * socket (mrcd gone). */
+static int make_epoll(struct mrc_coll *c)
+{
+	int r = 0;
+	if ((c->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+		return -errno;
+	/* Every QP of the context shares one completion doorbell. */
+	for (uint32_t j = 0; j < c->np && !r; j++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = j };
+		if (j % c->n != c->me) {
+			if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, mrc_qp_fd(c->p[j].qp), &ev))
+				r = -errno;
+			break;
+		}
+	}
+	struct epoll_event ev = { .events = EPOLLRDHUP, .data.u32 = UINT32_MAX };
+	if (!r && epoll_ctl(c->epfd, EPOLL_CTL_ADD, mrc_ctx_fd(c->ctx), &ev))
+		r = -errno;
+	return r;
+}
+
 int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 {
 	if (!cfg || !out || cfg->nranks == 0 || cfg->rank >= cfg->nranks ||
@@ -135,44 +182,11 @@ int mrc_coll_init(const struct mrc_coll_cfg *cfg, struct mrc_coll **out)
 	if (r || (r = mrc_ctx_info(c->ctx, &info)))
 		goto fail;
 	c->host = info.host;
-	uint64_t region = (uint64_t)c->np * c->window * c->chunk;
-	uint32_t sq = 16;
-	while (sq < 2 * c->window + 8)
-		sq *= 2;
-	struct mrc_qp_cfg qc = { .sq_entries = sq, .cq_entries = 4 * sq };
-	if ((r = mrc_alloc_mr(c->ctx, region, MRC_MR_REMOTE_WRITE | MRC_MR_LOCAL_READ, &c->rx)) ||
-	    (r = mrc_alloc_mr(c->ctx, region, MRC_MR_LOCAL_READ, &c->tx)))
-		goto fail;
-	c->rxb = mrc_mr_addr(c->rx);
-	c->txb = mrc_mr_addr(c->tx);
-	/* QP set 0 sprays over every plane; set 1 + p is pinned to plane p
-	 * (the forest's trees of that plane). */
-	for (uint32_t j = 0; j < c->np && !r; j++) {
-		qc.plane_mask = j < c->n ? 0 : 1u << (j / c->n - 1);
-		if (j % c->n != c->me)
-			r = mrc_create_qp(c->ctx, &qc, &c->p[j].qp);
-	}
-	if (r)
+	if ((r = make_qps(c)))
 		goto fail;
 	if (c->n > 1 && (r = mrc__coll_boot(c, cfg, info.n_hosts, end)))
 		goto fail;
-	if ((c->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	/* Every QP of the context shares one completion doorbell. */
-	for (uint32_t j = 0; j < c->np && !r; j++) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = j };
-		if (j % c->n != c->me) {
-			if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, mrc_qp_fd(c->p[j].qp), &ev))
-				r = -errno;
-			break;
-		}
-	}
-	struct epoll_event ev = { .events = EPOLLRDHUP, .data.u32 = UINT32_MAX };
-	if (!r && epoll_ctl(c->epfd, EPOLL_CTL_ADD, mrc_ctx_fd(c->ctx), &ev))
-		r = -errno;
-	if (r)
+	if ((r = make_epoll(c)))
 		goto fail;
 	*out = c;
 	return 0;

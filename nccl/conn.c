@@ -7,7 +7,7 @@
  * listening service id per process, accepts with a short timeout, recv
  * comms' QPs and regions) and the connect thread (send comms).  NCCL's
  * thread only posts and polls QPs (the QP locks, never a context lock, in
- * nccl/data.c) and hands closes back to the owning thread. */
+ * nccl/data.c, send.c, recv.c) and hands closes back to the owning thread. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>

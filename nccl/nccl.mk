@@ -8,7 +8,7 @@
 # the plugin links libmrc-gpu's CUDA copy engine and the CUDA runtime
 # statically (as NCCL links it: nothing to find on the library path);
 # without, gpu/cuda_none.c says -ENOSYS and the plugin is host-only.
-NCCL_PLUGIN_SRCS := nccl/conn.c nccl/log.c nccl/data.c nccl/eager.c nccl/reg.c nccl/tables.c nccl/stage.c nccl/arena.c
+NCCL_PLUGIN_SRCS := nccl/conn.c nccl/log.c nccl/data.c nccl/send.c nccl/recv.c nccl/eager.c nccl/reg.c nccl/tables.c nccl/stage.c nccl/arena.c
 NCCL_PLUGIN_OBJS := $(NCCL_PLUGIN_SRCS:%.c=$(B)/lib/pic/%.o)
 ifeq ($(HAVE_CUDA),1)
 NCCL_CUDA_OBJS := $(B)/gpu/pic/gpu/cuda_ops.o $(B)/gpu/pic/gpu/cuda_err.o

@@ -1,7 +1,7 @@
 /* libnccl-net-mrc.so internals (docs/nccl.md): the comms and the plugin
  * state shared by its two halves, connection setup with the helper threads
- * (nccl/conn.c) and the data path (nccl/data.c), plus the CUDA staging of
- * device buffers (nccl/stage.c).
+ * (nccl/conn.c) and the data path (nccl/data.c, send.c, recv.c), plus the
+ * CUDA staging of device buffers (nccl/stage.c).
  *
  * One device: the local mrcd.  Each send/recv comm pair is one libmrc QP
  * pair, connected by mrcd's connection manager.  NCCL's host buffers are
@@ -177,6 +177,13 @@ ncclResult_t mrcn_set_attr(void *ctx, ncclNetAttr_v11_t *attr);
  * the peer fails the comm (why, the offending value) */
 void mrcn_id_release(struct comm *c, int id);
 void mrcn_refuse(struct comm *c, const char *why, uint64_t v);
+/* data.c, for send.c and recv.c: a free request (zeroed, NULL when all
+ * MRCN_MAX_REQS are out); the comm's completions handled, then the
+ * eager ring's credits (0, or the comm's error); the comm's failure
+ * logged (what: the call), as NCCL's ncclRemoteError */
+struct req *mrcn_req_get(struct comm *c);
+int mrcn_progress(struct comm *c);
+ncclResult_t mrcn_comm_failed(struct comm *c, const char *what);
 /* eager.c */
 void mrcn_eg_reclaim(struct comm *c);
 void mrcn_eg_deliver(struct comm *c, uint32_t k, struct req *r, int s);
@@ -195,7 +202,7 @@ ncclResult_t mrcn_regmr(void *comm, void *data, size_t size, int type, void **mh
 ncclResult_t mrcn_regmr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
 			       int fd, void **mhandle);
 ncclResult_t mrcn_deregmr(void *comm, void *mhandle);
-/* data.c */
+/* send.c, recv.c, data.c */
 ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag, void *mhandle,
 			void *phandle, void **request);
 ncclResult_t mrcn_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags,

@@ -25,7 +25,7 @@
 #define MRCN_WR_EGR (3ull << 32)  /* wr_id of the eager advertisement/credit SEND */
 /* wr_id of a data WRITE_IMM: the tag and its bounce allocation (arena.h
  * handle), or MRCN_WR_NOALLOC for an empty message; the request itself
- * is done at the post (nccl/data.c, isend). */
+ * is done at the post (nccl/send.c, isend). */
 #define MRCN_WR_DATA (2ull << 32)
 #define MRCN_WR_NOALLOC 0xffffffffu
 /* A data WRITE_IMM from the application's registered buffer (no arena

@@ -2,9 +2,9 @@
 # Not in CORE_SRCS (that would link it into every test); tests link it from
 # the test-support library instead.
 SIM_SRCS := sim/evq.c sim/fabric.c sim/net.c sim/host.c sim/workload.c \
-            sim/fault.c sim/scenario.c sim/stalls.c sim/report.c sim/report_util.c \
-            sim/report_json.c sim/sim.c sim/step.c \
-            sim/record.c
+            sim/fault.c sim/scenario.c sim/scenario_json.c sim/stalls.c sim/report.c sim/report_util.c \
+            sim/report_json.c sim/sim.c sim/step.c sim/step_a2a.c sim/step_run.c \
+            sim/step_result.c sim/record.c
 TEST_SUPPORT_SRCS += $(SIM_SRCS)
 PROGS += mrcsim
 mrcsim_SRCS := sim/main.c $(SIM_SRCS)

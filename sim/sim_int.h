@@ -300,7 +300,7 @@ const char *sim_wl_name(uint8_t kind);
 void sim_stall_begin(struct mrc_sim *s, uint32_t h);
 void sim_stall_end(struct mrc_sim *s, uint32_t h);
 
-/* step.c: the training-step workload */
+/* step*.c: the training-step workload (its runtime: step_int.h) */
 struct sim_step_rt;
 int sim_step_gen(struct mrc_sim *s, uint32_t w, uint32_t *cap_flows, uint32_t *cap_conns,
 		 char *err, size_t errlen);
