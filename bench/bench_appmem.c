@@ -4,7 +4,7 @@
  *   appmem  the application's own buffer registered with mrc_reg_mem
  *           (posix_memalign'd, MRC_REG_MOVE): no copy per message
  *   bounce  the application's buffer copied into a bounce region before
- *           each WRITE, as the NCCL plugin's isend does (nccl/data.c)
+ *           each WRITE, as the NCCL plugin's isend does (nccl/send.c)
  * Two clients of one mrcd (client 0 sends, client 1's region receives),
  * W messages of S bytes in flight.  Also the one-time cost of
  * mrc_reg_mem with MRC_REG_MOVE (a copy of the buffer) and without (the
