@@ -455,8 +455,12 @@ int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	d->unexp_max = (uint32_t)env_u64("FI_MRC_UNEXP_MAX", 4096, 0, UINT32_MAX);
 	d->unexp_bytes_max = env_u64("FI_MRC_UNEXP_BYTES", 64ull << 20, 0, UINT64_MAX);
 	d->mr_move_max = env_u64("FI_MRC_MR_MOVE_MAX", 0, 0, UINT64_MAX);
-	d->poll_grace_ns = env_u64("FI_MRC_POLL_GRACE_US", 1000, 0, 10000000) * 1000;
-	d->yield_empty = (unsigned)env_u64("FI_MRC_YIELD", 4, 0, 1000000);
+	/* The polling grace and the yield are off by default: with them on,
+	 * Open MPI's job in tests/root/libfabric.sh failed at start in 3 runs
+	 * of about 8 (MPI_ERR_INTERN, 0 rounds), cause not found yet
+	 * (docs/libfabric.md "Progress"). */
+	d->poll_grace_ns = env_u64("FI_MRC_POLL_GRACE_US", 0, 0, 10000000) * 1000;
+	d->yield_empty = (unsigned)env_u64("FI_MRC_YIELD", 0, 0, 1000000);
 	d->stats = (int)env_u64("FI_MRC_STATS", 0, 0, 1);
 	int r = d->wake < 0 ? -errno : 0;
 	for (int s = 0; !r && s < 2; s++)
