@@ -150,7 +150,7 @@ check-root: all
 # with its reason in MRC_CHECK_LOG, and the summary decides the exit status.
 CHECK_LOG := $(abspath $(B))/check-results.txt
 check:
-	@mkdir -p $(B) && : >$(CHECK_LOG)
+	@mkdir -p $(B) && : >$(CHECK_LOG) && rm -f $(CHECK_LOG).times
 	@for s in check-unit check-layers check-san check-fuzz check-root; do \
 		./scripts/suite.sh stage $(CHECK_LOG) $$s $(MAKE) --no-print-directory $$s; \
 	done; ./scripts/suite.sh summary $(CHECK_LOG)

@@ -17,8 +17,10 @@ for t in "$@"; do
 		continue
 	fi
 	echo "=== $t"
+	t0=$(date +%s)
 	timeout 600 "$t" "$b" >"$out" 2>&1; rc=$?
 	cat "$out"
+	echo "=== $t: exit $rc after $(( $(date +%s) - t0 )) s"
 	if [ $rc = 0 ]; then
 		"$here/suite.sh" record "$MRC_CHECK_LOG" pass "$t"
 	elif [ $rc = 77 ]; then

@@ -35,7 +35,10 @@ record)
 stage)
 	stage=$3; shift 3
 	before=$(nfail)
+	t0=$(date +%s)
 	MRC_CHECK_LOG=$log "$@"; rc=$?
+	# Stage times go beside the log, for the summary: CI has a time budget.
+	printf '%s\t%s\n' "$stage" "$(( $(date +%s) - t0 ))" >>"$log.times"
 	if [ $rc != 0 ] && [ "$(nfail)" = "$before" ]; then
 		"$0" record "$log" fail "$stage" "exited $rc before any suite failed (build or runner error; see above)"
 	fi
@@ -53,6 +56,10 @@ summary)
 	if [ "$f" != 0 ]; then
 		echo "failed:"
 		awk -F'\t' '$1 == "fail" { printf "  %s: %s\n", $2, $3 }' "$log"
+	fi
+	if [ -s "$log.times" ]; then
+		awk -F'\t' '{ printf "%s%s %d s", (NR > 1 ? ", " : "stage times: "), $1, $2 }
+			END { print "" }' "$log.times"
 	fi
 	echo "${MRC_SUITE_LABEL:-make check}: $p passed, $f failed, $s skipped"
 	[ "$f" = 0 ]
