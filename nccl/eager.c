@@ -177,12 +177,35 @@ void mrcn_eg_deliver(struct comm *c, uint32_t k, struct req *r, int s)
 	mrcn_eg_reclaim(c);
 }
 
+/* The header a compact message leaves out (proto.h): the comm's tag, the
+ * length written (within the slot after a header's room), our next
+ * sequence number, and the per-tag number whose low 24 bits the imm
+ * carries nearest our count of the tag's receives (a message is never
+ * 2^23 receives away from it: the ring and the requests are far smaller).
+ * -ENOMSG before the comm's tag is known, -EMSGSIZE beyond the slot. */
+static int eg_compact_hdr(struct comm *c, const struct mrc_completion *e, struct mrcn_eg_hdr *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (e->byte_len > c->eg_stride - sizeof(*h))
+		return -EMSGSIZE;
+	if (!c->eg_ctag_set)
+		return -ENOMSG;
+	const uint32_t *n = mrcn_tag_count(c, c->eg_ctag, 0);
+	uint32_t cnt = n ? *n : 0;
+	uint32_t low = e->imm >> MRCN_IMM_TSEQ_SHIFT & MRCN_IMM_TSEQ_MASK;
+	int32_t d = (int32_t)((low - cnt) << 8) >> 8;
+	*h = (struct mrcn_eg_hdr){ .magic = MRCN_EG_HDR_MAGIC, .tag = c->eg_ctag,
+				   .size = e->byte_len, .seq = c->eg_rcvd, .tseq = cnt + (uint32_t)d };
+	return 0;
+}
+
 /* An eager message landed: checked against our own ring (never the
  * peer's header alone), then given to the oldest receive of its tag
  * still waiting, or kept until irecv asks for it. */
 void mrcn_eg_arrived(struct comm *c, const struct mrc_completion *e)
 {
-	uint32_t k = e->imm & ~MRCN_IMM_EAGER;
+	int compact = (e->imm & MRCN_IMM_COMPACT) != 0;
+	uint32_t k = e->imm & (compact ? MRCN_IMM_SLOT : ~MRCN_IMM_EAGER);
 	if (!c->eg_slots || k >= c->eg_slots)
 		{
 		mrcn_refuse(c, "no such slot", k);
@@ -194,10 +217,15 @@ void mrcn_eg_arrived(struct comm *c, const struct mrc_completion *e)
 		return;
 	}
 	struct mrcn_eg_hdr h;
-	int pr = mrcn_eg_hdr_parse(c->base + c->eg_off + k * c->eg_stride, e->byte_len,
+	int pr = compact ? eg_compact_hdr(c, e, &h) :
+		 mrcn_eg_hdr_parse(c->base + c->eg_off + k * c->eg_stride, e->byte_len,
 				   c->eg_stride, c->eg_rcvd, &h);
 	if (pr == -EMSGSIZE) {
 		mrcn_refuse(c, "length beyond the slot", e->byte_len);
+		return;
+	}
+	if (pr == -ENOMSG) {
+		mrcn_refuse(c, "compact message before the comm's first eager message", k);
 		return;
 	}
 	if (pr) {
@@ -234,6 +262,10 @@ void mrcn_eg_arrived(struct comm *c, const struct mrc_completion *e)
 		}
 	}
 	c->eg_rcvd++;
+	if (!c->eg_ctag_set) {          /* the comm's tag: its first message's */
+		c->eg_ctag = h.tag;
+		c->eg_ctag_set = 1;
+	}
 	c->eg[k].tag = h.tag;
 	c->eg[k].size = h.size;
 	c->eg[k].tseq = h.tseq;

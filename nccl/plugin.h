@@ -103,6 +103,10 @@ struct comm {
 	struct mrcn_tagent { int32_t tag; uint32_t n; uint8_t used; } *tags;
 	uint32_t tags_cap, tags_used;
 	int egr_busy;                   /* the advertisement/credit SEND in flight */
+	/* Compact eager messages (proto.h): send: the receiver takes them;
+	 * both: the comm's tag, that of its first eager message, once set. */
+	uint8_t eg_compact, eg_ctag_set;
+	int32_t eg_ctag;
 	uint64_t rseq;
 	struct mrcn_stats st;
 	/* CUDA staging (nccl/stage.c), set up at the comm's first CUDA

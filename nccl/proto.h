@@ -83,6 +83,19 @@ _Static_assert(sizeof(struct mrcn_cts) == 32, "CTS size");
 #define MRCN_EG_MAX (1u << 20)    /* MRC_NCCL_EAGER_BYTES's range */
 #define MRCN_IMM_EAGER 0x80000000u
 #define MRCN_EG_HDR_MAGIC 0x32474145u   /* "EAG2" */
+/* Compact eager messages (docs/nccl.md "Compact eager messages"): no
+ * header, so a 4 KiB message is one packet at mrcd's default mtu (4096
+ * payload bytes) rather than two.  imm = EAGER | COMPACT | the low 24 bits
+ * of the per-tag number << 6 | slot; the tag is the comm's first eager
+ * message's (which always has a header), the size the length written,
+ * the sequence number the receiver's next; the payload lies where it
+ * would after a header.  Sent only to a receiver that advertised them
+ * (the advertisement's tag field, MRCN_EGR_F_COMPACT). */
+#define MRCN_IMM_COMPACT 0x40000000u
+#define MRCN_IMM_SLOT 0x3fu              /* MRCN_EG_MAX_SLOTS - 1 */
+#define MRCN_IMM_TSEQ_SHIFT 6
+#define MRCN_IMM_TSEQ_MASK 0xffffffu
+#define MRCN_EGR_F_COMPACT 1
 struct mrcn_eg_hdr {
 	uint32_t magic;
 	int32_t tag;
@@ -160,6 +173,7 @@ struct mrcn_stats {
 	uint64_t ring_slots;      /* the receiver's eager ring (send: once advertised) */
 	uint64_t deferred;        /* recv: receives posted without a CTS (eager-sized) */
 	uint64_t late_cts;        /* recv: CTSs for deferred receives, the ring full */
+	uint64_t eager_compact;   /* send: eager messages sent without a header */
 };
 
 /* A handle as NCCL hands it over (NCCL_NET_HANDLE_MAXSIZE bytes). */

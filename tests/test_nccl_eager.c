@@ -6,7 +6,8 @@
  *  - credit exhaustion: the ring's 16 slots filled by sends nobody
  *    received yet, the 17th falls back to the CTS path (counters);
  *  - a grouped receive mixing eager and rendezvous messages;
- *  - a 4 KiB ping-pong as NCCL's proxy drives it sends no CTS;
+ *  - a 4 KiB ping-pong as NCCL's proxy drives it sends no CTS, and one
+ *    data packet per message (compact eager messages);
  *  - more eager-sized receives than the ring has slots.
  * Per-tag order: tests/test_nccl_tags.c; a hostile peer:
  * tests/test_nccl_hostile.c. */
@@ -227,8 +228,10 @@ static void test_grouped_mixed(void **state)
  * no receive sends a CTS (before, each sent a CTS or a void CTS: one
  * datagram more per message than libmrc), and credits come back in
  * batches: at most one credit message per half ring of messages, besides
- * the advertisement. */
-static void test_small_roundtrip_no_cts(void **state)
+ * the advertisement; and each message is one data packet (compact eager
+ * messages: no header to push 4 KiB over mrcd's mtu), counted in the
+ * daemon's engine. */
+static void test_small_roundtrip(void **state)
 {
 	NEED(state);
 	const ncclNet_v11_t *n = drv.net;
@@ -246,6 +249,7 @@ static void test_small_roundtrip_no_cts(void **state)
 		NC(n->regMr(p[k].rc, rb[k], sizeof(rb[k]), NCCL_PTR_HOST, &rmh[k]));
 	}
 	int sz;
+	uint64_t tx0 = nccl_pairs_engine_stat(&mrcd_d, "tx_data");
 	for (int i = 0; i < R; i++) {
 		for (int k = 0; k < 2; k++) {     /* ping on pair 0, pong on pair 1 */
 			fill(sb[k], L, (uint8_t)(i * 2 + k));
@@ -266,12 +270,26 @@ static void test_small_roundtrip_no_cts(void **state)
 			assert_int_equal(rb[k][L], 0xee);
 		}
 	}
+	/* Data packets the daemon sent meanwhile (one mrcd: both ends'):
+	 * one per message at the default mtu (4096 payload bytes), the
+	 * first of each comm two (its header), one per credit message;
+	 * a retransmission or two at most.  With a header in every 4 KiB
+	 * message it was two per message. */
+	uint64_t pkts = nccl_pairs_engine_stat(&mrcd_d, "tx_data") - tx0, credits = 0;
+	for (int k = 0; k < 2; k++)
+		credits += stats(p[k].rc).credit_msgs;
+	print_message("%llu data packets for %d messages of %d bytes and %llu credit messages\n",
+		      (unsigned long long)pkts, 2 * R, L, (unsigned long long)credits);
+	CHECK(pkts >= 2 * R + credits && pkts <= 2 * R + 2 + credits + 4,
+	      "%llu data packets for %d messages", (unsigned long long)pkts, 2 * R);
 	for (int k = 0; k < 2; k++) {
 		struct mrcn_stats ss = stats(p[k].sc), rs = stats(p[k].rc);
-		print_message("pair %d: send eager %llu cts %llu; recv cts %llu deferred %llu "
-			      "credit msgs %llu\n", k, (unsigned long long)ss.eager_sends,
-			      (unsigned long long)ss.cts_sends, (unsigned long long)rs.cts_posted,
-			      (unsigned long long)rs.deferred, (unsigned long long)rs.credit_msgs);
+		print_message("pair %d: send eager %llu (compact %llu) cts %llu; recv cts %llu "
+			      "deferred %llu credit msgs %llu\n", k, (unsigned long long)ss.eager_sends,
+			      (unsigned long long)ss.eager_compact, (unsigned long long)ss.cts_sends,
+			      (unsigned long long)rs.cts_posted, (unsigned long long)rs.deferred,
+			      (unsigned long long)rs.credit_msgs);
+		assert_int_equal(ss.eager_compact, R - 1);      /* all but the first */
 		assert_int_equal(ss.eager_sends, R);
 		assert_int_equal(ss.cts_sends, 0);
 		CHECK(rs.cts_posted == 0, "pair %d: %llu CTSs for %d eager-sized receives", k,
@@ -344,7 +362,7 @@ int main(void)
 		cmocka_unit_test(test_eager_then_rendezvous),
 		cmocka_unit_test(test_credit_exhaustion),
 		cmocka_unit_test(test_grouped_mixed),
-		cmocka_unit_test(test_small_roundtrip_no_cts),
+		cmocka_unit_test(test_small_roundtrip),
 		cmocka_unit_test(test_receives_beyond_ring),
 	};
 	return nccl_eager_main("test_nccl_eager", t, sizeof(t) / sizeof(t[0]));

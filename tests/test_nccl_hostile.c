@@ -124,17 +124,21 @@ static void hostile_case(const ncclNet_v11_t *n, void *ctx, const char *what, ui
  * of salt) into the slot of its seq, and waits for the WRITE's
  * completion; RECVs that come meanwhile (CTSs, credits) are counted. */
 static int raw_cts_seen;
+static int raw_compact;         /* raw_eager sends compact messages (no header; tag unsaid) */
 static void raw_eager(struct raw *w, uint32_t seq, int32_t tag, uint32_t tseq, uint32_t size,
 		      uint8_t salt)
 {
 	struct mrcn_eg_hdr h = { .magic = MRCN_EG_HDR_MAGIC, .tag = tag, .size = size, .seq = seq,
 				 .tseq = tseq };
+	uint32_t hl = raw_compact ? 0 : sizeof(h);
 	memcpy(w->base + 4096, &h, sizeof(h));
-	memset(w->base + 4096 + sizeof(h), salt, size);
+	memset(w->base + 4096 + hl, salt, size);
 	uint32_t k = seq % w->adv.id;
-	assert_int_equal(mrc_post_write_imm(w->qp, 2, mrc_mr_key(w->mr), 4096, sizeof(h) + size,
-					    w->rkey, w->adv.off + k * w->adv.size,
-					    MRCN_IMM_EAGER | k), 0);
+	uint32_t imm = MRCN_IMM_EAGER | k;
+	if (raw_compact)
+		imm |= MRCN_IMM_COMPACT | (tseq & MRCN_IMM_TSEQ_MASK) << MRCN_IMM_TSEQ_SHIFT;
+	assert_int_equal(mrc_post_write_imm(w->qp, 2, mrc_mr_key(w->mr), 4096, hl + size, w->rkey,
+					    w->adv.off + k * w->adv.size + sizeof(h) - hl, imm), 0);
 	for (;;) {
 		struct mrc_completion c = raw_get1(w);
 		assert_int_equal(c.status, 0);
@@ -151,7 +155,8 @@ static void raw_eager(struct raw *w, uint32_t seq, int32_t tag, uint32_t tseq, u
  * tag's count says was served already, and a second message of a number
  * still held, each refused with the comm's error, nothing copied; and
  * before that, a well-formed eager message for a posted eager-sized
- * receive is taken with no CTS sent for it. */
+ * receive is taken with no CTS sent for it.  A third round repeats the
+ * first with the repeated number in a compact message. */
 static void test_hostile_seq(void **state)
 {
 	NEED(state);
@@ -160,7 +165,7 @@ static void test_hostile_seq(void **state)
 	NC(n->init(&ctx, 7, NULL, NULL, NULL));
 	static uint8_t rb[4][256];
 	memset(rb, 0xee, sizeof(rb));
-	for (int round = 0; round < 2; round++) {
+	for (int round = 0; round < 3; round++) {
 		struct raw w = { 0 };
 		void *lc, *rc, *rmh;
 		raw_connect(n, ctx, &w, &lc, &rc);
@@ -171,8 +176,9 @@ static void test_hostile_seq(void **state)
 		NC(n->regMr(rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
 		void *bad = NULL;
 		int sz = -1;
-		if (round == 0) {
-			/* tag 1 number 0, then the same number again */
+		if (round == 0 || round == 2) {
+			/* tag 1 number 0, then the same number again (round 2:
+			 * compact, its tag the comm's first message's) */
 			void *ok = recv1(n, rc, rb[0], 128, 1, rmh);
 			assert_int_equal(stats(rc).cts_posted, 0);
 			raw_eager(&w, 0, 1, 0, 100, 0x11);
@@ -181,8 +187,10 @@ static void test_hostile_seq(void **state)
 			assert_int_equal(rb[0][0], 0x11);
 			assert_int_equal(rb[0][100], 0xee);
 			bad = recv1(n, rc, rb[1], 128, 2, rmh);
+			raw_compact = round == 2;       /* the same, compact */
 			raw_eager(&w, 1, 1, 0, 100, 0x22);
-		} else {
+			raw_compact = 0;
+		} else if (round == 1) {
 			/* tag 5 number 3 twice, nobody asked for either yet */
 			bad = recv1(n, rc, rb[1], 128, 9, rmh);
 			raw_eager(&w, 0, 5, 3, 50, 0x33);
@@ -221,6 +229,12 @@ static void test_hostile_eager(void **state)
 		     MRCN_IMM_EAGER | 0);
 	/* a write running past its slot, its header consistent with it */
 	hostile_case(n, ctx, "write longer than a slot", 0, 0, MRCN_IMM_EAGER | 0);
+	/* compact messages (no header): before the comm's first message
+	 * gave its tag; longer than a slot */
+	hostile_case(n, ctx, "compact before the comm's tag", 100, hdr + 100,
+		     MRCN_IMM_EAGER | MRCN_IMM_COMPACT | 0);
+	hostile_case(n, ctx, "compact write longer than a slot", 0, 0,
+		     MRCN_IMM_EAGER | MRCN_IMM_COMPACT | 0);
 	NC(n->finalize(ctx));
 }
 

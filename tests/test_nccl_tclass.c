@@ -8,7 +8,6 @@
  * it fail). */
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,11 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <cmocka.h>
 
-#include "codec/operjson.h"
 #include "tests/support/mrcd_spawn.h"
 #include "tests/support/nccl_pairs.h"
 #include "tests/support/skip.h"
@@ -53,26 +49,7 @@ struct classes {
 
 static void qp_classes(struct classes *out)
 {
-	int fd = mrcd_spawn_connect(mrcd_d.ctl);
-	assert_true(fd >= 0);
-	struct mrc_oper_req r;
-	mrc_oper_req_init(&r);
-	r.verb = MRC_OPER_QPS;
-	r.id = 77;
-	char *s = mrc_oper_req_encode(&r);
-	assert_non_null(s);
-	assert_true(send(fd, s, strlen(s), MSG_NOSIGNAL) == (ssize_t)strlen(s));
-	free(s);
-	struct pollfd pf = { .fd = fd, .events = POLLIN };
-	assert_int_equal(poll(&pf, 1, MRCD_SPAWN_WAIT_MS), 1);
-	static char buf[MRC_OPER_MSG_MAX];
-	ssize_t n = recv(fd, buf, sizeof(buf), 0);
-	close(fd);
-	assert_true(n > 0);
-	uint32_t id = 0;
-	json_t *res = NULL;
-	char msg[256] = "";
-	assert_int_equal(mrc_oper_reply_parse(buf, (size_t)n, &id, &res, msg, sizeof(msg)), 0);
+	json_t *res = nccl_pairs_ctl(&mrcd_d, MRC_OPER_QPS);
 	json_t *qps = json_object_get(res, "qps");
 	assert_true(json_is_array(qps));
 	*out = (struct classes){ 0 };
