@@ -177,26 +177,12 @@ void mrcn_eg_deliver(struct comm *c, uint32_t k, struct req *r, int s)
 	mrcn_eg_reclaim(c);
 }
 
-/* The header a compact message leaves out (proto.h): the comm's tag, the
- * length written (within the slot after a header's room), our next
- * sequence number, and the per-tag number whose low 24 bits the imm
- * carries nearest our count of the tag's receives (a message is never
- * 2^23 receives away from it: the ring and the requests are far smaller).
- * -ENOMSG before the comm's tag is known, -EMSGSIZE beyond the slot. */
+/* A compact message's header (proto.h), from our own state. */
 static int eg_compact_hdr(struct comm *c, const struct mrc_completion *e, struct mrcn_eg_hdr *h)
 {
-	memset(h, 0, sizeof(*h));
-	if (e->byte_len > c->eg_stride - sizeof(*h))
-		return -EMSGSIZE;
-	if (!c->eg_ctag_set)
-		return -ENOMSG;
-	const uint32_t *n = mrcn_tag_count(c, c->eg_ctag, 0);
-	uint32_t cnt = n ? *n : 0;
-	uint32_t low = e->imm >> MRCN_IMM_TSEQ_SHIFT & MRCN_IMM_TSEQ_MASK;
-	int32_t d = (int32_t)((low - cnt) << 8) >> 8;
-	*h = (struct mrcn_eg_hdr){ .magic = MRCN_EG_HDR_MAGIC, .tag = c->eg_ctag,
-				   .size = e->byte_len, .seq = c->eg_rcvd, .tseq = cnt + (uint32_t)d };
-	return 0;
+	const uint32_t *n = c->eg_ctag_set ? mrcn_tag_count(c, c->eg_ctag, 0) : NULL;
+	return mrcn_eg_compact_parse(e->imm, e->byte_len, c->eg_stride, c->eg_ctag_set,
+				     c->eg_ctag, n ? *n : 0, c->eg_rcvd, h);
 }
 
 /* An eager message landed: checked against our own ring (never the

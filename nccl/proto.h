@@ -156,6 +156,31 @@ static inline int mrcn_eg_hdr_parse(const void *slot, uint64_t byte_len, uint64_
 	return 0;
 }
 
+/* The header a compact message leaves out (MRCN_IMM_COMPACT in imm),
+ * made from what the receiver knows: ctag_set/ctag, the comm's tag (its
+ * first eager message's); cnt, its count of that tag's receives; seq, its
+ * next sequence number.  The per-tag number is the one whose low 24 bits
+ * imm carries nearest cnt (a message is never 2^23 receives away from
+ * it: the ring and the requests are far smaller).  -EMSGSIZE for a length
+ * beyond the slot after a header's room, -ENOMSG before the comm's tag is
+ * known. */
+static inline int mrcn_eg_compact_parse(uint32_t imm, uint64_t byte_len, uint64_t stride,
+					int ctag_set, int32_t ctag, uint32_t cnt, uint32_t seq,
+					struct mrcn_eg_hdr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (stride < sizeof(*out) || byte_len > stride - sizeof(*out))
+		return -EMSGSIZE;
+	if (!ctag_set)
+		return -ENOMSG;
+	uint32_t low = imm >> MRCN_IMM_TSEQ_SHIFT & MRCN_IMM_TSEQ_MASK;
+	int32_t d = (int32_t)((low - cnt) << 8) >> 8;
+	*out = (struct mrcn_eg_hdr){ .magic = MRCN_EG_HDR_MAGIC, .tag = ctag,
+				     .size = (uint32_t)byte_len, .seq = seq,
+				     .tseq = cnt + (uint32_t)d };
+	return 0;
+}
+
 /* Per-comm counters of the data path (tests read them through the test
  * build's mrcn_comm_stats; the real plugin exports nothing but its tables). */
 struct mrcn_stats {
