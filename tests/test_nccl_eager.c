@@ -19,12 +19,9 @@
 static void test_eager_then_rendezvous(void **state)
 {
 	NEED(state);
-	const ncclNet_v11_t *n = drv.net;
 	void *ctx;
-	NC(n->init(&ctx, 1, NULL, NULL, NULL));
 	struct nccl_pair p;
-	nccl_connect_pairs(n, ctx, &p, 1);
-	wait_ring(p.sc);
+	const ncclNet_v11_t *n = open_pair(1, &ctx, &p);
 	static uint8_t s1[1000], s2[BIG], s3[500], r[3][BIG + 64];
 	fill(s1, sizeof(s1), 1);
 	fill(s2, sizeof(s2), 2);
@@ -70,10 +67,7 @@ static void test_eager_then_rendezvous(void **state)
 	CHECK(ss.eager_sends >= 1 && ss.cts_sends >= 1 && ss.eager_sends + ss.cts_sends == 3,
 	      "both paths taken");
 	CHECK(rs.unexpected >= 1, "the first message waited for its irecv");
-	NC(n->deregMr(p.sc, smh));
-	NC(n->deregMr(p.rc, rmh));
-	close_pair(n, &p);
-	NC(n->finalize(ctx));
+	close_all(n, &p, ctx, smh, rmh);
 }
 
 /* A receive waits without a CTS; 16 small sends nobody receives yet then
@@ -84,12 +78,9 @@ static void test_eager_then_rendezvous(void **state)
 static void test_credit_exhaustion(void **state)
 {
 	NEED(state);
-	const ncclNet_v11_t *n = drv.net;
 	void *ctx;
-	NC(n->init(&ctx, 2, NULL, NULL, NULL));
 	struct nccl_pair p;
-	nccl_connect_pairs(n, ctx, &p, 1);
-	wait_ring(p.sc);
+	const ncclNet_v11_t *n = open_pair(2, &ctx, &p);
 	enum { N = MRCN_EG_SLOTS + 1, L = 64 };
 	static uint8_t sb[N][L], rb[N][L + 8];
 	for (int i = 0; i < N; i++)
@@ -159,10 +150,7 @@ static void test_credit_exhaustion(void **state)
 	int sz = -1;
 	wait_req(n, rr, &sz);
 	assert_int_equal(sz, L);
-	NC(n->deregMr(p.sc, smh));
-	NC(n->deregMr(p.rc, rmh));
-	close_pair(n, &p);
-	NC(n->finalize(ctx));
+	close_all(n, &p, ctx, smh, rmh);
 }
 
 /* One grouped receive of 4: two messages came eagerly before it, two
@@ -170,12 +158,9 @@ static void test_credit_exhaustion(void **state)
 static void test_grouped_mixed(void **state)
 {
 	NEED(state);
-	const ncclNet_v11_t *n = drv.net;
 	void *ctx;
-	NC(n->init(&ctx, 3, NULL, NULL, NULL));
 	struct nccl_pair p;
-	nccl_connect_pairs(n, ctx, &p, 1);
-	wait_ring(p.sc);
+	const ncclNet_v11_t *n = open_pair(3, &ctx, &p);
 	static const size_t len[4] = { 3000, BIG, 0, BIG - 5 };  /* tags 1..4 */
 	static uint8_t sb[4][BIG], rb[4][BIG + 64];
 	for (int i = 0; i < 4; i++)
@@ -217,10 +202,7 @@ static void test_grouped_mixed(void **state)
 	void *rr = recv1(n, p.rc, rb[0], 100, 9, rmh);
 	int done = 0;
 	assert_int_equal(n->test(rr, &done, &sz), ncclInvalidUsage);
-	NC(n->deregMr(p.sc, smh));
-	NC(n->deregMr(p.rc, rmh));
-	close_pair(n, &p);
-	NC(n->finalize(ctx));
+	close_all(n, &p, ctx, smh, rmh);
 }
 
 /* A 4 KiB ping-pong as NCCL's proxy drives it (two comm pairs, receives
@@ -316,12 +298,9 @@ static void test_small_roundtrip(void **state)
 static void test_receives_beyond_ring(void **state)
 {
 	NEED(state);
-	const ncclNet_v11_t *n = drv.net;
 	void *ctx;
-	NC(n->init(&ctx, 8, NULL, NULL, NULL));
 	struct nccl_pair p;
-	nccl_connect_pairs(n, ctx, &p, 1);
-	wait_ring(p.sc);
+	const ncclNet_v11_t *n = open_pair(8, &ctx, &p);
 	enum { N = MRCN_EG_SLOTS + 8, L = 64 };
 	static uint8_t sb[N][L], rb[N][L + 8];
 	for (int i = 0; i < N; i++)
@@ -350,10 +329,7 @@ static void test_receives_beyond_ring(void **state)
 		assert_memory_equal(rb[i], sb[i], L);
 		assert_int_equal(rb[i][L], 0xee);
 	}
-	NC(n->deregMr(p.sc, smh));
-	NC(n->deregMr(p.rc, rmh));
-	close_pair(n, &p);
-	NC(n->finalize(ctx));
+	close_all(n, &p, ctx, smh, rmh);
 }
 
 int main(void)

@@ -13,12 +13,9 @@
 static void test_many_tags(void **state)
 {
 	NEED(state);
-	const ncclNet_v11_t *n = drv.net;
 	void *ctx;
-	NC(n->init(&ctx, 9, NULL, NULL, NULL));
 	struct nccl_pair p;
-	nccl_connect_pairs(n, ctx, &p, 1);
-	wait_ring(p.sc);
+	const ncclNet_v11_t *n = open_pair(9, &ctx, &p);
 	enum { NT = 600, L = 32 };
 	static uint8_t sb[L], rb[L + 8];
 	void *smh, *rmh;
@@ -39,10 +36,7 @@ static void test_many_tags(void **state)
 		}
 	struct mrcn_stats ss = stats(p.sc);
 	assert_int_equal(ss.eager_sends, 2 * NT);
-	NC(n->deregMr(p.sc, smh));
-	NC(n->deregMr(p.rc, rmh));
-	close_pair(n, &p);
-	NC(n->finalize(ctx));
+	close_all(n, &p, ctx, smh, rmh);
 }
 
 /* NCCL's order per tag: three tags, each with a run of messages of
@@ -53,12 +47,9 @@ static void test_many_tags(void **state)
 static void test_tag_order(void **state)
 {
 	NEED(state);
-	const ncclNet_v11_t *n = drv.net;
 	void *ctx;
-	NC(n->init(&ctx, 6, NULL, NULL, NULL));
 	struct nccl_pair p;
-	nccl_connect_pairs(n, ctx, &p, 1);
-	wait_ring(p.sc);
+	const ncclNet_v11_t *n = open_pair(6, &ctx, &p);
 	enum { T = 3, M = 6 };
 	static uint8_t sb[T][M][BIG], rb[T][M][BIG + 8];
 	size_t len[T][M], cap[T][M];
@@ -153,10 +144,7 @@ static void test_tag_order(void **state)
 		      (unsigned long long)rs.deferred);
 	CHECK(ss.cts_sends >= T * M / 2 && ss.eager_sends + ss.cts_sends == T * M, "both paths");
 	CHECK(rs.deferred >= T, "eager-sized receives waited without a CTS");
-	NC(n->deregMr(p.sc, smh));
-	NC(n->deregMr(p.rc, rmh));
-	close_pair(n, &p);
-	NC(n->finalize(ctx));
+	close_all(n, &p, ctx, smh, rmh);
 }
 
 int main(void)

@@ -124,6 +124,26 @@ static inline void close_pair(const ncclNet_v11_t *n, struct nccl_pair *p)
 	NC(n->closeListen(p->lc));
 }
 
+/* One comm pair on a fresh init (id: its commId), the ring advertised;
+ * and its end: the buffers deregistered, the pair closed, finalize. */
+static inline const ncclNet_v11_t *open_pair(uint64_t id, void **ctx, struct nccl_pair *p)
+{
+	const ncclNet_v11_t *n = drv.net;
+	NC(n->init(ctx, id, NULL, NULL, NULL));
+	nccl_connect_pairs(n, *ctx, p, 1);
+	wait_ring(p->sc);
+	return n;
+}
+
+static inline void close_all(const ncclNet_v11_t *n, struct nccl_pair *p, void *ctx, void *smh,
+			     void *rmh)
+{
+	NC(n->deregMr(p->sc, smh));
+	NC(n->deregMr(p->rc, rmh));
+	close_pair(n, p);
+	NC(n->finalize(ctx));
+}
+
 #define BIG (256u << 10)     /* above the eager limit: the CTS path */
 
 /* The program's main: the plugin loaded, tests run on one daemon. */
