@@ -35,16 +35,8 @@ out=$tmp/raw
 : >"$out"
 rec() { [ -n "$3" ] && echo "$1 $2 $3" >>"$out"; }   # VERSION METRIC VALUE (none: not recorded)
 
-start_mrcd() {   # BUILD
-	rm -f "$tmp/s" "$tmp/mrcctl.sock"
-	"$1/bin/mrcd" --socket="$tmp/s" --port=$((20000 + RANDOM % 20000)) --key_file="$tmp/key" \
-		--log_level=warning 2>>"$tmp/mrcd.log" &
-	dpid=$!
-	for _ in $(seq 200); do [ -S "$tmp/s" ] && return 0; sleep 0.05; done
-	echo "mrcd of $1 did not start" >&2
-	exit 1
-}
-stop_mrcd() { kill "$dpid"; wait "$dpid" 2>/dev/null; dpid=; }
+LO_ENV=()
+. "$(dirname "$0")/loopback.sh"
 
 # harness MODE-ARGS...: rank 0's table rows on stdout
 harness() {
@@ -60,7 +52,7 @@ col() { awk -F'|' -v c="$1" '{ gsub(/ /, "", $c); print $c; exit }'; }
 
 one() {   # VERSION BUILD
 	local v=$1 b=$2 r sp
-	start_mrcd "$b"
+	lo_start "$b"
 	r=$(harness -b -z 4096 -p "$b/lib/libnccl-net-mrc.so") && rec "$v" plugin_rtt_4k "$(echo "$r" | col 4)"
 	r=$(harness -b -z 4194304 -p "$b/lib/libnccl-net-mrc.so") &&
 		rec "$v" plugin_gbs_4m "$(echo "$r" | col 6)"
@@ -83,7 +75,7 @@ one() {   # VERSION BUILD
 	wait $sp
 	# libmrc directly through this mrcd, in the harness's own pattern
 	r=$(harness -d -z 4096) && rec "$v" direct_rtt_4k "$(echo "$r" | col 4)"
-	stop_mrcd
+	lo_stop
 	# 64-byte WRITEs through this build's mrcd (default, and udp gso=on,
 	# which a build without the option ignores) beside 64-byte UDP
 	# datagrams: bench_ring part 3 (the new build's) starts its daemons

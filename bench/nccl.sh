@@ -30,16 +30,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 . tests/root/lib.sh
 export LD_LIBRARY_PATH="$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-$F down >/dev/null 2>&1
-$F up "$T" >/dev/null || { echo "mrc-fabric up failed"; exit 1; }
-$B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null
-for h in h0 h7; do
-	mkdir -p "$tmp/$h"
-	ip netns exec $P-$h $B/bin/mrcd --topology "$T" --host $h --socket "$tmp/$h/mrcd.sock" \
-		--key_file "$tmp/cluster.key" --log_level warning 2>>"$tmp/$h.log" &
-	dpid[$h]=$!
-	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "mrcd on $h did not start"; exit 1; }
-done
+MRCD_LOG_LEVEL=warning fabric_up "$T" h0 h7
 # run MODE REP: one benchmark run, rank 0's table rows into $tmp/MODE.REP
 run() {
 	MRC_SOCKET=$tmp/h7/mrcd.sock timeout 300 $H -r 1 -n 2 -R "$tmp/rdv" $1 >"$tmp/r1" 2>&1 &

@@ -1,7 +1,10 @@
 /* libFuzzer: what the NCCL plugin takes from peers (nccl/proto.h): a
  * clear-to-send as it lands in a posted RECV (any length), an eager
  * message's header as it lies in a slot of the ring (the written length
- * and the expected sequence number from the input too), and a listen
+ * and the expected sequence number from the input too), the header a
+ * compact eager message leaves out (accepted: the comm's tag, the length
+ * written within the slot, the per-tag number within 2^23 of the
+ * receiver's count with the imm's low 24 bits), and a listen
  * handle as NCCL carries it between ranks.  Invariants: an accepted CTS
  * names an id in range and a window inside the arena; an accepted eager
  * header's payload is exactly the bytes written and inside the slot; an
@@ -40,6 +43,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!mrcn_eg_hdr_parse(slot, len, stride, seq, &e) &&
 		    ((uint64_t)e.size + sizeof(e) != len || len > stride || e.seq != seq ||
 		     e.magic != MRCN_EG_HDR_MAGIC))
+			abort();
+		/* a compact message: imm, count and tag from the input too */
+		uint32_t imm = len ^ seq, cnt = stride >> 3;
+		if (!mrcn_eg_compact_parse(imm, len, stride, (int)(seq & 1), (int32_t)seq, cnt, seq, &e) &&
+		    (!(seq & 1) || stride < sizeof(e) || (uint64_t)len + sizeof(e) > stride ||
+		     e.size != len || e.tag != (int32_t)seq || e.seq != seq ||
+		     ((e.tseq ^ imm >> MRCN_IMM_TSEQ_SHIFT) & MRCN_IMM_TSEQ_MASK) ||
+		     (uint32_t)(e.tseq - cnt + (1u << 23)) >= (1u << 24)))
 			abort();
 	}
 	uint8_t h[128] = { 0 };

@@ -56,7 +56,7 @@ int mrcn_post_egr(struct comm *c)
 {
 	struct mrcn_cts *out = CTS_IN(c, MRCN_NCTS);
 	*out = (struct mrcn_cts){ .magic = MRCN_EGR_MAGIC, .id = c->eg_slots,
-				  .credits = c->eg_freed, .size = (uint32_t)c->eg_stride,
+				  .tag = MRCN_EGR_F_COMPACT, .credits = c->eg_freed, .size = (uint32_t)c->eg_stride,
 				  .off = c->eg_off };
 	int r = mrc_post_send(c->qp, MRCN_WR_EGR, c->lkey, MRCN_EGR_OFF, sizeof(*out));
 	if (!r) {
@@ -75,7 +75,8 @@ static int comm_setup(struct comm *c, struct mrc_ctx *ctx)
 	int r = mrc_alloc_mr(ctx, region_len(c->kind), acc, &c->mr);
 	if (r)
 		return r;
-	r = mrc_create_qp(ctx, NULL, &c->qp);
+	struct mrc_qp_cfg qc = { .flags = c->qp_flags };
+	r = mrc_create_qp(ctx, c->qp_flags ? &qc : NULL, &c->qp);
 	if (r) {
 		mrc_dereg_mr(c->mr);
 		c->mr = NULL;
@@ -371,8 +372,14 @@ ncclResult_t mrcn_init(void **ctx, uint64_t commId, ncclNetCommConfig_t *config,
 				  ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction)
 {
 	(void)commId;
-	(void)config;
 	(void)profFunction;
+	struct mrcn_ictx *ic = NULL;
+	if (ctx) {
+		*ctx = NULL;
+		if (!(ic = calloc(1, sizeof(*ic))))
+			return ncclSystemError;
+		ic->qp_flags = config ? mrcn_tclass_flags(config->trafficClass) : 0;
+	}
 	pthread_mutex_lock(&G.lock);
 	ncclResult_t res = ncclSuccess;
 	if (logFunction)
@@ -385,14 +392,16 @@ ncclResult_t mrcn_init(void **ctx, uint64_t commId, ncclNetCommConfig_t *config,
 	if (res == ncclSuccess)
 		G.refs++;
 	pthread_mutex_unlock(&G.lock);
-	if (ctx)
-		*ctx = &G;
+	if (res != ncclSuccess)
+		free(ic);
+	else if (ctx)
+		*ctx = ic;
 	return res;
 }
 
 ncclResult_t mrcn_finalize(void *ctx)
 {
-	(void)ctx;
+	free(ctx);
 	pthread_mutex_lock(&G.lock);
 	int last = G.refs > 0 && --G.refs == 0;
 	pthread_mutex_unlock(&G.lock);
@@ -465,7 +474,6 @@ ncclResult_t mrcn_listen(void *ctx, int dev, void *handle, void **listenComm)
 ncclResult_t mrcn_connect(void *ctx, int dev, void *handle, void **sendComm,
 				     ncclNetDeviceHandle_t **sendDevComm)
 {
-	(void)ctx;
 	(void)sendDevComm;
 	*sendComm = NULL;
 	struct mrcn_handle h;
@@ -479,6 +487,7 @@ ncclResult_t mrcn_connect(void *ctx, int dev, void *handle, void **sendComm,
 		if (!c)
 			return ncclSystemError;
 		c->kind = K_SEND;
+		c->qp_flags = ctx ? ((struct mrcn_ictx *)ctx)->qp_flags : 0;
 		c->host = h.host;
 		c->listen_id = h.listen_id;
 		c->rkey = h.sid;

@@ -89,6 +89,7 @@ static void cts_arrived(struct comm *c, const struct mrc_completion *e)
 	}
 	if (in.magic == MRCN_EGR_MAGIC) {
 		if (!c->eg_slots) {
+			c->eg_compact = (in.tag & MRCN_EGR_F_COMPACT) != 0;
 			c->eg_slots = in.id;
 			c->eg_stride = in.size;
 			c->eg_off = in.off;

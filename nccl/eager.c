@@ -177,12 +177,21 @@ void mrcn_eg_deliver(struct comm *c, uint32_t k, struct req *r, int s)
 	mrcn_eg_reclaim(c);
 }
 
+/* A compact message's header (proto.h), from our own state. */
+static int eg_compact_hdr(struct comm *c, const struct mrc_completion *e, struct mrcn_eg_hdr *h)
+{
+	const uint32_t *n = c->eg_ctag_set ? mrcn_tag_count(c, c->eg_ctag, 0) : NULL;
+	return mrcn_eg_compact_parse(e->imm, e->byte_len, c->eg_stride, c->eg_ctag_set,
+				     c->eg_ctag, n ? *n : 0, c->eg_rcvd, h);
+}
+
 /* An eager message landed: checked against our own ring (never the
  * peer's header alone), then given to the oldest receive of its tag
  * still waiting, or kept until irecv asks for it. */
 void mrcn_eg_arrived(struct comm *c, const struct mrc_completion *e)
 {
-	uint32_t k = e->imm & ~MRCN_IMM_EAGER;
+	int compact = (e->imm & MRCN_IMM_COMPACT) != 0;
+	uint32_t k = e->imm & (compact ? MRCN_IMM_SLOT : ~MRCN_IMM_EAGER);
 	if (!c->eg_slots || k >= c->eg_slots)
 		{
 		mrcn_refuse(c, "no such slot", k);
@@ -194,10 +203,15 @@ void mrcn_eg_arrived(struct comm *c, const struct mrc_completion *e)
 		return;
 	}
 	struct mrcn_eg_hdr h;
-	int pr = mrcn_eg_hdr_parse(c->base + c->eg_off + k * c->eg_stride, e->byte_len,
+	int pr = compact ? eg_compact_hdr(c, e, &h) :
+		 mrcn_eg_hdr_parse(c->base + c->eg_off + k * c->eg_stride, e->byte_len,
 				   c->eg_stride, c->eg_rcvd, &h);
 	if (pr == -EMSGSIZE) {
 		mrcn_refuse(c, "length beyond the slot", e->byte_len);
+		return;
+	}
+	if (pr == -ENOMSG) {
+		mrcn_refuse(c, "compact message before the comm's first eager message", k);
 		return;
 	}
 	if (pr) {
@@ -234,6 +248,10 @@ void mrcn_eg_arrived(struct comm *c, const struct mrc_completion *e)
 		}
 	}
 	c->eg_rcvd++;
+	if (!c->eg_ctag_set) {          /* the comm's tag: its first message's */
+		c->eg_ctag = h.tag;
+		c->eg_ctag_set = 1;
+	}
 	c->eg[k].tag = h.tag;
 	c->eg[k].size = h.size;
 	c->eg[k].tseq = h.tseq;

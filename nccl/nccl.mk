@@ -8,7 +8,7 @@
 # the plugin links libmrc-gpu's CUDA copy engine and the CUDA runtime
 # statically (as NCCL links it: nothing to find on the library path);
 # without, gpu/cuda_none.c says -ENOSYS and the plugin is host-only.
-NCCL_PLUGIN_SRCS := nccl/conn.c nccl/log.c nccl/data.c nccl/send.c nccl/recv.c nccl/eager.c nccl/reg.c nccl/tables.c nccl/stage.c nccl/arena.c
+NCCL_PLUGIN_SRCS := nccl/conn.c nccl/log.c nccl/data.c nccl/send.c nccl/recv.c nccl/eager.c nccl/reg.c nccl/tables.c nccl/stage.c nccl/arena.c nccl/tclass.c
 NCCL_PLUGIN_OBJS := $(NCCL_PLUGIN_SRCS:%.c=$(B)/lib/pic/%.o)
 ifeq ($(HAVE_CUDA),1)
 NCCL_CUDA_OBJS := $(B)/gpu/pic/gpu/cuda_ops.o $(B)/gpu/pic/gpu/cuda_err.o
@@ -37,9 +37,12 @@ $(NCCL_FAKE_SO): $(NCCL_PLUGIN_OBJS) $(B)/lib/pic/tests/support/nccl_fake_cuda.o
 		$(B)/lib/pic/tests/support/nccl_fake_cuda.o $(B)/lib/libmrc.a -lpthread
 $(B)/tests/test_nccl_cuda: | $(NCCL_PLUGIN_SO) $(NCCL_FAKE_SO)
 $(B)/tests/test_nccl_eager: | $(NCCL_PLUGIN_SO) $(NCCL_FAKE_SO)
+$(B)/tests/test_nccl_tags: | $(NCCL_PLUGIN_SO) $(NCCL_FAKE_SO)
+$(B)/tests/test_nccl_hostile: | $(NCCL_PLUGIN_SO) $(NCCL_FAKE_SO)
 
 # The unit tests load the plugin the way NCCL does.
 $(B)/tests/test_nccl_plugin: | $(NCCL_PLUGIN_SO)
+$(B)/tests/test_nccl_tclass: | $(NCCL_PLUGIN_SO)
 TEST_SUPPORT_SRCS += nccl/arena.c tools/nccl-harness/drive.c tests/support/nccl_pairs.c
 
 ROOT_TESTS += tests/root/nccl.sh

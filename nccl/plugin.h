@@ -69,6 +69,7 @@ struct comm {
 	uint32_t lkey, rkey;            /* rkey: the peer's bounce region */
 	_Atomic int ready;              /* 1 connected, -errno failed */
 	uint32_t listen_id;             /* send: the listen comm it asked for */
+	uint32_t qp_flags;              /* send: MRC_QP_* class of its QP (init's trafficClass) */
 	uint32_t host;
 	int err;                        /* first error completion */
 	uint64_t zc_sends;              /* isends from the buffer itself (mhandle.mr) */
@@ -102,6 +103,10 @@ struct comm {
 	struct mrcn_tagent { int32_t tag; uint32_t n; uint8_t used; } *tags;
 	uint32_t tags_cap, tags_used;
 	int egr_busy;                   /* the advertisement/credit SEND in flight */
+	/* Compact eager messages (proto.h): send: the receiver takes them;
+	 * both: the comm's tag, that of its first eager message, once set. */
+	uint8_t eg_compact, eg_ctag_set;
+	int32_t eg_ctag;
 	uint64_t rseq;
 	struct mrcn_stats st;
 	/* CUDA staging (nccl/stage.c), set up at the comm's first CUDA
@@ -159,6 +164,18 @@ int mrcn_send_drain(struct comm *c, int ms);
 ncclResult_t mrcn_init(void **ctx, uint64_t commId, ncclNetCommConfig_t *config,
 		       ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction);
 ncclResult_t mrcn_finalize(void *ctx);
+/* What one init (one NCCL communicator) asked for, its ctx: the QP
+ * flags of its trafficClass, for the send comms its connects make.  The
+ * v9/v8 tables pass no ctx: the default class (nccl/tclass.c). */
+struct mrcn_ictx {
+	uint32_t qp_flags;
+};
+/* The libmrc QP class (MRC_QP_URGENT, MRC_QP_BULK, 0: default) of NCCL's
+ * trafficClass (the TOS byte; -1: undefined): DSCP 46 and 10. */
+uint32_t mrcn_tclass_flags(int tc);
+/* v10's connect carries the config itself: a ctx made of it. */
+ncclResult_t mrcn_connect_cfg(ncclNetCommConfig_t *cfg, int dev, void *handle, void **sendComm,
+			      ncclNetDeviceHandle_t **sendDevComm);
 ncclResult_t mrcn_devices(int *ndev);
 ncclResult_t mrcn_props(int dev, ncclNetProperties_v11_t *p);
 ncclResult_t mrcn_listen(void *ctx, int dev, void *handle, void **listenComm);

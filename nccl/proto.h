@@ -83,6 +83,19 @@ _Static_assert(sizeof(struct mrcn_cts) == 32, "CTS size");
 #define MRCN_EG_MAX (1u << 20)    /* MRC_NCCL_EAGER_BYTES's range */
 #define MRCN_IMM_EAGER 0x80000000u
 #define MRCN_EG_HDR_MAGIC 0x32474145u   /* "EAG2" */
+/* Compact eager messages (docs/nccl.md "Compact eager messages"): no
+ * header, so a 4 KiB message is one packet at mrcd's default mtu (4096
+ * payload bytes) rather than two.  imm = EAGER | COMPACT | the low 24 bits
+ * of the per-tag number << 6 | slot; the tag is the comm's first eager
+ * message's (which always has a header), the size the length written,
+ * the sequence number the receiver's next; the payload lies where it
+ * would after a header.  Sent only to a receiver that advertised them
+ * (the advertisement's tag field, MRCN_EGR_F_COMPACT). */
+#define MRCN_IMM_COMPACT 0x40000000u
+#define MRCN_IMM_SLOT 0x3fu              /* MRCN_EG_MAX_SLOTS - 1 */
+#define MRCN_IMM_TSEQ_SHIFT 6
+#define MRCN_IMM_TSEQ_MASK 0xffffffu
+#define MRCN_EGR_F_COMPACT 1
 struct mrcn_eg_hdr {
 	uint32_t magic;
 	int32_t tag;
@@ -143,6 +156,31 @@ static inline int mrcn_eg_hdr_parse(const void *slot, uint64_t byte_len, uint64_
 	return 0;
 }
 
+/* The header a compact message leaves out (MRCN_IMM_COMPACT in imm),
+ * made from what the receiver knows: ctag_set/ctag, the comm's tag (its
+ * first eager message's); cnt, its count of that tag's receives; seq, its
+ * next sequence number.  The per-tag number is the one whose low 24 bits
+ * imm carries nearest cnt (a message is never 2^23 receives away from
+ * it: the ring and the requests are far smaller).  -EMSGSIZE for a length
+ * beyond the slot after a header's room, -ENOMSG before the comm's tag is
+ * known. */
+static inline int mrcn_eg_compact_parse(uint32_t imm, uint64_t byte_len, uint64_t stride,
+					int ctag_set, int32_t ctag, uint32_t cnt, uint32_t seq,
+					struct mrcn_eg_hdr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (stride < sizeof(*out) || byte_len > stride - sizeof(*out))
+		return -EMSGSIZE;
+	if (!ctag_set)
+		return -ENOMSG;
+	uint32_t low = imm >> MRCN_IMM_TSEQ_SHIFT & MRCN_IMM_TSEQ_MASK;
+	int32_t d = (int32_t)((low - cnt) << 8) >> 8;
+	*out = (struct mrcn_eg_hdr){ .magic = MRCN_EG_HDR_MAGIC, .tag = ctag,
+				     .size = (uint32_t)byte_len, .seq = seq,
+				     .tseq = cnt + (uint32_t)d };
+	return 0;
+}
+
 /* Per-comm counters of the data path (tests read them through the test
  * build's mrcn_comm_stats; the real plugin exports nothing but its tables). */
 struct mrcn_stats {
@@ -160,6 +198,7 @@ struct mrcn_stats {
 	uint64_t ring_slots;      /* the receiver's eager ring (send: once advertised) */
 	uint64_t deferred;        /* recv: receives posted without a CTS (eager-sized) */
 	uint64_t late_cts;        /* recv: CTSs for deferred receives, the ring full */
+	uint64_t eager_compact;   /* send: eager messages sent without a header */
 };
 
 /* A handle as NCCL hands it over (NCCL_NET_HANDLE_MAXSIZE bytes). */

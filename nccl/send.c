@@ -100,18 +100,24 @@ static ncclResult_t eager_send(struct comm *c, void *data, size_t size, int tag,
 		return ncclSuccess;
 	struct mrcn_eg_hdr h = { .magic = MRCN_EG_HDR_MAGIC, .tag = tag, .size = (uint32_t)size,
 				 .seq = c->eg_sent, .tseq = tseq };
-	int a = mrcn_arena_alloc(&c->arena, sizeof(h) + size);
+	/* Without the header when the receiver can do without it (proto.h) */
+	int compact = c->eg_compact && c->eg_ctag_set && c->eg_ctag == tag && size;
+	uint32_t hl = compact ? 0 : (uint32_t)sizeof(h);
+	int a = mrcn_arena_alloc(&c->arena, hl + size);
 	if (a < 0) {
 		r->used = 0;
 		return ncclSuccess;
 	}
 	uint64_t off = mrcn_arena_off(&c->arena, a);
-	memcpy(c->base + off, &h, sizeof(h));
-	if (copy_in(c, r, a, off + sizeof(h), data, size, cuda, request))
+	memcpy(c->base + off, &h, hl);
+	if (copy_in(c, r, a, off + hl, data, size, cuda, request))
 		return ncclSuccess;
 	uint32_t k = c->eg_sent % c->eg_slots;
-	int e = mrc_post_write_imm(c->qp, MRCN_WR_DATA | (uint32_t)a, c->lkey, off, sizeof(h) + size,
-				   c->rkey, c->eg_off + k * c->eg_stride, MRCN_IMM_EAGER | k);
+	uint32_t imm = MRCN_IMM_EAGER | k;
+	if (compact)
+		imm |= MRCN_IMM_COMPACT | (tseq & MRCN_IMM_TSEQ_MASK) << MRCN_IMM_TSEQ_SHIFT;
+	int e = mrc_post_write_imm(c->qp, MRCN_WR_DATA | (uint32_t)a, c->lkey, off, hl + size, c->rkey,
+				   c->eg_off + k * c->eg_stride + sizeof(h) - hl, imm);
 	if (e) {
 		mrcn_arena_free(&c->arena, a);
 		r->used = 0;
@@ -124,6 +130,11 @@ static ncclResult_t eager_send(struct comm *c, void *data, size_t size, int tag,
 	tag_sent(c, tag);
 	c->data_inflight++;
 	c->st.eager_sends++;
+	c->st.eager_compact += compact;
+	if (!c->eg_ctag_set) {
+		c->eg_ctag = tag;
+		c->eg_ctag_set = 1;
+	}
 	r->n = 1;
 	r->ndone = 1;
 	r->sub[0].size = size;

@@ -47,8 +47,7 @@ static ncclResult_t v9_listen(int dev, void *handle, void **lc)
 static ncclResult_t v10_connect(int dev, ncclNetCommConfig_t *cfg, void *handle, void **sc,
 				ncclNetDeviceHandle_t **dc)
 {
-	(void)cfg;
-	return mrcn_connect(NULL, dev, handle, sc, dc);
+	return mrcn_connect_cfg(cfg, dev, handle, sc, dc);
 }
 static ncclResult_t v9_connect(int dev, void *handle, void **sc, ncclNetDeviceHandle_t **dc)
 {

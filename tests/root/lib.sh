@@ -72,9 +72,21 @@ start_mrcd() {
 	[ -f "$tmp/cluster.key" ] || $B/bin/mrcd --genkey "$tmp/cluster.key" >/dev/null || exit 1
 	ip netns exec $P-$h $B/bin/mrcd --topology "$tmp/topo.json" --host $h --socket "$(sock $h)" \
 		--key_file "$tmp/cluster.key" --datapath "${MRC_DATAPATH:-udp}" \
-		${MRC_DATAPATH_ARGS:+--datapath_args "$MRC_DATAPATH_ARGS"} --log_level notice 2>>"$tmp/$h.log" &
+		${MRC_DATAPATH_ARGS:+--datapath_args "$MRC_DATAPATH_ARGS"} --log_level "${MRCD_LOG_LEVEL:-notice}" \
+		2>>"$tmp/$h.log" &
 	dpid[$h]=$!
 	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
+}
+# fabric_up TOPO H...: the emulated fabric of TOPO (F: the caller's
+# mrc-fabric command, with -p $P) brought up afresh, TOPO copied to
+# $tmp/topo.json, and start_mrcd on each host H (bench/nccl.sh,
+# bench/nccl-ab.sh).  The caller's trap takes both down.
+fabric_up() {
+	local t=$1 h; shift
+	$F down >/dev/null 2>&1
+	$F up "$t" >/dev/null || { echo "mrc-fabric up $t failed"; exit 1; }
+	cp "$t" "$tmp/topo.json"
+	for h in "$@"; do start_mrcd "$h"; done
 }
 # effect NAME BEFORE JQ: asserts JQ over {b: BEFORE, a: now}, the caller's
 # paths_snap (a path map by "PLANE/SPINE"), i.e. that the injected fault

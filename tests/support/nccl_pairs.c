@@ -4,6 +4,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "tests/support/nccl_pairs.h"
@@ -70,4 +73,41 @@ unsigned nccl_connect_pairs(const ncclNet_v11_t *n, void *ctx, struct nccl_pair 
 		}
 	}
 	return nulls;
+}
+
+json_t *nccl_pairs_ctl(const struct mrcd_proc *d, enum mrc_oper_verb v)
+{
+	int fd = mrcd_spawn_connect(d->ctl);
+	assert_true(fd >= 0);
+	struct mrc_oper_req r;
+	mrc_oper_req_init(&r);
+	r.verb = v;
+	r.id = 77;
+	char *s = mrc_oper_req_encode(&r);
+	assert_non_null(s);
+	assert_true(send(fd, s, strlen(s), MSG_NOSIGNAL) == (ssize_t)strlen(s));
+	free(s);
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	assert_int_equal(poll(&pf, 1, MRCD_SPAWN_WAIT_MS), 1);
+	static char buf[MRC_OPER_MSG_MAX];
+	ssize_t n = recv(fd, buf, sizeof(buf), 0);
+	close(fd);
+	assert_true(n > 0);
+	uint32_t id = 0;
+	json_t *res = NULL;
+	char msg[256] = "";
+	int rc = mrc_oper_reply_parse(buf, (size_t)n, &id, &res, msg, sizeof(msg));
+	if (rc)
+		fail_msg("%s: %d %s", mrc_oper_verb_name(v), rc, msg);
+	return res;
+}
+
+uint64_t nccl_pairs_engine_stat(const struct mrcd_proc *d, const char *name)
+{
+	json_t *res = nccl_pairs_ctl(d, MRC_OPER_STATS);
+	json_t *x = json_object_get(json_object_get(res, "engine"), name);
+	assert_true(json_is_integer(x));
+	uint64_t v = (uint64_t)json_integer_value(x);
+	json_decref(res);
+	return v;
 }

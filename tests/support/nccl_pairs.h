@@ -7,6 +7,9 @@
 
 #include <stdint.h>
 
+#include <jansson.h>
+
+#include "codec/operjson.h"
 #include "nccl/net_abi.h"
 #include "tests/support/mrcd_spawn.h"
 
@@ -34,6 +37,12 @@ struct nccl_pair {
 	void *lc, *sc, *rc;
 	uint8_t handle[NCCL_NET_HANDLE_MAXSIZE];
 };
+
+/* d's answer to verb v on its operator socket (what mrcctl shows): the
+ * result, a new reference; cmocka assertions inside.  engine_stat: one
+ * counter of the "stats" verb's engine object. */
+json_t *nccl_pairs_ctl(const struct mrcd_proc *d, enum mrc_oper_verb v);
+uint64_t nccl_pairs_engine_stat(const struct mrcd_proc *d, const char *name);
 
 /* Connects np pairs; returns how many calls came back without a comm. */
 unsigned nccl_connect_pairs(const ncclNet_v11_t *n, void *ctx, struct nccl_pair *p, int np);
