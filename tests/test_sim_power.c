@@ -13,24 +13,13 @@
 #include <cmocka.h>
 
 #include "sim/power.h"
+#include "tests/support/sim_run.h"
 
 static uint64_t seed = 5;
 
 static struct mrc_sim *run_sim(const char *topo, const char *wl)
 {
-	struct mrc_sim_cfg c;
-	char err[MRC_SIM_ERRLEN], sd[32];
-	mrc_sim_cfg_default(&c);
-	snprintf(sd, sizeof(sd), "%llu", (unsigned long long)seed);
-	struct mrc_sim *s = NULL;
-	if (mrc_sim_cfg_set(&c, "seed", sd, err, sizeof(err)) ||
-	    mrc_sim_cfg_set(&c, "topo", topo, err, sizeof(err)) ||
-	    mrc_sim_cfg_set(&c, "workload", wl, err, sizeof(err)) ||
-	    mrc_sim_create(&c, &s, err, sizeof(err)) || mrc_sim_run(s, err, sizeof(err))) {
-		print_error("%s: %s (seed %llu)\n", wl, err, (unsigned long long)seed);
-		fail();
-	}
-	return s;
+	return sim_run_seeded(topo, wl, seed);
 }
 
 /* No communication (dp=1, no MoE): every host computes all the time, so
