@@ -8,7 +8,8 @@ libcmocka-dev libjansson-dev libnl-3-dev libnl-route-3-dev libev-dev
 iproute2 nftables ethtool procps libbpf-dev libxdp-dev jq gnuplot-nox iperf3 mptcpize systemd curl time
 passwd python3 man-db debootstrap libsodium-dev
 openmpi-bin libopenmpi-dev tshark tmux systemd-container libibverbs-dev libdpdk-dev
-libfabric-dev libfabric-bin autoconf automake libtool"
+libfabric-dev libfabric-bin autoconf automake libtool
+libfftw3-dev"
 # openmpi-bin, libopenmpi-dev: the Open MPI baseline of the fabric collective
 # benchmark (bench/mpi_coll.c, bench/fabric/mpi.sh); mpicc calls gcc.
 # tshark (with text2pcap): the Wireshark dissector's tests (tools/wireshark/);
@@ -22,6 +23,7 @@ libfabric-dev libfabric-bin autoconf automake libtool"
 # fi_pingpong): its tests and the libfabric clients of tests/root/libfabric.sh
 # and bench/fabric/libfabric.sh; autoconf automake libtool: building
 # fabtests 1.17 there (scripts/fabtests-build.sh).
+# libfftw3-dev: the spectrum of mrcsim's power model (sim/power.c, docs/power.md).
 missing=""
 for p in $PKGS; do
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sim/power.h"
 #include "sim/sim.h"
 
 static void usage(FILE *f)
@@ -18,6 +19,11 @@ static void usage(FILE *f)
 "  --plot DIR    gnuplot PNGs (goodput, EV states, FCT CDF) and data into DIR\n"
 "  --phases-out F  step workload: each host's phases (CSV: host, step,\n"
 "                phase, start_ns, end_ns), for a power model (issue 35)\n"
+"  --power P     step workload: the power model (docs/power.md), P a JSON\n"
+"                params file or 'default'; its table after the report\n"
+"                (up to 16 --power, each its own table)\n"
+"  --power-out D power.json, wave/spectrum data and PNGs into D (the\n"
+"                second --power's into D/2, ...)\n"
 "  --timing      add wall time, events/s and memory to the report\n"
 "  --quiet       no progress line on stderr (default: on when stderr is a tty)\n"
 "Example:\n"
@@ -77,6 +83,40 @@ static int write_phases(const struct mrc_sim *s, const char *path)
 	return 0;
 }
 
+/* --power / --power-out (issue 35): the model over the run's phases. */
+static int power_report(const struct mrc_sim *s, const char *params, const char *dir)
+{
+	struct mrc_sim_power_params p;
+	mrc_sim_power_default(&p);
+	char err[MRC_SIM_ERRLEN];
+	if (strcmp(params, "default")) {
+		size_t len;
+		char *text = slurp(params, &len);
+		if (!text) {
+			fprintf(stderr, "mrcsim: --power %s: %s\n", params, strerror(errno));
+			return -1;
+		}
+		int rc = mrc_sim_power_load_json(&p, text, len, err, sizeof(err));
+		free(text);
+		if (rc) {
+			fprintf(stderr, "mrcsim: %s: %s\n", params, err);
+			return -1;
+		}
+	}
+	struct mrc_sim_power pw;
+	int plotted, rc = mrc_sim_power_run(s, &p, &pw, err, sizeof(err));
+	if (!rc) {
+		printf("power params: %s\n", params);
+		mrc_sim_power_text(&pw, stdout);
+		if (dir)
+			rc = mrc_sim_power_write(&pw, dir, &plotted, err, sizeof(err));
+	}
+	if (rc)
+		fprintf(stderr, "mrcsim: %s\n", err);
+	mrc_sim_power_free(&pw);
+	return rc ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct mrc_sim_cfg cfg;
@@ -85,6 +125,8 @@ int main(int argc, char **argv)
 	char err[MRC_SIM_ERRLEN];
 	int json = 0, timing = 0, user_wl = 0;
 	const char *json_out = NULL, *plot = NULL, *phases_out = NULL;
+	const char *power[16] = { "default" }, *power_out = NULL;
+	int npower = 0;
 	struct mrc_sim_cfg base = cfg;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -115,6 +157,18 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "--phases-out")) {
 			phases_out = v;
+			continue;
+		}
+		if (!strcmp(a, "--power-out")) {
+			power_out = v;
+			continue;
+		}
+		if (!strcmp(a, "--power")) {
+			if (npower == 16) {
+				fprintf(stderr, "mrcsim: at most 16 --power\n");
+				return 2;
+			}
+			power[npower++] = v;
 			continue;
 		}
 		if (!strcmp(a, "--plot")) {
@@ -174,6 +228,13 @@ int main(int argc, char **argv)
 	free(j);
 	if (phases_out && write_phases(s, phases_out))
 		rc = 1;
+	for (int k = 0; k < (npower ? npower : !!power_out); k++) {
+		char dir[4096];
+		if (power_out)
+			snprintf(dir, sizeof(dir), k ? "%s/%d" : "%s", power_out, k + 1);
+		if (power_report(s, power[k], power_out ? dir : NULL))
+			rc = 1;
+	}
 	if (plot && mrc_sim_plot(s, plot, err, sizeof(err))) {
 		fprintf(stderr, "mrcsim: %s\n", err);
 		rc = 1;

@@ -5,6 +5,11 @@ SIM_SRCS := sim/evq.c sim/fabric.c sim/net.c sim/host.c sim/workload.c \
             sim/fault.c sim/scenario.c sim/scenario_json.c sim/stalls.c sim/report.c sim/report_util.c \
             sim/report_json.c sim/sim.c sim/step.c sim/step_a2a.c sim/step_run.c \
             sim/step_result.c sim/record.c
+# the power model (issue 35, docs/power.md): fftw3 for its spectrum
+SIM_SRCS += sim/power.c sim/power_out.c sim/power_params.c
+# its parameters parser, fuzzed alone (FZ is not set yet here)
+build/fuzz/bin/fuzz_simpower: build/fuzz/sim/power_params.o
+LDLIBS_ALL += -lfftw3
 TEST_SUPPORT_SRCS += $(SIM_SRCS)
 PROGS += mrcsim
 mrcsim_SRCS := sim/main.c $(SIM_SRCS)
