@@ -27,31 +27,12 @@
 #include "tests/support/coll_ranks.h"
 #include "tests/support/skip.h"
 #include "tests/support/seeded.h"
+#include "tests/support/coll_nb.h"
 
 #include "coll/coll_int.h"
 #include "coll/moe_int.h"
 
 #define NEED_DAEMON() MRCD_GROUP_NEED()
-
-/* Tests the requests q[0..n) in a random order until all completed
- * (NULL): 0, or the first error. */
-static int test_all_random(struct mrc_rng *g, struct mrc_coll_req **q, size_t n)
-{
-	size_t left = n;
-	int err = 0;
-	while (left) {
-		size_t i = mrc_rng_below(g, n);
-		if (!q[i])
-			continue;
-		int r = mrc_coll_test(q[i]);
-		if (r == -EINPROGRESS)
-			continue;
-		q[i] = NULL, left--;
-		if (r && !err)
-			err = r;
-	}
-	return err;
-}
 
 struct pg_case {
 	struct mrc_coll_moe_cfg cfg;
@@ -110,6 +91,33 @@ static void experts(const struct mrc_coll_moe_cfg *cfg, uint32_t me, uint32_t ep
 					      mrc__coll_get(ein, cfg->dtype, row * cfg->hidden + h));
 }
 
+/* The calls in flight together: the pre-gate, an all-reduce, the
+ * pre-gated dispatch. */
+struct pg_start {
+	struct mrc_coll *c;
+	const struct mrc_coll_moe_cfg *cfg;
+	size_t T;
+	const int32_t *pred, *act;
+	const float *w;
+	const void *x;
+	struct mrc_coll_moe_pregate **pg;
+	struct mrc_coll_moe_plan **plan;
+	void **ein;
+	size_t *counts;
+	int64_t *ar_in, *ar;
+};
+
+static int pg_start(void *arg, size_t i, struct mrc_coll_req **q)
+{
+	struct pg_start *s = arg;
+	if (i == 0)
+		return mrc_coll_moe_ipregate(s->c, s->cfg, s->T, s->pred, s->pg, q);
+	if (i == 1)
+		return mrc_coll_iallreduce(s->c, s->ar_in, s->ar, 8, MRC_COLL_INT64, MRC_COLL_SUM, q);
+	return mrc_coll_moe_idispatch_pregated(s->c, *s->pg, s->act, s->w, s->x, s->plan, s->ein,
+					       s->counts, q);
+}
+
 /* Plain dispatch + combine of the actual routing, then the pre-gate of
  * the predicted one, an all-reduce and the pre-gated dispatch in flight
  * together, and its combine: equal byte for byte. */
@@ -135,16 +143,12 @@ static int body_pregate(struct coll_rank *r)
 	int64_t ar[8], ar_in[8];
 	for (int i = 0; i < 8; i++)
 		ar_in[i] = (int64_t)me * 10 + i;
-	struct mrc_coll_req *q[3] = { NULL };
+	struct pg_start st = { .c = r->c, .cfg = cfg, .T = T, .pred = pred, .act = act, .w = w,
+			       .x = x, .pg = &pg, .plan = &p2, .ein = &e2, .counts = c2,
+			       .ar_in = ar_in, .ar = ar };
 	int rc = mrc_coll_moe_dispatch(r->c, cfg, T, act, w, x, &p1, &e1, c1);
 	if (!rc)
-		rc = mrc_coll_moe_ipregate(r->c, cfg, T, pred, &pg, &q[0]);
-	if (!rc)
-		rc = mrc_coll_iallreduce(r->c, ar_in, ar, 8, MRC_COLL_INT64, MRC_COLL_SUM, &q[1]);
-	if (!rc)
-		rc = mrc_coll_moe_idispatch_pregated(r->c, pg, act, w, x, &p2, &e2, c2, &q[2]);
-	if (!rc)
-		rc = test_all_random(&g, q, 3);
+		rc = coll_nb_run(r->c, 3, pg_start, &st, &g, 20, NULL, NULL);
 	if (rc)
 		return rc;
 	for (int i = 0; i < 8; i++)
@@ -210,6 +214,23 @@ static void test_pregate_mispredict(void **state)
 
 #define BLOB_WORDS 16
 
+/* The fetch and an all-reduce in flight together. */
+struct fetch_start {
+	struct mrc_coll *c;
+	const int32_t *owned;
+	const uint8_t *need;
+	int32_t *got;
+	int64_t *one, *sum;
+};
+
+static int fetch_start(void *arg, size_t i, struct mrc_coll_req **q)
+{
+	struct fetch_start *s = arg;
+	return i == 0 ? mrc_coll_moe_ifetch_experts(s->c, 8, BLOB_WORDS * 4, s->owned, s->need,
+						    s->got, q)
+		      : mrc_coll_iallreduce(s->c, s->one, s->sum, 1, MRC_COLL_INT64, MRC_COLL_SUM, q);
+}
+
 static int body_fetch(struct coll_rank *r)
 {
 	uint32_t n = mrc_coll_size(r->c), me = mrc_coll_rank(r->c), E = 8, epr = E / n;
@@ -224,12 +245,9 @@ static int body_fetch(struct coll_rank *r)
 		nneed += need[e] = mrc_rng_chance(&g, 0.5) || e == (me * epr + epr) % E;
 	memset(got, 0xee, sizeof(got));
 	int64_t one = 1, sum = 0;
-	struct mrc_coll_req *q[2] = { NULL };
-	int rc = mrc_coll_moe_ifetch_experts(r->c, E, BLOB_WORDS * 4, owned, need, got, &q[0]);
-	if (!rc)
-		rc = mrc_coll_iallreduce(r->c, &one, &sum, 1, MRC_COLL_INT64, MRC_COLL_SUM, &q[1]);
-	if (!rc)
-		rc = test_all_random(&g, q, 2);
+	struct fetch_start st = { .c = r->c, .owned = owned, .need = need, .got = got, .one = &one,
+				  .sum = &sum };
+	int rc = coll_nb_run(r->c, 2, fetch_start, &st, &g, 20, NULL, NULL);
 	if (rc)
 		return rc;
 	r->wrong += sum != (int64_t)n;
