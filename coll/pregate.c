@@ -18,6 +18,7 @@ struct mrc_coll_moe_pregate {
 	uint32_t n;
 	int err;                   /* -EINPROGRESS until it ran */
 	size_t *psc, *prc;         /* [n] each: predicted rows to, and from, each rank */
+	unsigned slack;            /* % of rows added to each prediction (MRC_COLL_PREGATE_SLACK) */
 };
 
 /* First row of every block of the main exchange: of the block's predicted
@@ -58,15 +59,20 @@ static int pregate_body(struct mrc_coll *c, void *arg)
 							     strideb - rowb);
 	int64_t *pos = malloc((pg->T * cfg->top_k + 1) * sizeof(*pos));
 	int64_t *cnt = malloc(2 * (size_t)n * sizeof(*cnt));
-	size_t total = 0;
+	size_t total = 0, sent = 0;
 	int r = -ENOMEM;
 	if (p && pos && cnt && !(r = mrc__coll_moe_count_rows(p, pg->idx, 0, pos))) {
-		memcpy(pg->psc, p->sc, n * sizeof(*p->sc));
+		/* Slack: room in the main exchange for rows a misprediction
+		 * adds, so that a small one needs no correction exchange. */
+		for (uint32_t j = 0; j < n; j++) {
+			pg->psc[j] = p->sc[j] + (p->sc[j] * pg->slack + 99) / 100;
+			sent += pg->psc[j];
+		}
 		r = mrc__coll_moe_counts(c, n, pg->psc, pg->prc, p->rd, &total, cnt);
 	}
 	/* The buffers the dispatch will use, sized now (a header row per
 	 * rank); a dispatch sending more grows them then. */
-	if (!r && (!mrc__coll_scratch(c, MRC__SCR_SEND, (p->n_sent + n) * strideb + 1) ||
+	if (!r && (!mrc__coll_scratch(c, MRC__SCR_SEND, (sent + n) * strideb + 1) ||
 		   !mrc__coll_scratch(c, MRC__SCR_RECV, (total + n) * strideb + 1)))
 		r = -ENOMEM;
 	mrc_coll_moe_plan_free(p);
@@ -100,6 +106,9 @@ static int pregate_start(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
 	}
 	memcpy(pg->idx, idx, T * cfg->top_k * sizeof(*idx));
 	pg->prc = pg->psc + c->n;
+	const char *e = getenv("MRC_COLL_PREGATE_SLACK");
+	unsigned long sl = e ? strtoul(e, NULL, 10) : 0;
+	pg->slack = sl > 1000 ? 1000 : (unsigned)sl;   /* at most 10x the rows */
 	int r = mrc__coll_submit_body(c, pregate_body, &pg, sizeof(pg), req);
 	if (r) {   /* not started, or (blocking) failed */
 		mrc_coll_moe_pregate_free(pg);
