@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "coll/coll_int.h"
 #include "coll/moe_int.h"
+#include "coll/pregate_hdr.h"
 
 struct mrc_coll_moe_pregate {
 	struct mrc_coll_moe_cfg cfg;
@@ -19,14 +20,6 @@ struct mrc_coll_moe_pregate {
 	int err;                   /* -EINPROGRESS until it ran */
 	size_t *psc, *prc;         /* [n] each: predicted rows to, and from, each rank */
 	unsigned slack;            /* % of rows added to each prediction (MRC_COLL_PREGATE_SLACK) */
-};
-
-/* First row of every block of the main exchange: of the block's predicted
- * rows, how many are real (the rest is padding), and how many more follow
- * in the correction exchange.  A row holds it: strideb >= 8 (one routing
- * entry at least). */
-struct pg_hdr {
-	uint32_t valid, extra;
 };
 
 void mrc_coll_moe_pregate_free(struct mrc_coll_moe_pregate *pg)
@@ -91,6 +84,8 @@ static int pregate_start(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
 		return -EINVAL;
 	if (cfg->local_ranks > 1 && cfg->local_ranks < c->n)
 		return -EOPNOTSUPP;
+	if (T > UINT32_MAX / cfg->top_k)   /* a header's counts are 32 bits */
+		return -EINVAL;
 	for (size_t i = 0; i < T * cfg->top_k; i++)
 		if (idx[i] >= (int32_t)cfg->n_experts)
 			return -EINVAL;
@@ -191,7 +186,7 @@ static int pgd_pack(struct mrc_coll *c, struct pgd *d, const int32_t *idx, const
 		goto out;
 	for (uint32_t j = 0; j < n; j++) {
 		size_t ps = d->pg->psc[j], sc = p->sc[j];
-		struct pg_hdr h = { .valid = (uint32_t)(sc < ps ? sc : ps), .extra = (uint32_t)d->x[j] };
+		struct mrc__pg_hdr h = { .valid = sc < ps ? sc : ps, .extra = d->x[j] };
 		memcpy(d->sbuf + d->m[n + j] * d->strideb, &h, sizeof(h));
 	}
 out:
@@ -218,15 +213,11 @@ static int pgd_exchange(struct mrc_coll *c, struct pgd *d)
 			  &p->st.t_disp[MRC__MOE_PH_1]);
 	if (r)
 		return r;
-	for (uint32_t s = 0; s < n; s++) {
-		struct pg_hdr h;
-		memcpy(&h, d->rbuf + d->m[3 * n + s] * d->strideb, sizeof(h));
-		if (h.valid > d->pg->prc[s] || (h.extra && h.valid < d->pg->prc[s]))
-			return -EPROTO;
-		p->rc[s] = (size_t)h.valid + h.extra;
-		d->x[2 * n + s] = h.extra;
-		in += h.extra, out += d->x[s];
-	}
+	if ((r = mrc__coll_pregate_hdrs(n, d->rbuf, mrows * d->strideb, d->strideb, d->pg->prc,
+					d->m + 3 * n, p->rc, d->x + 2 * n)))
+		return r;
+	for (uint32_t s = 0; s < n; s++)
+		in += d->x[2 * n + s], out += d->x[s];
 	mrc__coll_prefix(p->rc, p->rd, n);
 	mrc__coll_prefix(d->x + 2 * n, d->x + 3 * n, n);
 	p->n_recv = p->rd[n - 1] + p->rc[n - 1];
