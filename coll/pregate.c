@@ -93,6 +93,7 @@ static int pregate_start(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
 	if (!pg)
 		return -ENOMEM;
 	*pg = (struct mrc_coll_moe_pregate){ .cfg = *cfg, .T = T, .n = c->n, .err = -EINPROGRESS };
+	pg->cfg.local_ranks = 0;   /* 1 or n: one node, the flat exchange (both ways) */
 	pg->idx = malloc((T * cfg->top_k + 1) * sizeof(*pg->idx));
 	pg->psc = calloc(2 * (size_t)c->n, sizeof(*pg->psc));
 	if (!pg->idx || !pg->psc) {

@@ -6,6 +6,8 @@
  *     output), with 0, 10 and 30 % of the predicted experts changed,
  *     float32 and bfloat16, with and without capacity drops; the
  *     correction exchange is checked to have carried rows (or none at 0 %);
+ *     a second dispatch from the same pre-gate equals too; with 50 %
+ *     slack the same results;
  *   - the pre-gate, an all-reduce and the dispatch in flight together,
  *     tested in a random order (they still run in start order);
  *   - the expert fetch: each rank gets exactly the blobs it asked for,
@@ -153,6 +155,14 @@ static int body_pregate(struct coll_rank *r)
 	for (uint32_t e = 0; e < epr; e++)
 		r->wrong += c1[e] != c2[e], rows += c1[e];
 	r->wrong += memcmp(e1, e2, rows * H * esz) != 0;
+	/* The pre-gate serves a second dispatch alike. */
+	struct mrc_coll_moe_plan *p3 = NULL;
+	void *e3 = NULL;
+	size_t c3[4] = { 0 };
+	if ((rc = mrc_coll_moe_dispatch_pregated(r->c, pg, act, w, x, &p3, &e3, c3)))
+		return rc;
+	r->wrong += memcmp(c1, c3, sizeof(c1)) != 0 || memcmp(e1, e3, rows * H * esz) != 0;
+	mrc_coll_moe_plan_free(p3);
 	experts(cfg, me, epr, e1, c1);
 	experts(cfg, me, epr, e2, c2);
 	memset(o1, 0x7f, T * H * esz), memset(o2, 0x11, T * H * esz);
