@@ -332,8 +332,10 @@ int mrc_coll_moe_icombine(struct mrc_coll *c, struct mrc_coll_moe_plan *plan,
  * result (*plan, *expert_in, counts, and the combine after it) is that of
  * mrc_coll_moe_dispatch with the actual routing, element by element;
  * *expert_in is the communicator's, as with mrc_coll_moe_dispatch_kept.
- * A pre-gate may serve several dispatches (each against the same
- * prediction); free it after its last one completes.  Flat only:
+ * MRC_COLL_PREGATE_SLACK (percent, read at the pre-gate's start) adds
+ * room for mispredicted rows to each predicted count.  A pre-gate may
+ * serve several dispatches (each against the same prediction); free it
+ * after its last one completes.  Flat only:
  * -EOPNOTSUPP when cfg->local_ranks is 1 < L < nranks. */
 struct mrc_coll_moe_pregate;
 int mrc_coll_moe_pregate(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
