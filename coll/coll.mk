@@ -4,6 +4,13 @@
 LIBCOLL_VERSION := 2.1.0
 COLL_SRCS := coll/reduce.c coll/sched.c coll/forest.c coll/comm.c coll/run.c coll/boot.c coll/shm.c coll/coll.c coll/verify.c coll/moe.c coll/moe_node.c coll/a2a2d.c coll/req.c \
 	coll/memops_dev.c
+# Pre-gated MoE dispatch and the expert fetch (docs/coll.md "Pre-gated dispatch")
+COLL_SRCS += coll/pregate.c coll/pregate_fetch.c coll/pregate_hdr.c
+install-coll: install-coll-pregate
+.PHONY: install-coll-pregate
+install-coll-pregate:
+	install -d $(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 644 man/mrc_coll_moe_pregate.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 # The perf tools' option parsing (verify.c) checks numbers with common/'s
 # parser; libmrc exports only its API, so the library carries its own copy.
 COLL_LIB_EXTRA := common/parse.c
