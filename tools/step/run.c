@@ -1,0 +1,365 @@
+/* mrc-step's step (docs/step.md): per rank, the same program as mrcsim's
+ * step workload (sim/step.c), over libmrc-coll:
+ *   staging  read `stage` bytes of the next batch;
+ *   forward  `layers` compute stubs of `fwd`; at layer `moe` the MoE layer:
+ *            dispatch (2-D with `local` ranks per node, capacity `cap`),
+ *            the expert's stub (`fwd`), combine;
+ *   backward the stubs of `bwd` in reverse, the MoE layer's dispatch,
+ *            expert (`bwd`) and combine as its backward all-to-alls; each
+ *            layer adds `grad` bytes to the open bucket, and a full bucket
+ *            (or the last layer's) is reduce-scattered then all-gathered;
+ *   end      the step waits for its buckets.
+ * Blocking: each bucket's calls complete before the next layer.  Overlap:
+ * they are started (mrc_coll_ireduce_scatter, _iallgather) and the stubs
+ * test the oldest every `tick`, as an MPI code's MPI_Test.  The gradients
+ * go on a communicator of their own (as DDP's process group beside the
+ * expert-parallel one), so the MoE all-to-alls do not queue behind them.
+ * The stub spins: time, not FLOPs.  Every bucket of every step is checked
+ * element by element against the all-reduce's result. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/prng.h"
+#include "coll/coll_int.h"
+#include "coll/moe_int.h"
+#include "tools/step/step.h"
+
+struct st {
+	struct mrc_coll *c, *g;
+	struct step_bulk *bk;
+	const struct step_par *p;
+	uint32_t n, me;
+	/* MoE */
+	struct mrc_coll_moe_cfg mc;
+	int32_t *idx;
+	float *w;
+	uint16_t *x, *y;
+	size_t *counts;
+	/* buckets: nb, each cnt[b] floats; t[b] its reduce-scatter's block */
+	size_t nb, *cnt;
+	uint32_t *close_at;        /* backward layer index closing each bucket */
+	float **gb, **t;
+	struct mrc_coll_req **q;   /* 2 per bucket */
+	size_t nq, head;
+	/* staging */
+	int fd;
+	uint8_t *sbuf;
+	uint64_t soff, fsize;
+	uint64_t tokens, dropped;
+	int64_t wrong;
+};
+
+/* Moves the gradients' calls on (the oldest first) and the background. */
+static int progress(struct st *s)
+{
+	while (s->head < s->nq && s->q[s->head]) {
+		int r = mrc_coll_test(s->q[s->head]);
+		if (r == -EINPROGRESS)
+			break;
+		s->q[s->head++] = NULL;
+		if (r)
+			return r;
+	}
+	return s->bk ? mrc__step_bulk_poll(s->bk) : 0;
+}
+
+/* The stub: spins t us, testing every tick.  The tests' time is not
+ * compute (the stub runs t besides it: a kernel is not done sooner
+ * because the CPU posted chunks), so the exposed time includes it. */
+static int compute(struct st *s, double t_us)
+{
+	double now = mrc__mono_s(), end = now + t_us * 1e-6, tick = s->p->tick_us * 1e-6;
+	while (now < end) {
+		double next = now + tick;
+		while ((now = mrc__mono_s()) < next && now < end)
+			;
+		double t1 = now;
+		int r = progress(s);
+		if (r)
+			return r;
+		now = mrc__mono_s();
+		end += now - t1;
+	}
+	return 0;
+}
+
+/* Waits for q while moving the other communicator and the background on. */
+static int await(struct st *s, struct mrc_coll_req *q)
+{
+	for (;;) {
+		int r = mrc_coll_test(q);
+		if (r != -EINPROGRESS)
+			return r;
+		if ((r = progress(s)))
+			return r;
+	}
+}
+
+static double normal(struct mrc_rng *g)
+{
+	double u = mrc_rng_unit(g), v = mrc_rng_unit(g);
+	return sqrt(-2 * log(u > 0 ? u : 1e-300)) * cos(2 * M_PI * v);
+}
+
+/* This step's routing: expert popularity exp(skew x N(0,1)), the same on
+ * every rank (seeded by the step), each token's top-k distinct experts
+ * drawn by it (seeded by step and rank). */
+static void route(struct st *s, uint64_t step)
+{
+	const struct step_par *p = s->p;
+	uint32_t E = s->mc.n_experts;
+	double pop[4096], sum = 0;
+	struct mrc_rng g;
+	mrc_rng_seed(&g, p->seed * 0x9e3779b97f4a7c15ull + step);
+	for (uint32_t e = 0; e < E; e++)
+		sum += pop[e] = exp(p->skew * normal(&g));
+	mrc_rng_seed(&g, (p->seed * 0x9e3779b97f4a7c15ull + step) ^ ((uint64_t)s->me << 40));
+	for (size_t t = 0; t < p->tokens; t++)
+		for (uint32_t k = 0; k < p->topk; k++) {
+			int32_t e;
+			int dup;
+			do {
+				double u = mrc_rng_unit(&g) * sum, a = 0;
+				for (e = 0; e < (int32_t)E - 1 && (a += pop[e]) < u; e++)
+					;
+				dup = 0;
+				for (uint32_t j = 0; j < k; j++)
+					dup |= s->idx[t * p->topk + j] == e;
+			} while (dup);
+			s->idx[t * p->topk + k] = e;
+			s->w[t * p->topk + k] = 1.0f / (float)p->topk;
+		}
+}
+
+/* One pass of the MoE layer: dispatch, the expert (identity, t_us of
+ * stub), combine. */
+static int moe(struct st *s, double t_us)
+{
+	struct mrc_coll_moe_plan *plan = NULL;
+	struct mrc_coll_req *q;
+	void *ein;
+	int r = mrc_coll_moe_idispatch_kept(s->c, &s->mc, s->p->tokens, s->idx, s->w, s->x, &plan,
+					    &ein, s->counts, &q);
+	if (!r)
+		r = await(s, q);
+	if (r)
+		return r;
+	struct mrc__coll_moe_stats st;
+	mrc__coll_moe_stats(plan, &st);
+	s->tokens += s->p->tokens * s->p->topk;
+	s->dropped += s->p->tokens * s->p->topk - st.pairs;
+	r = compute(s, t_us);
+	if (!r)
+		r = mrc_coll_moe_icombine(s->c, plan, ein, s->y, &q);
+	if (!r)
+		r = await(s, q);
+	mrc_coll_moe_plan_free(plan);
+	return r;
+}
+
+static int bucket(struct st *s, size_t b, int overlap)
+{
+	size_t blk = s->cnt[b] / s->n;
+	if (!overlap) {
+		int r = mrc_coll_reduce_scatter(s->g, s->gb[b], s->t[b], blk, MRC_COLL_FLOAT32,
+						MRC_COLL_SUM);
+		return r ? r : mrc_coll_allgather(s->g, s->t[b], s->gb[b], blk, MRC_COLL_FLOAT32);
+	}
+	int r = mrc_coll_ireduce_scatter(s->g, s->gb[b], s->t[b], blk, MRC_COLL_FLOAT32,
+					 MRC_COLL_SUM, &s->q[s->nq]);
+	if (r)
+		return r;
+	s->nq++;
+	r = mrc_coll_iallgather(s->g, s->t[b], s->gb[b], blk, MRC_COLL_FLOAT32, &s->q[s->nq]);
+	if (!r)
+		s->nq++;
+	return r;
+}
+
+static int stage(struct st *s)
+{
+	for (uint64_t got = 0; got < s->p->stage;) {
+		if (s->soff >= s->fsize)
+			s->soff = 0;
+		uint64_t want = s->p->stage - got, left = s->fsize - s->soff;
+		ssize_t k = pread(s->fd, s->sbuf + got, want < left ? want : left, (off_t)s->soff);
+		if (k <= 0)
+			return k ? -errno : -EIO;
+		got += (uint64_t)k, s->soff += (uint64_t)k;
+	}
+	return 0;
+}
+
+/* One step in mode m: its time and staging time (seconds). */
+static int step(struct st *s, int m, uint64_t stepno, double *sec, double *stg)
+{
+	const struct step_par *p = s->p;
+	for (size_t b = 0; b < s->nb; b++)
+		mrc__coll_fill(MRC__C_ALLREDUCE, s->gb[b], s->n, s->me, s->cnt[b], MRC_COLL_FLOAT32,
+			       MRC_COLL_SUM, 0);
+	if (p->moe != UINT32_MAX)
+		route(s, stepno);
+	if (p->bulk && s->bk)
+		mrc__step_bulk_add(s->bk, p->bulk);
+	int r = mrc_coll_barrier(s->c);
+	s->nq = s->head = 0;
+	double t0 = mrc__mono_s();
+	if (!r && p->stage)
+		r = stage(s);
+	*stg = mrc__mono_s() - t0;
+	for (uint32_t l = 0; l < p->layers && !r; l++) {
+		r = compute(s, p->fwd_us);
+		if (!r && l == p->moe)
+			r = moe(s, p->fwd_us);
+	}
+	for (uint32_t l = p->layers, b = 0; l-- > 0 && !r;) {
+		if (l == p->moe)
+			r = moe(s, p->bwd_us);
+		if (!r)
+			r = compute(s, p->bwd_us);
+		for (; !r && b < s->nb && s->close_at[b] == l; b++)
+			r = bucket(s, b, m == STEP_OVERLAP);
+	}
+	if (s->nq) {
+		int w = mrc_coll_waitall(s->q + s->head, s->nq - s->head);
+		r = r ? r : w;
+	}
+	*sec = mrc__mono_s() - t0;
+	for (size_t b = 0; b < s->nb && !r; b++)
+		s->wrong += (int64_t)mrc__coll_wrong(MRC__C_ALLREDUCE, s->gb[b], s->n, s->me, s->cnt[b],
+						     MRC_COLL_FLOAT32, MRC_COLL_SUM, 0);
+	return r;
+}
+
+/* Buckets as the backward pass fills them: grad bytes per layer (float32),
+ * a bucket closing when it holds `bucket` bytes or at layer 0, its count
+ * rounded up to a multiple of the ranks (the reduce-scatter's blocks). */
+static int buckets(struct st *s)
+{
+	const struct step_par *p = s->p;
+	size_t open = 0, cap = p->layers;
+	s->cnt = calloc(cap, sizeof(*s->cnt));
+	s->close_at = calloc(cap, sizeof(*s->close_at));
+	if (!s->cnt || !s->close_at)
+		return -ENOMEM;
+	for (uint32_t l = p->layers; l-- > 0 && p->grad;) {
+		open += p->grad / 4;
+		if (open * 4 >= p->bucket || l == 0) {
+			s->cnt[s->nb] = (open + s->n - 1) / s->n * s->n;
+			s->close_at[s->nb++] = l;
+			open = 0;
+		}
+	}
+	s->gb = calloc(s->nb + 1, sizeof(*s->gb));
+	s->t = calloc(s->nb + 1, sizeof(*s->t));
+	s->q = calloc(2 * s->nb + 1, sizeof(*s->q));
+	if (!s->gb || !s->t || !s->q)
+		return -ENOMEM;
+	for (size_t b = 0; b < s->nb; b++)
+		if (!(s->gb[b] = malloc(s->cnt[b] * 4)) || !(s->t[b] = malloc(s->cnt[b] / s->n * 4 + 4)))
+			return -ENOMEM;
+	uint32_t want = (uint32_t)(2 * s->nb + 2);
+	return want > MRC_COLL_INFLIGHT_DEFAULT ? mrc_coll_set_max_inflight(s->g, want) : 0;
+}
+
+static int setup(struct st *s)
+{
+	const struct step_par *p = s->p;
+	int r = buckets(s);
+	if (!r && p->moe != UINT32_MAX) {
+		uint32_t L = p->local > 1 && p->local < s->n && s->n % p->local == 0 ? p->local : 0;
+		s->mc = (struct mrc_coll_moe_cfg){ .n_experts = s->n, .top_k = p->topk,
+			.hidden = p->tok / 2, .dtype = MRC_COLL_BFLOAT16, .capacity_factor = p->cap,
+			.local_ranks = L };
+		if (p->topk > s->n || s->n > 4096)
+			return -EINVAL;
+		s->idx = calloc(p->tokens * p->topk + 1, sizeof(*s->idx));
+		s->w = calloc(p->tokens * p->topk + 1, sizeof(*s->w));
+		s->x = calloc(p->tokens * s->mc.hidden + 1, 2);
+		s->y = calloc(p->tokens * s->mc.hidden + 1, 2);
+		s->counts = calloc(s->n, sizeof(*s->counts));
+		if (!s->idx || !s->w || !s->x || !s->y || !s->counts)
+			return -ENOMEM;
+		for (size_t i = 0; i < p->tokens * s->mc.hidden; i++)
+			s->x[i] = 0x3f80;   /* bfloat16 1.0 */
+	}
+	if (!r && p->stage) {
+		s->sbuf = malloc(p->stage);
+		if (!s->sbuf)
+			return -ENOMEM;
+		if (p->stage_file) {
+			struct stat sb;
+			s->fd = open(p->stage_file, O_RDONLY | O_CLOEXEC);
+			if (s->fd < 0 || fstat(s->fd, &sb) || sb.st_size <= 0)
+				return s->fd < 0 ? -errno : -EINVAL;
+			s->fsize = (uint64_t)sb.st_size;
+		} else {
+			/* A scratch file of one batch: the page cache's read rate. */
+			char tmpl[] = "/tmp/mrc-step.XXXXXX";
+			s->fd = mkstemp(tmpl);
+			if (s->fd < 0)
+				return -errno;
+			unlink(tmpl);
+			memset(s->sbuf, 0x5a, p->stage);
+			if (write(s->fd, s->sbuf, p->stage) != (ssize_t)p->stage)
+				return -EIO;
+			s->fsize = p->stage;
+		}
+	}
+	return r;
+}
+
+static void teardown(struct st *s)
+{
+	for (size_t b = 0; s->gb && b < s->nb; b++)
+		free(s->gb[b]), free(s->t[b]);
+	free(s->gb), free(s->t), free(s->q), free(s->cnt), free(s->close_at);
+	free(s->idx), free(s->w), free(s->x), free(s->y), free(s->counts), free(s->sbuf);
+	if (s->fd > 0)
+		close(s->fd);
+}
+
+int mrc__step_collect(struct mrc_coll *c, const struct step_par *p, double *sec, double *stg,
+		      struct step_report *rep);
+int mrc__step_fault_wait(struct mrc_coll *c, const struct step_par *p, uint32_t run);
+
+int mrc__step_run(struct mrc_coll *c, struct mrc_coll *g, struct step_bulk *bk,
+		  const struct step_par *p, struct step_report *rep)
+{
+	struct st s = { .c = c, .g = g, .bk = bk, .p = p, .n = mrc_coll_size(c),
+			.me = mrc_coll_rank(c), .fd = -1 };
+	size_t per = (size_t)p->runs * p->steps * STEP_NMODES;
+	double *sec = calloc(per, sizeof(*sec)), *stg = calloc(per, sizeof(*stg));
+	int r = sec && stg ? setup(&s) : -ENOMEM;
+	uint64_t stepno = 0;
+	/* The modes in turn, step by step, so that a drift of the machine over
+	 * the run touches each alike. */
+	for (uint32_t run = 0; run < p->runs && !r; run++)
+		for (int64_t i = -(int64_t)p->warm; i < p->steps && !r; i++) {
+			if (i == p->fault_step && p->fault_file && run == 0)
+				r = mrc__step_fault_wait(c, p, run);
+			for (int m = 0; m < STEP_NMODES && !r; m++) {
+				if (!(p->modes >> m & 1))
+					continue;
+				double t, ts;
+				r = step(&s, m, stepno++, &t, &ts);
+				if (!r && i >= 0) {
+					size_t k = ((size_t)run * STEP_NMODES + m) * p->steps + (size_t)i;
+					sec[k] = t, stg[k] = ts;
+				}
+			}
+		}
+	rep->tokens = s.tokens, rep->dropped = s.dropped, rep->wrong = s.wrong;
+	if (!r)
+		r = mrc__step_collect(c, p, sec, stg, rep);
+	free(sec), free(stg);
+	teardown(&s);
+	return r;
+}
