@@ -123,7 +123,7 @@ static int opt(struct step_par *p, struct step_cli *cli, int o, char *arg)
 int mrc__step_parse(int argc, char **argv, struct step_par *p, struct step_cli *cli, FILE *err)
 {
 	int o, moe_set = 0;
-	optind = 1;
+	optind = 0;   /* glibc: 0 also resets getopt's state (parsed more than once in the tests) */
 	while ((o = getopt(argc, argv, "S:s:H:T:jD:m:k:")) != -1) {
 		if (o == '?' || opt(p, cli, o, optarg)) {
 			fprintf(err, "mrc-step: bad option -%c%s%s\n", o == '?' ? optopt : o,
