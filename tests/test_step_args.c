@@ -40,7 +40,7 @@ static void test_keys(void **state)
 	const char *a[] = { "-S", "/tmp/s", "-s", "7700", "-H", "3", "-T", "5000", "-j", "-m",
 			    "overlap", "-k", "3:/tmp/go", "layers=6", "fwd=1ms", "bwd=250",
 			    "tokens=64", "tok=2K", "topk=1", "local=4", "cap=1.5", "skew=0",
-			    "grad=512K", "bucket=1M", "bulk=8M", "stage=64K", "steps=10", "runs=4",
+			    "grad=512K", "bucket=1M", "bulk=8M", "stage=64K", "steps=10", "runs=4", "stub=sleep",
 			    NULL };
 	assert_int_equal(parse(&p, &cli, a), 0);
 	assert_string_equal(cli.sock, "/tmp/s");
@@ -65,6 +65,7 @@ static void test_keys(void **state)
 	assert_int_equal(p.stage, 64 << 10);
 	assert_int_equal(p.steps, 10);
 	assert_int_equal(p.runs, 4);
+	assert_true(p.sleep);
 	const char *b[] = { "tokens=0", NULL };
 	assert_int_equal(parse(&p, &cli, b), 0);
 	assert_int_equal(p.moe, UINT32_MAX);   /* tokens=0: no MoE layer, as mrcsim */
@@ -82,7 +83,7 @@ static void test_refused(void **state)
 		{ "layers=0" }, { "layers=x" }, { "nokey=1" }, { "novalue" }, { "fwd=3parsecs" },
 		{ "fwd=-1" }, { "tok=3" }, { "moe=8" }, { "grad=4M", "bucket=1M" },
 		{ "steps=65" }, { "cap=nan" }, { "-k", "3" }, { "-k", "20:/x" }, { "-m", "sideways" },
-		{ "-T", "0" }, { "-q" }, { "grad=1Q" },
+		{ "-T", "0" }, { "-q" }, { "grad=1Q" }, { "stub=nap" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *a[4] = { bad[i][0], bad[i][1], bad[i][2], NULL };

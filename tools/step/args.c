@@ -82,6 +82,10 @@ static int pair(struct step_par *p, const char *k, const char *v, int *moe_set)
 	if (!strcmp(k, "bucket")) return mrc__parse_size(v, &p->bucket);
 	if (!strcmp(k, "bulk")) return mrc__parse_size(v, &p->bulk);
 	if (!strcmp(k, "stage")) return mrc__parse_size(v, &p->stage);
+	if (!strcmp(k, "stub")) {
+		p->sleep = !strcmp(v, "sleep");
+		return p->sleep || !strcmp(v, "spin") ? 0 : -EINVAL;
+	}
 	if (!strcmp(k, "seed")) return mrc__parse_u64(v, 0, UINT64_MAX, &p->seed);
 	return -ENOENT;
 }

@@ -113,12 +113,7 @@ int mrc__step_bulk_poll(struct step_bulk *b)
 	return 0;
 }
 
-uint64_t mrc__step_bulk_done(const struct step_bulk *b)
-{
-	return b->done;
-}
-
-int mrc__step_bulk_close(struct step_bulk *b, struct mrc_coll *c)
+int mrc__step_bulk_close(struct step_bulk *b, struct mrc_coll *c, uint64_t *done)
 {
 	int r = 0;
 	int64_t end = mrc__mono_ms() + b->timeout_ms;
@@ -131,6 +126,7 @@ int mrc__step_bulk_close(struct step_bulk *b, struct mrc_coll *c)
 			mrc_wait(b->tx, 100);
 	}
 	/* The peer's writes to us may still be landing: close after everyone drained. */
+	*done = b->done;
 	int w = mrc_coll_barrier(c);
 	mrc_close(b->ctx);
 	free(b);

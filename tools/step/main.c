@@ -52,8 +52,8 @@ int main(int argc, char **argv)
 	struct step_report rep = { 0 };
 	r = mrc__step_run(c, g, bk, &p, &rep);
 	if (bk) {
-		uint64_t done = mrc__step_bulk_done(bk);
-		int w = mrc__step_bulk_close(bk, c);
+		uint64_t done = 0;
+		int w = mrc__step_bulk_close(bk, c, &done);
 		r = r ? r : w;
 		int64_t v = (int64_t)done;
 		if (!r)

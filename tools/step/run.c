@@ -14,19 +14,12 @@
  * test the oldest every `tick`, as an MPI code's MPI_Test.  The gradients
  * go on a communicator of their own (as DDP's process group beside the
  * expert-parallel one), so the MoE all-to-alls do not queue behind them.
- * The stub spins: time, not FLOPs.  Every bucket of every step is checked
+ * The stub spins (or sleeps): time, not FLOPs.  Every bucket of every step is checked
  * element by element against the all-reduce's result. */
 #include <errno.h>
-#include <fcntl.h>
-#include <math.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "common/clock.h"
-#include "common/prng.h"
 #include "coll/coll_int.h"
 #include "coll/moe_int.h"
 #include "tools/step/step.h"
@@ -48,12 +41,10 @@ struct st {
 	float **gb, **t;
 	struct mrc_coll_req **q;   /* 2 per bucket */
 	size_t nq, head;
-	/* staging */
-	int fd;
-	uint8_t *sbuf;
-	uint64_t soff, fsize;
+	struct step_stage sg;
 	uint64_t tokens, dropped;
 	int64_t wrong;
+	double t_moe;              /* this step: waiting on the MoE's calls (s) */
 };
 
 /* Moves the gradients' calls on (the oldest first) and the background. */
@@ -70,72 +61,25 @@ static int progress(struct st *s)
 	return s->bk ? mrc__step_bulk_poll(s->bk) : 0;
 }
 
-/* The stub: spins t us, testing every tick.  The tests' time is not
- * compute (the stub runs t besides it: a kernel is not done sooner
- * because the CPU posted chunks), so the exposed time includes it. */
+static int poll_cb(void *arg)
+{
+	return progress(arg);
+}
+
 static int compute(struct st *s, double t_us)
 {
-	double now = mrc__mono_s(), end = now + t_us * 1e-6, tick = s->p->tick_us * 1e-6;
-	while (now < end) {
-		double next = now + tick;
-		while ((now = mrc__mono_s()) < next && now < end)
-			;
-		double t1 = now;
-		int r = progress(s);
-		if (r)
-			return r;
-		now = mrc__mono_s();
-		end += now - t1;
-	}
-	return 0;
+	return mrc__step_stub(s->p, t_us, poll_cb, s);
 }
 
 /* Waits for q while moving the other communicator and the background on. */
 static int await(struct st *s, struct mrc_coll_req *q)
 {
-	for (;;) {
-		int r = mrc_coll_test(q);
-		if (r != -EINPROGRESS)
-			return r;
-		if ((r = progress(s)))
-			return r;
-	}
-}
-
-static double normal(struct mrc_rng *g)
-{
-	double u = mrc_rng_unit(g), v = mrc_rng_unit(g);
-	return sqrt(-2 * log(u > 0 ? u : 1e-300)) * cos(2 * M_PI * v);
-}
-
-/* This step's routing: expert popularity exp(skew x N(0,1)), the same on
- * every rank (seeded by the step), each token's top-k distinct experts
- * drawn by it (seeded by step and rank). */
-static void route(struct st *s, uint64_t step)
-{
-	const struct step_par *p = s->p;
-	uint32_t E = s->mc.n_experts;
-	double pop[4096], sum = 0;
-	struct mrc_rng g;
-	mrc_rng_seed(&g, p->seed * 0x9e3779b97f4a7c15ull + step);
-	for (uint32_t e = 0; e < E; e++)
-		sum += pop[e] = exp(p->skew * normal(&g));
-	mrc_rng_seed(&g, (p->seed * 0x9e3779b97f4a7c15ull + step) ^ ((uint64_t)s->me << 40));
-	for (size_t t = 0; t < p->tokens; t++)
-		for (uint32_t k = 0; k < p->topk; k++) {
-			int32_t e;
-			int dup;
-			do {
-				double u = mrc_rng_unit(&g) * sum, a = 0;
-				for (e = 0; e < (int32_t)E - 1 && (a += pop[e]) < u; e++)
-					;
-				dup = 0;
-				for (uint32_t j = 0; j < k; j++)
-					dup |= s->idx[t * p->topk + j] == e;
-			} while (dup);
-			s->idx[t * p->topk + k] = e;
-			s->w[t * p->topk + k] = 1.0f / (float)p->topk;
-		}
+	double t0 = mrc__mono_s();
+	int r;
+	while ((r = mrc_coll_test(q)) == -EINPROGRESS && !(r = progress(s)))
+		;
+	s->t_moe += mrc__mono_s() - t0;
+	return r;
 }
 
 /* One pass of the MoE layer: dispatch, the expert (identity, t_us of
@@ -183,37 +127,25 @@ static int bucket(struct st *s, size_t b, int overlap)
 	return r;
 }
 
-static int stage(struct st *s)
-{
-	for (uint64_t got = 0; got < s->p->stage;) {
-		if (s->soff >= s->fsize)
-			s->soff = 0;
-		uint64_t want = s->p->stage - got, left = s->fsize - s->soff;
-		ssize_t k = pread(s->fd, s->sbuf + got, want < left ? want : left, (off_t)s->soff);
-		if (k <= 0)
-			return k ? -errno : -EIO;
-		got += (uint64_t)k, s->soff += (uint64_t)k;
-	}
-	return 0;
-}
-
-/* One step in mode m: its time and staging time (seconds). */
-static int step(struct st *s, int m, uint64_t stepno, double *sec, double *stg)
+/* One step in mode m: its time, and of it the staging, the waits on the
+ * MoE's calls and on the buckets at the end (t[STEP_C_*], seconds). */
+static int step(struct st *s, int m, uint64_t stepno, double *t)
 {
 	const struct step_par *p = s->p;
 	for (size_t b = 0; b < s->nb; b++)
 		mrc__coll_fill(MRC__C_ALLREDUCE, s->gb[b], s->n, s->me, s->cnt[b], MRC_COLL_FLOAT32,
 			       MRC_COLL_SUM, 0);
 	if (p->moe != UINT32_MAX)
-		route(s, stepno);
+		mrc__step_route(p, s->n, s->me, stepno, s->idx, s->w);
 	if (p->bulk && s->bk)
 		mrc__step_bulk_add(s->bk, p->bulk);
 	int r = mrc_coll_barrier(s->c);
 	s->nq = s->head = 0;
 	double t0 = mrc__mono_s();
+	s->t_moe = 0;
 	if (!r && p->stage)
-		r = stage(s);
-	*stg = mrc__mono_s() - t0;
+		r = mrc__step_stage_read(p, &s->sg);
+	t[STEP_C_STAGE] = mrc__mono_s() - t0;
 	for (uint32_t l = 0; l < p->layers && !r; l++) {
 		r = compute(s, p->fwd_us);
 		if (!r && l == p->moe)
@@ -227,36 +159,28 @@ static int step(struct st *s, int m, uint64_t stepno, double *sec, double *stg)
 		for (; !r && b < s->nb && s->close_at[b] == l; b++)
 			r = bucket(s, b, m == STEP_OVERLAP);
 	}
+	double t1 = mrc__mono_s();
 	if (s->nq) {
 		int w = mrc_coll_waitall(s->q + s->head, s->nq - s->head);
 		r = r ? r : w;
 	}
-	*sec = mrc__mono_s() - t0;
+	t[STEP_C_STEP] = mrc__mono_s() - t0;
+	t[STEP_C_TAIL] = t0 + t[STEP_C_STEP] - t1;
+	t[STEP_C_MOE] = s->t_moe;
 	for (size_t b = 0; b < s->nb && !r; b++)
 		s->wrong += (int64_t)mrc__coll_wrong(MRC__C_ALLREDUCE, s->gb[b], s->n, s->me, s->cnt[b],
 						     MRC_COLL_FLOAT32, MRC_COLL_SUM, 0);
 	return r;
 }
 
-/* Buckets as the backward pass fills them: grad bytes per layer (float32),
- * a bucket closing when it holds `bucket` bytes or at layer 0, its count
- * rounded up to a multiple of the ranks (the reduce-scatter's blocks). */
 static int buckets(struct st *s)
 {
 	const struct step_par *p = s->p;
-	size_t open = 0, cap = p->layers;
-	s->cnt = calloc(cap, sizeof(*s->cnt));
-	s->close_at = calloc(cap, sizeof(*s->close_at));
+	s->cnt = calloc(p->layers, sizeof(*s->cnt));
+	s->close_at = calloc(p->layers, sizeof(*s->close_at));
 	if (!s->cnt || !s->close_at)
 		return -ENOMEM;
-	for (uint32_t l = p->layers; l-- > 0 && p->grad;) {
-		open += p->grad / 4;
-		if (open * 4 >= p->bucket || l == 0) {
-			s->cnt[s->nb] = (open + s->n - 1) / s->n * s->n;
-			s->close_at[s->nb++] = l;
-			open = 0;
-		}
-	}
+	s->nb = mrc__step_buckets(p, s->n, s->cnt, s->close_at);
 	s->gb = calloc(s->nb + 1, sizeof(*s->gb));
 	s->t = calloc(s->nb + 1, sizeof(*s->t));
 	s->q = calloc(2 * s->nb + 1, sizeof(*s->q));
@@ -278,7 +202,7 @@ static int setup(struct st *s)
 		s->mc = (struct mrc_coll_moe_cfg){ .n_experts = s->n, .top_k = p->topk,
 			.hidden = p->tok / 2, .dtype = MRC_COLL_BFLOAT16, .capacity_factor = p->cap,
 			.local_ranks = L };
-		if (p->topk > s->n || s->n > 4096)
+		if (p->topk > s->n || s->n > MRC_STEP_MAX_RANKS)
 			return -EINVAL;
 		s->idx = calloc(p->tokens * p->topk + 1, sizeof(*s->idx));
 		s->w = calloc(p->tokens * p->topk + 1, sizeof(*s->w));
@@ -290,29 +214,8 @@ static int setup(struct st *s)
 		for (size_t i = 0; i < p->tokens * s->mc.hidden; i++)
 			s->x[i] = 0x3f80;   /* bfloat16 1.0 */
 	}
-	if (!r && p->stage) {
-		s->sbuf = malloc(p->stage);
-		if (!s->sbuf)
-			return -ENOMEM;
-		if (p->stage_file) {
-			struct stat sb;
-			s->fd = open(p->stage_file, O_RDONLY | O_CLOEXEC);
-			if (s->fd < 0 || fstat(s->fd, &sb) || sb.st_size <= 0)
-				return s->fd < 0 ? -errno : -EINVAL;
-			s->fsize = (uint64_t)sb.st_size;
-		} else {
-			/* A scratch file of one batch: the page cache's read rate. */
-			char tmpl[] = "/tmp/mrc-step.XXXXXX";
-			s->fd = mkstemp(tmpl);
-			if (s->fd < 0)
-				return -errno;
-			unlink(tmpl);
-			memset(s->sbuf, 0x5a, p->stage);
-			if (write(s->fd, s->sbuf, p->stage) != (ssize_t)p->stage)
-				return -EIO;
-			s->fsize = p->stage;
-		}
-	}
+	if (!r)
+		r = mrc__step_stage_open(p, &s->sg);
 	return r;
 }
 
@@ -321,45 +224,39 @@ static void teardown(struct st *s)
 	for (size_t b = 0; s->gb && b < s->nb; b++)
 		free(s->gb[b]), free(s->t[b]);
 	free(s->gb), free(s->t), free(s->q), free(s->cnt), free(s->close_at);
-	free(s->idx), free(s->w), free(s->x), free(s->y), free(s->counts), free(s->sbuf);
-	if (s->fd > 0)
-		close(s->fd);
+	free(s->idx), free(s->w), free(s->x), free(s->y), free(s->counts);
+	mrc__step_stage_close(&s->sg);
 }
-
-int mrc__step_collect(struct mrc_coll *c, const struct step_par *p, double *sec, double *stg,
-		      struct step_report *rep);
-int mrc__step_fault_wait(struct mrc_coll *c, const struct step_par *p, uint32_t run);
 
 int mrc__step_run(struct mrc_coll *c, struct mrc_coll *g, struct step_bulk *bk,
 		  const struct step_par *p, struct step_report *rep)
 {
 	struct st s = { .c = c, .g = g, .bk = bk, .p = p, .n = mrc_coll_size(c),
-			.me = mrc_coll_rank(c), .fd = -1 };
+			.me = mrc_coll_rank(c), .sg = { .fd = -1 } };
 	size_t per = (size_t)p->runs * p->steps * STEP_NMODES;
-	double *sec = calloc(per, sizeof(*sec)), *stg = calloc(per, sizeof(*stg));
-	int r = sec && stg ? setup(&s) : -ENOMEM;
+	double *col = calloc(per * STEP_NCOLS, sizeof(*col));
+	int r = col ? setup(&s) : -ENOMEM;
 	uint64_t stepno = 0;
 	/* The modes in turn, step by step, so that a drift of the machine over
 	 * the run touches each alike. */
 	for (uint32_t run = 0; run < p->runs && !r; run++)
 		for (int64_t i = -(int64_t)p->warm; i < p->steps && !r; i++) {
 			if (i == p->fault_step && p->fault_file && run == 0)
-				r = mrc__step_fault_wait(c, p, run);
+				r = mrc__step_fault_wait(p, s.me, run);
 			for (int m = 0; m < STEP_NMODES && !r; m++) {
 				if (!(p->modes >> m & 1))
 					continue;
-				double t, ts;
-				r = step(&s, m, stepno++, &t, &ts);
-				if (!r && i >= 0) {
-					size_t k = ((size_t)run * STEP_NMODES + m) * p->steps + (size_t)i;
-					sec[k] = t, stg[k] = ts;
-				}
+				double t[STEP_NCOLS];
+				r = step(&s, m, stepno++, t);
+				size_t k = ((size_t)run * STEP_NMODES + m) * p->steps + (size_t)i;
+				for (int j = 0; j < STEP_NCOLS && !r && i >= 0; j++)
+					col[j * per + k] = t[j];
 			}
 		}
 	rep->tokens = s.tokens, rep->dropped = s.dropped, rep->wrong = s.wrong;
 	if (!r)
-		r = mrc__step_collect(c, p, sec, stg, rep);
-	free(sec), free(stg);
+		r = mrc__step_collect(c, p, col, rep);
+	free(col);
 	teardown(&s);
 	return r;
 }

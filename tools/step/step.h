@@ -13,12 +13,16 @@ struct mrc_coll_req;
 
 /* Modes run side by side, step by step. */
 enum { STEP_BLOCKING, STEP_OVERLAP, STEP_NMODES };
+/* What is timed per step: the step, and in it the staging read, the waits
+ * on the MoE's calls, the wait on the buckets at the end. */
+enum { STEP_C_STEP, STEP_C_STAGE, STEP_C_MOE, STEP_C_TAIL, STEP_NCOLS };
 
 struct step_par {
 	uint32_t layers, moe;      /* moe: the MoE layer's index (UINT32_MAX: none) */
 	uint32_t steps, runs, warm;
 	double fwd_us, bwd_us;     /* per layer, and the expert's */
 	double tick_us;            /* the stub tests requests this often */
+	int sleep;                 /* stub=sleep: the stub sleeps rather than spins */
 	uint64_t tokens, tok;      /* per rank; bytes per token (bfloat16 rows) */
 	uint32_t topk, local;      /* local: ranks per node of the 2-D all-to-all (0: flat) */
 	double cap, skew;
@@ -51,6 +55,7 @@ struct step_stat {
 	double exposed_med;        /* per step: step - compute - staging */
 	double compute;            /* the stubs' time per step */
 	double stage_med;          /* data staging per step */
+	double moe_med, tail_med;  /* waits on the MoE's calls, on the buckets at the end */
 	double time_to_n[64];      /* per run: the N steps' time */
 	double ttn_trimmed;        /* mean over the runs without best and worst */
 	double step_trimmed;       /* ttn_trimmed / steps */
@@ -65,6 +70,34 @@ struct step_report {
 };
 void mrc__step_print(const struct step_par *p, const struct step_report *r, FILE *f);
 
+/* col[STEP_NCOLS][runs][modes][steps]: each step's times (seconds, the
+ * slowest rank's: what collect made of every rank's) into rep's figures
+ * (print.c, libc only). */
+void mrc__step_figures(const struct step_par *p, const double *col, struct step_report *rep);
+/* tools/step/report.c: this rank's col to the slowest rank's, the counts
+ * summed, then the figures, on every rank (collective). */
+int mrc__step_collect(struct mrc_coll *c, const struct step_par *p, double *col,
+		      struct step_report *rep);
+
+/* tools/step/work.c: what does not communicate, shared by the libmrc-coll
+ * step (run.c) and the Open MPI one (mpi.c). */
+#define MRC_STEP_MAX_RANKS 4096
+int mrc__step_stub(const struct step_par *p, double t_us, int (*poll)(void *), void *arg);
+void mrc__step_route(const struct step_par *p, uint32_t n, uint32_t me, uint64_t step,
+		     int32_t *idx, float *w);
+size_t mrc__step_buckets(const struct step_par *p, uint32_t n, size_t *cnt, uint32_t *close_at);
+struct step_stage {
+	int fd;
+	uint8_t *buf;
+	uint64_t off, size;
+};
+int mrc__step_stage_open(const struct step_par *p, struct step_stage *s);
+int mrc__step_stage_read(const struct step_par *p, struct step_stage *s);
+void mrc__step_stage_close(struct step_stage *s);
+/* Before fault_step of the first run: rank 0 says so on stdout and waits
+ * (bounded: -ETIMEDOUT) for fault_file. */
+int mrc__step_fault_wait(const struct step_par *p, uint32_t rank, uint32_t run);
+
 /* The workload, on communicators c (MoE, and everything when g == c) and
  * g (gradients): fills r on rank 0 (the others: the collective parts). */
 struct step_bulk;
@@ -78,8 +111,8 @@ int mrc__step_bulk_open(struct mrc_coll *c, const struct step_par *p, uint32_t s
 			const char *sock, struct step_bulk **out);
 void mrc__step_bulk_add(struct step_bulk *b, uint64_t bytes);   /* queue bytes to send */
 int mrc__step_bulk_poll(struct step_bulk *b);                   /* post, reap: 0 or -errno */
-uint64_t mrc__step_bulk_done(const struct step_bulk *b);        /* bytes completed */
-/* Drains what is queued, then (collective) waits for every rank's. */
-int mrc__step_bulk_close(struct step_bulk *b, struct mrc_coll *c);
+/* Drains what is queued (*done: the bytes completed in all), then
+ * (collective) waits for every rank's. */
+int mrc__step_bulk_close(struct step_bulk *b, struct mrc_coll *c, uint64_t *done);
 
 #endif
