@@ -51,9 +51,10 @@ launch() {
 		ranks+=($!)
 	done
 }
-# The step: small enough for a loaded 2-core machine (8 mrcd), every part on.
+# The step: small enough for a loaded 2-core machine (8 mrcd), every part
+# on; the stub sleeps (spinning ranks would starve the daemons).
 SMALL=(layers=4 fwd=200us bwd=400us tokens=128 tok=2K topk=2 local=2 cap=1.0 skew=1
-       grad=256K bucket=512K bulk=2M stage=256K warm=1)
+       grad=256K bucket=512K bulk=2M stage=256K warm=1 stub=sleep)
 js() { grep -h '^{' "$tmp/$1.0" | jq -r "$2"; }
 
 # ---- healthy ----------------------------------------------------------------
