@@ -72,8 +72,11 @@ static void await(struct ms *s, MPI_Request *q, int overlap)
 	int done = 0;
 	if (!overlap)
 		MPI_Wait(q, MPI_STATUS_IGNORE);
-	while (overlap && MPI_Test(q, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
+	while (overlap && MPI_Test(q, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
 		progress(s);
+		if (s->p->sleep)   /* as run.c's await: the CPU to the rest */
+			mrc__step_stub(s->p, s->p->tick_us, NULL, NULL);
+	}
 	s->t_moe += mrc__mono_s() - t0;
 }
 
