@@ -332,6 +332,40 @@ int mrc_coll_set_max_inflight(struct mrc_coll *c, uint32_t n);
 /* Calls started and not yet complete. */
 uint32_t mrc_coll_inflight(const struct mrc_coll *c);
 
+/* ---- stragglers (docs/coll.md "Stragglers", mrc_coll_straggler(3)) ----
+ * Every rank stamps each collective it runs (its start, its length, and
+ * how long each chunk it sent took to be delivered); nothing extra goes on
+ * the wire until the application asks.  mrc_coll_straggler is itself a
+ * collective (every rank calls it, in the same order as the others): one
+ * all-gather of each rank's stamps of its last MRC_COLL_STRAG_CALLS calls
+ * since the previous mrc_coll_straggler; every rank then names the same
+ * straggler of the slowest of those calls (a step's worth), in *rec.
+ * 0, -ENODATA when no call ran since the last one, or the all-gather's
+ * error. */
+#define MRC_COLL_STRAG_CALLS 8
+enum mrc_coll_strag_cause {
+	MRC_COLL_STRAG_NONE,       /* nobody held the call back measurably */
+	MRC_COLL_STRAG_COMPUTE,    /* rank started the call late */
+	MRC_COLL_STRAG_NETWORK,    /* rank's chunks to peer_rank were slow to deliver */
+};
+struct mrc_coll_straggler {
+	uint64_t call;             /* which call: counted from 0 at init, the same on every rank */
+	int cause;                 /* MRC_COLL_STRAG_* */
+	uint32_t rank, host;       /* the rank that held the call back, its fabric host */
+	/* NETWORK: the receiving end, and the sender's QP to it (its host's
+	 * `mrcctl qps QPN` lists that QP's packets and losses per path) and
+	 * the plane it is pinned to (-1: it sprays over every plane). */
+	uint32_t peer_rank, peer_host, qpn;
+	int32_t plane;
+	uint64_t call_us;          /* the call's median length over the ranks */
+	uint64_t late_us;          /* COMPUTE: how late it started (vs the median rank);
+	                              NETWORK: its slowest chunk's delivery */
+	uint64_t typical_us;       /* NETWORK: the median rank's typical chunk delivery */
+};
+int mrc_coll_straggler(struct mrc_coll *c, struct mrc_coll_straggler *rec);
+/* "none", "compute", "network" ("?" otherwise). */
+const char *mrc_coll_straggler_cause_name(int cause);
+
 #ifdef __cplusplus
 }
 #endif
