@@ -70,7 +70,7 @@ install: install-coll
 install-coll: $(COLL_TARGETS)
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/mrc \
 		$(DESTDIR)$(PREFIX)/share/man/man3
-	install -m 644 man/mrc_coll.3 man/mrc_coll_test.3 $(DESTDIR)$(PREFIX)/share/man/man3/
+	install -m 644 man/mrc_coll.3 man/mrc_coll_test.3 man/mrc_coll_straggler.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 644 $(LIBCOLL_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBCOLL_SO) $(DESTDIR)$(PREFIX)/lib/libmrc-coll.so.$(LIBCOLL_VERSION)
 	ln -sf libmrc-coll.so.$(LIBCOLL_VERSION) $(DESTDIR)$(PREFIX)/lib/libmrc-coll.so.2
