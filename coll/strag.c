@@ -25,24 +25,24 @@ static int64_t clock_ns(clockid_t id)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int64_t mrc__strag_now_ns(void)
+int64_t mrc__coll_strag_now_ns(void)
 {
 	return clock_ns(CLOCK_MONOTONIC);
 }
 
-void mrc__strag_delivered(struct mrc_coll *c, struct mrc__coll_peer *p)
+void mrc__coll_strag_delivered(struct mrc_coll *c, struct mrc__coll_peer *p)
 {
-	int64_t lat = mrc__strag_now_ns() - p->tpost[p->data_done % c->window];
+	int64_t lat = mrc__coll_strag_now_ns() - p->tpost[p->data_done % c->window];
 	if (lat > p->lat_max)
 		p->lat_max = lat;
 }
 
-void mrc__strag_begin(struct mrc_coll *c)
+void mrc__coll_strag_begin(struct mrc_coll *c)
 {
-	struct mrc__strag *g = &c->strag;
+	struct mrc__coll_strag *g = &c->strag;
 	if (g->off)
 		return;
-	g->t0 = mrc__strag_now_ns();
+	g->t0 = mrc__coll_strag_now_ns();
 	g->t0_rt = clock_ns(CLOCK_REALTIME);
 	for (uint32_t j = 0; j < c->np; j++)
 		c->p[j].lat_max = 0;
@@ -65,14 +65,14 @@ static int64_t median(int64_t *v, size_t n, int hi)
 	return v[hi ? n / 2 : (n - 1) / 2];
 }
 
-void mrc__strag_end(struct mrc_coll *c)
+void mrc__coll_strag_end(struct mrc_coll *c)
 {
-	struct mrc__strag *g = &c->strag;
+	struct mrc__coll_strag *g = &c->strag;
 	if (g->off)
 		return;
-	struct mrc__strag_call *k = &g->call[g->seq % MRC_COLL_STRAG_CALLS];
-	*k = (struct mrc__strag_call){ .seq = (int64_t)g->seq, .start_rt = g->t0_rt,
-				       .dur = mrc__strag_now_ns() - g->t0, .host = c->host,
+	struct mrc__coll_strag_call *k = &g->call[g->seq % MRC_COLL_STRAG_CALLS];
+	*k = (struct mrc__coll_strag_call){ .seq = (int64_t)g->seq, .start_rt = g->t0_rt,
+				       .dur = mrc__coll_strag_now_ns() - g->t0, .host = c->host,
 				       .worst_rank = -1, .worst_plane = -1 };
 	g->seq++;
 	/* Our slowest delivery this call, and what our peers typically took
@@ -100,7 +100,7 @@ void mrc__strag_end(struct mrc_coll *c)
  * median start needs the hosts' clocks in step; its length against the
  * median length needs the ranks to end together, which a chain's root
  * does not): a rank is late only when both say so. */
-static void name_compute(uint32_t n, const struct mrc__strag_call *all, size_t i, int64_t med_dur,
+static void name_compute(uint32_t n, const struct mrc__coll_strag_call *all, size_t i, int64_t med_dur,
 			 uint32_t *who, int64_t *late)
 {
 	int64_t v[n];
@@ -109,7 +109,7 @@ static void name_compute(uint32_t n, const struct mrc__strag_call *all, size_t i
 	int64_t med_start = median(v, n, 0);
 	*late = INT64_MIN;
 	for (uint32_t r = 0; r < n; r++) {
-		const struct mrc__strag_call *k = &all[r * MRC_COLL_STRAG_CALLS + i];
+		const struct mrc__coll_strag_call *k = &all[r * MRC_COLL_STRAG_CALLS + i];
 		int64_t a = k->start_rt - med_start, b = med_dur - k->dur;
 		int64_t l = a < b ? a : b;
 		if (l > *late) {
@@ -120,14 +120,14 @@ static void name_compute(uint32_t n, const struct mrc__strag_call *all, size_t i
 }
 
 /* The slot of the slowest call every rank stamped (by median length). */
-static int slowest_call(uint32_t n, const struct mrc__strag_call *all, int64_t *med_dur)
+static int slowest_call(uint32_t n, const struct mrc__coll_strag_call *all, int64_t *med_dur)
 {
 	int best = -1;
 	int64_t v[n];
 	for (size_t i = 0; i < MRC_COLL_STRAG_CALLS; i++) {
 		int ok = all[i].seq >= 0;
 		for (uint32_t r = 0; ok && r < n; r++) {
-			const struct mrc__strag_call *k = &all[r * MRC_COLL_STRAG_CALLS + i];
+			const struct mrc__coll_strag_call *k = &all[r * MRC_COLL_STRAG_CALLS + i];
 			ok = k->seq == all[i].seq && k->dur >= 0;
 			v[r] = k->dur;
 		}
@@ -140,7 +140,7 @@ static int slowest_call(uint32_t n, const struct mrc__strag_call *all, int64_t *
 	return best;
 }
 
-int mrc__strag_name(uint32_t n, const struct mrc__strag_call *all, struct mrc_coll_straggler *rec)
+int mrc__coll_strag_name(uint32_t n, const struct mrc__coll_strag_call *all, struct mrc_coll_straggler *rec)
 {
 	int64_t med_dur = 0;
 	int i = n ? slowest_call(n, all, &med_dur) : -1;
@@ -162,7 +162,7 @@ int mrc__strag_name(uint32_t n, const struct mrc__strag_call *all, struct mrc_co
 	 * the median rank's peers typically took. */
 	int64_t v[n], worst = -1;
 	for (uint32_t r = 0; r < n; r++) {
-		const struct mrc__strag_call *k = &all[r * MRC_COLL_STRAG_CALLS + i];
+		const struct mrc__coll_strag_call *k = &all[r * MRC_COLL_STRAG_CALLS + i];
 		v[r] = k->med_lat;
 		if (k->worst_rank >= 0 && k->worst_rank < n && k->worst_lat > worst) {
 			worst = k->worst_lat;
@@ -172,7 +172,7 @@ int mrc__strag_name(uint32_t n, const struct mrc__strag_call *all, struct mrc_co
 	int64_t typ = median(v, n, 0);
 	if (worst < STRAG_MIN_NS || worst < STRAG_NET_MUL * typ)
 		return 0;   /* NONE: rank names the latest starter */
-	const struct mrc__strag_call *k = &all[who * MRC_COLL_STRAG_CALLS + i];
+	const struct mrc__coll_strag_call *k = &all[who * MRC_COLL_STRAG_CALLS + i];
 	rec->cause = MRC_COLL_STRAG_NETWORK;
 	rec->rank = who;
 	rec->host = (uint32_t)k->host;
@@ -189,8 +189,8 @@ int mrc_coll_straggler(struct mrc_coll *c, struct mrc_coll_straggler *rec)
 {
 	if (!c || !rec)
 		return -EINVAL;
-	struct mrc__strag *g = &c->strag;
-	struct mrc__strag_call mine[MRC_COLL_STRAG_CALLS];
+	struct mrc__coll_strag *g = &c->strag;
+	struct mrc__coll_strag_call mine[MRC_COLL_STRAG_CALLS];
 	for (size_t i = 0; i < MRC_COLL_STRAG_CALLS; i++) {
 		mine[i] = g->call[i];
 		/* Stamped before the last exchange, or never: not ours to name. */
@@ -198,16 +198,16 @@ int mrc_coll_straggler(struct mrc_coll *c, struct mrc_coll_straggler *rec)
 		    mine[i].seq < (int64_t)g->since || mine[i].seq >= (int64_t)g->seq)
 			mine[i].seq = -1;
 	}
-	struct mrc__strag_call *all = calloc(c->n, sizeof(mine));
+	struct mrc__coll_strag_call *all = calloc(c->n, sizeof(mine));
 	if (!all)
 		return -ENOMEM;
 	g->off = 1;   /* the exchange is no call of the application's */
-	int r = mrc_coll_allgather(c, mine, all, MRC_COLL_STRAG_CALLS * MRC__STRAG_WORDS,
+	int r = mrc_coll_allgather(c, mine, all, MRC_COLL_STRAG_CALLS * MRC__COLL_STRAG_WORDS,
 				   MRC_COLL_INT64);
 	g->off = 0;
 	g->since = g->seq;
 	if (!r)
-		r = mrc__strag_name(c->n, all, rec);
+		r = mrc__coll_strag_name(c->n, all, rec);
 	free(all);
 	return r;
 }

@@ -54,17 +54,17 @@ struct synth {
 	size_t hot, calls;
 };
 
-static void synth_make(struct mrc_rng *g, const struct synth *s, struct mrc__strag_call *all)
+static void synth_make(struct mrc_rng *g, const struct synth *s, struct mrc__coll_strag_call *all)
 {
 	for (uint32_t r = 0; r < s->n; r++)
 		for (size_t i = 0; i < CALLS; i++) {
-			struct mrc__strag_call *k = &all[r * CALLS + i];
+			struct mrc__coll_strag_call *k = &all[r * CALLS + i];
 			/* The hot call: longer by the wait on the late rank (not
 			 * the late rank itself), or by the slow path. */
 			int64_t dur = s->dur;
 			if (i == s->hot)
 				dur += s->late >= 0 ? ((int)r == s->late ? 0 : s->late_ns) : s->dur / 2;
-			*k = (struct mrc__strag_call){
+			*k = (struct mrc__coll_strag_call){
 				.seq = i < s->calls ? (int64_t)(100 + i) : -1,
 				.start_rt = 1000000000000 + (int64_t)i * 10000000 + jitter(g, 50000),
 				.dur = dur + jitter(g, dur / 20), .host = r / 2,
@@ -102,11 +102,11 @@ static int trial(struct mrc_rng *g, int kind, uint32_t *n_out)
 		s.plane = (int)(mrc_rng_next(g) % 3) - 1;
 		s.slow_ns = 8 * s.typ + (int64_t)(mrc_rng_next(g) % 50000000);
 	}
-	struct mrc__strag_call all[16 * CALLS];
+	struct mrc__coll_strag_call all[16 * CALLS];
 	struct mrc_coll_straggler rec;
 	synth_make(g, &s, all);
 	*n_out = n;
-	if (mrc__strag_name(n, all, &rec))
+	if (mrc__coll_strag_name(n, all, &rec))
 		return 0;
 	if (rec.call != 100 + s.hot || rec.cause != kind)
 		return 0;
@@ -137,11 +137,11 @@ static void test_name_offline(void **state)
 				 (unsigned long long)seed);
 	}
 	/* No call stamped on some rank: nothing to name. */
-	struct mrc__strag_call all[2 * CALLS];
+	struct mrc__coll_strag_call all[2 * CALLS];
 	struct mrc_coll_straggler rec;
 	for (size_t i = 0; i < 2 * CALLS; i++)
-		all[i] = (struct mrc__strag_call){ .seq = -1 };
-	assert_int_equal(mrc__strag_name(2, all, &rec), -ENODATA);
+		all[i] = (struct mrc__coll_strag_call){ .seq = -1 };
+	assert_int_equal(mrc__coll_strag_name(2, all, &rec), -ENODATA);
 	/* A peer's record naming a rank out of range is not followed. */
 	struct mrc_rng g;
 	mrc_rng_seed(&g, seed);
@@ -149,7 +149,7 @@ static void test_name_offline(void **state)
 			   .typ = 300000, .slow_ns = 30000000, .calls = 1 };
 	synth_make(&g, &s, all);
 	all[0].worst_rank = 7;
-	assert_int_equal(mrc__strag_name(2, all, &rec), 0);
+	assert_int_equal(mrc__coll_strag_name(2, all, &rec), 0);
 	assert_true(rec.peer_rank < 2);
 }
 

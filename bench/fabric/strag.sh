@@ -32,7 +32,7 @@ declare -A DPID
 for h in 0 1 2 3; do
 	mkdir -p "$TMP/h$h"
 	bg ip netns exec $P-h$h "$B/bin/mrcd" --topology "$TMP/topo.json" --host h$h \
-		--socket "$TMP/h$h/mrcd.sock" --key_file "$TMP/cluster.key" --log_level error --mtu 8192 \
+		--socket "$TMP/h$h/mrcd.sock" --key_file "$TMP/cluster.key" --log_level err --mtu 8192 \
 		2>>"$TMP/h$h.log"
 	DPID[$h]=$BGPID
 done
