@@ -45,8 +45,9 @@ static int64_t jitter(struct mrc_rng *g, int64_t span)
 /* n ranks' stamps of `calls` calls of about dur_ns each: hosts r / 2,
  * every rank's slowest delivery about typ_ns to its right neighbour, the
  * slowest call at slot `hot`; late >= 0: that rank of the hot call
- * started late_ns late (the others waited that much longer); slow >= 0: its
- * delivery to slow_to on plane `plane` took slow_ns. */
+ * started late_ns late (the others waited that much longer); slow >= 0:
+ * that rank's link loses packets on plane `plane`: every rank's slowest
+ * delivery (to it; its own to slow_to) took about slow_ns. */
 struct synth {
 	uint32_t n;
 	int late, slow, slow_to, plane;
@@ -75,11 +76,13 @@ static void synth_make(struct mrc_rng *g, const struct synth *s, struct mrc__col
 				continue;
 			if ((int)r == s->late)
 				k->start_rt += s->late_ns;
-			if ((int)r == s->slow) {
-				k->worst_rank = (uint32_t)s->slow_to;
+			/* A lossy host: every rank's slowest path is to it, and
+			 * its own slowest is one of its paths. */
+			if (s->slow >= 0) {
+				k->worst_rank = (int)r == s->slow ? (uint32_t)s->slow_to : (uint32_t)s->slow;
 				k->worst_plane = s->plane;
 				k->worst_lat = s->slow_ns + jitter(g, s->slow_ns / 10);
-				k->worst_qpn = 77;
+				k->worst_qpn = 500 + r;
 			}
 		}
 }
@@ -87,7 +90,10 @@ static void synth_make(struct mrc_rng *g, const struct synth *s, struct mrc__col
 /* One trial of each kind; 1 when the verdict is the injected one. */
 static int trial(struct mrc_rng *g, int kind, uint32_t *n_out)
 {
-	uint32_t n = 2 + (uint32_t)(mrc_rng_next(g) % 15);
+	/* Of two ranks, a lossy link of either looks the same from both:
+	 * three or more for the network. */
+	uint32_t lo = kind == MRC_COLL_STRAG_NETWORK ? 3 : 2;
+	uint32_t n = lo + (uint32_t)(mrc_rng_next(g) % (17 - lo));
 	struct synth s = { .n = n, .late = -1, .slow = -1, .plane = -1,
 			   .dur = 5000000 + (int64_t)(mrc_rng_next(g) % 20000000),
 			   .typ = 300000 + (int64_t)(mrc_rng_next(g) % 300000),
@@ -95,12 +101,12 @@ static int trial(struct mrc_rng *g, int kind, uint32_t *n_out)
 	s.hot = mrc_rng_next(g) % s.calls;
 	if (kind == MRC_COLL_STRAG_COMPUTE) {
 		s.late = (int)(mrc_rng_next(g) % n);
-		s.late_ns = s.dur / 4 + (int64_t)(mrc_rng_next(g) % (uint64_t)(2 * s.dur));
+		s.late_ns = s.dur / 2 + (int64_t)(mrc_rng_next(g) % (uint64_t)(2 * s.dur));
 	} else if (kind == MRC_COLL_STRAG_NETWORK) {
 		s.slow = (int)(mrc_rng_next(g) % n);
 		s.slow_to = (int)((s.slow + 1 + mrc_rng_next(g) % (n - 1)) % n);
 		s.plane = (int)(mrc_rng_next(g) % 3) - 1;
-		s.slow_ns = 8 * s.typ + (int64_t)(mrc_rng_next(g) % 50000000);
+		s.slow_ns = 3 * s.typ + (int64_t)(mrc_rng_next(g) % 50000000);
 	}
 	struct mrc__coll_strag_call all[16 * CALLS];
 	struct mrc_coll_straggler rec;
@@ -114,9 +120,11 @@ static int trial(struct mrc_rng *g, int kind, uint32_t *n_out)
 		return rec.rank == (uint32_t)s.late && rec.host == (uint32_t)s.late / 2 &&
 		       rec.late_us >= (uint64_t)s.late_ns / 2000;
 	if (kind == MRC_COLL_STRAG_NETWORK)
-		return rec.rank == (uint32_t)s.slow && rec.peer_rank == (uint32_t)s.slow_to &&
-		       rec.peer_host == (uint32_t)s.slow_to / 2 && rec.plane == s.plane &&
-		       rec.qpn == 77;
+		return rec.rank == (uint32_t)s.slow && rec.host == (uint32_t)s.slow / 2 &&
+		       rec.peer_rank != rec.rank && rec.peer_host == rec.peer_rank / 2 &&
+		       rec.plane == s.plane &&
+		       rec.qpn == 500 + (rec.rank_sends ? rec.rank : rec.peer_rank) &&
+		       (!rec.rank_sends || rec.peer_rank == (uint32_t)s.slow_to);
 	return 1;
 }
 
@@ -142,15 +150,17 @@ static void test_name_offline(void **state)
 	for (size_t i = 0; i < 2 * CALLS; i++)
 		all[i] = (struct mrc__coll_strag_call){ .seq = -1 };
 	assert_int_equal(mrc__coll_strag_name(2, all, &rec), -ENODATA);
-	/* A peer's record naming a rank out of range is not followed. */
+	/* A peer's record naming a rank out of range (or itself) is not
+	 * followed. */
 	struct mrc_rng g;
 	mrc_rng_seed(&g, seed);
 	struct synth s = { .n = 2, .late = -1, .slow = 0, .slow_to = 1, .plane = 0, .dur = 5000000,
 			   .typ = 300000, .slow_ns = 30000000, .calls = 1 };
 	synth_make(&g, &s, all);
 	all[0].worst_rank = 7;
+	all[CALLS].worst_rank = 1;
 	assert_int_equal(mrc__coll_strag_name(2, all, &rec), 0);
-	assert_true(rec.peer_rank < 2);
+	assert_int_equal(rec.cause, MRC_COLL_STRAG_NONE);
 }
 
 /* ---- live ------------------------------------------------------------- */

@@ -9,7 +9,8 @@
 #   network: ROUNDS rounds, each a seeded host's plane-0 link to its leaf
 #            losing PCT % (mrc-fabric drop, both directions) for STEPS/ROUNDS
 #            steps, then restored; named right = cause network, that host
-#            at one end of the named path, plane 0.
+#            (rank), plane 0;
+#   healthy: STEPS steps with nothing injected; named right = none.
 # Prints each verdict and the naming rates; writes bench/results/strag.md
 # (MRC_BENCH_RESULTS) and raw/strag.jsonl.  Needs root: run under
 # `flock /tmp/mrc-root.lock`.  Cleans up on every exit (lib.sh's trap).
@@ -67,13 +68,15 @@ for ((r = 0; r < ROUNDS; r++)); do
 	job "net$r" "$per" 0 "$SEED"
 	$F restore >/dev/null
 	jq -c --argjson x "$x" '. + {part: "network", lossy_host: $x,
-		ok: (.cause == "network" and (.host == $x or .peer_host == $x) and .plane == 0),
-		ok_host: (.cause == "network" and (.host == $x or .peer_host == $x))}' "$TMP/net$r" | tee -a "$RAW"
+		ok: (.cause == "network" and .host == $x and .plane == 0),
+		ok_host: (.cause == "network" and .host == $x)}' "$TMP/net$r" | tee -a "$RAW"
 done
+job healthy "$STEPS" 0 "$SEED"
+jq -c '. + {part: "healthy", ok: (.cause == "none")}' "$TMP/healthy" | tee -a "$RAW"
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 rate() { jq -s --arg p "$1" --arg k "$2" '[.[] | select(.part == $p)] as $a | "\([$a[] | select(.[$k])] | length) of \($a | length)"' -r "$RAW"; }
-c=$(rate compute ok); n=$(rate network ok); nh=$(rate network ok_host)
-say "compute: late rank named in $c steps; network: lossy host and plane 0 named in $n (host alone: $nh); load $load"
+c=$(rate compute ok); n=$(rate network ok); nh=$(rate network ok_host); h=$(rate healthy ok)
+say "compute: late rank named in $c steps; network: lossy host and plane 0 named in $n (host alone: $nh); healthy: nobody named in $h; load $load"
 cat >"$MD" <<EOF
 # Straggler naming on the emulated fabric
 
@@ -86,8 +89,9 @@ at the end $load on the 2 cores.)
 | injected | named right | what counts |
 |---|--:|---|
 | a seeded rank sleeps $SLEEP_MS ms before the third call | $c | cause compute, that rank |
-| a seeded host's plane-0 link loses $PCT % ($ROUNDS rounds) | $n | cause network, that host at one end, plane 0 |
-| (the same) | $nh | cause network, that host at one end |
+| a seeded host's plane-0 link loses $PCT % ($ROUNDS rounds) | $n | cause network, that host, plane 0 |
+| (the same) | $nh | cause network, that host |
+| nothing | $h | cause none |
 
 Every verdict: raw/strag.jsonl.
 EOF

@@ -352,11 +352,16 @@ struct mrc_coll_straggler {
 	uint64_t call;             /* which call: counted from 0 at init, the same on every rank */
 	int cause;                 /* MRC_COLL_STRAG_* */
 	uint32_t rank, host;       /* the rank that held the call back, its fabric host */
-	/* NETWORK: the receiving end, and the sender's QP to it (its host's
-	 * `mrcctl qps QPN` lists that QP's packets and losses per path) and
-	 * the plane it is pinned to (-1: it sprays over every plane). */
+	/* NETWORK: rank is at one end of most of the slow paths (a host
+	 * whose link loses packets is at one end of every rank's slowest);
+	 * peer_rank is the other end of its slowest, which rank sent on when
+	 * rank_sends (else peer_rank did); qpn is the sender's QP (the
+	 * sender's host's `mrcctl qps QPN` lists its packets and losses per
+	 * path) and plane the plane that QP is pinned to (-1: it sprays over
+	 * every plane). */
 	uint32_t peer_rank, peer_host, qpn;
 	int32_t plane;
+	uint32_t rank_sends;
 	uint64_t call_us;          /* the call's median length over the ranks */
 	uint64_t late_us;          /* COMPUTE: how late it started (vs the median rank);
 	                              NETWORK: its slowest chunk's delivery */
