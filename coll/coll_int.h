@@ -153,9 +153,9 @@ struct mrc__coll_peer {
 	uint8_t shm;
 	struct mrc__coll_ring_ring stx, srx;   /* to it, from it */
 	/* Stragglers (coll/strag.c): when each slot's chunk was posted (ns),
-	 * and this call's slowest delivery (post to completion). */
+	 * and this call's deliveries (post to completion): their sum, count. */
 	int64_t tpost[MRC__COLL_MAXWIN];
-	int64_t lat_max;
+	int64_t lat_sum, lat_n;
 };
 
 /* ---- stragglers (coll/strag.c) ------------------------------------------
@@ -165,8 +165,8 @@ struct mrc__coll_strag_call {
 	int64_t seq;               /* the call's number on this communicator */
 	int64_t start_rt, dur;     /* CLOCK_REALTIME ns at its start; its length (ns) */
 	int64_t host;
-	int64_t worst_rank, worst_plane;   /* our slowest delivery: to whom, plane or -1 */
-	int64_t worst_lat, med_lat;        /* its latency; our peers' median (ns) */
+	int64_t worst_rank, worst_plane;   /* our slowest QP (mean delivery): to whom, plane or -1 */
+	int64_t worst_lat, med_lat;        /* its mean delivery; our QPs' median (ns) */
 	int64_t worst_qpn;
 };
 #define MRC__COLL_STRAG_WORDS (sizeof(struct mrc__coll_strag_call) / sizeof(int64_t))

@@ -34,9 +34,8 @@ int64_t mrc__coll_strag_now_ns(void)
 
 void mrc__coll_strag_delivered(struct mrc_coll *c, struct mrc__coll_peer *p)
 {
-	int64_t lat = mrc__coll_strag_now_ns() - p->tpost[p->data_done % c->window];
-	if (lat > p->lat_max)
-		p->lat_max = lat;
+	p->lat_sum += mrc__coll_strag_now_ns() - p->tpost[p->data_done % c->window];
+	p->lat_n++;
 }
 
 void mrc__coll_strag_begin(struct mrc_coll *c)
@@ -47,7 +46,7 @@ void mrc__coll_strag_begin(struct mrc_coll *c)
 	g->t0 = mrc__coll_strag_now_ns();
 	g->t0_rt = clock_ns(CLOCK_REALTIME);
 	for (uint32_t j = 0; j < c->np; j++)
-		c->p[j].lat_max = 0;
+		c->p[j].lat_sum = c->p[j].lat_n = 0;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -77,18 +76,21 @@ void mrc__coll_strag_end(struct mrc_coll *c)
 				       .dur = mrc__coll_strag_now_ns() - g->t0, .host = c->host,
 				       .worst_rank = -1, .worst_plane = -1 };
 	g->seq++;
-	/* Our slowest delivery this call, and what our peers typically took
-	 * (the median over the QPs that delivered anything). */
+	/* Our QP with the slowest mean delivery this call, and the median
+	 * over our QPs that delivered anything.  Means, not maxima: a CPU
+	 * stall of a loaded host delays one chunk of any QP as much as a
+	 * lost packet does, but a lossy link delays many of one QP's. */
 	int64_t lat[64];
 	size_t nl = 0;
 	for (uint32_t j = 0; j < c->np; j++) {
 		const struct mrc__coll_peer *p = &c->p[j];
-		if (j % c->n == c->me || p->shm || !p->lat_max)
+		if (j % c->n == c->me || p->shm || !p->lat_n)
 			continue;
+		int64_t mean = p->lat_sum / p->lat_n;
 		if (nl < sizeof(lat) / sizeof(lat[0]))
-			lat[nl++] = p->lat_max;
-		if (p->lat_max > k->worst_lat) {
-			k->worst_lat = p->lat_max;
+			lat[nl++] = mean;
+		if (mean > k->worst_lat) {
+			k->worst_lat = mean;
 			k->worst_rank = j % c->n;
 			k->worst_plane = j / c->n ? (int64_t)(j / c->n) - 1 : -1;
 			k->worst_qpn = mrc_qp_num(p->qp);
@@ -142,13 +144,21 @@ static int slowest_call(uint32_t n, const struct mrc__coll_strag_call *all, int6
 	return best;
 }
 
-/* Nobody was late: the slow deliveries (each rank's slowest, when at
- * least STRAG_NET_MUL x what the median rank's peers typically took) vote
- * for both their ends, and the rank in most of them is named, with its
- * slowest such path.  Why votes: a host whose link loses packets is at
- * one end of every rank's slowest path (n votes), any other rank of one
- * or two; the single slowest path alone named it in 4 of 20 steps on the
- * emulated fabric (bench/results/strag.md). */
+/* Nobody was late: the slow paths (each rank's slowest QP, when its mean
+ * delivery is at least STRAG_NET_MUL x that rank's median QP: against
+ * its own, since a loaded host is slow to every peer) vote for both
+ * their ends, and the rank in most of them is named, with its slowest
+ * such path.  Why votes: a host whose link loses packets is at one end of
+ * every rank's slowest path (n votes), any other rank of one or two; the
+ * single slowest path alone named it in 4 of 20 steps on the emulated
+ * fabric (bench/results/strag.md). */
+/* Rank r's slowest QP is a slow path (its peer in range). */
+static int slow_path(const struct mrc__coll_strag_call *k, uint32_t r, uint32_t n)
+{
+	return k->worst_rank >= 0 && k->worst_rank < n && k->worst_rank != r &&
+	       k->worst_lat >= STRAG_MIN_NS && k->worst_lat >= STRAG_NET_MUL * k->med_lat;
+}
+
 static int name_network(uint32_t n, const struct mrc__coll_strag_call *all, size_t i,
 			struct mrc_coll_straggler *rec)
 {
@@ -158,12 +168,10 @@ static int name_network(uint32_t n, const struct mrc__coll_strag_call *all, size
 		v[r] = all[r * MRC_COLL_STRAG_CALLS + i].med_lat;
 		votes[r] = 0, sum[r] = 0;
 	}
-	int64_t typ = median(v, n, 0), thr = STRAG_NET_MUL * typ;
-	if (thr < STRAG_MIN_NS)
-		thr = STRAG_MIN_NS;
+	int64_t typ = median(v, n, 0);
 	for (uint32_t r = 0; r < n; r++) {
 		const struct mrc__coll_strag_call *k = &all[r * MRC_COLL_STRAG_CALLS + i];
-		if (k->worst_rank < 0 || k->worst_rank >= n || k->worst_rank == r || k->worst_lat < thr)
+		if (!slow_path(k, r, n))
 			continue;
 		votes[r]++, votes[k->worst_rank]++;
 		sum[r] += k->worst_lat, sum[k->worst_rank] += k->worst_lat;
@@ -179,8 +187,8 @@ static int name_network(uint32_t n, const struct mrc__coll_strag_call *all, size
 	uint32_t from = 0;
 	for (uint32_t r = 0; r < n; r++) {
 		const struct mrc__coll_strag_call *k = &all[r * MRC_COLL_STRAG_CALLS + i];
-		if ((r == x || k->worst_rank == x) && k->worst_rank >= 0 && k->worst_rank < n &&
-		    k->worst_rank != r && k->worst_lat >= thr && (!best || k->worst_lat > best->worst_lat)) {
+		if ((r == x || k->worst_rank == x) && slow_path(k, r, n) &&
+		    (!best || k->worst_lat > best->worst_lat)) {
 			best = k;
 			from = r;
 		}
