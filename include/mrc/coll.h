@@ -364,8 +364,8 @@ struct mrc_coll_straggler {
 	uint32_t rank_sends;
 	uint64_t call_us;          /* the call's median length over the ranks */
 	uint64_t late_us;          /* COMPUTE: how late it started (vs the median rank);
-	                              NETWORK: its slowest chunk's delivery */
-	uint64_t typical_us;       /* NETWORK: the median rank's typical chunk delivery */
+	                              NETWORK: the slow path's mean chunk delivery */
+	uint64_t typical_us;       /* NETWORK: the median rank's median QP's mean delivery */
 };
 int mrc_coll_straggler(struct mrc_coll *c, struct mrc_coll_straggler *rec);
 /* "none", "compute", "network" ("?" otherwise). */
