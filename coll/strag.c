@@ -144,14 +144,17 @@ static int slowest_call(uint32_t n, const struct mrc__coll_strag_call *all, int6
 	return best;
 }
 
-/* Nobody was late: the slow paths (each rank's slowest QP, when its mean
- * delivery is at least STRAG_NET_MUL x that rank's median QP: against
- * its own, since a loaded host is slow to every peer) vote for both
- * their ends, and the rank in most of them is named, with its slowest
- * such path.  Why votes: a host whose link loses packets is at one end of
- * every rank's slowest path (n votes), any other rank of one or two; the
+/* Nobody was late: votes.  A rank whose slowest QP is slow (its mean
+ * delivery at least STRAG_NET_MUL x that rank's median QP: against its
+ * own, since a loaded host is slow to every peer) while its others are
+ * not suspects the far end: one vote for it.  A rank slow to most of its
+ * peers (its median QP STRAG_NET_MUL x the median rank's) suspects
+ * itself.  The rank with most votes is named (ties: the larger sum of
+ * the slow paths' latencies), with its slowest slow path.  A host whose
+ * link loses packets gets a vote from every rank that sends to it; the
  * single slowest path alone named it in 4 of 20 steps on the emulated
- * fabric (bench/results/strag.md). */
+ * fabric, votes for both ends of each slow path in 2-7 of 20
+ * (bench/results/strag.md). */
 /* Rank r's slowest QP is a slow path (its peer in range). */
 static int slow_path(const struct mrc__coll_strag_call *k, uint32_t r, uint32_t n)
 {
@@ -171,10 +174,14 @@ static int name_network(uint32_t n, const struct mrc__coll_strag_call *all, size
 	int64_t typ = median(v, n, 0);
 	for (uint32_t r = 0; r < n; r++) {
 		const struct mrc__coll_strag_call *k = &all[r * MRC_COLL_STRAG_CALLS + i];
-		if (!slow_path(k, r, n))
-			continue;
-		votes[r]++, votes[k->worst_rank]++;
-		sum[r] += k->worst_lat, sum[k->worst_rank] += k->worst_lat;
+		if (k->med_lat >= STRAG_MIN_NS && k->med_lat >= STRAG_NET_MUL * typ) {
+			votes[r]++;
+			sum[r] += k->med_lat;
+		}
+		if (slow_path(k, r, n)) {
+			votes[k->worst_rank]++;
+			sum[k->worst_rank] += k->worst_lat;
+		}
 	}
 	uint32_t x = 0;
 	for (uint32_t r = 1; r < n; r++)
