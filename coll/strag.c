@@ -200,7 +200,14 @@ static int name_network(uint32_t n, const struct mrc__coll_strag_call *all, size
 			from = r;
 		}
 	}
-	uint32_t other = from == x ? (uint32_t)best->worst_rank : from;
+	if (!best) {
+		/* Named by its own vote alone (slow to most peers, no single
+		 * path standing out): its slowest QP, whatever it took. */
+		best = &all[x * MRC_COLL_STRAG_CALLS + i];
+		from = x;
+	}
+	uint32_t other = from != x ? from
+		: best->worst_rank >= 0 && best->worst_rank < n ? (uint32_t)best->worst_rank : x;
 	rec->cause = MRC_COLL_STRAG_NETWORK;
 	rec->rank = x;
 	rec->host = (uint32_t)all[x * MRC_COLL_STRAG_CALLS + i].host;
