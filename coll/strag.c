@@ -147,14 +147,12 @@ static int slowest_call(uint32_t n, const struct mrc__coll_strag_call *all, int6
 /* Nobody was late: votes.  A rank whose slowest QP is slow (its mean
  * delivery at least STRAG_NET_MUL x that rank's median QP: against its
  * own, since a loaded host is slow to every peer) while its others are
- * not suspects the far end: one vote for it.  A rank slow to most of its
- * peers (its median QP STRAG_NET_MUL x the median rank's) suspects
- * itself.  The rank with most votes is named (ties: the larger sum of
- * the slow paths' latencies), with its slowest slow path.  A host whose
- * link loses packets gets a vote from every rank that sends to it; the
- * single slowest path alone named it in 4 of 20 steps on the emulated
- * fabric, votes for both ends of each slow path in 2-7 of 20
- * (bench/results/strag.md). */
+ * not suspects the far end: one vote for it.  The rank with most votes
+ * is named (ties: the larger sum of the slow paths' latencies), with its
+ * slowest slow path.  A host whose link loses packets gets a vote from
+ * every rank that sends to it.  A rank slow to every peer alike gets
+ * none: voting for it too named rank 0 in 15 of 20 healthy steps on the
+ * loaded fabric bench (bench/results/strag.md, run 5). */
 /* Rank r's slowest QP is a slow path (its peer in range). */
 static int slow_path(const struct mrc__coll_strag_call *k, uint32_t r, uint32_t n)
 {
@@ -174,10 +172,6 @@ static int name_network(uint32_t n, const struct mrc__coll_strag_call *all, size
 	int64_t typ = median(v, n, 0);
 	for (uint32_t r = 0; r < n; r++) {
 		const struct mrc__coll_strag_call *k = &all[r * MRC_COLL_STRAG_CALLS + i];
-		if (k->med_lat >= STRAG_MIN_NS && k->med_lat >= STRAG_NET_MUL * typ) {
-			votes[r]++;
-			sum[r] += k->med_lat;
-		}
 		if (slow_path(k, r, n)) {
 			votes[k->worst_rank]++;
 			sum[k->worst_rank] += k->worst_lat;
