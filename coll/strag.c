@@ -240,6 +240,10 @@ int mrc_coll_straggler(struct mrc_coll *c, struct mrc_coll_straggler *rec)
 {
 	if (!c || !rec)
 		return -EINVAL;
+	/* Calls in flight would run unstamped during the exchange on some
+	 * ranks and not others: the calls' numbers would disagree. */
+	if (c->inflight)
+		return -EBUSY;
 	struct mrc__coll_strag *g = &c->strag;
 	struct mrc__coll_strag_call mine[MRC_COLL_STRAG_CALLS];
 	for (size_t i = 0; i < MRC_COLL_STRAG_CALLS; i++) {

@@ -340,8 +340,9 @@ uint32_t mrc_coll_inflight(const struct mrc_coll *c);
  * all-gather of each rank's stamps of its last MRC_COLL_STRAG_CALLS calls
  * since the previous mrc_coll_straggler; every rank then names the same
  * straggler of the slowest of those calls (a step's worth), in *rec.
- * 0, -ENODATA when no call ran since the last one, or the all-gather's
- * error. */
+ * 0, -ENODATA when no call ran since the last one, -EBUSY while
+ * non-blocking calls are in flight (wait for them first), or the
+ * all-gather's error. */
 #define MRC_COLL_STRAG_CALLS 8
 enum mrc_coll_strag_cause {
 	MRC_COLL_STRAG_NONE,       /* nobody held the call back measurably */
