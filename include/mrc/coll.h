@@ -391,6 +391,46 @@ int mrc_coll_set_max_inflight(struct mrc_coll *c, uint32_t n);
 /* Calls started and not yet complete. */
 uint32_t mrc_coll_inflight(const struct mrc_coll *c);
 
+/* ---- stragglers (docs/coll.md "Stragglers", mrc_coll_straggler(3)) ----
+ * Every rank stamps each collective it runs (its start, its length, and
+ * how long each chunk it sent took to be delivered); nothing extra goes on
+ * the wire until the application asks.  mrc_coll_straggler is itself a
+ * collective (every rank calls it, in the same order as the others): one
+ * all-gather of each rank's stamps of its last MRC_COLL_STRAG_CALLS calls
+ * since the previous mrc_coll_straggler; every rank then names the same
+ * straggler of the slowest of those calls (a step's worth), in *rec.
+ * 0, -ENODATA when no call ran since the last one, -EBUSY while
+ * non-blocking calls are in flight (wait for them first), or the
+ * all-gather's error. */
+#define MRC_COLL_STRAG_CALLS 8
+enum mrc_coll_strag_cause {
+	MRC_COLL_STRAG_NONE,       /* nobody held the call back measurably */
+	MRC_COLL_STRAG_COMPUTE,    /* rank started the call late */
+	MRC_COLL_STRAG_NETWORK,    /* rank's chunks to peer_rank were slow to deliver */
+};
+struct mrc_coll_straggler {
+	uint64_t call;             /* which call: counted from 0 at init, the same on every rank */
+	int cause;                 /* MRC_COLL_STRAG_* */
+	uint32_t rank, host;       /* the rank that held the call back, its fabric host */
+	/* NETWORK: rank is at one end of most of the slow paths (a host
+	 * whose link loses packets is at one end of every rank's slowest);
+	 * peer_rank is the other end of its slowest, which rank sent on when
+	 * rank_sends (else peer_rank did); qpn is the sender's QP (the
+	 * sender's host's `mrcctl qps QPN` lists its packets and losses per
+	 * path) and plane the plane that QP is pinned to (-1: it sprays over
+	 * every plane). */
+	uint32_t peer_rank, peer_host, qpn;
+	int32_t plane;
+	uint32_t rank_sends;
+	uint64_t call_us;          /* the call's median length over the ranks */
+	uint64_t late_us;          /* COMPUTE: how late it started (vs the median rank);
+	                              NETWORK: the slow path's mean chunk delivery */
+	uint64_t typical_us;       /* NETWORK: the median rank's median QP's mean delivery */
+};
+int mrc_coll_straggler(struct mrc_coll *c, struct mrc_coll_straggler *rec);
+/* "none", "compute", "network" ("?" otherwise). */
+const char *mrc_coll_straggler_cause_name(int cause);
+
 #ifdef __cplusplus
 }
 #endif
