@@ -96,7 +96,9 @@ static void dead_link_found(void **state)
 		uint32_t dead = random_core_link(t);
 		uint32_t self = (uint32_t)(rnd() % t->n_hosts);
 		struct mrc_health *h;
-		assert_int_equal(mrc_health_new(t, self, NULL, &h), 0);
+		/* Every path of every pair: up to 48 x 48 x 36. */
+		struct mrc_health_cfg cfg = { .max_obs = 1u << 17 };
+		assert_int_equal(mrc_health_new(t, self, &cfg, &h), 0);
 		for (uint32_t src = 0; src < t->n_hosts; src++)
 			observe(h, t, self, src, dead, t->n_hosts, 10 * MS);
 		mrc_health_eval(h, 10 * MS);
@@ -215,7 +217,7 @@ static void liars_deny_nothing(void **state)
 	for (int r = 0; r < ROUNDS; r++) {
 		struct mrc_topo *t = random_clos();
 		uint32_t target = random_core_link(t);
-		struct mrc_health_cfg cfg = { .k_hosts = 3 };
+		struct mrc_health_cfg cfg = { .k_hosts = 3, .max_obs = 1u << 17 };
 		struct mrc_health *h;
 		assert_int_equal(mrc_health_new(t, 0, &cfg, &h), 0);
 		for (uint32_t src = 0; src < t->n_hosts; src++)
