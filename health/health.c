@@ -444,11 +444,17 @@ int mrc_health_path_denied(const struct mrc_health *h, uint32_t peer,
 	struct mrc_path p;
 	if (mrc_topo_path(h->t, h->self, peer, ev, &p))
 		return 0;
-	if (*slot_of(h, h->self, peer, ev) != NO_IDX)
+	uint32_t s = *slot_of(h, h->self, peer, ev);
+	const struct mrc_health_obs *own = s != NO_IDX ? &h->obs[s].o : NULL;
+	/* Its own failure: the engine has it ASSUMED_BAD and probes it. */
+	if (own && !own->ok)
 		return 0;
-	for (unsigned i = 0; i < p.n_links; i++)
-		if (h->ls[p.links[i]].state == MRC_HEALTH_DENIED)
+	for (unsigned i = 0; i < p.n_links; i++) {
+		const struct link_st *l = &h->ls[p.links[i]];
+		/* Seen working here since the link was denied: local wins. */
+		if (l->state == MRC_HEALTH_DENIED && !(own && own->ts_ns > l->changed))
 			return 1;
+	}
 	return 0;
 }
 

@@ -109,9 +109,10 @@ int mrc_health_link_get(const struct mrc_health *h, uint32_t link,
  * all, storage stops at max. */
 int mrc_health_links(const struct mrc_health *h, uint8_t min, uint32_t *ids,
 		     size_t max, size_t *n);
-/* 1 when self -> peer on ev crosses a DENIED link and this host has no
- * observation of that very path (its own engine judges and probes a path
- * it has seen: local probes override shared evidence), else 0. */
+/* 1 when self -> peer on ev crosses a DENIED link, unless this host's own
+ * observation of that very path overrides it: its failure (the engine has
+ * the path ASSUMED_BAD and probes it) or its success since the link was
+ * denied (local probes override shared evidence); else 0. */
 int mrc_health_path_denied(const struct mrc_health *h, uint32_t peer,
 			   uint32_t ev);
 

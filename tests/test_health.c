@@ -282,6 +282,9 @@ static void merge_rules_expiry_heal(void **state)
 	 * until host 0 has its own outcome of that path. */
 	assert_int_equal(mrc_health_path_denied(h, 4, 2), 1);
 	assert_int_equal(mrc_health_path_denied(h, 4, 1), 0);
+	/* Seen working before the denial: no override. */
+	assert_int_equal(mrc_health_path_ok(h, 4, 2, 5 * MS), 0);
+	assert_int_equal(mrc_health_path_denied(h, 4, 2), 1);
 	assert_int_equal(mrc_health_path_fail(h, 4, 2, 11 * MS), 0);
 	assert_int_equal(mrc_health_path_denied(h, 4, 2), 0);
 	/* Healed: the witnesses' probes answer and are shared. */

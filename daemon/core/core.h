@@ -96,6 +96,7 @@ struct mrcd {
 	struct mrc_auth_ctrl_tx ctrl_tx;   /* our CTRL stamps */
 	struct mrcd_enc *enc;              /* payload_encryption = aes-gcm, else NULL */
 	struct mrcd_local *local;          /* datagrams to this host (local.c), or NULL */
+	struct mrcd_health *health;        /* fabric-link health (health.c), or NULL */
 	uint64_t started_ns;
 	int stopping;
 	uint64_t drain_deadline;
@@ -139,6 +140,15 @@ struct in6_addr mrcd_peer_dst(const struct mrcd *d, const struct mrc_topo *t, ui
  * (acceptor).  A no-op returning 0 when payload_encryption is off. */
 int mrcd_node_set_aead(struct mrcd *d, const struct mrc_auth_conn_id *id, int role,
 		       const struct mrc_auth_conn *c);
+
+/* health.c: fabric-link health (docs/health.md); init does nothing in
+ * loopback mode.  event: one engine event (tx.c); denies: 1 when (host,
+ * ev) crosses a link health/ denies (deny.c's HEALTH reason). */
+struct mrcd_health;
+int mrcd_health_init(struct mrcd *d);
+void mrcd_health_fini(struct mrcd *d);
+void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev);
+int mrcd_health_denies(const struct mrcd *d, uint32_t host, uint32_t ev);
 
 /* deny.c (enum mrcd_deny, the operator admin calls: mrcd.h) */
 /* Recomputes the reasons of (peer, ev) from the core's state (topology,
