@@ -202,6 +202,7 @@ json_t *mrcd_oper_stats(struct oper *o)
 			      "daemon", dm, "oper", op, "rings", mrcd_oper_rings(d),
 			      "planes", json_object_get(pl, "planes"),
 			      "peers", json_object_get(pe, "peers"), "path_srtt_histogram", rtt_hist(d));
+	json_object_set_new(r, "fabric", mrcd_oper_fabric_links(o));
 	json_decref(pl);
 	json_decref(pe);
 	return r;
