@@ -148,6 +148,8 @@ struct mrcd_health;
 int mrcd_health_init(struct mrcd *d);
 void mrcd_health_fini(struct mrcd *d);
 void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev);
+/* A HEALTH body from host (its envelope checked by cm.c). */
+void mrcd_health_rx(struct mrcd *d, uint32_t host, const uint8_t *body, size_t blen);
 int mrcd_health_denies(const struct mrcd *d, uint32_t host, uint32_t ev);
 
 /* deny.c (enum mrcd_deny, the operator admin calls: mrcd.h) */
@@ -178,6 +180,8 @@ int mrcd_local_send(struct mrcd *d, const struct mrc_dp_out *o);
 int mrcd_cm_init(struct mrcd *d);
 void mrcd_cm_fini(struct mrcd *d);
 void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len);
+/* Seals a CTRL body of any type (HEALTH) to host and sends it; 0 or -errno. */
+int mrcd_cm_send_body(struct mrcd *d, uint32_t host, const uint8_t *body, size_t blen);
 void mrcd_plane_state_changed(struct mrcd *d);
 
 /* core.c: observers (mrcd.h), called by tx.c */

@@ -7,7 +7,10 @@
  * packets since the last tick is a working one; ECN and trims per EV are
  * counted against its links (never a failure).  Every tick (10 ms) the
  * library re-evaluates, and when a link's state changed every peer's EVs
- * are re-derived (mrcd_deny_update). */
+ * are re-derived (mrcd_deny_update).  Every 100 ms, while it has a failure
+ * of its own or a link not OK, it sends its newest observations to every
+ * peer in a HEALTH message (never answered: no amplification) and merges
+ * what peers send, one message per host per 50 ms at most. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,12 @@
 #include "health/health.h"
 
 #define TICK_S 0.01
+/* Sharing (docs/health.md): at most one HEALTH per peer every SHARE_TICKS
+ * ticks, only while this host has something to say (a failed path of its
+ * own, or a link not OK); from any one host, one is merged per
+ * HEALTH_RX_MIN_NS at most, the rest dropped unread. */
+#define SHARE_TICKS 10
+#define HEALTH_RX_MIN_NS 50000000ull
 
 struct mrcd_health {
 	struct mrc_health *h;
@@ -23,6 +32,8 @@ struct mrcd_health {
 	/* [peer] -> [ev] last seen tx_pkts and ecn + trims, on first use */
 	uint64_t **prev;
 	uint32_t nprev;
+	uint32_t ticks;
+	uint64_t *rx_last;      /* [host] when its last HEALTH was merged */
 };
 
 static void feed_peer(struct mrcd *d, uint32_t peer, uint64_t now)
@@ -65,6 +76,63 @@ static void log_changes(struct mrcd *d, uint64_t now)
 	}
 }
 
+/* This host's newest observations to every peer, if it has a failure of
+ * its own or a link not OK to speak of. */
+static void share(struct mrcd *d, uint64_t now)
+{
+	struct mrc_health_obs o[MRCE_CTRL_HEALTH_MAX];
+	size_t n, nbad;
+	uint32_t ids[1];
+	mrc_health_export(d->health->h, now, o, MRCE_CTRL_HEALTH_MAX, &n);
+	mrc_health_links(d->health->h, MRC_HEALTH_SUSPECT, ids, 0, &nbad);
+	int fail = 0;
+	for (size_t i = 0; i < n; i++)
+		fail |= !o[i].ok;
+	if (!n || (!fail && !nbad))
+		return;
+	struct mrce_ctrl_health m = { .n = (uint32_t)n };
+	for (size_t i = 0; i < n; i++) {
+		uint64_t age = (now - o[i].ts_ns) / 1000;
+		m.obs[i] = (struct mrce_ctrl_health_obs){ .dst = o[i].dst, .ev = o[i].ev,
+			.ok = o[i].ok, .age_us = age > UINT32_MAX ? UINT32_MAX : (uint32_t)age };
+	}
+	uint8_t body[MRCE_CTRL_HEALTH_LEN(MRCE_CTRL_HEALTH_MAX)];
+	size_t blen = mrce_ctrl_health_encode(body, &m);
+	for (uint32_t peer = 0; peer < d->max_peers; peer++) {
+		const struct mrcd_peer *p = &d->peers[peer];
+		if (p->used && p->host != d->self && !mrcd_cm_send_body(d, p->host, body, blen))
+			d->st.health_tx++;
+	}
+}
+
+void mrcd_health_rx(struct mrcd *d, uint32_t host, const uint8_t *body, size_t blen)
+{
+	struct mrcd_health *m = d->health;
+	if (!m || host >= d->nhosts || host == d->self)
+		return;
+	uint64_t now = mrcd_now();
+	if (m->rx_last[host] && now - m->rx_last[host] < HEALTH_RX_MIN_NS) {
+		d->st.health_rx_limited++;
+		return;
+	}
+	struct mrce_ctrl_health h;
+	if (mrce_ctrl_health_decode(body, blen, &h)) {
+		d->st.health_rx_bad++;
+		return;
+	}
+	m->rx_last[host] = now;
+	struct mrc_health_obs o[MRCE_CTRL_HEALTH_MAX];
+	uint64_t age[MRCE_CTRL_HEALTH_MAX];
+	for (uint32_t i = 0; i < h.n; i++) {
+		/* Its own paths only: the source is the envelope's sender. */
+		o[i] = (struct mrc_health_obs){ .src = host, .dst = h.obs[i].dst,
+			.ev = h.obs[i].ev, .ok = h.obs[i].ok };
+		age[i] = (uint64_t)h.obs[i].age_us * 1000;
+	}
+	if (mrc_health_merge(m->h, host, o, age, h.n, now) >= 0)
+		d->st.health_rx++;
+}
+
 static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct mrcd *d = w->data;
@@ -72,6 +140,8 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	for (uint32_t peer = 0; peer < d->max_peers && peer < d->health->nprev; peer++)
 		if (d->peers[peer].used)
 			feed_peer(d, peer, now);
+	if (++d->health->ticks % SHARE_TICKS == 0)
+		share(d, now);
 	int changed = mrc_health_eval(d->health->h, now);
 	if (changed <= 0)
 		return;
@@ -92,9 +162,11 @@ int mrcd_health_init(struct mrcd *d)
 		return -ENOMEM;
 	m->nprev = d->max_peers;
 	m->prev = calloc(m->nprev, sizeof(*m->prev));
-	int rc = m->prev ? mrc_health_new(d->topo, d->self, NULL, &m->h) : -ENOMEM;
+	m->rx_last = calloc(d->nhosts, sizeof(*m->rx_last));
+	int rc = m->prev && m->rx_last ? mrc_health_new(d->topo, d->self, NULL, &m->h) : -ENOMEM;
 	if (rc) {
 		free(m->prev);
+		free(m->rx_last);
 		free(m);
 		return rc;
 	}
@@ -114,6 +186,7 @@ void mrcd_health_fini(struct mrcd *d)
 	for (uint32_t i = 0; i < m->nprev; i++)
 		free(m->prev[i]);
 	free(m->prev);
+	free(m->rx_last);
 	mrc_health_free(m->h);
 	free(m);
 	d->health = NULL;

@@ -145,6 +145,9 @@ struct mrcd_stats {
 	                                  authenticated CTRL or local use */
 	uint64_t rx_side_data;         /* not CTRL, on the side channel: dropped */
 	uint64_t health_changes;       /* fabric links that changed state (health.c) */
+	uint64_t health_tx, health_rx; /* HEALTH messages sent, merged */
+	uint64_t health_rx_limited;    /* dropped: within HEALTH_RX_MIN of the last */
+	uint64_t health_rx_bad;        /* HEALTH bodies the codec refused */
 };
 void mrcd_stats_get(const struct mrcd *d, struct mrcd_stats *st);
 
