@@ -17,29 +17,21 @@
 #include "sim/sim.h"
 #include "transport/engine.h"
 
-#define TOPO "topo=clos:planes=2,leaves=2,spines=2,hosts=64,rate=100G,delay=500ns"
+#define TOPO { "topo", "clos:planes=2,leaves=2,spines=2,hosts=64,rate=100G,delay=500ns" }
 #define HOSTS 128
 
-static struct mrc_sim *run(const char *const *kv)
+/* Settings as (key, value) pairs, NULL-ended. */
+static struct mrc_sim *run(const char *const (*kv)[2])
 {
 	struct mrc_sim_cfg c;
 	char err[MRC_SIM_ERRLEN];
 	mrc_sim_cfg_default(&c);
-	for (int i = 0; kv[i]; i++) {
-		char key[64];
-		const char *eq = strchr(kv[i], '=');
-		assert_non_null(eq);
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - kv[i]), kv[i]);
-		if (mrc_sim_cfg_set(&c, key, eq + 1, err, sizeof(err))) {
-			print_error("%s: %s\n", kv[i], err);
-			fail();
-		}
-	}
+	for (; kv[0][0]; kv++)
+		if (mrc_sim_cfg_set(&c, kv[0][0], kv[0][1], err, sizeof(err)))
+			fail_msg("%s %s: %s", kv[0][0], kv[0][1], err);
 	struct mrc_sim *s;
-	if (mrc_sim_create(&c, &s, err, sizeof(err)) || mrc_sim_run(s, err, sizeof(err))) {
-		print_error("%s\n", err);
-		fail();
-	}
+	if (mrc_sim_create(&c, &s, err, sizeof(err)) || mrc_sim_run(s, err, sizeof(err)))
+		fail_msg("%s", err);
 	return s;
 }
 
@@ -59,7 +51,8 @@ static struct mrce_stats totals(const struct mrc_sim *s)
 static void queueing_retires_nothing(void **st)
 {
 	(void)st;
-	const char *kv[] = { TOPO, "workload=permutation:size=512K", "seed=43", NULL };
+	const char *const kv[][2] = { TOPO, { "workload", "permutation:size=512K" },
+		{ "seed", "43" }, { NULL, NULL } };
 	struct mrc_sim *s = run(kv);
 	struct mrc_sim_summary sum;
 	mrc_sim_summary(s, &sum);
@@ -77,8 +70,8 @@ static void queueing_retires_nothing(void **st)
 static void blackhole_still_retired(void **st)
 {
 	(void)st;
-	const char *kv[] = { TOPO, "workload=permutation:size=512K", "seed=43",
-		"fault=50us:blackhole:p0s1", NULL };
+	const char *const kv[][2] = { TOPO, { "workload", "permutation:size=512K" },
+		{ "seed", "43" }, { "fault", "50us:blackhole:p0s1" }, { NULL, NULL } };
 	struct mrc_sim *s = run(kv);
 	struct mrc_sim_summary sum;
 	mrc_sim_summary(s, &sum);
