@@ -124,6 +124,22 @@ void mrc_health_free(struct mrc_health *h)
 	free(h);
 }
 
+/* The table is full: a failure takes the oldest working observation's
+ * place (working ones are plentiful, failures are the evidence); -ENOSPC
+ * when there is none, or for a working one. */
+static int evict(struct mrc_health *h, const struct mrc_health_obs *o)
+{
+	uint32_t old = NO_IDX;
+	for (uint32_t i = 0; !o->ok && i < h->n_obs; i++)
+		if (h->obs[i].o.ok && (old == NO_IDX || h->obs[i].o.ts_ns < h->obs[old].o.ts_ns))
+			old = i;
+	if (old == NO_IDX)
+		return -ENOSPC;
+	h->obs[old] = h->obs[--h->n_obs];
+	rehash(h);
+	return 0;
+}
+
 /* Records (or refreshes) one observation; the newer one of a path wins. */
 static int put(struct mrc_health *h, const struct mrc_health_obs *o)
 {
@@ -137,8 +153,12 @@ static int put(struct mrc_health *h, const struct mrc_health_obs *o)
 		if (e->o.ts_ns > o->ts_ns)
 			return 0;
 	} else {
-		if (h->n_obs >= h->cfg.max_obs)
-			return -ENOSPC;
+		if (h->n_obs >= h->cfg.max_obs) {
+			int rc = evict(h, o);
+			if (rc)
+				return rc;
+			s = slot_of(h, o->src, o->dst, o->ev);
+		}
 		*s = h->n_obs;
 		e = &h->obs[h->n_obs++];
 	}

@@ -77,7 +77,8 @@ int mrc_health_new(const struct mrc_topo *t, uint32_t self,
 void mrc_health_free(struct mrc_health *h);
 
 /* A local outcome of the path self -> peer on ev.  -EINVAL for a path the
- * topology does not have; -ENOSPC when the table is full of fresh ones. */
+ * topology does not have; when the table is full, a failure replaces the
+ * oldest working observation, a working one is refused (-ENOSPC). */
 int mrc_health_path_fail(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			 uint64_t now);
 int mrc_health_path_ok(struct mrc_health *h, uint32_t peer, uint32_t ev,

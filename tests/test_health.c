@@ -312,6 +312,33 @@ static void merge_rules_expiry_heal(void **state)
 	mrc_topo_free(t);
 }
 
+/* A table full of working observations still takes a failure (it
+ * replaces the oldest working one); a working one is refused. */
+static void full_table_takes_failures(void **state)
+{
+	struct mrc_topo *t;
+	struct mrc_topo_gen g = { .planes = 1, .leaves_per_plane = 2,
+		.spines_per_plane = 4, .hosts_per_leaf = 4 };
+	assert_int_equal(mrc_topo_generate(&g, &t, NULL, 0), 0);
+	struct mrc_health_cfg cfg = { .max_obs = 8 };
+	struct mrc_health *h;
+	assert_int_equal(mrc_health_new(t, 0, &cfg, &h), 0);
+	for (uint32_t i = 0; i < 8; i++)
+		assert_int_equal(mrc_health_path_ok(h, 4 + i / 4, i % 4, (i + 1) * MS), 0);
+	assert_int_equal(mrc_health_path_ok(h, 6, 0, 20 * MS), -ENOSPC);
+	assert_int_equal(mrc_health_path_fail(h, 6, 1, 20 * MS), 0);
+	size_t n;
+	struct mrc_health_obs out[8];
+	mrc_health_export(h, 20 * MS, out, 8, &n);
+	assert_int_equal(n, 8);
+	assert_int_equal(out[0].dst, 6);
+	assert_int_equal(out[0].ok, 0);
+	for (size_t i = 0; i < n; i++)   /* the oldest (1 ms) is gone */
+		assert_true(out[i].ts_ns != MS);
+	mrc_health_free(h);
+	mrc_topo_free(t);
+}
+
 /* Export: only self's observations, newest first, bounded. */
 static void export_own_newest(void **state)
 {
@@ -350,6 +377,7 @@ int main(void)
 		cmocka_unit_test_setup(liars_deny_nothing, reseed),
 		cmocka_unit_test_setup(merge_rules_expiry_heal, reseed),
 		cmocka_unit_test_setup(export_own_newest, reseed),
+		cmocka_unit_test_setup(full_table_takes_failures, reseed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
