@@ -2,7 +2,9 @@
  * path outcomes into health/'s localisation, its DENIED links into
  * deny.c's HEALTH reason, and a read-only view for `mrcctl fabric`.
  *
- * Outcomes: an EV retired for loss or an RTO is a failed path; an EV that
+ * Outcomes: an EV retired for loss or an RTO is a failed path (again at
+ * every tick while it stays retired, so the evidence does not expire
+ * under a link that is still dead); an EV that
  * comes back by probes, a probe answered, or a GOOD EV that carried
  * packets since the last tick is a working one; ECN and trims per EV are
  * counted against its links (never a failure).  Every tick (10 ms) the
@@ -52,6 +54,12 @@ static void feed_peer(struct mrcd *d, uint32_t peer, uint64_t now)
 			mrc_health_path_congested(m->h, p->host, ev, cong - prev[2 * ev + 1]);
 		if (i.state == MRCE_EV_GOOD && i.tx_pkts > prev[2 * ev])
 			mrc_health_path_ok(m->h, p->host, ev, now);
+		/* Still retired for a failure (its probes unanswered): the
+		 * evidence stays fresh while the path is bad, not a ttl. */
+		if (i.state == MRCE_EV_ASSUMED_BAD &&
+		    (i.last_reason == MRCE_RSN_LOSS || i.last_reason == MRCE_RSN_RTO ||
+		     i.last_reason == MRCE_RSN_PROBE_LOST))
+			mrc_health_path_fail(m->h, p->host, ev, now);
 		prev[2 * ev] = i.tx_pkts;
 		prev[2 * ev + 1] = cong;
 	}
