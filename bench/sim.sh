@@ -43,6 +43,10 @@ run c1k_spray $C1K --workload permutation:size=2M
 run c1k_spray16M $C1K --workload permutation:size=16M
 run c1k_ecmp $C1K --workload permutation:size=2M --mode ecmp
 run c1k_ecmp8qp $C1K --workload permutation:size=2M,qps=8 --mode ecmp
+# Spray slots by topology (docs/sim.md "Spray slots"): each host starts its
+# spray at its index under its leaf, so a leaf's hosts never share a spine
+# in one packet slot while they send in step.
+run c1k_spray_slot $C1K --workload permutation:size=2M --spray-slot topo
 
 # Training steps (docs/sim.md "Training steps"): 1,024 hosts, MoE layer
 # as a 2-D all-to-all over all of them (32 x 32), ring buckets of 8.
@@ -62,6 +66,8 @@ run fo_down_ecmp8qp --topo clos:planes=8,leaves=8,spines=8,hosts=8,rate=100G,del
 if [ "$QUICK" = 0 ]; then
 	run c8k_spray --topo clos:planes=8,leaves=256,spines=32,hosts=32,rate=100G,delay=500ns \
 		--workload permutation:size=2M --stalls on
+	run c8k_spray_slot --topo clos:planes=8,leaves=256,spines=32,hosts=32,rate=100G,delay=500ns \
+		--workload permutation:size=2M --stalls on --spray-slot topo
 	run ft8k_spray --topo fattree:k=32,rate=100G,delay=500ns --workload permutation:size=2M
 	# The step at 8,192 hosts: expert-parallel groups of 256 (32 x 8),
 	# a 64-packet window and 64 EVs per pair keep it near 8 GiB.

@@ -28,7 +28,7 @@ void mrc_sim_report_text(const struct mrc_sim *s, int timing, FILE *f)
 	sim_human_bytes(c->buffer, a, sizeof(a));
 	fprintf(f, "transport %s%s, cc %s, window %u x %u B, buffer %s/port, ECN %llu K, "
 		"trim %s, seed %llu\n", c->mode == MRC_SIM_ECMP ? "ECMP (pinned EV per QP)" : "spray",
-		c->paths ? " (subset of EVs per pair)" : "", c->cc_fixed ? "fixed" : "nscc",
+		c->paths ? " (subset of EVs per pair)" : c->spray_slot ? " (slots by topology)" : "", c->cc_fixed ? "fixed" : "nscc",
 		s->ecfg.window, c->mtu, a, (unsigned long long)(c->ecn >> 10),
 		c->trim ? "on" : "off", (unsigned long long)c->seed);
 	for (uint32_t w = 0; w < c->n_wl; w++) {

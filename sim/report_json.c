@@ -110,14 +110,15 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 		  "\"rate_mbit\": %llu, \"delay_ns\": %llu,\n    \"mode\": \"%s\", \"paths\": %u, "
 		  "\"cc\": \"%s\", \"mtu\": %u, \"window\": %u, \"buffer\": %llu, \"ecn\": %llu, "
 		  "\"trim\": %llu, \"prio_buffer\": %llu, \"overhead\": %u, \"nic_queue\": %u, "
-		  "\"seed\": %llu,\n    \"workloads\": [",
+		  "\"seed\": %llu,%s\n    \"workloads\": [",
 		  s->fab.kind == MRC_SIM_FATTREE ? "fattree" : "clos", s->fab.planes,
 		  s->fab.n_hosts, s->fab.nev, (unsigned long long)s->fab.rate_mbit,
 		  (unsigned long long)s->fab.delay_ns, c->mode == MRC_SIM_ECMP ? "ecmp" : "spray",
 		  c->paths, c->cc_fixed ? "fixed" : "nscc", c->mtu, s->ecfg.window,
 		  (unsigned long long)c->buffer, (unsigned long long)c->ecn,
 		  (unsigned long long)c->trim, (unsigned long long)c->prio_buffer,
-		  c->frame_overhead, c->nic_queue, (unsigned long long)c->seed);
+		  c->frame_overhead, c->nic_queue, (unsigned long long)c->seed,
+		  c->spray_slot ? " \"spray_slot\": \"topo\"," : "");
 	for (uint32_t w = 0; w < c->n_wl; w++) {
 		const struct mrc_sim_workload *wl = &c->wl[w];
 		sb_printf(&b, "%s{\"kind\": \"%s\", \"size\": %llu, \"start_ns\": %llu, "

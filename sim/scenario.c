@@ -53,6 +53,7 @@ const char *mrc_sim_cfg_help(void)
 "  reorder-slack T  ev-floor N\n"
 "  seed N  until T  hold T  bin T  verify-limit Z  progress on|off\n"
 "  stalls on|off (report why senders' NICs sat idle: docs/sim.md)\n"
+"  spray-slot hash|topo (where each host's spray starts: docs/sim.md)\n"
 "Sizes: 4096, 64K, 2M, 1G (binary).  Times: 500ns, 10us, 1ms, 2s (bare: ns).\n"
 "Rates: 100G, 400G, 25000M (bit/s).\n";
 }
@@ -489,6 +490,12 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 		if (onoff(v, &b))
 			return BADV("must be on or off");
 		c->stalls = (uint8_t)b;
+		return 0;
+	}
+	if (!strcmp(k, "spray-slot")) {
+		if (strcmp(v, "hash") && strcmp(v, "topo"))
+			return BADV("must be hash or topo");
+		c->spray_slot = !strcmp(v, "topo");
 		return 0;
 	}
 	(void)x;

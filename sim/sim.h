@@ -124,6 +124,9 @@ struct mrc_sim_cfg {
 	uint8_t progress;          /* progress line on stderr */
 	uint8_t stalls;            /* account why senders' NICs sit idle
 	                              (report "stalls"; sim/stalls.c) */
+	uint8_t spray_slot;        /* 1: each engine's cfg.spray_slot is its
+	                              host's index under its leaf (clos) or
+	                              pod (fat tree); 0: the engine's hash */
 };
 
 struct mrc_sim;

@@ -102,6 +102,8 @@ static int cfg_check(const struct mrce_cfg *c, const char **why)
 		BAD("cc must be MRCE_CC_NSCC or MRCE_CC_FIXED");
 	if (c->qp_ev_stats > MRCE_MAX_EVS)
 		BAD("qp_ev_stats must be 0..4096 EVs");
+	if (c->spray_slot > 65536)
+		BAD("spray_slot must be 0..65536");
 	return 0;
 #undef BAD
 }

@@ -124,6 +124,14 @@ struct mrce_cfg {
 	                              the two CRCs were 4% of the run; every
 	                              engine of a fabric must agree.  Default 0:
 	                              the daemon always verifies. */
+	uint32_t spray_slot;       /* 1 + this host's index among the hosts that
+	                              share its uplinks up to the top tier (its
+	                              leaf in a 2-tier Clos, its pod in a fat
+	                              tree); every peer's spray then starts that
+	                              many EVs into each plane's order, so hosts
+	                              sending at once take distinct uplinks in
+	                              every packet slot.  0 (default): a hash of
+	                              the QP (qp.c spray_phase) */
 };
 
 /* Fills every field with its default. */

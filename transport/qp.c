@@ -130,15 +130,21 @@ int mrce_qp_close(struct mrce *e, uint32_t qpn)
  * a pod at k=16).  A QP's connection moves its peer's starting point by a
  * hash of its QPN and initial PSN (on the wire anyway), so hosts spray out
  * of step.  Deterministic: no random source in the engine. */
-static void spray_phase(struct mrce__peer *p, uint32_t qpn, uint32_t psn)
+static void spray_phase(struct mrce__peer *p, uint32_t qpn, uint32_t psn, uint32_t slot)
 {
 	uint32_t h = (psn ^ qpn * 0x85ebca6bu) * 2654435761u;
 	h ^= h >> 15;
 	h *= 2246822519u;
 	h ^= h >> 13;
 	p->plane_rr += h & 0xffff;
+	/* Random phases still collide: of 32 hosts on a leaf, about a third
+	 * share a spine with another in each slot, for as long as they send
+	 * in step (mrcsim, 8-plane Clos: slowest flow 1.20 -> 1.15 x ideal
+	 * with distinct slots; docs/sim.md).  A known slot makes them
+	 * distinct: consecutive positions of the bit-reversed order are
+	 * distinct EVs and, in a fat tree, distinct aggregation switches. */
 	for (int pl = 0; pl < MRCE_MAX_PLANES; pl++)
-		p->plane_cur[pl] = (uint16_t)(p->plane_cur[pl] + (h >> 16));
+		p->plane_cur[pl] = (uint16_t)(slot ? slot - 1 : p->plane_cur[pl] + (h >> 16));
 }
 
 /* Planes a QP's spray can use: the peer's planes with an EV that is not
@@ -178,7 +184,7 @@ int mrce_qp_connect(struct mrce *e, uint32_t qpn, uint32_t peer, uint32_t rqpn,
 	qp->snd_una = qp->snd_nxt = sq_psn;
 	qp->rcv_nxt = rq_psn;
 	qp->state = MRCE_QPS_RTS;
-	spray_phase(&e->peers[peer], qpn, sq_psn);
+	spray_phase(&e->peers[peer], qpn, sq_psn, e->cfg.spray_slot);
 	/* Now that the peer is known, the congestion window starts from the
 	 * number of planes the QP will spray over (cc_nscc.c). */
 	e->cc->init(qp->cc, &(struct mrce_cc_params){ .mtu = qp->mtu,
