@@ -147,13 +147,14 @@ part faults && fault "plane-1 NIC of h0 down mid-collective" "fail h0-p1l0" \
 # ranks, FAULT injected once MIB MiB were placed at h0; rank 0's output
 # says 0 wrong, each rank exits 0, and the fault's effect is asserted on
 # h7's paths to h0; SUMMARY: a command over rank 0's output for the ok line.
+grown() { [ $(( $(placed) - $1 )) -ge "$2" ]; }   # grown BASE BYTES: h0 placed BYTES since BASE
 mid_fault() {
 	local name=$1 fault=$2 check=$3 mib=$4 sum=$5 base before injected=0; shift 5
 	base=$(placed); before=$(paths_snap)
 	local tag=mf$((sid + 1))   # launch takes the next service id
 	launch "$tag" "$@"
 	local out="$tmp/$tag.0"
-	if until_t 120 eval '[ $(( $(placed) - base )) -ge $((mib << 20)) ]'; then
+	if until_t 120 grown "$base" $((mib << 20)); then
 		# shellcheck disable=SC2086
 		$F $fault >/dev/null && injected=$(( ($(placed) - base) >> 20 )) || bad "$name: 'mrc-fabric $fault' failed"
 	else
