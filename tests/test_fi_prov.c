@@ -1090,6 +1090,57 @@ static void test_mr_malloc(void **state)
 	fix_close(&f);
 }
 
+/* Heap memory registered for remote write at growing sizes over one
+ * buffer, as fabtests' fi_mr_test does, with the defaults (only a range's
+ * own pages move): a larger range over pages an earlier registration moved
+ * moves again, and a WRITE lands at the application's addresses; while a
+ * registration holds the moved pages a larger range is -FI_EBUSY, never a
+ * copy that registration would miss. */
+static void test_mr_heap(void **state)
+{
+	FIX_NEED();
+	struct pair p;
+	pair_open(&p, FI_CQ_FORMAT_DATA);
+	size_t len = 6 * 4096, extra = 3 * 4096;
+	uint8_t *heap = malloc(len + extra);   /* below the mmap threshold */
+	assert_non_null(heap);
+	uint8_t *buf = heap + 40;               /* not on a page boundary */
+	memset(heap, 0xee, len + extra);
+	size_t sizes[] = { 1, 4096, len };
+	struct fid_mr *mr = NULL;
+	for (size_t k = 0; k < 3; k++) {
+		if (mr)
+			FI_OK(fi_close(&mr->fid));
+		int r = fi_mr_reg(p.f.dom, buf, sizes[k], FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL);
+		CHECK(r == 0, "fi_mr_reg(%zu bytes) after a smaller one: %d", sizes[k], r);
+	}
+	assert_int_equal(heap[0], 0xee);
+	assert_int_equal(buf[len], 0xee);
+	uint8_t *src = malloc(len);
+	fill(src, len, 9);
+	int wc;
+	struct fi_cq_data_entry d;
+	POST(fi_write(p.a.ep, src, len, NULL, p.to_b, 0, fi_mr_key(mr), &wc));
+	assert_int_equal(fi_cq_sread(p.a.cq, &d, 1, NULL, FIX_WAIT_MS), 1);
+	check_bytes(buf, len, 9);
+	assert_int_equal(heap[39], 0xee);
+	assert_int_equal(buf[len], 0xee);
+	struct fid_mr *mr2 = NULL;
+	assert_int_equal(fi_mr_reg(p.f.dom, heap, len + extra, FI_REMOTE_WRITE, 0, 0, 0, &mr2,
+				   NULL), -FI_EBUSY);
+	POST(fi_write(p.a.ep, src, len, NULL, p.to_b, 0, fi_mr_key(mr), &wc));
+	assert_int_equal(fi_cq_sread(p.a.cq, &d, 1, NULL, FIX_WAIT_MS), 1);
+	check_bytes(buf, len, 9);
+	FI_OK(fi_close(&mr->fid));
+	/* released: the larger range registers now */
+	FI_OK(fi_mr_reg(p.f.dom, heap, len + extra, FI_REMOTE_WRITE, 0, 0, 0, &mr2, NULL));
+	FI_OK(fi_close(&mr2->fid));
+	check_bytes(buf, len, 9);
+	free(src);
+	free(heap);
+	pair_close(&p);
+}
+
 /* ---- a hostile peer ------------------------------------------------------- */
 static uint64_t proto_errors(struct fix_ep *e)
 {
@@ -1286,6 +1337,7 @@ int main(void)
 		cmocka_unit_test(test_send_then_close),
 		cmocka_unit_test(test_unexpected_bound),
 		cmocka_unit_test(test_mr_malloc),
+		cmocka_unit_test(test_mr_heap),
 		cmocka_unit_test_setup(test_hostile, reseed),
 		cmocka_unit_test_setup(test_dead_daemon, reseed),
 	};
