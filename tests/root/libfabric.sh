@@ -55,6 +55,10 @@ cleanup() {
 	fi_mpi_reap 2>/dev/null
 	for p in "${dpid[@]}"; do kill -9 "$p" 2>/dev/null; done
 	$F down >/dev/null 2>&1
+	# MRC_FI_KEEP=DIR: the MPI outputs and mrcd logs survive the run
+	if [ -n "${MRC_FI_KEEP:-}" ]; then
+		mkdir -p "$MRC_FI_KEEP" && cp "$tmp"/mpi.* "$tmp"/*.log "$MRC_FI_KEEP"/ 2>/dev/null
+	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
