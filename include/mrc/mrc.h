@@ -95,7 +95,10 @@ int mrc_reg_mr(struct mrc_ctx *ctx, int fd, uint64_t off, uint64_t len, uint32_t
  *    rather than copying).  No other thread may write them during the
  *    call, and memory another driver has pinned (cudaHostRegister,
  *    ibv_reg_mr) must not be moved: its registration would keep the old
- *    pages.
+ *    pages.  Pages an earlier MRC_REG_MOVE moved may be part of the range
+ *    (a larger range over the same buffer): all move again into one new
+ *    memfd, unless a live registration still holds those moved before
+ *    (-EBUSY: it would go on using the old file).
  * Refusals (the reason in mrc_last_error): -EFAULT part of the range is
  * not mapped; -EACCES not readable, or not writable while the access asks
  * for writes; -EOPNOTSUPP memory that cannot be shared (another kind of
