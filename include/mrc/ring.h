@@ -285,6 +285,8 @@ struct mrc_cqe {
 _Static_assert(sizeof(struct mrc_ring_hdr) == 3 * MRC_RING_CACHELINE, "ring hdr");
 _Static_assert(sizeof(struct mrc_sqe) == 64, "sqe size");
 _Static_assert(sizeof(struct mrc_cqe) == 32, "cqe size");
+/* The power-floor words took padding: the page's layout is unchanged. */
+_Static_assert(sizeof(struct mrc_notify) == 2 * MRC_RING_CACHELINE, "notify page layout");
 /* A completion's op is its submission's op (RECV_WRITE_IMM has none). */
 #define MRC__SAME_OP(x) ((int)MRC_CQE_##x == (int)MRC_SQE_##x)
 _Static_assert(MRC__SAME_OP(WRITE) && MRC__SAME_OP(WRITE_IMM) && MRC__SAME_OP(SEND) &&
