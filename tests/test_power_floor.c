@@ -25,56 +25,59 @@
 
 #define WAIT_MS MRCD_SPAWN_WAIT_MS
 
-static int start(void **state, const char *const *argv)
+/* One daemon per test, with the test's config. */
+static struct mrcd_proc D;
+static int have_d;
+
+static int start(const char *const *argv)
 {
-	*state = NULL;
+	have_d = 0;
 	if (!mrcd_spawn_available())
-		return 0;
-	struct mrcd_proc *d = calloc(1, sizeof(*d));
-	if (!d || mrcd_spawn_start(d, argv)) {
-		free(d);
+		return 0;   /* each test skips */
+	if (mrcd_spawn_start(&D, argv))
 		return -1;
-	}
-	*state = d;
+	have_d = 1;
 	return 0;
 }
 
 static int setup_on(void **state)
 {
+	(void)state;
 	/* A short RTO: the WRITE held back below is retransmitted soon
 	 * after its peer is connected. */
 	static const char *const argv[] = { "--power_floor=1", "--power_floor_hold_us=0",
 					    "--rto_min_us=1000", NULL };
-	return start(state, argv);
+	return start(argv);
 }
 
 /* 3 s: far longer than a loopback WRITE takes even on a loaded VM, so
  * the second WRITE lands inside it. */
-#define HOLD_US 3000000
+#define HOLD_MS 3000
 static int setup_hold(void **state)
 {
+	(void)state;
 	static const char *const argv[] = { "--power_floor=1", "--power_floor_hold_us=3000000",
 					    NULL };
-	return start(state, argv);
+	return start(argv);
 }
 
 static int setup_off(void **state)
 {
-	return start(state, NULL);   /* the default config: off */
+	(void)state;
+	return start(NULL);   /* the default config: off */
 }
 
-static int teardown(void **state)
+static int stop(void **state)
 {
-	struct mrcd_proc *d = *state;
-	if (d) {
-		mrcd_spawn_stop(d);
-		free(d);
-	}
+	(void)state;
+	if (have_d)
+		mrcd_spawn_stop(&D);
+	have_d = 0;
 	return 0;
 }
 
-#define NEED_DAEMON(state) \
-	do { if (!*(state)) MRC_SKIP("%s is not built", mrcd_spawn_bin()); } while (0)
+#define NEED_DAEMON() \
+	do { if (!have_d) MRC_SKIP("%s is not built", mrcd_spawn_bin()); } while (0)
 
 struct pair {
 	struct mrc_ctx *ctx;
@@ -114,6 +117,16 @@ static void done_ok(struct pair *p, uint64_t wr_id)
 	assert_int_equal(c.wr_id, wr_id);
 }
 
+/* One WRITE posted and completed; then the word and the raise count. */
+static void write_expect(struct pair *p, uint64_t wr_id, int word, uint32_t raises)
+{
+	post(p, wr_id);
+	done_ok(p, wr_id);
+	uint32_t r;
+	assert_int_equal(mrc_power_floor(p->ctx, &r), word);
+	assert_int_equal(r, raises);
+}
+
 static int floor_is(const struct mrc_ctx *ctx, int want)
 {
 	return mrc_power_floor(ctx, NULL) == want;
@@ -131,9 +144,9 @@ static int floor_down(void *arg)
 
 static void test_rises_in_flight(void **state)
 {
-	NEED_DAEMON(state);
+	NEED_DAEMON();
 	struct pair p;
-	pair_open(*state, &p, 0);
+	pair_open(&D, &p, 0);
 	uint32_t raises = 99;
 	assert_int_equal(mrc_power_floor(p.ctx, &raises), 0);
 	assert_int_equal(raises, 0);
@@ -154,10 +167,7 @@ static void test_rises_in_flight(void **state)
 	assert_int_equal(mrc_power_floor(p.ctx, &raises), 0);
 	assert_int_equal(raises, 1);
 	/* A new phase raises it again. */
-	post(&p, 2);
-	done_ok(&p, 2);
-	assert_int_equal(mrc_power_floor(p.ctx, &raises), 0);
-	assert_int_equal(raises, 2);
+	write_expect(&p, 2, 0, 2);
 	mrc_close(p.ctx);
 }
 
@@ -166,23 +176,16 @@ static void test_rises_in_flight(void **state)
  * change, and the daemon's count is unaffected. */
 static void test_client_cannot_steer(void **state)
 {
-	NEED_DAEMON(state);
+	NEED_DAEMON();
 	struct pair p;
-	pair_open(*state, &p, 1);
+	pair_open(&D, &p, 1);
 	volatile uint32_t *w = (volatile uint32_t *)mrc_power_floor_word(p.ctx);
 	assert_non_null(w);
 	w[0] = 1;                  /* a scribble: up with nothing in flight */
 	w[1] = 1000;               /* and a bogus raise count */
-	post(&p, 1);
-	done_ok(&p, 1);
-	uint32_t raises;
-	assert_int_equal(mrc_power_floor(p.ctx, &raises), 0);
-	assert_int_equal(raises, 1);   /* the daemon's own count */
+	write_expect(&p, 1, 0, 1);   /* the daemon's own count */
 	w[0] = 0;
-	post(&p, 2);
-	done_ok(&p, 2);
-	assert_int_equal(mrc_power_floor(p.ctx, &raises), 0);
-	assert_int_equal(raises, 2);
+	write_expect(&p, 2, 0, 2);
 	mrc_close(p.ctx);
 }
 
@@ -190,24 +193,19 @@ static void test_client_cannot_steer(void **state)
 
 static void test_hold(void **state)
 {
-	NEED_DAEMON(state);
+	NEED_DAEMON();
 	struct pair p;
-	pair_open(*state, &p, 1);
+	pair_open(&D, &p, 1);
 	int64_t t0 = mrcd_spawn_now_ms();
-	post(&p, 1);
-	done_ok(&p, 1);
-	uint32_t raises;
-	assert_int_equal(mrc_power_floor(p.ctx, &raises), 1);   /* held */
-	assert_int_equal(raises, 1);
-	post(&p, 2);
-	done_ok(&p, 2);
+	write_expect(&p, 1, 1, 1);   /* held */
+	/* One phase: not lowered and raised again. */
+	write_expect(&p, 2, 1, 1);
 	int64_t t1 = mrcd_spawn_now_ms();
-	if (t1 - t0 >= HOLD_US / 1000)
+	if (t1 - t0 >= HOLD_MS)
 		MRC_SKIP("two loopback WRITEs took %lld ms, longer than the hold",
 			 (long long)(t1 - t0));
-	assert_int_equal(mrc_power_floor(p.ctx, &raises), 1);
-	assert_int_equal(raises, 1);   /* one phase: not lowered and raised again */
-	if (mrcd_spawn_wait_for(floor_down, p.ctx, HOLD_US / 1000 + WAIT_MS))
+	uint32_t raises;
+	if (mrcd_spawn_wait_for(floor_down, p.ctx, HOLD_MS + WAIT_MS))
 		fail_msg("the power floor stayed up after the hold");
 	assert_int_equal(mrc_power_floor(p.ctx, &raises), 0);
 	assert_int_equal(raises, 1);
@@ -218,9 +216,9 @@ static void test_hold(void **state)
 
 static void test_off(void **state)
 {
-	NEED_DAEMON(state);
+	NEED_DAEMON();
 	struct pair p;
-	pair_open(*state, &p, 1);
+	pair_open(&D, &p, 1);
 	for (uint64_t i = 1; i <= 100; i++) {
 		post(&p, i);
 		/* Read while the WRITE may still be in flight. */
@@ -240,10 +238,10 @@ static void test_off(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_rises_in_flight, setup_on, teardown),
-		cmocka_unit_test_setup_teardown(test_client_cannot_steer, setup_on, teardown),
-		cmocka_unit_test_setup_teardown(test_hold, setup_hold, teardown),
-		cmocka_unit_test_setup_teardown(test_off, setup_off, teardown),
+		cmocka_unit_test_setup_teardown(test_rises_in_flight, setup_on, stop),
+		cmocka_unit_test_setup_teardown(test_client_cannot_steer, setup_on, stop),
+		cmocka_unit_test_setup_teardown(test_hold, setup_hold, stop),
+		cmocka_unit_test_setup_teardown(test_off, setup_off, stop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
