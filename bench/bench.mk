@@ -56,3 +56,8 @@ bench_timers_SRCS := bench/bench_timers.c
 # cost of registering (bench/results/appmem.md).
 BENCHES += bench_appmem
 bench_appmem_SRCS := bench/bench_appmem.c
+# Stragglers (issue 34 item 4): helper of bench/fabric/strag.sh, one rank
+# of a job that injects a late rank and prints what mrc_coll_straggler
+# names (bench/results/strag.md); alone it says so and exits.
+BENCHES += strag_run
+strag_run_SRCS := bench/strag_run.c

@@ -154,6 +154,11 @@ char *mrc_oper_prom(const json_t *st)
 	static const char *et[] = { "counter", "counter", "counter", "counter", "gauge", "gauge",
 				    "gauge" };
 	labelled(f, "peer", json_object_get(st, "peers"), "peer", ek, et);
+	/* Fabric links not OK (docs/health.md): a series while it is. */
+	static const char *fk[] = { "suspect", "located", "denied", "fail_paths", "fail_hosts",
+				    "good_paths", "cong", NULL };
+	static const char *ft[] = { "gauge", "gauge", "gauge", "gauge", "gauge", "gauge", "counter" };
+	labelled(f, "fabric_link", json_object_get(st, "fabric"), "link", fk, ft);
 	const json_t *h = json_object_get(st, "path_srtt_histogram");
 	if (h)
 		histogram(f, h);

@@ -2,8 +2,15 @@
 # built like libmrc (position-independent objects in one directory), with
 # its pkg-config file and man page (mrc-coll-perf: tools/coll-perf.mk).
 LIBCOLL_VERSION := 2.1.0
-COLL_SRCS := coll/reduce.c coll/sched.c coll/forest.c coll/comm.c coll/run.c coll/boot.c coll/shm.c coll/coll.c coll/verify.c coll/moe.c coll/moe_node.c coll/a2a2d.c coll/req.c \
+COLL_SRCS := coll/reduce.c coll/sched.c coll/forest.c coll/comm.c coll/run.c coll/boot.c coll/shm.c coll/coll.c coll/verify.c coll/moe.c coll/moe_node.c coll/a2a2d.c coll/req.c coll/strag.c \
 	coll/memops_dev.c
+# Pre-gated MoE dispatch and the expert fetch (docs/coll.md "Pre-gated dispatch")
+COLL_SRCS += coll/pregate.c coll/pregate_fetch.c coll/pregate_hdr.c
+install-coll: install-coll-pregate
+.PHONY: install-coll-pregate
+install-coll-pregate:
+	install -d $(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 644 man/mrc_coll_moe_pregate.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 # The perf tools' option parsing (verify.c) checks numbers with common/'s
 # parser; libmrc exports only its API, so the library carries its own copy.
 COLL_LIB_EXTRA := common/parse.c
@@ -70,7 +77,7 @@ install: install-coll
 install-coll: $(COLL_TARGETS)
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/mrc \
 		$(DESTDIR)$(PREFIX)/share/man/man3
-	install -m 644 man/mrc_coll.3 man/mrc_coll_test.3 $(DESTDIR)$(PREFIX)/share/man/man3/
+	install -m 644 man/mrc_coll.3 man/mrc_coll_test.3 man/mrc_coll_straggler.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 644 $(LIBCOLL_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBCOLL_SO) $(DESTDIR)$(PREFIX)/lib/libmrc-coll.so.$(LIBCOLL_VERSION)
 	ln -sf libmrc-coll.so.$(LIBCOLL_VERSION) $(DESTDIR)$(PREFIX)/lib/libmrc-coll.so.2

@@ -152,7 +152,39 @@ struct mrc__coll_peer {
 	 * its chunks go through shared memory, not its QP (coll/shm.h). */
 	uint8_t shm;
 	struct mrc__coll_ring_ring stx, srx;   /* to it, from it */
+	/* Stragglers (coll/strag.c): when each slot's chunk was posted (ns),
+	 * and this call's deliveries (post to completion): their sum, count. */
+	int64_t tpost[MRC__COLL_MAXWIN];
+	int64_t lat_sum, lat_n;
 };
+
+/* ---- stragglers (coll/strag.c) ------------------------------------------
+ * One rank's stamps of one call, as the exchange carries them (int64s
+ * only: one MRC_COLL_INT64 all-gather).  seq < 0: no call. */
+struct mrc__coll_strag_call {
+	int64_t seq;               /* the call's number on this communicator */
+	int64_t start_rt, dur;     /* CLOCK_REALTIME ns at its start; its length (ns) */
+	int64_t host;
+	int64_t worst_rank, worst_plane;   /* our slowest QP (mean delivery): to whom, plane or -1 */
+	int64_t worst_lat, med_lat;        /* its mean delivery; our QPs' median (ns) */
+	int64_t worst_qpn;
+};
+#define MRC__COLL_STRAG_WORDS (sizeof(struct mrc__coll_strag_call) / sizeof(int64_t))
+struct mrc__coll_strag {
+	struct mrc__coll_strag_call call[MRC_COLL_STRAG_CALLS];   /* slot seq % CALLS */
+	uint64_t seq, since;       /* calls stamped; seq at the last exchange */
+	int64_t t0, t0_rt;         /* this call's start: monotonic, realtime ns */
+	int off;                   /* 1 while exchanging (not stamped) */
+};
+int64_t mrc__coll_strag_now_ns(void);
+/* run.c's hooks: a schedule starts, ends (done). */
+void mrc__coll_strag_begin(struct mrc_coll *c);
+void mrc__coll_strag_end(struct mrc_coll *c);
+/* run.c: p's oldest data message in flight completed (before data_done++). */
+void mrc__coll_strag_delivered(struct mrc_coll *c, struct mrc__coll_peer *p);
+/* The verdict from every rank's stamps (all: n x MRC_COLL_STRAG_CALLS,
+ * rank-major), the same on every rank: 0 or -ENODATA. */
+int mrc__coll_strag_name(uint32_t n, const struct mrc__coll_strag_call *all, struct mrc_coll_straggler *rec);
 
 /* One run of a schedule (run.c): its buffers, what is done, and where
  * each peer's next send and receive step is. */
@@ -213,6 +245,7 @@ struct mrc_coll {
 	void *co_stack;                /* a spare coroutine stack */
 	struct mrc__coll_idle idle;
 	uint64_t req_started, req_done;   /* counters (tests, mrc-coll-perf) */
+	struct mrc__coll_strag strag;   /* coll/strag.c */
 };
 /* EIN: the experts' input that mrc_coll_moe_dispatch_kept hands out. */
 enum { MRC__SCR_SEND, MRC__SCR_RECV, MRC__SCR_FWD, MRC__SCR_OUT, MRC__SCR_PART, MRC__SCR_BACK,

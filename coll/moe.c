@@ -170,6 +170,7 @@ struct pack {
 	size_t *cur;               /* [n] next row per rank */
 	size_t *at;                /* [n] row token t uses at each rank (valid after its fresh) */
 	size_t *nmeta;             /* [n] entries filled in that row */
+	const size_t *shift;       /* [n] rows before rank r's in sbuf past p->sd[r]; NULL: 0 */
 	size_t rowb, strideb;
 };
 
@@ -187,7 +188,7 @@ static void pack_row(void *arg, size_t t, uint32_t k, uint32_t r, int fresh)
 	uint32_t K = p->cfg.top_k;
 	if (fresh) {
 		size_t i = a->cur[r]++;
-		uint8_t *row = a->sbuf + i * a->strideb;
+		uint8_t *row = a->sbuf + (i + (a->shift ? a->shift[r] : 0)) * a->strideb;
 		memcpy(row, a->tokens + t * a->rowb, a->rowb);
 		struct moe_meta none = { .le = -1, .w = 0 };
 		for (uint32_t j = 0; j < K; j++)
@@ -200,14 +201,19 @@ static void pack_row(void *arg, size_t t, uint32_t k, uint32_t r, int fresh)
 		a->at[r] = i, a->nmeta[r] = 0;
 	}
 	struct moe_meta m = { .le = pair_le(p, a->idx[t * K + k]), .w = a->w[t * K + k] };
-	memcpy(a->sbuf + a->at[r] * a->strideb + a->rowb + a->nmeta[r]++ * sizeof(m), &m, sizeof(m));
+	size_t at = a->at[r] + (a->shift ? a->shift[r] : 0);
+	memcpy(a->sbuf + at * a->strideb + a->rowb + a->nmeta[r]++ * sizeof(m), &m, sizeof(m));
 }
 
 /* The receiver: expert_in grouped by local expert (by source rank, then
  * the source's row order: received rows visited in the order ord, or as
- * received when NULL), and where each received row's copies went. */
-static int expand(struct mrc_coll_moe_plan *p, const uint8_t *rbuf, size_t strideb, size_t rowb,
-		  const size_t *ord, uint8_t *grouped, size_t *counts)
+ * received when NULL), and where each received row's copies went.  Row j
+ * is rows[j] when rows is given (pre-gated: in two buffers), else at
+ * rbuf + j * strideb. */
+#define RX_ROW(j) (rows ? rows[j] : rbuf + (j) * strideb)
+int mrc__coll_moe_expand(struct mrc_coll_moe_plan *p, const uint8_t *rbuf,
+			 const uint8_t *const *rows, size_t strideb, size_t rowb,
+			 const size_t *ord, uint8_t *grouped, size_t *counts)
 {
 	uint32_t K = p->cfg.top_k, epr = p->epr;
 	size_t start[epr + 1];
@@ -215,7 +221,7 @@ static int expand(struct mrc_coll_moe_plan *p, const uint8_t *rbuf, size_t strid
 	for (size_t j = 0; j < p->n_recv; j++)
 		for (uint32_t k = 0; k < K; k++) {
 			struct moe_meta m;
-			memcpy(&m, rbuf + j * strideb + rowb + k * sizeof(m), sizeof(m));
+			memcpy(&m, RX_ROW(j) + rowb + k * sizeof(m), sizeof(m));
 			if (m.le >= (int32_t)epr)
 				return -EPROTO;
 			if (m.le >= 0)
@@ -229,17 +235,18 @@ static int expand(struct mrc_coll_moe_plan *p, const uint8_t *rbuf, size_t strid
 		for (uint32_t k = 0; k < K; k++) {
 			size_t j = ord ? ord[q] : q;
 			struct moe_meta m;
-			memcpy(&m, rbuf + j * strideb + rowb + k * sizeof(m), sizeof(m));
+			memcpy(&m, RX_ROW(j) + rowb + k * sizeof(m), sizeof(m));
 			p->rpos[j * K + k] = -1;
 			if (m.le < 0)
 				continue;
 			size_t at = start[m.le]++;
 			p->rpos[j * K + k] = (int64_t)at;
 			p->rw[j * K + k] = m.w;
-			memcpy(grouped + at * rowb, rbuf + j * strideb, rowb);
+			memcpy(grouped + at * rowb, RX_ROW(j), rowb);
 		}
 	return 0;
 }
+#undef RX_ROW
 
 
 /* A dispatch's or a combine's arguments, for its body (req.c). */
@@ -315,8 +322,7 @@ int mrc_coll_moe_idispatch_kept(struct mrc_coll *c, const struct mrc_coll_moe_cf
 			      req);
 }
 
-/* The arguments' checks: -EINVAL, or the communicator's error. */
-static int dispatch_args(const struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
+int mrc__coll_moe_args(const struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
 			 const int32_t *idx, const float *w, const void *tokens, int per_expert,
 			 struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts)
 {
@@ -330,9 +336,7 @@ static int dispatch_args(const struct mrc_coll *c, const struct mrc_coll_moe_cfg
 	return c->err;
 }
 
-/* A new plan with its rows-per-rank arrays (and node dedupe's); NULL
- * when out of memory. */
-static struct mrc_coll_moe_plan *plan_new(const struct mrc_coll *c,
+struct mrc_coll_moe_plan *mrc__coll_moe_plan_new(const struct mrc_coll *c,
 					  const struct mrc_coll_moe_cfg *cfg, size_t T, int dedupe,
 					  size_t rowb, size_t metab)
 {
@@ -355,13 +359,8 @@ static struct mrc_coll_moe_plan *plan_new(const struct mrc_coll *c,
 	return p;
 }
 
-/* This rank's rows: each (token, expert) pair's place under the capacity
- * (pos), the rows per rank (p->sc, p->sd, p->n_sent, the pair and row
- * figures) and the send buffer (*sbuf, scratch) packed by rank, each row
- * its payload and routing entries.  cur: 3n scratch. */
-static int pack_rows(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const int32_t *idx,
-		     const float *w, const void *tokens, int per_expert, int64_t *pos, size_t *cur,
-		     size_t rowb, size_t strideb, uint8_t **sbuf)
+int mrc__coll_moe_count_rows(struct mrc_coll_moe_plan *p, const int32_t *idx, int per_expert,
+			     int64_t *pos)
 {
 	uint32_t n = p->n, K = p->cfg.top_k;
 	size_t T = p->T;
@@ -378,17 +377,42 @@ static int pack_rows(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const int3
 			p->st.pairs_remote += (uint32_t)idx[i] / p->epr != p->me;
 		}
 	p->st.rows = p->n_sent, p->st.rows_remote = p->n_sent - p->sc[p->me];
+	return 0;
+}
+
+int mrc__coll_moe_pack(struct mrc_coll_moe_plan *p, const int32_t *idx, const float *w,
+		       const void *tokens, int per_expert, const int64_t *pos, size_t *cur,
+		       size_t rowb, size_t strideb, uint8_t *sbuf, const size_t *shift)
+{
+	uint32_t n = p->n;
 	p->tok = malloc((p->n_sent + 1) * sizeof(*p->tok));
-	*sbuf = mrc__coll_scratch(c, MRC__SCR_SEND, p->n_sent * strideb + 1);
-	if (!p->tok || !*sbuf)
+	if (!p->tok)
 		return -ENOMEM;
 	memcpy(cur, p->sd, n * sizeof(*cur));
-	struct pack a = { .p = p, .idx = idx, .w = w, .tokens = tokens, .sbuf = *sbuf, .cur = cur,
-			  .at = cur + n, .nmeta = cur + 2 * n, .rowb = rowb,
+	struct pack a = { .p = p, .idx = idx, .w = w, .tokens = tokens, .sbuf = sbuf, .cur = cur,
+			  .at = cur + n, .nmeta = cur + 2 * n, .shift = shift, .rowb = rowb,
 			  .strideb = strideb };
-	for (size_t t = 0; t < T; t++)
+	for (size_t t = 0; t < p->T; t++)
 		token_rows(p, t, idx, pos, per_expert, pack_row, &a);
 	return 0;
+}
+
+/* This rank's rows: each (token, expert) pair's place under the capacity
+ * (pos), the rows per rank (p->sc, p->sd, p->n_sent, the pair and row
+ * figures) and the send buffer (*sbuf, scratch) packed by rank, each row
+ * its payload and routing entries.  cur: 3n scratch. */
+static int pack_rows(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const int32_t *idx,
+		     const float *w, const void *tokens, int per_expert, int64_t *pos, size_t *cur,
+		     size_t rowb, size_t strideb, uint8_t **sbuf)
+{
+	int r = mrc__coll_moe_count_rows(p, idx, per_expert, pos);
+	if (r)
+		return r;
+	*sbuf = mrc__coll_scratch(c, MRC__SCR_SEND, p->n_sent * strideb + 1);
+	if (!*sbuf)
+		return -ENOMEM;
+	return mrc__coll_moe_pack(p, idx, w, tokens, per_expert, pos, cur, rowb, strideb, *sbuf,
+				  NULL);
 }
 
 int mrc__coll_moe_counts(struct mrc_coll *c, uint32_t n, const size_t *sc, size_t *rc,
@@ -411,7 +435,7 @@ int mrc__coll_moe_dispatch_run(struct mrc_coll *c, const struct mrc_coll_moe_cfg
 			   const int32_t *idx, const float *w, const void *tokens, int per_expert,
 			   struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts)
 {
-	int r = dispatch_args(c, cfg, T, idx, w, tokens, per_expert, plan, expert_in, counts);
+	int r = mrc__coll_moe_args(c, cfg, T, idx, w, tokens, per_expert, plan, expert_in, counts);
 	if (r)
 		return r;
 	int kept = per_expert & MRC__MOE_KEPT;
@@ -424,7 +448,7 @@ int mrc__coll_moe_dispatch_run(struct mrc_coll *c, const struct mrc_coll_moe_cfg
 	size_t metab = K * sizeof(struct moe_meta) + (dedupe ? sizeof(struct moe_src) : 0);
 	size_t strideb = rowb + metab;
 	double t0 = mrc__mono_s();
-	struct mrc_coll_moe_plan *p = plan_new(c, cfg, T, dedupe, rowb, metab);
+	struct mrc_coll_moe_plan *p = mrc__coll_moe_plan_new(c, cfg, T, dedupe, rowb, metab);
 	int64_t *pos = malloc((T * K + 1) * sizeof(*pos)), *cnt = malloc(2 * (size_t)n * sizeof(*cnt));
 	size_t *cur = calloc(3 * (size_t)n, sizeof(*cur)), *ord = NULL;
 	uint8_t *sbuf = NULL, *rbuf = NULL, *grouped = NULL;
@@ -463,7 +487,7 @@ int mrc__coll_moe_dispatch_run(struct mrc_coll *c, const struct mrc_coll_moe_cfg
 	p->rw = malloc((p->n_recv * K + 1) * sizeof(*p->rw));
 	if (!grouped || !p->rpos || !p->rw)
 		goto fail;
-	if ((r = expand(p, rbuf, strideb, rowb, ord, grouped, counts)))
+	if ((r = mrc__coll_moe_expand(p, rbuf, NULL, strideb, rowb, ord, grouped, counts)))
 		goto fail;
 	mrc__coll_lap(&p->st.t_expand, &t0);
 	free(pos), free(cur), free(ord), free(cnt);   /* sbuf, rbuf: scratch */

@@ -32,6 +32,11 @@ struct mrc__coll_moe_stats {
 	double t_layout;           /* capacity, packing, the counts' all-to-all */
 	double t_disp[MRC__MOE_PH_N], t_expand;   /* dispatch exchange; expansion to experts */
 	double t_reduce, t_comb[MRC__MOE_PH_N], t_acc;   /* per-rank partial sums; way back; sum */
+	/* Pre-gated dispatch (coll/pregate.c): rows sent past the pre-gate's
+	 * count to a rank (the correction exchange's), rows sent as padding
+	 * (a rank got fewer than predicted), the correction exchange's time. */
+	size_t rows_extra, rows_pad;
+	double t_corr;
 };
 
 /* mrc_coll_moe_dispatch with per_expert = MRC__MOE_PER_EXPERT sends a
@@ -116,6 +121,28 @@ int mrc__coll_moe_node_forward(struct mrc_coll *c, struct mrc_coll_moe_plan *p,
 			       size_t **ordp);
 int mrc__coll_moe_node_back(struct mrc_coll *c, struct mrc_coll_moe_plan *p, const uint8_t *part,
 			    uint8_t *back);
+
+/* moe.c, for the pre-gated dispatch (coll/pregate.c): the arguments'
+ * checks (-EINVAL, or the communicator's error); a new plan with its
+ * rows-per-rank arrays (and node dedupe's; NULL when out of memory); the
+ * capacity (pos) and rows per rank (p->sc, p->sd, p->n_sent, the pair and
+ * row figures); the packing into sbuf (rank r's rows shift[r] rows past
+ * p->sd[r]; NULL: none; cur: 3n scratch); the receiver's expansion into
+ * the experts' input (row j at rows[j], or rbuf + j * strideb). */
+int mrc__coll_moe_args(const struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg, size_t T,
+		       const int32_t *idx, const float *w, const void *tokens, int per_expert,
+		       struct mrc_coll_moe_plan **plan, void **expert_in, size_t *counts);
+struct mrc_coll_moe_plan *mrc__coll_moe_plan_new(const struct mrc_coll *c,
+						 const struct mrc_coll_moe_cfg *cfg, size_t T,
+						 int dedupe, size_t rowb, size_t metab);
+int mrc__coll_moe_count_rows(struct mrc_coll_moe_plan *p, const int32_t *idx, int per_expert,
+			     int64_t *pos);
+int mrc__coll_moe_pack(struct mrc_coll_moe_plan *p, const int32_t *idx, const float *w,
+		       const void *tokens, int per_expert, const int64_t *pos, size_t *cur,
+		       size_t rowb, size_t strideb, uint8_t *sbuf, const size_t *shift);
+int mrc__coll_moe_expand(struct mrc_coll_moe_plan *p, const uint8_t *rbuf,
+			 const uint8_t *const *rows, size_t strideb, size_t rowb,
+			 const size_t *ord, uint8_t *grouped, size_t *counts);
 
 /* Displacements (exclusive prefix sums) of n counts. */
 static inline void mrc__coll_prefix(const size_t *cnt, size_t *disp, uint32_t n)

@@ -108,8 +108,10 @@ int mrc__coll_poll_peers(struct mrc_coll *c)
 			p->wr_done++;
 			uint32_t kind = (uint32_t)(wc[i].wr_id >> 62);
 			int data = kind == IMM_DATA || kind == IMM_DATA_ANY;
-			if (data)
+			if (data) {
+				mrc__coll_strag_delivered(c, p);
 				p->data_done++;
+			}
 			if (wc[i].status) {
 				if (data)
 					mrc__coll_fail(c, wc[i].status);
@@ -236,6 +238,7 @@ static int post_chunk(struct mrc_coll *c, struct mrc__coll_exec *x, uint32_t j, 
 		return 0;
 	if (r < 0)
 		return mrc__coll_fail(c, r);
+	p->tpost[p->sent % c->window] = mrc__coll_strag_now_ns();
 	p->wr_posted++;
 	p->sent++;
 	x->done[i] = 1;
@@ -446,6 +449,7 @@ int mrc__coll_exec_start(struct mrc_coll *c, struct mrc__coll_exec *x,
 		x->sc[j] = next_step(s, 0, SK_SEND, j);
 		x->rc[j] = x->spread && j < c->n && !c->p[j].shm ? s->n : next_step(s, 0, SK_RECV, j);
 	}
+	mrc__coll_strag_begin(c);
 	return 0;
 }
 
@@ -465,6 +469,7 @@ int mrc__coll_exec_step(struct mrc_coll *c, struct mrc__coll_exec *x)
 		for (uint32_t r = 0; x->spread && r < c->n; r++)
 			if (!c->p[r].shm)   /* spread chunks only */
 				c->p[r].any_rx += x->rfirst[r + 1] - x->rfirst[r];
+		mrc__coll_strag_end(c);
 		return 1;
 	}
 	x->shm = 0;

@@ -327,3 +327,21 @@ int mrc_ctl_render_object(FILE *f, const json_t *res)
 	kv(f, "", res);
 	return 0;
 }
+
+/* `mrcctl fabric`: the links health/ holds not OK (docs/health.md). */
+int mrc_ctl_render_fabric(FILE *f, const json_t *res)
+{
+	if (!json_is_object(res))
+		return -EINVAL;
+	if (!json_is_true(get(res, "enabled"))) {
+		fprintf(f, "no topology (loopback mode): no fabric links to judge\n");
+		return 0;
+	}
+	fprintf(f, "fabric links not OK: %zu (state changes since start: %lld)\n",
+		json_array_size(get(res, "links")), gi(res, "changes"));
+	static const char *h[] = { "LINK", "PLANE", "STATE", "FAILED_PATHS", "HOSTS",
+				   "WORKING_PATHS", "ECN+TRIMS", "SINCE", NULL };
+	static const char *k[] = { "link", "plane", "state", "fail_paths", "fail_hosts",
+				   "good_paths", "cong", "changed", NULL };
+	return simple(f, get(res, "links"), h, k, NULL);
+}

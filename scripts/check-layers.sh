@@ -140,7 +140,7 @@ LAYERS='
 1  common
 2  codec
 3  transport topology srv6 datapath
-4  auth
+4  auth health
 5  daemon/core
 6  daemon/clients
 7  daemon/oper
@@ -273,6 +273,7 @@ topology  mrc_topo_ mrc__topo_
 srv6      mrc_srv6_ mrc__srv6_ mrc_usid_ mrc__usid_ mrc_srh_ mrc_nl_ mrc__nl_ mrc_linkmon_
 datapath  mrc_dp_ mrc__dp_
 auth      mrc_auth_ mrc__auth_
+health    mrc_health_ mrc__health_
 daemon    mrcd_
 lib       mrc_ mrc__lib_
 gpu       mrc_gpu_ mrc__gpu_

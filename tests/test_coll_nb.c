@@ -31,6 +31,7 @@
 #include "tests/support/coll_ranks.h"
 #include "tests/support/skip.h"
 #include "tests/support/seeded.h"
+#include "tests/support/coll_nb.h"
 
 #include "coll/coll_int.h"
 #include "common/clock.h"
@@ -40,12 +41,7 @@
 #define NOPS 16
 
 /* The "compute" between tests: a busy loop of about us microseconds. */
-static void compute(int us)
-{
-	double end = mrc__mono_s() + us * 1e-6;
-	while (mrc__mono_s() < end)
-		;
-}
+#define compute coll_nb_compute
 
 /* ---- overlap -------------------------------------------------------------- */
 
@@ -158,6 +154,17 @@ struct overlap_arg {
 	uint32_t peak[4];          /* most calls seen in flight at once, per rank */
 };
 
+struct overlap_start {
+	struct mrc_coll *c;
+	struct op *o;
+};
+
+static int overlap_start(void *arg, size_t i, struct mrc_coll_req **q)
+{
+	struct overlap_start *st = arg;
+	return op_call(st->c, &st->o[i], st->o[i].out, q);
+}
+
 static int body_overlap(struct coll_rank *r)
 {
 	struct overlap_arg *a = r->arg;
@@ -170,29 +177,12 @@ static int body_overlap(struct coll_rank *r)
 		rc = op_call(c, &o[i], o[i].ref, NULL);
 	/* All at once, then tested in a random order (this rank's) between
 	 * slices of compute. */
-	struct mrc_coll_req *q[NOPS] = { 0 };
 	int res[NOPS];
-	for (int i = 0; i < NOPS && !rc; i++) {
-		rc = op_call(c, &o[i], o[i].out, &q[i]);
-		if (mrc_coll_inflight(c) > a->peak[me])
-			a->peak[me] = mrc_coll_inflight(c);
-	}
 	struct mrc_rng g;
 	mrc_rng_seed(&g, a->seed ^ (me + 77));
-	for (int left = NOPS; left && !rc;) {
-		compute(50);
-		int i = (int)mrc_rng_below(&g, NOPS);
-		if (!q[i])
-			continue;
-		int t = mrc_coll_test(q[i]);
-		if (t == -EINPROGRESS)
-			continue;
-		res[i] = t;
-		q[i] = NULL;
-		left--;
-		if (t)
-			rc = t;
-	}
+	struct overlap_start st = { .c = c, .o = o };
+	if (!rc)
+		rc = coll_nb_run(c, NOPS, overlap_start, &st, &g, 50, res, &a->peak[me]);
 	for (int i = 0; i < NOPS && !rc; i++) {
 		if (res[i] || memcmp(o[i].ref, o[i].out, o[i].outb)) {
 			size_t e = 0, esz = mrc_coll_dtype_size(o[i].dt);
@@ -206,7 +196,6 @@ static int body_overlap(struct coll_rank *r)
 			r->wrong++;
 		}
 	}
-	mrc_coll_waitall(q, NOPS);   /* after a failure: nothing left behind */
 	ops_free(o);
 	return rc;
 }
@@ -501,6 +490,20 @@ struct fail_arg {
 	int rcs[4][4];             /* each rank's requests' results */
 };
 
+/* Four in-place float32 all-reduces of count elements each, at x. */
+struct ar_start {
+	struct mrc_coll *c;
+	float *x;
+	size_t count;
+};
+
+static int ar_start(void *arg, size_t i, struct mrc_coll_req **q)
+{
+	struct ar_start *st = arg;
+	float *b = st->x + i * st->count;
+	return mrc_coll_iallreduce(st->c, b, b, st->count, MRC_COLL_FLOAT32, MRC_COLL_SUM, q);
+}
+
 /* Rank 1 aborts instead of starting the calls; the others have four in
  * flight, each completes with -ECONNABORTED (the abort message, well
  * inside the no-progress bound), none with 0. */
@@ -510,7 +513,6 @@ static int body_abort(struct coll_rank *r)
 	struct fail_arg *a = r->arg;
 	struct mrc_coll *c = r->c;
 	uint32_t me = mrc_coll_rank(c);
-	struct mrc_coll_req *q[4] = { 0 };
 	/* A rank still finishing the barrier when the fault comes fails
 	 * there: its calls fail with it. */
 	int rc = mrc_coll_barrier(c);
@@ -522,11 +524,10 @@ static int body_abort(struct coll_rank *r)
 		a->t0 = mrcd_spawn_now_ms();
 		return mrc_coll_abort(c, -ECANCELED);
 	}
-	for (int i = 0; i < 4 && !rc; i++)
-		rc = mrc_coll_iallreduce(c, x[me][i], x[me][i], 65536, MRC_COLL_FLOAT32,
-					 MRC_COLL_SUM, &q[i]);
-	for (int i = 0; i < 4; i++)
-		a->rcs[me][i] = q[i] ? mrc_coll_wait(q[i]) : rc;
+	struct ar_start st = { .c = c, .x = x[me][0], .count = 65536 };
+	struct mrc_rng g;
+	mrc_rng_seed(&g, g_seed + me);
+	coll_nb_run(c, 4, ar_start, &st, &g, 0, a->rcs[me], NULL);
 	return a->rcs[me][3];
 }
 
@@ -625,7 +626,6 @@ static int body_hang(struct coll_rank *r)
 	struct fail_arg *a = r->arg;
 	struct mrc_coll *c = r->c;
 	uint32_t me = mrc_coll_rank(c);
-	struct mrc_coll_req *q[4] = { 0 };
 	int rc = mrc_coll_barrier(c);
 	for (int i = 0; rc && i < 4; i++)
 		a->rcs[me][i] = rc;
@@ -638,15 +638,10 @@ static int body_hang(struct coll_rank *r)
 		mrcd_spawn_wait_for(others_done, NULL, 3 * TIMEOUT_MS);
 		return -EOWNERDEAD;
 	}
-	for (int i = 0; i < 4 && !rc; i++)
-		rc = mrc_coll_iallreduce(c, x[me][i], x[me][i], 4096, MRC_COLL_FLOAT32, MRC_COLL_SUM,
-					 &q[i]);
-	for (int i = 0; i < 4; i++) {
-		int t = rc;
-		while (q[i] && (t = mrc_coll_test(q[i])) == -EINPROGRESS)
-			compute(200);
-		a->rcs[me][i] = t;
-	}
+	struct ar_start st = { .c = c, .x = x[me][0], .count = 4096 };
+	struct mrc_rng g;
+	mrc_rng_seed(&g, g_seed + me);
+	coll_nb_run(c, 4, ar_start, &st, &g, 200, a->rcs[me], NULL);
 	r->t_end = mrcd_spawn_now_ms();
 	__atomic_add_fetch(&n_returned, 1, __ATOMIC_RELEASE);
 	return a->rcs[me][3];

@@ -129,3 +129,41 @@ int mrce_ctrl_decode(const uint8_t *b, size_t len, struct mrce_ctrl *m)
 		return -EBADMSG;
 	return decode_eps(b, len, m);
 }
+
+/* ---- HEALTH body ---------------------------------------------------------
+ *   0 type u8 (5)  1 rsvd[3] (0)  4 n u16  6 rsvd u16 (0)
+ *   8 + 12i: dst u32, ev u16, ok u8, rsvd u8 (0), age_us u32 */
+size_t mrce_ctrl_health_encode(uint8_t *out, const struct mrce_ctrl_health *m)
+{
+	uint32_t n = m->n < MRCE_CTRL_HEALTH_MAX ? m->n : MRCE_CTRL_HEALTH_MAX;
+	memset(out, 0, MRCE_CTRL_HEALTH_LEN(n));
+	out[0] = MRCE_CTRL_HEALTH;
+	st16(out + 4, (uint16_t)n);
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t *r = out + MRCE_CTRL_HEALTH_LEN(i);
+		st32(r, m->obs[i].dst);
+		st16(r + 4, m->obs[i].ev);
+		r[6] = m->obs[i].ok ? 1 : 0;
+		st32(r + 8, m->obs[i].age_us);
+	}
+	return MRCE_CTRL_HEALTH_LEN(n);
+}
+
+int mrce_ctrl_health_decode(const uint8_t *b, size_t len, struct mrce_ctrl_health *m)
+{
+	if (len < MRCE_CTRL_HEALTH_LEN(1) || b[0] != MRCE_CTRL_HEALTH || b[1] || b[2] || b[3] ||
+	    ld16(b + 6))
+		return -EBADMSG;
+	uint32_t n = ld16(b + 4);
+	if (!n || n > MRCE_CTRL_HEALTH_MAX || len != MRCE_CTRL_HEALTH_LEN(n))
+		return -EBADMSG;
+	m->n = n;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint8_t *r = b + MRCE_CTRL_HEALTH_LEN(i);
+		if (r[6] > 1 || r[7])
+			return -EBADMSG;
+		m->obs[i] = (struct mrce_ctrl_health_obs){ .dst = ld32(r), .ev = ld16(r + 4),
+			.ok = r[6], .age_us = ld32(r + 8) };
+	}
+	return 0;
+}

@@ -440,6 +440,9 @@ struct mrce_stats {
 	/* Losses under congestion: paths probed before being retired, probes
 	 * answered (path kept), unanswered (path ASSUMED_BAD). */
 	uint64_t suspect_probes, suspect_cleared, suspect_retired;
+	/* Suspect waits extended because ECN or trims came meanwhile (deep
+	 * queues delay the probe's answer too; issue 34). */
+	uint64_t suspect_extended;
 	/* ACKs that rode on data packets (sent, received and taken), and the
 	 * held ACKs that found no data in time and left as ACK packets. */
 	uint64_t tx_pb_acks, rx_pb_acks, ack_delay_expired;

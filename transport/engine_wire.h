@@ -47,6 +47,7 @@ enum mrce_ctrl_type {
 	MRCE_CTRL_REP = 2,         /* accepted: my QP is qpn/psn */
 	MRCE_CTRL_REJ = 3,         /* refused: err */
 	MRCE_CTRL_PLANES = 4,      /* arg: bitmask of my planes that are down */
+	MRCE_CTRL_HEALTH = 5,      /* path outcomes: its own body, below */
 };
 struct mrce_ctrl {
 	uint8_t type;
@@ -72,6 +73,31 @@ size_t mrce_ctrl_encode(uint8_t *out, const struct mrce_ctrl *m);
  * block on REJ, with n outside 1..16, nonzero reserved bytes, a length
  * other than 60 + 4n, or an endpoint outside 2..2^24-1). */
 int mrce_ctrl_decode(const uint8_t *buf, size_t len, struct mrce_ctrl *m);
+
+/* HEALTH body (docs/wire.md "HEALTH", docs/health.md): the sender's own
+ * path outcomes, never answered.  8-byte head (type 5, 3 reserved, n u16,
+ * 2 reserved), then n records of 12 bytes: dst host u32, ev u16, ok u8
+ * (0 failed, 1 worked), reserved u8, age in us u32 (how old when sent).
+ * The sender is the envelope's authenticated src_host: no record names
+ * another source. */
+#define MRCE_CTRL_HEALTH_MAX 64
+#define MRCE_CTRL_HEALTH_LEN(n) (8 + 12 * (size_t)(n))
+struct mrce_ctrl_health {
+	uint32_t n;
+	struct mrce_ctrl_health_obs {
+		uint32_t dst;
+		uint16_t ev;
+		uint8_t ok;
+		uint32_t age_us;
+	} obs[MRCE_CTRL_HEALTH_MAX];
+};
+/* Writes MRCE_CTRL_HEALTH_LEN(n) bytes (n capped at the maximum) and
+ * returns the length. */
+size_t mrce_ctrl_health_encode(uint8_t *out, const struct mrce_ctrl_health *m);
+/* 0, or -EBADMSG: another type, nonzero reserved bytes, n outside
+ * 1..MRCE_CTRL_HEALTH_MAX, a length other than MRCE_CTRL_HEALTH_LEN(n),
+ * ok other than 0 or 1. */
+int mrce_ctrl_health_decode(const uint8_t *buf, size_t len, struct mrce_ctrl_health *m);
 
 /* ---- AEAD mode (docs/wire.md, "ENC") ---------------------------------- */
 /* The framing of the daemon's payload encryption, between mrce_tx and the

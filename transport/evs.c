@@ -99,6 +99,42 @@ static uint64_t suspect_wait(const struct mrce *e, const struct mrce__peer *p)
 	return base + base / 4;
 }
 
+#define SUSPECT_EXT 4
+
+/* Paths to the peer suspect in another plane than pa's: one link's failure
+ * stays inside its plane, queues building everywhere (a burst's start,
+ * before any ECN has come back) do not. */
+static int suspect_elsewhere(const struct mrce__peer *p, const struct mrce__ev *pa)
+{
+	if (p->nsuspect < 2)
+		return 0;
+	for (uint32_t ev = 0; ev < p->nev; ev++)
+		if (p->paths[ev].suspect && p->paths[ev].plane != pa->plane)
+			return 1;
+	return 0;
+}
+
+/* A suspect's probe is unanswered at suspect_until.  If ECN or trims came
+ * from the peer since the probe left, the switches' queues are deep and
+ * the priority queue the probe waits in carries every trimmed header too
+ * (issue 34: probes answered in ~30 us on an oversubscribed fabric's
+ * start-up, a 3 us base RTT, retired 1,424 live paths); so they are when
+ * paths in other planes wait as well.  Then the wait doubles, at most
+ * SUSPECT_EXT times (31 waits in all), and only then is the path retired.
+ * A dead path with no congestion towards the peer is retired as before.
+ * Returns 1 when the wait was extended. */
+static int suspect_extend(struct mrce *e, const struct mrce__peer *p,
+			  struct mrce__ev *pa, uint64_t now)
+{
+	if (pa->suspect_ext >= SUSPECT_EXT ||
+	    (p->last_cong <= pa->probe_ts && !suspect_elsewhere(p, pa)))
+		return 0;
+	e->st.suspect_extended++;
+	pa->suspect_ext++;
+	pa->suspect_until = now + (suspect_wait(e, p) << pa->suspect_ext);
+	return 1;
+}
+
 /* A packet on a GOOD path is late (past half its reorder window): ask the
  * path directly, before the packet is declared lost, so that by then the
  * answer is known or nearly due.  One probe per path covers every packet
@@ -163,15 +199,16 @@ void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		probe_send(e, peer, ev, now);
 		e->st.suspect_probes++;
 	}
-	uint64_t until = pa->probe_ts + suspect_wait(e, p);
-	if (until <= now) {
+	pa->suspect_ext = 0;
+	pa->suspect_until = pa->probe_ts + suspect_wait(e, p);
+	if (pa->suspect_until <= now && !suspect_extend(e, p, pa, now)) {
 		e->st.suspect_retired++;
 		retire(e, peer, ev, reason, now);
 		return;
 	}
+	uint64_t until = pa->suspect_until;
 	pa->suspect = 1;
 	p->nsuspect++;
-	pa->suspect_until = until;
 	if ((!p->nbad && p->nsuspect == 1) || until < p->next_probe_due)
 		p->next_probe_due = until;
 	mrce__peer_timer_sync(e, peer);
@@ -432,6 +469,8 @@ void mrce__probe_tick_peer(struct mrce *e, uint32_t i, uint64_t now)
 	uint64_t due = UINT64_MAX;
 	for (uint32_t ev = 0; ev < p->nev; ev++) {
 		struct mrce__ev *pa = &p->paths[ev];
+		if (pa->suspect && now >= pa->suspect_until)
+			suspect_extend(e, p, pa, now);
 		if (pa->suspect && now >= pa->suspect_until) {
 			/* Its probe is unanswered: not congestion. */
 			e->st.suspect_retired++;

@@ -32,6 +32,7 @@ struct mrce__ev {
 	                               or suspect_until passes (ASSUMED_BAD) */
 	uint8_t probe_backoff;      /* probes lost in a row: the interval doubles */
 	uint16_t penalty;           /* spray skip credits: ECN, trims, delay */
+	uint8_t suspect_ext;        /* suspect waits extended (congestion seen) */
 	uint32_t probe_seq;         /* outstanding probe (0: none) */
 	/* The first 64 bytes are what every data packet (the pick, tx_pkts)
 	 * and every ACK (RTT, last_ack) touch: one cache line, as the array

@@ -32,19 +32,10 @@ RES=${MRC_BENCH_RESULTS:-bench/results}
 RAW="$RES/raw/tclass.jsonl"
 F="$B/bin/mrc-fabric -p $P"
 [ "$(id -u)" = 0 ] || { echo "bench/fabric/tclass: needs root (network namespaces); skipped" >&2; exit 0; }
-tmp=$(mktemp -d)
-declare -A dpid
 bgp=
-fails=0
-cleanup() {
-	for p in $bgp "${dpid[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	$F down >/dev/null 2>&1
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 143' INT TERM
 . tests/root/lib.sh
+fab_head
+on_cleanup 'for p in $bgp; do kill "$p" 2>/dev/null; done'
 mkdir -p "$RES/raw"
 : >"$RAW"
 cat >"$tmp/topo.json" <<EOF

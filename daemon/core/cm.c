@@ -467,7 +467,22 @@ void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len)
 	case MRCE_CTRL_PLANES:
 		rx_planes(d, host, m.arg);
 		break;
+	case MRCE_CTRL_HEALTH:
+		mrcd_health_rx(d, host, env.body, env.blen);
+		break;
 	}
+}
+
+int mrcd_cm_send_body(struct mrcd *d, uint32_t host, const uint8_t *body, size_t blen)
+{
+	uint8_t buf[MRC_AUTH_CTRL_OVERHEAD + MRCE_CTRL_ENV_MAX_BODY];
+	size_t len;
+	int rc = mrc_auth_ctrl_seal(d->auth, &d->ctrl_tx, d->replay, real_ns(), d->self, host,
+				    body, blen, buf, sizeof(buf), &len);
+	if (rc)
+		return rc;
+	send_raw(d, host, 0, buf, len);
+	return 0;
 }
 
 static void beacon_to_all(struct mrcd *d, uint32_t attempt)

@@ -96,6 +96,7 @@ struct mrcd {
 	struct mrc_auth_ctrl_tx ctrl_tx;   /* our CTRL stamps */
 	struct mrcd_enc *enc;              /* payload_encryption = aes-gcm, else NULL */
 	struct mrcd_local *local;          /* datagrams to this host (local.c), or NULL */
+	struct mrcd_health *health;        /* fabric-link health (health.c), or NULL */
 	uint64_t started_ns;
 	int stopping;
 	uint64_t drain_deadline;
@@ -140,6 +141,17 @@ struct in6_addr mrcd_peer_dst(const struct mrcd *d, const struct mrc_topo *t, ui
 int mrcd_node_set_aead(struct mrcd *d, const struct mrc_auth_conn_id *id, int role,
 		       const struct mrc_auth_conn *c);
 
+/* health.c: fabric-link health (docs/health.md); init does nothing in
+ * loopback mode.  event: one engine event (tx.c); denies: 1 when (host,
+ * ev) crosses a link health/ denies (deny.c's HEALTH reason). */
+struct mrcd_health;
+int mrcd_health_init(struct mrcd *d);
+void mrcd_health_fini(struct mrcd *d);
+void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev);
+/* A HEALTH body from host (its envelope checked by cm.c). */
+void mrcd_health_rx(struct mrcd *d, uint32_t host, const uint8_t *body, size_t blen);
+int mrcd_health_denies(const struct mrcd *d, uint32_t host, uint32_t ev);
+
 /* deny.c (enum mrcd_deny, the operator admin calls: mrcd.h) */
 /* Recomputes the reasons of (peer, ev) from the core's state (topology,
  * links, admin planes; ADMIN_PATH is kept) and applies them to the engine:
@@ -168,6 +180,8 @@ int mrcd_local_send(struct mrcd *d, const struct mrc_dp_out *o);
 int mrcd_cm_init(struct mrcd *d);
 void mrcd_cm_fini(struct mrcd *d);
 void mrcd_cm_rx(struct mrcd *d, uint32_t host, const uint8_t *buf, size_t len);
+/* Seals a CTRL body of any type (HEALTH) to host and sends it; 0 or -errno. */
+int mrcd_cm_send_body(struct mrcd *d, uint32_t host, const uint8_t *body, size_t blen);
 void mrcd_plane_state_changed(struct mrcd *d);
 
 /* core.c: observers (mrcd.h), called by tx.c */

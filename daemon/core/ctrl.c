@@ -43,5 +43,12 @@ int mrcd_ctrl_open(const struct mrc_auth *a, struct mrc_auth_replay *r,
 		memset(m, 0, sizeof(*m));
 		return 0;
 	}
+	/* HEALTH has its own body codec (health.c decodes env->body): only
+	 * its type here. */
+	if (env->blen && env->body[0] == MRCE_CTRL_HEALTH) {
+		memset(m, 0, sizeof(*m));
+		m->type = MRCE_CTRL_HEALTH;
+		return 0;
+	}
 	return mrce_ctrl_decode(env->body, env->blen, m);
 }

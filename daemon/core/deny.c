@@ -28,6 +28,8 @@ static uint8_t derived(const struct mrcd *d, const struct mrcd_peer *p, uint32_t
 		m |= MRCD_DENY_REMOTE_LINK;
 	if (d->admin_planes & bit)
 		m |= MRCD_DENY_ADMIN_PLANE;
+	if (mrcd_health_denies(d, p->host, ev))
+		m |= MRCD_DENY_HEALTH;
 	return m;
 }
 
@@ -91,6 +93,7 @@ const char *mrcd_deny_name(unsigned bit)
 	case MRCD_DENY_REMOTE_LINK: return "remote_link";
 	case MRCD_DENY_ADMIN_PLANE: return "admin_plane";
 	case MRCD_DENY_ADMIN_PATH: return "admin_path";
+	case MRCD_DENY_HEALTH: return "health";
 	}
 	return "?";
 }

@@ -144,6 +144,10 @@ struct mrcd_stats {
 	                                  is no peer: peers come only from
 	                                  authenticated CTRL or local use */
 	uint64_t rx_side_data;         /* not CTRL, on the side channel: dropped */
+	uint64_t health_changes;       /* fabric links that changed state (health.c) */
+	uint64_t health_tx, health_rx; /* HEALTH messages sent, merged */
+	uint64_t health_rx_limited;    /* dropped: within HEALTH_RX_MIN of the last */
+	uint64_t health_rx_bad;        /* HEALTH bodies the codec refused */
 };
 void mrcd_stats_get(const struct mrcd *d, struct mrcd_stats *st);
 
@@ -160,8 +164,11 @@ enum mrcd_deny {
 	MRCD_DENY_REMOTE_LINK = 1u << 2,  /* the peer reports that plane down (PLANES) */
 	MRCD_DENY_ADMIN_PLANE = 1u << 3,  /* an operator disabled the plane */
 	MRCD_DENY_ADMIN_PATH = 1u << 4,   /* an operator denied the path */
+	MRCD_DENY_HEALTH = 1u << 5,       /* it crosses a fabric link health/
+	                                     denies (docs/health.md) */
 };
-/* "missing", "local_link", "remote_link", "admin_plane", "admin_path". */
+/* "missing", "local_link", "remote_link", "admin_plane", "admin_path",
+ * "health". */
 const char *mrcd_deny_name(unsigned bit);
 
 /* A peer as the core has it: its engine peer id, host, and per EV its
@@ -284,5 +291,19 @@ void mrcd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 #define MRCD_MSGID_ADMIN "c3502435d1c84b0e9f108864d72079fb"
 void mrcd_log_kv(int level, const char *const *kv, int nkv, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* health.c: fabric links not OK (suspect, located, denied: docs/health.md),
+ * ascending link ids; *it starts at 0.  Returns 1 with *v filled, 0 at
+ * the end (and always 0 in loopback mode).  The strings are the core's. */
+struct mrcd_fabric_view {
+	uint32_t link, plane;
+	const char *lower, *upper;         /* node names */
+	const char *state;                 /* "suspect", "located", "denied" */
+	int denied;
+	uint32_t fail_paths, fail_hosts, good_paths;
+	uint64_t cong;                     /* ECN + trims on paths through it */
+	uint64_t changed_ns;               /* when the state last changed */
+};
+int mrcd_fabric_next(const struct mrcd *d, uint32_t *it, struct mrcd_fabric_view *v);
 
 #endif

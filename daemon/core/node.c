@@ -227,11 +227,16 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 	}
 	if (d->enc)
 		mrcd_log(MRCD_LOG_NOTICE, "payload encryption: aes-gcm (connections keyed at setup)");
+	if ((rc = mrcd_health_init(d))) {
+		snprintf(err, errlen, "fabric health: %s", strerror(-rc));
+		return rc;
+	}
 	return 0;
 }
 
 void mrcd_node_fini(struct mrcd *d)
 {
+	mrcd_health_fini(d);
 	mrcd_local_fini(d);
 	if (d->lm)
 		mrc_linkmon_close(d->lm);

@@ -93,6 +93,7 @@ static void log_event(struct mrcd *d, const struct mrce_event *ev)
 	/* An observer of events logs path changes itself, through a rate
 	 * limiter (a flapping link must not flood the journal). */
 	int taken;
+	mrcd_health_event(d, ev);
 	mrcd_observe_event(d, ev, &taken);
 	if (taken && (ev->type == MRCE_EVT_EV_STATE || ev->type == MRCE_EVT_FLOOR))
 		return;

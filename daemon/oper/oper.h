@@ -179,6 +179,10 @@ void mrcd_oper_ev_where(struct mrcd *d, uint32_t ev, int *plane, int *spine);
 json_t *mrcd_oper_status(struct oper *o);
 json_t *mrcd_oper_planes(struct oper *o);
 json_t *mrcd_oper_peers(struct oper *o);
+/* oper_fabric.c: fabric links not OK (`mrcctl fabric`), and the same
+ * array for the stats (Prometheus: mrc_fabric_link_*). */
+json_t *mrcd_oper_fabric(struct oper *o);
+json_t *mrcd_oper_fabric_links(struct oper *o);
 int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, size_t errlen);
 int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t errlen);
 json_t *mrcd_oper_stats(struct oper *o);

@@ -272,7 +272,7 @@ int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, s
 			"admin_denied", (pe->deny[ev] & (MRCD_DENY_ADMIN_PLANE | MRCD_DENY_ADMIN_PATH)) != 0,
 			"detour", (int)i.detour);
 		json_t *why = json_array();
-		for (unsigned bit = 1; bit <= MRCD_DENY_ADMIN_PATH; bit <<= 1)
+		for (unsigned bit = 1; bit <= MRCD_DENY_HEALTH; bit <<= 1)
 			if (pe->deny[ev] & bit)
 				json_array_append_new(why, json_string(mrcd_deny_name(bit)));
 		json_object_set_new(e, "denied_by", why);

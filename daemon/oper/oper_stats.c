@@ -84,6 +84,7 @@ static json_t *stats_engine(struct mrcd *d)
 		"suspect_probes", (json_int_t)s.suspect_probes,
 		"suspect_cleared", (json_int_t)s.suspect_cleared,
 		"suspect_retired", (json_int_t)s.suspect_retired));
+	json_object_set_new(eng, "suspect_extended", json_integer((json_int_t)s.suspect_extended));
 	/* Probe replies that answer no outstanding probe; NOQPs not sent. */
 	json_object_update_missing_new(eng, json_pack("{s:I, s:I}",
 		"rx_probe_stale", (json_int_t)s.rx_probe_stale,
@@ -149,6 +150,12 @@ static json_t *stats_daemon(struct mrcd *d)
 		"rx_no_peer", (json_int_t)st.rx_no_peer));
 	/* Data on the verbs side channel (only CTRL belongs there): dropped. */
 	json_object_set_new(dm, "rx_side_data", json_integer((json_int_t)st.rx_side_data));
+	/* Fabric health (docs/health.md). */
+	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I, s:I, s:I}",
+		"health_changes", (json_int_t)st.health_changes,
+		"health_tx", (json_int_t)st.health_tx, "health_rx", (json_int_t)st.health_rx,
+		"health_rx_limited", (json_int_t)st.health_rx_limited,
+		"health_rx_bad", (json_int_t)st.health_rx_bad));
 	/* Datagrams to this host itself, delivered in-process (local.c). */
 	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I}",
 		"local_tx", (json_int_t)st.local_tx,
@@ -201,6 +208,7 @@ json_t *mrcd_oper_stats(struct oper *o)
 			      "daemon", dm, "oper", op, "rings", mrcd_oper_rings(d),
 			      "planes", json_object_get(pl, "planes"),
 			      "peers", json_object_get(pe, "peers"), "path_srtt_histogram", rtt_hist(d));
+	json_object_set_new(r, "fabric", mrcd_oper_fabric_links(o));
 	json_decref(pl);
 	json_decref(pe);
 	return r;

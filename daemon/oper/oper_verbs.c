@@ -39,6 +39,13 @@ static int oper_verb_paths(struct oper_conn *c, const struct mrc_oper_req *r, js
 	return mrcd_oper_paths(c->o, r->peer, res, err, errlen);
 }
 
+static int oper_verb_fabric(struct oper_conn *c, const struct mrc_oper_req *r, json_t **res,
+			    char *err, size_t errlen)
+{
+	*res = mrcd_oper_fabric(c->o);
+	return 0;
+}
+
 static int oper_verb_qps(struct oper_conn *c, const struct mrc_oper_req *r, json_t **res,
 			 char *err, size_t errlen)
 {

@@ -313,6 +313,65 @@ int mrc_coll_moe_idispatch_kept(struct mrc_coll *c, const struct mrc_coll_moe_cf
 int mrc_coll_moe_icombine(struct mrc_coll *c, struct mrc_coll_moe_plan *plan,
 			  const void *expert_out, void *out, struct mrc_coll_req **req);
 
+/* ---- Pre-gated MoE dispatch and expert fetch (docs/coll.md "Pre-gated
+ * dispatch") ----------------------------------------------------------------
+ * mrc_coll_moe_ipregate takes the next layer's routing as a pre-gate
+ * predicts it (topk_idx as the dispatch's, n_tokens tokens) and does,
+ * while the caller computes, what a dispatch does before it moves tokens:
+ * the capacity and rows per rank, the exchange of those counts, the send
+ * and receive buffers sized (the QPs are connected since
+ * mrc_coll_init).  *pg is allocated at the start, so that the dispatch
+ * can be started at once; it is filled when the call runs.
+ *
+ * mrc_coll_moe_dispatch_pregated then takes the actual routing, weights
+ * and tokens (n_tokens and cfg those of the pre-gate) and only moves
+ * data: each rank sends every other as many rows as predicted (padded
+ * when it has fewer) with one header row saying how many are real and
+ * how many follow; rows past the prediction (mispredicted experts) go in
+ * a second, correction exchange that carries those rows only.  The
+ * result (*plan, *expert_in, counts, and the combine after it) is that of
+ * mrc_coll_moe_dispatch with the actual routing, element by element;
+ * *expert_in is the communicator's, as with mrc_coll_moe_dispatch_kept.
+ * MRC_COLL_PREGATE_SLACK (percent, read at the pre-gate's start) adds
+ * room for mispredicted rows to each predicted count.  A pre-gate may
+ * serve several dispatches (each against the same prediction); free it
+ * after its last one completes.  Flat only:
+ * -EOPNOTSUPP when cfg->local_ranks is 1 < L < nranks. */
+struct mrc_coll_moe_pregate;
+int mrc_coll_moe_pregate(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
+			 size_t n_tokens, const int32_t *topk_idx,
+			 struct mrc_coll_moe_pregate **pg);
+int mrc_coll_moe_ipregate(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
+			  size_t n_tokens, const int32_t *topk_idx,
+			  struct mrc_coll_moe_pregate **pg, struct mrc_coll_req **req);
+int mrc_coll_moe_dispatch_pregated(struct mrc_coll *c, struct mrc_coll_moe_pregate *pg,
+				   const int32_t *topk_idx, const float *topk_weights,
+				   const void *tokens, struct mrc_coll_moe_plan **plan,
+				   void **expert_in, size_t *counts);
+int mrc_coll_moe_idispatch_pregated(struct mrc_coll *c, struct mrc_coll_moe_pregate *pg,
+				    const int32_t *topk_idx, const float *topk_weights,
+				    const void *tokens, struct mrc_coll_moe_plan **plan,
+				    void **expert_in, size_t *counts, struct mrc_coll_req **req);
+/* Rows this pre-gate predicted this rank sends to each rank (nranks
+ * entries, valid once it completed): 0, or -EINVAL. */
+int mrc_coll_moe_pregate_rows(const struct mrc_coll_moe_pregate *pg, size_t *rows_to);
+void mrc_coll_moe_pregate_free(struct mrc_coll_moe_pregate *pg);
+
+/* Expert offloading: fetches into this rank's memory the weights of the
+ * experts it will need, from their owners (expert e is owned by rank
+ * e / (n_experts / nranks), as the dispatch places them).  owned: this
+ * rank's n_experts / nranks blobs of blob_bytes (a multiple of 4), in
+ * expert order; need[e] != 0 for each expert wanted (n_experts entries);
+ * fetched: the wanted blobs in expert order, one after another (a wanted
+ * expert of this rank's own is copied).  A needs exchange (one integer per
+ * expert) then the blobs, as one all-to-allv: started ahead of the layer
+ * with the non-blocking form, it overlaps compute. */
+int mrc_coll_moe_fetch_experts(struct mrc_coll *c, uint32_t n_experts, size_t blob_bytes,
+			       const void *owned, const uint8_t *need, void *fetched);
+int mrc_coll_moe_ifetch_experts(struct mrc_coll *c, uint32_t n_experts, size_t blob_bytes,
+				const void *owned, const uint8_t *need, void *fetched,
+				struct mrc_coll_req **req);
+
 /* -EINPROGRESS: not complete yet (the communicator's calls were moved on
  * once, without waiting).  Otherwise the call is complete, the request
  * freed, and this is its result: 0 or -errno. */
@@ -331,6 +390,46 @@ int mrc_coll_progress(struct mrc_coll *c);
 int mrc_coll_set_max_inflight(struct mrc_coll *c, uint32_t n);
 /* Calls started and not yet complete. */
 uint32_t mrc_coll_inflight(const struct mrc_coll *c);
+
+/* ---- stragglers (docs/coll.md "Stragglers", mrc_coll_straggler(3)) ----
+ * Every rank stamps each collective it runs (its start, its length, and
+ * how long each chunk it sent took to be delivered); nothing extra goes on
+ * the wire until the application asks.  mrc_coll_straggler is itself a
+ * collective (every rank calls it, in the same order as the others): one
+ * all-gather of each rank's stamps of its last MRC_COLL_STRAG_CALLS calls
+ * since the previous mrc_coll_straggler; every rank then names the same
+ * straggler of the slowest of those calls (a step's worth), in *rec.
+ * 0, -ENODATA when no call ran since the last one, -EBUSY while
+ * non-blocking calls are in flight (wait for them first), or the
+ * all-gather's error. */
+#define MRC_COLL_STRAG_CALLS 8
+enum mrc_coll_strag_cause {
+	MRC_COLL_STRAG_NONE,       /* nobody held the call back measurably */
+	MRC_COLL_STRAG_COMPUTE,    /* rank started the call late */
+	MRC_COLL_STRAG_NETWORK,    /* rank's chunks to peer_rank were slow to deliver */
+};
+struct mrc_coll_straggler {
+	uint64_t call;             /* which call: counted from 0 at init, the same on every rank */
+	int cause;                 /* MRC_COLL_STRAG_* */
+	uint32_t rank, host;       /* the rank that held the call back, its fabric host */
+	/* NETWORK: rank is at one end of most of the slow paths (a host
+	 * whose link loses packets is at one end of every rank's slowest);
+	 * peer_rank is the other end of its slowest, which rank sent on when
+	 * rank_sends (else peer_rank did); qpn is the sender's QP (the
+	 * sender's host's `mrcctl qps QPN` lists its packets and losses per
+	 * path) and plane the plane that QP is pinned to (-1: it sprays over
+	 * every plane). */
+	uint32_t peer_rank, peer_host, qpn;
+	int32_t plane;
+	uint32_t rank_sends;
+	uint64_t call_us;          /* the call's median length over the ranks */
+	uint64_t late_us;          /* COMPUTE: how late it started (vs the median rank);
+	                              NETWORK: the slow path's mean chunk delivery */
+	uint64_t typical_us;       /* NETWORK: the median rank's median QP's mean delivery */
+};
+int mrc_coll_straggler(struct mrc_coll *c, struct mrc_coll_straggler *rec);
+/* "none", "compute", "network" ("?" otherwise). */
+const char *mrc_coll_straggler_cause_name(int cause);
 
 #ifdef __cplusplus
 }

@@ -97,10 +97,19 @@ probe=$(ctl h0 -j probe h7 --plane 0 --timeout 500)
 [ "$(echo "$probe" | jq -c '[.results[] | select(.result == "lost") | .ev]')" = "$BADEVS" ] &&
 	echo "$probe" | jq -e '[.results[] | select(.result != "lost")] | length > 0 and all(.result == "ok" and .rtt_us > 0)' >/dev/null &&
 	ok "probe plane 0: lost exactly on $BADEVS, RTT on the rest" || bad "probe plane 0 during the blackhole: $probe"
+# fabric (issue 34, docs/health.md): one flow's failed path through p0s1
+# names its two spine links as suspects (a tie: neither is located), and
+# nothing else; within the 10 ms evaluation.
+fab_ok() { ctl h0 -j fabric | jq -e '.enabled and (.links | length > 0) and
+	all(.links[]; .plane == 0 and (.link | test("-p0s1$")) and .state == "suspect" and .denied == 0)' >/dev/null; }
+until_t 5 fab_ok && ok "fabric: suspects $(ctl h0 -j fabric | jq -c '[.links[] | .link + " " + .state]'), none located" ||
+	bad "fabric during the blackhole: $(ctl h0 -j fabric)"
 
 $F restore >/dev/null || die "restore"
 all_good() { paths | jq -e '[.paths[] | select(.exists)] | all(.state == "GOOD")' >/dev/null; }
 until_t 10 all_good && ok "restore: every path GOOD again" || bad "restore: $(paths | jq -c '[.paths[]|select(.exists)|{ev,state}]')"
+fab_clear() { ctl h0 -j fabric | jq -e '.links | length == 0' >/dev/null; }
+until_t 5 fab_clear && ok "fabric: no link suspect after the restore" || bad "fabric after restore: $(ctl h0 -j fabric)"
 ctl h0 -j events | jq -e --argjson evs "$BADEVS" '[.events[] | select(.kind == "path" and .new == "GOOD" and .reason == "probe_ok" and (.ev as $e | $evs | index($e)))] | length >= 1' >/dev/null &&
 	ok "events: back to GOOD by probe_ok" || bad "events: no probe_ok return for $BADEVS"
 jq -e -s --argjson evs "$BADEVS" '[.[] | select(.kind == "path" and .new == "ASSUMED_BAD" and (.ev as $e | $evs | index($e)))] | length >= 1' "$tmp/follow" >/dev/null &&

@@ -13,24 +13,11 @@ P=mrcT
 T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
 S=mrc-top-$$
-tmp=$(mktemp -d)
-declare -A dpid
-fails=0
-cleanup() {
-	tmux kill-session -t $S 2>/dev/null
-	[ -n "${pp:-}" ] && kill $pp 2>/dev/null
-	[ -n "${ps:-}" ] && kill $ps 2>/dev/null
-	for p in "${dpid[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	$F down >/dev/null 2>&1
-	rm -rf "$tmp"
-}
-# A signal ends the script (its EXIT trap cleans up); a trap that only
-# cleaned up let it run on after TERM, holding the root lock.
-trap cleanup EXIT
-trap 'exit 143' INT TERM
 . tests/root/lib.sh
-die() { echo "FAIL $*"; exit 1; }
+fab_head
+on_cleanup 'tmux kill-session -t $S 2>/dev/null'
+on_cleanup '[ -n "${pp:-}" ] && kill $pp 2>/dev/null'
+on_cleanup '[ -n "${ps:-}" ] && kill $ps 2>/dev/null'
 command -v tmux >/dev/null || { echo "SKIP tmux not installed (scripts/deps.sh installs it)"; exit 77; }
 
 $F down >/dev/null 2>&1

@@ -141,3 +141,42 @@ on_datapath() {
 	export MRC_DATAPATH=$1
 	exec "$(dirname "$0")/$2" "$B"
 }
+# ---- the shared head of the scripts with a fabric and a few mrcd (tclass,
+# wireshark, ctl_top, bench/fabric/tclass; F their mrc-fabric command):
+# fab_head makes tmp (in /dev/shm where it can: captures write fast),
+# dpid, fails and the cleanup trap; on_cleanup CMD adds CMD (eval'd, first:
+# capture processes, clients, tmux) to the cleanup; die says FAIL, the
+# tail of h0's and h7's mrcd logs when there are some, and exits 1.
+fab_head() {
+	tmp=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
+	declare -gA dpid
+	fails=0
+	fab_extra=()
+	trap fab_cleanup EXIT
+	# A signal ends the script through its EXIT trap: a trap that only
+	# cleaned up let it run on after TERM, holding the root lock.
+	trap 'exit 143' INT TERM
+}
+on_cleanup() { fab_extra+=("$1"); }
+fab_cleanup() {
+	local c p
+	for c in "${fab_extra[@]}"; do eval "$c"; done
+	for p in "${dpid[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	$F down >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+die() {
+	local h
+	echo "FAIL $*"
+	for h in h0 h7; do [ -s "$tmp/$h.log" ] && { echo "--- mrcd $h log"; tail -n 20 "$tmp/$h.log"; }; done
+	exit 1
+}
+# need_tshark: exit 77 (skip) without tshark and dumpcap.  ts1 FILE
+# ARGS...: tshark over capture FILE with mrc's dissector.
+LUA=${LUA:-tools/wireshark/mrc.lua}
+need_tshark() {
+	command -v tshark >/dev/null && command -v dumpcap >/dev/null ||
+		{ echo "SKIP tshark/dumpcap not installed (scripts/deps.sh installs tshark)"; exit 77; }
+}
+ts1() { local f=$1; shift; tshark -n -r "$f" -X "lua_script:$LUA" -o udp.ignore_ipv6_zero_checksum:TRUE "$@" 2>/dev/null; }

@@ -20,25 +20,11 @@ set -u
 B=${1:-build}
 P=mrcQ
 F="$B/bin/mrc-fabric -p $P"
-LUA=tools/wireshark/mrc.lua
-tmp=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
-declare -A dpid
 cap=
-fails=0
-cleanup() {
-	[ -n "$cap" ] && kill $cap 2>/dev/null
-	for p in "${dpid[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	$F down >/dev/null 2>&1
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 143' INT TERM
 . tests/root/lib.sh
-die() { echo "FAIL $*"; for h in h0 h7; do echo "--- mrcd $h log"; tail -n 20 "$tmp/$h.log"; done; exit 1; }
-command -v tshark >/dev/null && command -v dumpcap >/dev/null ||
-	{ echo "SKIP tshark/dumpcap not installed (scripts/deps.sh installs tshark)"; exit 77; }
-ts1() { local f=$1; shift; tshark -n -r "$f" -X "lua_script:$LUA" -o udp.ignore_ipv6_zero_checksum:TRUE "$@" 2>/dev/null; }
+fab_head
+on_cleanup '[ -n "$cap" ] && kill $cap 2>/dev/null'
+need_tshark
 
 cat >"$tmp/topo.json" <<'EOF'
 {"version": 1, "block": "fcbb:bb00::/32", "mtu": 9216, "rate_mbit": 1000,

@@ -11,6 +11,8 @@ TEST_SUPPORT_SRCS += tests/support/mrcd_spawn.c
 TEST_SUPPORT_SRCS += tests/support/get1.c
 TEST_SUPPORT_SRCS += tests/support/coll_matrix.c
 TEST_SUPPORT_SRCS += tests/support/coll_ranks.c
+# the non-blocking tests' start-and-test loop (h-pregate)
+TEST_SUPPORT_SRCS += tests/support/coll_nb.c
 TEST_SUPPORT_SRCS += tests/support/qpbytes.c
 TEST_SUPPORT_SRCS += tests/support/fake_verbs.c
 endif

@@ -22,7 +22,11 @@
  * non-blocking side by side (tools/coll-perf/perf_overlap.c): -O buckets,
  * bucket bytes,compute us per bucket[,us between tests[,1: the stub
  * sleeps, not spins]] (default 8,4194304,2000,100,0), -n steps, -w warm-up
- * steps. */
+ * steps.
+ * -C pregate: pre-gated against plain MoE dispatch with 0, 10 and 30 %
+ * mispredicted experts (tools/coll-perf/perf_pregate.c): -G tokens,hidden,
+ * experts,top_k,compute us,slack % (default 1024,1024,8,2,5000,20), -n
+ * steps, -w warm-up steps. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -35,6 +39,7 @@
 #include "common/parse.h"
 #include "tools/coll-perf/perf_moe.h"
 #include "tools/coll-perf/perf_overlap.h"
+#include "tools/coll-perf/perf_pregate.h"
 
 static int lookup(const char *s, int n, const char *(*name)(int))
 {
@@ -90,15 +95,18 @@ int main(int argc, char **argv)
 	size_t moe[5] = { 4096, 4096, 8, 2, 0 };
 	size_t ovl[5] = { 8, 4u << 20, 2000, 100, 0 };
 	int overlap = 0;
+	size_t pgate[6] = { 1024, 1024, 8, 2, 5000, 20 };
+	int pregate = 0;
 	struct mrc_coll_cfg cfg;
 	int r = mrc_coll_cfg_from_env(&cfg);
 	if (r)
 		die("MRC_COLL_SIZE/MRC_COLL_RANK (or an MPI launcher's variables)", r);
-	while ((o = getopt(argc, argv, "C:b:e:f:c:n:w:d:o:r:iS:s:H:T:N:M:O:h")) != -1) {
+	while ((o = getopt(argc, argv, "C:b:e:f:c:n:w:d:o:r:iS:s:H:T:N:M:O:G:h")) != -1) {
 		switch (o) {
 		case 'C':
 			overlap = !strcmp(optarg, "overlap");
-			kind = overlap ? MRC__C_ALLREDUCE
+			pregate = !strcmp(optarg, "pregate");
+			kind = overlap || pregate ? MRC__C_ALLREDUCE
 			     : strcmp(optarg, "moe") ? lookup(optarg, MRC__C_N, coll_name) : MRC__C_N;
 			break;
 		case 'd': dt = lookup(optarg, MRC_COLL_NTYPES, mrc_coll_dtype_name); break;
@@ -112,6 +120,7 @@ int main(int argc, char **argv)
 		case 'N': nlist = num_list(o, optarg, list, 64, 0, 1ull << 40); break;
 		case 'M': num_list(o, optarg, moe, 5, 0, 1ull << 32); break;
 		case 'O': num_list(o, optarg, ovl, 5, 0, 1ull << 34); break;
+		case 'G': num_list(o, optarg, pgate, 6, 0, 1ull << 32); break;
 		default:
 			if (!mrc__coll_sweep_opt(&sw, o, optarg))
 				break;
@@ -133,6 +142,14 @@ int main(int argc, char **argv)
 		mrc_coll_destroy(c);
 		if (r && r != -EPROTO)
 			die("overlap", r);
+		return r ? 1 : 0;
+	}
+	if (pregate) {
+		r = mrc__perf_pregate(c, pgate[0], pgate[1], (uint32_t)pgate[2], (uint32_t)pgate[3],
+				      (double)pgate[4], (unsigned)pgate[5], sw.iters, sw.warm);
+		mrc_coll_destroy(c);
+		if (r && r != -EPROTO)
+			die("pregate", r);
 		return r ? 1 : 0;
 	}
 	if (kind == MRC__C_N) {

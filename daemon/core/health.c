@@ -1,0 +1,245 @@
+/* Fabric-link health in mrcd (issue 34, docs/health.md): the engine's
+ * path outcomes into health/'s localisation, its DENIED links into
+ * deny.c's HEALTH reason, and a read-only view for `mrcctl fabric`.
+ *
+ * Outcomes: an EV retired for loss or an RTO is a failed path (again at
+ * every tick while it stays retired, so the evidence does not expire
+ * under a link that is still dead); an EV that
+ * comes back by probes, a probe answered, or a GOOD EV that carried
+ * packets since the last tick is a working one; ECN and trims per EV are
+ * counted against its links (never a failure).  Every tick (10 ms) the
+ * library re-evaluates, and when a link's state changed every peer's EVs
+ * are re-derived (mrcd_deny_update).  Every 100 ms, while it has a failure
+ * of its own or a link not OK, it sends its newest observations to every
+ * peer in a HEALTH message (never answered: no amplification) and merges
+ * what peers send, one message per host per 50 ms at most. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/core/core.h"
+#include "health/health.h"
+
+#define TICK_S 0.01
+/* Sharing (docs/health.md): at most one HEALTH per peer every SHARE_TICKS
+ * ticks, only while this host has something to say (a failed path of its
+ * own, or a link not OK); from any one host, one is merged per
+ * HEALTH_RX_MIN_NS at most, the rest dropped unread. */
+#define SHARE_TICKS 10
+#define HEALTH_RX_MIN_NS 50000000ull
+
+struct mrcd_health {
+	struct mrc_health *h;
+	ev_timer tick;
+	/* [peer] -> [ev] last seen tx_pkts and ecn + trims, on first use */
+	uint64_t **prev;
+	uint32_t nprev;
+	uint32_t ticks;
+	uint64_t *rx_last;      /* [host] when its last HEALTH was merged */
+};
+
+static void feed_peer(struct mrcd *d, uint32_t peer, uint64_t now)
+{
+	struct mrcd_health *m = d->health;
+	struct mrcd_peer *p = &d->peers[peer];
+	if (!m->prev[peer] && !(m->prev[peer] = calloc(2 * (size_t)p->nev, sizeof(uint64_t))))
+		return;
+	uint64_t *prev = m->prev[peer];
+	for (uint32_t ev = 0; ev < p->nev; ev++) {
+		struct mrce_ev_info i;
+		if (p->deny[ev] || mrce_ev_info(d->eng, peer, ev, &i))
+			continue;
+		uint64_t cong = i.ecn + i.trims;
+		if (cong > prev[2 * ev + 1])
+			mrc_health_path_congested(m->h, p->host, ev, cong - prev[2 * ev + 1]);
+		if (i.state == MRCE_EV_GOOD && i.tx_pkts > prev[2 * ev])
+			mrc_health_path_ok(m->h, p->host, ev, now);
+		/* Still retired for a failure (its probes unanswered): the
+		 * evidence stays fresh while the path is bad, not a ttl. */
+		if (i.state == MRCE_EV_ASSUMED_BAD &&
+		    (i.last_reason == MRCE_RSN_LOSS || i.last_reason == MRCE_RSN_RTO ||
+		     i.last_reason == MRCE_RSN_PROBE_LOST))
+			mrc_health_path_fail(m->h, p->host, ev, now);
+		prev[2 * ev] = i.tx_pkts;
+		prev[2 * ev + 1] = cong;
+	}
+}
+
+static void log_changes(struct mrcd *d, uint64_t now)
+{
+	uint32_t ids[64];
+	size_t n;
+	mrc_health_links(d->health->h, MRC_HEALTH_SUSPECT, ids, 64, &n);
+	for (size_t k = 0; k < n && k < 64; k++) {
+		struct mrc_health_link li;
+		mrc_health_link_get(d->health->h, ids[k], &li);
+		if (li.changed_ns != now)
+			continue;
+		const struct mrc_link *l = &d->topo->links[ids[k]];
+		mrcd_log(li.state >= MRC_HEALTH_LOCATED ? MRCD_LOG_WARNING : MRCD_LOG_INFO,
+			 "fabric link %s-%s: %s (failed paths %u from %u hosts, working %u)",
+			 d->topo->nodes[l->lower].name, d->topo->nodes[l->upper].name,
+			 mrc_health_state_name(li.state), li.fail_paths, li.fail_hosts,
+			 li.good_paths);
+	}
+}
+
+/* This host's newest observations to every peer, if it has a failure of
+ * its own or a link not OK to speak of. */
+static void share(struct mrcd *d, uint64_t now)
+{
+	struct mrc_health_obs o[MRCE_CTRL_HEALTH_MAX];
+	size_t n, nbad;
+	uint32_t ids[1];
+	mrc_health_export(d->health->h, now, o, MRCE_CTRL_HEALTH_MAX, &n);
+	mrc_health_links(d->health->h, MRC_HEALTH_SUSPECT, ids, 0, &nbad);
+	int fail = 0;
+	for (size_t i = 0; i < n; i++)
+		fail |= !o[i].ok;
+	if (!n || (!fail && !nbad))
+		return;
+	struct mrce_ctrl_health m = { .n = (uint32_t)n };
+	for (size_t i = 0; i < n; i++) {
+		uint64_t age = (now - o[i].ts_ns) / 1000;
+		m.obs[i] = (struct mrce_ctrl_health_obs){ .dst = o[i].dst, .ev = o[i].ev,
+			.ok = o[i].ok, .age_us = age > UINT32_MAX ? UINT32_MAX : (uint32_t)age };
+	}
+	uint8_t body[MRCE_CTRL_HEALTH_LEN(MRCE_CTRL_HEALTH_MAX)];
+	size_t blen = mrce_ctrl_health_encode(body, &m);
+	for (uint32_t peer = 0; peer < d->max_peers; peer++) {
+		const struct mrcd_peer *p = &d->peers[peer];
+		if (p->used && p->host != d->self && !mrcd_cm_send_body(d, p->host, body, blen))
+			d->st.health_tx++;
+	}
+}
+
+void mrcd_health_rx(struct mrcd *d, uint32_t host, const uint8_t *body, size_t blen)
+{
+	struct mrcd_health *m = d->health;
+	if (!m || host >= d->nhosts || host == d->self)
+		return;
+	uint64_t now = mrcd_now();
+	if (m->rx_last[host] && now - m->rx_last[host] < HEALTH_RX_MIN_NS) {
+		d->st.health_rx_limited++;
+		return;
+	}
+	struct mrce_ctrl_health h;
+	if (mrce_ctrl_health_decode(body, blen, &h)) {
+		d->st.health_rx_bad++;
+		return;
+	}
+	m->rx_last[host] = now;
+	struct mrc_health_obs o[MRCE_CTRL_HEALTH_MAX];
+	uint64_t age[MRCE_CTRL_HEALTH_MAX];
+	for (uint32_t i = 0; i < h.n; i++) {
+		/* Its own paths only: the source is the envelope's sender. */
+		o[i] = (struct mrc_health_obs){ .src = host, .dst = h.obs[i].dst,
+			.ev = h.obs[i].ev, .ok = h.obs[i].ok };
+		age[i] = (uint64_t)h.obs[i].age_us * 1000;
+	}
+	if (mrc_health_merge(m->h, host, o, age, h.n, now) >= 0)
+		d->st.health_rx++;
+}
+
+static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct mrcd *d = w->data;
+	uint64_t now = mrcd_now();
+	for (uint32_t peer = 0; peer < d->max_peers && peer < d->health->nprev; peer++)
+		if (d->peers[peer].used)
+			feed_peer(d, peer, now);
+	if (++d->health->ticks % SHARE_TICKS == 0)
+		share(d, now);
+	int changed = mrc_health_eval(d->health->h, now);
+	if (changed <= 0)
+		return;
+	d->st.health_changes += (uint64_t)changed;
+	log_changes(d, now);
+	for (uint32_t peer = 0; peer < d->max_peers; peer++)
+		for (uint32_t ev = 0; d->peers[peer].used && ev < d->peers[peer].nev; ev++)
+			mrcd_deny_update(d, peer, ev, now);
+	mrcd_kick(d);
+}
+
+int mrcd_health_init(struct mrcd *d)
+{
+	if (!d->topo)
+		return 0;   /* loopback mode: no fabric to speak of */
+	struct mrcd_health *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->nprev = d->max_peers;
+	m->prev = calloc(m->nprev, sizeof(*m->prev));
+	m->rx_last = calloc(d->nhosts, sizeof(*m->rx_last));
+	int rc = m->prev && m->rx_last ? mrc_health_new(d->topo, d->self, NULL, &m->h) : -ENOMEM;
+	if (rc) {
+		free(m->prev);
+		free(m->rx_last);
+		free(m);
+		return rc;
+	}
+	d->health = m;
+	ev_timer_init(&m->tick, on_tick, TICK_S, TICK_S);
+	m->tick.data = d;
+	ev_timer_start(d->loop, &m->tick);
+	return 0;
+}
+
+void mrcd_health_fini(struct mrcd *d)
+{
+	struct mrcd_health *m = d->health;
+	if (!m)
+		return;
+	ev_timer_stop(d->loop, &m->tick);
+	for (uint32_t i = 0; i < m->nprev; i++)
+		free(m->prev[i]);
+	free(m->prev);
+	free(m->rx_last);
+	mrc_health_free(m->h);
+	free(m);
+	d->health = NULL;
+}
+
+void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev)
+{
+	if (!d->health || ev->peer >= d->max_peers || !d->peers[ev->peer].used)
+		return;
+	uint32_t host = d->peers[ev->peer].host;
+	struct mrc_health *h = d->health->h;
+	if (ev->type == MRCE_EVT_PROBE_RESULT)
+		mrc_health_path_ok(h, host, ev->ev, ev->time_ns);
+	if (ev->type != MRCE_EVT_EV_STATE)
+		return;
+	if (ev->new_state == MRCE_EV_ASSUMED_BAD &&
+	    (ev->reason == MRCE_RSN_LOSS || ev->reason == MRCE_RSN_RTO ||
+	     ev->reason == MRCE_RSN_PROBE_LOST))
+		mrc_health_path_fail(h, host, ev->ev, ev->time_ns);
+	else if (ev->new_state == MRCE_EV_GOOD && ev->reason == MRCE_RSN_PROBE_OK)
+		mrc_health_path_ok(h, host, ev->ev, ev->time_ns);
+}
+
+int mrcd_health_denies(const struct mrcd *d, uint32_t host, uint32_t ev)
+{
+	return d->health && mrc_health_path_denied(d->health->h, host, ev);
+}
+
+int mrcd_fabric_next(const struct mrcd *d, uint32_t *it, struct mrcd_fabric_view *v)
+{
+	if (!d->health)
+		return 0;
+	for (; *it < d->topo->n_links; (*it)++) {
+		struct mrc_health_link li;
+		if (mrc_health_link_get(d->health->h, *it, &li) || li.state == MRC_HEALTH_OK)
+			continue;
+		const struct mrc_link *l = &d->topo->links[*it];
+		*v = (struct mrcd_fabric_view){ .link = *it, .plane = l->plane,
+			.lower = d->topo->nodes[l->lower].name,
+			.upper = d->topo->nodes[l->upper].name,
+			.state = mrc_health_state_name(li.state), .denied = li.state == MRC_HEALTH_DENIED,
+			.fail_paths = li.fail_paths, .fail_hosts = li.fail_hosts,
+			.good_paths = li.good_paths, .cong = li.cong, .changed_ns = li.changed_ns };
+		(*it)++;
+		return 1;
+	}
+	return 0;
+}
