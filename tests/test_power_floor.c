@@ -2,7 +2,8 @@
  * on the loopback fabric (no root): the word in the notify page rises
  * while a WRITE is in flight and falls when it completes (hold 0: before
  * the completion is visible); with a hold it stays up through a second
- * WRITE within the hold (one raise, no flap) and falls after it; with
+ * WRITE within the hold (one raise, no flap) and falls after it; a
+ * client closed with a WRITE in flight leaves no timer behind; with
  * power_floor off (the default) it never moves.  A client's stores into
  * the word change nothing the daemon does.  Skipped when build/bin/mrcd
  * has not been built.  No sleeps: every wait polls with a bound. */
@@ -212,6 +213,28 @@ static void test_hold(void **state)
 	mrc_close(p.ctx);
 }
 
+/* A client that goes away with a send in flight (and so a hold running)
+ * leaves nothing behind: its timer goes with it.  A second client's hold,
+ * started later, ends later: once its word falls, the first one's timer
+ * would have fired on freed memory (caught by the sanitizer build's
+ * daemon), and the daemon still serves. */
+static void test_close_in_flight(void **state)
+{
+	NEED_DAEMON();
+	struct pair p, q;
+	pair_open(&D, &p, 0);      /* b never connected: the WRITE stays */
+	post(&p, 1);
+	if (mrcd_spawn_wait_for(floor_up, p.ctx, WAIT_MS))
+		fail_msg("the power floor did not rise with a WRITE posted");
+	mrc_close(p.ctx);
+	pair_open(&D, &q, 1);
+	write_expect(&q, 1, 1, 1);
+	if (mrcd_spawn_wait_for(floor_down, q.ctx, HOLD_MS + WAIT_MS))
+		fail_msg("the power floor stayed up after the hold");
+	write_expect(&q, 2, 1, 2);
+	mrc_close(q.ctx);
+}
+
 /* ---- off (the default): the word never moves --------------------------- */
 
 static void test_off(void **state)
@@ -241,6 +264,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rises_in_flight, setup_on, stop),
 		cmocka_unit_test_setup_teardown(test_client_cannot_steer, setup_on, stop),
 		cmocka_unit_test_setup_teardown(test_hold, setup_hold, stop),
+		cmocka_unit_test_setup_teardown(test_close_in_flight, setup_hold, stop),
 		cmocka_unit_test_setup_teardown(test_off, setup_off, stop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
