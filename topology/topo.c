@@ -390,3 +390,23 @@ uint32_t mrc_topo_host_leaf(const struct mrc_topo *t, uint32_t host, uint32_t pl
 		return MRC_TOPO_NONE;
 	return t->links[t->host_link[(size_t)host * t->planes + plane]].upper;
 }
+
+/* Hosts that leave through the same plane-0 leaf, or the same pod (the
+ * edge's index in its plane over k/2), share those uplinks. */
+static uint32_t uplink_group(const struct mrc_topo *t, uint32_t host)
+{
+	uint32_t idx = t->nodes[mrc_topo_host_leaf(t, host, 0)].index;
+	return t->fattree_k ? idx / (t->fattree_k / 2) : idx;
+}
+
+uint32_t mrc_topo_spray_slot(const struct mrc_topo *t, uint32_t host)
+{
+	if (host >= t->n_hosts)
+		return 0;
+	/* Counted rather than host % hosts_per_leaf: a topology file may put
+	 * any hosts on a leaf, in any order. */
+	uint32_t g = uplink_group(t, host), slot = 1;
+	for (uint32_t h = 0; h < host; h++)
+		slot += uplink_group(t, h) == g;
+	return slot;
+}
