@@ -1,7 +1,8 @@
 /* mrc_topo_spray_slot (mrce_cfg.spray_slot, docs/sim.md "Spray slots"):
  * on generated Clos fabrics and fat trees, the hosts under one leaf (pod)
  * get the slots 1..n, each once, and slot - 1 is the host's index there
- * (what mrcsim computed before the function moved to topology/). */
+ * (what mrcsim computed before the function moved to topology/); in a
+ * topology file that interleaves leaves, slots count per leaf. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -73,10 +74,41 @@ static void spray_slots_distinct_per_leaf_and_pod(void **state)
 	}
 }
 
+/* A topology file may interleave leaves: a and c on p0l1, b on p0l0 get
+ * 1, 1, 2 (counted in host order, not host % hosts per leaf). */
+static const char interleaved[] =
+	"{\"version\":1,\"planes\":1,"
+	"\"hosts\":[{\"name\":\"a\",\"usid\":\"0x8000\"},{\"name\":\"b\",\"usid\":\"0x8001\"},"
+	"{\"name\":\"c\",\"usid\":\"0x8002\"}],"
+	"\"switches\":[{\"name\":\"p0l0\",\"tier\":\"leaf\",\"plane\":0,\"usid\":\"0x1000\"},"
+	"{\"name\":\"p0l1\",\"tier\":\"leaf\",\"plane\":0,\"usid\":\"0x1001\"},"
+	"{\"name\":\"p0s0\",\"tier\":\"spine\",\"plane\":0,\"usid\":\"0x2000\"}],"
+	"\"links\":[{\"a\":\"a\",\"b\":\"p0l1\"},{\"a\":\"b\",\"b\":\"p0l0\"},"
+	"{\"a\":\"c\",\"b\":\"p0l1\"},{\"a\":\"p0l0\",\"b\":\"p0s0\"},"
+	"{\"a\":\"p0l1\",\"b\":\"p0s0\"}]}";
+
+static void spray_slots_from_file_count_per_leaf(void **state)
+{
+	(void)state;
+	struct mrc_topo *t = NULL;
+	char err[MRC_TOPO_ERRLEN] = "";
+	if (mrc_topo_parse_json(interleaved, sizeof(interleaved) - 1, &t, err, sizeof(err)))
+		fail_msg("parse: %s", err);
+	static const char *const name[] = { "a", "b", "c" };
+	static const uint32_t want[] = { 1, 1, 2 };
+	for (int i = 0; i < 3; i++) {
+		uint32_t h;
+		assert_int_equal(mrc_topo_host_find(t, name[i], &h), 0);
+		assert_int_equal(mrc_topo_spray_slot(t, h), want[i]);
+	}
+	mrc_topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(spray_slots_distinct_per_leaf_and_pod),
+		cmocka_unit_test(spray_slots_from_file_count_per_leaf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
