@@ -30,16 +30,6 @@ static uint64_t sim_token(uint32_t from, uint32_t to, uint32_t conn)
 	return t ? t : 1;
 }
 
-/* The host's index among the hosts whose traffic shares uplinks up to the
- * top tier: its leaf's hosts in a 2-tier Clos, its pod's in a fat tree
- * (hosts are numbered leaf by leaf, pod by pod: topology/topo_gen.c). */
-static uint32_t spray_slot(const struct mrc_sim_topo *t, uint32_t h)
-{
-	if (t->kind == MRC_SIM_FATTREE)
-		return h % (t->k / 2 * (t->k / 2));
-	return h % t->hosts_per_leaf;
-}
-
 static int pair_cmp(const void *a, const void *b)
 {
 	const struct pair *x = a, *y = b;
@@ -167,7 +157,7 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 		ec.max_qps = x->nqps;
 		ec.max_mrs = 2 + nmr[h];
 		if (s->cfg.spray_slot)
-			ec.spray_slot = 1 + spray_slot(&s->cfg.topo, h);
+			ec.spray_slot = mrc_topo_spray_slot(s->fab.topo, h);
 		const char *why = NULL;
 		rc = mrce_create(&ec, &x->eng, &why);
 		if (rc) {

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "topology/addr.h"
+#include "topology/topo.h"
 
 #include "daemon/core/config.h"
 
@@ -182,6 +183,42 @@ static void load_from_file(void **st)
 	assert_non_null(strstr(err, path));
 }
 
+/* spray_slot = topo|hash: topo by default, anything else refused by name;
+ * the engine gets the host's slot under its leaf only with topo and a
+ * topology, else 0 (the hash). */
+static void spray_slot_key(void **st)
+{
+	(void)st;
+	struct mrcd_cfg c;
+	char err[256] = "";
+	mrcd_cfg_default(&c);
+	assert_string_equal(c.spray_slot, "topo");
+	assert_int_equal(mrcd_cfg_parse(&c, "[mrcd]\nspray_slot = hash\n", "t.conf", err,
+					sizeof(err)), 0);
+	assert_string_equal(c.spray_slot, "hash");
+	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), 0);
+	assert_int_equal(mrcd_cfg_parse(&c, "[mrcd]\nspray_slot = leaf\n", "t.conf", err,
+					sizeof(err)), 0);
+	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "key 'spray_slot': 'leaf' is not topo or hash");
+	assert_int_equal(mrcd_cfg_parse(&c, "[mrcd]\nspray_slot = topology\n", "t.conf", err,
+					sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "t.conf:2: key 'spray_slot': value is 8 characters, at most 7"));
+
+	/* 4 hosts per leaf: host 6 is the third of leaf 1. */
+	struct mrc_topo_gen g = { .planes = 2, .leaves_per_plane = 2,
+		.spines_per_plane = 2, .hosts_per_leaf = 4 };
+	struct mrc_topo *t = NULL;
+	assert_int_equal(mrc_topo_generate(&g, &t, err, sizeof(err)), 0);
+	mrcd_cfg_default(&c);
+	assert_int_equal(mrcd_cfg_spray_slot(&c, t, 6), 3);
+	assert_int_equal(mrcd_cfg_spray_slot(&c, t, 0), 1);
+	assert_int_equal(mrcd_cfg_spray_slot(&c, NULL, 0), 0);   /* loopback */
+	snprintf(c.spray_slot, sizeof(c.spray_slot), "hash");
+	assert_int_equal(mrcd_cfg_spray_slot(&c, t, 6), 0);
+	mrc_topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -191,6 +228,7 @@ int main(void)
 		cmocka_unit_test(cross_key_checks),
 		cmocka_unit_test(load_from_file),
 		cmocka_unit_test(busy_poll_auto),
+		cmocka_unit_test(spray_slot_key),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }

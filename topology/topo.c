@@ -95,6 +95,7 @@ void mrc_topo_free(struct mrc_topo *t)
 	free(t->hosts);
 	free(t->host_link);
 	free(t->by_name);
+	free(t->spray_slot);
 	free(t);
 }
 
@@ -302,9 +303,37 @@ int mrc__topo_finish_nodes(struct mrc_topo *t, char *err, size_t errlen)
 	return rc;
 }
 
+/* Hosts that leave through the same plane-0 leaf, or the same pod (the
+ * edge's index in its plane over k/2), share those uplinks. */
+static uint32_t uplink_group(const struct mrc_topo *t, uint32_t host)
+{
+	uint32_t idx = t->nodes[mrc_topo_host_leaf(t, host, 0)].index;
+	return t->fattree_k ? idx / (t->fattree_k / 2) : idx;
+}
+
+/* Spray slots, counted per group in host order rather than as host %
+ * hosts_per_leaf: a topology file may put any hosts on a leaf, in any
+ * order.  Once here, so a lookup is O(1) (mrcsim asks for every host). */
+static int index_slots(struct mrc_topo *t)
+{
+	uint32_t *count = calloc((size_t)t->n_leaves[0] + 1, sizeof(uint32_t));
+	t->spray_slot = malloc(((size_t)t->n_hosts + 1) * sizeof(uint32_t));
+	if (!count || !t->spray_slot) {
+		free(count);
+		return -ENOMEM;
+	}
+	for (uint32_t h = 0; h < t->n_hosts; h++)
+		t->spray_slot[h] = ++count[uplink_group(t, h)];
+	free(count);
+	return 0;
+}
+
 int mrc__topo_finish_links(struct mrc_topo *t, char *err, size_t errlen)
 {
-	return check_links(t, err, errlen);
+	int rc = check_links(t, err, errlen);
+	if (!rc && (rc = index_slots(t)))
+		mrc__topo_err(err, errlen, "out of memory");
+	return rc;
 }
 
 int mrc__topo_finish(struct mrc_topo *t, char *err, size_t errlen)
@@ -389,4 +418,9 @@ uint32_t mrc_topo_host_leaf(const struct mrc_topo *t, uint32_t host, uint32_t pl
 	if (host >= t->n_hosts || plane >= t->planes)
 		return MRC_TOPO_NONE;
 	return t->links[t->host_link[(size_t)host * t->planes + plane]].upper;
+}
+
+uint32_t mrc_topo_spray_slot(const struct mrc_topo *t, uint32_t host)
+{
+	return host < t->n_hosts && t->spray_slot ? t->spray_slot[host] : 0;
 }

@@ -76,6 +76,7 @@ struct mrc_topo {
 	uint32_t *leaf_spine[MRC_TOPO_MAX_PLANES]; /* [leaf * n_spines + spine]
 	                                            -> link id or NONE */
 	uint32_t *by_name;        /* node ids sorted by name */
+	uint32_t *spray_slot;     /* host index -> mrc_topo_spray_slot */
 	/* fat tree: its k (0 in a 2-tier Clos), cores and their links */
 	uint32_t fattree_k;
 	uint32_t n_cores[MRC_TOPO_MAX_PLANES];
@@ -156,6 +157,12 @@ int mrc_topo_link_find(const struct mrc_topo *t, uint32_t a, uint32_t b,
 uint32_t mrc_topo_host_leaf(const struct mrc_topo *t, uint32_t host,
 			    uint32_t plane);
 const char *mrc_topo_tier_name(unsigned tier);
+/* The spray slot of a host (mrce_cfg.spray_slot, docs/sim.md "Spray
+ * slots"): 1 + its index, in host order, among the hosts that share its
+ * uplinks up to the top tier: those on its plane-0 leaf in a 2-tier Clos,
+ * those of its pod in a fat tree.  So the hosts of one leaf (pod) get
+ * 1..n, each once.  0 for a host index out of range. */
+uint32_t mrc_topo_spray_slot(const struct mrc_topo *t, uint32_t host);
 
 /* ---- paths and EVs ----------------------------------------------------- */
 

@@ -9,6 +9,7 @@
 #include "datapath/datapath.h"
 #include "daemon/core/sidres.h"
 #include "topology/addr.h"
+#include "topology/topo.h"
 
 enum kind { K_STR, K_U32, K_U32_AUTO, K_OCT, K_LEVEL };
 
@@ -84,6 +85,7 @@ static const struct key keys[] = {
 	U(qp_ev_stats, 0, 4096, "EVs whose packets and losses are counted per QP for mrcctl qps (16 bytes each per QP; 0: off)"),
 	S(datapath, "how packets reach the plane NICs: udp (kernel sockets), af_xdp, dpdk or verbs (docs/datapaths.md)"),
 	S(datapath_args, "options of the datapath (docs/datapaths.md); empty: its defaults"),
+	S(spray_slot, "where each peer's spray starts in every plane: topo (this host's slot under its leaf, so a leaf's hosts take distinct spines; docs/sim.md, Spray slots) or hash (of the QP); without a topology: hash"),
 	S(state_dir, "admin state (plane disable, path deny) kept in DIR/admin.json across restarts; empty: $STATE_DIRECTORY if set, else not kept"),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -145,6 +147,7 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->metrics_idle_timeout_ms = 5000;
 	snprintf(c->payload_encryption, sizeof(c->payload_encryption), "off");
 	snprintf(c->datapath, sizeof(c->datapath), "udp");
+	snprintf(c->spray_slot, sizeof(c->spray_slot), "topo");
 	c->qp_ev_stats = 64;
 	/* Traffic classes (docs/wire.md "Traffic classes"): EF for urgent,
 	 * AF11 for bulk, default unmarked as before. */
@@ -337,6 +340,10 @@ int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen)
 			o += (size_t)snprintf(err + o, errlen - o, " %s", *n);
 		return -EINVAL;
 	}
+	if (strcmp(c->spray_slot, "topo") && strcmp(c->spray_slot, "hash")) {
+		snprintf(err, errlen, "key 'spray_slot': '%s' is not topo or hash", c->spray_slot);
+		return -EINVAL;
+	}
 	if (c->topology[0] && !c->host[0]) {
 		snprintf(err, errlen, "key 'host' is required with a topology (which host is this node?)");
 		return -EINVAL;
@@ -441,6 +448,12 @@ uint32_t mrcd_cfg_busy_poll_us(const struct mrcd_cfg *c, unsigned ncpus)
 	 * clients need: with few CPUs it waits for the scheduler instead
 	 * (docs/client.md measured both). */
 	return ncpus >= MRCD_BUSY_POLL_AUTO_CPUS ? MRCD_BUSY_POLL_AUTO_US : 0;
+}
+
+uint32_t mrcd_cfg_spray_slot(const struct mrcd_cfg *c, const struct mrc_topo *t,
+			     uint32_t self)
+{
+	return t && !strcmp(c->spray_slot, "topo") ? mrc_topo_spray_slot(t, self) : 0;
 }
 
 const char *const *mrcd_cfg_keys(void)

@@ -59,6 +59,7 @@ struct mrcd_cfg {
 	uint32_t bulk_min_pct;          /* mrce_cfg.bulk_min_pct */
 	char datapath[16];              /* a datapath.h provider: udp (default), ... */
 	char datapath_args[MRCD_PATH_MAX]; /* provider options (docs/datapaths.md) */
+	char spray_slot[8];             /* topo | hash (mrce_cfg.spray_slot) */
 };
 
 void mrcd_cfg_default(struct mrcd_cfg *c);
@@ -96,6 +97,12 @@ void mrcd_cfg_usage(FILE *out);
 #define MRCD_BUSY_POLL_AUTO_US 50u
 #define MRCD_BUSY_POLL_AUTO_CPUS 8u
 uint32_t mrcd_cfg_busy_poll_us(const struct mrcd_cfg *c, unsigned ncpus);
+/* mrce_cfg.spray_slot for host self of topology t (NULL: the loopback
+ * fabric): its slot under its leaf (mrc_topo_spray_slot) with spray_slot =
+ * topo and a topology, else 0 (the engine's hash). */
+struct mrc_topo;
+uint32_t mrcd_cfg_spray_slot(const struct mrcd_cfg *c, const struct mrc_topo *t,
+			     uint32_t self);
 /* Key names, NULL-terminated, for getopt_long tables. */
 const char *const *mrcd_cfg_keys(void);
 

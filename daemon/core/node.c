@@ -151,13 +151,22 @@ static int node_engine(struct mrcd *d, char *err, size_t errlen)
 	ec.qp_ev_stats = d->cfg.qp_ev_stats;
 	ec.bulk_min_pct = d->cfg.bulk_min_pct;
 	ec.no_path_timeout_ns = (uint64_t)d->cfg.no_path_timeout_ms * 1000000;
+	ec.spray_slot = mrcd_cfg_spray_slot(&d->cfg, d->topo, d->self);
 	/* Every QP and peer gets tokens derived from the cluster key. */
 	ec.require_tokens = 1;
 	const char *why = NULL;
 	int rc = mrce_create(&ec, &d->eng, &why);
-	if (rc)
+	if (rc) {
 		snprintf(err, errlen, "engine: %s", why ? why : strerror(-rc));
-	return rc;
+		return rc;
+	}
+	if (ec.spray_slot)
+		mrcd_log(MRCD_LOG_INFO, "spray slot %u (under leaf %s; spray_slot = topo)", ec.spray_slot,
+			 d->topo->nodes[mrc_topo_host_leaf(d->topo, d->self, 0)].name);
+	else
+		mrcd_log(MRCD_LOG_INFO, "spray slot 0: hash of the QP (spray_slot = %s%s)",
+			 d->cfg.spray_slot, d->topo ? "" : ", loopback fabric");
+	return 0;
 }
 
 /* The configured datapath, its side channel, and a watcher per plane (or

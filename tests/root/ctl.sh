@@ -10,6 +10,8 @@
 #   - an unprivileged user: refused at the socket without the group, read
 #     verbs with it, admin verbs refused with a clear message
 #   - Prometheus text from `stats --prom` and the HTTP listener
+#   - each mrcd logs its spray slot (h0: 1, h7: 2); spray_slot = leaf is
+#     refused with the reason
 # Every check reads JSON with jq.  Bounded in time, cleans up on any exit.
 set -u
 B=${1:-build}
@@ -58,6 +60,13 @@ sock_up() { [ -S "$tmp/h0/mrcctl.sock" ] && [ -S "$tmp/h7/mrcctl.sock" ] && [ -S
 until_t 10 sock_up || die "mrcd sockets did not appear in 10 s"
 
 [ "$(ctl h0 -j status | jq -r '.host.name + " " + .mode')" = "h0 srv6" ] && ok "status names host h0 in srv6 mode" || bad "status"
+# spray_slot (default topo): 1 + the host's index on its leaf, logged at
+# start (h0 first on p0l0, h7 second on p0l3); a bad value is refused.
+grep -q "spray slot 1 (under leaf p0l0" "$tmp/h0.log" && grep -q "spray slot 2 (under leaf p0l3" "$tmp/h7.log" &&
+	ok "mrcd logs its spray slot under its leaf (h0: 1, h7: 2)" || bad "spray slot not logged as 1 and 2"
+out=$($B/bin/mrcd --topology $T --host h0 --key_file "$tmp/cluster.key" --spray_slot leaf 2>&1)
+[ $? -ne 0 ] && grep -q "spray_slot': 'leaf' is not topo or hash" <<<"$out" &&
+	ok "mrcd refuses spray_slot = leaf with the reason" || bad "spray_slot = leaf: $out"
 
 # Traffic: WRITE_IMM ping-pong h0 -> h7 for the whole test.
 $B/bin/mrc_pingpong -S "$tmp/h7/mrcd.sock" -n 100000000 server >"$tmp/pp-s" 2>&1 &
