@@ -1,0 +1,239 @@
+/* `mrcctl stragglers` against a real loopback mrcd (tests/support/
+ * mrcd_spawn; docs/coll.md "Stragglers"):
+ *   - test_filed_with_peer_uid: a record a client files with
+ *     mrc_straggler_file shows in the verb with every field it sent and
+ *     the uid and pid mrcd read from the client's socket;
+ *   - test_uid_not_settable: a STRAGGLER message carrying 8 more bytes (a
+ *     uid of 0 appended) is refused (-EBADMSG) and nothing is filed; as
+ *     root, a child acting as uid nobody files a record and it shows with
+ *     uid 65534 and the child's pid, not root's;
+ *   - test_ring_bound: 60 records filed at once: the per-client rate
+ *     bound refuses some (-EAGAIN, counted), the uid's ring keeps the
+ *     last 32 accepted, oldest dropped (counted).
+ * Skipped when build/bin/mrcd has not been built. */
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "codec/climsg.h"
+#include "codec/operjson.h"
+#include "lib/internal.h"
+#include "mrc/mrc.h"
+#include "tests/support/mrcd_spawn.h"
+#include "tests/support/skip.h"
+
+#define NEED_DAEMON() do { if (!mrcd_spawn_available()) \
+	MRC_SKIP("%s is not built", mrcd_spawn_bin()); } while (0)
+
+#define NOBODY 65534
+#define NOGROUP 65534
+#define RING 32                    /* daemon/clients/strag.c STRAG_RING */
+
+static struct mrcd_proc d;
+
+static int stop_daemon(void **state)
+{
+	(void)state;
+	mrcd_spawn_stop(&d);
+	return 0;
+}
+
+/* The stragglers verb's result (the caller decrefs). */
+static json_t *stragglers(void)
+{
+	int fd = mrcd_spawn_connect(d.ctl);
+	assert_true(fd >= 0);
+	struct mrc_oper_req r;
+	mrc_oper_req_init(&r);
+	r.verb = MRC_OPER_STRAGGLERS;
+	r.id = 77;
+	char *s = mrc_oper_req_encode(&r);
+	assert_non_null(s);
+	assert_int_equal(send(fd, s, strlen(s), MSG_NOSIGNAL), (ssize_t)strlen(s));
+	free(s);
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	assert_int_equal(poll(&pf, 1, MRCD_SPAWN_WAIT_MS), 1);
+	static char buf[MRC_OPER_MSG_MAX];
+	ssize_t n = recv(fd, buf, sizeof(buf), 0);
+	assert_true(n > 0);
+	close(fd);
+	uint32_t id = 0;
+	json_t *res = NULL;
+	char msg[256] = "";
+	assert_int_equal(mrc_oper_reply_parse(buf, (size_t)n, &id, &res, msg, sizeof(msg)), 0);
+	assert_int_equal(id, 77);
+	assert_non_null(res);
+	return res;
+}
+
+static long long num(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	if (!json_is_integer(v))
+		fail_msg("no integer '%s'", k);
+	return json_integer_value(v);
+}
+
+static struct mrc_cli_straggler net_rec(uint64_t call)
+{
+	return (struct mrc_cli_straggler){ .comm = 0xabcdef0123456789ull, .call = call,
+		.cause = MRC_CLI_STRAG_NETWORK, .rank = 3, .host = 5, .peer_rank = 1,
+		.peer_host = 2, .qpn = 17, .plane = 1, .rank_sends = 1, .call_us = 40000,
+		.late_us = 900, .typical_us = 80 };
+}
+
+static void test_filed_with_peer_uid(void **state)
+{
+	(void)state;
+	NEED_DAEMON();
+	assert_int_equal(mrcd_spawn_start(&d, NULL), 0);
+	struct mrc_ctx *ctx;
+	assert_int_equal(mrc_open(d.sock, &ctx), 0);
+	struct mrc_cli_straggler s = net_rec(41);
+	assert_int_equal(mrc_straggler_file(ctx, &s), 0);
+	struct mrc_cli_straggler c = { .comm = 9, .call = 42, .cause = MRC_CLI_STRAG_COMPUTE,
+				       .rank = 2, .host = 6, .plane = -1, .call_us = 5000,
+				       .late_us = 2000 };
+	assert_int_equal(mrc_straggler_file(ctx, &c), 0);
+	mrc_close(ctx);
+
+	json_t *res = stragglers();
+	json_t *a = json_object_get(res, "records");
+	assert_int_equal(json_array_size(a), 2);
+	assert_int_equal(num(res, "filed"), 2);
+	json_t *e = json_array_get(a, 0);
+	assert_int_equal(num(e, "uid"), (long long)getuid());
+	assert_int_equal(num(e, "pid"), (long long)getpid());
+	assert_string_equal(json_string_value(json_object_get(e, "comm")), "abcdef0123456789");
+	assert_string_equal(json_string_value(json_object_get(e, "verdict")), "network");
+	assert_int_equal(num(e, "call"), 41);
+	assert_int_equal(num(e, "rank"), 3);
+	assert_int_equal(num(e, "host"), 5);
+	assert_int_equal(num(e, "peer_rank"), 1);
+	assert_int_equal(num(e, "peer_host"), 2);
+	assert_int_equal(num(e, "plane"), 1);
+	assert_int_equal(num(e, "qpn"), 17);
+	assert_int_equal(num(e, "late_us"), 900);
+	assert_int_equal(num(e, "typical_us"), 80);
+	assert_true(json_is_true(json_object_get(e, "rank_sends")));
+	assert_non_null(json_string_value(json_object_get(e, "time")));
+	e = json_array_get(a, 1);
+	assert_string_equal(json_string_value(json_object_get(e, "verdict")), "compute");
+	assert_int_equal(num(e, "call"), 42);
+	assert_int_equal(num(e, "late_us"), 2000);
+	assert_null(json_object_get(e, "qpn"));   /* no network fields */
+	json_decref(res);
+}
+
+static void test_uid_not_settable(void **state)
+{
+	(void)state;
+	NEED_DAEMON();
+	int root = geteuid() == 0;
+	const char *argv[] = { "--socket_group=nogroup", NULL };
+	assert_int_equal(mrcd_spawn_start(&d, root ? argv : NULL), 0);
+	/* A record with a uid appended: the type's size is fixed, refused. */
+	struct mrc_ctx *ctx;
+	assert_int_equal(mrc_open(d.sock, &ctx), 0);
+	struct { struct mrc_cli_hdr h; struct mrc_cli_straggler s; uint64_t uid; } m = {
+		.h = { .magic = MRC_CLI_MAGIC, .version = MRC_CLI_VERSION, .type = MRC_CLI_STRAGGLER,
+		       .len = sizeof(m.s) + sizeof(m.uid), .req_id = 9 },
+		.s = net_rec(1), .uid = 0 };
+	assert_int_equal(send(ctx->sock, &m, sizeof(m), MSG_NOSIGNAL), (ssize_t)sizeof(m));
+	uint8_t buf[MRC_CLI_MSG_MAX];
+	ssize_t n = recv(ctx->sock, buf, sizeof(buf), 0);
+	assert_true(n > 0);
+	struct mrc_cli_msg rep;
+	assert_int_equal(mrc__cli_dec_rep(buf, (size_t)n, &rep, NULL), 0);
+	assert_int_equal(rep.status, -EBADMSG);
+	mrc_close(ctx);
+	json_t *res = stragglers();
+	assert_int_equal(num(res, "filed"), 0);
+	assert_int_equal(json_array_size(json_object_get(res, "records")), 0);
+	json_decref(res);
+	if (!root) {
+		printf("not root: the second uid's part skipped\n");
+		return;
+	}
+	chmod(d.dir, 0711);   /* the other uid reaches the socket */
+	int pfd;
+	pid_t pid = mrcd_spawn_fork_as(NOBODY, NOGROUP, NOGROUP, &pfd);
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct mrc_ctx *cx;
+		if (mrc_open(d.sock, &cx))
+			_exit(91);
+		struct mrc_cli_straggler s = net_rec(5);
+		int rc = mrc_straggler_file(cx, &s);
+		mrc_close(cx);
+		_exit(rc ? 92 : 0);
+	}
+	close(pfd);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	res = stragglers();
+	json_t *a = json_object_get(res, "records");
+	assert_int_equal(json_array_size(a), 1);
+	assert_int_equal(num(json_array_get(a, 0), "uid"), NOBODY);
+	assert_int_equal(num(json_array_get(a, 0), "pid"), (long long)pid);
+	json_decref(res);
+}
+
+static void test_ring_bound(void **state)
+{
+	(void)state;
+	NEED_DAEMON();
+	assert_int_equal(mrcd_spawn_start(&d, NULL), 0);
+	struct mrc_ctx *ctx;
+	assert_int_equal(mrc_open(d.sock, &ctx), 0);
+	int ok = 0, again = 0, last = -1;
+	for (int i = 0; i < 60; i++) {
+		struct mrc_cli_straggler s = net_rec((uint64_t)i);
+		int rc = mrc_straggler_file(ctx, &s);
+		if (rc == 0)
+			ok++, last = i;
+		else if (rc == -EAGAIN)
+			again++;
+		else
+			fail_msg("record %d: %d", i, rc);
+	}
+	mrc_close(ctx);
+	printf("60 filed at once: %d kept, %d refused by the rate bound\n", ok, again);
+	assert_true(again > 0);         /* the rate bound acted */
+	assert_true(ok > RING);         /* the burst overfills the ring */
+	json_t *res = stragglers();
+	json_t *a = json_object_get(res, "records");
+	assert_int_equal(json_array_size(a), RING);
+	assert_int_equal(num(res, "ring"), RING);
+	assert_int_equal(num(res, "filed"), ok);
+	assert_int_equal(num(res, "dropped"), ok - RING);
+	assert_int_equal(num(res, "rate_refused"), again);
+	/* the newest kept, in order: the last one accepted ends the ring */
+	assert_int_equal(num(json_array_get(a, RING - 1), "call"), last);
+	for (size_t i = 1; i < RING; i++)
+		assert_true(num(json_array_get(a, i), "call") > num(json_array_get(a, i - 1), "call"));
+	json_decref(res);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_filed_with_peer_uid, stop_daemon),
+		cmocka_unit_test_teardown(test_uid_not_settable, stop_daemon),
+		cmocka_unit_test_teardown(test_ring_bound, stop_daemon),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
