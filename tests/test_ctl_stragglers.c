@@ -9,7 +9,12 @@
  *     uid 65534 and the child's pid, not root's;
  *   - test_ring_bound: 60 records filed at once: the per-client rate
  *     bound refuses some (-EAGAIN, counted), the uid's ring keeps the
- *     last 32 accepted, oldest dropped (counted).
+ *     last 32 accepted, oldest dropped (counted);
+ *   - test_coll_files: end to end, 2 ranks of libmrc-coll, rank 1
+ *     sleeping before one call of each step: every verdict that names
+ *     someone is in `stragglers`, once from rank 0 and once from the named
+ *     rank (when not rank 0), with the verdict, call and communicator id
+ *     the ranks got.
  * Skipped when build/bin/mrcd has not been built. */
 #include <errno.h>
 #include <poll.h>
@@ -30,6 +35,8 @@
 #include "codec/operjson.h"
 #include "lib/internal.h"
 #include "mrc/mrc.h"
+#include "mrc/coll.h"
+#include "tests/support/coll_ranks.h"
 #include "tests/support/mrcd_spawn.h"
 #include "tests/support/skip.h"
 
@@ -41,6 +48,7 @@
 #define RING 32                    /* daemon/clients/strag.c STRAG_RING */
 
 static struct mrcd_proc d;
+static const char *ctl_path;       /* the operator socket stragglers() asks */
 
 static int stop_daemon(void **state)
 {
@@ -52,7 +60,7 @@ static int stop_daemon(void **state)
 /* The stragglers verb's result (the caller decrefs). */
 static json_t *stragglers(void)
 {
-	int fd = mrcd_spawn_connect(d.ctl);
+	int fd = mrcd_spawn_connect(ctl_path ? ctl_path : d.ctl);
 	assert_true(fd >= 0);
 	struct mrc_oper_req r;
 	mrc_oper_req_init(&r);
@@ -228,6 +236,84 @@ static void test_ring_bound(void **state)
 	json_decref(res);
 }
 
+#define STEPS 4
+#define SLEEP_MS 60
+
+struct step_out { struct mrc_coll_straggler rec[STEPS]; int rc[STEPS]; int slept; };
+
+static int body_steps(struct coll_rank *r)
+{
+	struct step_out *o = &((struct step_out *)r->arg)[mrc_coll_rank(r->c)];
+	size_t count = 4096;
+	float *in = calloc(count, sizeof(float)), *out = calloc(count, sizeof(float));
+	int rc = in && out ? 0 : -ENOMEM;
+	for (int s = 0; !rc && s < STEPS; s++) {
+		rc = mrc_coll_allreduce(r->c, in, out, count, MRC_COLL_FLOAT32, MRC_COLL_SUM);
+		if (!rc && mrc_coll_rank(r->c) == 1) {
+			int64_t t0 = mrcd_spawn_now_ms();
+			struct timespec ts = { 0, SLEEP_MS * 1000000L };
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+			o->slept += mrcd_spawn_now_ms() - t0 >= SLEEP_MS;
+		}
+		if (!rc)
+			rc = mrc_coll_allreduce(r->c, in, out, count, MRC_COLL_FLOAT32, MRC_COLL_SUM);
+		if (!rc)
+			rc = o->rc[s] = mrc_coll_straggler(r->c, &o->rec[s]);
+	}
+	free(in);
+	free(out);
+	return rc;
+}
+
+static void test_coll_files(void **state)
+{
+	(void)state;
+	MRCD_GROUP_NEED();
+	ctl_path = mrcd_group.d.ctl;
+	struct coll_rank R[2];
+	struct step_out O[2];
+	memset(O, 0, sizeof(O));
+	coll_ranks_run(R, 2, body_steps, 0, O);
+	coll_ranks_check_ok(R, 2);
+	assert_int_equal(O[1].slept, STEPS);   /* the injection happened */
+	json_t *res = stragglers();
+	json_t *a = json_object_get(res, "records");
+	size_t want = 0, named = 0;
+	const char *comm = NULL;
+	for (int s = 0; s < STEPS; s++) {
+		const struct mrc_coll_straggler *x = &O[0].rec[s];
+		if (x->cause == MRC_COLL_STRAG_NONE)
+			continue;
+		named += x->cause == MRC_COLL_STRAG_COMPUTE && x->rank == 1;
+		size_t copies = x->rank == 0 ? 1 : 2, seen = 0, i;
+		json_t *e;
+		json_array_foreach(a, i, e) {
+			if ((uint64_t)num(e, "call") != x->call)
+				continue;
+			seen++;
+			assert_int_equal(num(e, "uid"), (long long)getuid());
+			assert_int_equal(num(e, "pid"), (long long)getpid());
+			assert_int_equal(num(e, "rank"), x->rank);
+			assert_string_equal(json_string_value(json_object_get(e, "verdict")),
+					    mrc_coll_straggler_cause_name(x->cause));
+			const char *cm = json_string_value(json_object_get(e, "comm"));
+			if (!comm)
+				comm = cm;
+			assert_string_equal(cm, comm);   /* one communicator, one id */
+		}
+		if (seen != copies)
+			fail_msg("step %d (call %llu, rank %u): %zu records in mrcd, %zu expected", s,
+				 (unsigned long long)x->call, x->rank, seen, copies);
+		want += copies;
+	}
+	printf("%zu of %d steps named rank 1; %zu records filed\n", named, STEPS, want);
+	assert_true(named > 0);
+	assert_int_equal(json_array_size(a), want);
+	json_decref(res);
+	ctl_path = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,5 +321,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_uid_not_settable, stop_daemon),
 		cmocka_unit_test_teardown(test_ring_bound, stop_daemon),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	const struct CMUnitTest coll[] = {
+		cmocka_unit_test(test_coll_files),
+	};
+	int f = cmocka_run_group_tests(tests, NULL, NULL);
+	return f + cmocka_run_group_tests(coll, mrcd_group_setup, mrcd_group_teardown);
 }
