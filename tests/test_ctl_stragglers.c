@@ -38,6 +38,7 @@
 #include "mrc/coll.h"
 #include "tests/support/coll_ranks.h"
 #include "tests/support/mrcd_spawn.h"
+#include "tests/support/nccl_pairs.h"
 #include "tests/support/skip.h"
 
 #define NEED_DAEMON() do { if (!mrcd_spawn_available()) \
@@ -48,7 +49,7 @@
 #define RING 32                    /* daemon/clients/strag.c STRAG_RING */
 
 static struct mrcd_proc d;
-static const char *ctl_path;       /* the operator socket stragglers() asks */
+static const struct mrcd_proc *ctl_proc;   /* the daemon stragglers() asks */
 
 static int stop_daemon(void **state)
 {
@@ -60,29 +61,7 @@ static int stop_daemon(void **state)
 /* The stragglers verb's result (the caller decrefs). */
 static json_t *stragglers(void)
 {
-	int fd = mrcd_spawn_connect(ctl_path ? ctl_path : d.ctl);
-	assert_true(fd >= 0);
-	struct mrc_oper_req r;
-	mrc_oper_req_init(&r);
-	r.verb = MRC_OPER_STRAGGLERS;
-	r.id = 77;
-	char *s = mrc_oper_req_encode(&r);
-	assert_non_null(s);
-	assert_int_equal(send(fd, s, strlen(s), MSG_NOSIGNAL), (ssize_t)strlen(s));
-	free(s);
-	struct pollfd pf = { .fd = fd, .events = POLLIN };
-	assert_int_equal(poll(&pf, 1, MRCD_SPAWN_WAIT_MS), 1);
-	static char buf[MRC_OPER_MSG_MAX];
-	ssize_t n = recv(fd, buf, sizeof(buf), 0);
-	assert_true(n > 0);
-	close(fd);
-	uint32_t id = 0;
-	json_t *res = NULL;
-	char msg[256] = "";
-	assert_int_equal(mrc_oper_reply_parse(buf, (size_t)n, &id, &res, msg, sizeof(msg)), 0);
-	assert_int_equal(id, 77);
-	assert_non_null(res);
-	return res;
+	return nccl_pairs_ctl(ctl_proc ? ctl_proc : &d, MRC_OPER_STRAGGLERS);
 }
 
 static long long num(const json_t *o, const char *k)
@@ -270,7 +249,7 @@ static void test_coll_files(void **state)
 {
 	(void)state;
 	MRCD_GROUP_NEED();
-	ctl_path = mrcd_group.d.ctl;
+	ctl_proc = &mrcd_group.d;
 	struct coll_rank R[2];
 	struct step_out O[2];
 	memset(O, 0, sizeof(O));
@@ -311,7 +290,7 @@ static void test_coll_files(void **state)
 	assert_true(named > 0);
 	assert_int_equal(json_array_size(a), want);
 	json_decref(res);
-	ctl_path = NULL;
+	ctl_proc = NULL;
 }
 
 int main(void)
