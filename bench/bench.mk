@@ -61,3 +61,7 @@ bench_appmem_SRCS := bench/bench_appmem.c
 # names (bench/results/strag.md); alone it says so and exits.
 BENCHES += strag_run
 strag_run_SRCS := bench/strag_run.c
+# h-floor: the power-floor hint's cost per WRITE round trip, off vs on
+# (bench/results/bench_floor.md).
+BENCHES += bench_floor
+bench_floor_SRCS := bench/bench_floor.c

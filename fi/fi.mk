@@ -16,9 +16,10 @@ $(FI_PROV_SO): $(FI_PROV_OBJS) $(B)/lib/libmrc.a fi/fi.map
 # The tests open the provider through libfabric (FI_PROVIDER_PATH).
 $(B)/tests/test_fi_%: LDLIBS_ALL += -lfabric
 # (Explicit targets: a pattern rule without a recipe adds no prerequisite.)
-$(B)/tests/test_fi_prov $(B)/tests/test_fi_pingpong: | $(FI_PROV_SO)
+$(B)/tests/test_fi_prov $(B)/tests/test_fi_msg $(B)/tests/test_fi_rma $(B)/tests/test_fi_proc \
+	$(B)/tests/test_fi_pingpong: | $(FI_PROV_SO)
 CORE_SRCS += fi/proto.c
 # The provider runs a progress and an accept thread beside the
 # application's: ThreadSanitizer too (make check-tsan).
-TSAN_TESTS += test_fi_prov
+TSAN_TESTS += test_fi_prov test_fi_msg test_fi_rma test_fi_proc
 check-tsan: $(FI_PROV_SO)

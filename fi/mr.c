@@ -66,10 +66,11 @@ static int anon_vma(uintptr_t lo, uintptr_t hi, uint64_t max, uintptr_t *vs, uin
 /* Registers [buf, buf+len) with mrcd in one client: memory mrcd can map
  * as it is (a memfd mapping), else, when FI_MRC_MR_MOVE allows (the
  * default), pages moved into a memfd first (docs/client.md "Application
- * memory"), then the exact range.  The whole anonymous mapping moves
- * when it is at most FI_MRC_MR_MOVE_MAX: moving only the range's pages
- * left a later, larger range over the same buffer half moved, half
- * anonymous, which nothing can register (fabtests' fi_mr_test). */
+ * memory"), then the exact range.  By default the range's own pages move;
+ * a later, larger range over the same buffer moves again, the earlier
+ * moved pages with the rest, while no registration holds them (libmrc
+ * answers -EBUSY if one does).  With FI_MRC_MR_MOVE_MAX the whole
+ * anonymous mapping moves when it is at most that size. */
 static int reg_side(struct mrcfi_domain *d, struct mrc_ctx *ctx, const void *buf, size_t len,
 		    struct mrc_mr **out)
 {

@@ -161,3 +161,20 @@ MRC__API int mrc_ctx_fd(const struct mrc_ctx *ctx)
 {
 	return ctx->sock;
 }
+
+/* Read-only: the daemon writes both words from its own count and never
+ * reads them back (mrc/ring.h struct mrc_notify). */
+MRC__API int mrc_power_floor(const struct mrc_ctx *ctx, uint32_t *raises)
+{
+	if (!ctx || !ctx->notify)
+		return -EINVAL;
+	const struct mrc_notify *n = ctx->notify;
+	if (raises)
+		*raises = __atomic_load_n(&n->floor_raises, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&n->power_floor, __ATOMIC_ACQUIRE) ? 1 : 0;
+}
+
+MRC__API const volatile uint32_t *mrc_power_floor_word(const struct mrc_ctx *ctx)
+{
+	return ctx && ctx->notify ? &ctx->notify->power_floor : NULL;
+}

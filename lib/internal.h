@@ -47,6 +47,7 @@ struct mrc_mr {
 	uint64_t len;
 	uint32_t key;
 	int own_fd;                /* mrc_alloc_mr's memfd, else -1 */
+	struct mrc__moved *moved;  /* the MRC_REG_MOVE memfd it holds, or NULL */
 };
 
 struct mrc_ring {

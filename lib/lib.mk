@@ -38,7 +38,7 @@ install: install-lib
 install-lib: $(LIB_TARGETS)
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/mrc \
 		$(DESTDIR)$(PREFIX)/share/man/man3
-	install -m 644 man/libmrc.3 $(DESTDIR)$(PREFIX)/share/man/man3/
+	install -m 644 man/libmrc.3 man/mrc_power_floor.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 644 $(LIBMRC_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBMRC_SO) $(DESTDIR)$(PREFIX)/lib/libmrc.so.$(LIBMRC_VERSION)
 	ln -sf libmrc.so.$(LIBMRC_VERSION) $(DESTDIR)$(PREFIX)/lib/libmrc.so.1

@@ -124,13 +124,17 @@ struct vma {
 
 /* The memfds that MRC_REG_MOVE put under application memory, kept open so
  * that the same memory can be registered again; closed once no mapping of
- * them is left (checked at each mrc_reg_mem). */
-static struct moved {
-	struct moved *next;
+ * them is left and no registration holds them (checked at each
+ * mrc_reg_mem).  refs: live registrations of the memfd; while it has any,
+ * its pages are not moved again (mrcd would go on writing the old file). */
+struct mrc__moved {
+	struct mrc__moved *next;
 	dev_t dev;
 	ino_t ino;
 	int fd;
-} *moved;
+	int refs;
+};
+static struct mrc__moved *moved;
 static pthread_mutex_t moved_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int refuse(struct mrc_ctx *ctx, int err, const char *fmt, ...)
@@ -205,7 +209,7 @@ __attribute__((destructor)) static void moved_fini(void)
 {
 	pthread_mutex_lock(&moved_lock);
 	while (moved) {
-		struct moved *m = moved;
+		struct mrc__moved *m = moved;
 		moved = m->next;
 		close(m->fd);
 		free(m);
@@ -215,9 +219,9 @@ __attribute__((destructor)) static void moved_fini(void)
 
 static void moved_gc(const struct vma *v, size_t n)
 {
-	for (struct moved **p = &moved; *p;) {
-		struct moved *m = *p;
-		if (maps_have(v, n, m->dev, m->ino)) {
+	for (struct mrc__moved **p = &moved; *p;) {
+		struct mrc__moved *m = *p;
+		if (m->refs || maps_have(v, n, m->dev, m->ino)) {
 			p = &m->next;
 			continue;
 		}
@@ -225,6 +229,15 @@ static void moved_gc(const struct vma *v, size_t n)
 		close(m->fd);
 		free(m);
 	}
+}
+
+/* Under moved_lock: the memfd MRC_REG_MOVE made with this inode, or NULL. */
+static struct mrc__moved *moved_find(dev_t dev, ino_t ino)
+{
+	for (struct mrc__moved *m = moved; m; m = m->next)
+		if (m->dev == dev && m->ino == ino)
+			return m;
+	return NULL;
 }
 
 static int fd_matches(int fd, dev_t dev, ino_t ino, int want_write)
@@ -242,12 +255,12 @@ static int fd_matches(int fd, dev_t dev, ino_t ino, int want_write)
 static int find_file(const struct vma *v, dev_t dev, ino_t ino, int want_write)
 {
 	pthread_mutex_lock(&moved_lock);
-	for (struct moved *m = moved; m; m = m->next)
-		if (m->dev == dev && m->ino == ino) {
-			int fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0);
-			pthread_mutex_unlock(&moved_lock);
-			return fd < 0 ? -errno : fd;
-		}
+	struct mrc__moved *m = moved_find(dev, ino);
+	if (m) {
+		int fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0);
+		pthread_mutex_unlock(&moved_lock);
+		return fd < 0 ? -errno : fd;
+	}
 	pthread_mutex_unlock(&moved_lock);
 	DIR *dir = opendir("/proc/self/fd");
 	int found = -1;
@@ -276,6 +289,19 @@ static int find_file(const struct vma *v, dev_t dev, ino_t ino, int want_write)
 	return found >= 0 ? found : -ENOENT;
 }
 
+/* Whole pages: around a malloc'd range they hold malloc's neighbours and,
+ * under AddressSanitizer, its redzones, which must move as they are; so
+ * not memcpy (ASan checks its ranges).  Volatile loads keep the compiler
+ * from turning the loop back into memcpy. */
+__attribute__((no_sanitize_address)) static void copy_pages(void *dst, const void *src,
+							     uint64_t len)
+{
+	const volatile uint64_t *s = src;
+	uint64_t *d = dst;
+	for (uint64_t i = 0; i < len / sizeof(*d); i++)
+		d[i] = s[i];
+}
+
 /* Moves the anonymous pages [a, a+len) (page-aligned, covered by v[0..n))
  * into a new sealed memfd mapped at the same address with the same
  * protections.  Returns the memfd. */
@@ -294,7 +320,7 @@ static int move_to_memfd(uintptr_t a, uint64_t len, const struct vma *v, size_t 
 	if (!r && madvise(tmp, len, MADV_POPULATE_WRITE) < 0 && errno != EINVAL)
 		r = errno == EFAULT ? -ENOMEM : -errno;   /* no SIGBUS in memcpy */
 	if (!r)
-		memcpy(tmp, (void *)a, len);
+		copy_pages(tmp, (const void *)a, len);
 	/* Piece by piece: each keeps its own protection. */
 	for (size_t i = 0; !r && i < n; i++) {
 		uintptr_t s0 = v[i].start > a ? v[i].start : a;
@@ -315,13 +341,24 @@ static int move_to_memfd(uintptr_t a, uint64_t len, const struct vma *v, size_t 
 
 #define MR_WRITES (MRC_MR_REMOTE_WRITE | MRC_MR_REMOTE_ATOMIC | MRC_MR_LOCAL_WRITE)
 
+/* Under moved_lock: 1 when the shared mapping v is of a memfd MRC_REG_MOVE
+ * made (movable again), 2 when a live registration holds that memfd. */
+static int moved_again(const struct vma *v)
+{
+	struct mrc__moved *m = v->s ? moved_find(v->dev, v->ino) : NULL;
+	return !m ? 0 : m->refs ? 2 : 1;
+}
+
 /* Every mapping of [addr, +len) must be readable (and writable for
  * MR_WRITES), not special, and either one file's shared mapping at
- * consistent offsets or anonymous private memory; *shared says which. */
+ * consistent offsets (*shared = 1) or memory MRC_REG_MOVE can move: anonymous
+ * private memory, and memfds it moved before, which a larger range over the
+ * same buffer meets (fabtests' fi_mr_test registers 1 byte, then 4 KiB, then
+ * 8 MiB of one malloc'd buffer). */
 static int check_vmas(struct mrc_ctx *ctx, const struct vma *v, size_t nv, uint32_t access,
-		      void *addr, uint64_t len, int *shared)
+		      uint32_t flags, void *addr, uint64_t len, int *shared)
 {
-	*shared = v[0].s && v[0].ino;
+	int one_file = v[0].s && v[0].ino, movable = 1, busy = 0;
 	for (size_t i = 0; i < nv; i++) {
 		if (!v[i].r || ((access & MR_WRITES) && !v[i].w))
 			return refuse(ctx, -EACCES, "the memory at %p is not %s here", (void *)v[i].start,
@@ -329,14 +366,27 @@ static int check_vmas(struct mrc_ctx *ctx, const struct vma *v, size_t nv, uint3
 		if (v[i].special)
 			return refuse(ctx, -EOPNOTSUPP, "the memory at %p is the stack or a kernel "
 				      "mapping", (void *)v[i].start);
-		int same_file = v[i].s && v[i].ino == v[0].ino && v[i].dev == v[0].dev &&
-				v[i].off - v[0].off == v[i].start - v[0].start;
-		int anon = !v[i].s && !v[i].ino;
-		if (*shared ? !same_file : !anon)
-			return refuse(ctx, -EOPNOTSUPP, "[%p, +%llu) is not one file's shared mapping "
-				      "nor anonymous private memory (docs/client.md \"Application memory\")",
-				      addr, (unsigned long long)len);
+		one_file &= v[i].s && v[i].ino == v[0].ino && v[i].dev == v[0].dev &&
+			    v[i].off - v[0].off == v[i].start - v[0].start;
+		if (!v[i].s && !v[i].ino)
+			continue;
+		pthread_mutex_lock(&moved_lock);
+		int again = moved_again(&v[i]);
+		pthread_mutex_unlock(&moved_lock);
+		movable &= again != 0;
+		busy |= again == 2;
 	}
+	*shared = one_file;
+	if (one_file)
+		return 0;
+	if (!movable)
+		return refuse(ctx, -EOPNOTSUPP, "[%p, +%llu) is not one file's shared mapping "
+			      "nor anonymous private memory (docs/client.md \"Application memory\")",
+			      addr, (unsigned long long)len);
+	if (busy && (flags & MRC_REG_MOVE))
+		return refuse(ctx, -EBUSY, "part of [%p, +%llu) was moved for a registration "
+			      "that is still live: moving it again would leave that one behind; "
+			      "deregister it first", addr, (unsigned long long)len);
 	return 0;
 }
 
@@ -371,8 +421,8 @@ static int moved_fd(struct mrc_ctx *ctx, const struct vma *v, size_t nv, uintptr
 		    uint64_t len, uint64_t pg, uint32_t flags, void *addr, int *fd_out)
 {
 	if (!(flags & MRC_REG_MOVE))
-		return refuse(ctx, -EOPNOTSUPP, "[%p, +%llu) is anonymous memory: pass MRC_REG_MOVE "
-			      "to move it into shared memory in place", addr, (unsigned long long)len);
+		return refuse(ctx, -EOPNOTSUPP, "[%p, +%llu) is (partly) anonymous memory: pass "
+			      "MRC_REG_MOVE to move it into shared memory in place", addr, (unsigned long long)len);
 	if ((a & (pg - 1)) || (len & (pg - 1)))
 		return refuse(ctx, -EINVAL, "MRC_REG_MOVE needs whole pages: address and length "
 			      "multiples of %llu (posix_memalign, mmap)", (unsigned long long)pg);
@@ -380,7 +430,7 @@ static int moved_fd(struct mrc_ctx *ctx, const struct vma *v, size_t nv, uintptr
 	if (mfd < 0)
 		return refuse(ctx, mfd, "moving the memory into a memfd failed");
 	struct stat st;
-	struct moved *m = malloc(sizeof(*m));
+	struct mrc__moved *m = malloc(sizeof(*m));
 	int fd = fcntl(mfd, F_DUPFD_CLOEXEC, 0);
 	if (!m || fd < 0 || fstat(mfd, &st) < 0) {
 		/* The pages stay moved (same contents); only the registration
@@ -391,13 +441,26 @@ static int moved_fd(struct mrc_ctx *ctx, const struct vma *v, size_t nv, uintptr
 		close(mfd);
 		return refuse(ctx, -ENOMEM, "out of memory or descriptors");
 	}
-	*m = (struct moved){ .dev = st.st_dev, .ino = st.st_ino, .fd = mfd };
+	*m = (struct mrc__moved){ .dev = st.st_dev, .ino = st.st_ino, .fd = mfd };
 	pthread_mutex_lock(&moved_lock);
 	m->next = moved;
 	moved = m;
 	pthread_mutex_unlock(&moved_lock);
 	*fd_out = fd;
 	return 0;
+}
+
+/* A registration of a memfd MRC_REG_MOVE made holds it (refs). */
+static void moved_hold(struct mrc_mr *mr, int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return;
+	pthread_mutex_lock(&moved_lock);
+	mr->moved = moved_find(st.st_dev, st.st_ino);
+	if (mr->moved)
+		mr->moved->refs++;
+	pthread_mutex_unlock(&moved_lock);
 }
 
 static int reg_mem(struct mrc_ctx *ctx, void *addr, uint64_t len, uint32_t access,
@@ -434,12 +497,14 @@ static int reg_mem(struct mrc_ctx *ctx, void *addr, uint64_t len, uint32_t acces
 	if (at < hi || !nv)
 		r = refuse(ctx, -EFAULT, "[%p, +%llu) is not all mapped in this process", addr,
 			   (unsigned long long)len);
-	else if (!(r = check_vmas(ctx, v, nv, access, addr, len, &shared)))
+	else if (!(r = check_vmas(ctx, v, nv, access, flags, addr, len, &shared)))
 		r = shared ? shared_fd(ctx, v, a, access, addr, &fd, &off)
 			   : moved_fd(ctx, v, nv, a, len, pg, flags, addr, &fd);
 	if (!r) {
 		mr->own_fd = -1;
 		r = reg(ctx, fd, off, len, access, mr, addr);
+		if (!r)
+			moved_hold(mr, fd);
 		close(fd);
 	}
 	free(all);
@@ -513,6 +578,11 @@ MRC__API int mrc_dereg_mr(struct mrc_mr *mr)
 void mrc__lib_free_mr(struct mrc_mr *mr)
 {
 	mrc__lib_unlink_mr(mr);
+	if (mr->moved) {
+		pthread_mutex_lock(&moved_lock);
+		mr->moved->refs--;
+		pthread_mutex_unlock(&moved_lock);
+	}
 	if (mr->map)
 		munmap(mr->map, mr->map_len);
 	if (mr->own_fd >= 0)

@@ -33,6 +33,9 @@ static void defaults_are_valid(void **st)
 	assert_int_equal(c.dscp_urgent, 46);
 	assert_int_equal(c.dscp_bulk, 10);
 	assert_int_equal(c.bulk_min_pct, 10);
+	/* The power-floor hint is off unless asked for (h-floor). */
+	assert_int_equal(c.power_floor, 0);
+	assert_int_equal(c.power_floor_hold_us, 1000);
 	/* Every listed key can be set from text (the CLI relies on it). */
 	for (const char *const *k = mrcd_cfg_keys(); *k; k++) {
 		struct mrcd_cfg t = c;
@@ -48,6 +51,8 @@ static void defaults_are_valid(void **st)
 			v = "3";
 		if (!strncmp(*k, "dscp_", 5) || !strcmp(*k, "bulk_min_pct"))
 			v = "10";
+		if (!strcmp(*k, "power_floor"))   /* h-floor: a switch, 0..1 */
+			v = "1";
 		int rc = mrcd_cfg_set(&t, *k, v, err, sizeof(err));
 		if (rc)
 			fail_msg("key %s = %s: %s", *k, v, err);

@@ -59,7 +59,7 @@ static void preload_sanitizer(void)
 	if (sym && dladdr(sym, &di) && di.dli_fname && strstr(di.dli_fname, "asan")) {
 		setenv("LD_PRELOAD", di.dli_fname, 1);
 		/* fi_pingpong's and libfabric's own leaks are not ours; the
-		 * provider's are test_fi_prov's to find */
+		 * provider's are the other test_fi_*'s to find */
 		setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
 	}
 }

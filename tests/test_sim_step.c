@@ -13,27 +13,13 @@
 #include <cmocka.h>
 
 #include "sim/sim.h"
+#include "tests/support/sim_run.h"
 
 static uint64_t seed = 11;
 
 static struct mrc_sim *make(const char *topo, const char *wl)
 {
-	struct mrc_sim_cfg c;
-	char err[MRC_SIM_ERRLEN], sd[32];
-	mrc_sim_cfg_default(&c);
-	snprintf(sd, sizeof(sd), "%llu", (unsigned long long)seed);
-	assert_int_equal(mrc_sim_cfg_set(&c, "seed", sd, err, sizeof(err)), 0);
-	if (mrc_sim_cfg_set(&c, "topo", topo, err, sizeof(err)) ||
-	    mrc_sim_cfg_set(&c, "workload", wl, err, sizeof(err))) {
-		print_error("%s: %s\n", wl, err);
-		fail();
-	}
-	struct mrc_sim *s;
-	if (mrc_sim_create(&c, &s, err, sizeof(err)) || mrc_sim_run(s, err, sizeof(err))) {
-		print_error("%s: %s (seed %llu)\n", wl, err, (unsigned long long)seed);
-		fail();
-	}
-	return s;
+	return sim_run_seeded(topo, wl, seed);
 }
 
 /* 4 hosts: 2 leaves of 2, one 100 Gbit/s plane. */

@@ -123,6 +123,11 @@ struct mrcd_client {
 	struct mrcd_cqp **slot_qp;
 	uint32_t npolled;
 	struct mrcd_client *nnext; /* clients with polled QPs (notify.c) */
+	/* The power-floor hint (notify.c, config power_floor): sends in the
+	 * engine over all its QPs, the raise count and the hold timer.  The
+	 * page's word is written from these, never read. */
+	uint32_t floor_busy, floor_raises;
+	ev_timer floor_tm;
 };
 
 /* Returns the client's region with this key (ringcheck's lookup). */
@@ -164,6 +169,7 @@ struct mrcd_cqp {
 	struct mrc_cqe *bl;
 	uint32_t bl_head, bl_n;
 	uint64_t refused, overflowed;
+	uint32_t floor_sends;      /* power floor: its sends in the engine */
 };
 
 /* Creates the engine QP and its rings in a sealed memfd (*memfd, to pass
@@ -191,6 +197,12 @@ void mrcd_cqp_deactivate(struct mrcd_cqp *q);
 int mrcd_cqp_unpark(struct mrcd_cqp *q, uint64_t now);
 /* Rings the client's CQ doorbell (notify.c). */
 void mrcd__cq_bell(struct mrcd_client *c);
+/* The power-floor hint: a send of q entered the engine / completed / q
+ * is destroyed with its sends dropped.  No-ops unless config
+ * power_floor. */
+void mrcd__floor_send(struct mrcd_cqp *q);
+void mrcd__floor_done(struct mrcd_cqp *q);
+void mrcd__floor_forget(struct mrcd_cqp *q);
 /* Moves backlogged completions into the CQ; returns how many remain. */
 uint32_t mrcd_cqp_flush(struct mrcd_cqp *q);
 

@@ -27,6 +27,8 @@ static struct {
 	int tfd;
 	ev_io tick_io;
 	int ticking;
+	int floor_on;              /* config power_floor */
+	double floor_hold;         /* config power_floor_hold_us, seconds */
 } N = { .tfd = -1 };
 
 /* ---- the notify page -------------------------------------------------- */
@@ -91,6 +93,72 @@ void mrcd__cq_bell(struct mrcd_client *c)
 	MRC_TRACE(MRC_TR_D_CQBELL, c->id, 0, 0);
 }
 
+/* ---- the power-floor hint (docs/power.md "Power floor") --------------- */
+
+/* The word is a hint for the client's GPU side, written from the daemon's
+ * own count (floor_busy): nothing the client stores in the page changes
+ * what the daemon believes.  Release stores: a reader that sees the raise
+ * count move sees the word that went with it. */
+static void floor_store(struct mrcd_client *c, uint32_t up)
+{
+	if (up)
+		__atomic_store_n(&c->notify->floor_raises, ++c->floor_raises, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->notify->power_floor, up, __ATOMIC_RELEASE);
+}
+
+static void on_floor_hold(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	struct mrcd_client *c = w->data;
+	if (!c->floor_busy)
+		floor_store(c, 0);
+}
+
+void mrcd__floor_send(struct mrcd_cqp *q)
+{
+	struct mrcd_client *c = q->c;
+	if (!N.floor_on)
+		return;
+	q->floor_sends++;
+	if (c->floor_busy++)
+		return;
+	/* Work again within the hold: the word is still up, keep it. */
+	if (ev_is_active(&c->floor_tm))
+		ev_timer_stop(mrcd_loop(c->d), &c->floor_tm);
+	else
+		floor_store(c, 1);
+}
+
+static void floor_sub(struct mrcd_client *c, uint32_t n)
+{
+	c->floor_busy -= n;
+	if (c->floor_busy)
+		return;
+	if (N.floor_hold <= 0.) {
+		floor_store(c, 0);
+		return;
+	}
+	ev_timer_set(&c->floor_tm, N.floor_hold, 0.);
+	ev_timer_start(mrcd_loop(c->d), &c->floor_tm);
+}
+
+void mrcd__floor_done(struct mrcd_cqp *q)
+{
+	if (!q->floor_sends)
+		return;       /* off: nothing was counted */
+	q->floor_sends--;
+	floor_sub(q->c, 1);
+}
+
+void mrcd__floor_forget(struct mrcd_cqp *q)
+{
+	if (!q->floor_sends)
+		return;
+	floor_sub(q->c, q->floor_sends);
+	q->floor_sends = 0;
+}
+
 /* A sealed memfd of one struct mrc_notify with a pending byte per possible
  * QP (max_qps, rounded up to 8), and the two eventfds. */
 int mrcd__notify_open(struct mrcd_client *c)
@@ -120,6 +188,8 @@ int mrcd__notify_open(struct mrcd_client *c)
 	c->notify->magic = MRC_NOTIFY_MAGIC;
 	c->notify->version = MRC_RING_VERSION;
 	c->notify->slots = slots;
+	ev_timer_init(&c->floor_tm, on_floor_hold, 0., 0.);
+	c->floor_tm.data = c;
 	ev_io_init(&c->bell_io, on_sq_bell, c->sq_bell, EV_READ);
 	c->bell_io.data = c;
 	ev_io_start(mrcd_loop(c->d), &c->bell_io);
@@ -130,6 +200,7 @@ void mrcd__notify_close(struct mrcd_client *c)
 {
 	if (c->notify) {
 		ev_io_stop(mrcd_loop(c->d), &c->bell_io);
+		ev_timer_stop(mrcd_loop(c->d), &c->floor_tm);
 		munmap(c->notify, c->notify_len);
 	}
 	if (c->notify_fd >= 0)
@@ -263,6 +334,8 @@ int mrcd__notify_start(struct mrcd *d, const struct mrcd_cfg *cfg, char *err, si
 	N.tick_min_ns = (uint64_t)cfg->gpu_poll_min_us * 1000;
 	N.tick_max_ns = (uint64_t)cfg->gpu_poll_max_us * 1000;
 	N.tick_ns = N.tick_min_ns;
+	N.floor_on = cfg->power_floor != 0;
+	N.floor_hold = cfg->power_floor_hold_us / 1e6;
 	N.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (N.tfd < 0) {
 		snprintf(err, errlen, "timerfd: %s", strerror(errno));

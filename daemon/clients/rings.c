@@ -151,6 +151,9 @@ static void on_wc(void *ctx, const struct mrce_wc *wc)
 		fifo_complete(q, q->rf, &q->rf_head, &q->rf_n, &c);
 		break;
 	default:
+		/* Lowered before the completion is visible: a client that
+		 * sees its last CQE (hold 0) sees the word down. */
+		mrcd__floor_done(q);
 		fifo_complete(q, q->sf, &q->sf_head, &q->sf_n, &c);
 		break;
 	}
@@ -179,8 +182,10 @@ static int submit(struct mrcd_cqp *q, const struct mrc_sqe *s)
 	} else {
 		/* The validated private copy is the engine's work request. */
 		r = mrce_qp_post(e, mrcd_now(), q->qpn, s);
-		if (r == 0)
+		if (r == 0) {
 			fifo_push(q, q->sf, q->sf_head, &q->sf_n, &mark);
+			mrcd__floor_send(q);
+		}
 	}
 	if (r == -ENOSPC)
 		return r;
@@ -422,6 +427,7 @@ void mrcd_cqp_destroy(struct mrcd_cqp *q)
 		mrcd_log(MRCD_LOG_WARNING, "client %u: destroy qp %u: %s", q->c->id, q->qpn,
 			 strerror(-r));
 	mrcd_cqp_deactivate(q);
+	mrcd__floor_forget(q);
 	if (q->parked && (q->flags & MRC_CLI_QP_POLLED))
 		mrcd_ring_stats(d)->polled_parked--;
 	munmap(q->map, q->map_len);

@@ -54,6 +54,9 @@ static const struct key keys[] = {
 	U(gpu_park_us, 1, 10000000, "a polled (GPU-fed) ring idle this long is parked"),
 	U(gpu_poll_min_us, 1, 1000000, "first interval of the parked-ring timer"),
 	U(gpu_poll_max_us, 1, 1000000, "longest interval of the parked-ring timer (pickup latency bound)"),
+	/* h-floor: the power-floor hint (docs/power.md "Power floor") */
+	U(power_floor, 0, 1, "1: raise the power-floor word of a client's notify page while its QPs have sends in flight"),
+	U(power_floor_hold_us, 0, 10000000, "the power-floor word is lowered this long after the client's last send completes"),
 	S(metrics_listen, "Prometheus HTTP listener, e.g. [::1]:9464; empty: off"),
 	S(key_file, "cluster key shared by every host (make one with mrcd --genkey FILE)"),
 	U(max_clock_skew_ms, 100, 3600000, "control messages stamped further than this from our clock are refused"),
@@ -118,6 +121,12 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->gpu_park_us = 1000;
 	c->gpu_poll_min_us = 10;
 	c->gpu_poll_max_us = 200;
+	/* Off: the hint is for jobs whose GPU side runs a filler on it.
+	 * 1 ms hold: the gaps inside a communication phase (between a
+	 * collective's steps) are microseconds, the compute between phases
+	 * is milliseconds or more, so the word does not flap within one. */
+	c->power_floor = 0;
+	c->power_floor_hold_us = 1000;
 	snprintf(c->key_file, sizeof(c->key_file), "%s", MRCD_KEY_DEFAULT);
 	c->rnr_retry = 7;
 	c->no_path_timeout_ms = 1000;

@@ -35,6 +35,7 @@ struct mrcd_cfg {
 	                                   MRCD_CFG_AUTO: mrcd_busy_poll_auto() */
 	uint32_t gpu_park_us;           /* polled ring idle this long: parked */
 	uint32_t gpu_poll_min_us, gpu_poll_max_us;  /* parked-ring timer */
+	uint32_t power_floor, power_floor_hold_us;  /* power-floor hint (notify.c) */
 	char metrics_listen[64];        /* "" : off; "[::1]:9464" */
 	char key_file[MRCD_PATH_MAX];   /* the cluster key (mrcd --genkey) */
 	uint32_t max_clock_skew_ms;     /* CTRL stamps this far from our clock

@@ -54,6 +54,17 @@ int mrc_open(const char *path, struct mrc_ctx **out);
 /* Destroys every QP and region of the context and disconnects (the daemon
  * also frees them if the process dies). */
 void mrc_close(struct mrc_ctx *ctx);
+/* The power-floor hint (docs/power.md "Power floor", man
+ * mrc_power_floor(3)): 1 while mrcd sees sends of this context's QPs in
+ * flight (a communication phase; lowered power_floor_hold_us after the
+ * last completes), else 0; always 0 when the daemon's config
+ * power_floor is off.  raises (may be NULL): how many times it has been
+ * raised, so a slow poller sees a phase it missed.  -EINVAL: no ctx.
+ * mrc_power_floor_word: the word itself (in the notify page, read-only
+ * to the caller), for a GPU producer to poll through a mapping of its
+ * own; NULL without ctx. */
+int mrc_power_floor(const struct mrc_ctx *ctx, uint32_t *raises);
+const volatile uint32_t *mrc_power_floor_word(const struct mrc_ctx *ctx);
 
 struct mrc_ctx_info {
 	uint32_t host;             /* this node's host index in the fabric */
@@ -95,7 +106,10 @@ int mrc_reg_mr(struct mrc_ctx *ctx, int fd, uint64_t off, uint64_t len, uint32_t
  *    rather than copying).  No other thread may write them during the
  *    call, and memory another driver has pinned (cudaHostRegister,
  *    ibv_reg_mr) must not be moved: its registration would keep the old
- *    pages.
+ *    pages.  Pages an earlier MRC_REG_MOVE moved may be part of the range
+ *    (a larger range over the same buffer): all move again into one new
+ *    memfd, unless a live registration still holds those moved before
+ *    (-EBUSY: it would go on using the old file).
  * Refusals (the reason in mrc_last_error): -EFAULT part of the range is
  * not mapped; -EACCES not readable, or not writable while the access asks
  * for writes; -EOPNOTSUPP memory that cannot be shared (another kind of

@@ -202,7 +202,17 @@ struct mrc_notify {
 	uint32_t version;          /* MRC_RING_VERSION */
 	uint32_t slots;            /* bytes in pending[] */
 	uint32_t rsvd;
-	uint8_t pad0[MRC_RING_CACHELINE - 16];
+	/* The power-floor hint (docs/power.md "Power floor"), in what was
+	 * line 0's padding (older daemons leave it 0, older clients ignore
+	 * it): the daemon stores 1 when one of the client's QPs gets send
+	 * work after none had any, 0 when the last completes (after config
+	 * power_floor_hold_us); floor_raises counts the raises, so a reader
+	 * that polls slowly still sees a phase it missed.  Only the daemon
+	 * writes them and it never reads them back: a client that scribbles
+	 * here fools only itself. */
+	uint32_t power_floor;
+	uint32_t floor_raises;
+	uint8_t pad0[MRC_RING_CACHELINE - 24];
 	/* line 1: producers store 1, the daemon stores 0 */
 	uint32_t summary;
 	uint8_t pad1[MRC_RING_CACHELINE - 4];
@@ -275,6 +285,8 @@ struct mrc_cqe {
 _Static_assert(sizeof(struct mrc_ring_hdr) == 3 * MRC_RING_CACHELINE, "ring hdr");
 _Static_assert(sizeof(struct mrc_sqe) == 64, "sqe size");
 _Static_assert(sizeof(struct mrc_cqe) == 32, "cqe size");
+/* The power-floor words took padding: the page's layout is unchanged. */
+_Static_assert(sizeof(struct mrc_notify) == 2 * MRC_RING_CACHELINE, "notify page layout");
 /* A completion's op is its submission's op (RECV_WRITE_IMM has none). */
 #define MRC__SAME_OP(x) ((int)MRC_CQE_##x == (int)MRC_SQE_##x)
 _Static_assert(MRC__SAME_OP(WRITE) && MRC__SAME_OP(WRITE_IMM) && MRC__SAME_OP(SEND) &&

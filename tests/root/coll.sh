@@ -20,7 +20,13 @@
 #     while a stub computes, every bucket of every step checked) with a
 #     spine silently blackholed, then 3% loss at a spine, mid-run: still
 #     right, the fault's effect seen on h7's paths to h0.
-# MRC_COLL_PARTS="matrix big faults nb kill rpn2 forest" (default all) picks
+#   - pre-gated MoE dispatch (mrc-coll-perf -C pregate: 0, 10 and 30 %
+#     mispredicted experts, every pre-gated step's experts' input, counts
+#     and output checked element by element against the plain dispatch of
+#     the same actual routing) with a spine silently blackholed, then 3%
+#     loss at a spine, mid-run: still right, the correction exchange ran,
+#     the fault's effect seen on h7's paths to h0.
+# MRC_COLL_PARTS="matrix big faults nb pregate kill rpn2 forest" (default all) picks
 # parts.
 # Faults land mid-collective: injected once h0's daemon has placed bytes
 # of the run.  Bounded in time; cleans up on every exit.  Run it only
@@ -32,7 +38,7 @@ T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
 PERF=$B/bin/mrc-coll-perf
 BIG=${MRC_COLL_BIG:-128M}
-PARTS=${MRC_COLL_PARTS:-matrix big faults nb kill rpn2}   # a subset runs only those
+PARTS=${MRC_COLL_PARTS:-matrix big faults nb pregate kill rpn2}   # a subset runs only those
 part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 # No-progress bound (ms) of every rank: long for the correctness runs, so
 # that a loaded machine cannot fail a correct run (a bootstrap that waits
@@ -137,31 +143,38 @@ part faults && fault "plane-1 NIC of h0 down mid-collective" "fail h0-p1l0" \
 	'.a["1/0"].state == "DENIED" and .a["1/1"].state == "DENIED"'
 
 # ---- non-blocking calls under faults ----------------------------------------
+# mid_fault NAME FAULT CHECK MIB SUMMARY ARGS...: mrc-coll-perf ARGS on 8
+# ranks, FAULT injected once MIB MiB were placed at h0; rank 0's output
+# says 0 wrong, each rank exits 0, and the fault's effect is asserted on
+# h7's paths to h0; SUMMARY: a command over rank 0's output for the ok line.
+grown() { [ $(( $(placed) - $1 )) -ge "$2" ]; }   # grown BASE BYTES: h0 placed BYTES since BASE
+mid_fault() {
+	local name=$1 fault=$2 check=$3 mib=$4 sum=$5 base before injected=0; shift 5
+	base=$(placed); before=$(paths_snap)
+	local tag=mf$((sid + 1))   # launch takes the next service id
+	launch "$tag" "$@"
+	local out="$tmp/$tag.0"
+	if until_t 120 grown "$base" $((mib << 20)); then
+		# shellcheck disable=SC2086
+		$F $fault >/dev/null && injected=$(( ($(placed) - base) >> 20 )) || bad "$name: 'mrc-fabric $fault' failed"
+	else
+		bad "$name: the calls never progressed"
+	fi
+	if finish "$name" 600 && grep -q "Out of bounds values : 0 OK" "$out" && [ $injected != 0 ]; then
+		ok "$name: $($sum "$out"); the fault came after $injected of $(( ($(placed) - base) >> 20 )) MiB placed at h0"
+	else
+		bad "$name: $(tail -n3 "$out" | tr '\n' ' ') $(grep -h mrc-coll-perf "$tmp"/$tag.* | head -n2)"
+	fi
+	[ $injected != 0 ] && effect "$name" "$before" "$check"
+	$F restore >/dev/null || bad "$name: mrc-fabric restore failed"
+}
 # nb_fault NAME FAULT CHECK: mrc-coll-perf -C overlap (per step 8 buckets of
 # 1 MiB all-reduced non-blocking while the stub computes, several in
 # flight, then the same blocking and alone; every bucket of every step
 # checked element by element) with FAULT injected once 16 MiB were placed
-# at h0; the fault's effect asserted on h7's paths to h0.
-nb_fault() {
-	local name=$1 fault=$2 check=$3 base before injected=0
-	base=$(placed); before=$(paths_snap)
-	local tag=nb$((sid + 1))   # launch takes the next service id
-	launch "$tag" -C overlap -O 8,1048576,1000,100,1 -n 6 -w 0 -T 20000
-	local out="$tmp/$tag.0"
-	if until_t 120 eval '[ $(( $(placed) - base )) -ge 16777216 ]'; then
-		# shellcheck disable=SC2086
-		$F $fault >/dev/null && injected=1 || bad "$name: 'mrc-fabric $fault' failed"
-	else
-		bad "$name: the calls never progressed"
-	fi
-	if finish "$name" 600 && grep -q "Out of bounds values : 0 OK" "$out" && [ $injected = 1 ]; then
-		ok "$name: 18 steps of 8 all-reduces of 1 MiB on 8 ranks (6 with the overlap, several in flight), every bucket checked, 0 wrong ($(grep '^# exposed' "$out" | cut -c3-))"
-	else
-		bad "$name: $(tail -n3 "$out" | tr '\n' ' ') $(grep -h mrc-coll-perf "$tmp"/$tag.* | head -n2)"
-	fi
-	[ $injected = 1 ] && effect "$name" "$before" "$check"
-	$F restore >/dev/null || bad "$name: mrc-fabric restore failed"
-}
+# at h0.
+nb_sum() { echo "18 steps of 8 all-reduces of 1 MiB on 8 ranks (6 with the overlap, several in flight), every bucket checked, 0 wrong ($(grep '^# exposed' "$1" | cut -c3-))"; }
+nb_fault() { mid_fault "$1" "$2" "$3" 16 nb_sum -C overlap -O 8,1048576,1000,100,1 -n 6 -w 0 -T 20000; }
 # The benchmark on the healthy fabric first: exposed communication per
 # step, blocking vs overlap (figures in docs/coll.md); buckets small and
 # compute long enough that the two are of one order on this fabric of
@@ -176,6 +189,35 @@ part nb && nb_fault "non-blocking: spine p0s1 blackholed mid-run" "fail p0s1 --s
 	'.a["0/1"].state == "ASSUMED_BAD" or .a["0/1"].lost > (.b["0/1"].lost // 0)'
 part nb && nb_fault "non-blocking: 3% loss at spine p1s0 mid-run" "drop p1s0 3" \
 	'.a["1/0"].lost > (.b["1/0"].lost // 0)'
+
+# ---- pre-gated MoE dispatch under faults ------------------------------------
+# pg_fault NAME FAULT CHECK: mrc-coll-perf -C pregate (8 ranks, 8 experts,
+# top-2, 256 tokens x 512 bfloat16 per rank; per step plain, pre-gated and
+# pre-gated with 20 % slack, each with 0, 10 and 30 % of the predicted
+# experts changed; every pre-gated step's experts' input, counts and
+# output compared element by element with the plain dispatch of the same
+# actual routing, every plain output with the local reference) with
+# FAULT injected once 8 MiB were placed at h0 (about one of the 8 steps);
+# the correction exchange must have carried rows at 10 and 30 % (the
+# misprediction path ran under the fault).
+pg_sum() { echo "8 steps x 9 variants of an MoE layer on 8 ranks, 0 wrong elements (experts' input, rows, output against plain, plain's against the reference: $(grep '^# wrong' "$1" | grep -o '[0-9]\+' | paste -sd/)); layer us plain/pregated at 0, 10, 30 %: $(awk '$1 == "plain" || $1 == "pregated" {printf "%s ", $3}' "$1")"; }
+pg_fault() {
+	mid_fault "$1" "$2" "$3" 8 pg_sum -C pregate -G 256,512,8,2,2000,20 -n 8 -w 0 -T 20000
+	local out=$tmp/mf$sid.0 c
+	c=$(awk '$1 == "pregated" && $2 > 0 {printf "%s ", $5}' "$out")
+	if [ -n "$c" ] && ! echo "$c" | grep -qw 0; then
+		ok "$1: the correction exchange ran (rows per rank at 10, 30 %: $c)"
+	else
+		bad "$1: no correction rows at 10 or 30 % ('$c')"
+	fi
+}
+part pregate && { t_pg=$(date +%s)
+pg_fault "pre-gated dispatch: spine p0s1 blackholed mid-run" "fail p0s1 --silent" \
+	'.a["0/1"].state == "ASSUMED_BAD" or .a["0/1"].lost > (.b["0/1"].lost // 0)'
+pg_fault "pre-gated dispatch: 3% loss at spine p1s0 mid-run" "drop p1s0 3" \
+	'.a["1/0"].lost > (.b["1/0"].lost // 0)'
+echo "  (pre-gated dispatch: $(($(date +%s) - t_pg)) s)"
+}
 
 # ---- a rank killed ---------------------------------------------------------
 part kill && {

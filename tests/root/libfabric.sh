@@ -53,8 +53,20 @@ MPIPID=
 cleanup() {
 	[ -z "$MPIPID" ] || kill "$MPIPID" 2>/dev/null
 	fi_mpi_reap 2>/dev/null
+	# MRC_FI_KEEP: each mrcd's counters too (drops by cause), before it goes
+	if [ -n "${MRC_FI_KEEP:-}" ]; then
+		mkdir -p "$MRC_FI_KEEP"
+		for h in "${!dpid[@]}"; do
+			timeout 5 ip netns exec "$P-$h" $B/bin/mrcctl -s "$tmp/$h/mrcctl.sock" stats \
+				>"$MRC_FI_KEEP/$h.stats" 2>&1
+		done
+	fi
 	for p in "${dpid[@]}"; do kill -9 "$p" 2>/dev/null; done
 	$F down >/dev/null 2>&1
+	# MRC_FI_KEEP=DIR: the MPI outputs and mrcd logs survive the run
+	if [ -n "${MRC_FI_KEEP:-}" ]; then
+		mkdir -p "$MRC_FI_KEEP" && cp "$tmp"/mpi.* "$tmp"/*.log "$MRC_FI_KEEP"/ 2>/dev/null
+	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -11,8 +11,11 @@
  * computes).  Per variant the MoE layer's latency (end of compute to end
  * of combine) and the exposed time (step - compute), medians over the
  * steps, the slowest rank's; the rows the correction exchange carried and
- * its time.  Every pre-gated step's output is compared, element by
- * element, with the plain variant's of the same routing in that step. */
+ * its time.  Every pre-gated step's experts' input, counts and output
+ * are compared, element by element, with the plain variant's of the same
+ * routing in that step (the experts are the identity, so the output alone
+ * would not see a token at the wrong expert), and every plain step's
+ * output with the local reference; the wrong elements are counted. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +41,62 @@ struct pgb {
 	int32_t *pred, *act[NMIS];
 	float *w;
 	uint16_t *x, *out[2];      /* tokens; plain's and pre-gated's output */
-	int64_t wrong;
+	uint16_t *ref_in;          /* plain's experts' input, its counts */
+	size_t ref_cap, ref_counts[64];
+	int64_t wrong[4];          /* elements off: input, counts (rows), output, plain's output */
 };
+
+/* Plain (pg 0): keeps its experts' input and counts.  Pre-gated: counts
+ * the elements of its experts' input that differ from plain's, and an
+ * expert's rows one has and the other not as wrong. */
+static int check_in(struct pgb *b, int pg, const uint16_t *ein, const size_t *counts)
+{
+	uint32_t epr = b->cfg.n_experts / mrc_coll_size(b->c);
+	size_t H = b->cfg.hidden, n = 0;
+	if (!pg) {
+		for (uint32_t e = 0; e < epr; e++)
+			n += counts[e];
+		if (n * H > b->ref_cap) {
+			uint16_t *m = realloc(b->ref_in, n * H * sizeof(*m));
+			if (!m)
+				return -ENOMEM;
+			b->ref_in = m, b->ref_cap = n * H;
+		}
+		if (n)
+			memcpy(b->ref_in, ein, n * H * sizeof(*ein));
+		memcpy(b->ref_counts, counts, epr * sizeof(*counts));
+		return 0;
+	}
+	const uint16_t *q = b->ref_in;
+	for (uint32_t e = 0; e < epr; e++) {
+		size_t k = counts[e] < b->ref_counts[e] ? counts[e] : b->ref_counts[e];
+		for (size_t i = 0; i < k * H; i++)
+			b->wrong[0] += ein[i] != q[i];
+		b->wrong[1] += (int64_t)((counts[e] + b->ref_counts[e] - 2 * k) * H);
+		ein += counts[e] * H, q += b->ref_counts[e] * H;
+	}
+	return 0;
+}
+
+/* Pre-gated: its output's elements off plain's.  Plain: off the local
+ * reference, x times the token's summed weights (x small integers, the
+ * weights quarters: exact in bfloat16 whatever the order of the sums). */
+static void check_out(struct pgb *b, int pg)
+{
+	size_t K = b->cfg.top_k, H = b->cfg.hidden;
+	for (size_t t = 0; t < b->T; t++) {
+		float ws = 0;
+		for (size_t k = 0; k < K; k++)
+			ws += b->w[t * K + k];
+		for (size_t h = 0; h < H; h++) {
+			size_t i = t * H + h;
+			if (pg)
+				b->wrong[2] += b->out[1][i] != b->out[0][i];
+			else
+				b->wrong[3] += b->out[0][i] != mrc__coll_f2bf(mrc__coll_bf2f(b->x[i]) * ws);
+		}
+	}
+}
 
 /* Sleeps t seconds in slices of tick, testing *q between them. */
 static int compute(const struct pgb *b, struct mrc_coll_req **q)
@@ -85,6 +142,10 @@ static int step(struct pgb *b, int m, int pg, double *layer, double *stepd, doub
 							counts)
 		       : mrc_coll_moe_dispatch_kept(b->c, &b->cfg, b->T, b->act[m], b->w, b->x,
 						    &plan, &ein, counts);
+	double tc0 = mrc__mono_s();
+	if (!r)   /* outside the timed span: a copy, or a comparison */
+		r = check_in(b, pg, ein, counts);
+	double tc = mrc__mono_s();
 	if (!r)   /* the experts: the identity, in place */
 		r = mrc_coll_moe_combine(b->c, plan, ein, b->out[pg > 0]);
 	double t2 = mrc__mono_s();
@@ -92,14 +153,14 @@ static int step(struct pgb *b, int m, int pg, double *layer, double *stepd, doub
 		int w = mrc_coll_wait(q);
 		r = r ? r : w;
 	}
-	*layer = t2 - t1, *stepd = t2 - t0;
+	*layer = t2 - t1 - (tc - tc0), *stepd = t2 - t0 - (tc - tc0);
 	if (!r && plan) {
 		struct mrc__coll_moe_stats st;
 		mrc__coll_moe_stats(plan, &st);
 		*extra = (double)st.rows_extra, *tcorr = st.t_corr;
 	}
-	if (!r && pg)
-		b->wrong += memcmp(b->out[0], b->out[1], b->T * b->cfg.hidden * 2) != 0;
+	if (!r)
+		check_out(b, pg);
 	mrc_coll_moe_plan_free(plan);
 	mrc_coll_moe_pregate_free(g);
 	return r;
@@ -158,7 +219,11 @@ static void print(const struct pgb *b, int iters, double med[NV * NMIS][4])
 		printf("  %-8s %5.0f %12.0f %12.0f %14.0f %12.0f\n", name[v % NV],
 		       mis_rate[v / NV] * 100, med[v][0] * 1e6, med[v][1] * 1e6, med[v][2],
 		       med[v][3] * 1e6);
-	printf("# Out of bounds values : %lld %s\n", (long long)b->wrong, b->wrong ? "FAILED" : "OK");
+	int64_t all = b->wrong[0] + b->wrong[1] + b->wrong[2] + b->wrong[3];
+	printf("# wrong elements, all ranks: experts' input %lld, rows missing or extra %lld, output %lld (pre-gated against plain), plain's output %lld (against the reference)\n",
+	       (long long)b->wrong[0], (long long)b->wrong[1], (long long)b->wrong[2],
+	       (long long)b->wrong[3]);
+	printf("# Out of bounds values : %lld %s\n", (long long)all, all ? "FAILED" : "OK");
 }
 
 int mrc__perf_pregate(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K,
@@ -198,11 +263,12 @@ int mrc__perf_pregate(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32
 					       MRC_COLL_MAX);
 		}
 	if (!r)
-		r = mrc_coll_allreduce(c, &b.wrong, &b.wrong, 1, MRC_COLL_INT64, MRC_COLL_SUM);
+		r = mrc_coll_allreduce(c, b.wrong, b.wrong, 4, MRC_COLL_INT64, MRC_COLL_SUM);
 	if (!r && me == 0)
 		print(&b, iters, med);
 	for (int m = 0; m < NMIS; m++)
 		free(b.act[m]);
-	free(b.pred), free(b.w), free(b.x), free(b.out[0]), free(b.out[1]), free(all);
-	return !r && b.wrong ? -EPROTO : r;
+	free(b.pred), free(b.w), free(b.x), free(b.out[0]), free(b.out[1]), free(all), free(b.ref_in);
+	int64_t bad = b.wrong[0] + b.wrong[1] + b.wrong[2] + b.wrong[3];
+	return !r && bad ? -EPROTO : r;
 }

@@ -1,0 +1,61 @@
+/* What the libfabric provider's tests (tests/test_fi_*.c) share beyond
+ * the fixture (fi_fix.h): a pair of endpoints in one domain, the byte
+ * pattern every transfer is checked against, and POST (a post retried
+ * while the provider says FI_EAGAIN).  Header-only, as fi_fix.h. */
+#ifndef MRC_TESTS_SUPPORT_FI_PAIR_H
+#define MRC_TESTS_SUPPORT_FI_PAIR_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "tests/support/fi_fix.h"
+#include "tests/support/seeded.h"
+
+#define CAPS_ALL (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_DIRECTED_RECV | FI_SOURCE)
+
+static inline void fill(uint8_t *b, size_t n, uint64_t salt)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)((i * 131u) ^ (salt * 7u) ^ (i >> 9));
+}
+
+static inline void check_bytes(const uint8_t *b, size_t n, uint64_t salt)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != (uint8_t)((i * 131u) ^ (salt * 7u) ^ (i >> 9)))
+			CHECK(0, "byte %zu of %zu differs (salt %llu)", i, n,
+			      (unsigned long long)salt);
+}
+
+/* ---- send/recv helpers -------------------------------------------------- */
+struct pair {
+	struct fix f;
+	struct fix_ep a, b;
+	fi_addr_t to_a, to_b;
+};
+
+static inline void pair_open(struct pair *p, enum fi_cq_format fmt)
+{
+	fix_open(&p->f, CAPS_ALL, FI_AV_TABLE);
+	fix_ep_open(&p->f, &p->a, fmt);
+	fix_ep_open(&p->f, &p->b, fmt);
+	p->to_a = fix_insert(&p->f, &p->a);
+	p->to_b = fix_insert(&p->f, &p->b);
+}
+
+static inline void pair_close(struct pair *p)
+{
+	fix_ep_close(&p->a);
+	fix_ep_close(&p->b);
+	fix_close(&p->f);
+}
+
+/* posts retried while the provider says FI_EAGAIN (its progress thread
+ * frees slots meanwhile) */
+#define POST(call) do { int64_t _end = mrcd_spawn_now_ms() + FIX_WAIT_MS; ssize_t _r; \
+	while ((_r = (call)) == -FI_EAGAIN) \
+		CHECK(mrcd_spawn_now_ms() < _end, "%s stays FI_EAGAIN", #call); \
+	if (_r) fail_msg("%s = %zd (%s)", #call, _r, fi_strerror((int)-_r)); } while (0)
+
+
+#endif
