@@ -9,6 +9,7 @@ _Static_assert(sizeof(struct mrc_cli_hello) == 40, "hello");
 _Static_assert(sizeof(struct mrc_cli_hello_rep) == 40, "hello rep");
 _Static_assert(sizeof(struct mrc_cli_create_qp) == 32, "create");
 _Static_assert(sizeof(struct mrc_cli_create_qp_rep) == 40, "create rep");
+_Static_assert(sizeof(struct mrc_cli_straggler) == 72, "straggler");
 _Static_assert(sizeof(struct mrc_cli_status) + MRC_CLI_REASON_MAX +
 	       sizeof(struct mrc_cli_hdr) <= MRC_CLI_MSG_MAX, "max msg");
 
@@ -33,6 +34,7 @@ static const struct cli_type types[] = {
 	{ MRC_CLI_UNLISTEN, sizeof(struct mrc_cli_listen), 0, 0, 0, "unlisten" },
 	{ MRC_CLI_ACCEPT, sizeof(struct mrc_cli_accept), sizeof(struct mrc_cli_addr_rep), 0, 0, "accept" },
 	{ MRC_CLI_CONNECT, sizeof(struct mrc_cli_connect), sizeof(struct mrc_cli_addr_rep), 0, 0, "connect" },
+	{ MRC_CLI_STRAGGLER, sizeof(struct mrc_cli_straggler), 0, 0, 0, "straggler" },
 };
 
 static const struct cli_type *find(uint16_t type)
@@ -154,6 +156,30 @@ static int dec_hdr(const void *buf, size_t len, struct mrc_cli_msg *m, const cha
 	return 0;
 }
 
+/* A straggler record: every field in its range, and the fields its
+ * cause does not use zero, so what mrcctl shows is what a rank named. */
+static int check_straggler(const void *b, const char **why)
+{
+	struct mrc_cli_straggler s;
+	memcpy(&s, b, sizeof(s));
+	if (s.cause != MRC_CLI_STRAG_COMPUTE && s.cause != MRC_CLI_STRAG_NETWORK)
+		BAD("straggler: cause not compute or network");
+	if (s.rank >= MRC_CLI_STRAG_RANK_MAX || s.host >= MRC_CLI_STRAG_RANK_MAX ||
+	    s.peer_rank >= MRC_CLI_STRAG_RANK_MAX || s.peer_host >= MRC_CLI_STRAG_RANK_MAX)
+		BAD("straggler: rank or host out of range");
+	if (s.plane < -1 || s.plane >= (int32_t)MRC_CLI_MAX_PLANES)
+		BAD("straggler: plane out of range");
+	if (s.rank_sends > 1)
+		BAD("straggler: rank_sends not 0 or 1");
+	if (s.call_us > MRC_CLI_STRAG_US_MAX || s.late_us > MRC_CLI_STRAG_US_MAX ||
+	    s.typical_us > MRC_CLI_STRAG_US_MAX)
+		BAD("straggler: a time above one day");
+	if (s.cause == MRC_CLI_STRAG_COMPUTE &&
+	    (s.peer_rank || s.peer_host || s.qpn || s.plane != -1 || s.rank_sends || s.typical_us))
+		BAD("straggler: compute with network fields set");
+	return 0;
+}
+
 /* Per-type field rules shared by requests (what a well-behaved encoder
  * can never produce is refused here, so the daemon sees clean input). */
 static int check_req_body(uint16_t type, const void *b, const char **why)
@@ -213,6 +239,8 @@ static int check_req_body(uint16_t type, const void *b, const char **why)
 	}
 	case MRC_CLI_LISTEN:
 		return 0;
+	case MRC_CLI_STRAGGLER:
+		return check_straggler(b, why);
 	case MRC_CLI_UNLISTEN: {
 		struct mrc_cli_listen l;
 		memcpy(&l, b, sizeof(l));

@@ -56,7 +56,10 @@ enum mrc_cli_type {
 	MRC_CLI_UNLISTEN = 0x0009,
 	MRC_CLI_ACCEPT = 0x000a,
 	MRC_CLI_CONNECT = 0x000b,
-	MRC_CLI_CLIENT_LAST = 0x000b,
+	MRC_CLI_STRAGGLER = 0x000c,    /* a straggler record for mrcctl
+	                                  stragglers (docs/coll.md); mrcd adds
+	                                  the sender's uid and pid */
+	MRC_CLI_CLIENT_LAST = 0x000c,
 	MRC_CLI_REPLY = 0x8000,
 };
 
@@ -135,6 +138,23 @@ struct mrc_cli_connect {
 	uint32_t qpn;
 	uint32_t priv;             /* sent to the acceptor */
 };
+
+/* STRAGGLER: what mrc_coll_straggler named (include/mrc/coll.h).  No
+ * uid, pid or time: mrcd stamps those, so a client cannot choose them. */
+struct mrc_cli_straggler {
+	uint64_t comm;             /* the communicator's id (rank 0's nonce) */
+	uint64_t call;
+	uint32_t cause;            /* 1 compute, 2 network (never none) */
+	uint32_t rank, host;
+	uint32_t peer_rank, peer_host, qpn;   /* network only, else 0 */
+	int32_t plane;             /* -1 .. MRC_CLI_MAX_PLANES - 1; compute: -1 */
+	uint32_t rank_sends;       /* 0 or 1; compute: 0 */
+	uint64_t call_us, late_us, typical_us;   /* <= MRC_CLI_STRAG_US_MAX */
+};
+#define MRC_CLI_STRAG_COMPUTE 1u
+#define MRC_CLI_STRAG_NETWORK 2u
+#define MRC_CLI_STRAG_RANK_MAX (1u << 24)      /* ranks and hosts below it */
+#define MRC_CLI_STRAG_US_MAX (86400ull * 1000000)   /* one day */
 
 /* ---- reply bodies (after struct mrc_cli_status with status 0) ---- */
 struct mrc_cli_status {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "codec/climsg.h"
 #include "coll/coll_int.h"
 
 /* Below this nothing is named: a scheduler tick, not a straggler. */
@@ -236,6 +237,26 @@ int mrc__coll_strag_name(uint32_t n, const struct mrc__coll_strag_call *all, str
 	return name_network(n, all, (size_t)i, rec);
 }
 
+/* Files a verdict with our mrcd for `mrcctl stragglers` (docs/coll.md):
+ * rank 0 and the named rank do, so the records are on the named host's
+ * mrcd and one other, not on every host.  Best effort: an mrcd that
+ * refuses (rate bound, older daemon) costs the application nothing. */
+static void strag_file(struct mrc_coll *c, const struct mrc_coll_straggler *s)
+{
+	if (s->cause == MRC_COLL_STRAG_NONE || (c->me != 0 && c->me != s->rank))
+		return;
+	int net = s->cause == MRC_COLL_STRAG_NETWORK;
+	struct mrc_cli_straggler m = {
+		.comm = c->nonce, .call = s->call, .rank = s->rank, .host = s->host,
+		.cause = net ? MRC_CLI_STRAG_NETWORK : MRC_CLI_STRAG_COMPUTE, .plane = -1,
+		.call_us = s->call_us, .late_us = s->late_us };
+	if (net) {
+		m.peer_rank = s->peer_rank, m.peer_host = s->peer_host, m.qpn = s->qpn;
+		m.plane = s->plane, m.rank_sends = !!s->rank_sends, m.typical_us = s->typical_us;
+	}
+	mrc_straggler_file(c->ctx, &m);
+}
+
 int mrc_coll_straggler(struct mrc_coll *c, struct mrc_coll_straggler *rec)
 {
 	if (!c || !rec)
@@ -264,6 +285,8 @@ int mrc_coll_straggler(struct mrc_coll *c, struct mrc_coll_straggler *rec)
 	if (!r)
 		r = mrc__coll_strag_name(c->n, all, rec);
 	free(all);
+	if (!r)
+		strag_file(c, rec);
 	return r;
 }
 

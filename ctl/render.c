@@ -345,3 +345,20 @@ int mrc_ctl_render_fabric(FILE *f, const json_t *res)
 				   "good_paths", "cong", "changed", NULL };
 	return simple(f, get(res, "links"), h, k, NULL);
 }
+
+/* `mrcctl stragglers`: the records clients filed (docs/coll.md
+ * "Stragglers"); network columns are "-" for a compute verdict. */
+int mrc_ctl_render_stragglers(FILE *f, const json_t *res)
+{
+	if (!json_is_object(res))
+		return -EINVAL;
+	fprintf(f, "straggler records: %zu (filed %lld, dropped %lld as rings filled, "
+		"refused %lld by rate, %lld by users; %lld per uid kept)\n",
+		json_array_size(get(res, "records")), gi(res, "filed"), gi(res, "dropped"),
+		gi(res, "rate_refused"), gi(res, "users_refused"), gi(res, "ring"));
+	static const char *h[] = { "TIME", "UID", "PID", "COMM", "CALL", "VERDICT", "RANK", "HOST",
+				   "PEER", "PLANE", "QPN", "LATE_US", "CALL_US", NULL };
+	static const char *k[] = { "time", "uid", "pid", "comm", "call", "verdict", "rank", "host",
+				   "peer_rank", "plane", "qpn", "late_us", "call_us", NULL };
+	return simple(f, get(res, "records"), h, k, NULL);
+}

@@ -18,6 +18,7 @@ int mrc_ctl_render_events(FILE *f, const json_t *res);
 int mrc_ctl_render_probe(FILE *f, const json_t *res);
 int mrc_ctl_render_topology(FILE *f, const json_t *res);
 int mrc_ctl_render_fabric(FILE *f, const json_t *res);
+int mrc_ctl_render_stragglers(FILE *f, const json_t *res);
 int mrc_ctl_render_version(FILE *f, const json_t *res);
 int mrc_ctl_render_plane(FILE *f, const json_t *res);     /* plane disable|enable */
 int mrc_ctl_render_path(FILE *f, const json_t *res);      /* path deny|allow */

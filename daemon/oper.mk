@@ -6,4 +6,5 @@ MRCD_OPER_SRCS := daemon/oper/oper.c daemon/oper/oper_events.c \
                   daemon/oper/oper_data.c daemon/oper/oper_admin.c \
                   daemon/oper/oper_http.c daemon/oper/outq.c daemon/oper/oper_state.c \
                   daemon/oper/oper_verbs.c daemon/oper/oper_probe.c \
-                  daemon/oper/oper_stats.c daemon/oper/oper_fabric.c
+                  daemon/oper/oper_stats.c daemon/oper/oper_fabric.c \
+                  daemon/oper/oper_strag.c

@@ -167,6 +167,13 @@ MRC__API int mrc_listen(struct mrc_ctx *ctx, uint32_t sid, uint32_t backlog)
 	return mrc__lib_call(ctx, MRC_CLI_LISTEN, &q, sizeof(q), -1, NULL, 0, NULL, 0);
 }
 
+MRC__API int mrc_straggler_file(struct mrc_ctx *ctx, const struct mrc_cli_straggler *rec)
+{
+	if (!ctx || !rec)
+		return -EINVAL;
+	return mrc__lib_call(ctx, MRC_CLI_STRAGGLER, rec, sizeof(*rec), -1, NULL, 0, NULL, 0);
+}
+
 MRC__API int mrc_unlisten(struct mrc_ctx *ctx, uint32_t sid)
 {
 	struct mrc_cli_listen q = { .sid = sid };

@@ -21,7 +21,7 @@ static uint64_t seed;
 static const uint16_t req_types[] = {
 	MRC_CLI_HELLO, MRC_CLI_REG_MR, MRC_CLI_DEREG_MR, MRC_CLI_CREATE_QP,
 	MRC_CLI_DESTROY_QP, MRC_CLI_QP_INFO, MRC_CLI_CONNECT_OOB, MRC_CLI_LISTEN,
-	MRC_CLI_UNLISTEN, MRC_CLI_ACCEPT, MRC_CLI_CONNECT,
+	MRC_CLI_UNLISTEN, MRC_CLI_ACCEPT, MRC_CLI_CONNECT, MRC_CLI_STRAGGLER,
 };
 #define NTYPES (sizeof(req_types) / sizeof(req_types[0]))
 
@@ -51,6 +51,14 @@ static size_t valid_body(uint16_t type, uint8_t *b)
 	case MRC_CLI_LISTEN: {
 		struct mrc_cli_listen l = { .sid = 9, .backlog = 4 };
 		memcpy(b, &l, sizeof(l));
+		break;
+	}
+	case MRC_CLI_STRAGGLER: {
+		struct mrc_cli_straggler g = { .comm = 0x1234, .call = 7, .cause = MRC_CLI_STRAG_NETWORK,
+					       .rank = 3, .host = 5, .peer_rank = 1, .peer_host = 2,
+					       .qpn = 17, .plane = 1, .rank_sends = 1, .call_us = 40000,
+					       .late_us = 900, .typical_us = 80 };
+		memcpy(b, &g, sizeof(g));
 		break;
 	}
 	default:
@@ -239,6 +247,47 @@ static void test_req_rules(void **state)
 	expect_req(buf, raw_req(buf, MRC_CLI_CONNECT_OOB, &o, sizeof(o)), -EBADMSG);
 }
 
+/* STRAGGLER: each field out of its range, and a compute verdict with a
+ * network field set, is refused (mrcd keeps only what a rank can name). */
+static void test_straggler_rules(void **state)
+{
+	(void)state;
+	uint8_t buf[MRC_CLI_MSG_MAX];
+	struct mrc_cli_straggler ok, g;
+	valid_body(MRC_CLI_STRAGGLER, (uint8_t *)&ok);
+	expect_req(buf, raw_req(buf, MRC_CLI_STRAGGLER, &ok, sizeof(ok)), 0);
+	struct mrc_cli_straggler c = { .comm = 9, .call = 1, .cause = MRC_CLI_STRAG_COMPUTE,
+				       .rank = 2, .host = 2, .plane = -1, .call_us = 5000,
+				       .late_us = 2000 };
+	expect_req(buf, raw_req(buf, MRC_CLI_STRAGGLER, &c, sizeof(c)), 0);
+#define BAD_FIELD(base, stmt) do { g = (base); stmt; \
+	expect_req(buf, raw_req(buf, MRC_CLI_STRAGGLER, &g, sizeof(g)), -EBADMSG); } while (0)
+	BAD_FIELD(ok, g.cause = 0);                             /* none is not filed */
+	BAD_FIELD(ok, g.cause = 3);
+	BAD_FIELD(ok, g.rank = MRC_CLI_STRAG_RANK_MAX);
+	BAD_FIELD(ok, g.host = UINT32_MAX);
+	BAD_FIELD(ok, g.peer_rank = MRC_CLI_STRAG_RANK_MAX);
+	BAD_FIELD(ok, g.peer_host = MRC_CLI_STRAG_RANK_MAX);
+	BAD_FIELD(ok, g.plane = -2);
+	BAD_FIELD(ok, g.plane = (int32_t)MRC_CLI_MAX_PLANES);
+	BAD_FIELD(ok, g.rank_sends = 2);
+	BAD_FIELD(ok, g.call_us = MRC_CLI_STRAG_US_MAX + 1);
+	BAD_FIELD(ok, g.late_us = UINT64_MAX);
+	BAD_FIELD(ok, g.typical_us = MRC_CLI_STRAG_US_MAX + 1);
+	BAD_FIELD(c, g.peer_rank = 1);                          /* compute: no network fields */
+	BAD_FIELD(c, g.peer_host = 1);
+	BAD_FIELD(c, g.qpn = 1);
+	BAD_FIELD(c, g.plane = 0);
+	BAD_FIELD(c, g.rank_sends = 1);
+	BAD_FIELD(c, g.typical_us = 1);
+#undef BAD_FIELD
+	/* a body one byte short or long for the type */
+	expect_req(buf, raw_req(buf, MRC_CLI_STRAGGLER, &ok, sizeof(ok) - 1), -EBADMSG);
+	uint8_t longer[sizeof(ok) + 1] = { 0 };
+	memcpy(longer, &ok, sizeof(ok));
+	expect_req(buf, raw_req(buf, MRC_CLI_STRAGGLER, longer, sizeof(longer)), -EBADMSG);
+}
+
 static void test_rep_rules(void **state)
 {
 	(void)state;
@@ -300,6 +349,7 @@ int main(void)
 		cmocka_unit_test(test_req_roundtrip),
 		cmocka_unit_test(test_rep_roundtrip),
 		cmocka_unit_test(test_req_rules),
+		cmocka_unit_test(test_straggler_rules),
 		cmocka_unit_test(test_rep_rules),
 		cmocka_unit_test(test_mutations),
 	};

@@ -92,6 +92,43 @@ static void peers(void **state)
 	json_decref(res);
 }
 
+/* stragglers: a summary line, then one row per record; a compute
+ * record's network columns are "-". */
+static void stragglers(void **state)
+{
+	(void)state;
+	json_t *res = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:["
+				"{s:s, s:i, s:i, s:s, s:i, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i},"
+				"{s:s, s:i, s:i, s:s, s:i, s:s, s:i, s:i, s:i, s:i}]}",
+				"filed", 2, "dropped", 0, "rate_refused", 1, "users_refused", 0,
+				"users", 1, "ring", 32, "records",
+				"time", "T1", "uid", 1000, "pid", 42, "comm", "00ab", "call", 7,
+				"verdict", "network", "rank", 3, "host", 5, "peer_rank", 1, "plane", 1,
+				"qpn", 17, "late_us", 900, "call_us", 40000,
+				"time", "T2", "uid", 1000, "pid", 42, "comm", "00ab", "call", 8,
+				"verdict", "compute", "rank", 2, "host", 6, "late_us", 2000, "call_us", 5000);
+	int rc;
+	char *s = render(mrc_ctl_render_stragglers, res, &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(strstr(s, "straggler records: 2 (filed 2, dropped 0"));
+	char w[16][32];
+	assert_int_equal(words(s, 1, w, 16), 13);
+	assert_string_equal(w[1], "UID");
+	assert_string_equal(w[5], "VERDICT");
+	assert_int_equal(words(s, 2, w, 16), 13);
+	const char *net[] = { "T1", "1000", "42", "00ab", "7", "network", "3", "5", "1", "1", "17",
+			      "900", "40000" };
+	for (int i = 0; i < 13; i++)
+		assert_string_equal(w[i], net[i]);
+	assert_int_equal(words(s, 3, w, 16), 13);
+	const char *cmp[] = { "T2", "1000", "42", "00ab", "8", "compute", "2", "6", "-", "-", "-",
+			      "2000", "5000" };
+	for (int i = 0; i < 13; i++)
+		assert_string_equal(w[i], cmp[i]);
+	free(s);
+	json_decref(res);
+}
+
 static void missing_array(void **state)
 {
 	(void)state;
@@ -109,6 +146,7 @@ int main(void)
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(planes),
 		cmocka_unit_test(peers),
+		cmocka_unit_test(stragglers),
 		cmocka_unit_test(missing_array),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);

@@ -59,6 +59,7 @@ static const struct sample {
 	{ "probe 3 --timeout 500 --spine 2 --plane 1", MRC_OPER_PROBE, "3", 1, 2, -1, -1, 500, 0, 0, -1 },
 	{ "topology", MRC_OPER_TOPOLOGY, "", -1, -1, -1, -1, -1, 0, 0, -1 },
 	{ "fabric", MRC_OPER_FABRIC, "", -1, -1, -1, -1, -1, 0, 0, -1 },
+	{ "stragglers", MRC_OPER_STRAGGLERS, "", -1, -1, -1, -1, -1, 0, 0, -1 },
 	{ "version", MRC_OPER_VERSION_VERB, "", -1, -1, -1, -1, -1, 0, 0, -1 },
 	{ "help", MRC_OPER_NONE, "", -1, -1, -1, -1, -1, 0, 0, -1 },
 	{ "plane disable 15", MRC_OPER_PLANE_DISABLE, "", 15, -1, -1, -1, -1, 0, 0, -1 },
@@ -276,6 +277,7 @@ static void test_usage_text(void **state)
 		"                                  probe paths to PEER, print RTT or loss per path\n"
 		"  topology                        the fabric as mrcd sees it\n"
 		"  fabric                          fabric links suspect, located or denied: evidence, since when\n"
+		"  stragglers                      straggler records libmrc-coll filed: who, uid, pid, verdict, where\n"
 		"  version                         mrcctl's and mrcd's versions\n"
 		"  help                            this text\n"
 		"verbs (admin: root or mrcd's admin_group):\n"

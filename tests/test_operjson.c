@@ -187,7 +187,7 @@ static void test_wire_contract(void **state)
 	static const struct { const char *name; int admin; } want[] = {
 		{ "status", 0 }, { "planes", 0 }, { "peers", 0 }, { "paths", 0 }, { "qps", 0 },
 		{ "stats", 0 }, { "events", 0 }, { "probe", 0 }, { "topology", 0 },
-		{ "fabric", 0 }, { "version", 0 }, { "plane-disable", 1 }, { "plane-enable", 1 },
+		{ "fabric", 0 }, { "stragglers", 0 }, { "version", 0 }, { "plane-disable", 1 }, { "plane-enable", 1 },
 		{ "path-deny", 1 }, { "path-allow", 1 },
 	};
 	assert_int_equal(MRC_OPER__COUNT - 1, sizeof(want) / sizeof(want[0]));

@@ -186,6 +186,7 @@ static void dispatch(struct mrcd_client *c, const struct mrc_cli_msg *m, int *fd
 	case MRC_CLI_UNLISTEN: mrcd__do_unlisten(c, m); break;
 	case MRC_CLI_ACCEPT: mrcd__do_accept(c, m); break;
 	case MRC_CLI_CONNECT: mrcd__do_connect(c, m); break;
+	case MRC_CLI_STRAGGLER: mrcd__do_straggler(c, m); break;
 	default: fail(c, m, -EOPNOTSUPP, "unknown request type 0x%04x", type); break;
 	}
 }
@@ -509,4 +510,5 @@ void mrcd_clients_stop(struct mrcd *d)
 	S.sock = NULL;
 	mrcd__notify_stop();
 	mrcd_sidown_fini();
+	mrcd__strag_free();
 }

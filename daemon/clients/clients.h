@@ -33,6 +33,25 @@ void mrcd_clients_stop(struct mrcd *d);
  * a HELLO, and times accept was paused at the descriptor limit (stats). */
 void mrcd_clients_counters(uint64_t *refused, uint64_t *hello_timeouts, uint64_t *accept_paused);
 
+/* Straggler records (strag.c; `mrcctl stragglers`, docs/coll.md): a
+ * bounded ring per uid, each record stamped with its sender's uid and pid
+ * (SO_PEERCRED) and the time it came.  Iterate with *it = 0 first;
+ * returns 0 at the end. */
+struct mrcd_strag_view {
+	uint64_t time_ns;          /* CLOCK_REALTIME */
+	uid_t uid;
+	pid_t pid;
+	struct mrc_cli_straggler s;
+};
+int mrcd_strag_next(uint32_t *it, struct mrcd_strag_view *v);
+struct mrcd_strag_counters {
+	uint64_t filed, dropped;   /* kept; overwritten as their ring was full */
+	uint64_t rate_refused;     /* refused by the per-client rate bound */
+	uint64_t users_refused;    /* refused: every uid slot taken */
+	uint32_t users, ring;      /* uids with records; records per uid */
+};
+void mrcd_strag_counters(struct mrcd_strag_counters *k);
+
 /* ---- internal: shared by clients.c and rings.c ------------------------ */
 
 struct mrcd_cmr {
@@ -75,6 +94,8 @@ struct mrcd_client {
 	uint32_t max_qps, max_ring, max_mrs;
 	uint64_t max_mem;
 	struct mrcd_uidq *uq;      /* its user's totals (NULL: refused client) */
+	uint64_t strag_ns;         /* straggler records: the rate bound's */
+	uint32_t strag_tok;        /* last refill, tokens left (strag.c) */
 	/* resources */
 	struct mrcd_cmr *mrs;      /* max_mrs slots, key 0 = free */
 	uint32_t nmr, last_mr;

@@ -89,6 +89,10 @@ struct mrcd_client *mrcd__clients(void);
 const struct mrcd__uid_limits *mrcd__uid_limits(void);
 int mrcd__uid_refuse(struct mrcd_uidq *q, int err);   /* counts it; returns err */
 
+/* strag.c: STRAGGLER (a record into its uid's ring); stop frees them */
+int mrcd__do_straggler(struct mrcd_client *c, const struct mrc_cli_msg *m);
+void mrcd__strag_free(void);
+
 /* client_mr.c: memory regions */
 int mrcd__do_reg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m, int fd);
 int mrcd__do_dereg_mr(struct mrcd_client *c, const struct mrc_cli_msg *m);

@@ -183,6 +183,8 @@ json_t *mrcd_oper_peers(struct oper *o);
  * array for the stats (Prometheus: mrc_fabric_link_*). */
 json_t *mrcd_oper_fabric(struct oper *o);
 json_t *mrcd_oper_fabric_links(struct oper *o);
+/* oper_strag.c: the straggler records clients filed (`mrcctl stragglers`). */
+json_t *mrcd_oper_stragglers(struct oper *o);
 int mrcd_oper_paths(struct oper *o, const char *peer, json_t **out, char *err, size_t errlen);
 int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t errlen);
 json_t *mrcd_oper_stats(struct oper *o);

@@ -46,6 +46,13 @@ static int oper_verb_fabric(struct oper_conn *c, const struct mrc_oper_req *r, j
 	return 0;
 }
 
+static int oper_verb_stragglers(struct oper_conn *c, const struct mrc_oper_req *r, json_t **res,
+				char *err, size_t errlen)
+{
+	*res = mrcd_oper_stragglers(c->o);
+	return 0;
+}
+
 static int oper_verb_qps(struct oper_conn *c, const struct mrc_oper_req *r, json_t **res,
 			 char *err, size_t errlen)
 {

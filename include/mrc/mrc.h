@@ -187,6 +187,15 @@ int mrc_accept(struct mrc_qp *qp, uint32_t sid, uint32_t priv, int timeout_ms,
 int mrc_connect(struct mrc_qp *qp, uint32_t host, uint32_t sid, uint32_t priv,
 		struct mrc_qp_addr *remote);
 
+/* Files a straggler record with mrcd, which keeps it with this process's
+ * uid and pid for `mrcctl stragglers` (libmrc-coll's mrc_coll_straggler
+ * calls it; docs/coll.md "Stragglers").  rec is the client protocol's
+ * record (codec/climsg.h), checked field by field by mrcd.  0, or
+ * -EAGAIN past mrcd's rate bound, -EOPNOTSUPP from an older mrcd,
+ * -errno. */
+struct mrc_cli_straggler;
+int mrc_straggler_file(struct mrc_ctx *ctx, const struct mrc_cli_straggler *rec);
+
 /* ---- work ------------------------------------------------------------- */
 /* Post calls return 0 or -ENOSPC when the submission ring is full (poll
  * completions and retry), -EPIPE when the daemon is gone.  Bad keys,

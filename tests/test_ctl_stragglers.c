@@ -1,0 +1,311 @@
+/* `mrcctl stragglers` against a real loopback mrcd (tests/support/
+ * mrcd_spawn; docs/coll.md "Stragglers"):
+ *   - test_filed_with_peer_uid: a record a client files with
+ *     mrc_straggler_file shows in the verb with every field it sent and
+ *     the uid and pid mrcd read from the client's socket;
+ *   - test_uid_not_settable: a STRAGGLER message carrying 8 more bytes (a
+ *     uid of 0 appended) is refused (-EBADMSG) and nothing is filed; as
+ *     root, a child acting as uid nobody files a record and it shows with
+ *     uid 65534 and the child's pid, not root's;
+ *   - test_ring_bound: records filed back to back until the per-client
+ *     rate bound refuses one (-EAGAIN, counted): more than the ring
+ *     holds got in; the uid's ring keeps the last 32 accepted, oldest
+ *     dropped (counted);
+ *   - test_coll_files: end to end, 2 ranks of libmrc-coll, rank 1
+ *     sleeping before one call of each step: every verdict that names
+ *     someone is in `stragglers`, once from rank 0 and once from the named
+ *     rank (when not rank 0), with the verdict, call and communicator id
+ *     the ranks got.
+ * Skipped when build/bin/mrcd has not been built. */
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "codec/climsg.h"
+#include "codec/operjson.h"
+#include "lib/internal.h"
+#include "mrc/mrc.h"
+#include "mrc/coll.h"
+#include "tests/support/coll_ranks.h"
+#include "tests/support/mrcd_spawn.h"
+#include "tests/support/nccl_pairs.h"
+#include "tests/support/skip.h"
+
+#define NEED_DAEMON() do { if (!mrcd_spawn_available()) \
+	MRC_SKIP("%s is not built", mrcd_spawn_bin()); } while (0)
+
+#define NOBODY 65534
+#define NOGROUP 65534
+#define RING 32                    /* daemon/clients/strag.c STRAG_RING */
+
+static struct mrcd_proc d;
+static const struct mrcd_proc *ctl_proc;   /* the daemon stragglers() asks */
+
+static int stop_daemon(void **state)
+{
+	(void)state;
+	mrcd_spawn_stop(&d);
+	return 0;
+}
+
+/* The stragglers verb's result (the caller decrefs). */
+static json_t *stragglers(void)
+{
+	return nccl_pairs_ctl(ctl_proc ? ctl_proc : &d, MRC_OPER_STRAGGLERS);
+}
+
+static long long num(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	if (!json_is_integer(v))
+		fail_msg("no integer '%s'", k);
+	return json_integer_value(v);
+}
+
+static struct mrc_cli_straggler net_rec(uint64_t call)
+{
+	return (struct mrc_cli_straggler){ .comm = 0xabcdef0123456789ull, .call = call,
+		.cause = MRC_CLI_STRAG_NETWORK, .rank = 3, .host = 5, .peer_rank = 1,
+		.peer_host = 2, .qpn = 17, .plane = 1, .rank_sends = 1, .call_us = 40000,
+		.late_us = 900, .typical_us = 80 };
+}
+
+static void test_filed_with_peer_uid(void **state)
+{
+	(void)state;
+	NEED_DAEMON();
+	assert_int_equal(mrcd_spawn_start(&d, NULL), 0);
+	struct mrc_ctx *ctx;
+	assert_int_equal(mrc_open(d.sock, &ctx), 0);
+	struct mrc_cli_straggler s = net_rec(41);
+	assert_int_equal(mrc_straggler_file(ctx, &s), 0);
+	struct mrc_cli_straggler c = { .comm = 9, .call = 42, .cause = MRC_CLI_STRAG_COMPUTE,
+				       .rank = 2, .host = 6, .plane = -1, .call_us = 5000,
+				       .late_us = 2000 };
+	assert_int_equal(mrc_straggler_file(ctx, &c), 0);
+	mrc_close(ctx);
+
+	json_t *res = stragglers();
+	json_t *a = json_object_get(res, "records");
+	assert_int_equal(json_array_size(a), 2);
+	assert_int_equal(num(res, "filed"), 2);
+	json_t *e = json_array_get(a, 0);
+	assert_int_equal(num(e, "uid"), (long long)getuid());
+	assert_int_equal(num(e, "pid"), (long long)getpid());
+	assert_string_equal(json_string_value(json_object_get(e, "comm")), "abcdef0123456789");
+	assert_string_equal(json_string_value(json_object_get(e, "verdict")), "network");
+	assert_int_equal(num(e, "call"), 41);
+	assert_int_equal(num(e, "rank"), 3);
+	assert_int_equal(num(e, "host"), 5);
+	assert_int_equal(num(e, "peer_rank"), 1);
+	assert_int_equal(num(e, "peer_host"), 2);
+	assert_int_equal(num(e, "plane"), 1);
+	assert_int_equal(num(e, "qpn"), 17);
+	assert_int_equal(num(e, "late_us"), 900);
+	assert_int_equal(num(e, "typical_us"), 80);
+	assert_true(json_is_true(json_object_get(e, "rank_sends")));
+	assert_non_null(json_string_value(json_object_get(e, "time")));
+	e = json_array_get(a, 1);
+	assert_string_equal(json_string_value(json_object_get(e, "verdict")), "compute");
+	assert_int_equal(num(e, "call"), 42);
+	assert_int_equal(num(e, "late_us"), 2000);
+	assert_null(json_object_get(e, "qpn"));   /* no network fields */
+	json_decref(res);
+}
+
+static void test_uid_not_settable(void **state)
+{
+	(void)state;
+	NEED_DAEMON();
+	int root = geteuid() == 0;
+	const char *argv[] = { "--socket_group=nogroup", NULL };
+	assert_int_equal(mrcd_spawn_start(&d, root ? argv : NULL), 0);
+	/* A record with a uid appended: the type's size is fixed, refused. */
+	struct mrc_ctx *ctx;
+	assert_int_equal(mrc_open(d.sock, &ctx), 0);
+	struct { struct mrc_cli_hdr h; struct mrc_cli_straggler s; uint64_t uid; } m = {
+		.h = { .magic = MRC_CLI_MAGIC, .version = MRC_CLI_VERSION, .type = MRC_CLI_STRAGGLER,
+		       .len = sizeof(m.s) + sizeof(m.uid), .req_id = 9 },
+		.s = net_rec(1), .uid = 0 };
+	assert_int_equal(send(ctx->sock, &m, sizeof(m), MSG_NOSIGNAL), (ssize_t)sizeof(m));
+	uint8_t buf[MRC_CLI_MSG_MAX];
+	ssize_t n = recv(ctx->sock, buf, sizeof(buf), 0);
+	assert_true(n > 0);
+	struct mrc_cli_msg rep;
+	assert_int_equal(mrc__cli_dec_rep(buf, (size_t)n, &rep, NULL), 0);
+	assert_int_equal(rep.status, -EBADMSG);
+	mrc_close(ctx);
+	json_t *res = stragglers();
+	assert_int_equal(num(res, "filed"), 0);
+	assert_int_equal(json_array_size(json_object_get(res, "records")), 0);
+	json_decref(res);
+	if (!root) {
+		printf("not root: the second uid's part skipped\n");
+		return;
+	}
+	chmod(d.dir, 0711);   /* the other uid reaches the socket */
+	int pfd;
+	pid_t pid = mrcd_spawn_fork_as(NOBODY, NOGROUP, NOGROUP, &pfd);
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct mrc_ctx *cx;
+		if (mrc_open(d.sock, &cx))
+			_exit(91);
+		struct mrc_cli_straggler s = net_rec(5);
+		int rc = mrc_straggler_file(cx, &s);
+		mrc_close(cx);
+		_exit(rc ? 92 : 0);
+	}
+	close(pfd);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	res = stragglers();
+	json_t *a = json_object_get(res, "records");
+	assert_int_equal(json_array_size(a), 1);
+	assert_int_equal(num(json_array_get(a, 0), "uid"), NOBODY);
+	assert_int_equal(num(json_array_get(a, 0), "pid"), (long long)pid);
+	json_decref(res);
+}
+
+static void test_ring_bound(void **state)
+{
+	(void)state;
+	NEED_DAEMON();
+	assert_int_equal(mrcd_spawn_start(&d, NULL), 0);
+	struct mrc_ctx *ctx;
+	assert_int_equal(mrc_open(d.sock, &ctx), 0);
+	/* Back to back until the bound refuses one: a loaded machine that
+	 * slows the round trips makes the run longer, not the test flaky. */
+	int ok = 0, again = 0, last = -1;
+	for (int i = 0; i < 1000 && !again; i++) {
+		struct mrc_cli_straggler s = net_rec((uint64_t)i);
+		int rc = mrc_straggler_file(ctx, &s);
+		if (rc == 0)
+			ok++, last = i;
+		else if (rc == -EAGAIN)
+			again++;
+		else
+			fail_msg("record %d: %d", i, rc);
+	}
+	mrc_close(ctx);
+	printf("filed back to back: %d kept, then %d refused by the rate bound\n", ok, again);
+	assert_true(again > 0);         /* the rate bound acted */
+	assert_true(ok > RING);         /* the burst overfills the ring */
+	json_t *res = stragglers();
+	json_t *a = json_object_get(res, "records");
+	assert_int_equal(json_array_size(a), RING);
+	assert_int_equal(num(res, "ring"), RING);
+	assert_int_equal(num(res, "filed"), ok);
+	assert_int_equal(num(res, "dropped"), ok - RING);
+	assert_int_equal(num(res, "rate_refused"), again);
+	/* the newest kept, in order: the last one accepted ends the ring */
+	assert_int_equal(num(json_array_get(a, RING - 1), "call"), last);
+	for (size_t i = 1; i < RING; i++)
+		assert_true(num(json_array_get(a, i), "call") > num(json_array_get(a, i - 1), "call"));
+	json_decref(res);
+}
+
+#define STEPS 4
+#define SLEEP_MS 60
+
+struct step_out { struct mrc_coll_straggler rec[STEPS]; int rc[STEPS]; int slept; };
+
+static int body_steps(struct coll_rank *r)
+{
+	struct step_out *o = &((struct step_out *)r->arg)[mrc_coll_rank(r->c)];
+	size_t count = 4096;
+	float *in = calloc(count, sizeof(float)), *out = calloc(count, sizeof(float));
+	int rc = in && out ? 0 : -ENOMEM;
+	for (int s = 0; !rc && s < STEPS; s++) {
+		rc = mrc_coll_allreduce(r->c, in, out, count, MRC_COLL_FLOAT32, MRC_COLL_SUM);
+		if (!rc && mrc_coll_rank(r->c) == 1) {
+			int64_t t0 = mrcd_spawn_now_ms();
+			struct timespec ts = { 0, SLEEP_MS * 1000000L };
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+			o->slept += mrcd_spawn_now_ms() - t0 >= SLEEP_MS;
+		}
+		if (!rc)
+			rc = mrc_coll_allreduce(r->c, in, out, count, MRC_COLL_FLOAT32, MRC_COLL_SUM);
+		if (!rc)
+			rc = o->rc[s] = mrc_coll_straggler(r->c, &o->rec[s]);
+	}
+	free(in);
+	free(out);
+	return rc;
+}
+
+static void test_coll_files(void **state)
+{
+	(void)state;
+	MRCD_GROUP_NEED();
+	ctl_proc = &mrcd_group.d;
+	struct coll_rank R[2];
+	struct step_out O[2];
+	memset(O, 0, sizeof(O));
+	coll_ranks_run(R, 2, body_steps, 0, O);
+	coll_ranks_check_ok(R, 2);
+	assert_int_equal(O[1].slept, STEPS);   /* the injection happened */
+	json_t *res = stragglers();
+	json_t *a = json_object_get(res, "records");
+	size_t want = 0, named = 0;
+	const char *comm = NULL;
+	for (int s = 0; s < STEPS; s++) {
+		const struct mrc_coll_straggler *x = &O[0].rec[s];
+		if (x->cause == MRC_COLL_STRAG_NONE)
+			continue;
+		named += x->cause == MRC_COLL_STRAG_COMPUTE && x->rank == 1;
+		size_t copies = x->rank == 0 ? 1 : 2, seen = 0, i;
+		json_t *e;
+		json_array_foreach(a, i, e) {
+			if ((uint64_t)num(e, "call") != x->call)
+				continue;
+			seen++;
+			assert_int_equal(num(e, "uid"), (long long)getuid());
+			assert_int_equal(num(e, "pid"), (long long)getpid());
+			assert_int_equal(num(e, "rank"), x->rank);
+			assert_string_equal(json_string_value(json_object_get(e, "verdict")),
+					    mrc_coll_straggler_cause_name(x->cause));
+			const char *cm = json_string_value(json_object_get(e, "comm"));
+			if (!comm)
+				comm = cm;
+			assert_string_equal(cm, comm);   /* one communicator, one id */
+		}
+		if (seen != copies)
+			fail_msg("step %d (call %llu, rank %u): %zu records in mrcd, %zu expected", s,
+				 (unsigned long long)x->call, x->rank, seen, copies);
+		want += copies;
+	}
+	printf("%zu of %d steps named rank 1; %zu records filed\n", named, STEPS, want);
+	assert_true(named > 0);
+	assert_int_equal(json_array_size(a), want);
+	json_decref(res);
+	ctl_proc = NULL;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_filed_with_peer_uid, stop_daemon),
+		cmocka_unit_test_teardown(test_uid_not_settable, stop_daemon),
+		cmocka_unit_test_teardown(test_ring_bound, stop_daemon),
+	};
+	const struct CMUnitTest coll[] = {
+		cmocka_unit_test(test_coll_files),
+	};
+	int f = cmocka_run_group_tests(tests, NULL, NULL);
+	return f + cmocka_run_group_tests(coll, mrcd_group_setup, mrcd_group_teardown);
+}
