@@ -121,47 +121,11 @@ void sim_fabric_free(struct sim_fabric *f)
 	memset(f, 0, sizeof(*f));
 }
 
-/* A Clos path's links straight from the topology's tables: the same links
- * as mrc_topo_path's, without the switch ids and uSIDs it also fills (each
- * a miss on the node table) that the simulator does not use.  Every
- * injected packet routes here (~5 % of a run's CPU in mrc_topo_path). */
-static int clos_route(const struct mrc_topo *t, uint32_t src, uint32_t dst,
-		      uint32_t ev, uint32_t *ports)
-{
-	uint32_t plane, spine;
-	if (mrc_topo_ev_decode(t, ev, &plane, &spine))
-		return -EINVAL;
-	uint32_t ha = t->host_link[(size_t)src * t->planes + plane];
-	uint32_t hb = t->host_link[(size_t)dst * t->planes + plane];
-	uint32_t la = t->links[ha].upper, lb = t->links[hb].upper;
-	if (spine == MRC_PATH_SPINE_DIRECT) {
-		if (la != lb)
-			return -ENOENT;
-		ports[0] = ha * 2;
-		ports[1] = hb * 2 + 1;
-		return 2;
-	}
-	uint32_t S = t->n_spines[plane];
-	const uint32_t *ls = t->leaf_spine[plane];
-	uint32_t up = ls[(size_t)t->nodes[la].index * S + spine];
-	uint32_t down = ls[(size_t)t->nodes[lb].index * S + spine];
-	if (up == MRC_TOPO_NONE || down == MRC_TOPO_NONE)
-		return -ENOENT;
-	/* Up-down: the first half of the links is climbed. */
-	ports[0] = ha * 2;
-	ports[1] = up * 2;
-	ports[2] = down * 2 + 1;
-	ports[3] = hb * 2 + 1;
-	return 4;
-}
-
 int sim_fabric_route(const struct sim_fabric *f, uint32_t src, uint32_t dst,
 		     uint32_t ev, uint32_t *ports)
 {
 	if (src >= f->n_hosts || dst >= f->n_hosts || src == dst || ev >= f->nev)
 		return -EINVAL;
-	if (!f->topo->fattree_k)
-		return clos_route(f->topo, src, dst, ev, ports);
 	struct mrc_path p;
 	int rc = mrc_topo_path(f->topo, src, dst, ev, &p);
 	if (rc)

@@ -12,8 +12,6 @@
 #include <cmocka.h>
 
 #include "sim/sim.h"
-#include "sim/sim_int.h"
-#include "topology/topo.h"
 #include "transport/engine.h"
 #include "transport/wire.h"
 
@@ -284,41 +282,6 @@ static void spraying_approaches_ideal(void **st)
 	assert_true(first > 1.5 * last);
 }
 
-/* sim/fabric.c routes Clos paths from the topology's tables directly
- * (speed): every pair and EV gives the ports mrc_topo_path's links give,
- * and an EV without a path (another leaf's direct EV) fails in both. */
-static void clos_route_matches_topo_path(void **st)
-{
-	(void)st;
-	const char *kv[] = { "topo=clos:planes=2,leaves=3,spines=3,hosts=2",
-		"workload=permutation:size=4K", NULL };
-	struct mrc_sim *s = make(kv);
-	const struct sim_fabric *f = &s->fab;
-	uint32_t n = 0, fails = 0;
-	for (uint32_t a = 0; a < f->n_hosts; a++)
-		for (uint32_t b = 0; b < f->n_hosts; b++)
-			for (uint32_t ev = 0; a != b && ev < f->nev; ev++) {
-				uint32_t got[8];
-				struct mrc_path p;
-				int rc = sim_fabric_route(f, a, b, ev, got);
-				if (mrc_topo_path(f->topo, a, b, ev, &p)) {
-					assert_true(rc < 0);
-					fails++;
-					continue;
-				}
-				assert_int_equal(rc, p.n_links);
-				for (unsigned i = 0; i < p.n_links; i++)
-					assert_int_equal(got[i], p.links[i] * 2 +
-							 (i >= p.n_links / 2u));
-				n++;
-			}
-	/* 6 hosts, 8 EVs: 30 pairs x 6 spine paths + 6 same-leaf pairs x 2
-	 * planes direct; the other 24 pairs' direct EVs have no path. */
-	assert_int_equal(n, 30 * 6 + 6 * 2);
-	assert_int_equal(fails, 24 * 2);
-	mrc_sim_destroy(s);
-}
-
 int main(void)
 {
 	const char *e = getenv("MRC_TEST_SEED");
@@ -327,7 +290,6 @@ int main(void)
 	print_message("test_sim: seed %llu (MRC_TEST_SEED)\n", (unsigned long long)seed);
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(permutation_delivers_every_byte),
-		cmocka_unit_test(clos_route_matches_topo_path),
 		cmocka_unit_test(workloads_complete),
 		cmocka_unit_test(blackhole_spine_ev_states),
 		cmocka_unit_test(same_seed_same_output),
