@@ -18,6 +18,7 @@
  * Figures (health set, off included): packets that entered a blackholed
  * port, the hosts whose packets they were, and when the last one did. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
