@@ -1,8 +1,10 @@
 #!/bin/bash
 # Issue 34 item 4's simulator benchmark: mrcsim, a leaf-spine link
 # (p0l3-p0s5) blackholed silently at t=0, health off against shared, run
-# alternated, under a permutation and an all-to-all, 1,024 hosts (2 planes
-# x 32 leaves x 16 spines x 32 hosts, 100 Gbit/s) and 8,192 with --big.
+# alternated, 2 planes x 32 leaves x 16 spines, 100 Gbit/s: a permutation
+# at 1,024 hosts (8,192 with --big) and an all-to-all at 256 (at 1,024 it
+# takes over 12 GiB of memory).  CELLS="HOSTS_PER_LEAF:WORKLOAD ..." picks
+# others; APPEND=1 adds rows to the results instead of starting them.
 # Figures from each report's "health" member: packets lost on the dead
 # link, hosts that ever sent on it, when the last packet went onto it
 # (every host avoids it from then on), slowest flow / ideal.
@@ -17,9 +19,8 @@ TICK=${3:-5us}
 OUT=bench/results/sim_health.md
 res=$(mktemp -d)
 trap 'rm -rf "$res"' EXIT
-sizes="32"
-[ "$BIG" = 1 ] && sizes="32 256"
-wls="permutation:size=4M alltoall:size=4K"
+cells=${CELLS:-"32:permutation:size=4M 8:alltoall:size=4K"}
+[ "$BIG" = 1 ] && cells="$cells 256:permutation:size=4M"
 row() {
 	jq -r '[.health.mode, (.health.dead_link_pkts|tostring),
 		(.health.dead_link_senders|tostring),
@@ -27,7 +28,7 @@ row() {
 		((.health.slowest_ideal*1000|floor)/1000|tostring),
 		(.health.denied_evs|tostring), (.health.share_msgs|tostring)] | join(" | ")' "$1"
 }
-{
+[ "${APPEND:-0}" = 1 ] || {
 	echo "## mrcsim: a silent leaf-spine blackhole, health off vs shared"
 	echo
 	echo "Machine: $(nproc) CPUs, load average at start $(cut -d' ' -f1 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')."
@@ -37,8 +38,9 @@ row() {
 	echo "| hosts | workload | health | dead-link pkts | hosts that sent on it | last packet onto it (us) | slowest/ideal | EVs denied | HEALTH messages | wall s |"
 	echo "|---|---|---|---|---|---|---|---|---|---|"
 } >"$OUT"
-for hp in $sizes; do
-	for wl in $wls; do
+for cell in $cells; do
+	hp=${cell%%:*} wl=${cell#*:}
+	{
 		for h in off "shared,$TICK"; do
 			f="$res/$hp.${wl%%:*}.${h%%,*}.json"
 			t0=$(date +%s.%N)
@@ -48,6 +50,6 @@ for hp in $sizes; do
 			t1=$(date +%s.%N)
 			echo "| $((hp * 32)) | ${wl} | $(row "$f") | $(echo "$t1 - $t0" | bc | cut -c1-6) |" >>"$OUT"
 		done
-	done
+	}
 done
 cat "$OUT"
