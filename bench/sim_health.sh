@@ -4,7 +4,7 @@
 # alternated, 2 planes x 32 leaves x 16 spines, 100 Gbit/s: a permutation
 # at 1,024 hosts (8,192 with --big) and an all-to-all at 256 (at 1,024 it
 # takes over 12 GiB of memory).  CELLS="HOSTS_PER_LEAF:WORKLOAD ..." picks
-# others; APPEND=1 adds rows to the results instead of starting them.
+# others (WORKLOAD may join several with +); APPEND=1 adds rows to the results instead of starting them.
 # Figures from each report's "health" member: packets lost on the dead
 # link, hosts that ever sent on it, when the last packet went onto it
 # (every host avoids it from then on), slowest flow / ideal.
@@ -19,7 +19,7 @@ TICK=${3:-5us}
 OUT=bench/results/sim_health.md
 res=$(mktemp -d)
 trap 'rm -rf "$res"' EXIT
-cells=${CELLS:-"32:permutation:size=4M 8:alltoall:size=4K"}
+cells=${CELLS:-"32:permutation:size=4M 8:alltoall:size=4K 8:permutation:size=4M+alltoall:size=4K,start=200us"}
 [ "$BIG" = 1 ] && cells="$cells 256:permutation:size=4M"
 row() {
 	jq -r '[.health.mode, (.health.dead_link_pkts|tostring),
@@ -42,10 +42,10 @@ for cell in $cells; do
 	hp=${cell%%:*} wl=${cell#*:}
 	{
 		for h in off "shared,$TICK"; do
-			f="$res/$hp.${wl%%:*}.${h%%,*}.json"
+			f="$res/$hp.${h%%,*}.json"
 			t0=$(date +%s.%N)
 			"$B/bin/mrcsim" --quiet --topo "clos:planes=2,leaves=32,spines=16,hosts=$hp,rate=100G" \
-				--workload "$wl" --seed 1 --fault 0us:blackhole:p0l3-p0s5 \
+				$(printf -- '--workload %s ' ${wl//+/ }) --seed 1 --fault 0us:blackhole:p0l3-p0s5 \
 				--health "$h" -j >"$f"
 			t1=$(date +%s.%N)
 			echo "| $((hp * 32)) | ${wl} | $(row "$f") | $(echo "$t1 - $t0" | bc | cut -c1-6) |" >>"$OUT"
