@@ -415,8 +415,11 @@ void sim_host_service(struct mrc_sim *s, uint32_t h)
 		}
 	}
 	struct mrce_event ev;
-	while (mrce_event_pop(x->eng, &ev))
+	while (mrce_event_pop(x->eng, &ev)) {
 		sim_record_event(s, h, &ev);
+		sim_health_event(s, h, &ev);
+	}
+	sim_health_tick(s, h);
 	host_pull(s, h);
 	uint64_t d = mrce_next_deadline(x->eng);
 	if (d != UINT64_MAX) {

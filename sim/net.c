@@ -187,6 +187,7 @@ void sim_arrive(struct mrc_sim *s, struct sim_pkt *k)
 			return;
 		}
 		if (p->state == PS_BLACKHOLE) {
+			sim_health_dead(s, k);
 			drop(s, port, k, &s->drop_blackhole);
 			return;
 		}

@@ -98,6 +98,11 @@ void mrc_sim_report_text(const struct mrc_sim *s, int timing, FILE *f)
 		"random loss %llu\n", (unsigned long long)s->drop_full,
 		(unsigned long long)s->drop_prio, (unsigned long long)s->drop_down,
 		(unsigned long long)s->drop_blackhole, (unsigned long long)s->drop_loss);
+	if (s->cfg.health) {
+		char hl[512];
+		sim_health_fmt(s, 0, hl, sizeof(hl));
+		fputs(hl, f);
+	}
 	uint64_t to_bad = 0, to_good = 0;
 	for (uint32_t i = 0; i < s->n_evc; i++) {
 		to_bad += s->evc[i].new_state == MRCE_EV_ASSUMED_BAD;

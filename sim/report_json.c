@@ -201,6 +201,11 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 		  (unsigned long long)t.rx_ecn, (unsigned long long)t.loss_detected,
 		  (unsigned long long)t.suspect_probes, (unsigned long long)t.suspect_cleared,
 		  (unsigned long long)t.suspect_retired, (unsigned long long)t.suspect_extended);
+	if (s->cfg.health) {
+		char hl[512];
+		sim_health_fmt(s, 1, hl, sizeof(hl));
+		sb_printf(&b, "%s", hl);
+	}
 	struct link_class cls[16];
 	sim_rep_link_classes(s, cls);
 	sb_printf(&b, "  \"links\": {\"span_ns\": %llu, \"classes\": [",

@@ -54,6 +54,7 @@ const char *mrc_sim_cfg_help(void)
 "  seed N  until T  hold T  bin T  verify-limit Z  progress on|off\n"
 "  stalls on|off (report why senders' NICs sat idle: docs/sim.md)\n"
 "  spray-slot hash|topo (where each host's spray starts: docs/sim.md)\n"
+"  health off|local|shared[,TICK] (link health per host: docs/health.md)\n"
 "Sizes: 4096, 64K, 2M, 1G (binary).  Times: 500ns, 10us, 1ms, 2s (bare: ns).\n"
 "Rates: 100G, 400G, 25000M (bit/s).\n";
 }
@@ -400,6 +401,24 @@ static int size_or_off(const char *v, uint64_t *out)
 	return sim_parse_size(v, out);
 }
 
+/* off | local | shared, with an optional ",TICK" (evaluation period) */
+static int set_health(struct mrc_sim_cfg *c, const char *v)
+{
+	static const char *const names[] = { "off", "local", "shared" };
+	const char *comma = strchr(v, ',');
+	size_t len = comma ? (size_t)(comma - v) : strlen(v);
+	uint64_t tick = 10000000;
+	if (comma && (sim_parse_time(comma + 1, &tick) || tick < 1000 || tick > 1000000000))
+		return -EINVAL;
+	for (unsigned i = 0; i < 3; i++)
+		if (strlen(names[i]) == len && !strncmp(v, names[i], len)) {
+			c->health = (uint8_t)(MRC_SIM_HEALTH_OFF + i);
+			c->health_tick_ns = tick;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 		    char *err, size_t errlen)
 {
@@ -423,6 +442,8 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 			return BADV("must be spray or ecmp");
 		return 0;
 	}
+	if (!strcmp(k, "health"))
+		return set_health(c, v) ? BADV("must be off, local or shared[,TICK]") : 0;
 	if (!strcmp(k, "paths"))
 		return parse_u32r(v, 0, MRCE_MAX_EVS, &c->paths) ? BADV("must be 0..4096") : 0;
 	if (!strcmp(k, "buffer"))

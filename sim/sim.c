@@ -142,7 +142,8 @@ int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
 	    (rc = sim_workload_build(s, err, errlen)) ||
 	    (rc = sim_faults_check(s, err, errlen)) ||
 	    (rc = sim_faults_mark(s)) ||
-	    (rc = sim_hosts_create(s, err, errlen)))
+	    (rc = sim_hosts_create(s, err, errlen)) ||
+	    (rc = sim_health_init(s)))
 		goto fail;
 	s->rx_buf = malloc(MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN);
 	if (!s->rx_buf || sim_evq_init(&s->q, (uint64_t)s->fab.n_hosts + s->n_flows + 1024) ||
@@ -171,6 +172,7 @@ void mrc_sim_destroy(struct mrc_sim *s)
 {
 	if (!s)
 		return;
+	sim_health_free(s);
 	sim_hosts_free(s);
 	sim_step_free(s);
 	if (s->flows)

@@ -127,6 +127,14 @@ struct mrc_sim_cfg {
 	uint8_t spray_slot;        /* 1: each engine's cfg.spray_slot is its
 	                              host's index under its leaf (clos) or
 	                              pod (fat tree); 0: the engine's hash */
+	/* fabric-link health per host (sim/health.c; 0: unset, no report) */
+	uint8_t health;            /* enum mrc_sim_health */
+	uint64_t health_tick_ns;   /* its evaluation tick (10 ms) */
+};
+
+enum mrc_sim_health {
+	MRC_SIM_HEALTH_UNSET = 0, MRC_SIM_HEALTH_OFF, MRC_SIM_HEALTH_LOCAL,
+	MRC_SIM_HEALTH_SHARED,
 };
 
 struct mrc_sim;

@@ -4,7 +4,7 @@
 SIM_SRCS := sim/evq.c sim/fabric.c sim/net.c sim/host.c sim/workload.c \
             sim/fault.c sim/scenario.c sim/scenario_json.c sim/stalls.c sim/report.c sim/report_util.c \
             sim/report_json.c sim/sim.c sim/step.c sim/step_a2a.c sim/step_run.c \
-            sim/step_result.c sim/record.c
+            sim/step_result.c sim/record.c sim/health.c
 # the power model (issue 35, docs/power.md): fftw3 for its spectrum
 SIM_SRCS += sim/power.c sim/power_out.c sim/power_params.c
 # its parameters parser, fuzzed alone (FZ is not set yet here)

@@ -248,6 +248,9 @@ struct mrc_sim {
 	/* timing (only reported with --timing) */
 	double wall_s, cpu_s;
 	long maxrss_kb;
+	/* fabric-link health (health.c), with cfg.health set */
+	struct sim_health *health;
+	struct { uint64_t senders, last_ps, share_msgs, denials; } hfig;
 };
 
 /* net.c */
@@ -320,6 +323,14 @@ int sim_faults_mark(struct mrc_sim *s);
 void sim_fault_apply(struct mrc_sim *s, uint32_t i);
 void sim_faults_analyse(struct mrc_sim *s);
 const char *sim_fault_kind_name(uint8_t k);
+
+/* health.c: per-host link health (cfg.health) and its figures */
+int sim_health_init(struct mrc_sim *s);
+void sim_health_free(struct mrc_sim *s);
+void sim_health_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev);
+void sim_health_tick(struct mrc_sim *s, uint32_t h);
+void sim_health_dead(struct mrc_sim *s, const struct sim_pkt *k);
+void sim_health_fmt(const struct mrc_sim *s, int json, char *buf, size_t len);
 
 /* sim.c */
 void sim_goodput_add(struct mrc_sim *s, uint32_t flow, uint64_t bytes);

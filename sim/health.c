@@ -1,0 +1,307 @@
+/* Fabric-link health in mrcsim (issue 34, docs/health.md "In mrcsim"):
+ * each host runs health/'s localisation, fed from its engine's events and
+ * EV state the way mrcd's daemon/core/health.c feeds it, and denies the
+ * EVs crossing a DENIED link through mrce_ev_set_denied as deny.c does.
+ *
+ * Time: mrcd evaluates on a 10 ms timer; here each host evaluates when
+ * it is next serviced at or after its tick (a host nobody services is not
+ * sending).  The tick is the option's (health=shared,1ms), 10 ms unless
+ * set, so short runs can be studied at a finer grain.
+ *
+ * Sharing (health=shared): every SHARE_TICKS ticks a host with a failure
+ * of its own or a link not OK exports its newest observations, as mrcd's
+ * HEALTH message does (at most MRCE_CTRL_HEALTH_MAX), to each of its
+ * peers, who merge them SHARE_LAT_NS later.  The sender's bound (one per
+ * SHARE_TICKS ticks) is wider than mrcd's receive bound (one per 50 ms at
+ * 10 ms ticks), so that bound never drops one and is not modelled.
+ *
+ * Figures (health set, off included): packets that entered a blackholed
+ * port, the hosts whose packets they were, and when the last one did. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "health/health.h"
+#include "sim/report_int.h"
+#include "transport/engine_wire.h"
+
+#define SHARE_TICKS 10
+#define SHARE_LAT_NS 10000ull
+#define MSG_MAX MRCE_CTRL_HEALTH_MAX
+
+struct hmsg {
+	uint32_t from, n;
+	uint64_t at_ns;            /* delivered then */
+	struct mrc_health_obs obs[MSG_MAX];
+	uint64_t age[MSG_MAX];
+};
+
+struct hhost {
+	struct mrc_health *h;
+	uint64_t next_ns;
+	uint32_t ticks;
+	uint64_t **prev;           /* [peer][engine ev] tx_pkts last tick */
+	uint8_t **mine;            /* [peer][engine ev] denied by us */
+	uint32_t *inbox, nin, cin, hin;   /* message ids; head hin */
+};
+
+struct sim_health {
+	struct hhost *hh;
+	struct hmsg *log;
+	uint32_t nlog, clog;
+	uint8_t *sent;             /* [host] its packets entered a dead port */
+};
+
+static inline uint64_t now_ns(const struct mrc_sim *s) { return s->now / SIM_PS_PER_NS; }
+
+static uint32_t peer_nev(const struct mrc_sim *s, const struct sim_host *x, uint32_t p)
+{
+	return x->evmap ? x->nevmap[p] : s->fab.nev;
+}
+
+static uint32_t fab_ev(const struct sim_host *x, uint32_t p, uint32_t ev)
+{
+	return x->evmap ? x->evmap[p][ev] : ev;
+}
+
+int sim_health_init(struct mrc_sim *s)
+{
+	uint32_t H = s->fab.n_hosts;
+	if (!s->cfg.health)
+		return 0;
+	struct sim_health *g = calloc(1, sizeof(*g));
+	if (!g || !(g->hh = calloc(H, sizeof(*g->hh))) || !(g->sent = calloc(H, 1)))
+		goto oom;
+	s->health = g;
+	if (s->cfg.health == MRC_SIM_HEALTH_OFF)
+		return 0;
+	/* a small table: a host's own paths and what its peers send */
+	struct mrc_health_cfg hc = { .max_obs = 4096 };
+	for (uint32_t i = 0; i < H; i++) {
+		struct hhost *q = &g->hh[i];
+		const struct sim_host *x = &s->hosts[i];
+		q->prev = calloc(x->npeers + 1, sizeof(*q->prev));
+		q->mine = calloc(x->npeers + 1, sizeof(*q->mine));
+		if (!q->prev || !q->mine || mrc_health_new(s->fab.topo, i, &hc, &q->h))
+			goto oom;
+		for (uint32_t p = 0; p < x->npeers; p++)
+			if (!(q->prev[p] = calloc(peer_nev(s, x, p), sizeof(uint64_t))) ||
+			    !(q->mine[p] = calloc(peer_nev(s, x, p), 1)))
+				goto oom;
+	}
+	return 0;
+oom:
+	sim_health_free(s);
+	return -ENOMEM;
+}
+
+void sim_health_free(struct mrc_sim *s)
+{
+	struct sim_health *g = s->health;
+	if (!g)
+		return;
+	for (uint32_t i = 0; g->hh && i < s->fab.n_hosts; i++) {
+		struct hhost *q = &g->hh[i];
+		for (uint32_t p = 0; p < s->hosts[i].npeers; p++) {
+			if (q->prev)
+				free(q->prev[p]);
+			if (q->mine)
+				free(q->mine[p]);
+		}
+		free(q->prev);
+		free(q->mine);
+		free(q->inbox);
+		mrc_health_free(q->h);
+	}
+	free(g->hh);
+	free(g->log);
+	free(g->sent);
+	free(g);
+	s->health = NULL;
+}
+
+/* A packet of host src entered a blackholed port. */
+void sim_health_dead(struct mrc_sim *s, const struct sim_pkt *k)
+{
+	struct sim_health *g = s->health;
+	if (!g)
+		return;
+	uint32_t l = k->route[0] >> 1;
+	const struct mrc_node *n = &s->fab.nodes[s->fab.lower[l]];
+	if (n->tier == 0 && n->index < s->fab.n_hosts && !g->sent[n->index]) {
+		g->sent[n->index] = 1;
+		s->hfig.senders++;
+	}
+	s->hfig.last_ps = s->now;
+}
+
+/* What mrcd's health event hook takes: EVs retired for a failure, EVs
+ * back by probes, probes answered. */
+void sim_health_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev)
+{
+	struct sim_health *g = s->health;
+	if (!g || !g->hh[h].h || ev->peer >= s->hosts[h].npeers)
+		return;
+	const struct sim_host *x = &s->hosts[h];
+	uint32_t peer = x->peer_host[ev->peer], fev = fab_ev(x, ev->peer, ev->ev);
+	struct mrc_health *m = g->hh[h].h;
+	if (ev->type == MRCE_EVT_PROBE_RESULT)
+		mrc_health_path_ok(m, peer, fev, ev->time_ns);
+	if (ev->type != MRCE_EVT_EV_STATE)
+		return;
+	if (ev->new_state == MRCE_EV_ASSUMED_BAD &&
+	    (ev->reason == MRCE_RSN_LOSS || ev->reason == MRCE_RSN_RTO ||
+	     ev->reason == MRCE_RSN_PROBE_LOST))
+		mrc_health_path_fail(m, peer, fev, ev->time_ns);
+	else if (ev->new_state == MRCE_EV_GOOD && ev->reason == MRCE_RSN_PROBE_OK)
+		mrc_health_path_ok(m, peer, fev, ev->time_ns);
+}
+
+/* mrcd's per-tick feed: GOOD EVs that carried packets work, EVs still
+ * retired for a failure keep failing, ECN and trims counted. */
+static void feed(struct mrc_sim *s, uint32_t h, uint64_t now)
+{
+	struct hhost *q = &s->health->hh[h];
+	const struct sim_host *x = &s->hosts[h];
+	for (uint32_t p = 0; p < x->npeers; p++)
+		for (uint32_t ev = 0; ev < peer_nev(s, x, p); ev++) {
+			struct mrce_ev_info i;
+			if (q->mine[p][ev] || mrce_ev_info(x->eng, p, ev, &i))
+				continue;
+			uint32_t peer = x->peer_host[p], fev = fab_ev(x, p, ev);
+			if (i.state == MRCE_EV_GOOD && i.tx_pkts > q->prev[p][ev])
+				mrc_health_path_ok(q->h, peer, fev, now);
+			if (i.state == MRCE_EV_ASSUMED_BAD &&
+			    (i.last_reason == MRCE_RSN_LOSS || i.last_reason == MRCE_RSN_RTO ||
+			     i.last_reason == MRCE_RSN_PROBE_LOST))
+				mrc_health_path_fail(q->h, peer, fev, now);
+			q->prev[p][ev] = i.tx_pkts;
+		}
+}
+
+static void share(struct mrc_sim *s, uint32_t h, uint64_t now)
+{
+	struct sim_health *g = s->health;
+	struct hhost *q = &g->hh[h];
+	struct mrc_health_obs o[MSG_MAX];
+	size_t n, nbad;
+	uint32_t ids[1];
+	mrc_health_export(q->h, now, o, MSG_MAX, &n);
+	mrc_health_links(q->h, MRC_HEALTH_SUSPECT, ids, 0, &nbad);
+	int fail = 0;
+	for (size_t i = 0; i < n; i++)
+		fail |= !o[i].ok;
+	if (!n || (!fail && !nbad))
+		return;
+	if (g->nlog == g->clog) {
+		uint32_t c = g->clog ? 2 * g->clog : 64;
+		struct hmsg *nl = realloc(g->log, c * sizeof(*nl));
+		if (!nl)
+			return;
+		g->log = nl;
+		g->clog = c;
+	}
+	struct hmsg *m = &g->log[g->nlog];
+	m->from = h;
+	m->n = (uint32_t)n;
+	m->at_ns = now + SHARE_LAT_NS;
+	for (size_t i = 0; i < n; i++) {
+		m->obs[i] = o[i];
+		m->age[i] = now - o[i].ts_ns;
+	}
+	const struct sim_host *x = &s->hosts[h];
+	for (uint32_t p = 0; p < x->npeers; p++) {
+		struct hhost *r = &g->hh[x->peer_host[p]];
+		if (r->nin == r->cin) {
+			uint32_t c = r->cin ? 2 * r->cin : 16;
+			uint32_t *ni = realloc(r->inbox, c * sizeof(*ni));
+			if (!ni)
+				continue;
+			r->inbox = ni;
+			r->cin = c;
+		}
+		r->inbox[r->nin++] = g->nlog;
+		s->hfig.share_msgs++;
+	}
+	g->nlog++;
+}
+
+static void receive(struct mrc_sim *s, uint32_t h, uint64_t now)
+{
+	struct sim_health *g = s->health;
+	struct hhost *q = &g->hh[h];
+	for (; q->hin < q->nin && g->log[q->inbox[q->hin]].at_ns <= now; q->hin++) {
+		const struct hmsg *m = &g->log[q->inbox[q->hin]];
+		/* The age is the sender's; merge restamps it on our clock. */
+		mrc_health_merge(q->h, m->from, m->obs, m->age, m->n, now);
+	}
+}
+
+/* deny.c's HEALTH reason: an EV is denied while it crosses a DENIED
+ * link; only EVs this module denied are re-admitted. */
+static void apply(struct mrc_sim *s, uint32_t h, uint64_t now)
+{
+	struct hhost *q = &s->health->hh[h];
+	const struct sim_host *x = &s->hosts[h];
+	for (uint32_t p = 0; p < x->npeers; p++)
+		for (uint32_t ev = 0; ev < peer_nev(s, x, p); ev++) {
+			int d = mrc_health_path_denied(q->h, x->peer_host[p], fab_ev(x, p, ev)) == 1;
+			struct mrce_ev_info i;
+			if (d == q->mine[p][ev] || mrce_ev_info(x->eng, p, ev, &i))
+				continue;
+			if (d && i.state == MRCE_EV_DENIED)
+				continue;   /* someone else's denial */
+			if (!mrce_ev_set_denied(x->eng, now, p, ev, d)) {
+				q->mine[p][ev] = (uint8_t)d;
+				s->hfig.denials += (uint64_t)d;
+			}
+		}
+}
+
+void sim_health_tick(struct mrc_sim *s, uint32_t h)
+{
+	struct sim_health *g = s->health;
+	if (!g || !g->hh[h].h)
+		return;
+	struct hhost *q = &g->hh[h];
+	uint64_t now = now_ns(s), tick = s->cfg.health_tick_ns;
+	if (now < q->next_ns)
+		return;
+	q->next_ns = (now / tick + 1) * tick;
+	feed(s, h, now);
+	if (s->cfg.health == MRC_SIM_HEALTH_SHARED) {
+		receive(s, h, now);
+		if (++q->ticks % SHARE_TICKS == 0)
+			share(s, h, now);
+	}
+	if (mrc_health_eval(q->h, now) > 0)
+		apply(s, h, now);
+}
+
+/* The figures, as a text report line (json 0) or a JSON member. */
+void sim_health_fmt(const struct mrc_sim *s, int json, char *buf, size_t len)
+{
+	static const char *const names[] = { "unset", "off", "local", "shared" };
+	struct fct_stats fs;
+	sim_rep_fct_stats(s, &fs);
+	free(fs.sorted);
+	const char *mode = names[s->cfg.health & 3];
+	unsigned long long lost = (unsigned long long)s->drop_blackhole,
+		senders = (unsigned long long)s->hfig.senders,
+		last = (unsigned long long)(s->hfig.last_ps / SIM_PS_PER_NS),
+		msgs = (unsigned long long)s->hfig.share_msgs,
+		den = (unsigned long long)s->hfig.denials;
+	if (json)
+		snprintf(buf, len, "  \"health\": {\"mode\": \"%s\", \"tick_ns\": %llu, "
+			 "\"dead_link_pkts\": %llu, \"dead_link_senders\": %llu, "
+			 "\"last_dead_ns\": %llu, \"slowest_ideal\": %.4f, \"share_msgs\": %llu, "
+			 "\"denied_evs\": %llu},\n", mode,
+			 (unsigned long long)s->cfg.health_tick_ns, lost, senders, last, fs.max,
+			 msgs, den);
+	else
+		snprintf(buf, len, "health    %s (tick %llu us): dead-link packets %llu from %llu "
+			 "hosts, last at %.3f us; slowest/ideal %.3f; shared %llu, EVs denied "
+			 "%llu\n", mode, (unsigned long long)s->cfg.health_tick_ns / 1000, lost,
+			 senders, (double)last / 1e3, fs.max, msgs, den);
+}
