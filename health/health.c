@@ -163,8 +163,16 @@ static int put(struct mrc_health *h, const struct mrc_health_obs *o)
 		e = &h->obs[h->n_obs++];
 	}
 	e->o = *o;
-	e->n_links = p.n_links;
-	memcpy(e->links, p.links, sizeof(e->links));
+	/* Only links between switches are candidates.  A host's own link is
+	 * on every path of that host in its plane, so an incast into the host
+	 * (congestion, not a fault) fails them all and nothing can clear it:
+	 * on the emulated fabric and in mrcsim that convicted healthy host
+	 * links.  A dead host link is the host's own to see (its link
+	 * monitor) and its peers' per-path retirement. */
+	e->n_links = 0;
+	for (unsigned i = 0; i < p.n_links; i++)
+		if (h->t->nodes[h->t->links[p.links[i]].lower].tier != MRC_TIER_HOST)
+			e->links[e->n_links++] = p.links[i];
 	return 1;
 }
 
