@@ -5,7 +5,7 @@
 # leaf-spine link carries several hosts' flows).
 #   - N times (MRC_HEALTH_N, default 3): one random leaf-spine link
 #     (seeded by MRC_HEALTH_SEED, printed) blackholed silently: within
-#     MRC_HEALTH_BOUND s (10) some host's `mrcctl fabric` says that link is
+#     MRC_HEALTH_BOUND s (20: the load of a shared VM) some host's `mrcctl fabric` says that link is
 #     located or denied, and no host locates any other link; the time to
 #     located (and to denied, if within the bound) is printed; after
 #     `restore` no host lists it (bounded).
@@ -24,7 +24,7 @@ T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
 N=${MRC_HEALTH_N:-3}
 M=${MRC_HEALTH_M:-1}
-BOUND=${MRC_HEALTH_BOUND:-10}
+BOUND=${MRC_HEALTH_BOUND:-20}
 CONG_S=${MRC_HEALTH_CONG_S:-5}
 SEED=${MRC_HEALTH_SEED:-$(date +%s)}
 HOSTS=(h0 h1 h2 h3 h4 h5 h6 h7)
@@ -39,7 +39,8 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 fabric_up "$T" "${HOSTS[@]}"
 # Every leaf-spine link of the fabric, as mrc-fabric and mrcctl name it.
-mapfile -t LINKS < <($F -j show | jq -r '.links[] | select((.a | test("^p[0-9]+l")) and (.b | test("^p[0-9]+s"))) | .a + "-" + .b')
+mapfile -t LINKS < <($F -j show | jq -r '.links[] | [.a, .b] | sort |
+	select((.[0] | test("^p[0-9]+l")) and (.[1] | test("^p[0-9]+s"))) | .[0] + "-" + .[1]')
 [ ${#LINKS[@]} -gt 0 ] || die "no leaf-spine link in mrc-fabric show: $($F -j show | head -c 300)"
 
 # Traffic: an endless all-to-all (256 KiB per peer per round) on every host.
@@ -99,14 +100,14 @@ done
 # ---- M runs of a congested, healthy fabric ---------------------------------
 counter() { ctl h0 -j stats | jq '(.engine.rx_ecn // 0) + (.engine.rx_trimmed // 0)'; }
 for ((i = 1; i <= M; i++)); do
-	c0=$(counter)
+	c0=$(counter) p0=$(placed h0)
 	bulks=()
 	for ((j = 1; j < ${#HOSTS[@]}; j++)); do
 		$B/bin/mrc_bulk -S "$(sock h0)" -s 16M -i $((7100 + j)) recv >"$tmp/bulk-r$j" 2>&1 &
 		bulks+=($!)
 	done
 	for ((j = 1; j < ${#HOSTS[@]}; j++)); do
-		$B/bin/mrc_bulk -S "$(sock h$j)" -s 16M -i $((7100 + j)) -p 1000000 send 0 >"$tmp/bulk-s$j" 2>&1 &
+		$B/bin/mrc_bulk -S "$(sock h$j)" -s 16M -i $((7100 + j)) -p 1000 send 0 >"$tmp/bulk-s$j" 2>&1 &
 		bulks+=($!)
 	done
 	t0=$(now_ms) convicted= cs=
@@ -116,12 +117,12 @@ for ((i = 1; i <= M; i++)); do
 		[ -n "$c" ] && { convicted=$c; cs=$snap; }
 		sleep 0.05
 	done
-	c1=$(counter)
+	c1=$(counter) p1=$(placed h0)
 	for p in "${bulks[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 	bulks=()
-	echo "cong $i ecn+trims $((c1 - c0)) convicted ${convicted:-none}"
+	echo "cong $i ecn+trims $((c1 - c0)) placed_at_h0 $(((p1 - p0) >> 20))MiB convicted ${convicted:-none}"
 	[ $((c1 - c0)) -gt 0 ] && ok "cong $i: congestion seen at h0 ($((c1 - c0)) ECN+trims)" ||
-		bad "cong $i: no ECN or trim at h0: the fabric was not congested ($(ctl h0 -j stats | jq -c .engine))"
+		{ bad "cong $i: no ECN or trim at h0: the fabric was not congested"; tail -qn2 "$tmp"/bulk-*; }
 	[ -z "$convicted" ] && ok "cong $i: no link located or denied in $CONG_S s" ||
 		bad "cong $i: convicted $convicted on a healthy fabric; mrcctl fabric: $cs"
 	# The next run starts from a fabric that no host suspects.
