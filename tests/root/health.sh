@@ -5,8 +5,8 @@
 # leaf-spine link carries several hosts' flows).
 #   - N times (MRC_HEALTH_N, default 3): one random leaf-spine link
 #     (seeded by MRC_HEALTH_SEED, printed) blackholed silently: within
-#     MRC_HEALTH_BOUND s (20: the load of a shared VM) some host's `mrcctl fabric` says that link is
-#     located or denied, and no host locates any other link; the time to
+#     MRC_HEALTH_BOUND s (20: a shared VM's load) some host's `mrcctl
+#     fabric` says that link is located or denied, and no host locates any other link; the time to
 #     located (and to denied, if within the bound) is printed; after
 #     `restore` no host lists it (bounded).
 #   - M times (MRC_HEALTH_M, default 1): a congested but healthy fabric
