@@ -23,7 +23,7 @@ med_max() {
 			m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
 			printf "median %d ms, [min %d, max %d] ms over %d runs\n", m, v[1], v[NR], NR }'
 }
-echo "located: $(grep -c '^run .* ok$' "$out")/$N (wrong $(grep -c '^run .* wrong$' "$out"), missed $(grep -c '^run .* missed$' "$out"))"
+echo "located, no other link: $(grep -c '^run .* ok$' "$out")/$N (wrong $(grep -c '^run .* wrong$' "$out"), missed $(grep -c '^run .* missed$' "$out"))"
 echo "time to located: $(med_max 5)"
 echo "time to denied:  $(med_max 7) (denied within the bound in $(awk '/^run / && $7 != "-"' "$out" | wc -l)/$N)"
 echo "congested runs convicting a link: $(grep '^cong ' "$out" | grep -vc 'convicted none$')/$M"
