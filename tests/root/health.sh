@@ -1,0 +1,134 @@
+#!/bin/bash
+# Integration (root): fabric-link localisation (issue 34, docs/health.md)
+# on the emulated SRv6 fabric (2 planes x 4 leaves x 2 spines, 8 hosts),
+# one mrcd per host, mrc_alltoall on every host the whole time (so every
+# leaf-spine link carries several hosts' flows).
+#   - N times (MRC_HEALTH_N, default 3): one random leaf-spine link
+#     (seeded by MRC_HEALTH_SEED, printed) blackholed silently: within
+#     MRC_HEALTH_BOUND s (20: a shared VM's load) some host's `mrcctl
+#     fabric` says that link is located or denied, and no host locates any other link; the time to
+#     located (and to denied, if within the bound) is printed; after
+#     `restore` no host lists it (bounded).
+#   - M times (MRC_HEALTH_M, default 1): a congested but healthy fabric
+#     (mrc_bulk from every other host into h0, MRC_HEALTH_CONG_S s each):
+#     no host ever lists a link located or denied, and the congestion
+#     happened (h0's ECN or trim counters moved).
+# One line per run ("run I LINK located T_MS denied T_MS ok|wrong|missed",
+# "cong I ... convicted none|LINKS") for bench/fabric/health.sh.  Bounded
+# in time; cleans up on every exit.  Run it only under
+# `flock /tmp/mrc-root.lock`.
+set -u
+B=${1:-build}
+P=${MRC_HEALTH_PREFIX:-mrcH}
+T=examples/topologies/fabric-2p-8h.json
+F="$B/bin/mrc-fabric -p $P"
+N=${MRC_HEALTH_N:-3}
+M=${MRC_HEALTH_M:-1}
+BOUND=${MRC_HEALTH_BOUND:-20}
+CONG_S=${MRC_HEALTH_CONG_S:-5}
+SEED=${MRC_HEALTH_SEED:-$(date +%s)}
+HOSTS=(h0 h1 h2 h3 h4 h5 h6 h7)
+. tests/root/lib.sh
+fab_head
+ranks=()
+bulks=()
+on_cleanup 'for p in "${ranks[@]}" "${bulks[@]}"; do kill -9 "$p" 2>/dev/null; done'
+echo "seed $SEED (MRC_HEALTH_SEED=$SEED reproduces the links)"
+RANDOM=$SEED
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+fabric_up "$T" "${HOSTS[@]}"
+# Every leaf-spine link of the fabric, as mrc-fabric and mrcctl name it.
+mapfile -t LINKS < <($F -j show | jq -r '.links[] | [.a, .b] | sort |
+	select((.[0] | test("^p[0-9]+l")) and (.[1] | test("^p[0-9]+s"))) | .[0] + "-" + .[1]')
+[ ${#LINKS[@]} -gt 0 ] || die "no leaf-spine link in mrc-fabric show: $($F -j show | head -c 300)"
+
+# Traffic: an endless all-to-all (256 KiB per peer per round) on every host.
+for h in "${HOSTS[@]}"; do
+	$B/bin/mrc_alltoall -S "$(sock $h)" -s 256K -r 1000000000 >"$tmp/a2a-$h" 2>&1 &
+	ranks+=($!)
+done
+placed() { ctl $1 -j status 2>/dev/null | jq -r '.totals.bytes_placed // 0'; }
+all_placing() { local h; for h in "${HOSTS[@]}"; do [ "$(placed $h)" -gt 0 ] || return 1; done; }
+until_t 60 all_placing || die "all-to-all did not start on every host: $(tail -qn2 "$tmp"/a2a-*)"
+ok "all-to-all running on ${#HOSTS[@]} hosts, ${#LINKS[@]} leaf-spine links"
+
+# fab_all: every host's `fabric` links, one JSON array of {host, link, state}.
+fab_all() {
+	local h
+	for h in "${HOSTS[@]}"; do
+		ctl $h -j fabric 2>/dev/null | jq -c --arg h $h '[.links[] | {host: $h, link, state}]'
+	done | jq -sc 'add'
+}
+# conv LINKS_JSON: the links some host holds located or denied.
+conv() { jq -r '[.[] | select(.state == "located" or .state == "denied") | .link] | unique | join(",")' <<<"$1"; }
+
+# ---- N blackholes of one random leaf-spine link -----------------------------
+# Baseline: a healthy fabric under the all-to-all convicts nothing.
+until_t 10 eval '[ -z "$(conv "$(fab_all)")" ]' || die "links convicted before any fault: $(fab_all)"
+for ((i = 1; i <= N; i++)); do
+	link=${LINKS[RANDOM % ${#LINKS[@]}]}
+	t0=$(now_ms)
+	$F fail "$link" --silent >/dev/null || die "mrc-fabric fail $link --silent"
+	t_loc= t_den= snap= wrong= wsnap=
+	while [ $(($(now_ms) - t0)) -lt $((BOUND * 1000)) ]; do
+		snap=$(fab_all)
+		c=$(conv "$snap")
+		[ -z "$t_loc" ] && [[ ",$c," == *",$link,"* ]] && t_loc=$(($(now_ms) - t0))
+		[ -n "$c" ] && [ "$c" != "$link" ] && { wrong=$c; wsnap=$snap; }
+		if jq -e --arg l "$link" 'any(.[]; .link == $l and .state == "denied")' <<<"$snap" >/dev/null; then
+			t_den=$(($(now_ms) - t0)); break
+		fi
+		sleep 0.05
+	done
+	if [ -n "$wrong" ]; then
+		echo "run $i $link located ${t_loc:--} denied ${t_den:--} wrong"
+		bad "run $i: blackholed $link, some host located $wrong; mrcctl fabric: $wsnap"
+	elif [ -z "$t_loc" ]; then
+		echo "run $i $link located - denied - missed"
+		bad "run $i: $link not located in $BOUND s; mrcctl fabric: $snap"
+	else
+		echo "run $i $link located $t_loc denied ${t_den:--} ok"
+		ok "run $i: $link located in $t_loc ms${t_den:+, denied in $t_den ms}, no other link"
+	fi
+	$F restore >/dev/null || die "mrc-fabric restore"
+	gone() { ! jq -e --arg l "$link" 'any(.[]; .link == $l)' <<<"$(fab_all)" >/dev/null; }
+	until_t 15 gone && ok "run $i: after restore no host lists $link" ||
+		bad "run $i: $link still listed 15 s after restore: $(fab_all)"
+done
+
+# ---- M runs of a congested, healthy fabric ---------------------------------
+counter() { ctl h0 -j stats | jq '(.engine.rx_ecn // 0) + (.engine.rx_trimmed // 0)'; }
+for ((i = 1; i <= M; i++)); do
+	c0=$(counter) p0=$(placed h0)
+	bulks=()
+	for ((j = 1; j < ${#HOSTS[@]}; j++)); do
+		$B/bin/mrc_bulk -S "$(sock h0)" -s 16M -i $((7100 + j)) recv >"$tmp/bulk-r$j" 2>&1 &
+		bulks+=($!)
+	done
+	for ((j = 1; j < ${#HOSTS[@]}; j++)); do
+		$B/bin/mrc_bulk -S "$(sock h$j)" -s 16M -i $((7100 + j)) -p 1000 send 0 >"$tmp/bulk-s$j" 2>&1 &
+		bulks+=($!)
+	done
+	t0=$(now_ms) convicted= cs=
+	while [ $(($(now_ms) - t0)) -lt $((CONG_S * 1000)) ]; do
+		snap=$(fab_all)
+		c=$(conv "$snap")
+		[ -n "$c" ] && { convicted=$c; cs=$snap; }
+		sleep 0.05
+	done
+	c1=$(counter) p1=$(placed h0)
+	for p in "${bulks[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	bulks=()
+	echo "cong $i ecn+trims $((c1 - c0)) placed_at_h0 $(((p1 - p0) >> 20))MiB convicted ${convicted:-none}"
+	[ $((c1 - c0)) -gt 0 ] && ok "cong $i: congestion seen at h0 ($((c1 - c0)) ECN+trims)" ||
+		{ bad "cong $i: no ECN or trim at h0: the fabric was not congested"; tail -qn2 "$tmp"/bulk-*; }
+	[ -z "$convicted" ] && ok "cong $i: no link located or denied in $CONG_S s" ||
+		bad "cong $i: convicted $convicted on a healthy fabric; mrcctl fabric: $cs"
+	# The next run starts from a fabric that no host suspects.
+	until_t 15 eval '[ "$(fab_all)" = "[]" ] || [ "$(fab_all)" = "null" ]' ||
+		echo "note: links still listed 15 s after cong $i: $(fab_all)"
+done
+alive || bad "every all-to-all rank died: $(tail -qn2 "$tmp"/a2a-*)"
+[ $fails = 0 ] && echo "health: all passed" || echo "health: $fails failed (seed $SEED)"
+[ $fails = 0 ]
