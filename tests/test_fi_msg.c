@@ -276,24 +276,29 @@ static void test_polled_progress(void **state)
  * QP held the sender waits in RNR.  Nothing is lost: the 32 messages
  * (4 QPs' worth of slots) all arrive, in order, once receives are
  * posted, and the held counter moved. */
-static void test_unexpected_bound(void **state)
+static void unexpected_bound(unsigned slots)
 {
-	FIX_NEED();
+	char v[16];
+	snprintf(v, sizeof(v), "%u", slots);
 	setenv("FI_MRC_UNEXP_MAX", "3", 1);
+	setenv("FI_MRC_RX_POSTED", v, 1);
 	struct pair p;
 	pair_open(&p, FI_CQ_FORMAT_TAGGED);
 	unsetenv("FI_MRC_UNEXP_MAX");
-	enum { N = 4 * RX_POSTED, LEN = 1000 };
-	static uint8_t bufs[N][LEN];
+	unsetenv("FI_MRC_RX_POSTED");
+	enum { MAXN = 4 * 2 * RX_POSTED, LEN = 1000 };
+	const int N = 4 * (int)slots;
+	assert_true(N <= MAXN);
+	static uint8_t bufs[MAXN][LEN];
 	for (int i = 0; i < N; i++) {
 		fill(bufs[i], LEN, (uint64_t)i + 500);
 		POST(fi_tsend(p.a.ep, bufs[i], LEN, NULL, p.to_b, 43, NULL));
 	}
 	/* 3 copied, then one QP's slots held: the rest wait in RNR */
 	int64_t end = mrcd_spawn_now_ms() + FIX_WAIT_MS;
-	while (ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD) < RX_POSTED)
+	while (ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD) < slots)
 		CHECK(mrcd_spawn_now_ms() < end, "held %llu < %u after %d ms",
-		      (unsigned long long)ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD), RX_POSTED,
+		      (unsigned long long)ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD), slots,
 		      FIX_WAIT_MS);
 	struct fi_cq_tagged_entry e;
 	uint8_t r[LEN];
@@ -304,11 +309,25 @@ static void test_unexpected_bound(void **state)
 		assert_int_equal(e.len, LEN);
 		check_bytes(r, LEN, (uint64_t)i + 500);
 	}
-	assert_true(ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD) >= RX_POSTED);
+	assert_true(ep_opt(&p.b, MRCFI_OPT_UNEXP_HELD) >= slots);
 	assert_int_equal(ep_opt(&p.b, MRCFI_OPT_PROTO_ERRORS), 0);
 	for (int i = 0; i < N; i++)
 		FI_OK(fix_wait_cq(p.a.cq, &e, NULL, NULL));
 	pair_close(&p);
+}
+
+static void test_unexpected_bound(void **state)
+{
+	FIX_NEED();
+	unexpected_bound(RX_POSTED);
+}
+
+/* FI_MRC_RX_POSTED=16: each QP has 16 receive slots, so 16 messages are
+ * held in them (8 without the knob: the wait for 16 times out). */
+static void test_rx_posted(void **state)
+{
+	FIX_NEED();
+	unexpected_bound(2 * RX_POSTED);
 }
 
 static ssize_t peek(struct fix_ep *e, uint64_t tag, uint64_t flags, void *ctx, void *buf,
@@ -452,6 +471,7 @@ int main(void)
 		cmocka_unit_test_setup(test_polled_progress, reseed),
 		cmocka_unit_test_setup(test_inject, reseed),
 		cmocka_unit_test(test_unexpected_bound),
+		cmocka_unit_test(test_rx_posted),
 	};
 	return cmocka_run_group_tests(tests, fix_group_setup, fix_group_teardown);
 }
