@@ -229,11 +229,11 @@ struct mrcfi_peer *mrcfi_peer_get(struct mrcfi_ep *ep, const struct mrcfi_name *
 static int qp_attach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s, struct mrc_qp *qp)
 {
 	struct mrcfi_side *sd = &ep->d->side[s];
-	p->slots[s] = calloc(MRCFI_RX_POSTED, sizeof(uint32_t));
+	p->slots[s] = calloc(ep->d->rx_posted, sizeof(uint32_t));
 	if (!p->slots[s])
 		return -FI_ENOMEM;
 	p->qp[s] = qp;
-	for (uint32_t k = 0; k < MRCFI_RX_POSTED; k++) {
+	for (uint32_t k = 0; k < ep->d->rx_posted; k++) {
 		int i = mrcfi_pool_get(&sd->rx, p);
 		if (i < 0) {
 			MRCFI_WARN(FI_LOG_EP_CTRL, "out of receive slots (FI_MRC_RX_SLOTS)\n");
@@ -297,7 +297,7 @@ void mrcfi_qp_detach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
 	unexp_unhold(ep, p, s);
 	(void)mrc_destroy_qp(p->qp[s]);
 	p->qp[s] = NULL;
-	for (uint32_t k = 0; p->slots[s] && k < MRCFI_RX_POSTED; k++)
+	for (uint32_t k = 0; p->slots[s] && k < ep->d->rx_posted; k++)
 		if (p->slots[s][k] != UINT32_MAX)
 			mrcfi_pool_put(&ep->d->side[s].rx, p->slots[s][k]);
 	free(p->slots[s]);

@@ -36,7 +36,7 @@
 		    FI_REMOTE_COMM)
 #define MRCFI_KEY_CAPS (FI_RMA | FI_ATOMIC | FI_WRITE | FI_REMOTE_WRITE)
 #define MRCFI_MR_MODE  (FI_MR_PROV_KEY | FI_MR_ALLOCATED)
-#define MRCFI_RX_POSTED 8u           /* receive slots posted per QP */
+#define MRCFI_RX_POSTED 8u           /* receive slots posted per QP (default) */
 #define MRCFI_PIPE      4            /* chunks in flight per rendezvous message */
 #define MRCFI_SID_BASE  0x46490000u  /* service ids of endpoints: + [0, 2^16) */
 
@@ -117,6 +117,7 @@ struct mrcfi_domain {
 	uint64_t mr_move_max;        /* FI_MRC_MR_MOVE_MAX: whole mappings moved up to */
 	uint32_t linger_ms;
 	uint32_t unexp_max;          /* FI_MRC_UNEXP_MAX: entries per endpoint */
+	uint32_t rx_posted;          /* FI_MRC_RX_POSTED: receive slots per QP */
 	uint64_t unexp_bytes_max;    /* FI_MRC_UNEXP_BYTES: bytes copied per endpoint */
 	/* While the application polls its CQs (fi_cq_read within the last
 	 * poll_grace_ns, FI_MRC_POLL_GRACE_US) it is the progress engine:

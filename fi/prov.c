@@ -453,6 +453,9 @@ int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	d->progress_spin_us = (int)env_u64("FI_MRC_SPIN", 0, 0, 1000000);
 	d->linger_ms = (uint32_t)env_u64("FI_MRC_LINGER_MS", 5000, 0, 600000);
 	d->unexp_max = (uint32_t)env_u64("FI_MRC_UNEXP_MAX", 4096, 0, UINT32_MAX);
+	/* More slots per QP keep a burst of eager sends out of RNR, at the
+	 * cost of fewer peers per side (FI_MRC_RX_SLOTS / this). */
+	d->rx_posted = (uint32_t)env_u64("FI_MRC_RX_POSTED", MRCFI_RX_POSTED, 1, 64);
 	d->unexp_bytes_max = env_u64("FI_MRC_UNEXP_BYTES", 64ull << 20, 0, UINT64_MAX);
 	d->mr_move_max = env_u64("FI_MRC_MR_MOVE_MAX", 0, 0, UINT64_MAX);
 	/* The polling grace and the yield are off by default: with them on,
