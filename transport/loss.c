@@ -138,8 +138,14 @@ static uint64_t tlp_due(const struct mrce *e, const struct mrce__qp *qp, uint64_
 	 * resends cannot end a silence, and the RTO's backoff bounds those. */
 	if ((qp->tlp_ts && now - qp->tlp_ts < qp->rto) || p->heard <= sent)
 		return 0;
-	uint64_t srtt = qp->srtt > p->rtt_hi ? qp->srtt : p->rtt_hi;
+	/* Not before RACK would declare it lost had a later packet been
+	 * acked (its path's RTT and reorder window), so that its path is
+	 * charged by the same measure. */
+	uint64_t srtt, wnd;
+	late_after(e, qp, p, qp->slots[qp->lst_tail].ev, &srtt, &wnd);
 	uint64_t wait = 2 * srtt > e->cfg.tlp_min_ns ? 2 * srtt : e->cfg.tlp_min_ns;
+	if (wait < srtt + wnd)
+		wait = srtt + wnd;
 	uint64_t due = sent + wait;
 	if (qp->rto_deadline && due >= qp->rto_deadline)
 		return 0;   /* the RTO comes first anyway */
@@ -152,14 +158,12 @@ static void tlp_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 	if (!due || due > now)
 		return;
 	uint16_t i = qp->lst_tail;
-	struct mrce__slot *s = &qp->slots[i];
-	uint16_t ev = s->ev;
-	/* No path is charged: the packet may only be slow.  lost_ev steers
-	 * the resend to another plane (mrce__qp_tx_one), and an ACK of the
-	 * first transmission proves the probe spurious (ack_rx.c). */
-	mrce__mark_lost(e, qp, i, MRCE_RSN_NONE, 0, now);
-	s->lost_ev = ev;
-	s->free_resend = 1;
+	/* Overdue by RACK's measure with the peer heard since it left: its
+	 * path is charged as RACK would (a dead one retired, a congested one
+	 * probed first; mrce__ev_lost).  The resend avoids its plane
+	 * (mrce__qp_tx_one, by lost_ev), and an ACK of the first transmission
+	 * proves the loss spurious and brings the path back (ack_rx.c). */
+	mrce__mark_lost(e, qp, i, MRCE_RSN_LOSS, 1, now);
 	qp->tlp_ts = now;
 	e->st.tlp_probes++;
 }
