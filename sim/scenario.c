@@ -466,7 +466,8 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 	if (!strcmp(k, "reorder-slack"))
 		return sim_parse_time(v, &c->reorder_slack_ns) ? BADV("must be a time") : 0;
 	if (!strcmp(k, "tlp-min"))
-		return sim_parse_time(v, &c->tlp_min_ns) ? BADV("must be a time") : 0;
+		return sim_parse_time(v, &c->tlp_min_ns) ? BADV("must be a time") :
+		       (c->tlp_set = 1, 0);
 	if (!strcmp(k, "ev-floor"))
 		return parse_u32r(v, 1, MRCE_MAX_EVS, &c->ev_floor) ? BADV("must be 1..4096") : 0;
 	if (!strcmp(k, "seed")) {
