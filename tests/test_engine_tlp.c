@@ -54,18 +54,6 @@ static void tlp_setup(struct etest *t, struct chan_cfg *cc, uint64_t tlp_min)
 	chan_clear_logs(t->ch);
 }
 
-/* Node 0 retired ev (GOOD -> ASSUMED_BAD) since the logs were cleared. */
-static int ev_retired(struct etest *t, uint32_t ev)
-{
-	for (size_t i = 0; i < t->ch->node[0].nevt; i++) {
-		const struct mrce_event *x = &t->ch->node[0].evt[i];
-		if (x->type == MRCE_EVT_EV_STATE && x->ev == ev &&
-		    x->old_state == MRCE_EV_GOOD && x->new_state == MRCE_EV_ASSUMED_BAD)
-			return 1;
-	}
-	return 0;
-}
-
 static uint64_t tlp_probes(struct etest *t)
 {
 	struct mrce_stats st;
@@ -102,8 +90,10 @@ static void run_tail_loss(uint64_t tlp_min)
 	CHECK(tl.next_ev != UINT16_MAX);
 	CHECK(t.ch->plane_of[tl.next_ev] != t.ch->plane_of[tl.drop_ev]);
 	/* The lost tail's path was charged as RACK would (an idle fabric: a
-	 * loss retires it at once; its probes bring it back later). */
-	CHECK(ev_retired(&t, tl.drop_ev));
+	 * loss retires it at once; its probes bring it back ms later). */
+	struct mrce_ev_info ei;
+	CHECK_EQ(mrce_ev_info(E(&t, 0), t.ch->node[0].peer[1], tl.drop_ev, &ei), 0);
+	CHECK_EQ(ei.state, MRCE_EV_ASSUMED_BAD);
 	check_placed(&t, 0, 0, (uint64_t)NPKT * cc.ecfg.mtu);
 	etest_fini(&t);
 }
