@@ -21,7 +21,7 @@ struct link_class {
 struct totals {
 	uint64_t data, retx, acks, probes, rto, nack_trim, rx_trimmed, ctrl_overflow,
 		 events_dropped, decode_drops, rx_ecn, loss_detected, suspect_probes,
-		 suspect_cleared, suspect_retired, suspect_extended;
+		 suspect_cleared, suspect_retired, suspect_extended, tlp_probes;
 };
 
 void sim_rep_fct_stats(const struct mrc_sim *s, struct fct_stats *o);

@@ -188,7 +188,8 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 		  "    \"engine\": {\"ctrl_overflow\": %llu, \"events_dropped\": %llu, "
 		  "\"decode_drops\": %llu, \"rx_ecn\": %llu, \"losses\": %llu, "
 		  "\"suspect_probes\": %llu, \"suspect_cleared\": %llu, "
-		  "\"suspect_retired\": %llu, \"suspect_extended\": %llu}},\n",
+		  "\"suspect_retired\": %llu, \"suspect_extended\": %llu, "
+		  "\"tlp_probes\": %llu}},\n",
 		  (unsigned long long)t.data, (unsigned long long)t.retx,
 		  (unsigned long long)t.acks, (unsigned long long)t.probes,
 		  (unsigned long long)t.rto, (unsigned long long)s->trims,
@@ -200,7 +201,8 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 		  (unsigned long long)t.events_dropped, (unsigned long long)t.decode_drops,
 		  (unsigned long long)t.rx_ecn, (unsigned long long)t.loss_detected,
 		  (unsigned long long)t.suspect_probes, (unsigned long long)t.suspect_cleared,
-		  (unsigned long long)t.suspect_retired, (unsigned long long)t.suspect_extended);
+		  (unsigned long long)t.suspect_retired, (unsigned long long)t.suspect_extended,
+		  (unsigned long long)t.tlp_probes);
 	if (s->cfg.health) {
 		char hl[512];
 		sim_health_fmt(s, 1, hl, sizeof(hl));

@@ -118,6 +118,7 @@ void sim_rep_totals(const struct mrc_sim *s, struct totals *t)
 		t->suspect_cleared += st.suspect_cleared;
 		t->suspect_retired += st.suspect_retired;
 		t->suspect_extended += st.suspect_extended;
+		t->tlp_probes += st.tlp_probes;
 		t->ctrl_overflow += st.ctrl_overflow;
 		t->events_dropped += st.events_dropped;
 		for (int i = 1; i < MRC_DROP__COUNT; i++)

@@ -50,7 +50,7 @@ const char *mrc_sim_cfg_help(void)
 "  mode      spray | ecmp          paths  N EVs per pair (0: all)\n"
 "  buffer Z  ecn Z|off  trim Z|off  prio-buffer Z  overhead BYTES  nic-queue N\n"
 "  mtu N  window N (0: auto)  cc nscc|fixed  rto-min T  probe-interval T\n"
-"  reorder-slack T  ev-floor N\n"
+"  reorder-slack T  ev-floor N  tlp-min T (tail-loss probe; 0: off)\n"
 "  seed N  until T  hold T  bin T  verify-limit Z  progress on|off\n"
 "  stalls on|off (report why senders' NICs sat idle: docs/sim.md)\n"
 "  spray-slot hash|topo (where each host's spray starts: docs/sim.md)\n"
@@ -486,6 +486,9 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 		       BADV("must be a time > 0") : 0;
 	if (!strcmp(k, "reorder-slack"))
 		return sim_parse_time(v, &c->reorder_slack_ns) ? BADV("must be a time") : 0;
+	if (!strcmp(k, "tlp-min"))
+		return sim_parse_time(v, &c->tlp_min_ns) ? BADV("must be a time") :
+		       (c->tlp_set = 1, 0);
 	if (!strcmp(k, "ev-floor"))
 		return parse_u32r(v, 1, MRCE_MAX_EVS, &c->ev_floor) ? BADV("must be 1..4096") : 0;
 	if (!strcmp(k, "seed")) {

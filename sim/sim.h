@@ -113,6 +113,8 @@ struct mrc_sim_cfg {
 	uint32_t mtu, window;      /* window 0: auto (2 BDP, power of 2) */
 	uint8_t cc_fixed;          /* 1: MRCE_CC_FIXED, 0: MRCE_CC_NSCC */
 	uint64_t rto_min_ns, probe_interval_ns, reorder_slack_ns;
+	uint64_t tlp_min_ns;       /* cfg.tlp_min_ns (0: off), if tlp_set */
+	uint8_t tlp_set;
 	uint32_t ev_floor;
 	/* run */
 	uint64_t seed;

@@ -68,6 +68,10 @@ struct mrce_cfg {
 	uint64_t rto_min_ns;       /* default 1 ms */
 	uint64_t rto_max_ns;       /* default 200 ms */
 	uint64_t rto_init_ns;      /* before any RTT sample (default 10 ms) */
+	uint64_t tlp_min_ns;       /* tail-loss probe: the last packet in flight
+	                              is resent on another plane after no ACK
+	                              progress for max(2 x srtt, this); 0 (the
+	                              default): off (loss.c) */
 	uint64_t reorder_slack_ns; /* extra wait before a late packet is lost
 	                              (default 10 us; also >= minRTT/4; grows
 	                              per QP when losses prove spurious) */
@@ -462,6 +466,8 @@ struct mrce_stats {
 	 * gave the other classes over waiting URGENT QPs (their minimum
 	 * share, cfg.bulk_min_pct). */
 	uint64_t tx_class[MRCE_TC__COUNT], tx_share_turns;
+	/* Tail-loss probes sent (cfg.tlp_min_ns; loss.c). */
+	uint64_t tlp_probes;
 };
 void mrce_stats(const struct mrce *e, struct mrce_stats *st);
 

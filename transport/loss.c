@@ -118,6 +118,56 @@ static void late_after(const struct mrce *e, const struct mrce__qp *qp,
 	*wnd = 4 * var > slack ? 4 * var : slack;
 }
 
+/* Tail-loss probe (RFC 8985's TLP): the last packets of a flow have no
+ * later packet whose ACK reveals their loss, so only the RTO would.  When
+ * nothing is left to send and no ACK progress came for max(2 x srtt,
+ * cfg.tlp_min_ns) after the newest transmission, that newest packet (the
+ * list's tail: it is the one nothing can overtake, and the slot needs no
+ * search) is resent; its ACK moves rack_seq past the packets lost before
+ * it, so RACK declares them lost and blames their path as usual.  The
+ * deadline shares rack_deadline (no timer of its own).  0: none due. */
+static uint64_t tlp_due(const struct mrce *e, const struct mrce__qp *qp, uint64_t now)
+{
+	if (!e->cfg.tlp_min_ns || qp->lst_tail == MRCE__NIL || qp->sq_seg != qp->sq_tail ||
+	    (qp->lostmap[0] | qp->lostmap[1] | qp->lostmap[2] | qp->lostmap[3]))
+		return 0;
+	const struct mrce__peer *p = &e->peers[qp->peer];
+	uint64_t sent = qp->slots[qp->lst_tail].sent_ts;
+	/* At most one per RTO, and only when the peer acked something after
+	 * the tail left (the fabric to it delivers, this packet is missing):
+	 * resends cannot end a silence, and the RTO's backoff bounds those. */
+	if ((qp->tlp_ts && now - qp->tlp_ts < qp->rto) || p->heard <= sent)
+		return 0;
+	/* Not before RACK would declare it lost had a later packet been
+	 * acked (its path's RTT and reorder window), so that its path is
+	 * charged by the same measure. */
+	uint64_t srtt, wnd;
+	late_after(e, qp, p, qp->slots[qp->lst_tail].ev, &srtt, &wnd);
+	uint64_t wait = 2 * srtt > e->cfg.tlp_min_ns ? 2 * srtt : e->cfg.tlp_min_ns;
+	if (wait < srtt + wnd)
+		wait = srtt + wnd;
+	uint64_t due = sent + wait;
+	if (qp->rto_deadline && due >= qp->rto_deadline)
+		return 0;   /* the RTO comes first anyway */
+	return due;
+}
+
+static void tlp_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
+{
+	uint64_t due = tlp_due(e, qp, now);
+	if (!due || due > now)
+		return;
+	uint16_t i = qp->lst_tail;
+	/* Overdue by RACK's measure with the peer heard since it left: its
+	 * path is charged as RACK would (a dead one retired, a congested one
+	 * probed first; mrce__ev_lost).  The resend avoids its plane
+	 * (mrce__qp_tx_one, by lost_ev), and an ACK of the first transmission
+	 * proves the loss spurious and brings the path back (ack_rx.c). */
+	mrce__mark_lost(e, qp, i, MRCE_RSN_LOSS, 1, now);
+	qp->tlp_ts = now;
+	e->st.tlp_probes++;
+}
+
 /* RACK-style, per path: a packet is lost once a packet sent after it has
  * been acknowledged and it is overdue for its own path's RTT.  A global
  * duplicate count would misfire, since spraying reorders by design. */
@@ -150,6 +200,11 @@ void mrce__detect_losses(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 		}
 		i = nx;
 	}
+	uint64_t tlp = tlp_due(e, qp, now);
+	if (tlp && tlp <= now)
+		tlp = now + 1;   /* due already: tlp_fire at the next tick */
+	if (tlp && (!next || tlp < next))
+		next = tlp;
 	qp->rack_deadline = next;
 }
 
@@ -192,8 +247,10 @@ void mrce__qp_timers(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 		if (qp->state != MRCE_QPS_RTS)
 			return;
 	}
-	if (qp->rack_deadline && now >= qp->rack_deadline)
+	if (qp->rack_deadline && now >= qp->rack_deadline) {
+		tlp_fire(e, qp, now);
 		mrce__detect_losses(e, qp, now);
+	}
 	if (qp->rto_deadline && now >= qp->rto_deadline) {
 		rto_fire(e, qp, now);
 		mrce__rto_rearm(qp, now);

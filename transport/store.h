@@ -172,6 +172,7 @@ struct mrce__qp {
 	uint32_t rnr_retry;         /* 0..7, MRCE_RNR_RETRY_FOREVER */
 	uint32_t xmit_seq;          /* transmissions so far */
 	uint32_t rack_seq;          /* newest transmission acknowledged, + 1 */
+	uint64_t tlp_ts;            /* last tail-loss probe (loss.c) */
 	uint64_t cc[MRCE_CC_STATE_MAX / 8];
 
 	/* receive side */

@@ -1,0 +1,140 @@
+/* Engine unit tests of the tail-loss probe (cfg.tlp_min_ns, loss.c): a
+ * message's last packet lost is resent on another plane long before the
+ * RTO, the probe is counted, and a peer silent on every path gets none.
+ * Seed: MRC_TEST_SEED=<n> replays a run; it is printed with every failure. */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tests/support/etest_case.h"
+
+#define NPKT 4
+
+/* Drops (holds for a second: gone for the test's span) node 0's data
+ * packet number `drop` (1-based, full-MTU payloads only, counted from
+ * arming), and records the EVs that packet and the next one went on. */
+struct tail {
+	uint32_t mtu, seen, drop;
+	uint16_t drop_ev, next_ev;
+	int armed;
+};
+
+static void on_tx_tail(struct chan *ch, uint32_t src, uint32_t dst, uint16_t ev,
+		       const uint8_t *pkt, size_t len, void *arg)
+{
+	struct tail *tl = arg;
+	(void)dst; (void)pkt;
+	if (!tl->armed || src != 0 || len < tl->mtu)
+		return;
+	tl->seen++;
+	if (tl->seen == tl->drop) {
+		tl->drop_ev = ev;
+		ch->hold_ns = SEC;
+	} else if (tl->seen == tl->drop + 1) {
+		tl->next_ev = ev;
+	}
+}
+
+/* 2 nodes, 8 EVs in 2 planes, every path 10 us one way; the RTT measured
+ * by a first write. */
+static void tlp_setup(struct etest *t, struct chan_cfg *cc, uint64_t tlp_min)
+{
+	cfg_two(cc, 8, 2);
+	cc->delay_min = cc->delay_max = 10 * US;
+	cc->ecfg.tlp_min_ns = tlp_min;
+	CHECK_EQ(etest_init(t, cc, 1 << 20, 1 << 20, 0), 0);
+	write_and_wait_at(t, t->qa, 0, 64 << 10, 1);
+	chan_clear_logs(t->ch);
+}
+
+static uint64_t tlp_probes(struct etest *t)
+{
+	struct mrce_stats st;
+	mrce_stats(E(t, 0), &st);
+	return st.tlp_probes;
+}
+
+/* The last packet of a NPKT-packet write is lost: the probe resends it on
+ * the other plane within a few RTTs (well under the 1 ms RTO floor), the
+ * write completes then with the counter moved and no RTO fired, and the
+ * path that lost it is charged. */
+static void run_tail_loss(uint64_t tlp_min)
+{
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_qp_info qi;
+	tlp_setup(&t, &cc, tlp_min);
+	struct tail tl = { .mtu = cc.ecfg.mtu, .drop = NPKT, .armed = 1,
+			   .drop_ev = UINT16_MAX, .next_ev = UINT16_MAX };
+	t.ch->on_tx = on_tx_tail;
+	t.ch->hook_arg = &tl;
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
+	uint64_t rto0 = qi.rto_fires, probes0 = tlp_probes(&t), t0 = t.ch->now;
+	write_and_wait_at(&t, t.qa, 0, (uint64_t)NPKT * cc.ecfg.mtu, 2);
+	uint64_t took = t.ch->now - t0;
+	printf("tail loss, tlp_min_ns %" PRIu64 ": completed in %" PRIu64 " us, %" PRIu64
+	       " probes\n", tlp_min, (uint64_t)(took / US), tlp_probes(&t) - probes0);
+	CHECK(tl.drop_ev != UINT16_MAX);               /* the loss happened */
+	CHECK(tlp_probes(&t) > probes0);               /* a probe went */
+	CHECK(took < 300 * US);                         /* not the 1 ms RTO */
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK_EQ(qi.rto_fires, rto0);
+	/* The probe went on the other plane than the lost packet. */
+	CHECK(tl.next_ev != UINT16_MAX);
+	CHECK(t.ch->plane_of[tl.next_ev] != t.ch->plane_of[tl.drop_ev]);
+	/* The lost tail's path was charged as RACK would (an idle fabric: a
+	 * loss retires it at once; its probes bring it back ms later). */
+	struct mrce_ev_info ei;
+	CHECK_EQ(mrce_ev_info(E(&t, 0), t.ch->node[0].peer[1], tl.drop_ev, &ei), 0);
+	CHECK_EQ(ei.state, MRCE_EV_ASSUMED_BAD);
+	check_placed(&t, 0, 0, (uint64_t)NPKT * cc.ecfg.mtu);
+	etest_fini(&t);
+}
+
+static void test_tail_loss_probed(void **s)
+{
+	(void)s;
+	run_tail_loss(50 * US);
+}
+
+/* The peer silent on every path (a stall, a dead host): no probe at all,
+ * only the RTO and its backoff, so probes cannot amplify a silence. */
+static void test_silent_peer_no_probe(void **s)
+{
+	(void)s;
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_qp_info qi;
+	tlp_setup(&t, &cc, 50 * US);
+	uint64_t probes0 = tlp_probes(&t);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
+	uint64_t rto0 = qi.rto_fires;
+	/* From the next instant, after the write is handed over. */
+	chan_blackhole_all(t.ch, t.ch->now + 1, t.ch->now + 20 * MS);
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 2, t.lkey, 0,
+			    (uint64_t)NPKT * cc.ecfg.mtu, t.rkey, 0, 0, 0), 0);
+	CHECK_EQ(chan_run(t.ch, NULL, NULL, 10 * MS, ETEST_MAX_STEPS), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK(qi.rto_fires > rto0);                     /* the silence was felt */
+	CHECK(t.ch->st.blackholed > 0);
+	CHECK_EQ(tlp_probes(&t), probes0);
+	CHECK_EQ(etest_run2(t.ch, t.ch->node[0].wc_total + 1, 0, 10 * SEC), 0);
+	etest_fini(&t);
+}
+
+int main(void)
+{
+	etest_seed("test_engine_tlp", 39);
+	const struct CMUnitTest tests[] = {
+		T(test_tail_loss_probed),
+		T(test_silent_peer_no_probe),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
