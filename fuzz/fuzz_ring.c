@@ -48,6 +48,10 @@ void mrcd_log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
 void mrcd_node_clear_aead(struct mrcd *d, uint32_t qpn) { (void)d; (void)qpn; }
 /* The client's CQ bell (daemon/clients/notify.c): nobody sleeps here. */
 void mrcd__cq_bell(struct mrcd_client *c) { (void)c; }
+/* The power-floor hint (notify.c): off here (mrcd's default). */
+void mrcd__floor_send(struct mrcd_cqp *q) { (void)q; }
+void mrcd__floor_done(struct mrcd_cqp *q) { (void)q; }
+void mrcd__floor_forget(struct mrcd_cqp *q) { (void)q; }
 
 int mrcd_qp_bind(struct mrcd *d, uint32_t qpn, mrcd_wc_fn fn, void *ctx)
 {

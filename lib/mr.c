@@ -492,7 +492,7 @@ static int reg_mem(struct mrc_ctx *ctx, void *addr, uint64_t len, uint32_t acces
 	}
 	const struct vma *v = all + i0;
 	size_t nv = i1 - i0;
-	int shared, fd = -1;
+	int shared = 0, fd = -1;
 	uint64_t off = 0;
 	if (at < hi || !nv)
 		r = refuse(ctx, -EFAULT, "[%p, +%llu) is not all mapped in this process", addr,

@@ -147,6 +147,7 @@ int mrcd_node_set_aead(struct mrcd *d, const struct mrc_auth_conn_id *id, int ro
 struct mrcd_health;
 int mrcd_health_init(struct mrcd *d);
 void mrcd_health_fini(struct mrcd *d);
+int mrcd_health_reload(struct mrcd *d);
 void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev);
 /* A HEALTH body from host (its envelope checked by cm.c). */
 void mrcd_health_rx(struct mrcd *d, uint32_t host, const uint8_t *body, size_t blen);

@@ -200,6 +200,22 @@ void mrcd_health_fini(struct mrcd *d)
 	d->health = NULL;
 }
 
+/* A reloaded topology: the library keeps a pointer to the old one (freed
+ * next) and its link ids may differ, so it starts again on the new one
+ * with no evidence, and every path it denied is re-derived. */
+int mrcd_health_reload(struct mrcd *d)
+{
+	if (!d->health)
+		return 0;
+	mrcd_health_fini(d);
+	int rc = mrcd_health_init(d);
+	uint64_t now = mrcd_now();
+	for (uint32_t peer = 0; peer < d->max_peers; peer++)
+		for (uint32_t ev = 0; d->peers[peer].used && ev < d->peers[peer].nev; ev++)
+			mrcd_deny_update(d, peer, ev, now);
+	return rc;
+}
+
 void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev)
 {
 	if (!d->health || ev->peer >= d->max_peers || !d->peers[ev->peer].used)

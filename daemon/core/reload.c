@@ -78,7 +78,11 @@ int mrcd_topology_reload(struct mrcd *d, const char *path, char *err, size_t err
 		for (uint32_t pl = 0; pl < d->nplanes; pl++)
 			mrcd_plane_apply(d, p, pl, now);
 	}
+	/* Before the old topology goes: health/ holds a pointer to it. */
+	int hrc = mrcd_health_reload(d);
 	mrc_topo_free(old);
+	if (hrc)
+		mrcd_log(MRCD_LOG_ERR, "reload: fabric-link health off: %s", strerror(-hrc));
 	mrcd_note(d, "admin", "topology %s reloaded: %u path address%s changed", path, changed,
 		  changed == 1 ? "" : "es");
 	return 0;
