@@ -58,16 +58,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM   # through the EXIT trap: the script stops
 . tests/root/lib.sh
 placed() { ctl h0 -j status 2>/dev/null | jq -r '.totals.bytes_placed // 0'; }
-paths_snap() {
-	ctl h7 -j paths h0 2>/dev/null | jq -c '[.paths[] | {key: "\(.plane)/\(.spine)", value: .}] | from_entries' 2>/dev/null ||
-		echo '{}'
-}
+paths_snap() { paths_map h7 h0; }
 # effect (tests/root/lib.sh) reads h7's paths to h0 through paths_snap.
 
-$F down >/dev/null 2>&1
-$F up "$T" >/dev/null || { echo "mrc-fabric up failed"; exit 1; }
-jq '.topology' /run/mrc-fabric/$P/state.json >"$tmp/topo.json"
-for h in h0 h1 h2 h3 h4 h5 h6 h7; do start_mrcd $h; done
+fabric_up "$T" h0 h1 h2 h3 h4 h5 h6 h7
 
 # launch NAME ARGS...: one rank per host, outputs in $tmp/NAME.RANK.
 sid=7500

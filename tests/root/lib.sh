@@ -88,6 +88,13 @@ fabric_up() {
 	cp "$t" "$tmp/topo.json"
 	for h in "$@"; do start_mrcd "$h"; done
 }
+# paths_map FROM TO: FROM's paths to TO as {"PLANE/SPINE": path} ({}
+# before TO is a peer); each script's paths_snap names its pair.
+paths_map() {
+	ctl "$1" -j paths "$2" 2>/dev/null |
+		jq -c '[.paths[] | {key: "\(.plane)/\(.spine)", value: .}] | from_entries' 2>/dev/null ||
+		echo '{}'
+}
 # effect NAME BEFORE JQ: asserts JQ over {b: BEFORE, a: now}, the caller's
 # paths_snap (a path map by "PLANE/SPINE"), i.e. that the injected fault
 # did what it says.

@@ -64,10 +64,7 @@ for h in h0 h1 h2 h3 h4 h5 h6 h7; do start_mrcd $h; done
 
 # paths_snap: h0's paths to h7 as {"PLANE/SPINE": path} ({} before h7 is
 # a peer).
-paths_snap() {
-	ctl h0 -j paths h7 2>/dev/null | jq -c '[.paths[] | {key: "\(.plane)/\(.spine)", value: .}] | from_entries' 2>/dev/null ||
-		echo '{}'
-}
+paths_snap() { paths_map h0 h7; }
 # effect (tests/root/lib.sh) reads h0's paths to h7 through paths_snap.
 # inject NAME FAULT...: runs mrc-fabric's fault command, checks its status.
 inject() {

@@ -67,10 +67,7 @@ else
 fi
 
 # h0 (leaf 0) reaches h7 (leaf 3) through plane P, spine S: path "P/S".
-paths_snap() {
-	ctl h0 -j paths h7 2>/dev/null | jq -c '[.paths[] | {key: "\(.plane)/\(.spine)", value: .}] | from_entries' 2>/dev/null ||
-		echo '{}'
-}
+paths_snap() { paths_map h0 h7; }
 past20() { grep -qE '^progress ([2-9][0-9]|100)$' "$tmp/out0"; }
 name="h0 <-> h7, spine p0s1 blackholed mid-run"
 before=$(paths_snap)

@@ -31,15 +31,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 . tests/root/lib.sh
-paths_snap() {
-	ctl h7 -j paths h0 2>/dev/null | jq -c '[.paths[] | {key: "\(.plane)/\(.spine)", value: .}] | from_entries' 2>/dev/null ||
-		echo '{}'
-}
+paths_snap() { paths_map h7 h0; }
 
-$F down >/dev/null 2>&1
-$F up "$T" >/dev/null || { echo "mrc-fabric up failed"; exit 1; }
-jq '.topology' /run/mrc-fabric/$P/state.json >"$tmp/topo.json"
-for h in h0 h1 h2 h3 h4 h5 h6 h7; do start_mrcd $h; done
+fabric_up "$T" h0 h1 h2 h3 h4 h5 h6 h7
 
 sid=7600
 launch() {
