@@ -1,3 +1,4 @@
 # health/: fabric-link health, localisation and shared evidence (issue 34,
-# docs/health.md).  Sans-IO; depends on topology/ only.
-CORE_SRCS += health/health.c
+# docs/health.md).  Sans-IO; health.c depends on topology/ only, feed.c
+# reads the engine's events and EV states for it.
+CORE_SRCS += health/health.c health/feed.c

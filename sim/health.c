@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "health/health.h"
+#include "health/feed.h"
 #include "sim/report_int.h"
 #include "transport/engine_wire.h"
 
@@ -145,17 +145,7 @@ void sim_health_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev
 		return;
 	const struct sim_host *x = &s->hosts[h];
 	uint32_t peer = x->peer_host[ev->peer], fev = fab_ev(x, ev->peer, ev->ev);
-	struct mrc_health *m = g->hh[h].h;
-	if (ev->type == MRCE_EVT_PROBE_RESULT)
-		mrc_health_path_ok(m, peer, fev, ev->time_ns);
-	if (ev->type != MRCE_EVT_EV_STATE)
-		return;
-	if (ev->new_state == MRCE_EV_ASSUMED_BAD &&
-	    (ev->reason == MRCE_RSN_LOSS || ev->reason == MRCE_RSN_RTO ||
-	     ev->reason == MRCE_RSN_PROBE_LOST))
-		mrc_health_path_fail(m, peer, fev, ev->time_ns);
-	else if (ev->new_state == MRCE_EV_GOOD && ev->reason == MRCE_RSN_PROBE_OK)
-		mrc_health_path_ok(m, peer, fev, ev->time_ns);
+	mrc_health_feed_event(g->hh[h].h, peer, fev, ev);
 }
 
 /* mrcd's per-tick feed: GOOD EVs that carried packets work, EVs still
@@ -170,12 +160,7 @@ static void feed(struct mrc_sim *s, uint32_t h, uint64_t now)
 			if (q->mine[p][ev] || mrce_ev_info(x->eng, p, ev, &i))
 				continue;
 			uint32_t peer = x->peer_host[p], fev = fab_ev(x, p, ev);
-			if (i.state == MRCE_EV_GOOD && i.tx_pkts > q->prev[p][ev])
-				mrc_health_path_ok(q->h, peer, fev, now);
-			if (i.state == MRCE_EV_ASSUMED_BAD &&
-			    (i.last_reason == MRCE_RSN_LOSS || i.last_reason == MRCE_RSN_RTO ||
-			     i.last_reason == MRCE_RSN_PROBE_LOST))
-				mrc_health_path_fail(q->h, peer, fev, now);
+			mrc_health_feed_ev(q->h, peer, fev, &i, q->prev[p][ev], now);
 			q->prev[p][ev] = i.tx_pkts;
 		}
 }

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "daemon/core/core.h"
-#include "health/health.h"
+#include "health/feed.h"
 
 #define TICK_S 0.01
 /* Sharing (docs/health.md): at most one HEALTH per peer every SHARE_TICKS
@@ -52,14 +52,7 @@ static void feed_peer(struct mrcd *d, uint32_t peer, uint64_t now)
 		uint64_t cong = i.ecn + i.trims;
 		if (cong > prev[2 * ev + 1])
 			mrc_health_path_congested(m->h, p->host, ev, cong - prev[2 * ev + 1]);
-		if (i.state == MRCE_EV_GOOD && i.tx_pkts > prev[2 * ev])
-			mrc_health_path_ok(m->h, p->host, ev, now);
-		/* Still retired for a failure (its probes unanswered): the
-		 * evidence stays fresh while the path is bad, not a ttl. */
-		if (i.state == MRCE_EV_ASSUMED_BAD &&
-		    (i.last_reason == MRCE_RSN_LOSS || i.last_reason == MRCE_RSN_RTO ||
-		     i.last_reason == MRCE_RSN_PROBE_LOST))
-			mrc_health_path_fail(m->h, p->host, ev, now);
+		mrc_health_feed_ev(m->h, p->host, ev, &i, prev[2 * ev], now);
 		prev[2 * ev] = i.tx_pkts;
 		prev[2 * ev + 1] = cong;
 	}
@@ -221,17 +214,7 @@ void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev)
 	if (!d->health || ev->peer >= d->max_peers || !d->peers[ev->peer].used)
 		return;
 	uint32_t host = d->peers[ev->peer].host;
-	struct mrc_health *h = d->health->h;
-	if (ev->type == MRCE_EVT_PROBE_RESULT)
-		mrc_health_path_ok(h, host, ev->ev, ev->time_ns);
-	if (ev->type != MRCE_EVT_EV_STATE)
-		return;
-	if (ev->new_state == MRCE_EV_ASSUMED_BAD &&
-	    (ev->reason == MRCE_RSN_LOSS || ev->reason == MRCE_RSN_RTO ||
-	     ev->reason == MRCE_RSN_PROBE_LOST))
-		mrc_health_path_fail(h, host, ev->ev, ev->time_ns);
-	else if (ev->new_state == MRCE_EV_GOOD && ev->reason == MRCE_RSN_PROBE_OK)
-		mrc_health_path_ok(h, host, ev->ev, ev->time_ns);
+	mrc_health_feed_event(d->health->h, host, ev->ev, ev);
 }
 
 int mrcd_health_denies(const struct mrcd *d, uint32_t host, uint32_t ev)

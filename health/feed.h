@@ -1,0 +1,24 @@
+/* What the engine's events and EV states say about paths, as health/
+ * takes them: the one reading both mrcd (daemon/core/health.c) and mrcsim
+ * (sim/health.c) feed it through.  Kept out of health.h so the library
+ * itself needs only topology/. */
+#ifndef MRC_HEALTH_FEED_H
+#define MRC_HEALTH_FEED_H
+
+#include <stdint.h>
+
+#include "health/health.h"
+#include "transport/engine.h"
+
+/* One engine event about self -> peer on ev (the fabric's EV number):
+ * a probe answered or an EV back by a probe works; an EV retired for
+ * loss, RTO or an unanswered probe failed; anything else says nothing. */
+void mrc_health_feed_event(struct mrc_health *h, uint32_t peer, uint32_t ev,
+			   const struct mrce_event *e);
+/* The per-tick reading of one EV: GOOD and carrying packets since the
+ * last tick (tx_pkts above prev_tx) works; still retired for a failure
+ * keeps failing (its evidence stays fresh while the path is bad). */
+void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
+			const struct mrce_ev_info *i, uint64_t prev_tx, uint64_t now);
+
+#endif
