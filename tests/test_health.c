@@ -49,15 +49,17 @@ static bool crosses(const struct mrc_path *p, uint32_t link)
 	return false;
 }
 
-/* Host src's outcomes on every EV to `peers` random peers, as the
- * blackholed link `dead` (NONE: none) makes them; local when src is
- * h's own host, else merged as another host's report. */
+/* Host src's outcomes on every EV to `peers` random peers (every host
+ * once when peers >= n_hosts: random draws with replacement would miss
+ * some, and a test that says "every path" must not depend on the seed),
+ * as the blackholed link `dead` (NONE: none) makes them; local when src
+ * is h's own host, else merged as another host's report. */
 static void observe(struct mrc_health *h, const struct mrc_topo *t, uint32_t self,
 		    uint32_t src, uint32_t dead, unsigned peers, uint64_t now)
 {
 	uint32_t nev = mrc_topo_ev_count(t);
 	for (unsigned k = 0; k < peers; k++) {
-		uint32_t dst = (uint32_t)(rnd() % t->n_hosts);
+		uint32_t dst = peers >= t->n_hosts ? k : (uint32_t)(rnd() % t->n_hosts);
 		if (dst == src)
 			continue;
 		for (uint32_t ev = 0; ev < nev; ev++) {
