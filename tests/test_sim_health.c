@@ -5,7 +5,7 @@
  * on them, so fewer hosts ever put a packet onto it than when each host
  * learns alone (health=local); and health unset leaves the report as it
  * was (no "health" line).  And when the link dies mid-run under an
- * all-to-all whose flows start over 400 us, sharing cuts the packets
+ * all-to-all whose flows start over 1 ms, sharing cuts the packets
  * lost on it and the hosts that ever send on it (the bench's claim,
  * bench/sim_health.sh).  Seeded: the seed is in every message;
  * MRC_TEST_SEED replaces the mid-run case's (deterministic per seed). */
@@ -64,10 +64,10 @@ static struct figs run(const char *health)
 }
 
 /* The link dies at 50 us, after traffic is flowing; the all-to-all's
- * flows start at random times over 400 us (seeded). */
+ * flows start at random times over 1 ms (seeded). */
 static struct figs run_midrun(const char *health, const char *seed)
 {
-	const char *const kv[][2] = { TOPO, { "workload", "alltoall:size=64K,jitter=400us" },
+	const char *const kv[][2] = { TOPO, { "workload", "alltoall:size=64K,jitter=1ms" },
 		{ "fault", "50us:blackhole:p0l1-p0s2" }, { "seed", seed },
 		{ "health", health }, { NULL, NULL } };
 	return run_kv(kv);
