@@ -5,7 +5,7 @@
 # the link can learn of it from others.  Health off against shared, the
 # two alternated per cell, 2 planes x 32 leaves x 16 spines, 100 Gbit/s.
 # Cells ("HOSTS_PER_LEAF:SCENARIO"):
-#   psteps  8 permutations of 256 KiB (each a new random one), one every
+#   psteps  8 permutations of 64 KiB (each a new random one), one every
 #           50 us; the link dies at 20 us, in the first
 #   a2a     an all-to-all of 16 KiB whose flows start at random times
 #           over 400 us; the link dies at 50 us
@@ -18,14 +18,15 @@
 # the failure (every host avoids it from then on), slowest flow / ideal,
 # EVs denied, HEALTH messages, wall seconds and peak RSS (GNU time).
 #   bench/sim_health.sh [BUILD] [--big] [TICK]
-# Writes bench/results/sim_health.md.  Deterministic (seeded): one run
-# per cell and mode is the figure; only wall time and RSS vary with load.
+# Writes bench/results/sim_health.md (OUT=... elsewhere).  Deterministic
+# (seeded): one run per cell and mode is the figure, so a cell's two modes
+# run side by side; only wall time and RSS vary with load.
 set -eu
 B=${1:-build}
 BIG=0
 [ "${2:-}" != --big ] || BIG=1
 TICK=${3:-5us}
-OUT=bench/results/sim_health.md
+OUT=${OUT:-bench/results/sim_health.md}
 res=$(mktemp -d)
 trap 'rm -rf "$res"' EXIT
 cells=${CELLS:-"32:psteps 8:a2a"}
@@ -34,8 +35,8 @@ cells=${CELLS:-"32:psteps 8:a2a"}
 scen() {
 	case $1 in
 	psteps)
-		FAULT=20 WL="--workload permutation:size=256K"
-		for i in 1 2 3 4 5 6 7; do WL="$WL --workload permutation:size=256K,start=$((i * 50))us"; done ;;
+		FAULT=20 WL="--workload permutation:size=64K"
+		for i in 1 2 3 4 5 6 7; do WL="$WL --workload permutation:size=64K,start=$((i * 50))us"; done ;;
 	a2a)
 		FAULT=50 WL="--workload alltoall:size=16K,jitter=400us" ;;
 	*)
@@ -64,16 +65,23 @@ row() {
 for cell in $cells; do
 	hp=${cell%%:*} sc=${cell#*:}
 	scen "$sc"
+	load=$(cut -d' ' -f1 /proc/loadavg)
 	for h in off "shared,$TICK"; do
-		f="$res/$hp.${h%%,*}.json"
-		load=$(cut -d' ' -f1 /proc/loadavg)
-		t0=$(date +%s.%N)
-		# shellcheck disable=SC2086 # WL is a list of arguments
-		/usr/bin/time -f %M -o "$res/rss" "$B/bin/mrcsim" --quiet \
-			--topo "clos:planes=2,leaves=32,spines=16,hosts=$hp,rate=100G" \
-			$WL --seed 1 --fault "${FAULT}us:blackhole:p0l3-p0s5" --health "$h" -j >"$f"
-		t1=$(date +%s.%N)
-		echo "| $((hp * 32)) | $sc | ${FAULT} us | $(row "$f" "$FAULT") | $(echo "$t1 - $t0" | bc | cut -c1-6) | $(($(tail -1 "$res/rss") / 1024)) | $load |" >>"$OUT"
+		f="$res/$hp.${h%%,*}"
+		(
+			t0=$(date +%s.%N)
+			# shellcheck disable=SC2086 # WL is a list of arguments
+			/usr/bin/time -f %M -o "$f.rss" "$B/bin/mrcsim" --quiet \
+				--topo "clos:planes=2,leaves=32,spines=16,hosts=$hp,rate=100G" \
+				$WL --seed 1 --fault "${FAULT}us:blackhole:p0l3-p0s5" --health "$h" -j >"$f.json"
+			t1=$(date +%s.%N)
+			echo "$t1 - $t0" | bc | cut -c1-6 >"$f.wall"
+		) &
+	done
+	wait
+	for h in off shared; do
+		f="$res/$hp.$h"
+		echo "| $((hp * 32)) | $sc | ${FAULT} us | $(row "$f.json" "$FAULT") | $(cat "$f.wall") | $(($(tail -1 "$f.rss") / 1024)) | $load |" >>"$OUT"
 	done
 done
 cat "$OUT"
