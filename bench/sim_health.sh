@@ -16,7 +16,8 @@
 # of them on the dead link, hosts that ever sent on it (only packets
 # after the failure reach it), when the last packet went onto it after
 # the failure (every host avoids it from then on), slowest flow / ideal,
-# EVs denied, HEALTH messages, wall seconds and peak RSS (GNU time).
+# EVs denied, hosts that ever held DENIED a link that is not blackholed,
+# HEALTH messages, wall seconds and peak RSS (GNU time).
 #   bench/sim_health.sh [BUILD] [--big] [TICK]
 # Writes bench/results/sim_health.md (OUT=... elsewhere).  Deterministic
 # (seeded): one run per cell and mode is the figure, so a cell's two modes
@@ -50,7 +51,8 @@ row() {
 		(if .health.dead_link_pkts > 0 then
 			((.health.last_dead_ns/1000 - $f)*10|floor)/10|tostring else "-" end),
 		((.health.slowest_ideal*1000|floor)/1000|tostring),
-		(.health.denied_evs|tostring), (.health.share_msgs|tostring)] | join(" | ")' "$1"
+		(.health.denied_evs|tostring), (.health.wrong_deny_hosts // "-" | tostring),
+		(.health.share_msgs|tostring)] | join(" | ")' "$1"
 }
 [ "${APPEND:-0}" = 1 ] || {
 	echo "## mrcsim: a leaf-spine link blackholed silently mid-run, health off vs shared"
@@ -59,8 +61,8 @@ row() {
 	echo "Command: \`bench/sim_health.sh $*\` (health tick $TICK, sharing every 10 ticks, 10 us delivery)."
 	echo "Fault: blackhole p0l3-p0s5 at the time listed, seed 1; 2 planes x 32 leaves x 16 spines, 100 Gbit/s."
 	echo
-	echo "| hosts | scenario | fault at | health | packets lost (all) | on the dead link | hosts that sent on it | last packet onto it, us after the fault | slowest/ideal | EVs denied | HEALTH messages | wall s | peak RSS MiB | load |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| hosts | scenario | fault at | health | packets lost (all) | on the dead link | hosts that sent on it | last packet onto it, us after the fault | slowest/ideal | EVs denied | hosts that denied a healthy link | HEALTH messages | wall s | peak RSS MiB | load |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$OUT"
 for cell in $cells; do
 	hp=${cell%%:*} sc=${cell#*:}
