@@ -41,6 +41,7 @@ scen() {
 	a2a)
 		FAULT=50 WL="--workload alltoall:size=16K,jitter=400us" ;;
 	*)
+		# shellcheck disable=SC2086 # split at the + on purpose
 		FAULT=0 WL=$(printf -- '--workload %s ' ${1//+/ }) ;;
 	esac
 }
@@ -77,7 +78,7 @@ for cell in $cells; do
 				--topo "clos:planes=2,leaves=32,spines=16,hosts=$hp,rate=100G" \
 				$WL --seed 1 --fault "${FAULT}us:blackhole:p0l3-p0s5" --health "$h" -j >"$f.json"
 			t1=$(date +%s.%N)
-			echo "$t1 - $t0" | bc | cut -c1-6 >"$f.wall"
+			awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }' >"$f.wall"
 		) &
 	done
 	wait
