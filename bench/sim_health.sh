@@ -11,7 +11,8 @@
 #           over 400 us; the link dies at 50 us
 #   SPEC    any workload (several joined with +), the link dying at 0
 # Default: 32:psteps 8:a2a (1,024 and 256 hosts); --big adds 256:psteps
-# (8,192 hosts).  CELLS="..." picks others; APPEND=1 adds rows.
+# (8,192 hosts).  CELLS="..." picks others; APPEND=1 adds rows; SERIAL=1
+# runs a cell's two modes one after the other (memory).
 # Figures from each JSON report: packets lost cluster-wide (every drop),
 # of them on the dead link, hosts that ever sent on it (only packets
 # after the failure reach it), when the last packet went onto it after
@@ -80,6 +81,7 @@ for cell in $cells; do
 			t1=$(date +%s.%N)
 			awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }' >"$f.wall"
 		) &
+		[ "${SERIAL:-0}" = 0 ] || wait   # one at a time where memory is short
 	done
 	wait
 	for h in off shared; do
