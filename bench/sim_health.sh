@@ -17,7 +17,7 @@
 # of them on the dead link, hosts that ever sent on it (only packets
 # after the failure reach it), when the last packet went onto it after
 # the failure (every host avoids it from then on), slowest flow / ideal,
-# EVs denied, hosts that ever held DENIED a link that is not blackholed,
+# EVs denied, hosts that ever held DENIED a link with no fault on it,
 # HEALTH messages, wall seconds and peak RSS (GNU time).
 #   bench/sim_health.sh [BUILD] [--big] [TICK]
 # Writes bench/results/sim_health.md (OUT=... elsewhere).  Deterministic

@@ -17,7 +17,7 @@
  *
  * Figures (health set, off included): packets that entered a blackholed
  * port, the hosts whose packets they were, and when the last one did;
- * and hosts that ever held DENIED a link that is not blackholed. */
+ * and hosts that ever held DENIED a link with no fault on it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,7 +250,7 @@ static void apply(struct mrc_sim *s, uint32_t h, uint64_t now)
 }
 
 /* The figure that says a denial was wrong: this host holds DENIED a link
- * neither of whose ports is blackholed. */
+ * with no fault in either direction. */
 static void check_denied(struct mrc_sim *s, uint32_t h)
 {
 	struct sim_health *g = s->health;
@@ -259,8 +259,7 @@ static void check_denied(struct mrc_sim *s, uint32_t h)
 	if (g->wrong[h] || mrc_health_links(g->hh[h].h, MRC_HEALTH_DENIED, ids, 64, &n))
 		return;
 	for (size_t i = 0; i < n && i < 64; i++)
-		if (s->ports[2 * ids[i]].state != PS_BLACKHOLE &&
-		    s->ports[2 * ids[i] + 1].state != PS_BLACKHOLE) {
+		if (s->ports[2 * ids[i]].state == PS_OK && s->ports[2 * ids[i] + 1].state == PS_OK) {
 			g->wrong[h] = 1;
 			g->nwrong++;
 			return;
