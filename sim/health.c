@@ -16,7 +16,8 @@
  * 10 ms ticks), so that bound never drops one and is not modelled.
  *
  * Figures (health set, off included): packets that entered a blackholed
- * port, the hosts whose packets they were, and when the last one did. */
+ * port, the hosts whose packets they were, and when the last one did;
+ * and hosts that ever held DENIED a link with no fault on it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,8 @@ struct sim_health {
 	struct hmsg *log;
 	uint32_t nlog, clog;
 	uint8_t *sent;             /* [host] its packets entered a dead port */
+	uint8_t *wrong;            /* [host] it held a healthy link DENIED */
+	uint32_t nwrong;
 };
 
 static inline uint64_t now_ns(const struct mrc_sim *s) { return s->now / SIM_PS_PER_NS; }
@@ -71,7 +74,8 @@ int sim_health_init(struct mrc_sim *s)
 	if (!s->cfg.health)
 		return 0;
 	struct sim_health *g = calloc(1, sizeof(*g));
-	if (!g || !(g->hh = calloc(H, sizeof(*g->hh))) || !(g->sent = calloc(H, 1)))
+	if (!g || !(g->hh = calloc(H, sizeof(*g->hh))) || !(g->sent = calloc(H, 1)) ||
+	    !(g->wrong = calloc(H, 1)))
 		goto oom;
 	s->health = g;
 	if (s->cfg.health == MRC_SIM_HEALTH_OFF)
@@ -117,6 +121,7 @@ void sim_health_free(struct mrc_sim *s)
 	free(g->hh);
 	free(g->log);
 	free(g->sent);
+	free(g->wrong);
 	free(g);
 	s->health = NULL;
 }
@@ -244,6 +249,23 @@ static void apply(struct mrc_sim *s, uint32_t h, uint64_t now)
 		}
 }
 
+/* The figure that says a denial was wrong: this host holds DENIED a link
+ * with no fault in either direction. */
+static void check_denied(struct mrc_sim *s, uint32_t h)
+{
+	struct sim_health *g = s->health;
+	uint32_t ids[64];
+	size_t n;
+	if (g->wrong[h] || mrc_health_links(g->hh[h].h, MRC_HEALTH_DENIED, ids, 64, &n))
+		return;
+	for (size_t i = 0; i < n && i < 64; i++)
+		if (s->ports[2 * ids[i]].state == PS_OK && s->ports[2 * ids[i] + 1].state == PS_OK) {
+			g->wrong[h] = 1;
+			g->nwrong++;
+			return;
+		}
+}
+
 void sim_health_tick(struct mrc_sim *s, uint32_t h)
 {
 	struct sim_health *g = s->health;
@@ -260,8 +282,10 @@ void sim_health_tick(struct mrc_sim *s, uint32_t h)
 		if (++q->ticks % SHARE_TICKS == 0)
 			share(s, h, now);
 	}
-	if (mrc_health_eval(q->h, now) > 0)
+	if (mrc_health_eval(q->h, now) > 0) {
 		apply(s, h, now);
+		check_denied(s, h);
+	}
 }
 
 /* The figures, as a text report line (json 0) or a JSON member. */
@@ -276,17 +300,19 @@ void sim_health_fmt(const struct mrc_sim *s, int json, char *buf, size_t len)
 		senders = (unsigned long long)s->hfig.senders,
 		last = (unsigned long long)(s->hfig.last_ps / SIM_PS_PER_NS),
 		msgs = (unsigned long long)s->hfig.share_msgs,
-		den = (unsigned long long)s->hfig.denials;
+		den = (unsigned long long)s->hfig.denials,
+		wrong = s->health ? s->health->nwrong : 0;
 	if (json)
 		snprintf(buf, len, "  \"health\": {\"mode\": \"%s\", \"tick_ns\": %llu, "
 			 "\"dead_link_pkts\": %llu, \"dead_link_senders\": %llu, "
 			 "\"last_dead_ns\": %llu, \"slowest_ideal\": %.4f, \"share_msgs\": %llu, "
-			 "\"denied_evs\": %llu},\n", mode,
+			 "\"denied_evs\": %llu, \"wrong_deny_hosts\": %llu},\n", mode,
 			 (unsigned long long)s->cfg.health_tick_ns, lost, senders, last, fs.max,
-			 msgs, den);
+			 msgs, den, wrong);
 	else
 		snprintf(buf, len, "health    %s (tick %llu us): dead-link packets %llu from %llu "
 			 "hosts, last at %.3f us; slowest/ideal %.3f; shared %llu, EVs denied "
-			 "%llu\n", mode, (unsigned long long)s->cfg.health_tick_ns / 1000, lost,
-			 senders, (double)last / 1e3, fs.max, msgs, den);
+			 "%llu, hosts denying a healthy link %llu\n", mode,
+			 (unsigned long long)s->cfg.health_tick_ns / 1000, lost, senders,
+			 (double)last / 1e3, fs.max, msgs, den, wrong);
 }
