@@ -363,25 +363,25 @@ static void inject(struct mrc_sim *s, uint32_t h, const struct mrce_tx_pkt *t)
 	k->rx_peer = x->peer_rx[t->peer];
 	k->hop = 0;
 	k->nhops = (uint8_t)n;
-	k->hdr_len = t->hdr_len;
+	k->hdr_len = (uint8_t)t->hdr_len;
 	memcpy(k->hdr, t->hdr, t->hdr_len);
-	k->plen = t->plen;
-	k->payload = NULL;
-	if (t->plen) {
-		if (t->payload >= s->src_buf && t->payload + t->plen <= s->src_buf + s->src_len) {
-			k->payload = t->payload;
-		} else if (t->plen <= SIM_INL_MAX && t->hdr_len == SIM_INL_OFF) {
-			memcpy(k->hdr + SIM_INL_OFF, t->payload, t->plen);
-			k->payload = k->hdr + SIM_INL_OFF;
-		}
-	}
-	k->wire = t->hdr_len + t->plen + (t->plen ? MRC_TRAILER_LEN : 0) +
-		  s->cfg.frame_overhead;
+	k->plen = (uint16_t)t->plen;
+	k->wire = (uint16_t)(t->hdr_len + t->plen + (t->plen ? MRC_TRAILER_LEN : 0) +
+			     s->cfg.frame_overhead);
 	if (mrc_op_is_data(t->hdr[1])) {
 		k->flags = PF_DATA;
 		x->queued++;
 	} else {
 		k->flags = PF_PRIO;
+	}
+	if (t->plen) {
+		if (t->payload >= s->src_buf && t->payload + t->plen <= s->src_buf + s->src_len) {
+			k->poff = (uint32_t)(t->payload - s->src_buf);
+			k->flags |= PF_SRC;
+		} else if (t->plen <= SIM_INL_MAX && t->hdr_len == SIM_INL_OFF) {
+			memcpy(k->hdr + SIM_INL_OFF, t->payload, t->plen);
+			k->flags |= PF_INL;
+		}
 	}
 	sim_port_enqueue(s, k->route[0], k);
 }
@@ -463,8 +463,9 @@ void sim_host_rx(struct mrc_sim *s, struct sim_pkt *k)
 	uint8_t *b = s->rx_buf;
 	size_t len = k->hdr_len;
 	memcpy(b, k->hdr, len);
-	if (k->plen && k->payload) {
-		memcpy(b + len, k->payload, k->plen);
+	if (k->plen && (k->flags & (PF_SRC | PF_INL))) {
+		memcpy(b + len, (k->flags & PF_SRC) ? s->src_buf + k->poff :
+				k->hdr + SIM_INL_OFF, k->plen);
 		len += k->plen;
 		memset(b + len, 0, MRC_TRAILER_LEN);   /* skip_payload_crc */
 		len += MRC_TRAILER_LEN;

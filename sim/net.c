@@ -125,11 +125,10 @@ void sim_port_enqueue(struct mrc_sim *s, uint32_t port, struct sim_pkt *k)
 				 * does, on the packet's own header bytes. */
 				size_t len = mrce_wire_trim(k->hdr, (size_t)k->hdr_len +
 							   k->plen + MRC_TRAILER_LEN);
-				k->wire -= k->plen + MRC_TRAILER_LEN;
-				k->hdr_len = (uint16_t)len;
+				k->wire = (uint16_t)(k->wire - k->plen - MRC_TRAILER_LEN);
+				k->hdr_len = (uint8_t)len;
 				k->plen = 0;
-				k->payload = NULL;
-				k->flags |= PF_PRIO;
+				k->flags = (uint8_t)((k->flags & ~(PF_SRC | PF_INL)) | PF_PRIO);
 				c = 0;
 				s->pcold[port].trims++;
 				s->trims++;

@@ -66,24 +66,36 @@ void sim_fabric_describe(const struct sim_fabric *f, char *buf, size_t len);
 #define PF_ECN  0x1u               /* marked ECN-CE on the way */
 #define PF_PRIO 0x2u               /* control or trimmed: priority queue */
 #define PF_DATA 0x4u               /* data packet (payload or trimmed) */
+#define PF_SRC  0x8u               /* payload: src_buf + poff */
+#define PF_INL  0x10u              /* payload: hdr + SIM_INL_OFF */
 
 /* A packet in the fabric.  Only the header travels as bytes; the payload is
- * a pointer into the sender's registered memory (which the simulator owns
- * and never changes during a run) and is joined to the header when the
- * packet reaches its destination engine. */
+ * an offset into the source pattern every sender's registered memory is
+ * (which the simulator owns and never changes during a run) and is joined
+ * to the header when the packet reaches its destination engine.
+ *
+ * 128 bytes, so a chunk (line aligned) holds every record on two whole
+ * lines, and what each hop reads or writes (next, route, hop, flags,
+ * wire) is in the first: at 144 bytes three records in four had those
+ * fields across two lines, the first misses of sim_arrive and
+ * sim_port_txdone (bench/results/sim_fast.md).  Hence the narrow fields:
+ * wire <= MRC_HDR_MAX + MRC_MAX_PAYLOAD + trailer + frame-overhead (at
+ * most 1,024) < 2^16, and a 32-bit payload offset (SIM_SRC_MAX). */
 struct sim_pkt {
 	struct sim_pkt *next;
-	const uint8_t *payload;
 	uint32_t route[SIM_MAX_HOPS];
+	uint8_t hop, nhops, flags, hdr_len;
+	uint16_t wire, plen;       /* bytes on the wire, payload bytes */
 	uint32_t dst, rx_peer;
-	uint32_t wire, plen;       /* bytes on the wire, payload bytes */
-	uint16_t hdr_len;
-	uint8_t hop, nhops, flags;
+	uint32_t poff;             /* PF_SRC: the payload's offset in src_buf */
 	/* The header; a data header (SIM_INL_OFF bytes) leaves room for a
 	 * small payload not in sim memory (an atomic's operand).  No CRC
 	 * trailer: the engines run with skip_payload_crc, so it is zero. */
 	uint8_t hdr[MRC_HDR_MAX];
 };
+_Static_assert(sizeof(struct sim_pkt) == 128, "a packet record is two cache lines");
+/* The source pattern's largest size: payload offsets are 32-bit. */
+#define SIM_SRC_MAX UINT32_MAX
 #define SIM_INL_OFF MRC_DATA_HDR_LEN
 #define SIM_INL_MAX (MRC_HDR_MAX - MRC_DATA_HDR_LEN)
 

@@ -316,6 +316,10 @@ int sim_workload_build(struct mrc_sim *s, char *err, size_t errlen)
 			max_len = s->flows[i].size;
 		total += s->flows[i].size;
 	}
+	if (max_len > SIM_SRC_MAX - 4096)   /* sim_pkt's 32-bit payload offset */
+		return mrc__errf(err, errlen, "workload: a %llu-byte message; at most %llu in mrcsim",
+			    (unsigned long long)max_len,
+			    (unsigned long long)SIM_SRC_MAX - 4096);
 	s->src_len = max_len + 4096;
 	s->sink_len = max_len ? max_len : 1;
 	s->src_buf = malloc(s->src_len);

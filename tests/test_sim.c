@@ -86,6 +86,29 @@ static void permutation_delivers_every_byte(void **st)
 	mrc_sim_destroy(s);
 }
 
+/* A packet record keeps its payload as a 32-bit offset into the source
+ * pattern (sim_int.h): a message the offset cannot reach is refused at
+ * create, naming the limit, before anything that size is allocated. */
+static void oversized_message_refused(void **st)
+{
+	(void)st;
+	struct mrc_sim_cfg c;
+	char err[MRC_SIM_ERRLEN];
+	mrc_sim_cfg_default(&c);
+	assert_int_equal(mrc_sim_cfg_set(&c, "topo", "clos:planes=1,leaves=2,spines=1,hosts=1",
+					 err, sizeof(err)), 0);
+	/* Workload sizes stop at 1G; a step's gradient bucket goes to 64G. */
+	assert_int_equal(mrc_sim_cfg_set(&c, "workload",
+					 "step:steps=1,tokens=0,dp=2,ep=2,grad=8G,bucket=8G",
+					 err, sizeof(err)), 0);
+	struct mrc_sim *s = NULL;
+	assert_int_not_equal(mrc_sim_create(&c, &s, err, sizeof(err)), 0);
+	assert_null(s);
+	if (!strstr(err, "at most 4294963199"))
+		print_error("create: %s\n", err);
+	assert_non_null(strstr(err, "at most 4294963199"));
+}
+
 /* Every workload kind runs to completion on a fat tree. */
 static void workloads_complete(void **st)
 {
@@ -291,6 +314,7 @@ int main(void)
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(permutation_delivers_every_byte),
 		cmocka_unit_test(workloads_complete),
+		cmocka_unit_test(oversized_message_refused),
 		cmocka_unit_test(blackhole_spine_ev_states),
 		cmocka_unit_test(same_seed_same_output),
 		cmocka_unit_test(single_flow_matches_theory),
