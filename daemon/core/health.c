@@ -220,8 +220,14 @@ void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev)
 {
 	if (!d->health || ev->peer >= d->max_peers || !d->peers[ev->peer].used)
 		return;
-	uint32_t host = d->peers[ev->peer].host;
-	mrc_health_feed_event(d->health->h, host, ev->ev, ev);
+	struct mrcd_peer *p = &d->peers[ev->peer];
+	mrc_health_feed_event(d->health->h, p->host, ev->ev, ev);
+	/* Back by its own probes while health held it out of use: its
+	 * outcome now overrides the shared evidence (mrc_health_path_denied),
+	 * so denied_by must say so at once, not at the next link change. */
+	if (ev->type == MRCE_EVT_EV_STATE && ev->new_state == MRCE_EV_GOOD &&
+	    ev->ev < p->nev && (p->deny[ev->ev] & MRCD_DENY_HEALTH))
+		mrcd_deny_update(d, ev->peer, ev->ev, ev->time_ns);
 }
 
 int mrcd_health_denies(const struct mrcd *d, uint32_t host, uint32_t ev)
