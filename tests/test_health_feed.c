@@ -11,6 +11,11 @@
  *     unmoved) is not read at all;
  *   lost_probe_proves_nothing: a user probe that timed out is no
  *     working path;
+ *   tick_skew_convicts_nothing: a path still retired is re-reported
+ *     failing as of each tick, a working one as of its last ACK, a little
+ *     earlier: within slack_ns that is the same moment, so a healthy link
+ *     with two congestion-retired paths is not convicted (it is with no
+ *     slack);
  *   bad_answers_probes: an EV taken out of use with mrce_ev_set_bad (how
  *     mrcd's deny.c applies fabric health now) answers the peer's probes,
  *     so the peer's retired EV heals, and heals itself by its own probes;
@@ -136,13 +141,14 @@ static void sending_is_no_proof(void **state)
 {
 	for (int r = 0; r < ROUNDS; r++) {
 		struct scene s;
-		/* Blackholed at 10 ms; the others' failures at 20 ms; self
-		 * still sends on its paths across it at 30 ms, their last ACK
-		 * at 9 ms, its other paths acked at 29 ms. */
-		scene_up(&s, 20 * MS);
-		unsigned across = tick_self(&s, 29 * MS, 9 * MS, 100, 30 * MS);
+		/* Blackholed at 10 ms; the others' paths across it still
+		 * failing at their ticks up to 50 ms; self still sends on its
+		 * paths across it at 60 ms, their last ACK at 9 ms, its other
+		 * paths acked at 59 ms. */
+		scene_up(&s, 50 * MS);
+		unsigned across = tick_self(&s, 59 * MS, 9 * MS, 100, 60 * MS);
 		CHECK(across > 0);
-		mrc_health_eval(s.h, 30 * MS);
+		mrc_health_eval(s.h, 60 * MS);
 		struct mrc_health_link li;
 		assert_int_equal(mrc_health_link_get(s.h, s.dead, &li), 0);
 		if (li.state != MRC_HEALTH_DENIED || convicted(s.h) != 1)
@@ -180,6 +186,56 @@ static void acks_prove_work(void **state)
 				 (unsigned long long)g_seed, s.dead, mrc_health_state_name(li.state));
 		CHECK(convicted(s.h) == 0);
 		scene_down(&s);
+	}
+}
+
+/* A healthy link under congestion: two hosts each had one path across it
+ * retired (re-reported failing at every tick), while their other paths
+ * across it are acked up to 1 ms before the tick.  Read once per tick,
+ * that is the same moment: no link is located.  With slack_ns 1 ns (no
+ * tolerance) the link would be located: checked too. */
+static void tick_skew_convicts_nothing(void **state)
+{
+	for (uint64_t slack = 0; slack <= 1; slack++) {
+		struct mrc_topo *t;
+		struct mrc_topo_gen g = { .planes = 1, .leaves_per_plane = 4,
+			.spines_per_plane = 2, .hosts_per_leaf = 2 };
+		assert_int_equal(mrc_topo_generate(&g, &t, NULL, 0), 0);
+		/* Of leaf 2 or 3: hosts 1 and 2 (leaves 0 and 1) then share
+		 * only it on their failed paths (between leaves 0 and 1 the two
+		 * uplinks tie, and nothing is located either way). */
+		uint32_t link = t->leaf_spine[0][(size_t)(2 + rnd() % 2) * 2 + (uint32_t)(rnd() % 2)];
+		struct mrc_health_cfg cfg = { .slack_ns = slack };
+		struct mrc_health *h;
+		assert_int_equal(mrc_health_new(t, 0, &cfg, &h), 0);
+		uint32_t nev = mrc_topo_ev_count(t), failed = 0;
+		for (uint32_t src = 1; src < t->n_hosts; src++) {
+			unsigned mine = 0;
+			for (uint32_t dst = 0; dst < t->n_hosts; dst++)
+				for (uint32_t ev = 0; dst != src && ev < nev; ev++) {
+					struct mrc_path pa;
+					if (mrc_topo_path(t, src, dst, ev, &pa))
+						continue;
+					/* One failed path across it for hosts 1 and 2. */
+					bool x = crosses(&pa, link) && src <= 2 && !mine;
+					mine += x;
+					struct mrc_health_obs o = { .src = src, .dst = dst,
+						.ev = (uint16_t)ev, .ok = !x };
+					uint64_t age = x ? 0 : 1 * MS;
+					assert_true(mrc_health_merge(h, src, &o, &age, 1, 100 * MS) >= 0);
+				}
+			failed += mine;
+		}
+		mrc_health_eval(h, 100 * MS);
+		size_t n = convicted(h);
+		if (slack == 0 && n)
+			fail_msg("seed %llu: %zu links convicted by %u retired paths",
+				 (unsigned long long)g_seed, n, failed);
+		CHECK(failed == 2);
+		if (slack == 1)
+			CHECK(n > 0);     /* the tolerance is what spares it */
+		mrc_health_free(h);
+		mrc_topo_free(t);
 	}
 }
 
@@ -257,6 +313,7 @@ int main(void)
 		cmocka_unit_test_setup(sending_is_no_proof, reseed),
 		cmocka_unit_test_setup(acks_prove_work, reseed),
 		cmocka_unit_test_setup(lost_probe_proves_nothing, reseed),
+		cmocka_unit_test_setup(tick_skew_convicts_nothing, reseed),
 		cmocka_unit_test_setup_teardown(bad_answers_probes, reseed, etest_teardown),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);

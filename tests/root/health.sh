@@ -110,7 +110,13 @@ for ((i = 1; i <= N; i++)); do
 	dropped=$(drops "$link")
 	$F restore >/dev/null || die "mrc-fabric restore"
 	t1=$(now_ms) t_heal=
-	gone() { ! jq -e --arg l "$link" 'any(.[]; .link == $l)' <<<"$(fab_all)" >/dev/null; }
+	# MRC_HEALTH_TRACE=1: what each poll saw of the link while it heals.
+	gone() {
+		local s; s=$(fab_all)
+		[ -n "${MRC_HEALTH_TRACE:-}" ] && echo "trace +$(($(now_ms) - t1)) ms:" \
+			"$(jq -c --arg l "$link" '[.[] | select(.link == $l) | [.host, .state]]' <<<"$s")"
+		! jq -e --arg l "$link" 'any(.[]; .link == $l)' <<<"$s" >/dev/null
+	}
 	if until_t "$HEAL" gone; then
 		t_heal=$(($(now_ms) - t1))
 		ok "run $i: $t_heal ms after restore no host lists $link"
