@@ -9,7 +9,9 @@ static int failed(uint8_t reason)
 void mrc_health_feed_event(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			   const struct mrce_event *e)
 {
-	if (e->type == MRCE_EVT_PROBE_RESULT)
+	/* A user probe's answer; a lost one (rtt UINT64_MAX) proves nothing
+	 * here: the engine retires the path itself if it is dead. */
+	if (e->type == MRCE_EVT_PROBE_RESULT && e->rtt_ns != UINT64_MAX)
 		mrc_health_path_ok(h, peer, ev, e->time_ns);
 	if (e->type != MRCE_EVT_EV_STATE)
 		return;
@@ -22,8 +24,13 @@ void mrc_health_feed_event(struct mrc_health *h, uint32_t peer, uint32_t ev,
 void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			const struct mrce_ev_info *i, uint64_t prev_tx, uint64_t now)
 {
-	if (i->state == MRCE_EV_GOOD && i->tx_pkts > prev_tx)
-		mrc_health_path_ok(h, peer, ev, now);
+	/* Worked as of its newest ACK, not because we sent on it: packets
+	 * sent into a blackhole move tx_pkts too, and counting them cleared
+	 * the dead link on its own senders (a wrong link located instead).
+	 * tx_pkts moving only says the EV is in use, worth a look. */
+	if (i->state == MRCE_EV_GOOD && i->tx_pkts > prev_tx && i->last_ack_ns &&
+	    i->last_ack_ns <= now)
+		mrc_health_path_ok(h, peer, ev, i->last_ack_ns);
 	if (i->state == MRCE_EV_ASSUMED_BAD && failed(i->last_reason))
 		mrc_health_path_fail(h, peer, ev, now);
 }

@@ -15,9 +15,11 @@
  * loss, RTO or an unanswered probe failed; anything else says nothing. */
 void mrc_health_feed_event(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			   const struct mrce_event *e);
-/* The per-tick reading of one EV: GOOD and carrying packets since the
- * last tick (tx_pkts above prev_tx) works; still retired for a failure
- * keeps failing (its evidence stays fresh while the path is bad). */
+/* The per-tick reading of one EV: GOOD and in use since the last tick
+ * (tx_pkts above prev_tx) works as of its newest ACK (last_ack_ns), never
+ * as of now (a packet sent is no proof: it may have gone into a
+ * blackhole); still retired for a failure keeps failing (its evidence
+ * stays fresh while the path is bad). */
 void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			const struct mrce_ev_info *i, uint64_t prev_tx, uint64_t now);
 

@@ -92,6 +92,8 @@ int mrc_health_new(const struct mrc_topo *t, uint32_t self,
 		h->cfg.k_hosts = 2;
 	if (!h->cfg.ttl_ns)
 		h->cfg.ttl_ns = 1000000000ull;
+	if (!h->cfg.slack_ns)
+		h->cfg.slack_ns = 20000000ull;
 	uint32_t cap = 2;
 	while (cap < 2 * h->cfg.max_obs)
 		cap *= 2;
@@ -302,8 +304,12 @@ static uint32_t gather(struct mrc_health *h)
 			struct link_st *s = &h->ls[e->links[j]];
 			if (e->o.ok) {
 				s->good_paths++;
-				if (e->o.ts_ns > s->good_max)
-					s->good_max = e->o.ts_ns;
+				/* Within slack_ns of a failure is the same moment: a
+				 * path still retired is re-reported failing at each
+				 * tick, one that works as of its last ACK, a little
+				 * before the tick. */
+				if (e->o.ts_ns + h->cfg.slack_ns > s->good_max)
+					s->good_max = e->o.ts_ns + h->cfg.slack_ns;
 			} else if (e->o.ts_ns < s->fail_min) {
 				s->fail_min = e->o.ts_ns;
 			}

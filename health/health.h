@@ -43,6 +43,10 @@ struct mrc_health_cfg {
 	uint32_t min_paths;     /* failed paths a LOCATED link explains (0: 2) */
 	uint32_t k_hosts;       /* distinct hosts for DENIED (0: 2) */
 	uint64_t ttl_ns;        /* an observation's life (0: 1 s) */
+	uint64_t slack_ns;      /* a working path this much older than a
+	                           failure still exonerates (0: 20 ms): both
+	                           are read once per tick, failures as of the
+	                           tick, working paths as of their last ACK */
 };
 
 enum mrc_health_state {

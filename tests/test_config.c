@@ -54,6 +54,8 @@ static void defaults_are_valid(void **st)
 			v = "10";
 		if (!strcmp(*k, "power_floor"))   /* h-floor: a switch, 0..1 */
 			v = "1";
+		if (!strcmp(*k, "health_share"))  /* h-hfeed: a switch, 0..1 */
+			v = "1";
 		int rc = mrcd_cfg_set(&t, *k, v, err, sizeof(err));
 		if (rc)
 			fail_msg("key %s = %s: %s", *k, v, err);
@@ -219,6 +221,39 @@ static void spray_slot_key(void **st)
 	mrc_topo_free(t);
 }
 
+/* h-hfeed: the fabric-health keys (docs/health.md "Settings"): defaults
+ * as health/'s, out-of-range values refused with the key and the range,
+ * and one host's say (health_k_hosts 1) refused while evidence is shared. */
+static void health_keys(void **st)
+{
+	(void)st;
+	struct mrcd_cfg c;
+	char err[256] = "";
+	mrcd_cfg_default(&c);
+	assert_int_equal(c.health_share, 1);
+	assert_int_equal(c.health_ttl_ms, 1000);
+	assert_int_equal(c.health_k_hosts, 2);
+	assert_int_equal(c.health_min_paths, 2);
+	assert_int_equal(mrcd_cfg_parse(&c, "[mrcd]\nhealth_ttl_ms = 3000\nhealth_k_hosts = 3\n"
+					"health_min_paths = 4\nhealth_share = 0\n", "t.conf", err,
+					sizeof(err)), 0);
+	assert_int_equal(c.health_ttl_ms, 3000);
+	assert_int_equal(c.health_k_hosts, 3);
+	assert_int_equal(c.health_min_paths, 4);
+	assert_int_equal(c.health_share, 0);
+	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), 0);
+	assert_int_equal(mrcd_cfg_set(&c, "health_ttl_ms", "150", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "'health_ttl_ms': 150 is out of range 200..600000"));
+	assert_int_equal(mrcd_cfg_set(&c, "health_share", "2", err, sizeof(err)), -EINVAL);
+	assert_int_equal(mrcd_cfg_set(&c, "health_k_hosts", "0", err, sizeof(err)), -EINVAL);
+	/* One host alone may deny only its own paths' links, never share. */
+	assert_int_equal(mrcd_cfg_set(&c, "health_k_hosts", "1", err, sizeof(err)), 0);
+	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), 0);
+	c.health_share = 1;
+	assert_int_equal(mrcd_cfg_check(&c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "health_k_hosts 1 with health_share 1"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -229,6 +264,7 @@ int main(void)
 		cmocka_unit_test(load_from_file),
 		cmocka_unit_test(busy_poll_auto),
 		cmocka_unit_test(spray_slot_key),
+		cmocka_unit_test(health_keys),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }

@@ -172,6 +172,12 @@ int mrce_ev_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 		      uint32_t ev, int deny);
 int mrce_plane_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 			 uint32_t plane, int deny);
+/* Takes a GOOD EV out of use as ASSUMED_BAD (reason DENY): unlike a
+ * DENIED one it is probed, returns to GOOD when its probes answer, and
+ * answers the peer's probes (mrcd's fabric health: a path denied on
+ * shared evidence must not stop its peer from seeing it heal).  Other
+ * states are left as they are. */
+int mrce_ev_set_bad(struct mrce *e, uint64_t now, uint32_t peer, uint32_t ev);
 /* A detour EV carries data only while its plane has no other GOOD EV to
  * the peer: the path through a spine between two hosts of one leaf uses
  * the same host links as the one-hop path plus two leaf uplinks, so
@@ -195,6 +201,9 @@ struct mrce_ev_info {
 	uint64_t srtt_ns, rttvar_ns;
 	uint64_t last_change_ns;
 	uint64_t tx_pkts, lost, trims, ecn, probes_sent, probes_ok;
+	uint64_t last_ack_ns;      /* when a packet sent on it was last
+	                              acknowledged (0: never): proof the path
+	                              delivered, which tx_pkts is not */
 };
 int mrce_ev_info(const struct mrce *e, uint32_t peer, uint32_t ev,
 		struct mrce_ev_info *info);

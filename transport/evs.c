@@ -371,6 +371,16 @@ int mrce_ev_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 	return 0;
 }
 
+int mrce_ev_set_bad(struct mrce *e, uint64_t now, uint32_t peer, uint32_t ev)
+{
+	struct mrce__peer *p = mrce__peer_get(e, peer);
+	if (!p || ev >= p->nev)
+		return -EINVAL;
+	if (p->paths[ev].state == MRCE_EV_GOOD)
+		mrce__ev_set_state(e, peer, ev, MRCE_EV_ASSUMED_BAD, MRCE_RSN_DENY, now);
+	return 0;
+}
+
 int mrce_plane_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
 			 uint32_t plane, int deny)
 {
@@ -402,7 +412,8 @@ int mrce_ev_info(const struct mrce *e, uint32_t peer, uint32_t ev,
 		.last_reason = pa->reason, .detour = pa->detour, .srtt_ns = pa->srtt, .rttvar_ns = pa->rttvar,
 		.last_change_ns = pa->last_change, .tx_pkts = pa->tx_pkts,
 		.lost = pa->lost, .trims = pa->trims, .ecn = pa->ecn,
-		.probes_sent = pa->probes_sent, .probes_ok = pa->probes_ok };
+		.probes_sent = pa->probes_sent, .probes_ok = pa->probes_ok,
+		.last_ack_ns = pa->last_ack };
 	return 0;
 }
 

@@ -3,7 +3,8 @@
 # tests/root/health.sh with N blackholes of a random leaf-spine link and M
 # congested healthy runs (default 20 and 20, seed printed), then the
 # summary bench/results/health-fabric.md records: located N/N, median and
-# max time to located (and to denied), convicted runs of M.
+# max time to located (and to denied, and to healed after the restore),
+# convicted runs of M.
 #   flock /tmp/mrc-root.lock bench/fabric/health.sh [BUILD] [N] [M]
 set -u
 B=${1:-build}
@@ -23,8 +24,9 @@ med_max() {
 			m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
 			printf "median %d ms, [min %d, max %d] ms over %d runs\n", m, v[1], v[NR], NR }'
 }
-echo "located, no other link: $(grep -c '^run .* ok$' "$out")/$N (wrong $(grep -c '^run .* wrong$' "$out"), missed $(grep -c '^run .* missed$' "$out"))"
+echo "located, no other link, healed: $(grep -c '^run .* ok$' "$out")/$N (wrong $(grep -c '^run .* wrong$' "$out"), missed $(grep -c '^run .* missed$' "$out"), unhealed $(grep -c '^run .* unhealed$' "$out"), no drops $(grep -c '^run .* dry$' "$out"))"
 echo "time to located: $(med_max 5)"
 echo "time to denied:  $(med_max 7) (denied within the bound in $(awk '/^run / && $7 != "-"' "$out" | wc -l)/$N)"
+echo "time to healed (restore to no host listing it): $(med_max 9)"
 echo "congested runs convicting a link: $(grep '^cong ' "$out" | grep -vc 'convicted none$')/$M"
 exit $rc

@@ -86,6 +86,11 @@ static const struct key keys[] = {
 	S(datapath, "how packets reach the plane NICs: udp (kernel sockets), af_xdp, dpdk or verbs (docs/datapaths.md)"),
 	S(datapath_args, "options of the datapath (docs/datapaths.md); empty: its defaults"),
 	S(spray_slot, "where each peer's spray starts in every plane: topo (this host's slot under its leaf, so a leaf's hosts take distinct spines; docs/sim.md, Spray slots) or hash (of the QP); without a topology: hash"),
+	/* h-hfeed: fabric-link health (docs/health.md "Settings") */
+	U(health_share, 0, 1, "1: send this host's path outcomes to its peers (HEALTH) and merge theirs; 0: each host judges links on its own paths only"),
+	U(health_ttl_ms, 200, 600000, "a path outcome, this host's or a peer's, counts this long (at least 2 sharing rounds of 100 ms)"),
+	U(health_k_hosts, 1, 1024, "distinct hosts whose failed paths a located link needs before paths across it are taken out of use"),
+	U(health_min_paths, 1, 65535, "failed paths a link must be the one explanation of to be located"),
 	S(state_dir, "admin state (plane disable, path deny) kept in DIR/admin.json across restarts; empty: $STATE_DIRECTORY if set, else not kept"),
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -155,6 +160,11 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->dscp_urgent = 46;
 	c->dscp_bulk = 10;
 	c->bulk_min_pct = 10;
+	/* Fabric health: as health/'s defaults (docs/health.md). */
+	c->health_share = 1;
+	c->health_ttl_ms = 1000;
+	c->health_k_hosts = 2;
+	c->health_min_paths = 2;
 }
 
 static const char *levels[] = { "", "", "", "err", "warning", "notice", "info", "debug" };
@@ -318,6 +328,11 @@ int mrcd_cfg_check(const struct mrcd_cfg *c, char *err, size_t errlen)
 	if (c->probe_interval_us > c->probe_max_interval_us) {
 		snprintf(err, errlen, "probe_interval_us (%u) is larger than probe_max_interval_us (%u)",
 			 c->probe_interval_us, c->probe_max_interval_us);
+		return -EINVAL;
+	}
+	if (c->health_share && c->health_k_hosts < 2) {
+		snprintf(err, errlen, "health_k_hosts 1 with health_share 1 lets any one host take "
+			 "a link out of use on every host: set health_k_hosts >= 2, or health_share = 0");
 		return -EINVAL;
 	}
 	if (c->rto_min_us > c->rto_max_us) {

@@ -60,6 +60,10 @@ struct mrcd_cfg {
 	char datapath[16];              /* a datapath.h provider: udp (default), ... */
 	char datapath_args[MRCD_PATH_MAX]; /* provider options (docs/datapaths.md) */
 	char spray_slot[8];             /* topo | hash (mrce_cfg.spray_slot) */
+	/* fabric-link health (daemon/core/health.c, docs/health.md) */
+	uint32_t health_share;          /* 0/1: HEALTH exchange */
+	uint32_t health_ttl_ms;         /* mrc_health_cfg.ttl_ns */
+	uint32_t health_k_hosts, health_min_paths;  /* mrc_health_cfg */
 };
 
 void mrcd_cfg_default(struct mrcd_cfg *c);

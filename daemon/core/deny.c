@@ -37,7 +37,14 @@ uint8_t mrcd_deny_update(struct mrcd *d, uint32_t peer, uint32_t ev, uint64_t no
 {
 	struct mrcd_peer *p = &d->peers[peer];
 	p->deny[ev] = (uint8_t)((p->deny[ev] & MRCD_DENY_ADMIN_PATH) | derived(d, p, ev));
-	mrce_ev_set_denied(d->eng, now, peer, ev, p->deny[ev] != 0);
+	/* Fabric health alone takes the path out of use (ASSUMED_BAD) but
+	 * does not DENY it: a DENIED EV answers no probe, so a peer probing
+	 * its side of the path never saw it heal and kept its failures, and
+	 * so the denial, alive (docs/health.md "Healing"). */
+	uint8_t hard = p->deny[ev] & (uint8_t)~MRCD_DENY_HEALTH;
+	mrce_ev_set_denied(d->eng, now, peer, ev, hard != 0);
+	if (!hard && p->deny[ev])
+		mrce_ev_set_bad(d->eng, now, peer, ev);
 	return p->deny[ev];
 }
 

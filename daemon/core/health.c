@@ -5,8 +5,9 @@
  * Outcomes: an EV retired for loss or an RTO is a failed path (again at
  * every tick while it stays retired, so the evidence does not expire
  * under a link that is still dead); an EV that
- * comes back by probes, a probe answered, or a GOOD EV that carried
- * packets since the last tick is a working one; ECN and trims per EV are
+ * comes back by probes, a probe answered, or a GOOD EV in use whose
+ * packets are acknowledged (as of its newest ACK, health/feed.c) is a
+ * working one; ECN and trims per EV are
  * counted against its links (never a failure).  Every tick (10 ms) the
  * library re-evaluates, and when a link's state changed every peer's EVs
  * are re-derived (mrcd_deny_update).  Every 100 ms, while it has a failure
@@ -47,7 +48,9 @@ static void feed_peer(struct mrcd *d, uint32_t peer, uint64_t now)
 	uint64_t *prev = m->prev[peer];
 	for (uint32_t ev = 0; ev < p->nev; ev++) {
 		struct mrce_ev_info i;
-		if (p->deny[ev] || mrce_ev_info(d->eng, peer, ev, &i))
+		/* Health's own denial leaves the EV probed (deny.c): its
+		 * return by probes is evidence; other reasons' are not. */
+		if ((p->deny[ev] & ~MRCD_DENY_HEALTH) || mrce_ev_info(d->eng, peer, ev, &i))
 			continue;
 		uint64_t cong = i.ecn + i.trims;
 		if (cong > prev[2 * ev + 1])
@@ -109,7 +112,7 @@ static void share(struct mrcd *d, uint64_t now)
 void mrcd_health_rx(struct mrcd *d, uint32_t host, const uint8_t *body, size_t blen)
 {
 	struct mrcd_health *m = d->health;
-	if (!m || host >= d->nhosts || host == d->self)
+	if (!m || !d->cfg.health_share || host >= d->nhosts || host == d->self)
 		return;
 	uint64_t now = mrcd_now();
 	if (m->rx_last[host] && now - m->rx_last[host] < HEALTH_RX_MIN_NS) {
@@ -141,7 +144,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	for (uint32_t peer = 0; peer < d->max_peers && peer < d->health->nprev; peer++)
 		if (d->peers[peer].used)
 			feed_peer(d, peer, now);
-	if (++d->health->ticks % SHARE_TICKS == 0)
+	if (++d->health->ticks % SHARE_TICKS == 0 && d->cfg.health_share)
 		share(d, now);
 	int changed = mrc_health_eval(d->health->h, now);
 	if (changed <= 0)
@@ -164,7 +167,11 @@ int mrcd_health_init(struct mrcd *d)
 	m->nprev = d->max_peers;
 	m->prev = calloc(m->nprev, sizeof(*m->prev));
 	m->rx_last = calloc(d->nhosts, sizeof(*m->rx_last));
-	int rc = m->prev && m->rx_last ? mrc_health_new(d->topo, d->self, NULL, &m->h) : -ENOMEM;
+	/* mrcd.conf's health_* keys (config.c checks them). */
+	struct mrc_health_cfg hc = { .min_paths = d->cfg.health_min_paths,
+		.k_hosts = d->cfg.health_k_hosts,
+		.ttl_ns = (uint64_t)d->cfg.health_ttl_ms * 1000000 };
+	int rc = m->prev && m->rx_last ? mrc_health_new(d->topo, d->self, &hc, &m->h) : -ENOMEM;
 	if (rc) {
 		free(m->prev);
 		free(m->rx_last);
@@ -213,8 +220,14 @@ void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev)
 {
 	if (!d->health || ev->peer >= d->max_peers || !d->peers[ev->peer].used)
 		return;
-	uint32_t host = d->peers[ev->peer].host;
-	mrc_health_feed_event(d->health->h, host, ev->ev, ev);
+	struct mrcd_peer *p = &d->peers[ev->peer];
+	mrc_health_feed_event(d->health->h, p->host, ev->ev, ev);
+	/* Back by its own probes while health held it out of use: its
+	 * outcome now overrides the shared evidence (mrc_health_path_denied),
+	 * so denied_by must say so at once, not at the next link change. */
+	if (ev->type == MRCE_EVT_EV_STATE && ev->new_state == MRCE_EV_GOOD &&
+	    ev->ev < p->nev && (p->deny[ev->ev] & MRCD_DENY_HEALTH))
+		mrcd_deny_update(d, ev->peer, ev->ev, ev->time_ns);
 }
 
 int mrcd_health_denies(const struct mrcd *d, uint32_t host, uint32_t ev)
