@@ -1,7 +1,7 @@
 /* Fabric-link health in mrcsim (issue 34, docs/health.md "In mrcsim"):
  * each host runs health/'s localisation, fed from its engine's events and
  * EV state the way mrcd's daemon/core/health.c feeds it, and denies the
- * EVs crossing a DENIED link through mrce_ev_set_denied as deny.c does.
+ * EVs crossing a DENIED link through mrce_ev_set_bad as deny.c does.
  *
  * Time: mrcd evaluates on a 10 ms timer; here each host evaluates when
  * it is next serviced at or after its tick (a host nobody services is not
@@ -16,7 +16,7 @@
  * 10 ms ticks), so that bound never drops one and is not modelled.
  *
  * Figures (health set, off included): packets that entered a blackholed
- * port, the hosts whose packets they were, and when the last one did;
+ * port, the hosts whose data packets they were, and when the last one did;
  * and hosts that ever held DENIED a link with no fault on it. */
 #include <errno.h>
 #include <stdio.h>
@@ -81,7 +81,10 @@ int sim_health_init(struct mrc_sim *s)
 	if (s->cfg.health == MRC_SIM_HEALTH_OFF)
 		return 0;
 	/* a small table: a host's own paths and what its peers send */
-	struct mrc_health_cfg hc = { .max_obs = 4096 };
+	/* slack: mrcd's 20 ms is two of its ticks; a failure re-reported
+	 * each tick is that much newer than the last ACK of a working path. */
+	struct mrc_health_cfg hc = { .max_obs = 4096,
+				     .slack_ns = 2 * s->cfg.health_tick_ns };
 	for (uint32_t i = 0; i < H; i++) {
 		struct hhost *q = &g->hh[i];
 		const struct sim_host *x = &s->hosts[i];
@@ -126,11 +129,13 @@ void sim_health_free(struct mrc_sim *s)
 	s->health = NULL;
 }
 
-/* A packet of host src entered a blackholed port. */
+/* A packet of host src entered a blackholed port.  Senders and the last
+ * time count data only: a retired EV, or one health set ASSUMED_BAD, is
+ * probed into the dead link on purpose, to see it heal. */
 void sim_health_dead(struct mrc_sim *s, const struct sim_pkt *k)
 {
 	struct sim_health *g = s->health;
-	if (!g)
+	if (!g || !k->plen)
 		return;
 	uint32_t l = k->route[0] >> 1;
 	const struct mrc_node *n = &s->fab.nodes[s->fab.lower[l]];
@@ -240,11 +245,17 @@ static void apply(struct mrc_sim *s, uint32_t h, uint64_t now)
 			struct mrce_ev_info i;
 			if (d == q->mine[p][ev] || mrce_ev_info(x->eng, p, ev, &i))
 				continue;
-			if (d && i.state == MRCE_EV_DENIED)
-				continue;   /* someone else's denial */
-			if (!mrce_ev_set_denied(x->eng, now, p, ev, d)) {
-				q->mine[p][ev] = (uint8_t)d;
-				s->hfig.denials += (uint64_t)d;
+			if (!d) {
+				q->mine[p][ev] = 0;   /* it comes back through its probes */
+				continue;
+			}
+			if (i.state != MRCE_EV_GOOD)
+				continue;   /* out already: retired, or someone else's denial */
+			/* As deny.c: ASSUMED_BAD, not DENIED, so the EV is probed and
+			 * answers its peer's probes, and a healed link comes back. */
+			if (!mrce_ev_set_bad(x->eng, now, p, ev)) {
+				q->mine[p][ev] = 1;
+				s->hfig.denials++;
 			}
 		}
 }
