@@ -13,6 +13,17 @@
 
 #include "tests/support/fi_pair.h"
 
+/* Two endpoints with FI_MULTI_RECV; b's buffers go below min bytes. */
+static void multi_pair_open(struct pair *p, size_t min)
+{
+	fix_open(&p->f, CAPS_ALL | FI_MULTI_RECV, FI_AV_TABLE);
+	fix_ep_open(&p->f, &p->a, FI_CQ_FORMAT_TAGGED);
+	fix_ep_open(&p->f, &p->b, FI_CQ_FORMAT_TAGGED);
+	p->to_a = fix_insert(&p->f, &p->a);
+	p->to_b = fix_insert(&p->f, &p->b);
+	FI_OK(fi_setopt(&p->b.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof(min)));
+}
+
 /* FI_MULTI_RECV: one 64 KiB buffer takes seven messages back to back,
  * eager and rendezvous, the first three unexpected when it is posted;
  * each completion names where its message starts, every byte is right,
@@ -23,13 +34,7 @@ static void test_multi_recv(void **state)
 {
 	FIX_NEED();
 	struct pair p;
-	fix_open(&p.f, CAPS_ALL | FI_MULTI_RECV, FI_AV_TABLE);
-	fix_ep_open(&p.f, &p.a, FI_CQ_FORMAT_TAGGED);
-	fix_ep_open(&p.f, &p.b, FI_CQ_FORMAT_TAGGED);
-	p.to_a = fix_insert(&p.f, &p.a);
-	p.to_b = fix_insert(&p.f, &p.b);
-	size_t min = 1000;
-	FI_OK(fi_setopt(&p.b.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof(min)));
+	multi_pair_open(&p, 1000);
 	enum { BUF = 65536, N = 7 };
 	static const size_t sz[N] = { 3000, 5000, 20000, 7000, 9000, 6000, 15000 };
 	uint8_t *s[N], *buf = malloc(BUF + 64);
@@ -106,13 +111,7 @@ static void test_multi_recv_overflow(void **state)
 {
 	FIX_NEED();
 	struct pair p;
-	fix_open(&p.f, CAPS_ALL | FI_MULTI_RECV, FI_AV_TABLE);
-	fix_ep_open(&p.f, &p.a, FI_CQ_FORMAT_TAGGED);
-	fix_ep_open(&p.f, &p.b, FI_CQ_FORMAT_TAGGED);
-	p.to_a = fix_insert(&p.f, &p.a);
-	p.to_b = fix_insert(&p.f, &p.b);
-	size_t min = 100;
-	FI_OK(fi_setopt(&p.b.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof(min)));
+	multi_pair_open(&p, 100);
 	enum { BUF = 10000, BIG = 12000 };
 	uint8_t *buf = malloc(BUF), *big = malloc(BIG), *got = malloc(BIG);
 	memset(buf, 0xee, BUF);
