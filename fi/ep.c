@@ -184,7 +184,7 @@ void mrcfi_rx_done(struct mrcfi_req *r, size_t len, uint64_t total, int err)
 {
 	struct mrcfi_ep *ep = r->ep;
 	uint64_t fl = FI_RECV | (r->flags & FI_TAGGED ? FI_TAGGED : FI_MSG) |
-		      (r->has_data ? FI_REMOTE_CQ_DATA : 0);
+		      (r->has_data ? FI_REMOTE_CQ_DATA : 0) | (r->multi_last ? FI_MULTI_RECV : 0);
 	void *buf = r->niov ? r->iov[0].iov_base : NULL;
 	if (!err && total > len)
 		err = FI_ETRUNC;

@@ -40,14 +40,59 @@ static void eager_deliver(struct mrcfi_req *r, struct mrcfi_peer *p, uint8_t fla
 	mrcfi_rx_done(r, n, len, 0);
 }
 
+/* A multi-receive buffer m is done with: off its list, and a completion
+ * with FI_MULTI_RECV and no data says so. */
+static void multi_release(struct mrcfi_ep *ep, struct mrcfi_req *m)
+{
+	mrcfi_list_del(&ep->posted[0], m);
+	mrcfi_cq_put(ep->rxcq, m, FI_RECV | FI_MSG | FI_MULTI_RECV, 0, NULL, 0, 0,
+		     FI_ADDR_NOTAVAIL, 0, 0, 0);
+	mrcfi_req_free(m);
+}
+
+/* A message of total bytes for the multi-receive buffer m: a receive over
+ * m's next bytes, which completes as any receive does (its buf where the
+ * message starts), or NULL when it does not fit, m then released.  Once
+ * less than FI_OPT_MIN_MULTI_RECV is left m goes, and the carved
+ * receive's completion carries FI_MULTI_RECV. */
+static struct mrcfi_req *multi_carve(struct mrcfi_ep *ep, struct mrcfi_req *m, uint64_t total)
+{
+	struct mrcfi_req *r;
+	if (total > m->len - m->moff || !(r = mrcfi_req_new(ep, K_RECV, m->context))) {
+		multi_release(ep, m);
+		return NULL;
+	}
+	r->flags = m->flags & ~(uint64_t)FI_MULTI_RECV;
+	r->src = m->src;
+	r->srcname = m->srcname;
+	r->niov = 1;
+	r->iov[0].iov_base = (char *)m->iov[0].iov_base + m->moff;
+	r->iov[0].iov_len = (size_t)total;
+	r->len = (size_t)total;
+	m->moff += total;
+	if (m->len - m->moff < ep->min_multi_recv) {
+		mrcfi_list_del(&ep->posted[0], m);
+		mrcfi_req_free(m);
+		r->multi_last = 1;
+	}
+	return r;
+}
+
 static void on_msg(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side, const struct mrcfi_hdr *h,
 		   const void *payload)
 {
 	int tagged = !!(h->flags & MRCFI_F_TAGGED);
-	for (struct mrcfi_req *r = ep->posted[tagged]; r; r = r->next) {
+	for (struct mrcfi_req *r = ep->posted[tagged], *next; r; r = next) {
+		next = r->next;
 		if (!rx_match(r, p, h->tag, tagged))
 			continue;
-		mrcfi_list_del(&ep->posted[tagged], r);
+		if (r->flags & FI_MULTI_RECV) {
+			r = multi_carve(ep, r, h->op == MRCFI_EAGER ? h->len : h->total);
+			if (!r)
+				continue;
+		} else {
+			mrcfi_list_del(&ep->posted[tagged], r);
+		}
 		if (h->op == MRCFI_EAGER)
 			eager_deliver(r, p, h->flags, h->tag, h->data, payload, h->len);
 		else
@@ -120,23 +165,32 @@ void mrcfi_on_recv(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side, const vo
 	}
 }
 
+static void unexp_unlink(struct mrcfi_ep *ep, int tagged, struct mrcfi_unexp *u)
+{
+	struct mrcfi_unexp *prev = NULL;
+	for (struct mrcfi_unexp *v = ep->unexp[tagged]; v; prev = v, v = v->next) {
+		if (v != u)
+			continue;
+		if (prev)
+			prev->next = u->next;
+		else
+			ep->unexp[tagged] = u->next;
+		if (ep->unexp_tail[tagged] == u)
+			ep->unexp_tail[tagged] = prev;
+		u->next = NULL;
+		return;
+	}
+}
+
 /* Claimed or unclaimed unexpected message for a receive, or NULL. */
 static struct mrcfi_unexp *unexp_take(struct mrcfi_ep *ep, int tagged, const struct mrcfi_req *r,
 				      void *claim, int remove)
 {
-	struct mrcfi_unexp *prev = NULL;
-	for (struct mrcfi_unexp *u = ep->unexp[tagged]; u; prev = u, u = u->next) {
+	for (struct mrcfi_unexp *u = ep->unexp[tagged]; u; u = u->next) {
 		if (claim ? u->claim != claim : (u->claim || !rx_match(r, u->peer, u->tag, tagged)))
 			continue;
-		if (remove) {
-			if (prev)
-				prev->next = u->next;
-			else
-				ep->unexp[tagged] = u->next;
-			if (ep->unexp_tail[tagged] == u)
-				ep->unexp_tail[tagged] = prev;
-			u->next = NULL;
-		}
+		if (remove)
+			unexp_unlink(ep, tagged, u);
 		return u;
 	}
 	return NULL;
@@ -182,8 +236,12 @@ ssize_t mrcfi_do_recv(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov,
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
 	int tagged = !!(flags & FI_TAGGED);
-	if (flags & FI_MULTI_RECV)
-		return -FI_EOPNOTSUPP;
+	/* FI_MULTI_RECV (from the op flags too): untagged receives of one
+	 * buffer only */
+	if (tagged || (flags & (FI_PEEK | FI_CLAIM)))
+		flags &= ~(uint64_t)FI_MULTI_RECV;
+	if ((flags & FI_MULTI_RECV) && (niov != 1 || !(ep->caps & FI_MULTI_RECV)))
+		return -FI_EINVAL;
 	pthread_mutex_lock(&d->lock);
 	ssize_t ret = 0;
 	struct mrcfi_req *r = mrcfi_req_new(ep, K_RECV, context);
@@ -244,6 +302,22 @@ ssize_t mrcfi_do_recv(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov,
 			mrcfi_req_free(r);
 		} else {
 			unexp_deliver(r, u);
+		}
+		goto out;
+	}
+	if (flags & FI_MULTI_RECV) {
+		/* posted first: a carve may release it */
+		mrcfi_list_add_tail(&ep->posted[0], r);
+		struct mrcfi_unexp *u;
+		while ((u = unexp_take(ep, 0, r, NULL, 0))) {
+			struct mrcfi_req *c = multi_carve(ep, r, u->total);   /* may free r */
+			if (!c)
+				break;
+			unexp_unlink(ep, 0, u);
+			int last = c->multi_last;
+			unexp_deliver(c, u);
+			if (last)
+				break;
 		}
 		goto out;
 	}

@@ -220,6 +220,15 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
 	struct mrcfi_ep *ep = container_of(fid, struct mrcfi_ep, ep.fid);
+	if (level == FI_OPT_ENDPOINT && optname == FI_OPT_MIN_MULTI_RECV) {
+		if (*optlen < sizeof(size_t))
+			return -FI_ETOOSMALL;
+		pthread_mutex_lock(&ep->d->lock);
+		memcpy(optval, &ep->min_multi_recv, sizeof(size_t));
+		pthread_mutex_unlock(&ep->d->lock);
+		*optlen = sizeof(size_t);
+		return 0;
+	}
 	if (level != FI_OPT_ENDPOINT ||
 	    (optname != MRCFI_OPT_PROTO_ERRORS && optname != MRCFI_OPT_UNEXP_HELD &&
 	     optname != MRCFI_OPT_PROGRESS_ARMED))
@@ -237,7 +246,15 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *op
 
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
 {
-	return -FI_ENOPROTOOPT;
+	struct mrcfi_ep *ep = container_of(fid, struct mrcfi_ep, ep.fid);
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (optlen != sizeof(size_t))
+		return -FI_EINVAL;
+	pthread_mutex_lock(&ep->d->lock);
+	memcpy(&ep->min_multi_recv, optval, sizeof(size_t));
+	pthread_mutex_unlock(&ep->d->lock);
+	return 0;
 }
 
 static int no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **tx,
@@ -445,6 +462,8 @@ int mrcfi_ep_open(struct fid_domain *dom, struct fi_info *info, struct fid_ep **
 		ep->op_flags_tx = info->tx_attr->op_flags;
 	if (info && info->rx_attr)
 		ep->op_flags_rx = info->rx_attr->op_flags;
+	/* a multi-receive buffer goes when less than one eager message fits */
+	ep->min_multi_recv = MRCFI_EAGER_MAX;
 	ep->ep.fid.fclass = FI_CLASS_EP;
 	ep->ep.fid.context = ctx;
 	ep->ep.fid.ops = &ep_fi_ops;

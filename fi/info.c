@@ -110,9 +110,10 @@ static int fill_info(const struct fi_info *h, struct fi_info *fi)
 	fi->tx_attr->iov_limit = 4;
 	fi->tx_attr->rma_iov_limit = 1;
 	fi->rx_attr->caps = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV |
-				    FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE);
+				    FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV);
 	fi->rx_attr->mode = 0;
-	fi->rx_attr->op_flags = h && h->rx_attr ? h->rx_attr->op_flags & FI_COMPLETION : 0;
+	fi->rx_attr->op_flags = h && h->rx_attr ?
+				h->rx_attr->op_flags & (FI_COMPLETION | FI_MULTI_RECV) : 0;
 	fi->rx_attr->msg_order = FI_ORDER_SAS;
 	fi->rx_attr->comp_order = FI_ORDER_NONE;
 	fi->rx_attr->total_buffered_recv = 0;

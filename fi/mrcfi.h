@@ -32,8 +32,8 @@
 #define MRCFI_DOMAIN_NAME  "mrc0"
 
 #define MRCFI_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_WRITE | \
-		    FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | \
-		    FI_REMOTE_COMM)
+		    FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV | \
+		    FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define MRCFI_KEY_CAPS (FI_RMA | FI_ATOMIC | FI_WRITE | FI_REMOTE_WRITE)
 #define MRCFI_MR_MODE  (FI_MR_PROV_KEY | FI_MR_ALLOCATED)
 #define MRCFI_RX_POSTED 8u           /* receive slots posted per QP (default) */
@@ -271,6 +271,10 @@ struct mrcfi_req {
 	/* chunks granted and not yet filled, in granting order */
 	struct { int idx; uint64_t off; uint32_t len; } ch[MRCFI_PIPE];
 	int nch;
+	/* FI_MULTI_RECV: a buffer's next free byte; on a receive carved from
+	 * it, that its completion releases the buffer */
+	uint64_t moff;
+	int multi_last;
 };
 
 /* An arrived message no receive matched yet. */
@@ -325,6 +329,7 @@ struct mrcfi_ep {
 	uint64_t unexp_held;         /* MRCFI_OPT_UNEXP_HELD */
 	uint64_t proto_errors;       /* messages refused (docs/libfabric.md) */
 	uint64_t late_errors;        /* eager sends that failed after done */
+	size_t min_multi_recv;       /* FI_OPT_MIN_MULTI_RECV */
 };
 
 int mrcfi_ep_open(struct fid_domain *dom, struct fi_info *info, struct fid_ep **ep, void *ctx);

@@ -23,6 +23,12 @@
 #define RETRY_NS 50000000ull        /* 50 ms between tries */
 #define TRIES 40                    /* 2 s in all, then -ETIMEDOUT */
 #define KEEP_NS 10000000000ull      /* answered requests remembered 10 s */
+/* A request not accepted this long after it arrived is refused: its
+ * requester gives up TRIES * RETRY_NS after its first try, and a request
+ * accepted after that connected our QP to one nobody uses (every packet
+ * dropped, the QP failing "retries exhausted" on GOOD paths; issue 32).
+ * Half the requester's time leaves the REP the other half to arrive. */
+#define PENDING_NS (TRIES * RETRY_NS / 2)
 #define BEACON_S 1.0
 
 struct listener { uint32_t sid; mrcd_cm_req_fn fn; void *ctx; uint8_t used; };
@@ -330,7 +336,7 @@ static void rx_req(struct mrcd *d, uint32_t host, const struct mrce_ctrl *m)
 	}
 	uint16_t gen = ++d->cm->gen;
 	*slot = (struct inreq){ .state = IN_PENDING, .gen = gen, .rid = m->id,
-		.host = host, .sid = m->sid, .expire = mrcd_now() + KEEP_NS,
+		.host = host, .sid = m->sid, .expire = mrcd_now() + PENDING_NS,
 		.remote = { .host = host, .qpn = m->qpn, .psn = m->psn, .priv = m->arg },
 		.window = m->window, .mtu = m->mtu };
 	memcpy(slot->req_nonce, m->nonce, sizeof(slot->req_nonce));
@@ -524,10 +530,13 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	for (int i = 0; i < MAX_IN; i++) {
 		struct inreq *r = &d->cm->in[i];
-		if (r->state && now >= r->expire) {
-			if (r->state == IN_PENDING)
-				mrcd_log(MRCD_LOG_WARNING, "connection request from host %u to service %u never answered",
-					 r->host, r->sid);
+		if (r->state == IN_PENDING && now >= r->expire) {
+			/* refused while its requester still listens: it may
+			 * try again (a busy acceptor's backlog) */
+			mrcd_log(MRCD_LOG_INFO, "connection request from host %u to service %u not accepted in time: refused",
+				 r->host, r->sid);
+			(void)mrcd_cm_reject(d, ((uint64_t)r->gen << 16) | (uint64_t)i, -ECONNREFUSED);
+		} else if (r->state && now >= r->expire) {
 			r->state = 0;
 		}
 		busy |= r->state != 0;
