@@ -113,8 +113,12 @@ static struct mrce__qp *rx_qp(struct mrce *e, uint64_t now, uint32_t peer,
 		mrce__ack_send(e, qp, peer, &first, MRC_NACK_ACCESS, rx_flags);
 		return NULL;
 	}
-	/* The ACK it carries first, as an ACK packet would be taken; one that
-	 * acknowledges what was never sent makes the whole packet suspect. */
+	/* The ACKs it carries first (another QP's, whose token is checked
+	 * before anything has an effect, then its own), as ACK packets would
+	 * be taken; one that acknowledges what was never sent makes the whole
+	 * packet suspect. */
+	if ((d->flags & MRC_F_XACK) && mrce__xack_rx(e, now, peer, d) < 0)
+		return NULL;
 	if ((d->flags & MRC_F_PB_ACK) && mrce__pb_ack_rx(e, now, qp, d) < 0)
 		return NULL;
 	return qp->state == MRCE_QPS_RTS ? qp : NULL;

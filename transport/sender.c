@@ -57,6 +57,7 @@ static void build(struct mrce *e, struct mrce__qp *qp, uint32_t psn, int ev,
 		.off = is_send ? off : w->roff + off, .ts = now,
 		.mlen = (uint32_t)w->len, .imm = w->imm, .token = qp->tx_token };
 	mrce__ack_attach(e, qp, now, &h);
+	mrce__xack_attach(e, qp, now, &h);
 	qp->data_tx_ts = now;
 	pkt->peer = qp->peer;
 	pkt->ev = (uint16_t)ev;
