@@ -19,6 +19,7 @@
 
 #include "tests/support/seeded.h"
 #include "tests/support/etest.h"
+#include "tests/support/pingpong.h"
 
 #define US 1000ull
 
@@ -34,9 +35,7 @@ struct fx {
 	uint32_t qc, qd;
 	uint32_t k0_remote, k1_local;  /* node 0 REMOTE_WRITE, node 1 LOCAL_READ */
 	uint8_t mem0[4096], mem1[4096];
-	uint64_t acks[2], xack_data[2], data[2];  /* packets handed over, by source */
-	uint64_t rounds, want_rounds;
-	int posted;
+	struct pp pp;                  /* packets handed over; flagged: XACK's */
 };
 
 static struct fx *g_f;
@@ -87,8 +86,9 @@ static struct mrce *E(struct fx *f, int n) { return f->t.ch->node[n].e; }
 static uint32_t P(struct fx *f, int n) { return f->t.ch->node[n].peer[!n]; }
 
 /* Node 0 requests on qa; node 1 replies on qc (64-byte WRITE_IMMs). */
-static void post_msg(struct fx *f, int n, uint64_t wr_id)
+static void post_msg(void *arg, int n, uint64_t wr_id)
 {
+	struct fx *f = arg;
 	int rc = n == 0 ?
 		etest_post(f->t.ch, 0, f->t.qa, MRC_SQE_WRITE_IMM, wr_id, f->t.lkey, 0, 64,
 			   f->t.rkey, 0, (uint32_t)wr_id, 0) :
@@ -97,59 +97,23 @@ static void post_msg(struct fx *f, int n, uint64_t wr_id)
 	CHECK(rc == 0, "post on node %d: %d", n, rc);
 }
 
-static void count_tx(struct chan *ch, uint32_t src, uint32_t dst, uint16_t ev,
-		     const uint8_t *p, size_t len, void *arg)
-{
-	(void)ch; (void)dst; (void)ev; (void)len;
-	struct fx *f = arg;
-	if (p[1] == MRC_OP_ACK)
-		f->acks[src]++;
-	else if (mrc_op_is_data(p[1])) {
-		f->data[src]++;
-		if (((uint16_t)p[2] << 8 | p[3]) & MRC_F_XACK)
-			f->xack_data[src]++;
-	}
-}
-
-/* A message received is answered at once on the other QP; node 0 starts
- * the next round when the answer lands. */
-static void answer(struct chan *ch, uint32_t node, const struct mrce_wc *wc, void *arg)
-{
-	struct fx *f = arg;
-	(void)ch;
-	if (wc->op != MRCE_WC_RECV_WRITE_IMM)
-		return;
-	if (node == 0 && ++f->rounds >= f->want_rounds)
-		return;
-	post_msg(f, (int)node, wc->imm + 1);
-	f->posted = 1;
-}
-
 static int pingpong_done(struct chan *ch, void *arg)
 {
 	struct fx *f = arg;
-	/* The daemon runs completions before it flushes its packets
-	 * (daemon/core/tx.c): an answer leaves in the same turn. */
-	while (f->posted) {
-		f->posted = 0;
-		chan_pump(ch);
-	}
-	return f->rounds >= f->want_rounds &&
-	       chan_count_wc(ch, 0, f->t.qa, MRCE_WC_WRITE_IMM) >= f->want_rounds &&
-	       chan_count_wc(ch, 1, f->qc, MRCE_WC_WRITE_IMM) >= f->want_rounds;
+	return pp_done(ch, &f->pp, f->t.qa, f->qc);
 }
 
 static void pingpong(struct fx *f, uint64_t rounds)
 {
-	f->t.ch->cfg.keep_logs = 1;
-	f->t.ch->on_tx = count_tx;
-	f->t.ch->on_wc = answer;
-	f->t.ch->hook_arg = f;
-	f->want_rounds = rounds;
+	f->pp.post = post_msg;
+	f->pp.arg = f;
+	f->pp.flag = MRC_F_XACK;
+	pp_watch(f->t.ch, &f->pp, 1);
+	f->pp.want_rounds = rounds;
 	post_msg(f, 0, 1);
 	int rc = chan_run(f->t.ch, pingpong_done, f, 10000000000ull, ETEST_MAX_STEPS);
 	CHECK(rc == 0, "ping-pong did not finish: %d (rounds %llu)", rc,
-	      (unsigned long long)f->rounds);
+	      (unsigned long long)f->pp.rounds);
 	/* Let the last held ACK leave. */
 	chan_run(f->t.ch, NULL, NULL, 1000 * US, ETEST_MAX_STEPS);
 }
@@ -170,13 +134,13 @@ static void two_qps_no_ack_packets(void **state)
 	struct mrce_stats s0 = stats(f, 0), s1 = stats(f, 1);
 	/* The first request is answered before node 1 ever sent (its ACK
 	 * is not held), and the last reply has nothing after it. */
-	CHECK(f->acks[0] + f->acks[1] <= 2, "ACK packets: %llu + %llu",
-	      (unsigned long long)f->acks[0], (unsigned long long)f->acks[1]);
-	CHECK(f->xack_data[0] + f->xack_data[1] >= 2 * f->want_rounds - 3,
+	CHECK(f->pp.acks[0] + f->pp.acks[1] <= 2, "ACK packets: %llu + %llu",
+	      (unsigned long long)f->pp.acks[0], (unsigned long long)f->pp.acks[1]);
+	CHECK(f->pp.flagged[0] + f->pp.flagged[1] >= 2 * f->pp.want_rounds - 3,
 	      "data packets carrying another QP's ACK: %llu + %llu of %llu",
-	      (unsigned long long)f->xack_data[0], (unsigned long long)f->xack_data[1],
-	      (unsigned long long)(f->data[0] + f->data[1]));
-	CHECK(s0.tx_xacks + s1.tx_xacks == f->xack_data[0] + f->xack_data[1], "tx_xacks");
+	      (unsigned long long)f->pp.flagged[0], (unsigned long long)f->pp.flagged[1],
+	      (unsigned long long)(f->pp.data[0] + f->pp.data[1]));
+	CHECK(s0.tx_xacks + s1.tx_xacks == f->pp.flagged[0] + f->pp.flagged[1], "tx_xacks");
 	CHECK(s0.rx_xacks + s1.rx_xacks == s0.tx_xacks + s1.tx_xacks, "rx_xacks");
 	CHECK(s0.tx_retx + s1.tx_retx == 0 && s0.rto_fires + s1.rto_fires == 0,
 	      "no retransmission on a clean channel");
@@ -185,9 +149,9 @@ static void two_qps_no_ack_packets(void **state)
 	CHECK(!mrce_tx_pending(E(f, 0)) && !mrce_tx_pending(E(f, 1)), "idle at the end");
 	struct mrce_qp_info qi;
 	CHECK(mrce_qp_info(E(f, 0), f->t.qa, &qi) == 0 && qi.inflight == 0 &&
-	      qi.bytes_acked == 64 * f->want_rounds, "every request acknowledged");
+	      qi.bytes_acked == 64 * f->pp.want_rounds, "every request acknowledged");
 	CHECK(mrce_qp_info(E(f, 1), f->qc, &qi) == 0 && qi.inflight == 0 &&
-	      qi.bytes_acked == 64 * f->want_rounds, "every reply acknowledged: %llu",
+	      qi.bytes_acked == 64 * f->pp.want_rounds, "every reply acknowledged: %llu",
 	      (unsigned long long)qi.bytes_acked);
 }
 
@@ -199,10 +163,10 @@ static void off_by_default(void **state)
 	struct fx *f = g_f;
 	pingpong(f, 50);
 	struct mrce_stats s0 = stats(f, 0), s1 = stats(f, 1);
-	CHECK(f->xack_data[0] + f->xack_data[1] == 0 && s0.tx_xacks + s1.tx_xacks == 0,
+	CHECK(f->pp.flagged[0] + f->pp.flagged[1] == 0 && s0.tx_xacks + s1.tx_xacks == 0,
 	      "no XACK sent");
-	CHECK(f->acks[0] + f->acks[1] >= 2 * f->want_rounds - 1, "an ACK packet each: %llu",
-	      (unsigned long long)(f->acks[0] + f->acks[1]));
+	CHECK(f->pp.acks[0] + f->pp.acks[1] >= 2 * f->pp.want_rounds - 1, "an ACK packet each: %llu",
+	      (unsigned long long)(f->pp.acks[0] + f->pp.acks[1]));
 }
 
 /* ---- hand-driven steps ------------------------------------------------ */

@@ -162,8 +162,13 @@ void mrce__ack_later(struct mrce *e, struct mrce__qp *qp, uint32_t peer,
 	 * one-way QPs per comm pair: the reply goes on the other one). */
 	struct mrce__peer *p = &e->peers[peer];
 	uint64_t sent = qp->data_tx_ts;
-	if (e->cfg.xack && p->data_tx_ts > sent)
-		sent = p->data_tx_ts;
+	if (e->cfg.xack) {
+		/* Not the data being acknowledged: on a loopback fabric the
+		 * peer is this engine, whose QP qp->rqpn sent it. */
+		uint64_t other = p->data_tx_qpn != qp->rqpn ? p->data_tx_ts : p->data_tx_prev;
+		if (other > sent)
+			sent = other;
+	}
 	/* ECN leaves at once: congestion news is not held. */
 	int hold = e->cfg.ack_delay_ns && sent && now - sent <= PB_RECENT_NS &&
 		   qp->ack_pending < e->cfg.ack_every &&
@@ -204,6 +209,10 @@ void mrce__xack_attach(struct mrce *e, struct mrce__qp *qp, uint64_t now,
 		       struct mrc_data_hdr *h)
 {
 	struct mrce__peer *p = &e->peers[qp->peer];
+	if (p->data_tx_qpn != qp->qpn) {
+		p->data_tx_prev = p->data_tx_ts;
+		p->data_tx_qpn = qp->qpn;
+	}
 	p->data_tx_ts = now;
 	if (!p->xack_set)
 		return;
