@@ -55,13 +55,20 @@ static void check_data(const uint8_t *in, size_t len,
 
 	/* What a switch does to it must still decode, as the same header. */
 	size_t t = mrce_wire_trim(out, n);
-	if (!d->plen) {
+	struct mrc_pkt_view tv;
+	enum mrce_wire_drop why;
+	if (!d->plen && n == MRC_DATA_HDR_LEN) {
 		ENSURE(t == n && !memcmp(in, out, n));
 		return;
 	}
 	ENSURE(t == MRC_DATA_HDR_LEN);
-	struct mrc_pkt_view tv;
-	enum mrce_wire_drop why;
+	if (!d->plen) {
+		/* An XACK without payload is longer than its header: a switch
+		 * cuts the extension, and what is left (trimmed, no payload)
+		 * is refused, as a trimmed sealed zero-length packet is. */
+		ENSURE(mrce_wire_decode(out, t, &tv, &why) == -EBADMSG && why == MRC_DROP_FIELD);
+		return;
+	}
 	ENSURE(mrce_wire_decode(out, t, &tv, &why) == 0 && why == MRC_DROP_NONE);
 	ENSURE(tv.trimmed == 1 && tv.payload == NULL && tv.op == v->op);
 	struct mrc_data_hdr want = *d;
