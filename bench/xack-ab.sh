@@ -6,8 +6,8 @@
 # 4 KiB round trip and the daemon's engine counters over the whole run
 # (200 timed round trips and 2,000 messages 8 in flight), libmrc directly
 # (-d, one QP each way) at 4 KiB, and mrc_pingpong 64 B busy-polling.
-# Daemons: base = BASE's mrcd, new = NEW's, off = NEW's with xack = 0
-# (the same binary, the change switched off).  Per rep the references:
+# Daemons: base = BASE's mrcd, new = NEW's with --xack=1, off = NEW's
+# with --xack=0 (the same binary, the change switched off).  Per rep the references:
 # the harness over TCP (-T) and 64-byte raw UDP ping-pong (bench/pingpong
 # -u, blocking).  Usage:
 #   bench/xack-ab.sh BASE_BUILD NEW_BUILD [REPS]     (default 3)
@@ -62,7 +62,7 @@ for i in $(seq "$REPS"); do
 	for v in $o; do
 		case $v in
 		base) one base "$BASE" ;;
-		new) one new "$NEW" ;;
+		new) one new "$NEW" 1 ;;
 		off) one off "$NEW" 0 ;;
 		esac
 	done

@@ -2,7 +2,7 @@
 # bench/xack-fabric.sh BASE_BUILD NEW_BUILD [REPS] (root; under flock
 # /tmp/mrc-root.lock in shared CI): cross-QP ACKs on the emulated fabric
 # (fabric-2p-8h, h0 -> h7, one mrcd per host), the daemons of BASE and of
-# NEW alternated (both restarted for each), NEW's harness and plugin for
+# NEW (with --xack=1) alternated (both restarted for each), NEW's harness and plugin for
 # both: per rep and daemon mrc-nccl-harness -b -z 4096 (the plugin) and
 # -d -z 4096 (libmrc directly), rank 0's 4 KiB round trip, and h7's
 # engine counters over the plugin run.  bench/results/xack.md.  Run from
@@ -30,7 +30,9 @@ restart() {   # BUILD: both daemons stopped and started from BUILD
 		rm -f "$tmp/$h/mrcctl.sock" "$tmp/$h/mrcd.sock"
 	done
 	B=$1
-	for h in h0 h7; do MRCD_LOG_LEVEL=warning start_mrcd $h; done
+	local x=
+	[ "$1" = "$NEW" ] && x=--xack=1
+	for h in h0 h7; do MRCD_EXTRA=$x MRCD_LOG_LEVEL=warning start_mrcd $h; done
 }
 snap() {
 	"$NEW/bin/mrcctl" -s "$tmp/h7/mrcctl.sock" -j stats |
