@@ -120,7 +120,7 @@ struct mrce_cfg {
 	                              and is held while any QP to that peer
 	                              sent data lately.  Every engine of a
 	                              cluster must agree; not with the AEAD
-	                              mode.  Default 0; mrcd sets it */
+	                              mode.  Default 0 (mrcd: its key xack) */
 	uint8_t require_tokens;    /* mrce_qp_connect refuses a QP, or a peer,
 	                              whose tokens are still 0 (default 0; the
 	                              daemon sets it, the simulator does not) */
