@@ -31,8 +31,9 @@ static void check_data(const uint8_t *in, size_t len,
 		/* The trim cut the XACK extension: the view drops the flag
 		 * (and its fields are 0); the header bytes are the input's. */
 		struct mrc_data_hdr w = *d;
-		ENSURE(!(d->flags & MRC_F_XACK) && !d->x_dqpn && !d->x_cum_psn &&
-		       !d->x_sack && !d->x_hold && !d->x_token);
+		const struct mrc_xack *xa = &v->xack;
+		ENSURE(!(d->flags & MRC_F_XACK) && !xa->dqpn && !xa->cum_psn &&
+		       !xa->sack && !xa->hold && !xa->token);
 		w.flags |= (uint16_t)(((uint16_t)in[2] << 8 | in[3]) & MRC_F_XACK);
 		mrce_wire_put_data(out, &w);
 		ENSURE((d->flags & MRC_F_TRIMMED) && d->plen && !v->payload);
@@ -40,7 +41,7 @@ static void check_data(const uint8_t *in, size_t len,
 		ENSURE(mrce_wire_trim(out, len) == len); /* already trimmed */
 		return;
 	}
-	size_t n = mrce_wire_put_data(out, d);
+	size_t n = mrce_wire_put_data_x(out, d, &v->xack);
 	ENSURE(n == ((d->flags & MRC_F_XACK) ? MRC_DATA_XHDR_LEN : MRC_DATA_HDR_LEN));
 	ENSURE(!(d->flags & MRC_F_TRIMMED));
 	if (d->plen) {

@@ -185,13 +185,13 @@ static int rx(struct fx *f, int n, const struct pkt *p)
 	return mrce_rx(E(f, n), f->t.ch->now, P(f, n), p->b, p->len, 0);
 }
 
-static struct mrc_data_hdr hdr(const struct pkt *p)
+static struct mrc_pkt_view view(const struct pkt *p)
 {
 	struct mrc_pkt_view v;
 	enum mrce_wire_drop why;
 	CHECK(mrce_wire_decode(p->b, p->len, &v, &why) == 0, "own packet: %s",
 	      mrce_wire_drop_name(why));
-	return v.u.data;
+	return v;
 }
 
 static struct mrce_qp_info qinfo(struct fx *f, int n, uint32_t qpn)
@@ -214,25 +214,27 @@ static void exchange(struct fx *f, struct pkt *y)
 	CHECK(take(f, 0, a, 8) == 1 && a[0].b[1] == MRC_OP_ACK, "node 0 never sent: ACK at once");
 	CHECK(rx(f, 1, &a[0]) == 0, "its ACK in");
 	post_msg(f, 0, 200);
-	CHECK(take(f, 0, a, 8) == 1 && !(hdr(&a[0]).flags & MRC_F_XACK), "d1, nothing to carry");
+	CHECK(take(f, 0, a, 8) == 1 && !(view(&a[0]).u.data.flags & MRC_F_XACK), "d1, nothing to carry");
 	f->t.ch->now = t0 + 20 * US;
 	CHECK(rx(f, 1, &a[0]) == 0, "d1 in");
 	CHECK(take(f, 1, a, 8) == 0, "node 1 holds d1's ACK: it sent to node 0 lately");
 	f->t.ch->now = t0 + 30 * US;
 	post_msg(f, 1, 101);
 	CHECK(take(f, 1, y, 1) == 1, "y");
-	struct mrc_data_hdr h = hdr(y);
-	CHECK((h.flags & MRC_F_XACK) && h.dqpn == f->qd && h.x_dqpn == f->t.qa &&
-	      h.x_hold == 10 * US / MRC_PB_HOLD_NS && y->len == MRC_DATA_XHDR_LEN + 64 + 4,
-	      "y carries qb's ACK for qa: flags %#x x_dqpn %u hold %u len %zu", h.flags,
-	      h.x_dqpn, h.x_hold, y->len);
+	struct mrc_pkt_view v = view(y);
+	CHECK((v.u.data.flags & MRC_F_XACK) && v.u.data.dqpn == f->qd &&
+	      v.xack.dqpn == f->t.qa && v.xack.hold == 10 * US / MRC_PB_HOLD_NS &&
+	      y->len == MRC_DATA_XHDR_LEN + 64 + 4,
+	      "y carries qb's ACK for qa: flags %#x x_dqpn %u hold %u len %zu", v.u.data.flags,
+	      v.xack.dqpn, v.xack.hold, y->len);
 	CHECK(stats(f, 1).tx_xacks == 1 && stats(f, 1).tx_acks == 0, "one XACK, no ACK packet");
 	f->t.ch->now = t0 + 40 * US;
 }
 
-static void reencode(struct pkt *p, const struct mrc_data_hdr *h)
+static void reencode(struct pkt *p, const struct mrc_pkt_view *v)
 {
-	CHECK(mrce_wire_put_data(p->b, h) == MRC_DATA_XHDR_LEN, "re-encoded with XACK");
+	CHECK(mrce_wire_put_data_x(p->b, &v->u.data, &v->xack) == MRC_DATA_XHDR_LEN,
+	      "re-encoded with XACK");
 }
 
 /* A forged token, another QP's number, the carrier's own, a PSN never
@@ -245,28 +247,28 @@ static void forged_and_malformed(void **state)
 	struct fx *f = g_f;
 	struct pkt y, bad;
 	exchange(f, &y);
-	struct mrc_data_hdr h = hdr(&y), b;
+	struct mrc_pkt_view h = view(&y), b;
 	struct mrce_qp_info qa0 = qinfo(f, 0, f->t.qa), qd0 = qinfo(f, 0, f->qd);
 	struct mrce_stats s = stats(f, 0);
 	CHECK(qa0.inflight == 1, "d1 in flight");
 
 	bad = y;
 	b = h;
-	b.x_token ^= 1;
+	b.xack.token ^= 1;
 	reencode(&bad, &b);
 	CHECK(rx(f, 0, &bad) == 0 &&
 	      stats(f, 0).rx_bad_token[MRCE_TOK_ACK] == s.rx_bad_token[MRCE_TOK_ACK] + 1,
 	      "forged token counted");
 
 	b = h;
-	b.x_dqpn = f->qd;                   /* the carrier itself */
+	b.xack.dqpn = f->qd;                 /* the carrier itself */
 	reencode(&bad, &b);
 	CHECK(rx(f, 0, &bad) == 0 &&
 	      stats(f, 0).rx_drop[MRC_DROP_FIELD] == s.rx_drop[MRC_DROP_FIELD] + 1,
 	      "self-naming counted");
 
 	b = h;
-	b.x_cum_psn = h.x_cum_psn + 5;      /* beyond anything qa sent */
+	b.xack.cum_psn = h.xack.cum_psn + 5;      /* beyond anything qa sent */
 	reencode(&bad, &b);
 	CHECK(rx(f, 0, &bad) == 0 &&
 	      stats(f, 0).rx_drop[MRC_DROP_FIELD] == s.rx_drop[MRC_DROP_FIELD] + 2,

@@ -328,13 +328,13 @@ int mrce__pb_ack_rx(struct mrce *e, uint64_t now, struct mrce__qp *qp,
  * the wrong token, or acknowledges what was never sent.  A QP that is gone
  * makes it moot, as it would an ACK packet; the data part stands. */
 int mrce__xack_rx(struct mrce *e, uint64_t now, uint32_t peer,
-		  const struct mrc_data_hdr *d)
+		  const struct mrc_data_hdr *d, const struct mrc_xack *xa)
 {
-	if (d->x_dqpn == d->dqpn) {
+	if (xa->dqpn == d->dqpn) {
 		e->st.rx_drop[MRC_DROP_FIELD]++;
 		return -EBADMSG;
 	}
-	struct mrce__qp *o = mrce__qp_get(e, d->x_dqpn);
+	struct mrce__qp *o = mrce__qp_get(e, xa->dqpn);
 	if (!o || o->state == MRCE_QPS_RESET) {
 		e->st.rx_unknown_qp++;
 		return 0;
@@ -343,12 +343,12 @@ int mrce__xack_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		e->st.rx_bad_peer++;
 		return -EBADMSG;
 	}
-	if (d->x_token != o->rx_token) {
+	if (xa->token != o->rx_token) {
 		e->st.rx_bad_token[MRCE_TOK_ACK]++;
 		return -EBADMSG;
 	}
-	struct mrc_data_hdr x = { .token = d->x_token, .pb_cum_psn = d->x_cum_psn,
-		.pb_sack = d->x_sack, .pb_hold = d->x_hold };
+	struct mrc_data_hdr x = { .token = xa->token, .pb_cum_psn = xa->cum_psn,
+		.pb_sack = xa->sack, .pb_hold = xa->hold };
 	int rc = mrce__pb_ack_rx(e, now, o, &x);
 	if (!rc && o->state == MRCE_QPS_RTS)
 		e->st.rx_xacks++;

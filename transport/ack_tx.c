@@ -206,7 +206,7 @@ void mrce__ack_attach(struct mrce *e, struct mrce__qp *qp, uint64_t now,
  * (the one in the peer's xack slot), in the XACK extension, with that
  * QP's own ACK token: as authenticated as its ACK packet would be. */
 void mrce__xack_attach(struct mrce *e, struct mrce__qp *qp, uint64_t now,
-		       struct mrc_data_hdr *h)
+		       struct mrc_data_hdr *h, struct mrc_xack *x)
 {
 	struct mrce__peer *p = &e->peers[qp->peer];
 	if (p->data_tx_qpn != qp->qpn) {
@@ -224,11 +224,11 @@ void mrce__xack_attach(struct mrce *e, struct mrce__qp *qp, uint64_t now,
 		return;
 	uint64_t hold = now > o->ack_rx_ts ? (now - o->ack_rx_ts) / MRC_PB_HOLD_NS : 0;
 	h->flags |= MRC_F_XACK;
-	h->x_dqpn = o->rqpn;
-	h->x_cum_psn = o->rcv_nxt;
-	h->x_sack = sack;
-	h->x_hold = hold > UINT16_MAX ? UINT16_MAX : (uint16_t)hold;
-	h->x_token = o->tx_token;
+	x->dqpn = o->rqpn;
+	x->cum_psn = o->rcv_nxt;
+	x->sack = sack;
+	x->hold = hold > UINT16_MAX ? UINT16_MAX : (uint16_t)hold;
+	x->token = o->tx_token;
 	o->ack_pending = 0;
 	o->ack_flags = 0;
 	e->st.tx_pb_acks++;

@@ -249,7 +249,7 @@ int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		qp = mrce__qp_get(e, v.u.data.dqpn);
 		/* and the QP its XACK acknowledged */
 		struct mrce__qp *xq = (v.u.data.flags & MRC_F_XACK) ?
-			mrce__qp_get(e, v.u.data.x_dqpn) : NULL;
+			mrce__qp_get(e, v.xack.dqpn) : NULL;
 		if (xq)
 			mrce__qp_timer_sync(e, xq);
 	} else if (v.op == MRC_OP_ACK) {

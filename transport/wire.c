@@ -24,6 +24,15 @@ static uint32_t hdr_crc(const uint8_t *p, size_t n)
 
 size_t mrce_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h)
 {
+	return mrce_wire_put_data_x(buf, h, NULL);
+}
+
+size_t mrce_wire_put_data_x(uint8_t *buf, const struct mrc_data_hdr *h,
+			    const struct mrc_xack *x)
+{
+	static const struct mrc_xack none;
+	if (!x)
+		x = &none;
 	buf[0] = MRC_WIRE_VERSION;
 	buf[1] = h->op;
 	st16(buf + 2, h->flags);
@@ -44,11 +53,11 @@ size_t mrce_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h)
 	st32(buf + 64, hdr_crc(buf, 64));
 	if (!(h->flags & MRC_F_XACK))
 		return MRC_DATA_HDR_LEN;
-	st32(buf + 68, h->x_dqpn);
-	st32(buf + 72, h->x_cum_psn);
-	st16(buf + 76, h->x_sack);
-	st16(buf + 78, h->x_hold);
-	st64(buf + 80, h->x_token);
+	st32(buf + 68, x->dqpn);
+	st32(buf + 72, x->cum_psn);
+	st16(buf + 76, x->sack);
+	st16(buf + 78, x->hold);
+	st64(buf + 80, x->token);
 	st32(buf + 88, mrce_crc32c(0, buf + 68, MRC_XACK_LEN - 4));
 	return MRC_DATA_XHDR_LEN;
 }
@@ -180,9 +189,8 @@ static int decode_data(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 	if (!data_fields_ok(d))
 		return drop(why, MRC_DROP_FIELD);
 
-	d->x_dqpn = d->x_cum_psn = 0;
-	d->x_sack = d->x_hold = 0;
-	d->x_token = 0;
+	struct mrc_xack *xa = &v->xack;
+	memset(xa, 0, sizeof *xa);
 	if (d->flags & MRC_F_TRIMMED) {
 		/* A switch trims only packets that carry payload; without this
 		 * rule a flip of the (CRC-exempt) TRIMMED bit of a zero-length
@@ -205,11 +213,11 @@ static int decode_data(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 		const uint8_t *x = p + MRC_DATA_HDR_LEN;
 		if (mrce_crc32c(0, x, MRC_XACK_LEN - 4) != ld32(x + MRC_XACK_LEN - 4))
 			return drop(why, MRC_DROP_HCRC);
-		d->x_dqpn = ld32(x);
-		d->x_cum_psn = ld32(x + 4);
-		d->x_sack = ld16(x + 8);
-		d->x_hold = ld16(x + 10);
-		d->x_token = ld64(x + 12);
+		xa->dqpn = ld32(x);
+		xa->cum_psn = ld32(x + 4);
+		xa->sack = ld16(x + 8);
+		xa->hold = ld16(x + 10);
+		xa->token = ld64(x + 12);
 		hl = MRC_DATA_XHDR_LEN;
 	}
 	size_t want = hl + (size_t)d->plen + (d->plen ? MRC_TRAILER_LEN : 0);

@@ -135,12 +135,16 @@ struct mrc_data_hdr {
 	uint32_t pb_cum_psn;
 	uint16_t pb_sack;
 	uint16_t pb_hold;
-	/* Cross-QP ACK (MRC_F_XACK; all 0 without it): a piggybacked ACK, as
-	 * the pb_* fields, for the receiver's QP x_dqpn (another QP to the
-	 * same peer), carrying that QP's own ACK token. */
-	uint32_t x_dqpn, x_cum_psn;
-	uint16_t x_sack, x_hold;
-	uint64_t x_token;
+};
+
+/* Cross-QP ACK (MRC_F_XACK; all 0 without it): a piggybacked ACK, as the
+ * pb_* fields, for the receiver's QP dqpn (another QP to the same peer),
+ * carrying that QP's own ACK token.  Apart from mrc_data_hdr, which QPs
+ * keep a copy of. */
+struct mrc_xack {
+	uint32_t dqpn, cum_psn;
+	uint16_t sack, hold;
+	uint64_t token;
 };
 
 struct mrc_ack_hdr {
@@ -195,6 +199,7 @@ struct mrc_pkt_view {
 		struct mrc_probe_hdr probe;
 	} u;
 	const uint8_t *payload;  /* NULL when trimmed or plen == 0 */
+	struct mrc_xack xack;    /* data with MRC_F_XACK (not trimmed) */
 };
 
 /* Wire format v1 fixes these values (docs/wire.md): the ring ABI may not
@@ -212,6 +217,10 @@ static inline int mrc_op_is_data(uint8_t op)
 /* Encoders write the fixed header including hcrc into buf (which must hold
  * the header length) and return that length. */
 size_t mrce_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h);
+/* The same with the XACK extension from x when h->flags has MRC_F_XACK
+ * (x NULL: zeros). */
+size_t mrce_wire_put_data_x(uint8_t *buf, const struct mrc_data_hdr *h,
+			    const struct mrc_xack *x);
 size_t mrce_wire_put_ack(uint8_t *buf, const struct mrc_ack_hdr *h);
 size_t mrce_wire_put_probe(uint8_t *buf, const struct mrc_probe_hdr *h);
 /* The 4-byte trailer of a data packet whose payload is p[0..n). */
