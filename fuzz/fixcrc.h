@@ -42,7 +42,14 @@ static inline void fz_fix_crcs(uint8_t *p, size_t len)
 	p[3] &= (uint8_t)~MRC_F_TRIMMED;
 	fz_st32be(p + hl - 4, mrce_crc32c(0, p, hl - 4));
 	p[3] = f3;
-	if (hl == MRC_DATA_HDR_LEN) {
+	if (hl == MRC_DATA_HDR_LEN && (p[3] & MRC_F_XACK) && !(p[3] & MRC_F_TRIMMED) &&
+	    len >= MRC_DATA_XHDR_LEN) {
+		/* the XACK extension's own CRC; the payload then starts after it */
+		fz_st32be(p + MRC_DATA_XHDR_LEN - 4,
+			  mrce_crc32c(0, p + hl, MRC_XACK_LEN - 4));
+		hl = MRC_DATA_XHDR_LEN;
+	}
+	if (hl >= MRC_DATA_HDR_LEN && mrc_op_is_data(p[1])) {
 		size_t plen = (size_t)p[14] << 8 | p[15];
 		if (plen && len == hl + plen + MRC_TRAILER_LEN)
 			fz_st32be(p + hl + plen, mrce_crc32c(0, p + hl, plen));

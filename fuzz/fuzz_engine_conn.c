@@ -91,7 +91,7 @@ static void drain(struct fx *f)
 	int n, rounds = 0;
 	while ((n = mrce_tx(f->e, f->now, pk, 32)) > 0) {
 		for (int i = 0; i < n; i++) {
-			ENSURE(pk[i].hdr_len <= MRC_HDR_MAX && pk[i].ev < NEV);
+			ENSURE(pk[i].hdr_len <= MRCE_TX_HDR_MAX && pk[i].ev < NEV);
 			ENSURE(!pk[i].plen || pk[i].payload);
 		}
 		ENSURE(++rounds < 100000);

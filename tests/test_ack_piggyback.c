@@ -17,6 +17,7 @@
 
 #include "tests/support/seeded.h"
 #include "tests/support/etest.h"
+#include "tests/support/pingpong.h"
 
 #define PKT_MAX (MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN)
 #define US 1000ull
@@ -33,10 +34,7 @@ struct fx {
 	struct etest t;
 	uint32_t k0_remote, k1_local;  /* node 0 REMOTE_WRITE, node 1 LOCAL_READ */
 	uint8_t mem0[4096], mem1[4096];
-	/* packets handed over, by source node */
-	uint64_t acks[2], pb_data[2], data[2];
-	uint64_t rounds, want_rounds;
-	int posted;                    /* answer() posted since the last pump */
+	struct pp pp;                  /* packets handed over; pb: PB_ACK's */
 };
 
 static struct fx *g_f, *g_g;
@@ -79,8 +77,9 @@ static struct mrce *E(struct fx *f, int n) { return f->t.ch->node[n].e; }
 static uint32_t P(struct fx *f, int n) { return f->t.ch->node[n].peer[!n]; }
 
 /* Node n posts a 64-byte WRITE_IMM to the other node. */
-static void post_msg(struct fx *f, int n, uint64_t wr_id)
+static void post_msg(void *arg, int n, uint64_t wr_id)
 {
+	struct fx *f = arg;
 	int rc = n == 0 ?
 		etest_post(f->t.ch, 0, f->t.qa, MRC_SQE_WRITE_IMM, wr_id, f->t.lkey, 0, 64,
 			   f->t.rkey, 0, (uint32_t)wr_id, 0) :
@@ -89,70 +88,31 @@ static void post_msg(struct fx *f, int n, uint64_t wr_id)
 	CHECK(rc == 0, "post on node %d: %d", n, rc);
 }
 
-static void count_tx(struct chan *ch, uint32_t src, uint32_t dst, uint16_t ev,
-		     const uint8_t *p, size_t len, void *arg)
+/* Counts packets by kind (and answers messages with answer). */
+static struct fx *watch(int answer)
 {
-	(void)ch; (void)dst; (void)ev; (void)len;
-	struct fx *f = arg;
-	if (p[1] == MRC_OP_ACK)
-		f->acks[src]++;
-	else if (mrc_op_is_data(p[1])) {
-		f->data[src]++;
-		if (((uint16_t)p[2] << 8 | p[3]) & MRC_F_PB_ACK)
-			f->pb_data[src]++;
-	}
-}
-
-/* The ping-pong of mrc-xfer --pingpong: a message received is answered
- * at once; node 0 starts the next round when the answer lands. */
-static void answer(struct chan *ch, uint32_t node, const struct mrce_wc *wc, void *arg)
-{
-	struct fx *f = arg;
-	(void)ch;
-	if (wc->op != MRCE_WC_RECV_WRITE_IMM)
-		return;
-	if (node == 0 && ++f->rounds >= f->want_rounds)
-		return;
-	post_msg(f, (int)node, wc->imm + 1);
-	f->posted = 1;
+	struct fx *f = g_f;
+	f->pp.post = post_msg;
+	f->pp.arg = f;
+	f->pp.flag = MRC_F_PB_ACK;
+	pp_watch(f->t.ch, &f->pp, answer);
+	return f;
 }
 
 static int pingpong_done(struct chan *ch, void *arg)
 {
-	struct fx *f = arg;
-	/* The channel polls completions after it transmits; the daemon core
-	 * runs them first, so that an answer leaves in the same turn as the
-	 * ACKs (daemon/core/tx.c, mrcd_flush).  Do as it does. */
-	while (f->posted) {
-		f->posted = 0;
-		chan_pump(ch);
-	}
-	/* every round answered and every message acknowledged (completed) */
-	return f->rounds >= f->want_rounds &&
-	       chan_count_wc(ch, 0, UINT32_MAX, MRCE_WC_WRITE_IMM) >= f->want_rounds &&
-	       chan_count_wc(ch, 1, UINT32_MAX, MRCE_WC_WRITE_IMM) >= f->want_rounds;
-}
-
-/* Counts packets by kind (and answers messages when on_wc is answer). */
-static struct fx *watch(chan_wc_fn on_wc)
-{
-	struct fx *f = g_f;
-	f->t.ch->cfg.keep_logs = 1;
-	f->t.ch->on_tx = count_tx;
-	f->t.ch->on_wc = on_wc;
-	f->t.ch->hook_arg = f;
-	return f;
+	return pp_done(ch, arg, UINT32_MAX, UINT32_MAX);
 }
 
 static void pingpong_no_ack_packets(void **state)
 {
 	(void)state;
-	struct fx *f = watch(answer);
-	f->want_rounds = 200;
+	struct fx *f = watch(1);
+	f->pp.want_rounds = 200;
 	post_msg(f, 0, 1);
-	int rc = chan_run(f->t.ch, pingpong_done, f, 10000000000ull, ETEST_MAX_STEPS);
+	int rc = chan_run(f->t.ch, pingpong_done, &f->pp, 10000000000ull, ETEST_MAX_STEPS);
 	CHECK(rc == 0, "ping-pong did not finish: %d (rounds %llu)", rc,
-	      (unsigned long long)f->rounds);
+	      (unsigned long long)f->pp.rounds);
 	/* Let the last held ACK leave. */
 	chan_run(f->t.ch, NULL, NULL, 1000 * US, ETEST_MAX_STEPS);
 	struct mrce_stats s0, s1;
@@ -161,13 +121,13 @@ static void pingpong_no_ack_packets(void **state)
 	/* The very first request is answered by a QP that had never sent
 	 * (its ACK is not held), and the last reply has no request after it:
 	 * at most those two ACKs go as packets. */
-	CHECK(f->acks[0] + f->acks[1] <= 2, "ACK packets in a ping-pong: %llu + %llu",
-	      (unsigned long long)f->acks[0], (unsigned long long)f->acks[1]);
-	CHECK(f->pb_data[0] + f->pb_data[1] >= 2 * f->want_rounds - 3,
+	CHECK(f->pp.acks[0] + f->pp.acks[1] <= 2, "ACK packets in a ping-pong: %llu + %llu",
+	      (unsigned long long)f->pp.acks[0], (unsigned long long)f->pp.acks[1]);
+	CHECK(f->pp.flagged[0] + f->pp.flagged[1] >= 2 * f->pp.want_rounds - 3,
 	      "data packets carrying an ACK: %llu + %llu of %llu",
-	      (unsigned long long)f->pb_data[0], (unsigned long long)f->pb_data[1],
-	      (unsigned long long)(f->data[0] + f->data[1]));
-	CHECK(s0.tx_pb_acks + s1.tx_pb_acks == f->pb_data[0] + f->pb_data[1], "tx_pb_acks");
+	      (unsigned long long)f->pp.flagged[0], (unsigned long long)f->pp.flagged[1],
+	      (unsigned long long)(f->pp.data[0] + f->pp.data[1]));
+	CHECK(s0.tx_pb_acks + s1.tx_pb_acks == f->pp.flagged[0] + f->pp.flagged[1], "tx_pb_acks");
 	CHECK(s0.rx_pb_acks + s1.rx_pb_acks == s0.tx_pb_acks + s1.tx_pb_acks, "rx_pb_acks");
 	CHECK(s0.tx_retx + s1.tx_retx == 0 && s0.rto_fires + s1.rto_fires == 0,
 	      "no retransmission on a clean channel");
@@ -187,7 +147,7 @@ static int stream_done(struct chan *ch, void *arg)
 static void one_way_stream_acks(void **state)
 {
 	(void)state;
-	struct fx *f = watch(NULL);
+	struct fx *f = watch(0);
 	for (uint64_t i = 0; i < 8; i++)
 		CHECK(etest_post(f->t.ch, 0, f->t.qa, MRC_SQE_WRITE, i, f->t.lkey, 0, 1 << 16,
 				 f->t.rkey, 0, 0, 0) == 0, "post");
@@ -195,12 +155,12 @@ static void one_way_stream_acks(void **state)
 	      "stream finishes");
 	struct mrce_stats s1;
 	mrce_stats(E(f, 1), &s1);
-	CHECK(f->acks[1] > 0 && f->acks[1] == s1.tx_acks, "ACK packets: %llu",
-	      (unsigned long long)f->acks[1]);
-	CHECK(f->pb_data[0] == 0 && s1.tx_pb_acks == 0 && s1.ack_delay_expired == 0,
+	CHECK(f->pp.acks[1] > 0 && f->pp.acks[1] == s1.tx_acks, "ACK packets: %llu",
+	      (unsigned long long)f->pp.acks[1]);
+	CHECK(f->pp.flagged[0] == 0 && s1.tx_pb_acks == 0 && s1.ack_delay_expired == 0,
 	      "nothing rides, nothing held");
 	/* 8 x 16 packets of 4 KiB, ACKed at least every ack_every */
-	CHECK(f->acks[1] >= 8 * 16 / f->t.ch->cfg.ecfg.ack_every, "coalescing as before");
+	CHECK(f->pp.acks[1] >= 8 * 16 / f->t.ch->cfg.ecfg.ack_every, "coalescing as before");
 }
 
 /* ---- hand-driven steps ------------------------------------------------ */

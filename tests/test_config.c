@@ -37,6 +37,8 @@ static void defaults_are_valid(void **st)
 	/* The power-floor hint is off unless asked for (h-floor). */
 	assert_int_equal(c.power_floor, 0);
 	assert_int_equal(c.power_floor_hold_us, 1000);
+	/* Cross-QP ACKs off unless turned on (h-ack). */
+	assert_int_equal(c.xack, 0);
 	/* Every listed key can be set from text (the CLI relies on it). */
 	for (const char *const *k = mrcd_cfg_keys(); *k; k++) {
 		struct mrcd_cfg t = c;
@@ -54,7 +56,8 @@ static void defaults_are_valid(void **st)
 			v = "10";
 		if (!strcmp(*k, "power_floor"))   /* h-floor: a switch, 0..1 */
 			v = "1";
-		if (!strcmp(*k, "health_share"))  /* h-hfeed: a switch, 0..1 */
+		if (!strcmp(*k, "health_share") ||  /* h-hfeed: a switch, 0..1 */
+		    !strcmp(*k, "xack"))            /* h-ack: a switch, 0..1 */
 			v = "1";
 		int rc = mrcd_cfg_set(&t, *k, v, err, sizeof(err));
 		if (rc)

@@ -141,7 +141,7 @@ static void test_drop_field_data(void **state)
 	const struct data_case cases[] = {
 		{ "valid write", MRC_OP_WRITE, FL, 10, 10, 0, 0, 1 },
 		{ "flag 0x40 (ENC, reserved)", MRC_OP_WRITE, FL | MRC_F_ENC, 10, 10, 0, 0, 0 },
-		{ "flag 0x80", MRC_OP_WRITE, FL | 0x80, 10, 10, 0, 0, 0 },
+		{ "flag 0x100", MRC_OP_WRITE, FL | 0x100, 10, 10, 0, 0, 0 },
 		{ "PB_ECN without PB_ACK", MRC_OP_WRITE, FL | MRC_F_PB_ECN, 10, 10, 0, 0, 0 },
 		{ "flag 0x8000", MRC_OP_WRITE, FL | 0x8000, 10, 10, 0, 0, 0 },
 		{ "plen > max", MRC_OP_WRITE, 0, MRC_MAX_PAYLOAD + 1, 1u << 20, 0, 0, 0 },

@@ -320,3 +320,37 @@ int mrce__pb_ack_rx(struct mrce *e, uint64_t now, struct mrce__qp *qp,
 		e->st.rx_pb_acks++;
 	return rc;
 }
+
+/* A cross-QP ACK (XACK) on a data packet of another QP from the same peer,
+ * whose token was checked: taken as the ACK packet of QP x_dqpn would be,
+ * under that QP's own ACK token.  -EBADMSG (the caller drops the whole
+ * packet): it names a QP of another peer, or the carrier itself, carries
+ * the wrong token, or acknowledges what was never sent.  A QP that is gone
+ * makes it moot, as it would an ACK packet; the data part stands. */
+int mrce__xack_rx(struct mrce *e, uint64_t now, uint32_t peer,
+		  const struct mrc_data_hdr *d, const struct mrc_xack *xa)
+{
+	if (xa->dqpn == d->dqpn) {
+		e->st.rx_drop[MRC_DROP_FIELD]++;
+		return -EBADMSG;
+	}
+	struct mrce__qp *o = mrce__qp_get(e, xa->dqpn);
+	if (!o || o->state == MRCE_QPS_RESET) {
+		e->st.rx_unknown_qp++;
+		return 0;
+	}
+	if (o->peer != peer) {
+		e->st.rx_bad_peer++;
+		return -EBADMSG;
+	}
+	if (xa->token != o->rx_token) {
+		e->st.rx_bad_token[MRCE_TOK_ACK]++;
+		return -EBADMSG;
+	}
+	struct mrc_data_hdr x = { .token = xa->token, .pb_cum_psn = xa->cum_psn,
+		.pb_sack = xa->sack, .pb_hold = xa->hold };
+	int rc = mrce__pb_ack_rx(e, now, o, &x);
+	if (!rc && o->state == MRCE_QPS_RTS)
+		e->st.rx_xacks++;
+	return rc;
+}

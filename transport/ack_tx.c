@@ -158,14 +158,28 @@ void mrce__ack_later(struct mrce *e, struct mrce__qp *qp, uint32_t peer,
 		return;
 	}
 	uint16_t sack;
+	/* With xack, data of any QP to the peer may carry it (NCCL's two
+	 * one-way QPs per comm pair: the reply goes on the other one). */
+	struct mrce__peer *p = &e->peers[peer];
+	uint64_t sent = qp->data_tx_ts;
+	if (e->cfg.xack) {
+		/* Not the data being acknowledged: on a loopback fabric the
+		 * peer is this engine, whose QP qp->rqpn sent it. */
+		uint64_t other = p->data_tx_qpn != qp->rqpn ? p->data_tx_ts : p->data_tx_prev;
+		if (other > sent)
+			sent = other;
+	}
 	/* ECN leaves at once: congestion news is not held. */
-	int hold = e->cfg.ack_delay_ns && qp->data_tx_ts &&
-		   now - qp->data_tx_ts <= PB_RECENT_NS &&
+	int hold = e->cfg.ack_delay_ns && sent && now - sent <= PB_RECENT_NS &&
 		   qp->ack_pending < e->cfg.ack_every &&
 		   !(qp->ack_flags & MRCE_RX_ECN) && pb_fits(qp, &sack);
 	/* The hold runs from the oldest packet it covers. */
 	uint64_t due = !hold ? 0 : was && qp->ack_due ? qp->ack_due : now + e->cfg.ack_delay_ns;
 	ack_list_add(e, qp, due);
+	if (hold && e->cfg.xack) {
+		p->xack_qpn = qp->qpn;
+		p->xack_set = 1;
+	}
 }
 
 /* Fills the piggybacked-ACK fields of a data packet the QP is about to
@@ -186,6 +200,39 @@ void mrce__ack_attach(struct mrce *e, struct mrce__qp *qp, uint64_t now,
 	qp->ack_pending = 0;
 	qp->ack_flags = 0;
 	e->st.tx_pb_acks++;
+}
+
+/* Data of QP qp to its peer carries the ACK another QP to that peer holds
+ * (the one in the peer's xack slot), in the XACK extension, with that
+ * QP's own ACK token: as authenticated as its ACK packet would be. */
+void mrce__xack_attach(struct mrce *e, struct mrce__qp *qp, uint64_t now,
+		       struct mrc_data_hdr *h, struct mrc_xack *x)
+{
+	struct mrce__peer *p = &e->peers[qp->peer];
+	if (p->data_tx_qpn != qp->qpn) {
+		p->data_tx_prev = p->data_tx_ts;
+		p->data_tx_qpn = qp->qpn;
+	}
+	p->data_tx_ts = now;
+	if (!p->xack_set)
+		return;
+	p->xack_set = 0;
+	struct mrce__qp *o = p->xack_qpn != qp->qpn ? mrce__qp_get(e, p->xack_qpn) : NULL;
+	uint16_t sack;
+	if (!o || !o->ack_pending || o->state != MRCE_QPS_RTS || o->peer != qp->peer ||
+	    (o->ack_flags & MRCE_RX_ECN) || !pb_fits(o, &sack))
+		return;
+	uint64_t hold = now > o->ack_rx_ts ? (now - o->ack_rx_ts) / MRC_PB_HOLD_NS : 0;
+	h->flags |= MRC_F_XACK;
+	x->dqpn = o->rqpn;
+	x->cum_psn = o->rcv_nxt;
+	x->sack = sack;
+	x->hold = hold > UINT16_MAX ? UINT16_MAX : (uint16_t)hold;
+	x->token = o->tx_token;
+	o->ack_pending = 0;
+	o->ack_flags = 0;
+	e->st.tx_pb_acks++;
+	e->st.tx_xacks++;
 }
 
 void mrce__acks_flush(struct mrce *e, uint64_t now, int keep_senders)

@@ -21,5 +21,8 @@ int mrce__acks_urgent(const struct mrce *e);
 void mrce__ack_flush_qp(struct mrce *e, struct mrce__qp *qp);
 void mrce__ack_attach(struct mrce *e, struct mrce__qp *qp, uint64_t now,
 		     struct mrc_data_hdr *h);
+/* The same for a held ACK of another QP to qp's peer (cfg.xack). */
+void mrce__xack_attach(struct mrce *e, struct mrce__qp *qp, uint64_t now,
+		       struct mrc_data_hdr *h, struct mrc_xack *x);
 
 #endif

@@ -95,6 +95,8 @@ static int cfg_check(const struct mrce_cfg *c, const char **why)
 	 * can say (RTT samples leave the hold out). */
 	if (c->ack_delay_ns > 1000000 || c->ack_delay_ns > c->rto_min_ns / 4)
 		BAD("ack_delay_ns must be at most 1 ms and rto_min_ns / 4");
+	if (c->xack > 1)
+		BAD("xack must be 0 or 1");
 	if (!c->probe_interval_ns || !c->probe_ok_needed)
 		BAD("probe_interval_ns and probe_ok_needed must be > 0");
 	if (c->probe_max_interval_ns < c->probe_interval_ns)
@@ -245,6 +247,11 @@ int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	if (mrc_op_is_data(v.op)) {
 		mrce__data_rx(e, now, peer, &v, rx_flags);
 		qp = mrce__qp_get(e, v.u.data.dqpn);
+		/* and the QP its XACK acknowledged */
+		struct mrce__qp *xq = (v.u.data.flags & MRC_F_XACK) ?
+			mrce__qp_get(e, v.xack.dqpn) : NULL;
+		if (xq)
+			mrce__qp_timer_sync(e, xq);
 	} else if (v.op == MRC_OP_ACK) {
 		mrce__ack_rx(e, now, peer, &v.u.ack);
 		qp = mrce__qp_get(e, v.u.ack.dqpn);

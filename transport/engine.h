@@ -114,6 +114,13 @@ struct mrce_cfg {
 	                              this share of the data packets, so
 	                              bulk is never starved.  0..50; 0:
 	                              strict priority (default 10) */
+	uint8_t xack;              /* 1: a held ACK may ride on data of another
+	                              QP to the same peer (cross-QP ACK, a 24-
+	                              byte header extension; docs/wire.md),
+	                              and is held while any QP to that peer
+	                              sent data lately.  Every engine of a
+	                              cluster must agree; not with the AEAD
+	                              mode.  Default 0 (mrcd: its key xack) */
 	uint8_t require_tokens;    /* mrce_qp_connect refuses a QP, or a peer,
 	                              whose tokens are still 0 (default 0; the
 	                              daemon sets it, the simulator does not) */
@@ -365,6 +372,9 @@ int mrce_qp_ev_stats(const struct mrce *e, uint32_t qpn, struct mrce_qp_ev_stat 
 /* A packet to send: hdr[0..hdr_len), then payload[0..plen) (straight from
  * registered memory: scatter-gather it, do not copy it), then, when plen > 0,
  * trailer[0..4).  The payload pointer is valid until the next engine call. */
+/* Header bytes of a packet from mrce_tx: MRC_HDR_MAX, or a data header
+ * with its XACK extension (only with cfg.xack). */
+#define MRCE_TX_HDR_MAX MRC_DATA_XHDR_LEN
 struct mrce_tx_pkt {
 	uint32_t peer;
 	uint16_t ev;
@@ -373,7 +383,7 @@ struct mrce_tx_pkt {
 	const uint8_t *payload;
 	uint8_t trailer[MRC_TRAILER_LEN];
 	uint8_t tclass;             /* enum mrce_tclass of the QP it is for */
-	uint8_t hdr[MRC_HDR_MAX];
+	uint8_t hdr[MRCE_TX_HDR_MAX];
 };
 /* Fills up to max packets: control packets first, then retransmissions and
  * new data of every QP, round robin within a traffic class, URGENT QPs
@@ -383,7 +393,7 @@ int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max);
  * when it has a payload.  MRCE_TX_PKT_MAX bytes always suffice.  For
  * callers that carry datagrams in buffers (the simulator's tests, the test
  * channel, fuzzers); the daemon sends the three parts as iovecs instead. */
-#define MRCE_TX_PKT_MAX (MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN)
+#define MRCE_TX_PKT_MAX (MRCE_TX_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN)
 size_t mrce_tx_pkt_len(const struct mrce_tx_pkt *p);
 size_t mrce_tx_pkt_copy(const struct mrce_tx_pkt *p, uint8_t *out);
 
@@ -467,6 +477,9 @@ struct mrce_stats {
 	/* ACKs that rode on data packets (sent, received and taken), and the
 	 * held ACKs that found no data in time and left as ACK packets. */
 	uint64_t tx_pb_acks, rx_pb_acks, ack_delay_expired;
+	/* Of those, ACKs of another QP to the same peer that rode on a data
+	 * packet (cfg.xack; sent, received and taken). */
+	uint64_t tx_xacks, rx_xacks;
 	/* PROBE_REPLYs (token right) that answer no outstanding probe of
 	 * ours, exactly (seq and ts_echo): recorded, late or forged; they
 	 * change nothing.  NOQP NACKs not sent by the rate limit. */

@@ -78,8 +78,9 @@ static void effect(struct mrce *e, struct mrce__qp *qp, struct mrce__rslot *r,
  * its PSN passed and the ACK it carries was taken (NULL: dropped or
  * answered here). */
 static struct mrce__qp *rx_qp(struct mrce *e, uint64_t now, uint32_t peer,
-			     const struct mrc_data_hdr *d, uint32_t rx_flags)
+			     const struct mrc_pkt_view *v, uint32_t rx_flags)
 {
+	const struct mrc_data_hdr *d = &v->u.data;
 	struct mrce__qp *qp = mrce__qp_get(e, d->dqpn);
 	if (!qp) {
 		/* Gone (its owner died): tell the sender at once rather than
@@ -113,8 +114,12 @@ static struct mrce__qp *rx_qp(struct mrce *e, uint64_t now, uint32_t peer,
 		mrce__ack_send(e, qp, peer, &first, MRC_NACK_ACCESS, rx_flags);
 		return NULL;
 	}
-	/* The ACK it carries first, as an ACK packet would be taken; one that
-	 * acknowledges what was never sent makes the whole packet suspect. */
+	/* The ACKs it carries first (another QP's, whose token is checked
+	 * before anything has an effect, then its own), as ACK packets would
+	 * be taken; one that acknowledges what was never sent makes the whole
+	 * packet suspect. */
+	if ((d->flags & MRC_F_XACK) && mrce__xack_rx(e, now, peer, d, &v->xack) < 0)
+		return NULL;
 	if ((d->flags & MRC_F_PB_ACK) && mrce__pb_ack_rx(e, now, qp, d) < 0)
 		return NULL;
 	return qp->state == MRCE_QPS_RTS ? qp : NULL;
@@ -227,7 +232,7 @@ void mrce__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		  const struct mrc_pkt_view *v, uint32_t rx_flags)
 {
 	const struct mrc_data_hdr *d = &v->u.data;
-	struct mrce__qp *qp = rx_qp(e, now, peer, d, rx_flags);
+	struct mrce__qp *qp = rx_qp(e, now, peer, v, rx_flags);
 	if (!qp)
 		return;
 	qp->rx_pkts++;

@@ -57,12 +57,14 @@ static void build(struct mrce *e, struct mrce__qp *qp, uint32_t psn, int ev,
 		.off = is_send ? off : w->roff + off, .ts = now,
 		.mlen = (uint32_t)w->len, .imm = w->imm, .token = qp->tx_token };
 	mrce__ack_attach(e, qp, now, &h);
+	struct mrc_xack x = { 0 };
+	mrce__xack_attach(e, qp, now, &h, &x);
 	qp->data_tx_ts = now;
 	pkt->peer = qp->peer;
 	pkt->ev = (uint16_t)ev;
 	pkt->tclass = qp->tclass;
 	e->st.tx_class[qp->tclass]++;
-	pkt->hdr_len = (uint16_t)mrce_wire_put_data(pkt->hdr, &h);
+	pkt->hdr_len = (uint16_t)mrce_wire_put_data_x(pkt->hdr, &h, &x);
 	pkt->plen = plen;
 	pkt->payload = w->op == MRC_OP_ATOMIC_ADD ? w->add_be : w->lbase + off;
 	if (plen && !e->cfg.skip_payload_crc)

@@ -78,6 +78,13 @@ struct mrce__peer {
 	 * spurious losses serves every QP to the peer. */
 	uint64_t reo_extra;         /* learned extra reorder tolerance */
 	uint32_t clean_acks;        /* ACKs since the last spurious loss */
+	/* Cross-QP ACKs (cfg.xack): when a QP last sent data to the peer
+	 * (which QP, and when another QP last did), and the one QP whose held
+	 * ACK the next data packet to it carries. */
+	uint64_t data_tx_ts, data_tx_prev;
+	uint32_t data_tx_qpn;
+	uint32_t xack_qpn;
+	uint8_t xack_set;
 	struct mrce__ev *paths;    /* 64-byte aligned, inside paths_mem */
 	void *paths_mem;
 	/* Spraying: round robin over planes, then over each plane's EVs. */

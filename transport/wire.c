@@ -24,6 +24,15 @@ static uint32_t hdr_crc(const uint8_t *p, size_t n)
 
 size_t mrce_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h)
 {
+	return mrce_wire_put_data_x(buf, h, NULL);
+}
+
+size_t mrce_wire_put_data_x(uint8_t *buf, const struct mrc_data_hdr *h,
+			    const struct mrc_xack *x)
+{
+	static const struct mrc_xack none;
+	if (!x)
+		x = &none;
 	buf[0] = MRC_WIRE_VERSION;
 	buf[1] = h->op;
 	st16(buf + 2, h->flags);
@@ -42,7 +51,15 @@ size_t mrce_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h)
 	st16(buf + 60, h->pb_sack);
 	st16(buf + 62, h->pb_hold);
 	st32(buf + 64, hdr_crc(buf, 64));
-	return MRC_DATA_HDR_LEN;
+	if (!(h->flags & MRC_F_XACK))
+		return MRC_DATA_HDR_LEN;
+	st32(buf + 68, x->dqpn);
+	st32(buf + 72, x->cum_psn);
+	st16(buf + 76, x->sack);
+	st16(buf + 78, x->hold);
+	st64(buf + 80, x->token);
+	st32(buf + 88, mrce_crc32c(0, buf + 68, MRC_XACK_LEN - 4));
+	return MRC_DATA_XHDR_LEN;
 }
 
 size_t mrce_wire_put_ack(uint8_t *buf, const struct mrc_ack_hdr *h)
@@ -172,6 +189,8 @@ static int decode_data(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 	if (!data_fields_ok(d))
 		return drop(why, MRC_DROP_FIELD);
 
+	struct mrc_xack *xa = &v->xack;
+	memset(xa, 0, sizeof *xa);
 	if (d->flags & MRC_F_TRIMMED) {
 		/* A switch trims only packets that carry payload; without this
 		 * rule a flip of the (CRC-exempt) TRIMMED bit of a zero-length
@@ -180,18 +199,34 @@ static int decode_data(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 			return drop(why, MRC_DROP_FIELD);
 		if (len != MRC_DATA_HDR_LEN)
 			return drop(why, MRC_DROP_LENGTH);
+		/* The trim cut the XACK extension: that ACK is lost, as an ACK
+		 * packet may be (the next one covers it). */
+		d->flags &= (uint16_t)~MRC_F_XACK;
 		v->trimmed = 1;
 		v->payload = NULL;
 		return 0;
 	}
-	size_t want = MRC_DATA_HDR_LEN + (size_t)d->plen +
-		      (d->plen ? MRC_TRAILER_LEN : 0);
+	size_t hl = MRC_DATA_HDR_LEN;
+	if (d->flags & MRC_F_XACK) {
+		if (len < MRC_DATA_XHDR_LEN)
+			return drop(why, MRC_DROP_LENGTH);
+		const uint8_t *x = p + MRC_DATA_HDR_LEN;
+		if (mrce_crc32c(0, x, MRC_XACK_LEN - 4) != ld32(x + MRC_XACK_LEN - 4))
+			return drop(why, MRC_DROP_HCRC);
+		xa->dqpn = ld32(x);
+		xa->cum_psn = ld32(x + 4);
+		xa->sack = ld16(x + 8);
+		xa->hold = ld16(x + 10);
+		xa->token = ld64(x + 12);
+		hl = MRC_DATA_XHDR_LEN;
+	}
+	size_t want = hl + (size_t)d->plen + (d->plen ? MRC_TRAILER_LEN : 0);
 	if (len != want)
 		return drop(why, MRC_DROP_LENGTH);
 	v->trimmed = 0;
 	v->payload = NULL;
 	if (d->plen) {
-		const uint8_t *pl = p + MRC_DATA_HDR_LEN;
+		const uint8_t *pl = p + hl;
 		if (!(flags & MRC_WIRE_NO_PCRC) &&
 		    mrce_crc32c(0, pl, d->plen) != ld32(pl + d->plen))
 			return drop(why, MRC_DROP_PCRC);

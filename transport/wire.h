@@ -15,7 +15,7 @@
  * forge state changes; tokens are opaque here, derived by auth/) and room
  * for a piggybacked ACK in data packets.
  *
- * Data header (68 bytes):
+ * Data header (68 bytes, 92 with the XACK extension at 68):
  *   0 ver  1 op  2 flags  4 dqpn  8 psn  12 ev u16  14 plen u16  16 msn
  *   20 rkey (SEND: ssn)  24 off u64  32 ts u64  40 mlen  44 imm
  *   48 token u64  56 pb_cum_psn  60 pb_sack u16  62 pb_hold u16  64 hcrc
@@ -71,7 +71,14 @@ enum mrc_op {
 #define MRC_F_TRIMMED 0x0008u  /* payload cut by a switch; set by the switch */
 #define MRC_F_PB_ACK  0x0010u  /* pb_* fields carry a piggybacked ACK */
 #define MRC_F_PB_ECN  0x0020u  /* with PB_ACK: a packet it covers was ECN-CE */
-#define MRC_F_DATA_MASK 0x003fu
+/* 0x0080: XACK, an ACK for another QP to the same peer follows the header
+ * (docs/wire.md "Cross-QP ACK"); 0x0040 (ENC) stays outside the mask. */
+#define MRC_F_XACK    0x0080u
+#define MRC_F_DATA_MASK 0x00bfu
+/* The XACK extension after the 68-byte data header: x_dqpn, x_cum_psn,
+ * x_sack u16, x_hold u16, x_token u64, xcrc (CRC-32C of the 20 before). */
+#define MRC_XACK_LEN     24
+#define MRC_DATA_XHDR_LEN (MRC_DATA_HDR_LEN + MRC_XACK_LEN)
 #define MRC_PB_SACK_BITS 16     /* PSNs pb_sack covers after pb_cum_psn */
 #define MRC_PB_HOLD_NS   64     /* unit of pb_hold (up to 4.19 ms) */
 /* 0x0040 is reserved for the AEAD payload mode (docs/wire.md, "ENC"):
@@ -130,6 +137,16 @@ struct mrc_data_hdr {
 	uint16_t pb_hold;
 };
 
+/* Cross-QP ACK (MRC_F_XACK; all 0 without it): a piggybacked ACK, as the
+ * pb_* fields, for the receiver's QP dqpn (another QP to the same peer),
+ * carrying that QP's own ACK token.  Apart from mrc_data_hdr, which QPs
+ * keep a copy of. */
+struct mrc_xack {
+	uint32_t dqpn, cum_psn;
+	uint16_t sack, hold;
+	uint64_t token;
+};
+
 struct mrc_ack_hdr {
 	uint16_t flags;
 	uint8_t nack;            /* enum mrc_nack */
@@ -182,6 +199,7 @@ struct mrc_pkt_view {
 		struct mrc_probe_hdr probe;
 	} u;
 	const uint8_t *payload;  /* NULL when trimmed or plen == 0 */
+	struct mrc_xack xack;    /* data with MRC_F_XACK (not trimmed) */
 };
 
 /* Wire format v1 fixes these values (docs/wire.md): the ring ABI may not
@@ -199,6 +217,10 @@ static inline int mrc_op_is_data(uint8_t op)
 /* Encoders write the fixed header including hcrc into buf (which must hold
  * the header length) and return that length. */
 size_t mrce_wire_put_data(uint8_t *buf, const struct mrc_data_hdr *h);
+/* The same with the XACK extension from x when h->flags has MRC_F_XACK
+ * (x NULL: zeros). */
+size_t mrce_wire_put_data_x(uint8_t *buf, const struct mrc_data_hdr *h,
+			    const struct mrc_xack *x);
 size_t mrce_wire_put_ack(uint8_t *buf, const struct mrc_ack_hdr *h);
 size_t mrce_wire_put_probe(uint8_t *buf, const struct mrc_probe_hdr *h);
 /* The 4-byte trailer of a data packet whose payload is p[0..n). */

@@ -149,6 +149,9 @@ static int node_engine(struct mrcd *d, char *err, size_t errlen)
 	ec.cc = strcmp(d->cfg.cc, "fixed") ? MRCE_CC_NSCC : MRCE_CC_FIXED;
 	ec.rnr_retry = d->cfg.rnr_retry;
 	ec.qp_ev_stats = d->cfg.qp_ev_stats;
+	/* Cross-QP ACKs change the data header's length, which the AEAD
+	 * mode's framing does not take (docs/wire.md "Cross-QP ACK"). */
+	ec.xack = d->cfg.xack && !strcmp(d->cfg.payload_encryption, "off");
 	ec.bulk_min_pct = d->cfg.bulk_min_pct;
 	ec.no_path_timeout_ns = (uint64_t)d->cfg.no_path_timeout_ms * 1000000;
 	ec.spray_slot = mrcd_cfg_spray_slot(&d->cfg, d->topo, d->self);

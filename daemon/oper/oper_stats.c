@@ -86,6 +86,9 @@ static json_t *stats_engine(struct mrcd *d)
 		"suspect_retired", (json_int_t)s.suspect_retired));
 	json_object_set_new(eng, "suspect_extended", json_integer((json_int_t)s.suspect_extended));
 	json_object_set_new(eng, "tlp_probes", json_integer((json_int_t)s.tlp_probes));
+	/* Of the piggybacked ACKs, those of another QP to the same peer. */
+	json_object_set_new(eng, "tx_xacks", json_integer((json_int_t)s.tx_xacks));
+	json_object_set_new(eng, "rx_xacks", json_integer((json_int_t)s.rx_xacks));
 	/* Probe replies that answer no outstanding probe; NOQPs not sent. */
 	json_object_update_missing_new(eng, json_pack("{s:I, s:I}",
 		"rx_probe_stale", (json_int_t)s.rx_probe_stale,

@@ -63,8 +63,9 @@ bulk_done() {
 # Scripts with a mrcd per namespace (bash, sets P, tmp, an associative
 # array dpid, and $tmp/topo.json): sock H is host H's client socket;
 # start_mrcd H starts mrcd in namespace $P-H with the shared cluster key
-# (on the datapath MRC_DATAPATH names, default udp, with MRC_DATAPATH_ARGS)
-# and waits for its operator socket.
+# (on the datapath MRC_DATAPATH names, default udp, with MRC_DATAPATH_ARGS;
+# MRCD_EXTRA: more options, split on spaces) and waits for its operator
+# socket.
 sock() { echo "$tmp/$1/mrcd.sock"; }
 start_mrcd() {
 	local h=$1
@@ -73,7 +74,7 @@ start_mrcd() {
 	ip netns exec $P-$h $B/bin/mrcd --topology "$tmp/topo.json" --host $h --socket "$(sock $h)" \
 		--key_file "$tmp/cluster.key" --datapath "${MRC_DATAPATH:-udp}" \
 		${MRC_DATAPATH_ARGS:+--datapath_args "$MRC_DATAPATH_ARGS"} --log_level "${MRCD_LOG_LEVEL:-notice}" \
-		2>>"$tmp/$h.log" &
+		${MRCD_EXTRA:-} 2>>"$tmp/$h.log" &
 	dpid[$h]=$!
 	until_t 10 test -S "$tmp/$h/mrcctl.sock" || { echo "mrcd on $h did not start"; tail "$tmp/$h.log"; exit 1; }
 }

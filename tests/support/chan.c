@@ -109,7 +109,7 @@ int chan_create(const struct chan_cfg *cfg, struct chan **out, const char **why)
 	ch->now = CHAN_T0;
 	mrc_rng_seed(&ch->rng, cfg->seed);
 	uint32_t mtu = cfg->ecfg.mtu > 64 ? cfg->ecfg.mtu : 64;
-	ch->big_cap = MRC_HDR_MAX + mtu + MRC_TRAILER_LEN;
+	ch->big_cap = MRCE_TX_HDR_MAX + mtu + MRC_TRAILER_LEN;
 
 	size_t npaths = (size_t)cfg->nodes * cfg->nodes * cfg->nev;
 	ch->paths = calloc(npaths, sizeof(*ch->paths));
@@ -320,7 +320,7 @@ static void hand_over(struct chan *ch, uint32_t src, const struct mrce_tx_pkt *t
 	uint32_t dst = node_of_peer(ch, src, tp->peer);
 	size_t len = mrce_tx_pkt_len(tp);
 
-	if (dst == UINT32_MAX || tp->ev >= ch->cfg.nev || tp->hdr_len > MRC_HDR_MAX) {
+	if (dst == UINT32_MAX || tp->ev >= ch->cfg.nev || tp->hdr_len > MRCE_TX_HDR_MAX) {
 		fprintf(stderr, "chan: node %u sent to unknown peer %u / ev %u / hdr_len %u\n",
 			src, tp->peer, tp->ev, tp->hdr_len);
 		abort();

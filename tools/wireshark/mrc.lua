@@ -55,7 +55,8 @@ end
 
 local VERSION = 2
 local HDR = { data = 68, ack = 76, probe = 44, ctrl = 40 }
-local F_TRIMMED, F_ENC = 0x0008, 0x0040
+local F_TRIMMED, F_ENC, F_XACK = 0x0008, 0x0040, 0x0080
+local XACK_LEN = 24   -- the cross-QP ACK extension after a data header
 
 local opcodes = {
 	[1] = "WRITE", [2] = "WRITE_IMM", [3] = "SEND", [4] = "SEND_IMM", [5] = "ATOMIC_ADD",
@@ -76,6 +77,13 @@ local f = {
 	f_pb_ack = ProtoField.bool("mrc.flags.pb_ack", "PB_ACK", 16, nil, 0x0010),
 	f_pb_ecn = ProtoField.bool("mrc.flags.pb_ecn", "PB_ECN", 16, nil, 0x0020),
 	f_enc = ProtoField.bool("mrc.flags.enc", "ENC", 16, nil, 0x0040),
+	f_xack = ProtoField.bool("mrc.flags.xack", "XACK", 16, nil, 0x0080),
+	x_dqpn = ProtoField.uint32("mrc.xack.dqpn", "Cross-QP ACK: QP acknowledged"),
+	x_cum_psn = ProtoField.uint32("mrc.xack.cum_psn", "Cross-QP ACK: cumulative PSN"),
+	x_sack = ProtoField.uint16("mrc.xack.sack", "Cross-QP ACK: SACK", base.HEX),
+	x_hold = ProtoField.uint16("mrc.xack.hold", "Cross-QP ACK: hold (units of 64 ns)"),
+	x_token = ProtoField.uint64("mrc.xack.token", "Cross-QP ACK: token of that QP", base.HEX),
+	x_crc = ProtoField.uint32("mrc.xack.crc", "Cross-QP ACK: CRC", base.HEX),
 	f_ecn = ProtoField.bool("mrc.flags.ecn", "ECN", 16, nil, 0x0001),
 	dqpn = ProtoField.uint32("mrc.dqpn", "Destination QP"),
 	psn = ProtoField.uint32("mrc.psn", "PSN"),
@@ -261,7 +269,7 @@ local function dissect_data(tvb, pinfo, tree, op, flags)
 	local trimmed = band(flags, F_TRIMMED) ~= 0
 	local enc = band(flags, F_ENC) ~= 0
 	local tlen = enc and 28 or 4
-	if band(flags, bnot(0x007f)) ~= 0 or plen > 9000 then tree:add_proto_expert_info(ex.bad_field) end
+	if band(flags, bnot(0x00ff)) ~= 0 or plen > 9000 then tree:add_proto_expert_info(ex.bad_field) end
 	if band(flags, 0x0004) ~= 0 then tree:add_proto_expert_info(ex.retx) end
 	local info = string.format("%s qp=%d psn=%u ev=%d len=%d", opcodes[op], tvb:range(4, 4):uint(),
 		tvb:range(8, 4):uint(), tvb:range(12, 2):uint(), plen)
@@ -270,20 +278,35 @@ local function dissect_data(tvb, pinfo, tree, op, flags)
 		if len ~= HDR.data or plen == 0 then tree:add_proto_expert_info(ex.bad_length) end
 		return info .. " [TRIMMED]"
 	end
-	local want = HDR.data + plen + (plen > 0 and tlen or 0)
+	local hl = HDR.data
+	if band(flags, F_XACK) ~= 0 and len >= HDR.data + XACK_LEN then
+		local x = tree:add(mrc, tvb:range(HDR.data, XACK_LEN), "Cross-QP ACK")
+		x:add(f.x_dqpn, tvb:range(HDR.data, 4))
+		x:add(f.x_cum_psn, tvb:range(HDR.data + 4, 4))
+		x:add(f.x_sack, tvb:range(HDR.data + 8, 2))
+		x:add(f.x_hold, tvb:range(HDR.data + 10, 2))
+		x:add(f.x_token, tvb:range(HDR.data + 12, 8))
+		x:add(f.x_crc, tvb:range(HDR.data + 20, 4))
+		if crc32c(tvb:range(HDR.data, 20):bytes():raw()) ~= tvb:range(HDR.data + 20, 4):uint() then
+			x:add_proto_expert_info(ex.bad_hcrc)
+		end
+		hl = HDR.data + XACK_LEN
+		info = info .. string.format(" [XACK qp=%d]", tvb:range(HDR.data, 4):uint())
+	end
+	local want = hl + plen + (plen > 0 and tlen or 0)
 	if len ~= want then
 		tree:add_proto_expert_info(ex.bad_length, string.format("Length %d, header says %d", len, want))
 		return info .. " [bad length]"
 	end
 	if plen == 0 then return info end
-	local pr = tvb:range(HDR.data, plen)
+	local pr = tvb:range(hl, plen)
 	if op == 5 and not enc then tree:add(f.addend, pr) else tree:add(f.payload, pr) end
-	local tr = HDR.data + plen
+	local tr = hl + plen
 	local covered
 	if enc then
 		tree:add(f.enc_seq, tvb:range(tr, 8))
 		tree:add(f.enc_tag, tvb:range(tr + 8, 16))
-		covered = tvb:range(HDR.data, plen + 24):bytes():raw()
+		covered = tvb:range(hl, plen + 24):bytes():raw()
 		tr = tr + 24
 		info = info .. " [ENC]"
 	else
@@ -427,7 +450,7 @@ function mrc.dissector(tvb, pinfo, tree)
 		return len
 	end
 	if op <= 5 then
-		for _, k in ipairs({ "f_first", "f_last", "f_retx", "f_trimmed", "f_pb_ack", "f_pb_ecn", "f_enc" }) do
+		for _, k in ipairs({ "f_first", "f_last", "f_retx", "f_trimmed", "f_pb_ack", "f_pb_ecn", "f_enc", "f_xack" }) do
 			ft:add(f[k], tvb:range(2, 2))
 		end
 	elseif op == 16 then
