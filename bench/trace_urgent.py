@@ -3,7 +3,7 @@
 (bench/fabric/tclass.sh with MRC_BENCH_TRACE; docs/step.md "Urgent
 dispatch").
 
-    bench/trace_urgent.py DIR
+    bench/trace_urgent.py DIR [--phase K]
 
 DIR holds the mrc-trace.* files of both daemons (h0, h7) and the two
 ping-pong clients only (the bulk clients are not traced, so every client
@@ -20,7 +20,9 @@ is a bulk one):
   WC -> peer sees it  CQ doorbell and the peer client's wake-up;
   peer's turnaround   to the peer's next post.
 
-Printed: per leg the median, p90, p99 and mean (us), and for the slowest
+--phase K keeps the K-th ping-pong run only (0: the first; -1: the
+last), a run being one pair of client processes (tclass.sh runs idle
+first, then inside the bulk).  Printed: per leg the median, p90, p99 and mean (us), and for the slowest
 2 % of messages (by the sum) the share of each leg.
 """
 import collections, glob, os, sys, bisect
@@ -33,8 +35,9 @@ def pct(v, p):
     return v[min(len(v) - 1, int(len(v) * p))]
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 4) or (len(sys.argv) == 4 and sys.argv[2] != '--phase'):
         sys.exit(__doc__)
+    phase = int(sys.argv[3]) if len(sys.argv) == 4 else None
     ev = []
     for f in glob.glob(os.path.join(sys.argv[1], 'mrc-trace.*')):
         for line in open(f):
@@ -53,9 +56,18 @@ def main():
             if ok(v[j]):
                 return v[j]
         return None
+    # client processes in order of their first event, in pairs
+    cl = []
+    for e in ev:
+        if not e[1].startswith('d_') and e[5] not in cl:
+            cl.append(e[5])
+    keep = set(cl)
+    if phase is not None:
+        pairs = [cl[i:i + 2] for i in range(0, len(cl), 2)]
+        keep = set(pairs[phase])
     qps = {e[2] for e in by.get('c_post', [])} | {e[2] for e in by.get('c_cqe', [])}
     rows = []
-    for p in (e for e in by.get('c_post', []) if e[4] == SQE_WRITE_IMM):
+    for p in (e for e in by.get('c_post', []) if e[4] == SQE_WRITE_IMM and e[5] in keep):
         pick = first('d_pick', p[0], lambda x: x[2] == p[2] and x[3] == p[3])
         wc = pick and first('d_wc', pick[0], lambda x: x[5] != pick[5] and x[2] in qps
                             and x[4] == CQE_RECV_WRITE_IMM)
