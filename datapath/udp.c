@@ -167,9 +167,12 @@ static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int gso_opt, 
 	/* No SO_REUSEADDR (nor SO_REUSEPORT): with it on both sockets Linux
 	 * lets a process of any uid bind the same address and port and
 	 * receive mrcd's datagrams and send as mrcd (tests/root/hostile.sh).
-	 * The urgent queue's SO_REUSEPORT alone admits only mrcd's own uid
+	 * The urgent queue's SO_REUSEPORT (1: the group's first socket, the
+	 * port checked free first; 2: joins it) admits only mrcd's own uid
 	 * (docs/security.md); if refused, the plane keeps one socket. */
-	if (reuseport)
+	if (reuseport == 1 && !rc && (rc = mrc__dp_udp_port_free(p, port)))
+		what = "bind";   /* in use: as without the urgent queue */
+	if (reuseport && !rc)
 		sockopt(fd, SOL_SOCKET, SO_REUSEPORT, 1);
 	/* The packet's own CRC makes the UDP checksum redundant, but the
 	 * kernel refuses UDP_SEGMENT without it (offloaded or free on
@@ -245,7 +248,7 @@ static void urgent_open(struct udp_dp *dp, const struct mrc_dp_cfg *cfg, uint32_
 {
 	uint8_t g, r;
 	int ufd = -1;
-	if (open_plane(&cfg->planes[i], cfg->port, gso, gro, 1, &ufd, &g, &r, NULL, 0) ||
+	if (open_plane(&cfg->planes[i], cfg->port, gso, gro, 2, &ufd, &g, &r, NULL, 0) ||
 	    mrc__dp_udp_steer(dp->fd[i], cfg->urgent_dscp) ||
 	    (dp->efd[i] = mrc__dp_udp_epoll(dp->fd[i], ufd)) < 0 || !(dp->urx[i] = rx_new(r))) {
 		if (ufd >= 0)

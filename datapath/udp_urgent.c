@@ -6,6 +6,8 @@
  * and a peer that knows nothing of it is steered the same way. */
 #include <errno.h>
 #include <linux/filter.h>
+#include <netinet/in.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -36,6 +38,28 @@ int mrc__dp_udp_steer(int fd, uint8_t dscp)
 	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog)))
 		return -errno;
 	return 0;
+}
+
+/* Whether the plane's address and port are free, as a socket without
+ * SO_REUSEPORT sees them: the first socket of the group sets it before its
+ * bind, which would otherwise join a group another socket of mrcd's uid
+ * made (a second mrcd on the same port, a leaked socket) instead of
+ * failing with EADDRINUSE as it did with one socket.  (The window between
+ * this check and the bind is a race only with another process of mrcd's
+ * uid.) */
+int mrc__dp_udp_port_free(const struct mrc_dp_plane *p, uint16_t port)
+{
+	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1, rc = 0;
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = p->local };
+	if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) ||
+	    (p->ifname[0] && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, p->ifname,
+					(socklen_t)strlen(p->ifname))) ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		rc = -errno;
+	close(fd);
+	return rc;
 }
 
 /* One descriptor for the loop that is readable when either socket is

@@ -9,6 +9,9 @@
  *     before) it came last: the backlog's FIFO.  With gro on and off.
  *   urgent_wakes: only an urgent datagram waits: the plane's descriptor
  *     is readable (the loop would wake) and recv returns it.
+ *   port_in_use: a second datapath on the same address and port is
+ *     refused (EADDRINUSE), as with one socket per plane, rather than
+ *     joining the first one's reuseport group.
  * Arrival is known, not waited for: the test runs on one CPU, so
  * loopback delivers in send order, and a fence datagram to a plain socket
  * sent after the rest has arrived only once they all have.  Ports come
@@ -181,6 +184,20 @@ static void urgent_wakes(void **state)
 	close(urg);
 }
 
+static void port_in_use(void **state)
+{
+	(void)state;
+	uint16_t p = port_base();
+	struct mrc_dp *dp = open_rx(p, 46, NULL), *two;
+	static struct mrc_dp_plane pl = { .ifname = "", .local = IN6ADDR_LOOPBACK_INIT };
+	char why[256] = "";
+	for (int u = 0; u < 2; u++) {
+		struct mrc_dp_cfg c = { .planes = &pl, .nplanes = 1, .port = p, .urgent_dscp = u ? 46 : 0 };
+		assert_int_equal(mrc_dp_open(&two, "udp", &c, why, sizeof(why)), -EADDRINUSE);
+	}
+	mrc_dp_close(dp);
+}
+
 int main(void)
 {
 	const char *e = getenv("MRC_TEST_SEED");
@@ -194,6 +211,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(urgent_ahead_of_backlog),
 		cmocka_unit_test(urgent_wakes),
+		cmocka_unit_test(port_in_use),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
