@@ -33,25 +33,13 @@
 #include <cmocka.h>
 
 #include "datapath/datapath.h"
+#include "tests/support/tclass_sock.h"
 
 static unsigned seed;
 
 static uint16_t port_base(void)
 {
 	return (uint16_t)(21000 + (seed % 9000) * 4);
-}
-
-/* A plain loopback socket marking what it sends with tclass, bound to
- * port (0: any). */
-static int sock_tc(int tclass, uint16_t port)
-{
-	int fd = socket(AF_INET6, SOCK_DGRAM, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tclass, sizeof(tclass)), 0);
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = htons(port),
-		.sin6_addr = IN6ADDR_LOOPBACK_INIT };
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	return fd;
 }
 
 static void send_to(int fd, uint16_t port, const void *buf, size_t len)
@@ -115,8 +103,8 @@ static int run_backlog(uint8_t urgent, const char *args, uint64_t *rx_urgent)
 {
 	uint16_t p = port_base();
 	struct mrc_dp *dp = open_rx(p, urgent, args);
-	int bulk = sock_tc(10 << 2, (uint16_t)(p + 1)), urg = sock_tc(46 << 2, (uint16_t)(p + 2));
-	int fs = sock_tc(0, (uint16_t)(p + 3));
+	int bulk = tclass_sock(10 << 2, (uint16_t)(p + 1)), urg = tclass_sock(46 << 2, (uint16_t)(p + 2));
+	int fs = tclass_sock(0, (uint16_t)(p + 3));
 	/* More than one batch, small enough for an unprivileged receive
 	 * buffer (rmem_default) to hold them all. */
 	enum { NB = MRC_DP_BATCH + 16 };
@@ -165,7 +153,7 @@ static void urgent_wakes(void **state)
 	(void)state;
 	uint16_t p = port_base();
 	struct mrc_dp *dp = open_rx(p, 46, NULL);
-	int urg = sock_tc(46 << 2 | 2, (uint16_t)(p + 2));   /* with ECT(0), as mrcd sends */
+	int urg = tclass_sock(46 << 2 | 2, (uint16_t)(p + 2));   /* with ECT(0), as mrcd sends */
 	struct mrc_dp_in in[MRC_DP_BATCH];
 	assert_int_equal(mrc_dp_recv(dp, 0, in, MRC_DP_BATCH), 0);
 	uint8_t buf[64] = { 'U' };
