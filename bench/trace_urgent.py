@@ -3,7 +3,7 @@
 (bench/fabric/tclass.sh with MRC_BENCH_TRACE; docs/step.md "Urgent
 dispatch").
 
-    bench/trace_urgent.py DIR [--phase K]
+    bench/trace_urgent.py DIR [--phase K[,K...]]
 
 DIR holds the mrc-trace.* files of both daemons (h0, h7) and the two
 ping-pong clients only (the bulk clients are not traced, so every client
@@ -21,8 +21,9 @@ is a bulk one):
   peer's turnaround   to the peer's next post.
 
 --phase K keeps the K-th ping-pong run only (0: the first; -1: the
-last), a run being one pair of client processes (tclass.sh runs idle
-first, then inside the bulk).  Printed: per leg the median, p90, p99 and mean (us), and for the slowest
+last; a list: those), a run being one pair of client processes
+(tclass.sh runs, per rep, idle first, then inside the bulk: 1,3,5 are
+three reps' runs inside the bulk).  Printed: per leg the median, p90, p99 and mean (us), and for the slowest
 2 % of messages (by the sum) the share of each leg.
 """
 import collections, glob, os, sys, bisect
@@ -37,7 +38,7 @@ def pct(v, p):
 def main():
     if len(sys.argv) not in (2, 4) or (len(sys.argv) == 4 and sys.argv[2] != '--phase'):
         sys.exit(__doc__)
-    phase = int(sys.argv[3]) if len(sys.argv) == 4 else None
+    phase = [int(k) for k in sys.argv[3].split(',')] if len(sys.argv) == 4 else None
     ev = []
     for f in glob.glob(os.path.join(sys.argv[1], 'mrc-trace.*')):
         for line in open(f):
@@ -64,7 +65,7 @@ def main():
     keep = set(cl)
     if phase is not None:
         pairs = [cl[i:i + 2] for i in range(0, len(cl), 2)]
-        keep = set(pairs[phase])
+        keep = {pid for k in phase for pid in pairs[k]}
     qps = {e[2] for e in by.get('c_post', [])} | {e[2] for e in by.get('c_cqe', [])}
     rows = []
     for p in (e for e in by.get('c_post', []) if e[4] == SQE_WRITE_IMM and e[5] in keep):
