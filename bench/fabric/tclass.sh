@@ -122,8 +122,9 @@ rep_build() {
 	done
 	# The mechanisms' counters (null on a build without them): urgent
 	# datagrams read first, ring polls run from a receive turn.
-	local ru="$(stats h0 '.datapath.rx_urgent // null'),$(stats h7 '.datapath.rx_urgent // null')"
-	local tp="$(stats h0 '.rings.rx_turn_polls // null'),$(stats h7 '.rings.rx_turn_polls // null')"
+	local ru tp
+	ru="$(stats h0 '.datapath.rx_urgent // null'),$(stats h7 '.datapath.rx_urgent // null')"
+	tp="$(stats h0 '.rings.rx_turn_polls // null'),$(stats h7 '.rings.rx_turn_polls // null')"
 	line=$(printf '{"rep":%d,"build":"%s","rx_urgent_h0_h7":[%s],"rx_turn_polls_h0_h7":[%s],"rate_mbit":%d,"bulk_bytes":%d,"msg":%d,"pings":%d,"load1":%s,"idle_p99_us":%s,"alone_mb_s":%s,"classes_p99_us":%s,"classes_mb_s":%s,"classes_overlap":%s,"noclass_p99_us":%s,"noclass_mb_s":%s,"noclass_overlap":%s}' \
 		"$r" "$name" "$ru" "$tp" "$RATE" "$BULK_B" "$MSG" "$N" "$(cut -d' ' -f1 /proc/loadavg)" "${idle:-null}" "${alone:-null}" "${p99_classes:-null}" "${mb_classes:-null}" "$over_classes" \
 		"${p99_noclass:-null}" "${mb_noclass:-null}" "$over_noclass")
@@ -137,7 +138,7 @@ else
 	for r in $(seq 1 "$REPS"); do
 		order="base this"; [ $((r % 2)) = 0 ] && order="this base"
 		for name in $order; do
-			[ $name = base ] && daemons "$BASE" base || daemons "$THIS" this
+			if [ $name = base ]; then daemons "$BASE" base; else daemons "$THIS" this; fi
 			rep_build "$r" $name
 		done
 	done
