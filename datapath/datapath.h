@@ -32,6 +32,11 @@ struct mrc_dp_cfg {
 	uint32_t nplanes;
 	uint16_t port;            /* UDP port, both ends */
 	const char *args;         /* provider options (docs/datapaths.md); NULL */
+	/* udp: datagrams whose IPv6 traffic class carries this DSCP (1..63)
+	 * are queued in a second socket per plane, read before the first,
+	 * so an urgent datagram never waits behind a bulk backlog (udp.h).
+	 * 0: one socket per plane; other providers ignore it. */
+	uint8_t urgent_dscp;
 };
 
 struct mrc_dp_out {
@@ -73,6 +78,10 @@ struct mrc_dp_stats {
 	 * and the planes whose kernel refused UDP_GRO (received one datagram
 	 * per buffer instead). */
 	uint64_t rx_gro_segs, rx_gro_fallbacks;
+	/* udp with urgent_dscp: datagrams read from the urgent sockets (ahead
+	 * of the plane's backlog), and planes whose kernel refused the
+	 * steering (SO_REUSEPORT or its BPF: one socket, one FIFO there). */
+	uint64_t rx_urgent, rx_urgent_fallbacks;
 };
 
 struct mrc_dp;

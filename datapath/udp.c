@@ -77,6 +77,9 @@ struct udp_dp {
 	uint32_t n;
 	uint16_t port;
 	int fd[MRC_DP_MAX_PLANES];
+	/* urgent_dscp (udp.h): the urgent socket, both's epoll set, its pool */
+	int ufd[MRC_DP_MAX_PLANES], efd[MRC_DP_MAX_PLANES];
+	struct rxpool *urx[MRC_DP_MAX_PLANES];
 	uint8_t gso[MRC_DP_MAX_PLANES];   /* 1: UDP_SEGMENT runs on this plane */
 	uint8_t gro[MRC_DP_MAX_PLANES];   /* 1: UDP_GRO on this plane's socket */
 	struct rxpool *rx[MRC_DP_MAX_PLANES];
@@ -148,7 +151,7 @@ static int is_veth(int fd, const char *ifname)
 }
 
 static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int gso_opt, int gro_opt,
-		      int *out, uint8_t *gso_out, uint8_t *gro_out, char *why, size_t whylen)
+		      int reuseport, int *out, uint8_t *gso_out, uint8_t *gro_out, char *why, size_t whylen)
 {
 	/* Blocking for send: a full socket buffer (the qdisc is full) makes
 	 * sendmmsg wait, which is the backpressure we want; receive uses
@@ -163,7 +166,14 @@ static int open_plane(const struct mrc_dp_plane *p, uint16_t port, int gso_opt, 
 	TRY(sockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1), "IPV6_V6ONLY");
 	/* No SO_REUSEADDR (nor SO_REUSEPORT): with it on both sockets Linux
 	 * lets a process of any uid bind the same address and port and
-	 * receive mrcd's datagrams and send as mrcd (tests/root/hostile.sh). */
+	 * receive mrcd's datagrams and send as mrcd (tests/root/hostile.sh).
+	 * The urgent queue's SO_REUSEPORT (1: the group's first socket, the
+	 * port checked free first; 2: joins it) admits only mrcd's own uid
+	 * (docs/security.md); if refused, the plane keeps one socket. */
+	if (reuseport == 1 && !rc && (rc = mrc__dp_udp_port_free(p, port)))
+		what = "bind";   /* in use: as without the urgent queue */
+	if (reuseport && !rc)
+		sockopt(fd, SOL_SOCKET, SO_REUSEPORT, 1);
 	/* The packet's own CRC makes the UDP checksum redundant, but the
 	 * kernel refuses UDP_SEGMENT without it (offloaded or free on
 	 * loopback). */
@@ -232,6 +242,26 @@ static struct rxpool *rx_new(int gro)
 
 static void udp_close(struct mrc_dp *base);
 
+/* The plane's urgent socket, steered and watched with the first (udp.h);
+ * where the kernel refuses any of it the plane keeps its one socket. */
+static void urgent_open(struct udp_dp *dp, const struct mrc_dp_cfg *cfg, uint32_t i, int gso, int gro)
+{
+	uint8_t g, r;
+	int ufd = -1;
+	if (open_plane(&cfg->planes[i], cfg->port, gso, gro, 2, &ufd, &g, &r, NULL, 0) ||
+	    mrc__dp_udp_steer(dp->fd[i], cfg->urgent_dscp) ||
+	    (dp->efd[i] = mrc__dp_udp_epoll(dp->fd[i], ufd)) < 0 || !(dp->urx[i] = rx_new(r))) {
+		if (ufd >= 0)
+			close(ufd);
+		if (dp->efd[i] >= 0)
+			close(dp->efd[i]);
+		dp->efd[i] = -1;
+		dp->st.rx_urgent_fallbacks++;
+		return;
+	}
+	dp->ufd[i] = ufd;
+}
+
 static int udp_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *why, size_t whylen)
 {
 	struct udp_dp *dp = calloc(1, sizeof(*dp));
@@ -240,15 +270,18 @@ static int udp_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *why
 	dp->base.ops = &mrc__dp_udp_ops;
 	dp->port = cfg->port;
 	for (uint32_t i = 0; i < MRC_DP_MAX_PLANES; i++)
-		dp->fd[i] = -1;
+		dp->fd[i] = dp->ufd[i] = dp->efd[i] = -1;
 	int gso, gro, prc = parse_args(cfg->args, &gso, &gro, why, whylen);
 	if (prc) {
 		free(dp);
 		return prc;
 	}
 	for (uint32_t i = 0; i < cfg->nplanes; i++) {
-		int rc = open_plane(&cfg->planes[i], cfg->port, gso, gro, &dp->fd[i],
+		int urgent = (cfg->urgent_dscp & 0x3f) != 0;
+		int rc = open_plane(&cfg->planes[i], cfg->port, gso, gro, urgent, &dp->fd[i],
 				    &dp->gso[i], &dp->gro[i], why, whylen);
+		if (!rc && urgent)
+			urgent_open(dp, cfg, i, gso, gro);
 		if (!rc && gro == OPT_ON && !dp->gro[i])
 			dp->st.rx_gro_fallbacks++;
 		if (!rc && !(dp->rx[i] = rx_new(dp->gro[i])))
@@ -269,7 +302,12 @@ static void udp_close(struct mrc_dp *base)
 	for (uint32_t i = 0; i < dp->n; i++) {
 		if (dp->fd[i] >= 0)
 			close(dp->fd[i]);
+		if (dp->ufd[i] >= 0)
+			close(dp->ufd[i]);
+		if (dp->efd[i] >= 0)
+			close(dp->efd[i]);
 		free(dp->rx[i]);
+		free(dp->urx[i]);
 	}
 	free(dp);
 }
@@ -277,7 +315,9 @@ static void udp_close(struct mrc_dp *base)
 static int udp_fd(const struct mrc_dp *base, uint32_t plane)
 {
 	const struct udp_dp *dp = (const struct udp_dp *)base;
-	return plane < dp->n ? dp->fd[plane] : -EINVAL;
+	if (plane >= dp->n)
+		return -EINVAL;
+	return dp->efd[plane] >= 0 ? dp->efd[plane] : dp->fd[plane];
 }
 
 static size_t out_len(const struct mrc_dp_out *o)
@@ -458,9 +498,9 @@ static void rx_meta(struct msghdr *h, uint8_t *ce, uint32_t *seg)
 /* Hands up to max datagrams of what the last recvmmsg got, from message
  * r->next at byte r->off on: a GRO buffer one segment at a time (the last
  * may be short), each as if it had come alone. */
-static int rx_drain(struct udp_dp *dp, uint32_t plane, struct mrc_dp_in *in, uint32_t max)
+static int rx_drain(struct udp_dp *dp, uint32_t plane, struct rxpool *r, struct mrc_dp_in *in,
+		    uint32_t max)
 {
-	struct rxpool *r = dp->rx[plane];
 	uint32_t out = 0;
 	while (out < max && r->next < r->got) {
 		uint32_t k = r->next;
@@ -501,26 +541,44 @@ static int rx_drain(struct udp_dp *dp, uint32_t plane, struct mrc_dp_in *in, uin
  * buffers stay untouched until then).  recv therefore returns max while
  * it holds datagrams, and fewer only once it holds none, so a caller
  * that reads until a short batch (mrcd's rx_plane) misses nothing. */
-static int udp_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, uint32_t max)
+static int recv_pool(struct udp_dp *dp, uint32_t plane, int fd, struct rxpool *r,
+		     struct mrc_dp_in *in, uint32_t max)
 {
-	struct udp_dp *dp = (struct udp_dp *)base;
-	if (plane >= dp->n)
-		return -EINVAL;
-	struct rxpool *r = dp->rx[plane];
 	if (r->next < r->got)
-		return rx_drain(dp, plane, in, max);
+		return rx_drain(dp, plane, r, in, max);
 	/* One past what came back too: the header a failing datagram
 	 * stopped at, whatever the kernel left in it. */
 	for (uint32_t k = 0; k <= r->got && k < r->nslots; k++)
 		rx_rearm(r, k);
 	r->got = r->next = r->off = 0;
 	uint32_t vlen = max < r->nslots ? max : r->nslots;
-	int got = recvmmsg(dp->fd[plane], r->msg, vlen, MSG_DONTWAIT, NULL);
+	int got = recvmmsg(fd, r->msg, vlen, MSG_DONTWAIT, NULL);
 	if (got < 0)
 		return errno == EAGAIN ? 0 : -errno;
 	MRC_TRACE(MRC_TR_D_RX, plane, r->msg[0].msg_len, got);
 	r->got = (uint32_t)got;
-	return rx_drain(dp, plane, in, max);
+	return rx_drain(dp, plane, r, in, max);
+}
+
+/* The urgent socket first, every call (one recvmmsg when it is empty),
+ * then the plane's own socket fills the rest of the batch, so a short
+ * batch still means both are drained. */
+static int udp_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, uint32_t max)
+{
+	struct udp_dp *dp = (struct udp_dp *)base;
+	if (plane >= dp->n)
+		return -EINVAL;
+	int u = 0;
+	if (dp->urx[plane]) {
+		u = recv_pool(dp, plane, dp->ufd[plane], dp->urx[plane], in, max);
+		if (u < 0)
+			u = 0;   /* the plane's socket reports the error, if any */
+		dp->st.rx_urgent += (uint64_t)u;
+		if ((uint32_t)u == max)
+			return u;
+	}
+	int n = recv_pool(dp, plane, dp->fd[plane], dp->rx[plane], in + u, max - (uint32_t)u);
+	return n < 0 ? (u ? u : n) : u + n;
 }
 
 static void udp_get_stats(const struct mrc_dp *base, struct mrc_dp_stats *st)

@@ -12,4 +12,13 @@
 
 #include "datapath/datapath.h"
 
+/* With mrc_dp_cfg.urgent_dscp set, each plane has a second socket on the
+ * same address and port that the kernel fills with the datagrams of that
+ * DSCP only (udp_urgent.c), and recv reads it first: an urgent datagram
+ * waits for at most the batch being handed up, not for the plane's bulk
+ * backlog.  The plane's descriptor is then an epoll set of both. */
+int mrc__dp_udp_port_free(const struct mrc_dp_plane *p, uint16_t port);
+int mrc__dp_udp_steer(int fd, uint8_t dscp);
+int mrc__dp_udp_epoll(int fd, int ufd);
+
 #endif

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "datapath/datapath.h"
+#include "tests/support/tclass_sock.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -105,18 +106,6 @@ static void batch_roundtrip(void **state)
 	assert_int_equal(mrc_dp_send(a, out, 0), 0);
 	mrc_dp_close(a);
 	mrc_dp_close(b);
-}
-
-/* A plain socket on loopback with a given traffic class, bound to port. */
-static int tclass_sock(int tclass, uint16_t port)
-{
-	int fd = socket(AF_INET6, SOCK_DGRAM, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tclass, sizeof(tclass)), 0);
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = htons(port),
-		.sin6_addr = IN6ADDR_LOOPBACK_INIT };
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	return fd;
 }
 
 /* The receive headers are built once and reused: over several calls each

@@ -20,6 +20,13 @@
 # "inside" column checks), MRC_BENCH_MSG (64).  The ping-pong sleeps on
 # its completion channel (-w) rather than spinning: a spinning client and
 # server take two cores from mrcd on a small machine.
+# A/B: MRC_BENCH_BASE=DIR (a baseline build, DIR/bin) runs each rep on
+# both builds, alternated (the order flips every rep), mrcd restarted on
+# h0 and h7 with each build's binaries; lines carry "build" (base, this)
+# and a table per build follows.  noclass runs only without a base
+# (MRC_BENCH_NOCLASS=1 forces it).  MRC_BENCH_TRACE=DIR: mrcd and the
+# ping-pong record their stages (MRC_TRACE, docs/client.md) into
+# DIR/<build>, written when mrcd stops (bench/trace_urgent.py reads them).
 set -u
 B=${1:-build}
 P=${MRC_BENCH_PREFIX:-mrcK}
@@ -29,7 +36,12 @@ BULK=${MRC_BENCH_BULK:-256M}
 N=${MRC_BENCH_PINGS:-500}
 MSG=${MRC_BENCH_MSG:-64}
 RES=${MRC_BENCH_RESULTS:-bench/results}
-RAW="$RES/raw/tclass.jsonl"
+BASE=${MRC_BENCH_BASE:-}
+OUTN=${MRC_BENCH_OUT:-$([ -n "$BASE" ] && echo tclass-ab || echo tclass)}
+RAW="$RES/raw/$OUTN.jsonl"
+NOCLASS=${MRC_BENCH_NOCLASS:-$([ -n "$BASE" ] && echo 0 || echo 1)}
+TRACE=${MRC_BENCH_TRACE:-}
+THIS=$B
 F="$B/bin/mrc-fabric -p $P"
 [ "$(id -u)" = 0 ] || { echo "bench/fabric/tclass: needs root (network namespaces); skipped" >&2; exit 0; }
 bgp=
@@ -44,9 +56,21 @@ cat >"$tmp/topo.json" <<EOF
 EOF
 $F down >/dev/null 2>&1
 $F up "$tmp/topo.json" >/dev/null 2>&1 || { echo "mrc-fabric up failed"; exit 1; }
-start_mrcd h0
-start_mrcd h7
-ctl h0 probe h7 >/dev/null
+# daemons BUILD NAME: mrcd on h0 and h7 from BUILD (restarted, and with
+# MRC_TRACE into $TRACE/NAME when tracing); B is BUILD from then on.
+daemons() {
+	local h
+	for h in h0 h7; do
+		[ -n "${dpid[$h]:-}" ] && { kill "${dpid[$h]}"; wait "${dpid[$h]}" 2>/dev/null; }
+		rm -f "$tmp/$h/mrcctl.sock" "$(sock $h)"
+	done
+	B=$1
+	[ -n "$TRACE" ] && { mkdir -p "$TRACE/$2"; export MRC_TRACE="$TRACE/$2"; }
+	start_mrcd h0
+	start_mrcd h7
+	unset MRC_TRACE
+	until_t 30 eval 'ctl h0 probe h7 >/dev/null 2>&1' || echo "note: h0 could not probe h7 in 30 s"
+}
 BULK_B=$(numfmt --from=iec "$BULK")
 sid=9000
 
@@ -54,9 +78,10 @@ sid=9000
 ping() {
 	local t=$1 out=$2
 	sid=$((sid + 1))
-	$B/bin/mrc_pingpong -S "$(sock h7)" -s $MSG -n $N -i $sid -w ${t:+-t $t} server >"$out.srv" 2>&1 &
+	local tr=; [ -n "$TRACE" ] && tr=$MRC_TRACE_NOW
+	MRC_TRACE=$tr $B/bin/mrc_pingpong -S "$(sock h7)" -s $MSG -n $N -i $sid -w ${t:+-t $t} server >"$out.srv" 2>&1 &
 	local sp=$!
-	timeout 120 $B/bin/mrc_pingpong -S "$(sock h0)" -s $MSG -n $N -i $sid -w ${t:+-t $t} client 7 >"$out" 2>&1
+	MRC_TRACE=$tr timeout 120 $B/bin/mrc_pingpong -S "$(sock h0)" -s $MSG -n $N -i $sid -w ${t:+-t $t} client 7 >"$out" 2>&1
 	wait $sp
 	sed -n 's/.* p99 \([0-9.]*\) us.*/\1/p' "$out"
 }
@@ -76,11 +101,16 @@ bulk_bg() {
 mbs() { sed -n 's/.* \([0-9.]*\) MB\/s.*/\1/p' "$1"; }
 placed() { ctl h7 -j status 2>/dev/null | jq -r '.totals.bytes_placed // 0'; }
 
-for r in $(seq 1 "$REPS"); do
+# rep_build R NAME: one rep on the build B is now.
+rep_build() {
+	local r=$1 name=$2 c t bt p0 p99 over
+	MRC_TRACE_NOW=${TRACE:+$TRACE/$name}
 	idle=$(ping urgent "$tmp/idle")
 	bulk_bg bulk "$tmp/alone"; wait $bpid $brpid
 	alone=$(mbs "$tmp/alone")
+	p99_noclass=; mb_noclass=; over_noclass=null
 	for c in classes noclass; do
+		[ $c = noclass ] && [ "$NOCLASS" = 0 ] && continue
 		t=; bt=; [ $c = classes ] && t=urgent && bt=bulk
 		p0=$(placed)
 		bulk_bg "$bt" "$tmp/b$c"
@@ -90,30 +120,51 @@ for r in $(seq 1 "$REPS"); do
 		wait $bpid $brpid
 		eval "p99_$c=\$p99; mb_$c=\$(mbs \$tmp/b$c); over_$c=\$over"
 	done
-	line=$(printf '{"rep":%d,"rate_mbit":%d,"bulk_bytes":%d,"msg":%d,"pings":%d,"idle_p99_us":%s,"alone_mb_s":%s,"classes_p99_us":%s,"classes_mb_s":%s,"classes_overlap":%s,"noclass_p99_us":%s,"noclass_mb_s":%s,"noclass_overlap":%s}' \
-		"$r" "$RATE" "$BULK_B" "$MSG" "$N" "${idle:-null}" "${alone:-null}" "${p99_classes:-null}" "${mb_classes:-null}" "$over_classes" \
+	# The mechanisms' counters (null on a build without them): urgent
+	# datagrams read first, ring polls run from a receive turn.
+	local ru tp
+	ru="$(stats h0 '.datapath.rx_urgent // null'),$(stats h7 '.datapath.rx_urgent // null')"
+	tp="$(stats h0 '.rings.rx_turn_polls // null'),$(stats h7 '.rings.rx_turn_polls // null')"
+	line=$(printf '{"rep":%d,"build":"%s","rx_urgent_h0_h7":[%s],"rx_turn_polls_h0_h7":[%s],"rate_mbit":%d,"bulk_bytes":%d,"msg":%d,"pings":%d,"load1":%s,"idle_p99_us":%s,"alone_mb_s":%s,"classes_p99_us":%s,"classes_mb_s":%s,"classes_overlap":%s,"noclass_p99_us":%s,"noclass_mb_s":%s,"noclass_overlap":%s}' \
+		"$r" "$name" "$ru" "$tp" "$RATE" "$BULK_B" "$MSG" "$N" "$(cut -d' ' -f1 /proc/loadavg)" "${idle:-null}" "${alone:-null}" "${p99_classes:-null}" "${mb_classes:-null}" "$over_classes" \
 		"${p99_noclass:-null}" "${mb_noclass:-null}" "$over_noclass")
 	echo "$line" | tee -a "$RAW"
-done
+}
+
+if [ -z "$BASE" ]; then
+	daemons "$THIS" this
+	for r in $(seq 1 "$REPS"); do rep_build "$r" this; done
+else
+	for r in $(seq 1 "$REPS"); do
+		order="base this"; [ $((r % 2)) = 0 ] && order="this base"
+		for name in $order; do
+			if [ $name = base ]; then daemons "$BASE" base; else daemons "$THIS" this; fi
+			rep_build "$r" $name
+		done
+	done
+fi
+B=$THIS
 
 {
 echo "# Traffic classes: urgent p99 during a bulk transfer (bench/fabric/tclass.sh)"
 echo
-echo "\`bench/fabric/tclass.sh $B\` (or \`bench/fabric/run.sh $B tclass\`), $(date -u +%F), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)."
+echo "\`${BASE:+MRC_BENCH_BASE=$BASE }bench/fabric/tclass.sh $B\` (or \`bench/fabric/run.sh $B tclass\`), $(date -u +%F), $(nproc) CPUs, load average at the end $(cut -d' ' -f1-3 /proc/loadavg) (each rep's load1 in the raw lines)."
 echo
 jq -s -r '
 	def med: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
-	(map(.idle_p99_us) | med) as $idle | (map(.classes_p99_us) | med) as $cp |
-	(map(.noclass_p99_us) | med) as $np | (map(.alone_mb_s) | med) as $al |
-	(map(.classes_mb_s) | med) as $cm | (map(.noclass_mb_s) | med) as $nm |
-	"medians over \(length) reps (\(.[0].rate_mbit) Mbit/s links, \(.[0].bulk_bytes / 1048576) MiB bulk, \(.[0].pings) round trips of \(.[0].msg) B):",
-	"| contender | urgent p99 (us) | p99 / idle | bulk MB/s | bulk / alone | ping-pong inside bulk |",
+	def r2: . * 100 | round / 100;
+	def mmm: map(select(. != null)) | "\(med | r2) [\(min | r2), \(max | r2)]";
+	group_by(.build)[] | . as $g |
+	"build \(.[0].build): medians [min, max] over \(length) reps (\(.[0].rate_mbit) Mbit/s links, \(.[0].bulk_bytes / 1048576) MiB bulk, \(.[0].pings) round trips of \(.[0].msg) B; load1 \(map(.load1) | mmm)):",
+	"| contender | urgent p99 (us) | p99 / idle (per rep) | bulk MB/s | bulk / alone (per rep) | ping-pong inside bulk |",
 	"|---|---|---|---|---|---|",
-	"| idle (urgent, no load) | \($idle) | 1.00 | - | - | - |",
-	"| bulk alone | - | - | \($al) | 1.00 | - |",
-	"| classes (urgent + bulk) | \($cp) | \(($cp / $idle * 100 | round) / 100) | \($cm) | \(($cm / $al * 100 | round) / 100) | \(map(.classes_overlap) | add)/\(length) |",
-	"| no classes (default + default) | \($np) | \(($np / $idle * 100 | round) / 100) | \($nm) | \(($nm / $al * 100 | round) / 100) | \(map(.noclass_overlap) | add)/\(length) |",
+	"| idle (urgent, no load) | \(map(.idle_p99_us) | mmm) | 1.00 | - | - | - |",
+	"| bulk alone | - | - | \(map(.alone_mb_s) | mmm) | 1.00 | - |",
+	"| classes (urgent + bulk) | \(map(.classes_p99_us) | mmm) | \(map(.classes_p99_us / .idle_p99_us) | mmm) | \(map(.classes_mb_s) | mmm) | \(map(.classes_mb_s / .alone_mb_s) | mmm) | \(map(.classes_overlap) | add)/\(length) |",
+	(if ($g | map(.noclass_p99_us) | map(select(. != null)) | length) > 0 then
+	"| no classes (default + default) | \(map(.noclass_p99_us) | mmm) | \(map(select(.noclass_p99_us != null) | .noclass_p99_us / .idle_p99_us) | mmm) | \(map(.noclass_mb_s) | mmm) | \(map(select(.noclass_mb_s != null) | .noclass_mb_s / .alone_mb_s) | mmm) | \(map(.noclass_overlap) | add)/\(length) |" else empty end),
 	"",
-	"targets: classes p99 / idle <= 1.1: \(if $cp / $idle <= 1.1 then "met" else "NOT met" end); bulk / alone >= 0.8: \(if $cm / $al >= 0.8 then "met" else "NOT met" end)"
+	"targets (medians of the per-rep ratios): classes p99 / idle <= 1.1: \(if (map(.classes_p99_us / .idle_p99_us) | med) <= 1.1 then "met" else "NOT met" end); bulk / alone >= 0.8: \(if (map(.classes_mb_s / .alone_mb_s) | med) >= 0.8 then "met" else "NOT met" end)",
+	""
 ' "$RAW"
-} | tee "$RES/tclass.md"
+} | tee "$RES/$OUTN.md"

@@ -87,6 +87,8 @@ void mrcd_poller_del(struct mrcd *d, void *ctx);
  * (stats "rings", docs/ctl.md). */
 struct mrcd_ring_stats {
 	uint64_t poll_rounds;      /* loop turns that ran the pollers */
+	uint64_t rx_turn_polls;    /* of them run by a receive turn that read
+	                              datagrams (rx.c), not the idle watcher */
 	uint64_t ring_polls;       /* SQs looked at (each mrcd_cqp_poll) */
 	uint32_t polled_qps;       /* MRC_CLI_QP_POLLED QPs that exist */
 	uint32_t polled_parked;    /* of them parked (hdr.sleeping = 1) */

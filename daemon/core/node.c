@@ -185,6 +185,10 @@ static int node_datapath(struct mrcd *d, char *err, size_t errlen)
 	}
 	struct mrc_dp_cfg dc = { .planes = pl, .nplanes = d->nplanes, .port = (uint16_t)d->cfg.port,
 		.args = d->cfg.datapath_args[0] ? d->cfg.datapath_args : NULL };
+	/* Urgent datagrams in a receive queue of their own (udp.h), unless
+	 * the urgent DSCP is also another class's (it would catch those). */
+	if (d->cfg.dscp_urgent != d->cfg.dscp_bulk && d->cfg.dscp_urgent != d->cfg.dscp_default)
+		dc.urgent_dscp = (uint8_t)d->cfg.dscp_urgent;
 	char dwhy[256] = "";
 	if ((rc = mrc_dp_open(&d->dp, d->cfg.datapath, &dc, dwhy, sizeof(dwhy)))) {
 		snprintf(err, errlen, "datapath %s: %s", d->cfg.datapath, dwhy[0] ? dwhy : strerror(-rc));

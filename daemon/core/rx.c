@@ -94,8 +94,18 @@ void mrcd__on_rx(struct ev_loop *loop, ev_io *w, int revents)
 	/* Every round full: more may wait in the datapath itself, which the
 	 * descriptor does not show (datapath.h, recv), so come back next
 	 * turn rather than sleep on the fd. */
-	if (rx_plane(d, (uint32_t)(w - d->rx_w)) >= RX_ROUNDS * MRC_DP_BATCH)
+	int n = rx_plane(d, (uint32_t)(w - d->rx_w));
+	if (n >= RX_ROUNDS * MRC_DP_BATCH)
 		ev_feed_event(loop, w, EV_READ);
+	/* The busy rings are polled from an idle watcher, which libev runs
+	 * only in a turn with nothing pending; while datagrams keep coming
+	 * (a bulk transfer) a plane is pending nearly every turn, and fed
+	 * again after a full one.  Poll them here, so a client's post waits
+	 * one receive turn, not for the flow to pause (docs/step.md). */
+	if (n > 0 && ev_is_active(&d->idle)) {
+		d->rst.rx_turn_polls++;
+		mrcd_poll_now(d);
+	}
 	mrcd_flush(d);
 }
 

@@ -46,6 +46,7 @@ int mrcd__side_open(struct mrcd *d, const struct mrc_dp_cfg *dc, char *err, size
 	/* Control only, read one batch per wakeup (on_side_rx): no GRO, whose
 	 * split buffers could hold datagrams the descriptor does not show. */
 	sc.args = "gro=off";
+	sc.urgent_dscp = 0;   /* control only: one queue */
 	sc.port = side_port(d);
 	char why[256] = "";
 	int rc = mrc_dp_open(&d->side, "udp", &sc, why, sizeof(why));

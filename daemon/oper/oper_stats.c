@@ -124,6 +124,10 @@ static json_t *stats_datapath(struct oper *o)
 		"tx_gso_fallbacks", (json_int_t)ds.tx_gso_fallbacks,
 		"rx_gro_segs", (json_int_t)ds.rx_gro_segs,
 		"rx_gro_fallbacks", (json_int_t)ds.rx_gro_fallbacks));
+	/* udp's urgent receive queue (mrc_dp_cfg.urgent_dscp). */
+	json_object_update_missing_new(dp, json_pack("{s:I, s:I}",
+		"rx_urgent", (json_int_t)ds.rx_urgent,
+		"rx_urgent_fallbacks", (json_int_t)ds.rx_urgent_fallbacks));
 	return dp;
 }
 

@@ -13,6 +13,8 @@
 #   - default (no -t, as every QP before classes): DSCP 0 both ways;
 #   - an urgent sender to a default receiver (a peer that knows nothing of
 #     classes): the transfer verifies, data DSCP 46, ACKs DSCP 0;
+#   - each receiver read the DSCP 46 datagrams (and only those) from its
+#     urgent queue (udp datapath, docs/datapaths.md): rx_urgent moved;
 #   - probes (not a QP's) are DSCP 0; nothing decodes with a CRC error;
 #     mrcctl stats' tx_class counts each run's data in its class.
 # Skipped (exit 77, SKIP line) without tshark.  Bounded, cleans up on exit.
@@ -53,6 +55,7 @@ probed() {
 	done
 }
 SIZE=$((4 << 20))
+urg() { stats $1 '.datapath.rx_urgent'; }   # urgent datagrams host H read first
 # run NAME SENDER_CLASS RECEIVER_CLASS WANT_DATA_DSCP WANT_ACK_DSCP
 run() {
 	local name=$1 sc=$2 rc=$3 wd=$4 wa=$5
@@ -65,6 +68,7 @@ run() {
 	done
 	until_t 10 probed || die "dumpcap saw no probe on both NICs in 10 s"
 	local b0 c0 cn=${sc:-default}; b0=$(band); c0=$(stats h0 ".engine.tx_class.$cn")
+	local u07 u00; u07=$(urg h7); u00=$(urg h0)
 	$B/bin/mrc_bulk -S "$(sock h7)" -s $SIZE -i 78 ${rc:+-t $rc} recv >"$tmp/recv" 2>&1 &
 	local rpid=$!
 	timeout 60 $B/bin/mrc_bulk -S "$(sock h0)" -s $SIZE -i 78 ${sc:+-t $sc} send 7 >"$tmp/send" 2>&1 ||
@@ -72,6 +76,7 @@ run() {
 	wait $rpid && grep -q OK "$tmp/recv" && ok "$name: transfer of $SIZE bytes verified ($(tail -n1 "$tmp/recv"))" ||
 		bad "$name: mrc_bulk recv: $(cat "$tmp/recv")"
 	local b1 c1; b1=$(band); c1=$(stats h0 ".engine.tx_class.$cn")
+	local du7=$(( $(urg h7) - u07 )) du0=$(( $(urg h0) - u00 ))
 	# Stop once the files hold the transfer's data (bounded), never after a fixed wait.
 	local got=0 want=$((SIZE / 4096))
 	until_t 20 eval 'got=$(datan); test "$got" -ge "$want"' || echo "note: the capture holds $got data packets of $want after 20 s"
@@ -93,6 +98,20 @@ run() {
 	[ "$nbad" = 0 ] && ok "$name: no CRC error or malformed packet" || bad "$name: $nbad bad packets"
 	[ $((c1 - c0)) -ge "$got" ] && ok "$name: mrcctl stats counts them as $cn (tx_class.$cn +$((c1 - c0)))" ||
 		bad "$name: tx_class.$cn moved by $((c1 - c0)), fewer than the $got captured"
+	# Each receiver's urgent queue (docs/datapaths.md "udp"): DSCP 46
+	# datagrams are read from it, ahead of the plane's backlog; nothing else
+	# enters it.  At least SIZE / 9216 data packets carried the transfer.
+	if [ "$wd" = 46 ]; then
+		[ "$du7" -ge $((SIZE / 9216)) ] && ok "$name: h7 read the urgent data from its urgent queue (rx_urgent +$du7)" ||
+			bad "$name: h7's rx_urgent moved by $du7, fewer than $((SIZE / 9216))"
+	else
+		[ "$du7" = 0 ] && ok "$name: h7's urgent queue stayed empty (rx_urgent +0)" || bad "$name: h7's rx_urgent +$du7 without urgent data"
+	fi
+	if [ "$wa" = 46 ]; then
+		[ "$du0" -gt 0 ] && ok "$name: h0 read the urgent ACKs from its urgent queue (rx_urgent +$du0)" || bad "$name: h0's rx_urgent +0"
+	else
+		[ "$du0" = 0 ] && ok "$name: h0's urgent queue stayed empty (rx_urgent +0)" || bad "$name: h0's rx_urgent +$du0 without urgent ACKs"
+	fi
 	if [ "$wd" = 46 ]; then
 		[ $((b1 - b0)) -ge "$got" ] && ok "$name: the fabric's urgent band took them (class 1:10 +$((b1 - b0)) >= $got)" ||
 			bad "$name: class 1:10 moved by $((b1 - b0)), fewer than the $got urgent data packets"
