@@ -91,6 +91,8 @@ int mrcd__uid_refuse(struct mrcd_uidq *q, int err);   /* counts it; returns err 
 
 /* strag.c: STRAGGLER (a record into its uid's ring); stop frees them */
 int mrcd__do_straggler(struct mrcd_client *c, const struct mrc_cli_msg *m);
+/* QP_STATS: one of the client's QPs' engine counters (strag.c). */
+int mrcd__do_qp_stats(struct mrcd_client *c, const struct mrc_cli_msg *m);
 void mrcd__strag_free(void);
 
 /* client_mr.c: memory regions */

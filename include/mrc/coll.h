@@ -426,6 +426,11 @@ struct mrc_coll_straggler {
 	uint64_t late_us;          /* COMPUTE: how late it started (vs the median rank);
 	                              NETWORK: the slow path's mean chunk delivery */
 	uint64_t typical_us;       /* NETWORK: the median rank's median QP's mean delivery */
+	/* NETWORK named by losses: the path's retransmissions and packets
+	 * sent since the previous mrc_coll_straggler (mrcd's counters of
+	 * the QP; late_us 0 unless it was also the sender's slowest); 0 when
+	 * named by delivery times alone. */
+	uint64_t retx, pkts;
 };
 int mrc_coll_straggler(struct mrc_coll *c, struct mrc_coll_straggler *rec);
 /* "none", "compute", "network" ("?" otherwise). */
