@@ -179,7 +179,13 @@ struct mrc__coll_strag_loss {
 	int64_t self_retx;                 /* over its QPs of its lossiest plane */
 	int64_t worst_rank, worst_plane;   /* its QP with most: to whom, plane or -1 */
 	int64_t worst_retx, worst_pkts, worst_qpn;
+	int64_t second_retx;               /* its next lossiest QP's */
 };
+/* Adds one QP's counts (to peer, of QP set: 0 sprays, 1 + p pinned to
+ * plane p) to l, started as { .valid = 1, .worst_rank = -1,
+ * .worst_plane = -1 } with per_set[] zero; self_retx follows. */
+void mrc__coll_strag_loss_qp(struct mrc__coll_strag_loss *l, int64_t *per_set, uint32_t peer, uint32_t set,
+			     int64_t retx, int64_t pkts, uint32_t qpn);
 /* What each rank contributes to the exchange (int64s only). */
 struct mrc__coll_strag_xch {
 	struct mrc__coll_strag_call call[MRC_COLL_STRAG_CALLS];

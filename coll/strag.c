@@ -116,20 +116,12 @@ static void strag_loss(struct mrc_coll *c, struct mrc__coll_strag_loss *l)
 		}
 		int64_t retx = (int64_t)(st.retx - p->retx_base), pkts = (int64_t)(st.tx_pkts - p->pkts_base);
 		p->retx_base = st.retx, p->pkts_base = st.tx_pkts;
-		per_set[j / c->n] += retx;
+		mrc__coll_strag_loss_qp(l, per_set, j % c->n, j / c->n, retx, pkts, mrc_qp_num(p->qp));
 		if (trace)
 			fprintf(stderr, "mrc_coll_straggler: rank %u call %llu qp to %u plane %d retx %lld pkts %lld\n",
 				c->me, (unsigned long long)c->strag.seq, j % c->n, (int)(j / c->n) - 1,
 				(long long)retx, (long long)pkts);
-		if (retx > l->worst_retx) {
-			l->worst_retx = retx, l->worst_pkts = pkts, l->worst_rank = j % c->n;
-			l->worst_plane = j / c->n ? (int64_t)(j / c->n) - 1 : -1;
-			l->worst_qpn = mrc_qp_num(p->qp);
-		}
 	}
-	for (uint32_t s = 0; s < c->sets; s++)
-		if (per_set[s] > l->self_retx)
-			l->self_retx = per_set[s];
 }
 
 int mrc_coll_straggler(struct mrc_coll *c, struct mrc_coll_straggler *rec)

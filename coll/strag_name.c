@@ -156,10 +156,28 @@ static void name_delay(uint32_t n, const struct mrc__coll_strag_call *all, size_
 	rec->typical_us = (uint64_t)typ / 1000;
 }
 
-/* Rank r's lossiest QP is one of a valid record, its peer in range. */
+void mrc__coll_strag_loss_qp(struct mrc__coll_strag_loss *l, int64_t *per_set, uint32_t peer, uint32_t set,
+			     int64_t retx, int64_t pkts, uint32_t qpn)
+{
+	per_set[set] += retx;
+	if (per_set[set] > l->self_retx)
+		l->self_retx = per_set[set];
+	if (retx <= l->worst_retx) {
+		if (retx > l->second_retx)
+			l->second_retx = retx;
+		return;
+	}
+	l->second_retx = l->worst_retx;
+	l->worst_retx = retx, l->worst_pkts = pkts, l->worst_rank = peer, l->worst_qpn = qpn;
+	l->worst_plane = set ? (int64_t)set - 1 : -1;
+}
+
+/* Rank r's lossiest QP stands out (more than its next: a tie of one
+ * spurious retransmission each is no evidence, and would vote for the
+ * lowest peer), its record valid, its peer in range. */
 static int loss_path(const struct mrc__coll_strag_loss *l, uint32_t r, uint32_t n)
 {
-	return l->valid && l->worst_retx > 0 && l->worst_rank >= 0 && l->worst_rank < n &&
+	return l->valid && l->worst_retx > l->second_retx && l->worst_rank >= 0 && l->worst_rank < n &&
 	       l->worst_rank != r;
 }
 

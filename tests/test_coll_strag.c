@@ -217,18 +217,12 @@ static void test_late_in_faster_call(void **state)
  * qpn 1000 + 16 * r + 2 * y + p. */
 static void loss_of(uint32_t n, uint32_t r, int64_t retx[16][2], struct mrc__coll_strag_loss *l)
 {
-	int64_t per[2] = { 0, 0 };
+	int64_t per[3] = { 0, 0, 0 };
 	*l = (struct mrc__coll_strag_loss){ .valid = 1, .worst_rank = -1, .worst_plane = -1 };
 	for (uint32_t y = 0; y < n; y++)
-		for (int p = 0; p < 2; p++) {
-			if (y == r)
-				continue;
-			per[p] += retx[y][p];
-			if (retx[y][p] > l->worst_retx)
-				*l = (struct mrc__coll_strag_loss){ .valid = 1, .worst_rank = y, .worst_plane = p,
-					.worst_retx = retx[y][p], .worst_pkts = 64, .worst_qpn = 1000 + 16 * r + 2 * y + (uint32_t)p };
-		}
-	l->self_retx = per[0] > per[1] ? per[0] : per[1];
+		for (uint32_t p = 0; p < 2; p++)
+			if (y != r)
+				mrc__coll_strag_loss_qp(l, per, y, 1 + p, retx[y][p], 64, 1000 + 16 * r + 2 * y + p);
 }
 
 /* One trial: n ranks' calls with nothing in their times (no late start,
