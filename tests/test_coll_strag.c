@@ -291,6 +291,21 @@ static void test_loss_offline(void **state)
 							 .worst_retx = 50, .worst_plane = 0 };
 	assert_int_equal(mrc__coll_strag_name(4, all, loss, &rec), 0);
 	assert_int_equal(rec.cause, MRC_COLL_STRAG_NONE);
+	/* Spurious retransmissions alike on every QP (2 each, 6 ranks): no
+	 * QP stands out, nobody is named (counting ties, every rank's
+	 * lossiest was its lowest peer's, and rank 0 was named). */
+	struct mrc__coll_strag_call six[6 * CALLS];
+	struct mrc__coll_strag_loss loss6[6];
+	s.n = 6;
+	synth_make(&g, &s, six);
+	for (uint32_t r = 0; r < 6; r++) {
+		int64_t retx[16][2];
+		for (uint32_t y = 0; y < 6; y++)
+			retx[y][0] = retx[y][1] = 2;
+		loss_of(6, r, retx, &loss6[r]);
+	}
+	assert_int_equal(mrc__coll_strag_name(6, six, loss6, &rec), 0);
+	assert_int_equal(rec.cause, MRC_COLL_STRAG_NONE);
 	/* A peer's record naming a rank out of range is not followed. */
 	for (uint32_t r = 0; r < 4; r++)
 		loss[r] = (struct mrc__coll_strag_loss){ .valid = 1, .worst_rank = 9, .worst_retx = 50,
