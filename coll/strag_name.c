@@ -92,6 +92,20 @@ static int64_t call_dur(uint32_t n, const struct mrc__coll_strag_call *all, size
 	return median(v, n, 1);
 }
 
+/* A network verdict: rank x, the path's other end, who sent, its QP. */
+static void net_path(struct mrc_coll_straggler *rec, const struct mrc__coll_strag_call *all, size_t i,
+		     uint32_t x, uint32_t other, int x_sends, int64_t qpn, int64_t plane)
+{
+	rec->cause = MRC_COLL_STRAG_NETWORK;
+	rec->rank = x;
+	rec->host = (uint32_t)CALL(all, x, i)->host;
+	rec->peer_rank = other;
+	rec->peer_host = (uint32_t)CALL(all, other, i)->host;
+	rec->rank_sends = (uint32_t)x_sends;
+	rec->qpn = (uint32_t)qpn;
+	rec->plane = (int32_t)plane;
+}
+
 /* Nobody was late: votes.  A rank whose slowest QP is slow (its mean
  * delivery at least STRAG_NET_MUL x that rank's median QP: against its
  * own, since a loaded host is slow to every peer) while its others are
@@ -144,14 +158,7 @@ static void name_delay(uint32_t n, const struct mrc__coll_strag_call *all, size_
 		best = CALL(all, x, i);
 	uint32_t other = from != x ? from
 		: best->worst_rank >= 0 && best->worst_rank < n ? (uint32_t)best->worst_rank : x;
-	rec->cause = MRC_COLL_STRAG_NETWORK;
-	rec->rank = x;
-	rec->host = (uint32_t)CALL(all, x, i)->host;
-	rec->peer_rank = other;
-	rec->peer_host = (uint32_t)CALL(all, other, i)->host;
-	rec->rank_sends = from == x;
-	rec->qpn = (uint32_t)best->worst_qpn;
-	rec->plane = (int32_t)best->worst_plane;
+	net_path(rec, all, i, x, other, from == x, best->worst_qpn, best->worst_plane);
 	rec->late_us = (uint64_t)best->worst_lat / 1000;
 	rec->typical_us = (uint64_t)typ / 1000;
 }
@@ -222,14 +229,7 @@ static int name_loss(uint32_t n, const struct mrc__coll_strag_call *all, const s
 	if (!best)
 		return 0;   /* its own count alone, no path to show: not named */
 	uint32_t other = from != x ? from : (uint32_t)best->worst_rank;
-	rec->cause = MRC_COLL_STRAG_NETWORK;
-	rec->rank = x;
-	rec->host = (uint32_t)CALL(all, x, i)->host;
-	rec->peer_rank = other;
-	rec->peer_host = (uint32_t)CALL(all, other, i)->host;
-	rec->rank_sends = from == x;
-	rec->qpn = (uint32_t)best->worst_qpn;
-	rec->plane = (int32_t)best->worst_plane;
+	net_path(rec, all, i, x, other, from == x, best->worst_qpn, best->worst_plane);
 	rec->retx = (uint64_t)best->worst_retx;
 	rec->pkts = (uint64_t)best->worst_pkts;
 	/* Its mean delivery when it was also the sender's slowest QP. */

@@ -73,6 +73,18 @@ static long long num(const json_t *o, const char *k)
 	return json_integer_value(v);
 }
 
+/* A hand-built request on ctx's socket: the reply's status. */
+static int raw_status(struct mrc_ctx *ctx, const void *msg, size_t len)
+{
+	assert_int_equal(send(ctx->sock, msg, len, MSG_NOSIGNAL), (ssize_t)len);
+	uint8_t buf[MRC_CLI_MSG_MAX];
+	ssize_t n = recv(ctx->sock, buf, sizeof(buf), 0);
+	assert_true(n > 0);
+	struct mrc_cli_msg rep;
+	assert_int_equal(mrc__cli_dec_rep(buf, (size_t)n, &rep, NULL), 0);
+	return rep.status;
+}
+
 /* Through mrc_straggler_file (the public record, mrc.h). */
 static struct mrc_straggler_rec net_rec(uint64_t call)
 {
@@ -152,13 +164,7 @@ static void test_uid_not_settable(void **state)
 		.h = { .magic = MRC_CLI_MAGIC, .version = MRC_CLI_VERSION, .type = MRC_CLI_STRAGGLER,
 		       .len = sizeof(m.s) + sizeof(m.uid), .req_id = 9 },
 		.s = net_cli(1), .uid = 0 };
-	assert_int_equal(send(ctx->sock, &m, sizeof(m), MSG_NOSIGNAL), (ssize_t)sizeof(m));
-	uint8_t buf[MRC_CLI_MSG_MAX];
-	ssize_t n = recv(ctx->sock, buf, sizeof(buf), 0);
-	assert_true(n > 0);
-	struct mrc_cli_msg rep;
-	assert_int_equal(mrc__cli_dec_rep(buf, (size_t)n, &rep, NULL), 0);
-	assert_int_equal(rep.status, -EBADMSG);
+	assert_int_equal(raw_status(ctx, &m, sizeof(m)), -EBADMSG);
 	mrc_close(ctx);
 	json_t *res = stragglers();
 	assert_int_equal(num(res, "filed"), 0);
@@ -334,13 +340,7 @@ static void test_qp_stats(void **state)
 		.h = { .magic = MRC_CLI_MAGIC, .version = MRC_CLI_VERSION, .type = MRC_CLI_QP_STATS,
 		       .len = sizeof(m.q), .req_id = 5 },
 		.q = { .qpn = mrc_qp_num(qa) } };
-	assert_int_equal(send(b->sock, &m, sizeof(m), MSG_NOSIGNAL), (ssize_t)sizeof(m));
-	uint8_t buf[MRC_CLI_MSG_MAX];
-	ssize_t n = recv(b->sock, buf, sizeof(buf), 0);
-	assert_true(n > 0);
-	struct mrc_cli_msg rep;
-	assert_int_equal(mrc__cli_dec_rep(buf, (size_t)n, &rep, NULL), 0);
-	assert_int_equal(rep.status, -ENOENT);
+	assert_int_equal(raw_status(b, &m, sizeof(m)), -ENOENT);
 	mrc_destroy_qp(qb);
 	mrc_destroy_qp(qa);
 	mrc_close(b);

@@ -125,15 +125,9 @@ void mrcd__strag_free(void)
  * deliveries alike.  Only the caller's own QPs. */
 int mrcd__do_qp_stats(struct mrcd_client *c, const struct mrc_cli_msg *m)
 {
-	struct mrc_cli_qpn q;
-	memcpy(&q, m->body, sizeof(q));
-	struct mrcd_cqp *qp = find_qp(c, q.qpn);
-	if (!qp)
-		return fail(c, m, -ENOENT, "no QP %u of this client", q.qpn);
 	struct mrce_qp_info info;
-	int r = mrce_qp_info(mrcd_engine(c->d), qp->qpn, &info);
-	if (r)
-		return fail(c, m, r, "engine QP info");
+	if (!qp_engine_info(c, m, &info))
+		return 0;   /* replied */
 	struct mrc_cli_qp_stats_rep rep = { .tx_pkts = info.tx_pkts, .retx = info.retx,
 					    .rto_fires = info.rto_fires, .nacks_rx = info.nacks_rx };
 	return ok(c, m, &rep, sizeof(rep));
