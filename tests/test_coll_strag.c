@@ -204,7 +204,8 @@ static void test_late_in_faster_call(void **state)
 	assert_int_equal(rec.cause, MRC_COLL_STRAG_COMPUTE);
 	assert_int_equal(rec.rank, 2);
 	assert_int_equal(rec.call, 102);
-	assert_true(rec.late_us >= 40000 && rec.late_us <= 50000);
+	/* min(45 ms by start, ~45 +- 7 ms by length): the smaller. */
+	assert_true(rec.late_us >= 30000 && rec.late_us <= 46000);
 	/* Two late ranks in two calls: the later one. */
 	all[0 * CALLS + 0].start_rt += 20000000;
 	all[0 * CALLS + 0].dur -= 20000000;
