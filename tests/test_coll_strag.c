@@ -232,7 +232,8 @@ static void loss_of(uint32_t n, uint32_t r, int64_t retx[16][2], struct mrc__col
 /* One trial: n ranks' calls with nothing in their times (no late start,
  * no slow path), spurious retransmissions (0 or 1 on any QP, now and then
  * 2 or 3), and with lossy >= 0 rank `lossy`'s link losing on plane
- * `plane`: every QP of it or to it on that plane 3-10 retransmissions.
+ * `plane`: every QP of it or to it on that plane 5-12 retransmissions
+ * (5 % of the fabric bench's ~70 packets per QP and step).
  * 1 when the verdict is the injected one. */
 static int loss_trial(struct mrc_rng *g, int lossy_kind)
 {
@@ -250,7 +251,7 @@ static int loss_trial(struct mrc_rng *g, int lossy_kind)
 				uint64_t u = mrc_rng_next(g) % 100;
 				retx[y][p] = u < 70 ? 0 : u < 95 ? 1 : 2 + (int64_t)(u % 2);
 				if (p == plane && ((int)r == x || (int)y == x))
-					retx[y][p] = 3 + (int64_t)(mrc_rng_next(g) % 8);
+					retx[y][p] = 5 + (int64_t)(mrc_rng_next(g) % 8);
 			}
 		loss_of(n, r, retx, &loss[r]);
 	}
@@ -295,7 +296,7 @@ static void test_loss_offline(void **state)
 							 .worst_retx = 50, .worst_plane = 0 };
 	assert_int_equal(mrc__coll_strag_name(4, all, loss, &rec), 0);
 	assert_int_equal(rec.cause, MRC_COLL_STRAG_NONE);
-	/* Spurious retransmissions alike on every QP (2 each, 6 ranks): no
+	/* Spurious retransmissions alike on every QP (4 each, 6 ranks): no
 	 * QP stands out, nobody is named (counting ties, every rank's
 	 * lossiest was its lowest peer's, and rank 0 was named). */
 	struct mrc__coll_strag_call six[6 * CALLS];
@@ -305,12 +306,38 @@ static void test_loss_offline(void **state)
 	for (uint32_t r = 0; r < 6; r++) {
 		int64_t retx[16][2];
 		for (uint32_t y = 0; y < 6; y++)
-			retx[y][0] = retx[y][1] = 2;
+			retx[y][0] = retx[y][1] = 4;
 		loss_of(6, r, retx, &loss6[r]);
 	}
 	assert_int_equal(mrc__coll_strag_name(6, six, loss6, &rec), 0);
 	assert_int_equal(rec.cause, MRC_COLL_STRAG_NONE);
+	/* A lossy link (rank 1, plane 0: 8 on each of its QPs there) and a
+	 * rank late by 30 % into one call (a CPU's stall under load): the
+	 * link is named (naming the late start first named rank 2 in 5 of
+	 * the fabric bench's 20 lossy steps). */
+	s = (struct synth){ .n = 4, .late = 2, .slow = -1, .plane = -1, .dur = 50000000,
+			    .typ = 2000000, .late_ns = 20000000, .hot = 1, .calls = 3 };
+	synth_make(&g, &s, all);
+	for (uint32_t r = 0; r < 4; r++) {
+		int64_t retx[16][2] = { { 0 } };
+		for (uint32_t y = 0; y < 4; y++)
+			if (r == 1 || y == 1)
+				retx[y][0] = 8;
+		loss_of(4, r, retx, &loss[r]);
+	}
+	assert_int_equal(mrc__coll_strag_name(4, all, loss, &rec), 0);
+	assert_int_equal(rec.cause, MRC_COLL_STRAG_NETWORK);
+	assert_int_equal(rec.rank, 1);
+	assert_int_equal(rec.plane, 0);
+	assert_int_equal(rec.retx, 8);
+	/* Without the counters, the late start is named. */
+	assert_int_equal(mrc__coll_strag_name(4, all, NULL, &rec), 0);
+	assert_int_equal(rec.cause, MRC_COLL_STRAG_COMPUTE);
+	assert_int_equal(rec.rank, 2);
 	/* A peer's record naming a rank out of range is not followed. */
+	s = (struct synth){ .n = 4, .late = -1, .slow = -1, .plane = -1, .dur = 50000000,
+			    .typ = 2000000, .calls = 3 };
+	synth_make(&g, &s, all);
 	for (uint32_t r = 0; r < 4; r++)
 		loss[r] = (struct mrc__coll_strag_loss){ .valid = 1, .worst_rank = 9, .worst_retx = 50,
 							 .worst_plane = 0 };
