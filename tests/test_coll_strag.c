@@ -312,11 +312,11 @@ static void test_loss_offline(void **state)
 	assert_int_equal(mrc__coll_strag_name(6, six, loss6, &rec), 0);
 	assert_int_equal(rec.cause, MRC_COLL_STRAG_NONE);
 	/* A lossy link (rank 1, plane 0: 8 on each of its QPs there) and a
-	 * rank late by 30 % into one call (a CPU's stall under load): the
+	 * rank 30 ms late into one call of 50 (a CPU's stall under load): the
 	 * link is named (naming the late start first named rank 2 in 5 of
 	 * the fabric bench's 20 lossy steps). */
 	s = (struct synth){ .n = 4, .late = 2, .slow = -1, .plane = -1, .dur = 50000000,
-			    .typ = 2000000, .late_ns = 20000000, .hot = 1, .calls = 3 };
+			    .typ = 2000000, .late_ns = 30000000, .hot = 1, .calls = 3 };
 	synth_make(&g, &s, all);
 	for (uint32_t r = 0; r < 4; r++) {
 		int64_t retx[16][2] = { { 0 } };
