@@ -75,11 +75,12 @@ int main(int argc, char **argv)
 		if (!r && me == 0)
 			printf("{\"step\":%d,\"late_rank\":%d,\"cause\":\"%s\",\"rank\":%u,\"host\":%u,"
 			       "\"peer_rank\":%u,\"peer_host\":%u,\"plane\":%d,\"qpn\":%u,\"rank_sends\":%u,"
-			       "\"late_us\":%llu,\"call_us\":%llu,\"typical_us\":%llu}\n",
+			       "\"late_us\":%llu,\"call_us\":%llu,\"typical_us\":%llu,\"retx\":%llu,\"pkts\":%llu}\n",
 			       s, sleep_ms > 0 ? (int)lr : -1, mrc_coll_straggler_cause_name(rec.cause),
 			       rec.rank, rec.host, rec.peer_rank, rec.peer_host, rec.plane, rec.qpn, rec.rank_sends,
 			       (unsigned long long)rec.late_us, (unsigned long long)rec.call_us,
-			       (unsigned long long)rec.typical_us);
+			       (unsigned long long)rec.typical_us, (unsigned long long)rec.retx,
+			       (unsigned long long)rec.pkts);
 		fflush(stdout);
 	}
 	if (r)

@@ -10,6 +10,7 @@ _Static_assert(sizeof(struct mrc_cli_hello_rep) == 40, "hello rep");
 _Static_assert(sizeof(struct mrc_cli_create_qp) == 32, "create");
 _Static_assert(sizeof(struct mrc_cli_create_qp_rep) == 40, "create rep");
 _Static_assert(sizeof(struct mrc_cli_straggler) == 72, "straggler");
+_Static_assert(sizeof(struct mrc_cli_qp_stats_rep) == 32, "qp stats rep");
 _Static_assert(sizeof(struct mrc_cli_status) + MRC_CLI_REASON_MAX +
 	       sizeof(struct mrc_cli_hdr) <= MRC_CLI_MSG_MAX, "max msg");
 
@@ -35,6 +36,7 @@ static const struct cli_type types[] = {
 	{ MRC_CLI_ACCEPT, sizeof(struct mrc_cli_accept), sizeof(struct mrc_cli_addr_rep), 0, 0, "accept" },
 	{ MRC_CLI_CONNECT, sizeof(struct mrc_cli_connect), sizeof(struct mrc_cli_addr_rep), 0, 0, "connect" },
 	{ MRC_CLI_STRAGGLER, sizeof(struct mrc_cli_straggler), 0, 0, 0, "straggler" },
+	{ MRC_CLI_QP_STATS, sizeof(struct mrc_cli_qpn), sizeof(struct mrc_cli_qp_stats_rep), 0, 0, "qp_stats" },
 };
 
 static const struct cli_type *find(uint16_t type)
@@ -212,6 +214,7 @@ static int check_req_body(uint16_t type, const void *b, const char **why)
 	case MRC_CLI_DEREG_MR:
 	case MRC_CLI_DESTROY_QP:
 	case MRC_CLI_QP_INFO:
+	case MRC_CLI_QP_STATS:
 		if (!zero((const char *)b + 4, 4))
 			BAD("reserved field not zero");
 		return 0;

@@ -59,7 +59,9 @@ enum mrc_cli_type {
 	MRC_CLI_STRAGGLER = 0x000c,    /* a straggler record for mrcctl
 	                                  stragglers (docs/coll.md); mrcd adds
 	                                  the sender's uid and pid */
-	MRC_CLI_CLIENT_LAST = 0x000c,
+	MRC_CLI_QP_STATS = 0x000d,     /* a QP's packet counters (for
+	                                  mrc_coll_straggler's loss evidence) */
+	MRC_CLI_CLIENT_LAST = 0x000d,
 	MRC_CLI_REPLY = 0x8000,
 };
 
@@ -113,7 +115,7 @@ struct mrc_cli_create_qp {
 #define MRC_CLI_QP_URGENT 0x4u /* traffic class urgent (mrce_tclass) */
 #define MRC_CLI_QP_BULK   0x8u /* traffic class bulk; not both */
 #define MRC_CLI_QP_FLAGS  0xfu
-struct mrc_cli_qpn {           /* DESTROY_QP, QP_INFO */
+struct mrc_cli_qpn {           /* DESTROY_QP, QP_INFO, QP_STATS */
 	uint32_t qpn;
 	uint32_t rsvd;
 };
@@ -187,6 +189,12 @@ struct mrc_cli_qp_info_rep {
 	struct mrc_cli_addr local;
 	uint32_t state;            /* enum mrce_qp_state */
 	int32_t error;
+};
+struct mrc_cli_qp_stats_rep {  /* the engine's counters since creation */
+	uint64_t tx_pkts;          /* data packets sent, retransmissions included */
+	uint64_t retx;             /* of them, retransmissions */
+	uint64_t rto_fires;        /* retransmission timeouts */
+	uint64_t nacks_rx;         /* NACKs received */
 };
 struct mrc_cli_addr_rep {      /* ACCEPT, CONNECT: the remote QP */
 	struct mrc_cli_addr remote;

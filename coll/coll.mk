@@ -2,7 +2,7 @@
 # built like libmrc (position-independent objects in one directory), with
 # its pkg-config file and man page (mrc-coll-perf: tools/coll-perf.mk).
 LIBCOLL_VERSION := 2.1.0
-COLL_SRCS := coll/reduce.c coll/sched.c coll/forest.c coll/comm.c coll/run.c coll/boot.c coll/shm.c coll/coll.c coll/verify.c coll/moe.c coll/moe_node.c coll/a2a2d.c coll/req.c coll/strag.c \
+COLL_SRCS := coll/reduce.c coll/sched.c coll/forest.c coll/comm.c coll/run.c coll/boot.c coll/shm.c coll/coll.c coll/verify.c coll/moe.c coll/moe_node.c coll/a2a2d.c coll/req.c coll/strag.c coll/strag_name.c \
 	coll/memops_dev.c
 # Pre-gated MoE dispatch and the expert fetch (docs/coll.md "Pre-gated dispatch")
 COLL_SRCS += coll/pregate.c coll/pregate_fetch.c coll/pregate_hdr.c

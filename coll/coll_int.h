@@ -156,6 +156,8 @@ struct mrc__coll_peer {
 	 * and this call's deliveries (post to completion): their sum, count. */
 	int64_t tpost[MRC__COLL_MAXWIN];
 	int64_t lat_sum, lat_n;
+	/* Its QP's mrcd counters at the last mrc_coll_straggler. */
+	uint64_t retx_base, pkts_base;
 };
 
 /* ---- stragglers (coll/strag.c) ------------------------------------------
@@ -169,7 +171,27 @@ struct mrc__coll_strag_call {
 	int64_t worst_lat, med_lat;        /* its mean delivery; our QPs' median (ns) */
 	int64_t worst_qpn;
 };
-#define MRC__COLL_STRAG_WORDS (sizeof(struct mrc__coll_strag_call) / sizeof(int64_t))
+/* One rank's retransmissions since the last exchange (mrcd's counters of
+ * its QPs; coll/strag_name.c's loss evidence).  valid 0: mrcd did not
+ * answer for every QP (an older mrcd): no evidence. */
+struct mrc__coll_strag_loss {
+	int64_t valid;
+	int64_t self_retx;                 /* over its QPs of its lossiest plane */
+	int64_t worst_rank, worst_plane;   /* its QP with most: to whom, plane or -1 */
+	int64_t worst_retx, worst_pkts, worst_qpn;
+	int64_t second_retx;               /* its next lossiest QP's */
+};
+/* Adds one QP's counts (to peer, of QP set: 0 sprays, 1 + p pinned to
+ * plane p) to l, started as { .valid = 1, .worst_rank = -1,
+ * .worst_plane = -1 } with per_set[] zero; self_retx follows. */
+void mrc__coll_strag_loss_qp(struct mrc__coll_strag_loss *l, int64_t *per_set, uint32_t peer, uint32_t set,
+			     int64_t retx, int64_t pkts, uint32_t qpn);
+/* What each rank contributes to the exchange (int64s only). */
+struct mrc__coll_strag_xch {
+	struct mrc__coll_strag_call call[MRC_COLL_STRAG_CALLS];
+	struct mrc__coll_strag_loss loss;
+};
+#define MRC__COLL_STRAG_WORDS (sizeof(struct mrc__coll_strag_xch) / sizeof(int64_t))
 struct mrc__coll_strag {
 	struct mrc__coll_strag_call call[MRC_COLL_STRAG_CALLS];   /* slot seq % CALLS */
 	uint64_t seq, since;       /* calls stamped; seq at the last exchange */
@@ -183,8 +205,13 @@ void mrc__coll_strag_end(struct mrc_coll *c);
 /* run.c: p's oldest data message in flight completed (before data_done++). */
 void mrc__coll_strag_delivered(struct mrc_coll *c, struct mrc__coll_peer *p);
 /* The verdict from every rank's stamps (all: n x MRC_COLL_STRAG_CALLS,
- * rank-major), the same on every rank: 0 or -ENODATA. */
-int mrc__coll_strag_name(uint32_t n, const struct mrc__coll_strag_call *all, struct mrc_coll_straggler *rec);
+ * rank-major; loss: n records, or NULL), the same on every rank
+ * (coll/strag_name.c): 0 or -ENODATA. */
+int mrc__coll_strag_name(uint32_t n, const struct mrc__coll_strag_call *all,
+			 const struct mrc__coll_strag_loss *loss, struct mrc_coll_straggler *rec);
+/* The median of v[0..n) (sorts v); 0 for none.  Of an even count, the
+ * upper one (hi) or the lower. */
+int64_t mrc__coll_strag_median(int64_t *v, size_t n, int hi);
 
 /* One run of a schedule (run.c): its buffers, what is done, and where
  * each peer's next send and receive step is. */

@@ -167,11 +167,31 @@ MRC__API int mrc_listen(struct mrc_ctx *ctx, uint32_t sid, uint32_t backlog)
 	return mrc__lib_call(ctx, MRC_CLI_LISTEN, &q, sizeof(q), -1, NULL, 0, NULL, 0);
 }
 
-MRC__API int mrc_straggler_file(struct mrc_ctx *ctx, const struct mrc_cli_straggler *rec)
+/* The public record (mrc.h, stable) to the protocol's (codec/climsg.h,
+ * free to change with the daemon). */
+MRC__API int mrc_straggler_file(struct mrc_ctx *ctx, const struct mrc_straggler_rec *rec)
 {
-	if (!ctx || !rec)
+	if (!ctx || !rec || rec->size < sizeof(*rec))
 		return -EINVAL;
-	return mrc__lib_call(ctx, MRC_CLI_STRAGGLER, rec, sizeof(*rec), -1, NULL, 0, NULL, 0);
+	struct mrc_cli_straggler m = {
+		.comm = rec->comm, .call = rec->call, .cause = rec->cause, .rank = rec->rank,
+		.host = rec->host, .peer_rank = rec->peer_rank, .peer_host = rec->peer_host,
+		.qpn = rec->qpn, .plane = rec->plane, .rank_sends = rec->rank_sends,
+		.call_us = rec->call_us, .late_us = rec->late_us, .typical_us = rec->typical_us };
+	return mrc__lib_call(ctx, MRC_CLI_STRAGGLER, &m, sizeof(m), -1, NULL, 0, NULL, 0);
+}
+
+MRC__API int mrc_qp_stats(struct mrc_qp *qp, struct mrc_qp_stats *out)
+{
+	if (!qp || !out)
+		return -EINVAL;
+	struct mrc_cli_qpn q = { .qpn = qp->qpn };
+	struct mrc_cli_qp_stats_rep rep;
+	int r = mrc__lib_call(qp->ctx, MRC_CLI_QP_STATS, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
+	if (!r)
+		*out = (struct mrc_qp_stats){ .tx_pkts = rep.tx_pkts, .retx = rep.retx,
+					      .rto_fires = rep.rto_fires, .nacks_rx = rep.nacks_rx };
+	return r;
 }
 
 MRC__API int mrc_unlisten(struct mrc_ctx *ctx, uint32_t sid)

@@ -4,6 +4,13 @@
  *     one rank's deliveries to one peer slow on one plane, or neither:
  *     the injected rank (and path, plane, QP) named in >= 95 % of trials,
  *     nobody named when nothing was injected.
+ *   - A late rank in a step whose slowest call nobody held back: named,
+ *     in the call it held back (test_late_in_faster_call).
+ *   - Retransmissions (synthetic mrcd counters, struct
+ *     mrc__coll_strag_loss): one rank's link lossy on one plane among
+ *     deliveries whose times show nothing, or only spurious ones
+ *     scattered over every QP: the lossy rank, plane and a lossy QP named
+ *     in >= 95 % of trials, nobody in >= 95 % (test_loss_offline).
  *   - Live, ranks as threads against a real mrcd (no root): in each of 24
  *     runs one seeded rank sleeps before an all-reduce (its sleep
  *     measured: the injection happened), then mrc_coll_straggler on every
@@ -33,7 +40,10 @@
 #define CALLS MRC_COLL_STRAG_CALLS
 #define TRIALS 400
 #define LIVE_RUNS 24
-#define SLEEP_MS 100
+/* Longer than the scheduling stalls of a loaded 2-core machine: one of
+ * 103 ms (another rank late into another call of the step) beat a
+ * 100 ms sleep in 1 of 60 seeded runs. */
+#define SLEEP_MS 250
 
 static uint64_t seed;
 
@@ -112,7 +122,7 @@ static int trial(struct mrc_rng *g, int kind, uint32_t *n_out)
 	struct mrc_coll_straggler rec;
 	synth_make(g, &s, all);
 	*n_out = n;
-	if (mrc__coll_strag_name(n, all, &rec))
+	if (mrc__coll_strag_name(n, all, NULL, &rec))
 		return 0;
 	if (rec.call != 100 + s.hot || rec.cause != kind)
 		return 0;
@@ -149,7 +159,7 @@ static void test_name_offline(void **state)
 	struct mrc_coll_straggler rec;
 	for (size_t i = 0; i < 2 * CALLS; i++)
 		all[i] = (struct mrc__coll_strag_call){ .seq = -1 };
-	assert_int_equal(mrc__coll_strag_name(2, all, &rec), -ENODATA);
+	assert_int_equal(mrc__coll_strag_name(2, all, NULL, &rec), -ENODATA);
 	/* A peer's record naming a rank out of range (or itself) is not
 	 * followed. */
 	struct mrc_rng g;
@@ -159,7 +169,7 @@ static void test_name_offline(void **state)
 	synth_make(&g, &s, all);
 	all[0].worst_rank = 7;
 	all[CALLS].worst_rank = 1;
-	assert_int_equal(mrc__coll_strag_name(2, all, &rec), 0);
+	assert_int_equal(mrc__coll_strag_name(2, all, NULL, &rec), 0);
 	assert_int_equal(rec.cause, MRC_COLL_STRAG_NONE);
 	/* A rank slow to every peer alike (its median QP 4x the others', no
 	 * path of its standing out, its peer out of range) is not named by
@@ -172,7 +182,166 @@ static void test_name_offline(void **state)
 	three[CALLS].med_lat = 4 * s.typ;
 	three[CALLS].worst_lat = 5 * s.typ;
 	three[CALLS].worst_rank = 7;   /* out of range: the peer is not followed */
-	assert_int_equal(mrc__coll_strag_name(3, three, &rec), 0);
+	assert_int_equal(mrc__coll_strag_name(3, three, NULL, &rec), 0);
+	assert_int_equal(rec.cause, MRC_COLL_STRAG_NONE);
+}
+
+/* Nobody late in the slowest call of a step (a slow scheduler on the
+ * loaded fabric bench), a rank late in a faster one: the late rank is
+ * named, in its call.  The rule before it named the slowest call's
+ * (none): 3 of the fabric bench's 20 late ranks missed. */
+static void test_late_in_faster_call(void **state)
+{
+	struct mrc_rng g;
+	mrc_rng_seed(&g, seed);
+	struct mrc__coll_strag_call all[4 * CALLS];
+	struct mrc_coll_straggler rec;
+	/* Three calls of ~50 ms; call 1 ~110 ms with nobody late; rank 2
+	 * 45 ms late into call 2 (its length ~80 ms, its own ~35 ms). */
+	struct synth s = { .n = 4, .late = 2, .slow = -1, .plane = -1, .dur = 50000000,
+			   .typ = 2000000, .late_ns = 45000000, .hot = 2, .calls = 3 };
+	synth_make(&g, &s, all);
+	for (uint32_t r = 0; r < 4; r++)
+		all[r * CALLS + 1].dur = 110000000 + jitter(&g, 2000000);
+	assert_int_equal(mrc__coll_strag_name(4, all, NULL, &rec), 0);
+	assert_int_equal(rec.cause, MRC_COLL_STRAG_COMPUTE);
+	assert_int_equal(rec.rank, 2);
+	assert_int_equal(rec.call, 102);
+	/* min(45 ms by start, ~45 +- 7 ms by length): the smaller. */
+	assert_true(rec.late_us >= 30000 && rec.late_us <= 46000);
+	/* Two late ranks in two calls: the later one. */
+	all[0 * CALLS + 0].start_rt += 20000000;
+	all[0 * CALLS + 0].dur -= 20000000;
+	assert_int_equal(mrc__coll_strag_name(4, all, NULL, &rec), 0);
+	assert_int_equal(rec.rank, 2);
+	assert_int_equal(rec.call, 102);
+}
+
+/* One rank's QP counters: retx[y][p] to peer y on plane p (planes 2),
+ * qpn 1000 + 16 * r + 2 * y + p. */
+static void loss_of(uint32_t n, uint32_t r, int64_t retx[16][2], struct mrc__coll_strag_loss *l)
+{
+	int64_t per[3] = { 0, 0, 0 };
+	*l = (struct mrc__coll_strag_loss){ .valid = 1, .worst_rank = -1, .worst_plane = -1 };
+	for (uint32_t y = 0; y < n; y++)
+		for (uint32_t p = 0; p < 2; p++)
+			if (y != r)
+				mrc__coll_strag_loss_qp(l, per, y, 1 + p, retx[y][p], 64, 1000 + 16 * r + 2 * y + p);
+}
+
+/* One trial: n ranks' calls with nothing in their times (no late start,
+ * no slow path), spurious retransmissions (0 or 1 on any QP, now and then
+ * 2 or 3), and with lossy >= 0 rank `lossy`'s link losing on plane
+ * `plane`: every QP of it or to it on that plane 5-12 retransmissions
+ * (5 % of the fabric bench's ~70 packets per QP and step).
+ * 1 when the verdict is the injected one. */
+static int loss_trial(struct mrc_rng *g, int lossy_kind)
+{
+	uint32_t n = 3 + (uint32_t)(mrc_rng_next(g) % 14);
+	int x = lossy_kind ? (int)(mrc_rng_next(g) % n) : -1, plane = (int)(mrc_rng_next(g) % 2);
+	struct synth s = { .n = n, .late = -1, .slow = -1, .plane = -1, .dur = 50000000,
+			   .typ = 2000000, .calls = 3 };
+	struct mrc__coll_strag_call all[16 * CALLS];
+	struct mrc__coll_strag_loss loss[16];
+	synth_make(g, &s, all);
+	for (uint32_t r = 0; r < n; r++) {
+		int64_t retx[16][2];
+		for (uint32_t y = 0; y < n; y++)
+			for (int p = 0; p < 2; p++) {
+				uint64_t u = mrc_rng_next(g) % 100;
+				retx[y][p] = u < 70 ? 0 : u < 95 ? 1 : 2 + (int64_t)(u % 2);
+				if (p == plane && ((int)r == x || (int)y == x))
+					retx[y][p] = 5 + (int64_t)(mrc_rng_next(g) % 8);
+			}
+		loss_of(n, r, retx, &loss[r]);
+	}
+	struct mrc_coll_straggler rec;
+	if (mrc__coll_strag_name(n, all, loss, &rec))
+		return 0;
+	if (x < 0)
+		return rec.cause == MRC_COLL_STRAG_NONE;
+	uint32_t sender = rec.rank_sends ? rec.rank : rec.peer_rank;
+	uint32_t to = rec.rank_sends ? rec.peer_rank : rec.rank;
+	return rec.cause == MRC_COLL_STRAG_NETWORK && rec.rank == (uint32_t)x &&
+	       rec.host == (uint32_t)x / 2 && rec.peer_rank != rec.rank && rec.plane == plane &&
+	       rec.qpn == 1000 + 16 * sender + 2 * to + (uint32_t)plane && rec.retx >= 3;
+}
+
+static void test_loss_offline(void **state)
+{
+	for (int kind = 0; kind < 2; kind++) {
+		struct mrc_rng g;
+		mrc_rng_seed(&g, seed + 10 + (uint64_t)kind);
+		int ok = 0;
+		for (int t = 0; t < TRIALS; t++)
+			ok += loss_trial(&g, kind);
+		printf("# offline loss, %s: named right in %d of %d trials (seed %llu)\n",
+		       kind ? "a lossy link" : "spurious only", ok, TRIALS, (unsigned long long)seed);
+		if (ok * 100 < TRIALS * 95)
+			fail_msg("%s: %d of %d (seed %llu)", kind ? "lossy" : "spurious", ok, TRIALS,
+				 (unsigned long long)seed);
+	}
+	/* An older mrcd (no counters: valid 0) or no record at all: the
+	 * delivery times alone, as before. */
+	struct mrc_rng g;
+	mrc_rng_seed(&g, seed);
+	struct synth s = { .n = 4, .late = -1, .slow = -1, .plane = -1, .dur = 50000000,
+			   .typ = 2000000, .calls = 3 };
+	struct mrc__coll_strag_call all[4 * CALLS];
+	struct mrc__coll_strag_loss loss[4];
+	struct mrc_coll_straggler rec;
+	synth_make(&g, &s, all);
+	for (uint32_t r = 0; r < 4; r++)
+		loss[r] = (struct mrc__coll_strag_loss){ .valid = 0, .self_retx = 50, .worst_rank = 1,
+							 .worst_retx = 50, .worst_plane = 0 };
+	assert_int_equal(mrc__coll_strag_name(4, all, loss, &rec), 0);
+	assert_int_equal(rec.cause, MRC_COLL_STRAG_NONE);
+	/* Spurious retransmissions alike on every QP (4 each, 6 ranks): no
+	 * QP stands out, nobody is named (counting ties, every rank's
+	 * lossiest was its lowest peer's, and rank 0 was named). */
+	struct mrc__coll_strag_call six[6 * CALLS];
+	struct mrc__coll_strag_loss loss6[6];
+	s.n = 6;
+	synth_make(&g, &s, six);
+	for (uint32_t r = 0; r < 6; r++) {
+		int64_t retx[16][2];
+		for (uint32_t y = 0; y < 6; y++)
+			retx[y][0] = retx[y][1] = 4;
+		loss_of(6, r, retx, &loss6[r]);
+	}
+	assert_int_equal(mrc__coll_strag_name(6, six, loss6, &rec), 0);
+	assert_int_equal(rec.cause, MRC_COLL_STRAG_NONE);
+	/* A lossy link (rank 1, plane 0: 8 on each of its QPs there) and a
+	 * rank 30 ms late into one call of 50 (a CPU's stall under load): the
+	 * link is named (naming the late start first named rank 2 in 5 of
+	 * the fabric bench's 20 lossy steps). */
+	s = (struct synth){ .n = 4, .late = 2, .slow = -1, .plane = -1, .dur = 50000000,
+			    .typ = 2000000, .late_ns = 30000000, .hot = 1, .calls = 3 };
+	synth_make(&g, &s, all);
+	for (uint32_t r = 0; r < 4; r++) {
+		int64_t retx[16][2] = { { 0 } };
+		for (uint32_t y = 0; y < 4; y++)
+			if (r == 1 || y == 1)
+				retx[y][0] = 8;
+		loss_of(4, r, retx, &loss[r]);
+	}
+	assert_int_equal(mrc__coll_strag_name(4, all, loss, &rec), 0);
+	assert_int_equal(rec.cause, MRC_COLL_STRAG_NETWORK);
+	assert_int_equal(rec.rank, 1);
+	assert_int_equal(rec.plane, 0);
+	assert_int_equal(rec.retx, 8);
+	/* Without the counters, the late start is named. */
+	assert_int_equal(mrc__coll_strag_name(4, all, NULL, &rec), 0);
+	assert_int_equal(rec.cause, MRC_COLL_STRAG_COMPUTE);
+	assert_int_equal(rec.rank, 2);
+	/* A peer's record naming a rank out of range is not followed. */
+	s = (struct synth){ .n = 4, .late = -1, .slow = -1, .plane = -1, .dur = 50000000,
+			    .typ = 2000000, .calls = 3 };
+	synth_make(&g, &s, all);
+	for (uint32_t r = 0; r < 4; r++)
+		loss[r] = (struct mrc__coll_strag_loss){ .valid = 1, .worst_rank = 9, .worst_retx = 50,
+							 .worst_plane = 0 };
+	assert_int_equal(mrc__coll_strag_name(4, all, loss, &rec), 0);
 	assert_int_equal(rec.cause, MRC_COLL_STRAG_NONE);
 }
 
@@ -271,6 +440,8 @@ int main(void)
 	printf("# seed %llu (MRC_TEST_SEED replays it)\n", (unsigned long long)seed);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_name_offline),
+		cmocka_unit_test(test_late_in_faster_call),
+		cmocka_unit_test(test_loss_offline),
 		cmocka_unit_test(test_slow_rank_live),
 	};
 	setenv("MRC_COLL_SHM", "0", 1);   /* the QP path through mrcd, as a fabric's */

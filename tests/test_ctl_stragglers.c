@@ -73,7 +73,30 @@ static long long num(const json_t *o, const char *k)
 	return json_integer_value(v);
 }
 
-static struct mrc_cli_straggler net_rec(uint64_t call)
+/* A hand-built request on ctx's socket: the reply's status. */
+static int raw_status(struct mrc_ctx *ctx, const void *msg, size_t len)
+{
+	assert_int_equal(send(ctx->sock, msg, len, MSG_NOSIGNAL), (ssize_t)len);
+	uint8_t buf[MRC_CLI_MSG_MAX];
+	ssize_t n = recv(ctx->sock, buf, sizeof(buf), 0);
+	assert_true(n > 0);
+	struct mrc_cli_msg rep;
+	assert_int_equal(mrc__cli_dec_rep(buf, (size_t)n, &rep, NULL), 0);
+	return rep.status;
+}
+
+/* Through mrc_straggler_file (the public record, mrc.h). */
+static struct mrc_straggler_rec net_rec(uint64_t call)
+{
+	return (struct mrc_straggler_rec){ .size = sizeof(struct mrc_straggler_rec),
+		.comm = 0xabcdef0123456789ull, .call = call,
+		.cause = MRC_STRAG_NETWORK, .rank = 3, .host = 5, .peer_rank = 1,
+		.peer_host = 2, .qpn = 17, .plane = 1, .rank_sends = 1, .call_us = 40000,
+		.late_us = 900, .typical_us = 80 };
+}
+
+/* The same on the wire (codec/climsg.h), for hand-built messages. */
+static struct mrc_cli_straggler net_cli(uint64_t call)
 {
 	return (struct mrc_cli_straggler){ .comm = 0xabcdef0123456789ull, .call = call,
 		.cause = MRC_CLI_STRAG_NETWORK, .rank = 3, .host = 5, .peer_rank = 1,
@@ -88,12 +111,15 @@ static void test_filed_with_peer_uid(void **state)
 	assert_int_equal(mrcd_spawn_start(&d, NULL), 0);
 	struct mrc_ctx *ctx;
 	assert_int_equal(mrc_open(d.sock, &ctx), 0);
-	struct mrc_cli_straggler s = net_rec(41);
+	struct mrc_straggler_rec s = net_rec(41);
 	assert_int_equal(mrc_straggler_file(ctx, &s), 0);
-	struct mrc_cli_straggler c = { .comm = 9, .call = 42, .cause = MRC_CLI_STRAG_COMPUTE,
-				       .rank = 2, .host = 6, .plane = -1, .call_us = 5000,
-				       .late_us = 2000 };
+	struct mrc_straggler_rec c = { .size = sizeof(c), .comm = 9, .call = 42,
+				       .cause = MRC_STRAG_COMPUTE, .rank = 2, .host = 6, .plane = -1,
+				       .call_us = 5000, .late_us = 2000 };
 	assert_int_equal(mrc_straggler_file(ctx, &c), 0);
+	/* A caller's record shorter than libmrc's: refused, nothing sent. */
+	c.size = 8;
+	assert_int_equal(mrc_straggler_file(ctx, &c), -EINVAL);
 	mrc_close(ctx);
 
 	json_t *res = stragglers();
@@ -137,14 +163,8 @@ static void test_uid_not_settable(void **state)
 	struct { struct mrc_cli_hdr h; struct mrc_cli_straggler s; uint64_t uid; } m = {
 		.h = { .magic = MRC_CLI_MAGIC, .version = MRC_CLI_VERSION, .type = MRC_CLI_STRAGGLER,
 		       .len = sizeof(m.s) + sizeof(m.uid), .req_id = 9 },
-		.s = net_rec(1), .uid = 0 };
-	assert_int_equal(send(ctx->sock, &m, sizeof(m), MSG_NOSIGNAL), (ssize_t)sizeof(m));
-	uint8_t buf[MRC_CLI_MSG_MAX];
-	ssize_t n = recv(ctx->sock, buf, sizeof(buf), 0);
-	assert_true(n > 0);
-	struct mrc_cli_msg rep;
-	assert_int_equal(mrc__cli_dec_rep(buf, (size_t)n, &rep, NULL), 0);
-	assert_int_equal(rep.status, -EBADMSG);
+		.s = net_cli(1), .uid = 0 };
+	assert_int_equal(raw_status(ctx, &m, sizeof(m)), -EBADMSG);
 	mrc_close(ctx);
 	json_t *res = stragglers();
 	assert_int_equal(num(res, "filed"), 0);
@@ -162,7 +182,7 @@ static void test_uid_not_settable(void **state)
 		struct mrc_ctx *cx;
 		if (mrc_open(d.sock, &cx))
 			_exit(91);
-		struct mrc_cli_straggler s = net_rec(5);
+		struct mrc_straggler_rec s = net_rec(5);
 		int rc = mrc_straggler_file(cx, &s);
 		mrc_close(cx);
 		_exit(rc ? 92 : 0);
@@ -191,7 +211,7 @@ static void test_ring_bound(void **state)
 	 * slows the round trips makes the run longer, not the test flaky. */
 	int ok = 0, again = 0, last = -1;
 	for (int i = 0; i < 1000 && !again; i++) {
-		struct mrc_cli_straggler s = net_rec((uint64_t)i);
+		struct mrc_straggler_rec s = net_rec((uint64_t)i);
 		int rc = mrc_straggler_file(ctx, &s);
 		if (rc == 0)
 			ok++, last = i;
@@ -296,12 +316,44 @@ static void test_coll_files(void **state)
 	ctl_proc = NULL;
 }
 
+/* QP_STATS (mrc_qp_stats, the loss evidence of mrc_coll_straggler): a
+ * fresh QP's counters are zero; another client's QP number is refused
+ * (-ENOENT), so no client reads another's traffic. */
+static void test_qp_stats(void **state)
+{
+	(void)state;
+	NEED_DAEMON();
+	assert_int_equal(mrcd_spawn_start(&d, NULL), 0);
+	struct mrc_ctx *a, *b;
+	struct mrc_qp *qa, *qb;
+	assert_int_equal(mrc_open(d.sock, &a), 0);
+	assert_int_equal(mrc_open(d.sock, &b), 0);
+	assert_int_equal(mrc_create_qp(a, NULL, &qa), 0);
+	assert_int_equal(mrc_create_qp(b, NULL, &qb), 0);
+	struct mrc_qp_stats st = { .tx_pkts = 7, .retx = 7 };
+	assert_int_equal(mrc_qp_stats(qa, &st), 0);
+	assert_int_equal(st.tx_pkts, 0);
+	assert_int_equal(st.retx, 0);
+	assert_int_equal(mrc_qp_stats(qa, NULL), -EINVAL);
+	/* b asks for a's QP by number. */
+	struct { struct mrc_cli_hdr h; struct mrc_cli_qpn q; } m = {
+		.h = { .magic = MRC_CLI_MAGIC, .version = MRC_CLI_VERSION, .type = MRC_CLI_QP_STATS,
+		       .len = sizeof(m.q), .req_id = 5 },
+		.q = { .qpn = mrc_qp_num(qa) } };
+	assert_int_equal(raw_status(b, &m, sizeof(m)), -ENOENT);
+	mrc_destroy_qp(qb);
+	mrc_destroy_qp(qa);
+	mrc_close(b);
+	mrc_close(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_filed_with_peer_uid, stop_daemon),
 		cmocka_unit_test_teardown(test_uid_not_settable, stop_daemon),
 		cmocka_unit_test_teardown(test_ring_bound, stop_daemon),
+		cmocka_unit_test_teardown(test_qp_stats, stop_daemon),
 	};
 	const struct CMUnitTest coll[] = {
 		cmocka_unit_test(test_coll_files),

@@ -11,8 +11,11 @@
 #            steps, then restored; named right = cause network, that host
 #            (rank), plane 0;
 #   healthy: STEPS steps with nothing injected; named right = none.
-# Prints each verdict and the naming rates; writes bench/results/strag.md
-# (MRC_BENCH_RESULTS) and raw/strag.jsonl.  Needs root: run under
+# Each lossy round checks that the fault took (the nftables drop counters
+# of both ends of the link moved; a line of part "inject" in the raw).
+# Prints each verdict and the naming rates; writes bench/results/strag-run.md
+# (MRC_BENCH_RESULTS; the figures of the last run only: the analysis in
+# strag.md is written by hand) and raw/strag.jsonl.  Needs root: run under
 # `flock /tmp/mrc-root.lock`.  Cleans up on every exit (lib.sh's trap).
 SCEN=strag
 RATE=${MRC_BENCH_RATE:-100}
@@ -25,8 +28,9 @@ PCT=${MRC_BENCH_STRAG_PCT:-5}
 SEED=${MRC_BENCH_STRAG_SEED:-$(date +%s)}
 . bench/fabric/lib.sh
 RUN=$B/bench/strag_run
-MD="$RES/strag.md"
+MD="$RES/strag-run.md"
 start_raw
+: >"$RES/raw/strag-qp.txt"   # every rank's QP counts at each verdict
 fab_up
 jq '.topology' /run/mrc-fabric/$P/state.json >"$TMP/topo.json"
 declare -A DPID
@@ -49,13 +53,16 @@ job() {
 	sid=$((sid + 1))
 	for i in 0 1 2 3; do
 		bg env MRC_COLL_SIZE=$NR MRC_COLL_RANK=$i MRC_COLL_ROOT_HOST=0 MRC_COLL_SID=$sid \
-			MRC_COLL_PLANES=2 MRC_COLL_CHUNK=65536 MRC_SOCKET="$TMP/h$i/mrcd.sock" \
+			MRC_COLL_STRAG_TRACE=1 MRC_COLL_PLANES=2 MRC_COLL_CHUNK=65536 MRC_SOCKET="$TMP/h$i/mrcd.sock" \
 			ip netns exec $P-h$i $RUN "$2" "$BYTES" "$3" "$4" a2a >"$TMP/$1.$i" 2>&1
 		pids+=($BGPID)
 	done
 	for p in "${pids[@]}"; do reap "$p" 300 || rc=$?; done
 	[ $rc = 0 ] || say "$1: exit $rc: $(tail -n2 "$TMP"/$1.* | tr '\n' ' ')"
-	cp "$TMP/$1.0" "$TMP/$1"
+	grep '^{' "$TMP/$1.0" >"$TMP/$1" || true
+	for i in 0 1 2 3; do
+		sed -n "s/^mrc_coll_straggler: /$1 /p" "$TMP/$1.$i" >>"$RES/raw/strag-qp.txt"
+	done
 }
 # compute
 job compute "$STEPS" "$SLEEP_MS" "$SEED"
@@ -66,7 +73,16 @@ for ((r = 0; r < ROUNDS; r++)); do
 	x=$(( (SEED / 7 + r * 5 + r * r) % NR ))
 	$F drop "h$x-p0l$((x / HOSTS_PER_LEAF))" "$PCT" >/dev/null
 	job "net$r" "$per" 0 "$SEED"
+	# Packets the fault dropped, both ends of the link (0: it did not take).
+	drops=0
+	for ns in $P-h$x $P-p0l$((x / HOSTS_PER_LEAF)); do
+		d=$(ip netns exec $ns nft list table netdev mrcfab 2>/dev/null |
+			sed -n 's/.*counter packets \([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
+		drops=$((drops + d))
+	done
 	$F restore >/dev/null
+	echo "{\"part\": \"inject\", \"round\": $r, \"lossy_host\": $x, \"dropped\": $drops}" | tee -a "$RAW"
+	[ "$drops" -gt 0 ] || say "round $r: the fault on h$x dropped nothing"
 	jq -c --argjson x "$x" '. + {part: "network", lossy_host: $x,
 		ok: (.cause == "network" and .host == $x and .plane == 0),
 		ok_host: (.cause == "network" and .host == $x)}' "$TMP/net$r" | tee -a "$RAW"
@@ -76,6 +92,7 @@ jq -c '. + {part: "healthy", ok: (.cause == "none")}' "$TMP/healthy" | tee -a "$
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 rate() { jq -s --arg p "$1" --arg k "$2" '[.[] | select(.part == $p)] as $a | "\([$a[] | select(.[$k])] | length) of \($a | length)"' -r "$RAW"; }
 c=$(rate compute ok); n=$(rate network ok); nh=$(rate network ok_host); h=$(rate healthy ok)
+dropped=$(jq -s '[.[] | select(.part == "inject") | .dropped] | map(tostring) | join(", ")' -r "$RAW")
 say "compute: late rank named in $c steps; network: lossy host and plane 0 named in $n (host alone: $nh); healthy: nobody named in $h; load $load"
 cat >"$MD" <<EOF
 # Straggler naming on the emulated fabric
@@ -93,6 +110,7 @@ at the end $load on the 2 cores.)
 | (the same) | $nh | cause network, that host |
 | nothing | $h | cause none |
 
-Every verdict: raw/strag.jsonl.
+Packets the lossy link dropped in each round: $dropped.  Every verdict:
+raw/strag.jsonl.  The analysis: strag.md.
 EOF
 say "wrote $MD"

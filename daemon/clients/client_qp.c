@@ -138,15 +138,10 @@ int mrcd__do_destroy_qp(struct mrcd_client *c, const struct mrc_cli_msg *m)
 
 int mrcd__do_qp_info(struct mrcd_client *c, const struct mrc_cli_msg *m)
 {
-	struct mrc_cli_qpn q;
-	memcpy(&q, m->body, sizeof(q));
-	struct mrcd_cqp *qp = find_qp(c, q.qpn);
-	if (!qp)
-		return fail(c, m, -ENOENT, "no QP %u of this client", q.qpn);
 	struct mrce_qp_info info;
-	int r = mrce_qp_info(mrcd_engine(c->d), qp->qpn, &info);
-	if (r)
-		return fail(c, m, r, "engine QP info");
+	struct mrcd_cqp *qp = qp_engine_info(c, m, &info);
+	if (!qp)
+		return 0;   /* replied */
 	struct mrc_cli_qp_info_rep rep = {
 		.local = { .host = mrcd_self_host(c->d), .qpn = qp->qpn, .psn = qp->psn },
 		.state = info.state, .error = info.error,

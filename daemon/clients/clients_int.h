@@ -60,6 +60,26 @@ static inline struct mrcd_cqp *find_qp(struct mrcd_client *c, uint32_t qpn)
 	return NULL;
 }
 
+/* The engine's view of the client's QP named by a QPN request (QP_INFO,
+ * QP_STATS), or NULL with the error replied. */
+static inline struct mrcd_cqp *qp_engine_info(struct mrcd_client *c, const struct mrc_cli_msg *m,
+					      struct mrce_qp_info *info)
+{
+	struct mrc_cli_qpn q;
+	memcpy(&q, m->body, sizeof(q));
+	struct mrcd_cqp *qp = find_qp(c, q.qpn);
+	if (!qp) {
+		fail(c, m, -ENOENT, "no QP %u of this client", q.qpn);
+		return NULL;
+	}
+	int r = mrce_qp_info(mrcd_engine(c->d), qp->qpn, info);
+	if (r) {
+		fail(c, m, r, "engine QP info");
+		return NULL;
+	}
+	return qp;
+}
+
 static inline struct mrcd_lsn *find_lsn(struct mrcd_client *c, uint32_t sid)
 {
 	for (struct mrcd_lsn *l = c->lsns; l; l = l->next)
@@ -91,6 +111,8 @@ int mrcd__uid_refuse(struct mrcd_uidq *q, int err);   /* counts it; returns err 
 
 /* strag.c: STRAGGLER (a record into its uid's ring); stop frees them */
 int mrcd__do_straggler(struct mrcd_client *c, const struct mrc_cli_msg *m);
+/* QP_STATS: one of the client's QPs' engine counters (strag.c). */
+int mrcd__do_qp_stats(struct mrcd_client *c, const struct mrc_cli_msg *m);
 void mrcd__strag_free(void);
 
 /* client_mr.c: memory regions */

@@ -119,3 +119,16 @@ void mrcd__strag_free(void)
 		free(G.u[i]);
 	memset(&G, 0, sizeof(G));
 }
+
+/* The loss evidence of mrc_coll_straggler (docs/coll.md "Stragglers"):
+ * a QP's retransmissions tell a lossy link from a slow CPU, which delays
+ * deliveries alike.  Only the caller's own QPs. */
+int mrcd__do_qp_stats(struct mrcd_client *c, const struct mrc_cli_msg *m)
+{
+	struct mrce_qp_info info;
+	if (!qp_engine_info(c, m, &info))
+		return 0;   /* replied */
+	struct mrc_cli_qp_stats_rep rep = { .tx_pkts = info.tx_pkts, .retx = info.retx,
+					    .rto_fires = info.rto_fires, .nacks_rx = info.nacks_rx };
+	return ok(c, m, &rep, sizeof(rep));
+}

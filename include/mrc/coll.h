@@ -397,8 +397,10 @@ uint32_t mrc_coll_inflight(const struct mrc_coll *c);
  * the wire until the application asks.  mrc_coll_straggler is itself a
  * collective (every rank calls it, in the same order as the others): one
  * all-gather of each rank's stamps of its last MRC_COLL_STRAG_CALLS calls
- * since the previous mrc_coll_straggler; every rank then names the same
- * straggler of the slowest of those calls (a step's worth), in *rec.
+ * since the previous mrc_coll_straggler and of its QPs' retransmissions
+ * since then (from mrcd); every rank then names the same straggler of
+ * those calls (a step's worth), in *rec: the end of most lossy QPs,
+ * else the latest starter, else (no counters) the slowest paths.
  * 0, -ENODATA when no call ran since the last one, -EBUSY while
  * non-blocking calls are in flight (wait for them first), or the
  * all-gather's error. */
@@ -406,15 +408,16 @@ uint32_t mrc_coll_inflight(const struct mrc_coll *c);
 enum mrc_coll_strag_cause {
 	MRC_COLL_STRAG_NONE,       /* nobody held the call back measurably */
 	MRC_COLL_STRAG_COMPUTE,    /* rank started the call late */
-	MRC_COLL_STRAG_NETWORK,    /* rank's chunks to peer_rank were slow to deliver */
+	MRC_COLL_STRAG_NETWORK,    /* rank's path to peer_rank lost packets (or was slow) */
 };
 struct mrc_coll_straggler {
 	uint64_t call;             /* which call: counted from 0 at init, the same on every rank */
 	int cause;                 /* MRC_COLL_STRAG_* */
 	uint32_t rank, host;       /* the rank that held the call back, its fabric host */
-	/* NETWORK: rank is at one end of most of the slow paths (a host
-	 * whose link loses packets is at one end of every rank's slowest);
-	 * peer_rank is the other end of its slowest, which rank sent on when
+	/* NETWORK: rank is at one end of most of the lossy QPs (a host
+	 * whose link loses packets is at one end of every one), or without
+	 * counters of most slow paths; peer_rank is the other end of its
+	 * lossiest (slowest) QP, which rank sent on when
 	 * rank_sends (else peer_rank did); qpn is the sender's QP (the
 	 * sender's host's `mrcctl qps QPN` lists its packets and losses per
 	 * path) and plane the plane that QP is pinned to (-1: it sprays over
@@ -426,6 +429,11 @@ struct mrc_coll_straggler {
 	uint64_t late_us;          /* COMPUTE: how late it started (vs the median rank);
 	                              NETWORK: the slow path's mean chunk delivery */
 	uint64_t typical_us;       /* NETWORK: the median rank's median QP's mean delivery */
+	/* NETWORK named by losses: the path's retransmissions and packets
+	 * sent since the previous mrc_coll_straggler (mrcd's counters of
+	 * the QP; late_us 0 unless it was also the sender's slowest); 0 when
+	 * named by delivery times alone. */
+	uint64_t retx, pkts;
 };
 int mrc_coll_straggler(struct mrc_coll *c, struct mrc_coll_straggler *rec);
 /* "none", "compute", "network" ("?" otherwise). */

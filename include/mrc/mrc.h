@@ -189,12 +189,39 @@ int mrc_connect(struct mrc_qp *qp, uint32_t host, uint32_t sid, uint32_t priv,
 
 /* Files a straggler record with mrcd, which keeps it with this process's
  * uid and pid for `mrcctl stragglers` (libmrc-coll's mrc_coll_straggler
- * calls it; docs/coll.md "Stragglers").  rec is the client protocol's
- * record (codec/climsg.h), checked field by field by mrcd.  0, or
- * -EAGAIN past mrcd's rate bound, -EOPNOTSUPP from an older mrcd,
+ * calls it; docs/coll.md "Stragglers", mrc_straggler_file(3)).  The
+ * record is part of the ABI (MRC_1): fields are only ever added at its
+ * end, with size telling libmrc how many the caller knows.  mrcd checks
+ * it field by field.  0, or -EINVAL (size too small), -EBADMSG (a field
+ * out of range), -EAGAIN past mrcd's rate bound, -EOPNOTSUPP from an
+ * older mrcd, -errno. */
+#define MRC_STRAG_COMPUTE 1u       /* rank started the call late */
+#define MRC_STRAG_NETWORK 2u       /* rank's path to peer_rank was slow */
+struct mrc_straggler_rec {
+	uint32_t size;             /* sizeof(struct mrc_straggler_rec) */
+	uint32_t cause;            /* MRC_STRAG_* */
+	uint64_t comm;             /* the communicator's id */
+	uint64_t call;             /* the call named, counted from 0 */
+	uint32_t rank, host;       /* the straggler: rank, fabric host (< 2^24) */
+	/* NETWORK only, else 0 (plane -1): the path's other end, the
+	 * sender's QP, its plane (-1: every plane), 1 when rank sent. */
+	uint32_t peer_rank, peer_host, qpn;
+	int32_t plane;
+	uint32_t rank_sends;
+	uint32_t rsvd;             /* 0 */
+	uint64_t call_us, late_us, typical_us;   /* each <= one day */
+};
+int mrc_straggler_file(struct mrc_ctx *ctx, const struct mrc_straggler_rec *rec);
+/* A QP's packet counters since its creation, from mrcd (one round trip):
+ * what a lossy path costs it.  0, -EOPNOTSUPP from an older mrcd,
  * -errno. */
-struct mrc_cli_straggler;
-int mrc_straggler_file(struct mrc_ctx *ctx, const struct mrc_cli_straggler *rec);
+struct mrc_qp_stats {
+	uint64_t tx_pkts;          /* data packets sent, retransmissions included */
+	uint64_t retx;             /* of them, retransmissions */
+	uint64_t rto_fires;        /* retransmission timeouts */
+	uint64_t nacks_rx;         /* NACKs received */
+};
+int mrc_qp_stats(struct mrc_qp *qp, struct mrc_qp_stats *out);
 
 /* ---- work ------------------------------------------------------------- */
 /* Post calls return 0 or -ENOSPC when the submission ring is full (poll
