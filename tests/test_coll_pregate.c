@@ -17,7 +17,10 @@
  *     experts' input and counts also equal the node-dedupe dispatch's
  *     (mrc_coll_moe_dispatch with local_ranks); the main exchange checked
  *     to have gone through the 2-D all-to-allv's inter-node phase;
- *   - local_ranks not dividing the ranks is refused (-EINVAL).
+ *   - local_ranks not dividing the ranks is refused (-EINVAL);
+ *   - the 2-D pre-gate's reading of the gathered counts (peers' words):
+ *     a negative count, one past 32 bits, or rows whose bytes could not
+ *     be addressed are -EPROTO; good ones get their header row.
  * Seeded (MRC_TEST_SEED replays; the seed is printed).  Skipped when
  * build/bin/mrcd has not been built. */
 #include <errno.h>
@@ -38,6 +41,7 @@
 
 #include "coll/coll_int.h"
 #include "coll/moe_int.h"
+#include "coll/pregate_hdr.h"
 
 #define NEED_DAEMON() MRCD_GROUP_NEED()
 
@@ -382,6 +386,25 @@ static void test_pregate_refuses(void **state)
 	coll_ranks_check_ok(R, 4);
 }
 
+/* mrc__coll_pregate_counts (coll/pregate_hdr.c) on 3 ranks, as rank 1. */
+static void test_pregate_counts(void **state)
+{
+	(void)state;
+	int64_t M[9] = { 0, 5, 1, 2, 0, 7, 3, 4, 0 };
+	size_t prc[3] = { 99, 99, 99 };
+	assert_int_equal(mrc__coll_pregate_counts(3, 1, M, 64, prc), 0);
+	const int64_t want[9] = { 1, 6, 2, 3, 1, 8, 4, 5, 1 };   /* each block's header row added */
+	for (int i = 0; i < 9; i++)
+		assert_int_equal(M[i], want[i]);
+	assert_int_equal(prc[0], 5), assert_int_equal(prc[1], 0), assert_int_equal(prc[2], 4);
+	int64_t bad[3][9] = { { 0, -1 }, { 0, 0, (int64_t)UINT32_MAX }, { 0, (int64_t)1 << 31 } };
+	/* Negative, past 32 bits, and (at a 2^33-byte stride) not addressable. */
+	size_t stride[3] = { 64, 64, (size_t)1 << 33 };
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(mrc__coll_pregate_counts(3, 1, bad[k], stride[k], prc), -EPROTO);
+	assert_int_equal(mrc__coll_pregate_counts(3, 3, M, 64, prc), -EINVAL);
+}
+
 int main(void)
 {
 	seed_init("test_coll_pregate");
@@ -390,6 +413,7 @@ int main(void)
 		cmocka_unit_test_setup(test_pregate_2d, reseed),
 		cmocka_unit_test_setup(test_fetch_experts, reseed),
 		cmocka_unit_test_setup(test_pregate_refuses, reseed),
+		cmocka_unit_test(test_pregate_counts),
 	};
 	/* Over the QPs through mrcd, then over shared memory (coll/shm.h). */
 	setenv("MRC_COLL_SHM", "0", 1);
