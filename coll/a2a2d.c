@@ -73,12 +73,13 @@ int mrc_coll_ialltoallv_2d(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 struct a2a2d {
 	uint32_t n, L, G, g, l, me;
 	size_t esz;
-	const int64_t *M;              /* [src * n + dst] */
+	const int64_t *M;              /* [src * n + dst], in units of `unit` elements */
+	size_t unit;
 };
 
 static size_t cnt(const struct a2a2d *a, uint32_t s, uint32_t d)
 {
-	return (size_t)a->M[(size_t)s * a->n + d];
+	return (size_t)a->M[(size_t)s * a->n + d] * a->unit;
 }
 
 /* Phase 1, inside the node: to local rank l2 everything for (g2, l2),
@@ -155,33 +156,24 @@ static int unpack(const struct a2a2d *a, const uint8_t *t2, void *recvbuf,
 	return 0;
 }
 
-int mrc__coll_a2a2d_run(struct mrc_coll *c, uint32_t L, const void *sendbuf,
-			   const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
-			   const size_t *recvcounts, const size_t *rdispls, int dtype, double *ph)
+/* The two phases and the unpacking, everyone's send counts known (M). */
+int mrc__coll_a2a2d_exec(struct mrc_coll *c, uint32_t L, const int64_t *M, size_t unit,
+			 const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+			 void *recvbuf, const size_t *recvcounts, const size_t *rdispls, int dtype,
+			 double *ph)
 {
 	size_t esz = mrc_coll_dtype_size(dtype);
-	if (!c || !esz || L == 0 || c->n % L)
+	if (!c || !esz || L < 2 || L >= c->n || c->n % L || !M || !unit)
 		return -EINVAL;
-	if (L == 1 || L == c->n)   /* one level only: nothing to aggregate */
-		return mrc_coll_alltoallv(c, sendbuf, sendcounts, sdispls, recvbuf, recvcounts,
-					  rdispls, dtype);
 	uint32_t n = c->n;
 	struct a2a2d a = { .n = n, .L = L, .G = n / L, .g = c->me / L, .l = c->me % L,
-			   .me = c->me, .esz = esz };
-	int r = -ENOMEM;
+			   .me = c->me, .esz = esz, .M = M, .unit = unit };
 	double t0 = mrc__mono_s();
-	/* Everyone's send counts: the intermediate layouts follow from them. */
-	int64_t *M = malloc((size_t)n * n * sizeof(*M)), *mine = malloc(n * sizeof(*mine));
 	size_t *v = calloc(8 * (size_t)n, sizeof(*v));
 	uint8_t *p1 = NULL, *t1 = NULL, *p2 = NULL, *t2 = NULL;
-	if (!M || !mine || !v)
+	int r = -ENOMEM;
+	if (!v)
 		goto out;
-	for (uint32_t j = 0; j < n; j++)
-		mine[j] = (int64_t)sendcounts[j];
-	if ((r = mrc_coll_allgather(c, mine, M, n, MRC_COLL_INT64)))
-		goto out;
-	a.M = M;
-	mrc__coll_lap(ph ? ph + MRC__MOE_PH_COUNTS : NULL, &t0);
 	/* Per phase: send counts, displacements, receive counts, displacements. */
 	size_t *sc1 = v, *sd1 = v + n, *rc1 = v + 2 * n, *rd1 = v + 3 * n;
 	size_t *sc2 = v + 4 * n, *sd2 = v + 5 * n, *rc2 = v + 6 * n, *rd2 = v + 7 * n;
@@ -197,6 +189,35 @@ int mrc__coll_a2a2d_run(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 		goto out;
 	mrc__coll_lap(ph ? ph + MRC__MOE_PH_UNPACK : NULL, &t0);
 out:
-	free(M), free(mine), free(v), free(p1), free(t1), free(p2), free(t2);
+	free(v), free(p1), free(t1), free(p2), free(t2);
+	return r;
+}
+
+int mrc__coll_a2a2d_run(struct mrc_coll *c, uint32_t L, const void *sendbuf,
+			   const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+			   const size_t *recvcounts, const size_t *rdispls, int dtype, double *ph)
+{
+	size_t esz = mrc_coll_dtype_size(dtype);
+	if (!c || !esz || L == 0 || c->n % L)
+		return -EINVAL;
+	if (L == 1 || L == c->n)   /* one level only: nothing to aggregate */
+		return mrc_coll_alltoallv(c, sendbuf, sendcounts, sdispls, recvbuf, recvcounts,
+					  rdispls, dtype);
+	uint32_t n = c->n;
+	int r = -ENOMEM;
+	double t0 = mrc__mono_s();
+	/* Everyone's send counts: the intermediate layouts follow from them. */
+	int64_t *M = malloc((size_t)n * n * sizeof(*M)), *mine = malloc(n * sizeof(*mine));
+	if (!M || !mine)
+		goto out;
+	for (uint32_t j = 0; j < n; j++)
+		mine[j] = (int64_t)sendcounts[j];
+	if ((r = mrc_coll_allgather(c, mine, M, n, MRC_COLL_INT64)))
+		goto out;
+	mrc__coll_lap(ph ? ph + MRC__MOE_PH_COUNTS : NULL, &t0);
+	r = mrc__coll_a2a2d_exec(c, L, M, 1, sendbuf, sendcounts, sdispls, recvbuf, recvcounts,
+				 rdispls, dtype, ph);
+out:
+	free(M), free(mine);
 	return r;
 }

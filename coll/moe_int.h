@@ -61,6 +61,13 @@ size_t mrc__coll_moe_rows_across(const struct mrc_coll_moe_plan *p, uint32_t L);
 int mrc__coll_a2a2d_run(struct mrc_coll *c, uint32_t L, const void *sendbuf,
 			   const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
 			   const size_t *recvcounts, const size_t *rdispls, int dtype, double *ph);
+/* Its phases with everyone's send counts already known: M[src * n + dst]
+ * in units of `unit` elements (the pre-gated dispatch's, gathered ahead
+ * by the pre-gate: coll/pregate.c); 1 < L < n. */
+int mrc__coll_a2a2d_exec(struct mrc_coll *c, uint32_t L, const int64_t *M, size_t unit,
+			 const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+			 void *recvbuf, const size_t *recvcounts, const size_t *rdispls, int dtype,
+			 double *ph);
 
 /* Dispatch sends a token once per destination rank (as DeepEP), not once
  * per expert: each row carries, after its hidden elements, top_k routing

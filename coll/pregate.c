@@ -2,7 +2,9 @@
  * dispatch"): the rows per rank, their exchange and the buffers from a
  * predicted routing ahead of time, so that the dispatch of the actual
  * routing moves data only; rows past the prediction go in a correction
- * exchange.  The expert fetch is coll/pregate_fetch.c. */
+ * exchange.  With local_ranks (1 < L < n) the main exchange is the 2-D
+ * all-to-allv (coll/a2a2d.c), its counts gathered by the pre-gate.  The
+ * expert fetch is coll/pregate_fetch.c. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +22,15 @@ struct mrc_coll_moe_pregate {
 	int err;                   /* -EINPROGRESS until it ran */
 	size_t *psc, *prc;         /* [n] each: predicted rows to, and from, each rank */
 	unsigned slack;            /* % of rows added to each prediction (MRC_COLL_PREGATE_SLACK) */
+	uint32_t L;                /* 2-D: ranks per node (1 < L < n); 0: flat */
+	int64_t *M;                /* 2-D: [s * n + d] rows s sends d in the main exchange */
 };
 
 void mrc_coll_moe_pregate_free(struct mrc_coll_moe_pregate *pg)
 {
 	if (!pg)
 		return;
-	free(pg->idx), free(pg->psc), free(pg);
+	free(pg->idx), free(pg->psc), free(pg->M), free(pg);
 }
 
 int mrc_coll_moe_pregate_rows(const struct mrc_coll_moe_pregate *pg, size_t *rows_to)
@@ -40,6 +44,31 @@ int mrc_coll_moe_pregate_rows(const struct mrc_coll_moe_pregate *pg, size_t *row
 static size_t stride_bytes(const struct mrc_coll_moe_cfg *cfg)
 {
 	return cfg->hidden * mrc_coll_dtype_size(cfg->dtype) + cfg->top_k * sizeof(struct moe_meta);
+}
+
+/* 2-D: every rank's predicted rows to every rank (the 2-D all-to-allv's
+ * intermediate layouts follow from them: its count exchange, done now),
+ * and from them ours from each rank. */
+static int pregate_gather(struct mrc_coll *c, struct mrc_coll_moe_pregate *pg, size_t strideb,
+			  size_t *total)
+{
+	uint32_t n = c->n;
+	int64_t *mine = malloc(n * sizeof(*mine));
+	pg->M = malloc((size_t)n * n * sizeof(*pg->M));
+	if (!mine || !pg->M) {
+		free(mine);
+		return -ENOMEM;
+	}
+	for (uint32_t j = 0; j < n; j++)
+		mine[j] = (int64_t)pg->psc[j];
+	int r = mrc_coll_allgather(c, mine, pg->M, n, MRC_COLL_INT64);
+	free(mine);
+	if (!r)
+		r = mrc__coll_pregate_counts(n, c->me, pg->M, strideb, pg->prc);
+	*total = 0;
+	for (uint32_t s = 0; !r && s < n; s++)
+		*total += pg->prc[s];
+	return r;
 }
 
 static int pregate_body(struct mrc_coll *c, void *arg)
@@ -61,7 +90,8 @@ static int pregate_body(struct mrc_coll *c, void *arg)
 			pg->psc[j] = p->sc[j] + (p->sc[j] * pg->slack + 99) / 100;
 			sent += pg->psc[j];
 		}
-		r = mrc__coll_moe_counts(c, n, pg->psc, pg->prc, p->rd, &total, cnt);
+		r = pg->L ? pregate_gather(c, pg, strideb, &total)
+			  : mrc__coll_moe_counts(c, n, pg->psc, pg->prc, p->rd, &total, cnt);
 	}
 	/* The buffers the dispatch will use, sized now (a header row per
 	 * rank); a dispatch sending more grows them then. */
@@ -82,8 +112,6 @@ static int pregate_start(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
 	    cfg->n_experts % c->n || !cfg->hidden || !mrc_coll_dtype_size(cfg->dtype) ||
 	    (cfg->local_ranks && c->n % cfg->local_ranks))
 		return -EINVAL;
-	if (cfg->local_ranks > 1 && cfg->local_ranks < c->n)
-		return -EOPNOTSUPP;
 	if (T > UINT32_MAX / cfg->top_k)   /* a header's counts are 32 bits */
 		return -EINVAL;
 	for (size_t i = 0; i < T * cfg->top_k; i++)
@@ -93,7 +121,10 @@ static int pregate_start(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
 	if (!pg)
 		return -ENOMEM;
 	*pg = (struct mrc_coll_moe_pregate){ .cfg = *cfg, .T = T, .n = c->n, .err = -EINPROGRESS };
-	pg->cfg.local_ranks = 0;   /* 1 or n: one node, the flat exchange (both ways) */
+	/* 1 or n: one node, the flat exchange (both ways); else 2-D rows per
+	 * rank (plan->L2d), the combine's way back 2-D too. */
+	pg->L = cfg->local_ranks > 1 && cfg->local_ranks < c->n ? cfg->local_ranks : 0;
+	pg->cfg.local_ranks = pg->L;
 	pg->idx = malloc((T * cfg->top_k + 1) * sizeof(*pg->idx));
 	pg->psc = calloc(2 * (size_t)c->n, sizeof(*pg->psc));
 	if (!pg->idx || !pg->psc) {
@@ -132,9 +163,10 @@ int mrc_coll_moe_ipregate(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg
 
 /* An all-to-allv of rows of `stride` elements, v in rows: [0,n) send
  * counts, [n,2n) send displacements, then the receive counts and
- * displacements; its time added to *t. */
-static int rows_a2av(struct mrc_coll *c, int dtype, size_t stride, const void *sb, void *rb,
-		     const size_t *v, double *t)
+ * displacements; flat (pg NULL or not 2-D: its time added to *t), or
+ * the pre-gate's 2-D (its phases to t[MRC__MOE_PH_*]). */
+static int rows_a2av(struct mrc_coll *c, const struct mrc_coll_moe_pregate *pg, int dtype,
+		     size_t stride, const void *sb, void *rb, const size_t *v, double *t)
 {
 	uint32_t n = c->n;
 	size_t *e = malloc(4 * (size_t)n * sizeof(*e));
@@ -143,8 +175,11 @@ static int rows_a2av(struct mrc_coll *c, int dtype, size_t stride, const void *s
 	for (uint32_t i = 0; i < 4 * n; i++)
 		e[i] = v[i] * stride;
 	double t0 = mrc__mono_s();
-	int r = mrc_coll_alltoallv(c, sb, e, e + n, rb, e + 2 * n, e + 3 * n, dtype);
-	mrc__coll_lap(t, &t0);
+	int r = pg && pg->L ? mrc__coll_a2a2d_exec(c, pg->L, pg->M, stride, sb, e, e + n, rb,
+						   e + 2 * n, e + 3 * n, dtype, t)
+			    : mrc_coll_alltoallv(c, sb, e, e + n, rb, e + 2 * n, e + 3 * n, dtype);
+	if (!(pg && pg->L))
+		mrc__coll_lap(t, &t0);
 	free(e);
 	return r;
 }
@@ -210,8 +245,8 @@ static int pgd_exchange(struct mrc_coll *c, struct pgd *d)
 	d->rbuf = mrc__coll_scratch(c, MRC__SCR_RECV, mrows * d->strideb + 1);
 	if (!d->rbuf)
 		return -ENOMEM;
-	int r = rows_a2av(c, p->cfg.dtype, stride, d->sbuf, d->rbuf, d->m,
-			  &p->st.t_disp[MRC__MOE_PH_1]);
+	int r = rows_a2av(c, d->pg, p->cfg.dtype, stride, d->sbuf, d->rbuf, d->m,
+			  d->pg->L ? p->st.t_disp : &p->st.t_disp[MRC__MOE_PH_1]);
 	if (r)
 		return r;
 	if ((r = mrc__coll_pregate_hdrs(n, d->rbuf, mrows * d->strideb, d->strideb, d->pg->prc,
@@ -227,7 +262,8 @@ static int pgd_exchange(struct mrc_coll *c, struct pgd *d)
 	d->cbuf = mrc__coll_scratch(c, MRC__SCR_OUT, in * d->strideb + 1);
 	if (!d->cbuf)
 		return -ENOMEM;
-	return rows_a2av(c, p->cfg.dtype, stride, d->sbuf, d->cbuf, d->x, &p->st.t_corr);
+	/* Flat even in 2-D: the few rows past the prediction, straight. */
+	return rows_a2av(c, NULL, p->cfg.dtype, stride, d->sbuf, d->cbuf, d->x, &p->st.t_corr);
 }
 
 /* Where each received row is, in the order a plain dispatch receives

@@ -25,3 +25,24 @@ int mrc__coll_pregate_hdrs(uint32_t n, const uint8_t *rbuf, size_t rbuf_bytes, s
 	}
 	return 0;
 }
+
+int mrc__coll_pregate_counts(uint32_t n, uint32_t me, int64_t *M, size_t strideb, size_t *prc)
+{
+	size_t all = 0;
+	if (me >= n || !strideb)
+		return -EINVAL;
+	for (size_t i = 0; i < (size_t)n * n; i++) {
+		/* A header row each, counts 32 bits (struct mrc__pg_hdr). */
+		if (M[i] < 0 || M[i] >= (int64_t)UINT32_MAX)
+			return -EPROTO;
+		M[i] += 1;
+		all += (size_t)M[i];
+		/* Every intermediate buffer of the 2-D phases holds at most
+		 * all rows: their bytes stay addressable. */
+		if (all > (SIZE_MAX / 2) / strideb)
+			return -EPROTO;
+	}
+	for (uint32_t s = 0; s < n; s++)
+		prc[s] = (size_t)M[(size_t)s * n + me] - 1;
+	return 0;
+}

@@ -24,4 +24,12 @@ struct mrc__pg_hdr {
 int mrc__coll_pregate_hdrs(uint32_t n, const uint8_t *rbuf, size_t rbuf_bytes, size_t strideb,
 			   const size_t *prc, const size_t *md, size_t *rc, size_t *xc);
 
+/* The 2-D pre-gate's gathered counts: M[s * n + d] = the rows rank s
+ * predicts for rank d (n x n, as every rank announced them).  Adds each
+ * block's header row to M in place (the 2-D exchange's layout: 1 + the
+ * prediction) and gives prc[s] = rank s's prediction for `me`.  -EPROTO
+ * when a count is negative or past 32 bits, or all the rows' bytes
+ * (strideb per row) would not be addressable. */
+int mrc__coll_pregate_counts(uint32_t n, uint32_t me, int64_t *M, size_t strideb, size_t *prc);
+
 #endif

@@ -12,7 +12,15 @@
  *     tested in a random order (they still run in start order);
  *   - the expert fetch: each rank gets exactly the blobs it asked for,
  *     with an all-reduce in flight beside it;
- *   - 2-D is refused (-EOPNOTSUPP).
+ *   - 2-D (local_ranks 2: two nodes of two ranks): the same, against the
+ *     plain 2-D dispatch of rows per rank (MRC__MOE_RANK_2D), whose
+ *     experts' input and counts also equal the node-dedupe dispatch's
+ *     (mrc_coll_moe_dispatch with local_ranks); the main exchange checked
+ *     to have gone through the 2-D all-to-allv's inter-node phase;
+ *   - local_ranks not dividing the ranks is refused (-EINVAL);
+ *   - the 2-D pre-gate's reading of the gathered counts (peers' words):
+ *     a negative count, one past 32 bits, or rows whose bytes could not
+ *     be addressed are -EPROTO; good ones get their header row.
  * Seeded (MRC_TEST_SEED replays; the seed is printed).  Skipped when
  * build/bin/mrcd has not been built. */
 #include <errno.h>
@@ -33,6 +41,7 @@
 
 #include "coll/coll_int.h"
 #include "coll/moe_int.h"
+#include "coll/pregate_hdr.h"
 
 #define NEED_DAEMON() MRCD_GROUP_NEED()
 
@@ -117,6 +126,26 @@ static int pg_start(void *arg, size_t i, struct mrc_coll_req **q)
 					       s->counts, q);
 }
 
+/* 2-D: the node-dedupe dispatch (mrc_coll_moe_dispatch with local_ranks)
+ * gives the experts the same input and counts as the rows-per-rank one. */
+static int check_node_dedupe(struct coll_rank *r, const struct mrc_coll_moe_cfg *cfg, size_t T,
+			     const int32_t *act, const float *w, const void *x, const void *e1,
+			     const size_t *c1)
+{
+	struct mrc_coll_moe_plan *p = NULL;
+	void *e = NULL;
+	size_t c[4] = { 0 }, rows = 0;
+	uint32_t epr = cfg->n_experts / mrc_coll_size(r->c);
+	int rc = mrc_coll_moe_dispatch(r->c, cfg, T, act, w, x, &p, &e, c);
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < epr; i++)
+		r->wrong += c[i] != c1[i], rows += c[i];
+	r->wrong += memcmp(e, e1, rows * cfg->hidden * mrc_coll_dtype_size(cfg->dtype)) != 0;
+	mrc_coll_moe_plan_free(p), free(e);
+	return 0;
+}
+
 /* Plain dispatch + combine of the actual routing, then the pre-gate of
  * the predicted one, an all-reduce and the pre-gated dispatch in flight
  * together, and its combine: equal byte for byte. */
@@ -145,7 +174,13 @@ static int body_pregate(struct coll_rank *r)
 	struct pg_start st = { .c = r->c, .cfg = cfg, .T = T, .pred = pred, .act = act, .w = w,
 			       .x = x, .pg = &pg, .plan = &p2, .ein = &e2, .counts = c2,
 			       .ar_in = ar_in, .ar = ar };
-	int rc = mrc_coll_moe_dispatch(r->c, cfg, T, act, w, x, &p1, &e1, c1);
+	/* 2-D: the plain dispatch of rows per rank through the 2-D
+	 * all-to-allv, as the pre-gated one sends them. */
+	int rc = cfg->local_ranks
+		? mrc__coll_moe_dispatch_run(r->c, cfg, T, act, w, x, MRC__MOE_RANK_2D, &p1, &e1, c1)
+		: mrc_coll_moe_dispatch(r->c, cfg, T, act, w, x, &p1, &e1, c1);
+	if (!rc && cfg->local_ranks)
+		rc = check_node_dedupe(r, cfg, T, act, w, x, e1, c1);
 	if (!rc)
 		rc = coll_nb_run(r->c, 3, pg_start, &st, &g, 20, NULL, NULL);
 	if (rc)
@@ -171,6 +206,10 @@ static int body_pregate(struct coll_rank *r)
 		for (size_t i = 0; i < T * H; i++)
 			r->wrong += memcmp(o1 + i * esz, o2 + i * esz, esz) != 0;
 	mrc__coll_moe_stats(p2, &pc->st[me]);
+	/* 2-D: the plan combines through the 2-D all-to-allv, and the main
+	 * exchange ran its inter-node phase (a flat one leaves it 0). */
+	if (cfg->local_ranks)
+		r->wrong += p2->L2d != cfg->local_ranks || !(pc->st[me].t_disp[MRC__MOE_PH_2] > 0);
 	mrc_coll_moe_plan_free(p1), mrc_coll_moe_plan_free(p2), mrc_coll_moe_pregate_free(pg);
 	free(e1), free(pred), free(act), free(w), free(x), free(o1), free(o2);
 	return rc;
@@ -181,22 +220,24 @@ static void pregate_run(struct pg_case *pc)
 	struct coll_rank R[4];
 	coll_ranks_run(R, 4, body_pregate, 1024, pc);
 	for (uint32_t i = 0; i < 4; i++)
-		CHECK(!R[i].rc && !R[i].wrong, "pre-gate mis %.0f%% cf %g %s rank %u: %s, %zu wrong",
-		      pc->mis * 100, pc->cfg.capacity_factor, mrc_coll_dtype_name(pc->cfg.dtype), i,
+		CHECK(!R[i].rc && !R[i].wrong,
+		      "pre-gate L %u mis %.0f%% cf %g %s rank %u: %s, %zu wrong",
+		      pc->cfg.local_ranks, pc->mis * 100, pc->cfg.capacity_factor,
+		      mrc_coll_dtype_name(pc->cfg.dtype), i,
 		      strerror(-R[i].rc), R[i].wrong);
 }
 
-static void test_pregate_mispredict(void **state)
+/* Every misprediction rate, capacity and type, flat (L 0) or 2-D. */
+static void mispredict(uint32_t L)
 {
-	NEED_DAEMON();
 	const double mis[] = { 0, 0.1, 0.3 }, cfs[] = { 0, 1.0 };
 	const int types[] = { MRC_COLL_FLOAT32, MRC_COLL_BFLOAT16 };
 	for (int m = 0; m < 3; m++)
 		for (int a = 0; a < 2; a++)
 			for (int d = 0; d < 2; d++) {
 				struct pg_case pc = { .cfg = { .n_experts = 8, .top_k = 2, .hidden = 24,
-					.dtype = types[d], .capacity_factor = cfs[a] },
-					.seed = rnd(), .mis = mis[m] };
+					.dtype = types[d], .capacity_factor = cfs[a],
+					.local_ranks = L }, .seed = rnd(), .mis = mis[m] };
 				pregate_run(&pc);
 				size_t changed = 0, extra = 0, pad = 0;
 				for (uint32_t i = 0; i < 4; i++) {
@@ -215,6 +256,13 @@ static void test_pregate_mispredict(void **state)
 					      changed, extra, pad);
 				}
 			}
+}
+
+static void test_pregate_mispredict(void **state)
+{
+	NEED_DAEMON();
+	const double mis[] = { 0, 0.1, 0.3 };
+	mispredict(0);
 	/* With slack (rows added to each prediction) the result is the same;
 	 * at 0 % the slack is padding only, never a correction. */
 	setenv("MRC_COLL_PREGATE_SLACK", "50", 1);
@@ -228,6 +276,27 @@ static void test_pregate_mispredict(void **state)
 			extra += pc.st[i].rows_extra, pad += pc.st[i].rows_pad;
 		CHECK(pad > 0 && (m > 0 || extra == 0), "slack 50%%, %.0f%%: %zu extra, %zu pad",
 		      mis[m] * 100, extra, pad);
+	}
+	unsetenv("MRC_COLL_PREGATE_SLACK");
+}
+
+/* 2-D: two nodes of two ranks. */
+static void test_pregate_2d(void **state)
+{
+	NEED_DAEMON();
+	mispredict(2);
+	/* With slack too (the padding through both phases). */
+	setenv("MRC_COLL_PREGATE_SLACK", "50", 1);
+	for (int m = 0; m < 3; m += 2) {
+		struct pg_case pc = { .cfg = { .n_experts = 8, .top_k = 2, .hidden = 24,
+			.dtype = MRC_COLL_BFLOAT16, .capacity_factor = 1.0, .local_ranks = 2 },
+			.seed = rnd(), .mis = m * 0.15 };
+		pregate_run(&pc);
+		size_t extra = 0, pad = 0;
+		for (uint32_t i = 0; i < 4; i++)
+			extra += pc.st[i].rows_extra, pad += pc.st[i].rows_pad;
+		CHECK(pad > 0 && (m > 0 || extra == 0), "2-D slack 50%%, %.0f%%: %zu extra, %zu pad",
+		      pc.mis * 100, extra, pad);
 	}
 	unsetenv("MRC_COLL_PREGATE_SLACK");
 }
@@ -302,7 +371,8 @@ static int body_refuse(struct coll_rank *r)
 					.dtype = MRC_COLL_FLOAT32, .local_ranks = 2 };
 	int32_t idx[4] = { 0, 1, 2, 3 };
 	struct mrc_coll_moe_pregate *pg = NULL;
-	r->wrong += mrc_coll_moe_pregate(r->c, &cfg, 2, idx, &pg) != -EOPNOTSUPP || pg;
+	cfg.local_ranks = 3;   /* does not divide the 4 ranks */
+	r->wrong += mrc_coll_moe_pregate(r->c, &cfg, 2, idx, &pg) != -EINVAL || pg;
 	cfg.local_ranks = 0, idx[3] = 8;   /* expert out of range */
 	r->wrong += mrc_coll_moe_pregate(r->c, &cfg, 2, idx, &pg) != -EINVAL || pg;
 	return mrc_coll_barrier(r->c);
@@ -316,13 +386,34 @@ static void test_pregate_refuses(void **state)
 	coll_ranks_check_ok(R, 4);
 }
 
+/* mrc__coll_pregate_counts (coll/pregate_hdr.c) on 3 ranks, as rank 1. */
+static void test_pregate_counts(void **state)
+{
+	(void)state;
+	int64_t M[9] = { 0, 5, 1, 2, 0, 7, 3, 4, 0 };
+	size_t prc[3] = { 99, 99, 99 };
+	assert_int_equal(mrc__coll_pregate_counts(3, 1, M, 64, prc), 0);
+	const int64_t want[9] = { 1, 6, 2, 3, 1, 8, 4, 5, 1 };   /* each block's header row added */
+	for (int i = 0; i < 9; i++)
+		assert_int_equal(M[i], want[i]);
+	assert_int_equal(prc[0], 5), assert_int_equal(prc[1], 0), assert_int_equal(prc[2], 4);
+	int64_t bad[3][9] = { { 0, -1 }, { 0, 0, (int64_t)UINT32_MAX }, { 0, (int64_t)1 << 31 } };
+	/* Negative, past 32 bits, and (at a 2^33-byte stride) not addressable. */
+	size_t stride[3] = { 64, 64, (size_t)1 << 33 };
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(mrc__coll_pregate_counts(3, 1, bad[k], stride[k], prc), -EPROTO);
+	assert_int_equal(mrc__coll_pregate_counts(3, 3, M, 64, prc), -EINVAL);
+}
+
 int main(void)
 {
 	seed_init("test_coll_pregate");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_pregate_mispredict, reseed),
+		cmocka_unit_test_setup(test_pregate_2d, reseed),
 		cmocka_unit_test_setup(test_fetch_experts, reseed),
 		cmocka_unit_test_setup(test_pregate_refuses, reseed),
+		cmocka_unit_test(test_pregate_counts),
 	};
 	/* Over the QPs through mrcd, then over shared memory (coll/shm.h). */
 	setenv("MRC_COLL_SHM", "0", 1);

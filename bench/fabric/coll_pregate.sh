@@ -4,8 +4,11 @@
 # h0..h(NR-1), one mrcd each (as bench/fabric/coll.sh), mrc-coll-perf -C
 # pregate with the arguments in MRC_BENCH_PREGATE_ARGS (default
 # "-G 128,256,8,2,3000,20 -n 20 -w 2"), MRC_BENCH_PREGATE_REPS runs
-# (default 3).  Rank 0's output goes to $TMP and is printed; the caller
-# records it (bench/results/coll_pregate.md).  Run under
+# (default 3); a 7th -G value, ranks per node, makes the layer 2-D
+# (nodes of the HOSTS_PER_LEAF hosts of a leaf with 2).  Rank 0's output
+# goes to $TMP and is printed; the caller
+# records it (bench/results/coll_pregate.md; the tables:
+# bench/fabric/coll_pregate_md.py).  Run under
 # flock /tmp/mrc-root.lock; lib.sh's trap removes the namespaces.
 SCEN=coll_pregate
 RATE=${MRC_BENCH_RATE:-100}

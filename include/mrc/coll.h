@@ -335,8 +335,14 @@ int mrc_coll_moe_icombine(struct mrc_coll *c, struct mrc_coll_moe_plan *plan,
  * MRC_COLL_PREGATE_SLACK (percent, read at the pre-gate's start) adds
  * room for mispredicted rows to each predicted count.  A pre-gate may
  * serve several dispatches (each against the same prediction); free it
- * after its last one completes.  Flat only:
- * -EOPNOTSUPP when cfg->local_ranks is 1 < L < nranks. */
+ * after its last one completes.  With cfg->local_ranks = L (1 < L <
+ * nranks) the layout is 2-D (Tutel's: rows per rank through
+ * mrc_coll_alltoallv_2d, inside the node then across): the pre-gate
+ * gathers every rank's predicted counts (the 2-D exchange's count step),
+ * the dispatch's main exchange is 2-D, its correction flat; the experts'
+ * input and counts are those of mrc_coll_moe_dispatch (node dedupe's
+ * equal them), and the combine goes back through the 2-D all-to-allv
+ * (one rounding per rank, as flat: no node sum). */
 struct mrc_coll_moe_pregate;
 int mrc_coll_moe_pregate(struct mrc_coll *c, const struct mrc_coll_moe_cfg *cfg,
 			 size_t n_tokens, const int32_t *topk_idx,

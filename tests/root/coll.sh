@@ -25,7 +25,8 @@
 #     and output checked element by element against the plain dispatch of
 #     the same actual routing) with a spine silently blackholed, then 3%
 #     loss at a spine, mid-run: still right, the correction exchange ran,
-#     the fault's effect seen on h7's paths to h0.
+#     the fault's effect seen on h7's paths to h0; flat, then 2-D (nodes
+#     of the 2 hosts of a leaf).
 # MRC_COLL_PARTS="matrix big faults nb pregate kill rpn2 forest" (default all) picks
 # parts.
 # Faults land mid-collective: injected once h0's daemon has placed bytes
@@ -193,10 +194,11 @@ part nb && nb_fault "non-blocking: 3% loss at spine p1s0 mid-run" "drop p1s0 3" 
 # actual routing, every plain output with the local reference) with
 # FAULT injected once 8 MiB were placed at h0 (about one of the 8 steps);
 # the correction exchange must have carried rows at 10 and 30 % (the
-# misprediction path ran under the fault).
-pg_sum() { echo "8 steps x 9 variants of an MoE layer on 8 ranks, 0 wrong elements (experts' input, rows, output against plain, plain's against the reference: $(grep '^# wrong' "$1" | grep -o '[0-9]\+' | paste -sd/)); layer us plain/pregated at 0, 10, 30 %: $(awk '$1 == "plain" || $1 == "pregated" {printf "%s ", $3}' "$1")"; }
+# misprediction path ran under the fault).  L (default 0: flat): ranks per
+# node, the 2-D layer (plain the 2-D dispatch of rows per rank).
+pg_sum() { echo "8 steps x 9 variants of an MoE layer on 8 ranks ($(grep -o '^# mrc-coll-perf pregate: [^,]*, \(flat\|2-D, nodes of [0-9]* ranks\)' "$1" | sed 's/.*ranks, //')), 0 wrong elements (experts' input, rows, output against plain, plain's against the reference: $(grep '^# wrong' "$1" | grep -o '[0-9]\+' | paste -sd/)); layer us plain/pregated at 0, 10, 30 %: $(awk '$1 == "plain" || $1 == "pregated" {printf "%s ", $3}' "$1")"; }
 pg_fault() {
-	mid_fault "$1" "$2" "$3" 8 pg_sum -C pregate -G 256,512,8,2,2000,20 -n 8 -w 0 -T 20000
+	mid_fault "$1" "$2" "$3" 8 pg_sum -C pregate -G "256,512,8,2,2000,20,${4:-0}" -n 8 -w 0 -T 20000
 	local out=$tmp/mf$sid.0 c
 	c=$(awk '$1 == "pregated" && $2 > 0 {printf "%s ", $5}' "$out")
 	if [ -n "$c" ] && ! echo "$c" | grep -qw 0; then
@@ -210,6 +212,11 @@ pg_fault "pre-gated dispatch: spine p0s1 blackholed mid-run" "fail p0s1 --silent
 	'.a["0/1"].state == "ASSUMED_BAD" or .a["0/1"].lost > (.b["0/1"].lost // 0)'
 pg_fault "pre-gated dispatch: 3% loss at spine p1s0 mid-run" "drop p1s0 3" \
 	'.a["1/0"].lost > (.b["1/0"].lost // 0)'
+# 2-D (nodes of 2 hosts: the inter-node phase crosses the spines).
+pg_fault "pre-gated 2-D dispatch: spine p0s1 blackholed mid-run" "fail p0s1 --silent" \
+	'.a["0/1"].state == "ASSUMED_BAD" or .a["0/1"].lost > (.b["0/1"].lost // 0)' 2
+pg_fault "pre-gated 2-D dispatch: 3% loss at spine p1s0 mid-run" "drop p1s0 3" \
+	'.a["1/0"].lost > (.b["1/0"].lost // 0)' 2
 echo "  (pre-gated dispatch: $(($(date +%s) - t_pg)) s)"
 }
 

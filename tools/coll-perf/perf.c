@@ -25,8 +25,8 @@
  * steps.
  * -C pregate: pre-gated against plain MoE dispatch with 0, 10 and 30 %
  * mispredicted experts (tools/coll-perf/perf_pregate.c): -G tokens,hidden,
- * experts,top_k,compute us,slack % (default 1024,1024,8,2,5000,20), -n
- * steps, -w warm-up steps. */
+ * experts,top_k,compute us,slack %[,ranks per node: 2-D] (default
+ * 1024,1024,8,2,5000,20,0), -n steps, -w warm-up steps. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -95,7 +95,7 @@ int main(int argc, char **argv)
 	size_t moe[5] = { 4096, 4096, 8, 2, 0 };
 	size_t ovl[5] = { 8, 4u << 20, 2000, 100, 0 };
 	int overlap = 0;
-	size_t pgate[6] = { 1024, 1024, 8, 2, 5000, 20 };
+	size_t pgate[7] = { 1024, 1024, 8, 2, 5000, 20, 0 };
 	int pregate = 0;
 	struct mrc_coll_cfg cfg;
 	int r = mrc_coll_cfg_from_env(&cfg);
@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 		case 'N': nlist = num_list(o, optarg, list, 64, 0, 1ull << 40); break;
 		case 'M': num_list(o, optarg, moe, 5, 0, 1ull << 32); break;
 		case 'O': num_list(o, optarg, ovl, 5, 0, 1ull << 34); break;
-		case 'G': num_list(o, optarg, pgate, 6, 0, 1ull << 32); break;
+		case 'G': num_list(o, optarg, pgate, 7, 0, 1ull << 32); break;
 		default:
 			if (!mrc__coll_sweep_opt(&sw, o, optarg))
 				break;
@@ -146,7 +146,8 @@ int main(int argc, char **argv)
 	}
 	if (pregate) {
 		r = mrc__perf_pregate(c, pgate[0], pgate[1], (uint32_t)pgate[2], (uint32_t)pgate[3],
-				      (double)pgate[4], (unsigned)pgate[5], sw.iters, sw.warm);
+				      (double)pgate[4], (unsigned)pgate[5], (uint32_t)pgate[6], sw.iters,
+				      sw.warm);
 		mrc_coll_destroy(c);
 		if (r && r != -EPROTO)
 			die("pregate", r);

@@ -7,6 +7,8 @@
  *             every tick; dispatch_pregated(actual); combine;
  *   slack     pregated with MRC_COLL_PREGATE_SLACK: the prediction's
  *             rows plus that many percent, room for mispredicted rows.
+ * With ranks per node (1 < L < ranks) the layer is 2-D: plain is the 2-D
+ * dispatch of rows per rank (MRC__MOE_RANK_2D, as the pre-gated one).
  * The compute stub sleeps in slices (the CPU is free, as while a GPU
  * computes).  Per variant the MoE layer's latency (end of compute to end
  * of combine) and the exposed time (step - compute), medians over the
@@ -140,7 +142,8 @@ static int step(struct pgb *b, int m, int pg, double *layer, double *stepd, doub
 	if (!r)
 		r = pg ? mrc_coll_moe_dispatch_pregated(b->c, g, b->act[m], b->w, b->x, &plan, &ein,
 							counts)
-		       : mrc_coll_moe_dispatch_kept(b->c, &b->cfg, b->T, b->act[m], b->w, b->x,
+		       : mrc__coll_moe_dispatch_run(b->c, &b->cfg, b->T, b->act[m], b->w, b->x,
+						    MRC__MOE_KEPT | (b->cfg.local_ranks ? MRC__MOE_RANK_2D : 0),
 						    &plan, &ein, counts);
 	double tc0 = mrc__mono_s();
 	if (!r)   /* outside the timed span: a copy, or a comparison */
@@ -211,8 +214,12 @@ static void make_layer(struct pgb *b, uint64_t seed)
 static void print(const struct pgb *b, int iters, double med[NV * NMIS][4])
 {
 	static const char *const name[NV] = { "plain", "pregated", "slack" };
-	printf("# mrc-coll-perf pregate: %u ranks, %zu tokens x %zu bfloat16 per rank, %u experts, top-%u, compute %.0f us (sleeping), tests every %.0f us, slack %s%%, %d steps\n"
-	       "# %-8s %5s %12s %12s %14s %12s\n", mrc_coll_size(b->c), b->T, b->cfg.hidden,
+	char lay[32] = "flat";
+	if (b->cfg.local_ranks)
+		snprintf(lay, sizeof(lay), "2-D, nodes of %u ranks", b->cfg.local_ranks);
+	printf("# mrc-coll-perf pregate: %u ranks, %s, %zu tokens x %zu bfloat16 per rank, %u experts, top-%u, compute %.0f us (sleeping), tests every %.0f us, slack %s%%, %d steps\n"
+	       "# %-8s %5s %12s %12s %14s %12s\n", mrc_coll_size(b->c),
+	       lay, b->T, b->cfg.hidden,
 	       b->cfg.n_experts, b->cfg.top_k, b->comp * 1e6, b->tick * 1e6, b->slack, iters,
 	       "variant", "mis%", "layer_us", "exposed_us", "corr_rows/rk", "corr_us");
 	for (int v = 0; v < NV * NMIS; v++)
@@ -227,13 +234,14 @@ static void print(const struct pgb *b, int iters, double med[NV * NMIS][4])
 }
 
 int mrc__perf_pregate(struct mrc_coll *c, size_t T, size_t H, uint32_t E, uint32_t K,
-		      double comp_us, unsigned slack, int iters, int warm)
+		      double comp_us, unsigned slack, uint32_t L, int iters, int warm)
 {
-	uint32_t me = mrc_coll_rank(c);
-	if (!T || !H || !K || K > E || E % mrc_coll_size(c) || E / mrc_coll_size(c) > 64 || iters < 1)
+	uint32_t me = mrc_coll_rank(c), n = mrc_coll_size(c);
+	if (!T || !H || !K || K > E || E % n || E / n > 64 || iters < 1 || (L && n % L))
 		return -EINVAL;
 	struct pgb b = { .c = c, .T = T, .comp = comp_us * 1e-6, .tick = 100e-6,
-			 .cfg = { .n_experts = E, .top_k = K, .hidden = H, .dtype = MRC_COLL_BFLOAT16 } };
+			 .cfg = { .n_experts = E, .top_k = K, .hidden = H, .dtype = MRC_COLL_BFLOAT16,
+				  .local_ranks = L > 1 && L < n ? L : 0 } };
 	snprintf(b.slack, sizeof(b.slack), "%u", slack);
 	b.pred = malloc(T * K * sizeof(int32_t)), b.w = malloc(T * K * sizeof(float));
 	b.x = malloc(T * H * 2), b.out[0] = malloc(T * H * 2), b.out[1] = malloc(T * H * 2);
