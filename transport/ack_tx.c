@@ -208,6 +208,10 @@ void mrce__ack_attach(struct mrce *e, struct mrce__qp *qp, uint64_t now,
 void mrce__xack_attach(struct mrce *e, struct mrce__qp *qp, uint64_t now,
 		       struct mrc_data_hdr *h, struct mrc_xack *x)
 {
+	/* The peer's data_tx_* record is read only with xack (ack_later):
+	 * without it, nothing to keep on every data packet built. */
+	if (!e->cfg.xack)
+		return;
 	struct mrce__peer *p = &e->peers[qp->peer];
 	if (p->data_tx_qpn != qp->qpn) {
 		p->data_tx_prev = p->data_tx_ts;
