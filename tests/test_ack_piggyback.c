@@ -17,39 +17,21 @@
 
 #include "tests/support/seeded.h"
 #include "tests/support/etest.h"
-#include "tests/support/pingpong.h"
+#include "tests/support/ack_fx.h"
 
-#define PKT_MAX (MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN)
 #define US 1000ull
 #define HOLD (312 * MRC_PB_HOLD_NS)   /* 19968 ns, a whole number of units */
 
-struct pkt {
-	size_t len;
-	uint16_t ev;
-	uint8_t b[PKT_MAX];
-};
+/* One fixture per engine pair (ack_fx, one pair: node 1 sends on qb);
+ * the RTT test runs two identical ones. */
+static struct ack_fx *g_f, *g_g;
 
-/* One fixture per engine pair; the RTT test runs two identical ones. */
-struct fx {
-	struct etest t;
-	uint32_t k0_remote, k1_local;  /* node 0 REMOTE_WRITE, node 1 LOCAL_READ */
-	uint8_t mem0[4096], mem1[4096];
-	struct pp pp;                  /* packets handed over; pb: PB_ACK's */
-};
-
-static struct fx *g_f, *g_g;
-
-static void fx_init(struct fx *f)
+static void fx_init(struct ack_fx *f)
 {
-	memset(f, 0, sizeof *f);
 	struct chan_cfg cfg;
 	chan_cfg_default(&cfg, g_seed);
-	int rc = etest_init(&f->t, &cfg, 1 << 16, 1 << 16, 0);
-	CHECK(rc == 0, "etest_init: %d", rc);
-	CHECK(mrce_mr_add(f->t.ch->node[0].e, ETEST_PD, f->mem0, sizeof f->mem0,
-			  MRCE_ACCESS_REMOTE_WRITE, &f->k0_remote) == 0 &&
-	      mrce_mr_add(f->t.ch->node[1].e, ETEST_PD, f->mem1, sizeof f->mem1,
-			  MRCE_ACCESS_LOCAL_READ, &f->k1_local) == 0, "mr_reg");
+	int rc = ack_fx_init(f, &cfg, 1);
+	CHECK(rc == 0, "ack_fx_init: %d", rc);
 }
 
 static int setup(void **state)
@@ -73,25 +55,10 @@ static int teardown(void **state)
 	return 0;
 }
 
-static struct mrce *E(struct fx *f, int n) { return f->t.ch->node[n].e; }
-static uint32_t P(struct fx *f, int n) { return f->t.ch->node[n].peer[!n]; }
-
-/* Node n posts a 64-byte WRITE_IMM to the other node. */
-static void post_msg(void *arg, int n, uint64_t wr_id)
-{
-	struct fx *f = arg;
-	int rc = n == 0 ?
-		etest_post(f->t.ch, 0, f->t.qa, MRC_SQE_WRITE_IMM, wr_id, f->t.lkey, 0, 64,
-			   f->t.rkey, 0, (uint32_t)wr_id, 0) :
-		etest_post(f->t.ch, 1, f->t.qb, MRC_SQE_WRITE_IMM, wr_id, f->k1_local, 0, 64,
-			   f->k0_remote, 0, (uint32_t)wr_id, 0);
-	CHECK(rc == 0, "post on node %d: %d", n, rc);
-}
-
 /* Counts packets by kind (and answers messages with answer). */
-static struct fx *watch(int answer)
+static struct ack_fx *watch(int answer)
 {
-	struct fx *f = g_f;
+	struct ack_fx *f = g_f;
 	f->pp.post = post_msg;
 	f->pp.arg = f;
 	f->pp.flag = MRC_F_PB_ACK;
@@ -107,7 +74,7 @@ static int pingpong_done(struct chan *ch, void *arg)
 static void pingpong_no_ack_packets(void **state)
 {
 	(void)state;
-	struct fx *f = watch(1);
+	struct ack_fx *f = watch(1);
 	f->pp.want_rounds = 200;
 	post_msg(f, 0, 1);
 	int rc = chan_run(f->t.ch, pingpong_done, &f->pp, 10000000000ull, ETEST_MAX_STEPS);
@@ -147,7 +114,7 @@ static int stream_done(struct chan *ch, void *arg)
 static void one_way_stream_acks(void **state)
 {
 	(void)state;
-	struct fx *f = watch(0);
+	struct ack_fx *f = watch(0);
 	for (uint64_t i = 0; i < 8; i++)
 		CHECK(etest_post(f->t.ch, 0, f->t.qa, MRC_SQE_WRITE, i, f->t.lkey, 0, 1 << 16,
 				 f->t.rkey, 0, 0, 0) == 0, "post");
@@ -165,18 +132,7 @@ static void one_way_stream_acks(void **state)
 
 /* ---- hand-driven steps ------------------------------------------------ */
 
-static int take(struct fx *f, int n, struct pkt *out, int max)
-{
-	struct mrce_tx_pkt t[8];
-	int k = mrce_tx(E(f, n), f->t.ch->now, t, max < 8 ? max : 8);
-	for (int i = 0; i < k; i++) {
-		out[i].len = mrce_tx_pkt_copy(&t[i], out[i].b);
-		out[i].ev = t[i].ev;
-	}
-	return k;
-}
-
-static void take_one(struct fx *f, int n, struct pkt *p)
+static void take_one(struct ack_fx *f, int n, struct pkt *p)
 {
 	struct pkt more[8];
 	int k = take(f, n, more, 8);
@@ -184,37 +140,15 @@ static void take_one(struct fx *f, int n, struct pkt *p)
 	*p = more[0];
 }
 
-static int rx(struct fx *f, int n, const struct pkt *p)
-{
-	return mrce_rx(E(f, n), f->t.ch->now, P(f, n), p->b, p->len, 0);
-}
-
-static struct mrc_pkt_view view(const struct pkt *p)
-{
-	struct mrc_pkt_view v;
-	enum mrce_wire_drop why;
-	CHECK(mrce_wire_decode(p->b, p->len, &v, &why) == 0, "own packet: %s",
-	      mrce_wire_drop_name(why));
-	return v;
-}
-
 static void reencode(struct pkt *p, const struct mrc_data_hdr *h)
 {
 	mrce_wire_put_data(p->b, h);
 }
 
-static struct mrce_qp_info qinfo(struct fx *f, int n)
+/* Node n's end of the pair. */
+static struct mrce_qp_info qinfo_n(struct ack_fx *f, int n)
 {
-	struct mrce_qp_info qi;
-	CHECK(mrce_qp_info(E(f, n), n ? f->t.qb : f->t.qa, &qi) == 0, "qp_info");
-	return qi;
-}
-
-static struct mrce_stats stats(struct fx *f, int n)
-{
-	struct mrce_stats s;
-	mrce_stats(E(f, n), &s);
-	return s;
+	return qinfo(f, n, n ? f->t.qb : f->t.qa);
 }
 
 /* The exchange both RTT fixtures share, up to node 1's reply y (which
@@ -224,7 +158,7 @@ static struct mrce_stats stats(struct fx *f, int n)
  *   T0+20   node 1 takes d1 and holds its ACK (nothing leaves)
  *   T0+20+HOLD  node 1 replies y: y carries the ACK of d1, pb_hold = HOLD
  * and y arrives 10 us later. */
-static void exchange(struct fx *f, struct pkt *d1, struct pkt *y)
+static void exchange(struct ack_fx *f, struct pkt *d1, struct pkt *y)
 {
 	struct pkt x1, none[8];
 	uint64_t t0 = f->t.ch->now;
@@ -255,7 +189,7 @@ static void exchange(struct fx *f, struct pkt *d1, struct pkt *y)
 
 /* The ACK packet node 1 would have sent at once instead of holding it:
  * it says what y's piggybacked ACK says, and arrives HOLD before y. */
-static void equivalent_ack(struct fx *f, const struct pkt *d1, const struct pkt *y,
+static void equivalent_ack(struct ack_fx *f, const struct pkt *d1, const struct pkt *y,
 			   struct pkt *a)
 {
 	struct mrc_data_hdr dh = view(d1).u.data, yh = view(y).u.data;
@@ -275,7 +209,7 @@ static void rtt_cc_identical(void **state)
 	exchange(g_g, &gd1, &gy);
 	CHECK(fd1.len == gd1.len && !memcmp(fd1.b, gd1.b, fd1.len) &&
 	      fy.len == gy.len && !memcmp(fy.b, gy.b, fy.len), "fixtures identical");
-	struct mrce_qp_info f0 = qinfo(g_f, 0), g0 = qinfo(g_g, 0);
+	struct mrce_qp_info f0 = qinfo_n(g_f, 0), g0 = qinfo_n(g_g, 0);
 	CHECK(f0.inflight == 1 && f0.srtt_ns == 0, "d1 in flight, no RTT yet");
 	/* F: the reply with its ACK.  G: the equivalent ACK packet, then the
 	 * reply without it. */
@@ -292,8 +226,8 @@ static void rtt_cc_identical(void **state)
 	CHECK(rx(g_g, 0, &ack) == 0, "G: ACK");
 	g_g->t.ch->now = t_y;
 	CHECK(rx(g_g, 0, &plain) == 0, "G: data");
-	f0 = qinfo(g_f, 0);
-	g0 = qinfo(g_g, 0);
+	f0 = qinfo_n(g_f, 0);
+	g0 = qinfo_n(g_g, 0);
 	/* RTT: d1 left at T0+10 and its ACK would have been back at T0+30 */
 	uint64_t want = 20 * US;
 	CHECK(f0.srtt_ns == want, "piggybacked RTT sample %llu, want %llu",
@@ -324,7 +258,7 @@ static void rtt_cc_identical(void **state)
 
 /* Node 1 sends x1, node 0 answers d1, node 1 takes d1 at t0 + 20 us and
  * holds its ACK (it sent data lately); returns t0. */
-static uint64_t hold_ack_of_d1(struct fx *f)
+static uint64_t hold_ack_of_d1(struct ack_fx *f)
 {
 	struct pkt x1, d1, a[8];
 	uint64_t t0 = f->t.ch->now;
@@ -345,7 +279,7 @@ static uint64_t hold_ack_of_d1(struct fx *f)
 static void held_ack_expires(void **state)
 {
 	(void)state;
-	struct fx *f = g_f;
+	struct ack_fx *f = g_f;
 	struct pkt a[8];
 	uint64_t t0 = hold_ack_of_d1(f);
 	uint64_t due = mrce_next_deadline(E(f, 1));
@@ -360,7 +294,7 @@ static void held_ack_expires(void **state)
 	CHECK(take(f, 1, a, 8) == 1 && view(&a[0]).op == MRC_OP_ACK, "an ACK packet");
 	CHECK(stats(f, 1).ack_delay_expired == 1, "counted");
 	CHECK(mrce_next_deadline(E(f, 1)) != due, "deadline gone");
-	CHECK(rx(f, 0, &a[0]) == 0 && qinfo(f, 0).inflight == 0, "it acknowledges d1");
+	CHECK(rx(f, 0, &a[0]) == 0 && qinfo_n(f, 0).inflight == 0, "it acknowledges d1");
 }
 
 /* A QP destroyed while it holds an ACK (its owner got the last message and
@@ -369,12 +303,12 @@ static void held_ack_expires(void **state)
 static void held_ack_leaves_on_destroy(void **state)
 {
 	(void)state;
-	struct fx *f = g_f;
+	struct ack_fx *f = g_f;
 	struct pkt a[8];
 	hold_ack_of_d1(f);
 	CHECK(mrce_qp_close(E(f, 1), f->t.qb) == 0, "destroy");
 	CHECK(take(f, 1, a, 8) == 1 && view(&a[0]).op == MRC_OP_ACK, "the held ACK left");
-	CHECK(rx(f, 0, &a[0]) == 0 && qinfo(f, 0).inflight == 0, "it acknowledges d1");
+	CHECK(rx(f, 0, &a[0]) == 0 && qinfo_n(f, 0).inflight == 0, "it acknowledges d1");
 	CHECK(mrce_next_deadline(E(f, 1)) == UINT64_MAX, "nothing left to wait for");
 }
 
@@ -384,11 +318,11 @@ static void held_ack_leaves_on_destroy(void **state)
 static void forged_and_malformed(void **state)
 {
 	(void)state;
-	struct fx *f = g_f;
+	struct ack_fx *f = g_f;
 	struct pkt d1, y, bad;
 	exchange(f, &d1, &y);
 	struct mrc_data_hdr h = view(&y).u.data;
-	struct mrce_qp_info before = qinfo(f, 0);
+	struct mrce_qp_info before = qinfo_n(f, 0);
 	struct mrce_stats s = stats(f, 0);
 
 	bad = y;
@@ -410,13 +344,13 @@ static void forged_and_malformed(void **state)
 	b.pb_sack = 0x8000;                /* a PSN 16 past the cumulative one */
 	reencode(&bad, &b);
 	CHECK(rx(f, 0, &bad) == 0, "sack beyond");
-	struct mrce_qp_info mid = qinfo(f, 0);
+	struct mrce_qp_info mid = qinfo_n(f, 0);
 	CHECK(mid.inflight == before.inflight && mid.bytes_acked == before.bytes_acked &&
 	      mid.rx_pkts == before.rx_pkts && mid.bytes_placed == before.bytes_placed,
 	      "nothing acknowledged or placed by them");
 
 	CHECK(rx(f, 0, &y) == 0, "genuine");
-	struct mrce_qp_info after = qinfo(f, 0);
+	struct mrce_qp_info after = qinfo_n(f, 0);
 	CHECK(after.inflight == 0 && after.bytes_acked == 64 &&
 	      after.bytes_placed == before.bytes_placed + 64,
 	      "the genuine one acknowledges and lands");

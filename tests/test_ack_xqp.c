@@ -19,45 +19,21 @@
 
 #include "tests/support/seeded.h"
 #include "tests/support/etest.h"
-#include "tests/support/pingpong.h"
+#include "tests/support/ack_fx.h"
 
 #define US 1000ull
 
-struct pkt {
-	size_t len;
-	uint8_t b[MRCE_TX_PKT_MAX];
-};
-
 /* Node 0's QP qa sends requests to node 1's qb; node 1's qc sends replies
- * to node 0's qd. */
-struct fx {
-	struct etest t;
-	uint32_t qc, qd;
-	uint32_t k0_remote, k1_local;  /* node 0 REMOTE_WRITE, node 1 LOCAL_READ */
-	uint8_t mem0[4096], mem1[4096];
-	struct pp pp;                  /* packets handed over; flagged: XACK's */
-};
+ * to node 0's qd (ack_fx with two pairs). */
+static struct ack_fx *g_f;
 
-static struct fx *g_f;
-
-static int fx_init(struct fx *f, int xack)
+static int fx_init(struct ack_fx *f, int xack)
 {
-	memset(f, 0, sizeof *f);
 	struct chan_cfg cfg;
 	chan_cfg_default(&cfg, g_seed);
 	if (xack)
 		cfg.ecfg.xack = 1;   /* else the default, which must be off */
-	struct mrce_qp_attr attr = { .pd = ETEST_PD };
-	int rc = etest_init(&f->t, &cfg, 1 << 16, 1 << 16, 0);
-	if (!rc)
-		rc = chan_qp_pair(f->t.ch, 1, 0, &attr, &attr, &f->qc, &f->qd);
-	if (!rc)
-		rc = mrce_mr_add(f->t.ch->node[0].e, ETEST_PD, f->mem0, sizeof f->mem0,
-				 MRCE_ACCESS_REMOTE_WRITE, &f->k0_remote);
-	if (!rc)
-		rc = mrce_mr_add(f->t.ch->node[1].e, ETEST_PD, f->mem1, sizeof f->mem1,
-				 MRCE_ACCESS_LOCAL_READ, &f->k1_local);
-	return rc;
+	return ack_fx_init(f, &cfg, 2);
 }
 
 static int setup_xack(void **state)
@@ -82,28 +58,13 @@ static int teardown(void **state)
 	return 0;
 }
 
-static struct mrce *E(struct fx *f, int n) { return f->t.ch->node[n].e; }
-static uint32_t P(struct fx *f, int n) { return f->t.ch->node[n].peer[!n]; }
-
-/* Node 0 requests on qa; node 1 replies on qc (64-byte WRITE_IMMs). */
-static void post_msg(void *arg, int n, uint64_t wr_id)
-{
-	struct fx *f = arg;
-	int rc = n == 0 ?
-		etest_post(f->t.ch, 0, f->t.qa, MRC_SQE_WRITE_IMM, wr_id, f->t.lkey, 0, 64,
-			   f->t.rkey, 0, (uint32_t)wr_id, 0) :
-		etest_post(f->t.ch, 1, f->qc, MRC_SQE_WRITE_IMM, wr_id, f->k1_local, 0, 64,
-			   f->k0_remote, 0, (uint32_t)wr_id, 0);
-	CHECK(rc == 0, "post on node %d: %d", n, rc);
-}
-
 static int pingpong_done(struct chan *ch, void *arg)
 {
-	struct fx *f = arg;
+	struct ack_fx *f = arg;
 	return pp_done(ch, &f->pp, f->t.qa, f->qc);
 }
 
-static void pingpong(struct fx *f, uint64_t rounds)
+static void pingpong(struct ack_fx *f, uint64_t rounds)
 {
 	f->pp.post = post_msg;
 	f->pp.arg = f;
@@ -118,18 +79,11 @@ static void pingpong(struct fx *f, uint64_t rounds)
 	chan_run(f->t.ch, NULL, NULL, 1000 * US, ETEST_MAX_STEPS);
 }
 
-static struct mrce_stats stats(struct fx *f, int n)
-{
-	struct mrce_stats s;
-	mrce_stats(E(f, n), &s);
-	return s;
-}
-
 /* Two one-way QPs: each data packet carries the other QP's ACK. */
 static void two_qps_no_ack_packets(void **state)
 {
 	(void)state;
-	struct fx *f = g_f;
+	struct ack_fx *f = g_f;
 	pingpong(f, 200);
 	struct mrce_stats s0 = stats(f, 0), s1 = stats(f, 1);
 	/* The first request is answered before node 1 ever sent (its ACK
@@ -160,7 +114,7 @@ static void two_qps_no_ack_packets(void **state)
 static void off_by_default(void **state)
 {
 	(void)state;
-	struct fx *f = g_f;
+	struct ack_fx *f = g_f;
 	pingpong(f, 50);
 	struct mrce_stats s0 = stats(f, 0), s1 = stats(f, 1);
 	CHECK(f->pp.flagged[0] + f->pp.flagged[1] == 0 && s0.tx_xacks + s1.tx_xacks == 0,
@@ -171,39 +125,9 @@ static void off_by_default(void **state)
 
 /* ---- hand-driven steps ------------------------------------------------ */
 
-static int take(struct fx *f, int n, struct pkt *out, int max)
-{
-	struct mrce_tx_pkt t[8];
-	int k = mrce_tx(E(f, n), f->t.ch->now, t, max < 8 ? max : 8);
-	for (int i = 0; i < k; i++)
-		out[i].len = mrce_tx_pkt_copy(&t[i], out[i].b);
-	return k;
-}
-
-static int rx(struct fx *f, int n, const struct pkt *p)
-{
-	return mrce_rx(E(f, n), f->t.ch->now, P(f, n), p->b, p->len, 0);
-}
-
-static struct mrc_pkt_view view(const struct pkt *p)
-{
-	struct mrc_pkt_view v;
-	enum mrce_wire_drop why;
-	CHECK(mrce_wire_decode(p->b, p->len, &v, &why) == 0, "own packet: %s",
-	      mrce_wire_drop_name(why));
-	return v;
-}
-
-static struct mrce_qp_info qinfo(struct fx *f, int n, uint32_t qpn)
-{
-	struct mrce_qp_info qi;
-	CHECK(mrce_qp_info(E(f, n), qpn, &qi) == 0, "qp_info");
-	return qi;
-}
-
 /* Node 1 replies once (so it has sent data to node 0), node 0 requests,
  * node 1 holds that request's ACK and its next reply y carries it. */
-static void exchange(struct fx *f, struct pkt *y)
+static void exchange(struct ack_fx *f, struct pkt *y)
 {
 	struct pkt a[8];
 	uint64_t t0 = f->t.ch->now;
@@ -244,7 +168,7 @@ static void reencode(struct pkt *p, const struct mrc_pkt_view *v)
 static void forged_and_malformed(void **state)
 {
 	(void)state;
-	struct fx *f = g_f;
+	struct ack_fx *f = g_f;
 	struct pkt y, bad;
 	exchange(f, &y);
 	struct mrc_pkt_view h = view(&y), b;
@@ -307,7 +231,7 @@ static void forged_and_malformed(void **state)
 static void trimmed_loses_extension(void **state)
 {
 	(void)state;
-	struct fx *f = g_f;
+	struct ack_fx *f = g_f;
 	struct pkt y;
 	exchange(f, &y);
 	struct mrce_stats s = stats(f, 0);
