@@ -4,6 +4,23 @@
  * of tests/support/enc_rig.h. */
 #include "tests/support/enc_rig.h"
 
+/* Two enc instances (x0 sends, x1 receives) and the cluster key the
+ * connections between them are derived from; pair_close frees them. */
+static void pair_open(struct mrc_auth **a, struct mrcd_enc **x0, struct mrcd_enc **x1)
+{
+	const char *why = NULL;
+	assert_int_equal(mrcd_enc_create(x0, &why), 0);
+	assert_int_equal(mrcd_enc_create(x1, &why), 0);
+	*a = test_key();
+}
+
+static void pair_close(struct mrc_auth *a, struct mrcd_enc *x0, struct mrcd_enc *x1)
+{
+	mrc_auth_free(a);
+	mrcd_enc_free(x0);
+	mrcd_enc_free(x1);
+}
+
 /* A connection between enc instances x0 (local qpn) and x1 (remote rqpn),
  * keyed with fresh nonces as the connection manager does. */
 static void key_pair(struct mrc_auth *a, struct mrcd_enc *x0, struct mrcd_enc *x1,
@@ -59,10 +76,8 @@ static void keys_survive_churn(void **st)
 	(void)st;
 	NEED_AEAD();
 	struct mrcd_enc *x0, *x1;
-	const char *why = NULL;
-	assert_int_equal(mrcd_enc_create(&x0, &why), 0);
-	assert_int_equal(mrcd_enc_create(&x1, &why), 0);
-	struct mrc_auth *a = test_key();
+	struct mrc_auth *a;
+	pair_open(&a, &x0, &x1);
 	struct { uint32_t qpn, rqpn, gen; uint64_t tok; int live; } q[CHURN_SLOTS] = { { 0 } };
 	struct { uint32_t rqpn, qpn; } dead[CHURN_SLOTS];
 	uint32_t ndead = 0;
@@ -128,9 +143,7 @@ static void keys_survive_churn(void **st)
 	CHECK(s0.tx_nokey > 0 && s1.rx_bad_auth == 0 && s1.rx_replay == 0,
 	      "tx_nokey %llu bad_auth %llu", (unsigned long long)s0.tx_nokey,
 	      (unsigned long long)s1.rx_bad_auth);
-	mrc_auth_free(a);
-	mrcd_enc_free(x0);
-	mrcd_enc_free(x1);
+	pair_close(a, x0, x1);
 }
 
 /* A recorded sealed packet never opens twice: replayed at once, or after
@@ -142,10 +155,8 @@ static void replay_after_wrap(void **st)
 	(void)st;
 	NEED_AEAD();
 	struct mrcd_enc *x0, *x1;
-	const char *why = NULL;
-	assert_int_equal(mrcd_enc_create(&x0, &why), 0);
-	assert_int_equal(mrcd_enc_create(&x1, &why), 0);
-	struct mrc_auth *a = test_key();
+	struct mrc_auth *a;
+	pair_open(&a, &x0, &x1);
 	uint64_t tok;
 	uint32_t qpn = 0x10003, rqpn = 0x20007;
 	key_pair(a, x0, x1, qpn, rqpn, &tok);
@@ -202,9 +213,7 @@ static void replay_after_wrap(void **st)
 	mrcd_enc_get_stats(x1, &s1);
 	CHECK(s1.rx_replay == 3 && s0.rx_replay == 1, "rx_replay %llu / %llu",
 	      (unsigned long long)s1.rx_replay, (unsigned long long)s0.rx_replay);
-	mrc_auth_free(a);
-	mrcd_enc_free(x0);
-	mrcd_enc_free(x1);
+	pair_close(a, x0, x1);
 }
 
 /* NOQP works in the mode and only from the host, about packets the QP
@@ -313,10 +322,8 @@ static void trimmed_zero_length(void **st)
 	(void)st;
 	NEED_AEAD();
 	struct mrcd_enc *x0, *x1;
-	const char *why = NULL;
-	assert_int_equal(mrcd_enc_create(&x0, &why), 0);
-	assert_int_equal(mrcd_enc_create(&x1, &why), 0);
-	struct mrc_auth *a = test_key();
+	struct mrc_auth *a;
+	pair_open(&a, &x0, &x1);
 	uint64_t tok;
 	key_pair(a, x0, x1, 0x10005, 0x20009, &tok);
 	uint8_t dg[MRC_DATA_HDR_LEN + MRCD_ENC_TRAILER];
@@ -330,9 +337,7 @@ static void trimmed_zero_length(void **st)
 	mrcd_enc_get_stats(x1, &s1);
 	CHECK(s1.rx_bad_len == 1 && s1.rx_trimmed == 0, "bad_len %llu trimmed %llu",
 	      (unsigned long long)s1.rx_bad_len, (unsigned long long)s1.rx_trimmed);
-	mrc_auth_free(a);
-	mrcd_enc_free(x0);
-	mrcd_enc_free(x1);
+	pair_close(a, x0, x1);
 }
 
 int main(void)
