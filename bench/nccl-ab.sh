@@ -10,22 +10,11 @@ B=${B:-build}
 P=mrcQ; T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"; H="$B/bin/mrc-nccl-harness"
 BASEP=${1:?base plugin path}; NEWP=${2:?new plugin path}; REPS=${3:-5}
-if [ "$(id -u)" != 0 ]; then
-	echo "bench/nccl-ab.sh: needs root (network namespaces)" >&2
-	exit 1
-fi
-tmp=$(mktemp -d)
-declare -A dpid
-cleanup() { for p in "${dpid[@]}"; do kill "$p" 2>/dev/null; done; $F down >/dev/null 2>&1; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
-. tests/root/lib.sh
-MRCD_LOG_LEVEL=warning fabric_up "$T" h0 h7
+. bench/lib.sh
+bench_fab bench/nccl-ab.sh
 run() {  # LABEL ARGS...
 	local l=$1; shift
-	MRC_SOCKET=$tmp/h7/mrcd.sock timeout 300 $H -r 1 -n 2 -R "$tmp/rdv" "$@" >"$tmp/r1" 2>&1 &
-	local p=$!
-	MRC_SOCKET=$tmp/h0/mrcd.sock timeout 300 $H -r 0 -n 2 -R "$tmp/rdv" "$@" >"$tmp/r0" 2>&1
-	wait $p
+	harness2 "$@"
 	grep -E '^\| [a-z]+ \| [0-9]+ \|' "$tmp/r0" | sed "s/^/$l /"
 }
 for i in $(seq $REPS); do

@@ -12,16 +12,8 @@ BASE=${1:?base build}; NEW=${2:?new build}; REPS=${3:-3}
 B=$NEW
 P=mrcX; T=examples/topologies/fabric-2p-8h.json
 F="$NEW/bin/mrc-fabric -p $P"; H="$NEW/bin/mrc-nccl-harness"; PL=$NEW/lib/libnccl-net-mrc.so
-if [ "$(id -u)" != 0 ]; then
-	echo "bench/xack-fabric.sh: needs root (network namespaces)" >&2
-	exit 1
-fi
-tmp=$(mktemp -d)
-declare -A dpid
-cleanup() { for p in "${dpid[@]}"; do kill "$p" 2>/dev/null; done; $F down >/dev/null 2>&1; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
-. tests/root/lib.sh
-MRCD_LOG_LEVEL=warning fabric_up "$T" h0 h7
+. bench/lib.sh
+bench_fab bench/xack-fabric.sh
 restart() {   # BUILD: both daemons stopped and started from BUILD
 	local h
 	for h in h0 h7; do
@@ -39,10 +31,7 @@ snap() {
 		jq -c '.engine | {tx_data, tx_acks, tx_pb_acks, tx_xacks: (.tx_xacks // 0), ack_delay_expired}'
 }
 rtt() {   # ARGS...: rank 0's 4 KiB round trip
-	MRC_SOCKET=$tmp/h7/mrcd.sock timeout 300 $H -r 1 -n 2 -R "$tmp/rdv" "$@" >"$tmp/r1" 2>&1 &
-	local p=$!
-	MRC_SOCKET=$tmp/h0/mrcd.sock timeout 300 $H -r 0 -n 2 -R "$tmp/rdv" "$@" >"$tmp/r0" 2>&1
-	wait $p
+	harness2 "$@"
 	grep -m1 -E '^\| [a-z]+ \| [0-9]+ \|' "$tmp/r0" | awk -F'|' '{gsub(/ /, "", $4); print $4}'
 }
 for i in $(seq "$REPS"); do
