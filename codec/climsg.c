@@ -11,6 +11,9 @@ _Static_assert(sizeof(struct mrc_cli_create_qp) == 32, "create");
 _Static_assert(sizeof(struct mrc_cli_create_qp_rep) == 40, "create rep");
 _Static_assert(sizeof(struct mrc_cli_straggler) == 72, "straggler");
 _Static_assert(sizeof(struct mrc_cli_qp_stats_rep) == 32, "qp stats rep");
+_Static_assert(sizeof(struct mrc_cli_qp_stats_n) == 56, "qp stats n");
+_Static_assert(sizeof(struct mrc_cli_hdr) + sizeof(struct mrc_cli_status) +
+	       sizeof(struct mrc_cli_qp_stats_n_rep) <= MRC_CLI_MSG_MAX, "qp stats n rep");
 _Static_assert(sizeof(struct mrc_cli_status) + MRC_CLI_REASON_MAX +
 	       sizeof(struct mrc_cli_hdr) <= MRC_CLI_MSG_MAX, "max msg");
 
@@ -37,6 +40,7 @@ static const struct cli_type types[] = {
 	{ MRC_CLI_CONNECT, sizeof(struct mrc_cli_connect), sizeof(struct mrc_cli_addr_rep), 0, 0, "connect" },
 	{ MRC_CLI_STRAGGLER, sizeof(struct mrc_cli_straggler), 0, 0, 0, "straggler" },
 	{ MRC_CLI_QP_STATS, sizeof(struct mrc_cli_qpn), sizeof(struct mrc_cli_qp_stats_rep), 0, 0, "qp_stats" },
+	{ MRC_CLI_QP_STATS_N, sizeof(struct mrc_cli_qp_stats_n), sizeof(struct mrc_cli_qp_stats_n_rep), 0, 0, "qp_stats_n" },
 };
 
 static const struct cli_type *find(uint16_t type)
@@ -182,6 +186,34 @@ static int check_straggler(const void *b, const char **why)
 	return 0;
 }
 
+/* QP_STATS_N request: n in range, reserved and unused slots zero. */
+static int check_qp_stats_n(const void *b, const char **why)
+{
+	struct mrc_cli_qp_stats_n q;
+	memcpy(&q, b, sizeof(q));
+	if (q.n == 0 || q.n > MRC_CLI_QP_STATS_N_MAX)
+		BAD("qp_stats_n: count not 1 to 12");
+	if (q.rsvd || !zero(&q.qpn[q.n], (MRC_CLI_QP_STATS_N_MAX - q.n) * sizeof(q.qpn[0])))
+		BAD("qp_stats_n: reserved field or unused slot not zero");
+	return 0;
+}
+
+/* QP_STATS_N reply: n in range, unused records zero, a refused QP's
+ * counters zero (mrc_qp_stats_n matches the QP numbers to its request). */
+static int check_qp_stats_n_rep(const void *b, const char **why)
+{
+	struct mrc_cli_qp_stats_n_rep r;
+	memcpy(&r, b, sizeof(r));
+	if (r.n == 0 || r.n > MRC_CLI_QP_STATS_N_MAX)
+		BAD("qp_stats_n: count not 1 to 12");
+	if (r.rsvd || !zero(&r.rec[r.n], (MRC_CLI_QP_STATS_N_MAX - r.n) * sizeof(r.rec[0])))
+		BAD("qp_stats_n: reserved field or unused record not zero");
+	for (uint32_t i = 0; i < r.n; i++)
+		if (r.rec[i].status > 0 || (r.rec[i].status < 0 && !zero(&r.rec[i].s, sizeof(r.rec[i].s))))
+			BAD("qp_stats_n: a record's status positive, or counters with an error");
+	return 0;
+}
+
 /* Per-type field rules shared by requests (what a well-behaved encoder
  * can never produce is refused here, so the daemon sees clean input). */
 static int check_req_body(uint16_t type, const void *b, const char **why)
@@ -244,6 +276,8 @@ static int check_req_body(uint16_t type, const void *b, const char **why)
 		return 0;
 	case MRC_CLI_STRAGGLER:
 		return check_straggler(b, why);
+	case MRC_CLI_QP_STATS_N:
+		return check_qp_stats_n(b, why);
 	case MRC_CLI_UNLISTEN: {
 		struct mrc_cli_listen l;
 		memcpy(&l, b, sizeof(l));
@@ -317,5 +351,7 @@ int mrc__cli_dec_rep(const void *buf, size_t len, struct mrc_cli_msg *m, const c
 	}
 	if (m->body_len != t->rep)
 		BAD("body size does not match the reply type");
+	if (type == MRC_CLI_QP_STATS_N)
+		return check_qp_stats_n_rep(m->body, why);
 	return 0;
 }

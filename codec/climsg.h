@@ -61,7 +61,10 @@ enum mrc_cli_type {
 	                                  the sender's uid and pid */
 	MRC_CLI_QP_STATS = 0x000d,     /* a QP's packet counters (for
 	                                  mrc_coll_straggler's loss evidence) */
-	MRC_CLI_CLIENT_LAST = 0x000d,
+	MRC_CLI_QP_STATS_N = 0x000e,   /* up to MRC_CLI_QP_STATS_N_MAX QPs'
+	                                  counters in one round trip
+	                                  (mrc_qp_stats_n) */
+	MRC_CLI_CLIENT_LAST = 0x000e,
 	MRC_CLI_REPLY = 0x8000,
 };
 
@@ -195,6 +198,26 @@ struct mrc_cli_qp_stats_rep {  /* the engine's counters since creation */
 	uint64_t retx;             /* of them, retransmissions */
 	uint64_t rto_fires;        /* retransmission timeouts */
 	uint64_t nacks_rx;         /* NACKs received */
+};
+/* QP_STATS_N: n QPs' counters in one message.  Fixed size (every client
+ * message is one of its type's size): the slots from n on are zero both
+ * ways, and the reply's n and QP numbers are the request's, in order.  A
+ * QP that is not the sender's gets status -ENOENT and zero counters. */
+#define MRC_CLI_QP_STATS_N_MAX 12u    /* the reply fills MRC_CLI_MSG_MAX */
+struct mrc_cli_qp_stats_n {
+	uint32_t n;                /* 1 .. MRC_CLI_QP_STATS_N_MAX */
+	uint32_t rsvd;
+	uint32_t qpn[MRC_CLI_QP_STATS_N_MAX];
+};
+struct mrc_cli_qp_stats_n_rec {
+	uint32_t qpn;
+	int32_t status;            /* 0 or -errno; counters zero unless 0 */
+	struct mrc_cli_qp_stats_rep s;
+};
+struct mrc_cli_qp_stats_n_rep {
+	uint32_t n;
+	uint32_t rsvd;
+	struct mrc_cli_qp_stats_n_rec rec[MRC_CLI_QP_STATS_N_MAX];
 };
 struct mrc_cli_addr_rep {      /* ACCEPT, CONNECT: the remote QP */
 	struct mrc_cli_addr remote;

@@ -93,8 +93,20 @@ static void strag_file(struct mrc_coll *c, const struct mrc_coll_straggler *s)
 	mrc_straggler_file(c->ctx, &m);
 }
 
-/* Our QPs' retransmissions since the last exchange, from mrcd (a round
- * trip per QP that carried anything: on demand only, never per call). */
+/* Counters of k QPs: one round trip per 12 (mrc_qp_stats_n), or one per
+ * QP from an mrcd that predates it. */
+static int strag_stats(struct mrc_qp **qps, uint32_t k, struct mrc_qp_stats *st, int *rc)
+{
+	int r = mrc_qp_stats_n(qps, k, st, rc);
+	if (r != -EOPNOTSUPP)
+		return r;
+	for (uint32_t i = 0; i < k; i++)
+		rc[i] = mrc_qp_stats(qps[i], &st[i]);
+	return 0;
+}
+
+/* Our QPs' retransmissions since the last exchange, from mrcd (every QP
+ * at once, on demand only, never per call). */
 static void strag_loss(struct mrc_coll *c, struct mrc__coll_strag_loss *l)
 {
 	/* MRC_COLL_STRAG_TRACE: each QP's counts to stderr (the fabric
@@ -105,23 +117,41 @@ static void strag_loss(struct mrc_coll *c, struct mrc__coll_strag_loss *l)
 	int64_t per_set[c->sets];
 	memset(per_set, 0, sizeof(per_set));
 	*l = (struct mrc__coll_strag_loss){ .valid = 1, .worst_rank = -1, .worst_plane = -1 };
-	for (uint32_t j = 0; j < c->np; j++) {
+	struct mrc_qp **qps = calloc(c->np, sizeof(*qps));
+	uint32_t *idx = calloc(c->np, sizeof(*idx));   /* qps[i] is peer idx[i]'s */
+	struct mrc_qp_stats *st = calloc(c->np, sizeof(*st));
+	int *rc = calloc(c->np, sizeof(*rc));
+	uint32_t k = 0;
+	if (qps && idx && st && rc)
+		for (uint32_t j = 0; j < c->np; j++)
+			if (j % c->n != c->me && !c->p[j].shm && c->p[j].qp) {
+				idx[k] = j;
+				qps[k++] = c->p[j].qp;
+			}
+	if (!qps || !idx || !st || !rc || (k && strag_stats(qps, k, st, rc))) {
+		l->valid = 0;
+		k = 0;
+	}
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t j = idx[i];
 		struct mrc__coll_peer *p = &c->p[j];
-		struct mrc_qp_stats st;
-		if (j % c->n == c->me || p->shm || !p->qp)
-			continue;
-		if (mrc_qp_stats(p->qp, &st)) {
+		if (rc[i]) {
 			l->valid = 0;
 			continue;
 		}
-		int64_t retx = (int64_t)(st.retx - p->retx_base), pkts = (int64_t)(st.tx_pkts - p->pkts_base);
-		p->retx_base = st.retx, p->pkts_base = st.tx_pkts;
+		int64_t retx = (int64_t)(st[i].retx - p->retx_base);
+		int64_t pkts = (int64_t)(st[i].tx_pkts - p->pkts_base);
+		p->retx_base = st[i].retx, p->pkts_base = st[i].tx_pkts;
 		mrc__coll_strag_loss_qp(l, per_set, j % c->n, j / c->n, retx, pkts, mrc_qp_num(p->qp));
 		if (trace)
 			fprintf(stderr, "mrc_coll_straggler: rank %u call %llu qp to %u plane %d retx %lld pkts %lld\n",
 				c->me, (unsigned long long)c->strag.seq, j % c->n, (int)(j / c->n) - 1,
 				(long long)retx, (long long)pkts);
 	}
+	free(qps);
+	free(idx);
+	free(st);
+	free(rc);
 }
 
 int mrc_coll_straggler(struct mrc_coll *c, struct mrc_coll_straggler *rec)

@@ -2,7 +2,9 @@
  * Every input is decoded as a request and as a reply.  An accepted client
  * request must re-encode to exactly the same bytes (the decoder accepts
  * only the canonical form); an accepted reply must re-encode the same way
- * from its status, body and reason.  The first input byte doubles as a
+ * from its status, body and reason.  An accepted QP_STATS_N (either way)
+ * has a count of 1 to MRC_CLI_QP_STATS_N_MAX, nothing past it, and no
+ * counters in a refused QP's record.  The first input byte doubles as a
  * "fix the header" switch so that mutations reach the body checks. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,6 +13,32 @@
 #include "codec/climsg.h"
 
 #define ENSURE(c) do { if (!(c)) abort(); } while (0)
+
+static int zero(const void *p, size_t n)
+{
+	const uint8_t *c = p;
+	for (size_t i = 0; i < n; i++)
+		if (c[i])
+			return 0;
+	return 1;
+}
+
+static void qp_stats_n(const struct mrc_cli_msg *m, int rep)
+{
+	if (!rep) {
+		struct mrc_cli_qp_stats_n q;
+		memcpy(&q, m->body, sizeof(q));
+		ENSURE(q.n >= 1 && q.n <= MRC_CLI_QP_STATS_N_MAX);
+		ENSURE(zero(&q.qpn[q.n], (MRC_CLI_QP_STATS_N_MAX - q.n) * sizeof(q.qpn[0])));
+		return;
+	}
+	struct mrc_cli_qp_stats_n_rep r;
+	memcpy(&r, m->body, sizeof(r));
+	ENSURE(r.n >= 1 && r.n <= MRC_CLI_QP_STATS_N_MAX);
+	for (uint32_t i = 0; i < MRC_CLI_QP_STATS_N_MAX; i++)
+		ENSURE(i < r.n ? r.rec[i].status <= 0 && (!r.rec[i].status || zero(&r.rec[i].s, sizeof(r.rec[i].s)))
+			       : zero(&r.rec[i], sizeof(r.rec[i])));
+}
 
 static void one(const uint8_t *in, size_t len)
 {
@@ -21,6 +49,8 @@ static void one(const uint8_t *in, size_t len)
 	if (r == 0) {
 		ENSURE(m.body_len + sizeof(struct mrc_cli_hdr) == len);
 		ENSURE(m.body_len == mrc__cli_req_size(m.hdr.type));
+		if (m.hdr.type == MRC_CLI_QP_STATS_N)
+			qp_stats_n(&m, 0);
 		int n = mrc__cli_enc_req(out, sizeof(out), m.hdr.type, m.hdr.req_id,
 					 m.body, m.body_len);
 		ENSURE(n == (int)len && !memcmp(out, in, len));
@@ -40,6 +70,8 @@ static void one(const uint8_t *in, size_t len)
 						 NULL, 0, reason);
 			ENSURE(n == (int)len && !memcmp(out, in, len));
 		} else {
+			if (type == MRC_CLI_QP_STATS_N)
+				qp_stats_n(&m, 1);
 			int n = mrc__cli_enc_rep(out, sizeof(out), type, m.hdr.req_id, 0,
 						 m.body, m.body_len, NULL);
 			ENSURE(n == (int)len && !memcmp(out, in, len));

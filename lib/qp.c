@@ -194,6 +194,48 @@ MRC__API int mrc_qp_stats(struct mrc_qp *qp, struct mrc_qp_stats *out)
 	return r;
 }
 
+/* One QP_STATS_N round trip for n <= MRC_CLI_QP_STATS_N_MAX QPs of ctx:
+ * the reply must name the request's QPs, in order (the codec has checked
+ * its count and sizes). */
+static int qp_stats_chunk(struct mrc_ctx *ctx, struct mrc_qp *const *qps, uint32_t n,
+			  struct mrc_qp_stats *out, int *st)
+{
+	struct mrc_cli_qp_stats_n q = { .n = n };
+	struct mrc_cli_qp_stats_n_rep rep;
+	for (uint32_t i = 0; i < n; i++)
+		q.qpn[i] = qps[i]->qpn;
+	int r = mrc__lib_call(ctx, MRC_CLI_QP_STATS_N, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
+	if (r)
+		return r;
+	if (rep.n != n)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mrc_cli_qp_stats_n_rec *k = &rep.rec[i];
+		if (k->qpn != q.qpn[i])
+			return -EBADMSG;
+		st[i] = k->status;
+		out[i] = (struct mrc_qp_stats){ .tx_pkts = k->s.tx_pkts, .retx = k->s.retx,
+						.rto_fires = k->s.rto_fires, .nacks_rx = k->s.nacks_rx };
+	}
+	return 0;
+}
+
+MRC__API int mrc_qp_stats_n(struct mrc_qp *const *qps, size_t n, struct mrc_qp_stats *out, int *st)
+{
+	if (!qps || !n || !out || !st)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!qps[i] || qps[i]->ctx != qps[0]->ctx)
+			return -EINVAL;
+	for (size_t i = 0; i < n; i += MRC_CLI_QP_STATS_N_MAX) {
+		uint32_t k = n - i < MRC_CLI_QP_STATS_N_MAX ? (uint32_t)(n - i) : MRC_CLI_QP_STATS_N_MAX;
+		int r = qp_stats_chunk(qps[0]->ctx, qps + i, k, out + i, st + i);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 MRC__API int mrc_unlisten(struct mrc_ctx *ctx, uint32_t sid)
 {
 	struct mrc_cli_listen q = { .sid = sid };

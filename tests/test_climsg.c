@@ -22,7 +22,7 @@ static const uint16_t req_types[] = {
 	MRC_CLI_HELLO, MRC_CLI_REG_MR, MRC_CLI_DEREG_MR, MRC_CLI_CREATE_QP,
 	MRC_CLI_DESTROY_QP, MRC_CLI_QP_INFO, MRC_CLI_CONNECT_OOB, MRC_CLI_LISTEN,
 	MRC_CLI_UNLISTEN, MRC_CLI_ACCEPT, MRC_CLI_CONNECT, MRC_CLI_STRAGGLER,
-	MRC_CLI_QP_STATS,
+	MRC_CLI_QP_STATS, MRC_CLI_QP_STATS_N,
 };
 #define NTYPES (sizeof(req_types) / sizeof(req_types[0]))
 
@@ -60,6 +60,11 @@ static size_t valid_body(uint16_t type, uint8_t *b)
 					       .qpn = 17, .plane = 1, .rank_sends = 1, .call_us = 40000,
 					       .late_us = 900, .typical_us = 80 };
 		memcpy(b, &g, sizeof(g));
+		break;
+	}
+	case MRC_CLI_QP_STATS_N: {
+		struct mrc_cli_qp_stats_n q = { .n = 3, .qpn = { 7, 0, 9 } };
+		memcpy(b, &q, sizeof(q));
 		break;
 	}
 	default:
@@ -289,6 +294,63 @@ static void test_straggler_rules(void **state)
 	expect_req(buf, raw_req(buf, MRC_CLI_STRAGGLER, longer, sizeof(longer)), -EBADMSG);
 }
 
+/* QP_STATS_N (mrc_qp_stats_n), length-checked both ways: a count of 1 to
+ * MRC_CLI_QP_STATS_N_MAX, every unused slot and record zero, the body
+ * exactly the type's size (a request cut to its n QPNs is refused), and a
+ * refused QP's record without counters. */
+static void test_qp_stats_n_rules(void **state)
+{
+	(void)state;
+	uint8_t buf[MRC_CLI_MSG_MAX + 8];
+	struct mrc_cli_qp_stats_n q = { 0 }, g;
+	for (uint32_t n = 1; n <= MRC_CLI_QP_STATS_N_MAX; n++) {
+		q.n = n;
+		q.qpn[n - 1] = 100 + n;
+		expect_req(buf, raw_req(buf, MRC_CLI_QP_STATS_N, &q, sizeof(q)), 0);
+	}
+	q.n = 2;
+	memset(q.qpn + 2, 0, sizeof(q.qpn) - 2 * sizeof(q.qpn[0]));
+#define BAD_REQ(stmt, len) do { g = q; stmt; \
+	expect_req(buf, raw_req(buf, MRC_CLI_QP_STATS_N, &g, (len)), -EBADMSG); } while (0)
+	BAD_REQ(g.n = 0, sizeof(g));
+	BAD_REQ(g.n = MRC_CLI_QP_STATS_N_MAX + 1, sizeof(g));
+	BAD_REQ(g.n = UINT32_MAX, sizeof(g));
+	BAD_REQ(g.rsvd = 1, sizeof(g));
+	BAD_REQ(g.qpn[2] = 5, sizeof(g));                       /* past n */
+	BAD_REQ(g.qpn[MRC_CLI_QP_STATS_N_MAX - 1] = 5, sizeof(g));
+	BAD_REQ((void)0, 8 + 2 * sizeof(g.qpn[0]));             /* only n's QPNs */
+	BAD_REQ((void)0, sizeof(g) - 1);
+	uint8_t longer[sizeof(q) + 4] = { 0 };
+	memcpy(longer, &q, sizeof(q));
+	expect_req(buf, raw_req(buf, MRC_CLI_QP_STATS_N, longer, sizeof(longer)), -EBADMSG);
+#undef BAD_REQ
+
+	struct mrc_cli_qp_stats_n_rep ok = { .n = 2 }, r;
+	ok.rec[0] = (struct mrc_cli_qp_stats_n_rec){ .qpn = 7, .s = { .tx_pkts = 9, .retx = 2 } };
+	ok.rec[1] = (struct mrc_cli_qp_stats_n_rec){ .qpn = 8, .status = -ENOENT };
+	struct mrc_cli_msg m;
+	int len = mrc__cli_enc_rep(buf, sizeof(buf), MRC_CLI_QP_STATS_N, 3, 0, &ok, sizeof(ok), NULL);
+	assert_true(len > 0);
+	assert_int_equal(mrc__cli_dec_rep(buf, (size_t)len, &m, NULL), 0);
+	assert_memory_equal(m.body, &ok, sizeof(ok));
+#define BAD_REP(stmt) do { r = ok; stmt; \
+	len = mrc__cli_enc_rep(buf, sizeof(buf), MRC_CLI_QP_STATS_N, 3, 0, &r, sizeof(r), NULL); \
+	assert_true(len > 0); \
+	assert_int_equal(mrc__cli_dec_rep(buf, (size_t)len, &m, NULL), -EBADMSG); } while (0)
+	BAD_REP(r.n = 0);
+	BAD_REP(r.n = MRC_CLI_QP_STATS_N_MAX + 1);
+	BAD_REP(r.rsvd = 1);
+	BAD_REP(r.rec[2].qpn = 1);                              /* a record past n */
+	BAD_REP(r.rec[MRC_CLI_QP_STATS_N_MAX - 1].s.retx = 1);
+	BAD_REP(r.rec[0].status = 1);
+	BAD_REP(r.rec[1].s.retx = 1);                           /* counters of a refused QP */
+#undef BAD_REP
+	/* a reply body short of the type's size */
+	len = mrc__cli_enc_rep(buf, sizeof(buf), MRC_CLI_QP_STATS, 3, 0, &ok, 32, NULL);
+	((struct mrc_cli_hdr *)buf)->type = MRC_CLI_QP_STATS_N | MRC_CLI_REPLY;
+	assert_int_equal(mrc__cli_dec_rep(buf, (size_t)len, &m, NULL), -EBADMSG);
+}
+
 static void test_rep_rules(void **state)
 {
 	(void)state;
@@ -351,6 +413,7 @@ int main(void)
 		cmocka_unit_test(test_rep_roundtrip),
 		cmocka_unit_test(test_req_rules),
 		cmocka_unit_test(test_straggler_rules),
+		cmocka_unit_test(test_qp_stats_n_rules),
 		cmocka_unit_test(test_rep_rules),
 		cmocka_unit_test(test_mutations),
 	};

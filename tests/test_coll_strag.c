@@ -15,7 +15,11 @@
  *     runs one seeded rank sleeps before an all-reduce (its sleep
  *     measured: the injection happened), then mrc_coll_straggler on every
  *     rank: every rank names the same record, and the sleeper as a
- *     compute straggler in >= 95 % of runs (the rate is printed).
+ *     compute straggler in >= 95 % of runs (the rate is printed).  Each
+ *     mrc_coll_straggler asks mrcd for all the rank's QP counters in
+ *     ceil(QPs / 12) round trips (mrc_qp_stats_n), not one per QP
+ *     (counted by the context's request ids), and the batch's counters
+ *     lie between those mrc_qp_stats reads just before and after.
  * A slow path live needs loss on one rank's QPs, which the loopback
  * fabric cannot inject (every datagram stays inside the one mrcd):
  * bench/fabric/strag.sh does it on the emulated fabric. */
@@ -35,6 +39,7 @@
 #include "tests/support/skip.h"
 
 #include "coll/coll_int.h"
+#include "lib/internal.h"
 #include "common/prng.h"
 
 #define CALLS MRC_COLL_STRAG_CALLS
@@ -351,7 +356,44 @@ struct live {
 	struct mrc_coll_straggler rec[LIVE_RUNS];
 	int rc[LIVE_RUNS];
 	int slept;                 /* runs in which this rank slept (measured) */
+	uint32_t trips[LIVE_RUNS]; /* mrcd round trips of mrc_coll_straggler */
+	uint32_t nqp;              /* this rank's QPs through mrcd */
+	int stats_ok;              /* batch read between two single reads */
 };
+
+/* The rank's QPs through mrcd (the ones mrc_coll_straggler reads). */
+static uint32_t rank_qps(struct mrc_coll *c, struct mrc_qp **qps)
+{
+	uint32_t k = 0;
+	for (uint32_t j = 0; j < c->np; j++)
+		if (j % c->n != c->me && !c->p[j].shm && c->p[j].qp)
+			qps[k++] = c->p[j].qp;
+	return k;
+}
+
+/* mrc_qp_stats_n's counters for every QP lie between mrc_qp_stats reads
+ * just before and just after (monotonic counters, traffic done), and the
+ * data the rank sent shows. */
+static int batch_matches_single(struct mrc_coll *c)
+{
+	struct mrc_qp *qps[256];
+	struct mrc_qp_stats a[256], b[256], z[256];
+	int st[256];
+	uint32_t k = c->np <= 256 ? rank_qps(c, qps) : 0;
+	uint64_t sent = 0;
+	for (uint32_t i = 0; i < k; i++)
+		if (mrc_qp_stats(qps[i], &a[i]))
+			return 0;
+	if (!k || mrc_qp_stats_n(qps, k, b, st))
+		return 0;
+	for (uint32_t i = 0; i < k; i++) {
+		if (st[i] || mrc_qp_stats(qps[i], &z[i]) || b[i].tx_pkts < a[i].tx_pkts ||
+		    b[i].tx_pkts > z[i].tx_pkts || b[i].retx < a[i].retx || b[i].retx > z[i].retx)
+			return 0;
+		sent += b[i].tx_pkts;
+	}
+	return sent > 0;
+}
 
 static uint32_t late_rank(int run, uint32_t n)
 {
@@ -390,9 +432,14 @@ static int body_live(struct coll_rank *r)
 			int w = rc ? 0 : mrc_coll_wait(q);
 			rc = rc ? rc : w;
 		}
+		uint32_t req0 = r->c->ctx->next_req;
 		if (!rc)
 			rc = me->rc[run] = mrc_coll_straggler(r->c, &me->rec[run]);
+		me->trips[run] = r->c->ctx->next_req - req0;
 	}
+	struct mrc_qp *qps[256];
+	me->nqp = r->c->np <= 256 ? rank_qps(r->c, qps) : 0;
+	me->stats_ok = !rc && batch_matches_single(r->c);
 	free(in);
 	free(out);
 	return rc;
@@ -414,6 +461,23 @@ static void test_slow_rank_live(void **state)
 	if (slept != LIVE_RUNS)
 		fail_msg("%d sleeps measured, %d runs (seed %llu)", slept, LIVE_RUNS,
 			 (unsigned long long)seed);
+	/* mrcd round trips per mrc_coll_straggler: one per 12 QPs, and the
+	 * record filed by rank 0 and the named rank. */
+	for (uint32_t i = 0; i < N; i++) {
+		if (!L[i].stats_ok || !L[i].nqp)
+			fail_msg("rank %u: %u QPs, batch counters %s (seed %llu)", i, L[i].nqp,
+				 L[i].stats_ok ? "ok" : "not between two single reads",
+				 (unsigned long long)seed);
+		for (int run = 0; run < LIVE_RUNS; run++) {
+			const struct mrc_coll_straggler *a = &L[i].rec[run];
+			uint32_t filed = a->cause != MRC_COLL_STRAG_NONE && (i == 0 || i == a->rank);
+			uint32_t want = (L[i].nqp + MRC_CLI_QP_STATS_N_MAX - 1) / MRC_CLI_QP_STATS_N_MAX;
+			if (L[i].trips[run] != want + filed)
+				fail_msg("rank %u run %d: %u mrcd round trips for %u QPs (want %u + %u filed, seed %llu)",
+					 i, run, L[i].trips[run], L[i].nqp, want, filed,
+					 (unsigned long long)seed);
+		}
+	}
 	for (int run = 0; run < LIVE_RUNS; run++) {
 		const struct mrc_coll_straggler *a = &L[0].rec[run];
 		for (uint32_t i = 1; i < N; i++)

@@ -74,15 +74,11 @@ static long long num(const json_t *o, const char *k)
 }
 
 /* A hand-built request on ctx's socket: the reply's status. */
+static struct mrc_cli_msg raw_rep(struct mrc_ctx *ctx, const void *msg, size_t len, uint8_t *buf);
 static int raw_status(struct mrc_ctx *ctx, const void *msg, size_t len)
 {
-	assert_int_equal(send(ctx->sock, msg, len, MSG_NOSIGNAL), (ssize_t)len);
 	uint8_t buf[MRC_CLI_MSG_MAX];
-	ssize_t n = recv(ctx->sock, buf, sizeof(buf), 0);
-	assert_true(n > 0);
-	struct mrc_cli_msg rep;
-	assert_int_equal(mrc__cli_dec_rep(buf, (size_t)n, &rep, NULL), 0);
-	return rep.status;
+	return raw_rep(ctx, msg, len, buf).status;
 }
 
 /* Through mrc_straggler_file (the public record, mrc.h). */
@@ -347,6 +343,96 @@ static void test_qp_stats(void **state)
 	mrc_close(a);
 }
 
+/* A hand-built request on ctx's socket: the decoded reply, its body in buf. */
+static struct mrc_cli_msg raw_rep(struct mrc_ctx *ctx, const void *msg, size_t len, uint8_t *buf)
+{
+	assert_int_equal(send(ctx->sock, msg, len, MSG_NOSIGNAL), (ssize_t)len);
+	ssize_t n = recv(ctx->sock, buf, MRC_CLI_MSG_MAX, 0);
+	assert_true(n > 0);
+	struct mrc_cli_msg rep;
+	assert_int_equal(mrc__cli_dec_rep(buf, (size_t)n, &rep, NULL), 0);
+	return rep;
+}
+
+/* QP_STATS_N (mrc_qp_stats_n): 14 QPs in two messages (12 + 2), each
+ * QP's counters as QP_STATS reads them; another client's QP number, or
+ * one that is no QP, is answered -ENOENT with zero counters, beside the
+ * sender's own QP in the same message; a body of another length, a count
+ * out of range or QPNs past the count are refused, and the connection
+ * still serves after. */
+static void test_qp_stats_n(void **state)
+{
+	(void)state;
+	NEED_DAEMON();
+	enum { K = 14 };
+	assert_int_equal(mrcd_spawn_start(&d, NULL), 0);
+	struct mrc_ctx *a, *b;
+	struct mrc_qp *qa[K], *qb;
+	assert_int_equal(mrc_open(d.sock, &a), 0);
+	assert_int_equal(mrc_open(d.sock, &b), 0);
+	for (int i = 0; i < K; i++)
+		assert_int_equal(mrc_create_qp(a, NULL, &qa[i]), 0);
+	assert_int_equal(mrc_create_qp(b, NULL, &qb), 0);
+	struct mrc_qp_stats st[K];
+	int rc[K];
+	memset(st, 0x55, sizeof(st));
+	memset(rc, 0x55, sizeof(rc));
+	uint32_t req0 = a->next_req;
+	assert_int_equal(mrc_qp_stats_n(qa, K, st, rc), 0);
+	assert_int_equal(a->next_req - req0, 2);                /* 12 + 2 */
+	for (int i = 0; i < K; i++) {
+		assert_int_equal(rc[i], 0);
+		assert_int_equal(st[i].tx_pkts, 0);
+		assert_int_equal(st[i].retx, 0);
+		assert_int_equal(st[i].rto_fires, 0);
+		assert_int_equal(st[i].nacks_rx, 0);
+	}
+	struct mrc_qp *mixed[2] = { qa[0], qb };
+	assert_int_equal(mrc_qp_stats_n(mixed, 2, st, rc), -EINVAL);   /* two contexts */
+	assert_int_equal(mrc_qp_stats_n(qa, 0, st, rc), -EINVAL);
+	assert_int_equal(mrc_qp_stats_n(qa, 1, st, NULL), -EINVAL);
+
+	/* b names its own QP, a's, and a number that is no QP. */
+	struct { struct mrc_cli_hdr h; struct mrc_cli_qp_stats_n q; } m = {
+		.h = { .magic = MRC_CLI_MAGIC, .version = MRC_CLI_VERSION, .type = MRC_CLI_QP_STATS_N,
+		       .len = sizeof(m.q), .req_id = 9 },
+		.q = { .n = 3, .qpn = { mrc_qp_num(qb), mrc_qp_num(qa[3]), 0xfffff0u } } };
+	uint8_t buf[MRC_CLI_MSG_MAX];
+	struct mrc_cli_msg r = raw_rep(b, &m, sizeof(m), buf);
+	assert_int_equal(r.status, 0);
+	struct mrc_cli_qp_stats_n_rep rep;
+	assert_int_equal(r.body_len, sizeof(rep));
+	memcpy(&rep, r.body, sizeof(rep));
+	assert_int_equal(rep.n, 3);
+	assert_int_equal(rep.rec[0].qpn, mrc_qp_num(qb));
+	assert_int_equal(rep.rec[0].status, 0);
+	static const struct mrc_cli_qp_stats_rep zero;
+	for (int i = 1; i < 3; i++) {
+		assert_int_equal(rep.rec[i].qpn, m.q.qpn[i]);
+		assert_int_equal(rep.rec[i].status, -ENOENT);
+		assert_memory_equal(&rep.rec[i].s, &zero, sizeof(zero));
+	}
+	/* Malformed: each refused (-EBADMSG), the client kept. */
+	struct mrc_cli_qp_stats_n q0 = m.q;
+	m.q.n = 0;
+	assert_int_equal(raw_status(b, &m, sizeof(m)), -EBADMSG);
+	m.q.n = MRC_CLI_QP_STATS_N_MAX + 1;
+	assert_int_equal(raw_status(b, &m, sizeof(m)), -EBADMSG);
+	m.q = q0;
+	m.q.qpn[5] = mrc_qp_num(qa[5]);                         /* past n */
+	assert_int_equal(raw_status(b, &m, sizeof(m)), -EBADMSG);
+	m.q = q0;
+	m.h.len = 8 + 3 * 4;                                    /* only n's QPNs */
+	assert_int_equal(raw_status(b, &m, sizeof(m.h) + m.h.len), -EBADMSG);
+	struct mrc_qp_stats one;
+	assert_int_equal(mrc_qp_stats(qb, &one), 0);
+	for (int i = 0; i < K; i++)
+		mrc_destroy_qp(qa[i]);
+	mrc_destroy_qp(qb);
+	mrc_close(b);
+	mrc_close(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +440,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_uid_not_settable, stop_daemon),
 		cmocka_unit_test_teardown(test_ring_bound, stop_daemon),
 		cmocka_unit_test_teardown(test_qp_stats, stop_daemon),
+		cmocka_unit_test_teardown(test_qp_stats_n, stop_daemon),
 	};
 	const struct CMUnitTest coll[] = {
 		cmocka_unit_test(test_coll_files),

@@ -188,6 +188,7 @@ static void dispatch(struct mrcd_client *c, const struct mrc_cli_msg *m, int *fd
 	case MRC_CLI_CONNECT: mrcd__do_connect(c, m); break;
 	case MRC_CLI_STRAGGLER: mrcd__do_straggler(c, m); break;
 	case MRC_CLI_QP_STATS: mrcd__do_qp_stats(c, m); break;
+	case MRC_CLI_QP_STATS_N: mrcd__do_qp_stats_n(c, m); break;
 	default: fail(c, m, -EOPNOTSUPP, "unknown request type 0x%04x", type); break;
 	}
 }

@@ -113,6 +113,8 @@ int mrcd__uid_refuse(struct mrcd_uidq *q, int err);   /* counts it; returns err 
 int mrcd__do_straggler(struct mrcd_client *c, const struct mrc_cli_msg *m);
 /* QP_STATS: one of the client's QPs' engine counters (strag.c). */
 int mrcd__do_qp_stats(struct mrcd_client *c, const struct mrc_cli_msg *m);
+/* QP_STATS_N: several of them in one reply (strag.c). */
+int mrcd__do_qp_stats_n(struct mrcd_client *c, const struct mrc_cli_msg *m);
 void mrcd__strag_free(void);
 
 /* client_mr.c: memory regions */

@@ -132,3 +132,27 @@ int mrcd__do_qp_stats(struct mrcd_client *c, const struct mrc_cli_msg *m)
 					    .rto_fires = info.rto_fires, .nacks_rx = info.nacks_rx };
 	return ok(c, m, &rep, sizeof(rep));
 }
+
+/* QP_STATS_N: up to MRC_CLI_QP_STATS_N_MAX QPs' counters in one round
+ * trip (mrc_coll_straggler asks for all its QPs at once).  Each QPN is
+ * looked up among the caller's own QPs as QP_STATS does; any other gets
+ * -ENOENT and zero counters, so a client learns nothing of another's
+ * traffic, not even which of its numbers are live. */
+int mrcd__do_qp_stats_n(struct mrcd_client *c, const struct mrc_cli_msg *m)
+{
+	struct mrc_cli_qp_stats_n q;
+	memcpy(&q, m->body, sizeof(q));   /* n checked by mrc__cli_dec_req */
+	struct mrc_cli_qp_stats_n_rep rep = { .n = q.n };
+	for (uint32_t i = 0; i < q.n; i++) {
+		struct mrc_cli_qp_stats_n_rec *r = &rep.rec[i];
+		struct mrce_qp_info info = { 0 };
+		r->qpn = q.qpn[i];
+		r->status = find_qp(c, q.qpn[i]) ? mrce_qp_info(mrcd_engine(c->d), q.qpn[i], &info)
+						 : -ENOENT;
+		if (!r->status)
+			r->s = (struct mrc_cli_qp_stats_rep){ .tx_pkts = info.tx_pkts, .retx = info.retx,
+							      .rto_fires = info.rto_fires,
+							      .nacks_rx = info.nacks_rx };
+	}
+	return ok(c, m, &rep, sizeof(rep));
+}

@@ -222,6 +222,12 @@ struct mrc_qp_stats {
 	uint64_t nacks_rx;         /* NACKs received */
 };
 int mrc_qp_stats(struct mrc_qp *qp, struct mrc_qp_stats *out);
+/* The same for n QPs of one context in ceil(n / 12) round trips (12 a
+ * message; mrc_coll_straggler asks for all its QPs so): out[i] and st[i]
+ * for qps[i], st[i] 0 or -errno for that QP alone (then out[i] is zero).
+ * 0, -EINVAL (a NULL, n 0, QPs of two contexts), -EOPNOTSUPP from an mrcd
+ * older than it (ask each with mrc_qp_stats), -errno. */
+int mrc_qp_stats_n(struct mrc_qp *const *qps, size_t n, struct mrc_qp_stats *out, int *st);
 
 /* ---- work ------------------------------------------------------------- */
 /* Post calls return 0 or -ENOSPC when the submission ring is full (poll
