@@ -58,49 +58,14 @@ static int teardown(void **state)
 	return 0;
 }
 
-static int pingpong_done(struct chan *ch, void *arg)
-{
-	struct ack_fx *f = arg;
-	return pp_done(ch, &f->pp, f->t.qa, f->qc);
-}
-
-static void pingpong(struct ack_fx *f, uint64_t rounds)
-{
-	f->pp.post = post_msg;
-	f->pp.arg = f;
-	f->pp.flag = MRC_F_XACK;
-	pp_watch(f->t.ch, &f->pp, 1);
-	f->pp.want_rounds = rounds;
-	post_msg(f, 0, 1);
-	int rc = chan_run(f->t.ch, pingpong_done, f, 10000000000ull, ETEST_MAX_STEPS);
-	CHECK(rc == 0, "ping-pong did not finish: %d (rounds %llu)", rc,
-	      (unsigned long long)f->pp.rounds);
-	/* Let the last held ACK leave. */
-	chan_run(f->t.ch, NULL, NULL, 1000 * US, ETEST_MAX_STEPS);
-}
-
 /* Two one-way QPs: each data packet carries the other QP's ACK. */
 static void two_qps_no_ack_packets(void **state)
 {
 	(void)state;
 	struct ack_fx *f = g_f;
-	pingpong(f, 200);
+	ack_fx_pingpong(f, 200, MRC_F_XACK);
 	struct mrce_stats s0 = stats(f, 0), s1 = stats(f, 1);
-	/* The first request is answered before node 1 ever sent (its ACK
-	 * is not held), and the last reply has nothing after it. */
-	CHECK(f->pp.acks[0] + f->pp.acks[1] <= 2, "ACK packets: %llu + %llu",
-	      (unsigned long long)f->pp.acks[0], (unsigned long long)f->pp.acks[1]);
-	CHECK(f->pp.flagged[0] + f->pp.flagged[1] >= 2 * f->pp.want_rounds - 3,
-	      "data packets carrying another QP's ACK: %llu + %llu of %llu",
-	      (unsigned long long)f->pp.flagged[0], (unsigned long long)f->pp.flagged[1],
-	      (unsigned long long)(f->pp.data[0] + f->pp.data[1]));
-	CHECK(s0.tx_xacks + s1.tx_xacks == f->pp.flagged[0] + f->pp.flagged[1], "tx_xacks");
-	CHECK(s0.rx_xacks + s1.rx_xacks == s0.tx_xacks + s1.tx_xacks, "rx_xacks");
-	CHECK(s0.tx_retx + s1.tx_retx == 0 && s0.rto_fires + s1.rto_fires == 0,
-	      "no retransmission on a clean channel");
-	CHECK(s0.ack_delay_expired == 1, "the last reply's ACK held, then sent: %llu",
-	      (unsigned long long)s0.ack_delay_expired);
-	CHECK(!mrce_tx_pending(E(f, 0)) && !mrce_tx_pending(E(f, 1)), "idle at the end");
+	ack_fx_check_pingpong(f, &s0, &s1, s0.tx_xacks + s1.tx_xacks, s0.rx_xacks + s1.rx_xacks);
 	struct mrce_qp_info qi;
 	CHECK(mrce_qp_info(E(f, 0), f->t.qa, &qi) == 0 && qi.inflight == 0 &&
 	      qi.bytes_acked == 64 * f->pp.want_rounds, "every request acknowledged");
@@ -115,7 +80,7 @@ static void off_by_default(void **state)
 {
 	(void)state;
 	struct ack_fx *f = g_f;
-	pingpong(f, 50);
+	ack_fx_pingpong(f, 50, MRC_F_XACK);
 	struct mrce_stats s0 = stats(f, 0), s1 = stats(f, 1);
 	CHECK(f->pp.flagged[0] + f->pp.flagged[1] == 0 && s0.tx_xacks + s1.tx_xacks == 0,
 	      "no XACK sent");

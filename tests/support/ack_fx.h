@@ -105,4 +105,51 @@ static inline struct mrce_stats stats(struct ack_fx *f, int n)
 	return s;
 }
 
+static inline int ack_fx_pp_done(struct chan *ch, void *arg)
+{
+	struct ack_fx *f = arg;
+	return pp_done(ch, &f->pp, f->t.qa, f->q1);
+}
+
+/* A ping-pong of rounds rounds (node 0 on qa, node 1 on q1), counting
+ * the data packets that carry flag; then the last held ACK leaves. */
+static inline void ack_fx_pingpong(struct ack_fx *f, uint64_t rounds, uint16_t flag)
+{
+	f->pp.post = post_msg;
+	f->pp.arg = f;
+	f->pp.flag = flag;
+	pp_watch(f->t.ch, &f->pp, 1);
+	f->pp.want_rounds = rounds;
+	post_msg(f, 0, 1);
+	int rc = chan_run(f->t.ch, ack_fx_pp_done, f, 10000000000ull, ETEST_MAX_STEPS);
+	CHECK(rc == 0, "ping-pong did not finish: %d (rounds %llu)", rc,
+	      (unsigned long long)f->pp.rounds);
+	chan_run(f->t.ch, NULL, NULL, 1000000, ETEST_MAX_STEPS);
+}
+
+/* After a ping-pong of pp.want_rounds rounds, engine stats s0 and s1:
+ * the ACKs rode on data (tx of them sent, rx taken, as the engines count
+ * them).  The very first request is answered by a QP that had never sent
+ * (its ACK is not held), and the last reply has no request after it: at
+ * most those two go as packets, the last at its deadline. */
+static inline void ack_fx_check_pingpong(struct ack_fx *f, const struct mrce_stats *s0,
+					 const struct mrce_stats *s1, uint64_t tx, uint64_t rx)
+{
+	const struct pp *q = &f->pp;
+	CHECK(q->acks[0] + q->acks[1] <= 2, "ACK packets in a ping-pong: %llu + %llu",
+	      (unsigned long long)q->acks[0], (unsigned long long)q->acks[1]);
+	CHECK(q->flagged[0] + q->flagged[1] >= 2 * q->want_rounds - 3,
+	      "data packets carrying an ACK: %llu + %llu of %llu",
+	      (unsigned long long)q->flagged[0], (unsigned long long)q->flagged[1],
+	      (unsigned long long)(q->data[0] + q->data[1]));
+	CHECK(tx == q->flagged[0] + q->flagged[1], "ACKs sent on data: %llu", (unsigned long long)tx);
+	CHECK(rx == tx, "ACKs taken from data: %llu of %llu", (unsigned long long)rx,
+	      (unsigned long long)tx);
+	CHECK(s0->tx_retx + s1->tx_retx == 0 && s0->rto_fires + s1->rto_fires == 0,
+	      "no retransmission on a clean channel");
+	CHECK(s0->ack_delay_expired == 1, "last ACK held then sent: %llu",
+	      (unsigned long long)s0->ack_delay_expired);
+	CHECK(!mrce_tx_pending(E(f, 0)) && !mrce_tx_pending(E(f, 1)), "idle at the end");
+}
+
 #endif
