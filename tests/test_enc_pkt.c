@@ -4,23 +4,6 @@
  * of tests/support/enc_rig.h. */
 #include "tests/support/enc_rig.h"
 
-/* Two enc instances (x0 sends, x1 receives) and the cluster key the
- * connections between them are derived from; pair_close frees them. */
-static void pair_open(struct mrc_auth **a, struct mrcd_enc **x0, struct mrcd_enc **x1)
-{
-	const char *why = NULL;
-	assert_int_equal(mrcd_enc_create(x0, &why), 0);
-	assert_int_equal(mrcd_enc_create(x1, &why), 0);
-	*a = test_key();
-}
-
-static void pair_close(struct mrc_auth *a, struct mrcd_enc *x0, struct mrcd_enc *x1)
-{
-	mrc_auth_free(a);
-	mrcd_enc_free(x0);
-	mrcd_enc_free(x1);
-}
-
 /* A connection between enc instances x0 (local qpn) and x1 (remote rqpn),
  * keyed with fresh nonces as the connection manager does. */
 static void key_pair(struct mrc_auth *a, struct mrcd_enc *x0, struct mrcd_enc *x1,
@@ -41,6 +24,34 @@ static void key_pair(struct mrc_auth *a, struct mrcd_enc *x0, struct mrcd_enc *x
 	*tok = c0.tx_token;
 	mrc_auth_conn_wipe(&c0);
 	mrc_auth_conn_wipe(&c1);
+}
+
+/* Two enc instances (x0 sends, x1 receives) and the cluster key their
+ * connections are derived from; pair_open keys QP qpn of x0 to rqpn of
+ * x1 (tok: x0's token), unless qpn is UINT32_MAX.  pair_close frees them. */
+struct pair {
+	struct mrc_auth *a;
+	struct mrcd_enc *x0, *x1;
+	uint64_t tok;
+};
+
+static struct pair pair_open(uint32_t qpn, uint32_t rqpn)
+{
+	struct pair p = { 0 };
+	const char *why = NULL;
+	assert_int_equal(mrcd_enc_create(&p.x0, &why), 0);
+	assert_int_equal(mrcd_enc_create(&p.x1, &why), 0);
+	p.a = test_key();
+	if (qpn != UINT32_MAX)
+		key_pair(p.a, p.x0, p.x1, qpn, rqpn, &p.tok);
+	return p;
+}
+
+static void pair_close(struct pair *p)
+{
+	mrc_auth_free(p->a);
+	mrcd_enc_free(p->x0);
+	mrcd_enc_free(p->x1);
 }
 
 /* Seals a WRITE of plen bytes (psn, from QP qpn to rqpn) on x0 into dg;
@@ -75,9 +86,8 @@ static void keys_survive_churn(void **st)
 {
 	(void)st;
 	NEED_AEAD();
-	struct mrcd_enc *x0, *x1;
-	struct mrc_auth *a;
-	pair_open(&a, &x0, &x1);
+	struct pair p = pair_open(UINT32_MAX, 0);
+	struct mrcd_enc *x0 = p.x0, *x1 = p.x1;
 	struct { uint32_t qpn, rqpn, gen; uint64_t tok; int live; } q[CHURN_SLOTS] = { { 0 } };
 	struct { uint32_t rqpn, qpn; } dead[CHURN_SLOTS];
 	uint32_t ndead = 0;
@@ -105,7 +115,7 @@ static void keys_survive_churn(void **st)
 			q[s].qpn = q[s].gen << 16 | s;
 			q[s].rqpn = (q[s].gen << 16 | (s + 100)) ^ 0x40000000u;
 			q[s].gen++;
-			key_pair(a, x0, x1, q[s].qpn, q[s].rqpn, &q[s].tok);
+			key_pair(p.a, x0, x1, q[s].qpn, q[s].rqpn, &q[s].tok);
 			q[s].live = 1;
 		}
 		for (uint32_t i = 0; i < CHURN_SLOTS; i++) {
@@ -143,7 +153,7 @@ static void keys_survive_churn(void **st)
 	CHECK(s0.tx_nokey > 0 && s1.rx_bad_auth == 0 && s1.rx_replay == 0,
 	      "tx_nokey %llu bad_auth %llu", (unsigned long long)s0.tx_nokey,
 	      (unsigned long long)s1.rx_bad_auth);
-	pair_close(a, x0, x1);
+	pair_close(&p);
 }
 
 /* A recorded sealed packet never opens twice: replayed at once, or after
@@ -154,66 +164,62 @@ static void replay_after_wrap(void **st)
 {
 	(void)st;
 	NEED_AEAD();
-	struct mrcd_enc *x0, *x1;
-	struct mrc_auth *a;
-	pair_open(&a, &x0, &x1);
-	uint64_t tok;
 	uint32_t qpn = 0x10003, rqpn = 0x20007;
-	key_pair(a, x0, x1, qpn, rqpn, &tok);
+	struct pair p = pair_open(qpn, rqpn);
 	static uint8_t rec[MRC_DATA_HDR_LEN + 256 + MRCD_ENC_TRAILER], dg[sizeof(rec)], cp[sizeof(rec)];
 	uint8_t pl[256];
 	size_t rlen = 0, len = 0;
 	memset(pl, 0x5a, sizeof(pl));
 	uint32_t psn0 = 0xfffffff0u;
-	assert_int_equal(seal_write(x0, rqpn, psn0, tok, 1, pl, sizeof(pl), rec, &rlen), 1);
+	assert_int_equal(seal_write(p.x0, rqpn, psn0, p.tok, 1, pl, sizeof(pl), rec, &rlen), 1);
 	memcpy(cp, rec, rlen);
 	len = rlen;
-	assert_int_equal(mrcd_enc_open(x1, 0, cp, &len), 0);
+	assert_int_equal(mrcd_enc_open(p.x1, 0, cp, &len), 0);
 	memcpy(cp, rec, rlen);
 	len = rlen;
-	CHECK(mrcd_enc_open(x1, 0, cp, &len) == -EALREADY, "immediate replay opened");
+	CHECK(mrcd_enc_open(p.x1, 0, cp, &len) == -EALREADY, "immediate replay opened");
 	/* The PSN space goes round (2^32 PSNs, fewer seals here: the seq
 	 * counts seals, not PSNs, which is the point) back to psn0. */
 	uint64_t seals = 0;
 	for (uint32_t psn = psn0 + 0x01000000u; psn != psn0; psn += 0x01000000u, seals++) {
-		assert_int_equal(seal_write(x0, rqpn, psn, tok, 2 + seals, pl, sizeof(pl), dg, &len), 1);
-		assert_int_equal(mrcd_enc_open(x1, 0, dg, &len), 0);
+		assert_int_equal(seal_write(p.x0, rqpn, psn, p.tok, 2 + seals, pl, sizeof(pl), dg, &len), 1);
+		assert_int_equal(mrcd_enc_open(p.x1, 0, dg, &len), 0);
 	}
-	assert_int_equal(seal_write(x0, rqpn, psn0, tok, 1000, pl, sizeof(pl), dg, &len), 1);
+	assert_int_equal(seal_write(p.x0, rqpn, psn0, p.tok, 1000, pl, sizeof(pl), dg, &len), 1);
 	memcpy(cp, rec, rlen);
 	size_t l2 = rlen;
-	CHECK(mrcd_enc_open(x1, 0, cp, &l2) == -EALREADY, "replay after the wrap opened");
-	CHECK(mrcd_enc_open(x1, 0, dg, &len) == 0, "the fresh packet of the same PSN refused");
+	CHECK(mrcd_enc_open(p.x1, 0, cp, &l2) == -EALREADY, "replay after the wrap opened");
+	CHECK(mrcd_enc_open(p.x1, 0, dg, &len) == 0, "the fresh packet of the same PSN refused");
 	/* Far behind the window: still refused. */
 	for (int k = 0; k < MRC_AUTH_REPLAY_WINDOW + 10; k++) {
-		assert_int_equal(seal_write(x0, rqpn, (uint32_t)k, tok, 2000 + (uint64_t)k, pl, 8,
+		assert_int_equal(seal_write(p.x0, rqpn, (uint32_t)k, p.tok, 2000 + (uint64_t)k, pl, 8,
 					    dg, &len), 1);
-		assert_int_equal(mrcd_enc_open(x1, 0, dg, &len), 0);
+		assert_int_equal(mrcd_enc_open(p.x1, 0, dg, &len), 0);
 	}
 	memcpy(cp, rec, rlen);
 	l2 = rlen;
-	CHECK(mrcd_enc_open(x1, 0, cp, &l2) == -EALREADY, "replay behind the window opened");
+	CHECK(mrcd_enc_open(p.x1, 0, cp, &l2) == -EALREADY, "replay behind the window opened");
 	/* An ACK, recorded and replayed. */
 	struct mrce_tx_pkt pk = { .peer = 0, .hdr_len = MRC_ACK_HDR_LEN };
 	struct mrc_ack_hdr ak = { .dqpn = qpn, .cum_psn = psn0, .sack_base = psn0, .token = 9 };
 	mrce_wire_put_ack(pk.hdr, &ak);
 	struct iovec body;
-	assert_int_equal(mrcd_enc_seal(x1, &pk, 0, &body), 1);
+	assert_int_equal(mrcd_enc_seal(p.x1, &pk, 0, &body), 1);
 	uint8_t ack[MRC_ACK_HDR_LEN + MRCD_ENC_TRAILER], ac[sizeof(ack)];
 	memcpy(ack, pk.hdr, MRC_ACK_HDR_LEN);
 	memcpy(ack + MRC_ACK_HDR_LEN, body.iov_base, body.iov_len);
 	memcpy(ac, ack, sizeof(ack));
 	len = sizeof(ac);
-	CHECK(mrcd_enc_open(x0, 1, ac, &len) == 0 && len == MRC_ACK_HDR_LEN, "sealed ACK refused");
+	CHECK(mrcd_enc_open(p.x0, 1, ac, &len) == 0 && len == MRC_ACK_HDR_LEN, "sealed ACK refused");
 	memcpy(ac, ack, sizeof(ack));
 	len = sizeof(ac);
-	CHECK(mrcd_enc_open(x0, 1, ac, &len) == -EALREADY, "replayed ACK opened");
+	CHECK(mrcd_enc_open(p.x0, 1, ac, &len) == -EALREADY, "replayed ACK opened");
 	struct mrce_seal_stats s0, s1;
-	mrcd_enc_get_stats(x0, &s0);
-	mrcd_enc_get_stats(x1, &s1);
+	mrcd_enc_get_stats(p.x0, &s0);
+	mrcd_enc_get_stats(p.x1, &s1);
 	CHECK(s1.rx_replay == 3 && s0.rx_replay == 1, "rx_replay %llu / %llu",
 	      (unsigned long long)s1.rx_replay, (unsigned long long)s0.rx_replay);
-	pair_close(a, x0, x1);
+	pair_close(&p);
 }
 
 /* NOQP works in the mode and only from the host, about packets the QP
@@ -321,23 +327,19 @@ static void trimmed_zero_length(void **st)
 {
 	(void)st;
 	NEED_AEAD();
-	struct mrcd_enc *x0, *x1;
-	struct mrc_auth *a;
-	pair_open(&a, &x0, &x1);
-	uint64_t tok;
-	key_pair(a, x0, x1, 0x10005, 0x20009, &tok);
+	struct pair p = pair_open(0x10005, 0x20009);
 	uint8_t dg[MRC_DATA_HDR_LEN + MRCD_ENC_TRAILER];
 	size_t len = 0;
-	assert_int_equal(seal_write(x0, 0x20009, 77, tok, 5, NULL, 0, dg, &len), 1);
+	assert_int_equal(seal_write(p.x0, 0x20009, 77, p.tok, 5, NULL, 0, dg, &len), 1);
 	CHECK(len == MRC_DATA_HDR_LEN + MRCD_ENC_TRAILER, "zero-length data unsealed (%zu)", len);
 	len = mrce_wire_trim(dg, len);
 	CHECK(len == MRC_DATA_HDR_LEN, "the trimmer left %zu bytes", len);
-	CHECK(mrcd_enc_open(x1, 0, dg, &len) == -EBADMSG, "trimmed zero-length packet taken");
+	CHECK(mrcd_enc_open(p.x1, 0, dg, &len) == -EBADMSG, "trimmed zero-length packet taken");
 	struct mrce_seal_stats s1;
-	mrcd_enc_get_stats(x1, &s1);
+	mrcd_enc_get_stats(p.x1, &s1);
 	CHECK(s1.rx_bad_len == 1 && s1.rx_trimmed == 0, "bad_len %llu trimmed %llu",
 	      (unsigned long long)s1.rx_bad_len, (unsigned long long)s1.rx_trimmed);
-	pair_close(a, x0, x1);
+	pair_close(&p);
 }
 
 int main(void)
