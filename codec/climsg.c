@@ -186,32 +186,36 @@ static int check_straggler(const void *b, const char **why)
 	return 0;
 }
 
-/* QP_STATS_N request: n in range, reserved and unused slots zero. */
+/* QP_STATS_N either way: a count of 1 to MRC_CLI_QP_STATS_N_MAX, the
+ * reserved word and every slot (each bytes) past the count zero. */
+static int check_count(uint32_t n, uint32_t rsvd, const uint8_t *slots, size_t each,
+		       const char **why)
+{
+	if (n == 0 || n > MRC_CLI_QP_STATS_N_MAX)
+		BAD("qp_stats_n: count not 1 to 12");
+	if (rsvd || !zero(slots + n * each, (MRC_CLI_QP_STATS_N_MAX - n) * each))
+		BAD("qp_stats_n: reserved field or a slot past the count not zero");
+	return 0;
+}
+
 static int check_qp_stats_n(const void *b, const char **why)
 {
 	struct mrc_cli_qp_stats_n q;
 	memcpy(&q, b, sizeof(q));
-	if (q.n == 0 || q.n > MRC_CLI_QP_STATS_N_MAX)
-		BAD("qp_stats_n: count not 1 to 12");
-	if (q.rsvd || !zero(&q.qpn[q.n], (MRC_CLI_QP_STATS_N_MAX - q.n) * sizeof(q.qpn[0])))
-		BAD("qp_stats_n: reserved field or unused slot not zero");
-	return 0;
+	return check_count(q.n, q.rsvd, (const uint8_t *)q.qpn, sizeof(q.qpn[0]), why);
 }
 
-/* QP_STATS_N reply: n in range, unused records zero, a refused QP's
- * counters zero (mrc_qp_stats_n matches the QP numbers to its request). */
+/* The reply also has a refused QP's counters zero (mrc_qp_stats_n
+ * matches its QP numbers to the request's). */
 static int check_qp_stats_n_rep(const void *b, const char **why)
 {
 	struct mrc_cli_qp_stats_n_rep r;
 	memcpy(&r, b, sizeof(r));
-	if (r.n == 0 || r.n > MRC_CLI_QP_STATS_N_MAX)
-		BAD("qp_stats_n: count not 1 to 12");
-	if (r.rsvd || !zero(&r.rec[r.n], (MRC_CLI_QP_STATS_N_MAX - r.n) * sizeof(r.rec[0])))
-		BAD("qp_stats_n: reserved field or unused record not zero");
-	for (uint32_t i = 0; i < r.n; i++)
+	int e = check_count(r.n, r.rsvd, (const uint8_t *)r.rec, sizeof(r.rec[0]), why);
+	for (uint32_t i = 0; !e && i < r.n; i++)
 		if (r.rec[i].status > 0 || (r.rec[i].status < 0 && !zero(&r.rec[i].s, sizeof(r.rec[i].s))))
 			BAD("qp_stats_n: a record's status positive, or counters with an error");
-	return 0;
+	return e;
 }
 
 /* Per-type field rules shared by requests (what a well-behaved encoder
