@@ -65,3 +65,7 @@ strag_run_SRCS := bench/strag_run.c
 # (bench/results/bench_floor.md).
 BENCHES += bench_floor
 bench_floor_SRCS := bench/bench_floor.c
+# h-house: mrc_qp_stats per QP vs mrc_qp_stats_n (one round trip per 12
+# QPs), the read mrc_coll_straggler makes (bench/results/qpstats.md).
+BENCHES += bench_qpstats
+bench_qpstats_SRCS := bench/bench_qpstats.c
