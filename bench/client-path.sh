@@ -15,6 +15,8 @@
 # The driver is the current build's harness for every plugin (-p PATH: any
 # v11 plugin).  Usage:
 #   bench/client-path.sh BASE_BUILD NEW_BUILD [REPS]     (default REPS 5)
+# MRC_CP_ONLY=bulk: only the 4 MiB stream rows (the plugin with malloc'd
+# and with memfd buffers, -m), mrc_bulk and TCP (bench/results/nccl-bulk.md).
 # Writes $MRC_BENCH_RESULTS/client-path.md (bench/results by default);
 # medians [min, max] over the reps, the load average at each rep.
 set -u
@@ -22,6 +24,7 @@ BASE=${1:?base build dir}
 NEW=${2:?new build dir}
 REPS=${3:-${MRC_BENCH_REPS:-5}}
 RES=${MRC_BENCH_RESULTS:-bench/results}
+ONLY=${MRC_CP_ONLY:-}
 H=$NEW/bin/mrc-nccl-harness
 tmp=$(mktemp -d)
 dpid=
@@ -50,12 +53,31 @@ harness() {
 }
 col() { awk -F'|' -v c="$1" '{ gsub(/ /, "", $c); print $c; exit }'; }
 
+bulk() {   # VERSION BUILD: mrc_bulk 256 MiB, first and steady (third) pass
+	local sp r
+	MRC_SOCKET=$tmp/s timeout 120 "$2/bin/mrc_bulk" -s 256M recv >/dev/null 2>&1 &
+	sp=$!
+	r=$(MRC_SOCKET=$tmp/s timeout 120 "$2/bin/mrc_bulk" -s 256M -p 3 send 0) && {
+		rec "$1" bulk_first "$(echo "$r" | sed -n 's/.*pass 1\/3: .* \([0-9.]*\) MB\/s/\1/p')"
+		rec "$1" bulk_steady "$(echo "$r" | sed -n 's/.*pass 3\/3: .* \([0-9.]*\) MB\/s/\1/p')"
+	}
+	wait $sp
+}
+
 one() {   # VERSION BUILD
 	local v=$1 b=$2 r sp
 	lo_start "$b"
-	r=$(harness -b -z 4096 -p "$b/lib/libnccl-net-mrc.so") && rec "$v" plugin_rtt_4k "$(echo "$r" | col 4)"
+	[ "$ONLY" = bulk ] || { r=$(harness -b -z 4096 -p "$b/lib/libnccl-net-mrc.so") &&
+		rec "$v" plugin_rtt_4k "$(echo "$r" | col 4)"; }
 	r=$(harness -b -z 4194304 -p "$b/lib/libnccl-net-mrc.so") &&
 		rec "$v" plugin_gbs_4m "$(echo "$r" | col 6)"
+	if [ "$ONLY" = bulk ]; then
+		r=$(harness -b -m -z 4194304 -p "$b/lib/libnccl-net-mrc.so") &&
+			rec "$v" plugin_gbs_4m_memfd "$(echo "$r" | col 6)"
+		bulk "$v" "$b"
+		lo_stop
+		return
+	fi
 	MRC_SOCKET=$tmp/s timeout 60 "$b/bin/mrc_pingpong" -s 64 -n 2000 server >/dev/null 2>&1 &
 	sp=$!
 	r=$(MRC_SOCKET=$tmp/s timeout 60 "$b/bin/mrc_pingpong" -s 64 -n 2000 client 0) &&
@@ -66,13 +88,7 @@ one() {   # VERSION BUILD
 	r=$(MRC_SOCKET=$tmp/s timeout 60 "$b/bin/mrc_pingpong" -w -s 64 -n 2000 client 0) &&
 		rec "$v" pingpong_sleep "$(echo "$r" | sed -n 's/.*median \([0-9.]*\) us.*/\1/p')"
 	wait $sp
-	MRC_SOCKET=$tmp/s timeout 120 "$b/bin/mrc_bulk" -s 256M recv >/dev/null 2>&1 &
-	sp=$!
-	r=$(MRC_SOCKET=$tmp/s timeout 120 "$b/bin/mrc_bulk" -s 256M -p 3 send 0) && {
-		rec "$v" bulk_first "$(echo "$r" | sed -n 's/.*pass 1\/3: .* \([0-9.]*\) MB\/s/\1/p')"
-		rec "$v" bulk_steady "$(echo "$r" | sed -n 's/.*pass 3\/3: .* \([0-9.]*\) MB\/s/\1/p')"
-	}
-	wait $sp
+	bulk "$v" "$b"
 	# libmrc directly through this mrcd, in the harness's own pattern
 	r=$(harness -d -z 4096) && rec "$v" direct_rtt_4k "$(echo "$r" | col 4)"
 	lo_stop
@@ -91,7 +107,7 @@ one() {   # VERSION BUILD
 for i in $(seq "$REPS"); do
 	rec all load "$(cut -d' ' -f1 /proc/loadavg)"
 	if [ $((i % 2)) = 1 ]; then one base "$BASE"; one new "$NEW"; else one new "$NEW"; one base "$BASE"; fi
-	r=$(harness -T -z 4096) && rec all tcp_rtt_4k "$(echo "$r" | col 4)"
+	[ "$ONLY" = bulk ] || { r=$(harness -T -z 4096) && rec all tcp_rtt_4k "$(echo "$r" | col 4)"; }
 	r=$(harness -T -z 4194304) && rec all tcp_gbs_4m "$(echo "$r" | col 6)"
 	echo "=== client-path: rep $i/$REPS done" >&2
 done
@@ -123,6 +139,7 @@ print("| metric | base | new | reference |\n|---|---:|---:|---:|")
 rows = [
     ("NCCL plugin, 4 KiB round trip, us", "plugin_rtt_4k", 1, f("all", "tcp_rtt_4k") + " (TCP)"),
     ("NCCL plugin, 4 MiB x 8 in flight, GB/s", "plugin_gbs_4m", 1 / 8, f("all", "tcp_gbs_4m", 1 / 8) + " (TCP)"),
+    ("the same from memfd buffers (-m), GB/s", "plugin_gbs_4m_memfd", 1 / 8, ""),
     ("libmrc directly (harness -d), 4 KiB round trip, us", "direct_rtt_4k", 1, ""),
     ("mrc_pingpong 64 B, busy-polling, us", "pingpong_busy", 1, ""),
     ("mrc_pingpong 64 B, sleeping (-w), us", "pingpong_sleep", 1, ""),
