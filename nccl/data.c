@@ -137,6 +137,8 @@ static void copy_out(struct comm *c, struct req *r, int s, uint64_t from, uint64
  * last piece frees its room and completes the receive. */
 static void data_arrived(struct comm *c, const struct mrc_completion *e)
 {
+	if (c->err)
+		return;         /* failed (a refused piece): nothing more is taken */
 	if (e->imm & MRCN_IMM_EAGER) {
 		mrcn_eg_arrived(c, e);
 		return;
@@ -155,6 +157,13 @@ static void data_arrived(struct comm *c, const struct mrc_completion *e)
 	}
 	uint64_t got = r->sub[s].got;
 	int pe = mrcn_data_parse(e->imm, e->byte_len, got, r->sub[s].size, &id, &piece);
+	if (pe && piece) {
+		/* our sender never makes one: the receive stays mapped, so the
+		 * comm fails rather than the receive alone */
+		PROTO_ERR(c, "piece of %u bytes at %llu into %llu for id %u", e->byte_len,
+			  (unsigned long long)got, (unsigned long long)r->sub[s].size, id);
+		return;
+	}
 	if (pe) {
 		r->err = -EMSGSIZE;    /* larger than its receive: nothing copied */
 	} else {
@@ -164,6 +173,8 @@ static void data_arrived(struct comm *c, const struct mrc_completion *e)
 	}
 	if (piece) {
 		c->st.pieces++;
+		if (r->err && !c->err)
+			c->err = r->err;    /* a failed device copy, the same way */
 		return;
 	}
 	c->ids[id].r = NULL;
