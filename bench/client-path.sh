@@ -116,16 +116,26 @@ cp "$out" "$RES/client-path.raw"
 python3 - "$out" "$BASE" "$NEW" "$REPS" >"$RES/client-path.md" <<'PY'
 import sys, statistics as st, subprocess, platform
 raw, base, new, reps = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-d = {}
+d, per = {}, {}
+rep = 0
 for line in open(raw):
     v, m, x = line.split()
+    rep += (v, m) == ("all", "load")
     if x:
         d.setdefault((v, m), []).append(float(x))
+        per[(v, m, rep)] = float(x)
 def f(v, m, scale=1.0):
     x = d.get((v, m))
     if not x:
         return "-"
-    return f"{st.median(x) * scale:.1f} [{min(x) * scale:.1f}, {max(x) * scale:.1f}]"
+    p = 3 if scale == 1 / 8 else 1    # GB/s from Gbit/s: below 1 here
+    return f"{st.median(x) * scale:.{p}f} [{min(x) * scale:.{p}f}, {max(x) * scale:.{p}f}]"
+def paired(v, a, b, scale):
+    """a / b of the same build in the same rep (a minute apart), over the reps:
+    steadier than a ratio of medians while the load moves"""
+    x = [per[(v, a, r)] * scale / per[(v, b, r)] for r in range(1, rep + 1)
+         if (v, a, r) in per and (v, b, r) in per and per[(v, b, r)]]
+    return f"{st.median(x):.2f}x [{min(x):.2f}, {max(x):.2f}]" if x else "-"
 def med(v, m, scale=1.0):
     x = d.get((v, m))
     return st.median(x) * scale if x else float('nan')
@@ -159,5 +169,11 @@ for v in ("base", "new"):
           f"plugin 4 MiB GB/s / mrc_bulk steady {g / bulk:.2f}x (>= 0.9), / TCP {g / tg:.2f}x (>= 1); "
           f"64-byte WRITEs / UDP datagrams {med(v, 'write_rate') / med(v, 'udp_dgrams'):.2f}x, "
           f"gso=on {med(v, 'write_rate_gso') / med(v, 'udp_dgrams'):.2f}x (>= 0.5)")
+print("\nPer rep, the plugin's 4 MiB stream over mrc_bulk's steady state, same build, same rep "
+      "(median [min, max] over the reps):\n")
+for v in ("base", "new"):
+    print(f"- {v}: {paired(v, 'plugin_gbs_4m', 'bulk_steady', 1e3 / 8)}"
+          + (f"; from memfd buffers {paired(v, 'plugin_gbs_4m_memfd', 'bulk_steady', 1e3 / 8)}"
+             if (v, 'plugin_gbs_4m_memfd') in d else ""))
 PY
 cat "$RES/client-path.md"
