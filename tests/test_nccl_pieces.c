@@ -7,13 +7,17 @@
 
 #define MSG (4u << 20)
 
-/* NCCL's 4 MiB steps need the default bounce region (the fixture's
- * daemon setup sets a smaller one); read at each init. */
-static const ncclNet_v11_t *open_big(uint64_t id, void **ctx, struct nccl_pair *p)
+/* A comm pair with the send buffer sb and the receive buffer rb
+ * registered (*mh: theirs).  NCCL's 4 MiB steps need the default bounce
+ * region (the fixture's daemon setup sets a smaller one; read at init). */
+static const ncclNet_v11_t *open_big(uint64_t id, void **ctx, struct nccl_pair *p, void *sb,
+				     size_t sl, void *rb, size_t rl, void **mh)
 {
 	setenv("MRC_NCCL_BOUNCE_MB", "32", 1);
 	const ncclNet_v11_t *n = open_pair(id, ctx, p);
 	setenv("MRC_NCCL_BOUNCE_MB", "8", 1);
+	NC(n->regMr(p->sc, sb, sl, NCCL_PTR_HOST, &mh[0]));
+	NC(n->regMr(p->rc, rb, rl, NCCL_PTR_HOST, &mh[1]));
 	return n;
 }
 
@@ -48,20 +52,17 @@ static void one(const ncclNet_v11_t *n, struct nccl_pair *p, uint8_t *sb, uint8_
 static void test_pieces(void **state)
 {
 	NEED(state);
-	void *ctx;
+	void *ctx, *mh[2];
 	struct nccl_pair p;
-	const ncclNet_v11_t *n = open_big(21, &ctx, &p);
 	static uint8_t sb[MSG], rb[MSG + 64];
-	void *smh, *rmh;
-	NC(n->regMr(p.sc, sb, sizeof(sb), NCCL_PTR_HOST, &smh));
-	NC(n->regMr(p.rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+	const ncclNet_v11_t *n = open_big(21, &ctx, &p, sb, sizeof(sb), rb, sizeof(rb), mh);
 	const size_t sizes[] = { MRCN_PIECE, MRCN_PIECE + 1, 2 * MRCN_PIECE, MSG - 1, MSG,
 				 3 * MRCN_PIECE + 12345, BIG };
 	uint64_t want = 0;
 	for (int i = 0; i < (int)(sizeof(sizes) / sizeof(sizes[0])); i++)
 		for (int larger = 0; larger < 2; larger++) {
 			size_t len = sizes[i], cap = larger ? MSG : len;
-			one(n, &p, sb, rb, smh, rmh, len, cap, 1);
+			one(n, &p, sb, rb, mh[0], mh[1], len, cap, 1);
 			want += want_pieces(len);
 		}
 	struct mrcn_stats ss = stats(p.sc), rs = stats(p.rc);
@@ -69,7 +70,7 @@ static void test_pieces(void **state)
 	      (unsigned long long)ss.pieces, (unsigned long long)want);
 	CHECK(rs.pieces == want, "receiver copied out %llu pieces, %llu expected",
 	      (unsigned long long)rs.pieces, (unsigned long long)want);
-	close_all(n, &p, ctx, smh, rmh);
+	close_all(n, &p, ctx, mh[0], mh[1]);
 }
 
 /* NCCL's 4 MiB steps, 8 in flight: receives posted first, then the sends
@@ -78,22 +79,19 @@ static void test_pieces(void **state)
 static void test_pieces_stream(void **state)
 {
 	NEED(state);
-	void *ctx;
-	struct nccl_pair p;
-	const ncclNet_v11_t *n = open_big(22, &ctx, &p);
 	enum { W = 8, ROUNDS = 3 };
+	void *ctx, *mh[2], *rq[W], *sq[W];
+	struct nccl_pair p;
 	static uint8_t sb[W][MSG], rb[W][MSG];
-	void *smh, *rmh, *rq[W], *sq[W];
-	NC(n->regMr(p.sc, sb, sizeof(sb), NCCL_PTR_HOST, &smh));
-	NC(n->regMr(p.rc, rb, sizeof(rb), NCCL_PTR_HOST, &rmh));
+	const ncclNet_v11_t *n = open_big(22, &ctx, &p, sb, sizeof(sb), rb, sizeof(rb), mh);
 	for (int round = 0; round < ROUNDS; round++) {
 		for (int i = 0; i < W; i++) {
 			fill(sb[i], MSG, (uint8_t)(round * W + i));
 			memset(rb[i], 0, MSG);
-			rq[i] = recv1(n, p.rc, rb[i], MSG, 7, rmh);
+			rq[i] = recv1(n, p.rc, rb[i], MSG, 7, mh[1]);
 		}
 		for (int i = 0; i < W; i++)
-			sq[i] = send_retry(n, p.sc, sb[i], MSG, 7, smh);
+			sq[i] = send_retry(n, p.sc, sb[i], MSG, 7, mh[0]);
 		int sz;
 		for (int i = 0; i < W; i++) {
 			wait_req(n, sq[i], &sz);
@@ -105,7 +103,7 @@ static void test_pieces_stream(void **state)
 	uint64_t want = (uint64_t)ROUNDS * W * want_pieces(MSG);
 	assert_int_equal(stats(p.sc).pieces, want);
 	assert_int_equal(stats(p.rc).pieces, want);
-	close_all(n, &p, ctx, smh, rmh);
+	close_all(n, &p, ctx, mh[0], mh[1]);
 }
 
 int main(void)
