@@ -133,6 +133,17 @@ def stream_table(ev, role):
     if tail:
         print(f"- receiver, last WRITE_IMM seen -> data copied out: median "
               f"{statistics.median(tail) / 1e3:.0f} us, mean {statistics.mean(tail) / 1e3:.0f} us")
+    # the sender: a CTS taken -> its message's first data WRITE_IMM posted
+    # (the whole copy before it, or with pieces the first piece's)
+    head, cts = [], {}
+    for e in ev:
+        if e[1] == 'n_cts' and e[0] >= t0:
+            cts.setdefault(e[5], []).append(e[0])
+        elif e[1] == 'c_post' and e[4] == SQE_WRITE_IMM and cts.get(e[5]):
+            head.append(e[0] - cts[e[5]].pop(0))
+    if head:
+        print(f"- sender, CTS taken -> first data WRITE_IMM posted: median "
+              f"{statistics.median(head) / 1e3:.0f} us, mean {statistics.mean(head) / 1e3:.0f} us")
     d = [e for e in ev if e[1].startswith('d_') and e[0] >= t0]
     gaps = collections.Counter()
     n = collections.Counter()
