@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a message's time goes (docs/client.md "Tracing the message path").
 
-    bench/trace.py DIR [--skip MS] [--marks] [--names PID=NAME,...]
+    bench/trace.py DIR [--skip MS] [--marks] [--stream] [--names PID=NAME,...]
 
 DIR holds the mrc-trace.* files that MRC_TRACE=DIR made (the clients'
 libmrc and NCCL plugin, and mrcd), all from one host (one CLOCK_MONOTONIC).
@@ -18,6 +18,13 @@ Events are merged into one timeline.  Two tables:
   exchange does a gap mean time spent in one stage: where two things run
   at once (a CTS beside the data, a separate ACK) it is attribution by
   proximity, a hint.
+
+--stream: instead, the stream that follows a tool's first timed window
+(mrc-nccl-harness -b: its 8-in-flight phase after the ping-pong), as
+shares of its time: messages between the plugin's isend and the
+receiver's data copied out (n_isend -> n_data), clear-to-sends waiting
+at the sender (n_cts -> n_isend), and the daemon's silences (gaps over
+1 ms between its events, by transition) (bench/results/nccl-bulk.md).
 
 --skip drops the first MS ms (connection set-up); --marks keeps only the
 first window a tool marked (mrc-nccl-harness -b marks each size's timed
@@ -93,16 +100,75 @@ def path_table(ev, role):
                   f"{100 * a / tot:.0f} % |")
     print(f"| sum: one way and the peer's turnaround (half a round trip) | | {tot / 1e3:.1f} | | |")
 
+def shares(ev, up, down, t0):
+    """Share of the time from t0 with k of up's events not matched by down's."""
+    pts = sorted([(e[0], 1) for e in ev if e[1] == up] + [(e[0], -1) for e in ev if e[1] == down])
+    o, last, h = 0, t0, collections.Counter()
+    for t, d in pts:
+        if t > t0:
+            h[o] += t - last
+            last = t
+        o += d
+    tot = sum(h.values()) or 1
+    return ", ".join(f"{k}: {100 * v / tot:.0f} %" for k, v in sorted(h.items()) if v > tot / 200)
+
+
+def stream_table(ev, role):
+    ends = [e[0] for e in ev if e[1] == 'mark' and e[4] == 2]
+    ev = [e for e in ev if not ends or e[0] > ends[0]]
+    t0 = min([e[0] for e in ev if e[1] == 'n_isend'] or [ev[0][0]])
+    print(f"stream: {sum(e[1] == 'n_isend' for e in ev)} isends, "
+          f"{sum(e[1] == 'n_data' for e in ev)} receives landed, over {(ev[-1][0] - t0) / 1e6:.1f} ms")
+    late = [e for e in ev if e[0] >= t0]      # the ping-pong's last receive is before
+    print(f"- messages sent, not yet copied out by the receiver: {shares(late, 'n_isend', 'n_data', t0)}")
+    print(f"- clear-to-sends waiting at the sender: {shares(ev, 'n_cts', 'n_isend', t0)}")
+    # the receiver's copy after the message's last WRITE_IMM was seen: the
+    # whole message, or with pieces only the last piece
+    tail, seen = [], {}
+    for e in ev:
+        if e[1] == 'c_cqe' and e[4] == CQE_RECV_WRITE_IMM:
+            seen[e[5]] = e[0]
+        elif e[1] == 'n_data' and e[5] in seen and e[0] >= t0:
+            tail.append(e[0] - seen.pop(e[5]))
+    if tail:
+        print(f"- receiver, last WRITE_IMM seen -> data copied out: median "
+              f"{statistics.median(tail) / 1e3:.0f} us, mean {statistics.mean(tail) / 1e3:.0f} us")
+    # the sender: a CTS taken -> its message's first data WRITE_IMM posted
+    # (the whole copy before it, or with pieces the first piece's)
+    head, cts = [], {}
+    for e in ev:
+        if e[1] == 'n_cts' and e[0] >= t0:
+            cts.setdefault(e[5], []).append(e[0])
+        elif e[1] == 'c_post' and e[4] == SQE_WRITE_IMM and cts.get(e[5]):
+            head.append(e[0] - cts[e[5]].pop(0))
+    if head:
+        print(f"- sender, CTS taken -> first data WRITE_IMM posted: median "
+              f"{statistics.median(head) / 1e3:.0f} us, mean {statistics.mean(head) / 1e3:.0f} us")
+    d = [e for e in ev if e[1].startswith('d_') and e[0] >= t0]
+    gaps = collections.Counter()
+    n = collections.Counter()
+    for p, q in zip(d, d[1:]):
+        if q[0] - p[0] > 1e6:
+            gaps[f"{p[1]} -> {q[1]}"] += q[0] - p[0]
+            n[f"{p[1]} -> {q[1]}"] += 1
+    tot = d[-1][0] - d[0][0] if d else 1
+    print(f"- daemon silent (gaps over 1 ms): {100 * sum(gaps.values()) / tot:.0f} % of its "
+          f"{tot / 1e6:.1f} ms, {sum(n.values())} gaps: " +
+          ", ".join(f"{k} {n[k]} x, {v / 1e6:.0f} ms" for k, v in gaps.most_common(4)))
+
+
 def main():
     a = sys.argv[1:]
     if not a:
         print(__doc__)
         sys.exit(2)
-    d, skip_ms, names, marks, mark_id = a[0], 0.0, {}, False, None
+    d, skip_ms, names, marks, mark_id, stream = a[0], 0.0, {}, False, None, False
     i = 1
     while i < len(a):
         if a[i] == '--skip':
             skip_ms = float(a[i + 1]); i += 2
+        elif a[i] == '--stream':
+            stream = True; i += 1
         elif a[i] == '--marks':
             marks = True; i += 1
         elif a[i] == '--mark-id':
@@ -139,6 +205,9 @@ def main():
         if e[5] not in role:
             role[e[5]] = names.get(e[5], chr(ord('A') + nc))
             nc += 1
+    if stream:
+        stream_table(ev, role)
+        return
     t0 = ev[0][0] + int(skip_ms * 1e6)
     t1 = ev[-1][0]
     if marks:

@@ -5,10 +5,14 @@
  * compact eager message leaves out (accepted: the comm's tag, the length
  * written within the slot, the per-tag number within 2^23 of the
  * receiver's count with the imm's low 24 bits), and a listen
- * handle as NCCL carries it between ranks.  Invariants: an accepted CTS
+ * handle as NCCL carries it between ranks; a CTS-path data completion
+ * (imm, length, the bytes its receive has and its room: whole messages
+ * and pieces).  Invariants: an accepted CTS
  * names an id in range and a window inside the arena; an accepted eager
  * header's payload is exactly the bytes written and inside the slot; an
- * accepted handle names one of the plugin's service ids. */
+ * accepted handle names one of the plugin's service ids; an accepted
+ * piece or last WRITE names an id in range and ends inside its receive,
+ * a piece leaving room for the last. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +55,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		     e.size != len || e.tag != (int32_t)seq || e.seq != seq ||
 		     ((e.tseq ^ imm >> MRCN_IMM_TSEQ_SHIFT) & MRCN_IMM_TSEQ_MASK) ||
 		     (uint32_t)(e.tseq - cnt + (1u << 23)) >= (1u << 24)))
+			abort();
+	}
+	if (size >= 20) {
+		uint32_t imm, len, got, cap, id;
+		memcpy(&imm, data, 4);
+		memcpy(&len, data + 4, 4);
+		memcpy(&got, data + 8, 4);
+		memcpy(&cap, data + 12, 4);
+		int piece;
+		if (!mrcn_data_parse(imm, len, got, cap, &id, &piece) &&
+		    (id >= MRCN_NCTS || (uint64_t)got + len > cap ||
+		     (piece && (len != MRCN_PIECE || (uint64_t)got + len >= cap))))
 			abort();
 	}
 	uint8_t h[128] = { 0 };

@@ -56,7 +56,7 @@ int mrcn_post_egr(struct comm *c)
 {
 	struct mrcn_cts *out = CTS_IN(c, MRCN_NCTS);
 	*out = (struct mrcn_cts){ .magic = MRCN_EGR_MAGIC, .id = c->eg_slots,
-				  .tag = MRCN_EGR_F_COMPACT, .credits = c->eg_freed, .size = (uint32_t)c->eg_stride,
+				  .tag = MRCN_EGR_F_COMPACT | MRCN_EGR_F_PIECES, .credits = c->eg_freed, .size = (uint32_t)c->eg_stride,
 				  .off = c->eg_off };
 	int r = mrc_post_send(c->qp, MRCN_WR_EGR, c->lkey, MRCN_EGR_OFF, sizeof(*out));
 	if (!r) {

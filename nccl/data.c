@@ -90,6 +90,7 @@ static void cts_arrived(struct comm *c, const struct mrc_completion *e)
 	if (in.magic == MRCN_EGR_MAGIC) {
 		if (!c->eg_slots) {
 			c->eg_compact = (in.tag & MRCN_EGR_F_COMPACT) != 0;
+			c->eg_pieces = (in.tag & MRCN_EGR_F_PIECES) != 0;
 			c->eg_slots = in.id;
 			c->eg_stride = in.size;
 			c->eg_off = in.off;
@@ -113,45 +114,73 @@ repost:;
 		c->err = r;
 }
 
-/* A message landed in the bounce region for one of our receives (or in
- * the eager ring): copied out to NCCL's buffer, its room freed. */
+/* Bytes [from, from + n) of receive (r, s) from its arena room to its
+ * buffer: memcpy, or for a CUDA buffer a device copy waited for. */
+static void copy_out(struct comm *c, struct req *r, int s, uint64_t from, uint64_t n)
+{
+	uint64_t off = mrcn_arena_off(&c->arena, r->sub[s].alloc) + from;
+	if (!n)
+		return;
+	if (r->sub[s].cuda) {
+		int ce = mrcn_cuda_copy(c, 1, (uint8_t *)r->sub[s].data + from, off, n);
+		if (ce) {
+			r->err = ce;
+			r->cuda_fail = 1;
+		}
+	} else {
+		memcpy((uint8_t *)r->sub[s].data + from, c->base + off, n);
+	}
+}
+
+/* A message, or a piece of one, landed in the bounce region for one of
+ * our receives (or in the eager ring): copied out to NCCL's buffer; the
+ * last piece frees its room and completes the receive. */
 static void data_arrived(struct comm *c, const struct mrc_completion *e)
 {
+	if (c->err)
+		return;         /* failed (a refused piece): nothing more is taken */
 	if (e->imm & MRCN_IMM_EAGER) {
 		mrcn_eg_arrived(c, e);
 		return;
 	}
-	uint32_t id = e->imm;
+	uint32_t id = e->imm & ~MRCN_IMM_PIECE;
 	if (id >= MRCN_NCTS || !c->ids[id].r) {
 		PROTO_ERR(c, "data for unknown id %u", id);
 		return;
 	}
 	struct req *r = c->ids[id].r;
-	int s = c->ids[id].sub;
+	int s = c->ids[id].sub, piece;
 	if (r->sub[s].deferred) {
 		/* no CTS offered it room: the peer guessed the id */
 		PROTO_ERR(c, "data for id %u, whose clear-to-send was never sent", id);
 		return;
 	}
+	uint64_t got = r->sub[s].got;
+	int pe = mrcn_data_parse(e->imm, e->byte_len, got, r->sub[s].size, &id, &piece);
+	if (pe && piece) {
+		/* our sender never makes one: the receive stays mapped, so the
+		 * comm fails rather than the receive alone */
+		PROTO_ERR(c, "piece of %u bytes at %llu into %llu for id %u", e->byte_len,
+			  (unsigned long long)got, (unsigned long long)r->sub[s].size, id);
+		return;
+	}
+	if (pe) {
+		r->err = -EMSGSIZE;    /* larger than its receive: nothing copied */
+	} else {
+		if (!r->err)
+			copy_out(c, r, s, got, e->byte_len);
+		r->sub[s].got = (uint32_t)(got + e->byte_len);
+	}
+	if (piece) {
+		c->st.pieces++;
+		if (r->err && !c->err)
+			c->err = r->err;    /* a failed device copy, the same way */
+		return;
+	}
 	c->ids[id].r = NULL;
 	mrcn_id_release(c, (int)id);
 	r->sub[s].pending = 0;
-	if (e->byte_len > r->sub[s].size) {
-		r->err = -EMSGSIZE;
-	} else if (e->byte_len && r->sub[s].cuda) {
-		/* Landed in the arena: to the device before test says done. */
-		int ce = mrcn_cuda_copy(c, 1, r->sub[s].data,
-					mrcn_arena_off(&c->arena, r->sub[s].alloc), e->byte_len);
-		if (ce) {
-			r->err = ce;
-			r->cuda_fail = 1;
-		}
-	} else if (e->byte_len) {
-		memcpy(r->sub[s].data, c->base + mrcn_arena_off(&c->arena, r->sub[s].alloc),
-		       e->byte_len);
-	}
-	r->sub[s].got = e->byte_len;
-	MRC_TRACE(MRC_TR_N_DATA, TRC(c), id, e->byte_len);
+	MRC_TRACE(MRC_TR_N_DATA, TRC(c), id, r->sub[s].got);
 	if (r->sub[s].alloc >= 0)
 		mrcn_arena_free(&c->arena, r->sub[s].alloc);
 	r->sub[s].alloc = -1;
@@ -166,14 +195,17 @@ static void on_cqe(struct comm *c, const struct mrc_completion *e)
 		WARN("%s completion failed: %s", mrc_cqe_op_name(e->op), mrc_strerror(e->status));
 		/* A failed data WRITE_IMM's request was reported done at
 		 * its post: the comm's error fails every later call. */
-		if ((e->wr_id >> 32) == (MRCN_WR_DATA >> 32))
+		if ((e->wr_id >> 32) == (MRCN_WR_DATA >> 32) ||
+		    (e->wr_id >> 32) == (MRCN_WR_PIECE >> 32))
 			c->data_inflight--;
 		return;
 	}
 	switch (e->op) {
 	case MRC_CQE_WRITE_IMM: {       /* a send's data arrived: its bounce room is free */
 		uint32_t a = (uint32_t)e->wr_id;
-		if (a != MRCN_WR_NOALLOC && (a & MRCN_WR_ZC)) {
+		if ((e->wr_id >> 32) == (MRCN_WR_PIECE >> 32)) {
+			/* a piece: its message's last WRITE_IMM frees the room */
+		} else if (a != MRCN_WR_NOALLOC && (a & MRCN_WR_ZC)) {
 			struct req *r = &c->reqs[a & ~MRCN_WR_ZC & (MRCN_MAX_REQS - 1)];
 			r->ndone = r->n;    /* its buffer is NCCL's again */
 		} else if (a != MRCN_WR_NOALLOC) {

@@ -39,6 +39,7 @@ $(B)/tests/test_nccl_cuda: | $(NCCL_PLUGIN_SO) $(NCCL_FAKE_SO)
 $(B)/tests/test_nccl_eager: | $(NCCL_PLUGIN_SO) $(NCCL_FAKE_SO)
 $(B)/tests/test_nccl_tags: | $(NCCL_PLUGIN_SO) $(NCCL_FAKE_SO)
 $(B)/tests/test_nccl_hostile: | $(NCCL_PLUGIN_SO) $(NCCL_FAKE_SO)
+$(B)/tests/test_nccl_pieces: | $(NCCL_PLUGIN_SO) $(NCCL_FAKE_SO)
 
 # The unit tests load the plugin the way NCCL does.
 $(B)/tests/test_nccl_plugin: | $(NCCL_PLUGIN_SO)

@@ -106,6 +106,7 @@ struct comm {
 	/* Compact eager messages (proto.h): send: the receiver takes them;
 	 * both: the comm's tag, that of its first eager message, once set. */
 	uint8_t eg_compact, eg_ctag_set;
+	uint8_t eg_pieces;              /* send: the receiver takes pieces (proto.h) */
 	int32_t eg_ctag;
 	uint64_t rseq;
 	struct mrcn_stats st;

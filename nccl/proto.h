@@ -28,6 +28,9 @@
  * is done at the post (nccl/send.c, isend). */
 #define MRCN_WR_DATA (2ull << 32)
 #define MRCN_WR_NOALLOC 0xffffffffu
+/* wr_id of a piece (every WRITE_IMM of a message but its last, which
+ * carries MRCN_WR_DATA): its completion frees nothing */
+#define MRCN_WR_PIECE (4ull << 32)
 /* A data WRITE_IMM from the application's registered buffer (no arena
  * room): the low bits are its request's index in the comm, done at the
  * completion rather than at the post. */
@@ -92,10 +95,26 @@ _Static_assert(sizeof(struct mrcn_cts) == 32, "CTS size");
  * would after a header.  Sent only to a receiver that advertised them
  * (the advertisement's tag field, MRCN_EGR_F_COMPACT). */
 #define MRCN_IMM_COMPACT 0x40000000u
+/* Pieces (docs/nccl.md "Pieces"): a CTS-path message larger than
+ * MRCN_PIECE is copied and posted piece by piece, so that mrcd sends the
+ * first piece while isend copies the next and the receiver copies each
+ * piece out while the rest is on the wire.  Every piece but the last is
+ * exactly MRCN_PIECE bytes, written in order from the CTS's offset, with
+ * imm = MRCN_IMM_PIECE | id; the last is an ordinary imm = id, the
+ * message's size being the pieces' bytes plus its own.  Sent only to a
+ * receiver that advertised them (MRCN_EGR_F_PIECES). */
+#define MRCN_IMM_PIECE 0x20000000u
+#define MRCN_IMM_ID 0x3fu                /* MRCN_NCTS - 1 */
+#define MRCN_PIECE (1u << 20)
+/* SQ entries of the plugin's QPs (libmrc's default): a message goes in
+ * pieces only while the SQ is sure to hold them (nccl/send.c) */
+#define MRCN_SQ 256
+_Static_assert(MRCN_IMM_ID == MRCN_NCTS - 1, "imm id bits");
 #define MRCN_IMM_SLOT 0x3fu              /* MRCN_EG_MAX_SLOTS - 1 */
 #define MRCN_IMM_TSEQ_SHIFT 6
 #define MRCN_IMM_TSEQ_MASK 0xffffffu
 #define MRCN_EGR_F_COMPACT 1
+#define MRCN_EGR_F_PIECES 2
 struct mrcn_eg_hdr {
 	uint32_t magic;
 	int32_t tag;
@@ -181,6 +200,27 @@ static inline int mrcn_eg_compact_parse(uint32_t imm, uint64_t byte_len, uint64_
 	return 0;
 }
 
+/* A CTS-path data completion (not eager) as the receiver takes it: imm
+ * the id, with MRCN_IMM_PIECE for a piece; got, the bytes its receive
+ * already has from earlier pieces; cap, the receive's room.  A piece is
+ * exactly MRCN_PIECE bytes and leaves room for the last one (a byte or
+ * more); the last fits what is left.  0 with *id and *piece set;
+ * -EPROTO for an imm with other bits or an id out of range, -EMSGSIZE
+ * for a length that breaks these rules. */
+static inline int mrcn_data_parse(uint32_t imm, uint64_t byte_len, uint64_t got, uint64_t cap,
+				  uint32_t *id, int *piece)
+{
+	*piece = (imm & MRCN_IMM_PIECE) != 0;
+	*id = imm & ~MRCN_IMM_PIECE;
+	if (*id > MRCN_IMM_ID)
+		return -EPROTO;
+	if (got > cap)
+		return -EMSGSIZE;
+	if (*piece)
+		return byte_len == MRCN_PIECE && cap - got > MRCN_PIECE ? 0 : -EMSGSIZE;
+	return byte_len <= cap - got ? 0 : -EMSGSIZE;
+}
+
 /* Per-comm counters of the data path (tests read them through the test
  * build's mrcn_comm_stats; the real plugin exports nothing but its tables). */
 struct mrcn_stats {
@@ -199,6 +239,7 @@ struct mrcn_stats {
 	uint64_t deferred;        /* recv: receives posted without a CTS (eager-sized) */
 	uint64_t late_cts;        /* recv: CTSs for deferred receives, the ring full */
 	uint64_t eager_compact;   /* send: eager messages sent without a header */
+	uint64_t pieces;          /* send: pieces posted; recv: pieces copied out (not the last) */
 };
 
 /* A handle as NCCL hands it over (NCCL_NET_HANDLE_MAXSIZE bytes). */

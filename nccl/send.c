@@ -30,21 +30,23 @@ static void tag_sent(struct comm *c, int32_t tag)
 }
 
 /* Posts request r's data for the CTS at c->cts[k] (WRITE_IMM from lkey at
- * off), and on success takes the CTS and hands r to NCCL: done at once
- * for a bounce-region send (alloc: its arena block, or -1 for none), at
- * the completion for a zero-copy one (zc).  Out of room
- * is no error: NCCL retries with a NULL request. */
+ * off; the first skip bytes went as pieces already), and on success takes
+ * the CTS and hands r to NCCL: done at once for a bounce-region send
+ * (alloc: its arena block, or -1 for none), at the completion for a
+ * zero-copy one (zc).  Out of room is no error (NCCL retries with a NULL
+ * request) unless pieces went. */
 static ncclResult_t post_data(struct comm *c, struct req *r, int k, void **request,
-			      uint64_t wr_id, uint32_t lkey, uint64_t off, size_t size, int alloc,
-			      int zc)
+			      uint64_t wr_id, uint32_t lkey, uint64_t off, size_t size, uint64_t skip,
+			      int alloc, int zc)
 {
 	struct mrcn_cts cts = c->cts[k];
-	int e = mrc_post_write_imm(c->qp, wr_id, lkey, off, size, c->rkey, cts.off, cts.id);
+	int e = mrc_post_write_imm(c->qp, wr_id, lkey, off + skip, size - skip, c->rkey,
+				   cts.off + skip, cts.id);
 	if (e) {
 		if (alloc >= 0)
 			mrcn_arena_free(&c->arena, alloc);
 		r->used = 0;
-		if (e == -ENOSPC)
+		if (e == -ENOSPC && !skip)
 			return ncclSuccess;
 		c->err = e;
 		return mrcn_comm_failed(c, "isend");
@@ -166,6 +168,32 @@ static ncclResult_t send_no_cts(struct comm *c, void *data, size_t size, int tag
 	return ncclSuccess;     /* no receive posted for it yet */
 }
 
+/* Every piece of a host buffer's message but its last (proto.h), copied
+ * into the arena at off and posted one by one, so that mrcd sends each
+ * while the next is copied; *done: the bytes posted.  Only to a receiver
+ * that takes pieces, and only while the SQ surely holds them all and the
+ * last WRITE_IMM: its entries in use are at most the RECVs kept posted
+ * and the data WRITEs not completed, so no post can meet a full SQ
+ * halfway through a message. */
+static int post_pieces(struct comm *c, const struct mrcn_cts *cts, uint64_t off,
+		       const uint8_t *data, size_t size, uint64_t *done)
+{
+	*done = 0;
+	if (!c->eg_pieces || size <= MRCN_PIECE ||
+	    MRCN_NRECV + c->data_inflight + (size - 1) / MRCN_PIECE + 1 > MRCN_SQ)
+		return 0;
+	for (; size - *done > MRCN_PIECE; *done += MRCN_PIECE) {
+		memcpy(c->base + off + *done, data + *done, MRCN_PIECE);
+		int e = mrc_post_write_imm(c->qp, MRCN_WR_PIECE, c->lkey, off + *done, MRCN_PIECE,
+					   c->rkey, cts->off + *done, MRCN_IMM_PIECE | cts->id);
+		if (e)
+			return e;
+		c->data_inflight++;
+		c->st.pieces++;
+	}
+	return 0;
+}
+
 /* A send by the CTS at c->cts[k] through the bounce region. */
 static ncclResult_t bounce_send(struct comm *c, struct req *r, int k, void *data, size_t size,
 				int cuda, void **request)
@@ -175,8 +203,14 @@ static ncclResult_t bounce_send(struct comm *c, struct req *r, int k, void *data
 		r->used = 0;
 		return ncclSuccess;     /* bounce full until sends complete */
 	}
-	uint64_t off = a >= 0 ? mrcn_arena_off(&c->arena, a) : 0;
-	if (copy_in(c, r, a, off, data, size, cuda, request))
+	uint64_t off = a >= 0 ? mrcn_arena_off(&c->arena, a) : 0, skip = 0;
+	int e = cuda ? 0 : post_pieces(c, &c->cts[k], off, data, size, &skip);
+	if (e) {
+		r->used = 0;
+		c->err = e;
+		return mrcn_comm_failed(c, "isend");
+	}
+	if (copy_in(c, r, a, off + skip, (uint8_t *)data + skip, size - skip, cuda, request))
 		return ncclSuccess;
 	/* Done now: the data is in the bounce region (copied above, a CUDA
 	 * copy finished), so NCCL may reuse its buffer, as a socket send is
@@ -186,7 +220,7 @@ static ncclResult_t bounce_send(struct comm *c, struct req *r, int k, void *data
 	 * freed by that completion (data.c, on_cqe), and a failure fails
 	 * the comm. */
 	return post_data(c, r, k, request, MRCN_WR_DATA | (a >= 0 ? (uint32_t)a : MRCN_WR_NOALLOC),
-			 c->lkey, off, size, a, 0);
+			 c->lkey, off, size, skip, a, 0);
 }
 
 ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
@@ -236,7 +270,7 @@ ncclResult_t mrcn_isend(void *sendComm, void *data, size_t size, int tag,
 		 * mrcd may still read the buffer. */
 		uint32_t rix = (uint32_t)(r - c->reqs);
 		return post_data(c, r, k, request, MRCN_WR_DATA | MRCN_WR_ZC | rix,
-				 mrc_mr_key(m->mr), (uint64_t)(d8 - (uint8_t *)m->data), size, -1, 1);
+				 mrc_mr_key(m->mr), (uint64_t)(d8 - (uint8_t *)m->data), size, 0, -1, 1);
 	}
 	return bounce_send(c, r, k, data, size, cuda, request);
 }
