@@ -5,6 +5,7 @@
 #ifndef MRC_HEALTH_FEED_H
 #define MRC_HEALTH_FEED_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "health/health.h"
@@ -22,5 +23,13 @@ void mrc_health_feed_event(struct mrc_health *h, uint32_t peer, uint32_t ev,
  * stays fresh while the path is bad). */
 void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			const struct mrce_ev_info *i, uint64_t prev_tx, uint64_t now);
+/* What a host shares this round: its newest observations into out (at
+ * most max, *n set, as mrc_health_export) and 1 when they are worth
+ * sending: a failure of its own, a link not OK, or the round after its
+ * last failure (the news that it works again); else 0.  *told_fail is the
+ * caller's state between rounds (start 0). */
+int mrc_health_feed_share(const struct mrc_health *h, uint64_t now,
+			  struct mrc_health_obs *out, size_t max, size_t *n,
+			  uint8_t *told_fail);
 
 #endif

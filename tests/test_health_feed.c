@@ -16,6 +16,10 @@
  *     earlier: within slack_ns that is the same moment, so a healthy link
  *     with two congestion-retired paths is not convicted (it is with no
  *     slack);
+ *   spurious_convicts_nothing: a path retired for a loss the engine then
+ *     finds spurious (GOOD, SPURIOUS) works, and its host shares that once
+ *     more although it has no failure left, so a healthy link denied on
+ *     such congestion-shaped evidence elsewhere is cleared;
  *   bad_answers_probes: an EV taken out of use with mrce_ev_set_bad (how
  *     mrcd's deny.c applies fabric health now) answers the peer's probes,
  *     so the peer's retired EV heals, and heals itself by its own probes;
@@ -36,6 +40,7 @@
 
 #include "tests/support/etest_case.h"
 #include "health/feed.h"
+#include "transport/engine_wire.h"
 #include "health/health.h"
 #include "topology/topo.h"
 
@@ -262,6 +267,102 @@ static void lost_probe_proves_nothing(void **state)
 	scene_down(&s);
 }
 
+/* One host's own table: a path of its retired for loss at `at`. */
+static struct mrc_health *host_new(const struct mrc_topo *t, uint32_t self)
+{
+	struct mrc_health *h;
+	assert_int_equal(mrc_health_new(t, self, NULL, &h), 0);
+	return h;
+}
+
+static void ev_event(struct mrc_health *h, uint32_t peer, uint32_t ev, uint8_t to,
+		     uint8_t reason, uint64_t at)
+{
+	struct mrce_event e = { .type = MRCE_EVT_EV_STATE, .ev = ev, .new_state = to,
+		.old_state = to == MRCE_EV_GOOD ? MRCE_EV_ASSUMED_BAD : MRCE_EV_GOOD,
+		.reason = reason, .time_ns = at };
+	mrc_health_feed_event(h, peer, ev, &e);
+}
+
+/* What `from` shares at `now` (mrc_health_feed_share), merged by `to`;
+ * returns whether it was due. */
+static int share_to(struct mrc_health *from, uint32_t from_host, uint8_t *told,
+		    struct mrc_health *to, uint64_t now)
+{
+	struct mrc_health_obs o[MRCE_CTRL_HEALTH_MAX];
+	uint64_t age[MRCE_CTRL_HEALTH_MAX];
+	size_t n;
+	mrc_health_eval(from, now);
+	if (!mrc_health_feed_share(from, now, o, MRCE_CTRL_HEALTH_MAX, &n, told))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		age[i] = now - o[i].ts_ns;
+	CHECK(mrc_health_merge(to, from_host, o, age, n, now) == (int)n);
+	return 1;
+}
+
+/* Congestion-shaped evidence (mrcsim's 2:1 oversubscribed all-to-all,
+ * docs/health.md "Spurious retirements"): two hosts of different leaves
+ * each have one path across a healthy spine-leaf link retired for loss,
+ * the packet only late; each shares it, and a third host denies the link
+ * (checked: this evidence convicts while it stands).  Then the engine
+ * gives each path back (GOOD, reason SPURIOUS: the "lost" packet was
+ * acknowledged): that must count as the path working, and the next share
+ * must carry it although the host has no failure left to tell, so the
+ * third host clears the link.  Before: SPURIOUS was ignored (the failure
+ * stood until its TTL, 1 s) and a host with no failure did not share. */
+static void spurious_convicts_nothing(void **state)
+{
+	for (int r = 0; r < ROUNDS; r++) {
+		struct mrc_topo *t;
+		struct mrc_topo_gen g = { .planes = 1, .leaves_per_plane = 4,
+			.spines_per_plane = 2 + (uint32_t)(rnd() % 3), .hosts_per_leaf = 2 };
+		assert_int_equal(mrc_topo_generate(&g, &t, NULL, 0), 0);
+		/* Hosts of leaves 0 and 1 to a host of leaf 2 through spine sp:
+		 * their failed paths share only sp-leaf 2; host 6 (leaf 3)
+		 * hears of them. */
+		uint32_t sp = (uint32_t)(rnd() % g.spines_per_plane), ev = sp;
+		uint32_t src[2] = { (uint32_t)(rnd() % 2), 2 + (uint32_t)(rnd() % 2) };
+		uint32_t dst = 4 + (uint32_t)(rnd() % 2), obs_host = 6;
+		uint32_t link = t->leaf_spine[0][(size_t)2 * g.spines_per_plane + sp];
+		struct mrc_path pa;
+		for (int k = 0; k < 2; k++) {
+			assert_int_equal(mrc_topo_path(t, src[k], dst, ev, &pa), 0);
+			CHECK(crosses(&pa, link));
+		}
+		struct mrc_health *a[2] = { host_new(t, src[0]), host_new(t, src[1]) };
+		struct mrc_health *o = host_new(t, obs_host);
+		uint8_t told[2] = { 0, 0 };
+		uint64_t t0 = (1 + rnd() % 50) * MS, back = t0 + (1 + rnd() % 5) * MS;
+		for (int k = 0; k < 2; k++) {
+			ev_event(a[k], dst, ev, MRCE_EV_ASSUMED_BAD, MRCE_RSN_LOSS, t0);
+			CHECK(share_to(a[k], src[k], &told[k], o, t0 + MS));
+		}
+		mrc_health_eval(o, t0 + MS);
+		struct mrc_health_link li;
+		mrc_health_link_get(o, link, &li);
+		CHECK(li.state == MRC_HEALTH_DENIED);    /* the evidence convicts */
+		for (int k = 0; k < 2; k++) {
+			ev_event(a[k], dst, ev, MRCE_EV_GOOD, MRCE_RSN_SPURIOUS, back);
+			/* due although no failure is left: the retraction */
+			CHECK(share_to(a[k], src[k], &told[k], o, back + MS));
+		}
+		mrc_health_eval(o, back + MS);
+		mrc_health_link_get(o, link, &li);
+		if (li.state != MRC_HEALTH_OK || convicted(o))
+			fail_msg("round %d (seed %llu): healthy link %u is %s after both "
+				 "retirements proved spurious", r, (unsigned long long)g_seed,
+				 link, mrc_health_state_name(li.state));
+		/* Said once: nothing to say after that. */
+		for (int k = 0; k < 2; k++)
+			CHECK(!share_to(a[k], src[k], &told[k], o, back + 2 * MS));
+		for (int k = 0; k < 2; k++)
+			mrc_health_free(a[k]);
+		mrc_health_free(o);
+		mrc_topo_free(t);
+	}
+}
+
 /* ---- the engine: out of use, yet answering probes --------------------- */
 
 static uint8_t ev_state(struct etest *t, int node, uint32_t peer, uint32_t ev)
@@ -314,6 +415,7 @@ int main(void)
 		cmocka_unit_test_setup(acks_prove_work, reseed),
 		cmocka_unit_test_setup(lost_probe_proves_nothing, reseed),
 		cmocka_unit_test_setup(tick_skew_convicts_nothing, reseed),
+		cmocka_unit_test_setup(spurious_convicts_nothing, reseed),
 		cmocka_unit_test_setup_teardown(bad_answers_probes, reseed, etest_teardown),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);

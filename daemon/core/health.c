@@ -36,6 +36,7 @@ struct mrcd_health {
 	uint64_t **prev;
 	uint32_t nprev;
 	uint32_t ticks;
+	uint8_t told_fail;      /* the last HEALTH sent held a failure */
 	uint64_t *rx_last;      /* [host] when its last HEALTH was merged */
 };
 
@@ -85,14 +86,9 @@ static void log_changes(struct mrcd *d, uint64_t now)
 static void share(struct mrcd *d, uint64_t now)
 {
 	struct mrc_health_obs o[MRCE_CTRL_HEALTH_MAX];
-	size_t n, nbad;
-	uint32_t ids[1];
-	mrc_health_export(d->health->h, now, o, MRCE_CTRL_HEALTH_MAX, &n);
-	mrc_health_links(d->health->h, MRC_HEALTH_SUSPECT, ids, 0, &nbad);
-	int fail = 0;
-	for (size_t i = 0; i < n; i++)
-		fail |= !o[i].ok;
-	if (!n || (!fail && !nbad))
+	size_t n;
+	if (!mrc_health_feed_share(d->health->h, now, o, MRCE_CTRL_HEALTH_MAX, &n,
+				   &d->health->told_fail))
 		return;
 	struct mrce_ctrl_health m = { .n = (uint32_t)n };
 	for (size_t i = 0; i < n; i++) {
