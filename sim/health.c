@@ -42,7 +42,7 @@ struct hhost {
 	struct mrc_health *h;
 	uint64_t next_ns;
 	uint32_t ticks;
-	uint8_t told_fail;         /* its last share held a failure */
+	struct mrc_health_share_st share;
 	uint64_t **prev;           /* [peer][engine ev] tx_pkts last tick */
 	uint8_t **mine;            /* [peer][engine ev] denied by us */
 	uint32_t *inbox, nin, cin, hin;   /* message ids; head hin */
@@ -176,13 +176,13 @@ static void feed(struct mrc_sim *s, uint32_t h, uint64_t now)
 		}
 }
 
-static void share(struct mrc_sim *s, uint32_t h, uint64_t now)
+static void share(struct mrc_sim *s, uint32_t h, uint64_t now, int period)
 {
 	struct sim_health *g = s->health;
 	struct hhost *q = &g->hh[h];
 	struct mrc_health_obs o[MSG_MAX];
 	size_t n;
-	if (!mrc_health_feed_share(q->h, now, o, MSG_MAX, &n, &q->told_fail))
+	if (!mrc_health_feed_share(q->h, now, period, o, MSG_MAX, &n, &q->share))
 		return;
 	if (g->nlog == g->clog) {
 		uint32_t c = g->clog ? 2 * g->clog : 64;
@@ -292,8 +292,7 @@ void sim_health_tick(struct mrc_sim *s, uint32_t h)
 	feed(s, h, now);
 	if (s->cfg.health == MRC_SIM_HEALTH_SHARED) {
 		receive(s, h, now);
-		if (++q->ticks % SHARE_TICKS == 0)
-			share(s, h, now);
+		share(s, h, now, ++q->ticks % SHARE_TICKS == 0);
 	}
 	if (mrc_health_eval(q->h, now) > 0) {
 		apply(s, h, now);
