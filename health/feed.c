@@ -16,9 +16,14 @@ void mrc_health_feed_event(struct mrc_health *h, uint32_t peer, uint32_t ev,
 	if (e->type != MRCE_EVT_EV_STATE)
 		return;
 	if (e->new_state == MRCE_EV_ASSUMED_BAD && failed(e->reason))
-		mrc_health_path_fail(h, peer, ev, e->time_ns);
+		mrc_health_path_retired(h, peer, ev, e->time_ns, e->time_ns);
 	else if (e->new_state == MRCE_EV_GOOD && e->reason == MRCE_RSN_PROBE_OK)
 		mrc_health_path_ok(h, peer, ev, e->time_ns);
+	else if (e->new_state == MRCE_EV_GOOD && e->reason == MRCE_RSN_SPURIOUS)
+		/* The packet whose loss retired the EV was acknowledged late:
+		 * the path delivered.  Under congestion this is most
+		 * retirements; left standing they convicted healthy links. */
+		mrc_health_path_spurious(h, peer, ev, e->time_ns);
 }
 
 void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
@@ -32,5 +37,38 @@ void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
 	    i->last_ack_ns <= now)
 		mrc_health_path_ok(h, peer, ev, i->last_ack_ns);
 	if (i->state == MRCE_EV_ASSUMED_BAD && failed(i->last_reason))
-		mrc_health_path_fail(h, peer, ev, now);
+		mrc_health_path_retired(h, peer, ev, i->last_change_ns, now);
+}
+
+int mrc_health_feed_share(const struct mrc_health *h, uint64_t now, int period,
+			  struct mrc_health_obs *out, size_t max, size_t *n,
+			  struct mrc_health_share_st *st)
+{
+	size_t nbad;
+	uint32_t ids[1];
+	*n = 0;
+	/* Between periods only a retraction goes out, once: a path whose
+	 * failure was told works again (a retirement found spurious), and
+	 * peers holding the failure would deny on it until the period. */
+	if (!period && st->told != 1)
+		return 0;
+	mrc_health_export(h, now, out, max, n);
+	mrc_health_links(h, MRC_HEALTH_SUSPECT, ids, 0, &nbad);
+	int fail = 0;
+	for (size_t i = 0; i < *n; i++)
+		fail |= !out[i].ok;
+	if (!period) {
+		if (!mrc_health_recovered_since(h, st->at_ns))
+			return 0;
+		st->told = 2;   /* and again at the period: a receiver's rate
+		                   bound may have dropped this one */
+		return 1;
+	}
+	/* At the period also once after the last failure is gone, so the
+	 * retraction reaches every peer that holds it. */
+	int due = *n && (fail || nbad || st->told);
+	st->told = (uint8_t)fail;
+	if (due)
+		st->at_ns = now;
+	return due;
 }

@@ -5,6 +5,7 @@
 #ifndef MRC_HEALTH_FEED_H
 #define MRC_HEALTH_FEED_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "health/health.h"
@@ -22,5 +23,22 @@ void mrc_health_feed_event(struct mrc_health *h, uint32_t peer, uint32_t ev,
  * stays fresh while the path is bad). */
 void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			const struct mrce_ev_info *i, uint64_t prev_tx, uint64_t now);
+/* A host's sharing state between ticks (start zeroed). */
+struct mrc_health_share_st {
+	uint8_t told;           /* 1: the last period's share held a failure;
+	                           2: its retraction went out early */
+	uint64_t at_ns;         /* when the last period's share went out */
+};
+
+/* What a host shares at this tick: its newest observations into out (at
+ * most max, *n set, as mrc_health_export) and 1 when they are worth
+ * sending.  At the sharing period (period != 0): a failure of its own, a
+ * link not OK, or the first period after its last failure is gone (the
+ * news that it works again).  At any other tick, once per period: when a
+ * share that held a failure went out and a path has worked again since
+ * (mrc_health_recovered_since), the retraction at once. */
+int mrc_health_feed_share(const struct mrc_health *h, uint64_t now, int period,
+			  struct mrc_health_obs *out, size_t max, size_t *n,
+			  struct mrc_health_share_st *st);
 
 #endif

@@ -15,6 +15,11 @@ struct obs {
 	uint8_t n_links;
 	uint32_t links[NLINKS];
 	uint8_t covered;        /* eval's greedy cover: explained */
+	uint8_t news;           /* a failure, or working since one: exported
+	                           first (peers must hear a retraction) */
+	uint8_t pardon;         /* own: the retirement at `since` was found
+	                           spurious; its re-reports are ignored */
+	uint64_t since;         /* own failure: the engine's retirement time */
 };
 
 struct link_st {
@@ -142,17 +147,20 @@ static int evict(struct mrc_health *h, const struct mrc_health_obs *o)
 	return 0;
 }
 
-/* Records (or refreshes) one observation; the newer one of a path wins. */
-static int put(struct mrc_health *h, const struct mrc_health_obs *o)
+/* Records (or refreshes) one observation; the newer one of a path wins.
+ * since: a failure's retirement time (0 unknown); a pardoned one's
+ * re-reports (same since) are dropped. */
+static int put(struct mrc_health *h, const struct mrc_health_obs *o, uint64_t since)
 {
 	struct mrc_path p;
 	if (mrc_topo_path(h->t, o->src, o->dst, o->ev, &p))
 		return -EINVAL;
 	uint32_t *s = slot_of(h, o->src, o->dst, o->ev);
 	struct obs *e;
-	if (*s != NO_IDX) {
+	bool fresh = *s == NO_IDX;
+	if (!fresh) {
 		e = &h->obs[*s];
-		if (e->o.ts_ns > o->ts_ns)
+		if (e->o.ts_ns > o->ts_ns || (!o->ok && e->pardon && since && e->since == since))
 			return 0;
 	} else {
 		if (h->n_obs >= h->cfg.max_obs) {
@@ -164,6 +172,11 @@ static int put(struct mrc_health *h, const struct mrc_health_obs *o)
 		*s = h->n_obs;
 		e = &h->obs[h->n_obs++];
 	}
+	/* Working after a failure stays news (the retraction) until it
+	 * expires or fails again. */
+	e->news = !o->ok || (!fresh && (e->news || !e->o.ok));
+	e->pardon = 0;
+	e->since = o->ok ? 0 : since;
 	e->o = *o;
 	/* Only links between switches are candidates.  A host's own link is
 	 * on every path of that host in its plane, so an incast into the host
@@ -178,20 +191,52 @@ static int put(struct mrc_health *h, const struct mrc_health_obs *o)
 	return 1;
 }
 
+static int put_own(struct mrc_health *h, uint32_t peer, uint32_t ev, uint8_t ok,
+		   uint64_t since, uint64_t now)
+{
+	int rc = put(h, &(struct mrc_health_obs){ .src = h->self, .dst = peer,
+		.ev = (uint16_t)ev, .ok = ok, .ts_ns = now }, since);
+	return rc < 0 ? rc : 0;
+}
+
 int mrc_health_path_fail(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			 uint64_t now)
 {
-	int rc = put(h, &(struct mrc_health_obs){ .src = h->self, .dst = peer,
-		.ev = (uint16_t)ev, .ok = 0, .ts_ns = now });
-	return rc < 0 ? rc : 0;
+	return put_own(h, peer, ev, 0, 0, now);
+}
+
+int mrc_health_path_retired(struct mrc_health *h, uint32_t peer, uint32_t ev,
+			    uint64_t since, uint64_t now)
+{
+	return put_own(h, peer, ev, 0, since, now);
 }
 
 int mrc_health_path_ok(struct mrc_health *h, uint32_t peer, uint32_t ev,
 		       uint64_t now)
 {
-	int rc = put(h, &(struct mrc_health_obs){ .src = h->self, .dst = peer,
-		.ev = (uint16_t)ev, .ok = 1, .ts_ns = now });
-	return rc < 0 ? rc : 0;
+	return put_own(h, peer, ev, 1, 0, now);
+}
+
+int mrc_health_path_spurious(struct mrc_health *h, uint32_t peer, uint32_t ev,
+			     uint64_t now)
+{
+	uint32_t i = ev <= UINT16_MAX ? *slot_of(h, h->self, peer, ev) : NO_IDX;
+	uint64_t t0 = i != NO_IDX && !h->obs[i].o.ok ? h->obs[i].since : 0;
+	int rc = put_own(h, peer, ev, 1, 0, now);
+	/* The loss decision that retired it was wrong; the paths to this
+	 * peer it retired at the same instant were that decision too (one
+	 * packet's tries, one pass of loss detection), and the engine gives
+	 * back only one of them (the rest wait for probes, 2 ms). */
+	for (uint32_t k = 0; !rc && t0 && k < h->n_obs; k++) {
+		struct obs *e = &h->obs[k];
+		if (e->o.src != h->self || e->o.dst != peer || e->o.ok || e->since != t0 ||
+		    e->o.ts_ns > now)
+			continue;
+		e->o.ok = 1;
+		e->o.ts_ns = now;
+		e->news = e->pardon = 1;
+	}
+	return rc;
 }
 
 int mrc_health_path_congested(struct mrc_health *h, uint32_t peer,
@@ -218,23 +263,24 @@ int mrc_health_merge(struct mrc_health *h, uint32_t from,
 		struct mrc_health_obs o = obs[i];
 		o.ok = o.ok ? 1 : 0;
 		o.ts_ns = now - age_ns[i];
-		if (put(h, &o) > 0)
+		if (put(h, &o, 0) > 0)
 			taken++;
 	}
 	return taken;
 }
 
-int mrc_health_export(const struct mrc_health *h, uint64_t now,
-		      struct mrc_health_obs *out, size_t max, size_t *n)
+/* Appends self's fresh observations with news == want to out, newest
+ * first, until *n reaches max. */
+static void export_pass(const struct mrc_health *h, uint64_t now, uint8_t want,
+			struct mrc_health_obs *out, size_t max, size_t *n)
 {
-	*n = 0;
 	/* Newest first by selection: max is small (one datagram's worth). */
 	uint64_t below = UINT64_MAX;
 	while (*n < max) {
 		const struct obs *best = NULL;
 		for (uint32_t i = 0; i < h->n_obs; i++) {
 			const struct obs *e = &h->obs[i];
-			if (e->o.src != h->self || e->o.ts_ns >= below ||
+			if (e->o.src != h->self || e->news != want || e->o.ts_ns >= below ||
 			    e->o.ts_ns + h->cfg.ttl_ns <= now)
 				continue;
 			if (!best || e->o.ts_ns > best->o.ts_ns)
@@ -244,9 +290,31 @@ int mrc_health_export(const struct mrc_health *h, uint64_t now,
 			break;
 		/* Equal times: take every one of them in this round. */
 		for (uint32_t i = 0; i < h->n_obs && *n < max; i++)
-			if (h->obs[i].o.src == h->self && h->obs[i].o.ts_ns == best->o.ts_ns)
+			if (h->obs[i].o.src == h->self && h->obs[i].news == want &&
+			    h->obs[i].o.ts_ns == best->o.ts_ns)
 				out[(*n)++] = h->obs[i].o;
 		below = best->o.ts_ns;
+	}
+}
+
+int mrc_health_export(const struct mrc_health *h, uint64_t now,
+		      struct mrc_health_obs *out, size_t max, size_t *n)
+{
+	*n = 0;
+	/* Failures and paths working again first: a host with hundreds of
+	 * paths acked since would otherwise never send the retraction of a
+	 * failure it told, and its peers held it for the TTL. */
+	export_pass(h, now, 1, out, max, n);
+	export_pass(h, now, 0, out, max, n);
+	return 0;
+}
+
+int mrc_health_recovered_since(const struct mrc_health *h, uint64_t t)
+{
+	for (uint32_t i = 0; i < h->n_obs; i++) {
+		const struct obs *e = &h->obs[i];
+		if (e->o.src == h->self && e->o.ok && e->news && e->o.ts_ns > t)
+			return 1;
 	}
 	return 0;
 }

@@ -87,6 +87,17 @@ int mrc_health_path_fail(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			 uint64_t now);
 int mrc_health_path_ok(struct mrc_health *h, uint32_t peer, uint32_t ev,
 		       uint64_t now);
+/* Still retired (a failure) as of now, since the engine retired it at
+ * `since`: as path_fail, but dropped while that retirement is pardoned
+ * (path_spurious). */
+int mrc_health_path_retired(struct mrc_health *h, uint32_t peer, uint32_t ev,
+			    uint64_t since, uint64_t now);
+/* The engine found the loss that retired self -> peer on ev spurious (a
+ * late ACK): it works as of now, and so do this host's other paths to
+ * peer retired at the same instant (the same loss decision), which stay
+ * so while the engine keeps them retired from that instant. */
+int mrc_health_path_spurious(struct mrc_health *h, uint32_t peer, uint32_t ev,
+			     uint64_t now);
 /* ECN echo or trim on self -> peer on ev: counted, never convicts. */
 int mrc_health_path_congested(struct mrc_health *h, uint32_t peer,
 			      uint32_t ev, uint64_t n);
@@ -98,10 +109,16 @@ int mrc_health_path_congested(struct mrc_health *h, uint32_t peer,
 int mrc_health_merge(struct mrc_health *h, uint32_t from,
 		     const struct mrc_health_obs *obs, const uint64_t *age_ns,
 		     size_t n, uint64_t now);
-/* This host's own fresh observations, newest first, at most max; *n set.
+/* This host's own fresh observations, at most max; *n set: first its
+ * failures and its paths working since a failure (the news a peer that
+ * heard the failure needs), then the others, each part newest first.
  * What a host shares: never another host's. */
 int mrc_health_export(const struct mrc_health *h, uint64_t now,
 		      struct mrc_health_obs *out, size_t max, size_t *n);
+
+/* 1 when one of this host's own paths works again after a failure, as
+ * of a time after t (news a peer that heard the failure needs); else 0. */
+int mrc_health_recovered_since(const struct mrc_health *h, uint64_t t);
 
 /* Expires old observations and recomputes every link's state.  Returns
  * the number of links whose state changed. */

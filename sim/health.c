@@ -42,6 +42,7 @@ struct hhost {
 	struct mrc_health *h;
 	uint64_t next_ns;
 	uint32_t ticks;
+	struct mrc_health_share_st share;
 	uint64_t **prev;           /* [peer][engine ev] tx_pkts last tick */
 	uint8_t **mine;            /* [peer][engine ev] denied by us */
 	uint32_t *inbox, nin, cin, hin;   /* message ids; head hin */
@@ -175,19 +176,13 @@ static void feed(struct mrc_sim *s, uint32_t h, uint64_t now)
 		}
 }
 
-static void share(struct mrc_sim *s, uint32_t h, uint64_t now)
+static void share(struct mrc_sim *s, uint32_t h, uint64_t now, int period)
 {
 	struct sim_health *g = s->health;
 	struct hhost *q = &g->hh[h];
 	struct mrc_health_obs o[MSG_MAX];
-	size_t n, nbad;
-	uint32_t ids[1];
-	mrc_health_export(q->h, now, o, MSG_MAX, &n);
-	mrc_health_links(q->h, MRC_HEALTH_SUSPECT, ids, 0, &nbad);
-	int fail = 0;
-	for (size_t i = 0; i < n; i++)
-		fail |= !o[i].ok;
-	if (!n || (!fail && !nbad))
+	size_t n;
+	if (!mrc_health_feed_share(q->h, now, period, o, MSG_MAX, &n, &q->share))
 		return;
 	if (g->nlog == g->clog) {
 		uint32_t c = g->clog ? 2 * g->clog : 64;
@@ -228,8 +223,15 @@ static void receive(struct mrc_sim *s, uint32_t h, uint64_t now)
 	struct hhost *q = &g->hh[h];
 	for (; q->hin < q->nin && g->log[q->inbox[q->hin]].at_ns <= now; q->hin++) {
 		const struct hmsg *m = &g->log[q->inbox[q->hin]];
-		/* The age is the sender's; merge restamps it on our clock. */
-		mrc_health_merge(q->h, m->from, m->obs, m->age, m->n, now);
+		/* The age is the sender's; merge restamps it on our clock.  Aged
+		 * by the time since it was sent: mrcd ignores the transit (us
+		 * against its 10 ms tick), but here the tick is a few us, and
+		 * news 2 ticks old read as fresh outranked the sender's own
+		 * newer retraction of it (a healthy link denied). */
+		uint64_t age[MSG_MAX], sent = m->at_ns - SHARE_LAT_NS;
+		for (uint32_t i = 0; i < m->n; i++)
+			age[i] = m->age[i] + (now - sent);
+		mrc_health_merge(q->h, m->from, m->obs, age, m->n, now);
 	}
 }
 
@@ -290,8 +292,7 @@ void sim_health_tick(struct mrc_sim *s, uint32_t h)
 	feed(s, h, now);
 	if (s->cfg.health == MRC_SIM_HEALTH_SHARED) {
 		receive(s, h, now);
-		if (++q->ticks % SHARE_TICKS == 0)
-			share(s, h, now);
+		share(s, h, now, ++q->ticks % SHARE_TICKS == 0);
 	}
 	if (mrc_health_eval(q->h, now) > 0) {
 		apply(s, h, now);

@@ -16,6 +16,13 @@
  *     earlier: within slack_ns that is the same moment, so a healthy link
  *     with two congestion-retired paths is not convicted (it is with no
  *     slack);
+ *   spurious_convicts_nothing: a path retired for a loss the engine then
+ *     finds spurious (GOOD, SPURIOUS) works, so do the paths to the same
+ *     peer that loss decision retired at the same instant (kept retired
+ *     by the engine), and its host shares that once
+ *     more although it has no failure left, ahead of its newer working
+ *     paths (more than a message holds), so a healthy link denied on such
+ *     congestion-shaped evidence elsewhere is cleared;
  *   bad_answers_probes: an EV taken out of use with mrce_ev_set_bad (how
  *     mrcd's deny.c applies fabric health now) answers the peer's probes,
  *     so the peer's retired EV heals, and heals itself by its own probes;
@@ -36,6 +43,7 @@
 
 #include "tests/support/etest_case.h"
 #include "health/feed.h"
+#include "transport/engine_wire.h"
 #include "health/health.h"
 #include "topology/topo.h"
 
@@ -262,6 +270,137 @@ static void lost_probe_proves_nothing(void **state)
 	scene_down(&s);
 }
 
+/* One host's own table: a path of its retired for loss at `at`. */
+static struct mrc_health *host_new(const struct mrc_topo *t, uint32_t self)
+{
+	struct mrc_health *h;
+	struct mrc_health_cfg cfg = { .max_obs = 1024 };
+	assert_int_equal(mrc_health_new(t, self, &cfg, &h), 0);
+	return h;
+}
+
+static void ev_event(struct mrc_health *h, uint32_t peer, uint32_t ev, uint8_t to,
+		     uint8_t reason, uint64_t at)
+{
+	struct mrce_event e = { .type = MRCE_EVT_EV_STATE, .ev = ev, .new_state = to,
+		.old_state = to == MRCE_EV_GOOD ? MRCE_EV_ASSUMED_BAD : MRCE_EV_GOOD,
+		.reason = reason, .time_ns = at };
+	mrc_health_feed_event(h, peer, ev, &e);
+}
+
+/* What `from` shares at `now` (mrc_health_feed_share), merged by `to`;
+ * returns whether it was due. */
+static int share_to(struct mrc_health *from, uint32_t from_host,
+		    struct mrc_health_share_st *told,
+		    struct mrc_health *to, uint64_t now, int period)
+{
+	struct mrc_health_obs o[MRCE_CTRL_HEALTH_MAX];
+	uint64_t age[MRCE_CTRL_HEALTH_MAX];
+	size_t n;
+	mrc_health_eval(from, now);
+	if (!mrc_health_feed_share(from, now, period, o, MRCE_CTRL_HEALTH_MAX, &n, told))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		age[i] = now - o[i].ts_ns;
+	CHECK(mrc_health_merge(to, from_host, o, age, n, now) == (int)n);
+	return 1;
+}
+
+/* Congestion-shaped evidence (mrcsim's 2:1 oversubscribed all-to-all,
+ * docs/health.md "Spurious retirements"): two hosts of different leaves
+ * each have one path across a healthy spine-leaf link retired for loss,
+ * the packet only late; each shares it, and a third host denies the link
+ * (checked: this evidence convicts while it stands).  Then the engine
+ * gives each path back (GOOD, reason SPURIOUS: the "lost" packet was
+ * acknowledged): that must count as the path working, and the next share
+ * must carry it although the host has no failure left to tell, so the
+ * third host clears the link.  Odd rounds: the engine gives back another
+ * path the same loss decision retired at the same instant and keeps the
+ * one across the link retired: it is pardoned all the same (its tick
+ * re-reads dropped).  Before: SPURIOUS was ignored (the failure
+ * stood until its TTL, 1 s), a host with no failure did not share, and
+ * its export (newest first) had no room for the retraction behind the
+ * paths acked since. */
+static void spurious_convicts_nothing(void **state)
+{
+	for (int r = 0; r < ROUNDS; r++) {
+		struct mrc_topo *t;
+		/* 8 hosts a leaf, 3-4 spines: 93-124 paths a host, more than a
+		 * HEALTH message carries. */
+		struct mrc_topo_gen g = { .planes = 1, .leaves_per_plane = 4,
+			.spines_per_plane = 3 + (uint32_t)(rnd() % 2), .hosts_per_leaf = 8 };
+		assert_int_equal(mrc_topo_generate(&g, &t, NULL, 0), 0);
+		/* Hosts of leaves 0 and 1 to a host of leaf 2 through spine sp:
+		 * their failed paths share only sp-leaf 2; a host of leaf 3
+		 * hears of them. */
+		uint32_t sp = (uint32_t)(rnd() % g.spines_per_plane), ev = sp;
+		uint32_t src[2] = { (uint32_t)(rnd() % 8), 8 + (uint32_t)(rnd() % 8) };
+		uint32_t dst = 16 + (uint32_t)(rnd() % 8), obs_host = 24 + (uint32_t)(rnd() % 8);
+		uint32_t link = t->leaf_spine[0][(size_t)2 * g.spines_per_plane + sp];
+		struct mrc_path pa;
+		for (int k = 0; k < 2; k++) {
+			assert_int_equal(mrc_topo_path(t, src[k], dst, ev, &pa), 0);
+			CHECK(crosses(&pa, link));
+		}
+		struct mrc_health *a[2] = { host_new(t, src[0]), host_new(t, src[1]) };
+		struct mrc_health *o = host_new(t, obs_host);
+		struct mrc_health_share_st told[2] = { { 0 }, { 0 } };
+		uint64_t t0 = (1 + rnd() % 50) * MS, back = t0 + (2 + rnd() % 5) * MS;
+		/* Odd rounds: the same loss decision also retired another path
+		 * of each host to dst (a different spine each, so it explains
+		 * one path only), and the engine gives back that one, keeping
+		 * the one across the link retired (re-read every tick). */
+		int sib = r % 2;
+		uint32_t sev[2] = { (sp + 1) % g.spines_per_plane, (sp + 2) % g.spines_per_plane };
+		for (int k = 0; k < 2; k++) {
+			ev_event(a[k], dst, ev, MRCE_EV_ASSUMED_BAD, MRCE_RSN_LOSS, t0);
+			if (sib)
+				ev_event(a[k], dst, sev[k], MRCE_EV_ASSUMED_BAD, MRCE_RSN_LOSS, t0);
+			CHECK(share_to(a[k], src[k], &told[k], o, t0 + MS, 1));
+		}
+		mrc_health_eval(o, t0 + MS);
+		struct mrc_health_link li;
+		mrc_health_link_get(o, link, &li);
+		CHECK(li.state == MRC_HEALTH_DENIED);    /* the evidence convicts */
+		for (int k = 0; k < 2; k++) {
+			ev_event(a[k], dst, sib ? sev[k] : ev, MRCE_EV_GOOD, MRCE_RSN_SPURIOUS, back);
+			struct mrce_ev_info still = { .state = MRCE_EV_ASSUMED_BAD,
+				.last_reason = MRCE_RSN_LOSS, .last_change_ns = t0 };
+			if (sib)
+				mrc_health_feed_ev(a[k], dst, ev, &still, 0, back + MS / 4);
+			/* Then every path of the host not across the link acked,
+			 * newer than the give-back: the retraction must still go
+			 * out first. */
+			unsigned acked = 0;
+			for (uint32_t d = 0; d < t->n_hosts; d++)
+				for (uint32_t e = 0; d != src[k] && e < g.spines_per_plane; e++)
+					if (!mrc_topo_path(t, src[k], d, e, &pa) && !crosses(&pa, link))
+						acked += !mrc_health_path_ok(a[k], d, e, back + MS / 2);
+			CHECK(acked > MRCE_CTRL_HEALTH_MAX);
+			/* Due at once, between periods, although no failure is
+			 * left: the retraction. */
+			CHECK(share_to(a[k], src[k], &told[k], o, back + MS, 0));
+		}
+		mrc_health_eval(o, back + MS);
+		mrc_health_link_get(o, link, &li);
+		if (li.state != MRC_HEALTH_OK || convicted(o))
+			fail_msg("round %d (seed %llu): healthy link %u is %s after both "
+				 "retirements proved spurious", r, (unsigned long long)g_seed,
+				 link, mrc_health_state_name(li.state));
+		/* Not again between periods; once more at the next period (a
+		 * receiver's rate bound may have dropped it), then nothing. */
+		for (int k = 0; k < 2; k++) {
+			CHECK(!share_to(a[k], src[k], &told[k], o, back + 2 * MS, 0));
+			CHECK(share_to(a[k], src[k], &told[k], o, back + 3 * MS, 1));
+			CHECK(!share_to(a[k], src[k], &told[k], o, back + 4 * MS, 1));
+		}
+		for (int k = 0; k < 2; k++)
+			mrc_health_free(a[k]);
+		mrc_health_free(o);
+		mrc_topo_free(t);
+	}
+}
+
 /* ---- the engine: out of use, yet answering probes --------------------- */
 
 static uint8_t ev_state(struct etest *t, int node, uint32_t peer, uint32_t ev)
@@ -314,6 +453,7 @@ int main(void)
 		cmocka_unit_test_setup(acks_prove_work, reseed),
 		cmocka_unit_test_setup(lost_probe_proves_nothing, reseed),
 		cmocka_unit_test_setup(tick_skew_convicts_nothing, reseed),
+		cmocka_unit_test_setup(spurious_convicts_nothing, reseed),
 		cmocka_unit_test_setup_teardown(bad_answers_probes, reseed, etest_teardown),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);

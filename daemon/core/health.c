@@ -36,6 +36,7 @@ struct mrcd_health {
 	uint64_t **prev;
 	uint32_t nprev;
 	uint32_t ticks;
+	struct mrc_health_share_st share;
 	uint64_t *rx_last;      /* [host] when its last HEALTH was merged */
 };
 
@@ -82,17 +83,12 @@ static void log_changes(struct mrcd *d, uint64_t now)
 
 /* This host's newest observations to every peer, if it has a failure of
  * its own or a link not OK to speak of. */
-static void share(struct mrcd *d, uint64_t now)
+static void share(struct mrcd *d, uint64_t now, int period)
 {
 	struct mrc_health_obs o[MRCE_CTRL_HEALTH_MAX];
-	size_t n, nbad;
-	uint32_t ids[1];
-	mrc_health_export(d->health->h, now, o, MRCE_CTRL_HEALTH_MAX, &n);
-	mrc_health_links(d->health->h, MRC_HEALTH_SUSPECT, ids, 0, &nbad);
-	int fail = 0;
-	for (size_t i = 0; i < n; i++)
-		fail |= !o[i].ok;
-	if (!n || (!fail && !nbad))
+	size_t n;
+	if (!mrc_health_feed_share(d->health->h, now, period, o, MRCE_CTRL_HEALTH_MAX, &n,
+				   &d->health->share))
 		return;
 	struct mrce_ctrl_health m = { .n = (uint32_t)n };
 	for (size_t i = 0; i < n; i++) {
@@ -144,8 +140,8 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	for (uint32_t peer = 0; peer < d->max_peers && peer < d->health->nprev; peer++)
 		if (d->peers[peer].used)
 			feed_peer(d, peer, now);
-	if (++d->health->ticks % SHARE_TICKS == 0 && d->cfg.health_share)
-		share(d, now);
+	if (d->cfg.health_share)
+		share(d, now, ++d->health->ticks % SHARE_TICKS == 0);
 	int changed = mrc_health_eval(d->health->h, now);
 	if (changed <= 0)
 		return;
