@@ -44,9 +44,9 @@ void mrce__ev_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 	}
 	pa->last_change = now;
 	pa->probe_seq = 0;
-	/* Written only when set: setup denies the EVs a fabric lacks, and
-	 * that must not touch the cold pages (store.h). */
-	if (pc->ok_streak | pc->probe_backoff) {
+	/* Not nonzero but while ASSUMED_BAD: setup denies the EVs a fabric
+	 * lacks, and that must not even read the cold pages (store.h). */
+	if (old == MRCE_EV_ASSUMED_BAD) {
 		pc->ok_streak = 0;
 		pc->probe_backoff = 0;
 	}
