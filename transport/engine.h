@@ -6,8 +6,9 @@
  * (mrce_tx), completions (mrce_wc_drain), events
  * (mrce_event_pop) and its next timer deadline
  * (mrce_next_deadline; call mrce_tick then).  It performs no
- * syscalls, reads no clock and allocates nothing after mrce_create and
- * mrce_qp_open, so the daemon, the simulator and the tests run it
+ * syscalls but its allocations', reads no clock and allocates nothing
+ * outside mrce_create, mrce_peer_add (one anonymous mapping per peer)
+ * and mrce_qp_open, so the daemon, the simulator and the tests run it
  * unchanged.  It is not thread-safe: one thread drives one engine.
  *
  * Peers are other engines (hosts).  Each peer has an EV table: EV e names

@@ -3,30 +3,8 @@
  * send, QPs with completions).  Calls no other engine file. */
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 
 #include "transport/store.h"
-
-/* ---- memory that may never be touched ------------------------------- */
-
-/* Zeroed memory whose pages cost nothing until written: an anonymous
- * mapping, so the kernel supplies zero pages on first write.  calloc may
- * clear (write) the whole block itself, reused heap or not; the cold
- * halves of path records are written only on losses and state changes
- * (store.h), so a clean run never pays for them (bench/results/
- * sim_fast.md: 8,192 hosts).  Setup only (mrce_peer_add). */
-void *mrce__lazy_zalloc(size_t len)
-{
-	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-void mrce__lazy_free(void *p, size_t len)
-{
-	if (p)
-		munmap(p, len ? len : 1);
-}
 
 /* ---- memory registration ------------------------------------------- */
 

@@ -28,7 +28,7 @@ struct mrce__mr {
  * packets, setup's state changes).  What only losses, trims, ECN and bad
  * paths write is in
  * struct mrce__ev_cold, a side array whose pages are never touched until
- * then (mrce__lazy_zalloc).  A peer has an EV per path, 264 on the 8-plane
+ * then (peer.c lazy_zalloc).  A peer has an EV per path, 264 on the 8-plane
  * Clos, and the simulator 8,192 hosts of peers: the 128-byte record this
  * replaces was 45% of the 8,192-host permutation's memory (issue 33). */
 struct mrce__ev {
@@ -269,8 +269,6 @@ struct mrce {
 };
 
 /* store.c */
-void *mrce__lazy_zalloc(size_t len);
-void mrce__lazy_free(void *p, size_t len);
 void mrce__event_push(struct mrce *e, const struct mrce_event *ev);
 struct mrce_tx_pkt *mrce__ctrl_slot(struct mrce *e);
 struct mrce__mr *mrce__mr_get(struct mrce *e, uint32_t key);
