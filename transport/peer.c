@@ -3,10 +3,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "transport/store.h"
 #include "transport/timers.h"
+#include "transport/zmem.h"
 
 /* The order the spray visits a plane's EVs in: bit-reversed index order
  * (0, n/2, n/4, 3n/4, ...), so that consecutive packets take EVs far
@@ -34,19 +34,6 @@ static void spread_order(uint16_t *evs, uint32_t n)
 	memcpy(evs, tmp, n * sizeof(*evs));
 }
 
-/* Zeroed memory whose pages cost nothing until written: an anonymous
- * mapping, the kernel's zero page until then.  calloc may clear (write)
- * the whole block itself, reused heap or not; the cold halves of path
- * records are written only on losses, trims, ECN and bad paths
- * (store.h), so a clean run never pays for them (bench/results/
- * sim_fast.md: 8,192 hosts).  An allocation, not I/O: the only mmap of
- * the engine (scripts/check-layers.sh). */
-static void *lazy_zalloc(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
 int mrce_peer_add(struct mrce *e, uint32_t nev, const uint8_t *plane_of,
 		 uint32_t *peer)
 {
@@ -67,7 +54,7 @@ int mrce_peer_add(struct mrce *e, uint32_t nev, const uint8_t *plane_of,
 	p->paths_mem = calloc(1, (size_t)nev * sizeof(*p->paths) + 63);
 	p->paths = p->paths_mem ? (struct mrce__ev *)(((uintptr_t)p->paths_mem + 63) &
 						      ~(uintptr_t)63) : NULL;
-	p->cold = lazy_zalloc((size_t)nev * sizeof(*p->cold));
+	p->cold = mrce__zalloc((size_t)nev * sizeof(*p->cold));
 	uint16_t cnt[MRCE_MAX_PLANES] = { 0 };
 	for (uint32_t i = 0; i < nev; i++)
 		cnt[plane_of[i]]++;
@@ -105,8 +92,7 @@ int mrce_peer_remove(struct mrce *e, uint32_t peer)
 			return -EBUSY;
 	struct mrce__peer *p = &e->peers[peer];
 	free(p->paths_mem);
-	if (p->cold)
-		munmap(p->cold, (size_t)p->nev * sizeof(*p->cold));
+	mrce__zfree(p->cold, (size_t)p->nev * sizeof(*p->cold));
 	for (int pl = 0; pl < MRCE_MAX_PLANES; pl++)
 		free(p->plane_evs[pl]);
 	memset(p, 0, sizeof(*p));

@@ -8,14 +8,19 @@
 #include "transport/ack_tx.h"
 #include "transport/qp.h"
 #include "transport/timers.h"
+#include "transport/zmem.h"
 
-static void qp_free_arrays(struct mrce__qp *qp)
+/* A QP that only sends never writes its receive arrays, one that only
+ * receives WRITEs none but evst: mapped, they cost nothing until then
+ * (zmem.c).  The ring sizes are the engine's, so free knows them. */
+static void qp_free_arrays(const struct mrce *e, struct mrce__qp *qp)
 {
-	free(qp->sq);
-	free(qp->slots);
-	free(qp->rslots);
-	free(qp->rq);
-	free(qp->rcq);
+	uint32_t w = e->cfg.window;
+	mrce__zfree(qp->sq, e->cfg.sq_depth * sizeof(*qp->sq));
+	mrce__zfree(qp->slots, w * sizeof(*qp->slots));
+	mrce__zfree(qp->rslots, w * sizeof(*qp->rslots));
+	mrce__zfree(qp->rq, e->cfg.rq_depth * sizeof(*qp->rq));
+	mrce__zfree(qp->rcq, w * sizeof(*qp->rcq));
 	free(qp->evst);
 }
 
@@ -33,15 +38,15 @@ int mrce_qp_open(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qpn)
 	struct mrce__qp *qp = &e->qps[i];
 	memset(qp, 0, sizeof(*qp));
 	uint32_t w = e->cfg.window;
-	qp->sq = calloc(e->cfg.sq_depth, sizeof(*qp->sq));
-	qp->slots = calloc(w, sizeof(*qp->slots));
-	qp->rslots = calloc(w, sizeof(*qp->rslots));
-	qp->rq = calloc(e->cfg.rq_depth, sizeof(*qp->rq));
-	qp->rcq = calloc(w, sizeof(*qp->rcq));
+	qp->sq = mrce__zalloc(e->cfg.sq_depth * sizeof(*qp->sq));
+	qp->slots = mrce__zalloc(w * sizeof(*qp->slots));
+	qp->rslots = mrce__zalloc(w * sizeof(*qp->rslots));
+	qp->rq = mrce__zalloc(e->cfg.rq_depth * sizeof(*qp->rq));
+	qp->rcq = mrce__zalloc(w * sizeof(*qp->rcq));
 	qp->evst = e->cfg.qp_ev_stats ? calloc(e->cfg.qp_ev_stats, sizeof(*qp->evst)) : NULL;
 	if (!qp->sq || !qp->slots || !qp->rslots || !qp->rq || !qp->rcq ||
 	    (e->cfg.qp_ev_stats && !qp->evst)) {
-		qp_free_arrays(qp);
+		qp_free_arrays(e, qp);
 		return -ENOMEM;
 	}
 	/* The QPN carries a generation so packets for a destroyed QP never
@@ -118,7 +123,7 @@ int mrce_qp_close(struct mrce *e, uint32_t qpn)
 		mrce__ack_flush_qp(e, qp);
 		unlink_list(&e->ack_head, &no_tail, qp, offsetof(struct mrce__qp, ack_next));
 	}
-	qp_free_arrays(qp);
+	qp_free_arrays(e, qp);
 	memset(qp, 0, sizeof(*qp));
 	mrce__qp_timer_sync(e, qp);   /* unused: out of the timers */
 	return 0;

@@ -28,7 +28,7 @@ struct mrce__mr {
  * packets, setup's state changes).  What only losses, trims, ECN and bad
  * paths write is in
  * struct mrce__ev_cold, a side array whose pages are never touched until
- * then (peer.c lazy_zalloc).  A peer has an EV per path, 264 on the 8-plane
+ * then (zmem.c).  A peer has an EV per path, 264 on the 8-plane
  * Clos, and the simulator 8,192 hosts of peers: the 128-byte record this
  * replaces was 45% of the 8,192-host permutation's memory (issue 33). */
 struct mrce__ev {
@@ -101,7 +101,7 @@ struct mrce__peer {
 	uint8_t xack_set;
 	struct mrce__ev *paths;    /* 64-byte aligned, inside paths_mem */
 	void *paths_mem;
-	struct mrce__ev_cold *cold; /* nev of them (mrce__lazy_zalloc) */
+	struct mrce__ev_cold *cold; /* nev of them (mrce__zalloc) */
 	/* Spraying: round robin over planes, then over each plane's EVs. */
 	uint16_t *plane_evs[MRCE_MAX_PLANES];
 	uint16_t plane_nev[MRCE_MAX_PLANES], plane_cur[MRCE_MAX_PLANES];
