@@ -39,6 +39,24 @@ static size_t cold_resident(struct mrce *e, uint32_t peer)
 	return resident_pages(p->cold, (size_t)p->nev * sizeof(*p->cold));
 }
 
+/* Resident pages of one of a QP's arrays (mapped: each is >= a page at
+ * the defaults). */
+static size_t qp_resident(struct mrce *e, uint32_t qpn, const char *which)
+{
+	const struct mrce__qp *qp = mrce__qp_get(e, qpn);
+	const struct mrce_cfg *c = &e->cfg;
+	CHECK(qp != NULL);
+	if (!strcmp(which, "sq"))
+		return resident_pages(qp->sq, c->sq_depth * sizeof(*qp->sq));
+	if (!strcmp(which, "slots"))
+		return resident_pages(qp->slots, c->window * sizeof(*qp->slots));
+	if (!strcmp(which, "rslots"))
+		return resident_pages(qp->rslots, c->window * sizeof(*qp->rslots));
+	if (!strcmp(which, "rq"))
+		return resident_pages(qp->rq, c->rq_depth * sizeof(*qp->rq));
+	return resident_pages(qp->rcq, c->window * sizeof(*qp->rcq));
+}
+
 /* 264 EVs in 8 planes as on the 8-plane Clos, the last 8 DENIED at setup
  * (a cross-leaf pair's one-hop paths), 2 MiB of WRITEs over equal,
  * fixed delays (no reordering, so no loss): not one cold page is
@@ -75,6 +93,20 @@ static void test_clean_run_leaves_cold_untouched(void **s)
 	CHECK_EQ(mrce_ev_info(E(&t, 0), p0, 260, &ei), 0);
 	CHECK_EQ(ei.state, MRCE_EV_DENIED);     /* setup changed state */
 	CHECK_EQ(ei.lost, 0);
+
+	/* The QPs' arrays too: the target of WRITEs touches none of its
+	 * send side nor its RECV rings (its effect records, rslots, it
+	 * does: one per PSN), the sender none of its receive side; its
+	 * in-flight slots are the control that the check sees a page. */
+	CHECK_EQ(qp_resident(E(&t, 1), t.qb, "sq"), 0);
+	CHECK_EQ(qp_resident(E(&t, 1), t.qb, "slots"), 0);
+	CHECK_EQ(qp_resident(E(&t, 1), t.qb, "rq"), 0);
+	CHECK_EQ(qp_resident(E(&t, 1), t.qb, "rcq"), 0);
+	CHECK_EQ(qp_resident(E(&t, 0), t.qa, "rslots"), 0);
+	CHECK_EQ(qp_resident(E(&t, 0), t.qa, "rq"), 0);
+	CHECK_EQ(qp_resident(E(&t, 0), t.qa, "rcq"), 0);
+	CHECK_EQ(qp_resident(E(&t, 0), t.qa, "slots"), 2);   /* 256 x 32 B, all used */
+	CHECK(qp_resident(E(&t, 0), t.qa, "sq") >= 1);
 
 	CHECK_EQ(mrce_ev_set_bad(E(&t, 0), t.ch->now, p0, 0), 0);
 	CHECK_EQ(mrce_ev_info(E(&t, 0), p0, 0, &ei), 0);
