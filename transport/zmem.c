@@ -12,11 +12,9 @@
 
 #include "transport/zmem.h"
 
-#define ZMEM_MAP_MIN 4096u
-
 void *mrce__zalloc(size_t len)
 {
-	if (len < ZMEM_MAP_MIN)
+	if (len < MRCE__ZMEM_PAGE)
 		return calloc(1, len ? len : 1);
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
@@ -26,7 +24,7 @@ void mrce__zfree(void *p, size_t len)
 {
 	if (!p)
 		return;
-	if (len < ZMEM_MAP_MIN)
+	if (len < MRCE__ZMEM_PAGE)
 		free(p);
 	else
 		munmap(p, len);

@@ -5,6 +5,9 @@
 
 #include <stddef.h>
 
+/* Blocks of this many bytes or more are mapped; below, calloc'd. */
+#define MRCE__ZMEM_PAGE 4096u
+
 /* len bytes of zeroes, or NULL; free with mrce__zfree and the same len. */
 void *mrce__zalloc(size_t len);
 void mrce__zfree(void *p, size_t len);
