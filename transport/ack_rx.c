@@ -134,7 +134,7 @@ static void nack_rx(struct mrce *e, struct mrce__qp *qp, const struct mrc_ack_hd
 		e->peers[qp->peer].last_cong = e->last_cong = now;
 		if (h->ev < e->peers[qp->peer].nev) {
 			struct mrce__ev *pa = &e->peers[qp->peer].paths[h->ev];
-			pa->trims++;
+			e->peers[qp->peer].cold[h->ev].trims++;
 			if (pa->penalty < 8)
 				pa->penalty += 2;
 		}
@@ -207,7 +207,7 @@ static int ack_apply(struct mrce *e, uint64_t now, struct mrce__qp *qp,
 	if (h->flags & MRC_AF_ECN)
 		p->last_cong = e->last_cong = now;
 	if ((h->flags & MRC_AF_ECN) && h->ev < p->nev) {
-		p->paths[h->ev].ecn++;
+		p->cold[h->ev].ecn++;
 		if (p->paths[h->ev].penalty < 8)
 			p->paths[h->ev].penalty++;
 	}

@@ -6,8 +6,9 @@
  * (mrce_tx), completions (mrce_wc_drain), events
  * (mrce_event_pop) and its next timer deadline
  * (mrce_next_deadline; call mrce_tick then).  It performs no
- * syscalls, reads no clock and allocates nothing after mrce_create and
- * mrce_qp_open, so the daemon, the simulator and the tests run it
+ * syscalls but its allocations', reads no clock and allocates nothing
+ * outside mrce_create, mrce_peer_add (one anonymous mapping per peer)
+ * and mrce_qp_open, so the daemon, the simulator and the tests run it
  * unchanged.  It is not thread-safe: one thread drives one engine.
  *
  * Peers are other engines (hosts).  Each peer has an EV table: EV e names
@@ -205,9 +206,11 @@ struct mrce_ev_info {
 	uint8_t plane;
 	uint8_t last_reason;       /* enum mrce_ev_reason of the last change */
 	uint8_t detour;            /* marked by mrce_ev_set_detour */
-	uint64_t srtt_ns, rttvar_ns;
+	uint64_t srtt_ns, rttvar_ns;   /* kept in 32 bits: saturate at
+	                              2^32 - 1 ns (4.29 s) */
 	uint64_t last_change_ns;
-	uint64_t tx_pkts, lost, trims, ecn, probes_sent, probes_ok;
+	uint64_t tx_pkts, lost, trims, ecn;
+	uint64_t probes_sent, probes_ok;   /* modulo 2^32 */
 	uint64_t last_ack_ns;      /* when a packet sent on it was last
 	                              acknowledged (0: never): proof the path
 	                              delivered, which tx_pkts is not */

@@ -2,14 +2,11 @@
  * ASSUMED_BAD / DENIED, spraying, RTT per path, and probes that bring bad
  * paths back.  Peers themselves are added and removed in peer.c. */
 #include <errno.h>
-#include <stddef.h>
 #include <string.h>
 
 #include "transport/evs.h"
 #include "transport/timers.h"
 
-_Static_assert(offsetof(struct mrce__ev, next_probe) + 8 == 64,
-	       "the hot fields of a path record fill its first cache line");
 
 /* QPs waiting for a path to the peer (every EV was DENIED) resume. */
 static void qps_path_back(struct mrce *e, uint32_t peer, uint64_t now)
@@ -32,6 +29,7 @@ void mrce__ev_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 {
 	struct mrce__peer *p = &e->peers[peer];
 	struct mrce__ev *pa = &p->paths[ev];
+	struct mrce__ev_cold *pc = &p->cold[ev];
 	uint8_t old = pa->state;
 	if (old == st)
 		return;
@@ -45,17 +43,21 @@ void mrce__ev_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 		p->nsuspect--;
 	}
 	pa->last_change = now;
-	pa->ok_streak = 0;
 	pa->probe_seq = 0;
-	pa->probe_backoff = 0;
+	/* Not nonzero but while ASSUMED_BAD: setup denies the EVs a fabric
+	 * lacks, and that must not even read the cold pages (store.h). */
+	if (old == MRCE_EV_ASSUMED_BAD) {
+		pc->ok_streak = 0;
+		pc->probe_backoff = 0;
+	}
 	if (st == MRCE_EV_ASSUMED_BAD) {
 		/* First probe soon, but not at once: a path that just lost a
 		 * packet rarely heals within microseconds. */
-		pa->next_probe = now + e->cfg.probe_interval_ns / 4;
+		pc->next_probe = now + e->cfg.probe_interval_ns / 4;
 		/* The first bad path resets a stale due time, but not one that
 		 * suspects still keep: their probes expire sooner. */
-		if ((p->nbad == 1 && !p->nsuspect) || pa->next_probe < p->next_probe_due)
-			p->next_probe_due = pa->next_probe;
+		if ((p->nbad == 1 && !p->nsuspect) || pc->next_probe < p->next_probe_due)
+			p->next_probe_due = pc->next_probe;
 	}
 	mrce__peer_timer_sync(e, peer);
 	e->st.ev_changes++;
@@ -126,12 +128,13 @@ static int suspect_elsewhere(const struct mrce__peer *p, const struct mrce__ev *
 static int suspect_extend(struct mrce *e, const struct mrce__peer *p,
 			  struct mrce__ev *pa, uint64_t now)
 {
-	if (pa->suspect_ext >= SUSPECT_EXT ||
+	struct mrce__ev_cold *pc = &p->cold[pa - p->paths];
+	if (pc->suspect_ext >= SUSPECT_EXT ||
 	    (p->last_cong <= pa->probe_ts && !suspect_elsewhere(p, pa)))
 		return 0;
 	e->st.suspect_extended++;
-	pa->suspect_ext++;
-	pa->suspect_until = now + (suspect_wait(e, p) << pa->suspect_ext);
+	pc->suspect_ext++;
+	pc->suspect_until = now + (suspect_wait(e, p) << pc->suspect_ext);
 	return 1;
 }
 
@@ -162,7 +165,8 @@ void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 {
 	struct mrce__peer *p = &e->peers[peer];
 	struct mrce__ev *pa = &p->paths[ev];
-	pa->lost++;
+	struct mrce__ev_cold *pc = &p->cold[ev];
+	pc->lost++;
 	e->st.loss_detected++;
 	if (pa->state != MRCE_EV_GOOD || pa->suspect)
 		return;
@@ -180,14 +184,14 @@ void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 	 * before that has carried no ACK since, while the peer was heard on
 	 * others, is the silent one (a dead path under sparse traffic, one
 	 * packet in flight at a time), and is judged as any loss. */
-	if (weak && pa->kept_ts && pa->last_ack < pa->kept_ts && p->heard > pa->kept_ts)
+	if (weak && pc->kept_ts && pa->last_ack < pc->kept_ts && p->heard > pc->kept_ts)
 		weak = 0;
 	if (weak) {
-		if (pa->kept_ts <= p->heard)
+		if (pc->kept_ts <= p->heard)
 			mrce__event_push(e, &(struct mrce_event){ .type = MRCE_EVT_FLOOR,
 				.old_state = MRCE_EV_GOOD, .new_state = MRCE_EV_GOOD,
 				.reason = reason, .peer = peer, .ev = ev, .time_ns = now });
-		pa->kept_ts = now;
+		pc->kept_ts = now;
 		return;
 	}
 	int asked = pa->probe_seq && pa->probe_ts >= sent_ts;
@@ -199,14 +203,14 @@ void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		probe_send(e, peer, ev, now);
 		e->st.suspect_probes++;
 	}
-	pa->suspect_ext = 0;
-	pa->suspect_until = pa->probe_ts + suspect_wait(e, p);
-	if (pa->suspect_until <= now && !suspect_extend(e, p, pa, now)) {
+	pc->suspect_ext = 0;
+	pc->suspect_until = pa->probe_ts + suspect_wait(e, p);
+	if (pc->suspect_until <= now && !suspect_extend(e, p, pa, now)) {
 		e->st.suspect_retired++;
 		retire(e, peer, ev, reason, now);
 		return;
 	}
-	uint64_t until = pa->suspect_until;
+	uint64_t until = pc->suspect_until;
 	pa->suspect = 1;
 	p->nsuspect++;
 	if ((!p->nbad && p->nsuspect == 1) || until < p->next_probe_due)
@@ -228,7 +232,7 @@ void mrce__ev_rtt(struct mrce *e, struct mrce__peer *p, uint32_t ev,
 		   uint64_t rtt)
 {
 	struct mrce__ev *pa = &p->paths[ev];
-	mrce__rtt_update(&pa->srtt, &pa->rttvar, rtt);
+	mrce__ev_rtt_update(pa, rtt);
 	if (!p->min_rtt || rtt < p->min_rtt)
 		p->min_rtt = rtt;
 	track_hi(&p->rtt_hi, rtt);
@@ -408,10 +412,11 @@ int mrce_ev_info(const struct mrce *e, uint32_t peer, uint32_t ev,
 	if (peer >= e->cfg.max_peers || !e->peers[peer].used || ev >= e->peers[peer].nev)
 		return -EINVAL;
 	const struct mrce__ev *pa = &e->peers[peer].paths[ev];
+	const struct mrce__ev_cold *pc = &e->peers[peer].cold[ev];
 	*info = (struct mrce_ev_info){ .state = pa->state, .plane = pa->plane,
 		.last_reason = pa->reason, .detour = pa->detour, .srtt_ns = pa->srtt, .rttvar_ns = pa->rttvar,
 		.last_change_ns = pa->last_change, .tx_pkts = pa->tx_pkts,
-		.lost = pa->lost, .trims = pa->trims, .ecn = pa->ecn,
+		.lost = pc->lost, .trims = pc->trims, .ecn = pc->ecn,
 		.probes_sent = pa->probes_sent, .probes_ok = pa->probes_ok,
 		.last_ack_ns = pa->last_ack };
 	return 0;
@@ -462,10 +467,10 @@ static uint64_t probe_timeout(const struct mrce *e, const struct mrce__peer *p)
 
 /* A dead path's probes back off: the interval doubles with every probe
  * lost in a row, up to probe_max_interval_ns; an answer resets it. */
-static uint64_t probe_interval(const struct mrce *e, const struct mrce__ev *pa)
+static uint64_t probe_interval(const struct mrce *e, const struct mrce__ev_cold *pc)
 {
 	uint64_t t = e->cfg.probe_interval_ns;
-	for (uint8_t k = 0; k < pa->probe_backoff && t < e->cfg.probe_max_interval_ns; k++)
+	for (uint8_t k = 0; k < pc->probe_backoff && t < e->cfg.probe_max_interval_ns; k++)
 		t *= 2;
 	return t < e->cfg.probe_max_interval_ns ? t : e->cfg.probe_max_interval_ns;
 }
@@ -480,9 +485,10 @@ void mrce__probe_tick_peer(struct mrce *e, uint32_t i, uint64_t now)
 	uint64_t due = UINT64_MAX;
 	for (uint32_t ev = 0; ev < p->nev; ev++) {
 		struct mrce__ev *pa = &p->paths[ev];
-		if (pa->suspect && now >= pa->suspect_until)
+		struct mrce__ev_cold *pc = &p->cold[ev];
+		if (pa->suspect && now >= pc->suspect_until)
 			suspect_extend(e, p, pa, now);
-		if (pa->suspect && now >= pa->suspect_until) {
+		if (pa->suspect && now >= pc->suspect_until) {
 			/* Its probe is unanswered: not congestion. */
 			e->st.suspect_retired++;
 			retire(e, i, ev, MRCE_RSN_LOSS, now);
@@ -490,22 +496,22 @@ void mrce__probe_tick_peer(struct mrce *e, uint32_t i, uint64_t now)
 				pa->suspect = 0;
 				p->nsuspect--;
 			}
-		} else if (pa->suspect && pa->suspect_until < due) {
-			due = pa->suspect_until;
+		} else if (pa->suspect && pc->suspect_until < due) {
+			due = pc->suspect_until;
 		}
 		if (pa->state != MRCE_EV_ASSUMED_BAD)
 			continue;
-		if (pa->next_probe <= now) {
+		if (pc->next_probe <= now) {
 			if (pa->probe_seq && now - pa->probe_ts >= probe_timeout(e, p)) {
-				pa->ok_streak = 0;   /* the last probe was lost */
-				if (pa->probe_backoff < 32)
-					pa->probe_backoff++;
+				pc->ok_streak = 0;   /* the last probe was lost */
+				if (pc->probe_backoff < 32)
+					pc->probe_backoff++;
 			}
 			probe_send(e, i, ev, now);
-			pa->next_probe = now + probe_interval(e, pa);
+			pc->next_probe = now + probe_interval(e, pc);
 		}
-		if (pa->next_probe < due)
-			due = pa->next_probe;
+		if (pc->next_probe < due)
+			due = pc->next_probe;
 	}
 	p->next_probe_due = due;
 }
@@ -580,13 +586,14 @@ void mrce__probe_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	}
 	if (pa->state != MRCE_EV_ASSUMED_BAD)
 		return;
-	pa->probe_backoff = 0;
-	if (++pa->ok_streak >= e->cfg.probe_ok_needed) {
+	struct mrce__ev_cold *pc = &p->cold[h->ev];
+	pc->probe_backoff = 0;
+	if (++pc->ok_streak >= e->cfg.probe_ok_needed) {
 		pa->penalty = 0;
 		mrce__ev_set_state(e, peer, h->ev, MRCE_EV_GOOD, MRCE_RSN_PROBE_OK, now);
 	} else {
 		/* Confirm quickly: the next probe goes out on the next tick. */
-		pa->next_probe = now;
+		pc->next_probe = now;
 		p->next_probe_due = now;
 	}
 }

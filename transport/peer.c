@@ -6,6 +6,7 @@
 
 #include "transport/store.h"
 #include "transport/timers.h"
+#include "transport/zmem.h"
 
 /* The order the spray visits a plane's EVs in: bit-reversed index order
  * (0, n/2, n/4, 3n/4, ...), so that consecutive packets take EVs far
@@ -53,15 +54,17 @@ int mrce_peer_add(struct mrce *e, uint32_t nev, const uint8_t *plane_of,
 	p->paths_mem = calloc(1, (size_t)nev * sizeof(*p->paths) + 63);
 	p->paths = p->paths_mem ? (struct mrce__ev *)(((uintptr_t)p->paths_mem + 63) &
 						      ~(uintptr_t)63) : NULL;
+	p->cold = mrce__zalloc((size_t)nev * sizeof(*p->cold));
 	uint16_t cnt[MRCE_MAX_PLANES] = { 0 };
 	for (uint32_t i = 0; i < nev; i++)
 		cnt[plane_of[i]]++;
-	int fail = !p->paths;
+	int fail = !p->paths || !p->cold;
 	for (int pl = 0; pl < MRCE_MAX_PLANES && !fail; pl++)
 		if (cnt[pl] && !(p->plane_evs[pl] = calloc(cnt[pl], sizeof(uint16_t))))
 			fail = 1;
 	if (fail) {
 		p->used = 1;
+		p->nev = nev;      /* the cold array's length, for its unmap */
 		mrce_peer_remove(e, idx);
 		return -ENOMEM;
 	}
@@ -89,6 +92,7 @@ int mrce_peer_remove(struct mrce *e, uint32_t peer)
 			return -EBUSY;
 	struct mrce__peer *p = &e->peers[peer];
 	free(p->paths_mem);
+	mrce__zfree(p->cold, (size_t)p->nev * sizeof(*p->cold));
 	for (int pl = 0; pl < MRCE_MAX_PLANES; pl++)
 		free(p->plane_evs[pl]);
 	memset(p, 0, sizeof(*p));

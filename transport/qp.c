@@ -8,14 +8,36 @@
 #include "transport/ack_tx.h"
 #include "transport/qp.h"
 #include "transport/timers.h"
+#include "transport/zmem.h"
 
-static void qp_free_arrays(struct mrce__qp *qp)
+/* A QP's five arrays in one block (zmem.c: mapped, zero pages until
+ * written): a QP that only sends never writes its receive arrays, one
+ * that only receives WRITEs none but its effect records, and those cost
+ * nothing.  Arrays of a page or more start on a page, so that no page
+ * mixes two of them; the rest on a cache line.  One mapping per QP, not
+ * five: fewer VMAs beside the daemon's ring mappings.  Returns the
+ * block's length (the ring sizes are the engine's: free knows it). */
+static size_t qp_layout(const struct mrce *e, size_t off[5])
 {
-	free(qp->sq);
-	free(qp->slots);
-	free(qp->rslots);
-	free(qp->rq);
-	free(qp->rcq);
+	const struct mrce_cfg *c = &e->cfg;
+	const size_t len[5] = {
+		c->sq_depth * sizeof(struct mrce__wqe), c->window * sizeof(struct mrce__slot),
+		c->window * sizeof(struct mrce__rslot), c->rq_depth * sizeof(struct mrce__rwqe),
+		c->window * sizeof(struct mrce__rcqe) };
+	size_t at = 0;
+	for (int k = 0; k < 5; k++) {
+		size_t a = len[k] >= MRCE__ZMEM_PAGE ? MRCE__ZMEM_PAGE : 64;
+		at = (at + a - 1) & ~(a - 1);
+		off[k] = at;
+		at += len[k];
+	}
+	return at;
+}
+
+static void qp_free_arrays(const struct mrce *e, struct mrce__qp *qp)
+{
+	size_t off[5];
+	mrce__zfree(qp->sq, qp_layout(e, off));
 	free(qp->evst);
 }
 
@@ -32,16 +54,18 @@ int mrce_qp_open(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qpn)
 		return -ENOSPC;
 	struct mrce__qp *qp = &e->qps[i];
 	memset(qp, 0, sizeof(*qp));
-	uint32_t w = e->cfg.window;
-	qp->sq = calloc(e->cfg.sq_depth, sizeof(*qp->sq));
-	qp->slots = calloc(w, sizeof(*qp->slots));
-	qp->rslots = calloc(w, sizeof(*qp->rslots));
-	qp->rq = calloc(e->cfg.rq_depth, sizeof(*qp->rq));
-	qp->rcq = calloc(w, sizeof(*qp->rcq));
+	size_t off[5];
+	uint8_t *blk = mrce__zalloc(qp_layout(e, off));
+	if (blk) {
+		qp->sq = (struct mrce__wqe *)blk;
+		qp->slots = (struct mrce__slot *)(blk + off[1]);
+		qp->rslots = (struct mrce__rslot *)(blk + off[2]);
+		qp->rq = (struct mrce__rwqe *)(blk + off[3]);
+		qp->rcq = (struct mrce__rcqe *)(blk + off[4]);
+	}
 	qp->evst = e->cfg.qp_ev_stats ? calloc(e->cfg.qp_ev_stats, sizeof(*qp->evst)) : NULL;
-	if (!qp->sq || !qp->slots || !qp->rslots || !qp->rq || !qp->rcq ||
-	    (e->cfg.qp_ev_stats && !qp->evst)) {
-		qp_free_arrays(qp);
+	if (!blk || (e->cfg.qp_ev_stats && !qp->evst)) {
+		qp_free_arrays(e, qp);
 		return -ENOMEM;
 	}
 	/* The QPN carries a generation so packets for a destroyed QP never
@@ -118,7 +142,7 @@ int mrce_qp_close(struct mrce *e, uint32_t qpn)
 		mrce__ack_flush_qp(e, qp);
 		unlink_list(&e->ack_head, &no_tail, qp, offsetof(struct mrce__qp, ack_next));
 	}
-	qp_free_arrays(qp);
+	qp_free_arrays(e, qp);
 	memset(qp, 0, sizeof(*qp));
 	mrce__qp_timer_sync(e, qp);   /* unused: out of the timers */
 	return 0;

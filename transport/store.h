@@ -22,39 +22,53 @@ struct mrce__mr {
 	uint8_t valid;
 };
 
-/* One path to a peer, shared by all QPs to that peer. */
+/* One path to a peer, shared by all QPs to that peer: one cache line
+ * (the array is line aligned, mrce_peer_add) holding all that a clean run
+ * writes (the pick, tx_pkts, RTT and last_ack per ACK, the probes of late
+ * packets, setup's state changes).  What only losses, trims, ECN and bad
+ * paths write is in
+ * struct mrce__ev_cold, a side array whose pages are never touched until
+ * then (zmem.c).  A peer has an EV per path, 264 on the 8-plane
+ * Clos, and the simulator 8,192 hosts of peers: the 128-byte record this
+ * replaces was 45% of the 8,192-host permutation's memory (issue 33). */
 struct mrce__ev {
-	uint8_t state, plane, reason, ok_streak;
-	uint8_t user_probe;         /* report the next probe reply as an event */
-	uint8_t detour;             /* last resort in its plane (mrce_ev_set_detour) */
-	uint8_t suspect;            /* lost a packet under congestion: out of the
+	uint8_t state : 2;
+	uint8_t user_probe : 1;     /* report the next probe reply as an event */
+	uint8_t detour : 1;         /* last resort in its plane (mrce_ev_set_detour) */
+	uint8_t suspect : 1;        /* lost a packet under congestion: out of the
 	                               spray until its probe answers (stays GOOD)
 	                               or suspect_until passes (ASSUMED_BAD) */
-	uint8_t probe_backoff;      /* probes lost in a row: the interval doubles */
-	uint16_t penalty;           /* spray skip credits: ECN, trims, delay */
-	uint8_t suspect_ext;        /* suspect waits extended (congestion seen) */
+	uint8_t plane;
+	uint8_t penalty;            /* spray skip credits: ECN, trims, delay (<= 9) */
+	uint8_t reason;             /* of the last state change */
 	uint32_t probe_seq;         /* outstanding probe (0: none) */
-	/* The first 64 bytes are what every data packet (the pick, tx_pkts)
-	 * and every ACK (RTT, last_ack) touch: one cache line, as the array
-	 * is line aligned (mrce_peer_add).  The rest: losses, probes, state
-	 * changes, ECN and trims. */
-	uint64_t srtt, rttvar;
+	/* RTT in ns, saturating at 4.29 s (mrce__ev_rtt_update). */
+	uint32_t srtt, rttvar;
+	/* 32 bits: probes back off on a dead path (probe_backoff), so 2^32
+	 * takes years. */
+	uint32_t probes_sent, probes_ok;
 	uint64_t last_ack;          /* when an ACK last came back on this EV */
 	uint64_t tx_pkts;
-	uint64_t probe_ts, next_probe;
-	uint64_t last_change;
-	uint64_t suspect_until;
+	uint64_t probe_ts;          /* send time of the last probe */
 	uint64_t alive_ts;          /* send time of the newest answered probe */
+	/* Hot only because the DENIED EVs a fabric lacks (a Clos pair's
+	 * one-hop paths across leaves) change state at setup. */
+	uint64_t last_change;
+};
+_Static_assert(sizeof(struct mrce__ev) == 64, "struct mrce__ev: one cache line");
+
+/* The rest of a path's record: written on losses, trims, ECN, suspects
+ * and the probes of bad paths only (evs.c, ack_rx.c); read where those
+ * are handled.  Reading an untouched page maps the zero page: no cost. */
+struct mrce__ev_cold {
+	uint64_t suspect_until;
+	uint64_t next_probe;        /* ASSUMED_BAD: when its next probe goes */
 	uint64_t kept_ts;           /* last loss not blamed: the peer was silent */
 	uint64_t lost, trims, ecn;
-	/* 32 bits: probes back off on a dead path (probe_backoff), so 2^32
-	 * takes years; it keeps the record at two cache lines. */
-	uint32_t probes_sent, probes_ok;
+	uint8_t ok_streak;          /* ASSUMED_BAD: probe replies in a row */
+	uint8_t probe_backoff;      /* probes lost in a row: the interval doubles */
+	uint8_t suspect_ext;        /* suspect waits extended (congestion seen) */
 };
-/* Two lines, the first the hot one (above): a peer has an EV per path,
- * 256 at k=32, and the simulator 8,192 hosts of peers: 8 more bytes here
- * were 33 MB more memory and every other record's hot part split. */
-_Static_assert(sizeof(struct mrce__ev) == 128, "struct mrce__ev: two cache lines");
 
 struct mrce__peer {
 	uint8_t used;
@@ -87,6 +101,7 @@ struct mrce__peer {
 	uint8_t xack_set;
 	struct mrce__ev *paths;    /* 64-byte aligned, inside paths_mem */
 	void *paths_mem;
+	struct mrce__ev_cold *cold; /* nev of them (mrce__zalloc) */
 	/* Spraying: round robin over planes, then over each plane's EVs. */
 	uint16_t *plane_evs[MRCE_MAX_PLANES];
 	uint16_t plane_nev[MRCE_MAX_PLANES], plane_cur[MRCE_MAX_PLANES];
@@ -325,6 +340,17 @@ static inline void mrce__rtt_update(uint64_t *srtt, uint64_t *rttvar, uint64_t r
 	uint64_t d = rtt > *srtt ? rtt - *srtt : *srtt - rtt;
 	*rttvar = (3 * *rttvar + d) / 4;
 	*srtt = (7 * *srtt + rtt) / 8;
+}
+
+/* A path's RTT: the same update in 64 bits, kept in 32 (ns, saturating
+ * at 4.29 s: no fabric path is that slow, and a saturated srtt only makes
+ * the path look as slow as it is). */
+static inline void mrce__ev_rtt_update(struct mrce__ev *pa, uint64_t rtt)
+{
+	uint64_t srtt = pa->srtt, rttvar = pa->rttvar;
+	mrce__rtt_update(&srtt, &rttvar, rtt);
+	pa->srtt = srtt > UINT32_MAX ? UINT32_MAX : (uint32_t)srtt;
+	pa->rttvar = rttvar > UINT32_MAX ? UINT32_MAX : (uint32_t)rttvar;
 }
 
 static inline int mrce__bit_test(const uint64_t *r, uint32_t psn)
