@@ -232,9 +232,7 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 	    (rc = node_tables(d)) || (rc = node_engine(d, err, errlen)) ||
 	    (rc = node_datapath(d, err, errlen)))
 		return rc;
-	ev_init(&d->timer, mrcd__on_timer);
-	d->timer.data = d;
-	d->timer_dl = UINT64_MAX;
+	mrcd_timer_init(d);
 	const char *why = NULL;
 	if (!strcmp(d->cfg.payload_encryption, "aes-gcm") &&
 	    (rc = mrcd_enc_create(&d->enc, &why))) {
@@ -252,6 +250,7 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 
 void mrcd_node_fini(struct mrcd *d)
 {
+	mrcd_timer_fini(d);
 	mrcd_health_fini(d);
 	mrcd_local_fini(d);
 	if (d->lm)
