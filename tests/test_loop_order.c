@@ -19,12 +19,12 @@
  *     which libev does not run while the plane's watcher keeps feeding
  *     itself.  Needs root (SO_RCVBUFFORCE: the backlog must fit).
  * The engine timer (daemon/core/timer.c, docs/client.md "The engine timer"):
- *   held_ack_on_time: a sleeping daemon's held ACK (32 us) leaves on time
- *     with the timerfd: the best of 21 is under 500 us late (libev's
- *     ev_timer: every one ~1 ms, as epoll waits whole milliseconds);
+ *   held_ack_on_time: a sleeping daemon's held ACK (32 us): the timerfd
+ *     is armed for its deadline itself, and the timer sends it (lateness
+ *     printed, not asserted: the scheduler's on a loaded machine);
  *   held_ack_libev_control: engine_timerfd = 0 (mrcd before the timerfd)
- *     on the same rounds: the median is >= 500 us late, so the test above
- *     tells the two apart;
+ *     on the same rounds: the median is >= 500 us late (epoll waits whole
+ *     milliseconds; load only adds to it);
  *   far_deadline_no_rearm: the timerfd is re-armed per deadline change
  *     nearer than 1 ms, not per loop turn (daemon.timer_rearms);
  *   ack_before_rto and due_timer_same_turn run on both timers.
@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -171,15 +172,29 @@ static int readable(struct rig *r)
 	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
-static void ack_before_rto(void **state)
+/* One try of ack_before_rto; 0 when the scheduler spoiled the set-up (the
+ * RTO fired before the ACK was even sent: the daemon was descheduled
+ * longer than the RTO between the post and its first turn). */
+static int ack_before_rto_once(void)
 {
-	(void)state;
+	/* An RTO of 20 ms: set-ups spoiled that way are rare. */
+	rig_rto_min_us = rig_rto_max_us = 20000;
+	uint32_t tfd = use_timerfd;
 	struct rig *r = rig_up();
+	rig_rto_min_us = 1000;
+	rig_rto_max_us = 4000;
 	post_write(r);
 	/* Turns until the target side has sent its ACK (the turn that read
 	 * the data packet sends it at its end): the ACK then waits, unread. */
 	for (int i = 0; i < 1000 && !stats(r).tx_acks; i++)
 		ev_run(r->d.loop, EVRUN_NOWAIT);
+	if (stats(r).rto_fires) {
+		fprintf(stderr, "seed %u: descheduled past the RTO before the ACK left; again\n",
+			seed);
+		rig_down(r);
+		use_timerfd = tfd;
+		return 0;
+	}
 	assert_int_equal(stats(r).tx_acks, 1);
 	assert_int_equal(r->a_done, 0);
 	sleep_past_deadline(r);
@@ -195,6 +210,17 @@ static void ack_before_rto(void **state)
 	/* The timer was due in that turn and did not run. */
 	assert_int_equal(r->d.st.timer_superseded, 1);
 	rig_down(r);
+	return 1;
+}
+
+static void ack_before_rto(void **state)
+{
+	(void)state;
+	int t = 0;
+	while (t < 5 && !ack_before_rto_once())
+		t++;
+	if (t == 5)
+		fail_msg("seed %u: 5 set-ups spoiled by the scheduler", seed);
 }
 
 static void due_timer_same_turn(void **state)
@@ -265,7 +291,7 @@ enum { HOLD_SAMPLES = 21 };
  * that wake-up (the clock after the turn minus the deadline) for each
  * round in which the hold happened (ack_delay_expired moved: the timer,
  * not a datagram, sent the ACK).  Fills lat[HOLD_SAMPLES] sorted. */
-static void held_ack_lateness(struct rig *r, uint64_t *lat)
+static void held_ack_lateness(struct rig *r, uint64_t *lat, int *armed)
 {
 	int n = 0;
 	for (int round = 0; n < HOLD_SAMPLES && round < 50 * HOLD_SAMPLES; round++) {
@@ -280,6 +306,21 @@ static void held_ack_lateness(struct rig *r, uint64_t *lat)
 		/* Held (due within 32 us), and still ahead: else this round
 		 * measures the scheduler, not the timer. */
 		int held = dl > now && dl - now <= 32000;
+		/* With the timerfd: armed for the deadline itself, absolute
+		 * (the kernel's wake-up, not a whole millisecond of epoll):
+		 * read between two clock readings, so no timing is assumed. */
+		struct itimerspec its;
+		uint64_t t0 = mrcd_now();
+		if (held && r->d.timer_fd >= 0 &&
+		    !timerfd_gettime(r->d.timer_fd, &its) && mrcd_now() < dl) {
+			uint64_t rem = (uint64_t)its.it_value.tv_sec * 1000000000ull +
+				       (uint64_t)its.it_value.tv_nsec, t1 = mrcd_now();
+			if (rem + t0 > dl + 1000 || rem + t1 + 1000 < dl)
+				fail_msg("seed %u: the timerfd expires in %llu ns, the deadline "
+					 "is %llu-%llu ns away", seed, (unsigned long long)rem,
+					 (unsigned long long)(dl - t1), (unsigned long long)(dl - t0));
+			(*armed)++;
+		}
 		/* Turns that may wait, until the hold ran out (the first may
 		 * not: the idle watcher of a round with work stops in it). */
 		while (held && stats(r).ack_delay_expired == exp0 && mrcd_now() < dl + 1000000000ull)
@@ -299,24 +340,25 @@ static void held_ack_lateness(struct rig *r, uint64_t *lat)
 		(unsigned long long)r->d.st.timer_fires, (unsigned long long)r->d.st.timer_rearms);
 }
 
-/* With the timerfd, a sleeping daemon sends a held ACK when it is due: the
- * best of 21 wake-ups is under 500 us late.  With libev's timer every one
- * is ~1 ms late (epoll waits whole milliseconds; the control below), so
- * this fails on it.  The best, not the median: a loaded machine delays
- * some wake-ups, not 21 in a row by half a millisecond. */
+/* With the timerfd, a sleeping daemon is woken for a held ACK when it is
+ * due: in every held round the timerfd is armed for the deadline itself
+ * (checked between two clock readings), and the ACK leaves by the timer
+ * (ack_delay_expired and daemon.timer_fires count it).  The lateness is
+ * printed, not asserted: on a loaded machine the scheduler decides it (at
+ * load 20 all 21 wake-ups of one run were 0.95-13 ms late); libev's
+ * timer adds a millisecond to every one (the control below). */
 static void held_ack_on_time(void **state)
 {
 	(void)state;
 	struct rig *r = rig_up();
 	assert_true(r->d.timer_fd >= 0);   /* the timerfd is in use */
 	uint64_t lat[HOLD_SAMPLES];
-	held_ack_lateness(r, lat);
-	if (lat[0] >= 500000)
-		fail_msg("seed %u: every held ACK left >= 500 us late (best %llu us)", seed,
-			 (unsigned long long)lat[0] / 1000);
-	/* Went through the timerfd, and the daemon counted the fires. */
-	assert_true(r->d.st.timer_rearms > 0);
+	int armed = 0;
+	held_ack_lateness(r, lat, &armed);
+	if (armed < HOLD_SAMPLES / 2)
+		fail_msg("seed %u: the timerfd was checked in %d rounds only", seed, armed);
 	assert_true(r->d.st.timer_fires >= HOLD_SAMPLES);
+	assert_true(r->d.st.timer_rearms > 0);
 	rig_down(r);
 }
 
@@ -331,7 +373,8 @@ static void held_ack_libev_control(void **state)
 	struct rig *r = rig_up();
 	assert_true(r->d.timer_fd < 0);
 	uint64_t lat[HOLD_SAMPLES];
-	held_ack_lateness(r, lat);
+	int armed = 0;
+	held_ack_lateness(r, lat, &armed);
 	if (lat[HOLD_SAMPLES / 2] < 500000)
 		fail_msg("seed %u: libev's timer was not quantised (median %llu us late)", seed,
 			 (unsigned long long)lat[HOLD_SAMPLES / 2] / 1000);
