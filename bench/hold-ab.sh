@@ -8,7 +8,7 @@
 # trip (mrc-nccl-harness -b -z 4096: 200 timed, then 2,000 messages 8 in
 # flight), mrc_pingpong 64 B sleeping (-w) and busy-polling (2,000 each),
 # and the daemon's counters over all of it: engine timer fires, timerfd
-# re-arms, early fires, lateness buckets (daemon.timer_late), ACK packets,
+# re-arms, early fires, lateness buckets (daemon.timer_late_us), ACK packets,
 # ACKs on data, held ACKs that expired.  Usage:
 #   bench/hold-ab.sh BUILD [REPS]            (default 5)
 # Prints one line per daemon and rep (and the load); bench/hold-sum.py
@@ -35,7 +35,8 @@ harness() {   # ARGS...: rank 0's first table row, the round trip (us)
 }
 snap() {
 	"$B/bin/mrcctl" -s "$tmp/mrcctl.sock" -j stats | jq -c '{fires: .daemon.timer_fires,
-		rearms: .daemon.timer_rearms, early: .daemon.timer_early, late: .daemon.timer_late,
+		rearms: .daemon.timer_rearms, early: .daemon.timer_early, late: (.daemon.timer_late_us as $l | if $l then [$l.lt10, $l.lt50, $l.lt100, $l.lt250,
+			$l.lt500, $l.lt1000, $l.lt2000, $l.ge2000] else .daemon.timer_late end),
 		tx_acks: .engine.tx_acks, tx_pb_acks: .engine.tx_pb_acks,
 		expired: .engine.ack_delay_expired, tx_data: .engine.tx_data}'
 }

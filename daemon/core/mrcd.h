@@ -136,7 +136,7 @@ struct mrcd_stats {
 	                                  deadline that moved later): re-armed */
 	uint64_t timer_rearms;         /* timerfd_settime calls */
 	/* fires by lateness (fired - deadline): < 10, 50, 100, 250, 500,
-	 * 1000, 2000 us, and the rest */
+	 * 1000, 2000 us, and the rest (stats daemon.timer_late_us) */
 #define MRCD_TIMER_LATE_BUCKETS 8
 	uint64_t timer_late[MRCD_TIMER_LATE_BUCKETS];
 	/* Authentication drops (docs/security.md), by reason: */

@@ -20,7 +20,7 @@
  * once: an early wake-up costs more than the call. */
 #define TIMER_LAZY_NS 1000000ull
 
-/* Bucket upper edges (us) of daemon.timer_late (mrcd.h). */
+/* Bucket upper edges (us) of daemon.timer_late_us (mrcd.h). */
 static const uint32_t late_edge_us[MRCD_TIMER_LATE_BUCKETS - 1] = {
 	10, 50, 100, 250, 500, 1000, 2000
 };
