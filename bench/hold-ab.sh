@@ -18,20 +18,18 @@ B=${1:?build}; REPS=${2:-5}
 H=$B/bin/mrc-nccl-harness; PL=$B/lib/libnccl-net-mrc.so
 tmp=$(mktemp -d)
 dpid=
-cleanup() {
-	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+trap '[ -n "$dpid" ] && kill "$dpid" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
 $B/bin/mrcd --genkey "$tmp/key" >/dev/null
 LO_ENV=()
 . "$(dirname "$0")/loopback.sh"
-harness() {   # ARGS...: rank 0's first table row, the round trip (us)
-	MRC_SOCKET=$tmp/s timeout 120 $H -r 1 -n 2 -R "$tmp/rdv" "$@" >"$tmp/h1" 2>&1 &
-	local p=$!
-	MRC_SOCKET=$tmp/s timeout 120 $H -r 0 -n 2 -R "$tmp/rdv" "$@" >"$tmp/h0" 2>&1
-	wait $p
-	grep -m1 -E '^\| [a-z]+ \| [0-9]+ \|' "$tmp/h0" | awk -F'|' '{gsub(/ /, "", $4); print $4}'
+harness() {   # ARGS...: the round trip (us) in rank 0's first table row
+	local r p=()
+	for r in 1 0; do
+		MRC_SOCKET=$tmp/s timeout 120 "$H" -r $r -n 2 -R "$tmp/rdv" "$@" >"$tmp/h$r" 2>&1 &
+		p+=($!)
+	done
+	wait "${p[@]}"
+	awk -F'|' '/^\| [a-z]+ \| [0-9]+ \|/ { gsub(/ /, "", $4); print $4; exit }' "$tmp/h0"
 }
 snap() {
 	"$B/bin/mrcctl" -s "$tmp/mrcctl.sock" -j stats | jq -c '{fires: .daemon.timer_fires,
