@@ -161,7 +161,10 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	/* Off until every host understands it and the hold's timer is
 	 * precise (docs/wire.md "Cross-QP ACK"). */
 	c->xack = 0;
-	c->engine_timerfd = 1;
+	/* libev's timer: on a loaded 2-CPU host the timerfd's on-time holds
+	 * cost more ACK packets and wake-ups than they save
+	 * (bench/results/hold.md); 1 where the daemon has a core. */
+	c->engine_timerfd = 0;
 	c->ack_delay_us = 32;   /* the engine's default */
 	/* Traffic classes (docs/wire.md "Traffic classes"): EF for urgent,
 	 * AF11 for bulk, default unmarked as before. */
