@@ -83,6 +83,9 @@ static const struct key keys[] = {
 	U(dscp_bulk, 0, 63, "DSCP of bulk-class QPs' packets (10: AF11)"),
 	U(bulk_min_pct, 0, 50, "share of data packets urgent QPs leave to the others while both wait (0: strict priority)"),
 	U(xack, 0, 1, "1: ACKs ride on data of another QP to the same peer (wire XACK; only once every host runs a release that takes it; off with payload_encryption)"),
+	/* h-hold: the engine timer (docs/client.md "The engine timer") */
+	U(engine_timerfd, 0, 1, "1: the engine's deadlines (held ACKs, TLP, RTO) on a timerfd, to the microsecond; 0: libev's timer, which a sleeping mrcd sees to the millisecond"),
+	U(ack_delay_us, 0, 1000, "an ACK is held this long for data to ride on (0: never held; at most rto_min_us / 4)"),
 	U(qp_ev_stats, 0, 4096, "EVs whose packets and losses are counted per QP for mrcctl qps (16 bytes each per QP; 0: off)"),
 	S(datapath, "how packets reach the plane NICs: udp (kernel sockets), af_xdp, dpdk or verbs (docs/datapaths.md)"),
 	S(datapath_args, "options of the datapath (docs/datapaths.md); empty: its defaults"),
@@ -158,6 +161,11 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	/* Off until every host understands it and the hold's timer is
 	 * precise (docs/wire.md "Cross-QP ACK"). */
 	c->xack = 0;
+	/* libev's timer: on a loaded 2-CPU host the timerfd's on-time holds
+	 * cost more ACK packets and wake-ups than they save
+	 * (bench/results/hold.md); 1 where the daemon has a core. */
+	c->engine_timerfd = 0;
+	c->ack_delay_us = 32;   /* the engine's default */
 	/* Traffic classes (docs/wire.md "Traffic classes"): EF for urgent,
 	 * AF11 for bulk, default unmarked as before. */
 	c->dscp_default = 0;

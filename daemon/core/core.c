@@ -224,6 +224,11 @@ void mrcd_core_free(struct mrcd *d)
 
 void mrcd_core_fini(struct mrcd *d)
 {
+	/* An idle watcher left active outlives its loop's destruction in
+	 * libev's count (idleall): every later ev_run on a new default loop
+	 * would then poll without waiting (test_loop_order's rigs). */
+	if (d->loop)
+		ev_idle_stop(d->loop, &d->idle);
 	mrcd_cm_fini(d);
 	mrcd_node_fini(d);
 }

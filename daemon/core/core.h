@@ -85,8 +85,11 @@ struct mrcd {
 	ev_io rx_w[MRC_DP_MAX_PLANES];
 	ev_io lm_w;
 	ev_timer timer, beacon;
-	uint64_t timer_dl;                 /* the engine deadline d->timer is armed
-	                                      for, UINT64_MAX when stopped */
+	uint64_t timer_dl;                 /* the engine deadline d->timer (or the
+	                                      timerfd) is armed for, UINT64_MAX
+	                                      when stopped */
+	ev_io timer_io;                    /* the timerfd's watcher (timer.c) */
+	int timer_fd;                      /* -1: d->timer (libev) instead */
 	ev_idle idle;
 	ev_signal sig_term, sig_int, sig_hup;
 	struct mrc_linkmon *lm;
@@ -121,6 +124,10 @@ void mrcd_node_fini(struct mrcd *d);
  * nothing when already armed for that deadline; a timer due in the running
  * loop turn and still due stays pending for that turn. */
 void mrcd_timer_arm(struct mrcd *d);
+/* timer.c: the timerfd (cfg.engine_timerfd, else or when it fails libev's
+ * ev_timer); fini stops and closes it. */
+void mrcd_timer_init(struct mrcd *d);
+void mrcd_timer_fini(struct mrcd *d);
 /* side: over the side channel (d->side) when there is one. */
 int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine,
 		   const void *buf, size_t len, int side);

@@ -130,6 +130,15 @@ struct mrcd_stats {
 	                                  that did not run: the datagrams read
 	                                  first in that turn (MRCD_PRI_RX) moved
 	                                  the engine's deadline later */
+	/* The engine timer (timer.c, docs/client.md "The engine timer"): */
+	uint64_t timer_fires;          /* ran with the deadline due */
+	uint64_t timer_early;          /* went off before the deadline (a
+	                                  deadline that moved later): re-armed */
+	uint64_t timer_rearms;         /* timerfd_settime calls */
+	/* fires by lateness (fired - deadline): < 10, 50, 100, 250, 500,
+	 * 1000, 2000 us, and the rest (stats daemon.timer_late_us) */
+#define MRCD_TIMER_LATE_BUCKETS 8
+	uint64_t timer_late[MRCD_TIMER_LATE_BUCKETS];
 	/* Authentication drops (docs/security.md), by reason: */
 	uint64_t rx_bad_sport;         /* UDP source port is not the MRC port */
 	uint64_t ctrl_bad_mac;         /* CTRL envelope MAC fails (no key) */

@@ -146,6 +146,13 @@ static int node_engine(struct mrcd *d, char *err, size_t errlen)
 		ec.rto_init_ns = ec.rto_min_ns;
 	if (ec.rto_init_ns > ec.rto_max_ns)
 		ec.rto_init_ns = ec.rto_max_ns;
+	/* The engine takes at most rto_min / 4: a longer hold is cut to it. */
+	ec.ack_delay_ns = (uint64_t)d->cfg.ack_delay_us * 1000;
+	if (ec.ack_delay_ns > ec.rto_min_ns / 4) {
+		mrcd_log(MRCD_LOG_NOTICE, "ack_delay_us %u: %llu (rto_min_us / 4)", d->cfg.ack_delay_us,
+			 (unsigned long long)(ec.rto_min_ns / 4000));
+		ec.ack_delay_ns = ec.rto_min_ns / 4;
+	}
 	ec.cc = strcmp(d->cfg.cc, "fixed") ? MRCE_CC_NSCC : MRCE_CC_FIXED;
 	ec.rnr_retry = d->cfg.rnr_retry;
 	ec.qp_ev_stats = d->cfg.qp_ev_stats;
@@ -232,9 +239,7 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 	    (rc = node_tables(d)) || (rc = node_engine(d, err, errlen)) ||
 	    (rc = node_datapath(d, err, errlen)))
 		return rc;
-	ev_init(&d->timer, mrcd__on_timer);
-	d->timer.data = d;
-	d->timer_dl = UINT64_MAX;
+	mrcd_timer_init(d);
 	const char *why = NULL;
 	if (!strcmp(d->cfg.payload_encryption, "aes-gcm") &&
 	    (rc = mrcd_enc_create(&d->enc, &why))) {
@@ -252,6 +257,7 @@ int mrcd_node_init(struct mrcd *d, char *err, size_t errlen)
 
 void mrcd_node_fini(struct mrcd *d)
 {
+	mrcd_timer_fini(d);
 	mrcd_health_fini(d);
 	mrcd_local_fini(d);
 	if (d->lm)

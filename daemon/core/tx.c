@@ -1,6 +1,6 @@
 /* Sending: the engine's packets out through the datapath (sealed in the
- * AEAD mode), completions to their owners, engine events to the log, and
- * the engine's timer (daemon/core/node.h). */
+ * AEAD mode), completions to their owners, engine events to the log (the
+ * engine's timer: timer.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,35 +195,6 @@ void mrcd_flush(struct mrcd *d)
 	mrcd_timer_arm(d);
 }
 
-void mrcd_timer_arm(struct mrcd *d)
-{
-	uint64_t dl = mrce_next_deadline(d->eng);
-	if (ev_is_pending(&d->timer)) {
-		/* Due in this loop turn and not run yet: when the deadline still
-		 * holds it stays pending, to run after the watchers still pending
-		 * above it, in this turn; re-armed with 0 s it would wait for the
-		 * next, and a datagram in every turn would put the tick off
-		 * indefinitely. */
-		if (dl <= mrcd_now())
-			return;
-		d->st.timer_superseded++;
-	} else if (dl == d->timer_dl && (dl == UINT64_MAX || ev_is_active(&d->timer))) {
-		return;   /* armed for that deadline already */
-	}
-	ev_timer_stop(d->loop, &d->timer);
-	d->timer_dl = dl;
-	if (dl != UINT64_MAX) {
-		/* libev counts from the loop turn's start: bring it to now, or
-		 * the timer fires early by what this turn has taken so far and
-		 * wakes the loop for a tick with nothing due. */
-		ev_now_update(d->loop);
-		uint64_t now = mrcd_now();
-		double s = dl > now ? (double)(dl - now) / 1e9 : 0.0;
-		ev_timer_set(&d->timer, s, 0.0);
-		ev_timer_start(d->loop, &d->timer);
-	}
-}
-
 int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine,
 		   const void *buf, size_t len, int side)
 {
@@ -248,20 +219,4 @@ int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine
 	}
 	d->st.ctrl_tx++;
 	return mrc_dp_send(side && d->side ? d->side : d->dp, &o, 1) == 1 ? 0 : -EIO;
-}
-
-/* The engine's deadline.  Datagrams that arrived before it were already
- * taken in this loop turn: the socket watchers run first (MRCD_PRI_RX), and
- * their flush re-armed this timer past the deadline when the ACKs they
- * carried made it so (daemon.timer_superseded); it runs only when the
- * deadline holds after them.  Poll-mode planes have no watcher: they are
- * polled here first (no system call; a no-op for socket planes). */
-void mrcd__on_timer(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct mrcd *d = w->data;
-	(void)loop;
-	(void)revents;
-	mrcd__dp_poll(d);
-	mrce_tick(d->eng, mrcd_now());
-	mrcd_flush(d);
 }

@@ -169,6 +169,19 @@ static json_t *stats_daemon(struct mrcd *d)
 		"local_tx", (json_int_t)st.local_tx,
 		"local_drop", (json_int_t)st.local_drop,
 		"timer_superseded", (json_int_t)st.timer_superseded));
+	/* The engine timer (timer.c): fires, early fires, timerfd re-arms and
+	 * the lateness of the fires (timer_late_us: by bucket, in us, Prometheus
+	 * labels). */
+	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I}",
+		"timer_fires", (json_int_t)st.timer_fires,
+		"timer_early", (json_int_t)st.timer_early,
+		"timer_rearms", (json_int_t)st.timer_rearms));
+	static const char *const late_us[MRCD_TIMER_LATE_BUCKETS] = {
+		"lt10", "lt50", "lt100", "lt250", "lt500", "lt1000", "lt2000", "ge2000" };
+	json_t *late = json_object();
+	for (unsigned i = 0; i < MRCD_TIMER_LATE_BUCKETS; i++)
+		json_object_set_new(late, late_us[i], json_integer((json_int_t)st.timer_late[i]));
+	json_object_set_new(dm, "timer_late_us", late);
 	/* AEAD mode (payload_encryption = aes-gcm): seals and drops. */
 	struct mrce_seal_stats es;
 	if (!mrcd_aead_stats(d, &es)) {
