@@ -118,14 +118,6 @@ static void late_after(const struct mrce *e, const struct mrce__qp *qp,
 	*wnd = 4 * var > slack ? 4 * var : slack;
 }
 
-/* Tail-loss probe (RFC 8985's TLP): the last packets of a flow have no
- * later packet whose ACK reveals their loss, so only the RTO would.  When
- * nothing is left to send and no ACK progress came for max(2 x srtt,
- * cfg.tlp_min_ns) after the newest transmission, that newest packet (the
- * list's tail: it is the one nothing can overtake, and the slot needs no
- * search) is resent; its ACK moves rack_seq past the packets lost before
- * it, so RACK declares them lost and blames their path as usual.  The
- * deadline shares rack_deadline (no timer of its own).  0: none due. */
 /* One packet in flight and nothing heard from the peer since it left:
  * one silent path, no evidence of a silent peer (several packets on
  * several paths unanswered are; a QP that sends one small message per
@@ -137,6 +129,14 @@ static int lone_tail(const struct mrce__qp *qp, const struct mrce__peer *p)
 	return qp->inflight_pkts == 1 && !qp->backoff && qp->tlp_ts <= p->heard;
 }
 
+/* Tail-loss probe (RFC 8985's TLP): the last packets of a flow have no
+ * later packet whose ACK reveals their loss, so only the RTO would.  When
+ * nothing is left to send and no ACK progress came for max(2 x srtt,
+ * cfg.tlp_min_ns) after the newest transmission, that newest packet (the
+ * list's tail: it is the one nothing can overtake, and the slot needs no
+ * search) is resent; its ACK moves rack_seq past the packets lost before
+ * it, so RACK declares them lost and blames their path as usual.  The
+ * deadline shares rack_deadline (no timer of its own).  0: none due. */
 static uint64_t tlp_due(const struct mrce *e, const struct mrce__qp *qp, uint64_t now)
 {
 	if (!e->cfg.tlp_min_ns || qp->lst_tail == MRCE__NIL || qp->sq_seg != qp->sq_tail ||
