@@ -1,6 +1,7 @@
 /* Engine unit tests of the tail-loss probe (cfg.tlp_min_ns, loss.c): a
  * message's last packet lost is resent on another plane long before the
- * RTO, the probe is counted, and a peer silent on every path gets none.
+ * RTO, the probe is counted, and a peer silent on every path gets none;
+ * a lone packet in flight is probed even so, once per silence.
  * Seed: MRC_TEST_SEED=<n> replays a run; it is printed with every failure. */
 #include <errno.h>
 #include <inttypes.h>
@@ -104,29 +105,99 @@ static void test_tail_loss_probed(void **s)
 	run_tail_loss(50 * US);
 }
 
-/* The peer silent on every path (a stall, a dead host): no probe at all,
- * only the RTO and its backoff, so probes cannot amplify a silence. */
+/* A write of npkt full packets to a peer silent on every path (blackholed from
+ * the next instant, after the write is handed over, for 20 ms), run for
+ * run_ns; returns the probes sent, *rtos the RTOs fired.  The write
+ * completes once the silence ends. */
+static uint64_t silent_write(uint64_t npkt, uint64_t run_ns, uint64_t *rtos)
+{
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_qp_info qi;
+	tlp_setup(&t, &cc, 50 * US);
+	uint64_t len = npkt * cc.ecfg.mtu;
+	uint64_t probes0 = tlp_probes(&t);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
+	uint64_t rto0 = qi.rto_fires;
+	chan_blackhole_all(t.ch, t.ch->now + 1, t.ch->now + 20 * MS);
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 2, t.lkey, 0,
+			    len, t.rkey, 0, 0, 0), 0);
+	CHECK_EQ(chan_run(t.ch, NULL, NULL, run_ns, ETEST_MAX_STEPS), 0);
+	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
+	CHECK(t.ch->st.blackholed > 0);
+	*rtos = qi.rto_fires - rto0;
+	uint64_t probes = tlp_probes(&t) - probes0;
+	CHECK_EQ(etest_run2(t.ch, t.ch->node[0].wc_total + 1, 0, 10 * SEC), 0);
+	check_placed(&t, 0, 0, len);
+	etest_fini(&t);
+	return probes;
+}
+
+/* The peer silent on every path (a stall, a dead host) with several
+ * packets in flight: no probe at all, only the RTO and its backoff, so
+ * probes cannot amplify a silence. */
 static void test_silent_peer_no_probe(void **s)
+{
+	(void)s;
+	uint64_t rtos;
+	CHECK_EQ(silent_write(NPKT, 10 * MS, &rtos), 0);
+	CHECK(rtos > 0);                                /* the silence was felt */
+}
+
+static uint64_t suspect_probes(struct etest *t)
+{
+	struct mrce_stats st;
+	mrce_stats(E(t, 0), &st);
+	return st.suspect_probes;
+}
+
+/* A one-packet message lost (a small all-to-all flow in a step): the peer
+ * has acked nothing since it left, yet one packet alone in flight is no
+ * evidence of a silent peer.  The probe resends it on the other plane well
+ * before the RTO; its path is probed, not retired (the packet alone was
+ * lost: the probe answers and the path stays GOOD). */
+static void test_lone_tail_probed(void **s)
 {
 	(void)s;
 	struct chan_cfg cc;
 	struct etest t;
 	struct mrce_qp_info qi;
 	tlp_setup(&t, &cc, 50 * US);
-	uint64_t probes0 = tlp_probes(&t);
+	struct tail tl = { .mtu = cc.ecfg.mtu, .drop = 1, .armed = 1,
+			   .drop_ev = UINT16_MAX, .next_ev = UINT16_MAX };
+	t.ch->on_tx = on_tx_tail;
+	t.ch->hook_arg = &tl;
 	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
-	uint64_t rto0 = qi.rto_fires;
-	/* From the next instant, after the write is handed over. */
-	chan_blackhole_all(t.ch, t.ch->now + 1, t.ch->now + 20 * MS);
-	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_WRITE, 2, t.lkey, 0,
-			    (uint64_t)NPKT * cc.ecfg.mtu, t.rkey, 0, 0, 0), 0);
-	CHECK_EQ(chan_run(t.ch, NULL, NULL, 10 * MS, ETEST_MAX_STEPS), 0);
+	uint64_t rto0 = qi.rto_fires, probes0 = tlp_probes(&t), t0 = t.ch->now;
+	uint64_t sp0 = suspect_probes(&t);
+	write_and_wait_at(&t, t.qa, 0, cc.ecfg.mtu, 2);
+	uint64_t took = t.ch->now - t0;
+	printf("lone tail lost: completed in %" PRIu64 " us, %" PRIu64 " probes\n",
+	       (uint64_t)(took / US), tlp_probes(&t) - probes0);
+	CHECK(tl.drop_ev != UINT16_MAX);               /* the loss happened */
+	CHECK_EQ(tlp_probes(&t), probes0 + 1);
+	CHECK(took < 300 * US);                         /* not the 1 ms RTO */
 	CHECK_EQ(mrce_qp_info(E(&t, 0), t.qa, &qi), 0);
-	CHECK(qi.rto_fires > rto0);                     /* the silence was felt */
-	CHECK(t.ch->st.blackholed > 0);
-	CHECK_EQ(tlp_probes(&t), probes0);
-	CHECK_EQ(etest_run2(t.ch, t.ch->node[0].wc_total + 1, 0, 10 * SEC), 0);
+	CHECK_EQ(qi.rto_fires, rto0);
+	CHECK(tl.next_ev != UINT16_MAX);
+	CHECK(t.ch->plane_of[tl.next_ev] != t.ch->plane_of[tl.drop_ev]);
+	CHECK(suspect_probes(&t) > sp0);                /* its path was asked */
+	CHECK_EQ(chan_run(t.ch, NULL, NULL, 2 * MS, ETEST_MAX_STEPS), 0);
+	struct mrce_ev_info ei;
+	CHECK_EQ(mrce_ev_info(E(&t, 0), t.ch->node[0].peer[1], tl.drop_ev, &ei), 0);
+	CHECK_EQ(ei.state, MRCE_EV_GOOD);
+	check_placed(&t, 0, 0, cc.ecfg.mtu);
 	etest_fini(&t);
+}
+
+/* A lone packet to a peer silent on every path: one probe for the whole
+ * silence, however many RTOs fire (no probe per RTO during backoff). */
+static void test_lone_tail_silent_peer_once(void **s)
+{
+	(void)s;
+	uint64_t rtos;
+	CHECK_EQ(silent_write(1, 15 * MS, &rtos), 1);
+	CHECK(rtos >= 2);                               /* a long silence */
 }
 
 int main(void)
@@ -135,6 +206,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_tail_loss_probed),
 		T(test_silent_peer_no_probe),
+		T(test_lone_tail_probed),
+		T(test_lone_tail_silent_peer_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

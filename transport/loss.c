@@ -118,6 +118,17 @@ static void late_after(const struct mrce *e, const struct mrce__qp *qp,
 	*wnd = 4 * var > slack ? 4 * var : slack;
 }
 
+/* One packet in flight and nothing heard from the peer since it left:
+ * one silent path, no evidence of a silent peer (several packets on
+ * several paths unanswered are; a QP that sends one small message per
+ * phase of a step has no later packet whose ACK could tell).  Once per
+ * silence: not while the RTO backs off, nor again before the peer is
+ * heard (the RTO and its backoff handle a peer that stays silent). */
+static int lone_tail(const struct mrce__qp *qp, const struct mrce__peer *p)
+{
+	return qp->inflight_pkts == 1 && !qp->backoff && qp->tlp_ts <= p->heard;
+}
+
 /* Tail-loss probe (RFC 8985's TLP): the last packets of a flow have no
  * later packet whose ACK reveals their loss, so only the RTO would.  When
  * nothing is left to send and no ACK progress came for max(2 x srtt,
@@ -135,8 +146,10 @@ static uint64_t tlp_due(const struct mrce *e, const struct mrce__qp *qp, uint64_
 	uint64_t sent = qp->slots[qp->lst_tail].sent_ts;
 	/* At most one per RTO, and only when the peer acked something after
 	 * the tail left (the fabric to it delivers, this packet is missing):
-	 * resends cannot end a silence, and the RTO's backoff bounds those. */
-	if ((qp->tlp_ts && now - qp->tlp_ts < qp->rto) || p->heard <= sent)
+	 * resends cannot end a silence, and the RTO's backoff bounds those.
+	 * A tail alone in flight is the exception (lone_tail). */
+	if ((qp->tlp_ts && now - qp->tlp_ts < qp->rto) ||
+	    (p->heard <= sent && !lone_tail(qp, p)))
 		return 0;
 	/* Not before RACK would declare it lost had a later packet been
 	 * acked (its path's RTT and reorder window), so that its path is
@@ -158,14 +171,36 @@ static void tlp_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 	if (!due || due > now)
 		return;
 	uint16_t i = qp->lst_tail;
+	struct mrce__slot *s = &qp->slots[i];
 	/* Overdue by RACK's measure with the peer heard since it left: its
 	 * path is charged as RACK would (a dead one retired, a congested one
 	 * probed first; mrce__ev_lost).  The resend avoids its plane
 	 * (mrce__qp_tx_one, by lost_ev), and an ACK of the first transmission
-	 * proves the loss spurious and brings the path back (ack_rx.c). */
-	mrce__mark_lost(e, qp, i, MRCE_RSN_LOSS, 1, now);
+	 * proves the loss spurious and brings the path back (ack_rx.c).  A
+	 * lone tail with the peer unheard may be the peer's silence, not the
+	 * path's: its path is probed first (out of the spray until the probe
+	 * answers or times out), never retired on this alone. */
+	if (e->peers[qp->peer].heard > s->sent_ts) {
+		mrce__mark_lost(e, qp, i, MRCE_RSN_LOSS, 1, now);
+	} else {
+		uint16_t ev = s->ev;
+		uint64_t sent = s->sent_ts;
+		mrce__mark_lost(e, qp, i, MRCE_RSN_LOSS, 0, now);
+		s->lost_ev = ev;
+		mrce__ev_lost(e, qp->peer, ev, sent, MRCE_RSN_LOSS, 1, 0, now);
+	}
 	qp->tlp_ts = now;
 	e->st.tlp_probes++;
+}
+
+/* A packet sent with nothing else in flight: no ACK will come to run
+ * mrce__detect_losses before it is answered, so its probe (lone_tail) is
+ * armed here. */
+void mrce__tlp_arm(struct mrce *e, struct mrce__qp *qp, uint64_t now)
+{
+	uint64_t tlp = tlp_due(e, qp, now);
+	if (tlp && (!qp->rack_deadline || tlp < qp->rack_deadline))
+		qp->rack_deadline = tlp > now ? tlp : now + 1;
 }
 
 /* RACK-style, per path: a packet is lost once a packet sent after it has

@@ -26,6 +26,7 @@ void mrce__mark_lost(struct mrce *e, struct mrce__qp *qp, uint16_t i,
 /* Declares lost what an ACK of a later transmission shows overdue. */
 void mrce__detect_losses(struct mrce *e, struct mrce__qp *qp, uint64_t now);
 void mrce__rto_rearm(struct mrce__qp *qp, uint64_t now);
+void mrce__tlp_arm(struct mrce *e, struct mrce__qp *qp, uint64_t now);
 /* The QP's deadlines that passed (RNR, no path, RACK, RTO). */
 void mrce__qp_timers(struct mrce *e, struct mrce__qp *qp, uint64_t now);
 

@@ -5,6 +5,7 @@
 
 #include "transport/ack_tx.h"
 #include "transport/evs.h"
+#include "transport/loss.h"
 #include "transport/qp.h"
 #include "transport/sender.h"
 
@@ -89,6 +90,8 @@ static void build(struct mrce *e, struct mrce__qp *qp, uint32_t psn, int ev,
 	e->st.tx_data++;
 	if (!qp->rto_deadline)
 		qp->rto_deadline = now + (qp->rto << qp->backoff);
+	if (qp->inflight_pkts == 1 && e->cfg.tlp_min_ns)
+		mrce__tlp_arm(e, qp, now);   /* loss.c lone_tail */
 }
 
 /* The oldest PSN waiting for retransmission. */
