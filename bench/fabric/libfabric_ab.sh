@@ -47,7 +47,7 @@ for r in $(seq 1 $REPS); do
 		fi
 		FI_PROV=$prov
 		for h in h0 h2; do fi_env_write $h; for e in $envs; do echo "export $e" >>"$tmp/fienv.$h"; done; done
-		fi_cs "$TMP/ft" 60 h2 h0 3000 "$FT/${PROG:-fi_rdm_tagged_pingpong}" -p "$prov" -S "$size" -I ${ITERS:-500} -w ${WARM:-50} ${ARGS:-} -E >/dev/null 2>&1 ||
+		fi_cs "$TMP/ft" ${FT_TIMEOUT:-60} h2 h0 3000 "$FT/${PROG:-fi_rdm_tagged_pingpong}" -p "$prov" -S "$size" -I ${ITERS:-500} -w ${WARM:-50} ${ARGS:-} -E >/dev/null 2>&1 ||
 			{ say "$label failed: $(tail -n 3 $TMP/ft.cli $TMP/ft.srv| tr '\n' ' ')"; continue; }
 		v=$(awk '$1 ~ /^[0-9]+[kmg]?$/ && NF >= 7 {r = $6} END {print r}' "$TMP/ft.cli")
 		mb=$(awk '$1 ~ /^[0-9]+[kmg]?$/ && NF >= 7 {r = $5} END {print r}' "$TMP/ft.cli")
