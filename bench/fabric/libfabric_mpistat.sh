@@ -5,7 +5,8 @@
 # alltoall by default, SIZE per rank, ITERS iterations) on 8 ranks over
 # the mrc provider, and every mrcd's engine counters before and after
 # (mrcctl stats): data packets, retransmissions, RTO fires, losses
-# declared, tail-loss probes, RNR NACKs, trimmed packets.  Root; prints,
+# declared, tail-loss probes, RNR NACKs, trimmed packets.  MPI_ENV: words
+# VAR=VALUE for every rank (e.g. FI_MRC_RX_POSTED_MAX=8).  Root; prints,
 # writes nothing to bench/results:
 #   bash bench/fabric/libfabric_mpistat.sh [BUILD]
 SCEN=libfabric_mpistat
@@ -38,7 +39,7 @@ stats() {
 }
 s0=$(stats)
 FI_PROV=mrc
-for h in $HOSTS; do fi_env_write $h; done
+for h in $HOSTS; do fi_env_write $h; for e in ${MPI_ENV:-}; do echo "export $e" >>"$tmp/fienv.$h"; done; done
 t0=$(date +%s.%N)
 fi_mpirun "$TMP/mpi.out" 180 ofi "$HOSTS" 1 "$B/bench/mpi_coll" -C "${COLL:-alltoall}" -b "${SIZE:-4M}" \
 	-e "${SIZE:-4M}" -n "${ITERS:-3}" -w 1 -T 60 -L "$TMP/mpi.stall"
