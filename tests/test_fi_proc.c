@@ -25,13 +25,19 @@
 #include "fi/proto.h"
 
 /* ---- two processes ------------------------------------------------------- */
+/* A child's domain and endpoint; its name goes to the parent on wfd. */
+static int child_open(struct fix *f, struct fix_ep *e, int wfd)
+{
+	fix_open(f, CAPS_ALL, FI_AV_TABLE);
+	fix_ep_open(f, e, FI_CQ_FORMAT_TAGGED);
+	return write(wfd, e->name, e->namelen) == (ssize_t)e->namelen ? 0 : -EIO;
+}
+
 static int child_main(int wfd, int rfd)
 {
 	struct fix f;
-	fix_open(&f, CAPS_ALL, FI_AV_TABLE);
 	struct fix_ep e;
-	fix_ep_open(&f, &e, FI_CQ_FORMAT_TAGGED);
-	if (write(wfd, e.name, e.namelen) != (ssize_t)e.namelen)
+	if (child_open(&f, &e, wfd))
 		return 2;
 	char peer[64];
 	if (read(rfd, peer, 8) != 8)
@@ -120,10 +126,8 @@ enum { GROW_SLOTS = 8, GROW_LEN = 512, GROW_BURSTS = 3 };   /* MRCFI_RX_POSTED *
 static int grow_child(int wfd, int rfd)
 {
 	struct fix f;
-	fix_open(&f, CAPS_ALL, FI_AV_TABLE);
 	struct fix_ep e;
-	fix_ep_open(&f, &e, FI_CQ_FORMAT_TAGGED);
-	if (write(wfd, e.name, e.namelen) != (ssize_t)e.namelen)
+	if (child_open(&f, &e, wfd))
 		return 2;
 	uint8_t n, r[GROW_LEN];
 	for (uint64_t salt = 0; read(rfd, &n, 1) == 1; salt += 100) {

@@ -18,17 +18,8 @@ set +e
 tmp=$TMP
 FT=${MRC_FABTESTS_DIR:-${B:-build}/fabtests}/bin
 . tests/root/fi_lib.sh
-until_t() { local end=$(($(date +%s) + $1)); shift; while ! "$@"; do [ "$(date +%s)" -lt $end ] || return 1; sleep 0.05; done; }
-start_raw
-fab_up
-fi_ipv4_up || { say "ipv4 failed"; exit 1; }
-jq '.topology' /run/mrc-fabric/$P/state.json >"$TMP/topo.json"
-for h in h0 h2; do
-	mkdir -p "$TMP/$h"
-	bg ip netns exec $P-$h "$B/bin/mrcd" --topology "$TMP/topo.json" --host $h \
-		--socket "$TMP/$h/mrcd.sock" --key_file "$TMP/cluster.key" --log_level warning 2>>"$TMP/$h.log"
-	until_t 10 test -S "$TMP/$h/mrcctl.sock" || { say "mrcd on $h did not start"; cat "$TMP/$h.log"; exit 1; }
-done
+. bench/fabric/libfabric_lib.sh
+lf_up "h0 h2"
 REPS=$1; shift
 declare -A V M
 for r in $(seq 1 $REPS); do

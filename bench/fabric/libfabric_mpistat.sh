@@ -16,19 +16,10 @@ export MRC_BENCH_RESULTS=${MRC_BENCH_RESULTS:-$(mktemp -d /tmp/mrcms.XXXXXX)}
 set +e
 tmp=$TMP
 . tests/root/fi_lib.sh
-until_t() { local end=$(($(date +%s) + $1)); shift; while ! "$@"; do [ "$(date +%s)" -lt $end ] || return 1; sleep 0.05; done; }
-start_raw
-fab_up
-fi_ipv4_up || { say "ipv4 failed"; exit 1; }
-jq '.topology' /run/mrc-fabric/$P/state.json >"$TMP/topo.json"
+. bench/fabric/libfabric_lib.sh
 HOSTS="h0 h1 h2 h3 h4 h5 h6 h7"
-for h in $HOSTS; do
-	mkdir -p "$TMP/$h"
-	bg ip netns exec $P-$h "$B/bin/mrcd" --topology "$TMP/topo.json" --host $h \
-		--socket "$TMP/$h/mrcd.sock" --key_file "$TMP/cluster.key" --log_level warning 2>>"$TMP/$h.log"
-	until_t 10 test -S "$TMP/$h/mrcctl.sock" || { say "mrcd on $h did not start"; exit 1; }
-done
-# counters of every host, summed: KEY=value lines
+lf_up "$HOSTS"
+# every host's engine counters, summed: one JSON object
 stats() {
 	for h in $HOSTS; do "$B/bin/mrcctl" -j -s "$TMP/$h/mrcctl.sock" stats; done |
 		jq -s '[.[].engine] | {tx_data: (map(.tx_data) | add), tx_retx: (map(.tx_retx) | add),
