@@ -33,6 +33,19 @@ static int child_open(struct fix *f, struct fix_ep *e, int wfd)
 	return write(wfd, e->name, e->namelen) == (ssize_t)e->namelen ? 0 : -EIO;
 }
 
+/* The parent's domain and endpoint, and the child's address (its name
+ * read from rfd). */
+static fi_addr_t parent_open(struct fix *f, struct fix_ep *e, int rfd)
+{
+	fix_open(f, CAPS_ALL, FI_AV_TABLE);
+	fix_ep_open(f, e, FI_CQ_FORMAT_TAGGED);
+	char peer[8];
+	assert_int_equal(read(rfd, peer, 8), 8);
+	fi_addr_t a = FI_ADDR_NOTAVAIL;
+	assert_int_equal(fi_av_insert(f->av, peer, 1, &a, 0, NULL), 1);
+	return a;
+}
+
 static int child_main(int wfd, int rfd)
 {
 	struct fix f;
@@ -78,14 +91,9 @@ static void test_two_processes(void **state)
 	if (pid == 0)
 		_exit(child_main(up[1], down[0]));
 	struct fix f;
-	fix_open(&f, CAPS_ALL, FI_AV_TABLE);
 	struct fix_ep e;
-	fix_ep_open(&f, &e, FI_CQ_FORMAT_TAGGED);
-	char peer[8];
-	assert_int_equal(read(up[0], peer, 8), 8);
+	fi_addr_t pa = parent_open(&f, &e, up[0]);
 	assert_int_equal(write(down[1], e.name, 8), 8);
-	fi_addr_t pa;
-	assert_int_equal(fi_av_insert(f.av, peer, 1, &pa, 0, NULL), 1);
 	size_t len = 2 * MRCFI_CHUNK + 5;
 	uint8_t *s = malloc(len), *r = malloc(len);
 	for (int i = 0; i < 4; i++) {
@@ -203,13 +211,8 @@ static void grow_run(const char *max, uint64_t *first, uint64_t *after)
 	close(up[1]);
 	close(down[0]);
 	struct fix f;
-	fix_open(&f, CAPS_ALL, FI_AV_TABLE);
 	struct fix_ep e;
-	fix_ep_open(&f, &e, FI_CQ_FORMAT_TAGGED);
-	char peer[8];
-	assert_int_equal(read(up[0], peer, 8), 8);
-	fi_addr_t to;
-	assert_int_equal(fi_av_insert(f.av, peer, 1, &to, 0, NULL), 1);
+	fi_addr_t to = parent_open(&f, &e, up[0]);
 	/* connected (the child's accept thread must run for that) */
 	(void)grow_burst(pid, up[0], down[1], &e, to, 1, 0, 0);
 	*first = grow_burst(pid, up[0], down[1], &e, to, GROW_SLOTS, 100, 1);

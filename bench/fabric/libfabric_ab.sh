@@ -11,13 +11,8 @@
 # progress before issue 32's latency fix).  Prints each run and, per label,
 # the sorted usec/xfer and MB/s.  Root; nothing is written to bench/results.
 SCEN=libfabric_ab
-RATE=${MRC_BENCH_RATE:-200}
 export MRC_BENCH_RESULTS=${MRC_BENCH_RESULTS:-$(mktemp -d /tmp/mrcab.XXXXXX)}
-. bench/fabric/lib.sh
-set +e
-tmp=$TMP
 FT=${MRC_FABTESTS_DIR:-${B:-build}/fabtests}/bin
-. tests/root/fi_lib.sh
 . bench/fabric/libfabric_lib.sh
 lf_up "h0 h2"
 REPS=$1; shift

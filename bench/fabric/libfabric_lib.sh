@@ -1,5 +1,11 @@
 # Shared by bench/fabric/libfabric_ab.sh and libfabric_mpistat.sh; sourced
-# after bench/fabric/lib.sh and tests/root/fi_lib.sh, not run.
+# (after SCEN and MRC_BENCH_RESULTS are set), not run: bench/fabric/lib.sh
+# at MRC_BENCH_RATE (200) Mbit/s, tests/root/fi_lib.sh, and lf_up.
+RATE=${MRC_BENCH_RATE:-200}
+. bench/fabric/lib.sh
+set +e
+tmp=$TMP
+. tests/root/fi_lib.sh
 until_t() { local end=$(($(date +%s) + $1)); shift; while ! "$@"; do [ "$(date +%s)" -lt $end ] || return 1; sleep 0.05; done; }
 
 # lf_up HOSTS: lib.sh's fabric, its IPv4 twin (fi_ipv4_up) and an mrcd on

@@ -10,12 +10,7 @@
 # writes nothing to bench/results:
 #   bash bench/fabric/libfabric_mpistat.sh [BUILD]
 SCEN=libfabric_mpistat
-RATE=${MRC_BENCH_RATE:-200}
 export MRC_BENCH_RESULTS=${MRC_BENCH_RESULTS:-$(mktemp -d /tmp/mrcms.XXXXXX)}
-. bench/fabric/lib.sh
-set +e
-tmp=$TMP
-. tests/root/fi_lib.sh
 . bench/fabric/libfabric_lib.sh
 HOSTS="h0 h1 h2 h3 h4 h5 h6 h7"
 lf_up "$HOSTS"
