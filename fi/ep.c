@@ -229,10 +229,11 @@ struct mrcfi_peer *mrcfi_peer_get(struct mrcfi_ep *ep, const struct mrcfi_name *
 static int qp_attach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s, struct mrc_qp *qp)
 {
 	struct mrcfi_side *sd = &ep->d->side[s];
-	p->slots[s] = calloc(ep->d->rx_posted, sizeof(uint32_t));
+	p->slots[s] = calloc(ep->d->rx_max, sizeof(uint32_t));
 	if (!p->slots[s])
 		return -FI_ENOMEM;
 	p->qp[s] = qp;
+	p->nslots[s] = ep->d->rx_posted;
 	for (uint32_t k = 0; k < ep->d->rx_posted; k++) {
 		int i = mrcfi_pool_get(&sd->rx, p);
 		if (i < 0) {
@@ -247,6 +248,29 @@ static int qp_attach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s, struct mr
 			return r;
 	}
 	return 0;
+}
+
+/* Every slot of qp[s] was used before one drain saw them: a burst larger
+ * than its slots, the rest of which waits in RNR at the sender (100 us a
+ * try), so the QP gets as many again, up to FI_MRC_RX_POSTED_MAX.  Only
+ * while its side keeps half its pool free: peers that connect later
+ * still get their FI_MRC_RX_POSTED.  Grown slots stay with the QP until
+ * it goes. */
+void mrcfi_qp_grow(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
+{
+	struct mrcfi_domain *d = ep->d;
+	struct mrcfi_side *sd = &d->side[s];
+	uint32_t n = p->nslots[s], add = n < d->rx_max - n ? n : d->rx_max - n;
+	for (uint32_t k = 0; k < add && sd->rx.nfree > sd->rx.n / 2; k++) {
+		int i = mrcfi_pool_get(&sd->rx, p);
+		if (mrc_post_recv(p->qp[s], WR(WR_RX, s, i), sd->key,
+				  sd->rx.off + (uint64_t)i * MRCFI_SLOT, MRCFI_SLOT)) {
+			mrcfi_pool_put(&sd->rx, (uint32_t)i);
+			return;
+		}
+		p->slots[s][p->nslots[s]++] = (uint32_t)i;
+		ep->rx_grown++;
+	}
 }
 
 /* Side s's QP to p goes, and its slots back to the pool: the messages
@@ -297,11 +321,12 @@ void mrcfi_qp_detach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
 	unexp_unhold(ep, p, s);
 	(void)mrc_destroy_qp(p->qp[s]);
 	p->qp[s] = NULL;
-	for (uint32_t k = 0; p->slots[s] && k < ep->d->rx_posted; k++)
+	for (uint32_t k = 0; p->slots[s] && k < p->nslots[s]; k++)
 		if (p->slots[s][k] != UINT32_MAX)
 			mrcfi_pool_put(&ep->d->side[s].rx, p->slots[s][k]);
 	free(p->slots[s]);
 	p->slots[s] = NULL;
+	p->nslots[s] = 0;
 }
 
 void mrcfi_ep_accepted(struct mrcfi_domain *d, struct mrcfi_ep *ep, struct mrc_qp *qp,

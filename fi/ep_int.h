@@ -39,6 +39,7 @@ void mrcfi_rx_done(struct mrcfi_req *r, size_t len, uint64_t total, int err);
 struct mrcfi_peer *mrcfi_peer_get(struct mrcfi_ep *ep, const struct mrcfi_name *n);
 void mrcfi_unexp_free(struct mrcfi_ep *ep, struct mrcfi_unexp *u);
 void mrcfi_qp_detach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s);
+void mrcfi_qp_grow(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s);
 int mrcfi_peer_tx(struct mrcfi_ep *ep, struct mrcfi_peer *p);
 void mrcfi_mark_dead(struct mrcfi_domain *d);
 int mrcfi_post_ctl(struct mrcfi_ep *ep, struct mrcfi_peer *p, const struct mrcfi_hdr *h,

@@ -28,9 +28,13 @@ static void on_completion(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s,
 		mrcfi_on_recv(ep, p, s, slot_addr(sd, &sd->rx, i), c->byte_len);
 		/* the slot goes back to the same QP, unless an unexpected
 		 * message over the bound stays in it */
-		if (!ep->rx_held && p->qp[s] && mrc_post_recv(p->qp[s], c->wr_id, sd->key,
-					      sd->rx.off + (uint64_t)i * MRCFI_SLOT, MRCFI_SLOT))
+		if (ep->rx_held || !p->qp[s])
+			return;
+		if (mrc_post_recv(p->qp[s], c->wr_id, sd->key,
+				  sd->rx.off + (uint64_t)i * MRCFI_SLOT, MRCFI_SLOT))
 			MRCFI_WARN(FI_LOG_EP_DATA, "cannot repost a receive slot\n");
+		else
+			ep->rx_reposted++;
 		return;
 	case WR_TX:
 		r = ((uintptr_t)sd->tx.owner[i] & 1) ? NULL : sd->tx.owner[i];
@@ -137,11 +141,17 @@ static int drain_qp(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
 {
 	struct mrc_completion c[16];
 	int n = 0, total = 0;
+	ep->rx_reposted = 0;
 	while (p->qp[s] && (n = mrc_poll_cq(p->qp[s], c, 16)) > 0) {
 		for (int k = 0; k < n; k++)
 			on_completion(ep, p, s, &c[k]);
 		total += n;
 	}
+	/* the QP's slots ran dry before we looked (messages held over the
+	 * unexpected bound do not count: RNR is their back-pressure) */
+	if (p->qp[s] && !p->broken[s] && ep->rx_reposted >= p->nslots[s] &&
+	    p->nslots[s] < ep->d->rx_max)
+		mrcfi_qp_grow(ep, p, s);
 	if (p->qp[s] && n < 0 && n != -EOVERFLOW)
 		mrcfi_mark_dead(ep->d);
 	else if (p->qp[s] && p->broken[s] && !ep->d->dead)

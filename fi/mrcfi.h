@@ -37,6 +37,7 @@
 #define MRCFI_KEY_CAPS (FI_RMA | FI_ATOMIC | FI_WRITE | FI_REMOTE_WRITE)
 #define MRCFI_MR_MODE  (FI_MR_PROV_KEY | FI_MR_ALLOCATED)
 #define MRCFI_RX_POSTED 8u           /* receive slots posted per QP (default) */
+#define MRCFI_RX_POSTED_MAX 64u      /* ... and once grown, at most */
 #define MRCFI_PIPE      4            /* chunks in flight per rendezvous message */
 #define MRCFI_SID_BASE  0x46490000u  /* service ids of endpoints: + [0, 2^16) */
 
@@ -118,6 +119,7 @@ struct mrcfi_domain {
 	uint32_t linger_ms;
 	uint32_t unexp_max;          /* FI_MRC_UNEXP_MAX: entries per endpoint */
 	uint32_t rx_posted;          /* FI_MRC_RX_POSTED: receive slots per QP */
+	uint32_t rx_max;             /* FI_MRC_RX_POSTED_MAX: a QP grows up to it */
 	uint64_t unexp_bytes_max;    /* FI_MRC_UNEXP_BYTES: bytes copied per endpoint */
 	/* While the application polls its CQs (fi_cq_read within the last
 	 * poll_grace_ns, FI_MRC_POLL_GRACE_US) it is the progress engine:
@@ -231,6 +233,7 @@ struct mrcfi_peer {
 	struct mrcfi_name name;
 	struct mrc_qp *qp[2];        /* by the side of our end */
 	uint32_t *slots[2];          /* receive slots posted on qp[s] */
+	uint32_t nslots[2];          /* how many: rx_posted, more once grown */
 	int tx;                      /* the side we send on (-1: not yet) */
 	int broken[2];               /* qp[s] failed: reset after its drain */
 	int bad;                     /* it broke the protocol: ignored */
@@ -327,6 +330,8 @@ struct mrcfi_ep {
 	uint32_t rx_slot;            /* the slot on_recv reads; set if it holds it */
 	int rx_held;
 	uint64_t unexp_held;         /* MRCFI_OPT_UNEXP_HELD */
+	uint64_t rx_grown;           /* MRCFI_OPT_RX_GROWN */
+	uint32_t rx_reposted;        /* receive slots reposted in this drain */
 	uint64_t proto_errors;       /* messages refused (docs/libfabric.md) */
 	uint64_t late_errors;        /* eager sends that failed after done */
 	size_t min_multi_recv;       /* FI_OPT_MIN_MULTI_RECV */

@@ -52,6 +52,10 @@ _Static_assert(sizeof(struct mrcfi_hdr) == 56, "wire header is 56 bytes");
  * that armed the CQs to sleep on mrcd's doorbell (none while the
  * application polls fi_cq_read: FI_MRC_POLL_GRACE_US). */
 #define MRCFI_OPT_PROGRESS_ARMED 0x4d520003
+/* ... MRCFI_OPT_RX_GROWN: receive slots the endpoint's QPs took beyond
+ * FI_MRC_RX_POSTED because a burst used up all of a QP's slots before
+ * one drain saw them (FI_MRC_RX_POSTED_MAX; docs/libfabric.md). */
+#define MRCFI_OPT_RX_GROWN     0x4d520004
 
 /* Checks what a peer sent into a slot (n bytes, as the RECV completion
  * says) and copies the header out: 0, or -EPROTO for anything malformed

@@ -456,6 +456,10 @@ int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	/* More slots per QP keep a burst of eager sends out of RNR, at the
 	 * cost of fewer peers per side (FI_MRC_RX_SLOTS / this). */
 	d->rx_posted = (uint32_t)env_u64("FI_MRC_RX_POSTED", MRCFI_RX_POSTED, 1, 64);
+	/* A QP whose slots a burst used up grows to this (mrcfi_qp_grow). */
+	d->rx_max = (uint32_t)env_u64("FI_MRC_RX_POSTED_MAX", MRCFI_RX_POSTED_MAX, 1, 256);
+	if (d->rx_max < d->rx_posted)
+		d->rx_max = d->rx_posted;
 	d->unexp_bytes_max = env_u64("FI_MRC_UNEXP_BYTES", 64ull << 20, 0, UINT64_MAX);
 	d->mr_move_max = env_u64("FI_MRC_MR_MOVE_MAX", 0, 0, UINT64_MAX);
 	/* The polling grace and the yield are off by default: with them on,

@@ -25,13 +25,32 @@
 #include "fi/proto.h"
 
 /* ---- two processes ------------------------------------------------------- */
+/* A child's domain and endpoint; its name goes to the parent on wfd. */
+static int child_open(struct fix *f, struct fix_ep *e, int wfd)
+{
+	fix_open(f, CAPS_ALL, FI_AV_TABLE);
+	fix_ep_open(f, e, FI_CQ_FORMAT_TAGGED);
+	return write(wfd, e->name, e->namelen) == (ssize_t)e->namelen ? 0 : -EIO;
+}
+
+/* The parent's domain and endpoint, and the child's address (its name
+ * read from rfd). */
+static fi_addr_t parent_open(struct fix *f, struct fix_ep *e, int rfd)
+{
+	fix_open(f, CAPS_ALL, FI_AV_TABLE);
+	fix_ep_open(f, e, FI_CQ_FORMAT_TAGGED);
+	char peer[8];
+	assert_int_equal(read(rfd, peer, 8), 8);
+	fi_addr_t a = FI_ADDR_NOTAVAIL;
+	assert_int_equal(fi_av_insert(f->av, peer, 1, &a, 0, NULL), 1);
+	return a;
+}
+
 static int child_main(int wfd, int rfd)
 {
 	struct fix f;
-	fix_open(&f, CAPS_ALL, FI_AV_TABLE);
 	struct fix_ep e;
-	fix_ep_open(&f, &e, FI_CQ_FORMAT_TAGGED);
-	if (write(wfd, e.name, e.namelen) != (ssize_t)e.namelen)
+	if (child_open(&f, &e, wfd))
 		return 2;
 	char peer[64];
 	if (read(rfd, peer, 8) != 8)
@@ -72,14 +91,9 @@ static void test_two_processes(void **state)
 	if (pid == 0)
 		_exit(child_main(up[1], down[0]));
 	struct fix f;
-	fix_open(&f, CAPS_ALL, FI_AV_TABLE);
 	struct fix_ep e;
-	fix_ep_open(&f, &e, FI_CQ_FORMAT_TAGGED);
-	char peer[8];
-	assert_int_equal(read(up[0], peer, 8), 8);
+	fi_addr_t pa = parent_open(&f, &e, up[0]);
 	assert_int_equal(write(down[1], e.name, 8), 8);
-	fi_addr_t pa;
-	assert_int_equal(fi_av_insert(f.av, peer, 1, &pa, 0, NULL), 1);
 	size_t len = 2 * MRCFI_CHUNK + 5;
 	uint8_t *s = malloc(len), *r = malloc(len);
 	for (int i = 0; i < 4; i++) {
@@ -109,6 +123,135 @@ static void test_two_processes(void **state)
 	free(r);
 	fix_ep_close(&e);
 	fix_close(&f);
+}
+
+/* ---- receive slots that grow (FI_MRC_RX_POSTED_MAX) ----------------------- */
+enum { GROW_SLOTS = 8, GROW_LEN = 512, GROW_BURSTS = 3 };   /* MRCFI_RX_POSTED */
+
+/* The receiver: for each burst the parent announces (its size, a byte),
+ * takes that many messages, every byte checked, and answers with its
+ * MRCFI_OPT_RX_GROWN. */
+static int grow_child(int wfd, int rfd)
+{
+	struct fix f;
+	struct fix_ep e;
+	if (child_open(&f, &e, wfd))
+		return 2;
+	uint8_t n, r[GROW_LEN];
+	for (uint64_t salt = 0; read(rfd, &n, 1) == 1; salt += 100) {
+		for (int i = 0; i < n; i++) {
+			if (fi_trecv(e.ep, r, GROW_LEN, NULL, FI_ADDR_UNSPEC, 9, 0, NULL))
+				return 3;
+			struct fi_cq_tagged_entry c;
+			if (fi_cq_sread(e.cq, &c, 1, NULL, FIX_WAIT_MS) != 1 || c.len != GROW_LEN)
+				return 4;
+			for (size_t k = 0; k < GROW_LEN; k++)
+				if (r[k] != (uint8_t)(salt + (uint64_t)i + k))
+					return 5;
+		}
+		uint64_t v = 0;
+		size_t len = sizeof(v);
+		if (fi_getopt(&e.ep->fid, FI_OPT_ENDPOINT, MRCFI_OPT_RX_GROWN, &v, &len) ||
+		    write(wfd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+			return 6;
+	}
+	fix_ep_close(&e);
+	fix_close(&f);
+	return 0;
+}
+
+/* One burst of n sends to the child, while it is stopped if stop
+ * (SIGSTOP: no thread of it drains anything), each complete only once mrcd has it
+ * ACKed (FI_TRANSMIT_COMPLETE: in one of the child's receive slots);
+ * then the child runs and takes them.  Returns its MRCFI_OPT_RX_GROWN. */
+static uint64_t grow_burst(pid_t pid, int up, int down, struct fix_ep *e, fi_addr_t to,
+			   uint8_t n, uint64_t salt, int stop)
+{
+	static uint8_t s[2 * GROW_SLOTS][GROW_LEN];
+	int st;
+	if (stop) {
+		assert_int_equal(kill(pid, SIGSTOP), 0);
+		assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+		assert_true(WIFSTOPPED(st));
+	}
+	for (int i = 0; i < n; i++) {
+		for (size_t k = 0; k < GROW_LEN; k++)
+			s[i][k] = (uint8_t)(salt + (uint64_t)i + k);
+		struct iovec v = { s[i], GROW_LEN };
+		struct fi_msg_tagged m = { .msg_iov = &v, .iov_count = 1, .addr = to, .tag = 9 };
+		POST(fi_tsendmsg(e->ep, &m, FI_TRANSMIT_COMPLETE | FI_COMPLETION));
+	}
+	struct fi_cq_tagged_entry c;
+	for (int i = 0; i < n; i++)
+		FI_OK(fix_wait_cq(e->cq, &c, NULL, NULL));
+	assert_int_equal(write(down, &n, 1), 1);
+	if (stop)
+		assert_int_equal(kill(pid, SIGCONT), 0);
+	uint64_t grown = 0;
+	assert_int_equal(read(up, &grown, sizeof(grown)), (ssize_t)sizeof(grown));
+	return grown;
+}
+
+static void grow_run(const char *max, uint64_t *first, uint64_t *after)
+{
+	int up[2], down[2];
+	assert_int_equal(pipe(up), 0);
+	assert_int_equal(pipe(down), 0);
+	if (max)
+		setenv("FI_MRC_RX_POSTED_MAX", max, 1);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* our end only: the parent's close of down[1] ends the loop */
+		close(up[0]);
+		close(down[1]);
+		_exit(grow_child(up[1], down[0]));
+	}
+	unsetenv("FI_MRC_RX_POSTED_MAX");
+	close(up[1]);
+	close(down[0]);
+	struct fix f;
+	struct fix_ep e;
+	fi_addr_t to = parent_open(&f, &e, up[0]);
+	/* connected (the child's accept thread must run for that) */
+	(void)grow_burst(pid, up[0], down[1], &e, to, 1, 0, 0);
+	*first = grow_burst(pid, up[0], down[1], &e, to, GROW_SLOTS, 100, 1);
+	/* grown: a burst of twice the old slots fits without RNR (not
+	 * ungrown: the child being stopped, it would wait in RNR for good) */
+	*after = grow_burst(pid, up[0], down[1], &e, to, max ? GROW_SLOTS : 2 * GROW_SLOTS,
+			    200, 1);
+	close(down[1]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "receiver failed: status %d", st);
+	close(up[0]);
+	fix_ep_close(&e);
+	fix_close(&f);
+}
+
+/* A burst that fills every receive slot of a QP before its receiver
+ * looks (the rest of a larger one would wait in RNR at the sender, 100 us
+ * a retry) makes the QP grow (docs/libfabric.md "Eager messages"):
+ * MRCFI_OPT_RX_GROWN moves by the QP's 8 slots, and by 16 more when a
+ * burst of 16 fills the 16 (which all land while the receiver is
+ * stopped: they fit); with FI_MRC_RX_POSTED_MAX=8 it stays 0 over two
+ * bursts of 8.  The receiver
+ * is stopped (SIGSTOP) while the burst lands, so its drain sees all of
+ * it at once, whatever the load. */
+static void test_rx_grow(void **state)
+{
+	FIX_NEED();
+	uint64_t first, after, first_off, after_off;
+	grow_run(NULL, &first, &after);
+	grow_run("8", &first_off, &after_off);
+	print_message("grown: %llu after a burst of %d, %llu after %d more (%llu, %llu with "
+		      "FI_MRC_RX_POSTED_MAX=8)\n", (unsigned long long)first, GROW_SLOTS,
+		      (unsigned long long)after, 2 * GROW_SLOTS, (unsigned long long)first_off,
+		      (unsigned long long)after_off);
+	assert_int_equal(first, GROW_SLOTS);
+	assert_int_equal(after, 3 * GROW_SLOTS);
+	assert_int_equal(first_off, 0);
+	assert_int_equal(after_off, 0);
 }
 
 /* A process that sends its first message to a peer and closes at once
@@ -355,6 +498,7 @@ int main(void)
 	seed_init("test_fi_proc");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_two_processes, reseed),
+		cmocka_unit_test(test_rx_grow),
 		cmocka_unit_test(test_send_then_close),
 		cmocka_unit_test_setup(test_hostile, reseed),
 		cmocka_unit_test_setup(test_dead_daemon, reseed),

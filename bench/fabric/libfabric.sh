@@ -83,24 +83,29 @@ FT_CASES=("fi_rdm_tagged_pingpong|4096|-I 500 -w 50|lat"
 	  "fi_rdm_tagged_pingpong|4194304|-I 8 -w 1|lat"
 	  "fi_rdm_tagged_bw|4096|-I 100 -W 64 -w 5|bw"
 	  "fi_rdm_tagged_bw|4194304|-I 2 -W 8 -w 1|bw")
+# providers alternated rep by rep, so that a busy machine weighs on each alike
 for c in "${FT_CASES[@]}"; do
 	IFS='|' read -r prog size args what <<<"$c"
-	for p in "${PROVS[@]}"; do
-		k="$prog|$size|$p"
-		if [ -n "${WHY[$p]}" ]; then V[$k]="${WHY[$p]%% (*}"; continue; fi
-		if [ -n "$FT_WHY" ]; then V[$k]="$FT_WHY"; continue; fi
-		vals=""
-		for r in $(seq 1 "$REPS"); do
+	unset vals; declare -A vals=()
+	for r in $(seq 1 "$REPS"); do
+		for p in "${PROVS[@]}"; do
+			k="$prog|$size|$p"
+			if [ -n "${WHY[$p]}" ]; then V[$k]="${WHY[$p]%% (*}"; continue; fi
+			if [ -n "$FT_WHY" ]; then V[$k]="$FT_WHY"; continue; fi
 			# shellcheck disable=SC2086
 			res=$(ft_one "$p" "$prog" "$size" $args) || continue
 			[ -n "$res" ] || continue
 			set -- $res
 			v=$([ "$what" = lat ] && echo "$2" || echo "$1")
-			vals="$vals $v"
-			emit "{\"kind\":\"fabtests\",\"prog\":\"$prog\",\"size\":$size,\"prov\":\"$p\",\"rep\":$r,\"mb_s\":$1,\"usec_xfer\":$2}"
-			say "$prog $size over '$p' rep $r/$REPS: $1 MB/s, $2 usec/xfer"
+			vals[$p]="${vals[$p]:-} $v"
+			emit "{\"kind\":\"fabtests\",\"prog\":\"$prog\",\"size\":$size,\"prov\":\"$p\",\"rep\":$r,\"mb_s\":$1,\"usec_xfer\":$2,\"load\":\"$(cut -d' ' -f1 /proc/loadavg)\"}"
+			say "$prog $size over '$p' rep $r/$REPS: $1 MB/s, $2 usec/xfer (load $(cut -d' ' -f1 /proc/loadavg))"
 		done
-		V[$k]=$(echo $vals | tr ' ' '\n' | grep . | median)
+	done
+	for p in "${PROVS[@]}"; do
+		k="$prog|$size|$p"
+		[ -z "${WHY[$p]}" ] && [ -z "$FT_WHY" ] || continue
+		V[$k]=$(echo ${vals[$p]:-} | tr ' ' '\n' | grep . | median)
 		[ -n "${V[$k]}" ] || V[$k]="failed"
 	done
 done
@@ -134,25 +139,32 @@ for fault in healthy blackhole; do
 		d0=$(fi_nft_drops p1s1)
 	fi
 	for coll in all_reduce all_to_all; do
+		# transports alternated rep by rep
+		unset mv ms; declare -A mv=() ms=()
+		for r in $(seq 1 "$REPS"); do
+			for t in "${MPI_TR[@]}"; do
+				IFS='|' read -r name tr <<<"$t"
+				k="mpi|$coll|$name|$fault"
+				if [ "$tr" = ofi ] && [ -n "${WHY[mrc]}" ]; then V[$k]="${WHY[mrc]%% (*}"; continue; fi
+				if [ "$tr" = tcp ] && ! mpi_available 2>/dev/null; then V[$k]="Open MPI missing"; continue; fi
+				res=$(mpi_one "$tr" "$coll")
+				case $res in
+				stalled) ms[$name]=$((${ms[$name]:-0} + 1)); say "$coll over $name ($fault) rep $r: stalled (load $(cut -d' ' -f1 /proc/loadavg))"
+					emit "{\"kind\":\"mpi\",\"coll\":\"$coll\",\"transport\":\"$name\",\"fault\":\"$fault\",\"rep\":$r,\"stalled\":true}" ;;
+				failed|"") say "$coll over $name ($fault) rep $r: failed" ;;
+				*) set -- $res; mv[$name]="${mv[$name]:-} $1"
+				   emit "{\"kind\":\"mpi\",\"coll\":\"$coll\",\"transport\":\"$name\",\"fault\":\"$fault\",\"rep\":$r,\"time_us\":$1,\"busbw\":$2}"
+				   say "$coll $MPI_SIZE over $name ($fault) rep $r/$REPS: $1 us, busbw $2 GB/s (load $(cut -d' ' -f1 /proc/loadavg))" ;;
+				esac
+			done
+		done
 		for t in "${MPI_TR[@]}"; do
 			IFS='|' read -r name tr <<<"$t"
 			k="mpi|$coll|$name|$fault"
-			if [ "$tr" = ofi ] && [ -n "${WHY[mrc]}" ]; then V[$k]="${WHY[mrc]%% (*}"; continue; fi
-			if [ "$tr" = tcp ] && ! mpi_available 2>/dev/null; then V[$k]="Open MPI missing"; continue; fi
-			vals=""; stalls=0
-			for r in $(seq 1 "$REPS"); do
-				res=$(mpi_one "$tr" "$coll")
-				case $res in
-				stalled) stalls=$((stalls + 1)); say "$coll over $name ($fault) rep $r: stalled"
-					emit "{\"kind\":\"mpi\",\"coll\":\"$coll\",\"transport\":\"$name\",\"fault\":\"$fault\",\"rep\":$r,\"stalled\":true}" ;;
-				failed|"") say "$coll over $name ($fault) rep $r: failed" ;;
-				*) set -- $res; vals="$vals $1"
-				   emit "{\"kind\":\"mpi\",\"coll\":\"$coll\",\"transport\":\"$name\",\"fault\":\"$fault\",\"rep\":$r,\"time_us\":$1,\"busbw\":$2}"
-				   say "$coll $MPI_SIZE over $name ($fault) rep $r/$REPS: $1 us, busbw $2 GB/s" ;;
-				esac
-			done
-			V[$k]=$(echo $vals | tr ' ' '\n' | grep . | median)
-			[ $stalls = 0 ] || V[$k]="${V[$k]:+${V[$k]} us, }$stalls of $REPS stalled"
+			[ -z "${V[$k]}" ] || continue   # why it could not run
+			stalls=${ms[$name]:-0}
+			V[$k]=$(echo ${mv[$name]:-} | tr ' ' '\n' | grep . | median)
+			[ "$stalls" = 0 ] || V[$k]="${V[$k]:+${V[$k]} us, }$stalls of $REPS stalled"
 			[ -n "${V[$k]}" ] || V[$k]="failed"
 		done
 	done

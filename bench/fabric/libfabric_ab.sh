@@ -5,32 +5,20 @@
 #   bash bench/fabric/libfabric_ab.sh REPS "LABEL|PROV|SIZE|ENV=V ..." ...
 # PROV: a libfabric provider ("mrc", "tcp;ofi_rxm"), or pp for libmrc's own
 # mrc_pingpong (SIZE bytes, 2000 round trips).  PROG (fi_rdm_tagged_pingpong)
-# and ITERS (500) choose the program; the environment words go to both
+# and ITERS (500) choose the program, WARM (50) its warm-up iterations and
+# ARGS more of its options (e.g. "-W 8", the window); the environment words go to both
 # processes (e.g. FI_MRC_POLL_GRACE_US=0 FI_MRC_YIELD=0: the provider's
 # progress before issue 32's latency fix).  Prints each run and, per label,
 # the sorted usec/xfer and MB/s.  Root; nothing is written to bench/results.
 SCEN=libfabric_ab
-RATE=${MRC_BENCH_RATE:-200}
 export MRC_BENCH_RESULTS=${MRC_BENCH_RESULTS:-$(mktemp -d /tmp/mrcab.XXXXXX)}
-. bench/fabric/lib.sh
-set +e
-tmp=$TMP
 FT=${MRC_FABTESTS_DIR:-${B:-build}/fabtests}/bin
-. tests/root/fi_lib.sh
-until_t() { local end=$(($(date +%s) + $1)); shift; while ! "$@"; do [ "$(date +%s)" -lt $end ] || return 1; sleep 0.05; done; }
-start_raw
-fab_up
-fi_ipv4_up || { say "ipv4 failed"; exit 1; }
-jq '.topology' /run/mrc-fabric/$P/state.json >"$TMP/topo.json"
-for h in h0 h2; do
-	mkdir -p "$TMP/$h"
-	bg ip netns exec $P-$h "$B/bin/mrcd" --topology "$TMP/topo.json" --host $h \
-		--socket "$TMP/$h/mrcd.sock" --key_file "$TMP/cluster.key" --log_level warning 2>>"$TMP/$h.log"
-	until_t 10 test -S "$TMP/$h/mrcctl.sock" || { say "mrcd on $h did not start"; cat "$TMP/$h.log"; exit 1; }
-done
+. bench/fabric/libfabric_lib.sh
+lf_up "h0 h2"
 REPS=$1; shift
 declare -A V M
 for r in $(seq 1 $REPS); do
+	say "round $r/$REPS, load $(cut -d' ' -f1-3 /proc/loadavg)"
 	for c in "$@"; do
 		IFS='|' read -r label prov size envs <<<"$c"
 		if [ "$prov" = pp ]; then
@@ -45,7 +33,7 @@ for r in $(seq 1 $REPS); do
 		fi
 		FI_PROV=$prov
 		for h in h0 h2; do fi_env_write $h; for e in $envs; do echo "export $e" >>"$tmp/fienv.$h"; done; done
-		fi_cs "$TMP/ft" 60 h2 h0 3000 "$FT/${PROG:-fi_rdm_tagged_pingpong}" -p "$prov" -S "$size" -I ${ITERS:-500} -w 50 -E >/dev/null 2>&1 ||
+		fi_cs "$TMP/ft" ${FT_TIMEOUT:-60} h2 h0 3000 "$FT/${PROG:-fi_rdm_tagged_pingpong}" -p "$prov" -S "$size" -I ${ITERS:-500} -w ${WARM:-50} ${ARGS:-} -E >/dev/null 2>&1 ||
 			{ say "$label failed: $(tail -n 3 $TMP/ft.cli $TMP/ft.srv| tr '\n' ' ')"; continue; }
 		v=$(awk '$1 ~ /^[0-9]+[kmg]?$/ && NF >= 7 {r = $6} END {print r}' "$TMP/ft.cli")
 		mb=$(awk '$1 ~ /^[0-9]+[kmg]?$/ && NF >= 7 {r = $5} END {print r}' "$TMP/ft.cli")
@@ -54,4 +42,5 @@ for r in $(seq 1 $REPS); do
 		V[$label]="${V[$label]:-} $v"
 	done
 done
+say "end, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for k in "${!V[@]}"; do echo "RESULT $k: us/xfer $(echo ${V[$k]} | tr ' ' '\n' | sort -g | tr '\n' ' ') MB/s $(echo ${M[$k]} | tr ' ' '\n' | sort -g | tr '\n' ' ')"; done

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Where Open MPI's all-to-all over the mrc provider spends its time on the
+# emulated fabric (issue 32): bench/fabric/libfabric.sh's fabric (8 hosts,
+# mrcd on each, RATE Mbit/s links), one run of bench/mpi_coll (COLL,
+# alltoall by default, SIZE per rank, ITERS iterations) on 8 ranks over
+# the mrc provider, and every mrcd's engine counters before and after
+# (mrcctl stats): data packets, retransmissions, RTO fires, losses
+# declared, tail-loss probes, RNR NACKs, trimmed packets.  MPI_ENV: words
+# VAR=VALUE for every rank (e.g. FI_MRC_RX_POSTED_MAX=8).  Root; prints,
+# writes nothing to bench/results:
+#   bash bench/fabric/libfabric_mpistat.sh [BUILD]
+SCEN=libfabric_mpistat
+export MRC_BENCH_RESULTS=${MRC_BENCH_RESULTS:-$(mktemp -d /tmp/mrcms.XXXXXX)}
+. bench/fabric/libfabric_lib.sh
+HOSTS="h0 h1 h2 h3 h4 h5 h6 h7"
+lf_up "$HOSTS"
+# every host's engine counters, summed: one JSON object
+stats() {
+	for h in $HOSTS; do "$B/bin/mrcctl" -j -s "$TMP/$h/mrcctl.sock" stats; done |
+		jq -s '[.[].engine] | {tx_data: (map(.tx_data) | add), tx_retx: (map(.tx_retx) | add),
+			rto_fires: (map(.rto_fires) | add), loss_detected: (map(.loss_detected) | add),
+			tlp_probes: (map(.tlp_probes // 0) | add), rnr_nacks: (map(.nack_tx.rnr) | add),
+			trimmed: (map(.rx_trimmed) | add), rx_dup: (map(.rx_dup) | add),
+			msgs: (map(.msgs_completed) | add)}'
+}
+s0=$(stats)
+FI_PROV=mrc
+for h in $HOSTS; do fi_env_write $h; for e in ${MPI_ENV:-}; do echo "export $e" >>"$tmp/fienv.$h"; done; done
+t0=$(date +%s.%N)
+fi_mpirun "$TMP/mpi.out" 180 ofi "$HOSTS" 1 "$B/bench/mpi_coll" -C "${COLL:-alltoall}" -b "${SIZE:-4M}" \
+	-e "${SIZE:-4M}" -n "${ITERS:-3}" -w 1 -T 60 -L "$TMP/mpi.stall"
+rc=$?
+t1=$(date +%s.%N)
+s1=$(stats)
+say "mpirun rc $rc, $(awk -v a=$t0 -v b=$t1 'BEGIN {printf "%.1f", b - a}') s, load $(cut -d' ' -f1-3 /proc/loadavg)"
+grep -E '^ |Out of' "$TMP/mpi.out"
+jq -n --argjson a "$s0" --argjson b "$s1" '$b | with_entries(.value -= $a[.key])'
