@@ -90,51 +90,21 @@ static void drop(struct mrc_sim *s, uint32_t port, struct sim_pkt *k, uint64_t *
 	sim_pkt_free(s, k);
 }
 
-/* Takes the next packet to send off the queues, priority queue first. */
-static struct sim_pkt *port_pop(struct sim_port *p)
+/* Starts serialising the next packet, priority queue first. */
+static void port_start(struct mrc_sim *s, uint32_t port)
 {
+	struct sim_port *p = &s->ports[port];
 	int c = p->qh[0] ? 0 : 1;
 	struct sim_pkt *k = p->qh[c];
 	if (!k)
-		return NULL;
+		return;
 	p->qh[c] = k->next;
 	if (!p->qh[c])
 		p->qt[c] = NULL;
 	k->next = NULL;
 	p->qbytes[c] -= k->wire;
-	return k;
-}
-
-/* A switch port's next frame: its arrival at the far end is known now
- * (serialisation + propagation), so it is scheduled at once and the port
- * keeps only when its wire is free.  A TXDONE is scheduled only while
- * frames wait behind it: on a quiet fabric a hop is one event, not two
- * (TXDONE then ARRIVE; the profile's largest item, docs/sim.md). */
-static void sw_start(struct mrc_sim *s, uint32_t port)
-{
-	struct sim_port *p = &s->ports[port];
-	struct sim_pkt *k = port_pop(p);
-	if (!k)
-		return;
-	uint64_t ser = sim_ser_ps(s, k->wire);
-	p->busy_until = s->now + ser;
-	p->tx_bytes += k->wire;
-	sim_schedule_in(s, ser + s->prop_ps, SE_ARRIVE, (uint64_t)(uintptr_t)k);
-	if (p->qh[0] || p->qh[1]) {
-		p->txwait = 1;
-		sim_schedule_in(s, ser, SE_TXDONE, port);
-	}
-}
-
-/* A NIC's next frame: kept until its TXDONE, which frees a NIC slot. */
-static void port_start(struct mrc_sim *s, uint32_t port)
-{
-	struct sim_port *p = &s->ports[port];
-	struct sim_pkt *k = port_pop(p);
-	if (!k)
-		return;
 	p->cur = k;
-	if (k->flags & PF_DATA)
+	if (p->from_host != SIM_PORT_SW && (k->flags & PF_DATA))
 		s->hosts[p->from_host].queued--;
 	sim_schedule_in(s, sim_ser_ps(s, k->wire), SE_TXDONE, port);
 }
@@ -185,27 +155,13 @@ void sim_port_enqueue(struct mrc_sim *s, uint32_t port, struct sim_pkt *k)
 	p->qbytes[c] += k->wire;
 	if (c == 1 && p->qbytes[1] > p->qmax)
 		p->qmax = p->qbytes[1];
-	if (p->from_host != SIM_PORT_SW) {
-		if (!p->cur)
-			port_start(s, port);
-	} else if (!p->txwait) {
-		if (s->now >= p->busy_until) {
-			sw_start(s, port);
-		} else {
-			p->txwait = 1;
-			sim_schedule(s, p->busy_until, SE_TXDONE, port);
-		}
-	}
+	if (!p->cur)
+		port_start(s, port);
 }
 
 void sim_port_txdone(struct mrc_sim *s, uint32_t port)
 {
 	struct sim_port *p = &s->ports[port];
-	if (p->from_host == SIM_PORT_SW) {
-		p->txwait = 0;
-		sw_start(s, port);
-		return;
-	}
 	struct sim_pkt *k = p->cur;
 	p->cur = NULL;
 	if (k) {
@@ -216,7 +172,8 @@ void sim_port_txdone(struct mrc_sim *s, uint32_t port)
 			sim_schedule_in(s, s->prop_ps, SE_ARRIVE, (uint64_t)(uintptr_t)k);
 	}
 	port_start(s, port);
-	sim_host_nic_free(s, p->from_host);
+	if (p->from_host != SIM_PORT_SW)
+		sim_host_nic_free(s, p->from_host);
 }
 
 void sim_arrive(struct mrc_sim *s, struct sim_pkt *k)

@@ -249,9 +249,8 @@ static inline void prefetch(const struct mrc_sim *s)
 		if (sim_event_type(e) == SE_ARRIVE) {
 			const struct sim_pkt *k = (const struct sim_pkt *)(uintptr_t)e->arg;
 			__builtin_prefetch(&s->ports[k->route[k->hop]]);
-		} else if (sim_event_type(e) == SE_TXDONE &&
-			   s->ports[e->arg].from_host != SIM_PORT_SW) {
-			__builtin_prefetch(s->ports[e->arg].cur);   /* a switch's: none */
+		} else if (sim_event_type(e) == SE_TXDONE) {
+			__builtin_prefetch(s->ports[e->arg].cur);
 		}
 	}
 }

@@ -106,22 +106,14 @@ enum { PS_OK = 0, PS_DOWN = 1, PS_BLACKHOLE = 2, PS_LOSS = 3 };
  * buffer and prio-buffer limits (at most SIM_QBYTES_MAX) guarantee for
  * switch ports; a NIC's queues hold at most nic-queue data packets per
  * plane plus the ACKs and probes its engine hands out. */
-#define SIM_PORT_SW ((1u << 29) - 1)    /* from_host of a switch's port */
+#define SIM_PORT_SW ((1u << 30) - 1)    /* from_host of a switch's port */
 #define SIM_QBYTES_MAX (2ull << 30)
 struct sim_port {
 	struct sim_pkt *qh[2], *qt[2];  /* 0: priority, 1: data */
-	/* A NIC (from_host != SIM_PORT_SW) keeps the frame it serialises
-	 * (its TXDONE hands it to the wire, then frees a NIC slot); a switch
-	 * port schedules a frame's arrival when it starts it and keeps only
-	 * when the wire is free again (net.c, sw_start). */
-	union {
-		struct sim_pkt *cur;    /* NIC: being serialised */
-		uint64_t busy_until;    /* switch: ps the wire is free */
-	};
+	struct sim_pkt *cur;            /* being serialised */
 	uint32_t qbytes[2];
 	uint32_t qmax;                  /* high-water mark of qbytes[1] */
-	uint32_t from_host : 29;        /* SIM_PORT_SW: a switch transmits */
-	uint32_t txwait : 1;            /* switch: a TXDONE is scheduled */
+	uint32_t from_host : 30;        /* SIM_PORT_SW: a switch transmits */
 	uint32_t state : 2;             /* PS_* */
 	uint64_t tx_bytes;
 };
