@@ -19,11 +19,11 @@ const char *const mrc_sim_power_names[MRC_SIM_PW_NVARIANTS] = {
 	"none", "stagger", "pace", "floor", "all" };
 
 /* Adds v0 + slope x (t - a) over [a, b) (ms) to the samples it overlaps,
- * as their mean over each sample. */
-/* The power run's hot loop (every host's every phase, per variant: 2e9
- * samples at 8,192 hosts): comparisons instead of fmax/fmin calls, and a
- * flat phase (slope 0, nearly all) without the slope term, which adds an
- * exact +0 there; the same values, bit for bit. */
+ * as their mean over each sample.  The power stage's hot loop (every
+ * host's every phase per variant: ~2e9 sample updates at 8,192 hosts):
+ * comparisons instead of fmax/fmin calls, and a flat phase (slope 0,
+ * nearly all) without the slope term, which only added an exact 0: the
+ * same values bit for bit. */
 static void add_lin(double *w, size_t n, double res, double a, double b, double v0, double slope)
 {
 	if (b <= a)
