@@ -19,12 +19,26 @@ const char *const mrc_sim_power_names[MRC_SIM_PW_NVARIANTS] = {
 	"none", "stagger", "pace", "floor", "all" };
 
 /* Adds v0 + slope x (t - a) over [a, b) (ms) to the samples it overlaps,
- * as their mean over each sample. */
+ * as their mean over each sample.  The power stage's hot loop (every
+ * host's every phase per variant: ~2e9 sample updates at 8,192 hosts):
+ * comparisons instead of fmax/fmin calls, and a flat phase (slope 0,
+ * nearly all) without the slope term, which only added an exact 0: the
+ * same values bit for bit. */
 static void add_lin(double *w, size_t n, double res, double a, double b, double v0, double slope)
 {
 	if (b <= a)
 		return;
 	size_t i = (size_t)(a / res);
+	if (slope == 0) {
+		for (; i < n && i * res < b; i++) {
+			double x = i * res, y = (i + 1) * res;
+			x = a > x ? a : x;
+			y = b < y ? b : y;
+			if (y > x)
+				w[i] += v0 * (y - x) / res;
+		}
+		return;
+	}
 	for (; i < n && i * res < b; i++) {
 		double x = fmax(a, i * res), y = fmin(b, (i + 1) * res);
 		if (y <= x)
