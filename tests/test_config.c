@@ -43,6 +43,8 @@ static void defaults_are_valid(void **st)
 	 * the engine's 32 us hold. */
 	assert_int_equal(c.engine_timerfd, 0);
 	assert_int_equal(c.ack_delay_us, 32);
+	/* No lone-tail probe under libev's millisecond timer. */
+	assert_int_equal(c.tlp_lone, 0);
 	/* Every listed key can be set from text (the CLI relies on it). */
 	for (const char *const *k = mrcd_cfg_keys(); *k; k++) {
 		struct mrcd_cfg t = c;
@@ -62,7 +64,8 @@ static void defaults_are_valid(void **st)
 			v = "1";
 		if (!strcmp(*k, "health_share") ||  /* h-hfeed: a switch, 0..1 */
 		    !strcmp(*k, "xack") ||          /* h-ack: a switch, 0..1 */
-		    !strcmp(*k, "engine_timerfd"))  /* h-hold: a switch, 0..1 */
+		    !strcmp(*k, "engine_timerfd") ||  /* h-hold: a switch, 0..1 */
+		    !strcmp(*k, "tlp_lone"))
 			v = "1";
 		int rc = mrcd_cfg_set(&t, *k, v, err, sizeof(err));
 		if (rc)

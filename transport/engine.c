@@ -34,6 +34,7 @@ void mrce_cfg_default(struct mrce_cfg *c)
 	c->rto_init_ns = 10000000;
 	c->reorder_slack_ns = 10000;
 	c->tlp_min_ns = 50000;
+	c->tlp_lone = 1;
 	c->probe_interval_ns = 2000000;
 	c->probe_max_interval_ns = 64000000;
 	c->probe_ok_needed = 2;

@@ -71,8 +71,14 @@ struct mrce_cfg {
 	uint64_t rto_init_ns;      /* before any RTT sample (default 10 ms) */
 	uint64_t tlp_min_ns;       /* tail-loss probe: the last packet in flight
 	                              is resent on another plane after no ACK
-	                              progress for max(2 x srtt, this); 0 (the
-	                              default): off (loss.c) */
+	                              progress for max(2 x srtt, this); 0:
+	                              off (default 50 us; loss.c) */
+	uint32_t tlp_lone;         /* 1: a packet alone in flight is probed
+	                              too, the peer unheard since it left
+	                              (loss.c lone_tail; its wait includes
+	                              ack_delay_ns, which must be the peer's
+	                              real hold: a timer to the microsecond).
+	                              Default 1 */
 	uint64_t reorder_slack_ns; /* extra wait before a late packet is lost
 	                              (default 10 us; also >= minRTT/4; grows
 	                              per QP when losses prove spurious) */

@@ -124,9 +124,11 @@ static void late_after(const struct mrce *e, const struct mrce__qp *qp,
  * phase of a step has no later packet whose ACK could tell).  Once per
  * silence: not while the RTO backs off, nor again before the peer is
  * heard (the RTO and its backoff handle a peer that stays silent). */
-static int lone_tail(const struct mrce__qp *qp, const struct mrce__peer *p)
+static int lone_tail(const struct mrce *e, const struct mrce__qp *qp,
+		     const struct mrce__peer *p)
 {
-	return qp->inflight_pkts == 1 && !qp->backoff && qp->tlp_ts <= p->heard;
+	return e->cfg.tlp_lone && qp->inflight_pkts == 1 && !qp->backoff &&
+	       qp->tlp_ts <= p->heard;
 }
 
 /* Tail-loss probe (RFC 8985's TLP): the last packets of a flow have no
@@ -149,7 +151,7 @@ static uint64_t tlp_due(const struct mrce *e, const struct mrce__qp *qp, uint64_
 	 * resends cannot end a silence, and the RTO's backoff bounds those.
 	 * A tail alone in flight is the exception (lone_tail). */
 	if ((qp->tlp_ts && now - qp->tlp_ts < qp->rto) ||
-	    (p->heard <= sent && !lone_tail(qp, p)))
+	    (p->heard <= sent && !lone_tail(e, qp, p)))
 		return 0;
 	/* Not before RACK would declare it lost had a later packet been
 	 * acked (its path's RTT and reorder window), so that its path is
@@ -159,6 +161,12 @@ static uint64_t tlp_due(const struct mrce *e, const struct mrce__qp *qp, uint64_
 	uint64_t wait = 2 * srtt > e->cfg.tlp_min_ns ? 2 * srtt : e->cfg.tlp_min_ns;
 	if (wait < srtt + wnd)
 		wait = srtt + wnd;
+	/* Alone in flight, its ACK may be held by a peer that sent data
+	 * lately (ack_delay_ns, the same on every host), with no later packet
+	 * to release it: wait that out too (RFC 8985 7.2's WCDelAckT), or a
+	 * ping-pong's last reply is probed every time. */
+	if (qp->inflight_pkts == 1)
+		wait += e->cfg.ack_delay_ns;
 	uint64_t due = sent + wait;
 	if (qp->rto_deadline && due >= qp->rto_deadline)
 		return 0;   /* the RTO comes first anyway */

@@ -90,7 +90,7 @@ static void build(struct mrce *e, struct mrce__qp *qp, uint32_t psn, int ev,
 	e->st.tx_data++;
 	if (!qp->rto_deadline)
 		qp->rto_deadline = now + (qp->rto << qp->backoff);
-	if (qp->inflight_pkts == 1 && e->cfg.tlp_min_ns)
+	if (qp->inflight_pkts == 1 && e->cfg.tlp_min_ns && e->cfg.tlp_lone)
 		mrce__tlp_arm(e, qp, now);   /* loss.c lone_tail */
 }
 

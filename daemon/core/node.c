@@ -153,6 +153,7 @@ static int node_engine(struct mrcd *d, char *err, size_t errlen)
 			 (unsigned long long)(ec.rto_min_ns / 4000));
 		ec.ack_delay_ns = ec.rto_min_ns / 4;
 	}
+	ec.tlp_lone = d->cfg.tlp_lone;
 	ec.cc = strcmp(d->cfg.cc, "fixed") ? MRCE_CC_NSCC : MRCE_CC_FIXED;
 	ec.rnr_retry = d->cfg.rnr_retry;
 	ec.qp_ev_stats = d->cfg.qp_ev_stats;
