@@ -18,11 +18,16 @@
 #include "tests/support/etest_case.h"
 
 #define ROUNDS 4
+#define GAP    (20 * US)     /* >= DMAX - DMIN */
+#define DMIN   (5 * US)
+#define DMAX   (20 * US)
 #define STALL  (2500 * US)   /* past the 1 ms RTO floor, short of its
                                  backed-off second firing (3 ms) */
 
-/* Node 1 sends nothing between from and until (its ACKs leave at until,
- * in the order they were made: 1 ns apart), as a stalled host would. */
+/* Node 1 sends nothing between from and until: its ACKs leave from until
+ * on, in the order they were made, as a stalled host's backlog would (each
+ * GAP after the one before, more than paths' delays differ, so that they
+ * also arrive in that order). */
 struct stall {
 	uint64_t from, until;
 	uint32_t held;
@@ -35,7 +40,7 @@ static void on_tx_stall(struct chan *ch, uint32_t src, uint32_t dst, uint16_t ev
 	(void)dst; (void)ev; (void)pkt; (void)len;
 	if (src != 1 || ch->now < st->from || ch->now >= st->until)
 		return;
-	ch->hold_ns = st->until - ch->now + st->held++;
+	ch->hold_ns = st->until - ch->now + GAP * st->held++;
 }
 
 static void qp_info(struct etest *t, struct mrce_qp_info *qi)
@@ -74,8 +79,8 @@ static void test_spurious_rto_adapts(void **s)
 	struct mrce_qp_info qi;
 	struct mrce_stats es;
 	cfg_two(&cc, 8, 2);
-	cc.delay_min = 5 * US;
-	cc.delay_max = 20 * US;
+	cc.delay_min = DMIN;
+	cc.delay_max = DMAX;
 	cc.ecfg.tlp_min_ns = 0;   /* the RTO alone, not the tail probe */
 	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
 	struct stall st = { 0 };
@@ -89,7 +94,10 @@ static void test_spurious_rto_adapts(void **s)
 		rtos[r] = stalled_write(&t, &st, cc.ecfg.mtu, &retx[r]);
 		for (int k = 0; k < 32; k++)   /* quick round trips between */
 			write_and_wait_at(&t, t.qa, 0, cc.ecfg.mtu, 3);
-		printf("stall %d: %" PRIu64 " RTOs, %" PRIu64 " resends\n", r, rtos[r], retx[r]);
+		qp_info(&t, &qi);
+		printf("stall %d: %" PRIu64 " RTOs, %" PRIu64 " resends, rto %" PRIu64
+		       " us, %" PRIu64 " spurious\n", r, rtos[r], retx[r], (uint64_t)(qi.rto_ns / US),
+		       qi.rto_spurious - sp0);
 	}
 	qp_info(&t, &qi);
 	CHECK_EQ(rtos[0], 1);                    /* the first one fired */
@@ -138,8 +146,8 @@ static void test_real_loss_not_undone(void **s)
 	struct etest t;
 	struct mrce_qp_info a, b;
 	cfg_two(&cc, 8, 2);
-	cc.delay_min = 5 * US;
-	cc.delay_max = 20 * US;
+	cc.delay_min = DMIN;
+	cc.delay_max = DMAX;
 	cc.ecfg.tlp_min_ns = 0;
 	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
 	write_and_wait_at(&t, t.qa, 0, 64 << 10, 1);
