@@ -66,11 +66,31 @@ static void rtt_sample(struct mrce *e, struct mrce__qp *qp, uint64_t rtt)
 {
 	mrce__rtt_update(&qp->srtt, &qp->rttvar, rtt);
 	uint64_t rto = qp->srtt + 4 * qp->rttvar;
+	if (rto < qp->rto_floor)
+		rto = qp->rto_floor;
 	if (rto < e->cfg.rto_min_ns)
 		rto = e->cfg.rto_min_ns;
 	if (rto > e->cfg.rto_max_ns)
 		rto = e->cfg.rto_max_ns;
 	qp->rto = rto;
+}
+
+/* The path slot s was blamed for when declared lost delivered it after
+ * all: give it back if that loss retired it. */
+static void give_back_path(struct mrce *e, struct mrce__qp *qp, struct mrce__slot *s,
+			   uint64_t now)
+{
+	struct mrce__peer *p = &e->peers[qp->peer];
+	if (s->lost_ev < p->nev) {
+		struct mrce__ev *pa = &p->paths[s->lost_ev];
+		/* Retired by a timeout or by a late packet alike: the packet
+		 * got through, so the path was delivering. */
+		if (pa->state == MRCE_EV_ASSUMED_BAD &&
+		    (pa->reason == MRCE_RSN_LOSS || pa->reason == MRCE_RSN_RTO))
+			mrce__ev_set_state(e, qp->peer, s->lost_ev, MRCE_EV_GOOD,
+					    MRCE_RSN_SPURIOUS, now);
+		s->lost_ev = UINT16_MAX;
+	}
 }
 
 /* An ACK triggered by an earlier transmission of a packet we already
@@ -103,16 +123,51 @@ static void spurious_check(struct mrce *e, struct mrce__qp *qp,
 	p->reo_extra += step;
 	if (p->reo_extra > 2 * qp->srtt)
 		p->reo_extra = 2 * qp->srtt;
-	if (s->lost_ev < p->nev) {
-		struct mrce__ev *pa = &p->paths[s->lost_ev];
-		/* Retired by a timeout or by a late packet alike: the packet
-		 * got through, so the path was delivering. */
-		if (pa->state == MRCE_EV_ASSUMED_BAD &&
-		    (pa->reason == MRCE_RSN_LOSS || pa->reason == MRCE_RSN_RTO))
-			mrce__ev_set_state(e, qp->peer, s->lost_ev, MRCE_EV_GOOD,
-					    MRCE_RSN_SPURIOUS, now);
-		s->lost_ev = UINT16_MAX;
+	give_back_path(e, qp, s, now);
+}
+
+/* Eifel / F-RTO undo (RFC 3522, 4015, 5682): the first ACK after an RTO
+ * of a packet it declared lost tells whether the RTO was needed.  Echoing
+ * a transmission from before the RTO (ts_echo < rto_ts: every earlier one
+ * was at least an RTO older), the original got through, only late (a
+ * stalled host, a long queue): count it, give its path and strike back,
+ * and take the RTO up to the late RTT (RFC 4015's response: srtt and
+ * rttvar from that sample) with a floor that later samples do not decay,
+ * so that the same lateness does not fire it again.  Echoing the resend,
+ * the RTO was needed: the floor halves.  Resends still queued for what
+ * the ACK covers are dropped by ack_one (the lost bit cleared). */
+static void rto_check(struct mrce *e, struct mrce__qp *qp,
+		      const struct mrc_ack_hdr *h, uint64_t now)
+{
+	uint32_t psn = h->trig_psn;
+	if (!qp->rto_ts || !h->ts_echo || h->ts_echo > now || h->nack ||
+	    !mrc_psn_le(qp->snd_una, psn) || !mrc_psn_lt(psn, qp->snd_nxt))
+		return;
+	struct mrce__slot *s = mrce__slot_of(e, qp, psn);
+	if (!s->rto_lost || (s->state != MRCE__S_INFLIGHT && s->state != MRCE__S_LOST))
+		return;
+	if (h->ts_echo >= qp->rto_ts) {
+		qp->rto_ts = 0;
+		qp->rto_floor /= 2;
+		return;
 	}
+	qp->rto_ts = 0;
+	qp->rto_spurious++;
+	e->st.rto_spurious++;
+	uint64_t rtt = now - h->ts_echo, cap = e->cfg.rto_max_ns;
+	if (qp->srtt < rtt)
+		qp->srtt = rtt;
+	if (qp->rttvar < rtt / 2)
+		qp->rttvar = rtt / 2;
+	qp->rto_floor = rtt + rtt / 4 < cap ? rtt + rtt / 4 : cap;
+	uint64_t rto = qp->srtt + 4 * qp->rttvar;
+	if (rto < e->cfg.rto_min_ns)
+		rto = e->cfg.rto_min_ns;
+	qp->rto = rto < cap ? rto : cap;
+	qp->backoff = 0;
+	if (s->tries && s->strikes)
+		s->strikes--;   /* its resend was not needed */
+	give_back_path(e, qp, s, now);
 }
 
 static void nack_rx(struct mrce *e, struct mrce__qp *qp, const struct mrc_ack_hdr *h,
@@ -216,6 +271,7 @@ static int ack_apply(struct mrce *e, uint64_t now, struct mrce__qp *qp,
 	if (qp->state != MRCE_QPS_RTS)
 		return 0;
 	spurious_check(e, qp, h, now);
+	rto_check(e, qp, h, now);
 
 	uint64_t before = qp->bytes_acked;
 	/* Cumulative part. */

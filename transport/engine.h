@@ -351,6 +351,7 @@ struct mrce_qp_info {
 	uint64_t tx_pkts, retx, rto_fires, trims_rx, nacks_rx, bytes_acked;
 	uint64_t rnr_rx;           /* RNR NACKs received (retried apart) */
 	uint64_t spurious;         /* losses declared that were reordering */
+	uint64_t rto_spurious;     /* RTOs whose packet arrived anyway */
 	uint32_t plane_mask;       /* as created (mrce_qp_attr) */
 	uint32_t tclass;           /* as created (mrce_qp_attr) */
 	uint64_t plane_tx[MRCE_MAX_PLANES]; /* data packets sent per plane: how
@@ -499,6 +500,9 @@ struct mrce_stats {
 	uint64_t tx_class[MRCE_TC__COUNT], tx_share_turns;
 	/* Tail-loss probes sent (cfg.tlp_min_ns; loss.c). */
 	uint64_t tlp_probes;
+	/* RTOs proven spurious: the first ACK after one echoed a transmission
+	 * from before it (Eifel/F-RTO undo, ack_rx.c rto_check). */
+	uint64_t rto_spurious;
 };
 void mrce_stats(const struct mrce *e, struct mrce_stats *st);
 

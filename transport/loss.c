@@ -82,6 +82,8 @@ void mrce__mark_lost(struct mrce *e, struct mrce__qp *qp, uint16_t i,
 		   !(qp->flags & MRCE_QP_PIN_EV) &&
 		   (all_planes(p, qp) || (now - p->heard < 2 * qp->rto && !s->tries));
 	s->lost_ev = blame ? s->ev : UINT16_MAX;
+	if (reason == MRCE_RSN_RTO)
+		s->rto_lost = 1;
 	if (s->ev < e->cfg.qp_ev_stats)
 		qp->evst[s->ev].lost_pkts++;
 	else
@@ -265,6 +267,7 @@ static void rto_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 {
 	qp->rto_fires++;
 	e->st.rto_fires++;
+	qp->rto_ts = now;   /* judged by the next ACK (ack_rx.c rto_check) */
 	/* Everything outstanding for a whole (un-backed-off) RTO is lost, not
 	 * only the oldest packet: a QP whose only path died gets no ACK to
 	 * trigger RACK, and resending one packet per RTO with backoff would

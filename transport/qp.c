@@ -392,7 +392,7 @@ int mrce_qp_info(const struct mrce *e, uint32_t qpn, struct mrce_qp_info *info)
 		.cwnd_bytes = e->cc->cwnd(qp->cc), .srtt_ns = qp->srtt, .rto_ns = qp->rto,
 		.tx_pkts = qp->tx_pkts, .retx = qp->retx, .rto_fires = qp->rto_fires,
 		.trims_rx = qp->trims_rx, .nacks_rx = qp->nacks_rx, .rnr_rx = qp->rnr_rx,
-		.bytes_acked = qp->bytes_acked, .spurious = qp->spurious,
+		.bytes_acked = qp->bytes_acked, .spurious = qp->spurious, .rto_spurious = qp->rto_spurious,
 		.reorder_extra_ns = e->peers[qp->peer].reo_extra, .rx_pkts = qp->rx_pkts,
 		.rx_dups = qp->rx_dups, .bytes_placed = qp->bytes_placed,
 		.plane_mask = qp->plane_mask, .tclass = qp->tclass, .ev_other_tx = qp->ev_other_tx,

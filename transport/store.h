@@ -135,6 +135,8 @@ struct mrce__slot {
 	uint8_t rnr_tries;          /* RNR NACKs, against the QP's rnr_retry */
 	uint8_t free_resend;        /* lost to a trim or RNR: next resend is
 	                               not charged */
+	uint8_t rto_lost;           /* declared lost by an RTO (its undo,
+	                               ack_rx.c); in the padding */
 	uint16_t plen;
 	uint16_t lost_ev;           /* EV blamed when it was declared lost */
 	uint32_t xseq;              /* transmission order (ties in sent_ts) */
@@ -195,6 +197,8 @@ struct mrce__qp {
 	uint32_t xmit_seq;          /* transmissions so far */
 	uint32_t rack_seq;          /* newest transmission acknowledged, + 1 */
 	uint64_t tlp_ts;            /* last tail-loss probe (loss.c) */
+	uint64_t rto_ts;            /* last RTO, until an ACK judges it (0) */
+	uint64_t rto_floor;         /* learned from spurious RTOs (ack_rx.c) */
 	uint64_t cc[MRCE_CC_STATE_MAX / 8];
 
 	/* receive side */
@@ -217,7 +221,7 @@ struct mrce__qp {
 
 	uint64_t tx_pkts, retx, rto_fires, trims_rx, nacks_rx, bytes_acked;
 	uint64_t rnr_rx;
-	uint64_t spurious;
+	uint64_t spurious, rto_spurious;
 	uint64_t plane_tx[MRCE_MAX_PLANES];
 	uint64_t rx_pkts, rx_dups, bytes_placed;
 	struct mrce_qp_ev_stat *evst;    /* cfg.qp_ev_stats of them */

@@ -1,0 +1,175 @@
+/* Engine unit tests of the RTO undo (Eifel / F-RTO, ack_rx.c rto_check):
+ * a receiver that stalls longer than the RTO (a loaded host) makes the RTO
+ * fire though nothing was lost; the ACK of the original proves it, the RTO
+ * is counted spurious and adapts, so later stalls of the same length cause
+ * no RTO and no retransmission.  Virtual time only (tests/support/chan.c).
+ * Seed: MRC_TEST_SEED=<n> replays a run; it is printed with every failure. */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tests/support/etest_case.h"
+
+#define ROUNDS 4
+#define GAP    (20 * US)     /* >= DMAX - DMIN */
+#define DMIN   (5 * US)
+#define DMAX   (20 * US)
+#define STALL  (2500 * US)   /* past the 1 ms RTO floor, short of its
+                                 backed-off second firing (3 ms) */
+
+/* Node 1 sends nothing between from and until: its ACKs leave from until
+ * on, in the order they were made, as a stalled host's backlog would (each
+ * GAP after the one before, more than paths' delays differ, so that they
+ * also arrive in that order). */
+struct stall {
+	uint64_t from, until;
+	uint32_t held;
+};
+
+static void on_tx_stall(struct chan *ch, uint32_t src, uint32_t dst, uint16_t ev,
+			const uint8_t *pkt, size_t len, void *arg)
+{
+	struct stall *st = arg;
+	(void)dst; (void)ev; (void)pkt; (void)len;
+	if (src != 1 || ch->now < st->from || ch->now >= st->until)
+		return;
+	ch->hold_ns = st->until - ch->now + GAP * st->held++;
+}
+
+static void qp_info(struct etest *t, struct mrce_qp_info *qi)
+{
+	CHECK_EQ(mrce_qp_info(E(t, 0), t->qa, qi), 0);
+}
+
+/* One full-MTU WRITE with node 1 stalled for STALL from the moment it is
+ * posted; returns the RTOs it cost, *retx the retransmissions. */
+static uint64_t stalled_write(struct etest *t, struct stall *st, uint32_t mtu,
+			      uint64_t *retx)
+{
+	struct mrce_qp_info a, b;
+	qp_info(t, &a);
+	st->from = t->ch->now;
+	st->until = t->ch->now + STALL;
+	st->held = 0;
+	write_and_wait_at(t, t->qa, 0, mtu, 2);
+	qp_info(t, &b);
+	CHECK(st->held > 0);                     /* the stall happened */
+	CHECK(t->ch->now >= st->until);          /* and held the completion */
+	*retx = b.retx - a.retx;
+	return b.rto_fires - a.rto_fires;
+}
+
+/* The first stall fires the RTO once, needlessly: counted as spurious,
+ * the RTO rises past the stall's round trip and stays there through
+ * quick round trips in between (which would decay srtt/rttvar alone),
+ * so the next stalls of the same length fire no RTO and resend nothing.
+ * Without the undo every stall fires the RTO and resends. */
+static void test_spurious_rto_adapts(void **s)
+{
+	(void)s;
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_qp_info qi;
+	struct mrce_stats es;
+	cfg_two(&cc, 8, 2);
+	cc.delay_min = DMIN;
+	cc.delay_max = DMAX;
+	cc.ecfg.tlp_min_ns = 0;   /* the RTO alone, not the tail probe */
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	struct stall st = { 0 };
+	t.ch->on_tx = on_tx_stall;
+	t.ch->hook_arg = &st;
+	write_and_wait_at(&t, t.qa, 0, 64 << 10, 1);   /* measure the RTT */
+	qp_info(&t, &qi);
+	CHECK(qi.rto_ns < STALL);
+	uint64_t sp0 = qi.rto_spurious, rtos[ROUNDS], retx[ROUNDS];
+	for (int r = 0; r < ROUNDS; r++) {
+		rtos[r] = stalled_write(&t, &st, cc.ecfg.mtu, &retx[r]);
+		for (int k = 0; k < 32; k++)   /* quick round trips between */
+			write_and_wait_at(&t, t.qa, 0, cc.ecfg.mtu, 3);
+		qp_info(&t, &qi);
+		printf("stall %d: %" PRIu64 " RTOs, %" PRIu64 " resends, rto %" PRIu64
+		       " us, %" PRIu64 " spurious\n", r, rtos[r], retx[r], (uint64_t)(qi.rto_ns / US),
+		       qi.rto_spurious - sp0);
+	}
+	qp_info(&t, &qi);
+	CHECK_EQ(rtos[0], 1);                    /* the first one fired */
+	CHECK(retx[0] >= 1);
+	CHECK_EQ(qi.rto_spurious - sp0, 1);      /* and was proven spurious */
+	mrce_stats(E(&t, 0), &es);
+	CHECK_EQ(es.rto_spurious, qi.rto_spurious);
+	CHECK(qi.rto_ns > STALL);                /* adapted, and kept */
+	for (int r = 1; r < ROUNDS; r++) {
+		CHECK_EQ(rtos[r], 0);
+		CHECK_EQ(retx[r], 0);
+	}
+	/* No path was retired for it. */
+	for (uint32_t ev = 0; ev < cc.nev; ev++) {
+		struct mrce_ev_info ei;
+		CHECK_EQ(mrce_ev_info(E(&t, 0), t.ch->node[0].peer[1], ev, &ei), 0);
+		CHECK_EQ(ei.state, MRCE_EV_GOOD);
+	}
+	check_placed(&t, 0, 0, 64 << 10);
+	etest_fini(&t);
+}
+
+/* A real loss (the data packet dropped, the resend's ACK echoing the
+ * resend) is not taken for a spurious RTO: nothing counted, no floor. */
+struct drop1 {
+	uint32_t mtu;
+	int armed, dropped;
+};
+
+static void on_tx_drop(struct chan *ch, uint32_t src, uint32_t dst, uint16_t ev,
+		       const uint8_t *pkt, size_t len, void *arg)
+{
+	struct drop1 *d = arg;
+	(void)dst; (void)ev; (void)pkt;
+	if (d->armed && src == 0 && len >= d->mtu) {
+		d->armed = 0;
+		d->dropped = 1;
+		ch->hold_ns = SEC;   /* gone for the test's span */
+	}
+}
+
+static void test_real_loss_not_undone(void **s)
+{
+	(void)s;
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_qp_info a, b;
+	cfg_two(&cc, 8, 2);
+	cc.delay_min = DMIN;
+	cc.delay_max = DMAX;
+	cc.ecfg.tlp_min_ns = 0;
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	write_and_wait_at(&t, t.qa, 0, 64 << 10, 1);
+	struct drop1 d = { .mtu = cc.ecfg.mtu, .armed = 1 };
+	t.ch->on_tx = on_tx_drop;
+	t.ch->hook_arg = &d;
+	qp_info(&t, &a);
+	write_and_wait_at(&t, t.qa, 0, cc.ecfg.mtu, 2);
+	qp_info(&t, &b);
+	CHECK(d.dropped);
+	CHECK(b.rto_fires > a.rto_fires);
+	CHECK_EQ(b.rto_spurious, a.rto_spurious);
+	CHECK(b.rto_ns < STALL);
+	etest_fini(&t);
+}
+
+int main(void)
+{
+	etest_seed("test_engine_frto", 41);
+	const struct CMUnitTest tests[] = {
+		T(test_spurious_rto_adapts),
+		T(test_real_loss_not_undone),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
