@@ -332,6 +332,7 @@ static json_t *qp_json(struct mrcd *d, uint32_t qpn, const struct mrce_qp_info *
 		json_object_set_new(j, "error", json_string(mrc_strerror(q->error)));
 	/* Losses it declared that later proved to be reordering. */
 	json_object_set_new(j, "spurious", json_integer((json_int_t)q->spurious));
+	json_object_set_new(j, "rto_spurious", json_integer((json_int_t)q->rto_spurious));
 	/* Per-plane use: which planes the QP's packets went over. */
 	json_t *pl = json_array();
 	for (uint32_t i = 0; i < mrcd_n_planes(d) && i < MRCE_MAX_PLANES; i++)

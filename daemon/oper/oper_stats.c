@@ -86,6 +86,8 @@ static json_t *stats_engine(struct mrcd *d)
 		"suspect_retired", (json_int_t)s.suspect_retired));
 	json_object_set_new(eng, "suspect_extended", json_integer((json_int_t)s.suspect_extended));
 	json_object_set_new(eng, "tlp_probes", json_integer((json_int_t)s.tlp_probes));
+	/* RTOs the next ACK proved spurious (ack_rx.c rto_check). */
+	json_object_set_new(eng, "rto_spurious", json_integer((json_int_t)s.rto_spurious));
 	/* Of the piggybacked ACKs, those of another QP to the same peer. */
 	json_object_set_new(eng, "tx_xacks", json_integer((json_int_t)s.tx_xacks));
 	json_object_set_new(eng, "rx_xacks", json_integer((json_int_t)s.rx_xacks));
