@@ -267,7 +267,15 @@ static void test_uid_limits(void **state)
 	assert_int_equal(mrcd_spawn_start(&d, argv), 0);
 	struct mrc_ctx *c1, *c2, *c3;
 	assert_int_equal(mrc_open(d.sock, &c1), 0);
-	assert_int_equal(mrc_open(d.sock, &c2), 0);
+	/* mrcd_spawn_start's readiness probe was a client of this uid too;
+	 * mrcd counts it until it has read the probe's hang-up, which a
+	 * loaded machine may leave for after this open: retry that refusal
+	 * only, for at most 5 s. */
+	int rc2;
+	int64_t probe_gone = mrcd_spawn_now_ms() + 5000;
+	while ((rc2 = mrc_open(d.sock, &c2)) == -EUSERS && mrcd_spawn_now_ms() < probe_gone)
+		poll(NULL, 0, 5);
+	assert_int_equal(rc2, 0);
 	/* clients: a third of the same uid is refused */
 	assert_int_equal(mrc_open(d.sock, &c3), -EUSERS);
 	assert_non_null(strstr(mrc_strerror(-EUSERS), "user"));
