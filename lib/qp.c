@@ -181,6 +181,12 @@ MRC__API int mrc_straggler_file(struct mrc_ctx *ctx, const struct mrc_straggler_
 	return mrc__lib_call(ctx, MRC_CLI_STRAGGLER, &m, sizeof(m), -1, NULL, 0, NULL, 0);
 }
 
+static struct mrc_qp_stats stats_of(const struct mrc_cli_qp_stats_rep *r)
+{
+	return (struct mrc_qp_stats){ .tx_pkts = r->tx_pkts, .retx = r->retx,
+				      .rto_fires = r->rto_fires, .nacks_rx = r->nacks_rx };
+}
+
 MRC__API int mrc_qp_stats(struct mrc_qp *qp, struct mrc_qp_stats *out)
 {
 	if (!qp || !out)
@@ -189,8 +195,7 @@ MRC__API int mrc_qp_stats(struct mrc_qp *qp, struct mrc_qp_stats *out)
 	struct mrc_cli_qp_stats_rep rep;
 	int r = mrc__lib_call(qp->ctx, MRC_CLI_QP_STATS, &q, sizeof(q), -1, &rep, sizeof(rep), NULL, 0);
 	if (!r)
-		*out = (struct mrc_qp_stats){ .tx_pkts = rep.tx_pkts, .retx = rep.retx,
-					      .rto_fires = rep.rto_fires, .nacks_rx = rep.nacks_rx };
+		*out = stats_of(&rep);
 	return r;
 }
 
@@ -214,8 +219,7 @@ static int qp_stats_chunk(struct mrc_ctx *ctx, struct mrc_qp *const *qps, uint32
 		if (k->qpn != q.qpn[i])
 			return -EBADMSG;
 		st[i] = k->status;
-		out[i] = (struct mrc_qp_stats){ .tx_pkts = k->s.tx_pkts, .retx = k->s.retx,
-						.rto_fires = k->s.rto_fires, .nacks_rx = k->s.nacks_rx };
+		out[i] = stats_of(&k->s);
 	}
 	return 0;
 }

@@ -62,9 +62,10 @@ static void sack_to_ring(const uint8_t *sack, uint32_t base, uint64_t out[4])
 	}
 }
 
-static void rtt_sample(struct mrce *e, struct mrce__qp *qp, uint64_t rtt)
+/* The RTO from srtt and rttvar, no lower than the QP's floor (rto_check)
+ * and within the configured bounds. */
+static void rto_set(struct mrce *e, struct mrce__qp *qp)
 {
-	mrce__rtt_update(&qp->srtt, &qp->rttvar, rtt);
 	uint64_t rto = qp->srtt + 4 * qp->rttvar;
 	if (rto < qp->rto_floor)
 		rto = qp->rto_floor;
@@ -73,6 +74,12 @@ static void rtt_sample(struct mrce *e, struct mrce__qp *qp, uint64_t rtt)
 	if (rto > e->cfg.rto_max_ns)
 		rto = e->cfg.rto_max_ns;
 	qp->rto = rto;
+}
+
+static void rtt_sample(struct mrce *e, struct mrce__qp *qp, uint64_t rtt)
+{
+	mrce__rtt_update(&qp->srtt, &qp->rttvar, rtt);
+	rto_set(e, qp);
 }
 
 /* The path slot s was blamed for when declared lost delivered it after
@@ -160,10 +167,7 @@ static void rto_check(struct mrce *e, struct mrce__qp *qp,
 	if (qp->rttvar < rtt / 2)
 		qp->rttvar = rtt / 2;
 	qp->rto_floor = rtt + rtt / 4 < cap ? rtt + rtt / 4 : cap;
-	uint64_t rto = qp->srtt + 4 * qp->rttvar;
-	if (rto < e->cfg.rto_min_ns)
-		rto = e->cfg.rto_min_ns;
-	qp->rto = rto < cap ? rto : cap;
+	rto_set(e, qp);
 	qp->backoff = 0;
 	if (s->tries && s->strikes)
 		s->strikes--;   /* its resend was not needed */

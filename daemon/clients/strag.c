@@ -123,13 +123,18 @@ void mrcd__strag_free(void)
 /* The loss evidence of mrc_coll_straggler (docs/coll.md "Stragglers"):
  * a QP's retransmissions tell a lossy link from a slow CPU, which delays
  * deliveries alike.  Only the caller's own QPs. */
+static struct mrc_cli_qp_stats_rep stats_rep(const struct mrce_qp_info *i)
+{
+	return (struct mrc_cli_qp_stats_rep){ .tx_pkts = i->tx_pkts, .retx = i->retx,
+					      .rto_fires = i->rto_fires, .nacks_rx = i->nacks_rx };
+}
+
 int mrcd__do_qp_stats(struct mrcd_client *c, const struct mrc_cli_msg *m)
 {
 	struct mrce_qp_info info;
 	if (!qp_engine_info(c, m, &info))
 		return 0;   /* replied */
-	struct mrc_cli_qp_stats_rep rep = { .tx_pkts = info.tx_pkts, .retx = info.retx,
-					    .rto_fires = info.rto_fires, .nacks_rx = info.nacks_rx };
+	struct mrc_cli_qp_stats_rep rep = stats_rep(&info);
 	return ok(c, m, &rep, sizeof(rep));
 }
 
@@ -150,9 +155,7 @@ int mrcd__do_qp_stats_n(struct mrcd_client *c, const struct mrc_cli_msg *m)
 		r->status = find_qp(c, q.qpn[i]) ? mrce_qp_info(mrcd_engine(c->d), q.qpn[i], &info)
 						 : -ENOENT;
 		if (!r->status)
-			r->s = (struct mrc_cli_qp_stats_rep){ .tx_pkts = info.tx_pkts, .retx = info.retx,
-							      .rto_fires = info.rto_fires,
-							      .nacks_rx = info.nacks_rx };
+			r->s = stats_rep(&info);
 	}
 	return ok(c, m, &rep, sizeof(rep));
 }
