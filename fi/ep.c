@@ -242,8 +242,7 @@ static int qp_attach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s, struct mr
 			continue;
 		}
 		p->slots[s][k] = (uint32_t)i;
-		int r = mrc_post_recv(qp, WR(WR_RX, s, i), sd->key,
-				      sd->rx.off + (uint64_t)i * MRCFI_SLOT, MRCFI_SLOT);
+		int r = rx_slot_post(sd, qp, s, (uint32_t)i);
 		if (r)
 			return r;
 	}
@@ -263,8 +262,7 @@ void mrcfi_qp_grow(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s)
 	uint32_t n = p->nslots[s], add = n < d->rx_max - n ? n : d->rx_max - n;
 	for (uint32_t k = 0; k < add && sd->rx.nfree > sd->rx.n / 2; k++) {
 		int i = mrcfi_pool_get(&sd->rx, p);
-		if (mrc_post_recv(p->qp[s], WR(WR_RX, s, i), sd->key,
-				  sd->rx.off + (uint64_t)i * MRCFI_SLOT, MRCFI_SLOT)) {
+		if (rx_slot_post(sd, p->qp[s], s, (uint32_t)i)) {
 			mrcfi_pool_put(&sd->rx, (uint32_t)i);
 			return;
 		}

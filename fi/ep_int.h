@@ -18,6 +18,13 @@ static inline void *slot_addr(struct mrcfi_side *s, struct mrcfi_pool *p, uint32
 	return s->base + p->off + (uint64_t)i * p->size;
 }
 
+/* Receive slot i of side s posted on qp (set up, grown or given back). */
+static inline int rx_slot_post(struct mrcfi_side *sd, struct mrc_qp *qp, int s, uint32_t i)
+{
+	return mrc_post_recv(qp, WR(WR_RX, s, i), sd->key, sd->rx.off + (uint64_t)i * MRCFI_SLOT,
+			     MRCFI_SLOT);
+}
+
 struct mrcfi_req *mrcfi_req_new(struct mrcfi_ep *ep, enum mrcfi_kind kind, void *context);
 void mrcfi_req_free(struct mrcfi_req *r);
 struct mrcfi_req *mrcfi_req_find(struct mrcfi_ep *ep, uint32_t id, enum mrcfi_kind kind,

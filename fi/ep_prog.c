@@ -30,8 +30,7 @@ static void on_completion(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s,
 		 * message over the bound stays in it */
 		if (ep->rx_held || !p->qp[s])
 			return;
-		if (mrc_post_recv(p->qp[s], c->wr_id, sd->key,
-				  sd->rx.off + (uint64_t)i * MRCFI_SLOT, MRCFI_SLOT))
+		if (rx_slot_post(sd, p->qp[s], s, i))
 			MRCFI_WARN(FI_LOG_EP_DATA, "cannot repost a receive slot\n");
 		else
 			ep->rx_reposted++;
