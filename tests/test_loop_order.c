@@ -18,6 +18,11 @@
  *     the backlog.  Without it the poller ran only from the idle watcher,
  *     which libev does not run while the plane's watcher keeps feeding
  *     itself.  Needs root (SO_RCVBUFFORCE: the backlog must fit).
+ *   urgent_post_mid_turn: an urgent post waits in a ring (a fake
+ *     poller's urgent op) while a turn reads a backlog of 136 datagrams:
+ *     with urgent_turn_us 1 it is taken, and its packet sent, before the turn
+ *     has read the backlog (urgent.c); urgent_post_waits_turn, the
+ *     control, with 0 (main's loop): taken by the poll round after it.
  * The engine timer (daemon/core/timer.c, docs/client.md "The engine timer"):
  *   held_ack_on_time: a sleeping daemon's held ACK (32 us): the timerfd
  *     is armed for its deadline itself, and the timer sends it (lateness
@@ -79,8 +84,8 @@ static void on_wc_b(void *ctx, const struct mrce_wc *wc)
 	r->b_done++;
 }
 
-/* The next rig's RTO bounds (us). */
-static uint32_t rig_rto_min_us = 1000, rig_rto_max_us = 4000;
+/* The next rig's RTO bounds (us) and urgent_turn_us. */
+static uint32_t rig_rto_min_us = 1000, rig_rto_max_us = 4000, rig_urgent_us = 50;
 
 static struct rig *rig_up(void)
 {
@@ -94,6 +99,7 @@ static struct rig *rig_up(void)
 	c->rto_min_us = rig_rto_min_us;
 	c->rto_max_us = rig_rto_max_us;
 	c->engine_timerfd = use_timerfd;
+	c->urgent_turn_us = rig_urgent_us;
 	use_timerfd = 1;   /* on_libev is for one rig */
 	int rc = -1;
 	/* Another process may hold a port: a few tries from the seed. */
@@ -449,25 +455,48 @@ static int stay_busy(void *ctx)
 	return 1;   /* keeps the idle watcher (busy polling) active */
 }
 
-static void rings_polled_during_backlog(void **state)
+/* A fake client: a post waits in its "ring" for the urgent op (or the
+ * turn's poll round); each call notes how much of the backlog the turn
+ * had read, and when the post's packet had left (datapath tx count). */
+struct urg {
+	struct rig *r;
+	int pending, posted, by_urgent, sent;
+	uint64_t bad0, tx0, read_at_post, read_at_sent;
+};
+
+static int urg_take(struct urg *u, int urgent)
 {
-	(void)state;
-	if (geteuid() != 0)
-		skip();   /* an unprivileged receive buffer cannot hold the backlog */
-	/* One CPU: loopback delivers in send order, so the fence below
-	 * arrives only after the backlog. */
-	cpu_set_t one, was;
-	assert_int_equal(sched_getaffinity(0, sizeof(was), &was), 0);
+	struct mrc_dp_stats ds;
+	mrc_dp_get_stats(u->r->d.dp, &ds);
+	uint64_t read = u->r->d.st.rx_bad_sport - u->bad0;
+	if (u->posted && !u->sent && ds.tx_pkts > u->tx0) {
+		u->sent = 1;
+		u->read_at_sent = read;
+	}
+	if (!u->pending)
+		return 0;
+	struct mrc_sqe wr = { .wr_id = 3, .op = MRC_SQE_WRITE, .lkey = u->r->key, .len = 64,
+		.rkey = u->r->key, .roff = 2048 };
+	assert_int_equal(mrce_qp_post(u->r->d.eng, mrcd_now(), u->r->a, &wr), 0);
+	*u = (struct urg){ .r = u->r, .posted = 1, .by_urgent = urgent, .bad0 = u->bad0,
+		.tx0 = ds.tx_pkts, .read_at_post = read };
+	return 1;
+}
+
+static int urg_poll(void *ctx) { return urg_take(ctx, 0); }
+static int urg_urgent(void *ctx) { return urg_take(ctx, 1); }
+
+/* The backlog: n datagrams to the rig's port from a port that is not
+ * mrcd's (read, then dropped at the source-port check: counted), then a
+ * fence to a socket of ours, which arrives last: this thread is put on
+ * one CPU (*was: its CPUs before), where loopback keeps send order. */
+static void backlog(struct rig *r, int n, cpu_set_t *was)
+{
+	cpu_set_t one;
+	assert_int_equal(sched_getaffinity(0, sizeof(*was), was), 0);
 	CPU_ZERO(&one);
 	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
 	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
-	struct rig *r = rig_up();
-	int calls = 0;
-	struct mrcd_poller p = { .poll = count_poll, .arm = stay_busy, .ctx = &calls };
-	assert_int_equal(mrcd_poller_add(&r->d, &p), 0);
-	/* The backlog: more than RX_ROUNDS x MRC_DP_BATCH (512) datagrams
-	 * from a port that is not mrcd's (dropped at the source-port check,
-	 * after they were read: counted), then the fence. */
 	int tx = socket(AF_INET6, SOCK_DGRAM, 0), fs = socket(AF_INET6, SOCK_DGRAM, 0);
 	assert_true(tx >= 0 && fs >= 0);
 	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
@@ -476,13 +505,62 @@ static void rings_polled_during_backlog(void **state)
 	socklen_t fl = sizeof(fa);
 	assert_int_equal(getsockname(fs, (struct sockaddr *)&fa, &fl), 0);
 	sa.sin6_port = htons((uint16_t)r->d.cfg.port);
-	enum { BACKLOG = 8 * MRC_DP_BATCH + 100 };
 	uint8_t b[8] = { 0 };
-	for (int i = 0; i < BACKLOG; i++)
+	for (int i = 0; i < n; i++)
 		assert_int_equal(sendto(tx, b, sizeof(b), 0, (struct sockaddr *)&sa, sizeof(sa)), 8);
 	assert_int_equal(sendto(tx, b, 1, 0, (struct sockaddr *)&fa, sizeof(fa)), 1);
 	struct pollfd pf = { .fd = fs, .events = POLLIN };
 	assert_int_equal(poll(&pf, 1, 10000), 1);
+	close(tx);
+	close(fs);
+}
+
+/* One turn over a backlog of 2 batches and 8 with a post waiting, on a
+ * rig with urgent_turn_us *state (1, or 0 for the control). */
+static void urgent_turn(void **state)
+{
+	enum { BACKLOG = 2 * MRC_DP_BATCH + 8 };
+	uint32_t us = rig_urgent_us = *(uint32_t *)*state;
+	struct rig *r = rig_up();
+	rig_urgent_us = 50;
+	struct urg u = { .r = r };
+	struct mrcd_poller p = { .poll = urg_poll, .arm = stay_busy, .urgent = urg_urgent, .ctx = &u };
+	assert_int_equal(mrcd_poller_add(&r->d, &p), 0);
+	mrcd_urgent_count(&r->d, 1);   /* as a client's urgent QP does */
+	cpu_set_t was;
+	backlog(r, BACKLOG, &was);
+	u.bad0 = r->d.st.rx_bad_sport;
+	u.pending = 1;
+	ev_run(r->d.loop, EVRUN_ONCE);
+	/* The injected backlog was read in this turn, the post taken in it. */
+	assert_int_equal(r->d.st.rx_bad_sport - u.bad0, BACKLOG);
+	assert_true(u.posted);
+	if (us && (!u.by_urgent || u.read_at_post >= BACKLOG || !u.sent || u.read_at_sent >= BACKLOG))
+		fail_msg("seed %u: the urgent post was taken after %llu of %d datagrams (by the %s), "
+			 "sent: %d, after %llu", seed, (unsigned long long)u.read_at_post, BACKLOG,
+			 u.by_urgent ? "urgent op" : "poll round", u.sent, (unsigned long long)u.read_at_sent);
+	assert_true(!us || (r->d.rst.urgent_turns > 0 && r->d.rst.urgent_posts == 1));
+	if (!us && (u.by_urgent || u.read_at_post != BACKLOG))
+		fail_msg("seed %u: control: the post was taken after %llu datagrams", seed,
+			 (unsigned long long)u.read_at_post);
+	mrcd_poller_del(&r->d, &u);
+	rig_down(r);
+	sched_setaffinity(0, sizeof(was), &was);
+}
+
+static void rings_polled_during_backlog(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();   /* an unprivileged receive buffer cannot hold the backlog */
+	struct rig *r = rig_up();
+	int calls = 0;
+	struct mrcd_poller p = { .poll = count_poll, .arm = stay_busy, .ctx = &calls };
+	assert_int_equal(mrcd_poller_add(&r->d, &p), 0);
+	/* More than RX_ROUNDS x MRC_DP_BATCH (512) datagrams. */
+	enum { BACKLOG = 8 * MRC_DP_BATCH + 100 };
+	cpu_set_t was;
+	backlog(r, BACKLOG, &was);
 	uint64_t bad0 = r->d.st.rx_bad_sport, turn0 = r->d.rst.rx_turn_polls;
 	calls = 0;
 	ev_run(r->d.loop, EVRUN_ONCE);
@@ -495,11 +573,11 @@ static void rings_polled_during_backlog(void **state)
 	assert_true(calls > 0);
 	assert_true(r->d.rst.rx_turn_polls > turn0);
 	mrcd_poller_del(&r->d, &calls);
-	close(tx);
-	close(fs);
 	rig_down(r);
 	sched_setaffinity(0, sizeof(was), &was);
 }
+
+static uint32_t urgent_us_on = 1, urgent_us_off = 0;
 
 int main(void)
 {
@@ -507,6 +585,8 @@ int main(void)
 		cmocka_unit_test(ack_before_rto),
 		cmocka_unit_test(due_timer_same_turn),
 		cmocka_unit_test(rings_polled_during_backlog),
+		{ "urgent_post_mid_turn", urgent_turn, NULL, NULL, &urgent_us_on },
+		{ "urgent_post_waits_turn", urgent_turn, NULL, NULL, &urgent_us_off },
 		cmocka_unit_test(held_ack_on_time),
 		cmocka_unit_test(held_ack_libev_control),
 		cmocka_unit_test(far_deadline_no_rearm),

@@ -73,6 +73,9 @@ static int rx_plane(struct mrcd *d, uint32_t plane)
 			break;
 		total += n;
 		uint64_t now = mrcd_now();
+		/* The batch's buffers are live: a service from inside one
+		 * datagram's work (a flush) must not read the urgent queue. */
+		d->rx_batch = 1;
 		for (int i = 0; i < n; i++) {
 			/* A full batch means datagrams are queueing in the socket:
 			 * this host is the bottleneck.  Say so the way a switch
@@ -80,7 +83,14 @@ static int rx_plane(struct mrcd *d, uint32_t plane)
 			 * the receive buffer overflows. */
 			in[i].ecn_ce |= n == MRC_DP_BATCH;
 			mrcd_node_rx(d, &in[i], now);
+			/* Every urgent_turn_us of the batch's work, urgent work
+			 * first (urgent.c).  Its queue is read only once the
+			 * batch's own urgent datagrams, which come first, are done
+			 * (their buffers are the ones it reuses). */
+			if (i + 1 < n && mrcd__urgent_due(d))
+				mrcd__urgent_serve(d, !in[i + 1].urgent);
 		}
+		d->rx_batch = 0;
 		if (n < MRC_DP_BATCH)
 			break;
 	}
@@ -91,6 +101,7 @@ void mrcd__on_rx(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct mrcd *d = w->data;
 	(void)revents;
+	mrcd__urgent_arm(d, mrcd_now());
 	/* Every round full: more may wait in the datapath itself, which the
 	 * descriptor does not show (datapath.h, recv), so come back next
 	 * turn rather than sleep on the fd. */
