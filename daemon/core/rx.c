@@ -60,6 +60,18 @@ void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
 /* Batches rx_plane takes per wakeup at most. */
 #define RX_ROUNDS 8
 
+/* After datagram i of a batch of n, urgent work first (urgent.c): once
+ * the batch's own urgent datagrams (handed up first) are done, so their
+ * completions go out before the bulk behind them is read, and every
+ * urgent_turn_us of the rest.  The urgent queue is read only once those
+ * are done: their buffers are the ones it reuses. */
+static void rx_urgent_point(struct mrcd *d, const struct mrc_dp_in *in, int i, int n)
+{
+	int last = i + 1 == n, urgent_left = !last && in[i + 1].urgent;
+	if ((in[i].urgent && !urgent_left && d->urgent_ns) || (!last && mrcd__urgent_due(d)))
+		mrcd__urgent_serve(d, !urgent_left);
+}
+
 /* Receives what waits on one plane; returns how many datagrams. */
 static int rx_plane(struct mrcd *d, uint32_t plane)
 {
@@ -83,12 +95,7 @@ static int rx_plane(struct mrcd *d, uint32_t plane)
 			 * the receive buffer overflows. */
 			in[i].ecn_ce |= n == MRC_DP_BATCH;
 			mrcd_node_rx(d, &in[i], now);
-			/* Every urgent_turn_us of the batch's work, urgent work
-			 * first (urgent.c).  Its queue is read only once the
-			 * batch's own urgent datagrams, which come first, are done
-			 * (their buffers are the ones it reuses). */
-			if (i + 1 < n && mrcd__urgent_due(d))
-				mrcd__urgent_serve(d, !in[i + 1].urgent);
+			rx_urgent_point(d, in, i, n);
 		}
 		d->rx_batch = 0;
 		if (n < MRC_DP_BATCH)
