@@ -33,7 +33,8 @@ static int client_poll(void *ctx)
 /* Urgent QPs only, from inside a loop turn that moves bulk (the core's
  * urgent_turn_us): a load of each one's next SQ slot, and its ring polled
  * when that holds a post, a parked one woken first as its doorbell would
- * (the doorbell's read later finds it awake: notify_spurious). */
+ * (the doorbell's read later finds it awake: notify_spurious), and the
+ * pollers kept running: its client, seeing it awake, rings no more. */
 static int client_urgent(void *ctx)
 {
 	struct mrcd_client *c = ctx;
@@ -41,7 +42,8 @@ static int client_urgent(void *ctx)
 	for (struct mrcd_cqp *q = c->urg; q; q = q->unext) {
 		if (!mrcd_cqp_ready(q))
 			continue;
-		mrcd_cqp_unpark(q, mrcd_now());
+		if (mrcd_cqp_unpark(q, mrcd_now()))
+			mrcd_kick(c->d);
 		n += mrcd_cqp_poll(q, POLL_BUDGET);
 	}
 	return n;
