@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "health/feed.h"
+#include "health/suspect.h"
 #include "sim/report_int.h"
 #include "transport/engine_wire.h"
 
@@ -147,6 +148,24 @@ void sim_health_dead(struct mrc_sim *s, const struct sim_pkt *k)
 	s->hfig.last_ps = s->now;
 }
 
+/* health/suspect.h, as mrcd's health event hook: the host's GOOD paths
+ * to any peer through the uplink a failure retired one of its paths on
+ * go out of use (probed) at once. */
+static void suspect(struct mrc_sim *s, uint32_t h, uint32_t link)
+{
+	const struct sim_host *x = &s->hosts[h];
+	for (uint32_t p = 0; p < x->npeers; p++)
+		for (uint32_t ev = 0; ev < peer_nev(s, x, p); ev++) {
+			struct mrce_ev_info i;
+			if (mrce_ev_info(x->eng, p, ev, &i) || i.state != MRCE_EV_GOOD ||
+			    !mrc_health_path_crosses(s->fab.topo, h, x->peer_host[p],
+						     fab_ev(x, p, ev), link))
+				continue;
+			if (!mrce_ev_set_bad(x->eng, now_ns(s), p, ev))
+				s->hfig.suspects++;
+		}
+}
+
 /* What mrcd's health event hook takes: EVs retired for a failure, EVs
  * back by probes, probes answered. */
 void sim_health_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev)
@@ -155,8 +174,10 @@ void sim_health_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev
 	if (!g || !g->hh[h].h || ev->peer >= s->hosts[h].npeers)
 		return;
 	const struct sim_host *x = &s->hosts[h];
-	uint32_t peer = x->peer_host[ev->peer], fev = fab_ev(x, ev->peer, ev->ev);
+	uint32_t peer = x->peer_host[ev->peer], fev = fab_ev(x, ev->peer, ev->ev), link;
 	mrc_health_feed_event(g->hh[h].h, peer, fev, ev);
+	if (mrc_health_suspect_uplink(s->fab.topo, h, peer, fev, ev, &link))
+		suspect(s, h, link);
 }
 
 /* mrcd's per-tick feed: GOOD EVs that carried packets work, EVs still
@@ -313,18 +334,19 @@ void sim_health_fmt(const struct mrc_sim *s, int json, char *buf, size_t len)
 		last = (unsigned long long)(s->hfig.last_ps / SIM_PS_PER_NS),
 		msgs = (unsigned long long)s->hfig.share_msgs,
 		den = (unsigned long long)s->hfig.denials,
+		sus = (unsigned long long)s->hfig.suspects,
 		wrong = s->health ? s->health->nwrong : 0;
 	if (json)
 		snprintf(buf, len, "  \"health\": {\"mode\": \"%s\", \"tick_ns\": %llu, "
 			 "\"dead_link_pkts\": %llu, \"dead_link_senders\": %llu, "
 			 "\"last_dead_ns\": %llu, \"slowest_ideal\": %.4f, \"share_msgs\": %llu, "
-			 "\"denied_evs\": %llu, \"wrong_deny_hosts\": %llu},\n", mode,
-			 (unsigned long long)s->cfg.health_tick_ns, lost, senders, last, fs.max,
-			 msgs, den, wrong);
+			 "\"denied_evs\": %llu, \"suspected_evs\": %llu, \"wrong_deny_hosts\": %llu},\n",
+			 mode, (unsigned long long)s->cfg.health_tick_ns, lost, senders, last,
+			 fs.max, msgs, den, sus, wrong);
 	else
 		snprintf(buf, len, "health    %s (tick %llu us): dead-link packets %llu from %llu "
 			 "hosts, last at %.3f us; slowest/ideal %.3f; shared %llu, EVs denied "
-			 "%llu, hosts denying a healthy link %llu\n", mode,
+			 "%llu, suspected %llu, hosts denying a healthy link %llu\n", mode,
 			 (unsigned long long)s->cfg.health_tick_ns / 1000, lost, senders,
-			 (double)last / 1e3, fs.max, msgs, den, wrong);
+			 (double)last / 1e3, fs.max, msgs, den, sus, wrong);
 }

@@ -7,7 +7,12 @@
  * was (no "health" line).  And when the link dies mid-run under an
  * all-to-all whose flows start over 1 ms, sharing cuts the packets
  * lost on it and the hosts that ever send on it (the bench's claim,
- * bench/sim_health.sh).  Seeded: the seed is in every message;
+ * bench/sim_health.sh).  And with a spine blackholed under an all-to-all
+ * and a tick longer than the run (localisation never acts), a host's
+ * first path retired through the dead spine takes its paths to every
+ * other peer through that uplink out of use at the same instant
+ * (health/suspect.h), so each host retires about one path there, not one
+ * per peer.  Seeded: the seed is in every message;
  * MRC_TEST_SEED replaces the mid-run case's (deterministic per seed). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +23,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "sim/sim.h"
+#include "transport/engine.h"
 
 #define SEED "7"
 #define TOPO { "topo", "clos:planes=1,leaves=4,spines=4,hosts=4,rate=100G,delay=500ns" }
@@ -100,8 +106,60 @@ static void midrun_sharing_spares_senders(void **st)
 	assert_true(sh.msgs > 0 && sh.denied > 0);
 	/* Hosts that had not yet used the link were told before they did. */
 	assert_true(sh.senders < l.senders);
-	assert_true(2 * sh.pkts < l.pkts);
+	/* Fewer packets too (half as many before a host's first failure
+	 * took its uplink's paths to every peer out: health/suspect.h). */
+	assert_true(sh.pkts < l.pkts);
 	assert_true(sh.last < l.last);
+}
+
+static void suspect_spares_peers(void **st)
+{
+	(void)st;
+	const char *seed = getenv("MRC_TEST_SEED") ? getenv("MRC_TEST_SEED") : "1";
+	const char *const kv[][2] = { TOPO, { "workload", "alltoall:size=64K,jitter=500us" },
+		{ "fault", "50us:blackhole:p0s2" }, { "seed", seed },
+		{ "health", "local,10ms" }, { NULL, NULL } };
+	struct mrc_sim_cfg c;
+	char err[MRC_SIM_ERRLEN];
+	mrc_sim_cfg_default(&c);
+	for (size_t i = 0; kv[i][0]; i++)
+		if (mrc_sim_cfg_set(&c, kv[i][0], kv[i][1], err, sizeof(err)))
+			fail_msg("%s %s: %s", kv[i][0], kv[i][1], err);
+	struct mrc_sim *s;
+	if (mrc_sim_create(&c, &s, err, sizeof(err)) || mrc_sim_run(s, err, sizeof(err)))
+		fail_msg("seed %s: %s", seed, err);
+	/* EV 2 = spine 2 of plane 0, for every pair on this Clos. */
+	enum { H = 16, DEAD_EV = 2 };
+	uint64_t first[H];
+	uint32_t fails[H] = { 0 }, at_first[H] = { 0 }, nfail = 0, hosts = 0, told = 0;
+	const struct mrc_sim_ev_change *v = mrc_sim_ev_changes(s);
+	uint32_t n = mrc_sim_ev_change_count(s);
+	for (uint32_t h = 0; h < H; h++)
+		first[h] = UINT64_MAX;
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i].ev == DEAD_EV && v[i].new_state == MRCE_EV_ASSUMED_BAD &&
+		    v[i].reason != MRCE_RSN_DENY && v[i].host < H) {
+			fails[v[i].host]++;
+			nfail++;
+			if (v[i].t_ns < first[v[i].host])
+				first[v[i].host] = v[i].t_ns;
+		}
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i].ev == DEAD_EV && v[i].reason == MRCE_RSN_DENY && v[i].host < H &&
+		    v[i].t_ns == first[v[i].host])
+			at_first[v[i].host]++;
+	for (uint32_t h = 0; h < H; h++) {
+		hosts += fails[h] > 0;
+		told += at_first[h] > 0;
+	}
+	print_message("seed %s (MRC_TEST_SEED to replay): %u paths retired through the dead "
+		      "spine by %u hosts; %u hosts suspected their other paths there at "
+		      "their first\n", seed, nfail, hosts, told);
+	mrc_sim_destroy(s);
+	assert_true(hosts >= H / 2);         /* the fault hit traffic */
+	assert_int_equal(told, hosts);
+	/* 15 peers each: one retirement per peer without the suspicion. */
+	assert_true(nfail <= 2 * hosts);
 }
 
 static void unset_reports_nothing(void **st)
@@ -128,6 +186,7 @@ int main(void)
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(sharing_spares_senders),
 		cmocka_unit_test(midrun_sharing_spares_senders),
+		cmocka_unit_test(suspect_spares_peers),
 		cmocka_unit_test(unset_reports_nothing),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);

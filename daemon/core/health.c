@@ -20,6 +20,7 @@
 
 #include "daemon/core/core.h"
 #include "health/feed.h"
+#include "health/suspect.h"
 
 #define TICK_S 0.01
 /* Sharing (docs/health.md): at most one HEALTH per peer every SHARE_TICKS
@@ -212,12 +213,34 @@ int mrcd_health_reload(struct mrcd *d)
 	return rc;
 }
 
+/* health/suspect.h: this host's GOOD paths to any peer through the uplink
+ * a failure retired one of its paths on go out of use at once, probed
+ * (ASSUMED_BAD, as deny.c's HEALTH reason; no deny bit, so a probe
+ * answered brings one back). */
+static void suspect(struct mrcd *d, uint32_t link, uint64_t now)
+{
+	for (uint32_t peer = 0; peer < d->max_peers; peer++) {
+		const struct mrcd_peer *p = &d->peers[peer];
+		for (uint32_t ev = 0; p->used && p->host != d->self && ev < p->nev; ev++) {
+			struct mrce_ev_info i;
+			if (!mrce_ev_info(d->eng, peer, ev, &i) && i.state == MRCE_EV_GOOD &&
+			    mrc_health_path_crosses(d->topo, d->self, p->host, ev, link) &&
+			    !mrce_ev_set_bad(d->eng, now, peer, ev))
+				d->st.health_suspects++;
+		}
+	}
+}
+
 void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev)
 {
 	if (!d->health || ev->peer >= d->max_peers || !d->peers[ev->peer].used)
 		return;
 	struct mrcd_peer *p = &d->peers[ev->peer];
+	uint32_t link;
 	mrc_health_feed_event(d->health->h, p->host, ev->ev, ev);
+	if (p->host != d->self &&
+	    mrc_health_suspect_uplink(d->topo, d->self, p->host, ev->ev, ev, &link))
+		suspect(d, link, ev->time_ns);
 	/* Back by its own probes while health held it out of use: its
 	 * outcome now overrides the shared evidence (mrc_health_path_denied),
 	 * so denied_by must say so at once, not at the next link change. */
