@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "health/health.h"
 #include "topology/topo.h"
 #include "transport/engine.h"
 
@@ -20,6 +21,14 @@
  * link between switches.  0 for any other event or path. */
 int mrc_health_suspect_uplink(const struct mrc_topo *t, uint32_t self, uint32_t peer,
 			      uint32_t ev, const struct mrce_event *e, uint32_t *link);
+/* One hop: a peer told its failure (a HEALTH observation, o->src the
+ * peer).  1 with *link set when o is a failure of a path that leaves its
+ * leaf: *link is its first link between switches, the teller's uplink,
+ * which the hosts of its leaf share, and every other host's paths into
+ * that leaf through that spine.  0 otherwise.  A liar can only name the
+ * uplinks of its own leaf, and a wrong suspicion costs a probe round. */
+int mrc_health_suspect_told(const struct mrc_topo *t, const struct mrc_health_obs *o,
+			    uint32_t *link);
 /* 1 when self -> peer on ev crosses link; 0 otherwise (no such path). */
 int mrc_health_path_crosses(const struct mrc_topo *t, uint32_t self, uint32_t peer,
 			    uint32_t ev, uint32_t link);

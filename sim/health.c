@@ -47,6 +47,8 @@ struct hhost {
 	uint64_t **prev;           /* [peer][engine ev] tx_pkts last tick */
 	uint8_t **mine;            /* [peer][engine ev] denied by us */
 	uint32_t *inbox, nin, cin, hin;   /* message ids; head hin */
+	uint32_t sin;              /* inbox head for suspicions (on delivery) */
+	uint64_t told_ns;          /* last failure told at once (0: never) */
 };
 
 struct sim_health {
@@ -154,17 +156,28 @@ void sim_health_dead(struct mrc_sim *s, const struct sim_pkt *k)
 static void suspect(struct mrc_sim *s, uint32_t h, uint32_t link)
 {
 	const struct sim_host *x = &s->hosts[h];
-	for (uint32_t p = 0; p < x->npeers; p++)
-		for (uint32_t ev = 0; ev < peer_nev(s, x, p); ev++) {
-			struct mrce_ev_info i;
+	for (uint32_t p = 0; p < x->npeers; p++) {
+		uint32_t nev = peer_nev(s, x, p), good = 0;
+		struct mrce_ev_info i;
+		for (uint32_t ev = 0; ev < nev; ev++)
+			good += !mrce_ev_info(x->eng, p, ev, &i) && i.state == MRCE_EV_GOOD;
+		/* Never below half the peer's paths: a liar naming every
+		 * uplink of its leaf leaves the rest (health/suspect.h). */
+		for (uint32_t ev = 0; ev < nev && 2 * good >= nev + 2; ev++) {
 			if (mrce_ev_info(x->eng, p, ev, &i) || i.state != MRCE_EV_GOOD ||
 			    !mrc_health_path_crosses(s->fab.topo, h, x->peer_host[p],
 						     fab_ev(x, p, ev), link))
 				continue;
-			if (!mrce_ev_set_bad(x->eng, now_ns(s), p, ev))
+			if (!mrce_ev_set_bad(x->eng, now_ns(s), p, ev)) {
 				s->hfig.suspects++;
+				good--;
+			}
 		}
+	}
 }
+
+static void post(struct mrc_sim *s, uint32_t h, const struct mrc_health_obs *o, size_t n,
+		 uint64_t now);
 
 /* What mrcd's health event hook takes: EVs retired for a failure, EVs
  * back by probes, probes answered. */
@@ -176,8 +189,37 @@ void sim_health_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev
 	const struct sim_host *x = &s->hosts[h];
 	uint32_t peer = x->peer_host[ev->peer], fev = fab_ev(x, ev->peer, ev->ev), link;
 	mrc_health_feed_event(g->hh[h].h, peer, fev, ev);
-	if (mrc_health_suspect_uplink(s->fab.topo, h, peer, fev, ev, &link))
-		suspect(s, h, link);
+	if (!mrc_health_suspect_uplink(s->fab.topo, h, peer, fev, ev, &link))
+		return;
+	suspect(s, h, link);
+	/* As mrcd: the failure goes to the peers at once (sharing on), at
+	 * most once per tick. */
+	struct hhost *q = &g->hh[h];
+	uint64_t now = now_ns(s);
+	if (s->cfg.health != MRC_SIM_HEALTH_SHARED ||
+	    (q->told_ns && now - q->told_ns < s->cfg.health_tick_ns))
+		return;
+	q->told_ns = now;
+	struct mrc_health_obs o = { .src = h, .dst = peer, .ev = (uint16_t)fev, .ok = 0,
+				    .ts_ns = now };
+	post(s, h, &o, 1, now);
+}
+
+/* As mrcd on a HEALTH's arrival (not at the tick): each failure told
+ * suspects the teller's uplink here too (health/suspect.h). */
+static void told(struct mrc_sim *s, uint32_t h, uint64_t now)
+{
+	struct sim_health *g = s->health;
+	struct hhost *q = &g->hh[h];
+	for (; q->sin < q->nin && g->log[q->inbox[q->sin]].at_ns <= now; q->sin++) {
+		const struct hmsg *m = &g->log[q->inbox[q->sin]];
+		for (uint32_t i = 0; i < m->n; i++) {
+			uint32_t link;
+			if (m->obs[i].src == m->from &&
+			    mrc_health_suspect_told(s->fab.topo, &m->obs[i], &link))
+				suspect(s, h, link);
+		}
+	}
 }
 
 /* mrcd's per-tick feed: GOOD EVs that carried packets work, EVs still
@@ -197,14 +239,12 @@ static void feed(struct mrc_sim *s, uint32_t h, uint64_t now)
 		}
 }
 
-static void share(struct mrc_sim *s, uint32_t h, uint64_t now, int period)
+/* One HEALTH message of host h to each of its peers, delivered
+ * SHARE_LAT_NS later. */
+static void post(struct mrc_sim *s, uint32_t h, const struct mrc_health_obs *o, size_t n,
+		 uint64_t now)
 {
 	struct sim_health *g = s->health;
-	struct hhost *q = &g->hh[h];
-	struct mrc_health_obs o[MSG_MAX];
-	size_t n;
-	if (!mrc_health_feed_share(q->h, now, period, o, MSG_MAX, &n, &q->share))
-		return;
 	if (g->nlog == g->clog) {
 		uint32_t c = g->clog ? 2 * g->clog : 64;
 		struct hmsg *nl = realloc(g->log, c * sizeof(*nl));
@@ -236,6 +276,15 @@ static void share(struct mrc_sim *s, uint32_t h, uint64_t now, int period)
 		s->hfig.share_msgs++;
 	}
 	g->nlog++;
+}
+
+static void share(struct mrc_sim *s, uint32_t h, uint64_t now, int period)
+{
+	struct hhost *q = &s->health->hh[h];
+	struct mrc_health_obs o[MSG_MAX];
+	size_t n;
+	if (mrc_health_feed_share(q->h, now, period, o, MSG_MAX, &n, &q->share))
+		post(s, h, o, n, now);
 }
 
 static void receive(struct mrc_sim *s, uint32_t h, uint64_t now)
@@ -307,6 +356,8 @@ void sim_health_tick(struct mrc_sim *s, uint32_t h)
 		return;
 	struct hhost *q = &g->hh[h];
 	uint64_t now = now_ns(s), tick = s->cfg.health_tick_ns;
+	if (s->cfg.health == MRC_SIM_HEALTH_SHARED)
+		told(s, h, now);
 	if (now < q->next_ns)
 		return;
 	q->next_ns = (now / tick + 1) * tick;
