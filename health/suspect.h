@@ -4,9 +4,13 @@
  * switches) are suspects at once, whatever peer they lead to.  The engine
  * keeps path health per peer, so without this each peer's paths learn a
  * dead spine by losing a packet of their own; localisation (health.h)
- * needs failures from k_hosts hosts and a tick.  The caller takes the
+ * needs failures from k_hosts hosts and a tick.  With sharing on, the
+ * host also tells the failure to its peers at once, and each suspects
+ * the teller's uplink likewise (mrc_health_suspect_told), so a leaf
+ * learns from its first host to lose a packet.  The caller takes the
  * suspects out of use as ASSUMED_BAD (mrce_ev_set_bad: probed, back when
- * a probe answers), so a wrong suspicion costs a probe round, not a path. */
+ * a probe answers), never below half a peer's paths, so a wrong
+ * suspicion costs a probe round, not a path. */
 #ifndef MRC_HEALTH_SUSPECT_H
 #define MRC_HEALTH_SUSPECT_H
 

@@ -13,7 +13,14 @@
  * HEALTH message does (at most MRCE_CTRL_HEALTH_MAX), to each of its
  * peers, who merge them SHARE_LAT_NS later.  The sender's bound (one per
  * SHARE_TICKS ticks) is wider than mrcd's receive bound (one per 50 ms at
- * 10 ms ticks), so that bound never drops one and is not modelled.
+ * 10 ms ticks), so that bound never drops one and is not modelled (the
+ * failure told at once, below, may be: mrcd would drop a share within
+ * 50 ms of it).
+ *
+ * Suspicion (health/suspect.h), as mrcd: a host's path retired for a
+ * failure takes its paths through the same uplink out at once, and with
+ * sharing the failure is told to its peers at once, acted on when it
+ * arrives (not at the tick: mrcd acts on a HEALTH as it reads it).
  *
  * Figures (health set, off included): packets that entered a blackholed
  * port, the hosts whose data packets they were, and when the last one did;

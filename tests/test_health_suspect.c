@@ -6,6 +6,10 @@
  *     plane; the same EV to a host of another leaf crosses that link, to
  *     a host of its own leaf too (up to the spine and back), other EVs do
  *     not;
+ *   told_names_tellers_uplink: a failure a peer told names that peer's
+ *     uplink, which its leaf-mates' paths and other hosts' paths into
+ *     its leaf through that spine cross; a working path or a one-hop
+ *     one names nothing;
  *   no_failure_no_suspect: health's own denial (DENY, the suspects
  *     themselves), admin, a path back, a probe result, the floor and a
  *     one-hop path within the leaf name nothing. */
@@ -58,6 +62,33 @@ static void failure_names_uplink(void **st)
 	mrc_topo_free(t);
 }
 
+/* A peer's failure told (a HEALTH observation): its uplink, whatever
+ * the receiver; a working path, or one that stays in its leaf, none. */
+static void told_names_tellers_uplink(void **st)
+{
+	(void)st;
+	struct mrc_topo *t = clos();
+	uint32_t ev = (uint32_t)mrc_topo_ev_of(t, 1, 2), link = 7;
+	struct mrc_health_obs o = { .src = 3, .dst = 6, .ev = (uint16_t)ev, .ok = 0 };
+	assert_int_equal(mrc_health_suspect_told(t, &o, &link), 1);
+	assert_int_equal(link, t->leaf_spine[1][1 * 4 + 2]);   /* h3's leaf 1 */
+	/* h2 shares that uplink; h0 reaches h3's leaf through it. */
+	assert_int_equal(mrc_health_path_crosses(t, 2, 0, ev, link), 1);
+	assert_int_equal(mrc_health_path_crosses(t, 0, 2, ev, link), 1);
+	assert_int_equal(mrc_health_path_crosses(t, 0, 4, ev, link), 0);
+	o.ok = 1;
+	link = 7;
+	assert_int_equal(mrc_health_suspect_told(t, &o, &link), 0);
+	o.ok = 0;
+	o.dst = 2;
+	o.ev = (uint16_t)mrc_topo_ev_of(t, 1, MRC_PATH_SPINE_DIRECT);
+	assert_int_equal(mrc_health_suspect_told(t, &o, &link), 0);
+	o.dst = 3;   /* itself: no path */
+	assert_int_equal(mrc_health_suspect_told(t, &o, &link), 0);
+	assert_int_equal(link, 7);
+	mrc_topo_free(t);
+}
+
 static void no_failure_no_suspect(void **st)
 {
 	(void)st;
@@ -98,6 +129,7 @@ int main(void)
 {
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(failure_names_uplink),
+		cmocka_unit_test(told_names_tellers_uplink),
 		cmocka_unit_test(no_failure_no_suspect),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);

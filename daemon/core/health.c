@@ -13,7 +13,11 @@
  * are re-derived (mrcd_deny_update).  Every 100 ms, while it has a failure
  * of its own or a link not OK, it sends its newest observations to every
  * peer in a HEALTH message (never answered: no amplification) and merges
- * what peers send, one message per host per 50 ms at most. */
+ * what peers send, one message per host per 50 ms at most.  A path
+ * retired for a failure also suspects its uplink at once (health/suspect.h:
+ * this host's paths through it to every peer out of use, probed), and is
+ * told to every peer at once (one HEALTH, at most once a tick), each of
+ * which suspects the teller's uplink on arrival. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
