@@ -10,8 +10,10 @@
 # (8 layers of 50 + 100 us), the fault at 1.6 ms; MRC_STEP=long: the
 # compute of bench/fabric/step.sh (4 layers of 20 + 40 ms, 300 ms a step;
 # idle time costs the simulator nothing), the fault at 310 ms.
-# Virtual-time figures are exact; only wall time is noisy.  1 GiB of RSS
-# each.
+# The engine's lone-tail probe is on (its default; mrcd.conf's tlp_lone
+# is 0 unless engine_timerfd = 1): `-- --tlp-lone 0` runs mrcd's default.
+# Virtual-time figures are exact; only wall time is noisy.  1-1.7 GiB of
+# RSS each.
 # Usage: bench/sim_step_fault_1k.sh OUTDIR MRCSIM... [-- EXTRA ARGS]
 set -e
 OUT=$1; shift
