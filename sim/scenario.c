@@ -51,6 +51,7 @@ const char *mrc_sim_cfg_help(void)
 "  buffer Z  ecn Z|off  trim Z|off  prio-buffer Z  overhead BYTES  nic-queue N\n"
 "  mtu N  window N (0: auto)  cc nscc|fixed  rto-min T  probe-interval T\n"
 "  reorder-slack T  ev-floor N  tlp-min T (tail-loss probe; 0: off)\n"
+"  tlp-lone 0|1 (probe a packet alone in flight; mrcd.conf tlp_lone)\n"
 "  seed N  until T  hold T  bin T  verify-limit Z  progress on|off\n"
 "  stalls on|off (report why senders' NICs sat idle: docs/sim.md)\n"
 "  spray-slot hash|topo (where each host's spray starts: docs/sim.md)\n"
@@ -489,6 +490,12 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 	if (!strcmp(k, "tlp-min"))
 		return sim_parse_time(v, &c->tlp_min_ns) ? BADV("must be a time") :
 		       (c->tlp_set = 1, 0);
+	if (!strcmp(k, "tlp-lone")) {
+		if (strcmp(v, "0") && strcmp(v, "1"))
+			return BADV("must be 0 or 1");
+		c->tlp_lone = v[0] == '1' ? 1 : 2;
+		return 0;
+	}
 	if (!strcmp(k, "ev-floor"))
 		return parse_u32r(v, 1, MRCE_MAX_EVS, &c->ev_floor) ? BADV("must be 1..4096") : 0;
 	if (!strcmp(k, "seed")) {

@@ -43,6 +43,8 @@ static void engine_cfg(struct mrc_sim *s)
 		e->reorder_slack_ns = c->reorder_slack_ns;
 	if (c->tlp_set)
 		e->tlp_min_ns = c->tlp_min_ns;
+	if (c->tlp_lone)
+		e->tlp_lone = c->tlp_lone == 1;
 	if (c->ev_floor)
 		e->ev_floor = c->ev_floor;
 	/* Small queues: thousands of engines share this process.  Control

@@ -115,6 +115,8 @@ struct mrc_sim_cfg {
 	uint64_t rto_min_ns, probe_interval_ns, reorder_slack_ns;
 	uint64_t tlp_min_ns;       /* cfg.tlp_min_ns (0: off), if tlp_set */
 	uint8_t tlp_set;
+	uint8_t tlp_lone;          /* 0: engine default (on); 1 on, 2 off
+	                              (mrcd.conf tlp_lone, off there) */
 	uint32_t ev_floor;
 	/* run */
 	uint64_t seed;

@@ -262,7 +262,7 @@ struct mrc_sim {
 	long maxrss_kb;
 	/* fabric-link health (health.c), with cfg.health set */
 	struct sim_health *health;
-	struct { uint64_t senders, last_ps, share_msgs, denials; } hfig;
+	struct { uint64_t senders, last_ps, share_msgs, denials, suspects; } hfig;
 };
 
 /* net.c */

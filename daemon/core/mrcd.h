@@ -170,6 +170,8 @@ struct mrcd_stats {
 	uint64_t health_tx, health_rx; /* HEALTH messages sent, merged */
 	uint64_t health_rx_limited;    /* dropped: within HEALTH_RX_MIN of the last */
 	uint64_t health_rx_bad;        /* HEALTH bodies the codec refused */
+	uint64_t health_suspects;      /* EVs taken out at once: a failure on
+	                                  their uplink (health/suspect.h) */
 };
 void mrcd_stats_get(const struct mrcd *d, struct mrcd_stats *st);
 
