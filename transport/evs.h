@@ -1,6 +1,6 @@
-/* The EVs of each peer (evs.c): states, spraying, RTT per EV, probes.  An
- * EV is the engine's record of one path (docs/design.md, "Names").  Not
- * installed. */
+/* The EVs of each peer (evs.c): states, RTT per EV, probes; spraying
+ * (evs_pick.c).  An EV is the engine's record of one path
+ * (docs/design.md, "Names").  Not installed. */
 #ifndef MRC_TRANSPORT_EVS_H
 #define MRC_TRANSPORT_EVS_H
 
