@@ -70,6 +70,14 @@ void mrce__ev_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 		qps_path_back(e, peer, now);
 }
 
+static void unsuspect(struct mrce__peer *p, struct mrce__ev *pa)
+{
+	if (pa->suspect) {
+		pa->suspect = 0;
+		p->nsuspect--;
+	}
+}
+
 /* Retires a GOOD path, unless that would leave fewer usable paths than
  * the floor. */
 static void retire(struct mrce *e, uint32_t peer, uint32_t ev, uint8_t reason,
@@ -159,8 +167,12 @@ void mrce__ev_check(struct mrce *e, uint32_t peer, uint32_t ev,
  * them apart is a probe sent after the packet (probes travel in the
  * switches' priority queue): answered, the path is alive and stays GOOD;
  * unanswered within suspect_wait, it is retired, and until then it is out
- * of the spray.  With no probe out and no sign of congestion (cong == 0)
- * the path is retired at once, as fast as a probe could not be. */
+ * of the spray.  One loss alone is no proof even with no sign of
+ * congestion (cong == 0): on a 2:1 all-to-all's start-up the first packet
+ * a path carried was often only late, and retiring it at once convicted
+ * healthy links (docs/health.md).  With no congestion seen, though, a
+ * second loss on a suspect path retires it at once: a dead path under
+ * load loses every packet it carries, and is retired as fast as before. */
 void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		    uint64_t sent_ts, uint8_t reason, int cong, int weak, uint64_t now)
 {
@@ -169,8 +181,16 @@ void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 	struct mrce__ev_cold *pc = &p->cold[ev];
 	pc->lost++;
 	e->st.loss_detected++;
-	if (pa->state != MRCE_EV_GOOD || pa->suspect)
+	if (pa->state != MRCE_EV_GOOD)
 		return;
+	if (pa->suspect) {
+		if (pc->lone && !cong && pa->alive_ts < sent_ts) {
+			e->st.suspect_retired++;
+			retire(e, peer, ev, reason, now);
+			unsuspect(p, pa);   /* kept by the floor */
+		}
+		return;
+	}
 	if (pa->alive_ts >= sent_ts) {
 		e->st.suspect_cleared++;
 		return;
@@ -195,15 +215,12 @@ void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		pc->kept_ts = now;
 		return;
 	}
-	int asked = pa->probe_seq && pa->probe_ts >= sent_ts;
-	if (!asked && !cong) {
-		retire(e, peer, ev, reason, now);
-		return;
-	}
-	if (!asked) {
+	pc->blame_ts = sent_ts;
+	if (!(pa->probe_seq && pa->probe_ts >= sent_ts)) {
 		probe_send(e, peer, ev, now);
 		e->st.suspect_probes++;
 	}
+	pc->lone = !cong;
 	pc->suspect_ext = 0;
 	pc->suspect_until = pa->probe_ts + suspect_wait(e, p);
 	if (pc->suspect_until <= now && !suspect_extend(e, p, pa, now)) {
@@ -217,6 +234,34 @@ void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 	if ((!p->nbad && p->nsuspect == 1) || until < p->next_probe_due)
 		p->next_probe_due = until;
 	mrce__peer_timer_sync(e, peer);
+}
+
+/* A packet sent at sent_ts on this path, declared lost, was acknowledged
+ * after all (the ACK echoes its send time and EV): the path delivered it.
+ * If that loss, or one of a packet sent before it, retired the path or
+ * made it a suspect, the path is given back: the loss was lateness.  A
+ * path retired for a packet sent after this one stays retired (it may
+ * have died since). */
+void mrce__ev_spurious(struct mrce *e, uint32_t peer, uint32_t ev, uint64_t sent_ts,
+		       uint64_t now)
+{
+	struct mrce__peer *p = &e->peers[peer];
+	if (ev >= p->nev)
+		return;
+	struct mrce__ev *pa = &p->paths[ev];
+	if (sent_ts < p->cold[ev].blame_ts)
+		return;
+	if (pa->suspect) {
+		/* As good as its probe's answer. */
+		if (pa->alive_ts < sent_ts)
+			pa->alive_ts = sent_ts;
+		unsuspect(p, pa);
+		e->st.suspect_cleared++;
+	} else if (pa->state == MRCE_EV_ASSUMED_BAD &&
+		   (pa->reason == MRCE_RSN_LOSS || pa->reason == MRCE_RSN_RTO)) {
+		/* Retired by a timeout or by a late packet alike. */
+		mrce__ev_set_state(e, peer, ev, MRCE_EV_GOOD, MRCE_RSN_SPURIOUS, now);
+	}
 }
 
 /* A recent highest value: jumps up to a new high, decays towards lower
@@ -378,10 +423,7 @@ void mrce__probe_tick_peer(struct mrce *e, uint32_t i, uint64_t now)
 			/* Its probe is unanswered: not congestion. */
 			e->st.suspect_retired++;
 			retire(e, i, ev, MRCE_RSN_LOSS, now);
-			if (pa->suspect) {   /* kept by the floor */
-				pa->suspect = 0;
-				p->nsuspect--;
-			}
+			unsuspect(p, pa);   /* kept by the floor */
 		} else if (pa->suspect && pc->suspect_until < due) {
 			due = pc->suspect_until;
 		}
