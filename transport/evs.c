@@ -168,11 +168,11 @@ void mrce__ev_check(struct mrce *e, uint32_t peer, uint32_t ev,
  * switches' priority queue): answered, the path is alive and stays GOOD;
  * unanswered within suspect_wait, it is retired, and until then it is out
  * of the spray.  One loss alone is no proof even with no sign of
- * congestion (cong == 0): on a 2:1 all-to-all's start-up the first packet
- * a path carried was often only late, and retiring it at once convicted
- * healthy links (docs/health.md).  With no congestion seen, though, a
- * second loss on a suspect path retires it at once: a dead path under
- * load loses every packet it carries, and is retired as fast as before. */
+ * congestion (cong == 0) and no probe out: on a 2:1 all-to-all's start-up
+ * the first packet a path carried was often only late, and retiring it at
+ * once convicted healthy links (docs/health.md).  Such a suspect (lone)
+ * is retired at its next loss, though: a dead path under load loses every
+ * packet it carries, and is retired as fast as before. */
 void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		    uint64_t sent_ts, uint8_t reason, int cong, int weak, uint64_t now)
 {
@@ -216,11 +216,15 @@ void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		return;
 	}
 	pc->blame_ts = sent_ts;
-	if (!(pa->probe_seq && pa->probe_ts >= sent_ts)) {
+	int asked = pa->probe_seq && pa->probe_ts >= sent_ts;
+	if (!asked) {
 		probe_send(e, peer, ev, now);
 		e->st.suspect_probes++;
 	}
-	pc->lone = !cong;
+	/* Not asked before: the packet's ACKs came too late even to probe
+	 * in its reorder window (loss.c); a path already asked is judged by
+	 * its probe alone, as the losses of a late burst come together. */
+	pc->lone = !asked && !cong;
 	pc->suspect_ext = 0;
 	pc->suspect_until = pa->probe_ts + suspect_wait(e, p);
 	if (pc->suspect_until <= now && !suspect_extend(e, p, pa, now)) {
