@@ -68,8 +68,8 @@ struct mrce__ev_cold {
 	uint8_t ok_streak;          /* ASSUMED_BAD: probe replies in a row */
 	uint8_t probe_backoff;      /* probes lost in a row: the interval doubles */
 	uint8_t suspect_ext;        /* suspect waits extended (congestion seen) */
-	uint8_t lone;               /* suspect with no congestion seen: a second
-	                               loss retires it (mrce__ev_lost) */
+	uint8_t lone;               /* suspect with no probe out and no congestion
+	                               seen: a second loss retires it */
 	/* Send time of the packet whose loss made it suspect or retired it:
 	 * an ACK of that packet or a later one on it gives it back. */
 	uint64_t blame_ts;
