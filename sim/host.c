@@ -484,6 +484,22 @@ void sim_host_rx(struct mrc_sim *s, struct sim_pkt *k)
 	mrce_rx(x->eng, now_ns(s), peer, b, len, flags);
 	if (conn != SIM_NONE && !mrce_qp_bytes_placed(x->eng, qpn, &after) && after > before)
 		sim_goodput_add(s, s->conns[conn].flow, after - before);
+	if (s->cfg.rx_batch_off) {
+		sim_host_service(s, h);
+		return;
+	}
+	/* The batch's end is a fixed delay after now: a FIFO of the event
+	 * queue, like arrivals.  With delay 0 it still runs after every
+	 * arrival of this instant, which were all scheduled earlier. */
+	if (!x->rx_open) {
+		x->rx_open = 1;
+		sim_schedule_in(s, s->cfg.rx_batch_ns * SIM_PS_PER_NS, SE_RXEND, h);
+	}
+}
+
+void sim_host_rx_end(struct mrc_sim *s, uint32_t h)
+{
+	s->hosts[h].rx_open = 0;
 	sim_host_service(s, h);
 }
 

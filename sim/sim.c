@@ -294,6 +294,9 @@ int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
 		case SE_STEP:
 			sim_step_event(s, (uint32_t)ev.arg);
 			break;
+		case SE_RXEND:
+			sim_host_rx_end(s, (uint32_t)ev.arg);
+			break;
 		}
 		if (s->cfg.progress && !(s->events & (s->progress_every - 1)))
 			progress(s, 0);

@@ -149,6 +149,7 @@ struct sim_host {
 	uint64_t idle_since;       /* stalls: ps its NIC went idle (0: busy) */
 	uint8_t idle_why;          /* stalls: enum sim_stall */
 	uint16_t denied_planes;    /* planes whose NIC link is down */
+	uint8_t rx_open;           /* a receive batch is open (SE_RXEND due) */
 };
 
 /* ---- flows (workload.c) ------------------------------------------------ */
@@ -198,7 +199,7 @@ struct sim_stalls {
 
 /* ---- the simulator ----------------------------------------------------- */
 
-enum { SE_ARRIVE = 1, SE_TXDONE, SE_TIMER, SE_START, SE_FAULT, SE_STEP };
+enum { SE_ARRIVE = 1, SE_TXDONE, SE_TIMER, SE_START, SE_FAULT, SE_STEP, SE_RXEND };
 
 struct sim_fault_rec {
 	uint64_t t_ps;
@@ -297,6 +298,7 @@ void sim_host_rx(struct mrc_sim *s, struct sim_pkt *k);
 void sim_host_timer(struct mrc_sim *s, uint32_t h, uint64_t t);
 void sim_host_service(struct mrc_sim *s, uint32_t h);
 void sim_host_nic_free(struct mrc_sim *s, uint32_t h);
+void sim_host_rx_end(struct mrc_sim *s, uint32_t h);
 void sim_host_plane_link(struct mrc_sim *s, uint32_t h, uint32_t plane, int down);
 int sim_host_peer(const struct mrc_sim *s, uint32_t h, uint32_t remote, uint32_t *peer);
 
