@@ -484,7 +484,7 @@ void sim_host_rx(struct mrc_sim *s, struct sim_pkt *k)
 	mrce_rx(x->eng, now_ns(s), peer, b, len, flags);
 	if (conn != SIM_NONE && !mrce_qp_bytes_placed(x->eng, qpn, &after) && after > before)
 		sim_goodput_add(s, s->conns[conn].flow, after - before);
-	if (s->cfg.rx_batch_off) {
+	if (!s->rx_batch) {
 		sim_host_service(s, h);
 		return;
 	}

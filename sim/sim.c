@@ -135,6 +135,10 @@ int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
 	s->prop_ps = c->topo.delay_ns * SIM_PS_PER_NS;
 	s->host_cap_mbit = s->fab.rate_mbit * s->fab.planes;
 	s->nic_limit = s->fab.planes * (c->nic_queue ? c->nic_queue : 1);
+	/* One NIC never delivers two packets at one instant (each takes a
+	 * frame time): there a same-instant batch is always one arrival, so
+	 * the batch end is skipped and the run is the unbatched one. */
+	s->rx_batch = !c->rx_batch_off && (c->rx_batch_ns || s->fab.planes > 1);
 	s->bin_ps = (c->bin_ns ? c->bin_ns : 10000) * SIM_PS_PER_NS;
 	s->first_start_ps = UINT64_MAX;
 	mrc_rng_seed(&s->rng, c->seed);

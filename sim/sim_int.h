@@ -231,6 +231,7 @@ struct mrc_sim {
 	uint64_t ser_num;          /* 8e6: ser_ps = bytes * 8e6 / rate_mbit */
 	uint64_t prop_ps;
 	uint32_t nic_limit;
+	uint8_t rx_batch;          /* arrivals end in a batch (cfg.rx_batch_*) */
 	uint64_t host_cap_mbit;
 	struct mrce_cfg ecfg;
 	/* memory shared by every host: the source pattern and a sink */

@@ -75,8 +75,9 @@ static void same_instant_arrivals_get_one_ack(void **st)
 }
 
 /* One plane: 8 packets arrive one frame time (339 ns) apart.  Without a
- * window each is its own batch (8 ACKs); a 10 us window holds them all,
- * and the engine sends one ACK per ack_every (4) of them: 2. */
+ * window each is its own batch (one NIC: no batch at all, as "off"), 8
+ * ACKs; a 10 us window holds them all, and the engine sends one ACK per
+ * ack_every (4) of them: 2. */
 #define ONE_PLANE "clos:planes=1,leaves=2,spines=2,hosts=4,rate=100G,delay=500ns"
 #define EIGHT_PKTS "flow:src=h0,dst=h4,size=32K"
 
