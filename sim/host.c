@@ -488,13 +488,27 @@ void sim_host_rx(struct mrc_sim *s, struct sim_pkt *k)
 		sim_host_service(s, h);
 		return;
 	}
-	/* The batch's end is a fixed delay after now: a FIFO of the event
-	 * queue, like arrivals.  With delay 0 it still runs after every
-	 * arrival of this instant, which were all scheduled earlier. */
-	if (!x->rx_open) {
-		x->rx_open = 1;
+	if (x->rx_open)
+		return;
+	x->rx_open = 1;
+	/* A window's end is a fixed delay after now: a FIFO of the event
+	 * queue, like arrivals.  A same-instant batch ends when the run
+	 * leaves this instant (mrc_sim_run): no event per arrival. */
+	if (s->cfg.rx_batch_ns)
 		sim_schedule_in(s, s->cfg.rx_batch_ns * SIM_PS_PER_NS, SE_RXEND, h);
+	else
+		s->rxq[s->n_rxq++] = h;
+}
+
+void sim_host_rx_flush(struct mrc_sim *s)
+{
+	/* In the order the batches opened; a service cannot open another
+	 * (it only sends), so the list does not grow meanwhile. */
+	for (uint32_t i = 0; i < s->n_rxq; i++) {
+		s->hosts[s->rxq[i]].rx_open = 0;
+		sim_host_service(s, s->rxq[i]);
 	}
+	s->n_rxq = 0;
 }
 
 void sim_host_rx_end(struct mrc_sim *s, uint32_t h)

@@ -152,7 +152,8 @@ int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
 	    (rc = sim_health_init(s)))
 		goto fail;
 	s->rx_buf = malloc(MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN);
-	if (!s->rx_buf || sim_evq_init(&s->q, (uint64_t)s->fab.n_hosts + s->n_flows + 1024) ||
+	s->rxq = malloc(((size_t)s->fab.n_hosts + 1) * sizeof(*s->rxq));
+	if (!s->rx_buf || !s->rxq || sim_evq_init(&s->q, (uint64_t)s->fab.n_hosts + s->n_flows + 1024) ||
 	    sim_pool_init(&s->pool)) {
 		rc = mrc__errf(err, errlen, "out of memory");
 		goto fail;
@@ -194,6 +195,7 @@ void mrc_sim_destroy(struct mrc_sim *s)
 	free(s->src_buf);
 	free(s->sink_buf);
 	free(s->rx_buf);
+	free(s->rxq);
 	free(s->evc);
 	free(s->gp_all);
 	free(s->gp_aff);
@@ -269,7 +271,22 @@ int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
 	uint64_t hold = s->cfg.hold_ns * SIM_PS_PER_NS;
 	struct sim_event ev;
 	int done = 0;
-	while (!s->oom && sim_evq_pop(&s->q, &ev)) {
+	while (!s->oom) {
+		int got = sim_evq_pop(&s->q, &ev);
+		if (s->n_rxq && (!got || ev.t != s->now)) {
+			/* The instant is over: its receive batches end.  What
+			 * their sends schedule comes after ev unless earlier
+			 * (a zero delay): then ev goes back in its place. */
+			s->sched_min = UINT64_MAX;
+			sim_host_rx_flush(s);
+			if (!got || s->sched_min < ev.t) {
+				if (got && sim_evq_requeue(&s->q, &ev))
+					s->oom = 1;
+				continue;
+			}
+		}
+		if (!got)
+			break;
 		int all = s->flows_done + s->flows_failed == s->n_flows &&
 			  !sim_step_pending(s);
 		if (ev.t > until || (all && ev.t > hold)) {

@@ -232,6 +232,8 @@ struct mrc_sim {
 	uint64_t prop_ps;
 	uint32_t nic_limit;
 	uint8_t rx_batch;          /* arrivals end in a batch (cfg.rx_batch_*) */
+	uint32_t *rxq, n_rxq;      /* hosts whose same-instant batch is open */
+	uint64_t sched_min;        /* earliest event scheduled since reset */
 	uint64_t host_cap_mbit;
 	struct mrce_cfg ecfg;
 	/* memory shared by every host: the source pattern and a sink */
@@ -300,6 +302,8 @@ void sim_host_timer(struct mrc_sim *s, uint32_t h, uint64_t t);
 void sim_host_service(struct mrc_sim *s, uint32_t h);
 void sim_host_nic_free(struct mrc_sim *s, uint32_t h);
 void sim_host_rx_end(struct mrc_sim *s, uint32_t h);
+/* Ends the same-instant batches (rx-batch 0) of the instant now over. */
+void sim_host_rx_flush(struct mrc_sim *s);
 void sim_host_plane_link(struct mrc_sim *s, uint32_t h, uint32_t plane, int down);
 int sim_host_peer(const struct mrc_sim *s, uint32_t h, uint32_t remote, uint32_t *peer);
 

@@ -100,25 +100,34 @@ static void window_takes_later_arrivals(void **st)
 	assert_int_equal(wide, 8 / ec.ack_every);
 }
 
-/* A congested permutation, batched with a window: the same report twice
- * (the batch end is an event like any other, in the queue's order). */
+/* A congested permutation, batched at the same instant (the batches end
+ * when the run leaves the instant) and with a window (the batch end is an
+ * event like any other): the same report twice. */
 static void batched_run_replays(void **st)
 {
 	(void)st;
 	const char *topo = "clos:planes=2,leaves=4,spines=2,hosts=4,rate=100G,delay=500ns";
-	char *a, *b;
-	struct mrc_sim *s = run(topo, "permutation:size=256K", "1us");
-	assert_int_equal(mrc_sim_report_json(s, 0, &a), 0);
-	mrc_sim_destroy(s);
-	s = run(topo, "permutation:size=256K", "1us");
-	assert_int_equal(mrc_sim_report_json(s, 0, &b), 0);
-	mrc_sim_destroy(s);
-	assert_non_null(strstr(a, "\"rx_batch_ns\": 1000"));
-	if (strcmp(a, b))
-		print_error("seed %llu: reports differ\n", (unsigned long long)seed);
-	assert_string_equal(a, b);
-	free(a);
-	free(b);
+	const char *batch[] = { "0", "1us", "off" };
+	char *rep[3];
+	for (int i = 0; i < 3; i++) {
+		char *a, *b;
+		struct mrc_sim *s = run(topo, "permutation:size=256K", batch[i]);
+		assert_int_equal(mrc_sim_report_json(s, 0, &a), 0);
+		mrc_sim_destroy(s);
+		s = run(topo, "permutation:size=256K", batch[i]);
+		assert_int_equal(mrc_sim_report_json(s, 0, &b), 0);
+		mrc_sim_destroy(s);
+		if (strcmp(a, b))
+			print_error("seed %llu, rx-batch %s: reports differ\n",
+				    (unsigned long long)seed, batch[i]);
+		assert_string_equal(a, b);
+		free(b);
+		rep[i] = a;
+	}
+	assert_non_null(strstr(rep[1], "\"rx_batch_ns\": 1000"));
+	assert_non_null(strstr(rep[2], "\"rx_batch\": \"off\""));
+	for (int i = 0; i < 3; i++)
+		free(rep[i]);
 }
 
 static void setting_is_checked(void **st)
