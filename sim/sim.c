@@ -274,9 +274,10 @@ int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
 	while (!s->oom) {
 		int got = sim_evq_pop(&s->q, &ev);
 		if (s->n_rxq && (!got || ev.t != s->now)) {
-			/* The instant is over: its receive batches end.  What
-			 * their sends schedule comes after ev unless earlier
-			 * (a zero delay): then ev goes back in its place. */
+			/* The instant is over: its receive batches end.  When
+			 * their sends schedule something before ev (the next
+			 * event was further away than a frame time), ev goes
+			 * back in its place and the earlier event runs first. */
 			s->sched_min = UINT64_MAX;
 			sim_host_rx_flush(s);
 			if (!got || s->sched_min < ev.t) {
