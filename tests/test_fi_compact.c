@@ -172,10 +172,11 @@ static void test_compact_hostile(void **state)
 	/* 4. beyond an eager message */
 	raw_send_imm(qp, mr, MRCFI_EAGER_MAX + 1, MRCFI_IMM_COMPACT, 0);
 	wait_errors(&b, ++errs);
+	/* none completed the receive; its bytes are checked once the good
+	 * message completed it (a read now would race with the provider's
+	 * progress thread, which owns the buffer while it is posted) */
 	struct fi_cq_tagged_entry c;
 	assert_int_equal(fi_cq_read(b.cq, &c, 1), -FI_EAGAIN);
-	for (int i = 0; i < (int)MRCFI_SLOT; i++)
-		CHECK(rbuf[i] == 0xee, "byte %d of the receive written by a refused message", i);
 	/* a full tagged EAGER of another tag sets the base (unexpected at b),
 	 * then a compact one with the receive's low bits lands in it */
 	struct mrcfi_hdr h = { .magic = MRCFI_MAGIC, .op = MRCFI_EAGER, .hlen = sizeof(h),
@@ -189,6 +190,7 @@ static void test_compact_hostile(void **state)
 	assert_int_equal(c.len, 4096);
 	assert_int_equal(c.tag, tag);
 	check_bytes(rbuf, 4096, 4);
+	/* the 8,137 refused bytes would have reached past 4 KiB */
 	for (int i = 4096; i < (int)MRCFI_SLOT; i++)
 		CHECK(rbuf[i] == 0xee, "byte %d past the message written", i);
 	assert_int_equal(getopt_u64(&b, MRCFI_OPT_PROTO_ERRORS), errs);
