@@ -4,7 +4,7 @@
  * only while the tag's high bits are the QP's last full header's; remote
  * CQ data and a new high part go full.  Every message arrives with its
  * bytes, tag and data, counted compact or not exactly as the rule says,
- * and with FI_MRC_COMPACT=0 none is.  A raw libmrc peer's malformed
+ * with FI_MRC_COMPACT=1 (opt-in); with 0 or unset none is.  A raw libmrc peer's malformed
  * compact messages are refused and counted, a well-formed one lands. */
 #include <errno.h>
 #include <setjmp.h>
@@ -106,10 +106,12 @@ static void run(int compact_on)
 static void test_compact(void **state)
 {
 	FIX_NEED();
+	setenv("FI_MRC_COMPACT", "1", 1);
 	run(1);
 	setenv("FI_MRC_COMPACT", "0", 1);
 	run(0);
 	unsetenv("FI_MRC_COMPACT");
+	run(0);                          /* off by default */
 }
 
 /* ---- a hostile peer ------------------------------------------------------- */
@@ -138,8 +140,10 @@ static void wait_errors(struct fix_ep *e, uint64_t want)
 static void test_compact_hostile(void **state)
 {
 	FIX_NEED();
+	setenv("FI_MRC_COMPACT", "1", 1);
 	struct fix f;
 	fix_open(&f, CAPS_ALL, FI_AV_TABLE);
+	unsetenv("FI_MRC_COMPACT");
 	struct fix_ep b;
 	fix_ep_open(&f, &b, FI_CQ_FORMAT_TAGGED);
 	uint32_t bname[2];
