@@ -41,7 +41,9 @@ static void ack_one(struct mrce *e, struct mrce__qp *qp, uint32_t psn, uint64_t 
 		    uint64_t hold, struct mrce__acked_evs *a)
 {
 	struct mrce__slot *s = mrce__slot_of(e, qp, psn);
-	if (s->state == MRCE__S_INFLIGHT) {
+	/* A first transmission only: an ACK of a resent packet may be its
+	 * original's, which went on another EV. */
+	if (s->state == MRCE__S_INFLIGHT && !s->tries) {
 		uint32_t k = 0;
 		while (k < a->n && a->ev[k] != s->ev)
 			k++;
@@ -53,6 +55,8 @@ static void ack_one(struct mrce *e, struct mrce__qp *qp, uint32_t psn, uint64_t 
 			a->xseq[k] = s->xseq;
 			a->n++;
 		}
+	}
+	if (s->state == MRCE__S_INFLIGHT) {
 		mrce__lst_remove(qp, (uint16_t)(psn & e->wmask));
 		qp->inflight_pkts--;
 		qp->inflight_bytes -= s->plen;
