@@ -314,21 +314,25 @@ static void rto_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 	qp->rto_fires++;
 	e->st.rto_fires++;
 	qp->rto_ts = now;   /* judged by the next ACK (ack_rx.c rto_check) */
-	/* Everything outstanding for a whole (un-backed-off) RTO on a path
-	 * silent since it left is lost, not only the oldest packet: a QP whose
-	 * only path died gets no ACK to trigger RACK, and resending one packet
-	 * per RTO with backoff would take ages.  A path that has acked since
-	 * is delivering: its packet is queued behind those (an incast's queue
-	 * outgrows the RTO) or, if dropped, its own path's next ACK tells
-	 * (mrce__detect_losses); only the oldest is resent for it.  Packets
-	 * sent more recently get their own chance. */
+	/* The oldest packet is resent.  So is everything outstanding for a
+	 * whole (un-backed-off) RTO on a path silent since it left while the
+	 * peer was heard on others (a dead path), not one packet per RTO with
+	 * backoff.  A path that has acked since is delivering: its packet is
+	 * queued behind those (an incast's queue outgrows the RTO) or, if
+	 * dropped, its own path's next ACK tells (mrce__detect_losses).  A peer
+	 * silent on every path since (a stalled host, as F-RTO assumes first)
+	 * gets the oldest only: resends cannot end a stall, and the ACK of that
+	 * resend, a newer transmission, lets RACK declare the rest at once if
+	 * they were lost after all (a QP's only path died).  Packets sent more
+	 * recently get their own chance. */
 	const struct mrce__peer *p = &e->peers[qp->peer];
 	uint16_t i = qp->lst_head;
 	while (i != MRCE__NIL) {
 		const struct mrce__slot *s = &qp->slots[i];
 		uint16_t nx = s->next;
 		if (now - s->sent_ts >= qp->rto &&
-		    (i == qp->lst_head || p->paths[s->ev].last_ack <= s->sent_ts))
+		    (i == qp->lst_head ||
+		     (p->paths[s->ev].last_ack <= s->sent_ts && p->heard > s->sent_ts)))
 			mrce__mark_lost(e, qp, i, MRCE_RSN_RTO, 1, now);
 		i = nx;
 	}
