@@ -10,12 +10,52 @@
 
 #define RNR_LIMIT_ERR  (-ENOBUFS)
 
+/* A loss declaration proved wrong, rtt after the copy the peer had was
+ * sent: counted once (lost_by cleared), and like RACK's DSACK rule the
+ * tolerance of the rule that declared it widens: reordering across paths
+ * (reo_extra) or within one (reo_own, which FIFO paths never need), by a
+ * quarter of the RTT and at once to cover this packet's lateness past the
+ * base RTT, up to the RTO (which would fire first anyway).  Both halve
+ * again after 1024 calm ACKs (calm_ack). */
+static void spurious_loss(struct mrce *e, struct mrce__qp *qp, struct mrce__slot *s,
+			  uint64_t rtt)
+{
+	struct mrce__peer *p = &e->peers[qp->peer];
+	uint64_t *reo = s->lost_by == MRCE__LB_OWN ? &p->reo_own : &p->reo_extra;
+	qp->spurious++;
+	mrce__loss_spurious(e, s);
+	s->lost_by = MRCE__LB_NONE;
+	p->clean_acks = 0;
+	uint64_t step = qp->srtt / 4 > e->cfg.reorder_slack_ns ? qp->srtt / 4 : e->cfg.reorder_slack_ns;
+	uint64_t late = rtt > p->min_rtt ? rtt - p->min_rtt : 0;
+	*reo += step;
+	if (*reo < late)
+		*reo = late;
+	if (*reo > qp->rto)
+		*reo = qp->rto;
+}
+
 /* hold: how long the peer held the ACK for data to carry it (pb_hold),
  * which is not part of the round trip. */
 static void ack_one(struct mrce *e, struct mrce__qp *qp, uint32_t psn, uint64_t now,
-		    uint64_t hold)
+		    uint64_t hold, struct mrce__acked_evs *a)
 {
 	struct mrce__slot *s = mrce__slot_of(e, qp, psn);
+	/* A first transmission only: an ACK of a resent packet may be its
+	 * original's, which went on another EV. */
+	if (s->state == MRCE__S_INFLIGHT && !s->tries) {
+		uint32_t k = 0;
+		while (k < a->n && a->ev[k] != s->ev)
+			k++;
+		if (k < a->n) {
+			if ((int32_t)(s->xseq - a->xseq[k]) > 0)
+				a->xseq[k] = s->xseq;
+		} else if (k < MRCE__ACKED_EVS) {
+			a->ev[k] = s->ev;
+			a->xseq[k] = s->xseq;
+			a->n++;
+		}
+	}
 	if (s->state == MRCE__S_INFLIGHT) {
 		mrce__lst_remove(qp, (uint16_t)(psn & e->wmask));
 		qp->inflight_pkts--;
@@ -34,6 +74,10 @@ static void ack_one(struct mrce *e, struct mrce__qp *qp, uint32_t psn, uint64_t 
 		if (!s->tries && now > s->sent_ts + hold)
 			mrce__ev_rtt(e, p, s->ev, now - s->sent_ts - hold);
 	}
+	/* Declared lost and acked before its resend left: the peer had an
+	 * earlier copy (trims and RNR NACKs are no declaration). */
+	if (s->state == MRCE__S_LOST && s->lost_by != MRCE__LB_NONE)
+		spurious_loss(e, qp, s, now - s->sent_ts);
 	if (s->state == MRCE__S_INFLIGHT || s->state == MRCE__S_LOST)
 		qp->bytes_acked += s->plen;
 	s->state = MRCE__S_ACKED;
@@ -93,37 +137,43 @@ static void give_back_path(struct mrce *e, struct mrce__qp *qp, struct mrce__slo
 	s->lost_ev = UINT16_MAX;
 }
 
-/* An ACK triggered by an earlier transmission of a packet we already
- * declared lost: the "loss" was reordering.  Like RACK's DSACK rule, widen
- * the reorder window, and give back the path it wrongly retired. */
+static void calm_ack(struct mrce__peer *p)
+{
+	if (++p->clean_acks >= 1024 && (p->reo_extra || p->reo_own)) {
+		p->reo_extra /= 2;   /* decay once things are calm */
+		p->reo_own /= 2;
+		p->clean_acks = 0;
+	}
+}
+
+/* An ACK triggered by an earlier transmission of a packet we declared
+ * lost and resent: the "loss" was reordering.  Counted and the window
+ * widened (spurious_loss); the path it wrongly retired is given back
+ * while the packet is outstanding.  Also once the resend's ACK came
+ * first (the original arrived after it, a duplicate), as long as the
+ * slot still holds that PSN.  One declared lost and not yet resent is
+ * judged by ack_one. */
 static void spurious_check(struct mrce *e, struct mrce__qp *qp,
 			   const struct mrc_ack_hdr *h, uint64_t now)
 {
 	uint32_t psn = h->trig_psn;
 	struct mrce__peer *p = &e->peers[qp->peer];
-	if (h->nack || !mrc_psn_le(qp->snd_una, psn) || !mrc_psn_lt(psn, qp->snd_nxt)) {
-		if (++p->clean_acks >= 1024 && p->reo_extra) {
-			p->reo_extra /= 2;   /* decay once things are calm */
-			p->clean_acks = 0;
-		}
+	if (h->nack || !mrc_psn_lt(psn, qp->snd_nxt) ||
+	    qp->snd_nxt - psn > e->wmask + 1u) {
+		calm_ack(p);
 		return;
 	}
 	struct mrce__slot *s = mrce__slot_of(e, qp, psn);
-	if (!s->tries || !h->ts_echo || h->ts_echo >= s->sent_ts ||
-	    (s->state != MRCE__S_INFLIGHT && s->state != MRCE__S_LOST)) {
-		if (++p->clean_acks >= 1024 && p->reo_extra) {
-			p->reo_extra /= 2;
-			p->clean_acks = 0;
-		}
+	if (!s->tries || !h->ts_echo || h->ts_echo >= s->sent_ts || h->ts_echo > now) {
+		calm_ack(p);
 		return;
 	}
-	qp->spurious++;
-	p->clean_acks = 0;
-	uint64_t step = qp->srtt / 4 > e->cfg.reorder_slack_ns ? qp->srtt / 4 : e->cfg.reorder_slack_ns;
-	p->reo_extra += step;
-	if (p->reo_extra > 2 * qp->srtt)
-		p->reo_extra = 2 * qp->srtt;
-	give_back_path(e, qp, s, h, now);
+	int out = mrc_psn_le(qp->snd_una, psn) &&
+		  (s->state == MRCE__S_INFLIGHT || s->state == MRCE__S_LOST);
+	if (s->lost_by != MRCE__LB_NONE && (!out || s->state == MRCE__S_INFLIGHT))
+		spurious_loss(e, qp, s, now - h->ts_echo);
+	if (out)
+		give_back_path(e, qp, s, h, now);
 }
 
 /* Eifel / F-RTO undo (RFC 3522, 4015, 5682): the first ACK after an RTO
@@ -271,10 +321,11 @@ static int ack_apply(struct mrce *e, uint64_t now, struct mrce__qp *qp,
 	rto_check(e, qp, h, now);
 
 	uint64_t before = qp->bytes_acked;
+	struct mrce__acked_evs a = { .n = 0 };
 	/* Cumulative part. */
 	while (mrc_psn_lt(qp->snd_una, h->cum_psn)) {
 		uint32_t psn = qp->snd_una;
-		ack_one(e, qp, psn, now, hold);
+		ack_one(e, qp, psn, now, hold, &a);
 		mrce__bit_clear(qp->sacked, psn);
 		mrce__slot_of(e, qp, psn)->state = MRCE__S_FREE;
 		qp->snd_una++;
@@ -292,7 +343,7 @@ static int ack_apply(struct mrce *e, uint64_t now, struct mrce__qp *qp,
 			uint32_t psn = qp->snd_una + d;
 			uint32_t rel = psn - h->sack_base;
 			if (d < span && rel < MRC_SACK_BITS)
-				ack_one(e, qp, psn, now, hold);
+				ack_one(e, qp, psn, now, hold, &a);
 		}
 	}
 	uint32_t acked = (uint32_t)(qp->bytes_acked - before);
@@ -305,7 +356,7 @@ static int ack_apply(struct mrce *e, uint64_t now, struct mrce__qp *qp,
 		qp->backoff = 0;
 	mrce__sq_advance(e, qp);
 	uint64_t lost_before = e->st.loss_detected;
-	mrce__detect_losses(e, qp, now);
+	mrce__detect_losses(e, qp, now, &a);
 	if (e->st.loss_detected != lost_before)
 		e->cc->on_loss(qp->cc, now);
 	mrce__rto_rearm(qp, now);

@@ -504,6 +504,18 @@ struct mrce_stats {
 	/* RTOs proven spurious: the first ACK after one echoed a transmission
 	 * from before it (Eifel/F-RTO undo, ack_rx.c rto_check). */
 	uint64_t rto_spurious;
+	/* Packets the reorder window (RACK, loss.c) declared lost: with a
+	 * later packet on their own path acknowledged (paths are FIFO: a
+	 * real loss, or a reorder within the path), or with only later
+	 * packets on other paths acknowledged (what spraying over paths of
+	 * unequal queues does by design). */
+	uint64_t loss_own_path, loss_cross_path;
+	/* Loss declarations the peer proved wrong (it had the packet: an
+	 * ACK of it before its resend left, or echoing an earlier copy),
+	 * and of those, by the rule that declared them: own path, cross
+	 * path, tail-loss probe, RTO. */
+	uint64_t loss_spurious, loss_spurious_own, loss_spurious_cross, loss_spurious_tlp,
+		 loss_spurious_rto;
 };
 void mrce_stats(const struct mrce *e, struct mrce_stats *st);
 

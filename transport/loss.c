@@ -84,6 +84,7 @@ void mrce__mark_lost(struct mrce *e, struct mrce__qp *qp, uint16_t i,
 	s->lost_ev = blame ? s->ev : UINT16_MAX;
 	if (reason == MRCE_RSN_RTO)
 		s->rto_lost = 1;
+	s->lost_by = reason == MRCE_RSN_RTO ? MRCE__LB_RTO : MRCE__LB_NONE;   /* callers refine */
 	if (s->ev < e->cfg.qp_ev_stats)
 		qp->evst[s->ev].lost_pkts++;
 	else
@@ -96,28 +97,41 @@ void mrce__mark_lost(struct mrce *e, struct mrce__qp *qp, uint16_t i,
 			       congested(e, qp, now), weak, now);
 }
 
-/* How long past its send time a packet on this EV may still be acked:
- * the path's srtt plus a reorder window. */
+/* How long past its send time a packet on this EV may still be acked.
+ * own: a packet sent after it on the same EV was acked.  A path is FIFO
+ * and every ACK carries the whole SACK window, so that ACK would have
+ * shown it had it arrived first: lost, after the fastest round trip to
+ * the peer and the slack, plus what declarations of this kind proven
+ * spurious taught (reo_own: a fabric whose paths reorder), not its
+ * path's smoothed RTT and variance, which a queue that builds blows up
+ * to milliseconds; never later than without that evidence.  Else only packets on other paths overtook it,
+ * which spraying does by design: the path's srtt plus a window that
+ * covers its RTT variance, how far RTTs to the peer spread lately (queues
+ * on some paths, not on others) and what declarations proven spurious
+ * taught (reo_extra: ack_rx.c spurious_loss). */
 static void late_after(const struct mrce *e, const struct mrce__qp *qp,
-		       const struct mrce__peer *p, uint16_t ev, uint64_t *srtt_out,
+		       const struct mrce__peer *p, uint16_t ev, int own, uint64_t *srtt_out,
 		       uint64_t *wnd)
 {
 	const struct mrce__ev *pa = &p->paths[ev];
+	uint64_t slack = e->cfg.reorder_slack_ns;
+	if (p->min_rtt / 4 > slack)
+		slack = p->min_rtt / 4;
+	uint64_t own_after = own && p->min_rtt ? p->min_rtt + slack + p->reo_own : UINT64_MAX;
 	/* A path not measured yet is judged by the slowest recent RTT to
 	 * the peer, not by the QP's (which may be the fastest path's, or
 	 * none: a packet sent at time 0 echoes no timestamp). */
 	uint64_t srtt = pa->srtt ? pa->srtt : qp->srtt > p->rtt_hi ? qp->srtt : p->rtt_hi;
 	uint64_t var = pa->srtt ? pa->rttvar : qp->rttvar;
-	uint64_t slack = e->cfg.reorder_slack_ns;
-	if (p->min_rtt / 4 > slack)
-		slack = p->min_rtt / 4;
-	/* Reordering across paths is bounded by how far RTTs to the peer
-	 * spread lately (queues on some paths, not on others). */
 	if (p->rtt_hi - p->min_rtt > slack)
 		slack = p->rtt_hi - p->min_rtt;
 	slack += p->reo_extra;
 	*srtt_out = srtt;
 	*wnd = 4 * var > slack ? 4 * var : slack;
+	if (own_after < srtt + *wnd) {
+		*srtt_out = p->min_rtt;
+		*wnd = own_after - p->min_rtt;
+	}
 }
 
 /* One packet in flight and nothing heard from the peer since it left:
@@ -159,7 +173,7 @@ static uint64_t tlp_due(const struct mrce *e, const struct mrce__qp *qp, uint64_
 	 * acked (its path's RTT and reorder window), so that its path is
 	 * charged by the same measure. */
 	uint64_t srtt, wnd;
-	late_after(e, qp, p, qp->slots[qp->lst_tail].ev, &srtt, &wnd);
+	late_after(e, qp, p, qp->slots[qp->lst_tail].ev, 0, &srtt, &wnd);
 	uint64_t wait = 2 * srtt > e->cfg.tlp_min_ns ? 2 * srtt : e->cfg.tlp_min_ns;
 	if (wait < srtt + wnd)
 		wait = srtt + wnd;
@@ -199,6 +213,7 @@ static void tlp_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 		s->lost_ev = ev;
 		mrce__ev_lost(e, qp->peer, ev, sent, MRCE_RSN_LOSS, 1, 0, now);
 	}
+	s->lost_by = MRCE__LB_TLP;
 	qp->tlp_ts = now;
 	e->st.tlp_probes++;
 }
@@ -213,10 +228,34 @@ void mrce__tlp_arm(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 		qp->rack_deadline = tlp > now ? tlp : now + 1;
 }
 
+/* Whether an ACK that acked a later transmission on s's own EV came. */
+static int own_overtaken(const struct mrce__slot *s, const struct mrce__acked_evs *a)
+{
+	if (s->own_late || !a)
+		return s->own_late;
+	for (uint32_t k = 0; k < a->n; k++)
+		if (a->ev[k] == s->ev && (int32_t)(a->xseq[k] - s->xseq) > 0)
+			return 1;
+	return 0;
+}
+
+void mrce__loss_spurious(struct mrce *e, const struct mrce__slot *s)
+{
+	e->st.loss_spurious++;
+	switch (s->lost_by) {
+	case MRCE__LB_OWN: e->st.loss_spurious_own++; break;
+	case MRCE__LB_CROSS: e->st.loss_spurious_cross++; break;
+	case MRCE__LB_TLP: e->st.loss_spurious_tlp++; break;
+	case MRCE__LB_RTO: e->st.loss_spurious_rto++; break;
+	default: break;
+	}
+}
+
 /* RACK-style, per path: a packet is lost once a packet sent after it has
  * been acknowledged and it is overdue for its own path's RTT.  A global
  * duplicate count would misfire, since spraying reorders by design. */
-void mrce__detect_losses(struct mrce *e, struct mrce__qp *qp, uint64_t now)
+void mrce__detect_losses(struct mrce *e, struct mrce__qp *qp, uint64_t now,
+			 const struct mrce__acked_evs *a)
 {
 	const struct mrce__peer *p = &e->peers[qp->peer];
 	uint64_t next = 0;
@@ -227,8 +266,9 @@ void mrce__detect_losses(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 		/* Transmission order, not time: a batch shares one timestamp. */
 		if ((int32_t)(s->xseq - qp->rack_seq) >= 0)
 			break;
+		s->own_late = (uint8_t)own_overtaken(s, a);
 		uint64_t srtt, wnd;
-		late_after(e, qp, p, s->ev, &srtt, &wnd);
+		late_after(e, qp, p, s->ev, s->own_late, &srtt, &wnd);
 		uint64_t due = s->sent_ts + srtt + wnd;
 		/* Part way through the reorder window the path is probed
 		 * (mrce__ev_check) when an ACK brings us here, so that at the
@@ -236,7 +276,13 @@ void mrce__detect_losses(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 		 * has nearly timed out.  No timer of its own: an idle QP
 		 * behaves as without it. */
 		if (now >= due) {
+			uint8_t by = s->own_late ? MRCE__LB_OWN : MRCE__LB_CROSS;
+			if (s->own_late)
+				e->st.loss_own_path++;
+			else
+				e->st.loss_cross_path++;
 			mrce__mark_lost(e, qp, i, MRCE_RSN_LOSS, 1, now);
+			s->lost_by = by;
 		} else {
 			if (now >= s->sent_ts + srtt + wnd / PROBE_AT)
 				mrce__ev_check(e, qp->peer, s->ev, s->sent_ts, now);
@@ -268,14 +314,25 @@ static void rto_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 	qp->rto_fires++;
 	e->st.rto_fires++;
 	qp->rto_ts = now;   /* judged by the next ACK (ack_rx.c rto_check) */
-	/* Everything outstanding for a whole (un-backed-off) RTO is lost, not
-	 * only the oldest packet: a QP whose only path died gets no ACK to
-	 * trigger RACK, and resending one packet per RTO with backoff would
-	 * take ages.  Packets sent more recently get their own chance. */
+	/* The oldest packet is resent.  So is everything outstanding for a
+	 * whole (un-backed-off) RTO on a path silent since it left while the
+	 * peer was heard on others (a dead path), not one packet per RTO with
+	 * backoff.  A path that has acked since is delivering: its packet is
+	 * queued behind those (an incast's queue outgrows the RTO) or, if
+	 * dropped, its own path's next ACK tells (mrce__detect_losses).  A peer
+	 * silent on every path since (a stalled host, as F-RTO assumes first)
+	 * gets the oldest only: resends cannot end a stall, and the ACK of that
+	 * resend, a newer transmission, lets RACK declare the rest at once if
+	 * they were lost after all (a QP's only path died).  Packets sent more
+	 * recently get their own chance. */
+	const struct mrce__peer *p = &e->peers[qp->peer];
 	uint16_t i = qp->lst_head;
 	while (i != MRCE__NIL) {
-		uint16_t nx = qp->slots[i].next;
-		if (now - qp->slots[i].sent_ts >= qp->rto)
+		const struct mrce__slot *s = &qp->slots[i];
+		uint16_t nx = s->next;
+		if (now - s->sent_ts >= qp->rto &&
+		    (i == qp->lst_head ||
+		     (p->paths[s->ev].last_ack <= s->sent_ts && p->heard > s->sent_ts)))
 			mrce__mark_lost(e, qp, i, MRCE_RSN_RTO, 1, now);
 		i = nx;
 	}
@@ -295,7 +352,7 @@ void mrce__qp_timers(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 	}
 	if (qp->rack_deadline && now >= qp->rack_deadline) {
 		tlp_fire(e, qp, now);
-		mrce__detect_losses(e, qp, now);
+		mrce__detect_losses(e, qp, now, NULL);
 	}
 	if (qp->rto_deadline && now >= qp->rto_deadline) {
 		rto_fire(e, qp, now);

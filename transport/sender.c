@@ -75,6 +75,7 @@ static void build(struct mrce *e, struct mrce__qp *qp, uint32_t psn, int ev,
 	s->ev = (uint16_t)ev;
 	s->sent_ts = now;
 	s->xseq = qp->xmit_seq++;
+	s->own_late = 0;
 	s->plen = (uint16_t)plen;
 	s->state = MRCE__S_INFLIGHT;
 	lst_append(e, qp, psn);
@@ -162,7 +163,7 @@ int mrce__qp_tx_one(struct mrce *e, struct mrce__qp *qp, uint64_t now,
 	psn = qp->snd_nxt++;
 	struct mrce__slot *s = mrce__slot_of(e, qp, psn);
 	s->wqe = qp->sq_seg;
-	s->tries = s->strikes = s->rnr_tries = s->free_resend = s->rto_lost = 0;
+	s->tries = s->strikes = s->rnr_tries = s->free_resend = s->rto_lost = s->lost_by = 0;
 	if (psn - w->first_psn + 1 == w->npkts)
 		qp->sq_seg++;
 	build(e, qp, psn, ev, 0, now, pkt);

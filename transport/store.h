@@ -96,6 +96,7 @@ struct mrce__peer {
 	/* Reordering is a property of the paths, so what one QP learns from
 	 * spurious losses serves every QP to the peer. */
 	uint64_t reo_extra;         /* learned extra reorder tolerance */
+	uint64_t reo_own;           /* the same within one path (loss.c own) */
 	uint32_t clean_acks;        /* ACKs since the last spurious loss */
 	/* Cross-QP ACKs (cfg.xack): when a QP last sent data to the peer
 	 * (which QP, and when another QP last did), and the one QP whose held
@@ -128,6 +129,10 @@ struct mrce__wqe {
 
 enum { MRCE__S_FREE = 0, MRCE__S_INFLIGHT, MRCE__S_LOST, MRCE__S_ACKED };
 
+/* Which rule declared a packet lost (mrce_stats' loss_spurious_by). */
+enum mrce__lost_by { MRCE__LB_NONE = 0, MRCE__LB_OWN, MRCE__LB_CROSS, MRCE__LB_TLP,
+		     MRCE__LB_RTO };
+
 /* Sender state of one PSN of the window. */
 struct mrce__slot {
 	uint64_t sent_ts;
@@ -140,8 +145,13 @@ struct mrce__slot {
 	uint8_t rnr_tries;          /* RNR NACKs, against the QP's rnr_retry */
 	uint8_t free_resend;        /* lost to a trim or RNR: next resend is
 	                               not charged */
-	uint8_t rto_lost;           /* declared lost by an RTO (its undo,
+	uint8_t rto_lost : 1;       /* declared lost by an RTO (its undo,
 	                               ack_rx.c); in the padding */
+	uint8_t lost_by : 3;        /* enum mrce__lost_by of its last loss
+	                               declaration (spurious ones counted by it) */
+	uint8_t own_late : 1;       /* this transmission was overtaken on its
+	                               own EV: a packet sent after it there was
+	                               acked (loss.c) */
 	uint16_t plen;
 	uint16_t lost_ev;           /* EV blamed when it was declared lost */
 	uint32_t xseq;              /* transmission order (ties in sent_ts) */

@@ -5,8 +5,10 @@
 # alltoall by default, SIZE per rank, ITERS iterations) on 8 ranks over
 # the mrc provider, and every mrcd's engine counters before and after
 # (mrcctl stats): data packets, retransmissions, RTO fires, losses
-# declared, tail-loss probes, RNR NACKs, trimmed packets.  MPI_ENV: words
-# VAR=VALUE for every rank (e.g. FI_MRC_RX_POSTED_MAX=8).  Root; prints,
+# declared (by evidence: own path, cross path), those proven spurious (by
+# rule; 0 where the build predates the counters), tail-loss probes, RNR
+# NACKs, trimmed packets.  MPI_ENV: words VAR=VALUE for every rank (e.g.
+# FI_MRC_RX_POSTED_MAX=8).  Root; prints,
 # writes nothing to bench/results:
 #   bash bench/fabric/libfabric_mpistat.sh [BUILD]
 SCEN=libfabric_mpistat
@@ -19,7 +21,12 @@ stats() {
 	for h in $HOSTS; do "$B/bin/mrcctl" -j -s "$TMP/$h/mrcctl.sock" stats; done |
 		jq -s '[.[].engine] | {tx_data: (map(.tx_data) | add), tx_retx: (map(.tx_retx) | add),
 			rto_fires: (map(.rto_fires) | add), loss_detected: (map(.loss_detected) | add),
-			tlp_probes: (map(.tlp_probes // 0) | add), rnr_nacks: (map(.nack_tx.rnr) | add),
+			tlp_probes: (map(.tlp_probes // 0) | add), rto_spurious: (map(.rto_spurious // 0) | add),
+			loss_own_path: (map(.loss_own_path // 0) | add), loss_cross_path: (map(.loss_cross_path // 0) | add),
+			loss_spurious: (map(.loss_spurious // 0) | add), loss_spurious_own: (map(.loss_spurious_own // 0) | add),
+			loss_spurious_cross: (map(.loss_spurious_cross // 0) | add),
+			loss_spurious_tlp: (map(.loss_spurious_tlp // 0) | add),
+			loss_spurious_rto: (map(.loss_spurious_rto // 0) | add), rnr_nacks: (map(.nack_tx.rnr) | add),
 			trimmed: (map(.rx_trimmed) | add), rx_dup: (map(.rx_dup) | add),
 			msgs: (map(.msgs_completed) | add)}'
 }

@@ -88,6 +88,16 @@ static json_t *stats_engine(struct mrcd *d)
 	json_object_set_new(eng, "tlp_probes", json_integer((json_int_t)s.tlp_probes));
 	/* RTOs the next ACK proved spurious (ack_rx.c rto_check). */
 	json_object_set_new(eng, "rto_spurious", json_integer((json_int_t)s.rto_spurious));
+	/* Losses the reorder window declared, by evidence; declarations the
+	 * peer proved wrong, by rule (docs/design.md "Loss detection"). */
+	json_object_update_missing_new(eng, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"loss_own_path", (json_int_t)s.loss_own_path,
+		"loss_cross_path", (json_int_t)s.loss_cross_path,
+		"loss_spurious", (json_int_t)s.loss_spurious,
+		"loss_spurious_own", (json_int_t)s.loss_spurious_own,
+		"loss_spurious_cross", (json_int_t)s.loss_spurious_cross,
+		"loss_spurious_tlp", (json_int_t)s.loss_spurious_tlp,
+		"loss_spurious_rto", (json_int_t)s.loss_spurious_rto));
 	/* Of the piggybacked ACKs, those of another QP to the same peer. */
 	json_object_set_new(eng, "tx_xacks", json_integer((json_int_t)s.tx_xacks));
 	json_object_set_new(eng, "rx_xacks", json_integer((json_int_t)s.rx_xacks));
