@@ -7,9 +7,11 @@
 # mount point), mounts proc, sys, dev and a tmpfs on /run, installs only
 # `make`, copies `git archive HEAD` in, and runs `make demo` and then
 # `make check MRC_FRESH=1` there as root (every suite, except that the
-# sanitizer builds are built but not run and fuzz targets run 2 s: a fresh
-# machine can break their build, not their outcome).  Everything is unmounted and removed on any
-# exit.  Environment:
+# sanitizer builds are built but not run, fuzz targets run 2 s and the root
+# scripts run short, MRC_ROOT_QUICK=1: a fresh machine can break their
+# build and the tools, packages and kernel features they use, not the
+# outcome the host's full run proved).  Everything is unmounted and
+# removed on any exit.  Environment:
 #   MRC_FRESH_CACHE  where the base tarball is kept
 #                    (default /var/cache/mrc/bookworm-minbase.tar.gz)
 #   MRC_FRESH_KEEP=1 keep the root filesystem for inspection (still unmounted)

@@ -12,6 +12,7 @@ for f in "$@"; do
 	work="$dir/corpus/$f"; log="$dir/$f.log"
 	mkdir -p "$work" "fuzz/corpus/$f"
 	echo "=== fuzz $f for ${secs}s (seed corpus fuzz/corpus/$f)"
+	MRC_SUITE_T0=$(date +%s%N); export MRC_SUITE_T0
 	if "$dir/bin/$f" -max_total_time="$secs" -seed=1 -print_final_stats=1 \
 		-rss_limit_mb=2048 -artifact_prefix="$dir/" "$work" "fuzz/corpus/$f" >"$log" 2>&1; then
 		grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$log"

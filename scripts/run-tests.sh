@@ -1,8 +1,9 @@
 #!/bin/sh
 # Runs each cmocka test binary given, keeps going after a failure, and
-# records every binary as a suite (scripts/suite.sh): passed, failed, or
-# skipped when any of its tests skipped (with the reasons the tests print
-# as "mrc-skip: ..." lines, tests/support/skip.h).  Exits 1 if any failed.
+# records every binary as a suite (scripts/suite.sh, with its wall time):
+# passed, failed, or skipped when any of its tests skipped (with the
+# reasons the tests print as "mrc-skip: ..." lines, tests/support/skip.h).
+# Exits 1 if any failed.
 here=$(dirname "$0")
 [ -n "${MRC_CHECK_LOG:-}" ] || exec "$here/suite.sh" alone "$0" "$@"
 out=$(mktemp)
@@ -10,6 +11,7 @@ trap 'rm -f "$out"' EXIT
 rc_all=0
 for t in "$@"; do
 	echo "=== $t"
+	MRC_SUITE_T0=$(date +%s%N); export MRC_SUITE_T0
 	"$t" >"$out" 2>&1; rc=$?
 	cat "$out"
 	skipped=$(grep '^\[  SKIPPED \] ' "$out" | grep -cv 'test(s)')

@@ -9,11 +9,16 @@
 #                                      own: a temporary LOG, then its summary
 #   suite.sh summary LOG               print "N passed, N failed, N skipped",
 #                                      list every skip and failure with its
-#                                      reason; exit 1 if anything failed
+#                                      reason, the stage times and the 10
+#                                      slowest suites; exit 1 if anything
+#                                      failed
 #
 # A suite is one cmocka binary, one sanitizer binary, one fuzz target or one
 # root script.  A suite that skipped anything is reported as skipped with the
-# reason, never as passed.  LOG is one line per suite: RESULT<TAB>NAME<TAB>REASON.
+# reason, never as passed.  LOG is one line per suite:
+# RESULT<TAB>NAME<TAB>REASON<TAB>SECONDS, SECONDS its wall time when the
+# runner exported MRC_SUITE_T0 (`date +%s%N` as the suite began), else empty:
+# CI has a time budget, and the slowest suites are where it goes.
 set -u
 cmd=${1:-}; log=${2:-}
 if [ "$cmd" = alone ]; then
@@ -30,7 +35,10 @@ case "$cmd" in
 record)
 	res=$3; name=$4; why=${5:-}
 	case "$res" in pass|fail|skip) ;; *) echo "suite.sh: bad result '$res'" >&2; exit 2 ;; esac
-	printf '%s\t%s\t%s\n' "$res" "$name" "$why" | tr -d '\r' >>"$log"
+	secs=
+	[ -n "${MRC_SUITE_T0:-}" ] &&
+		secs=$(awk -v a="$MRC_SUITE_T0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+	printf '%s\t%s\t%s\t%s\n' "$res" "$name" "$why" "$secs" | tr -d '\r' >>"$log"
 	;;
 stage)
 	stage=$3; shift 3
@@ -60,6 +68,11 @@ summary)
 	if [ -s "$log.times" ]; then
 		awk -F'\t' '{ printf "%s%s %d s", (NR > 1 ? ", " : "stage times: "), $1, $2 }
 			END { print "" }' "$log.times"
+	fi
+	slow=$(awk -F'\t' '$4 != "" { printf "%s\t%s\n", $4, $2 }' "$log" | sort -rn | head -n 10)
+	if [ -n "$slow" ]; then
+		echo "slowest suites (wall time, s):"
+		echo "$slow" | awk -F'\t' '{ printf "  %7.1f  %s\n", $1, $2 }'
 	fi
 	echo "${MRC_SUITE_LABEL:-make check}: $p passed, $f failed, $s skipped"
 	[ "$f" = 0 ]

@@ -28,7 +28,11 @@
 #     the fault's effect seen on h7's paths to h0; flat, then 2-D (nodes
 #     of the 2 hosts of a leaf).
 # MRC_COLL_PARTS="matrix big faults nb pregate kill rpn2 forest" (default all) picks
-# parts.
+# parts.  MRC_ROOT_QUICK=1 (make check-fresh's short run: every part, every
+# fault kind and layout, each asserted as here) shortens the loops under
+# a fault (4 all-reduces of 16 MiB, 3 overlap steps, 4 pre-gated steps),
+# runs the pre-gated dispatch twice (flat with the blackhole, 2-D with the
+# loss) instead of four times, and the large all-reduce at 32M per rank.
 # Faults land mid-collective: injected once h0's daemon has placed bytes
 # of the run.  Bounded in time; cleans up on every exit.  Run it only
 # under `flock /tmp/mrc-root.lock`.
@@ -39,6 +43,11 @@ T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
 PERF=$B/bin/mrc-coll-perf
 BIG=${MRC_COLL_BIG:-128M}
+# Iterations of the loops under a fault: all-reduces, overlap steps,
+# pre-gated steps (QUICK: check-fresh's short run).
+QUICK=${MRC_ROOT_QUICK:-0}
+FAULT_N=10 NB_N=6 PG_N=8
+[ "$QUICK" = 1 ] && { BIG=${MRC_COLL_BIG:-32M}; FAULT_N=4 NB_N=3 PG_N=4; }
 PARTS=${MRC_COLL_PARTS:-matrix big faults nb pregate kill rpn2}   # a subset runs only those
 part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 # No-progress bound (ms) of every rank: long for the correctness runs, so
@@ -110,13 +119,13 @@ else
 fi; }
 
 # ---- faults mid-collective ---------------------------------------------
-# fault NAME FAULT CHECK: a 16 MiB all-reduce loop (10 runs, each checked)
-# with FAULT injected once 32 MiB were placed at h0.
+# fault NAME FAULT CHECK: a 16 MiB all-reduce loop (FAULT_N runs, each
+# checked) with FAULT injected once 32 MiB were placed at h0.
 fault() {
 	local name=$1 fault=$2 check=$3 base before injected=0
 	base=$(placed); before=$(paths_snap)
 	local tag=f$((sid + 1))   # launch takes the next service id
-	launch "$tag" -C all_reduce -d float -o sum -N 4194304 -n 10 -w 0 -c 2 -T 20000
+	launch "$tag" -C all_reduce -d float -o sum -N 4194304 -n $FAULT_N -w 0 -c 2 -T 20000
 	local out="$tmp/$tag.0"
 	if until_t 120 eval '[ $(( $(placed) - base )) -ge 33554432 ]'; then
 		# shellcheck disable=SC2086
@@ -125,7 +134,7 @@ fault() {
 		bad "$name: the all-reduce never progressed"
 	fi
 	if finish "$name" 600 && grep -q "Out of bounds values : 0 OK" "$out" && [ $injected = 1 ]; then
-		ok "$name: 10 all-reduces of 16 MiB on 8 ranks, each checked, 0 wrong ($(grep '^ ' "$out" | awk '{print "busbw " $8 " GB/s"}'))"
+		ok "$name: $FAULT_N all-reduces of 16 MiB on 8 ranks, each checked, 0 wrong ($(grep '^ ' "$out" | awk '{print "busbw " $8 " GB/s"}'))"
 	else
 		bad "$name: $(tail -n2 "$out" | tr '\n' ' ')"
 	fi
@@ -168,8 +177,8 @@ mid_fault() {
 # flight, then the same blocking and alone; every bucket of every step
 # checked element by element) with FAULT injected once 16 MiB were placed
 # at h0.
-nb_sum() { echo "18 steps of 8 all-reduces of 1 MiB on 8 ranks (6 with the overlap, several in flight), every bucket checked, 0 wrong ($(grep '^# exposed' "$1" | cut -c3-))"; }
-nb_fault() { mid_fault "$1" "$2" "$3" 16 nb_sum -C overlap -O 8,1048576,1000,100,1 -n 6 -w 0 -T 20000; }
+nb_sum() { echo "$((3 * NB_N)) steps of 8 all-reduces of 1 MiB on 8 ranks ($NB_N with the overlap, several in flight), every bucket checked, 0 wrong ($(grep '^# exposed' "$1" | cut -c3-))"; }
+nb_fault() { mid_fault "$1" "$2" "$3" 16 nb_sum -C overlap -O 8,1048576,1000,100,1 -n $NB_N -w 0 -T 20000; }
 # The benchmark on the healthy fabric first: exposed communication per
 # step, blocking vs overlap (figures in docs/coll.md); buckets small and
 # compute long enough that the two are of one order on this fabric of
@@ -192,13 +201,13 @@ part nb && nb_fault "non-blocking: 3% loss at spine p1s0 mid-run" "drop p1s0 3" 
 # experts changed; every pre-gated step's experts' input, counts and
 # output compared element by element with the plain dispatch of the same
 # actual routing, every plain output with the local reference) with
-# FAULT injected once 8 MiB were placed at h0 (about one of the 8 steps);
+# FAULT injected once 8 MiB were placed at h0 (about one step of PG_N);
 # the correction exchange must have carried rows at 10 and 30 % (the
 # misprediction path ran under the fault).  L (default 0: flat): ranks per
 # node, the 2-D layer (plain the 2-D dispatch of rows per rank).
-pg_sum() { echo "8 steps x 9 variants of an MoE layer on 8 ranks ($(grep -o '^# mrc-coll-perf pregate: [^,]*, \(flat\|2-D, nodes of [0-9]* ranks\)' "$1" | sed 's/.*ranks, //')), 0 wrong elements (experts' input, rows, output against plain, plain's against the reference: $(grep '^# wrong' "$1" | grep -o '[0-9]\+' | paste -sd/)); layer us plain/pregated at 0, 10, 30 %: $(awk '$1 == "plain" || $1 == "pregated" {printf "%s ", $3}' "$1")"; }
+pg_sum() { echo "$PG_N steps x 9 variants of an MoE layer on 8 ranks ($(grep -o '^# mrc-coll-perf pregate: [^,]*, \(flat\|2-D, nodes of [0-9]* ranks\)' "$1" | sed 's/.*ranks, //')), 0 wrong elements (experts' input, rows, output against plain, plain's against the reference: $(grep '^# wrong' "$1" | grep -o '[0-9]\+' | paste -sd/)); layer us plain/pregated at 0, 10, 30 %: $(awk '$1 == "plain" || $1 == "pregated" {printf "%s ", $3}' "$1")"; }
 pg_fault() {
-	mid_fault "$1" "$2" "$3" 8 pg_sum -C pregate -G "256,512,8,2,2000,20,${4:-0}" -n 8 -w 0 -T 20000
+	mid_fault "$1" "$2" "$3" 8 pg_sum -C pregate -G "256,512,8,2,2000,20,${4:-0}" -n $PG_N -w 0 -T 20000
 	local out=$tmp/mf$sid.0 c
 	c=$(awk '$1 == "pregated" && $2 > 0 {printf "%s ", $5}' "$out")
 	if [ -n "$c" ] && ! echo "$c" | grep -qw 0; then
@@ -210,10 +219,10 @@ pg_fault() {
 part pregate && { t_pg=$(date +%s)
 pg_fault "pre-gated dispatch: spine p0s1 blackholed mid-run" "fail p0s1 --silent" \
 	'.a["0/1"].state == "ASSUMED_BAD" or .a["0/1"].lost > (.b["0/1"].lost // 0)'
-pg_fault "pre-gated dispatch: 3% loss at spine p1s0 mid-run" "drop p1s0 3" \
+[ "$QUICK" = 1 ] || pg_fault "pre-gated dispatch: 3% loss at spine p1s0 mid-run" "drop p1s0 3" \
 	'.a["1/0"].lost > (.b["1/0"].lost // 0)'
 # 2-D (nodes of 2 hosts: the inter-node phase crosses the spines).
-pg_fault "pre-gated 2-D dispatch: spine p0s1 blackholed mid-run" "fail p0s1 --silent" \
+[ "$QUICK" = 1 ] || pg_fault "pre-gated 2-D dispatch: spine p0s1 blackholed mid-run" "fail p0s1 --silent" \
 	'.a["0/1"].state == "ASSUMED_BAD" or .a["0/1"].lost > (.b["0/1"].lost // 0)' 2
 pg_fault "pre-gated 2-D dispatch: 3% loss at spine p1s0 mid-run" "drop p1s0 3" \
 	'.a["1/0"].lost > (.b["1/0"].lost // 0)' 2

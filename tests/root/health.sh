@@ -3,7 +3,8 @@
 # on the emulated SRv6 fabric (2 planes x 4 leaves x 2 spines, 8 hosts),
 # one mrcd per host, mrc_alltoall on every host the whole time (so every
 # leaf-spine link carries several hosts' flows).
-#   - N times (MRC_HEALTH_N, default 3): one random leaf-spine link
+#   - N times (MRC_HEALTH_N, default 3; 1 under MRC_ROOT_QUICK=1, make
+#     check-fresh's short run): one random leaf-spine link
 #     (seeded by MRC_HEALTH_SEED, printed) blackholed silently: within
 #     MRC_HEALTH_BOUND s (20: a shared VM's load) some host's `mrcctl
 #     fabric` says that link is located or denied, and no host locates any other link; the time to
@@ -27,7 +28,7 @@ B=${1:-build}
 P=${MRC_HEALTH_PREFIX:-mrcH}
 T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
-N=${MRC_HEALTH_N:-3}
+if [ "${MRC_ROOT_QUICK:-0}" = 1 ]; then N=${MRC_HEALTH_N:-1}; else N=${MRC_HEALTH_N:-3}; fi
 M=${MRC_HEALTH_M:-1}
 BOUND=${MRC_HEALTH_BOUND:-20}
 CONG_S=${MRC_HEALTH_CONG_S:-5}

@@ -6,8 +6,9 @@
 #     accept loops, NULL requests, grouped tagged receives larger than
 #     their sends, closes in flight, every byte verified
 #   - 2 ranks h0 <-> h7 with spine p0s1 silently blackholed once 20% of
-#     the rounds are done: every message still delivered and verified, and
-#     h0's path through p0s1 is seen losing packets (the fault happened)
+#     the rounds (60; 20 under MRC_ROOT_QUICK=1, make check-fresh's short
+#     run) are done: every message still delivered and verified, and h0's
+#     path through p0s1 is seen losing packets (the fault happened)
 # The harness ranks reach their daemons through the Unix sockets (no need
 # to enter the namespaces); rendezvous is a Unix socket in $tmp.
 # Bounded in time; cleans up on every exit.
@@ -17,6 +18,8 @@ P=mrcN
 T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
 H="$B/bin/mrc-nccl-harness"
+ROUNDS=60   # of the blackhole run
+[ "${MRC_ROOT_QUICK:-0}" = 1 ] && ROUNDS=20
 tmp=$(mktemp -d)
 declare -A dpid
 pids=()
@@ -71,7 +74,7 @@ paths_snap() { paths_map h0 h7; }
 past20() { grep -qE '^progress ([2-9][0-9]|100)$' "$tmp/out0"; }
 name="h0 <-> h7, spine p0s1 blackholed mid-run"
 before=$(paths_snap)
-ranks "$name" "-c 2 -k 60 -s 4194304 -P" h0 h7
+ranks "$name" "-c 2 -k $ROUNDS -s 4194304 -P" h0 h7
 injected=0
 if until_t 120 past20; then
 	at=$(grep -E '^progress' "$tmp/out0" | tail -n1)

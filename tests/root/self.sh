@@ -2,7 +2,8 @@
 # Integration (root): connections between two clients of the same mrcd in
 # topology mode (several ranks per host), on a 2-plane SRv6 fabric in
 # network namespaces, mrcd on h0..h3.
-#   - mrc_bulk recv and send on h1's one socket: MRC_SELF_BYTES (256M)
+#   - mrc_bulk recv and send on h1's one socket: MRC_SELF_BYTES (256M; 64M
+#     under MRC_ROOT_QUICK=1, make check-fresh's short run)
 #     verified by hash; the datagrams went in-process (h1's daemon counts
 #     local_tx, none dropped), and no path of h1 to itself failed
 #     (ASSUMED_BAD) or was denied;
@@ -19,7 +20,7 @@ B=${1:-build}
 P=${MRC_SELF_PREFIX:-mrcS}
 T=examples/topologies/fabric-2p-8h.json
 F="$B/bin/mrc-fabric -p $P"
-SIZE=${MRC_SELF_BYTES:-256M}
+if [ "${MRC_ROOT_QUICK:-0}" = 1 ]; then SIZE=${MRC_SELF_BYTES:-64M}; else SIZE=${MRC_SELF_BYTES:-256M}; fi
 PERF=$B/bin/mrc-coll-perf
 tmp=$(mktemp -d)
 declare -A dpid

@@ -5,9 +5,9 @@
 # af_packet driver is missing.  tests/root/xfer_dpdk_mix.sh does dpdk to
 # kernel UDP and back.  Under make check's load (4-8 on 2 cores) the five
 # transfers moved at 200-620 Mbit/s and the suite took about 3 minutes
-# (docs/datapaths.md); MRC_XFER_BYTES (default 1G) makes it smaller.
+# (docs/datapaths.md); MRC_XFER_BYTES (xfer.sh's default: 1G, 256M under
+# MRC_ROOT_QUICK=1) makes it smaller.
 set -eu
-export MRC_XFER_BYTES=${MRC_XFER_BYTES:-1G}
 B=${1:-build}
 . "$(dirname "$0")/lib.sh"
 on_datapath dpdk xfer.sh
