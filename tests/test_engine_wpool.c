@@ -4,7 +4,8 @@
  * work, the data right across it; an empty pool makes a post wait and a
  * data packet be refused (RNR) until a block comes back, and everything
  * still completes; a receiver with a hole keeps its block; 1,000 QPs that
- * each worked once leave the pool's pages of one QP resident.  Virtual
+ * each worked once leave the pool's pages of one QP resident; a failed
+ * QP's RECVs are all flushed though it holds no block.  Virtual
  * time only (tests/support/chan.c).
  * Seed: MRC_TEST_SEED=<n> replays a run; it is printed with every failure. */
 #include <errno.h>
@@ -251,6 +252,43 @@ static void test_pool_exhausted_backpressure(void **s)
 	etest_fini(&t);
 }
 
+/* A SEND larger than the RECV it lands in fails the receiver's QP with
+ * -EMSGSIZE.  Its posted RECVs are flushed as they are polled (a failed
+ * QP may hold no receive block to queue completions in): every one of
+ * them, in order, the first with -EMSGSIZE and the rest -ECANCELED, and
+ * both QPs end up holding no block. */
+static void test_failed_qp_flushes_recvs(void **s)
+{
+	(void)s;
+	struct chan_cfg cc;
+	static struct etest t;
+	const int nrecv = 5;
+
+	cfg_two(&cc, 8, 2);
+	CHECK_EQ(etest_init(&t, &cc, 1 << 16, 1 << 16, 0), 0);
+	for (int i = 0; i < nrecv; i++)
+		CHECK_EQ(mrce_qp_post_recv(E(&t, 1), t.qb, 10 + i, t.dst_lkey, i * 1000, 1000), 0);
+	CHECK_EQ(etest_post(t.ch, 0, t.qa, MRC_SQE_SEND, 4, t.lkey, 0, 3000, 0, 0, 0, 0), 0);
+	CHECK_EQ(etest_run2(t.ch, 1, nrecv, 1 * SEC), 0);
+	CHECK_EQ(chan_run(t.ch, NULL, NULL, 10 * MS, ETEST_MAX_STEPS), 0);
+	struct mrce_qp_info qi;
+	CHECK_EQ(mrce_qp_info(E(&t, 1), t.qb, &qi), 0);
+	CHECK_EQ(qi.state, MRCE_QPS_ERROR);
+	CHECK_EQ(t.ch->node[1].nwc, nrecv);
+	for (int i = 0; i < nrecv; i++) {
+		CHECK_EQ(WC(&t, 1, i)->wr_id, 10 + i);
+		CHECK_EQ(WC(&t, 1, i)->op, MRCE_WC_RECV);
+		CHECK_EQ(WC(&t, 1, i)->status, i ? -ECANCELED : -EMSGSIZE);
+	}
+	check_dst_untouched(&t, 1000, 1 << 16);
+	CHECK(QP(&t, 1, t.qb)->rslots == NULL);
+	CHECK(QP(&t, 0, t.qa)->slots == NULL);
+	CHECK_EQ(stats(&t, 1).wpool_recv_busy, 0);
+	CHECK_EQ(stats(&t, 0).wpool_send_busy, 0);
+	check_guards(&t);
+	etest_fini(&t);
+}
+
 /* Pages of [p, p + len) resident (test_engine_evmem.c's measure). */
 static size_t resident_pages(const void *p, size_t len)
 {
@@ -321,6 +359,7 @@ int main(void)
 		T(test_half_received_keeps_block),
 		T(test_pool_exhausted_backpressure),
 		T(test_idle_qps_resident_small),
+		T(test_failed_qp_flushes_recvs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
