@@ -54,7 +54,9 @@ for r in $(seq 1 "$REPS"); do
 		p99=$(ping "$B")
 		kill -0 $bsp 2>/dev/null && inside=1 || inside=0
 		wait $bsp $brp; both=$(mbs "$tmp/both")
-		printf '{"rep":%d,"build":"%s","load1":%s,"idle_p99_us":%s,"alone_mb_s":%s,"classes_p99_us":%s,"classes_mb_s":%s,"inside":%d}\n' \
-			"$r" $name "$(cut -d' ' -f1 /proc/loadavg)" "${idle:-null}" "${alone:-null}" "${p99:-null}" "${both:-null}" $inside
+		# urgent services inside bulk turns (urgent_turn_us; null before it)
+		ut=$("$B/bin/mrcctl" -s "$tmp/mrcctl.sock" -j stats | jq -r '.rings.urgent_turns // "null"')
+		printf '{"rep":%d,"build":"%s","load1":%s,"idle_p99_us":%s,"alone_mb_s":%s,"classes_p99_us":%s,"classes_mb_s":%s,"inside":%d,"urgent_turns":%s}\n' \
+			"$r" $name "$(cut -d' ' -f1 /proc/loadavg)" "${idle:-null}" "${alone:-null}" "${p99:-null}" "${both:-null}" $inside "${ut:-null}"
 	done
 done

@@ -6,7 +6,7 @@
 MRCD_CORE_SRCS := daemon/core/core.c daemon/core/log.c daemon/core/node.c daemon/core/peers.c daemon/core/rx.c \
                   daemon/core/tx.c daemon/core/side.c daemon/core/links.c daemon/core/deny.c \
                   daemon/core/cm.c daemon/core/reload.c daemon/core/local.c daemon/core/view.c \
-                  daemon/core/health.c daemon/core/timer.c
+                  daemon/core/health.c daemon/core/timer.c daemon/core/urgent.c
 MRCD_CORE_LIB  := $(B)/libmrcd-core.a
 # The configuration, CTRL and admin state (adminstate.h) codecs are pure: they also live in
 # libmrccore.a, so the unit tests and fuzz targets reach them.

@@ -61,6 +61,8 @@ struct mrc_dp_in {
 	uint16_t sport;           /* UDP source port, host order */
 	uint32_t plane;
 	uint8_t ecn_ce;           /* IP ECN field was CE (11) */
+	uint8_t urgent;           /* read from the plane's urgent receive queue
+	                             (recv_urgent; recv hands these first) */
 };
 
 struct mrc_dp_stats {
@@ -110,6 +112,11 @@ struct mrc_dp_ops {
 	 * coalesced buffer split over calls), so a return of max means "call
 	 * again", now or at a later loop turn, before sleeping on the fd. */
 	int (*recv)(struct mrc_dp *dp, uint32_t plane, struct mrc_dp_in *in, uint32_t max);
+	/* Optional (udp with urgent_dscp): what recv would hand first, the
+	 * plane's urgent receive queue alone, 0 when empty or absent.  It
+	 * reuses the buffers of the urgent datagrams the last recv handed up
+	 * (those with .urgent), not the others, which stay valid. */
+	int (*recv_urgent)(struct mrc_dp *dp, uint32_t plane, struct mrc_dp_in *in, uint32_t max);
 	void (*get_stats)(const struct mrc_dp *dp, struct mrc_dp_stats *st);
 	/* Optional: 1 when the plane's link is up, 0 when down, negative
 	 * errno when the provider cannot tell (mrcd's netlink monitor then
@@ -170,6 +177,11 @@ static inline int mrc_dp_recv(struct mrc_dp *dp, uint32_t plane, struct mrc_dp_i
 			      uint32_t max)
 {
 	return dp->ops->recv(dp, plane, in, max);
+}
+static inline int mrc_dp_recv_urgent(struct mrc_dp *dp, uint32_t plane, struct mrc_dp_in *in,
+				     uint32_t max)
+{
+	return dp->ops->recv_urgent ? dp->ops->recv_urgent(dp, plane, in, max) : 0;
 }
 static inline void mrc_dp_get_stats(const struct mrc_dp *dp, struct mrc_dp_stats *st)
 {

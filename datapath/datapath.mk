@@ -1,4 +1,4 @@
-CORE_SRCS += datapath/datapath.c datapath/udp.c datapath/udp_urgent.c datapath/af_xdp.c datapath/dpdk.c datapath/verbs.c
+CORE_SRCS += datapath/datapath.c datapath/udp.c datapath/udp_urgent.c datapath/udp_args.c datapath/af_xdp.c datapath/dpdk.c datapath/verbs.c
 
 # The verbs provider builds when libibverbs-dev (rdma-core) is installed
 # (scripts/deps.sh installs it); without it, verbs.c is the 'not built in'

@@ -70,8 +70,6 @@ struct rxpool {
 	uint8_t buf[];
 };
 
-enum { OPT_OFF, OPT_ON, OPT_AUTO };
-
 struct udp_dp {
 	struct mrc_dp base;
 	uint32_t n;
@@ -85,48 +83,6 @@ struct udp_dp {
 	struct rxpool *rx[MRC_DP_MAX_PLANES];
 	struct mrc_dp_stats st;
 };
-
-/* datapath_args: comma- or space-separated words, gso=on|off|auto
- * (default auto) and gro=on|off (default on); any other word is an error
- * that names it, so a misspelt option cannot silently do nothing. */
-static int parse_args(const char *s, int *gso, int *gro, char *why, size_t whylen)
-{
-	*gso = OPT_AUTO;
-	*gro = OPT_ON;
-	for (const char *p = s ? s + strspn(s, ", \t") : NULL; p && *p;) {
-		size_t n = strcspn(p, ", \t");
-		int *o = NULL, bad = 0;
-		const char *v = p + 4;
-		size_t vn = n > 4 ? n - 4 : 0;
-		if (n > 4 && !strncmp(p, "gso=", 4))
-			o = gso;
-		else if (n > 4 && !strncmp(p, "gro=", 4))
-			o = gro;
-		if (!o) {
-			if (why)
-				snprintf(why, whylen, "datapath_args: unknown option '%.*s' "
-					 "(udp takes gso=on|off|auto, gro=on|off)", (int)n, p);
-			return -EINVAL;
-		}
-		if (vn == 2 && !strncmp(v, "on", 2))
-			*o = OPT_ON;
-		else if (vn == 3 && !strncmp(v, "off", 3))
-			*o = OPT_OFF;
-		else if (vn == 4 && !strncmp(v, "auto", 4) && o == gso)
-			*o = OPT_AUTO;
-		else
-			bad = 1;
-		if (bad) {
-			if (why)
-				snprintf(why, whylen, "datapath_args: %.4s takes %s, not '%.*s'", p,
-					 o == gso ? "on, off or auto" : "on or off", (int)vn, v);
-			return -EINVAL;
-		}
-		p += n;
-		p += strspn(p, ", \t");
-	}
-	return 0;
-}
 
 static int sockopt(int fd, int level, int name, int val)
 {
@@ -271,7 +227,7 @@ static int udp_open(struct mrc_dp **out, const struct mrc_dp_cfg *cfg, char *why
 	dp->port = cfg->port;
 	for (uint32_t i = 0; i < MRC_DP_MAX_PLANES; i++)
 		dp->fd[i] = dp->ufd[i] = dp->efd[i] = -1;
-	int gso, gro, prc = parse_args(cfg->args, &gso, &gro, why, whylen);
+	int gso, gro, prc = mrc__dp_udp_args(cfg->args, &gso, &gro, why, whylen);
 	if (prc) {
 		free(dp);
 		return prc;
@@ -560,6 +516,19 @@ static int recv_pool(struct udp_dp *dp, uint32_t plane, int fd, struct rxpool *r
 	return rx_drain(dp, plane, r, in, max);
 }
 
+/* The plane's urgent socket alone; 0 without one (its errors are the
+ * plane socket's to report). */
+static int recv_urg(struct udp_dp *dp, uint32_t plane, struct mrc_dp_in *in, uint32_t max)
+{
+	int u = dp->urx[plane] ? recv_pool(dp, plane, dp->ufd[plane], dp->urx[plane], in, max) : 0;
+	if (u <= 0)
+		return 0;
+	dp->st.rx_urgent += (uint64_t)u;
+	for (int i = 0; i < u; i++)
+		in[i].urgent = 1;
+	return u;
+}
+
 /* The urgent socket first, every call (one recvmmsg when it is empty),
  * then the plane's own socket fills the rest of the batch, so a short
  * batch still means both are drained. */
@@ -568,17 +537,17 @@ static int udp_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, u
 	struct udp_dp *dp = (struct udp_dp *)base;
 	if (plane >= dp->n)
 		return -EINVAL;
-	int u = 0;
-	if (dp->urx[plane]) {
-		u = recv_pool(dp, plane, dp->ufd[plane], dp->urx[plane], in, max);
-		if (u < 0)
-			u = 0;   /* the plane's socket reports the error, if any */
-		dp->st.rx_urgent += (uint64_t)u;
-		if ((uint32_t)u == max)
-			return u;
-	}
+	int u = recv_urg(dp, plane, in, max);
+	if ((uint32_t)u == max)
+		return u;
 	int n = recv_pool(dp, plane, dp->fd[plane], dp->rx[plane], in + u, max - (uint32_t)u);
 	return n < 0 ? (u ? u : n) : u + n;
+}
+
+static int udp_recv_urgent(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in, uint32_t max)
+{
+	struct udp_dp *dp = (struct udp_dp *)base;
+	return plane < dp->n ? recv_urg(dp, plane, in, max) : -EINVAL;
 }
 
 static void udp_get_stats(const struct mrc_dp *base, struct mrc_dp_stats *st)
@@ -593,5 +562,6 @@ const struct mrc_dp_ops mrc__dp_udp_ops = {
 	.fd = udp_fd,
 	.send = udp_send,
 	.recv = udp_recv,
+	.recv_urgent = udp_recv_urgent,
 	.get_stats = udp_get_stats,
 };

@@ -21,4 +21,9 @@ int mrc__dp_udp_port_free(const struct mrc_dp_plane *p, uint16_t port);
 int mrc__dp_udp_steer(int fd, uint8_t dscp);
 int mrc__dp_udp_epoll(int fd, int ufd);
 
+/* datapath_args (udp_args.c): gso= and gro= into OPT_*; -EINVAL with why
+ * filled for anything else. */
+enum { OPT_OFF, OPT_ON, OPT_AUTO };
+int mrc__dp_udp_args(const char *s, int *gso, int *gro, char *why, size_t whylen);
+
 #endif

@@ -404,6 +404,7 @@ int mrc__dp_verbs_recv(struct mrc_dp *base, uint32_t plane, struct mrc_dp_in *in
 		d->sport = dp->port;      /* RoCEv2's UDP ports are the NIC's own */
 		d->plane = plane;
 		d->ecn_ce = (tclass & 3) == 3;
+		d->urgent = 0;
 		/* Replies to this address go to the QP it came from. */
 		peer_put(dp, &p->peers, &d->src, wc[i].src_qp, 1);
 		dp->st.rx_pkts++;

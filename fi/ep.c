@@ -234,6 +234,9 @@ static int qp_attach(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s, struct mr
 		return -FI_ENOMEM;
 	p->qp[s] = qp;
 	p->nslots[s] = ep->d->rx_posted;
+	/* a new QP: no tag base either way; what p takes is said again */
+	p->tx_base_ok[s] = p->rx_base_ok[s] = 0;
+	p->compact_ok = 0;
 	for (uint32_t k = 0; k < ep->d->rx_posted; k++) {
 		int i = mrcfi_pool_get(&sd->rx, p);
 		if (i < 0) {
@@ -414,12 +417,32 @@ int mrcfi_post_ctl(struct mrcfi_ep *ep, struct mrcfi_peer *p, const struct mrcfi
 	if (i < 0)
 		return -FI_EAGAIN;
 	char *b = slot_addr(sd, &sd->tx, (uint32_t)i);
-	memcpy(b, h, sizeof(*h));
-	if (h->op == MRCFI_EAGER)
-		mrcfi_iov_copy_from(iov, niov, 0, b + sizeof(*h), h->len);
-	int r = mrc_post_send(p->qp[p->tx], WR(WR_TX, p->tx, i), sd->key,
-			      sd->tx.off + (uint64_t)i * MRCFI_SLOT,
-			      sizeof(*h) + (h->op == MRCFI_EAGER ? h->len : 0));
+	int s = p->tx, tagged = !!(h->flags & MRCFI_F_TAGGED);
+	uint64_t hi = h->tag >> MRCFI_IMM_TAGBITS;
+	uint64_t loff = sd->tx.off + (uint64_t)i * MRCFI_SLOT;
+	int r;
+	if (h->op == MRCFI_EAGER && p->compact_ok && !(h->flags & MRCFI_F_DATA) &&
+	    (!tagged || (p->tx_base_ok[s] && p->tx_base[s] == hi))) {
+		/* the payload alone: a 4 KiB message is one packet */
+		mrcfi_iov_copy_from(iov, niov, 0, b, h->len);
+		uint32_t imm = MRCFI_IMM_COMPACT |
+			       (tagged ? MRCFI_IMM_TAGGED | ((uint32_t)h->tag & MRCFI_IMM_TAGMASK) : 0);
+		r = mrc_post_send_imm(p->qp[s], WR(WR_TX, s, i), sd->key, loff, h->len, imm);
+		if (!r)
+			ep->compact_sent++;
+	} else {
+		memcpy(b, h, sizeof(*h));
+		if (h->op == MRCFI_EAGER || h->op == MRCFI_RTS)
+			((struct mrcfi_hdr *)(void *)b)->rkey = ep->d->compact ? MRCFI_CAP_COMPACT : 0;
+		if (h->op == MRCFI_EAGER)
+			mrcfi_iov_copy_from(iov, niov, 0, b + sizeof(*h), h->len);
+		r = mrc_post_send(p->qp[s], WR(WR_TX, s, i), sd->key, loff,
+				  sizeof(*h) + (h->op == MRCFI_EAGER ? h->len : 0));
+		if (!r && tagged && (h->op == MRCFI_EAGER || h->op == MRCFI_RTS)) {
+			p->tx_base[s] = hi;
+			p->tx_base_ok[s] = 1;
+		}
+	}
 	if (r) {
 		mrcfi_pool_put(&sd->tx, (uint32_t)i);
 		if (r == -EPIPE || r == -ECONNRESET)

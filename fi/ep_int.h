@@ -62,7 +62,7 @@ void mrcfi_on_cts(struct mrcfi_ep *ep, struct mrcfi_peer *p, const struct mrcfi_
 void mrcfi_on_rzdata(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side,
 		      const struct mrcfi_hdr *h);
 void mrcfi_on_recv(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side, const void *buf,
-		    size_t n);
+		    size_t n, int has_imm, uint32_t imm);
 void mrcfi_pools_release(struct mrcfi_side *sd, const void *owner);
 void mrcfi_peer_reset(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s);
 size_t mrcfi_iov_len(const struct iovec *iov, size_t n);

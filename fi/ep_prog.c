@@ -25,7 +25,8 @@ static void on_completion(struct mrcfi_ep *ep, struct mrcfi_peer *p, int s,
 		}
 		ep->rx_slot = i;
 		ep->rx_held = 0;
-		mrcfi_on_recv(ep, p, s, slot_addr(sd, &sd->rx, i), c->byte_len);
+		mrcfi_on_recv(ep, p, s, slot_addr(sd, &sd->rx, i), c->byte_len,
+			      !!(c->flags & MRC_CQE_F_IMM), c->imm);
 		/* the slot goes back to the same QP, unless an unexpected
 		 * message over the bound stays in it */
 		if (ep->rx_held || !p->qp[s])

@@ -148,12 +148,28 @@ static void on_wdata(struct mrcfi_ep *ep, struct mrcfi_peer *p, const struct mrc
 }
 
 void mrcfi_on_recv(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side, const void *buf,
-		    size_t n)
+		    size_t n, int has_imm, uint32_t imm)
 {
 	struct mrcfi_hdr h;
+	if (has_imm) {
+		/* a compact EAGER: only if we offered to take them */
+		if (!ep->d->compact ||
+		    mrcfi_compact_parse(imm, n, p->rx_base_ok[side], p->rx_base[side], &h))
+			mrcfi_proto_error(ep, p, "a malformed compact message");
+		else
+			on_msg(ep, p, side, &h, buf);
+		return;
+	}
 	if (mrcfi_hdr_parse(buf, n, &h)) {
 		mrcfi_proto_error(ep, p, "a malformed message");
 		return;
+	}
+	if (h.op == MRCFI_EAGER || h.op == MRCFI_RTS) {
+		p->compact_ok = ep->d->compact && (h.rkey & MRCFI_CAP_COMPACT);
+		if (h.flags & MRCFI_F_TAGGED) {
+			p->rx_base[side] = h.tag >> MRCFI_IMM_TAGBITS;
+			p->rx_base_ok[side] = 1;
+		}
 	}
 	switch (h.op) {
 	case MRCFI_EAGER: case MRCFI_RTS:

@@ -231,7 +231,8 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *op
 	}
 	if (level != FI_OPT_ENDPOINT ||
 	    (optname != MRCFI_OPT_PROTO_ERRORS && optname != MRCFI_OPT_UNEXP_HELD &&
-	     optname != MRCFI_OPT_PROGRESS_ARMED && optname != MRCFI_OPT_RX_GROWN))
+	     optname != MRCFI_OPT_PROGRESS_ARMED && optname != MRCFI_OPT_RX_GROWN &&
+	     optname != MRCFI_OPT_COMPACT_SENT))
 		return -FI_ENOPROTOOPT;
 	if (*optlen < sizeof(uint64_t))
 		return -FI_ETOOSMALL;
@@ -239,6 +240,7 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *op
 	memcpy(optval, optname == MRCFI_OPT_UNEXP_HELD ? &ep->unexp_held :
 		       optname == MRCFI_OPT_PROGRESS_ARMED ? &ep->d->st_armed_sleeps :
 		       optname == MRCFI_OPT_RX_GROWN ? &ep->rx_grown :
+		       optname == MRCFI_OPT_COMPACT_SENT ? &ep->compact_sent :
 		       &ep->proto_errors, sizeof(uint64_t));
 	pthread_mutex_unlock(&ep->d->lock);
 	*optlen = sizeof(uint64_t);

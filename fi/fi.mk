@@ -17,9 +17,9 @@ $(FI_PROV_SO): $(FI_PROV_OBJS) $(B)/lib/libmrc.a fi/fi.map
 $(B)/tests/test_fi_%: LDLIBS_ALL += -lfabric
 # (Explicit targets: a pattern rule without a recipe adds no prerequisite.)
 $(B)/tests/test_fi_prov $(B)/tests/test_fi_msg $(B)/tests/test_fi_rma $(B)/tests/test_fi_proc \
-	$(B)/tests/test_fi_pingpong $(B)/tests/test_fi_multi: | $(FI_PROV_SO)
+	$(B)/tests/test_fi_pingpong $(B)/tests/test_fi_multi $(B)/tests/test_fi_compact: | $(FI_PROV_SO)
 CORE_SRCS += fi/proto.c
 # The provider runs a progress and an accept thread beside the
 # application's: ThreadSanitizer too (make check-tsan).
-TSAN_TESTS += test_fi_prov test_fi_msg test_fi_rma test_fi_proc test_fi_multi
+TSAN_TESTS += test_fi_prov test_fi_msg test_fi_rma test_fi_proc test_fi_multi test_fi_compact
 check-tsan: $(FI_PROV_SO)

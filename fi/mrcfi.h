@@ -120,6 +120,7 @@ struct mrcfi_domain {
 	uint32_t unexp_max;          /* FI_MRC_UNEXP_MAX: entries per endpoint */
 	uint32_t rx_posted;          /* FI_MRC_RX_POSTED: receive slots per QP */
 	uint32_t rx_max;             /* FI_MRC_RX_POSTED_MAX: a QP grows up to it */
+	uint32_t compact;            /* FI_MRC_COMPACT: send and offer compact EAGERs */
 	uint64_t unexp_bytes_max;    /* FI_MRC_UNEXP_BYTES: bytes copied per endpoint */
 	/* While the application polls its CQs (fi_cq_read within the last
 	 * poll_grace_ns, FI_MRC_POLL_GRACE_US) it is the progress engine:
@@ -237,6 +238,12 @@ struct mrcfi_peer {
 	int tx;                      /* the side we send on (-1: not yet) */
 	int broken[2];               /* qp[s] failed: reset after its drain */
 	int bad;                     /* it broke the protocol: ignored */
+	/* compact EAGERs (fi/proto.h): whether p takes them (its last
+	 * EAGER or RTS said so), and per QP side the high tag bits of the
+	 * last full tagged header sent and received (ok: there was one) */
+	int compact_ok;
+	int tx_base_ok[2], rx_base_ok[2];
+	uint64_t tx_base[2], rx_base[2];
 };
 
 enum mrcfi_kind { K_SEND = 1, K_RZ, K_WRITE, K_ATOMIC, K_RECV };
@@ -331,6 +338,7 @@ struct mrcfi_ep {
 	int rx_held;
 	uint64_t unexp_held;         /* MRCFI_OPT_UNEXP_HELD */
 	uint64_t rx_grown;           /* MRCFI_OPT_RX_GROWN */
+	uint64_t compact_sent;       /* MRCFI_OPT_COMPACT_SENT */
 	uint32_t rx_reposted;        /* receive slots reposted in this drain */
 	uint64_t proto_errors;       /* messages refused (docs/libfabric.md) */
 	uint64_t late_errors;        /* eager sends that failed after done */

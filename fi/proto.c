@@ -41,3 +41,22 @@ int mrcfi_hdr_parse(const void *buf, size_t n, struct mrcfi_hdr *out)
 	*out = h;
 	return 0;
 }
+
+int mrcfi_compact_parse(uint32_t imm, size_t n, int base_ok, uint64_t base_hi,
+			struct mrcfi_hdr *out)
+{
+	int tagged = !!(imm & MRCFI_IMM_TAGGED);
+	if (!(imm & MRCFI_IMM_COMPACT) || n > MRCFI_EAGER_MAX || (tagged && !base_ok) ||
+	    (!tagged && (imm & MRCFI_IMM_TAGMASK)) ||
+	    base_hi >> (64 - MRCFI_IMM_TAGBITS))
+		return -EPROTO;
+	memset(out, 0, sizeof(*out));
+	out->magic = MRCFI_MAGIC;
+	out->op = MRCFI_EAGER;
+	out->hlen = sizeof(*out);
+	out->flags = tagged ? MRCFI_F_TAGGED : 0;
+	out->len = (uint32_t)n;
+	if (tagged)
+		out->tag = base_hi << MRCFI_IMM_TAGBITS | (imm & MRCFI_IMM_TAGMASK);
+	return 0;
+}

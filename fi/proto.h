@@ -28,6 +28,21 @@ enum mrcfi_op {
 #define MRCFI_F_END    0x4u               /* CTS: the receiver wants no more */
 #define MRCFI_F_ALL    0x7u
 
+/* EAGER and RTS headers carry the sender's capabilities in rkey (an
+ * older provider leaves it 0 and ignores it there). */
+#define MRCFI_CAP_COMPACT 0x1u            /* it takes compact EAGERs */
+
+/* A compact EAGER: the payload alone, sent with immediate data, so that a
+ * 4 KiB message is one packet of mtu 4096 instead of two (docs/libfabric.md
+ * "Wire").  Only to a peer that sent MRCFI_CAP_COMPACT, without remote CQ
+ * data; a tagged one carries the tag's low 30 bits, the rest being those
+ * of the last full tagged EAGER or RTS on the same QP (RC keeps them in
+ * order; a QP starts with none, so its first tagged message is full). */
+#define MRCFI_IMM_COMPACT 0x80000000u
+#define MRCFI_IMM_TAGGED  0x40000000u
+#define MRCFI_IMM_TAGBITS 30
+#define MRCFI_IMM_TAGMASK ((1u << MRCFI_IMM_TAGBITS) - 1)
+
 struct mrcfi_hdr {
 	uint32_t magic;
 	uint8_t op, flags;
@@ -56,11 +71,21 @@ _Static_assert(sizeof(struct mrcfi_hdr) == 56, "wire header is 56 bytes");
  * FI_MRC_RX_POSTED because a burst used up all of a QP's slots before
  * one drain saw them (FI_MRC_RX_POSTED_MAX; docs/libfabric.md). */
 #define MRCFI_OPT_RX_GROWN     0x4d520004
+/* ... MRCFI_OPT_COMPACT_SENT: EAGERs the endpoint sent compact (payload
+ * and immediate data, no header: MRCFI_IMM_COMPACT). */
+#define MRCFI_OPT_COMPACT_SENT 0x4d520005
 
 /* Checks what a peer sent into a slot (n bytes, as the RECV completion
  * says) and copies the header out: 0, or -EPROTO for anything malformed
  * (bad magic, length, op, flags, sizes beyond a slot or chunk).  Whether
  * the ids name a live request of that peer is the endpoint's check. */
 int mrcfi_hdr_parse(const void *buf, size_t n, struct mrcfi_hdr *out);
+/* Checks a message that came with immediate data imm (n bytes in the
+ * slot) as a compact EAGER and makes its header: 0, or -EPROTO (no
+ * compact flag, unknown bits, more than MRCFI_EAGER_MAX bytes, a tagged
+ * one while the QP has no tag base: base_ok 0).  base_hi: the high bits
+ * of the QP's last full tagged header (tag >> MRCFI_IMM_TAGBITS). */
+int mrcfi_compact_parse(uint32_t imm, size_t n, int base_ok, uint64_t base_hi,
+			struct mrcfi_hdr *out);
 
 #endif

@@ -458,6 +458,10 @@ int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	d->rx_posted = (uint32_t)env_u64("FI_MRC_RX_POSTED", MRCFI_RX_POSTED, 1, 64);
 	/* A QP whose slots a burst used up grows to this (mrcfi_qp_grow). */
 	d->rx_max = (uint32_t)env_u64("FI_MRC_RX_POSTED_MAX", MRCFI_RX_POSTED_MAX, 1, 256);
+	/* 1: send and offer compact EAGERs (one packet for 4 KiB).  Opt-in:
+	 * with it 4 MiB fi_rdm_tagged_bw came out lower on the fabric in most
+	 * alternated rounds, cause not found (bench/results/libfabric.md). */
+	d->compact = (uint32_t)env_u64("FI_MRC_COMPACT", 0, 0, 1);
 	if (d->rx_max < d->rx_posted)
 		d->rx_max = d->rx_posted;
 	d->unexp_bytes_max = env_u64("FI_MRC_UNEXP_BYTES", 64ull << 20, 0, UINT64_MAX);

@@ -2,7 +2,11 @@
  * sends into a receive slot (fi/proto.c).  Invariants: whatever parses
  * keeps to the bounds the endpoint relies on (an eager payload is exactly
  * the bytes written and fits a slot; a chunk length fits a chunk; only a
- * CTS ends with length 0), and a parse never reads past n bytes (ASan). */
+ * CTS ends with length 0), and a parse never reads past n bytes (ASan).
+ * Also the compact EAGER's check (immediate data, the QP's tag base, the
+ * byte count from the input's first 13 bytes): a message it takes is an
+ * untagged or tagged EAGER within a slot whose tag is the base's high
+ * bits and the immediate's low ones, never a tagged one without a base. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,5 +50,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	free(b);
+	if (size >= 13) {
+		uint32_t imm;
+		uint64_t base;
+		memcpy(&imm, data, 4);
+		memcpy(&base, data + 4, 8);
+		int base_ok = data[12] & 1;
+		size_t n = size - 13 + (size_t)(data[12] >> 1) * 64;
+		if (!mrcfi_compact_parse(imm, n, base_ok, base, &h)) {
+			int tagged = !!(imm & MRCFI_IMM_TAGGED);
+			if (h.op != MRCFI_EAGER || h.len != n || n > MRCFI_EAGER_MAX ||
+			    !(imm & MRCFI_IMM_COMPACT) || (tagged && !base_ok) ||
+			    (h.flags & ~MRCFI_F_TAGGED) || !!(h.flags & MRCFI_F_TAGGED) != tagged ||
+			    h.tag != (tagged ? base << MRCFI_IMM_TAGBITS | (imm & MRCFI_IMM_TAGMASK) : 0) ||
+			    (tagged && h.tag >> MRCFI_IMM_TAGBITS != base))
+				abort();
+		}
+	}
 	return 0;
 }

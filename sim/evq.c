@@ -38,6 +38,12 @@ int sim_evq_push(struct sim_evq *q, uint64_t t, uint8_t type, uint64_t arg)
 	return 0;
 }
 
+int sim_evq_requeue(struct sim_evq *q, const struct sim_event *ev)
+{
+	struct mrc__heap_ent e = { .t = ev->t, .key = ev->key, .v.u = ev->arg };
+	return mrc__heap_push(&q->h, &e);
+}
+
 static int fifo_grow(struct sim_evq_fifo *f)
 {
 	uint32_t cap = f->cap ? 2 * f->cap : 1024;

@@ -56,6 +56,9 @@ int sim_evq_push(struct sim_evq *q, uint64_t t, uint8_t type, uint64_t arg);
  * calls (simulated time only moves forward). 0 or -ENOMEM. */
 int sim_evq_push_in(struct sim_evq *q, uint64_t now, uint64_t delay,
 		    uint8_t type, uint64_t arg);
+/* Puts back an event pop returned, with its own key (so in its own
+ * place in the order). 0 or -ENOMEM. */
+int sim_evq_requeue(struct sim_evq *q, const struct sim_event *ev);
 /* Removes the earliest event into *ev; 0 when empty. */
 int sim_evq_pop(struct sim_evq *q, struct sim_event *ev);
 /* The event `ahead` places behind the one just popped, in the FIFO it

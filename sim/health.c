@@ -13,7 +13,14 @@
  * HEALTH message does (at most MRCE_CTRL_HEALTH_MAX), to each of its
  * peers, who merge them SHARE_LAT_NS later.  The sender's bound (one per
  * SHARE_TICKS ticks) is wider than mrcd's receive bound (one per 50 ms at
- * 10 ms ticks), so that bound never drops one and is not modelled.
+ * 10 ms ticks), so that bound never drops one and is not modelled (the
+ * failure told at once, below, may be: mrcd would drop a share within
+ * 50 ms of it).
+ *
+ * Suspicion (health/suspect.h), as mrcd: a host's path retired for a
+ * failure takes its paths through the same uplink out at once, and with
+ * sharing the failure is told to its peers at once, acted on when it
+ * arrives (not at the tick: mrcd acts on a HEALTH as it reads it).
  *
  * Figures (health set, off included): packets that entered a blackholed
  * port, the hosts whose data packets they were, and when the last one did;
@@ -24,6 +31,7 @@
 #include <string.h>
 
 #include "health/feed.h"
+#include "health/suspect.h"
 #include "sim/report_int.h"
 #include "transport/engine_wire.h"
 
@@ -46,6 +54,8 @@ struct hhost {
 	uint64_t **prev;           /* [peer][engine ev] tx_pkts last tick */
 	uint8_t **mine;            /* [peer][engine ev] denied by us */
 	uint32_t *inbox, nin, cin, hin;   /* message ids; head hin */
+	uint32_t sin;              /* inbox head for suspicions (on delivery) */
+	uint64_t told_ns;          /* last failure told at once (0: never) */
 };
 
 struct sim_health {
@@ -147,6 +157,35 @@ void sim_health_dead(struct mrc_sim *s, const struct sim_pkt *k)
 	s->hfig.last_ps = s->now;
 }
 
+/* health/suspect.h, as mrcd's health event hook: the host's GOOD paths
+ * to any peer through the uplink a failure retired one of its paths on
+ * go out of use (probed) at once. */
+static void suspect(struct mrc_sim *s, uint32_t h, uint32_t link)
+{
+	const struct sim_host *x = &s->hosts[h];
+	for (uint32_t p = 0; p < x->npeers; p++) {
+		uint32_t nev = peer_nev(s, x, p), good = 0;
+		struct mrce_ev_info i;
+		for (uint32_t ev = 0; ev < nev; ev++)
+			good += !mrce_ev_info(x->eng, p, ev, &i) && i.state == MRCE_EV_GOOD;
+		/* Never below half the peer's paths: a liar naming every
+		 * uplink of its leaf leaves the rest (health/suspect.h). */
+		for (uint32_t ev = 0; ev < nev && 2 * good >= nev + 2; ev++) {
+			if (mrce_ev_info(x->eng, p, ev, &i) || i.state != MRCE_EV_GOOD ||
+			    !mrc_health_path_crosses(s->fab.topo, h, x->peer_host[p],
+						     fab_ev(x, p, ev), link))
+				continue;
+			if (!mrce_ev_set_bad(x->eng, now_ns(s), p, ev)) {
+				s->hfig.suspects++;
+				good--;
+			}
+		}
+	}
+}
+
+static void post(struct mrc_sim *s, uint32_t h, const struct mrc_health_obs *o, size_t n,
+		 uint64_t now);
+
 /* What mrcd's health event hook takes: EVs retired for a failure, EVs
  * back by probes, probes answered. */
 void sim_health_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev)
@@ -155,8 +194,39 @@ void sim_health_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev
 	if (!g || !g->hh[h].h || ev->peer >= s->hosts[h].npeers)
 		return;
 	const struct sim_host *x = &s->hosts[h];
-	uint32_t peer = x->peer_host[ev->peer], fev = fab_ev(x, ev->peer, ev->ev);
+	uint32_t peer = x->peer_host[ev->peer], fev = fab_ev(x, ev->peer, ev->ev), link;
 	mrc_health_feed_event(g->hh[h].h, peer, fev, ev);
+	if (!mrc_health_suspect_uplink(s->fab.topo, h, peer, fev, ev, &link))
+		return;
+	suspect(s, h, link);
+	/* As mrcd: the failure goes to the peers at once (sharing on), at
+	 * most once per tick. */
+	struct hhost *q = &g->hh[h];
+	uint64_t now = now_ns(s);
+	if (s->cfg.health != MRC_SIM_HEALTH_SHARED ||
+	    (q->told_ns && now - q->told_ns < s->cfg.health_tick_ns))
+		return;
+	q->told_ns = now;
+	struct mrc_health_obs o = { .src = h, .dst = peer, .ev = (uint16_t)fev, .ok = 0,
+				    .ts_ns = now };
+	post(s, h, &o, 1, now);
+}
+
+/* As mrcd on a HEALTH's arrival (not at the tick): each failure told
+ * suspects the teller's uplink here too (health/suspect.h). */
+static void told(struct mrc_sim *s, uint32_t h, uint64_t now)
+{
+	struct sim_health *g = s->health;
+	struct hhost *q = &g->hh[h];
+	for (; q->sin < q->nin && g->log[q->inbox[q->sin]].at_ns <= now; q->sin++) {
+		const struct hmsg *m = &g->log[q->inbox[q->sin]];
+		for (uint32_t i = 0; i < m->n; i++) {
+			uint32_t link;
+			if (m->obs[i].src == m->from &&
+			    mrc_health_suspect_told(s->fab.topo, &m->obs[i], &link))
+				suspect(s, h, link);
+		}
+	}
 }
 
 /* mrcd's per-tick feed: GOOD EVs that carried packets work, EVs still
@@ -176,14 +246,12 @@ static void feed(struct mrc_sim *s, uint32_t h, uint64_t now)
 		}
 }
 
-static void share(struct mrc_sim *s, uint32_t h, uint64_t now, int period)
+/* One HEALTH message of host h to each of its peers, delivered
+ * SHARE_LAT_NS later. */
+static void post(struct mrc_sim *s, uint32_t h, const struct mrc_health_obs *o, size_t n,
+		 uint64_t now)
 {
 	struct sim_health *g = s->health;
-	struct hhost *q = &g->hh[h];
-	struct mrc_health_obs o[MSG_MAX];
-	size_t n;
-	if (!mrc_health_feed_share(q->h, now, period, o, MSG_MAX, &n, &q->share))
-		return;
 	if (g->nlog == g->clog) {
 		uint32_t c = g->clog ? 2 * g->clog : 64;
 		struct hmsg *nl = realloc(g->log, c * sizeof(*nl));
@@ -215,6 +283,15 @@ static void share(struct mrc_sim *s, uint32_t h, uint64_t now, int period)
 		s->hfig.share_msgs++;
 	}
 	g->nlog++;
+}
+
+static void share(struct mrc_sim *s, uint32_t h, uint64_t now, int period)
+{
+	struct hhost *q = &s->health->hh[h];
+	struct mrc_health_obs o[MSG_MAX];
+	size_t n;
+	if (mrc_health_feed_share(q->h, now, period, o, MSG_MAX, &n, &q->share))
+		post(s, h, o, n, now);
 }
 
 static void receive(struct mrc_sim *s, uint32_t h, uint64_t now)
@@ -286,6 +363,8 @@ void sim_health_tick(struct mrc_sim *s, uint32_t h)
 		return;
 	struct hhost *q = &g->hh[h];
 	uint64_t now = now_ns(s), tick = s->cfg.health_tick_ns;
+	if (s->cfg.health == MRC_SIM_HEALTH_SHARED)
+		told(s, h, now);
 	if (now < q->next_ns)
 		return;
 	q->next_ns = (now / tick + 1) * tick;
@@ -313,18 +392,19 @@ void sim_health_fmt(const struct mrc_sim *s, int json, char *buf, size_t len)
 		last = (unsigned long long)(s->hfig.last_ps / SIM_PS_PER_NS),
 		msgs = (unsigned long long)s->hfig.share_msgs,
 		den = (unsigned long long)s->hfig.denials,
+		sus = (unsigned long long)s->hfig.suspects,
 		wrong = s->health ? s->health->nwrong : 0;
 	if (json)
 		snprintf(buf, len, "  \"health\": {\"mode\": \"%s\", \"tick_ns\": %llu, "
 			 "\"dead_link_pkts\": %llu, \"dead_link_senders\": %llu, "
 			 "\"last_dead_ns\": %llu, \"slowest_ideal\": %.4f, \"share_msgs\": %llu, "
-			 "\"denied_evs\": %llu, \"wrong_deny_hosts\": %llu},\n", mode,
-			 (unsigned long long)s->cfg.health_tick_ns, lost, senders, last, fs.max,
-			 msgs, den, wrong);
+			 "\"denied_evs\": %llu, \"suspected_evs\": %llu, \"wrong_deny_hosts\": %llu},\n",
+			 mode, (unsigned long long)s->cfg.health_tick_ns, lost, senders, last,
+			 fs.max, msgs, den, sus, wrong);
 	else
 		snprintf(buf, len, "health    %s (tick %llu us): dead-link packets %llu from %llu "
 			 "hosts, last at %.3f us; slowest/ideal %.3f; shared %llu, EVs denied "
-			 "%llu, hosts denying a healthy link %llu\n", mode,
+			 "%llu, suspected %llu, hosts denying a healthy link %llu\n", mode,
 			 (unsigned long long)s->cfg.health_tick_ns / 1000, lost, senders,
-			 (double)last / 1e3, fs.max, msgs, den, wrong);
+			 (double)last / 1e3, fs.max, msgs, den, sus, wrong);
 }

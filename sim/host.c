@@ -484,6 +484,36 @@ void sim_host_rx(struct mrc_sim *s, struct sim_pkt *k)
 	mrce_rx(x->eng, now_ns(s), peer, b, len, flags);
 	if (conn != SIM_NONE && !mrce_qp_bytes_placed(x->eng, qpn, &after) && after > before)
 		sim_goodput_add(s, s->conns[conn].flow, after - before);
+	if (!s->rx_batch) {
+		sim_host_service(s, h);
+		return;
+	}
+	if (x->rx_open)
+		return;
+	x->rx_open = 1;
+	/* A window's end is a fixed delay after now: a FIFO of the event
+	 * queue, like arrivals.  A same-instant batch ends when the run
+	 * leaves this instant (mrc_sim_run): no event per arrival. */
+	if (s->cfg.rx_batch_ns)
+		sim_schedule_in(s, s->cfg.rx_batch_ns * SIM_PS_PER_NS, SE_RXEND, h);
+	else
+		s->rxq[s->n_rxq++] = h;
+}
+
+void sim_host_rx_flush(struct mrc_sim *s)
+{
+	/* In the order the batches opened; a service cannot open another
+	 * (it only sends), so the list does not grow meanwhile. */
+	for (uint32_t i = 0; i < s->n_rxq; i++) {
+		s->hosts[s->rxq[i]].rx_open = 0;
+		sim_host_service(s, s->rxq[i]);
+	}
+	s->n_rxq = 0;
+}
+
+void sim_host_rx_end(struct mrc_sim *s, uint32_t h)
+{
+	s->hosts[h].rx_open = 0;
 	sim_host_service(s, h);
 }
 

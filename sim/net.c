@@ -68,6 +68,8 @@ struct sim_pkt *sim_pkt_alloc(struct mrc_sim *s)
 int sim_schedule(struct mrc_sim *s, uint64_t t, uint8_t type, uint64_t arg)
 {
 	int rc = sim_evq_push(&s->q, t, type, arg);
+	if (t < s->sched_min)
+		s->sched_min = t;
 	if (rc)
 		s->oom = 1;
 	return rc;
@@ -76,6 +78,8 @@ int sim_schedule(struct mrc_sim *s, uint64_t t, uint8_t type, uint64_t arg)
 int sim_schedule_in(struct mrc_sim *s, uint64_t delay, uint8_t type, uint64_t arg)
 {
 	int rc = sim_evq_push_in(&s->q, s->now, delay, type, arg);
+	if (s->now + delay < s->sched_min)
+		s->sched_min = s->now + delay;
 	if (rc)
 		s->oom = 1;
 	return rc;

@@ -104,13 +104,20 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 	sim_rep_fct_stats(s, &fs);
 	struct totals t;
 	sim_rep_totals(s, &t);
+	/* Named only when not the default, so reports before it compare. */
+	char rxb[48] = "";
+	if (c->rx_batch_off)
+		snprintf(rxb, sizeof(rxb), " \"rx_batch\": \"off\",");
+	else if (c->rx_batch_ns)
+		snprintf(rxb, sizeof(rxb), " \"rx_batch_ns\": %llu,",
+			 (unsigned long long)c->rx_batch_ns);
 	sb_printf(&b, "{\n  \"scenario\": {\"fabric\": ");
 	json_str(&b, s->desc);
 	sb_printf(&b, ", \"topo\": \"%s\", \"planes\": %u, \"hosts\": %u, \"evs\": %u, "
 		  "\"rate_mbit\": %llu, \"delay_ns\": %llu,\n    \"mode\": \"%s\", \"paths\": %u, "
 		  "\"cc\": \"%s\", \"mtu\": %u, \"window\": %u, \"buffer\": %llu, \"ecn\": %llu, "
 		  "\"trim\": %llu, \"prio_buffer\": %llu, \"overhead\": %u, \"nic_queue\": %u, "
-		  "\"seed\": %llu,%s\n    \"workloads\": [",
+		  "\"seed\": %llu,%s%s\n    \"workloads\": [",
 		  s->fab.kind == MRC_SIM_FATTREE ? "fattree" : "clos", s->fab.planes,
 		  s->fab.n_hosts, s->fab.nev, (unsigned long long)s->fab.rate_mbit,
 		  (unsigned long long)s->fab.delay_ns, c->mode == MRC_SIM_ECMP ? "ecmp" : "spray",
@@ -118,7 +125,7 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 		  (unsigned long long)c->buffer, (unsigned long long)c->ecn,
 		  (unsigned long long)c->trim, (unsigned long long)c->prio_buffer,
 		  c->frame_overhead, c->nic_queue, (unsigned long long)c->seed,
-		  c->spray_slot ? " \"spray_slot\": \"topo\"," : "");
+		  c->spray_slot ? " \"spray_slot\": \"topo\"," : "", rxb);
 	for (uint32_t w = 0; w < c->n_wl; w++) {
 		const struct mrc_sim_workload *wl = &c->wl[w];
 		sb_printf(&b, "%s{\"kind\": \"%s\", \"size\": %llu, \"start_ns\": %llu, "

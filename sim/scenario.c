@@ -49,8 +49,11 @@ const char *mrc_sim_cfg_help(void)
 "            or one direction (p0l0>p0s1)\n"
 "  mode      spray | ecmp          paths  N EVs per pair (0: all)\n"
 "  buffer Z  ecn Z|off  trim Z|off  prio-buffer Z  overhead BYTES  nic-queue N\n"
+"  rx-batch T|off (arrivals at a host within T of the first, 0: the same\n"
+"            instant, get one send turn: docs/sim.md \"Receive batches\")\n"
 "  mtu N  window N (0: auto)  cc nscc|fixed  rto-min T  probe-interval T\n"
 "  reorder-slack T  ev-floor N  tlp-min T (tail-loss probe; 0: off)\n"
+"  tlp-lone 0|1 (probe a packet alone in flight; mrcd.conf tlp_lone)\n"
 "  seed N  until T  hold T  bin T  verify-limit Z  progress on|off\n"
 "  stalls on|off (report why senders' NICs sat idle: docs/sim.md)\n"
 "  spray-slot hash|topo (where each host's spray starts: docs/sim.md)\n"
@@ -458,6 +461,15 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 		       c->prio_buffer > SIM_QBYTES_MAX ? BADV("must be a size, 1K..2G") : 0;
 	if (!strcmp(k, "overhead"))
 		return parse_u32r(v, 0, 1024, &c->frame_overhead) ? BADV("must be 0..1024 bytes") : 0;
+	if (!strcmp(k, "rx-batch")) {
+		if (!strcmp(v, "off")) {
+			c->rx_batch_off = 1;
+			return 0;
+		}
+		c->rx_batch_off = 0;
+		return sim_parse_time(v, &c->rx_batch_ns) || c->rx_batch_ns > 1000000 ?
+		       BADV("must be off or a time, 0..1ms") : 0;
+	}
 	if (!strcmp(k, "nic-queue"))
 		return parse_u32r(v, 1, 64, &c->nic_queue) ? BADV("must be 1..64 packets") : 0;
 	if (!strcmp(k, "mtu"))
@@ -489,6 +501,12 @@ int mrc_sim_cfg_set(struct mrc_sim_cfg *c, const char *key, const char *val,
 	if (!strcmp(k, "tlp-min"))
 		return sim_parse_time(v, &c->tlp_min_ns) ? BADV("must be a time") :
 		       (c->tlp_set = 1, 0);
+	if (!strcmp(k, "tlp-lone")) {
+		if (strcmp(v, "0") && strcmp(v, "1"))
+			return BADV("must be 0 or 1");
+		c->tlp_lone = v[0] == '1' ? 1 : 2;
+		return 0;
+	}
 	if (!strcmp(k, "ev-floor"))
 		return parse_u32r(v, 1, MRCE_MAX_EVS, &c->ev_floor) ? BADV("must be 1..4096") : 0;
 	if (!strcmp(k, "seed")) {

@@ -43,6 +43,8 @@ static void engine_cfg(struct mrc_sim *s)
 		e->reorder_slack_ns = c->reorder_slack_ns;
 	if (c->tlp_set)
 		e->tlp_min_ns = c->tlp_min_ns;
+	if (c->tlp_lone)
+		e->tlp_lone = c->tlp_lone == 1;
 	if (c->ev_floor)
 		e->ev_floor = c->ev_floor;
 	/* Small queues: thousands of engines share this process.  Control
@@ -135,6 +137,10 @@ int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
 	s->prop_ps = c->topo.delay_ns * SIM_PS_PER_NS;
 	s->host_cap_mbit = s->fab.rate_mbit * s->fab.planes;
 	s->nic_limit = s->fab.planes * (c->nic_queue ? c->nic_queue : 1);
+	/* One NIC never delivers two packets at one instant (each takes a
+	 * frame time): there a same-instant batch is always one arrival, so
+	 * the batch end is skipped and the run is the unbatched one. */
+	s->rx_batch = !c->rx_batch_off && (c->rx_batch_ns || s->fab.planes > 1);
 	s->bin_ps = (c->bin_ns ? c->bin_ns : 10000) * SIM_PS_PER_NS;
 	s->first_start_ps = UINT64_MAX;
 	mrc_rng_seed(&s->rng, c->seed);
@@ -148,7 +154,8 @@ int mrc_sim_create(const struct mrc_sim_cfg *c, struct mrc_sim **out, char *err,
 	    (rc = sim_health_init(s)))
 		goto fail;
 	s->rx_buf = malloc(MRC_HDR_MAX + MRC_MAX_PAYLOAD + MRC_TRAILER_LEN);
-	if (!s->rx_buf || sim_evq_init(&s->q, (uint64_t)s->fab.n_hosts + s->n_flows + 1024) ||
+	s->rxq = malloc(((size_t)s->fab.n_hosts + 1) * sizeof(*s->rxq));
+	if (!s->rx_buf || !s->rxq || sim_evq_init(&s->q, (uint64_t)s->fab.n_hosts + s->n_flows + 1024) ||
 	    sim_pool_init(&s->pool)) {
 		rc = mrc__errf(err, errlen, "out of memory");
 		goto fail;
@@ -190,6 +197,7 @@ void mrc_sim_destroy(struct mrc_sim *s)
 	free(s->src_buf);
 	free(s->sink_buf);
 	free(s->rx_buf);
+	free(s->rxq);
 	free(s->evc);
 	free(s->gp_all);
 	free(s->gp_aff);
@@ -265,7 +273,23 @@ int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
 	uint64_t hold = s->cfg.hold_ns * SIM_PS_PER_NS;
 	struct sim_event ev;
 	int done = 0;
-	while (!s->oom && sim_evq_pop(&s->q, &ev)) {
+	while (!s->oom) {
+		int got = sim_evq_pop(&s->q, &ev);
+		if (s->n_rxq && (!got || ev.t != s->now)) {
+			/* The instant is over: its receive batches end.  When
+			 * their sends schedule something before ev (the next
+			 * event was further away than a frame time), ev goes
+			 * back in its place and the earlier event runs first. */
+			s->sched_min = UINT64_MAX;
+			sim_host_rx_flush(s);
+			if (!got || s->sched_min < ev.t) {
+				if (got && sim_evq_requeue(&s->q, &ev))
+					s->oom = 1;
+				continue;
+			}
+		}
+		if (!got)
+			break;
 		int all = s->flows_done + s->flows_failed == s->n_flows &&
 			  !sim_step_pending(s);
 		if (ev.t > until || (all && ev.t > hold)) {
@@ -293,6 +317,9 @@ int mrc_sim_run(struct mrc_sim *s, char *err, size_t errlen)
 			break;
 		case SE_STEP:
 			sim_step_event(s, (uint32_t)ev.arg);
+			break;
+		case SE_RXEND:
+			sim_host_rx_end(s, (uint32_t)ev.arg);
 			break;
 		}
 		if (s->cfg.progress && !(s->events & (s->progress_every - 1)))

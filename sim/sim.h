@@ -109,12 +109,21 @@ struct mrc_sim_cfg {
 	uint32_t frame_overhead;   /* bytes per packet below MRC: IPv6, UDP,
 	                              Ethernet, preamble and gap */
 	uint32_t nic_queue;        /* data packets queued per NIC (pacing) */
+	/* receive batch: arrivals at a host go to its engine as they come,
+	 * and the engine is asked for packets (its ACKs among them) once, at
+	 * the end of the batch, which closes this long after its first
+	 * arrival (0: the same instant), as mrcd sends after a turn's
+	 * recvmmsg.  rx_batch_off: after every arrival instead. */
+	uint64_t rx_batch_ns;
+	uint8_t rx_batch_off;
 	/* engine */
 	uint32_t mtu, window;      /* window 0: auto (2 BDP, power of 2) */
 	uint8_t cc_fixed;          /* 1: MRCE_CC_FIXED, 0: MRCE_CC_NSCC */
 	uint64_t rto_min_ns, probe_interval_ns, reorder_slack_ns;
 	uint64_t tlp_min_ns;       /* cfg.tlp_min_ns (0: off), if tlp_set */
 	uint8_t tlp_set;
+	uint8_t tlp_lone;          /* 0: engine default (on); 1 on, 2 off
+	                              (mrcd.conf tlp_lone, off there) */
 	uint32_t ev_floor;
 	/* run */
 	uint64_t seed;

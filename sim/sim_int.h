@@ -149,6 +149,7 @@ struct sim_host {
 	uint64_t idle_since;       /* stalls: ps its NIC went idle (0: busy) */
 	uint8_t idle_why;          /* stalls: enum sim_stall */
 	uint16_t denied_planes;    /* planes whose NIC link is down */
+	uint8_t rx_open;           /* a receive batch is open (SE_RXEND due) */
 };
 
 /* ---- flows (workload.c) ------------------------------------------------ */
@@ -198,7 +199,7 @@ struct sim_stalls {
 
 /* ---- the simulator ----------------------------------------------------- */
 
-enum { SE_ARRIVE = 1, SE_TXDONE, SE_TIMER, SE_START, SE_FAULT, SE_STEP };
+enum { SE_ARRIVE = 1, SE_TXDONE, SE_TIMER, SE_START, SE_FAULT, SE_STEP, SE_RXEND };
 
 struct sim_fault_rec {
 	uint64_t t_ps;
@@ -230,6 +231,9 @@ struct mrc_sim {
 	uint64_t ser_num;          /* 8e6: ser_ps = bytes * 8e6 / rate_mbit */
 	uint64_t prop_ps;
 	uint32_t nic_limit;
+	uint8_t rx_batch;          /* arrivals end in a batch (cfg.rx_batch_*) */
+	uint32_t *rxq, n_rxq;      /* hosts whose same-instant batch is open */
+	uint64_t sched_min;        /* earliest event scheduled since reset */
 	uint64_t host_cap_mbit;
 	struct mrce_cfg ecfg;
 	/* memory shared by every host: the source pattern and a sink */
@@ -262,7 +266,7 @@ struct mrc_sim {
 	long maxrss_kb;
 	/* fabric-link health (health.c), with cfg.health set */
 	struct sim_health *health;
-	struct { uint64_t senders, last_ps, share_msgs, denials; } hfig;
+	struct { uint64_t senders, last_ps, share_msgs, denials, suspects; } hfig;
 };
 
 /* net.c */
@@ -297,6 +301,9 @@ void sim_host_rx(struct mrc_sim *s, struct sim_pkt *k);
 void sim_host_timer(struct mrc_sim *s, uint32_t h, uint64_t t);
 void sim_host_service(struct mrc_sim *s, uint32_t h);
 void sim_host_nic_free(struct mrc_sim *s, uint32_t h);
+void sim_host_rx_end(struct mrc_sim *s, uint32_t h);
+/* Ends the same-instant batches (rx-batch 0) of the instant now over. */
+void sim_host_rx_flush(struct mrc_sim *s);
 void sim_host_plane_link(struct mrc_sim *s, uint32_t h, uint32_t plane, int down);
 int sim_host_peer(const struct mrc_sim *s, uint32_t h, uint32_t remote, uint32_t *peer);
 

@@ -18,6 +18,12 @@
  *     the backlog.  Without it the poller ran only from the idle watcher,
  *     which libev does not run while the plane's watcher keeps feeding
  *     itself.  Needs root (SO_RCVBUFFORCE: the backlog must fit).
+ *   urgent_post_mid_turn: a post waits in an urgent ring (a fake poller)
+ *     while a turn reads 136 datagrams: with urgent_turn_us 1 it is taken
+ *     and sent before the turn has read them (urgent.c); _waits_turn, the
+ *     control (0, main's loop): by the poll round after them.
+ *   urgent_dgram_first: an urgent SEND's datagram, read first from the urgent
+ *     queue, completes before the rest is read (rx.c); _waits_turn (0): at the end.
  * The engine timer (daemon/core/timer.c, docs/client.md "The engine timer"):
  *   held_ack_on_time: a sleeping daemon's held ACK (32 us): the timerfd
  *     is armed for its deadline itself, and the timer sends it (lateness
@@ -63,6 +69,7 @@ struct rig {
 	uint32_t a, b, key;
 	uint8_t buf[4096];
 	int a_done, b_done;
+	uint64_t b_bad;            /* rx_bad_sport at b's last completion */
 };
 
 static void on_wc(void *ctx, const struct mrce_wc *wc)
@@ -77,10 +84,11 @@ static void on_wc_b(void *ctx, const struct mrce_wc *wc)
 	struct rig *r = ctx;
 	assert_int_equal(wc->status, 0);
 	r->b_done++;
+	r->b_bad = r->d.st.rx_bad_sport;
 }
 
-/* The next rig's RTO bounds (us). */
-static uint32_t rig_rto_min_us = 1000, rig_rto_max_us = 4000;
+/* The next rig's RTO bounds (us) and urgent_turn_us. */
+static uint32_t rig_rto_min_us = 1000, rig_rto_max_us = 4000, rig_urgent_us = 50, rig_tc;
 
 static struct rig *rig_up(void)
 {
@@ -94,6 +102,7 @@ static struct rig *rig_up(void)
 	c->rto_min_us = rig_rto_min_us;
 	c->rto_max_us = rig_rto_max_us;
 	c->engine_timerfd = use_timerfd;
+	c->urgent_turn_us = rig_urgent_us;
 	use_timerfd = 1;   /* on_libev is for one rig */
 	int rc = -1;
 	/* Another process may hold a port: a few tries from the seed. */
@@ -115,7 +124,7 @@ static struct rig *rig_up(void)
 	struct mrce *e = r->d.eng;
 	uint32_t peer;
 	assert_int_equal(mrcd_peer_of_host(&r->d, 0, &peer), 0);
-	struct mrce_qp_attr qa = { .pd = 1 };
+	struct mrce_qp_attr qa = { .pd = 1, .tclass = rig_tc };
 	assert_int_equal(mrce_qp_open(e, &qa, &r->a), 0);
 	assert_int_equal(mrce_qp_open(e, &qa, &r->b), 0);
 	assert_int_equal(mrce_qp_set_tokens(e, r->a, 0x1111, 0x2222), 0);
@@ -123,7 +132,8 @@ static struct rig *rig_up(void)
 	assert_int_equal(mrce_qp_connect(e, r->a, peer, r->b, 100, 500), 0);
 	assert_int_equal(mrce_qp_connect(e, r->b, peer, r->a, 500, 100), 0);
 	assert_int_equal(mrce_mr_add(e, 1, r->buf, sizeof(r->buf),
-				     MRCE_ACCESS_LOCAL_READ | MRCE_ACCESS_REMOTE_WRITE, &r->key), 0);
+				     MRCE_ACCESS_LOCAL_READ | MRCE_ACCESS_REMOTE_WRITE |
+				     MRCE_ACCESS_LOCAL_WRITE, &r->key), 0);
 	assert_int_equal(mrcd_qp_bind(&r->d, r->a, on_wc, r), 0);
 	assert_int_equal(mrcd_qp_bind(&r->d, r->b, on_wc_b, r), 0);
 	return r;
@@ -437,16 +447,108 @@ static int teardown(void **state)
 	return 0;
 }
 
-static int count_poll(void *ctx)
+static int count_poll(void *ctx) { return (*(int *)ctx)++, 0; }
+static int stay_busy(void *ctx) { return (void)ctx, 1; }   /* the idle watcher stays on */
+
+/* A fake client's urgent ring: a post for the urgent op (or the poll
+ * round); notes the backlog read when taken, and when its packet left. */
+struct urg {
+	struct rig *r;
+	int pending, posted, by_urgent, sent;
+	uint64_t bad0, tx0, read_at_post, read_at_sent;
+};
+
+static int urg_take(struct urg *u, int urgent)
 {
-	(*(int *)ctx)++;
-	return 0;
+	struct mrc_dp_stats ds;
+	mrc_dp_get_stats(u->r->d.dp, &ds);
+	uint64_t read = u->r->d.st.rx_bad_sport - u->bad0;
+	if (u->posted && !u->sent && ds.tx_pkts > u->tx0)
+		u->sent = 1, u->read_at_sent = read;
+	if (!u->pending)
+		return 0;
+	struct mrc_sqe wr = { .wr_id = 3, .op = MRC_SQE_WRITE, .lkey = u->r->key, .len = 64,
+		.rkey = u->r->key, .roff = 2048 };
+	assert_int_equal(mrce_qp_post(u->r->d.eng, mrcd_now(), u->r->a, &wr), 0);
+	*u = (struct urg){ .r = u->r, .posted = 1, .by_urgent = urgent, .bad0 = u->bad0,
+		.tx0 = ds.tx_pkts, .read_at_post = read };
+	return 1;
 }
 
-static int stay_busy(void *ctx)
+static int urg_poll(void *ctx) { return urg_take(ctx, 0); }
+static int urg_urgent(void *ctx) { return urg_take(ctx, 1); }
+
+/* The backlog: n datagrams to the rig's port from a port that is not
+ * mrcd's (read, dropped at the source-port check: counted), then a fence
+ * to us, last: on one CPU (*was: before) loopback keeps send order. */
+static void backlog(struct rig *r, int n, cpu_set_t *was)
 {
-	(void)ctx;
-	return 1;   /* keeps the idle watcher (busy polling) active */
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+	assert_int_equal(sched_getaffinity(0, sizeof(*was), was), 0);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	int tx = socket(AF_INET6, SOCK_DGRAM, 0), fs = socket(AF_INET6, SOCK_DGRAM, 0);
+	assert_true(tx >= 0 && fs >= 0);
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	assert_int_equal(bind(fs, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	struct sockaddr_in6 fa;
+	assert_int_equal(getsockname(fs, (struct sockaddr *)&fa, &(socklen_t){ sizeof(fa) }), 0);
+	sa.sin6_port = htons((uint16_t)r->d.cfg.port);
+	uint8_t b[8] = { 0 };
+	for (int i = 0; i < n; i++)
+		assert_int_equal(sendto(tx, b, sizeof(b), 0, (struct sockaddr *)&sa, sizeof(sa)), 8);
+	assert_int_equal(sendto(tx, b, 1, 0, (struct sockaddr *)&fa, sizeof(fa)), 1);
+	struct pollfd pf = { .fd = fs, .events = POLLIN };
+	assert_int_equal(poll(&pf, 1, 10000), 1);
+	close(tx);
+	close(fs);
+}
+
+/* urgent_turn's cases: { urgent_turn_us, a post (0) or a datagram (1) }. */
+static uint32_t urgent_cases[4][2] = { { 1, 0 }, { 0, 0 }, { 50, 1 }, { 0, 1 } };
+
+/* One turn over a backlog of 2 batches and 8 with urgent work waiting. */
+static void urgent_turn(void **state)
+{
+	enum { BACKLOG = 2 * MRC_DP_BATCH + 8 };
+	const uint32_t *c = *state, us = rig_urgent_us = c[0];
+	rig_tc = c[1] ? MRCE_TC_URGENT : MRCE_TC_DEFAULT;
+	struct rig *r = rig_up();
+	rig_urgent_us = 50, rig_tc = MRCE_TC_DEFAULT;
+	struct urg u = { .r = r };
+	struct mrcd_poller p = { .poll = urg_poll, .arm = stay_busy, .urgent = urg_urgent, .ctx = &u };
+	struct mrc_sqe wr = { .wr_id = 4, .op = MRC_SQE_SEND, .lkey = r->key, .loff = 2048, .len = 64 };
+	if (c[1]) {   /* sent now: it waits, DSCP 46, in the urgent queue */
+		assert_int_equal(mrce_qp_post_recv(r->d.eng, r->b, 9, r->key, 0, 64), 0);
+		assert_int_equal(mrce_qp_post(r->d.eng, mrcd_now(), r->a, &wr), 0);
+		mrcd_flush(&r->d);
+	}
+	assert_int_equal(mrcd_poller_add(&r->d, &p), 0);
+	mrcd_urgent_count(&r->d, 1);   /* as a client's urgent QP does */
+	cpu_set_t was;
+	backlog(r, BACKLOG, &was);
+	u.bad0 = r->d.st.rx_bad_sport;
+	u.pending = !c[1];
+	ev_run(r->d.loop, EVRUN_ONCE);
+	assert_int_equal(r->d.st.rx_bad_sport - u.bad0, BACKLOG);   /* read in this turn */
+	assert_true(c[1] ? r->b_done == 1 : u.posted);
+	struct mrc_dp_stats ds;
+	mrc_dp_get_stats(r->d.dp, &ds);
+	/* us: done before the backlog was read (the post's packet sent too); 0: after. */
+	uint64_t at = c[1] ? r->b_bad - u.bad0 : u.read_at_post;
+	int ok = !us ? at == BACKLOG && !u.by_urgent : c[1] ? at == 0 :
+		 u.by_urgent && at < BACKLOG && u.sent && u.read_at_sent < BACKLOG;
+	if (!ok || (c[1] && ds.rx_urgent != 1))   /* the SEND read from the urgent queue */
+		fail_msg("seed %u: urgent_turn_us %u: the urgent %s done after %llu of %d datagrams (urgent "
+			 "op %d, sent %d after %llu, rx_urgent %llu)", seed, us, c[1] ? "SEND" : "post",
+			 (unsigned long long)at, BACKLOG, u.by_urgent, u.sent, (unsigned long long)u.read_at_sent,
+			 (unsigned long long)ds.rx_urgent);
+	assert_true(c[1] || !us || (r->d.rst.urgent_turns > 0 && r->d.rst.urgent_posts == 1));
+	spin_until(r, &r->a_done, 1);   /* acknowledged: nothing left in flight to the port */
+	mrcd_poller_del(&r->d, &u);
+	rig_down(r);
+	sched_setaffinity(0, sizeof(was), &was);
 }
 
 static void rings_polled_during_backlog(void **state)
@@ -454,35 +556,14 @@ static void rings_polled_during_backlog(void **state)
 	(void)state;
 	if (geteuid() != 0)
 		skip();   /* an unprivileged receive buffer cannot hold the backlog */
-	/* One CPU: loopback delivers in send order, so the fence below
-	 * arrives only after the backlog. */
-	cpu_set_t one, was;
-	assert_int_equal(sched_getaffinity(0, sizeof(was), &was), 0);
-	CPU_ZERO(&one);
-	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
-	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
 	struct rig *r = rig_up();
 	int calls = 0;
 	struct mrcd_poller p = { .poll = count_poll, .arm = stay_busy, .ctx = &calls };
 	assert_int_equal(mrcd_poller_add(&r->d, &p), 0);
-	/* The backlog: more than RX_ROUNDS x MRC_DP_BATCH (512) datagrams
-	 * from a port that is not mrcd's (dropped at the source-port check,
-	 * after they were read: counted), then the fence. */
-	int tx = socket(AF_INET6, SOCK_DGRAM, 0), fs = socket(AF_INET6, SOCK_DGRAM, 0);
-	assert_true(tx >= 0 && fs >= 0);
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
-	assert_int_equal(bind(fs, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	struct sockaddr_in6 fa;
-	socklen_t fl = sizeof(fa);
-	assert_int_equal(getsockname(fs, (struct sockaddr *)&fa, &fl), 0);
-	sa.sin6_port = htons((uint16_t)r->d.cfg.port);
+	/* More than RX_ROUNDS x MRC_DP_BATCH (512) datagrams. */
 	enum { BACKLOG = 8 * MRC_DP_BATCH + 100 };
-	uint8_t b[8] = { 0 };
-	for (int i = 0; i < BACKLOG; i++)
-		assert_int_equal(sendto(tx, b, sizeof(b), 0, (struct sockaddr *)&sa, sizeof(sa)), 8);
-	assert_int_equal(sendto(tx, b, 1, 0, (struct sockaddr *)&fa, sizeof(fa)), 1);
-	struct pollfd pf = { .fd = fs, .events = POLLIN };
-	assert_int_equal(poll(&pf, 1, 10000), 1);
+	cpu_set_t was;
+	backlog(r, BACKLOG, &was);
 	uint64_t bad0 = r->d.st.rx_bad_sport, turn0 = r->d.rst.rx_turn_polls;
 	calls = 0;
 	ev_run(r->d.loop, EVRUN_ONCE);
@@ -490,13 +571,9 @@ static void rings_polled_during_backlog(void **state)
 	assert_int_equal(r->d.st.rx_bad_sport - bad0, BACKLOG);
 	/* ...and the poller ran inside it. */
 	if (!calls)
-		fprintf(stderr, "seed %u: the poller did not run in the turn that read %d datagrams\n",
-			seed, BACKLOG);
-	assert_true(calls > 0);
+		fail_msg("seed %u: the poller did not run in the turn that read %d datagrams", seed, BACKLOG);
 	assert_true(r->d.rst.rx_turn_polls > turn0);
 	mrcd_poller_del(&r->d, &calls);
-	close(tx);
-	close(fs);
 	rig_down(r);
 	sched_setaffinity(0, sizeof(was), &was);
 }
@@ -507,6 +584,10 @@ int main(void)
 		cmocka_unit_test(ack_before_rto),
 		cmocka_unit_test(due_timer_same_turn),
 		cmocka_unit_test(rings_polled_during_backlog),
+		{ "urgent_post_mid_turn", urgent_turn, NULL, NULL, urgent_cases[0] },
+		{ "urgent_post_waits_turn", urgent_turn, NULL, NULL, urgent_cases[1] },
+		{ "urgent_dgram_first", urgent_turn, NULL, NULL, urgent_cases[2] },
+		{ "urgent_dgram_waits_turn", urgent_turn, NULL, NULL, urgent_cases[3] },
 		cmocka_unit_test(held_ack_on_time),
 		cmocka_unit_test(held_ack_libev_control),
 		cmocka_unit_test(far_deadline_no_rearm),

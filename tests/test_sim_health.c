@@ -7,7 +7,12 @@
  * was (no "health" line).  And when the link dies mid-run under an
  * all-to-all whose flows start over 1 ms, sharing cuts the packets
  * lost on it and the hosts that ever send on it (the bench's claim,
- * bench/sim_health.sh).  Seeded: the seed is in every message;
+ * bench/sim_health.sh).  And with a spine blackholed under an all-to-all
+ * and a tick longer than the run (localisation never acts), a host's
+ * first path retired through the dead spine takes its paths to every
+ * other peer through that uplink out of use at the same instant
+ * (health/suspect.h), so each host retires about one path there, not one
+ * per peer.  Seeded: the seed is in every message;
  * MRC_TEST_SEED replaces the mid-run case's (deterministic per seed). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,11 +23,12 @@
 #include <string.h>
 #include <cmocka.h>
 #include "sim/sim.h"
+#include "transport/engine.h"
 
 #define SEED "7"
 #define TOPO { "topo", "clos:planes=1,leaves=4,spines=4,hosts=4,rate=100G,delay=500ns" }
 
-struct figs { unsigned long long pkts, senders, last, denied, msgs; };
+struct figs { unsigned long long pkts, senders, last, denied, msgs, suspected; };
 
 static struct figs run_kv(const char *const kv[][2])
 {
@@ -46,8 +52,8 @@ static struct figs run_kv(const char *const kv[][2])
 	if (!h || sscanf(strstr(h, "dead_link_pkts"), "dead_link_pkts\": %llu, "
 			 "\"dead_link_senders\": %llu, \"last_dead_ns\": %llu", &f.pkts,
 			 &f.senders, &f.last) != 3 ||
-	    sscanf(strstr(h, "share_msgs"), "share_msgs\": %llu, \"denied_evs\": %llu",
-		   &f.msgs, &f.denied) != 2)
+	    sscanf(strstr(h, "share_msgs"), "share_msgs\": %llu, \"denied_evs\": %llu, "
+		   "\"suspected_evs\": %llu", &f.msgs, &f.denied, &f.suspected) != 3)
 		fail_msg("seed %s: no health figures in %s", seed, j);
 	free(j);
 	mrc_sim_destroy(s);
@@ -93,15 +99,104 @@ static void midrun_sharing_spares_senders(void **st)
 	struct figs l = run_midrun("local,2us", seed), sh = run_midrun("shared,2us", seed);
 	print_message("seed %s (MRC_TEST_SEED to replay): local %llu pkts from %llu hosts, "
 		      "last at %llu ns; shared %llu pkts from %llu hosts, last at %llu ns "
-		      "(%llu EVs denied, %llu messages)\n", seed, l.pkts, l.senders, l.last,
-		      sh.pkts, sh.senders, sh.last, sh.denied, sh.msgs);
+		      "(%llu EVs denied, %llu suspected, %llu messages)\n", seed, l.pkts,
+		      l.senders, l.last, sh.pkts, sh.senders, sh.last, sh.denied, sh.suspected,
+		      sh.msgs);
 	/* The fault happened after the start, and hit traffic. */
 	assert_true(l.pkts > 0 && l.last > 50000);
-	assert_true(sh.msgs > 0 && sh.denied > 0);
+	/* Acted on: denied, or suspected at once (health/suspect.h: a
+	 * peer's failure told at once often leaves health nothing to deny). */
+	assert_true(sh.msgs > 0 && sh.denied + sh.suspected > 0);
 	/* Hosts that had not yet used the link were told before they did. */
 	assert_true(sh.senders < l.senders);
-	assert_true(2 * sh.pkts < l.pkts);
+	/* Fewer packets too (half as many before a host's first failure
+	 * took its uplink's paths to every peer out: health/suspect.h). */
+	assert_true(sh.pkts < l.pkts);
 	assert_true(sh.last < l.last);
+}
+
+/* Spine p0s2 blackholed at 50 us under an all-to-all (flows over 500
+ * us), a 10 ms tick: localisation never acts, only suspicions do.  Per
+ * host: failures retired through the spine (EV 2 on this Clos), the
+ * first's time, its suspicions there at that instant and before it. */
+enum { H = 16, DEAD_EV = 2 };
+struct sus { uint32_t nfail, hosts, told, early; };
+
+static struct sus run_suspect(const char *health, const char *seed)
+{
+	const char *const kv[][2] = { TOPO, { "workload", "alltoall:size=64K,jitter=500us" },
+		{ "fault", "50us:blackhole:p0s2" }, { "seed", seed },
+		{ "health", health }, { NULL, NULL } };
+	struct mrc_sim_cfg c;
+	char err[MRC_SIM_ERRLEN];
+	mrc_sim_cfg_default(&c);
+	for (size_t i = 0; kv[i][0]; i++)
+		if (mrc_sim_cfg_set(&c, kv[i][0], kv[i][1], err, sizeof(err)))
+			fail_msg("%s %s: %s", kv[i][0], kv[i][1], err);
+	struct mrc_sim *s;
+	if (mrc_sim_create(&c, &s, err, sizeof(err)) || mrc_sim_run(s, err, sizeof(err)))
+		fail_msg("seed %s: %s", seed, err);
+	uint64_t first[H];
+	uint32_t fails[H] = { 0 }, at_first[H] = { 0 }, before[H] = { 0 };
+	struct sus r = { 0 };
+	const struct mrc_sim_ev_change *v = mrc_sim_ev_changes(s);
+	uint32_t n = mrc_sim_ev_change_count(s);
+	for (uint32_t h = 0; h < H; h++)
+		first[h] = UINT64_MAX;
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i].ev == DEAD_EV && v[i].new_state == MRCE_EV_ASSUMED_BAD &&
+		    v[i].reason != MRCE_RSN_DENY && v[i].host < H) {
+			fails[v[i].host]++;
+			r.nfail++;
+			if (v[i].t_ns < first[v[i].host])
+				first[v[i].host] = v[i].t_ns;
+		}
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i].ev == DEAD_EV && v[i].reason == MRCE_RSN_DENY && v[i].host < H) {
+			at_first[v[i].host] += v[i].t_ns == first[v[i].host];
+			before[v[i].host] += v[i].t_ns < first[v[i].host];
+		}
+	for (uint32_t h = 0; h < H; h++) {
+		r.hosts += fails[h] > 0;
+		r.told += at_first[h] > 0;
+		r.early += before[h] > 0;
+	}
+	print_message("seed %s (MRC_TEST_SEED to replay), health %s: %u paths retired through "
+		      "the dead spine by %u hosts; %u hosts suspected their other paths there "
+		      "at their first, %u before any of their own\n", seed, health, r.nfail,
+		      r.hosts, r.told, r.early);
+	mrc_sim_destroy(s);
+	return r;
+}
+
+static const char *test_seed(void)
+{
+	return getenv("MRC_TEST_SEED") ? getenv("MRC_TEST_SEED") : "1";
+}
+
+/* A host's first failure there suspects its paths to every peer. */
+static void suspect_spares_peers(void **st)
+{
+	(void)st;
+	struct sus r = run_suspect("local,10ms", test_seed());
+	assert_true(r.hosts >= H / 2);       /* the fault hit traffic */
+	assert_int_equal(r.told, r.hosts);
+	assert_int_equal(r.early, 0);        /* nobody told anyone */
+	/* 15 peers each: one retirement per peer without the suspicion. */
+	assert_true(r.nfail <= 2 * r.hosts);
+}
+
+/* Shared: the failure is told at once, and peers suspect the teller's
+ * uplink (theirs too, or their paths into its leaf) before they lose a
+ * packet there themselves. */
+static void told_spares_hosts(void **st)
+{
+	(void)st;
+	struct sus l = run_suspect("local,10ms", test_seed()),
+		   sh = run_suspect("shared,10ms", test_seed());
+	assert_true(sh.early > 0);
+	assert_true(sh.hosts < l.hosts);
+	assert_true(sh.nfail < l.nfail);
 }
 
 static void unset_reports_nothing(void **st)
@@ -128,6 +223,8 @@ int main(void)
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(sharing_spares_senders),
 		cmocka_unit_test(midrun_sharing_spares_senders),
+		cmocka_unit_test(suspect_spares_peers),
+		cmocka_unit_test(told_spares_hosts),
 		cmocka_unit_test(unset_reports_nothing),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);

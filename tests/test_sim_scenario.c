@@ -50,6 +50,7 @@ static void bad_settings_say_why(void **st)
 	expect_err("buffer", "1K", "buffer='1K': must be a size, 16K..2G");
 	expect_err("buffer", "3G", "buffer='3G': must be a size, 16K..2G");
 	expect_err("prio-buffer", "3G", "prio-buffer='3G': must be a size, 1K..2G");
+	expect_err("tlp-lone", "2", "tlp-lone='2': must be 0 or 1");
 	expect_err("frobnicate", "1", "unknown setting 'frobnicate'");
 }
 

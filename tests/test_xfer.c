@@ -214,10 +214,11 @@ static void pair_down(struct pair *x)
 	mrce_destroy(x->b);
 }
 
-/* A packet merely overtaken (not lost) is declared lost, its path retired
- * and the packet resent; when the ACK of the original copy arrives, the
- * engine must see the loss was spurious: give the path back, and widen its
- * reorder tolerance so it does not happen again. */
+/* A packet merely overtaken (not lost) is declared lost and resent, its
+ * path probed; the probe lost too, the path is retired.  When the ACK of
+ * the original copy arrives, the engine must see the loss was spurious:
+ * give the path back, and widen its reorder tolerance so it does not
+ * happen again. */
 static void spurious_loss_undone(void **st)
 {
 	(void)st;
@@ -245,9 +246,22 @@ static void spurious_loss_undone(void **st)
 	mrce_tick(a, dl);
 	struct mrce_ev_info in;
 	assert_int_equal(mrce_ev_info(a, pa, late_ev, &in), 0);
+	assert_int_equal(in.state, MRCE_EV_GOOD);      /* one loss: suspect, probed */
+	int n = mrce_tx(a, dl, p, 4), probes = 0, resends = 0;
+	for (int i = 0; i < n; i++) {
+		probes += p[i].hdr[1] == MRC_OP_PROBE && p[i].ev == late_ev;
+		resends += mrc_op_is_data(p[i].hdr[1]) && (p[i].hdr[3] & MRC_F_RETX);
+	}
+	assert_int_equal(n, 2);                        /* both dropped here */
+	assert_int_equal(probes, 1);
+	assert_int_equal(resends, 1);
+	/* The probe unanswered within 1.25 RTTs (20 us): retired. */
+	uint64_t d2 = mrce_next_deadline(a);
+	assert_true(d2 > dl && d2 <= dl + 25000);
+	mrce_tick(a, d2);
+	assert_int_equal(mrce_ev_info(a, pa, late_ev, &in), 0);
 	assert_int_equal(in.state, MRCE_EV_ASSUMED_BAD);
-	assert_int_equal(mrce_tx(a, dl, p, 4), 1);   /* the resend; dropped here */
-	assert_true(p[0].hdr[3] & MRC_F_RETX);
+	dl = d2;
 	/* The original copy arrives after all. */
 	assert_int_equal(mrce_rx(b, dl + 5000, pb, p0, n0, 0), 0);
 	assert_int_equal(mrce_tx(b, dl + 5000, ack, 4), 1);

@@ -82,22 +82,15 @@ static void rtt_sample(struct mrce *e, struct mrce__qp *qp, uint64_t rtt)
 	rto_set(e, qp);
 }
 
-/* The path slot s was blamed for when declared lost delivered it after
- * all: give it back if that loss retired it. */
+/* The ACK h echoes a transmission of slot s that was declared lost: the
+ * path that try went on (h->ev, with its send time h->ts_echo) delivered
+ * it, so it is given back if that loss retired it.  Not s->lost_ev: that
+ * is the newest try's, and a late ACK often echoes an earlier one. */
 static void give_back_path(struct mrce *e, struct mrce__qp *qp, struct mrce__slot *s,
-			   uint64_t now)
+			   const struct mrc_ack_hdr *h, uint64_t now)
 {
-	struct mrce__peer *p = &e->peers[qp->peer];
-	if (s->lost_ev < p->nev) {
-		struct mrce__ev *pa = &p->paths[s->lost_ev];
-		/* Retired by a timeout or by a late packet alike: the packet
-		 * got through, so the path was delivering. */
-		if (pa->state == MRCE_EV_ASSUMED_BAD &&
-		    (pa->reason == MRCE_RSN_LOSS || pa->reason == MRCE_RSN_RTO))
-			mrce__ev_set_state(e, qp->peer, s->lost_ev, MRCE_EV_GOOD,
-					    MRCE_RSN_SPURIOUS, now);
-		s->lost_ev = UINT16_MAX;
-	}
+	mrce__ev_spurious(e, qp->peer, h->ev, h->ts_echo, now);
+	s->lost_ev = UINT16_MAX;
 }
 
 /* An ACK triggered by an earlier transmission of a packet we already
@@ -130,7 +123,7 @@ static void spurious_check(struct mrce *e, struct mrce__qp *qp,
 	p->reo_extra += step;
 	if (p->reo_extra > 2 * qp->srtt)
 		p->reo_extra = 2 * qp->srtt;
-	give_back_path(e, qp, s, now);
+	give_back_path(e, qp, s, h, now);
 }
 
 /* Eifel / F-RTO undo (RFC 3522, 4015, 5682): the first ACK after an RTO
@@ -171,7 +164,7 @@ static void rto_check(struct mrce *e, struct mrce__qp *qp,
 	qp->backoff = 0;
 	if (s->tries && s->strikes)
 		s->strikes--;   /* its resend was not needed */
-	give_back_path(e, qp, s, now);
+	give_back_path(e, qp, s, h, now);
 }
 
 static void nack_rx(struct mrce *e, struct mrce__qp *qp, const struct mrc_ack_hdr *h,

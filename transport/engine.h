@@ -492,8 +492,9 @@ struct mrce_stats {
 	uint64_t access_errors, rto_fires, loss_detected, ctrl_overflow;
 	uint64_t events_dropped, ev_changes, bytes_placed, msgs_completed;
 	uint64_t rx_bad_token[MRCE_TOK__COUNT];
-	/* Losses under congestion: paths probed before being retired, probes
-	 * answered (path kept), unanswered (path ASSUMED_BAD). */
+	/* Losses: paths probed before being retired, probes (or a late ACK
+	 * of the packet) answered (path kept), unanswered or a second loss
+	 * with no congestion seen (path ASSUMED_BAD). */
 	uint64_t suspect_probes, suspect_cleared, suspect_retired;
 	/* Suspect waits extended because ECN or trims came meanwhile (deep
 	 * queues delay the probe's answer too; issue 34). */

@@ -1,6 +1,7 @@
 /* The EVs of each peer, one per path to it: state machine GOOD /
- * ASSUMED_BAD / DENIED, spraying, RTT per path, and probes that bring bad
- * paths back.  Peers themselves are added and removed in peer.c. */
+ * ASSUMED_BAD / DENIED, RTT per path, and probes that bring bad paths
+ * back.  Spraying over them is evs_pick.c's; peers themselves are added
+ * and removed in peer.c. */
 #include <errno.h>
 #include <string.h>
 
@@ -67,6 +68,14 @@ void mrce__ev_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
 	/* QPs waiting for a path (every EV was DENIED) resume at once. */
 	if (!was_reachable && mrce__peer_reachable(p))
 		qps_path_back(e, peer, now);
+}
+
+static void unsuspect(struct mrce__peer *p, struct mrce__ev *pa)
+{
+	if (pa->suspect) {
+		pa->suspect = 0;
+		p->nsuspect--;
+	}
 }
 
 /* Retires a GOOD path, unless that would leave fewer usable paths than
@@ -158,8 +167,12 @@ void mrce__ev_check(struct mrce *e, uint32_t peer, uint32_t ev,
  * them apart is a probe sent after the packet (probes travel in the
  * switches' priority queue): answered, the path is alive and stays GOOD;
  * unanswered within suspect_wait, it is retired, and until then it is out
- * of the spray.  With no probe out and no sign of congestion (cong == 0)
- * the path is retired at once, as fast as a probe could not be. */
+ * of the spray.  One loss alone is no proof even with no sign of
+ * congestion (cong == 0) and no probe out: on a 2:1 all-to-all's start-up
+ * the first packet a path carried was often only late, and retiring it at
+ * once convicted healthy links (docs/health.md).  Such a suspect (lone)
+ * is retired at its next loss, though: a dead path under load loses every
+ * packet it carries, and is retired as fast as before. */
 void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		    uint64_t sent_ts, uint8_t reason, int cong, int weak, uint64_t now)
 {
@@ -168,8 +181,16 @@ void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 	struct mrce__ev_cold *pc = &p->cold[ev];
 	pc->lost++;
 	e->st.loss_detected++;
-	if (pa->state != MRCE_EV_GOOD || pa->suspect)
+	if (pa->state != MRCE_EV_GOOD)
 		return;
+	if (pa->suspect) {
+		if (pc->lone && !cong && pa->alive_ts < sent_ts) {
+			e->st.suspect_retired++;
+			retire(e, peer, ev, reason, now);
+			unsuspect(p, pa);   /* kept by the floor */
+		}
+		return;
+	}
 	if (pa->alive_ts >= sent_ts) {
 		e->st.suspect_cleared++;
 		return;
@@ -194,15 +215,16 @@ void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		pc->kept_ts = now;
 		return;
 	}
+	pc->blame_ts = sent_ts;
 	int asked = pa->probe_seq && pa->probe_ts >= sent_ts;
-	if (!asked && !cong) {
-		retire(e, peer, ev, reason, now);
-		return;
-	}
 	if (!asked) {
 		probe_send(e, peer, ev, now);
 		e->st.suspect_probes++;
 	}
+	/* Not asked before: the packet's ACKs came too late even to probe
+	 * in its reorder window (loss.c); a path already asked is judged by
+	 * its probe alone, as the losses of a late burst come together. */
+	pc->lone = !asked && !cong;
 	pc->suspect_ext = 0;
 	pc->suspect_until = pa->probe_ts + suspect_wait(e, p);
 	if (pc->suspect_until <= now && !suspect_extend(e, p, pa, now)) {
@@ -216,6 +238,34 @@ void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 	if ((!p->nbad && p->nsuspect == 1) || until < p->next_probe_due)
 		p->next_probe_due = until;
 	mrce__peer_timer_sync(e, peer);
+}
+
+/* A packet sent at sent_ts on this path, declared lost, was acknowledged
+ * after all (the ACK echoes its send time and EV): the path delivered it.
+ * If that loss, or one of a packet sent before it, retired the path or
+ * made it a suspect, the path is given back: the loss was lateness.  A
+ * path retired for a packet sent after this one stays retired (it may
+ * have died since). */
+void mrce__ev_spurious(struct mrce *e, uint32_t peer, uint32_t ev, uint64_t sent_ts,
+		       uint64_t now)
+{
+	struct mrce__peer *p = &e->peers[peer];
+	if (ev >= p->nev)
+		return;
+	struct mrce__ev *pa = &p->paths[ev];
+	if (sent_ts < p->cold[ev].blame_ts)
+		return;
+	if (pa->suspect) {
+		/* As good as its probe's answer. */
+		if (pa->alive_ts < sent_ts)
+			pa->alive_ts = sent_ts;
+		unsuspect(p, pa);
+		e->st.suspect_cleared++;
+	} else if (pa->state == MRCE_EV_ASSUMED_BAD &&
+		   (pa->reason == MRCE_RSN_LOSS || pa->reason == MRCE_RSN_RTO)) {
+		/* Retired by a timeout or by a late packet alike. */
+		mrce__ev_set_state(e, peer, ev, MRCE_EV_GOOD, MRCE_RSN_SPURIOUS, now);
+	}
 }
 
 /* A recent highest value: jumps up to a new high, decays towards lower
@@ -244,121 +294,6 @@ void mrce__ev_rtt(struct mrce *e, struct mrce__peer *p, uint32_t ev,
 	if (rtt > p->rtt_avg + p->rtt_avg / 2 && pa->penalty < 8)
 		pa->penalty++;
 	(void)e;
-}
-
-static int usable(const struct mrce__ev *pa) { return pa->state == MRCE_EV_GOOD; }
-
-/* The plane's next GOOD EV, detours (mrce_ev_set_detour) or not, suspect
- * ones (waiting for a probe) only with take_suspect; a path with penalty
- * credits is skipped once per credit, which weights it down by its
- * ECN/trim/delay history.  When every candidate has credits, one of them
- * is returned and *penalized set, so that the caller can prefer another
- * plane.  -1: none. */
-static int plane_pick(struct mrce__peer *p, uint32_t pl, uint8_t detour, int take_suspect,
-		      int *penalized)
-{
-	uint32_t n = p->plane_nev[pl];
-	int fallback = -1;
-	for (uint32_t k = 0; k < n; k++) {
-		uint16_t ev = p->plane_evs[pl][p->plane_cur[pl]++ % n];
-		struct mrce__ev *pa = &p->paths[ev];
-		if (!usable(pa) || pa->detour != detour || (pa->suspect && !take_suspect))
-			continue;
-		if (pa->penalty) {
-			pa->penalty--;
-			if (fallback < 0)
-				fallback = ev;
-			continue;
-		}
-		return ev;
-	}
-	*penalized = fallback >= 0;
-	return fallback;
-}
-
-/* Spraying over the planes in mask (0: all): planes in turn, then the
- * plane's GOOD EVs in turn, its detours only when it has no other; suspect
- * paths only with take_suspect.  A plane whose every candidate carries
- * penalty credits (queueing, ECN, trims: it is delivering less than it
- * is given) passes the packet to the next plane with a clean one: the
- * split between planes then follows what each delivers, as a plane that
- * lost a spine keeps its host links but not its uplinks (docs/coll.md).
- * Only when every plane is penalised does the first one take it.
- * -1: no GOOD EV in those planes. */
-static int spray(struct mrce__peer *p, uint32_t mask, int avoid_plane,
-		 int take_suspect)
-{
-	int fallback = -1;
-	uint32_t fallback_rr = 0;
-	for (int tries = 0; tries < 2 * MRCE_MAX_PLANES; tries++) {
-		/* One round tells whether a clean plane exists. */
-		if (tries == MRCE_MAX_PLANES && fallback >= 0)
-			break;
-		uint32_t pl = p->plane_rr++ % MRCE_MAX_PLANES;
-		if (mask && !(mask >> pl & 1))
-			continue;
-		/* The first round skips the plane to avoid; the second
-		 * takes any plane rather than not sending. */
-		if ((int)pl == avoid_plane && tries < MRCE_MAX_PLANES)
-			continue;
-		int pen = 0;
-		int ev = plane_pick(p, pl, 0, take_suspect, &pen);
-		if (ev < 0 && p->ndetour)
-			ev = plane_pick(p, pl, 1, take_suspect, &pen);
-		if (ev < 0)
-			continue;
-		if (!pen)
-			return ev;
-		if (fallback < 0)
-			fallback = ev, fallback_rr = p->plane_rr;
-	}
-	/* The turn goes on after the plane that took it, as if no other
-	 * plane had been asked: no plane is first for every penalised pick. */
-	if (fallback >= 0)
-		p->plane_rr = fallback_rr;
-	return fallback;
-}
-
-/* Picks the EV for the next packet: the QP's planes (plane_mask) while
- * one of them has a GOOD path, else every plane (reliability before
- * placement: a dead plane must not hang a pinned QP).  Returns -1 when no
- * EV may be used (every path DENIED): the caller's QP then waits for one,
- * for no_path_timeout_ns at most (sender.c, loss.c). */
-int mrce__ev_pick(struct mrce *e, struct mrce__peer *p, struct mrce__qp *qp,
-		   int avoid_plane)
-{
-	if (qp && (qp->flags & MRCE_QP_PIN_EV)) {
-		/* Single-path mode: stay on one EV; rehash only when it is
-		 * unusable, like ECMP after the fabric reconverges. */
-		for (uint32_t i = 0; i < p->nev; i++) {
-			uint32_t ev = (qp->pin_ev + qp->pin_cur + i) % p->nev;
-			if (usable(&p->paths[ev])) {
-				qp->pin_cur = (qp->pin_cur + i) % p->nev;
-				return (int)ev;
-			}
-		}
-	} else if (p->ngood) {
-		uint32_t mask = qp ? qp->plane_mask : 0;
-		int ev = -1;
-		/* Suspect paths only when every GOOD one is suspect. */
-		for (int take = 0; take < 2 && ev < 0; take++) {
-			ev = spray(p, mask, avoid_plane, take);
-			if (ev < 0 && mask)
-				ev = spray(p, 0, avoid_plane, take);
-			if (!p->nsuspect)
-				break;
-		}
-		if (ev >= 0)
-			return ev;
-	}
-	/* No GOOD path: keep trying the ASSUMED_BAD ones rather than stall. */
-	for (uint32_t i = 0; i < p->nev; i++) {
-		uint32_t ev = (p->plane_rr++ + i) % p->nev;
-		if (p->paths[ev].state == MRCE_EV_ASSUMED_BAD)
-			return (int)ev;
-	}
-	(void)e;
-	return -1;
 }
 
 int mrce_ev_set_denied(struct mrce *e, uint64_t now, uint32_t peer,
@@ -492,10 +427,7 @@ void mrce__probe_tick_peer(struct mrce *e, uint32_t i, uint64_t now)
 			/* Its probe is unanswered: not congestion. */
 			e->st.suspect_retired++;
 			retire(e, i, ev, MRCE_RSN_LOSS, now);
-			if (pa->suspect) {   /* kept by the floor */
-				pa->suspect = 0;
-				p->nsuspect--;
-			}
+			unsuspect(p, pa);   /* kept by the floor */
 		} else if (pa->suspect && pc->suspect_until < due) {
 			due = pc->suspect_until;
 		}

@@ -1,6 +1,6 @@
-/* The EVs of each peer (evs.c): states, spraying, RTT per EV, probes.  An
- * EV is the engine's record of one path (docs/design.md, "Names").  Not
- * installed. */
+/* The EVs of each peer (evs.c): states, RTT per EV, probes; spraying
+ * (evs_pick.c).  An EV is the engine's record of one path
+ * (docs/design.md, "Names").  Not installed. */
 #ifndef MRC_TRANSPORT_EVS_H
 #define MRC_TRANSPORT_EVS_H
 
@@ -14,6 +14,8 @@ void mrce__ev_set_state(struct mrce *e, uint32_t peer, uint32_t ev,
  * blames no path in particular (loss.c mrce__mark_lost). */
 void mrce__ev_lost(struct mrce *e, uint32_t peer, uint32_t ev,
 		    uint64_t sent_ts, uint8_t reason, int cong, int weak, uint64_t now);
+void mrce__ev_spurious(struct mrce *e, uint32_t peer, uint32_t ev, uint64_t sent_ts,
+		       uint64_t now);
 void mrce__ev_check(struct mrce *e, uint32_t peer, uint32_t ev,
 		     uint64_t sent_ts, uint64_t now);
 void mrce__ev_rtt(struct mrce *e, struct mrce__peer *p, uint32_t ev,

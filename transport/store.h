@@ -35,9 +35,9 @@ struct mrce__ev {
 	uint8_t state : 2;
 	uint8_t user_probe : 1;     /* report the next probe reply as an event */
 	uint8_t detour : 1;         /* last resort in its plane (mrce_ev_set_detour) */
-	uint8_t suspect : 1;        /* lost a packet under congestion: out of the
-	                               spray until its probe answers (stays GOOD)
-	                               or suspect_until passes (ASSUMED_BAD) */
+	uint8_t suspect : 1;        /* lost a packet: out of the spray until its
+	                               probe answers (stays GOOD) or
+	                               suspect_until passes (ASSUMED_BAD) */
 	uint8_t plane;
 	uint8_t penalty;            /* spray skip credits: ECN, trims, delay (<= 9) */
 	uint8_t reason;             /* of the last state change */
@@ -68,6 +68,11 @@ struct mrce__ev_cold {
 	uint8_t ok_streak;          /* ASSUMED_BAD: probe replies in a row */
 	uint8_t probe_backoff;      /* probes lost in a row: the interval doubles */
 	uint8_t suspect_ext;        /* suspect waits extended (congestion seen) */
+	uint8_t lone;               /* suspect with no probe out and no congestion
+	                               seen: a second loss retires it */
+	/* Send time of the packet whose loss made it suspect or retired it:
+	 * an ACK of that packet or a later one on it gives it back. */
+	uint64_t blame_ts;
 };
 
 struct mrce__peer {

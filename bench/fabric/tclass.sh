@@ -121,12 +121,15 @@ rep_build() {
 		eval "p99_$c=\$p99; mb_$c=\$(mbs \$tmp/b$c); over_$c=\$over"
 	done
 	# The mechanisms' counters (null on a build without them): urgent
-	# datagrams read first, ring polls run from a receive turn.
-	local ru tp
+	# datagrams read first, ring polls run from a receive turn, urgent
+	# services inside a bulk turn (urgent_turn_us) and the posts and
+	# datagrams they took.
+	local ru tp ut
 	ru="$(stats h0 '.datapath.rx_urgent // null'),$(stats h7 '.datapath.rx_urgent // null')"
 	tp="$(stats h0 '.rings.rx_turn_polls // null'),$(stats h7 '.rings.rx_turn_polls // null')"
-	line=$(printf '{"rep":%d,"build":"%s","rx_urgent_h0_h7":[%s],"rx_turn_polls_h0_h7":[%s],"rate_mbit":%d,"bulk_bytes":%d,"msg":%d,"pings":%d,"load1":%s,"idle_p99_us":%s,"alone_mb_s":%s,"classes_p99_us":%s,"classes_mb_s":%s,"classes_overlap":%s,"noclass_p99_us":%s,"noclass_mb_s":%s,"noclass_overlap":%s}' \
-		"$r" "$name" "$ru" "$tp" "$RATE" "$BULK_B" "$MSG" "$N" "$(cut -d' ' -f1 /proc/loadavg)" "${idle:-null}" "${alone:-null}" "${p99_classes:-null}" "${mb_classes:-null}" "$over_classes" \
+	ut="$(stats h0 '.rings | [.urgent_turns, .urgent_posts, .urgent_rx]' | tr -d ' \n'),$(stats h7 '.rings | [.urgent_turns, .urgent_posts, .urgent_rx]' | tr -d ' \n')"
+	line=$(printf '{"rep":%d,"build":"%s","rx_urgent_h0_h7":[%s],"rx_turn_polls_h0_h7":[%s],"urgent_turns_posts_rx_h0_h7":[%s],"rate_mbit":%d,"bulk_bytes":%d,"msg":%d,"pings":%d,"load1":%s,"idle_p99_us":%s,"alone_mb_s":%s,"classes_p99_us":%s,"classes_mb_s":%s,"classes_overlap":%s,"noclass_p99_us":%s,"noclass_mb_s":%s,"noclass_overlap":%s}' \
+		"$r" "$name" "$ru" "$tp" "$ut" "$RATE" "$BULK_B" "$MSG" "$N" "$(cut -d' ' -f1 /proc/loadavg)" "${idle:-null}" "${alone:-null}" "${p99_classes:-null}" "${mb_classes:-null}" "$over_classes" \
 		"${p99_noclass:-null}" "${mb_noclass:-null}" "$over_noclass")
 	echo "$line" | tee -a "$RAW"
 }

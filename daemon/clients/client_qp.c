@@ -30,6 +30,25 @@ static int client_poll(void *ctx)
 	return n;
 }
 
+/* Urgent QPs only, from inside a loop turn that moves bulk (the core's
+ * urgent_turn_us): a load of each one's next SQ slot, and its ring polled
+ * when that holds a post, a parked one woken first as its doorbell would
+ * (the doorbell's read later finds it awake: notify_spurious), and the
+ * pollers kept running: its client, seeing it awake, rings no more. */
+static int client_urgent(void *ctx)
+{
+	struct mrcd_client *c = ctx;
+	int n = 0;
+	for (struct mrcd_cqp *q = c->urg; q; q = q->unext) {
+		if (!mrcd_cqp_ready(q))
+			continue;
+		if (mrcd_cqp_unpark(q, mrcd_now()))
+			mrcd_kick(c->d);
+		n += mrcd_cqp_poll(q, POLL_BUDGET);
+	}
+	return n;
+}
+
 static int client_arm(void *ctx)
 {
 	struct mrcd_client *c = ctx;
@@ -87,7 +106,8 @@ int mrcd__do_create_qp(struct mrcd_client *c, const struct mrc_cli_msg *m)
 			    q.cq_entries, c->max_ring);
 	mrcd__slot_take(c, qp, slot);
 	if (!c->polling) {
-		struct mrcd_poller p = { .poll = client_poll, .arm = client_arm, .ctx = c };
+		struct mrcd_poller p = { .poll = client_poll, .arm = client_arm,
+					 .urgent = client_urgent, .ctx = c };
 		r = mrcd_poller_add(c->d, &p);
 		if (r) {
 			close(memfd);
@@ -99,6 +119,11 @@ int mrcd__do_create_qp(struct mrcd_client *c, const struct mrc_cli_msg *m)
 	}
 	qp->next = c->qps;
 	c->qps = qp;
+	if (qp->flags & MRC_CLI_QP_URGENT) {
+		qp->unext = c->urg;
+		c->urg = qp;
+		mrcd_urgent_count(c->d, 1);
+	}
 	c->nqp++;
 	c->uq->qps++;
 	/* Only the rings: the doorbells are the client's (HELLO). */
@@ -117,6 +142,12 @@ void mrcd__qp_drop(struct mrcd_client *c, struct mrcd_cqp *qp)
 	for (struct mrcd_cqp **p = &c->qps; *p; p = &(*p)->next)
 		if (*p == qp) {
 			*p = qp->next;
+			break;
+		}
+	for (struct mrcd_cqp **p = &c->urg; *p; p = &(*p)->unext)
+		if (*p == qp) {
+			*p = qp->unext;
+			mrcd_urgent_count(c->d, -1);
 			break;
 		}
 	c->nqp--;

@@ -110,6 +110,8 @@ struct mrcd_client {
 	 * or not yet armed/parked.  Armed doorbell QPs and parked polled QPs
 	 * are not on it, so idle QPs cost nothing per round. */
 	struct mrcd_cqp *act;
+	/* Its urgent-class QPs, active or not (client_qp.c client_urgent). */
+	struct mrcd_cqp *urg;
 	uint64_t park_ns;          /* config gpu_park_us */
 	/* The client's doorbells (notify.c, created at HELLO): the notify
 	 * page (mrc/ring.h), one pending byte per QP (slot_qp[notify_slot],
@@ -157,6 +159,7 @@ struct mrcd_cqp {
 	int parked;                /* sleeping = 1 (doorbell QP: armed), off
 	                              c->act until its pending byte is set */
 	struct mrcd_cqp *act_next, *act_prev;
+	struct mrcd_cqp *unext;    /* the client's urgent QPs (c->urg) */
 	uint32_t notify_slot;      /* its byte in c->notify */
 	uint64_t last_work_ns;     /* polled QP: last descriptor consumed */
 	/* Completions in posting order: one FIFO for sends, one for receives.
@@ -182,6 +185,8 @@ int mrcd_cqp_create(struct mrcd_client *c, const struct mrc_cli_create_qp *req,
 void mrcd_cqp_destroy(struct mrcd_cqp *q);
 /* Consumes up to budget descriptors; returns how many. */
 int mrcd_cqp_poll(struct mrcd_cqp *q, int budget);
+/* Its SQ's next slot holds a post it may take now (a load, no poll). */
+int mrcd_cqp_ready(const struct mrcd_cqp *q);
 /* Called on an active QP when a round found no work: 1 keep it active
  * (work is ready, or a polled QP idle less than park_ns); 0 take it off
  * the active list: its doorbell is armed, or it is parked (polled), or

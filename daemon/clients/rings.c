@@ -226,6 +226,12 @@ int mrcd_cqp_poll(struct mrcd_cqp *q, int budget)
 	return n;
 }
 
+int mrcd_cqp_ready(const struct mrcd_cqp *q)
+{
+	return !q->blocked && !q->broken && outstanding(q) < q->cq_mask + 1 &&
+	       mrc_ring_seq_load(&q->sq[q->sq_tail & q->sq_mask].seq) == (uint32_t)(q->sq_tail + 1);
+}
+
 /* ---- the active list, doorbells and parking ---------------------------- */
 
 void mrcd_cqp_activate(struct mrcd_cqp *q)

@@ -139,6 +139,7 @@ static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
 {
 	struct mrcd *d = w->data;
 	(void)revents;
+	mrcd__urgent_arm(d, mrcd_now());
 	int work = poll_round(d);
 	/* With busy_poll_us, stay busy that long after the last work, so
 	 * back-to-back posts and a peer's quick reply do not each pay a
@@ -187,6 +188,7 @@ int mrcd_core_init(struct mrcd *d, char *err, size_t errlen)
 	}
 	d->started_ns = mrcd_now();
 	busy_poll_init(d);
+	d->urgent_ns = (uint64_t)d->cfg.urgent_turn_us * 1000;
 	ev_idle_init(&d->idle, on_idle);
 	d->idle.data = d;
 	int rc = mrcd_node_init(d, err, errlen);

@@ -81,6 +81,11 @@ struct mrcd {
 	uint64_t last_work_ns;             /* the pollers last found work */
 	uint64_t busy_poll_ns;             /* busy_poll_us resolved at start */
 	struct mrcd_ring_stats rst;
+	/* urgent.c: urgent QPs, urgent_turn_us, the last service (or turn
+	 * start), a service running, a receive batch's buffers live */
+	uint32_t urgent_qps;
+	uint64_t urgent_ns, urgent_at;
+	int urgent_in, rx_batch;
 
 	ev_io rx_w[MRC_DP_MAX_PLANES];
 	ev_io lm_w;
@@ -112,6 +117,21 @@ struct mrcd {
 /* core.c */
 int mrcd_core_init(struct mrcd *d, char *err, size_t errlen);
 void mrcd_core_fini(struct mrcd *d);
+
+/* urgent.c: urgent work inside a turn that moves bulk.  arm: a turn
+ * starts (the loop has just looked at every descriptor); due: urgent QPs
+ * exist and urgent_turn_us has passed since; serve: their rings, the
+ * urgent receive queues (rx: unless a receive batch is live), then the
+ * completions and up to 8 packets (the engine's urgent band first). */
+void mrcd__urgent_arm(struct mrcd *d, uint64_t now);
+void mrcd__urgent_serve(struct mrcd *d, int rx);
+static inline int mrcd__urgent_due(const struct mrcd *d)
+{
+	return d->urgent_qps && d->urgent_ns && mrcd_now() - d->urgent_at >= d->urgent_ns;
+}
+/* tx.c: the completions and events, then one mrce_tx of at most max
+ * packets (0: none) sent. */
+void mrcd__flush_some(struct mrcd *d, uint32_t max);
 
 /* the data-plane glue (node.c, peers.c, rx.c, tx.c, side.c, links.c) */
 /* A host's CTRL epoch, seen in an envelope that passed every check: when

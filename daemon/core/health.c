@@ -13,13 +13,18 @@
  * are re-derived (mrcd_deny_update).  Every 100 ms, while it has a failure
  * of its own or a link not OK, it sends its newest observations to every
  * peer in a HEALTH message (never answered: no amplification) and merges
- * what peers send, one message per host per 50 ms at most. */
+ * what peers send, one message per host per 50 ms at most.  A path
+ * retired for a failure also suspects its uplink at once (health/suspect.h:
+ * this host's paths through it to every peer out of use, probed), and is
+ * told to every peer at once (one HEALTH, at most once a tick), each of
+ * which suspects the teller's uplink on arrival. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/core/core.h"
 #include "health/feed.h"
+#include "health/suspect.h"
 
 #define TICK_S 0.01
 /* Sharing (docs/health.md): at most one HEALTH per peer every SHARE_TICKS
@@ -38,6 +43,7 @@ struct mrcd_health {
 	uint32_t ticks;
 	struct mrc_health_share_st share;
 	uint64_t *rx_last;      /* [host] when its last HEALTH was merged */
+	uint64_t told_ns;       /* last failure told at once (0: never) */
 };
 
 static void feed_peer(struct mrcd *d, uint32_t peer, uint64_t now)
@@ -81,6 +87,43 @@ static void log_changes(struct mrcd *d, uint64_t now)
 	}
 }
 
+/* health/suspect.h: this host's GOOD paths to any peer through the uplink
+ * a failure retired one of its paths on go out of use at once, probed
+ * (ASSUMED_BAD, as deny.c's HEALTH reason; no deny bit, so a probe
+ * answered brings one back). */
+static void suspect(struct mrcd *d, uint32_t link, uint64_t now)
+{
+	for (uint32_t peer = 0; peer < d->max_peers; peer++) {
+		const struct mrcd_peer *p = &d->peers[peer];
+		struct mrce_ev_info i;
+		uint32_t good = 0;
+		if (!p->used || p->host == d->self)
+			continue;
+		for (uint32_t ev = 0; ev < p->nev; ev++)
+			good += !mrce_ev_info(d->eng, peer, ev, &i) && i.state == MRCE_EV_GOOD;
+		/* Never below half the peer's paths: a liar naming every
+		 * uplink of its leaf leaves the rest (health/suspect.h). */
+		for (uint32_t ev = 0; ev < p->nev && 2 * good >= p->nev + 2; ev++)
+			if (!mrce_ev_info(d->eng, peer, ev, &i) && i.state == MRCE_EV_GOOD &&
+			    mrc_health_path_crosses(d->topo, d->self, p->host, ev, link) &&
+			    !mrce_ev_set_bad(d->eng, now, peer, ev)) {
+				d->st.health_suspects++;
+				good--;
+			}
+	}
+}
+
+static void send_all(struct mrcd *d, const struct mrce_ctrl_health *m)
+{
+	uint8_t body[MRCE_CTRL_HEALTH_LEN(MRCE_CTRL_HEALTH_MAX)];
+	size_t blen = mrce_ctrl_health_encode(body, m);
+	for (uint32_t peer = 0; peer < d->max_peers; peer++) {
+		const struct mrcd_peer *p = &d->peers[peer];
+		if (p->used && p->host != d->self && !mrcd_cm_send_body(d, p->host, body, blen))
+			d->st.health_tx++;
+	}
+}
+
 /* This host's newest observations to every peer, if it has a failure of
  * its own or a link not OK to speak of. */
 static void share(struct mrcd *d, uint64_t now, int period)
@@ -96,13 +139,7 @@ static void share(struct mrcd *d, uint64_t now, int period)
 		m.obs[i] = (struct mrce_ctrl_health_obs){ .dst = o[i].dst, .ev = o[i].ev,
 			.ok = o[i].ok, .age_us = age > UINT32_MAX ? UINT32_MAX : (uint32_t)age };
 	}
-	uint8_t body[MRCE_CTRL_HEALTH_LEN(MRCE_CTRL_HEALTH_MAX)];
-	size_t blen = mrce_ctrl_health_encode(body, &m);
-	for (uint32_t peer = 0; peer < d->max_peers; peer++) {
-		const struct mrcd_peer *p = &d->peers[peer];
-		if (p->used && p->host != d->self && !mrcd_cm_send_body(d, p->host, body, blen))
-			d->st.health_tx++;
-	}
+	send_all(d, &m);
 }
 
 void mrcd_health_rx(struct mrcd *d, uint32_t host, const uint8_t *body, size_t blen)
@@ -129,8 +166,15 @@ void mrcd_health_rx(struct mrcd *d, uint32_t host, const uint8_t *body, size_t b
 			.ev = h.obs[i].ev, .ok = h.obs[i].ok };
 		age[i] = (uint64_t)h.obs[i].age_us * 1000;
 	}
-	if (mrc_health_merge(m->h, host, o, age, h.n, now) >= 0)
-		d->st.health_rx++;
+	if (mrc_health_merge(m->h, host, o, age, h.n, now) < 0)
+		return;
+	d->st.health_rx++;
+	/* Each failure told suspects the teller's uplink here too. */
+	for (uint32_t i = 0; i < h.n; i++) {
+		uint32_t link;
+		if (mrc_health_suspect_told(d->topo, &o[i], &link))
+			suspect(d, link, now);
+	}
 }
 
 static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
@@ -217,7 +261,23 @@ void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev)
 	if (!d->health || ev->peer >= d->max_peers || !d->peers[ev->peer].used)
 		return;
 	struct mrcd_peer *p = &d->peers[ev->peer];
+	uint32_t link;
 	mrc_health_feed_event(d->health->h, p->host, ev->ev, ev);
+	if (p->host != d->self &&
+	    mrc_health_suspect_uplink(d->topo, d->self, p->host, ev->ev, ev, &link)) {
+		suspect(d, link, ev->time_ns);
+		/* Told to the peers at once, at most once a tick (their
+		 * receive bound, HEALTH_RX_MIN_NS, may drop the next share). */
+		struct mrcd_health *m = d->health;
+		if (d->cfg.health_share &&
+		    (!m->told_ns || ev->time_ns - m->told_ns >= (uint64_t)(TICK_S * 1e9))) {
+			m->told_ns = ev->time_ns;
+			struct mrce_ctrl_health t = { .n = 1 };
+			t.obs[0] = (struct mrce_ctrl_health_obs){ .dst = p->host,
+				.ev = (uint16_t)ev->ev, .ok = 0, .age_us = 0 };
+			send_all(d, &t);
+		}
+	}
 	/* Back by its own probes while health held it out of use: its
 	 * outcome now overrides the shared evidence (mrc_health_path_denied),
 	 * so denied_by must say so at once, not at the next link change. */

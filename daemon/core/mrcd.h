@@ -77,8 +77,15 @@ void mrcd_qp_unbind(struct mrcd *d, uint32_t qpn);
 struct mrcd_poller {
 	int (*poll)(void *ctx);
 	int (*arm)(void *ctx);
+	/* Optional: the poller's urgent rings only (their posts taken), run
+	 * from inside a loop turn that moves bulk every urgent_turn_us while
+	 * urgent QPs exist (mrcd_urgent_count); returns posts taken. */
+	int (*urgent)(void *ctx);
 	void *ctx;
 };
+/* Urgent-class QPs that exist (delta +1 at creation, -1 at destruction):
+ * while there are any, bulk turns stop for urgent work. */
+void mrcd_urgent_count(struct mrcd *d, int delta);
 int mrcd_poller_add(struct mrcd *d, const struct mrcd_poller *p);
 void mrcd_poller_del(struct mrcd *d, void *ctx);
 
@@ -98,6 +105,10 @@ struct mrcd_ring_stats {
 	uint64_t notify_ticks;     /* runs of the parked-QP timer */
 	uint32_t poll_interval_us; /* that timer's interval now; 0 while not
 	                              running (busy polling, or nothing parked) */
+	/* urgent_turn_us (core urgent.c): */
+	uint64_t urgent_turns;     /* services of urgent work inside a bulk turn */
+	uint64_t urgent_posts;     /* urgent posts they took */
+	uint64_t urgent_rx;        /* urgent datagrams they read */
 };
 struct mrcd_ring_stats *mrcd_ring_stats(struct mrcd *d);
 
@@ -159,6 +170,8 @@ struct mrcd_stats {
 	uint64_t health_tx, health_rx; /* HEALTH messages sent, merged */
 	uint64_t health_rx_limited;    /* dropped: within HEALTH_RX_MIN of the last */
 	uint64_t health_rx_bad;        /* HEALTH bodies the codec refused */
+	uint64_t health_suspects;      /* EVs taken out at once: a failure on
+	                                  their uplink (health/suspect.h) */
 };
 void mrcd_stats_get(const struct mrcd *d, struct mrcd_stats *st);
 

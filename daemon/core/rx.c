@@ -60,6 +60,18 @@ void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
 /* Batches rx_plane takes per wakeup at most. */
 #define RX_ROUNDS 8
 
+/* After datagram i of a batch of n, urgent work first (urgent.c): once
+ * the batch's own urgent datagrams (handed up first) are done, so their
+ * completions go out before the bulk behind them is read, and every
+ * urgent_turn_us of the rest.  The urgent queue is read only once those
+ * are done: their buffers are the ones it reuses. */
+static void rx_urgent_point(struct mrcd *d, const struct mrc_dp_in *in, int i, int n)
+{
+	int last = i + 1 == n, urgent_left = !last && in[i + 1].urgent;
+	if ((in[i].urgent && !urgent_left && d->urgent_ns) || (!last && mrcd__urgent_due(d)))
+		mrcd__urgent_serve(d, !urgent_left);
+}
+
 /* Receives what waits on one plane; returns how many datagrams. */
 static int rx_plane(struct mrcd *d, uint32_t plane)
 {
@@ -73,6 +85,9 @@ static int rx_plane(struct mrcd *d, uint32_t plane)
 			break;
 		total += n;
 		uint64_t now = mrcd_now();
+		/* The batch's buffers are live: a service from inside one
+		 * datagram's work (a flush) must not read the urgent queue. */
+		d->rx_batch = 1;
 		for (int i = 0; i < n; i++) {
 			/* A full batch means datagrams are queueing in the socket:
 			 * this host is the bottleneck.  Say so the way a switch
@@ -80,7 +95,9 @@ static int rx_plane(struct mrcd *d, uint32_t plane)
 			 * the receive buffer overflows. */
 			in[i].ecn_ce |= n == MRC_DP_BATCH;
 			mrcd_node_rx(d, &in[i], now);
+			rx_urgent_point(d, in, i, n);
 		}
+		d->rx_batch = 0;
 		if (n < MRC_DP_BATCH)
 			break;
 	}
@@ -91,6 +108,7 @@ void mrcd__on_rx(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct mrcd *d = w->data;
 	(void)revents;
+	mrcd__urgent_arm(d, mrcd_now());
 	/* Every round full: more may wait in the datapath itself, which the
 	 * descriptor does not show (datapath.h, recv), so come back next
 	 * turn rather than sleep on the fd. */

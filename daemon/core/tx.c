@@ -135,11 +135,9 @@ static uint8_t class_dscp(const struct mrcd *d, uint8_t tc)
 	}
 }
 
-void mrcd_flush(struct mrcd *d)
+/* The engine's completions to their owners, its events to the log. */
+static void deliver(struct mrcd *d)
 {
-	/* Completions first: their owners often post the next work at once
-	 * (a reply, the next chunk), which then leaves in the same batch as
-	 * the ACKs instead of in a second system call. */
 	struct mrce_wc wc[64];
 	int n;
 	while ((n = mrce_wc_drain(d->eng, wc, 64)) > 0)
@@ -153,44 +151,71 @@ void mrcd_flush(struct mrcd *d)
 	struct mrce_event ev;
 	while (mrce_event_pop(d->eng, &ev))
 		log_event(d, &ev);
+}
+
+/* One mrce_tx of up to max packets out through the datapath; returns how
+ * many the engine gave. */
+static int tx_batch(struct mrcd *d, uint32_t max)
+{
 	struct mrce_tx_pkt pk[MRC_DP_BATCH];
 	struct mrc_dp_out out[MRC_DP_BATCH];
-	for (int guard = 0; guard < 1024; guard++) {
-		uint64_t now = mrcd_now();
-		int m = 0;
-		n = mrce_tx(d->eng, now, pk, MRC_DP_BATCH);
-		for (int i = 0; i < n; i++) {
-			struct mrcd_peer *p = &d->peers[pk[i].peer];
-			if (pk[i].peer >= d->max_peers || !p->used || pk[i].ev >= p->nev) {
-				d->st.tx_unmapped++;
-				continue;
-			}
-			struct mrc_dp_out *o = &out[m++];
-			o->plane = d->topo ? p->plane[pk[i].ev] : 0;
-			o->dport = 0;
-			o->dst = p->dst[pk[i].ev];
-			o->dscp = class_dscp(d, pk[i].tclass);
-			o->iov[0] = (struct iovec){ pk[i].hdr, pk[i].hdr_len };
-			o->iovcnt = 1;
-			if (pk[i].plen) {
-				o->iov[1] = (struct iovec){ (void *)pk[i].payload, pk[i].plen };
-				o->iov[2] = (struct iovec){ pk[i].trailer, MRC_TRAILER_LEN };
-				o->iovcnt = 3;
-			}
-			/* AEAD mode: every packet sealed, or not sent at all. */
-			if (d->enc && enc_tx(d, &pk[i], o, (unsigned)m - 1) < 0) {
-				m--;
-				continue;
-			}
-			if (d->topo && p->host == d->self) {
-				mrcd_local_send(d, o);   /* copied: the slot is free again */
-				m--;
-			}
+	int m = 0;
+	int n = mrce_tx(d->eng, mrcd_now(), pk, max);
+	for (int i = 0; i < n; i++) {
+		struct mrcd_peer *p = &d->peers[pk[i].peer];
+		if (pk[i].peer >= d->max_peers || !p->used || pk[i].ev >= p->nev) {
+			d->st.tx_unmapped++;
+			continue;
 		}
-		if (m)
-			mrc_dp_send(d->dp, out, (uint32_t)m);
-		if (n < MRC_DP_BATCH)
+		struct mrc_dp_out *o = &out[m++];
+		o->plane = d->topo ? p->plane[pk[i].ev] : 0;
+		o->dport = 0;
+		o->dst = p->dst[pk[i].ev];
+		o->dscp = class_dscp(d, pk[i].tclass);
+		o->iov[0] = (struct iovec){ pk[i].hdr, pk[i].hdr_len };
+		o->iovcnt = 1;
+		if (pk[i].plen) {
+			o->iov[1] = (struct iovec){ (void *)pk[i].payload, pk[i].plen };
+			o->iov[2] = (struct iovec){ pk[i].trailer, MRC_TRAILER_LEN };
+			o->iovcnt = 3;
+		}
+		/* AEAD mode: every packet sealed, or not sent at all. */
+		if (d->enc && enc_tx(d, &pk[i], o, (unsigned)m - 1) < 0) {
+			m--;
+			continue;
+		}
+		if (d->topo && p->host == d->self) {
+			mrcd_local_send(d, o);   /* copied: the slot is free again */
+			m--;
+		}
+	}
+	if (m)
+		mrc_dp_send(d->dp, out, (uint32_t)m);
+	return n;
+}
+
+void mrcd__flush_some(struct mrcd *d, uint32_t max)
+{
+	deliver(d);
+	if (max)
+		tx_batch(d, max < MRC_DP_BATCH ? max : MRC_DP_BATCH);
+}
+
+void mrcd_flush(struct mrcd *d)
+{
+	/* Completions first: their owners often post the next work at once
+	 * (a reply, the next chunk), which then leaves in the same batch as
+	 * the ACKs instead of in a second system call. */
+	deliver(d);
+	for (int guard = 0; guard < 1024; guard++) {
+		if (tx_batch(d, MRC_DP_BATCH) < MRC_DP_BATCH)
 			break;
+		/* A window of bulk is many batches: urgent work that came
+		 * meanwhile goes first every urgent_turn_us (urgent.c).  The
+		 * urgent receive queue is read unless a receive batch is live
+		 * (a flush from inside a datagram's work). */
+		if (mrcd__urgent_due(d))
+			mrcd__urgent_serve(d, !d->rx_batch);
 	}
 	mrcd_timer_arm(d);
 }

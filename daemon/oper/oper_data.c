@@ -380,7 +380,7 @@ int mrcd_oper_qps(struct oper *o, int64_t qp, json_t **out, char *err, size_t er
 json_t *mrcd_oper_rings(struct mrcd *d)
 {
 	const struct mrcd_ring_stats *r = mrcd_ring_stats(d);
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"polled_active", (json_int_t)(r->polled_qps - r->polled_parked),
 		"polled_parked", (json_int_t)r->polled_parked,
 		"parks", (json_int_t)r->parks, "notify_wakeups", (json_int_t)r->notify_wakeups,
@@ -388,7 +388,9 @@ json_t *mrcd_oper_rings(struct mrcd *d)
 		"notify_ticks", (json_int_t)r->notify_ticks,
 		"poll_interval_us", (json_int_t)r->poll_interval_us,
 		"poll_rounds", (json_int_t)r->poll_rounds, "ring_polls", (json_int_t)r->ring_polls,
-		"rx_turn_polls", (json_int_t)r->rx_turn_polls);
+		"rx_turn_polls", (json_int_t)r->rx_turn_polls,
+		"urgent_turns", (json_int_t)r->urgent_turns,
+		"urgent_posts", (json_int_t)r->urgent_posts, "urgent_rx", (json_int_t)r->urgent_rx);
 }
 
 json_t *mrcd_oper_status(struct oper *o)
