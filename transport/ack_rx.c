@@ -158,8 +158,11 @@ static void spurious_check(struct mrce *e, struct mrce__qp *qp,
 {
 	uint32_t psn = h->trig_psn;
 	struct mrce__peer *p = &e->peers[qp->peer];
+	/* An acked PSN's slot is read only while the QP still holds the send
+	 * block it went out from (the window pool may have lent it since). */
 	if (h->nack || !mrc_psn_lt(psn, qp->snd_nxt) ||
-	    qp->snd_nxt - psn > e->wmask + 1u) {
+	    qp->snd_nxt - psn > e->wmask + 1u || !qp->slots ||
+	    mrc_psn_lt(psn, qp->slots_from)) {
 		calm_ack(p);
 		return;
 	}

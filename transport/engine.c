@@ -14,6 +14,7 @@
 #include "transport/store.h"
 #include "transport/timers.h"
 #include "transport/loss.h"
+#include "transport/wpool.h"
 
 void mrce_cfg_default(struct mrce_cfg *c)
 {
@@ -108,6 +109,8 @@ static int cfg_check(const struct mrce_cfg *c, const char **why)
 		BAD("qp_ev_stats must be 0..4096 EVs");
 	if (c->spray_slot > 65536)
 		BAD("spray_slot must be 0..65536");
+	if (c->window_pool > c->max_qps)
+		BAD("window_pool must be 0..max_qps");
 	return 0;
 #undef BAD
 }
@@ -148,7 +151,7 @@ int mrce_create(const struct mrce_cfg *cfg, struct mrce **out,
 	e->ctrl = malloc(cfg->ctrl_queue * sizeof(*e->ctrl));
 	e->evq = malloc(cfg->event_queue * sizeof(*e->evq));
 	if (!e->mrs || !e->mr_hash || !e->peers || !e->qps || !e->ctrl || !e->evq ||
-	    mrce__timers_init(e)) {
+	    mrce__timers_init(e) || mrce__wpool_init(e)) {
 		mrce_destroy(e);
 		return -ENOMEM;
 	}
@@ -173,6 +176,7 @@ void mrce_destroy(struct mrce *e)
 	free(e->ctrl);
 	free(e->evq);
 	mrce__timers_fini(e);
+	mrce__wpool_fini(e);
 	free(e);
 }
 
@@ -196,6 +200,8 @@ size_t mrce_tx_pkt_copy(const struct mrce_tx_pkt *p, uint8_t *out)
 int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 {
 	int n = 0;
+	if (e->wwait_head)
+		mrce__wpool_grant(e, now);   /* blocks given back since */
 	/* ACKs of QPs with data to send ride on it; the rest go first. */
 	mrce__acks_flush(e, now, 1);
 	while (n < max && e->ctrl_head != e->ctrl_tail)
@@ -208,6 +214,8 @@ int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 		if (mrce__qp_tx_one(e, qp, now, &pkts[n])) {
 			n++;
 			mrce__qp_activate(e, qp, now);
+		} else if (qp->state != MRCE_QPS_RTS) {
+			mrce__wpool_settle(e, qp);   /* failed: it sends no more */
 		}
 		mrce__qp_timer_sync(e, qp);
 	}
@@ -226,7 +234,8 @@ int mrce_tx(struct mrce *e, uint64_t now, struct mrce_tx_pkt *pkts, int max)
 int mrce_tx_pending(const struct mrce *e)
 {
 	return e->ctrl_head != e->ctrl_tail || e->active_head[0] != NULL ||
-	       e->active_head[1] != NULL || mrce__acks_urgent(e);
+	       e->active_head[1] != NULL || mrce__acks_urgent(e) ||
+	       mrce__wpool_grantable(e);
 }
 
 int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
@@ -251,17 +260,22 @@ int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		/* and the QP its XACK acknowledged */
 		struct mrce__qp *xq = (v.u.data.flags & MRC_F_XACK) ?
 			mrce__qp_get(e, v.xack.dqpn) : NULL;
-		if (xq)
+		if (xq) {
 			mrce__qp_timer_sync(e, xq);
+			mrce__wpool_settle(e, xq);
+		}
 	} else if (v.op == MRC_OP_ACK) {
 		mrce__ack_rx(e, now, peer, &v.u.ack);
 		qp = mrce__qp_get(e, v.u.ack.dqpn);
 	} else {
 		mrce__probe_rx(e, now, peer, &v.u.probe);
 	}
-	/* The timers this packet may have moved (timers.c). */
-	if (qp)
+	/* The timers this packet may have moved (timers.c), and the window
+	 * state it may have made idle (wpool.c). */
+	if (qp) {
 		mrce__qp_timer_sync(e, qp);
+		mrce__wpool_settle(e, qp);
+	}
 	mrce__peer_timer_sync(e, peer);
 	return 0;
 }
@@ -291,8 +305,10 @@ void mrce_tick(struct mrce *e, uint64_t now)
 			continue;
 		}
 		struct mrce__qp *qp = &e->qps[id - np];
-		if (qp->used && qp->state == MRCE_QPS_RTS)
+		if (qp->used && qp->state == MRCE_QPS_RTS) {
 			mrce__qp_timers(e, qp, now);
+			mrce__wpool_settle(e, qp);
+		}
 		mrce__qp_timer_sync(e, qp);
 	}
 }
@@ -324,7 +340,22 @@ static int reap_qp(struct mrce *e, struct mrce__qp *qp, struct mrce_wc *wc, int 
 			.op = c->op, .has_imm = c->has_imm, .status = c->status,
 			.byte_len = c->byte_len, .imm = c->imm };
 	}
+	/* A failed QP's posted RECVs, flushed (qp.c mrce__qp_fail). */
+	while (n < max && qp->state == MRCE_QPS_ERROR && qp->rq_head != qp->rq_tail) {
+		uint32_t s = qp->rq_head++;
+		wc[n++] = (struct mrce_wc){ .wr_id = qp->rq[s & e->rqmask].wr_id,
+			.qpn = qp->qpn, .op = MRCE_WC_RECV,
+			.status = s == qp->rq_fail && qp->err == -EMSGSIZE ? -EMSGSIZE : -ECANCELED };
+	}
+	mrce__wpool_settle(e, qp);   /* completions polled: the receiver may be idle */
 	return n;
+}
+
+/* Completions of the QP not yet handed out. */
+static int has_wc(const struct mrce__qp *qp)
+{
+	return qp->sq_head != qp->sq_done || qp->rcq_head != qp->rcq_tail ||
+	       (qp->state == MRCE_QPS_ERROR && qp->rq_head != qp->rq_tail);
 }
 
 int mrce_wc_drain(struct mrce *e, struct mrce_wc *wc, int max)
@@ -333,7 +364,7 @@ int mrce_wc_drain(struct mrce *e, struct mrce_wc *wc, int max)
 	while (n < max && e->ready_head) {
 		struct mrce__qp *qp = e->ready_head;
 		n += reap_qp(e, qp, wc + n, max - n);
-		if (qp->sq_head != qp->sq_done || qp->rcq_head != qp->rcq_tail)
+		if (has_wc(qp))
 			break;  /* max reached; stays first in line */
 		e->ready_head = qp->ready_next;
 		if (!e->ready_head)
@@ -351,9 +382,10 @@ void mrce_stats(const struct mrce *e, struct mrce_stats *st)
 size_t mrce_qp_bytes(const struct mrce *e)
 {
 	const struct mrce_cfg *c = &e->cfg;
+	/* The window pool's share: one block of each kind per QP unless
+	 * cfg.window_pool makes the pool smaller. */
 	return sizeof(struct mrce__qp) + mrce__timers_bytes_per_qp() +
-	       c->window * (sizeof(struct mrce__slot) + sizeof(struct mrce__rslot) +
-			    sizeof(struct mrce__rcqe)) +
+	       mrce__wpool_pair_bytes(c) * e->wp_n / c->max_qps +
 	       c->sq_depth * sizeof(struct mrce__wqe) +
 	       c->rq_depth * sizeof(struct mrce__rwqe) +
 	       c->qp_ev_stats * sizeof(struct mrce_qp_ev_stat);

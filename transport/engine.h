@@ -150,6 +150,20 @@ struct mrce_cfg {
 	                              sending at once take distinct uplinks in
 	                              every packet slot.  0 (default): a hash of
 	                              the QP (qp.c spray_phase) */
+	uint32_t window_pool;      /* QPs that may hold window state at once,
+	                              each half apart (transport/wpool.c): a
+	                              QP's sender slots are taken from a pool
+	                              when work is posted and given back once
+	                              all of it is acked, its receive records
+	                              when a data packet arrives and given
+	                              back once nothing is out of order and
+	                              its completions are polled.  With the
+	                              pool empty a post waits (wpool_waits;
+	                              the QP sends once a block is back) and
+	                              a data packet is refused with an RNR
+	                              NACK (wpool_rnr; the sender retries as
+	                              after any RNR).  1..max_qps; 0
+	                              (default): max_qps, never empty */
 };
 
 /* Fills every field with its default. */
@@ -516,6 +530,12 @@ struct mrce_stats {
 	 * path, tail-loss probe, RTO. */
 	uint64_t loss_spurious, loss_spurious_own, loss_spurious_cross, loss_spurious_tlp,
 		 loss_spurious_rto;
+	/* The window pool (cfg.window_pool): posts that found no send block
+	 * and waited, data packets refused (RNR) for want of a receive block;
+	 * blocks held now, and blocks ever handed out (the pool's pages that
+	 * may be resident: a returned block is reused first). */
+	uint64_t wpool_waits, wpool_rnr;
+	uint64_t wpool_send_busy, wpool_recv_busy, wpool_send_hwm, wpool_recv_hwm;
 };
 void mrce_stats(const struct mrce *e, struct mrce_stats *st);
 

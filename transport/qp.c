@@ -8,36 +8,30 @@
 #include "transport/ack_tx.h"
 #include "transport/qp.h"
 #include "transport/timers.h"
+#include "transport/wpool.h"
 #include "transport/zmem.h"
 
-/* A QP's five arrays in one block (zmem.c: mapped, zero pages until
- * written): a QP that only sends never writes its receive arrays, one
- * that only receives WRITEs none but its effect records, and those cost
- * nothing.  Arrays of a page or more start on a page, so that no page
- * mixes two of them; the rest on a cache line.  One mapping per QP, not
- * five: fewer VMAs beside the daemon's ring mappings.  Returns the
- * block's length (the ring sizes are the engine's: free knows it). */
-static size_t qp_layout(const struct mrce *e, size_t off[5])
+/* A QP's own arrays, its send and receive queues, in one block (zmem.c:
+ * mapped when a page or more, zero pages until written): a QP that only
+ * receives WRITEs writes neither.  The send queue starts the block, the
+ * receive queue on the next page if it is a page or more, else on a cache
+ * line.  The window state is the window pool's (wpool.c), held only while
+ * the QP has work.  Returns the block's length (the ring sizes are the
+ * engine's: free knows it). */
+static size_t qp_layout(const struct mrce *e, size_t *rq_off)
 {
 	const struct mrce_cfg *c = &e->cfg;
-	const size_t len[5] = {
-		c->sq_depth * sizeof(struct mrce__wqe), c->window * sizeof(struct mrce__slot),
-		c->window * sizeof(struct mrce__rslot), c->rq_depth * sizeof(struct mrce__rwqe),
-		c->window * sizeof(struct mrce__rcqe) };
-	size_t at = 0;
-	for (int k = 0; k < 5; k++) {
-		size_t a = len[k] >= MRCE__ZMEM_PAGE ? MRCE__ZMEM_PAGE : 64;
-		at = (at + a - 1) & ~(a - 1);
-		off[k] = at;
-		at += len[k];
-	}
-	return at;
+	size_t sq = c->sq_depth * sizeof(struct mrce__wqe);
+	size_t rq = c->rq_depth * sizeof(struct mrce__rwqe);
+	size_t a = rq >= MRCE__ZMEM_PAGE ? MRCE__ZMEM_PAGE : 64;
+	*rq_off = (sq + a - 1) & ~(a - 1);
+	return *rq_off + rq;
 }
 
 static void qp_free_arrays(const struct mrce *e, struct mrce__qp *qp)
 {
-	size_t off[5];
-	mrce__zfree(qp->sq, qp_layout(e, off));
+	size_t rq_off;
+	mrce__zfree(qp->sq, qp_layout(e, &rq_off));
 	free(qp->evst);
 }
 
@@ -54,14 +48,11 @@ int mrce_qp_open(struct mrce *e, const struct mrce_qp_attr *attr, uint32_t *qpn)
 		return -ENOSPC;
 	struct mrce__qp *qp = &e->qps[i];
 	memset(qp, 0, sizeof(*qp));
-	size_t off[5];
-	uint8_t *blk = mrce__zalloc(qp_layout(e, off));
+	size_t rq_off;
+	uint8_t *blk = mrce__zalloc(qp_layout(e, &rq_off));
 	if (blk) {
 		qp->sq = (struct mrce__wqe *)blk;
-		qp->slots = (struct mrce__slot *)(blk + off[1]);
-		qp->rslots = (struct mrce__rslot *)(blk + off[2]);
-		qp->rq = (struct mrce__rwqe *)(blk + off[3]);
-		qp->rcq = (struct mrce__rcqe *)(blk + off[4]);
+		qp->rq = (struct mrce__rwqe *)(blk + rq_off);
 	}
 	qp->evst = e->cfg.qp_ev_stats ? calloc(e->cfg.qp_ev_stats, sizeof(*qp->evst)) : NULL;
 	if (!blk || (e->cfg.qp_ev_stats && !qp->evst)) {
@@ -125,7 +116,8 @@ int mrce_qp_close(struct mrce *e, uint32_t qpn)
 		if (m && m->refs)
 			m->refs--;
 	}
-	for (uint32_t s = qp->rq_head; s != qp->rq_tail; s++) {
+	/* A failed QP's RECVs gave theirs back when it failed (qp_fail). */
+	for (uint32_t s = qp->rq_head; qp->state != MRCE_QPS_ERROR && s != qp->rq_tail; s++) {
 		struct mrce__mr *m = mrce__mr_get(e, qp->rq[s & e->rqmask].lkey);
 		if (m && m->refs)
 			m->refs--;
@@ -142,6 +134,7 @@ int mrce_qp_close(struct mrce *e, uint32_t qpn)
 		mrce__ack_flush_qp(e, qp);
 		unlink_list(&e->ack_head, &no_tail, qp, offsetof(struct mrce__qp, ack_next));
 	}
+	mrce__wpool_drop(e, qp);
 	qp_free_arrays(e, qp);
 	memset(qp, 0, sizeof(*qp));
 	mrce__qp_timer_sync(e, qp);   /* unused: out of the timers */
@@ -299,6 +292,9 @@ int mrce_qp_post(struct mrce *e, uint64_t now, uint32_t qpn, const struct mrc_sq
 	if (m)
 		m->refs++;
 	qp->sq[qp->sq_tail++ & e->sqmask] = w;
+	/* Without a send block the QP waits for one (posted work stays
+	 * queued; mrce__wpool_grant lets it send). */
+	mrce__wpool_send_get(e, qp);
 	mrce__qp_activate(e, qp, now);
 	return 0;
 }
@@ -360,17 +356,15 @@ void mrce__qp_fail(struct mrce *e, struct mrce__qp *qp, int err,
 		w->state = MRCE__WQE_DONE;
 	}
 	qp->sq_done = qp->sq_seg = qp->sq_tail;
+	/* Posted RECVs stay where they are and are flushed as they are
+	 * polled (engine.c reap_qp), after the completions already queued:
+	 * a failed QP may hold no receive block to queue them in. */
 	for (uint32_t s = qp->rq_head; s != qp->rq_tail; s++) {
-		struct mrce__rwqe *r = &qp->rq[s & e->rqmask];
-		if (qp->rcq_tail - qp->rcq_head <= e->wmask)
-			qp->rcq[qp->rcq_tail++ & e->wmask] = (struct mrce__rcqe){
-				.wr_id = r->wr_id, .op = MRCE_WC_RECV,
-				.status = s == qp->rq_head && err == -EMSGSIZE ? err : -ECANCELED };
-		struct mrce__mr *m = mrce__mr_get(e, r->lkey);
+		struct mrce__mr *m = mrce__mr_get(e, qp->rq[s & e->rqmask].lkey);
 		if (m && m->refs)
 			m->refs--;
 	}
-	qp->rq_head = qp->rq_tail;
+	qp->rq_fail = qp->rq_head;
 	qp->inflight_pkts = 0;
 	qp->inflight_bytes = 0;
 	qp->lst_head = qp->lst_tail = MRCE__NIL;
@@ -438,6 +432,7 @@ int mrce_qp_abort(struct mrce *e, uint64_t now, uint32_t qpn, int err)
 	mrce__qp_fail(e, qp, err, qp->snd_nxt, now);
 	for (uint32_t s = first; s != qp->sq_tail; s++)
 		qp->sq[s & e->sqmask].status = err;
+	mrce__wpool_settle(e, qp);
 	return 0;
 }
 

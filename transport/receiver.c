@@ -9,6 +9,7 @@
 #include "transport/ack_tx.h"
 #include "transport/qp.h"
 #include "transport/receiver.h"
+#include "transport/wpool.h"
 
 static int is_send(uint8_t op) { return op == MRC_OP_SEND || op == MRC_OP_SEND_IMM; }
 
@@ -158,6 +159,19 @@ static int rx_window(struct mrce *e, struct mrce__qp *qp, uint32_t peer,
 	return 0;
 }
 
+/* The receive block the packet's effect record goes in (wpool.c).  With
+ * none free the packet is refused as by a receiver not ready: the sender
+ * sends it again after the RNR delay, and nothing was placed. */
+static int rx_block(struct mrce *e, struct mrce__qp *qp, uint32_t peer,
+		    const struct mrc_data_hdr *d, uint32_t rx_flags)
+{
+	if (qp->rslots || !mrce__wpool_recv_get(e, qp))
+		return 0;
+	e->st.wpool_rnr++;
+	mrce__ack_send(e, qp, peer, d, MRC_NACK_RNR, rx_flags);
+	return -1;
+}
+
 /* Checks where the packet lands, places its payload and records the
  * effect its message has once complete.  -1: refused (answered). */
 static int rx_place(struct mrce *e, uint64_t now, struct mrce__qp *qp, uint32_t peer,
@@ -236,7 +250,7 @@ void mrce__data_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	if (!qp)
 		return;
 	qp->rx_pkts++;
-	if (rx_window(e, qp, peer, v, rx_flags) ||
+	if (rx_window(e, qp, peer, v, rx_flags) || rx_block(e, qp, peer, d, rx_flags) ||
 	    rx_place(e, now, qp, peer, v, rx_flags) ||
 	    rx_advance(e, now, qp, d->psn))
 		return;

@@ -182,6 +182,7 @@ struct mrce__qp {
 	uint8_t used, state, in_active, in_ready, in_ack;
 	uint8_t tclass;             /* enum mrce_tclass (mrce_qp_attr); in
 	                               the padding before err */
+	uint8_t in_wwait;           /* on the window pool's wait list */
 	int32_t err;
 	uint32_t err_psn;           /* the PSN that failed the QP */
 	uint32_t qpn, pd, flags, pin_ev, pin_cur;
@@ -189,12 +190,15 @@ struct mrce__qp {
 	uint32_t peer, rqpn;
 	uint64_t tx_token, rx_token;   /* mrce_qp_set_tokens */
 	struct mrce__qp *active_next, *ready_next, *ack_next;
+	struct mrce__qp *wwait_next;   /* waiting for a send block (wpool.c) */
 
 	/* send queue: head (reap) <= done (acked) <= seg (sending) <= tail */
 	struct mrce__wqe *sq;
 	uint32_t sq_head, sq_done, sq_seg, sq_tail;
 	uint32_t next_msn, next_ssn;
 	uint32_t snd_una, snd_nxt;
+	/* The window state (slots; rslots and rcq) is the window pool's
+	 * (wpool.c): NULL while the QP holds no block of that half. */
 	struct mrce__slot *slots;
 	uint64_t sacked[MRCE__RING_BITS / 64];
 	uint16_t lst_head, lst_tail;
@@ -202,6 +206,9 @@ struct mrce__qp {
 	                               negotiated (mrce_qp_set_limits) */
 	uint64_t lostmap[MRCE__RING_BITS / 64];  /* PSNs waiting for resend */
 	uint32_t inflight_pkts;
+	uint32_t slots_from;        /* snd_nxt when the send block was taken:
+	                               the slots of earlier PSNs are not this
+	                               QP's (wpool.c) */
 	uint64_t inflight_bytes;
 	uint64_t srtt, rttvar, rto;
 	uint32_t backoff;
@@ -231,6 +238,8 @@ struct mrce__qp {
 	struct mrce__rslot *rslots;
 	struct mrce__rwqe *rq;
 	uint32_t rq_head, rq_tail, ssn_base;
+	uint32_t rq_fail;            /* ERROR: rq_head when it failed (the
+	                                RECV an -EMSGSIZE failure charges) */
 	struct mrce__rcqe *rcq;
 	uint32_t rcq_head, rcq_tail;
 
@@ -278,6 +287,16 @@ struct mrce {
 
 	uint64_t last_cong;         /* last ECN echo or trim from any peer */
 	struct mrce_stats st;
+
+	/* The window pool (wpool.c): wp_n send blocks (a window of sender
+	 * slots) and wp_n receive blocks (effect records, then completions),
+	 * each kind one zmem mapping.  Blocks below *_hwm were handed out
+	 * once; those given back are on a stack, taken before a new one. */
+	uint8_t *wp_send, *wp_recv;
+	uint32_t wp_n, wp_send_hwm, wp_recv_hwm;
+	uint32_t *wp_send_free, *wp_recv_free;
+	uint32_t wp_send_nfree, wp_recv_nfree;
+	struct mrce__qp *wwait_head, *wwait_tail;   /* posts waiting, FIFO */
 
 	/* Armed timers (timers.c), by id: peer p, or QP slot i as max_peers + i. */
 	uint64_t *tkey;             /* the id's earliest deadline, while armed */
@@ -328,7 +347,8 @@ static inline int mrce__cwnd_allows(const struct mrce *e, const struct mrce__qp 
 /* The next work request may send its next packet. */
 static inline int mrce__new_data_ok(const struct mrce *e, const struct mrce__qp *qp)
 {
-	if (qp->sq_seg == qp->sq_tail || qp->snd_nxt - qp->snd_una >= qp->win)
+	if (qp->sq_seg == qp->sq_tail || qp->snd_nxt - qp->snd_una >= qp->win ||
+	    !qp->slots)   /* waiting for a send block (wpool.c) */
 		return 0;
 	/* A fenced request starts only once every earlier one completed;
 	 * the ACK that completes the last of them activates the QP again. */

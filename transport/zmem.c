@@ -2,9 +2,10 @@
  * (writes) a block itself unless glibc happens to serve it from a fresh
  * mapping, and the heap it reuses is resident anyway; an anonymous
  * mapping is the kernel's zero page until a write.  What a clean run
- * never writes, the cold halves of path records (store.h) and the arrays
- * of a QP that only sends or only receives, then costs nothing: 8,192
- * simulated hosts fit in 1 GiB (bench/results/sim_fast.md).  Below a page
+ * never writes, the cold halves of path records (store.h), a QP's send
+ * queue when it only receives, the window pool's blocks no QP took yet
+ * (wpool.c), then costs nothing: 8,192 simulated hosts fit in 1 GiB
+ * (bench/results/sim_fast.md).  Below a page
  * a mapping would cost more than it saves: calloc.  Memory, not I/O: the
  * engine's only mmap (scripts/check-layers.sh). */
 #include <stdlib.h>

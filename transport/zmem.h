@@ -1,5 +1,5 @@
 /* Zeroed memory that costs nothing until written (zmem.c).  Setup only:
- * mrce_peer_add and mrce_qp_open.  Not installed. */
+ * mrce_create (the window pool), mrce_peer_add and mrce_qp_open.  Not installed. */
 #ifndef MRC_TRANSPORT_ZMEM_H
 #define MRC_TRANSPORT_ZMEM_H
 
