@@ -18,24 +18,8 @@
 
 #include "common/prng.h"
 #include "tests/support/etest_case.h"
+#include "tests/support/resident.h"
 #include "transport/store.h"   /* the records themselves */
-
-/* Pages of [p, p + len) resident in memory (the pages it touches: a
- * heap block shares its pages with its neighbours). */
-static size_t resident_pages(const void *p, size_t len)
-{
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
-	len += (uintptr_t)p - a;
-	size_t n = (len + pg - 1) / pg, k = 0;
-	unsigned char *v = calloc(n, 1);
-	CHECK(v != NULL);
-	CHECK_EQ(mincore((void *)a, len, v), 0);
-	for (size_t i = 0; i < n; i++)
-		k += v[i] & 1;
-	free(v);
-	return k;
-}
 
 static size_t cold_resident(struct mrce *e, uint32_t peer)
 {

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "tests/support/etest_case.h"
+#include "tests/support/resident.h"
 #include "transport/store.h"   /* the QPs' block pointers, the pool */
 
 static const struct mrce__qp *QP(struct etest *t, int n, uint32_t qpn)
@@ -287,22 +288,6 @@ static void test_failed_qp_flushes_recvs(void **s)
 	CHECK_EQ(stats(&t, 0).wpool_send_busy, 0);
 	check_guards(&t);
 	etest_fini(&t);
-}
-
-/* Pages of [p, p + len) resident (test_engine_evmem.c's measure). */
-static size_t resident_pages(const void *p, size_t len)
-{
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
-	len += (uintptr_t)p - a;
-	size_t n = (len + pg - 1) / pg, k = 0;
-	unsigned char *v = calloc(n, 1);
-	CHECK(v != NULL);
-	CHECK_EQ(mincore((void *)a, len, v), 0);
-	for (size_t i = 0; i < n; i++)
-		k += v[i] & 1;
-	free(v);
-	return k;
 }
 
 static size_t pool_pages(struct mrce *e)

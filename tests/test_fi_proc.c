@@ -357,16 +357,14 @@ static void test_hostile(void **state)
 	fix_open(&f, CAPS_ALL, FI_AV_TABLE);
 	struct fix_ep b;
 	fix_ep_open(&f, &b, FI_CQ_FORMAT_TAGGED);
-	uint32_t bname[2];
-	memcpy(bname, b.name, 8);
 	/* the raw peer: a libmrc QP connected to b's service id, calling
 	 * itself service 0x1234 */
-	struct mrc_ctx *ctx;
-	assert_int_equal(mrc_open(NULL, &ctx), 0);
-	struct mrc_mr *mr;
-	assert_int_equal(mrc_alloc_mr(ctx, 65536, MRC_MR_ALL, &mr), 0);
-	struct mrc_qp *qp;
-	assert_int_equal(mrc_create_qp(ctx, NULL, &qp), 0);
+	struct raw_peer peer;
+	raw_peer_open(&peer, &b);
+	struct mrc_ctx *ctx = peer.ctx;
+	struct mrc_mr *mr = peer.mr;
+	struct mrc_qp *qp = peer.qp;
+	const uint32_t *bname = peer.bname;
 	for (int k = 0; k < 8; k++)
 		assert_int_equal(mrc_post_recv(qp, 100 + (uint64_t)k, mrc_mr_key(mr), 32768, 8192), 0);
 	struct mrc_qp_addr remote;

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "sim/sim.h"
+#include "tests/support/sim_run.h"
 #include "transport/engine.h"
 
 #define SEED "7"
@@ -36,15 +37,7 @@ static struct figs run_kv(const char *const kv[][2])
 	for (size_t i = 0; kv[i][0]; i++)
 		if (!strcmp(kv[i][0], "seed"))
 			seed = kv[i][1];
-	struct mrc_sim_cfg c;
-	char err[MRC_SIM_ERRLEN];
-	mrc_sim_cfg_default(&c);
-	for (size_t i = 0; kv[i][0]; i++)
-		if (mrc_sim_cfg_set(&c, kv[i][0], kv[i][1], err, sizeof(err)))
-			fail_msg("%s %s: %s", kv[i][0], kv[i][1], err);
-	struct mrc_sim *s;
-	if (mrc_sim_create(&c, &s, err, sizeof(err)) || mrc_sim_run(s, err, sizeof(err)))
-		fail_msg("seed %s: %s", seed, err);
+	struct mrc_sim *s = sim_run_kv(kv);
 	char *j = NULL;
 	assert_int_equal(mrc_sim_report_json(s, 0, &j), 0);
 	struct figs f = { 0 };
@@ -127,15 +120,7 @@ static struct sus run_suspect(const char *health, const char *seed)
 	const char *const kv[][2] = { TOPO, { "workload", "alltoall:size=64K,jitter=500us" },
 		{ "fault", "50us:blackhole:p0s2" }, { "seed", seed },
 		{ "health", health }, { NULL, NULL } };
-	struct mrc_sim_cfg c;
-	char err[MRC_SIM_ERRLEN];
-	mrc_sim_cfg_default(&c);
-	for (size_t i = 0; kv[i][0]; i++)
-		if (mrc_sim_cfg_set(&c, kv[i][0], kv[i][1], err, sizeof(err)))
-			fail_msg("%s %s: %s", kv[i][0], kv[i][1], err);
-	struct mrc_sim *s;
-	if (mrc_sim_create(&c, &s, err, sizeof(err)) || mrc_sim_run(s, err, sizeof(err)))
-		fail_msg("seed %s: %s", seed, err);
+	struct mrc_sim *s = sim_run_kv(kv);
 	uint64_t first[H];
 	uint32_t fails[H] = { 0 }, at_first[H] = { 0 }, before[H] = { 0 };
 	struct sus r = { 0 };

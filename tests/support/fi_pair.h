@@ -7,6 +7,9 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <mrc/mrc.h>
 
 #include "tests/support/fi_fix.h"
 #include "tests/support/seeded.h"
@@ -48,6 +51,23 @@ static inline void pair_close(struct pair *p)
 	fix_ep_close(&p->a);
 	fix_ep_close(&p->b);
 	fix_close(&p->f);
+}
+
+/* A raw peer of endpoint b for the hostile tests: a libmrc context with a
+ * 64 KiB region and one QP, not connected yet; b's name in bname. */
+struct raw_peer {
+	uint32_t bname[2];
+	struct mrc_ctx *ctx;
+	struct mrc_mr *mr;
+	struct mrc_qp *qp;
+};
+
+static inline void raw_peer_open(struct raw_peer *r, const struct fix_ep *b)
+{
+	memcpy(r->bname, b->name, 8);
+	assert_int_equal(mrc_open(NULL, &r->ctx), 0);
+	assert_int_equal(mrc_alloc_mr(r->ctx, 65536, MRC_MR_ALL, &r->mr), 0);
+	assert_int_equal(mrc_create_qp(r->ctx, NULL, &r->qp), 0);
 }
 
 /* posts retried while the provider says FI_EAGAIN (its progress thread
