@@ -96,12 +96,21 @@ if until_t 10 bad_set; then
 else
 	bad "blackhole p0s1: expected EVs $BADEVS ASSUMED_BAD, got $(paths | jq -c '[.paths[]|select(.exists)|{ev,state,reason}]')"
 fi
+# Why: its own loss or RTO, a lost probe, or (reason deny) a suspicion of
+# the uplink its path crosses, from h0's own failure or one h7 told it at
+# once (health/suspect.c, docs/health.md): then h0 counted the suspect.
 ev_ok=$(ctl h0 -j events | jq --argjson evs "$BADEVS" --arg t0 "$t_fail" \
 	'[.events[] | select(.kind == "path" and .peer == "h7" and .new == "ASSUMED_BAD" and
-	  (.reason == "loss" or .reason == "rto") and (.ev as $e | $evs | index($e)) and
+	  (.reason == "loss" or .reason == "rto" or .reason == "probe_lost" or .reason == "deny") and
+	  (.ev as $e | $evs | index($e)) and
 	  (.time | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601) >= ($t0 | tonumber))] | length')
-[ "${ev_ok:-0}" -ge 1 ] && ok "events: $ev_ok path events say when and why ($(ctl h0 -j events | jq -r '[.events[]|select(.kind=="path" and .new=="ASSUMED_BAD")][0] | .time + " " + .text'))" ||
-	bad "events: no ASSUMED_BAD event (loss/rto) for EVs $BADEVS after the fault"
+why=$(ctl h0 -j events | jq -r '[.events[]|select(.kind=="path" and .new=="ASSUMED_BAD")][0] | .reason')
+sus=$(ctl h0 -j stats | jq '.daemon.health_suspects // 0')
+if [ "${ev_ok:-0}" -ge 1 ] && { [ "$why" != deny ] || [ "${sus:-0}" -ge 1 ]; }; then
+	ok "events: $ev_ok path events say when and why ($(ctl h0 -j events | jq -r '[.events[]|select(.kind=="path" and .new=="ASSUMED_BAD")][0] | .time + " " + .text'); health suspects $sus)"
+else
+	bad "events: no ASSUMED_BAD event (loss/rto/probe_lost, or deny with a health suspect counted: $sus) for EVs $BADEVS after the fault: $(ctl h0 -j events | jq -c '[.events[]|select(.kind=="path")|{ev,new,reason}]')"
+fi
 probe=$(ctl h0 -j probe h7 --plane 0 --timeout 500)
 [ "$(echo "$probe" | jq -c '[.results[] | select(.result == "lost") | .ev]')" = "$BADEVS" ] &&
 	echo "$probe" | jq -e '[.results[] | select(.result != "lost")] | length > 0 and all(.result == "ok" and .rtt_us > 0)' >/dev/null &&
