@@ -8,9 +8,9 @@
  * resident are those of the QPs busy at once.  A block's old contents are
  * never read: the sender writes a slot at its PSN's first send and reads
  * only PSNs in flight, or (a late ACK's spurious check, ack_rx.c) PSNs
- * sent since the QP took the block (slots_from); the receiver writes an effect record for every PSN
- * it places and reads only placed ones; completions are written before
- * they are polled.  Taking and giving back is a stack pop and push: no
+ * sent since the QP took the block (slots_from); the receiver writes an
+ * effect record for every PSN it places and reads only placed ones;
+ * completions are written before they are polled.  Taking and giving back is a stack pop and push: no
  * allocation on the packet path. */
 #include <errno.h>
 
