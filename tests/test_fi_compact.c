@@ -21,13 +21,6 @@
 #include "tests/support/fi_pair.h"
 #include "fi/proto.h"
 
-static uint64_t getopt_u64(struct fix_ep *e, int name)
-{
-	uint64_t v = 0;
-	size_t len = sizeof(v);
-	FI_OK(fi_getopt(&e->ep->fid, FI_OPT_ENDPOINT, name, &v, &len));
-	return v;
-}
 
 /* One message from -> to (tagged with tag, or untagged; with remote CQ
  * data when data != 0), checked at the receiver. */
@@ -72,7 +65,7 @@ static void run(int compact_on)
 	uint64_t t2 = (hi + 1) << MRCFI_IMM_TAGBITS | (lo ^ 1);
 	/* b -> a first: a hears that b takes compact EAGERs */
 	one(&p.b, p.to_a, &p.a, 64, 1, 1, 0, 1);
-	assert_int_equal(getopt_u64(&p.a, MRCFI_OPT_COMPACT_SENT), 0);
+	assert_int_equal(fix_opt_u64(&p.a, MRCFI_OPT_COMPACT_SENT), 0);
 	struct {
 		size_t len;
 		int tagged;
@@ -94,12 +87,12 @@ static void run(int compact_on)
 	for (size_t k = 0; k < sizeof(seq) / sizeof(seq[0]); k++) {
 		one(&p.a, p.to_b, &p.b, seq[k].len, seq[k].tagged, seq[k].tag, seq[k].data, k + 10);
 		want += compact_on && seq[k].compact;
-		CHECK(getopt_u64(&p.a, MRCFI_OPT_COMPACT_SENT) == want,
+		CHECK(fix_opt_u64(&p.a, MRCFI_OPT_COMPACT_SENT) == want,
 		      "message %zu: %llu compact sent, %llu expected", k,
-		      (unsigned long long)getopt_u64(&p.a, MRCFI_OPT_COMPACT_SENT),
+		      (unsigned long long)fix_opt_u64(&p.a, MRCFI_OPT_COMPACT_SENT),
 		      (unsigned long long)want);
 	}
-	assert_int_equal(getopt_u64(&p.b, MRCFI_OPT_PROTO_ERRORS), 0);
+	assert_int_equal(fix_opt_u64(&p.b, MRCFI_OPT_PROTO_ERRORS), 0);
 	pair_close(&p);
 }
 
@@ -120,22 +113,9 @@ static void raw_send_imm(struct mrc_qp *qp, struct mrc_mr *mr, size_t n, uint32_
 	int r = hdr ? mrc_post_send(qp, 1, mrc_mr_key(mr), 0, n)
 		    : mrc_post_send_imm(qp, 1, mrc_mr_key(mr), 0, n, imm);
 	assert_int_equal(r, 0);
-	struct mrc_completion c;
-	int64_t end = mrcd_spawn_now_ms() + FIX_WAIT_MS;
-	while ((r = mrc_poll_cq(qp, &c, 1)) == 0)
-		CHECK(mrcd_spawn_now_ms() < end, "raw SEND never completed");
-	assert_int_equal(r, 1);
-	assert_int_equal(c.status, 0);
+	raw_peer_sent(qp);
 }
 
-static void wait_errors(struct fix_ep *e, uint64_t want)
-{
-	int64_t end = mrcd_spawn_now_ms() + FIX_WAIT_MS;
-	while (getopt_u64(e, MRCFI_OPT_PROTO_ERRORS) < want)
-		CHECK(mrcd_spawn_now_ms() < end, "protocol error %llu never counted",
-		      (unsigned long long)want);
-	assert_int_equal(getopt_u64(e, MRCFI_OPT_PROTO_ERRORS), want);
-}
 
 static void test_compact_hostile(void **state)
 {
@@ -164,16 +144,16 @@ static void test_compact_hostile(void **state)
 	fill(m, MRCFI_SLOT, 4);
 	/* 1. tagged before any full tagged header on the QP: no base */
 	raw_send_imm(qp, mr, 100, MRCFI_IMM_COMPACT | MRCFI_IMM_TAGGED | 5, 0);
-	wait_errors(&b, ++errs);
+	fix_wait_proto_errors(&b, ++errs);
 	/* 2. immediate data without the compact flag */
 	raw_send_imm(qp, mr, 100, 5, 0);
-	wait_errors(&b, ++errs);
+	fix_wait_proto_errors(&b, ++errs);
 	/* 3. untagged with tag bits */
 	raw_send_imm(qp, mr, 100, MRCFI_IMM_COMPACT | 5, 0);
-	wait_errors(&b, ++errs);
+	fix_wait_proto_errors(&b, ++errs);
 	/* 4. beyond an eager message */
 	raw_send_imm(qp, mr, MRCFI_EAGER_MAX + 1, MRCFI_IMM_COMPACT, 0);
-	wait_errors(&b, ++errs);
+	fix_wait_proto_errors(&b, ++errs);
 	/* none completed the receive; its bytes are checked once the good
 	 * message completed it (a read now would race with the provider's
 	 * progress thread, which owns the buffer while it is posted) */
@@ -195,7 +175,7 @@ static void test_compact_hostile(void **state)
 	/* the 8,137 refused bytes would have reached past 4 KiB */
 	for (int i = 4096; i < (int)MRCFI_SLOT; i++)
 		CHECK(rbuf[i] == 0xee, "byte %d past the message written", i);
-	assert_int_equal(getopt_u64(&b, MRCFI_OPT_PROTO_ERRORS), errs);
+	assert_int_equal(fix_opt_u64(&b, MRCFI_OPT_PROTO_ERRORS), errs);
 	free(rbuf);
 	mrc_close(ctx);
 	fix_ep_close(&b);

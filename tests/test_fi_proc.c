@@ -320,35 +320,14 @@ static void test_send_then_close(void **state)
  * not leave the buffer half moved (the 4 KiB registration failed). */
 
 /* ---- a hostile peer ------------------------------------------------------- */
-static uint64_t proto_errors(struct fix_ep *e)
-{
-	uint64_t v = 0;
-	size_t len = sizeof(v);
-	FI_OK(fi_getopt(&e->ep->fid, FI_OPT_ENDPOINT, MRCFI_OPT_PROTO_ERRORS, &v, &len));
-	return v;
-}
 
 static void raw_send(struct mrc_qp *qp, struct mrc_mr *mr, const void *msg, size_t n)
 {
 	memcpy(mrc_mr_addr(mr), msg, n);
 	assert_int_equal(mrc_post_send(qp, 1, mrc_mr_key(mr), 0, n), 0);
-	struct mrc_completion c;
-	int64_t end = mrcd_spawn_now_ms() + FIX_WAIT_MS;
-	int r;
-	while ((r = mrc_poll_cq(qp, &c, 1)) == 0)
-		CHECK(mrcd_spawn_now_ms() < end, "raw SEND never completed");
-	assert_int_equal(r, 1);
-	assert_int_equal(c.status, 0);
+	raw_peer_sent(qp);
 }
 
-static void wait_errors(struct fix_ep *e, uint64_t want)
-{
-	int64_t end = mrcd_spawn_now_ms() + FIX_WAIT_MS;
-	while (proto_errors(e) < want)
-		CHECK(mrcd_spawn_now_ms() < end, "protocol error %llu never counted",
-		      (unsigned long long)want);
-	assert_int_equal(proto_errors(e), want);
-}
 
 static void test_hostile(void **state)
 {
@@ -385,29 +364,29 @@ static void test_hostile(void **state)
 	*h = (struct mrcfi_hdr){ .magic = 0xdeadbeef, .op = MRCFI_EAGER, .hlen = sizeof(*h),
 				 .flags = MRCFI_F_TAGGED, .tag = 5, .len = 16 };
 	raw_send(qp, mr, msg, sizeof(*h) + 16);
-	wait_errors(&b, ++errs);
+	fix_wait_proto_errors(&b, ++errs);
 	/* 2. an eager length beyond what was written */
 	h->magic = MRCFI_MAGIC;
 	h->len = 4000;
 	raw_send(qp, mr, msg, sizeof(*h) + 16);
-	wait_errors(&b, ++errs);
+	fix_wait_proto_errors(&b, ++errs);
 	/* 3. a header shorter than a header */
 	raw_send(qp, mr, msg, 20);
-	wait_errors(&b, ++errs);
+	fix_wait_proto_errors(&b, ++errs);
 	/* 4. rendezvous data for a receive never granted */
 	*h = (struct mrcfi_hdr){ .magic = MRCFI_MAGIC, .op = MRCFI_RZDATA, .hlen = sizeof(*h),
 				 .rreq = 1, .len = 64 };
 	raw_send(qp, mr, msg, sizeof(*h));
-	wait_errors(&b, ++errs);
+	fix_wait_proto_errors(&b, ++errs);
 	/* 5. a CTS for a send that does not exist */
 	*h = (struct mrcfi_hdr){ .magic = MRCFI_MAGIC, .op = MRCFI_CTS, .hlen = sizeof(*h),
 				 .sreq = 7, .len = 64, .rkey = 1 };
 	raw_send(qp, mr, msg, sizeof(*h));
-	wait_errors(&b, ++errs);
+	fix_wait_proto_errors(&b, ++errs);
 	/* 6. unknown op, unknown flags */
 	*h = (struct mrcfi_hdr){ .magic = MRCFI_MAGIC, .op = 9, .hlen = sizeof(*h) };
 	raw_send(qp, mr, msg, sizeof(*h));
-	wait_errors(&b, ++errs);
+	fix_wait_proto_errors(&b, ++errs);
 	/* none of it reached the posted receive */
 	struct fi_cq_tagged_entry c;
 	assert_int_equal(fi_cq_read(b.cq, &c, 1), -FI_EAGAIN);
@@ -433,7 +412,7 @@ static void test_hostile(void **state)
 	*h = (struct mrcfi_hdr){ .magic = MRCFI_MAGIC, .op = MRCFI_RZDATA, .hlen = sizeof(*h),
 				 .sreq = 77, .rreq = cts.rreq, .len = 5000 };
 	raw_send(qp, mr, msg, sizeof(*h));
-	wait_errors(&b, ++errs);
+	fix_wait_proto_errors(&b, ++errs);
 	/* the right data: WRITE into the granted chunk, then RZDATA */
 	fill((uint8_t *)mrc_mr_addr(mr) + 1024, 100, 3);
 	assert_int_equal(mrc_post_write(qp, 2, mrc_mr_key(mr), 1024, 100, cts.rkey, cts.roff), 0);
@@ -453,7 +432,7 @@ static void test_hostile(void **state)
 	check_bytes(rbuf, 100, 3);
 	for (int i = 100; i < 256; i++)
 		CHECK(rbuf[i] == 0xee, "byte %d past the message written", i);
-	assert_int_equal(proto_errors(&b), errs);
+	assert_int_equal(fix_opt_u64(&b, MRCFI_OPT_PROTO_ERRORS), errs);
 	free(rbuf);
 	mrc_close(ctx);
 	fix_ep_close(&b);

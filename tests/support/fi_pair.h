@@ -11,6 +11,7 @@
 
 #include <mrc/mrc.h>
 
+#include "fi/proto.h"
 #include "tests/support/fi_fix.h"
 #include "tests/support/seeded.h"
 
@@ -68,6 +69,37 @@ static inline void raw_peer_open(struct raw_peer *r, const struct fix_ep *b)
 	assert_int_equal(mrc_open(NULL, &r->ctx), 0);
 	assert_int_equal(mrc_alloc_mr(r->ctx, 65536, MRC_MR_ALL, &r->mr), 0);
 	assert_int_equal(mrc_create_qp(r->ctx, NULL, &r->qp), 0);
+}
+
+/* Waits for the raw peer's one SEND in flight to complete, and checks it did. */
+static inline void raw_peer_sent(struct mrc_qp *qp)
+{
+	struct mrc_completion c;
+	int64_t end = mrcd_spawn_now_ms() + FIX_WAIT_MS;
+	int r;
+	while ((r = mrc_poll_cq(qp, &c, 1)) == 0)
+		CHECK(mrcd_spawn_now_ms() < end, "raw SEND never completed");
+	assert_int_equal(r, 1);
+	assert_int_equal(c.status, 0);
+}
+
+/* An endpoint's counter (the provider's fi_getopt options). */
+static inline uint64_t fix_opt_u64(struct fix_ep *e, int name)
+{
+	uint64_t v = 0;
+	size_t len = sizeof(v);
+	FI_OK(fi_getopt(&e->ep->fid, FI_OPT_ENDPOINT, name, &v, &len));
+	return v;
+}
+
+/* Waits until the endpoint counted want protocol errors, and no more. */
+static inline void fix_wait_proto_errors(struct fix_ep *e, uint64_t want)
+{
+	int64_t end = mrcd_spawn_now_ms() + FIX_WAIT_MS;
+	while (fix_opt_u64(e, MRCFI_OPT_PROTO_ERRORS) < want)
+		CHECK(mrcd_spawn_now_ms() < end, "protocol error %llu never counted",
+		      (unsigned long long)want);
+	assert_int_equal(fix_opt_u64(e, MRCFI_OPT_PROTO_ERRORS), want);
 }
 
 /* posts retried while the provider says FI_EAGAIN (its progress thread
