@@ -63,6 +63,8 @@ static void defaults_are_valid(void **st)
 		if (!strcmp(*k, "power_floor"))   /* h-floor: a switch, 0..1 */
 			v = "1";
 		if (!strcmp(*k, "health_share") ||  /* h-hfeed: a switch, 0..1 */
+		    !strcmp(*k, "health_suspect") ||
+
 		    !strcmp(*k, "xack") ||          /* h-ack: a switch, 0..1 */
 		    !strcmp(*k, "engine_timerfd") ||  /* h-hold: a switch, 0..1 */
 		    !strcmp(*k, "tlp_lone"))

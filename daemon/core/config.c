@@ -93,6 +93,7 @@ static const struct key keys[] = {
 	S(datapath_args, "options of the datapath (docs/datapaths.md); empty: its defaults"),
 	S(spray_slot, "where each peer's spray starts in every plane: topo (this host's slot under its leaf, so a leaf's hosts take distinct spines; docs/sim.md, Spray slots) or hash (of the QP); without a topology: hash"),
 	/* h-hfeed: fabric-link health (docs/health.md "Settings") */
+	U(health_suspect, 0, 1, "1: a path retired for a failure takes this host's paths through the same leaf uplink out at once (probed back) and is told to the peers at once; 0 (default): off (on the fabric it can hide the evidence that locates the dead link)"),
 	U(health_share, 0, 1, "1: send this host's path outcomes to its peers (HEALTH) and merge theirs; 0: each host judges links on its own paths only"),
 	U(health_ttl_ms, 200, 600000, "a path outcome, this host's or a peer's, counts this long (at least 2 sharing rounds of 100 ms)"),
 	U(health_k_hosts, 1, 1024, "distinct hosts whose failed paths a located link needs before paths across it are taken out of use"),

@@ -68,6 +68,7 @@ struct mrcd_cfg {
 	char spray_slot[8];             /* topo | hash (mrce_cfg.spray_slot) */
 	/* fabric-link health (daemon/core/health.c, docs/health.md) */
 	uint32_t health_share;          /* 0/1: HEALTH exchange */
+	uint32_t health_suspect;        /* 0/1: suspected uplinks (health/suspect.h) */
 	uint32_t health_ttl_ms;         /* mrc_health_cfg.ttl_ns */
 	uint32_t health_k_hosts, health_min_paths;  /* mrc_health_cfg */
 };

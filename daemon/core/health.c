@@ -29,8 +29,12 @@
 #define TICK_S 0.01
 /* Sharing (docs/health.md): at most one HEALTH per peer every SHARE_TICKS
  * ticks, only while this host has something to say (a failed path of its
- * own, or a link not OK); from any one host, one is merged per
- * HEALTH_RX_MIN_NS at most, the rest dropped unread. */
+ * own, or a link not OK); from any one host, one share and one failure
+ * told at once (a HEALTH of one failed path) are merged per
+ * HEALTH_RX_MIN_NS at most, the rest dropped: a tell must not use up the
+ * share's turn, or a host whose probes keep failing into a dead link
+ * (told every tick) keeps its peers from ever merging its shares, and
+ * the link is never located. */
 #define SHARE_TICKS 10
 #define HEALTH_RX_MIN_NS 50000000ull
 
@@ -42,7 +46,8 @@ struct mrcd_health {
 	uint32_t nprev;
 	uint32_t ticks;
 	struct mrc_health_share_st share;
-	uint64_t *rx_last;      /* [host] when its last HEALTH was merged */
+	uint64_t *rx_last;      /* [2 host + told] when its last HEALTH (share,
+	                           or failure told at once) was merged */
 	uint64_t told_ns;       /* last failure told at once (0: never) */
 };
 
@@ -148,16 +153,17 @@ void mrcd_health_rx(struct mrcd *d, uint32_t host, const uint8_t *body, size_t b
 	if (!m || !d->cfg.health_share || host >= d->nhosts || host == d->self)
 		return;
 	uint64_t now = mrcd_now();
-	if (m->rx_last[host] && now - m->rx_last[host] < HEALTH_RX_MIN_NS) {
-		d->st.health_rx_limited++;
-		return;
-	}
 	struct mrce_ctrl_health h;
 	if (mrce_ctrl_health_decode(body, blen, &h)) {
 		d->st.health_rx_bad++;
 		return;
 	}
-	m->rx_last[host] = now;
+	uint64_t *last = &m->rx_last[2 * (size_t)host + (h.n == 1 && !h.obs[0].ok)];
+	if (*last && now - *last < HEALTH_RX_MIN_NS) {
+		d->st.health_rx_limited++;
+		return;
+	}
+	*last = now;
 	struct mrc_health_obs o[MRCE_CTRL_HEALTH_MAX];
 	uint64_t age[MRCE_CTRL_HEALTH_MAX];
 	for (uint32_t i = 0; i < h.n; i++) {
@@ -170,7 +176,7 @@ void mrcd_health_rx(struct mrcd *d, uint32_t host, const uint8_t *body, size_t b
 		return;
 	d->st.health_rx++;
 	/* Each failure told suspects the teller's uplink here too. */
-	for (uint32_t i = 0; i < h.n; i++) {
+	for (uint32_t i = 0; d->cfg.health_suspect && i < h.n; i++) {
 		uint32_t link;
 		if (mrc_health_suspect_told(d->topo, &o[i], &link))
 			suspect(d, link, now);
@@ -206,7 +212,7 @@ int mrcd_health_init(struct mrcd *d)
 		return -ENOMEM;
 	m->nprev = d->max_peers;
 	m->prev = calloc(m->nprev, sizeof(*m->prev));
-	m->rx_last = calloc(d->nhosts, sizeof(*m->rx_last));
+	m->rx_last = calloc(2 * (size_t)d->nhosts, sizeof(*m->rx_last));
 	/* mrcd.conf's health_* keys (config.c checks them). */
 	struct mrc_health_cfg hc = { .min_paths = d->cfg.health_min_paths,
 		.k_hosts = d->cfg.health_k_hosts,
@@ -263,7 +269,7 @@ void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev)
 	struct mrcd_peer *p = &d->peers[ev->peer];
 	uint32_t link;
 	mrc_health_feed_event(d->health->h, p->host, ev->ev, ev);
-	if (p->host != d->self &&
+	if (p->host != d->self && d->cfg.health_suspect &&
 	    mrc_health_suspect_uplink(d->topo, d->self, p->host, ev->ev, ev, &link)) {
 		suspect(d, link, ev->time_ns);
 		/* Told to the peers at once, at most once a tick (their
