@@ -72,3 +72,41 @@ int mrc_health_feed_share(const struct mrc_health *h, uint64_t now, int period,
 		st->at_ns = now;
 	return due;
 }
+
+/* n of npeers from the cursor on, and the cursor past them. */
+static uint32_t in_turn(uint32_t *next, uint32_t npeers, uint32_t max, uint32_t *first)
+{
+	if (!npeers)
+		return 0;
+	if (*next >= npeers)
+		*next = 0;   /* fewer peers than when it was set */
+	uint32_t n = npeers < max ? npeers : max;
+	*first = *next;
+	*next = (uint32_t)((*next + (uint64_t)n) % npeers);
+	return n;
+}
+
+uint32_t mrc_health_share_peers(struct mrc_health_share_st *st, int period,
+				uint32_t npeers, uint32_t *first)
+{
+	if (period) {
+		st->share_n = in_turn(&st->share_next, npeers, MRC_HEALTH_SHARE_PEERS,
+				      &st->share_first);
+	} else if (st->share_first >= npeers || st->share_n > npeers) {
+		st->share_first = 0;
+		st->share_n = npeers < MRC_HEALTH_SHARE_PEERS ? npeers : MRC_HEALTH_SHARE_PEERS;
+	}
+	*first = st->share_first;
+	return st->share_n;
+}
+
+uint32_t mrc_health_tell_peers(struct mrc_health_share_st *st, uint64_t now,
+			       uint64_t tick_ns, uint32_t npeers, uint32_t *first)
+{
+	if (st->tell_ns && now - st->tell_ns < MRC_HEALTH_TELL_TICKS * tick_ns)
+		return 0;
+	uint32_t n = in_turn(&st->tell_next, npeers, MRC_HEALTH_TELL_PEERS, first);
+	if (n)
+		st->tell_ns = now;
+	return n;
+}

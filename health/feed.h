@@ -23,11 +23,37 @@ void mrc_health_feed_event(struct mrc_health *h, uint32_t peer, uint32_t ev,
  * stays fresh while the path is bad). */
 void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			const struct mrce_ev_info *i, uint64_t prev_tx, uint64_t now);
+/* Who is told what, and how often: one host's bound, whatever its
+ * number of peers (docs/health.md "The sending bound"), in its ticks:
+ * - a share every MRC_HEALTH_SHARE_TICKS ticks, to at most
+ *   MRC_HEALTH_SHARE_PEERS peers, the next ones in turn (every peer in
+ *   ceil(peers / MRC_HEALTH_SHARE_PEERS) periods), and between two at
+ *   most one retraction, to the same peers;
+ * - a failure told at once at most every MRC_HEALTH_TELL_TICKS ticks, to
+ *   at most MRC_HEALTH_TELL_PEERS peers in turn.
+ * At most 2 x 256 + 2 x 256 = 1,024 HEALTH messages a period (mrcd:
+ * 100 ms): 512 of at most MRCE_CTRL_HEALTH_MAX records (776 bytes of
+ * body), 512 of one (20 bytes).  Before, every share and every
+ * tell went to every peer: 1,023 messages each in a 1,024-host
+ * all-to-all, and a told failure set every receiver probing the teller's
+ * leaf at once.  A HEALTH received is never answered. */
+#define MRC_HEALTH_SHARE_TICKS 10
+#define MRC_HEALTH_SHARE_PEERS 256
+#define MRC_HEALTH_TELL_TICKS 5
+#define MRC_HEALTH_TELL_PEERS 256
+/* The whole bound: HEALTH messages one host sends in a sharing period. */
+#define MRC_HEALTH_PERIOD_MSGS (2 * MRC_HEALTH_SHARE_PEERS + \
+	MRC_HEALTH_SHARE_TICKS / MRC_HEALTH_TELL_TICKS * MRC_HEALTH_TELL_PEERS)
+
 /* A host's sharing state between ticks (start zeroed). */
 struct mrc_health_share_st {
 	uint8_t told;           /* 1: the last period's share held a failure;
 	                           2: its retraction went out early */
 	uint64_t at_ns;         /* when the last period's share went out */
+	uint32_t share_next;    /* the next peer in turn for a share */
+	uint32_t share_first, share_n;   /* the last share's peers */
+	uint32_t tell_next;     /* the next peer in turn for a tell */
+	uint64_t tell_ns;       /* the last tell (0: never) */
 };
 
 /* What a host shares at this tick: its newest observations into out (at
@@ -40,5 +66,19 @@ struct mrc_health_share_st {
 int mrc_health_feed_share(const struct mrc_health *h, uint64_t now, int period,
 			  struct mrc_health_obs *out, size_t max, size_t *n,
 			  struct mrc_health_share_st *st);
+
+/* The peers of this tick's share (mrc_health_feed_share said it is due),
+ * out of npeers the caller numbers 0..npeers-1 in a stable order: n of
+ * them from *first on, wrapping.  At the period the next ones in turn
+ * (at most MRC_HEALTH_SHARE_PEERS); between periods, a retraction, the
+ * last share's, which heard the failure. */
+uint32_t mrc_health_share_peers(struct mrc_health_share_st *st, int period,
+				uint32_t npeers, uint32_t *first);
+/* A failure of this host's own paths to tell at once: the count of peers
+ * (from *first on, wrapping, at most MRC_HEALTH_TELL_PEERS) when the last
+ * tell is at least MRC_HEALTH_TELL_TICKS ticks (tick_ns each) old, else 0
+ * (the failure waits for the share). */
+uint32_t mrc_health_tell_peers(struct mrc_health_share_st *st, uint64_t now,
+			       uint64_t tick_ns, uint32_t npeers, uint32_t *first);
 
 #endif

@@ -8,14 +8,15 @@
  * sending).  The tick is the option's (health=shared,1ms), 10 ms unless
  * set, so short runs can be studied at a finer grain.
  *
- * Sharing (health=shared): every SHARE_TICKS ticks a host with a failure
- * of its own or a link not OK exports its newest observations, as mrcd's
- * HEALTH message does (at most MRCE_CTRL_HEALTH_MAX), to each of its
- * peers, who merge them SHARE_LAT_NS later.  The sender's bound (one per
- * SHARE_TICKS ticks) is wider than mrcd's receive bound (one per 50 ms at
- * 10 ms ticks), so that bound never drops one and is not modelled (the
- * failure told at once, below, may be: mrcd would drop a share within
- * 50 ms of it).
+ * Sharing (health=shared), as mrcd, by health/feed.h's one rule and
+ * bound: every MRC_HEALTH_SHARE_TICKS ticks a host with a failure of its
+ * own or a link not OK exports its newest observations (at most
+ * MRCE_CTRL_HEALTH_MAX, as the CTRL message carries) to its next
+ * MRC_HEALTH_SHARE_PEERS peers in turn, who merge them SHARE_LAT_NS
+ * later; a failure is told at once to MRC_HEALTH_TELL_PEERS peers at most
+ * every MRC_HEALTH_TELL_TICKS ticks.  Both are wider than mrcd's receive
+ * bound (one of each per sender per 40 ms, 4 of its 10 ms ticks), so that
+ * bound never drops one and is not modelled.
  *
  * Suspicion (health/suspect.h), as mrcd: a host's path retired for a
  * failure takes its paths through the same uplink out at once, and with
@@ -35,7 +36,6 @@
 #include "sim/report_int.h"
 #include "transport/engine_wire.h"
 
-#define SHARE_TICKS 10
 #define SHARE_LAT_NS 10000ull
 #define MSG_MAX MRCE_CTRL_HEALTH_MAX
 
@@ -55,7 +55,6 @@ struct hhost {
 	uint8_t **mine;            /* [peer][engine ev] denied by us */
 	uint32_t *inbox, nin, cin, hin;   /* message ids; head hin */
 	uint32_t sin;              /* inbox head for suspicions (on delivery) */
-	uint64_t told_ns;          /* last failure told at once (0: never) */
 };
 
 struct sim_health {
@@ -65,6 +64,14 @@ struct sim_health {
 	uint8_t *sent;             /* [host] its packets entered a dead port */
 	uint8_t *wrong;            /* [host] it held a healthy link DENIED */
 	uint32_t nwrong;
+	uint64_t *sent_msgs;       /* [host] HEALTH messages it sent */
+	uint64_t *per_msgs;        /* [2 host]: its sharing period, and the
+	                              messages it sent in it */
+	uint64_t max_per;          /* the most one host sent in one period */
+	/* the first wrong denial: which host, link, when, on what evidence */
+	uint32_t w_host, w_link;
+	uint64_t w_ns;
+	struct mrc_health_link w_li;
 };
 
 static inline uint64_t now_ns(const struct mrc_sim *s) { return s->now / SIM_PS_PER_NS; }
@@ -86,7 +93,8 @@ int sim_health_init(struct mrc_sim *s)
 		return 0;
 	struct sim_health *g = calloc(1, sizeof(*g));
 	if (!g || !(g->hh = calloc(H, sizeof(*g->hh))) || !(g->sent = calloc(H, 1)) ||
-	    !(g->wrong = calloc(H, 1)))
+	    !(g->wrong = calloc(H, 1)) || !(g->sent_msgs = calloc(H, sizeof(uint64_t))) ||
+	    !(g->per_msgs = calloc(2 * (size_t)H, sizeof(uint64_t))))
 		goto oom;
 	s->health = g;
 	if (s->cfg.health == MRC_SIM_HEALTH_OFF)
@@ -136,6 +144,8 @@ void sim_health_free(struct mrc_sim *s)
 	free(g->log);
 	free(g->sent);
 	free(g->wrong);
+	free(g->sent_msgs);
+	free(g->per_msgs);
 	free(g);
 	s->health = NULL;
 }
@@ -184,7 +194,7 @@ static void suspect(struct mrc_sim *s, uint32_t h, uint32_t link)
 }
 
 static void post(struct mrc_sim *s, uint32_t h, const struct mrc_health_obs *o, size_t n,
-		 uint64_t now);
+		 uint64_t now, uint32_t first, uint32_t npost);
 
 /* What mrcd's health event hook takes: EVs retired for a failure, EVs
  * back by probes, probes answered. */
@@ -203,13 +213,13 @@ void sim_health_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev
 	 * most once per tick. */
 	struct hhost *q = &g->hh[h];
 	uint64_t now = now_ns(s);
+	uint32_t first, n;
 	if (s->cfg.health != MRC_SIM_HEALTH_SHARED ||
-	    (q->told_ns && now - q->told_ns < s->cfg.health_tick_ns))
+	    !(n = mrc_health_tell_peers(&q->share, now, s->cfg.health_tick_ns, x->npeers, &first)))
 		return;
-	q->told_ns = now;
 	struct mrc_health_obs o = { .src = h, .dst = peer, .ev = (uint16_t)fev, .ok = 0,
 				    .ts_ns = now };
-	post(s, h, &o, 1, now);
+	post(s, h, &o, 1, now, first, n);
 }
 
 /* As mrcd on a HEALTH's arrival (not at the tick): each failure told
@@ -246,10 +256,10 @@ static void feed(struct mrc_sim *s, uint32_t h, uint64_t now)
 		}
 }
 
-/* One HEALTH message of host h to each of its peers, delivered
- * SHARE_LAT_NS later. */
+/* One HEALTH message of host h to npost of its peers from first on
+ * (health/feed.h's turn), delivered SHARE_LAT_NS later. */
 static void post(struct mrc_sim *s, uint32_t h, const struct mrc_health_obs *o, size_t n,
-		 uint64_t now)
+		 uint64_t now, uint32_t first, uint32_t npost)
 {
 	struct sim_health *g = s->health;
 	if (g->nlog == g->clog) {
@@ -269,7 +279,8 @@ static void post(struct mrc_sim *s, uint32_t h, const struct mrc_health_obs *o, 
 		m->age[i] = now - o[i].ts_ns;
 	}
 	const struct sim_host *x = &s->hosts[h];
-	for (uint32_t p = 0; p < x->npeers; p++) {
+	for (uint32_t k = 0; k < npost; k++) {
+		uint32_t p = (uint32_t)(((uint64_t)first + k) % x->npeers);
 		struct hhost *r = &g->hh[x->peer_host[p]];
 		if (r->nin == r->cin) {
 			uint32_t c = r->cin ? 2 * r->cin : 16;
@@ -281,7 +292,19 @@ static void post(struct mrc_sim *s, uint32_t h, const struct mrc_health_obs *o, 
 		}
 		r->inbox[r->nin++] = g->nlog;
 		s->hfig.share_msgs++;
+		s->hfig.tell_msgs += n == 1 && !o[0].ok;
+		s->hfig.recs += n;
+		g->sent_msgs[h]++;
 	}
+	/* the bound's figure: messages a host sent within one sharing period */
+	uint64_t per = now / (MRC_HEALTH_SHARE_TICKS * s->cfg.health_tick_ns), *c = &g->per_msgs[2 * h];
+	if (c[0] != per) {
+		c[0] = per;
+		c[1] = 0;
+	}
+	c[1] += npost;
+	if (c[1] > g->max_per)
+		g->max_per = c[1];
 	g->nlog++;
 }
 
@@ -290,8 +313,11 @@ static void share(struct mrc_sim *s, uint32_t h, uint64_t now, int period)
 	struct hhost *q = &s->health->hh[h];
 	struct mrc_health_obs o[MSG_MAX];
 	size_t n;
-	if (mrc_health_feed_share(q->h, now, period, o, MSG_MAX, &n, &q->share))
-		post(s, h, o, n, now);
+	uint32_t first, np;
+	if (!mrc_health_feed_share(q->h, now, period, o, MSG_MAX, &n, &q->share))
+		return;
+	np = mrc_health_share_peers(&q->share, period, s->hosts[h].npeers, &first);
+	post(s, h, o, n, now, first, np);
 }
 
 static void receive(struct mrc_sim *s, uint32_t h, uint64_t now)
@@ -308,7 +334,8 @@ static void receive(struct mrc_sim *s, uint32_t h, uint64_t now)
 		uint64_t age[MSG_MAX], sent = m->at_ns - SHARE_LAT_NS;
 		for (uint32_t i = 0; i < m->n; i++)
 			age[i] = m->age[i] + (now - sent);
-		mrc_health_merge(q->h, m->from, m->obs, age, m->n, now);
+		int took = mrc_health_merge(q->h, m->from, m->obs, age, m->n, now);
+		s->hfig.refused += m->n - (uint32_t)(took > 0 ? took : 0);
 	}
 }
 
@@ -350,6 +377,12 @@ static void check_denied(struct mrc_sim *s, uint32_t h)
 		return;
 	for (size_t i = 0; i < n && i < 64; i++)
 		if (s->ports[2 * ids[i]].state == PS_OK && s->ports[2 * ids[i] + 1].state == PS_OK) {
+			if (!g->nwrong) {
+				g->w_host = h;
+				g->w_link = ids[i];
+				g->w_ns = now_ns(s);
+				mrc_health_link_get(g->hh[h].h, ids[i], &g->w_li);
+			}
 			g->wrong[h] = 1;
 			g->nwrong++;
 			return;
@@ -371,7 +404,7 @@ void sim_health_tick(struct mrc_sim *s, uint32_t h)
 	feed(s, h, now);
 	if (s->cfg.health == MRC_SIM_HEALTH_SHARED) {
 		receive(s, h, now);
-		share(s, h, now, ++q->ticks % SHARE_TICKS == 0);
+		share(s, h, now, ++q->ticks % MRC_HEALTH_SHARE_TICKS == 0);
 	}
 	if (mrc_health_eval(q->h, now) > 0) {
 		apply(s, h, now);
@@ -387,6 +420,24 @@ void sim_health_fmt(const struct mrc_sim *s, int json, char *buf, size_t len)
 	sim_rep_fct_stats(s, &fs);
 	free(fs.sorted);
 	const char *mode = names[s->cfg.health & 3];
+	const struct sim_health *g = s->health;
+	unsigned long long maxh = 0;
+	for (uint32_t h = 0; g && g->sent_msgs && h < s->fab.n_hosts; h++)
+		maxh = g->sent_msgs[h] > maxh ? g->sent_msgs[h] : maxh;
+	/* the first wrong denial, with its evidence at that host */
+	char fw[160] = "";
+	if (g && g->nwrong) {
+		const struct mrc_link *l = &s->fab.topo->links[g->w_link];
+		snprintf(fw, sizeof(fw), json ? ", \"first_wrong\": \"host %u %s-%s at %.3f us, "
+			 "failed paths %u from %u hosts, working %u\"" :
+			 "; first wrong: host %u %s-%s at %.3f us, failed paths %u from %u hosts, "
+			 "working %u", g->w_host, s->fab.topo->nodes[l->lower].name,
+			 s->fab.topo->nodes[l->upper].name, (double)g->w_ns / 1e3,
+			 g->w_li.fail_paths, g->w_li.fail_hosts, g->w_li.good_paths);
+	}
+	unsigned long long tells = (unsigned long long)s->hfig.tell_msgs,
+		recs = (unsigned long long)s->hfig.recs,
+		refused = (unsigned long long)s->hfig.refused;
 	unsigned long long lost = (unsigned long long)s->drop_blackhole,
 		senders = (unsigned long long)s->hfig.senders,
 		last = (unsigned long long)(s->hfig.last_ps / SIM_PS_PER_NS),
@@ -398,13 +449,19 @@ void sim_health_fmt(const struct mrc_sim *s, int json, char *buf, size_t len)
 		snprintf(buf, len, "  \"health\": {\"mode\": \"%s\", \"tick_ns\": %llu, "
 			 "\"dead_link_pkts\": %llu, \"dead_link_senders\": %llu, "
 			 "\"last_dead_ns\": %llu, \"slowest_ideal\": %.4f, \"share_msgs\": %llu, "
-			 "\"denied_evs\": %llu, \"suspected_evs\": %llu, \"wrong_deny_hosts\": %llu},\n",
+			 "\"denied_evs\": %llu, \"suspected_evs\": %llu, \"wrong_deny_hosts\": %llu, "
+			 "\"told_msgs\": %llu, \"share_recs\": %llu, \"recs_refused\": %llu, "
+			 "\"max_host_msgs\": %llu, \"max_period_msgs\": %llu%s},\n",
 			 mode, (unsigned long long)s->cfg.health_tick_ns, lost, senders, last,
-			 fs.max, msgs, den, sus, wrong);
+			 fs.max, msgs, den, sus, wrong, tells, recs, refused, maxh,
+			 g ? (unsigned long long)g->max_per : 0ull, fw);
 	else
 		snprintf(buf, len, "health    %s (tick %llu us): dead-link packets %llu from %llu "
 			 "hosts, last at %.3f us; slowest/ideal %.3f; shared %llu, EVs denied "
-			 "%llu, suspected %llu, hosts denying a healthy link %llu\n", mode,
+			 "%llu, suspected %llu, hosts denying a healthy link %llu; told %llu, "
+			 "records %llu (%llu not merged), most from one host %llu (%llu in a period)%s\n",
+			 mode,
 			 (unsigned long long)s->cfg.health_tick_ns / 1000, lost, senders,
-			 (double)last / 1e3, fs.max, msgs, den, sus, wrong);
+			 (double)last / 1e3, fs.max, msgs, den, sus, wrong, tells, recs, refused,
+			 maxh, g ? (unsigned long long)g->max_per : 0ull, fw);
 }

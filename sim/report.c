@@ -99,7 +99,7 @@ void mrc_sim_report_text(const struct mrc_sim *s, int timing, FILE *f)
 		(unsigned long long)s->drop_prio, (unsigned long long)s->drop_down,
 		(unsigned long long)s->drop_blackhole, (unsigned long long)s->drop_loss);
 	if (s->cfg.health) {
-		char hl[512];
+		char hl[1024];
 		sim_health_fmt(s, 0, hl, sizeof(hl));
 		fputs(hl, f);
 	}

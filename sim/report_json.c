@@ -211,7 +211,7 @@ int mrc_sim_report_json(const struct mrc_sim *s, int timing, char **out)
 		  (unsigned long long)t.suspect_retired, (unsigned long long)t.suspect_extended,
 		  (unsigned long long)t.tlp_probes);
 	if (s->cfg.health) {
-		char hl[512];
+		char hl[1024];
 		sim_health_fmt(s, 1, hl, sizeof(hl));
 		sb_printf(&b, "%s", hl);
 	}

@@ -266,7 +266,11 @@ struct mrc_sim {
 	long maxrss_kb;
 	/* fabric-link health (health.c), with cfg.health set */
 	struct sim_health *health;
-	struct { uint64_t senders, last_ps, share_msgs, denials, suspects; } hfig;
+	struct {
+		uint64_t senders, last_ps, share_msgs, denials, suspects;
+		uint64_t tell_msgs, recs, refused;  /* tells delivered; records
+		                                       delivered, not merged */
+	} hfig;
 };
 
 /* net.c */

@@ -11,13 +11,15 @@
  * counted against its links (never a failure).  Every tick (10 ms) the
  * library re-evaluates, and when a link's state changed every peer's EVs
  * are re-derived (mrcd_deny_update).  Every 100 ms, while it has a failure
- * of its own or a link not OK, it sends its newest observations to every
- * peer in a HEALTH message (never answered: no amplification) and merges
- * what peers send, one message per host per 50 ms at most.  A path
- * retired for a failure also suspects its uplink at once (health/suspect.h:
- * this host's paths through it to every peer out of use, probed), and is
- * told to every peer at once (one HEALTH, at most once a tick), each of
- * which suspects the teller's uplink on arrival. */
+ * of its own or a link not OK, it sends its newest observations to its
+ * peers in a HEALTH message (never answered: no amplification) and merges
+ * what peers send, one message per host per 40 ms at most; a host with
+ * more than MRC_HEALTH_SHARE_PEERS peers tells them in turn (health/feed.h's
+ * bound).  A path retired for a failure also suspects its uplink at once
+ * (health/suspect.h: this host's paths through it to every peer out of
+ * use, probed), and is told to peers at once (one HEALTH of one failure,
+ * within the bound), each of which suspects the teller's uplink on
+ * arrival. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,16 +29,20 @@
 #include "health/suspect.h"
 
 #define TICK_S 0.01
-/* Sharing (docs/health.md): at most one HEALTH per peer every SHARE_TICKS
- * ticks, only while this host has something to say (a failed path of its
- * own, or a link not OK); from any one host, one share and one failure
- * told at once (a HEALTH of one failed path) are merged per
- * HEALTH_RX_MIN_NS at most, the rest dropped: a tell must not use up the
- * share's turn, or a host whose probes keep failing into a dead link
- * (told every tick) keeps its peers from ever merging its shares, and
- * the link is never located. */
-#define SHARE_TICKS 10
-#define HEALTH_RX_MIN_NS 50000000ull
+#define TICK_NS 10000000ull
+/* Sending (health/feed.h, the bound mrcsim shares): a share every
+ * MRC_HEALTH_SHARE_TICKS ticks to the next MRC_HEALTH_SHARE_PEERS peers in
+ * turn, only while this host has something to say (a failed path of its
+ * own, or a link not OK); a failure told at once to MRC_HEALTH_TELL_PEERS
+ * peers in turn at most every MRC_HEALTH_TELL_TICKS ticks.  Receiving:
+ * from any one host, one share and one failure told at once (a HEALTH of
+ * one failed path) are merged per HEALTH_RX_MIN_NS at most, the rest
+ * dropped (a host that floods is heard no more often than an honest one;
+ * less than the sender's 50 ms between tells, so those never are): a
+ * tell must not use up the share's turn, or a host whose probes keep
+ * failing into a dead link (told every tell period) keeps its peers from
+ * ever merging its shares, and the link is never located. */
+#define HEALTH_RX_MIN_NS 40000000ull
 
 struct mrcd_health {
 	struct mrc_health *h;
@@ -48,7 +54,6 @@ struct mrcd_health {
 	struct mrc_health_share_st share;
 	uint64_t *rx_last;      /* [2 host + told] when its last HEALTH (share,
 	                           or failure told at once) was merged */
-	uint64_t told_ns;       /* last failure told at once (0: never) */
 };
 
 static void feed_peer(struct mrcd *d, uint32_t peer, uint64_t now)
@@ -118,13 +123,29 @@ static void suspect(struct mrcd *d, uint32_t link, uint64_t now)
 	}
 }
 
-static void send_all(struct mrcd *d, const struct mrce_ctrl_health *m)
+static uint32_t npeers(const struct mrcd *d)
+{
+	uint32_t n = 0;
+	for (uint32_t peer = 0; peer < d->max_peers; peer++)
+		n += d->peers[peer].used && d->peers[peer].host != d->self;
+	return n;
+}
+
+/* m to n peers from the first-th on (wrapping), the peers numbered in
+ * slot order: health/feed.h's turn. */
+static void send_some(struct mrcd *d, const struct mrce_ctrl_health *m, uint32_t first,
+		      uint32_t n)
 {
 	uint8_t body[MRCE_CTRL_HEALTH_LEN(MRCE_CTRL_HEALTH_MAX)];
 	size_t blen = mrce_ctrl_health_encode(body, m);
-	for (uint32_t peer = 0; peer < d->max_peers; peer++) {
+	uint32_t np = npeers(d), k = 0;
+	for (uint32_t peer = 0; n && peer < d->max_peers; peer++) {
 		const struct mrcd_peer *p = &d->peers[peer];
-		if (p->used && p->host != d->self && !mrcd_cm_send_body(d, p->host, body, blen))
+		if (!p->used || p->host == d->self)
+			continue;
+		/* k's place in the turn that starts at first */
+		uint32_t at = (k++ + np - first % np) % np;
+		if (at < n && !mrcd_cm_send_body(d, p->host, body, blen))
 			d->st.health_tx++;
 	}
 }
@@ -144,7 +165,8 @@ static void share(struct mrcd *d, uint64_t now, int period)
 		m.obs[i] = (struct mrce_ctrl_health_obs){ .dst = o[i].dst, .ev = o[i].ev,
 			.ok = o[i].ok, .age_us = age > UINT32_MAX ? UINT32_MAX : (uint32_t)age };
 	}
-	send_all(d, &m);
+	uint32_t first, np = mrc_health_share_peers(&d->health->share, period, npeers(d), &first);
+	send_some(d, &m, first, np);
 }
 
 void mrcd_health_rx(struct mrcd *d, uint32_t host, const uint8_t *body, size_t blen)
@@ -191,7 +213,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 		if (d->peers[peer].used)
 			feed_peer(d, peer, now);
 	if (d->cfg.health_share)
-		share(d, now, ++d->health->ticks % SHARE_TICKS == 0);
+		share(d, now, ++d->health->ticks % MRC_HEALTH_SHARE_TICKS == 0);
 	int changed = mrc_health_eval(d->health->h, now);
 	if (changed <= 0)
 		return;
@@ -272,16 +294,15 @@ void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev)
 	if (p->host != d->self && d->cfg.health_suspect &&
 	    mrc_health_suspect_uplink(d->topo, d->self, p->host, ev->ev, ev, &link)) {
 		suspect(d, link, ev->time_ns);
-		/* Told to the peers at once, at most once a tick (their
-		 * receive bound, HEALTH_RX_MIN_NS, may drop the next share). */
-		struct mrcd_health *m = d->health;
+		/* Told to peers at once, within the bound (health/feed.h). */
+		uint32_t first, n;
 		if (d->cfg.health_share &&
-		    (!m->told_ns || ev->time_ns - m->told_ns >= (uint64_t)(TICK_S * 1e9))) {
-			m->told_ns = ev->time_ns;
+		    (n = mrc_health_tell_peers(&d->health->share, ev->time_ns, TICK_NS,
+					       npeers(d), &first))) {
 			struct mrce_ctrl_health t = { .n = 1 };
 			t.obs[0] = (struct mrce_ctrl_health_obs){ .dst = p->host,
 				.ev = (uint16_t)ev->ev, .ok = 0, .age_us = 0 };
-			send_all(d, &t);
+			send_some(d, &t, first, n);
 		}
 	}
 	/* Back by its own probes while health held it out of use: its
