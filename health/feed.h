@@ -34,9 +34,9 @@ void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
  * At most 2 x 256 + 2 x 256 = 1,024 HEALTH messages a period (mrcd:
  * 100 ms): 512 of at most MRCE_CTRL_HEALTH_MAX records (776 bytes of
  * body), 512 of one (20 bytes).  Before, every share and every
- * tell went to every peer: 1,023 messages each in a 1,024-host
- * all-to-all, and a told failure set every receiver probing the teller's
- * leaf at once.  A HEALTH received is never answered. */
+ * tell went to every peer (1,023 messages each in a 1,024-host
+ * all-to-all), and a tell could go every tick.  A HEALTH received is
+ * never answered. */
 #define MRC_HEALTH_SHARE_TICKS 10
 #define MRC_HEALTH_SHARE_PEERS 256
 #define MRC_HEALTH_TELL_TICKS 5
