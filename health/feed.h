@@ -31,16 +31,18 @@ void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
  *   most one retraction, to the same peers;
  * - a failure told at once at most every MRC_HEALTH_TELL_TICKS ticks, to
  *   at most MRC_HEALTH_TELL_PEERS peers in turn.
- * At most 2 x 256 + 2 x 256 = 1,024 HEALTH messages a period (mrcd:
- * 100 ms): 512 of at most MRCE_CTRL_HEALTH_MAX records (776 bytes of
- * body), 512 of one (20 bytes).  Before, every share and every
+ * At most 2 x 512 + 10 x 512 = 6,144 HEALTH messages a period (mrcd:
+ * 100 ms): 1,024 of at most MRCE_CTRL_HEALTH_MAX records (776 bytes of
+ * body), 5,120 of one (20 bytes).  Up to 512 peers that is what was sent
+ * before; 256 peers a share and a tell every 5 ticks made the 384- and
+ * 512-host all-to-alls lose more on a dead link (docs/health.md).  Before, every share and every
  * tell went to every peer (1,023 messages each in a 1,024-host
  * all-to-all), and a tell could go every tick.  A HEALTH received is
  * never answered. */
 #define MRC_HEALTH_SHARE_TICKS 10
-#define MRC_HEALTH_SHARE_PEERS 256
-#define MRC_HEALTH_TELL_TICKS 5
-#define MRC_HEALTH_TELL_PEERS 256
+#define MRC_HEALTH_SHARE_PEERS 512
+#define MRC_HEALTH_TELL_TICKS 1
+#define MRC_HEALTH_TELL_PEERS 512
 /* The whole bound: HEALTH messages one host sends in a sharing period. */
 #define MRC_HEALTH_PERIOD_MSGS (2 * MRC_HEALTH_SHARE_PEERS + \
 	MRC_HEALTH_SHARE_TICKS / MRC_HEALTH_TELL_TICKS * MRC_HEALTH_TELL_PEERS)

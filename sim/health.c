@@ -14,9 +14,9 @@
  * MRCE_CTRL_HEALTH_MAX, as the CTRL message carries) to its next
  * MRC_HEALTH_SHARE_PEERS peers in turn, who merge them SHARE_LAT_NS
  * later; a failure is told at once to MRC_HEALTH_TELL_PEERS peers at most
- * every MRC_HEALTH_TELL_TICKS ticks.  Both are wider than mrcd's receive
- * bound (one of each per sender per 40 ms, 4 of its 10 ms ticks), so that
- * bound never drops one and is not modelled.
+ * every MRC_HEALTH_TELL_TICKS ticks.  mrcd's receive bound (one share and
+ * one tell per sender per 50 ms) is not modelled: it never drops a share,
+ * and may drop tells.
  *
  * Suspicion (health/suspect.h), as mrcd: a host's path retired for a
  * failure takes its paths through the same uplink out at once, and with

@@ -13,7 +13,7 @@
  * are re-derived (mrcd_deny_update).  Every 100 ms, while it has a failure
  * of its own or a link not OK, it sends its newest observations to its
  * peers in a HEALTH message (never answered: no amplification) and merges
- * what peers send, one message per host per 40 ms at most; a host with
+ * what peers send, one message per host per 50 ms at most; a host with
  * more than MRC_HEALTH_SHARE_PEERS peers tells them in turn (health/feed.h's
  * bound).  A path retired for a failure also suspects its uplink at once
  * (health/suspect.h: this host's paths through it to every peer out of
@@ -37,12 +37,10 @@
  * peers in turn at most every MRC_HEALTH_TELL_TICKS ticks.  Receiving:
  * from any one host, one share and one failure told at once (a HEALTH of
  * one failed path) are merged per HEALTH_RX_MIN_NS at most, the rest
- * dropped (a host that floods is heard no more often than an honest one;
- * less than the sender's 50 ms between tells, so those never are): a
- * tell must not use up the share's turn, or a host whose probes keep
- * failing into a dead link (told every tell period) keeps its peers from
- * ever merging its shares, and the link is never located. */
-#define HEALTH_RX_MIN_NS 40000000ull
+ * dropped: a tell must not use up the share's turn, or a host whose
+ * probes keep failing into a dead link (told every tick) keeps its peers
+ * from ever merging its shares, and the link is never located. */
+#define HEALTH_RX_MIN_NS 50000000ull
 
 struct mrcd_health {
 	struct mrc_health *h;
