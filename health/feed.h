@@ -24,8 +24,9 @@ void mrc_health_feed_event(struct mrc_health *h, uint32_t peer, uint32_t ev,
 void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			const struct mrce_ev_info *i, uint64_t prev_tx, uint64_t now);
 /* An EV taken out of use with no failure of its own (ASSUMED_BAD, reason
- * DENY: a suspected uplink, health/suspect.h, or a denied link) carries no
- * data, so no loss retires it: its probes are its only outcome.  held is
+ * DENY: a suspected uplink, health/suspect.h; mrcd leaves out a denied
+ * link's, which are out on located evidence already) carries no data,
+ * so no loss retires it: its probes are its only outcome.  held is
  * the caller's per-EV state (start zeroed); call at the event that took
  * it out (the probe counts then are the baseline) and at every tick.
  * While none of its probes since is answered and MRC_HEALTH_HELD_PROBES
