@@ -23,6 +23,26 @@ void mrc_health_feed_event(struct mrc_health *h, uint32_t peer, uint32_t ev,
  * stays fresh while the path is bad). */
 void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			const struct mrce_ev_info *i, uint64_t prev_tx, uint64_t now);
+/* An EV taken out of use with no failure of its own (ASSUMED_BAD, reason
+ * DENY: a suspected uplink, health/suspect.h; mrcd leaves out a denied
+ * link's, which are out on located evidence already) carries no data,
+ * so no loss retires it: its probes are its only outcome.  held is
+ * the caller's per-EV state (start zeroed); call at the event that took
+ * it out (the probe counts then are the baseline) and at every tick.
+ * While none of its probes since is answered and MRC_HEALTH_HELD_PROBES
+ * went out, it failed (as the engine's own lost probe would retire it);
+ * an answer says nothing here (the engine brings the EV back, and that
+ * event works).  Without this a blackholed link that a suspected uplink
+ * took out of use at once on every host kept the one failure that
+ * suspected it and was never located (docs/health.md). */
+#define MRC_HEALTH_HELD_PROBES 5
+struct mrc_health_held {
+	uint64_t since;         /* last_change_ns of the hold (0: none) */
+	uint64_t sent0, ok0;    /* probes_sent, probes_ok at its start */
+};
+void mrc_health_feed_held(struct mrc_health *h, uint32_t peer, uint32_t ev,
+			  const struct mrce_ev_info *i, struct mrc_health_held *held,
+			  uint64_t now);
 /* A host's sharing state between ticks (start zeroed). */
 struct mrc_health_share_st {
 	uint8_t told;           /* 1: the last period's share held a failure;
