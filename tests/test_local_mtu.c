@@ -5,6 +5,8 @@
  *     fresh packets (mrc_qp_stats), where mtu would make it twice that;
  *   cm_connect: the same for a QP pair connected by listen/accept (the
  *     limits negotiated in REQ/REP, not out of band);
+ *   aead: the same with payload_encryption=aes-gcm (the sealed datagram
+ *     is larger than the packet);
  *   local_mtu_key: local_mtu=4096 gives mtu's packets back; a local_mtu
  *     below mtu counts as mtu;
  *   bad_rkey: a WRITE naming a key the target does not hold fails with
@@ -122,6 +124,19 @@ static void test_stream_64m(void **state)
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
 	NEED(start(&d, NULL, NULL));
 	const uint64_t len = 64ull << 20;
+	struct pair p;
+	pair_open(&d, &p, len);
+	assert_int_equal(write_checked(p.a, p.src, p.dst, len), len / 8192);
+	mrc_close(p.ctx);
+	stop(&d);
+}
+
+static void test_aead(void **state)
+{
+	(void)state;
+	static struct mrcd_proc d;   /* outlives a failed test: teardown */
+	NEED(start(&d, "--payload_encryption=aes-gcm", NULL));
+	const uint64_t len = 16u << 20;
 	struct pair p;
 	pair_open(&d, &p, len);
 	assert_int_equal(write_checked(p.a, p.src, p.dst, len), len / 8192);
@@ -278,6 +293,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_stream_64m, teardown),
 		cmocka_unit_test_teardown(test_cm_connect, teardown),
+		cmocka_unit_test_teardown(test_aead, teardown),
 		cmocka_unit_test_teardown(test_local_mtu_key, teardown),
 		cmocka_unit_test_teardown(test_bad_rkey, teardown),
 		cmocka_unit_test_teardown(test_peer_destroyed, teardown),
