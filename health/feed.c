@@ -40,6 +40,29 @@ void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
 		mrc_health_path_retired(h, peer, ev, i->last_change_ns, now);
 }
 
+void mrc_health_feed_held(struct mrc_health *h, uint32_t peer, uint32_t ev,
+			  const struct mrce_ev_info *i, struct mrc_health_held *held,
+			  uint64_t now)
+{
+	if (i->state != MRCE_EV_ASSUMED_BAD || i->last_reason != MRCE_RSN_DENY) {
+		held->since = 0;
+		return;
+	}
+	if (held->since != i->last_change_ns) {
+		*held = (struct mrc_health_held){ .since = i->last_change_ns,
+			.sent0 = i->probes_sent, .ok0 = i->probes_ok };
+		return;
+	}
+	/* Five sent, none answered: the first four waited out 2, 4, 8 and
+	 * 16 ms (the engine's probe_interval, doubling per probe lost), some
+	 * 30 ms in all.  With three (under 10 ms) a loaded machine's late
+	 * answers read healthy paths as failed on the emulated fabric.
+	 * Counters are modulo 2^32. */
+	uint32_t sent = (uint32_t)(i->probes_sent - held->sent0);
+	if ((uint32_t)i->probes_ok == (uint32_t)held->ok0 && sent >= MRC_HEALTH_HELD_PROBES)
+		mrc_health_path_retired(h, peer, ev, held->since, now);
+}
+
 int mrc_health_feed_share(const struct mrc_health *h, uint64_t now, int period,
 			  struct mrc_health_obs *out, size_t max, size_t *n,
 			  struct mrc_health_share_st *st)

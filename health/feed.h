@@ -23,6 +23,26 @@ void mrc_health_feed_event(struct mrc_health *h, uint32_t peer, uint32_t ev,
  * stays fresh while the path is bad). */
 void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			const struct mrce_ev_info *i, uint64_t prev_tx, uint64_t now);
+/* An EV taken out of use with no failure of its own (ASSUMED_BAD, reason
+ * DENY: a suspected uplink, health/suspect.h; mrcd leaves out a denied
+ * link's, which are out on located evidence already) carries no data,
+ * so no loss retires it: its probes are its only outcome.  held is
+ * the caller's per-EV state (start zeroed); call at the event that took
+ * it out (the probe counts then are the baseline) and at every tick.
+ * While none of its probes since is answered and MRC_HEALTH_HELD_PROBES
+ * went out, it failed (as the engine's own lost probe would retire it);
+ * an answer says nothing here (the engine brings the EV back, and that
+ * event works).  Without this a blackholed link that a suspected uplink
+ * took out of use at once on every host kept the one failure that
+ * suspected it and was never located (docs/health.md). */
+#define MRC_HEALTH_HELD_PROBES 5
+struct mrc_health_held {
+	uint64_t since;         /* last_change_ns of the hold (0: none) */
+	uint64_t sent0, ok0;    /* probes_sent, probes_ok at its start */
+};
+void mrc_health_feed_held(struct mrc_health *h, uint32_t peer, uint32_t ev,
+			  const struct mrce_ev_info *i, struct mrc_health_held *held,
+			  uint64_t now);
 /* Who is told what, and how often: one host's bound, whatever its
  * number of peers (docs/health.md "The sending bound"), in its ticks:
  * - a share every MRC_HEALTH_SHARE_TICKS ticks, to at most
@@ -34,11 +54,11 @@ void mrc_health_feed_ev(struct mrc_health *h, uint32_t peer, uint32_t ev,
  * At most 2 x 512 + 10 x 512 = 6,144 HEALTH messages a period (mrcd:
  * 100 ms): 1,024 of at most MRCE_CTRL_HEALTH_MAX records (776 bytes of
  * body), 5,120 of one (20 bytes).  Up to 512 peers that is what was sent
- * before; 256 peers a share and a tell every 5 ticks made the 384- and
- * 512-host all-to-alls lose more on a dead link (docs/health.md).  Before, every share and every
- * tell went to every peer (1,023 messages each in a 1,024-host
- * all-to-all), and a tell could go every tick.  A HEALTH received is
- * never answered. */
+ * before, every share and tell to every peer; past 512 peers (1,023
+ * messages each in a 1,024-host all-to-all) it is bounded.  256 peers
+ * and a tell every 5 ticks made the 384- and 512-host all-to-alls lose
+ * more on a dead link (docs/health.md).  A HEALTH received is never
+ * answered. */
 #define MRC_HEALTH_SHARE_TICKS 10
 #define MRC_HEALTH_SHARE_PEERS 512
 #define MRC_HEALTH_TELL_TICKS 1

@@ -309,6 +309,13 @@ int mrc_health_export(const struct mrc_health *h, uint64_t now,
 	return 0;
 }
 
+int mrc_health_knows_failed(const struct mrc_health *h, uint32_t src, uint32_t dst,
+			    uint32_t ev)
+{
+	uint32_t i = ev <= UINT16_MAX ? *slot_of(h, src, dst, ev) : NO_IDX;
+	return i != NO_IDX && !h->obs[i].o.ok;
+}
+
 int mrc_health_recovered_since(const struct mrc_health *h, uint64_t t)
 {
 	for (uint32_t i = 0; i < h->n_obs; i++) {

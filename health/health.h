@@ -109,6 +109,10 @@ int mrc_health_path_congested(struct mrc_health *h, uint32_t peer,
 int mrc_health_merge(struct mrc_health *h, uint32_t from,
 		     const struct mrc_health_obs *obs, const uint64_t *age_ns,
 		     size_t n, uint64_t now);
+/* 1 when this host holds a failure of src -> dst on ev (its own or
+ * merged, not expired at the last eval or since); else 0. */
+int mrc_health_knows_failed(const struct mrc_health *h, uint32_t src, uint32_t dst,
+			    uint32_t ev);
 /* This host's own fresh observations, at most max; *n set: first its
  * failures and its paths working since a failure (the news a peer that
  * heard the failure needs), then the others, each part newest first.

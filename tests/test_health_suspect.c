@@ -12,13 +12,24 @@
  *     one names nothing;
  *   no_failure_no_suspect: health's own denial (DENY, the suspects
  *     themselves), admin, a path back, a probe result, the floor and a
- *     one-hop path within the leaf name nothing. */
+ *     one-hop path within the leaf name nothing;
+ *   held_paths_locate: every leaf-spine link in turn dead, one host's
+ *     failure across it told, and the host under test holding its own
+ *     paths across it out of use on that word (ASSUMED_BAD, DENY): while
+ *     their probes go unanswered (health/feed.h MRC_HEALTH_HELD_PROBES)
+ *     they are failures, and the link is DENIED, no other located; before
+ *     that, or with a probe answered, it stays SUSPECT.  Without
+ *     mrc_health_feed_held the one told failure is all there is: the
+ *     emulated fabric's blackhole left suspect on every host, never
+ *     located (tests/root/health.sh, seed 1795865765). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
+#include "health/feed.h"
 #include "health/suspect.h"
 
 static struct mrc_topo *clos(void)
@@ -125,12 +136,91 @@ static void no_failure_no_suspect(void **st)
 	mrc_topo_free(t);
 }
 
+/* Host x's own paths (every peer, every EV) at a tick: those across dead
+ * held out of use since t0 with `sent` probes out since and `ok` answered,
+ * the others GOOD and acknowledged now.  Returns the held ones. */
+static unsigned tick_x(const struct mrc_topo *t, struct mrc_health *h, uint32_t x,
+		       uint32_t dead, uint64_t t0, uint32_t sent, uint32_t ok,
+		       struct mrc_health_held *held, uint64_t now)
+{
+	unsigned n = 0;
+	uint32_t nev = mrc_topo_ev_count(t);
+	for (uint32_t dst = 0; dst < t->n_hosts; dst++)
+		for (uint32_t ev = 0; dst != x && ev < nev; ev++) {
+			if (!mrc_topo_path(t, x, dst, ev, &(struct mrc_path){ 0 }) &&
+			    mrc_health_path_crosses(t, x, dst, ev, dead)) {
+				struct mrce_ev_info i = { .state = MRCE_EV_ASSUMED_BAD,
+					.last_reason = MRCE_RSN_DENY, .last_change_ns = t0,
+					.probes_sent = sent, .probes_ok = ok };
+				mrc_health_feed_held(h, dst, ev, &i, &held[dst * nev + ev], now);
+				n++;
+			} else {
+				struct mrce_ev_info i = { .state = MRCE_EV_GOOD, .tx_pkts = 10,
+					.last_ack_ns = now };
+				mrc_health_feed_ev(h, dst, ev, &i, 0, now);
+			}
+		}
+	return n;
+}
+
+/* dead (plane, leaf, spine) blackholed; answered: one probe came back. */
+static void held_case(const struct mrc_topo *t, uint32_t plane, uint32_t leaf,
+		      uint32_t spine, int answered, struct mrc_health_held *held)
+{
+	uint32_t dead = t->leaf_spine[plane][leaf * 4 + spine];
+	uint32_t ev = (uint32_t)mrc_topo_ev_of(t, plane, spine);
+	/* a (that leaf) told a failure to b (the next leaf); x (two leaves
+	 * on) holds its own paths across dead on that word */
+	uint32_t a = 2 * leaf, b = 2 * ((leaf + 1) % 4), x = 2 * ((leaf + 2) % 4);
+	uint64_t t0 = 1000000000ull, ms = 1000000ull, age = 0;
+	struct mrc_health *h;
+	struct mrc_health_link li;
+	assert_int_equal(mrc_health_new(t, x, NULL, &h), 0);
+	struct mrc_health_obs told = { .src = a, .dst = b, .ev = (uint16_t)ev };
+	assert_int_equal(mrc_health_merge(h, a, &told, &age, 1, t0), 1);
+	/* The hold's event: the baseline. */
+	assert_true(tick_x(t, h, x, dead, t0, 0, 0, held, t0) >= 2);
+	/* Probes 1-4 out (0.5, 2.5, 6.5, 14.5 ms), unanswered: no failure
+	 * yet, and one failure is no location. */
+	for (uint32_t k = 1; k <= 4; k++) {
+		uint64_t now = t0 + k * 5 * ms;
+		tick_x(t, h, x, dead, t0, k, 0, held, now);
+		mrc_health_eval(h, now);
+		assert_int_equal(mrc_health_link_get(h, dead, &li), 0);
+		assert_int_equal(li.state, MRC_HEALTH_SUSPECT);
+	}
+	/* The fifth out (30.5 ms). */
+	uint64_t now = t0 + 35 * ms;
+	tick_x(t, h, x, dead, t0, 5, (uint32_t)answered, held, now);
+	mrc_health_eval(h, now);
+	assert_int_equal(mrc_health_link_get(h, dead, &li), 0);
+	assert_int_equal(li.state, answered ? MRC_HEALTH_SUSPECT : MRC_HEALTH_DENIED);
+	size_t n;
+	mrc_health_links(h, MRC_HEALTH_LOCATED, NULL, 0, &n);
+	assert_int_equal(n, answered ? 0 : 1);
+	mrc_health_free(h);
+}
+
+static void held_paths_locate(void **st)
+{
+	(void)st;
+	struct mrc_topo *t = clos();
+	struct mrc_health_held held[8 * 64];
+	assert_true(t->n_hosts * mrc_topo_ev_count(t) <= 8 * 64);
+	for (uint32_t k = 0; k < 2 * 4 * 4 * 2; k++) {
+		memset(held, 0, sizeof(held));
+		held_case(t, k / 32, k / 8 % 4, k / 2 % 4, (int)(k % 2), held);
+	}
+	mrc_topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(failure_names_uplink),
 		cmocka_unit_test(told_names_tellers_uplink),
 		cmocka_unit_test(no_failure_no_suspect),
+		cmocka_unit_test(held_paths_locate),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }

@@ -174,15 +174,22 @@ static uint64_t tlp_due(const struct mrce *e, const struct mrce__qp *qp, uint64_
 	 * charged by the same measure. */
 	uint64_t srtt, wnd;
 	late_after(e, qp, p, qp->slots[qp->lst_tail].ev, 0, &srtt, &wnd);
-	uint64_t wait = 2 * srtt > e->cfg.tlp_min_ns ? 2 * srtt : e->cfg.tlp_min_ns;
-	if (wait < srtt + wnd)
-		wait = srtt + wnd;
+	/* The round trip its ACK needs: measured, or the floor where no RTT
+	 * to the peer is yet. */
+	uint64_t rt = 2 * srtt > srtt + wnd ? 2 * srtt : srtt + wnd;
+	if (!srtt && rt < e->cfg.tlp_min_ns)
+		rt = e->cfg.tlp_min_ns;
 	/* Alone in flight, its ACK may be held by a peer that sent data
 	 * lately (ack_delay_ns, the same on every host), with no later packet
 	 * to release it: wait that out too (RFC 8985 7.2's WCDelAckT), or a
-	 * ping-pong's last reply is probed every time. */
+	 * ping-pong's last reply is probed every time.  The hold adds to the
+	 * round trip, not to the floor: where the round trip is measured the
+	 * floor need not also cover the hold, and adding both made a lone
+	 * loss on a fast fabric wait a hold longer than its ACK could take
+	 * (the first all-to-all phase after a fault, docs/step.md). */
 	if (qp->inflight_pkts == 1)
-		wait += e->cfg.ack_delay_ns;
+		rt += e->cfg.ack_delay_ns;
+	uint64_t wait = rt > e->cfg.tlp_min_ns ? rt : e->cfg.tlp_min_ns;
 	uint64_t due = sent + wait;
 	if (qp->rto_deadline && due >= qp->rto_deadline)
 		return 0;   /* the RTO comes first anyway */

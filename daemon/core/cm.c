@@ -115,11 +115,18 @@ static void learn_eps(struct mrcd *d, uint32_t host, const struct mrce_ctrl *m)
 			 strerror(-rc));
 }
 
+/* The most a QP to host may carry per packet: local_mtu when both ends
+ * are clients of this mrcd (no wire between them, node.c), else mtu. */
+static uint32_t mtu_for(const struct mrcd *d, uint32_t host)
+{
+	return host == d->self ? d->local_mtu : d->cfg.mtu;
+}
+
 static void send_req(struct mrcd *d, struct outreq *o)
 {
 	struct mrce_ctrl m = { .type = MRCE_CTRL_REQ, .id = o->id, .sid = o->sid,
 		.qpn = o->local.qpn, .psn = o->local.psn, .arg = o->local.priv,
-		.window = d->cfg.window, .mtu = d->cfg.mtu };
+		.window = d->cfg.window, .mtu = mtu_for(d, o->host) };
 	memcpy(m.nonce, o->nonce, sizeof(m.nonce));
 	send_msg(d, o->host, o->tries, &m);
 }
@@ -138,8 +145,9 @@ static int connect_qp(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
 	struct mrc_auth_conn c;
 	if ((rc = mrc_auth_conn_derive(d->auth, id, role, &c)))
 		return rc;
+	uint32_t cap = mtu_for(d, remote->host);
 	rc = mrce_qp_set_limits(d->eng, qpn, window < d->cfg.window ? window : d->cfg.window,
-				mtu < d->cfg.mtu ? mtu : d->cfg.mtu);
+				mtu < cap ? mtu : cap);
 	if (!rc)
 		rc = mrce_qp_set_tokens(d->eng, qpn, c.tx_token, c.rx_token);
 	/* The connection's AES-GCM keys, when payload_encryption is on. */
@@ -155,7 +163,7 @@ static void send_rep(struct mrcd *d, const struct inreq *r, uint32_t attempt)
 {
 	struct mrce_ctrl a = { .type = MRCE_CTRL_REP, .id = r->rid, .sid = r->sid,
 		.qpn = r->local.qpn, .psn = r->local.psn, .arg = r->local.priv,
-		.window = d->cfg.window, .mtu = d->cfg.mtu };
+		.window = d->cfg.window, .mtu = mtu_for(d, r->host) };
 	memcpy(a.nonce, r->rep_nonce, sizeof(a.nonce));
 	send_msg(d, r->host, attempt, &a);
 }
@@ -302,7 +310,8 @@ int mrcd_qp_connect_oob(struct mrcd *d, uint32_t qpn, uint32_t local_psn,
 	memcpy(cid.req_nonce, req ? mine : theirs, sizeof(mine));
 	memcpy(cid.rep_nonce, req ? theirs : mine, sizeof(mine));
 	return connect_qp(d, qpn, local_psn, remote, &cid,
-			  req ? MRC_AUTH_REQUESTER : MRC_AUTH_ACCEPTOR, d->cfg.window, d->cfg.mtu);
+			  req ? MRC_AUTH_REQUESTER : MRC_AUTH_ACCEPTOR, d->cfg.window,
+			  mtu_for(d, remote->host));
 }
 
 static void rx_req(struct mrcd *d, uint32_t host, const struct mrce_ctrl *m)

@@ -40,6 +40,7 @@ static const struct key keys[] = {
 	{ "log_level", K_LEVEL, offsetof(struct mrcd_cfg, log_level), 4, 3, 7,
 	  "err, warning, notice, info or debug" },
 	U(mtu, 256, 8896, "payload bytes per packet"),
+	U(local_mtu, 256, 8896, "payload bytes per packet between two clients of this mrcd (no wire: the datagram stays on this host); at least mtu"),
 	U(window, 4, 256, "packets in flight per QP (power of two)"),
 	U(ev_floor, 0, 4096, "fewest paths per peer kept in use"),
 	U(probe_interval_us, 100, 10000000, "probe interval of a bad path"),
@@ -110,6 +111,7 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->port = MRC_UDP_PORT;
 	c->log_level = 6;
 	c->mtu = 4096;
+	c->local_mtu = 8192;
 	c->window = 256;
 	c->ev_floor = 1;
 	c->probe_interval_us = 2000;

@@ -61,6 +61,8 @@ struct mrcd {
 	struct mrc_usid_block blk;
 	uint32_t self, nhosts, nplanes;
 	struct in6_addr self_addr;
+	uint32_t local_mtu;                /* QPs between two clients of this
+	                                      mrcd (node.c node_engine) */
 	char plane_if[MRC_DP_MAX_PLANES][16];
 	int plane_ifindex[MRC_DP_MAX_PLANES];
 	uint32_t local_down;               /* planes whose NIC is down here */

@@ -47,6 +47,7 @@ struct mrcd_health {
 	ev_timer tick;
 	/* [peer] -> [ev] last seen tx_pkts and ecn + trims, on first use */
 	uint64_t **prev;
+	struct mrc_health_held **held;  /* [peer] -> [ev], health/feed.h */
 	uint32_t nprev;
 	uint32_t ticks;
 	struct mrc_health_share_st share;
@@ -60,6 +61,8 @@ static void feed_peer(struct mrcd *d, uint32_t peer, uint64_t now)
 	struct mrcd_peer *p = &d->peers[peer];
 	if (!m->prev[peer] && !(m->prev[peer] = calloc(2 * (size_t)p->nev, sizeof(uint64_t))))
 		return;
+	if (!m->held[peer] && !(m->held[peer] = calloc(p->nev, sizeof(*m->held[peer]))))
+		return;
 	uint64_t *prev = m->prev[peer];
 	for (uint32_t ev = 0; ev < p->nev; ev++) {
 		struct mrce_ev_info i;
@@ -71,6 +74,13 @@ static void feed_peer(struct mrcd *d, uint32_t peer, uint64_t now)
 		if (cong > prev[2 * ev + 1])
 			mrc_health_path_congested(m->h, p->host, ev, cong - prev[2 * ev + 1]);
 		mrc_health_feed_ev(m->h, p->host, ev, &i, prev[2 * ev], now);
+		/* A suspected uplink's hold only: a denied link's EVs are out
+		 * on located evidence already, and their probes adding to it
+		 * would only make a wrong denial stick. */
+		if (p->deny[ev] & MRCD_DENY_HEALTH)
+			m->held[peer][ev].since = 0;
+		else
+			mrc_health_feed_held(m->h, p->host, ev, &i, &m->held[peer][ev], now);
 		prev[2 * ev] = i.tx_pkts;
 		prev[2 * ev + 1] = cong;
 	}
@@ -186,19 +196,27 @@ void mrcd_health_rx(struct mrcd *d, uint32_t host, const uint8_t *body, size_t b
 	*last = now;
 	struct mrc_health_obs o[MRCE_CTRL_HEALTH_MAX];
 	uint64_t age[MRCE_CTRL_HEALTH_MAX];
+	uint8_t news[MRCE_CTRL_HEALTH_MAX];
 	for (uint32_t i = 0; i < h.n; i++) {
 		/* Its own paths only: the source is the envelope's sender. */
 		o[i] = (struct mrc_health_obs){ .src = host, .dst = h.obs[i].dst,
 			.ev = h.obs[i].ev, .ok = h.obs[i].ok };
 		age[i] = (uint64_t)h.obs[i].age_us * 1000;
+		news[i] = !o[i].ok && !mrc_health_knows_failed(m->h, host, o[i].dst, o[i].ev);
 	}
 	if (mrc_health_merge(m->h, host, o, age, h.n, now) < 0)
 		return;
 	d->st.health_rx++;
-	/* Each failure told suspects the teller's uplink here too. */
+	/* Each failure told suspects the teller's uplink here too, once: a
+	 * failure this host already held (shared again every 100 ms while
+	 * it stands) took those paths out before, and doing it again at
+	 * every share kept every peer's paths through the teller's healthy
+	 * uplink cycling out and back (thousands of EVs a run on the
+	 * emulated fabric) until their late probe answers read as failures
+	 * (mrc_health_feed_held) and a healthy uplink was denied. */
 	for (uint32_t i = 0; d->cfg.health_suspect && i < h.n; i++) {
 		uint32_t link;
-		if (mrc_health_suspect_told(d->topo, &o[i], &link))
+		if (news[i] && mrc_health_suspect_told(d->topo, &o[i], &link))
 			suspect(d, link, now);
 	}
 }
@@ -232,14 +250,16 @@ int mrcd_health_init(struct mrcd *d)
 		return -ENOMEM;
 	m->nprev = d->max_peers;
 	m->prev = calloc(m->nprev, sizeof(*m->prev));
+	m->held = calloc(m->nprev, sizeof(*m->held));
 	m->rx_last = calloc(2 * (size_t)d->nhosts, sizeof(*m->rx_last));
 	/* mrcd.conf's health_* keys (config.c checks them). */
 	struct mrc_health_cfg hc = { .min_paths = d->cfg.health_min_paths,
 		.k_hosts = d->cfg.health_k_hosts,
 		.ttl_ns = (uint64_t)d->cfg.health_ttl_ms * 1000000 };
-	int rc = m->prev && m->rx_last ? mrc_health_new(d->topo, d->self, &hc, &m->h) : -ENOMEM;
+	int rc = m->prev && m->held && m->rx_last ? mrc_health_new(d->topo, d->self, &hc, &m->h) : -ENOMEM;
 	if (rc) {
 		free(m->prev);
+		free(m->held);
 		free(m->rx_last);
 		free(m);
 		return rc;
@@ -257,9 +277,12 @@ void mrcd_health_fini(struct mrcd *d)
 	if (!m)
 		return;
 	ev_timer_stop(d->loop, &m->tick);
-	for (uint32_t i = 0; i < m->nprev; i++)
+	for (uint32_t i = 0; i < m->nprev; i++) {
 		free(m->prev[i]);
+		free(m->held[i]);
+	}
 	free(m->prev);
+	free(m->held);
 	free(m->rx_last);
 	mrc_health_free(m->h);
 	free(m);
@@ -303,6 +326,15 @@ void mrcd_health_event(struct mrcd *d, const struct mrce_event *ev)
 			send_some(d, &t, first, n);
 		}
 	}
+	/* Taken out of use by a suspected uplink: the probe counts now are
+	 * what its outcome is read against. */
+	struct mrce_ev_info i;
+	if (ev->type == MRCE_EVT_EV_STATE && ev->new_state == MRCE_EV_ASSUMED_BAD &&
+	    ev->reason == MRCE_RSN_DENY && ev->ev < p->nev && !(p->deny[ev->ev] & MRCD_DENY_HEALTH) &&
+	    ev->peer < d->health->nprev &&
+	    d->health->held[ev->peer] && !mrce_ev_info(d->eng, ev->peer, ev->ev, &i))
+		mrc_health_feed_held(d->health->h, p->host, ev->ev, &i,
+				     &d->health->held[ev->peer][ev->ev], ev->time_ns);
 	/* Back by its own probes while health held it out of use: its
 	 * outcome now overrides the shared evidence (mrc_health_path_denied),
 	 * so denied_by must say so at once, not at the next link change. */

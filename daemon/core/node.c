@@ -132,7 +132,17 @@ static int node_engine(struct mrcd *d, char *err, size_t errlen)
 {
 	struct mrce_cfg ec;
 	mrce_cfg_default(&ec);
-	ec.mtu = d->cfg.mtu;
+	/* A datagram to this host never meets a wire: local.c's in-process
+	 * queue in topology mode, the kernel's lo (64 KiB MTU) through udp
+	 * sockets in loopback mode; another provider without a topology
+	 * would put it on a NIC, so it keeps mtu.  Fewer, larger packets
+	 * between two clients of one mrcd: half the engine turns, ACKs and
+	 * datagrams per byte (docs/client.md "Clients of one mrcd").  Other
+	 * peers' QPs are held to mtu by the negotiation (cm.c). */
+	d->local_mtu = d->cfg.mtu;
+	if (d->cfg.local_mtu > d->cfg.mtu && (d->topo || !strcmp(d->cfg.datapath, "udp")))
+		d->local_mtu = d->cfg.local_mtu;
+	ec.mtu = d->local_mtu;
 	ec.window = d->cfg.window;
 	ec.ev_floor = d->cfg.ev_floor;
 	ec.max_peers = d->max_peers;

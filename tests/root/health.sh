@@ -18,8 +18,12 @@
 #     (mrc_bulk from every other host into h0, MRC_HEALTH_CONG_S s each):
 #     no host ever lists a link located or denied, and the congestion
 #     happened (h0's ECN or trim counters moved).
+#   - each blackhole run: with mrcd's health_suspect on
+#     (MRCD_EXTRA="--health_suspect 1"; off by default) the hosts' summed
+#     health_suspects moved (a failure suspected its uplink), with it off
+#     it did not.
 # One line per run ("run I LINK located T_MS denied T_MS healed T_MS
-# ok|wrong|missed|unhealed|dry",
+# suspects N ok|wrong|missed|unhealed|dry",
 # "cong I ... convicted none|LINKS") for bench/fabric/health.sh.  Bounded
 # in time; cleans up on every exit.  Run it only under
 # `flock /tmp/mrc-root.lock`.
@@ -83,6 +87,15 @@ drops() {
 	done
 	echo $s
 }
+# suspects: EVs the suspected uplinks took out, all hosts together
+# (mrcd_stats.health_suspects, docs/health.md "Suspected uplinks").
+suspects() {
+	local h n=0
+	for h in "${HOSTS[@]}"; do n=$((n + $(ctl $h -j stats | jq '.daemon.health_suspects // 0'))); done
+	echo $n
+}
+# mrcd's health_suspect (default 0) unless MRCD_EXTRA sets it.
+[[ "${MRCD_EXTRA:-}" =~ health_suspect[=\ ]+1 ]] && SUSPECT=1 || SUSPECT=0
 # conv LINKS_JSON: the links some host holds located or denied.
 conv() { jq -r '[.[] | select(.state == "located" or .state == "denied") | .link] | unique | join(",")' <<<"$1"; }
 
@@ -91,6 +104,7 @@ conv() { jq -r '[.[] | select(.state == "located" or .state == "denied") | .link
 until_t 10 eval '[ -z "$(conv "$(fab_all)")" ]' || die "links convicted before any fault: $(fab_all)"
 for ((i = 1; i <= N; i++)); do
 	link=${LINKS[RANDOM % ${#LINKS[@]}]}
+	sus0=$(suspects)
 	t0=$(now_ms)
 	$F fail "$link" --silent >/dev/null || die "mrc-fabric fail $link --silent"
 	t_loc= t_den= snap= wrong= wsnap=
@@ -111,6 +125,7 @@ for ((i = 1; i <= N; i++)); do
 		sleep 0.05
 	done
 	dropped=$(drops "$link")
+	sus=$(($(suspects) - sus0))
 	$F restore >/dev/null || die "mrc-fabric restore"
 	t1=$(now_ms) t_heal=
 	# MRC_HEALTH_TRACE=1: what each poll saw of the link while it heals.
@@ -126,7 +141,16 @@ for ((i = 1; i <= N; i++)); do
 	else
 		bad "run $i: $link still listed $HEAL s after restore: $(fab_all)"
 	fi
-	res="located ${t_loc:--} denied ${t_den:--} healed ${t_heal:--}"
+	res="located ${t_loc:--} denied ${t_den:--} healed ${t_heal:--} suspects $sus"
+	# A failure on the dead link suspects its uplink at once, with
+	# health_suspect on: some host's EVs went out; with it off, none.
+	if [ $SUSPECT = 1 ] && [ "$sus" -le 0 ]; then
+		bad "run $i: health_suspect on, and no host's health_suspects moved"
+	elif [ $SUSPECT = 0 ] && [ "$sus" -ne 0 ]; then
+		bad "run $i: health_suspect off, and health_suspects moved by $sus"
+	else
+		ok "run $i: health_suspects moved by $sus (health_suspect $SUSPECT)"
+	fi
 	if [ "$dropped" -le 0 ]; then
 		echo "run $i $link $res dry"
 		bad "run $i: the blackhole on $link dropped nothing (nft counters): no fault happened"
