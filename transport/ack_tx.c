@@ -34,15 +34,51 @@ static void put_ack(struct mrce *e, struct mrce_tx_pkt *t, uint32_t peer, int ev
 		e->st.nack_tx[h->nack]++;
 }
 
-/* ACKs go back on the EV of the packet they answer (same plane and spine
- * in reverse), unless our side of that path is administratively down. */
+/* A packet the QP's next ACK may go back on: the newest one in another
+ * plane than the last ACK's, else the newest on another EV. */
+static void ack_ev_seen(const struct mrce__peer *p, struct mrce__qp *qp, uint16_t ev)
+{
+	if (ev >= p->nev || ev + 1 == qp->ack_ev_last)
+		return;
+	if (!qp->ack_ev_last || !qp->ack_ev_alt ||
+	    p->paths[ev].plane != p->paths[qp->ack_ev_last - 1].plane ||
+	    p->paths[qp->ack_ev_alt - 1].plane == p->paths[qp->ack_ev_last - 1].plane)
+		qp->ack_ev_alt = (uint16_t)(ev + 1);
+}
+
+/* ACKs go back on the EV of a packet they answer (same plane and spine in
+ * reverse): the newest one's, unless the QP's last ACK went on that plane
+ * (or EV) and a packet since came on another.  Always the newest's, with
+ * planes sprayed in turn and ack_every packets an ACK, is always the same
+ * plane: that plane's path dead both ways took every ACK with it, and
+ * the sender, hearing nothing, waited for its RTO (1 ms) to retire it.
+ * Not an EV our side of which is administratively down. */
+static int ack_ev(struct mrce *e, struct mrce__peer *p, struct mrce__qp *qp,
+		  const struct mrc_data_hdr *d)
+{
+	int ev = d->ev < p->nev ? d->ev : -1;
+	if (qp && ev >= 0) {
+		ack_ev_seen(p, qp, (uint16_t)ev);
+		int last = qp->ack_ev_last - 1, alt = qp->ack_ev_alt - 1;
+		if (last >= 0 && alt >= 0 && p->paths[alt].state != MRCE_EV_DENIED &&
+		    (ev == last || p->paths[ev].plane == p->paths[last].plane))
+			ev = alt;
+	}
+	if (ev < 0 || p->paths[ev].state == MRCE_EV_DENIED)
+		ev = mrce__ev_pick(e, p, NULL, -1);
+	if (qp && ev >= 0) {
+		qp->ack_ev_last = (uint16_t)(ev + 1);
+		qp->ack_ev_alt = 0;
+	}
+	return ev;
+}
+
 void mrce__ack_send(struct mrce *e, struct mrce__qp *qp, uint32_t peer,
 		     const struct mrc_data_hdr *d, uint8_t nack, uint32_t rx_flags)
 {
 	struct mrce__peer *p = &e->peers[peer];
-	int ev = d->ev < p->nev ? d->ev : -1;
-	if (ev < 0 || p->paths[ev].state == MRCE_EV_DENIED)
-		ev = mrce__ev_pick(e, p, NULL, -1);
+	/* A NACK answers its one packet, on that packet's EV. */
+	int ev = ack_ev(e, p, nack == MRC_NACK_NONE ? qp : NULL, d);
 	if (ev < 0)
 		return;
 	struct mrce_tx_pkt *t = mrce__ctrl_slot(e);
@@ -146,6 +182,7 @@ void mrce__ack_later(struct mrce *e, struct mrce__qp *qp, uint32_t peer,
 		      const struct mrc_data_hdr *d, uint32_t rx_flags, uint64_t now)
 {
 	int was = qp->in_ack && qp->ack_pending;
+	ack_ev_seen(&e->peers[peer], qp, d->ev);
 	qp->ack_trig = *d;
 	qp->ack_rx_ts = now;
 	qp->ack_flags |= rx_flags;

@@ -212,6 +212,10 @@ struct mrce__qp {
 	uint64_t inflight_bytes;
 	uint64_t srtt, rttvar, rto;
 	uint32_t backoff;
+	/* Receive side, in the padding here: EV + 1 (0: none) of the last ACK
+	 * packet, and of a packet received since, in another plane when one
+	 * came (ack_tx.c ack_ev). */
+	uint16_t ack_ev_last, ack_ev_alt;
 	uint64_t rto_deadline, rack_deadline, rnr_until;
 	uint64_t nopath_deadline;   /* waiting for a path to the peer until
 	                               then (0: not waiting) */
