@@ -311,9 +311,22 @@ void mrce__rto_rearm(struct mrce__qp *qp, uint64_t now)
 
 static void rto_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 {
+	static const uint32_t lag_us[MRCE_RTO_HIST - 1] = { 100, 250, 500, 1000, 2500, 5000,
+							    10000, 25000 };
+	const struct mrce__peer *p = &e->peers[qp->peer];
+	uint64_t lag = now > qp->rto_deadline ? now - qp->rto_deadline : 0;
 	qp->rto_fires++;
 	e->st.rto_fires++;
+	e->st.rto_lag[mrce__hist_bucket(lag / 1000, lag_us)]++;
 	qp->rto_ts = now;   /* judged by the next ACK (ack_rx.c rto_check) */
+	qp->fire_rto = mrce__sat32(qp->rto << qp->backoff);
+	qp->fire_srtt = mrce__sat32(qp->srtt);
+	qp->fire_rttvar = mrce__sat32(qp->rttvar);
+	qp->fire_floor = mrce__sat32(qp->rto_floor);
+	qp->fire_lag = mrce__sat32(lag);
+	qp->fire_silent = qp->lst_head != MRCE__NIL &&
+			  p->acked_sent < qp->slots[qp->lst_head].sent_ts;
+	e->st.rto_silent += qp->fire_silent;
 	/* The oldest packet is resent.  So is everything outstanding for a
 	 * whole (un-backed-off) RTO on a path silent since it left while the
 	 * peer was heard on others (a dead path), not one packet per RTO with
@@ -325,7 +338,6 @@ static void rto_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 	 * resend, a newer transmission, lets RACK declare the rest at once if
 	 * they were lost after all (a QP's only path died).  Packets sent more
 	 * recently get their own chance. */
-	const struct mrce__peer *p = &e->peers[qp->peer];
 	uint16_t i = qp->lst_head;
 	while (i != MRCE__NIL) {
 		const struct mrce__slot *s = &qp->slots[i];
