@@ -544,6 +544,10 @@ struct mrce_stats {
 	uint64_t rto_lag[MRCE_RTO_HIST], rto_sp_after[MRCE_RTO_HIST], rto_sp_ratio[MRCE_RTO_HIST];
 	uint64_t rto_sp_rto_ns, rto_sp_srtt_ns, rto_sp_rttvar_ns, rto_sp_floor_ns, rto_sp_lag_ns;
 	uint64_t rto_sp_silent, rto_silent;
+	/* Packets RTOs declared lost besides the oldest (their path silent
+	 * since they left while the peer acked a later one), and of the
+	 * spurious declarations by RTO (loss_spurious_rto) those. */
+	uint64_t rto_lost_rest, loss_spurious_rto_rest;
 	/* The window pool (cfg.window_pool): posts that found no send block
 	 * and waited, data packets refused (RNR) for want of a receive block;
 	 * blocks held now, and blocks ever handed out (the pool's pages that

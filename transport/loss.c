@@ -247,6 +247,10 @@ void mrce__loss_spurious(struct mrce *e, const struct mrce__slot *s)
 	case MRCE__LB_CROSS: e->st.loss_spurious_cross++; break;
 	case MRCE__LB_TLP: e->st.loss_spurious_tlp++; break;
 	case MRCE__LB_RTO: e->st.loss_spurious_rto++; break;
+	case MRCE__LB_RTO_REST:
+		e->st.loss_spurious_rto++;
+		e->st.loss_spurious_rto_rest++;
+		break;
 	default: break;
 	}
 }
@@ -329,8 +333,12 @@ static void rto_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 	e->st.rto_silent += qp->fire_silent;
 	/* The oldest packet is resent.  So is everything outstanding for a
 	 * whole (un-backed-off) RTO on a path silent since it left while the
-	 * peer was heard on others (a dead path), not one packet per RTO with
-	 * backoff.  A path that has acked since is delivering: its packet is
+	 * peer acked a packet sent after it on others (a dead path), not one
+	 * packet per RTO with backoff.  Only a later packet's ACK is evidence:
+	 * ACKs of earlier ones (heard since, acked_sent older) are what a queue
+	 * ahead of it drains, and taking those for it marked ~4 packets per
+	 * RTO in the MPI all-to-all that the peer had after all
+	 * (bench/results/rto.md).  A path that has acked since is delivering: its packet is
 	 * queued behind those (an incast's queue outgrows the RTO) or, if
 	 * dropped, its own path's next ACK tells (mrce__detect_losses).  A peer
 	 * silent on every path since (a stalled host, as F-RTO assumes first)
@@ -338,14 +346,26 @@ static void rto_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 	 * resend, a newer transmission, lets RACK declare the rest at once if
 	 * they were lost after all (a QP's only path died).  Packets sent more
 	 * recently get their own chance. */
-	uint16_t i = qp->lst_head;
+	/* The oldest as the RTO found it: marking it lost takes it off the
+	 * list, and its successor is no oldest packet (taking it for one
+	 * declared every packet past the RTO lost, the MPI all-to-all's
+	 * queues' whole contents). */
+	const uint16_t head = qp->lst_head;
+	uint16_t i = head;
 	while (i != MRCE__NIL) {
 		const struct mrce__slot *s = &qp->slots[i];
 		uint16_t nx = s->next;
 		if (now - s->sent_ts >= qp->rto &&
-		    (i == qp->lst_head ||
-		     (p->paths[s->ev].last_ack <= s->sent_ts && p->heard > s->sent_ts)))
-			mrce__mark_lost(e, qp, i, MRCE_RSN_RTO, 1, now);
+		    (i == head ||
+		     (p->paths[s->ev].last_ack <= s->sent_ts && p->acked_sent > s->sent_ts))) {
+			if (i != head) {
+				e->st.rto_lost_rest++;
+				mrce__mark_lost(e, qp, i, MRCE_RSN_RTO, 1, now);
+				qp->slots[i].lost_by = MRCE__LB_RTO_REST;
+			} else {
+				mrce__mark_lost(e, qp, i, MRCE_RSN_RTO, 1, now);
+			}
+		}
 		i = nx;
 	}
 	if ((qp->rto << (qp->backoff + 1)) <= e->cfg.rto_max_ns)

@@ -131,7 +131,7 @@ enum { MRCE__S_FREE = 0, MRCE__S_INFLIGHT, MRCE__S_LOST, MRCE__S_ACKED };
 
 /* Which rule declared a packet lost (mrce_stats' loss_spurious_by). */
 enum mrce__lost_by { MRCE__LB_NONE = 0, MRCE__LB_OWN, MRCE__LB_CROSS, MRCE__LB_TLP,
-		     MRCE__LB_RTO };
+		     MRCE__LB_RTO, MRCE__LB_RTO_REST /* not the oldest: its path's silence */ };
 
 /* Sender state of one PSN of the window. */
 struct mrce__slot {

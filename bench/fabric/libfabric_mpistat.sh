@@ -31,6 +31,8 @@ stats() {
 			loss_spurious_rto: (map(.loss_spurious_rto // 0) | add), rnr_nacks: (map(.nack_tx.rnr) | add),
 			trimmed: (map(.rx_trimmed) | add), rx_dup: (map(.rx_dup) | add),
 			msgs: (map(.msgs_completed) | add),
+			rto_lost_rest: (map(.rto_lost_rest // 0) | add),
+			loss_spurious_rto_rest: (map(.loss_spurious_rto_rest // 0) | add),
 			rto_silent: (map(.rto_silent // 0) | add), rto_sp_silent: (map(.rto_sp_silent // 0) | add),
 			rto_sp_rto_ns: (map(.rto_sp_rto_ns // 0) | add), rto_sp_srtt_ns: (map(.rto_sp_srtt_ns // 0) | add),
 			rto_sp_rttvar_ns: (map(.rto_sp_rttvar_ns // 0) | add),

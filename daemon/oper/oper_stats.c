@@ -116,6 +116,9 @@ static json_t *stats_engine(struct mrcd *d)
 		"rto_sp_lag_ns", (json_int_t)s.rto_sp_lag_ns,
 		"rto_sp_silent", (json_int_t)s.rto_sp_silent,
 		"rto_silent", (json_int_t)s.rto_silent));
+	json_object_update_missing_new(eng, json_pack("{s:I, s:I}",
+		"rto_lost_rest", (json_int_t)s.rto_lost_rest,
+		"loss_spurious_rto_rest", (json_int_t)s.loss_spurious_rto_rest));
 	/* Of the piggybacked ACKs, those of another QP to the same peer. */
 	json_object_set_new(eng, "tx_xacks", json_integer((json_int_t)s.tx_xacks));
 	json_object_set_new(eng, "rx_xacks", json_integer((json_int_t)s.rx_xacks));
