@@ -377,8 +377,10 @@ static int ack_apply(struct mrce *e, uint64_t now, struct mrce__qp *qp,
 			.rtt_ns = rtt, .base_rtt_ns = p->min_rtt,
 			.acked_bytes = acked, .ecn = !!(h->flags & MRC_AF_ECN) });
 	}
-	if (acked)
+	if (acked) {
 		qp->backoff = 0;
+		qp->rto_restart = now;
+	}
 	mrce__sq_advance(e, qp);
 	uint64_t lost_before = e->st.loss_detected;
 	mrce__detect_losses(e, qp, now, &a);

@@ -303,13 +303,26 @@ void mrce__detect_losses(struct mrce *e, struct mrce__qp *qp, uint64_t now,
 	qp->rack_deadline = next;
 }
 
+/* The RTO runs from the oldest packet's send or from the last ACK of new
+ * data, the later (RFC 6298 5.3's restart): a queue ahead of the oldest
+ * packet that drains (ACKs of what went before it, each the end of the
+ * previous RTO's backoff) would otherwise fire it at once, and then its
+ * successor, one RTO each (the MPI all-to-all: 625-937 RTOs a run, most
+ * under 100 us past their deadline, bench/results/rto.md).  A packet on a
+ * dead path while others are acked is RACK's to declare (its reorder
+ * window is capped at the RTO).  A QP pinned to one EV has no other path
+ * to hear from, and its dead path is found by the RTO alone: no restart
+ * (mrcsim's ECMP failover was detected 33 us later with one). */
 void mrce__rto_rearm(struct mrce__qp *qp, uint64_t now)
 {
 	if (qp->lst_head == MRCE__NIL) {
 		qp->rto_deadline = 0;
 		return;
 	}
-	uint64_t t = qp->slots[qp->lst_head].sent_ts + (qp->rto << qp->backoff);
+	uint64_t from = qp->slots[qp->lst_head].sent_ts;
+	if (qp->rto_restart > from && !(qp->flags & MRCE_QP_PIN_EV))
+		from = qp->rto_restart;
+	uint64_t t = from + (qp->rto << qp->backoff);
 	qp->rto_deadline = t > now ? t : now + 1;
 }
 

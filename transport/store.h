@@ -221,6 +221,9 @@ struct mrce__qp {
 	uint64_t tlp_ts;            /* last tail-loss probe (loss.c) */
 	uint64_t rto_ts;            /* last RTO, until an ACK judges it (0) */
 	uint64_t rto_floor;         /* learned from spurious RTOs (ack_rx.c) */
+	uint64_t rto_restart;       /* last ACK of new data: the RTO runs from
+	                               it or the oldest packet's send, the later
+	                               (loss.c mrce__rto_rearm) */
 	/* The last RTO as it fired, for its judge's evidence (mrce_stats
 	 * rto_sp_*): the RTO, srtt, rttvar, floor, the timer's lag (ns,
 	 * saturated), whether the peer was silent. */
