@@ -157,6 +157,60 @@ static void test_stall_resends_oldest_only(void **s)
 	etest_fini(&t);
 }
 
+/* A queue ahead that drains slowly, on one path with a fixed delay (no
+ * reordering for the reorder window to act on): node 1's ACKs leave from
+ * 700 us after the WRITE is posted, one every 900 us, each within the
+ * RTO (1 ms or more) of the one before, the later ones past it after the
+ * send.  The RTO runs from the last ACK of new data, so it never fires;
+ * run from the oldest packet's send (main) it fired twice and resent what
+ * was only queued. */
+struct drain {
+	uint64_t from;
+	uint32_t held;
+};
+
+static void on_tx_drain(struct chan *ch, uint32_t src, uint32_t dst, uint16_t ev,
+			const uint8_t *pkt, size_t len, void *arg)
+{
+	struct drain *d = arg;
+	(void)dst; (void)ev; (void)pkt; (void)len;
+	if (src != 1 || !d->from)
+		return;
+	uint64_t at = d->from + 700 * US + 900 * US * d->held++;
+	ch->hold_ns = at > ch->now ? at - ch->now : 0;
+}
+
+static void test_draining_queue_no_rto(void **s)
+{
+	(void)s;
+	struct chan_cfg cc;
+	struct etest t;
+	struct mrce_qp_info a, b;
+	cfg_two(&cc, 1, 1);
+	cc.delay_min = cc.delay_max = DMIN;
+	cc.ecfg.tlp_min_ns = 0;
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	write_and_wait_at(&t, t.qa, 0, 64 << 10, 1);   /* measure the RTT */
+	struct drain d = { 0 };
+	t.ch->on_tx = on_tx_drain;
+	t.ch->hook_arg = &d;
+	qp_info(&t, &a);
+	CHECK(a.rto_ns <= 1000 * US);
+	d.from = t.ch->now;
+	write_and_wait_at(&t, t.qa, 0, 16 * cc.ecfg.mtu, 2);
+	uint64_t took = t.ch->now - d.from;
+	d.from = 0;
+	qp_info(&t, &b);
+	printf("draining queue: %u ACKs, done after %" PRIu64 " us, %" PRIu64 " RTOs, %" PRIu64
+	       " resends\n", d.held, (uint64_t)(took / US), b.rto_fires - a.rto_fires, b.retx - a.retx);
+	CHECK(d.held >= 4);                      /* the ACKs were spread */
+	CHECK(took > 1100 * US);                 /* past the RTO from the send */
+	CHECK_EQ(b.rto_fires - a.rto_fires, 0);
+	CHECK_EQ(b.retx - a.retx, 0);
+	check_placed(&t, 0, 0, 16 * cc.ecfg.mtu);
+	etest_fini(&t);
+}
+
 /* A real loss (the data packet dropped, the resend's ACK echoing the
  * resend) is not taken for a spurious RTO: nothing counted, no floor. */
 struct drop1 {
@@ -208,6 +262,7 @@ int main(void)
 		T(test_spurious_rto_adapts),
 		T(test_real_loss_not_undone),
 		T(test_stall_resends_oldest_only),
+		T(test_draining_queue_no_rto),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
