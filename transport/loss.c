@@ -349,9 +349,7 @@ static void rto_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 	 * peer acked a packet sent after it on others (a dead path), not one
 	 * packet per RTO with backoff.  Only a later packet's ACK is evidence:
 	 * ACKs of earlier ones (heard since, acked_sent older) are what a queue
-	 * ahead of it drains, and taking those for it marked ~4 packets per
-	 * RTO in the MPI all-to-all that the peer had after all
-	 * (bench/results/rto.md).  A path that has acked since is delivering: its packet is
+	 * ahead of it drains.  A path that has acked since is delivering: its packet is
 	 * queued behind those (an incast's queue outgrows the RTO) or, if
 	 * dropped, its own path's next ACK tells (mrce__detect_losses).  A peer
 	 * silent on every path since (a stalled host, as F-RTO assumes first)
@@ -371,12 +369,10 @@ static void rto_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 		if (now - s->sent_ts >= qp->rto &&
 		    (i == head ||
 		     (p->paths[s->ev].last_ack <= s->sent_ts && p->acked_sent > s->sent_ts))) {
+			mrce__mark_lost(e, qp, i, MRCE_RSN_RTO, 1, now);
 			if (i != head) {
 				e->st.rto_lost_rest++;
-				mrce__mark_lost(e, qp, i, MRCE_RSN_RTO, 1, now);
 				qp->slots[i].lost_by = MRCE__LB_RTO_REST;
-			} else {
-				mrce__mark_lost(e, qp, i, MRCE_RSN_RTO, 1, now);
 			}
 		}
 		i = nx;
