@@ -179,6 +179,27 @@ static void spurious_check(struct mrce *e, struct mrce__qp *qp,
 		give_back_path(e, qp, s, h, now);
 }
 
+/* A spurious RTO's evidence (mrce_stats rto_sp_*): how long after the
+ * fire its ACK came, its late round trip rtt against the RTO that fired,
+ * and the QP's estimate then. */
+static void rto_evidence(struct mrce *e, const struct mrce__qp *qp, uint64_t rtt, uint64_t now)
+{
+	static const uint32_t after_us[MRCE_RTO_HIST - 1] = { 100, 250, 500, 1000, 2500, 5000,
+							      10000, 25000 };
+	static const uint32_t ratio_k[MRCE_RTO_HIST - 1] = { 1250, 1500, 2000, 3000, 4000, 8000,
+							     16000, 32000 };
+	struct mrce_stats *st = &e->st;
+	st->rto_sp_after[mrce__hist_bucket((now - qp->rto_ts) / 1000, after_us)]++;
+	if (qp->fire_rto)
+		st->rto_sp_ratio[mrce__hist_bucket(rtt * 1000 / qp->fire_rto, ratio_k)]++;
+	st->rto_sp_rto_ns += qp->fire_rto;
+	st->rto_sp_srtt_ns += qp->fire_srtt;
+	st->rto_sp_rttvar_ns += qp->fire_rttvar;
+	st->rto_sp_floor_ns += qp->fire_floor;
+	st->rto_sp_lag_ns += qp->fire_lag;
+	st->rto_sp_silent += qp->fire_silent;
+}
+
 /* Eifel / F-RTO undo (RFC 3522, 4015, 5682): the first ACK after an RTO
  * of a packet it declared lost tells whether the RTO was needed.  Echoing
  * a transmission from before the RTO (ts_echo < rto_ts: every earlier one
@@ -204,10 +225,11 @@ static void rto_check(struct mrce *e, struct mrce__qp *qp,
 		qp->rto_floor /= 2;
 		return;
 	}
+	uint64_t rtt = now - h->ts_echo, cap = e->cfg.rto_max_ns;
+	rto_evidence(e, qp, rtt, now);
 	qp->rto_ts = 0;
 	qp->rto_spurious++;
 	e->st.rto_spurious++;
-	uint64_t rtt = now - h->ts_echo, cap = e->cfg.rto_max_ns;
 	if (qp->srtt < rtt)
 		qp->srtt = rtt;
 	if (qp->rttvar < rtt / 2)
@@ -355,8 +377,10 @@ static int ack_apply(struct mrce *e, uint64_t now, struct mrce__qp *qp,
 			.rtt_ns = rtt, .base_rtt_ns = p->min_rtt,
 			.acked_bytes = acked, .ecn = !!(h->flags & MRC_AF_ECN) });
 	}
-	if (acked)
+	if (acked) {
 		qp->backoff = 0;
+		qp->rto_restart = now;
+	}
 	mrce__sq_advance(e, qp);
 	uint64_t lost_before = e->st.loss_detected;
 	mrce__detect_losses(e, qp, now, &a);

@@ -484,6 +484,7 @@ const char *mrce_tok_kind_name(enum mrce_tok_kind k);
 #define MRCE_NACK_MAX    MRC_NACK_MAX
 const char *mrce_drop_name(unsigned why);
 
+#define MRCE_RTO_HIST 9   /* buckets of the RTO evidence in mrce_stats */
 struct mrce_stats {
 	uint64_t rx_pkts, tx_pkts, tx_data, tx_retx, tx_acks, tx_probes;
 	uint64_t rx_drop[MRCE_DROP__COUNT];  /* by decoder reason */
@@ -530,6 +531,23 @@ struct mrce_stats {
 	 * path, tail-loss probe, RTO. */
 	uint64_t loss_spurious, loss_spurious_own, loss_spurious_cross, loss_spurious_tlp,
 		 loss_spurious_rto;
+	/* RTOs, the evidence (issue 32).  rto_lag: every fire by how late
+	 * the engine ran it past its deadline (the host's own lag, its
+	 * caller descheduled).  Of the fires proven spurious: rto_sp_after,
+	 * by how long after the fire the ACK that judged it came; rto_sp_ratio,
+	 * by its late round trip over the RTO that fired (below x1.25, 1.5,
+	 * 2, 3, 4, 8, 16, 32, more); sums of the RTO that fired, the QP's
+	 * srtt, rttvar and floor then and of the timer's lag; and how many
+	 * fired with the peer silent (nothing sent since the oldest packet
+	 * left acked on any QP).  Edges of rto_lag and rto_sp_after (us):
+	 * 100, 250, 500, 1000, 2500, 5000, 10000, 25000, more. */
+	uint64_t rto_lag[MRCE_RTO_HIST], rto_sp_after[MRCE_RTO_HIST], rto_sp_ratio[MRCE_RTO_HIST];
+	uint64_t rto_sp_rto_ns, rto_sp_srtt_ns, rto_sp_rttvar_ns, rto_sp_floor_ns, rto_sp_lag_ns;
+	uint64_t rto_sp_silent, rto_silent;
+	/* Packets RTOs declared lost besides the oldest (their path silent
+	 * since they left while the peer acked a later one), and of the
+	 * spurious declarations by RTO (loss_spurious_rto) those. */
+	uint64_t rto_lost_rest, loss_spurious_rto_rest;
 	/* The window pool (cfg.window_pool): posts that found no send block
 	 * and waited, data packets refused (RNR) for want of a receive block;
 	 * blocks held now, and blocks ever handed out (the pool's pages that

@@ -254,6 +254,10 @@ void mrce__loss_spurious(struct mrce *e, const struct mrce__slot *s)
 	case MRCE__LB_CROSS: e->st.loss_spurious_cross++; break;
 	case MRCE__LB_TLP: e->st.loss_spurious_tlp++; break;
 	case MRCE__LB_RTO: e->st.loss_spurious_rto++; break;
+	case MRCE__LB_RTO_REST:
+		e->st.loss_spurious_rto++;
+		e->st.loss_spurious_rto_rest++;
+		break;
 	default: break;
 	}
 }
@@ -306,25 +310,53 @@ void mrce__detect_losses(struct mrce *e, struct mrce__qp *qp, uint64_t now,
 	qp->rack_deadline = next;
 }
 
+/* The RTO runs from the oldest packet's send or from the last ACK of new
+ * data, the later (RFC 6298 5.3's restart): a queue ahead of the oldest
+ * packet that drains (ACKs of what went before it, each the end of the
+ * previous RTO's backoff) would otherwise fire it at once, and then its
+ * successor, one RTO each (the MPI all-to-all: 625-937 RTOs a run, most
+ * under 100 us past their deadline, bench/results/rto.md).  A packet on a
+ * dead path while others are acked is RACK's to declare (its reorder
+ * window is capped at the RTO).  A QP pinned to one EV has no other path
+ * to hear from, and its dead path is found by the RTO alone: no restart
+ * (mrcsim's ECMP failover was detected 33 us later with one). */
 void mrce__rto_rearm(struct mrce__qp *qp, uint64_t now)
 {
 	if (qp->lst_head == MRCE__NIL) {
 		qp->rto_deadline = 0;
 		return;
 	}
-	uint64_t t = qp->slots[qp->lst_head].sent_ts + (qp->rto << qp->backoff);
+	uint64_t from = qp->slots[qp->lst_head].sent_ts;
+	if (qp->rto_restart > from && !(qp->flags & MRCE_QP_PIN_EV))
+		from = qp->rto_restart;
+	uint64_t t = from + (qp->rto << qp->backoff);
 	qp->rto_deadline = t > now ? t : now + 1;
 }
 
 static void rto_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 {
+	static const uint32_t lag_us[MRCE_RTO_HIST - 1] = { 100, 250, 500, 1000, 2500, 5000,
+							    10000, 25000 };
+	const struct mrce__peer *p = &e->peers[qp->peer];
+	uint64_t lag = now > qp->rto_deadline ? now - qp->rto_deadline : 0;
 	qp->rto_fires++;
 	e->st.rto_fires++;
+	e->st.rto_lag[mrce__hist_bucket(lag / 1000, lag_us)]++;
 	qp->rto_ts = now;   /* judged by the next ACK (ack_rx.c rto_check) */
+	qp->fire_rto = mrce__sat32(qp->rto << qp->backoff);
+	qp->fire_srtt = mrce__sat32(qp->srtt);
+	qp->fire_rttvar = mrce__sat32(qp->rttvar);
+	qp->fire_floor = mrce__sat32(qp->rto_floor);
+	qp->fire_lag = mrce__sat32(lag);
+	qp->fire_silent = qp->lst_head != MRCE__NIL &&
+			  p->acked_sent < qp->slots[qp->lst_head].sent_ts;
+	e->st.rto_silent += qp->fire_silent;
 	/* The oldest packet is resent.  So is everything outstanding for a
 	 * whole (un-backed-off) RTO on a path silent since it left while the
-	 * peer was heard on others (a dead path), not one packet per RTO with
-	 * backoff.  A path that has acked since is delivering: its packet is
+	 * peer acked a packet sent after it on others (a dead path), not one
+	 * packet per RTO with backoff.  Only a later packet's ACK is evidence:
+	 * ACKs of earlier ones (heard since, acked_sent older) are what a queue
+	 * ahead of it drains.  A path that has acked since is delivering: its packet is
 	 * queued behind those (an incast's queue outgrows the RTO) or, if
 	 * dropped, its own path's next ACK tells (mrce__detect_losses).  A peer
 	 * silent on every path since (a stalled host, as F-RTO assumes first)
@@ -332,15 +364,24 @@ static void rto_fire(struct mrce *e, struct mrce__qp *qp, uint64_t now)
 	 * resend, a newer transmission, lets RACK declare the rest at once if
 	 * they were lost after all (a QP's only path died).  Packets sent more
 	 * recently get their own chance. */
-	const struct mrce__peer *p = &e->peers[qp->peer];
-	uint16_t i = qp->lst_head;
+	/* The oldest as the RTO found it: marking it lost takes it off the
+	 * list, and its successor is no oldest packet (taking it for one
+	 * declared every packet past the RTO lost, the MPI all-to-all's
+	 * queues' whole contents). */
+	const uint16_t head = qp->lst_head;
+	uint16_t i = head;
 	while (i != MRCE__NIL) {
 		const struct mrce__slot *s = &qp->slots[i];
 		uint16_t nx = s->next;
 		if (now - s->sent_ts >= qp->rto &&
-		    (i == qp->lst_head ||
-		     (p->paths[s->ev].last_ack <= s->sent_ts && p->heard > s->sent_ts)))
+		    (i == head ||
+		     (p->paths[s->ev].last_ack <= s->sent_ts && p->acked_sent > s->sent_ts))) {
 			mrce__mark_lost(e, qp, i, MRCE_RSN_RTO, 1, now);
+			if (i != head) {
+				e->st.rto_lost_rest++;
+				qp->slots[i].lost_by = MRCE__LB_RTO_REST;
+			}
+		}
 		i = nx;
 	}
 	if ((qp->rto << (qp->backoff + 1)) <= e->cfg.rto_max_ns)

@@ -131,7 +131,7 @@ enum { MRCE__S_FREE = 0, MRCE__S_INFLIGHT, MRCE__S_LOST, MRCE__S_ACKED };
 
 /* Which rule declared a packet lost (mrce_stats' loss_spurious_by). */
 enum mrce__lost_by { MRCE__LB_NONE = 0, MRCE__LB_OWN, MRCE__LB_CROSS, MRCE__LB_TLP,
-		     MRCE__LB_RTO };
+		     MRCE__LB_RTO, MRCE__LB_RTO_REST /* not the oldest: its path's silence */ };
 
 /* Sender state of one PSN of the window. */
 struct mrce__slot {
@@ -225,6 +225,14 @@ struct mrce__qp {
 	uint64_t tlp_ts;            /* last tail-loss probe (loss.c) */
 	uint64_t rto_ts;            /* last RTO, until an ACK judges it (0) */
 	uint64_t rto_floor;         /* learned from spurious RTOs (ack_rx.c) */
+	uint64_t rto_restart;       /* last ACK of new data: the RTO runs from
+	                               it or the oldest packet's send, the later
+	                               (loss.c mrce__rto_rearm) */
+	/* The last RTO as it fired, for its judge's evidence (mrce_stats
+	 * rto_sp_*): the RTO, srtt, rttvar, floor, the timer's lag (ns,
+	 * saturated), whether the peer was silent. */
+	uint32_t fire_rto, fire_srtt, fire_rttvar, fire_floor, fire_lag;
+	uint8_t fire_silent;
 	uint64_t cc[MRCE_CC_STATE_MAX / 8];
 
 	/* receive side */
@@ -373,6 +381,21 @@ static inline int mrce__qp_can_send(const struct mrce *e, const struct mrce__qp 
 }
 
 /* Smoothed RTT and its variation (RFC 6298 gains), for paths and QPs. */
+/* The RTO evidence's buckets (mrce_stats rto_lag, rto_sp_*): a time by
+ * its edges in us, a ratio (x1000) by its edges. */
+static inline uint32_t mrce__sat32(uint64_t v)
+{
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+static inline unsigned mrce__hist_bucket(uint64_t v, const uint32_t edge[MRCE_RTO_HIST - 1])
+{
+	unsigned b = 0;
+	while (b < MRCE_RTO_HIST - 1 && v >= edge[b])
+		b++;
+	return b;
+}
+
 static inline void mrce__rtt_update(uint64_t *srtt, uint64_t *rttvar, uint64_t rtt)
 {
 	if (!*srtt) {

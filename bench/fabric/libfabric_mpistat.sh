@@ -7,7 +7,9 @@
 # (mrcctl stats): data packets, retransmissions, RTO fires, losses
 # declared (by evidence: own path, cross path), those proven spurious (by
 # rule; 0 where the build predates the counters), tail-loss probes, RNR
-# NACKs, trimmed packets.  MPI_ENV: words VAR=VALUE for every rank (e.g.
+# NACKs, trimmed packets; the RTO evidence (engine.h mrce_stats rto_lag,
+# rto_sp_*: lag of the timer, spurious RTOs by lateness and against the RTO
+# that fired, the estimate then) and mrcd's timer lateness.  MPI_ENV: words VAR=VALUE for every rank (e.g.
 # FI_MRC_RX_POSTED_MAX=8).  Root; prints,
 # writes nothing to bench/results:
 #   bash bench/fabric/libfabric_mpistat.sh [BUILD]
@@ -28,9 +30,26 @@ stats() {
 			loss_spurious_tlp: (map(.loss_spurious_tlp // 0) | add),
 			loss_spurious_rto: (map(.loss_spurious_rto // 0) | add), rnr_nacks: (map(.nack_tx.rnr) | add),
 			trimmed: (map(.rx_trimmed) | add), rx_dup: (map(.rx_dup) | add),
-			msgs: (map(.msgs_completed) | add)}'
+			msgs: (map(.msgs_completed) | add),
+			rto_lost_rest: (map(.rto_lost_rest // 0) | add),
+			loss_spurious_rto_rest: (map(.loss_spurious_rto_rest // 0) | add),
+			rto_silent: (map(.rto_silent // 0) | add), rto_sp_silent: (map(.rto_sp_silent // 0) | add),
+			rto_sp_rto_ns: (map(.rto_sp_rto_ns // 0) | add), rto_sp_srtt_ns: (map(.rto_sp_srtt_ns // 0) | add),
+			rto_sp_rttvar_ns: (map(.rto_sp_rttvar_ns // 0) | add),
+			rto_sp_floor_ns: (map(.rto_sp_floor_ns // 0) | add), rto_sp_lag_ns: (map(.rto_sp_lag_ns // 0) | add)}'
+}
+# the RTO evidence's histograms (engine.h mrce_stats rto_lag, rto_sp_*) and
+# mrcd's timer lateness, summed over the hosts: one JSON object
+hists() {
+	for h in $HOSTS; do "$B/bin/mrcctl" -j -s "$TMP/$h/mrcctl.sock" stats; done |
+		jq -s '{rto_lag: ([.[].engine.rto_lag // []] | transpose | map(add)),
+			rto_sp_after: ([.[].engine.rto_sp_after // []] | transpose | map(add)),
+			rto_sp_ratio: ([.[].engine.rto_sp_ratio // []] | transpose | map(add)),
+			timer_late_us: ([.[].daemon.timer_late_us | to_entries] | transpose |
+				map({key: .[0].key, value: (map(.value) | add)}) | from_entries)}'
 }
 s0=$(stats)
+h0=$(hists)
 FI_PROV=mrc
 for h in $HOSTS; do fi_env_write $h; for e in ${MPI_ENV:-}; do echo "export $e" >>"$tmp/fienv.$h"; done; done
 t0=$(date +%s.%N)
@@ -39,6 +58,12 @@ fi_mpirun "$TMP/mpi.out" 180 ofi "$HOSTS" 1 "$B/bench/mpi_coll" -C "${COLL:-allt
 rc=$?
 t1=$(date +%s.%N)
 s1=$(stats)
+h1=$(hists)
 say "mpirun rc $rc, $(awk -v a=$t0 -v b=$t1 'BEGIN {printf "%.1f", b - a}') s, load $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -E '^ |Out of' "$TMP/mpi.out"
 jq -n --argjson a "$s0" --argjson b "$s1" '$b | with_entries(.value -= $a[.key])'
+# the histograms' difference, bucket by bucket
+jq -n -c --argjson a "$h0" --argjson b "$h1" '{rto_lag: [$b.rto_lag, $a.rto_lag] | transpose | map(.[0] - (.[1] // 0)),
+	rto_sp_after: [$b.rto_sp_after, $a.rto_sp_after] | transpose | map(.[0] - (.[1] // 0)),
+	rto_sp_ratio: [$b.rto_sp_ratio, $a.rto_sp_ratio] | transpose | map(.[0] - (.[1] // 0)),
+	timer_late_us: ($b.timer_late_us | with_entries(.value -= ($a.timer_late_us[.key] // 0)))}'

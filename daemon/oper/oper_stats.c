@@ -98,6 +98,27 @@ static json_t *stats_engine(struct mrcd *d)
 		"loss_spurious_cross", (json_int_t)s.loss_spurious_cross,
 		"loss_spurious_tlp", (json_int_t)s.loss_spurious_tlp,
 		"loss_spurious_rto", (json_int_t)s.loss_spurious_rto));
+	/* The RTO evidence (engine.h mrce_stats rto_lag, rto_sp_*). */
+	json_t *lag = json_array(), *after = json_array(), *ratio = json_array();
+	for (int k = 0; k < MRCE_RTO_HIST; k++) {
+		json_array_append_new(lag, json_integer((json_int_t)s.rto_lag[k]));
+		json_array_append_new(after, json_integer((json_int_t)s.rto_sp_after[k]));
+		json_array_append_new(ratio, json_integer((json_int_t)s.rto_sp_ratio[k]));
+	}
+	json_object_set_new(eng, "rto_lag", lag);
+	json_object_set_new(eng, "rto_sp_after", after);
+	json_object_set_new(eng, "rto_sp_ratio", ratio);
+	json_object_update_missing_new(eng, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"rto_sp_rto_ns", (json_int_t)s.rto_sp_rto_ns,
+		"rto_sp_srtt_ns", (json_int_t)s.rto_sp_srtt_ns,
+		"rto_sp_rttvar_ns", (json_int_t)s.rto_sp_rttvar_ns,
+		"rto_sp_floor_ns", (json_int_t)s.rto_sp_floor_ns,
+		"rto_sp_lag_ns", (json_int_t)s.rto_sp_lag_ns,
+		"rto_sp_silent", (json_int_t)s.rto_sp_silent,
+		"rto_silent", (json_int_t)s.rto_silent));
+	json_object_update_missing_new(eng, json_pack("{s:I, s:I}",
+		"rto_lost_rest", (json_int_t)s.rto_lost_rest,
+		"loss_spurious_rto_rest", (json_int_t)s.loss_spurious_rto_rest));
 	/* Of the piggybacked ACKs, those of another QP to the same peer. */
 	json_object_set_new(eng, "tx_xacks", json_integer((json_int_t)s.tx_xacks));
 	json_object_set_new(eng, "rx_xacks", json_integer((json_int_t)s.rx_xacks));
