@@ -6,6 +6,7 @@
 #ifndef MRC_TRANSPORT_STORE_H
 #define MRC_TRANSPORT_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "transport/cc.h"
@@ -265,6 +266,27 @@ struct mrce__qp {
 };
 
 struct mrce {
+	/* What every call touches (mrce_rx, mrce_tx, mrce_wc_drain,
+	 * mrce_event_pop, mrce_next_deadline) first, in two cache lines
+	 * (the record is line aligned, engine.c): mrcsim's thousands of
+	 * engines are cold at each call, and these were spread over six. */
+	struct mrce__peer *peers;
+	struct mrce__qp *qps;
+	struct mrce_tx_pkt *ctrl;    /* queued ACK / NACK / probe packets */
+	uint32_t ctrl_head, ctrl_tail, ctrl_mask;
+	uint32_t theap_n;           /* armed timers (timers.c, below) */
+	struct mrce_event *evq;
+	uint32_t evq_head, evq_tail, evq_mask;
+	uint32_t share_credit;      /* active_head's (below) */
+	struct mrce__qp *active_head[MRCE__BANDS];   /* may send data (below) */
+	struct mrce__qp *ready_head;                  /* have completions */
+	struct mrce__qp *ack_head;                    /* owe a coalesced ACK */
+	uint64_t ack_hold_min;      /* earliest ack_due of a held ACK (may be
+	                               early, never late; UINT64_MAX: none) */
+	struct mrce__qp *wwait_head;                  /* posts waiting, FIFO */
+	uint64_t *tkey;             /* the id's earliest deadline, while armed */
+	uint32_t *theap;            /* armed ids, a min-heap by tkey */
+
 	struct mrce_cfg cfg;
 	uint64_t noqp_tat;          /* NOQP token bucket (GCRA): the time the
 	                               next NACK would be due at the rate */
@@ -276,26 +298,15 @@ struct mrce {
 	uint32_t mr_gen;            /* registrations so far (mod 2^32): the key's source */
 	uint32_t *mr_hash;          /* key -> slot + 1 (0: empty), mr_hmask + 1 buckets */
 	uint32_t mr_hmask, mr_free; /* mr_free: where the next free-slot search starts */
-	struct mrce__peer *peers;
 	uint32_t peer_hwm;          /* peers[0..peer_hwm) may be in use */
-	struct mrce__qp *qps;
 	uint32_t qp_hwm;            /* qps[0..qp_hwm) may be in use */
 	uint32_t qp_gen;
-
-	struct mrce_tx_pkt *ctrl;    /* queued ACK / NACK / probe packets */
-	uint32_t ctrl_head, ctrl_tail, ctrl_mask;
-	struct mrce_event *evq;
-	uint32_t evq_head, evq_tail, evq_mask;
 
 	/* QPs that may send data, by band: URGENT, then the other classes
 	 * (mrce__band); share_credit counts towards the others' next turn
 	 * while both bands wait (cfg.bulk_min_pct per pop, a turn at 100). */
-	struct mrce__qp *active_head[MRCE__BANDS], *active_tail[MRCE__BANDS];
-	uint32_t share_credit;
-	struct mrce__qp *ready_head, *ready_tail;     /* have completions */
-	struct mrce__qp *ack_head;                    /* owe a coalesced ACK */
-	uint64_t ack_hold_min;      /* earliest ack_due of a held ACK (may be
-	                               early, never late; UINT64_MAX: none) */
+	struct mrce__qp *active_tail[MRCE__BANDS];   /* active_head's: above */
+	struct mrce__qp *ready_tail;
 
 	uint64_t last_cong;         /* last ECN echo or trim from any peer */
 	struct mrce_stats st;
@@ -308,15 +319,14 @@ struct mrce {
 	uint32_t wp_n, wp_send_hwm, wp_recv_hwm;
 	uint32_t *wp_send_free, *wp_recv_free;
 	uint32_t wp_send_nfree, wp_recv_nfree;
-	struct mrce__qp *wwait_head, *wwait_tail;   /* posts waiting, FIFO */
+	struct mrce__qp *wwait_tail;                  /* wwait_head's: above */
 
-	/* Armed timers (timers.c), by id: peer p, or QP slot i as max_peers + i. */
-	uint64_t *tkey;             /* the id's earliest deadline, while armed */
+	/* Armed timers (timers.c), by id: peer p, or QP slot i as max_peers
+	 * + i (tkey, theap, theap_n: above). */
 	uint32_t *tpos;             /* its position in theap + 1 (0: not armed) */
-	uint32_t *theap;            /* armed ids, a min-heap by tkey */
-	uint32_t theap_n;
 	uint32_t *tdue;             /* mrce_tick's scratch: the ids due */
 };
+_Static_assert(offsetof(struct mrce, cfg) == 128, "struct mrce: its hot block is two lines");
 
 /* store.c */
 void mrce__event_push(struct mrce *e, const struct mrce_event *ev);
