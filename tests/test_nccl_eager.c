@@ -254,15 +254,17 @@ static void test_small_roundtrip(void **state)
 	}
 	/* Data packets the daemon sent meanwhile (one mrcd: both ends'):
 	 * one per message at the default mtu (4096 payload bytes), the
-	 * first of each comm two (its header), one per credit message;
-	 * a retransmission or two at most.  With a header in every 4 KiB
-	 * message it was two per message. */
+	 * first of each comm two (its header) unless local_mtu's larger
+	 * packets hold it, one per credit message; a retransmission or two
+	 * at most.  With a header in every 4 KiB message it was two per
+	 * message.  The last credit messages may still be on their way to
+	 * the daemon when it is read: at least one packet per message. */
 	uint64_t pkts = nccl_pairs_engine_stat(&mrcd_d, "tx_data") - tx0, credits = 0;
 	for (int k = 0; k < 2; k++)
 		credits += stats(p[k].rc).credit_msgs;
 	print_message("%llu data packets for %d messages of %d bytes and %llu credit messages\n",
 		      (unsigned long long)pkts, 2 * R, L, (unsigned long long)credits);
-	CHECK(pkts >= 2 * R + credits && pkts <= 2 * R + 2 + credits + 4,
+	CHECK(pkts >= 2 * R && pkts <= 2 * R + 2 + credits + 4,
 	      "%llu data packets for %d messages", (unsigned long long)pkts, 2 * R);
 	for (int k = 0; k < 2; k++) {
 		struct mrcn_stats ss = stats(p[k].sc), rs = stats(p[k].rc);
