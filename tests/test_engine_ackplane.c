@@ -15,20 +15,6 @@
 
 #include "tests/support/etest_case.h"
 
-struct ev_wait {
-	struct mrce *e;
-	uint32_t peer, ev;
-	uint8_t state;
-};
-
-static int pred_ev_state(struct chan *ch, void *arg)
-{
-	struct ev_wait *w = arg;
-	struct mrce_ev_info ei;
-	(void)ch;
-	return mrce_ev_info(w->e, w->peer, w->ev, &ei) == 0 && ei.state == w->state;
-}
-
 static int ev_retired(struct etest *t, uint32_t ev)
 {
 	for (size_t i = 0; i < t->ch->node[0].nevt; i++) {

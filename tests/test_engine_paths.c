@@ -208,19 +208,6 @@ static void test_cc_start_planes(void **s)
 	etest_fini(&t);
 }
 
-struct ev_wait {
-	struct mrce *e;
-	uint32_t peer, ev;
-	uint8_t state;
-};
-
-static int pred_ev_state(struct chan *ch, void *arg)
-{
-	struct ev_wait *w = arg;
-	struct mrce_ev_info ei;
-	return mrce_ev_info(w->e, w->peer, w->ev, &ei) == 0 && ei.state == w->state;
-}
-
 /* Detours (mrce_ev_set_detour): while its plane has another GOOD EV a
  * detour carries no data; with that EV gone the plane's detours carry it
  * (the plane stays in use), and once it is back they stop again.  Every

@@ -32,29 +32,11 @@
 #include "mrc/mrc.h"
 #include "tests/support/get1.h"
 #include "tests/support/mrcd_spawn.h"
+#include "tests/support/qp_pair.h"
 #include "tests/support/skip.h"
 
 static uint64_t seed;
 
-struct pair {
-	struct mrc_ctx *ctx;
-	struct mrc_qp *a, *b;
-	struct mrc_mr *src, *dst;
-};
-
-static void pair_open(struct mrcd_proc *d, struct pair *p, uint64_t len)
-{
-	assert_int_equal(mrc_open(d->sock, &p->ctx), 0);
-	assert_int_equal(mrc_alloc_mr(p->ctx, len, MRC_MR_LOCAL_READ | MRC_MR_LOCAL_WRITE, &p->src), 0);
-	assert_int_equal(mrc_alloc_mr(p->ctx, len, MRC_MR_ALL, &p->dst), 0);
-	assert_int_equal(mrc_create_qp(p->ctx, NULL, &p->a), 0);
-	assert_int_equal(mrc_create_qp(p->ctx, NULL, &p->b), 0);
-	struct mrc_qp_addr la, lb;
-	assert_int_equal(mrc_qp_info_get(p->a, &la), 0);
-	assert_int_equal(mrc_qp_info_get(p->b, &lb), 0);
-	assert_int_equal(mrc_connect_oob(p->a, &lb), 0);
-	assert_int_equal(mrc_connect_oob(p->b, &la), 0);
-}
 
 static void fill(void *buf, size_t len, uint64_t s)
 {
@@ -127,8 +109,8 @@ static void test_stream_64m(void **state)
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
 	NEED(start(&d, NULL, NULL));
 	const uint64_t len = 64ull << 20;
-	struct pair p;
-	pair_open(&d, &p, len);
+	struct qp_pair p;
+	qp_pair_open(&d, &p, len);
 	assert_int_equal(write_checked(p.a, p.src, p.dst, len), len / 8192);
 	mrc_close(p.ctx);
 	stop(&d);
@@ -140,8 +122,8 @@ static void test_aead(void **state)
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
 	NEED(start(&d, "--payload_encryption=aes-gcm", NULL));
 	const uint64_t len = 16u << 20;
-	struct pair p;
-	pair_open(&d, &p, len);
+	struct qp_pair p;
+	qp_pair_open(&d, &p, len);
 	assert_int_equal(write_checked(p.a, p.src, p.dst, len), len / 8192);
 	mrc_close(p.ctx);
 	stop(&d);
@@ -204,15 +186,15 @@ static void test_local_mtu_key(void **state)
 	(void)state;
 	const uint64_t len = 4u << 20;
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
-	struct pair p;
+	struct qp_pair p;
 	NEED(start(&d, "--local_mtu=4096", NULL));
-	pair_open(&d, &p, len);
+	qp_pair_open(&d, &p, len);
 	assert_int_equal(write_checked(p.a, p.src, p.dst, len), len / 4096);
 	mrc_close(p.ctx);
 	stop(&d);
 	/* below mtu: mtu */
 	NEED(start(&d, "--mtu=2048", "--local_mtu=1024"));
-	pair_open(&d, &p, len);
+	qp_pair_open(&d, &p, len);
 	assert_int_equal(write_checked(p.a, p.src, p.dst, len), len / 2048);
 	mrc_close(p.ctx);
 	stop(&d);
@@ -224,8 +206,8 @@ static void test_bad_rkey(void **state)
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
 	NEED(start(&d, NULL, NULL));
 	const uint64_t len = 1u << 20;
-	struct pair p;
-	pair_open(&d, &p, len);
+	struct qp_pair p;
+	qp_pair_open(&d, &p, len);
 	fill(mrc_mr_addr(p.src), len, seed);
 	memset(mrc_mr_addr(p.dst), 0x5c, len);
 	assert_int_equal(mrc_post_write(p.a, 1, mrc_mr_key(p.src), 0, len,
@@ -247,8 +229,8 @@ static void test_peer_destroyed(void **state)
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
 	NEED(start(&d, NULL, NULL));
 	const uint64_t len = 8u << 20;
-	struct pair p;
-	pair_open(&d, &p, len);
+	struct qp_pair p;
+	qp_pair_open(&d, &p, len);
 	const int n = 64;
 	int posted = 0;
 	for (; posted < n; posted++)
@@ -283,7 +265,7 @@ static void test_peer_destroyed(void **state)
 	assert_int_equal(reset, 1);
 	mrc_close(p.ctx);
 	/* still serving */
-	pair_open(&d, &p, 65536);
+	qp_pair_open(&d, &p, 65536);
 	assert_int_equal(write_checked(p.a, p.src, p.dst, 65536), 65536 / 8192);
 	mrc_close(p.ctx);
 	stop(&d);

@@ -33,6 +33,7 @@
 #include "mrc/error.h"
 #include "mrc/mrc.h"
 #include "tests/support/mrcd_spawn.h"
+#include "tests/support/qp_pair.h"
 #include "tests/support/skip.h"
 
 #define NEED_DAEMON() do { if (!mrcd_spawn_available()) \
@@ -40,28 +41,9 @@
 
 /* ---- ping-pong -------------------------------------------------------- */
 
-struct pp {
-	struct mrc_ctx *ctx;
-	struct mrc_qp *a, *b;
-	struct mrc_mr *src, *dst;
-};
-
-static void pp_open(struct mrcd_proc *d, struct pp *p)
-{
-	assert_int_equal(mrc_open(d->sock, &p->ctx), 0);
-	assert_int_equal(mrc_alloc_mr(p->ctx, 4096, MRC_MR_LOCAL_READ | MRC_MR_LOCAL_WRITE, &p->src), 0);
-	assert_int_equal(mrc_alloc_mr(p->ctx, 4096, MRC_MR_ALL, &p->dst), 0);
-	assert_int_equal(mrc_create_qp(p->ctx, NULL, &p->a), 0);
-	assert_int_equal(mrc_create_qp(p->ctx, NULL, &p->b), 0);
-	struct mrc_qp_addr la, lb;
-	assert_int_equal(mrc_qp_info_get(p->a, &la), 0);
-	assert_int_equal(mrc_qp_info_get(p->b, &lb), 0);
-	assert_int_equal(mrc_connect_oob(p->a, &lb), 0);
-	assert_int_equal(mrc_connect_oob(p->b, &la), 0);
-}
 
 /* One round trip: a WRITE through the daemon's engine and its ACK back. */
-static int64_t pp_once(struct pp *p, uint64_t id)
+static int64_t pp_once(struct qp_pair *p, uint64_t id)
 {
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -92,7 +74,7 @@ static int cmp64(const void *x, const void *y)
 #define PP_N 2000
 
 /* Runs PP_N round trips; fills median and max (ns). */
-static void pp_run(struct pp *p, int64_t *median, int64_t *max)
+static void pp_run(struct qp_pair *p, int64_t *median, int64_t *max)
 {
 	static int64_t s[PP_N];
 	static uint64_t id;
@@ -185,8 +167,8 @@ static void test_loop_never_blocks(void **state)
 	const char *argv[] = { "--metrics_listen=auto", "--metrics_max_conns=12", NULL };
 	assert_int_equal(mrcd_spawn_start(&d, argv), 0);
 	unsigned mport = d.port + 1;
-	struct pp p;
-	pp_open(&d, &p);
+	struct qp_pair p;
+	qp_pair_open(&d, &p, 4096);
 
 	int64_t med0, max0, med1, max1;
 	printf("baseline run\n");

@@ -32,6 +32,21 @@ static inline const struct mrce_wc *WC(struct etest *t, int n, size_t i)
 	return &t->ch->node[n].wc[i];
 }
 
+/* chan_run's predicate: EV ev of peer on engine e is in state. */
+struct ev_wait {
+	struct mrce *e;
+	uint32_t peer, ev;
+	uint8_t state;
+};
+
+static inline int pred_ev_state(struct chan *ch, void *arg)
+{
+	struct ev_wait *w = arg;
+	struct mrce_ev_info ei;
+	(void)ch;
+	return mrce_ev_info(w->e, w->peer, w->ev, &ei) == 0 && ei.state == w->state;
+}
+
 static inline int etest_teardown(void **state)
 {
 	(void)state;
