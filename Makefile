@@ -141,9 +141,10 @@ tests: $(TEST_BINS)
 check-unit: all tests
 	@./scripts/run-tests.sh $(TEST_BINS)
 
+# Both halves run even if the first failed (each suite records itself).
 check-san:
-	$(MAKE) B=build/san SAN=1 OPT=-O1 check-unit
-	$(MAKE) B=build/tsan TSAN=1 OPT=-O1 check-tsan
+	@rc=0; $(MAKE) B=build/san SAN=1 OPT=-O1 check-unit || rc=1; \
+	$(MAKE) B=build/tsan TSAN=1 OPT=-O1 check-tsan || rc=1; exit $$rc
 check-tsan: $(B)/bin/mrcd $(TSAN_TESTS:%=$(B)/tests/%)
 	@./scripts/run-tests.sh $(TSAN_TESTS:%=$(B)/tests/%)
 check-san-build:
