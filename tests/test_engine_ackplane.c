@@ -15,17 +15,6 @@
 
 #include "tests/support/etest_case.h"
 
-static int ev_retired(struct etest *t, uint32_t ev)
-{
-	for (size_t i = 0; i < t->ch->node[0].nevt; i++) {
-		const struct mrce_event *x = &t->ch->node[0].evt[i];
-		if (x->type == MRCE_EVT_EV_STATE && x->ev == ev &&
-		    x->old_state == MRCE_EV_GOOD && x->new_state == MRCE_EV_ASSUMED_BAD)
-			return 1;
-	}
-	return 0;
-}
-
 /* A plane dead both ways while the other delivers: the receiver's ACKs
  * must not all go back on the dead plane.  With two planes sprayed in
  * turn and an ACK every ack_every (4) packets, the newest packet an ACK

@@ -494,17 +494,6 @@ static uint32_t one_path_plane(struct etest *t, struct chan_cfg *cc)
 	return peer;
 }
 
-static int ev_retired(struct etest *t, uint32_t ev)
-{
-	for (size_t i = 0; i < t->ch->node[0].nevt; i++) {
-		const struct mrce_event *x = &t->ch->node[0].evt[i];
-		if (x->type == MRCE_EVT_EV_STATE && x->ev == ev &&
-		    x->old_state == MRCE_EV_GOOD && x->new_state == MRCE_EV_ASSUMED_BAD)
-			return 1;
-	}
-	return 0;
-}
-
 /* A stall past the RTO (every path of the peer silent) must not retire
  * paths: retiring the last GOOD path of a plane takes the plane out of the
  * spray until two probes bring it back, and the "loss" was none (the

@@ -47,6 +47,18 @@ static inline int pred_ev_state(struct chan *ch, void *arg)
 	return mrce_ev_info(w->e, w->peer, w->ev, &ei) == 0 && ei.state == w->state;
 }
 
+/* Node 0 logged EV ev going from GOOD to ASSUMED_BAD (retired). */
+static inline int ev_retired(struct etest *t, uint32_t ev)
+{
+	for (size_t i = 0; i < t->ch->node[0].nevt; i++) {
+		const struct mrce_event *x = &t->ch->node[0].evt[i];
+		if (x->type == MRCE_EVT_EV_STATE && x->ev == ev &&
+		    x->old_state == MRCE_EV_GOOD && x->new_state == MRCE_EV_ASSUMED_BAD)
+			return 1;
+	}
+	return 0;
+}
+
 static inline int etest_teardown(void **state)
 {
 	(void)state;
