@@ -34,6 +34,9 @@ FT=$FTDIR/bin
 export MRC_MPI_SIZE_TIMEOUT=${MRC_MPI_SIZE_TIMEOUT:-30} MRC_MPI_TIMEOUT=${MRC_MPI_TIMEOUT:-120}
 . bench/fabric/mpi.sh
 MD="$RES/libfabric.md"
+# MRC_BENCH_LF_PARTS=mpi: the MPI rows alone (no fabtests), into libfabric_mpi.md
+PARTS=${MRC_BENCH_LF_PARTS:-all}
+[ "$PARTS" = all ] || MD="$RES/libfabric_mpi.md"
 until_t() {
 	local end=$(($(date +%s) + $1)); shift
 	while ! "$@"; do [ "$(date +%s)" -lt $end ] || return 1; sleep 0.05; done
@@ -83,6 +86,7 @@ FT_CASES=("fi_rdm_tagged_pingpong|4096|-I 500 -w 50|lat"
 	  "fi_rdm_tagged_pingpong|4194304|-I 8 -w 1|lat"
 	  "fi_rdm_tagged_bw|4096|-I 100 -W 64 -w 5|bw"
 	  "fi_rdm_tagged_bw|4194304|-I 2 -W 8 -w 1|bw")
+[ "$PARTS" = all ] || FT_CASES=()
 # providers alternated rep by rep, so that a busy machine weighs on each alike
 for c in "${FT_CASES[@]}"; do
 	IFS='|' read -r prog size args what <<<"$c"
@@ -187,20 +191,23 @@ num() { case $1 in ''|*[!0-9.e+-]*) return 1 ;; esac; }
 	echo "IPv4 addresses (FI_TCP_IFACE; tests/root/fi_lib.sh), one path per connection; mrc sprays both planes."
 	echo "Medians of $REPS runs. Ratios: mrc / baseline (latency and time: lower is better; bandwidth: higher)."
 	echo
-	echo "## fabtests (h2 server, h0 client, different leaves)"
-	echo
-	echo "| test | size | mrc | tcp;ofi_rxm | mrc / tcp | goal |"
-	echo "|---|---|---|---|---|---|"
-	for c in "${FT_CASES[@]}"; do
-		IFS='|' read -r prog size args what <<<"$c"
-		a=${V[$prog|$size|mrc]}; b=${V[$prog|$size|tcp;ofi_rxm]}
-		unit=$([ "$what" = lat ] && echo "us one way" || echo "MB/s")
-		goal=$([ "$what" = lat ] && echo "<= 1.5" || echo ">= 1.8")
-		r=-; num "$a" && num "$b" && r=$(ratio "$a" "$b")
-		fa=$a; num "$a" && fa="$a $unit"; fb=$b; num "$b" && fb="$b $unit"
-		echo "| $prog ($args) | $(human "$size") | $fa | $fb | $r | $goal |"
-	done
-	echo
+	[ "$PARTS" = all ] || echo "MPI rows only (MRC_BENCH_LF_PARTS=mpi): the fabtests rows are in libfabric.md."
+	if [ "$PARTS" = all ]; then
+		echo "## fabtests (h2 server, h0 client, different leaves)"
+		echo
+		echo "| test | size | mrc | tcp;ofi_rxm | mrc / tcp | goal |"
+		echo "|---|---|---|---|---|---|"
+		for c in "${FT_CASES[@]}"; do
+			IFS='|' read -r prog size args what <<<"$c"
+			a=${V[$prog|$size|mrc]}; b=${V[$prog|$size|tcp;ofi_rxm]}
+			unit=$([ "$what" = lat ] && echo "us one way" || echo "MB/s")
+			goal=$([ "$what" = lat ] && echo "<= 1.5" || echo ">= 1.8")
+			r=-; num "$a" && num "$b" && r=$(ratio "$a" "$b")
+			fa=$a; num "$a" && fa="$a $unit"; fb=$b; num "$b" && fb="$b $unit"
+			echo "| $prog ($args) | $(human "$size") | $fa | $fb | $r | $goal |"
+		done
+		echo
+	fi
 	echo "## MPI on 8 ranks (one per host), $MPI_SIZE per rank, float; time per operation"
 	echo
 	echo "Spine p1s1 blackholed silently (nftables drop on its ports): it dropped ${BH_DROPS:-?} packets during those runs."

@@ -52,11 +52,24 @@ s0=$(stats)
 h0=$(hists)
 FI_PROV=mrc
 for h in $HOSTS; do fi_env_write $h; for e in ${MPI_ENV:-}; do echo "export $e" >>"$tmp/fienv.$h"; done; done
+if [ -n "${NETSAMPLE:-}" ]; then   # every host's NIC bytes every 5 ms into $NETSAMPLE
+	args=""; for h in $HOSTS; do args="$args $h:${NSPID[$h]}"; done
+	rm -f "$TMP/ns.stop"
+	python3 bench/fabric/netsample.py "$NETSAMPLE" "$TMP/ns.stop" $args &
+	nsp=$!
+fi
+if [ -n "${QPS:-}" ]; then   # every 100 ms, h0's QPs (cwnd, srtt, RTO) into $QPS
+	rm -f "$TMP/qs.stop"
+	( while [ ! -e "$TMP/qs.stop" ]; do echo "{\"t\": $(date +%s.%N), \"q\": $("$B/bin/mrcctl" -j -s "$TMP/h0/mrcctl.sock" qps)}"; sleep 0.1; done >"$QPS" ) &
+	qsp=$!
+fi
 t0=$(date +%s.%N)
 fi_mpirun "$TMP/mpi.out" 180 ofi "$HOSTS" 1 "$B/bench/mpi_coll" -C "${COLL:-alltoall}" -b "${SIZE:-4M}" \
 	-e "${SIZE:-4M}" -n "${ITERS:-3}" -w 1 -T 60 -L "$TMP/mpi.stall"
 rc=$?
 t1=$(date +%s.%N)
+[ -z "${NETSAMPLE:-}" ] || { touch "$TMP/ns.stop"; wait $nsp; }
+[ -z "${QPS:-}" ] || { touch "$TMP/qs.stop"; wait $qsp; }
 s1=$(stats)
 h1=$(hists)
 say "mpirun rc $rc, $(awk -v a=$t0 -v b=$t1 'BEGIN {printf "%.1f", b - a}') s, load $(cut -d' ' -f1-3 /proc/loadavg)"
