@@ -40,8 +40,8 @@ static uint64_t acks(uint64_t *st, uint64_t t0, uint64_t span, uint64_t gap, uin
 /* Round trips of 20 ms against a 200 us base (far past 4x the target,
  * no ECN): one round trip of ACKs, one every 100 us, cuts the window at
  * most twice (once per sampled RTT: a cut shows only a round trip later).
- * Once per base RTT cut it a hundred times, to one packet, and held every
- * QP of the MPI all-to-all there (the emulated fabric, issue 32). */
+ * Once per base RTT cut it a hundred times here, to one packet, as it
+ * cut QPs of the MPI all-to-all on the emulated fabric (issue 32). */
 static void test_no_ecn_delay_cut_per_rtt(void **state)
 {
 	uint64_t st[MRCE_CC_STATE_MAX / 8];

@@ -83,9 +83,9 @@ static void nscc_on_ack(void *st, const struct mrce_cc_sample *x)
 	} else if (!x->ecn && rtt > 4 * target) {
 		/* No ECN on this fabric yet a large queue: back off gently,
 		 * once per RTT of this sample as above.  Once per base RTT
-		 * took 1/8 a hundred times in one 20 ms round trip (a busy
-		 * host's ACKs, not our queue: the MPI all-to-all on the
-		 * emulated fabric) and held every QP at one packet. */
+		 * took 1/8 many times in one round trip of tens of ms (much
+		 * of it a busy host's late ACKs: the MPI all-to-all on the
+		 * emulated fabric) and cut QPs down to one packet. */
 		if (may_decrease(s, x->now, rtt))
 			s->cwnd -= s->cwnd / 8;
 	} else if (!x->ecn) {
