@@ -10,7 +10,10 @@
 # NACKs, trimmed packets; the RTO evidence (engine.h mrce_stats rto_lag,
 # rto_sp_*: lag of the timer, spurious RTOs by lateness and against the RTO
 # that fired, the estimate then) and mrcd's timer lateness.  MPI_ENV: words VAR=VALUE for every rank (e.g.
-# FI_MRC_RX_POSTED_MAX=8).  Root; prints,
+# FI_MRC_RX_POSTED_MAX=8).  NETSAMPLE=FILE: every host's NIC bytes every
+# 5 ms during the run (bench/fabric/netsample.py; --table FILE shows them);
+# QPS=FILE: h0's QPs (mrcctl qps: cwnd, srtt, RTO) every 100 ms, JSON lines;
+# MRCD_BIN, MRCD_ARGS: another mrcd, more options (libfabric_lib.sh).  Root; prints,
 # writes nothing to bench/results:
 #   bash bench/fabric/libfabric_mpistat.sh [BUILD]
 SCEN=libfabric_mpistat
