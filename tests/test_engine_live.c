@@ -343,6 +343,8 @@ static void test_rnr_retry_exhausts(void **s)
 	}
 	CHECK(strstr(mrc_strerror(-ENOBUFS), "rnr_retry") != NULL);
 	CHECK(strcmp(mrc_strerror(-ENOBUFS), mrc_strerror(-ETIMEDOUT)) != 0);
+	/* A CQ overflow says what to do (lib/post.c mrc_poll_cq). */
+	CHECK(strstr(mrc_strerror(-EOVERFLOW), "cq_entries") != NULL);
 }
 
 static void test_rnr_cfg_checks(void **s)
