@@ -342,7 +342,7 @@ static void test_fifo_probe_wait(void **s)
 static void test_suspect_probe_kept(void **s)
 {
 	struct chan_cfg cc;
-	struct etest t;
+	static struct etest t;   /* static: the teardown may finish it after a failed CHECK */
 	struct mrce_ev_info ei;
 
 	cfg_two(&cc, 4, 2);
