@@ -14,6 +14,9 @@ const char *mrc_strerror(int err)
 	case -ETIMEDOUT: return "retries exhausted: peer unreachable on every path";
 	case -ENETUNREACH: return "no usable path to the peer (every path denied)";
 	case -ENOBUFS: return "receiver not ready: no receive posted within rnr_retry retries";
+	case -EOVERFLOW: return "completions lost: the CQ was not polled while it and as many more in mrcd filled "
+		"(peers' WRITE_IMMs need no posted receive); the QP is in error: poll sooner, "
+		"or give cq_entries room for all the WRITE_IMMs peers may send unpolled";
 	case -ECANCELED: return "work request flushed: queue pair in error state";
 	case -EMSGSIZE: return "message larger than the posted receive buffer or limit";
 	case -EBADMSG: return "malformed packet";

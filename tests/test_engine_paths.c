@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "tests/support/etest_case.h"
+#include "transport/evs.h"   /* a suspect made and a late packet checked directly */
 
 /* ---- EV / plane admin, pinning, shared health ------------------------- */
 
@@ -294,8 +295,15 @@ static void test_plane_split_follows_delivery(void **s)
  * are late now and then and their paths are probed, and a probe's answer
  * takes as long as data's.  Nothing is lost.  A suspect path is given as
  * long to answer as answers have been seen to take: suspects are cleared
- * by their probes (with the wait of 1.25 base RTTs none is: every suspect
- * was retired, 1-6 paths per run over seeds 1-6). */
+ * by their probes.  Not every one: until a first answer the wait is 1.25
+ * base RTTs, and an answer may take longer than 1.25 times the highest
+ * seen so far (up to 100 us of jitter a round trip), both the documented
+ * price (docs/sim.md); so no fixed number of retirements is promised (the
+ * old bound, 2 paths to ASSUMED_BAD, failed on 23 of seeds 1-50, on 8
+ * with test_suspect_probe_kept's fix).  With
+ * the wait of 1.25 base RTTs whatever answers took, seeds 1-50 cleared 650
+ * suspects and retired 1,077 (cleared <= 2 x retired at 45 seeds); with
+ * this wait 1,058 and 76 (cleared / retired >= 3.2 at every seed). */
 static void test_fifo_probe_wait(void **s)
 {
 	struct chan_cfg cc;
@@ -317,9 +325,55 @@ static void test_fifo_probe_wait(void **s)
 	struct mrce_stats st;
 	mrce_stats(E(&t, 0), &st);
 	CHECK(st.suspect_probes > 0);   /* late packets did get their paths probed */
-	if (!st.suspect_cleared || bad > 2)
+	CHECK(bad <= st.suspect_retired);   /* every path retired was a suspect first */
+	if (st.suspect_cleared <= 2 * st.suspect_retired)
 		fail_msg("suspects cleared %" PRIu64 ", retired %" PRIu64 ", paths to ASSUMED_BAD %u "
 			 "(seed %" PRIu64 ")", st.suspect_cleared, st.suspect_retired, bad, g_seed);
+	etest_fini(&t);
+}
+
+/* A suspect path's probe decides it: a later packet found late on the
+ * path (mrce__ev_check, as an ACK's scan does) must not send another probe
+ * in its place.  Before, it did: the first probe's answer came back stale
+ * and the new probe had only what was left of the first one's wait, so a
+ * live path whose probes take 80 us (a 100 us wait) was retired
+ * (test_fifo_probe_wait, seeds 1-50: 123 suspects retired, 76 without
+ * that; seed 11's 3 were all such). */
+static void test_suspect_probe_kept(void **s)
+{
+	struct chan_cfg cc;
+	static struct etest t;   /* static: the teardown may finish it after a failed CHECK */
+	struct mrce_ev_info ei;
+
+	cfg_two(&cc, 4, 2);
+	cc.delay_min = cc.delay_max = 5000;   /* no path late in the warm-up */
+	CHECK_EQ(etest_init(&t, &cc, 1 << 20, 1 << 20, 0), 0);
+	write_and_wait(&t, t.qa, 1 << 20, 1);
+	CHECK_EQ(chan_run(t.ch, NULL, NULL, 1 * MS, ETEST_MAX_STEPS), 0);
+	uint32_t peer = t.ch->node[0].peer[1];
+	struct mrce__peer *p = &E(&t, 0)->peers[peer];
+	CHECK(!p->nsuspect && !p->nbad && !p->paths[1].probe_seq);
+	/* EV 1's probes have taken 80 us each way round (a queue they wait
+	 * in), and this one will too; the engine has seen that. */
+	chan_path(t.ch, 0, 1, 1)->cfg.delay_ns = chan_path(t.ch, 1, 0, 1)->cfg.delay_ns = 40 * US;
+	p->probe_rtt_hi = 80 * US;
+	uint64_t t0 = t.ch->now;
+	mrce__ev_lost(E(&t, 0), peer, 1, t0 - 1, MRCE_RSN_LOSS, 1, 0, t0);
+	CHECK(p->paths[1].suspect);
+	uint64_t seq = p->paths[1].probe_seq;
+	CHECK(seq != 0);
+	CHECK_EQ(chan_run(t.ch, NULL, NULL, 60 * US, ETEST_MAX_STEPS), 0);
+	/* Still waiting for its answer (due at 80 us); a packet sent after
+	 * the probe is late now. */
+	CHECK(p->paths[1].suspect);
+	mrce__ev_check(E(&t, 0), peer, 1, t0 + 5 * US, t.ch->now);
+	CHECK_EQ(p->paths[1].probe_seq, seq);
+	CHECK_EQ(chan_run(t.ch, NULL, NULL, 200 * US, ETEST_MAX_STEPS), 0);
+	CHECK(!ev_retired(&t, 1));
+	CHECK_EQ(mrce_ev_info(E(&t, 0), peer, 1, &ei), 0);
+	CHECK_EQ(ei.state, MRCE_EV_GOOD);
+	CHECK(!p->paths[1].suspect);
+	CHECK(ei.probes_ok >= 1);
 	etest_fini(&t);
 }
 
@@ -609,6 +663,7 @@ int main(void)
 		T(test_detour),
 		T(test_plane_split_follows_delivery),
 		T(test_fifo_probe_wait),
+		T(test_suspect_probe_kept),
 		T(test_probe_backoff),
 		T(test_retry_exhaustion),
 		T(test_stall_keeps_plane),

@@ -54,16 +54,20 @@ static struct fcts run(const char *slot)
 	return f;
 }
 
-/* Measured over seeds 1-5: mean FCT/ideal 1.055-1.064 with the hash,
- * 1.043-1.049 with slots (0.010-0.019 less). */
+/* Measured over seeds 1-50: mean FCT/ideal 1.055-1.070 with the hash,
+ * 1.041-1.056 with slots, 0.0048-0.0249 less at every seed (a smooth
+ * spread: how much the slots save depends on the permutation drawn);
+ * the slowest flow 1.095 at most with slots.  The bounds once drawn from
+ * seeds 1-5 (0.005 less, mean under 1.055) failed seeds 13 (0.0048 less)
+ * and 47 (1.0554).  Slots not passed make both runs the same (0 less). */
 static void slots_beat_hash(void **st)
 {
 	(void)st;
 	struct fcts h = run("hash"), t = run("topo");
 	print_message("seed %llu: mean FCT/ideal hash %.4f topo %.4f, max %.4f %.4f\n",
 		      (unsigned long long)seed, h.mean, t.mean, h.max, t.max);
-	assert_true(t.mean < h.mean - 0.005);
-	assert_true(t.mean < 1.055);
+	assert_true(t.mean < h.mean - 0.002);
+	assert_true(t.mean < 1.06);
 	assert_true(t.max < 1.10);
 }
 

@@ -150,12 +150,14 @@ static int suspect_extend(struct mrce *e, const struct mrce__peer *p,
 /* A packet on a GOOD path is late (past half its reorder window): ask the
  * path directly, before the packet is declared lost, so that by then the
  * answer is known or nearly due.  One probe per path covers every packet
- * sent on it before the probe. */
+ * sent on it before the probe.  A suspect's probe is not replaced: its
+ * answer would be dropped as stale while suspect_until still counts from
+ * it, and a live path retired (test_suspect_probe_kept). */
 void mrce__ev_check(struct mrce *e, uint32_t peer, uint32_t ev,
 		     uint64_t sent_ts, uint64_t now)
 {
 	struct mrce__ev *pa = &e->peers[peer].paths[ev];
-	if (pa->state != MRCE_EV_GOOD || pa->alive_ts >= sent_ts ||
+	if (pa->state != MRCE_EV_GOOD || pa->suspect || pa->alive_ts >= sent_ts ||
 	    (pa->probe_seq && pa->probe_ts >= sent_ts))
 		return;
 	probe_send(e, peer, ev, now);
