@@ -16,9 +16,10 @@
 
 void *sim_alloc_huge(size_t size)
 {
-	/* A big run's packets, ports and event rings do not fit the TLB in
-	 * 4 KiB pages (a miss on most hops' loads): ask for huge pages where
-	 * the kernel gives them on request (transparent_hugepage=madvise). */
+	/* A big run's packets and ports span far more 4 KiB pages than the
+	 * TLB holds, and each hop's first reads of them lead the profile: ask
+	 * for huge pages, which the kernel gives on request in its default
+	 * transparent_hugepage=madvise mode. */
 	void *m = NULL;
 	if (posix_memalign(&m, size >= HUGE_PAGE ? HUGE_PAGE : 64, size))
 		return NULL;
