@@ -21,8 +21,8 @@ for a in "$@"; do
 	esac
 done
 # glibc's malloc in 2 MiB pages (the kernel gives them on madvise): the
-# engines' state then misses the TLB less, -21% CPU at 8,192 hosts for
-# +0.3 GiB (bench/results/sim_speed_thp.md).  GLIBC_TUNABLES= turns it off.
+# engines' state then misses the TLB less, -15 to -21% CPU at 8,192 hosts
+# for +0.3 GiB (bench/results/sim_speed_thp.md).  GLIBC_TUNABLES= turns it off.
 export GLIBC_TUNABLES="${GLIBC_TUNABLES-glibc.malloc.hugetlb=1}"
 make -s build/bin/mrcsim
 mkdir -p "$OUT"
