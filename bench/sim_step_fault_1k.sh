@@ -13,7 +13,9 @@
 # The engine's lone-tail probe is on (its default; mrcd.conf's tlp_lone
 # is 0 unless engine_timerfd = 1): `-- --tlp-lone 0` runs mrcd's default.
 # Virtual-time figures are exact; only wall time is noisy.  1-1.7 GiB of
-# RSS each.
+# RSS each.  MRC_LEAVES=N: N leaves a plane (32 hosts each; 64: 2,048
+# hosts, 1.9 GiB; 256: 8,192 hosts, 7.5+ GiB and 300+ CPU s a run: run
+# that under `flock /tmp/mrc-bigsim.lock`).
 # Usage: bench/sim_step_fault_1k.sh OUTDIR MRCSIM... [-- EXTRA ARGS]
 set -e
 OUT=$1; shift
@@ -27,7 +29,7 @@ long) W=step:steps=3,layers=4,fwd=20ms,bwd=40ms,ep=256,tokens=32,grad=128K,bucke
       FT=310ms ;;
 *) echo "MRC_STEP: short or long" >&2; exit 2 ;;
 esac
-P1K="--topo clos:planes=8,leaves=32,spines=32,hosts=32,rate=100G,delay=500ns --window 64 --paths 64
+P1K="--topo clos:planes=8,leaves=${MRC_LEAVES:-32},spines=32,hosts=32,rate=100G,delay=500ns --window 64 --paths 64
      --health shared --workload $W"
 for sc in "healthy|" "fault|--fault $FT:blackhole:p0s5"; do
 	name=${sc%%|*}; args=${sc#*|}

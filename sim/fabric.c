@@ -121,19 +121,20 @@ void sim_fabric_free(struct sim_fabric *f)
 	memset(f, 0, sizeof(*f));
 }
 
+_Static_assert(SIM_MAX_HOPS >= MRC_PATH_MAX_SWITCHES + 1, "a route holds any path");
+
 int sim_fabric_route(const struct sim_fabric *f, uint32_t src, uint32_t dst,
 		     uint32_t ev, uint32_t *ports)
 {
 	if (src >= f->n_hosts || dst >= f->n_hosts || src == dst || ev >= f->nev)
 		return -EINVAL;
-	struct mrc_path p;
-	int rc = mrc_topo_path(f->topo, src, dst, ev, &p);
-	if (rc)
-		return rc;
+	int n = mrc_topo_path_links(f->topo, src, dst, ev, ports);
+	if (n < 0)
+		return n;
 	/* Up-down paths: the first half of the links is climbed. */
-	for (unsigned i = 0; i < p.n_links; i++)
-		ports[i] = p.links[i] * 2 + (i >= p.n_links / 2u);
-	return p.n_links;
+	for (int i = 0; i < n; i++)
+		ports[i] = ports[i] * 2 + (i >= n / 2);
+	return n;
 }
 
 uint32_t sim_fabric_nic(const struct sim_fabric *f, uint32_t h, uint32_t p)

@@ -6,10 +6,27 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "sim/sim_int.h"
 
-#define POOL_CHUNK 4096
+/* 2 MiB of packets: one huge page (sim_alloc_huge). */
+#define POOL_CHUNK 16384
+#define HUGE_PAGE (2u << 20)
+
+void *sim_alloc_huge(size_t size)
+{
+	/* A big run's packets and ports span far more 4 KiB pages than the
+	 * TLB holds, and each hop's first reads of them lead the profile: ask
+	 * for huge pages, which the kernel gives on request in its default
+	 * transparent_hugepage=madvise mode. */
+	void *m = NULL;
+	if (posix_memalign(&m, size >= HUGE_PAGE ? HUGE_PAGE : 64, size))
+		return NULL;
+	if (size >= HUGE_PAGE)
+		(void)madvise(m, size & ~(size_t)(HUGE_PAGE - 1), MADV_HUGEPAGE);
+	return m;
+}
 
 int sim_pool_init(struct sim_pool *p)
 {
@@ -39,10 +56,9 @@ static int pool_grow(struct sim_pool *p)
 	}
 	/* Cache-line aligned (malloc's 16-byte offset put every record's
 	 * route and hop bytes across two lines; aligned, half fit in one). */
-	void *m = NULL;
-	if (posix_memalign(&m, 64, POOL_CHUNK * sizeof(struct sim_pkt)))
+	struct sim_pkt *c = sim_alloc_huge(POOL_CHUNK * sizeof(struct sim_pkt));
+	if (!c)
 		return -ENOMEM;
-	struct sim_pkt *c = m;
 	p->chunks[p->n_chunks++] = c;
 	for (int i = POOL_CHUNK - 1; i >= 0; i--) {
 		c[i].next = p->free;

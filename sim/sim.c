@@ -95,8 +95,8 @@ static int ports_init(struct mrc_sim *s, char *err, size_t errlen)
 	s->n_ports = f->n_links * 2;
 	/* Cache-line aligned: calloc's 16-byte offset spread each record
 	 * over two lines, and the prefetch below takes one. */
-	void *pm = NULL;
-	if (!posix_memalign(&pm, 64, (size_t)s->n_ports * sizeof(*s->ports)))
+	void *pm = sim_alloc_huge((size_t)s->n_ports * sizeof(*s->ports));
+	if (pm)
 		memset(pm, 0, (size_t)s->n_ports * sizeof(*s->ports));
 	s->ports = pm;
 	s->pcold = calloc(s->n_ports, sizeof(*s->pcold));

@@ -274,6 +274,8 @@ struct mrc_sim {
 };
 
 /* net.c */
+/* Line-aligned memory, in huge pages when at least 2 MiB (free()). */
+void *sim_alloc_huge(size_t size);
 int sim_pool_init(struct sim_pool *p);
 void sim_pool_free(struct sim_pool *p);
 struct sim_pkt *sim_pkt_alloc(struct mrc_sim *s);

@@ -204,6 +204,17 @@ static void test_paths_same_leaf(void **state)
 	mrc_topo_free(t);
 }
 
+/* mrc_topo_path_links gives mrc_topo_path's links, or its error. */
+static void check_links(const struct mrc_topo *t, uint32_t a, uint32_t b, uint32_t ev,
+			int rc, const struct mrc_path *p)
+{
+	uint32_t l[MRC_PATH_MAX_SWITCHES + 1];
+	int n = mrc_topo_path_links(t, a, b, ev, l);
+	CHECK(n == (rc ? rc : p->n_links), "h%u->h%u ev %u: %d links, path %d", a, b, ev, n, rc);
+	for (int i = 0; i < n; i++)
+		CHECK(l[i] == p->links[i], "h%u->h%u ev %u: link %d", a, b, ev, i);
+}
+
 /* For every pair and EV: the reverse pair has the same EV, over the same
  * plane and spine, through the same switches in reverse order. */
 static void check_symmetry(const struct mrc_topo *t)
@@ -217,6 +228,7 @@ static void check_symmetry(const struct mrc_topo *t)
 				int rf = mrc_topo_path(t, a, b, ev, &f);
 				int rr = mrc_topo_path(t, b, a, ev, &r);
 				CHECK(rf == rr, "h%u->h%u ev %u: %d but reverse %d", a, b, ev, rf, rr);
+				check_links(t, a, b, ev, rf, &f);
 				if (rf)
 					continue;
 				check_path(t, a, b, &f);
@@ -501,6 +513,7 @@ static void test_fattree(void **state)
 			for (uint32_t ev = 0; ev < P * C; ev++) {
 				struct mrc_path f, r;
 				CHECK(mrc_topo_path(t, a, b, ev, &f) == 0, "h%u->h%u ev %u", a, b, ev);
+				check_links(t, a, b, ev, 0, &f);
 				CHECK(mrc_topo_path(t, b, a, ev, &r) == 0, "h%u->h%u ev %u", b, a, ev);
 				CHECK(f.plane == ev / C && f.spine == ev % C, "ev %u: %u/%u", ev, f.plane, f.spine);
 				CHECK(f.n_switches == want, "h%u->h%u ev %u: %u switches", a, b, ev, f.n_switches);

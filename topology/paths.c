@@ -116,6 +116,47 @@ int mrc_topo_path(const struct mrc_topo *t, uint32_t src, uint32_t dst,
 	return 0;
 }
 
+/* mrc_topo_path's links alone: a Clos fabric's from its tables (four
+ * loads), without the switch and USID lookups a packet's source route does
+ * not need (the simulator calls this once per packet sent). */
+int mrc_topo_path_links(const struct mrc_topo *t, uint32_t src, uint32_t dst,
+			uint32_t ev, uint32_t *links)
+{
+	if (t->fattree_k) {
+		struct mrc_path p;
+		int rc = mrc_topo_path(t, src, dst, ev, &p);
+		if (rc)
+			return rc;
+		for (unsigned i = 0; i < p.n_links; i++)
+			links[i] = p.links[i];
+		return p.n_links;
+	}
+	uint32_t plane, spine;
+	if (src >= t->n_hosts || dst >= t->n_hosts || src == dst ||
+	    mrc_topo_ev_decode(t, ev, &plane, &spine))
+		return -EINVAL;
+	uint32_t ha = t->host_link[(size_t)src * t->planes + plane];
+	uint32_t hb = t->host_link[(size_t)dst * t->planes + plane];
+	uint32_t la = t->links[ha].upper, lb = t->links[hb].upper;
+	if (spine == MRC_PATH_SPINE_DIRECT) {
+		if (la != lb)
+			return -ENOENT;
+		links[0] = ha;
+		links[1] = hb;
+		return 2;
+	}
+	uint32_t S = t->n_spines[plane];
+	uint32_t up = t->leaf_spine[plane][(size_t)t->nodes[la].index * S + spine];
+	uint32_t down = t->leaf_spine[plane][(size_t)t->nodes[lb].index * S + spine];
+	if (up == MRC_TOPO_NONE || down == MRC_TOPO_NONE)
+		return -ENOENT;
+	links[0] = ha;
+	links[1] = up;
+	links[2] = down;
+	links[3] = hb;
+	return 4;
+}
+
 /* Calls keep(path) for every path of the pair and stores the EVs (or paths)
  * it accepts; *n counts all accepted, storage stops at max. */
 enum what { ALL, LINK, NODE };

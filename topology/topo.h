@@ -212,6 +212,11 @@ int mrc_topo_ev_decode(const struct mrc_topo *t, uint32_t ev, uint32_t *plane,
  * bad indices or src == dst, -ENOENT if the pair has no such EV. */
 int mrc_topo_path(const struct mrc_topo *t, uint32_t src, uint32_t dst,
 		  uint32_t ev, struct mrc_path *p);
+/* The links of that path alone into links[MRC_PATH_MAX_SWITCHES + 1]
+ * (cheaper: no switch ids or USIDs).  Returns the link count, or the
+ * errors of mrc_topo_path. */
+int mrc_topo_path_links(const struct mrc_topo *t, uint32_t src, uint32_t dst,
+			uint32_t ev, uint32_t *links);
 /* Every path of the pair in EV order.  *n is the number of paths; only the
  * first max are stored (-ENOSPC if there were more). */
 int mrc_topo_paths(const struct mrc_topo *t, uint32_t src, uint32_t dst,
