@@ -394,8 +394,16 @@ static uint32_t gather(struct mrc_health *h)
 	}
 	qsort_r(h->order, nf, sizeof(*h->order), by_src, h->obs);
 	for (uint32_t k = 0; k < nf; k++) {
-		const struct obs *e = &h->obs[h->order[k]];
-		for (unsigned j = 0; j < e->n_links; j++) {
+		struct obs *e = &h->obs[h->order[k]];
+		/* A link cleared by the slack alone may be the dead one (a
+		 * blackhole stops its ACKs at once): its failed paths explain
+		 * nothing until the failures outlast the slack (docs/health.md
+		 * "Convictions": the far links were located meanwhile). */
+		for (unsigned j = 0; j < e->n_links && !e->covered; j++) {
+			const struct link_st *s = &h->ls[e->links[j]];
+			e->covered = exonerated(s) && s->good_max - h->cfg.slack_ns < s->fail_min;
+		}
+		for (unsigned j = 0; j < e->n_links && !e->covered; j++) {
 			struct link_st *s = &h->ls[e->links[j]];
 			if (exonerated(s))
 				continue;
@@ -538,13 +546,11 @@ int mrc_health_link_evidence(const struct mrc_health *h, uint32_t link,
 			     struct mrc_health_obs *out, size_t max, size_t *n)
 {
 	*n = 0;
-	if (link >= h->t->n_links)
-		return -EINVAL;
-	for (uint32_t i = 0; i < h->n_obs; i++) {
+	/* Insertion, newest first: max is small (a record's worth). */
+	for (uint32_t i = 0; link < h->t->n_links && i < h->n_obs; i++) {
 		const struct obs *e = &h->obs[i];
 		if (e->o.ok || !is_cand(h, e, link))
 			continue;
-		/* Insertion, newest first: max is small (a record's worth). */
 		size_t k = *n < max ? (*n)++ : max;
 		for (; k && out[k - 1].ts_ns < e->o.ts_ns; k--)
 			if (k < max)
@@ -552,7 +558,7 @@ int mrc_health_link_evidence(const struct mrc_health *h, uint32_t link,
 		if (k < max)
 			out[k] = e->o;
 	}
-	return 0;
+	return link < h->t->n_links ? 0 : -EINVAL;
 }
 
 int mrc_health_links(const struct mrc_health *h, uint8_t min, uint32_t *ids,
@@ -587,10 +593,4 @@ int mrc_health_path_denied(const struct mrc_health *h, uint32_t peer,
 			return 1;
 	}
 	return 0;
-}
-
-const char *mrc_health_state_name(unsigned state)
-{
-	static const char *const names[] = { "ok", "suspect", "located", "denied" };
-	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
 }

@@ -1,5 +1,5 @@
 /* Every conviction counted and recorded (record.h, docs/health.md
- * "Convictions"). */
+ * "Convictions"), and the states' names: what the operator reads. */
 #include "health/record.h"
 
 #include <errno.h>
@@ -127,4 +127,10 @@ int mrc_health_record_get(const struct mrc_health_record *r, uint32_t i,
 		return -ENOENT;
 	*out = r->rec[(r->total - kept + i) % MRC_HEALTH_REC_MAX];
 	return 0;
+}
+
+const char *mrc_health_state_name(unsigned state)
+{
+	static const char *const names[] = { "ok", "suspect", "located", "denied" };
+	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
 }
