@@ -359,10 +359,9 @@ int mrc_ctl_render_fabric(FILE *f, const json_t *res)
 	size_t i, j;
 	json_t *e, *p;
 	json_array_foreach(c, i, e) {
-		fprintf(f, "  %lld %s evidence:", gi(e, "seq"), json_string_value(get(e, "link")));
+		fprintf(f, "  %lld %s evidence:", gi(e, "seq"), gs(e, "link"));
 		json_array_foreach(get(e, "evidence"), j, p)
-			fprintf(f, " %s->%s/ev%lld", json_string_value(get(p, "src")),
-				json_string_value(get(p, "dst")), gi(p, "ev"));
+			fprintf(f, " %s->%s/ev%lld", gs(p, "src"), gs(p, "dst"), gi(p, "ev"));
 		fprintf(f, "\n");
 	}
 	return 0;

@@ -115,6 +115,10 @@ static void note_convictions(struct mrcd *d, uint64_t now)
 					      host_name(d, r.evidence[k].dst), r.evidence[k].ev,
 					      (unsigned long long)((now - r.evidence[k].ts_ns) / 1000000));
 		const struct mrc_link *l = &d->topo->links[r.link];
+		/* `mrcctl events` (kind fabric); the log line has the rest. */
+		mrcd_note(d, "fabric", "fabric link %s-%s convicted: %s, %u failed paths from %u hosts:%.120s",
+			  d->topo->nodes[l->lower].name, d->topo->nodes[l->upper].name,
+			  mrc_health_state_name(r.state), r.fail_paths, r.fail_hosts, ev);
 		mrcd_log(MRCD_LOG_WARNING,
 			 "fabric link %s-%s convicted: %s (failed paths %u from %u hosts, working %u, "
 			 "newest working %lld ms ago; evidence:%s)",
