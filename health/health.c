@@ -1,12 +1,52 @@
 /* Fabric-link health: observations of paths, localisation of failed
  * links (health.h, docs/health.md). */
 #include "health/health.h"
-#include "health/health_int.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define NLINKS (MRC_PATH_MAX_SWITCHES + 1)
+#define NO_IDX UINT32_MAX
+
+struct obs {
+	struct mrc_health_obs o;
+	uint8_t n_links;
+	uint32_t links[NLINKS];
+	uint8_t covered;        /* eval's greedy cover: explained */
+	uint8_t news;           /* a failure, or working since one: exported
+	                           first (peers must hear a retraction) */
+	uint8_t pardon;         /* own: the retirement at `since` was found
+	                           spurious; its re-reports are ignored */
+	uint64_t since;         /* own failure: the engine's retirement time */
+};
+
+struct link_st {
+	/* rebuilt by every eval */
+	uint32_t good_paths, fail_paths, fail_hosts, hits, lastrep;
+	uint64_t good_max, fail_min;
+	uint8_t touched, next;
+	/* kept */
+	uint8_t state, flagged;
+	uint64_t cong, changed;
+};
+
+struct mrc_health {
+	const struct mrc_topo *t;
+	uint32_t self;
+	struct mrc_health_cfg cfg;
+	struct obs *obs;
+	uint32_t n_obs;
+	uint32_t *hash;         /* open addressing, obs index or NO_IDX */
+	uint32_t hash_mask;
+	struct link_st *ls;
+	uint32_t *touched;      /* links touched by this eval */
+	uint32_t n_touched;
+	uint32_t *flagged;      /* links not OK after the last eval */
+	uint32_t n_flagged;
+	uint32_t *order;        /* failed obs by src */
+};
 
 static uint32_t key_hash(uint32_t src, uint32_t dst, uint32_t ev)
 {
@@ -159,7 +199,8 @@ static int put_own(struct mrc_health *h, uint32_t peer, uint32_t ev, uint8_t ok,
 	return rc < 0 ? rc : 0;
 }
 
-int mrc_health_path_fail(struct mrc_health *h, uint32_t peer, uint32_t ev, uint64_t now)
+int mrc_health_path_fail(struct mrc_health *h, uint32_t peer, uint32_t ev,
+			 uint64_t now)
 {
 	return put_own(h, peer, ev, 0, 0, now);
 }
@@ -170,12 +211,14 @@ int mrc_health_path_retired(struct mrc_health *h, uint32_t peer, uint32_t ev,
 	return put_own(h, peer, ev, 0, since, now);
 }
 
-int mrc_health_path_ok(struct mrc_health *h, uint32_t peer, uint32_t ev, uint64_t now)
+int mrc_health_path_ok(struct mrc_health *h, uint32_t peer, uint32_t ev,
+		       uint64_t now)
 {
 	return put_own(h, peer, ev, 1, 0, now);
 }
 
-int mrc_health_path_spurious(struct mrc_health *h, uint32_t peer, uint32_t ev, uint64_t now)
+int mrc_health_path_spurious(struct mrc_health *h, uint32_t peer, uint32_t ev,
+			     uint64_t now)
 {
 	uint32_t i = ev <= UINT16_MAX ? *slot_of(h, h->self, peer, ev) : NO_IDX;
 	uint64_t t0 = i != NO_IDX && !h->obs[i].o.ok ? h->obs[i].since : 0;
@@ -196,7 +239,8 @@ int mrc_health_path_spurious(struct mrc_health *h, uint32_t peer, uint32_t ev, u
 	return rc;
 }
 
-int mrc_health_path_congested(struct mrc_health *h, uint32_t peer, uint32_t ev, uint64_t n)
+int mrc_health_path_congested(struct mrc_health *h, uint32_t peer,
+			      uint32_t ev, uint64_t n)
 {
 	struct mrc_path p;
 	if (ev > UINT16_MAX || mrc_topo_path(h->t, h->self, peer, ev, &p))
@@ -225,11 +269,61 @@ int mrc_health_merge(struct mrc_health *h, uint32_t from,
 	return taken;
 }
 
+/* Appends self's fresh observations with news == want to out, newest
+ * first, until *n reaches max. */
+static void export_pass(const struct mrc_health *h, uint64_t now, uint8_t want,
+			struct mrc_health_obs *out, size_t max, size_t *n)
+{
+	/* Newest first by selection: max is small (one datagram's worth). */
+	uint64_t below = UINT64_MAX;
+	while (*n < max) {
+		const struct obs *best = NULL;
+		for (uint32_t i = 0; i < h->n_obs; i++) {
+			const struct obs *e = &h->obs[i];
+			if (e->o.src != h->self || e->news != want || e->o.ts_ns >= below ||
+			    e->o.ts_ns + h->cfg.ttl_ns <= now)
+				continue;
+			if (!best || e->o.ts_ns > best->o.ts_ns)
+				best = e;
+		}
+		if (!best)
+			break;
+		/* Equal times: take every one of them in this round. */
+		for (uint32_t i = 0; i < h->n_obs && *n < max; i++)
+			if (h->obs[i].o.src == h->self && h->obs[i].news == want &&
+			    h->obs[i].o.ts_ns == best->o.ts_ns)
+				out[(*n)++] = h->obs[i].o;
+		below = best->o.ts_ns;
+	}
+}
+
+int mrc_health_export(const struct mrc_health *h, uint64_t now,
+		      struct mrc_health_obs *out, size_t max, size_t *n)
+{
+	*n = 0;
+	/* Failures and paths working again first: a host with hundreds of
+	 * paths acked since would otherwise never send the retraction of a
+	 * failure it told, and its peers held it for the TTL. */
+	export_pass(h, now, 1, out, max, n);
+	export_pass(h, now, 0, out, max, n);
+	return 0;
+}
+
 int mrc_health_knows_failed(const struct mrc_health *h, uint32_t src, uint32_t dst,
 			    uint32_t ev)
 {
 	uint32_t i = ev <= UINT16_MAX ? *slot_of(h, src, dst, ev) : NO_IDX;
 	return i != NO_IDX && !h->obs[i].o.ok;
+}
+
+int mrc_health_recovered_since(const struct mrc_health *h, uint64_t t)
+{
+	for (uint32_t i = 0; i < h->n_obs; i++) {
+		const struct obs *e = &h->obs[i];
+		if (e->o.src == h->self && e->o.ok && e->news && e->o.ts_ns > t)
+			return 1;
+	}
+	return 0;
 }
 
 /* ---- eval ---------------------------------------------------------------- */
@@ -263,12 +357,6 @@ static void touch(struct mrc_health *h, uint32_t l)
 static bool exonerated(const struct link_st *s)
 {
 	return s->good_paths && s->good_max >= s->fail_min;
-}
-
-/* Without the slack: a path worked since its first failure. */
-static bool cleared(const struct mrc_health *h, const struct link_st *s)
-{
-	return s->good_paths && s->good_max - h->cfg.slack_ns >= s->fail_min;
 }
 
 static int by_src(const void *a, const void *b, void *arg)
@@ -306,19 +394,8 @@ static uint32_t gather(struct mrc_health *h)
 	}
 	qsort_r(h->order, nf, sizeof(*h->order), by_src, h->obs);
 	for (uint32_t k = 0; k < nf; k++) {
-		struct obs *e = &h->obs[h->order[k]];
-		/* Explains nothing (docs/health.md "Convictions": its far link
-		 * was located): across a link cleared by the slack alone (it
-		 * may be the dead one: a blackhole stops its ACKs at once),
-		 * until the failures outlast the slack; or older than a
-		 * convicted link's clearing (the fault it was is healed). */
-		for (unsigned j = 0; j < e->n_links && !e->covered; j++) {
-			const struct link_st *s = &h->ls[e->links[j]];
-			uint64_t good = s->good_max - h->cfg.slack_ns;
-			e->covered = (exonerated(s) && good < s->fail_min) || e->o.ts_ns < s->healed ||
-				     (s->state >= MRC_HEALTH_LOCATED && cleared(h, s) && e->o.ts_ns < good);
-		}
-		for (unsigned j = 0; j < e->n_links && !e->covered; j++) {
+		const struct obs *e = &h->obs[h->order[k]];
+		for (unsigned j = 0; j < e->n_links; j++) {
 			struct link_st *s = &h->ls[e->links[j]];
 			if (exonerated(s))
 				continue;
@@ -402,14 +479,11 @@ static void locate(struct mrc_health *h, uint32_t nf)
 	}
 }
 
-/* healed: when a convicted link that leaves LOCATED was seen working. */
-static int apply(struct mrc_health *h, uint32_t l, uint8_t next, uint64_t now, uint64_t healed)
+static int apply(struct mrc_health *h, uint32_t l, uint8_t next, uint64_t now)
 {
 	struct link_st *s = &h->ls[l];
 	if (s->state == next)
 		return 0;
-	if (s->state >= MRC_HEALTH_LOCATED && next < MRC_HEALTH_LOCATED && healed)
-		s->healed = healed;
 	s->state = next;
 	s->changed = now;
 	return 1;
@@ -427,15 +501,14 @@ int mrc_health_eval(struct mrc_health *h, uint64_t now)
 		uint32_t l = h->flagged[i];
 		h->ls[l].flagged = 0;
 		if (!h->ls[l].touched)
-			changed += apply(h, l, MRC_HEALTH_OK, now, now);
+			changed += apply(h, l, MRC_HEALTH_OK, now);
 	}
 	h->n_flagged = 0;
 	for (uint32_t i = 0; i < h->n_touched; i++) {
 		uint32_t l = h->touched[i];
 		struct link_st *s = &h->ls[l];
 		s->touched = 0;
-		changed += apply(h, l, s->next, now,
-				 cleared(h, s) ? s->good_max - h->cfg.slack_ns : 0);
+		changed += apply(h, l, s->next, now);
 		if (s->state != MRC_HEALTH_OK && !s->flagged) {
 			s->flagged = 1;
 			h->flagged[h->n_flagged++] = l;
@@ -465,11 +538,13 @@ int mrc_health_link_evidence(const struct mrc_health *h, uint32_t link,
 			     struct mrc_health_obs *out, size_t max, size_t *n)
 {
 	*n = 0;
-	/* Insertion, newest first: max is small (a record's worth). */
-	for (uint32_t i = 0; link < h->t->n_links && i < h->n_obs; i++) {
+	if (link >= h->t->n_links)
+		return -EINVAL;
+	for (uint32_t i = 0; i < h->n_obs; i++) {
 		const struct obs *e = &h->obs[i];
 		if (e->o.ok || !is_cand(h, e, link))
 			continue;
+		/* Insertion, newest first: max is small (a record's worth). */
 		size_t k = *n < max ? (*n)++ : max;
 		for (; k && out[k - 1].ts_ns < e->o.ts_ns; k--)
 			if (k < max)
@@ -477,7 +552,7 @@ int mrc_health_link_evidence(const struct mrc_health *h, uint32_t link,
 		if (k < max)
 			out[k] = e->o;
 	}
-	return link < h->t->n_links ? 0 : -EINVAL;
+	return 0;
 }
 
 int mrc_health_links(const struct mrc_health *h, uint8_t min, uint32_t *ids,
