@@ -16,7 +16,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 trap 'exit 143' INT TERM
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-MRC_HEALTH_N=$N MRC_HEALTH_M=$M tests/root/health.sh "$B" | tee "$out"
+MRC_HEALTH_STRICT=1 MRC_HEALTH_N=$N MRC_HEALTH_M=$M tests/root/health.sh "$B" | tee "$out"
 rc=${PIPESTATUS[0]}
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # med_max COL: median and max of column COL (ms) of the ok runs.
