@@ -343,7 +343,28 @@ int mrc_ctl_render_fabric(FILE *f, const json_t *res)
 				   "WORKING_PATHS", "ECN+TRIMS", "SINCE", NULL };
 	static const char *k[] = { "link", "plane", "state", "fail_paths", "fail_hosts",
 				   "good_paths", "cong", "changed", NULL };
-	return simple(f, get(res, "links"), h, k, NULL);
+	int rc = simple(f, get(res, "links"), h, k, NULL);
+	const json_t *c = get(res, "convictions");
+	if (rc || !json_is_array(c))
+		return rc;
+	/* Every conviction the daemon made (the newest kept), healed or not. */
+	fprintf(f, "\nconvictions: located %lld, denied %lld since start; the last %zu:\n",
+		gi(res, "located"), gi(res, "denied"), json_array_size(c));
+	static const char *ch[] = { "SEQ", "LINK", "STATE", "LOCATED", "DENIED", "CLEARED",
+				    "FAILED_PATHS", "HOSTS", "WORKING_PATHS", NULL };
+	static const char *ck[] = { "seq", "link", "state", "located", "denied", "cleared",
+				    "fail_paths", "fail_hosts", "good_paths", NULL };
+	if ((rc = simple(f, c, ch, ck, NULL)))
+		return rc;
+	size_t i, j;
+	json_t *e, *p;
+	json_array_foreach(c, i, e) {
+		fprintf(f, "  %lld %s evidence:", gi(e, "seq"), gs(e, "link"));
+		json_array_foreach(get(e, "evidence"), j, p)
+			fprintf(f, " %s->%s/ev%lld", gs(p, "src"), gs(p, "dst"), gi(p, "ev"));
+		fprintf(f, "\n");
+	}
+	return 0;
 }
 
 /* `mrcctl stragglers`: the records clients filed (docs/coll.md

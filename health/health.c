@@ -529,6 +529,28 @@ int mrc_health_link_get(const struct mrc_health *h, uint32_t link,
 		out->fail_paths = s->fail_paths;
 		out->fail_hosts = s->fail_hosts;
 		out->good_paths = s->good_paths;
+		out->good_ns = s->good_max ? s->good_max - h->cfg.slack_ns : 0;
+	}
+	return 0;
+}
+
+int mrc_health_link_evidence(const struct mrc_health *h, uint32_t link,
+			     struct mrc_health_obs *out, size_t max, size_t *n)
+{
+	*n = 0;
+	if (link >= h->t->n_links)
+		return -EINVAL;
+	for (uint32_t i = 0; i < h->n_obs; i++) {
+		const struct obs *e = &h->obs[i];
+		if (e->o.ok || !is_cand(h, e, link))
+			continue;
+		/* Insertion, newest first: max is small (a record's worth). */
+		size_t k = *n < max ? (*n)++ : max;
+		for (; k && out[k - 1].ts_ns < e->o.ts_ns; k--)
+			if (k < max)
+				out[k] = out[k - 1];
+		if (k < max)
+			out[k] = e->o;
 	}
 	return 0;
 }
@@ -565,10 +587,4 @@ int mrc_health_path_denied(const struct mrc_health *h, uint32_t peer,
 			return 1;
 	}
 	return 0;
-}
-
-const char *mrc_health_state_name(unsigned state)
-{
-	static const char *const names[] = { "ok", "suspect", "located", "denied" };
-	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "?";
 }

@@ -63,6 +63,7 @@ struct mrc_health_link {
 	uint32_t good_paths;    /* working paths through it */
 	uint64_t cong;          /* congestion signals on paths through it */
 	uint64_t changed_ns;    /* when state last changed (0: never) */
+	uint64_t good_ns;       /* its newest working path (0: none) */
 };
 
 /* One observation as it travels between hosts. */
@@ -135,6 +136,10 @@ int mrc_health_link_get(const struct mrc_health *h, uint32_t link,
  * all, storage stops at max. */
 int mrc_health_links(const struct mrc_health *h, uint8_t min, uint32_t *ids,
 		     size_t max, size_t *n);
+/* The failed paths through link (newest first, at most max; *n set): the
+ * evidence against it, as of the last eval. */
+int mrc_health_link_evidence(const struct mrc_health *h, uint32_t link,
+			     struct mrc_health_obs *out, size_t max, size_t *n);
 /* 1 when self -> peer on ev crosses a DENIED link, unless this host's own
  * observation of that very path overrides it: its failure (the engine has
  * the path ASSUMED_BAD and probes it) or its success since the link was

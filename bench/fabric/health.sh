@@ -4,7 +4,9 @@
 # congested healthy runs (default 20 and 20, seed printed), then the
 # summary bench/results/health-fabric.md records: located N/N, median and
 # max time to located (and to denied, and to healed after the restore),
-# convicted runs of M.
+# convicted runs of M, judged by the daemons' own counts of every link
+# located or denied (health_located, health_denied and `mrcctl fabric`'s
+# convictions: none missed between polls).
 #   flock /tmp/mrc-root.lock bench/fabric/health.sh [BUILD] [N] [M]
 set -u
 B=${1:-build}
@@ -14,7 +16,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 trap 'exit 143' INT TERM
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-MRC_HEALTH_N=$N MRC_HEALTH_M=$M tests/root/health.sh "$B" | tee "$out"
+MRC_HEALTH_STRICT=1 MRC_HEALTH_N=$N MRC_HEALTH_M=$M tests/root/health.sh "$B" | tee "$out"
 rc=${PIPESTATUS[0]}
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # med_max COL: median and max of column COL (ms) of the ok runs.
@@ -28,5 +30,7 @@ echo "located, no other link, healed: $(grep -c '^run .* ok$' "$out")/$N (wrong 
 echo "time to located: $(med_max 5)"
 echo "time to denied:  $(med_max 7) (denied within the bound in $(awk '/^run / && $7 != "-"' "$out" | wc -l)/$N)"
 echo "time to healed (restore to no host listing it): $(med_max 9)"
-echo "congested runs convicting a link: $(grep '^cong ' "$out" | grep -vc 'convicted none$')/$M"
+echo "congested runs convicting a link (counted by the daemons): $(grep '^cong ' "$out" | grep -vc 'counted 0/0 convicted none$')/$M"
+echo "convictions in congested runs, all hosts (located/denied): $(awk '/^cong / { split($8, c, "/"); l += c[1]; d += c[2] } END { print l + 0 "/" d + 0 }' "$out")"
+echo "convictions per blackhole run, all hosts (located/denied): $(awk '/^run / { print $13 }' "$out" | tr '\n' ' ')"
 exit $rc

@@ -26,6 +26,7 @@
 
 #include "daemon/core/core.h"
 #include "health/feed.h"
+#include "health/record.h"
 #include "health/suspect.h"
 
 #define TICK_S 0.01
@@ -44,6 +45,7 @@
 
 struct mrcd_health {
 	struct mrc_health *h;
+	struct mrc_health_record *rec;  /* every conviction (health/record.h) */
 	ev_timer tick;
 	/* [peer] -> [ev] last seen tx_pkts and ecn + trims, on first use */
 	uint64_t **prev;
@@ -83,6 +85,46 @@ static void feed_peer(struct mrcd *d, uint32_t peer, uint64_t now)
 			mrc_health_feed_held(m->h, p->host, ev, &i, &m->held[peer][ev], now);
 		prev[2 * ev] = i.tx_pkts;
 		prev[2 * ev + 1] = cong;
+	}
+}
+
+static const char *host_name(const struct mrcd *d, uint32_t host)
+{
+	return d->topo->nodes[d->topo->hosts[host]].name;
+}
+
+/* Each conviction counted and recorded, its evidence logged: brief ones
+ * happen between any two polls of `mrcctl fabric`. */
+static void note_convictions(struct mrcd *d, uint64_t now)
+{
+	struct mrcd_health *m = d->health;
+	uint64_t seq0 = mrc_health_record_located(m->rec);
+	if (mrc_health_record_note(m->rec, m->h, now) <= 0)
+		return;
+	d->st.health_located = mrc_health_record_located(m->rec);
+	d->st.health_denied = mrc_health_record_denied(m->rec);
+	struct mrc_health_rec r;
+	for (uint32_t i = 0; !mrc_health_record_get(m->rec, i, &r); i++) {
+		if (r.seq < seq0 && r.denied_ns != now)
+			continue;
+		char ev[MRC_HEALTH_REC_EVIDENCE * 40] = "";
+		size_t o = 0;
+		for (uint32_t k = 0; k < r.n_evidence && o < sizeof(ev); k++)
+			o += (size_t)snprintf(ev + o, sizeof(ev) - o, " %s->%s/ev%u@-%llums",
+					      host_name(d, r.evidence[k].src),
+					      host_name(d, r.evidence[k].dst), r.evidence[k].ev,
+					      (unsigned long long)((now - r.evidence[k].ts_ns) / 1000000));
+		const struct mrc_link *l = &d->topo->links[r.link];
+		/* `mrcctl events` (kind fabric); the log line has the rest. */
+		mrcd_note(d, "fabric", "fabric link %s-%s convicted: %s, %u failed paths from %u hosts:%.120s",
+			  d->topo->nodes[l->lower].name, d->topo->nodes[l->upper].name,
+			  mrc_health_state_name(r.state), r.fail_paths, r.fail_hosts, ev);
+		mrcd_log(MRCD_LOG_WARNING,
+			 "fabric link %s-%s convicted: %s (failed paths %u from %u hosts, working %u, "
+			 "newest working %lld ms ago; evidence:%s)",
+			 d->topo->nodes[l->lower].name, d->topo->nodes[l->upper].name,
+			 mrc_health_state_name(r.state), r.fail_paths, r.fail_hosts, r.good_paths,
+			 r.good_ns ? (long long)((int64_t)(now - r.good_ns) / 1000000) : -1LL, ev);
 	}
 }
 
@@ -234,6 +276,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	if (changed <= 0)
 		return;
 	d->st.health_changes += (uint64_t)changed;
+	note_convictions(d, now);
 	log_changes(d, now);
 	for (uint32_t peer = 0; peer < d->max_peers; peer++)
 		for (uint32_t ev = 0; d->peers[peer].used && ev < d->peers[peer].nev; ev++)
@@ -257,6 +300,8 @@ int mrcd_health_init(struct mrcd *d)
 		.k_hosts = d->cfg.health_k_hosts,
 		.ttl_ns = (uint64_t)d->cfg.health_ttl_ms * 1000000 };
 	int rc = m->prev && m->held && m->rx_last ? mrc_health_new(d->topo, d->self, &hc, &m->h) : -ENOMEM;
+	if (!rc && (rc = mrc_health_record_new(d->topo, &m->rec)))
+		mrc_health_free(m->h);
 	if (rc) {
 		free(m->prev);
 		free(m->held);
@@ -285,6 +330,7 @@ void mrcd_health_fini(struct mrcd *d)
 	free(m->held);
 	free(m->rx_last);
 	mrc_health_free(m->h);
+	mrc_health_record_free(m->rec);
 	free(m);
 	d->health = NULL;
 }
@@ -367,4 +413,23 @@ int mrcd_fabric_next(const struct mrcd *d, uint32_t *it, struct mrcd_fabric_view
 		return 1;
 	}
 	return 0;
+}
+
+int mrcd_fabric_conviction(const struct mrcd *d, uint32_t i, struct mrcd_fabric_conv *v)
+{
+	struct mrc_health_rec r;
+	if (!d->health || mrc_health_record_get(d->health->rec, i, &r))
+		return 0;
+	const struct mrc_link *l = &d->topo->links[r.link];
+	*v = (struct mrcd_fabric_conv){ .seq = r.seq, .link = r.link, .plane = l->plane,
+		.lower = d->topo->nodes[l->lower].name, .upper = d->topo->nodes[l->upper].name,
+		.state = mrc_health_state_name(r.state), .located_ns = r.located_ns,
+		.denied_ns = r.denied_ns, .cleared_ns = r.cleared_ns, .fail_paths = r.fail_paths,
+		.fail_hosts = r.fail_hosts, .good_paths = r.good_paths, .good_ns = r.good_ns,
+		.n_evidence = r.n_evidence };
+	for (uint32_t k = 0; k < r.n_evidence && k < MRCD_FABRIC_EVIDENCE; k++)
+		v->evidence[k] = (struct mrcd_fabric_path){ .src = host_name(d, r.evidence[k].src),
+			.dst = host_name(d, r.evidence[k].dst),
+			.ev = r.evidence[k].ev, .ts_ns = r.evidence[k].ts_ns };
+	return 1;
 }

@@ -172,6 +172,9 @@ struct mrcd_stats {
 	uint64_t health_rx_bad;        /* HEALTH bodies the codec refused */
 	uint64_t health_suspects;      /* EVs taken out at once: a failure on
 	                                  their uplink (health/suspect.h) */
+	uint64_t health_located;       /* fabric links that became located or
+	                                  denied, every time (health/record.h) */
+	uint64_t health_denied;        /* fabric links that became denied */
 };
 void mrcd_stats_get(const struct mrcd *d, struct mrcd_stats *st);
 
@@ -329,5 +332,27 @@ struct mrcd_fabric_view {
 	uint64_t changed_ns;               /* when the state last changed */
 };
 int mrcd_fabric_next(const struct mrcd *d, uint32_t *it, struct mrcd_fabric_view *v);
+
+/* health.c: the convictions recorded (health/record.h: every link that
+ * became located or denied, kept after it healed), oldest first.  Returns
+ * 1 with *v filled for the i-th, 0 past the last (and in loopback mode). */
+#define MRCD_FABRIC_EVIDENCE 8
+struct mrcd_fabric_path {
+	const char *src, *dst;             /* host names */
+	uint32_t ev;
+	uint64_t ts_ns;                    /* when it was seen failing */
+};
+struct mrcd_fabric_conv {
+	uint64_t seq;                      /* 0, 1, ... since start */
+	uint32_t link, plane;
+	const char *lower, *upper;
+	const char *state;                 /* highest reached: "located", "denied" */
+	uint64_t located_ns, denied_ns, cleared_ns;     /* 0: not (yet) */
+	uint32_t fail_paths, fail_hosts, good_paths;    /* at conviction */
+	uint64_t good_ns;                  /* newest working path then (0: none) */
+	uint32_t n_evidence;               /* failed paths through it */
+	struct mrcd_fabric_path evidence[MRCD_FABRIC_EVIDENCE];
+};
+int mrcd_fabric_conviction(const struct mrcd *d, uint32_t i, struct mrcd_fabric_conv *v);
 
 #endif

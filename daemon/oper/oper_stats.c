@@ -192,8 +192,10 @@ static json_t *stats_daemon(struct mrcd *d)
 	/* Data on the verbs side channel (only CTRL belongs there): dropped. */
 	json_object_set_new(dm, "rx_side_data", json_integer((json_int_t)st.rx_side_data));
 	/* Fabric health (docs/health.md). */
-	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"health_changes", (json_int_t)st.health_changes,
+		"health_located", (json_int_t)st.health_located,
+		"health_denied", (json_int_t)st.health_denied,
 		"health_tx", (json_int_t)st.health_tx, "health_rx", (json_int_t)st.health_rx,
 		"health_rx_limited", (json_int_t)st.health_rx_limited,
 		"health_rx_bad", (json_int_t)st.health_rx_bad,
