@@ -1,10 +1,11 @@
 /* In-process delivery of this host's datagrams to itself (core.h, local.c).
  *
- * Why not the kernel: the host's address is local, so a datagram to it
- * would arrive on lo, and the plane sockets, bound to their NICs
- * (SO_BINDTODEVICE), would not receive it; a socket of its own would add
- * a system call each way for bytes that never leave the process.  The
- * copy into the queue is what the socket buffer would have cost. */
+ * Why not the kernel: in topology mode the host's address is local, so a
+ * datagram to it would arrive on lo, and the plane sockets, bound to their
+ * NICs (SO_BINDTODEVICE), would not receive it; in loopback mode lo would
+ * carry it, but at a system call each way and a wake-up of the loop for
+ * bytes that never leave the process.  The copy into the queue is what
+ * the socket buffer would have cost. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,7 @@ static void on_local(struct ev_loop *loop, ev_timer *w, int revents)
 		struct local_slot *s = &l->s[l->head];
 		struct mrc_dp_in in = { .buf = s->buf, .len = s->len, .src = d->self_addr,
 			.sport = (uint16_t)d->cfg.port, .plane = s->plane, .ecn_ce = busy };
-		mrcd_node_rx(d, &in, now);
+		mrcd__node_rx_flags(d, &in, now, MRCE_RX_LOCAL);
 		/* Popped only now: what the receive path queues meanwhile (a
 		 * CTRL reply) must not land in the slot being read. */
 		l->head = (l->head + 1) % LOCAL_SLOTS;
