@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/trace.h"
 #include "daemon/core/core.h"
 
 /* About the plane sockets' 8 MiB receive buffer in full datagrams. */
@@ -40,6 +41,9 @@ static void on_local(struct ev_loop *loop, ev_timer *w, int revents)
 	 * as on_rx marks a full receive batch. */
 	int busy = l->n >= MRC_DP_BATCH;
 	uint64_t now = mrcd_now();
+	/* The stages the udp datapath records (MRC_TRACE, bench/trace.py):
+	 * handed over here, read there. */
+	MRC_TRACE(MRC_TR_D_RX, l->s[l->head].plane, l->s[l->head].len, todo);
 	for (uint32_t k = 0; k < todo; k++) {
 		struct local_slot *s = &l->s[l->head];
 		struct mrc_dp_in in = { .buf = s->buf, .len = s->len, .src = d->self_addr,
@@ -87,6 +91,7 @@ int mrcd_local_send(struct mrcd *d, const struct mrc_dp_out *o)
 	s->plane = o->plane;
 	l->n++;
 	d->st.local_tx++;
+	MRC_TRACE(MRC_TR_D_TX, o->plane, len, 1);
 	/* Delivered on the next loop turn, never from inside the caller (the
 	 * engine's transmit loop, the connection manager). */
 	if (!ev_is_active(&l->w)) {
