@@ -203,10 +203,11 @@ int mrcd_topology_reload(struct mrcd *d, const char *path, char *err, size_t err
  * topology mode (the plane sockets are bound to their NICs and the
  * topology has no path from a host to itself), nor in loopback mode with
  * the udp datapath unless loopback_inproc = 0 (lo would carry them at a
- * system call and a wake-up each way: d->self_inproc).  They are copied into a bounded queue and handed to
- * mrcd_node_rx on the next loop turn, with this host's address and the MRC
- * port as the source, so CTRL MAC and replay checks, AEAD and the engine
- * see them exactly as datagrams from the wire. */
+ * system call and a wake-up each way: d->self_inproc).  They are copied
+ * into a bounded queue and handed to the receive path on the next loop
+ * turn, with this host's address and the MRC port as the source, so CTRL
+ * MAC and replay checks, AEAD and the engine see them as datagrams from
+ * the wire, but for the payload CRC (MRCE_RX_LOCAL). */
 void mrcd_local_fini(struct mrcd *d);
 /* Queues one datagram (0; the queue is made on first use), or drops it
  * when the queue is full (-ENOBUFS, counted in local_drop: the engine
