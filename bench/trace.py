@@ -38,8 +38,8 @@ SQE_WRITE_IMM, CQE_RECV_WRITE_IMM = 2, 7
 
 PATH = [
     ("post -> daemon pickup (doorbell wake-up or poll)", "d_pick"),
-    ("pickup -> datagram sent (engine, packet, sendmmsg)", "d_tx"),
-    ("kernel UDP (send to receive)", "d_rx"),
+    ("pickup -> datagram sent (engine, packet, sendmmsg or local.c queue)", "d_tx"),
+    ("kernel UDP, or local.c in-process (send to receive)", "d_rx"),
     ("datagram -> completion in the CQ (engine, CQE)", "d_wc"),
     ("completion -> seen by the peer client", "c_cqe"),
     ("seen -> NCCL test done (plugin copy-out)", "n_test_done"),

@@ -45,6 +45,8 @@ static void defaults_are_valid(void **st)
 	assert_int_equal(c.ack_delay_us, 32);
 	/* No lone-tail probe under libev's millisecond timer. */
 	assert_int_equal(c.tlp_lone, 0);
+	/* h-same: loopback mode's datagrams to itself in-process. */
+	assert_int_equal(c.loopback_inproc, 1);
 	/* Every listed key can be set from text (the CLI relies on it). */
 	for (const char *const *k = mrcd_cfg_keys(); *k; k++) {
 		struct mrcd_cfg t = c;
@@ -67,6 +69,7 @@ static void defaults_are_valid(void **st)
 
 		    !strcmp(*k, "xack") ||          /* h-ack: a switch, 0..1 */
 		    !strcmp(*k, "engine_timerfd") ||  /* h-hold: a switch, 0..1 */
+		    !strcmp(*k, "loopback_inproc") ||  /* h-same: a switch, 0..1 */
 		    !strcmp(*k, "tlp_lone"))
 			v = "1";
 		int rc = mrcd_cfg_set(&t, *k, v, err, sizeof(err));

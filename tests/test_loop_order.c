@@ -102,6 +102,7 @@ static struct rig *rig_up(void)
 	c->rto_min_us = rig_rto_min_us;
 	c->rto_max_us = rig_rto_max_us;
 	c->engine_timerfd = use_timerfd;
+	c->loopback_inproc = 0;   /* the datagrams wait in the plane socket */
 	c->urgent_turn_us = rig_urgent_us;
 	use_timerfd = 1;   /* on_libev is for one rig */
 	int rc = -1;

@@ -246,8 +246,12 @@ int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 	struct mrc_pkt_view v;
 	enum mrce_wire_drop why;
 	e->st.rx_pkts++;
+	/* Only the caller's flag and its own word that the peer is local
+	 * together skip the payload CRC: a wire datagram never has the one. */
+	int local = (rx_flags & MRCE_RX_LOCAL) && peer < e->cfg.max_peers &&
+		    e->peers[peer].used && e->peers[peer].local;
 	if (mrce_wire_decode_flags(pkt, len, &v, &why,
-				  e->cfg.skip_payload_crc ? MRC_WIRE_NO_PCRC : 0)) {
+				  e->cfg.skip_payload_crc || local ? MRC_WIRE_NO_PCRC : 0)) {
 		e->st.rx_drop[why < MRC_DROP__COUNT ? why : 0]++;
 		return -EBADMSG;
 	}

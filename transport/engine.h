@@ -218,6 +218,13 @@ int mrce_ev_set_detour(struct mrce *e, uint32_t peer, uint32_t ev, int detour);
  * daemon derives them per host pair (auth/auth.h).  Both 0 until set. */
 int mrce_peer_set_probe_tokens(struct mrce *e, uint32_t peer, uint64_t tx,
 			      uint64_t rx);
+/* A peer that is this very host, whose datagrams the caller hands over
+ * inside its process and never puts on a wire (mrcd's local.c): its data
+ * packets leave with a zero payload CRC, and datagrams from it that the
+ * caller flags MRCE_RX_LOCAL are taken without checking one (nothing
+ * could have corrupted them).  Unflagged datagrams are checked as any
+ * peer's.  Default 0. */
+int mrce_peer_set_local(struct mrce *e, uint32_t peer, int local);
 /* Sends one probe on EV ev now; the result arrives as an event. */
 int mrce_ev_probe(struct mrce *e, uint64_t now, uint32_t peer, uint32_t ev);
 
@@ -422,6 +429,9 @@ size_t mrce_tx_pkt_len(const struct mrce_tx_pkt *p);
 size_t mrce_tx_pkt_copy(const struct mrce_tx_pkt *p, uint8_t *out);
 
 #define MRCE_RX_ECN 0x1u   /* the IP header arrived marked ECN-CE */
+/* The datagram never left the caller's process (mrce_peer_set_local):
+ * honoured only from a peer marked local; never set for a wire datagram. */
+#define MRCE_RX_LOCAL 0x2u
 /* One datagram from peer.  Malformed packets are dropped and counted by
  * reason; returns 0 or the negative errno of the drop (for tracing only). */
 int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,

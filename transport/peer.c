@@ -100,6 +100,15 @@ int mrce_peer_remove(struct mrce *e, uint32_t peer)
 	return 0;
 }
 
+int mrce_peer_set_local(struct mrce *e, uint32_t peer, int local)
+{
+	struct mrce__peer *p = mrce__peer_get(e, peer);
+	if (!p)
+		return -ENOENT;
+	p->local = !!local;
+	return 0;
+}
+
 int mrce_peer_set_probe_tokens(struct mrce *e, uint32_t peer, uint64_t tx,
 			      uint64_t rx)
 {

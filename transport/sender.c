@@ -68,7 +68,8 @@ static void build(struct mrce *e, struct mrce__qp *qp, uint32_t psn, int ev,
 	pkt->hdr_len = (uint16_t)mrce_wire_put_data_x(pkt->hdr, &h, &x);
 	pkt->plen = plen;
 	pkt->payload = w->op == MRC_OP_ATOMIC_ADD ? w->add_be : w->lbase + off;
-	if (plen && !e->cfg.skip_payload_crc)
+	/* A local peer's datagrams meet no wire (mrce_peer_set_local). */
+	if (plen && !e->cfg.skip_payload_crc && !e->peers[qp->peer].local)
 		mrce_wire_put_trailer(pkt->trailer, pkt->payload, plen);
 	else if (plen)
 		memset(pkt->trailer, 0, MRC_TRAILER_LEN);

@@ -78,6 +78,7 @@ struct mrce__ev_cold {
 
 struct mrce__peer {
 	uint8_t used;
+	uint8_t local;              /* this host, in-process (mrce_peer_set_local) */
 	uint32_t nev, ngood, nbad;
 	uint32_t ndetour;           /* EVs marked detour (spray skips a pass without) */
 	uint32_t nsuspect;          /* GOOD paths waiting for a probe's answer */

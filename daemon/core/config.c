@@ -41,6 +41,7 @@ static const struct key keys[] = {
 	  "err, warning, notice, info or debug" },
 	U(mtu, 256, 8896, "payload bytes per packet"),
 	U(local_mtu, 256, 8896, "payload bytes per packet between two clients of this mrcd (no wire: the datagram stays on this host); at least mtu"),
+	U(loopback_inproc, 0, 1, "loopback mode with the udp datapath: 1 hands this daemon's datagrams to itself over in-process, 0 sends them through the kernel's lo"),
 	U(window, 4, 256, "packets in flight per QP (power of two)"),
 	U(ev_floor, 0, 4096, "fewest paths per peer kept in use"),
 	U(probe_interval_us, 100, 10000000, "probe interval of a bad path"),
@@ -112,6 +113,7 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	c->log_level = 6;
 	c->mtu = 4096;
 	c->local_mtu = 8192;
+	c->loopback_inproc = 1;
 	c->window = 256;
 	c->ev_floor = 1;
 	c->probe_interval_us = 2000;

@@ -28,6 +28,7 @@ struct mrcd_cfg {
 	char plane_ifs[MRCD_PATH_MAX];  /* "a,b,..." ; "" : from the topology */
 	uint32_t log_level;             /* syslog levels 3..7 */
 	uint32_t mtu, local_mtu, window, ev_floor;
+	uint32_t loopback_inproc;       /* 1: loopback mode's datagrams to itself in-process */
 	uint32_t probe_interval_us, probe_max_interval_us, rto_min_us, rto_max_us;
 	char cc[16];                    /* nscc | fixed */
 	uint32_t max_clients, client_max_qps, client_max_mem_mb, ring_entries;

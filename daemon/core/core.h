@@ -63,6 +63,8 @@ struct mrcd {
 	struct in6_addr self_addr;
 	uint32_t local_mtu;                /* QPs between two clients of this
 	                                      mrcd (node.c node_engine) */
+	int self_inproc;                   /* datagrams to this host through
+	                                      local.c, not a datapath (node.c) */
 	char plane_if[MRC_DP_MAX_PLANES][16];
 	int plane_ifindex[MRC_DP_MAX_PLANES];
 	uint32_t local_down;               /* planes whose NIC is down here */
@@ -157,6 +159,9 @@ int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine
  * source checks into the connection manager or the engine; does not
  * flush.  in->ecn_ce also stands for "this host is the bottleneck". */
 void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now);
+/* The same from local.c only: rx_flags MRCE_RX_LOCAL (a datagram that
+ * never left this process: the engine skips its payload CRC). */
+void mrcd__node_rx_flags(struct mrcd *d, struct mrc_dp_in *in, uint64_t now, uint32_t rx_flags);
 /* The uSID destination of (host, ev) under topology t: this host's own
  * address for every EV of the self pair (delivered in-process, local.c),
  * :: where the topology has no such path (MRCD_DENY_MISSING). */
@@ -193,13 +198,16 @@ void mrcd_plane_apply(struct mrcd *d, uint32_t peer, uint32_t plane, uint64_t no
 /* reload.c: SIGHUP with a new topology of the same shape */
 int mrcd_topology_reload(struct mrcd *d, const char *path, char *err, size_t errlen);
 
-/* local.c: in topology mode, datagrams from this host to itself (two
- * clients of this mrcd connected to each other) never reach a socket: the
- * plane sockets are bound to their NICs and the topology has no path from
- * a host to itself.  They are copied into a bounded queue and handed to
- * mrcd_node_rx on the next loop turn, with this host's address and the MRC
- * port as the source, so CTRL MAC and replay checks, AEAD and the engine
- * see them exactly as datagrams from the wire. */
+/* local.c: datagrams from this host to itself (two clients of this mrcd
+ * connected to each other, CTRL to itself) never reach a socket in
+ * topology mode (the plane sockets are bound to their NICs and the
+ * topology has no path from a host to itself), nor in loopback mode with
+ * the udp datapath unless loopback_inproc = 0 (lo would carry them at a
+ * system call and a wake-up each way: d->self_inproc).  They are copied
+ * into a bounded queue and handed to the receive path on the next loop
+ * turn, with this host's address and the MRC port as the source, so CTRL
+ * MAC and replay checks, AEAD and the engine see them as datagrams from
+ * the wire, but for the payload CRC (MRCE_RX_LOCAL). */
 void mrcd_local_fini(struct mrcd *d);
 /* Queues one datagram (0; the queue is made on first use), or drops it
  * when the queue is full (-ENOBUFS, counted in local_drop: the engine

@@ -1,14 +1,16 @@
 /* In-process delivery of this host's datagrams to itself (core.h, local.c).
  *
- * Why not the kernel: the host's address is local, so a datagram to it
- * would arrive on lo, and the plane sockets, bound to their NICs
- * (SO_BINDTODEVICE), would not receive it; a socket of its own would add
- * a system call each way for bytes that never leave the process.  The
- * copy into the queue is what the socket buffer would have cost. */
+ * Why not the kernel: in topology mode the host's address is local, so a
+ * datagram to it would arrive on lo, and the plane sockets, bound to their
+ * NICs (SO_BINDTODEVICE), would not receive it; in loopback mode lo would
+ * carry it, but at a system call each way and a wake-up of the loop for
+ * bytes that never leave the process.  The copy into the queue is what
+ * the socket buffer would have cost. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/trace.h"
 #include "daemon/core/core.h"
 
 /* About the plane sockets' 8 MiB receive buffer in full datagrams. */
@@ -39,11 +41,14 @@ static void on_local(struct ev_loop *loop, ev_timer *w, int revents)
 	 * as on_rx marks a full receive batch. */
 	int busy = l->n >= MRC_DP_BATCH;
 	uint64_t now = mrcd_now();
+	/* The stages the udp datapath records (MRC_TRACE, bench/trace.py):
+	 * handed over here, read there. */
+	MRC_TRACE(MRC_TR_D_RX, l->s[l->head].plane, l->s[l->head].len, todo);
 	for (uint32_t k = 0; k < todo; k++) {
 		struct local_slot *s = &l->s[l->head];
 		struct mrc_dp_in in = { .buf = s->buf, .len = s->len, .src = d->self_addr,
 			.sport = (uint16_t)d->cfg.port, .plane = s->plane, .ecn_ce = busy };
-		mrcd_node_rx(d, &in, now);
+		mrcd__node_rx_flags(d, &in, now, MRCE_RX_LOCAL);
 		/* Popped only now: what the receive path queues meanwhile (a
 		 * CTRL reply) must not land in the slot being read. */
 		l->head = (l->head + 1) % LOCAL_SLOTS;
@@ -86,6 +91,7 @@ int mrcd_local_send(struct mrcd *d, const struct mrc_dp_out *o)
 	s->plane = o->plane;
 	l->n++;
 	d->st.local_tx++;
+	MRC_TRACE(MRC_TR_D_TX, o->plane, len, 1);
 	/* Delivered on the next loop turn, never from inside the caller (the
 	 * engine's transmit loop, the connection manager). */
 	if (!ev_is_active(&l->w)) {

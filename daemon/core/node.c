@@ -142,6 +142,10 @@ static int node_engine(struct mrcd *d, char *err, size_t errlen)
 	d->local_mtu = d->cfg.mtu;
 	if (d->cfg.local_mtu > d->cfg.mtu && (d->topo || !strcmp(d->cfg.datapath, "udp")))
 		d->local_mtu = d->cfg.local_mtu;
+	/* Loopback mode's only peer is this daemon on its own port (dport
+	 * 0): handed over in-process as in topology mode, which saves each
+	 * datagram a sendmmsg, lo and a wake-up (docs/client.md). */
+	d->self_inproc = d->topo || (d->cfg.loopback_inproc && !strcmp(d->cfg.datapath, "udp"));
 	ec.mtu = d->local_mtu;
 	ec.window = d->cfg.window;
 	ec.ev_floor = d->cfg.ev_floor;

@@ -115,6 +115,9 @@ int mrcd_peer_of_host(struct mrcd *d, uint32_t host, uint32_t *out)
 	/* Probes carry per-host-pair tokens from the key and both boot
 	 * epochs (require_tokens); the peer's is learnt from its CTRL. */
 	rc = set_probe_tokens(d, id, host);
+	/* Its datagrams stay in this process (local.c): no payload CRC. */
+	if (!rc && host == d->self && d->self_inproc)
+		rc = mrce_peer_set_local(d->eng, id, 1);
 	if (!rc && d->enc)
 		rc = enc_peer_keys(d, id, host);
 	if (rc) {

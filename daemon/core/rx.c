@@ -23,6 +23,11 @@ static uint32_t host_of_src(struct mrcd *d, const struct in6_addr *src)
 
 void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
 {
+	mrcd__node_rx_flags(d, in, now, 0);
+}
+
+void mrcd__node_rx_flags(struct mrcd *d, struct mrc_dp_in *in, uint64_t now, uint32_t rx_flags)
+{
 	uint32_t host = host_of_src(d, &in->src);
 	if (host == MRCD_NO_ID) {
 		d->st.rx_unknown_src++;
@@ -54,7 +59,7 @@ void mrcd_node_rx(struct mrcd *d, struct mrc_dp_in *in, uint64_t now)
 	}
 	if (d->enc && mrcd_enc_open(d->enc, peer, in->buf, &in->len))
 		return;   /* AEAD mode: forged, replayed, corrupt or unsealed */
-	mrce_rx(d->eng, now, peer, in->buf, in->len, in->ecn_ce ? MRCE_RX_ECN : 0);
+	mrce_rx(d->eng, now, peer, in->buf, in->len, rx_flags | (in->ecn_ce ? MRCE_RX_ECN : 0u));
 }
 
 /* Batches rx_plane takes per wakeup at most. */

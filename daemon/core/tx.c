@@ -184,7 +184,7 @@ static int tx_batch(struct mrcd *d, uint32_t max)
 			m--;
 			continue;
 		}
-		if (d->topo && p->host == d->self) {
+		if (d->self_inproc && p->host == d->self) {
 			mrcd_local_send(d, o);   /* copied: the slot is free again */
 			m--;
 		}
@@ -227,6 +227,10 @@ int mrcd_send_ctrl(struct mrcd *d, uint32_t host, uint32_t plane, uint32_t spine
 		.iov = { { (void *)buf, len } } };
 	if (!d->topo) {
 		o.dst = in6addr_loopback;
+		if (d->self_inproc) {   /* no side channel in loopback mode */
+			d->st.ctrl_tx++;
+			return mrcd_local_send(d, &o);
+		}
 	} else {
 		struct mrc_path path;
 		int ev = mrc_topo_ev_of(d->topo, plane, spine % d->topo->n_spines[plane]);

@@ -331,7 +331,7 @@ static void hand_over(struct chan *ch, uint32_t src, const struct mrce_tx_pkt *t
 	p->dst = dst;
 	p->ev = tp->ev;
 	p->len = (uint32_t)len;
-	p->rx_flags = 0;
+	p->rx_flags = ch->cfg.rx_flags;
 	p->corrupt = 0;
 	int data = mrc_op_is_data(tp->hdr[1]);
 	p->plen = data ? tp->plen : 0;

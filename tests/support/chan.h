@@ -59,6 +59,7 @@ struct chan_cfg {
 	 * [delay_min, delay_max] (same both ways), so spraying reorders. */
 	uint64_t delay_min, delay_max;
 	int keep_logs;             /* keep every completion and event */
+	uint32_t rx_flags;         /* ORed into every delivery (MRCE_RX_LOCAL) */
 };
 
 struct chan_node {

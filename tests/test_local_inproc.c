@@ -1,0 +1,277 @@
+/* Loopback mode's datagrams to the daemon itself go in-process
+ * (daemon/core/local.c, node.c self_inproc; docs/client.md "Clients of
+ * one mrcd"), on a real loopback mrcd:
+ *   inproc: a 16 MiB WRITE between two QPs of one client, checked byte
+ *     for byte, is carried by local.c (stats daemon.local_tx grows by at
+ *     least its data packets, none dropped) and the udp datapath moves
+ *     no datagram at all (datapath.tx_pkts, rx_pkts unchanged: not the
+ *     data, nor its ACKs, nor the CTRL of a listen/connect pair);
+ *   kernel_when_off: loopback_inproc=0 puts the same WRITE through lo
+ *     (datapath.tx_pkts grows by at least its packets, local_tx stays 0):
+ *     the counters above mean what the first test reads them for;
+ *   forged_still_dropped: with in-process delivery on, the plane socket
+ *     is still read: a datagram from a port that is not the MRC port is
+ *     counted (datapath.rx_pkts) and dropped (daemon.rx_bad_sport), and
+ *     the daemon keeps serving.
+ * The pattern is seeded (printed; MRC_SEED to repeat). */
+#include <errno.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "common/prng.h"
+#include "mrc/mrc.h"
+#include "tests/support/get1.h"
+#include "tests/support/mrcd_spawn.h"
+#include "tests/support/qp_pair.h"
+#include "tests/support/skip.h"
+
+static uint64_t seed;
+
+/* One counter of the daemon's stats (operator socket): SECTION.KEY. */
+static long long stat_of(const struct mrcd_proc *d, const char *sec, const char *key)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->ctl);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	static const char req[] = "{\"v\":1,\"id\":1,\"verb\":\"stats\"}";
+	assert_int_equal(send(fd, req, strlen(req), 0), (ssize_t)strlen(req));
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	assert_int_equal(poll(&pf, 1, MRCD_SPAWN_WAIT_MS), 1);
+	static char rep[1 << 18];
+	ssize_t n = recv(fd, rep, sizeof(rep) - 1, 0);
+	assert_true(n > 0);
+	close(fd);
+	json_t *j = json_loadb(rep, (size_t)n, 0, NULL);
+	assert_non_null(j);
+	json_t *r = json_object_get(j, "result");
+	json_t *v = json_object_get(json_object_get(r ? r : j, sec), key);
+	if (!json_is_integer(v))
+		fail_msg("stats %s.%s: not in the reply", sec, key);
+	long long x = json_integer_value(v);
+	json_decref(j);
+	return x;
+}
+
+struct counts {
+	long long local_tx, local_drop, dp_tx, dp_rx;
+};
+
+static struct counts counts(const struct mrcd_proc *d)
+{
+	return (struct counts){ stat_of(d, "daemon", "local_tx"),
+		stat_of(d, "daemon", "local_drop"), stat_of(d, "datapath", "tx_pkts"),
+		stat_of(d, "datapath", "rx_pkts") };
+}
+
+static void fill(void *buf, size_t len, uint64_t s)
+{
+	struct mrc_rng r;
+	mrc_rng_seed(&r, s);
+	uint64_t *b = buf;
+	for (size_t i = 0; i < len / 8; i++)
+		b[i] = mrc_rng_next(&r);
+}
+
+/* One WRITE of len from src to dst on qp, checked byte for byte. */
+static void write_checked(struct mrc_qp *qp, struct mrc_mr *src, struct mrc_mr *dst,
+			  uint64_t len)
+{
+	fill(mrc_mr_addr(src), len, seed);
+	memset(mrc_mr_addr(dst), 0, len);
+	assert_int_equal(mrc_post_write(qp, 1, mrc_mr_key(src), 0, len, mrc_mr_key(dst), 0), 0);
+	struct mrc_completion c = mrcd_get1(qp);
+	assert_int_equal(c.status, 0);
+	assert_int_equal(c.wr_id, 1);
+	if (memcmp(mrc_mr_addr(src), mrc_mr_addr(dst), len))
+		fail_msg("seed %llu: the target differs", (unsigned long long)seed);
+}
+
+/* The test's daemon: stopped by the teardown too, so a failed assertion
+ * (a longjmp out of the test) leaves none running. */
+static struct mrcd_proc *cur;
+
+static int start(struct mrcd_proc *d, const char *a1)
+{
+	const char *argv[] = { a1, NULL };
+	if (!mrcd_spawn_available())
+		return 1;
+	int rc = mrcd_spawn_start(d, argv);
+	if (!rc)
+		cur = d;
+	return rc;
+}
+
+static void stop(struct mrcd_proc *d)
+{
+	mrcd_spawn_stop(d);
+	cur = NULL;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (cur)
+		stop(cur);
+	return 0;
+}
+
+/* rc is a call (start): evaluated once. */
+#define NEED(call) do { int need_rc_ = (call); \
+		      if (need_rc_ == 1) MRC_SKIP("build/bin/mrcd not built"); \
+		      assert_int_equal(need_rc_, 0); } while (0)
+
+#define LEN (16ull << 20)
+#define PKTS (LEN / 8192)   /* local_mtu's data packets */
+
+struct acc_arg {
+	struct mrc_ctx *ctx;
+	struct mrc_qp *qp;
+	int rc, fd[2];
+};
+
+static void *acceptor(void *arg)
+{
+	struct acc_arg *a = arg;
+	struct mrc_qp_addr remote;
+	a->rc = mrc_listen(a->ctx, 4546, 1);
+	char x = 1;
+	if (write(a->fd[1], &x, 1) != 1)
+		a->rc = -EIO;
+	if (!a->rc)
+		a->rc = mrc_accept(a->qp, 4546, 0, MRCD_SPAWN_WAIT_MS, &remote);
+	return NULL;
+}
+
+/* A QP pair connected through the connection manager (REQ/REP/RTU are
+ * CTRL datagrams to the daemon itself), then a WRITE on it. */
+static void cm_pair_write(const struct mrcd_proc *d)
+{
+	struct acc_arg a = { 0 };
+	assert_int_equal(pipe(a.fd), 0);
+	assert_int_equal(mrc_open(d->sock, &a.ctx), 0);
+	struct mrc_mr *dst;
+	assert_int_equal(mrc_alloc_mr(a.ctx, 1 << 20, MRC_MR_ALL, &dst), 0);
+	assert_int_equal(mrc_create_qp(a.ctx, NULL, &a.qp), 0);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, acceptor, &a), 0);
+	char x;
+	assert_int_equal(read(a.fd[0], &x, 1), 1);
+	struct mrc_ctx *c;
+	assert_int_equal(mrc_open(d->sock, &c), 0);
+	struct mrc_mr *src;
+	assert_int_equal(mrc_alloc_mr(c, 1 << 20, MRC_MR_ALL, &src), 0);
+	struct mrc_qp *qp;
+	assert_int_equal(mrc_create_qp(c, NULL, &qp), 0);
+	assert_int_equal(mrc_connect(qp, 0, 4546, 0, NULL), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(a.rc, 0);
+	write_checked(qp, src, dst, 1 << 20);
+	mrc_close(c);
+	mrc_close(a.ctx);
+	close(a.fd[0]);
+	close(a.fd[1]);
+}
+
+static void test_inproc(void **state)
+{
+	(void)state;
+	static struct mrcd_proc d;   /* outlives a failed test: teardown */
+	NEED(start(&d, NULL));
+	struct counts c0 = counts(&d);
+	struct qp_pair p;
+	qp_pair_open(&d, &p, LEN);
+	write_checked(p.a, p.src, p.dst, LEN);
+	cm_pair_write(&d);
+	struct counts c1 = counts(&d);
+	print_message("seed %llu: local_tx %lld, datapath tx %lld rx %lld\n",
+		      (unsigned long long)seed, c1.local_tx - c0.local_tx, c1.dp_tx - c0.dp_tx,
+		      c1.dp_rx - c0.dp_rx);
+	assert_true(c1.local_tx - c0.local_tx >= (long long)PKTS);
+	assert_int_equal(c1.local_drop, c0.local_drop);
+	assert_int_equal(c1.dp_tx, c0.dp_tx);
+	assert_int_equal(c1.dp_rx, c0.dp_rx);
+	mrc_close(p.ctx);
+	stop(&d);
+}
+
+static void test_kernel_when_off(void **state)
+{
+	(void)state;
+	static struct mrcd_proc d;   /* outlives a failed test: teardown */
+	NEED(start(&d, "--loopback_inproc=0"));
+	struct counts c0 = counts(&d);
+	struct qp_pair p;
+	qp_pair_open(&d, &p, LEN);
+	write_checked(p.a, p.src, p.dst, LEN);
+	struct counts c1 = counts(&d);
+	assert_int_equal(c1.local_tx, 0);
+	assert_true(c1.dp_tx - c0.dp_tx >= (long long)PKTS);
+	assert_true(c1.dp_rx - c0.dp_rx >= (long long)PKTS);
+	mrc_close(p.ctx);
+	stop(&d);
+}
+
+struct bad_wait {
+	const struct mrcd_proc *d;
+	long long bad0;
+};
+static int bad_moved(void *arg)
+{
+	struct bad_wait *w = arg;
+	return stat_of(w->d, "daemon", "rx_bad_sport") != w->bad0;
+}
+
+static void test_forged_still_dropped(void **state)
+{
+	(void)state;
+	static struct mrcd_proc d;   /* outlives a failed test: teardown */
+	NEED(start(&d, NULL));
+	long long bad0 = stat_of(&d, "daemon", "rx_bad_sport");
+	struct counts c0 = counts(&d);
+	int s = socket(AF_INET6, SOCK_DGRAM, 0);
+	assert_true(s >= 0);
+	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT,
+		.sin6_port = htons((uint16_t)d.port) };
+	uint8_t junk[64];
+	fill(junk, sizeof(junk), seed);
+	assert_int_equal(sendto(s, junk, sizeof(junk), 0, (struct sockaddr *)&to, sizeof(to)),
+			 (ssize_t)sizeof(junk));
+	close(s);
+	struct bad_wait w = { &d, bad0 };
+	assert_int_equal(mrcd_spawn_wait_for(bad_moved, &w, MRCD_SPAWN_WAIT_MS), 0);
+	assert_int_equal(stat_of(&d, "daemon", "rx_bad_sport"), bad0 + 1);
+	assert_int_equal(counts(&d).dp_rx, c0.dp_rx + 1);
+	struct qp_pair p;
+	qp_pair_open(&d, &p, 1 << 20);
+	write_checked(p.a, p.src, p.dst, 1 << 20);
+	mrc_close(p.ctx);
+	stop(&d);
+}
+
+int main(void)
+{
+	seed = getenv("MRC_SEED") ? strtoull(getenv("MRC_SEED"), NULL, 0) : (uint64_t)time(NULL);
+	printf("test_local_inproc: seed %llu (MRC_SEED to repeat)\n", (unsigned long long)seed);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_inproc, teardown),
+		cmocka_unit_test_teardown(test_kernel_when_off, teardown),
+		cmocka_unit_test_teardown(test_forged_still_dropped, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
