@@ -68,6 +68,8 @@ struct sim_health {
 	uint64_t *per_msgs;        /* [2 host]: its sharing period, and the
 	                              messages it sent in it */
 	uint64_t max_per;          /* the most one host sent in one period */
+	/* suspicions (own and told), and the peers whose EVs they read */
+	uint64_t sus_n, sus_peers;
 	/* the first wrong denial: which host, link, when, on what evidence */
 	uint32_t w_host, w_link;
 	uint64_t w_ns;
@@ -167,13 +169,39 @@ void sim_health_dead(struct mrc_sim *s, const struct sim_pkt *k)
 	s->hfig.last_ps = s->now;
 }
 
+/* Whether a path between hosts a and b can cross link at all: a host's
+ * or a leaf's uplink carries only the paths that start or end below it
+ * (a route goes up, then down).  suspect() reads every EV of a peer only
+ * where this holds: in an all-to-all it read every EV of every peer for
+ * each failure told, to each of up to 512 receivers, and that took most
+ * of mrcsim's time with sharing on (docs/health.md "The cost of a
+ * told failure"). */
+static int may_cross(const struct mrc_topo *t, uint32_t a, uint32_t b, uint32_t link)
+{
+	const struct mrc_link *l = &t->links[link];
+	uint8_t tier = t->nodes[l->lower].tier;
+	if (tier > MRC_TIER_LEAF)
+		return 1;
+	for (int i = 0; i < 2; i++) {
+		uint32_t hl = t->host_link[(size_t)(i ? b : a) * t->planes + l->plane];
+		if (hl != MRC_TOPO_NONE &&
+		    (tier == MRC_TIER_HOST ? t->links[hl].lower : t->links[hl].upper) == l->lower)
+			return 1;
+	}
+	return 0;
+}
+
 /* health/suspect.h, as mrcd's health event hook: the host's GOOD paths
  * to any peer through the uplink a failure retired one of its paths on
  * go out of use (probed) at once. */
 static void suspect(struct mrc_sim *s, uint32_t h, uint32_t link)
 {
 	const struct sim_host *x = &s->hosts[h];
+	s->health->sus_n++;
 	for (uint32_t p = 0; p < x->npeers; p++) {
+		if (!may_cross(s->fab.topo, h, x->peer_host[p], link))
+			continue;
+		s->health->sus_peers++;
 		uint32_t nev = peer_nev(s, x, p), good = 0;
 		struct mrce_ev_info i;
 		for (uint32_t ev = 0; ev < nev; ev++)
@@ -451,10 +479,13 @@ void sim_health_fmt(const struct mrc_sim *s, int json, char *buf, size_t len)
 			 "\"last_dead_ns\": %llu, \"slowest_ideal\": %.4f, \"share_msgs\": %llu, "
 			 "\"denied_evs\": %llu, \"suspected_evs\": %llu, \"wrong_deny_hosts\": %llu, "
 			 "\"told_msgs\": %llu, \"share_recs\": %llu, \"recs_refused\": %llu, "
-			 "\"max_host_msgs\": %llu, \"max_period_msgs\": %llu%s},\n",
+			 "\"max_host_msgs\": %llu, \"max_period_msgs\": %llu, "
+			 "\"suspicions\": %llu, \"suspect_peers_read\": %llu%s},\n",
 			 mode, (unsigned long long)s->cfg.health_tick_ns, lost, senders, last,
 			 fs.max, msgs, den, sus, wrong, tells, recs, refused, maxh,
-			 g ? (unsigned long long)g->max_per : 0ull, fw);
+			 g ? (unsigned long long)g->max_per : 0ull,
+			 g ? (unsigned long long)g->sus_n : 0ull,
+			 g ? (unsigned long long)g->sus_peers : 0ull, fw);
 	else
 		snprintf(buf, len, "health    %s (tick %llu us): dead-link packets %llu from %llu "
 			 "hosts, last at %.3f us; slowest/ideal %.3f; shared %llu, EVs denied "
