@@ -18,7 +18,8 @@
 # after the failure reach it), when the last packet went onto it after
 # the failure (every host avoids it from then on), slowest flow / ideal,
 # EVs denied, hosts that ever held DENIED a link with no fault on it,
-# HEALTH messages, wall seconds and peak RSS (GNU time).
+# HEALTH messages, wall seconds, CPU seconds (user + system) and peak
+# RSS (GNU time).
 #   bench/sim_health.sh [BUILD] [--big] [TICK]
 # Writes bench/results/sim_health.md (OUT=... elsewhere).  Deterministic
 # (seeded): one run per cell and mode is the figure, so a cell's two modes
@@ -63,8 +64,8 @@ row() {
 	echo "Command: \`bench/sim_health.sh $*\` (health tick $TICK, sharing every 10 ticks, 10 us delivery)."
 	echo "Fault: blackhole p0l3-p0s5 at the time listed, seed 1; 2 planes x 32 leaves x 16 spines, 100 Gbit/s."
 	echo
-	echo "| hosts | scenario | fault at | health | packets lost (all) | on the dead link | hosts that sent on it | last packet onto it, us after the fault | slowest/ideal | EVs denied | hosts that denied a healthy link | HEALTH messages | wall s | peak RSS MiB | load |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| hosts | scenario | fault at | health | packets lost (all) | on the dead link | hosts that sent on it | last packet onto it, us after the fault | slowest/ideal | EVs denied | hosts that denied a healthy link | HEALTH messages | wall s | CPU s | peak RSS MiB | load |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$OUT"
 for cell in $cells; do
 	hp=${cell%%:*} sc=${cell#*:}
@@ -75,7 +76,7 @@ for cell in $cells; do
 		(
 			t0=$(date +%s.%N)
 			# shellcheck disable=SC2086 # WL is a list of arguments
-			/usr/bin/time -f %M -o "$f.rss" "$B/bin/mrcsim" --quiet \
+			/usr/bin/time -f "%U %S %M" -o "$f.rss" "$B/bin/mrcsim" --quiet \
 				--topo "clos:planes=2,leaves=32,spines=16,hosts=$hp,rate=100G" \
 				$WL --seed 1 --fault "${FAULT}us:blackhole:p0l3-p0s5" --health "$h" -j >"$f.json"
 			t1=$(date +%s.%N)
@@ -86,7 +87,7 @@ for cell in $cells; do
 	wait
 	for h in off shared; do
 		f="$res/$hp.$h"
-		echo "| $((hp * 32)) | $sc | ${FAULT} us | $(row "$f.json" "$FAULT") | $(cat "$f.wall") | $(($(tail -1 "$f.rss") / 1024)) | $load |" >>"$OUT"
+		echo "| $((hp * 32)) | $sc | ${FAULT} us | $(row "$f.json" "$FAULT") | $(cat "$f.wall") | $(tail -1 "$f.rss" | awk '{ printf "%.1f | %d", $1 + $2, $3 / 1024 }') | $load |" >>"$OUT"
 	done
 done
 cat "$OUT"

@@ -53,6 +53,8 @@ struct hhost {
 	struct mrc_health_share_st share;
 	uint64_t **prev;           /* [peer][engine ev] tx_pkts last tick */
 	uint8_t **mine;            /* [peer][engine ev] denied by us */
+	uint8_t *live;             /* [peer] the next feed reads its EVs */
+	uint64_t dropped;          /* the engine's events_dropped, last feed */
 	uint32_t *inbox, nin, cin, hin;   /* message ids; head hin */
 	uint32_t sin;              /* inbox head for suspicions (on delivery) */
 };
@@ -68,6 +70,10 @@ struct sim_health {
 	uint64_t *per_msgs;        /* [2 host]: its sharing period, and the
 	                              messages it sent in it */
 	uint64_t max_per;          /* the most one host sent in one period */
+	/* suspicions (own and told), and the peers whose EVs they read */
+	uint64_t sus_n, sus_peers;
+	/* peers the per-tick feed read, and left unread as idle */
+	uint64_t feed_read, feed_idle;
 	/* the first wrong denial: which host, link, when, on what evidence */
 	uint32_t w_host, w_link;
 	uint64_t w_ns;
@@ -109,8 +115,10 @@ int sim_health_init(struct mrc_sim *s)
 		const struct sim_host *x = &s->hosts[i];
 		q->prev = calloc(x->npeers + 1, sizeof(*q->prev));
 		q->mine = calloc(x->npeers + 1, sizeof(*q->mine));
-		if (!q->prev || !q->mine || mrc_health_new(s->fab.topo, i, &hc, &q->h))
+		q->live = malloc(x->npeers + 1);
+		if (!q->prev || !q->mine || !q->live || mrc_health_new(s->fab.topo, i, &hc, &q->h))
 			goto oom;
+		memset(q->live, 1, x->npeers + 1);
 		for (uint32_t p = 0; p < x->npeers; p++)
 			if (!(q->prev[p] = calloc(peer_nev(s, x, p), sizeof(uint64_t))) ||
 			    !(q->mine[p] = calloc(peer_nev(s, x, p), 1)))
@@ -137,6 +145,7 @@ void sim_health_free(struct mrc_sim *s)
 		}
 		free(q->prev);
 		free(q->mine);
+		free(q->live);
 		free(q->inbox);
 		mrc_health_free(q->h);
 	}
@@ -167,13 +176,39 @@ void sim_health_dead(struct mrc_sim *s, const struct sim_pkt *k)
 	s->hfig.last_ps = s->now;
 }
 
+/* Whether a path between hosts a and b can cross link at all: a host's
+ * or a leaf's uplink carries only the paths that start or end below it
+ * (a route goes up, then down).  suspect() reads every EV of a peer only
+ * where this holds: in an all-to-all it read every EV of every peer for
+ * each failure told, to each of up to 512 receivers, and that took most
+ * of mrcsim's time with sharing on (docs/health.md "The cost of a
+ * told failure"). */
+static int may_cross(const struct mrc_topo *t, uint32_t a, uint32_t b, uint32_t link)
+{
+	const struct mrc_link *l = &t->links[link];
+	uint8_t tier = t->nodes[l->lower].tier;
+	if (tier > MRC_TIER_LEAF)
+		return 1;
+	for (int i = 0; i < 2; i++) {
+		uint32_t hl = t->host_link[(size_t)(i ? b : a) * t->planes + l->plane];
+		if (hl != MRC_TOPO_NONE &&
+		    (tier == MRC_TIER_HOST ? t->links[hl].lower : t->links[hl].upper) == l->lower)
+			return 1;
+	}
+	return 0;
+}
+
 /* health/suspect.h, as mrcd's health event hook: the host's GOOD paths
  * to any peer through the uplink a failure retired one of its paths on
  * go out of use (probed) at once. */
 static void suspect(struct mrc_sim *s, uint32_t h, uint32_t link)
 {
 	const struct sim_host *x = &s->hosts[h];
+	s->health->sus_n++;
 	for (uint32_t p = 0; p < x->npeers; p++) {
+		if (!may_cross(s->fab.topo, h, x->peer_host[p], link))
+			continue;
+		s->health->sus_peers++;
 		uint32_t nev = peer_nev(s, x, p), good = 0;
 		struct mrce_ev_info i;
 		for (uint32_t ev = 0; ev < nev; ev++)
@@ -205,6 +240,7 @@ void sim_health_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev
 		return;
 	const struct sim_host *x = &s->hosts[h];
 	uint32_t peer = x->peer_host[ev->peer], fev = fab_ev(x, ev->peer, ev->ev), link;
+	g->hh[h].live[ev->peer] = 1;   /* an EV of it changed state */
 	mrc_health_feed_event(g->hh[h].h, peer, fev, ev);
 	if (!mrc_health_suspect_uplink(s->fab.topo, h, peer, fev, ev, &link))
 		return;
@@ -239,13 +275,40 @@ static void told(struct mrc_sim *s, uint32_t h, uint64_t now)
 	}
 }
 
+/* A data packet of host h to its peer p (engine numbering) went out:
+ * an EV of p carried it, so the next feed reads p. */
+void sim_health_tx(struct mrc_sim *s, uint32_t h, uint32_t p)
+{
+	struct sim_health *g = s->health;
+	if (g && g->hh[h].live && p < s->hosts[h].npeers)
+		g->hh[h].live[p] = 1;
+}
+
 /* mrcd's per-tick feed: GOOD EVs that carried packets work, EVs still
- * retired for a failure keep failing, ECN and trims counted. */
+ * retired for a failure keep failing, ECN and trims counted.  Only the
+ * peers whose EVs can say something are read: one that sent since
+ * (sim_health_tx), changed an EV's state (sim_health_event) or has one
+ * ASSUMED_BAD; a peer whose EVs are GOOD and unused, or DENIED (the
+ * EVs a fabric lacks), says nothing.
+ * Reading every EV of every peer each tick cost O(peers x EVs) per host
+ * per tick, most of the time left with sharing on at 512 hosts. */
 static void feed(struct mrc_sim *s, uint32_t h, uint64_t now)
 {
 	struct hhost *q = &s->health->hh[h];
 	const struct sim_host *x = &s->hosts[h];
-	for (uint32_t p = 0; p < x->npeers; p++)
+	struct mrce_stats st;
+	mrce_stats(x->eng, &st);
+	if (st.events_dropped != q->dropped) {
+		q->dropped = st.events_dropped;   /* a state change went unseen */
+		memset(q->live, 1, x->npeers);
+	}
+	for (uint32_t p = 0; p < x->npeers; p++) {
+		if (!q->live[p]) {
+			s->health->feed_idle++;
+			continue;
+		}
+		s->health->feed_read++;
+		q->live[p] = 0;
 		for (uint32_t ev = 0; ev < peer_nev(s, x, p); ev++) {
 			struct mrce_ev_info i;
 			if (q->mine[p][ev] || mrce_ev_info(x->eng, p, ev, &i))
@@ -253,7 +316,9 @@ static void feed(struct mrc_sim *s, uint32_t h, uint64_t now)
 			uint32_t peer = x->peer_host[p], fev = fab_ev(x, p, ev);
 			mrc_health_feed_ev(q->h, peer, fev, &i, q->prev[p][ev], now);
 			q->prev[p][ev] = i.tx_pkts;
+			q->live[p] |= i.state == MRCE_EV_ASSUMED_BAD;
 		}
+	}
 }
 
 /* One HEALTH message of host h to npost of its peers from first on
@@ -353,6 +418,7 @@ static void apply(struct mrc_sim *s, uint32_t h, uint64_t now)
 				continue;
 			if (!d) {
 				q->mine[p][ev] = 0;   /* it comes back through its probes */
+				q->live[p] = 1;       /* and the feed reads it again */
 				continue;
 			}
 			if (i.state != MRCE_EV_GOOD)
@@ -451,10 +517,16 @@ void sim_health_fmt(const struct mrc_sim *s, int json, char *buf, size_t len)
 			 "\"last_dead_ns\": %llu, \"slowest_ideal\": %.4f, \"share_msgs\": %llu, "
 			 "\"denied_evs\": %llu, \"suspected_evs\": %llu, \"wrong_deny_hosts\": %llu, "
 			 "\"told_msgs\": %llu, \"share_recs\": %llu, \"recs_refused\": %llu, "
-			 "\"max_host_msgs\": %llu, \"max_period_msgs\": %llu%s},\n",
+			 "\"max_host_msgs\": %llu, \"max_period_msgs\": %llu, "
+			 "\"suspicions\": %llu, \"suspect_peers_read\": %llu, "
+			 "\"feed_peers_read\": %llu, \"feed_peers_idle\": %llu%s},\n",
 			 mode, (unsigned long long)s->cfg.health_tick_ns, lost, senders, last,
 			 fs.max, msgs, den, sus, wrong, tells, recs, refused, maxh,
-			 g ? (unsigned long long)g->max_per : 0ull, fw);
+			 g ? (unsigned long long)g->max_per : 0ull,
+			 g ? (unsigned long long)g->sus_n : 0ull,
+			 g ? (unsigned long long)g->sus_peers : 0ull,
+			 g ? (unsigned long long)g->feed_read : 0ull,
+			 g ? (unsigned long long)g->feed_idle : 0ull, fw);
 	else
 		snprintf(buf, len, "health    %s (tick %llu us): dead-link packets %llu from %llu "
 			 "hosts, last at %.3f us; slowest/ideal %.3f; shared %llu, EVs denied "

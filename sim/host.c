@@ -394,6 +394,8 @@ static void host_pull(struct mrc_sim *s, uint32_t h)
 	       mrce_tx(x->eng, now_ns(s), &t, 1) == 1) {
 		if (s->cfg.stalls && mrc_op_is_data(t.hdr[1]))
 			sim_stall_end(s, h);
+		if (s->health)
+			sim_health_tx(s, h, t.peer);
 		inject(s, h, &t);
 	}
 	if (s->cfg.stalls && !x->queued)

@@ -355,6 +355,7 @@ void sim_health_free(struct mrc_sim *s);
 void sim_health_event(struct mrc_sim *s, uint32_t h, const struct mrce_event *ev);
 void sim_health_tick(struct mrc_sim *s, uint32_t h);
 void sim_health_dead(struct mrc_sim *s, const struct sim_pkt *k);
+void sim_health_tx(struct mrc_sim *s, uint32_t h, uint32_t peer);
 void sim_health_fmt(const struct mrc_sim *s, int json, char *buf, size_t len);
 
 /* sim.c */

@@ -184,6 +184,71 @@ static void told_spares_hosts(void **st)
 	assert_true(sh.nfail < l.nfail);
 }
 
+/* A told failure names the teller's leaf uplink, which carries only the
+ * paths into or out of that leaf: a receiver below another leaf reads
+ * the EVs of the teller's leaf's 4 hosts, not of all 15 peers (it read
+ * every peer's, O(peers x EVs) per failure per receiver, which made the
+ * 1,024-host all-to-all with sharing take hours: docs/health.md "The
+ * cost of a told failure").  Own failures read every peer (the uplink is
+ * the host's own). */
+static void told_reads_leaf_peers(void **st)
+{
+	(void)st;
+	const char *seed = test_seed();
+	const char *const kv[][2] = { TOPO, { "workload", "alltoall:size=64K,jitter=500us" },
+		{ "fault", "50us:blackhole:p0l1-p0s2" }, { "seed", seed },
+		{ "health", "shared,10ms" }, { NULL, NULL } };
+	struct mrc_sim *s = sim_run_kv(kv);
+	char *j = NULL;
+	unsigned long long n = 0, read = 0, sus = 0;
+	assert_int_equal(mrc_sim_report_json(s, 0, &j), 0);
+	const char *h = strstr(j, "\"suspicions\"");
+	if (!h || sscanf(h, "\"suspicions\": %llu, \"suspect_peers_read\": %llu", &n,
+			 &read) != 2 || !strstr(j, "\"suspected_evs\"") ||
+	    sscanf(strstr(j, "\"suspected_evs\""), "\"suspected_evs\": %llu", &sus) != 1)
+		fail_msg("seed %s: no suspicion figures in %s", seed, j);
+	free(j);
+	mrc_sim_destroy(s);
+	print_message("seed %s (MRC_TEST_SEED to replay): %llu suspicions read %llu peers "
+		      "(%.2f each of 15), %llu EVs suspected\n", seed, n, read,
+		      n ? (double)read / (double)n : 0.0, sus);
+	assert_true(n > 0 && sus > 0);   /* failures were told and acted on */
+	/* Every peer each (15 n) without the leaf test. */
+	assert_true(2 * read <= 15 * n);
+}
+
+/* The per-tick feed reads a peer's EVs only when one of them can say
+ * something (sent on, changed state, or ASSUMED_BAD): after the
+ * all-to-all's flows end, or before they start, a host's peers are
+ * idle.  It read every EV of every peer each tick, O(peers x EVs) per
+ * host per tick (docs/health.md "The cost of a told failure"). */
+static void feed_skips_idle_peers(void **st)
+{
+	(void)st;
+	const char *seed = test_seed();
+	const char *const kv[][2] = { TOPO, { "workload", "alltoall:size=64K,jitter=1ms" },
+		{ "fault", "50us:blackhole:p0l1-p0s2" }, { "seed", seed },
+		{ "health", "shared,2us" }, { NULL, NULL } };
+	struct mrc_sim *s = sim_run_kv(kv);
+	char *j = NULL;
+	unsigned long long rd = 0, idle = 0;
+	assert_int_equal(mrc_sim_report_json(s, 0, &j), 0);
+	const char *h = strstr(j, "\"feed_peers_read\"");
+	if (!h || sscanf(h, "\"feed_peers_read\": %llu, \"feed_peers_idle\": %llu", &rd,
+			 &idle) != 2)
+		fail_msg("seed %s: no feed figures in %s", seed, j);
+	free(j);
+	mrc_sim_destroy(s);
+	print_message("seed %s (MRC_TEST_SEED to replay): the feed read %llu peers, left "
+		      "%llu idle\n", seed, rd, idle);
+	assert_true(rd > 0);
+	/* Flows start over 1 ms, each a few us long, but the dead link
+	 * leaves many peers with an EV ASSUMED_BAD (read each tick): here
+	 * 10-56 % of the peers a feed looks at are idle (seeds 1-30; none
+	 * without). */
+	assert_true(20 * idle > rd);
+}
+
 static void unset_reports_nothing(void **st)
 {
 	(void)st;
@@ -210,6 +275,8 @@ int main(void)
 		cmocka_unit_test(midrun_sharing_spares_senders),
 		cmocka_unit_test(suspect_spares_peers),
 		cmocka_unit_test(told_spares_hosts),
+		cmocka_unit_test(told_reads_leaf_peers),
+		cmocka_unit_test(feed_skips_idle_peers),
 		cmocka_unit_test(unset_reports_nothing),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
