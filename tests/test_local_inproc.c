@@ -35,7 +35,7 @@
 #include "common/prng.h"
 #include "mrc/mrc.h"
 #include "tests/support/get1.h"
-#include "tests/support/mrcd_spawn.h"
+#include "tests/support/mrcd_one.h"
 #include "tests/support/qp_pair.h"
 #include "tests/support/skip.h"
 
@@ -44,21 +44,7 @@ static uint64_t seed;
 /* One counter of the daemon's stats (operator socket): SECTION.KEY. */
 static long long stat_of(const struct mrcd_proc *d, const char *sec, const char *key)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->ctl);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	static const char req[] = "{\"v\":1,\"id\":1,\"verb\":\"stats\"}";
-	assert_int_equal(send(fd, req, strlen(req), 0), (ssize_t)strlen(req));
-	struct pollfd pf = { .fd = fd, .events = POLLIN };
-	assert_int_equal(poll(&pf, 1, MRCD_SPAWN_WAIT_MS), 1);
-	static char rep[1 << 18];
-	ssize_t n = recv(fd, rep, sizeof(rep) - 1, 0);
-	assert_true(n > 0);
-	close(fd);
-	json_t *j = json_loadb(rep, (size_t)n, 0, NULL);
-	assert_non_null(j);
+	json_t *j = one_stats(d);
 	json_t *r = json_object_get(j, "result");
 	json_t *v = json_object_get(json_object_get(r ? r : j, sec), key);
 	if (!json_is_integer(v))
@@ -102,39 +88,11 @@ static void write_checked(struct mrc_qp *qp, struct mrc_mr *src, struct mrc_mr *
 		fail_msg("seed %llu: the target differs", (unsigned long long)seed);
 }
 
-/* The test's daemon: stopped by the teardown too, so a failed assertion
- * (a longjmp out of the test) leaves none running. */
-static struct mrcd_proc *cur;
-
 static int start(struct mrcd_proc *d, const char *a1)
 {
 	const char *argv[] = { a1, NULL };
-	if (!mrcd_spawn_available())
-		return 1;
-	int rc = mrcd_spawn_start(d, argv);
-	if (!rc)
-		cur = d;
-	return rc;
+	return one_start(d, argv);
 }
-
-static void stop(struct mrcd_proc *d)
-{
-	mrcd_spawn_stop(d);
-	cur = NULL;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	if (cur)
-		stop(cur);
-	return 0;
-}
-
-/* rc is a call (start): evaluated once. */
-#define NEED(call) do { int need_rc_ = (call); \
-		      if (need_rc_ == 1) MRC_SKIP("build/bin/mrcd not built"); \
-		      assert_int_equal(need_rc_, 0); } while (0)
 
 #define LEN (16ull << 20)
 #define PKTS (LEN / 8192)   /* local_mtu's data packets */
@@ -192,7 +150,7 @@ static void test_inproc(void **state)
 {
 	(void)state;
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
-	NEED(start(&d, NULL));
+	ONE_NEED(start(&d, NULL));
 	struct counts c0 = counts(&d);
 	struct qp_pair p;
 	qp_pair_open(&d, &p, LEN);
@@ -207,14 +165,14 @@ static void test_inproc(void **state)
 	assert_int_equal(c1.dp_tx, c0.dp_tx);
 	assert_int_equal(c1.dp_rx, c0.dp_rx);
 	mrc_close(p.ctx);
-	stop(&d);
+	one_stop(&d);
 }
 
 static void test_kernel_when_off(void **state)
 {
 	(void)state;
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
-	NEED(start(&d, "--loopback_inproc=0"));
+	ONE_NEED(start(&d, "--loopback_inproc=0"));
 	struct counts c0 = counts(&d);
 	struct qp_pair p;
 	qp_pair_open(&d, &p, LEN);
@@ -224,7 +182,7 @@ static void test_kernel_when_off(void **state)
 	assert_true(c1.dp_tx - c0.dp_tx >= (long long)PKTS);
 	assert_true(c1.dp_rx - c0.dp_rx >= (long long)PKTS);
 	mrc_close(p.ctx);
-	stop(&d);
+	one_stop(&d);
 }
 
 struct bad_wait {
@@ -241,7 +199,7 @@ static void test_forged_still_dropped(void **state)
 {
 	(void)state;
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
-	NEED(start(&d, NULL));
+	ONE_NEED(start(&d, NULL));
 	long long bad0 = stat_of(&d, "daemon", "rx_bad_sport");
 	struct counts c0 = counts(&d);
 	int s = socket(AF_INET6, SOCK_DGRAM, 0);
@@ -261,7 +219,7 @@ static void test_forged_still_dropped(void **state)
 	qp_pair_open(&d, &p, 1 << 20);
 	write_checked(p.a, p.src, p.dst, 1 << 20);
 	mrc_close(p.ctx);
-	stop(&d);
+	one_stop(&d);
 }
 
 int main(void)
@@ -269,9 +227,9 @@ int main(void)
 	seed = getenv("MRC_SEED") ? strtoull(getenv("MRC_SEED"), NULL, 0) : (uint64_t)time(NULL);
 	printf("test_local_inproc: seed %llu (MRC_SEED to repeat)\n", (unsigned long long)seed);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_inproc, teardown),
-		cmocka_unit_test_teardown(test_kernel_when_off, teardown),
-		cmocka_unit_test_teardown(test_forged_still_dropped, teardown),
+		cmocka_unit_test_teardown(test_inproc, one_teardown),
+		cmocka_unit_test_teardown(test_kernel_when_off, one_teardown),
+		cmocka_unit_test_teardown(test_forged_still_dropped, one_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,7 +31,7 @@
 #include "common/prng.h"
 #include "mrc/mrc.h"
 #include "tests/support/get1.h"
-#include "tests/support/mrcd_spawn.h"
+#include "tests/support/mrcd_one.h"
 #include "tests/support/qp_pair.h"
 #include "tests/support/skip.h"
 
@@ -68,65 +68,36 @@ static uint64_t write_checked(struct mrc_qp *qp, struct mrc_mr *src, struct mrc_
 	return (s1.tx_pkts - s1.retx) - (s0.tx_pkts - s0.retx);
 }
 
-/* The test's daemon: stopped by the teardown too, so a failed assertion
- * (a longjmp out of the test) leaves none running. */
-static struct mrcd_proc *cur;
-
 static int start(struct mrcd_proc *d, const char *a1, const char *a2)
 {
 	const char *argv[] = { a1, a2, NULL };
-	if (!mrcd_spawn_available())
-		return 1;
-	int rc = mrcd_spawn_start(d, argv);
-	if (!rc)
-		cur = d;
-	return rc;
+	return one_start(d, argv);
 }
-
-static void stop(struct mrcd_proc *d)
-{
-	mrcd_spawn_stop(d);
-	cur = NULL;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	if (cur)
-		stop(cur);
-	return 0;
-}
-
-/* rc is a call (start): evaluated once, or a second daemon starts and the
- * first leaks. */
-#define NEED(call) do { int need_rc_ = (call); \
-		      if (need_rc_ == 1) MRC_SKIP("build/bin/mrcd not built"); \
-		      assert_int_equal(need_rc_, 0); } while (0)
 
 static void test_stream_64m(void **state)
 {
 	(void)state;
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
-	NEED(start(&d, NULL, NULL));
+	ONE_NEED(start(&d, NULL, NULL));
 	const uint64_t len = 64ull << 20;
 	struct qp_pair p;
 	qp_pair_open(&d, &p, len);
 	assert_int_equal(write_checked(p.a, p.src, p.dst, len), len / 8192);
 	mrc_close(p.ctx);
-	stop(&d);
+	one_stop(&d);
 }
 
 static void test_aead(void **state)
 {
 	(void)state;
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
-	NEED(start(&d, "--payload_encryption=aes-gcm", NULL));
+	ONE_NEED(start(&d, "--payload_encryption=aes-gcm", NULL));
 	const uint64_t len = 16u << 20;
 	struct qp_pair p;
 	qp_pair_open(&d, &p, len);
 	assert_int_equal(write_checked(p.a, p.src, p.dst, len), len / 8192);
 	mrc_close(p.ctx);
-	stop(&d);
+	one_stop(&d);
 }
 
 struct acc_arg {
@@ -152,7 +123,7 @@ static void test_cm_connect(void **state)
 {
 	(void)state;
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
-	NEED(start(&d, NULL, NULL));
+	ONE_NEED(start(&d, NULL, NULL));
 	const uint64_t len = 4u << 20;
 	struct acc_arg a = { 0 };
 	assert_int_equal(pipe(a.fd), 0);
@@ -178,7 +149,7 @@ static void test_cm_connect(void **state)
 	mrc_close(a.ctx);
 	close(a.fd[0]);
 	close(a.fd[1]);
-	stop(&d);
+	one_stop(&d);
 }
 
 static void test_local_mtu_key(void **state)
@@ -187,24 +158,24 @@ static void test_local_mtu_key(void **state)
 	const uint64_t len = 4u << 20;
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
 	struct qp_pair p;
-	NEED(start(&d, "--local_mtu=4096", NULL));
+	ONE_NEED(start(&d, "--local_mtu=4096", NULL));
 	qp_pair_open(&d, &p, len);
 	assert_int_equal(write_checked(p.a, p.src, p.dst, len), len / 4096);
 	mrc_close(p.ctx);
-	stop(&d);
+	one_stop(&d);
 	/* below mtu: mtu */
-	NEED(start(&d, "--mtu=2048", "--local_mtu=1024"));
+	ONE_NEED(start(&d, "--mtu=2048", "--local_mtu=1024"));
 	qp_pair_open(&d, &p, len);
 	assert_int_equal(write_checked(p.a, p.src, p.dst, len), len / 2048);
 	mrc_close(p.ctx);
-	stop(&d);
+	one_stop(&d);
 }
 
 static void test_bad_rkey(void **state)
 {
 	(void)state;
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
-	NEED(start(&d, NULL, NULL));
+	ONE_NEED(start(&d, NULL, NULL));
 	const uint64_t len = 1u << 20;
 	struct qp_pair p;
 	qp_pair_open(&d, &p, len);
@@ -220,14 +191,14 @@ static void test_bad_rkey(void **state)
 		if (t[i] != 0x5c)
 			fail_msg("target byte %llu written through a bad key", (unsigned long long)i);
 	mrc_close(p.ctx);
-	stop(&d);
+	one_stop(&d);
 }
 
 static void test_peer_destroyed(void **state)
 {
 	(void)state;
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
-	NEED(start(&d, NULL, NULL));
+	ONE_NEED(start(&d, NULL, NULL));
 	const uint64_t len = 8u << 20;
 	struct qp_pair p;
 	qp_pair_open(&d, &p, len);
@@ -268,7 +239,7 @@ static void test_peer_destroyed(void **state)
 	qp_pair_open(&d, &p, 65536);
 	assert_int_equal(write_checked(p.a, p.src, p.dst, 65536), 65536 / 8192);
 	mrc_close(p.ctx);
-	stop(&d);
+	one_stop(&d);
 }
 
 int main(void)
@@ -276,12 +247,12 @@ int main(void)
 	seed = getenv("MRC_SEED") ? strtoull(getenv("MRC_SEED"), NULL, 0) : (uint64_t)time(NULL);
 	printf("test_local_mtu: seed %llu (MRC_SEED to repeat)\n", (unsigned long long)seed);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_stream_64m, teardown),
-		cmocka_unit_test_teardown(test_cm_connect, teardown),
-		cmocka_unit_test_teardown(test_aead, teardown),
-		cmocka_unit_test_teardown(test_local_mtu_key, teardown),
-		cmocka_unit_test_teardown(test_bad_rkey, teardown),
-		cmocka_unit_test_teardown(test_peer_destroyed, teardown),
+		cmocka_unit_test_teardown(test_stream_64m, one_teardown),
+		cmocka_unit_test_teardown(test_cm_connect, one_teardown),
+		cmocka_unit_test_teardown(test_aead, one_teardown),
+		cmocka_unit_test_teardown(test_local_mtu_key, one_teardown),
+		cmocka_unit_test_teardown(test_bad_rkey, one_teardown),
+		cmocka_unit_test_teardown(test_peer_destroyed, one_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

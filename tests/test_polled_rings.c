@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "tests/support/get1.h"
-#include "tests/support/mrcd_spawn.h"
+#include "tests/support/mrcd_one.h"
 #include "tests/support/skip.h"
 
 #include "mrc/mrc.h"
@@ -32,29 +32,9 @@
 
 /* ---- the daemon's counters (operator socket, stats "rings") ---------- */
 
-static json_t *stats(const struct mrcd_proc *d)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->ctl);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	static const char req[] = "{\"v\":1,\"id\":1,\"verb\":\"stats\"}";
-	assert_int_equal(send(fd, req, strlen(req), 0), (ssize_t)strlen(req));
-	struct pollfd pf = { .fd = fd, .events = POLLIN };
-	assert_int_equal(poll(&pf, 1, WAIT_MS), 1);
-	static char rep[1 << 17];
-	ssize_t n = recv(fd, rep, sizeof(rep) - 1, 0);
-	assert_true(n > 0);
-	close(fd);
-	json_t *j = json_loadb(rep, (size_t)n, 0, NULL);
-	assert_non_null(j);
-	return j;
-}
-
 static long long ring_stat(const struct mrcd_proc *d, const char *key)
 {
-	json_t *j = stats(d);
+	json_t *j = one_stats(d);
 	json_t *v = json_object_get(json_object_get(json_object_get(j, "result"), "rings"), key);
 	if (!v)   /* tolerate a reply without the "result" envelope */
 		v = json_object_get(json_object_get(j, "rings"), key);

@@ -167,7 +167,10 @@ mid_fault() {
 	if finish "$name" 600 && grep -q "Out of bounds values : 0 OK" "$out" && [ $injected != 0 ]; then
 		ok "$name: $($sum "$out"); the fault came after $injected of $(( ($(placed) - base) >> 20 )) MiB placed at h0"
 	else
-		bad "$name: $(tail -n3 "$out" | tr '\n' ' ') $(grep -h mrc-coll-perf "$tmp"/$tag.* | head -n2)"
+		# Every rank's error, named by its rank: the first to fail is the
+		# cause, the others' aborts only follow it.
+		bad "$name: $(tail -n3 "$out" | tr '\n' ' ') $(grep -H '^mrc-coll-perf' "$tmp"/$tag.* | sed "s|^$tmp/$tag\.|rank |" | tr '\n' ' ')"
+		grep -H 'qp .* failed' "$tmp"/h*.log | tail -n4 | sed "s|^$tmp/|  mrcd |"
 	fi
 	[ $injected != 0 ] && effect "$name" "$before" "$check"
 	$F restore >/dev/null || bad "$name: mrc-fabric restore failed"
