@@ -69,45 +69,67 @@ static int fattree_switches(const struct mrc_topo *t, uint32_t plane, uint32_t c
 	return 0;
 }
 
+/* A Clos path's links from the tables (four loads): host link, leaf-spine
+ * up and down, host link; two through one leaf (MRC_PATH_SPINE_DIRECT).
+ * Returns how many, or -ENOENT; *la / *lb: the two leaves. */
+static int clos_links(const struct mrc_topo *t, uint32_t ha, uint32_t hb, uint32_t plane,
+		      uint32_t spine, uint32_t *links, uint32_t *la, uint32_t *lb)
+{
+	*la = t->links[ha].upper, *lb = t->links[hb].upper;
+	if (spine == MRC_PATH_SPINE_DIRECT) {
+		if (*la != *lb)
+			return -ENOENT;
+		links[0] = ha;
+		links[1] = hb;
+		return 2;
+	}
+	uint32_t S = t->n_spines[plane];
+	uint32_t up = t->leaf_spine[plane][(size_t)t->nodes[*la].index * S + spine];
+	uint32_t down = t->leaf_spine[plane][(size_t)t->nodes[*lb].index * S + spine];
+	if (up == MRC_TOPO_NONE || down == MRC_TOPO_NONE)
+		return -ENOENT;
+	links[0] = ha;
+	links[1] = up;
+	links[2] = down;
+	links[3] = hb;
+	return 4;
+}
+
+/* The pair's host links on plane of ev, after the arguments' checks. */
+static int host_links(const struct mrc_topo *t, uint32_t src, uint32_t dst, uint32_t ev,
+		      uint32_t *plane, uint32_t *spine, uint32_t *ha, uint32_t *hb)
+{
+	if (src >= t->n_hosts || dst >= t->n_hosts || src == dst ||
+	    mrc_topo_ev_decode(t, ev, plane, spine))
+		return -EINVAL;
+	*ha = t->host_link[(size_t)src * t->planes + *plane];
+	*hb = t->host_link[(size_t)dst * t->planes + *plane];
+	return 0;
+}
+
 int mrc_topo_path(const struct mrc_topo *t, uint32_t src, uint32_t dst,
 		  uint32_t ev, struct mrc_path *p)
 {
-	uint32_t plane, spine;
-	if (src >= t->n_hosts || dst >= t->n_hosts || src == dst ||
-	    mrc_topo_ev_decode(t, ev, &plane, &spine))
+	uint32_t plane, spine, ha, hb, la, lb;
+	if (host_links(t, src, dst, ev, &plane, &spine, &ha, &hb))
 		return -EINVAL;
-	uint32_t ha = t->host_link[(size_t)src * t->planes + plane];
-	uint32_t hb = t->host_link[(size_t)dst * t->planes + plane];
-	uint32_t la = t->links[ha].upper, lb = t->links[hb].upper;
 	*p = (struct mrc_path){ .ev = (uint16_t)ev, .plane = (uint8_t)plane, .spine = spine };
 	if (t->fattree_k) {
+		la = t->links[ha].upper, lb = t->links[hb].upper;
 		p->links[p->n_links++] = ha;
 		if (fattree_switches(t, plane, spine, la, lb, p))
 			return -ENOENT;
 		p->links[p->n_links++] = hb;
-	} else if (spine == MRC_PATH_SPINE_DIRECT) {
-		if (la != lb)
-			return -ENOENT;
-		p->n_switches = 1;
-		p->switches[0] = la;
-		p->n_links = 2;
-		p->links[0] = ha;
-		p->links[1] = hb;
 	} else {
-		uint32_t S = t->n_spines[plane];
-		uint32_t up = t->leaf_spine[plane][(size_t)t->nodes[la].index * S + spine];
-		uint32_t down = t->leaf_spine[plane][(size_t)t->nodes[lb].index * S + spine];
-		if (up == MRC_TOPO_NONE || down == MRC_TOPO_NONE)
-			return -ENOENT;
-		p->n_switches = 3;
-		p->switches[0] = la;
-		p->switches[1] = t->spines[plane][spine];
-		p->switches[2] = lb;
-		p->n_links = 4;
-		p->links[0] = ha;
-		p->links[1] = up;
-		p->links[2] = down;
-		p->links[3] = hb;
+		int n = clos_links(t, ha, hb, plane, spine, p->links, &la, &lb);
+		if (n < 0)
+			return n;
+		p->n_links = (uint8_t)n;
+		p->switches[p->n_switches++] = la;
+		if (n == 4) {
+			p->switches[p->n_switches++] = t->spines[plane][spine];
+			p->switches[p->n_switches++] = lb;
+		}
 	}
 	for (unsigned i = 0; i < p->n_switches; i++)
 		p->usids[i] = t->nodes[p->switches[i]].usid;
@@ -116,9 +138,9 @@ int mrc_topo_path(const struct mrc_topo *t, uint32_t src, uint32_t dst,
 	return 0;
 }
 
-/* mrc_topo_path's links alone: a Clos fabric's from its tables (four
- * loads), without the switch and USID lookups a packet's source route does
- * not need (the simulator calls this once per packet sent). */
+/* mrc_topo_path's links alone: a Clos fabric's from its tables, without
+ * the switch and USID lookups a packet's source route does not need (the
+ * simulator calls this once per packet sent). */
 int mrc_topo_path_links(const struct mrc_topo *t, uint32_t src, uint32_t dst,
 			uint32_t ev, uint32_t *links)
 {
@@ -131,30 +153,10 @@ int mrc_topo_path_links(const struct mrc_topo *t, uint32_t src, uint32_t dst,
 			links[i] = p.links[i];
 		return p.n_links;
 	}
-	uint32_t plane, spine;
-	if (src >= t->n_hosts || dst >= t->n_hosts || src == dst ||
-	    mrc_topo_ev_decode(t, ev, &plane, &spine))
+	uint32_t plane, spine, ha, hb, la, lb;
+	if (host_links(t, src, dst, ev, &plane, &spine, &ha, &hb))
 		return -EINVAL;
-	uint32_t ha = t->host_link[(size_t)src * t->planes + plane];
-	uint32_t hb = t->host_link[(size_t)dst * t->planes + plane];
-	uint32_t la = t->links[ha].upper, lb = t->links[hb].upper;
-	if (spine == MRC_PATH_SPINE_DIRECT) {
-		if (la != lb)
-			return -ENOENT;
-		links[0] = ha;
-		links[1] = hb;
-		return 2;
-	}
-	uint32_t S = t->n_spines[plane];
-	uint32_t up = t->leaf_spine[plane][(size_t)t->nodes[la].index * S + spine];
-	uint32_t down = t->leaf_spine[plane][(size_t)t->nodes[lb].index * S + spine];
-	if (up == MRC_TOPO_NONE || down == MRC_TOPO_NONE)
-		return -ENOENT;
-	links[0] = ha;
-	links[1] = up;
-	links[2] = down;
-	links[3] = hb;
-	return 4;
+	return clos_links(t, ha, hb, plane, spine, links, &la, &lb);
 }
 
 /* Calls keep(path) for every path of the pair and stores the EVs (or paths)
