@@ -97,53 +97,13 @@ static int start(struct mrcd_proc *d, const char *a1)
 #define LEN (16ull << 20)
 #define PKTS (LEN / 8192)   /* local_mtu's data packets */
 
-struct acc_arg {
-	struct mrc_ctx *ctx;
-	struct mrc_qp *qp;
-	int rc, fd[2];
-};
-
-static void *acceptor(void *arg)
-{
-	struct acc_arg *a = arg;
-	struct mrc_qp_addr remote;
-	a->rc = mrc_listen(a->ctx, 4546, 1);
-	char x = 1;
-	if (write(a->fd[1], &x, 1) != 1)
-		a->rc = -EIO;
-	if (!a->rc)
-		a->rc = mrc_accept(a->qp, 4546, 0, MRCD_SPAWN_WAIT_MS, &remote);
-	return NULL;
-}
-
-/* A QP pair connected through the connection manager (REQ/REP/RTU are
- * CTRL datagrams to the daemon itself), then a WRITE on it. */
+/* A QP pair connected through the connection manager, then a WRITE on it. */
 static void cm_pair_write(const struct mrcd_proc *d)
 {
-	struct acc_arg a = { 0 };
-	assert_int_equal(pipe(a.fd), 0);
-	assert_int_equal(mrc_open(d->sock, &a.ctx), 0);
-	struct mrc_mr *dst;
-	assert_int_equal(mrc_alloc_mr(a.ctx, 1 << 20, MRC_MR_ALL, &dst), 0);
-	assert_int_equal(mrc_create_qp(a.ctx, NULL, &a.qp), 0);
-	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, acceptor, &a), 0);
-	char x;
-	assert_int_equal(read(a.fd[0], &x, 1), 1);
-	struct mrc_ctx *c;
-	assert_int_equal(mrc_open(d->sock, &c), 0);
-	struct mrc_mr *src;
-	assert_int_equal(mrc_alloc_mr(c, 1 << 20, MRC_MR_ALL, &src), 0);
-	struct mrc_qp *qp;
-	assert_int_equal(mrc_create_qp(c, NULL, &qp), 0);
-	assert_int_equal(mrc_connect(qp, 0, 4546, 0, NULL), 0);
-	pthread_join(th, NULL);
-	assert_int_equal(a.rc, 0);
-	write_checked(qp, src, dst, 1 << 20);
-	mrc_close(c);
-	mrc_close(a.ctx);
-	close(a.fd[0]);
-	close(a.fd[1]);
+	struct cm_pair p;
+	cm_pair_open(d, &p, 4546, 1 << 20);
+	write_checked(p.qp, p.src, p.dst, 1 << 20);
+	cm_pair_close(&p);
 }
 
 static void test_inproc(void **state)

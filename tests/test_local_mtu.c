@@ -100,55 +100,16 @@ static void test_aead(void **state)
 	one_stop(&d);
 }
 
-struct acc_arg {
-	struct mrc_ctx *ctx;
-	struct mrc_qp *qp;
-	int rc, fd[2];
-};
-
-static void *acceptor(void *arg)
-{
-	struct acc_arg *a = arg;
-	struct mrc_qp_addr remote;
-	a->rc = mrc_listen(a->ctx, 4545, 1);
-	char x = 1;
-	if (write(a->fd[1], &x, 1) != 1)
-		a->rc = -EIO;
-	if (!a->rc)
-		a->rc = mrc_accept(a->qp, 4545, 0, MRCD_SPAWN_WAIT_MS, &remote);
-	return NULL;
-}
-
 static void test_cm_connect(void **state)
 {
 	(void)state;
 	static struct mrcd_proc d;   /* outlives a failed test: teardown */
 	ONE_NEED(start(&d, NULL, NULL));
 	const uint64_t len = 4u << 20;
-	struct acc_arg a = { 0 };
-	assert_int_equal(pipe(a.fd), 0);
-	assert_int_equal(mrc_open(d.sock, &a.ctx), 0);
-	struct mrc_mr *dst;
-	assert_int_equal(mrc_alloc_mr(a.ctx, len, MRC_MR_ALL, &dst), 0);
-	assert_int_equal(mrc_create_qp(a.ctx, NULL, &a.qp), 0);
-	pthread_t th;
-	assert_int_equal(pthread_create(&th, NULL, acceptor, &a), 0);
-	char x;
-	assert_int_equal(read(a.fd[0], &x, 1), 1);
-	struct mrc_ctx *c;
-	assert_int_equal(mrc_open(d.sock, &c), 0);
-	struct mrc_mr *src;
-	assert_int_equal(mrc_alloc_mr(c, len, MRC_MR_ALL, &src), 0);
-	struct mrc_qp *qp;
-	assert_int_equal(mrc_create_qp(c, NULL, &qp), 0);
-	assert_int_equal(mrc_connect(qp, 0, 4545, 0, NULL), 0);
-	pthread_join(th, NULL);
-	assert_int_equal(a.rc, 0);
-	assert_int_equal(write_checked(qp, src, dst, len), len / 8192);
-	mrc_close(c);
-	mrc_close(a.ctx);
-	close(a.fd[0]);
-	close(a.fd[1]);
+	struct cm_pair p;
+	cm_pair_open(&d, &p, 4545, len);
+	assert_int_equal(write_checked(p.qp, p.src, p.dst, len), len / 8192);
+	cm_pair_close(&p);
 	one_stop(&d);
 }
 
