@@ -65,20 +65,11 @@ static struct counts counts(const struct mrcd_proc *d)
 		stat_of(d, "datapath", "rx_pkts") };
 }
 
-static void fill(void *buf, size_t len, uint64_t s)
-{
-	struct mrc_rng r;
-	mrc_rng_seed(&r, s);
-	uint64_t *b = buf;
-	for (size_t i = 0; i < len / 8; i++)
-		b[i] = mrc_rng_next(&r);
-}
-
 /* One WRITE of len from src to dst on qp, checked byte for byte. */
 static void write_checked(struct mrc_qp *qp, struct mrc_mr *src, struct mrc_mr *dst,
 			  uint64_t len)
 {
-	fill(mrc_mr_addr(src), len, seed);
+	qp_pair_fill(mrc_mr_addr(src), len, seed);
 	memset(mrc_mr_addr(dst), 0, len);
 	assert_int_equal(mrc_post_write(qp, 1, mrc_mr_key(src), 0, len, mrc_mr_key(dst), 0), 0);
 	struct mrc_completion c = mrcd_get1(qp);
@@ -166,8 +157,8 @@ static void test_forged_still_dropped(void **state)
 	assert_true(s >= 0);
 	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT,
 		.sin6_port = htons((uint16_t)d.port) };
-	uint8_t junk[64];
-	fill(junk, sizeof(junk), seed);
+	uint64_t junk[8];   /* 64 bytes, aligned for qp_pair_fill */
+	qp_pair_fill(junk, sizeof(junk), seed);
 	assert_int_equal(sendto(s, junk, sizeof(junk), 0, (struct sockaddr *)&to, sizeof(to)),
 			 (ssize_t)sizeof(junk));
 	close(s);

@@ -37,22 +37,12 @@
 
 static uint64_t seed;
 
-
-static void fill(void *buf, size_t len, uint64_t s)
-{
-	struct mrc_rng r;
-	mrc_rng_seed(&r, s);
-	uint64_t *b = buf;
-	for (size_t i = 0; i < len / 8; i++)
-		b[i] = mrc_rng_next(&r);
-}
-
 /* One WRITE of len from src to dst on qp, checked byte for byte; the
  * fresh data packets it took. */
 static uint64_t write_checked(struct mrc_qp *qp, struct mrc_mr *src, struct mrc_mr *dst,
 			      uint64_t len)
 {
-	fill(mrc_mr_addr(src), len, seed);
+	qp_pair_fill(mrc_mr_addr(src), len, seed);
 	memset(mrc_mr_addr(dst), 0, len);
 	struct mrc_qp_stats s0, s1;
 	assert_int_equal(mrc_qp_stats(qp, &s0), 0);
@@ -140,7 +130,7 @@ static void test_bad_rkey(void **state)
 	const uint64_t len = 1u << 20;
 	struct qp_pair p;
 	qp_pair_open(&d, &p, len);
-	fill(mrc_mr_addr(p.src), len, seed);
+	qp_pair_fill(mrc_mr_addr(p.src), len, seed);
 	memset(mrc_mr_addr(p.dst), 0x5c, len);
 	assert_int_equal(mrc_post_write(p.a, 1, mrc_mr_key(p.src), 0, len,
 					mrc_mr_key(p.dst) ^ 0x5a5a, 0), 0);

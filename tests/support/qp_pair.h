@@ -9,8 +9,19 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include "common/prng.h"
 #include "mrc/mrc.h"
 #include "tests/support/mrcd_spawn.h"
+
+/* A checked transfer's source: len bytes (a multiple of 8) from seed s. */
+static inline void qp_pair_fill(void *buf, size_t len, uint64_t s)
+{
+	struct mrc_rng r;
+	mrc_rng_seed(&r, s);
+	uint64_t *b = buf;
+	for (size_t i = 0; i < len / 8; i++)
+		b[i] = mrc_rng_next(&r);
+}
 
 struct qp_pair {
 	struct mrc_ctx *ctx;
