@@ -24,9 +24,15 @@ done
 # engines' state then misses the TLB less, -15 to -21% CPU at 8,192 hosts
 # for +0.3 GiB (bench/results/sim_speed_thp.md).  GLIBC_TUNABLES= turns it off.
 export GLIBC_TUNABLES="${GLIBC_TUNABLES-glibc.malloc.hugetlb=1}"
-make -s build/bin/mrcsim
+# MRC_SIM=PATH: that mrcsim, not this tree's build (a lent machine
+# without the build's dependencies: scripts/bigsim-device.sh)
+if [ -n "${MRC_SIM:-}" ]; then
+	SIM=$MRC_SIM
+else
+	make -s build/bin/mrcsim
+	SIM=$(pwd)/build/bin/mrcsim
+fi
 mkdir -p "$OUT"
-SIM=$(pwd)/build/bin/mrcsim
 P=$(mktemp -d /tmp/mrc-power.XXXXXX)
 trap 'rm -rf "$P"' EXIT
 # one params file per lever setting (docs/power.md "Levers")
@@ -49,9 +55,11 @@ run() {
 	[ -z "$ONLY" ] || [ "$ONLY" = "$name" ] || return 0
 	echo "== $name: mrcsim $* $PW --power-out $OUT/$name" >&2
 	echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >"$OUT/$name.time"
+	# mrcsim's own timing line has wall, CPU and RSS where time(1) is missing
+	T=
+	[ -x /usr/bin/time ] && T="/usr/bin/time -v -a -o $OUT/$name.time"
 	# shellcheck disable=SC2086
-	/usr/bin/time -v -a -o "$OUT/$name.time" "$SIM" --quiet --timing "$@" $PW \
-		--power-out "$OUT/$name" >"$OUT/$name.txt"
+	$T "$SIM" --quiet --timing "$@" $PW --power-out "$OUT/$name" >"$OUT/$name.txt"
 	echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/$name.time"
 }
 
@@ -67,7 +75,7 @@ for n in c1k c8k; do
 	[ -f "$OUT/$n.txt" ] || continue
 	echo "== $n"
 	grep -E '^(step|timing) ' "$OUT/$n.txt"
-	grep -E 'Maximum resident|Elapsed|User time' "$OUT/$n.time"
+	grep -E 'Maximum resident|Elapsed|User time' "$OUT/$n.time" || true
 	# each params file's rows (the no-lever row once)
 	awk '/^power params:/ { sub(".*/", ""); print "--", $0 }
 	     /^(none|stagger|pace|floor|all) / && !($1 == "none" && seen++)' "$OUT/$n.txt"

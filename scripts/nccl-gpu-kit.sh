@@ -7,6 +7,7 @@
 #   bin/mrc_gpu_put[_cuda],          and the daemon's counters;
 #   bin/pingpong, bin/bench_ring    _cuda where CUDA was found here;
 #                                   the benches where make bench built)
+#   bin/mrcsim                      scripts/bigsim-device.sh's runs
 #   bin/mrcd-base                   only with MRC_KIT_BASE_MRCD=PATH and
 #   plugin/libnccl-net-mrc-base.so  MRC_KIT_BASE_PLUGIN=PATH: a baseline for
 #                                   side-by-side rows
@@ -25,7 +26,7 @@ K=${1:-nccl-gpu-kit}
 make -j2 all "$B/bin/mrc-nccl-harness" >/dev/null
 rm -rf "$K"
 mkdir -p "$K/bin" "$K/lib" "$K/plugin"
-for f in mrcd mrc-nccl-harness mrcctl mrc_pingpong mrc_bulk mrc_gpu_put mrc_gpu_put_cuda; do
+for f in mrcd mrc-nccl-harness mrcctl mrc_pingpong mrc_bulk mrc_gpu_put mrc_gpu_put_cuda mrcsim; do
 	[ -x "$B/bin/$f" ] && cp "$B/bin/$f" "$K/bin/"
 done
 for f in pingpong bench_ring; do   # gpu-all.sh's host-side references
