@@ -1,6 +1,7 @@
 /* mrc-nccl-harness: the checks of mrc's plugin (the header of harness.c
  * lists them). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "tools/nccl-harness/harness.h"
 
@@ -60,23 +61,25 @@ static void check_refusals(void)
 /* An isend before the peer posted its receive gets a NULL request, or
  * (a small message, with the receiver's eager ring advertised) a request
  * at once; once posted, a retried isend goes through; iflush on host
- * memory. */
-static void check_early_send(void)
+ * memory.  n bytes sent into a receive of 2n, tag tag. */
+static void early_send(size_t n, int tag)
 {
 	int next = (nh_rank + 1) % nh_nranks, prev = (nh_rank + nh_nranks - 1) % nh_nranks;
-	static uint8_t sbuf[1000], rbuf[2000];
-	for (size_t i = 0; i < sizeof(sbuf); i++)
+	uint8_t *sbuf = malloc(n), *rbuf = malloc(2 * n);
+	if (!sbuf || !rbuf)
+		nh_die("early send: out of memory");
+	for (size_t i = 0; i < n; i++)
 		sbuf[i] = (uint8_t)(i * 7 + (unsigned)nh_rank);
 	void *smh, *rmh, *sreq = NULL, *rreq = NULL, *freq = (void *)1;
-	NC(nh_net->regMr(nh_scomm[next][0], sbuf, sizeof(sbuf), NCCL_PTR_HOST, &smh));
-	NC(nh_net->regMr(nh_rcomm[prev][0], rbuf, sizeof(rbuf), NCCL_PTR_HOST, &rmh));
-	NC(nh_net->isend(nh_scomm[next][0], sbuf, sizeof(sbuf), 424242, smh, NULL, &sreq));
+	NC(nh_net->regMr(nh_scomm[next][0], sbuf, n, NCCL_PTR_HOST, &smh));
+	NC(nh_net->regMr(nh_rcomm[prev][0], rbuf, 2 * n, NCCL_PTR_HOST, &rmh));
+	NC(nh_net->isend(nh_scomm[next][0], sbuf, n, tag, smh, NULL, &sreq));
 	if (!sreq)
 		nh_st.isend_null++;
 	nh_barrier();
 	void *data[1] = { rbuf };
-	size_t sizes[1] = { sizeof(rbuf) };
-	int tags[1] = { 424242 };
+	size_t sizes[1] = { 2 * n };
+	int tags[1] = { tag };
 	int64_t end = ndrv_now_us() + 30 * 1000000ll;
 	while (!rreq) {
 		NC(nh_net->irecv(nh_rcomm[prev][0], 1, data, sizes, tags, &rmh, NULL, &rreq));
@@ -84,7 +87,7 @@ static void check_early_send(void)
 			nh_die("irecv stays NULL");
 	}
 	while (!sreq) {
-		NC(nh_net->isend(nh_scomm[next][0], sbuf, sizeof(sbuf), 424242, smh, NULL, &sreq));
+		NC(nh_net->isend(nh_scomm[next][0], sbuf, n, tag, smh, NULL, &sreq));
 		if (!sreq)
 			nh_st.isend_null++;
 		if (ndrv_now_us() > end)
@@ -93,9 +96,9 @@ static void check_early_send(void)
 	int ssz = -1, rsz = -1;
 	nh_wait_req(sreq, &ssz, "early send");
 	nh_wait_req(rreq, &rsz, "receive of the early send");
-	if (ssz != (int)sizeof(sbuf) || rsz != (int)sizeof(sbuf))
-		nh_die("sizes: sent %d received %d, want %zu", ssz, rsz, sizeof(sbuf));
-	for (size_t i = 0; i < sizeof(sbuf); i++)
+	if (ssz != (int)n || rsz != (int)n)
+		nh_die("sizes: sent %d received %d, want %zu", ssz, rsz, n);
+	for (size_t i = 0; i < n; i++)
 		if (rbuf[i] != (uint8_t)(i * 7 + (unsigned)prev))
 			nh_die("early send: byte %zu differs", i);
 	int fsz[1] = { rsz };
@@ -104,6 +107,19 @@ static void check_early_send(void)
 		nh_die("iflush on host memory returned a request");
 	NC(nh_net->deregMr(nh_scomm[next][0], smh));
 	NC(nh_net->deregMr(nh_rcomm[prev][0], rmh));
+	free(sbuf);
+	free(rbuf);
+}
+
+/* A small early send (eager where the receiver offers it), and one larger
+ * than any eager slot (2 MiB: MRC_NCCL_EAGER_BYTES is at most 1 MiB),
+ * which no receive has made room for: the NULL request and NCCL's retry
+ * are exercised in every run, not only when the random rounds happen to
+ * send before their receive is posted (a fast peer never does). */
+static void check_early_send(void)
+{
+	early_send(1000, 424242);
+	early_send(2u << 20, 424243);
 }
 
 /* Receives are posted until irecv returns NULL; the peer sends half of
