@@ -24,7 +24,10 @@
 #      through the plugin, time-sliced and under MPS
 #   3. scripts/gpu-check.sh: gpucheck, collcheck (device-buffer
 #      collectives over the kit's mrcd), gpu_selftest, compute-sanitizer
-# MRC_GPU_STEPS (default "rounds host nccl check") picks steps.
+# MRC_GPU_STEPS (default "rounds host nccl check") picks steps; for the
+# rounds, MRC_GPU_SHARING (default "sliced mps"), MRC_GPU_MRCDS (default
+# "mrcd-base mrcd") and MRC_GPU_ROUND_OPTS (mrcd option sets separated by
+# ";", default ";--busy_poll_us=200000") pick what is varied.
 # Results: $OUT/summary.txt, rounds.txt, and one tarball per step.
 set -u
 K=${MRC_NCCL_KIT:-nccl-gpu-kit}
@@ -98,14 +101,16 @@ R=$OUT/rounds.txt
 : >"$R"
 sid=900
 step rounds &&
-for sharing in sliced mps; do
+for sharing in ${MRC_GPU_SHARING:-sliced mps}; do
 	if [ $sharing = mps ] && ! mps on; then
 		echo "== MPS: nvidia-cuda-mps-control not found, skipped" >>"$R"
 		continue
 	fi
-	for m in mrcd-base mrcd; do
+	for m in ${MRC_GPU_MRCDS:-mrcd-base mrcd}; do
 		[ -x "$K/bin/$m" ] || continue
-		for opt in "" "--busy_poll_us=200000"; do
+		IFS=";" read -r -a opts <<<"${MRC_GPU_ROUND_OPTS-;--busy_poll_us=200000}"
+		[ ${#opts[@]} = 0 ] && opts=("")
+		for opt in "${opts[@]}"; do
 			echo "== GPU $sharing, $m ${opt:-(its default busy_poll_us: mrcd-base sleeps between work, mrcd auto)}" >>"$R"
 			mrcd_up "$m" $opt || { echo "  mrcd did not start" >>"$R"; continue; }
 			for spec in "mrc_gpu_put_cuda 4k 200" "mrc_gpu_put_cuda 1M 50" "mrc_gpu_put 4k 500"; do
