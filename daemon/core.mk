@@ -39,5 +39,3 @@ $(B)/tests/test_core_view: LDLIBS_ALL += $(B)/libmrccore.a $(PKG_LDLIBS) -lev -l
 # test_core_view is.
 $(B)/tests/test_sched_slice: $(MRCD_CORE_LIB)
 $(B)/tests/test_sched_slice: LDLIBS_ALL += $(B)/libmrccore.a $(PKG_LDLIBS) -lev -lm
-$(B)/tests/test_urgent_tx: $(MRCD_CORE_LIB)
-$(B)/tests/test_urgent_tx: LDLIBS_ALL += $(B)/libmrccore.a $(PKG_LDLIBS) -lev -lm

@@ -201,22 +201,14 @@ void mrcd__flush_some(struct mrcd *d, uint32_t max)
 		tx_batch(d, max < MRC_DP_BATCH ? max : MRC_DP_BATCH);
 }
 
-/* Packets per send call while urgent QPs exist.  The urgent service runs
- * only between calls, and one call of a full batch of jumbo packets is a
- * sendmmsg of up to 576 KB through the stack (on veth with the path's
- * softirq work): a post waiting meanwhile waits for all of it
- * (docs/step.md "Urgent dispatch", "The send batch"). */
-#define URGENT_SEND_BATCH 8
-
 void mrcd_flush(struct mrcd *d)
 {
 	/* Completions first: their owners often post the next work at once
 	 * (a reply, the next chunk), which then leaves in the same batch as
 	 * the ACKs instead of in a second system call. */
 	deliver(d);
-	int max = d->urgent_qps && d->urgent_ns ? URGENT_SEND_BATCH : MRC_DP_BATCH;
-	for (int guard = 0; guard < 1024 * (MRC_DP_BATCH / max); guard++) {
-		if (tx_batch(d, (uint32_t)max) < max)
+	for (int guard = 0; guard < 1024; guard++) {
+		if (tx_batch(d, MRC_DP_BATCH) < MRC_DP_BATCH)
 			break;
 		/* A window of bulk is many batches: urgent work that came
 		 * meanwhile goes first every urgent_turn_us (urgent.c).  The
