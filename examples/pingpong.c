@@ -11,9 +11,8 @@
  * -L US: the scheduler slice this process asks for (Linux 6.12+: a woken
  * task with a shorter slice than the running one's preempts it), so a
  * -w waiter woken by its completion runs at once on a busy CPU instead of
- * after the running task's slice; 0: the kernel's.  Default: 100 with
- * -t urgent (what waits on an urgent QP is what the step waits on), else
- * 0.  mrcd does the same (mrcd.conf sched_slice_us). */
+ * after the running task's slice; 0 (default): the kernel's.  mrcd does
+ * the same with mrcd.conf sched_slice_us. */
 #include <getopt.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -52,7 +51,7 @@ static uint32_t next_imm(struct mrc_qp *qp, struct mrc_ctx *ctx, unsigned *sends
 }
 
 static uint32_t qp_flags;   /* -t: MRC_QP_URGENT or MRC_QP_BULK */
-static long slice_us = -1;  /* -L; -1: by the class */
+static uint32_t slice_us;   /* -L */
 
 /* The kernel's struct sched_attr, first version (no glibc wrapper before
  * 2.41): the slice is sched_runtime of a SCHED_OTHER thread. */
@@ -86,10 +85,8 @@ static int run(int server, uint32_t host)
 	struct mrc_mr *buf;
 	struct mrc_qp *qp;
 	struct mrc_qp_addr peer;
-	if (slice_us < 0)
-		slice_us = qp_flags == MRC_QP_URGENT ? 100 : 0;
 	if (slice_us)
-		slice_set((uint64_t)slice_us);
+		slice_set(slice_us);
 	EX_CHECK(mrc_open(sock, &ctx), NULL);
 	EX_CHECK(mrc_alloc_mr(ctx, size, MRC_MR_REMOTE_WRITE | MRC_MR_LOCAL_READ, &buf), ctx);
 	EX_CHECK(mrc_create_qp(ctx, &(struct mrc_qp_cfg){ .flags = qp_flags }, &qp), ctx);

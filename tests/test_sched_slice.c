@@ -3,10 +3,10 @@
  * thread on that slice, so that mrcd, woken by a post or an urgent
  * datagram, preempts a task on the default slice instead of waiting it
  * out (EEVDF, Linux 6.12+).
- *   slice_applied: the default (100 us): the thread's sched_runtime reads
- *     100,000 ns while the core runs, the kernel's own again after it;
+ *   slice_applied: 100 us: the thread's sched_runtime reads 100,000 ns
+ *     while the core runs, the kernel's own again after it;
  *   slice_configured: 250 us reads 250,000 ns;
- *   slice_off: 0 leaves the thread's slice as it was.
+ *   slice_off: 0 (the default) leaves the thread's slice as it was.
  * On a kernel without custom slices (before 6.12) sched_runtime reads the
  * base slice whatever was asked: the tests skip.  The core runs in
  * loopback mode on a port drawn from the seed (printed on failure). */
@@ -91,9 +91,9 @@ static void slice_case(uint32_t us, uint64_t want_ns)
 	assert_int_equal(slice_ns(), base_ns);   /* given back */
 }
 
-static void slice_applied(void **state) { (void)state; slice_case(UINT32_MAX, 100000); }
+static void slice_applied(void **state) { (void)state; slice_case(100, 100000); }
 static void slice_configured(void **state) { (void)state; slice_case(250, 250000); }
-static void slice_off(void **state) { (void)state; slice_case(0, base_ns); }
+static void slice_off(void **state) { (void)state; slice_case(UINT32_MAX, base_ns); }
 
 static int setup(void **state)
 {

@@ -209,10 +209,11 @@ static int slice_apply(uint32_t us)
 /* mrcd.conf sched_slice_us.  Under EEVDF (Linux 6.12+) a task that wakes
  * with a shorter slice than the running task's preempts it; on the
  * default slice (0.7 ms x (1 + log2 CPUs)) a post or a datagram waking
- * mrcd on a shared CPU waits out the slice of whatever runs there, which
- * is most of an urgent message's tail under bulk (docs/step.md, "Urgent
- * dispatch").  The share of CPU is the nice value's, not the slice's.
- * Older kernels take sched_runtime and ignore it. */
+ * mrcd on a shared CPU can wait out the slice of whatever runs there
+ * (docs/step.md "Urgent dispatch", "The scheduler slice": no difference
+ * measured on the loaded 2-CPU VM, hence off by default).  The share of
+ * CPU is the nice value's, not the slice's.  Older kernels take
+ * sched_runtime and ignore it. */
 static void slice_init(struct mrcd *d)
 {
 	if (!d->cfg.sched_slice_us)
