@@ -10,8 +10,8 @@
  *
  * -L US: the scheduler slice this process asks for (Linux 6.12+: a woken
  * task with a shorter slice than the running one's preempts it), so a
- * -w waiter woken by its completion runs at once on a busy CPU instead of
- * after the running task's slice; 0 (default): the kernel's.  mrcd does
+ * -w waiter woken by its completion can preempt a busy CPU's task instead of
+ * waiting out its slice; 0 (default): the kernel's.  mrcd does
  * the same with mrcd.conf sched_slice_us. */
 #include <getopt.h>
 #include <stdint.h>
