@@ -34,3 +34,8 @@ $(B)/tests/test_loop_order: LDLIBS_ALL += $(B)/libmrccore.a $(PKG_LDLIBS) -lev -
 # (a core of its own, mrcd_core_new), linked as test_loop_order is.
 $(B)/tests/test_core_view: $(MRCD_CORE_LIB)
 $(B)/tests/test_core_view: LDLIBS_ALL += $(B)/libmrccore.a $(PKG_LDLIBS) -lev -lm
+
+# tests/test_sched_slice.c: a core of its own (mrcd_core_new), linked as
+# test_core_view is.
+$(B)/tests/test_sched_slice: $(MRCD_CORE_LIB)
+$(B)/tests/test_sched_slice: LDLIBS_ALL += $(B)/libmrccore.a $(PKG_LDLIBS) -lev -lm

@@ -6,9 +6,17 @@
  * The client WRITEs SIZE bytes with an immediate into the server's
  * buffer; the server answers each immediate with the same WRITE back.
  * Completions are busy-polled (-w: sleep in mrc_wait instead).  Prints
- * the min, median, 99th percentile and max round trip. */
+ * the min, median, 99th percentile and max round trip.
+ *
+ * -L US: the scheduler slice this process asks for (Linux 6.12+: a woken
+ * task with a shorter slice than the running one's preempts it), so a
+ * -w waiter woken by its completion can preempt a busy CPU's task instead of
+ * waiting out its slice; 0 (default): the kernel's.  mrcd does
+ * the same with mrcd.conf sched_slice_us. */
 #include <getopt.h>
+#include <stdint.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 #include "examples/common.h"
 
@@ -43,6 +51,27 @@ static uint32_t next_imm(struct mrc_qp *qp, struct mrc_ctx *ctx, unsigned *sends
 }
 
 static uint32_t qp_flags;   /* -t: MRC_QP_URGENT or MRC_QP_BULK */
+static uint32_t slice_us;   /* -L */
+
+/* The kernel's struct sched_attr, first version (no glibc wrapper before
+ * 2.41): the slice is sched_runtime of a SCHED_OTHER thread. */
+struct slice_attr {
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period;
+};
+
+static void slice_set(uint64_t us)
+{
+	struct slice_attr a = { .size = sizeof(a) };
+	if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) || a.policy != 0 /* SCHED_OTHER */)
+		return;
+	a.runtime = us * 1000;
+	if (syscall(SYS_sched_setattr, 0, &a, 0))
+		perror("mrc_pingpong: sched_setattr (-L)");
+}
 
 static int cmp(const void *a, const void *b)
 {
@@ -56,6 +85,8 @@ static int run(int server, uint32_t host)
 	struct mrc_mr *buf;
 	struct mrc_qp *qp;
 	struct mrc_qp_addr peer;
+	if (slice_us)
+		slice_set(slice_us);
 	EX_CHECK(mrc_open(sock, &ctx), NULL);
 	EX_CHECK(mrc_alloc_mr(ctx, size, MRC_MR_REMOTE_WRITE | MRC_MR_LOCAL_READ, &buf), ctx);
 	EX_CHECK(mrc_create_qp(ctx, &(struct mrc_qp_cfg){ .flags = qp_flags }, &qp), ctx);
@@ -98,13 +129,14 @@ static int run(int server, uint32_t host)
 int main(int argc, char **argv)
 {
 	int o;
-	while ((o = getopt(argc, argv, "S:s:n:i:t:wh")) != -1) {
+	while ((o = getopt(argc, argv, "S:s:n:i:t:L:wh")) != -1) {
 		switch (o) {
 		case 'S': sock = optarg; break;
 		case 's': size = ex_size(optarg); break;
 		case 'n': iters = ex_uint(optarg, "iterations"); break;
 		case 'i': sid = ex_uint(optarg, "service id"); break;
 		case 'w': sleepy = 1; break;
+		case 'L': slice_us = ex_uint(optarg, "slice (us)"); break;
 		case 't':   /* the QP's traffic class (mrc_qp_cfg.flags) */
 			if (!strcmp(optarg, "urgent"))
 				qp_flags = MRC_QP_URGENT;
@@ -124,6 +156,6 @@ int main(int argc, char **argv)
 		return run(role, host);
 usage:
 	fprintf(stderr, "usage: mrc_pingpong [-S socket] [-s size] [-n iters] [-i sid] [-w] "
-			"[-t urgent|bulk] server | client HOST\n");
+			"[-t urgent|bulk] [-L slice_us] server | client HOST\n");
 	return 2;
 }

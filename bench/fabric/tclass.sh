@@ -27,6 +27,11 @@
 # (MRC_BENCH_NOCLASS=1 forces it).  MRC_BENCH_TRACE=DIR: mrcd and the
 # ping-pong record their stages (MRC_TRACE, docs/client.md) into
 # DIR/<build>, written when mrcd stops (bench/trace_urgent.py reads them).
+# Each line also has mrcd's mean run-queue wait per run on h0 and h7
+# during the classes ping-pong (/proc/PID/schedstat): the time a woken
+# mrcd waited for a CPU (mrcd.conf sched_slice_us, docs/step.md), and
+# the packets the leaf ports to h7 sent from their urgent and other
+# bands meanwhile (tc class counters: the band in use).
 set -u
 B=${1:-build}
 P=${MRC_BENCH_PREFIX:-mrcK}
@@ -98,12 +103,31 @@ bulk_bg() {
 	bpid=$!
 	bgp="$bgp $bpid"
 }
+# schedstat H: mrcd's loop thread on H, "ran_ns waited_ns runs" (the
+# scheduler's own count: time on the CPU, time runnable on a run queue).
+schedstat() { cat "/proc/${dpid[$1]}/schedstat" 2>/dev/null || echo "0 0 0"; }
+# waited A B: mean run-queue wait per run (us) between two schedstat
+# readings: how long mrcd, woken, waited for a CPU.
+waited() { echo "$1 $2" | awk '{ r = $6 - $3; printf "%.1f", (r > 0 ? ($5 - $2) / r / 1000 : 0) }'; }
+# band: packets the priority band's two classes sent on the leaf ports
+# to h7 (both planes, since the fabric came up): "urgent,other", so a
+# rep's delta shows the band in use where the bulk queues.
+band() {
+	local pl u=0 o=0 x
+	for pl in 0 1; do
+		x=$(ip netns exec $P-p${pl}l3 tc -s class show dev h7 2>/dev/null |
+			awk '/class htb 1:10 /{c=10} /class htb 1:20 /{c=20} /Sent/{if (c) print c, $4; c=0}')
+		u=$((u + $(echo "$x" | awk '$1 == 10 {print $2}' | head -1) + 0))
+		o=$((o + $(echo "$x" | awk '$1 == 20 {print $2}' | head -1) + 0))
+	done
+	echo "$u,$o"
+}
 mbs() { sed -n 's/.* \([0-9.]*\) MB\/s.*/\1/p' "$1"; }
 placed() { ctl h7 -j status 2>/dev/null | jq -r '.totals.bytes_placed // 0'; }
 
 # rep_build R NAME: one rep on the build B is now.
 rep_build() {
-	local r=$1 name=$2 c t bt p0 p99 over
+	local r=$1 name=$2 c t bt p0 p99 over wq=null,null bd=null,null
 	MRC_TRACE_NOW=${TRACE:+$TRACE/$name}
 	idle=$(ping urgent "$tmp/idle")
 	bulk_bg bulk "$tmp/alone"; wait $bpid $brpid
@@ -115,7 +139,10 @@ rep_build() {
 		p0=$(placed)
 		bulk_bg "$bt" "$tmp/b$c"
 		until_t 60 eval '[ $(( $(placed) - p0 )) -ge $((BULK_B / 20)) ]' || echo "note: bulk did not reach 5 % in 60 s"
+		local s0=$(schedstat h0) s7=$(schedstat h7) b0=$(band)
 		p99=$(ping "$t" "$tmp/p$c")
+		[ $c = classes ] && wq="$(waited "$s0" "$(schedstat h0)"),$(waited "$s7" "$(schedstat h7)")" &&
+			bd=$(echo "$b0 $(band)" | awk -F'[ ,]' '{print $3 - $1 "," $4 - $2}')
 		kill -0 $bpid 2>/dev/null && over=1 || over=0   # the ping-pong ended inside the bulk
 		wait $bpid $brpid
 		eval "p99_$c=\$p99; mb_$c=\$(mbs \$tmp/b$c); over_$c=\$over"
@@ -128,8 +155,8 @@ rep_build() {
 	ru="$(stats h0 '.datapath.rx_urgent // null'),$(stats h7 '.datapath.rx_urgent // null')"
 	tp="$(stats h0 '.rings.rx_turn_polls // null'),$(stats h7 '.rings.rx_turn_polls // null')"
 	ut="$(stats h0 '.rings | [.urgent_turns, .urgent_posts, .urgent_rx]' | tr -d ' \n'),$(stats h7 '.rings | [.urgent_turns, .urgent_posts, .urgent_rx]' | tr -d ' \n')"
-	line=$(printf '{"rep":%d,"build":"%s","rx_urgent_h0_h7":[%s],"rx_turn_polls_h0_h7":[%s],"urgent_turns_posts_rx_h0_h7":[%s],"rate_mbit":%d,"bulk_bytes":%d,"msg":%d,"pings":%d,"load1":%s,"idle_p99_us":%s,"alone_mb_s":%s,"classes_p99_us":%s,"classes_mb_s":%s,"classes_overlap":%s,"noclass_p99_us":%s,"noclass_mb_s":%s,"noclass_overlap":%s}' \
-		"$r" "$name" "$ru" "$tp" "$ut" "$RATE" "$BULK_B" "$MSG" "$N" "$(cut -d' ' -f1 /proc/loadavg)" "${idle:-null}" "${alone:-null}" "${p99_classes:-null}" "${mb_classes:-null}" "$over_classes" \
+	line=$(printf '{"rep":%d,"build":"%s","rx_urgent_h0_h7":[%s],"rx_turn_polls_h0_h7":[%s],"urgent_turns_posts_rx_h0_h7":[%s],"mrcd_rq_wait_us_h0_h7":[%s],"band_pkts_urgent_other":[%s],"rate_mbit":%d,"bulk_bytes":%d,"msg":%d,"pings":%d,"load1":%s,"idle_p99_us":%s,"alone_mb_s":%s,"classes_p99_us":%s,"classes_mb_s":%s,"classes_overlap":%s,"noclass_p99_us":%s,"noclass_mb_s":%s,"noclass_overlap":%s}' \
+		"$r" "$name" "$ru" "$tp" "$ut" "$wq" "$bd" "$RATE" "$BULK_B" "$MSG" "$N" "$(cut -d' ' -f1 /proc/loadavg)" "${idle:-null}" "${alone:-null}" "${p99_classes:-null}" "${mb_classes:-null}" "$over_classes" \
 		"${p99_noclass:-null}" "${mb_noclass:-null}" "$over_noclass")
 	echo "$line" | tee -a "$RAW"
 }
@@ -166,6 +193,8 @@ jq -s -r '
 	"| classes (urgent + bulk) | \(map(.classes_p99_us) | mmm) | \(map(.classes_p99_us / .idle_p99_us) | mmm) | \(map(.classes_mb_s) | mmm) | \(map(.classes_mb_s / .alone_mb_s) | mmm) | \(map(.classes_overlap) | add)/\(length) |",
 	(if ($g | map(.noclass_p99_us) | map(select(. != null)) | length) > 0 then
 	"| no classes (default + default) | \(map(.noclass_p99_us) | mmm) | \(map(select(.noclass_p99_us != null) | .noclass_p99_us / .idle_p99_us) | mmm) | \(map(.noclass_mb_s) | mmm) | \(map(select(.noclass_mb_s != null) | .noclass_mb_s / .alone_mb_s) | mmm) | \(map(.noclass_overlap) | add)/\(length) |" else empty end),
+	"",
+	"mrcd'"'"'s run-queue wait per run during the classes ping-pong (us, /proc/PID/schedstat): h0 \(map(.mrcd_rq_wait_us_h0_h7[0]? // null) | mmm), h7 \(map(.mrcd_rq_wait_us_h0_h7[1]? // null) | mmm)",
 	"",
 	"targets (medians of the per-rep ratios): classes p99 / idle <= 1.1: \(if (map(.classes_p99_us / .idle_p99_us) | med) <= 1.1 then "met" else "NOT met" end); bulk / alone >= 0.8: \(if (map(.classes_mb_s / .alone_mb_s) | med) >= 0.8 then "met" else "NOT met" end)",
 	""

@@ -90,6 +90,7 @@ static const struct key keys[] = {
 	U(ack_delay_us, 0, 1000, "an ACK is held this long for data to ride on (0: never held; at most rto_min_us / 4)"),
 	U(tlp_lone, 0, 1, "1: a packet alone in flight gets a tail-loss probe too (needs engine_timerfd = 1 on every host: with libev's millisecond timer the probe races the peer's held ACK)"),
 	U(urgent_turn_us, 0, 1000000, "while urgent-class QPs exist, a loop turn that moves bulk stops this often (us of its work) to serve urgent posts and datagrams first; 0: never"),
+	U(sched_slice_us, 0, 100000, "the scheduler slice mrcd asks for (Linux 6.12+ EEVDF: a woken task with a shorter slice than the running one preempts it), so a post or an urgent datagram waking mrcd need not wait out another task's slice (no difference measured on a loaded 2-CPU host, docs/step.md); 0: the kernel's default"),
 	U(qp_ev_stats, 0, 4096, "EVs whose packets and losses are counted per QP for mrcctl qps (16 bytes each per QP; 0: off)"),
 	S(datapath, "how packets reach the plane NICs: udp (kernel sockets), af_xdp, dpdk or verbs (docs/datapaths.md)"),
 	S(datapath_args, "options of the datapath (docs/datapaths.md); empty: its defaults"),
@@ -177,6 +178,10 @@ void mrcd_cfg_default(struct mrcd_cfg *c)
 	 * timer stretches to ~1 ms on a sleeping daemon: off with it. */
 	c->tlp_lone = 0;
 	c->urgent_turn_us = 50;
+	/* The kernel's: 100 us made no difference the loaded 2-CPU VM let
+	 * through (docs/step.md "Urgent dispatch", "The scheduler slice";
+	 * bench/results/tclass-slice.md). */
+	c->sched_slice_us = 0;
 	/* Traffic classes (docs/wire.md "Traffic classes"): EF for urgent,
 	 * AF11 for bulk, default unmarked as before. */
 	c->dscp_default = 0;

@@ -62,6 +62,7 @@ struct mrcd_cfg {
 	uint32_t tlp_lone;              /* mrce_cfg.tlp_lone */
 	uint32_t urgent_turn_us;        /* a bulk turn serves urgent work this
 	                                   often (urgent.c); 0: never */
+	uint32_t sched_slice_us;        /* mrcd's EEVDF slice (core.c); 0: the kernel's */
 	uint32_t dscp_default, dscp_urgent, dscp_bulk; /* per enum mrce_tclass */
 	uint32_t bulk_min_pct;          /* mrce_cfg.bulk_min_pct */
 	char datapath[16];              /* a datapath.h provider: udp (default), ... */

@@ -90,6 +90,7 @@ struct mrcd {
 	uint32_t urgent_qps;
 	uint64_t urgent_ns, urgent_at;
 	int urgent_in, rx_batch;
+	int slice_set;                     /* sched_slice_us applied (core.c) */
 
 	ev_io rx_w[MRC_DP_MAX_PLANES];
 	ev_io lm_w;
