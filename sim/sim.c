@@ -241,9 +241,9 @@ static void progress(const struct mrc_sim *s, int last)
  * first record is in cache by then) the records it leads to (the ports a
  * packet crosses and enters, the packet a port starts next, the host);
  * for the nearest, the engine of a host it will call. */
-#define PF_FAR 8
-#define PF_NEAR 4
-#define PF_HOST 2
+#define PF_FAR 16
+#define PF_NEAR 8
+#define PF_HOST 4
 /* The host an event will call into (SIM_NONE: none): a packet's last hop
  * or a NIC's transmission end. */
 static inline uint32_t event_host(const struct mrc_sim *s, const struct sim_event *e)
