@@ -298,11 +298,11 @@ static inline __attribute__((always_inline)) void prefetch(const struct mrc_sim 
 	e = sim_evq_ahead(&s->q, PF_HOST);
 	if (e) {
 		uint32_t h = event_host(s, e);
-		if (h != SIM_NONE && s->hosts[h].eng) {
+		if (h != SIM_NONE && s->engs[h]) {
 			/* struct mrce keeps what every engine call reads first
 			 * in its first two lines (transport/store.h). */
-			__builtin_prefetch(s->hosts[h].eng);
-			__builtin_prefetch((const char *)s->hosts[h].eng + 64);
+			__builtin_prefetch(s->engs[h]);
+			__builtin_prefetch((const char *)s->engs[h] + 64);
 		}
 	}
 }
