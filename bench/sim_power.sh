@@ -3,7 +3,7 @@
 # 1,024 and 8,192 hosts, one run per scale, the levers computed on its
 # phases (sim/power.c).  Usage: bench/sim_power.sh [OUTDIR] [--quick]
 #   OUTDIR   where c1k*/c8k* go (default bench/results/sim_power)
-#   --quick  only 1,024 hosts (the 8,192 run: ~80 CPU s, ~0.75 GiB)
+#   --quick  only 1,024 hosts (the 8,192 run: ~55 CPU s, ~0.75 GiB)
 #   --only c1k|c8k  that scale alone (two shells can run both at once)
 # The figures are deterministic (seed 1); wall time, CPU and memory are
 # not: /usr/bin/time's are in NAME.time with the load average.

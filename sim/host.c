@@ -112,6 +112,7 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 	uint32_t H = f->n_hosts;
 	int rc = 0;
 	s->hosts = calloc(H, sizeof(*s->hosts));
+	s->engs = calloc(H, sizeof(*s->engs));
 	struct pair *pr = malloc(((size_t)s->n_conns * 2 + 1) * sizeof(*pr));
 	uint32_t *off = calloc((size_t)H + 1, sizeof(*off));
 	uint32_t *nqp = calloc(H, sizeof(*nqp));
@@ -119,7 +120,7 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 	uint8_t *ok = malloc(f->nev);
 	uint16_t *scratch = malloc(f->nev * sizeof(*scratch));
 	uint8_t *plane_of = f->plane_of_ev;
-	if (!s->hosts || !pr || !off || !nqp || !nmr || !ok || !scratch) {
+	if (!s->hosts || !s->engs || !pr || !off || !nqp || !nmr || !ok || !scratch) {
 		rc = mrc__errf(err, errlen, "hosts: out of memory");
 		goto out;
 	}
@@ -164,6 +165,7 @@ int sim_hosts_create(struct mrc_sim *s, char *err, size_t errlen)
 			rc = mrc__errf(err, errlen, "engine: %s", why ? why : "create failed");
 			goto out;
 		}
+		s->engs[h] = x->eng;
 		x->peer_host = malloc(x->npeers * sizeof(uint32_t));
 		x->peer_rx = malloc(x->npeers * sizeof(uint32_t));
 		x->qp_conn = malloc(x->nqps * sizeof(uint32_t));
@@ -306,6 +308,8 @@ out:
 
 void sim_hosts_free(struct mrc_sim *s)
 {
+	free(s->engs);
+	s->engs = NULL;
 	if (!s->hosts)
 		return;
 	for (uint32_t h = 0; h < s->fab.n_hosts; h++) {

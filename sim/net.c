@@ -75,6 +75,12 @@ struct sim_pkt *sim_pkt_alloc(struct mrc_sim *s)
 	struct sim_pkt *k = p->free;
 	p->free = k->next;
 	k->next = NULL;
+	/* The next one's head was a miss at its allocation (its route
+	 * and header are written at once): fetch both its lines now. */
+	if (p->free) {
+		__builtin_prefetch(p->free, 1);
+		__builtin_prefetch((char *)p->free + 64, 1);
+	}
 	if (++p->live > p->peak)
 		p->peak = p->live;
 	p->total++;

@@ -237,11 +237,33 @@ static void progress(const struct mrc_sim *s, int last)
 /* The packet and port records of a big run do not fit the caches, and
  * each event's first touch of them was a miss (most of the profile).  The
  * FIFO the event came from holds the next ones in order, so fetch ahead in
- * two steps: a later event's packet or port now, and for a nearer one
- * (whose first record is in cache by then) the record it leads to. */
-#define PF_FAR 8
-#define PF_NEAR 4
-static inline void prefetch(const struct mrc_sim *s)
+ * three steps: a later event's packet or port now; for a nearer one (whose
+ * first record is in cache by then) the records it leads to (the ports a
+ * packet crosses and enters, the packet a port starts next, the host);
+ * for the nearest, the engine of a host it will call. */
+#define PF_FAR 16
+#define PF_NEAR 8
+#define PF_HOST 4
+/* The host an event will call into (SIM_NONE: none): a packet's last hop
+ * or a NIC's transmission end. */
+static inline uint32_t event_host(const struct mrc_sim *s, const struct sim_event *e)
+{
+	if (sim_event_type(e) == SE_ARRIVE) {
+		const struct sim_pkt *k = (const struct sim_pkt *)(uintptr_t)e->arg;
+		return k->hop + 1 == k->nhops ? k->dst : SIM_NONE;
+	}
+	if (sim_event_type(e) == SE_TXDONE) {
+		uint32_t h = s->ports[e->arg].from_host;
+		return h == SIM_PORT_SW ? SIM_NONE : h;
+	}
+	return SIM_NONE;
+}
+
+/* always_inline: a plain inline function whose only effects are
+ * prefetches is "pure" to GCC (12: local-pure-const), and a call to a
+ * pure function with no result is deleted before inlining; so were these
+ * prefetches, from every build until 2026-11-28 (docs/sim.md). */
+static inline __attribute__((always_inline)) void prefetch(const struct mrc_sim *s)
 {
 	const struct sim_event *e = sim_evq_ahead(&s->q, PF_FAR);
 	if (e) {
@@ -257,8 +279,30 @@ static inline void prefetch(const struct mrc_sim *s)
 		if (sim_event_type(e) == SE_ARRIVE) {
 			const struct sim_pkt *k = (const struct sim_pkt *)(uintptr_t)e->arg;
 			__builtin_prefetch(&s->ports[k->route[k->hop]]);
+			if (k->hop + 1 < k->nhops) {
+				__builtin_prefetch(&s->ports[k->route[k->hop + 1]]);
+			} else {
+				/* The host copies the header out of both lines. */
+				__builtin_prefetch((const char *)k + 64);
+				__builtin_prefetch(&s->hosts[k->dst]);
+			}
 		} else if (sim_event_type(e) == SE_TXDONE) {
-			__builtin_prefetch(s->ports[e->arg].cur);
+			const struct sim_port *p = &s->ports[e->arg];
+			__builtin_prefetch(p->cur);
+			/* The packet port_start takes next. */
+			__builtin_prefetch(p->qh[0] ? p->qh[0] : p->qh[1]);
+			if (p->from_host != SIM_PORT_SW)
+				__builtin_prefetch(&s->hosts[p->from_host]);
+		}
+	}
+	e = sim_evq_ahead(&s->q, PF_HOST);
+	if (e) {
+		uint32_t h = event_host(s, e);
+		if (h != SIM_NONE && s->engs[h]) {
+			/* struct mrce keeps what every engine call reads first
+			 * in its first two lines (transport/store.h). */
+			__builtin_prefetch(s->engs[h]);
+			__builtin_prefetch((const char *)s->engs[h] + 64);
 		}
 	}
 }

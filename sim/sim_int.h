@@ -219,6 +219,7 @@ struct mrc_sim {
 	struct sim_port_cold *pcold;
 	uint32_t n_ports;
 	struct sim_host *hosts;
+	struct mrce **engs;        /* hosts[h].eng, dense: the loop's prefetch */
 	struct sim_flow *flows;
 	uint32_t n_flows, flows_done, flows_failed;
 	struct sim_conn *conns;

@@ -153,10 +153,30 @@ int mrc_topo_path_links(const struct mrc_topo *t, uint32_t src, uint32_t dst,
 			links[i] = p.links[i];
 		return p.n_links;
 	}
-	uint32_t plane, spine, ha, hb, la, lb;
-	if (host_links(t, src, dst, ev, &plane, &spine, &ha, &hb))
+	uint32_t plane, spine;
+	if (src >= t->n_hosts || dst >= t->n_hosts || src == dst ||
+	    mrc_topo_ev_decode(t, ev, &plane, &spine))
 		return -EINVAL;
-	return clos_links(t, ha, hb, plane, spine, links, &la, &lb);
+	/* clos_links from host_att: the same links, two loads fewer. */
+	const struct mrc_topo_hatt a = t->host_att[(size_t)src * t->planes + plane];
+	const struct mrc_topo_hatt b = t->host_att[(size_t)dst * t->planes + plane];
+	if (spine == MRC_PATH_SPINE_DIRECT) {
+		if (a.leaf != b.leaf)
+			return -ENOENT;
+		links[0] = a.link;
+		links[1] = b.link;
+		return 2;
+	}
+	uint32_t S = t->n_spines[plane];
+	uint32_t up = t->leaf_spine[plane][(size_t)a.leaf * S + spine];
+	uint32_t down = t->leaf_spine[plane][(size_t)b.leaf * S + spine];
+	if (up == MRC_TOPO_NONE || down == MRC_TOPO_NONE)
+		return -ENOENT;
+	links[0] = a.link;
+	links[1] = up;
+	links[2] = down;
+	links[3] = b.link;
+	return 4;
 }
 
 /* Calls keep(path) for every path of the pair and stores the EVs (or paths)

@@ -94,6 +94,7 @@ void mrc_topo_free(struct mrc_topo *t)
 	free(t->links);
 	free(t->hosts);
 	free(t->host_link);
+	free(t->host_att);
 	free(t->by_name);
 	free(t->spray_slot);
 	free(t);
@@ -311,11 +312,20 @@ static uint32_t uplink_group(const struct mrc_topo *t, uint32_t host)
 	return t->fattree_k ? idx / (t->fattree_k / 2) : idx;
 }
 
-/* Spray slots, counted per group in host order rather than as host %
- * hosts_per_leaf: a topology file may put any hosts on a leaf, in any
- * order.  Once here, so a lookup is O(1) (mrcsim asks for every host). */
-static int index_slots(struct mrc_topo *t)
+/* host_att (topo.h), and spray slots, counted per group in host order
+ * rather than as host % hosts_per_leaf: a topology file may put any hosts
+ * on a leaf, in any order.  Once here, so a lookup is O(1) (mrcsim asks
+ * for every host). */
+static int index_hosts(struct mrc_topo *t)
 {
+	size_t nh = (size_t)t->n_hosts * t->planes;
+	t->host_att = malloc((nh + 1) * sizeof(*t->host_att));
+	if (!t->host_att)
+		return -ENOMEM;
+	for (size_t i = 0; i < nh; i++) {
+		uint32_t l = t->host_link[i];
+		t->host_att[i] = (struct mrc_topo_hatt){ l, t->nodes[t->links[l].upper].index };
+	}
 	uint32_t *count = calloc((size_t)t->n_leaves[0] + 1, sizeof(uint32_t));
 	t->spray_slot = malloc(((size_t)t->n_hosts + 1) * sizeof(uint32_t));
 	if (!count || !t->spray_slot) {
@@ -331,7 +341,7 @@ static int index_slots(struct mrc_topo *t)
 int mrc__topo_finish_links(struct mrc_topo *t, char *err, size_t errlen)
 {
 	int rc = check_links(t, err, errlen);
-	if (!rc && (rc = index_slots(t)))
+	if (!rc && (rc = index_hosts(t)))
 		mrc__topo_err(err, errlen, "out of memory");
 	return rc;
 }

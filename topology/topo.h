@@ -73,6 +73,10 @@ struct mrc_topo {
 	uint32_t spine_ev_base[MRC_TOPO_MAX_PLANES];
 	uint32_t n_spine_evs;     /* all spines of all planes */
 	uint32_t *host_link;      /* [host * planes + plane] -> link id */
+	/* host_link's link with its leaf's index in the plane, in one load
+	 * (mrc_topo_path_links: mrcsim's every packet; the link and node
+	 * records behind host_link were two cache misses per route). */
+	struct mrc_topo_hatt { uint32_t link, leaf; } *host_att;
 	uint32_t *leaf_spine[MRC_TOPO_MAX_PLANES]; /* [leaf * n_spines + spine]
 	                                            -> link id or NONE */
 	uint32_t *by_name;        /* node ids sorted by name */
