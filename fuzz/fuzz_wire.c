@@ -122,7 +122,7 @@ static void check_split(const uint8_t *data, size_t size)
 {
 	struct mrc_pkt_view v;
 	enum mrce_wire_drop why = MRC_DROP__COUNT;
-	uint8_t out[MRC_HDR_MAX];
+	uint8_t out[MRC_DATA_XHDR_LEN];
 	int rc = mrce_wire_decode_flags(data, size, &v, &why, MRC_WIRE_SPLIT);
 	if (rc != 0) {
 		ENSURE(rc == -EBADMSG && why > MRC_DROP_NONE && why < MRC_DROP__COUNT);
