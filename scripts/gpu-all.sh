@@ -211,6 +211,19 @@ if step host; then
 	} >>"$S" 2>&1
 	unset MRC_SOCKET
 	mrcd_down
+	# The plugin's round trip with cross-QP ACKs (xack = 1): a comm pair is
+	# two QPs, so without it every message's ACK is a datagram of its own,
+	# the plugin's main extra per message over libmrc -d (docs/nccl.md "The
+	# plugin's extra time per round trip"); with mrcd busy-polling the reply
+	# comes within the 32 us hold and can carry it
+	export MRC_SOCKET=$d/s
+	mrcd_up mrcd --xack=1 || echo "  mrcd (xack=1) did not start" >>"$S"
+	{
+		echo "  xack=1: $(timeout 60 bash -c "$(declare -f h kr); K=$K d=$d h -b -z 4096 -p $P")"
+		echo "  xack=1: $(timeout 60 bash -c "$(declare -f h kr); K=$K d=$d h -d -z 4096")"
+	} >>"$S" 2>&1
+	unset MRC_SOCKET
+	mrcd_down
 	for m in mrcd-base mrcd; do
 		[ -x "$K/bin/$m" ] || continue
 		printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$PWD/$K/lib/ld-linux-x86-64.so.2" \

@@ -13,6 +13,14 @@
  *     is still read: a datagram from a port that is not the MRC port is
  *     counted (datapath.rx_pkts) and dropped (daemon.rx_bad_sport), and
  *     the daemon keeps serving.
+ *   by_reference: the data packets' payloads of that WRITE are handed
+ *     over by reference, not copied into local.c's queue (local_ref grows
+ *     by at least its packets);
+ *   unmap_in_flight: a client posts a 16 MiB WRITE and dies at once, until
+ *     its memory was unmapped while datagrams pointing into it were still
+ *     queued (at most ROUNDS times; local_unref grows: the case happened):
+ *     they got their own copy first, and the daemon keeps serving (a
+ *     checked WRITE after).
  * The pattern is seeded (printed; MRC_SEED to repeat). */
 #include <errno.h>
 #include <jansson.h>
@@ -20,6 +28,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -108,10 +117,12 @@ static void test_inproc(void **state)
 	write_checked(p.a, p.src, p.dst, LEN);
 	cm_pair_write(&d);
 	struct counts c1 = counts(&d);
-	print_message("seed %llu: local_tx %lld, datapath tx %lld rx %lld\n",
-		      (unsigned long long)seed, c1.local_tx - c0.local_tx, c1.dp_tx - c0.dp_tx,
+	long long ref = stat_of(&d, "daemon", "local_ref");
+	print_message("seed %llu: local_tx %lld (by reference %lld), datapath tx %lld rx %lld\n",
+		      (unsigned long long)seed, c1.local_tx - c0.local_tx, ref, c1.dp_tx - c0.dp_tx,
 		      c1.dp_rx - c0.dp_rx);
 	assert_true(c1.local_tx - c0.local_tx >= (long long)PKTS);
+	assert_true(ref >= (long long)PKTS);
 	assert_int_equal(c1.local_drop, c0.local_drop);
 	assert_int_equal(c1.dp_tx, c0.dp_tx);
 	assert_int_equal(c1.dp_rx, c0.dp_rx);
@@ -173,6 +184,76 @@ static void test_forged_still_dropped(void **state)
 	one_stop(&d);
 }
 
+#define ROUNDS 100
+
+/* A client that WRITEs 16 MiB into qp b's client's dst and dies at once
+ * (no close: its socket hangs up).  When mrcd has sent a window of it by
+ * then, local.c holds more datagrams than one turn delivers (LOCAL_TURN),
+ * and the hang-up unmaps the source between two turns; the target stays
+ * alive, so what is still queued is placed. */
+static void die_writing(struct mrcd_proc *d, struct mrc_qp *b, struct mrc_mr *dst)
+{
+	int up[2], down[2];
+	assert_int_equal(pipe(up), 0);
+	assert_int_equal(pipe(down), 0);
+	struct mrc_qp_addr lb, la;
+	assert_int_equal(mrc_qp_info_get(b, &lb), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct mrc_ctx *ctx;
+		struct mrc_mr *src;
+		struct mrc_qp *a;
+		char x;
+		if (mrc_open(d->sock, &ctx) || mrc_alloc_mr(ctx, LEN, MRC_MR_LOCAL_READ, &src) ||
+		    mrc_create_qp(ctx, NULL, &a) || mrc_qp_info_get(a, &la) ||
+		    mrc_connect_oob(a, &lb) ||
+		    write(up[1], &la, sizeof(la)) != (ssize_t)sizeof(la) || read(down[0], &x, 1) != 1)
+			_exit(1);
+		_exit(mrc_post_write(a, 1, mrc_mr_key(src), 0, LEN, mrc_mr_key(dst), 0) ? 2 : 0);
+	}
+	assert_int_equal(read(up[0], &la, sizeof(la)), (ssize_t)sizeof(la));
+	assert_int_equal(mrc_connect_oob(b, &la), 0);
+	char x = 0;
+	assert_int_equal(write(down[1], &x, 1), 1);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (int i = 0; i < 2; i++) {
+		close(up[i]);
+		close(down[i]);
+	}
+}
+
+static void test_unmap_in_flight(void **state)
+{
+	(void)state;
+	static struct mrcd_proc d;   /* outlives a failed test: teardown */
+	ONE_NEED(start(&d, NULL));
+	long long u0 = stat_of(&d, "daemon", "local_unref"), u = u0;
+	struct mrc_ctx *ctx;
+	struct mrc_mr *dst;
+	assert_int_equal(mrc_open(d.sock, &ctx), 0);
+	assert_int_equal(mrc_alloc_mr(ctx, LEN, MRC_MR_ALL, &dst), 0);
+	int r;
+	for (r = 0; r < ROUNDS && u == u0; r++) {
+		struct mrc_qp *b;
+		assert_int_equal(mrc_create_qp(ctx, NULL, &b), 0);
+		die_writing(&d, b, dst);
+		u = stat_of(&d, "daemon", "local_unref");
+		mrc_destroy_qp(b);
+	}
+	mrc_close(ctx);
+	print_message("seed %llu: %d rounds, %lld queued payloads copied before an unmap\n",
+		      (unsigned long long)seed, r, u - u0);
+	assert_true(u > u0);
+	struct qp_pair p;
+	qp_pair_open(&d, &p, 1 << 20);
+	write_checked(p.a, p.src, p.dst, 1 << 20);
+	mrc_close(p.ctx);
+	one_stop(&d);
+}
+
 int main(void)
 {
 	seed = getenv("MRC_SEED") ? strtoull(getenv("MRC_SEED"), NULL, 0) : (uint64_t)time(NULL);
@@ -181,6 +262,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_inproc, one_teardown),
 		cmocka_unit_test_teardown(test_kernel_when_off, one_teardown),
 		cmocka_unit_test_teardown(test_forged_still_dropped, one_teardown),
+		cmocka_unit_test_teardown(test_unmap_in_flight, one_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

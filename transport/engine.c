@@ -240,6 +240,36 @@ int mrce_tx_pending(const struct mrce *e)
 	       mrce__wpool_grantable(e);
 }
 
+/* A decoded packet from peer into the engine. */
+static void rx_view(struct mrce *e, uint64_t now, uint32_t peer,
+		    const struct mrc_pkt_view *v, uint32_t rx_flags)
+{
+	struct mrce__qp *qp = NULL;
+	if (mrc_op_is_data(v->op)) {
+		mrce__data_rx(e, now, peer, v, rx_flags);
+		qp = mrce__qp_get(e, v->u.data.dqpn);
+		/* and the QP its XACK acknowledged */
+		struct mrce__qp *xq = (v->u.data.flags & MRC_F_XACK) ?
+			mrce__qp_get(e, v->xack.dqpn) : NULL;
+		if (xq) {
+			mrce__qp_timer_sync(e, xq);
+			mrce__wpool_settle(e, xq);
+		}
+	} else if (v->op == MRC_OP_ACK) {
+		mrce__ack_rx(e, now, peer, &v->u.ack);
+		qp = mrce__qp_get(e, v->u.ack.dqpn);
+	} else {
+		mrce__probe_rx(e, now, peer, &v->u.probe);
+	}
+	/* The timers this packet may have moved (timers.c), and the window
+	 * state it may have made idle (wpool.c). */
+	if (qp) {
+		mrce__qp_timer_sync(e, qp);
+		mrce__wpool_settle(e, qp);
+	}
+	mrce__peer_timer_sync(e, peer);
+}
+
 int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		  const void *pkt, size_t len, uint32_t rx_flags)
 {
@@ -259,30 +289,37 @@ int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		e->st.rx_bad_peer++;
 		return -ENOENT;
 	}
-	struct mrce__qp *qp = NULL;
-	if (mrc_op_is_data(v.op)) {
-		mrce__data_rx(e, now, peer, &v, rx_flags);
-		qp = mrce__qp_get(e, v.u.data.dqpn);
-		/* and the QP its XACK acknowledged */
-		struct mrce__qp *xq = (v.u.data.flags & MRC_F_XACK) ?
-			mrce__qp_get(e, v.xack.dqpn) : NULL;
-		if (xq) {
-			mrce__qp_timer_sync(e, xq);
-			mrce__wpool_settle(e, xq);
-		}
-	} else if (v.op == MRC_OP_ACK) {
-		mrce__ack_rx(e, now, peer, &v.u.ack);
-		qp = mrce__qp_get(e, v.u.ack.dqpn);
-	} else {
-		mrce__probe_rx(e, now, peer, &v.u.probe);
+	rx_view(e, now, peer, &v, rx_flags);
+	return 0;
+}
+
+int mrce_rx_split(struct mrce *e, uint64_t now, uint32_t peer, const void *hdr,
+		  size_t hdr_len, const void *payload, size_t plen, uint32_t rx_flags)
+{
+	struct mrc_pkt_view v;
+	enum mrce_wire_drop why;
+	e->st.rx_pkts++;
+	/* Never for a datagram that met a wire: the caller says it did not,
+	 * and the peer is this very host. */
+	if (!(rx_flags & MRCE_RX_LOCAL) || peer >= e->cfg.max_peers || !e->peers[peer].used ||
+	    !e->peers[peer].local) {
+		e->st.rx_bad_peer++;
+		return -EPERM;
 	}
-	/* The timers this packet may have moved (timers.c), and the window
-	 * state it may have made idle (wpool.c). */
-	if (qp) {
-		mrce__qp_timer_sync(e, qp);
-		mrce__wpool_settle(e, qp);
+	if (hdr_len < 2 || !mrc_op_is_data(((const uint8_t *)hdr)[1])) {
+		e->st.rx_drop[MRC_DROP_OPCODE]++;
+		return -EBADMSG;
 	}
-	mrce__peer_timer_sync(e, peer);
+	if (mrce_wire_decode_flags(hdr, hdr_len, &v, &why, MRC_WIRE_SPLIT)) {
+		e->st.rx_drop[why < MRC_DROP__COUNT ? why : 0]++;
+		return -EBADMSG;
+	}
+	if (v.u.data.plen != plen || (plen && !payload)) {
+		e->st.rx_drop[MRC_DROP_LENGTH]++;
+		return -EBADMSG;
+	}
+	v.payload = plen ? payload : NULL;
+	rx_view(e, now, peer, &v, rx_flags);
 	return 0;
 }
 

@@ -436,6 +436,15 @@ size_t mrce_tx_pkt_copy(const struct mrce_tx_pkt *p, uint8_t *out);
  * reason; returns 0 or the negative errno of the drop (for tracing only). */
 int mrce_rx(struct mrce *e, uint64_t now, uint32_t peer,
 		  const void *pkt, size_t len, uint32_t rx_flags);
+/* The same for a data packet handed over inside the caller's process
+ * whose payload was never copied next to its header (mrcd's local.c: a
+ * pointer into the sender's registered memory): hdr[0..hdr_len) is the
+ * header (with its XACK extension), payload[0..plen) the payload, no
+ * trailer.  Taken only with MRCE_RX_LOCAL from a peer marked local
+ * (mrce_peer_set_local), else dropped (-EPERM, counted rx_bad_peer);
+ * plen must be the header's. */
+int mrce_rx_split(struct mrce *e, uint64_t now, uint32_t peer, const void *hdr,
+		  size_t hdr_len, const void *payload, size_t plen, uint32_t rx_flags);
 
 /* When mrce_tick must next run (UINT64_MAX: no timer armed). */
 uint64_t mrce_next_deadline(const struct mrce *e);

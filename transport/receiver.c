@@ -213,7 +213,9 @@ static int rx_place(struct mrce *e, uint64_t now, struct mrce__qp *qp, uint32_t 
 		}
 	}
 	if (dst && d->plen) {
-		memcpy(dst, v->payload, d->plen);
+		/* memmove: a local packet's payload is the sender's region itself
+		 * (mrce_rx_split), which may overlap the target */
+		memmove(dst, v->payload, d->plen);
 		qp->bytes_placed += d->plen;
 		e->st.bytes_placed += d->plen;
 	}

@@ -191,6 +191,8 @@ static int decode_data(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 
 	struct mrc_xack *xa = &v->xack;
 	memset(xa, 0, sizeof *xa);
+	if ((flags & MRC_WIRE_SPLIT) && (d->flags & MRC_F_TRIMMED))
+		return drop(why, MRC_DROP_FIELD);
 	if (d->flags & MRC_F_TRIMMED) {
 		/* A switch trims only packets that carry payload; without this
 		 * rule a flip of the (CRC-exempt) TRIMMED bit of a zero-length
@@ -221,11 +223,13 @@ static int decode_data(const uint8_t *p, size_t len, struct mrc_pkt_view *v,
 		hl = MRC_DATA_XHDR_LEN;
 	}
 	size_t want = hl + (size_t)d->plen + (d->plen ? MRC_TRAILER_LEN : 0);
+	if (flags & MRC_WIRE_SPLIT)
+		want = hl;
 	if (len != want)
 		return drop(why, MRC_DROP_LENGTH);
 	v->trimmed = 0;
 	v->payload = NULL;
-	if (d->plen) {
+	if (d->plen && !(flags & MRC_WIRE_SPLIT)) {
 		const uint8_t *pl = p + hl;
 		if (!(flags & MRC_WIRE_NO_PCRC) &&
 		    mrce_crc32c(0, pl, d->plen) != ld32(pl + d->plen))

@@ -234,6 +234,11 @@ int mrce_wire_decode(const void *buf, size_t len, struct mrc_pkt_view *v,
 /* The same with flags: MRC_WIRE_NO_PCRC leaves a data payload's CRC
  * trailer unchecked (mrce_cfg.skip_payload_crc: the simulator only). */
 #define MRC_WIRE_NO_PCRC 0x1u
+/* MRC_WIRE_SPLIT: buf holds a data packet's header (and XACK extension)
+ * only, its payload lies apart (mrce_rx_split): len must be the header's
+ * length, the payload is neither read nor checked, and v->payload is left
+ * NULL for the caller to set; a trimmed packet is refused. */
+#define MRC_WIRE_SPLIT 0x2u
 int mrce_wire_decode_flags(const void *buf, size_t len, struct mrc_pkt_view *v,
 			  enum mrce_wire_drop *why, uint32_t flags);
 

@@ -185,8 +185,10 @@ int mrcd__mr_drop(struct mrcd_client *c, struct mrcd_cmr *mr)
 	int r = mrce_mr_remove(mrcd_engine(c->d), mr->key);
 	if (r)
 		return r;
-	/* Before the unmap: it waits for the sends still reading it. */
+	/* Before the unmap: it waits for the sends still reading it, and
+	 * in-process datagrams pointing into it take their own copy. */
 	mrc_dp_mem_unreg(mrcd_datapath(c->d), mr->dp_reg - 1);
+	mrcd_local_unmap(c->d, mr->map, mr->map_len);
 	munmap(mr->map, mr->map_len);
 	if (mr->pop)
 		c->npop--;

@@ -33,6 +33,10 @@ uint64_t mrcd_now(void);
 
 struct ev_loop *mrcd_loop(struct mrcd *d);
 struct mrce *mrcd_engine(struct mrcd *d);
+/* Before a client's registered memory is unmapped (mrcd__mr_drop):
+ * datagrams to this host still queued in-process whose payload points
+ * into [base, base + len) get their own copy (local.c). */
+void mrcd_local_unmap(struct mrcd *d, const void *base, size_t len);
 /* The datapath (datapath/datapath.h): clients' regions are registered
  * with it (mrc_dp_mem_reg) where it can send from them in place. */
 struct mrc_dp *mrcd_datapath(struct mrcd *d);
@@ -137,6 +141,8 @@ struct mrcd_stats {
 	uint64_t rx_unknown_src, rx_short, tx_unmapped, wc_unbound, ctrl_rx, ctrl_tx;
 	uint64_t ctrl_bad;             /* malformed CTRL (envelope or body) */
 	uint64_t local_tx, local_drop; /* datagrams to this host itself (local.c) */
+	uint64_t local_ref, local_unref; /* of those, payloads handed over by
+	                                    reference; copied before an unmap */
 	uint64_t timer_superseded;     /* engine timer firings due in a loop turn
 	                                  that did not run: the datagrams read
 	                                  first in that turn (MRCD_PRI_RX) moved

@@ -201,9 +201,11 @@ static json_t *stats_daemon(struct mrcd *d)
 		"health_rx_bad", (json_int_t)st.health_rx_bad,
 		"health_suspects", (json_int_t)st.health_suspects));
 	/* Datagrams to this host itself, delivered in-process (local.c). */
-	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I}",
+	json_object_update_missing_new(dm, json_pack("{s:I, s:I, s:I, s:I, s:I}",
 		"local_tx", (json_int_t)st.local_tx,
 		"local_drop", (json_int_t)st.local_drop,
+		"local_ref", (json_int_t)st.local_ref,
+		"local_unref", (json_int_t)st.local_unref,
 		"timer_superseded", (json_int_t)st.timer_superseded));
 	/* The engine timer (timer.c): fires, early fires, timerfd re-arms and
 	 * the lateness of the fires (timer_late_us: by bucket, in us, Prometheus

@@ -417,7 +417,21 @@ static void deliver(struct chan *ch, struct chan_pkt *p)
 	path->rx_bytes += p->plen;
 	ch->ev_rx_bytes[p->ev] += p->plen;
 	ch->plane_rx_bytes[ch->plane_of[p->ev]] += p->plen;
-	if (mrce_rx(n->e, ch->now, n->peer[p->src], p->buf, p->len, p->rx_flags) < 0)
+	int r;
+	uint32_t pl = p->len >= 16 ? (uint32_t)p->buf[14] << 8 | p->buf[15] : 0;
+	if (ch->cfg.split && p->len >= 2 && mrc_op_is_data(p->buf[1]) && pl &&
+	    p->len > pl + MRC_TRAILER_LEN) {
+		/* as mrcd's local.c hands it over: the header, and the payload
+		 * from elsewhere (a copy, so nothing reads it next to the header) */
+		static uint8_t apart[MRC_MAX_PAYLOAD];
+		uint32_t hl = p->len - pl - MRC_TRAILER_LEN;
+		memcpy(apart, p->buf + hl, pl);
+		r = mrce_rx_split(n->e, ch->now, n->peer[p->src], p->buf, hl, apart, pl,
+				  p->rx_flags);
+	} else {
+		r = mrce_rx(n->e, ch->now, n->peer[p->src], p->buf, p->len, p->rx_flags);
+	}
+	if (r < 0)
 		n->rx_err++;
 	else if (p->corrupt)
 		ch->st.corrupt_accepted++;

@@ -60,6 +60,8 @@ struct chan_cfg {
 	uint64_t delay_min, delay_max;
 	int keep_logs;             /* keep every completion and event */
 	uint32_t rx_flags;         /* ORed into every delivery (MRCE_RX_LOCAL) */
+	int split;                 /* data with payload delivered by mrce_rx_split,
+	                              the payload first copied apart */
 };
 
 struct chan_node {
