@@ -63,7 +63,13 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
 		cq->cnt--;
 		n++;
 	}
-	int yield = 0;
+	int yield = 0, idle = 0;
+	if (n)
+		d->idle_run = 0;
+	else if (d->idle_ns && ++d->idle_run > MRCFI_IDLE_AFTER) {
+		idle = 1;
+		d->st_idle_sleeps++;
+	}
 	if (!n) {
 		n = cq->cnt ? -FI_EAVAIL : -FI_EAGAIN;
 		d->st_empty_reads++;
@@ -73,8 +79,12 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
 		}
 	}
 	pthread_mutex_unlock(&d->lock);
-	if (yield)
+	if (idle) {
+		struct timespec ts = { 0, (long)d->idle_ns };
+		nanosleep(&ts, NULL);
+	} else if (yield) {
 		sched_yield();
+	}
 	return n;
 }
 
