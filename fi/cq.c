@@ -64,9 +64,12 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
 		n++;
 	}
 	int yield = 0, idle = 0;
-	if (n)
+	if (n || cq->cnt)   /* an error entry waits for fi_cq_readerr */
 		d->idle_run = 0;
-	else if (d->idle_ns && ++d->idle_run > MRCFI_IDLE_AFTER) {
+	else if (d->idle_ns && d->idle_run++ == 0)
+		d->idle_since = mrcfi_now_ns();
+	else if (d->idle_ns && d->idle_run > MRCFI_IDLE_AFTER &&
+		 mrcfi_now_ns() - d->idle_since >= d->idle_spin_ns) {
 		idle = 1;
 		d->st_idle_sleeps++;
 	}

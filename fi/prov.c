@@ -476,7 +476,12 @@ int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	d->poll_grace_ns = env_u64("FI_MRC_POLL_GRACE_US", 0, 0, 10000000) * 1000;
 	d->yield_empty = (unsigned)env_u64("FI_MRC_YIELD", 0, 0, 1000000);
 	d->stats = (int)env_u64("FI_MRC_STATS", 0, 0, 1);
-	d->idle_ns = env_u64("FI_MRC_IDLE_US", 0, 0, 100000) * 1000;
+	/* A rank waiting for a long transfer spins on fi_cq_read; on a busy
+	 * machine that spinning takes the CPU from mrcd, which moves the
+	 * bytes (docs/libfabric.md "The MPI all-to-all"): sleep once the
+	 * wait has lasted FI_MRC_IDLE_SPIN_US. */
+	d->idle_ns = env_u64("FI_MRC_IDLE_US", MRCFI_IDLE_US, 0, 100000) * 1000;
+	d->idle_spin_ns = env_u64("FI_MRC_IDLE_SPIN_US", MRCFI_IDLE_SPIN_US, 0, 10000000) * 1000;
 	mrcfi_trace_open(d);
 	int r = d->wake < 0 ? -errno : 0;
 	for (int s = 0; !r && s < 2; s++)

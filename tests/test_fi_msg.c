@@ -294,13 +294,18 @@ static uint64_t empty_reads(struct pair *p, int n, int64_t *ms)
 static void test_idle_poll(void **state)
 {
 	FIX_NEED();
-	struct pair on, off;
+	struct pair on, spin, off;
 	setenv("FI_MRC_IDLE_US", "2000", 1);
+	setenv("FI_MRC_IDLE_SPIN_US", "0", 1);
 	pair_open(&on, FI_CQ_FORMAT_TAGGED);
+	setenv("FI_MRC_IDLE_SPIN_US", "100000", 1);
+	pair_open(&spin, FI_CQ_FORMAT_TAGGED);
+	unsetenv("FI_MRC_IDLE_SPIN_US");
 	setenv("FI_MRC_IDLE_US", "0", 1);
 	pair_open(&off, FI_CQ_FORMAT_TAGGED);
 	unsetenv("FI_MRC_IDLE_US");
 	(void)polled_round_trips(&on, 1, 0);   /* its last read found a completion */
+	(void)polled_round_trips(&spin, 1, 0);
 	(void)polled_round_trips(&off, 1, 0);
 	int64_t ms;
 	uint64_t slept = empty_reads(&on, 40, &ms);
@@ -316,7 +321,18 @@ static void test_idle_poll(void **state)
 	slept = empty_reads(&off, 40, &ms);
 	CHECK(slept == 0, "FI_MRC_IDLE_US=0: %llu of 40 empty reads slept",
 	      (unsigned long long)slept);
+	/* FI_MRC_IDLE_SPIN_US=100000: a wait shorter than 100 ms only spins
+	 * (a ping-pong's latency is not slept through), a longer one sleeps */
+	slept = empty_reads(&spin, 40, &ms);
+	CHECK(slept == 0 || ms >= 100, "40 empty reads in %lld ms with a 100 ms spin: %llu slept",
+	      (long long)ms, (unsigned long long)slept);
+	int64_t t0 = mrcd_spawn_now_ms();
+	while (mrcd_spawn_now_ms() - t0 < 110)
+		(void)empty_reads(&spin, 1, &ms);
+	slept = empty_reads(&spin, 5, &ms);
+	CHECK(slept == 5, "5 empty reads after 110 ms of them: %llu slept", (unsigned long long)slept);
 	pair_close(&off);
+	pair_close(&spin);
 	pair_close(&on);
 }
 
