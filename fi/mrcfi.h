@@ -40,7 +40,7 @@
 #define MRCFI_RX_POSTED_MAX 64u      /* ... and once grown, at most */
 #define MRCFI_IDLE_AFTER 16           /* empty reads before FI_MRC_IDLE_US sleeps */
 #define MRCFI_IDLE_US   50            /* FI_MRC_IDLE_US's default */
-#define MRCFI_IDLE_SPIN_US 1000       /* FI_MRC_IDLE_SPIN_US's default */
+#define MRCFI_IDLE_SPIN_US 200        /* FI_MRC_IDLE_SPIN_US's default */
 #define MRCFI_PIPE      4            /* chunks in flight per rendezvous message */
 #define MRCFI_SID_BASE  0x46490000u  /* service ids of endpoints: + [0, 2^16) */
 
