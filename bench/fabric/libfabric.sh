@@ -22,7 +22,8 @@
 # blackholed MPI run at most 1.2x its healthy time.
 # Addresses: tests/root/fi_lib.sh (the fabric's IPv4 twin: tcp;ofi_rxm on
 # plane 1, FI_TCP_IFACE; out-of-band sockets on plane 0).
-SCEN=libfabric
+# the MPI rows alone keep their raw rows apart (raw/libfabric_mpi.jsonl)
+SCEN=libfabric; [ "${MRC_BENCH_LF_PARTS:-all}" = all ] || SCEN=libfabric_mpi
 RATE=${MRC_BENCH_RATE:-200}
 MPI_SIZE=${MRC_BENCH_LF_MPI_SIZE:-4M}
 . bench/fabric/lib.sh
@@ -228,7 +229,7 @@ num() { case $1 in ''|*[!0-9.e+-]*) return 1 ;; esac; }
 		num "$a" && num "$b" && echo "| $coll | mrc / TCP BTL, healthy | | | $(ratio "$a" "$b") | |"
 	done
 	echo
-	echo "Raw rows: bench/results/raw/libfabric.jsonl. Rerun: \`bash bench/fabric/libfabric.sh\` (root;"
+	echo "Raw rows: bench/results/raw/$SCEN.jsonl. Rerun: \`bash bench/fabric/libfabric.sh\` (root;"
 	echo "MRC_BENCH_REPS, MRC_BENCH_RATE, MRC_BENCH_LF_MPI_SIZE), or \`make bench\` (MRC_BENCH_FABRIC=libfabric)."
 } >"$MD"
 say "wrote $MD"
