@@ -63,7 +63,16 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
 		cq->cnt--;
 		n++;
 	}
-	int yield = 0;
+	int yield = 0, idle = 0;
+	if (n || cq->cnt)   /* an error entry waits for fi_cq_readerr */
+		d->idle_run = 0;
+	else if (d->idle_ns && d->idle_run++ == 0)
+		d->idle_since = mrcfi_now_ns();
+	else if (d->idle_ns && d->idle_run > MRCFI_IDLE_AFTER &&
+		 mrcfi_now_ns() - d->idle_since >= d->idle_spin_ns) {
+		idle = 1;
+		d->st_idle_sleeps++;
+	}
 	if (!n) {
 		n = cq->cnt ? -FI_EAVAIL : -FI_EAGAIN;
 		d->st_empty_reads++;
@@ -73,8 +82,12 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
 		}
 	}
 	pthread_mutex_unlock(&d->lock);
-	if (yield)
+	if (idle) {
+		struct timespec ts = { 0, (long)d->idle_ns };
+		nanosleep(&ts, NULL);
+	} else if (yield) {
 		sched_yield();
+	}
 	return n;
 }
 

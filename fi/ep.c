@@ -161,6 +161,8 @@ void mrcfi_tx_done(struct mrcfi_req *r)
 
 void mrcfi_tx_check(struct mrcfi_req *r)
 {
+	if (!r->pending && r->kind == K_RZ && (r->err || r->ended || r->sent == r->len))
+		MRCFI_TRACE(r->ep->d, TEV_TX_DONE, r->peer ? r->peer->name.host : 0, r->id, r->sent);
 	if (r->pending)
 		return;
 	int over;

@@ -4,6 +4,7 @@
 #define MRC_FI_EP_INT_H
 
 #include "fi/mrcfi.h"
+#include "fi/trace.h"
 
 /* wr_id: kind in the top 4 bits, the side in bit 59, then an index (slot,
  * chunk) or, for atomics, the request's address. */

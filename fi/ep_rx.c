@@ -93,16 +93,20 @@ static void on_msg(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side, const st
 		} else {
 			mrcfi_list_del(&ep->posted[tagged], r);
 		}
-		if (h->op == MRCFI_EAGER)
+		if (h->op == MRCFI_EAGER) {
 			eager_deliver(r, p, h->flags, h->tag, h->data, payload, h->len);
-		else
+		} else {
+			MRCFI_TRACE(ep->d, TEV_RTS_MATCHED, p->name.host, h->sreq, r->id);
 			mrcfi_rz_start(r, p, side, h);
+		}
 		return;
 	}
 	/* Over the bound (or out of memory) the message stays in its slot,
 	 * which is not reposted until a receive takes it: the peer's sends
 	 * then wait in RNR (retried forever by default), nothing is lost. */
 	struct mrcfi_domain *d = ep->d;
+	if (h->op == MRCFI_RTS)
+		MRCFI_TRACE(d, TEV_RTS_UNEXP, p->name.host, h->sreq, h->total);
 	size_t copy = h->op == MRCFI_EAGER ? h->len : 0;
 	int hold = ep->unexp_n >= d->unexp_max || ep->unexp_bytes + copy > d->unexp_bytes_max;
 	struct mrcfi_unexp *u = calloc(1, sizeof(*u));
@@ -225,6 +229,7 @@ static void unexp_deliver(struct mrcfi_req *r, struct mrcfi_unexp *u)
 		h.data = u->data;
 		h.sreq = u->sreq;
 		h.total = u->total;
+		MRCFI_TRACE(ep->d, TEV_UNEXP_TAKEN, u->peer->name.host, u->sreq, r->id);
 		mrcfi_rz_start(r, u->peer, u->side, &h);
 	}
 	mrcfi_unexp_free(ep, u);
@@ -285,6 +290,8 @@ ssize_t mrcfi_do_recv(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov,
 		mrcfi_rx_done(r, 0, 0, FI_EIO);
 		goto out;
 	}
+	if (r->len > MRCFI_EAGER_MAX && !(flags & (FI_PEEK | FI_CLAIM)))
+		MRCFI_TRACE(d, TEV_RECV_POST, 0, r->id, r->len);
 	if (flags & FI_PEEK) {
 		struct mrcfi_unexp *u = unexp_take(ep, tagged, r, NULL, !!(flags & FI_DISCARD));
 		if (!u) {

@@ -28,6 +28,7 @@ static void grant(struct mrcfi_req *r)
 			h.total = r->got;
 			mrcfi_ctl_send(ep, r->peer, &h);
 		}
+		MRCFI_TRACE(ep->d, TEV_RX_DONE, r->peer->name.host, r->sreq, r->got);
 		mrcfi_rx_done(r, r->got, r->total, 0);
 		return;
 	}
@@ -36,8 +37,10 @@ static void grant(struct mrcfi_req *r)
 		int c = mrcfi_pool_get(&sd->rxc, r);
 		if (c < 0) {
 			/* nothing in flight: wait for another message's chunk */
-			if (!r->nch && !mrcfi_on_list(ep->wait_chunk, r))
+			if (!r->nch && !mrcfi_on_list(ep->wait_chunk, r)) {
+				MRCFI_TRACE(ep->d, TEV_CTS_WAIT, r->peer->name.host, r->sreq, r->gnext);
 				mrcfi_list_add_tail(&ep->wait_chunk, r);
+			}
 			return;
 		}
 		uint64_t n = r->want - r->gnext;
@@ -54,6 +57,7 @@ static void grant(struct mrcfi_req *r)
 		h.rkey = sd->key;
 		h.roff = sd->rxc.off + (uint64_t)c * MRCFI_CHUNK;
 		r->gnext += len;
+		MRCFI_TRACE(ep->d, TEV_CTS_OUT, r->peer->name.host, r->sreq, len);
 		mrcfi_ctl_send(ep, r->peer, &h);
 	}
 }
@@ -116,12 +120,16 @@ int mrcfi_tx_pump(struct mrcfi_req *r)
 	struct mrcfi_ep *ep = r->ep;
 	struct mrcfi_side *sd = &ep->d->side[r->peer->tx];
 	while (r->kind == K_RZ && r->ncts) {
-		if (!sd->txc.nfree || !sd->tx.nfree)
+		if (!sd->txc.nfree || !sd->tx.nfree) {
+			MRCFI_TRACE(ep->d, TEV_TX_WAIT, r->peer->name.host, r->id, r->ncts);
 			return 1;
+		}
 		int e = post_chunk_write(r, r->cts[0].off, r->cts[0].len, r->cts[0].rkey,
 					 r->cts[0].roff);
-		if (e == -FI_EAGAIN)
+		if (e == -FI_EAGAIN) {
+			MRCFI_TRACE(ep->d, TEV_TX_WAIT, r->peer->name.host, r->id, r->ncts);
 			return 1;
+		}
 		if (e) {
 			r->err = mrcfi_err(e);
 			return 0;
@@ -138,6 +146,7 @@ int mrcfi_tx_pump(struct mrcfi_req *r)
 			return 0;
 		}
 		r->sent += r->cts[0].len;
+		MRCFI_TRACE(ep->d, TEV_WRITE, r->peer->name.host, r->id, r->cts[0].len);
 		memmove(&r->cts[0], &r->cts[1], (size_t)(r->ncts - 1) * sizeof(r->cts[0]));
 		r->ncts--;
 	}
@@ -219,6 +228,7 @@ void mrcfi_on_cts(struct mrcfi_ep *ep, struct mrcfi_peer *p, const struct mrcfi_
 		mrcfi_proto_error(ep, p, "a CTS outside its message");
 		return;
 	}
+	MRCFI_TRACE(ep->d, TEV_CTS_IN, p->name.host, r->id, h->len);
 	r->cts[r->ncts].off = h->total;
 	r->cts[r->ncts].len = h->len;
 	r->cts[r->ncts].rkey = h->rkey;
@@ -244,6 +254,7 @@ void mrcfi_on_rzdata(struct mrcfi_ep *ep, struct mrcfi_peer *p, int side,
 		mrcfi_proto_error(ep, p, "rendezvous data for no granted chunk");
 		return;
 	}
+	MRCFI_TRACE(ep->d, TEV_RZDATA_IN, p->name.host, r->sreq, h->len);
 	struct mrcfi_side *sd = &ep->d->side[side];
 	mrcfi_iov_copy_to(r->iov, r->niov, r->got, sd->base + sd->rxc.off +
 		    (uint64_t)r->ch[0].idx * MRCFI_CHUNK, h->len);

@@ -120,6 +120,8 @@ ssize_t mrcfi_do_send(struct mrcfi_ep *ep, const struct iovec *iov, size_t niov,
 	/* queued control messages go first: they may be older */
 	mrcfi_pump(ep);
 	e = mrcfi_post_ctl(ep, p, &h, iov, niov, r);
+	if (!e && r->kind == K_RZ)
+		MRCFI_TRACE(d, TEV_SEND_POST, p->name.host, r->id, len);
 	if (e) {
 		mrcfi_req_free(r);
 		ret = e;

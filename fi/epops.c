@@ -232,7 +232,7 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *op
 	if (level != FI_OPT_ENDPOINT ||
 	    (optname != MRCFI_OPT_PROTO_ERRORS && optname != MRCFI_OPT_UNEXP_HELD &&
 	     optname != MRCFI_OPT_PROGRESS_ARMED && optname != MRCFI_OPT_RX_GROWN &&
-	     optname != MRCFI_OPT_COMPACT_SENT))
+	     optname != MRCFI_OPT_COMPACT_SENT && optname != MRCFI_OPT_IDLE_SLEEPS))
 		return -FI_ENOPROTOOPT;
 	if (*optlen < sizeof(uint64_t))
 		return -FI_ETOOSMALL;
@@ -241,6 +241,7 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *op
 		       optname == MRCFI_OPT_PROGRESS_ARMED ? &ep->d->st_armed_sleeps :
 		       optname == MRCFI_OPT_RX_GROWN ? &ep->rx_grown :
 		       optname == MRCFI_OPT_COMPACT_SENT ? &ep->compact_sent :
+		       optname == MRCFI_OPT_IDLE_SLEEPS ? &ep->d->st_idle_sleeps :
 		       &ep->proto_errors, sizeof(uint64_t));
 	pthread_mutex_unlock(&ep->d->lock);
 	*optlen = sizeof(uint64_t);

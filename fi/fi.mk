@@ -3,7 +3,7 @@
 # fi_prov_ini, found through FI_PROVIDER_PATH or libfabric's provider
 # directory), with libmrc linked in (its PIC archive) so that it is one
 # self-contained file.
-FI_PROV_SRCS := fi/prov.c fi/info.c fi/mr.c fi/av.c fi/cq.c fi/cntr.c fi/eq.c fi/wait.c fi/ep.c fi/ep_tx.c fi/ep_rx.c fi/ep_rz.c fi/ep_prog.c fi/epops.c fi/epops_rma.c \
+FI_PROV_SRCS := fi/prov.c fi/info.c fi/mr.c fi/av.c fi/cq.c fi/cntr.c fi/eq.c fi/wait.c fi/ep.c fi/ep_tx.c fi/ep_rx.c fi/ep_rz.c fi/ep_prog.c fi/epops.c fi/epops_rma.c fi/trace.c \
 	fi/proto.c
 FI_PROV_OBJS := $(FI_PROV_SRCS:%.c=$(B)/lib/pic/%.o)
 FI_PROV_SO := $(B)/lib/libmrc-fi.so

@@ -38,6 +38,9 @@
 #define MRCFI_MR_MODE  (FI_MR_PROV_KEY | FI_MR_ALLOCATED)
 #define MRCFI_RX_POSTED 8u           /* receive slots posted per QP (default) */
 #define MRCFI_RX_POSTED_MAX 64u      /* ... and once grown, at most */
+#define MRCFI_IDLE_AFTER 16           /* empty reads before FI_MRC_IDLE_US sleeps */
+#define MRCFI_IDLE_US   50            /* FI_MRC_IDLE_US's default */
+#define MRCFI_IDLE_SPIN_US 200        /* FI_MRC_IDLE_SPIN_US's default */
 #define MRCFI_PIPE      4            /* chunks in flight per rendezvous message */
 #define MRCFI_SID_BASE  0x46490000u  /* service ids of endpoints: + [0, 2^16) */
 
@@ -132,9 +135,20 @@ struct mrcfi_domain {
 	uint64_t app_poll_ns;        /* when fi_cq_read last ran (atomic) */
 	unsigned yield_empty;        /* FI_MRC_YIELD: sched_yield after that many empty reads */
 	unsigned empty_reads;
+	/* FI_MRC_IDLE_US: an fi_cq_read finding nothing, after MRCFI_IDLE_AFTER
+	 * empty reads in a row that began FI_MRC_IDLE_SPIN_US ago or more,
+	 * sleeps this long, giving the CPU to mrcd; a short wait (a
+	 * ping-pong's) only spins */
+	uint64_t idle_ns, idle_spin_ns;
+	uint64_t idle_since;         /* when the run of empty reads began */
+	unsigned idle_run;
 	/* FI_MRC_STATS=1: counters printed at fi_close(domain) */
 	int stats;
 	uint64_t st_wakeups, st_armed_sleeps, st_grace_sleeps, st_reads, st_empty_reads;
+	uint64_t st_idle_sleeps;     /* MRCFI_OPT_IDLE_SLEEPS */
+	struct mrcfi_tent *trace;    /* FI_MRC_TRACE (fi/trace.h) */
+	uint32_t ntrace;
+	const char *trace_dir;
 };
 /* fi/wait.c: CLOCK_MONOTONIC in ns and ms; the queues' eventfds (a
  * wait of timeout_ms < 0 is forever); FI_GETWAIT of one; a prov_errno's

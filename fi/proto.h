@@ -74,6 +74,10 @@ _Static_assert(sizeof(struct mrcfi_hdr) == 56, "wire header is 56 bytes");
 /* ... MRCFI_OPT_COMPACT_SENT: EAGERs the endpoint sent compact (payload
  * and immediate data, no header: MRCFI_IMM_COMPACT). */
 #define MRCFI_OPT_COMPACT_SENT 0x4d520005
+/* ... MRCFI_OPT_IDLE_SLEEPS: the domain's fi_cq_read calls that found
+ * nothing after MRCFI_IDLE_AFTER such calls in a row and slept
+ * FI_MRC_IDLE_US (docs/libfabric.md "Progress"). */
+#define MRCFI_OPT_IDLE_SLEEPS  0x4d520006
 
 /* Checks what a peer sent into a slot (n bytes, as the RECV completion
  * says) and copies the header out: 0, or -EPROTO for anything malformed

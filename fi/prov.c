@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fi/mrcfi.h"
+#include "fi/trace.h"
 
 static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi)
 {
@@ -209,6 +210,7 @@ static void *prog_main(void *arg)
 	struct mrcfi_domain *d = arg;
 	struct pollfd pf[5];
 	int spin = d->progress_spin_us;
+	mrcfi_in_prog = 1;
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
 		/* The application polls: leave the CQs unarmed and look
 		 * again when its grace is over (mrcfi_domain.poll_grace_ns). */
@@ -342,6 +344,7 @@ static int domain_close(struct fid *fid)
 		d->accq = a->next;
 		free(a);   /* its QP goes with the client */
 	}
+	mrcfi_trace_close(d);
 	side_close(&d->side[0]);
 	side_close(&d->side[1]);
 	if (d->wake >= 0)
@@ -473,6 +476,13 @@ int mrcfi_domain_open(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	d->poll_grace_ns = env_u64("FI_MRC_POLL_GRACE_US", 0, 0, 10000000) * 1000;
 	d->yield_empty = (unsigned)env_u64("FI_MRC_YIELD", 0, 0, 1000000);
 	d->stats = (int)env_u64("FI_MRC_STATS", 0, 0, 1);
+	/* A rank waiting for a long transfer spins on fi_cq_read; on a busy
+	 * machine that spinning takes the CPU from mrcd, which moves the
+	 * bytes (docs/libfabric.md "The MPI all-to-all"): sleep once the
+	 * wait has lasted FI_MRC_IDLE_SPIN_US. */
+	d->idle_ns = env_u64("FI_MRC_IDLE_US", MRCFI_IDLE_US, 0, 100000) * 1000;
+	d->idle_spin_ns = env_u64("FI_MRC_IDLE_SPIN_US", MRCFI_IDLE_SPIN_US, 0, 10000000) * 1000;
+	mrcfi_trace_open(d);
 	int r = d->wake < 0 ? -errno : 0;
 	for (int s = 0; !r && s < 2; s++)
 		r = side_open(d, &d->side[s]);

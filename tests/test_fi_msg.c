@@ -271,6 +271,71 @@ static void test_polled_progress(void **state)
 	pair_close(&on);
 }
 
+/* n fi_cq_read calls of an empty CQ of p's domain; returns the reads
+ * among them that slept (MRCFI_OPT_IDLE_SLEEPS) and the wall time. */
+static uint64_t empty_reads(struct pair *p, int n, int64_t *ms)
+{
+	struct fi_cq_tagged_entry c;
+	uint64_t s0 = ep_opt(&p->b, MRCFI_OPT_IDLE_SLEEPS);
+	int64_t t0 = mrcd_spawn_now_ms();
+	for (int i = 0; i < n; i++)
+		assert_int_equal(fi_cq_read(p->b.cq, &c, 1), -FI_EAGAIN);
+	*ms = mrcd_spawn_now_ms() - t0;
+	return ep_opt(&p->b, MRCFI_OPT_IDLE_SLEEPS) - s0;
+}
+
+/* FI_MRC_IDLE_US: an application spinning on an empty CQ (Open MPI's
+ * ranks in MPI_Waitall) sleeps in fi_cq_read once 16 reads in a row found
+ * nothing, leaving the CPU to the mrcds that move its bytes (on the
+ * fabric's 2 cores the spinning ranks had half of it: docs/libfabric.md
+ * "The MPI all-to-all").  A read that finds a completion starts the count
+ * again; with 0 no read sleeps.  The sleep is checked by the count and by
+ * the time, which a sleep can only lengthen. */
+static void test_idle_poll(void **state)
+{
+	FIX_NEED();
+	struct pair on, spin, off;
+	setenv("FI_MRC_IDLE_US", "2000", 1);
+	setenv("FI_MRC_IDLE_SPIN_US", "0", 1);
+	pair_open(&on, FI_CQ_FORMAT_TAGGED);
+	setenv("FI_MRC_IDLE_SPIN_US", "100000", 1);
+	pair_open(&spin, FI_CQ_FORMAT_TAGGED);
+	unsetenv("FI_MRC_IDLE_SPIN_US");
+	setenv("FI_MRC_IDLE_US", "0", 1);
+	pair_open(&off, FI_CQ_FORMAT_TAGGED);
+	unsetenv("FI_MRC_IDLE_US");
+	(void)polled_round_trips(&on, 1, 0);   /* its last read found a completion */
+	(void)polled_round_trips(&spin, 1, 0);
+	(void)polled_round_trips(&off, 1, 0);
+	int64_t ms;
+	uint64_t slept = empty_reads(&on, 40, &ms);
+	CHECK(slept == 40 - 16 && ms >= (40 - 16) * 2,
+	      "40 empty reads: %llu slept (want 24), %lld ms (want >= 48)",
+	      (unsigned long long)slept, (long long)ms);
+	(void)polled_round_trips(&on, 1, 1);
+	slept = empty_reads(&on, 16, &ms);
+	CHECK(slept == 0, "16 empty reads after a completion: %llu slept",
+	      (unsigned long long)slept);
+	slept = empty_reads(&on, 1, &ms);
+	CHECK(slept == 1, "the 17th empty read: %llu slept", (unsigned long long)slept);
+	slept = empty_reads(&off, 40, &ms);
+	CHECK(slept == 0, "FI_MRC_IDLE_US=0: %llu of 40 empty reads slept",
+	      (unsigned long long)slept);
+	/* FI_MRC_IDLE_SPIN_US=100000: a wait shorter than 100 ms only spins
+	 * (a ping-pong's latency is not slept through), a longer one sleeps */
+	slept = empty_reads(&spin, 40, &ms);
+	CHECK(slept == 0 || ms >= 100, "40 empty reads in %lld ms with a 100 ms spin: %llu slept",
+	      (long long)ms, (unsigned long long)slept);
+	int64_t t0 = mrcd_spawn_now_ms();
+	while (mrcd_spawn_now_ms() - t0 < 110)
+		(void)empty_reads(&spin, 1, &ms);
+	slept = empty_reads(&spin, 5, &ms);
+	CHECK(slept == 5, "5 empty reads after 110 ms of them: %llu slept", (unsigned long long)slept);
+	pair_close(&off);
+	pair_close(&spin);
+	pair_close(&on);
+}
+
 /* The unexpected queue is bounded (FI_MRC_UNEXP_MAX here 3): past it a
  * message stays in its receive slot, unreposted; with every slot of the
  * QP held the sender waits in RNR.  Nothing is lost: the 32 messages
@@ -469,6 +534,7 @@ int main(void)
 		cmocka_unit_test_setup(test_unexpected, reseed),
 		cmocka_unit_test_setup(test_peek_claim, reseed),
 		cmocka_unit_test_setup(test_polled_progress, reseed),
+		cmocka_unit_test_setup(test_idle_poll, reseed),
 		cmocka_unit_test_setup(test_inject, reseed),
 		cmocka_unit_test(test_unexpected_bound),
 		cmocka_unit_test(test_rx_posted),

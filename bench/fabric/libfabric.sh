@@ -22,7 +22,8 @@
 # blackholed MPI run at most 1.2x its healthy time.
 # Addresses: tests/root/fi_lib.sh (the fabric's IPv4 twin: tcp;ofi_rxm on
 # plane 1, FI_TCP_IFACE; out-of-band sockets on plane 0).
-SCEN=libfabric
+# the MPI rows alone keep their raw rows apart (raw/libfabric_mpi.jsonl)
+SCEN=libfabric; [ "${MRC_BENCH_LF_PARTS:-all}" = all ] || SCEN=libfabric_mpi
 RATE=${MRC_BENCH_RATE:-200}
 MPI_SIZE=${MRC_BENCH_LF_MPI_SIZE:-4M}
 . bench/fabric/lib.sh
@@ -110,7 +111,7 @@ for c in "${FT_CASES[@]}"; do
 		k="$prog|$size|$p"
 		[ -z "${WHY[$p]}" ] && [ -z "$FT_WHY" ] || continue
 		V[$k]=$(echo ${vals[$p]:-} | tr ' ' '\n' | grep . | median)
-		[ -n "${V[$k]}" ] || V[$k]="failed"
+		[ -n "${V[$k]:-}" ] || V[$k]="failed"
 	done
 done
 
@@ -165,11 +166,11 @@ for fault in healthy blackhole; do
 		for t in "${MPI_TR[@]}"; do
 			IFS='|' read -r name tr <<<"$t"
 			k="mpi|$coll|$name|$fault"
-			[ -z "${V[$k]}" ] || continue   # why it could not run
+			[ -z "${V[$k]:-}" ] || continue   # why it could not run
 			stalls=${ms[$name]:-0}
 			V[$k]=$(echo ${mv[$name]:-} | tr ' ' '\n' | grep . | median)
-			[ "$stalls" = 0 ] || V[$k]="${V[$k]:+${V[$k]} us, }$stalls of $REPS stalled"
-			[ -n "${V[$k]}" ] || V[$k]="failed"
+			[ "$stalls" = 0 ] || V[$k]="${V[$k]:+${V[$k]:-} us, }$stalls of $REPS stalled"
+			[ -n "${V[$k]:-}" ] || V[$k]="failed"
 		done
 	done
 	if [ $fault = blackhole ]; then
@@ -199,7 +200,7 @@ num() { case $1 in ''|*[!0-9.e+-]*) return 1 ;; esac; }
 		echo "|---|---|---|---|---|---|"
 		for c in "${FT_CASES[@]}"; do
 			IFS='|' read -r prog size args what <<<"$c"
-			a=${V[$prog|$size|mrc]}; b=${V[$prog|$size|tcp;ofi_rxm]}
+			a=${V[$prog|$size|mrc]:-}; b=${V[$prog|$size|tcp;ofi_rxm]:-}
 			unit=$([ "$what" = lat ] && echo "us one way" || echo "MB/s")
 			goal=$([ "$what" = lat ] && echo "<= 1.5" || echo ">= 1.8")
 			r=-; num "$a" && num "$b" && r=$(ratio "$a" "$b")
@@ -218,17 +219,17 @@ num() { case $1 in ''|*[!0-9.e+-]*) return 1 ;; esac; }
 	for coll in all_reduce all_to_all; do
 		for t in "${MPI_TR[@]}"; do
 			IFS='|' read -r name tr <<<"$t"
-			a=${V[mpi|$coll|$name|healthy]}; b=${V[mpi|$coll|$name|blackhole]}
+			a=${V[mpi|$coll|$name|healthy]:-}; b=${V[mpi|$coll|$name|blackhole]:-}
 			r=-; num "$a" && num "$b" && r=$(ratio "$b" "$a")
 			fa=$a; num "$a" && fa="$a us"; fb=$b; num "$b" && fb="$b us"
 			label=$([ "$tr" = ofi ] && echo "Open MPI mtl ofi over mrc" || echo "Open MPI TCP BTL")
 			echo "| $coll | $label | $fa | $fb | $r | $([ "$tr" = ofi ] && echo "<= 1.2" || echo "-") |"
 		done
-		a=${V[mpi|$coll|mrc|healthy]}; b=${V[mpi|$coll|tcp-btl|healthy]}
+		a=${V[mpi|$coll|mrc|healthy]:-}; b=${V[mpi|$coll|tcp-btl|healthy]:-}
 		num "$a" && num "$b" && echo "| $coll | mrc / TCP BTL, healthy | | | $(ratio "$a" "$b") | |"
 	done
 	echo
-	echo "Raw rows: bench/results/raw/libfabric.jsonl. Rerun: \`bash bench/fabric/libfabric.sh\` (root;"
+	echo "Raw rows: bench/results/raw/$SCEN.jsonl. Rerun: \`bash bench/fabric/libfabric.sh\` (root;"
 	echo "MRC_BENCH_REPS, MRC_BENCH_RATE, MRC_BENCH_LF_MPI_SIZE), or \`make bench\` (MRC_BENCH_FABRIC=libfabric)."
 } >"$MD"
 say "wrote $MD"
