@@ -47,6 +47,12 @@ struct mrc_health_cfg {
 	                           failure still exonerates (0: 20 ms): both
 	                           are read once per tick, failures as of the
 	                           tick, working paths as of their last ACK */
+	uint64_t confirm_ns;    /* a link is LOCATED (or DENIED) only once it
+	                           has been the located explanation at every
+	                           eval for this long (0: at once); until then
+	                           it stays SUSPECT.  Congestion's failures
+	                           are cleared by the link's working paths
+	                           within it; a dead link's are not */
 };
 
 enum mrc_health_state {
@@ -64,6 +70,9 @@ struct mrc_health_link {
 	uint64_t cong;          /* congestion signals on paths through it */
 	uint64_t changed_ns;    /* when state last changed (0: never) */
 	uint64_t good_ns;       /* its newest working path (0: none) */
+	uint64_t fail_ns;       /* its oldest failure counted (0: none) */
+	uint64_t loc_ns;        /* since when it has been the located
+	                           explanation at every eval (0: it is not) */
 };
 
 /* One observation as it travels between hosts. */
