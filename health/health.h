@@ -15,7 +15,8 @@
  * tomography of "SCORE", Kompella et al. 2005) then takes the candidate
  * link that explains the most failed paths, as long as no other candidate
  * of those paths explains as many (a tie is ambiguous: both stay suspect);
- * a link that explains at least min_paths failed paths is LOCATED, and
+ * a link that explains at least min_paths failed paths, at every eval
+ * for confirm_ns (congestion's failures clear by then), is LOCATED, and
  * LOCATED with failed paths from at least k_hosts distinct hosts is
  * DENIED, the state other hosts act on.
  *
