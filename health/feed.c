@@ -133,3 +133,10 @@ uint32_t mrc_health_tell_peers(struct mrc_health_share_st *st, uint64_t now,
 		st->tell_ns = now;
 	return n;
 }
+
+uint64_t mrc_health_confirm_ns(uint64_t tick_ns, uint64_t probe_interval_ns)
+{
+	uint64_t ticks = MRC_HEALTH_CONFIRM_TICKS * tick_ns;
+	uint64_t probes = probe_interval_ns + probe_interval_ns / 2 + 2 * tick_ns;
+	return ticks > probes ? ticks : probes;
+}

@@ -43,6 +43,17 @@ struct mrc_health_held {
 void mrc_health_feed_held(struct mrc_health *h, uint32_t peer, uint32_t ev,
 			  const struct mrce_ev_info *i, struct mrc_health_held *held,
 			  uint64_t now);
+/* How long a link must have been the located explanation at every eval
+ * before it is LOCATED or DENIED (mrc_health_cfg.confirm_ns): at least
+ * MRC_HEALTH_CONFIRM_TICKS ticks, and longer than a wrongly retired live
+ * path takes to come back by its probes (the engine's first probe a
+ * quarter interval after the retirement, the second an interval later:
+ * probe_ok_needed 2) and its retraction to be read (2 ticks).  A path
+ * retired for a late packet under congestion is back in that time; a dead
+ * link's paths are not.  docs/health.md "Confirmation". */
+#define MRC_HEALTH_CONFIRM_TICKS 4
+uint64_t mrc_health_confirm_ns(uint64_t tick_ns, uint64_t probe_interval_ns);
+
 /* Who is told what, and how often: one host's bound, whatever its
  * number of peers (docs/health.md "The sending bound"), in its ticks:
  * - a share every MRC_HEALTH_SHARE_TICKS ticks, to at most

@@ -28,8 +28,9 @@ struct link_st {
 	uint64_t good_max, fail_min;
 	uint8_t touched, next;
 	/* kept */
-	uint8_t state, flagged;
+	uint8_t state, flagged, chosen;
 	uint64_t cong, changed;
+	uint64_t loc_since;     /* 1 + when located at every eval since (0: not) */
 };
 
 struct mrc_health {
@@ -178,12 +179,10 @@ static int put(struct mrc_health *h, const struct mrc_health_obs *o, uint64_t si
 	e->pardon = 0;
 	e->since = o->ok ? 0 : since;
 	e->o = *o;
-	/* Only links between switches are candidates.  A host's own link is
-	 * on every path of that host in its plane, so an incast into the host
-	 * (congestion, not a fault) fails them all and nothing can clear it:
-	 * on the emulated fabric and in mrcsim that convicted healthy host
-	 * links.  A dead host link is the host's own to see (its link
-	 * monitor) and its peers' per-path retirement. */
+	/* Only links between switches are candidates: an incast into a host
+	 * fails every path over its own link and nothing clears it (healthy
+	 * host links were convicted); a dead host link is its own link
+	 * monitor's to see, and its peers' per-path retirement's. */
 	e->n_links = 0;
 	for (unsigned i = 0; i < p.n_links; i++)
 		if (h->t->nodes[h->t->links[p.links[i]].lower].tier != MRC_TIER_HOST)
@@ -346,6 +345,7 @@ static void touch(struct mrc_health *h, uint32_t l)
 	if (s->touched)
 		return;
 	s->touched = 1;
+	s->loc_since = s->flagged ? s->loc_since : 0;   /* OK at the last eval */
 	s->good_paths = s->fail_paths = s->fail_hosts = s->hits = 0;
 	s->lastrep = NO_IDX;
 	s->good_max = 0;
@@ -458,7 +458,7 @@ static bool tied(const struct mrc_health *h, uint32_t nf, uint32_t l)
 }
 
 /* Pass 2: the greedy cover. */
-static void locate(struct mrc_health *h, uint32_t nf)
+static void locate(struct mrc_health *h, uint32_t nf, uint64_t now)
 {
 	for (;;) {
 		uint32_t best = NO_IDX;
@@ -474,6 +474,12 @@ static void locate(struct mrc_health *h, uint32_t nf)
 		uint32_t hits = s->hits;
 		uint32_t hosts = cover(h, nf, best);
 		if (amb || hits < h->cfg.min_paths)
+			continue;
+		/* At every eval for confirm_ns: congestion's failures clear. */
+		s->chosen = 1;
+		if (!s->loc_since)
+			s->loc_since = now + 1;   /* 0 is "not located" */
+		if (now + 1 - s->loc_since < h->cfg.confirm_ns)
 			continue;
 		s->next = hosts >= h->cfg.k_hosts ? MRC_HEALTH_DENIED : MRC_HEALTH_LOCATED;
 	}
@@ -494,7 +500,7 @@ int mrc_health_eval(struct mrc_health *h, uint64_t now)
 	expire(h, now);
 	h->n_touched = 0;
 	uint32_t nf = gather(h);
-	locate(h, nf);
+	locate(h, nf, now);
 	int changed = 0;
 	/* Links flagged before and not touched now are OK again. */
 	for (uint32_t i = 0; i < h->n_flagged; i++) {
@@ -508,6 +514,8 @@ int mrc_health_eval(struct mrc_health *h, uint64_t now)
 		uint32_t l = h->touched[i];
 		struct link_st *s = &h->ls[l];
 		s->touched = 0;
+		s->loc_since = s->chosen ? s->loc_since : 0;   /* a run broken */
+		s->chosen = 0;
 		changed += apply(h, l, s->next, now);
 		if (s->state != MRC_HEALTH_OK && !s->flagged) {
 			s->flagged = 1;
@@ -530,7 +538,9 @@ int mrc_health_link_get(const struct mrc_health *h, uint32_t link,
 		out->fail_hosts = s->fail_hosts;
 		out->good_paths = s->good_paths;
 		out->good_ns = s->good_max ? s->good_max - h->cfg.slack_ns : 0;
+		out->fail_ns = s->fail_min != UINT64_MAX ? s->fail_min : 0;
 	}
+	out->loc_ns = s->loc_since ? s->loc_since - 1 : 0;
 	return 0;
 }
 

@@ -15,7 +15,8 @@
  * tomography of "SCORE", Kompella et al. 2005) then takes the candidate
  * link that explains the most failed paths, as long as no other candidate
  * of those paths explains as many (a tie is ambiguous: both stay suspect);
- * a link that explains at least min_paths failed paths is LOCATED, and
+ * a link that explains at least min_paths failed paths, at every eval
+ * for confirm_ns (congestion's failures clear by then), is LOCATED, and
  * LOCATED with failed paths from at least k_hosts distinct hosts is
  * DENIED, the state other hosts act on.
  *
@@ -47,6 +48,12 @@ struct mrc_health_cfg {
 	                           failure still exonerates (0: 20 ms): both
 	                           are read once per tick, failures as of the
 	                           tick, working paths as of their last ACK */
+	uint64_t confirm_ns;    /* a link is LOCATED (or DENIED) only once it
+	                           has been the located explanation at every
+	                           eval for this long (0: at once); until then
+	                           it stays SUSPECT.  Congestion's failures
+	                           are cleared by the link's working paths
+	                           within it; a dead link's are not */
 };
 
 enum mrc_health_state {
@@ -64,6 +71,9 @@ struct mrc_health_link {
 	uint64_t cong;          /* congestion signals on paths through it */
 	uint64_t changed_ns;    /* when state last changed (0: never) */
 	uint64_t good_ns;       /* its newest working path (0: none) */
+	uint64_t fail_ns;       /* its oldest failure counted (0: none) */
+	uint64_t loc_ns;        /* since when it has been the located
+	                           explanation at every eval (0: it is not) */
 };
 
 /* One observation as it travels between hosts. */

@@ -81,7 +81,10 @@ static void sharing_spares_senders(void **st)
 		      SEED, l.pkts, l.senders, l.denied, sh.pkts, sh.senders, sh.denied, sh.msgs);
 	assert_true(l.senders > 0);
 	assert_true(sh.msgs > 0);        /* evidence did travel */
-	assert_true(sh.denied > 0);      /* and was acted on */
+	/* and was acted on: since a conviction waits out the probe round
+	 * (docs/health.md "Confirmation"), by the told failures' suspicions;
+	 * the one witness's evidence is never confirmed here */
+	assert_true(sh.denied + sh.suspected > 0);
 	assert_true(sh.senders < l.senders);
 }
 

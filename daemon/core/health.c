@@ -298,7 +298,9 @@ int mrcd_health_init(struct mrcd *d)
 	/* mrcd.conf's health_* keys (config.c checks them). */
 	struct mrc_health_cfg hc = { .min_paths = d->cfg.health_min_paths,
 		.k_hosts = d->cfg.health_k_hosts,
-		.ttl_ns = (uint64_t)d->cfg.health_ttl_ms * 1000000 };
+		.ttl_ns = (uint64_t)d->cfg.health_ttl_ms * 1000000,
+		.confirm_ns = mrc_health_confirm_ns((uint64_t)(TICK_S * 1e9),
+						    (uint64_t)d->cfg.probe_interval_us * 1000) };
 	int rc = m->prev && m->held && m->rx_last ? mrc_health_new(d->topo, d->self, &hc, &m->h) : -ENOMEM;
 	if (!rc && (rc = mrc_health_record_new(d->topo, &m->rec)))
 		mrc_health_free(m->h);
