@@ -16,8 +16,8 @@
 #include <getopt.h>
 #include <stdint.h>
 #include <unistd.h>
-#include <sys/syscall.h>
 
+#include "common/sched_slice.h"
 #include "examples/common.h"
 
 static const char *sock;
@@ -53,25 +53,6 @@ static uint32_t next_imm(struct mrc_qp *qp, struct mrc_ctx *ctx, unsigned *sends
 static uint32_t qp_flags;   /* -t: MRC_QP_URGENT or MRC_QP_BULK */
 static uint32_t slice_us;   /* -L */
 
-/* The kernel's struct sched_attr, first version (no glibc wrapper before
- * 2.41): the slice is sched_runtime of a SCHED_OTHER thread. */
-struct slice_attr {
-	uint32_t size, policy;
-	uint64_t flags;
-	int32_t nice;
-	uint32_t priority;
-	uint64_t runtime, deadline, period;
-};
-
-static void slice_set(uint64_t us)
-{
-	struct slice_attr a = { .size = sizeof(a) };
-	if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) || a.policy != 0 /* SCHED_OTHER */)
-		return;
-	a.runtime = us * 1000;
-	if (syscall(SYS_sched_setattr, 0, &a, 0))
-		perror("mrc_pingpong: sched_setattr (-L)");
-}
 
 static int cmp(const void *a, const void *b)
 {
@@ -85,8 +66,9 @@ static int run(int server, uint32_t host)
 	struct mrc_mr *buf;
 	struct mrc_qp *qp;
 	struct mrc_qp_addr peer;
-	if (slice_us)
-		slice_set(slice_us);
+	int rc = slice_us ? mrc__sched_slice_set(slice_us) : 0;
+	if (rc)
+		fprintf(stderr, "mrc_pingpong: -L %u not applied: %s\n", slice_us, strerror(-rc));
 	EX_CHECK(mrc_open(sock, &ctx), NULL);
 	EX_CHECK(mrc_alloc_mr(ctx, size, MRC_MR_REMOTE_WRITE | MRC_MR_LOCAL_READ, &buf), ctx);
 	EX_CHECK(mrc_create_qp(ctx, &(struct mrc_qp_cfg){ .flags = qp_flags }, &qp), ctx);

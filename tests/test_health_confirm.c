@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/support/health_rig.h"
 #include "tests/support/seeded.h"
 
 #include "health/health.h"
@@ -48,46 +49,6 @@ static uint32_t random_core_link(const struct mrc_topo *t, uint32_t *leaf)
 	if (leaf)
 		*leaf = l;
 	return t->leaf_spine[p][(size_t)l * t->n_spines[p] + s];
-}
-
-static bool crosses(const struct mrc_topo *t, uint32_t src, uint32_t dst, uint32_t ev,
-		    uint32_t link)
-{
-	struct mrc_path p;
-	if (mrc_topo_path(t, src, dst, ev, &p))
-		return false;
-	for (unsigned i = 0; i < p.n_links; i++)
-		if (p.links[i] == link)
-			return true;
-	return false;
-}
-
-/* src's outcome of src -> dst on ev at now: own or merged. */
-static void put(struct mrc_health *h, uint32_t self, uint32_t src, uint32_t dst,
-		uint32_t ev, bool ok, uint64_t now)
-{
-	if (src == self) {
-		assert_int_equal(ok ? mrc_health_path_ok(h, dst, ev, now)
-				    : mrc_health_path_fail(h, dst, ev, now), 0);
-		return;
-	}
-	struct mrc_health_obs o = { .src = src, .dst = dst, .ev = (uint16_t)ev, .ok = ok };
-	uint64_t age = 0;
-	assert_true(mrc_health_merge(h, src, &o, &age, 1, now) >= 0);
-}
-
-/* Every host's paths at now: those across `bad` fail (still retired,
- * re-reported each tick), the rest work. */
-static void every_path(struct mrc_health *h, const struct mrc_topo *t, uint32_t self,
-		       uint32_t bad, uint64_t now)
-{
-	for (uint32_t src = 0; src < t->n_hosts; src++)
-		for (uint32_t dst = 0; dst < t->n_hosts; dst++)
-			for (uint32_t ev = 0; src != dst && ev < mrc_topo_ev_count(t); ev++) {
-				struct mrc_path p;
-				if (!mrc_topo_path(t, src, dst, ev, &p))
-					put(h, self, src, dst, ev, !crosses(t, src, dst, ev, bad), now);
-			}
 }
 
 static size_t count_at_least(const struct mrc_health *h, uint8_t min)
@@ -135,9 +96,9 @@ static void congested_moment_convicts_nothing(void **state)
 				for (uint32_t dst = 0; dst < t->n_hosts; dst++)
 					for (uint32_t ev = 0; ev < nev; ev++)
 						if (dst != failers[i] &&
-						    crosses(t, failers[i], dst, ev, link)) {
-							put(h, self, failers[i], dst, ev, false, now);
-							put(h0, self, failers[i], dst, ev, false, now);
+						    rig_crosses(t, failers[i], dst, ev, link)) {
+							rig_see(h, t, self, failers[i], dst, ev, false, now);
+							rig_see(h0, t, self, failers[i], dst, ev, false, now);
 							crossed = true;
 						}
 			/* From the next tick on, the rest of the hosts'
@@ -150,10 +111,10 @@ static void congested_moment_convicts_nothing(void **state)
 						for (uint32_t i = 0; i < nf; i++)
 							failer |= failers[i] == src;
 						if (src == dst || (failer && k < held) ||
-						    !crosses(t, src, dst, ev, link))
+						    !rig_crosses(t, src, dst, ev, link))
 							continue;
-						put(h, self, src, dst, ev, true, now - MS);
-						put(h0, self, src, dst, ev, true, now - MS);
+						rig_see(h, t, self, src, dst, ev, true, now - MS);
+						rig_see(h0, t, self, src, dst, ev, true, now - MS);
 					}
 			mrc_health_eval(h, now);
 			mrc_health_eval(h0, now);
@@ -190,7 +151,7 @@ static void loss_convicts_after_confirm(void **state)
 		uint64_t t0 = 100 * MS;
 		for (uint64_t k = 0; k <= CONFIRM / TICK + 1; k++) {
 			uint64_t now = t0 + k * TICK;
-			every_path(h, t, self, dead, now);
+			rig_all_paths(h, t, self, dead, now);
 			mrc_health_eval(h, now);
 			struct mrc_health_link li;
 			mrc_health_link_get(h, dead, &li);
@@ -224,12 +185,12 @@ static void broken_run_starts_again(void **state)
 		struct mrc_health *h = new_health(t, self, CONFIRM);
 		uint64_t t0 = 100 * MS, k;
 		for (k = 0; k < CONFIRM / TICK; k++) {
-			every_path(h, t, self, dead, t0 + k * TICK);
+			rig_all_paths(h, t, self, dead, t0 + k * TICK);
 			mrc_health_eval(h, t0 + k * TICK);
 		}
 		/* All paths work at this tick: the link is OK again. */
 		uint64_t t1 = t0 + k * TICK;
-		every_path(h, t, self, MRC_TOPO_NONE, t1);
+		rig_all_paths(h, t, self, MRC_TOPO_NONE, t1);
 		mrc_health_eval(h, t1);
 		struct mrc_health_link li;
 		mrc_health_link_get(h, dead, &li);
@@ -237,7 +198,7 @@ static void broken_run_starts_again(void **state)
 		      mrc_health_state_name(li.state));
 		for (k = 1; k <= CONFIRM / TICK + 1; k++) {
 			uint64_t now = t1 + k * TICK;
-			every_path(h, t, self, dead, now);
+			rig_all_paths(h, t, self, dead, now);
 			mrc_health_eval(h, now);
 			mrc_health_link_get(h, dead, &li);
 			bool due = now - (t1 + TICK) >= CONFIRM;

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/support/health_rig.h"
 #include "tests/support/seeded.h"
 
 #include "health/record.h"
@@ -40,48 +41,6 @@ static struct mrc_topo *gen(uint32_t planes, uint32_t leaves, uint32_t spines, u
 	char err[MRC_TOPO_ERRLEN];
 	CHECK(mrc_topo_generate(&g, &t, err, sizeof(err)) == 0, "%s", err);
 	return t;
-}
-
-static bool crosses(const struct mrc_topo *t, uint32_t src, uint32_t dst, uint32_t ev,
-		    uint32_t link)
-{
-	struct mrc_path p;
-	if (mrc_topo_path(t, src, dst, ev, &p))
-		return false;
-	for (unsigned i = 0; i < p.n_links; i++)
-		if (p.links[i] == link)
-			return true;
-	return false;
-}
-
-/* src -> dst on ev worked or failed at now: h's own (src == self) or
- * merged as src's report. */
-static void see(struct mrc_health *h, const struct mrc_topo *t, uint32_t self, uint32_t src,
-		uint32_t dst, uint32_t ev, bool ok, uint64_t now)
-{
-	struct mrc_path p;
-	if (src == dst || mrc_topo_path(t, src, dst, ev, &p))
-		return;
-	if (src == self) {
-		assert_int_equal(ok ? mrc_health_path_ok(h, dst, ev, now)
-				    : mrc_health_path_fail(h, dst, ev, now), 0);
-		return;
-	}
-	struct mrc_health_obs o = { .src = src, .dst = dst, .ev = (uint16_t)ev, .ok = ok };
-	uint64_t age = 0;
-	assert_true(mrc_health_merge(h, src, &o, &age, 1, now) >= 0);
-}
-
-/* Every host's every path, as the blackholed link dead (NONE: none)
- * makes it. */
-static void all_paths(struct mrc_health *h, const struct mrc_topo *t, uint32_t self,
-		      uint32_t dead, uint64_t now)
-{
-	for (uint32_t s = 0; s < t->n_hosts; s++)
-		for (uint32_t d = 0; d < t->n_hosts; d++)
-			for (uint32_t ev = 0; ev < mrc_topo_ev_count(t); ev++)
-				see(h, t, self, s, d, ev,
-				    dead == MRC_TOPO_NONE || !crosses(t, s, d, ev, dead), now);
 }
 
 static uint32_t kept(const struct mrc_health_record *r)
@@ -106,7 +65,7 @@ static void check_evidence(const struct mrc_topo *t, const struct mrc_health_rec
 	      e->fail_paths);
 	for (uint32_t k = 0; k < e->n_evidence; k++) {
 		const struct mrc_health_obs *o = &e->evidence[k];
-		CHECK(!o->ok && crosses(t, o->src, o->dst, o->ev, e->link),
+		CHECK(!o->ok && rig_crosses(t, o->src, o->dst, o->ev, e->link),
 		      "evidence %u: h%u -> h%u ev %u ok %u does not fail through link %u", k,
 		      o->src, o->dst, o->ev, o->ok, e->link);
 		CHECK(!k || e->evidence[k - 1].ts_ns >= o->ts_ns, "evidence not newest first");
@@ -129,7 +88,7 @@ static void dead_link_counted(void **st)
 		assert_int_equal(mrc_health_record_new(t, &r), 0);
 		for (int fault = 1; fault <= 2; fault++) {
 			uint64_t t1 = (uint64_t)fault * 100 * MS, t2 = t1 + 10 * MS;
-			all_paths(h, t, self, dead, t1);
+			rig_all_paths(h, t, self, dead, t1);
 			step(h, r, t1);
 			struct mrc_health_link li;
 			assert_int_equal(mrc_health_link_get(h, dead, &li), 0);
@@ -153,7 +112,7 @@ static void dead_link_counted(void **st)
 			      (unsigned long long)e.cleared_ns);
 			check_evidence(t, &e);
 			/* Healed: a poll now sees nothing; the record stays. */
-			all_paths(h, t, self, MRC_TOPO_NONE, t2);
+			rig_all_paths(h, t, self, MRC_TOPO_NONE, t2);
 			step(h, r, t2);
 			assert_int_equal(mrc_health_link_get(h, dead, &li), 0);
 			assert_int_equal(li.state, MRC_HEALTH_OK);
@@ -189,18 +148,18 @@ static struct tiny tiny(void)
  * deny, h3 -> h0 through it fails too: a second host, denied. */
 static void convict(struct mrc_health *h, const struct tiny *x, bool deny, uint64_t now)
 {
-	see(h, x->t, 0, 2, 3, x->ev0, true, now);
-	see(h, x->t, 0, 1, 2, x->ev0, false, now);
-	see(h, x->t, 0, 1, 3, x->ev0, false, now);
+	rig_see(h, x->t, 0, 2, 3, x->ev0, true, now);
+	rig_see(h, x->t, 0, 1, 2, x->ev0, false, now);
+	rig_see(h, x->t, 0, 1, 3, x->ev0, false, now);
 	if (deny)
-		see(h, x->t, 0, 3, 0, x->ev0, false, now);
+		rig_see(h, x->t, 0, 3, 0, x->ev0, false, now);
 }
 
 static void heal(struct mrc_health *h, const struct tiny *x, uint64_t now)
 {
-	see(h, x->t, 0, 1, 2, x->ev0, true, now);
-	see(h, x->t, 0, 1, 3, x->ev0, true, now);
-	see(h, x->t, 0, 3, 0, x->ev0, true, now);
+	rig_see(h, x->t, 0, 1, 2, x->ev0, true, now);
+	rig_see(h, x->t, 0, 1, 3, x->ev0, true, now);
+	rig_see(h, x->t, 0, 3, 0, x->ev0, true, now);
 }
 
 static void located_then_denied(void **st)
@@ -230,7 +189,7 @@ static void located_then_denied(void **st)
 	/* Still located at the next eval: nothing more counted. */
 	step(h, r, 20 * MS);
 	assert_int_equal(mrc_health_record_located(r), 1);
-	see(h, x.t, 0, 3, 0, x.ev0, false, 30 * MS);
+	rig_see(h, x.t, 0, 3, 0, x.ev0, false, 30 * MS);
 	step(h, r, 30 * MS);
 	assert_int_equal(mrc_health_link_get(h, x.link, &li), 0);
 	assert_int_equal(li.state, MRC_HEALTH_DENIED);
@@ -300,9 +259,9 @@ static void congestion_counts_nothing(void **st)
 		for (uint64_t now = 10 * MS; now <= 100 * MS; now += 10 * MS) {
 			for (uint32_t d = 0; d < t->n_hosts; d++)
 				for (uint32_t ev = 0; d != self && ev < mrc_topo_ev_count(t); ev++)
-					if (crosses(t, self, d, ev, t->leaf_spine[0][0]) || rnd() % 2)
+					if (rig_crosses(t, self, d, ev, t->leaf_spine[0][0]) || rnd() % 2)
 						mrc_health_path_congested(h, d, ev, 1 + rnd() % 100);
-			all_paths(h, t, self, MRC_TOPO_NONE, now);
+			rig_all_paths(h, t, self, MRC_TOPO_NONE, now);
 			step(h, r, now);
 		}
 		CHECK(mrc_health_record_located(r) == 0 && mrc_health_record_denied(r) == 0 &&

@@ -24,24 +24,17 @@
 
 #include <cmocka.h>
 
+#include "common/sched_slice.h"
 #include "daemon/core/mrcd.h"
 #include "tests/support/mrcd_spawn.h"
 
 static unsigned seed;
 static struct mrcd_keydir kd;
 
-struct attr {
-	uint32_t size, policy;
-	uint64_t flags;
-	int32_t nice;
-	uint32_t priority;
-	uint64_t runtime, deadline, period;
-};
-
 /* The calling thread's slice (ns), as sched_getattr reports it. */
 static uint64_t slice_ns(void)
 {
-	struct attr a = { .size = sizeof(a) };
+	struct mrc__slice_attr a = { .size = sizeof(a) };
 	assert_int_equal(syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0), 0);
 	return a.runtime;
 }
@@ -104,7 +97,7 @@ static int setup(void **state)
 		return -1;
 	mrcd_log_level = MRCD_LOG_WARNING;
 	/* Custom slices exist when asking for one changes what reads back. */
-	struct attr a = { .size = sizeof(a) };
+	struct mrc__slice_attr a = { .size = sizeof(a) };
 	if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0))
 		return -1;
 	uint64_t was = a.runtime;

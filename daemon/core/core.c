@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/syscall.h>
 
+#include "common/sched_slice.h"
 #include "daemon/core/core.h"
 
 /* ---- observers ---------------------------------------------------------- */
@@ -181,31 +182,6 @@ static void busy_poll_init(struct mrcd *d)
 			 us ? "" : "; set busy_poll_us to poll anyway");
 }
 
-/* The kernel's struct sched_attr, its first version (glibc wraps
- * sched_setattr only from 2.41). */
-struct slice_attr {
-	uint32_t size, policy;
-	uint64_t flags;
-	int32_t nice;
-	uint32_t priority;
-	uint64_t runtime, deadline, period;
-};
-
-/* Sets the loop thread's slice to us (0: the kernel's default); returns 0
- * or a negative errno.  The policy, nice value and flags stay. */
-static int slice_apply(uint32_t us)
-{
-	struct slice_attr a = { .size = sizeof(a) };
-	if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0))
-		return -errno;
-	if (a.policy != SCHED_OTHER && a.policy != SCHED_BATCH)
-		return -EPERM;   /* real-time: the slice is not the fair class's */
-	a.size = sizeof(a);
-	a.runtime = (uint64_t)us * 1000;
-	a.deadline = a.period = 0;
-	return syscall(SYS_sched_setattr, 0, &a, 0) ? -errno : 0;
-}
-
 /* mrcd.conf sched_slice_us.  Under EEVDF (Linux 6.12+) a task that wakes
  * with a shorter slice than the running task's preempts it; on the
  * default slice (0.7 ms x (1 + log2 CPUs)) a post or a datagram waking
@@ -218,7 +194,7 @@ static void slice_init(struct mrcd *d)
 {
 	if (!d->cfg.sched_slice_us)
 		return;
-	int rc = slice_apply(d->cfg.sched_slice_us);
+	int rc = mrc__sched_slice_set(d->cfg.sched_slice_us);
 	d->slice_set = !rc;
 	if (rc)
 		mrcd_log(MRCD_LOG_NOTICE, "sched_slice_us=%u not applied: %s", d->cfg.sched_slice_us, strerror(-rc));
@@ -280,6 +256,6 @@ void mrcd_core_fini(struct mrcd *d)
 	mrcd_cm_fini(d);
 	mrcd_node_fini(d);
 	/* The thread goes on (a test's next core, an embedding process). */
-	if (d->slice_set && !slice_apply(0))
+	if (d->slice_set && !mrc__sched_slice_set(0))
 		d->slice_set = 0;
 }
