@@ -105,18 +105,13 @@ int sim_health_init(struct mrc_sim *s)
 	s->health = g;
 	if (s->cfg.health == MRC_SIM_HEALTH_OFF)
 		return 0;
-	/* confirmation: the engine's probe interval, as sim.c sets it */
-	struct mrce_cfg ec;
-	mrce_cfg_default(&ec);
-	if (s->cfg.probe_interval_ns)
-		ec.probe_interval_ns = s->cfg.probe_interval_ns;
 	/* a small table: a host's own paths and what its peers send */
 	/* slack: mrcd's 20 ms is two of its ticks; a failure re-reported
 	 * each tick is that much newer than the last ACK of a working path. */
 	struct mrc_health_cfg hc = { .max_obs = 4096,
 				     .slack_ns = 2 * s->cfg.health_tick_ns,
 				     .confirm_ns = mrc_health_confirm_ns(s->cfg.health_tick_ns,
-									 ec.probe_interval_ns) };
+									 s->ecfg.probe_interval_ns) };
 	for (uint32_t i = 0; i < H; i++) {
 		struct hhost *q = &g->hh[i];
 		const struct sim_host *x = &s->hosts[i];
