@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/support/health_rig.h"
 #include "tests/support/seeded.h"
 
 #include "health/health.h"
@@ -33,22 +34,6 @@ static struct mrc_topo *random_clos(void)
 	return t;
 }
 
-/* A random leaf-spine link. */
-static uint32_t random_core_link(const struct mrc_topo *t)
-{
-	uint32_t p = (uint32_t)(rnd() % t->planes);
-	uint32_t l = (uint32_t)(rnd() % t->n_leaves[p]), s = (uint32_t)(rnd() % t->n_spines[p]);
-	return t->leaf_spine[p][(size_t)l * t->n_spines[p] + s];
-}
-
-static bool crosses(const struct mrc_path *p, uint32_t link)
-{
-	for (unsigned i = 0; i < p->n_links; i++)
-		if (p->links[i] == link)
-			return true;
-	return false;
-}
-
 /* Host src's outcomes on every EV to `peers` random peers (every host
  * once when peers >= n_hosts: random draws with replacement would miss
  * some, and a test that says "every path" must not depend on the seed),
@@ -66,7 +51,7 @@ static void observe(struct mrc_health *h, const struct mrc_topo *t, uint32_t sel
 			struct mrc_path p;
 			if (mrc_topo_path(t, src, dst, ev, &p))
 				continue;
-			bool ok = dead == MRC_TOPO_NONE || !crosses(&p, dead);
+			bool ok = dead == MRC_TOPO_NONE || !rig_path_crosses(&p, dead);
 			if (src == self) {
 				assert_int_equal(ok ? mrc_health_path_ok(h, dst, ev, now)
 						    : mrc_health_path_fail(h, dst, ev, now), 0);
@@ -95,7 +80,7 @@ static void dead_link_found(void **state)
 {
 	for (int r = 0; r < ROUNDS; r++) {
 		struct mrc_topo *t = random_clos();
-		uint32_t dead = random_core_link(t);
+		uint32_t dead = rig_core_link(t, NULL);
 		uint32_t self = (uint32_t)(rnd() % t->n_hosts);
 		struct mrc_health *h;
 		/* Every path of every pair: up to 48 x 48 x 36. */
@@ -118,7 +103,7 @@ static void dead_link_found(void **state)
 				if (mrc_topo_path(t, self, dst, ev, &p))
 					continue;
 				int d = mrc_health_path_denied(h, dst, ev);
-				CHECK(!d || crosses(&p, dead), "round %d: healthy path denied", r);
+				CHECK(!d || rig_path_crosses(&p, dead), "round %d: healthy path denied", r);
 			}
 		}
 		mrc_health_free(h);
@@ -132,7 +117,7 @@ static void sparse_never_wrong(void **state)
 {
 	for (int r = 0; r < ROUNDS; r++) {
 		struct mrc_topo *t = random_clos();
-		uint32_t dead = random_core_link(t);
+		uint32_t dead = rig_core_link(t, NULL);
 		struct mrc_health *h;
 		assert_int_equal(mrc_health_new(t, 0, NULL, &h), 0);
 		for (uint32_t src = 0; src < t->n_hosts; src++)
@@ -218,7 +203,7 @@ static void liars_deny_nothing(void **state)
 {
 	for (int r = 0; r < ROUNDS; r++) {
 		struct mrc_topo *t = random_clos();
-		uint32_t target = random_core_link(t);
+		uint32_t target = rig_core_link(t, NULL);
 		struct mrc_health_cfg cfg = { .k_hosts = 3, .max_obs = 1u << 17 };
 		struct mrc_health *h;
 		assert_int_equal(mrc_health_new(t, 0, &cfg, &h), 0);
@@ -229,7 +214,7 @@ static void liars_deny_nothing(void **state)
 			for (uint32_t dst = 0; dst < t->n_hosts; dst++)
 				for (uint32_t ev = 0; dst != src && ev < nev; ev++) {
 					struct mrc_path p;
-					if (mrc_topo_path(t, src, dst, ev, &p) || !crosses(&p, target))
+					if (mrc_topo_path(t, src, dst, ev, &p) || !rig_path_crosses(&p, target))
 						continue;
 					struct mrc_health_obs o = { .src = src, .dst = dst,
 						.ev = (uint16_t)ev, .ok = 0 };

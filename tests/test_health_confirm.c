@@ -41,16 +41,6 @@ static struct mrc_topo *random_clos(void)
 	return t;
 }
 
-/* A random leaf-spine link; *leaf its leaf. */
-static uint32_t random_core_link(const struct mrc_topo *t, uint32_t *leaf)
-{
-	uint32_t p = (uint32_t)(rnd() % t->planes);
-	uint32_t l = (uint32_t)(rnd() % t->n_leaves[p]), s = (uint32_t)(rnd() % t->n_spines[p]);
-	if (leaf)
-		*leaf = l;
-	return t->leaf_spine[p][(size_t)l * t->n_spines[p] + s];
-}
-
 static size_t count_at_least(const struct mrc_health *h, uint8_t min)
 {
 	size_t n;
@@ -78,7 +68,7 @@ static void congested_moment_convicts_nothing(void **state)
 {
 	for (int r = 0; r < ROUNDS; r++) {
 		struct mrc_topo *t = random_clos();
-		uint32_t leaf, link = random_core_link(t, &leaf), self = (uint32_t)(rnd() % t->n_hosts);
+		uint32_t leaf, link = rig_core_link(t, &leaf), self = (uint32_t)(rnd() % t->n_hosts);
 		uint32_t nev = mrc_topo_ev_count(t), nfail = 2 + (uint32_t)(rnd() % 3);
 		uint32_t held = 1 + (uint32_t)(rnd() % 3);   /* ticks retired */
 		struct mrc_health *h = new_health(t, self, CONFIRM);
@@ -146,7 +136,7 @@ static void loss_convicts_after_confirm(void **state)
 {
 	for (int r = 0; r < ROUNDS; r++) {
 		struct mrc_topo *t = random_clos();
-		uint32_t dead = random_core_link(t, NULL), self = (uint32_t)(rnd() % t->n_hosts);
+		uint32_t dead = rig_core_link(t, NULL), self = (uint32_t)(rnd() % t->n_hosts);
 		struct mrc_health *h = new_health(t, self, CONFIRM);
 		uint64_t t0 = 100 * MS;
 		for (uint64_t k = 0; k <= CONFIRM / TICK + 1; k++) {
@@ -181,7 +171,7 @@ static void broken_run_starts_again(void **state)
 {
 	for (int r = 0; r < ROUNDS; r++) {
 		struct mrc_topo *t = random_clos();
-		uint32_t dead = random_core_link(t, NULL), self = (uint32_t)(rnd() % t->n_hosts);
+		uint32_t dead = rig_core_link(t, NULL), self = (uint32_t)(rnd() % t->n_hosts);
 		struct mrc_health *h = new_health(t, self, CONFIRM);
 		uint64_t t0 = 100 * MS, k;
 		for (k = 0; k < CONFIRM / TICK; k++) {

@@ -43,6 +43,21 @@ static struct mrc_topo *gen(uint32_t planes, uint32_t leaves, uint32_t spines, u
 	return t;
 }
 
+/* A host's health and its record on t; rig_close frees them and t. */
+static void rig_open(const struct mrc_topo *t, uint32_t self, struct mrc_health **h,
+		     struct mrc_health_record **r)
+{
+	assert_int_equal(mrc_health_new(t, self, NULL, h), 0);
+	assert_int_equal(mrc_health_record_new(t, r), 0);
+}
+
+static void rig_close(struct mrc_topo *t, struct mrc_health *h, struct mrc_health_record *r)
+{
+	mrc_health_record_free(r);
+	mrc_health_free(h);
+	mrc_topo_free(t);
+}
+
 static uint32_t kept(const struct mrc_health_record *r)
 {
 	struct mrc_health_rec e;
@@ -78,14 +93,11 @@ static void dead_link_counted(void **st)
 	for (int round = 0; round < ROUNDS; round++) {
 		struct mrc_topo *t = gen(1 + (uint32_t)(rnd() % 3), 2 + (uint32_t)(rnd() % 4),
 					 2 + (uint32_t)(rnd() % 4), 2 + (uint32_t)(rnd() % 3));
-		uint32_t p = (uint32_t)(rnd() % t->planes);
-		uint32_t dead = t->leaf_spine[p][(size_t)(rnd() % t->n_leaves[p]) * t->n_spines[p] +
-						 rnd() % t->n_spines[p]];
+		uint32_t dead = rig_core_link(t, NULL);
 		uint32_t self = (uint32_t)(rnd() % t->n_hosts);
 		struct mrc_health *h;
 		struct mrc_health_record *r;
-		assert_int_equal(mrc_health_new(t, self, NULL, &h), 0);
-		assert_int_equal(mrc_health_record_new(t, &r), 0);
+		rig_open(t, self, &h, &r);
 		for (int fault = 1; fault <= 2; fault++) {
 			uint64_t t1 = (uint64_t)fault * 100 * MS, t2 = t1 + 10 * MS;
 			rig_all_paths(h, t, self, dead, t1);
@@ -121,9 +133,7 @@ static void dead_link_counted(void **st)
 			assert_int_equal(mrc_health_record_located(r), fault);
 			assert_int_equal(mrc_health_record_denied(r), fault);
 		}
-		mrc_health_record_free(r);
-		mrc_health_free(h);
-		mrc_topo_free(t);
+		rig_close(t, h, r);
 	}
 }
 
@@ -168,8 +178,7 @@ static void located_then_denied(void **st)
 	struct tiny x = tiny();
 	struct mrc_health *h;
 	struct mrc_health_record *r;
-	assert_int_equal(mrc_health_new(x.t, 0, NULL, &h), 0);
-	assert_int_equal(mrc_health_record_new(x.t, &r), 0);
+	rig_open(x.t, 0, &h, &r);
 	convict(h, &x, false, 10 * MS);
 	step(h, r, 10 * MS);
 	struct mrc_health_link li;
@@ -205,9 +214,7 @@ static void located_then_denied(void **st)
 	check_evidence(x.t, &e);
 	/* The newest failure first: h3's at 30 ms. */
 	assert_int_equal(e.evidence[0].src, 3);
-	mrc_health_record_free(r);
-	mrc_health_free(h);
-	mrc_topo_free(x.t);
+	rig_close(x.t, h, r);
 }
 
 static void ring_keeps_newest(void **st)
@@ -216,8 +223,7 @@ static void ring_keeps_newest(void **st)
 	struct tiny x = tiny();
 	struct mrc_health *h;
 	struct mrc_health_record *r;
-	assert_int_equal(mrc_health_new(x.t, 0, NULL, &h), 0);
-	assert_int_equal(mrc_health_record_new(x.t, &r), 0);
+	rig_open(x.t, 0, &h, &r);
 	const uint32_t n = MRC_HEALTH_REC_MAX + 8;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t now = (1 + 2 * (uint64_t)i) * 10 * MS;
@@ -240,9 +246,7 @@ static void ring_keeps_newest(void **st)
 	}
 	struct mrc_health_rec e;
 	assert_int_equal(mrc_health_record_get(r, MRC_HEALTH_REC_MAX, &e), -ENOENT);
-	mrc_health_record_free(r);
-	mrc_health_free(h);
-	mrc_topo_free(x.t);
+	rig_close(x.t, h, r);
 }
 
 static void congestion_counts_nothing(void **st)
@@ -254,8 +258,7 @@ static void congestion_counts_nothing(void **st)
 		uint32_t self = (uint32_t)(rnd() % t->n_hosts);
 		struct mrc_health *h;
 		struct mrc_health_record *r;
-		assert_int_equal(mrc_health_new(t, self, NULL, &h), 0);
-		assert_int_equal(mrc_health_record_new(t, &r), 0);
+		rig_open(t, self, &h, &r);
 		for (uint64_t now = 10 * MS; now <= 100 * MS; now += 10 * MS) {
 			for (uint32_t d = 0; d < t->n_hosts; d++)
 				for (uint32_t ev = 0; d != self && ev < mrc_topo_ev_count(t); ev++)
@@ -266,9 +269,7 @@ static void congestion_counts_nothing(void **st)
 		}
 		CHECK(mrc_health_record_located(r) == 0 && mrc_health_record_denied(r) == 0 &&
 		      kept(r) == 0, "round %d: congestion counted a conviction", round);
-		mrc_health_record_free(r);
-		mrc_health_free(h);
-		mrc_topo_free(t);
+		rig_close(t, h, r);
 	}
 }
 

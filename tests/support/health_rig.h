@@ -1,6 +1,7 @@
 /* What the health tests tell a struct mrc_health about a fabric's paths:
  * one host's own outcomes or another's merged report, every path at once
- * with one link dead. */
+ * with one link dead; which paths cross a link; a random one to kill.
+ * Include after <cmocka.h>. */
 #ifndef MRC_TESTS_HEALTH_RIG_H
 #define MRC_TESTS_HEALTH_RIG_H
 
@@ -12,19 +13,34 @@
 #include <cmocka.h>
 
 #include "health/health.h"
+#include "tests/support/seeded.h"
 #include "topology/topo.h"
+
+/* Whether path p crosses link. */
+static inline bool rig_path_crosses(const struct mrc_path *p, uint32_t link)
+{
+	for (unsigned i = 0; i < p->n_links; i++)
+		if (p->links[i] == link)
+			return true;
+	return false;
+}
 
 /* Whether src -> dst on ev crosses link. */
 static inline bool rig_crosses(const struct mrc_topo *t, uint32_t src, uint32_t dst, uint32_t ev,
 			       uint32_t link)
 {
 	struct mrc_path p;
-	if (mrc_topo_path(t, src, dst, ev, &p))
-		return false;
-	for (unsigned i = 0; i < p.n_links; i++)
-		if (p.links[i] == link)
-			return true;
-	return false;
+	return !mrc_topo_path(t, src, dst, ev, &p) && rig_path_crosses(&p, link);
+}
+
+/* A random leaf-spine link (the seeded stream); *leaf its leaf. */
+static inline uint32_t rig_core_link(const struct mrc_topo *t, uint32_t *leaf)
+{
+	uint32_t p = (uint32_t)(rnd() % t->planes);
+	uint32_t l = (uint32_t)(rnd() % t->n_leaves[p]), s = (uint32_t)(rnd() % t->n_spines[p]);
+	if (leaf)
+		*leaf = l;
+	return t->leaf_spine[p][(size_t)l * t->n_spines[p] + s];
 }
 
 /* src -> dst on ev worked or failed at now: h's own (src == self) or
